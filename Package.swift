@@ -1,0 +1,68 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layering (see ../shared/DESIGN.md):
+//   Model  <-  SyncCore  <-  Storage/Replica  <-  brsync
+// Model and SyncCore are pure (no I/O); C libraries sit behind the C* targets.
+let package = Package(
+    name: "brsync",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .executable(name: "brsync", targets: ["brsync"]),
+        .library(name: "Model", targets: ["Model"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: C system libraries
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // MARK: Pure layers
+        .target(name: "Model", path: "Sources/Model"),
+        .target(name: "SyncCore", dependencies: ["Model"], path: "Sources/SyncCore"),
+
+        // MARK: I/O layers
+        .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
+        .target(
+            name: "Replica",
+            dependencies: ["Model", "SyncCore", "Storage"],
+            path: "Client/Replica"
+        ),
+        .executableTarget(
+            name: "brsync",
+            dependencies: [
+                "Model", "Replica",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Client/brsync"
+        ),
+
+        // MARK: Benchmarks (run by Benchmarks/*.sh in release; not tests)
+        .executableTarget(
+            name: "brsync-bench",
+            dependencies: ["Model", "Replica"],
+            path: "Benchmarks/SelectorBenchmark"
+        ),
+
+        // MARK: Tests
+        .target(name: "TestSupport", dependencies: ["Storage"], path: "Tests/TestSupport"),
+        .testTarget(name: "ModelTests", dependencies: ["Model"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "TestSupport"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["brsync", "Storage", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,76 @@
+import Foundation
+
+/// A browser that rules can name. This is the synced part of a browser; what is
+/// true of one machine only (installed, launch command, desktop entry) lives in
+/// the client's device-local table and never syncs.
+///
+/// JSON (see README, "Data formats"):
+/// `{"id": "firefox", "name": "Firefox", "urlScheme": "firefox",
+///   "urlFormat": "firefox://open-url?url={url}", "enabled": true}`.
+/// Keys this type does not know are kept in ``extra`` and written back on encode.
+public struct Browser: Sendable, Hashable, Codable {
+    /// Natural key: a catalog id (`firefox`) or a user-chosen slug.
+    public var id: String
+    public var name: String
+    /// The iOS URL scheme; phone rules may name a browser by it.
+    public var urlScheme: String
+    /// How a URL is handed to this browser; see ``URLFormat``.
+    public var urlFormat: String
+    public var enabled: Bool
+    /// Fields written by a newer client, kept verbatim.
+    public var extra: [String: JSONValue]
+
+    public init(
+        id: String, name: String, urlScheme: String = "", urlFormat: String = URLFormat.passThrough,
+        enabled: Bool = true, extra: [String: JSONValue] = [:]
+    ) {
+        self.id = id
+        self.name = name
+        self.urlScheme = urlScheme
+        self.urlFormat = urlFormat
+        self.enabled = enabled
+        self.extra = extra
+    }
+
+    static let knownKeys: Set<String> = ["id", "name", "urlScheme", "urlFormat", "enabled"]
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: AnyCodingKey.self)
+        id = try container.decode(String.self, forKey: AnyCodingKey("id"))
+        name = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("name")) ?? id
+        urlScheme = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("urlScheme")) ?? ""
+        urlFormat = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("urlFormat")) ?? URLFormat.passThrough
+        enabled = try container.decodeIfPresent(Bool.self, forKey: AnyCodingKey("enabled")) ?? true
+        extra = try container.unknownFields(excluding: Self.knownKeys)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: AnyCodingKey.self)
+        try container.encode(id, forKey: AnyCodingKey("id"))
+        try container.encode(name, forKey: AnyCodingKey("name"))
+        try container.encode(urlScheme, forKey: AnyCodingKey("urlScheme"))
+        try container.encode(urlFormat, forKey: AnyCodingKey("urlFormat"))
+        try container.encode(enabled, forKey: AnyCodingKey("enabled"))
+        try container.encodeUnknownFields(extra, excluding: Self.knownKeys)
+    }
+}
+
+extension Browser {
+    /// Why a browser id is not acceptable, or nil when it is.
+    ///
+    /// Ids are slugs: 1 to 64 characters of `a-z`, `0-9`, `.`, `_`, `-`, starting
+    /// with a letter or digit, so they are safe in file names, URLs and shells.
+    public static func problem(withID id: String) -> String? {
+        if id.isEmpty { return "a browser id must not be empty" }
+        if id.utf8.count > 64 { return "a browser id has at most 64 characters" }
+        let bytes = Array(id.utf8)
+        func isAlnum(_ byte: UInt8) -> Bool {
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        }
+        guard isAlnum(bytes[0]) else { return "a browser id starts with a lower-case letter or digit" }
+        for byte in bytes where !(isAlnum(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")) {
+            return "a browser id may hold only a-z, 0-9, '.', '_' and '-' (found '\(Character(Unicode.Scalar(byte)))')"
+        }
+        return nil
+    }
+}

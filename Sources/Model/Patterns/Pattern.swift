@@ -1,0 +1,201 @@
+import Foundation
+
+/// A rule pattern of the BrowserSelector pattern language, parsed and validated.
+///
+/// The language (README, "Pattern language"): case-insensitive; `*` matches any
+/// run of characters except `/`, `**` any run including `/`, `?` one character.
+/// Without `http://`/`https://` a pattern matches either scheme and an optional
+/// leading `www.`. A host-only pattern with no wildcard (`google.com`) matches
+/// that host and every subdomain; `*.google.com` matches every subdomain and the
+/// bare domain. A pattern matches the path it names and every path below it.
+///
+/// brsync matches the pattern's host part against the URL's host only, never
+/// against text elsewhere in the URL; a pattern without `?` or `#` ignores the
+/// URL's query and fragment.
+public struct Pattern: Sendable, Hashable {
+    /// The pattern as typed, trimmed.
+    public let text: String
+    /// The normalised form: the rule's natural key. Equal keys mean equal patterns.
+    public let key: String
+    /// `http`, `https`, or nil for either.
+    let scheme: String?
+    /// Lower-case ASCII host part, punycoded where literal.
+    let host: String
+    let hostGlob: Glob?
+    /// For `*.example.com`: the glob of `example.com`, which the pattern also matches.
+    let bareHostGlob: Glob?
+    /// No path written: a literal host then matches its subdomains too.
+    let isHostOnly: Bool
+    /// nil: any port; otherwise the required effective port.
+    let port: Int?
+    /// nil: any path.
+    let pathGlob: Glob?
+    let includesQuery: Bool
+    let includesFragment: Bool
+
+    /// Whether the host part has no wildcard.
+    public var hasExactHost: Bool { hostGlob == nil }
+    /// Literal (non-wildcard) characters in host and path: more is more specific.
+    public let literalLength: Int
+    /// A label suffix that every host this pattern matches ends with (at a label
+    /// boundary), or "" when there is none. See ``RuleIndex``.
+    public let indexKey: String
+
+    /// Parses `text`.
+    /// - Throws: ``PatternProblem`` saying what is wrong (`invalid pattern: …`).
+    public init(_ text: String) throws(PatternProblem) {
+        let trimmed = URLParser.trimmed(text)
+        self.text = trimmed
+        func fail(_ reason: String) -> PatternProblem { PatternProblem(pattern: text, reason: reason) }
+        guard !trimmed.isEmpty else { throw fail("it is blank") }
+        for scalar in trimmed.unicodeScalars
+        where scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F {
+            throw fail("it contains whitespace or a control character")
+        }
+        if trimmed.contains("***") { throw fail("'***' is not a wildcard; use * or **") }
+
+        var rest = Substring(trimmed)
+        var scheme: String?
+        if let separator = trimmed.range(of: "://") {
+            let name = trimmed[..<separator.lowerBound].lowercased()
+            switch name {
+            case "http", "https": scheme = name
+            case "*", "http*", "http?": scheme = nil
+            default:
+                throw fail("the scheme '\(name)' is not supported; write http://, https:// or no scheme")
+            }
+            rest = trimmed[separator.upperBound...]
+        }
+        self.scheme = scheme
+
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var hostPart = rest[..<slash]
+        var pathPart = rest[slash...]
+        if hostPart.contains("#") {
+            guard let hash = hostPart.firstIndex(of: "#") else { throw fail("internal") }
+            pathPart = "/" + hostPart[hash...] + pathPart
+            hostPart = hostPart[..<hash]
+        }
+        if hostPart.contains("@") { throw fail("a pattern's host must not contain '@'") }
+
+        var port: Int?
+        var portText: Substring?
+        if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+            let after = hostPart[hostPart.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 address") }
+                portText = after.dropFirst()
+                hostPart = hostPart[...close]
+            }
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            portText = hostPart[hostPart.index(after: colon)...]
+            hostPart = hostPart[..<colon]
+        }
+        if let portText, portText != "*", !portText.isEmpty {
+            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), portText.count <= 5, let number = Int(portText),
+                  (1...65535).contains(number)
+            else { throw fail("the port '\(portText)' is not a number from 1 to 65535 or *") }
+            port = number
+        }
+        self.port = port
+        guard !hostPart.isEmpty else { throw fail("it has no host (a pattern starts with a domain, like example.com)") }
+
+        let host: String
+        let hasWildcard = hostPart.contains("*") || hostPart.contains("?")
+        if hostPart.hasPrefix("[") {
+            guard hostPart.hasSuffix("]"), let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast())) else {
+                throw fail(HostProblem.invalidIPv6.message)
+            }
+            host = "[\(address)]"
+        } else if hasWildcard {
+            host = try Self.normalizeWildcardHost(String(hostPart), fail: fail)
+        } else {
+            switch HostName.normalize(String(hostPart)) {
+            case .success(let normal): host = normal
+            case .failure(let problem): throw fail(problem.message)
+            }
+        }
+        self.host = host
+        hostGlob = hasWildcard ? Glob(host.utf8) : nil
+
+        // The path: trailing slashes carry no meaning ("a/" is "a" and what is below it).
+        var path = URLParser.percentEncode(String(pathPart), keep: Self.patternPathAllowed).lowercased()
+        while path.hasSuffix("/") { path.removeLast() }
+        includesQuery = path.contains("?")
+        includesFragment = path.contains("#")
+        isHostOnly = path.isEmpty
+        pathGlob = path.isEmpty || path == "/**" || path == "/*" ? nil : Glob(path.utf8)
+        bareHostGlob = host.hasPrefix("**.") ? Glob(host.utf8.dropFirst(3)) : host.hasPrefix("*.") ? Glob(host.utf8.dropFirst(2)) : nil
+
+        var key = scheme.map { "\($0)://" } ?? ""
+        key += host
+        if let port { key += ":\(port)" }
+        key += path
+        self.key = key
+        literalLength = (hostGlob?.literalCount ?? host.utf8.count) + (pathGlob?.literalCount ?? 0)
+        indexKey = Self.indexKey(forHost: host, isWildcard: hasWildcard)
+    }
+
+    private static let patternPathAllowed: [Bool] = {
+        var table = URLParser.pathAllowed
+        table[Int(UInt8(ascii: "?"))] = true
+        table[Int(UInt8(ascii: "#"))] = true
+        return table
+    }()
+
+    private static func normalizeWildcardHost(_ text: String, fail: (String) -> PatternProblem) throws(PatternProblem) -> String {
+        var labels: [String] = []
+        var body = text
+        if body.hasSuffix(".") { body.removeLast() }
+        for label in body.split(separator: ".", omittingEmptySubsequences: false) {
+            if label.isEmpty { throw fail(HostProblem.emptyLabel.message) }
+            if label.contains("*") || label.contains("?") {
+                guard label.unicodeScalars.allSatisfy(\.isASCII) else {
+                    throw fail("wildcards inside a non-ASCII label are not supported; write that label in full")
+                }
+                labels.append(label.lowercased())
+            } else {
+                switch HostName.normalize(String(label)) {
+                case .success(let normal): labels.append(normal)
+                case .failure(let problem): throw fail(problem.message)
+                }
+            }
+        }
+        let host = labels.joined(separator: ".")
+        for byte in host.utf8 where HostName.forbidden.contains(byte) && byte != UInt8(ascii: "?") {
+            throw fail(HostProblem.forbiddenCharacter(Character(Unicode.Scalar(byte))).message)
+        }
+        return host
+    }
+
+    /// The longest label-aligned literal suffix after the last wildcard.
+    static func indexKey(forHost host: String, isWildcard: Bool) -> String {
+        guard isWildcard else { return host }
+        guard let lastWildcard = host.lastIndex(where: { $0 == "*" || $0 == "?" }) else { return host }
+        let tail = host[host.index(after: lastWildcard)...]
+        guard let dot = tail.firstIndex(of: ".") else { return "" }
+        return String(tail[tail.index(after: dot)...])
+    }
+
+    /// The index keys under which rules that may match `host` are filed: every
+    /// label suffix of the host, and "" for rules with no literal host suffix.
+    public static func candidateIndexKeys(forHost host: String) -> [String] {
+        var keys = [host]
+        if !host.hasPrefix("[") {
+            var rest = Substring(host)
+            while let dot = rest.firstIndex(of: ".") {
+                rest = rest[rest.index(after: dot)...]
+                keys.append(String(rest))
+            }
+        }
+        keys.append("")
+        return keys
+    }
+}
+
+/// Why a pattern is invalid; its description reads `invalid pattern 'X': reason`.
+public struct PatternProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let pattern: String
+    public let reason: String
+    public var description: String { "invalid pattern '\(pattern)': \(reason)" }
+}

@@ -1,0 +1,98 @@
+/// The outcome of matching one pattern against one URL; a miss says which part
+/// of the URL differed (for `brsync explain`).
+public enum PatternMatch: Sendable, Equatable {
+    case match
+    case schemeDiffers
+    case portDiffers
+    case hostDiffers
+    case pathDiffers
+
+    public var isMatch: Bool { self == .match }
+
+    public var explanation: String {
+        switch self {
+        case .match: return "matches"
+        case .schemeDiffers: return "the scheme differs"
+        case .portDiffers: return "the port differs"
+        case .hostDiffers: return "the host differs"
+        case .pathDiffers: return "the path differs"
+        }
+    }
+}
+
+/// A URL prepared once for matching against many patterns: the parts that
+/// patterns compare, lower-cased, as bytes.
+public struct MatchSubject: Sendable {
+    public let url: NormalizedURL
+    let host: [UInt8]
+    /// Lower-cased path, then `?query`, then `#fragment`; the ends of each part.
+    let pathQueryFragment: [UInt8]
+    let pathEnd: Int
+    let queryEnd: Int
+
+    public init(_ url: NormalizedURL) {
+        self.url = url
+        host = Array(url.host.utf8)
+        var bytes = Array(url.path.lowercased().utf8)
+        pathEnd = bytes.count
+        if let query = url.query { bytes.append(UInt8(ascii: "?")); bytes += query.lowercased().utf8 }
+        queryEnd = bytes.count
+        if let fragment = url.fragment { bytes.append(UInt8(ascii: "#")); bytes += fragment.lowercased().utf8 }
+        pathQueryFragment = bytes
+    }
+}
+
+extension Pattern {
+    /// Whether this pattern matches `url`, and if not, which part differs.
+    public func match(_ url: NormalizedURL) -> PatternMatch {
+        match(MatchSubject(url))
+    }
+
+    /// Matching against a prepared subject, for resolving against many rules.
+    public func match(_ subject: MatchSubject) -> PatternMatch {
+        let url = subject.url
+        if let scheme, scheme != url.scheme { return .schemeDiffers }
+        if let port, port != url.effectivePort { return .portDiffers }
+        guard matchesHost(subject.host) else { return .hostDiffers }
+        guard let pathGlob else { return .match }
+        let end = includesFragment ? subject.pathQueryFragment.count : includesQuery ? subject.queryEnd : subject.pathEnd
+        let matched = subject.pathQueryFragment.withUnsafeBufferPointer { buffer -> Bool in
+            let part = UnsafeBufferPointer(rebasing: buffer[0..<end])
+            let ends = pathGlob.matchEnds(part)
+            // The pattern names a path and everything below it: it must end at the
+            // end of the subject or just before a '/', '?' or '#'.
+            for index in stride(from: end, through: 0, by: -1) where ends[index] {
+                if index == end { return true }
+                let next = part[index]
+                if next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#") { return true }
+            }
+            return false
+        }
+        return matched ? .match : .pathDiffers
+    }
+
+    private func matchesHost(_ urlHost: [UInt8]) -> Bool {
+        let www = Array("www.".utf8)
+        let hasWWW = urlHost.count > 4 && urlHost.starts(with: www)
+        guard let hostGlob else {
+            let literal = host.utf8
+            if urlHost.elementsEqual(literal) { return true }
+            if isHostOnly {
+                // Any subdomain: the URL host ends with "." + host.
+                let count = literal.count
+                return urlHost.count > count && urlHost[urlHost.count - count - 1] == UInt8(ascii: ".")
+                    && urlHost[(urlHost.count - count)...].elementsEqual(literal)
+            }
+            return scheme == nil && hasWWW && urlHost[4...].elementsEqual(literal)
+        }
+        return urlHost.withUnsafeBufferPointer { buffer in
+            if hostGlob.matchEnds(buffer)[buffer.count] { return true }
+            if let bareHostGlob, bareHostGlob.matchEnds(buffer)[buffer.count] { return true }
+            if scheme == nil && hasWWW {
+                let rest = UnsafeBufferPointer(rebasing: buffer[4...])
+                return hostGlob.matchEnds(rest)[rest.count]
+            }
+            return false
+        }
+    }
+}

@@ -1,0 +1,69 @@
+/// Normalisation of a host for matching: percent-decoded, IDNA to ASCII,
+/// lower-cased, trailing dot dropped, IPv4 in dotted-decimal form.
+enum HostName {
+    /// Bytes that may never appear in a host (WHATWG "forbidden domain code point").
+    static let forbidden: Set<UInt8> = Set(Array(" \"#%/:<>?@[\\]^|".utf8)).union(0...0x20).union([0x7F])
+
+    static func normalize(_ raw: String) -> Result<String, HostProblem> {
+        guard !raw.isEmpty else { return .failure(.empty) }
+        guard let decoded = percentDecode(raw) else { return .failure(.invalidPercentEncoding) }
+        var host: String
+        switch IDNA.toASCII(decoded) {
+        case .success(let ascii): host = ascii
+        case .failure(let problem): return .failure(problem)
+        }
+        if host.hasSuffix(".") { host.removeLast() }
+        guard !host.isEmpty else { return .failure(.empty) }
+        for byte in host.utf8 where forbidden.contains(byte) {
+            return .failure(.forbiddenCharacter(Character(Unicode.Scalar(byte))))
+        }
+        if IPAddress.endsInNumber(host) {
+            guard let address = IPAddress.canonicalIPv4(host) else { return .failure(.invalidIPv4) }
+            return .success(address)
+        }
+        return validateLabels(host).map { .failure($0) } ?? .success(host)
+    }
+
+    static func validateLabels(_ host: String) -> HostProblem? {
+        if host.utf8.count > 253 { return .hostTooLong }
+        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
+            if label.isEmpty { return .emptyLabel }
+            if label.utf8.count > 63 { return .labelTooLong }
+        }
+        return nil
+    }
+
+    /// Decodes `%XX` escapes; nil when an escape is broken or the bytes are not UTF-8.
+    static func percentDecode(_ text: String) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexDigit), let low = iterator.next().flatMap(hexDigit) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// Whether the host is an IP address, `localhost` or has no dot: such hosts
+    /// have no registrable domain and are matched exactly.
+    static func isAddressOrLocal(_ host: String) -> Bool {
+        host.hasPrefix("[") || host == "localhost" || host.hasSuffix(".localhost") || !host.contains(".")
+            || IPAddress.endsInNumber(host)
+    }
+}

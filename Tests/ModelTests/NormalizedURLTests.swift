@@ -1,0 +1,98 @@
+import Testing
+@testable import Model
+
+@Suite struct NormalizedURLTests {
+    static let normalisations: [(String, String)] = [
+        ("https://Example.COM/Path", "https://example.com/Path"),
+        ("HTTP://example.com", "http://example.com/"),
+        ("example.com/x", "https://example.com/x"),
+        ("  example.com  ", "https://example.com/"),
+        ("//example.com/a", "https://example.com/a"),
+        ("https://example.com./", "https://example.com/"),
+        ("https://example.com:443/", "https://example.com/"),
+        ("http://example.com:80/", "http://example.com/"),
+        ("http://example.com:443/", "http://example.com:443/"),
+        ("https://example.com:8443", "https://example.com:8443/"),
+        ("https://example.com:/", "https://example.com/"),
+        ("https://user:pass@example.com/", "https://example.com/"),
+        ("https://google.com@evil.com/", "https://evil.com/"),
+        ("https://a@b@evil.com/", "https://evil.com/"),
+        ("https://bücher.de/", "https://xn--bcher-kva.de/"),
+        ("https://BÜCHER.de/", "https://xn--bcher-kva.de/"),
+        ("https://例え.テスト/", "https://xn--r8jz45g.xn--zckzah/"),
+        ("https://münchen。de/", "https://xn--mnchen-3ya.de/"),
+        ("https://exa%6Dple.com/", "https://example.com/"),
+        ("http://0x7f.0.0.1/", "http://127.0.0.1/"),
+        ("http://2130706433/", "http://127.0.0.1/"),
+        ("http://0177.0.0.1/", "http://127.0.0.1/"),
+        ("http://[0:0:0:0:0:0:0:1]:8080/", "http://[::1]:8080/"),
+        ("http://[2001:DB8::0:1]/", "http://[2001:db8::1]/"),
+        ("http://[::ffff:192.0.2.1]/", "http://[::ffff:c000:201]/"),
+        ("https://example.com/a/./b/../c", "https://example.com/a/c"),
+        ("https://example.com/a/%2e%2E/b", "https://example.com/b"),
+        ("https://example.com\\a\\b", "https://example.com/a/b"),
+        ("https://example.com/a b", "https://example.com/a%20b"),
+        ("https://example.com/ü?q=ü#ü", "https://example.com/%C3%BC?q=%C3%BC#%C3%BC"),
+        ("https://example.com/?", "https://example.com/"),
+        ("https://example.com/#", "https://example.com/"),
+        ("https://example.com/p?a=1&b=2#frag", "https://example.com/p?a=1&b=2#frag"),
+        ("localhost:8080/x", "https://localhost:8080/x"),
+        ("http:example.com", "http://example.com/"),
+        ("https:///path", "https://path/"),
+    ]
+
+    @Test("normalisation", arguments: normalisations)
+    func normalises(_ row: (String, String)) throws {
+        #expect(try NormalizedURL(row.0).absoluteString == row.1)
+    }
+
+    static let rejected: [(String, String)] = [
+        ("", "blank"),
+        ("   ", "blank"),
+        ("mailto:someone@example.com", "scheme 'mailto'"),
+        ("ftp://example.com/", "scheme 'ftp'"),
+        ("javascript:alert(1)", "scheme 'javascript'"),
+        ("about:blank", "scheme 'about'"),
+        ("https://", "no host"),
+        ("https://?q=1", "no host"),
+        ("https://exa mple.com/", "' '"),
+        ("https://example.com:99999/", "port"),
+        ("https://example.com:12ab/", "port"),
+        ("https://a..b/", "empty label"),
+        ("https://[::1/", "closing ']'"),
+        ("https://[:::1]/", "IPv6"),
+        ("http://1.2.3.256/", "IPv4"),
+        ("https://exa%zzmple.com/", "percent"),
+        ("https://example.com/\u{7}", "control"),
+        ("https://" + String(repeating: "a", count: 64) + ".com/", "63"),
+    ]
+
+    @Test("rejected with a reason", arguments: rejected)
+    func rejects(_ row: (String, String)) {
+        #expect {
+            _ = try NormalizedURL(row.0)
+        } throws: { error in
+            let text = String(describing: error)
+            return text.hasPrefix("not a web URL") && text.contains(row.1)
+        }
+    }
+
+    @Test func parts() throws {
+        let url = try NormalizedURL("https://User@Example.com:8443/a/B?x=1#f")
+        #expect(url.scheme == "https")
+        #expect(url.host == "example.com")
+        #expect(url.port == 8443)
+        #expect(url.hostWithPort == "example.com:8443")
+        #expect(url.path == "/a/B")
+        #expect(url.query == "x=1")
+        #expect(url.fragment == "f")
+        #expect(url.pathQueryFragment == "/a/B?x=1#f")
+    }
+
+    @Test func punycodeMatchesRFC3492Samples() {
+        // RFC 3492 §7.1 (A) Arabic (Egyptian) and (L) a Japanese sample, lower-cased.
+        #expect(Punycode.encode(Array("ليهمابتكلموشعربي؟".unicodeScalars)) == "egbpdaj6bu4bxfgehfvwxn")
+        #expect(Punycode.encode(Array("3年b組金八先生".unicodeScalars)) == "3b-ww4c5e180e575a65lsy2b")
+        #expect(Punycode.encode(Array("bücher".unicodeScalars)) == "bcher-kva")
+    }
+}
