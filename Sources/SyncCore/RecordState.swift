@@ -1,0 +1,75 @@
+import Model
+
+/// A field value with the stamp of the write that set it: a last-writer-wins register.
+public struct StampedValue: Sendable, Hashable, Codable {
+    public var value: JSONValue
+    public var stamp: HLCTimestamp
+
+    public init(_ value: JSONValue, stamp: HLCTimestamp) {
+        self.value = value
+        self.stamp = stamp
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case value = "v"
+        case stamp = "s"
+    }
+
+    /// Whether this register wins over `other`: the higher stamp; equal stamps
+    /// (the same write seen twice) keep either, deterministically.
+    func wins(over other: StampedValue) -> Bool {
+        if stamp != other.stamp { return stamp > other.stamp }
+        return String(describing: value) > String(describing: other.value)
+    }
+}
+
+/// The synced state of one record: every field a last-writer-wins register, and
+/// the record's version vector. Deletion is the field ``deletedField`` (a
+/// tombstone with its stamp); a later write of it to `false` resurrects.
+public struct RecordState: Sendable, Hashable, Codable {
+    public static let deletedField = "deleted"
+
+    public var fields: [String: StampedValue]
+    public var versions: VersionVector
+
+    public init(fields: [String: StampedValue] = [:], versions: VersionVector = VersionVector()) {
+        self.fields = fields
+        self.versions = versions
+    }
+
+    public var isDeleted: Bool { fields[Self.deletedField]?.value.boolValue ?? false }
+
+    /// The current values, without stamps.
+    public var values: [String: JSONValue] { fields.mapValues(\.value) }
+
+    /// A value that lost a merge of concurrent versions: kept for the change log.
+    public struct LostValue: Sendable, Hashable {
+        public let field: String
+        public let lost: StampedValue
+        public let winner: StampedValue
+    }
+
+    /// Merges `other` into this state: field by field the higher stamp, the
+    /// version vector the pointwise maximum. Commutative, associative and
+    /// idempotent. When the two versions were concurrent (neither vector
+    /// dominates), the values that lost are returned so nothing is lost silently.
+    public func merged(with other: RecordState) -> (state: RecordState, lost: [LostValue]) {
+        let concurrent = versions.compare(to: other.versions) == .concurrent
+        var fields = self.fields
+        var lost: [LostValue] = []
+        for (name, theirs) in other.fields {
+            guard let mine = fields[name] else {
+                fields[name] = theirs
+                continue
+            }
+            if mine == theirs { continue }
+            let winner = theirs.wins(over: mine) ? theirs : mine
+            let loser = winner == theirs ? mine : theirs
+            fields[name] = winner
+            if concurrent && loser.value != winner.value {
+                lost.append(LostValue(field: name, lost: loser, winner: winner))
+            }
+        }
+        return (RecordState(fields: fields, versions: versions.merged(with: other.versions)), lost.sorted { $0.field < $1.field })
+    }
+}

@@ -1,0 +1,52 @@
+/// A version vector: device id → number of versions of a record that device minted.
+public struct VersionVector: Sendable, Hashable, Codable {
+    public private(set) var counters: [String: UInt64]
+
+    public init(_ counters: [String: UInt64] = [:]) {
+        self.counters = counters.filter { $0.value > 0 }
+    }
+
+    public subscript(device: String) -> UInt64 { counters[device] ?? 0 }
+
+    /// Counts one more version minted by `device`.
+    public mutating func increment(_ device: String) {
+        counters[device, default: 0] += 1
+    }
+
+    /// The pointwise maximum.
+    public func merged(with other: VersionVector) -> VersionVector {
+        VersionVector(counters.merging(other.counters, uniquingKeysWith: max))
+    }
+
+    public enum Order: Sendable, Equatable {
+        case equal, before, after, concurrent
+    }
+
+    /// How this vector relates to `other`: `before` when every counter is ≤ and
+    /// one is <; `concurrent` when each has a counter the other lacks.
+    public func compare(to other: VersionVector) -> Order {
+        var less = false
+        var greater = false
+        for device in Set(counters.keys).union(other.counters.keys) {
+            let mine = self[device]
+            let theirs = other[device]
+            if mine < theirs { less = true }
+            if mine > theirs { greater = true }
+        }
+        switch (less, greater) {
+        case (false, false): return .equal
+        case (true, false): return .before
+        case (false, true): return .after
+        case (true, true): return .concurrent
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode([String: UInt64].self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(counters)
+    }
+}

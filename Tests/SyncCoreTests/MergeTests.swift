@@ -1,0 +1,105 @@
+import Model
+import Testing
+import TestSupport
+@testable import SyncCore
+
+@Suite struct MergeTests {
+    /// A random state over a few devices and fields, as replicas would hold.
+    func randomState(_ random: inout SeededRandom) -> RecordState {
+        let devices = ["a", "b", "c"]
+        var state = RecordState()
+        for field in ["name", "browser", "priority", RecordState.deletedField] where Bool.random(using: &random) {
+            let stamp = HLCTimestamp(
+                wallMillis: Int64.random(in: 0...5, using: &random), counter: UInt32.random(in: 0...2, using: &random),
+                device: devices.randomElement(using: &random)!)
+            // The same stamp always carries the same value, as a real device would write.
+            let value: JSONValue = .string("\(field)@\(stamp)")
+            state.fields[field] = StampedValue(value, stamp: stamp)
+        }
+        for device in devices where Bool.random(using: &random) {
+            for _ in 0..<Int.random(in: 1...3, using: &random) { state.versions.increment(device) }
+        }
+        return state
+    }
+
+    @Test func mergeIsCommutativeAssociativeIdempotent() {
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_121)
+        print("MergeTests seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
+        for _ in 0..<2000 {
+            let a = randomState(&random)
+            let b = randomState(&random)
+            let c = randomState(&random)
+            #expect(a.merged(with: b).state == b.merged(with: a).state, "commutative, seed \(random.seed)")
+            #expect(a.merged(with: b).state.merged(with: c).state == a.merged(with: b.merged(with: c).state).state,
+                    "associative, seed \(random.seed)")
+            #expect(a.merged(with: a).state == a, "idempotent, seed \(random.seed)")
+        }
+    }
+
+    @Test func higherStampWinsAndLosersOfConcurrentEditsAreKept() {
+        let early = HLCTimestamp(wallMillis: 10, counter: 0, device: "a")
+        let late = HLCTimestamp(wallMillis: 20, counter: 0, device: "b")
+        let a = RecordState(fields: ["browser": StampedValue(.string("firefox"), stamp: early)], versions: VersionVector(["a": 1]))
+        let b = RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: late)], versions: VersionVector(["b": 1]))
+        let (merged, lost) = a.merged(with: b)
+        #expect(merged.values["browser"] == .string("chrome"))
+        #expect(merged.versions == VersionVector(["a": 1, "b": 1]))
+        #expect(lost.map(\.lost.value) == [.string("firefox")])
+
+        // A later version that saw the first one is not a conflict.
+        let c = RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: late)], versions: VersionVector(["a": 1, "b": 1]))
+        #expect(a.merged(with: c).lost.isEmpty)
+    }
+
+    @Test func tombstoneAndResurrection() {
+        let t1 = HLCTimestamp(wallMillis: 1, counter: 0, device: "a")
+        let t2 = HLCTimestamp(wallMillis: 2, counter: 0, device: "b")
+        let deleted = RecordState(fields: [RecordState.deletedField: StampedValue(.bool(true), stamp: t1)])
+        let revived = RecordState(fields: [RecordState.deletedField: StampedValue(.bool(false), stamp: t2)])
+        #expect(deleted.isDeleted)
+        #expect(!deleted.merged(with: revived).state.isDeleted)
+    }
+}
+
+@Suite struct ClockTests {
+    @Test func tickIsMonotonicWhenTheWallClockGoesBack() {
+        var clock = HybridLogicalClock(device: "d")
+        let first = clock.tick(wallMillis: 1000)
+        let second = clock.tick(wallMillis: 500)
+        let third = clock.tick(wallMillis: 1000)
+        #expect(first < second && second < third)
+        #expect(second.wallMillis == 1000 && second.counter == 1)
+    }
+
+    @Test func observeMovesPastRemoteStamps() {
+        var clock = HybridLogicalClock(device: "d")
+        _ = clock.tick(wallMillis: 100)
+        let remote = HLCTimestamp(wallMillis: 5000, counter: 7, device: "z")
+        clock.observe(remote, wallMillis: 200)
+        let next = clock.tick(wallMillis: 300)
+        #expect(next > remote)
+    }
+
+    @Test func textFormRoundTripsAndSorts() {
+        let stamps = [
+            HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 3, device: "abc"),
+            HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 10, device: "abc"),
+            HLCTimestamp(wallMillis: 1_700_000_000_001, counter: 0, device: "aaa"),
+        ]
+        for stamp in stamps { #expect(HLCTimestamp(text: stamp.description) == stamp) }
+        #expect(stamps.map(\.description).sorted() == stamps.sorted().map(\.description))
+        #expect(HLCTimestamp(text: "garbage") == nil)
+        #expect(HLCTimestamp(text: "0000000000000001-0000000g-x") == nil)
+    }
+
+    @Test func versionVectorOrder() {
+        let a = VersionVector(["x": 1])
+        let b = VersionVector(["x": 2])
+        let c = VersionVector(["y": 1])
+        #expect(a.compare(to: b) == .before)
+        #expect(b.compare(to: a) == .after)
+        #expect(a.compare(to: c) == .concurrent)
+        #expect(a.compare(to: a) == .equal)
+        #expect(a.merged(with: c) == VersionVector(["x": 1, "y": 1]))
+    }
+}
