@@ -1,0 +1,13 @@
+/// The synced collections.
+public enum Collection: String, Sendable, CaseIterable, Codable {
+    case browsers
+    case rules
+    case settings
+}
+
+/// Names of the settings collection's records.
+public enum SettingName {
+    /// The browser used when no rule decides (a setting, so "exactly one default"
+    /// cannot break under a merge).
+    public static let defaultBrowser = "defaultBrowser"
+}

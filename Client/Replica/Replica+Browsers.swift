@@ -1,0 +1,155 @@
+import Model
+import Storage
+import SyncCore
+
+/// A browser as this machine sees it: the synced part and the device-local part.
+public struct LocalBrowser: Sendable, Hashable {
+    public var browser: Browser
+    /// The launch command on this machine (`%u` is the URL); nil when none.
+    public var exec: String?
+    public var desktopEntry: String?
+    public var isDefault: Bool
+
+    /// Enabled and launchable here.
+    public var isUsable: Bool { browser.enabled && !(exec ?? "").isEmpty }
+}
+
+extension Replica {
+    static let browserFields: Set<String> = ["name", "urlScheme", "urlFormat", "enabled", RecordState.deletedField]
+
+    /// Every browser that is not deleted, with this machine's data, by id.
+    public func browsers() throws -> [LocalBrowser] {
+        let local = try read {
+            try database.query("SELECT id, exec, desktop_entry FROM local_browsers") { row in
+                (row.string(0) ?? "", row.string(1), row.string(2))
+            }
+        }
+        var localByID: [String: (String?, String?)] = [:]
+        for (id, exec, entry) in local { localByID[id] = (exec, entry) }
+        let defaultID = try setting(SettingName.defaultBrowser)
+        return try records(.browsers).compactMap { key, state in
+            guard !state.isDeleted else { return nil }
+            let browser = Self.browser(key: key, state: state)
+            let here = localByID[key]
+            return LocalBrowser(browser: browser, exec: here?.0, desktopEntry: here?.1, isDefault: defaultID == key)
+        }
+    }
+
+    static func browser(key: String, state: RecordState) -> Browser {
+        let values = state.values
+        var extra = values
+        for field in browserFields { extra[field] = nil }
+        return Browser(
+            id: key, name: values["name"]?.stringValue ?? key, urlScheme: values["urlScheme"]?.stringValue ?? "",
+            urlFormat: values["urlFormat"]?.stringValue ?? URLFormat.passThrough,
+            enabled: values["enabled"]?.boolValue ?? true, extra: extra)
+    }
+
+    /// The browser a rule or command names: an id, a catalog id, or an iOS scheme
+    /// (`googlechromes` names `chrome`). Deleted browsers are not found.
+    public func findBrowser(named name: String, in list: [LocalBrowser]? = nil) throws -> LocalBrowser? {
+        let all = try list ?? browsers()
+        if let exact = all.first(where: { $0.browser.id == name }) { return exact }
+        let lower = name.lowercased()
+        if let entry = BrowserCatalog.entry(named: lower), let found = all.first(where: { $0.browser.id == entry.id }) {
+            return found
+        }
+        return all.first { !$0.browser.urlScheme.isEmpty && $0.browser.urlScheme.lowercased() == lower }
+    }
+
+    /// Adds or updates a browser. Catalog ids (or schemes) take name, scheme
+    /// and format from the catalog unless given. Re-adding a deleted browser
+    /// brings it back.
+    /// - Returns: the browser's id.
+    @discardableResult
+    public func addBrowser(id requested: String, name: String?, format: String?, scheme: String?, exec: String?) throws -> String {
+        let entry = BrowserCatalog.entry(named: requested)
+        let id = entry?.id ?? requested
+        if let problem = Browser.problem(withID: id) { throw ReplicaError.invalidInput("invalid browser id '\(requested)': \(problem)") }
+        if let format, let problem = URLFormat.problem(with: format) { throw ReplicaError.invalidInput(problem) }
+        if let exec { try Self.validateExec(exec) }
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ReplicaError.invalidInput("a browser name must not be blank")
+        }
+        try transaction {
+            let existing = try record(.browsers, key: id)
+            var changes: [String: JSONValue] = [RecordState.deletedField: .bool(false)]
+            let isNew = existing == nil || existing?.isDeleted == true
+            if let name { changes["name"] = .string(name) } else if isNew { changes["name"] = .string(entry?.name ?? id) }
+            if let format { changes["urlFormat"] = .string(format) } else if isNew {
+                changes["urlFormat"] = .string(entry?.urlFormat ?? URLFormat.passThrough)
+            }
+            if let scheme { changes["urlScheme"] = .string(scheme) } else if isNew { changes["urlScheme"] = .string(entry?.urlScheme ?? "") }
+            if isNew { changes["enabled"] = .bool(true) }
+            try write(.browsers, key: id, changes: changes)
+            if let exec { try setLaunchCommand(exec, for: id) }
+        }
+        return id
+    }
+
+    static func validateExec(_ exec: String) throws {
+        if exec.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ReplicaError.invalidInput("a launch command must not be blank")
+        }
+        if exec.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\0" }) {
+            throw ReplicaError.invalidInput("a launch command must be one line")
+        }
+    }
+
+    /// Sets this machine's launch command for a browser (device-local, never synced).
+    public func setLaunchCommand(_ exec: String, for id: String) throws {
+        try Self.validateExec(exec)
+        try transaction {
+            try database.run(
+                "INSERT INTO local_browsers (id, exec) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET exec = excluded.exec",
+                [.text(id), .text(exec)])
+        }
+    }
+
+    /// Resolves a user-typed browser name to an existing browser, or throws with close matches.
+    public func requireBrowser(named name: String) throws -> LocalBrowser {
+        let all = try browsers()
+        if let found = try findBrowser(named: name, in: all) { return found }
+        if let entry = BrowserCatalog.entry(named: name) {
+            throw ReplicaError.notFound("browser '\(entry.id)' is not added yet: run 'brsync browsers add \(entry.id)'")
+        }
+        let candidates = all.map(\.browser.id) + BrowserCatalog.entries.map(\.id)
+        let close = Suggestions.closeMatches(to: name, in: candidates)
+        let hint = close.isEmpty ? "see 'brsync browsers list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
+        throw ReplicaError.notFound("unknown browser '\(name)'; \(hint)")
+    }
+
+    public func removeBrowser(named name: String) throws -> String {
+        let found = try requireBrowser(named: name)
+        try write(.browsers, key: found.browser.id, changes: [RecordState.deletedField: .bool(true)])
+        return found.browser.id
+    }
+
+    public func setBrowserEnabled(named name: String, _ enabled: Bool) throws -> String {
+        let found = try requireBrowser(named: name)
+        try write(.browsers, key: found.browser.id, changes: ["enabled": .bool(enabled)])
+        return found.browser.id
+    }
+
+    // MARK: - Settings
+
+    /// A setting's value, or nil when unset or deleted.
+    public func setting(_ name: String) throws -> String? {
+        guard let state = try record(.settings, key: name), !state.isDeleted else { return nil }
+        return state.fields["value"]?.value.stringValue
+    }
+
+    public func setSetting(_ name: String, _ value: String?) throws {
+        if let value {
+            try write(.settings, key: name, changes: ["value": .string(value), RecordState.deletedField: .bool(false)])
+        } else {
+            try write(.settings, key: name, changes: [RecordState.deletedField: .bool(true)])
+        }
+    }
+
+    public func setDefaultBrowser(named name: String) throws -> String {
+        let found = try requireBrowser(named: name)
+        try setSetting(SettingName.defaultBrowser, found.browser.id)
+        return found.browser.id
+    }
+}

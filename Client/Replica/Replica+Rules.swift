@@ -1,0 +1,96 @@
+import Model
+import Storage
+import SyncCore
+
+extension Replica {
+    static let ruleFields: Set<String> = ["pattern", "browser", "priority", "createdAt", "origin", RecordState.deletedField]
+
+    static func rule(key: String, state: RecordState) -> UrlRule {
+        let values = state.values
+        var extra = values
+        for field in ruleFields { extra[field] = nil }
+        return UrlRule(
+            pattern: values["pattern"]?.stringValue ?? key, browser: values["browser"]?.stringValue ?? "",
+            priority: Int(clamping: values["priority"]?.intValue ?? 0), createdAtMillis: values["createdAt"]?.intValue ?? 0,
+            origin: values["origin"]?.stringValue, extra: extra)
+    }
+
+    /// Every rule that is not deleted, in precedence order (deciding first).
+    public func rules() throws -> [UrlRule] {
+        let all = try records(.rules).filter { !$0.state.isDeleted }.map { Self.rule(key: $0.key, state: $0.state) }
+        let index = all.map { rule in (rule, try? Pattern(rule.pattern)) }
+        return index.sorted { a, b in
+            switch (a.1, b.1) {
+            case let (pa?, pb?): return RulePrecedence.precedes(CompiledRule(rule: a.0, pattern: pa), CompiledRule(rule: b.0, pattern: pb))
+            case (_?, nil): return true
+            case (nil, _?): return false
+            case (nil, nil): return a.0.pattern < b.0.pattern
+            }
+        }.map(\.0)
+    }
+
+    /// The rules that may match a URL with this host: those filed under the
+    /// host's label suffixes, through the `index_key` index. Patterns that no
+    /// longer parse are left out.
+    public func candidateRules(forHost host: String) throws -> [CompiledRule] {
+        let keys = Pattern.candidateIndexKeys(forHost: host)
+        let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+        let rows = try read {
+            try database.query(
+                "SELECT key, fields, versions FROM records WHERE collection = 'rules' AND deleted = 0 AND index_key IN (\(placeholders))",
+                keys.map { .text($0) }
+            ) { row in (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")) }
+        }
+        return rows.compactMap { key, state in try? CompiledRule(Self.rule(key: key, state: state)) }
+    }
+
+    /// The highest priority of any rule, or nil when there are none.
+    public func maximumRulePriority() throws -> Int? {
+        try read { try database.scalar("SELECT MAX(priority) FROM records WHERE collection = 'rules' AND deleted = 0")?.intValue }
+    }
+
+    /// Adds a rule, or updates the rule with the same normalised pattern.
+    /// Without `priority` the rule gets a priority above every other rule, so
+    /// the newest rule wins among equals (as on the phone).
+    /// - Throws: for an invalid pattern or an unknown browser (with close matches).
+    @discardableResult
+    public func addRule(pattern text: String, browser name: String, priority: Int?) throws -> (rule: UrlRule, created: Bool) {
+        let pattern: Pattern
+        do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
+        let browser = try requireBrowser(named: name)
+        return try transaction {
+            let existing = try record(.rules, key: pattern.key)
+            let isNew = existing == nil || existing?.isDeleted == true
+            let resolvedPriority = try priority ?? {
+                if !isNew, let current = existing?.fields["priority"]?.value.intValue { return Int(clamping: current) }
+                return RulePrecedence.priorityForNewRule(existingMaximum: try maximumRulePriority())
+            }()
+            var changes: [String: JSONValue] = [
+                "pattern": .string(pattern.text), "browser": .string(browser.browser.id),
+                "priority": .int(Int64(resolvedPriority)), RecordState.deletedField: .bool(false),
+            ]
+            if isNew {
+                changes["createdAt"] = .int(currentMillis)
+                changes["origin"] = .string(deviceID)
+            }
+            try write(.rules, key: pattern.key, changes: changes)
+            guard let state = try record(.rules, key: pattern.key) else { throw ReplicaError.notFound("rule vanished") }
+            return (Self.rule(key: pattern.key, state: state), isNew)
+        }
+    }
+
+    /// Deletes the rule whose normalised pattern equals `text`'s (a tombstone).
+    public func removeRule(pattern text: String) throws -> UrlRule {
+        let pattern: Pattern
+        do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
+        return try transaction {
+            guard let state = try record(.rules, key: pattern.key), !state.isDeleted else {
+                let close = Suggestions.closeMatches(to: pattern.key, in: try rules().map(\.pattern))
+                let hint = close.isEmpty ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
+                throw ReplicaError.notFound("no rule with the pattern '\(text)'; \(hint)")
+            }
+            try write(.rules, key: pattern.key, changes: [RecordState.deletedField: .bool(true)])
+            return Self.rule(key: pattern.key, state: state)
+        }
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import Model
+import Storage
+import SyncCore
+
+/// The local SQLite replica of browsers, rules and settings, with its device
+/// id, hybrid logical clock and change log.
+///
+/// Every write goes through ``write(_:key:changes:)``, which stamps the changed
+/// fields with the clock, bumps the record's version vector and appends to the
+/// change log in one transaction. Not thread-safe: one replica object per thread.
+public final class Replica {
+    /// The folder holding the replica (`--home`, `BRSYNC_HOME`, or `$XDG_DATA_HOME/brsync`).
+    public let home: String
+    public let path: String
+    public let database: Database
+    public let deviceID: String
+    public private(set) var deviceName: String
+    private var clock: HybridLogicalClock
+    /// Wall-clock time in milliseconds since 1970; replaced in tests.
+    private let now: () -> Int64
+    private let busyTimeoutMilliseconds: Int32
+
+    public static let fileName = "replica.sqlite"
+    public static let defaultBusyTimeoutMilliseconds: Int32 = 5000
+
+    public static func systemNow() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
+    private init(home: String, database: Database, busyTimeout: Int32, now: @escaping () -> Int64) throws {
+        self.home = home
+        path = database.path
+        self.database = database
+        self.now = now
+        busyTimeoutMilliseconds = busyTimeout
+        let meta = try Self.readMeta(database)
+        guard let deviceID = meta["device_id"] else {
+            throw ReplicaError.notAReplica(path: database.path, reason: "it has no device id")
+        }
+        self.deviceID = deviceID
+        deviceName = meta["device_name"] ?? ""
+        clock = HybridLogicalClock(device: deviceID, last: meta["hlc"].flatMap(HLCTimestamp.init(text:)))
+    }
+
+    /// Creates the replica in `home`, or opens it when it exists (then nothing changes).
+    /// - Returns: the replica and whether it was created now.
+    public static func initialize(
+        home: String, deviceName: String?, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds,
+        now: @escaping () -> Int64 = systemNow
+    ) throws -> (replica: Replica, created: Bool) {
+        let path = "\(home)/\(fileName)"
+        if FileManager.default.fileExists(atPath: path) {
+            let replica = try open(home: home, busyTimeout: busyTimeout, now: now)
+            return (replica, false)
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ReplicaError.unreadable(path: home, reason: "cannot create the folder: \(error.localizedDescription)")
+        }
+        let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout) }
+        try guarded(path, busyTimeout) {
+            try database.execute("PRAGMA journal_mode = WAL")
+            try database.execute("PRAGMA application_id = \(ReplicaSchema.applicationID)")
+            try ReplicaSchema.migrator.migrate(database)
+            let name = deviceName ?? ProcessInfo.processInfo.hostName
+            try database.transaction {
+                let insert = "INSERT INTO meta (key, value) VALUES (?, ?)"
+                try database.run(insert, ["device_id", .text(makeDeviceID())])
+                try database.run(insert, ["device_name", .text(name)])
+                try database.run(insert, ["created_at", .text(String(now()))])
+            }
+        }
+        return (try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now), true)
+    }
+
+    /// Opens the replica in `home`.
+    /// - Throws: ``ReplicaError`` when there is none, the file is not a replica,
+    ///   is from a newer brsync (the file is left untouched) or is locked.
+    public static func open(
+        home: String, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds, now: @escaping () -> Int64 = systemNow
+    ) throws -> Replica {
+        let path = "\(home)/\(fileName)"
+        guard FileManager.default.fileExists(atPath: path) else { throw ReplicaError.notInitialized(home: home) }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ReplicaError.unreadable(path: path, reason: "permission denied")
+        }
+        let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeout) }
+        try guarded(path, busyTimeout) {
+            // Read-only checks first: nothing is written to a file that is not ours.
+            let applicationID = try database.scalar("PRAGMA application_id")?.intValue ?? 0
+            guard applicationID == Int(ReplicaSchema.applicationID) else {
+                throw ReplicaError.notAReplica(path: path, reason: "an SQLite database of another program")
+            }
+            let version = try database.userVersion
+            guard version <= ReplicaSchema.migrator.latestVersion else {
+                throw ReplicaError.newerSchema(path: path, found: version, supported: ReplicaSchema.migrator.latestVersion)
+            }
+            if version < ReplicaSchema.migrator.latestVersion { try ReplicaSchema.migrator.migrate(database) }
+        }
+        return try guarded(path, busyTimeout) { try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now) }
+    }
+
+    /// Maps SQLite failures to what they mean for a replica.
+    static func guarded<T>(_ path: String, _ busyTimeout: Int32, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            if error.isNotADatabase { throw ReplicaError.notAReplica(path: path, reason: "the file is not an SQLite database") }
+            if error.isBusy { throw ReplicaError.locked(path: path, waitedMilliseconds: busyTimeout) }
+            if error.isCorrupt { throw ReplicaError.notAReplica(path: path, reason: "the database is corrupt: \(error.message)") }
+            if error.isCantOpen || error.isReadOnly { throw ReplicaError.unreadable(path: path, reason: error.message) }
+            throw ReplicaError.database(error)
+        } catch let problem as Migrator.Problem {
+            switch problem {
+            case .newerSchema(let found, let supported):
+                throw ReplicaError.newerSchema(path: path, found: found, supported: supported)
+            }
+        }
+    }
+
+    /// Runs `body` in an immediate transaction, with SQLite errors mapped.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try Self.guarded(path, busyTimeoutMilliseconds) {
+            if inTransaction { return try body() }
+            inTransaction = true
+            defer { inTransaction = false }
+            return try database.transaction(.immediate, body)
+        }
+    }
+
+    private var inTransaction = false
+
+    /// Runs a read with SQLite errors mapped.
+    func read<T>(_ body: () throws -> T) throws -> T {
+        try Self.guarded(path, busyTimeoutMilliseconds, body)
+    }
+
+    private static func readMeta(_ database: Database) throws -> [String: String] {
+        var meta: [String: String] = [:]
+        for (key, value) in try database.query("SELECT key, value FROM meta", [], { ($0.string(0) ?? "", $0.string(1) ?? "") }) {
+            meta[key] = value
+        }
+        return meta
+    }
+
+    private static func makeDeviceID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+
+    /// The clock's high-water mark.
+    public var lastStamp: HLCTimestamp { clock.last }
+
+    // MARK: - The write path
+
+    /// What a write did.
+    public enum WriteOutcome: Sendable, Equatable {
+        /// Every value was already as asked: nothing was stamped or logged.
+        case unchanged
+        /// The fields changed, stamped with this stamp; logged as this device sequence number.
+        case written(stamp: HLCTimestamp, deviceSequence: Int64)
+    }
+
+    /// Sets `changes` on the record `key` of `collection`: the one path every
+    /// local write takes. In one transaction it stamps each changed field with a
+    /// new HLC stamp, bumps the record's version vector for this device, writes
+    /// the record and appends the change to the log. Fields whose value is
+    /// already as asked are left alone; when none changes, nothing is written.
+    @discardableResult
+    public func write(_ collection: Collection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome {
+        try transaction {
+            var state = try record(collection, key: key) ?? RecordState()
+            let changed = changes.filter { state.fields[$0.key]?.value != $0.value }
+            guard !changed.isEmpty else { return .unchanged }
+            let stamp = clock.tick(wallMillis: now())
+            var logged: [String: StampedValue] = [:]
+            for (field, value) in changed {
+                let register = StampedValue(value, stamp: stamp)
+                state.fields[field] = register
+                logged[field] = register
+            }
+            state.versions.increment(deviceID)
+            try store(collection, key: key, state: state)
+            let sequence = (try database.scalar(
+                "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
+            try database.run(
+                """
+                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?, 'local', ?)
+                """,
+                [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
+                 .text(try RecordCoding.encode(logged)), .text(try RecordCoding.encode(state.versions)), .integer(now())])
+            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
+            return .written(stamp: stamp, deviceSequence: sequence)
+        }
+    }
+
+    /// The stored state of a record, or nil.
+    public func record(_ collection: Collection, key: String) throws -> RecordState? {
+        try read {
+            try database.queryFirst(
+                "SELECT fields, versions FROM records WHERE collection = ? AND key = ?",
+                [.text(collection.rawValue), .text(key)]
+            ) { row in try RecordCoding.decodeState(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}") }
+        }
+    }
+
+    /// Every record of a collection (tombstones included), by key.
+    public func records(_ collection: Collection) throws -> [(key: String, state: RecordState)] {
+        try read {
+            try database.query(
+                "SELECT key, fields, versions FROM records WHERE collection = ? ORDER BY key", [.text(collection.rawValue)]
+            ) { row in
+                (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
+            }
+        }
+    }
+
+    private func store(_ collection: Collection, key: String, state: RecordState) throws {
+        var indexKey: DatabaseValue = .null
+        var priority: DatabaseValue = .null
+        if collection == .rules {
+            let pattern = state.fields["pattern"]?.value.stringValue ?? key
+            // A pattern this version cannot parse is filed under "" so it is still seen (and set aside).
+            indexKey = .text((try? Pattern(pattern))?.indexKey ?? "")
+            priority = .integer(state.fields["priority"]?.value.intValue ?? 0)
+        }
+        try database.run(
+            """
+            INSERT INTO records (collection, key, fields, versions, deleted, index_key, priority)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
+                index_key = excluded.index_key, priority = excluded.priority
+            """,
+            [.text(collection.rawValue), .text(key), .text(try RecordCoding.encode(state.fields)),
+             .text(try RecordCoding.encode(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
+    }
+
+    // MARK: - Meta
+
+    public func setDeviceName(_ name: String) throws {
+        try transaction {
+            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_name', ?)", [.text(name)])
+        }
+        deviceName = name
+    }
+
+    public var currentMillis: Int64 { now() }
+}

@@ -1,0 +1,55 @@
+import Storage
+
+/// The replica's schema, by version. A record of any synced collection is one
+/// row of `records`: its fields as per-field last-writer-wins registers (JSON
+/// `{"field": {"v": value, "s": "HLC stamp"}}`) and its version vector. Rules
+/// also carry `index_key` and `priority` columns derived from their fields, so
+/// resolving reads only the rules filed under the URL host's suffixes.
+enum ReplicaSchema {
+    /// `PRAGMA application_id` of a replica: "brsy".
+    static let applicationID: Int32 = 0x6272_7379
+
+    static let migrator = Migrator([
+        Migrator.Migration(version: 1, sql: """
+            CREATE TABLE meta (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) WITHOUT ROWID;
+
+            CREATE TABLE records (
+                collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                versions TEXT NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                index_key TEXT,
+                priority INTEGER,
+                PRIMARY KEY (collection, key)
+            ) WITHOUT ROWID;
+            CREATE INDEX records_rules_by_index_key ON records (index_key) WHERE collection = 'rules' AND deleted = 0;
+
+            -- What is true of this machine only; never synced, never in the change log.
+            CREATE TABLE local_browsers (
+                id TEXT PRIMARY KEY,
+                exec TEXT,
+                desktop_entry TEXT,
+                installed INTEGER NOT NULL DEFAULT 0
+            ) WITHOUT ROWID;
+
+            -- Every write, in the transaction of the write. device_seq numbers the
+            -- changes of each device; a push sends this device's unpushed range.
+            CREATE TABLE changes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                device TEXT NOT NULL,
+                device_seq INTEGER NOT NULL,
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                versions TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'local' CHECK (kind IN ('local', 'remote', 'conflict')),
+                recorded_at INTEGER NOT NULL,
+                UNIQUE (device, device_seq)
+            );
+            """),
+    ])
+}

@@ -1,0 +1,108 @@
+import Model
+
+/// What resolving a URL decided.
+public struct Resolution: Sendable {
+    public enum Source: String, Sendable {
+        /// A rule decided.
+        case rule
+        /// No rule decided; the default browser did.
+        case defaultBrowser
+        /// Nothing decided: a picker has to ask.
+        case none
+    }
+
+    public let url: NormalizedURL
+    public let source: Source
+    public let browser: LocalBrowser?
+    public let rule: UrlRule?
+
+    /// The URL rendered with the browser's format, or nil when nothing decided.
+    public var open: String? { browser.map { URLFormat.render($0.browser.urlFormat, url: url) } }
+}
+
+/// One rule's part in a decision, for `brsync explain`.
+public struct RuleVerdict: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case won
+        case lost(to: String, because: String)
+        case noMatch(String)
+        case skipped(String)
+    }
+
+    public let rule: UrlRule
+    public let outcome: Outcome
+}
+
+extension Replica {
+    /// Resolves `url` from the local replica, with no network: the first rule in
+    /// precedence order that matches and names a browser usable here, else the
+    /// default browser when usable, else nothing (a picker must ask). Rules
+    /// whose browser is disabled, missing or not launchable here are skipped.
+    public func resolve(_ url: NormalizedURL) throws -> Resolution {
+        let browsers = try self.browsers()
+        let candidates = try candidateRules(forHost: url.host)
+        let index = RuleIndex(compiled: candidates)
+        var usableCache: [String: LocalBrowser?] = [:]
+        func usableBrowser(_ name: String) -> LocalBrowser? {
+            if let cached = usableCache[name] { return cached }
+            let found = (try? findBrowser(named: name, in: browsers)) ?? nil
+            let usable = found?.isUsable == true ? found : nil
+            usableCache[name] = usable
+            return usable
+        }
+        if let decided = index.decide(url, isUsable: { usableBrowser($0.browser) != nil }),
+           let browser = usableBrowser(decided.rule.browser) {
+            return Resolution(url: url, source: .rule, browser: browser, rule: decided.rule)
+        }
+        if let defaultBrowser = browsers.first(where: \.isDefault), defaultBrowser.isUsable {
+            return Resolution(url: url, source: .defaultBrowser, browser: defaultBrowser, rule: nil)
+        }
+        return Resolution(url: url, source: .none, browser: nil, rule: nil)
+    }
+
+    /// Every rule considered for `url`, in precedence order, and why it won,
+    /// lost or was skipped. Looks at every rule, not just the indexed candidates.
+    public func explain(_ url: NormalizedURL) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
+        let browsers = try self.browsers()
+        let resolution = try resolve(url)
+        let subject = MatchSubject(url)
+        var compiled: [CompiledRule] = []
+        var verdicts: [RuleVerdict] = []
+        for rule in try rules() {
+            do {
+                compiled.append(try CompiledRule(rule))
+            } catch {
+                verdicts.append(RuleVerdict(rule: rule, outcome: .skipped(error.reason)))
+            }
+        }
+        var winner: CompiledRule?
+        var ordered: [RuleVerdict] = []
+        for candidate in compiled.sorted(by: RulePrecedence.precedes) {
+            let match = candidate.pattern.match(subject)
+            guard match.isMatch else {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .noMatch(match.explanation)))
+                continue
+            }
+            let browser = (try? findBrowser(named: candidate.rule.browser, in: browsers)) ?? nil
+            guard let browser else {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(candidate.rule.browser)' is not known here")))
+                continue
+            }
+            guard browser.browser.enabled else {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(browser.browser.id)' is disabled")))
+                continue
+            }
+            guard browser.isUsable else {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(browser.browser.id)' has no launch command on this machine")))
+                continue
+            }
+            if let winner {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .lost(to: winner.rule.pattern, because: RulePrecedence.reason(winner, before: candidate))))
+            } else {
+                winner = candidate
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .won))
+            }
+        }
+        return (resolution, ordered + verdicts)
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+
+struct Brsync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "brsync",
+        abstract: "Keep browser-selection rules in sync and resolve every link offline.",
+        discussion: """
+            The replica lives in --home, $BRSYNC_HOME, or $XDG_DATA_HOME/brsync.
+            Exit codes: 0 done; 1 'rules test' found no match; 2 error (nothing changed);
+            3 'resolve' decided nothing (a picker would have to ask).
+            """,
+        version: "0.1.0",
+        subcommands: [
+            Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self,
+            Log.self, Export.self, Import.self,
+        ]
+    )
+}

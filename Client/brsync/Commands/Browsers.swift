@@ -1,0 +1,102 @@
+import ArgumentParser
+import Model
+import Replica
+
+struct BrowsersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "browsers",
+        abstract: "List and manage the browsers rules can name.",
+        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self],
+        defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List browsers; * marks the default.")
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        struct Entry: Encodable {
+            let id, name, urlScheme, urlFormat: String
+            let enabled, isDefault, usable: Bool
+            let exec: String?
+            enum CodingKeys: String, CodingKey {
+                case id, name, urlScheme, urlFormat, enabled, usable, exec
+                case isDefault = "default"
+            }
+        }
+
+        func run() throws {
+            let browsers = try global.openReplica().browsers()
+            if json {
+                try Output.json(browsers.map {
+                    Entry(id: $0.browser.id, name: $0.browser.name, urlScheme: $0.browser.urlScheme,
+                          urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
+                          usable: $0.isUsable, exec: $0.exec)
+                })
+                return
+            }
+            if browsers.isEmpty {
+                print("no browsers yet; add one with 'brsync browsers add ID --exec COMMAND'")
+                return
+            }
+            Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
+                let state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
+                return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, item.exec ?? "-"]
+            })
+        }
+    }
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a browser, or update one. Catalog ids (firefox, chrome, …) take name and format from the catalog.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "A catalog id or iOS scheme, or a new id (a-z, 0-9, '.', '_', '-').") var id: String
+        @Option(help: "Display name.") var name: String?
+        @Option(help: ArgumentHelp("URL format: {url}, {host}, {path}.", valueName: "format")) var format: String?
+        @Option(help: ArgumentHelp("The iOS URL scheme.", valueName: "scheme")) var scheme: String?
+        @Option(help: ArgumentHelp("This machine's launch command; %u is the URL (device-local, not synced).", valueName: "command"))
+        var exec: String?
+
+        func run() throws {
+            let replica = try global.openReplica()
+            let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec)
+            let added = try replica.findBrowser(named: id)
+            print("browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")")
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Remove a browser. Rules naming it are kept (it may exist elsewhere).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.") var id: String
+
+        func run() throws {
+            let replica = try global.openReplica()
+            let removed = try replica.removeBrowser(named: id)
+            let naming = try replica.rules().filter { $0.browser == removed }.count
+            print("removed browser \(removed)")
+            if naming > 0 { ExitStatus.warn("\(naming) rule(s) still name '\(removed)' and are skipped until it is back") }
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a browser.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.") var id: String
+        func run() throws { print("enabled \(try global.openReplica().setBrowserEnabled(named: id, true))") }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable a browser: rules naming it are skipped.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.") var id: String
+        func run() throws { print("disabled \(try global.openReplica().setBrowserEnabled(named: id, false))") }
+    }
+
+    struct Default: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Make a browser the default, used when no rule decides.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.") var id: String
+        func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Replica
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print browsers, rules and settings as JSON (launch commands are device-local and left out).")
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        try Output.json(try global.openReplica().export())
+    }
+}
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The file to import, or '-'.") var file: String
+
+    func run() throws {
+        let data: Data
+        if file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard FileManager.default.fileExists(atPath: file) else { throw CLIFailure(message: "no such file: \(file)") }
+            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                throw CLIFailure(message: "cannot read \(file): \(error.localizedDescription)")
+            }
+        }
+        let document: ExportDocument
+        do {
+            document = try JSONDecoder().decode(ExportDocument.self, from: data)
+        } catch let error as DecodingError {
+            throw CLIFailure(message: "\(file == "-" ? "standard input" : file) is not a valid brsync export: \(Self.describe(error))")
+        }
+        let summary = try global.openReplica().importDocument(document)
+        print("imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed")
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return keys.isEmpty ? "" : " at \(keys)"
+        }
+        switch error {
+        case .dataCorrupted(let context): return "\(context.debugDescription)\(path(context))"
+        case .keyNotFound(let key, let context): return "missing \"\(key.stringValue)\"\(path(context))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(context.debugDescription)\(path(context))"
+        @unknown default: return "\(error)"
+        }
+    }
+}

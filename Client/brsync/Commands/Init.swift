@@ -1,0 +1,29 @@
+import ArgumentParser
+import Replica
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create the replica and this machine's device id; running it again changes nothing.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: ArgumentHelp("A name for this machine (default: the host name).", valueName: "name"))
+    var deviceName: String?
+
+    func validate() throws {
+        if let deviceName, deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--device-name must not be blank")
+        }
+    }
+
+    func run() throws {
+        let (replica, created) = try Replica.initialize(
+            home: global.resolvedHome, deviceName: deviceName, busyTimeout: global.busyTimeout)
+        if created {
+            print("initialised replica \(replica.path)")
+        } else {
+            print("replica \(replica.path) already exists; nothing changed")
+        }
+        print("device \(replica.deviceID) (\(replica.deviceName))")
+    }
+}

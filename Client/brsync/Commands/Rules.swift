@@ -1,0 +1,78 @@
+import ArgumentParser
+import Model
+import Replica
+
+struct RulesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rules",
+        abstract: "List and manage rules: URLs matching a pattern open in a browser.",
+        subcommands: [List.self, Add.self, Remove.self, Test.self],
+        defaultSubcommand: List.self)
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List rules in the order they decide.")
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            let rules = try global.openReplica().rules()
+            if json {
+                try Output.json(rules)
+                return
+            }
+            if rules.isEmpty {
+                print("no rules yet; add one with 'brsync rules add PATTERN BROWSER'")
+                return
+            }
+            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"], rules.map {
+                [String($0.priority), $0.pattern, $0.browser, Timestamp.iso8601(millis: $0.createdAtMillis)]
+            })
+        }
+    }
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a rule (or change the rule with the same pattern).",
+            discussion: "Without --priority the rule gets a priority above every existing rule, so the newest rule wins.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
+        @Argument(help: "Browser id or scheme.") var browser: String
+        @Option(help: "Priority: higher decides first.") var priority: Int?
+
+        func run() throws {
+            let (rule, created) = try global.openReplica().addRule(pattern: pattern, browser: browser, priority: priority)
+            print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority))")
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove the rule with this pattern.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).") var pattern: String
+
+        func run() throws {
+            let rule = try global.openReplica().removeRule(pattern: pattern)
+            print("removed rule \(rule.pattern) -> \(rule.browser)")
+        }
+    }
+
+    struct Test: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The pattern.") var pattern: String
+        @Argument(help: "The URL.") var url: String
+
+        func run() throws {
+            let pattern = try Pattern(pattern)
+            let url = try NormalizedURL(url)
+            let result = pattern.match(url)
+            if result.isMatch {
+                print("match")
+            } else {
+                print("no match")
+                throw ExitCode(ExitStatus.noMatch)
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import Model
+
+struct Suggest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the pattern 'remember for this domain' proposes for a URL (its registrable domain).",
+        discussion: """
+            Reads the system's Public Suffix List (Debian package 'publicsuffix'):
+            \(defaultListPath), or the file in $BRSYNC_PUBLIC_SUFFIX_LIST.
+            """)
+    static let defaultListPath = "/usr/share/publicsuffix/public_suffix_list.dat"
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The URL.") var url: String
+
+    func run() throws {
+        let url = try NormalizedURL(url)
+        let path = ProcessInfo.processInfo.environment["BRSYNC_PUBLIC_SUFFIX_LIST"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? Self.defaultListPath
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CLIFailure(message: "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CLIFailure(message: "cannot read the Public Suffix List at \(path): \(error.localizedDescription)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CLIFailure(message: "the Public Suffix List at \(path) is not UTF-8 text")
+        }
+        let list: PublicSuffixList
+        do { list = try PublicSuffixList(text: text) } catch {
+            throw CLIFailure(message: "the Public Suffix List at \(path) is unusable: \(error.reason)")
+        }
+        print(list.suggestedPattern(for: url))
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import Model
+import Replica
+
+/// The one place that maps errors to exit codes and messages.
+///
+/// | code | meaning |
+/// |---|---|
+/// | 0 | done |
+/// | 1 | `rules test`: no match |
+/// | 2 | any error: bad input, unknown name, unusable replica (nothing changed) |
+/// | 3 | `resolve`: nothing decided, a picker would have to ask |
+enum ExitStatus {
+    static let noMatch: Int32 = 1
+    static let error: Int32 = 2
+    static let pickerNeeded: Int32 = 3
+
+    static func report(_ error: any Error) -> Int32 {
+        switch error {
+        case let exit as ExitCode:
+            return exit.rawValue
+        case let failure as CLIFailure:
+            printError(failure.message)
+            return failure.code
+        case let replica as ReplicaError:
+            printError(replica.description)
+        case let pattern as PatternProblem:
+            printError(pattern.description)
+        case let url as URLProblem:
+            printError(url.description)
+        case let psl as PublicSuffixListProblem:
+            printError(psl.description)
+        default:
+            let code = Brsync.exitCode(for: error)
+            let message = Brsync.fullMessage(for: error)
+            if code == .success {
+                print(message)
+                return 0
+            }
+            var text = message
+            if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
+            FileHandle.standardError.write(Data(("brsync: error: " + text + "\n").utf8))
+        }
+        return Self.error
+    }
+
+    static func printError(_ message: String) {
+        FileHandle.standardError.write(Data("brsync: error: \(message)\n".utf8))
+    }
+
+    static func warn(_ message: String) {
+        FileHandle.standardError.write(Data("brsync: warning: \(message)\n".utf8))
+    }
+}
+
+/// A failure the CLI reports with its own message and code.
+struct CLIFailure: Error {
+    let message: String
+    var code: Int32 = ExitStatus.error
+}

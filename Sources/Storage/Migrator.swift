@@ -1,0 +1,40 @@
+/// Schema migrations by version, recorded in `PRAGMA user_version`.
+public struct Migrator: Sendable {
+    public struct Migration: Sendable {
+        public let version: Int
+        public let sql: String
+        public init(version: Int, sql: String) {
+            self.version = version
+            self.sql = sql
+        }
+    }
+
+    public let migrations: [Migration]
+
+    public init(_ migrations: [Migration]) {
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    /// The newest schema version this code knows.
+    public var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    public enum Problem: Error, Sendable, Equatable {
+        /// The database was written by newer code; it is left untouched.
+        case newerSchema(found: Int, supported: Int)
+    }
+
+    /// Applies every migration above the database's version, each in its own
+    /// transaction together with the version bump.
+    /// - Throws: ``Problem/newerSchema(found:supported:)`` before changing
+    ///   anything when the database is newer; ``DatabaseError`` from SQLite.
+    public func migrate(_ database: Database) throws {
+        let current = try database.userVersion
+        guard current <= latestVersion else { throw Problem.newerSchema(found: current, supported: latestVersion) }
+        for migration in migrations where migration.version > current {
+            try database.transaction(.exclusive) {
+                try database.execute(migration.sql)
+                try database.execute("PRAGMA user_version = \(migration.version)")
+            }
+        }
+    }
+}
