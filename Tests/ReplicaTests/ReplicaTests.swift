@@ -1,0 +1,172 @@
+import Foundation
+import Model
+import Storage
+import SyncCore
+import Testing
+import TestSupport
+@testable import Replica
+
+@Suite struct ReplicaTests {
+    @Test func initializeTwiceChangesNothing() throws {
+        let fixture = try ReplicaFixture()
+        let first = fixture.replica
+        let changes = try first.changeCount()
+        let (again, created) = try Replica.initialize(home: fixture.home, deviceName: "other")
+        #expect(!created)
+        #expect(again.deviceID == first.deviceID)
+        #expect(again.deviceName == "test")
+        #expect(try again.changeCount() == changes)
+    }
+
+    @Test func everyWriteStampsBumpsAndLogsInOneTransaction() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        let before = try replica.changeCount()
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        #expect(try replica.changeCount() == before + 1)
+        let state = try #require(try replica.record(.rules, key: "github.com"))
+        let stamps = Set(state.fields.values.map(\.stamp))
+        #expect(stamps.count == 1, "all fields of one write carry one stamp")
+        #expect(stamps.first?.device == replica.deviceID)
+        #expect(state.versions[replica.deviceID] == 1)
+        let entry = try #require(try replica.changeLog(limit: 1).first)
+        #expect(entry.key == "github.com" && entry.collection == "rules" && entry.kind == "local")
+        #expect(entry.fields["browser"]?.value == .string("firefox"))
+
+        // The same values again: nothing is stamped or logged.
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: 0)
+        #expect(try replica.changeCount() == before + 1)
+        // A change of one field stamps only that field.
+        fixture.wallMillis += 10
+        try fixture.usable("chrome")
+        try replica.addRule(pattern: "github.com", browser: "chrome", priority: nil)
+        let after = try #require(try replica.record(.rules, key: "github.com"))
+        #expect(after.versions[replica.deviceID] == 2)
+        #expect(after.fields["browser"]!.stamp > after.fields["pattern"]!.stamp)
+    }
+
+    @Test func aFailedLogInsertRollsBackTheDataWrite() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        try replica.database.execute("""
+            CREATE TRIGGER refuse_log BEFORE INSERT ON changes BEGIN SELECT RAISE(ABORT, 'log refused'); END
+            """)
+        #expect(throws: (any Error).self) { try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil) }
+        #expect(try replica.record(.rules, key: "github.com") == nil)
+        #expect(try replica.rules().isEmpty)
+        try replica.database.execute("DROP TRIGGER refuse_log")
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        #expect(try replica.rules().count == 1)
+    }
+
+    @Test func theClockMovesForwardWhenTheWallClockGoesBackAndAcrossReopens() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        let first = fixture.replica.lastStamp
+        fixture.wallMillis -= 3_600_000 // the clock is set back an hour
+        try fixture.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        let second = fixture.replica.lastStamp
+        #expect(second > first)
+        let reopened = try Replica.open(home: fixture.home, now: { 1 })
+        #expect(reopened.lastStamp == second)
+        try reopened.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        #expect(reopened.lastStamp > second)
+    }
+
+    @Test func newRulesGetAPriorityAboveAllAndDeletedRulesComeBack() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        try replica.addRule(pattern: "a.example", browser: "firefox", priority: 10)
+        let (rule, created) = try replica.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        #expect(created && rule.priority == 11)
+        _ = try replica.removeRule(pattern: "B.EXAMPLE")
+        #expect(try replica.rules().map(\.pattern) == ["a.example"])
+        let (back, isNew) = try replica.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        #expect(isNew && back.priority == 11)
+        let state = try #require(try replica.record(.rules, key: "b.example"))
+        #expect(state.versions[replica.deviceID] == 3, "add, delete and re-add are three versions")
+    }
+
+    @Test func removingAMissingRuleSuggestsCloseOnes() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        try fixture.replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        #expect {
+            _ = try fixture.replica.removeRule(pattern: "githb.com")
+        } throws: { String(describing: $0).contains("did you mean 'github.com'") }
+    }
+
+    @Test func unknownBrowsersAreRefusedWithCloseMatches() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        #expect { try fixture.replica.addRule(pattern: "a.com", browser: "firefx", priority: nil) } throws: {
+            String(describing: $0).contains("did you mean 'firefox'")
+        }
+        #expect { try fixture.replica.addRule(pattern: "a.com", browser: "brave", priority: nil) } throws: {
+            String(describing: $0).contains("brsync browsers add brave")
+        }
+        #expect { try fixture.replica.addBrowser(id: "Bad Id", name: nil, format: nil, scheme: nil, exec: nil) } throws: {
+            String(describing: $0).contains("invalid browser id")
+        }
+        #expect { try fixture.replica.addBrowser(id: "x", name: nil, format: "x://{uri}", scheme: nil, exec: nil) } throws: {
+            String(describing: $0).contains("{uri}")
+        }
+        #expect(try fixture.replica.browsers().map(\.browser.id) == ["firefox"])
+    }
+}
+
+@Suite struct ReplicaFileTests {
+    func expectUntouched(_ path: String, _ body: () throws -> Void, message: String) throws {
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect { try body() } throws: { String(describing: $0).contains(message) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func aFileThatIsNotADatabase() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file(Replica.fileName)
+        try Data(String(repeating: "not sqlite ", count: 500).utf8).write(to: URL(fileURLWithPath: path))
+        try expectUntouched(path, { _ = try Replica.open(home: directory.path) }, message: "not an SQLite database")
+        try expectUntouched(path, { _ = try Replica.initialize(home: directory.path, deviceName: nil) }, message: "not an SQLite database")
+    }
+
+    @Test func anotherProgramsDatabase() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file(Replica.fileName)
+        try Database(path: path).execute("CREATE TABLE photos (id)")
+        try expectUntouched(path, { _ = try Replica.open(home: directory.path) }, message: "another program")
+    }
+
+    @Test func aReplicaFromANewerBrsync() throws {
+        let fixture = try ReplicaFixture()
+        _ = fixture.replica
+        try Database(path: fixture.file).execute("PRAGMA user_version = 99")
+        try expectUntouched(fixture.file, { _ = try Replica.open(home: fixture.home) }, message: "schema version 99")
+    }
+
+    @Test func aMissingReplica() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect { _ = try Replica.open(home: directory.path) } throws: { String(describing: $0).contains("brsync init") }
+    }
+
+    @Test func aLockedReplicaWaitsThenSaysSo() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        let holder = try Database(path: fixture.file)
+        try holder.execute("BEGIN EXCLUSIVE")
+        let replica = try Replica.open(home: fixture.home, busyTimeout: 100)
+        #expect { try replica.addRule(pattern: "a.com", browser: "firefox", priority: nil) } throws: {
+            String(describing: $0).contains("locked by another process")
+        }
+        // Reading still works while another process writes (WAL).
+        #expect(try replica.resolve(try NormalizedURL("https://a.com")).source == .none)
+        try holder.execute("ROLLBACK")
+        try replica.addRule(pattern: "a.com", browser: "firefox", priority: nil)
+    }
+}

@@ -1,0 +1,148 @@
+import CSQLite
+import Foundation
+import Testing
+import TestSupport
+@testable import Storage
+
+@Suite struct DatabaseTests {
+    @Test func bindsAndReadsEveryType() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("t.sqlite"))
+        try database.execute("CREATE TABLE t (a, b, c, d, e)")
+        let values: [DatabaseValue] = [.null, .integer(-42), .real(2.5), .text("zoom.us ü 例"), .blob([0, 1, 255])]
+        try database.run("INSERT INTO t VALUES (?, ?, ?, ?, ?)", values)
+        let row = try database.queryFirst("SELECT a, b, c, d, e FROM t") { row in (0..<5).map { row[$0] } }
+        #expect(row == values)
+    }
+
+    @Test func wrongArgumentCountIsAnError() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("t.sqlite"))
+        try database.execute("CREATE TABLE t (a)")
+        #expect(throws: DatabaseError.self) { try database.run("INSERT INTO t VALUES (?)", []) }
+    }
+
+    @Test func transactionRollsBackWhenTheBodyThrows() throws {
+        struct Boom: Error {}
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("t.sqlite"))
+        try database.execute("CREATE TABLE t (a)")
+        #expect(throws: Boom.self) {
+            try database.transaction {
+                try database.run("INSERT INTO t VALUES (1)")
+                throw Boom()
+            }
+        }
+        #expect(try database.scalar("SELECT COUNT(*) FROM t") == .integer(0))
+        try database.transaction { try database.run("INSERT INTO t VALUES (1)") }
+        #expect(try database.scalar("SELECT COUNT(*) FROM t") == .integer(1))
+    }
+
+    @Test func errorsCarryExtendedCodeAndMessage() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("t.sqlite"))
+        try database.execute("CREATE TABLE t (a UNIQUE)")
+        try database.run("INSERT INTO t VALUES (1)")
+        do {
+            try database.run("INSERT INTO t VALUES (1)")
+            Issue.record("a duplicate was accepted")
+        } catch {
+            #expect(error.code == SQLITE_CONSTRAINT)
+            #expect(error.extendedCode == 2067) // SQLITE_CONSTRAINT_UNIQUE
+            #expect(error.message.contains("UNIQUE constraint failed"))
+            #expect(error.sql == "INSERT INTO t VALUES (1)")
+        }
+        #expect(throws: DatabaseError.self) { try database.execute("SELEC nonsense") }
+    }
+
+    @Test func aFileThatIsNotADatabaseIsReportedAndLeftAlone() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("garbage.sqlite")
+        let garbage = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try garbage.write(to: URL(fileURLWithPath: path))
+        let database = try Database(path: path, mode: .readWrite)
+        do {
+            _ = try database.scalar("PRAGMA application_id")
+            Issue.record("garbage was read as a database")
+        } catch let error as DatabaseError {
+            #expect(error.isNotADatabase)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+    }
+
+    @Test func lockedDatabaseWaitsForTheBusyTimeoutThenFails() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("t.sqlite")
+        let holder = try Database(path: path)
+        try holder.execute("CREATE TABLE t (a)")
+        try holder.execute("BEGIN EXCLUSIVE")
+        let waiter = try Database(path: path, busyTimeoutMilliseconds: 150)
+        let start = Date()
+        do {
+            try waiter.run("INSERT INTO t VALUES (1)")
+            Issue.record("the write went through a lock")
+        } catch let error as DatabaseError {
+            #expect(error.isBusy)
+        }
+        #expect(Date().timeIntervalSince(start) >= 0.1, "it waited for the busy timeout")
+        try holder.execute("ROLLBACK")
+        try waiter.run("INSERT INTO t VALUES (1)")
+    }
+
+    @Test func onlineBackupCopiesEverything() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let source = try Database(path: directory.file("a.sqlite"))
+        try source.execute("CREATE TABLE t (a); INSERT INTO t VALUES (1), (2), (3)")
+        let destination = try Database(path: directory.file("b.sqlite"))
+        try source.backup(to: destination)
+        #expect(try destination.scalar("SELECT SUM(a) FROM t") == .integer(6))
+    }
+}
+
+@Suite struct MigratorTests {
+    let migrator = Migrator([
+        .init(version: 2, sql: "ALTER TABLE t ADD COLUMN b"),
+        .init(version: 1, sql: "CREATE TABLE t (a)"),
+    ])
+
+    @Test func appliesPendingMigrationsInOrder() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("m.sqlite"))
+        try migrator.migrate(database)
+        #expect(try database.userVersion == 2)
+        try database.run("INSERT INTO t (a, b) VALUES (1, 2)")
+        try migrator.migrate(database) // again: nothing to do
+        #expect(try database.userVersion == 2)
+    }
+
+    @Test func refusesANewerSchemaWithoutTouchingIt() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("m.sqlite")
+        do {
+            let database = try Database(path: path)
+            try database.execute("CREATE TABLE future (x); PRAGMA user_version = 9")
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let database = try Database(path: path)
+        #expect(throws: Migrator.Problem.newerSchema(found: 9, supported: 2)) { try migrator.migrate(database) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func aFailedMigrationLeavesTheVersion() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = try Database(path: directory.file("m.sqlite"))
+        let broken = Migrator([.init(version: 1, sql: "CREATE TABLE t (a)"), .init(version: 2, sql: "ALTER TABLE nope ADD b")])
+        #expect(throws: DatabaseError.self) { try broken.migrate(database) }
+        #expect(try database.userVersion == 1)
+    }
+}
