@@ -1,0 +1,120 @@
+import Foundation
+import Storage
+import Testing
+import TestSupport
+
+/// Every error: exit 2, one clear line on stderr, nothing changed in the replica.
+@Suite struct BadInputTests {
+    static let badCommands: [([String], String)] = [
+        (["rules", "add", "", "firefox"], "invalid pattern"),
+        (["rules", "add", "exa mple.com", "firefox"], "whitespace"),
+        (["rules", "add", "ftp://x.com", "firefox"], "scheme 'ftp'"),
+        (["rules", "add", "x.com:99999", "firefox"], "port"),
+        (["rules", "add", "x.com", "frefox"], "did you mean 'firefox'"),
+        (["rules", "add", "x.com", "opera"], "brsync browsers add opera"),
+        (["rules", "add", "x.com"], "Missing expected argument"),
+        (["rules", "add", "x.com", "firefox", "--priority", "high"], "priority"),
+        (["rules", "rm", "nothere.com"], "no rule with the pattern"),
+        (["rules", "rm", "githb.com"], "did you mean 'github.com'"),
+        (["browsers", "add", "Bad Id"], "invalid browser id"),
+        (["browsers", "add", "mine", "--format", "x://{nope}"], "unknown placeholder {nope}"),
+        (["browsers", "add", "mine", "--exec", " "], "launch command must not be blank"),
+        (["browsers", "rm", "nosuch"], "unknown browser 'nosuch'"),
+        (["browsers", "default", "chrom"], "did you mean 'chrome'"),
+        (["browsers", "enable", "zzz"], "unknown browser"),
+        (["resolve", "not a url"], "not a web URL"),
+        (["resolve", "javascript:alert(1)"], "scheme 'javascript'"),
+        (["explain", ""], "blank"),
+        (["suggest", "ftp://x"], "scheme 'ftp'"),
+        (["log", "--limit", "0"], "--limit"),
+        (["import", "/nonexistent.json"], "no such file"),
+        (["frobnicate"], "Unexpected argument"),
+    ]
+
+    @Test("errors exit 2 with one line and change nothing", arguments: badCommands)
+    func badCommand(_ row: ([String], String)) throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let before = try cli.snapshot()
+        let result = try cli.run(row.0)
+        #expect(result.status == 2, "\(row.0): \(result)")
+        #expect(result.stderr.contains(row.1), "\(row.0): \(result.stderr)")
+        #expect(result.stderr.hasPrefix("brsync: error: "), "\(result.stderr)")
+        #expect(try cli.snapshot() == before)
+    }
+
+    @Test func errorsAreOneLine() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        for arguments in [["rules", "add", "x.com", "frefox"], ["resolve", "nope nope"], ["rules", "rm", "zzz.com"]] {
+            let result = try cli.run(arguments)
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+    }
+
+    static let badImports: [(String, String)] = [
+        ("not json", "not a valid brsync export"),
+        (#"{"rules": [{"pattern": "a.com"}]}"#, "missing \"browserScheme\""),
+        (#"{"rules": [{"pattern": "bad pattern", "browser": "firefox"}]}"#, "invalid pattern"),
+        (#"{"rules": [{"pattern": "a.com", "browser": "firefox", "createdAt": "soon"}]}"#, "createdAt"),
+        (#"{"format": "something-else", "rules": []}"#, "format is 'something-else'"),
+        (#"{"version": 99}"#, "version 99"),
+        (#"{"browsers": [{"id": "x", "urlFormat": "none"}]}"#, "no placeholder"),
+    ]
+
+    @Test("bad imports change nothing", arguments: badImports)
+    func badImport(_ row: (String, String)) throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let before = try cli.snapshot()
+        let result = try cli.run(["import", "-"], stdin: row.0)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains(row.1), "\(result.stderr)")
+        #expect(try cli.snapshot() == before)
+    }
+
+    @Test func aReplicaThatIsNotADatabaseIsLeftUntouched() throws {
+        let cli = try CLIHarness()
+        try FileManager.default.createDirectory(atPath: cli.home, withIntermediateDirectories: true)
+        let garbage = Data(String(repeating: "definitely not sqlite\n", count: 300).utf8)
+        try garbage.write(to: URL(fileURLWithPath: cli.replicaFile))
+        for arguments in [["rules", "list"], ["resolve", "https://a.com"], ["init"], ["rules", "add", "a.com", "firefox"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 2 && result.stderr.contains("not a brsync replica"), "\(arguments): \(result)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == garbage)
+        #expect(!FileManager.default.fileExists(atPath: cli.replicaFile + "-wal"))
+    }
+
+    @Test func aReplicaFromANewerBrsyncIsLeftUntouched() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try Database(path: cli.replicaFile).execute("PRAGMA user_version = 42")
+        let before = try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile))
+        let result = try cli.run("rules", "add", "a.com", "firefox")
+        #expect(result.status == 2 && result.stderr.contains("schema version 42") && result.stderr.contains("upgrade brsync"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == before)
+    }
+
+    @Test func aMissingReplicaSaysToInit() throws {
+        let cli = try CLIHarness()
+        let result = try cli.run("rules", "list")
+        #expect(result.status == 2 && result.stderr.contains("brsync init"))
+    }
+
+    @Test func aLockedReplicaWaitsForTheBusyTimeoutThenFails() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let holder = try Database(path: cli.replicaFile)
+        try holder.execute("BEGIN EXCLUSIVE")
+        let start = Date()
+        let result = try cli.run(["rules", "add", "a.com", "firefox"], environment: ["BRSYNC_BUSY_TIMEOUT_MS": "300"])
+        let waited = Date().timeIntervalSince(start)
+        #expect(result.status == 2 && result.stderr.contains("locked by another process"), "\(result)")
+        #expect(waited >= 0.25, "it waited for the busy timeout (\(waited) s)")
+        // Resolving reads, and works while another process holds the write lock.
+        #expect(try cli.run("resolve", "https://github.com").status == 0)
+        try holder.execute("ROLLBACK")
+        #expect(try cli.run("rules", "add", "a.com", "firefox").status == 0)
+    }
+}

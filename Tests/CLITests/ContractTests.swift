@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The command-line contract scripts rely on (README, "Exit codes and output").
+@Suite struct ContractTests {
+    @Test func rulesTestExitCodes() throws {
+        let cli = try CLIHarness()
+        let match = try cli.run("rules", "test", "*.google.com", "https://mail.google.com/x")
+        #expect(match.status == 0 && match.stdout == "match\n")
+        let miss = try cli.run("rules", "test", "google.com", "https://google.com@evil.com/")
+        #expect(miss.status == 1 && miss.stdout == "no match\n")
+        let badPattern = try cli.run("rules", "test", "ftp://x.com", "https://x.com")
+        #expect(badPattern.status == 2 && badPattern.stdout.isEmpty)
+        #expect(badPattern.stderr.contains("invalid pattern 'ftp://x.com'"))
+        let badURL = try cli.run("rules", "test", "x.com", "mailto:a@x.com")
+        #expect(badURL.status == 2 && badURL.stderr.contains("not a web URL"))
+    }
+
+    struct ResolveJSON: Decodable {
+        let browser: String?
+        let rule: String?
+        let url: String
+        let open: String?
+    }
+
+    @Test func resolveJSONAndExitCodes() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let byRule = try cli.run("resolve", "--json", "HTTPS://Gist.GitHub.com/a?b=1")
+        #expect(byRule.status == 0, "\(byRule)")
+        let decided = try JSONDecoder().decode(ResolveJSON.self, from: Data(byRule.stdout.utf8))
+        #expect(decided.browser == "chrome" && decided.rule == "github.com")
+        #expect(decided.url == "https://gist.github.com/a?b=1")
+        #expect(decided.open == "googlechromes://gist.github.com/a?b=1")
+
+        let undecided = try cli.run("resolve", "--json", "https://example.com/")
+        #expect(undecided.status == 3)
+        let none = try JSONDecoder().decode(ResolveJSON.self, from: Data(undecided.stdout.utf8))
+        #expect(none.browser == nil && none.rule == nil && none.open == nil && none.url == "https://example.com/")
+        #expect(undecided.stdout.contains("\"browser\" : null"), "keys are present with null values")
+
+        try cli.mustSucceed("browsers", "default", "firefox")
+        let byDefault = try cli.run("resolve", "--json", "https://example.com/")
+        #expect(byDefault.status == 0)
+        let fallback = try JSONDecoder().decode(ResolveJSON.self, from: Data(byDefault.stdout.utf8))
+        #expect(fallback.browser == "firefox" && fallback.rule == nil)
+        #expect(fallback.open == "firefox://open-url?url=https%3A%2F%2Fexample.com%2F")
+
+        // A rule whose browser is disabled is skipped, not fatal.
+        try cli.mustSucceed("browsers", "disable", "chrome")
+        let skipped = try cli.run("resolve", "--json", "https://github.com/")
+        #expect(skipped.status == 0)
+        #expect(try JSONDecoder().decode(ResolveJSON.self, from: Data(skipped.stdout.utf8)).browser == "firefox")
+    }
+
+    @Test func suggestPrintsThePatternAlone() throws {
+        let cli = try CLIHarness()
+        let result = try cli.run("suggest", "https://www.news.bbc.co.uk/x")
+        #expect(result.status == 0 && result.stdout == "bbc.co.uk\n" && result.stderr.isEmpty)
+        let local = try cli.run("suggest", "http://localhost:3000/")
+        #expect(local.stdout == "localhost:3000\n")
+    }
+
+    @Test func suggestWithoutAUsablePublicSuffixList() throws {
+        let cli = try CLIHarness()
+        let missing = try cli.run("suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": "/nonexistent/psl.dat"])
+        #expect(missing.status == 2 && missing.stdout.isEmpty)
+        #expect(missing.stderr.contains("Public Suffix List is missing") && missing.stderr.contains("publicsuffix"))
+
+        let unreadable = cli.directory.file("psl-dir")
+        try FileManager.default.createDirectory(atPath: unreadable, withIntermediateDirectories: true)
+        let directory = try cli.run("suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": unreadable])
+        #expect(directory.status == 2 && directory.stderr.contains("cannot read the Public Suffix List"))
+
+        let empty = cli.directory.file("empty.dat")
+        try Data("// nothing\n".utf8).write(to: URL(fileURLWithPath: empty))
+        let useless = try cli.run("suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": empty])
+        #expect(useless.status == 2 && useless.stderr.contains("no public-suffix rule"))
+    }
+
+    @Test func initIsIdempotent() throws {
+        let cli = try CLIHarness()
+        let first = try cli.run("init", "--device-name", "laptop")
+        #expect(first.status == 0 && first.stdout.contains("initialised"))
+        let before = try cli.snapshot()
+        let second = try cli.run("init", "--device-name", "desktop")
+        #expect(second.status == 0 && second.stdout.contains("nothing changed") && second.stdout.contains("laptop"))
+        #expect(try cli.snapshot() == before)
+    }
+
+    @Test func homeComesFromTheFlagTheEnvironmentOrXDG() throws {
+        let cli = try CLIHarness()
+        let flagHome = cli.directory.file("flag")
+        #expect(try cli.run("init", "--home", flagHome).status == 0)
+        #expect(FileManager.default.fileExists(atPath: flagHome + "/replica.sqlite"))
+        let xdg = cli.directory.file("xdg")
+        let viaXDG = try ProcessRunner.run(cli.binary, ["init"], environment: ["XDG_DATA_HOME": xdg])
+        #expect(viaXDG.status == 0)
+        #expect(FileManager.default.fileExists(atPath: xdg + "/brsync/replica.sqlite"))
+    }
+}

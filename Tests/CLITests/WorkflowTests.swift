@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Whole flows a person goes through, with the real binary.
+@Suite struct WorkflowTests {
+    @Test func newestRuleWinsAmongEquals() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("rules", "add", "*.github.com", "firefox")
+        // Both match; the newer rule got the higher priority.
+        let result = try cli.run("resolve", "--json", "https://api.github.com/")
+        #expect(result.stdout.contains("\"browser\" : \"firefox\""))
+        let list = try cli.run("rules", "list")
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.count == 3 && lines[1].contains("*.github.com") && lines[2].contains("github.com"))
+    }
+
+    @Test func explainListsEveryRule() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("rules", "add", "github.com/work", "firefox", "--priority=-1")
+        try cli.mustSucceed("rules", "add", "zoom.us", "firefox")
+        let result = try cli.run("explain", "https://github.com/work/x")
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("zoom.us -> firefox: no match: the host differs"))
+        #expect(result.stdout.contains("github.com -> chrome: WON"))
+        #expect(result.stdout.contains("github.com/work -> firefox: lost to github.com: lower priority (-1 < 0)"))
+        #expect(result.stdout.contains("decision: chrome by rule github.com"))
+    }
+
+    @Test func exportImportBetweenMachines() throws {
+        let laptop = try CLIHarness()
+        try laptop.standardSetup()
+        try laptop.mustSucceed("rules", "add", "meet.google.com", "chrome", "--priority", "9")
+        try laptop.mustSucceed("browsers", "default", "firefox")
+        let exported = try laptop.run("export")
+        #expect(exported.status == 0)
+        let file = laptop.directory.file("rules.json")
+        try Data(exported.stdout.utf8).write(to: URL(fileURLWithPath: file))
+
+        let desktop = try CLIHarness()
+        try desktop.mustSucceed("init")
+        let imported = try desktop.run("import", file)
+        #expect(imported.status == 0, "\(imported)")
+        #expect(try desktop.run("export").stdout == exported.stdout)
+        // Launch commands are this machine's: the desktop sets its own.
+        #expect(try desktop.run("resolve", "https://meet.google.com/x").status == 3)
+        try desktop.mustSucceed("browsers", "add", "chrome", "--exec", "chromium %u")
+        let resolved = try desktop.run("resolve", "--json", "https://meet.google.com/x")
+        #expect(resolved.status == 0 && resolved.stdout.contains("\"rule\" : \"meet.google.com\""))
+    }
+
+    @Test func browsersListShowsUsability() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("browsers", "add", "work", "--name", "Work Profile")
+        try cli.mustSucceed("browsers", "default", "firefox")
+        let json = try cli.run("browsers", "list", "--json")
+        struct Entry: Decodable { let id: String; let usable: Bool; let `default`: Bool }
+        let entries = try JSONDecoder().decode([Entry].self, from: Data(json.stdout.utf8))
+        #expect(entries.map(\.id) == ["chrome", "firefox", "work"])
+        #expect(entries.map(\.usable) == [true, true, false])
+        #expect(entries.map(\.default) == [false, true, false])
+    }
+
+    @Test func logShowsChangesNewestFirst() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("rules", "rm", "github.com")
+        let log = try cli.run("log", "--limit", "2")
+        let lines = log.stdout.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].contains("rules/github.com: deleted=true"))
+        #expect(lines[1].contains("rules/github.com") && lines[1].contains("browser=\"chrome\""))
+    }
+
+    @Test func helpAndVersionExitZero() throws {
+        let cli = try CLIHarness()
+        let help = try cli.run("--help")
+        #expect(help.status == 0 && help.stdout.contains("rules"))
+        let version = try cli.run("--version")
+        #expect(version.status == 0 && !version.stdout.isEmpty)
+    }
+}
