@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "brsync", targets: ["brsync"]),
         .library(name: "Model", targets: ["Model"]),
+        .executable(name: "brsync-bench", targets: ["brsync-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -58,7 +59,7 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "ModelTests", dependencies: ["Model"]),
+        .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),

@@ -1,1 +1,165 @@
-print("x")
+import Foundation
+import Model
+import Replica
+
+// Selector benchmark (prints numbers; not a test). Run through Benchmarks/selector.sh,
+// which builds in release with --static-swift-stdlib and passes the binaries.
+//
+//   brsync-bench [--brsync PATH] [--sqlite3 PATH] [--runs N] [--keep]
+//
+// 1. In-process: normalise a URL and decide it against 100, 10,000 and 100,000 rules.
+// 2. Whole process: `brsync resolve --json URL` against a 10,000-rule replica, next to
+//    `sqlite3 REPLICA "select count(*) ..."` timed the same way in the same run.
+
+var arguments = CommandLine.arguments.dropFirst()
+var brsyncPath: String?
+var sqlitePath = "/usr/bin/sqlite3"
+var runs = 300
+var keep = false
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--brsync": brsyncPath = arguments.popFirst()
+    case "--sqlite3": sqlitePath = arguments.popFirst() ?? sqlitePath
+    case "--runs": runs = arguments.popFirst().flatMap(Int.init) ?? runs
+    case "--keep": keep = true
+    default:
+        FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
+        exit(2)
+    }
+}
+
+let words = ["mail", "docs", "app", "api", "cdn", "shop", "news", "blog", "dev", "cloud", "meet", "zoom", "git", "lab"]
+let tlds = ["com", "org", "net", "io", "co.uk", "de", "dev"]
+
+/// A realistic mix: mostly plain domains, some wildcard subdomains, some paths, a few wildcards in the middle.
+func makePatterns(_ count: Int) -> [String] {
+    (0..<count).map { index in
+        let domain = "\(words[index % words.count])\(index).\(tlds[index % tlds.count])"
+        switch index % 10 {
+        case 0...5: return domain
+        case 6, 7: return "*.\(domain)"
+        case 8: return "\(domain)/\(words[(index / 3) % words.count])/*"
+        default: return "\(words[index % words.count])*.\(domain)"
+        }
+    }
+}
+
+func makeURLs(_ ruleCount: Int, _ count: Int) -> [String] {
+    var random = SystemRandomNumberGenerator()
+    return (0..<count).map { index in
+        let target = Int.random(in: 0..<(ruleCount * 2), using: &random) // half hit a rule, half miss
+        let domain = "\(words[target % words.count])\(target).\(tlds[target % tlds.count])"
+        let host = index % 3 == 0 ? "www.\(domain)" : index % 3 == 1 ? "a.\(domain)" : domain
+        return "https://\(host)/\(words[(target / 3) % words.count])/page\(index)?q=\(index)"
+    }
+}
+
+func nanoseconds(_ body: () -> Void) -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start)
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}
+
+print("== In-process resolution (normalise the URL, then decide) ==")
+for ruleCount in [100, 10_000, 100_000] {
+    let rules = makePatterns(ruleCount).enumerated().map { index, pattern in
+        UrlRule(pattern: pattern, browser: "b\(index % 5)", priority: index % 7, createdAtMillis: Int64(index))
+    }
+    var index = RuleIndex(rules: [])
+    let build = nanoseconds { index = RuleIndex(rules: rules) }
+    let urls = makeURLs(ruleCount, 20_000)
+    var decided = 0
+    // Warm up, then take the best of five rounds (the machine is shared and noisy).
+    var rounds: [Double] = []
+    for _ in 0..<6 {
+        decided = 0
+        let time = nanoseconds {
+            for text in urls {
+                guard let url = try? NormalizedURL(text) else { continue }
+                if index.decide(url) != nil { decided += 1 }
+            }
+        }
+        rounds.append(time / Double(urls.count))
+    }
+    let best = rounds.dropFirst().min() ?? 0
+    let parsed = urls.compactMap { try? NormalizedURL($0) }
+    let normaliseOnly = (0..<5).map { _ in nanoseconds { for text in urls { _ = try? NormalizedURL(text) } } / Double(urls.count) }.min() ?? 0
+    let decideOnly = (0..<5).map { _ in nanoseconds { for url in parsed { _ = index.decide(url) } } / Double(urls.count) }.min() ?? 0
+    print(String(format: "  (normalise %.2f µs, decide %.2f µs)", normaliseOnly / 1000, decideOnly / 1000))
+    print(String(format: "rules %7d: %6.2f µs per URL (best of 5 rounds of %d URLs, %d decided); index built in %.1f ms",
+                 ruleCount, best / 1000, urls.count, decided, build / 1_000_000))
+}
+
+guard let brsyncPath else {
+    print("(whole-process benchmark skipped: pass --brsync PATH)")
+    exit(0)
+}
+
+print("\n== Whole process: brsync resolve --json URL, 10,000 rules ==")
+let home = FileManager.default.temporaryDirectory.path + "/brsync-bench-\(getpid())"
+defer {
+    if keep { print("replica kept in \(home)") } else { try? FileManager.default.removeItem(atPath: home) }
+}
+do {
+    let replica = try Replica.initialize(home: home, deviceName: "bench").replica
+    try replica.transaction {
+        for id in ["b0", "b1", "b2", "b3", "b4"] {
+            try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u")
+        }
+        for (index, pattern) in makePatterns(10_000).enumerated() {
+            try replica.addRule(pattern: pattern, browser: "b\(index % 5)", priority: index % 7)
+        }
+    }
+    try replica.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+} catch {
+    print("could not build the replica: \(error)")
+    exit(1)
+}
+let replicaFile = "\(home)/\(Replica.fileName)"
+
+/// Runs a program to its end with output discarded; returns wall time in ns and its exit status.
+func spawn(_ path: String, _ args: [String], environment: [String]) -> (Double, Int32) {
+    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    let argv = ([path] + args).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup($0) } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    var status: Int32 = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return (0, -1) }
+    waitpid(pid, &status, 0)
+    return (Double(DispatchTime.now().uptimeNanoseconds - start), (status >> 8) & 0xFF)
+}
+
+let environment = ["BRSYNC_HOME=\(home)", "PATH=/usr/bin:/bin"]
+let hit = "https://www.mail0.com/docs/page?q=1"
+let (_, hitStatus) = spawn(brsyncPath, ["resolve", "--json", hit], environment: environment)
+guard hitStatus == 0 else {
+    print("brsync resolve failed with status \(hitStatus)")
+    exit(1)
+}
+var brsyncTimes: [Double] = []
+var sqliteTimes: [Double] = []
+let count = "select count(*) from records where collection = 'rules'"
+for _ in 0..<20 { // warm the page cache for both
+    _ = spawn(brsyncPath, ["resolve", "--json", hit], environment: environment)
+    _ = spawn(sqlitePath, [replicaFile, count], environment: environment)
+}
+for _ in 0..<runs { // interleaved, so both see the same machine load
+    brsyncTimes.append(spawn(brsyncPath, ["resolve", "--json", hit], environment: environment).0)
+    sqliteTimes.append(spawn(sqlitePath, [replicaFile, count], environment: environment).0)
+}
+let brsyncMedian = median(brsyncTimes) / 1_000_000
+let sqliteMedian = median(sqliteTimes) / 1_000_000
+print(String(format: "brsync resolve --json: median %.2f ms, min %.2f ms (%d runs)", brsyncMedian, (brsyncTimes.min() ?? 0) / 1_000_000, runs))
+print(String(format: "sqlite3 count(*):      median %.2f ms, min %.2f ms (%d runs)", sqliteMedian, (sqliteTimes.min() ?? 0) / 1_000_000, runs))
+print(String(format: "ratio brsync / sqlite3: %.2fx (target <= 1.5x)", brsyncMedian / sqliteMedian))

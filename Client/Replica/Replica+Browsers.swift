@@ -68,7 +68,7 @@ extension Replica {
         if let problem = Browser.problem(withID: id) { throw ReplicaError.invalidInput("invalid browser id '\(requested)': \(problem)") }
         if let format, let problem = URLFormat.problem(with: format) { throw ReplicaError.invalidInput(problem) }
         if let exec { try Self.validateExec(exec) }
-        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let name, name.isBlank {
             throw ReplicaError.invalidInput("a browser name must not be blank")
         }
         try transaction {
@@ -88,7 +88,7 @@ extension Replica {
     }
 
     static func validateExec(_ exec: String) throws {
-        if exec.trimmingCharacters(in: .whitespaces).isEmpty {
+        if exec.isBlank {
             throw ReplicaError.invalidInput("a launch command must not be blank")
         }
         if exec.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\0" }) {

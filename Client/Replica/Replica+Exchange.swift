@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Model
 import SyncCore
 
@@ -74,7 +78,7 @@ extension Replica {
             if let other = ruleKeys[pattern.key] {
                 throw ReplicaError.invalidInput("the rules '\(other)' and '\(rule.pattern)' are the same pattern")
             }
-            if rule.browser.trimmingCharacters(in: .whitespaces).isEmpty {
+            if rule.browser.isBlank {
                 throw ReplicaError.invalidInput("the rule '\(rule.pattern)' names no browser")
             }
             ruleKeys[pattern.key] = rule.pattern

@@ -37,7 +37,8 @@ extension Replica {
         let placeholders = Array(repeating: "?", count: keys.count).joined(separator: ", ")
         let rows = try read {
             try database.query(
-                "SELECT key, fields, versions FROM records WHERE collection = 'rules' AND deleted = 0 AND index_key IN (\(placeholders))",
+                // INDEXED BY: without statistics SQLite would scan every rule by primary key.
+                "SELECT key, fields, versions FROM records INDEXED BY records_by_index_key WHERE collection = 'rules' AND index_key IN (\(placeholders)) AND deleted = 0",
                 keys.map { .text($0) }
             ) { row in (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")) }
         }

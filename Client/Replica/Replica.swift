@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Model
 import Storage
 import SyncCore
@@ -56,7 +60,7 @@ public final class Replica {
             try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw ReplicaError.unreadable(path: home, reason: "cannot create the folder: \(error.localizedDescription)")
+            throw ReplicaError.unreadable(path: home, reason: "cannot create the folder: \(error)")
         }
         let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout) }
         try guarded(path, busyTimeout) {
@@ -192,7 +196,7 @@ public final class Replica {
                 VALUES (?, ?, ?, ?, ?, ?, 'local', ?)
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
-                 .text(try RecordCoding.encode(logged)), .text(try RecordCoding.encode(state.versions)), .integer(now())])
+                 .text(RecordCoding.encode(logged)), .text(RecordCoding.encode(state.versions)), .integer(now())])
             try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
             return .written(stamp: stamp, deviceSequence: sequence)
         }
@@ -236,8 +240,8 @@ public final class Replica {
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
                 index_key = excluded.index_key, priority = excluded.priority
             """,
-            [.text(collection.rawValue), .text(key), .text(try RecordCoding.encode(state.fields)),
-             .text(try RecordCoding.encode(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
+            [.text(collection.rawValue), .text(key), .text(RecordCoding.encode(state.fields)),
+             .text(RecordCoding.encode(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
     }
 
     // MARK: - Meta

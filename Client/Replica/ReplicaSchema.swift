@@ -26,7 +26,7 @@ enum ReplicaSchema {
                 priority INTEGER,
                 PRIMARY KEY (collection, key)
             ) WITHOUT ROWID;
-            CREATE INDEX records_rules_by_index_key ON records (index_key) WHERE collection = 'rules' AND deleted = 0;
+            CREATE INDEX records_by_index_key ON records (collection, index_key);
 
             -- What is true of this machine only; never synced, never in the change log.
             CREATE TABLE local_browsers (

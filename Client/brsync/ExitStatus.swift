@@ -1,5 +1,10 @@
 import ArgumentParser
+import Glibc
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Model
 import Replica
 
@@ -40,17 +45,17 @@ enum ExitStatus {
             }
             var text = message
             if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-            FileHandle.standardError.write(Data(("brsync: error: " + text + "\n").utf8))
+            writeToStandardError("brsync: error: " + text + "\n")
         }
         return Self.error
     }
 
     static func printError(_ message: String) {
-        FileHandle.standardError.write(Data("brsync: error: \(message)\n".utf8))
+        writeToStandardError("brsync: error: \(message)\n")
     }
 
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("brsync: warning: \(message)\n".utf8))
+        writeToStandardError("brsync: warning: \(message)\n")
     }
 }
 
@@ -58,4 +63,14 @@ enum ExitStatus {
 struct CLIFailure: Error {
     let message: String
     var code: Int32 = ExitStatus.error
+}
+
+/// Writes to file descriptor 2 directly (no shared `FILE*`, so no data race).
+func writeToStandardError(_ text: String) {
+    var remaining = Array(text.utf8)[...]
+    while !remaining.isEmpty {
+        let written = remaining.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        if written <= 0 { return }
+        remaining = remaining.dropFirst(written)
+    }
 }

@@ -1,5 +1,10 @@
 import ArgumentParser
+import Glibc
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Replica
 
 /// Options every command takes.
@@ -9,29 +14,44 @@ struct GlobalOptions: ParsableArguments {
         valueName: "dir"))
     var home: String?
 
+    var resolvedHome: String { Self.home(flag: home) }
+
     /// The replica folder: `--home`, `BRSYNC_HOME`, `$XDG_DATA_HOME/brsync`, `~/.local/share/brsync`.
-    var resolvedHome: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let home, !home.isEmpty { return Self.absolute(home) }
-        if let home = environment["BRSYNC_HOME"], !home.isEmpty { return Self.absolute(home) }
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return "\(data)/brsync" }
-        let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+    static func home(flag: String?) -> String {
+        if let home = flag, !home.isEmpty { return absolute(home) }
+        if let home = environment("BRSYNC_HOME"), !home.isEmpty { return absolute(home) }
+        if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") { return "\(data)/brsync" }
+        let user = environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return "\(user)/.local/share/brsync"
     }
 
     static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
-        if path.hasPrefix("~/"), let user = ProcessInfo.processInfo.environment["HOME"] { return user + path.dropFirst(1) }
+        if path.hasPrefix("~/"), let user = environment("HOME") { return user + path.dropFirst(1) }
         return FileManager.default.currentDirectoryPath + "/" + path
     }
 
     /// How long a write waits for another process's lock: `BRSYNC_BUSY_TIMEOUT_MS`, default 5000.
-    var busyTimeout: Int32 {
-        ProcessInfo.processInfo.environment["BRSYNC_BUSY_TIMEOUT_MS"].flatMap { Int32($0) }.map { max(0, $0) }
+    var busyTimeout: Int32 { Self.busyTimeout }
+
+    static var busyTimeout: Int32 {
+        environment("BRSYNC_BUSY_TIMEOUT_MS").flatMap { Int32($0) }.map { max(0, $0) }
             ?? Replica.defaultBusyTimeoutMilliseconds
     }
 
     func openReplica() throws -> Replica {
-        try Replica.open(home: resolvedHome, busyTimeout: busyTimeout)
+        try Self.openReplica(home: resolvedHome)
     }
+
+    static func openReplica(home: String) throws -> Replica {
+        try Replica.open(home: home, busyTimeout: busyTimeout)
+    }
+}
+
+/// One environment variable; nil when unset or empty. (`getenv` rather than
+/// `ProcessInfo.environment`, which copies the whole environment into a dictionary.)
+func environment(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    let text = String(cString: value)
+    return text.isEmpty ? nil : text
 }

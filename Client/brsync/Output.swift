@@ -1,4 +1,9 @@
+import Glibc
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writing to standard output: JSON for scripts, aligned tables for people.
 enum Output {

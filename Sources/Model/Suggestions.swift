@@ -30,3 +30,8 @@ public enum Suggestions {
         return previous[b.count]
     }
 }
+
+extension StringProtocol {
+    /// Empty or only white space.
+    public var isBlank: Bool { allSatisfy(\.isWhitespace) }
+}

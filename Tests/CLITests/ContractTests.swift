@@ -38,7 +38,7 @@ import TestSupport
         #expect(undecided.status == 3)
         let none = try JSONDecoder().decode(ResolveJSON.self, from: Data(undecided.stdout.utf8))
         #expect(none.browser == nil && none.rule == nil && none.open == nil && none.url == "https://example.com/")
-        #expect(undecided.stdout.contains("\"browser\" : null"), "keys are present with null values")
+        #expect(undecided.stdout.contains("\"browser\":null"), "keys are present with null values")
 
         try cli.mustSucceed("browsers", "default", "firefox")
         let byDefault = try cli.run("resolve", "--json", "https://example.com/")
@@ -98,5 +98,39 @@ import TestSupport
         let viaXDG = try ProcessRunner.run(cli.binary, ["init"], environment: ["XDG_DATA_HOME": xdg])
         #expect(viaXDG.status == 0)
         #expect(FileManager.default.fileExists(atPath: xdg + "/brsync/replica.sqlite"))
+    }
+}
+
+/// `resolve` is read by a fast path before the full parser; both must behave alike.
+@Suite struct ResolveArgumentTests {
+    @Test func everySpellingOfResolveWorks() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let other = cli.directory.path + "/other"
+        try cli.mustSucceed("init", "--home", other)
+        for (arguments, environmentHome) in [
+            (["resolve", "--json", "https://github.com/x"], cli.home),
+            (["resolve", "https://github.com/x", "--json"], cli.home),
+            (["resolve", "--home", cli.home, "--json", "https://github.com/x"], other),
+            (["resolve", "--home=\(cli.home)", "--json", "--", "https://github.com/x"], other),
+        ] {
+            let result = try cli.run(arguments, environment: ["BRSYNC_HOME": environmentHome])
+            #expect(result.status == 0 && result.stdout.contains("\"browser\":\"chrome\""), "\(arguments): \(result)")
+        }
+        // BRSYNC_HOME applies when --home is not given.
+        #expect(try cli.run(["resolve", "https://github.com/x"], environment: ["BRSYNC_HOME": other]).status == 3)
+    }
+
+    @Test func otherShapesGoThroughTheFullParser() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let help = try cli.run("resolve", "--help")
+        #expect(help.status == 0 && help.stdout.contains("USAGE") || help.stdout.contains("Usage"))
+        let missing = try cli.run("resolve")
+        #expect(missing.status == 2 && missing.stderr.contains("Missing expected argument"))
+        let twoURLs = try cli.run("resolve", "https://a.com", "https://b.com")
+        #expect(twoURLs.status == 2 && twoURLs.stderr.contains("Unexpected argument"))
+        let unknown = try cli.run("resolve", "--jsn", "https://a.com")
+        #expect(unknown.status == 2 && unknown.stderr.contains("Unknown option"))
     }
 }

@@ -10,7 +10,7 @@ struct BrowsersCommand: ParsableCommand {
         defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List browsers; * marks the default.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List browsers; * marks the default.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -47,6 +47,7 @@ struct BrowsersCommand: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a browser, or update one. Catalog ids (firefox, chrome, …) take name and format from the catalog.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "A catalog id or iOS scheme, or a new id (a-z, 0-9, '.', '_', '-').") var id: String
@@ -80,21 +81,21 @@ struct BrowsersCommand: ParsableCommand {
     }
 
     struct Enable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Enable a browser.")
+        static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a browser.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
         func run() throws { print("enabled \(try global.openReplica().setBrowserEnabled(named: id, true))") }
     }
 
     struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Disable a browser: rules naming it are skipped.")
+        static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a browser: rules naming it are skipped.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
         func run() throws { print("disabled \(try global.openReplica().setBrowserEnabled(named: id, false))") }
     }
 
     struct Default: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make a browser the default, used when no rule decides.")
+        static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a browser the default, used when no rule decides.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
         func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }

@@ -1,9 +1,15 @@
 import ArgumentParser
+import Glibc
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Replica
 
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
+            commandName: "export",
         abstract: "Print browsers, rules and settings as JSON (launch commands are device-local and left out).")
     @OptionGroup var global: GlobalOptions
 
@@ -14,6 +20,7 @@ struct Export: ParsableCommand {
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
+            commandName: "import",
         abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to import, or '-'.") var file: String
@@ -21,12 +28,9 @@ struct Import: ParsableCommand {
     func run() throws {
         let data: Data
         if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = readStandardInput()
         } else {
-            guard FileManager.default.fileExists(atPath: file) else { throw CLIFailure(message: "no such file: \(file)") }
-            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-                throw CLIFailure(message: "cannot read \(file): \(error.localizedDescription)")
-            }
+            data = try FileInput.read(file, what: "the file")
         }
         let document: ExportDocument
         do {
@@ -36,6 +40,17 @@ struct Import: ParsableCommand {
         }
         let summary = try global.openReplica().importDocument(document)
         print("imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed")
+    }
+
+    private func readStandardInput() -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(0, &buffer, buffer.count)
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        return data
     }
 
     static func describe(_ error: DecodingError) -> String {

@@ -3,6 +3,7 @@ import Replica
 
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
+            commandName: "init",
         abstract: "Create the replica and this machine's device id; running it again changes nothing.")
 
     @OptionGroup var global: GlobalOptions
@@ -11,7 +12,7 @@ struct Init: ParsableCommand {
     var deviceName: String?
 
     func validate() throws {
-        if let deviceName, deviceName.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let deviceName, deviceName.isBlank {
             throw ValidationError("--device-name must not be blank")
         }
     }

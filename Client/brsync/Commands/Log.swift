@@ -4,7 +4,7 @@ import Replica
 import SyncCore
 
 struct Log: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the change log, newest first.")
+    static let configuration = CommandConfiguration(commandName: "log", abstract: "Show the change log, newest first.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
 

@@ -4,37 +4,22 @@ import Replica
 
 struct Resolve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "resolve",
         abstract: "Decide which browser opens a URL, offline. Exit 0 when decided, 3 when a picker would have to ask.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
     @Flag(help: "Print one JSON object: browser, rule, url, open, source.") var json = false
 
-    struct Result: Encodable {
-        let browser: String?
-        let rule: String?
-        let url: String
-        let open: String?
-        let source: String
-
-        func encode(to encoder: any Encoder) throws {
-            // Nulls are written, not left out: scripts read every key.
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(browser, forKey: .browser)
-            try container.encode(rule, forKey: .rule)
-            try container.encode(url, forKey: .url)
-            try container.encode(open, forKey: .open)
-            try container.encode(source, forKey: .source)
-        }
-        enum CodingKeys: String, CodingKey { case browser, rule, url, open, source }
+    func run() throws {
+        try Self.execute(home: global.resolvedHome, url: url, json: json)
     }
 
-    func run() throws {
-        let url = try NormalizedURL(url)
-        let resolution = try global.openReplica().resolve(url)
+    /// The command itself, shared with the fast path in main.swift.
+    static func execute(home: String, url text: String, json: Bool) throws {
+        let url = try NormalizedURL(text)
+        let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
-            try Output.json(Result(
-                browser: resolution.browser?.browser.id, rule: resolution.rule?.pattern, url: url.absoluteString,
-                open: resolution.open, source: resolution.source.rawValue))
+            print(jsonObject(resolution))
         } else if let browser = resolution.browser, let open = resolution.open {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
             print("\(browser.browser.id)\t\(open)\t(\(why))")
@@ -43,10 +28,52 @@ struct Resolve: ParsableCommand {
         }
         if resolution.source == .none { throw ExitCode(ExitStatus.pickerNeeded) }
     }
+
+    /// One line of JSON with every key present (null when nothing decided):
+    /// `{"browser":…,"open":…,"rule":…,"source":…,"url":…}`.
+    static func jsonObject(_ resolution: Resolution) -> String {
+        func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+        return JSONValue.object([
+            "browser": text(resolution.browser?.browser.id), "rule": text(resolution.rule?.pattern),
+            "url": .string(resolution.url.absoluteString), "open": text(resolution.open),
+            "source": .string(resolution.source.rawValue),
+        ]).jsonText
+    }
+
+    /// `resolve [--json] [--home DIR] URL` read without the full argument parser:
+    /// a clicked link should not pay for parsing every command's options. Any
+    /// other shape (help, unknown flags, a missing URL) returns nil and goes
+    /// through the full parser, which gives the usual messages.
+    static func fastPath(_ arguments: [String]) -> (home: String?, url: String, json: Bool)? {
+        guard arguments.first == "resolve" else { return nil }
+        var home: String?
+        var url: String?
+        var json = false
+        var rest = arguments.dropFirst()
+        while let argument = rest.popFirst() {
+            if argument == "--json" {
+                json = true
+            } else if argument == "--home", let value = rest.popFirst() {
+                home = value
+            } else if argument.hasPrefix("--home=") {
+                home = String(argument.dropFirst("--home=".count))
+            } else if argument == "--" {
+                guard rest.count == 1, url == nil else { return nil }
+                url = rest.popFirst()
+            } else if argument.hasPrefix("-") || url != nil {
+                return nil
+            } else {
+                url = argument
+            }
+        }
+        guard let url else { return nil }
+        return (home, url, json)
+    }
 }
 
 struct Explain: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "explain",
         abstract: "Show every rule considered for a URL, and why it won, lost or was skipped.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String

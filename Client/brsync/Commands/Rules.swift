@@ -10,7 +10,7 @@ struct RulesCommand: ParsableCommand {
         defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List rules in the order they decide.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List rules in the order they decide.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -32,6 +32,7 @@ struct RulesCommand: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a rule (or change the rule with the same pattern).",
             discussion: "Without --priority the rule gets a priority above every existing rule, so the newest rule wins.")
         @OptionGroup var global: GlobalOptions
@@ -58,6 +59,7 @@ struct RulesCommand: ParsableCommand {
 
     struct Test: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern.") var pattern: String

@@ -1,9 +1,15 @@
 import ArgumentParser
+import Glibc
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Model
 
 struct Suggest: ParsableCommand {
     static let configuration = CommandConfiguration(
+            commandName: "suggest",
         abstract: "Print the pattern 'remember for this domain' proposes for a URL (its registrable domain).",
         discussion: """
             Reads the system's Public Suffix List (Debian package 'publicsuffix'):
@@ -16,17 +22,12 @@ struct Suggest: ParsableCommand {
 
     func run() throws {
         let url = try NormalizedURL(url)
-        let path = ProcessInfo.processInfo.environment["BRSYNC_PUBLIC_SUFFIX_LIST"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = environment("BRSYNC_PUBLIC_SUFFIX_LIST")
             ?? Self.defaultListPath
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIFailure(message: "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST")
         }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw CLIFailure(message: "cannot read the Public Suffix List at \(path): \(error.localizedDescription)")
-        }
+        let data = try FileInput.read(path, what: "the Public Suffix List")
         guard let text = String(data: data, encoding: .utf8) else {
             throw CLIFailure(message: "the Public Suffix List at \(path) is not UTF-8 text")
         }

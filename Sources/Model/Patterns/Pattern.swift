@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A rule pattern of the BrowserSelector pattern language, parsed and validated.
 ///
@@ -56,7 +60,7 @@ public struct Pattern: Sendable, Hashable {
 
         var rest = Substring(trimmed)
         var scheme: String?
-        if let separator = trimmed.range(of: "://") {
+        if let separator = trimmed.firstRange(of: "://") {
             let name = trimmed[..<separator.lowerBound].lowercased()
             switch name {
             case "http", "https": scheme = name

@@ -33,11 +33,18 @@ public struct MatchSubject: Sendable {
     public init(_ url: NormalizedURL) {
         self.url = url
         host = Array(url.host.utf8)
-        var bytes = Array(url.path.lowercased().utf8)
+        // Normalised URLs are ASCII (non-ASCII is percent-encoded), so ASCII
+        // lower-casing is all the case-insensitivity matching needs.
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(url.path.utf8.count + (url.query?.utf8.count ?? 0) + (url.fragment?.utf8.count ?? 0) + 2)
+        bytes += url.path.utf8
         pathEnd = bytes.count
-        if let query = url.query { bytes.append(UInt8(ascii: "?")); bytes += query.lowercased().utf8 }
+        if let query = url.query { bytes.append(UInt8(ascii: "?")); bytes += query.utf8 }
         queryEnd = bytes.count
-        if let fragment = url.fragment { bytes.append(UInt8(ascii: "#")); bytes += fragment.lowercased().utf8 }
+        if let fragment = url.fragment { bytes.append(UInt8(ascii: "#")); bytes += fragment.utf8 }
+        for index in bytes.indices where bytes[index] >= UInt8(ascii: "A") && bytes[index] <= UInt8(ascii: "Z") {
+            bytes[index] += 0x20
+        }
         pathQueryFragment = bytes
     }
 }

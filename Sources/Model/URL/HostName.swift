@@ -4,6 +4,43 @@ enum HostName {
     /// Bytes that may never appear in a host (WHATWG "forbidden domain code point").
     static let forbidden: Set<UInt8> = Set(Array(" \"#%/:<>?@[\\]^|".utf8)).union(0...0x20).union([0x7F])
 
+    /// Lower-case table and validity of ASCII host bytes, for the fast path.
+    private static let asciiHostByte: [UInt8] = (0..<256).map { byte in
+        if byte >= 0x80 || forbidden.contains(UInt8(byte)) { return 0 }
+        if byte >= 0x41 && byte <= 0x5A { return UInt8(byte + 0x20) }
+        return UInt8(byte)
+    }
+
+    /// ``normalize(_:)`` on bytes, with a fast path for the common case: an
+    /// ASCII name with no escape, not an IPv4 address.
+    static func normalize(bytes: ArraySlice<UInt8>) -> Result<String, HostProblem> {
+        var output = [UInt8]()
+        output.reserveCapacity(bytes.count)
+        for byte in bytes {
+            let mapped = asciiHostByte[Int(byte)]
+            guard mapped != 0 else { return normalize(String(decoding: bytes, as: UTF8.self)) }
+            output.append(mapped)
+        }
+        if output.last == UInt8(ascii: ".") { output.removeLast() }
+        guard !output.isEmpty else { return .failure(.empty) }
+        if let last = output.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).last,
+           let first = last.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+            return normalize(String(decoding: output, as: UTF8.self)) // maybe an IPv4 address: the full path
+        }
+        if output.count > 253 { return .failure(.hostTooLong) }
+        var labelLength = 0
+        for byte in output {
+            if byte == UInt8(ascii: ".") {
+                if labelLength == 0 { return .failure(.emptyLabel) }
+                labelLength = 0
+            } else {
+                labelLength += 1
+                if labelLength > 63 { return .failure(.labelTooLong) }
+            }
+        }
+        return .success(String(decoding: output, as: UTF8.self))
+    }
+
     static func normalize(_ raw: String) -> Result<String, HostProblem> {
         guard !raw.isEmpty else { return .failure(.empty) }
         guard let decoded = percentDecode(raw) else { return .failure(.invalidPercentEncoding) }

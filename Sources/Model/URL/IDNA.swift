@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Host-name mapping to the ASCII form used for matching and storage.
 enum IDNA {
@@ -28,7 +32,8 @@ enum IDNA {
                 labels.append(text.lowercased())
                 continue
             }
-            let mapped = text.lowercased().precomposedStringWithCanonicalMapping
+            // NFC (UTS #46 maps to it); the standard library's normaliser, as Foundation uses.
+            let mapped = String(decoding: text.lowercased()._nfcCodeUnits, as: UTF8.self)
             for scalar in mapped.unicodeScalars where scalar.properties.generalCategory == .control
                 || scalar.properties.isWhitespace {
                 return .failure(.forbiddenCharacter(Character(scalar)))
@@ -60,7 +65,7 @@ enum HostProblem: Error, Equatable {
         case .labelTooLong: return "a host label is longer than 63 characters"
         case .hostTooLong: return "the host is longer than 253 characters"
         case .forbiddenCharacter(let character):
-            let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? String(format: "U+%04X", $0.value) : String(character) } ?? "?"
+            let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? "U+00" + String($0.value, radix: 16, uppercase: true) : String(character) } ?? "?"
             return "the host contains '\(shown)', which no host name may hold"
         case .invalidIPv4: return "the host looks like an IPv4 address but is not a valid one"
         case .invalidIPv6: return "the IPv6 address in brackets is not valid"

@@ -1,103 +1,120 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The parser behind ``NormalizedURL``: a single pass over the text, closely
 /// following the WHATWG URL Standard for the "special" schemes http and https.
 /// https://url.spec.whatwg.org/#url-parsing
 enum URLParser {
     static func parse(_ input: String) throws(URLProblem) -> NormalizedURL {
-        let text = trimmed(input)
         func fail(_ reason: String) -> URLProblem { URLProblem(input: input, reason: reason) }
-        guard !text.isEmpty else { throw fail("it is blank") }
-        for scalar in text.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
+        // Work on bytes: every delimiter of a URL is ASCII, and Character-level
+        // string operations would cost more than the whole parse.
+        var bytes = Array(input.utf8)
+        if bytes.first.map({ $0 >= 0x80 }) == true || bytes.last.map({ $0 >= 0x80 }) == true {
+            bytes = Array(trimmed(input).utf8) // Unicode white space at an end
+        }
+        var start = 0
+        var end = bytes.count
+        while start < end, isASCIIWhitespace(bytes[start]) { start += 1 }
+        while end > start, isASCIIWhitespace(bytes[end - 1]) { end -= 1 }
+        guard start < end else { throw fail("it is blank") }
+        for index in start..<end where bytes[index] < 0x20 || bytes[index] == 0x7F {
             throw fail("it contains a control character")
         }
 
         var scheme = "https"
-        var rest = Substring(text)
-        if let separator = text.range(of: "://") {
-            let name = text[..<separator.lowerBound].lowercased()
-            guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
-            guard name == "http" || name == "https" else {
-                throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
-            }
-            scheme = name
-            rest = text[separator.upperBound...]
-        } else if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].lowercased()
-            let after = text[text.index(after: colon)...]
+        var cursor = start
+        if let colon = bytes[start..<end].firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(decoding: bytes[start..<colon], as: UTF8.self).lowercased()
+            let hasSlashes = colon + 2 < end && bytes[colon + 1] == UInt8(ascii: "/") && bytes[colon + 2] == UInt8(ascii: "/")
+            let nextIsDigit = colon + 1 < end && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[colon + 1])
             if name == "http" || name == "https" {
                 scheme = name
-                rest = after.drop(while: { $0 == "/" || $0 == "\\" })
-            } else if isSchemeName(name), !name.contains("."), !(after.first?.isNumber ?? true) {
+                cursor = colon + 1
+            } else if hasSlashes {
+                guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
+                throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
+            } else if isSchemeName(name), !name.contains("."), colon + 1 < end, !nextIsDigit {
                 throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
             }
-        } else if text.hasPrefix("//") {
-            rest = text.dropFirst(2)
         }
-        rest = rest.drop(while: { $0 == "/" || $0 == "\\" })
+        while cursor < end, bytes[cursor] == UInt8(ascii: "/") || bytes[cursor] == UInt8(ascii: "\\") { cursor += 1 }
 
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" || $0 == "\\" }) ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        let remainder = rest[authorityEnd...]
-        if let at = authority.lastIndex(of: "@") {
-            authority = authority[authority.index(after: at)...]
+        var authorityEnd = cursor
+        while authorityEnd < end {
+            let byte = bytes[authorityEnd]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "\\") { break }
+            authorityEnd += 1
         }
-        guard !authority.isEmpty else { throw fail("it has no host") }
+        var hostStart = cursor
+        if let at = bytes[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 } // userinfo is never the host
+        guard hostStart < authorityEnd else { throw fail("it has no host") }
 
-        var rawHost: Substring
-        var rawPort: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw fail("the IPv6 address has no closing ']'") }
-            rawHost = authority[...close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 address") }
-                rawPort = after.dropFirst()
+        var hostEnd = authorityEnd
+        var portStart: Int?
+        if bytes[hostStart] == UInt8(ascii: "[") {
+            guard let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else {
+                throw fail("the IPv6 address has no closing ']'")
             }
-        } else if let colon = authority.lastIndex(of: ":") {
-            rawHost = authority[..<colon]
-            rawPort = authority[authority.index(after: colon)...]
-        } else {
-            rawHost = authority
+            hostEnd = close + 1
+            if hostEnd < authorityEnd {
+                guard bytes[hostEnd] == UInt8(ascii: ":") else { throw fail("unexpected text after the IPv6 address") }
+                portStart = hostEnd + 1
+            }
+        } else if let colon = bytes[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
+            hostEnd = colon
+            portStart = colon + 1
         }
 
         var port: Int?
-        if let rawPort, !rawPort.isEmpty {
-            guard rawPort.allSatisfy({ $0.isASCII && $0.isNumber }), rawPort.count <= 5, let number = Int(rawPort),
-                  number <= 65535
-            else { throw fail("the port '\(rawPort)' is not a number from 0 to 65535") }
+        if let portStart, portStart < authorityEnd {
+            var number = 0
+            for byte in bytes[portStart..<authorityEnd] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), number <= 65535 else {
+                    throw fail("the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535")
+                }
+                number = number * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            guard number <= 65535 else {
+                throw fail("the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535")
+            }
             port = number
         }
         if port == (scheme == "http" ? 80 : 443) { port = nil }
+        guard hostStart < hostEnd else { throw fail("it has no host") }
 
         let host: String
-        if rawHost.hasPrefix("[") {
-            guard let address = IPAddress.canonicalIPv6(String(rawHost.dropFirst().dropLast())) else {
+        if bytes[hostStart] == UInt8(ascii: "[") {
+            guard let address = IPAddress.canonicalIPv6(String(decoding: bytes[(hostStart + 1)..<(hostEnd - 1)], as: UTF8.self)) else {
                 throw fail(HostProblem.invalidIPv6.message)
             }
             host = "[\(address)]"
         } else {
-            switch HostName.normalize(String(rawHost)) {
+            switch HostName.normalize(bytes: bytes[hostStart..<hostEnd]) {
             case .success(let normal): host = normal
             case .failure(let problem): throw fail(problem.message)
             }
         }
 
-        var pathPart = remainder
-        var queryPart: Substring?
-        var fragmentPart: Substring?
-        if let hash = pathPart.firstIndex(of: "#") {
-            fragmentPart = pathPart[pathPart.index(after: hash)...]
-            pathPart = pathPart[..<hash]
+        var pathEnd = authorityEnd
+        while pathEnd < end, bytes[pathEnd] != UInt8(ascii: "?"), bytes[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
+        var queryEnd = pathEnd
+        if pathEnd < end, bytes[pathEnd] == UInt8(ascii: "?") {
+            queryEnd = pathEnd + 1
+            while queryEnd < end, bytes[queryEnd] != UInt8(ascii: "#") { queryEnd += 1 }
         }
-        if let question = pathPart.firstIndex(of: "?") {
-            queryPart = pathPart[pathPart.index(after: question)...]
-            pathPart = pathPart[..<question]
-        }
-        let path = removeDotSegments(percentEncode(pathPart.replacingOccurrences(of: "\\", with: "/"), keep: pathAllowed))
-        let query = queryPart.flatMap { $0.isEmpty ? nil : percentEncode(String($0), keep: queryAllowed) }
-        let fragment = fragmentPart.flatMap { $0.isEmpty ? nil : percentEncode(String($0), keep: fragmentAllowed) }
+        for index in authorityEnd..<pathEnd where bytes[index] == UInt8(ascii: "\\") { bytes[index] = UInt8(ascii: "/") }
+        let path = removeDotSegments(percentEncode(bytes[authorityEnd..<pathEnd], keep: pathAllowed))
+        let query = queryEnd > pathEnd + 1 ? percentEncode(bytes[(pathEnd + 1)..<queryEnd], keep: queryAllowed) : nil
+        let fragment = end > queryEnd + 1 ? percentEncode(bytes[(queryEnd + 1)..<end], keep: fragmentAllowed) : nil
         return NormalizedURL(scheme: scheme, host: host, port: port, path: path, query: query, fragment: fragment)
+    }
+
+    static func isASCIIWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D || byte == 0x0C
     }
 
     static func trimmed(_ text: String) -> String {
@@ -128,11 +145,15 @@ enum URLParser {
     }
 
     static func percentEncode(_ text: String, keep allowed: [Bool]) -> String {
-        guard text.utf8.contains(where: { !allowed[Int($0)] }) else { return text }
+        percentEncode(text.utf8, keep: allowed)
+    }
+
+    static func percentEncode(_ text: some Collection<UInt8>, keep allowed: [Bool]) -> String {
+        guard text.contains(where: { !allowed[Int($0)] }) else { return String(decoding: text, as: UTF8.self) }
         let hex = Array("0123456789ABCDEF".utf8)
         var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count + 8)
-        for byte in text.utf8 {
+        output.reserveCapacity(text.count + 8)
+        for byte in text {
             if allowed[Int(byte)] {
                 output.append(byte)
             } else {
@@ -147,6 +168,17 @@ enum URLParser {
     /// RFC 3986 §5.2.4, treating `%2e` as `.` as browsers do.
     static func removeDotSegments(_ path: String) -> String {
         guard !path.isEmpty else { return "/" }
+        // Fast path: no segment can be a dot segment without a '.' or '%' after a '/'.
+        var previous: UInt8 = 0
+        var suspicious = false
+        for byte in path.utf8 {
+            if previous == UInt8(ascii: "/") && (byte == UInt8(ascii: ".") || byte == UInt8(ascii: "%")) {
+                suspicious = true
+                break
+            }
+            previous = byte
+        }
+        if !suspicious { return path.utf8.first == UInt8(ascii: "/") ? path : "/" + path }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         guard segments.contains(where: { isDot($0) || isDoubleDot($0) }) else {
             return path.hasPrefix("/") ? path : "/" + path
