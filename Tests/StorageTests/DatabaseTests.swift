@@ -87,7 +87,7 @@ import TestSupport
         do {
             try waiter.run("INSERT INTO t VALUES (1)")
             Issue.record("the write went through a lock")
-        } catch let error as DatabaseError {
+        } catch {
             #expect(error.isBusy)
         }
         #expect(Date().timeIntervalSince(start) >= 0.1, "it waited for the busy timeout")
