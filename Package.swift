@@ -33,6 +33,7 @@ let package = Package(
         // MARK: Pure layers
         .target(name: "Model", path: "Sources/Model"),
         .target(name: "SyncCore", dependencies: ["Model"], path: "Sources/SyncCore"),
+        .target(name: "HTTP", path: "Sources/HTTP"),
 
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
@@ -61,6 +62,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["brsync", "Storage", "TestSupport"]),

@@ -1,0 +1,33 @@
+/// Every limit and timeout of the HTTP server, with its default.
+///
+/// The parser enforces the size limits; the connection loop enforces the
+/// timeouts and the connection cap.
+public struct HTTPLimits: Sendable, Equatable {
+    /// Longest request line (method, target, version), in bytes. Default 8 KiB;
+    /// longer is refused with 414.
+    public var maxRequestLineBytes: Int = 8 * 1024
+    /// Largest header section (all field lines together), in bytes. Default 16 KiB;
+    /// larger is refused with 431.
+    public var maxHeaderBytes: Int = 16 * 1024
+    /// Most header fields in one request. Default 100; more is refused with 431.
+    public var maxHeaderCount: Int = 100
+    /// Largest request body, in bytes. Default 8 MiB; larger is refused with 413.
+    public var maxBodyBytes: Int = 8 * 1024 * 1024
+    /// Time allowed from the first byte of a request to the end of its headers.
+    /// Default 10 s: a client sending a byte a second cannot hold a connection.
+    public var headerReadTimeoutMilliseconds: Int = 10_000
+    /// Time allowed to receive a body once the headers are in. Default 30 s.
+    public var bodyReadTimeoutMilliseconds: Int = 30_000
+    /// Time an idle keep-alive connection is kept open. Default 60 s.
+    public var idleTimeoutMilliseconds: Int = 60_000
+    /// Time allowed for the TLS handshake. Default 10 s.
+    public var tlsHandshakeTimeoutMilliseconds: Int = 10_000
+    /// Time allowed to write a response. Default 30 s.
+    public var writeTimeoutMilliseconds: Int = 30_000
+    /// Most connections served at once; more are answered 503 and closed. Default 1,024.
+    public var maxConnections: Int = 1024
+    /// Most requests on one keep-alive connection. Default 10,000.
+    public var maxRequestsPerConnection: Int = 10_000
+
+    public init() {}
+}

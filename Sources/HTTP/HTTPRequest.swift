@@ -1,0 +1,66 @@
+/// A parsed request.
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    /// The request target as sent (origin form: path and query).
+    public var target: String
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    public var minorVersion: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(method: String, target: String, minorVersion: Int = 1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.minorVersion = minorVersion
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Whether the connection stays open after the response (RFC 9112 §9.3).
+    public var keepAlive: Bool {
+        if headers.contains("Connection", token: "close") { return false }
+        return minorVersion >= 1 || headers.contains("Connection", token: "keep-alive")
+    }
+
+    /// The target's path, without the query.
+    public var path: Substring {
+        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+    }
+
+    /// The target's query parameters, percent-decoded (`+` is a space).
+    public var queryItems: [String: String] {
+        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        var items: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecoded(parts[0]) else { continue }
+            guard let value = parts.count > 1 ? percentDecoded(parts[1]) : "" else { continue }
+            items[name] = value
+        }
+        return items
+    }
+
+    private func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
+
+func hexValue(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+}

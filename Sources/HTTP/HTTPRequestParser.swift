@@ -1,0 +1,284 @@
+/// Why a request was refused: the status to answer with (the connection is then
+/// closed) and a reason for the error body and the log.
+public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let reason: String
+    public var description: String { "\(status): \(reason)" }
+}
+
+/// An HTTP/1.1 request parser: a state machine fed bytes as they arrive, which
+/// returns every complete request (pipelined requests in order) or the error
+/// that ends the connection. It does no I/O, so it is tested byte by byte.
+///
+/// Strict where leniency enables request smuggling (RFC 9112 §6.3, §11.2):
+/// `Content-Length` together with `Transfer-Encoding`, a duplicate or
+/// non-numeric `Content-Length`, a transfer coding other than `chunked`, bare
+/// CR or LF, obsolete line folding and an invalid version are all 400.
+/// https://www.rfc-editor.org/rfc/rfc9112
+public struct HTTPRequestParser: Sendable {
+    public enum Event: Sendable, Equatable {
+        case request(HTTPRequest)
+        case failure(HTTPParseError)
+    }
+
+    private enum State: Sendable, Equatable {
+        case requestLine
+        case headers
+        case body(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers
+        case failed
+    }
+
+    public let limits: HTTPLimits
+    private var state = State.requestLine
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var request = HTTPRequest(method: "", target: "")
+    private var headerBytes = 0
+    private var headerCount = 0
+    private var emptyLinesSkipped = 0
+
+    public init(limits: HTTPLimits = HTTPLimits()) {
+        self.limits = limits
+    }
+
+    /// Whether part of a request has arrived (for choosing the idle or the
+    /// header-read timeout).
+    public var hasPartialRequest: Bool {
+        state != .requestLine || position < buffer.count
+    }
+
+    /// Whether the headers of the current request are complete and its body is
+    /// being read (the body-read timeout applies).
+    public var isReadingBody: Bool {
+        switch state {
+        case .body, .chunkSize, .chunkData, .chunkDataEnd, .trailers: return true
+        default: return false
+        }
+    }
+
+    /// Feeds received bytes; returns the requests they complete, in order, or a
+    /// failure (after which the parser returns nothing more).
+    public mutating func feed(_ bytes: some Collection<UInt8>) -> [Event] {
+        guard state != .failed else { return [] }
+        buffer.append(contentsOf: bytes)
+        var events: [Event] = []
+        do {
+            while let request = try step() {
+                events.append(.request(request))
+            }
+        } catch {
+            state = .failed
+            events.append(.failure(error))
+        }
+        compact()
+        return events
+    }
+
+    private mutating func compact() {
+        if position > 0 && (position == buffer.count || position > 4096) {
+            buffer.removeFirst(position)
+            position = 0
+        }
+    }
+
+    private func fail(_ status: Int, _ reason: String) -> HTTPParseError {
+        HTTPParseError(status: status, reason: reason)
+    }
+
+    /// Advances as far as the buffered bytes allow; returns a request when one completes.
+    private mutating func step() throws(HTTPParseError) -> HTTPRequest? {
+        while true {
+            switch state {
+            case .failed:
+                return nil
+            case .requestLine:
+                guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")) else { return nil }
+                if line.isEmpty {
+                    // RFC 9112 §2.2: ignore a few empty lines before a request.
+                    emptyLinesSkipped += 1
+                    if emptyLinesSkipped > 4 { throw fail(400, "empty lines instead of a request") }
+                    continue
+                }
+                try parseRequestLine(line)
+                state = .headers
+            case .headers:
+                let remaining = limits.maxHeaderBytes - headerBytes
+                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes")) else { return nil }
+                headerBytes += line.count + 2
+                if line.isEmpty {
+                    if let complete = try finishHead() { return complete }
+                    continue
+                }
+                var headers = request.headers
+                request.headers = HTTPHeaders() // keep one reference, so appending does not copy
+                try parseHeaderLine(line, into: &headers)
+                request.headers = headers
+            case .body(let remaining):
+                let available = buffer.count - position
+                let take = min(available, remaining)
+                request.body += buffer[position..<position + take]
+                position += take
+                if take == remaining { return complete() }
+                state = .body(remaining: remaining - take)
+                return nil
+            case .chunkSize:
+                guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long")) else { return nil }
+                let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
+                guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
+                var size = 0
+                for byte in sizeText {
+                    guard let digit = hexValue(byte) else { throw fail(400, "an invalid chunk size") }
+                    size = size << 4 | Int(digit)
+                }
+                if size == 0 {
+                    state = .trailers
+                } else {
+                    guard size <= limits.maxBodyBytes - request.body.count else {
+                        throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
+                    }
+                    state = .chunkData(remaining: size)
+                }
+            case .chunkData(let remaining):
+                let available = buffer.count - position
+                let take = min(available, remaining)
+                request.body += buffer[position..<position + take]
+                position += take
+                if take < remaining {
+                    state = .chunkData(remaining: remaining - take)
+                    return nil
+                }
+                state = .chunkDataEnd
+            case .chunkDataEnd:
+                guard buffer.count - position >= 2 else { return nil }
+                guard buffer[position] == 0x0D && buffer[position + 1] == 0x0A else { throw fail(400, "chunk data is not followed by CRLF") }
+                position += 2
+                state = .chunkSize
+            case .trailers:
+                let remaining = limits.maxHeaderBytes - headerBytes
+                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the trailer section is too large")) else { return nil }
+                headerBytes += line.count + 2
+                if line.isEmpty { return complete() }
+                var ignored = HTTPHeaders()
+                try parseHeaderLine(line, into: &ignored) // validated, then dropped
+            }
+        }
+    }
+
+    /// The next CRLF-terminated line without its CRLF, or nil when incomplete.
+    /// A bare CR or LF is an error; a line (or an unterminated one) longer than
+    /// `limit` throws `tooLong`.
+    private mutating func nextLine(limit: Int, tooLong: HTTPParseError) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+        var index = position
+        let end = buffer.count
+        while index < end {
+            let byte = buffer[index]
+            if byte == 0x0A {
+                guard index > position, buffer[index - 1] == 0x0D else { throw fail(400, "a bare LF (lines end with CRLF)") }
+                let line = buffer[position..<(index - 1)]
+                if line.count > limit { throw tooLong }
+                position = index + 1
+                return line
+            }
+            if byte == 0x0D, index + 1 < end, buffer[index + 1] != 0x0A {
+                throw fail(400, "a bare CR")
+            }
+            index += 1
+        }
+        if end - position > limit + 1 { throw tooLong }
+        return nil
+    }
+
+    private mutating func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) {
+        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw fail(400, "the request line is not 'METHOD TARGET HTTP/1.1'")
+        }
+        guard parts[0].allSatisfy(isTokenByte) else { throw fail(400, "an invalid method") }
+        guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw fail(400, "an invalid request target") }
+        guard parts[1].first == UInt8(ascii: "/") || (parts[1].elementsEqual("*".utf8)) else {
+            throw fail(400, "the request target must be a path")
+        }
+        let version = Array(parts[2])
+        guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
+              let major = digitValue(version[5]), let minor = digitValue(version[7])
+        else { throw fail(400, "an invalid HTTP version") }
+        guard major == 1, minor <= 1 else { throw fail(505, "HTTP/\(major).\(minor) is not supported") }
+        request = HTTPRequest(
+            method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+            minorVersion: minor)
+        headerBytes = 0
+        headerCount = 0
+    }
+
+    private mutating func parseHeaderLine(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
+        guard let first = line.first, first != 0x20, first != 0x09 else { throw fail(400, "obsolete line folding") }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw fail(400, "a header line without ':'") }
+        let name = line[line.startIndex..<colon]
+        guard !name.isEmpty, name.allSatisfy(isTokenByte) else { throw fail(400, "an invalid header name") }
+        var value = line[(colon + 1)...]
+        while let byte = value.first, byte == 0x20 || byte == 0x09 { value = value.dropFirst() }
+        while let byte = value.last, byte == 0x20 || byte == 0x09 { value = value.dropLast() }
+        for byte in value where (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+            throw fail(400, "a control character in a header value")
+        }
+        headerCount += 1
+        guard headerCount <= limits.maxHeaderCount else { throw fail(431, "more than \(limits.maxHeaderCount) header fields") }
+        headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+    }
+
+    /// Decides how the body is framed once the headers are complete.
+    private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
+        let headers = request.headers
+        let hosts = headers.values("Host")
+        if request.minorVersion == 1 && hosts.count != 1 { throw fail(400, hosts.isEmpty ? "no Host header" : "more than one Host header") }
+        let transferEncodings = headers.values("Transfer-Encoding")
+        let contentLengths = headers.values("Content-Length")
+        if !transferEncodings.isEmpty {
+            guard contentLengths.isEmpty else { throw fail(400, "both Content-Length and Transfer-Encoding") }
+            guard request.minorVersion == 1 else { throw fail(400, "Transfer-Encoding in an HTTP/1.0 request") }
+            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingASCIIWhitespace().lowercased() }
+            guard codings == ["chunked"] else { throw fail(400, "the transfer coding '\(transferEncodings.joined(separator: ", "))' is not supported (only chunked)") }
+            state = .chunkSize
+            return nil
+        }
+        if !contentLengths.isEmpty {
+            guard contentLengths.count == 1 else { throw fail(400, "more than one Content-Length") }
+            let text = contentLengths[0]
+            guard !text.isEmpty, text.utf8.allSatisfy({ digitValue($0) != nil }) else { throw fail(400, "Content-Length '\(text)' is not a number") }
+            guard text.utf8.count <= 15, let length = Int(text), length <= limits.maxBodyBytes else {
+                throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
+            }
+            if length > 0 {
+                state = .body(remaining: length)
+                return nil
+            }
+        }
+        return complete()
+    }
+
+    private mutating func complete() -> HTTPRequest {
+        let finished = request
+        request = HTTPRequest(method: "", target: "")
+        state = .requestLine
+        emptyLinesSkipped = 0
+        return finished
+    }
+}
+
+private func digitValue(_ byte: UInt8) -> Int? {
+    byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") ? Int(byte - UInt8(ascii: "0")) : nil
+}
+
+/// RFC 9110 §5.6.2 `tchar`.
+private func isTokenByte(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        return true
+    default:
+        return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}
