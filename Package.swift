@@ -37,6 +37,7 @@ let package = Package(
 
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
+        .target(name: "Net", dependencies: ["COpenSSL", "HTTP"], path: "Sources/Net"),
         .target(
             name: "Replica",
             dependencies: ["Model", "SyncCore", "Storage"],
@@ -63,6 +64,7 @@ let package = Package(
         .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["brsync", "Storage", "TestSupport"]),

@@ -5,17 +5,37 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/crypto.h>
 
-// Function-like macros of OpenSSL that Swift cannot import.
+// Function-like macros and 64-bit option constants of OpenSSL that Swift
+// cannot import, as functions.
+
 static inline long brsync_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
     return SSL_CTX_set_min_proto_version(ctx, version);
 }
-static inline long brsync_SSL_CTX_set_options(SSL_CTX *ctx, unsigned long options) {
-    return (long)SSL_CTX_set_options(ctx, options);
+
+/// No compression (CRIME), no renegotiation, the server's cipher order.
+static inline void brsync_SSL_CTX_set_server_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 }
+
+static inline void brsync_SSL_CTX_set_client_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+}
+
+/// Partial writes allowed, and the write buffer may move between retries.
+static inline void brsync_SSL_set_modes(SSL *ssl) {
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
 static inline long brsync_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
     return SSL_set_tlsext_host_name(ssl, name);
 }
+
+static inline int brsync_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
+static inline int brsync_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
 
 #endif

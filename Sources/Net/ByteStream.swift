@@ -1,0 +1,39 @@
+/// A connected byte stream: a plain socket or TLS over one.
+public protocol ByteStream: AnyObject {
+    /// Reads what is available (at least one byte), waiting until the deadline;
+    /// 0 when the peer closed. With `wakeup`, returns nil when that descriptor
+    /// becomes readable first (used to end idle connections at shutdown).
+    func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int?
+    func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError)
+    func close()
+    var socket: Socket { get }
+}
+
+/// A plain TCP stream (only with `--insecure-plaintext`, or behind a TLS proxy).
+public final class PlainStream: ByteStream {
+    public let socket: Socket
+
+    public init(socket: Socket) {
+        self.socket = socket
+    }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
+        if let wakeup {
+            guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+        }
+        return try socket.read(into: buffer, deadline: deadline, what: what)
+    }
+
+    public func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError) {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result<Void, NetError> { () throws(NetError) in try socket.write(buffer, deadline: deadline) }
+        }
+        try result.get()
+    }
+
+    public func close() {
+        socket.close()
+    }
+}
+
+import Glibc

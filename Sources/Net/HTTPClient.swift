@@ -1,0 +1,118 @@
+import HTTP
+
+/// A small HTTP/1.1 client over this package's TLS layer: one keep-alive
+/// connection to one server, reopened when the server closes it.
+public final class HTTPClient {
+    public struct Configuration: Sendable {
+        public var address: SocketAddress
+        /// The name the certificate must carry (host names and IP addresses).
+        public var serverName: String
+        /// nil: plaintext (tests of the plaintext mode only).
+        public var tls: TLSContext?
+        public var connectTimeoutMilliseconds = 10_000
+        public var readTimeoutMilliseconds = 30_000
+
+        public init(address: SocketAddress, serverName: String, tls: TLSContext?) {
+            self.address = address
+            self.serverName = serverName
+            self.tls = tls
+        }
+    }
+
+    public let configuration: Configuration
+    private var stream: ByteStream?
+    private var parser = HTTPResponseParser()
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    deinit { stream?.close() }
+
+    public func close() {
+        stream?.close()
+        stream = nil
+        parser = HTTPResponseParser()
+    }
+
+    private func connect() throws(NetError) -> ByteStream {
+        if let stream { return stream }
+        let deadline = Deadline.after(milliseconds: configuration.connectTimeoutMilliseconds)
+        let socket = try Socket.connect(to: configuration.address, deadline: deadline)
+        let opened: ByteStream
+        if let tls = configuration.tls {
+            opened = try TLSStream.connect(socket: socket, context: tls, serverName: configuration.serverName, deadline: deadline)
+        } else {
+            opened = PlainStream(socket: socket)
+        }
+        stream = opened
+        parser = HTTPResponseParser()
+        return opened
+    }
+
+    /// Sends one request and reads its response. A connection the server had
+    /// closed while idle is reopened once.
+    public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(configuration.serverName)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        let bytes = Array(head.utf8) + body
+        let reused = stream != nil
+        do {
+            return try exchange(bytes)
+        } catch .closed where reused {
+            close()
+            return try exchange(bytes)
+        }
+    }
+
+    /// Sends raw bytes (for tests of malformed requests) and reads one response.
+    public func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+        try exchange(bytes)
+    }
+
+    private func exchange(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+        let stream = try connect()
+        let deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
+        do {
+            try stream.write(bytes, deadline: deadline)
+        } catch {
+            close()
+            throw error
+        }
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var receivedAny = false
+        while true {
+            do {
+                if let response = try parser.next() {
+                    if !response.keepAlive { close() }
+                    return response
+                }
+            } catch {
+                close()
+                throw .badAddress("the server's response is not HTTP: \(error.reason)")
+            }
+            let result = buffer.withUnsafeMutableBytes { raw in
+                Result<Int?, NetError> { () throws(NetError) in try stream.read(into: raw, deadline: deadline, wakeup: nil, what: "waiting for the response") }
+            }
+            let count: Int
+            do { count = try result.get() ?? 0 } catch {
+                close()
+                throw error
+            }
+            if count == 0 {
+                defer { close() }
+                if !receivedAny { throw .closed }
+                do {
+                    if let response = try parser.next(atEnd: true) { return response }
+                } catch {
+                    throw .badAddress("the server's response is not HTTP: \(error.reason)")
+                }
+                throw .closed
+            }
+            receivedAny = true
+            parser.feed(buffer[0..<count])
+        }
+    }
+}

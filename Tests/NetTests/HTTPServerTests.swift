@@ -1,0 +1,177 @@
+import Foundation
+import HTTP
+import Testing
+import TestSupport
+@testable import Net
+
+/// A real server on 127.0.0.1 with an ephemeral port, TLS from a fresh CA.
+final class TLSFixture: @unchecked Sendable {
+    // Set up once in init, then only read.
+    let directory: TemporaryDirectory
+    let authority: CertificateAuthority
+    let caFile: String
+    let certificateFile: String
+    let keyFile: String
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "brsync-tls")
+        authority = try CertificateAuthority()
+        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
+        caFile = directory.file("ca.pem")
+        certificateFile = directory.file("server.pem")
+        keyFile = directory.file("server.key")
+        try authority.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        try issued.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+    }
+
+    deinit { directory.remove() }
+
+    func serverContext() throws -> TLSContext {
+        try TLSContext.server(certificateChainFile: certificateFile, privateKeyFile: keyFile)
+    }
+
+    func client(port: UInt16, serverName: String = "localhost", caFile: String? = nil) throws -> HTTPClient {
+        HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: serverName,
+                         tls: try TLSContext.client(caFile: caFile ?? self.caFile)))
+    }
+}
+
+let slowRequestsStarted = LockedBox<Int>()
+
+@Suite(.serialized) struct HTTPServerTests {
+    static func echo(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
+        if request.path == "/slow" {
+            slowRequestsStarted.set((slowRequestsStarted.get() ?? 0) + 1)
+            usleep(300_000)
+        }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.target) \(request.body.count)".utf8))
+    }
+
+    @Test func servesOverTLSWithKeepAlive() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let client = try fixture.client(port: port)
+        for index in 0..<3 {
+            let response = try client.send(method: "POST", target: "/echo?i=\(index)", body: Array("hello".utf8))
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == "POST /echo?i=\(index) 5")
+        }
+        #expect(server.openConnections == 1, "one keep-alive connection served all three")
+    }
+
+    @Test func malformedRequestsGet4xxAndClose() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.maxBodyBytes = 100
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let cases: [(String, Int)] = [
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n", 413),
+            ("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\nHost: a\r\n\r\n", 414),
+            ("GET / HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "b", count: 17000) + "\r\n\r\n", 431),
+        ]
+        for (raw, status) in cases {
+            let client = try fixture.client(port: port)
+            let response = try client.sendRaw(Array(raw.utf8))
+            #expect(response.status == status)
+            #expect(response.headers["Connection"] == "close")
+        }
+    }
+
+    @Test func aSlowClientDoesNotBlockAFastOne() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.headerReadTimeoutMilliseconds = 1500
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        // The slow client sends part of a request and stalls.
+        let slow = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let slowStream = try TLSStream.connect(socket: slow, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 2000))
+        try slowStream.write(Array("GET / HTTP/1.1\r\nHo".utf8), deadline: .after(milliseconds: 1000))
+        let started = Date()
+        let fast = try fixture.client(port: port)
+        #expect(try fast.send(method: "GET", target: "/fast").status == 200)
+        #expect(Date().timeIntervalSince(started) < 1.0, "the fast client was served while the slow one stalled")
+        // The stalled request is ended by the header-read timeout with 408.
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = try buffer.withUnsafeMutableBytes { try slowStream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+        #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
+    }
+
+    @Test func gracefulShutdownFinishesInFlightRequests() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let port = try server.start()[0]
+        // Used by the one background task only.
+        nonisolated(unsafe) let client = try fixture.client(port: port)
+        let idle = try fixture.client(port: port)
+        #expect(try idle.send(method: "GET", target: "/warm").status == 200)
+        let result = LockedBox<Int>()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            result.set((try? client.send(method: "GET", target: "/slow").status) ?? -1)
+            done.signal()
+        }
+        let before = slowRequestsStarted.get() ?? 0
+        for _ in 0..<500 where (slowRequestsStarted.get() ?? 0) == before { usleep(10_000) } // until the handler runs
+        #expect(server.shutdown(graceMilliseconds: 5000))
+        done.wait()
+        #expect(result.get() == 200, "the in-flight request finished")
+        #expect(server.openConnections == 0, "idle connections were closed")
+        #expect(throws: NetError.self) { try fixture.client(port: port).send(method: "GET", target: "/") }
+    }
+
+    @Test func untrustedServersAreRefusedWithTheReason() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let otherCA = try CertificateAuthority(name: "someone else")
+        let otherFile = fixture.directory.file("other-ca.pem")
+        try otherCA.certificatePEM.write(toFile: otherFile, atomically: true, encoding: .utf8)
+        #expect {
+            _ = try fixture.client(port: port, caFile: otherFile).send(method: "GET", target: "/")
+        } throws: { String(describing: $0).contains("unable to get local issuer certificate") }
+        #expect {
+            _ = try fixture.client(port: port, serverName: "example.com").send(method: "GET", target: "/")
+        } throws: { String(describing: $0).contains("hostname mismatch") }
+    }
+
+    @Test func badCertificateFilesSayWhatIsWrong() throws {
+        let fixture = try TLSFixture()
+        let other = try fixture.authority.issue(hosts: ["localhost"])
+        let otherKey = fixture.directory.file("other.key")
+        try other.privateKeyPEM.write(toFile: otherKey, atomically: true, encoding: .utf8)
+        #expect { _ = try TLSContext.server(certificateChainFile: fixture.certificateFile, privateKeyFile: otherKey) } throws: {
+            String(describing: $0).contains("does not match")
+        }
+        #expect { _ = try TLSContext.server(certificateChainFile: "/nonexistent.pem", privateKeyFile: fixture.keyFile) } throws: {
+            String(describing: $0).contains("cannot read /nonexistent.pem")
+        }
+        #expect { _ = try TLSContext.server(certificateChainFile: fixture.keyFile, privateKeyFile: fixture.keyFile) } throws: {
+            String(describing: $0).contains("is not a PEM certificate chain")
+        }
+    }
+
+    @Test func aPortInUseIsAnError() throws {
+        let first = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits(), handler: Self.echo)
+        let port = try first.start()[0]
+        defer { first.shutdown(graceMilliseconds: 1000) }
+        let second = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: port)], tls: nil, limits: HTTPLimits(), handler: Self.echo)
+        #expect { try second.start() } throws: { ($0 as? NetError)?.errnoCode == EADDRINUSE }
+    }
+}
+
+/// A value set by one thread and read by another, guarded by a lock.
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T?
+    func set(_ newValue: T) { lock.lock(); value = newValue; lock.unlock() }
+    func get() -> T? { lock.lock(); defer { lock.unlock() }; return value }
+}
