@@ -9,11 +9,13 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "brsync", targets: ["brsync"]),
+        .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "Model", targets: ["Model"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
     ],
     targets: [
         // MARK: C system libraries
@@ -42,6 +44,20 @@ let package = Package(
             name: "Replica",
             dependencies: ["Model", "SyncCore", "Storage"],
             path: "Client/Replica"
+        ),
+        .target(
+            name: "BrsyncServer",
+            dependencies: ["Model", "SyncCore", "Storage", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
+            path: "Server/BrsyncServer"
+        ),
+        .executableTarget(
+            name: "brsyncd",
+            dependencies: [
+                "BrsyncServer", "Net", "HTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Server/brsyncd"
         ),
         .executableTarget(
             name: "brsync",

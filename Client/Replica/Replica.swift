@@ -174,7 +174,7 @@ public final class Replica {
     /// the record and appends the change to the log. Fields whose value is
     /// already as asked are left alone; when none changes, nothing is written.
     @discardableResult
-    public func write(_ collection: Collection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome {
+    public func write(_ collection: RecordCollection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome {
         try transaction {
             var state = try record(collection, key: key) ?? RecordState()
             let changed = changes.filter { state.fields[$0.key]?.value != $0.value }
@@ -203,7 +203,7 @@ public final class Replica {
     }
 
     /// The stored state of a record, or nil.
-    public func record(_ collection: Collection, key: String) throws -> RecordState? {
+    public func record(_ collection: RecordCollection, key: String) throws -> RecordState? {
         try read {
             try database.queryFirst(
                 "SELECT fields, versions FROM records WHERE collection = ? AND key = ?",
@@ -213,7 +213,7 @@ public final class Replica {
     }
 
     /// Every record of a collection (tombstones included), by key.
-    public func records(_ collection: Collection) throws -> [(key: String, state: RecordState)] {
+    public func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)] {
         try read {
             try database.query(
                 "SELECT key, fields, versions FROM records WHERE collection = ? ORDER BY key", [.text(collection.rawValue)]
@@ -223,7 +223,7 @@ public final class Replica {
         }
     }
 
-    private func store(_ collection: Collection, key: String, state: RecordState) throws {
+    private func store(_ collection: RecordCollection, key: String, state: RecordState) throws {
         var indexKey: DatabaseValue = .null
         var priority: DatabaseValue = .null
         if collection == .rules {

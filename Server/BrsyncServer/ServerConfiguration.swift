@@ -1,0 +1,27 @@
+import HTTP
+import Net
+
+/// Everything `brsyncd serve` is configured with, and the defaults.
+public struct ServerConfiguration: Sendable {
+    /// Addresses to listen on (IPv4 and IPv6). Default `127.0.0.1:8443`.
+    public var listen: [SocketAddress] = [SocketAddress(host: "127.0.0.1", port: 8443)]
+    /// PEM certificate chain and key; both required unless ``insecurePlaintext``.
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// Serve plain HTTP (tests, or behind a TLS-terminating proxy). Default false.
+    public var insecurePlaintext = false
+    /// Sizes, timeouts and the connection cap (see ``HTTPLimits`` for defaults).
+    public var limits = HTTPLimits()
+    /// Stamps further ahead of the server's clock are refused. Default 5 minutes.
+    public var maxClockOffsetMilliseconds: Int64 = 5 * 60 * 1000
+    /// Records per pull page when the client asks for none. Default 500.
+    public var defaultPullLimit = 500
+    /// Most records per pull page. Default 5,000.
+    public var maxPullLimit = 5000
+    /// SQLite connections shared by request threads. Default 8.
+    public var storeConnections = 8
+    /// How long shutdown waits for in-flight requests. Default 30 s.
+    public var shutdownGraceMilliseconds = 30_000
+
+    public init() {}
+}

@@ -1,0 +1,82 @@
+import Storage
+import SyncCore
+
+/// Everything a request or a command can fail with. ``httpStatus`` and ``code``
+/// are the one place errors become HTTP answers; ``description`` is the one line
+/// a command prints.
+public enum ServerError: Error, Sendable, CustomStringConvertible {
+    case unauthorized(String)
+    case revoked
+    case badRequest(String)
+    case notFound(String)
+    case methodNotAllowed(String)
+    case gap(expected: Int64, got: Int64)
+    case deviceMismatch(bound: String)
+    case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64)
+    case foreignStamp(String)
+    case conflict(String)
+    case unavailable(String)
+    case database(DatabaseError)
+    case storeUnusable(String)
+    case newerSchema(found: Int, supported: Int)
+
+    public var httpStatus: Int {
+        switch self {
+        case .unauthorized, .revoked: return 401
+        case .badRequest: return 400
+        case .notFound: return 404
+        case .methodNotAllowed: return 405
+        case .gap, .deviceMismatch, .conflict: return 409
+        case .clockSkew, .foreignStamp: return 422
+        case .unavailable: return 503
+        case .database(let error) where error.isBusy: return 503
+        case .database, .storeUnusable, .newerSchema: return 500
+        }
+    }
+
+    /// Stable error codes clients rely on.
+    public var code: String {
+        switch self {
+        case .unauthorized: return "unauthorized"
+        case .revoked: return "revoked"
+        case .badRequest: return "bad_request"
+        case .notFound: return "not_found"
+        case .methodNotAllowed: return "method_not_allowed"
+        case .gap: return "gap"
+        case .deviceMismatch: return "device_mismatch"
+        case .clockSkew: return "clock_skew"
+        case .foreignStamp: return "foreign_stamp"
+        case .conflict: return "conflict"
+        case .unavailable: return "unavailable"
+        case .database(let error) where error.isBusy: return "busy"
+        case .database, .storeUnusable, .newerSchema: return "internal"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unauthorized(let message), .badRequest(let message), .notFound(let message), .methodNotAllowed(let message),
+             .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message):
+            return message
+        case .revoked: return "this device's token was revoked"
+        case .gap(let expected, let got):
+            return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"
+        case .deviceMismatch(let bound):
+            return "this token belongs to device \(bound); every machine needs a token of its own"
+        case .clockSkew(let ahead, let maximum):
+            return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock is off by about that much"
+        case .database(let error): return "database error: \(error)"
+        case .newerSchema(let found, let supported):
+            return "the database has schema version \(found), newer than this brsyncd supports (\(supported)); upgrade brsyncd. The file was left untouched"
+        }
+    }
+
+    /// What the client sees: internal details stay in the server log.
+    public var wire: WireError {
+        switch self {
+        case .database(let error) where error.isBusy: return WireError(code: code, message: "the server is busy; retry")
+        case .database, .storeUnusable, .newerSchema: return WireError(code: code, message: "internal server error")
+        default: return WireError(code: code, message: description)
+        }
+    }
+}

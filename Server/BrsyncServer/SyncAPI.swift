@@ -1,0 +1,126 @@
+import HTTP
+import Logging
+import Model
+import Net
+import SyncCore
+
+/// The HTTP API: routes, authentication, and the mapping of errors to answers.
+///
+/// | route | auth | answer |
+/// |---|---|---|
+/// | `POST /v1/push` | bearer | ``PushResponse`` |
+/// | `GET /v1/pull?since=C&limit=N` | bearer | ``PullResponse`` |
+/// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
+/// | `GET /metrics` | none | Prometheus text |
+public final class SyncAPI: Sendable {
+    public let store: ServerStore
+    public let configuration: ServerConfiguration
+    public let metrics: ServerMetrics
+    let logger: Logger
+    /// Connections being served, for `/metrics` (set once the server exists).
+    let openConnections: @Sendable () -> Int
+
+    public init(store: ServerStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
+                openConnections: @escaping @Sendable () -> Int) {
+        self.store = store
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        self.openConnections = openConnections
+    }
+
+    /// Answers one request; never throws: every error becomes its JSON answer.
+    public func handle(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
+        do {
+            return try route(request)
+        } catch let error as ServerError {
+            if error.httpStatus >= 500 {
+                logger.error("\(request.method) \(request.path) from \(context.peer): \(error)")
+            } else {
+                logger.info("\(request.method) \(request.path) from \(context.peer): \(error.httpStatus) \(error.code)")
+            }
+            return Self.answer(error)
+        } catch {
+            logger.error("\(request.method) \(request.path) from \(context.peer): \(error)")
+            return Self.answer(ServerError.storeUnusable("\(error)"))
+        }
+    }
+
+    static func answer(_ error: ServerError) -> HTTPResponse {
+        var response = HTTPResponse.json(error.httpStatus, error.wire.json.jsonText)
+        if error.httpStatus == 401 { response.headers.add("WWW-Authenticate", "Bearer realm=\"brsyncd\"") }
+        if error.httpStatus == 503 { response.headers.add("Retry-After", "1") }
+        return response
+    }
+
+    private func route(_ request: HTTPRequest) throws -> HTTPResponse {
+        switch request.path {
+        case "/v1/push":
+            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/push") }
+            return try push(request)
+        case "/v1/pull":
+            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/pull") }
+            return try pull(request)
+        case "/v1/health":
+            guard request.method == "GET" || request.method == "HEAD" else { throw ServerError.methodNotAllowed("use GET for /v1/health") }
+            let body = JSONValue.object(["status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion)])
+            return HTTPResponse.json(200, body.jsonText)
+        case "/metrics":
+            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /metrics") }
+            let counts = try store.counts()
+            let text = metrics.render(openConnections: openConnections(), records: counts.records, devices: counts.devices, accounts: counts.accounts)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
+        default:
+            throw ServerError.notFound("no such endpoint: \(request.path)")
+        }
+    }
+
+    /// The device named by the request's bearer token.
+    func authenticate(_ request: HTTPRequest) throws -> ServerStore.Device {
+        guard let header = request.headers["Authorization"] else {
+            throw ServerError.unauthorized("this endpoint needs 'Authorization: Bearer TOKEN'")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'")
+        }
+        return try store.authenticate(token: String(parts[1]))
+    }
+
+    private func push(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        let json: JSONValue
+        do {
+            json = try request.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
+        } catch {
+            throw ServerError.badRequest("the body is not JSON: \(error)")
+        }
+        let push: PushRequest
+        do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
+        let response = try store.push(push, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        metrics.pushed(applied: response.applied)
+        return HTTPResponse.json(200, response.json.jsonText)
+    }
+
+    private func pull(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        let query = request.queryItems
+        var since: Int64 = 0
+        if let text = query["since"] {
+            guard let value = Int64(text), value >= 0 else { throw ServerError.badRequest("since must be a cursor (a number 0 or more)") }
+            since = value
+        }
+        var limit = configuration.defaultPullLimit
+        if let text = query["limit"] {
+            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else {
+                throw ServerError.badRequest("limit must be a number from 1 to \(configuration.maxPullLimit)")
+            }
+            limit = value
+        }
+        let response = try store.pull(since: since, limit: limit, device: device)
+        metrics.pulled()
+        return HTTPResponse.json(200, response.json.jsonText)
+    }
+}
+
+public let brsyncdVersion = "0.1.0"

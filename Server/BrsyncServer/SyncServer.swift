@@ -1,0 +1,82 @@
+import HTTP
+import Logging
+import Net
+
+/// The sync server: the store, the API and the HTTP server on its listeners.
+public final class SyncServer: Sendable {
+    public let configuration: ServerConfiguration
+    public let store: ServerStore
+    public let metrics = ServerMetrics()
+    private let http: HTTPServer
+    private let logger: Logger
+
+    /// Builds the server; nothing listens until ``start()``.
+    /// - Throws: ``NetError`` for unusable certificate files.
+    public init(configuration: ServerConfiguration, store: ServerStore, logger: Logger) throws {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        let tls = try Self.loadTLS(configuration)
+        let metrics = self.metrics
+        var observer = HTTPServer.Observer()
+        observer.requestFinished = { request, status, milliseconds in
+            metrics.requestFinished(path: request.path, status: status, milliseconds: milliseconds)
+        }
+        observer.rejected = { peer, reason in
+            metrics.connectionRejected()
+            logger.debug("rejected \(peer): \(reason)")
+        }
+        let box = ServerBox()
+        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
+                          openConnections: { box.server?.openConnections ?? 0 })
+        http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
+                              handler: api.handle)
+        box.server = http
+    }
+
+    static func loadTLS(_ configuration: ServerConfiguration) throws -> TLSContext? {
+        if configuration.insecurePlaintext { return nil }
+        guard let certificate = configuration.certificateFile, let key = configuration.keyFile else {
+            throw NetError.tls("--cert and --key are required (or --insecure-plaintext, for tests and behind a TLS proxy)")
+        }
+        return try TLSContext.server(certificateChainFile: certificate, privateKeyFile: key)
+    }
+
+    /// Binds the listeners and starts serving.
+    /// - Returns: the bound ports, in the order of ``ServerConfiguration/listen``.
+    @discardableResult
+    public func start() throws -> [UInt16] {
+        let ports = try http.start()
+        for (address, port) in zip(configuration.listen, ports) {
+            let scheme = configuration.insecurePlaintext ? "http" : "https"
+            logger.notice("listening on \(scheme)://\(SocketAddress(host: address.host, port: port))")
+        }
+        return ports
+    }
+
+    /// Reloads the certificate and key from their files (SIGHUP); on failure the
+    /// old ones stay in use.
+    public func reloadCertificates() throws {
+        guard let context = try Self.loadTLS(configuration) else { return }
+        http.reloadTLS(context)
+        logger.notice("reloaded the TLS certificate")
+    }
+
+    public var openConnections: Int { http.openConnections }
+
+    /// Stops accepting, finishes in-flight requests, closes the store.
+    public func shutdown() {
+        logger.notice("shutting down: finishing in-flight requests")
+        let clean = http.shutdown(graceMilliseconds: configuration.shutdownGraceMilliseconds)
+        if !clean { logger.warning("some connections did not end within the grace period") }
+        store.saveClock()
+        store.close()
+        logger.notice("stopped")
+    }
+}
+
+/// Lets the API read the server's connection count; set once, before serving.
+private final class ServerBox: @unchecked Sendable {
+    // @unchecked: written once in SyncServer.init before any request can arrive.
+    var server: HTTPServer?
+}

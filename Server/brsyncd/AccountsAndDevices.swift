@@ -1,0 +1,96 @@
+import ArgumentParser
+import BrsyncServer
+import Model
+
+struct AccountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "account", abstract: "Manage accounts (a person and their devices).",
+        subcommands: [Add.self, List.self, Remove.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an account.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account's name.") var name: String
+        func run() throws {
+            try store.open().addAccount(name)
+            print("added account \(name)")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List accounts.")
+        @OptionGroup var store: StoreOptions
+        func run() throws {
+            let accounts = try store.open().accounts()
+            if accounts.isEmpty { print("no accounts; add one with 'brsyncd account add NAME'") }
+            for account in accounts { print("\(account.name)\t\(account.devices) device(s)\t\(account.records) record(s)") }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete an account with its devices and records.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account's name.") var name: String
+        func run() throws {
+            try store.open().removeAccount(name)
+            print("removed account \(name) with its devices and records")
+        }
+    }
+}
+
+struct DeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Manage devices: each has its own bearer token.",
+        subcommands: [Add.self, List.self, Revoke.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account.") var account: String
+        @Argument(help: "The device's name.") var device: String
+        func run() throws {
+            let token = try store.open().addDevice(account: account, name: device)
+            print("added device \(device) to account \(account); its token (shown only now):")
+            print(token)
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List an account's devices.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account.") var account: String
+        func run() throws {
+            let devices = try store.open().devices(account: account)
+            if devices.isEmpty { print("no devices; add one with 'brsyncd device add \(account) NAME'") }
+            for device in devices {
+                let seen = device.lastSeenMillis.map { Timestamp.iso8601(millis: $0) } ?? "never"
+                print("\(device.name)\t\(device.revoked ? "revoked" : "active")\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)")
+            }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a device's token.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account.") var account: String
+        @Argument(help: "The device.") var device: String
+        func run() throws {
+            try store.open().revokeDevice(account: account, name: device)
+            print("revoked device \(device) of account \(account)")
+        }
+    }
+}
+
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Copy the store to OUT with SQLite's online backup (safe while serving).",
+        discussion: "The copy gets a new epoch: when it is restored, clients re-sync fully without losing unpushed edits.")
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "The backup file to create.") var out: String
+    func run() throws {
+        try store.open().backup(to: out)
+        print("backed up to \(out)")
+    }
+}

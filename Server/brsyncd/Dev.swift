@@ -1,0 +1,78 @@
+import ArgumentParser
+import BrsyncServer
+import Glibc
+import Net
+
+struct Dev: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Run a development server with embedded defaults: a data folder, a private CA and a localhost certificate, one account and device, HTTPS on 127.0.0.1:8443.",
+        discussion: "Prints the URL, the CA file and the device token a client needs. Each run issues a fresh token.")
+
+    @Option(help: ArgumentHelp("The data folder (default: $XDG_DATA_HOME/brsyncd-dev, else ~/.local/share/brsyncd-dev).", valueName: "dir"))
+    var dir: String?
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on (default 127.0.0.1:8443).", valueName: "host:port"))
+    var listen: String = "127.0.0.1:8443"
+    @OptionGroup var logging: LoggingOptions
+
+    func run() throws {
+        let logger = try logging.bootstrap()
+        let folder = dir ?? Self.defaultFolder()
+        guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
+            throw CommandFailure(message: "cannot create \(folder): \(String(cString: strerror(errno)))")
+        }
+        let caFile = "\(folder)/ca.pem"
+        let certificateFile = "\(folder)/server.pem"
+        let keyFile = "\(folder)/server.key"
+        if access(caFile, R_OK) != 0 || access(certificateFile, R_OK) != 0 || access(keyFile, R_OK) != 0 {
+            let authority = try CertificateAuthority(name: "brsyncd dev CA")
+            let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
+            try Self.write(authority.certificatePEM, to: caFile, mode: 0o644)
+            try Self.write(issued.certificatePEM, to: certificateFile, mode: 0o644)
+            try Self.write(issued.privateKeyPEM, to: keyFile, mode: 0o600)
+        }
+        let address: SocketAddress
+        do { address = try SocketAddress(parsing: listen) } catch { throw CommandFailure(message: "--listen \(error)") }
+        var configuration = ServerConfiguration()
+        configuration.listen = [address]
+        configuration.certificateFile = certificateFile
+        configuration.keyFile = keyFile
+        let store = try ServerStore(path: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
+        if !(try store.accounts().contains { $0.name == "dev" }) { try store.addAccount("dev") }
+        try store.removeDevice(account: "dev", name: "laptop")
+        let token = try store.addDevice(account: "dev", name: "laptop")
+        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        try runUntilSignalled(server, logger: logger) { ports in
+            let url = "https://\(SocketAddress(host: address.host, port: ports.first ?? address.port))"
+            print("""
+                brsyncd dev is serving \(url)
+                  CA file:  \(caFile)
+                  account:  dev, device: laptop
+                  token:    \(token)
+                  store:    \(folder)/brsyncd.sqlite
+                Try:  curl --cacert \(caFile) \(url)/v1/health
+                Stop with Ctrl-C.
+                """)
+            fflush(nil) // all output streams: the banner must show before serving blocks
+        }
+    }
+
+    static func defaultFolder() -> String {
+        if let data = getenv("XDG_DATA_HOME"), String(cString: data).hasPrefix("/") { return String(cString: data) + "/brsyncd-dev" }
+        let home = getenv("HOME").map { String(cString: $0) } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        let shared = "\(home)/.local/share"
+        _ = mkdir("\(home)/.local", 0o755)
+        _ = mkdir(shared, 0o755)
+        return "\(shared)/brsyncd-dev"
+    }
+
+    static func write(_ text: String, to path: String, mode: mode_t) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+        guard descriptor >= 0 else { throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let bytes = Array(text.utf8)
+        guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count else {
+            throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import BrsyncServer
+import Glibc
+import HTTP
+import Logging
+import Net
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the sync API over HTTPS until SIGTERM or SIGINT; SIGHUP reloads the certificate.")
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var options: ServeOptions
+
+    func run() throws {
+        let logger = try logging.bootstrap()
+        let configuration = try options.configuration()
+        let store = try self.store.open(connections: configuration.storeConnections)
+        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        try runUntilSignalled(server, logger: logger)
+    }
+}
+
+/// Options shared by `serve` and `dev`.
+struct ServeOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on; repeat for several ([::1]:8443 for IPv6). Default 127.0.0.1:8443.", valueName: "host:port"))
+    var listen: [String] = []
+    @Option(help: ArgumentHelp("PEM certificate chain.", valueName: "file")) var cert: String?
+    @Option(help: ArgumentHelp("PEM private key.", valueName: "file")) var key: String?
+    @Flag(help: "Serve plain HTTP: only for tests, or behind a TLS-terminating proxy.") var insecurePlaintext = false
+    @Option(help: "Most connections at once (default 1024).") var maxConnections: Int?
+    @Option(help: "Largest request body in bytes (default 8388608).") var maxBodyBytes: Int?
+    @Option(help: "Largest header section in bytes (default 16384).") var maxHeaderBytes: Int?
+    @Option(help: "Longest request line in bytes (default 8192).") var maxRequestLineBytes: Int?
+    @Option(help: "Milliseconds to receive a request's headers (default 10000).") var headerTimeoutMs: Int?
+    @Option(help: "Milliseconds to receive a body (default 30000).") var bodyTimeoutMs: Int?
+    @Option(help: "Milliseconds an idle keep-alive connection stays open (default 60000).") var idleTimeoutMs: Int?
+    @Option(help: "Milliseconds for the TLS handshake (default 10000).") var handshakeTimeoutMs: Int?
+    @Option(help: "Seconds a stamp may be ahead of the server's clock (default 300).") var maxClockOffsetSeconds: Int?
+
+    func configuration(defaultListen: [SocketAddress]? = nil) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if !listen.isEmpty {
+            configuration.listen = try listen.map { text in
+                do { return try SocketAddress(parsing: text) } catch { throw CommandFailure(message: "--listen \(error)") }
+            }
+        } else if let defaultListen {
+            configuration.listen = defaultListen
+        }
+        configuration.certificateFile = cert
+        configuration.keyFile = key
+        configuration.insecurePlaintext = insecurePlaintext
+        if insecurePlaintext && (cert != nil || key != nil) {
+            throw CommandFailure(message: "--insecure-plaintext and --cert/--key exclude each other")
+        }
+        if !insecurePlaintext && (cert == nil || key == nil) {
+            throw CommandFailure(message: "--cert FILE and --key FILE are required (or --insecure-plaintext for tests and behind a TLS proxy)")
+        }
+        func positive(_ value: Int?, _ name: String, _ apply: (Int) -> Void) throws {
+            guard let value else { return }
+            guard value > 0 else { throw CommandFailure(message: "--\(name) must be a positive number") }
+            apply(value)
+        }
+        try positive(maxConnections, "max-connections") { configuration.limits.maxConnections = $0 }
+        try positive(maxBodyBytes, "max-body-bytes") { configuration.limits.maxBodyBytes = $0 }
+        try positive(maxHeaderBytes, "max-header-bytes") { configuration.limits.maxHeaderBytes = $0 }
+        try positive(maxRequestLineBytes, "max-request-line-bytes") { configuration.limits.maxRequestLineBytes = $0 }
+        try positive(headerTimeoutMs, "header-timeout-ms") { configuration.limits.headerReadTimeoutMilliseconds = $0 }
+        try positive(bodyTimeoutMs, "body-timeout-ms") { configuration.limits.bodyReadTimeoutMilliseconds = $0 }
+        try positive(idleTimeoutMs, "idle-timeout-ms") { configuration.limits.idleTimeoutMilliseconds = $0 }
+        try positive(handshakeTimeoutMs, "handshake-timeout-ms") { configuration.limits.tlsHandshakeTimeoutMilliseconds = $0 }
+        try positive(maxClockOffsetSeconds, "max-clock-offset-seconds") { configuration.maxClockOffsetMilliseconds = Int64($0) * 1000 }
+        return configuration
+    }
+}
+
+/// Serves until SIGTERM or SIGINT (graceful shutdown); SIGHUP reloads the
+/// certificate. The signals are blocked in every thread and taken here with
+/// `sigwait`, so no handler runs in signal context.
+func runUntilSignalled(_ server: SyncServer, logger: Logger, started: (([UInt16]) -> Void)? = nil) throws {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
+    pthread_sigmask(SIG_BLOCK, &signals, nil) // before any thread starts, so all inherit it
+    let ports = try server.start()
+    started?(ports)
+    while true {
+        var received: Int32 = 0
+        guard sigwait(&signals, &received) == 0 else { continue }
+        if received == SIGHUP {
+            do { try server.reloadCertificates() } catch { logger.error("certificate reload failed, keeping the old one: \(error)") }
+            continue
+        }
+        logger.notice("received signal \(received)")
+        server.shutdown()
+        return
+    }
+}

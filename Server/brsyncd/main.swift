@@ -1,0 +1,10 @@
+import Glibc
+
+// Entry point: parse, run, and map every failure to one exit code and message.
+signal(SIGPIPE, SIG_IGN)
+do {
+    var command = try Brsyncd.parseAsRoot()
+    try command.run()
+} catch {
+    exit(Failure.report(error))
+}
