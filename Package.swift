@@ -81,6 +81,11 @@ let package = Package(
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
+        .testTarget(
+            name: "ServerTests",
+            dependencies: ["BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["brsync", "Storage", "TestSupport"]),

@@ -1,0 +1,120 @@
+import Foundation
+import HTTP
+import Logging
+import Model
+import Net
+import SyncCore
+import TestSupport
+@testable import BrsyncServer
+
+/// A real brsyncd server in this process: an SQLite file in a temporary folder,
+/// TLS from a fresh CA, listening on 127.0.0.1 with an ephemeral port.
+final class ServerFixture: @unchecked Sendable {
+    // Built in init, then only read (the server is Sendable on its own).
+    let directory: TemporaryDirectory
+    let caFile: String
+    let certificateFile: String
+    let keyFile: String
+    let store: ServerStore
+    let server: SyncServer
+    let port: UInt16
+
+    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        directory = try TemporaryDirectory(prefix: "brsyncd-test")
+        let authority = try CertificateAuthority()
+        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
+        caFile = directory.file("ca.pem")
+        certificateFile = directory.file("server.pem")
+        keyFile = directory.file("server.key")
+        try authority.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        try issued.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        var configuration = ServerConfiguration()
+        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
+        configuration.certificateFile = certificateFile
+        configuration.keyFile = keyFile
+        configure(&configuration)
+        store = try ServerStore(path: directory.file("store.sqlite"))
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        port = try server.start()[0]
+    }
+
+    deinit {
+        server.shutdown()
+        directory.remove()
+    }
+
+    /// A device in `account` (created if needed), with a client holding its token.
+    func device(_ account: String, _ name: String, clientDevice: String? = nil) throws -> TestDevice {
+        if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
+        let token = try store.addDevice(account: account, name: name)
+        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                                      tls: try TLSContext.client(caFile: caFile)))
+        return TestDevice(client: client, token: token, deviceID: clientDevice ?? "\(account)-\(name)")
+    }
+}
+
+/// A client device: its HTTP client, token and device id, and a clock for stamps.
+final class TestDevice: @unchecked Sendable {
+    // Used by one test thread at a time.
+    let client: HTTPClient
+    let token: String
+    let deviceID: String
+    var clock: HybridLogicalClock
+    var nextSequence: Int64 = 1
+
+    init(client: HTTPClient, token: String, deviceID: String) {
+        self.client = client
+        self.token = token
+        self.deviceID = deviceID
+        clock = HybridLogicalClock(device: deviceID)
+    }
+
+    var authorization: HTTPHeaders { ["Authorization": "Bearer \(token)"] }
+
+    /// A change to one record, stamped now (plus `skewMilliseconds`).
+    func change(_ key: String, _ fields: [String: JSONValue], collection: RecordCollection = .rules, skewMilliseconds: Int64 = 0,
+                versions: VersionVector? = nil) -> ChangeRecord {
+        let now = Int64(Date().timeIntervalSince1970 * 1000) + skewMilliseconds
+        let stamp = clock.tick(wallMillis: now)
+        var vector = versions ?? VersionVector()
+        if versions == nil { vector.increment(deviceID) }
+        let state = RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: vector)
+        defer { nextSequence += 1 }
+        return ChangeRecord(sequence: nextSequence, collection: collection, key: key, state: state)
+    }
+
+    func push(_ changes: [ChangeRecord]) throws -> HTTPResponseParser.ParsedResponse {
+        let request = PushRequest(device: deviceID, from: changes.first?.sequence ?? 1, to: changes.last?.sequence ?? 1, changes: changes)
+        return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: Array(request.json.jsonText.utf8))
+    }
+
+    func pull(since: Int64 = 0, limit: Int? = nil) throws -> HTTPResponseParser.ParsedResponse {
+        let target = "/v1/pull?since=\(since)" + (limit.map { "&limit=\($0)" } ?? "")
+        return try client.send(method: "GET", target: target, headers: authorization)
+    }
+
+    /// Pulls every page from `since`; returns the records by key and the final cursor.
+    func pullAll(since: Int64 = 0, limit: Int = 100) throws -> (records: [String: ChangeRecord], cursor: Int64, pages: Int) {
+        var cursor = since
+        var records: [String: ChangeRecord] = [:]
+        var pages = 0
+        while true {
+            let response = try pull(since: cursor, limit: limit)
+            guard response.status == 200 else { throw WireError(code: "status", message: "\(response.status): \(response.text)") }
+            let page = try PullResponse(json: try JSONValue.parse(response.text))
+            pages += 1
+            for change in page.changes { records["\(change.collection.rawValue)/\(change.key)"] = change }
+            cursor = page.next
+            if !page.more { return (records, cursor, pages) }
+        }
+    }
+}
+
+extension HTTPResponseParser.ParsedResponse {
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: JSONValue? { try? JSONValue.parse(text) }
+    var errorCode: String? { json.flatMap(WireError.init(json:))?.code }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import HTTP
+import Model
+import Net
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+@Suite struct SyncAPITests {
+    @Test func authenticationIsRequiredAndChecked() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let anonymous = try device.client.send(method: "GET", target: "/v1/pull")
+        #expect(anonymous.status == 401 && anonymous.errorCode == "unauthorized")
+        #expect(anonymous.headers["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
+        let wrong = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Bearer brs_nope"])
+        #expect(wrong.status == 401 && wrong.errorCode == "unauthorized")
+        let basic = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Basic YTpi"])
+        #expect(basic.status == 401)
+        #expect(try device.pull().status == 200)
+        try fixture.store.revokeDevice(account: "alice", name: "laptop")
+        let revoked = try device.pull()
+        #expect(revoked.status == 401 && revoked.errorCode == "revoked")
+        #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 401)
+    }
+
+    @Test func accountsAreIsolated() throws {
+        let fixture = try ServerFixture()
+        let alice = try fixture.device("alice", "laptop")
+        let bob = try fixture.device("bob", "laptop")
+        #expect(try alice.push([alice.change("github.com", ["browser": .string("firefox")])]).status == 200)
+        #expect(try bob.pullAll().records.isEmpty, "bob sees nothing of alice's")
+        #expect(try bob.push([bob.change("github.com", ["browser": .string("chrome")])]).status == 200)
+        let aliceView = try alice.pullAll().records
+        #expect(aliceView["rules/github.com"]?.state.values["browser"] == .string("firefox"))
+        #expect(try bob.pullAll().records["rules/github.com"]?.state.values["browser"] == .string("chrome"))
+    }
+
+    @Test func aRetriedPushIsAcknowledgedAndNotAppliedTwice() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let changes = [device.change("a.com", ["browser": .string("x")]), device.change("b.com", ["browser": .string("y")]),
+                       device.change("c.com", ["browser": .string("z")])]
+        let first = try PushResponse(json: try #require(device.push(changes).json))
+        #expect(first.acknowledged == 3 && first.applied == 3)
+        let before = try device.pullAll()
+        let retry = try PushResponse(json: try #require(device.push(changes).json))
+        #expect(retry.acknowledged == 3 && retry.applied == 0)
+        let after = try device.pullAll()
+        #expect(after.cursor == before.cursor, "no new sequence numbers")
+        // An overlapping push applies only what is new.
+        let more = [device.change("d.com", ["browser": .string("w")])]
+        let overlap = try PushResponse(json: try #require(device.push(changes + more).json))
+        #expect(overlap.acknowledged == 4 && overlap.applied == 1)
+    }
+
+    @Test func aGapIsRefused() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
+        device.nextSequence = 5
+        let gap = try device.push([device.change("e.com", ["browser": .string("x")])])
+        #expect(gap.status == 409 && gap.errorCode == "gap")
+        #expect(gap.text.contains("expects 2"))
+        #expect(try device.pullAll().records.count == 1)
+    }
+
+    @Test func pullPagesInSequenceOrder() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let changes = (0..<25).map { device.change("site\($0).example", ["browser": .string("b\($0)")]) }
+        #expect(try device.push(changes).status == 200)
+        var cursor: Int64 = 0
+        var seen: [Int64] = []
+        var pages = 0
+        while true {
+            let page = try PullResponse(json: try #require(device.pull(since: cursor, limit: 10).json))
+            seen += page.changes.map(\.sequence)
+            cursor = page.next
+            pages += 1
+            if !page.more { break }
+        }
+        #expect(pages == 3)
+        #expect(seen == Array(1...25))
+        let empty = try PullResponse(json: try #require(device.pull(since: cursor).json))
+        #expect(empty.changes.isEmpty && !empty.more && empty.next == cursor)
+    }
+
+    @Test func stampsTooFarAheadAreRefusedWithTheOffset() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let response = try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 600_000)])
+        #expect(response.status == 422 && response.errorCode == "clock_skew")
+        #expect(response.text.contains("600") || response.text.contains("599"))
+        #expect(try device.pullAll().records.isEmpty)
+    }
+
+    @Test func devicesPushOnlyTheirOwnStampsWithTheirOwnToken() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
+        // The same token from a second replica (another device id) is refused.
+        let impostor = TestDevice(client: device.client, token: device.token, deviceID: "other-replica")
+        impostor.nextSequence = 2
+        let mismatch = try impostor.push([impostor.change("b.com", ["browser": .string("y")])])
+        #expect(mismatch.status == 409 && mismatch.errorCode == "device_mismatch")
+        // A stamp of another device inside a push is refused.
+        var forged = device.change("c.com", ["browser": .string("z")])
+        forged.state.fields["browser"]?.stamp = HLCTimestamp(wallMillis: 1, counter: 0, device: "someone-else")
+        let foreign = try device.push([forged])
+        #expect(foreign.status == 422 && foreign.errorCode == "foreign_stamp")
+    }
+
+    @Test func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner() throws {
+        let fixture = try ServerFixture()
+        let laptop = try fixture.device("alice", "laptop")
+        let desktop = try fixture.device("alice", "desktop")
+        let early = laptop.change("github.com", ["browser": .string("firefox"), "priority": .int(1)])
+        usleep(5_000)
+        let late = desktop.change("github.com", ["browser": .string("chrome")])
+        #expect(try desktop.push([late]).status == 200)
+        let response = try PushResponse(json: try #require(laptop.push([early]).json))
+        #expect(response.lost.map(\.field) == ["browser"])
+        #expect(response.lost.first?.winner.value == .string("chrome"))
+        let record = try #require(try laptop.pullAll().records["rules/github.com"])
+        #expect(record.state.values == ["browser": .string("chrome"), "priority": .int(1)])
+        #expect(record.state.versions == VersionVector(["alice-laptop": 1, "alice-desktop": 1]))
+        #expect(response.clock > late.state.fields["browser"]!.stamp, "the server's clock moved past what it saw")
+    }
+
+    @Test func badRequestsGetClearErrors() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let cases: [(String, String)] = [
+            ("not json", "not JSON"),
+            ("[]", "must be a JSON object"),
+            (#"{"device":"d","from":1,"to":2,"changes":[]}"#, "numbered 1 to 2"),
+            (#"{"device":"d","from":0,"to":0,"changes":[]}"#, "1 <= from <= to"),
+            (#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"tabs","key":"k","fields":{},"versions":{}}]}"#, "browsers, rules or settings"),
+            (#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{"a":{"v":1,"s":"bad"}},"versions":{}}]}"#, "HLC stamp"),
+        ]
+        for (body, message) in cases {
+            let response = try device.client.send(method: "POST", target: "/v1/push", headers: device.authorization, body: Array(body.utf8))
+            #expect(response.status == 400 && response.errorCode == "bad_request", "\(body)")
+            #expect(response.text.contains(message), "\(response.text)")
+        }
+        #expect(try device.client.send(method: "GET", target: "/v1/pull?since=-1", headers: device.authorization).status == 400)
+        #expect(try device.client.send(method: "GET", target: "/v1/pull?limit=0", headers: device.authorization).status == 400)
+        #expect(try device.client.send(method: "GET", target: "/v1/push", headers: device.authorization).status == 405)
+        #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
+    }
+
+    @Test func healthAndMetrics() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let health = try device.client.send(method: "GET", target: "/v1/health")
+        #expect(health.status == 200 && health.json == .object(["status": .string("ok"), "epoch": .string(fixture.store.epoch), "version": .string(brsyncdVersion)]))
+        #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
+        _ = try device.pull()
+        let metrics = try device.client.send(method: "GET", target: "/metrics").text
+        #expect(metrics.contains(#"brsyncd_requests_total{route="/v1/push",status="200"} 1"#))
+        #expect(metrics.contains("brsyncd_records 1"))
+        #expect(metrics.contains("brsyncd_pushes_total 1"))
+        #expect(metrics.contains("brsyncd_open_connections 1"))
+        #expect(metrics.contains(#"brsyncd_request_duration_milliseconds_bucket{le="+Inf"}"#))
+    }
+
+    /// Pushes commit while a device pulls in a loop: the puller ends with
+    /// exactly the server's state, so no pull skipped a concurrent commit.
+    @Test func pullsNeverSkipConcurrentCommits() throws {
+        let fixture = try ServerFixture()
+        let writers = try (0..<4).map { try fixture.device("alice", "writer\($0)") }
+        let reader = try fixture.device("alice", "reader")
+        let finished = LockedFlag()
+        let group = DispatchGroup()
+        for (index, writer) in writers.enumerated() {
+            group.enter()
+            DispatchQueue.global().async {
+                defer { group.leave() }
+                for round in 0..<15 {
+                    // Overlapping keys: writers also update each other's records.
+                    let changes = (0..<5).map { writer.change("site\((round * 5 + $0 + index) % 40).example", ["browser": .string("w\(index)-\(round)")]) }
+                    _ = try? writer.push(changes)
+                }
+            }
+        }
+        group.notify(queue: .global()) { finished.set() }
+        var cursor: Int64 = 0
+        var mirror: [String: ChangeRecord] = [:]
+        var rounds = 0
+        while !finished.isSet || rounds < 2 {
+            if finished.isSet { rounds += 1 }
+            let page = try PullResponse(json: try #require(reader.pull(since: cursor, limit: 7).json))
+            for change in page.changes {
+                #expect(change.sequence > cursor)
+                mirror[change.key] = change
+            }
+            cursor = page.next
+            if !page.more && !finished.isSet { usleep(2_000) }
+        }
+        let truth = try reader.pullAll().records
+        #expect(mirror.count == truth.count)
+        for (key, record) in truth {
+            #expect(mirror[String(key.dropFirst("rules/".count))]?.state == record.state, "\(key) was skipped")
+        }
+    }
+}
+
+/// A flag set by one thread and read by another.
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
