@@ -188,16 +188,16 @@ import TestSupport
         group.notify(queue: .global()) { finished.set() }
         var cursor: Int64 = 0
         var mirror: [String: ChangeRecord] = [:]
-        var rounds = 0
-        while !finished.isSet || rounds < 2 {
-            if finished.isSet { rounds += 1 }
+        while true {
+            let writersDone = finished.isSet // read before pulling: a drain after this sees every commit
             let page = try PullResponse(json: try #require(reader.pull(since: cursor, limit: 7).json))
             for change in page.changes {
                 #expect(change.sequence > cursor)
                 mirror[change.key] = change
             }
             cursor = page.next
-            if !page.more && !finished.isSet { usleep(2_000) }
+            if !page.more && writersDone { break }
+            if !page.more { usleep(2_000) }
         }
         let truth = try reader.pullAll().records
         #expect(mirror.count == truth.count)

@@ -1,0 +1,263 @@
+import Foundation
+import HTTP
+import Model
+import Net
+import Storage
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// The real `brsyncd` binary, in a temporary folder.
+@Suite struct BrsyncdCommandTests {
+    let binary = ProcessRunner.binary("brsyncd")
+
+    func run(_ arguments: [String], db: String? = nil) throws -> ProcessResult {
+        try ProcessRunner.run(binary, arguments, environment: db.map { ["BRSYNCD_DB": $0] } ?? [:])
+    }
+
+    @Test func accountsAndDevices() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let db = directory.file("store.sqlite")
+        #expect(try run(["account", "add", "alice"], db: db).status == 0)
+        let added = try run(["device", "add", "alice", "laptop", "--db", db])
+        #expect(added.status == 0)
+        let token = try #require(added.stdout.split(separator: "\n").last.map(String.init))
+        #expect(token.hasPrefix("brs_") && token.count == 47)
+        let store = try ServerStore(path: db)
+        #expect(try store.authenticate(token: token).name == "laptop")
+        let list = try run(["device", "list", "alice"], db: db)
+        #expect(list.stdout.contains("laptop\tactive\tlast seen never"))
+        #expect(!list.stdout.contains(token), "tokens are never shown again")
+        #expect(try run(["device", "revoke", "alice", "laptop"], db: db).status == 0)
+        #expect(try run(["device", "list", "alice"], db: db).stdout.contains("revoked"))
+        #expect(try run(["account", "list"], db: db).stdout.contains("alice\t1 device(s)\t0 record(s)"))
+        #expect(try run(["account", "rm", "alice"], db: db).status == 0)
+        #expect(try run(["account", "list"], db: db).stdout.contains("no accounts"))
+        // The token hash is all the store holds.
+        let raw = try Data(contentsOf: URL(fileURLWithPath: db))
+        #expect(raw.range(of: Data(token.utf8)) == nil)
+    }
+
+    static let badCommands: [([String], String)] = [
+        (["account", "add", "alice"], "exists already"),
+        (["account", "add", " "], "1 to 64 characters"),
+        (["account", "rm", "nobody"], "no account named 'nobody'"),
+        (["device", "add", "nobody", "x"], "no account named 'nobody'"),
+        (["device", "add", "alice", "laptop"], "has a device named 'laptop' already"),
+        (["device", "revoke", "alice", "ghost"], "no device named 'ghost'"),
+        (["device", "list", "nobody"], "no account"),
+        (["serve"], "--cert FILE and --key FILE are required"),
+        (["serve", "--cert", "/nonexistent.pem", "--key", "/nonexistent.key"], "cannot read /nonexistent.pem"),
+        (["serve", "--insecure-plaintext", "--listen", "nonsense"], "no port"),
+        (["serve", "--insecure-plaintext", "--listen", "127.0.0.1:99999"], "not a port"),
+        (["serve", "--insecure-plaintext", "--max-connections", "0"], "positive"),
+        (["serve", "--insecure-plaintext", "--log-level", "loud"], "--log-level"),
+        (["backup", "/nonexistent-dir/backup.sqlite"], "cannot create"),
+        (["frobnicate"], "Unexpected argument"),
+    ]
+
+    @Test("bad input: exit 2, one line", arguments: badCommands)
+    func badCommand(_ row: ([String], String)) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let db = directory.file("store.sqlite")
+        _ = try run(["account", "add", "alice"], db: db)
+        _ = try run(["device", "add", "alice", "laptop"], db: db)
+        let result = try run(row.0, db: db)
+        #expect(result.status == 2, "\(row.0): \(result)")
+        #expect(result.stderr.hasPrefix("brsyncd: error: ") && result.stderr.contains(row.1), "\(result.stderr)")
+        if row.1 != "Unexpected argument" { // usage errors add the usage after the error line
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+    }
+
+    @Test func noStoreGiven() throws {
+        let result = try run(["account", "list"])
+        #expect(result.status == 2 && result.stderr.contains("--db PATH or set BRSYNCD_DB"))
+    }
+
+    @Test func unusableStoresAreLeftUntouched() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let garbage = directory.file("garbage.sqlite")
+        try Data(String(repeating: "junk", count: 1000).utf8).write(to: URL(fileURLWithPath: garbage))
+        let other = directory.file("other.sqlite")
+        try Database(path: other).execute("CREATE TABLE photos (x)")
+        let newer = directory.file("newer.sqlite")
+        _ = try ServerStore(path: newer)
+        try Database(path: newer).execute("PRAGMA user_version = 9")
+        for (file, message) in [(garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 9")] {
+            let before = try Data(contentsOf: URL(fileURLWithPath: file))
+            let result = try run(["account", "list"], db: file)
+            #expect(result.status == 2 && result.stderr.contains(message), "\(result)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
+        }
+    }
+
+    @Test func keyThatDoesNotMatchAndPortInUse() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let authority = try CertificateAuthority()
+        let one = try authority.issue(hosts: ["localhost"])
+        let two = try authority.issue(hosts: ["localhost"])
+        try one.certificatePEM.write(toFile: directory.file("one.pem"), atomically: true, encoding: .utf8)
+        try two.privateKeyPEM.write(toFile: directory.file("two.key"), atomically: true, encoding: .utf8)
+        let mismatch = try run(["serve", "--cert", directory.file("one.pem"), "--key", directory.file("two.key")], db: directory.file("s.sqlite"))
+        #expect(mismatch.status == 2 && mismatch.stderr.contains("does not match the certificate"), "\(mismatch)")
+
+        let busy = try Socket.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
+        let inUse = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:\(busy.localPort)"], db: directory.file("s.sqlite"))
+        #expect(inUse.status == 2 && inUse.stderr.contains("the port is in use"), "\(inUse)")
+    }
+}
+
+/// `brsyncd serve` as a real process.
+@Suite(.serialized) struct BrsyncdProcessTests {
+    let binary = ProcessRunner.binary("brsyncd")
+
+    struct Running {
+        let process: BackgroundProcess
+        let port: UInt16
+    }
+
+    func serve(_ directory: TemporaryDirectory, db: String, extra: [String] = []) throws -> Running {
+        let process = try BackgroundProcess(binary, ["serve", "--db", db, "--listen", "127.0.0.1:0",
+                                                     "--cert", directory.file("server.pem"), "--key", directory.file("server.key")] + extra)
+        let port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
+        return Running(process: process, port: port)
+    }
+
+    func writeCertificates(_ directory: TemporaryDirectory, authority: CertificateAuthority) throws {
+        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
+        try authority.certificatePEM.write(toFile: directory.file("ca.pem"), atomically: true, encoding: .utf8)
+        try issued.certificatePEM.write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: directory.file("server.key"), atomically: true, encoding: .utf8)
+    }
+
+    func device(_ port: UInt16, caFile: String, token: String, id: String) throws -> TestDevice {
+        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                                      tls: try TLSContext.client(caFile: caFile)))
+        return TestDevice(client: client, token: token, deviceID: id)
+    }
+
+    /// kill -9 during concurrent pushes: after a restart every acknowledged
+    /// change is there and the database passes its integrity check.
+    @Test func everyAcknowledgedPushSurvivesKillDashNine() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try writeCertificates(directory, authority: try CertificateAuthority())
+        let db = directory.file("store.sqlite")
+        let store = try ServerStore(path: db)
+        try store.addAccount("alice")
+        let tokens = try (0..<4).map { try store.addDevice(account: "alice", name: "d\($0)") }
+        store.close()
+        let running = try serve(directory, db: db)
+        let acknowledged = LockedKeys()
+        let group = DispatchGroup()
+        for (index, token) in tokens.enumerated() {
+            group.enter()
+            let caFile = directory.file("ca.pem")
+            let port = running.port
+            DispatchQueue.global().async {
+                defer { group.leave() }
+                guard let device = try? device(port, caFile: caFile, token: token, id: "dev\(index)") else { return }
+                for round in 0..<400 {
+                    let changes = (0..<3).map { device.change("d\(index)-r\(round)-\($0).example", ["browser": .string("b")]) }
+                    guard let response = try? device.push(changes), response.status == 200 else { return } // the server died
+                    acknowledged.add(changes.map { "rules/\($0.key)" })
+                }
+            }
+        }
+        // Kill while pushes are in flight.
+        for _ in 0..<500 where acknowledged.count < 60 { usleep(10_000) }
+        kill(running.process.process.processIdentifier, SIGKILL)
+        group.wait()
+        #expect(acknowledged.count >= 60, "pushes were acknowledged before the kill")
+
+        let restarted = try serve(directory, db: db)
+        defer { restarted.process.stop() }
+        let reader = try device(restarted.port, caFile: directory.file("ca.pem"), token: tokens[0], id: "dev0")
+        let stored = try reader.pullAll(limit: 1000).records
+        let missing = acknowledged.all.subtracting(stored.keys)
+        #expect(missing.isEmpty, "acknowledged but lost: \(missing.sorted().prefix(5))")
+        #expect(try Database(path: db, mode: .readOnly).scalar("PRAGMA integrity_check") == .text("ok"))
+    }
+
+    @Test func sigtermStopsGracefullyAndSighupReloadsTheCertificate() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try writeCertificates(directory, authority: try CertificateAuthority(name: "first CA"))
+        let firstCA = directory.file("first-ca.pem")
+        try FileManager.default.copyItem(atPath: directory.file("ca.pem"), toPath: firstCA)
+        let db = directory.file("store.sqlite")
+        let running = try serve(directory, db: db)
+        let health = { (caFile: String) throws -> Int in
+            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: running.port), serverName: "localhost",
+                                          tls: try TLSContext.client(caFile: caFile)))
+            return try client.send(method: "GET", target: "/v1/health").status
+        }
+        #expect(try health(firstCA) == 200)
+        // New files from another CA, then SIGHUP: new connections get the new certificate.
+        try writeCertificates(directory, authority: try CertificateAuthority(name: "second CA"))
+        kill(running.process.process.processIdentifier, SIGHUP)
+        _ = try running.process.waitFor("reloaded the TLS certificate")
+        #expect(try health(directory.file("ca.pem")) == 200)
+        #expect(throws: NetError.self) { _ = try health(firstCA) }
+        // A broken file on reload keeps the old certificate.
+        try "not a certificate".write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
+        kill(running.process.process.processIdentifier, SIGHUP)
+        _ = try running.process.waitFor("certificate reload failed")
+        #expect(try health(directory.file("ca.pem")) == 200)
+
+        #expect(running.process.stop(signal: SIGTERM) == 0)
+        #expect(running.process.text.contains("stopped"))
+    }
+
+    @Test func onlineBackupWhileServing() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try writeCertificates(directory, authority: try CertificateAuthority())
+        let db = directory.file("store.sqlite")
+        let store = try ServerStore(path: db)
+        try store.addAccount("alice")
+        let token = try store.addDevice(account: "alice", name: "laptop")
+        let epoch = store.epoch
+        store.close()
+        let running = try serve(directory, db: db)
+        defer { running.process.stop() }
+        let device = try device(running.port, caFile: directory.file("ca.pem"), token: token, id: "laptop")
+        #expect(try device.push((0..<10).map { device.change("s\($0).example", ["browser": .string("x")]) }).status == 200)
+        let backup = directory.file("backup.sqlite")
+        let result = try ProcessRunner.run(binary, ["backup", backup, "--db", db])
+        #expect(result.status == 0, "\(result)")
+        let copy = try ServerStore(path: backup)
+        #expect(copy.epoch != epoch, "a restored backup is a new epoch")
+        #expect(try copy.counts().records == 10)
+        #expect(try ProcessRunner.run(binary, ["backup", backup, "--db", db]).stderr.contains("exists already"))
+    }
+
+    @Test func devPrintsWhatAClientNeeds() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let process = try BackgroundProcess(binary, ["dev", "--dir", directory.file("dev"), "--listen", "127.0.0.1:0"])
+        defer { process.stop() }
+        let url = try process.waitFor(#"serving (https://127\.0\.0\.1:\d+)"#)
+        let caFile = try process.waitFor(#"CA file:\s+(\S+)"#)
+        let token = try process.waitFor(#"token:\s+(brs_\S+)"#)
+        let port = try #require(UInt16(url.split(separator: ":").last ?? ""))
+        let device = try device(port, caFile: caFile, token: token, id: "laptop")
+        #expect(try device.pull().status == 200)
+        #expect(process.stop(signal: SIGINT) == 0)
+    }
+}
+
+/// Keys acknowledged by several threads.
+final class LockedKeys: @unchecked Sendable {
+    private let lock = NSLock()
+    private var keys: Set<String> = []
+    func add(_ new: [String]) { lock.lock(); keys.formUnion(new); lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return keys.count }
+    var all: Set<String> { lock.lock(); defer { lock.unlock() }; return keys }
+}
