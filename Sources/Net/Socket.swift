@@ -10,7 +10,15 @@ public final class Socket: @unchecked Sendable {
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
+        _ = Self.ignoreBrokenPipes
     }
+
+    /// A peer that closes while we write must be an error (EPIPE), not the end
+    /// of the process: OpenSSL writes with write(2), which raises SIGPIPE.
+    /// Done once, the first time a socket exists.
+    private static let ignoreBrokenPipes: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
 
     deinit { close() }
 

@@ -44,7 +44,7 @@ public enum ProcessRunner {
         process.standardError = err
         process.standardInput = input
         try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) } // the program may exit without reading
         try? input.fileHandleForWriting.close()
         // Read both pipes while the process runs, so a large output cannot block it.
         let outData = LockedData()
