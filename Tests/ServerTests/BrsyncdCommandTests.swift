@@ -261,3 +261,30 @@ final class LockedKeys: @unchecked Sendable {
     var count: Int { lock.lock(); defer { lock.unlock() }; return keys.count }
     var all: Set<String> { lock.lock(); defer { lock.unlock() }; return keys }
 }
+
+@Suite struct DeployTests {
+    /// The systemd unit passes `systemd-analyze verify` (with ExecStart pointing
+    /// at the built binary, as an install would).
+    @Test func systemdUnitVerifies() throws {
+        let analyze = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: analyze) else {
+            Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
+            return
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let unit = try String(contentsOf: root.appendingPathComponent("Deploy/brsyncd.service"), encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/local/bin/brsyncd serve"))
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file("brsyncd.service")
+        try unit.replacingOccurrences(of: "/usr/local/bin/brsyncd", with: ProcessRunner.binary("brsyncd"))
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try ProcessRunner.run(analyze, ["verify", file])
+        #expect(result.status == 0, "\(result)")
+        #expect(!result.stderr.contains("brsyncd.service"), "\(result.stderr)")
+        for setting in ["DynamicUser=yes", "StateDirectory=brsyncd", "ProtectSystem=strict", "NoNewPrivileges=yes",
+                        "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX"] {
+            #expect(unit.contains(setting), "\(setting)")
+        }
+    }
+}
