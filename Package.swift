@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "Model", targets: ["Model"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
+        .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -73,6 +74,12 @@ let package = Package(
             name: "brsync-bench",
             dependencies: ["Model", "Replica"],
             path: "Benchmarks/SelectorBenchmark"
+        ),
+
+        .executableTarget(
+            name: "brsyncd-bench",
+            dependencies: ["BrsyncServer", "Net", "HTTP", "SyncCore", "Model"],
+            path: "Benchmarks/ServerBenchmark"
         ),
 
         // MARK: Tests

@@ -2,77 +2,98 @@ import HTTP
 import Synchronization
 
 /// Counters and a latency histogram, rendered as Prometheus text at `/metrics`.
+/// Every counter is an atomic: request threads never wait on each other here.
 public final class ServerMetrics: Sendable {
+    static let routes = ["/v1/push", "/v1/pull", "/v1/health", "/metrics", "other"]
+    static let statuses = [200, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422, 429, 431, 500, 503, 505]
     static let buckets: [Double] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000]
 
-    private struct State {
-        var requests: [String: Int] = [:] // "route|status"
-        var bucketCounts = [Int](repeating: 0, count: ServerMetrics.buckets.count)
-        var latencyCount = 0
-        var latencySum = 0.0
-        var pushes = 0
-        var pulls = 0
-        var recordsApplied = 0
-        var rejectedConnections = 0
+    /// requests[route][status], the last status slot counting any other status.
+    private let requests: [[Counter]]
+    private let otherStatuses: [Counter]
+    private let bucketCounts: [Counter]
+    private let latencyCount = Atomic<Int>(0)
+    private let latencySumMicroseconds = Atomic<Int>(0)
+    private let pushes = Atomic<Int>(0)
+    private let pulls = Atomic<Int>(0)
+    private let recordsApplied = Atomic<Int>(0)
+    private let rejectedConnections = Atomic<Int>(0)
+
+    public init() {
+        requests = Self.routes.map { _ in Self.statuses.map { _ in Counter() } }
+        otherStatuses = Self.routes.map { _ in Counter() }
+        bucketCounts = Self.buckets.map { _ in Counter() }
     }
 
-    private let state = Mutex(State())
-
-    public init() {}
-
-    /// The route label of a path: one of the API's routes, or `other`.
-    static func route(_ path: Substring) -> String {
+    /// The index of a path's route label (one of the API's routes, or `other`).
+    static func routeIndex(_ path: Substring) -> Int {
         switch path {
-        case "/v1/push", "/v1/pull", "/v1/health", "/metrics": return String(path)
-        default: return "other"
+        case "/v1/push": return 0
+        case "/v1/pull": return 1
+        case "/v1/health": return 2
+        case "/metrics": return 3
+        default: return 4
         }
     }
 
     public func requestFinished(path: Substring, status: Int, milliseconds: Double) {
-        let route = Self.route(path)
-        state.withLock { state in
-            state.requests["\(route)|\(status)", default: 0] += 1
-            state.latencyCount += 1
-            state.latencySum += milliseconds
-            for (index, bound) in Self.buckets.enumerated() where milliseconds <= bound { state.bucketCounts[index] += 1 }
+        let route = Self.routeIndex(path)
+        if let index = Self.statuses.firstIndex(of: status) {
+            requests[route][index].value.add(1, ordering: .relaxed)
+        } else {
+            otherStatuses[route].value.add(1, ordering: .relaxed)
+        }
+        latencyCount.add(1, ordering: .relaxed)
+        latencySumMicroseconds.add(Int(milliseconds * 1000), ordering: .relaxed)
+        for (index, bound) in Self.buckets.enumerated() where milliseconds <= bound {
+            bucketCounts[index].value.add(1, ordering: .relaxed)
         }
     }
 
     public func pushed(applied: Int) {
-        state.withLock { $0.pushes += 1; $0.recordsApplied += applied }
+        pushes.add(1, ordering: .relaxed)
+        recordsApplied.add(applied, ordering: .relaxed)
     }
 
-    public func pulled() {
-        state.withLock { $0.pulls += 1 }
-    }
+    public func pulled() { pulls.add(1, ordering: .relaxed) }
 
-    public func connectionRejected() {
-        state.withLock { $0.rejectedConnections += 1 }
-    }
+    public func connectionRejected() { rejectedConnections.add(1, ordering: .relaxed) }
 
     /// Prometheus text exposition format 0.0.4.
     public func render(openConnections: Int, records: Int, devices: Int, accounts: Int) -> String {
-        let snapshot = state.withLock { $0 }
         var text = "# HELP brsyncd_requests_total HTTP requests by route and status.\n# TYPE brsyncd_requests_total counter\n"
-        for key in snapshot.requests.keys.sorted() {
-            let parts = key.split(separator: "|")
-            text += "brsyncd_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(snapshot.requests[key] ?? 0)\n"
+        for (routeIndex, route) in Self.routes.enumerated() {
+            for (statusIndex, status) in Self.statuses.enumerated() {
+                let count = requests[routeIndex][statusIndex].value.load(ordering: .relaxed)
+                if count > 0 { text += "brsyncd_requests_total{route=\"\(route)\",status=\"\(status)\"} \(count)\n" }
+            }
+            let other = otherStatuses[routeIndex].value.load(ordering: .relaxed)
+            if other > 0 { text += "brsyncd_requests_total{route=\"\(route)\",status=\"other\"} \(other)\n" }
         }
         text += "# HELP brsyncd_request_duration_milliseconds Time to handle a request.\n# TYPE brsyncd_request_duration_milliseconds histogram\n"
         for (index, bound) in Self.buckets.enumerated() {
-            text += "brsyncd_request_duration_milliseconds_bucket{le=\"\(bound)\"} \(snapshot.bucketCounts[index])\n"
+            text += "brsyncd_request_duration_milliseconds_bucket{le=\"\(bound)\"} \(bucketCounts[index].value.load(ordering: .relaxed))\n"
         }
-        text += "brsyncd_request_duration_milliseconds_bucket{le=\"+Inf\"} \(snapshot.latencyCount)\n"
-        text += "brsyncd_request_duration_milliseconds_sum \(snapshot.latencySum)\n"
-        text += "brsyncd_request_duration_milliseconds_count \(snapshot.latencyCount)\n"
-        text += "# HELP brsyncd_open_connections Connections being served.\n# TYPE brsyncd_open_connections gauge\nbrsyncd_open_connections \(openConnections)\n"
-        text += "# HELP brsyncd_rejected_connections_total Connections refused (cap, handshake, bad request).\n# TYPE brsyncd_rejected_connections_total counter\nbrsyncd_rejected_connections_total \(snapshot.rejectedConnections)\n"
-        text += "# HELP brsyncd_records Records stored.\n# TYPE brsyncd_records gauge\nbrsyncd_records \(records)\n"
-        text += "# HELP brsyncd_devices Devices registered.\n# TYPE brsyncd_devices gauge\nbrsyncd_devices \(devices)\n"
-        text += "# HELP brsyncd_accounts Accounts.\n# TYPE brsyncd_accounts gauge\nbrsyncd_accounts \(accounts)\n"
-        text += "# HELP brsyncd_pushes_total Pushes accepted.\n# TYPE brsyncd_pushes_total counter\nbrsyncd_pushes_total \(snapshot.pushes)\n"
-        text += "# HELP brsyncd_pulls_total Pulls answered.\n# TYPE brsyncd_pulls_total counter\nbrsyncd_pulls_total \(snapshot.pulls)\n"
-        text += "# HELP brsyncd_records_applied_total Pushed record versions merged into the store.\n# TYPE brsyncd_records_applied_total counter\nbrsyncd_records_applied_total \(snapshot.recordsApplied)\n"
+        let count = latencyCount.load(ordering: .relaxed)
+        text += "brsyncd_request_duration_milliseconds_bucket{le=\"+Inf\"} \(count)\n"
+        text += "brsyncd_request_duration_milliseconds_sum \(Double(latencySumMicroseconds.load(ordering: .relaxed)) / 1000)\n"
+        text += "brsyncd_request_duration_milliseconds_count \(count)\n"
+        func gauge(_ name: String, _ help: String, _ type: String, _ value: Int) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
+        }
+        gauge("brsyncd_open_connections", "Connections being served.", "gauge", openConnections)
+        gauge("brsyncd_rejected_connections_total", "Connections refused (cap, handshake, bad request).", "counter", rejectedConnections.load(ordering: .relaxed))
+        gauge("brsyncd_records", "Records stored.", "gauge", records)
+        gauge("brsyncd_devices", "Devices registered.", "gauge", devices)
+        gauge("brsyncd_accounts", "Accounts.", "gauge", accounts)
+        gauge("brsyncd_pushes_total", "Pushes accepted.", "counter", pushes.load(ordering: .relaxed))
+        gauge("brsyncd_pulls_total", "Pulls answered.", "counter", pulls.load(ordering: .relaxed))
+        gauge("brsyncd_records_applied_total", "Pushed record versions merged into the store.", "counter", recordsApplied.load(ordering: .relaxed))
         return text
     }
+}
+
+/// An atomic counter that can live in an array (`Atomic` itself cannot be copied).
+final class Counter: Sendable {
+    let value = Atomic<Int>(0)
 }

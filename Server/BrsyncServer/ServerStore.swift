@@ -55,7 +55,7 @@ public final class ServerStore: Sendable {
     public let path: String
     private let pool: ConnectionPool
     /// The server's clock: stamps its answers, observes every pushed stamp.
-    private let clock: Mutex<HybridLogicalClock>
+    private let clock: AtomicClock
     public let epoch: String
     public static let serverDevice = "server"
 
@@ -87,7 +87,7 @@ public final class ServerStore: Sendable {
             }
             let lastStamp = try first.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue.flatMap(HLCTimestamp.init(text:))
             self.epoch = epoch
-            clock = Mutex(HybridLogicalClock(device: Self.serverDevice, last: lastStamp))
+            clock = AtomicClock(device: Self.serverDevice, last: lastStamp)
             var handedFirst = false
             pool = try ConnectionPool(path: path, size: max(1, connections)) {
                 let database: Database
@@ -128,7 +128,7 @@ public final class ServerStore: Sendable {
 
     /// A fresh stamp of the server's clock (sent with every answer).
     public func clockStamp() -> HLCTimestamp {
-        clock.withLock { $0.tick(wallMillis: Self.nowMillis()) }
+        clock.tick(wallMillis: Self.nowMillis())
     }
 
     // MARK: - Accounts and devices
@@ -256,9 +256,12 @@ public final class ServerStore: Sendable {
     /// - Throws: ``ServerError/unauthorized(_:)`` for an unknown token,
     ///   ``ServerError/revoked`` for a revoked one.
     public func authenticate(token: String) throws -> Device {
+        try withDatabase { database in try authenticate(token: token, in: database) }
+    }
+
+    func authenticate(token: String, in database: Database) throws -> Device {
         let hash = Tokens.hash(token)
-        let found = try withDatabase { database in
-            try database.queryFirst(
+        let found = try database.queryFirst(
                 """
                 SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor, token_hash
                 FROM devices WHERE token_hash = ?
@@ -268,7 +271,6 @@ public final class ServerStore: Sendable {
                 guard case .blob(let stored) = row[8], Crypto.constantTimeEqual(stored, hash) else { return nil }
                 return Self.device(row)
             }
-        }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }
         guard !device.revoked else { throw ServerError.revoked }
         return device
@@ -343,12 +345,10 @@ public final class ServerStore: Sendable {
                 return (max(last, request.to), applied, lost)
             }
         }
-        let stamp = clock.withLock { clock -> HLCTimestamp in
-            for change in request.changes {
-                for register in change.state.fields.values { clock.observe(register.stamp, wallMillis: now) }
-            }
-            return clock.tick(wallMillis: now)
+        if let newest = request.changes.lazy.flatMap({ $0.state.fields.values.map(\.stamp) }).max() {
+            clock.observe(newest, wallMillis: now)
         }
+        let stamp = clock.tick(wallMillis: now)
         return PushResponse(acknowledged: acknowledged, applied: applied, clock: stamp, epoch: epoch, lost: lost)
     }
 
@@ -357,10 +357,30 @@ public final class ServerStore: Sendable {
     /// which SQLite serialises, and a read sees whole transactions only: a pull
     /// never skips a change that commits while it runs.
     public func pull(since cursor: Int64, limit: Int, device: Device) throws -> PullResponse {
-        let rows = try withDatabase { database in
-            let rows = try database.query(
+        try withDatabase { database in try pull(since: cursor, limit: limit, device: device, in: database) }
+    }
+
+    /// Authenticates `token` and pulls for its device with one borrowed
+    /// connection and one read transaction (the hot path of every sync).
+    public func pull(token: String, since cursor: Int64, limit: Int) throws -> PullResponse {
+        try withDatabase { database in
+            let (device, rows) = try database.transaction(.deferred) {
+                let device = try authenticate(token: token, in: database)
+                return (device, try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database))
+            }
+            return try finishPull(rows, since: cursor, limit: limit, device: device, in: database)
+        }
+    }
+
+    private func pull(since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> PullResponse {
+        let rows = try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database)
+        return try finishPull(rows, since: cursor, limit: limit, device: device, in: database)
+    }
+
+    private func pullRows(since cursor: Int64, limit: Int, accountID: Int64, in database: Database) throws -> [ChangeRecord] {
+            try database.query(
                 "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                [.integer(device.accountID), .integer(cursor), .integer(Int64(limit + 1))]
+                [.integer(accountID), .integer(cursor), .integer(Int64(limit + 1))]
             ) { row -> ChangeRecord in
                 guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                     throw ServerError.storeUnusable("a stored record has an unknown collection")
@@ -368,11 +388,17 @@ public final class ServerStore: Sendable {
                 return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
                                     state: try StoredRecord.decode(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
             }
-            try database.run(
-                "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
-                [.integer(cursor), .integer(Self.nowMillis()), .integer(device.id)])
-            return rows
-        }
+    }
+
+    private func finishPull(_ rows: [ChangeRecord], since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> PullResponse {
+            // Bookkeeping writes only when something moved: a no-change pull
+            // (the common case, every few minutes per machine) stays a pure read.
+            let now = Self.nowMillis()
+            if cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000 {
+                try database.run(
+                    "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
+                    [.integer(cursor), .integer(now), .integer(device.id)])
+            }
         let more = rows.count > limit
         let page = Array(rows.prefix(limit))
         return PullResponse(changes: page, next: page.last?.sequence ?? cursor, more: more, epoch: epoch, clock: clockStamp())
@@ -407,7 +433,7 @@ public final class ServerStore: Sendable {
 
     /// Persists the clock's high-water mark (at shutdown).
     public func saveClock() {
-        let last = clock.withLock { $0.last }
+        let last = clock.last
         _ = try? withDatabase { database in
             try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(last.description)])
         }

@@ -77,6 +77,11 @@ public final class SyncAPI: Sendable {
 
     /// The device named by the request's bearer token.
     func authenticate(_ request: HTTPRequest) throws -> ServerStore.Device {
+        try store.authenticate(token: try bearerToken(request))
+    }
+
+    /// The token of `Authorization: Bearer TOKEN`.
+    func bearerToken(_ request: HTTPRequest) throws -> String {
         guard let header = request.headers["Authorization"] else {
             throw ServerError.unauthorized("this endpoint needs 'Authorization: Bearer TOKEN'")
         }
@@ -84,7 +89,7 @@ public final class SyncAPI: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
             throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'")
         }
-        return try store.authenticate(token: String(parts[1]))
+        return String(parts[1])
     }
 
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -103,21 +108,25 @@ public final class SyncAPI: Sendable {
     }
 
     private func pull(_ request: HTTPRequest) throws -> HTTPResponse {
-        let device = try authenticate(request)
+        let token = try bearerToken(request)
         let query = request.queryItems
         var since: Int64 = 0
         if let text = query["since"] {
-            guard let value = Int64(text), value >= 0 else { throw ServerError.badRequest("since must be a cursor (a number 0 or more)") }
+            guard let value = Int64(text), value >= 0 else {
+                _ = try store.authenticate(token: token) // strangers learn nothing, not even about parameters
+                throw ServerError.badRequest("since must be a cursor (a number 0 or more)")
+            }
             since = value
         }
         var limit = configuration.defaultPullLimit
         if let text = query["limit"] {
             guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else {
+                _ = try store.authenticate(token: token)
                 throw ServerError.badRequest("limit must be a number from 1 to \(configuration.maxPullLimit)")
             }
             limit = value
         }
-        let response = try store.pull(since: since, limit: limit, device: device)
+        let response = try store.pull(token: token, since: since, limit: limit)
         metrics.pulled()
         return HTTPResponse.json(200, response.json.jsonText)
     }

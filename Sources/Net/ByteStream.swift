@@ -18,10 +18,14 @@ public final class PlainStream: ByteStream {
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
-        if let wakeup {
+        while true {
+            let count = Glibc.read(socket.descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            if errno == ECONNRESET { return 0 }
+            guard errno == EAGAIN || errno == EWOULDBLOCK else { throw .system("read", errno) }
             guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
         }
-        return try socket.read(into: buffer, deadline: deadline, what: what)
     }
 
     public func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError) {

@@ -183,13 +183,25 @@ public final class TLSStream: ByteStream {
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
-        if let wakeup, SSL_pending(ssl) == 0 {
-            guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
-        }
-        do {
-            return Int(try retry(what, deadline: deadline) { SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count)) })
-        } catch .closed {
-            return 0
+        // Read first and wait only when nothing is there: a waiting request
+        // costs no poll(2).
+        while true {
+            ERR_clear_error()
+            let result = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+            if result > 0 { return Int(result) }
+            switch SSL_get_error(ssl, result) {
+            case SSL_ERROR_WANT_READ:
+                guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            case SSL_ERROR_WANT_WRITE:
+                try socket.wait(for: Int16(POLLOUT), until: deadline, what: what)
+            case SSL_ERROR_ZERO_RETURN:
+                return 0
+            case SSL_ERROR_SYSCALL:
+                if errno == EPIPE || errno == ECONNRESET || errno == 0 { return 0 }
+                throw .system("TLS \(what)", errno)
+            default:
+                throw .tls(openSSLErrors("failed \(what)"))
+            }
         }
     }
 

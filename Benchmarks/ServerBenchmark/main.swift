@@ -1,0 +1,99 @@
+import BrsyncServer
+import Foundation
+import HTTP
+import Model
+import Net
+import SyncCore
+
+// Server benchmark helper (prints numbers; not a test), driven by Benchmarks/server.sh:
+//   brsyncd-bench setup DIR                 certificates, a store with one account and device
+//   brsyncd-bench push DIR PORT N           one push of N records: records/s applied
+//   brsyncd-bench idle DIR PORT N PID       N idle keep-alive TLS connections: the server's RSS
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("brsyncd-bench: \(message)\n".utf8))
+    exit(2)
+}
+guard let mode = arguments.first, arguments.count >= 2 else { fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID") }
+let directory = arguments[1]
+
+func client(port: UInt16) throws -> HTTPClient {
+    HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                     tls: try TLSContext.client(caFile: "\(directory)/ca.pem")))
+}
+
+func token() throws -> String {
+    try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+do {
+    switch mode {
+    case "setup":
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let authority = try CertificateAuthority(name: "brsyncd benchmark CA")
+        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
+        try authority.certificatePEM.write(toFile: "\(directory)/ca.pem", atomically: true, encoding: .utf8)
+        try issued.certificatePEM.write(toFile: "\(directory)/server.pem", atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: "\(directory)/server.key", atomically: true, encoding: .utf8)
+        let store = try ServerStore(path: "\(directory)/store.sqlite")
+        try store.addAccount("bench")
+        try store.addDevice(account: "bench", name: "laptop").write(toFile: "\(directory)/token", atomically: true, encoding: .utf8)
+        store.close()
+
+    case "push":
+        guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else { fail("push DIR PORT N") }
+        let http = try client(port: port)
+        var clock = HybridLogicalClock(device: "bench-laptop")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let changes = (1...count).map { index -> ChangeRecord in
+            let stamp = clock.tick(wallMillis: now)
+            let fields: [String: JSONValue] = [
+                "pattern": .string("site\(index).example"), "browser": .string(["firefox", "chrome"][index % 2]),
+                "priority": .int(Int64(index)), "createdAt": .int(now), "origin": .string("bench-laptop"), "deleted": .bool(false),
+            ]
+            return ChangeRecord(sequence: Int64(index), collection: .rules, key: "site\(index).example",
+                                state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["bench-laptop": 1])))
+        }
+        let body = Array(PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).json.jsonText.utf8)
+        let headers: HTTPHeaders = ["Authorization": "Bearer \(try token())", "Content-Type": "application/json"]
+        _ = try http.send(method: "GET", target: "/v1/health") // connect and handshake outside the timing
+        let start = Date()
+        let response = try http.send(method: "POST", target: "/v1/push", headers: headers, body: body)
+        let seconds = Date().timeIntervalSince(start)
+        guard response.status == 200 else { fail("push answered \(response.status): \(String(decoding: response.body, as: UTF8.self))") }
+        let pushed = try PushResponse(json: try JSONValue.parse(String(decoding: response.body, as: UTF8.self)))
+        print(String(format: "push: %d records (%d KiB body) applied in %.3f s: %.0f records/s (target >= 50,000)",
+                     pushed.applied, body.count / 1024, seconds, Double(pushed.applied) / seconds))
+        let pull = try http.send(method: "GET", target: "/v1/pull?since=\(count)", headers: headers)
+        try Data(pull.body).write(to: URL(fileURLWithPath: "\(directory)/nochange.json"))
+        print("no-change pull: /v1/pull?since=\(count) answers \(pull.body.count) bytes")
+
+    case "idle":
+        guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]), let pid = Int32(arguments[4]) else {
+            fail("idle DIR PORT N PID")
+        }
+        func rss() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        let before = rss()
+        var clients: [HTTPClient] = []
+        for _ in 0..<count {
+            let http = try client(port: port)
+            guard try http.send(method: "GET", target: "/v1/health").status == 200 else { fail("health failed") }
+            clients.append(http)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let after = rss()
+        print(String(format: "idle: %d keep-alive TLS connections open; brsyncd RSS %.1f MB (%.1f MB before; target <= 200 MB)",
+                     clients.count, Double(after) / 1024, Double(before) / 1024))
+        for http in clients { http.close() }
+
+    default:
+        fail("unknown mode \(mode)")
+    }
+} catch {
+    fail("\(error)")
+}

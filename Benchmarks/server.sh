@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Server benchmark (prints numbers; it is not a test). Builds in release, starts
+# brsyncd with TLS, and measures with wrk over keep-alive at 64 connections:
+#   - a no-change pull, next to nginx serving a static file of the same size over
+#     TLS with the same certificate, in the same run: req/s, p99, ratio;
+#   - push throughput: records/s applied for one 10,000-record push;
+#   - brsyncd's RSS holding 1,000 idle keep-alive connections.
+# Usage: bash Benchmarks/server.sh [seconds per wrk run, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration="${1:-10}"
+for tool in wrk nginx; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk nginx" >&2; exit 2; }
+done
+nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+ulimit -n 8192
+
+flags=(-c release --static-swift-stdlib)
+swift build "${flags[@]}" --product brsyncd >/dev/null
+swift build "${flags[@]}" --product brsyncd-bench >/dev/null
+bin="$(swift build "${flags[@]}" --show-bin-path)"
+
+work="$(mktemp -d)"
+chmod 755 "$work"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+"$bin/brsyncd-bench" setup "$work"
+chmod 644 "$work"/*.pem "$work/server.key"
+port="$(free_port)"
+"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
+  --log-level warning 2>"$work/brsyncd.log" &
+pids+=($!)
+brsyncd_pid=$!
+for _ in $(seq 100); do grep -q . "$work/brsyncd.log" 2>/dev/null || curl -sk "https://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
+
+echo "== push =="
+"$bin/brsyncd-bench" push "$work" "$port" 10000
+
+nginx_port="$(free_port)"
+mkdir -p "$work/www"
+cp "$work/nochange.json" "$work/www/pull.json"
+chmod -R a+rX "$work/www"
+cat >"$work/nginx.conf" <<CONF
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  ssl_protocols TLSv1.2 TLSv1.3;
+  server {
+    listen 127.0.0.1:$nginx_port ssl;
+    ssl_certificate $work/server.pem;
+    ssl_certificate_key $work/server.key;
+    root $work/www;
+    default_type application/json;
+  }
+}
+CONF
+"$nginx_bin" -c "$work/nginx.conf" -g 'daemon off;' &
+pids+=($!)
+sleep 0.5
+
+token="$(cat "$work/token")"
+echo "== no-change pull vs nginx, wrk -t2 -c64 -d${duration}s, keep-alive, TLS =="
+wrk -t2 -c64 -d"${duration}s" --latency -H "Authorization: Bearer $token" "https://127.0.0.1:$port/v1/pull?since=10000" >"$work/wrk-brsyncd.txt"
+wrk -t2 -c64 -d"${duration}s" --latency "https://127.0.0.1:$nginx_port/pull.json" >"$work/wrk-nginx.txt"
+summary() { # name file
+  local rps p99 errors
+  rps="$(awk '/Requests\/sec/ {print $2}' "$2")"
+  p99="$(awk '$1 == "99%" {print $2}' "$2")"
+  errors="$(grep -E 'Non-2xx|Socket errors' "$2" | tr -s ' ' | tr '\n' ' ' || true)"
+  echo "$1: ${rps} req/s, p99 ${p99} ${errors}" >&2
+  echo "$rps"
+}
+brsyncd_rps="$(summary "brsyncd pull" "$work/wrk-brsyncd.txt" 2>&1 >/dev/null; summary x "$work/wrk-brsyncd.txt" 2>/dev/null)"
+nginx_rps="$(summary "nginx static" "$work/wrk-nginx.txt" 2>&1 >/dev/null; summary x "$work/wrk-nginx.txt" 2>/dev/null)"
+echo "$brsyncd_rps" | head -1
+echo "$nginx_rps" | head -1
+b="$(echo "$brsyncd_rps" | tail -1)"; n="$(echo "$nginx_rps" | tail -1)"
+python3 -c "print('ratio brsyncd / nginx: %.2fx (target >= 0.5x)' % ($b / $n))"
+
+echo "== idle connections =="
+"$bin/brsyncd-bench" idle "$work" "$port" 1000 "$brsyncd_pid"
