@@ -63,8 +63,12 @@ do {
         let seconds = Date().timeIntervalSince(start)
         guard response.status == 200 else { fail("push answered \(response.status): \(String(decoding: response.body, as: UTF8.self))") }
         let pushed = try PushResponse(json: try JSONValue.parse(String(decoding: response.body, as: UTF8.self)))
-        print(String(format: "push: %d records (%d KiB body) applied in %.3f s: %.0f records/s (target >= 50,000)",
+        print(String(format: "push: %d records (%d KiB body), whole request %.3f s: %.0f records/s (target >= 50,000)",
                      pushed.applied, body.count / 1024, seconds, Double(pushed.applied) / seconds))
+        if let timing = response.headers["Server-Timing"], let milliseconds = Double(timing.split(separator: "=").last ?? "") {
+            print(String(format: "push: merge and commit on the server %.3f s: %.0f records/s", milliseconds / 1000,
+                         Double(pushed.applied) / (milliseconds / 1000)))
+        }
         let pull = try http.send(method: "GET", target: "/v1/pull?since=\(count)", headers: headers)
         try Data(pull.body).write(to: URL(fileURLWithPath: "\(directory)/nochange.json"))
         print("no-change pull: /v1/pull?since=\(count) answers \(pull.body.count) bytes")

@@ -102,9 +102,14 @@ public final class SyncAPI: Sendable {
         }
         let push: PushRequest
         do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
+        let started = Deadline.now()
         let response = try store.push(push, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds
         metrics.pushed(applied: response.applied)
-        return HTTPResponse.json(200, response.json.jsonText)
+        var answer = HTTPResponse.json(200, response.json.jsonText)
+        // How long the merge and commit took (RFC: W3C Server Timing).
+        answer.headers.add("Server-Timing", "apply;dur=\(applyMilliseconds)")
+        return answer
     }
 
     private func pull(_ request: HTTPRequest) throws -> HTTPResponse {

@@ -253,6 +253,7 @@ public struct HTTPRequestParser: Sendable {
                 throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
             }
             if length > 0 {
+                request.body.reserveCapacity(length)
                 state = .body(remaining: length)
                 return nil
             }

@@ -36,11 +36,30 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// Parses the text form; nil when malformed.
     public init?(text: String) {
-        let parts = text.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 16, parts[1].count == 8, !parts[2].isEmpty,
-              let wall = UInt64(parts[0], radix: 16), wall <= UInt64(Int64.max), let counter = UInt32(parts[1], radix: 16)
-        else { return nil }
-        self.init(wallMillis: Int64(wall), counter: counter, device: String(parts[2]))
+        // Read as bytes: stamps are parsed for every field of every pushed record.
+        var text = text
+        let parsed = text.withUTF8 { bytes -> (UInt64, UInt32, String)? in
+            guard bytes.count > 26, bytes[16] == UInt8(ascii: "-"), bytes[25] == UInt8(ascii: "-") else { return nil }
+            func hex(_ range: Range<Int>) -> UInt64? {
+                var value: UInt64 = 0
+                for index in range {
+                    let byte = bytes[index]
+                    let digit: UInt8
+                    switch byte {
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                    default: return nil
+                    }
+                    value = value << 4 | UInt64(digit)
+                }
+                return value
+            }
+            guard let wall = hex(0..<16), wall <= UInt64(Int64.max), let counter = hex(17..<25) else { return nil }
+            return (wall, UInt32(counter), String(decoding: UnsafeBufferPointer(rebasing: bytes[26...]), as: UTF8.self))
+        }
+        guard let (wall, counter, device) = parsed else { return nil }
+        self.init(wallMillis: Int64(wall), counter: counter, device: device)
     }
 
     public init(from decoder: any Decoder) throws {
