@@ -5,10 +5,10 @@
 #     TLS with the same certificate, in the same run: req/s, p99, ratio;
 #   - push throughput: records/s applied for one 10,000-record push;
 #   - brsyncd's RSS holding 1,000 idle keep-alive connections.
-# Usage: bash Benchmarks/server.sh [seconds per wrk run, default 10]
+# Usage: bash Benchmarks/server.sh [seconds per wrk run, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-duration="${1:-10}"
+duration="${1:-5}"
 for tool in wrk nginx; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk nginx" >&2; exit 2; }
 done
@@ -67,23 +67,31 @@ pids+=($!)
 sleep 0.5
 
 token="$(cat "$work/token")"
-echo "== no-change pull vs nginx, wrk -t2 -c64 -d${duration}s, keep-alive, TLS =="
-wrk -t2 -c64 -d"${duration}s" --latency -H "Authorization: Bearer $token" "https://127.0.0.1:$port/v1/pull?since=10000" >"$work/wrk-brsyncd.txt"
-wrk -t2 -c64 -d"${duration}s" --latency "https://127.0.0.1:$nginx_port/pull.json" >"$work/wrk-nginx.txt"
-summary() { # name file
-  local rps p99 errors
-  rps="$(awk '/Requests\/sec/ {print $2}' "$2")"
-  p99="$(awk '$1 == "99%" {print $2}' "$2")"
-  errors="$(grep -E 'Non-2xx|Socket errors' "$2" | tr -s ' ' | tr '\n' ' ' || true)"
-  echo "$1: ${rps} req/s, p99 ${p99} ${errors}" >&2
-  echo "$rps"
-}
-brsyncd_rps="$(summary "brsyncd pull" "$work/wrk-brsyncd.txt" 2>&1 >/dev/null; summary x "$work/wrk-brsyncd.txt" 2>/dev/null)"
-nginx_rps="$(summary "nginx static" "$work/wrk-nginx.txt" 2>&1 >/dev/null; summary x "$work/wrk-nginx.txt" 2>/dev/null)"
-echo "$brsyncd_rps" | head -1
-echo "$nginx_rps" | head -1
-b="$(echo "$brsyncd_rps" | tail -1)"; n="$(echo "$nginx_rps" | tail -1)"
-python3 -c "print('ratio brsyncd / nginx: %.2fx (target >= 0.5x)' % ($b / $n))"
+rounds=3
+echo "== no-change pull vs nginx: wrk -t2 -c64 -d${duration}s, keep-alive, TLS, $rounds alternating rounds =="
+# Alternating rounds, medians: both servers see the same (shared, noisy) machine.
+for round in $(seq "$rounds"); do
+  wrk -t2 -c64 -d"${duration}s" --latency -H "Authorization: Bearer $token" "https://127.0.0.1:$port/v1/pull?since=10000" >"$work/wrk-brsyncd-$round.txt"
+  wrk -t2 -c64 -d"${duration}s" --latency "https://127.0.0.1:$nginx_port/pull.json" >"$work/wrk-nginx-$round.txt"
+done
+python3 - "$work" "$rounds" <<'PY'
+import re, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def read(name):
+    rps, p99, errors = [], [], []
+    for r in range(1, rounds + 1):
+        text = open(f"{work}/wrk-{name}-{r}.txt").read()
+        rps.append(float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)))
+        value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", text).groups()
+        p99.append(float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit])
+        errors += re.findall(r"(Non-2xx.*|Socket errors.*)", text)
+    return statistics.median(rps), statistics.median(p99), rps, errors
+b, bp, ball, berr = read("brsyncd")
+n, np_, nall, nerr = read("nginx")
+print(f"brsyncd pull:  median {b:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in ball)}), p99 {bp:.2f} ms {' '.join(berr)}")
+print(f"nginx static:  median {n:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in nall)}), p99 {np_:.2f} ms {' '.join(nerr)}")
+print(f"ratio brsyncd / nginx: {b / n:.2f}x (target >= 0.5x)")
+PY
 
 echo "== idle connections =="
 "$bin/brsyncd-bench" idle "$work" "$port" 1000 "$brsyncd_pid"
