@@ -30,3 +30,11 @@ public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {
 
     static func lastSystem(_ call: String) -> NetError { .system(call, errno) }
 }
+
+extension String {
+    /// The text of a C buffer up to its first NUL.
+    init(nullTerminated buffer: [CChar]) {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        self.init(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -94,7 +94,7 @@ public final class Socket: @unchecked Sendable {
                 $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
                     var raw = address.pointee.sin6_addr
                     inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count))
-                    return "[\(String(cString: buffer))]:\(UInt16(bigEndian: address.pointee.sin6_port))"
+                    return "[\(String(nullTerminated: buffer))]:\(UInt16(bigEndian: address.pointee.sin6_port))"
                 }
             }
         }
@@ -102,7 +102,7 @@ public final class Socket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
                 var raw = address.pointee.sin_addr
                 inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count))
-                return "\(String(cString: buffer)):\(UInt16(bigEndian: address.pointee.sin_port))"
+                return "\(String(nullTerminated: buffer)):\(UInt16(bigEndian: address.pointee.sin_port))"
             }
         }
     }

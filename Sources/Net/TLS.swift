@@ -9,7 +9,7 @@ func openSSLErrors(_ fallback: String) -> String {
         if code == 0 { break }
         var buffer = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &buffer, buffer.count)
-        messages.append(String(cString: buffer))
+        messages.append(String(nullTerminated: buffer))
     }
     return messages.isEmpty ? fallback : messages.joined(separator: "; ")
 }
