@@ -175,3 +175,97 @@ final class LockedBox<T>: @unchecked Sendable {
     func set(_ newValue: T) { lock.lock(); value = newValue; lock.unlock() }
     func get() -> T? { lock.lock(); defer { lock.unlock() }; return value }
 }
+
+@Suite struct HTTPServerLimitTests {
+    static func ok(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
+        HTTPResponse(status: 200, body: Array("ok".utf8))
+    }
+
+    @Test func servesIPv6AndNegotiatesALPNAndModernTLS() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "::1", port: 0), SocketAddress(host: "127.0.0.1", port: 0)],
+                                    tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.ok)
+        let ports = try server.start()
+        defer { server.shutdown(graceMilliseconds: 1000) }
+        let socket = try Socket.connect(to: SocketAddress(host: "::1", port: ports[0]), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "::1",
+                                           deadline: .after(milliseconds: 2000))
+        let negotiated = stream.negotiated
+        #expect(negotiated.alpn == "http/1.1")
+        #expect(negotiated.version == "TLSv1.3" || negotiated.version == "TLSv1.2")
+        try stream.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: .after(milliseconds: 2000))
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 2000), wakeup: nil, what: "test") } ?? 0
+        #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        #expect(try fixture.client(port: ports[1]).send(method: "GET", target: "/").status == 200)
+    }
+
+    @Test func oldTLSVersionsAreRefused() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
+            Issue.record("the openssl CLI is missing (scripts/setup installs openssl)")
+            return
+        }
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.ok)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 1000) }
+        let old = try ProcessRunner.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-CAfile", fixture.caFile], stdin: "", timeout: 20)
+        #expect(old.status != 0, "TLS 1.1 must fail: \(old.stdout.prefix(300))")
+        let modern = try ProcessRunner.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-CAfile", fixture.caFile, "-servername", "localhost"], stdin: "", timeout: 20)
+        #expect(modern.stdout.contains("Verify return code: 0 (ok)"), "\(modern.stdout.suffix(400))")
+        #expect(modern.stdout.contains("Compression: NONE"))
+    }
+
+    @Test func theConnectionCapRefusesTheExtraConnection() throws {
+        var limits = HTTPLimits()
+        limits.maxConnections = 2
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits, handler: Self.ok)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 1000) }
+        let address = SocketAddress(host: "127.0.0.1", port: port)
+        let first = HTTPClient(.init(address: address, serverName: "localhost", tls: nil))
+        let second = HTTPClient(.init(address: address, serverName: "localhost", tls: nil))
+        #expect(try first.send(method: "GET", target: "/").status == 200)
+        #expect(try second.send(method: "GET", target: "/").status == 200)
+        let third = HTTPClient(.init(address: address, serverName: "localhost", tls: nil))
+        let refused = try third.send(method: "GET", target: "/")
+        #expect(refused.status == 503)
+        first.close()
+        for _ in 0..<200 where server.openConnections > 1 { usleep(10_000) }
+        #expect(try HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(method: "GET", target: "/").status == 200)
+    }
+
+    /// Handshake, idle and body timeouts each end a connection that stalls.
+    @Test func stalledConnectionsAreClosedByTheirTimeouts() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.tlsHandshakeTimeoutMilliseconds = 300
+        limits.idleTimeoutMilliseconds = 300
+        limits.bodyReadTimeoutMilliseconds = 300
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.ok)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 1000) }
+        let address = SocketAddress(host: "127.0.0.1", port: port)
+
+        // A client that never starts the handshake.
+        let silent = try Socket.connect(to: address, deadline: .after(milliseconds: 1000))
+        var byte = [UInt8](repeating: 0, count: 16)
+        let closedAfterHandshakeTimeout = try byte.withUnsafeMutableBytes { try silent.read(into: $0, deadline: .after(milliseconds: 3000), what: "test") }
+        #expect(closedAfterHandshakeTimeout == 0)
+
+        // An idle keep-alive connection.
+        let idle = try fixture.client(port: port)
+        #expect(try idle.send(method: "GET", target: "/").status == 200)
+        usleep(600_000)
+        for _ in 0..<200 where server.openConnections > 0 { usleep(10_000) }
+        #expect(server.openConnections == 0, "the idle connection was closed")
+
+        // A body that stops arriving.
+        let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 1000))
+        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 1000))
+        try stream.write(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part".utf8), deadline: .after(milliseconds: 1000))
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test") } ?? 0
+        #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
+    }
+}

@@ -211,8 +211,13 @@ import TestSupport
         _ = try running.process.waitFor("certificate reload failed")
         #expect(try health(directory.file("ca.pem")) == 200)
 
+        // A bad token is logged without the token.
+        let stranger = try device(running.port, caFile: directory.file("ca.pem"), token: "brs_secret-never-logged", id: "x")
+        #expect(try stranger.pull().status == 401)
         #expect(running.process.stop(signal: SIGTERM) == 0)
         #expect(running.process.text.contains("stopped"))
+        #expect(running.process.text.contains("401 unauthorized"))
+        #expect(!running.process.text.contains("secret-never-logged"), "tokens never appear in logs")
     }
 
     @Test func onlineBackupWhileServing() throws {
