@@ -442,8 +442,23 @@ public final class ServerStore: Sendable {
 
 /// The JSON of stored record fields and versions (the same shape as on the wire).
 enum StoredRecord {
+    /// `{"name":{"s":STAMP,"v":VALUE},…}` with sorted names, written directly
+    /// (the same text as through ``JSONValue``, without building the tree).
     static func encode(_ fields: [String: StampedValue]) -> String {
-        JSONValue.object(fields.mapValues(\.json)).jsonText
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        output.reserveCapacity(64 * fields.count + 2)
+        for (index, name) in fields.keys.sorted().enumerated() {
+            let register = fields[name]! // name comes from fields.keys
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(name, into: &output)
+            output += #":{"s":""#.utf8
+            register.stamp.write(into: &output)
+            output += #"","v":"#.utf8
+            register.value.write(into: &output)
+            output.append(UInt8(ascii: "}"))
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
     }
 
     static func encode(_ versions: VersionVector) -> String {

@@ -28,10 +28,36 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
     }
 
     public var description: String {
-        let wall = String(UInt64(bitPattern: max(0, wallMillis)), radix: 16)
-        let count = String(counter, radix: 16)
-        return String(repeating: "0", count: 16 - wall.count) + wall + "-"
-            + String(repeating: "0", count: 8 - count.count) + count + "-" + device
+        var bytes: [UInt8] = []
+        write(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Device ids are 1 to 64 of `A-Z a-z 0-9 . _ : -`, so a stamp never needs escaping.
+    public static func isValidDevice(_ device: String) -> Bool {
+        !device.isEmpty && device.utf8.count <= 64 && device.utf8.allSatisfy(isDeviceByte)
+    }
+
+    static func isDeviceByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Appends the text form (stamps are written for every field of every record).
+    public func write(into output: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        let wall = UInt64(max(0, wallMillis))
+        output.reserveCapacity(output.count + 26 + device.utf8.count)
+        for shift in stride(from: 60, through: 0, by: -4) { output.append(digits.utf8Start[Int(wall >> UInt64(shift) & 15)]) }
+        output.append(UInt8(ascii: "-"))
+        for shift in stride(from: 28, through: 0, by: -4) { output.append(digits.utf8Start[Int(counter >> UInt32(shift) & 15)]) }
+        output.append(UInt8(ascii: "-"))
+        output += device.utf8
     }
 
     /// Parses the text form; nil when malformed.
@@ -55,7 +81,9 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
                 }
                 return value
             }
-            guard let wall = hex(0..<16), wall <= UInt64(Int64.max), let counter = hex(17..<25) else { return nil }
+            guard let wall = hex(0..<16), wall <= UInt64(Int64.max), let counter = hex(17..<25),
+                  bytes.count - 26 <= 64, bytes[26...].allSatisfy(HLCTimestamp.isDeviceByte)
+            else { return nil }
             return (wall, UInt32(counter), String(decoding: UnsafeBufferPointer(rebasing: bytes[26...]), as: UTF8.self))
         }
         guard let (wall, counter, device) = parsed else { return nil }

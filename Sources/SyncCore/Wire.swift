@@ -101,8 +101,8 @@ public struct PushRequest: Sendable, Equatable {
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json else { throw Wire.Problem("the push must be a JSON object") }
-        guard let device = object["device"]?.stringValue, !device.isEmpty, device.utf8.count <= 64 else {
-            throw Wire.Problem("the push needs \"device\", this device's id")
+        guard let device = object["device"]?.stringValue, HLCTimestamp.isValidDevice(device) else {
+            throw Wire.Problem("the push needs \"device\", this device's id (1 to 64 of A-Z a-z 0-9 . _ : -)")
         }
         guard let from = object["from"]?.intValue, let to = object["to"]?.intValue, from >= 1, to >= from else {
             throw Wire.Problem("the push needs \"from\" and \"to\", with 1 <= from <= to")

@@ -214,3 +214,18 @@ final class LockedFlag: @unchecked Sendable {
     func set() { lock.lock(); value = true; lock.unlock() }
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
 }
+
+@Suite struct StoredRecordTests {
+    @Test func directEncodingMatchesTheJSONValueForm() throws {
+        let stamp = HLCTimestamp(wallMillis: 0x18b_cfe5_680a, counter: 0x2a, device: "dev-1")
+        let fields: [String: StampedValue] = [
+            "browser": StampedValue(.string("fire\"fox\n"), stamp: stamp), "priority": StampedValue(.int(-3), stamp: stamp),
+            "deleted": StampedValue(.bool(false), stamp: stamp), "extra": StampedValue(.object(["b": .array([.null, .double(1.5)])]), stamp: stamp),
+        ]
+        let direct = StoredRecord.encode(fields)
+        #expect(direct == JSONValue.object(fields.mapValues(\.json)).jsonText)
+        #expect(try StoredRecord.decode(fields: direct, versions: "{}").fields == fields)
+        #expect(stamp.description == "0000018bcfe5680a-0000002a-dev-1")
+        #expect(HLCTimestamp(text: "0000018bcfe5680a-0000002a-dev\"1") == nil, "device ids never need escaping")
+    }
+}

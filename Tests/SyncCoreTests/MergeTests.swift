@@ -90,6 +90,8 @@ import TestSupport
         #expect(stamps.map(\.description).sorted() == stamps.sorted().map(\.description))
         #expect(HLCTimestamp(text: "garbage") == nil)
         #expect(HLCTimestamp(text: "0000000000000001-0000000g-x") == nil)
+        #expect(HLCTimestamp(text: "0000000000000001-00000000-") == nil)
+        #expect(HLCTimestamp(text: "0000000000000001-00000000-a b") == nil)
     }
 
     @Test func versionVectorOrder() {
