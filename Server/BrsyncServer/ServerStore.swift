@@ -56,6 +56,8 @@ public final class ServerStore: Sendable {
     private let pool: ConnectionPool
     /// The server's clock: stamps its answers, observes every pushed stamp.
     private let clock: AtomicClock
+    /// When this process last wrote each device's `last_seen`.
+    private let lastSeenWrites = Mutex<[Int64: Int64]>([:])
     public let epoch: String
     public static let serverDevice = "server"
 
@@ -393,8 +395,15 @@ public final class ServerStore: Sendable {
     private func finishPull(_ rows: [ChangeRecord], since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> PullResponse {
             // Bookkeeping writes only when something moved: a no-change pull
             // (the common case, every few minutes per machine) stays a pure read.
+            // `last_seen` is refreshed at most once a minute per device, by one
+            // request only, so concurrent pulls do not queue on the write lock.
             let now = Self.nowMillis()
-            if cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000 {
+            let stale = now - (device.lastSeenMillis ?? 0) > 60_000 && lastSeenWrites.withLock { written in
+                guard now - (written[device.id] ?? 0) > 60_000 else { return false }
+                written[device.id] = now
+                return true
+            }
+            if cursor > device.acknowledgedCursor || stale {
                 try database.run(
                     "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
                     [.integer(cursor), .integer(now), .integer(device.id)])
