@@ -56,8 +56,14 @@ public final class ServerStore: Sendable {
     private let pool: ConnectionPool
     /// The server's clock: stamps its answers, observes every pushed stamp.
     private let clock: AtomicClock
-    /// When this process last wrote each device's `last_seen`.
-    private let lastSeenWrites = Mutex<[Int64: Int64]>([:])
+    /// What this process last wrote of each device's `acknowledged_cursor` and
+    /// `last_seen`: concurrent pulls of one device then write it once, not all.
+    private struct Bookkeeping {
+        var acknowledged: [Int64: Int64] = [:]
+        var lastSeen: [Int64: Int64] = [:]
+    }
+
+    private let bookkeeping = Mutex(Bookkeeping())
     public let epoch: String
     public static let serverDevice = "server"
 
@@ -398,12 +404,19 @@ public final class ServerStore: Sendable {
             // `last_seen` is refreshed at most once a minute per device, by one
             // request only, so concurrent pulls do not queue on the write lock.
             let now = Self.nowMillis()
-            let stale = now - (device.lastSeenMillis ?? 0) > 60_000 && lastSeenWrites.withLock { written in
-                guard now - (written[device.id] ?? 0) > 60_000 else { return false }
-                written[device.id] = now
-                return true
+            let write = bookkeeping.withLock { state -> Bool in
+                var write = false
+                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
+                    state.acknowledged[device.id] = cursor
+                    write = true
+                }
+                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
+                    state.lastSeen[device.id] = now
+                    write = true
+                }
+                return write
             }
-            if cursor > device.acknowledgedCursor || stale {
+            if write {
                 try database.run(
                     "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
                     [.integer(cursor), .integer(now), .integer(device.id)])
