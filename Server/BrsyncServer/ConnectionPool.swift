@@ -1,42 +1,63 @@
-import Dispatch
+import Glibc
 import Storage
 import Synchronization
 
 /// SQLite connections shared by the connection threads: each request borrows
 /// one, so no connection is used by two threads at once. WAL lets readers run
 /// beside the one writer; writers queue on SQLite's lock (busy timeout).
-final class ConnectionPool: @unchecked Sendable {
-    // @unchecked: `Database` is not Sendable, but a connection is handed to one
-    // borrower at a time under `idle`'s lock and the semaphore.
-    /// A connection in the idle list; it is only ever used by its current borrower.
-    private struct Slot: @unchecked Sendable {
+///
+/// Striped: each connection has a lock of its own, and a borrower starts at a
+/// slot chosen by its thread, so threads rarely wait on each other's locks.
+final class ConnectionPool: Sendable {
+    /// One connection and the lock that makes its borrower the only user.
+    private final class Slot: @unchecked Sendable {
+        // @unchecked: `database` is only used by the thread holding `mutex`.
         let database: Database
+        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+        init(_ database: Database) {
+            self.database = database
+            pthread_mutex_init(mutex, nil)
+        }
+
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+        }
+
+        func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
+        func lock() { pthread_mutex_lock(mutex) }
+        func unlock() { pthread_mutex_unlock(mutex) }
     }
 
-    private let idle: Mutex<[Slot]>
-    private let available: DispatchSemaphore
+    private let slots: [Slot]
+    private let next = Atomic<Int>(0)
     let path: String
 
     init(path: String, size: Int, open: () throws -> Database) throws {
-        var connections: [Database] = []
-        for _ in 0..<size { connections.append(try open()) }
-        idle = Mutex(connections.map(Slot.init))
-        available = DispatchSemaphore(value: size)
+        var slots: [Slot] = []
+        for _ in 0..<size { slots.append(Slot(try open())) }
+        self.slots = slots
         self.path = path
     }
 
-    /// Runs `body` with a connection, waiting for one to be free.
+    /// Runs `body` with a connection: a free one if any, else waits for one.
     func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
-        available.wait()
-        defer { available.signal() }
-        // The semaphore guarantees a connection is there.
-        let slot = idle.withLock { $0.removeLast() }
-        defer { idle.withLock { $0.append(slot) } }
+        let start = next.add(1, ordering: .relaxed).newValue
+        var chosen: Slot?
+        for offset in 0..<slots.count where chosen == nil {
+            let slot = slots[(start &+ offset) % slots.count]
+            if slot.tryLock() { chosen = slot }
+        }
+        let slot = chosen ?? {
+            let home = slots[start % slots.count]
+            home.lock()
+            return home
+        }()
+        defer { slot.unlock() }
         return try body(slot.database)
     }
 
-    /// Closes every connection (they close when released).
-    func close() {
-        idle.withLock { $0.removeAll() }
-    }
+    /// Nothing to release early: connections close when the pool goes away.
+    func close() {}
 }

@@ -404,7 +404,8 @@ public final class ServerStore: Sendable {
             // `last_seen` is refreshed at most once a minute per device, by one
             // request only, so concurrent pulls do not queue on the write lock.
             let now = Self.nowMillis()
-            let write = bookkeeping.withLock { state -> Bool in
+            let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+            let write = mayWrite && bookkeeping.withLock { state -> Bool in
                 var write = false
                 if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
                     state.acknowledged[device.id] = cursor

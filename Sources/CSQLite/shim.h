@@ -9,4 +9,11 @@ static inline sqlite3_destructor_type brsync_sqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
 
+// sqlite3_config is variadic, which Swift cannot call. Memory statistics take
+// a process-wide mutex around every allocation; brsync does not read them, and
+// without them connections on different threads do not contend.
+static inline int brsync_sqlite_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 #endif

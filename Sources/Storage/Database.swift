@@ -22,6 +22,7 @@ public final class Database {
     ///     connection's lock before failing with `SQLITE_BUSY` (default 5 s).
     /// - Throws: ``DatabaseError`` (`SQLITE_CANTOPEN` for a missing file without create).
     public init(path: String, mode: Mode = .readWriteCreate, busyTimeoutMilliseconds: Int32 = 5000) throws(DatabaseError) {
+        _ = Self.configureOnce
         var connection: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
@@ -40,6 +41,11 @@ public final class Database {
         sqlite3_busy_timeout(connection, busyTimeoutMilliseconds)
         sqlite3_extended_result_codes(connection, 1)
     }
+
+    /// Process-wide settings, before the first connection (sqlite3_config rule).
+    private static let configureOnce: Void = {
+        _ = brsync_sqlite_disable_memory_statistics()
+    }()
 
     deinit {
         statements.removeAll()
