@@ -269,3 +269,29 @@ final class LockedBox<T>: @unchecked Sendable {
         #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
     }
 }
+
+@Suite struct HTTPServerPipeliningTests {
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits()) { request, _ in
+            HTTPResponse(status: 200, body: Array(request.target.utf8))
+        }
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 1000) }
+        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 2000))
+        let requests = (1...5).map { "GET /\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined() + "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        try stream.write(Array(requests.utf8), deadline: .after(milliseconds: 2000))
+        var parser = HTTPResponseParser()
+        var bodies: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bodies.count < 6 {
+            while let response = try parser.next() { bodies.append(String(decoding: response.body, as: UTF8.self)) }
+            if bodies.count == 6 { break }
+            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test") } ?? 0
+            if count == 0 { break }
+            parser.feed(buffer[0..<count])
+        }
+        #expect(bodies == ["/1", "/2", "/3", "/4", "/5", "/last"])
+    }
+}
