@@ -60,10 +60,15 @@ let package = Package(
             ],
             path: "Server/brsyncd"
         ),
+        .target(
+            name: "SyncClient",
+            dependencies: ["Replica", "SyncCore", "Model", "Net", "HTTP"],
+            path: "Client/SyncClient"
+        ),
         .executableTarget(
             name: "brsync",
             dependencies: [
-                "Model", "Replica",
+                "Model", "Replica", "SyncClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync"

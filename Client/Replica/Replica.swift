@@ -179,7 +179,9 @@ public final class Replica {
             var state = try record(collection, key: key) ?? RecordState()
             let changed = changes.filter { state.fields[$0.key]?.value != $0.value }
             guard !changed.isEmpty else { return .unchanged }
-            let stamp = clock.tick(wallMillis: now())
+            // Stamped in the server's time as last learned (see observeServerClock).
+            let offset = Int64(try meta("clock_offset") ?? "") ?? 0
+            let stamp = clock.tick(wallMillis: now() + offset)
             var logged: [String: StampedValue] = [:]
             for (field, value) in changed {
                 let register = StampedValue(value, stamp: stamp)
@@ -221,6 +223,15 @@ public final class Replica {
                 (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
             }
         }
+    }
+
+    func clockObserve(_ stamp: HLCTimestamp, wallMillis: Int64) {
+        clock.observe(stamp, wallMillis: wallMillis)
+    }
+
+    /// Stores a merged state (from a pull): no stamp, no version bump, no log entry.
+    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState) throws {
+        try store(collection, key: key, state: state)
     }
 
     private func store(_ collection: RecordCollection, key: String, state: RecordState) throws {

@@ -51,5 +51,20 @@ enum ReplicaSchema {
                 UNIQUE (device, device_seq)
             );
             """),
+        Migrator.Migration(version: 2, sql: """
+            -- Values that lost a merge of concurrent edits (`brsync log --conflicts`;
+            -- `brsync restore ID` writes one back as a new edit).
+            CREATE TABLE conflicts (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                field TEXT NOT NULL,
+                lost_value TEXT NOT NULL,
+                lost_stamp TEXT NOT NULL,
+                winner_value TEXT NOT NULL,
+                winner_stamp TEXT NOT NULL,
+                recorded_at INTEGER NOT NULL
+            );
+            """),
     ])
 }

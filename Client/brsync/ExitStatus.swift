@@ -7,6 +7,7 @@ import Foundation
 #endif
 import Model
 import Replica
+import SyncClient
 
 /// The one place that maps errors to exit codes and messages.
 ///
@@ -16,10 +17,14 @@ import Replica
 /// | 1 | `rules test`: no match |
 /// | 2 | any error: bad input, unknown name, unusable replica (nothing changed) |
 /// | 3 | `resolve`: nothing decided, a picker would have to ask |
+/// | 4 | the server could not be reached or verified (replica unchanged) |
+/// | 5 | the server refused (auth, revoked, device mismatch, clock) |
 enum ExitStatus {
     static let noMatch: Int32 = 1
     static let error: Int32 = 2
     static let pickerNeeded: Int32 = 3
+    static let unreachable: Int32 = 4
+    static let refused: Int32 = 5
 
     static func report(_ error: any Error) -> Int32 {
         switch error {
@@ -36,6 +41,13 @@ enum ExitStatus {
             printError(url.description)
         case let psl as PublicSuffixListProblem:
             printError(psl.description)
+        case let sync as SyncError:
+            printError(sync.description)
+            switch sync {
+            case .usage: return Self.error
+            case .unreachable, .badAnswer: return Self.unreachable
+            case .refused: return Self.refused
+            }
         default:
             let code = Brsync.exitCode(for: error)
             let message = Brsync.fullMessage(for: error)

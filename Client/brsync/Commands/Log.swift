@@ -7,6 +7,7 @@ struct Log: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "log", abstract: "Show the change log, newest first.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
+    @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
 
     func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
@@ -14,6 +15,16 @@ struct Log: ParsableCommand {
 
     func run() throws {
         let replica = try global.openReplica()
+        if conflicts {
+            let found = try replica.conflicts(limit: limit)
+            if found.isEmpty { print("no conflicts") }
+            for conflict in found {
+                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(conflict.key) \(conflict.field): "
+                      + "\(conflict.lost.value.jsonText) (device \(conflict.lost.stamp.device), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
+                      + "lost to \(conflict.winner.value.jsonText) (device \(conflict.winner.stamp.device), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))")
+            }
+            return
+        }
         let entries = try replica.changeLog(limit: limit)
         if entries.isEmpty {
             print("no changes yet")

@@ -1,0 +1,204 @@
+import Model
+import Storage
+import SyncCore
+
+/// Where this replica syncs, and how far it got.
+public struct SyncState: Sendable, Equatable {
+    public var remoteURL: String?
+    public var caFile: String?
+    /// The server's epoch at the last sync; a different one means a full re-sync.
+    public var epoch: String?
+    /// The account sequence up to which pulled records are applied.
+    public var pullCursor: Int64
+    /// The last device sequence the server acknowledged.
+    public var pushedThrough: Int64
+    public var lastSyncMillis: Int64?
+    /// Server clock minus this machine's clock, learned from every answer (ms).
+    public var clockOffsetMilliseconds: Int64
+}
+
+/// A value that lost a merge, kept so nothing is lost silently.
+public struct Conflict: Sendable, Equatable {
+    public let id: Int64
+    public let collection: String
+    public let key: String
+    public let field: String
+    public let lost: StampedValue
+    public let winner: StampedValue
+    public let recordedAtMillis: Int64
+}
+
+extension Replica {
+    func meta(_ key: String) throws -> String? {
+        try read { try database.scalar("SELECT value FROM meta WHERE key = ?", [.text(key)])?.stringValue }
+    }
+
+    func setMeta(_ key: String, _ value: String?) throws {
+        if let value {
+            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text(key), .text(value)])
+        } else {
+            try database.run("DELETE FROM meta WHERE key = ?", [.text(key)])
+        }
+    }
+
+    public func syncState() throws -> SyncState {
+        SyncState(
+            remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
+            pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0, pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
+            lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: Int64(try meta("clock_offset") ?? "") ?? 0)
+    }
+
+    /// Points the replica at a server. A different server starts sync afresh
+    /// (cursor, epoch and acknowledged pushes are the old server's).
+    public func setRemote(url: String, caFile: String?) throws {
+        try transaction {
+            if try meta("remote_url") != url {
+                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync"] { try setMeta(key, nil) }
+            }
+            try setMeta("remote_url", url)
+            try setMeta("remote_ca", caFile)
+        }
+    }
+
+    public func removeRemote() throws {
+        try transaction {
+            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync"] { try setMeta(key, nil) }
+        }
+    }
+
+    /// This device's change-log entries after `sequence`, in order, at most `limit`.
+    public func unpushedChanges(after sequence: Int64, limit: Int) throws -> [ChangeRecord] {
+        try read {
+            try database.query(
+                """
+                SELECT device_seq, collection, key, fields, versions FROM changes
+                WHERE device = ? AND kind = 'local' AND device_seq > ? ORDER BY device_seq LIMIT ?
+                """, [.text(deviceID), .integer(sequence), .integer(Int64(limit))]
+            ) { row in
+                guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                    throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
+                }
+                return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
+            }
+        }
+    }
+
+    public func unpushedCount() throws -> Int {
+        let pushed = try syncState().pushedThrough
+        return try read {
+            try database.scalar(
+                "SELECT COUNT(*) FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ?",
+                [.text(deviceID), .integer(pushed)])?.intValue ?? 0
+        }
+    }
+
+    public func markPushed(through sequence: Int64) throws {
+        try transaction {
+            let current = Int64(try meta("pushed_through") ?? "") ?? 0
+            try setMeta("pushed_through", String(max(current, sequence)))
+        }
+    }
+
+    /// Learns the server's clock from an answer: the local clock moves past it,
+    /// and later edits are stamped with the offset, so a machine whose clock is
+    /// wrong still stamps in the server's time (persisted, so it holds offline).
+    public func observeServerClock(_ stamp: HLCTimestamp) throws {
+        try transaction {
+            let local = currentMillis
+            clockObserve(stamp, wallMillis: local + (Int64(try meta("clock_offset") ?? "") ?? 0))
+            try setMeta("clock_offset", String(stamp.wallMillis - local))
+            try setMeta("hlc", lastStamp.description)
+        }
+    }
+
+    /// A server with another epoch (restored or reset): pull everything again
+    /// and push every local change again; nothing local is lost, and the
+    /// server applies what it already had idempotently.
+    public func startNewEpoch(_ epoch: String) throws {
+        try transaction {
+            try setMeta("epoch", epoch)
+            try setMeta("pull_cursor", "0")
+            try setMeta("pushed_through", "0")
+        }
+    }
+
+    /// Remembers the first epoch this replica sees (nothing to redo).
+    public func startNewEpochIfFirst(_ epoch: String) throws {
+        try transaction {
+            if try meta("epoch") == nil { try setMeta("epoch", epoch) }
+        }
+    }
+
+    /// Applies one pulled page and its cursor in one transaction: each record
+    /// is merged with the local one (the same merge as everywhere); values that
+    /// lost to a concurrent edit go to the conflicts table.
+    /// - Returns: how many records changed here.
+    @discardableResult
+    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String) throws -> Int {
+        try transaction {
+            var changed = 0
+            for change in changes {
+                let local = try record(change.collection, key: change.key) ?? RecordState()
+                let (merged, lost) = local.merged(with: change.state)
+                for stamp in change.state.fields.values.map(\.stamp) { clockObserve(stamp, wallMillis: currentMillis) }
+                for value in lost {
+                    try database.run(
+                        """
+                        INSERT INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        [.text(change.collection.rawValue), .text(change.key), .text(value.field), .text(value.lost.value.jsonText),
+                         .text(value.lost.stamp.description), .text(value.winner.value.jsonText), .text(value.winner.stamp.description),
+                         .integer(currentMillis)])
+                }
+                guard merged != local else { continue }
+                try storeMerged(change.collection, key: change.key, state: merged)
+                changed += 1
+            }
+            try setMeta("pull_cursor", String(cursor))
+            try setMeta("epoch", epoch)
+            try setMeta("hlc", lastStamp.description)
+            return changed
+        }
+    }
+
+    public func recordSync() throws {
+        try transaction { try setMeta("last_sync", String(currentMillis)) }
+    }
+
+    public func conflicts(limit: Int) throws -> [Conflict] {
+        try read {
+            try database.query(
+                """
+                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at
+                FROM conflicts ORDER BY id DESC LIMIT ?
+                """, [.integer(Int64(limit))]
+            ) { row in try Self.conflict(row) }
+        }
+    }
+
+    static func conflict(_ row: Row) throws -> Conflict {
+        func register(_ value: Int, _ stamp: Int) throws -> StampedValue {
+            guard let text = row.string(stamp), let parsed = HLCTimestamp(text: text) else {
+                throw ReplicaError.notAReplica(path: "replica", reason: "a stored conflict is damaged")
+            }
+            return StampedValue(try JSONValue.parse(row.string(value) ?? "null"), stamp: parsed)
+        }
+        return Conflict(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "", field: row.string(3) ?? "",
+                        lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0)
+    }
+
+    /// Writes a lost value back as a new edit (it then wins, being newest).
+    public func restore(conflict id: Int64) throws -> Conflict {
+        let found = try read {
+            try database.queryFirst(
+                "SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at FROM conflicts WHERE id = ?",
+                [.integer(id)]) { row in try Self.conflict(row) }
+        }
+        guard let conflict = found else { throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'") }
+        guard let collection = RecordCollection(rawValue: conflict.collection) else { throw ReplicaError.notFound("no conflict #\(id)") }
+        try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
+        return conflict
+    }
+}
