@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "brsync", targets: ["brsync"]),
+        .executable(name: "brsync-sync", targets: ["brsync-sync"]),
         .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "Model", targets: ["Model"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
@@ -65,13 +66,25 @@ let package = Package(
             dependencies: ["Replica", "SyncCore", "Model", "Net", "HTTP"],
             path: "Client/SyncClient"
         ),
+        .target(
+            name: "BrsyncCommands",
+            dependencies: ["Model", "Replica", "SyncCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Client/BrsyncCommands"
+        ),
+        // `brsync` links no TLS (a link resolves without loading OpenSSL);
+        // `brsync push|pull|sync` hand over to `brsync-sync`, which does.
         .executableTarget(
             name: "brsync",
+            dependencies: ["BrsyncCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Client/brsync"
+        ),
+        .executableTarget(
+            name: "brsync-sync",
             dependencies: [
-                "Model", "Replica", "SyncClient",
+                "BrsyncCommands", "SyncClient", "Replica", "Model", "SyncCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Client/brsync"
+            path: "Client/brsync-sync"
         ),
 
         // MARK: Benchmarks (run by Benchmarks/*.sh in release; not tests)
@@ -100,7 +113,7 @@ let package = Package(
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["brsync", "Storage", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsyncd", "Storage", "Net", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

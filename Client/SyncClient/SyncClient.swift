@@ -52,7 +52,7 @@ public final class SyncClient {
         self.progress = progress
         let tls: TLSContext
         do { tls = try TLSContext.client(caFile: caFile) } catch { throw .usage("\(error)") }
-        var configuration = HTTPClient.Configuration(address: remote.address, serverName: remote.host, tls: tls)
+        var configuration = HTTPClient.Configuration(address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
         configuration.connectTimeoutMilliseconds = options.connectTimeoutMilliseconds
         configuration.readTimeoutMilliseconds = options.readTimeoutMilliseconds
         http = HTTPClient(configuration)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrsyncCommands
 
 struct Brsync: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,8 +14,31 @@ struct Brsync: ParsableCommand {
         version: "0.1.0",
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self,
-            Log.self, Export.self, Import.self, RemoteCommand.self, Push.self, Pull.self, SyncCommand.self, Status.self,
-            Restore.self,
+            Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
+            SyncHelper.Sync.self, Status.self, Restore.self,
         ]
     )
+}
+
+/// `push`, `pull` and `sync` run in the helper `brsync-sync` beside this
+/// binary (as git runs git-remote-https): only the helper links OpenSSL, so
+/// resolving a link never pays for loading it. These entries exist for
+/// `brsync --help`; main.swift hands the arguments over before parsing.
+enum SyncHelper {
+    static let commands: Set<String> = ["push", "pull", "sync"]
+
+    struct Push: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
+        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+    }
+
+    struct Pull: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "pull", abstract: "Fetch and apply every change from the server.")
+        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+    }
+
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
+        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+    }
 }

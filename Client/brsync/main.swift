@@ -1,16 +1,34 @@
+import BrsyncCommands
 import Glibc
 
 // Entry point: parse, run, and map every failure to one exit code and message
 // (see ExitStatus). SIGPIPE is ignored so `brsync rules list | head` ends quietly.
 signal(SIGPIPE, SIG_IGN)
+let arguments = Array(CommandLine.arguments.dropFirst())
 do {
-    let arguments = Array(CommandLine.arguments.dropFirst())
-    if let fast = Resolve.fastPath(arguments) {
+    if let command = arguments.first, SyncHelper.commands.contains(command) {
+        try runSyncHelper(arguments)
+    } else if let fast = Resolve.fastPath(arguments) {
         try Resolve.execute(home: GlobalOptions.home(flag: fast.home), url: fast.url, json: fast.json)
     } else {
         var command = try Brsync.parseAsRoot(arguments)
         try command.run()
     }
 } catch {
-    exit(ExitStatus.report(error))
+    exit(ExitStatus.report(error, root: Brsync.self))
+}
+
+/// Replaces this process with `brsync-sync` from the same folder.
+func runSyncHelper(_ arguments: [String]) throws -> Never {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let executable = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    let helper = (folder.isEmpty ? "." : folder) + "/brsync-sync"
+    guard access(helper, X_OK) == 0 else {
+        throw CLIFailure(message: "\(helper) is missing: it is installed beside brsync and runs push, pull and sync")
+    }
+    let argv = ([helper] + arguments).map { strdup($0) } + [nil]
+    execv(helper, argv)
+    throw CLIFailure(message: "cannot run \(helper): \(String(cString: strerror(errno)))")
 }

@@ -8,16 +8,18 @@ import Foundation
 import Replica
 
 /// Options every command takes.
-struct GlobalOptions: ParsableArguments {
+public struct GlobalOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .long, help: ArgumentHelp(
         "The replica's folder (default: $BRSYNC_HOME, else $XDG_DATA_HOME/brsync, else ~/.local/share/brsync).",
         valueName: "dir"))
     var home: String?
 
-    var resolvedHome: String { Self.home(flag: home) }
+    public var resolvedHome: String { Self.home(flag: home) }
 
     /// The replica folder: `--home`, `BRSYNC_HOME`, `$XDG_DATA_HOME/brsync`, `~/.local/share/brsync`.
-    static func home(flag: String?) -> String {
+    public static func home(flag: String?) -> String {
         if let home = flag, !home.isEmpty { return absolute(home) }
         if let home = environment("BRSYNC_HOME"), !home.isEmpty { return absolute(home) }
         if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") { return "\(data)/brsync" }
@@ -25,7 +27,7 @@ struct GlobalOptions: ParsableArguments {
         return "\(user)/.local/share/brsync"
     }
 
-    static func absolute(_ path: String) -> String {
+    public static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
         if path.hasPrefix("~/"), let user = environment("HOME") { return user + path.dropFirst(1) }
         return FileManager.default.currentDirectoryPath + "/" + path
@@ -39,18 +41,18 @@ struct GlobalOptions: ParsableArguments {
             ?? Replica.defaultBusyTimeoutMilliseconds
     }
 
-    func openReplica() throws -> Replica {
+    public func openReplica() throws -> Replica {
         try Self.openReplica(home: resolvedHome)
     }
 
-    static func openReplica(home: String) throws -> Replica {
+    public static func openReplica(home: String) throws -> Replica {
         try Replica.open(home: home, busyTimeout: busyTimeout)
     }
 }
 
 /// One environment variable; nil when unset or empty. (`getenv` rather than
 /// `ProcessInfo.environment`, which copies the whole environment into a dictionary.)
-func environment(_ name: String) -> String? {
+public func environment(_ name: String) -> String? {
     guard let value = getenv(name) else { return nil }
     let text = String(cString: value)
     return text.isEmpty ? nil : text

@@ -7,8 +7,10 @@ import Foundation
 #endif
 import Model
 
-struct Suggest: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Suggest: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
             commandName: "suggest",
         abstract: "Print the pattern 'remember for this domain' proposes for a URL (its registrable domain).",
         discussion: """
@@ -20,7 +22,7 @@ struct Suggest: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
 
-    func run() throws {
+    public func run() throws {
         let url = try NormalizedURL(url)
         let path = environment("BRSYNC_PUBLIC_SUFFIX_LIST")
             ?? Self.defaultListPath

@@ -6,8 +6,8 @@ import Foundation
 #endif
 
 /// Reading a file named on the command line, with errors that say what is wrong.
-enum FileInput {
-    static func read(_ path: String, what: String) throws -> Data {
+public enum FileInput {
+    public static func read(_ path: String, what: String) throws -> Data {
         var status = stat()
         guard stat(path, &status) == 0 else {
             throw CLIFailure(message: "cannot read \(what) at \(path): no such file")

@@ -7,25 +7,29 @@ import Foundation
 #endif
 import Replica
 
-struct Export: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Export: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
             commandName: "export",
         abstract: "Print browsers, rules and settings as JSON (launch commands are device-local and left out).")
     @OptionGroup var global: GlobalOptions
 
-    func run() throws {
+    public func run() throws {
         try Output.json(try global.openReplica().export())
     }
 }
 
-struct Import: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Import: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
             commandName: "import",
         abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to import, or '-'.") var file: String
 
-    func run() throws {
+    public func run() throws {
         let data: Data
         if file == "-" {
             data = readStandardInput()

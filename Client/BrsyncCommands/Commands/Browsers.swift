@@ -2,15 +2,19 @@ import ArgumentParser
 import Model
 import Replica
 
-struct BrowsersCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct BrowsersCommand: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "browsers",
         abstract: "List and manage the browsers rules can name.",
         subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self],
         defaultSubcommand: List.self)
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List browsers; * marks the default.")
+    public struct List: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "list", abstract: "List browsers; * marks the default.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -24,7 +28,7 @@ struct BrowsersCommand: ParsableCommand {
             }
         }
 
-        func run() throws {
+        public func run() throws {
             let browsers = try global.openReplica().browsers()
             if json {
                 try Output.json(browsers.map {
@@ -45,8 +49,10 @@ struct BrowsersCommand: ParsableCommand {
         }
     }
 
-    struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    public struct Add: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Add a browser, or update one. Catalog ids (firefox, chrome, …) take name and format from the catalog.")
         @OptionGroup var global: GlobalOptions
@@ -57,7 +63,7 @@ struct BrowsersCommand: ParsableCommand {
         @Option(help: ArgumentHelp("This machine's launch command; %u is the URL (device-local, not synced).", valueName: "command"))
         var exec: String?
 
-        func run() throws {
+        public func run() throws {
             let replica = try global.openReplica()
             let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec)
             let added = try replica.findBrowser(named: id)
@@ -65,13 +71,15 @@ struct BrowsersCommand: ParsableCommand {
         }
     }
 
-    struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    public struct Remove: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
             commandName: "rm", abstract: "Remove a browser. Rules naming it are kept (it may exist elsewhere).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
 
-        func run() throws {
+        public func run() throws {
             let replica = try global.openReplica()
             let removed = try replica.removeBrowser(named: id)
             let naming = try replica.rules().filter { $0.browser == removed }.count
@@ -80,24 +88,30 @@ struct BrowsersCommand: ParsableCommand {
         }
     }
 
-    struct Enable: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a browser.")
+    public struct Enable: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a browser.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
-        func run() throws { print("enabled \(try global.openReplica().setBrowserEnabled(named: id, true))") }
+        public func run() throws { print("enabled \(try global.openReplica().setBrowserEnabled(named: id, true))") }
     }
 
-    struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a browser: rules naming it are skipped.")
+    public struct Disable: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a browser: rules naming it are skipped.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
-        func run() throws { print("disabled \(try global.openReplica().setBrowserEnabled(named: id, false))") }
+        public func run() throws { print("disabled \(try global.openReplica().setBrowserEnabled(named: id, false))") }
     }
 
-    struct Default: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a browser the default, used when no rule decides.")
+    public struct Default: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a browser the default, used when no rule decides.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.") var id: String
-        func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
+        public func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
     }
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import Glibc
 import Model
 import Replica
-import SyncClient
 import SyncCore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,13 +9,17 @@ import FoundationEssentials
 import Foundation
 #endif
 
-struct RemoteCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct RemoteCommand: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "remote", abstract: "Set, show or remove the sync server.",
         subcommands: [Set.self, Show.self, Remove.self], defaultSubcommand: Show.self)
 
-    struct Set: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    public struct Set: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
             commandName: "set", abstract: "Use a sync server: its URL, this device's token, and optionally a pinned CA file.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "https://HOST[:PORT]") var url: String
@@ -24,7 +27,7 @@ struct RemoteCommand: ParsableCommand {
         @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"))
         var ca: String?
 
-        func run() throws {
+        public func run() throws {
             let remote = try RemoteURL(parsing: url)
             guard token.hasPrefix("brs_"), token.count >= 20, !token.contains(where: \.isWhitespace) else {
                 throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
@@ -42,10 +45,12 @@ struct RemoteCommand: ParsableCommand {
         }
     }
 
-    struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the sync server (never the token).")
+    public struct Show: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the sync server (never the token).")
         @OptionGroup var global: GlobalOptions
-        func run() throws {
+        public func run() throws {
             let state = try global.openReplica().syncState()
             guard let url = state.remoteURL else {
                 print("no remote; set one with 'brsync remote set https://HOST --token TOKEN'")
@@ -56,10 +61,12 @@ struct RemoteCommand: ParsableCommand {
         }
     }
 
-    struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Forget the sync server and the token; local data stays.")
+    public struct Remove: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "rm", abstract: "Forget the sync server and the token; local data stays.")
         @OptionGroup var global: GlobalOptions
-        func run() throws {
+        public func run() throws {
             let replica = try global.openReplica()
             try replica.removeRemote()
             TokenFile.remove(home: replica.home)
@@ -69,10 +76,10 @@ struct RemoteCommand: ParsableCommand {
 }
 
 /// The token lives in a file only the user can read, never in the replica.
-enum TokenFile {
-    static func path(home: String) -> String { "\(home)/token" }
+public enum TokenFile {
+    public static func path(home: String) -> String { "\(home)/token" }
 
-    static func write(_ token: String, home: String) throws {
+    public static func write(_ token: String, home: String) throws {
         let file = path(home: home)
         let descriptor = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(file): \(String(cString: strerror(errno)))") }
@@ -84,14 +91,14 @@ enum TokenFile {
         }
     }
 
-    static func read(home: String) throws -> String {
+    public static func read(home: String) throws -> String {
         let data = try FileInput.read(path(home: home), what: "the token (set it with 'brsync remote set')")
         let token = String(decoding: data, as: UTF8.self).trimmingASCIIWhitespace()
         guard !token.isEmpty else { throw CLIFailure(message: "the token file is empty; run 'brsync remote set' again") }
         return token
     }
 
-    static func remove(home: String) { unlink(path(home: home)) }
+    public static func remove(home: String) { unlink(path(home: home)) }
 }
 
 extension String {
@@ -100,71 +107,14 @@ extension String {
     }
 }
 
-/// Options of push, pull and sync.
-struct TransferOptions: ParsableArguments {
-    @Flag(help: "No progress output.") var quiet = false
-    @Flag(help: "Print a JSON summary.") var json = false
-}
+public struct Status: ParsableCommand {
 
-/// Runs one transfer and reports it.
-func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: String, _ body: (SyncClient) throws -> SyncClient.Summary) throws {
-    let replica = try global.openReplica()
-    let state = try replica.syncState()
-    guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
-    let remote = try RemoteURL(parsing: url)
-    let token = try TokenFile.read(home: replica.home)
-    let onTerminal = isatty(2) == 1 && !options.quiet && !options.json
-    let started = Replica.systemNow()
-    let progress: SyncClient.Progress? = onTerminal ? { what, done, total in
-        let seconds = max(0.001, Double(Replica.systemNow() - started) / 1000)
-        let rate = Int(Double(done) / seconds)
-        writeToStandardError("\r\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)   ")
-    } : nil
-    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, progress: progress)
-    let summary = try body(client)
-    if onTerminal { writeToStandardError("\r\u{1B}[K") }
-    if options.json {
-        print(JSONValue.object([
-            "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
-            "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
-            "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
-        ]).jsonText)
-    } else if !options.quiet {
-        var parts: [String] = []
-        if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
-        if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
-        if summary.fullResync { parts.append("the server's epoch changed: re-synced fully") }
-        print("\(name): " + parts.joined(separator: ", "))
-    }
-}
-
-struct Push: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var options: TransferOptions
-    func run() throws { try transfer(global, options, "push") { try $0.push() } }
-}
-
-struct Pull: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "pull", abstract: "Fetch and apply every change from the server.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var options: TransferOptions
-    func run() throws { try transfer(global, options, "pull") { try $0.pull() } }
-}
-
-struct SyncCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var options: TransferOptions
-    func run() throws { try transfer(global, options, "sync") { try $0.sync() } }
-}
-
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "Device, server, epoch, last sync, unpushed changes, cursor.")
+    public init() {}
+    public static let configuration = CommandConfiguration(commandName: "status", abstract: "Device, server, epoch, last sync, unpushed changes, cursor.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
 
-    func run() throws {
+    public func run() throws {
         let replica = try global.openReplica()
         let state = try replica.syncState()
         let unpushed = try replica.unpushedCount()
@@ -187,13 +137,15 @@ struct Status: ParsableCommand {
     }
 }
 
-struct Restore: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Restore: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "restore", abstract: "Write a value that lost a conflict back, as a new edit (see 'brsync log --conflicts').")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The conflict's number.") var id: Int64
 
-    func run() throws {
+    public func run() throws {
         let conflict = try global.openReplica().restore(conflict: id)
         print("restored \(conflict.collection)/\(conflict.key) \(conflict.field) = \(conflict.lost.value.jsonText)")
     }

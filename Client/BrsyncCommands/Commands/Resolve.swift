@@ -2,20 +2,22 @@ import ArgumentParser
 import Model
 import Replica
 
-struct Resolve: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Resolve: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "resolve",
         abstract: "Decide which browser opens a URL, offline. Exit 0 when decided, 3 when a picker would have to ask.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
     @Flag(help: "Print one JSON object: browser, rule, url, open, source.") var json = false
 
-    func run() throws {
+    public func run() throws {
         try Self.execute(home: global.resolvedHome, url: url, json: json)
     }
 
     /// The command itself, shared with the fast path in main.swift.
-    static func execute(home: String, url text: String, json: Bool) throws {
+    public static func execute(home: String, url text: String, json: Bool) throws {
         let url = try NormalizedURL(text)
         let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
@@ -44,7 +46,7 @@ struct Resolve: ParsableCommand {
     /// a clicked link should not pay for parsing every command's options. Any
     /// other shape (help, unknown flags, a missing URL) returns nil and goes
     /// through the full parser, which gives the usual messages.
-    static func fastPath(_ arguments: [String]) -> (home: String?, url: String, json: Bool)? {
+    public static func fastPath(_ arguments: [String]) -> (home: String?, url: String, json: Bool)? {
         guard arguments.first == "resolve" else { return nil }
         var home: String?
         var url: String?
@@ -71,14 +73,16 @@ struct Resolve: ParsableCommand {
     }
 }
 
-struct Explain: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Explain: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "explain",
         abstract: "Show every rule considered for a URL, and why it won, lost or was skipped.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
 
-    func run() throws {
+    public func run() throws {
         let url = try NormalizedURL(url)
         let (resolution, verdicts) = try global.openReplica().explain(url)
         print("url: \(url)")

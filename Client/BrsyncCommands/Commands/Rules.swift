@@ -2,19 +2,23 @@ import ArgumentParser
 import Model
 import Replica
 
-struct RulesCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct RulesCommand: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
         commandName: "rules",
         abstract: "List and manage rules: URLs matching a pattern open in a browser.",
         subcommands: [List.self, Add.self, Remove.self, Test.self],
         defaultSubcommand: List.self)
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List rules in the order they decide.")
+    public struct List: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "list", abstract: "List rules in the order they decide.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
-        func run() throws {
+        public func run() throws {
             let rules = try global.openReplica().rules()
             if json {
                 try Output.json(rules)
@@ -30,8 +34,10 @@ struct RulesCommand: ParsableCommand {
         }
     }
 
-    struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    public struct Add: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Add a rule (or change the rule with the same pattern).",
             discussion: "Without --priority the rule gets a priority above every existing rule, so the newest rule wins.")
@@ -40,32 +46,36 @@ struct RulesCommand: ParsableCommand {
         @Argument(help: "Browser id or scheme.") var browser: String
         @Option(help: "Priority: higher decides first.") var priority: Int?
 
-        func run() throws {
+        public func run() throws {
             let (rule, created) = try global.openReplica().addRule(pattern: pattern, browser: browser, priority: priority)
             print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority))")
         }
     }
 
-    struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove the rule with this pattern.")
+    public struct Remove: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove the rule with this pattern.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).") var pattern: String
 
-        func run() throws {
+        public func run() throws {
             let rule = try global.openReplica().removeRule(pattern: pattern)
             print("removed rule \(rule.pattern) -> \(rule.browser)")
         }
     }
 
-    struct Test: ParsableCommand {
-        static let configuration = CommandConfiguration(
+    public struct Test: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
             commandName: "test",
             abstract: "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern.") var pattern: String
         @Argument(help: "The URL.") var url: String
 
-        func run() throws {
+        public func run() throws {
             let pattern = try Pattern(pattern)
             let url = try NormalizedURL(url)
             let result = pattern.match(url)

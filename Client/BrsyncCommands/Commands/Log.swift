@@ -3,17 +3,19 @@ import Model
 import Replica
 import SyncCore
 
-struct Log: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "log", abstract: "Show the change log, newest first.")
+public struct Log: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(commandName: "log", abstract: "Show the change log, newest first.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
     @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
 
-    func validate() throws {
+    public func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
     }
 
-    func run() throws {
+    public func run() throws {
         let replica = try global.openReplica()
         if conflicts {
             let found = try replica.conflicts(limit: limit)

@@ -7,7 +7,6 @@ import Foundation
 #endif
 import Model
 import Replica
-import SyncClient
 
 /// The one place that maps errors to exit codes and messages.
 ///
@@ -19,14 +18,16 @@ import SyncClient
 /// | 3 | `resolve`: nothing decided, a picker would have to ask |
 /// | 4 | the server could not be reached or verified (replica unchanged) |
 /// | 5 | the server refused (auth, revoked, device mismatch, clock) |
-enum ExitStatus {
-    static let noMatch: Int32 = 1
-    static let error: Int32 = 2
-    static let pickerNeeded: Int32 = 3
-    static let unreachable: Int32 = 4
-    static let refused: Int32 = 5
+public enum ExitStatus {
+    public static let noMatch: Int32 = 1
+    public static let error: Int32 = 2
+    public static let pickerNeeded: Int32 = 3
+    public static let unreachable: Int32 = 4
+    public static let refused: Int32 = 5
 
-    static func report(_ error: any Error) -> Int32 {
+    /// The exit code for `error`, after printing its message; `root` is the
+    /// command whose usage errors and help are being reported.
+    public static func report(_ error: any Error, root: any ParsableCommand.Type) -> Int32 {
         switch error {
         case let exit as ExitCode:
             return exit.rawValue
@@ -41,16 +42,9 @@ enum ExitStatus {
             printError(url.description)
         case let psl as PublicSuffixListProblem:
             printError(psl.description)
-        case let sync as SyncError:
-            printError(sync.description)
-            switch sync {
-            case .usage: return Self.error
-            case .unreachable, .badAnswer: return Self.unreachable
-            case .refused: return Self.refused
-            }
         default:
-            let code = Brsync.exitCode(for: error)
-            let message = Brsync.fullMessage(for: error)
+            let code = root.exitCode(for: error)
+            let message = root.fullMessage(for: error)
             if code == .success {
                 print(message)
                 return 0
@@ -62,23 +56,28 @@ enum ExitStatus {
         return Self.error
     }
 
-    static func printError(_ message: String) {
+    public static func printError(_ message: String) {
         writeToStandardError("brsync: error: \(message)\n")
     }
 
-    static func warn(_ message: String) {
+    public static func warn(_ message: String) {
         writeToStandardError("brsync: warning: \(message)\n")
     }
 }
 
 /// A failure the CLI reports with its own message and code.
-struct CLIFailure: Error {
-    let message: String
-    var code: Int32 = ExitStatus.error
+public struct CLIFailure: Error {
+    public let message: String
+    public var code: Int32 = ExitStatus.error
+
+    public init(message: String, code: Int32 = ExitStatus.error) {
+        self.message = message
+        self.code = code
+    }
 }
 
 /// Writes to file descriptor 2 directly (no shared `FILE*`, so no data race).
-func writeToStandardError(_ text: String) {
+public func writeToStandardError(_ text: String) {
     var remaining = Array(text.utf8)[...]
     while !remaining.isEmpty {
         let written = remaining.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

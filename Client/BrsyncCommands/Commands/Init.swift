@@ -1,8 +1,10 @@
 import ArgumentParser
 import Replica
 
-struct Init: ParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Init: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
             commandName: "init",
         abstract: "Create the replica and this machine's device id; running it again changes nothing.")
 
@@ -11,13 +13,13 @@ struct Init: ParsableCommand {
     @Option(help: ArgumentHelp("A name for this machine (default: the host name).", valueName: "name"))
     var deviceName: String?
 
-    func validate() throws {
+    public func validate() throws {
         if let deviceName, deviceName.isBlank {
             throw ValidationError("--device-name must not be blank")
         }
     }
 
-    func run() throws {
+    public func run() throws {
         let (replica, created) = try Replica.initialize(
             home: global.resolvedHome, deviceName: deviceName, busyTimeout: global.busyTimeout)
         if created {

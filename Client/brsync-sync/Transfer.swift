@@ -1,0 +1,74 @@
+import ArgumentParser
+import BrsyncCommands
+import Glibc
+import Model
+import Replica
+import SyncClient
+import SyncCore
+
+struct BrsyncSync: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "brsync",
+        abstract: "Sync this replica with its server (run through 'brsync push|pull|sync').",
+        subcommands: [Push.self, Pull.self, SyncCommand.self])
+}
+
+/// Options of push, pull and sync.
+struct TransferOptions: ParsableArguments {
+    @Flag(help: "No progress output.") var quiet = false
+    @Flag(help: "Print a JSON summary.") var json = false
+}
+
+/// Runs one transfer and reports it.
+func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: String, _ body: (SyncClient) throws -> SyncClient.Summary) throws {
+    let replica = try global.openReplica()
+    let state = try replica.syncState()
+    guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
+    let remote = try RemoteURL(parsing: url)
+    let token = try TokenFile.read(home: replica.home)
+    let onTerminal = isatty(2) == 1 && !options.quiet && !options.json
+    let started = Replica.systemNow()
+    let progress: SyncClient.Progress? = onTerminal ? { what, done, total in
+        let seconds = max(0.001, Double(Replica.systemNow() - started) / 1000)
+        let rate = Int(Double(done) / seconds)
+        writeToStandardError("\r\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)   ")
+    } : nil
+    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, progress: progress)
+    let summary = try body(client)
+    if onTerminal { writeToStandardError("\r\u{1B}[K") }
+    if options.json {
+        print(JSONValue.object([
+            "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
+            "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
+            "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
+        ]).jsonText)
+    } else if !options.quiet {
+        var parts: [String] = []
+        if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
+        if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
+        if summary.fullResync { parts.append("the server's epoch changed: re-synced fully") }
+        print("\(name): " + parts.joined(separator: ", "))
+    }
+}
+
+struct Push: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var options: TransferOptions
+    func run() throws { try transfer(global, options, "push") { try $0.push() } }
+}
+
+struct Pull: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pull", abstract: "Fetch and apply every change from the server.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var options: TransferOptions
+    func run() throws { try transfer(global, options, "pull") { try $0.pull() } }
+}
+
+struct SyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var options: TransferOptions
+    func run() throws { try transfer(global, options, "sync") { try $0.sync() } }
+}
+
