@@ -113,7 +113,7 @@ let package = Package(
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsyncd", "Storage", "Net", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsyncd", "BrsyncServer", "Storage", "Net", "HTTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

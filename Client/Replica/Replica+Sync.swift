@@ -143,14 +143,7 @@ extension Replica {
                 let (merged, lost) = local.merged(with: change.state)
                 for stamp in change.state.fields.values.map(\.stamp) { clockObserve(stamp, wallMillis: currentMillis) }
                 for value in lost {
-                    try database.run(
-                        """
-                        INSERT INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                        [.text(change.collection.rawValue), .text(change.key), .text(value.field), .text(value.lost.value.jsonText),
-                         .text(value.lost.stamp.description), .text(value.winner.value.jsonText), .text(value.winner.stamp.description),
-                         .integer(currentMillis)])
+                    try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
                 }
                 guard merged != local else { continue }
                 try storeMerged(change.collection, key: change.key, state: merged)
@@ -160,6 +153,19 @@ extension Replica {
             try setMeta("epoch", epoch)
             try setMeta("hlc", lastStamp.description)
             return changed
+        }
+    }
+
+    /// Keeps a value that lost a merge (once, however often it is reported).
+    public func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws {
+        try transaction {
+            try database.run(
+                """
+                INSERT OR IGNORE INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(collection.rawValue), .text(key), .text(field), .text(lost.value.jsonText), .text(lost.stamp.description),
+                 .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis)])
         }
     }
 

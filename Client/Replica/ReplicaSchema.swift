@@ -63,7 +63,8 @@ enum ReplicaSchema {
                 lost_stamp TEXT NOT NULL,
                 winner_value TEXT NOT NULL,
                 winner_stamp TEXT NOT NULL,
-                recorded_at INTEGER NOT NULL
+                recorded_at INTEGER NOT NULL,
+                UNIQUE (collection, key, field, lost_stamp)
             );
             """),
     ])

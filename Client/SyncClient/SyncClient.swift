@@ -84,6 +84,9 @@ public final class SyncClient {
                 state = try replica.syncState()
                 continue
             }
+            for lost in response.lost {
+                try replica.recordConflict(collection: lost.collection, key: lost.key, field: lost.field, lost: lost.lost, winner: lost.winner)
+            }
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
             done += changes.count

@@ -324,11 +324,19 @@ public final class ServerStore: Sendable {
                             [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key)]
                         ) { row in try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}") }
                         let base = existing ?? RecordState()
-                        let (merged, _) = base.merged(with: change.state)
+                        let (merged, concurrentLosers) = base.merged(with: change.state)
+                        var reported: Set<String> = []
                         for (name, pushed) in change.state.fields {
                             if let winner = merged.fields[name], winner != pushed {
-                                lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key, field: name, winner: winner))
+                                reported.insert(name)
+                                lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                                      field: name, lost: pushed, winner: winner))
                             }
+                        }
+                        // Values of another device that this concurrent push overwrote.
+                        for loser in concurrentLosers where !reported.contains(loser.field) {
+                            lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                                  field: loser.field, lost: loser.lost, winner: loser.winner))
                         }
                         guard merged != base else { continue }
                         try database.run(

@@ -118,32 +118,38 @@ public struct PushRequest: Sendable, Equatable {
     }
 }
 
-/// A pushed value that lost to a newer one on the server.
+/// A value that lost in a push: a pushed value older than the server's, or a
+/// value on the server that a concurrent pushed edit overwrote.
 public struct LostField: Sendable, Equatable {
     public var sequence: Int64
     public var collection: RecordCollection
     public var key: String
     public var field: String
+    public var lost: StampedValue
     public var winner: StampedValue
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, field: String, winner: StampedValue) {
+    public init(sequence: Int64, collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
         self.field = field
+        self.lost = lost
         self.winner = winner
     }
 
     public var json: JSONValue {
-        .object(["seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key), "field": .string(field), "winner": winner.json])
+        .object(["seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key), "field": .string(field),
+                 "lost": lost.json, "winner": winner.json])
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, let sequence = object["seq"]?.intValue,
               let collection = object["collection"]?.stringValue.flatMap(RecordCollection.init(rawValue:)),
-              let key = object["key"]?.stringValue, let field = object["field"]?.stringValue, let winner = object["winner"]
-        else { throw Wire.Problem("a lost field needs seq, collection, key, field and winner") }
-        self.init(sequence: sequence, collection: collection, key: key, field: field, winner: try StampedValue(json: winner, context: "winner"))
+              let key = object["key"]?.stringValue, let field = object["field"]?.stringValue,
+              let lost = object["lost"], let winner = object["winner"]
+        else { throw Wire.Problem("a lost field needs seq, collection, key, field, lost and winner") }
+        self.init(sequence: sequence, collection: collection, key: key, field: field,
+                  lost: try StampedValue(json: lost, context: "lost"), winner: try StampedValue(json: winner, context: "winner"))
     }
 }
 

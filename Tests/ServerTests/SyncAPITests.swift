@@ -123,6 +123,7 @@ import TestSupport
         let response = try PushResponse(json: try #require(laptop.push([early]).json))
         #expect(response.lost.map(\.field) == ["browser"])
         #expect(response.lost.first?.winner.value == .string("chrome"))
+        #expect(response.lost.first?.lost.value == .string("firefox"))
         let record = try #require(try laptop.pullAll().records["rules/github.com"])
         #expect(record.state.values == ["browser": .string("chrome"), "priority": .int(1)])
         #expect(record.state.versions == VersionVector(["alice-laptop": 1, "alice-desktop": 1]))

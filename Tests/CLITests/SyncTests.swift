@@ -1,0 +1,256 @@
+import BrsyncServer
+import Foundation
+import HTTP
+import Net
+import Storage
+import Testing
+import TestSupport
+
+/// A real `brsyncd` over TLS on 127.0.0.1 with a fresh CA, and replicas in
+/// temporary homes driven by the real `brsync` binary.
+final class SyncWorld: @unchecked Sendable {
+    // Built in init; the server process is stopped in deinit.
+    let directory: TemporaryDirectory
+    let db: String
+    var server: BackgroundProcess?
+    var port: UInt16 = 0
+    let brsync = ProcessRunner.binary("brsync")
+    let brsyncd = ProcessRunner.binary("brsyncd")
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "brsync-sync")
+        let authority = try CertificateAuthority()
+        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
+        try authority.certificatePEM.write(toFile: directory.file("ca.pem"), atomically: true, encoding: .utf8)
+        try issued.certificatePEM.write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
+        try issued.privateKeyPEM.write(toFile: directory.file("server.key"), atomically: true, encoding: .utf8)
+        db = directory.file("server.sqlite")
+        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice", "--db", db]).status == 0)
+        try start()
+    }
+
+    deinit {
+        server?.stop()
+        directory.remove()
+    }
+
+    func start(port requested: UInt16 = 0) throws {
+        let process = try BackgroundProcess(brsyncd, ["serve", "--db", db, "--listen", "127.0.0.1:\(requested)",
+                                                      "--cert", directory.file("server.pem"), "--key", directory.file("server.key")])
+        port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
+        server = process
+    }
+
+    func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    var url: String { "https://127.0.0.1:\(port)" }
+
+    func token(_ device: String) throws -> String {
+        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device, "--db", db])
+        #expect(result.status == 0, "\(result)")
+        return String(result.stdout.split(separator: "\n").last ?? "")
+    }
+
+    /// A replica named `name` with its own device token, pointed at the server.
+    func replica(_ name: String) throws -> String {
+        let home = directory.file(name)
+        try mustRun(home, ["init", "--device-name", name])
+        try mustRun(home, ["remote", "set", url, "--token", try token(name), "--ca", directory.file("ca.pem")])
+        return home
+    }
+
+    @discardableResult
+    func run(_ home: String, _ arguments: [String]) throws -> ProcessResult {
+        try ProcessRunner.run(brsync, arguments, environment: ["BRSYNC_HOME": home])
+    }
+
+    func mustRun(_ home: String, _ arguments: [String]) throws {
+        let result = try run(home, arguments)
+        #expect(result.status == 0, "brsync \(arguments.joined(separator: " ")): \(result)")
+    }
+
+    func snapshot(_ home: String) throws -> [String] {
+        let database = try Database(path: home + "/replica.sqlite", mode: .readOnly)
+        return try database.query("SELECT collection || '/' || key || ' ' || fields FROM records ORDER BY 1") { $0.string(0) ?? "" }
+            + database.query("SELECT key || '=' || value FROM meta ORDER BY 1") { $0.string(0) ?? "" }
+            + database.query("SELECT COUNT(*) FROM changes") { "changes \($0.int(0) ?? 0)" }
+    }
+}
+
+@Suite(.serialized) struct SyncTests {
+    /// A rule added on A is synced; the server stops; B resolves by it offline.
+    @Test func aRuleMadeOnOneMachineResolvesOnAnotherOffline() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.mustRun(laptop, ["browsers", "default", "firefox"])
+        let pushed = try world.run(laptop, ["sync", "--json"])
+        #expect(pushed.status == 0 && pushed.stdout.contains(#""pushed":3"#), "\(pushed)")
+        let pulled = try world.run(desktop, ["sync", "--json"])
+        #expect(pulled.status == 0 && pulled.stdout.contains(#""pulled":3"#), "\(pulled)")
+        world.stop()
+        // Launch commands are this machine's own: the desktop sets its own.
+        try world.mustRun(desktop, ["browsers", "add", "firefox", "--exec", "/usr/bin/firefox %u"])
+        let resolved = try world.run(desktop, ["resolve", "--json", "https://us02web.zoom.us/j/1"])
+        #expect(resolved.status == 0 && resolved.stdout.contains(#""rule":"zoom.us""#), "\(resolved)")
+        // An edit made offline waits; with the server gone, sync says so and changes nothing.
+        try world.mustRun(desktop, ["rules", "add", "offline.example", "firefox"])
+        let before = try world.snapshot(desktop)
+        let offline = try world.run(desktop, ["sync"])
+        #expect(offline.status == 4 && offline.stderr.contains("cannot reach the server"), "\(offline)")
+        #expect(try world.snapshot(desktop) == before)
+        let status = try world.run(desktop, ["status", "--json"])
+        #expect(status.stdout.contains(#""unpushed":1"#), "the offline edit waits to be pushed: \(status.stdout)")
+    }
+
+    /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
+    @Test func concurrentEditsConvergeAndTheLoserCanBeRestored() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        for home in [laptop, desktop] {
+            try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+            try world.mustRun(home, ["browsers", "add", "chrome", "--exec", "chrome %u"])
+        }
+        try world.mustRun(laptop, ["rules", "add", "github.com", "firefox", "--priority", "1"])
+        usleep(20_000)
+        try world.mustRun(desktop, ["rules", "add", "github.com", "chrome", "--priority", "1"])
+        for home in [laptop, desktop, laptop] { try world.mustRun(home, ["sync"]) }
+        for home in [laptop, desktop] {
+            let resolved = try world.run(home, ["resolve", "--json", "https://github.com/x"])
+            #expect(resolved.stdout.contains(#""browser":"chrome""#), "\(home): \(resolved)")
+        }
+        // The desktop's push overwrote the laptop's concurrent edit: it keeps the loser.
+        let conflicts = try world.run(desktop, ["log", "--conflicts"])
+        #expect(conflicts.stdout.contains(#"rules/github.com browser: "firefox""#) && conflicts.stdout.contains(#"lost to "chrome""#), "\(conflicts)")
+        let line = try #require(conflicts.stdout.split(separator: "\n").first { $0.contains("rules/github.com browser:") })
+        let id = try #require(line.split(separator: " ").first.map { String($0.dropFirst()) })
+        try world.mustRun(desktop, ["restore", id])
+        for home in [desktop, laptop] { try world.mustRun(home, ["sync"]) }
+        for home in [laptop, desktop] {
+            #expect(try world.run(home, ["resolve", "--json", "https://github.com/x"]).stdout.contains(#""browser":"firefox""#))
+        }
+    }
+
+    @Test func aRestoredServerMeansAFullResyncThatKeepsLocalEdits() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["sync"])
+        let backup = world.directory.file("backup.sqlite")
+        #expect(try ProcessRunner.run(world.brsyncd, ["backup", backup, "--db", world.db]).status == 0)
+        try world.mustRun(laptop, ["rules", "add", "a.example", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        // The operator restores yesterday's backup.
+        world.stop()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.db + suffix) }
+        try FileManager.default.copyItem(atPath: backup, toPath: world.db)
+        try world.start()
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(laptop, ["rules", "add", "b.example", "firefox"])
+        let resync = try world.run(laptop, ["sync", "--json"])
+        #expect(resync.status == 0, "\(resync)")
+        // A new machine sees everything the laptop ever had.
+        let desktop = try world.replica("desktop")
+        try world.mustRun(desktop, ["sync"])
+        let rules = try world.run(desktop, ["rules", "list"]).stdout
+        #expect(rules.contains("a.example") && rules.contains("b.example"), "\(rules)")
+    }
+
+    @Test func refusalsAreExit5WithTheServersMessage() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox"])
+        let before = try world.snapshot(laptop)
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234", "--ca", world.directory.file("ca.pem")])
+        let wrong = try world.run(laptop, ["sync"])
+        #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
+        let token = try world.token("laptop2")
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", token, "--ca", world.directory.file("ca.pem")])
+        #expect(try ProcessRunner.run(world.brsyncd, ["device", "revoke", "alice", "laptop2", "--db", world.db]).status == 0)
+        let revoked = try world.run(laptop, ["push"])
+        #expect(revoked.status == 5 && revoked.stderr.contains("revoked"), "\(revoked)")
+        #expect(try world.snapshot(laptop).filter { !$0.hasPrefix("remote") } == before.filter { !$0.hasPrefix("remote") })
+    }
+
+    @Test func unverifiableOrWrongServersAreExit4AndChangeNothing() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox"])
+        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        func point(at url: String, ca: String? = nil) throws {
+            try world.mustRun(laptop, ["remote", "set", url, "--token", token, "--ca", ca ?? world.directory.file("ca.pem")])
+        }
+        let before = try world.snapshot(laptop).filter { !$0.hasPrefix("remote") }
+
+        // A certificate for another name.
+        try point(at: "https://localhost:\(world.port)".replacingOccurrences(of: "localhost", with: "127.0.0.2"))
+        let wrongHost = try world.run(laptop, ["sync"])
+        #expect(wrongHost.status == 4, "\(wrongHost)")
+
+        // An unknown CA.
+        let other = try CertificateAuthority(name: "stranger")
+        let otherFile = world.directory.file("other-ca.pem")
+        try other.certificatePEM.write(toFile: otherFile, atomically: true, encoding: .utf8)
+        try point(at: world.url, ca: otherFile)
+        let unknownCA = try world.run(laptop, ["sync"])
+        #expect(unknownCA.status == 4 && unknownCA.stderr.contains("not trusted"), "\(unknownCA)")
+
+        // Plain HTTP on the port.
+        let plain = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits()) { _, _ in
+            HTTPResponse.json(200, "{}")
+        }
+        let plainPort = try plain.start()[0]
+        defer { plain.shutdown(graceMilliseconds: 500) }
+        try point(at: "https://127.0.0.1:\(plainPort)")
+        let plaintext = try world.run(laptop, ["sync"])
+        #expect(plaintext.status == 4, "\(plaintext)")
+
+        // A TLS server that answers garbage, or JSON cut short.
+        let authorityFile = world.directory.file("ca.pem")
+        let context = try TLSContext.server(certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key"))
+        for (body, message) in [("<html>hello</html>", "not JSON"), (#"{"acknowledged": 1, "appl"#, "not JSON"), (#"{"some":"json"}"#, "not a push response")] {
+            let fake = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: context, limits: HTTPLimits()) { _, _ in
+                HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+            }
+            let fakePort = try fake.start()[0]
+            defer { fake.shutdown(graceMilliseconds: 500) }
+            try point(at: "https://127.0.0.1:\(fakePort)", ca: authorityFile)
+            try world.mustRun(laptop, ["rules", "add", "x\(fakePort).example", "firefox"])
+            let snapshot = try world.snapshot(laptop)
+            let garbage = try world.run(laptop, ["push"])
+            #expect(garbage.status == 4 && garbage.stderr.contains(message), "\(body): \(garbage)")
+            #expect(try world.snapshot(laptop) == snapshot, "a bad answer changes nothing")
+        }
+        _ = before
+    }
+
+    @Test func remoteSettingsAreCheckedAndTheTokenStaysPrivate() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        var info = stat()
+        stat(laptop + "/token", &info)
+        #expect(info.st_mode & 0o777 == 0o600, "only the user can read the token")
+        let show = try world.run(laptop, ["remote", "show"])
+        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(show.status == 0 && show.stdout.contains(world.url) && !show.stdout.contains(token))
+        for (arguments, message) in [
+            (["remote", "set", "http://127.0.0.1:1", "--token", token], "https://"),
+            (["remote", "set", "https://host/path", "--token", token], "without a path"),
+            (["remote", "set", world.url, "--token", "nope"], "brs_"),
+            (["remote", "set", world.url, "--token", token, "--ca", "/nonexistent.pem"], "no such file"),
+        ] {
+            let result = try world.run(laptop, arguments)
+            #expect(result.status == 2 && result.stderr.contains(message), "\(arguments): \(result)")
+        }
+        try world.mustRun(laptop, ["remote", "rm"])
+        #expect(!FileManager.default.fileExists(atPath: laptop + "/token"))
+        let none = try world.run(laptop, ["sync"])
+        #expect(none.status == 2 && none.stderr.contains("no remote"))
+    }
+}
