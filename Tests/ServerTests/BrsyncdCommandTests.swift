@@ -293,3 +293,25 @@ final class LockedKeys: @unchecked Sendable {
         }
     }
 }
+
+extension DeployTests {
+    /// The user units that sync every few minutes pass `systemd-analyze --user verify`.
+    @Test func syncUserUnitsVerify() throws {
+        let analyze = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: analyze) else {
+            Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
+            return
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let service = try String(contentsOf: root.appendingPathComponent("Deploy/brsync-sync.service"), encoding: .utf8)
+        #expect(service.contains("ExecStart=%h/.local/bin/brsync sync --quiet") && service.contains("SuccessExitStatus=4"))
+        try service.replacingOccurrences(of: "%h/.local/bin/brsync", with: ProcessRunner.binary("brsync"))
+            .write(toFile: directory.file("brsync-sync.service"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: root.appendingPathComponent("Deploy/brsync-sync.timer").path, toPath: directory.file("brsync-sync.timer"))
+        let result = try ProcessRunner.run(analyze, ["--user", "verify", directory.file("brsync-sync.service"), directory.file("brsync-sync.timer")],
+                                           environment: ["XDG_RUNTIME_DIR": directory.path])
+        #expect(result.status == 0, "\(result)")
+    }
+}
