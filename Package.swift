@@ -107,6 +107,11 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(
+            name: "SyncModelTests",
+            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "TestSupport",
+                           .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
             name: "ServerTests",
             dependencies: ["BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]

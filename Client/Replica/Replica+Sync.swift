@@ -106,8 +106,9 @@ extension Replica {
     public func observeServerClock(_ stamp: HLCTimestamp) throws {
         try transaction {
             let local = currentMillis
-            clockObserve(stamp, wallMillis: local + (Int64(try meta("clock_offset") ?? "") ?? 0))
-            try setMeta("clock_offset", String(stamp.wallMillis - local))
+            let offset = stamp.wallMillis - local
+            try setMeta("clock_offset", String(offset))
+            clockObserve(stamp, wallMillis: local + offset)
             try setMeta("hlc", lastStamp.description)
         }
     }
@@ -141,7 +142,8 @@ extension Replica {
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
-                for stamp in change.state.fields.values.map(\.stamp) { clockObserve(stamp, wallMillis: currentMillis) }
+                let wall = try serverTimeMillis()
+                for stamp in change.state.fields.values.map(\.stamp) { clockObserve(stamp, wallMillis: wall) }
                 for value in lost {
                     try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
                 }

@@ -179,9 +179,7 @@ public final class Replica {
             var state = try record(collection, key: key) ?? RecordState()
             let changed = changes.filter { state.fields[$0.key]?.value != $0.value }
             guard !changed.isEmpty else { return .unchanged }
-            // Stamped in the server's time as last learned (see observeServerClock).
-            let offset = Int64(try meta("clock_offset") ?? "") ?? 0
-            let stamp = clock.tick(wallMillis: now() + offset)
+            let stamp = clock.tick(wallMillis: try serverTimeMillis())
             var logged: [String: StampedValue] = [:]
             for (field, value) in changed {
                 let register = StampedValue(value, stamp: stamp)
@@ -265,4 +263,10 @@ public final class Replica {
     }
 
     public var currentMillis: Int64 { now() }
+
+    /// This machine's clock corrected by the offset last learned from the
+    /// server (see observeServerClock): the time every stamp is based on.
+    func serverTimeMillis() throws -> Int64 {
+        now() + (Int64(try meta("clock_offset") ?? "") ?? 0)
+    }
 }

@@ -100,7 +100,15 @@ public final class SyncClient {
     /// in one transaction, so a client killed mid-pull resumes where it stopped.
     @discardableResult
     public func pull() throws -> Summary {
-        var done = 0
+        while try pullPage() {}
+        return summary
+    }
+
+    private var pulledSoFar = 0
+
+    /// Pulls and applies one page; returns whether more are waiting. (A client
+    /// stopped between pages resumes from the stored cursor.)
+    public func pullPage() throws -> Bool {
         while true {
             let state = try replica.syncState()
             let answer = try send(method: "GET", target: "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)")
@@ -114,9 +122,9 @@ public final class SyncClient {
             }
             summary.applied += try replica.applyPulled(page.changes, cursor: page.next, epoch: page.epoch)
             summary.pulled += page.changes.count
-            done += page.changes.count
-            if !page.changes.isEmpty { progress?("pulled", done, nil) }
-            if !page.more { return summary }
+            pulledSoFar += page.changes.count
+            if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
+            return page.more
         }
     }
 

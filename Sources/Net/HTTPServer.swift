@@ -13,6 +13,8 @@ public final class HTTPServer: Sendable {
         public let peer: String
     }
 
+    /// Answers a request. A response with status 0 closes the connection
+    /// without answering (used to simulate an answer lost on the way).
     public typealias Handler = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse
 
     /// Hooks for metrics and logs.
@@ -203,6 +205,8 @@ public final class HTTPServer: Sendable {
                     }
                     let started = Deadline.now()
                     let response = handler(request, RequestContext(peer: peer))
+                    // Status 0: close without answering (a proxy that simulates a lost answer).
+                    if response.status == 0 { return }
                     let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
                     let written = respond(stream, response, keepAlive: keepAlive)
                     observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))

@@ -1,0 +1,63 @@
+import Foundation
+import HTTP
+import Net
+import Synchronization
+import TestSupport
+
+/// A TLS proxy in front of the real server that injects faults, chosen by a
+/// seeded random source: an answer dropped after the server committed, a
+/// request sent twice, a 503 with Retry-After before forwarding.
+final class FaultProxy: Sendable {
+    struct Counts: Sendable { var dropped = 0, duplicated = 0, busy = 0, forwarded = 0 }
+
+    let server: HTTPServer
+    let port: UInt16
+    final class CountsBox: Sendable {
+        let value = Mutex(Counts())
+        func withLock<T>(_ body: (inout Counts) -> T) -> T { value.withLock { body(&$0) } }
+    }
+
+    let counts = CountsBox()
+
+    init(upstreamPort: UInt16, caFile: String, certificateFile: String, keyFile: String, seed: UInt64, faultRate: Double) throws {
+        let random = Mutex(SeededRandom(seed: seed))
+        let upstream = try TLSContext.client(caFile: caFile)
+        let counts = self.counts
+        server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
+            tls: TLSContext.server(certificateChainFile: certificateFile, privateKeyFile: keyFile), limits: HTTPLimits()
+        ) { request, _ in
+            let roll = random.withLock { Double.random(in: 0..<1, using: &$0) }
+            let fault = roll < faultRate ? random.withLock { Int.random(in: 0..<3, using: &$0) } : -1
+            if fault == 2 {
+                counts.withLock { $0.busy += 1 }
+                return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Array(#"{"error":"busy","message":"injected"}"#.utf8))
+            }
+            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost", tls: upstream))
+            var headers = HTTPHeaders()
+            for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
+                headers.add(name, value)
+            }
+            func forward() -> HTTPResponse {
+                guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
+                    return HTTPResponse(status: 502)
+                }
+                return HTTPResponse(status: answer.status, headers: ["Content-Type": "application/json"], body: answer.body)
+            }
+            var response = forward()
+            counts.withLock { $0.forwarded += 1 }
+            if fault == 1 {
+                response = forward() // the same request again: the server must not apply it twice
+                counts.withLock { $0.duplicated += 1 }
+            }
+            if fault == 0 {
+                counts.withLock { $0.dropped += 1 }
+                return HTTPResponse(status: 0) // the server committed; the client never hears
+            }
+            return response
+        }
+        port = try server.start()[0]
+    }
+
+    func stop() { server.shutdown(graceMilliseconds: 1000) }
+}
