@@ -12,6 +12,27 @@ import Replica
 //    `sqlite3 REPLICA "select count(*) ..."` timed the same way in the same run.
 
 var arguments = CommandLine.arguments.dropFirst()
+// `brsync-bench make-replica HOME N`: a replica with N rules (for Benchmarks/sync.sh).
+if arguments.first == "make-replica" {
+    let values = Array(arguments.dropFirst())
+    guard values.count == 2, let count = Int(values[1]) else {
+        FileHandle.standardError.write(Data("usage: brsync-bench make-replica HOME N\n".utf8))
+        exit(2)
+    }
+    do {
+        let replica = try Replica.initialize(home: values[0], deviceName: "bench-laptop").replica
+        try replica.transaction {
+            for id in ["firefox", "chrome"] { try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u") }
+            for index in 0..<count {
+                try replica.addRule(pattern: "site\(index).example", browser: index % 2 == 0 ? "firefox" : "chrome", priority: index % 7)
+            }
+        }
+    } catch {
+        FileHandle.standardError.write(Data("\(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
 var brsyncPath: String?
 var sqlitePath = "/usr/bin/sqlite3"
 var runs = 300

@@ -7,11 +7,11 @@ import SyncCore
 /// writer: resolving a link decodes records and must not pay for reflection.
 enum RecordCoding {
     static func encode(_ fields: [String: StampedValue]) -> String {
-        JSONValue.object(fields.mapValues { .object(["v": $0.value, "s": .string($0.stamp.description)]) }).jsonText
+        RecordState.encodeFields(fields)
     }
 
     static func encode(_ versions: VersionVector) -> String {
-        JSONValue.object(versions.counters.mapValues { .int(Int64(clamping: $0)) }).jsonText
+        RecordState.encodeVersions(versions)
     }
 
     static func decodeState(fields: String, versions: String) throws -> RecordState {

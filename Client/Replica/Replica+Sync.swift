@@ -139,11 +139,11 @@ extension Replica {
     public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String) throws -> Int {
         try transaction {
             var changed = 0
+            let wall = try serverTimeMillis()
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
-                let wall = try serverTimeMillis()
-                for stamp in change.state.fields.values.map(\.stamp) { clockObserve(stamp, wallMillis: wall) }
+                if let newest = change.state.fields.values.map(\.stamp).max() { clockObserve(newest, wallMillis: wall) }
                 for value in lost {
                     try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
                 }

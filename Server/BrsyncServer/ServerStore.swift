@@ -473,27 +473,12 @@ public final class ServerStore: Sendable {
 
 /// The JSON of stored record fields and versions (the same shape as on the wire).
 enum StoredRecord {
-    /// `{"name":{"s":STAMP,"v":VALUE},…}` with sorted names, written directly
-    /// (the same text as through ``JSONValue``, without building the tree).
     static func encode(_ fields: [String: StampedValue]) -> String {
-        var output: [UInt8] = [UInt8(ascii: "{")]
-        output.reserveCapacity(64 * fields.count + 2)
-        for (index, name) in fields.keys.sorted().enumerated() {
-            let register = fields[name]! // name comes from fields.keys
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            JSONValue.writeString(name, into: &output)
-            output += #":{"s":""#.utf8
-            register.stamp.write(into: &output)
-            output += #"","v":"#.utf8
-            register.value.write(into: &output)
-            output.append(UInt8(ascii: "}"))
-        }
-        output.append(UInt8(ascii: "}"))
-        return String(decoding: output, as: UTF8.self)
+        RecordState.encodeFields(fields)
     }
 
     static func encode(_ versions: VersionVector) -> String {
-        JSONValue.object(versions.counters.mapValues { .int(Int64(clamping: $0)) }).jsonText
+        RecordState.encodeVersions(versions)
     }
 
     static func decode(fields: String, versions: String) throws -> RecordState {

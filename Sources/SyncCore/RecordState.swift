@@ -73,3 +73,30 @@ public struct RecordState: Sendable, Hashable, Codable {
         return (RecordState(fields: fields, versions: versions.merged(with: other.versions)), lost.sorted { $0.field < $1.field })
     }
 }
+
+extension RecordState {
+    /// `{"name":{"s":STAMP,"v":VALUE},…}` with sorted names, written directly:
+    /// the same text as through ``JSONValue``, without building the tree
+    /// (records are written in bulk by pushes and pulls).
+    public static func encodeFields(_ fields: [String: StampedValue]) -> String {
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        output.reserveCapacity(64 * fields.count + 2)
+        for (index, name) in fields.keys.sorted().enumerated() {
+            let register = fields[name]! // name comes from fields.keys
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(name, into: &output)
+            output += #":{"s":""#.utf8
+            register.stamp.write(into: &output) // device ids never need escaping
+            output += #"","v":"#.utf8
+            register.value.write(into: &output)
+            output.append(UInt8(ascii: "}"))
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// `{"device":counter,…}`.
+    public static func encodeVersions(_ versions: VersionVector) -> String {
+        JSONValue.object(versions.counters.mapValues { .int(Int64(clamping: $0)) }).jsonText
+    }
+}
