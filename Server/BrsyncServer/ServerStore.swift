@@ -373,66 +373,108 @@ public final class ServerStore: Sendable {
     /// which SQLite serialises, and a read sees whole transactions only: a pull
     /// never skips a change that commits while it runs.
     public func pull(since cursor: Int64, limit: Int, device: Device) throws -> PullResponse {
-        try withDatabase { database in try pull(since: cursor, limit: limit, device: device, in: database) }
+        let (rows, page) = try withDatabase { database in
+            let rows = try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database)
+            return (rows, try finishPull(rows, since: cursor, limit: limit, device: device, in: database))
+        }
+        let changes = try rows.prefix(limit).map { row in
+            ChangeRecord(sequence: row.sequence, collection: row.collection, key: row.key,
+                         state: try StoredRecord.decode(fields: row.fields, versions: row.versions))
+        }
+        return PullResponse(changes: Array(changes), next: page.next, more: page.more, epoch: epoch, clock: clockStamp())
     }
 
-    /// Authenticates `token` and pulls for its device with one borrowed
-    /// connection and one read transaction (the hot path of every sync).
-    public func pull(token: String, since cursor: Int64, limit: Int) throws -> PullResponse {
-        try withDatabase { database in
+    /// Authenticates `token` and answers a pull for its device, as the JSON
+    /// text of a ``PullResponse``: one borrowed connection, one read
+    /// transaction, and the stored fields and versions spliced in as stored
+    /// (they are kept in the wire's form), so serving a page parses nothing.
+    public func pullText(token: String, since cursor: Int64, limit: Int) throws -> [UInt8] {
+        let (rows, page) = try withDatabase { database in
             let (device, rows) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
                 return (device, try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database))
             }
-            return try finishPull(rows, since: cursor, limit: limit, device: device, in: database)
+            return (rows, try finishPull(rows, since: cursor, limit: limit, device: device, in: database))
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(128 + rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
+        output += #"{"changes":["#.utf8
+        for (index, row) in rows.prefix(limit).enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            output += #"{"collection":""#.utf8
+            output += row.collection.rawValue.utf8
+            output += #"","fields":"#.utf8
+            output += row.fields.utf8
+            output += #","key":"#.utf8
+            JSONValue.writeString(row.key, into: &output)
+            output += #","seq":"#.utf8
+            output += String(row.sequence).utf8
+            output += #","versions":"#.utf8
+            output += row.versions.utf8
+            output.append(UInt8(ascii: "}"))
+        }
+        output += #"],"clock":""#.utf8
+        clockStamp().write(into: &output)
+        output += #"","epoch":"#.utf8
+        JSONValue.writeString(epoch, into: &output)
+        output += #","more":"#.utf8
+        output += (page.more ? "true" : "false").utf8
+        output += #","next":"#.utf8
+        output += String(page.next).utf8
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// A stored record version as read for a pull.
+    struct PulledRow {
+        let sequence: Int64
+        let collection: RecordCollection
+        let key: String
+        let fields: String
+        let versions: String
+    }
+
+    private func pullRows(since cursor: Int64, limit: Int, accountID: Int64, in database: Database) throws -> [PulledRow] {
+        try database.query(
+            "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            [.integer(accountID), .integer(cursor), .integer(Int64(limit + 1))]
+        ) { row -> PulledRow in
+            guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                throw ServerError.storeUnusable("a stored record has an unknown collection")
+            }
+            return PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                             fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}")
         }
     }
 
-    private func pull(since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> PullResponse {
-        let rows = try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database)
-        return try finishPull(rows, since: cursor, limit: limit, device: device, in: database)
-    }
-
-    private func pullRows(since cursor: Int64, limit: Int, accountID: Int64, in database: Database) throws -> [ChangeRecord] {
-            try database.query(
-                "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                [.integer(accountID), .integer(cursor), .integer(Int64(limit + 1))]
-            ) { row -> ChangeRecord in
-                guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
-                    throw ServerError.storeUnusable("a stored record has an unknown collection")
-                }
-                return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                                    state: try StoredRecord.decode(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
+    /// The page's cursor and "more" flag, and the device's bookkeeping.
+    private func finishPull(_ rows: [PulledRow], since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> (next: Int64, more: Bool) {
+        // Bookkeeping writes only when something moved: a no-change pull
+        // (the common case, every few minutes per machine) stays a pure read.
+        // `acknowledged_cursor` and `last_seen` are written once per device and
+        // value (last_seen at most once a minute), so concurrent pulls do not
+        // queue on the write lock.
+        let now = Self.nowMillis()
+        let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+        let write = mayWrite && bookkeeping.withLock { state -> Bool in
+            var write = false
+            if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
+                state.acknowledged[device.id] = cursor
+                write = true
             }
-    }
-
-    private func finishPull(_ rows: [ChangeRecord], since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> PullResponse {
-            // Bookkeeping writes only when something moved: a no-change pull
-            // (the common case, every few minutes per machine) stays a pure read.
-            // `last_seen` is refreshed at most once a minute per device, by one
-            // request only, so concurrent pulls do not queue on the write lock.
-            let now = Self.nowMillis()
-            let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
-            let write = mayWrite && bookkeeping.withLock { state -> Bool in
-                var write = false
-                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
-                    state.acknowledged[device.id] = cursor
-                    write = true
-                }
-                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
-                    state.lastSeen[device.id] = now
-                    write = true
-                }
-                return write
+            if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
+                state.lastSeen[device.id] = now
+                write = true
             }
-            if write {
-                try database.run(
-                    "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
-                    [.integer(cursor), .integer(now), .integer(device.id)])
-            }
+            return write
+        }
+        if write {
+            try database.run(
+                "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
+                [.integer(cursor), .integer(now), .integer(device.id)])
+        }
         let more = rows.count > limit
-        let page = Array(rows.prefix(limit))
-        return PullResponse(changes: page, next: page.last?.sequence ?? cursor, more: more, epoch: epoch, clock: clockStamp())
+        return (rows.prefix(limit).last?.sequence ?? cursor, more)
     }
 
     /// Counts for the metrics endpoint.

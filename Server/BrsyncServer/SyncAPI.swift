@@ -131,9 +131,9 @@ public final class SyncAPI: Sendable {
             }
             limit = value
         }
-        let response = try store.pull(token: token, since: since, limit: limit)
+        let body = try store.pullText(token: token, since: since, limit: limit)
         metrics.pulled()
-        return HTTPResponse.json(200, response.json.jsonText)
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
 }
 

@@ -230,3 +230,19 @@ final class LockedFlag: @unchecked Sendable {
         #expect(HLCTimestamp(text: "0000018bcfe5680a-0000002a-dev\"1") == nil, "device ids never need escaping")
     }
 }
+
+extension StoredRecordTests {
+    /// The spliced pull answer says exactly what the decoded one says.
+    @Test func pullTextMatchesThePullResponse() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        #expect(try device.push((0..<7).map { device.change("s\($0).example", ["browser": .string("b\"\($0)"), "priority": .int(Int64($0))]) }).status == 200)
+        let deviceRecord = try fixture.store.authenticate(token: device.token)
+        for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
+            let text = try fixture.store.pullText(token: device.token, since: since, limit: limit)
+            let spliced = try PullResponse(json: try JSONValue.parse(String(decoding: text, as: UTF8.self)))
+            let decoded = try fixture.store.pull(since: since, limit: limit, device: deviceRecord)
+            #expect(spliced.changes == decoded.changes && spliced.next == decoded.next && spliced.more == decoded.more && spliced.epoch == decoded.epoch)
+        }
+    }
+}

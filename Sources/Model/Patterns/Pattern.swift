@@ -48,19 +48,24 @@ public struct Pattern: Sendable, Hashable {
     /// Parses `text`.
     /// - Throws: ``PatternProblem`` saying what is wrong (`invalid pattern: …`).
     public init(_ text: String) throws(PatternProblem) {
-        let trimmed = URLParser.trimmed(text)
+        // Patterns are parsed for every candidate rule of a lookup and every
+        // stored rule: common (ASCII, already trimmed) text takes byte-level checks.
+        let isPlainASCII = text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        let trimmed = isPlainASCII ? text : URLParser.trimmed(text)
         self.text = trimmed
         func fail(_ reason: String) -> PatternProblem { PatternProblem(pattern: text, reason: reason) }
         guard !trimmed.isEmpty else { throw fail("it is blank") }
-        for scalar in trimmed.unicodeScalars
-        where scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F {
-            throw fail("it contains whitespace or a control character")
+        if !isPlainASCII {
+            for scalar in trimmed.unicodeScalars
+            where scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F {
+                throw fail("it contains whitespace or a control character")
+            }
         }
-        if trimmed.contains("***") { throw fail("'***' is not a wildcard; use * or **") }
+        if Self.find("***", in: trimmed) != nil { throw fail("'***' is not a wildcard; use * or **") }
 
         var rest = Substring(trimmed)
         var scheme: String?
-        if let separator = trimmed.firstRange(of: "://") {
+        if let separator = Self.find("://", in: trimmed) {
             let name = trimmed[..<separator.lowerBound].lowercased()
             switch name {
             case "http", "https": scheme = name
@@ -138,6 +143,24 @@ public struct Pattern: Sendable, Hashable {
         self.key = key
         literalLength = (hostGlob?.literalCount ?? host.utf8.count) + (pathGlob?.literalCount ?? 0)
         indexKey = Self.indexKey(forHost: host, isWildcard: hasWildcard)
+    }
+
+    /// The range of an ASCII `needle` in `text`, searched as bytes.
+    static func find(_ needle: StaticString, in text: String) -> Range<String.Index>? {
+        let target = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            var probe = index
+            var matched = 0
+            while matched < target.count, probe != utf8.endIndex, utf8[probe] == target[matched] {
+                matched += 1
+                probe = utf8.index(after: probe)
+            }
+            if matched == target.count { return index..<probe }
+            index = utf8.index(after: index)
+        }
+        return nil
     }
 
     private static let patternPathAllowed: [Bool] = {
