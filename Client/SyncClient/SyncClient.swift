@@ -34,6 +34,8 @@ public final class SyncClient {
         public var bytesSent = 0
         public var bytesReceived = 0
         public var fullResync = false
+        /// Time spent merging pulled pages into the replica (each page one transaction).
+        public var applyMilliseconds: Int64 = 0
     }
 
     let replica: Replica
@@ -120,7 +122,9 @@ public final class SyncClient {
                 try push()
                 continue
             }
+            let started = Replica.systemNow()
             summary.applied += try replica.applyPulled(page.changes, cursor: page.next, epoch: page.epoch)
+            summary.applyMilliseconds += Replica.systemNow() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
             if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }

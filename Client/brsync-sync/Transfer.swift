@@ -41,6 +41,7 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
+            "applyMilliseconds": .int(summary.applyMilliseconds),
         ]).jsonText)
     } else if !options.quiet {
         var parts: [String] = []
