@@ -37,7 +37,7 @@ let package = Package(
         // MARK: Pure layers
         .target(name: "Model", path: "Sources/Model"),
         .target(name: "SyncCore", dependencies: ["Model"], path: "Sources/SyncCore"),
-        .target(name: "HTTP", path: "Sources/HTTP"),
+        .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"),
 
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
@@ -101,7 +101,7 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Net"], path: "Tests/TestSupport"),
         .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),

@@ -12,6 +12,15 @@ public enum Timestamp {
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 
+    /// The UTC calendar fields of a time in milliseconds since 1970
+    /// (weekday 0 is Sunday).
+    public static func utcFields(millis: Int64) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, weekday: Int64) {
+        let (days, msOfDay) = floorDivMod(millis, 86_400_000)
+        let (year, month, day) = civil(fromDays: days)
+        let weekday = floorDivMod(days + 4, 7).1 // 1970-01-01 was a Thursday
+        return (year, month, day, msOfDay / 3_600_000, msOfDay / 60_000 % 60, msOfDay / 1000 % 60, weekday)
+    }
+
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fff]Z` (or `+00:00`); nil for anything else.
     public static func millis(fromISO8601 text: String) -> Int64? {
         let bytes = Array(text.utf8)

@@ -19,11 +19,7 @@ final class SyncWorld: @unchecked Sendable {
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "brsync-sync")
-        let authority = try CertificateAuthority()
-        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
-        try authority.certificatePEM.write(toFile: directory.file("ca.pem"), atomically: true, encoding: .utf8)
-        try issued.certificatePEM.write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
-        try issued.privateKeyPEM.write(toFile: directory.file("server.key"), atomically: true, encoding: .utf8)
+        _ = try TestCertificates(in: directory)
         db = directory.file("server.sqlite")
         #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice", "--db", db]).status == 0)
         try start()

@@ -15,14 +15,11 @@ final class TLSFixture: @unchecked Sendable {
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "brsync-tls")
-        authority = try CertificateAuthority()
-        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
-        caFile = directory.file("ca.pem")
-        certificateFile = directory.file("server.pem")
-        keyFile = directory.file("server.key")
-        try authority.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        try issued.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
-        try issued.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let certificates = try TestCertificates(in: directory)
+        authority = certificates.authority
+        caFile = certificates.caFile
+        certificateFile = certificates.certificateFile
+        keyFile = certificates.keyFile
     }
 
     deinit { directory.remove() }

@@ -130,10 +130,7 @@ import TestSupport
     }
 
     func writeCertificates(_ directory: TemporaryDirectory, authority: CertificateAuthority) throws {
-        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
-        try authority.certificatePEM.write(toFile: directory.file("ca.pem"), atomically: true, encoding: .utf8)
-        try issued.certificatePEM.write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
-        try issued.privateKeyPEM.write(toFile: directory.file("server.key"), atomically: true, encoding: .utf8)
+        _ = try TestCertificates(in: directory, authority: authority)
     }
 
     func device(_ port: UInt16, caFile: String, token: String, id: String) throws -> TestDevice {

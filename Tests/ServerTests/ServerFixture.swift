@@ -21,14 +21,10 @@ final class ServerFixture: @unchecked Sendable {
 
     init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory(prefix: "brsyncd-test")
-        let authority = try CertificateAuthority()
-        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
-        caFile = directory.file("ca.pem")
-        certificateFile = directory.file("server.pem")
-        keyFile = directory.file("server.key")
-        try authority.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        try issued.certificatePEM.write(toFile: certificateFile, atomically: true, encoding: .utf8)
-        try issued.privateKeyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let certificates = try TestCertificates(in: directory)
+        caFile = certificates.caFile
+        certificateFile = certificates.certificateFile
+        keyFile = certificates.keyFile
         var configuration = ServerConfiguration()
         configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
         configuration.certificateFile = certificateFile

@@ -68,12 +68,7 @@ final class SkewedClock: @unchecked Sendable {
         var random = SeededRandom(seed: seed)
         let directory = try TemporaryDirectory(prefix: "brsync-model")
         defer { directory.remove() }
-        let authority = try CertificateAuthority()
-        let issued = try authority.issue(hosts: ["localhost", "127.0.0.1"])
-        let caFile = directory.file("ca.pem")
-        try authority.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        try issued.certificatePEM.write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
-        try issued.privateKeyPEM.write(toFile: directory.file("server.key"), atomically: true, encoding: .utf8)
+        let caFile = try TestCertificates(in: directory).caFile
         var configuration = ServerConfiguration()
         configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
         configuration.certificateFile = directory.file("server.pem")

@@ -1,0 +1,153 @@
+import Glibc
+import Model
+import Net
+import Storage
+import Synchronization
+import SyncCore
+
+extension ServerStore {
+    // MARK: - Accounts and devices
+
+    public struct Account: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+        public let devices: Int
+        public let records: Int
+    }
+
+    public struct Device: Sendable, Equatable {
+        public let id: Int64
+        public let accountID: Int64
+        public let name: String
+        public let clientDevice: String?
+        public let revoked: Bool
+        public let lastSeenMillis: Int64?
+        public let lastDeviceSequence: Int64
+        public let acknowledgedCursor: Int64
+    }
+
+    static func validateName(_ name: String, what: String) throws {
+        guard !name.isBlank, name.utf8.count <= 64, !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            throw ServerError.badRequest("\(what) names are 1 to 64 characters on one line")
+        }
+    }
+
+    public func addAccount(_ name: String) throws {
+        try Self.validateName(name, what: "account")
+        try withDatabase { database in
+            if try database.scalar("SELECT 1 FROM accounts WHERE name = ?", [.text(name)]) != nil {
+                throw ServerError.conflict("the account '\(name)' exists already")
+            }
+            try database.run("INSERT INTO accounts (name, created_at) VALUES (?, ?)", [.text(name), .integer(Self.nowMillis())])
+        }
+    }
+
+    public func accounts() throws -> [Account] {
+        try withDatabase { database in
+            try database.query("""
+                SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id),
+                       (SELECT COUNT(*) FROM records r WHERE r.account_id = a.id)
+                FROM accounts a ORDER BY a.name
+                """) { row in
+                Account(id: row.int64(0) ?? 0, name: row.string(1) ?? "", devices: row.int(2) ?? 0, records: row.int(3) ?? 0)
+            }
+        }
+    }
+
+    /// Deletes an account with its devices and records.
+    public func removeAccount(_ name: String) throws {
+        try withDatabase { database in
+            try database.transaction {
+                guard let id = try database.scalar("SELECT id FROM accounts WHERE name = ?", [.text(name)])?.int64Value else {
+                    throw ServerError.notFound("no account named '\(name)'")
+                }
+                try database.run("DELETE FROM records WHERE account_id = ?", [.integer(id)])
+                try database.run("DELETE FROM devices WHERE account_id = ?", [.integer(id)])
+                try database.run("DELETE FROM accounts WHERE id = ?", [.integer(id)])
+            }
+        }
+    }
+
+    private func accountID(_ name: String, in database: Database) throws -> Int64 {
+        guard let id = try database.scalar("SELECT id FROM accounts WHERE name = ?", [.text(name)])?.int64Value else {
+            throw ServerError.notFound("no account named '\(name)'")
+        }
+        return id
+    }
+
+    /// Adds a device and returns its token: 256 random bits, shown once and
+    /// stored only as its SHA-256 hash.
+    public func addDevice(account: String, name: String) throws -> String {
+        try Self.validateName(name, what: "device")
+        let token = Tokens.make()
+        try withDatabase { database in
+            try database.transaction {
+                let id = try accountID(account, in: database)
+                if try database.scalar("SELECT 1 FROM devices WHERE account_id = ? AND name = ?", [.integer(id), .text(name)]) != nil {
+                    throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already")
+                }
+                try database.run(
+                    "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+                    [.integer(id), .text(name), .blob(Tokens.hash(token)), .integer(Self.nowMillis())])
+            }
+        }
+        return token
+    }
+
+    public func devices(account: String) throws -> [Device] {
+        try withDatabase { database in
+            let id = try accountID(account, in: database)
+            return try database.query(
+                """
+                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor
+                FROM devices WHERE account_id = ? ORDER BY name
+                """, [.integer(id)], Self.device)
+        }
+    }
+
+    static func device(_ row: Row) -> Device {
+        Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+               revoked: row.int(4) == 1, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+               acknowledgedCursor: row.int64(7) ?? 0)
+    }
+
+    public func revokeDevice(account: String, name: String) throws {
+        try withDatabase { database in
+            let id = try accountID(account, in: database)
+            try database.run("UPDATE devices SET revoked = 1 WHERE account_id = ? AND name = ?", [.integer(id), .text(name)])
+            guard database.changes == 1 else { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+        }
+    }
+
+    /// Deletes a device (used by `brsyncd dev` to issue a fresh token).
+    public func removeDevice(account: String, name: String) throws {
+        try withDatabase { database in
+            let id = try accountID(account, in: database)
+            try database.run("DELETE FROM devices WHERE account_id = ? AND name = ?", [.integer(id), .text(name)])
+        }
+    }
+
+    /// The device a bearer token belongs to.
+    /// - Throws: ``ServerError/unauthorized(_:)`` for an unknown token,
+    ///   ``ServerError/revoked`` for a revoked one.
+    public func authenticate(token: String) throws -> Device {
+        try withDatabase { database in try authenticate(token: token, in: database) }
+    }
+
+    func authenticate(token: String, in database: Database) throws -> Device {
+        let hash = Tokens.hash(token)
+        let found = try database.queryFirst(
+                """
+                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor, token_hash
+                FROM devices WHERE token_hash = ?
+                """, [.blob(hash)]
+            ) { row -> Device? in
+                // The lookup is by hash; compare again in constant time before trusting it.
+                guard case .blob(let stored) = row[8], Crypto.constantTimeEqual(stored, hash) else { return nil }
+                return Self.device(row)
+            }
+        guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }
+        guard !device.revoked else { throw ServerError.revoked }
+        return device
+    }
+}
