@@ -66,9 +66,10 @@ let package = Package(
             dependencies: ["Replica", "SyncCore", "Model", "Net", "HTTP"],
             path: "Client/SyncClient"
         ),
+        .target(name: "Desktop", dependencies: ["Model"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
-            dependencies: ["Model", "Replica", "SyncCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Model", "Replica", "SyncCore", "Desktop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/BrsyncCommands"
         ),
         // `brsync` links no TLS (a link resolves without loading OpenSSL);
@@ -105,6 +106,7 @@ let package = Package(
         .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",

@@ -106,6 +106,18 @@ extension Replica {
         }
     }
 
+    /// Records what detection found on this machine: launch command and desktop entry.
+    public func setDetected(_ id: String, exec: String, desktopEntry: String) throws {
+        try Self.validateExec(exec)
+        try transaction {
+            try database.run(
+                """
+                INSERT INTO local_browsers (id, exec, desktop_entry, installed) VALUES (?, ?, ?, 1)
+                ON CONFLICT (id) DO UPDATE SET exec = excluded.exec, desktop_entry = excluded.desktop_entry, installed = 1
+                """, [.text(id), .text(exec), .text(desktopEntry)])
+        }
+    }
+
     /// Resolves a user-typed browser name to an existing browser, or throws with close matches.
     public func requireBrowser(named name: String) throws -> LocalBrowser {
         let all = try browsers()

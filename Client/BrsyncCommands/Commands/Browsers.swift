@@ -1,4 +1,5 @@
 import ArgumentParser
+import Desktop
 import Model
 import Replica
 
@@ -8,7 +9,7 @@ public struct BrowsersCommand: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "browsers",
         abstract: "List and manage the browsers rules can name.",
-        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self],
+        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self, Detect.self],
         defaultSubcommand: List.self)
 
     public struct List: ParsableCommand {
@@ -62,12 +63,46 @@ public struct BrowsersCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The iOS URL scheme.", valueName: "scheme")) var scheme: String?
         @Option(help: ArgumentHelp("This machine's launch command; %u is the URL (device-local, not synced).", valueName: "command"))
         var exec: String?
+        @Option(help: ArgumentHelp("Make a profile of this browser: its launch command with --args added.", valueName: "browser"))
+        var from: String?
+        @Option(help: ArgumentHelp("With --from: the extra arguments (a Chrome or Firefox profile, a private window).", valueName: "args"))
+        var args: String?
+
+        public func validate() throws {
+            if (from == nil) != (args == nil) { throw ValidationError("--from and --args go together") }
+            if from != nil && exec != nil { throw ValidationError("--from takes the launch command from that browser; leave out --exec") }
+        }
 
         public func run() throws {
             let replica = try global.openReplica()
+            var exec = self.exec
+            var name = self.name
+            var format = self.format
+            if let from, let args {
+                let base = try replica.requireBrowser(named: from)
+                guard let baseExec = base.exec else {
+                    throw CLIFailure(message: "'\(base.browser.id)' has no launch command here; run 'brsync browsers detect' or add --exec")
+                }
+                exec = try Self.profileCommand(baseExec, adding: args)
+                name = name ?? "\(base.browser.name) (\(args))"
+                format = format ?? base.browser.urlFormat
+            }
             let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec)
             let added = try replica.findBrowser(named: id)
             print("browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")")
+        }
+
+        /// The base command with `args` inserted after the program, so the URL
+        /// field code stays last: `firefox %u` + `-P work` = `firefox -P work %u`.
+        static func profileCommand(_ exec: String, adding args: String) throws -> String {
+            let base: ExecCommand
+            let extra: ExecCommand
+            do {
+                base = try ExecCommand(exec)
+                extra = try ExecCommand(args)
+            } catch { throw CLIFailure(message: "\(error)") }
+            let arguments = [base.arguments[0]] + extra.arguments + base.arguments.dropFirst()
+            return arguments.map(ExecCommand.quote).joined(separator: " ")
         }
     }
 

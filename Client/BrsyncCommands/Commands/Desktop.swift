@@ -1,0 +1,123 @@
+import ArgumentParser
+import Desktop
+import Glibc
+import Model
+import Replica
+
+/// The environment as a dictionary, read once (detection and registration need several variables).
+func environmentDictionary() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+        let text = String(cString: entry)
+        if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+        pointer += 1
+    }
+    return result
+}
+
+public struct Detect: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "detect",
+        abstract: "Find installed browsers from their desktop entries (native, Flatpak, Snap) and record how to launch them here.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    public func run() throws {
+        let environment = environmentDictionary()
+        let detector = BrowserDetector(
+            directories: BrowserDetector.standardDirectories(environment: environment),
+            locale: environment["LC_ALL"] ?? environment["LC_MESSAGES"] ?? environment["LANG"],
+            path: (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
+        let (found, skipped) = detector.detect()
+        for skip in skipped { ExitStatus.warn("skipped \(skip.path): \(skip.reason)") }
+        let replica = try global.openReplica()
+        try replica.transaction {
+            for browser in found {
+                let known = try replica.findBrowser(named: browser.browserID) != nil
+                if !known {
+                    try replica.addBrowser(id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
+                                           format: nil, scheme: nil, exec: nil)
+                }
+                try replica.setDetected(browser.browserID, exec: browser.exec, desktopEntry: browser.path)
+            }
+        }
+        if json {
+            print(JSONValue.array(found.map { browser in
+                .object(["id": .string(browser.browserID), "name": .string(browser.name), "desktopID": .string(browser.desktopID),
+                         "path": .string(browser.path), "exec": .string(browser.exec), "catalog": .bool(browser.isCatalogBrowser),
+                         "actions": .array(browser.actions.map { .object(["id": .string($0.id), "name": .string($0.name), "exec": .string($0.exec)]) })])
+            }).jsonText)
+            return
+        }
+        if found.isEmpty { print("no browsers found in \(detector.directories.joined(separator: ", "))") }
+        Output.table(["ID", "NAME", "DESKTOP ENTRY", "LAUNCH"], found.map { [$0.browserID, $0.name, $0.desktopID, $0.exec] })
+    }
+}
+
+public struct Open: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "open",
+        abstract: "Open a link in the browser its rules decide (offline), launched from its desktop entry's Exec line; exit 3 when none decides.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The URL.") var url: String
+
+    public func run() throws {
+        let url = try NormalizedURL(url)
+        let replica = try global.openReplica()
+        let resolution = try replica.resolve(url)
+        guard let browser = resolution.browser, let exec = browser.exec else {
+            ExitStatus.printError("no rule or default browser decides \(url); run 'brsync pick' or add a rule")
+            throw ExitCode(ExitStatus.pickerNeeded)
+        }
+        do {
+            let command = try ExecCommand(exec)
+            try Launcher.launch(command.expanded(.init(urls: [url.absoluteString], name: browser.browser.name, desktopFile: browser.desktopEntry)))
+        } catch let problem as ExecCommand.Problem {
+            ExitStatus.printError("\(browser.browser.id): \(problem)")
+            throw ExitCode(ExitStatus.pickerNeeded)
+        } catch let failure as Launcher.Failure {
+            ExitStatus.printError("\(browser.browser.id): \(failure)")
+            throw ExitCode(ExitStatus.pickerNeeded)
+        }
+    }
+}
+
+/// The path of the running brsync (for the desktop entry).
+func currentExecutable() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard length > 0 else { return CommandLine.arguments[0] }
+    return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+public struct Install: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "install",
+        abstract: "Make brsync the default web browser (http, https, HTML), remembering the previous default.")
+    @OptionGroup var global: GlobalOptions
+
+    public func run() throws {
+        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: global.resolvedHome)
+        let previous = try registration.install(executable: currentExecutable())
+        print("installed \(registration.desktopFile); brsync is the default browser")
+        if !previous.isEmpty { print("previous default: \(Set(previous.values).sorted().joined(separator: ", ")) ('brsync uninstall' puts it back)") }
+    }
+}
+
+public struct Uninstall: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "uninstall", abstract: "Put the previous default browser back and remove brsync.desktop.")
+    @OptionGroup var global: GlobalOptions
+
+    public func run() throws {
+        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: global.resolvedHome)
+        let previous = try registration.uninstall()
+        let restored = Set(previous.values.filter { !$0.isEmpty }).sorted()
+        print(restored.isEmpty ? "uninstalled; no previous default to restore" : "uninstalled; default browser back to \(restored.joined(separator: ", "))")
+    }
+}

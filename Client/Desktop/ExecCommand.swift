@@ -1,0 +1,122 @@
+/// An `Exec` line split into arguments by the Desktop Entry Specification's
+/// quoting rules, with its field codes expanded for a URL — no shell involved.
+/// https://specifications.freedesktop.org/desktop-entry-spec/latest/exec-variables.html
+public struct ExecCommand: Sendable, Equatable {
+    /// Arguments as written; field codes are still in them.
+    public let arguments: [String]
+
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public let exec: String
+        public let reason: String
+        public var description: String { "cannot use the command '\(exec)': \(reason)" }
+    }
+
+    /// Splits an (already unescaped) Exec value: arguments separated by spaces;
+    /// double quotes group, and inside them `\"`, `` \` ``, `\$`, `\\` escape.
+    public init(_ exec: String) throws(Problem) {
+        var arguments: [String] = []
+        var current = ""
+        var hasCurrent = false
+        var quoted = false
+        var iterator = Array(exec).makeIterator()
+        while let character = iterator.next() {
+            if quoted {
+                if character == "\\" {
+                    guard let next = iterator.next() else { throw Problem(exec: exec, reason: "it ends inside an escape") }
+                    guard "\"`$\\".contains(next) else { throw Problem(exec: exec, reason: "'\\\(next)' is not a valid escape inside quotes") }
+                    current.append(next)
+                } else if character == "\"" {
+                    quoted = false
+                } else {
+                    current.append(character)
+                }
+            } else if character == "\"" {
+                quoted = true
+                hasCurrent = true
+            } else if character == " " || character == "\t" {
+                if hasCurrent || !current.isEmpty { arguments.append(current) }
+                current = ""
+                hasCurrent = false
+            } else {
+                current.append(character)
+            }
+        }
+        guard !quoted else { throw Problem(exec: exec, reason: "a quote is not closed") }
+        if hasCurrent || !current.isEmpty { arguments.append(current) }
+        guard !arguments.isEmpty else { throw Problem(exec: exec, reason: "it is empty") }
+        self.arguments = arguments
+    }
+
+    /// An argument written so that ``init(_:)`` reads it back (quoted when needed).
+    public static func quote(_ argument: String) -> String {
+        guard argument.isEmpty || argument.contains(where: { " \t\"'\\$`".contains($0) }) else { return argument }
+        var output = "\""
+        for character in argument {
+            if "\"`$\\".contains(character) { output.append("\\") }
+            output.append(character)
+        }
+        return output + "\""
+    }
+
+    /// What the field codes stand for when launching.
+    public struct Context: Sendable {
+        public var urls: [String]
+        public var icon: String?
+        public var name: String?
+        public var desktopFile: String?
+        public init(urls: [String], icon: String? = nil, name: String? = nil, desktopFile: String? = nil) {
+            self.urls = urls
+            self.icon = icon
+            self.name = name
+            self.desktopFile = desktopFile
+        }
+    }
+
+    /// The argument vector to run: `%u`/`%f` one URL, `%U`/`%F` all of them,
+    /// `%i` `--icon ICON`, `%c` the name, `%k` the desktop file, `%%` a percent;
+    /// deprecated codes are dropped. A command with no URL code gets the URL
+    /// appended, as launchers do.
+    public func expanded(_ context: Context) -> [String] {
+        var output: [String] = []
+        var usedURL = false
+        for argument in arguments {
+            switch argument {
+            case "%u", "%f":
+                if let first = context.urls.first { output.append(first) }
+                usedURL = true
+                continue
+            case "%U", "%F":
+                output += context.urls
+                usedURL = true
+                continue
+            case "%i":
+                if let icon = context.icon { output += ["--icon", icon] }
+                continue
+            default:
+                break
+            }
+            var text = ""
+            var iterator = Array(argument).makeIterator()
+            while let character = iterator.next() {
+                guard character == "%" else { text.append(character); continue }
+                switch iterator.next() {
+                case "%"?: text.append("%")
+                case "u"?, "f"?:
+                    text += context.urls.first ?? ""
+                    usedURL = true
+                case "U"?, "F"?:
+                    text += context.urls.joined(separator: " ")
+                    usedURL = true
+                case "c"?: text += context.name ?? ""
+                case "k"?: text += context.desktopFile ?? ""
+                case "i"?: text += context.icon ?? ""
+                case let other?: _ = other // deprecated (%d %D %n %N %v %m) or unknown: removed
+                case nil: break
+                }
+            }
+            output.append(text)
+        }
+        if !usedURL { output += context.urls }
+        return output
+    }
+}

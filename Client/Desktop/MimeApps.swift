@@ -1,0 +1,197 @@
+import Glibc
+
+/// The default-application settings of the MIME Applications Associations
+/// specification: `[Default Applications]` in `mimeapps.list`, the user's file
+/// in `$XDG_CONFIG_HOME` first.
+/// https://specifications.freedesktop.org/mime-apps-spec/latest/
+public struct MimeApps: Sendable {
+    public let configHome: String
+    public let searchFiles: [String]
+
+    public init(environment: [String: String]) {
+        let home = environment["HOME"] ?? ""
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.config"
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
+        let configDirs = (environment["XDG_CONFIG_DIRS"] ?? "/etc/xdg").split(separator: ":").map(String.init)
+        let dataDirs = (environment["XDG_DATA_DIRS"] ?? "/usr/local/share:/usr/share").split(separator: ":").map(String.init)
+        self.configHome = configHome
+        searchFiles = ["\(configHome)/mimeapps.list"] + configDirs.map { "\($0)/mimeapps.list" }
+            + ["\(dataHome)/applications/mimeapps.list"] + dataDirs.map { "\($0)/applications/mimeapps.list" }
+    }
+
+    public var userFile: String { "\(configHome)/mimeapps.list" }
+
+    /// The default desktop file ID for `mimeType`, the first one listed.
+    public func defaultApplication(for mimeType: String) -> String? {
+        for file in searchFiles {
+            guard let text = BrowserDetector.read(file) else { continue }
+            if let value = Self.defaults(in: text)[mimeType], let first = value.split(separator: ";").first {
+                return String(first)
+            }
+        }
+        return nil
+    }
+
+    static func defaults(in text: String) -> [String: String] {
+        var inGroup = false
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters()
+            if trimmed.hasPrefix("[") { inGroup = trimmed == "[Default Applications]"; continue }
+            guard inGroup, let equals = trimmed.firstIndex(of: "=") else { continue }
+            values[String(trimmed[..<equals])] = String(trimmed[trimmed.index(after: equals)...])
+        }
+        return values
+    }
+
+    /// Sets (or with nil removes) the user's default for each MIME type,
+    /// keeping every other line of the file as it was.
+    public func setDefaults(_ changes: [(mimeType: String, desktopID: String?)]) throws(Launcher.Failure) {
+        let text = BrowserDetector.read(userFile) ?? ""
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        var groupStart = lines.firstIndex { $0.trimmingCharacters() == "[Default Applications]" }
+        if groupStart == nil {
+            if !lines.isEmpty { lines.append("") }
+            lines.append("[Default Applications]")
+            groupStart = lines.count - 1
+        }
+        guard let start = groupStart else { return }
+        for (mimeType, desktopID) in changes {
+            var end = lines.count
+            for index in (start + 1)..<lines.count where lines[index].trimmingCharacters().hasPrefix("[") {
+                end = index
+                break
+            }
+            let existing = ((start + 1)..<end).first { lines[$0].trimmingCharacters().hasPrefix("\(mimeType)=") }
+            switch (existing, desktopID) {
+            case (let index?, let id?): lines[index] = "\(mimeType)=\(id);"
+            case (let index?, nil): lines.remove(at: index)
+            case (nil, let id?): lines.insert("\(mimeType)=\(id);", at: start + 1)
+            case (nil, nil): break
+            }
+        }
+        try Files.write(lines.joined(separator: "\n") + "\n", to: userFile, mode: 0o644)
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters() -> String {
+        String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
+    }
+}
+
+/// Writing files atomically (a temporary file renamed over the old one).
+enum Files {
+    static func write(_ text: String, to path: String, mode: mode_t) throws(Launcher.Failure) {
+        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        makeFolders(folder)
+        let temporary = "\(path).brsync-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode)
+        guard descriptor >= 0 else { throw Launcher.Failure(program: path, reason: String(cString: strerror(errno))) }
+        let bytes = Array(text.utf8)
+        let written = Glibc.write(descriptor, bytes, bytes.count)
+        close(descriptor)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw Launcher.Failure(program: path, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    static func makeFolders(_ path: String) {
+        var current = ""
+        for part in path.split(separator: "/") {
+            current += "/\(part)"
+            mkdir(current, 0o755)
+        }
+    }
+}
+
+/// Makes brsync the default web browser, and puts the previous one back.
+public struct DefaultBrowserRegistration: Sendable {
+    public static let desktopID = "brsync.desktop"
+    public static let mimeTypes = ["x-scheme-handler/http", "x-scheme-handler/https", "text/html"]
+
+    public let applicationsFolder: String
+    public let mimeApps: MimeApps
+    /// Where the previous defaults are remembered (device-local, in the brsync home).
+    public let stateFile: String
+
+    public init(environment: [String: String], brsyncHome: String) {
+        let home = environment["HOME"] ?? ""
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
+        applicationsFolder = "\(dataHome)/applications"
+        mimeApps = MimeApps(environment: environment)
+        stateFile = "\(brsyncHome)/previous-defaults"
+    }
+
+    public var desktopFile: String { "\(applicationsFolder)/\(Self.desktopID)" }
+
+    /// The desktop entry that hands links to `brsync open`.
+    public static func desktopEntry(executable: String) -> String {
+        // Quoting rules, then the string escape of desktop files (so a
+        // backslash in the path is written as four).
+        var quoted = executable
+        if executable.contains(where: { " \t\"'\\$`".contains($0) }) {
+            quoted = "\""
+            for character in executable {
+                switch character {
+                case "\\": quoted += "\\\\\\\\"
+                case "\"", "`", "$": quoted += "\\\\\(character)"
+                default: quoted.append(character)
+                }
+            }
+            quoted += "\""
+        }
+        return """
+            [Desktop Entry]
+            Type=Application
+            Name=brsync
+            GenericName=Browser selector
+            Comment=Open each link in the browser its rule names, or ask which one
+            Exec=\(quoted) open %u
+            Icon=web-browser
+            Terminal=false
+            StartupNotify=false
+            Categories=Network;WebBrowser;
+            MimeType=x-scheme-handler/http;x-scheme-handler/https;text/html;
+
+            """
+    }
+
+    /// Writes `brsync.desktop` and makes it the default for http, https and
+    /// HTML, remembering the previous defaults (unless brsync already was).
+    /// - Returns: the previous default for each type.
+    @discardableResult
+    public func install(executable: String) throws(Launcher.Failure) -> [String: String] {
+        try Files.write(Self.desktopEntry(executable: executable), to: desktopFile, mode: 0o644)
+        var previous: [String: String] = [:]
+        for type in Self.mimeTypes {
+            if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID { previous[type] = current }
+        }
+        if BrowserDetector.read(stateFile) == nil || !previous.isEmpty {
+            let text = Self.mimeTypes.map { "\($0)=\(previous[$0] ?? "")" }.joined(separator: "\n") + "\n"
+            try Files.write(text, to: stateFile, mode: 0o600)
+        }
+        try mimeApps.setDefaults(Self.mimeTypes.map { ($0, Self.desktopID) })
+        return previous
+    }
+
+    /// Puts the remembered defaults back and removes `brsync.desktop`.
+    /// - Returns: the defaults restored (an empty value: the type now has no user default).
+    @discardableResult
+    public func uninstall() throws(Launcher.Failure) -> [String: String] {
+        var previous: [String: String] = [:]
+        for line in (BrowserDetector.read(stateFile) ?? "").split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2 { previous[String(parts[0])] = String(parts[1]) }
+        }
+        try mimeApps.setDefaults(Self.mimeTypes.map { type in
+            let old = previous[type] ?? ""
+            return (type, old.isEmpty ? nil : old)
+        })
+        unlink(desktopFile)
+        unlink(stateFile)
+        return previous
+    }
+}
