@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `brsync browsers detect`, profiles, `open`, `install` and `uninstall` in a
+/// temporary HOME with fixture desktop entries and a launch command that
+/// records its arguments.
+final class DesktopWorld: @unchecked Sendable {
+    // Built in init, then only read.
+    let directory: TemporaryDirectory
+    let brsync = ProcessRunner.binary("brsync")
+    var environment: [String: String]
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "brsync-desktop-cli")
+        let bin = directory.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory.file("data/applications"), withIntermediateDirectories: true)
+        let recorder = "#!/bin/sh\nprintf '%s\\n' \"$0 $*\" >> \(directory.file("launched"))\n"
+        for program in ["fakefox", "fakechrome"] {
+            try recorder.write(toFile: "\(bin)/\(program)", atomically: true, encoding: .utf8)
+            chmod("\(bin)/\(program)", 0o755)
+        }
+        try "[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
+            .write(toFile: directory.file("data/applications/firefox.desktop"), atomically: true, encoding: .utf8)
+        try "[Desktop Entry]\nType=Application\nName=Chrome\nExec=fakechrome --profile-directory=Default %U\nCategories=Network;WebBrowser;\n"
+            .write(toFile: directory.file("data/applications/google-chrome.desktop"), atomically: true, encoding: .utf8)
+        environment = [
+            "HOME": directory.path, "XDG_DATA_HOME": directory.file("data"), "XDG_DATA_DIRS": directory.file("none"),
+            "XDG_CONFIG_HOME": directory.file("config"), "BRSYNC_HOME": directory.file("brsync"),
+            "PATH": "\(bin):/usr/bin:/bin",
+        ]
+    }
+
+    deinit { directory.remove() }
+
+    @discardableResult
+    func run(_ arguments: String...) throws -> ProcessResult {
+        try ProcessRunner.run(brsync, arguments, environment: environment)
+    }
+
+    func launched() -> [String] {
+        (try? String(contentsOfFile: directory.file("launched"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    }
+
+    /// Waits for the launched program to write its line (it runs detached).
+    func waitForLaunch(count: Int) -> [String] {
+        for _ in 0..<200 where launched().count < count { usleep(10_000) }
+        return launched()
+    }
+}
+
+@Suite struct DesktopCommandTests {
+    @Test func detectThenOpenLaunchesTheDecidedBrowser() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        let detected = try world.run("browsers", "detect", "--json")
+        #expect(detected.status == 0, "\(detected)")
+        #expect(detected.stdout.contains(#""id":"chrome""#) && detected.stdout.contains(#""id":"firefox""#))
+        #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
+        #expect(try world.run("browsers", "add", "private", "--from", "firefox", "--args=--private-window").status == 0)
+        #expect(try world.run("rules", "add", "bank.example", "private").status == 0)
+
+        #expect(try world.run("open", "https://github.com/a?b=1&c").status == 0)
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://github.com/a?b=1&c") == true)
+        #expect(try world.run("open", "https://www.bank.example/login").status == 0)
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox --private-window https://www.bank.example/login") == true)
+
+        // Nothing decides: exit 3, nothing launched.
+        let undecided = try world.run("open", "https://unknown.example/")
+        #expect(undecided.status == 3 && undecided.stderr.contains("no rule or default browser decides"))
+        // A launch command that cannot run says so.
+        #expect(try world.run("browsers", "add", "broken", "--exec", "/nonexistent/browser %u").status == 0)
+        #expect(try world.run("rules", "add", "broken.example", "broken").status == 0)
+        let failed = try world.run("open", "https://broken.example/")
+        #expect(failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser"), "\(failed)")
+        usleep(100_000)
+        #expect(world.launched().count == 2)
+    }
+
+    @Test func installMakesBrsyncTheDefaultAndUninstallPutsThePreviousBack() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        let xdgMime = "/usr/bin/xdg-mime"
+        let validate = "/usr/bin/desktop-file-validate"
+        guard FileManager.default.isExecutableFile(atPath: xdgMime), FileManager.default.isExecutableFile(atPath: validate) else {
+            Issue.record("xdg-mime and desktop-file-validate are needed (scripts/setup installs xdg-utils and desktop-file-utils)")
+            return
+        }
+        #expect(try ProcessRunner.run(xdgMime, ["default", "firefox.desktop", "x-scheme-handler/https"], environment: world.environment).status == 0)
+        let installed = try world.run("install")
+        #expect(installed.status == 0 && installed.stdout.contains("previous default: firefox.desktop"), "\(installed)")
+        let desktopFile = world.directory.file("data/applications/brsync.desktop")
+        let validation = try ProcessRunner.run(validate, [desktopFile])
+        #expect(validation.status == 0 && validation.stdout.isEmpty && validation.stderr.isEmpty, "\(validation)")
+        for type in ["x-scheme-handler/https", "x-scheme-handler/http", "text/html"] {
+            let query = try ProcessRunner.run(xdgMime, ["query", "default", type], environment: world.environment)
+            #expect(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "brsync.desktop", "\(type): \(query)")
+        }
+        // Installing again keeps the remembered previous default.
+        #expect(try world.run("install").status == 0)
+        let uninstalled = try world.run("uninstall")
+        #expect(uninstalled.status == 0 && uninstalled.stdout.contains("back to firefox.desktop"), "\(uninstalled)")
+        let query = try ProcessRunner.run(xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
+        #expect(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "firefox.desktop")
+        #expect(!FileManager.default.fileExists(atPath: desktopFile))
+        // brsync's own entry is never detected as a browser.
+        #expect(try world.run("install").status == 0)
+        #expect(!(try world.run("browsers", "detect").stdout.contains("brsync")))
+    }
+
+    @Test func profileAndDetectBadInput() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        let noBase = try world.run("browsers", "add", "work", "--from", "firefox", "--args=-P work")
+        #expect(noBase.status == 2 && noBase.stderr.contains("not added yet"), "\(noBase)")
+        let alone = try world.run("browsers", "add", "work", "--from", "firefox")
+        #expect(alone.status == 2 && alone.stderr.contains("--from and --args go together"))
+        try "[Desktop Entry\nbroken".write(toFile: world.directory.file("data/applications/broken.desktop"), atomically: true, encoding: .utf8)
+        let detected = try world.run("browsers", "detect")
+        #expect(detected.status == 0 && detected.stderr.contains("warning: skipped") && detected.stderr.contains("broken.desktop"))
+    }
+}
