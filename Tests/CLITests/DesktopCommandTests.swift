@@ -68,12 +68,12 @@ final class DesktopWorld: @unchecked Sendable {
 
         // Nothing decides: exit 3, nothing launched.
         let undecided = try world.run("open", "https://unknown.example/")
-        #expect(undecided.status == 3 && undecided.stderr.contains("no rule or default browser decides"))
+        #expect(undecided.status == 3 && undecided.stderr.contains("no picker is available"), "\(undecided)")
         // A launch command that cannot run says so.
         #expect(try world.run("browsers", "add", "broken", "--exec", "/nonexistent/browser %u").status == 0)
         #expect(try world.run("rules", "add", "broken.example", "broken").status == 0)
         let failed = try world.run("open", "https://broken.example/")
-        #expect(failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser"), "\(failed)")
+        #expect(failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser") && failed.stderr.contains("no picker"), "\(failed)")
         usleep(100_000)
         #expect(world.launched().count == 2)
     }
@@ -119,5 +119,104 @@ final class DesktopWorld: @unchecked Sendable {
         try "[Desktop Entry\nbroken".write(toFile: world.directory.file("data/applications/broken.desktop"), atomically: true, encoding: .utf8)
         let detected = try world.run("browsers", "detect")
         #expect(detected.status == 0 && detected.stderr.contains("warning: skipped") && detected.stderr.contains("broken.desktop"))
+    }
+}
+
+/// The picker, driven as a person would: through tmux on a real terminal, and
+/// through a dmenu-style menu command.
+@Suite(.serialized) struct PickerTests {
+    /// A tmux server with one session running `command`, in the world's folder.
+    struct Terminal {
+        let socket: String
+        let session = "picker"
+
+        init(_ world: DesktopWorld, command: String) {
+            socket = world.directory.file("tmux.sock")
+            let environment = world.environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+            let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 60" // $? for the inner shell
+            _ = Shell.run("tmux -S '\(socket)' new-session -d -s \(session) -x 100 -y 20 \"\(script)\"", environment: ["TERM": "xterm-256color"])
+        }
+
+        func keys(_ keys: String...) {
+            for key in keys { _ = Shell.run("tmux -S '\(socket)' send-keys -t \(session) \(key)") }
+        }
+
+        var screen: String { Shell.run("tmux -S '\(socket)' capture-pane -p -t \(session)").output }
+
+        /// The screen once it shows `text` (bounded wait).
+        func waitFor(_ text: String) -> String {
+            for _ in 0..<300 {
+                let current = screen
+                if current.contains(text) { return current }
+                usleep(20_000)
+            }
+            return screen
+        }
+
+        func stop() { _ = Shell.run("tmux -S '\(socket)' kill-server") }
+    }
+
+    static var hasTmux: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
+
+    @Test func terminalPickerRemembersAndTheNextOpenDoesNotAsk() throws {
+        guard Self.hasTmux else {
+            Issue.record("tmux is needed (scripts/setup installs it)")
+            return
+        }
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        let terminal = Terminal(world, command: "open https://www.github.com/x")
+        defer { terminal.stop() }
+        let shown = terminal.waitFor("remember for: github.com")
+        #expect(shown.contains("Open https://www.github.com/x") && shown.contains("Chrome (chrome)") && shown.contains("Firefox (firefox)"), "\(shown)")
+        // The second browser with the arrow key, remember, open.
+        terminal.keys("Down", "r")
+        _ = terminal.waitFor("[x] remember")
+        terminal.keys("Enter")
+        let done = terminal.waitFor("EXIT=")
+        #expect(done.contains("EXIT=0") && done.contains("remembered: github.com -> firefox"), "\(done)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://www.github.com/x") == true)
+        // The next open of a matching URL launches without asking.
+        let again = try world.run("open", "https://gist.github.com/y")
+        #expect(again.status == 0, "\(again)")
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://gist.github.com/y") == true)
+    }
+
+    @Test func terminalPickerCancelOpensNothing() throws {
+        guard Self.hasTmux else { return }
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        let terminal = Terminal(world, command: "pick https://github.com/")
+        defer { terminal.stop() }
+        _ = terminal.waitFor("remember for")
+        terminal.keys("r", "Escape")
+        let text = terminal.waitFor("EXIT=")
+        #expect(text.contains("EXIT=3") && text.contains("cancelled"), "\(text)")
+        #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
+        #expect(world.launched().isEmpty)
+    }
+
+    @Test func menuPickerWithoutATerminal() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        // A dmenu stand-in that picks the "remember" line for Chrome.
+        let menu = world.directory.file("bin/fake-dmenu")
+        try "#!/bin/sh\ncat > \(world.directory.file("offered"))\ngrep 'Chrome (chrome) · remember' \(world.directory.file("offered"))\n"
+            .write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        let opened = try world.run("open", "https://news.bbc.co.uk/story")
+        #expect(opened.status == 0 && opened.stdout.contains("remembered: bbc.co.uk -> chrome"), "\(opened)")
+        #expect(world.waitForLaunch(count: 1).last?.contains("fakechrome --profile-directory=Default https://news.bbc.co.uk/story") == true)
+        let offered = try String(contentsOfFile: world.directory.file("offered"), encoding: .utf8)
+        #expect(offered.contains("Firefox (firefox)\n") && offered.contains("Chrome (chrome) · remember bbc.co.uk"))
+        // A menu closed without a choice cancels.
+        try "#!/bin/sh\ncat >/dev/null\nexit 1\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        let cancelled = try world.run("pick", "https://example.org/")
+        #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"))
+        #expect(world.launched().count == 1)
     }
 }

@@ -24,8 +24,12 @@ public struct Suggest: ParsableCommand {
 
     public func run() throws {
         let url = try NormalizedURL(url)
-        let path = environment("BRSYNC_PUBLIC_SUFFIX_LIST")
-            ?? Self.defaultListPath
+        print(try Self.loadList().suggestedPattern(for: url))
+    }
+
+    /// The system's Public Suffix List (or `$BRSYNC_PUBLIC_SUFFIX_LIST`).
+    static func loadList() throws -> PublicSuffixList {
+        let path = environment("BRSYNC_PUBLIC_SUFFIX_LIST") ?? Self.defaultListPath
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIFailure(message: "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST")
         }
@@ -33,10 +37,8 @@ public struct Suggest: ParsableCommand {
         guard let text = String(data: data, encoding: .utf8) else {
             throw CLIFailure(message: "the Public Suffix List at \(path) is not UTF-8 text")
         }
-        let list: PublicSuffixList
-        do { list = try PublicSuffixList(text: text) } catch {
+        do { return try PublicSuffixList(text: text) } catch {
             throw CLIFailure(message: "the Public Suffix List at \(path) is unusable: \(error.reason)")
         }
-        print(list.suggestedPattern(for: url))
     }
 }

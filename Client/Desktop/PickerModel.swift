@@ -1,0 +1,69 @@
+/// The state of the picker, as a pure state machine fed keys: what is
+/// selected, whether to remember, the editable pattern. The terminal loop only
+/// draws it and feeds it keys, so it is tested without a terminal.
+public struct PickerModel: Sendable, Equatable {
+    public enum Key: Sendable, Equatable {
+        case up, down, enter, escape, backspace, tab
+        case character(Character)
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        /// Open in the browser at this index; remember the pattern when set.
+        case open(index: Int, rememberPattern: String?)
+        case cancel
+    }
+
+    public let choices: [String]
+    public private(set) var selected = 0
+    public private(set) var remember = false
+    public private(set) var pattern: String
+    /// Typing goes to the pattern field.
+    public private(set) var editingPattern = false
+
+    public init(choices: [String], suggestedPattern: String) {
+        self.choices = choices
+        pattern = suggestedPattern
+    }
+
+    /// Feeds one key; returns the outcome when the picker is done.
+    public mutating func handle(_ key: Key) -> Outcome? {
+        if editingPattern {
+            switch key {
+            case .enter, .tab: editingPattern = false
+            case .escape: editingPattern = false
+            case .backspace: if !pattern.isEmpty { pattern.removeLast() }
+            case .character(let character): pattern.append(character)
+            case .up, .down: editingPattern = false
+            }
+            return nil
+        }
+        switch key {
+        case .up: selected = (selected + choices.count - 1) % max(1, choices.count)
+        case .down: selected = (selected + 1) % max(1, choices.count)
+        case .enter:
+            guard !choices.isEmpty else { return .cancel }
+            return .open(index: selected, rememberPattern: remember && !pattern.isEmpty ? pattern : nil)
+        case .escape, .character("q"): return .cancel
+        case .character("r"), .character(" "): remember.toggle()
+        case .character("e"), .tab:
+            remember = true
+            editingPattern = true
+        case .character(let character):
+            if let digit = character.wholeNumberValue, digit >= 1, digit <= min(9, choices.count) {
+                selected = digit - 1
+                return .open(index: selected, rememberPattern: remember && !pattern.isEmpty ? pattern : nil)
+            }
+        case .backspace: break
+        }
+        return nil
+    }
+
+    /// `text` shortened in the middle to `width` characters.
+    public static func shorten(_ text: String, to width: Int) -> String {
+        guard text.count > width, width > 3 else { return text }
+        let keep = width - 1
+        let head = text.prefix((keep + 1) / 2)
+        let tail = text.suffix(keep / 2)
+        return head + "…" + tail
+    }
+}

@@ -1,0 +1,47 @@
+import Testing
+@testable import Desktop
+
+@Suite struct PickerModelTests {
+    func feed(_ keys: [PickerModel.Key], choices: Int = 3) -> (PickerModel.Outcome?, PickerModel) {
+        var model = PickerModel(choices: (1...choices).map { "Browser \($0)" }, suggestedPattern: "github.com")
+        for key in keys {
+            if let outcome = model.handle(key) { return (outcome, model) }
+        }
+        return (nil, model)
+    }
+
+    @Test func arrowsAndEnter() {
+        #expect(feed([.down, .down, .enter]).0 == .open(index: 2, rememberPattern: nil))
+        #expect(feed([.up, .enter]).0 == .open(index: 2, rememberPattern: nil), "wraps around")
+        #expect(feed([.character("2")]).0 == .open(index: 1, rememberPattern: nil))
+        #expect(feed([.character("7")]).0 == nil, "no seventh browser")
+    }
+
+    @Test func rememberingWithTheSuggestedOrAnEditedPattern() {
+        #expect(feed([.character("r"), .enter]).0 == .open(index: 0, rememberPattern: "github.com"))
+        #expect(feed([.character("r"), .character("r"), .enter]).0 == .open(index: 0, rememberPattern: nil))
+        let edited: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + "gitlab.com".map { .character($0) }
+            + [.enter, .down, .enter]
+        #expect(feed(edited).0 == .open(index: 1, rememberPattern: "gitlab.com"))
+        // Typing in the pattern field does not choose a browser.
+        #expect(feed([.character("e"), .character("2")]).1.pattern == "github.com2")
+    }
+
+    @Test func cancelChangesNothing() {
+        #expect(feed([.character("r"), .escape]).0 == .cancel)
+        #expect(feed([.character("q")]).0 == .cancel)
+        #expect(feed([.character("e"), .escape, .escape]).0 == .cancel, "the first Esc leaves the pattern field")
+    }
+
+    @Test func longURLsAreShortenedInTheMiddle() {
+        let url = "https://example.com/" + String(repeating: "a", count: 100) + "/end"
+        let short = PickerModel.shorten(url, to: 40)
+        #expect(short.count == 40 && short.hasPrefix("https://example.com/") && short.hasSuffix("/end") && short.contains("…"))
+        #expect(PickerModel.shorten("short", to: 40) == "short")
+    }
+
+    @Test func menuLinesMapBack() {
+        let lines = MenuPicker.lines(choices: ["Firefox", "Chrome"], suggestedPattern: "github.com")
+        #expect(lines == ["Firefox", "Chrome", "Firefox · remember github.com", "Chrome · remember github.com"])
+    }
+}
