@@ -130,7 +130,8 @@ do {
     let replica = try Replica.initialize(home: home, deviceName: "bench").replica
     try replica.transaction {
         for id in ["b0", "b1", "b2", "b3", "b4"] {
-            try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u")
+            // /bin/true stands in for a browser: `brsync open` measures up to the spawn.
+            try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "/bin/true %u")
         }
         for (index, pattern) in makePatterns(10_000).enumerated() {
             try replica.addRule(pattern: pattern, browser: "b\(index % 5)", priority: index % 7)
@@ -184,3 +185,21 @@ let sqliteMedian = median(sqliteTimes) / 1_000_000
 print(String(format: "brsync resolve --json: median %.2f ms, min %.2f ms (%d runs)", brsyncMedian, (brsyncTimes.min() ?? 0) / 1_000_000, runs))
 print(String(format: "sqlite3 count(*):      median %.2f ms, min %.2f ms (%d runs)", sqliteMedian, (sqliteTimes.min() ?? 0) / 1_000_000, runs))
 print(String(format: "ratio brsync / sqlite3: %.2fx (target <= 1.5x)", brsyncMedian / sqliteMedian))
+
+print("\n== brsync open URL (resolve, then spawn the browser: /bin/true), 10,000 rules ==")
+var openTimes: [Double] = []
+var resolveTimes: [Double] = []
+for _ in 0..<runs {
+    let (open, openStatus) = spawn(brsyncPath, ["open", hit], environment: environment)
+    guard openStatus == 0 else {
+        print("brsync open failed with status \(openStatus)")
+        exit(1)
+    }
+    openTimes.append(open)
+    resolveTimes.append(spawn(brsyncPath, ["resolve", "--json", hit], environment: environment).0)
+}
+let openMedian = median(openTimes) / 1_000_000
+let resolveMedian = median(resolveTimes) / 1_000_000
+print(String(format: "brsync open:    median %.2f ms (%d runs)", openMedian, runs))
+print(String(format: "brsync resolve: median %.2f ms (same run)", resolveMedian))
+print(String(format: "the launch adds %.2f ms (target <= 2 ms)", openMedian - resolveMedian))

@@ -129,13 +129,20 @@ final class DesktopWorld: @unchecked Sendable {
     struct Terminal {
         let socket: String
         let session = "picker"
+        /// Kept alive with the terminal: its folder holds the tmux socket.
+        let world: DesktopWorld
 
         init(_ world: DesktopWorld, command: String) {
+            self.world = world
             socket = world.directory.file("tmux.sock")
             let environment = world.environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-            let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 60" // $? for the inner shell
+            let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 10" // $? for the inner shell; the pane stays readable
             _ = Shell.run("tmux -S '\(socket)' new-session -d -s \(session) -x 100 -y 20 \"\(script)\"", environment: ["TERM": "xterm-256color"])
+            serverPID = Int32(Shell.run("tmux -S '\(socket)' display-message -p '#{pid}'").output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         }
+
+        /// The tmux server, ended for sure in ``stop()``.
+        let serverPID: Int32
 
         func keys(_ keys: String...) {
             for key in keys { _ = Shell.run("tmux -S '\(socket)' send-keys -t \(session) \(key)") }
@@ -153,7 +160,10 @@ final class DesktopWorld: @unchecked Sendable {
             return screen
         }
 
-        func stop() { _ = Shell.run("tmux -S '\(socket)' kill-server") }
+        func stop() {
+            _ = Shell.run("tmux -S '\(socket)' kill-server")
+            if serverPID > 0 { kill(serverPID, SIGKILL) }
+        }
     }
 
     static var hasTmux: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
