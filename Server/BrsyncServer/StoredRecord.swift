@@ -13,13 +13,7 @@ enum StoredRecord {
     }
 
     static func decode(fields: String, versions: String) throws -> RecordState {
-        do {
-            let change = try ChangeRecord(json: .object([
-                "seq": .int(0), "collection": .string("rules"), "key": .string("stored"),
-                "fields": try JSONValue.parse(fields), "versions": try JSONValue.parse(versions),
-            ]))
-            return change.state
-        } catch {
+        do { return try RecordState(fieldsJSON: fields, versionsJSON: versions) } catch {
             throw ServerError.storeUnusable("a stored record is damaged: \(error)")
         }
     }

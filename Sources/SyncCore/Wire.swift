@@ -48,23 +48,8 @@ public struct ChangeRecord: Sendable, Equatable {
         guard let key = object["key"]?.stringValue, !key.isEmpty, key.utf8.count <= Wire.maxKeyBytes else {
             throw Wire.Problem("a change needs \"key\", 1 to \(Wire.maxKeyBytes) bytes")
         }
-        guard case .object(let fieldsObject)? = object["fields"], fieldsObject.count <= Wire.maxFields else {
-            throw Wire.Problem("change \(sequence) needs \"fields\", an object of at most \(Wire.maxFields) fields")
-        }
-        var fields: [String: StampedValue] = [:]
-        for (name, register) in fieldsObject {
-            guard !name.isEmpty else { throw Wire.Problem("change \(sequence) has a field with no name") }
-            fields[name] = try StampedValue(json: register, context: "field \"\(name)\" of change \(sequence)")
-        }
-        guard case .object(let versionsObject)? = object["versions"] else {
-            throw Wire.Problem("change \(sequence) needs \"versions\", an object")
-        }
-        var counters: [String: UInt64] = [:]
-        for (device, counter) in versionsObject {
-            guard let value = counter.intValue, value >= 0 else { throw Wire.Problem("change \(sequence): version of \"\(device)\" must be a count") }
-            counters[device] = UInt64(value)
-        }
-        self.init(sequence: sequence, collection: collection, key: key, state: RecordState(fields: fields, versions: VersionVector(counters)))
+        let state = try RecordState(fields: object["fields"] ?? .null, versions: object["versions"] ?? .null, context: "change \(sequence)")
+        self.init(sequence: sequence, collection: collection, key: key, state: state)
     }
 }
 
@@ -240,5 +225,38 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public init?(json: JSONValue) {
         guard case .object(let object) = json, let code = object["error"]?.stringValue else { return nil }
         self.init(code: code, message: object["message"]?.stringValue ?? "")
+    }
+}
+
+extension RecordState {
+    /// A state from its JSON: fields `{"name": {"s": STAMP, "v": VALUE}}` and
+    /// versions `{"device": counter}` (the wire's form, and the stores').
+    public init(fields: JSONValue, versions: JSONValue, context: String) throws(Wire.Problem) {
+        guard case .object(let fieldsObject) = fields, fieldsObject.count <= Wire.maxFields else {
+            throw Wire.Problem("\(context) needs \"fields\", an object of at most \(Wire.maxFields) fields")
+        }
+        var registers: [String: StampedValue] = [:]
+        for (name, register) in fieldsObject {
+            guard !name.isEmpty else { throw Wire.Problem("\(context) has a field with no name") }
+            registers[name] = try StampedValue(json: register, context: "field \"\(name)\" of \(context)")
+        }
+        guard case .object(let versionsObject) = versions else { throw Wire.Problem("\(context) needs \"versions\", an object") }
+        var counters: [String: UInt64] = [:]
+        for (device, counter) in versionsObject {
+            guard let value = counter.intValue, value >= 0 else { throw Wire.Problem("\(context): version of \"\(device)\" must be a count") }
+            counters[device] = UInt64(value)
+        }
+        self.init(fields: registers, versions: VersionVector(counters))
+    }
+
+    /// A state from the stored JSON text of its fields and versions.
+    public init(fieldsJSON: String, versionsJSON: String) throws(Wire.Problem) {
+        do {
+            try self.init(fields: try JSONValue.parse(fieldsJSON), versions: try JSONValue.parse(versionsJSON), context: "a stored record")
+        } catch let problem as Wire.Problem {
+            throw problem
+        } catch {
+            throw Wire.Problem("a stored record is not JSON: \(error)")
+        }
     }
 }
