@@ -10,6 +10,8 @@ do {
         try runSyncHelper(arguments)
     } else if let fast = Resolve.fastPath(arguments) {
         try Resolve.execute(home: GlobalOptions.home(flag: fast.home), url: fast.url, json: fast.json)
+    } else if let fast = Resolve.fastPath(arguments, command: "open"), !fast.json {
+        try Open.execute(home: GlobalOptions.home(flag: fast.home), url: fast.url)
     } else {
         var command = try Brsync.parseAsRoot(arguments)
         try command.run()

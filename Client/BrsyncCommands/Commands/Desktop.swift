@@ -65,8 +65,14 @@ public struct Open: ParsableCommand {
     @Argument(help: "The URL.") var url: String
 
     public func run() throws {
-        let url = try NormalizedURL(url)
-        let replica = try global.openReplica()
+        try Self.execute(home: global.resolvedHome, url: url)
+    }
+
+    /// The command itself, shared with the fast path in main.swift (a clicked
+    /// link should not pay for parsing every command's options).
+    public static func execute(home: String, url text: String) throws {
+        let url = try NormalizedURL(text)
+        let replica = try GlobalOptions.openReplica(home: home)
         let resolution = try replica.resolve(url)
         guard let browser = resolution.browser else {
             try Pick.ask(url: url, replica: replica)

@@ -46,8 +46,8 @@ public struct Resolve: ParsableCommand {
     /// a clicked link should not pay for parsing every command's options. Any
     /// other shape (help, unknown flags, a missing URL) returns nil and goes
     /// through the full parser, which gives the usual messages.
-    public static func fastPath(_ arguments: [String]) -> (home: String?, url: String, json: Bool)? {
-        guard arguments.first == "resolve" else { return nil }
+    public static func fastPath(_ arguments: [String], command: String = "resolve") -> (home: String?, url: String, json: Bool)? {
+        guard arguments.first == command else { return nil }
         var home: String?
         var url: String?
         var json = false
