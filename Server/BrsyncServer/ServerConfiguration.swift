@@ -22,6 +22,11 @@ public struct ServerConfiguration: Sendable {
     public var storeConnections = 8
     /// How long shutdown waits for in-flight requests. Default 30 s.
     public var shutdownGraceMilliseconds = 30_000
+    /// Deleted records are kept at least this long, and until every device of
+    /// the account has pulled them. Default 90 days.
+    public var tombstoneRetentionMilliseconds: Int64 = 90 * 86_400_000
+    /// How often old tombstones every device has pulled are purged. Default 1 hour.
+    public var housekeepingIntervalMilliseconds = 3_600_000
 
     public init() {}
 }

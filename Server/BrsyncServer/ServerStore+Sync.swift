@@ -199,3 +199,28 @@ extension ServerStore {
         return (rows.prefix(limit).last?.sequence ?? cursor, more)
     }
 }
+
+extension ServerStore {
+    /// Deletes tombstones older than `retentionMilliseconds` that every
+    /// active device of their account has pulled (its acknowledged cursor is
+    /// past them): a machine added later never had the record, and a device
+    /// that has not pulled keeps every tombstone, however long it stays
+    /// offline. The age keeps a tombstone around for edits made long ago and
+    /// pushed late, which it must still win against.
+    /// - Returns: how many tombstones were removed.
+    @discardableResult
+    public func purgeTombstones(retentionMilliseconds: Int64) throws -> Int {
+        let cutoff = Self.nowMillis() - retentionMilliseconds
+        return try withDatabase { database in
+            try database.transaction(.immediate) {
+                try database.run(
+                    """
+                    DELETE FROM records WHERE deleted = 1 AND updated_at <= ? AND seq <= (
+                        SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                        WHERE devices.account_id = records.account_id AND revoked = 0)
+                    """, [.integer(cutoff)])
+                return database.changes
+            }
+        }
+    }
+}

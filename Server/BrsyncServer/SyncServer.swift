@@ -1,6 +1,8 @@
+import Glibc
 import HTTP
 import Logging
 import Net
+import Synchronization
 
 /// The sync server: the store, the API and the HTTP server on its listeners.
 public final class SyncServer: Sendable {
@@ -47,6 +49,7 @@ public final class SyncServer: Sendable {
     @discardableResult
     public func start() throws -> [UInt16] {
         let ports = try http.start()
+        startHousekeeping()
         for (address, port) in zip(configuration.listen, ports) {
             let scheme = configuration.insecurePlaintext ? "http" : "https"
             logger.notice("listening on \(scheme)://\(SocketAddress(host: address.host, port: port))")
@@ -64,9 +67,37 @@ public final class SyncServer: Sendable {
 
     public var openConnections: Int { http.openConnections }
 
+    private let stopping = Atomic<Bool>(false)
+
+    /// Purges tombstones every device has pulled, at start and then hourly,
+    /// until shutdown.
+    private func startHousekeeping() {
+        let store = self.store
+        let logger = self.logger
+        let interval = configuration.housekeepingIntervalMilliseconds
+        let retention = configuration.tombstoneRetentionMilliseconds
+        try? startThread { [self] in
+            var next = Deadline.now()
+            while !stopping.load(ordering: .relaxed) {
+                if !next.hasPassed {
+                    usleep(100_000)
+                    continue
+                }
+                do {
+                    let purged = try store.purgeTombstones(retentionMilliseconds: retention)
+                    if purged > 0 { logger.info("purged \(purged) tombstone(s) every device has pulled") }
+                } catch {
+                    logger.warning("tombstone purge failed: \(error)")
+                }
+                next = Deadline.after(milliseconds: interval)
+            }
+        }
+    }
+
     /// Stops accepting, finishes in-flight requests, closes the store.
     public func shutdown() {
         logger.notice("shutting down: finishing in-flight requests")
+        stopping.store(true, ordering: .relaxed)
         let clean = http.shutdown(graceMilliseconds: configuration.shutdownGraceMilliseconds)
         if !clean { logger.warning("some connections did not end within the grace period") }
         store.saveClock()

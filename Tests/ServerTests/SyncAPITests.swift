@@ -246,3 +246,28 @@ extension StoredRecordTests {
         }
     }
 }
+
+@Suite struct TombstoneTests {
+    /// A tombstone stays until every active device of the account has pulled past it.
+    @Test func tombstonesGoOnlyWhenEveryDeviceHasThem() throws {
+        let fixture = try ServerFixture()
+        let laptop = try fixture.device("alice", "laptop")
+        let desktop = try fixture.device("alice", "desktop")
+        #expect(try laptop.push([laptop.change("gone.example", ["browser": .string("x")])]).status == 200)
+        #expect(try laptop.push([laptop.change("gone.example", ["deleted": .bool(true)])]).status == 200)
+        #expect(try laptop.push([laptop.change("kept.example", ["browser": .string("y")])]).status == 200)
+        _ = try laptop.pullAll()
+        #expect(try fixture.store.purgeTombstones(retentionMilliseconds: 0) == 0, "the desktop has not seen the deletion")
+        let seen = try desktop.pullAll()
+        #expect(seen.records["rules/gone.example"]?.state.isDeleted == true)
+        // Cursors are acknowledged with the next pull.
+        _ = try desktop.pull(since: seen.cursor)
+        _ = try laptop.pull(since: seen.cursor)
+        #expect(try fixture.store.purgeTombstones(retentionMilliseconds: 3_600_000) == 0, "younger than the retention")
+        #expect(try fixture.store.purgeTombstones(retentionMilliseconds: 0) == 1)
+        #expect(try fixture.store.counts().records == 1)
+        // A revoked device does not hold tombstones back; a new device never sees the record.
+        let phone = try fixture.device("alice", "phone")
+        #expect(try phone.pullAll().records.keys.sorted() == ["rules/kept.example"])
+    }
+}
