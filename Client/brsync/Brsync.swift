@@ -25,7 +25,7 @@ struct Brsync: ParsableCommand {
 /// resolving a link never pays for loading it. These entries exist for
 /// `brsync --help`; main.swift hands the arguments over before parsing.
 enum SyncHelper {
-    static let commands: Set<String> = ["push", "pull", "sync"]
+    static let commands = ["push", "pull", "sync"] // an Array: a Set costs more to build than it saves here
 
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")

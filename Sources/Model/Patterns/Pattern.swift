@@ -119,7 +119,7 @@ public struct Pattern: Sendable, Hashable {
         } else if hasWildcard {
             host = try Self.normalizeWildcardHost(String(hostPart), fail: fail)
         } else {
-            switch HostName.normalize(String(hostPart)) {
+            switch HostName.normalize(bytes: ArraySlice(hostPart.utf8)) {
             case .success(let normal): host = normal
             case .failure(let problem): throw fail(problem.message)
             }
@@ -189,7 +189,7 @@ public struct Pattern: Sendable, Hashable {
             }
         }
         let host = labels.joined(separator: ".")
-        for byte in host.utf8 where HostName.forbidden.contains(byte) && byte != UInt8(ascii: "?") {
+        for byte in host.utf8 where HostName.isForbidden(byte) && byte != UInt8(ascii: "?") {
             throw fail(HostProblem.forbiddenCharacter(Character(Unicode.Scalar(byte))).message)
         }
         return host

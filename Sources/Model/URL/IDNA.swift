@@ -7,7 +7,9 @@ import Foundation
 /// Host-name mapping to the ASCII form used for matching and storage.
 enum IDNA {
     /// Dots that UTS #46 maps to U+002E.
-    static let alternateDots: Set<Unicode.Scalar> = ["\u{3002}", "\u{FF0E}", "\u{FF61}"]
+    static func isAlternateDot(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == "\u{3002}" || scalar == "\u{FF0E}" || scalar == "\u{FF61}"
+    }
 
     /// Maps a host (already percent-decoded) to lower-case ASCII, punycoding every
     /// label that is not ASCII. Returns nil with a reason when a label cannot be encoded.
@@ -15,7 +17,7 @@ enum IDNA {
         var unified = String.UnicodeScalarView()
         var allASCII = true
         for scalar in host.unicodeScalars {
-            if alternateDots.contains(scalar) {
+            if isAlternateDot(scalar) {
                 unified.append(".")
             } else {
                 if !scalar.isASCII { allASCII = false }
