@@ -6,14 +6,6 @@ import SyncCore
 /// `{"device": counter}`. Read and written with ``JSONValue``'s own reader and
 /// writer: resolving a link decodes records and must not pay for reflection.
 enum RecordCoding {
-    static func encode(_ fields: [String: StampedValue]) -> String {
-        RecordState.encodeFields(fields)
-    }
-
-    static func encode(_ versions: VersionVector) -> String {
-        RecordState.encodeVersions(versions)
-    }
-
     static func decodeState(fields: String, versions: String) throws -> RecordState {
         do { return try RecordState(fieldsJSON: fields, versionsJSON: versions) } catch {
             throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")

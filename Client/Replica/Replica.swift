@@ -196,7 +196,7 @@ public final class Replica {
                 VALUES (?, ?, ?, ?, ?, ?, 'local', ?)
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
-                 .text(RecordCoding.encode(logged)), .text(RecordCoding.encode(state.versions)), .integer(now())])
+                 .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now())])
             try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
             return .written(stamp: stamp, deviceSequence: sequence)
         }
@@ -249,8 +249,8 @@ public final class Replica {
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
                 index_key = excluded.index_key, priority = excluded.priority
             """,
-            [.text(collection.rawValue), .text(key), .text(RecordCoding.encode(state.fields)),
-             .text(RecordCoding.encode(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
+            [.text(collection.rawValue), .text(key), .text(RecordState.encodeFields(state.fields)),
+             .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
     }
 
     // MARK: - Meta

@@ -70,7 +70,7 @@ extension ServerStore {
                                 deleted = excluded.deleted, updated_at = excluded.updated_at
                             """,
                             [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key),
-                             .text(StoredRecord.encode(merged.fields)), .text(StoredRecord.encode(merged.versions)),
+                             .text(RecordState.encodeFields(merged.fields)), .text(RecordState.encodeVersions(merged.versions)),
                              .integer(nextSequence), DatabaseValue(merged.isDeleted), .integer(now)])
                         nextSequence += 1
                         applied += 1

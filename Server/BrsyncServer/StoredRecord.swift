@@ -2,16 +2,8 @@ import Model
 import Net
 import SyncCore
 
-/// The JSON of stored record fields and versions (the same shape as on the wire).
+/// Reading stored record JSON (the wire's shape; written with RecordState.encodeFields/encodeVersions).
 enum StoredRecord {
-    static func encode(_ fields: [String: StampedValue]) -> String {
-        RecordState.encodeFields(fields)
-    }
-
-    static func encode(_ versions: VersionVector) -> String {
-        RecordState.encodeVersions(versions)
-    }
-
     static func decode(fields: String, versions: String) throws -> RecordState {
         do { return try RecordState(fieldsJSON: fields, versionsJSON: versions) } catch {
             throw ServerError.storeUnusable("a stored record is damaged: \(error)")

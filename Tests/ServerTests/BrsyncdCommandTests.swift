@@ -133,6 +133,17 @@ import TestSupport
         _ = try TestCertificates(in: directory, authority: authority)
     }
 
+    /// Certificates, and a store with account alice and `devices`: the store path, their tokens and the epoch.
+    func prepareStore(_ directory: TemporaryDirectory, devices: [String]) throws -> (String, [String], String) {
+        try writeCertificates(directory, authority: try CertificateAuthority())
+        let db = directory.file("store.sqlite")
+        let store = try ServerStore(path: db)
+        try store.addAccount("alice")
+        let tokens = try devices.map { try store.addDevice(account: "alice", name: $0) }
+        store.close()
+        return (db, tokens, store.epoch)
+    }
+
     func device(_ port: UInt16, caFile: String, token: String, id: String) throws -> TestDevice {
         let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
                                       tls: try TLSContext.client(caFile: caFile)))
@@ -144,12 +155,7 @@ import TestSupport
     @Test func everyAcknowledgedPushSurvivesKillDashNine() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try writeCertificates(directory, authority: try CertificateAuthority())
-        let db = directory.file("store.sqlite")
-        let store = try ServerStore(path: db)
-        try store.addAccount("alice")
-        let tokens = try (0..<4).map { try store.addDevice(account: "alice", name: "d\($0)") }
-        store.close()
+        let (db, tokens, _) = try prepareStore(directory, devices: (0..<4).map { "d\($0)" })
         let running = try serve(directory, db: db)
         let acknowledged = LockedKeys()
         let group = DispatchGroup()
@@ -220,13 +226,8 @@ import TestSupport
     @Test func onlineBackupWhileServing() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try writeCertificates(directory, authority: try CertificateAuthority())
-        let db = directory.file("store.sqlite")
-        let store = try ServerStore(path: db)
-        try store.addAccount("alice")
-        let token = try store.addDevice(account: "alice", name: "laptop")
-        let epoch = store.epoch
-        store.close()
+        let (db, tokens, epoch) = try prepareStore(directory, devices: ["laptop"])
+        let token = tokens[0]
         let running = try serve(directory, db: db)
         defer { running.process.stop() }
         let device = try device(running.port, caFile: directory.file("ca.pem"), token: token, id: "laptop")

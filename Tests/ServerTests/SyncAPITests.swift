@@ -223,7 +223,7 @@ final class LockedFlag: @unchecked Sendable {
             "browser": StampedValue(.string("fire\"fox\n"), stamp: stamp), "priority": StampedValue(.int(-3), stamp: stamp),
             "deleted": StampedValue(.bool(false), stamp: stamp), "extra": StampedValue(.object(["b": .array([.null, .double(1.5)])]), stamp: stamp),
         ]
-        let direct = StoredRecord.encode(fields)
+        let direct = RecordState.encodeFields(fields)
         #expect(direct == JSONValue.object(fields.mapValues(\.json)).jsonText)
         #expect(try StoredRecord.decode(fields: direct, versions: "{}").fields == fields)
         #expect(stamp.description == "0000018bcfe5680a-0000002a-dev-1")
