@@ -17,13 +17,15 @@ import Replica
 /// | 2 | any error: bad input, unknown name, unusable replica (nothing changed) |
 /// | 3 | `resolve`: nothing decided, a picker would have to ask |
 /// | 4 | the server could not be reached or verified (replica unchanged) |
-/// | 5 | the server refused (auth, revoked, device mismatch, clock) |
+/// | 5 | the server refused (auth, revoked, a change it will not take); the pull still ran |
+/// | 6 | the server's answer could not be used (not brsync's protocol) |
 public enum ExitStatus {
     public static let noMatch: Int32 = 1
     public static let error: Int32 = 2
     public static let pickerNeeded: Int32 = 3
     public static let unreachable: Int32 = 4
     public static let refused: Int32 = 5
+    public static let badAnswer: Int32 = 6
 
     /// The exit code for `error`, after printing its message; `root` is the
     /// command whose usage errors and help are being reported.

@@ -15,6 +15,11 @@ public struct SyncState: Sendable, Equatable {
     public var lastSyncMillis: Int64?
     /// Server clock minus this machine's clock, learned from every answer (ms).
     public var clockOffsetMilliseconds: Int64
+    /// The account's identity at the last sync (another account resets the cursor).
+    public var account: String?
+    /// Why the last sync did not finish, or records it had to set aside ("" when it did).
+    public var problem: String
+    public var problemAtMillis: Int64?
 }
 
 /// A value that lost a merge, kept so nothing is lost silently.
@@ -45,7 +50,16 @@ extension Replica {
         SyncState(
             remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
             pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0, pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
-            lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: Int64(try meta("clock_offset") ?? "") ?? 0)
+            lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: Int64(try meta("clock_offset") ?? "") ?? 0,
+            account: try meta("account"), problem: try meta("sync_problem") ?? "", problemAtMillis: Int64(try meta("sync_problem_at") ?? ""))
+    }
+
+    /// Remembers why a sync did not finish (nil: it did), for `brsync status`.
+    public func recordSyncProblem(_ problem: String?) throws {
+        try transaction {
+            try setMeta("sync_problem", problem)
+            try setMeta("sync_problem_at", problem.map { _ in String(currentMillis) })
+        }
     }
 
     /// Points the replica at a server. A different server starts sync afresh
@@ -53,7 +67,7 @@ extension Replica {
     public func setRemote(url: String, caFile: String?) throws {
         try transaction {
             if try meta("remote_url") != url {
-                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync"] { try setMeta(key, nil) }
+                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync", "account"] { try setMeta(key, nil) }
             }
             try setMeta("remote_url", url)
             try setMeta("remote_ca", caFile)
@@ -62,7 +76,7 @@ extension Replica {
 
     public func removeRemote() throws {
         try transaction {
-            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync"] { try setMeta(key, nil) }
+            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account"] { try setMeta(key, nil) }
         }
     }
 
@@ -100,16 +114,45 @@ extension Replica {
         }
     }
 
-    /// Learns the server's clock from an answer: the local clock moves past it,
-    /// and later edits are stamped with the offset, so a machine whose clock is
-    /// wrong still stamps in the server's time (persisted, so it holds offline).
+    /// Sets how far the server has this device's changes, lower than before
+    /// too: the server said where it stands (a `gap`), and the digest matched.
+    public func rewindPushed(to sequence: Int64) throws {
+        try transaction { try setMeta("pushed_through", String(max(0, sequence))) }
+    }
+
+    /// The digest of this device's change `sequence`, or nil when the log has none.
+    public func changeDigest(_ sequence: Int64) throws -> String? {
+        guard sequence > 0 else { return nil }
+        return try unpushedChanges(after: sequence - 1, limit: 1).first.flatMap { $0.sequence == sequence ? $0.digest : nil }
+    }
+
+    /// Learns the offset of this machine's clock from the server's wall clock
+    /// in an answer (every answer, so a clock that was fixed, or a server
+    /// that was fast for a moment, is forgotten at the next contact). Only the
+    /// offset: the server's time never enters this replica's clock, which moves
+    /// only past stamps of edits.
     public func observeServerClock(_ stamp: HLCTimestamp) throws {
+        try observeServerTime(stamp.wallMillis)
+    }
+
+    public func observeServerTime(_ serverMillis: Int64) throws {
         try transaction {
-            let local = currentMillis
-            let offset = stamp.wallMillis - local
-            try setMeta("clock_offset", String(offset))
-            clockObserve(stamp, wallMillis: local + offset)
-            try setMeta("hlc", lastStamp.description)
+            try setMeta("clock_offset", String(serverMillis - currentMillis))
+        }
+    }
+
+    /// Another account (or a server that forgot this one): the cursor and the
+    /// acknowledged change numbers are of another timeline.
+    /// - Returns: whether the account differs from the last one seen.
+    public func checkAccount(_ account: String) throws -> Bool {
+        guard !account.isEmpty else { return false }
+        return try transaction {
+            let known = try meta("account")
+            try setMeta("account", account)
+            guard let known, known != account else { return false }
+            try setMeta("pull_cursor", "0")
+            try setMeta("pushed_through", "0")
+            return true
         }
     }
 
@@ -124,6 +167,110 @@ extension Replica {
         }
     }
 
+    /// Re-stamps every unpushed change (the server refused a stamp as too far
+    /// ahead: this machine's clock was fast when they were made). Nobody has
+    /// seen them, so they get new stamps from the server-corrected clock, in
+    /// their order, above every stamp this replica holds that is not theirs;
+    /// the records and the persisted clock are repaired with them.
+    /// - Returns: how many changes were re-stamped.
+    @discardableResult
+    public func restampUnpushed() throws -> Int {
+        try transaction {
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            let pendingStamps = Set(pending.flatMap { $0.state.fields.values.map(\.stamp) })
+            // The highest stamp seen that is not one of the unpushed changes'.
+            var seen = HLCTimestamp.zero(device: deviceID)
+            for collection in RecordCollection.allCases {
+                for (_, state) in try records(collection) {
+                    for register in state.fields.values where !pendingStamps.contains(register.stamp) && register.stamp > seen {
+                        seen = register.stamp
+                    }
+                }
+            }
+            for change in try database.query(
+                "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND device_seq <= ?",
+                [.text(deviceID), .integer(pushed)], { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") }) {
+                for register in change.fields.values where register.stamp > seen { seen = register.stamp }
+            }
+            resetClock(to: seen)
+            try restamp(pending, asDevice: nil)
+            try persistClock()
+            return pending.count
+        }
+    }
+
+    /// Gives this replica a new device id, because the server has this
+    /// device's change numbers with other content: the replica is a copy of
+    /// another (a copied home) or was restored from an older copy. Its
+    /// unpushed changes are minted again under the new id (new stamps, numbered
+    /// from 1), so nothing either copy wrote is lost; the other copy keeps the
+    /// old id.
+    /// - Returns: the new device id.
+    @discardableResult
+    public func forkDeviceID() throws -> String {
+        try transaction {
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            let old = deviceID
+            try adoptDeviceID(Self.makeDeviceID())
+            try loadPersistedClock()
+            try restamp(pending, asDevice: old)
+            try persistClock()
+            try setMeta("pushed_through", "0")
+            return deviceID
+        }
+    }
+
+    /// Gives `pending` (this device's unpushed changes, in order) new stamps
+    /// from the clock; records whose field still holds an old stamp take the
+    /// new one. With `oldDevice`, the changes move to this (new) device id and
+    /// are numbered from 1, and their versions count for it.
+    private func restamp(_ pending: [ChangeRecord], asDevice oldDevice: String?) throws {
+        for (index, change) in pending.enumerated() {
+            let stamp = try tickClock()
+            var fields: [String: StampedValue] = [:]
+            for (name, register) in change.state.fields { fields[name] = StampedValue(register.value, stamp: stamp) }
+            var state = try record(change.collection, key: change.key) ?? RecordState()
+            for (name, register) in change.state.fields where state.fields[name]?.stamp == register.stamp {
+                state.fields[name] = fields[name]
+            }
+            if oldDevice != nil { state.versions.increment(deviceID) }
+            try storeMerged(change.collection, key: change.key, state: state)
+            if let oldDevice {
+                try database.run(
+                    "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ? WHERE device = ? AND device_seq = ?",
+                    [.text(deviceID), .integer(Int64(index + 1)), .text(RecordState.encodeFields(fields)),
+                     .text(RecordState.encodeVersions(state.versions)), .text(oldDevice), .integer(change.sequence)])
+            } else {
+                try database.run(
+                    "UPDATE changes SET fields = ? WHERE device = ? AND device_seq = ?",
+                    [.text(RecordState.encodeFields(fields)), .text(deviceID), .integer(change.sequence)])
+            }
+        }
+    }
+
+    /// Every record this replica holds, in batches, for a relay after a restore.
+    public func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord] {
+        let order = RecordCollection.allCases.map(\.rawValue)
+        let position = collection.flatMap { order.firstIndex(of: $0.rawValue) } ?? -1
+        var result: [ChangeRecord] = []
+        for (index, name) in order.enumerated() where index >= position {
+            let rows = try read {
+                try database.query(
+                    "SELECT key, fields, versions FROM records WHERE collection = ? AND key > ? ORDER BY key LIMIT ?",
+                    [.text(name), .text(index == position ? key : ""), .integer(Int64(limit - result.count))]
+                ) { row in
+                    ChangeRecord(sequence: 0, collection: RecordCollection(rawValue: name) ?? .rules, key: row.string(0) ?? "",
+                                 state: try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
+                }
+            }
+            result += rows
+            if result.count >= limit { break }
+        }
+        return result
+    }
+
     /// Remembers the first epoch this replica sees (nothing to redo).
     public func startNewEpochIfFirst(_ epoch: String) throws {
         try transaction {
@@ -135,15 +282,31 @@ extension Replica {
     /// is merged with the local one (the same merge as everywhere); values that
     /// lost to a concurrent edit go to the conflicts table.
     /// - Returns: how many records changed here.
+    /// A pulled record that would make an unusable record here (see
+    /// ``Wire/problem(state:)``) is not applied; its key and reason are added
+    /// to `skipped`, and the rest of the page is applied.
     @discardableResult
     public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String) throws -> Int {
-        try transaction {
+        var skipped: [String] = []
+        return try applyPulled(changes, cursor: cursor, epoch: epoch, skipped: &skipped)
+    }
+
+    @discardableResult
+    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int {
+        var setAside: [String] = []
+        defer { skipped += setAside }
+        return try transaction {
             var changed = 0
+            try loadPersistedClock()
             let wall = try serverTimeMillis()
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
                 if let newest = change.state.fields.values.map(\.stamp).max() { clockObserve(newest, wallMillis: wall) }
+                if let problem = Wire.problem(state: merged) {
+                    setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
+                    continue
+                }
                 for value in lost {
                     try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
                 }
@@ -153,7 +316,7 @@ extension Replica {
             }
             try setMeta("pull_cursor", String(cursor))
             try setMeta("epoch", epoch)
-            try setMeta("hlc", lastStamp.description)
+            try persistClock()
             return changed
         }
     }

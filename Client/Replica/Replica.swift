@@ -18,7 +18,9 @@ public final class Replica {
     public let home: String
     public let path: String
     public let database: Database
-    public let deviceID: String
+    /// This replica's device id: made at `init`, replaced when the replica
+    /// turns out to be a copy of another (see ``forkDeviceID()``).
+    public private(set) var deviceID: String
     public private(set) var deviceName: String
     private var clock: HybridLogicalClock
     /// Wall-clock time in milliseconds since 1970; replaced in tests.
@@ -148,7 +150,7 @@ public final class Replica {
         return meta
     }
 
-    private static func makeDeviceID() -> String {
+    static func makeDeviceID() -> String {
         var generator = SystemRandomNumberGenerator()
         let value = generator.next() as UInt64
         let text = String(value, radix: 16)
@@ -173,12 +175,26 @@ public final class Replica {
     /// new HLC stamp, bumps the record's version vector for this device, writes
     /// the record and appends the change to the log. Fields whose value is
     /// already as asked are left alone; when none changes, nothing is written.
+    ///
+    /// A write that brings a deleted record back logs every field it sets, not
+    /// only those whose value differs from the tombstone's: the server may have
+    /// purged the tombstone with its fields, and the record must arrive whole.
+    /// - Throws: ``ReplicaError/invalidInput(_:)`` when the record would break
+    ///   a limit every replica and the server enforce (key, field names, value
+    ///   size and depth, field count): nothing is written.
     @discardableResult
     public func write(_ collection: RecordCollection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome {
-        try transaction {
+        if let problem = Wire.problem(key: key) { throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record: \(problem)") }
+        return try transaction {
             var state = try record(collection, key: key) ?? RecordState()
-            let changed = changes.filter { state.fields[$0.key]?.value != $0.value }
+            let resurrects = state.isDeleted && changes[RecordState.deletedField] == .bool(false)
+            var changed = resurrects ? changes : changes.filter { state.fields[$0.key]?.value != $0.value }
             guard !changed.isEmpty else { return .unchanged }
+            // Every edit says the record is alive, with the edit's stamp: an edit
+            // made after a delete (elsewhere, unseen) must win over it, as the
+            // newest stamp wins for every field, deletion included.
+            if changed[RecordState.deletedField] == nil { changed[RecordState.deletedField] = .bool(false) }
+            try loadPersistedClock()
             let stamp = clock.tick(wallMillis: try serverTimeMillis())
             var logged: [String: StampedValue] = [:]
             for (field, value) in changed {
@@ -187,6 +203,9 @@ public final class Replica {
                 logged[field] = register
             }
             state.versions.increment(deviceID)
+            if let problem = Wire.problem(state: state) {
+                throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record '\(key)': \(problem)")
+            }
             try store(collection, key: key, state: state)
             let sequence = (try database.scalar(
                 "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
@@ -197,9 +216,44 @@ public final class Replica {
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
                  .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now())])
-            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
+            try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }
+    }
+
+    /// Takes the persisted high-water mark if it is ahead of this process's
+    /// clock. Called inside write transactions: another process (a sync, an
+    /// edit) may have moved it since this one opened the replica, and an edit
+    /// must be stamped above everything any process of this replica has seen.
+    func loadPersistedClock() throws {
+        if let text = try database.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue,
+           let persisted = HLCTimestamp(text: text), persisted.wallMillis > clock.last.wallMillis
+            || (persisted.wallMillis == clock.last.wallMillis && persisted.counter > clock.last.counter) {
+            clock = HybridLogicalClock(device: deviceID, last: persisted)
+        }
+    }
+
+    /// Persists the clock (inside the write transaction that called
+    /// ``loadPersistedClock()``, so the value written is the maximum).
+    func persistClock() throws {
+        try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
+    }
+
+    /// Replaces the clock (re-stamping repairs a high-water mark that a wrong
+    /// clock pushed into the future).
+    func resetClock(to last: HLCTimestamp) {
+        clock = HybridLogicalClock(device: deviceID, last: last)
+    }
+
+    /// Takes a new device id (inside a transaction of the caller).
+    func adoptDeviceID(_ id: String) throws {
+        try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_id', ?)", [.text(id)])
+        deviceID = id
+        clock = HybridLogicalClock(device: id, last: clock.last)
+    }
+
+    func tickClock() throws -> HLCTimestamp {
+        clock.tick(wallMillis: try serverTimeMillis())
     }
 
     /// The stored state of a record, or nil.

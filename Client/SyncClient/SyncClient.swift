@@ -12,6 +12,9 @@ public final class SyncClient {
     public struct Options: Sendable {
         /// Changes per push request. Default 1,000.
         public var pushBatch = 1000
+        /// Most bytes of JSON per push or relay request (the server refuses
+        /// bodies over 8 MiB by default). Default 4 MiB.
+        public var pushBatchBytes = 4 * 1024 * 1024
         /// Records per pull page. Default 1,000.
         public var pullLimit = 1000
         /// Attempts for one request on connection errors, 429 and 503. Default 5.
@@ -34,6 +37,14 @@ public final class SyncClient {
         public var bytesSent = 0
         public var bytesReceived = 0
         public var fullResync = false
+        /// Records relayed to the server after it was restored.
+        public var relayed = 0
+        /// Changes the server did not apply, and pulled records set aside, each with why.
+        public var problems: [String] = []
+        /// The replica took a new device id (it was a copy of another).
+        public var newDeviceID: String?
+        /// Unpushed changes re-stamped because this machine's clock was fast.
+        public var restamped = 0
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
     }
@@ -60,42 +71,162 @@ public final class SyncClient {
         http = HTTPClient(configuration)
     }
 
-    /// Push, then pull until nothing is left.
+    /// Push, then pull until nothing is left. A refused push does not stop
+    /// the pull (this machine still gets everyone else's rules); the refusal is
+    /// thrown after it, and kept for `brsync status`.
     public func sync() throws -> Summary {
-        try push()
-        try pull()
+        var refusal: (any Error)?
+        do {
+            try push()
+        } catch let error as SyncError {
+            guard case .refused = error else { try? replica.recordSyncProblem(error.description); throw error }
+            refusal = error
+        }
+        do {
+            try pull()
+        } catch {
+            try? replica.recordSyncProblem("\(error)")
+            throw error
+        }
+        if let refusal {
+            try? replica.recordSyncProblem("\(refusal)")
+            throw refusal
+        }
         try replica.recordSync()
+        try replica.recordSyncProblem(summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "))
         return summary
     }
 
-    /// Sends every unpushed change, in batches; a retry after a lost answer is safe.
+    /// The server's refusal behind the last ``SyncError/refused(code:message:)``.
+    private var lastRefusal: WireError?
+
+    /// Sends every unpushed change, in batches of at most ``Options/pushBatch``
+    /// changes and ``Options/pushBatchBytes`` bytes; a retry after a lost
+    /// answer is safe. What the server says about this device's numbers is
+    /// checked against the change log: a `gap` rewinds to where the server
+    /// stands, reused numbers (`diverged`, or an acknowledgement whose digest
+    /// is not ours) give this replica a new device id, a stamp refused as too
+    /// far ahead re-stamps the unpushed changes. Each repair is tried once per
+    /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
+        var repairs: Set<String> = []
+        func repairOnce(_ what: String) throws {
+            guard repairs.insert(what).inserted else {
+                throw SyncError.refused(code: lastRefusal?.code ?? what, message: lastRefusal?.message ?? "the server keeps refusing (\(what))")
+            }
+        }
         var state = try replica.syncState()
         let total = try replica.unpushedCount()
         var done = 0
         while true {
-            let changes = try replica.unpushedChanges(after: state.pushedThrough, limit: options.pushBatch)
+            let changes = try nextBatch(after: state.pushedThrough)
             guard let first = changes.first, let last = changes.last else { break }
-            let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes)
-            let answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
+            let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
+                                      base: try replica.changeDigest(first.sequence - 1), since: state.pullCursor, epoch: state.epoch)
+            let answer: JSONValue
+            do {
+                answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
+            } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew"].contains(code) {
+                try repairOnce(code)
+                switch code {
+                case "gap":
+                    // The server has this device's changes up to `acknowledged`: if
+                    // that change is ours, continue from there; if not, the
+                    // numbers were used by a copy of this replica.
+                    let acknowledged = lastRefusal?.acknowledged ?? 0
+                    let digest = lastRefusal?.digest ?? ""
+                    let ours = try replica.changeDigest(acknowledged)
+                    if acknowledged == 0 || digest.isEmpty || ours == digest {
+                        try replica.rewindPushed(to: acknowledged)
+                    } else {
+                        try fork()
+                    }
+                case "diverged":
+                    try fork()
+                default:
+                    summary.restamped += try replica.restampUnpushed()
+                }
+                state = try replica.syncState()
+                continue
+            }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            try replica.observeServerClock(response.clock)
+            if try replica.checkAccount(response.account) {
+                summary.fullResync = true
+                state = try replica.syncState()
+                continue
+            }
             if try handleEpoch(response.epoch) {
+                state = try replica.syncState()
+                continue
+            }
+            // The acknowledged change must be ours; if it is not, another
+            // replica used this device id and its numbers.
+            if !response.acknowledgedDigest.isEmpty, response.acknowledged > 0,
+               try (replica.changeDigest(response.acknowledged)) != response.acknowledgedDigest {
+                try repairOnce("diverged")
+                try fork()
                 state = try replica.syncState()
                 continue
             }
             for lost in response.lost {
                 try replica.recordConflict(collection: lost.collection, key: lost.key, field: lost.field, lost: lost.lost, winner: lost.winner)
             }
+            for rejected in response.rejected {
+                summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
+            }
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
             done += changes.count
             summary.pushed += changes.count
-            progress?("pushed", done, total)
+            progress?("pushed", min(done, total), total)
         }
         return summary
+    }
+
+    /// The next unpushed changes, at most a batch by count and by bytes (one
+    /// change alone may exceed the byte budget; the server's limits still hold).
+    private func nextBatch(after sequence: Int64) throws -> [ChangeRecord] {
+        byteBatch(try replica.unpushedChanges(after: sequence, limit: options.pushBatch))
+    }
+
+    /// The longest prefix of `candidates` within ``Options/pushBatchBytes``
+    /// (at least one record).
+    private func byteBatch(_ candidates: [ChangeRecord]) -> [ChangeRecord] {
+        var bytes = 256
+        var batch: [ChangeRecord] = []
+        for change in candidates {
+            let size = change.json.jsonText.utf8.count + 1
+            if !batch.isEmpty && bytes + size > options.pushBatchBytes { break }
+            bytes += size
+            batch.append(change)
+        }
+        return batch
+    }
+
+    private func fork() throws {
+        summary.newDeviceID = try replica.forkDeviceID()
+    }
+
+    /// Sends every record this replica holds, as it is, for the server to merge
+    /// (after a restore: records of devices that no longer sync survive on
+    /// every machine that holds them). Batched like pushes.
+    private func relayEverything() throws {
+        var after: (RecordCollection?, String) = (nil, "")
+        while true {
+            let batch = byteBatch(try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch))
+            guard !batch.isEmpty else { return }
+            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: batch).json.jsonText.utf8))
+            let response: PushResponse
+            do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            for rejected in response.rejected {
+                summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
+            }
+            summary.relayed += batch.count
+            guard let last = batch.last else { return }
+            after = (last.collection, last.key)
+        }
     }
 
     /// Pulls every page after the cursor; each page and its cursor are applied
@@ -109,21 +240,34 @@ public final class SyncClient {
     private var pulledSoFar = 0
 
     /// Pulls and applies one page; returns whether more are waiting. (A client
-    /// stopped between pages resumes from the stored cursor.)
+    /// stopped between pages resumes from the stored cursor.) Records that
+    /// cannot be used are reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
+        var restarts = 0
         while true {
             let state = try replica.syncState()
-            let answer = try send(method: "GET", target: "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)")
+            var target = "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)&device=\(replica.deviceID)"
+            if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
+                target += "&epoch=\(epoch)"
+            }
+            let answer = try send(method: "GET", target: target)
             let page: PullResponse
             do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            try replica.observeServerClock(page.clock)
-            if try handleEpoch(page.epoch) {
-                // Everything local goes up again before pulling from zero.
+            let accountChanged = try replica.checkAccount(page.account)
+            let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
+            if accountChanged || epochChanged {
+                // Another timeline: everything local goes up again before pulling from zero.
+                restarts += 1
+                guard restarts <= 3 else { throw SyncError.badAnswer("the server changed its epoch or account \(restarts) times during one pull") }
+                if accountChanged { summary.fullResync = true }
                 try push()
                 continue
             }
+            for (sequence, reason) in page.unusable {
+                summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
+            }
             let started = Replica.systemNow()
-            summary.applied += try replica.applyPulled(page.changes, cursor: page.next, epoch: page.epoch)
+            summary.applied += try replica.applyPulled(page.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.applyMilliseconds += Replica.systemNow() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
@@ -132,7 +276,8 @@ public final class SyncClient {
         }
     }
 
-    /// A new server epoch (the server was restored or reset): start over.
+    /// A new server epoch (the server was restored or reset): start over,
+    /// and relay every record held, so nothing a client holds is lost.
     private func handleEpoch(_ epoch: String) throws -> Bool {
         let known = try replica.syncState().epoch
         guard let known, known != epoch else {
@@ -141,6 +286,7 @@ public final class SyncClient {
         }
         try replica.startNewEpoch(epoch)
         summary.fullResync = true
+        try relayEverything()
         return true
     }
 
@@ -172,6 +318,10 @@ public final class SyncClient {
             summary.requests += 1
             summary.bytesSent += body.count
             summary.bytesReceived += response.body.count
+            // Every answer, errors too, carries the server's wall clock.
+            if let time = response.headers["Brsync-Time"].flatMap(Int64.init), time > 0 {
+                try replica.observeServerTime(time)
+            }
             let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
             if response.status == 200 {
                 guard let json else { throw SyncError.badAnswer("the answer to \(method) \(target) is not JSON") }
@@ -186,6 +336,7 @@ public final class SyncClient {
                 continue
             }
             guard let wire else { throw SyncError.badAnswer("HTTP \(response.status) without a brsync error body") }
+            lastRefusal = wire
             throw SyncError.refused(code: wire.code, message: wire.message)
         }
         throw SyncError.unreachable("\(remote): \(lastProblem) (after \(options.attempts) attempts)")

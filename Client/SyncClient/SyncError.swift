@@ -5,10 +5,10 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server could not be reached, or is not the server it claims to be
     /// (exit 4); the replica is unchanged and fully usable offline.
     case unreachable(String)
-    /// The server refused: bad or revoked token, a device mismatch, a clock
-    /// too far off (exit 5), with its message.
+    /// The server refused: bad or revoked token, a change it will not take
+    /// (exit 5), with its message.
     case refused(code: String, message: String)
-    /// The server answered something that is not the protocol (exit 4).
+    /// The server answered something that is not the protocol (exit 6).
     case badAnswer(String)
 
     public var description: String {

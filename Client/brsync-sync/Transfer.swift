@@ -41,15 +41,20 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
-            "applyMilliseconds": .int(summary.applyMilliseconds),
+            "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
+            "restamped": .int(Int64(summary.restamped)), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
+            "problems": .array(summary.problems.map { .string($0) }),
         ]).jsonText)
     } else if !options.quiet {
         var parts: [String] = []
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
-        if summary.fullResync { parts.append("the server's epoch changed: re-synced fully") }
+        if summary.fullResync { parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)") }
+        if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
+        if let id = summary.newDeviceID { parts.append("this replica was a copy of another and is now device \(id)") }
         print("\(name): " + parts.joined(separator: ", "))
     }
+    for problem in summary.problems { writeToStandardError("brsync: warning: \(DisplayText.printable(problem))\n") }
 }
 
 struct Push: ParsableCommand {

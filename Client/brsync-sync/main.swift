@@ -11,8 +11,10 @@ do {
     ExitStatus.printError(error.description)
     switch error {
     case .usage: exit(ExitStatus.error)
-    case .unreachable, .badAnswer: exit(ExitStatus.unreachable)
+    // Only "unreachable" is 4, which the sync timer takes as "offline, try later".
+    case .unreachable: exit(ExitStatus.unreachable)
     case .refused: exit(ExitStatus.refused)
+    case .badAnswer: exit(ExitStatus.badAnswer)
     }
 } catch {
     exit(ExitStatus.report(error, root: BrsyncSync.self))

@@ -10,8 +10,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case badRequest(String)
     case notFound(String)
     case methodNotAllowed(String)
-    case gap(expected: Int64, got: Int64)
-    case deviceMismatch(bound: String)
+    case gap(expected: Int64, got: Int64, digest: String)
+    /// The device's change numbers were reused for other content (a copied home
+    /// or one restored from an older copy): the client takes a new device id.
+    case diverged(acknowledged: Int64, digest: String)
     case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64)
     case foreignStamp(String)
     case conflict(String)
@@ -26,7 +28,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .deviceMismatch, .conflict: return 409
+        case .gap, .diverged, .conflict: return 409
         case .clockSkew, .foreignStamp: return 422
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
@@ -43,7 +45,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .notFound: return "not_found"
         case .methodNotAllowed: return "method_not_allowed"
         case .gap: return "gap"
-        case .deviceMismatch: return "device_mismatch"
+        case .diverged: return "diverged"
         case .clockSkew: return "clock_skew"
         case .foreignStamp: return "foreign_stamp"
         case .conflict: return "conflict"
@@ -59,10 +61,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
              .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message):
             return message
         case .revoked: return "this device's token was revoked"
-        case .gap(let expected, let got):
+        case .gap(let expected, let got, _):
             return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"
-        case .deviceMismatch(let bound):
-            return "this token belongs to device \(bound); every machine needs a token of its own"
+        case .diverged(let acknowledged, _):
+            return "change \(acknowledged) of this device differs from the one the server applied: this replica was copied or restored from an older copy, and needs a device id of its own"
         case .clockSkew(let ahead, let maximum):
             return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock is off by about that much"
         case .database(let error): return "database error: \(error)"
@@ -76,6 +78,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .database(let error) where error.isBusy: return WireError(code: code, message: "the server is busy; retry")
         case .database, .storeUnusable, .newerSchema: return WireError(code: code, message: "internal server error")
+        case .gap(let expected, _, let digest): return WireError(code: code, message: description, acknowledged: expected - 1, digest: digest)
+        case .diverged(let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
         default: return WireError(code: code, message: description)
         }
     }

@@ -24,6 +24,8 @@ extension ServerStore {
         public let lastSeenMillis: Int64?
         public let lastDeviceSequence: Int64
         public let acknowledgedCursor: Int64
+        /// The account's identity, sent with every answer.
+        public let accountUID: String
     }
 
     static func validateName(_ name: String, what: String) throws {
@@ -38,7 +40,8 @@ extension ServerStore {
             if try database.scalar("SELECT 1 FROM accounts WHERE name = ?", [.text(name)]) != nil {
                 throw ServerError.conflict("the account '\(name)' exists already")
             }
-            try database.run("INSERT INTO accounts (name, created_at) VALUES (?, ?)", [.text(name), .integer(Self.nowMillis())])
+            try database.run("INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)",
+                             [.text(name), .integer(Self.nowMillis()), .text(Crypto.hex(Crypto.randomBytes(8)))])
         }
     }
 
@@ -62,6 +65,7 @@ extension ServerStore {
                     throw ServerError.notFound("no account named '\(name)'")
                 }
                 try database.run("DELETE FROM records WHERE account_id = ?", [.integer(id)])
+                try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(id)])
                 try database.run("DELETE FROM devices WHERE account_id = ?", [.integer(id)])
                 try database.run("DELETE FROM accounts WHERE id = ?", [.integer(id)])
             }
@@ -99,7 +103,8 @@ extension ServerStore {
             let id = try accountID(account, in: database)
             return try database.query(
                 """
-                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor
+                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
+                       (SELECT uid FROM accounts WHERE accounts.id = devices.account_id)
                 FROM devices WHERE account_id = ? ORDER BY name
                 """, [.integer(id)], Self.device)
         }
@@ -108,7 +113,22 @@ extension ServerStore {
     static func device(_ row: Row) -> Device {
         Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
                revoked: row.int(4) == 1, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
-               acknowledgedCursor: row.int64(7) ?? 0)
+               acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+    }
+
+    /// Issues a new token for an existing device (the old one stops working;
+    /// a revoked device is reinstated). Its replicas keep their change streams,
+    /// so nothing is pushed twice or skipped.
+    /// - Returns: the new token (shown once; only its hash is stored).
+    public func reissueToken(account: String, device name: String) throws -> String {
+        let token = Tokens.make()
+        try withDatabase { database in
+            let id = try accountID(account, in: database)
+            try database.run("UPDATE devices SET token_hash = ?, revoked = 0 WHERE account_id = ? AND name = ?",
+                             [.blob(Tokens.hash(token)), .integer(id), .text(name)])
+            guard database.changes == 1 else { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+        }
+        return token
     }
 
     public func revokeDevice(account: String, name: String) throws {
@@ -138,12 +158,13 @@ extension ServerStore {
         let hash = Tokens.hash(token)
         let found = try database.queryFirst(
                 """
-                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor, token_hash
+                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
+                       (SELECT uid FROM accounts WHERE accounts.id = devices.account_id), token_hash
                 FROM devices WHERE token_hash = ?
                 """, [.blob(hash)]
             ) { row -> Device? in
                 // The lookup is by hash; compare again in constant time before trusting it.
-                guard case .blob(let stored) = row[8], Crypto.constantTimeEqual(stored, hash) else { return nil }
+                guard case .blob(let stored) = row[9], Crypto.constantTimeEqual(stored, hash) else { return nil }
                 return Self.device(row)
             }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }

@@ -8,16 +8,21 @@ import SyncCore
 extension ServerStore {
     // MARK: - Sync
 
-    /// Applies a push from `device` in one transaction: the changes after the
-    /// device's last applied sequence are merged with the shared merge, each
-    /// changed record gets the account's next sequence number, and the device's
-    /// last applied sequence is recorded with them. A retried push is
-    /// acknowledged and applies nothing; a gap is refused.
-    public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
-        let now = Self.nowMillis()
-        for change in request.changes {
+    /// What a push transaction decided; errors are thrown after it ends, so
+    /// a detected rollback's new epoch is committed.
+    private enum PushOutcome {
+        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange])
+        case gap(expected: Int64, digest: String)
+        case diverged(acknowledged: Int64, digest: String)
+    }
+
+    /// Checks every stamp of pushed or relayed records before any database
+    /// work: a device pushes only its own stamps (`ownDevice`; nil for a relay)
+    /// and no stamp may be further ahead of the server's wall clock than allowed.
+    func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, maxClockOffsetMilliseconds: Int64) throws {
+        for change in changes {
             for (name, register) in change.state.fields {
-                guard register.stamp.device == request.device else {
+                if let ownDevice, register.stamp.device != ownDevice {
                     throw ServerError.foreignStamp("field \"\(name)\" of change \(change.sequence) carries a stamp of device \(register.stamp.device); a device pushes only its own edits")
                 }
                 let ahead = register.stamp.wallMillis - now
@@ -26,102 +31,220 @@ extension ServerStore {
                 }
             }
         }
-        let (acknowledged, applied, lost) = try withDatabase { database in
-            try database.transaction(.immediate) { () -> (Int64, Int, [LostField]) in
-                guard let current = try database.queryFirst(
-                    "SELECT client_device, last_device_seq, revoked FROM devices WHERE id = ?", [.integer(device.id)],
-                    { ($0.string(0), $0.int64(1) ?? 0, $0.int(2) == 1) })
+    }
+
+    /// Applies a push from `device` in one transaction: the changes after the
+    /// replica's last applied sequence are merged with the shared merge, each
+    /// changed record gets the account's next sequence number, and the
+    /// replica's last applied sequence and that change's digest are recorded
+    /// with them. A retried push is acknowledged and applies nothing; a gap is
+    /// refused with what the server has; reused numbers (a copied or restored
+    /// replica) are refused as `diverged`. A change whose merged record would
+    /// be unusable is rejected alone (reported; its number still counts).
+    public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
+        let now = Self.nowMillis()
+        // Everything that needs no database happens before the write lock.
+        try checkStamps(of: request.changes, ownDevice: request.device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+        let digests = request.changes.map(\.digest)
+        let epoch = self.epoch
+        let outcome = try withDatabase { database in
+            try database.transaction(.immediate) { () -> PushOutcome in
+                guard let revoked = try database.queryFirst(
+                    "SELECT revoked FROM devices WHERE id = ?", [.integer(device.id)], { $0.int(0) == 1 })
                 else { throw ServerError.unauthorized("the device no longer exists") }
-                if current.2 { throw ServerError.revoked }
-                if let bound = current.0, bound != request.device { throw ServerError.deviceMismatch(bound: bound) }
-                let last = current.1
-                if request.from > last + 1 { throw ServerError.gap(expected: last + 1, got: request.from) }
-                var lost: [LostField] = []
-                var applied = 0
-                if request.to > last {
-                    var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
-                    for change in request.changes where change.sequence > last {
-                        let existing = try database.queryFirst(
-                            "SELECT fields, versions FROM records WHERE account_id = ? AND collection = ? AND key = ?",
-                            [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key)]
-                        ) { row in try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}") }
-                        let base = existing ?? RecordState()
-                        let (merged, concurrentLosers) = base.merged(with: change.state)
-                        var reported: Set<String> = []
-                        for (name, pushed) in change.state.fields {
-                            if let winner = merged.fields[name], winner != pushed {
-                                reported.insert(name)
-                                lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
-                                                      field: name, lost: pushed, winner: winner))
-                            }
-                        }
-                        // Values of another device that this concurrent push overwrote.
-                        for loser in concurrentLosers where !reported.contains(loser.field) {
-                            lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
-                                                  field: loser.field, lost: loser.lost, winner: loser.winner))
-                        }
-                        guard merged != base else { continue }
-                        try database.run(
-                            """
-                            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                            ON CONFLICT (account_id, collection, key) DO UPDATE SET
-                                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                                deleted = excluded.deleted, updated_at = excluded.updated_at
-                            """,
-                            [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key),
-                             .text(RecordState.encodeFields(merged.fields)), .text(RecordState.encodeVersions(merged.versions)),
-                             .integer(nextSequence), DatabaseValue(merged.isDeleted), .integer(now)])
-                        nextSequence += 1
-                        applied += 1
-                    }
-                    try database.run("UPDATE accounts SET next_seq = ? WHERE id = ?", [.integer(nextSequence), .integer(device.accountID)])
+                if revoked { throw ServerError.revoked }
+                let stream = try database.queryFirst(
+                    "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",
+                    [.integer(device.accountID), .text(request.device)]) { ($0.int64(0) ?? 0, $0.string(1) ?? "") }
+                let last = stream?.0 ?? 0
+                let lastDigest = stream?.1 ?? ""
+                if request.from > last + 1 {
+                    // The replica had this stream acknowledged further than the
+                    // store has it: the store was restored from an older copy.
+                    if stream != nil { _ = try startNewEpoch(in: database) }
+                    return .gap(expected: last + 1, digest: lastDigest)
                 }
+                if !lastDigest.isEmpty {
+                    if request.from == last + 1, last > 0, let base = request.base, base != lastDigest {
+                        return .diverged(acknowledged: last, digest: lastDigest)
+                    }
+                    if request.from <= last, request.to >= last, digests[Int(last - request.from)] != lastDigest {
+                        return .diverged(acknowledged: last, digest: lastDigest)
+                    }
+                }
+                guard request.to > last else {
+                    // A retry of changes applied already; the client checks the digest.
+                    return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [])
+                }
+                var lost: [LostField] = []
+                var rejected: [RejectedChange] = []
+                var applied = 0
+                var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
+                let pusherIsCurrent = request.epoch == epoch && request.since != nil
+                for change in request.changes where change.sequence > last {
+                    let existing = try database.queryFirst(
+                        "SELECT fields, versions, seq FROM records WHERE account_id = ? AND collection = ? AND key = ?",
+                        [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key)]
+                    ) { row in (try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}"), row.int64(2) ?? 0) }
+                    let base = existing?.0 ?? RecordState()
+                    let (merged, concurrentLosers) = base.merged(with: change.state)
+                    // Fields and values were checked when the push was read; a
+                    // merge can only make a record too wide.
+                    if merged.fields.count > Wire.maxFields {
+                        rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key,
+                                                       reason: "the record would have more than \(Wire.maxFields) fields"))
+                        continue
+                    }
+                    var reported: Set<String> = []
+                    for (name, pushed) in change.state.fields {
+                        if let winner = merged.fields[name], winner != pushed {
+                            reported.insert(name)
+                            lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                                  field: name, lost: pushed, winner: winner))
+                        }
+                    }
+                    // Values of another device that this concurrent push overwrote.
+                    for loser in concurrentLosers where !reported.contains(loser.field) {
+                        lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                              field: loser.field, lost: loser.lost, winner: loser.winner))
+                    }
+                    guard merged != base else { continue }
+                    // The pusher had pulled the version this merges into: its
+                    // next pull need not fetch the result back.
+                    let knownToPusher = pusherIsCurrent && (existing?.1 ?? 0) <= (request.since ?? -1)
+                    try upsertRecord(account: device.accountID, change.collection, key: change.key, state: merged,
+                                     sequence: nextSequence, knownTo: knownToPusher ? request.device : nil, now: now, in: database)
+                    nextSequence += 1
+                    applied += 1
+                }
+                try database.run("UPDATE accounts SET next_seq = ? WHERE id = ?", [.integer(nextSequence), .integer(device.accountID)])
+                let digest = digests[digests.count - 1]
                 try database.run(
-                    "UPDATE devices SET last_device_seq = MAX(last_device_seq, ?), client_device = ?, last_seen = ? WHERE id = ?",
+                    """
+                    INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+                    """, [.integer(device.accountID), .text(request.device), .integer(request.to), .text(digest)])
+                try database.run(
+                    "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
                     [.integer(request.to), .text(request.device), .integer(now), .integer(device.id)])
-                return (max(last, request.to), applied, lost)
+                return .applied(acknowledged: request.to, digest: digest, applied: applied, lost: lost, rejected: rejected)
             }
         }
-        if let newest = request.changes.lazy.flatMap({ $0.state.fields.values.map(\.stamp) }).max() {
-            self.clock.observe(newest, wallMillis: now)
+        switch outcome {
+        case .gap(let expected, let digest):
+            throw ServerError.gap(expected: expected, got: request.from, digest: digest)
+        case .diverged(let acknowledged, let digest):
+            throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
+        case .applied(let acknowledged, let digest, let applied, let lost, let rejected):
+            return PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: self.epoch, lost: lost,
+                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID)
         }
-        let stamp = self.clock.tick(wallMillis: now)
-        return PushResponse(acknowledged: acknowledged, applied: applied, clock: stamp, epoch: epoch, lost: lost)
+    }
+
+    /// Writes a record version with its new sequence number.
+    private func upsertRecord(account: Int64, _ collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+                              knownTo: String?, now: Int64, in database: Database) throws {
+        try database.run(
+            """
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to
+            """,
+            [.integer(account), .text(collection.rawValue), .text(key),
+             .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
+             .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null])
+    }
+
+    /// Merges whole records a client relays (after a restore): the same merge,
+    /// no change numbers, nothing minted. A record with a stamp too far ahead,
+    /// or whose merge would be unusable, is rejected alone.
+    public func relay(_ request: RelayRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
+        let now = Self.nowMillis()
+        var rejected: [RejectedChange] = []
+        var usable: [ChangeRecord] = []
+        for record in request.records {
+            do {
+                try checkStamps(of: [record], ownDevice: nil, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                usable.append(record)
+            } catch let error as ServerError {
+                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))
+            }
+        }
+        let (applied, tooWide) = try withDatabase { database in
+            try database.transaction(.immediate) { () -> (Int, [RejectedChange]) in
+                var applied = 0
+                var tooWide: [RejectedChange] = []
+                var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
+                for record in usable {
+                    let existing = try database.queryFirst(
+                        "SELECT fields, versions FROM records WHERE account_id = ? AND collection = ? AND key = ?",
+                        [.integer(device.accountID), .text(record.collection.rawValue), .text(record.key)]
+                    ) { row in try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}") }
+                    let base = existing ?? RecordState()
+                    let merged = base.merged(with: record.state).state
+                    if merged.fields.count > Wire.maxFields {
+                        tooWide.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key,
+                                                      reason: "the record would have more than \(Wire.maxFields) fields"))
+                        continue
+                    }
+                    guard merged != base else { continue }
+                    try upsertRecord(account: device.accountID, record.collection, key: record.key, state: merged,
+                                     sequence: nextSequence, knownTo: nil, now: now, in: database)
+                    nextSequence += 1
+                    applied += 1
+                }
+                try database.run("UPDATE accounts SET next_seq = ? WHERE id = ?", [.integer(nextSequence), .integer(device.accountID)])
+                return (applied, tooWide)
+            }
+        }
+        rejected += tooWide
+        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
+                                    rejected: rejected, account: device.accountUID)
+        return (applied, rejected, response)
     }
 
     /// Records of `device`'s account changed after `cursor`, in sequence order,
-    /// at most `limit`. Sequence numbers are assigned inside write transactions,
-    /// which SQLite serialises, and a read sees whole transactions only: a pull
-    /// never skips a change that commits while it runs.
-    public func pull(since cursor: Int64, limit: Int, device: Device) throws -> PullResponse {
-        let (rows, page) = try withDatabase { database in
-            let rows = try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database)
-            return (rows, try finishPull(rows, since: cursor, limit: limit, device: device, in: database))
+    /// at most `limit` (decoded; see ``pullText(token:since:limit:clientDevice:clientEpoch:)``).
+    public func pull(since cursor: Int64, limit: Int, device: Device, clientDevice: String? = nil, clientEpoch: String? = nil) throws -> PullResponse {
+        let page = try withDatabase { database in
+            var page = try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database)
+            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
+            return page
         }
-        let changes = try rows.prefix(limit).map { row in
+        let changes = try page.rows.map { row in
             ChangeRecord(sequence: row.sequence, collection: row.collection, key: row.key,
                          state: try StoredRecord.decode(fields: row.fields, versions: row.versions))
         }
-        return PullResponse(changes: Array(changes), next: page.next, more: page.more, epoch: epoch, clock: clockStamp())
+        return PullResponse(changes: changes, next: page.next, more: page.more, epoch: page.epoch, clock: clockStamp(), account: device.accountUID)
     }
 
     /// Authenticates `token` and answers a pull for its device, as the JSON
     /// text of a ``PullResponse``: one borrowed connection, one read
     /// transaction, and the stored fields and versions spliced in as stored
     /// (they are kept in the wire's form), so serving a page parses nothing.
-    public func pullText(token: String, since cursor: Int64, limit: Int) throws -> [UInt8] {
-        let (rows, page) = try withDatabase { database in
-            let (device, rows) = try database.transaction(.deferred) {
+    /// - Parameters:
+    ///   - clientDevice: the pulling replica's device id; records its own push
+    ///     made (from a version it had pulled) are skipped.
+    ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
+    ///     timeline is not recorded, and a cursor beyond this store's
+    ///     high-water mark starts a new epoch (the store was rolled back).
+    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: String? = nil, clientEpoch: String? = nil) throws -> [UInt8] {
+        let (page, device) = try withDatabase { database in
+            var (device, page) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
-                return (device, try pullRows(since: cursor, limit: limit, accountID: device.accountID, in: database))
+                return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database))
             }
-            return (rows, try finishPull(rows, since: cursor, limit: limit, device: device, in: database))
+            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
+            return (page, device)
         }
         var output: [UInt8] = []
-        output.reserveCapacity(128 + rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
-        output += #"{"changes":["#.utf8
-        for (index, row) in rows.prefix(limit).enumerated() {
+        output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
+        output += #"{"account":"#.utf8
+        JSONValue.writeString(device.accountUID, into: &output)
+        output += #","changes":["#.utf8
+        for (index, row) in page.rows.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
             output += #"{"collection":""#.utf8
             output += row.collection.rawValue.utf8
@@ -138,7 +261,7 @@ extension ServerStore {
         output += #"],"clock":""#.utf8
         clockStamp().write(into: &output)
         output += #"","epoch":"#.utf8
-        JSONValue.writeString(epoch, into: &output)
+        JSONValue.writeString(page.epoch, into: &output)
         output += #","more":"#.utf8
         output += (page.more ? "true" : "false").utf8
         output += #","next":"#.utf8
@@ -156,21 +279,58 @@ extension ServerStore {
         let versions: String
     }
 
-    private func pullRows(since cursor: Int64, limit: Int, accountID: Int64, in database: Database) throws -> [PulledRow] {
-        try database.query(
-            "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            [.integer(accountID), .integer(cursor), .integer(Int64(limit + 1))]
-        ) { row -> PulledRow in
+    /// One page: the rows to send, the cursor after every row looked at
+    /// (skipped ones included), whether more wait, and the epoch it belongs to.
+    struct PulledPage {
+        var rows: [PulledRow]
+        var next: Int64
+        var more: Bool
+        var epoch: String
+        /// The cursor is beyond what this store has: it was rolled back.
+        var rollback: Bool
+    }
+
+    private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice: String?, clientEpoch: String?,
+                          in database: Database) throws -> PulledPage {
+        let epoch = self.epoch
+        if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
+            let highWater = (try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1) - 1
+            if cursor > highWater { return PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
+        }
+        let scannedRows = try database.query(
+            "SELECT seq, collection, key, fields, versions, known_to FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            [.integer(device.accountID), .integer(cursor), .integer(Int64(limit + 1))]
+        ) { row -> (PulledRow, String?) in
             guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                 throw ServerError.storeUnusable("a stored record has an unknown collection")
             }
-            return PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                             fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}")
+            return (PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                              fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"), row.string(5))
         }
+        let scanned = scannedRows.count
+        let next = scannedRows.prefix(limit).last?.0.sequence ?? cursor
+        // Records this replica's own push made, from versions it had, are not sent back.
+        let rows = scannedRows.prefix(limit).compactMap { row, knownTo in
+            clientDevice != nil && knownTo == clientDevice ? nil : row
+        }
+        return PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
     }
 
-    /// The page's cursor and "more" flag, and the device's bookkeeping.
-    private func finishPull(_ rows: [PulledRow], since cursor: Int64, limit: Int, device: Device, in database: Database) throws -> (next: Int64, more: Bool) {
+    /// The device's bookkeeping after a page; starts a new epoch on a rollback.
+    private func finishPull(_ page: inout PulledPage, since cursor: Int64, device: Device, clientEpoch: String?, in database: Database) throws {
+        if page.rollback {
+            page.epoch = try database.transaction(.immediate) {
+                // Another request may have started it already.
+                let stored = try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
+                guard stored == page.epoch else { return stored }
+                return try startNewEpoch(in: database)
+            }
+            currentEpoch.withLock { $0 = page.epoch }
+            page.more = false
+            return
+        }
+        // A cursor of another timeline says nothing about this one.
+        if let clientEpoch, clientEpoch != page.epoch { return }
         // Bookkeeping writes only when something moved: a no-change pull
         // (the common case, every few minutes per machine) stays a pure read.
         // `acknowledged_cursor` and `last_seen` are written once per device and
@@ -195,8 +355,6 @@ extension ServerStore {
                 "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
                 [.integer(cursor), .integer(now), .integer(device.id)])
         }
-        let more = rows.count > limit
-        return (rows.prefix(limit).last?.sequence ?? cursor, more)
     }
 }
 

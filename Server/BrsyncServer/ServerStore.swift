@@ -50,12 +50,32 @@ public final class ServerStore: Sendable {
             ) WITHOUT ROWID;
             CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
             """),
+        // Counters tied to identities: each replica instance (client device
+        // id) of an account has its own stream of change numbers with the
+        // digest of the last one applied, whatever token it uses; each account
+        // has an identity clients can check; each record remembers which
+        // replica's push made it, when that replica had seen the version before,
+        // so that replica's next pull does not fetch it back.
+        Migrator.Migration(version: 2, sql: """
+            ALTER TABLE accounts ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+            UPDATE accounts SET uid = lower(hex(randomblob(8)));
+            CREATE TABLE device_streams (
+                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                client_device TEXT NOT NULL,
+                last_seq INTEGER NOT NULL,
+                last_digest TEXT NOT NULL,
+                PRIMARY KEY (account_id, client_device)
+            ) WITHOUT ROWID;
+            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest)
+                SELECT account_id, client_device, MAX(last_device_seq), '' FROM devices
+                WHERE client_device IS NOT NULL GROUP BY account_id, client_device;
+            ALTER TABLE records ADD COLUMN known_to TEXT;
+            DELETE FROM meta WHERE key = 'hlc';
+            """),
     ])
 
     public let path: String
     private let pool: ConnectionPool
-    /// The server's clock: stamps its answers, observes every pushed stamp.
-    let clock: AtomicClock
     /// What this process last wrote of each device's `acknowledged_cursor` and
     /// `last_seen`: concurrent pulls of one device then write it once, not all.
     struct Bookkeeping {
@@ -64,7 +84,10 @@ public final class ServerStore: Sendable {
     }
 
     let bookkeeping = Mutex(Bookkeeping())
-    public let epoch: String
+    /// The timeline's id, kept in the database (`meta.epoch`); a new one is
+    /// started when a rollback is detected.
+    public var epoch: String { currentEpoch.withLock { $0 } }
+    let currentEpoch: Mutex<String>
     public static let serverDevice = "server"
 
     /// Opens (or creates) the store at `path`.
@@ -73,6 +96,9 @@ public final class ServerStore: Sendable {
     public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000) throws {
         self.path = path
         let exists = access(path, F_OK) == 0
+        // The store holds token hashes and every account's rules: 0600 whatever
+        // the umask (SQLite gives its -wal and -shm files the same mode).
+        if !exists { try Self.createPrivateFile(path) }
         do {
             let first = try Database(path: path, mode: exists ? .readWrite : .readWriteCreate, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             let applicationID = try first.scalar("PRAGMA application_id")?.intValue ?? 0
@@ -93,9 +119,7 @@ public final class ServerStore: Sendable {
                 try first.run("INSERT INTO meta (key, value) VALUES ('epoch', ?)", [.text(fresh)])
                 return fresh
             }
-            let lastStamp = try first.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue.flatMap(HLCTimestamp.init(text:))
-            self.epoch = epoch
-            clock = AtomicClock(device: Self.serverDevice, last: lastStamp)
+            currentEpoch = Mutex(epoch)
             var handedFirst = false
             pool = try ConnectionPool(path: path, size: max(1, connections)) {
                 let database: Database
@@ -134,9 +158,33 @@ public final class ServerStore: Sendable {
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 
-    /// A fresh stamp of the server's clock (sent with every answer).
+    /// The server's wall clock as a stamp (sent with every answer, so clients
+    /// learn the offset of their own clock). It is the wall clock, never a
+    /// logical clock that pushed stamps move: no device, of this account or
+    /// another, can move the time every client learns.
     public func clockStamp() -> HLCTimestamp {
-        clock.tick(wallMillis: Self.nowMillis())
+        HLCTimestamp(wallMillis: Self.nowMillis(), counter: 0, device: Self.serverDevice)
+    }
+
+    /// Creates an empty file readable by its owner only.
+    static func createPrivateFile(_ path: String) throws {
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ServerError.storeUnusable("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        Glibc.close(descriptor)
+    }
+
+    /// Starts a new timeline: a rollback was detected (a client holds a cursor
+    /// or a change number beyond what this store has, so it was restored from
+    /// an older copy). Every client then re-syncs fully and relays what it
+    /// holds; acknowledged cursors of the old timeline stop counting for
+    /// tombstone purges.
+    func startNewEpoch(in database: Database) throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
+        try database.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
     }
 
     /// Counts for the metrics endpoint.
@@ -153,6 +201,7 @@ public final class ServerStore: Sendable {
     /// timeline, and clients re-sync fully when they see it.
     public func backup(to destination: String) throws {
         guard access(destination, F_OK) != 0 else { throw ServerError.conflict("\(destination) exists already; choose a new file") }
+        try Self.createPrivateFile(destination)
         do {
             let target = try Database(path: destination, mode: .readWriteCreate)
             try withDatabase { database in try database.backup(to: target) }
@@ -166,12 +215,5 @@ public final class ServerStore: Sendable {
         }
     }
 
-    /// Persists the clock's high-water mark (at shutdown).
-    public func saveClock() {
-        let last = clock.last
-        _ = try? withDatabase { database in
-            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(last.description)])
-        }
-    }
 }
 

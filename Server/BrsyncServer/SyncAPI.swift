@@ -9,7 +9,8 @@ import SyncCore
 /// | route | auth | answer |
 /// |---|---|---|
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
-/// | `GET /v1/pull?since=C&limit=N` | bearer | ``PullResponse`` |
+/// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
+/// | `GET /v1/pull?since=C&limit=N&device=D&epoch=E` | bearer | ``PullResponse`` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
@@ -29,8 +30,18 @@ public final class SyncAPI: Sendable {
         self.openConnections = openConnections
     }
 
+    /// The header with the server's wall clock in milliseconds, on every answer
+    /// (errors too: a client refused for its clock learns the right time).
+    public static let timeHeader = "Brsync-Time"
+
     /// Answers one request; never throws: every error becomes its JSON answer.
     public func handle(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
+        var response = answer(request, context)
+        response.headers.add(Self.timeHeader, String(ServerStore.nowMillis()))
+        return response
+    }
+
+    private func answer(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
         do {
             return try route(request)
         } catch let error as ServerError {
@@ -42,6 +53,31 @@ public final class SyncAPI: Sendable {
             return Self.answer(error)
         } catch {
             logger.error("\(request.method) \(request.path) from \(context.peer): \(error)")
+            return Self.answer(ServerError.storeUnusable("\(error)"))
+        }
+    }
+
+    /// Decides on a request's head, before its body is read: an unknown path,
+    /// a wrong method or a missing, unknown or revoked token is answered
+    /// without reading a byte of the body (the connection then closes).
+    public func admit(_ head: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
+        do {
+            switch head.path {
+            case "/v1/push", "/v1/relay":
+                guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
+                _ = try authenticate(head)
+                return nil
+            case "/v1/pull", "/v1/health", "/metrics":
+                throw ServerError.badRequest("\(head.path) takes no body")
+            default:
+                throw ServerError.notFound("no such endpoint: \(head.path)")
+            }
+        } catch let error as ServerError {
+            logger.info("\(head.method) \(head.path) from \(context.peer): refused before the body: \(error.httpStatus) \(error.code)")
+            var response = Self.answer(error)
+            response.headers.add(Self.timeHeader, String(ServerStore.nowMillis()))
+            return response
+        } catch {
             return Self.answer(ServerError.storeUnusable("\(error)"))
         }
     }
@@ -58,6 +94,9 @@ public final class SyncAPI: Sendable {
         case "/v1/push":
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/push") }
             return try push(request)
+        case "/v1/relay":
+            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/relay") }
+            return try relay(request)
         case "/v1/pull":
             guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/pull") }
             return try pull(request)
@@ -86,20 +125,32 @@ public final class SyncAPI: Sendable {
             throw ServerError.unauthorized("this endpoint needs 'Authorization: Bearer TOKEN'")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+        guard parts.count == 2, parts[0].asciiLowercased() == "bearer", !parts[1].isEmpty else {
             throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'")
         }
         return String(parts[1])
     }
 
-    private func push(_ request: HTTPRequest) throws -> HTTPResponse {
-        let device = try authenticate(request)
-        let json: JSONValue
+    private func body(_ request: HTTPRequest) throws -> JSONValue {
         do {
-            json = try request.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
+            return try request.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
         } catch {
             throw ServerError.badRequest("the body is not JSON: \(error)")
         }
+    }
+
+    private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        let relay: RelayRequest
+        do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
+        let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        metrics.pushed(applied: result.applied)
+        return HTTPResponse.json(200, result.response.json.jsonText)
+    }
+
+    private func push(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        let json = try body(request)
         let push: PushRequest
         do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
         let started = Deadline.now()
@@ -131,7 +182,12 @@ public final class SyncAPI: Sendable {
             }
             limit = value
         }
-        let body = try store.pullText(token: token, since: since, limit: limit)
+        let clientDevice = query["device"]
+        if let clientDevice, !HLCTimestamp.isValidDevice(clientDevice) {
+            _ = try store.authenticate(token: token)
+            throw ServerError.badRequest("device must be a device id (1 to 64 of A-Z a-z 0-9 . _ : -)")
+        }
+        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: clientDevice, clientEpoch: query["epoch"])
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

@@ -32,7 +32,7 @@ public final class SyncServer: Sendable {
         let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
                           openConnections: { box.server?.openConnections ?? 0 })
         http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
-                              handler: api.handle)
+                              admission: api.admit, handler: api.handle)
         box.server = http
     }
 
@@ -100,7 +100,6 @@ public final class SyncServer: Sendable {
         stopping.store(true, ordering: .relaxed)
         let clean = http.shutdown(graceMilliseconds: configuration.shutdownGraceMilliseconds)
         if !clean { logger.warning("some connections did not end within the grace period") }
-        store.saveClock()
         store.close()
         logger.notice("stopped")
     }

@@ -41,7 +41,22 @@ struct AccountCommand: ParsableCommand {
 struct DeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Manage devices: each has its own bearer token.",
-        subcommands: [Add.self, List.self, Revoke.self])
+        subcommands: [Add.self, List.self, Token.self, Revoke.self])
+
+    struct Token: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "token",
+            abstract: "Issue a new token for an existing device; prints it alone on the last line (shown once).",
+            discussion: "The old token stops working; a revoked device is reinstated. The device's replicas keep their place: nothing is pushed twice or skipped.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account.") var account: String
+        @Argument(help: "The device's name.") var device: String
+        func run() throws {
+            let token = try store.open().reissueToken(account: account, device: device)
+            print("issued a new token for device \(device) of account \(account); the old one no longer works. The new token (shown only now):")
+            print(token)
+        }
+    }
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(

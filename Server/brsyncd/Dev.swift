@@ -39,10 +39,18 @@ struct Dev: ParsableCommand {
         configuration.keyFile = keyFile
         let store = try ServerStore(path: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
         if !(try store.accounts().contains { $0.name == "dev" }) { try store.addAccount("dev") }
-        try store.removeDevice(account: "dev", name: "laptop")
-        let token = try store.addDevice(account: "dev", name: "laptop")
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
         try runUntilSignalled(server, logger: logger) { ports in
+            // A token only once the port is bound: a failed start changes nothing.
+            let token: String
+            do {
+                token = try store.devices(account: "dev").contains { $0.name == "laptop" }
+                    ? try store.reissueToken(account: "dev", device: "laptop")
+                    : try store.addDevice(account: "dev", name: "laptop")
+            } catch {
+                logger.error("cannot issue the dev token: \(error)")
+                return
+            }
             let url = "https://\(SocketAddress(host: address.host, port: ports.first ?? address.port))"
             print("""
                 brsyncd dev is serving \(url)
@@ -51,6 +59,8 @@ struct Dev: ParsableCommand {
                   token:    \(token)
                   store:    \(folder)/brsyncd.sqlite
                 Try:  curl --cacert \(caFile) \(url)/v1/health
+                Point a replica at it:
+                  brsync remote set \(url) --ca \(caFile) --token \(token)
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks

@@ -14,14 +14,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Replaces every field named `name` with one.
     public mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+        let lower = name.asciiLowercased()
+        fields.removeAll { $0.name.asciiLowercased() == lower }
         fields.append((name, value))
     }
 
     /// Every value of the fields named `name`.
     public func values(_ name: String) -> [String] {
-        let lower = name.lowercased()
-        return fields.filter { $0.name.lowercased() == lower }.map(\.value)
+        let lower = name.asciiLowercased()
+        return fields.filter { $0.name.asciiLowercased() == lower }.map(\.value)
     }
 
     /// The first value of the field named `name`.
@@ -36,12 +37,18 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Whether a comma-separated field (like `Connection`) holds `token`.
     public func contains(_ name: String, token: String) -> Bool {
         values(name).contains { value in
-            value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().lowercased() == token }
+            value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().asciiLowercased() == token }
         }
     }
 }
 
 extension StringProtocol {
+    /// Lower case for ASCII letters only: HTTP tokens are ASCII, and Unicode
+    /// case mapping would take `\u{212A}` (Kelvin sign) for `k`.
+    public func asciiLowercased() -> String {
+        String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
     func trimmingASCIIWhitespace() -> Substring {
         let text = Substring(self)
         let start = text.firstIndex { $0 != " " && $0 != "\t" } ?? text.endIndex

@@ -26,6 +26,26 @@ public struct HTTPLimits: Sendable, Equatable {
     public var writeTimeoutMilliseconds: Int = 30_000
     /// Most connections served at once; more are answered 503 and closed. Default 1,024.
     public var maxConnections: Int = 1024
+    /// Most connections from one IP address at once. Default 64: one client
+    /// (or one attacker) cannot hold every slot; more are answered 503.
+    /// Raise it when many clients share an address (a NAT, a proxy that does
+    /// not terminate TLS).
+    public var maxConnectionsPerAddress: Int = 64
+    /// Connections over a cap that are still answered 503 at once (over TLS
+    /// this needs a handshake, so each takes a thread for up to
+    /// ``refusalTimeoutMilliseconds``); past this many they are closed
+    /// unanswered. Default 32.
+    public var maxConcurrentRefusals: Int = 32
+    /// Time allowed to refuse a connection over a cap: the TLS handshake and
+    /// the 503. Default 2 s.
+    public var refusalTimeoutMilliseconds: Int = 2_000
+    /// After the last answer on a connection, how long unread input is read
+    /// and discarded before closing, so the kernel does not reset the
+    /// connection and destroy answers the client has not read yet (RFC 9112
+    /// §9.6). Default 2 s, at most ``lingerMaxBytes``.
+    public var lingerMilliseconds: Int = 2_000
+    /// Most bytes discarded while lingering. Default 16 MiB.
+    public var lingerMaxBytes: Int = 16 * 1024 * 1024
     /// Most requests on one keep-alive connection. Default 10,000.
     public var maxRequestsPerConnection: Int = 10_000
 

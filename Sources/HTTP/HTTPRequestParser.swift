@@ -17,6 +17,11 @@ public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertibl
 /// https://www.rfc-editor.org/rfc/rfc9112
 public struct HTTPRequestParser: Sendable {
     public enum Event: Sendable, Equatable {
+        /// The headers of a request with a body are complete; the body follows.
+        /// The server authenticates here, before a body byte is kept, and
+        /// answers `Expect: 100-continue`. (A request without a body produces
+        /// only ``request(_:)``.) The head's `body` is empty.
+        case head(HTTPRequest)
         case request(HTTPRequest)
         case failure(HTTPParseError)
     }
@@ -36,6 +41,11 @@ public struct HTTPRequestParser: Sendable {
     private var state = State.requestLine
     private var buffer: [UInt8] = []
     private var position = 0
+    /// Where the search for the current line's LF resumes: a line arriving a
+    /// byte at a time is scanned once, not from its start on every byte.
+    private var scanned = 0
+    /// Bytes visited while looking for line ends (tests check it stays linear).
+    private(set) var scannedBytes = 0
     private var request = HTTPRequest(method: "", target: "")
     private var headerBytes = 0
     private var headerCount = 0
@@ -60,6 +70,18 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// Whether bytes of the current request's body have arrived already (then
+    /// `100 Continue` is pointless).
+    public var hasBodyBytes: Bool {
+        switch state {
+        case .body(let remaining): return position < buffer.count || remaining < bodyLength
+        case .chunkSize, .chunkData, .chunkDataEnd, .trailers: return position < buffer.count || !request.body.isEmpty
+        default: return false
+        }
+    }
+
+    private var bodyLength = 0
+
     /// Feeds received bytes; returns the requests they complete, in order, or a
     /// failure (after which the parser returns nothing more).
     public mutating func feed(_ bytes: some Collection<UInt8>) -> [Event] {
@@ -67,8 +89,8 @@ public struct HTTPRequestParser: Sendable {
         buffer.append(contentsOf: bytes)
         var events: [Event] = []
         do {
-            while let request = try step() {
-                events.append(.request(request))
+            while let event = try step() {
+                events.append(event)
             }
         } catch {
             state = .failed
@@ -81,6 +103,7 @@ public struct HTTPRequestParser: Sendable {
     private mutating func compact() {
         if position > 0 && (position == buffer.count || position > 4096) {
             buffer.removeFirst(position)
+            scanned = max(0, scanned - position)
             position = 0
         }
     }
@@ -90,7 +113,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// Advances as far as the buffered bytes allow; returns a request when one completes.
-    private mutating func step() throws(HTTPParseError) -> HTTPRequest? {
+    private mutating func step() throws(HTTPParseError) -> Event? {
         while true {
             switch state {
             case .failed:
@@ -110,8 +133,10 @@ public struct HTTPRequestParser: Sendable {
                 guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes")) else { return nil }
                 headerBytes += line.count + 2
                 if line.isEmpty {
-                    if let complete = try finishHead() { return complete }
-                    continue
+                    if let complete = try finishHead() { return .request(complete) }
+                    var head = request
+                    head.body = []
+                    return .head(head)
                 }
                 var headers = request.headers
                 request.headers = HTTPHeaders() // keep one reference, so appending does not copy
@@ -120,18 +145,26 @@ public struct HTTPRequestParser: Sendable {
             case .body(let remaining):
                 let available = buffer.count - position
                 let take = min(available, remaining)
+                // The whole body is reserved only once more than the first
+                // read's worth has arrived, which is after the server admitted
+                // the head: a stranger's Content-Length reserves nothing.
+                if request.body.count + take > 16 * 1024 && request.body.capacity < bodyLength {
+                    request.body.reserveCapacity(bodyLength)
+                }
                 request.body += buffer[position..<position + take]
                 position += take
-                if take == remaining { return complete() }
+                if take == remaining { return .request(complete()) }
                 state = .body(remaining: remaining - take)
                 return nil
             case .chunkSize:
                 guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long")) else { return nil }
                 let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
                 guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
+                // Checked before every shift: 16 hex digits would wrap an Int.
                 var size = 0
                 for byte in sizeText {
                     guard let digit = hexValue(byte) else { throw fail(400, "an invalid chunk size") }
+                    guard size <= limits.maxBodyBytes >> 4 else { throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes") }
                     size = size << 4 | Int(digit)
                 }
                 if size == 0 {
@@ -161,7 +194,7 @@ public struct HTTPRequestParser: Sendable {
                 let remaining = limits.maxHeaderBytes - headerBytes
                 guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the trailer section is too large")) else { return nil }
                 headerBytes += line.count + 2
-                if line.isEmpty { return complete() }
+                if line.isEmpty { return .request(complete()) }
                 var ignored = HTTPHeaders()
                 try parseHeaderLine(line, into: &ignored) // validated, then dropped
             }
@@ -172,15 +205,19 @@ public struct HTTPRequestParser: Sendable {
     /// A bare CR or LF is an error; a line (or an unterminated one) longer than
     /// `limit` throws `tooLong`.
     private mutating func nextLine(limit: Int, tooLong: HTTPParseError) throws(HTTPParseError) -> ArraySlice<UInt8>? {
-        var index = position
+        // Bytes before `scanned` were checked by an earlier call and hold no LF;
+        // the CR check looks one byte back, so resume there.
+        var index = max(position, scanned - 1)
         let end = buffer.count
         while index < end {
+            scannedBytes &+= 1
             let byte = buffer[index]
             if byte == 0x0A {
                 guard index > position, buffer[index - 1] == 0x0D else { throw fail(400, "a bare LF (lines end with CRLF)") }
                 let line = buffer[position..<(index - 1)]
                 if line.count > limit { throw tooLong }
                 position = index + 1
+                scanned = position
                 return line
             }
             if byte == 0x0D, index + 1 < end, buffer[index + 1] != 0x0A {
@@ -188,6 +225,7 @@ public struct HTTPRequestParser: Sendable {
             }
             index += 1
         }
+        scanned = end
         if end - position > limit + 1 { throw tooLong }
         return nil
     }
@@ -240,7 +278,8 @@ public struct HTTPRequestParser: Sendable {
         if !transferEncodings.isEmpty {
             guard contentLengths.isEmpty else { throw fail(400, "both Content-Length and Transfer-Encoding") }
             guard request.minorVersion == 1 else { throw fail(400, "Transfer-Encoding in an HTTP/1.0 request") }
-            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingASCIIWhitespace().lowercased() }
+            // ASCII case folding only: `chun\u{212A}ed` (Kelvin sign) is not `chunked`.
+            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingASCIIWhitespace().asciiLowercased() }
             guard codings == ["chunked"] else { throw fail(400, "the transfer coding '\(transferEncodings.joined(separator: ", "))' is not supported (only chunked)") }
             state = .chunkSize
             return nil
@@ -253,7 +292,7 @@ public struct HTTPRequestParser: Sendable {
                 throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
             }
             if length > 0 {
-                request.body.reserveCapacity(length)
+                bodyLength = length
                 state = .body(remaining: length)
                 return nil
             }

@@ -19,20 +19,29 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// The bytes on the wire: status line, headers (with `Content-Length`, and
     /// `Connection: close` when the connection ends), a blank line and the body.
-    public func serialized(keepAlive: Bool, dateMillis: Int64? = nil) -> [UInt8] {
+    /// - Parameter includeBody: false for an answer to `HEAD`, which carries the
+    ///   headers of the GET answer, `Content-Length` included, but never a body
+    ///   (RFC 9110 §9.3.2).
+    public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
-        for (name, value) in headers where name.lowercased() != "content-length" && name.lowercased() != "connection" {
+        for (name, value) in headers {
+            let lower = name.asciiLowercased()
+            if lower == "content-length" || lower == "connection" { continue }
             head += "\(name): \(value)\r\n"
         }
         if let dateMillis { head += "Date: \(HTTPDate.format(millis: dateMillis))\r\n" }
         head += "Content-Length: \(body.count)\r\n"
         if !keepAlive { head += "Connection: close\r\n" }
         head += "\r\n"
-        return Array(head.utf8) + body
+        return includeBody ? Array(head.utf8) + body : Array(head.utf8)
     }
+
+    /// The interim answer to `Expect: 100-continue` (RFC 9110 §10.1.1).
+    public static let continueBytes: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
     public static func reasonPhrase(_ status: Int) -> String {
         switch status {
+        case 100: return "Continue"
         case 200: return "OK"
         case 201: return "Created"
         case 204: return "No Content"
@@ -47,6 +56,7 @@ public struct HTTPResponse: Sendable, Equatable {
         case 413: return "Content Too Large"
         case 414: return "URI Too Long"
         case 415: return "Unsupported Media Type"
+        case 417: return "Expectation Failed"
         case 422: return "Unprocessable Content"
         case 429: return "Too Many Requests"
         case 431: return "Request Header Fields Too Large"

@@ -10,7 +10,9 @@ extension JSONValue {
     }
 
     /// Parses one JSON document (surrounding white space allowed).
-    /// Nesting deeper than 512 levels is refused, so no input can exhaust the stack.
+    /// Nesting deeper than 64 levels is refused, so no input can exhaust a
+    /// thread's stack when the value is later walked (compared, hashed,
+    /// written, freed): every walk of a parsed value is bounded by this.
     public static func parse(_ text: some StringProtocol) throws(ParseError) -> JSONValue {
         var string = String(text)
         let result = string.withUTF8 { buffer in
@@ -86,7 +88,7 @@ extension JSONValue {
 private struct JSONReader {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
-    static let maximumDepth = 512
+    static let maximumDepth = 64
 
     typealias ParseError = JSONValue.ParseError
 

@@ -6,6 +6,9 @@ public protocol ByteStream: AnyObject {
     func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int?
     func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError)
     func close()
+    /// Ends the sending side (TLS close_notify, then a TCP half-close); the
+    /// peer can still be read from, to drain input before ``close()``.
+    func finishWriting()
     var socket: Socket { get }
 }
 
@@ -37,6 +40,10 @@ public final class PlainStream: ByteStream {
 
     public func close() {
         socket.close()
+    }
+
+    public func finishWriting() {
+        socket.shutdownWrite()
     }
 }
 

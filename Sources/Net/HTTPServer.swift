@@ -17,6 +17,12 @@ public final class HTTPServer: Sendable {
     /// without answering (used to simulate an answer lost on the way).
     public typealias Handler = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse
 
+    /// Decides on a request's head, before its body is read: nil lets the
+    /// body come (and answers `Expect: 100-continue`); a response refuses it
+    /// (the connection then closes). The server authenticates here, so a
+    /// stranger cannot make it hold a body in memory.
+    public typealias Admission = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse?
+
     /// Hooks for metrics and logs.
     public struct Observer: Sendable {
         public var requestFinished: @Sendable (_ request: HTTPRequest, _ status: Int, _ milliseconds: Double) -> Void = { _, _, _ in }
@@ -27,7 +33,11 @@ public final class HTTPServer: Sendable {
     public let limits: HTTPLimits
     private let addresses: [SocketAddress]
     private let handler: Handler
+    private let admission: Admission
     private let observer: Observer
+    /// Open connections per peer address (without the port).
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
+    private let refusals = Atomic<Int>(0)
     private let tls: Mutex<TLSContext?>
     private let usesTLS: Bool
     private let connections = Atomic<Int>(0)
@@ -39,13 +49,15 @@ public final class HTTPServer: Sendable {
 
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
-    public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(), handler: @escaping Handler) throws(NetError) {
+    public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(),
+                admission: @escaping Admission = { _, _ in nil }, handler: @escaping Handler) throws(NetError) {
         self.addresses = addresses
         self.tls = Mutex(tls)
         usesTLS = tls != nil
         self.limits = limits
         self.observer = observer
         self.handler = handler
+        self.admission = admission
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw .lastSystem("pipe") }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -118,29 +130,103 @@ public final class HTTPServer: Sendable {
                     break
                 }
                 guard let (socket, peer) = accepted else { break }
+                let address = Self.address(of: peer)
                 let open = connections.add(1, ordering: .relaxed).newValue
-                if open > limits.maxConnections {
-                    connections.subtract(1, ordering: .relaxed)
-                    observer.rejected(peer, "connection cap of \(limits.maxConnections) reached")
-                    if !usesTLS {
-                        let busy = HTTPResponse.json(503, #"{"error":"busy","message":"too many connections"}"#).serialized(keepAlive: false)
-                        _ = busy.withUnsafeBytes { send(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    }
-                    socket.close()
+                let fromAddress = connectionsByAddress.withLock { counts -> Int in
+                    counts[address, default: 0] += 1
+                    return counts[address] ?? 0
+                }
+                let refusal: String? = open > limits.maxConnections ? "connection cap of \(limits.maxConnections) reached"
+                    : fromAddress > limits.maxConnectionsPerAddress ? "\(limits.maxConnectionsPerAddress) connections from \(address) already"
+                    : nil
+                if let refusal {
+                    release(address)
+                    observer.rejected(peer, refusal)
+                    refuse(socket, peer: peer)
                     continue
                 }
                 do {
                     try startThread { [self] in
                         serve(socket, peer: peer)
-                        connections.subtract(1, ordering: .relaxed)
+                        release(address)
                     }
                 } catch {
-                    connections.subtract(1, ordering: .relaxed)
+                    release(address)
                     observer.rejected(peer, "cannot start a thread: \(error)")
                     socket.close()
                 }
             }
         }
+    }
+
+    /// The address part of `host:port` or `[v6]:port`.
+    static func address(of peer: String) -> String {
+        guard let colon = peer.lastIndex(of: ":") else { return peer }
+        return String(peer[..<colon])
+    }
+
+    private func release(_ address: String) {
+        connections.subtract(1, ordering: .relaxed)
+        connectionsByAddress.withLock { counts in
+            let left = (counts[address] ?? 1) - 1
+            counts[address] = left > 0 ? left : nil
+        }
+    }
+
+    /// Answers a connection over a cap with 503 (over TLS too, which needs a
+    /// handshake, on a thread of a small separate budget with a short
+    /// deadline); past that budget the connection is closed unanswered.
+    private func refuse(_ socket: Socket, peer: String) {
+        guard refusals.add(1, ordering: .relaxed).newValue <= limits.maxConcurrentRefusals else {
+            refusals.subtract(1, ordering: .relaxed)
+            socket.close()
+            return
+        }
+        var busy = HTTPResponse.json(503, #"{"error":"busy","message":"too many connections; retry later"}"#)
+        busy.headers.add("Retry-After", "1")
+        let response = busy
+        do {
+            try startThread { [self] in
+                defer { refusals.subtract(1, ordering: .relaxed) }
+                let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
+                let stream: ByteStream
+                if usesTLS {
+                    guard let context = tls.withLock({ $0 }),
+                          let secured = try? TLSStream.accept(socket: socket, context: context, deadline: deadline)
+                    else { socket.close(); return }
+                    stream = secured
+                } else {
+                    stream = PlainStream(socket: socket)
+                }
+                try? stream.write(response.serialized(keepAlive: false, dateMillis: Int64(time(nil)) * 1000), deadline: deadline)
+                linger(stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
+            }
+        } catch {
+            refusals.subtract(1, ordering: .relaxed)
+            socket.close()
+        }
+    }
+
+    /// Closes after the last answer without losing it: ends the sending side,
+    /// then reads and discards what the client still sends (bounded in time
+    /// and bytes) until it closes too. Closing with unread input would make
+    /// the kernel send a reset, which destroys answers the client has not
+    /// read yet (RFC 9112 §9.6).
+    private func linger(_ stream: ByteStream, milliseconds: Int) {
+        stream.finishWriting()
+        let deadline = Deadline.after(milliseconds: milliseconds)
+        var discarded = 0
+        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+        while discarded < limits.lingerMaxBytes {
+            guard (try? stream.socket.wait(for: Int16(POLLIN), until: deadline, what: "lingering")) == true else { break }
+            let count = scratch.withUnsafeMutableBytes { Glibc.read(stream.socket.descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                discarded += count
+            } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+                break
+            }
+        }
+        stream.close()
     }
 
     private func serve(_ socket: Socket, peer: String) {
@@ -157,12 +243,19 @@ public final class HTTPServer: Sendable {
         } else {
             stream = PlainStream(socket: socket)
         }
-        defer { stream.close() }
+        // How the connection ends: after a last answer, unread input is
+        // drained first; when the peer closed or the server shuts down an idle
+        // connection, there is nothing to drain.
+        var lingerAfter = false
+        defer {
+            if lingerAfter { linger(stream, milliseconds: limits.lingerMilliseconds) } else { stream.close() }
+        }
         var parser = HTTPRequestParser(limits: limits)
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var served = 0
         var headerDeadline = Deadline.never
         var bodyDeadline = Deadline.never
+        let context = RequestContext(peer: peer)
         while true {
             let partial = parser.hasPartialRequest
             let deadline = !partial ? Deadline.after(milliseconds: limits.idleTimeoutMilliseconds)
@@ -180,6 +273,7 @@ public final class HTTPServer: Sendable {
                 if partial {
                     let status = parser.isReadingBody ? "the body" : "the headers"
                     respond(stream, HTTPResponse.json(408, #"{"error":"timeout","message":"\#(status) did not arrive in time"}"#), keepAlive: false)
+                    lingerAfter = true
                 }
                 return
             } catch {
@@ -197,30 +291,54 @@ public final class HTTPServer: Sendable {
                     let body = #"{"error":"bad_request","message":"\#(error.reason.replacingJSONSpecials())"}"#
                     respond(stream, HTTPResponse.json(error.status, body), keepAlive: false)
                     observer.rejected(peer, "HTTP \(error.status): \(error.reason)")
+                    lingerAfter = true
                     return
+                case .head(let head):
+                    if let refusal = admission(head, context) {
+                        respond(stream, refusal, keepAlive: false, for: head)
+                        observer.requestFinished(head, refusal.status, 0)
+                        lingerAfter = true
+                        return
+                    }
+                    if head.minorVersion >= 1, let expectation = head.headers["Expect"] {
+                        guard expectation.asciiLowercased() == "100-continue" else {
+                            respond(stream, HTTPResponse.json(417, #"{"error":"bad_request","message":"only 'Expect: 100-continue' is supported"}"#), keepAlive: false)
+                            lingerAfter = true
+                            return
+                        }
+                        // Sent only while the body has not started to arrive.
+                        if !parser.hasBodyBytes {
+                            guard (try? stream.write(HTTPResponse.continueBytes, deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))) != nil else { return }
+                        }
+                    }
                 case .request(let request):
                     served += 1
                     if !wasPartial || parser.hasPartialRequest {
                         headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds)
                     }
                     let started = Deadline.now()
-                    let response = handler(request, RequestContext(peer: peer))
+                    let response = handler(request, context)
                     // Status 0: close without answering (a proxy that simulates a lost answer).
                     if response.status == 0 { return }
                     let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
-                    let written = respond(stream, response, keepAlive: keepAlive)
+                    let written = respond(stream, response, keepAlive: keepAlive, for: request)
                     observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
-                    if !keepAlive || !written { return }
+                    if !written { return }
+                    if !keepAlive {
+                        lingerAfter = true
+                        return
+                    }
                 }
             }
         }
     }
 
     @discardableResult
-    private func respond(_ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool) -> Bool {
+    private func respond(_ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool, for request: HTTPRequest? = nil) -> Bool {
         let millis = Int64(time(nil)) * 1000
+        let bytes = response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: request?.method != "HEAD")
         do {
-            try stream.write(response.serialized(keepAlive: keepAlive, dateMillis: millis), deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))
+            try stream.write(bytes, deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))
             return true
         } catch {
             return false

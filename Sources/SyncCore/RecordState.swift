@@ -15,11 +15,13 @@ public struct StampedValue: Sendable, Hashable, Codable {
         case stamp = "s"
     }
 
-    /// Whether this register wins over `other`: the higher stamp; equal stamps
-    /// (the same write seen twice) keep either, deterministically.
+    /// Whether this register wins over `other`: the higher stamp. Equal stamps
+    /// with different values (only a cloned replica, or a hostile device, mints
+    /// them) are decided by the canonical JSON text, bytewise: the same answer
+    /// on every machine, in time linear in the (bounded) size of the values.
     func wins(over other: StampedValue) -> Bool {
         if stamp != other.stamp { return stamp > other.stamp }
-        return String(describing: value) > String(describing: other.value)
+        return other.value.jsonText.utf8.lexicographicallyPrecedes(value.jsonText.utf8)
     }
 }
 

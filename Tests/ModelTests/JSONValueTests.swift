@@ -49,7 +49,7 @@ import TestSupport
         (#""\udc00x""#, "surrogate"),
         (#""\u12g4""#, "\\u escape"),
         ("[1] [2]", "after the value"),
-        (String(repeating: "[", count: 600) + String(repeating: "]", count: 600), "deeper than 512"),
+        (String(repeating: "[", count: 600) + String(repeating: "]", count: 600), "deeper than 64"),
     ]
 
     @Test("rejects with the offset and reason", arguments: invalid)

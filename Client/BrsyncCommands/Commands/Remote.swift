@@ -125,6 +125,8 @@ public struct Status: ParsableCommand {
                 "epoch": text(state.epoch), "lastSync": text(state.lastSyncMillis.map(Timestamp.iso8601(millis:))),
                 "unpushed": .int(Int64(unpushed)), "cursor": .int(state.pullCursor), "pushedThrough": .int(state.pushedThrough),
                 "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
+                "problem": state.problem.isEmpty ? .null : .string(state.problem),
+                "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
             ]).jsonText)
             return
         }
@@ -134,6 +136,11 @@ public struct Status: ParsableCommand {
         print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
+        let offset = Double(state.clockOffsetMilliseconds) / 1000
+        print("clock:     \(offset == 0 ? "in step with the server" : "this machine is \(abs(offset)) s \(offset > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)")")
+        if !state.problem.isEmpty {
+            print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
+        }
     }
 }
 
