@@ -80,7 +80,8 @@ extension ServerStore {
                 var rejected: [RejectedChange] = []
                 var applied = 0
                 var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
-                let pusherIsCurrent = request.epoch == epoch && request.since != nil
+                // A cursor of 0 belongs to every timeline; another one only to its epoch.
+                let pusherIsCurrent = request.since == 0 || (request.since != nil && request.epoch == epoch)
                 for change in request.changes where change.sequence > last {
                     let existing = try database.queryFirst(
                         "SELECT fields, versions, seq FROM records WHERE account_id = ? AND collection = ? AND key = ?",

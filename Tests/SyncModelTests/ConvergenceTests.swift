@@ -10,38 +10,6 @@ import SyncCore
 import Testing
 import TestSupport
 
-/// A replica with a clock of its own (skewed, and sometimes set back).
-final class SimulatedMachine: @unchecked Sendable {
-    // Used by the test thread only.
-    let name: String
-    let replica: Replica
-    let token: String
-    var skewMilliseconds: Int64
-
-    init(name: String, home: String, token: String, skewMilliseconds: Int64) throws {
-        self.name = name
-        self.token = token
-        self.skewMilliseconds = skewMilliseconds
-        let clock = SkewedClock()
-        clock.skew = skewMilliseconds
-        replica = try Replica.initialize(home: home, deviceName: name, now: { clock.now() }).replica
-        self.clock = clock
-    }
-
-    let clock: SkewedClock
-
-    func setSkew(_ value: Int64) {
-        skewMilliseconds = value
-        clock.skew = value
-    }
-}
-
-final class SkewedClock: @unchecked Sendable {
-    // Read and written by the test thread only.
-    var skew: Int64 = 0
-    func now() -> Int64 { Replica.systemNow() + skew }
-}
-
 /// Model-based test: 3 to 6 machines make random edits and sync in random
 /// orders through a proxy that drops answers after commit, duplicates requests
 /// and answers 503; machines are "killed" mid-pull; clocks are skewed by up to

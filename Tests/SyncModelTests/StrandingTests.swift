@@ -1,0 +1,369 @@
+import BrsyncServer
+import Foundation
+import Logging
+import Model
+import Net
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
+/// file replaced, and be started again, and machines with clocks of their own.
+final class SyncWorld: @unchecked Sendable {
+    // Used by one test thread.
+    let directory: TemporaryDirectory
+    let caFile: String
+    var store: ServerStore
+    var server: SyncServer
+    var port: UInt16
+    var machines: [String: SimulatedMachine] = [:]
+    let storePath: String
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "brsync-world")
+        caFile = try TestCertificates(in: directory).caFile
+        storePath = directory.file("server.sqlite")
+        (store, server, port) = try Self.start(storePath: storePath, directory: directory)
+        try store.addAccount("alice")
+    }
+
+    deinit {
+        server.shutdown()
+        directory.remove()
+    }
+
+    static func start(storePath: String, directory: TemporaryDirectory) throws -> (ServerStore, SyncServer, UInt16) {
+        var configuration = ServerConfiguration()
+        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
+        configuration.certificateFile = directory.file("server.pem")
+        configuration.keyFile = directory.file("server.key")
+        configuration.defaultPullLimit = 7
+        let store = try ServerStore(path: storePath)
+        var logger = Logger(label: "world")
+        logger.logLevel = .critical
+        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        return (store, server, try server.start()[0])
+    }
+
+    func stopServer() { server.shutdown() }
+
+    func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, directory: directory) }
+
+    @discardableResult
+    func machine(_ name: String, account: String = "alice", skew: Int64 = 0) throws -> SimulatedMachine {
+        if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
+        let token = try store.addDevice(account: account, name: name)
+        let machine = try SimulatedMachine(name: name, home: directory.file(name), token: token, skewMilliseconds: skew)
+        machines[name] = machine
+        return machine
+    }
+
+    func client(_ machine: SimulatedMachine, token: String? = nil) throws -> SyncClient {
+        var options = SyncClient.Options()
+        options.pushBatch = 5
+        options.pullLimit = 7
+        options.attempts = 2
+        options.backoffMilliseconds = 1
+        return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
+                              token: token ?? machine.token, caFile: caFile, options: options)
+    }
+
+    @discardableResult
+    func sync(_ machine: SimulatedMachine, token: String? = nil) throws -> SyncClient.Summary {
+        try client(machine, token: token).sync()
+    }
+
+    /// The live rules of a replica: pattern → browser.
+    static func rules(_ replica: Replica) throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try replica.rules().map { ($0.pattern, $0.browser) })
+    }
+
+    /// Every record's fields, tombstones included.
+    static func state(_ replica: Replica) throws -> [String: [String: StampedValue]] {
+        var result: [String: [String: StampedValue]] = [:]
+        for collection in RecordCollection.allCases {
+            for (key, state) in try replica.records(collection) { result["\(collection.rawValue)/\(key)"] = state.fields }
+        }
+        return result
+    }
+
+    /// A replica that joins now and pulls everything: what a new laptop gets.
+    func freshView() throws -> [String: [String: StampedValue]] {
+        let fresh = try machine("fresh\(machines.count)")
+        try sync(fresh)
+        return try Self.state(fresh.replica)
+    }
+}
+
+/// "No machine is ever stranded" and "no acknowledged write is lost", each
+/// scenario as a user meets it.
+@Suite(.serialized) struct StrandingTests {
+    /// A clock two hours fast before first contact: the edits are re-stamped
+    /// from the server's time and sync; an edit made elsewhere afterwards wins.
+    @Test func aFastClockBeforeFirstContactStillSyncs() throws {
+        let world = try SyncWorld()
+        let fast = try world.machine("fast", skew: 2 * 3_600_000)
+        let other = try world.machine("other")
+        _ = try fast.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try fast.replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        let summary = try world.sync(fast)
+        #expect(summary.restamped == 2 && summary.pushed == 2, "\(summary)")
+        #expect(try fast.replica.unpushedCount() == 0)
+        try world.sync(other)
+        #expect(try SyncWorld.rules(other.replica) == ["github.com": "firefox"])
+        // The other machine, after seeing it, changes the rule: its edit wins everywhere.
+        _ = try other.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        try other.replica.addRule(pattern: "github.com", browser: "chrome", priority: nil)
+        try world.sync(other)
+        try world.sync(fast)
+        #expect(try SyncWorld.rules(fast.replica) == ["github.com": "chrome"])
+        // And the fast machine's clock was repaired: its next edit is in the server's time.
+        try fast.replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
+        #expect(abs(fast.replica.lastStamp.wallMillis - Replica.systemNow()) < 60_000)
+        #expect(try world.sync(fast).restamped == 0)
+    }
+
+    /// A clock two hours slow at first contact that NTP later fixes: the
+    /// offset is learned again from the next answer, and edits still sync.
+    @Test func aClockFixedAfterFirstContactStillSyncs() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop", skew: -2 * 3_600_000)
+        try world.sync(laptop)
+        #expect(try laptop.replica.syncState().clockOffsetMilliseconds > 3_500_000)
+        laptop.setSkew(0) // NTP fixed it; the offset learned still says +2 h
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        let summary = try world.sync(laptop)
+        #expect(summary.pushed == 1 && summary.restamped == 1, "\(summary)")
+        #expect(abs(try laptop.replica.syncState().clockOffsetMilliseconds) < 60_000)
+        // A forward jump of 30 minutes after contact: the same repair.
+        laptop.setSkew(30 * 60_000)
+        try world.sync(laptop)
+        try laptop.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        laptop.setSkew(0)
+        #expect(try world.sync(laptop).pushed == 1)
+    }
+
+    /// Two processes of one replica: a stamp one has seen is never undercut by
+    /// an edit of the other, which opened the replica before.
+    @Test func theClockIsTheMaximumOfEveryProcess() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        let second = try Replica.open(home: laptop.replica.home)
+        // Another machine's edit, pulled by the first process, is 3 minutes ahead.
+        let ahead = HLCTimestamp(wallMillis: Replica.systemNow() + 180_000, counter: 7, device: "elsewhere")
+        let pulled = ChangeRecord(sequence: 1, collection: .settings, key: "x",
+                                  state: RecordState(fields: ["value": StampedValue(.string("a"), stamp: ahead)], versions: VersionVector(["elsewhere": 1])))
+        try laptop.replica.applyPulled([pulled], cursor: 1, epoch: "e")
+        // The second process edits the same record after: its stamp is higher, so it wins.
+        try second.write(.settings, key: "x", changes: ["value": .string("b")])
+        #expect(try second.record(.settings, key: "x")?.fields["value"]?.stamp ?? ahead > ahead)
+        // And a process whose clock lags cannot lower the persisted high-water mark.
+        try laptop.replica.write(.settings, key: "y", changes: ["value": .string("c")])
+        let third = try Replica.open(home: laptop.replica.home)
+        #expect(third.lastStamp > ahead)
+    }
+
+    /// A token issued again, a device revoked and added again, or the replica
+    /// moved to another account: the client rewinds or starts over by itself.
+    @Test func newTokensAndAccountsNeverStrandAMachine() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try laptop.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        try world.sync(laptop)
+        // A new token for the same device.
+        let reissued = try world.store.reissueToken(account: "alice", device: "laptop")
+        try laptop.replica.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        #expect(try world.sync(laptop, token: reissued).pushed == 1)
+        // Revoked, removed and added again under another name.
+        try world.store.revokeDevice(account: "alice", name: "laptop")
+        let readded = try world.store.addDevice(account: "alice", name: "laptop-again")
+        try laptop.replica.addRule(pattern: "c.example", browser: "firefox", priority: nil)
+        #expect(try world.sync(laptop, token: readded).pushed == 1)
+        // Another account on the same server: everything goes up, the other's rules come down.
+        let bob = try world.machine("bob", account: "bob")
+        _ = try bob.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        try bob.replica.addRule(pattern: "bob.example", browser: "chrome", priority: nil)
+        try world.sync(bob)
+        let summary = try world.sync(laptop, token: bob.token)
+        #expect(summary.fullResync, "\(summary)")
+        #expect(try SyncWorld.rules(laptop.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
+        try world.sync(bob)
+        #expect(try SyncWorld.rules(bob.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
+    }
+
+    /// A home copied to a second machine (replica and token): both keep
+    /// editing; the copy notices, takes a new device id, and nothing either
+    /// wrote is lost.
+    @Test func aCopiedHomeLosesNothing() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try world.sync(laptop)
+        let copyHome = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
+        let copy = try Replica.open(home: copyHome)
+        try laptop.replica.addRule(pattern: "original.example", browser: "firefox", priority: nil)
+        try copy.addRule(pattern: "copy.example", browser: "firefox", priority: nil)
+        try copy.addRule(pattern: "copy2.example", browser: "firefox", priority: nil)
+        try world.sync(laptop)
+        let copyMachine = SimulatedMachine(name: "copy", replica: copy, token: laptop.token)
+        let summary = try world.sync(copyMachine)
+        #expect(summary.newDeviceID != nil && copy.deviceID != laptop.replica.deviceID, "\(summary)")
+        try world.sync(laptop)
+        let expected = ["copy.example": "firefox", "copy2.example": "firefox", "original.example": "firefox"]
+        #expect(try SyncWorld.rules(laptop.replica) == expected)
+        #expect(try SyncWorld.rules(copy) == expected)
+        #expect(try world.freshView().filter { $0.key.hasPrefix("rules/") }.count == 3)
+        // Both keep syncing without further trouble.
+        try copy.addRule(pattern: "later.example", browser: "firefox", priority: nil)
+        #expect(try world.sync(copyMachine).newDeviceID == nil)
+    }
+
+    /// A home restored from an older copy of itself reuses change numbers the
+    /// server has: detected, and its new edits arrive.
+    @Test func aHomeRestoredFromAnOlderCopyLosesNothing() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try world.sync(laptop)
+        let backup = world.directory.file("backup")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: backup)
+        try laptop.replica.addRule(pattern: "before-restore.example", browser: "firefox", priority: nil)
+        try world.sync(laptop)
+        // The disk dies; the old copy comes back and the user edits on.
+        let restored = try Replica.open(home: backup)
+        try restored.addRule(pattern: "after-restore.example", browser: "firefox", priority: nil)
+        let machine = SimulatedMachine(name: "restored", replica: restored, token: laptop.token)
+        let summary = try world.sync(machine)
+        #expect(summary.newDeviceID != nil, "\(summary)")
+        #expect(try SyncWorld.rules(restored).keys.sorted() == ["after-restore.example", "before-restore.example"])
+        #expect(try world.freshView().keys.filter { $0.hasPrefix("rules/") }.sorted() == ["rules/after-restore.example", "rules/before-restore.example"])
+    }
+
+    /// The server restored from a file copy (twice) while one device is gone
+    /// for good: clients notice the rollback, re-push and relay, and a new
+    /// machine gets everything any of them still holds.
+    @Test func aServerRestoredFromAFileCopyLosesNothingAClientHolds() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        let b = try world.machine("b")
+        let gone = try world.machine("gone")
+        for machine in [a, b, gone] { _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil) }
+        try a.replica.addRule(pattern: "a1.example", browser: "firefox", priority: nil)
+        for machine in [a, b, gone, a, b] { try world.sync(machine) }
+        world.stopServer()
+        let copy = world.directory.file("server-copy.sqlite")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: world.storePath + suffix) {
+            try FileManager.default.copyItem(atPath: world.storePath + suffix, toPath: copy + suffix)
+        }
+        try world.startServer()
+        try gone.replica.addRule(pattern: "gone.example", browser: "firefox", priority: nil)
+        try b.replica.addRule(pattern: "b1.example", browser: "firefox", priority: nil)
+        for machine in [gone, b, a] { try world.sync(machine) } // `gone` syncs one last time, then is lost
+        for round in 0..<2 {
+            world.stopServer()
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
+                try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
+            }
+            try world.startServer()
+            try a.replica.addRule(pattern: "a-after\(round).example", browser: "firefox", priority: nil)
+            for machine in [a, b, a, b] { try world.sync(machine) }
+        }
+        let expected = ["a1.example", "b1.example", "gone.example", "a-after0.example", "a-after1.example"].sorted()
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.state(a.replica) == SyncWorld.state(b.replica))
+        let fresh = try world.machine("fresh")
+        try world.sync(fresh)
+        #expect(try SyncWorld.state(fresh.replica) == SyncWorld.state(a.replica))
+    }
+
+    /// A rule deleted long ago (the tombstone purged) and added again with the
+    /// same pattern arrives whole on a new machine.
+    @Test func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try laptop.replica.addRule(pattern: "again.example", browser: "firefox", priority: 3)
+        try world.sync(laptop)
+        _ = try laptop.replica.removeRule(pattern: "again.example")
+        try world.sync(laptop)
+        try world.sync(laptop) // the cursor past the tombstone is acknowledged
+        #expect(try world.store.purgeTombstones(retentionMilliseconds: 0) == 1)
+        try laptop.replica.addRule(pattern: "again.example", browser: "firefox", priority: 3)
+        try world.sync(laptop)
+        let fresh = try world.machine("fresh")
+        try world.sync(fresh)
+        #expect(try SyncWorld.rules(fresh.replica) == ["again.example": "firefox"])
+    }
+
+    /// The newest stamp wins, deletions included: an edit made after a delete
+    /// (on a machine that had not seen it) keeps the rule.
+    @Test func anEditAfterADeleteWins() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        let b = try world.machine("b")
+        _ = try a.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        try a.replica.addRule(pattern: "x.example", browser: "firefox", priority: nil)
+        try world.sync(a)
+        try world.sync(b)
+        _ = try a.replica.removeRule(pattern: "x.example")
+        usleep(5_000)
+        try b.replica.addRule(pattern: "x.example", browser: "chrome", priority: nil)
+        try world.sync(a)
+        try world.sync(b)
+        try world.sync(a)
+        #expect(try SyncWorld.rules(a.replica) == ["x.example": "chrome"])
+        #expect(try SyncWorld.rules(b.replica) == ["x.example": "chrome"])
+    }
+
+    /// A sync does not pull back what it just pushed.
+    @Test func aSyncDoesNotPullBackItsOwnPush() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        let other = try world.machine("other")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        for index in 0..<40 { try laptop.replica.addRule(pattern: "r\(index).example", browser: "firefox", priority: nil) }
+        let first = try world.sync(laptop)
+        #expect(first.pushed == 41 && first.pulled == 0, "\(first)")
+        // Another machine's edit still comes down, and only it.
+        _ = try other.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        try world.sync(other)
+        try laptop.replica.addRule(pattern: "r40.example", browser: "firefox", priority: nil)
+        let second = try world.sync(laptop)
+        #expect(second.pushed == 1 && second.pulled == 1, "\(second)")
+        #expect(try world.sync(other).pulled == 1)
+    }
+
+    /// Limits are enforced before a local write, and big pushes are split by
+    /// bytes, not only by count.
+    @Test func limitsHoldLocallyAndBigPushesAreSplitByBytes() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        #expect(throws: ReplicaError.self) {
+            try laptop.replica.addRule(pattern: "a.example/" + String(repeating: "p", count: 2100), browser: "firefox", priority: nil)
+        }
+        var wide: [String: JSONValue] = [:]
+        for index in 0..<64 { wide["f\(index)"] = .int(1) }
+        #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "wide", changes: wide) }
+        #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "empty", changes: ["": .int(1)]) }
+        #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "nul\u{0}key", changes: ["value": .int(1)]) }
+        #expect(try laptop.replica.unpushedCount() == 1, "only the browser was written")
+        // 1,000 records with a 9 KB field: about 9 MB, more than one request may carry.
+        let note = JSONValue.string(String(repeating: "n", count: 9_000))
+        for index in 0..<1000 { try laptop.replica.write(.settings, key: "big\(index)", changes: ["note": note]) }
+        var options = SyncClient.Options()
+        options.pushBatch = 1000
+        let client = try SyncClient(replica: laptop.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+                                    token: laptop.token, caFile: world.caFile, options: options)
+        let summary = try client.sync()
+        #expect(summary.pushed == 1001 && summary.requests >= 4, "\(summary)")
+    }
+}
+
