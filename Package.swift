@@ -12,6 +12,9 @@ let package = Package(
         .executable(name: "brsync-sync", targets: ["brsync-sync"]),
         .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "Model", targets: ["Model"]),
+        // For the fuzz targets in Fuzz/ (a package of their own, built with libFuzzer).
+        .library(name: "SyncCore", targets: ["SyncCore"]),
+        .library(name: "HTTP", targets: ["HTTP"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
         .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],
