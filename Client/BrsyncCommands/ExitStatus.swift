@@ -53,17 +53,17 @@ public enum ExitStatus {
             }
             var text = message
             if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-            writeToStandardError("brsync: error: " + text + "\n")
+            writeToStandardError("brsync: error: " + DisplayText.printableLines(text) + "\n")
         }
         return Self.error
     }
 
     public static func printError(_ message: String) {
-        writeToStandardError("brsync: error: \(message)\n")
+        writeToStandardError("brsync: error: \(DisplayText.printableLines(message))\n")
     }
 
     public static func warn(_ message: String) {
-        writeToStandardError("brsync: warning: \(message)\n")
+        writeToStandardError("brsync: warning: \(DisplayText.printableLines(message))\n")
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Model
 
 /// The picker on a terminal (`/dev/tty`): raw mode, arrows and 1–9 to choose,
 /// Enter to open, Esc to cancel, `r` to remember, `e` to edit the pattern.
@@ -36,14 +37,15 @@ public enum TerminalPicker {
 
     static func draw(_ tty: Int32, url: String, model: PickerModel, previousLines: Int) -> Int {
         let columns = width(tty)
-        var lines = ["Open " + PickerModel.shorten(url, to: columns - 6)]
+        // The URL, names and pattern come from elsewhere: no escape sequences reach the terminal.
+        var lines = ["Open " + PickerModel.shorten(DisplayText.printable(url), to: columns - 6)]
         for (index, choice) in model.choices.enumerated() {
             let marker = index == model.selected ? ">" : " "
-            lines.append("\(marker) \(index < 9 ? "\(index + 1)" : " ") \(choice)")
+            lines.append("\(marker) \(index < 9 ? "\(index + 1)" : " ") \(DisplayText.printable(choice))")
         }
         let box = model.remember ? "[x]" : "[ ]"
         let cursor = model.editingPattern ? "_" : ""
-        lines.append("\(box) remember for: \(model.pattern)\(cursor)")
+        lines.append("\(box) remember for: \(DisplayText.printable(model.pattern))\(cursor)")
         lines.append(model.editingPattern ? "type the pattern · Enter done" : "↑↓ or 1-9 choose · Enter open · r remember · e edit pattern · Esc cancel")
         var output = previousLines > 0 ? "\u{1B}[\(previousLines)A" : ""
         for line in lines { output += "\r\u{1B}[2K" + String(line.prefix(columns - 1)) + "\r\n" }
@@ -107,8 +109,12 @@ public enum MenuPicker {
     }
 
     /// The lines offered: each browser, then each browser with "remember".
+    /// Names come from other machines: control characters (a newline would
+    /// make two lines) are shown as `�`.
     public static func lines(choices: [String], suggestedPattern: String) -> [String] {
-        choices + choices.map { "\($0) · remember \(suggestedPattern)" }
+        let shown = choices.map { DisplayText.printable($0) }
+        let pattern = DisplayText.printable(suggestedPattern)
+        return shown + shown.map { "\($0) · remember \(pattern)" }
     }
 
     /// Runs the menu with the lines on standard input (zenity: as arguments)
@@ -116,7 +122,8 @@ public enum MenuPicker {
     public static func run(_ command: [String], choices: [String], suggestedPattern: String) -> PickerModel.Outcome {
         let offered = lines(choices: choices, suggestedPattern: suggestedPattern)
         let isZenity = command.first.map { $0.hasSuffix("zenity") } ?? false
-        let arguments = isZenity ? command + offered : command
+        // `--` ends zenity's options: a browser named `--help` is a row, not an option.
+        let arguments = isZenity ? command + ["--"] + offered : command
         guard let chosen = runCapturingOutput(arguments, input: isZenity ? "" : offered.joined(separator: "\n") + "\n") else { return .cancel }
         let line = String(chosen.split(separator: "\n").first ?? "")
         guard let index = offered.firstIndex(of: line) else { return .cancel }

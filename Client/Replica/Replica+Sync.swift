@@ -303,7 +303,7 @@ extension Replica {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
                 if let newest = change.state.fields.values.map(\.stamp).max() { clockObserve(newest, wallMillis: wall) }
-                if let problem = Wire.problem(state: merged) {
+                if let problem = Wire.problem(state: merged) ?? Self.problem(of: change.collection, key: change.key, state: merged) {
                     setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
                     continue
                 }
@@ -318,6 +318,33 @@ extension Replica {
             try setMeta("epoch", epoch)
             try persistClock()
             return changed
+        }
+    }
+
+    /// Why a record received from elsewhere cannot be used here, checked as
+    /// strictly as local input (browser ids, URL formats, the types of known
+    /// fields), or nil. Unknown fields are kept (a newer client's); a pattern
+    /// this version cannot parse is kept and set aside at resolve time.
+    static func problem(of collection: RecordCollection, key: String, state: RecordState) -> String? {
+        guard !state.isDeleted else { return nil }
+        let values = state.values
+        func expect(_ field: String, _ isValid: (JSONValue) -> Bool, _ what: String) -> String? {
+            guard let value = values[field], !isValid(value) else { return nil }
+            return "\"\(field)\" must be \(what)"
+        }
+        let isString: (JSONValue) -> Bool = { $0.stringValue != nil }
+        switch collection {
+        case .browsers:
+            if let problem = Browser.problem(withID: key) { return problem }
+            if let format = values["urlFormat"]?.stringValue, let problem = URLFormat.problem(with: format) { return problem }
+            return expect("name", isString, "a string") ?? expect("urlScheme", isString, "a string")
+                ?? expect("urlFormat", isString, "a string") ?? expect("enabled", { $0.boolValue != nil }, "true or false")
+                ?? expect(RecordState.deletedField, { $0.boolValue != nil }, "true or false")
+        case .rules:
+            return expect("pattern", isString, "a string") ?? expect("browser", isString, "a string")
+                ?? expect("priority", { $0.intValue != nil }, "a whole number") ?? expect("createdAt", { $0.intValue != nil }, "a whole number")
+        case .settings:
+            return key == SettingName.defaultBrowser ? expect("value", isString, "a browser id") : nil
         }
     }
 

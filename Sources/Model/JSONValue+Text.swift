@@ -65,11 +65,28 @@ extension JSONValue {
         }
     }
 
-    /// Writes `text` as a JSON string: quotes, backslashes and control characters escaped.
+    /// Writes `text` as a JSON string: quotes, backslashes and control
+    /// characters escaped, and also DEL, the C1 controls and the bidirectional
+    /// controls (``DisplayText``), so JSON printed on a terminal cannot carry
+    /// an escape sequence or reorder what is shown; the value is unchanged.
     public static func writeString(_ text: String, into output: inout [UInt8]) {
         let hex = Array("0123456789abcdef".utf8)
         output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        let utf8 = text.utf8
+        // Most strings have none of the escaped scalars above U+007E: one pass of bytes.
+        if utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) {
+            for scalar in text.unicodeScalars {
+                if scalar.value >= 0x7F && DisplayText.isUnsafe(scalar) {
+                    let value = Int(scalar.value)
+                    output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), hex[value >> 12 & 15], hex[value >> 8 & 15], hex[value >> 4 & 15], hex[value & 15]]
+                } else {
+                    writeString(scalar: scalar, hex: hex, into: &output)
+                }
+            }
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
@@ -82,6 +99,19 @@ extension JSONValue {
             }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    private static func writeString(scalar: Unicode.Scalar, hex: [UInt8], into output: inout [UInt8]) {
+        switch scalar {
+        case "\"": output += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+        case "\\": output += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+        case "\n": output += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+        case "\r": output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+        case "\t": output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+        case _ where scalar.value < 0x20:
+            output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 15)]]
+        default: output += Array(String(scalar).utf8)
+        }
     }
 }
 

@@ -44,4 +44,11 @@ import Testing
         let lines = MenuPicker.lines(choices: ["Firefox", "Chrome"], suggestedPattern: "github.com")
         #expect(lines == ["Firefox", "Chrome", "Firefox · remember github.com", "Chrome · remember github.com"])
     }
+
+    /// Names synced from elsewhere cannot add lines or escape sequences to a menu.
+    @Test func menuLinesShowNamesFromElsewhereSafely() {
+        let lines = MenuPicker.lines(choices: ["Fire\nfox", "--help", "\u{1B}[2Jx"], suggestedPattern: "a\u{202E}b")
+        #expect(lines.count == 6 && !lines.contains { $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{202E}") })
+        #expect(lines[1] == "--help", "kept as text; zenity gets it after '--'")
+    }
 }

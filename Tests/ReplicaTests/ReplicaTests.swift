@@ -7,6 +7,30 @@ import TestSupport
 @testable import Replica
 
 @Suite struct ReplicaTests {
+    /// A pulled record is checked as strictly as local input: one that cannot
+    /// be used is set aside with its reason, and the rest of the page applies.
+    @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
+        let fixture = try ReplicaFixture()
+        let stamp = HLCTimestamp(wallMillis: Replica.systemNow(), counter: 0, device: "elsewhere")
+        func change(_ sequence: Int64, _ collection: RecordCollection, _ key: String, _ fields: [String: JSONValue]) -> ChangeRecord {
+            ChangeRecord(sequence: sequence, collection: collection, key: key,
+                         state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["elsewhere": 1])))
+        }
+        let page = [
+            change(1, .browsers, "bad id with spaces", ["name": .string("x")]),
+            change(2, .browsers, "ok", ["name": .string("OK")]),
+            change(3, .rules, "a.example", ["pattern": .string("a.example"), "browser": .int(5)]),
+            change(4, .rules, "b.example", ["pattern": .string("b.example"), "browser": .string("ok")]),
+            change(5, .settings, SettingName.defaultBrowser, ["value": .array([])]),
+            change(6, .browsers, "odd", ["urlFormat": .string("{url")]),
+        ]
+        var skipped: [String] = []
+        #expect(try fixture.replica.applyPulled(page, cursor: 6, epoch: "e", skipped: &skipped) == 2)
+        #expect(skipped.count == 4, "\(skipped)")
+        #expect(try fixture.replica.rules().map(\.pattern) == ["b.example"])
+        #expect(try fixture.replica.syncState().pullCursor == 6, "the page and its cursor are applied")
+    }
+
     @Test func initializeTwiceChangesNothing() throws {
         let fixture = try ReplicaFixture()
         let first = fixture.replica
