@@ -167,6 +167,50 @@ extension Replica {
         }
     }
 
+    /// Whether a reconciling pull is under way (see ``beginReconcile()``).
+    public func isReconciling() throws -> Bool { try meta("reconcile") != nil }
+
+    /// Starts pulling everything from zero because the server purged a
+    /// tombstone this replica never pulled: every key the server still has is
+    /// noted while pulling, and ``finishReconcile()`` drops the rest.
+    public func beginReconcile() throws {
+        try transaction {
+            try database.run("DELETE FROM reconcile_seen")
+            try setMeta("reconcile", "1")
+            try setMeta("pull_cursor", "0")
+        }
+    }
+
+    /// Ends a reconciling pull: records the server no longer has (deleted and
+    /// purged there) are dropped here too, except those with a change not yet
+    /// pushed (an edit made here is kept and goes up whole).
+    /// - Returns: how many records were dropped.
+    @discardableResult
+    public func finishReconcile() throws -> Int {
+        try transaction {
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            try database.run(
+                """
+                DELETE FROM records WHERE NOT EXISTS (
+                    SELECT 1 FROM reconcile_seen s WHERE s.collection = records.collection AND s.key = records.key
+                ) AND NOT EXISTS (
+                    SELECT 1 FROM changes c WHERE c.device = ? AND c.kind = 'local' AND c.device_seq > ?
+                    AND c.collection = records.collection AND c.key = records.key)
+                """, [.text(deviceID), .integer(pushed)])
+            let dropped = database.changes
+            try database.run("DELETE FROM reconcile_seen")
+            try setMeta("reconcile", nil)
+            return dropped
+        }
+    }
+
+    /// The whole local records for `keys`, for a relay.
+    public func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord] {
+        try keys.compactMap { collection, key in
+            try record(collection, key: key).map { ChangeRecord(sequence: 0, collection: collection, key: key, state: $0) }
+        }
+    }
+
     /// Re-stamps every unpushed change (the server refused a stamp as too far
     /// ahead: this machine's clock was fast when they were made). Nobody has
     /// seen them, so they get new stamps from the server-corrected clock, in
@@ -297,6 +341,12 @@ extension Replica {
         defer { skipped += setAside }
         return try transaction {
             var changed = 0
+            if try meta("reconcile") != nil {
+                for change in changes {
+                    try database.run("INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
+                                     [.text(change.collection.rawValue), .text(change.key)])
+                }
+            }
             try loadPersistedClock()
             let wall = try serverTimeMillis()
             for change in changes {

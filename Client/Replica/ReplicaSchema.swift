@@ -67,5 +67,15 @@ enum ReplicaSchema {
                 UNIQUE (collection, key, field, lost_stamp)
             );
             """),
+        Migrator.Migration(version: 3, sql: """
+            -- The keys a reconciling pull (from zero, after the server purged a
+            -- tombstone this replica never pulled) has seen so far; at its end,
+            -- records the server no longer has are dropped.
+            CREATE TABLE reconcile_seen (
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                PRIMARY KEY (collection, key)
+            ) WITHOUT ROWID;
+            """),
     ])
 }

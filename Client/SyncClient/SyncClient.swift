@@ -45,6 +45,8 @@ public final class SyncClient {
         public var newDeviceID: String?
         /// Unpushed changes re-stamped because this machine's clock was fast.
         public var restamped = 0
+        /// Records dropped because the server had deleted and purged them.
+        public var dropped = 0
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
     }
@@ -176,6 +178,12 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
             }
+            // Edits of records the server no longer has go up as whole records.
+            let needed = Set(response.needed)
+            if !needed.isEmpty {
+                let keys = changes.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
+                try relay(try replica.wholeRecords(keys))
+            }
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
             done += changes.count
@@ -216,7 +224,18 @@ public final class SyncClient {
         var after: (RecordCollection?, String) = (nil, "")
         while true {
             let batch = byteBatch(try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch))
-            guard !batch.isEmpty else { return }
+            guard let last = batch.last else { return }
+            try relay(batch)
+            after = (last.collection, last.key)
+        }
+    }
+
+    /// Sends whole records for the server to merge, in batches by bytes.
+    private func relay(_ records: [ChangeRecord]) throws {
+        var remaining = records[...]
+        while !remaining.isEmpty {
+            let batch = byteBatch(Array(remaining))
+            remaining = remaining.dropFirst(batch.count)
             let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: batch).json.jsonText.utf8))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
@@ -224,8 +243,6 @@ public final class SyncClient {
                 summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
             }
             summary.relayed += batch.count
-            guard let last = batch.last else { return }
-            after = (last.collection, last.key)
         }
     }
 
@@ -246,7 +263,10 @@ public final class SyncClient {
         var restarts = 0
         while true {
             let state = try replica.syncState()
-            var target = "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)&device=\(replica.deviceID)"
+            let reconciling = try replica.isReconciling()
+            var target = "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)"
+            // While reconciling, every record the server has must come, this replica's own pushes included.
+            if !reconciling { target += "&device=\(replica.deviceID)" }
             if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
                 target += "&epoch=\(epoch)"
             }
@@ -263,6 +283,14 @@ public final class SyncClient {
                 try push()
                 continue
             }
+            if page.reset {
+                // The server purged a deletion this replica never pulled: start over from zero.
+                restarts += 1
+                guard restarts <= 3 else { throw SyncError.badAnswer("the server asked to start over \(restarts) times during one pull") }
+                try replica.beginReconcile()
+                summary.fullResync = true
+                continue
+            }
             for (sequence, reason) in page.unusable {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }
@@ -272,6 +300,7 @@ public final class SyncClient {
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
             if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
+            if !page.more && reconciling { summary.dropped += try replica.finishReconcile() }
             return page.more
         }
     }

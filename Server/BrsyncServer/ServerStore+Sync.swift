@@ -11,7 +11,7 @@ extension ServerStore {
     /// What a push transaction decided; errors are thrown after it ends, so
     /// a detected rollback's new epoch is committed.
     private enum PushOutcome {
-        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange])
+        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange], needed: [Int64])
         case gap(expected: Int64, digest: String)
         case diverged(acknowledged: Int64, digest: String)
     }
@@ -74,10 +74,11 @@ extension ServerStore {
                 }
                 guard request.to > last else {
                     // A retry of changes applied already; the client checks the digest.
-                    return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [])
+                    return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [], needed: [])
                 }
                 var lost: [LostField] = []
                 var rejected: [RejectedChange] = []
+                var needed: [Int64] = []
                 var applied = 0
                 var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
                 // A cursor of 0 belongs to every timeline; another one only to its epoch.
@@ -87,6 +88,15 @@ extension ServerStore {
                         "SELECT fields, versions, seq FROM records WHERE account_id = ? AND collection = ? AND key = ?",
                         [.integer(device.accountID), .text(change.collection.rawValue), .text(change.key)]
                     ) { row in (try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}"), row.int64(2) ?? 0) }
+                    // An edit of a record this store does not have (its tombstone
+                    // was purged, or the store was restored or is another
+                    // account's) carries only the fields it changed: applying it
+                    // would make a partial record. The client sends the whole
+                    // record instead (a relay).
+                    if existing == nil && change.state.versions != VersionVector([request.device: 1]) {
+                        needed.append(change.sequence)
+                        continue
+                    }
                     let base = existing?.0 ?? RecordState()
                     let (merged, concurrentLosers) = base.merged(with: change.state)
                     // Fields and values were checked when the push was read; a
@@ -128,7 +138,7 @@ extension ServerStore {
                 try database.run(
                     "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
                     [.integer(request.to), .text(request.device), .integer(now), .integer(device.id)])
-                return .applied(acknowledged: request.to, digest: digest, applied: applied, lost: lost, rejected: rejected)
+                return .applied(acknowledged: request.to, digest: digest, applied: applied, lost: lost, rejected: rejected, needed: needed)
             }
         }
         switch outcome {
@@ -136,9 +146,9 @@ extension ServerStore {
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
         case .diverged(let acknowledged, let digest):
             throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
-        case .applied(let acknowledged, let digest, let applied, let lost, let rejected):
+        case .applied(let acknowledged, let digest, let applied, let lost, let rejected, let needed):
             return PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: self.epoch, lost: lost,
-                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID)
+                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
         }
     }
 
@@ -218,7 +228,9 @@ extension ServerStore {
             ChangeRecord(sequence: row.sequence, collection: row.collection, key: row.key,
                          state: try StoredRecord.decode(fields: row.fields, versions: row.versions))
         }
-        return PullResponse(changes: changes, next: page.next, more: page.more, epoch: page.epoch, clock: clockStamp(), account: device.accountUID)
+        var response = PullResponse(changes: changes, next: page.next, more: page.more, epoch: page.epoch, clock: clockStamp(), account: device.accountUID)
+        response.reset = page.reset
+        return response
     }
 
     /// Authenticates `token` and answers a pull for its device, as the JSON
@@ -265,6 +277,7 @@ extension ServerStore {
         JSONValue.writeString(page.epoch, into: &output)
         output += #","more":"#.utf8
         output += (page.more ? "true" : "false").utf8
+        if page.reset { output += #","reset":true"#.utf8 }
         output += #","next":"#.utf8
         output += String(page.next).utf8
         output.append(UInt8(ascii: "}"))
@@ -289,14 +302,23 @@ extension ServerStore {
         var epoch: String
         /// The cursor is beyond what this store has: it was rolled back.
         var rollback: Bool
+        /// The cursor is below a purged tombstone: the replica reconciles from zero.
+        var reset = false
     }
 
     private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice: String?, clientEpoch: String?,
                           in database: Database) throws -> PulledPage {
         let epoch = self.epoch
         if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
-            let highWater = (try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1) - 1
-            if cursor > highWater { return PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
+            let (next, purged) = try database.queryFirst("SELECT next_seq, purged_through FROM accounts WHERE id = ?", [.integer(device.accountID)]) {
+                ($0.int64(0) ?? 1, $0.int64(1) ?? 0)
+            } ?? (1, 0)
+            if cursor > next - 1 { return PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
+            if cursor < purged {
+                var page = PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
+                page.reset = true
+                return page
+            }
         }
         let scannedRows = try database.query(
             "SELECT seq, collection, key, fields, versions, known_to FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -330,8 +352,10 @@ extension ServerStore {
             page.more = false
             return
         }
-        // A cursor of another timeline says nothing about this one.
+        // A cursor of another timeline says nothing about this one, and one
+        // below a purge is being given up.
         if let clientEpoch, clientEpoch != page.epoch { return }
+        if page.reset { return }
         // Bookkeeping writes only when something moved: a no-change pull
         // (the common case, every few minutes per machine) stays a pure read.
         // `acknowledged_cursor` and `last_seen` are written once per device and
@@ -372,6 +396,13 @@ extension ServerStore {
         let cutoff = Self.nowMillis() - retentionMilliseconds
         return try withDatabase { database in
             try database.transaction(.immediate) {
+                try database.run(
+                    """
+                    UPDATE accounts SET purged_through = MAX(purged_through, (
+                        SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted = 1 AND updated_at <= ?
+                        AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                                    WHERE devices.account_id = accounts.id AND revoked = 0)))
+                    """, [.integer(cutoff)])
                 try database.run(
                     """
                     DELETE FROM records WHERE deleted = 1 AND updated_at <= ? AND seq <= (

@@ -72,6 +72,12 @@ public final class ServerStore: Sendable {
             ALTER TABLE records ADD COLUMN known_to TEXT;
             DELETE FROM meta WHERE key = 'hlc';
             """),
+        // The highest sequence of a tombstone purged from each account: a
+        // replica whose cursor is below it missed a deletion the server no
+        // longer has, and must reconcile from zero.
+        Migrator.Migration(version: 3, sql: """
+            ALTER TABLE accounts ADD COLUMN purged_through INTEGER NOT NULL DEFAULT 0;
+            """),
     ])
 
     public let path: String

@@ -323,9 +323,12 @@ public struct PushResponse: Sendable, Equatable {
     public var rejected: [RejectedChange]
     /// The account's identity (an account switch resets the pull cursor).
     public var account: String
+    /// Changes not applied because the server does not have their record (an
+    /// edit needs the rest of it): the client relays the whole record.
+    public var needed: [Int64]
 
     public init(acknowledged: Int64, applied: Int, clock: HLCTimestamp, epoch: String, lost: [LostField],
-                acknowledgedDigest: String = "", rejected: [RejectedChange] = [], account: String = "") {
+                acknowledgedDigest: String = "", rejected: [RejectedChange] = [], account: String = "", needed: [Int64] = []) {
         self.acknowledged = acknowledged
         self.applied = applied
         self.clock = clock
@@ -334,12 +337,13 @@ public struct PushResponse: Sendable, Equatable {
         self.acknowledgedDigest = acknowledgedDigest
         self.rejected = rejected
         self.account = account
+        self.needed = needed
     }
 
     public var json: JSONValue {
         .object(["acknowledged": .int(acknowledged), "applied": .int(Int64(applied)), "clock": .string(clock.description),
                  "epoch": .string(epoch), "lost": .array(lost.map(\.json)), "digest": .string(acknowledgedDigest),
-                 "rejected": .array(rejected.map(\.json)), "account": .string(account)])
+                 "rejected": .array(rejected.map(\.json)), "account": .string(account), "needed": .array(needed.map { .int($0) })])
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
@@ -354,9 +358,16 @@ public struct PushResponse: Sendable, Equatable {
         if case .array(let items)? = object["rejected"] {
             for item in items { rejected.append(try RejectedChange(json: item)) }
         }
+        var needed: [Int64] = []
+        if case .array(let items)? = object["needed"] {
+            for item in items {
+                guard let sequence = item.intValue else { throw Wire.Problem("\"needed\" must hold change numbers") }
+                needed.append(sequence)
+            }
+        }
         self.init(acknowledged: acknowledged, applied: Int(applied), clock: clock, epoch: epoch, lost: lost,
                   acknowledgedDigest: object["digest"]?.stringValue ?? "", rejected: rejected,
-                  account: object["account"]?.stringValue ?? "")
+                  account: object["account"]?.stringValue ?? "", needed: needed)
     }
 }
 
@@ -375,6 +386,9 @@ public struct PullResponse: Sendable, Equatable {
     /// Records that could not be read, each with why: the client reports them
     /// and applies the rest (one bad record never blocks an account).
     public var unusable: [(sequence: Int64, reason: String)] = []
+    /// The cursor is below a tombstone the server has purged: the client
+    /// pulls everything from 0 and drops what the server no longer has.
+    public var reset = false
 
     public init(changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = "") {
         self.changes = changes
@@ -387,13 +401,15 @@ public struct PullResponse: Sendable, Equatable {
 
     public static func == (lhs: PullResponse, rhs: PullResponse) -> Bool {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
-            && lhs.clock == rhs.clock && lhs.account == rhs.account
+            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
     public var json: JSONValue {
-        .object(["changes": .array(changes.map(\.json)), "next": .int(next), "more": .bool(more), "epoch": .string(epoch),
-                 "clock": .string(clock.description), "account": .string(account)])
+        var object: [String: JSONValue] = ["changes": .array(changes.map(\.json)), "next": .int(next), "more": .bool(more),
+                                           "epoch": .string(epoch), "clock": .string(clock.description), "account": .string(account)]
+        if reset { object["reset"] = .bool(true) }
+        return .object(object)
     }
 
     /// Reads a page; a change that is not valid is set aside in ``unusable``
@@ -420,6 +436,7 @@ public struct PullResponse: Sendable, Equatable {
         }
         self.init(changes: changes, next: next, more: more, epoch: epoch, clock: clock, account: object["account"]?.stringValue ?? "")
         self.unusable = unusable
+        self.reset = object["reset"]?.boolValue ?? false
     }
 }
 

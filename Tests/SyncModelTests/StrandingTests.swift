@@ -301,6 +301,41 @@ final class SyncWorld: @unchecked Sendable {
         #expect(try SyncWorld.rules(fresh.replica) == ["again.example": "firefox"])
     }
 
+    /// A device revoked (so it no longer holds tombstones back) misses a
+    /// deletion that is then purged; added again, it drops the deleted rule
+    /// instead of bringing it back, and an edit it made meanwhile to another
+    /// purged rule arrives whole, never as a partial record.
+    @Test func aDeviceThatMissedAPurgedDeletionReconciles() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        let b = try world.machine("b")
+        _ = try a.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try a.replica.addRule(pattern: "deleted.example", browser: "firefox", priority: 1)
+        try a.replica.addRule(pattern: "edited.example", browser: "firefox", priority: 2)
+        try a.replica.addRule(pattern: "kept.example", browser: "firefox", priority: 3)
+        try world.sync(a)
+        try world.sync(b)
+        try world.store.revokeDevice(account: "alice", name: "b")
+        _ = try a.replica.removeRule(pattern: "deleted.example")
+        _ = try a.replica.removeRule(pattern: "edited.example")
+        try world.sync(a)
+        try world.sync(a)
+        #expect(try world.store.purgeTombstones(retentionMilliseconds: 0) == 2)
+        // Meanwhile b, offline, edited one of them (after the delete).
+        usleep(2_000)
+        try b.replica.addRule(pattern: "edited.example", browser: "firefox", priority: 9)
+        let token = try world.store.reissueToken(account: "alice", device: "b")
+        let summary = try world.sync(b, token: token)
+        #expect(summary.fullResync && summary.dropped == 1 && summary.relayed >= 1, "\(summary)")
+        #expect(try SyncWorld.rules(b.replica) == ["edited.example": "firefox", "kept.example": "firefox"])
+        try world.sync(a)
+        #expect(try SyncWorld.rules(a.replica) == ["edited.example": "firefox", "kept.example": "firefox"])
+        let fresh = try world.machine("fresh")
+        try world.sync(fresh)
+        let edited = try #require(try fresh.replica.rules().first { $0.pattern == "edited.example" })
+        #expect(edited.browser == "firefox" && edited.priority == 9 && edited.createdAtMillis > 0, "whole, not partial: \(edited)")
+    }
+
     /// The newest stamp wins, deletions included: an edit made after a delete
     /// (on a machine that had not seen it) keeps the rule.
     @Test func anEditAfterADeleteWins() throws {
