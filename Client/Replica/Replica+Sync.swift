@@ -82,7 +82,8 @@ extension Replica {
 
     /// This device's change-log entries after `sequence`, in order, at most `limit`.
     public func unpushedChanges(after sequence: Int64, limit: Int) throws -> [ChangeRecord] {
-        try read {
+        try refreshDeviceID()
+        return try read {
             try database.query(
                 """
                 SELECT device_seq, collection, key, fields, versions FROM changes
@@ -99,6 +100,7 @@ extension Replica {
     }
 
     public func unpushedCount() throws -> Int {
+        try refreshDeviceID()
         let pushed = try syncState().pushedThrough
         return try read {
             try database.scalar(
@@ -204,11 +206,32 @@ extension Replica {
         }
     }
 
+    /// Whole records holding a stamp later than `wallMillis` (in the server's
+    /// time): values from a clock that ran fast, which this replica's edits
+    /// must be stamped above.
+    public func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord] {
+        var result: [ChangeRecord] = []
+        for collection in RecordCollection.allCases {
+            for (key, state) in try records(collection) where state.fields.values.contains(where: { $0.stamp.wallMillis > wallMillis }) {
+                result.append(ChangeRecord(sequence: 0, collection: collection, key: key, state: state))
+            }
+        }
+        return result
+    }
+
+    /// This machine's clock in the server's time (the offset last learned).
+    public func serverTime() throws -> Int64 { try serverTimeMillis() }
+
     /// The whole local records for `keys`, for a relay.
     public func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord] {
         try keys.compactMap { collection, key in
             try record(collection, key: key).map { ChangeRecord(sequence: 0, collection: collection, key: key, state: $0) }
         }
+    }
+
+    /// Takes the device id another process may have given this replica.
+    func refreshDeviceID() throws {
+        try read { try loadPersistedClock() }
     }
 
     /// Re-stamps every unpushed change (the server refused a stamp as too far
@@ -220,6 +243,7 @@ extension Replica {
     @discardableResult
     public func restampUnpushed() throws -> Int {
         try transaction {
+            try loadPersistedClock()
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
             let pendingStamps = Set(pending.flatMap { $0.state.fields.values.map(\.stamp) })
@@ -253,12 +277,15 @@ extension Replica {
     /// - Returns: the new device id.
     @discardableResult
     public func forkDeviceID() throws -> String {
-        try transaction {
+        let decidedAs = deviceID
+        return try transaction {
+            try loadPersistedClock()
+            // Another process forked already: the server's answer was about the old id.
+            guard deviceID == decidedAs else { return deviceID }
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
             let old = deviceID
             try adoptDeviceID(Self.makeDeviceID())
-            try loadPersistedClock()
             try restamp(pending, asDevice: old)
             try persistClock()
             try setMeta("pushed_through", "0")

@@ -221,11 +221,18 @@ public final class Replica {
         }
     }
 
-    /// Takes the persisted high-water mark if it is ahead of this process's
-    /// clock. Called inside write transactions: another process (a sync, an
-    /// edit) may have moved it since this one opened the replica, and an edit
-    /// must be stamped above everything any process of this replica has seen.
+    /// Takes the persisted device id, and the persisted high-water mark if it
+    /// is ahead of this process's clock. Called inside write transactions:
+    /// another process (a sync, an edit) may have moved the clock or forked the
+    /// device id since this one opened the replica, and an edit must be
+    /// stamped above everything any process of this replica has seen, as the
+    /// device the replica now is.
     func loadPersistedClock() throws {
+        // Another process may have given this replica a new device id (a fork).
+        if let id = try database.scalar("SELECT value FROM meta WHERE key = 'device_id'")?.stringValue, id != deviceID {
+            deviceID = id
+            clock = HybridLogicalClock(device: id, last: clock.last)
+        }
         if let text = try database.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue,
            let persisted = HLCTimestamp(text: text), persisted.wallMillis > clock.last.wallMillis
             || (persisted.wallMillis == clock.last.wallMillis && persisted.counter > clock.last.counter) {

@@ -47,6 +47,8 @@ public final class SyncClient {
         public var restamped = 0
         /// Records dropped because the server had deleted and purged them.
         public var dropped = 0
+
+        public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
     }
@@ -65,6 +67,7 @@ public final class SyncClient {
         self.token = token
         self.options = options
         self.progress = progress
+        lock = SyncLock(home: replica.home)
         let tls: TLSContext
         do { tls = try TLSContext.client(caFile: caFile) } catch { throw .usage("\(error)") }
         var configuration = HTTPClient.Configuration(address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
@@ -77,6 +80,12 @@ public final class SyncClient {
     /// the pull (this machine still gets everyone else's rules); the refusal is
     /// thrown after it, and kept for `brsync status`.
     public func sync() throws -> Summary {
+        try lock.withLock { try syncLocked() }
+    }
+
+    let lock: SyncLock
+
+    private func syncLocked() throws -> Summary {
         var refusal: (any Error)?
         do {
             try push()
@@ -112,9 +121,14 @@ public final class SyncClient {
     /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
-        var repairs: Set<String> = []
-        func repairOnce(_ what: String) throws {
-            guard repairs.insert(what).inserted else {
+        try lock.withLock { try pushLocked() }
+    }
+
+    private func pushLocked() throws -> Summary {
+        var repairs: [String: Int] = [:]
+        func repairOnce(_ what: String, times: Int = 1) throws {
+            repairs[what, default: 0] += 1
+            guard repairs[what, default: 0] <= times else {
                 throw SyncError.refused(code: lastRefusal?.code ?? what, message: lastRefusal?.message ?? "the server keeps refusing (\(what))")
             }
         }
@@ -130,7 +144,7 @@ public final class SyncClient {
             do {
                 answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
             } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew"].contains(code) {
-                try repairOnce(code)
+                try repairOnce(code, times: code == "clock_skew" ? 2 : 1)
                 switch code {
                 case "gap":
                     // The server has this device's changes up to `acknowledged`: if
@@ -147,6 +161,19 @@ public final class SyncClient {
                 case "diverged":
                     try fork()
                 default:
+                    // The server has this device's changes up to `acknowledged`
+                    // (a retried batch may have been applied): only later ones
+                    // are re-stamped.
+                    if let acknowledged = lastRefusal?.acknowledged, acknowledged > 0, let digest = lastRefusal?.digest, !digest.isEmpty,
+                       try replica.changeDigest(acknowledged) == digest {
+                        try replica.markPushed(through: acknowledged)
+                    }
+                    // Refused again after re-stamping: the edits are above values
+                    // this replica holds that the server does not (stamped while
+                    // a clock ran fast, then lost to a restore). Those go up first.
+                    if repairs["clock_skew", default: 0] > 1 {
+                        try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
+                    }
                     summary.restamped += try replica.restampUnpushed()
                 }
                 state = try replica.syncState()
@@ -154,6 +181,7 @@ public final class SyncClient {
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            try replica.observeServerClock(response.clock)
             if try replica.checkAccount(response.account) {
                 summary.fullResync = true
                 state = try replica.syncState()
@@ -250,8 +278,10 @@ public final class SyncClient {
     /// in one transaction, so a client killed mid-pull resumes where it stopped.
     @discardableResult
     public func pull() throws -> Summary {
-        while try pullPage() {}
-        return summary
+        try lock.withLock {
+            while try pullPage() {}
+            return summary
+        }
     }
 
     private var pulledSoFar = 0
@@ -260,19 +290,28 @@ public final class SyncClient {
     /// stopped between pages resumes from the stored cursor.) Records that
     /// cannot be used are reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
+        try lock.withLock { try pullPageLocked() }
+    }
+
+    private func pullPageLocked() throws -> Bool {
         var restarts = 0
         while true {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
             var target = "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)"
-            // While reconciling, every record the server has must come, this replica's own pushes included.
-            if !reconciling { target += "&device=\(replica.deviceID)" }
+            // Records this replica's own pushes made are skipped, when it proves
+            // it made the stream's latest push (number and digest); while
+            // reconciling, every record the server has must come.
+            if !reconciling, state.pushedThrough > 0, let digest = try replica.changeDigest(state.pushedThrough) {
+                target += "&device=\(replica.deviceID)&pushed=\(state.pushedThrough)&digest=\(digest)"
+            }
             if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
                 target += "&epoch=\(epoch)"
             }
             let answer = try send(method: "GET", target: target)
             let page: PullResponse
             do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            try replica.observeServerClock(page.clock)
             let accountChanged = try replica.checkAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             if accountChanged || epochChanged {

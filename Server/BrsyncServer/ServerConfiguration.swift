@@ -12,8 +12,13 @@ public struct ServerConfiguration: Sendable {
     public var insecurePlaintext = false
     /// Sizes, timeouts and the connection cap (see ``HTTPLimits`` for defaults).
     public var limits = HTTPLimits()
-    /// Stamps further ahead of the server's clock are refused. Default 5 minutes.
+    /// Pushed stamps further ahead than this of the server's clock (or of the
+    /// newest stamp the account holds, if later) are refused. Default 5 minutes.
     public var maxClockOffsetMilliseconds: Int64 = 5 * 60 * 1000
+    /// The same for relayed records (values a server, maybe an earlier
+    /// timeline of this one, accepted once: after a restore, a clock that was
+    /// fast then must not lose them). Default 24 hours: still no stamp years ahead.
+    public var maxRelayClockOffsetMilliseconds: Int64 = 24 * 3_600_000
     /// Records per pull page when the client asks for none. Default 500.
     public var defaultPullLimit = 500
     /// Most records per pull page. Default 5,000.

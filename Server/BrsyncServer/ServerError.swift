@@ -14,7 +14,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// The device's change numbers were reused for other content (a copied home
     /// or one restored from an older copy): the client takes a new device id.
     case diverged(acknowledged: Int64, digest: String)
-    case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64)
+    /// With the device's last applied change and its digest when known (so the
+    /// client re-stamps only changes the server does not have).
+    case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64, acknowledged: Int64? = nil, digest: String? = nil)
     case foreignStamp(String)
     case conflict(String)
     case unavailable(String)
@@ -65,7 +67,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"
         case .diverged(let acknowledged, _):
             return "change \(acknowledged) of this device differs from the one the server applied: this replica was copied or restored from an older copy, and needs a device id of its own"
-        case .clockSkew(let ahead, let maximum):
+        case .clockSkew(let ahead, let maximum, _, _):
             return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock is off by about that much"
         case .database(let error): return "database error: \(error)"
         case .newerSchema(let found, let supported):
@@ -80,6 +82,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .database, .storeUnusable, .newerSchema: return WireError(code: code, message: "internal server error")
         case .gap(let expected, _, let digest): return WireError(code: code, message: description, acknowledged: expected - 1, digest: digest)
         case .diverged(let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
+        case .clockSkew(_, _, let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
         default: return WireError(code: code, message: description)
         }
     }

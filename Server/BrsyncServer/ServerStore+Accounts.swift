@@ -41,7 +41,7 @@ extension ServerStore {
                 throw ServerError.conflict("the account '\(name)' exists already")
             }
             try database.run("INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)",
-                             [.text(name), .integer(Self.nowMillis()), .text(Crypto.hex(Crypto.randomBytes(8)))])
+                             [.text(name), .integer(currentMillis()), .text(Crypto.hex(Crypto.randomBytes(8)))])
         }
     }
 
@@ -92,7 +92,7 @@ extension ServerStore {
                 }
                 try database.run(
                     "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
-                    [.integer(id), .text(name), .blob(Tokens.hash(token)), .integer(Self.nowMillis())])
+                    [.integer(id), .text(name), .blob(Tokens.hash(token)), .integer(currentMillis())])
             }
         }
         return token

@@ -16,9 +16,12 @@ extension ServerStore {
         case diverged(acknowledged: Int64, digest: String)
     }
 
-    /// Checks every stamp of pushed or relayed records before any database
-    /// work: a device pushes only its own stamps (`ownDevice`; nil for a relay)
-    /// and no stamp may be further ahead of the server's wall clock than allowed.
+    /// Checks every stamp of pushed or relayed records: a device pushes only
+    /// its own stamps (`ownDevice`; nil for a relay) and no stamp may be
+    /// further ahead than allowed of `now`, the later of the server's wall
+    /// clock and the newest stamp the account holds (an edit made after seeing
+    /// a stamp accepted while the server's clock was fast must be stamped
+    /// above it; it is not refused for that).
     func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, maxClockOffsetMilliseconds: Int64) throws {
         for change in changes {
             for (name, register) in change.state.fields {
@@ -42,9 +45,8 @@ extension ServerStore {
     /// replica) are refused as `diverged`. A change whose merged record would
     /// be unusable is rejected alone (reported; its number still counts).
     public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
-        let now = Self.nowMillis()
+        let now = currentMillis()
         // Everything that needs no database happens before the write lock.
-        try checkStamps(of: request.changes, ownDevice: request.device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
         let digests = request.changes.map(\.digest)
         let epoch = self.epoch
         let outcome = try withDatabase { database in
@@ -75,6 +77,17 @@ extension ServerStore {
                 guard request.to > last else {
                     // A retry of changes applied already; the client checks the digest.
                     return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [], needed: [])
+                }
+                // Stamps are judged only on changes not applied yet (a retried
+                // batch may hold applied ones), and the refusal says where this
+                // device stands, so its client re-stamps only what is new.
+                let stampHigh = try database.scalar("SELECT stamp_high FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 0
+                let newChanges = request.changes.filter { $0.sequence > last }
+                do {
+                    try checkStamps(of: newChanges, ownDevice: request.device, now: max(now, stampHigh),
+                                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
+                    throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
                 }
                 var lost: [LostField] = []
                 var rejected: [RejectedChange] = []
@@ -128,7 +141,9 @@ extension ServerStore {
                     nextSequence += 1
                     applied += 1
                 }
-                try database.run("UPDATE accounts SET next_seq = ? WHERE id = ?", [.integer(nextSequence), .integer(device.accountID)])
+                let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
+                try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
+                                 [.integer(nextSequence), .integer(newest), .integer(device.accountID)])
                 let digest = digests[digests.count - 1]
                 try database.run(
                     """
@@ -172,21 +187,22 @@ extension ServerStore {
     /// no change numbers, nothing minted. A record with a stamp too far ahead,
     /// or whose merge would be unusable, is rejected alone.
     public func relay(_ request: RelayRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
-        let now = Self.nowMillis()
+        let now = currentMillis()
         var rejected: [RejectedChange] = []
-        var usable: [ChangeRecord] = []
-        for record in request.records {
-            do {
-                try checkStamps(of: [record], ownDevice: nil, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
-                usable.append(record)
-            } catch let error as ServerError {
-                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))
-            }
-        }
         let (applied, tooWide) = try withDatabase { database in
             try database.transaction(.immediate) { () -> (Int, [RejectedChange]) in
                 var applied = 0
                 var tooWide: [RejectedChange] = []
+                let stampHigh = try database.scalar("SELECT stamp_high FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 0
+                var usable: [ChangeRecord] = []
+                for record in request.records {
+                    do {
+                        try checkStamps(of: [record], ownDevice: nil, now: max(now, stampHigh), maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                        usable.append(record)
+                    } catch let error as ServerError {
+                        tooWide.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))
+                    }
+                }
                 var nextSequence = try database.scalar("SELECT next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value ?? 1
                 for record in usable {
                     let existing = try database.queryFirst(
@@ -206,7 +222,9 @@ extension ServerStore {
                     nextSequence += 1
                     applied += 1
                 }
-                try database.run("UPDATE accounts SET next_seq = ? WHERE id = ?", [.integer(nextSequence), .integer(device.accountID)])
+                let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
+                try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
+                                 [.integer(nextSequence), .integer(newest), .integer(device.accountID)])
                 return (applied, tooWide)
             }
         }
@@ -218,7 +236,7 @@ extension ServerStore {
 
     /// Records of `device`'s account changed after `cursor`, in sequence order,
     /// at most `limit` (decoded; see ``pullText(token:since:limit:clientDevice:clientEpoch:)``).
-    public func pull(since cursor: Int64, limit: Int, device: Device, clientDevice: String? = nil, clientEpoch: String? = nil) throws -> PullResponse {
+    public func pull(since cursor: Int64, limit: Int, device: Device, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil) throws -> PullResponse {
         let page = try withDatabase { database in
             var page = try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database)
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
@@ -238,12 +256,14 @@ extension ServerStore {
     /// transaction, and the stored fields and versions spliced in as stored
     /// (they are kept in the wire's form), so serving a page parses nothing.
     /// - Parameters:
-    ///   - clientDevice: the pulling replica's device id; records its own push
-    ///     made (from a version it had pulled) are skipped.
+    ///   - clientDevice: the pulling replica: records its own pushes made
+    ///     (from versions it had pulled) are skipped, but only when it proves
+    ///     it is the replica that made the stream's latest push (a copy of its
+    ///     home shares its device id, not its history).
     ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
     ///     timeline is not recorded, and a cursor beyond this store's
     ///     high-water mark starts a new epoch (the store was rolled back).
-    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: String? = nil, clientEpoch: String? = nil) throws -> [UInt8] {
+    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil) throws -> [UInt8] {
         let (page, device) = try withDatabase { database in
             var (device, page) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
@@ -284,6 +304,20 @@ extension ServerStore {
         return output
     }
 
+    /// Who pulls: a replica's device id, and the number and digest of its last
+    /// change the server acknowledged.
+    public struct PullingReplica: Sendable {
+        public let device: String
+        public let acknowledged: Int64
+        public let digest: String
+
+        public init(device: String, acknowledged: Int64, digest: String) {
+            self.device = device
+            self.acknowledged = acknowledged
+            self.digest = digest
+        }
+    }
+
     /// A stored record version as read for a pull.
     struct PulledRow {
         let sequence: Int64
@@ -306,9 +340,17 @@ extension ServerStore {
         var reset = false
     }
 
-    private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice: String?, clientEpoch: String?,
+    private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice replica: PullingReplica?, clientEpoch: String?,
                           in database: Database) throws -> PulledPage {
         let epoch = self.epoch
+        var clientDevice: String?
+        if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
+           let stream = try database.queryFirst(
+               "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",
+               [.integer(device.accountID), .text(replica.device)], { ($0.int64(0) ?? 0, $0.string(1) ?? "") }),
+           stream.0 == replica.acknowledged && stream.1 == replica.digest {
+            clientDevice = replica.device
+        }
         if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
             let (next, purged) = try database.queryFirst("SELECT next_seq, purged_through FROM accounts WHERE id = ?", [.integer(device.accountID)]) {
                 ($0.int64(0) ?? 1, $0.int64(1) ?? 0)
@@ -361,7 +403,7 @@ extension ServerStore {
         // `acknowledged_cursor` and `last_seen` are written once per device and
         // value (last_seen at most once a minute), so concurrent pulls do not
         // queue on the write lock.
-        let now = Self.nowMillis()
+        let now = currentMillis()
         let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
         let write = mayWrite && bookkeeping.withLock { state -> Bool in
             var write = false
@@ -393,7 +435,7 @@ extension ServerStore {
     /// - Returns: how many tombstones were removed.
     @discardableResult
     public func purgeTombstones(retentionMilliseconds: Int64) throws -> Int {
-        let cutoff = Self.nowMillis() - retentionMilliseconds
+        let cutoff = currentMillis() - retentionMilliseconds
         return try withDatabase { database in
             try database.transaction(.immediate) {
                 try database.run(

@@ -78,6 +78,12 @@ public final class ServerStore: Sendable {
         Migrator.Migration(version: 3, sql: """
             ALTER TABLE accounts ADD COLUMN purged_through INTEGER NOT NULL DEFAULT 0;
             """),
+        // The wall time of the newest stamp each account holds: an edit made
+        // after seeing it must be stamped above it, so stamps are judged
+        // against the later of this and the server's clock.
+        Migrator.Migration(version: 4, sql: """
+            ALTER TABLE accounts ADD COLUMN stamp_high INTEGER NOT NULL DEFAULT 0;
+            """),
     ])
 
     public let path: String
@@ -99,8 +105,13 @@ public final class ServerStore: Sendable {
     /// Opens (or creates) the store at `path`.
     /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
     ///   a newer brsyncd (left untouched), or cannot be opened.
-    public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000) throws {
+    /// The server's wall clock in milliseconds (tests run it skewed).
+    public let currentMillis: @Sendable () -> Int64
+
+    public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
+                clock: @escaping @Sendable () -> Int64 = ServerStore.nowMillis) throws {
         self.path = path
+        currentMillis = clock
         let exists = access(path, F_OK) == 0
         // The store holds token hashes and every account's rules: 0600 whatever
         // the umask (SQLite gives its -wal and -shm files the same mode).
@@ -158,7 +169,7 @@ public final class ServerStore: Sendable {
 
     public func close() { pool.close() }
 
-    static func nowMillis() -> Int64 {
+    public static func nowMillis() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
@@ -169,7 +180,7 @@ public final class ServerStore: Sendable {
     /// logical clock that pushed stamps move: no device, of this account or
     /// another, can move the time every client learns.
     public func clockStamp() -> HLCTimestamp {
-        HLCTimestamp(wallMillis: Self.nowMillis(), counter: 0, device: Self.serverDevice)
+        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: Self.serverDevice)
     }
 
     /// Creates an empty file readable by its owner only.

@@ -10,7 +10,7 @@ import SyncCore
 /// |---|---|---|
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
-/// | `GET /v1/pull?since=C&limit=N&device=D&epoch=E` | bearer | ``PullResponse`` |
+/// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X]` | bearer | ``PullResponse`` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
@@ -37,7 +37,7 @@ public final class SyncAPI: Sendable {
     /// Answers one request; never throws: every error becomes its JSON answer.
     public func handle(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
         var response = answer(request, context)
-        response.headers.add(Self.timeHeader, String(ServerStore.nowMillis()))
+        response.headers.add(Self.timeHeader, String(store.currentMillis()))
         return response
     }
 
@@ -75,7 +75,7 @@ public final class SyncAPI: Sendable {
         } catch let error as ServerError {
             logger.info("\(head.method) \(head.path) from \(context.peer): refused before the body: \(error.httpStatus) \(error.code)")
             var response = Self.answer(error)
-            response.headers.add(Self.timeHeader, String(ServerStore.nowMillis()))
+            response.headers.add(Self.timeHeader, String(store.currentMillis()))
             return response
         } catch {
             return Self.answer(ServerError.storeUnusable("\(error)"))
@@ -143,7 +143,7 @@ public final class SyncAPI: Sendable {
         let device = try authenticate(request)
         let relay: RelayRequest
         do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
-        let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
     }
@@ -182,12 +182,16 @@ public final class SyncAPI: Sendable {
             }
             limit = value
         }
-        let clientDevice = query["device"]
-        if let clientDevice, !HLCTimestamp.isValidDevice(clientDevice) {
-            _ = try store.authenticate(token: token)
-            throw ServerError.badRequest("device must be a device id (1 to 64 of A-Z a-z 0-9 . _ : -)")
+        var replica: ServerStore.PullingReplica?
+        if let clientDevice = query["device"] {
+            guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
+                  let digest = query["digest"], Wire.isDigest(digest) else {
+                _ = try store.authenticate(token: token)
+                throw ServerError.badRequest("device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
+            }
+            replica = ServerStore.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
-        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: clientDevice, clientEpoch: query["epoch"])
+        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"])
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

@@ -19,9 +19,20 @@ final class FaultProxy: Sendable {
 
     let counts = CountsBox()
 
+    /// Where requests go (the server restarts on another port after a restore).
+    final class PortBox: Sendable {
+        let value = Mutex<UInt16>(0)
+    }
+
+    let upstream = PortBox()
+
+    func retarget(_ port: UInt16) { upstream.value.withLock { $0 = port } }
+
     init(upstreamPort: UInt16, caFile: String, certificateFile: String, keyFile: String, seed: UInt64, faultRate: Double) throws {
         let random = Mutex(SeededRandom(seed: seed))
-        let upstream = try TLSContext.client(caFile: caFile)
+        upstream.value.withLock { $0 = upstreamPort }
+        let target = upstream
+        let upstreamTLS = try TLSContext.client(caFile: caFile)
         let counts = self.counts
         server = try HTTPServer(
             addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
@@ -33,7 +44,7 @@ final class FaultProxy: Sendable {
                 counts.withLock { $0.busy += 1 }
                 return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Array(#"{"error":"busy","message":"injected"}"#.utf8))
             }
-            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost", tls: upstream))
+            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: target.value.withLock { $0 }), serverName: "localhost", tls: upstreamTLS))
             var headers = HTTPHeaders()
             for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
                 headers.add(name, value)
@@ -42,7 +53,9 @@ final class FaultProxy: Sendable {
                 guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
                     return HTTPResponse(status: 502)
                 }
-                return HTTPResponse(status: answer.status, headers: ["Content-Type": "application/json"], body: answer.body)
+                var headers: HTTPHeaders = ["Content-Type": "application/json"]
+                for name in ["Brsync-Time", "Retry-After"] { if let value = answer.headers[name] { headers.add(name, value) } }
+                return HTTPResponse(status: answer.status, headers: headers, body: answer.body)
             }
             var response = forward()
             counts.withLock { $0.forwarded += 1 }

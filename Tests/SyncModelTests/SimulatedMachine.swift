@@ -5,7 +5,7 @@ final class SimulatedMachine: @unchecked Sendable {
     // Used by the test thread only.
     let name: String
     let replica: Replica
-    let token: String
+    var token: String
     var skewMilliseconds: Int64
     let clock: SkewedClock
 
