@@ -32,7 +32,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 chmod 644 "$work"/*.pem "$work/server.key"
 port="$(free_port)"
 "$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
-  --log-level warning 2>"$work/brsyncd.log" &
+  --max-connections-per-address 2000 --log-level warning 2>"$work/brsyncd.log" &
 pids+=($!)
 brsyncd_pid=$!
 for _ in $(seq 100); do grep -q . "$work/brsyncd.log" 2>/dev/null || curl -sk "https://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done

@@ -197,7 +197,9 @@ extension Replica {
                     SELECT 1 FROM reconcile_seen s WHERE s.collection = records.collection AND s.key = records.key
                 ) AND NOT EXISTS (
                     SELECT 1 FROM changes c WHERE c.device = ? AND c.kind = 'local' AND c.device_seq > ?
-                    AND c.collection = records.collection AND c.key = records.key)
+                    AND c.collection = records.collection AND c.key = records.key
+                ) AND NOT EXISTS (
+                    SELECT 1 FROM undelivered u WHERE u.collection = records.collection AND u.key = records.key)
                 """, [.text(deviceID), .integer(pushed)])
             let dropped = database.changes
             try database.run("DELETE FROM reconcile_seen")
@@ -221,6 +223,28 @@ extension Replica {
 
     /// This machine's clock in the server's time (the offset last learned).
     public func serverTime() throws -> Int64 { try serverTimeMillis() }
+
+    /// Notes whole records the server needs and has not taken (or has, now).
+    public func markUndelivered(_ keys: [(RecordCollection, String)], _ undelivered: Bool) throws {
+        guard !keys.isEmpty else { return }
+        try transaction {
+            for (collection, key) in keys {
+                try database.run(undelivered ? "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)"
+                                             : "DELETE FROM undelivered WHERE collection = ? AND key = ?",
+                                 [.text(collection.rawValue), .text(key)])
+            }
+        }
+    }
+
+    /// The records the server still needs whole.
+    public func undeliveredRecords() throws -> [ChangeRecord] {
+        let keys = try read {
+            try database.query("SELECT collection, key FROM undelivered ORDER BY collection, key") { row in
+                (RecordCollection(rawValue: row.string(0) ?? "") ?? .rules, row.string(1) ?? "")
+            }
+        }
+        return try wholeRecords(keys)
+    }
 
     /// The whole local records for `keys`, for a relay.
     public func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord] {

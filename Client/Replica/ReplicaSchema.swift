@@ -77,5 +77,19 @@ enum ReplicaSchema {
                 PRIMARY KEY (collection, key)
             ) WITHOUT ROWID;
             """),
+        Migration4.undelivered,
     ])
+
+    enum Migration4 {
+        /// Whole records the server needs (it lacked them when an edit came)
+        /// but has not taken yet: sent again at every sync, never dropped by a
+        /// reconciliation, so an acknowledged edit is not lost.
+        static let undelivered = Migrator.Migration(version: 4, sql: """
+            CREATE TABLE undelivered (
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                PRIMARY KEY (collection, key)
+            ) WITHOUT ROWID;
+            """)
+    }
 }

@@ -135,6 +135,9 @@ public final class SyncClient {
         var state = try replica.syncState()
         let total = try replica.unpushedCount()
         var done = 0
+        // Whole records the server still needs from an earlier sync go first.
+        let undelivered = try replica.undeliveredRecords()
+        if !undelivered.isEmpty { try relay(undelivered, needed: true) }
         while true {
             let changes = try nextBatch(after: state.pushedThrough)
             guard let first = changes.first, let last = changes.last else { break }
@@ -210,7 +213,8 @@ public final class SyncClient {
             let needed = Set(response.needed)
             if !needed.isEmpty {
                 let keys = changes.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
-                try relay(try replica.wholeRecords(keys))
+                try replica.markUndelivered(keys, true) // before the change counts as pushed
+                try relay(try replica.wholeRecords(keys), needed: true)
             }
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
@@ -259,7 +263,9 @@ public final class SyncClient {
     }
 
     /// Sends whole records for the server to merge, in batches by bytes.
-    private func relay(_ records: [ChangeRecord]) throws {
+    /// With `needed`, records the server takes are no longer undelivered, and
+    /// those it refuses stay so (sent again at the next sync).
+    private func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
         var remaining = records[...]
         while !remaining.isEmpty {
             let batch = byteBatch(Array(remaining))
@@ -270,17 +276,32 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
             }
+            if needed {
+                let refused = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
+                try replica.markUndelivered(batch.filter { !refused.contains("\($0.collection.rawValue)/\($0.key)") }.map { ($0.collection, $0.key) }, false)
+            }
             summary.relayed += batch.count
         }
     }
 
     /// Pulls every page after the cursor; each page and its cursor are applied
     /// in one transaction, so a client killed mid-pull resumes where it stopped.
+    /// Pages in a row that may leave the cursor where it was (a restart, a
+    /// reset) before a pull gives up: whatever the server answers, a pull ends.
+    static let maxPagesWithoutProgress = 8
+
     @discardableResult
     public func pull() throws -> Summary {
         try lock.withLock {
-            while try pullPage() {}
-            return summary
+            var stalled = 0
+            while true {
+                let before = try replica.syncState().pullCursor
+                guard try pullPage() else { return summary }
+                stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
+                if stalled >= Self.maxPagesWithoutProgress {
+                    throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
+                }
+            }
         }
     }
 
@@ -302,7 +323,9 @@ public final class SyncClient {
             // Records this replica's own pushes made are skipped, when it proves
             // it made the stream's latest push (number and digest); while
             // reconciling, every record the server has must come.
-            if !reconciling, state.pushedThrough > 0, let digest = try replica.changeDigest(state.pushedThrough) {
+            if reconciling {
+                target += "&full=1" // the cursor passes below the purge point on the way
+            } else if state.pushedThrough > 0, let digest = try replica.changeDigest(state.pushedThrough) {
                 target += "&device=\(replica.deviceID)&pushed=\(state.pushedThrough)&digest=\(digest)"
             }
             if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {

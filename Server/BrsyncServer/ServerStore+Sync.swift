@@ -263,11 +263,13 @@ extension ServerStore {
     ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
     ///     timeline is not recorded, and a cursor beyond this store's
     ///     high-water mark starts a new epoch (the store was rolled back).
-    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil) throws -> [UInt8] {
+    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil,
+                         reconciling: Bool = false) throws -> [UInt8] {
         let (page, device) = try withDatabase { database in
             var (device, page) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
-                return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database))
+                return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                             reconciling: reconciling, in: database))
             }
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return (page, device)
@@ -340,8 +342,10 @@ extension ServerStore {
         var reset = false
     }
 
+    /// - Parameter reconciling: the replica is pulling everything after a
+    ///   `reset`; its cursor passes below the purge point on the way.
     private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice replica: PullingReplica?, clientEpoch: String?,
-                          in database: Database) throws -> PulledPage {
+                          reconciling: Bool = false, in database: Database) throws -> PulledPage {
         let epoch = self.epoch
         var clientDevice: String?
         if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
@@ -356,7 +360,7 @@ extension ServerStore {
                 ($0.int64(0) ?? 1, $0.int64(1) ?? 0)
             } ?? (1, 0)
             if cursor > next - 1 { return PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
-            if cursor < purged {
+            if cursor < purged && !reconciling {
                 var page = PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
                 page.reset = true
                 return page

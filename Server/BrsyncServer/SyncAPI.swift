@@ -10,7 +10,7 @@ import SyncCore
 /// |---|---|---|
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
-/// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X]` | bearer | ``PullResponse`` |
+/// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
@@ -191,7 +191,8 @@ public final class SyncAPI: Sendable {
             }
             replica = ServerStore.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
-        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"])
+        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
+                                      reconciling: query["full"] == "1")
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

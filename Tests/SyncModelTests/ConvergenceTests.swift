@@ -260,12 +260,23 @@ final class Run: @unchecked Sendable {
         }
     }
 
+    /// Only edits someone still holds must survive what comes next: after a
+    /// restore, an edit held by nobody but gone machines (or only by a home
+    /// just replaced by an older copy) is lost with them.
+    func keepOnlyHeldEdits(includingServer: Bool) {
+        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
+        for machine in machines {
+            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { heldNow.formUnion(edits(of: change)) } }
+        }
+        if includingServer, let device = try? store.devices(account: "alice").first,
+           let records = try? store.pull(since: 0, limit: 1_000_000, device: device).changes {
+            for change in records { heldNow.formUnion(edits(of: change)) }
+        }
+        mustSurvive = mustSurvive.intersection(heldNow)
+    }
+
     func restoreServer(from copy: String) throws {
-        // Edits only gone machines hold may be lost now; everything a live machine holds must survive.
-        let live = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
-        mustSurvive = mustSurvive.intersection(live.union(machines.reduce(into: Set<Edit>()) { set, machine in
-            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { set.formUnion(edits(of: change)) } }
-        }))
+        keepOnlyHeldEdits(includingServer: false)
         server.shutdown()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
@@ -290,9 +301,28 @@ final class Run: @unchecked Sendable {
             if Bool.random(using: &random) { edit(machine); note("edits before first contact") }
             sync(machine, direct: true)
         }
-        for _ in 0..<160 {
+        var futureReported = false
+        for step in 0..<160 {
             let machine = machines.randomElement(using: &random)!
-            switch Int.random(in: 0..<40, using: &random) {
+            let operation = Int.random(in: 0..<40, using: &random)
+            defer {
+                if let watch = ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] {
+                    let onServer = (try? store.pull(since: 0, limit: 1_000_000, device: try store.devices(account: "alice")[0]))?.changes.contains { "\($0.collection.rawValue)/\($0.key)" == watch } ?? false
+                    let holders = machines.filter { (try? $0.replica.records(.rules))?.contains { "rules/\($0.key)" == watch && !$0.state.isDeleted } ?? false }.map { "\($0.name)/\($0.replica.deviceID)" }
+                    let goneHolders = gone.filter { (try? $0.replica.records(.rules))?.contains { "rules/\($0.key)" == watch } ?? false }.map(\.name)
+                    print("WATCH step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID): server \(onServer), held by \(holders), gone \(goneHolders), mustSurvive \(mustSurvive.contains { $0.record == watch })")
+                }
+                if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil, !futureReported {
+                    for other in machines {
+                        let future = held(other.replica).filter { $0.stamp.wallMillis > serverClock.now() + 86_400_000 }
+                        if let first = future.first {
+                            print("DEBUG step \(step) op \(operation) on \(machine.name): \(other.name) \(other.replica.deviceID) (skew \(other.skewMilliseconds)) holds \(future.count) future stamps, e.g. \(first.record).\(first.field)@\(first.stamp)")
+                            futureReported = true
+                        }
+                    }
+                }
+            }
+            switch operation {
             case 0..<16: edit(machine)
             case 16..<25: sync(machine, Int.random(in: 0...3, using: &random))
             case 25, 26:
@@ -333,7 +363,8 @@ final class Run: @unchecked Sendable {
                 machines.append(copy)
                 note("homes copied")
             case 32:
-                let path = directory.file("backup\(counter)-\(homeCopies.count)")
+                counter += 1
+                let path = directory.file("backup\(counter)")
                 try FileManager.default.copyItem(atPath: machine.replica.home, toPath: path)
                 homeCopies.append((machine, path))
             case 33 where !homeCopies.isEmpty:
@@ -345,6 +376,8 @@ final class Run: @unchecked Sendable {
                 let restoredPath = directory.file("restored\(counter)")
                 try FileManager.default.copyItem(atPath: path, toPath: restoredPath)
                 machines[index] = SimulatedMachine(name: original.name, replica: try Replica.open(home: restoredPath), token: original.token)
+                // An edit now held by neither the server nor any machine is gone with the old home.
+                keepOnlyHeldEdits(includingServer: true)
                 note("homes restored from older copies")
             case 34 where serverCopies.count < 3:
                 server.shutdown() // a file copy of a stopped server
@@ -420,8 +453,8 @@ final class Run: @unchecked Sendable {
         // gone from the server was deleted by a later edit, and purged).
         for edit in mustSurvive {
             let now = serverState[edit.record]?[edit.field]
-            if now == nil, allEdits.contains(where: { $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true) && $0.stamp > edit.stamp }) {
-                continue
+            if now == nil, allEdits.contains(where: { $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true) && $0.stamp >= edit.stamp }) {
+                continue // deleted (by this edit or a later one), and the tombstone purged
             }
             if now.map({ $0.stamp >= edit.stamp }) != true, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
                 print("DEBUG lost \(edit.record).\(edit.field)@\(edit.stamp); edits of the record: \(allEdits.filter { $0.record == edit.record && $0.field == edit.field || $0.record == edit.record && $0.field == "deleted" }.sorted { $0.stamp < $1.stamp }.map { "\($0.field)=\($0.value.jsonText.prefix(8))@\($0.stamp)" })")
