@@ -26,6 +26,10 @@ extension ServerStore {
         public let acknowledgedCursor: Int64
         /// The account's identity, sent with every answer.
         public let accountUID: String
+        /// The account's next sequence number and purge point when the device
+        /// was read (a pull checks its cursor against them).
+        public var accountNextSequence: Int64 = 1
+        public var accountPurgedThrough: Int64 = 0
     }
 
     static func validateName(_ name: String, what: String) throws {
@@ -158,14 +162,17 @@ extension ServerStore {
         let hash = Tokens.hash(token)
         let found = try database.queryFirst(
                 """
-                SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
-                       (SELECT uid FROM accounts WHERE accounts.id = devices.account_id), token_hash
-                FROM devices WHERE token_hash = ?
+                SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
+                       accounts.uid, token_hash, accounts.next_seq, accounts.purged_through
+                FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
                 """, [.blob(hash)]
             ) { row -> Device? in
                 // The lookup is by hash; compare again in constant time before trusting it.
                 guard case .blob(let stored) = row[9], Crypto.constantTimeEqual(stored, hash) else { return nil }
-                return Self.device(row)
+                var device = Self.device(row)
+                device.accountNextSequence = row.int64(10) ?? 1
+                device.accountPurgedThrough = row.int64(11) ?? 0
+                return device
             }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }
         guard !device.revoked else { throw ServerError.revoked }

@@ -46,9 +46,13 @@ extension ServerStore {
     /// be unusable is rejected alone (reported; its number still counts).
     public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
         let now = currentMillis()
-        // Everything that needs no database happens before the write lock.
-        let digests = request.changes.map(\.digest)
         let epoch = self.epoch
+        // Only two digests are ever needed: the last change's (kept) and the one
+        // an overlapping retry must match; computed outside the write lock.
+        let lastDigestOfPush = request.changes.last?.digest ?? ""
+        func digest(of sequence: Int64) -> String {
+            sequence == request.to ? lastDigestOfPush : request.changes[Int(sequence - request.from)].digest
+        }
         let outcome = try withDatabase { database in
             try database.transaction(.immediate) { () -> PushOutcome in
                 guard let revoked = try database.queryFirst(
@@ -70,7 +74,7 @@ extension ServerStore {
                     if request.from == last + 1, last > 0, let base = request.base, base != lastDigest {
                         return .diverged(acknowledged: last, digest: lastDigest)
                     }
-                    if request.from <= last, request.to >= last, digests[Int(last - request.from)] != lastDigest {
+                    if request.from <= last, request.to >= last, digest(of: last) != lastDigest {
                         return .diverged(acknowledged: last, digest: lastDigest)
                     }
                 }
@@ -144,7 +148,7 @@ extension ServerStore {
                 let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
                 try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
                                  [.integer(nextSequence), .integer(newest), .integer(device.accountID)])
-                let digest = digests[digests.count - 1]
+                let digest = lastDigestOfPush
                 try database.run(
                     """
                     INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
@@ -356,9 +360,8 @@ extension ServerStore {
             clientDevice = replica.device
         }
         if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
-            let (next, purged) = try database.queryFirst("SELECT next_seq, purged_through FROM accounts WHERE id = ?", [.integer(device.accountID)]) {
-                ($0.int64(0) ?? 1, $0.int64(1) ?? 0)
-            } ?? (1, 0)
+            // Read with the device when it authenticated, in this transaction.
+            let (next, purged) = (device.accountNextSequence, device.accountPurgedThrough)
             if cursor > next - 1 { return PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
             if cursor < purged && !reconciling {
                 var page = PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)

@@ -14,19 +14,17 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Replaces every field named `name` with one.
     public mutating func set(_ name: String, _ value: String) {
-        let lower = name.asciiLowercased()
-        fields.removeAll { $0.name.asciiLowercased() == lower }
+        fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
         fields.append((name, value))
     }
 
     /// Every value of the fields named `name`.
     public func values(_ name: String) -> [String] {
-        let lower = name.asciiLowercased()
-        return fields.filter { $0.name.asciiLowercased() == lower }.map(\.value)
+        fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
     /// The first value of the field named `name`.
-    public subscript(name: String) -> String? { values(name).first }
+    public subscript(name: String) -> String? { fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
@@ -37,12 +35,27 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     /// Whether a comma-separated field (like `Connection`) holds `token`.
     public func contains(_ name: String, token: String) -> Bool {
         values(name).contains { value in
-            value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().asciiLowercased() == token }
+            value.split(separator: ",").contains { $0.trimmingASCIIWhitespace().equalsIgnoringASCIICase(token) }
         }
     }
 }
 
 extension StringProtocol {
+    /// Whether the two are equal when ASCII letters are compared without case
+    /// (HTTP field names and tokens), without allocating.
+    public func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        var mine = utf8.makeIterator()
+        var theirs = other.utf8.makeIterator()
+        while true {
+            switch (mine.next(), theirs.next()) {
+            case (nil, nil): return true
+            case (let a?, let b?):
+                if a != b && (a | 0x20 != b | 0x20 || !((a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)) { return false }
+            default: return false
+            }
+        }
+    }
+
     /// Lower case for ASCII letters only: HTTP tokens are ASCII, and Unicode
     /// case mapping would take `\u{212A}` (Kelvin sign) for `k`.
     public func asciiLowercased() -> String {

@@ -22,8 +22,9 @@ public enum Wire {
     public static let maxValueBytes = 64 * 1024
     /// Most devices in one version vector.
     public static let maxVersionEntries = 1024
-    /// Most changes in one push (clients send at most 1,000 per batch).
-    public static let maxPushChanges = 5000
+    /// Most changes (or relayed records) in one request; clients send at most
+    /// 1,000 per batch, and the body limit (8 MiB) bounds it too.
+    public static let maxPushChanges = 10_000
 
     /// Whether `text` is a change digest: 16 lower-case hex digits.
     public static func isDigest(_ text: String) -> Bool {
@@ -48,11 +49,31 @@ public enum Wire {
 
     /// Why `value` cannot be a field value, or nil when it can.
     public static func problem(value: JSONValue) -> String? {
-        if depth(of: value) > maxValueDepth { return "a value is nested deeper than \(maxValueDepth) levels" }
-        var text: [UInt8] = []
-        value.write(into: &text)
-        if text.count > maxValueBytes { return "a value is larger than \(maxValueBytes) bytes" }
-        return nil
+        switch value {
+        case .null, .bool, .int, .double: return nil
+        case .string(let text): return text.utf8.count > maxValueBytes ? "a value is larger than \(maxValueBytes) bytes" : nil
+        case .array, .object:
+            if depth(of: value) > maxValueDepth { return "a value is nested deeper than \(maxValueDepth) levels" }
+            if size(of: value, limit: maxValueBytes) > maxValueBytes { return "a value is larger than \(maxValueBytes) bytes" }
+            return nil
+        }
+    }
+
+    /// The bytes of a value's text and names (punctuation aside), stopping
+    /// once past `limit`: a measure of size without writing the JSON.
+    static func size(of value: JSONValue, limit: Int) -> Int {
+        switch value {
+        case .null, .bool, .int, .double: return 8
+        case .string(let text): return text.utf8.count + 2
+        case .array(let items):
+            var total = 2
+            for item in items where total <= limit { total += size(of: item, limit: limit) + 1 }
+            return total
+        case .object(let members):
+            var total = 2
+            for (name, item) in members where total <= limit { total += name.utf8.count + 4 + size(of: item, limit: limit) }
+            return total
+        }
     }
 
     /// Why `state` cannot be stored as one record, or nil when it can (checked
