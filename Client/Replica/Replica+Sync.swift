@@ -1,3 +1,4 @@
+import Glibc
 import Model
 import Storage
 import SyncCore
@@ -167,6 +168,37 @@ extension Replica {
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
         }
+    }
+
+    /// Where this replica's file lives: its file system and inode numbers and
+    /// the machine's id. A copied home, or one restored from a backup, has a
+    /// new file, so another value: it is a copy of a replica that may still
+    /// sync, and must not reuse that replica's device id.
+    func instanceIdentity() -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "" }
+        var machine = ""
+        if let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
+            machine = text.filter { !$0.isWhitespace }
+        }
+        return "\(info.st_dev):\(info.st_ino):\(machine)"
+    }
+
+    /// Checks, before a sync, whether this replica file is the one that synced
+    /// last time; a copy takes a new device id at once (its unpushed changes
+    /// minted again under it), before any change number can collide. The first
+    /// sync just records where the file is.
+    /// - Returns: the new device id when the replica was a copy.
+    @discardableResult
+    public func takeNewDeviceIDIfCopied() throws -> String? {
+        let identity = instanceIdentity()
+        guard !identity.isEmpty else { return nil }
+        let known = try meta("instance")
+        guard known != identity else { return nil }
+        // Only a replica that has talked to a server can be a copy that matters.
+        let forked = try known != nil && syncState().epoch != nil ? forkDeviceID() : nil
+        try transaction { try setMeta("instance", identity) }
+        return forked
     }
 
     /// Whether a reconciling pull is under way (see ``beginReconcile()``).

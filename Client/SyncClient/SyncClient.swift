@@ -80,7 +80,15 @@ public final class SyncClient {
     /// the pull (this machine still gets everyone else's rules); the refusal is
     /// thrown after it, and kept for `brsync status`.
     public func sync() throws -> Summary {
-        try lock.withLock { try syncLocked() }
+        try lock.withLock {
+            try checkCopied()
+            return try syncLocked()
+        }
+    }
+
+    /// A copied or restored replica file takes a new device id before syncing.
+    private func checkCopied() throws {
+        if let id = try replica.takeNewDeviceIDIfCopied() { summary.newDeviceID = id }
     }
 
     let lock: SyncLock
@@ -121,7 +129,10 @@ public final class SyncClient {
     /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
-        try lock.withLock { try pushLocked() }
+        try lock.withLock {
+            try checkCopied()
+            return try pushLocked()
+        }
     }
 
     private func pushLocked() throws -> Summary {

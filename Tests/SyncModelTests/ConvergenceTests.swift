@@ -360,6 +360,12 @@ final class Run: @unchecked Sendable {
                 let path = directory.file("copy\(counter)")
                 try FileManager.default.copyItem(atPath: machine.replica.home, toPath: path)
                 let copy = SimulatedMachine(name: machine.name, replica: try Replica.open(home: path), token: machine.token)
+                if Bool.random(using: &random) {
+                    // A block-level copy (a disk image, a VM snapshot) keeps the
+                    // file's identity: only the server's digests can tell.
+                    try copy.replica.database.run("DELETE FROM meta WHERE key = 'instance'")
+                    note("homes copied undetectably")
+                }
                 machines.append(copy)
                 note("homes copied")
             case 32:
@@ -376,6 +382,7 @@ final class Run: @unchecked Sendable {
                 let restoredPath = directory.file("restored\(counter)")
                 try FileManager.default.copyItem(atPath: path, toPath: restoredPath)
                 machines[index] = SimulatedMachine(name: original.name, replica: try Replica.open(home: restoredPath), token: original.token)
+                if Bool.random(using: &random) { try machines[index].replica.database.run("DELETE FROM meta WHERE key = 'instance'") }
                 // An edit now held by neither the server nor any machine is gone with the old home.
                 keepOnlyHeldEdits(includingServer: true)
                 note("homes restored from older copies")

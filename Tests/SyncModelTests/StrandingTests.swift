@@ -222,6 +222,23 @@ final class SyncWorld: @unchecked Sendable {
         #expect(try world.sync(copyMachine).newDeviceID == nil)
     }
 
+    /// A replica notices it is a copied file before it syncs, and takes a new
+    /// device id at once; the original keeps its own.
+    @Test func aCopiedReplicaFileKnowsItIsACopy() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        try world.sync(laptop)
+        #expect(try laptop.replica.takeNewDeviceIDIfCopied() == nil, "the original is not a copy")
+        let copyHome = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
+        let copy = try Replica.open(home: copyHome)
+        #expect(copy.deviceID == laptop.replica.deviceID)
+        let newID = try copy.takeNewDeviceIDIfCopied()
+        #expect(newID != nil && copy.deviceID != laptop.replica.deviceID)
+        #expect(try copy.takeNewDeviceIDIfCopied() == nil, "once")
+        #expect(try laptop.replica.takeNewDeviceIDIfCopied() == nil)
+    }
+
     /// A home restored from an older copy of itself reuses change numbers the
     /// server has: detected, and its new edits arrive.
     @Test func aHomeRestoredFromAnOlderCopyLosesNothing() throws {
