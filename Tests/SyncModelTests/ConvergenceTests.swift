@@ -59,6 +59,13 @@ struct Edit: Hashable {
 /// held by nobody but gone machines may be lost to a server restore); each
 /// device's stamps increasing; an edit made after seeing a value stamped above
 /// it; no machine stuck.
+///
+/// Environment: `BRSYNC_SYNC_SEEDS=N` seeds from `BRSYNC_TEST_SEED`;
+/// `BRSYNC_MODEL_DEBUG=1` prints syncs that forked, re-synced or had problems,
+/// and the history of values the oracle could not trace;
+/// `BRSYNC_MODEL_WATCH=rules/KEY` prints, after every step, whether the server
+/// and which machines hold that record; `BRSYNC_MODEL_KEEP=1` keeps the
+/// temporary folder (homes and server store) for `sqlite3`.
 @Suite struct ConvergenceTests {
     /// Seeds to run: `BRSYNC_SYNC_SEEDS=N` runs N seeds from `BRSYNC_TEST_SEED` (default 2 in CI).
     static var seeds: [UInt64] {
@@ -308,8 +315,13 @@ final class Run: @unchecked Sendable {
             defer {
                 if let watch = ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] {
                     let onServer = (try? store.pull(since: 0, limit: 1_000_000, device: try store.devices(account: "alice")[0]))?.changes.contains { "\($0.collection.rawValue)/\($0.key)" == watch } ?? false
-                    let holders = machines.filter { (try? $0.replica.records(.rules))?.contains { "rules/\($0.key)" == watch && !$0.state.isDeleted } ?? false }.map { "\($0.name)/\($0.replica.deviceID)" }
-                    let goneHolders = gone.filter { (try? $0.replica.records(.rules))?.contains { "rules/\($0.key)" == watch } ?? false }.map(\.name)
+                    func holds(_ replica: Replica) -> Bool {
+                        RecordCollection.allCases.contains { collection in
+                            (try? replica.records(collection))?.contains { "\(collection.rawValue)/\($0.key)" == watch && !$0.state.isDeleted } ?? false
+                        }
+                    }
+                    let holders = machines.filter { holds($0.replica) }.map { "\($0.name)/\($0.replica.deviceID)" }
+                    let goneHolders = gone.filter { holds($0.replica) }.map(\.name)
                     print("WATCH step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID): server \(onServer), held by \(holders), gone \(goneHolders), mustSurvive \(mustSurvive.contains { $0.record == watch })")
                 }
                 if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil, !futureReported {
