@@ -220,17 +220,21 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
             }
-            // Edits of records the server no longer has go up as whole records.
+            // An edit of a record the server no longer has: the record goes up
+            // whole, then the push goes on from that change (acknowledged stops
+            // before it). Asked twice for the same change, the relay was refused.
             let needed = Set(response.needed)
             if !needed.isEmpty {
+                for sequence in needed { try repairOnce("needed \(sequence)") }
                 let keys = changes.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
-                try replica.markUndelivered(keys, true) // before the change counts as pushed
+                try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)
             }
+            let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
-            done += changes.count
-            summary.pushed += changes.count
+            done += delivered
+            summary.pushed += delivered
             progress?("pushed", min(done, total), total)
         }
         return summary

@@ -53,6 +53,7 @@ extension ServerStore {
         func digest(of sequence: Int64) -> String {
             sequence == request.to ? lastDigestOfPush : request.changes[Int(sequence - request.from)].digest
         }
+        // (Only changes `from...to` are asked for: the acknowledged one is in the push when it moved.)
         let outcome = try withDatabase { database in
             try database.transaction(.immediate) { () -> PushOutcome in
                 guard let revoked = try database.queryFirst(
@@ -108,11 +109,13 @@ extension ServerStore {
                     // An edit of a record this store does not have (its tombstone
                     // was purged, or the store was restored or is another
                     // account's) carries only the fields it changed: applying it
-                    // would make a partial record. The client sends the whole
-                    // record instead (a relay).
+                    // would make a partial record. The push stops before it and
+                    // is acknowledged up to the change before; the client sends
+                    // the whole record (a relay) and then this change again. So
+                    // a retry after a lost answer is told the same.
                     if existing == nil && change.state.versions != VersionVector([request.device: 1]) {
                         needed.append(change.sequence)
-                        continue
+                        break
                     }
                     let base = existing?.0 ?? RecordState()
                     let (merged, concurrentLosers) = base.merged(with: change.state)
@@ -148,16 +151,19 @@ extension ServerStore {
                 let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
                 try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
                                  [.integer(nextSequence), .integer(newest), .integer(device.accountID)])
-                let digest = lastDigestOfPush
-                try database.run(
-                    """
-                    INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
-                    """, [.integer(device.accountID), .text(request.device), .integer(request.to), .text(digest)])
-                try database.run(
-                    "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
-                    [.integer(request.to), .text(request.device), .integer(now), .integer(device.id)])
-                return .applied(acknowledged: request.to, digest: digest, applied: applied, lost: lost, rejected: rejected, needed: needed)
+                let acknowledged = needed.first.map { $0 - 1 } ?? request.to
+                let digest = acknowledged == last ? lastDigest : digest(of: acknowledged)
+                if acknowledged > last {
+                    try database.run(
+                        """
+                        INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+                        """, [.integer(device.accountID), .text(request.device), .integer(acknowledged), .text(digest)])
+                    try database.run(
+                        "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
+                        [.integer(acknowledged), .text(request.device), .integer(now), .integer(device.id)])
+                }
+                return .applied(acknowledged: acknowledged, digest: digest, applied: applied, lost: lost, rejected: rejected, needed: needed)
             }
         }
         switch outcome {

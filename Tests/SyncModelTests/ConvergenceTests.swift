@@ -176,8 +176,9 @@ final class Run: @unchecked Sendable {
         }
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
             switch result {
-            case .success(let summary) where !summary.problems.isEmpty || summary.newDeviceID != nil || summary.fullResync:
-                print("DEBUG sync \(machine.name) \(machine.replica.deviceID): \(summary.problems) new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed)")
+            case .success(let summary) where !summary.problems.isEmpty || summary.newDeviceID != nil || summary.fullResync
+                || ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] != nil:
+                print("DEBUG sync kind \(kind) \(machine.name) \(machine.replica.deviceID): \(summary.problems) new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped) through \((try? machine.replica.syncState().pushedThrough) ?? -1)")
             case .failure(let error): print("DEBUG sync \(machine.name) \(machine.replica.deviceID) failed: \(error)")
             default: break
             }
