@@ -144,7 +144,8 @@ extension ServerStore {
                     // next pull need not fetch the result back.
                     let knownToPusher = pusherIsCurrent && (existing?.1 ?? 0) <= (request.since ?? -1)
                     try upsertRecord(account: device.accountID, change.collection, key: change.key, state: merged,
-                                     sequence: nextSequence, knownTo: knownToPusher ? request.device : nil, now: now, in: database)
+                                     sequence: nextSequence, knownTo: knownToPusher ? request.device : nil,
+                                     knownAfter: existing?.1 ?? 0, now: now, in: database)
                     nextSequence += 1
                     applied += 1
                 }
@@ -179,18 +180,20 @@ extension ServerStore {
 
     /// Writes a record version with its new sequence number.
     private func upsertRecord(account: Int64, _ collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
-                              knownTo: String?, now: Int64, in database: Database) throws {
+                              knownTo: String?, knownAfter: Int64 = 0, now: Int64, in database: Database) throws {
         try database.run(
             """
-            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (account_id, collection, key) DO UPDATE SET
                 fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                known_after = excluded.known_after
             """,
             [.integer(account), .text(collection.rawValue), .text(key),
              .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
-             .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null])
+             .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
+             .integer(knownAfter)])
     }
 
     /// Merges whole records a client relays (after a restore): the same merge,
@@ -376,20 +379,22 @@ extension ServerStore {
             }
         }
         let scannedRows = try database.query(
-            "SELECT seq, collection, key, fields, versions, known_to FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             [.integer(device.accountID), .integer(cursor), .integer(Int64(limit + 1))]
-        ) { row -> (PulledRow, String?) in
+        ) { row -> (PulledRow, String?, Int64) in
             guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                 throw ServerError.storeUnusable("a stored record has an unknown collection")
             }
             return (PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                              fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"), row.string(5))
+                              fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"), row.string(5), row.int64(6) ?? 0)
         }
         let scanned = scannedRows.count
         let next = scannedRows.prefix(limit).last?.0.sequence ?? cursor
-        // Records this replica's own push made, from versions it had, are not sent back.
-        let rows = scannedRows.prefix(limit).compactMap { row, knownTo in
-            clientDevice != nil && knownTo == clientDevice ? nil : row
+        // Records this replica's own push made are not sent back: only when its
+        // cursor covers the version the push merged into (identical copies can
+        // both prove the push; only the cursor says which had that version).
+        let rows = scannedRows.prefix(limit).compactMap { row, knownTo, knownAfter in
+            clientDevice != nil && knownTo == clientDevice && knownAfter <= cursor ? nil : row
         }
         return PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
     }

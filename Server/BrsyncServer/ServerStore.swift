@@ -84,6 +84,11 @@ public final class ServerStore: Sendable {
         Migrator.Migration(version: 4, sql: """
             ALTER TABLE accounts ADD COLUMN stamp_high INTEGER NOT NULL DEFAULT 0;
             """),
+        // The sequence of the version a pushed change merged into: a pull
+        // skips the result only for a puller whose cursor covers that version.
+        Migrator.Migration(version: 5, sql: """
+            ALTER TABLE records ADD COLUMN known_after INTEGER NOT NULL DEFAULT 0;
+            """),
     ])
 
     public let path: String
