@@ -211,6 +211,10 @@ public struct HTTPRequestParser: Sendable {
         let end = buffer.count
         while index < end {
             scannedBytes &+= 1
+            // Decided in byte order, so the answer never depends on how the
+            // bytes were split: past `limit` bytes and a CRLF, the line is too
+            // long, whatever comes after.
+            if index - position > limit + 1 { throw tooLong }
             let byte = buffer[index]
             if byte == 0x0A {
                 guard index > position, buffer[index - 1] == 0x0D else { throw fail(400, "a bare LF (lines end with CRLF)") }
@@ -226,7 +230,6 @@ public struct HTTPRequestParser: Sendable {
             index += 1
         }
         scanned = end
-        if end - position > limit + 1 { throw tooLong }
         return nil
     }
 

@@ -121,6 +121,16 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         #expect(statusOf(parseAllSplits(bigChunks, limits: limits)) == 413)
         let hugeLength = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"
         #expect(statusOf(parseAllSplits(hugeLength, limits: limits)) == 413)
+        // Found by the fuzzer: a request line past the limit ending in a bare LF
+        // was 400 whole and 414 split; it is 414 however it arrives.
+        let longBareLF = "P" + String(repeating: "4", count: 40) + "\n"
+        #expect(statusOf(parseAllSplits(longBareLF, limits: limits)) == 414)
+        let longBareCR = "GET /" + String(repeating: "a", count: 40) + "\rX\r\n"
+        #expect(statusOf(parseAllSplits(longBareCR, limits: limits)) == 414)
+        // Also found by the fuzzer: a bare CR as the limit is reached was 400
+        // whole and 414 byte by byte.
+        let bareCRAtTheLimit = String(repeating: "b", count: 33) + "\r a\r\n\r\n"
+        #expect(statusOf(parseAllSplits(bareCRAtTheLimit, limits: limits)) == 400)
     }
 
     func statusOf(_ events: [HTTPRequestParser.Event]) -> Int? {
