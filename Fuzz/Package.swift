@@ -8,12 +8,13 @@ let package = Package(
     name: "brsync-fuzz",
     dependencies: [.package(name: "brsync", path: "..")],
     targets: [
-        .executableTarget(name: "FuzzHTTPRequestParser", dependencies: [.product(name: "HTTP", package: "brsync")]),
+        .target(name: "FuzzSupport"),
+        .executableTarget(name: "FuzzHTTPRequestParser", dependencies: ["FuzzSupport", .product(name: "HTTP", package: "brsync")]),
         .executableTarget(name: "FuzzPushDecoder", dependencies: [
-            .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
+            "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
         .executableTarget(name: "FuzzMerge", dependencies: [
-            .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
+            "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -195,7 +195,6 @@ public final class SyncClient {
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            try replica.observeServerClock(response.clock)
             if try replica.checkAccount(response.account) {
                 summary.fullResync = true
                 state = try replica.syncState()
@@ -349,7 +348,6 @@ public final class SyncClient {
             let answer = try send(method: "GET", target: target)
             let page: PullResponse
             do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            try replica.observeServerClock(page.clock)
             let accountChanged = try replica.checkAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             if accountChanged || epochChanged {

@@ -11,38 +11,6 @@ import SyncCore
 import Testing
 import TestSupport
 
-/// The server's clock, skewed by the test (set before start, jumped while serving).
-final class ServerClock: Sendable {
-    let skew = Atomic<Int64>(0)
-    func now() -> Int64 { ServerStore.nowMillis() + skew.load(ordering: .relaxed) }
-}
-
-/// A sync on a thread of its own, for syncs that overlap others or edits.
-final class BackgroundSync: @unchecked Sendable {
-    // The client is used by the background thread only, until `wait()` returns.
-    let client: SyncClient
-    let done = DispatchSemaphore(value: 0)
-
-    init(_ client: SyncClient) { self.client = client }
-
-    func start() {
-        Thread { [self] in
-            _ = try? client.sync()
-            done.signal()
-        }.start()
-    }
-
-    func wait() { done.wait() }
-}
-
-/// One edit as the oracle sees it: which record, field, stamp and value.
-struct Edit: Hashable {
-    let record: String
-    let field: String
-    let stamp: HLCTimestamp
-    let value: JSONValue
-}
-
 /// Model-based test: 3 to 6 machines make random edits and sync in random
 /// orders through a proxy that drops answers after commit, duplicates requests
 /// and answers 503. On top: clocks fast and slow by minutes to years, set
@@ -448,68 +416,5 @@ final class Run: @unchecked Sendable {
         faults["503s"] = counts.busy
         print("seed \(seed): \(machines.count) machines (\(gone.count) gone); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         return faults
-    }
-
-    func check() throws {
-        for machine in machines + gone { collectLog(machine.replica) }
-        let device = try store.devices(account: "alice")[0]
-        let serverRecords = try store.pull(since: 0, limit: 1_000_000, device: device).changes
-        var serverState: [String: [String: StampedValue]] = [:]
-        for change in serverRecords { serverState["\(change.collection.rawValue)/\(change.key)"] = change.state.fields }
-        // Every value traced to an edit.
-        for (record, fields) in serverState {
-            for (field, register) in fields {
-                if !allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
-                   ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
-                    let near = allEdits.filter { $0.record == record && $0.field == field }.sorted { $0.stamp < $1.stamp }
-                    print("DEBUG \(record).\(field) server \(register.stamp) \(register.value.jsonText.prefix(20)); edits: \(near.map { "\($0.stamp)=\($0.value.jsonText.prefix(10))" })")
-                    for machine in machines + gone { print("DEBUG machine \(machine.name) device \(machine.replica.deviceID) home \(machine.replica.home)") }
-                }
-                #expect(allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
-                        "\(record).\(field) = \(register.value.jsonText) at \(register.stamp) was never edited, seed \(seed)")
-            }
-        }
-        // Nothing acknowledged lost unless a later edit overwrote it (a record
-        // gone from the server was deleted by a later edit, and purged).
-        for edit in mustSurvive {
-            let now = serverState[edit.record]?[edit.field]
-            if now == nil, allEdits.contains(where: { $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true) && $0.stamp >= edit.stamp }) {
-                continue // deleted (by this edit or a later one), and the tombstone purged
-            }
-            if now.map({ $0.stamp >= edit.stamp }) != true, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
-                print("DEBUG lost \(edit.record).\(edit.field)@\(edit.stamp); edits of the record: \(allEdits.filter { $0.record == edit.record && $0.field == edit.field || $0.record == edit.record && $0.field == "deleted" }.sorted { $0.stamp < $1.stamp }.map { "\($0.field)=\($0.value.jsonText.prefix(8))@\($0.stamp)" })")
-            }
-            #expect(now.map { $0.stamp >= edit.stamp } == true,
-                    "\(edit.record).\(edit.field) = \(edit.value.jsonText) at \(edit.stamp) was acknowledged and is lost (the server has \(now.map { "\($0.value.jsonText.prefix(12))@\($0.stamp)" } ?? "no such record")), seed \(seed)")
-        }
-        // All replicas identical to the server, and to a machine that joins now.
-        for machine in machines {
-            var local: [String: [String: StampedValue]] = [:]
-            for collection in RecordCollection.allCases {
-                for (key, state) in try machine.replica.records(collection) where serverState["\(collection.rawValue)/\(key)"] != nil || !state.isDeleted {
-                    local["\(collection.rawValue)/\(key)"] = state.fields
-                }
-            }
-            let live = { (state: [String: [String: StampedValue]]) in state.filter { $0.value[RecordState.deletedField]?.value != .bool(true) } }
-            let mine = live(local), theirs = live(serverState)
-            let differing = Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted()
-            #expect(differing.isEmpty, "\(machine.name) differs from the server in \(differing.map { "\($0): here \(mine[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(theirs[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }), seed \(seed)")
-            #expect(try machine.replica.unpushedCount() == 0, "\(machine.name) has unpushed changes, seed \(seed)")
-            // Each device's stamps increase with its change numbers.
-            let log = try machine.replica.unpushedChanges(after: 0, limit: 1_000_000)
-            var previous: HLCTimestamp?
-            for change in log {
-                guard let stamp = change.state.fields.values.first?.stamp else { continue }
-                if let previous { #expect(stamp > previous, "\(machine.name)'s stamps go back at change \(change.sequence), seed \(seed)") }
-                previous = stamp
-            }
-        }
-        let fresh = try newMachine(skew: 0)
-        _ = try client(fresh, direct: true).sync()
-        var freshState: [String: [String: StampedValue]] = [:]
-        for collection in RecordCollection.allCases {
-            for (key, state) in try fresh.replica.records(collection) { freshState["\(collection.rawValue)/\(key)"] = state.fields }
-        }
-        #expect(freshState == serverState, "a new machine does not get the server's state, seed \(seed)")
     }
 }

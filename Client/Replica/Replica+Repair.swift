@@ -1,0 +1,238 @@
+import Glibc
+import Model
+import Storage
+import SyncCore
+
+/// How a replica repairs its side of sync: a copied file takes a new device id,
+/// edits stamped by a fast clock are re-stamped, a reconciliation after a purge
+/// drops what the server deleted, and whole records go up when the server
+/// needs them (see "What each side remembers" in Deploy/OPERATIONS.md).
+extension Replica {
+    /// Where this replica's file lives: its file system and inode numbers and
+    /// the machine's id. A copied home, or one restored from a backup, has a
+    /// new file, so another value: it is a copy of a replica that may still
+    /// sync, and must not reuse that replica's device id.
+    func instanceIdentity() -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "" }
+        var machine = ""
+        if let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
+            machine = text.filter { !$0.isWhitespace }
+        }
+        return "\(info.st_dev):\(info.st_ino):\(machine)"
+    }
+
+    /// Checks, before a sync, whether this replica file is the one that synced
+    /// last time; a copy takes a new device id at once (its unpushed changes
+    /// minted again under it), before any change number can collide. The first
+    /// sync just records where the file is.
+    /// - Returns: the new device id when the replica was a copy.
+    @discardableResult
+    public func takeNewDeviceIDIfCopied() throws -> String? {
+        let identity = instanceIdentity()
+        guard !identity.isEmpty else { return nil }
+        let known = try meta("instance")
+        guard known != identity else { return nil }
+        // Only a replica that has talked to a server can be a copy that matters.
+        let forked = try known != nil && syncState().epoch != nil ? forkDeviceID() : nil
+        try transaction { try setMeta("instance", identity) }
+        return forked
+    }
+
+    /// Whether a reconciling pull is under way (see ``beginReconcile()``).
+    public func isReconciling() throws -> Bool { try meta("reconcile") != nil }
+
+    /// Starts pulling everything from zero because the server purged a
+    /// tombstone this replica never pulled: every key the server still has is
+    /// noted while pulling, and ``finishReconcile()`` drops the rest.
+    public func beginReconcile() throws {
+        try transaction {
+            try database.run("DELETE FROM reconcile_seen")
+            try setMeta("reconcile", "1")
+            try setMeta("pull_cursor", "0")
+        }
+    }
+
+    /// Ends a reconciling pull: records the server no longer has (deleted and
+    /// purged there) are dropped here too, except those with a change not yet
+    /// pushed (an edit made here is kept and goes up whole).
+    /// - Returns: how many records were dropped.
+    @discardableResult
+    public func finishReconcile() throws -> Int {
+        try transaction {
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            try database.run(
+                """
+                DELETE FROM records WHERE NOT EXISTS (
+                    SELECT 1 FROM reconcile_seen s WHERE s.collection = records.collection AND s.key = records.key
+                ) AND NOT EXISTS (
+                    SELECT 1 FROM changes c WHERE c.device = ? AND c.kind = 'local' AND c.device_seq > ?
+                    AND c.collection = records.collection AND c.key = records.key
+                ) AND NOT EXISTS (
+                    SELECT 1 FROM undelivered u WHERE u.collection = records.collection AND u.key = records.key)
+                """, [.text(deviceID), .integer(pushed)])
+            let dropped = database.changes
+            try database.run("DELETE FROM reconcile_seen")
+            try setMeta("reconcile", nil)
+            return dropped
+        }
+    }
+
+    /// Whole records holding a stamp later than `wallMillis` (in the server's
+    /// time): values from a clock that ran fast, which this replica's edits
+    /// must be stamped above.
+    public func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord] {
+        var result: [ChangeRecord] = []
+        for collection in RecordCollection.allCases {
+            for (key, state) in try records(collection) where state.fields.values.contains(where: { $0.stamp.wallMillis > wallMillis }) {
+                result.append(ChangeRecord(sequence: 0, collection: collection, key: key, state: state))
+            }
+        }
+        return result
+    }
+
+    /// This machine's clock in the server's time (the offset last learned).
+    public func serverTime() throws -> Int64 { try serverTimeMillis() }
+
+    /// Notes whole records the server needs and has not taken (or has, now).
+    public func markUndelivered(_ keys: [(RecordCollection, String)], _ undelivered: Bool) throws {
+        guard !keys.isEmpty else { return }
+        try transaction {
+            for (collection, key) in keys {
+                try database.run(undelivered ? "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)"
+                                             : "DELETE FROM undelivered WHERE collection = ? AND key = ?",
+                                 [.text(collection.rawValue), .text(key)])
+            }
+        }
+    }
+
+    /// The records the server still needs whole.
+    public func undeliveredRecords() throws -> [ChangeRecord] {
+        let keys = try read {
+            try database.query("SELECT collection, key FROM undelivered ORDER BY collection, key") { row in
+                (RecordCollection(rawValue: row.string(0) ?? "") ?? .rules, row.string(1) ?? "")
+            }
+        }
+        return try wholeRecords(keys)
+    }
+
+    /// The whole local records for `keys`, for a relay.
+    public func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord] {
+        try keys.compactMap { collection, key in
+            try record(collection, key: key).map { ChangeRecord(sequence: 0, collection: collection, key: key, state: $0) }
+        }
+    }
+
+    /// Takes the device id another process may have given this replica.
+    func refreshDeviceID() throws {
+        try read { try loadPersistedClock() }
+    }
+
+    /// Re-stamps every unpushed change (the server refused a stamp as too far
+    /// ahead: this machine's clock was fast when they were made). Nobody has
+    /// seen them, so they get new stamps from the server-corrected clock, in
+    /// their order, above every stamp this replica holds that is not theirs;
+    /// the records and the persisted clock are repaired with them.
+    /// - Returns: how many changes were re-stamped.
+    @discardableResult
+    public func restampUnpushed() throws -> Int {
+        try transaction {
+            try loadPersistedClock()
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            let pendingStamps = Set(pending.flatMap { $0.state.fields.values.map(\.stamp) })
+            // The highest stamp seen that is not one of the unpushed changes'.
+            var seen = HLCTimestamp.zero(device: deviceID)
+            for collection in RecordCollection.allCases {
+                for (_, state) in try records(collection) {
+                    for register in state.fields.values where !pendingStamps.contains(register.stamp) && register.stamp > seen {
+                        seen = register.stamp
+                    }
+                }
+            }
+            for change in try database.query(
+                "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND device_seq <= ?",
+                [.text(deviceID), .integer(pushed)], { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") }) {
+                for register in change.fields.values where register.stamp > seen { seen = register.stamp }
+            }
+            resetClock(to: seen)
+            try restamp(pending, asDevice: nil)
+            try persistClock()
+            return pending.count
+        }
+    }
+
+    /// Gives this replica a new device id, because the server has this
+    /// device's change numbers with other content: the replica is a copy of
+    /// another (a copied home) or was restored from an older copy. Its
+    /// unpushed changes are minted again under the new id (new stamps, numbered
+    /// from 1), so nothing either copy wrote is lost; the other copy keeps the
+    /// old id.
+    /// - Returns: the new device id.
+    @discardableResult
+    public func forkDeviceID() throws -> String {
+        let decidedAs = deviceID
+        return try transaction {
+            try loadPersistedClock()
+            // Another process forked already: the server's answer was about the old id.
+            guard deviceID == decidedAs else { return deviceID }
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            let old = deviceID
+            try adoptDeviceID(Self.makeDeviceID())
+            try restamp(pending, asDevice: old)
+            try persistClock()
+            try setMeta("pushed_through", "0")
+            return deviceID
+        }
+    }
+
+    /// Gives `pending` (this device's unpushed changes, in order) new stamps
+    /// from the clock; records whose field still holds an old stamp take the
+    /// new one. With `oldDevice`, the changes move to this (new) device id and
+    /// are numbered from 1, and their versions count for it.
+    private func restamp(_ pending: [ChangeRecord], asDevice oldDevice: String?) throws {
+        for (index, change) in pending.enumerated() {
+            let stamp = try tickClock()
+            var fields: [String: StampedValue] = [:]
+            for (name, register) in change.state.fields { fields[name] = StampedValue(register.value, stamp: stamp) }
+            var state = try record(change.collection, key: change.key) ?? RecordState()
+            for (name, register) in change.state.fields where state.fields[name]?.stamp == register.stamp {
+                state.fields[name] = fields[name]
+            }
+            if oldDevice != nil { state.versions.increment(deviceID) }
+            try storeMerged(change.collection, key: change.key, state: state)
+            if let oldDevice {
+                try database.run(
+                    "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ? WHERE device = ? AND device_seq = ?",
+                    [.text(deviceID), .integer(Int64(index + 1)), .text(RecordState.encodeFields(fields)),
+                     .text(RecordState.encodeVersions(state.versions)), .text(oldDevice), .integer(change.sequence)])
+            } else {
+                try database.run(
+                    "UPDATE changes SET fields = ? WHERE device = ? AND device_seq = ?",
+                    [.text(RecordState.encodeFields(fields)), .text(deviceID), .integer(change.sequence)])
+            }
+        }
+    }
+
+    /// Every record this replica holds, in batches, for a relay after a restore.
+    public func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord] {
+        let order = RecordCollection.allCases.map(\.rawValue)
+        let position = collection.flatMap { order.firstIndex(of: $0.rawValue) } ?? -1
+        var result: [ChangeRecord] = []
+        for (index, name) in order.enumerated() where index >= position {
+            let rows = try read {
+                try database.query(
+                    "SELECT key, fields, versions FROM records WHERE collection = ? AND key > ? ORDER BY key LIMIT ?",
+                    [.text(name), .text(index == position ? key : ""), .integer(Int64(limit - result.count))]
+                ) { row in
+                    ChangeRecord(sequence: 0, collection: RecordCollection(rawValue: name) ?? .rules, key: row.string(0) ?? "",
+                                 state: try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
+                }
+            }
+            result += rows
+            if result.count >= limit { break }
+        }
+        return result
+    }
+}

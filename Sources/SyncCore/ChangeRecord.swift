@@ -1,0 +1,71 @@
+import Model
+
+/// One record version: a pushed change (`sequence` is the device's) or a
+/// pulled record (`sequence` is the account's).
+public struct ChangeRecord: Sendable, Equatable {
+    public var sequence: Int64
+    public var collection: RecordCollection
+    public var key: String
+    public var state: RecordState
+
+    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState) {
+        self.sequence = sequence
+        self.collection = collection
+        self.key = key
+        self.state = state
+    }
+
+    /// What identifies this change's content (FNV-1a 64 of its collection,
+    /// key and canonical fields, as 16 hex digits). The server keeps the digest
+    /// of the last change of each device it applied; a device whose numbers
+    /// were reused (a copied home, a home restored from an older copy) is told
+    /// by the digest, never by the number alone.
+    public var digest: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ bytes: some Sequence<UInt8>) {
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+        }
+        mix(collection.rawValue.utf8)
+        mix([0])
+        mix(key.utf8)
+        mix([0])
+        mix(RecordState.encodeFields(state.fields).utf8)
+        let text = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+
+    public var json: JSONValue {
+        .object([
+            "seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key),
+            "fields": .object(state.fields.mapValues(\.json)),
+            "versions": .object(state.versions.counters.mapValues { .int(Int64(clamping: $0)) }),
+        ])
+    }
+
+    public init(json: JSONValue) throws(Wire.Problem) {
+        guard case .object(let object) = json else { throw Wire.Problem("a change must be an object") }
+        guard let sequence = object["seq"]?.intValue else { throw Wire.Problem("a change needs \"seq\", a number") }
+        guard let name = object["collection"]?.stringValue, let collection = RecordCollection(rawValue: name) else {
+            throw Wire.Problem("a change needs \"collection\": browsers, rules or settings")
+        }
+        guard let key = object["key"]?.stringValue else { throw Wire.Problem("a change needs \"key\", a string") }
+        if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(sequence): \(problem)") }
+        let state = try RecordState(fields: object["fields"] ?? .null, versions: object["versions"] ?? .null, context: "change \(sequence)")
+        self.init(sequence: sequence, collection: collection, key: key, state: state)
+    }
+}
+
+extension StampedValue {
+    public var json: JSONValue { .object(["v": value, "s": .string(stamp.description)]) }
+
+    public init(json: JSONValue, context: String) throws(Wire.Problem) {
+        guard case .object(let parts) = json, let value = parts["v"] else { throw Wire.Problem("\(context) needs \"v\"") }
+        guard let text = parts["s"]?.stringValue, let stamp = HLCTimestamp(text: text) else {
+            throw Wire.Problem("\(context) needs \"s\", an HLC stamp")
+        }
+        self.init(value, stamp: stamp)
+    }
+}
