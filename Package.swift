@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "TestSupport",
+            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -8,20 +8,6 @@ import SyncCore
 /// drops what the server deleted, and whole records go up when the server
 /// needs them (see "What each side remembers" in Deploy/OPERATIONS.md).
 extension Replica {
-    /// Where this replica's file lives: its file system and inode numbers and
-    /// the machine's id. A copied home, or one restored from a backup, has a
-    /// new file, so another value: it is a copy of a replica that may still
-    /// sync, and must not reuse that replica's device id.
-    func instanceIdentity() -> String {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return "" }
-        var machine = ""
-        if let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
-            machine = text.filter { !$0.isWhitespace }
-        }
-        return "\(info.st_dev):\(info.st_ino):\(machine)"
-    }
-
     /// Checks, before a sync, whether this replica file is the one that synced
     /// last time; a copy takes a new device id at once (its unpushed changes
     /// minted again under it), before any change number can collide. The first
@@ -29,8 +15,9 @@ extension Replica {
     /// - Returns: the new device id when the replica was a copy.
     @discardableResult
     public func takeNewDeviceIDIfCopied() throws -> String? {
-        let identity = instanceIdentity()
-        guard !identity.isEmpty else { return nil }
+        // A copied home, or one restored from a backup, is a new file: a copy
+        // of a replica that may still sync, which must not reuse its device id.
+        guard let identity = FileIdentity.of(path) else { return nil }
         let known = try meta("instance")
         guard known != identity else { return nil }
         // Only a replica that has talked to a server can be a copy that matters.
@@ -189,15 +176,19 @@ extension Replica {
 
     /// Gives `pending` (this device's unpushed changes, in order) new stamps
     /// from the clock; records whose field still holds an old stamp take the
-    /// new one. With `oldDevice`, the changes move to this (new) device id and
-    /// are numbered from 1, and their versions count for it.
+    /// new one. A field the record holds with another stamp was overwritten
+    /// since (by a later edit here or a value pulled): it leaves the change, so
+    /// the new stamp cannot make an old edit win over what came after it. With
+    /// `oldDevice`, the changes move to this (new) device id and are numbered
+    /// from 1, and their versions count for it.
     private func restamp(_ pending: [ChangeRecord], asDevice oldDevice: String?) throws {
         for (index, change) in pending.enumerated() {
             let stamp = try tickClock()
-            var fields: [String: StampedValue] = [:]
-            for (name, register) in change.state.fields { fields[name] = StampedValue(register.value, stamp: stamp) }
             var state = try record(change.collection, key: change.key) ?? RecordState()
-            for (name, register) in change.state.fields where state.fields[name]?.stamp == register.stamp {
+            var fields: [String: StampedValue] = [:]
+            for (name, register) in change.state.fields {
+                if let current = state.fields[name], current.stamp != register.stamp { continue } // overwritten since
+                fields[name] = StampedValue(register.value, stamp: stamp)
                 state.fields[name] = fields[name]
             }
             if oldDevice != nil { state.versions.increment(deviceID) }

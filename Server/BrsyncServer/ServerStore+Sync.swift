@@ -12,7 +12,7 @@ extension ServerStore {
     /// a detected rollback's new epoch is committed.
     private enum PushOutcome {
         case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange], needed: [Int64])
-        case gap(expected: Int64, digest: String)
+        case gap(expected: Int64, digest: String, newEpoch: String?)
         case diverged(acknowledged: Int64, digest: String)
     }
 
@@ -68,8 +68,8 @@ extension ServerStore {
                 if request.from > last + 1 {
                     // The replica had this stream acknowledged further than the
                     // store has it: the store was restored from an older copy.
-                    if stream != nil { _ = try startNewEpoch(in: database) }
-                    return .gap(expected: last + 1, digest: lastDigest)
+                    let newEpoch = stream != nil ? try Self.startNewEpoch(in: database) : nil
+                    return .gap(expected: last + 1, digest: lastDigest, newEpoch: newEpoch)
                 }
                 if !lastDigest.isEmpty {
                     if request.from == last + 1, last > 0, let base = request.base, base != lastDigest {
@@ -168,7 +168,8 @@ extension ServerStore {
             }
         }
         switch outcome {
-        case .gap(let expected, let digest):
+        case .gap(let expected, let digest, let newEpoch):
+            if let newEpoch { currentEpoch.withLock { $0 = newEpoch } }
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
         case .diverged(let acknowledged, let digest):
             throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
@@ -406,7 +407,7 @@ extension ServerStore {
                 // Another request may have started it already.
                 let stored = try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
                 guard stored == page.epoch else { return stored }
-                return try startNewEpoch(in: database)
+                return try Self.startNewEpoch(in: database)
             }
             currentEpoch.withLock { $0 = page.epoch }
             page.more = false

@@ -107,12 +107,15 @@ public final class ServerStore: Sendable {
     let currentEpoch: Mutex<String>
     public static let serverDevice = "server"
 
-    /// Opens (or creates) the store at `path`.
-    /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
-    ///   a newer brsyncd (left untouched), or cannot be opened.
     /// The server's wall clock in milliseconds (tests run it skewed).
     public let currentMillis: @Sendable () -> Int64
 
+    /// Opens (or creates) the store at `path`. A store file that is not the
+    /// one that last served (a file copy put back, a backup restored twice,
+    /// the store moved to another machine) starts a new epoch: its change
+    /// numbers may already have been handed out with other content.
+    /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
+    ///   a newer brsyncd (left untouched), or cannot be opened.
     public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
                 clock: @escaping @Sendable () -> Int64 = ServerStore.nowMillis) throws {
         self.path = path
@@ -135,8 +138,18 @@ public final class ServerStore: Sendable {
             try first.execute("PRAGMA journal_mode = WAL")
             try first.execute("PRAGMA application_id = \(Self.applicationID)")
             try Self.migrator.migrate(first)
-            let epoch: String = try first.transaction {
-                if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue { return existing }
+            let identity = FileIdentity.of(path)
+            let epoch: String = try first.transaction(.immediate) {
+                let known = try first.scalar("SELECT value FROM meta WHERE key = 'file_identity'")?.stringValue
+                if let identity, identity != known {
+                    try first.run("INSERT INTO meta (key, value) VALUES ('file_identity', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                  [.text(identity)])
+                }
+                if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue {
+                    // A store that served from another file is a copy of it.
+                    guard let identity, let known, identity != known else { return existing }
+                    return try Self.startNewEpoch(in: first)
+                }
                 let fresh = Crypto.hex(Crypto.randomBytes(8))
                 try first.run("INSERT INTO meta (key, value) VALUES ('epoch', ?)", [.text(fresh)])
                 return fresh
@@ -202,7 +215,7 @@ public final class ServerStore: Sendable {
     /// an older copy). Every client then re-syncs fully and relays what it
     /// holds; acknowledged cursors of the old timeline stop counting for
     /// tombstone purges.
-    func startNewEpoch(in database: Database) throws -> String {
+    static func startNewEpoch(in database: Database) throws -> String {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
         try database.run("UPDATE devices SET acknowledged_cursor = 0")

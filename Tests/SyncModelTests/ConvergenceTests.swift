@@ -31,9 +31,10 @@ import TestSupport
 /// Environment: `BRSYNC_SYNC_SEEDS=N` seeds from `BRSYNC_TEST_SEED`;
 /// `BRSYNC_MODEL_DEBUG=1` prints syncs that forked, re-synced or had problems,
 /// and the history of values the oracle could not trace;
-/// `BRSYNC_MODEL_WATCH=rules/KEY` prints, after every step, whether the server
-/// and which machines hold that record; `BRSYNC_MODEL_KEEP=1` keeps the
-/// temporary folder (homes and server store) for `sqlite3`.
+/// `BRSYNC_MODEL_WATCH=rules/KEY` prints, after every step that changed it,
+/// that record on the server (with its change number and the epoch) and on
+/// every machine (with its cursors); `BRSYNC_MODEL_KEEP=1` keeps the temporary
+/// folder (homes and server store) for `sqlite3`.
 @Suite struct ConvergenceTests {
     /// Seeds to run: `BRSYNC_SYNC_SEEDS=N` runs N seeds from `BRSYNC_TEST_SEED` (default 2 in CI).
     static var seeds: [UInt64] {
@@ -76,6 +77,8 @@ final class Run: @unchecked Sendable {
     var homeCopies: [(machine: SimulatedMachine, path: String)] = []
     var faults: [String: Int] = [:]
     var counter = 0
+    /// What `BRSYNC_MODEL_WATCH` printed last.
+    var lastWatch: [String] = []
 
     init(seed: UInt64) throws {
         self.seed = seed
@@ -281,28 +284,7 @@ final class Run: @unchecked Sendable {
         for step in 0..<160 {
             let machine = machines.randomElement(using: &random)!
             let operation = Int.random(in: 0..<40, using: &random)
-            defer {
-                if let watch = ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] {
-                    let onServer = (try? store.pull(since: 0, limit: 1_000_000, device: try store.devices(account: "alice")[0]))?.changes.contains { "\($0.collection.rawValue)/\($0.key)" == watch } ?? false
-                    func holds(_ replica: Replica) -> Bool {
-                        RecordCollection.allCases.contains { collection in
-                            (try? replica.records(collection))?.contains { "\(collection.rawValue)/\($0.key)" == watch && !$0.state.isDeleted } ?? false
-                        }
-                    }
-                    let holders = machines.filter { holds($0.replica) }.map { "\($0.name)/\($0.replica.deviceID)" }
-                    let goneHolders = gone.filter { holds($0.replica) }.map(\.name)
-                    print("WATCH step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID): server \(onServer), held by \(holders), gone \(goneHolders), mustSurvive \(mustSurvive.contains { $0.record == watch })")
-                }
-                if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil, !futureReported {
-                    for other in machines {
-                        let future = held(other.replica).filter { $0.stamp.wallMillis > serverClock.now() + 86_400_000 }
-                        if let first = future.first {
-                            print("DEBUG step \(step) op \(operation) on \(machine.name): \(other.name) \(other.replica.deviceID) (skew \(other.skewMilliseconds)) holds \(future.count) future stamps, e.g. \(first.record).\(first.field)@\(first.stamp)")
-                            futureReported = true
-                        }
-                    }
-                }
-            }
+            defer { trace(step: step, operation: operation, on: machine, futureReported: &futureReported) }
             switch operation {
             case 0..<16: edit(machine)
             case 16..<25: sync(machine, Int.random(in: 0...3, using: &random))

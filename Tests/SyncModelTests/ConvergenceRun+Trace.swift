@@ -1,0 +1,62 @@
+import Foundation
+import Model
+import Replica
+import SyncCore
+
+/// The convergence test's debugging output (see ``ConvergenceTests``).
+extension Run {
+    func trace(step: Int, operation: Int, on machine: SimulatedMachine, futureReported: inout Bool) {
+        let environment = ProcessInfo.processInfo.environment
+        if let watch = environment["BRSYNC_MODEL_WATCH"] {
+            let lines = watchLines(watch)
+            if lines != lastWatch {
+                lastWatch = lines
+                print("WATCH step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID), must survive: \(mustSurvive.contains { $0.record == watch })\n"
+                      + lines.joined(separator: "\n"))
+            }
+        }
+        if environment["BRSYNC_MODEL_DEBUG"] != nil, !futureReported {
+            for other in machines {
+                let future = held(other.replica).filter { $0.stamp.wallMillis > serverClock.now() + 86_400_000 }
+                if let first = future.first {
+                    print("DEBUG step \(step) op \(operation) on \(machine.name): \(other.name) \(other.replica.deviceID) (skew \(other.skewMilliseconds)) holds \(future.count) future stamps, e.g. \(first.record).\(first.field)@\(first.stamp)")
+                    futureReported = true
+                }
+            }
+        }
+    }
+
+    /// The watched record on the server and on every machine.
+    func watchLines(_ watch: String) -> [String] {
+        func show(_ state: RecordState?) -> String {
+            guard let state else { return "-" }
+            return state.fields.sorted { $0.key < $1.key }.prefix(3)
+                .map { "\($0.key)=\("\($0.value.value)".prefix(12))@\($0.value.stamp)" }.joined(separator: " ")
+        }
+        func state(_ replica: Replica) -> RecordState? {
+            for collection in RecordCollection.allCases {
+                if let found = (try? replica.records(collection))?.first(where: { "\(collection.rawValue)/\($0.key)" == watch }) { return found.state }
+            }
+            return nil
+        }
+        let device = try? store.devices(account: "alice").first
+        let onServer = device.flatMap { try? store.pull(since: 0, limit: 1_000_000, device: $0).changes.first { "\($0.collection.rawValue)/\($0.key)" == watch } }
+        // The row's bookkeeping, read with the sqlite3 program (when there is one).
+        let key = watch.split(separator: "/", maxSplits: 1).last.map(String.init) ?? watch
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [storePath, "SELECT 'seq ' || seq || ', known to ' || ifnull(known_to, '-') || ' after ' || known_after || ', next ' || (SELECT next_seq FROM accounts) || ', epoch ' || (SELECT value FROM meta WHERE key = 'epoch') FROM records WHERE key = '\(key.replacingOccurrences(of: "'", with: "''"))'"]
+        let pipe = Pipe()
+        sqlite.standardOutput = pipe
+        sqlite.standardError = FileHandle.nullDevice
+        var row = ""
+        if (try? sqlite.run()) != nil {
+            row = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            sqlite.waitUntilExit()
+        }
+        return ["server: \(show(onServer?.state)) [\(row)]"] + machines.map { machine in
+            let sync = try? machine.replica.syncState()
+            return "  \(machine.name)/\(machine.replica.deviceID): \(show(state(machine.replica))); pushed through \(sync?.pushedThrough ?? -1), cursor \(sync?.pullCursor ?? -1), epoch \((sync?.epoch ?? nil) ?? "-")"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import BrsyncServer
+import Foundation
+import Model
+import Replica
+import Storage
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// Two histories that look alike: a replica whose copy used its change
+/// numbers, and a server store whose file copy was put back. Each was found
+/// by the convergence test (seeds 2032 and 2004).
+@Suite(.serialized) struct HistoryTests {
+    static func note(_ replica: Replica) throws -> JSONValue? {
+        try replica.record(.settings, key: "note")?.fields["value"]?.value
+    }
+
+    /// A replica that must take a new device id re-issues its unpushed edits,
+    /// but only the fields it still holds: an edit overwritten since by a
+    /// value it pulled does not come back with a new stamp and win.
+    @Test func aForkedReplicaDoesNotReviveAnOverwrittenEdit() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        try laptop.replica.write(.settings, key: "note", changes: ["value": .int(1)])
+        try world.sync(laptop)
+        // A block-level copy (a VM snapshot): same file identity, same device id.
+        let copyHome = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
+        let copy = try Replica.open(home: copyHome, now: { Replica.systemNow() + 1_000 })
+        try copy.database.run("DELETE FROM meta WHERE key = 'instance'")
+        #expect(copy.deviceID == laptop.replica.deviceID)
+        // Both edit the note with the same change number; the copy's edit is later.
+        try laptop.replica.write(.settings, key: "note", changes: ["value": .int(2)])
+        try copy.write(.settings, key: "note", changes: ["value": .int(6)])
+        try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        // The laptop pulls the 6, then pushes its own change 2: the numbers
+        // were used with other content, so it takes a new device id.
+        _ = try world.client(laptop).pull()
+        #expect(try Self.note(laptop.replica) == .int(6))
+        let summary = try world.sync(laptop)
+        #expect(summary.newDeviceID != nil, "\(summary)")
+        #expect(try Self.note(laptop.replica) == .int(6))
+        #expect(try world.freshView()["settings/note"]?["value"]?.value == .int(6))
+        try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        #expect(try Self.note(copy) == .int(6))
+    }
+
+    /// A server store whose file copy is put back (or a backup restored a
+    /// second time) may hand out change numbers it handed out before with other
+    /// content: it starts a new epoch, so a machine whose cursor is past them
+    /// pulls everything again instead of skipping what the new numbers hold.
+    @Test func aStoreFileCopiedBackStartsANewEpoch() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        try laptop.replica.write(.settings, key: "first", changes: ["value": .int(1)])
+        try world.sync(laptop)
+        world.stopServer()
+        let copy = world.directory.file("server-copy.sqlite")
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: world.storePath + suffix) {
+            try FileManager.default.copyItem(atPath: world.storePath + suffix, toPath: copy + suffix)
+        }
+        try world.startServer()
+        let epoch = world.store.epoch
+        world.stopServer()
+        try world.startServer()
+        #expect(world.store.epoch == epoch, "the same file keeps its epoch")
+        for index in 0..<3 { try laptop.replica.write(.settings, key: "later\(index)", changes: ["value": .int(1)]) }
+        try world.sync(laptop)
+        // The copy is put back: the laptop's three later records are gone, and
+        // a new machine's records take their change numbers.
+        world.stopServer()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
+            try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
+        }
+        try world.startServer()
+        #expect(world.store.epoch != epoch)
+        let desktop = try world.machine("desktop")
+        for index in 0..<3 { try desktop.replica.write(.settings, key: "desktop\(index)", changes: ["value": .int(2)]) }
+        try world.sync(desktop)
+        try world.sync(laptop)
+        let keys = try laptop.replica.records(.settings).map(\.key).sorted()
+        #expect(keys == ["desktop0", "desktop1", "desktop2", "first", "later0", "later1", "later2"])
+        try world.sync(desktop)
+        #expect(try desktop.replica.records(.settings).count == 7)
+    }
+
+    /// A copy written back into the same file (SQLite's `.restore`) keeps the
+    /// file's identity: the first push beyond what the store has starts the
+    /// new epoch, and every answer from then on carries it.
+    @Test func aStoreRestoredInPlaceStartsANewEpochAtTheFirstSign() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        try laptop.replica.write(.settings, key: "first", changes: ["value": .int(1)])
+        try world.sync(laptop)
+        let saved = try Database(path: world.directory.file("saved.sqlite"), mode: .readWriteCreate)
+        try Database(path: world.storePath, mode: .readWrite).backup(to: saved)
+        let epoch = world.store.epoch
+        try laptop.replica.write(.settings, key: "second", changes: ["value": .int(2)])
+        try world.sync(laptop)
+        world.stopServer()
+        try saved.backup(to: try Database(path: world.storePath, mode: .readWrite)) // in place: same file
+        try world.startServer()
+        #expect(world.store.epoch == epoch)
+        try laptop.replica.write(.settings, key: "third", changes: ["value": .int(3)])
+        try world.sync(laptop)
+        #expect(world.store.epoch != epoch)
+        #expect(try laptop.replica.syncState().epoch == world.store.epoch)
+        #expect(try world.freshView().keys.sorted() == ["settings/first", "settings/second", "settings/third"])
+    }
+}
