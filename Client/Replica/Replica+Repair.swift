@@ -142,6 +142,17 @@ extension Replica {
                 [.text(deviceID), .integer(pushed)], { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") }) {
                 for register in change.fields.values where register.stamp > seen { seen = register.stamp }
             }
+            // What the unpushed edits overwrote: gone from the records, still
+            // below the edits (unless it was one of them). A stamp further
+            // ahead than the server's clock and everything pulled from it was
+            // never the server's: the edit need not (and could not) go above it.
+            let acceptable = max(try serverTimeMillis() + 240_000, Int64(try meta("pulled_high") ?? "") ?? 0)
+            for text in try database.query(
+                "SELECT overwrote FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND overwrote IS NOT NULL",
+                [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" }) {
+                if let stamp = HLCTimestamp(text: text), !pendingStamps.contains(stamp), stamp > seen,
+                   stamp.wallMillis <= acceptable { seen = stamp }
+            }
             resetClock(to: seen)
             try restamp(pending, asDevice: nil)
             try persistClock()
@@ -182,27 +193,30 @@ extension Replica {
     /// `oldDevice`, the changes move to this (new) device id and are numbered
     /// from 1, and their versions count for it.
     private func restamp(_ pending: [ChangeRecord], asDevice oldDevice: String?) throws {
+        // Old stamp → new one: a later change that overwrote an earlier one
+        // names the earlier one's new stamp as what it overwrote.
+        var renamed: [HLCTimestamp: HLCTimestamp] = [:]
         for (index, change) in pending.enumerated() {
             let stamp = try tickClock()
             var state = try record(change.collection, key: change.key) ?? RecordState()
             var fields: [String: StampedValue] = [:]
             for (name, register) in change.state.fields {
+                renamed[register.stamp] = stamp
                 if let current = state.fields[name], current.stamp != register.stamp { continue } // overwritten since
                 fields[name] = StampedValue(register.value, stamp: stamp)
                 state.fields[name] = fields[name]
             }
             if oldDevice != nil { state.versions.increment(deviceID) }
             try storeMerged(change.collection, key: change.key, state: state)
-            if let oldDevice {
-                try database.run(
-                    "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ? WHERE device = ? AND device_seq = ?",
-                    [.text(deviceID), .integer(Int64(index + 1)), .text(RecordState.encodeFields(fields)),
-                     .text(RecordState.encodeVersions(state.versions)), .text(oldDevice), .integer(change.sequence)])
-            } else {
-                try database.run(
-                    "UPDATE changes SET fields = ? WHERE device = ? AND device_seq = ?",
-                    [.text(RecordState.encodeFields(fields)), .text(deviceID), .integer(change.sequence)])
-            }
+            let device = oldDevice ?? deviceID
+            let overwrote = try database.scalar("SELECT overwrote FROM changes WHERE device = ? AND device_seq = ?",
+                                                [.text(device), .integer(change.sequence)])?.stringValue
+                .flatMap(HLCTimestamp.init(text:)).map { renamed[$0] ?? $0 }
+            try database.run(
+                "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ? WHERE device = ? AND device_seq = ?",
+                [.text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence), .text(RecordState.encodeFields(fields)),
+                 .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
+                 overwrote.map { .text($0.description) } ?? .null, .text(device), .integer(change.sequence)])
         }
     }
 

@@ -203,10 +203,14 @@ extension Replica {
             }
             try loadPersistedClock()
             let wall = try serverTimeMillis()
+            var pulledHigh = Int64(try meta("pulled_high") ?? "") ?? 0
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
-                if let newest = change.state.fields.values.map(\.stamp).max() { clockObserve(newest, wallMillis: wall) }
+                if let newest = change.state.fields.values.map(\.stamp).max() {
+                    clockObserve(newest, wallMillis: wall)
+                    pulledHigh = max(pulledHigh, newest.wallMillis)
+                }
                 if let problem = Wire.problem(state: merged) ?? Self.problem(of: change.collection, key: change.key, state: merged) {
                     setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
                     continue
@@ -220,6 +224,8 @@ extension Replica {
             }
             try setMeta("pull_cursor", String(cursor))
             try setMeta("epoch", epoch)
+            // The newest stamp the server has handed out: one it took.
+            if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
             return changed
         }

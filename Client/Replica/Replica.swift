@@ -194,6 +194,7 @@ public final class Replica {
             // made after a delete (elsewhere, unseen) must win over it, as the
             // newest stamp wins for every field, deletion included.
             if changed[RecordState.deletedField] == nil { changed[RecordState.deletedField] = .bool(false) }
+            let overwrote = state.fields.values.map(\.stamp).max()
             try loadPersistedClock()
             let stamp = clock.tick(wallMillis: try serverTimeMillis())
             var logged: [String: StampedValue] = [:]
@@ -211,11 +212,12 @@ public final class Replica {
                 "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(
                 """
-                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at)
-                VALUES (?, ?, ?, ?, ?, ?, 'local', ?)
+                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote)
+                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?)
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
-                 .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now())])
+                 .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now()),
+                 overwrote.map { .text($0.description) } ?? .null])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }

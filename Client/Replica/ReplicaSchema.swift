@@ -78,6 +78,7 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             """),
         Migration4.undelivered,
+        Migration4.overwrote,
     ])
 
     enum Migration4 {
@@ -90,6 +91,13 @@ enum ReplicaSchema {
                 key TEXT NOT NULL,
                 PRIMARY KEY (collection, key)
             ) WITHOUT ROWID;
+            """)
+
+        /// The highest stamp the record held when a local edit was made: a
+        /// re-stamped edit (a clock that ran fast) must stay above what it
+        /// overwrote, though the record no longer holds that value.
+        static let overwrote = Migrator.Migration(version: 5, sql: """
+            ALTER TABLE changes ADD COLUMN overwrote TEXT;
             """)
     }
 }

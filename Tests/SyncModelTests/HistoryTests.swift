@@ -109,4 +109,26 @@ import TestSupport
         #expect(try laptop.replica.syncState().epoch == world.store.epoch)
         #expect(try world.freshView().keys.sorted() == ["settings/first", "settings/second", "settings/third"])
     }
+
+    /// An edit made after pulling a value, on a clock that then ran fast, is
+    /// re-stamped when the server refuses the stamp: still above the value it
+    /// overwrote (which the record no longer holds), so it wins everywhere
+    /// (seed 3089).
+    @Test func aReStampedEditStaysAboveWhatItOverwrote() throws {
+        let world = try SyncWorld()
+        let desktop = try world.machine("desktop", skew: 4 * 60_000) // ahead, within what the server takes
+        let laptop = try world.machine("laptop")
+        try desktop.replica.write(.settings, key: "note", changes: ["value": .int(6)])
+        try world.sync(desktop)
+        try world.sync(laptop)
+        #expect(try Self.note(laptop.replica) == .int(6))
+        laptop.setSkew(2 * 3_600_000)
+        try laptop.replica.write(.settings, key: "note", changes: ["value": .int(7)])
+        let summary = try world.sync(laptop)
+        #expect(summary.restamped == 1, "\(summary)")
+        #expect(try Self.note(laptop.replica) == .int(7))
+        #expect(try world.freshView()["settings/note"]?["value"]?.value == .int(7))
+        try world.sync(desktop)
+        #expect(try Self.note(desktop.replica) == .int(7))
+    }
 }
