@@ -40,9 +40,11 @@ extension Replica {
         }
     }
 
-    /// Ends a reconciling pull: records the server no longer has (deleted and
-    /// purged there) are dropped here too, except those with a change not yet
-    /// pushed (an edit made here is kept and goes up whole).
+    /// Ends a reconciling pull: live records the server no longer has (deleted
+    /// and purged there) are dropped here too, except those with a change not
+    /// yet pushed (an edit made here is kept and goes up whole). Tombstones
+    /// stay: should the server be restored to a time before the deletion, the
+    /// relay after it carries the deletion back (seed 4031).
     /// - Returns: how many records were dropped.
     @discardableResult
     public func finishReconcile() throws -> Int {
@@ -50,7 +52,7 @@ extension Replica {
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             try database.run(
                 """
-                DELETE FROM records WHERE NOT EXISTS (
+                DELETE FROM records WHERE deleted = 0 AND NOT EXISTS (
                     SELECT 1 FROM reconcile_seen s WHERE s.collection = records.collection AND s.key = records.key
                 ) AND NOT EXISTS (
                     SELECT 1 FROM changes c WHERE c.device = ? AND c.kind = 'local' AND c.device_seq > ?

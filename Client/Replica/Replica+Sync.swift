@@ -218,6 +218,14 @@ extension Replica {
                 for value in lost {
                     try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
                 }
+                // The server's version lacks something this replica holds and
+                // will not push (no unpushed edit of the record): the server
+                // lost it (a restore, a purged tombstone brought back by an old
+                // copy). The whole record goes up at the next push.
+                if merged != change.state, try !hasUnpushedChange(change.collection, key: change.key) {
+                    try database.run("INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
+                                     [.text(change.collection.rawValue), .text(change.key)])
+                }
                 guard merged != local else { continue }
                 try storeMerged(change.collection, key: change.key, state: merged)
                 changed += 1
@@ -229,6 +237,14 @@ extension Replica {
             try persistClock()
             return changed
         }
+    }
+
+    /// Whether this replica has an edit of the record that it has not pushed.
+    func hasUnpushedChange(_ collection: RecordCollection, key: String) throws -> Bool {
+        let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+        return try database.scalar(
+            "SELECT 1 FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND collection = ? AND key = ? LIMIT 1",
+            [.text(deviceID), .integer(pushed), .text(collection.rawValue), .text(key)]) != nil
     }
 
     /// Why a record received from elsewhere cannot be used here, checked as

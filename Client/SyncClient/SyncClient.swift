@@ -103,6 +103,11 @@ public final class SyncClient {
         }
         do {
             try pull()
+            // Records the pull showed the server lacks go up at once.
+            if refusal == nil, try !replica.undeliveredRecords().isEmpty {
+                try push()
+                try pull()
+            }
         } catch {
             try? replica.recordSyncProblem("\(error)")
             throw error

@@ -131,4 +131,42 @@ import TestSupport
         try world.sync(desktop)
         #expect(try Self.note(desktop.replica) == .int(7))
     }
+
+    /// A deletion whose tombstone the server purged, brought back to life by an
+    /// old copy of a home that relays what it holds: the replicas that hold
+    /// the deletion see the server is behind and send it again (seed 4031).
+    @Test func aPurgedDeletionBroughtBackByAnOldCopyIsDeletedAgain() throws {
+        let world = try SyncWorld()
+        let laptop = try world.machine("laptop")
+        try laptop.replica.write(.settings, key: "x", changes: ["value": .int(1)])
+        try world.sync(laptop)
+        // An old copy of the home, from before a server restore.
+        let oldHome = world.directory.file("old-home")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: oldHome)
+        world.stopServer()
+        let copy = world.directory.file("server-copy.sqlite")
+        try FileManager.default.copyItem(atPath: world.storePath, toPath: copy)
+        if FileManager.default.fileExists(atPath: world.storePath + "-wal") {
+            try FileManager.default.copyItem(atPath: world.storePath + "-wal", toPath: copy + "-wal")
+        }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
+            try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
+        }
+        try world.startServer()
+        try world.sync(laptop) // the new epoch
+        // Deleted, synced, and the tombstone purged.
+        try laptop.replica.write(.settings, key: "x", changes: [RecordState.deletedField: .bool(true)])
+        try world.sync(laptop)
+        try world.sync(laptop) // its cursor, past the deletion, acknowledged
+        #expect(try world.store.purgeTombstones(retentionMilliseconds: 0) == 1)
+        // The old copy wakes up: another epoch, so it relays everything, x alive.
+        let old = SimulatedMachine(name: "old", replica: try Replica.open(home: oldHome), token: laptop.token)
+        #expect(try world.sync(old).relayed > 0)
+        // The laptop still holds the deletion: its next sync puts it back.
+        try world.sync(laptop)
+        #expect(try world.freshView()["settings/x"]?[RecordState.deletedField]?.value == .bool(true))
+        try world.sync(old)
+        #expect(try old.replica.record(.settings, key: "x")?.isDeleted == true)
+    }
 }
