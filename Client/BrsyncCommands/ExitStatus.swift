@@ -58,6 +58,18 @@ public enum ExitStatus {
         return Self.error
     }
 
+    /// The message `report` would print for `error` (for a notification).
+    static func message(of error: any Error) -> String {
+        switch error {
+        case let failure as CLIFailure: return failure.message
+        case let replica as ReplicaError: return replica.description
+        case let pattern as PatternProblem: return pattern.description
+        case let url as URLProblem: return url.description
+        case let psl as PublicSuffixListProblem: return psl.description
+        default: return "\(error)"
+        }
+    }
+
     public static func printError(_ message: String) {
         writeToStandardError("brsync: error: \(DisplayText.printableLines(message))\n")
     }
@@ -68,7 +80,7 @@ public enum ExitStatus {
 }
 
 /// A failure the CLI reports with its own message and code.
-public struct CLIFailure: Error {
+public struct CLIFailure: Error, CustomStringConvertible {
     public let message: String
     public var code: Int32 = ExitStatus.error
 
@@ -76,6 +88,8 @@ public struct CLIFailure: Error {
         self.message = message
         self.code = code
     }
+
+    public var description: String { message }
 }
 
 /// Writes to file descriptor 2 directly (no shared `FILE*`, so no data race).

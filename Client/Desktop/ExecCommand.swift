@@ -61,18 +61,22 @@ public struct ExecCommand: Sendable, Equatable {
     /// What the field codes stand for when launching.
     public struct Context: Sendable {
         public var urls: [String]
+        /// Local paths for `%f`/`%F` (a `file:` URL's path); the URLs when nil.
+        public var files: [String]?
         public var icon: String?
         public var name: String?
         public var desktopFile: String?
-        public init(urls: [String], icon: String? = nil, name: String? = nil, desktopFile: String? = nil) {
+        public init(urls: [String], files: [String]? = nil, icon: String? = nil, name: String? = nil, desktopFile: String? = nil) {
             self.urls = urls
+            self.files = files
             self.icon = icon
             self.name = name
             self.desktopFile = desktopFile
         }
     }
 
-    /// The argument vector to run: `%u`/`%f` one URL, `%U`/`%F` all of them,
+    /// The argument vector to run: `%u` one URL, `%U` all of them, `%f`/`%F`
+    /// the same as local paths when they are local files,
     /// `%i` `--icon ICON`, `%c` the name, `%k` the desktop file, `%%` a percent;
     /// deprecated codes are dropped. A command with no URL code gets the URL
     /// appended, as launchers do.
@@ -80,13 +84,22 @@ public struct ExecCommand: Sendable, Equatable {
         var output: [String] = []
         var usedURL = false
         for argument in arguments {
+            let files = context.files ?? context.urls
             switch argument {
-            case "%u", "%f":
+            case "%u":
                 if let first = context.urls.first { output.append(first) }
                 usedURL = true
                 continue
-            case "%U", "%F":
+            case "%f":
+                if let first = files.first { output.append(first) }
+                usedURL = true
+                continue
+            case "%U":
                 output += context.urls
+                usedURL = true
+                continue
+            case "%F":
+                output += files
                 usedURL = true
                 continue
             case "%i":
@@ -101,11 +114,17 @@ public struct ExecCommand: Sendable, Equatable {
                 guard character == "%" else { text.append(character); continue }
                 switch iterator.next() {
                 case "%"?: text.append("%")
-                case "u"?, "f"?:
+                case "u"?:
                     text += context.urls.first ?? ""
                     usedURL = true
-                case "U"?, "F"?:
+                case "f"?:
+                    text += files.first ?? ""
+                    usedURL = true
+                case "U"?:
                     text += context.urls.joined(separator: " ")
+                    usedURL = true
+                case "F"?:
+                    text += files.joined(separator: " ")
                     usedURL = true
                 case "c"?: text += context.name ?? ""
                 case "k"?: text += context.desktopFile ?? ""

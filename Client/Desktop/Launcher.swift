@@ -13,7 +13,8 @@ public enum Launcher {
     /// glibc's POSIX_SPAWN_SETSID (spawn.h; only declared with _GNU_SOURCE).
     static let spawnSetSID: Int16 = 0x80
 
-    public static func launch(_ arguments: [String]) throws(Failure) {
+    /// Starts `arguments`, with `environment` added to this process's.
+    public static func launch(_ arguments: [String], environment extra: [String: String] = [:]) throws(Failure) {
         guard let program = arguments.first else { throw Failure(program: "", reason: "the command is empty") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -30,7 +31,9 @@ public enum Launcher {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         // posix_spawnp reports a program that cannot be executed (glibc waits for the exec).
-        let status = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+        let environment = Subprocess.environment(adding: extra)
+        defer { environment.forEach { free($0) } }
+        let status = posix_spawnp(&pid, program, &actions, &attributes, argv, environment + [nil])
         guard status == 0 else { throw Failure(program: program, reason: String(cString: strerror(status))) }
     }
 }

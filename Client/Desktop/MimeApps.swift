@@ -75,6 +75,14 @@ public struct MimeApps: Sendable {
     }
 }
 
+extension String {
+    func replacingPercent() -> String {
+        var output = ""
+        for character in self { output += character == "%" ? "%%" : String(character) }
+        return output
+    }
+}
+
 extension StringProtocol {
     func trimmingCharacters() -> String {
         String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
@@ -110,66 +118,82 @@ enum Files {
 /// Makes brsync the default web browser, and puts the previous one back.
 public struct DefaultBrowserRegistration: Sendable {
     public static let desktopID = "brsync.desktop"
-    public static let mimeTypes = ["x-scheme-handler/http", "x-scheme-handler/https", "text/html"]
+    public static let mimeTypes = ["x-scheme-handler/http", "x-scheme-handler/https", "text/html", "application/xhtml+xml"]
 
     public let applicationsFolder: String
     public let mimeApps: MimeApps
-    /// Where the previous defaults are remembered (device-local, in the brsync home).
+    /// Where the previous defaults are remembered: this machine's state
+    /// (`$XDG_STATE_HOME/brsync`), apart from the replica, so a click can
+    /// still reach the previous browser when the replica is gone.
     public let stateFile: String
+    /// Where brsync 0.1 kept them (the brsync home); still read.
+    let legacyStateFile: String
 
     public init(environment: [String: String], brsyncHome: String) {
         let home = environment["HOME"] ?? ""
         let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
+        let stateHome = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/state"
         applicationsFolder = "\(dataHome)/applications"
         mimeApps = MimeApps(environment: environment)
-        stateFile = "\(brsyncHome)/previous-defaults"
+        stateFile = "\(stateHome)/brsync/previous-defaults"
+        legacyStateFile = "\(brsyncHome)/previous-defaults"
+    }
+
+    /// The remembered previous defaults, as written.
+    func readState() -> String? {
+        BrowserDetector.read(stateFile) ?? BrowserDetector.read(legacyStateFile)
     }
 
     public var desktopFile: String { "\(applicationsFolder)/\(Self.desktopID)" }
 
-    /// The desktop entry that hands links to `brsync open`.
-    public static func desktopEntry(executable: String) -> String {
-        // Quoting rules, then the string escape of desktop files (so a
-        // backslash in the path is written as four).
-        var quoted = executable
-        if executable.contains(where: { " \t\"'\\$`".contains($0) }) {
-            quoted = "\""
-            for character in executable {
-                switch character {
-                case "\\": quoted += "\\\\\\\\"
-                case "\"", "`", "$": quoted += "\\\\\(character)"
-                default: quoted.append(character)
-                }
-            }
-            quoted += "\""
-        }
-        return """
+    /// The desktop entry that hands links to `brsync open`, with the replica
+    /// folder written in (a desktop session does not read the shell's
+    /// `BRSYNC_HOME`).
+    public static func desktopEntry(executable: String, home: String) -> String {
+        """
             [Desktop Entry]
             Type=Application
             Name=brsync
             GenericName=Browser selector
             Comment=Open each link in the browser its rule names, or ask which one
-            Exec=\(quoted) open %u
+            Exec=\(execArgument(executable)) open --home \(execArgument(home)) %u
             Icon=web-browser
             Terminal=false
             StartupNotify=false
             Categories=Network;WebBrowser;
-            MimeType=x-scheme-handler/http;x-scheme-handler/https;text/html;
+            MimeType=x-scheme-handler/http;x-scheme-handler/https;text/html;application/xhtml+xml;
 
             """
+    }
+
+    /// An argument of an Exec line: the spec's quoting rules, then the string
+    /// escape of desktop files (so a backslash is written as four). A `%`
+    /// is doubled (`%%`), so a path cannot become a field code.
+    static func execArgument(_ argument: String) -> String {
+        let text = argument.replacingPercent()
+        guard text.contains(where: { " \t\"'\\$`".contains($0) }) else { return text }
+        var quoted = "\""
+        for character in text {
+            switch character {
+            case "\\": quoted += "\\\\\\\\"
+            case "\"", "`", "$": quoted += "\\\\\(character)"
+            default: quoted.append(character)
+            }
+        }
+        return quoted + "\""
     }
 
     /// Writes `brsync.desktop` and makes it the default for http, https and
     /// HTML, remembering the previous defaults (unless brsync already was).
     /// - Returns: the previous default for each type.
     @discardableResult
-    public func install(executable: String) throws(Launcher.Failure) -> [String: String] {
-        try Files.write(Self.desktopEntry(executable: executable), to: desktopFile, mode: 0o644)
+    public func install(executable: String, home: String) throws(Launcher.Failure) -> [String: String] {
+        try Files.write(Self.desktopEntry(executable: executable, home: home), to: desktopFile, mode: 0o644)
         var previous: [String: String] = [:]
         for type in Self.mimeTypes {
             if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID { previous[type] = current }
         }
-        if BrowserDetector.read(stateFile) == nil || !previous.isEmpty {
+        if readState() == nil || !previous.isEmpty {
             let text = Self.mimeTypes.map { "\($0)=\(previous[$0] ?? "")" }.joined(separator: "\n") + "\n"
             try Files.write(text, to: stateFile, mode: 0o600)
         }
@@ -182,7 +206,7 @@ public struct DefaultBrowserRegistration: Sendable {
     @discardableResult
     public func uninstall() throws(Launcher.Failure) -> [String: String] {
         var previous: [String: String] = [:]
-        for line in (BrowserDetector.read(stateFile) ?? "").split(separator: "\n") {
+        for line in (readState() ?? "").split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             if parts.count == 2 { previous[String(parts[0])] = String(parts[1]) }
         }
@@ -192,6 +216,7 @@ public struct DefaultBrowserRegistration: Sendable {
         })
         unlink(desktopFile)
         unlink(stateFile)
+        unlink(legacyStateFile)
         return previous
     }
 }

@@ -1,3 +1,5 @@
+import Model
+
 /// The state of the picker, as a pure state machine fed keys: what is
 /// selected, whether to remember, the editable pattern. The terminal loop only
 /// draws it and feeds it keys, so it is tested without a terminal.
@@ -19,14 +21,19 @@ public struct PickerModel: Sendable, Equatable {
     public private(set) var pattern: String
     /// Typing goes to the pattern field.
     public private(set) var editingPattern = false
+    /// Why the last Enter did not finish (an invalid or empty pattern to remember).
+    public private(set) var message: String?
 
     public init(choices: [String], suggestedPattern: String) {
         self.choices = choices
         pattern = suggestedPattern
     }
 
-    /// Feeds one key; returns the outcome when the picker is done.
+    /// Feeds one key; returns the outcome when the picker is done. Opening
+    /// with "remember" checks the pattern first: an empty or invalid one keeps
+    /// the picker open, editing the pattern, with the reason in ``message``.
     public mutating func handle(_ key: Key) -> Outcome? {
+        if key != .enter { message = nil }
         if editingPattern {
             switch key {
             case .enter, .tab: editingPattern = false
@@ -42,7 +49,7 @@ public struct PickerModel: Sendable, Equatable {
         case .down: selected = (selected + 1) % max(1, choices.count)
         case .enter:
             guard !choices.isEmpty else { return .cancel }
-            return .open(index: selected, rememberPattern: remember && !pattern.isEmpty ? pattern : nil)
+            return finish()
         case .escape, .character("q"): return .cancel
         case .character("r"), .character(" "): remember.toggle()
         case .character("e"), .tab:
@@ -51,11 +58,31 @@ public struct PickerModel: Sendable, Equatable {
         case .character(let character):
             if let digit = character.wholeNumberValue, digit >= 1, digit <= min(9, choices.count) {
                 selected = digit - 1
-                return .open(index: selected, rememberPattern: remember && !pattern.isEmpty ? pattern : nil)
+                return finish()
             }
         case .backspace: break
         }
         return nil
+    }
+
+    /// Opens the selected browser, remembering the pattern when asked to and
+    /// it is valid; otherwise stays, editing the pattern, and says why.
+    private mutating func finish() -> Outcome? {
+        guard remember else { return .open(index: selected, rememberPattern: nil) }
+        let text = pattern.trimmingCharacters()
+        if text.isEmpty {
+            message = "type a pattern to remember (or r: open without remembering)"
+            editingPattern = true
+            return nil
+        }
+        do {
+            _ = try Pattern(text)
+        } catch {
+            message = "\(error.reason); fix the pattern (or r: open without remembering)"
+            editingPattern = true
+            return nil
+        }
+        return .open(index: selected, rememberPattern: text)
     }
 
     /// `text` shortened in the middle to `width` characters.

@@ -4,11 +4,13 @@ import Model
 /// The picker on a terminal (`/dev/tty`): raw mode, arrows and 1–9 to choose,
 /// Enter to open, Esc to cancel, `r` to remember, `e` to edit the pattern.
 public enum TerminalPicker {
-    /// Runs the picker; nil when there is no terminal.
+    /// Runs the picker; nil when there is no terminal, or this process is not
+    /// in its foreground (a background job would be stopped by reading it).
     public static func run(url: String, choices: [String], suggestedPattern: String) -> PickerModel.Outcome? {
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY)
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
+        guard tcgetpgrp(tty) == getpgrp() else { return nil }
         var original = termios()
         guard tcgetattr(tty, &original) == 0 else { return nil }
         var raw = original
@@ -46,6 +48,8 @@ public enum TerminalPicker {
         let box = model.remember ? "[x]" : "[ ]"
         let cursor = model.editingPattern ? "_" : ""
         lines.append("\(box) remember for: \(DisplayText.printable(model.pattern))\(cursor)")
+        // Always a line (maybe empty), so the picker keeps its height.
+        lines.append(model.message.map { "  ! " + DisplayText.printable($0) } ?? "")
         lines.append(model.editingPattern ? "type the pattern · Enter done" : "↑↓ or 1-9 choose · Enter open · r remember · e edit pattern · Esc cancel")
         var output = previousLines > 0 ? "\u{1B}[\(previousLines)A" : ""
         for line in lines { output += "\r\u{1B}[2K" + String(line.prefix(columns - 1)) + "\r\n" }
@@ -92,76 +96,5 @@ public enum TerminalPicker {
             guard let character = String(validating: bytes, as: UTF8.self)?.first else { return readKey(tty) }
             return .character(character)
         }
-    }
-}
-
-/// The picker without a terminal: a dmenu-style menu (`rofi -dmenu`,
-/// `wofi --dmenu`, `fuzzel --dmenu`, `bemenu`, `dmenu`) or `zenity`,
-/// whichever `BRSYNC_PICKER` names or is installed first.
-public enum MenuPicker {
-    /// The menu command to run, or nil when none is available.
-    public static func command(configured: String?, path: [String]) -> [String]? {
-        if let configured, !configured.isEmpty, let command = try? ExecCommand(configured) { return command.arguments }
-        let candidates: [[String]] = [["rofi", "-dmenu", "-i", "-p", "Open with"], ["wofi", "--dmenu", "-p", "Open with"],
-                                      ["fuzzel", "--dmenu"], ["bemenu", "-p", "Open with"], ["dmenu", "-i", "-p", "Open with"],
-                                      ["zenity", "--list", "--title=Open with", "--column=Browser", "--hide-header"]]
-        return candidates.first { candidate in path.contains { access("\($0)/\(candidate[0])", X_OK) == 0 } }
-    }
-
-    /// The lines offered: each browser, then each browser with "remember".
-    /// Names come from other machines: control characters (a newline would
-    /// make two lines) are shown as `�`.
-    public static func lines(choices: [String], suggestedPattern: String) -> [String] {
-        let shown = choices.map { DisplayText.printable($0) }
-        let pattern = DisplayText.printable(suggestedPattern)
-        return shown + shown.map { "\($0) · remember \(pattern)" }
-    }
-
-    /// Runs the menu with the lines on standard input (zenity: as arguments)
-    /// and maps the chosen line back; `.cancel` when nothing was chosen.
-    public static func run(_ command: [String], choices: [String], suggestedPattern: String) -> PickerModel.Outcome {
-        let offered = lines(choices: choices, suggestedPattern: suggestedPattern)
-        let isZenity = command.first.map { $0.hasSuffix("zenity") } ?? false
-        // `--` ends zenity's options: a browser named `--help` is a row, not an option.
-        let arguments = isZenity ? command + ["--"] + offered : command
-        guard let chosen = runCapturingOutput(arguments, input: isZenity ? "" : offered.joined(separator: "\n") + "\n") else { return .cancel }
-        let line = String(chosen.split(separator: "\n").first ?? "")
-        guard let index = offered.firstIndex(of: line) else { return .cancel }
-        return index < choices.count ? .open(index: index, rememberPattern: nil)
-            : .open(index: index - choices.count, rememberPattern: suggestedPattern)
-    }
-
-    static func runCapturingOutput(_ arguments: [String], input: String) -> String? {
-        var toChild: [Int32] = [0, 0]
-        var fromChild: [Int32] = [0, 0]
-        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { return nil }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        for descriptor in toChild + fromChild { posix_spawn_file_actions_addclose(&actions, descriptor) }
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        close(toChild[0])
-        close(fromChild[1])
-        defer { close(fromChild[0]) }
-        guard status == 0 else { close(toChild[1]); return nil }
-        let bytes = Array(input.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.write(toChild[1], $0.baseAddress, $0.count) }
-        close(toChild[1])
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(fromChild[0], &buffer, buffer.count)
-            if count <= 0 { break }
-            output += buffer[0..<count]
-        }
-        var exitStatus: Int32 = 0
-        waitpid(pid, &exitStatus, 0)
-        guard (exitStatus >> 8) & 0xFF == 0 else { return nil } // the user cancelled
-        return String(decoding: output, as: UTF8.self)
     }
 }

@@ -59,8 +59,14 @@ public struct PublicSuffixList: Sendable {
 
     /// The pattern "remember for this domain" proposes for `url`: the registrable
     /// domain; for an IP address, `localhost` or a dotless host the exact host
-    /// (with its port when not the default); a public suffix itself stays exact.
+    /// (with its port when not the default); a public suffix itself stays exact;
+    /// for a local file, its folder (`file:///home/me/docs/**`).
     public func suggestedPattern(for url: NormalizedURL) -> String {
+        if url.isFile {
+            // The file's folder and everything below it.
+            let folder = url.path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            return "file://\(url.host)\(folder)/**"
+        }
         if HostName.isAddressOrLocal(url.host) { return url.hostWithPort }
         return registrableDomain(of: url.host) ?? url.host
     }

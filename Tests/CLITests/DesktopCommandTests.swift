@@ -21,6 +21,10 @@ final class DesktopWorld: @unchecked Sendable {
             try recorder.write(toFile: "\(bin)/\(program)", atomically: true, encoding: .utf8)
             chmod("\(bin)/\(program)", 0o755)
         }
+        // A notification server stand-in: each notification is one line.
+        let notifier = "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \(directory.file("notified"))\n"
+        try notifier.write(toFile: "\(bin)/notify-send", atomically: true, encoding: .utf8)
+        chmod("\(bin)/notify-send", 0o755)
         try "[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
             .write(toFile: directory.file("data/applications/firefox.desktop"), atomically: true, encoding: .utf8)
         try "[Desktop Entry]\nType=Application\nName=Chrome\nExec=fakechrome --profile-directory=Default %U\nCategories=Network;WebBrowser;\n"
@@ -41,6 +45,11 @@ final class DesktopWorld: @unchecked Sendable {
 
     func launched() -> [String] {
         (try? String(contentsOfFile: directory.file("launched"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    }
+
+    /// The notifications shown so far, one per line.
+    func notified() -> [String] {
+        (try? String(contentsOfFile: directory.file("notified"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
     }
 
     /// Waits for the launched program to write its line (it runs detached).
@@ -68,7 +77,7 @@ final class DesktopWorld: @unchecked Sendable {
 
         // Nothing decides: exit 3, nothing launched.
         let undecided = try world.run("open", "https://unknown.example/")
-        #expect(undecided.status == 3 && undecided.stderr.contains("no picker is available"), "\(undecided)")
+        #expect(undecided.status == 3 && undecided.stderr.contains("no picker could ask"), "\(undecided)")
         // A launch command that cannot run says so.
         #expect(try world.run("browsers", "add", "broken", "--exec", "/nonexistent/browser %u").status == 0)
         #expect(try world.run("rules", "add", "broken.example", "broken").status == 0)
@@ -81,6 +90,7 @@ final class DesktopWorld: @unchecked Sendable {
     @Test func installMakesBrsyncTheDefaultAndUninstallPutsThePreviousBack() throws {
         let world = try DesktopWorld()
         #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
         let xdgMime = "/usr/bin/xdg-mime"
         let validate = "/usr/bin/desktop-file-validate"
         guard FileManager.default.isExecutableFile(atPath: xdgMime), FileManager.default.isExecutableFile(atPath: validate) else {
@@ -225,8 +235,9 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(offered.contains("Firefox (firefox)\n") && offered.contains("Chrome (chrome) · remember bbc.co.uk"))
         // A menu closed without a choice cancels.
         try "#!/bin/sh\ncat >/dev/null\nexit 1\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
         let cancelled = try world.run("pick", "https://example.org/")
-        #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"))
+        #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
         #expect(world.launched().count == 1)
     }
 }

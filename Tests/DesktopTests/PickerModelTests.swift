@@ -27,6 +27,21 @@ import Testing
         #expect(feed([.character("e"), .character("2")]).1.pattern == "github.com2")
     }
 
+    @Test func rememberingNeedsAValidPattern() {
+        // An empty pattern: the picker stays, editing it, and says why.
+        let empty: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + [.enter, .enter]
+        let (none, model) = feed(empty)
+        #expect(none == nil && model.editingPattern && model.message?.contains("type a pattern") == true)
+        // An invalid one: the reason, then fixed and opened.
+        let invalid: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + "a b".map { .character($0) } + [.enter, .enter]
+        let (stayed, shown) = feed(invalid)
+        #expect(stayed == nil && shown.message?.contains("whitespace") == true, "\(String(describing: shown.message))")
+        let fixed = invalid + [.backspace, .backspace, .character("."), .character("b"), .enter, .enter]
+        #expect(feed(fixed).0 == .open(index: 0, rememberPattern: "a.b"))
+        // Or opened without remembering.
+        #expect(feed(invalid + [.escape, .character("r"), .enter]).0 == .open(index: 0, rememberPattern: nil))
+    }
+
     @Test func cancelChangesNothing() {
         #expect(feed([.character("r"), .escape]).0 == .cancel)
         #expect(feed([.character("q")]).0 == .cancel)

@@ -39,6 +39,18 @@ import Testing
         ("localhost:8080/x", "https://localhost:8080/x"),
         ("http:example.com", "http://example.com/"),
         ("https:///path", "https://path/"),
+        // Local files: a path or a file: URL, never https://.
+        ("/tmp/page.html", "file:///tmp/page.html"),
+        ("/tmp/my page#1?.html", "file:///tmp/my%20page%231%3F.html"),
+        ("/tmp/100%.html", "file:///tmp/100%25.html"),
+        ("/tmp/a/../b.html", "file:///tmp/b.html"),
+        ("/", "file:///"),
+        ("file:///tmp/x.html#top", "file:///tmp/x.html#top"),
+        ("FILE://localhost/tmp/x", "file:///tmp/x"),
+        ("file:/tmp/x", "file:///tmp/x"),
+        ("file:\\\\Server\\share\\a", "file://server/share/a"),
+        ("file://Server/share/a?q", "file://server/share/a?q"),
+        ("/tmp/caf\u{E9}.html", "file:///tmp/caf%C3%A9.html"),
     ]
 
     @Test("normalisation", arguments: normalisations)
@@ -65,6 +77,8 @@ import Testing
         ("https://exa%zzmple.com/", "percent"),
         ("https://example.com/\u{7}", "control"),
         ("https://" + String(repeating: "a", count: 64) + ".com/", "63"),
+        ("file://exa mple/x", "file URL's host"),
+        ("file://host:8080/x", "file URL's host"),
     ]
 
     @Test("rejected with a reason", arguments: rejected)
@@ -87,6 +101,15 @@ import Testing
         #expect(url.query == "x=1")
         #expect(url.fragment == "f")
         #expect(url.pathQueryFragment == "/a/B?x=1#f")
+    }
+
+    @Test func localFiles() throws {
+        let file = try NormalizedURL("/tmp/my page#1%.html")
+        #expect(file.isFile && file.host.isEmpty && file.localPath == "/tmp/my page#1%.html")
+        #expect(try NormalizedURL("file:///tmp/caf%C3%A9.html").localPath == "/tmp/caf\u{E9}.html")
+        #expect(try NormalizedURL("file://server/a").localPath == nil, "not on this machine")
+        #expect(try NormalizedURL("https://example.com/a").localPath == nil)
+        #expect(try PublicSuffixList(text: "com").suggestedPattern(for: file) == "file:///tmp/**")
     }
 
     @Test func punycodeMatchesRFC3492Samples() {

@@ -82,6 +82,18 @@ struct MatchCase: CustomTestStringConvertible, Sendable {
     ]
 
     static let more: [MatchCase] = [
+        // Local files match only file:// patterns.
+        MatchCase("file:///tmp/**", "/tmp/a/b.html", true),
+        MatchCase("file:///tmp", "/tmp/a.html", true),
+        MatchCase("file:///tmp", "/tmpx/a.html", false),
+        MatchCase("file://", "/etc/hostname", true),
+        MatchCase("file://localhost/home/me/*.html", "file:///home/me/a.html", true),
+        MatchCase("file:///home/me/*.html", "/home/me/sub/a.html", false),
+        MatchCase("tmp", "/tmp/a.html", false),
+        MatchCase("*.example.com", "file:///x.example.com/a", false),
+        MatchCase("file:///tmp/**", "https://tmp/a.html", false),
+        MatchCase("file://server/share", "file://server/share/a.html", true),
+        MatchCase("file:///share", "file://server/share/a.html", false),
         // Paths match at segment boundaries.
         MatchCase("github.com/user", "https://github.com/user/repo", true),
         MatchCase("github.com/user", "https://github.com/username", false),
@@ -166,6 +178,8 @@ struct MatchCase: CustomTestStringConvertible, Sendable {
         ("[::zz]", "IPv6"),
         ("1.2.3.999", "IPv4"),
         ("ü*.example", "non-ASCII"),
+        ("file://localhost:80/x", "no port"),
+        ("mailto://x", "scheme 'mailto'"),
     ]
 
     @Test("invalid patterns say what is wrong", arguments: invalidPatterns)

@@ -56,97 +56,6 @@ public struct Detect: ParsableCommand {
     }
 }
 
-public struct Open: ParsableCommand {
-    public init() {}
-    public static let configuration = CommandConfiguration(
-        commandName: "open",
-        abstract: "Open a link in the browser its rules decide (offline), launched from its desktop entry's Exec line; exit 3 when none decides.")
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The URL.") var url: String
-
-    public func run() throws {
-        try Self.execute(home: global.resolvedHome, url: url)
-    }
-
-    /// The command itself, shared with the fast path in main.swift (a clicked
-    /// link should not pay for parsing every command's options).
-    public static func execute(home: String, url text: String) throws {
-        let url = try NormalizedURL(text)
-        let replica = try GlobalOptions.openReplica(home: home)
-        let resolution = try replica.resolve(url)
-        guard let browser = resolution.browser else {
-            try Pick.ask(url: url, replica: replica)
-            return
-        }
-        do {
-            try launch(browser, url: url)
-        } catch {
-            ExitStatus.printError("\(browser.browser.id): \(error)")
-            try Pick.ask(url: url, replica: replica) // a launch that fails falls back to the picker
-        }
-    }
-}
-
-/// Starts `browser` with `url` from its launch command.
-func launch(_ browser: LocalBrowser, url: NormalizedURL) throws {
-    guard let exec = browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
-    do {
-        let command = try ExecCommand(exec)
-        try Launcher.launch(command.expanded(.init(urls: [url.absoluteString], name: browser.browser.name, desktopFile: browser.desktopEntry)))
-    } catch let problem as ExecCommand.Problem {
-        throw CLIFailure(message: problem.description)
-    } catch let failure as Launcher.Failure {
-        throw CLIFailure(message: failure.description)
-    }
-}
-
-public struct Pick: ParsableCommand {
-    public init() {}
-    public static let configuration = CommandConfiguration(
-        commandName: "pick",
-        abstract: "Ask which browser opens a link (on a terminal, or with a dmenu-style menu or zenity), and optionally remember the choice.",
-        discussion: """
-            On a terminal: arrows or 1-9 to choose, Enter to open, r to remember, e to edit the pattern, Esc to cancel.
-            Without one: BRSYNC_PICKER (a command reading choices on stdin), else rofi, wofi, fuzzel, bemenu, dmenu or zenity.
-            Remembering adds a rule with the highest priority. Cancelling opens nothing, changes nothing and exits 3.
-            """)
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The URL.") var url: String
-
-    public func run() throws {
-        let url = try NormalizedURL(url)
-        try Self.ask(url: url, replica: try global.openReplica())
-    }
-
-    /// Asks, remembers when asked to, and launches; exit 3 when cancelled or no picker exists.
-    static func ask(url: NormalizedURL, replica: Replica) throws {
-        let usable = try replica.browsers().filter(\.isUsable)
-        guard !usable.isEmpty else {
-            throw CLIFailure(message: "no browser is usable here: run 'brsync browsers detect' or add one with --exec", code: ExitStatus.pickerNeeded)
-        }
-        let suggestion = (try? Suggest.loadList().suggestedPattern(for: url)) ?? url.host
-        let names = usable.map { "\($0.browser.name) (\($0.browser.id))" }
-        let outcome: PickerModel.Outcome
-        if let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
-            outcome = chosen
-        } else if let command = MenuPicker.command(configured: environment("BRSYNC_PICKER"),
-                                                   path: (environment("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init)) {
-            outcome = MenuPicker.run(command, choices: names, suggestedPattern: suggestion)
-        } else {
-            throw CLIFailure(message: "no rule decides \(url), and no picker is available: run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)", code: ExitStatus.pickerNeeded)
-        }
-        guard case .open(let index, let pattern) = outcome else {
-            throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
-        }
-        let browser = usable[index]
-        if let pattern {
-            let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: nil)
-            print("remembered: \(rule.pattern) -> \(rule.browser)")
-        }
-        try launch(browser, url: url)
-    }
-}
-
 /// The path of the running brsync (for the desktop entry).
 func currentExecutable() -> String {
     var buffer = [CChar](repeating: 0, count: 4096)
@@ -159,12 +68,28 @@ public struct Install: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "install",
-        abstract: "Make brsync the default web browser (http, https, HTML), remembering the previous default.")
+        abstract: "Make brsync the default web browser (http, https, HTML files), remembering the previous default.",
+        discussion: "The desktop entry runs 'brsync open --home DIR' with this replica's folder. Refused until this machine has a replica and a usable browser.")
     @OptionGroup var global: GlobalOptions
 
+    @Flag(help: "Install even when clicks could not be served yet (no replica, or no usable browser).") var force = false
+
     public func run() throws {
-        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: global.resolvedHome)
-        let previous = try registration.install(executable: currentExecutable())
+        let home = global.resolvedHome
+        if !force {
+            // Every click would fail: say how to be ready first.
+            let replica: Replica
+            do {
+                replica = try global.openReplica()
+            } catch {
+                throw CLIFailure(message: "\(ExitStatus.message(of: error)); run 'brsync init' and 'brsync browsers detect' first (or install --force)")
+            }
+            if try !replica.browsers().contains(where: \.isUsable) {
+                throw CLIFailure(message: "no browser is usable here, so no click could be opened: run 'brsync browsers detect' (or add one with --exec) first (or install --force)")
+            }
+        }
+        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: home)
+        let previous = try registration.install(executable: currentExecutable(), home: home)
         print("installed \(registration.desktopFile); brsync is the default browser")
         if !previous.isEmpty { print("previous default: \(Set(previous.values).sorted().joined(separator: ", ")) ('brsync uninstall' puts it back)") }
     }

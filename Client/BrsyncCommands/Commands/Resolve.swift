@@ -18,7 +18,7 @@ public struct Resolve: ParsableCommand {
 
     /// The command itself, shared with the fast path in main.swift.
     public static func execute(home: String, url text: String, json: Bool) throws {
-        let url = try NormalizedURL(text)
+        let url = try NormalizedURL.argument(text)
         let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
             print(jsonObject(resolution))
@@ -83,7 +83,7 @@ public struct Explain: ParsableCommand {
     @Argument(help: "The URL.") var url: String
 
     public func run() throws {
-        let url = try NormalizedURL(url)
+        let url = try NormalizedURL.argument(url)
         let (resolution, verdicts) = try global.openReplica().explain(url)
         print("url: \(url)")
         for verdict in verdicts {

@@ -77,7 +77,7 @@ public struct RulesCommand: ParsableCommand {
 
         public func run() throws {
             let pattern = try Pattern(pattern)
-            let url = try NormalizedURL(url)
+            let url = try NormalizedURL.argument(url)
             let result = pattern.match(url)
             if result.isMatch {
                 print("match")

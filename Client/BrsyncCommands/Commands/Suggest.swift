@@ -23,7 +23,7 @@ public struct Suggest: ParsableCommand {
     @Argument(help: "The URL.") var url: String
 
     public func run() throws {
-        let url = try NormalizedURL(url)
+        let url = try NormalizedURL.argument(url)
         print(try Self.loadList().suggestedPattern(for: url))
     }
 

@@ -15,13 +15,14 @@ import Foundation
 ///
 /// brsync matches the pattern's host part against the URL's host only, never
 /// against text elsewhere in the URL; a pattern without `?` or `#` ignores the
-/// URL's query and fragment.
+/// URL's query and fragment. Local files match only patterns that name
+/// `file://` (`file:///home/me/docs/**`; `file://` alone is every local file).
 public struct Pattern: Sendable, Hashable {
     /// The pattern as typed, trimmed.
     public let text: String
     /// The normalised form: the rule's natural key. Equal keys mean equal patterns.
     public let key: String
-    /// `http`, `https`, or nil for either.
+    /// `http`, `https`, `file`, or nil for either of http and https.
     let scheme: String?
     /// Lower-case ASCII host part, punycoded where literal.
     let host: String
@@ -68,10 +69,10 @@ public struct Pattern: Sendable, Hashable {
         if let separator = Self.find("://", in: trimmed) {
             let name = trimmed[..<separator.lowerBound].lowercased()
             switch name {
-            case "http", "https": scheme = name
+            case "http", "https", "file": scheme = name
             case "*", "http*", "http?": scheme = nil
             default:
-                throw fail("the scheme '\(name)' is not supported; write http://, https:// or no scheme")
+                throw fail("the scheme '\(name)' is not supported; write http://, https://, file:// or no scheme")
             }
             rest = trimmed[separator.upperBound...]
         }
@@ -107,11 +108,19 @@ public struct Pattern: Sendable, Hashable {
             port = number
         }
         self.port = port
-        guard !hostPart.isEmpty else { throw fail("it has no host (a pattern starts with a domain, like example.com)") }
+        if scheme == "file" {
+            // Local files: `file:///dir/**` (or `file://localhost/…`); no port.
+            if portText != nil { throw fail("a file:// pattern has no port") }
+            if hostPart.lowercased() == "localhost" { hostPart = "" }
+        } else {
+            guard !hostPart.isEmpty else { throw fail("it has no host (a pattern starts with a domain, like example.com)") }
+        }
 
         let host: String
         let hasWildcard = hostPart.contains("*") || hostPart.contains("?")
-        if hostPart.hasPrefix("[") {
+        if hostPart.isEmpty {
+            host = ""
+        } else if hostPart.hasPrefix("[") {
             guard hostPart.hasSuffix("]"), let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast())) else {
                 throw fail(HostProblem.invalidIPv6.message)
             }
@@ -207,6 +216,7 @@ public struct Pattern: Sendable, Hashable {
     /// The index keys under which rules that may match `host` are filed: every
     /// label suffix of the host, and "" for rules with no literal host suffix.
     public static func candidateIndexKeys(forHost host: String) -> [String] {
+        guard !host.isEmpty else { return [""] } // a local file
         var keys = [host]
         if !host.hasPrefix("[") {
             var rest = Substring(host)

@@ -59,6 +59,7 @@ extension Pattern {
     public func match(_ subject: MatchSubject) -> PatternMatch {
         let url = subject.url
         if let scheme, scheme != url.scheme { return .schemeDiffers }
+        if scheme == nil, url.isFile { return .schemeDiffers } // no scheme: http or https
         if let port, port != url.effectivePort { return .portDiffers }
         guard matchesHost(subject.host) else { return .hostDiffers }
         guard let pathGlob else { return .match }

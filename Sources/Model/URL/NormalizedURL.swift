@@ -1,4 +1,6 @@
-/// An http(s) URL in the normal form that rules match against and browsers open.
+/// An http(s) or file URL in the normal form that rules match against and
+/// browsers open. An absolute local path (`/tmp/page.html`) reads as a `file:`
+/// URL; only patterns that name `file://` match those.
 ///
 /// Normalisation: scheme and host lower-cased, IDN hosts to punycode, trailing
 /// dot and default port dropped, IPv4/IPv6 addresses in canonical form,
@@ -7,9 +9,9 @@
 /// fragment dropped. Text with no scheme (`example.com/x`) is read as `https://`.
 /// The path keeps its case: only matching is case-insensitive.
 public struct NormalizedURL: Sendable, Hashable, CustomStringConvertible {
-    /// `http` or `https`.
+    /// `http`, `https` or `file`.
     public let scheme: String
-    /// Lower-case ASCII host; an IPv6 address is in brackets.
+    /// Lower-case ASCII host; an IPv6 address is in brackets; "" for a local file.
     public let host: String
     /// The port, or nil for the scheme's default.
     public let port: Int?
@@ -20,7 +22,7 @@ public struct NormalizedURL: Sendable, Hashable, CustomStringConvertible {
     /// Without the `#`; nil when absent or empty.
     public let fragment: String?
 
-    public var defaultPort: Int { scheme == "http" ? 80 : 443 }
+    public var defaultPort: Int { scheme == "http" ? 80 : scheme == "https" ? 443 : 0 }
     public var effectivePort: Int { port ?? defaultPort }
 
     /// The host with `:port` when the port is not the default.
@@ -53,7 +55,7 @@ public struct NormalizedURL: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Why text is not an acceptable http(s) URL.
+/// Why text is not an acceptable http(s) or file URL.
 public struct URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
     public let input: String
     public let reason: String

@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// The parser behind ``NormalizedURL``: a single pass over the text, closely
-/// following the WHATWG URL Standard for the "special" schemes http and https.
+/// following the WHATWG URL Standard for the "special" schemes http and https
+/// (`file:` URLs and local paths: URLParser+File.swift).
 /// https://url.spec.whatwg.org/#url-parsing
 enum URLParser {
     static func parse(_ input: String) throws(URLProblem) -> NormalizedURL {
@@ -25,6 +26,10 @@ enum URLParser {
             throw fail("it contains a control character")
         }
 
+        // An absolute local path (what a file manager or `xdg-open FILE` hands over).
+        if bytes[start] == UInt8(ascii: "/"), start + 1 == end || bytes[start + 1] != UInt8(ascii: "/") {
+            return localPath(bytes[start..<end])
+        }
         var scheme = "https"
         var cursor = start
         if let colon = bytes[start..<end].firstIndex(of: UInt8(ascii: ":")) {
@@ -34,6 +39,8 @@ enum URLParser {
             if name == "http" || name == "https" {
                 scheme = name
                 cursor = colon + 1
+            } else if name == "file" {
+                return try parseFileURL(&bytes, from: colon + 1, to: end, fail: fail)
             } else if hasSlashes {
                 guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
                 throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
@@ -99,18 +106,25 @@ enum URLParser {
             }
         }
 
-        var pathEnd = authorityEnd
+        let (path, query, fragment) = pathQueryFragment(&bytes, from: authorityEnd, to: end)
+        return NormalizedURL(scheme: scheme, host: host, port: port, path: path, query: query, fragment: fragment)
+    }
+
+    /// The normalised path (`\\` read as `/`, dot segments resolved), query and
+    /// fragment of `bytes[start..<end]`, each percent-encoded as its set says.
+    static func pathQueryFragment(_ bytes: inout [UInt8], from start: Int, to end: Int) -> (String, String?, String?) {
+        var pathEnd = start
         while pathEnd < end, bytes[pathEnd] != UInt8(ascii: "?"), bytes[pathEnd] != UInt8(ascii: "#") { pathEnd += 1 }
         var queryEnd = pathEnd
         if pathEnd < end, bytes[pathEnd] == UInt8(ascii: "?") {
             queryEnd = pathEnd + 1
             while queryEnd < end, bytes[queryEnd] != UInt8(ascii: "#") { queryEnd += 1 }
         }
-        for index in authorityEnd..<pathEnd where bytes[index] == UInt8(ascii: "\\") { bytes[index] = UInt8(ascii: "/") }
-        let path = removeDotSegments(percentEncode(bytes[authorityEnd..<pathEnd], keep: pathAllowed))
+        for index in start..<pathEnd where bytes[index] == UInt8(ascii: "\\") { bytes[index] = UInt8(ascii: "/") }
+        let path = removeDotSegments(percentEncode(bytes[start..<pathEnd], keep: pathAllowed))
         let query = queryEnd > pathEnd + 1 ? percentEncode(bytes[(pathEnd + 1)..<queryEnd], keep: queryAllowed) : nil
         let fragment = end > queryEnd + 1 ? percentEncode(bytes[(queryEnd + 1)..<end], keep: fragmentAllowed) : nil
-        return NormalizedURL(scheme: scheme, host: host, port: port, path: path, query: query, fragment: fragment)
+        return (path, query, fragment)
     }
 
     static func isASCIIWhitespace(_ byte: UInt8) -> Bool {
@@ -137,7 +151,7 @@ enum URLParser {
     static let queryAllowed = allowedSet(excluding: " \"#<>'")
     static let fragmentAllowed = allowedSet(excluding: " \"<>`")
 
-    private static func allowedSet(excluding excluded: String) -> [Bool] {
+    static func allowedSet(excluding excluded: String) -> [Bool] {
         var table = [Bool](repeating: false, count: 256)
         for byte in 0x21...0x7E { table[byte] = true }
         for byte in excluded.utf8 { table[Int(byte)] = false }

@@ -1,0 +1,136 @@
+import Desktop
+import Glibc
+import Model
+import Replica
+
+/// A clicked link, served so that it never vanishes: decided by the rules or
+/// the picker; when brsync cannot serve it, opened in the browser that was the
+/// default before `brsync install`; every failure shown, in a desktop
+/// notification when no terminal shows brsync's messages.
+struct Click {
+    let home: String
+    let environment: [String: String]
+    /// Whether a person sees standard error (else: notifications).
+    let hasTerminal: Bool
+
+    init(home: String) {
+        self.home = home
+        environment = environmentDictionary()
+        hasTerminal = isatty(2) == 1
+    }
+
+    var path: [String] { (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init) }
+
+    /// Serves the click; throws (after showing it) only when nothing opened.
+    func open(_ text: String) throws {
+        let url: NormalizedURL
+        do {
+            url = try NormalizedURL.argument(text)
+            try url.checkLocalFileExists()
+            try checkLoop(url)
+        } catch {
+            // Nothing can open what is not a link, and a loop is not rescued by
+            // the browser that caused it.
+            tell("brsync cannot open this link", ExitStatus.message(of: error))
+            throw error
+        }
+        do {
+            try serve(url)
+        } catch let failure as CLIFailure where failure.code == ExitStatus.pickerNeeded && failure.message == Self.cancelled {
+            throw failure // the person chose to open nothing
+        } catch {
+            try fallBack(url, because: error)
+        }
+    }
+
+    static let cancelled = "cancelled; nothing opened"
+
+    private func serve(_ url: NormalizedURL) throws {
+        let replica = try GlobalOptions.openReplica(home: home)
+        let resolution = try replica.resolve(url)
+        var failed: String?
+        var failures: [String] = []
+        if let browser = resolution.browser {
+            do {
+                try launch(browser, url: url)
+                return
+            } catch let failure as CLIFailure {
+                // The picker asks instead, without the browser that failed.
+                ExitStatus.printError("\(browser.browser.id): \(failure.message)")
+                failures.append("\(browser.browser.id): \(failure.message)")
+                failed = browser.browser.id
+            }
+        }
+        switch try Pick.ask(url: url, replica: replica, excluding: failed) {
+        case .opened: return
+        case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded)
+        case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
+        case .launchFailed(let failure): throw CLIFailure(message: (failures + [failure.message]).joined(separator: "; "))
+        }
+    }
+
+    /// Opens `url` in the previous default browser; throws `error` when there
+    /// is none (or it fails too). Either way the person is told.
+    private func fallBack(_ url: NormalizedURL, because error: any Error) throws {
+        let reason = ExitStatus.message(of: error)
+        let registration = DefaultBrowserRegistration(environment: environment, brsyncHome: home)
+        guard let previous = registration.previousBrowser(forScheme: url.scheme, environment: environment),
+              !Self.leadsToBrsync(previous.exec.arguments.first ?? "") else {
+            tell("brsync could not open \(url)", reason)
+            throw error
+        }
+        let name = previous.entry.localized("Name", locale: environment["LC_ALL"] ?? environment["LANG"]) ?? previous.entry.id
+        do {
+            let arguments = previous.exec.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] },
+                                                         name: name, desktopFile: previous.entry.path))
+            try Launcher.launch(arguments, environment: [Self.openedVariable: Self.openedValue(browser: previous.entry.id, url: url)])
+        } catch let failure {
+            tell("brsync could not open \(url)", "\(reason); \(name) (the previous default browser) did not start either: \(failure)")
+            throw error
+        }
+        ExitStatus.printError(reason)
+        writeToStandardError("brsync: opened \(url) in \(name), the default browser before 'brsync install'\n")
+        tell("brsync opened the link in \(name)", reason)
+    }
+
+    /// Shows a failure: on standard error with a terminal, else (also) as a
+    /// desktop notification.
+    private func tell(_ summary: String, _ body: String) {
+        guard !hasTerminal else { return } // main.swift prints the error itself
+        Notifier.notify(summary: summary, body: body, path: path)
+    }
+
+    // MARK: Relaunch loops
+
+    /// Set in every browser brsync starts: when, which browser, which link.
+    static let openedVariable = "BRSYNC_OPENED"
+    /// A link back within this time is a loop, not a person clicking again.
+    static let loopWindowMilliseconds: Int64 = 20_000
+
+    static func openedValue(browser: String, url: NormalizedURL) -> String {
+        "\(Replica.systemNow()) \(browser) \(url.absoluteString)"
+    }
+
+    /// Refuses a link that a browser brsync just started handed back to it.
+    func checkLoop(_ url: NormalizedURL) throws {
+        guard let value = environment[Self.openedVariable] else { return }
+        let parts = value.split(separator: " ", maxSplits: 2).map(String.init)
+        guard parts.count == 3, let started = Int64(parts[0]), parts[2] == url.absoluteString,
+              Replica.systemNow() - started < Self.loopWindowMilliseconds else { return }
+        throw CLIFailure(message: "'\(parts[1])' handed \(url) back to brsync (its command opens the default browser, which is brsync): give it a browser's own command with 'brsync browsers add \(parts[1]) --exec COMMAND'")
+    }
+
+    /// Whether a launch command's program is brsync itself.
+    static func leadsToBrsync(_ program: String) -> Bool {
+        let name = program.split(separator: "/").last.map(String.init) ?? program
+        if name == "brsync" { return true }
+        guard program.hasPrefix("/") else { return false }
+        return realPath(program) == realPath(currentExecutable())
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

@@ -1,0 +1,139 @@
+import ArgumentParser
+import Desktop
+import Glibc
+import Model
+import Replica
+
+public struct Open: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "open",
+        abstract: "Open a link or local file in the browser its rules decide (offline), else ask; what the desktop runs for every click.",
+        discussion: """
+            A local path or file: URL opens as a file (only file:// patterns match it). When brsync cannot serve the
+            click (no replica, no usable browser, a launch or picker that fails), it says so in a desktop notification
+            when no terminal shows its messages, and opens the link in the browser that was the default before
+            'brsync install'. Cancelling the picker opens nothing and exits 3.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The URL or file.") var url: String
+
+    public func run() throws {
+        try Self.execute(home: global.resolvedHome, url: url)
+    }
+
+    /// The command itself, shared with the fast path in main.swift (a clicked
+    /// link should not pay for parsing every command's options).
+    public static func execute(home: String, url text: String) throws {
+        try Click(home: home).open(text)
+    }
+}
+
+public struct Pick: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "pick",
+        abstract: "Ask which browser opens a link (on a terminal, or with a dmenu-style menu or zenity), and optionally remember the choice.",
+        discussion: """
+            On a terminal: arrows or 1-9 to choose, Enter to open, r to remember, e to edit the pattern, Esc to cancel.
+            Without one (or from a background job): BRSYNC_PICKER (a command line run by sh -c, reading the choices on
+            stdin, with the link in $BRSYNC_URL), else rofi, wofi, fuzzel, bemenu, dmenu or zenity, each only when the
+            session has a display it can use; a menu that cannot start is skipped and named.
+            Remembering adds (or raises) a rule to the highest priority. Cancelling opens nothing, changes nothing and exits 3.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The URL or file.") var url: String
+
+    public func run() throws {
+        let url = try NormalizedURL.argument(url)
+        try url.checkLocalFileExists()
+        let replica = try global.openReplica()
+        switch try Self.ask(url: url, replica: replica, excluding: nil) {
+        case .opened: break
+        case .cancelled: throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
+        case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
+        case .launchFailed(let failure): throw failure
+        }
+    }
+
+    enum Answer {
+        case opened
+        case cancelled
+        /// No picker could ask; why.
+        case unavailable(String)
+        /// The chosen browser did not start.
+        case launchFailed(CLIFailure)
+    }
+
+    /// Asks (the terminal when this process is in its foreground, else the
+    /// menus in turn), remembers when asked to, and launches. `excluding`: a
+    /// browser that just failed to start, not offered again.
+    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?) throws -> Answer {
+        let usable = try replica.browsers().filter { $0.isUsable && $0.browser.id != failed }
+        guard !usable.isEmpty else {
+            return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
+                                              : "no other browser is usable here")
+        }
+        let suggestion = (try? Suggest.loadList().suggestedPattern(for: url)) ?? url.host
+        let names = usable.map { "\($0.browser.name) (\($0.browser.id))" }
+        var outcome: PickerModel.Outcome?
+        var failures: [String] = []
+        if let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
+            outcome = chosen
+        } else {
+            let environment = environmentDictionary()
+            let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+            for menu in MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment) {
+                switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
+                case .chosen(let chosen): outcome = chosen
+                case .cancelled: outcome = .cancel
+                case .failed(let reason):
+                    failures.append(reason)
+                    ExitStatus.warn(reason)
+                    continue
+                }
+                break
+            }
+        }
+        guard let outcome else {
+            let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
+            return .unavailable("no rule decides \(url), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)")
+        }
+        guard case .open(let index, let pattern) = outcome else { return .cancelled }
+        let browser = usable[index]
+        if let pattern {
+            // The highest priority, also for a pattern that exists already.
+            let highest = try replica.maximumRulePriority() ?? 0
+            let existing = try replica.rules().first { (try? Pattern($0.pattern).key) == (try? Pattern(pattern).key) }
+            let priority = existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 } ?? highest + 1
+            let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
+            print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
+        }
+        do {
+            try launch(browser, url: url)
+        } catch let failure as CLIFailure {
+            return .launchFailed(failure)
+        }
+        return .opened
+    }
+}
+
+/// Starts `browser` with `url` from its launch command. The child carries
+/// `BRSYNC_OPENED`, so a command that hands the link back to brsync (the
+/// default browser) is caught as a loop instead of relaunching without end.
+func launch(_ browser: LocalBrowser, url: NormalizedURL) throws {
+    guard let exec = browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
+    do {
+        let command = try ExecCommand(exec)
+        if Click.leadsToBrsync(command.arguments.first ?? "") {
+            throw CLIFailure(message: "'\(browser.browser.id)' runs brsync itself (\(command.arguments[0])): give it a browser's command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
+        }
+        let arguments = command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] },
+                                               name: browser.browser.name, desktopFile: browser.desktopEntry))
+        try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser.browser.id, url: url)])
+    } catch let problem as ExecCommand.Problem {
+        throw CLIFailure(message: problem.description)
+    } catch let failure as Launcher.Failure {
+        throw CLIFailure(message: failure.description)
+    }
+}

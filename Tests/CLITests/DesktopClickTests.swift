@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// "A click never vanishes": local files, failures shown without a terminal,
+/// the previous default browser as the last resort, relaunch loops, pickers
+/// that cannot start, and what install writes. Each runs the real `brsync`
+/// in a temporary HOME with stand-in browsers and a stand-in `notify-send`.
+@Suite struct DesktopClickTests {
+    /// A world with a replica, the fixture browsers detected, Firefox the default.
+    static func readyWorld() throws -> DesktopWorld {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        #expect(try world.run("browsers", "default", "firefox").status == 0)
+        return world
+    }
+
+    @Test func localFilesOpenAsFiles() throws {
+        let world = try Self.readyWorld()
+        let page = world.directory.file("my page#1.html")
+        try "<h1>hi</h1>".write(toFile: page, atomically: true, encoding: .utf8)
+        // By the default browser, as a file: URL (never https://).
+        let opened = try world.run("open", page)
+        #expect(opened.status == 0, "\(opened)")
+        let encoded = "file://" + world.directory.path + "/my%20page%231.html"
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox \(encoded)") == true, "\(world.launched())")
+        // A file: URL, and localhost, are the same file.
+        #expect(try world.run("open", "file://localhost" + world.directory.path + "/my%20page%231.html").status == 0)
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox \(encoded)") == true)
+        // A rule naming the folder decides; a browser whose command takes %f gets the path.
+        #expect(try world.run("browsers", "add", "viewer", "--exec", "fakechrome --file %f").status == 0)
+        #expect(try world.run("rules", "add", "file://\(world.directory.path)/**", "viewer").status == 0)
+        #expect(try world.run("open", page).status == 0)
+        #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --file \(page)") == true, "\(world.launched())")
+        // A host pattern never matches a file.
+        let explained = try world.run("explain", "/etc/hostname")
+        #expect(explained.stdout.contains("url: file:///etc/hostname"), "\(explained)")
+        // A missing file is an error that opens nothing.
+        let missing = try world.run("open", world.directory.file("gone.html"))
+        #expect(missing.status == 2 && missing.stderr.contains("no such file"), "\(missing)")
+        let relative = try world.run("open", "gone.html")
+        #expect(relative.status == 2 && relative.stderr.contains("no such file"), "\(relative)")
+        usleep(100_000)
+        #expect(world.launched().count == 3)
+    }
+
+    @Test func aFailureWithoutATerminalIsANotification() throws {
+        let world = try DesktopWorld() // no replica
+        let result = try world.run("open", "https://example.com/")
+        #expect(result.status == 2, "\(result)")
+        let shown = world.notified().joined(separator: "\n")
+        #expect(shown.contains("brsync could not open https://example.com/") && shown.contains("brsync init"), "\(shown)")
+        // Bad input is shown too.
+        #expect(try world.run("open", "mailto:someone@example.com").status == 2)
+        #expect(world.notified().last?.contains("brsync cannot open this link") == true, "\(world.notified())")
+    }
+
+    @Test func whenNothingCanOpenItThePreviousDefaultBrowserDoes() throws {
+        let world = try Self.readyWorld()
+        try FileManager.default.createDirectory(atPath: world.directory.file("config"), withIntermediateDirectories: true)
+        try "[Default Applications]\nx-scheme-handler/https=firefox.desktop;\nx-scheme-handler/http=firefox.desktop;\n"
+            .write(toFile: world.directory.file("config/mimeapps.list"), atomically: true, encoding: .utf8)
+        #expect(try world.run("install").status == 0)
+        // Every browser gone from the replica: no rule, no default, no picker.
+        for id in ["firefox", "chrome"] { #expect(try world.run("browsers", "rm", id).status == 0) }
+        let result = try world.run("open", "https://example.com/page")
+        #expect(result.status == 0 && result.stderr.contains("opened https://example.com/page in Firefox"), "\(result)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.com/page") == true)
+        #expect(world.notified().last?.contains("brsync opened the link in Firefox") == true, "\(world.notified())")
+        // Even with the replica gone.
+        try FileManager.default.removeItem(atPath: world.directory.file("brsync"))
+        #expect(try world.run("open", "https://example.com/again").status == 0)
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.com/again") == true)
+        // Cancelling the picker is a choice: nothing opens.
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        let menu = world.directory.file("bin/cancel-menu")
+        try "#!/bin/sh\ncat >/dev/null\nexit 1\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        let cancelled = try world.run("open", "https://undecided.example/")
+        #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
+        usleep(100_000)
+        #expect(world.launched().count == 2)
+    }
+
+    @Test func aBrowserThatLeadsBackToBrsyncIsALoopThatStops() throws {
+        let world = try Self.readyWorld()
+        // A command that hands the link to "the default browser", which is brsync.
+        let relay = world.directory.file("bin/relay")
+        try "#!/bin/sh\nexec env BRSYNC_HOME='\(world.directory.file("brsync"))' \(world.brsync) open \"$1\"\n"
+            .write(toFile: relay, atomically: true, encoding: .utf8)
+        chmod(relay, 0o755)
+        #expect(try world.run("browsers", "add", "loop", "--exec", "relay %u").status == 0)
+        #expect(try world.run("rules", "add", "loop.example", "loop").status == 0)
+        #expect(try world.run("open", "https://loop.example/").status == 0) // started relay, which went back to brsync
+        var shown: [String] = []
+        for _ in 0..<200 where shown.isEmpty {
+            shown = world.notified()
+            usleep(10_000)
+        }
+        #expect(shown.count == 1 && shown[0].contains("'loop' handed https://loop.example/ back to brsync"), "\(shown)")
+        sleep(1)
+        #expect(world.notified().count == 1, "the loop stopped")
+        #expect(world.launched().isEmpty)
+        // A command that runs brsync itself is refused before it starts.
+        #expect(try world.run("browsers", "add", "self", "--exec", "\(world.brsync) open %u").status == 0)
+        #expect(try world.run("rules", "add", "self.example", "self").status == 0)
+        let refused = try world.run("open", "https://self.example/")
+        #expect(refused.status == 3 && refused.stderr.contains("'self' runs brsync itself"), "\(refused)")
+    }
+
+    @Test func aPickerThatCannotStartIsNotACancel() throws {
+        let world = try Self.readyWorld()
+        // A rofi that records being run: without a display it is never tried.
+        let rofi = world.directory.file("bin/rofi")
+        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
+            .write(toFile: rofi, atomically: true, encoding: .utf8)
+        chmod(rofi, 0o755)
+        let noDisplay = try world.run("pick", "https://example.org/")
+        #expect(noDisplay.status == 3 && noDisplay.stderr.contains("no picker could ask") && !noDisplay.stderr.contains("cancelled"), "\(noDisplay)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")))
+        // BRSYNC_PICKER that fails is named, and the next menu (rofi, with a display) asks.
+        world.environment["DISPLAY"] = ":99"
+        world.environment["BRSYNC_PICKER"] = "echo 'cannot open display' >&2; exit 1"
+        let fellThrough = try world.run("pick", "https://example.org/")
+        #expect(fellThrough.status == 0 && fellThrough.stderr.contains("exited with status 1: cannot open display"), "\(fellThrough)")
+        #expect(world.waitForLaunch(count: 1).last?.contains("fakechrome") == true)
+        // BRSYNC_PICKER is a shell command line: pipes work, the link is in $BRSYNC_URL.
+        world.environment["BRSYNC_PICKER"] = "test \"$BRSYNC_URL\" = https://example.org/x && grep 'Firefox (firefox) · remember' | head -n 1"
+        #expect(try world.run("rules", "add", "example.org", "chrome", "--priority", "0").status == 0)
+        #expect(try world.run("rules", "add", "other.example", "chrome", "--priority", "7").status == 0)
+        let remembered = try world.run("pick", "https://example.org/x")
+        #expect(remembered.status == 0 && remembered.stdout.contains("remembered: example.org -> firefox (priority 8)"), "\(remembered)")
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.org/x") == true)
+    }
+
+    @Test func installCarriesTheHomeAndRefusesWhenClicksCouldNotBeServed() throws {
+        let world = try DesktopWorld()
+        let noReplica = try world.run("install")
+        #expect(noReplica.status == 2 && noReplica.stderr.contains("brsync init"), "\(noReplica)")
+        #expect(try world.run("init").status == 0)
+        let noBrowser = try world.run("install")
+        #expect(noBrowser.status == 2 && noBrowser.stderr.contains("no browser is usable"), "\(noBrowser)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory.file("data/applications/brsync.desktop")))
+        #expect(try world.run("browsers", "detect").status == 0)
+        #expect(try world.run("install").status == 0)
+        let entry = try String(contentsOfFile: world.directory.file("data/applications/brsync.desktop"), encoding: .utf8)
+        let executable = URL(fileURLWithPath: world.brsync).resolvingSymlinksInPath().path
+        #expect(entry.contains("Exec=\(executable) open --home \(world.directory.file("brsync")) %u"), "\(entry)")
+        #expect(entry.contains("text/html;application/xhtml+xml;"))
+    }
+}
