@@ -95,11 +95,7 @@ import TestSupport
         #expect(try world.run("browsers", "add", "loop", "--exec", "relay %u").status == 0)
         #expect(try world.run("rules", "add", "loop.example", "loop").status == 0)
         #expect(try world.run("open", "https://loop.example/").status == 0) // started relay, which went back to brsync
-        var shown: [String] = []
-        for _ in 0..<200 where shown.isEmpty {
-            shown = world.notified()
-            usleep(10_000)
-        }
+        let shown = world.waitForNotification()
         #expect(shown.count == 1 && shown[0].contains("'loop' handed https://loop.example/ back to brsync"), "\(shown)")
         sleep(1)
         #expect(world.notified().count == 1, "the loop stopped")

@@ -33,6 +33,8 @@ final class DesktopWorld: @unchecked Sendable {
             "HOME": directory.path, "XDG_DATA_HOME": directory.file("data"), "XDG_DATA_DIRS": directory.file("none"),
             "XDG_CONFIG_HOME": directory.file("config"), "BRSYNC_HOME": directory.file("brsync"),
             "PATH": "\(bin):/usr/bin:/bin",
+            // No display unless a test starts one (the host's never leaks in).
+            "DISPLAY": "", "WAYLAND_DISPLAY": "", "XDG_CURRENT_DESKTOP": "", "DBUS_SESSION_BUS_ADDRESS": "",
         ]
     }
 
@@ -50,6 +52,13 @@ final class DesktopWorld: @unchecked Sendable {
     /// The notifications shown so far, one per line.
     func notified() -> [String] {
         (try? String(contentsOfFile: directory.file("notified"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+    }
+
+    /// The notifications once there are `count` (bounded wait: a detached
+    /// process shows them).
+    func waitForNotification(count: Int = 1) -> [String] {
+        for _ in 0..<300 where notified().count < count { usleep(10_000) }
+        return notified()
     }
 
     /// Waits for the launched program to write its line (it runs detached).
