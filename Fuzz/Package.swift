@@ -13,6 +13,7 @@ let package = Package(
         .executableTarget(name: "FuzzPushDecoder", dependencies: [
             "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
+        .executableTarget(name: "FuzzURLAndPattern", dependencies: ["FuzzSupport", .product(name: "Model", package: "brsync")]),
         .executableTarget(name: "FuzzMerge", dependencies: [
             "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),

@@ -43,11 +43,13 @@ import Testing
         ("/tmp/page.html", "file:///tmp/page.html"),
         ("/tmp/my page#1?.html", "file:///tmp/my%20page%231%3F.html"),
         ("/tmp/100%.html", "file:///tmp/100%25.html"),
+        ("/tmp/a\\b.html", "file:///tmp/a%5Cb.html"), // a backslash is part of a Linux file name
         ("/tmp/a/../b.html", "file:///tmp/b.html"),
         ("/", "file:///"),
         ("file:///tmp/x.html#top", "file:///tmp/x.html#top"),
         ("FILE://localhost/tmp/x", "file:///tmp/x"),
         ("file:/tmp/x", "file:///tmp/x"),
+        ("file:./a\\b/../c", "file:///a/c"), // found by the fuzzer
         ("file:\\\\Server\\share\\a", "file://server/share/a"),
         ("file://Server/share/a?q", "file://server/share/a?q"),
         ("/tmp/caf\u{E9}.html", "file:///tmp/caf%C3%A9.html"),
@@ -71,6 +73,7 @@ import Testing
         ("https://example.com:99999/", "port"),
         ("https://example.com:12ab/", "port"),
         ("https://a..b/", "empty label"),
+        ("0x..\t", "empty label"), // found by the fuzzer: read back, "0x." was 0.0.0.0
         ("https://[::1/", "closing ']'"),
         ("https://[:::1]/", "IPv6"),
         ("http://1.2.3.256/", "IPv4"),

@@ -33,6 +33,7 @@ enum HostName {
         }
         if output.last == UInt8(ascii: ".") { output.removeLast() }
         guard !output.isEmpty else { return .failure(.empty) }
+        if output.last == UInt8(ascii: ".") { return .failure(.emptyLabel) } // "a.." (one trailing dot is dropped)
         if let last = output.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).last,
            let first = last.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
             return normalize(String(decoding: output, as: UTF8.self)) // maybe an IPv4 address: the full path
@@ -61,6 +62,7 @@ enum HostName {
         }
         if host.hasSuffix(".") { host.removeLast() }
         guard !host.isEmpty else { return .failure(.empty) }
+        if host.hasSuffix(".") { return .failure(.emptyLabel) }
         for byte in host.utf8 where isForbidden(byte) {
             return .failure(.forbiddenCharacter(Character(Unicode.Scalar(byte))))
         }

@@ -2,9 +2,9 @@
 /// `.html` file opens as itself and is never read as `https://`.
 /// https://url.spec.whatwg.org/#file-state
 extension URLParser {
-    /// Bytes a file name keeps as is in a URL path: `%`, `?` and `#` are
-    /// ordinary characters in a file name, so they are encoded too.
-    static let fileNameAllowed = allowedSet(excluding: " \"#<>?`{}%")
+    /// Bytes a file name keeps as is in a URL path: `%`, `?`, `#` and `\`
+    /// are ordinary characters in a file name, so they are encoded too.
+    static let fileNameAllowed = allowedSet(excluding: " \"#<>?`{}%\\")
 
     /// An absolute local path (`/tmp/my page.html`) as `file:///tmp/my%20page.html`.
     static func localPath(_ bytes: ArraySlice<UInt8>) -> NormalizedURL {

@@ -182,6 +182,8 @@ enum URLParser {
     /// RFC 3986 §5.2.4, treating `%2e` as `.` as browsers do.
     static func removeDotSegments(_ path: String) -> String {
         guard !path.isEmpty else { return "/" }
+        // `file:./a` has a path without its leading '/': it is "/./a".
+        if path.utf8.first != UInt8(ascii: "/") { return removeDotSegments("/" + path) }
         // Fast path: no segment can be a dot segment without a '.' or '%' after a '/'.
         var previous: UInt8 = 0
         var suspicious = false

@@ -1,0 +1,23 @@
+import Model
+
+/// Reads the input as a URL and a pattern (split at the first NUL byte), as
+/// `brsync open` and `rules add` read them: neither may crash; a URL's normal
+/// form reads back as itself (normalising is idempotent, so every machine
+/// matches the same text); matching a parsed pattern against it never crashes
+/// and agrees with the rule index.
+func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = UnsafeBufferPointer(start: data, count: size)
+    let split = bytes.firstIndex(of: 0) ?? bytes.endIndex
+    let urlText = String(decoding: bytes[..<split], as: UTF8.self)
+    let patternText = split < bytes.endIndex ? String(decoding: bytes[(split + 1)...], as: UTF8.self) : "example.com"
+    guard let url = try? NormalizedURL(urlText) else { return 0 }
+    guard let again = try? NormalizedURL(url.absoluteString) else {
+        preconditionFailure("the normal form \(url.absoluteString) of \(urlText.debugDescription) is refused")
+    }
+    precondition(again == url, "normalising \(urlText.debugDescription) twice gives \(again.absoluteString), not \(url.absoluteString)")
+    guard let pattern = try? Pattern(patternText) else { return 0 }
+    let matched = pattern.match(url).isMatch
+    let index = RuleIndex(rules: [UrlRule(pattern: patternText, browser: "b", createdAtMillis: 0)])
+    precondition((index.decide(url) != nil) == matched, "the index and the pattern disagree on \(patternText.debugDescription) vs \(url)")
+    return 0
+}
