@@ -101,20 +101,27 @@ extension Replica {
         try Self.validateExec(exec)
         try transaction {
             try database.run(
-                "INSERT INTO local_browsers (id, exec) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET exec = excluded.exec",
+                "INSERT INTO local_browsers (id, exec, manual) VALUES (?, ?, 1) ON CONFLICT (id) DO UPDATE SET exec = excluded.exec, manual = 1",
                 [.text(id), .text(exec)])
         }
     }
 
-    /// Records what detection found on this machine: launch command and desktop entry.
-    public func setDetected(_ id: String, exec: String, desktopEntry: String) throws {
+    /// Records what detection found on this machine: launch command and
+    /// desktop entry. A command set by hand is kept unless `replacing`.
+    /// - Returns: false when a command set by hand was kept.
+    @discardableResult
+    public func setDetected(_ id: String, exec: String, desktopEntry: String, replacing: Bool = false) throws -> Bool {
         try Self.validateExec(exec)
-        try transaction {
+        return try transaction {
+            let manual = try database.scalar("SELECT manual FROM local_browsers WHERE id = ?", [.text(id)])?.intValue == 1
+            let keep = manual && !replacing
             try database.run(
                 """
-                INSERT INTO local_browsers (id, exec, desktop_entry, installed) VALUES (?, ?, ?, 1)
-                ON CONFLICT (id) DO UPDATE SET exec = excluded.exec, desktop_entry = excluded.desktop_entry, installed = 1
-                """, [.text(id), .text(exec), .text(desktopEntry)])
+                INSERT INTO local_browsers (id, exec, desktop_entry, installed, manual) VALUES (?, ?, ?, 1, 0)
+                ON CONFLICT (id) DO UPDATE SET desktop_entry = excluded.desktop_entry, installed = 1,
+                    exec = CASE WHEN ? THEN exec ELSE excluded.exec END, manual = CASE WHEN ? THEN 1 ELSE 0 END
+                """, [.text(id), .text(exec), .text(desktopEntry), .integer(keep ? 1 : 0), .integer(keep ? 1 : 0)])
+            return !keep
         }
     }
 

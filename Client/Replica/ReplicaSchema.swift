@@ -79,6 +79,7 @@ enum ReplicaSchema {
             """),
         Migration4.undelivered,
         Migration4.overwrote,
+        Migration4.manualLaunchCommands,
     ])
 
     enum Migration4 {
@@ -98,6 +99,14 @@ enum ReplicaSchema {
         /// overwrote, though the record no longer holds that value.
         static let overwrote = Migrator.Migration(version: 5, sql: """
             ALTER TABLE changes ADD COLUMN overwrote TEXT;
+            """)
+
+        /// Launch commands set by hand (`browsers add --exec`, a profile):
+        /// `browsers detect` keeps them unless asked to replace them. A command
+        /// with no desktop entry was not detected, so it was set by hand.
+        static let manualLaunchCommands = Migrator.Migration(version: 6, sql: """
+            ALTER TABLE local_browsers ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+            UPDATE local_browsers SET manual = 1 WHERE exec IS NOT NULL AND desktop_entry IS NULL;
             """)
     }
 }

@@ -128,6 +128,20 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(!(try world.run("browsers", "detect").stdout.contains("brsync")))
     }
 
+    @Test func detectKeepsALaunchCommandSetByHand() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "add", "firefox", "--exec", "fakefox --new-window %u").status == 0)
+        let detected = try world.run("browsers", "detect")
+        #expect(detected.status == 0 && detected.stderr.contains("kept the launch command set by hand for 'firefox'"), "\(detected)")
+        #expect(try world.run("browsers", "list").stdout.contains("fakefox --new-window %u"))
+        #expect(try world.run("browsers", "detect", "--replace").status == 0)
+        let listed = try world.run("browsers", "list").stdout
+        #expect(listed.contains("fakefox %u") && !listed.contains("--new-window"), "\(listed)")
+        // Detected again: nothing set by hand any more, nothing kept.
+        #expect(!(try world.run("browsers", "detect").stderr.contains("kept")))
+    }
+
     @Test func profileAndDetectBadInput() throws {
         let world = try DesktopWorld()
         #expect(try world.run("init").status == 0)

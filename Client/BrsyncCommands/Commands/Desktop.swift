@@ -23,6 +23,7 @@ public struct Detect: ParsableCommand {
         abstract: "Find installed browsers from their desktop entries (native, Flatpak, Snap) and record how to launch them here.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Replace launch commands set by hand (--exec, profiles) with the detected ones.") var replace = false
 
     public func run() throws {
         let environment = environmentDictionary()
@@ -33,6 +34,7 @@ public struct Detect: ParsableCommand {
         let (found, skipped) = detector.detect()
         for skip in skipped { ExitStatus.warn("skipped \(skip.path): \(skip.reason)") }
         let replica = try global.openReplica()
+        var kept: [String] = []
         try replica.transaction {
             for browser in found {
                 let known = try replica.findBrowser(named: browser.browserID) != nil
@@ -40,8 +42,13 @@ public struct Detect: ParsableCommand {
                     try replica.addBrowser(id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
                                            format: nil, scheme: nil, exec: nil)
                 }
-                try replica.setDetected(browser.browserID, exec: browser.exec, desktopEntry: browser.path)
+                if try !replica.setDetected(browser.browserID, exec: browser.exec, desktopEntry: browser.path, replacing: replace) {
+                    kept.append(browser.browserID)
+                }
             }
+        }
+        for id in kept {
+            ExitStatus.warn("kept the launch command set by hand for '\(id)' ('browsers detect --replace' uses the detected one)")
         }
         if json {
             print(JSONValue.array(found.map { browser in
