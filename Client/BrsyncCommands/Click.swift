@@ -61,7 +61,7 @@ struct Click {
                 failed = browser.browser.id
             }
         }
-        switch try Pick.ask(url: url, replica: replica, excluding: failed) {
+        switch try Pick.ask(url: url, replica: replica, excluding: failed, environment: environment) {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
@@ -81,9 +81,7 @@ struct Click {
         }
         let name = previous.entry.localized("Name", locale: environment["LC_ALL"] ?? environment["LANG"]) ?? previous.entry.id
         do {
-            let arguments = previous.exec.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] },
-                                                         name: name, desktopFile: previous.entry.path))
-            try Launcher.launch(arguments, environment: [Self.openedVariable: Self.openedValue(browser: previous.entry.id, url: url)])
+            try start(previous.exec, url: url, browser: previous.entry.id, name: name, desktopFile: previous.entry.path)
         } catch let failure {
             tell("brsync could not open \(url)", "\(reason); \(name) (the previous default browser) did not start either: \(failure)")
             throw error

@@ -36,14 +36,8 @@ public enum ExitStatus {
         case let failure as CLIFailure:
             printError(failure.message)
             return failure.code
-        case let replica as ReplicaError:
-            printError(replica.description)
-        case let pattern as PatternProblem:
-            printError(pattern.description)
-        case let url as URLProblem:
-            printError(url.description)
-        case let psl as PublicSuffixListProblem:
-            printError(psl.description)
+        case is ReplicaError, is PatternProblem, is URLProblem, is PublicSuffixListProblem:
+            printError(message(of: error))
         default:
             let code = root.exitCode(for: error)
             let message = root.fullMessage(for: error)

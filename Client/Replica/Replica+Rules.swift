@@ -29,6 +29,13 @@ extension Replica {
         }.map(\.0)
     }
 
+    /// The live rule with the same normalised pattern as `text`, or nil (also
+    /// for a pattern that does not parse).
+    public func rule(pattern text: String) throws -> UrlRule? {
+        guard let key = try? Pattern(text).key, let state = try record(.rules, key: key), !state.isDeleted else { return nil }
+        return Self.rule(key: key, state: state)
+    }
+
     /// The rules that may match a URL with this host: those filed under the
     /// host's label suffixes, through the `index_key` index. Patterns that no
     /// longer parse are left out.

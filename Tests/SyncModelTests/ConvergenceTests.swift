@@ -257,10 +257,7 @@ final class Run: @unchecked Sendable {
     func restoreServer(from copy: String) throws {
         keepOnlyHeldEdits(includingServer: false)
         server.shutdown()
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: storePath + suffix) }
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
-            try FileManager.default.copyItem(atPath: copy + suffix, toPath: storePath + suffix)
-        }
+        try StoreFiles.putBack(copy, over: storePath)
         (store, server, serverPort) = try Self.startServer(storePath, directory, serverClock)
         proxy.retarget(serverPort)
         // The restored store has the tokens of its time: the administrator
@@ -352,9 +349,7 @@ final class Run: @unchecked Sendable {
             case 34 where serverCopies.count < 3:
                 server.shutdown() // a file copy of a stopped server
                 let copy = directory.file("server-copy\(serverCopies.count).sqlite")
-                for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: storePath + suffix) {
-                    try FileManager.default.copyItem(atPath: storePath + suffix, toPath: copy + suffix)
-                }
+                try StoreFiles.copy(storePath, to: copy)
                 serverCopies.append(copy)
                 (store, server, serverPort) = try Self.startServer(storePath, directory, serverClock)
                 proxy.retarget(serverPort)

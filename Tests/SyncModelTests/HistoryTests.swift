@@ -57,9 +57,7 @@ import TestSupport
         try world.sync(laptop)
         world.stopServer()
         let copy = world.directory.file("server-copy.sqlite")
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: world.storePath + suffix) {
-            try FileManager.default.copyItem(atPath: world.storePath + suffix, toPath: copy + suffix)
-        }
+        try StoreFiles.copy(world.storePath, to: copy)
         try world.startServer()
         let epoch = world.store.epoch
         world.stopServer()
@@ -70,10 +68,7 @@ import TestSupport
         // The copy is put back: the laptop's three later records are gone, and
         // a new machine's records take their change numbers.
         world.stopServer()
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
-            try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
-        }
+        try StoreFiles.putBack(copy, over: world.storePath)
         try world.startServer()
         #expect(world.store.epoch != epoch)
         let desktop = try world.machine("desktop")
@@ -145,14 +140,8 @@ import TestSupport
         try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: oldHome)
         world.stopServer()
         let copy = world.directory.file("server-copy.sqlite")
-        try FileManager.default.copyItem(atPath: world.storePath, toPath: copy)
-        if FileManager.default.fileExists(atPath: world.storePath + "-wal") {
-            try FileManager.default.copyItem(atPath: world.storePath + "-wal", toPath: copy + "-wal")
-        }
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
-            try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
-        }
+        try StoreFiles.copy(world.storePath, to: copy)
+        try StoreFiles.putBack(copy, over: world.storePath)
         try world.startServer()
         try world.sync(laptop) // the new epoch
         // Deleted, synced, and the tombstone purged.

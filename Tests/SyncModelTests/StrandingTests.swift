@@ -273,19 +273,14 @@ final class SyncWorld: @unchecked Sendable {
         for machine in [a, b, gone, a, b] { try world.sync(machine) }
         world.stopServer()
         let copy = world.directory.file("server-copy.sqlite")
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: world.storePath + suffix) {
-            try FileManager.default.copyItem(atPath: world.storePath + suffix, toPath: copy + suffix)
-        }
+        try StoreFiles.copy(world.storePath, to: copy)
         try world.startServer()
         try gone.replica.addRule(pattern: "gone.example", browser: "firefox", priority: nil)
         try b.replica.addRule(pattern: "b1.example", browser: "firefox", priority: nil)
         for machine in [gone, b, a] { try world.sync(machine) } // `gone` syncs one last time, then is lost
         for round in 0..<2 {
             world.stopServer()
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.storePath + suffix) }
-            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
-                try FileManager.default.copyItem(atPath: copy + suffix, toPath: world.storePath + suffix)
-            }
+            try StoreFiles.putBack(copy, over: world.storePath)
             try world.startServer()
             try a.replica.addRule(pattern: "a-after\(round).example", browser: "firefox", priority: nil)
             for machine in [a, b, a, b] { try world.sync(machine) }

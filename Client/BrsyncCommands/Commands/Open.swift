@@ -48,7 +48,7 @@ public struct Pick: ParsableCommand {
         let url = try NormalizedURL.argument(url)
         try url.checkLocalFileExists()
         let replica = try global.openReplica()
-        switch try Self.ask(url: url, replica: replica, excluding: nil) {
+        switch try Self.ask(url: url, replica: replica, excluding: nil, environment: environmentDictionary()) {
         case .opened: break
         case .cancelled: throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
@@ -68,7 +68,7 @@ public struct Pick: ParsableCommand {
     /// Asks (the terminal when this process is in its foreground, else the
     /// menus in turn), remembers when asked to, and launches. `excluding`: a
     /// browser that just failed to start, not offered again.
-    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?) throws -> Answer {
+    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, environment: [String: String]) throws -> Answer {
         let usable = try replica.browsers().filter { $0.isUsable && $0.browser.id != failed }
         guard !usable.isEmpty else {
             return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
@@ -81,7 +81,6 @@ public struct Pick: ParsableCommand {
         if let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
             outcome = chosen
         } else {
-            let environment = environmentDictionary()
             let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
             for menu in MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment) {
                 switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
@@ -104,7 +103,7 @@ public struct Pick: ParsableCommand {
         if let pattern {
             // The highest priority, also for a pattern that exists already.
             let highest = try replica.maximumRulePriority() ?? 0
-            let existing = try replica.rules().first { (try? Pattern($0.pattern).key) == (try? Pattern(pattern).key) }
+            let existing = try replica.rule(pattern: pattern)
             let priority = existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 } ?? highest + 1
             let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
             print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
@@ -128,12 +127,17 @@ func launch(_ browser: LocalBrowser, url: NormalizedURL) throws {
         if Click.leadsToBrsync(command.arguments.first ?? "") {
             throw CLIFailure(message: "'\(browser.browser.id)' runs brsync itself (\(command.arguments[0])): give it a browser's command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
         }
-        let arguments = command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] },
-                                               name: browser.browser.name, desktopFile: browser.desktopEntry))
-        try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser.browser.id, url: url)])
+        try start(command, url: url, browser: browser.browser.id, name: browser.browser.name, desktopFile: browser.desktopEntry)
     } catch let problem as ExecCommand.Problem {
         throw CLIFailure(message: problem.description)
     } catch let failure as Launcher.Failure {
         throw CLIFailure(message: failure.description)
     }
+}
+
+/// Runs `command` for `url` (`%f` gets a file's local path), detached, with
+/// `BRSYNC_OPENED` naming `browser` and the link.
+func start(_ command: ExecCommand, url: NormalizedURL, browser: String, name: String?, desktopFile: String?) throws(Launcher.Failure) {
+    let arguments = command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
+    try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser, url: url)])
 }
