@@ -19,7 +19,10 @@ extension Replica {
         // of a replica that may still sync, which must not reuse its device id.
         guard let identity = FileIdentity.of(path) else { return nil }
         let known = try meta("instance")
-        guard known != identity else { return nil }
+        if let known, FileIdentity.matches(known, identity) {
+            if known != identity { try transaction { try setMeta("instance", identity) } } // the newer form
+            return nil
+        }
         // Only a replica that has talked to a server can be a copy that matters.
         let forked = try known != nil && syncState().epoch != nil ? forkDeviceID() : nil
         try transaction { try setMeta("instance", identity) }
@@ -215,7 +218,7 @@ extension Replica {
                                                 [.text(device), .integer(change.sequence)])?.stringValue
                 .flatMap(HLCTimestamp.init(text:)).map { renamed[$0] ?? $0 }
             try database.run(
-                "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ? WHERE device = ? AND device_seq = ?",
+                "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ?, chain = NULL WHERE device = ? AND device_seq = ?",
                 [.text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence), .text(RecordState.encodeFields(fields)),
                  .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
                  overwrote.map { .text($0.description) } ?? .null, .text(device), .integer(change.sequence)])

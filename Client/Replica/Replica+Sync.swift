@@ -122,10 +122,36 @@ extension Replica {
         try transaction { try setMeta("pushed_through", String(max(0, sequence))) }
     }
 
-    /// The digest of this device's change `sequence`, or nil when the log has none.
+    /// The chain digest of this device's changes through `sequence` (what the
+    /// server knows this device's history by), or nil when the log lacks one.
+    /// Chains are kept with the changes once computed; a re-stamp clears them.
     public func changeDigest(_ sequence: Int64) throws -> String? {
         guard sequence > 0 else { return nil }
-        return try unpushedChanges(after: sequence - 1, limit: 1).first.flatMap { $0.sequence == sequence ? $0.digest : nil }
+        try refreshDeviceID()
+        let stored = try read {
+            try database.queryFirst("SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                                    [.text(deviceID), .integer(sequence)]) { $0.string(0) }
+        }
+        guard let stored else { return nil } // no such change
+        if let stored { return stored }
+        return try transaction {
+            // From the latest change before it that has its chain.
+            let (start, base) = try database.queryFirst(
+                """
+                SELECT device_seq, chain FROM changes
+                WHERE device = ? AND kind = 'local' AND device_seq < ? AND chain IS NOT NULL ORDER BY device_seq DESC LIMIT 1
+                """, [.text(deviceID), .integer(sequence)]) { ($0.int64(0) ?? 0, $0.string(1) ?? "") } ?? (0, "")
+            let changes = try unpushedChanges(after: start, limit: Int(sequence - start))
+            // Numbers with a hole have no chain.
+            guard changes.count == Int(sequence - start),
+                  changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) }) else { return nil }
+            let chains = ChangeRecord.chain(changes, after: base)
+            for (change, chain) in zip(changes, chains) {
+                try database.run("UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                                 [.text(chain), .text(deviceID), .integer(change.sequence)])
+            }
+            return chains.last
+        }
     }
 
     /// Learns the offset of this machine's clock from the server's wall clock

@@ -80,6 +80,7 @@ enum ReplicaSchema {
         Migration4.undelivered,
         Migration4.overwrote,
         Migration4.manualLaunchCommands,
+        Migration4.chain,
     ])
 
     enum Migration4 {
@@ -107,6 +108,14 @@ enum ReplicaSchema {
         static let manualLaunchCommands = Migrator.Migration(version: 6, sql: """
             ALTER TABLE local_browsers ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
             UPDATE local_browsers SET manual = 1 WHERE exec IS NOT NULL AND desktop_entry IS NULL;
+            """)
+
+        /// The chain digest through each local change (see
+        /// `ChangeRecord.chained(after:)`), filled when first asked for and
+        /// cleared when a change is re-stamped; the server knows a device's
+        /// history by it.
+        static let chain = Migrator.Migration(version: 7, sql: """
+            ALTER TABLE changes ADD COLUMN chain TEXT;
             """)
     }
 }

@@ -12,7 +12,7 @@ final class ConnectionPool: Sendable {
     /// One connection and the lock that makes its borrower the only user.
     private final class Slot: @unchecked Sendable {
         // @unchecked: `database` is only used by the thread holding `mutex`.
-        let database: Database
+        var database: Database?
         private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
         init(_ database: Database) {
@@ -55,9 +55,19 @@ final class ConnectionPool: Sendable {
             return home
         }()
         defer { slot.unlock() }
-        return try body(slot.database)
+        guard let database = slot.database else { throw ServerError.unavailable("the store is closed") }
+        return try body(database)
     }
 
-    /// Nothing to release early: connections close when the pool goes away.
-    func close() {}
+    /// Closes every connection, each once its borrower is done; later
+    /// borrowers are told the store is closed. After this the files may be
+    /// replaced (a restore) without an open connection of this process
+    /// holding the old ones.
+    func close() {
+        for slot in slots {
+            slot.lock()
+            slot.database = nil
+            slot.unlock()
+        }
+    }
 }

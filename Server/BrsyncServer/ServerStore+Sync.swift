@@ -47,13 +47,11 @@ extension ServerStore {
     public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
         let now = currentMillis()
         let epoch = self.epoch
-        // Only two digests are ever needed: the last change's (kept) and the one
-        // an overlapping retry must match; computed outside the write lock.
-        let lastDigestOfPush = request.changes.last?.digest ?? ""
-        func digest(of sequence: Int64) -> String {
-            sequence == request.to ? lastDigestOfPush : request.changes[Int(sequence - request.from)].digest
-        }
-        // (Only changes `from...to` are asked for: the acknowledged one is in the push when it moved.)
+        // The chain through each change (see ``ChangeRecord/chained(after:)``),
+        // after `base`, the chain through the change before; computed outside
+        // the write lock. A push from the first change starts the chain.
+        let baseChain = request.base ?? (request.from == 1 ? "" : nil)
+        let pushChains = baseChain.map { ChangeRecord.chain(request.changes, after: $0) }
         let outcome = try withDatabase { database in
             try database.transaction(.immediate) { () -> PushOutcome in
                 guard let revoked = try database.queryFirst(
@@ -65,6 +63,9 @@ extension ServerStore {
                     [.integer(device.accountID), .text(request.device)]) { ($0.int64(0) ?? 0, $0.string(1) ?? "") }
                 let last = stream?.0 ?? 0
                 let lastDigest = stream?.1 ?? ""
+                // Without a base, a push that goes on from the last change goes on from its chain.
+                let chains = pushChains ?? (request.from == last + 1 ? ChangeRecord.chain(request.changes, after: lastDigest) : nil)
+                func chain(through sequence: Int64) -> String? { chains?[Int(sequence - request.from)] }
                 if request.from > last + 1 {
                     // The replica had this stream acknowledged further than the
                     // store has it: the store was restored from an older copy.
@@ -75,7 +76,8 @@ extension ServerStore {
                     if request.from == last + 1, last > 0, let base = request.base, base != lastDigest {
                         return .diverged(acknowledged: last, digest: lastDigest)
                     }
-                    if request.from <= last, request.to >= last, digest(of: last) != lastDigest {
+                    // A retry overlapping what was applied must be the same changes.
+                    if request.from <= last, request.to >= last, chain(through: last) != lastDigest {
                         return .diverged(acknowledged: last, digest: lastDigest)
                     }
                 }
@@ -140,9 +142,12 @@ extension ServerStore {
                                               field: loser.field, lost: loser.lost, winner: loser.winner))
                     }
                     guard merged != base else { continue }
-                    // The pusher had pulled the version this merges into: its
-                    // next pull need not fetch the result back.
-                    let knownToPusher = pusherIsCurrent && (existing?.1 ?? 0) <= (request.since ?? -1)
+                    // The pusher had pulled the version this merges into, and
+                    // none of its values lost: it holds the result, so its next
+                    // pull need not fetch it back. (A value that lost, as two
+                    // copies' edits can with the same stamp, was not pulled:
+                    // the pusher must fetch the winner.)
+                    let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.1 ?? 0) <= (request.since ?? -1)
                     try upsertRecord(account: device.accountID, change.collection, key: change.key, state: merged,
                                      sequence: nextSequence, knownTo: knownToPusher ? request.device : nil,
                                      knownAfter: existing?.1 ?? 0, now: now, in: database)
@@ -153,7 +158,7 @@ extension ServerStore {
                 try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
                                  [.integer(nextSequence), .integer(newest), .integer(device.accountID)])
                 let acknowledged = needed.first.map { $0 - 1 } ?? request.to
-                let digest = acknowledged == last ? lastDigest : digest(of: acknowledged)
+                let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
                 if acknowledged > last {
                     try database.run(
                         """

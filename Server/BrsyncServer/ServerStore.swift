@@ -52,7 +52,7 @@ public final class ServerStore: Sendable {
             """),
         // Counters tied to identities: each replica instance (client device
         // id) of an account has its own stream of change numbers with the
-        // digest of the last one applied, whatever token it uses; each account
+        // digest (now the chain, version 6) of the last one applied, whatever token it uses; each account
         // has an identity clients can check; each record remembers which
         // replica's push made it, when that replica had seen the version before,
         // so that replica's next pull does not fetch it back.
@@ -88,6 +88,13 @@ public final class ServerStore: Sendable {
         // skips the result only for a puller whose cursor covers that version.
         Migrator.Migration(version: 5, sql: """
             ALTER TABLE records ADD COLUMN known_after INTEGER NOT NULL DEFAULT 0;
+            """),
+        // A stream's digest became the chain through its last change (one
+        // change's digest could not tell two copies that made the same edit
+        // after different ones). The old digests are forgotten: each stream's
+        // next push is taken as it comes and records the chain.
+        Migrator.Migration(version: 6, sql: """
+            UPDATE device_streams SET last_digest = '';
             """),
     ])
 
@@ -147,7 +154,7 @@ public final class ServerStore: Sendable {
                 }
                 if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue {
                     // A store that served from another file is a copy of it.
-                    guard let identity, let known, identity != known else { return existing }
+                    guard let identity, let known, !FileIdentity.matches(known, identity) else { return existing }
                     return try Self.startNewEpoch(in: first)
                 }
                 let fresh = Crypto.hex(Crypto.randomBytes(8))

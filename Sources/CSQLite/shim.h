@@ -16,4 +16,27 @@ static inline int brsync_sqlite_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+// A file's birth time (statx), which tells a file from a copy put in its
+// place even when the copy reuses the inode number. Glibc declares statx only
+// under _GNU_SOURCE, which Swift's Glibc module is built without, so the
+// system call is made here. Returns 0 with the time, or -1 (no statx, or the
+// file system keeps no birth time).
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static inline int brsync_file_birth(const char *path, long long *seconds, unsigned int *nanoseconds) {
+#ifdef SYS_statx
+    struct statx info;
+    if (syscall(SYS_statx, AT_FDCWD, path, 0, STATX_BTIME, &info) != 0) return -1;
+    if (!(info.stx_mask & STATX_BTIME)) return -1;
+    *seconds = info.stx_btime.tv_sec;
+    *nanoseconds = info.stx_btime.tv_nsec;
+    return 0;
+#else
+    return -1;
+#endif
+}
+
 #endif

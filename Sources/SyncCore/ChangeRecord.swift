@@ -16,25 +16,36 @@ public struct ChangeRecord: Sendable, Equatable {
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,
-    /// key and canonical fields, as 16 hex digits). The server keeps the digest
-    /// of the last change of each device it applied; a device whose numbers
-    /// were reused (a copied home, a home restored from an older copy) is told
-    /// by the digest, never by the number alone.
+    /// key and canonical fields, as 16 hex digits).
     public var digest: String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix(_ bytes: some Sequence<UInt8>) {
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x0000_0100_0000_01b3
-            }
+        var hash = FNV1a()
+        hash.mix(collection.rawValue.utf8)
+        hash.mix(key.utf8)
+        hash.mix(RecordState.encodeFields(state.fields).utf8)
+        return hash.hex
+    }
+
+    /// What identifies a device's changes from its first through this one:
+    /// this change's ``digest`` chained after `previous`, the chain through the
+    /// change before ("" before the first). The server keeps the chain through
+    /// the last change of each device it applied; a device whose numbers were
+    /// reused (a copied home, a home restored from an older copy) is told by
+    /// the chain, never by the number alone, nor by one change (two copies can
+    /// make the same edit with the same stamp after different ones).
+    public func chained(after previous: String) -> String {
+        var hash = FNV1a()
+        hash.mix(previous.utf8)
+        hash.mix(digest.utf8)
+        return hash.hex
+    }
+
+    /// The chain through the last of `changes` (consecutive, in order) after `base`.
+    public static func chain(_ changes: some Sequence<ChangeRecord>, after base: String) -> [String] {
+        var previous = base
+        return changes.map { change in
+            previous = change.chained(after: previous)
+            return previous
         }
-        mix(collection.rawValue.utf8)
-        mix([0])
-        mix(key.utf8)
-        mix([0])
-        mix(RecordState.encodeFields(state.fields).utf8)
-        let text = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
     }
 
     public var json: JSONValue {
@@ -67,5 +78,25 @@ extension StampedValue {
             throw Wire.Problem("\(context) needs \"s\", an HLC stamp")
         }
         self.init(value, stamp: stamp)
+    }
+}
+
+/// FNV-1a 64, each part ended by a zero byte, as 16 hex digits.
+private struct FNV1a {
+    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func mix(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes { step(byte) }
+        step(0)
+    }
+
+    private mutating func step(_ byte: UInt8) {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x0000_0100_0000_01b3
+    }
+
+    var hex: String {
+        let text = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
     }
 }

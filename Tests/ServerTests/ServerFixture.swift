@@ -82,8 +82,17 @@ final class TestDevice: @unchecked Sendable {
         return ChangeRecord(sequence: nextSequence, collection: collection, key: key, state: state)
     }
 
+    /// The chain through each change pushed (a real client keeps it in its log).
+    var chains: [Int64: String] = [:]
+
     func push(_ changes: [ChangeRecord]) throws -> HTTPResponseParser.ParsedResponse {
-        let request = PushRequest(device: deviceID, from: changes.first?.sequence ?? 1, to: changes.last?.sequence ?? 1, changes: changes)
+        let from = changes.first?.sequence ?? 1
+        let base = chains[from - 1] ?? (from == 1 ? "" : nil)
+        if let base {
+            for (change, chain) in zip(changes, ChangeRecord.chain(changes, after: base)) { chains[change.sequence] = chain }
+        }
+        let request = PushRequest(device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
+                                  base: from == 1 ? nil : base)
         return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: Array(request.json.jsonText.utf8))
     }
 

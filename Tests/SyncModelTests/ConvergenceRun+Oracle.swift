@@ -56,6 +56,11 @@ extension Run {
             let live = { (state: [String: [String: StampedValue]]) in state.filter { $0.value[RecordState.deletedField]?.value != .bool(true) } }
             let mine = live(local), theirs = live(serverState)
             let differing = Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted()
+            if !differing.isEmpty, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+                let sync = try machine.replica.syncState()
+                print("DEBUG \(machine.name) device \(machine.replica.deviceID) cursor \(sync.pullCursor) pushed \(sync.pushedThrough) epoch \(sync.epoch ?? "-"); server epoch \(store.epoch)")
+                for key in differing { print("DEBUG server row: \(serverRow(key))") }
+            }
             #expect(differing.isEmpty, "\(machine.name) differs from the server in \(differing.map { "\($0): here \(mine[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(theirs[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }), seed \(seed)")
             #expect(try machine.replica.unpushedCount() == 0, "\(machine.name) has unpushed changes, seed \(seed)")
             // Each device's stamps increase with its change numbers.

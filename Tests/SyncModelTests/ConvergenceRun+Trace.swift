@@ -28,6 +28,7 @@ extension Run {
 
     /// The watched record on the server and on every machine.
     func watchLines(_ watch: String) -> [String] {
+        let environment = ProcessInfo.processInfo.environment
         func show(_ state: RecordState?) -> String {
             guard let state else { return "-" }
             return state.fields.sorted { $0.key < $1.key }.prefix(3)
@@ -41,7 +42,16 @@ extension Run {
         }
         let device = try? store.devices(account: "alice").first
         let onServer = device.flatMap { try? store.pull(since: 0, limit: 1_000_000, device: $0).changes.first { "\($0.collection.rawValue)/\($0.key)" == watch } }
-        // The row's bookkeeping, read with the sqlite3 program (when there is one).
+        let row = environment["BRSYNC_MODEL_WATCH_ROWS"] != "0" ? serverRow(watch) : ""
+        return ["server: \(show(onServer?.state)) [\(row)]"] + machines.map { machine in
+            let sync = try? machine.replica.syncState()
+            return "  \(machine.name)/\(machine.replica.deviceID): \(show(state(machine.replica))); pushed through \(sync?.pushedThrough ?? -1), cursor \(sync?.pullCursor ?? -1), epoch \((sync?.epoch ?? nil) ?? "-")"
+        }
+    }
+
+    /// The server's bookkeeping of record `collection/key`, read with the
+    /// sqlite3 program (when there is one).
+    func serverRow(_ watch: String) -> String {
         let key = watch.split(separator: "/", maxSplits: 1).last.map(String.init) ?? watch
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
@@ -54,9 +64,6 @@ extension Run {
             row = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             sqlite.waitUntilExit()
         }
-        return ["server: \(show(onServer?.state)) [\(row)]"] + machines.map { machine in
-            let sync = try? machine.replica.syncState()
-            return "  \(machine.name)/\(machine.replica.deviceID): \(show(state(machine.replica))); pushed through \(sync?.pushedThrough ?? -1), cursor \(sync?.pullCursor ?? -1), epoch \((sync?.epoch ?? nil) ?? "-")"
-        }
+        return row
     }
 }

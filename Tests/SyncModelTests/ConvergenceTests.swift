@@ -376,14 +376,19 @@ final class Run: @unchecked Sendable {
         }
         // Everyone back to a sane clock; the final syncs go direct and must not fail.
         serverClock.skew.store(0, ordering: .relaxed)
-        for _ in 0..<3 {
+        var reported = true
+        for round in 0..<3 {
             for machine in machines {
                 do {
-                    _ = try client(machine, direct: true).sync()
+                    let summary = try client(machine, direct: true).sync()
+                    if ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] != nil {
+                        print("DEBUG final sync \(round) \(machine.name) \(machine.replica.deviceID): new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped)")
+                    }
                 } catch {
                     Issue.record("\(machine.name) is stuck: \(error), seed \(seed)")
                 }
                 acknowledge(machine)
+                trace(step: -1 - round, operation: -1, on: machine, futureReported: &reported)
             }
         }
         try check()

@@ -46,6 +46,37 @@ import TestSupport
         #expect(try Self.note(copy) == .int(6))
     }
 
+    /// Two block-level copies of one home that make different edits and then
+    /// the same one: on a clock behind what the replica has seen, the same
+    /// edit gets the same stamp on both, so the last changes are identical.
+    /// The server knows a device's history by the chain through its last
+    /// change, so the second copy's push is not taken for a retry of the
+    /// first's, and its other edit is not lost (seed 6027).
+    @Test func copiesWhoseLastChangesAreIdenticalAreStillToldApart() throws {
+        let world = try SyncWorld()
+        let desktop = try world.machine("desktop", skew: 4 * 60_000) // ahead, within what the server takes
+        let laptop = try world.machine("laptop")
+        try desktop.replica.write(.settings, key: "ahead", changes: ["value": .int(1)])
+        try world.sync(desktop)
+        try world.sync(laptop) // the laptop's clock has seen the desktop's stamp
+        let copyHome = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
+        let copy = try Replica.open(home: copyHome)
+        try copy.database.run("DELETE FROM meta WHERE key = 'instance'")
+        try laptop.replica.write(.settings, key: "note", changes: ["value": .int(1)])
+        try copy.write(.settings, key: "note", changes: ["value": .int(2)])
+        let laptopMode = try laptop.replica.write(.settings, key: "mode", changes: ["value": .string("dark")])
+        let copyMode = try copy.write(.settings, key: "mode", changes: ["value": .string("dark")])
+        #expect(laptopMode == copyMode, "the same change, number and stamp")
+        try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        let summary = try world.sync(laptop)
+        #expect(summary.newDeviceID != nil, "\(summary)")
+        #expect(try world.freshView()["settings/note"]?["value"]?.value == .int(1))
+        try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        #expect(try Self.note(copy) == .int(1))
+        #expect(try Self.note(laptop.replica) == .int(1))
+    }
+
     /// A server store whose file copy is put back (or a backup restored a
     /// second time) may hand out change numbers it handed out before with other
     /// content: it starts a new epoch, so a machine whose cursor is past them
