@@ -77,6 +77,27 @@ import TestSupport
         #expect(try Self.note(laptop.replica) == .int(1))
     }
 
+    /// A pushed value that lost to a newer one is not taken as known to its
+    /// pusher, though its cursor covers the winner's version: had it held the
+    /// winner, its value would not have lost. Its next pull fetches the
+    /// winner (seed 6150, where a copy's cursor covered a version it did not
+    /// hold).
+    @Test func aPushedValueThatLostIsPulledBack() throws {
+        let world = try SyncWorld()
+        let desktop = try world.machine("desktop", skew: 60_000)
+        let laptop = try world.machine("laptop")
+        try world.sync(laptop)
+        try laptop.replica.write(.settings, key: "note", changes: ["value": .int(1)])
+        try desktop.replica.write(.settings, key: "note", changes: ["value": .int(2)]) // a minute later
+        try world.sync(desktop)
+        // The laptop's cursor covers the desktop's version without it holding it.
+        let next = try world.store.pull(since: 0, limit: 1_000, device: try world.store.devices(account: "alice")[0]).next
+        try laptop.replica.database.run("UPDATE meta SET value = ? WHERE key = 'pull_cursor'", [.text(String(next))])
+        try world.sync(laptop)
+        #expect(try Self.note(laptop.replica) == .int(2))
+        #expect(try world.freshView()["settings/note"]?["value"]?.value == .int(2))
+    }
+
     /// A server store whose file copy is put back (or a backup restored a
     /// second time) may hand out change numbers it handed out before with other
     /// content: it starts a new epoch, so a machine whose cursor is past them
