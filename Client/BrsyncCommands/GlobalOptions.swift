@@ -33,6 +33,31 @@ public struct GlobalOptions: ParsableArguments {
         return FileManager.default.currentDirectoryPath + "/" + path
     }
 
+    /// Takes global options given before the subcommand (`brsync --home DIR
+    /// init`): `--home` becomes `BRSYNC_HOME` for this process and the ones it
+    /// starts (the sync helper), which it equals. The rest is returned for the
+    /// parser.
+    public static func hoist(_ arguments: [String]) throws -> [String] {
+        var rest = arguments[...]
+        while let first = rest.first, first.hasPrefix("--home") {
+            let value: String
+            if first == "--home", rest.count >= 2, !rest[rest.startIndex + 1].hasPrefix("-") {
+                value = rest[rest.startIndex + 1]
+                rest = rest.dropFirst(2)
+            } else if first.hasPrefix("--home=") {
+                value = String(first.dropFirst("--home=".count))
+                rest = rest.dropFirst()
+            } else if first == "--home" {
+                throw CLIFailure(message: "--home needs a folder: brsync --home DIR COMMAND …")
+            } else {
+                break
+            }
+            guard !value.isEmpty else { throw CLIFailure(message: "--home needs a folder: brsync --home DIR COMMAND …") }
+            setenv("BRSYNC_HOME", absolute(value), 1)
+        }
+        return Array(rest)
+    }
+
     /// How long a write waits for another process's lock: `BRSYNC_BUSY_TIMEOUT_MS`, default 5000.
     var busyTimeout: Int32 { Self.busyTimeout }
 

@@ -4,8 +4,8 @@ import Glibc
 // Entry point: parse, run, and map every failure to one exit code and message
 // (see ExitStatus). SIGPIPE is ignored so `brsync rules list | head` ends quietly.
 signal(SIGPIPE, SIG_IGN)
-let arguments = Array(CommandLine.arguments.dropFirst())
 do {
+    let arguments = try GlobalOptions.hoist(Array(CommandLine.arguments.dropFirst()))
     if let command = arguments.first, SyncHelper.commands.contains(command) {
         try runSyncHelper(arguments)
     } else if let fast = Resolve.fastPath(arguments) {

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import Testing
 import TestSupport
 
@@ -14,6 +15,29 @@ import TestSupport
         let list = try cli.run("rules", "list")
         let lines = list.stdout.split(separator: "\n")
         #expect(lines.count == 3 && lines[1].contains("*.github.com") && lines[2].contains("github.com"))
+    }
+
+    /// `--home` goes before the subcommand too, as the README writes it, for
+    /// the sync helper as well; without a folder it is an error.
+    @Test func homeGoesBeforeTheSubcommand() throws {
+        let cli = try CLIHarness()
+        let other = cli.directory.file("other")
+        let environment = ["BRSYNC_HOME": cli.directory.file("unused")]
+        #expect(try cli.run(["--home", other, "init"], environment: environment).status == 0)
+        #expect(try cli.run(["--home=" + other, "browsers", "add", "firefox", "--exec", "firefox %u"], environment: environment).status == 0)
+        let list = try cli.run(["--home", other, "browsers", "list"], environment: environment)
+        #expect(list.status == 0 && list.stdout.contains("firefox"), "\(list.stderr)")
+        let status = try cli.run(["--home", other, "status"], environment: environment)
+        #expect(status.status == 0 && status.stdout.contains("server:    none"), "\(status.stdout)\(status.stderr)")
+        #expect(status.stdout.contains("clock:     not known yet"), "\(status.stdout)")
+        // After contact, the offset in words (here as a sync would have stored it).
+        let replica = try Database(path: other + "/replica.sqlite", mode: .readWrite)
+        try replica.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', 'e1'), ('clock_offset', '-7500000')")
+        let skewed = try cli.run(["--home", other, "status"], environment: environment)
+        #expect(skewed.stdout.contains("clock:     this machine is 2 h ahead of the server"), "\(skewed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: cli.directory.file("unused")))
+        let missing = try cli.run(["--home"], environment: environment)
+        #expect(missing.status == 2 && missing.stderr.contains("--home needs a folder"), "\(missing.stderr)")
     }
 
     @Test func explainListsEveryRule() throws {

@@ -136,11 +136,21 @@ public struct Status: ParsableCommand {
         print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
-        let offset = Double(state.clockOffsetMilliseconds) / 1000
-        print("clock:     \(offset == 0 ? "in step with the server" : "this machine is \(abs(offset)) s \(offset > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)")")
+        print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
         }
+    }
+}
+
+extension Status {
+    /// How this machine's clock stands against the server's, in words.
+    static func clockText(offsetMilliseconds: Int64, contacted: Bool) -> String {
+        guard contacted else { return "not known yet (no contact with a server)" }
+        let seconds = abs(offsetMilliseconds) / 1000
+        guard seconds > 0 else { return "in step with the server (within 1 s)" }
+        let amount = seconds < 120 ? "\(seconds) s" : seconds < 7_200 ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3_600) h" : "\(seconds / 86_400) days"
+        return "this machine is \(amount) \(offsetMilliseconds > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)"
     }
 }
 
