@@ -50,6 +50,7 @@ struct Click {
         let resolution = try replica.resolve(url)
         var failed: String?
         var failures: [String] = []
+        let url = resolution.target
         if let browser = resolution.browser {
             do {
                 try launch(browser, url: url)

@@ -62,7 +62,9 @@ extension Replica {
     /// the newest rule wins among equals (as on the phone).
     /// - Throws: for an invalid pattern or an unknown browser (with close matches).
     @discardableResult
-    public func addRule(pattern text: String, browser name: String, priority: Int?) throws -> (rule: UrlRule, created: Bool) {
+    /// - Parameter keepTracking: sets whether the opened URL keeps its
+    ///   tracking parameters; nil leaves it as it is (off for a new rule).
+    public func addRule(pattern text: String, browser name: String, priority: Int?, keepTracking: Bool? = nil) throws -> (rule: UrlRule, created: Bool) {
         let pattern: Pattern
         do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
         let browser = try requireBrowser(named: name)
@@ -77,6 +79,7 @@ extension Replica {
                 "pattern": .string(pattern.text), "browser": .string(browser.browser.id),
                 "priority": .int(Int64(resolvedPriority)), RecordState.deletedField: .bool(false),
             ]
+            if let keepTracking { changes["keepTracking"] = .bool(keepTracking) }
             if isNew {
                 changes["createdAt"] = .int(currentMillis)
                 changes["origin"] = .string(deviceID)
@@ -100,5 +103,21 @@ extension Replica {
             try write(.rules, key: pattern.key, changes: [RecordState.deletedField: .bool(true)])
             return Self.rule(key: pattern.key, state: state)
         }
+    }
+
+    /// The synced setting that holds the tracking parameter list.
+    public static let trackingParametersSetting = "tracking_parameters"
+
+    /// How links are cleaned here: the synced parameter list, or the default
+    /// one. A stored list that does not read (written by a newer client, or
+    /// damaged) gives the default, so a click still opens.
+    public func linkCleanup() throws -> LinkCleanup {
+        guard let text = try setting(Self.trackingParametersSetting) else { return LinkCleanup() }
+        return (try? LinkCleanup(parsing: text)) ?? LinkCleanup()
+    }
+
+    /// Sets the synced tracking parameter list; nil puts back the default.
+    public func setTrackingParameters(_ cleanup: LinkCleanup?) throws {
+        try setSetting(Self.trackingParametersSetting, cleanup?.settingText)
     }
 }

@@ -11,13 +11,22 @@ public struct Resolution: Sendable {
         case none
     }
 
+    /// The URL as given.
     public let url: NormalizedURL
+    /// What link cleanup did; rules decided on `cleanup.url`.
+    public let cleanup: LinkCleanup.Result
     public let source: Source
     public let browser: LocalBrowser?
     public let rule: UrlRule?
 
-    /// The URL rendered with the browser's format, or nil when nothing decided.
-    public var open: String? { browser.map { URLFormat.render($0.browser.urlFormat, url: url) } }
+    /// The URL opened: unwrapped, without tracking parameters unless the
+    /// deciding rule keeps them.
+    public var target: NormalizedURL { cleanup.opened(keepingTracking: rule?.keepsTracking ?? false) }
+
+    /// The phone's rendering of the URL for the browser (its iOS scheme
+    /// form, `googlechromes://…`), or nil when nothing decided. Linux opens
+    /// ``target`` itself.
+    public var phoneOpen: String? { browser.map { URLFormat.render($0.browser.urlFormat, url: target) } }
 }
 
 /// One rule's part in a decision, for `brsync explain`.
@@ -38,7 +47,9 @@ extension Replica {
     /// precedence order that matches and names a browser usable here, else the
     /// default browser when usable, else nothing (a picker must ask). Rules
     /// whose browser is disabled, missing or not launchable here are skipped.
-    public func resolve(_ url: NormalizedURL) throws -> Resolution {
+    public func resolve(_ given: NormalizedURL) throws -> Resolution {
+        let cleanup = try linkCleanup().clean(given)
+        let url = cleanup.url
         let browsers = try self.browsers()
         let candidates = try candidateRules(forHost: url.host)
         let index = RuleIndex(compiled: candidates)
@@ -52,20 +63,20 @@ extension Replica {
         }
         if let decided = index.decide(url, isUsable: { usableBrowser($0.browser) != nil }),
            let browser = usableBrowser(decided.rule.browser) {
-            return Resolution(url: url, source: .rule, browser: browser, rule: decided.rule)
+            return Resolution(url: given, cleanup: cleanup, source: .rule, browser: browser, rule: decided.rule)
         }
         if let defaultBrowser = browsers.first(where: \.isDefault), defaultBrowser.isUsable {
-            return Resolution(url: url, source: .defaultBrowser, browser: defaultBrowser, rule: nil)
+            return Resolution(url: given, cleanup: cleanup, source: .defaultBrowser, browser: defaultBrowser, rule: nil)
         }
-        return Resolution(url: url, source: .none, browser: nil, rule: nil)
+        return Resolution(url: given, cleanup: cleanup, source: .none, browser: nil, rule: nil)
     }
 
     /// Every rule considered for `url`, in precedence order, and why it won,
     /// lost or was skipped. Looks at every rule, not just the indexed candidates.
-    public func explain(_ url: NormalizedURL) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
+    public func explain(_ given: NormalizedURL) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
         let browsers = try self.browsers()
-        let resolution = try resolve(url)
-        let subject = MatchSubject(url)
+        let resolution = try resolve(given)
+        let subject = MatchSubject(resolution.cleanup.url)
         var compiled: [CompiledRule] = []
         var verdicts: [RuleVerdict] = []
         for rule in try rules() {

@@ -13,7 +13,7 @@ struct Brsync: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self,
+            Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
             SyncHelper.Sync.self, Status.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
         ]

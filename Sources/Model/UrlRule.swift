@@ -39,6 +39,11 @@ public struct UrlRule: Sendable, Hashable, Codable {
         self.extra = extra
     }
 
+    /// Whether the URL this rule opens keeps its tracking parameters (some
+    /// sites break without them); see ``LinkCleanup``. Kept in ``extra`` as
+    /// `keepTracking`, so a client that does not know it keeps it.
+    public var keepsTracking: Bool { extra["keepTracking"]?.boolValue ?? false }
+
     static let knownKeys: Set<String> = ["pattern", "browser", "browserScheme", "priority", "createdAt", "origin"]
 
     public init(from decoder: any Decoder) throws {

@@ -21,7 +21,8 @@ import TestSupport
         let browser: String?
         let rule: String?
         let url: String
-        let open: String?
+        let phone: String?
+        let argv: [String]?
     }
 
     @Test func resolveJSONAndExitCodes() throws {
@@ -32,12 +33,13 @@ import TestSupport
         let decided = try JSONDecoder().decode(ResolveJSON.self, from: Data(byRule.stdout.utf8))
         #expect(decided.browser == "chrome" && decided.rule == "github.com")
         #expect(decided.url == "https://gist.github.com/a?b=1")
-        #expect(decided.open == "googlechromes://gist.github.com/a?b=1")
+        #expect(decided.phone == "googlechromes://gist.github.com/a?b=1")
+        #expect(decided.argv == ["google-chrome", "https://gist.github.com/a?b=1"], "what this machine launches")
 
         let undecided = try cli.run("resolve", "--json", "https://example.com/")
         #expect(undecided.status == 3)
         let none = try JSONDecoder().decode(ResolveJSON.self, from: Data(undecided.stdout.utf8))
-        #expect(none.browser == nil && none.rule == nil && none.open == nil && none.url == "https://example.com/")
+        #expect(none.browser == nil && none.rule == nil && none.phone == nil && none.argv == nil && none.url == "https://example.com/")
         #expect(undecided.stdout.contains("\"browser\":null"), "keys are present with null values")
 
         try cli.mustSucceed("browsers", "default", "firefox")
@@ -45,7 +47,8 @@ import TestSupport
         #expect(byDefault.status == 0)
         let fallback = try JSONDecoder().decode(ResolveJSON.self, from: Data(byDefault.stdout.utf8))
         #expect(fallback.browser == "firefox" && fallback.rule == nil)
-        #expect(fallback.open == "firefox://open-url?url=https%3A%2F%2Fexample.com%2F")
+        #expect(fallback.phone == "firefox://open-url?url=https%3A%2F%2Fexample.com%2F")
+        #expect(fallback.argv == ["firefox", "https://example.com/"])
 
         // A rule whose browser is disabled is skipped, not fatal.
         try cli.mustSucceed("browsers", "disable", "chrome")

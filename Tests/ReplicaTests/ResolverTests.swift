@@ -13,10 +13,10 @@ import TestSupport
         try replica.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
         let byRule = try replica.resolve(try NormalizedURL("https://us02web.zoom.us/j/123"))
         #expect(byRule.source == .rule && byRule.browser?.browser.id == "chrome" && byRule.rule?.pattern == "zoom.us")
-        #expect(byRule.open == "googlechromes://us02web.zoom.us/j/123")
+        #expect(byRule.phoneOpen == "googlechromes://us02web.zoom.us/j/123")
 
         let none = try replica.resolve(try NormalizedURL("https://example.com"))
-        #expect(none.source == .none && none.browser == nil && none.open == nil)
+        #expect(none.source == .none && none.browser == nil && none.phoneOpen == nil)
 
         _ = try replica.setDefaultBrowser(named: "firefox")
         let byDefault = try replica.resolve(try NormalizedURL("https://example.com"))

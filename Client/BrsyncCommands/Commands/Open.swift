@@ -45,9 +45,10 @@ public struct Pick: ParsableCommand {
     @Argument(help: "The URL or file.") var url: String
 
     public func run() throws {
-        let url = try NormalizedURL.argument(url)
-        try url.checkLocalFileExists()
+        let given = try NormalizedURL.argument(url)
+        try given.checkLocalFileExists()
         let replica = try global.openReplica()
+        let url = try replica.linkCleanup().clean(given).url
         switch try Self.ask(url: url, replica: replica, excluding: nil, environment: environmentDictionary()) {
         case .opened: break
         case .cancelled: throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
@@ -138,6 +139,18 @@ func launch(_ browser: LocalBrowser, url: NormalizedURL) throws {
 /// Runs `command` for `url` (`%f` gets a file's local path), detached, with
 /// `BRSYNC_OPENED` naming `browser` and the link.
 func start(_ command: ExecCommand, url: NormalizedURL, browser: String, name: String?, desktopFile: String?) throws(Launcher.Failure) {
-    let arguments = command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
+    let arguments = expand(command, url: url, name: name, desktopFile: desktopFile)
     try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser, url: url)])
+}
+
+/// The command line that starts `command` for `url` (`%f` gets a file's local path).
+func expand(_ command: ExecCommand, url: NormalizedURL, name: String?, desktopFile: String?) -> [String] {
+    command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
+}
+
+/// The command line `browser` is started with for `url` on this machine, or
+/// nil when it has no usable launch command (for `resolve` and `explain`).
+func launchArguments(_ browser: LocalBrowser, url: NormalizedURL) -> [String]? {
+    guard let exec = browser.exec, let command = try? ExecCommand(exec) else { return nil }
+    return expand(command, url: url, name: browser.browser.name, desktopFile: browser.desktopEntry)
 }

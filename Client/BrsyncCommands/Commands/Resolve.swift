@@ -1,4 +1,5 @@
 import ArgumentParser
+import Desktop
 import Model
 import Replica
 
@@ -22,9 +23,9 @@ public struct Resolve: ParsableCommand {
         let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
             print(jsonObject(resolution))
-        } else if let browser = resolution.browser, let open = resolution.open {
+        } else if let browser = resolution.browser {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
-            print("\(browser.browser.id)\t\(open)\t(\(why))")
+            print("\(browser.browser.id)\t\(resolution.target)\t(\(why))")
         } else {
             print("no rule or default browser decides \(url); a picker would ask")
         }
@@ -32,12 +33,18 @@ public struct Resolve: ParsableCommand {
     }
 
     /// One line of JSON with every key present (null when nothing decided):
-    /// `{"browser":…,"open":…,"rule":…,"source":…,"url":…}`.
+    /// `{"argv":[…],"browser":…,"given":…,"phone":…,"removed":[…],"rule":…,"source":…,"unwrapped":[…],"url":…}`:
+    /// `url` is what is opened, `argv` the command line that opens it here,
+    /// `phone` the phone's rendering for that browser.
     static func jsonObject(_ resolution: Resolution) -> String {
         func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+        let argv = resolution.browser.flatMap { launchArguments($0, url: resolution.target) }
         return JSONValue.object([
             "browser": text(resolution.browser?.browser.id), "rule": text(resolution.rule?.pattern),
-            "url": .string(resolution.url.absoluteString), "open": text(resolution.open),
+            "url": .string(resolution.target.absoluteString), "given": .string(resolution.url.absoluteString),
+            "argv": argv.map { .array($0.map(JSONValue.string)) } ?? .null, "phone": text(resolution.phoneOpen),
+            "unwrapped": .array(resolution.cleanup.steps.map { .object(["wrapper": .string($0.wrapper), "from": .string($0.from.absoluteString)]) }),
+            "removed": .array(resolution.cleanup.removed.map(JSONValue.string)),
             "source": .string(resolution.source.rawValue),
         ]).jsonText
     }
@@ -86,6 +93,12 @@ public struct Explain: ParsableCommand {
         let url = try NormalizedURL.argument(url)
         let (resolution, verdicts) = try global.openReplica().explain(url)
         print("url: \(url)")
+        for step in resolution.cleanup.steps { print("  unwrapped: a \(step.wrapper) link (\(step.from))") }
+        if !resolution.cleanup.steps.isEmpty { print("  to: \(resolution.cleanup.unwrapped)") }
+        if !resolution.cleanup.removed.isEmpty {
+            print("  tracking parameters removed: \(resolution.cleanup.removed.joined(separator: " "))")
+        }
+        if resolution.cleanup.url != url { print("rules decide on: \(resolution.cleanup.url)") }
         for verdict in verdicts {
             let text: String
             switch verdict.outcome {
@@ -102,6 +115,27 @@ public struct Explain: ParsableCommand {
         case .defaultBrowser: print("decision: \(resolution.browser?.browser.id ?? "?") (default browser)")
         case .none: print("decision: none; a picker would ask")
         }
-        if let open = resolution.open { print("open: \(open)") }
+        if let browser = resolution.browser {
+            if resolution.rule?.keepsTracking == true, !resolution.cleanup.removed.isEmpty {
+                print("the rule keeps tracking parameters")
+            }
+            print("open: \(resolution.target)")
+            if let argv = launchArguments(browser, url: resolution.target) {
+                print("launch: \(argv.map(Self.shellQuoted).joined(separator: " "))")
+            }
+            if let phone = resolution.phoneOpen, phone != resolution.target.absoluteString { print("phone: \(phone)") }
+        }
+    }
+}
+
+extension Explain {
+    /// `argument` as a shell reads it back: unquoted when safe, else in single quotes.
+    static func shellQuoted(_ argument: String) -> String {
+        let safe = !argument.isEmpty && argument.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || [UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "/"), UInt8(ascii: ":"),
+                    UInt8(ascii: ","), UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "@"), UInt8(ascii: "%")].contains(byte)
+        }
+        return safe ? argument : "'" + argument.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 }

@@ -28,8 +28,10 @@ public struct RulesCommand: ParsableCommand {
                 print("no rules yet; add one with 'brsync rules add PATTERN BROWSER'")
                 return
             }
-            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"], rules.map {
+            let notes = rules.contains(where: \.keepsTracking)
+            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"] + (notes ? ["NOTES"] : []), rules.map {
                 [String($0.priority), $0.pattern, $0.browser, Timestamp.iso8601(millis: $0.createdAtMillis)]
+                    + (notes ? [$0.keepsTracking ? "keeps tracking parameters" : ""] : [])
             })
         }
     }
@@ -45,10 +47,12 @@ public struct RulesCommand: ParsableCommand {
         @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
         @Argument(help: "Browser id or scheme.") var browser: String
         @Option(help: "Priority: higher decides first.") var priority: Int?
+        @Flag(inversion: .prefixedNo, help: "Open this rule's links with their tracking parameters (some sites need them); see 'brsync cleanup'.")
+        var keepTracking: Bool?
 
         public func run() throws {
-            let (rule, created) = try global.openReplica().addRule(pattern: pattern, browser: browser, priority: priority)
-            print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority))")
+            let (rule, created) = try global.openReplica().addRule(pattern: pattern, browser: browser, priority: priority, keepTracking: keepTracking)
+            print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))")
         }
     }
 
@@ -77,7 +81,10 @@ public struct RulesCommand: ParsableCommand {
 
         public func run() throws {
             let pattern = try Pattern(pattern)
-            let url = try NormalizedURL.argument(url)
+            let given = try NormalizedURL.argument(url)
+            // The URL as rules see it: cleaned (with this replica's list, else the default one).
+            let url = ((try? global.openReplica().linkCleanup()) ?? LinkCleanup()).clean(given).url
+            if url != given { print("cleaned: \(url)") }
             let result = pattern.match(url)
             if result.isMatch {
                 print("match")

@@ -4,7 +4,8 @@ import Model
 /// `brsync open` and `rules add` read them: neither may crash; a URL's normal
 /// form reads back as itself (normalising is idempotent, so every machine
 /// matches the same text); matching a parsed pattern against it never crashes
-/// and agrees with the rule index.
+/// and agrees with the rule index; link cleanup gives URLs in normal form
+/// and settles after one pass.
 func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let split = bytes.firstIndex(of: 0) ?? bytes.endIndex
@@ -15,6 +16,15 @@ func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         preconditionFailure("the normal form \(url.absoluteString) of \(urlText.debugDescription) is refused")
     }
     precondition(again == url, "normalising \(urlText.debugDescription) twice gives \(again.absoluteString), not \(url.absoluteString)")
+    // Link cleanup: its results are in normal form, and cleaning a cleaned
+    // link (not stopped at the depth limit) changes nothing.
+    let cleaned = LinkCleanup().clean(url)
+    for result in [cleaned.url, cleaned.unwrapped] {
+        precondition((try? NormalizedURL(result.absoluteString)) == result, "cleaning \(url) gives \(result), not in normal form")
+    }
+    if cleaned.steps.count < LinkCleanup.maxDepth {
+        precondition(LinkCleanup().clean(cleaned.url).url == cleaned.url, "cleaning \(url) twice does not settle")
+    }
     guard let pattern = try? Pattern(patternText) else { return 0 }
     let matched = pattern.match(url).isMatch
     let index = RuleIndex(rules: [UrlRule(pattern: patternText, browser: "b", createdAtMillis: 0)])
