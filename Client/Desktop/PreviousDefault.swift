@@ -1,3 +1,5 @@
+import Model
+
 /// The browser that was the default before `brsync install`: where a click
 /// goes when brsync cannot serve it (no replica, no usable browser, no picker).
 extension DefaultBrowserRegistration {

@@ -9,6 +9,9 @@ public struct LocalBrowser: Sendable, Hashable {
     public var exec: String?
     public var desktopEntry: String?
     public var isDefault: Bool
+    /// When the launch command is built from a base browser's (a synced
+    /// profile with no command of its own here): that browser's id.
+    public var execFrom: String? = nil
 
     /// Enabled and launchable here.
     public var isUsable: Bool { browser.enabled && !(exec ?? "").isEmpty }
@@ -27,11 +30,22 @@ extension Replica {
         var localByID: [String: (String?, String?)] = [:]
         for (id, exec, entry) in local { localByID[id] = (exec, entry) }
         let defaultID = try setting(SettingName.defaultBrowser)
-        return try records(.browsers).compactMap { key, state in
+        let list = try records(.browsers).compactMap { key, state -> LocalBrowser? in
             guard !state.isDeleted else { return nil }
             let browser = Self.browser(key: key, state: state)
             let here = localByID[key]
             return LocalBrowser(browser: browser, exec: here?.0, desktopEntry: here?.1, isDefault: defaultID == key)
+        }
+        // A profile with no command of its own here takes its base browser's
+        // (that browser's own command: profiles of profiles are not followed).
+        return list.map { item in
+            guard item.exec == nil, let profile = item.browser.profile,
+                  let base = list.first(where: { $0.browser.id == profile.base && $0.browser.profile == nil }),
+                  let baseExec = base.exec, let exec = try? profile.command(from: baseExec) else { return item }
+            var derived = item
+            derived.exec = exec
+            derived.execFrom = base.browser.id
+            return derived
         }
     }
 
@@ -62,7 +76,10 @@ extension Replica {
     /// brings it back.
     /// - Returns: the browser's id.
     @discardableResult
-    public func addBrowser(id requested: String, name: String?, format: String?, scheme: String?, exec: String?) throws -> String {
+    /// - Parameter profile: makes the browser a profile of another (synced;
+    ///   each machine builds its command from its own base browser's).
+    public func addBrowser(id requested: String, name: String?, format: String?, scheme: String?, exec: String?,
+                           profile: BrowserProfile? = nil) throws -> String {
         let entry = BrowserCatalog.entry(named: requested)
         let id = entry?.id ?? requested
         if let problem = Browser.problem(withID: id) { throw ReplicaError.invalidInput("invalid browser id '\(requested)': \(problem)") }
@@ -81,6 +98,10 @@ extension Replica {
             }
             if let scheme { changes["urlScheme"] = .string(scheme) } else if isNew { changes["urlScheme"] = .string(entry?.urlScheme ?? "") }
             if isNew { changes["enabled"] = .bool(true) }
+            if let profile {
+                guard profile.base != id else { throw ReplicaError.invalidInput("a browser cannot be a profile of itself") }
+                changes.merge(profile.fields) { $1 }
+            }
             try write(.browsers, key: id, changes: changes)
             if let exec { try setLaunchCommand(exec, for: id) }
         }

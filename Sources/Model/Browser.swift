@@ -78,3 +78,66 @@ extension Browser {
         return nil
     }
 }
+
+/// A profile of another browser (`browsers add work --from firefox --args "-P work"`):
+/// the base browser and the arguments added after its program. It syncs (in a
+/// browser's `profileOf` and `profileArgs` fields, kept in ``Browser/extra`` so
+/// a client that does not know them keeps them), and each machine builds the
+/// launch command from its own base browser's.
+public struct BrowserProfile: Sendable, Hashable {
+    public let base: String
+    public let arguments: [String]
+
+    /// At most this many arguments, each at most ``maxArgumentBytes``.
+    public static let maxArguments = 32
+    public static let maxArgumentBytes = 512
+
+    public init(base: String, arguments: [String]) throws(Problem) {
+        if let problem = Browser.problem(withID: base) { throw Problem("the base browser: \(problem)") }
+        guard !arguments.isEmpty, arguments.count <= Self.maxArguments else {
+            throw Problem("a profile adds 1 to \(Self.maxArguments) arguments")
+        }
+        for argument in arguments {
+            guard argument.utf8.count <= Self.maxArgumentBytes,
+                  !argument.contains(where: { $0 == "\0" || $0 == "\n" || $0 == "\r" }) else {
+                throw Problem("a profile argument is one line of at most \(Self.maxArgumentBytes) bytes")
+            }
+        }
+        self.base = base
+        self.arguments = arguments
+    }
+
+    /// The profile a browser's synced fields describe, or nil (none, or one
+    /// this client cannot use, which it ignores as the phone does).
+    public init?(fields extra: [String: JSONValue]) {
+        guard let base = extra["profileOf"]?.stringValue, case .array(let items)? = extra["profileArgs"] else { return nil }
+        let arguments = items.compactMap(\.stringValue)
+        guard arguments.count == items.count, let profile = try? BrowserProfile(base: base, arguments: arguments) else { return nil }
+        self = profile
+    }
+
+    /// The synced fields that hold this profile.
+    public var fields: [String: JSONValue] {
+        ["profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string))]
+    }
+
+    /// The base browser's launch command with the arguments inserted after its
+    /// program, so the URL field code stays last: `firefox %u` + `-P work` =
+    /// `firefox -P work %u`.
+    public func command(from baseExec: String) throws(ExecCommand.Problem) -> String {
+        let base = try ExecCommand(baseExec)
+        let arguments = [base.arguments[0]] + self.arguments.map { $0.replacing("%", with: "%%") } + base.arguments.dropFirst()
+        return arguments.map(ExecCommand.quote).joined(separator: " ")
+    }
+
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public let reason: String
+        init(_ reason: String) { self.reason = reason }
+        public var description: String { reason }
+    }
+}
+
+extension Browser {
+    /// The profile this browser is, when it is one.
+    public var profile: BrowserProfile? { BrowserProfile(fields: extra) }
+}

@@ -106,6 +106,43 @@ final class SyncWorld: @unchecked Sendable {
         #expect(status.stdout.contains(#""unpushed":1"#), "the offline edit waits to be pushed: \(status.stdout)")
     }
 
+    /// A profile travels: the other machine builds its launch command from
+    /// its own base browser, and may still set one of its own.
+    @Test func aProfileTravelsAndEachMachineBuildsItsCommand() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        let made = try world.run(laptop, ["browsers", "add", "work", "--from", "firefox", "--args", "-P \"Work stuff\""])
+        #expect(made.status == 0 && made.stdout.contains("a profile of firefox"), "\(made)")
+        try world.mustRun(laptop, ["rules", "add", "github.com", "work"])
+        let here = try world.run(laptop, ["resolve", "--json", "https://github.com/"])
+        #expect(here.stdout.contains(#""argv":["firefox","-P","Work stuff","https:\/\/github.com\/"]"#) || here.stdout.contains(#""argv":["firefox","-P","Work stuff","https://github.com/"]"#), "\(here.stdout)")
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        // No firefox here yet: the rule is skipped, and the list says why.
+        #expect(try world.run(desktop, ["resolve", "https://github.com/"]).status == 3)
+        #expect(try world.run(desktop, ["browsers", "list"]).stdout.contains("profile of firefox, which has no launch command here"))
+        try world.mustRun(desktop, ["browsers", "add", "firefox", "--exec", "/usr/lib/firefox-esr/firefox-esr %u"])
+        let there = try world.run(desktop, ["resolve", "--json", "https://github.com/"])
+        #expect(there.stdout.contains(#"["/usr/lib/firefox-esr/firefox-esr","-P","Work stuff","#), "\(there.stdout)")
+        #expect(there.stdout.contains(#""rule":"github.com""#))
+        // A command of its own here wins, and stays this machine's.
+        try world.mustRun(desktop, ["browsers", "add", "work", "--exec", "firefox-work %u"])
+        #expect(try world.run(desktop, ["resolve", "--json", "https://github.com/"]).stdout.contains(#""argv":["firefox-work","#))
+        try world.mustRun(desktop, ["sync"])
+        try world.mustRun(laptop, ["sync"])
+        #expect(try world.run(laptop, ["resolve", "--json", "https://github.com/"]).stdout.contains(#""argv":["firefox","-P","Work stuff","#))
+        // Bad input changes nothing.
+        let before = try world.snapshot(laptop)
+        for bad in [["browsers", "add", "w2", "--from", "work", "--args", "-P x"], ["browsers", "add", "w3", "--from", "firefox", "--args", "\"open"],
+                    ["browsers", "add", "w4", "--from", "nosuch", "--args", "-P x"], ["browsers", "add", "firefox", "--from", "firefox", "--args", "-x"]] {
+            let result = try world.run(laptop, bad)
+            #expect(result.status == 2, "\(bad): \(result)")
+        }
+        #expect(try world.snapshot(laptop) == before)
+    }
+
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
     @Test func concurrentEditsConvergeAndTheLoserCanBeRestored() throws {
         let world = try SyncWorld()

@@ -45,7 +45,9 @@ public struct BrowsersCommand: ParsableCommand {
             }
             Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
                 let state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
-                return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, item.exec ?? "-"]
+                let launch = item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
+                    ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" } ?? "-"
+                return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, launch]
             })
         }
     }
@@ -65,7 +67,8 @@ public struct BrowsersCommand: ParsableCommand {
         var exec: String?
         @Option(help: ArgumentHelp("Make a profile of this browser: its launch command with --args added.", valueName: "browser"))
         var from: String?
-        @Option(help: ArgumentHelp("With --from: the extra arguments (a Chrome or Firefox profile, a private window).", valueName: "args"))
+        @Option(parsing: .unconditional, help: ArgumentHelp(
+            "With --from: the extra arguments, e.g. --args \"-P work\" (a Firefox or Chrome profile, a private window).", valueName: "args"))
         var args: String?
 
         public func validate() throws {
@@ -75,34 +78,30 @@ public struct BrowsersCommand: ParsableCommand {
 
         public func run() throws {
             let replica = try global.openReplica()
-            var exec = self.exec
+            let exec = self.exec
             var name = self.name
             var format = self.format
+            var profile: BrowserProfile?
             if let from, let args {
                 let base = try replica.requireBrowser(named: from)
-                guard let baseExec = base.exec else {
-                    throw CLIFailure(message: "'\(base.browser.id)' has no launch command here; run 'brsync browsers detect' or add --exec")
+                guard base.browser.profile == nil else {
+                    throw CLIFailure(message: "'\(base.browser.id)' is a profile itself; make the profile from '\(base.browser.profile?.base ?? "")'")
                 }
-                exec = try Self.profileCommand(baseExec, adding: args)
+                do {
+                    profile = try BrowserProfile(base: base.browser.id, arguments: try ExecCommand(args).arguments)
+                } catch { throw CLIFailure(message: "--args: \(error)") }
                 name = name ?? "\(base.browser.name) (\(args))"
                 format = format ?? base.browser.urlFormat
             }
-            let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec)
+            let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec, profile: profile)
             let added = try replica.findBrowser(named: id)
-            print("browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")")
-        }
-
-        /// The base command with `args` inserted after the program, so the URL
-        /// field code stays last: `firefox %u` + `-P work` = `firefox -P work %u`.
-        static func profileCommand(_ exec: String, adding args: String) throws -> String {
-            let base: ExecCommand
-            let extra: ExecCommand
-            do {
-                base = try ExecCommand(exec)
-                extra = try ExecCommand(args)
-            } catch { throw CLIFailure(message: "\(error)") }
-            let arguments = [base.arguments[0]] + extra.arguments + base.arguments.dropFirst()
-            return arguments.map(ExecCommand.quote).joined(separator: " ")
+            if let profile, added?.execFrom != nil {
+                print("browser \(id): a profile of \(profile.base) (every machine runs its own \(profile.base) with \(profile.arguments.map(ExecCommand.quote).joined(separator: " ")))")
+            } else if let profile {
+                print("browser \(id): a profile of \(profile.base), not usable here until \(profile.base) has a launch command ('brsync browsers detect')")
+            } else {
+                print("browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")")
+            }
         }
     }
 
