@@ -31,6 +31,8 @@ public struct Conflict: Sendable, Equatable {
     public let lost: StampedValue
     public let winner: StampedValue
     public let recordedAtMillis: Int64
+    /// When the lost value was written back, or nil.
+    public var restoredAtMillis: Int64? = nil
 }
 
 extension Replica {
@@ -321,7 +323,7 @@ extension Replica {
         try read {
             try database.query(
                 """
-                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at
+                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at, restored_at
                 FROM conflicts ORDER BY id DESC LIMIT ?
                 """, [.integer(Int64(limit))]
             ) { row in try Self.conflict(row) }
@@ -336,19 +338,27 @@ extension Replica {
             return StampedValue(try JSONValue.parse(row.string(value) ?? "null"), stamp: parsed)
         }
         return Conflict(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "", field: row.string(3) ?? "",
-                        lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0)
+                        lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0,
+                        restoredAtMillis: row.int64(9))
     }
 
     /// Writes a lost value back as a new edit (it then wins, being newest).
+    /// Marked restored, so `log --conflicts` says so; restoring twice is refused.
     public func restore(conflict id: Int64) throws -> Conflict {
-        let found = try read {
-            try database.queryFirst(
-                "SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at FROM conflicts WHERE id = ?",
-                [.integer(id)]) { row in try Self.conflict(row) }
+        try transaction {
+            let found = try database.queryFirst(
+                """
+                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at, restored_at
+                FROM conflicts WHERE id = ?
+                """, [.integer(id)]) { row in try Self.conflict(row) }
+            guard let conflict = found else { throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'") }
+            if let restored = conflict.restoredAtMillis {
+                throw ReplicaError.invalidInput("conflict #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
+            }
+            guard let collection = RecordCollection(rawValue: conflict.collection) else { throw ReplicaError.notFound("no conflict #\(id)") }
+            try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
+            try database.run("UPDATE conflicts SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
+            return conflict
         }
-        guard let conflict = found else { throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'") }
-        guard let collection = RecordCollection(rawValue: conflict.collection) else { throw ReplicaError.notFound("no conflict #\(id)") }
-        try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
-        return conflict
     }
 }

@@ -81,6 +81,7 @@ enum ReplicaSchema {
         Migration4.overwrote,
         Migration4.manualLaunchCommands,
         Migration4.chain,
+        Migration4.conflictsRestored,
     ])
 
     enum Migration4 {
@@ -116,6 +117,11 @@ enum ReplicaSchema {
         /// history by it.
         static let chain = Migrator.Migration(version: 7, sql: """
             ALTER TABLE changes ADD COLUMN chain TEXT;
+            """)
+
+        /// When a conflict's lost value was written back (`brsync restore`).
+        static let conflictsRestored = Migrator.Migration(version: 8, sql: """
+            ALTER TABLE conflicts ADD COLUMN restored_at INTEGER;
             """)
     }
 }

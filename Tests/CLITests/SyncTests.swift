@@ -166,6 +166,14 @@ final class SyncWorld: @unchecked Sendable {
         let line = try #require(conflicts.stdout.split(separator: "\n").first { $0.contains("rules/github.com browser:") })
         let id = try #require(line.split(separator: " ").first.map { String($0.dropFirst()) })
         try world.mustRun(desktop, ["restore", id])
+        // It is marked restored, and restoring it again is refused.
+        #expect(try world.run(desktop, ["log", "--conflicts"]).stdout.contains("[restored "))
+        let json = try world.run(desktop, ["log", "--conflicts", "--json"])
+        #expect(json.stdout.hasPrefix("[") && json.stdout.contains(#""restoredAt":"20"#), "\(json.stdout)")
+        let again = try world.run(desktop, ["restore", id])
+        #expect(again.status == 2 && again.stderr.contains("restored already"), "\(again)")
+        let log = try world.run(desktop, ["log", "--json", "--limit", "3"])
+        #expect(log.status == 0 && log.stdout.hasPrefix("[{") && log.stdout.contains(#""thisDevice":true"#), "\(log.stdout)")
         for home in [desktop, laptop] { try world.mustRun(home, ["sync"]) }
         for home in [laptop, desktop] {
             #expect(try world.run(home, ["resolve", "--json", "https://github.com/x"]).stdout.contains(#""browser":"firefox""#))

@@ -10,6 +10,7 @@ public struct Log: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
     @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
+    @Flag(help: "Print JSON (an array, newest first).") var json = false
 
     public func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
@@ -19,15 +20,41 @@ public struct Log: ParsableCommand {
         let replica = try global.openReplica()
         if conflicts {
             let found = try replica.conflicts(limit: limit)
+            if json {
+                print(JSONValue.array(found.map { conflict in
+                    func register(_ value: StampedValue) -> JSONValue {
+                        .object(["value": value.value, "device": .string(value.stamp.device), "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis))])
+                    }
+                    return .object([
+                        "id": .int(conflict.id), "recordedAt": .string(Timestamp.iso8601(millis: conflict.recordedAtMillis)),
+                        "collection": .string(conflict.collection), "key": .string(conflict.key), "field": .string(conflict.field),
+                        "lost": register(conflict.lost), "winner": register(conflict.winner),
+                        "restoredAt": conflict.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
+                    ])
+                }).jsonText)
+                return
+            }
             if found.isEmpty { print("no conflicts") }
             for conflict in found {
-                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(conflict.key) \(conflict.field): "
-                      + "\(conflict.lost.value.jsonText) (device \(conflict.lost.stamp.device), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
-                      + "lost to \(conflict.winner.value.jsonText) (device \(conflict.winner.stamp.device), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))")
+                let restored = conflict.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
+                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(conflict.field): "
+                      + "\(DisplayText.printable(conflict.lost.value.jsonText)) (device \(conflict.lost.stamp.device), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
+                      + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) (device \(conflict.winner.stamp.device), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))\(restored)")
             }
             return
         }
         let entries = try replica.changeLog(limit: limit)
+        if json {
+            print(JSONValue.array(entries.map { entry in
+                .object([
+                    "seq": .int(entry.sequence), "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
+                    "device": .string(entry.device), "thisDevice": .bool(entry.device == replica.deviceID), "kind": .string(entry.kind),
+                    "collection": .string(entry.collection), "key": .string(entry.key),
+                    "fields": .object(entry.fields.mapValues(\.value)),
+                ])
+            }).jsonText)
+            return
+        }
         if entries.isEmpty {
             print("no changes yet")
             return
