@@ -51,6 +51,12 @@ import TestSupport
         #expect(result.stdout.contains("github.com -> chrome: WON"))
         #expect(result.stdout.contains("github.com/work -> firefox: lost to github.com: lower priority (-1 < 0)"))
         #expect(result.stdout.contains("decision: chrome by rule github.com"))
+        let json = try cli.run("explain", "--json", "https://github.com/work/x")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["browser"] as? String == "chrome" && object["rule"] as? String == "github.com")
+        let rules = try #require(object["rules"] as? [[String: Any]])
+        #expect(rules.map { $0["outcome"] as? String } == ["noMatch", "won", "lost"], "in precedence order: \(rules)")
+        #expect(rules.last?["reason"] as? String == "to github.com: lower priority (-1 < 0)")
     }
 
     @Test func exportImportBetweenMachines() throws {

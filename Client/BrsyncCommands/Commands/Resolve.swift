@@ -88,10 +88,27 @@ public struct Explain: ParsableCommand {
         abstract: "Show every rule considered for a URL, and why it won, lost or was skipped.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
+    @Flag(help: "Print one JSON object: what resolve --json prints, and 'rules', each with its verdict.") var json = false
 
     public func run() throws {
         let url = try NormalizedURL.argument(url)
         let (resolution, verdicts) = try global.openReplica().explain(url)
+        if json {
+            guard case .object(var object) = (try? JSONValue.parse(Resolve.jsonObject(resolution))) ?? .null else { return }
+            object["rules"] = .array(verdicts.map { verdict in
+                let (outcome, reason): (String, String?) = switch verdict.outcome {
+                case .won: ("won", nil)
+                case .lost(let winner, let because): ("lost", "to \(winner): \(because)")
+                case .noMatch(let why): ("noMatch", why)
+                case .skipped(let why): ("skipped", why)
+                }
+                return .object(["pattern": .string(verdict.rule.pattern), "browser": .string(verdict.rule.browser),
+                                "priority": .int(Int64(verdict.rule.priority)), "outcome": .string(outcome),
+                                "reason": reason.map(JSONValue.string) ?? .null])
+            })
+            print(JSONValue.object(object).jsonText)
+            return
+        }
         print("url: \(url)")
         for step in resolution.cleanup.steps { print("  unwrapped: a \(step.wrapper) link (\(step.from))") }
         if !resolution.cleanup.steps.isEmpty { print("  to: \(resolution.cleanup.unwrapped)") }
