@@ -154,11 +154,22 @@ public final class SyncClient {
         // Whole records the server still needs from an earlier sync go first.
         let undelivered = try replica.undeliveredRecords()
         if !undelivered.isEmpty { try relay(undelivered, needed: true) }
+        // The chain through the last change the server acknowledged, carried
+        // from batch to batch (the log's stored chains are the fallback).
+        var knownChain: (sequence: Int64, chain: String)?
         while true {
             let changes = try nextBatch(after: state.pushedThrough)
             guard let first = changes.first, let last = changes.last else { break }
+            let base = knownChain?.sequence == first.sequence - 1 ? knownChain?.chain : try replica.changeDigest(first.sequence - 1)
+            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(changes, after: $0) }
+            /// Our chain through `sequence`: from this batch when it holds it, else from the log.
+            func ourChain(_ sequence: Int64) throws -> String? {
+                if let chains, sequence >= first.sequence, sequence <= last.sequence { return chains[Int(sequence - first.sequence)] }
+                return sequence == knownChain?.sequence ? knownChain?.chain : try replica.changeDigest(sequence)
+            }
+            knownChain = nil
             let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
-                                      base: try replica.changeDigest(first.sequence - 1), since: state.pullCursor, epoch: state.epoch)
+                                      base: base, since: state.pullCursor, epoch: state.epoch)
             let answer: JSONValue
             do {
                 answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
@@ -212,7 +223,7 @@ public final class SyncClient {
             // The acknowledged change must be ours; if it is not, another
             // replica used this device id and its numbers.
             if !response.acknowledgedDigest.isEmpty, response.acknowledged > 0,
-               try (replica.changeDigest(response.acknowledged)) != response.acknowledgedDigest {
+               try ourChain(response.acknowledged) != response.acknowledgedDigest {
                 try repairOnce("diverged")
                 try fork()
                 state = try replica.syncState()
@@ -237,6 +248,7 @@ public final class SyncClient {
             let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
+            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { knownChain = (response.acknowledged, chain) }
             done += delivered
             summary.pushed += delivered
             progress?("pushed", min(done, total), total)
