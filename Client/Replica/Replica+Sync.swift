@@ -134,8 +134,11 @@ extension Replica {
             try database.queryFirst("SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
                                     [.text(deviceID), .integer(sequence)]) { $0.string(0) }
         }
-        guard let stored else { return nil } // no such change
-        if let stored { return stored }
+        switch stored {
+        case nil: return nil // no such change
+        case let chain??: return chain
+        case .some(nil): break // not computed yet
+        }
         return try transaction {
             // From the latest change before it that has its chain.
             let (start, base) = try database.queryFirst(

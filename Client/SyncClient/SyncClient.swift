@@ -156,18 +156,19 @@ public final class SyncClient {
         if !undelivered.isEmpty { try relay(undelivered, needed: true) }
         // The chain through the last change the server acknowledged, carried
         // from batch to batch (the log's stored chains are the fallback).
-        var knownChain: (sequence: Int64, chain: String)?
+        var carried: (sequence: Int64, chain: String)?
         while true {
             let changes = try nextBatch(after: state.pushedThrough)
             guard let first = changes.first, let last = changes.last else { break }
-            let base = knownChain?.sequence == first.sequence - 1 ? knownChain?.chain : try replica.changeDigest(first.sequence - 1)
+            let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try replica.changeDigest(first.sequence - 1)
+            carried = nil // a repair below rewrites what follows it
             let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(changes, after: $0) }
-            /// Our chain through `sequence`: from this batch when it holds it, else from the log.
+            /// Our chain through `sequence`: the base or this batch's when they hold it, else the log's.
             func ourChain(_ sequence: Int64) throws -> String? {
+                if sequence == first.sequence - 1, let base { return base }
                 if let chains, sequence >= first.sequence, sequence <= last.sequence { return chains[Int(sequence - first.sequence)] }
-                return sequence == knownChain?.sequence ? knownChain?.chain : try replica.changeDigest(sequence)
+                return try replica.changeDigest(sequence)
             }
-            knownChain = nil
             let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
                                       base: base, since: state.pullCursor, epoch: state.epoch)
             let answer: JSONValue
@@ -248,7 +249,7 @@ public final class SyncClient {
             let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
             state.pushedThrough = response.acknowledged
-            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { knownChain = (response.acknowledged, chain) }
+            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { carried = (response.acknowledged, chain) }
             done += delivered
             summary.pushed += delivered
             progress?("pushed", min(done, total), total)

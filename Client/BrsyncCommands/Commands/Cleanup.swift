@@ -15,7 +15,7 @@ public struct CleanupCommand: ParsableCommand {
             then the listed tracking parameters are removed from the URL that opens. The list is a synced setting; a
             rule added with --keep-tracking opens its links with them (some sites need them).
             """,
-        subcommands: [Show.self, URL.self, Parameters.self],
+        subcommands: [Show.self, CleanURL.self, Parameters.self],
         defaultSubcommand: Show.self)
 
     public struct Show: ParsableCommand {
@@ -37,7 +37,7 @@ public struct CleanupCommand: ParsableCommand {
         }
     }
 
-    public struct URL: ParsableCommand {
+    public struct CleanURL: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(commandName: "url", abstract: "Print a URL cleaned (what rules decide on).")
         @OptionGroup var global: GlobalOptions

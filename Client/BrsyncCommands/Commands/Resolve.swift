@@ -22,7 +22,7 @@ public struct Resolve: ParsableCommand {
         let url = try NormalizedURL.argument(text)
         let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
-            print(jsonObject(resolution))
+            print(Self.json(resolution).jsonText)
         } else if let browser = resolution.browser {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
             print("\(browser.browser.id)\t\(resolution.target)\t(\(why))")
@@ -36,7 +36,7 @@ public struct Resolve: ParsableCommand {
     /// `{"argv":[…],"browser":…,"given":…,"phone":…,"removed":[…],"rule":…,"source":…,"unwrapped":[…],"url":…}`:
     /// `url` is what is opened, `argv` the command line that opens it here,
     /// `phone` the phone's rendering for that browser.
-    static func jsonObject(_ resolution: Resolution) -> String {
+    static func json(_ resolution: Resolution) -> JSONValue {
         func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
         let argv = resolution.browser.flatMap { launchArguments($0, url: resolution.target) }
         return JSONValue.object([
@@ -46,7 +46,7 @@ public struct Resolve: ParsableCommand {
             "unwrapped": .array(resolution.cleanup.steps.map { .object(["wrapper": .string($0.wrapper), "from": .string($0.from.absoluteString)]) }),
             "removed": .array(resolution.cleanup.removed.map(JSONValue.string)),
             "source": .string(resolution.source.rawValue),
-        ]).jsonText
+        ])
     }
 
     /// `resolve [--json] [--home DIR] URL` read without the full argument parser:
@@ -94,7 +94,7 @@ public struct Explain: ParsableCommand {
         let url = try NormalizedURL.argument(url)
         let (resolution, verdicts) = try global.openReplica().explain(url)
         if json {
-            guard case .object(var object) = (try? JSONValue.parse(Resolve.jsonObject(resolution))) ?? .null else { return }
+            guard case .object(var object) = Resolve.json(resolution) else { return }
             object["rules"] = .array(verdicts.map { verdict in
                 let (outcome, reason): (String, String?) = switch verdict.outcome {
                 case .won: ("won", nil)

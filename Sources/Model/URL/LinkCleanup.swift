@@ -196,7 +196,7 @@ public struct LinkCleanup: Sendable, Equatable {
             if byte == UInt8(ascii: "+") {
                 bytes.append(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%"), iterator.count >= 2,
-                      let high = hexValue(iterator[iterator.startIndex]), let low = hexValue(iterator[iterator.startIndex + 1]) {
+                      let high = HostName.hexDigit(iterator[iterator.startIndex]), let low = HostName.hexDigit(iterator[iterator.startIndex + 1]) {
                 bytes.append(high << 4 | low)
                 iterator = iterator.dropFirst(2)
             } else {
@@ -204,14 +204,5 @@ public struct LinkCleanup: Sendable, Equatable {
             }
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: return byte - 0x30
-        case 0x41...0x46: return byte - 0x41 + 10
-        case 0x61...0x66: return byte - 0x61 + 10
-        default: return nil
-        }
     }
 }

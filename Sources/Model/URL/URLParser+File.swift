@@ -55,7 +55,7 @@ extension NormalizedURL {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = Self.hexValue(bytes[index + 1]), let low = Self.hexValue(bytes[index + 2]) {
+               let high = HostName.hexDigit(bytes[index + 1]), let low = HostName.hexDigit(bytes[index + 2]) {
                 output.append(high << 4 | low)
                 index += 3
             } else {
@@ -66,12 +66,4 @@ extension NormalizedURL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }
