@@ -32,7 +32,7 @@ public enum TerminalPicker {
         }
     }
 
-    static func width(_ tty: Int32) -> Int {
+    public static func width(_ tty: Int32) -> Int {
         var size = winsize()
         return ioctl(tty, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 10 ? Int(size.ws_col) : 80
     }

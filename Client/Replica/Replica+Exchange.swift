@@ -42,7 +42,8 @@ public struct ExportDocument: Codable, Sendable {
 extension Replica {
     public func export() throws -> ExportDocument {
         var settings: [String: String] = [:]
-        for (key, state) in try records(.settings) where !state.isDeleted {
+        // Device names describe the machines of this account, not a setup to carry elsewhere.
+        for (key, state) in try records(.settings) where !state.isDeleted && !key.hasPrefix(Self.deviceNamePrefix) {
             if let value = state.fields["value"]?.value.stringValue { settings[key] = value }
         }
         return ExportDocument(browsers: try browsers().map(\.browser), rules: try rules(), settings: settings)
@@ -105,7 +106,7 @@ extension Replica {
                 changes[RecordState.deletedField] = .bool(false)
                 if try write(.rules, key: pattern.key, changes: changes) != .unchanged { summary.rules += 1 }
             }
-            for (name, value) in document.settings.sorted(by: { $0.key < $1.key }) {
+            for (name, value) in document.settings.sorted(by: { $0.key < $1.key }) where !name.hasPrefix(Self.deviceNamePrefix) {
                 let changes: [String: JSONValue] = ["value": .string(value), RecordState.deletedField: .bool(false)]
                 if try write(.settings, key: name, changes: changes) != .unchanged { summary.settings += 1 }
             }

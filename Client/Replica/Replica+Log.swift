@@ -1,39 +1,67 @@
 import Model
 import SyncCore
 
-/// One entry of the change log.
+/// One entry of `brsync log`: an edit made here (`kind` "local", numbered by
+/// the change log) or what a pull changed here (`kind` "pulled").
 public struct ChangeEntry: Sendable {
+    /// The change log's number for a local edit; the received log's for a pulled one.
     public let sequence: Int64
+    /// The device that wrote the values (for a pulled entry, the newest of them).
     public let device: String
-    public let deviceSequence: Int64
     public let collection: String
     public let key: String
+    /// The values written (for a pulled entry, the ones that changed here).
     public let fields: [String: StampedValue]
     public let kind: String
     public let recordedAtMillis: Int64
+
+    public var isPulled: Bool { kind == "pulled" }
 }
 
 extension Replica {
-    /// The newest `limit` entries of the change log, newest first.
+    /// How many entries of what pulls changed are kept (the oldest go first).
+    public static let receivedLogLimit: Int64 = 10_000
+
+    /// The newest `limit` entries of this replica's history, newest first:
+    /// local edits and what pulls changed, in the order they happened here.
     public func changeLog(limit: Int) throws -> [ChangeEntry] {
         try read {
             try database.query(
                 """
-                SELECT seq, device, device_seq, collection, key, fields, kind, recorded_at
-                FROM changes ORDER BY seq DESC LIMIT ?
+                SELECT * FROM (SELECT seq AS position, 0 AS pulled, seq AS id, device, collection, key, fields, kind, recorded_at
+                               FROM changes ORDER BY seq DESC LIMIT ?1)
+                UNION ALL
+                SELECT * FROM (SELECT after_seq, 1, id, device, collection, key, fields, 'pulled', recorded_at
+                               FROM received ORDER BY id DESC LIMIT ?1)
+                ORDER BY position DESC, pulled DESC, id DESC LIMIT ?1
                 """, [.integer(Int64(limit))]
             ) { row in
-                let fields = try RecordCoding.decodeState(fields: row.string(5) ?? "{}", versions: "{}").fields
+                let fields = try RecordCoding.decodeState(fields: row.string(6) ?? "{}", versions: "{}").fields
                 return ChangeEntry(
-                    sequence: row.int64(0) ?? 0, device: row.string(1) ?? "", deviceSequence: row.int64(2) ?? 0,
-                    collection: row.string(3) ?? "", key: row.string(4) ?? "", fields: fields,
-                    kind: row.string(6) ?? "local", recordedAtMillis: row.int64(7) ?? 0)
+                    sequence: row.int64(2) ?? 0, device: row.string(3) ?? "", collection: row.string(4) ?? "",
+                    key: row.string(5) ?? "", fields: fields, kind: row.string(7) ?? "local", recordedAtMillis: row.int64(8) ?? 0)
             }
         }
     }
 
-    /// Number of entries in the change log.
+    /// Number of entries in the change log (this device's edits).
     public func changeCount() throws -> Int {
         try read { try database.scalar("SELECT COUNT(*) FROM changes")?.intValue ?? 0 }
+    }
+
+    /// Notes what a pull changed in a record (inside the pull's transaction):
+    /// the fields whose value or stamp differ from what was here.
+    func logReceived(_ collection: RecordCollection, key: String, before: RecordState, after: RecordState, afterSequence: Int64) throws {
+        let changed = after.fields.filter { before.fields[$0.key] != $0.value }
+        guard let newest = changed.values.map(\.stamp).max() else { return }
+        try database.run(
+            "INSERT INTO received (after_seq, device, collection, key, fields, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [.integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key),
+             .text(RecordState.encodeFields(changed)), .integer(currentMillis)])
+    }
+
+    /// Drops the oldest received entries beyond ``receivedLogLimit``.
+    func trimReceivedLog() throws {
+        try database.run("DELETE FROM received WHERE id <= (SELECT MAX(id) FROM received) - ?", [.integer(Self.receivedLogLimit)])
     }
 }

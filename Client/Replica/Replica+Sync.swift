@@ -235,6 +235,7 @@ extension Replica {
             try loadPersistedClock()
             let wall = try serverTimeMillis()
             var pulledHigh = Int64(try meta("pulled_high") ?? "") ?? 0
+            let newestLocal = try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
@@ -259,8 +260,10 @@ extension Replica {
                 }
                 guard merged != local else { continue }
                 try storeMerged(change.collection, key: change.key, state: merged)
+                try logReceived(change.collection, key: change.key, before: local, after: merged, afterSequence: newestLocal)
                 changed += 1
             }
+            if changed > 0 { try trimReceivedLog() }
             try setMeta("pull_cursor", String(cursor))
             try setMeta("epoch", epoch)
             // The newest stamp the server has handed out: one it took.
@@ -301,7 +304,8 @@ extension Replica {
             return expect("pattern", isString, "a string") ?? expect("browser", isString, "a string")
                 ?? expect("priority", { $0.intValue != nil }, "a whole number") ?? expect("createdAt", { $0.intValue != nil }, "a whole number")
         case .settings:
-            return key == SettingName.defaultBrowser ? expect("value", isString, "a browser id") : nil
+            if key == SettingName.defaultBrowser { return expect("value", isString, "a browser id") }
+            return key.hasPrefix(deviceNamePrefix) ? expect("value", isString, "a string") : nil
         }
     }
 

@@ -21,7 +21,7 @@ public final class Replica {
     /// This replica's device id: made at `init`, replaced when the replica
     /// turns out to be a copy of another (see ``forkDeviceID()``).
     public private(set) var deviceID: String
-    public private(set) var deviceName: String
+    public internal(set) var deviceName: String
     private var clock: HybridLogicalClock
     /// Wall-clock time in milliseconds since 1970; replaced in tests.
     private let now: () -> Int64
@@ -317,13 +317,6 @@ public final class Replica {
     }
 
     // MARK: - Meta
-
-    public func setDeviceName(_ name: String) throws {
-        try transaction {
-            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_name', ?)", [.text(name)])
-        }
-        deviceName = name
-    }
 
     public var currentMillis: Int64 { now() }
 

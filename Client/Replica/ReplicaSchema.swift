@@ -82,6 +82,7 @@ enum ReplicaSchema {
         Migration4.manualLaunchCommands,
         Migration4.chain,
         Migration4.conflictsRestored,
+        Migration4.received,
     ])
 
     enum Migration4 {
@@ -122,6 +123,23 @@ enum ReplicaSchema {
         /// When a conflict's lost value was written back (`brsync restore`).
         static let conflictsRestored = Migrator.Migration(version: 8, sql: """
             ALTER TABLE conflicts ADD COLUMN restored_at INTEGER;
+            """)
+
+        /// What pulls changed here, for `brsync log` (the change log itself
+        /// holds only this device's edits, numbered for push). `after_seq` is
+        /// the newest local change when it came, so the two read as one
+        /// history whatever the clock says. Only the newest entries are kept
+        /// (see ``Replica/receivedLogLimit``).
+        static let received = Migrator.Migration(version: 9, sql: """
+            CREATE TABLE received (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                after_seq INTEGER NOT NULL,
+                device TEXT NOT NULL,
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                recorded_at INTEGER NOT NULL
+            );
             """)
     }
 }

@@ -28,14 +28,18 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
     let token = try TokenFile.read(home: replica.home)
     let onTerminal = isatty(2) == 1 && !options.quiet && !options.json
     let started = Replica.systemNow()
+    let line = ProgressLine()
     let progress: SyncClient.Progress? = onTerminal ? { what, done, total in
         let seconds = max(0.001, Double(Replica.systemNow() - started) / 1000)
         let rate = Int(Double(done) / seconds)
-        writeToStandardError("\r\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)   ")
+        line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
     let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, progress: progress)
-    let summary = try body(client)
-    if onTerminal { writeToStandardError("\r\u{1B}[K") }
+    let summary: SyncClient.Summary
+    do {
+        defer { line.clear() } // an error, too, is printed on a clean line
+        summary = try body(client)
+    }
     if options.json {
         print(JSONValue.object([
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),

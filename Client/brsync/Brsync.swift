@@ -15,7 +15,7 @@ struct Brsync: ParsableCommand {
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
-            SyncHelper.Sync.self, Status.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
+            SyncHelper.Sync.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
         ]
     )
 }

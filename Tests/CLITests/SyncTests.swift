@@ -90,7 +90,7 @@ final class SyncWorld: @unchecked Sendable {
         let pushed = try world.run(laptop, ["sync", "--json"])
         #expect(pushed.status == 0 && pushed.stdout.contains(#""pushed":3"#), "\(pushed)")
         let pulled = try world.run(desktop, ["sync", "--json"])
-        #expect(pulled.status == 0 && pulled.stdout.contains(#""pulled":3"#), "\(pulled)")
+        #expect(pulled.status == 0 && pulled.stdout.contains(#""pulled":4"#), "\(pulled)") // and the laptop's name
         world.stop()
         // Launch commands are this machine's own: the desktop sets its own.
         try world.mustRun(desktop, ["browsers", "add", "firefox", "--exec", "/usr/bin/firefox %u"])

@@ -31,6 +31,35 @@ import TestSupport
         #expect(try fixture.replica.syncState().pullCursor == 6, "the page and its cursor are applied")
     }
 
+    /// Device names come from other machines: a name that is not a string is
+    /// set aside; one a person could be fooled by is not shown.
+    @Test func pulledDeviceNamesAreCheckedAndPulledChangesAreLogged() throws {
+        let fixture = try ReplicaFixture()
+        let stamp = HLCTimestamp(wallMillis: Replica.systemNow(), counter: 0, device: "0123456789abcdef")
+        func setting(_ sequence: Int64, _ key: String, _ value: JSONValue) -> ChangeRecord {
+            ChangeRecord(sequence: sequence, collection: .settings, key: key,
+                         state: RecordState(fields: ["value": StampedValue(value, stamp: stamp)], versions: VersionVector([stamp.device: 1])))
+        }
+        let page = [
+            setting(1, "device_name/0123456789abcdef", .string("phone")),
+            setting(2, "device_name/aaaaaaaaaaaaaaaa", .string("evil\u{1B}[2Jname")),
+            setting(3, "device_name/bbbbbbbbbbbbbbbb", .int(7)),
+        ]
+        var skipped: [String] = []
+        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped) == 2)
+        #expect(skipped.count == 1 && skipped[0].contains("device_name/bbbbbbbbbbbbbbbb"), "\(skipped)")
+        let names = try fixture.replica.deviceNames()
+        #expect(names.names == ["0123456789abcdef": "phone", fixture.replica.deviceID: "test"])
+        #expect(names.display("0123456789abcdef") == "phone" && names.display("aaaaaaaaaaaaaaaa") == "device aaaaaaaaaaaaaaaa")
+        // Both applied records are in the log, newest first, by the device that wrote them.
+        let log = try fixture.replica.changeLog(limit: 10)
+        #expect(log.map(\.key) == ["device_name/aaaaaaaaaaaaaaaa", "device_name/0123456789abcdef"] && log.allSatisfy(\.isPulled))
+        #expect(log.allSatisfy { $0.device == "0123456789abcdef" })
+        // The same page again changes nothing and logs nothing.
+        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped) == 0)
+        #expect(try fixture.replica.changeLog(limit: 10).count == 2)
+    }
+
     @Test func initializeTwiceChangesNothing() throws {
         let fixture = try ReplicaFixture()
         let first = fixture.replica

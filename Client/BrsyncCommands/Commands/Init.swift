@@ -14,8 +14,8 @@ public struct Init: ParsableCommand {
     var deviceName: String?
 
     public func validate() throws {
-        if let deviceName, deviceName.isBlank {
-            throw ValidationError("--device-name must not be blank")
+        if let deviceName, let problem = Replica.problem(withDeviceName: deviceName) {
+            throw ValidationError("--device-name: \(problem)")
         }
     }
 

@@ -6,7 +6,7 @@ import SyncCore
 public struct Log: ParsableCommand {
 
     public init() {}
-    public static let configuration = CommandConfiguration(commandName: "log", abstract: "Show the change log, newest first.")
+    public static let configuration = CommandConfiguration(commandName: "log", abstract: "Show what changed here, newest first: this device's edits and what pulls brought.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
     @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
@@ -18,12 +18,15 @@ public struct Log: ParsableCommand {
 
     public func run() throws {
         let replica = try global.openReplica()
+        let names = try replica.deviceNames()
+        func nameJSON(_ device: String) -> JSONValue { names.name(of: device).map { .string($0) } ?? .null }
         if conflicts {
             let found = try replica.conflicts(limit: limit)
             if json {
                 print(JSONValue.array(found.map { conflict in
                     func register(_ value: StampedValue) -> JSONValue {
-                        .object(["value": value.value, "device": .string(value.stamp.device), "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis))])
+                        .object(["value": value.value, "device": .string(value.stamp.device), "deviceName": nameJSON(value.stamp.device),
+                                 "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis))])
                     }
                     return .object([
                         "id": .int(conflict.id), "recordedAt": .string(Timestamp.iso8601(millis: conflict.recordedAtMillis)),
@@ -38,8 +41,8 @@ public struct Log: ParsableCommand {
             for conflict in found {
                 let restored = conflict.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
                 print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(conflict.field): "
-                      + "\(DisplayText.printable(conflict.lost.value.jsonText)) (device \(conflict.lost.stamp.device), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
-                      + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) (device \(conflict.winner.stamp.device), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))\(restored)")
+                      + "\(DisplayText.printable(conflict.lost.value.jsonText)) (\(names.display(conflict.lost.stamp.device)), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
+                      + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) (\(names.display(conflict.winner.stamp.device)), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))\(restored)")
             }
             return
         }
@@ -48,7 +51,8 @@ public struct Log: ParsableCommand {
             print(JSONValue.array(entries.map { entry in
                 .object([
                     "seq": .int(entry.sequence), "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
-                    "device": .string(entry.device), "thisDevice": .bool(entry.device == replica.deviceID), "kind": .string(entry.kind),
+                    "device": .string(entry.device), "deviceName": nameJSON(entry.device), "thisDevice": .bool(entry.device == replica.deviceID),
+                    "kind": .string(entry.kind),
                     "collection": .string(entry.collection), "key": .string(entry.key),
                     "fields": .object(entry.fields.mapValues(\.value)),
                 ])
@@ -61,8 +65,8 @@ public struct Log: ParsableCommand {
         }
         for entry in entries {
             let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value.value))" }
-            let who = entry.device == replica.deviceID ? "this device" : "device \(entry.device)"
-            print("#\(entry.sequence) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(who) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))")
+            let number = entry.isPulled ? "#p\(entry.sequence)" : "#\(entry.sequence)"
+            print("\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))")
         }
     }
 

@@ -130,7 +130,7 @@ public struct Status: ParsableCommand {
             ]).jsonText)
             return
         }
-        print("device:    \(replica.deviceID) (\(replica.deviceName))")
+        print("device:    \(replica.deviceName) (\(replica.deviceID)); rename with 'brsync device name NAME'")
         print("server:    \(state.remoteURL ?? "none")")
         print("epoch:     \(state.epoch ?? "-")")
         print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Model
+import Replica
+
+/// `brsync device`: this machine's device id and name, and the names of the
+/// account's other devices (synced, so `log` and `log --conflicts` name them).
+public struct DeviceCommand: ParsableCommand {
+
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Show or rename this device; list the devices this replica knows.",
+        subcommands: [Show.self, Name.self], defaultSubcommand: Show.self)
+
+    public struct Show: ParsableCommand {
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "show", abstract: "This device, then every device named so far.")
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        public func run() throws {
+            let replica = try global.openReplica()
+            let names = try replica.deviceNames()
+            let others = names.names.filter { $0.key != replica.deviceID }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+            if json {
+                print(JSONValue.object([
+                    "device": .string(replica.deviceID), "name": .string(replica.deviceName),
+                    "others": .array(others.map { .object(["device": .string($0.key), "name": .string($0.value)]) }),
+                ]).jsonText)
+                return
+            }
+            print("this device: \(replica.deviceName) (\(replica.deviceID))")
+            for (id, _) in others { print("other:       \(names.display(id)) (\(id))") }
+            if others.isEmpty { print("no other device named yet (names arrive with 'brsync sync')") }
+        }
+    }
+
+    public struct Name: ParsableCommand {
+        public init() {}
+        public static let configuration = CommandConfiguration(
+            commandName: "name", abstract: "Rename this device (the name syncs; the device id stays).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The new name, at most 64 characters.") var name: String
+
+        public func validate() throws {
+            if let problem = Replica.problem(withDeviceName: name) { throw ValidationError(problem) }
+        }
+
+        public func run() throws {
+            let replica = try global.openReplica()
+            let old = replica.deviceName
+            try replica.renameDevice(name)
+            print(old == name ? "this device is already named '\(name)'" : "this device is now '\(name)' (was '\(old)'); it reaches other machines at the next sync")
+        }
+    }
+}
