@@ -19,7 +19,7 @@ let package = Package(
         .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"), // 1.6: completions told the word typed
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
     ],
     targets: [

@@ -13,7 +13,7 @@ public struct GlobalOptions: ParsableArguments {
 
     @Option(name: .long, help: ArgumentHelp(
         "The replica's folder (default: $BRSYNC_HOME, else $XDG_DATA_HOME/brsync, else ~/.local/share/brsync).",
-        valueName: "dir"))
+        valueName: "dir"), completion: .directory)
     var home: String?
 
     public var resolvedHome: String { Self.home(flag: home) }

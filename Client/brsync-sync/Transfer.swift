@@ -13,12 +13,6 @@ struct BrsyncSync: ParsableCommand {
         subcommands: [Push.self, Pull.self, SyncCommand.self])
 }
 
-/// Options of push, pull and sync.
-struct TransferOptions: ParsableArguments {
-    @Flag(help: "No progress output.") var quiet = false
-    @Flag(help: "Print a JSON summary.") var json = false
-}
-
 /// Runs one transfer and reports it.
 func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: String, _ body: (SyncClient) throws -> SyncClient.Summary) throws {
     let replica = try global.openReplica()

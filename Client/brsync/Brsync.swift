@@ -23,22 +23,26 @@ struct Brsync: ParsableCommand {
 /// `push`, `pull` and `sync` run in the helper `brsync-sync` beside this
 /// binary (as git runs git-remote-https): only the helper links OpenSSL, so
 /// resolving a link never pays for loading it. These entries exist for
-/// `brsync --help`; main.swift hands the arguments over before parsing.
+/// `brsync --help`, the manual and completions; main.swift hands the
+/// arguments over before parsing.
 enum SyncHelper {
     static let commands = ["push", "pull", "sync"] // an Array: a Set costs more to build than it saves here
 
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
-        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
     }
 
     struct Pull: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "pull", abstract: "Fetch and apply every change from the server.")
-        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
     }
 
     struct Sync: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
-        @Argument(parsing: .allUnrecognized) var arguments: [String] = []
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
     }
 }

@@ -21,10 +21,11 @@ final class CLIHarness: Sendable {
         try run(arguments, environment: environment, stdin: stdin)
     }
 
-    func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) throws -> ProcessResult {
+    /// Runs `brsync` (or `program`) with the home in `BRSYNC_HOME` unless `environment` sets it.
+    func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, program: String? = nil) throws -> ProcessResult {
         var env = environment
         env["BRSYNC_HOME"] = env["BRSYNC_HOME"] ?? home
-        return try ProcessRunner.run(binary, arguments, environment: env, stdin: stdin)
+        return try ProcessRunner.run(program ?? binary, arguments, environment: env, stdin: stdin)
     }
 
     /// A replica with firefox and chrome usable, firefox the default, and a rule.

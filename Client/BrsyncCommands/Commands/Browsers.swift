@@ -57,15 +57,16 @@ public struct BrowsersCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(
             commandName: "add",
-            abstract: "Add a browser, or update one. Catalog ids (firefox, chrome, …) take name and format from the catalog.")
+            abstract: "Add a browser, or update one. Catalog ids (firefox, chrome and the rest of the catalog) take name and format from the catalog.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "A catalog id or iOS scheme, or a new id (a-z, 0-9, '.', '_', '-').") var id: String
+        @Argument(help: "A catalog id or iOS scheme, or a new id (a-z, 0-9, '.', '_', '-').", completion: Completions.browserOrCatalogIDs) var id: String
         @Option(help: "Display name.") var name: String?
         @Option(help: ArgumentHelp("URL format: {url}, {host}, {path}.", valueName: "format")) var format: String?
         @Option(help: ArgumentHelp("The iOS URL scheme.", valueName: "scheme")) var scheme: String?
         @Option(help: ArgumentHelp("This machine's launch command; %u is the URL (device-local, not synced).", valueName: "command"))
         var exec: String?
-        @Option(help: ArgumentHelp("Make a profile of this browser: its launch command with --args added.", valueName: "browser"))
+        @Option(help: ArgumentHelp("Make a profile of this browser: its launch command with --args added.", valueName: "browser"),
+                completion: Completions.browserIDs)
         var from: String?
         @Option(parsing: .unconditional, help: ArgumentHelp(
             "With --from: the extra arguments, e.g. --args \"-P work\" (a Firefox or Chrome profile, a private window).", valueName: "args"))
@@ -111,7 +112,7 @@ public struct BrowsersCommand: ParsableCommand {
         public static let configuration = CommandConfiguration(
             commandName: "rm", abstract: "Remove a browser. Rules naming it are kept (it may exist elsewhere).")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "Browser id or scheme.") var id: String
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
 
         public func run() throws {
             let replica = try global.openReplica()
@@ -127,7 +128,7 @@ public struct BrowsersCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(commandName: "enable", abstract: "Enable a browser.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "Browser id or scheme.") var id: String
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
         public func run() throws { print("enabled \(try global.openReplica().setBrowserEnabled(named: id, true))") }
     }
 
@@ -136,7 +137,7 @@ public struct BrowsersCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(commandName: "disable", abstract: "Disable a browser: rules naming it are skipped.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "Browser id or scheme.") var id: String
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
         public func run() throws { print("disabled \(try global.openReplica().setBrowserEnabled(named: id, false))") }
     }
 
@@ -145,7 +146,7 @@ public struct BrowsersCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a browser the default, used when no rule decides.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "Browser id or scheme.") var id: String
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
         public func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
     }
 }

@@ -57,7 +57,7 @@ public struct CleanupCommand: ParsableCommand {
             abstract: "Change the synced list of tracking parameters: --add and --remove names (NAME or PREFIX*), or --reset to the default.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .customLong("add"), help: "A parameter name to remove from links (PREFIX* for every name starting so).") var added: [String] = []
-        @Option(name: .customLong("remove"), help: "A name to take off the list.") var removed: [String] = []
+        @Option(name: .customLong("remove"), help: "A name to take off the list.", completion: Completions.trackingParameters) var removed: [String] = []
         @Flag(help: "Go back to the default list.") var reset = false
 
         public func validate() throws {

@@ -27,7 +27,7 @@ public struct Import: ParsableCommand {
             commandName: "import",
         abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing.")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The file to import, or '-'.") var file: String
+    @Argument(help: "The file to import, or '-'.", completion: .file(extensions: ["json"])) var file: String
 
     public func run() throws {
         let data: Data

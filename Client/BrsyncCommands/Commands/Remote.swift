@@ -24,7 +24,7 @@ public struct RemoteCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "https://HOST[:PORT]") var url: String
         @Option(help: "This device's token (from 'brsyncd device add').") var token: String
-        @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"))
+        @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"), completion: .file())
         var ca: String?
 
         public func run() throws {
@@ -160,7 +160,7 @@ public struct Restore: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "restore", abstract: "Write a value that lost a conflict back, as a new edit (see 'brsync log --conflicts').")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The conflict's number.") var id: Int64
+    @Argument(help: "The conflict's number.", completion: Completions.conflictIDs) var id: Int64
 
     public func run() throws {
         let conflict = try global.openReplica().restore(conflict: id)

@@ -45,7 +45,7 @@ public struct RulesCommand: ParsableCommand {
             discussion: "Without --priority the rule gets a priority above every existing rule, so the newest rule wins.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
-        @Argument(help: "Browser id or scheme.") var browser: String
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var browser: String
         @Option(help: "Priority: higher decides first.") var priority: Int?
         @Flag(inversion: .prefixedNo, help: "Open this rule's links with their tracking parameters (some sites need them); see 'brsync cleanup'.")
         var keepTracking: Bool?
@@ -61,7 +61,8 @@ public struct RulesCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove the rule with this pattern.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).") var pattern: String
+        @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).", completion: Completions.rulePatterns)
+        var pattern: String
 
         public func run() throws {
             let rule = try global.openReplica().removeRule(pattern: pattern)
@@ -76,7 +77,7 @@ public struct RulesCommand: ParsableCommand {
             commandName: "test",
             abstract: "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The pattern.") var pattern: String
+        @Argument(help: "The pattern.", completion: Completions.rulePatterns) var pattern: String
         @Argument(help: "The URL.") var url: String
 
         public func run() throws {
