@@ -10,11 +10,13 @@ let package = Package(
     products: [
         .executable(name: "brsync", targets: ["brsync"]),
         .executable(name: "brsync-sync", targets: ["brsync-sync"]),
+        .executable(name: "brsync-picker", targets: ["brsync-picker"]),
         .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "Model", targets: ["Model"]),
         // For the fuzz targets in Fuzz/ (a package of their own, built with libFuzzer).
         .library(name: "SyncCore", targets: ["SyncCore"]),
         .library(name: "HTTP", targets: ["HTTP"]),
+        .library(name: "Desktop", targets: ["Desktop"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
         .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],
@@ -35,6 +37,14 @@ let package = Package(
             path: "Sources/COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
+        ),
+
+        // GTK 4, for the picker window only (brsync-picker); brsync never links it.
+        .systemLibrary(
+            name: "CGtk",
+            path: "Sources/CGtk",
+            pkgConfig: "gtk4",
+            providers: [.apt(["libgtk-4-dev"])]
         ),
 
         // MARK: Pure layers
@@ -82,6 +92,13 @@ let package = Package(
             dependencies: ["BrsyncCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/brsync"
         ),
+        // The picker window (GTK 4), started by brsync only when a picker is
+        // needed and a display is there.
+        .executableTarget(
+            name: "brsync-picker",
+            dependencies: ["CGtk", "Desktop", "Model"],
+            path: "Client/brsync-picker"
+        ),
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
@@ -123,7 +140,7 @@ let package = Package(
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsyncd", "BrsyncServer", "Storage", "Net", "HTTP", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "Storage", "Net", "HTTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,6 +14,7 @@ let package = Package(
             "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
         .executableTarget(name: "FuzzURLAndPattern", dependencies: ["FuzzSupport", .product(name: "Model", package: "brsync")]),
+        .executableTarget(name: "FuzzPickerProtocol", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
         .executableTarget(name: "FuzzMerge", dependencies: [
             "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),

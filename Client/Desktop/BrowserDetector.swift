@@ -127,6 +127,13 @@ public struct BrowserDetector: Sendable {
         return results.sorted { $0.0 < $1.0 }
     }
 
+    /// The `Icon=` of the desktop entry at `path` (a theme icon name or an
+    /// absolute path), or nil.
+    public static func icon(ofEntryAt path: String) -> String? {
+        guard let text = read(path), let entry = try? DesktopEntry(text: text, id: "", path: path) else { return nil }
+        return entry.string("Icon")
+    }
+
     static func read(_ path: String) -> String? {
         guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }

@@ -60,6 +60,14 @@ public final class BackgroundProcess: @unchecked Sendable {
         throw BackgroundProcessError(message: "no /\(pattern)/ within \(timeout) s:\n\(text)")
     }
 
+    /// Waits (at most `timeout` seconds) for the process to exit by itself;
+    /// its exit status, or nil when it is still running.
+    public func wait(timeout: TimeInterval = 30) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
     /// Sends `signal` and waits (at most `timeout` seconds) for the exit status.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32? {

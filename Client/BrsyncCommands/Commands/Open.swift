@@ -33,12 +33,13 @@ public struct Pick: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "pick",
-        abstract: "Ask which browser opens a link (on a terminal, or with a dmenu-style menu or zenity), and optionally remember the choice.",
+        abstract: "Ask which browser opens a link (on a terminal, in the picker window, or with a menu), and optionally remember the choice.",
         discussion: """
             On a terminal: arrows or 1-9 to choose, Enter to open, r to remember, e to edit the pattern, Esc to cancel.
             Without one (or from a background job): BRSYNC_PICKER (a command line run by sh -c, reading the choices on
-            stdin, with the link in $BRSYNC_URL), else rofi, wofi, fuzzel, bemenu, dmenu or zenity, each only when the
-            session has a display it can use; a menu that cannot start is skipped and named.
+            stdin, with the link in $BRSYNC_URL), else the picker window (brsync-picker, GTK 4: 1-9 or arrows and Enter,
+            Esc cancels, Ctrl+R remember, Ctrl+E edit the pattern), else rofi, wofi, fuzzel, bemenu, dmenu or zenity,
+            each only when the session has a display it can use; one that cannot start is skipped and named.
             Remembering adds (or raises) a rule to the highest priority. Cancelling opens nothing, changes nothing and exits 3.
             """)
     @OptionGroup var global: GlobalOptions
@@ -79,18 +80,35 @@ public struct Pick: ParsableCommand {
         let names = usable.map { "\($0.browser.name) (\($0.browser.id))" }
         var outcome: PickerModel.Outcome?
         var failures: [String] = []
+        var notRemembered: String?
         if let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
             outcome = chosen
         } else {
+            // BRSYNC_PICKER first (a person's own choice), then the window,
+            // then the menus; one that cannot start is named and skipped.
             let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
-            for menu in MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment) {
-                switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
-                case .chosen(let chosen): outcome = chosen
-                case .cancelled: outcome = .cancel
-                case .failed(let reason):
-                    failures.append(reason)
-                    ExitStatus.warn(reason)
-                    continue
+            let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
+            let configured = menus.prefix { $0.shellCommand != nil }
+            let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
+            let askers = configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? []) + menus.dropFirst(configured.count).map(Asker.menu)
+            for asker in askers {
+                let reason: String
+                switch asker {
+                case .menu(let menu):
+                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
+                    case .chosen(let chosen): outcome = chosen
+                    case .cancelled: outcome = .cancel
+                    case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
+                    }
+                case .window(let program):
+                    let request = WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion)
+                    switch WindowPicker.run(program, request: request) {
+                    case .chosen(let answer):
+                        outcome = .open(index: answer.choice, rememberPattern: answer.remember)
+                        notRemembered = answer.notRemembered
+                    case .cancelled: outcome = .cancel
+                    case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
+                    }
                 }
                 break
             }
@@ -99,6 +117,7 @@ public struct Pick: ParsableCommand {
             let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
             return .unavailable("no rule decides \(url), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)")
         }
+        if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
         guard case .open(let index, let pattern) = outcome else { return .cancelled }
         let browser = usable[index]
         if let pattern {
@@ -115,6 +134,29 @@ public struct Pick: ParsableCommand {
             return .launchFailed(failure)
         }
         return .opened
+    }
+}
+
+/// Who asks when no terminal can: a menu, or the window (`brsync-picker`).
+enum Asker {
+    case menu(MenuPicker.Menu)
+    case window(String)
+}
+
+/// The browsers as the window shows them: name, profile, the desktop entry's
+/// icon (a profile without an entry of its own shows its base browser's),
+/// the default marked.
+func windowChoices(_ usable: [LocalBrowser], replica: Replica) -> [WindowPicker.Request.Choice] {
+    let all = (try? replica.browsers()) ?? usable
+    func icon(_ browser: LocalBrowser) -> String? { browser.desktopEntry.flatMap(BrowserDetector.icon(ofEntryAt:)) }
+    return usable.map { browser in
+        var shown = icon(browser)
+        if shown == nil, let base = browser.browser.profile?.base ?? browser.execFrom, let found = all.first(where: { $0.browser.id == base }) {
+            shown = icon(found)
+        }
+        return WindowPicker.Request.Choice(id: browser.browser.id, name: browser.browser.name,
+                                           profile: browser.browser.profile.map { $0.arguments.joined(separator: " ") },
+                                           icon: shown, isDefault: browser.isDefault)
     }
 }
 

@@ -1,0 +1,310 @@
+import CGtk
+import Desktop
+import Glibc
+import Model
+
+typealias Widget = UnsafeMutablePointer<GtkWidget>
+
+/// The window: the link, the browsers (number, icon, name, profile, the
+/// default marked), "Remember for this domain" with a pattern checked as it is
+/// typed, Cancel and Open. Keyboard first: 1-9 choose, arrows and Enter,
+/// Esc cancels, Ctrl+R toggles remember, Ctrl+E edits the pattern.
+final class PickerWindow {
+    enum Outcome: Equatable {
+        case chosen(WindowPicker.Answer)
+        case cancelled
+    }
+
+    let request: WindowPicker.Request
+    private(set) var outcome: Outcome?
+    let window: Widget
+    private let list: Widget
+    private var rows: [Widget] = []
+    private let remember: Widget
+    private let pattern: Widget
+    private let reason: Widget
+    private let link: Widget
+
+    init(_ request: WindowPicker.Request) {
+        self.request = request
+        window = gtk_window_new()
+        gtk_window_set_title(brsync_window(window), "Open link — brsync")
+        gtk_window_set_default_size(brsync_window(window), 560, -1)
+        brsync_accessible_label(window, "Choose the browser that opens this link")
+
+        let outer = gtk_box_new(GTK_ORIENTATION_VERTICAL, 10)!
+        for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
+            side(outer, 18)
+        }
+        gtk_window_set_child(brsync_window(window), outer)
+
+        let heading = Self.label("Open this link with:", classes: ["heading"])
+        gtk_box_append(brsync_box(outer), heading)
+        // The whole URL, ellipsized in the middle to fit, selectable (copying
+        // takes all of it), and whole in the tooltip.
+        link = Self.label(request.url, classes: ["dim-label"])
+        gtk_label_set_selectable(brsync_label(link), 1)
+        gtk_label_set_ellipsize(brsync_label(link), PANGO_ELLIPSIZE_MIDDLE)
+        gtk_label_set_width_chars(brsync_label(link), 40)
+        gtk_label_set_max_width_chars(brsync_label(link), 72)
+        gtk_widget_set_tooltip_text(link, request.url)
+        brsync_accessible_label(link, "Link: \(request.url)")
+        gtk_box_append(brsync_box(outer), link)
+
+        list = gtk_list_box_new()
+        gtk_list_box_set_selection_mode(brsync_list_box(list), GTK_SELECTION_SINGLE)
+        gtk_widget_add_css_class(list, "boxed-list")
+        gtk_widget_add_css_class(list, "frame")
+        brsync_accessible_label(list, "Browsers")
+        gtk_box_append(brsync_box(outer), list)
+
+        remember = gtk_check_button_new_with_mnemonic("_Remember for this domain")
+        gtk_widget_set_tooltip_text(remember, "Ctrl+R")
+        gtk_box_append(brsync_box(outer), remember)
+        pattern = gtk_entry_new()
+        gtk_editable_set_text(brsync_editable(pattern), request.suggestedPattern)
+        gtk_widget_set_tooltip_text(pattern, "The pattern remembered (Ctrl+E to edit)")
+        brsync_accessible_label(pattern, "Pattern to remember")
+        gtk_widget_set_sensitive(pattern, 0)
+        gtk_box_append(brsync_box(outer), pattern)
+        reason = Self.label("", classes: ["dim-label"])
+        gtk_label_set_wrap(brsync_label(reason), 1)
+        gtk_box_append(brsync_box(outer), reason)
+
+        let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
+        gtk_widget_set_halign(buttons, GTK_ALIGN_END)
+        let cancel = gtk_button_new_with_mnemonic("_Cancel")!
+        let open = gtk_button_new_with_mnemonic("_Open")!
+        gtk_widget_add_css_class(open, "suggested-action")
+        gtk_box_append(brsync_box(buttons), cancel)
+        gtk_box_append(brsync_box(buttons), open)
+        gtk_box_append(brsync_box(outer), buttons)
+        gtk_window_set_default_widget(brsync_window(window), open)
+
+        for (index, choice) in request.choices.enumerated() { appendRow(index, choice) }
+
+        connect(cancel, "clicked", Callbacks.cancel)
+        connect(open, "clicked", Callbacks.openSelected)
+        connect(list, "row-activated", Callbacks.rowActivated)
+        connect(remember, "toggled", Callbacks.rememberToggled)
+        connect(pattern, "changed", Callbacks.patternChanged)
+        connect(pattern, "activate", Callbacks.openSelected)
+        connect(window, "close-request", Callbacks.closeRequest)
+        let keys = gtk_event_controller_key_new()!
+        gtk_event_controller_set_propagation_phase(brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
+        gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(keys)))
+        connect(keys, "key-pressed", Callbacks.keyPressed)
+        checkPattern()
+    }
+
+    private func connect<T>(_ instance: UnsafeMutablePointer<T>, _ signal: String, _ callback: GCallback) {
+        brsync_signal_connect(instance, signal, callback, nil)
+    }
+
+    private func connect(_ instance: OpaquePointer, _ signal: String, _ callback: GCallback) {
+        brsync_signal_connect(UnsafeMutableRawPointer(instance), signal, callback, nil)
+    }
+
+    static func label(_ text: String, classes: [String] = []) -> Widget {
+        let label = gtk_label_new(text)!
+        gtk_label_set_xalign(brsync_label(label), 0)
+        for name in classes { gtk_widget_add_css_class(label, name) }
+        return label
+    }
+
+    private func appendRow(_ index: Int, _ choice: WindowPicker.Request.Choice) {
+        let row = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)!
+        for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
+            side(row, 8)
+        }
+        let number = Self.label(index < 9 ? "\(index + 1)" : " ", classes: ["dim-label", "numeric"])
+        gtk_label_set_width_chars(brsync_label(number), 1)
+        gtk_box_append(brsync_box(row), number)
+        gtk_box_append(brsync_box(row), Self.icon(choice.icon))
+        let names = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2)!
+        gtk_widget_set_hexpand(names, 1)
+        gtk_widget_set_valign(names, GTK_ALIGN_CENTER)
+        let name = Self.label(DisplayText.printable(choice.name))
+        gtk_label_set_ellipsize(brsync_label(name), PANGO_ELLIPSIZE_END)
+        gtk_box_append(brsync_box(names), name)
+        if let profile = choice.profile {
+            let detail = Self.label("profile: " + DisplayText.printable(profile), classes: ["dim-label", "caption"])
+            gtk_label_set_ellipsize(brsync_label(detail), PANGO_ELLIPSIZE_END)
+            gtk_box_append(brsync_box(names), detail)
+        }
+        gtk_box_append(brsync_box(row), names)
+        if choice.isDefault { gtk_box_append(brsync_box(row), Self.label("default", classes: ["dim-label", "caption"])) }
+        gtk_list_box_append(brsync_list_box(list), row)
+        // The row itself (the list wraps the box in one) is what is focused and read.
+        let listRow = gtk_widget_get_parent(row)!
+        var spoken = "\(index < 9 ? "\(index + 1): " : "")\(choice.name)"
+        if let profile = choice.profile { spoken += ", profile \(profile)" }
+        if choice.isDefault { spoken += ", the default browser" }
+        brsync_accessible_label(listRow, spoken)
+        gtk_widget_set_tooltip_text(listRow, "\(choice.id)\(index < 9 ? " — press \(index + 1)" : "")")
+        rows.append(listRow)
+    }
+
+    /// The desktop entry's icon: a file, or a name in the icon theme; a
+    /// generic browser icon when there is neither.
+    static func icon(_ icon: String?) -> Widget {
+        let image: Widget
+        let theme = gtk_icon_theme_get_for_display(gdk_display_get_default())
+        if let icon, icon.hasPrefix("/"), access(icon, R_OK) == 0 {
+            image = gtk_image_new_from_file(icon)
+        } else if let icon, !icon.isEmpty, gtk_icon_theme_has_icon(theme, icon) != 0 {
+            image = gtk_image_new_from_icon_name(icon)
+        } else {
+            let candidates: [String] = ["web-browser", "applications-internet", "text-html", "image-missing"]
+            let generic = candidates.first { gtk_icon_theme_has_icon(theme, $0) != 0 }
+            image = gtk_image_new_from_icon_name(generic ?? "web-browser")
+        }
+        gtk_image_set_pixel_size(brsync_image(image), 32)
+        brsync_accessible_label(image, "icon")
+        return image
+    }
+
+    func present() {
+        if let first = rows.first {
+            gtk_list_box_select_row(brsync_list_box(list), brsync_list_box_row(first))
+        }
+        gtk_window_present(brsync_window(window))
+        if let first = rows.first { gtk_widget_grab_focus(first) }
+        // Once mapped (its size known), centred on its monitor; at most ~2 s.
+        for _ in 0..<200 {
+            if brsync_center_on_monitor(window) != 0 { break }
+            while g_main_context_iteration(nil, 0) != 0 {}
+            usleep(10_000)
+        }
+        gtk_label_select_region(brsync_label(link), 0, 0) // the link is selectable, not selected
+    }
+
+    // MARK: What the person does
+
+    func cancel() {
+        if outcome == nil { outcome = .cancelled }
+    }
+
+    var selectedIndex: Int {
+        guard let row = gtk_list_box_get_selected_row(brsync_list_box(list)) else { return 0 }
+        return Int(gtk_list_box_row_get_index(row))
+    }
+
+    func choose(_ index: Int) {
+        guard outcome == nil, request.choices.indices.contains(index) else { return }
+        guard gtk_check_button_get_active(brsync_check_button(remember)) != 0 else {
+            outcome = .chosen(WindowPicker.Answer(choice: index))
+            return
+        }
+        let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
+        if let problem = WindowPicker.problem(withPattern: text) {
+            outcome = .chosen(WindowPicker.Answer(choice: index, notRemembered: problem))
+        } else {
+            outcome = .chosen(WindowPicker.Answer(choice: index, remember: WindowPicker.trimmed(text)))
+        }
+    }
+
+    func select(_ index: Int) {
+        guard rows.indices.contains(index) else { return }
+        gtk_list_box_select_row(brsync_list_box(list), brsync_list_box_row(rows[index]))
+        gtk_widget_grab_focus(rows[index])
+    }
+
+    func toggleRemember() {
+        let active = gtk_check_button_get_active(brsync_check_button(remember)) != 0
+        gtk_check_button_set_active(brsync_check_button(remember), active ? 0 : 1)
+    }
+
+    func editPattern() {
+        gtk_check_button_set_active(brsync_check_button(remember), 1)
+        gtk_widget_grab_focus(pattern)
+    }
+
+    func rememberToggled() {
+        gtk_widget_set_sensitive(pattern, gtk_check_button_get_active(brsync_check_button(remember)))
+        checkPattern()
+    }
+
+    /// The check under the field, as you type. The Open button stays usable:
+    /// an invalid pattern only means nothing is remembered.
+    func checkPattern() {
+        let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
+        let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
+        let message: String
+        if !on {
+            message = "Press 1–\(min(9, request.choices.count)) or Enter to open, Esc to cancel."
+            gtk_widget_remove_css_class(reason, "error")
+        } else if let problem = WindowPicker.problem(withPattern: text) {
+            message = "Not remembered: \(problem). The link still opens."
+            gtk_widget_add_css_class(reason, "error")
+        } else {
+            message = "Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose."
+            gtk_widget_remove_css_class(reason, "error")
+        }
+        gtk_label_set_text(brsync_label(reason), message)
+        brsync_accessible_description(pattern, message)
+    }
+
+    var patternHasFocus: Bool {
+        guard let focus = gtk_window_get_focus(brsync_window(window)) else { return false }
+        return focus == pattern || gtk_widget_is_ancestor(focus, pattern) != 0
+    }
+
+    /// Keys the window handles before its widgets; true when handled.
+    func keyPressed(_ key: UInt32, control: Bool) -> Bool {
+        if key == UInt32(GDK_KEY_Escape) {
+            cancel()
+            return true
+        }
+        if control && (key == UInt32(GDK_KEY_r) || key == UInt32(GDK_KEY_R)) {
+            toggleRemember()
+            return true
+        }
+        if control && (key == UInt32(GDK_KEY_e) || key == UInt32(GDK_KEY_E)) {
+            editPattern()
+            return true
+        }
+        if patternHasFocus { return false } // typing a pattern: digits are text
+        if key == UInt32(GDK_KEY_Return) || key == UInt32(GDK_KEY_KP_Enter) {
+            choose(selectedIndex)
+            return true
+        }
+        for base in [UInt32(GDK_KEY_1), UInt32(GDK_KEY_KP_1)] where key >= base && key < base + 9 {
+            choose(Int(key - base))
+            return true
+        }
+        return false
+    }
+}
+
+/// The C callbacks GTK calls; they reach the one window through `picker`.
+nonisolated(unsafe) var picker: PickerWindow!
+
+enum Callbacks {
+    static let cancel = callback { _, _ in picker.cancel() }
+    static let openSelected = callback { _, _ in picker.choose(picker.selectedIndex) }
+    static let rememberToggled = callback { _, _ in picker.rememberToggled() }
+    static let patternChanged = callback { _, _ in picker.checkPattern() }
+
+    static let rowActivated: GCallback = unsafeBitCast(
+        { (_: gpointer?, row: UnsafeMutablePointer<GtkListBoxRow>?, _: gpointer?) in
+            guard let row else { return }
+            picker.choose(Int(gtk_list_box_row_get_index(row)))
+        } as @convention(c) (gpointer?, UnsafeMutablePointer<GtkListBoxRow>?, gpointer?) -> Void, to: GCallback.self)
+
+    static let closeRequest: GCallback = unsafeBitCast(
+        { (_: gpointer?, _: gpointer?) -> gboolean in
+            picker.cancel()
+            return 1
+        } as @convention(c) (gpointer?, gpointer?) -> gboolean, to: GCallback.self)
+
+    static let keyPressed: GCallback = unsafeBitCast(
+        { (_: gpointer?, key: guint, _: guint, state: GdkModifierType, _: gpointer?) -> gboolean in
+            picker.keyPressed(key, control: state.rawValue & GDK_CONTROL_MASK.rawValue != 0) ? 1 : 0
+        } as @convention(c) (gpointer?, guint, guint, GdkModifierType, gpointer?) -> gboolean, to: GCallback.self)
+
+    /// A handler of (instance, user data) that runs `body`.
+    private static func callback(_ body: @escaping @convention(c) (gpointer?, gpointer?) -> Void) -> GCallback {
+        unsafeBitCast(body, to: GCallback.self)
+    }
+}

@@ -1,0 +1,54 @@
+import CGtk
+import Desktop
+import Glibc
+import Model
+
+// brsync-picker: the window `brsync open` and `brsync pick` show when no rule
+// decides a link and the session has a display. It reads a
+// WindowPicker.Request (JSON) on standard input and prints a
+// WindowPicker.Answer (JSON) on standard output. Exit status: 0 chosen,
+// 1 cancelled, 2 a request it cannot read, 4 no display to open.
+
+func fail(_ message: String, _ status: Int32) -> Never {
+    let text = "brsync-picker: \(DisplayText.printableLines(message))\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+    exit(status)
+}
+
+if CommandLine.arguments.count > 1 {
+    let usage = "brsync-picker reads a request on standard input; brsync runs it (see 'brsync pick --help')"
+    if ["-h", "--help"].contains(CommandLine.arguments[1]) {
+        print(usage)
+        exit(0)
+    }
+    fail(usage, 2)
+}
+
+var bytes: [UInt8] = []
+var buffer = [UInt8](repeating: 0, count: 65_536)
+while true {
+    let count = read(0, &buffer, buffer.count)
+    if count < 0 && errno == EINTR { continue }
+    if count <= 0 { break }
+    bytes += buffer[0..<count]
+    if bytes.count > WindowPicker.Request.maxBytes { fail("the request is larger than \(WindowPicker.Request.maxBytes) bytes", 2) }
+}
+let request: WindowPicker.Request
+do {
+    guard let text = String(validating: bytes, as: UTF8.self) else { throw WindowPicker.Problem("the request is not UTF-8") }
+    request = try WindowPicker.Request(parsing: text)
+} catch {
+    fail("\(error)", 2)
+}
+
+guard gtk_init_check() != 0 else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
+picker = PickerWindow(request)
+picker.present()
+while picker.outcome == nil { g_main_context_iteration(nil, 1) }
+switch picker.outcome {
+case .chosen(let answer)?:
+    print(answer.json.jsonText)
+    exit(0)
+default:
+    exit(1)
+}

@@ -1,0 +1,60 @@
+#ifndef BRSYNC_CGTK_SHIM_H
+#define BRSYNC_CGTK_SHIM_H
+
+// GTK 4 for brsync-picker (and nothing else: brsync never loads GTK).
+// What Swift cannot import is wrapped here: g_signal_connect and the type
+// casts are macros, gtk_accessible_update_property is variadic.
+#include <gtk/gtk.h>
+
+static inline gulong brsync_signal_connect(gpointer instance, const char *signal, GCallback handler, gpointer data) {
+    return g_signal_connect_data(instance, signal, handler, data, NULL, (GConnectFlags)0);
+}
+
+static inline GtkWindow *brsync_window(GtkWidget *widget) { return GTK_WINDOW(widget); }
+static inline GtkBox *brsync_box(GtkWidget *widget) { return GTK_BOX(widget); }
+static inline GtkLabel *brsync_label(GtkWidget *widget) { return GTK_LABEL(widget); }
+static inline GtkListBox *brsync_list_box(GtkWidget *widget) { return GTK_LIST_BOX(widget); }
+static inline GtkListBoxRow *brsync_list_box_row(GtkWidget *widget) { return GTK_LIST_BOX_ROW(widget); }
+static inline GtkCheckButton *brsync_check_button(GtkWidget *widget) { return GTK_CHECK_BUTTON(widget); }
+static inline GtkEditable *brsync_editable(GtkWidget *widget) { return GTK_EDITABLE(widget); }
+static inline GtkImage *brsync_image(GtkWidget *widget) { return GTK_IMAGE(widget); }
+static inline GtkWidget *brsync_widget(gpointer object) { return GTK_WIDGET(object); }
+static inline GtkEventController *brsync_event_controller(gpointer object) { return GTK_EVENT_CONTROLLER(object); }
+
+// The name a screen reader reads for `widget`.
+static inline void brsync_accessible_label(GtkWidget *widget, const char *label) {
+    gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
+}
+
+// The description a screen reader reads after the name (the pattern's check).
+static inline void brsync_accessible_description(GtkWidget *widget, const char *text) {
+    gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, text, -1);
+}
+
+// Centres `window` on its monitor under X11 (GTK 4 has no call for it; on
+// Wayland the compositor places windows and this does nothing). Called once
+// the window is mapped and has its size; returns 0 until then (or on
+// Wayland), 1 once moved.
+#ifdef GDK_WINDOWING_X11
+#include <gdk/x11/gdkx.h>
+#endif
+static inline int brsync_center_on_monitor(GtkWidget *window) {
+#ifdef GDK_WINDOWING_X11
+    GdkSurface *surface = gtk_native_get_surface(GTK_NATIVE(window));
+    if (surface == NULL || !gtk_widget_get_mapped(window)) return 0;
+    GdkDisplay *display = gdk_surface_get_display(surface);
+    if (!GDK_IS_X11_DISPLAY(display)) return 1;
+    GdkMonitor *monitor = gdk_display_get_monitor_at_surface(display, surface);
+    int width = gdk_surface_get_width(surface), height = gdk_surface_get_height(surface);
+    if (monitor == NULL || width <= 1 || height <= 1) return 0;
+    GdkRectangle area;
+    gdk_monitor_get_geometry(monitor, &area);
+    XMoveWindow(gdk_x11_display_get_xdisplay(display), gdk_x11_surface_get_xid(surface),
+                area.x + (area.width - width) / 2, area.y + (area.height - height) / 2);
+    return 1;
+#else
+    return 1;
+#endif
+}
+
+#endif
