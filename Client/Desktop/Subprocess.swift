@@ -13,8 +13,10 @@ public enum Subprocess {
     }
 
     /// Runs `arguments` (found on `PATH` when the program has no `/`).
+    /// `input` is made once the program has started, so its start-up
+    /// overlaps with making it.
     /// - Returns: nil when the program could not be started.
-    public static func run(_ arguments: [String], input: String = "", timeoutMilliseconds: Int = 120_000,
+    public static func run(_ arguments: [String], input: @autoclosure () -> String = "", timeoutMilliseconds: Int = 120_000,
                            environment extra: [String: String] = [:]) -> Result? {
         guard !arguments.isEmpty else { return nil }
         var toChild: [Int32] = [0, 0]
@@ -48,7 +50,7 @@ public enum Subprocess {
         guard status == 0 else { close(toChild[1]); return nil }
         // The input is small (a few menu lines): written before reading, a
         // child that does not read it gets EPIPE, not a hang (SIGPIPE is ignored).
-        let bytes = Array(input.utf8)
+        let bytes = Array(input().utf8)
         if !bytes.isEmpty { _ = bytes.withUnsafeBytes { write(toChild[1], $0.baseAddress, $0.count) } }
         close(toChild[1])
         var output: [UInt8] = []

@@ -4,8 +4,17 @@ import Model
 /// The picker on a terminal (`/dev/tty`): raw mode, arrows and 1–9 to choose,
 /// Enter to open, Esc to cancel, `r` to remember, `e` to edit the pattern.
 public enum TerminalPicker {
+    /// Whether there is a terminal this process is in the foreground of (a
+    /// background job would be stopped by reading it).
+    public static var canAsk: Bool {
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { return false }
+        defer { close(tty) }
+        return tcgetpgrp(tty) == getpgrp()
+    }
+
     /// Runs the picker; nil when there is no terminal, or this process is not
-    /// in its foreground (a background job would be stopped by reading it).
+    /// in its foreground.
     public static func run(url: String, choices: [String], suggestedPattern: String) -> PickerModel.Outcome? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }

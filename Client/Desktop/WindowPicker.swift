@@ -153,17 +153,27 @@ public enum WindowPicker {
         case failed(String)
     }
 
-    /// Shows the window and waits for the person (at most 10 minutes).
-    public static func run(_ program: String, request: Request) -> Result {
-        guard let result = Subprocess.run([program], input: request.json.jsonText + "\n", timeoutMilliseconds: 600_000) else {
+    /// Shows the window and waits for the person (at most 10 minutes). The
+    /// request is made once the window program is starting (GTK's start-up
+    /// takes longer than making it).
+    public static func run(_ program: String, request makeRequest: () -> Request) -> Result {
+        var request: Request?
+        func made() -> Request {
+            if let request { return request }
+            let new = makeRequest()
+            request = new
+            return new
+        }
+        guard let result = Subprocess.run([program], input: made().json.jsonText + "\n", timeoutMilliseconds: 600_000) else {
             return .failed("\(programName) could not be started")
         }
+        let choiceCount = made().choices.count
         let errors = DisplayText.printableLines(result.errors.split(separator: "\n").prefix(2).joined(separator: "; "))
         if result.timedOut { return .failed("\(programName) got no answer within 10 minutes") }
         switch result.status {
         case 0?:
             do {
-                return .chosen(try Answer(parsing: result.output, choiceCount: request.choices.count))
+                return .chosen(try Answer(parsing: result.output, choiceCount: choiceCount))
             } catch {
                 return .failed("\(programName): \(error)")
             }

@@ -24,6 +24,13 @@ if CommandLine.arguments.count > 1 {
     fail(usage, 2)
 }
 
+// GTK starts first (the longest part), while brsync writes the request. A
+// small dialog draws faster with the cairo renderer than by setting up GL
+// (measured under Xvfb: ~185 against ~240 ms to the window); GSK_RENDERER, when
+// set, still decides.
+setenv("GSK_RENDERER", "cairo", 0)
+let hasDisplay = gtk_init_check() != 0
+
 var bytes: [UInt8] = []
 var buffer = [UInt8](repeating: 0, count: 65_536)
 while true {
@@ -41,7 +48,7 @@ do {
     fail("\(error)", 2)
 }
 
-guard gtk_init_check() != 0 else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
+guard hasDisplay else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
 picker = PickerWindow(request)
 picker.present()
 while picker.outcome == nil { g_main_context_iteration(nil, 1) }

@@ -14,7 +14,7 @@ import TestSupport
         let display: String
 
         init() throws {
-            process = try BackgroundProcess("/usr/bin/Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "1024x768x24"])
+            process = try BackgroundProcess("/usr/bin/Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-noreset", "-screen", "0", "1024x768x24"])
             let number = try process.waitFor(#"(?m)^(\d+)$"#)
             display = ":\(number)"
         }

@@ -76,12 +76,20 @@ public struct Pick: ParsableCommand {
             return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                               : "no other browser is usable here")
         }
-        let suggestion = (try? Suggest.loadList().suggestedPattern(for: url)) ?? url.host
+        // Made when first needed: the window starts before it (loading the
+        // Public Suffix List overlaps with GTK's start-up).
+        var suggested: String?
+        func suggestion() -> String {
+            if let suggested { return suggested }
+            let made = (try? Suggest.loadList().suggestedPattern(for: url)) ?? url.host
+            suggested = made
+            return made
+        }
         let names = usable.map { "\($0.browser.name) (\($0.browser.id))" }
         var outcome: PickerModel.Outcome?
         var failures: [String] = []
         var notRemembered: String?
-        if let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
+        if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion()) {
             outcome = chosen
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
@@ -95,14 +103,16 @@ public struct Pick: ParsableCommand {
                 let reason: String
                 switch asker {
                 case .menu(let menu):
-                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion) {
+                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion()) {
                     case .chosen(let chosen): outcome = chosen
                     case .cancelled: outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
                     }
                 case .window(let program):
-                    let request = WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion)
-                    switch WindowPicker.run(program, request: request) {
+                    let answer = WindowPicker.run(program) {
+                        WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion())
+                    }
+                    switch answer {
                     case .chosen(let answer):
                         outcome = .open(index: answer.choice, rememberPattern: answer.remember)
                         notRemembered = answer.notRemembered
