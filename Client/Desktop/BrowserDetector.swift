@@ -134,6 +134,26 @@ public struct BrowserDetector: Sendable {
         return entry.string("Icon")
     }
 
+    /// The action ids browsers give their private window (Firefox
+    /// `private-window`/`new-private-window`, Chromium `incognito`, Chrome,
+    /// Brave, Edge and Vivaldi `new-private-window`, …).
+    static let privateActionIDs: Set<String> = ["private-window", "new-private-window", "incognito", "new-incognito-window",
+                                                 "private", "inprivate", "new-inprivate-window"]
+
+    /// The command of the private-window action of the desktop entry at
+    /// `path` (an action with a known id, else one whose name says private,
+    /// incognito or InPrivate), or nil.
+    public static func privateWindowCommand(ofEntryAt path: String) -> String? {
+        guard let text = read(path), let entry = try? DesktopEntry(text: text, id: "", path: path) else { return nil }
+        let actions = entry.actions.filter { $0.exec.map { (try? ExecCommand($0)) != nil } ?? false }
+        let byID = actions.first { privateActionIDs.contains($0.id.lowercased()) }
+        let byName = actions.first { action in
+            let name = action.name.lowercased()
+            return ["private", "incognito", "inprivate"].contains { name.contains($0) }
+        }
+        return (byID ?? byName)?.exec
+    }
+
     static func read(_ path: String) -> String? {
         guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }

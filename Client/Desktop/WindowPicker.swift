@@ -19,13 +19,17 @@ public enum WindowPicker {
             /// The desktop entry's `Icon=`: a theme icon name or an absolute path.
             public var icon: String?
             public var isDefault: Bool
+            /// It can open a private window here (its desktop entry has the action).
+            public var hasPrivateWindow: Bool
 
-            public init(id: String, name: String, profile: String? = nil, icon: String? = nil, isDefault: Bool = false) {
+            public init(id: String, name: String, profile: String? = nil, icon: String? = nil, isDefault: Bool = false,
+                        hasPrivateWindow: Bool = false) {
                 self.id = id
                 self.name = name
                 self.profile = profile
                 self.icon = icon
                 self.isDefault = isDefault
+                self.hasPrivateWindow = hasPrivateWindow
             }
         }
 
@@ -47,7 +51,8 @@ public enum WindowPicker {
                 "url": .string(url), "suggestedPattern": .string(suggestedPattern),
                 "choices": .array(choices.map { choice in
                     .object(["id": .string(choice.id), "name": .string(choice.name), "profile": choice.profile.map { .string($0) } ?? .null,
-                             "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault)])
+                             "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
+                             "privateWindow": .bool(choice.hasPrivateWindow)])
                 }),
             ])
         }
@@ -77,7 +82,8 @@ public enum WindowPicker {
                     }
                 }
                 choices.append(Choice(id: id, name: name, profile: try optionalString("profile"), icon: try optionalString("icon"),
-                                      isDefault: fields["default"]?.boolValue ?? false))
+                                      isDefault: fields["default"]?.boolValue ?? false,
+                                      hasPrivateWindow: fields["privateWindow"]?.boolValue ?? false))
             }
             self.init(url: url, choices: choices, suggestedPattern: pattern)
         }
@@ -91,28 +97,70 @@ public enum WindowPicker {
         public var remember: String?
         /// Why the pattern typed was not remembered (the link opens anyway).
         public var notRemembered: String?
+        /// Open in a private window (only offered when the choice has one).
+        public var privateWindow: Bool
+        /// The browsers in the order the person left them (indices in the
+        /// request; hidden ones left out), when they moved or hid any.
+        public var order: [Int]?
+        /// The browsers the person hid from the picker (indices in the request).
+        public var hidden: [Int]
 
-        public init(choice: Int, remember: String? = nil, notRemembered: String? = nil) {
+        public init(choice: Int, remember: String? = nil, notRemembered: String? = nil, privateWindow: Bool = false,
+                    order: [Int]? = nil, hidden: [Int] = []) {
             self.choice = choice
             self.remember = remember
             self.notRemembered = notRemembered
+            self.privateWindow = privateWindow
+            self.order = order
+            self.hidden = hidden
         }
 
         public var json: JSONValue {
             .object(["choice": .int(Int64(choice)), "remember": remember.map { .string($0) } ?? .null,
-                     "notRemembered": notRemembered.map { .string($0) } ?? .null])
+                     "notRemembered": notRemembered.map { .string($0) } ?? .null, "privateWindow": .bool(privateWindow),
+                     "order": order.map { .array($0.map { .int(Int64($0)) }) } ?? .null,
+                     "hidden": .array(hidden.map { .int(Int64($0)) })])
         }
 
-        /// Reads the window's answer for a request of `choiceCount` browsers.
-        public init(parsing text: String, choiceCount: Int) throws(Problem) {
+        /// Reads the window's answer for `request`. What does not fit it
+        /// (an index it did not offer, an order that is not one, a private
+        /// window it cannot open) is refused, not guessed.
+        public init(parsing text: String, request: Request) throws(Problem) {
+            let count = request.choices.count
             let value: JSONValue
             do { value = try JSONValue.parse(text) } catch { throw Problem("the answer is not JSON") }
-            guard case .object(let object) = value, let index = object["choice"]?.intValue, index >= 0, index < choiceCount else {
+            guard case .object(let object) = value, let index = object["choice"]?.intValue, index >= 0, index < count else {
                 throw Problem("the answer names no browser it was offered")
+            }
+            func indices(_ key: String) throws(Problem) -> [Int]? {
+                switch object[key] {
+                case nil, .null?: return nil
+                case .array(let items)?:
+                    var result: [Int] = []
+                    for item in items {
+                        guard let number = item.intValue, number >= 0, number < count, !result.contains(Int(number)) else {
+                            throw Problem("the answer's \"\(key)\" names a browser twice or one it was not offered")
+                        }
+                        result.append(Int(number))
+                    }
+                    return result
+                default: throw Problem("the answer's \"\(key)\" must be a list of browsers")
+                }
+            }
+            let hidden = try indices("hidden") ?? []
+            let order = try indices("order")
+            if let order, Set(order + hidden).count != count || order.count + hidden.count != count {
+                throw Problem("the answer's order and hidden browsers are not the browsers it was offered")
+            }
+            guard !hidden.contains(Int(index)) else { throw Problem("the answer chose a browser it hid") }
+            let privateWindow = object["privateWindow"]?.boolValue ?? false
+            if privateWindow && !request.choices[Int(index)].hasPrivateWindow {
+                throw Problem("the answer asks for a private window \(request.choices[Int(index)].id) has not")
             }
             var remember = object["remember"]?.stringValue
             if let pattern = remember, (try? Pattern(pattern)) == nil { remember = nil }
-            self.init(choice: Int(index), remember: remember, notRemembered: object["notRemembered"]?.stringValue)
+            self.init(choice: Int(index), remember: remember, notRemembered: object["notRemembered"]?.stringValue,
+                      privateWindow: privateWindow, order: order, hidden: hidden)
         }
     }
 
@@ -167,13 +215,12 @@ public enum WindowPicker {
         guard let result = Subprocess.run([program], input: made().json.jsonText + "\n", timeoutMilliseconds: 600_000) else {
             return .failed("\(programName) could not be started")
         }
-        let choiceCount = made().choices.count
         let errors = DisplayText.printableLines(result.errors.split(separator: "\n").prefix(2).joined(separator: "; "))
         if result.timedOut { return .failed("\(programName) got no answer within 10 minutes") }
         switch result.status {
         case 0?:
             do {
-                return .chosen(try Answer(parsing: result.output, choiceCount: choiceCount))
+                return .chosen(try Answer(parsing: result.output, request: made()))
             } catch {
                 return .failed("\(programName): \(error)")
             }

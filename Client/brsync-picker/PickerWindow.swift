@@ -7,8 +7,10 @@ typealias Widget = UnsafeMutablePointer<GtkWidget>
 
 /// The window: the link, the browsers (number, icon, name, profile, the
 /// default marked), "Remember for this domain" with a pattern checked as it is
-/// typed, Cancel and Open. Keyboard first: 1-9 choose, arrows and Enter,
-/// Esc cancels, Ctrl+R toggles remember, Ctrl+E edits the pattern.
+/// typed, Cancel, Private window and Open. Keyboard first: 1-9 choose, arrows
+/// and Enter, Shift+Enter opens a private window, Esc cancels, Ctrl+R toggles
+/// remember, Ctrl+E edits the pattern, Alt+Up/Down move the selected browser,
+/// Ctrl+H hides it (the answer carries the new order, saved when opening).
 final class PickerWindow {
     enum Outcome: Equatable {
         case chosen(WindowPicker.Answer)
@@ -19,7 +21,14 @@ final class PickerWindow {
     private(set) var outcome: Outcome?
     let window: Widget
     private let list: Widget
+    /// The list's rows and their number labels, by index in the request.
     private var rows: [Widget] = []
+    private var numbers: [Widget] = []
+    /// The request's indices in the order shown (hidden ones left out).
+    private var positions: [Int]
+    private var hidden: [Int] = []
+    private var moved = false
+    private let privateButton: Widget
     private let remember: Widget
     private let pattern: Widget
     private let reason: Widget
@@ -27,10 +36,11 @@ final class PickerWindow {
 
     init(_ request: WindowPicker.Request) {
         self.request = request
+        positions = Array(request.choices.indices)
         window = gtk_window_new()
         gtk_window_set_title(brsync_window(window), "Open link — brsync")
         gtk_window_set_default_size(brsync_window(window), 560, -1)
-        brsync_accessible_label(window, "Choose the browser that opens this link")
+        brsync_accessible_description(window, "Choose the browser that opens this link")
 
         let outer = gtk_box_new(GTK_ORIENTATION_VERTICAL, 10)!
         for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
@@ -60,6 +70,8 @@ final class PickerWindow {
 
         remember = gtk_check_button_new_with_mnemonic("_Remember for this domain")
         gtk_widget_set_tooltip_text(remember, "Ctrl+R")
+        // (GTK 4.8 names a mnemonic button "_Open Open" for screen readers.)
+        brsync_accessible_label(remember, "Remember for this domain")
         gtk_box_append(brsync_box(outer), remember)
         pattern = gtk_entry_new()
         gtk_editable_set_text(brsync_editable(pattern), request.suggestedPattern)
@@ -73,19 +85,25 @@ final class PickerWindow {
 
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
-        let cancel = gtk_button_new_with_mnemonic("_Cancel")!
-        let open = gtk_button_new_with_mnemonic("_Open")!
+        let cancel = brsync_mnemonic_button("_Cancel")!
+        privateButton = brsync_mnemonic_button("_Private window")!
+        gtk_widget_set_tooltip_text(privateButton, "Open in a private window (Shift+Enter)")
+        let open = brsync_mnemonic_button("_Open")!
         gtk_widget_add_css_class(open, "suggested-action")
         gtk_box_append(brsync_box(buttons), cancel)
+        gtk_box_append(brsync_box(buttons), privateButton)
         gtk_box_append(brsync_box(buttons), open)
         gtk_box_append(brsync_box(outer), buttons)
         gtk_window_set_default_widget(brsync_window(window), open)
 
         for (index, choice) in request.choices.enumerated() { appendRow(index, choice) }
+        renumber()
 
         connect(cancel, "clicked", Callbacks.cancel)
         connect(open, "clicked", Callbacks.openSelected)
+        connect(privateButton, "clicked", Callbacks.openPrivately)
         connect(list, "row-activated", Callbacks.rowActivated)
+        connect(list, "row-selected", Callbacks.rowSelected)
         connect(remember, "toggled", Callbacks.rememberToggled)
         connect(pattern, "changed", Callbacks.patternChanged)
         connect(pattern, "activate", Callbacks.openSelected)
@@ -117,8 +135,9 @@ final class PickerWindow {
         for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
             side(row, 8)
         }
-        let number = Self.label(index < 9 ? "\(index + 1)" : " ", classes: ["dim-label", "numeric"])
+        let number = Self.label(" ", classes: ["dim-label", "numeric"])
         gtk_label_set_width_chars(brsync_label(number), 1)
+        numbers.append(number)
         gtk_box_append(brsync_box(row), number)
         gtk_box_append(brsync_box(row), Self.icon(choice.icon))
         let names = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2)!
@@ -133,43 +152,54 @@ final class PickerWindow {
             gtk_box_append(brsync_box(names), detail)
         }
         gtk_box_append(brsync_box(row), names)
+        // (Whether it has a private window shows in the Private window
+        // button, the row's tooltip and what a screen reader says.)
         if choice.isDefault { gtk_box_append(brsync_box(row), Self.label("default", classes: ["dim-label", "caption"])) }
         gtk_list_box_append(brsync_list_box(list), row)
         // The row itself (the list wraps the box in one) is what is focused and read.
-        let listRow = gtk_widget_get_parent(row)!
-        var spoken = "\(index < 9 ? "\(index + 1): " : "")\(choice.name)"
-        if let profile = choice.profile { spoken += ", profile \(profile)" }
-        if choice.isDefault { spoken += ", the default browser" }
-        brsync_accessible_label(listRow, spoken)
-        gtk_widget_set_tooltip_text(listRow, "\(choice.id)\(index < 9 ? " — press \(index + 1)" : "")")
-        rows.append(listRow)
+        rows.append(gtk_widget_get_parent(row)!)
+    }
+
+    /// Numbers the rows as shown (1-9), with what a screen reader says of each.
+    private func renumber() {
+        for (position, index) in positions.enumerated() {
+            let choice = request.choices[index]
+            let key = position < 9 ? "\(position + 1)" : nil
+            gtk_label_set_text(brsync_label(numbers[index]), key ?? " ")
+            var spoken = "\(key.map { "\($0): " } ?? "")\(choice.name)"
+            if let profile = choice.profile { spoken += ", profile \(profile)" }
+            if choice.isDefault { spoken += ", the default browser" }
+            if choice.hasPrivateWindow { spoken += ", has a private window" }
+            brsync_accessible_label(rows[index], spoken)
+            var tip = choice.id + (key.map { " — press \($0)" } ?? "")
+            if choice.hasPrivateWindow { tip += "; Shift+Enter: private window" }
+            gtk_widget_set_tooltip_text(rows[index], tip + "; Alt+Up/Down: move; Ctrl+H: hide from the picker")
+        }
     }
 
     /// The desktop entry's icon: a file, or a name in the icon theme; a
     /// generic browser icon when there is neither.
     static func icon(_ icon: String?) -> Widget {
-        let image: Widget
+        let image = brsync_decorative_image()!
         let theme = gtk_icon_theme_get_for_display(gdk_display_get_default())
         if let icon, icon.hasPrefix("/"), access(icon, R_OK) == 0 {
-            image = gtk_image_new_from_file(icon)
+            gtk_image_set_from_file(brsync_image(image), icon)
         } else if let icon, !icon.isEmpty, gtk_icon_theme_has_icon(theme, icon) != 0 {
-            image = gtk_image_new_from_icon_name(icon)
+            gtk_image_set_from_icon_name(brsync_image(image), icon)
         } else {
             let candidates: [String] = ["web-browser", "applications-internet", "text-html", "image-missing"]
             let generic = candidates.first { gtk_icon_theme_has_icon(theme, $0) != 0 }
-            image = gtk_image_new_from_icon_name(generic ?? "web-browser")
+            gtk_image_set_from_icon_name(brsync_image(image), generic ?? "web-browser")
         }
         gtk_image_set_pixel_size(brsync_image(image), 32)
-        brsync_accessible_label(image, "icon")
         return image
     }
 
     func present() {
-        if let first = rows.first {
-            gtk_list_box_select_row(brsync_list_box(list), brsync_list_box_row(first))
-        }
+        select(position: 0)
+        selectionChanged()
         gtk_window_present(brsync_window(window))
-        if let first = rows.first { gtk_widget_grab_focus(first) }
+        select(position: 0)
         // Once mapped (its size known), centred on its monitor; at most ~2 s.
         for _ in 0..<200 {
             if brsync_center_on_monitor(window) != 0 { break }
@@ -185,29 +215,82 @@ final class PickerWindow {
         if outcome == nil { outcome = .cancelled }
     }
 
+    /// The request's index of the selected browser (the first shown when none is).
     var selectedIndex: Int {
-        guard let row = gtk_list_box_get_selected_row(brsync_list_box(list)) else { return 0 }
-        return Int(gtk_list_box_row_get_index(row))
+        guard let row = gtk_list_box_get_selected_row(brsync_list_box(list)) else { return positions[0] }
+        return index(ofRowAt: Int(gtk_list_box_row_get_index(row)))
     }
 
-    func choose(_ index: Int) {
-        guard outcome == nil, request.choices.indices.contains(index) else { return }
-        guard gtk_check_button_get_active(brsync_check_button(remember)) != 0 else {
-            outcome = .chosen(WindowPicker.Answer(choice: index))
+    /// The request's index of the row at `position` in the list.
+    func index(ofRowAt position: Int) -> Int {
+        positions.indices.contains(position) ? positions[position] : positions[0]
+    }
+
+    /// Opens the browser at `index` of the request (a private window when
+    /// asked and it has one; when it has none, says so and stays open).
+    func choose(_ index: Int, privately: Bool = false) {
+        guard outcome == nil, request.choices.indices.contains(index), !hidden.contains(index) else { return }
+        if privately && !request.choices[index].hasPrivateWindow {
+            say("\(request.choices[index].name) has no private window here. Enter opens a normal one.", error: true)
             return
         }
-        let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
-        if let problem = WindowPicker.problem(withPattern: text) {
-            outcome = .chosen(WindowPicker.Answer(choice: index, notRemembered: problem))
-        } else {
-            outcome = .chosen(WindowPicker.Answer(choice: index, remember: WindowPicker.trimmed(text)))
+        var answer = WindowPicker.Answer(choice: index, privateWindow: privately, order: moved ? positions : nil, hidden: hidden)
+        if gtk_check_button_get_active(brsync_check_button(remember)) != 0 {
+            let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
+            if let problem = WindowPicker.problem(withPattern: text) {
+                answer.notRemembered = problem
+            } else {
+                answer.remember = WindowPicker.trimmed(text)
+            }
         }
+        outcome = .chosen(answer)
     }
 
-    func select(_ index: Int) {
-        guard rows.indices.contains(index) else { return }
-        gtk_list_box_select_row(brsync_list_box(list), brsync_list_box_row(rows[index]))
-        gtk_widget_grab_focus(rows[index])
+    /// Selects (and focuses) the browser shown at `position`.
+    func select(position: Int) {
+        guard positions.indices.contains(position) else { return }
+        let row = rows[positions[position]]
+        gtk_list_box_select_row(brsync_list_box(list), brsync_list_box_row(row))
+        gtk_widget_grab_focus(row)
+    }
+
+    /// The Private window button follows the selected browser.
+    func selectionChanged() {
+        gtk_widget_set_sensitive(privateButton, request.choices[selectedIndex].hasPrivateWindow ? 1 : 0)
+    }
+
+    /// Moves the selected browser up (-1) or down (+1) the list.
+    func moveSelected(by step: Int) {
+        let index = selectedIndex
+        guard let from = positions.firstIndex(of: index), positions.indices.contains(from + step) else { return }
+        positions.swapAt(from, from + step)
+        moved = true
+        let row = rows[index]
+        g_object_ref(row)
+        gtk_list_box_remove(brsync_list_box(list), row)
+        gtk_list_box_insert(brsync_list_box(list), row, Int32(from + step))
+        g_object_unref(row)
+        renumber()
+        select(position: from + step)
+        say("\(request.choices[index].name) moved to place \(from + step + 1) (saved when you open a link).", error: false)
+    }
+
+    /// Hides the selected browser from the picker (never the last one shown).
+    func hideSelected() {
+        let index = selectedIndex
+        guard positions.count > 1, let from = positions.firstIndex(of: index) else {
+            say("The last browser shown cannot be hidden.", error: true)
+            return
+        }
+        positions.remove(at: from)
+        hidden.append(index)
+        moved = true
+        g_object_ref(rows[index]) // kept (not shown): rows stays valid
+        gtk_list_box_remove(brsync_list_box(list), rows[index])
+        renumber()
+        select(position: min(from, positions.count - 1))
+        say("\(request.choices[index].name) is hidden from the picker once you open a link ('brsync browsers unhide \(request.choices[index].id)' shows it again).",
+            error: false)
     }
 
     func toggleRemember() {
@@ -230,19 +313,21 @@ final class PickerWindow {
     func checkPattern() {
         let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
-        let message: String
         if !on {
-            message = "Press 1–\(min(9, request.choices.count)) or Enter to open, Esc to cancel."
-            gtk_widget_remove_css_class(reason, "error")
+            say("Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel.", error: false)
         } else if let problem = WindowPicker.problem(withPattern: text) {
-            message = "Not remembered: \(problem). The link still opens."
-            gtk_widget_add_css_class(reason, "error")
+            say("Not remembered: \(problem). The link still opens.", error: true)
         } else {
-            message = "Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose."
-            gtk_widget_remove_css_class(reason, "error")
+            say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
         }
+    }
+
+    /// Shows `message` under the pattern field (and gives it to screen readers).
+    func say(_ message: String, error: Bool) {
+        if error { gtk_widget_add_css_class(reason, "error") } else { gtk_widget_remove_css_class(reason, "error") }
         gtk_label_set_text(brsync_label(reason), message)
         brsync_accessible_description(pattern, message)
+        brsync_accessible_description(list, message)
     }
 
     var patternHasFocus: Bool {
@@ -251,7 +336,8 @@ final class PickerWindow {
     }
 
     /// Keys the window handles before its widgets; true when handled.
-    func keyPressed(_ key: UInt32, control: Bool) -> Bool {
+    func keyPressed(_ key: UInt32, control: Bool, shift: Bool, alt: Bool) -> Bool {
+        let enter = key == UInt32(GDK_KEY_Return) || key == UInt32(GDK_KEY_KP_Enter) || key == UInt32(GDK_KEY_ISO_Enter)
         if key == UInt32(GDK_KEY_Escape) {
             cancel()
             return true
@@ -264,13 +350,29 @@ final class PickerWindow {
             editPattern()
             return true
         }
+        if enter && shift {
+            choose(selectedIndex, privately: true)
+            return true
+        }
         if patternHasFocus { return false } // typing a pattern: digits are text
-        if key == UInt32(GDK_KEY_Return) || key == UInt32(GDK_KEY_KP_Enter) {
+        if control && (key == UInt32(GDK_KEY_h) || key == UInt32(GDK_KEY_H)) {
+            hideSelected()
+            return true
+        }
+        if alt && (key == UInt32(GDK_KEY_Up) || key == UInt32(GDK_KEY_KP_Up)) {
+            moveSelected(by: -1)
+            return true
+        }
+        if alt && (key == UInt32(GDK_KEY_Down) || key == UInt32(GDK_KEY_KP_Down)) {
+            moveSelected(by: 1)
+            return true
+        }
+        if enter {
             choose(selectedIndex)
             return true
         }
         for base in [UInt32(GDK_KEY_1), UInt32(GDK_KEY_KP_1)] where key >= base && key < base + 9 {
-            choose(Int(key - base))
+            if positions.indices.contains(Int(key - base)) { choose(positions[Int(key - base)]) }
             return true
         }
         return false
@@ -283,13 +385,19 @@ nonisolated(unsafe) var picker: PickerWindow!
 enum Callbacks {
     static let cancel = callback { _, _ in picker.cancel() }
     static let openSelected = callback { _, _ in picker.choose(picker.selectedIndex) }
+    static let openPrivately = callback { _, _ in picker.choose(picker.selectedIndex, privately: true) }
     static let rememberToggled = callback { _, _ in picker.rememberToggled() }
     static let patternChanged = callback { _, _ in picker.checkPattern() }
 
     static let rowActivated: GCallback = unsafeBitCast(
         { (_: gpointer?, row: UnsafeMutablePointer<GtkListBoxRow>?, _: gpointer?) in
             guard let row else { return }
-            picker.choose(Int(gtk_list_box_row_get_index(row)))
+            picker.choose(picker.index(ofRowAt: Int(gtk_list_box_row_get_index(row))))
+        } as @convention(c) (gpointer?, UnsafeMutablePointer<GtkListBoxRow>?, gpointer?) -> Void, to: GCallback.self)
+
+    static let rowSelected: GCallback = unsafeBitCast(
+        { (_: gpointer?, _: UnsafeMutablePointer<GtkListBoxRow>?, _: gpointer?) in
+            picker?.selectionChanged()
         } as @convention(c) (gpointer?, UnsafeMutablePointer<GtkListBoxRow>?, gpointer?) -> Void, to: GCallback.self)
 
     static let closeRequest: GCallback = unsafeBitCast(
@@ -300,7 +408,8 @@ enum Callbacks {
 
     static let keyPressed: GCallback = unsafeBitCast(
         { (_: gpointer?, key: guint, _: guint, state: GdkModifierType, _: gpointer?) -> gboolean in
-            picker.keyPressed(key, control: state.rawValue & GDK_CONTROL_MASK.rawValue != 0) ? 1 : 0
+            picker.keyPressed(key, control: state.rawValue & GDK_CONTROL_MASK.rawValue != 0, shift: state.rawValue & GDK_SHIFT_MASK.rawValue != 0,
+                              alt: state.rawValue & GDK_ALT_MASK.rawValue != 0) ? 1 : 0
         } as @convention(c) (gpointer?, guint, guint, GdkModifierType, gpointer?) -> gboolean, to: GCallback.self)
 
     /// A handler of (instance, user data) that runs `body`.

@@ -29,6 +29,8 @@ if CommandLine.arguments.count > 1 {
 // (measured under Xvfb: ~185 against ~240 ms to the window); GSK_RENDERER, when
 // set, still decides.
 setenv("GSK_RENDERER", "cairo", 0)
+g_set_prgname("brsync-picker") // the window's class
+g_set_application_name("brsync") // what screen readers call the program
 let hasDisplay = gtk_init_check() != 0
 
 var bytes: [UInt8] = []

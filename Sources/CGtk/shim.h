@@ -26,6 +26,22 @@ static inline void brsync_accessible_label(GtkWidget *widget, const char *label)
     gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
 }
 
+// A button whose text has a mnemonic (`_Open`). Screen readers name it from
+// its text alone: GTK 4.8 names a button from its label property and its
+// child's text both ("_Open Open", as gtk_button_new_with_mnemonic makes it).
+static inline GtkWidget *brsync_mnemonic_button(const char *text) {
+    GtkWidget *button = gtk_button_new();
+    GtkWidget *label = gtk_label_new_with_mnemonic(text);
+    gtk_label_set_mnemonic_widget(GTK_LABEL(label), button);
+    gtk_button_set_child(GTK_BUTTON(button), label);
+    return button;
+}
+
+// An image screen readers skip (its row already says what it shows).
+static inline GtkWidget *brsync_decorative_image(void) {
+    return GTK_WIDGET(g_object_new(GTK_TYPE_IMAGE, "accessible-role", GTK_ACCESSIBLE_ROLE_PRESENTATION, NULL));
+}
+
 // The description a screen reader reads after the name (the pattern's check).
 static inline void brsync_accessible_description(GtkWidget *widget, const char *text) {
     gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, text, -1);

@@ -141,3 +141,30 @@ extension Browser {
     /// The profile this browser is, when it is one.
     public var profile: BrowserProfile? { BrowserProfile(fields: extra) }
 }
+
+/// Where the picker shows a browser: its place and whether it is hidden. Both
+/// sync (the `pickerOrder` and `pickerHidden` fields, kept in
+/// ``Browser/extra`` so a client that does not know them keeps them; the
+/// phone may use them). A value of the wrong type is ignored.
+extension Browser {
+    public static let pickerOrderField = "pickerOrder"
+    public static let pickerHiddenField = "pickerHidden"
+    /// The largest place a browser can have.
+    public static let maxPickerOrder = 1_000_000
+
+    /// The browser's place in the picker (1 is first); nil when none was set.
+    public var pickerOrder: Int? {
+        guard let value = extra[Self.pickerOrderField]?.intValue, value >= 1, value <= Int64(Self.maxPickerOrder) else { return nil }
+        return Int(value)
+    }
+
+    /// Hidden from the picker (rules still name it; it still opens links).
+    public var isHiddenInPicker: Bool { extra[Self.pickerHiddenField]?.boolValue ?? false }
+
+    /// The picker's order: by place (browsers with none after those with one),
+    /// then by id.
+    public static func inPickerOrder(_ first: Browser, _ second: Browser) -> Bool {
+        let (a, b) = (first.pickerOrder ?? Int.max, second.pickerOrder ?? Int.max)
+        return a != b ? a < b : first.id < second.id
+    }
+}

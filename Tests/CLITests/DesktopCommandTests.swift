@@ -25,7 +25,10 @@ final class DesktopWorld: @unchecked Sendable {
         let notifier = "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \(directory.file("notified"))\n"
         try notifier.write(toFile: "\(bin)/notify-send", atomically: true, encoding: .utf8)
         chmod("\(bin)/notify-send", 0o755)
-        try "[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
+        // Firefox has a private-window action (Chrome's fixture has none).
+        try ("[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
+             + "Actions=new-window;new-private-window;\n[Desktop Action new-window]\nName=New Window\nExec=fakefox --new-window %u\n"
+             + "[Desktop Action new-private-window]\nName=New Private Window\nExec=fakefox --private-window %u\n")
             .write(toFile: directory.file("data/applications/firefox.desktop"), atomically: true, encoding: .utf8)
         try "[Desktop Entry]\nType=Application\nName=Chrome\nExec=fakechrome --profile-directory=Default %U\nCategories=Network;WebBrowser;\n"
             .write(toFile: directory.file("data/applications/google-chrome.desktop"), atomically: true, encoding: .utf8)
@@ -94,6 +97,51 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser") && failed.stderr.contains("no picker"), "\(failed)")
         usleep(100_000)
         #expect(world.launched().count == 2)
+    }
+
+    /// Hidden browsers and the picker's order: every picker follows them
+    /// (here a BRSYNC_PICKER that takes the first line it is offered).
+    @Test func browsersCanBeHiddenFromAndOrderedInThePicker() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        world.environment["BRSYNC_PICKER"] = "head -n 1"
+        #expect(try world.run("pick", "https://example.org/1").status == 0)
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/1") == true)
+
+        let ordered = try world.run("browsers", "order", "firefox")
+        #expect(ordered.status == 0 && ordered.stdout == "1. firefox\n2. chrome\n", "\(ordered)")
+        #expect(try world.run("pick", "https://example.org/2").status == 0)
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.org/2") == true)
+
+        #expect(try world.run("browsers", "hide", "firefox").stdout == "hidden from the picker: firefox\n")
+        #expect(try world.run("pick", "https://example.org/3").status == 0)
+        #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/3") == true)
+        #expect(try world.run("browsers", "list").stdout.contains("usable, hidden in picker"))
+        let json = try world.run("browsers", "list", "--json").stdout
+        #expect(json.contains(#""hiddenInPicker" : true"#) && json.contains(#""pickerOrder" : 1"#), "\(json)")
+        // A rule naming a hidden browser still opens it.
+        #expect(try world.run("rules", "add", "hidden.example", "firefox").status == 0)
+        #expect(try world.run("open", "https://hidden.example/").status == 0)
+        #expect(world.waitForLaunch(count: 4).last?.hasSuffix("fakefox https://hidden.example/") == true)
+        // Every browser hidden: the picker offers them all (the link is never lost).
+        #expect(try world.run("browsers", "hide", "chrome").status == 0)
+        #expect(try world.run("pick", "https://example.org/5").status == 0)
+        #expect(world.waitForLaunch(count: 5).last?.hasSuffix("fakefox https://example.org/5") == true)
+        #expect(try world.run("browsers", "unhide", "chrome").stdout == "shown in the picker: chrome\n")
+        #expect(try world.run("browsers", "unhide", "firefox").status == 0)
+        #expect(try world.run("browsers", "order").stdout == "1. firefox\n2. chrome\n")
+
+        // Bad input: exit 2, the reason, nothing changed.
+        let before = try world.run("browsers", "list", "--json").stdout
+        for (arguments, reason) in [(["browsers", "order", "chrome", "nosuch"], "unknown browser 'nosuch'"),
+                                    (["browsers", "order", "chrome", "chrome"], "'chrome' is named twice"),
+                                    (["browsers", "hide", "nosuch"], "unknown browser 'nosuch'"),
+                                    (["browsers", "unhide"], "Missing expected argument")] {
+            let refused = try ProcessRunner.run(world.brsync, arguments, environment: world.environment)
+            #expect(refused.status == 2 && refused.stderr.contains(reason), "\(arguments): \(refused)")
+        }
+        #expect(try world.run("browsers", "list", "--json").stdout == before)
     }
 
     @Test func installMakesBrsyncTheDefaultAndUninstallPutsThePreviousBack() throws {

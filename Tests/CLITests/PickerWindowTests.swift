@@ -1,4 +1,6 @@
+import Desktop
 import Foundation
+import Model
 import Testing
 import TestSupport
 
@@ -6,7 +8,7 @@ import TestSupport
 /// started by `brsync pick`/`open` with no terminal and driven with xdotool
 /// as a person would: by number, by arrows, Esc, remember, an invalid pattern.
 @Suite(.serialized) struct PickerWindowTests {
-    static let tools = ["/usr/bin/Xvfb", "/usr/bin/xdotool", "/usr/bin/xwininfo", "/usr/bin/xwd"]
+    static let tools = ["/usr/bin/Xvfb", "/usr/bin/xdotool", "/usr/bin/xwininfo", "/usr/bin/xwd", "/usr/bin/xrdb"]
 
     /// An X server and a desktop world whose session uses it.
     final class Session: @unchecked Sendable {
@@ -35,19 +37,32 @@ import TestSupport
             return (process, window)
         }
 
-        /// Focuses `window` and presses `keys` (xdotool key names) in turn.
+        /// Focuses `window` and presses `keys` (xdotool key names) in turn,
+        /// as the keyboard does (XTEST, to the focused window): with
+        /// `--window`, a key that closes the window would leave its release
+        /// and its modifiers unsent, held down for the next window.
         func press(_ window: String, _ keys: String...) throws {
             _ = try xdotool(["windowfocus", "--sync", window])
-            for key in keys { _ = try xdotool(["key", "--window", window, key]) }
+            for key in keys { _ = try xdotool(["key", "--clearmodifiers", key]) }
         }
 
         func type(_ window: String, _ text: String) throws {
-            _ = try xdotool(["type", "--window", window, "--delay", "20", text])
+            _ = try xdotool(["windowfocus", "--sync", window])
+            _ = try xdotool(["type", "--delay", "20", text])
         }
 
         @discardableResult
         func xdotool(_ arguments: [String]) throws -> ProcessResult {
             try ProcessRunner.run("/usr/bin/xdotool", arguments, environment: ["DISPLAY": server.display])
+        }
+
+        /// `window`'s size and place, as `xwininfo` reports them, with its report.
+        func geometry(_ window: String) throws -> (width: Int, height: Int, x: Int, y: Int, info: String) {
+            let info = try ProcessRunner.run("/usr/bin/xwininfo", ["-id", window], environment: ["DISPLAY": server.display]).stdout
+            func number(_ label: String) -> Int {
+                Int(info.split(separator: "\n").first { $0.contains(label) }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1
+            }
+            return (number("Width"), number("Height"), number("Absolute upper-left X"), number("Absolute upper-left Y"), info)
         }
 
         /// The rules as `brsync rules list` prints them.
@@ -56,7 +71,7 @@ import TestSupport
 
     static func ready() -> Bool {
         guard tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
-            Issue.record("Xvfb, xdotool, xwininfo and xwd are needed (scripts/setup installs xvfb, xdotool, x11-utils and x11-apps)")
+            Issue.record("Xvfb, xdotool, xwininfo, xwd and xrdb are needed (scripts/setup installs xvfb, xdotool, x11-utils, x11-apps and x11-xserver-utils)")
             return false
         }
         return true
@@ -66,9 +81,7 @@ import TestSupport
         guard Self.ready() else { return }
         let session = try Session()
         let (process, window) = try session.ask(["pick", "https://example.org/page?id=1"])
-        let info = try ProcessRunner.run("/usr/bin/xwininfo", ["-id", window], environment: ["DISPLAY": session.server.display]).stdout
-        func number(_ label: String) -> Int { Int(info.split(separator: "\n").first { $0.contains(label) }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1 }
-        let (width, height, x, y) = (number("Width"), number("Height"), number("Absolute upper-left X"), number("Absolute upper-left Y"))
+        let (width, height, x, y, info) = try session.geometry(window)
         #expect(info.contains("\"Open link — brsync\""), "\(info)")
         #expect(width >= 400 && width <= 1024 && height >= 250 && height <= 768, "\(info)")
         #expect(abs(x - (1024 - width) / 2) <= 2 && abs(y - (768 - height) / 2) <= 2, "centred on the 1024x768 screen: \(info)")
@@ -138,6 +151,145 @@ import TestSupport
         #expect(process.text.contains("not remembered: it contains whitespace"), "\(process.text)")
         #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("https://example.org/typed") == true)
         #expect(try session.rules() == before)
+    }
+
+    /// What a screen reader finds, read over AT-SPI (D-Bus, as Orca reads
+    /// it) by Tests/Scripts/picker-accessibility.py: the window, the link, the
+    /// list and each browser named with its number, profile and the default;
+    /// every control that takes the focus named (no mnemonic underscores, no
+    /// doubled names), icons left out; the pattern typed through AT-SPI's
+    /// editable text and Open pressed by its accessible action.
+    @Test func screenReadersFindEveryControlNamed() throws {
+        guard Self.ready() else { return }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Scripts/picker-accessibility.py").path
+        let atspi = try ProcessRunner.run("/usr/bin/python3", ["-c", "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"])
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon"), atspi.status == 0 else {
+            Issue.record("dbus-daemon and Python's AT-SPI bindings are needed (scripts/setup installs dbus-bin, dbus-daemon, at-spi2-core, python3-gi, gir1.2-atspi-2.0)")
+            return
+        }
+        let server = try XvfbDesktopTests.XServer()
+        defer { server.stop() }
+        let request = WindowPicker.Request(url: "https://example.org/a", choices: [
+            .init(id: "firefox", name: "Firefox", isDefault: true, hasPrivateWindow: true),
+            .init(id: "work", name: "Work", profile: "-P work"),
+        ], suggestedPattern: "example.org")
+        // The accessibility bus's socket goes in a runtime folder of this test's own.
+        let runtime = try TemporaryDirectory(prefix: "brsync-a11y")
+        defer { runtime.remove() }
+        chmod(runtime.path, 0o700)
+        let run = try ProcessRunner.run("/usr/bin/timeout", ["-k", "5", "80", "/usr/bin/python3", "-W", "ignore", script,
+                                                            ProcessRunner.binary("brsync-picker"), request.json.jsonText],
+                                        environment: ["DISPLAY": server.display, "WAYLAND_DISPLAY": "", "GTK_A11Y": "atspi",
+                                                      "XDG_RUNTIME_DIR": runtime.path, "NO_AT_BRIDGE": "0"], timeout: 90)
+        #expect(run.status == 0, "\(run)")
+        let nodes = run.stdout.split(separator: "\n").filter { $0.hasPrefix("NODE ") }.compactMap { line -> [String: JSONValue]? in
+            guard case .object(let object)? = try? JSONValue.parse(String(line.dropFirst(5))) else { return nil }
+            return object
+        }
+        func named(_ role: String) -> [String] {
+            nodes.filter { $0["role"]?.stringValue == role }.compactMap { $0["name"]?.stringValue }
+        }
+        #expect(named("frame") == ["Open link — brsync"], "\(run.stdout)")
+        #expect(named("label").contains("Link: https://example.org/a"))
+        #expect(named("list") == ["Browsers"])
+        #expect(named("list item") == ["1: Firefox, the default browser, has a private window", "2: Work, profile -P work"])
+        #expect(named("check box") == ["Remember for this domain"])
+        #expect(named("text") == ["Pattern to remember"])
+        #expect(named("push button") == ["Cancel", "Private window", "Open"])
+        for node in nodes where node["role"]?.stringValue == "push button" {
+            #expect(node["actions"] == .array([.string("click")]), "\(node)")
+        }
+        for node in nodes where node["focusable"]?.boolValue == true {
+            let name = node["name"]?.stringValue ?? ""
+            let words = name.split(separator: " ")
+            #expect(!name.isEmpty && !name.contains("_") && !(words.count == 2 && words[0] == words[1]), "a control a screen reader cannot name: \(node)")
+        }
+        #expect(!nodes.contains { $0["role"]?.stringValue == "image" }, "icons are decorative")
+        #expect(run.stdout.contains(#""notRemembered":"it contains whitespace"#) && run.stdout.contains("EXIT 0"), "\(run.stdout)")
+    }
+
+    /// At 1.5× text (Xft.dpi 144, as a desktop's large-text setting sets it)
+    /// the window grows with its text, still fits the screen, is centred and
+    /// works.
+    @Test func largerTextStillFitsAndWorks() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        let (normal, first) = try session.ask(["pick", "https://example.org/normal/text?with=a&long=query&that=goes&on=and&on=again"])
+        let small = try session.geometry(first)
+        try session.press(first, "Escape")
+        #expect(normal.wait(timeout: 20) == 3, "\(normal.text)")
+
+        let resources = Shell.run("echo 'Xft.dpi: 144' | /usr/bin/xrdb -merge", environment: ["DISPLAY": session.server.display])
+        #expect(resources.status == 0, "\(resources)")
+        let (large, second) = try session.ask(["pick", "https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again"])
+        let big = try session.geometry(second)
+        #expect(big.height >= small.height + 24, "taller with larger text: \(small.width)x\(small.height) → \(big.width)x\(big.height)")
+        #expect(big.width <= 1024 && big.height <= 768 && big.x >= 0 && big.y >= 0, "on the screen: \(big.info)")
+        #expect(abs(big.x - (1024 - big.width) / 2) <= 2 && abs(big.y - (768 - big.height) / 2) <= 2, "centred: \(big.info)")
+        try session.press(second, "2")
+        #expect(large.wait(timeout: 20) == 0, "\(large.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again") == true,
+                "\(session.world.launched())")
+    }
+
+    /// Shift+Enter opens a private window: with the desktop entry's action
+    /// (firefox), the flag of a known browser whose entry has none (chrome),
+    /// for a profile its base browser's with the profile's arguments; a
+    /// browser with neither says so and the window stays.
+    @Test func shiftEnterOpensAPrivateWindow() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        #expect(try session.world.run("browsers", "add", "work", "--from", "firefox", "--args=-P work").status == 0)
+        #expect(try session.world.run("browsers", "add", "plain", "--exec", "fakechrome --plain %u").status == 0)
+        // Listed: chrome, firefox, plain, work.
+        let (process, window) = try session.ask(["pick", "https://example.org/private"])
+        try session.press(window, "Down", "Down", "shift+Return")
+        usleep(500_000)
+        #expect(process.process.isRunning && session.world.launched().isEmpty, "\(process.text)")
+        try session.press(window, "Up", "shift+Return")
+        #expect(process.wait(timeout: 20) == 0, "\(process.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox --private-window https://example.org/private") == true,
+                "\(session.world.launched())")
+
+        let (chrome, second) = try session.ask(["pick", "https://example.org/chrome"])
+        try session.press(second, "shift+Return")
+        #expect(chrome.wait(timeout: 20) == 0, "\(chrome.text)")
+        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default --incognito https://example.org/chrome") == true,
+                "\(session.world.launched())")
+
+        let (profile, third) = try session.ask(["pick", "https://example.org/work"])
+        try session.press(third, "Down", "Down", "Down", "shift+Return")
+        #expect(profile.wait(timeout: 20) == 0, "\(profile.text)")
+        #expect(session.world.waitForLaunch(count: 3).last?.hasSuffix("fakefox -P work --private-window https://example.org/work") == true,
+                "\(session.world.launched())")
+    }
+
+    /// Alt+Down moves a browser, Ctrl+H hides one; both are saved (synced
+    /// browser fields) when a browser is opened, and the next window follows.
+    @Test func browsersMoveAndHideInTheWindow() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        let (process, window) = try session.ask(["pick", "https://example.org/move"])
+        try session.press(window, "alt+Down", "1")
+        #expect(process.wait(timeout: 20) == 0, "\(process.text)")
+        #expect(process.text.contains("picker order: firefox, chrome"), "\(process.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/move") == true, "\(session.world.launched())")
+        #expect(try session.world.run("browsers", "order").stdout == "1. firefox\n2. chrome\n")
+
+        // Esc after moving: nothing is saved.
+        let (cancelled, shown) = try session.ask(["pick", "https://example.org/none"])
+        try session.press(shown, "alt+Down", "ctrl+h", "Escape")
+        #expect(cancelled.wait(timeout: 20) == 3, "\(cancelled.text)")
+        #expect(try session.world.run("browsers", "order").stdout == "1. firefox\n2. chrome\n")
+
+        let (hiding, next) = try session.ask(["pick", "https://example.org/hide"])
+        try session.press(next, "ctrl+h", "1")
+        #expect(hiding.wait(timeout: 20) == 0, "\(hiding.text)")
+        #expect(hiding.text.contains("hidden from the picker: firefox"), "\(hiding.text)")
+        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/hide") == true,
+                "\(session.world.launched())")
+        #expect(try session.world.run("browsers", "order").stdout == "1. firefox (hidden)\n2. chrome\n")
     }
 
     /// A click no rule decides, with no default browser: the window asks.

@@ -60,6 +60,41 @@ import TestSupport
         #expect(try fixture.replica.changeLog(limit: 10).count == 2)
     }
 
+    /// The picker's order and hidden browsers: synced fields; a moved list
+    /// keeps the places of browsers the window did not show; values of the
+    /// wrong type (from elsewhere) are ignored.
+    @Test func pickerOrderAndHiddenBrowsers() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        for id in ["a", "b", "c", "d"] { try fixture.usable(id) }
+        try replica.addBrowser(id: "e", name: nil, format: nil, scheme: nil, exec: nil) // not usable here
+        #expect(try replica.pickerBrowsers().map(\.browser.id) == ["a", "b", "c", "d"])
+        #expect(try replica.setPickerOrder(["d", "b"]) == ["d", "b", "a", "c", "e"])
+        #expect(try replica.setHiddenInPicker(named: "a", true) == "a")
+        #expect(try replica.pickerBrowsers().map(\.browser.id) == ["d", "b", "c"])
+        #expect(try replica.pickerBrowsers(excluding: "b").map(\.browser.id) == ["d", "c"])
+        // The window showed d, b, c and the person moved c first: the hidden a
+        // and the unusable e keep their places.
+        #expect(try replica.pickerOrder(afterMoving: ["c", "d", "b"]) == ["c", "d", "a", "b", "e"])
+        // Stamped, synced fields (in the record, not this machine's table).
+        let record = try #require(try replica.record(.browsers, key: "d"))
+        #expect(record.values[Browser.pickerOrderField] == .int(1))
+        #expect(try replica.record(.browsers, key: "a")?.values[Browser.pickerHiddenField] == .bool(true))
+        // Setting the same order again writes nothing.
+        let changes = try replica.changeLog(limit: 1000).count
+        try replica.setPickerOrder(["d", "b"])
+        #expect(try replica.changeLog(limit: 1000).count == changes)
+        // Every usable browser hidden: all are offered.
+        for id in ["b", "c", "d"] { try replica.setHiddenInPicker(named: id, true) }
+        #expect(try replica.pickerBrowsers().map(\.browser.id) == ["d", "b", "a", "c"])
+        // Bad values from another client are ignored, not trusted.
+        for bad: JSONValue in [.string("1"), .int(0), .int(-3), .int(Int64(Browser.maxPickerOrder) + 1), .double(1.5), .null] {
+            #expect(Browser(id: "x", name: "X", extra: [Browser.pickerOrderField: bad]).pickerOrder == nil, "\(bad)")
+        }
+        #expect(Browser(id: "x", name: "X", extra: [Browser.pickerHiddenField: .string("true")]).isHiddenInPicker == false)
+        #expect(throws: ReplicaError.self) { try replica.setPickerOrder(["nosuch"]) }
+    }
+
     @Test func initializeTwiceChangesNothing() throws {
         let fixture = try ReplicaFixture()
         let first = fixture.replica

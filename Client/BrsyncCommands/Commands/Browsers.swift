@@ -9,7 +9,7 @@ public struct BrowsersCommand: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "browsers",
         abstract: "List and manage the browsers rules can name.",
-        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self, Detect.self],
+        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self, Detect.self, Hide.self, Unhide.self, Order.self],
         defaultSubcommand: List.self)
 
     public struct List: ParsableCommand {
@@ -21,10 +21,11 @@ public struct BrowsersCommand: ParsableCommand {
 
         struct Entry: Encodable {
             let id, name, urlScheme, urlFormat: String
-            let enabled, isDefault, usable: Bool
+            let enabled, isDefault, usable, hiddenInPicker: Bool
             let exec: String?
+            let pickerOrder: Int?
             enum CodingKeys: String, CodingKey {
-                case id, name, urlScheme, urlFormat, enabled, usable, exec
+                case id, name, urlScheme, urlFormat, enabled, usable, exec, hiddenInPicker, pickerOrder
                 case isDefault = "default"
             }
         }
@@ -35,7 +36,8 @@ public struct BrowsersCommand: ParsableCommand {
                 try Output.json(browsers.map {
                     Entry(id: $0.browser.id, name: $0.browser.name, urlScheme: $0.browser.urlScheme,
                           urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
-                          usable: $0.isUsable, exec: $0.exec)
+                          usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker, exec: $0.exec,
+                          pickerOrder: $0.browser.pickerOrder)
                 })
                 return
             }
@@ -44,7 +46,8 @@ public struct BrowsersCommand: ParsableCommand {
                 return
             }
             Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
-                let state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
+                var state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
+                if item.browser.isHiddenInPicker { state += ", hidden in picker" }
                 let launch = item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
                     ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" } ?? "-"
                 return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, launch]
@@ -148,5 +151,45 @@ public struct BrowsersCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
         public func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
+    }
+
+    public struct Hide: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
+            commandName: "hide",
+            abstract: "Hide a browser from the picker (synced). Rules naming it still open it; when every browser is hidden, the picker offers all.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
+        public func run() throws { print("hidden from the picker: \(try global.openReplica().setHiddenInPicker(named: id, true))") }
+    }
+
+    public struct Unhide: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(commandName: "unhide", abstract: "Show a hidden browser in the picker again.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
+        public func run() throws { print("shown in the picker: \(try global.openReplica().setHiddenInPicker(named: id, false))") }
+    }
+
+    public struct Order: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
+            commandName: "order",
+            abstract: "Put browsers first in the picker, in the order given (synced); the others follow in their order. Without ids: show the order.",
+            discussion: "In the picker window, Alt+Up and Alt+Down move the selected browser, and Ctrl+H hides it (saved when a browser is opened).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Browser ids or schemes, first to last.", completion: Completions.browserIDs) var ids: [String] = []
+        public func run() throws {
+            let replica = try global.openReplica()
+            if !ids.isEmpty { try replica.setPickerOrder(ids) }
+            let all = try replica.browsers().sorted { Browser.inPickerOrder($0.browser, $1.browser) }
+            for (index, item) in all.enumerated() {
+                let notes = [item.browser.isHiddenInPicker ? "hidden" : nil, item.isUsable ? nil : "not usable here"].compactMap { $0 }
+                print("\(index + 1). \(item.browser.id)\(notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))")")
+            }
+        }
     }
 }

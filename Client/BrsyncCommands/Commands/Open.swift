@@ -71,7 +71,7 @@ public struct Pick: ParsableCommand {
     /// menus in turn), remembers when asked to, and launches. `excluding`: a
     /// browser that just failed to start, not offered again.
     static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, environment: [String: String]) throws -> Answer {
-        let usable = try replica.browsers().filter { $0.isUsable && $0.browser.id != failed }
+        let usable = try replica.pickerBrowsers(excluding: failed)
         guard !usable.isEmpty else {
             return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                               : "no other browser is usable here")
@@ -89,6 +89,7 @@ public struct Pick: ParsableCommand {
         var outcome: PickerModel.Outcome?
         var failures: [String] = []
         var notRemembered: String?
+        var windowAnswer: WindowPicker.Answer?
         if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion()) {
             outcome = chosen
         } else {
@@ -116,6 +117,7 @@ public struct Pick: ParsableCommand {
                     case .chosen(let answer):
                         outcome = .open(index: answer.choice, rememberPattern: answer.remember)
                         notRemembered = answer.notRemembered
+                        windowAnswer = answer
                     case .cancelled: outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
                     }
@@ -138,13 +140,49 @@ public struct Pick: ParsableCommand {
             let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
             print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
         }
+        if let windowAnswer { try savePlaces(windowAnswer, of: usable, replica: replica) }
         do {
-            try launch(browser, url: url)
+            if windowAnswer?.privateWindow == true {
+                guard let command = privateWindowCommand(browser, among: try replica.browsers()) else {
+                    throw CLIFailure(message: "'\(browser.browser.id)' has no private window here")
+                }
+                try launch(browser, url: url, command: command)
+            } else {
+                try launch(browser, url: url)
+            }
         } catch let failure as CLIFailure {
             return .launchFailed(failure)
         }
         return .opened
     }
+}
+
+/// Saves what the person changed in the window's list: browsers hidden, and
+/// the order they left the others in.
+func savePlaces(_ answer: WindowPicker.Answer, of shown: [LocalBrowser], replica: Replica) throws {
+    for index in answer.hidden {
+        print("hidden from the picker: \(try replica.setHiddenInPicker(named: shown[index].browser.id, true)) (show it again with 'brsync browsers unhide')")
+    }
+    guard let order = answer.order, order != Array(shown.indices).filter({ !answer.hidden.contains($0) }) else { return }
+    let moved = order.map { shown[$0].browser.id }
+    try replica.setPickerOrder(try replica.pickerOrder(afterMoving: moved))
+    print("picker order: \(moved.joined(separator: ", "))")
+}
+
+/// The command that opens `browser` in a private window here: its desktop
+/// entry's private-window action (for a profile, its base browser's with the
+/// profile's arguments), else its launch command with the flag its catalog
+/// browser takes (`--private-window`, `--incognito`, …); nil when neither.
+func privateWindowCommand(_ browser: LocalBrowser, among all: [LocalBrowser]) -> String? {
+    if let entry = browser.desktopEntry, let command = BrowserDetector.privateWindowCommand(ofEntryAt: entry) { return command }
+    let profile = browser.browser.profile
+    let base = profile.flatMap { profile in all.first { $0.browser.id == profile.base && $0.browser.profile == nil } }
+    if let profile, let entry = base?.desktopEntry, let action = BrowserDetector.privateWindowCommand(ofEntryAt: entry),
+       let command = try? profile.command(from: action) {
+        return command
+    }
+    guard let exec = browser.exec else { return nil }
+    return PrivateWindow.command(catalogID: base?.browser.id ?? browser.browser.id, exec: exec)
 }
 
 /// Who asks when no terminal can: a menu, or the window (`brsync-picker`).
@@ -166,15 +204,17 @@ func windowChoices(_ usable: [LocalBrowser], replica: Replica) -> [WindowPicker.
         }
         return WindowPicker.Request.Choice(id: browser.browser.id, name: browser.browser.name,
                                            profile: browser.browser.profile.map { $0.arguments.joined(separator: " ") },
-                                           icon: shown, isDefault: browser.isDefault)
+                                           icon: shown, isDefault: browser.isDefault,
+                                           hasPrivateWindow: privateWindowCommand(browser, among: all) != nil)
     }
 }
 
-/// Starts `browser` with `url` from its launch command. The child carries
+/// Starts `browser` with `url` from its launch command (or `command`, such
+/// as its private window's). The child carries
 /// `BRSYNC_OPENED`, so a command that hands the link back to brsync (the
 /// default browser) is caught as a loop instead of relaunching without end.
-func launch(_ browser: LocalBrowser, url: NormalizedURL) throws {
-    guard let exec = browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
+func launch(_ browser: LocalBrowser, url: NormalizedURL, command given: String? = nil) throws {
+    guard let exec = given ?? browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
     do {
         let command = try ExecCommand(exec)
         if Click.leadsToBrsync(command.arguments.first ?? "") {

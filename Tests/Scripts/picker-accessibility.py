@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""Drives brsync-picker the way a screen reader user does: through AT-SPI.
+
+Run with an X display (the test runs it under Xvfb, with XDG_RUNTIME_DIR a
+folder of its own):
+
+    picker-accessibility.py PICKER REQUEST_JSON
+
+It starts a D-Bus session bus of its own, in a process group of its own, and
+ends every process of that group when it is done (the accessibility bus
+launcher and registry the session bus starts would otherwise outlive it).
+
+Starts PICKER with the request on its standard input, waits (bounded) for the
+application "brsync-picker" on the accessibility bus, prints every accessible in the
+window as a line `NODE {json}`; then ticks "Remember for this domain" (Ctrl+R
+with xdotool: GTK 4.8 gives a check box no accessible action), types an
+invalid pattern into the pattern field through AT-SPI's editable text, and
+presses Open with its accessible action; prints `ANSWER text` (the answer
+names the pattern's problem) and `EXIT status`. (GTK 4.8 sends no change of
+a description or of sensitivity on the bus, so what the field's check says
+as it changes is not read here: the window tests see it.) Needs python3-gi, gir1.2-atspi-2.0 and xdotool (Debian).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+os.setpgrp()
+# A test runner may start this with signals blocked; the bus and what it
+# starts must be stoppable.
+signal.pthread_sigmask(signal.SIG_SETMASK, [])
+_bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"], stdout=subprocess.PIPE, text=True)
+os.environ["DBUS_SESSION_BUS_ADDRESS"] = _bus.stdout.readline().strip()
+
+
+def _end_group():
+    """Kills every other process of this group (the buses, the registry)."""
+    me, group = os.getpid(), os.getpgrp()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                if os.getpgid(int(entry)) == group:
+                    os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+import gi  # noqa: E402
+
+gi.require_version("Atspi", "2.0")
+from gi.repository import Atspi  # noqa: E402
+
+
+def wait_for(predicate, seconds, what):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        found = predicate()
+        if found is not None:
+            return found
+        time.sleep(0.05)
+    print(f"ERROR no {what} within {seconds} s", flush=True)
+    sys.exit(3)
+
+
+def application(name):
+    desktop = Atspi.get_desktop(0)
+    for index in range(desktop.get_child_count()):
+        child = desktop.get_child_at_index(index)
+        if child is not None and child.get_name() == name and child.get_child_count() > 0:
+            return child
+    return None
+
+
+def nodes(node, depth=0):
+    yield node, depth
+    for index in range(node.get_child_count()):
+        child = node.get_child_at_index(index)
+        if child is not None:
+            yield from nodes(child, depth + 1)
+
+
+def describe(node, depth):
+    states = node.get_state_set()
+    return {
+        "depth": depth,
+        "role": node.get_role_name(),
+        "name": node.get_name() or "",
+        "description": node.get_description() or "",
+        "focusable": states.contains(Atspi.StateType.FOCUSABLE),
+        "sensitive": states.contains(Atspi.StateType.SENSITIVE),
+        "actions": [node.get_action_name(i) for i in range(node.get_n_actions())],
+    }
+
+
+def find(app, role, name):
+    for node, _ in nodes(app):
+        if node.get_role_name() == role and node.get_name() == name:
+            return node
+    return None
+
+
+def main():
+    picker, request = sys.argv[1], sys.argv[2]
+    process = subprocess.Popen([picker], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process.stdin.write(request + "\n")
+    process.stdin.close()
+    try:
+        app = wait_for(lambda: application("brsync-picker"), 20, "application 'brsync-picker' on the accessibility bus")
+        window = wait_for(lambda: find(app, "frame", "Open link — brsync"), 10, "window")
+        for node, depth in nodes(window):
+            print("NODE " + json.dumps(describe(node, depth)), flush=True)
+
+        # GTK 4.8 gives a check box neither an action nor a focus call: its
+        # shortcut, from the keyboard, as a screen reader user would.
+        found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", "^Open link — brsync$"],
+                               check=True, timeout=20, capture_output=True, text=True)
+        subprocess.run(["xdotool", "windowfocus", "--sync", found.stdout.split()[0]], check=True, timeout=20)
+        subprocess.run(["xdotool", "key", "--clearmodifiers", "ctrl+r"], check=True, timeout=20)
+        remember = find(window, "check box", "Remember for this domain")
+        wait_for(lambda: True if remember.get_state_set().contains(Atspi.StateType.CHECKED) else None, 10, "remember checked")
+        pattern = find(window, "text", "Pattern to remember")
+        if not pattern.get_editable_text_iface().set_text_contents("bad pattern"):
+            print("ERROR the pattern field took no text", flush=True)
+            sys.exit(3)
+        find(window, "push button", "Open").do_action(0)
+        process.wait(timeout=10)
+        output = process.stdout.read()
+        print("ANSWER " + output.strip(), flush=True)
+        print(f"EXIT {process.returncode}", flush=True)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+try:
+    main()
+finally:
+    sys.stdout.flush()
+    _end_group()
