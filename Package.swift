@@ -6,7 +6,7 @@ import PackageDescription
 // Model and SyncCore are pure (no I/O); C libraries sit behind the C* targets.
 let package = Package(
     name: "brsync",
-    platforms: [.macOS(.v13), .iOS(.v16)],
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "brsync", targets: ["brsync"]),
         .executable(name: "brsync-sync", targets: ["brsync-sync"]),

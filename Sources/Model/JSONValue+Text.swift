@@ -210,7 +210,7 @@ private struct JSONReader {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard let text = String(validating: slice, as: UTF8.self) else { throw fail("a string is not valid UTF-8") }
+                guard let text = String(validUTF8: slice) else { throw fail("a string is not valid UTF-8") }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
@@ -223,7 +223,7 @@ private struct JSONReader {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                guard let text = String(validating: output, as: UTF8.self) else { throw fail("a string is not valid UTF-8") }
+                guard let text = String(validUTF8: output) else { throw fail("a string is not valid UTF-8") }
                 return text
             case UInt8(ascii: "\\"):
                 index += 1

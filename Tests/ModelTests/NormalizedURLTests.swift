@@ -7,6 +7,10 @@ import Testing
         ("HTTP://example.com", "http://example.com/"),
         ("example.com/x", "https://example.com/x"),
         ("  example.com  ", "https://example.com/"),
+        // The URL Standard: C0 controls and spaces at the ends go, then every tab and newline.
+        ("http://example\t.\norg", "http://example.org/"),
+        ("\u{0}\u{1F} https://exa\r\nmple.com/a\tb?c\n=d#e\tf \u{7}", "https://example.com/ab?c=d#ef"),
+        ("\thttps://example.com/\n", "https://example.com/"),
         ("//example.com/a", "https://example.com/a"),
         ("https://example.com./", "https://example.com/"),
         ("https://example.com:443/", "https://example.com/"),
@@ -78,7 +82,7 @@ import Testing
         ("https://[:::1]/", "IPv6"),
         ("http://1.2.3.256/", "IPv4"),
         ("https://exa%zzmple.com/", "percent"),
-        ("https://example.com/\u{7}", "control"),
+        ("https://example.com/a\u{7}b", "control"),
         ("https://" + String(repeating: "a", count: 64) + ".com/", "63"),
         ("file://exa mple/x", "file URL's host"),
         ("file://host:8080/x", "file URL's host"),
@@ -92,6 +96,18 @@ import Testing
             let text = String(describing: error)
             return text.hasPrefix("not a web URL") && text.contains(row.1)
         }
+    }
+
+    /// Bytes read as text only when they are valid UTF-8 (what Model uses
+    /// instead of `String(validating:as:)`, which the phone's iOS 17 lacks).
+    @Test func utf8IsValidatedWithoutNewerAPI() {
+        #expect(String(validUTF8: Array("bücher ✓ 𝄞".utf8)) == "bücher ✓ 𝄞")
+        #expect(String(validUTF8: [UInt8]()) == "")
+        for bad: [UInt8] in [[0xFF], [0xC3], [0xE2, 0x9C], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x61, 0x80, 0x62], [0xF4, 0x90, 0x80, 0x80]] {
+            #expect(String(validUTF8: bad) == nil, "\(bad)")
+        }
+        // The replacement character itself is valid text.
+        #expect(String(validUTF8: [0xEF, 0xBF, 0xBD]) == "\u{FFFD}")
     }
 
     @Test func parts() throws {

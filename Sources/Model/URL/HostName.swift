@@ -97,7 +97,7 @@ enum HostName {
                 bytes.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        return String(validUTF8: bytes)
     }
 
     static func hexDigit(_ byte: UInt8) -> UInt8? {

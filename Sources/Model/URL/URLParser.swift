@@ -17,10 +17,17 @@ enum URLParser {
         if bytes.first.map({ $0 >= 0x80 }) == true || bytes.last.map({ $0 >= 0x80 }) == true {
             bytes = Array(trimmed(input).utf8) // Unicode white space at an end
         }
+        // The URL Standard: C0 controls and spaces at either end go, then
+        // every ASCII tab and newline (a link wrapped by a mail client or
+        // pasted across lines, `http://example\t.\norg`, is example.org).
         var start = 0
         var end = bytes.count
-        while start < end, isASCIIWhitespace(bytes[start]) { start += 1 }
-        while end > start, isASCIIWhitespace(bytes[end - 1]) { end -= 1 }
+        while start < end, bytes[start] <= 0x20 { start += 1 }
+        while end > start, bytes[end - 1] <= 0x20 { end -= 1 }
+        if bytes[start..<end].contains(where: isTabOrNewline) {
+            bytes = Array(bytes[start..<end].filter { !isTabOrNewline($0) })
+            (start, end) = (0, bytes.count)
+        }
         guard start < end else { throw fail("it is blank") }
         for index in start..<end where bytes[index] < 0x20 || bytes[index] == 0x7F {
             throw fail("it contains a control character")
@@ -127,8 +134,8 @@ enum URLParser {
         return (path, query, fragment)
     }
 
-    static func isASCIIWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D || byte == 0x0C
+    static func isTabOrNewline(_ byte: UInt8) -> Bool {
+        byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     static func trimmed(_ text: String) -> String {
