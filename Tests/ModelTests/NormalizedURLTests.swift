@@ -25,6 +25,16 @@ import Testing
         ("https://BÜCHER.de/", "https://xn--bcher-kva.de/"),
         ("https://例え.テスト/", "https://xn--r8jz45g.xn--zckzah/"),
         ("https://münchen。de/", "https://xn--mnchen-3ya.de/"),
+        // UTS #46 mapping: zero-width characters go, full-width forms and
+        // non-Latin capitals map, as every browser does.
+        ("http://GOO\u{200B}\u{2060}\u{FEFF}goo.com", "http://googoo.com/"),
+        ("https://ｅｘａｍｐｌｅ．ｃｏｍ/", "https://example.com/"),
+        ("https://ΑΒΓ.gr/", "https://xn--mxacd.gr/"),
+        ("https://faß.de/", "https://xn--fa-hia.de/"),
+        ("https://XN--MNCHEN-3YA.de/", "https://xn--mnchen-3ya.de/"),
+        ("https://a\u{094D}\u{200D}b.example/", "https://xn--ab-fsf014u.example/"),
+        // Labels longer than 63 (VerifyDnsLength=false).
+        ("https://" + String(repeating: "a", count: 64) + ".com/", "https://" + String(repeating: "a", count: 64) + ".com/"),
         ("https://exa%6Dple.com/", "https://example.com/"),
         ("http://0x7f.0.0.1/", "http://127.0.0.1/"),
         ("http://2130706433/", "http://127.0.0.1/"),
@@ -83,7 +93,16 @@ import Testing
         ("http://1.2.3.256/", "IPv4"),
         ("https://exa%zzmple.com/", "percent"),
         ("https://example.com/a\u{7}b", "control"),
-        ("https://" + String(repeating: "a", count: 64) + ".com/", "63"),
+        // UTS #46 (the URL Standard's flags): what a browser refuses to visit.
+        ("https://%EF%B7%90.example/", "U+FDD0"), // U+FDD0, percent-encoded (a noncharacter)
+        ("https://a\u{FFFD}b.example/", "U+FFFD"),
+        ("https://a\u{200C}b.example/", "CONTEXTJ"),
+        ("https://xn--pokxncvks.example/", "xn--pokxncvks"),
+        ("https://xn--ab-j1t.example/", "xn--ab-j1t"),
+        ("https://xn--.example/", "encodes nothing"),
+        ("https://xn--ab-.example/", "only ASCII"),
+        ("https://\u{0301}a.example/", "combining mark"),
+        ("https://a\u{05D0}.example/", "bidi"),
         ("file://exa mple/x", "file URL's host"),
         ("file://host:8080/x", "file URL's host"),
     ]

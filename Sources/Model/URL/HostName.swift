@@ -1,4 +1,4 @@
-/// Normalisation of a host for matching: percent-decoded, IDNA to ASCII,
+/// Normalisation of a host for matching: percent-decoded, UTS #46 to ASCII,
 /// lower-cased, trailing dot dropped, IPv4 in dotted-decimal form.
 enum HostName {
     /// Bytes that may never appear in a host (WHATWG "forbidden domain code
@@ -31,6 +31,8 @@ enum HostName {
             guard mapped != 0 else { return normalize(String(decoding: bytes, as: UTF8.self)) }
             output.append(mapped)
         }
+        // A Punycode label is checked as UTS #46 says: the full path.
+        if IDNA.hasACELabel(output) { return normalize(String(decoding: output, as: UTF8.self)) }
         if output.last == UInt8(ascii: ".") { output.removeLast() }
         guard !output.isEmpty else { return .failure(.empty) }
         if output.last == UInt8(ascii: ".") { return .failure(.emptyLabel) } // "a.." (one trailing dot is dropped)
@@ -38,7 +40,7 @@ enum HostName {
            let first = last.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
             return normalize(String(decoding: output, as: UTF8.self)) // maybe an IPv4 address: the full path
         }
-        if output.count > 253 { return .failure(.hostTooLong) }
+        // No length limits: the URL Standard sets VerifyDnsLength=false.
         var labelLength = 0
         for byte in output {
             if byte == UInt8(ascii: ".") {
@@ -46,7 +48,6 @@ enum HostName {
                 labelLength = 0
             } else {
                 labelLength += 1
-                if labelLength > 63 { return .failure(.labelTooLong) }
             }
         }
         return .success(String(decoding: output, as: UTF8.self))
@@ -73,13 +74,10 @@ enum HostName {
         return validateLabels(host).map { .failure($0) } ?? .success(host)
     }
 
+    /// Empty labels are refused (`a..b`: no browser reaches such a host; the
+    /// URL Standard would keep it). No length limits (VerifyDnsLength=false).
     static func validateLabels(_ host: String) -> HostProblem? {
-        if host.utf8.count > 253 { return .hostTooLong }
-        for label in host.split(separator: ".", omittingEmptySubsequences: false) {
-            if label.isEmpty { return .emptyLabel }
-            if label.utf8.count > 63 { return .labelTooLong }
-        }
-        return nil
+        host.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) ? .emptyLabel : nil
     }
 
     /// Decodes `%XX` escapes; nil when an escape is broken or the bytes are not UTF-8.

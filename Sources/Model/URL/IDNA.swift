@@ -4,48 +4,38 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Host-name mapping to the ASCII form used for matching and storage.
+/// Host-name mapping to the ASCII form used for matching and storage: the
+/// URL Standard's "domain to ASCII", which is UTS #46 ToASCII (``UTS46``).
 enum IDNA {
-    /// Dots that UTS #46 maps to U+002E.
-    static func isAlternateDot(_ scalar: Unicode.Scalar) -> Bool {
-        scalar == "\u{3002}" || scalar == "\u{FF0E}" || scalar == "\u{FF61}"
+    /// Maps a host (already percent-decoded) to its ASCII form; the reason
+    /// when it is not a valid domain. ASCII names with no `xn--` label take
+    /// a fast path (lower-casing is all UTS #46 does to them).
+    static func toASCII(_ host: String) -> Result<String, HostProblem> {
+        if host.utf8.allSatisfy({ $0 < 0x80 }) && !hasACELabel(host.utf8) {
+            return .success(host.lowercased())
+        }
+        switch UTS46.toASCII(host) {
+        case .success(let ascii): return .success(ascii)
+        case .failure(let problem): return .failure(.invalidDomain(problem.reason))
+        }
     }
 
-    /// Maps a host (already percent-decoded) to lower-case ASCII, punycoding every
-    /// label that is not ASCII. Returns nil with a reason when a label cannot be encoded.
-    static func toASCII(_ host: String) -> Result<String, HostProblem> {
-        var unified = String.UnicodeScalarView()
-        var allASCII = true
-        for scalar in host.unicodeScalars {
-            if isAlternateDot(scalar) {
-                unified.append(".")
-            } else {
-                if !scalar.isASCII { allASCII = false }
-                unified.append(scalar)
-            }
-        }
-        if allASCII {
-            return .success(String(unified).lowercased())
-        }
-        var labels: [String] = []
-        for label in String(unified).split(separator: ".", omittingEmptySubsequences: false) {
-            let text = String(label)
-            if text.unicodeScalars.allSatisfy(\.isASCII) {
-                labels.append(text.lowercased())
+    /// Whether a label of `bytes` starts with `xn--` (in any case).
+    static func hasACELabel<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        var atLabelStart = true
+        var iterator = bytes.makeIterator()
+        while let byte = iterator.next() {
+            if atLabelStart, byte | 0x20 == UInt8(ascii: "x") {
+                if iterator.next().map({ $0 | 0x20 == UInt8(ascii: "n") }) == true,
+                   iterator.next() == UInt8(ascii: "-"), iterator.next() == UInt8(ascii: "-") {
+                    return true
+                }
+                atLabelStart = false
                 continue
             }
-            // NFC (UTS #46 maps to it); the standard library's normaliser, as Foundation uses.
-            let mapped = String(decoding: text.lowercased()._nfcCodeUnits, as: UTF8.self)
-            for scalar in mapped.unicodeScalars where scalar.properties.generalCategory == .control
-                || scalar.properties.isWhitespace {
-                return .failure(.forbiddenCharacter(Character(scalar)))
-            }
-            guard let encoded = Punycode.encode(Array(mapped.unicodeScalars)) else {
-                return .failure(.labelTooLong)
-            }
-            labels.append("xn--" + encoded)
+            atLabelStart = byte == UInt8(ascii: ".")
         }
-        return .success(labels.joined(separator: "."))
+        return false
     }
 }
 
@@ -53,8 +43,7 @@ enum IDNA {
 enum HostProblem: Error, Equatable {
     case empty
     case emptyLabel
-    case labelTooLong
-    case hostTooLong
+    case invalidDomain(String)
     case forbiddenCharacter(Character)
     case invalidIPv4
     case invalidIPv6
@@ -64,8 +53,7 @@ enum HostProblem: Error, Equatable {
         switch self {
         case .empty: return "the host is empty"
         case .emptyLabel: return "the host has an empty label (two dots in a row, or a leading dot)"
-        case .labelTooLong: return "a host label is longer than 63 characters"
-        case .hostTooLong: return "the host is longer than 253 characters"
+        case .invalidDomain(let reason): return "the host is not a valid domain: \(reason)"
         case .forbiddenCharacter(let character):
             let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? "U+00" + String($0.value, radix: 16, uppercase: true) : String(character) } ?? "?"
             return "the host contains '\(shown)', which no host name may hold"

@@ -1,8 +1,5 @@
-/// Punycode (RFC 3492) and the IDNA host mapping brsync applies to hosts.
-///
-/// The mapping is the practical core of UTS #46 for lookups: full-width and
-/// ideographic dots become `.`, labels are lower-cased and NFC-normalised, and
-/// every label with a non-ASCII character becomes `xn--` + Punycode.
+/// Punycode (RFC 3492): encoding a label's code points for `xn--`, and
+/// decoding one (UTS #46 checks what a `xn--` label holds; see ``UTS46``).
 /// https://www.rfc-editor.org/rfc/rfc3492
 enum Punycode {
     private static let base: UInt32 = 36
@@ -56,6 +53,62 @@ enum Punycode {
             n += 1
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Decodes a label's Punycode (the part after `xn--`), letters in either
+    /// case; nil when it is not valid Punycode (a bad digit, an overflow, a
+    /// code point that is not a Unicode scalar, a non-ASCII basic part).
+    static func decode(_ text: String) -> [UInt32]? {
+        let bytes = Array(text.utf8)
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+        var output: [UInt32] = []
+        var cursor = 0
+        if let delimiter = bytes.lastIndex(of: UInt8(ascii: "-")) {
+            output = bytes[..<delimiter].map(UInt32.init)
+            cursor = delimiter + 1
+            guard cursor < bytes.count || delimiter > 0 else { return nil } // "-" alone
+        }
+        var n = initialN
+        var i: UInt32 = 0
+        var bias = initialBias
+        while cursor < bytes.count {
+            let oldI = i
+            var weight: UInt32 = 1
+            var k = base
+            while true {
+                guard cursor < bytes.count, let value = digitValue(bytes[cursor]) else { return nil }
+                cursor += 1
+                let (product, overflow1) = value.multipliedReportingOverflow(by: weight)
+                let (sum, overflow2) = i.addingReportingOverflow(product)
+                if overflow1 || overflow2 { return nil }
+                i = sum
+                let t = k <= bias ? tMin : (k >= bias + tMax ? tMax : k - bias)
+                if value < t { break }
+                let (nextWeight, overflow3) = weight.multipliedReportingOverflow(by: base - t)
+                if overflow3 { return nil }
+                weight = nextWeight
+                k += base
+            }
+            let count = UInt32(output.count + 1)
+            bias = adapt(delta: i - oldI, count: count, first: oldI == 0)
+            let (nextN, overflow) = n.addingReportingOverflow(i / count)
+            if overflow { return nil }
+            n = nextN
+            i %= count
+            guard n >= 0x80, Unicode.Scalar(n) != nil else { return nil }
+            output.insert(n, at: Int(i))
+            i += 1
+        }
+        return output
+    }
+
+    private static func digitValue(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return UInt32(byte - UInt8(ascii: "a"))
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return UInt32(byte - UInt8(ascii: "A"))
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(byte - UInt8(ascii: "0")) + 26
+        default: return nil
+        }
     }
 
     private static func digit(_ value: UInt32) -> UInt8 {
