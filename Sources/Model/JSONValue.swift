@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// Any JSON value. Used to carry fields a codec does not know, so that decoding
 /// then encoding a record written by a newer client loses nothing.
 public enum JSONValue: Sendable, Hashable, Codable {

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// A rule: URLs matching ``pattern`` open in ``browser``.
 ///
 /// Its natural key is the pattern's normalised form (``Pattern/key``), so two

@@ -36,6 +36,15 @@ import Testing
         // Labels longer than 63 (VerifyDnsLength=false).
         ("https://" + String(repeating: "a", count: 64) + ".com/", "https://" + String(repeating: "a", count: 64) + ".com/"),
         ("https://exa%6Dple.com/", "https://example.com/"),
+        // Empty labels stay, as in the URL Standard; one trailing dot goes
+        // only after a label ("0x.." read back as "0x." was 0.0.0.0: the fuzzer).
+        ("https://a..b/", "https://a..b/"),
+        ("0x..\t", "https://0x../"),
+        ("http://./", "http://./"),
+        ("https://example.com./", "https://example.com/"),
+        // Control characters in a path, query or fragment are percent-encoded.
+        ("https://example.com/a\u{7}b?c\u{0}d#e\u{7F}f", "https://example.com/a%07b?c%00d#e%7Ff"),
+        ("https://!\"$&'()*+,-.;=_`{}~/", "https://!\"$&'()*+,-.;=_`{}~/"),
         ("http://0x7f.0.0.1/", "http://127.0.0.1/"),
         ("http://2130706433/", "http://127.0.0.1/"),
         ("http://0177.0.0.1/", "http://127.0.0.1/"),
@@ -86,13 +95,12 @@ import Testing
         ("https://exa mple.com/", "' '"),
         ("https://example.com:99999/", "port"),
         ("https://example.com:12ab/", "port"),
-        ("https://a..b/", "empty label"),
-        ("0x..\t", "empty label"), // found by the fuzzer: read back, "0x." was 0.0.0.0
         ("https://[::1/", "closing ']'"),
         ("https://[:::1]/", "IPv6"),
         ("http://1.2.3.256/", "IPv4"),
         ("https://exa%zzmple.com/", "percent"),
-        ("https://example.com/a\u{7}b", "control"),
+        ("https://exa\u{7}mple.com/", "U+0007"),
+        ("https://a\u{7F}b/", "U+007F"),
         // UTS #46 (the URL Standard's flags): what a browser refuses to visit.
         ("https://%EF%B7%90.example/", "U+FDD0"), // U+FDD0, percent-encoded (a noncharacter)
         ("https://a\u{FFFD}b.example/", "U+FFFD"),
@@ -106,6 +114,18 @@ import Testing
         ("file://exa mple/x", "file URL's host"),
         ("file://host:8080/x", "file URL's host"),
     ]
+
+    /// A refused link is shown back to the user: an escape sequence in it
+    /// must not reach the terminal.
+    @Test func aRefusedLinkIsShownSafely() {
+        let hostile = "https://exa\u{1B}]0;owned\u{7}mple\u{202E}.com/"
+        #expect {
+            _ = try NormalizedURL(hostile)
+        } throws: { error in
+            let text = String(describing: error)
+            return !text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E } && text.contains("exa\u{FFFD}]0;owned")
+        }
+    }
 
     @Test("rejected with a reason", arguments: rejected)
     func rejects(_ row: (String, String)) {

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// A rule pattern of the BrowserSelector pattern language, parsed and validated.
 ///
 /// The language (README, "Pattern language"): case-insensitive; `*` matches any
@@ -131,6 +125,11 @@ public struct Pattern: Sendable, Hashable {
             switch HostName.normalize(bytes: ArraySlice(hostPart.utf8)) {
             case .success(let normal): host = normal
             case .failure(let problem): throw fail(problem.message)
+            }
+            // A URL may name such a host (the URL Standard keeps it); a rule
+            // that does is a typo.
+            if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+                throw fail(HostProblem.emptyLabel.message)
             }
         }
         self.host = host

@@ -8,7 +8,7 @@ enum HostName {
         var table = [Bool](repeating: false, count: 256)
         for byte in 0...0x20 { table[byte] = true }
         table[0x7F] = true
-        for byte in " \"#%/:<>?@[\\]^|".utf8 { table[Int(byte)] = true }
+        for byte in " #%/:<>?@[\\]^|".utf8 { table[Int(byte)] = true }
         return table
     }()
 
@@ -33,37 +33,29 @@ enum HostName {
         }
         // A Punycode label is checked as UTS #46 says: the full path.
         if IDNA.hasACELabel(output) { return normalize(String(decoding: output, as: UTF8.self)) }
-        if output.last == UInt8(ascii: ".") { output.removeLast() }
         guard !output.isEmpty else { return .failure(.empty) }
-        if output.last == UInt8(ascii: ".") { return .failure(.emptyLabel) } // "a.." (one trailing dot is dropped)
-        if let last = output.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).last,
-           let first = last.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
-            return normalize(String(decoding: output, as: UTF8.self)) // maybe an IPv4 address: the full path
+        // Maybe an IPv4 address (the last label, before a trailing dot, starts with a digit): the full path.
+        var lastLabel = output[...]
+        if lastLabel.last == UInt8(ascii: ".") { lastLabel = lastLabel.dropLast() }
+        if let dot = lastLabel.lastIndex(of: UInt8(ascii: ".")) { lastLabel = lastLabel[(dot + 1)...] }
+        if let first = lastLabel.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+            return normalize(String(decoding: output, as: UTF8.self))
         }
-        // No length limits: the URL Standard sets VerifyDnsLength=false.
-        var labelLength = 0
-        for byte in output {
-            if byte == UInt8(ascii: ".") {
-                if labelLength == 0 { return .failure(.emptyLabel) }
-                labelLength = 0
-            } else {
-                labelLength += 1
-            }
-        }
+        // No length limits (VerifyDnsLength=false) and, as in the URL
+        // Standard, empty labels are kept (`a..b` is a host a browser tries).
+        dropTrailingDot(&output)
         return .success(String(decoding: output, as: UTF8.self))
     }
 
     static func normalize(_ raw: String) -> Result<String, HostProblem> {
         guard !raw.isEmpty else { return .failure(.empty) }
         guard let decoded = percentDecode(raw) else { return .failure(.invalidPercentEncoding) }
-        var host: String
+        let host: String
         switch IDNA.toASCII(decoded) {
         case .success(let ascii): host = ascii
         case .failure(let problem): return .failure(problem)
         }
-        if host.hasSuffix(".") { host.removeLast() }
         guard !host.isEmpty else { return .failure(.empty) }
-        if host.hasSuffix(".") { return .failure(.emptyLabel) }
         for byte in host.utf8 where isForbidden(byte) {
             return .failure(.forbiddenCharacter(Character(Unicode.Scalar(byte))))
         }
@@ -71,13 +63,18 @@ enum HostName {
             guard let address = IPAddress.canonicalIPv4(host) else { return .failure(.invalidIPv4) }
             return .success(address)
         }
-        return validateLabels(host).map { .failure($0) } ?? .success(host)
+        var bytes = Array(host.utf8)
+        dropTrailingDot(&bytes)
+        return .success(String(decoding: bytes, as: UTF8.self))
     }
 
-    /// Empty labels are refused (`a..b`: no browser reaches such a host; the
-    /// URL Standard would keep it). No length limits (VerifyDnsLength=false).
-    static func validateLabels(_ host: String) -> HostProblem? {
-        host.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) ? .emptyLabel : nil
+    /// `example.com.` is `example.com` for every rule: one trailing dot goes,
+    /// unless the label before it is empty (`a..`, `.`), where dropping it
+    /// would make another host (`a.` could then read as an IPv4 address
+    /// when `a` is a number, and `.` would be no host at all).
+    static func dropTrailingDot(_ bytes: inout [UInt8]) {
+        let count = bytes.count
+        if count >= 2, bytes[count - 1] == UInt8(ascii: "."), bytes[count - 2] != UInt8(ascii: ".") { bytes.removeLast() }
     }
 
     /// Decodes `%XX` escapes; nil when an escape is broken or the bytes are not UTF-8.

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// Host-name mapping to the ASCII form used for matching and storage: the
 /// URL Standard's "domain to ASCII", which is UTS #46 ToASCII (``UTS46``).
 enum IDNA {
@@ -55,7 +49,7 @@ enum HostProblem: Error, Equatable {
         case .emptyLabel: return "the host has an empty label (two dots in a row, or a leading dot)"
         case .invalidDomain(let reason): return "the host is not a valid domain: \(reason)"
         case .forbiddenCharacter(let character):
-            let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? "U+00" + String($0.value, radix: 16, uppercase: true) : String(character) } ?? "?"
+            let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? "U+" + String("000" + String($0.value, radix: 16, uppercase: true)).suffix(4) : String(character) } ?? "?"
             return "the host contains '\(shown)', which no host name may hold"
         case .invalidIPv4: return "the host looks like an IPv4 address but is not a valid one"
         case .invalidIPv6: return "the IPv6 address in brackets is not valid"

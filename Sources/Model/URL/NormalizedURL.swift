@@ -59,5 +59,7 @@ public struct NormalizedURL: Sendable, Hashable, CustomStringConvertible {
 public struct URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
     public let input: String
     public let reason: String
-    public var description: String { "not a web URL: '\(input)': \(reason)" }
+    /// The input is shown with control characters and bidi overrides made
+    /// harmless: a link is hostile text until proven otherwise.
+    public var description: String { "not a web URL: '\(DisplayText.printable(input))': \(reason)" }
 }

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-
 /// The parser behind ``NormalizedURL``: a single pass over the text, closely
 /// following the WHATWG URL Standard for the "special" schemes http and https
 /// (`file:` URLs and local paths: URLParser+File.swift).
@@ -29,9 +23,8 @@ enum URLParser {
             (start, end) = (0, bytes.count)
         }
         guard start < end else { throw fail("it is blank") }
-        for index in start..<end where bytes[index] < 0x20 || bytes[index] == 0x7F {
-            throw fail("it contains a control character")
-        }
+        // Other control characters stay: a path, query or fragment holds them
+        // percent-encoded, and a host refuses them (forbidden code points).
 
         // An absolute local path (what a file manager or `xdg-open FILE` hands over).
         if bytes[start] == UInt8(ascii: "/"), start + 1 == end || bytes[start + 1] != UInt8(ascii: "/") {
