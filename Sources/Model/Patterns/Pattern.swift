@@ -217,11 +217,13 @@ public struct Pattern: Sendable, Hashable {
     public static func candidateIndexKeys(forHost host: String) -> [String] {
         guard !host.isEmpty else { return [""] } // a local file
         var keys = [host]
-        if !host.hasPrefix("[") {
-            var rest = Substring(host)
-            while let dot = rest.firstIndex(of: ".") {
-                rest = rest[rest.index(after: dot)...]
-                keys.append(String(rest))
+        // On bytes: Character-level search would cost more than the lookups.
+        let utf8 = host.utf8
+        if utf8.first != UInt8(ascii: "[") {
+            var index = utf8.startIndex
+            while let dot = utf8[index...].firstIndex(of: UInt8(ascii: ".")) {
+                index = utf8.index(after: dot)
+                keys.append(String(host[index...]))
             }
         }
         keys.append("")

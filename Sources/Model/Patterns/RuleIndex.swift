@@ -40,13 +40,16 @@ public struct RuleIndex: Sendable {
     /// matches and passes `isUsable` (rules naming a disabled or missing browser
     /// are skipped, not fatal).
     public func decide(_ url: NormalizedURL, isUsable: (UrlRule) -> Bool = { _ in true }) -> CompiledRule? {
-        let subject = MatchSubject(url)
+        // Prepared on the first candidate: most links have none.
+        var subject: MatchSubject?
         var best: CompiledRule?
         for key in Pattern.candidateIndexKeys(forHost: url.host) {
             guard let bucket = buckets[key] else { continue }
+            let prepared = subject ?? MatchSubject(url)
+            subject = prepared
             for candidate in bucket {
                 if let current = best, !RulePrecedence.precedes(candidate, current) { continue }
-                if candidate.pattern.match(subject).isMatch && isUsable(candidate.rule) {
+                if candidate.pattern.match(prepared).isMatch && isUsable(candidate.rule) {
                     best = candidate
                 }
             }
