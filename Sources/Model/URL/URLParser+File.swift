@@ -30,7 +30,12 @@ extension URLParser {
             while authorityEnd < end, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd]) {
                 authorityEnd += 1
             }
-            if authorityEnd > cursor {
+            if authorityEnd > cursor, bytes[cursor] == UInt8(ascii: "["), bytes[authorityEnd - 1] == UInt8(ascii: "]") {
+                guard let address = IPAddress.canonicalIPv6(String(decoding: bytes[(cursor + 1)..<(authorityEnd - 1)], as: UTF8.self)) else {
+                    throw fail("the file URL's host: \(HostProblem.invalidIPv6.message)")
+                }
+                host = "[\(address)]"
+            } else if authorityEnd > cursor {
                 switch HostName.normalize(bytes: bytes[cursor..<authorityEnd]) {
                 case .success(let normal): host = normal == "localhost" ? "" : normal
                 case .failure(let problem): throw fail("the file URL's host: \(problem.message)")
