@@ -39,6 +39,15 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // libpq, for the PostgreSQL store of brsyncd (a deployment that
+        // outgrows one machine); only the server links it.
+        .systemLibrary(
+            name: "CPostgres",
+            path: "Sources/CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+
         // GTK 4, for the picker window only (brsync-picker); brsync never links it.
         .systemLibrary(
             name: "CGtk",
@@ -55,6 +64,7 @@ let package = Package(
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
         .target(name: "Net", dependencies: ["COpenSSL", "HTTP"], path: "Sources/Net"),
+        .target(name: "Postgres", dependencies: ["CPostgres"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
             dependencies: ["Model", "SyncCore", "Storage"],
@@ -128,6 +138,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
             dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",

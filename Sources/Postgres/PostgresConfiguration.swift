@@ -1,0 +1,102 @@
+import CPostgres
+import Glibc
+
+/// Where a PostgreSQL store is: a `postgres://` URL as libpq reads it
+/// (`postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full&sslrootcert=FILE`),
+/// and the password, which is never part of the URL: a URL is a command-line
+/// argument, and every user of the machine can read arguments (`ps`).
+public struct PostgresConfiguration: Sendable, CustomStringConvertible {
+    /// The URL, without a password.
+    public let url: String
+    /// The password, when one is needed and not in libpq's password file.
+    let password: String?
+
+    /// - Throws: ``PostgresError`` when `url` is not a PostgreSQL URL libpq
+    ///   can read, or holds a password.
+    public init(url: String, password: String? = nil) throws {
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+            throw PostgresError(message: "'\(url)' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE)")
+        }
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(url, &error) else {
+            let reason = error.map { String(cString: $0).trimmingTrailingNewlines() } ?? "it cannot be read"
+            if let error { PQfreemem(error) }
+            throw PostgresError(message: "the PostgreSQL URL is not valid: \(reason)")
+        }
+        defer { PQconninfoFree(options) }
+        var option = options
+        // libpq reads these values only when it connects; a typo should be
+        // told when the server starts, not as a connection failure later.
+        let sslModes: Set<String> = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
+        while let keyword = option.pointee.keyword {
+            let name = String(cString: keyword)
+            let value = option.pointee.val.map { String(cString: $0) } ?? ""
+            if name == "password", !value.isEmpty {
+                throw PostgresError(message: "the PostgreSQL URL holds a password, which anyone on this machine could read in the process list; "
+                                    + "give it in BRSYNCD_STORE_PASSWORD_FILE (a file only you can read) or in ~/.pgpass")
+            }
+            if name == "port", !value.isEmpty,
+               !value.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({ Int($0).map { (1...65535).contains($0) } ?? false }) {
+                throw PostgresError(message: "the PostgreSQL URL is not valid: the port '\(value)' is not a number from 1 to 65535")
+            }
+            if name == "sslmode", !value.isEmpty, !sslModes.contains(value) {
+                throw PostgresError(message: "the PostgreSQL URL is not valid: sslmode '\(value)' is none of \(sslModes.sorted().joined(separator: ", "))")
+            }
+            option += 1
+        }
+        self.url = url
+        self.password = password
+    }
+
+    /// The URL with the password read from the environment:
+    /// `BRSYNCD_STORE_PASSWORD_FILE` (the first line of a file that only its
+    /// owner may read) or `BRSYNCD_STORE_PASSWORD`; with neither, libpq's own
+    /// sources (`PGPASSFILE`, `~/.pgpass`, `PGPASSWORD`) still apply.
+    public static func fromEnvironment(url: String, environment: [String: String]) throws -> PostgresConfiguration {
+        if let path = environment["BRSYNCD_STORE_PASSWORD_FILE"], !path.isEmpty {
+            return try PostgresConfiguration(url: url, password: try readPasswordFile(path))
+        }
+        if let password = environment["BRSYNCD_STORE_PASSWORD"], !password.isEmpty {
+            return try PostgresConfiguration(url: url, password: password)
+        }
+        return try PostgresConfiguration(url: url)
+    }
+
+    /// The first line of `path`, which must be a regular file that its owner
+    /// alone can read (as libpq asks of `~/.pgpass`).
+    static func readPasswordFile(_ path: String) throws -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw PostgresError(message: "cannot read the password file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw PostgresError(message: "the password file \(path) is not a regular file") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw PostgresError(message: "the password file \(path) can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); "
+                                + "make it readable by its owner only: chmod 600 \(path)")
+        }
+        guard let file = fopen(path, "r") else {
+            throw PostgresError(message: "cannot read the password file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        while bytes.count < 4096 {
+            let character = getc(file)
+            if character == EOF || character == 0x0A { break }
+            bytes.append(UInt8(truncatingIfNeeded: character))
+        }
+        if bytes.last == 0x0D { bytes.removeLast() }
+        guard !bytes.isEmpty, !bytes.contains(0) else { throw PostgresError(message: "the password file \(path) holds no password on its first line") }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The URL without anything secret (there is nothing secret in it).
+    public var description: String { url }
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var text = self
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+}
