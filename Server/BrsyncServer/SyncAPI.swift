@@ -14,14 +14,14 @@ import SyncCore
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
-    public let store: ServerStore
+    public let store: any SyncStore
     public let configuration: ServerConfiguration
     public let metrics: ServerMetrics
     let logger: Logger
     /// Connections being served, for `/metrics` (set once the server exists).
     let openConnections: @Sendable () -> Int
 
-    public init(store: ServerStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
+    public init(store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
                 openConnections: @escaping @Sendable () -> Int) {
         self.store = store
         self.configuration = configuration

@@ -7,14 +7,14 @@ import Synchronization
 /// The sync server: the store, the API and the HTTP server on its listeners.
 public final class SyncServer: Sendable {
     public let configuration: ServerConfiguration
-    public let store: ServerStore
+    public let store: any SyncStore
     public let metrics = ServerMetrics()
     private let http: HTTPServer
     private let logger: Logger
 
     /// Builds the server; nothing listens until ``start()``.
     /// - Throws: ``NetError`` for unusable certificate files.
-    public init(configuration: ServerConfiguration, store: ServerStore, logger: Logger) throws {
+    public init(configuration: ServerConfiguration, store: any SyncStore, logger: Logger) throws {
         self.configuration = configuration
         self.store = store
         self.logger = logger

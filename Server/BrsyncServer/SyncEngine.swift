@@ -1,0 +1,225 @@
+import Model
+import SyncCore
+
+/// The sync protocol's decisions and the merge, written once for every store
+/// (see ``SyncWriteTransaction``): what a push applies, acknowledges or
+/// refuses, what a relay merges, what a pull sends.
+enum SyncEngine {
+    /// What a push transaction decided; errors are thrown after it ends, so
+    /// a detected rollback's new epoch is committed.
+    enum PushOutcome {
+        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange], needed: [Int64])
+        case gap(expected: Int64, digest: String, newEpoch: String?)
+        case diverged(acknowledged: Int64, digest: String)
+    }
+
+    /// Checks every stamp of pushed or relayed records: a device pushes only
+    /// its own stamps (`ownDevice`; nil for a relay) and no stamp may be
+    /// further ahead than allowed of `now`, the later of the server's wall
+    /// clock and the newest stamp the account holds (an edit made after seeing
+    /// a stamp accepted while the server's clock was fast must be stamped
+    /// above it; it is not refused for that).
+    static func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, maxClockOffsetMilliseconds: Int64) throws {
+        for change in changes {
+            for (name, register) in change.state.fields {
+                if let ownDevice, register.stamp.device != ownDevice {
+                    throw ServerError.foreignStamp("field \"\(name)\" of change \(change.sequence) carries a stamp of device \(register.stamp.device); a device pushes only its own edits")
+                }
+                let ahead = register.stamp.wallMillis - now
+                if ahead > maxClockOffsetMilliseconds {
+                    throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maxClockOffsetMilliseconds)
+                }
+            }
+        }
+    }
+
+    /// A push from `device`, inside the store's write transaction: the changes
+    /// after the replica's last applied sequence are merged with the shared
+    /// merge, each changed record gets the account's next sequence number, and
+    /// the replica's last applied sequence and the chain through it are
+    /// recorded with them. A retried push is acknowledged and applies nothing;
+    /// a gap is refused with what the server has; reused numbers (a copied or
+    /// restored replica) are refused as `diverged`. A change whose merged
+    /// record would be unusable is rejected alone (reported; its number still
+    /// counts).
+    /// - Parameter pushChains: the chain through each change after the push's
+    ///   base (computed before the transaction), or nil without a base.
+    static func push(_ request: PushRequest, from device: ServerStore.Device, pushChains: [String]?, epoch: String, now: Int64,
+                     maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> PushOutcome {
+        guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
+        if revoked { throw ServerError.revoked }
+        // Locks the account (in a store shared by processes) before anything
+        // of it is read: pushes of one account are serialised.
+        let counters = try store.accountCounters(device.accountID)
+        let stream = try store.stream(account: device.accountID, clientDevice: request.device)
+        let last = stream?.last ?? 0
+        let lastDigest = stream?.digest ?? ""
+        // Without a base, a push that goes on from the last change goes on from its chain.
+        let chains = pushChains ?? (request.from == last + 1 ? ChangeRecord.chain(request.changes, after: lastDigest) : nil)
+        func chain(through sequence: Int64) -> String? { chains?[Int(sequence - request.from)] }
+        if request.from > last + 1 {
+            // The replica had this stream acknowledged further than the
+            // store has it: the store was restored from an older copy.
+            let newEpoch = stream != nil ? try store.startNewEpoch() : nil
+            return .gap(expected: last + 1, digest: lastDigest, newEpoch: newEpoch)
+        }
+        if !lastDigest.isEmpty {
+            if request.from == last + 1, last > 0, let base = request.base, base != lastDigest {
+                return .diverged(acknowledged: last, digest: lastDigest)
+            }
+            // A retry overlapping what was applied must be the same changes.
+            if request.from <= last, request.to >= last, chain(through: last) != lastDigest {
+                return .diverged(acknowledged: last, digest: lastDigest)
+            }
+        }
+        guard request.to > last else {
+            // A retry of changes applied already; the client checks the digest.
+            return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [], needed: [])
+        }
+        // Stamps are judged only on changes not applied yet (a retried
+        // batch may hold applied ones), and the refusal says where this
+        // device stands, so its client re-stamps only what is new.
+        let newChanges = request.changes.filter { $0.sequence > last }
+        do {
+            try checkStamps(of: newChanges, ownDevice: request.device, now: max(now, counters.stampHigh),
+                            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+        } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
+            throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
+        }
+        var lost: [LostField] = []
+        var rejected: [RejectedChange] = []
+        var needed: [Int64] = []
+        var applied = 0
+        var nextSequence = counters.nextSequence
+        // A cursor of 0 belongs to every timeline; another one only to its epoch.
+        let pusherIsCurrent = request.since == 0 || (request.since != nil && request.epoch == epoch)
+        for change in newChanges {
+            let existing = try store.record(account: device.accountID, collection: change.collection, key: change.key)
+            // An edit of a record this store does not have (its tombstone
+            // was purged, or the store was restored or is another
+            // account's) carries only the fields it changed: applying it
+            // would make a partial record. The push stops before it and
+            // is acknowledged up to the change before; the client sends
+            // the whole record (a relay) and then this change again. So
+            // a retry after a lost answer is told the same.
+            if existing == nil && change.state.versions != VersionVector([request.device: 1]) {
+                needed.append(change.sequence)
+                break
+            }
+            let base = existing?.state ?? RecordState()
+            let (merged, concurrentLosers) = base.merged(with: change.state)
+            // Fields and values were checked when the push was read; a
+            // merge can only make a record too wide.
+            if merged.fields.count > Wire.maxFields {
+                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key,
+                                               reason: "the record would have more than \(Wire.maxFields) fields"))
+                continue
+            }
+            var reported: Set<String> = []
+            for (name, pushed) in change.state.fields {
+                if let winner = merged.fields[name], winner != pushed {
+                    reported.insert(name)
+                    lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                          field: name, lost: pushed, winner: winner))
+                }
+            }
+            // Values of another device that this concurrent push overwrote.
+            for loser in concurrentLosers where !reported.contains(loser.field) {
+                lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
+                                      field: loser.field, lost: loser.lost, winner: loser.winner))
+            }
+            guard merged != base else { continue }
+            // The pusher had pulled the version this merges into, and
+            // none of its values lost: it holds the result, so its next
+            // pull need not fetch it back. (A value that lost, as two
+            // copies' edits can with the same stamp, was not pulled:
+            // the pusher must fetch the winner.)
+            let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
+            try store.upsertRecord(account: device.accountID, collection: change.collection, key: change.key, state: merged,
+                                   sequence: nextSequence, knownTo: knownToPusher ? request.device : nil,
+                                   knownAfter: existing?.sequence ?? 0, now: now)
+            nextSequence += 1
+            applied += 1
+        }
+        let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
+        try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
+        let acknowledged = needed.first.map { $0 - 1 } ?? request.to
+        let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
+        if acknowledged > last {
+            try store.setStream(account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
+            try store.notePush(device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now)
+        }
+        return .applied(acknowledged: acknowledged, digest: digest, applied: applied, lost: lost, rejected: rejected, needed: needed)
+    }
+
+    /// Whole records a client relays (after a restore), inside the store's
+    /// write transaction: the same merge, no change numbers minted for the
+    /// client. A record with a stamp too far ahead, or whose merge would be
+    /// unusable, is rejected alone.
+    static func relay(_ request: RelayRequest, from device: ServerStore.Device, now: Int64, maxClockOffsetMilliseconds: Int64,
+                      in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange]) {
+        var applied = 0
+        var rejected: [RejectedChange] = []
+        let counters = try store.accountCounters(device.accountID)
+        var usable: [ChangeRecord] = []
+        for record in request.records {
+            do {
+                try checkStamps(of: [record], ownDevice: nil, now: max(now, counters.stampHigh), maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                usable.append(record)
+            } catch let error as ServerError {
+                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))
+            }
+        }
+        var nextSequence = counters.nextSequence
+        for record in usable {
+            let base = try store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
+            let merged = base.merged(with: record.state).state
+            if merged.fields.count > Wire.maxFields {
+                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key,
+                                               reason: "the record would have more than \(Wire.maxFields) fields"))
+                continue
+            }
+            guard merged != base else { continue }
+            try store.upsertRecord(account: device.accountID, collection: record.collection, key: record.key, state: merged,
+                                   sequence: nextSequence, knownTo: nil, knownAfter: 0, now: now)
+            nextSequence += 1
+            applied += 1
+        }
+        let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
+        try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
+        return (applied, rejected)
+    }
+
+    /// One page of a pull, inside the store's read transaction.
+    /// - Parameter reconciling: the replica is pulling everything after a
+    ///   `reset`; its cursor passes below the purge point on the way.
+    static func pullPage(since cursor: Int64, limit: Int, device: ServerStore.Device, clientDevice replica: ServerStore.PullingReplica?,
+                         clientEpoch: String?, epoch: String, reconciling: Bool, in store: some SyncReadTransaction) throws -> ServerStore.PulledPage {
+        var clientDevice: String?
+        if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
+           let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
+           stream.last == replica.acknowledged && stream.digest == replica.digest {
+            clientDevice = replica.device
+        }
+        if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
+            // Read with the device when it authenticated, in this transaction.
+            let (next, purged) = (device.accountNextSequence, device.accountPurgedThrough)
+            if cursor > next - 1 { return ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
+            if cursor < purged && !reconciling {
+                var page = ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
+                page.reset = true
+                return page
+            }
+        }
+        let scannedRows = try store.records(account: device.accountID, after: cursor, limit: limit + 1)
+        let scanned = scannedRows.count
+        let next = scannedRows.prefix(limit).last?.row.sequence ?? cursor
+        // Records this replica's own push made are not sent back: only when its
+        // cursor covers the version the push merged into (identical copies can
+        // both prove the push; only the cursor says which had that version).
+        let rows = scannedRows.prefix(limit).compactMap { row, knownTo, knownAfter in
+            clientDevice != nil && knownTo == clientDevice && knownAfter <= cursor ? nil : row
+        }
+        return ServerStore.PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
+    }
+}

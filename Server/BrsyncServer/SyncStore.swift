@@ -1,0 +1,35 @@
+import SyncCore
+
+/// What the sync API, the server and `brsyncd`'s commands need of a store.
+/// ``ServerStore`` (SQLite, the embedded default) is one; a PostgreSQL store
+/// for deployments of several `brsyncd` processes is the other (issue 12).
+/// Both leave the protocol's decisions and the merge to ``SyncEngine``.
+public protocol SyncStore: AnyObject, Sendable {
+    /// The timeline's id (a new one after a detected rollback).
+    var epoch: String { get }
+    /// The server's wall clock in milliseconds.
+    var currentMillis: @Sendable () -> Int64 { get }
+
+    func counts() throws -> (records: Int, devices: Int, accounts: Int)
+    func authenticate(token: String) throws -> ServerStore.Device
+    func push(_ request: PushRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
+    func relay(_ request: RelayRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws
+        -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
+    func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
+                  reconciling: Bool) throws -> [UInt8]
+    @discardableResult
+    func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
+    func close()
+
+    // Administration (brsyncd's commands).
+    func addAccount(_ name: String) throws
+    func accounts() throws -> [ServerStore.Account]
+    func removeAccount(_ name: String) throws
+    func addDevice(account: String, name: String) throws -> String
+    func devices(account: String) throws -> [ServerStore.Device]
+    func reissueToken(account: String, device name: String) throws -> String
+    func revokeDevice(account: String, name: String) throws
+    func removeDevice(account: String, name: String) throws
+}
+
+extension ServerStore: SyncStore {}

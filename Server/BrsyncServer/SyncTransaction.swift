@@ -1,0 +1,41 @@
+import SyncCore
+
+/// What a push or relay needs of a store inside one write transaction. Each
+/// store (SQLite; PostgreSQL, issue 12) answers these with its own SQL; the
+/// decisions and the merge (``SyncEngine``) are written once against it.
+///
+/// A store's write transaction must serialise the writes of one account:
+/// SQLite's `BEGIN IMMEDIATE` takes the one write lock; a store shared by
+/// several processes locks the account's row in ``accountCounters(_:)``.
+protocol SyncWriteTransaction {
+    /// Whether the device is revoked; nil when it no longer exists.
+    func deviceRevoked(_ device: Int64) throws -> Bool?
+    /// A replica's stream: its last applied change number and the chain through it.
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
+    /// The account's next change number and the newest stamp it holds; in a
+    /// store shared by processes this locks the account until the end of the
+    /// transaction (pushes of one account are serialised).
+    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64)
+    /// A stored record, decoded, with its change number.
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)?
+    /// Writes a record version with its new change number.
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+                      knownTo: String?, knownAfter: Int64, now: Int64) throws
+    /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
+    /// Records a replica's stream after a push.
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
+    /// The device's own record of its last push.
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
+    /// Starts a new epoch (a rollback was detected) and returns it.
+    func startNewEpoch() throws -> String
+}
+
+/// What a pull needs of a store inside one read transaction.
+protocol SyncReadTransaction {
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
+    /// Up to `limit` records of the account after `cursor`, in change-number
+    /// order, as stored (the wire's JSON), with the replica that made each
+    /// from a version it had (`knownTo`) and that version's number.
+    func records(account: Int64, after cursor: Int64, limit: Int) throws -> [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)]
+}
