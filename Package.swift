@@ -72,13 +72,13 @@ let package = Package(
         ),
         .target(
             name: "BrsyncServer",
-            dependencies: ["Model", "SyncCore", "Storage", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
             path: "Server/BrsyncServer"
         ),
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP",
+                "BrsyncServer", "Net", "HTTP", "Postgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -146,7 +146,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerTests",
-            dependencies: ["BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",
+            dependencies: ["BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),

@@ -98,10 +98,17 @@ extension ServerStore {
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return (page, device)
         }
+        return Self.pullJSON(page, accountUID: device.accountUID, clock: clockStamp())
+    }
+
+    /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
+    /// fields and versions spliced in as stored (they are kept in the wire's
+    /// form), so serving a page parses nothing.
+    static func pullJSON(_ page: PulledPage, accountUID: String, clock: HLCTimestamp) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
         output += #"{"account":"#.utf8
-        JSONValue.writeString(device.accountUID, into: &output)
+        JSONValue.writeString(accountUID, into: &output)
         output += #","changes":["#.utf8
         for (index, row) in page.rows.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -118,7 +125,7 @@ extension ServerStore {
             output.append(UInt8(ascii: "}"))
         }
         output += #"],"clock":""#.utf8
-        clockStamp().write(into: &output)
+        clock.write(into: &output)
         output += #"","epoch":"#.utf8
         JSONValue.writeString(page.epoch, into: &output)
         output += #","more":"#.utf8
@@ -195,19 +202,7 @@ extension ServerStore {
         // value (last_seen at most once a minute), so concurrent pulls do not
         // queue on the write lock.
         let now = currentMillis()
-        let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
-        let write = mayWrite && bookkeeping.withLock { state -> Bool in
-            var write = false
-            if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
-                state.acknowledged[device.id] = cursor
-                write = true
-            }
-            if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
-                state.lastSeen[device.id] = now
-                write = true
-            }
-            return write
-        }
+        let write = Bookkeeping.shouldWrite(bookkeeping, device: device, cursor: cursor, now: now)
         if write {
             try database.run(
                 "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",

@@ -105,6 +105,26 @@ public final class ServerStore: Sendable {
     struct Bookkeeping {
         var acknowledged: [Int64: Int64] = [:]
         var lastSeen: [Int64: Int64] = [:]
+
+        /// Whether a pull of `device` at `cursor` should write its
+        /// acknowledged cursor and last-seen time, claiming the write: only
+        /// when something moved (a no-change pull stays a pure read), once per
+        /// device and value, and last-seen at most once a minute.
+        static func shouldWrite(_ bookkeeping: borrowing Mutex<Bookkeeping>, device: Device, cursor: Int64, now: Int64) -> Bool {
+            let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+            return mayWrite && bookkeeping.withLock { state -> Bool in
+                var write = false
+                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
+                    state.acknowledged[device.id] = cursor
+                    write = true
+                }
+                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
+                    state.lastSeen[device.id] = now
+                    write = true
+                }
+                return write
+            }
+        }
     }
 
     let bookkeeping = Mutex(Bookkeeping())

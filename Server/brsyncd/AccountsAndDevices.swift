@@ -105,7 +105,10 @@ struct Backup: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @Argument(help: "The backup file to create.") var out: String
     func run() throws {
-        try store.open().backup(to: out)
+        guard case .sqlite(let path) = try store.location() else {
+            throw CommandFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
+        }
+        try ServerStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
     }
 }

@@ -1,31 +1,72 @@
 import ArgumentParser
 import BrsyncServer
+import Foundation
 import Glibc
 import Logging
+import Postgres
 
 struct Brsyncd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsyncd",
-        abstract: "The brsync sync server: HTTPS, an SQLite store, accounts and devices.",
-        discussion: "Every command takes --db PATH (or BRSYNCD_DB). Exit codes: 0 done, 2 error.",
+        abstract: "The brsync sync server: HTTPS, an SQLite (or PostgreSQL) store, accounts and devices.",
+        discussion: "Every command takes --db PATH (or BRSYNCD_DB), or --store postgres://… (or BRSYNCD_STORE). Exit codes: 0 done, 2 error.",
         version: brsyncdVersion,
         subcommands: [Serve.self, Dev.self, AccountCommand.self, DeviceCommand.self, Backup.self]
     )
 }
 
-/// The store every command works on.
+/// The store every command works on: an SQLite file (`--db PATH`,
+/// `BRSYNCD_DB`), or PostgreSQL (`--store postgres://…`, `BRSYNCD_STORE`)
+/// for several brsyncd processes behind a load balancer.
 struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The SQLite store (default: $BRSYNCD_DB).", valueName: "path"))
     var db: String?
 
-    func path() throws -> String {
-        if let db, !db.isEmpty { return db }
-        if let value = getenv("BRSYNCD_DB"), !String(cString: value).isEmpty { return String(cString: value) }
-        throw CommandFailure(message: "no store given: pass --db PATH or set BRSYNCD_DB")
+    @Option(name: .long, help: ArgumentHelp(
+        "A PostgreSQL store (default: $BRSYNCD_STORE), or sqlite:PATH. The password comes from $BRSYNCD_STORE_PASSWORD_FILE, "
+        + "$BRSYNCD_STORE_PASSWORD or ~/.pgpass, never from the URL (it would show in ps).",
+        valueName: "postgres://USER@HOST:PORT/DATABASE"))
+    var store: String?
+
+    enum Location {
+        case sqlite(String)
+        case postgres(String)
     }
 
-    func open(connections: Int = 2) throws -> ServerStore {
-        try ServerStore(path: try path(), connections: connections)
+    func location() throws -> Location {
+        func environment(_ name: String) -> String? {
+            guard let value = getenv(name) else { return nil }
+            let text = String(cString: value)
+            return text.isEmpty ? nil : text
+        }
+        let db = self.db.flatMap { $0.isEmpty ? nil : $0 }
+        let store = self.store.flatMap { $0.isEmpty ? nil : $0 }
+        if db != nil && store != nil { throw CommandFailure(message: "give --db PATH or --store URL, not both") }
+        if let db { return .sqlite(db) }
+        if let store = store ?? (environment("BRSYNCD_DB") == nil ? environment("BRSYNCD_STORE") : nil) {
+            if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(store) }
+            if store.hasPrefix("sqlite:") { return .sqlite(String(store.dropFirst("sqlite:".count))) }
+            throw CommandFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
+        }
+        if let path = environment("BRSYNCD_DB") { return .sqlite(path) }
+        throw CommandFailure(message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
+    }
+
+    func path() throws -> String {
+        guard case .sqlite(let path) = try location() else {
+            throw CommandFailure(message: "this command works on an SQLite store (--db PATH)")
+        }
+        return path
+    }
+
+    func open(connections: Int = 2) throws -> any SyncStore {
+        switch try location() {
+        case .sqlite(let path):
+            return try ServerStore(path: path, connections: connections)
+        case .postgres(let url):
+            let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessInfo.processInfo.environment)
+            return try PostgresStore(configuration, connections: connections)
+        }
     }
 }
 

@@ -95,7 +95,9 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         guard let connection else { throw PostgresError(message: "out of memory while connecting") }
         guard PQstatus(connection) == CONNECTION_OK else {
+            // libpq's message may run over lines ("\n\tIs the server running…"): one line.
             let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines()
+                .split(whereSeparator: \.isNewline).map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: " ")
             PQfinish(connection)
             // libpq gives no SQLSTATE for a failed connection; the message
             // says what the server or the network answered.

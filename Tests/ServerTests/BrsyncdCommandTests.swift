@@ -75,7 +75,24 @@ import TestSupport
 
     @Test func noStoreGiven() throws {
         let result = try run(["account", "list"])
-        #expect(result.status == 2 && result.stderr.contains("--db PATH or set BRSYNCD_DB"))
+        #expect(result.status == 2 && result.stderr.contains("pass --db PATH or --store postgres://"))
+    }
+
+    /// A PostgreSQL store given wrongly: exit 2, one line, and never the password.
+    @Test func storeURLsThatCannotBeUsed() throws {
+        let cases: [([String], String)] = [
+            (["account", "list", "--db", "/tmp/x.sqlite", "--store", "postgres://u@h/d"], "not both"),
+            (["account", "list", "--store", "mysql://u@h/d"], "neither postgres://"),
+            (["account", "list", "--store", "postgres://u:hunter2@127.0.0.1:1/d"], "process list"),
+            (["account", "list", "--store", "postgres://u@127.0.0.1:1/d?sslmode=verify"], "sslmode 'verify'"),
+            (["account", "list", "--store", "postgres://u@127.0.0.1:1/d"], "cannot connect"),
+            (["backup", "/tmp/never", "--store", "postgres://u@127.0.0.1:1/d"], "pg_dump"),
+        ]
+        for (arguments, reason) in cases {
+            let result = try run(arguments)
+            #expect(result.status == 2 && result.stderr.contains(reason) && !result.stderr.contains("hunter2")
+                    && result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result)")
+        }
     }
 
     @Test func unusableStoresAreLeftUntouched() throws {

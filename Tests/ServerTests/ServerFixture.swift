@@ -3,23 +3,33 @@ import HTTP
 import Logging
 import Model
 import Net
+import Postgres
 import SyncCore
 import TestSupport
 @testable import BrsyncServer
 
-/// A real brsyncd server in this process: an SQLite file in a temporary folder,
-/// TLS from a fresh CA, listening on 127.0.0.1 with an ephemeral port.
+/// The stores a server can run on; the API's tests run on each.
+enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    /// A fresh database in the test process's throw-away cluster (TestSupport.PostgresCluster).
+    case postgres
+    var description: String { rawValue }
+}
+
+/// A real brsyncd server in this process: an SQLite file in a temporary folder
+/// (or a fresh PostgreSQL database), TLS from a fresh CA, listening on
+/// 127.0.0.1 with an ephemeral port.
 final class ServerFixture: @unchecked Sendable {
     // Built in init, then only read (the server is Sendable on its own).
     let directory: TemporaryDirectory
     let caFile: String
     let certificateFile: String
     let keyFile: String
-    let store: ServerStore
+    let store: any SyncStore
     let server: SyncServer
     let port: UInt16
 
-    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    init(_ kind: StoreKind = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory(prefix: "brsyncd-test")
         let certificates = try TestCertificates(in: directory)
         caFile = certificates.caFile
@@ -30,7 +40,13 @@ final class ServerFixture: @unchecked Sendable {
         configuration.certificateFile = certificateFile
         configuration.keyFile = keyFile
         configure(&configuration)
-        store = try ServerStore(path: directory.file("store.sqlite"))
+        switch kind {
+        case .sqlite:
+            store = try ServerStore(path: directory.file("store.sqlite"))
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            store = try PostgresStore(try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
+        }
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         server = try SyncServer(configuration: configuration, store: store, logger: logger)

@@ -8,8 +8,8 @@ import TestSupport
 @testable import BrsyncServer
 
 @Suite struct SyncAPITests {
-    @Test func authenticationIsRequiredAndChecked() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func authenticationIsRequiredAndChecked(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let anonymous = try device.client.send(method: "GET", target: "/v1/pull")
         #expect(anonymous.status == 401 && anonymous.errorCode == "unauthorized")
@@ -25,8 +25,8 @@ import TestSupport
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 401)
     }
 
-    @Test func accountsAreIsolated() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func accountsAreIsolated(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let alice = try fixture.device("alice", "laptop")
         let bob = try fixture.device("bob", "laptop")
         #expect(try alice.push([alice.change("github.com", ["browser": .string("firefox")])]).status == 200)
@@ -37,8 +37,8 @@ import TestSupport
         #expect(try bob.pullAll().records["rules/github.com"]?.state.values["browser"] == .string("chrome"))
     }
 
-    @Test func aRetriedPushIsAcknowledgedAndNotAppliedTwice() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func aRetriedPushIsAcknowledgedAndNotAppliedTwice(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let changes = [device.change("a.com", ["browser": .string("x")]), device.change("b.com", ["browser": .string("y")]),
                        device.change("c.com", ["browser": .string("z")])]
@@ -55,8 +55,8 @@ import TestSupport
         #expect(overlap.acknowledged == 4 && overlap.applied == 1)
     }
 
-    @Test func aGapIsRefused() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func aGapIsRefused(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
         device.nextSequence = 5
@@ -66,8 +66,8 @@ import TestSupport
         #expect(try device.pullAll().records.count == 1)
     }
 
-    @Test func pullPagesInSequenceOrder() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func pullPagesInSequenceOrder(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let changes = (0..<25).map { device.change("site\($0).example", ["browser": .string("b\($0)")]) }
         #expect(try device.push(changes).status == 200)
@@ -87,8 +87,8 @@ import TestSupport
         #expect(empty.changes.isEmpty && !empty.more && empty.next == cursor)
     }
 
-    @Test func stampsTooFarAheadAreRefusedWithTheOffset() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func stampsTooFarAheadAreRefusedWithTheOffset(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let response = try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 600_000)])
         #expect(response.status == 422 && response.errorCode == "clock_skew")
@@ -96,8 +96,8 @@ import TestSupport
         #expect(try device.pullAll().records.isEmpty)
     }
 
-    @Test func devicesPushOnlyTheirOwnStampsWithTheirOwnToken() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func devicesPushOnlyTheirOwnStampsWithTheirOwnToken(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
         // The same token from a second replica (a copied home that took a new
@@ -115,8 +115,8 @@ import TestSupport
         #expect(foreign.status == 422 && foreign.errorCode == "foreign_stamp")
     }
 
-    @Test func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         let desktop = try fixture.device("alice", "desktop")
         let early = laptop.change("github.com", ["browser": .string("firefox"), "priority": .int(1)])
@@ -133,8 +133,8 @@ import TestSupport
         #expect(response.clock > late.state.fields["browser"]!.stamp, "the server's clock moved past what it saw")
     }
 
-    @Test func badRequestsGetClearErrors() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func badRequestsGetClearErrors(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let cases: [(String, String)] = [
             ("not json", "not JSON"),
@@ -161,8 +161,8 @@ import TestSupport
         #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
     }
 
-    @Test func healthAndMetrics() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func healthAndMetrics(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let health = try device.client.send(method: "GET", target: "/v1/health")
         #expect(health.status == 200 && health.json == .object(["status": .string("ok"), "epoch": .string(fixture.store.epoch), "version": .string(brsyncdVersion)]))
@@ -178,8 +178,8 @@ import TestSupport
 
     /// Pushes commit while a device pulls in a loop: the puller ends with
     /// exactly the server's state, so no pull skipped a concurrent commit.
-    @Test func pullsNeverSkipConcurrentCommits() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func pullsNeverSkipConcurrentCommits(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let writers = try (0..<4).map { try fixture.device("alice", "writer\($0)") }
         let reader = try fixture.device("alice", "reader")
         let finished = LockedFlag()
@@ -246,11 +246,12 @@ extension StoredRecordTests {
         let fixture = try ServerFixture()
         let device = try fixture.device("alice", "laptop")
         #expect(try device.push((0..<7).map { device.change("s\($0).example", ["browser": .string("b\"\($0)"), "priority": .int(Int64($0))]) }).status == 200)
-        let deviceRecord = try fixture.store.authenticate(token: device.token)
+        let store = try #require(fixture.store as? ServerStore)
+        let deviceRecord = try store.authenticate(token: device.token)
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
-            let text = try fixture.store.pullText(token: device.token, since: since, limit: limit)
+            let text = try store.pullText(token: device.token, since: since, limit: limit)
             let spliced = try PullResponse(json: try JSONValue.parse(String(decoding: text, as: UTF8.self)))
-            let decoded = try fixture.store.pull(since: since, limit: limit, device: deviceRecord)
+            let decoded = try store.pull(since: since, limit: limit, device: deviceRecord)
             #expect(spliced.changes == decoded.changes && spliced.next == decoded.next && spliced.more == decoded.more && spliced.epoch == decoded.epoch)
         }
     }
@@ -258,8 +259,8 @@ extension StoredRecordTests {
 
 @Suite struct TombstoneTests {
     /// A tombstone stays until every active device of the account has pulled past it.
-    @Test func tombstonesGoOnlyWhenEveryDeviceHasThem() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func tombstonesGoOnlyWhenEveryDeviceHasThem(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         let desktop = try fixture.device("alice", "desktop")
         #expect(try laptop.push([laptop.change("gone.example", ["browser": .string("x")])]).status == 200)

@@ -1,0 +1,479 @@
+import Glibc
+import Model
+import Net
+import Postgres
+import Synchronization
+import SyncCore
+
+/// The PostgreSQL store, for deployments of several `brsyncd` processes
+/// behind a load balancer (README "Scaling past one machine"). Nothing in it
+/// assumes one process: a push locks its account's row (pushes of an account
+/// are serialised, so change numbers commit in order and a pull never skips
+/// one that commits later), the epoch lives in the database, and the
+/// tombstone purge runs in one process at a time (an advisory lock). The
+/// decisions and the merge are ``SyncEngine``'s, as for SQLite.
+///
+/// SQL is kept to what PostgreSQL and CockroachDB both accept (no
+/// PostgreSQL-only types or functions beyond advisory locks, which the purge
+/// does without on CockroachDB: see the README).
+public final class PostgresStore: SyncStore {
+    public let configuration: PostgresConfiguration
+    let pool: PostgresPool
+    public let currentMillis: @Sendable () -> Int64
+    /// The epoch as last read from the database (refreshed by every sync request).
+    private let cachedEpoch: Mutex<String>
+    /// What this process last wrote of each device's acknowledged cursor and
+    /// last-seen time (only to spare writes; the writes themselves only raise).
+    private let bookkeeping = Mutex(ServerStore.Bookkeeping())
+    static let schemaVersion = 1
+    /// The advisory lock keys: schema changes and the tombstone purge.
+    static let migrationLock: Int64 = 0x6272_7364_0001
+    static let purgeLock: Int64 = 0x6272_7364_0002
+
+    /// Connects and creates or upgrades the schema.
+    /// - Throws: ``ServerError`` when the database cannot be reached or was
+    ///   made by a newer brsyncd.
+    public init(_ configuration: PostgresConfiguration, connections: Int = 8,
+                clock: @escaping @Sendable () -> Int64 = ServerStore.nowMillis) throws {
+        self.configuration = configuration
+        currentMillis = clock
+        pool = PostgresPool(configuration, size: connections)
+        do {
+            let epoch = try pool.withConnection { connection in
+                try connection.transaction {
+                    try connection.run("SELECT pg_advisory_xact_lock($1)", [.integer(Self.migrationLock)])
+                    return try Self.migrate(connection)
+                }
+            }
+            cachedEpoch = Mutex(epoch)
+        } catch let error as PostgresError {
+            pool.close()
+            throw ServerError.storeUnusable("\(error)")
+        }
+    }
+
+    static func migrate(_ connection: PostgresConnection) throws -> String {
+        try connection.execute("CREATE TABLE IF NOT EXISTS brsync_meta (key text PRIMARY KEY, value text NOT NULL)")
+        let stored: Int?? = try connection.queryFirst("SELECT value FROM brsync_meta WHERE key = 'schema_version'") { $0.int(0) }
+        let version = (stored ?? nil) ?? 0
+        if version > schemaVersion { throw ServerError.newerSchema(found: version, supported: schemaVersion) }
+        if version < 1 {
+            try connection.execute("""
+                CREATE TABLE accounts (
+                    id bigserial PRIMARY KEY,
+                    name text NOT NULL UNIQUE,
+                    uid text NOT NULL,
+                    next_seq bigint NOT NULL DEFAULT 1,
+                    purged_through bigint NOT NULL DEFAULT 0,
+                    stamp_high bigint NOT NULL DEFAULT 0,
+                    created_at bigint NOT NULL
+                );
+                CREATE TABLE devices (
+                    id bigserial PRIMARY KEY,
+                    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    name text NOT NULL,
+                    token_hash bytea NOT NULL UNIQUE,
+                    client_device text,
+                    revoked boolean NOT NULL DEFAULT false,
+                    created_at bigint NOT NULL,
+                    last_seen bigint,
+                    last_device_seq bigint NOT NULL DEFAULT 0,
+                    acknowledged_cursor bigint NOT NULL DEFAULT 0,
+                    UNIQUE (account_id, name)
+                );
+                CREATE TABLE device_streams (
+                    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    client_device text NOT NULL,
+                    last_seq bigint NOT NULL,
+                    last_digest text NOT NULL,
+                    PRIMARY KEY (account_id, client_device)
+                );
+                CREATE TABLE records (
+                    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    collection text NOT NULL,
+                    key text NOT NULL,
+                    fields text NOT NULL,
+                    versions text NOT NULL,
+                    seq bigint NOT NULL,
+                    deleted boolean NOT NULL,
+                    updated_at bigint NOT NULL,
+                    known_to text,
+                    known_after bigint NOT NULL DEFAULT 0,
+                    PRIMARY KEY (account_id, collection, key)
+                );
+                CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
+                """)
+            try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('epoch', $1)", [.text(Crypto.hex(Crypto.randomBytes(8)))])
+            try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('schema_version', $1)", [.text(String(schemaVersion))])
+        }
+        return try readEpoch(connection)
+    }
+
+    static func readEpoch(_ connection: PostgresConnection) throws -> String {
+        guard let epoch = try connection.queryFirst("SELECT value FROM brsync_meta WHERE key = 'epoch'", [], { $0.string(0) }) ?? nil else {
+            throw ServerError.storeUnusable("the PostgreSQL store has no epoch (brsync_meta was changed by hand?)")
+        }
+        return epoch
+    }
+
+    public var epoch: String { cachedEpoch.withLock { $0 } }
+
+    public func close() { pool.close() }
+
+    func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try pool.withConnection(body)
+        } catch let error as PostgresError {
+            if error.isConnectionFailure { throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)") }
+            throw ServerError.storeUnusable("the PostgreSQL store: \(error)")
+        }
+    }
+
+    /// A write transaction, retried when PostgreSQL (or CockroachDB, which
+    /// serialises everything) says it lost a race.
+    func write<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try pool.withConnection { connection in try connection.transaction { try body(connection) } }
+            } catch let error as PostgresError where error.isRetryable && attempt < 5 {
+                attempt += 1
+                usleep(UInt32(1000 << attempt))
+            } catch let error as PostgresError {
+                if error.isConnectionFailure { throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)") }
+                throw ServerError.storeUnusable("the PostgreSQL store: \(error)")
+            }
+        }
+    }
+
+    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+        try withConnection { connection in
+            try connection.queryFirst("SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM devices), (SELECT count(*) FROM accounts)") {
+                ($0.int(0) ?? 0, $0.int(1) ?? 0, $0.int(2) ?? 0)
+            } ?? (0, 0, 0)
+        }
+    }
+
+    // MARK: - Sync
+
+    public func push(_ request: PushRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
+        let now = currentMillis()
+        let baseChain = request.base ?? (request.from == 1 ? "" : nil)
+        let pushChains = baseChain.map { ChangeRecord.chain(request.changes, after: $0) }
+        let (outcome, epoch) = try write { connection -> (SyncEngine.PushOutcome, String) in
+            let transaction = PostgresSyncTransaction(connection: connection)
+            // The account's row lock comes first (in the engine); the epoch is
+            // read under it, so a new epoch started by another process is seen.
+            let outcome = try SyncEngine.push(request, from: device, pushChains: pushChains, epoch: try Self.readEpochAfterLocking(device.accountID, connection),
+                                              now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            return (outcome, try Self.readEpoch(connection))
+        }
+        cachedEpoch.withLock { $0 = epoch }
+        switch outcome {
+        case .gap(let expected, let digest, _):
+            throw ServerError.gap(expected: expected, got: request.from, digest: digest)
+        case .diverged(let acknowledged, let digest):
+            throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
+        case .applied(let acknowledged, let digest, let applied, let lost, let rejected, let needed):
+            return PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
+                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
+        }
+    }
+
+    /// Locks the account's row, then reads the epoch: pushes of the account
+    /// queue on the lock, and each sees the epoch as it is when it holds it.
+    static func readEpochAfterLocking(_ account: Int64, _ connection: PostgresConnection) throws -> String {
+        _ = try connection.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) { $0.int64(0) }
+        return try readEpoch(connection)
+    }
+
+    public func relay(_ request: RelayRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws
+        -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
+        let now = currentMillis()
+        let (applied, rejected) = try write { connection in
+            try SyncEngine.relay(request, from: device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
+                                 in: PostgresSyncTransaction(connection: connection))
+        }
+        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
+                                    rejected: rejected, account: device.accountUID)
+        return (applied, rejected, response)
+    }
+
+    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
+                         reconciling: Bool) throws -> [UInt8] {
+        let (device, page) = try withConnection { connection in
+            // One snapshot for the device, the epoch and the page.
+            try connection.transaction(.repeatableRead) {
+                let device = try Self.authenticate(token: token, connection)
+                let epoch = try Self.readEpoch(connection)
+                let page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                                   epoch: epoch, reconciling: reconciling, in: PostgresSyncTransaction(connection: connection))
+                return (device, page)
+            }
+        }
+        var finished = page
+        try finishPull(&finished, since: cursor, device: device, clientEpoch: clientEpoch)
+        cachedEpoch.withLock { $0 = finished.epoch }
+        return ServerStore.pullJSON(finished, accountUID: device.accountUID, clock: clockStamp())
+    }
+
+    /// The device's bookkeeping after a page; starts a new epoch on a rollback.
+    private func finishPull(_ page: inout ServerStore.PulledPage, since cursor: Int64, device: ServerStore.Device, clientEpoch: String?) throws {
+        if page.rollback {
+            let seen = page.epoch
+            page.epoch = try write { connection in
+                // Another request, of this process or another, may have started it already.
+                _ = try connection.query("SELECT value FROM brsync_meta WHERE key = 'epoch' FOR UPDATE") { $0.string(0) }
+                let stored = try Self.readEpoch(connection)
+                guard stored == seen else { return stored }
+                return try PostgresSyncTransaction(connection: connection).startNewEpoch()
+            }
+            page.more = false
+            return
+        }
+        if let clientEpoch, clientEpoch != page.epoch { return }
+        if page.reset { return }
+        let now = currentMillis()
+        let write = ServerStore.Bookkeeping.shouldWrite(bookkeeping, device: device, cursor: cursor, now: now)
+        if write {
+            try withConnection { connection in
+                try connection.run("UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
+                                   [.integer(cursor), .integer(now), .integer(device.id)])
+            }
+        }
+    }
+
+    @discardableResult
+    public func purgeTombstones(retentionMilliseconds: Int64) throws -> Int {
+        let cutoff = currentMillis() - retentionMilliseconds
+        return try write { connection in
+            // One process purges at a time; the others skip this round.
+            guard try connection.queryFirst("SELECT pg_try_advisory_xact_lock($1)", [.integer(Self.purgeLock)], { $0.bool(0) }) == true else { return 0 }
+            try connection.run(
+                """
+                UPDATE accounts SET purged_through = GREATEST(purged_through, (
+                    SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted AND updated_at <= $1
+                    AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                                WHERE devices.account_id = accounts.id AND NOT revoked)))
+                """, [.integer(cutoff)])
+            return try connection.run(
+                """
+                DELETE FROM records WHERE deleted AND updated_at <= $1 AND seq <= (
+                    SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                    WHERE devices.account_id = records.account_id AND NOT revoked)
+                """, [.integer(cutoff)])
+        }
+    }
+
+    func clockStamp() -> HLCTimestamp {
+        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: ServerStore.serverDevice)
+    }
+
+    // MARK: - Accounts and devices
+
+    public func addAccount(_ name: String) throws {
+        try ServerStore.validateName(name, what: "account")
+        try write { connection in
+            if try connection.queryFirst("SELECT 1 FROM accounts WHERE name = $1", [.text(name)], { _ in true }) != nil {
+                throw ServerError.conflict("the account '\(name)' exists already")
+            }
+            try connection.run("INSERT INTO accounts (name, created_at, uid) VALUES ($1, $2, $3)",
+                               [.text(name), .integer(currentMillis()), .text(Crypto.hex(Crypto.randomBytes(8)))])
+        }
+    }
+
+    public func accounts() throws -> [ServerStore.Account] {
+        try withConnection { connection in
+            try connection.query("""
+                SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id),
+                       (SELECT count(*) FROM records r WHERE r.account_id = a.id)
+                FROM accounts a ORDER BY a.name
+                """) { ServerStore.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+        }
+    }
+
+    public func removeAccount(_ name: String) throws {
+        try write { connection in
+            let id = try Self.accountID(name, connection)
+            try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(id)])
+            try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(id)])
+            try connection.run("DELETE FROM devices WHERE account_id = $1", [.integer(id)])
+            try connection.run("DELETE FROM accounts WHERE id = $1", [.integer(id)])
+        }
+    }
+
+    static func accountID(_ name: String, _ connection: PostgresConnection) throws -> Int64 {
+        guard let id = try connection.queryFirst("SELECT id FROM accounts WHERE name = $1", [.text(name)], { $0.int64(0) }) ?? nil else {
+            throw ServerError.notFound("no account named '\(name)'")
+        }
+        return id
+    }
+
+    public func addDevice(account: String, name: String) throws -> String {
+        try ServerStore.validateName(name, what: "device")
+        let token = Tokens.make()
+        try write { connection in
+            let id = try Self.accountID(account, connection)
+            if try connection.queryFirst("SELECT 1 FROM devices WHERE account_id = $1 AND name = $2", [.integer(id), .text(name)], { _ in true }) != nil {
+                throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already")
+            }
+            try connection.run("INSERT INTO devices (account_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
+                               [.integer(id), .text(name), .bytes(Tokens.hash(token)), .integer(currentMillis())])
+        }
+        return token
+    }
+
+    public func devices(account: String) throws -> [ServerStore.Device] {
+        try withConnection { connection in
+            let id = try Self.accountID(account, connection)
+            return try connection.query("""
+                SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid
+                FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
+                """, [.integer(id)]) { Self.device($0) }
+        }
+    }
+
+    static func device(_ row: PostgresRow) -> ServerStore.Device {
+        ServerStore.Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+                           revoked: row.bool(4) ?? false, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+                           acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+    }
+
+    public func reissueToken(account: String, device name: String) throws -> String {
+        let token = Tokens.make()
+        try write { connection in
+            let id = try Self.accountID(account, connection)
+            let changed = try connection.run("UPDATE devices SET token_hash = $1, revoked = false WHERE account_id = $2 AND name = $3",
+                                             [.bytes(Tokens.hash(token)), .integer(id), .text(name)])
+            if changed == 0 { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+        }
+        return token
+    }
+
+    public func revokeDevice(account: String, name: String) throws {
+        try write { connection in
+            let id = try Self.accountID(account, connection)
+            let changed = try connection.run("UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(id), .text(name)])
+            if changed == 0 { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+        }
+    }
+
+    public func removeDevice(account: String, name: String) throws {
+        try write { connection in
+            let id = try Self.accountID(account, connection)
+            let changed = try connection.run("DELETE FROM devices WHERE account_id = $1 AND name = $2", [.integer(id), .text(name)])
+            if changed == 0 { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+        }
+    }
+
+    public func authenticate(token: String) throws -> ServerStore.Device {
+        try withConnection { connection in try Self.authenticate(token: token, connection) }
+    }
+
+    static func authenticate(token: String, _ connection: PostgresConnection) throws -> ServerStore.Device {
+        let hash = Tokens.hash(token)
+        let found = try connection.queryFirst(
+            """
+            SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
+                   a.uid, d.token_hash, a.next_seq, a.purged_through
+            FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1
+            """, [.bytes(hash)]
+        ) { row -> ServerStore.Device? in
+            // The lookup is by hash; compare again in constant time before trusting it.
+            guard let stored = row.bytes(9), Crypto.constantTimeEqual(stored, hash) else { return nil }
+            var device = device(row)
+            device.accountNextSequence = row.int64(10) ?? 1
+            device.accountPurgedThrough = row.int64(11) ?? 0
+            return device
+        }
+        guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }
+        guard !device.revoked else { throw ServerError.revoked }
+        return device
+    }
+}
+
+/// The PostgreSQL store's answers to the engine, inside a transaction.
+struct PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
+    let connection: PostgresConnection
+
+    func deviceRevoked(_ device: Int64) throws -> Bool? {
+        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
+    }
+
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+        try connection.queryFirst("SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
+                                  [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+    }
+
+    /// Locks the account's row until the transaction ends: the pushes of one
+    /// account, from any process, are serialised here.
+    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64) {
+        try connection.queryFirst("SELECT next_seq, stamp_high FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
+            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0)
+        } ?? (nextSequence: 1, stampHigh: 0)
+    }
+
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+        let row = try connection.queryFirst("SELECT fields, versions, seq FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
+                                            [.integer(account), .text(collection.rawValue), .text(key)]) {
+            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0)
+        }
+        guard let row else { return nil }
+        return (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+    }
+
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+                      knownTo: String?, knownAfter: Int64, now: Int64) throws {
+        try connection.run(
+            """
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                known_after = excluded.known_after
+            """,
+            [.integer(account), .text(collection.rawValue), .text(key),
+             .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
+             .integer(sequence), .bool(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null, .integer(knownAfter)])
+    }
+
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+        try connection.run("UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
+                           [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+    }
+
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+        try connection.run(
+            """
+            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+            """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
+    }
+
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+        try connection.run("UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
+                           [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+    }
+
+    func startNewEpoch() throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(fresh)])
+        try connection.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
+    }
+
+    func records(account: Int64, after cursor: Int64, limit: Int) throws -> [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)] {
+        try connection.query(
+            "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            [.integer(account), .integer(cursor), .integer(Int64(limit))]
+        ) { row in
+            guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                throw ServerError.storeUnusable("a stored record has an unknown collection")
+            }
+            return (row: ServerStore.PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
+                    knownTo: row.string(5), knownAfter: row.int64(6) ?? 0)
+        }
+    }
+}
