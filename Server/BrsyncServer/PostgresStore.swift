@@ -118,6 +118,8 @@ public final class PostgresStore: SyncStore {
 
     public var epoch: String { cachedEpoch.withLock { $0 } }
 
+    func refreshEpoch(_ epoch: String) { cachedEpoch.withLock { $0 = epoch } }
+
     public func close() { pool.close() }
 
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {

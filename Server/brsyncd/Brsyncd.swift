@@ -11,7 +11,7 @@ struct Brsyncd: ParsableCommand {
         abstract: "The brsync sync server: HTTPS, an SQLite (or PostgreSQL) store, accounts and devices.",
         discussion: "Every command takes --db PATH (or BRSYNCD_DB), or --store postgres://… (or BRSYNCD_STORE). Exit codes: 0 done, 2 error.",
         version: brsyncdVersion,
-        subcommands: [Serve.self, Dev.self, AccountCommand.self, DeviceCommand.self, Backup.self]
+        subcommands: [Serve.self, Dev.self, AccountCommand.self, DeviceCommand.self, Backup.self, Migrate.self]
     )
 }
 
