@@ -43,7 +43,9 @@ struct StoreOptions: ParsableArguments {
         let store = self.store.flatMap { $0.isEmpty ? nil : $0 }
         if db != nil && store != nil { throw CommandFailure(message: "give --db PATH or --store URL, not both") }
         if let db { return .sqlite(db) }
-        if let store = store ?? (environment("BRSYNCD_DB") == nil ? environment("BRSYNCD_STORE") : nil) {
+        // The flags, then BRSYNCD_STORE, then BRSYNCD_DB: a unit that sets
+        // BRSYNCD_DB by default is moved to PostgreSQL by BRSYNCD_STORE alone.
+        if let store = store ?? environment("BRSYNCD_STORE") {
             if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(store) }
             if store.hasPrefix("sqlite:") { return .sqlite(String(store.dropFirst("sqlite:".count))) }
             throw CommandFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")

@@ -93,6 +93,10 @@ import TestSupport
             #expect(result.status == 2 && result.stderr.contains(reason) && !result.stderr.contains("hunter2")
                     && result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result)")
         }
+        // BRSYNCD_STORE wins over BRSYNCD_DB (the unit sets BRSYNCD_DB by default).
+        let both = try ProcessRunner.run(binary, ["account", "list"],
+                                         environment: ["BRSYNCD_DB": "/tmp/never.sqlite", "BRSYNCD_STORE": "postgres://u@127.0.0.1:1/d"])
+        #expect(both.status == 2 && both.stderr.contains("cannot connect to postgres://u@127.0.0.1:1/d"), "\(both)")
     }
 
     @Test func unusableStoresAreLeftUntouched() throws {

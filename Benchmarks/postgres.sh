@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# PostgreSQL store benchmark (prints numbers; it is not a test). Builds in
+# release, starts a throw-away PostgreSQL cluster on 127.0.0.1, and measures in
+# one run, with wrk -t2 -c64 over keep-alive TLS:
+#   - push apply: one push of 10,000 records, on SQLite and on PostgreSQL;
+#   - no-change pull req/s: one brsyncd on SQLite; one brsyncd on PostgreSQL;
+#     one and three brsyncd on PostgreSQL behind HAProxy (TCP, TLS passed through,
+#     round robin), in alternating rounds, medians.
+# Usage: bash Benchmarks/postgres.sh [seconds per wrk run, default 5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration="${1:-5}"
+for tool in wrk haproxy; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk haproxy" >&2; exit 2; }
+done
+haproxy_bin="$(command -v haproxy || echo /usr/sbin/haproxy)"
+pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+[ -x "$pg_bin/initdb" ] || { echo "needs PostgreSQL: apt-get install -y postgresql" >&2; exit 2; }
+ulimit -n 8192
+
+flags=(-c release --static-swift-stdlib)
+swift build "${flags[@]}" --product brsyncd >/dev/null
+swift build "${flags[@]}" --product brsyncd-bench >/dev/null
+bin="$(swift build "${flags[@]}" --show-bin-path)"
+
+work="$(mktemp -d)"
+chmod 755 "$work"
+pids=()
+as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- env -C / "$@"; else "$@"; fi; }
+cleanup() {
+  for pid in "${pids[@]}" $(cat "$work"/*.pid 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+  [ -d "$work/pg/data" ] && as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# The cluster: as the postgres user when run as root (the server refuses root).
+mkdir -p "$work/pg"
+password="bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s' "$password" >"$work/pg/server-password"
+printf '%s\n' "$password" >"$work/db-password"
+chmod 600 "$work/db-password"
+[ "$(id -u)" -eq 0 ] && chown -R postgres "$work/pg"
+chmod 700 "$work/pg"
+pg_port="$(free_port)"
+as_pg "$pg_bin/initdb" -D "$work/pg/data" -U brsync --pwfile "$work/pg/server-password" -A scram-sha-256 -E UTF8 --locale C >/dev/null
+as_pg "$pg_bin/pg_ctl" -D "$work/pg/data" -l "$work/pg/server.log" -w \
+  -o "-p $pg_port -c listen_addresses=127.0.0.1 -k $work/pg -c max_connections=200" start >/dev/null
+export BRSYNCD_STORE_PASSWORD_FILE="$work/db-password"
+pg_url="postgres://brsync@127.0.0.1:$pg_port/postgres"
+echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port (fsync on, the defaults)"
+
+# One account and device on SQLite, copied to PostgreSQL (same token).
+"$bin/brsyncd-bench" setup "$work"
+chmod 644 "$work"/*.pem "$work/server.key"
+"$bin/brsyncd" migrate --from "sqlite:$work/store.sqlite" --to "$pg_url" >/dev/null
+token="$(cat "$work/token")"
+
+serve() { # serve NAME STORE-ARGS...: starts brsyncd (its pid in NAME.pid), prints its port
+  local name="$1"; shift
+  local port; port="$(free_port)"
+  # All its output to the log: a command substitution waits for every holder of its pipe.
+  "$bin/brsyncd" serve "$@" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
+    --max-connections-per-address 2000 --log-level warning >"$work/$name.log" 2>&1 &
+  echo $! >"$work/$name.pid"
+  for _ in $(seq 100); do curl -sk "https://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
+  echo "$port"
+}
+sqlite_port="$(serve sqlite --db "$work/store.sqlite")"
+pg_ports=()
+for i in 1 2 3; do pg_ports+=("$(serve pg$i --store "$pg_url")"); done
+
+echo "== push of 10,000 records =="
+echo "SQLite:"; "$bin/brsyncd-bench" push "$work" "$sqlite_port" 10000 | sed 's/^/  /'
+echo "PostgreSQL:"; "$bin/brsyncd-bench" push "$work" "${pg_ports[0]}" 10000 | sed 's/^/  /'
+
+haproxy_config() { # haproxy_config PORT BACKEND-PORTS...
+  local port="$1"; shift
+  cat <<CONF
+global
+  maxconn 2000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend brsyncd
+  bind 127.0.0.1:$port
+  default_backend instances
+backend instances
+  balance roundrobin
+  option httpchk GET /v1/health
+CONF
+  local i=0
+  for backend in "$@"; do
+    i=$((i + 1))
+    echo "  server b$i 127.0.0.1:$backend check check-ssl verify none inter 2s"
+  done
+}
+lb1_port="$(free_port)"; lb3_port="$(free_port)"
+haproxy_config "$lb1_port" "${pg_ports[0]}" >"$work/haproxy1.cfg"
+haproxy_config "$lb3_port" "${pg_ports[@]}" >"$work/haproxy3.cfg"
+"$haproxy_bin" -q -f "$work/haproxy1.cfg" >"$work/haproxy1.log" 2>&1 & pids+=($!)
+"$haproxy_bin" -q -f "$work/haproxy3.cfg" >"$work/haproxy3.log" 2>&1 & pids+=($!)
+for port in "$lb1_port" "$lb3_port"; do
+  for _ in $(seq 100); do curl -sk "https://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
+  curl -skf "https://127.0.0.1:$port/v1/health" >/dev/null || { echo "HAProxy on $port does not answer:" >&2; cat "$work"/haproxy*.log >&2; exit 1; }
+done
+
+rounds=3
+targets=("sqlite:$sqlite_port" "pg:${pg_ports[0]}" "haproxy-1:$lb1_port" "haproxy-3:$lb3_port")
+echo "== no-change pull: wrk -t2 -c64 -d${duration}s, keep-alive, TLS, $rounds alternating rounds =="
+for round in $(seq "$rounds"); do
+  for target in "${targets[@]}"; do
+    wrk -t2 -c64 -d"${duration}s" --latency -H "Authorization: Bearer $token" \
+      "https://127.0.0.1:${target#*:}/v1/pull?since=10000" >"$work/wrk-${target%%:*}-$round.txt"
+  done
+done
+python3 - "$work" "$rounds" <<'PY'
+import re, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+labels = {"sqlite": "1 brsyncd, SQLite", "pg": "1 brsyncd, PostgreSQL", "haproxy-1": "1 brsyncd, PostgreSQL, HAProxy",
+          "haproxy-3": "3 brsyncd, PostgreSQL, HAProxy"}
+results = {}
+for name in labels:
+    rps, p99, errors = [], [], []
+    for r in range(1, rounds + 1):
+        text = open(f"{work}/wrk-{name}-{r}.txt").read()
+        rps.append(float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)))
+        value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", text).groups()
+        p99.append(float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit])
+        errors += re.findall(r"(Non-2xx.*|Socket errors.*)", text)
+    results[name] = statistics.median(rps)
+    print(f"{labels[name]:32s} median {statistics.median(rps):8,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in rps)}), "
+          f"p99 {statistics.median(p99):.2f} ms {' '.join(errors)}")
+print(f"ratio PostgreSQL / SQLite (one brsyncd): {results['pg'] / results['sqlite']:.2f}x; "
+      f"3 instances / 1 instance behind HAProxy: {results['haproxy-3'] / results['haproxy-1']:.2f}x")
+PY
