@@ -8,20 +8,40 @@ import TestSupport
 
 /// A real `brsyncd` over TLS on 127.0.0.1 with a fresh CA, and replicas in
 /// temporary homes driven by the real `brsync` binary.
+/// The store the world's brsyncd runs on.
+enum WorldStore: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    /// A fresh database in the test process's throw-away cluster.
+    case postgres
+    var description: String { rawValue }
+}
+
 final class SyncWorld: @unchecked Sendable {
     // Built in init; the server process is stopped in deinit.
     let directory: TemporaryDirectory
     let db: String
+    /// `--db PATH` or `--store URL`, and the environment brsyncd needs with it.
+    let storeArguments: [String]
+    let storeEnvironment: [String: String]
     var server: BackgroundProcess?
     var port: UInt16 = 0
     let brsync = ProcessRunner.binary("brsync")
     let brsyncd = ProcessRunner.binary("brsyncd")
 
-    init() throws {
+    init(_ store: WorldStore = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-sync")
         _ = try TestCertificates(in: directory)
         db = directory.file("server.sqlite")
-        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice", "--db", db]).status == 0)
+        switch store {
+        case .sqlite:
+            storeArguments = ["--db", db]
+            storeEnvironment = [:]
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            storeArguments = ["--store", try cluster.createDatabase()]
+            storeEnvironment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
+        }
+        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + storeArguments, environment: storeEnvironment).status == 0)
         try start()
     }
 
@@ -31,8 +51,9 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     func start(port requested: UInt16 = 0) throws {
-        let process = try BackgroundProcess(brsyncd, ["serve", "--db", db, "--listen", "127.0.0.1:\(requested)",
-                                                      "--cert", directory.file("server.pem"), "--key", directory.file("server.key")])
+        let process = try BackgroundProcess(brsyncd, ["serve"] + storeArguments + ["--listen", "127.0.0.1:\(requested)",
+                                                      "--cert", directory.file("server.pem"), "--key", directory.file("server.key")],
+                                            environment: storeEnvironment)
         port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
         server = process
     }
@@ -45,7 +66,7 @@ final class SyncWorld: @unchecked Sendable {
     var url: String { "https://127.0.0.1:\(port)" }
 
     func token(_ device: String) throws -> String {
-        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device, "--db", db])
+        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device] + storeArguments, environment: storeEnvironment)
         #expect(result.status == 0, "\(result)")
         return String(result.stdout.split(separator: "\n").last ?? "")
     }
@@ -80,8 +101,8 @@ final class SyncWorld: @unchecked Sendable {
 
 @Suite(.serialized) struct SyncTests {
     /// A rule added on A is synced; the server stops; B resolves by it offline.
-    @Test func aRuleMadeOnOneMachineResolvesOnAnotherOffline() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStore.allCases) func aRuleMadeOnOneMachineResolvesOnAnotherOffline(_ store: WorldStore) throws {
+        let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
@@ -108,8 +129,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A profile travels: the other machine builds its launch command from
     /// its own base browser, and may still set one of its own.
-    @Test func aProfileTravelsAndEachMachineBuildsItsCommand() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStore.allCases) func aProfileTravelsAndEachMachineBuildsItsCommand(_ store: WorldStore) throws {
+        let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
@@ -144,8 +165,8 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
-    @Test func concurrentEditsConvergeAndTheLoserCanBeRestored() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStore.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: WorldStore) throws {
+        let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         for home in [laptop, desktop] {
@@ -205,8 +226,8 @@ final class SyncWorld: @unchecked Sendable {
         #expect(rules.contains("a.example") && rules.contains("b.example"), "\(rules)")
     }
 
-    @Test func refusalsAreExit5WithTheServersMessage() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStore.allCases) func refusalsAreExit5WithTheServersMessage(_ store: WorldStore) throws {
+        let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])
         let before = try world.snapshot(laptop)
@@ -215,7 +236,7 @@ final class SyncWorld: @unchecked Sendable {
         #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
         let token = try world.token("laptop2")
         try world.mustRun(laptop, ["remote", "set", world.url, "--token", token, "--ca", world.directory.file("ca.pem")])
-        #expect(try ProcessRunner.run(world.brsyncd, ["device", "revoke", "alice", "laptop2", "--db", world.db]).status == 0)
+        #expect(try ProcessRunner.run(world.brsyncd, ["device", "revoke", "alice", "laptop2"] + world.storeArguments, environment: world.storeEnvironment).status == 0)
         let revoked = try world.run(laptop, ["push"])
         #expect(revoked.status == 5 && revoked.stderr.contains("revoked"), "\(revoked)")
         #expect(try world.snapshot(laptop).filter { !$0.hasPrefix("remote") } == before.filter { !$0.hasPrefix("remote") })
