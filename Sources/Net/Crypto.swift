@@ -45,6 +45,44 @@ public enum Crypto {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// The bytes of unpadded base64url text, or nil for anything else
+    /// (padding, other characters, a length no encoding has, stray bits in
+    /// the last character: each value has exactly one spelling).
+    public static func base64URLDecode(_ text: String) -> [UInt8]? {
+        var values: [UInt32] = []
+        values.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(UInt32(byte - UInt8(ascii: "A")))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(UInt32(byte - UInt8(ascii: "a")) + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(UInt32(byte - UInt8(ascii: "0")) + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        guard values.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(values.count * 3 / 4)
+        var index = 0
+        while index + 4 <= values.count {
+            let value = values[index] << 18 | values[index + 1] << 12 | values[index + 2] << 6 | values[index + 3]
+            output += [UInt8(value >> 16 & 255), UInt8(value >> 8 & 255), UInt8(value & 255)]
+            index += 4
+        }
+        switch values.count - index {
+        case 2:
+            guard values[index + 1] & 15 == 0 else { return nil }
+            output.append(UInt8((values[index] << 2 | values[index + 1] >> 4) & 255))
+        case 3:
+            guard values[index + 2] & 3 == 0 else { return nil }
+            let value = values[index] << 10 | values[index + 1] << 4 | values[index + 2] >> 2
+            output += [UInt8(value >> 8 & 255), UInt8(value & 255)]
+        default: break
+        }
+        return output
+    }
+
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var output: [UInt8] = []

@@ -1,0 +1,177 @@
+import Model
+import Net
+
+/// The account key of end-to-end encryption (issue 13; Deploy/SECURITY.md):
+/// 256 random bits made on the first device, shown once as a recovery code,
+/// given to other devices when they join. Only devices hold it.
+public struct AccountKey: Sendable, Equatable {
+    public let bytes: [UInt8]
+
+    public init(bytes: [UInt8]) throws(RecoveryCodeError) {
+        guard bytes.count == 32 else { throw RecoveryCodeError(message: "an account key is 32 bytes; this one has \(bytes.count)") }
+        self.bytes = bytes
+    }
+
+    /// A new key from OpenSSL's CSPRNG.
+    public static func generate() -> AccountKey {
+        // 32 bytes always make a key.
+        (try? AccountKey(bytes: Crypto.randomBytes(32)))!
+    }
+
+    // MARK: Recovery code
+
+    /// Crockford's base32 alphabet: no I, L, O or U, so what is read aloud or
+    /// copied by hand is hard to get wrong (I and L read as 1, O as 0).
+    static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+
+    /// The key and a 16-bit checksum (the first two bytes of its SHA-256) in
+    /// Crockford base32, in groups of five separated by dashes: 55 characters
+    /// in 11 groups. The checksum catches a mistyped or swapped character.
+    public var recoveryCode: String {
+        let payload = bytes + Array(Crypto.sha256(bytes).prefix(2))
+        var characters: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for byte in payload {
+            buffer = (buffer << 8) | Int(byte)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                characters.append(Self.alphabet[(buffer >> bits) & 31])
+            }
+            buffer &= (1 << bits) - 1
+        }
+        if bits > 0 { characters.append(Self.alphabet[(buffer << (5 - bits)) & 31]) }
+        var grouped: [UInt8] = []
+        for (index, character) in characters.enumerated() {
+            if index > 0 && index % 5 == 0 { grouped.append(UInt8(ascii: "-")) }
+            grouped.append(character)
+        }
+        return String(decoding: grouped, as: UTF8.self)
+    }
+
+    /// Reads a recovery code as typed: any case, spaces and dashes anywhere,
+    /// I and L for 1, O for 0.
+    /// - Throws: ``RecoveryCodeError`` saying what is wrong (a character that
+    ///   is not in the code's alphabet, a wrong length, a checksum that does
+    ///   not match: a typo).
+    public init(recoveryCode text: String) throws(RecoveryCodeError) {
+        var values: [Int] = []
+        for scalar in text.unicodeScalars {
+            if scalar == " " || scalar == "-" || scalar == "\t" { continue }
+            guard scalar.isASCII else { throw RecoveryCodeError(message: "a recovery code holds letters and digits only; '\(scalar)' is not one") }
+            var byte = UInt8(scalar.value)
+            if byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") { byte -= 0x20 }
+            switch byte {
+            case UInt8(ascii: "I"), UInt8(ascii: "L"): byte = UInt8(ascii: "1")
+            case UInt8(ascii: "O"): byte = UInt8(ascii: "0")
+            default: break
+            }
+            guard let value = Self.alphabet.firstIndex(of: byte) else {
+                throw RecoveryCodeError(message: "'\(scalar)' is not in a recovery code (it has no U)")
+            }
+            values.append(value)
+        }
+        guard values.count == 55 else {
+            throw RecoveryCodeError(message: "a recovery code has 55 letters and digits (11 groups of 5); this one has \(values.count)")
+        }
+        var bytes: [UInt8] = []
+        var buffer = 0
+        var bits = 0
+        for value in values {
+            buffer = (buffer << 5) | value
+            bits += 5
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8((buffer >> bits) & 0xFF))
+                buffer &= (1 << bits) - 1
+            }
+        }
+        guard bytes.count == 34, Array(Crypto.sha256(Array(bytes.prefix(32))).prefix(2)) == Array(bytes.suffix(2)) else {
+            throw RecoveryCodeError(message: "the recovery code's checksum does not match: a character was mistyped")
+        }
+        try self.init(bytes: Array(bytes.prefix(32)))
+    }
+
+    // MARK: Derived keys
+
+    static let salt = Array("brsync end-to-end v1".utf8)
+
+    /// The key values are sealed with (HKDF-SHA256, info "values").
+    var valueKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("values".utf8), length: 32) }
+    /// The key record keys are hidden with (HKDF-SHA256, info "record keys").
+    var nameKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("record keys".utf8), length: 32) }
+}
+
+public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// Hides record keys and seals field values so that the server merges what
+/// it cannot read (issue 13). The merge needs only stamps and version
+/// vectors, which stay readable; everything else is HMAC'd or sealed.
+public struct RecordCipher: Sendable {
+    private let valueKey: [UInt8]
+    private let nameKey: [UInt8]
+
+    public init(_ key: AccountKey) {
+        valueKey = key.valueKey
+        nameKey = key.nameKey
+    }
+
+    /// A record's key as the server sees it: `h1.` and the base64url
+    /// HMAC-SHA256 of the collection and the key. The same pattern written on
+    /// two machines is still one record; the server cannot read it.
+    public func hiddenKey(collection: String, key: String) -> String {
+        "h1." + Crypto.base64URL(Crypto.hmacSHA256(key: nameKey, Array(collection.utf8) + [0] + Array(key.utf8)))
+    }
+
+    /// The data a sealed value is bound to: the server cannot move a value to
+    /// another record, field or stamp without it failing to open.
+    static func binding(collection: String, hiddenKey: String, field: String, stamp: String) -> [UInt8] {
+        var bytes: [UInt8] = Array("brsync-e2e-v1".utf8)
+        for part in [collection, hiddenKey, field, stamp] {
+            let utf8 = Array(part.utf8)
+            // Length-prefixed, so no two different bindings have the same bytes.
+            bytes += withUnsafeBytes(of: UInt32(utf8.count).bigEndian, Array.init) + utf8
+        }
+        return bytes
+    }
+
+    /// A field value (its JSON text) sealed with AES-256-GCM: `e1.` and the
+    /// base64url of nonce, ciphertext and tag.
+    public func seal(_ value: String, collection: String, hiddenKey: String, field: String, stamp: String) -> String {
+        let box = Crypto.seal(Array(value.utf8), key: valueKey,
+                              authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
+        return "e1." + Crypto.base64URL(box.combined)
+    }
+
+    /// The value `seal` sealed, when the key, the record, the field and the
+    /// stamp are those it was sealed with.
+    /// - Throws: ``RecordCipherError`` naming the record and the field.
+    public func open(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> String {
+        let place = "\(collection)/\(hiddenKey) field \"\(field)\""
+        guard sealed.hasPrefix("e1."), let combined = Crypto.base64URLDecode(String(sealed.dropFirst(3))) else {
+            throw RecordCipherError(message: "\(place): not a sealed value (a plaintext value in an encrypted account?)")
+        }
+        do {
+            let box = try Crypto.SealedBox(combined: combined)
+            let plaintext = try Crypto.open(box, key: valueKey,
+                                            authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
+            guard let text = String(validUTF8: plaintext) else {
+                throw RecordCipherError(message: "\(place): the opened value is not text")
+            }
+            return text
+        } catch let error as RecordCipherError {
+            throw error
+        } catch {
+            throw RecordCipherError(message: "\(place) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
+        }
+    }
+}
+
+public struct RecordCipherError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
