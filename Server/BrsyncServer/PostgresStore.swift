@@ -201,22 +201,76 @@ public final class PostgresStore: SyncStore {
         return (applied, rejected, response)
     }
 
+    /// A pull in one round trip: one statement (one snapshot, even in READ
+    /// COMMITTED) reads the device, the epoch, the replica's stream and the
+    /// page; the engine decides on them as it does for SQLite.
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
                          reconciling: Bool) throws -> [UInt8] {
-        let (device, page) = try withConnection { connection in
-            // One snapshot for the device, the epoch and the page.
-            try connection.transaction(.repeatableRead) {
-                let device = try Self.authenticate(token: token, connection)
-                let epoch = try Self.readEpoch(connection)
-                let page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                                   epoch: epoch, reconciling: reconciling, in: PostgresSyncTransaction(connection: connection))
-                return (device, page)
+        let hash = Tokens.hash(token)
+        let rows = try withConnection { connection in
+            try connection.query(
+                """
+                WITH d AS (
+                    SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
+                           a.uid, d.token_hash, a.next_seq, a.purged_through
+                    FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1)
+                SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
+                       r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after
+                FROM d
+                LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
+                LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
+                                   WHERE records.account_id = d.account_id AND seq > $3 ORDER BY seq LIMIT $4) r ON true
+                ORDER BY r.seq
+                """, [.bytes(hash), .text(clientDevice?.device ?? ""), .integer(cursor), .integer(Int64(limit + 1))]
+            ) { row -> PrefetchedPull.Row in
+                var device = Self.device(row)
+                device.accountNextSequence = row.int64(10) ?? 1
+                device.accountPurgedThrough = row.int64(11) ?? 0
+                var record: (row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)?
+                if let sequence = row.int64(15) {
+                    guard let collection = row.string(16).flatMap(RecordCollection.init(rawValue:)) else {
+                        throw ServerError.storeUnusable("a stored record has an unknown collection")
+                    }
+                    record = (row: ServerStore.PulledRow(sequence: sequence, collection: collection, key: row.string(17) ?? "",
+                                                         fields: row.string(18) ?? "{}", versions: row.string(19) ?? "{}"),
+                              knownTo: row.string(20), knownAfter: row.int64(21) ?? 0)
+                }
+                return PrefetchedPull.Row(device: device, tokenHash: row.bytes(9) ?? [], epoch: row.string(12) ?? "",
+                                          stream: row.int64(13).map { (last: $0, digest: row.string(14) ?? "") }, record: record)
             }
         }
-        var finished = page
-        try finishPull(&finished, since: cursor, device: device, clientEpoch: clientEpoch)
-        cachedEpoch.withLock { $0 = finished.epoch }
-        return ServerStore.pullJSON(finished, accountUID: device.accountUID, clock: clockStamp())
+        // The lookup is by hash; compare again in constant time before trusting it.
+        guard let first = rows.first, Crypto.constantTimeEqual(first.tokenHash, hash) else { throw ServerError.unauthorized("the token is not valid") }
+        guard !first.device.revoked else { throw ServerError.revoked }
+        let prefetched = PrefetchedPull(clientDevice: clientDevice?.device ?? "", stream: first.stream, records: rows.compactMap(\.record))
+        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: first.device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                           epoch: first.epoch, reconciling: reconciling, in: prefetched)
+        try finishPull(&page, since: cursor, device: first.device, clientEpoch: clientEpoch)
+        cachedEpoch.withLock { $0 = page.epoch }
+        return ServerStore.pullJSON(page, accountUID: first.device.accountUID, clock: clockStamp())
+    }
+
+    /// What the pull's one statement read, answering the engine's reads.
+    struct PrefetchedPull: SyncReadTransaction {
+        struct Row {
+            let device: ServerStore.Device
+            let tokenHash: [UInt8]
+            let epoch: String
+            let stream: (last: Int64, digest: String)?
+            let record: (row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)?
+        }
+
+        let clientDevice: String
+        let stream: (last: Int64, digest: String)?
+        let records: [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)]
+
+        func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+            clientDevice == self.clientDevice ? stream : nil
+        }
+
+        func records(account: Int64, after cursor: Int64, limit: Int) throws -> [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)] {
+            Array(records.prefix(limit))
+        }
     }
 
     /// The device's bookkeeping after a page; starts a new epoch on a rollback.
