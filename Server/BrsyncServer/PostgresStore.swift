@@ -449,8 +449,46 @@ public final class PostgresStore: SyncStore {
 }
 
 /// The PostgreSQL store's answers to the engine, inside a transaction.
-struct PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
+final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
     let connection: PostgresConnection
+    /// Records read ahead (nil: known to be absent), kept current by
+    /// ``upsertRecord``; the account's row lock keeps other writers out.
+    private var cache: [String: (state: RecordState, sequence: Int64)?] = [:]
+    /// Keys per read-ahead statement (a fixed count: one prepared statement).
+    static let prefetchChunk = 64
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String { collection.rawValue + "\u{0}" + key }
+
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
+        let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
+        guard wanted.count > 1 else { return }
+        let chunk = Self.prefetchChunk
+        let tuples = (0..<chunk).map { "($\(2 + 2 * $0), $\(3 + 2 * $0))" }.joined(separator: ", ")
+        let sql = "SELECT collection, key, fields, versions, seq FROM records WHERE account_id = $1 AND (collection, key) IN (\(tuples))"
+        var start = 0
+        while start < wanted.count {
+            let part = Array(wanted[start..<min(start + chunk, wanted.count)])
+            // Padded with the last key: the statement keeps its one shape.
+            var parameters: [PostgresValue] = [.integer(account)]
+            for index in 0..<chunk {
+                let entry = part[min(index, part.count - 1)]
+                parameters += [.text(entry.collection.rawValue), .text(entry.key)]
+            }
+            for entry in part { cache[Self.cacheKey(entry.collection, entry.key)] = .some(nil) }
+            let rows = try connection.query(sql, parameters) { row in
+                (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
+                 sequence: row.int64(4) ?? 0)
+            }
+            for row in rows {
+                cache[row.collection + "\u{0}" + row.key] = (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+            }
+            start += chunk
+        }
+    }
 
     func deviceRevoked(_ device: Int64) throws -> Bool? {
         try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
@@ -470,6 +508,7 @@ struct PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
     }
 
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+        if let cached = cache[Self.cacheKey(collection, key)] { return cached }
         let row = try connection.queryFirst("SELECT fields, versions, seq FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
                                             [.integer(account), .text(collection.rawValue), .text(key)]) {
             (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0)
@@ -492,6 +531,7 @@ struct PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
             [.integer(account), .text(collection.rawValue), .text(key),
              .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
              .integer(sequence), .bool(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null, .integer(knownAfter)])
+        cache[Self.cacheKey(collection, key)] = (state: state, sequence: sequence)
     }
 
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {

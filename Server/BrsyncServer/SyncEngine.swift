@@ -93,6 +93,7 @@ enum SyncEngine {
         var nextSequence = counters.nextSequence
         // A cursor of 0 belongs to every timeline; another one only to its epoch.
         let pusherIsCurrent = request.since == 0 || (request.since != nil && request.epoch == epoch)
+        try store.prefetch(account: device.accountID, keys: newChanges.map { (collection: $0.collection, key: $0.key) })
         for change in newChanges {
             let existing = try store.record(account: device.accountID, collection: change.collection, key: change.key)
             // An edit of a record this store does not have (its tombstone
@@ -171,6 +172,7 @@ enum SyncEngine {
             }
         }
         var nextSequence = counters.nextSequence
+        try store.prefetch(account: device.accountID, keys: usable.map { (collection: $0.collection, key: $0.key) })
         for record in usable {
             let base = try store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
             let merged = base.merged(with: record.state).state

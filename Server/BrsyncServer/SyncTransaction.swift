@@ -16,6 +16,10 @@ protocol SyncWriteTransaction {
     /// store shared by processes this locks the account until the end of the
     /// transaction (pushes of one account are serialised).
     func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64)
+    /// Reads ahead the records a push or relay will ask ``record(account:collection:key:)``
+    /// for, where a round trip per record would cost more than the merge
+    /// (a store whose reads are local may do nothing).
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws
     /// A stored record, decoded, with its change number.
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)?
     /// Writes a record version with its new change number.
@@ -38,4 +42,8 @@ protocol SyncReadTransaction {
     /// order, as stored (the wire's JSON), with the replica that made each
     /// from a version it had (`knownTo`) and that version's number.
     func records(account: Int64, after cursor: Int64, limit: Int) throws -> [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)]
+}
+
+extension SyncWriteTransaction {
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {}
 }

@@ -37,6 +37,21 @@ import TestSupport
         #expect(try bob.pullAll().records["rules/github.com"]?.state.values["browser"] == .string("chrome"))
     }
 
+    /// One push editing a record twice (an offline machine's log): the second
+    /// edit merges into the first, read back within the push.
+    @Test(arguments: StoreKind.allCases) func oneRecordEditedTwiceInOnePush(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        let first = device.change("twice.example", ["browser": .string("firefox"), "priority": .int(1)])
+        let second = device.change("twice.example", ["browser": .string("chrome")], versions: VersionVector([device.deviceID: 2]))
+        let others = (0..<70).map { device.change("o\($0).example", ["browser": .string("b")]) }
+        #expect(try device.push([first, second] + others).status == 200)
+        let stored = try #require(try device.pullAll().records["rules/twice.example"])
+        #expect(stored.state.fields["browser"]?.value == .string("chrome"))
+        #expect(stored.state.fields["priority"]?.value == .int(1))
+        #expect(stored.state.versions == VersionVector([device.deviceID: 2]))
+    }
+
     @Test(arguments: StoreKind.allCases) func aRetriedPushIsAcknowledgedAndNotAppliedTwice(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
