@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "TestSupport",
+            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Model
 import Net
+import Postgres
 import Replica
 import SyncClient
 import SyncCore
@@ -11,21 +12,39 @@ import TestSupport
 
 /// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
 /// file replaced, and be started again, and machines with clocks of their own.
+/// The store a world's server runs on.
+enum WorldStoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    /// A fresh database in the test process's throw-away cluster.
+    case postgres
+    var description: String { rawValue }
+}
+
 final class SyncWorld: @unchecked Sendable {
     // Used by one test thread.
     let directory: TemporaryDirectory
     let caFile: String
-    var store: ServerStore
+    var store: any SyncStore
     var server: SyncServer
     var port: UInt16
     var machines: [String: SimulatedMachine] = [:]
     let storePath: String
 
-    init() throws {
+    /// The PostgreSQL database, for a world on PostgreSQL.
+    let postgres: PostgresConfiguration?
+
+    init(_ kind: WorldStoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-world")
         caFile = try TestCertificates(in: directory).caFile
         storePath = directory.file("server.sqlite")
-        (store, server, port) = try Self.start(storePath: storePath, directory: directory)
+        switch kind {
+        case .sqlite:
+            postgres = nil
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            postgres = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+        }
+        (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
         try store.addAccount("alice")
     }
 
@@ -34,13 +53,13 @@ final class SyncWorld: @unchecked Sendable {
         directory.remove()
     }
 
-    static func start(storePath: String, directory: TemporaryDirectory) throws -> (ServerStore, SyncServer, UInt16) {
+    static func start(storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory) throws -> (any SyncStore, SyncServer, UInt16) {
         var configuration = ServerConfiguration()
         configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
         configuration.certificateFile = directory.file("server.pem")
         configuration.keyFile = directory.file("server.key")
         configuration.defaultPullLimit = 7
-        let store = try ServerStore(path: storePath)
+        let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? ServerStore(path: storePath)
         var logger = Logger(label: "world")
         logger.logLevel = .critical
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
@@ -49,7 +68,12 @@ final class SyncWorld: @unchecked Sendable {
 
     func stopServer() { server.shutdown() }
 
-    func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, directory: directory) }
+    func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory) }
+
+    /// The SQLite store, for what only SQLite has (file copies, `pull`).
+    var sqliteStore: ServerStore {
+        get throws { try #require(store as? ServerStore) }
+    }
 
     @discardableResult
     func machine(_ name: String, account: String = "alice", skew: Int64 = 0) throws -> SimulatedMachine {
@@ -106,8 +130,8 @@ final class SyncWorld: @unchecked Sendable {
 @Suite(.serialized) struct StrandingTests {
     /// A clock two hours fast before first contact: the edits are re-stamped
     /// from the server's time and sync; an edit made elsewhere afterwards wins.
-    @Test func aFastClockBeforeFirstContactStillSyncs() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aFastClockBeforeFirstContactStillSyncs(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let fast = try world.machine("fast", skew: 2 * 3_600_000)
         let other = try world.machine("other")
         _ = try fast.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -131,8 +155,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A clock two hours slow at first contact that NTP later fixes: the
     /// offset is learned again from the next answer, and edits still sync.
-    @Test func aClockFixedAfterFirstContactStillSyncs() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aClockFixedAfterFirstContactStillSyncs(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop", skew: -2 * 3_600_000)
         try world.sync(laptop)
         #expect(try laptop.replica.syncState().clockOffsetMilliseconds > 3_500_000)
@@ -171,8 +195,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A token issued again, a device revoked and added again, or the replica
     /// moved to another account: the client rewinds or starts over by itself.
-    @Test func newTokensAndAccountsNeverStrandAMachine() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func newTokensAndAccountsNeverStrandAMachine(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         try laptop.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
@@ -201,8 +225,8 @@ final class SyncWorld: @unchecked Sendable {
     /// A home copied to a second machine (replica and token): both keep
     /// editing; the copy notices, takes a new device id, and nothing either
     /// wrote is lost.
-    @Test func aCopiedHomeLosesNothing() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aCopiedHomeLosesNothing(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         try world.sync(laptop)
@@ -228,8 +252,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A replica notices it is a copied file before it syncs, and takes a new
     /// device id at once; the original keeps its own.
-    @Test func aCopiedReplicaFileKnowsItIsACopy() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aCopiedReplicaFileKnowsItIsACopy(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         try world.sync(laptop)
         #expect(try laptop.replica.takeNewDeviceIDIfCopied() == nil, "the original is not a copy")
@@ -245,8 +269,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A home restored from an older copy of itself reuses change numbers the
     /// server has: detected, and its new edits arrive.
-    @Test func aHomeRestoredFromAnOlderCopyLosesNothing() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aHomeRestoredFromAnOlderCopyLosesNothing(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         try world.sync(laptop)
@@ -300,8 +324,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A rule deleted long ago (the tombstone purged) and added again with the
     /// same pattern arrives whole on a new machine.
-    @Test func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         try laptop.replica.addRule(pattern: "again.example", browser: "firefox", priority: 3)
@@ -321,8 +345,8 @@ final class SyncWorld: @unchecked Sendable {
     /// deletion that is then purged; added again, it drops the deleted rule
     /// instead of bringing it back, and an edit it made meanwhile to another
     /// purged rule arrives whole, never as a partial record.
-    @Test func aDeviceThatMissedAPurgedDeletionReconciles() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aDeviceThatMissedAPurgedDeletionReconciles(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let a = try world.machine("a")
         let b = try world.machine("b")
         _ = try a.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -354,8 +378,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// The newest stamp wins, deletions included: an edit made after a delete
     /// (on a machine that had not seen it) keeps the rule.
-    @Test func anEditAfterADeleteWins() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func anEditAfterADeleteWins(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let a = try world.machine("a")
         let b = try world.machine("b")
         _ = try a.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -374,8 +398,8 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     /// A sync does not pull back what it just pushed.
-    @Test func aSyncDoesNotPullBackItsOwnPush() throws {
-        let world = try SyncWorld()
+    @Test(arguments: WorldStoreKind.allCases) func aSyncDoesNotPullBackItsOwnPush(_ kind: WorldStoreKind) throws {
+        let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         let other = try world.machine("other")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
