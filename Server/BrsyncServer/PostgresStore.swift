@@ -303,8 +303,10 @@ public final class PostgresStore: SyncStore {
     public func purgeTombstones(retentionMilliseconds: Int64) throws -> Int {
         let cutoff = currentMillis() - retentionMilliseconds
         return try write { connection in
-            // One process purges at a time; the others skip this round.
-            guard try connection.queryFirst("SELECT pg_try_advisory_xact_lock($1)", [.integer(Self.purgeLock)], { $0.bool(0) }) == true else { return 0 }
+            // One purge at a time, whichever process runs it: the next waits
+            // for it (and then finds little left to do). Skipping instead
+            // would make an explicit purge return having done nothing.
+            _ = try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(Self.purgeLock)]) { _ in () }
             try connection.run(
                 """
                 UPDATE accounts SET purged_through = GREATEST(purged_through, (
