@@ -220,13 +220,6 @@ public final class ServerStore: Sendable {
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 
-    /// The server's wall clock as a stamp (sent with every answer, so clients
-    /// learn the offset of their own clock). It is the wall clock, never a
-    /// logical clock that pushed stamps move: no device, of this account or
-    /// another, can move the time every client learns.
-    public func clockStamp() -> HLCTimestamp {
-        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: Self.serverDevice)
-    }
 
     /// Creates an empty file readable by its owner only.
     static func createPrivateFile(_ path: String) throws {

@@ -33,3 +33,13 @@ public protocol SyncStore: AnyObject, Sendable {
 }
 
 extension ServerStore: SyncStore {}
+
+extension SyncStore {
+    /// The server's wall clock as a stamp (sent with every answer, so clients
+    /// learn the offset of their own clock). It is the wall clock, never a
+    /// logical clock that pushed stamps move: no device, of this account or
+    /// another, can move the time every client learns.
+    public func clockStamp() -> HLCTimestamp {
+        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: ServerStore.serverDevice)
+    }
+}

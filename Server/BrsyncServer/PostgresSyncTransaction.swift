@@ -1,0 +1,129 @@
+import Net
+import Postgres
+import SyncCore
+
+/// The PostgreSQL store's answers to the engine, inside a transaction.
+final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
+    let connection: PostgresConnection
+    /// Records read ahead (nil: known to be absent), kept current by
+    /// ``upsertRecord``; the account's row lock keeps other writers out.
+    private var cache: [String: (state: RecordState, sequence: Int64)?] = [:]
+    /// Keys per read-ahead statement (a fixed count: one prepared statement).
+    static let prefetchChunk = 64
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String { collection.rawValue + "\u{0}" + key }
+
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
+        let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
+        guard wanted.count > 1 else { return }
+        let chunk = Self.prefetchChunk
+        let tuples = (0..<chunk).map { "($\(2 + 2 * $0), $\(3 + 2 * $0))" }.joined(separator: ", ")
+        let sql = "SELECT collection, key, fields, versions, seq FROM records WHERE account_id = $1 AND (collection, key) IN (\(tuples))"
+        var start = 0
+        while start < wanted.count {
+            let part = Array(wanted[start..<min(start + chunk, wanted.count)])
+            // Padded with the last key: the statement keeps its one shape.
+            var parameters: [PostgresValue] = [.integer(account)]
+            for index in 0..<chunk {
+                let entry = part[min(index, part.count - 1)]
+                parameters += [.text(entry.collection.rawValue), .text(entry.key)]
+            }
+            for entry in part { cache[Self.cacheKey(entry.collection, entry.key)] = .some(nil) }
+            let rows = try connection.query(sql, parameters) { row in
+                (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
+                 sequence: row.int64(4) ?? 0)
+            }
+            for row in rows {
+                cache[row.collection + "\u{0}" + row.key] = (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+            }
+            start += chunk
+        }
+    }
+
+    func deviceRevoked(_ device: Int64) throws -> Bool? {
+        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
+    }
+
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+        try connection.queryFirst("SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
+                                  [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+    }
+
+    /// Locks the account's row until the transaction ends: the pushes of one
+    /// account, from any process, are serialised here.
+    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64) {
+        try connection.queryFirst("SELECT next_seq, stamp_high FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
+            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0)
+        } ?? (nextSequence: 1, stampHigh: 0)
+    }
+
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+        if let cached = cache[Self.cacheKey(collection, key)] { return cached }
+        let row = try connection.queryFirst("SELECT fields, versions, seq FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
+                                            [.integer(account), .text(collection.rawValue), .text(key)]) {
+            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0)
+        }
+        guard let row else { return nil }
+        return (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+    }
+
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+                      knownTo: String?, knownAfter: Int64, now: Int64) throws {
+        try connection.run(
+            """
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                known_after = excluded.known_after
+            """,
+            [.integer(account), .text(collection.rawValue), .text(key),
+             .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
+             .integer(sequence), .bool(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null, .integer(knownAfter)])
+        cache[Self.cacheKey(collection, key)] = (state: state, sequence: sequence)
+    }
+
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+        try connection.run("UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
+                           [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+    }
+
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+        try connection.run(
+            """
+            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+            """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
+    }
+
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+        try connection.run("UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
+                           [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+    }
+
+    func startNewEpoch() throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(fresh)])
+        try connection.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
+    }
+
+    func records(account: Int64, after cursor: Int64, limit: Int) throws -> [(row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)] {
+        try connection.query(
+            "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            [.integer(account), .integer(cursor), .integer(Int64(limit))]
+        ) { row in
+            guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                throw ServerError.storeUnusable("a stored record has an unknown collection")
+            }
+            return (row: ServerStore.PulledRow(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
+                    knownTo: row.string(5), knownAfter: row.int64(6) ?? 0)
+        }
+    }
+}
