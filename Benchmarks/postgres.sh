@@ -5,7 +5,9 @@
 #   - push apply: one push of 10,000 records, on SQLite and on PostgreSQL;
 #   - no-change pull req/s: one brsyncd on SQLite; one brsyncd on PostgreSQL;
 #     one and three brsyncd on PostgreSQL behind HAProxy (TCP, TLS passed through,
-#     round robin), in alternating rounds, medians.
+#     round robin), in alternating rounds, medians;
+#   - 10,000 rules A -> B end to end with the real binaries (brsync push on A,
+#     brsync pull on B), on SQLite and on PostgreSQL, alternating rounds.
 # Usage: bash Benchmarks/postgres.sh [seconds per wrk run, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +21,8 @@ pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 ulimit -n 8192
 
 flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" --product brsyncd >/dev/null
-swift build "${flags[@]}" --product brsyncd-bench >/dev/null
+swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync >/dev/null
+for product in brsyncd brsyncd-bench brsync-sync brsync-bench; do swift build "${flags[@]}" --product "$product" >/dev/null; done
 bin="$(swift build "${flags[@]}" --show-bin-path)"
 
 work="$(mktemp -d)"
@@ -74,6 +76,42 @@ for i in 1 2 3; do pg_ports+=("$(serve pg$i --store "$pg_url")"); done
 echo "== push of 10,000 records =="
 echo "SQLite:"; "$bin/brsyncd-bench" push "$work" "$sqlite_port" 10000 | sed 's/^/  /'
 echo "PostgreSQL:"; "$bin/brsyncd-bench" push "$work" "${pg_ports[0]}" 10000 | sed 's/^/  /'
+
+echo "== 10,000 rules A -> B end to end (brsync push on A, then brsync pull on B; fresh account each round) =="
+now() { python3 -c 'import time; print(time.monotonic())'; }
+end_to_end() { # end_to_end LABEL ROUND PORT STORE-ARGS...: prints "push-seconds pull-seconds"
+  local label="$1" round="$2" port="$3"; shift 3
+  local account="e2e$round" home="$work/e2e-$label-$round"
+  "$bin/brsyncd" account add "$account" "$@" >/dev/null
+  local token_a token_b
+  token_a="$("$bin/brsyncd" device add "$account" a "$@" | tail -1)"
+  token_b="$("$bin/brsyncd" device add "$account" b "$@" | tail -1)"
+  "$bin/brsync-bench" make-replica "$home-a" 10000
+  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$token_a" --ca "$work/ca.pem" --home "$home-a" >/dev/null
+  "$bin/brsync" init --home "$home-b" >/dev/null
+  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$token_b" --ca "$work/ca.pem" --home "$home-b" >/dev/null
+  local t0 t1 t2
+  t0="$(now)"; "$bin/brsync" push --json --home "$home-a" >"$home-push.json"
+  t1="$(now)"; "$bin/brsync" pull --json --home "$home-b" >"$home-pull.json"
+  t2="$(now)"
+  python3 -c "import json,sys; p=json.load(open('$home-pull.json')); assert p['pulled'] >= 10000, p; print($t1 - $t0, $t2 - $t1)"
+}
+for round in 1 2 3; do
+  end_to_end sqlite "$round" "$sqlite_port" --db "$work/store.sqlite" >>"$work/e2e-sqlite.txt"
+  end_to_end pg "$round" "${pg_ports[0]}" --store "$pg_url" >>"$work/e2e-pg.txt"
+done
+python3 - "$work" <<'PY'
+import statistics, sys
+work = sys.argv[1]
+medians = {}
+for name, label in (("sqlite", "SQLite"), ("pg", "PostgreSQL")):
+    rows = [tuple(map(float, line.split())) for line in open(f"{work}/e2e-{name}.txt")]
+    totals = [push + pull for push, pull in rows]
+    medians[name] = statistics.median(totals)
+    print(f"{label:11s} median {medians[name]:.2f} s end to end (push {statistics.median(r[0] for r in rows):.2f} s, "
+          f"pull {statistics.median(r[1] for r in rows):.2f} s; rounds {', '.join(f'{t:.2f}' for t in totals)})")
+print(f"ratio PostgreSQL / SQLite: {medians['pg'] / medians['sqlite']:.2f}x")
+PY
 
 haproxy_config() { # haproxy_config PORT BACKEND-PORTS...
   local port="$1"; shift

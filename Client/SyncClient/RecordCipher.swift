@@ -1,5 +1,6 @@
 import Model
 import Net
+import SyncCore
 
 /// The account key of end-to-end encryption (issue 13; Deploy/SECURITY.md):
 /// 256 random bits made on the first device, shown once as a recovery code,
@@ -101,6 +102,8 @@ public struct AccountKey: Sendable, Equatable {
     var valueKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("values".utf8), length: 32) }
     /// The key record keys are hidden with (HKDF-SHA256, info "record keys").
     var nameKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("record keys".utf8), length: 32) }
+    /// The key nonces are derived with (HKDF-SHA256, info "nonces").
+    var nonceKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("nonces".utf8), length: 32) }
 }
 
 public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {
@@ -114,10 +117,12 @@ public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {
 public struct RecordCipher: Sendable {
     private let valueKey: [UInt8]
     private let nameKey: [UInt8]
+    private let nonceKey: [UInt8]
 
     public init(_ key: AccountKey) {
         valueKey = key.valueKey
         nameKey = key.nameKey
+        nonceKey = key.nonceKey
     }
 
     /// A record's key as the server sees it: `h1.` and the base64url
@@ -141,9 +146,20 @@ public struct RecordCipher: Sendable {
 
     /// A field value (its JSON text) sealed with AES-256-GCM: `e1.` and the
     /// base64url of nonce, ciphertext and tag.
+    ///
+    /// The nonce is synthetic: the first 12 bytes of HMAC-SHA256 (a key of
+    /// its own) over the binding and the value. Sealing the same value of the
+    /// same field, record and stamp twice gives the same bytes, so a push
+    /// sent again after a lost answer is the same push, and the client and
+    /// the server chain the same bytes (how a copied home is noticed). Two
+    /// different values, or one value under two stamps, get unrelated
+    /// nonces; since every write has a stamp of its own, equal ciphertexts
+    /// only ever show a write sent twice.
     public func seal(_ value: String, collection: String, hiddenKey: String, field: String, stamp: String) -> String {
-        let box = Crypto.seal(Array(value.utf8), key: valueKey,
-                              authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
+        let binding = Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
+        let plaintext = Array(value.utf8)
+        let nonce = Array(Crypto.hmacSHA256(key: nonceKey, binding + plaintext).prefix(12))
+        let box = Crypto.seal(plaintext, key: valueKey, authenticated: binding, nonce: nonce)
         return "e1." + Crypto.base64URL(box.combined)
     }
 
@@ -151,7 +167,7 @@ public struct RecordCipher: Sendable {
     /// stamp are those it was sealed with.
     /// - Throws: ``RecordCipherError`` naming the record and the field.
     public func open(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> String {
-        let place = "\(collection)/\(hiddenKey) field \"\(field)\""
+        let place = "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(DisplayText.printable(field.prefix(80)))\""
         guard sealed.hasPrefix("e1."), let combined = Crypto.base64URLDecode(String(sealed.dropFirst(3))) else {
             throw RecordCipherError(message: "\(place): not a sealed value (a plaintext value in an encrypted account?)")
         }
@@ -168,6 +184,95 @@ public struct RecordCipher: Sendable {
         } catch {
             throw RecordCipherError(message: "\(place) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
         }
+    }
+}
+
+extension RecordCipher {
+    /// The field that carries a record's readable key, sealed (the server
+    /// sees only the hidden key). It is stamped with the change's newest
+    /// stamp; every copy holds the same key, so whichever wins a merge opens
+    /// to it.
+    public static let keyField = "e2e.key"
+    /// The sealed twin of the deletion flag: the flag stays readable (the
+    /// server keeps tombstones and purges them), and the twin, sealed under
+    /// the same stamp, proves the device wrote it (a server cannot delete a
+    /// record by setting the flag).
+    public static let deletedTwinField = "e2e.deleted"
+
+    /// A change as the server of an encrypted account sees it: the hidden
+    /// key, every field value sealed (the deletion flag stays readable, with
+    /// its sealed twin), the readable key sealed in ``keyField``. Stamps,
+    /// version vectors and the change number stay as they are: they are all
+    /// the merge needs.
+    /// - Throws: ``RecordCipherError`` for a field named like the cipher's
+    ///   own (`e2e.` and a name).
+    public func seal(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
+        let collection = change.collection.rawValue
+        let hidden = hiddenKey(collection: collection, key: change.key)
+        var fields: [String: StampedValue] = [:]
+        for (name, register) in change.state.fields {
+            guard !name.hasPrefix("e2e.") else {
+                throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own")
+            }
+            let sealed = seal(register.value.jsonText, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
+            if name == RecordState.deletedField {
+                fields[name] = register
+                fields[Self.deletedTwinField] = StampedValue(.string(sealed), stamp: register.stamp)
+            } else {
+                fields[name] = StampedValue(.string(sealed), stamp: register.stamp)
+            }
+        }
+        if let newest = change.state.fields.values.map(\.stamp).max() {
+            let sealedKey = seal(JSONValue.string(change.key).jsonText, collection: collection, hiddenKey: hidden, field: Self.keyField,
+                                 stamp: newest.description)
+            fields[Self.keyField] = StampedValue(.string(sealedKey), stamp: newest)
+        }
+        return ChangeRecord(sequence: change.sequence, collection: change.collection, key: hidden,
+                            state: RecordState(fields: fields, versions: change.state.versions))
+    }
+
+    /// The readable change a sealed one holds.
+    /// - Throws: ``RecordCipherError`` naming the record (its hidden key)
+    ///   and the field: not sealed at all, sealed with another key, or changed,
+    ///   moved or replayed by the server.
+    public func open(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
+        let collection = change.collection.rawValue
+        let hidden = change.key
+        let shown = DisplayText.printable(hidden.prefix(80))
+        guard hidden.hasPrefix("h1.") else {
+            throw RecordCipherError(message: "\(collection) record '\(shown)' is not encrypted (a readable record in an encrypted account)")
+        }
+        guard let keyRegister = change.state.fields[Self.keyField], case .string(let sealedKey) = keyRegister.value else {
+            throw RecordCipherError(message: "\(collection)/\(shown): its key is missing (\(Self.keyField))")
+        }
+        let keyText = try open(sealedKey, collection: collection, hiddenKey: hidden, field: Self.keyField, stamp: keyRegister.stamp.description)
+        guard case .string(let key)? = try? JSONValue.parse(keyText), hiddenKey(collection: collection, key: key) == hidden else {
+            throw RecordCipherError(message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
+        }
+        var fields: [String: StampedValue] = [:]
+        for (name, register) in change.state.fields where name != Self.keyField && name != Self.deletedTwinField {
+            if name == RecordState.deletedField {
+                // The readable flag counts only as its sealed twin says, under the same stamp.
+                let forged = RecordCipherError(message: "\(collection)/\(shown) field \"deleted\": the readable flag is not the one the device sealed (set by the server?)")
+                guard let twin = change.state.fields[Self.deletedTwinField], twin.stamp == register.stamp, case .string(let sealed) = twin.value else {
+                    throw forged
+                }
+                let opened = try open(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
+                guard (try? JSONValue.parse(opened)) == register.value else { throw forged }
+                fields[name] = register
+                continue
+            }
+            guard case .string(let sealed) = register.value else {
+                throw RecordCipherError(message: "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": not a sealed value (a plaintext value in an encrypted account?)")
+            }
+            let text = try open(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
+            guard let value = try? JSONValue.parse(text) else {
+                throw RecordCipherError(message: "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": the opened value is not JSON")
+            }
+            fields[name] = StampedValue(value, stamp: register.stamp)
+        }
+        return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key,
+                            state: RecordState(fields: fields, versions: change.state.versions))
     }
 }
 

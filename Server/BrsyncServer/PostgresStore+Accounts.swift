@@ -1,5 +1,6 @@
 import Net
 import Postgres
+import SyncCore
 
 /// Accounts, devices and tokens in the PostgreSQL store (the same behaviour
 /// and messages as ``ServerStore``'s, in PostgreSQL's SQL).
@@ -22,6 +23,19 @@ extension PostgresStore {
                        (SELECT count(*) FROM records r WHERE r.account_id = a.id)
                 FROM accounts a ORDER BY a.name
                 """) { ServerStore.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+        }
+    }
+
+    public func records(account: String) throws -> [ChangeRecord] {
+        try withConnection { connection in
+            let id = try Self.accountID(account, connection)
+            return try connection.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq", [.integer(id)]) { row in
+                guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                    throw ServerError.storeUnusable("a stored record has an unknown collection")
+                }
+                return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                                    state: try StoredRecord.decode(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
+            }
         }
     }
 

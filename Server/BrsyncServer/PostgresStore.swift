@@ -21,7 +21,7 @@ public final class PostgresStore: SyncStore {
     let pool: PostgresPool
     public let currentMillis: @Sendable () -> Int64
     /// The epoch as last read from the database (refreshed by every sync request).
-    private let cachedEpoch: Mutex<String>
+    private let cachedEpoch: SharedEpoch
     /// What this process last wrote of each device's acknowledged cursor and
     /// last-seen time (only to spare writes; the writes themselves only raise).
     private let bookkeeping = Mutex(ServerStore.Bookkeeping())
@@ -30,26 +30,33 @@ public final class PostgresStore: SyncStore {
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
 
-    /// Connects and creates or upgrades the schema.
+    /// Connects and creates or upgrades the schema. Every connection the
+    /// store opens first checks that the database is the one that served
+    /// last (``DatabaseIdentity``): one restored from a backup, promoted
+    /// from a standby or copied starts a new epoch.
     /// - Throws: ``ServerError`` when the database cannot be reached or was
     ///   made by a newer brsyncd.
     public init(_ configuration: PostgresConfiguration, connections: Int = 8,
                 clock: @escaping @Sendable () -> Int64 = ServerStore.nowMillis) throws {
         self.configuration = configuration
         currentMillis = clock
-        pool = PostgresPool(configuration, size: connections)
         do {
-            let epoch = try pool.withConnection { connection in
-                try connection.transaction {
-                    try connection.run("SELECT pg_advisory_xact_lock($1)", [.integer(Self.migrationLock)])
-                    return try Self.migrate(connection)
-                }
+            let first = try PostgresConnection(configuration)
+            let epoch = try first.transaction {
+                try first.run("SELECT pg_advisory_xact_lock($1)", [.integer(Self.migrationLock)])
+                return try Self.migrate(first)
             }
-            cachedEpoch = Mutex(epoch)
+            let shared = SharedEpoch(epoch)
+            cachedEpoch = shared
+            pool = PostgresPool(configuration, size: connections) { connection in
+                if let fresh = try DatabaseIdentity.check(connection) { shared.withLock { $0 = fresh } }
+            }
         } catch let error as PostgresError {
-            pool.close()
             throw ServerError.storeUnusable("\(error)")
         }
+        // The first borrowed connection checks the identity: a restored
+        // database is noticed before the first request.
+        _ = try withConnection { _ in }
     }
 
     static func migrate(_ connection: PostgresConnection) throws -> String {
@@ -118,6 +125,13 @@ public final class PostgresStore: SyncStore {
 
     public var epoch: String { cachedEpoch.withLock { $0 } }
 
+    /// The cached epoch, shared with the pool's check of new connections.
+    final class SharedEpoch: Sendable {
+        private let value: Mutex<String>
+        init(_ epoch: String) { value = Mutex(epoch) }
+        func withLock<T>(_ body: (inout String) -> T) -> T { value.withLock { body(&$0) } }
+    }
+
     func refreshEpoch(_ epoch: String) { cachedEpoch.withLock { $0 = epoch } }
 
     public func close() { pool.close() }
@@ -163,11 +177,12 @@ public final class PostgresStore: SyncStore {
         let baseChain = request.base ?? (request.from == 1 ? "" : nil)
         let pushChains = baseChain.map { ChangeRecord.chain(request.changes, after: $0) }
         let (outcome, epoch) = try write { connection -> (SyncEngine.PushOutcome, String) in
-            let transaction = PostgresSyncTransaction(connection: connection)
             // The account's row lock comes first (in the engine); the epoch is
             // read under it, so a new epoch started by another process is seen.
-            let outcome = try SyncEngine.push(request, from: device, pushChains: pushChains, epoch: try Self.readEpochAfterLocking(device.accountID, connection),
-                                              now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            let outcome = try PostgresSyncTransaction.run(connection) { transaction in
+                try SyncEngine.push(request, from: device, pushChains: pushChains, epoch: try Self.readEpochAfterLocking(device.accountID, connection),
+                                    now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            }
             return (outcome, try Self.readEpoch(connection))
         }
         cachedEpoch.withLock { $0 = epoch }
@@ -193,8 +208,9 @@ public final class PostgresStore: SyncStore {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
         let now = currentMillis()
         let (applied, rejected) = try write { connection in
-            try SyncEngine.relay(request, from: device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
-                                 in: PostgresSyncTransaction(connection: connection))
+            try PostgresSyncTransaction.run(connection) { transaction in
+                try SyncEngine.relay(request, from: device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            }
         }
         let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
                                     rejected: rejected, account: device.accountUID)

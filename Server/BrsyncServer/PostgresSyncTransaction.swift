@@ -8,8 +8,8 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
     /// Records read ahead (nil: known to be absent), kept current by
     /// ``upsertRecord``; the account's row lock keeps other writers out.
     private var cache: [String: (state: RecordState, sequence: Int64)?] = [:]
-    /// Keys per read-ahead statement (a fixed count: one prepared statement).
-    static let prefetchChunk = 64
+    /// Keys per read-ahead statement.
+    static let prefetchChunk = 1000
 
     init(connection: PostgresConnection) {
         self.connection = connection
@@ -17,30 +17,31 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
 
     private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String { collection.rawValue + "\u{0}" + key }
 
+    /// Reads the records a push will merge into, up to 1,000 per statement:
+    /// the keys go as two arrays, spread by `unnest` and joined to the
+    /// primary key (one statement shape, a nested loop of index lookups
+    /// whatever plan PostgreSQL caches for it).
     func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
         let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
         guard wanted.count > 1 else { return }
-        let chunk = Self.prefetchChunk
-        let tuples = (0..<chunk).map { "($\(2 + 2 * $0), $\(3 + 2 * $0))" }.joined(separator: ", ")
-        let sql = "SELECT collection, key, fields, versions, seq FROM records WHERE account_id = $1 AND (collection, key) IN (\(tuples))"
+        let sql = """
+            SELECT r.collection, r.key, r.fields, r.versions, r.seq
+            FROM unnest($2::text[], $3::text[]) AS w (collection, key)
+            JOIN records r ON r.account_id = $1 AND r.collection = w.collection AND r.key = w.key
+            """
         var start = 0
         while start < wanted.count {
-            let part = Array(wanted[start..<min(start + chunk, wanted.count)])
-            // Padded with the last key: the statement keeps its one shape.
-            var parameters: [PostgresValue] = [.integer(account)]
-            for index in 0..<chunk {
-                let entry = part[min(index, part.count - 1)]
-                parameters += [.text(entry.collection.rawValue), .text(entry.key)]
-            }
+            let part = wanted[start..<min(start + Self.prefetchChunk, wanted.count)]
+            start += Self.prefetchChunk
             for entry in part { cache[Self.cacheKey(entry.collection, entry.key)] = .some(nil) }
-            let rows = try connection.query(sql, parameters) { row in
+            let rows = try connection.query(sql, [.integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                                                  .text(PostgresArray.texts(part.map(\.key)))]) { row in
                 (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
                  sequence: row.int64(4) ?? 0)
             }
             for row in rows {
                 cache[row.collection + "\u{0}" + row.key] = (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
             }
-            start += chunk
         }
     }
 
@@ -71,21 +72,74 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
         return (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
     }
 
+    /// Records written, kept until ``flush()`` sends them in one statement
+    /// (the last write of a key wins; the order of first writes is kept).
+    private var pending: [String: PendingRecord] = [:]
+    private var pendingOrder: [String] = []
+
+    struct PendingRecord {
+        let account: Int64
+        let collection: RecordCollection
+        let key: String
+        let state: RecordState
+        let sequence: Int64
+        let knownTo: String?
+        let knownAfter: Int64
+        let now: Int64
+    }
+
+    /// Runs `body` with a transaction object on `connection` (already inside
+    /// a database transaction) and writes what it left pending.
+    static func run<T>(_ connection: PostgresConnection, _ body: (PostgresSyncTransaction) throws -> T) throws -> T {
+        let transaction = PostgresSyncTransaction(connection: connection)
+        let value = try body(transaction)
+        try transaction.flush()
+        return value
+    }
+
     func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
                       knownTo: String?, knownAfter: Int64, now: Int64) throws {
-        try connection.run(
-            """
-            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-            ON CONFLICT (account_id, collection, key) DO UPDATE SET
-                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                known_after = excluded.known_after
-            """,
-            [.integer(account), .text(collection.rawValue), .text(key),
-             .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
-             .integer(sequence), .bool(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null, .integer(knownAfter)])
-        cache[Self.cacheKey(collection, key)] = (state: state, sequence: sequence)
+        let cacheKey = Self.cacheKey(collection, key)
+        if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
+        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, sequence: sequence,
+                                          knownTo: knownTo, knownAfter: knownAfter, now: now)
+        cache[cacheKey] = (state: state, sequence: sequence)
+    }
+
+    /// Rows per write statement.
+    static let writeChunk = 500
+
+    /// Writes the pending records: one statement per 500, their columns sent
+    /// as arrays and spread by `unnest` (one statement shape for any count).
+    func flush() throws {
+        let rows = pendingOrder.compactMap { pending[$0] }
+        pending.removeAll()
+        pendingOrder.removeAll()
+        var start = 0
+        while start < rows.count {
+            let part = rows[start..<min(start + Self.writeChunk, rows.count)]
+            start += Self.writeChunk
+            try connection.run(
+                """
+                INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+                SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::boolean[],
+                                     $8::bigint[], $9::text[], $10::bigint[])
+                ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                    fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                    deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                    known_after = excluded.known_after
+                """,
+                [.text(PostgresArray.integers(part.map(\.account))),
+                 .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                 .text(PostgresArray.texts(part.map(\.key))),
+                 .text(PostgresArray.texts(part.map { RecordState.encodeFields($0.state.fields) })),
+                 .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
+                 .text(PostgresArray.integers(part.map(\.sequence))),
+                 .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
+                 .text(PostgresArray.integers(part.map(\.now))),
+                 .text(PostgresArray.texts(part.map(\.knownTo))),
+                 .text(PostgresArray.integers(part.map(\.knownAfter)))])
+        }
     }
 
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {

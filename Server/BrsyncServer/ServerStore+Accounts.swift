@@ -61,6 +61,19 @@ extension ServerStore {
         }
     }
 
+    public func records(account: String) throws -> [ChangeRecord] {
+        try withDatabase { database in
+            let id = try accountID(account, in: database)
+            return try database.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq", [.integer(id)]) { row in
+                guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+                    throw ServerError.storeUnusable("a stored record has an unknown collection")
+                }
+                return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                                    state: try StoredRecord.decode(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
+            }
+        }
+    }
+
     /// Deletes an account with its devices and records.
     public func removeAccount(_ name: String) throws {
         try withDatabase { database in

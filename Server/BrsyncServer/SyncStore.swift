@@ -30,6 +30,9 @@ public protocol SyncStore: AnyObject, Sendable {
     func reissueToken(account: String, device name: String) throws -> String
     func revokeDevice(account: String, name: String) throws
     func removeDevice(account: String, name: String) throws
+    /// Every record of an account as stored, tombstones included, in change
+    /// order (the server's side of a comparison; the tests' oracle reads it).
+    func records(account: String) throws -> [ChangeRecord]
 }
 
 extension ServerStore: SyncStore {}

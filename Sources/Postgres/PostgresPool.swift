@@ -12,14 +12,19 @@ public final class PostgresPool: @unchecked Sendable {
     public let size: Int
     private let waitSeconds: Int
     private let applicationName: String
+    /// Run on every new connection before its first use (a connection it
+    /// throws for is closed and the borrower gets the error).
+    private let onConnect: (@Sendable (PostgresConnection) throws -> Void)?
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let returned = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var idle: [PostgresConnection] = []
     private var open = 0
     private var closed = false
 
-    public init(_ configuration: PostgresConfiguration, size: Int = 8, waitSeconds: Int = 30, applicationName: String = "brsyncd") {
+    public init(_ configuration: PostgresConfiguration, size: Int = 8, waitSeconds: Int = 30, applicationName: String = "brsyncd",
+                onConnect: (@Sendable (PostgresConnection) throws -> Void)? = nil) {
         self.configuration = configuration
+        self.onConnect = onConnect
         self.size = max(1, size)
         self.waitSeconds = waitSeconds
         self.applicationName = applicationName
@@ -89,7 +94,9 @@ public final class PostgresPool: @unchecked Sendable {
                 open += 1
                 pthread_mutex_unlock(mutex)
                 do {
-                    return try PostgresConnection(configuration, applicationName: applicationName)
+                    let connection = try PostgresConnection(configuration, applicationName: applicationName)
+                    try onConnect?(connection)
+                    return connection
                 } catch {
                     pthread_mutex_lock(mutex)
                     open -= 1

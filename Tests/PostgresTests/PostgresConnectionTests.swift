@@ -45,6 +45,29 @@ import TestSupport
         #expect(try connection.run("UPDATE t SET flag = NOT flag WHERE id < $1", [.integer(0)]) == 2)
     }
 
+    /// Columns sent as array literals (a batched write) come back element by
+    /// element exactly as sent, whatever they hold; a seeded random part too.
+    @Test func arrayLiteralsRoundTrip() throws {
+        let connection = try PostgresConnection(configuration)
+        var texts: [String?] = ["", "plain", "\"", "\\", "\\\"", "{a,b}", "NULL", "null", " lead and trail ", "a,b", "}{", "'",
+                                "Zürich 🌍 \u{202E}é", "\t\n\r", String(repeating: "\\\"{}", count: 300), nil, "[\"x\",{\"v\":\"\\u0000\"}]"]
+        let seed = ProcessInfo.processInfo.environment["BRSYNC_TEST_SEED"].flatMap(UInt64.init) ?? 20_261_124
+        print("PostgresConnectionTests.arrayLiteralsRoundTrip seed: \(seed)")
+        var random = SeededRandom(seed: seed)
+        let alphabet: [Unicode.Scalar] = ["\"", "\\", "{", "}", ",", " ", "a", "N", "\u{7F}", "\u{1}", "é", "🌍", "\n"]
+        for _ in 0..<200 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...12, using: &random) { text.unicodeScalars.append(alphabet.randomElement(using: &random)!) }
+            texts.append(text)
+        }
+        let back = try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(texts))]) { $0.string(0) }
+        #expect(back == texts)
+        let integers: [Int64] = [Int64.min, -1, 0, 1, Int64.max]
+        #expect(try connection.query("SELECT unnest($1::bigint[])", [.text(PostgresArray.integers(integers))]) { $0.int64(0) } == integers.map(Optional.init))
+        #expect(try connection.query("SELECT unnest($1::boolean[])", [.text(PostgresArray.booleans([true, false]))]) { $0.bool(0) } == [true, false])
+        #expect(throws: PostgresError.self) { try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(["a\u{0}b"]))]) { $0.string(0) } }
+    }
+
     @Test func textWithANulIsRefusedAndNothingIsWritten() throws {
         let connection = try PostgresConnection(configuration)
         try connection.execute("CREATE TABLE n (value text)")

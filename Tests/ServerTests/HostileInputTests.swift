@@ -76,16 +76,24 @@ final class BinaryServer: @unchecked Sendable {
     let port: UInt16
     let token: String
 
-    init() throws {
+    init(_ kind: StoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsyncd-binary")
         caFile = try TestCertificates(in: directory).caFile
         let brsyncd = ProcessRunner.binary("brsyncd")
-        let db = directory.file("store.sqlite")
-        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice", "--db", db]).status == 0)
-        let added = try ProcessRunner.run(brsyncd, ["device", "add", "alice", "laptop", "--db", db])
+        let store: [String]
+        var environment: [String: String] = [:]
+        switch kind {
+        case .sqlite: store = ["--db", directory.file("store.sqlite")]
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            store = ["--store", try cluster.createDatabase()]
+            environment["BRSYNCD_STORE_PASSWORD_FILE"] = cluster.passwordFile
+        }
+        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + store, environment: environment).status == 0)
+        let added = try ProcessRunner.run(brsyncd, ["device", "add", "alice", "laptop"] + store, environment: environment)
         token = String(added.stdout.split(separator: "\n").last ?? "")
-        process = try BackgroundProcess(brsyncd, ["serve", "--db", db, "--listen", "127.0.0.1:0",
-                                                  "--cert", directory.file("server.pem"), "--key", directory.file("server.key")])
+        process = try BackgroundProcess(brsyncd, ["serve", "--listen", "127.0.0.1:0", "--cert", directory.file("server.pem"),
+                                                  "--key", directory.file("server.key")] + store, environment: environment)
         port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
     }
 
@@ -154,16 +162,31 @@ final class BinaryServer: @unchecked Sendable {
             request: "POST /v1/nothing HTTP/1.1\r\nHost: a\r\nContent-Length: 8000000\r\n\r\n", status: 404, text: "no such endpoint"),
         Row(name: "an expectation other than 100-continue",
             request: "POST /v1/push HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer TOKEN\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", status: 417, text: "100-continue"),
+        Row(name: "a device id with a NUL (PostgreSQL text cannot hold one)",
+            request: push(#"{"device":"d\u0000","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{},"versions":{}}]}"#),
+            status: 400, text: "device"),
+        Row(name: "a field name with a NUL",
+            request: push(#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{"a\u0000":{"s":"\#(stamp)","v":1}},"versions":{}}]}"#),
+            status: 400, text: "field"),
+        Row(name: "a value holding a NUL is stored escaped",
+            request: push(#"{"device":"h","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{"x":{"s":"0000000000000001-00000000-h","v":"a\u0000b"}},"versions":{"h":1}}]}"#),
+            status: 200, text: #""acknowledged":1"#),
+        Row(name: "a pulling replica named with a NUL",
+            request: "GET /v1/pull?since=0&device=d%00&pushed=1&digest=0000000000000000 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer TOKEN\r\nConnection: close\r\n\r\n",
+            status: 400, text: "device"),
+        Row(name: "a cursor past 2^63",
+            request: "GET /v1/pull?since=99999999999999999999 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer TOKEN\r\nConnection: close\r\n\r\n",
+            status: 400, text: "since"),
         Row(name: "a version vector with 2,000 devices",
             request: push(#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{},"versions":{\#((0..<2000).map { "\"d\($0)\":1" }.joined(separator: ","))}}]}"#),
             status: 400, text: "more than 1024 devices"),
     ]
 
     /// Every row against the `brsyncd` binary (so a crash is a dead process,
-    /// not a failed test in this one).
-    @Test("hostile requests are answered and change nothing", arguments: rows)
-    func hostileRequest(_ row: Row) throws {
-        let server = try BinaryServer()
+    /// not a failed test in this one), on each store.
+    @Test("hostile requests are answered and change nothing", arguments: rows, StoreKind.allCases)
+    func hostileRequest(_ row: Row, _ kind: StoreKind) throws {
+        let server = try BinaryServer(kind)
         let device = try server.device("d")
         let connection = try RawConnection(port: server.port, caFile: server.caFile)
         try connection.send(row.request.replacingOccurrences(of: "TOKEN", with: device.token))
@@ -204,8 +227,8 @@ final class BinaryServer: @unchecked Sendable {
     /// A second replica of the account pushing 64 other fields to a record
     /// cannot make it unusable: its change is rejected alone, and every later
     /// push and pull of the account works.
-    @Test func aMergeThatWouldWidenARecordTooFarIsRejectedAlone() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func aMergeThatWouldWidenARecordTooFarIsRejectedAlone(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let first = try fixture.device("alice", "laptop")
         let second = try fixture.device("alice", "desktop")
         var wide: [String: JSONValue] = [:]
@@ -253,8 +276,8 @@ final class BinaryServer: @unchecked Sendable {
 
     /// After an error the server closes without a reset: answers already
     /// written arrive whole, even when the client keeps sending and reads late.
-    @Test func answersBeforeAnErrorArriveWhole() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func answersBeforeAnErrorArriveWhole(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop", clientDevice: "d")
         var changes: [ChangeRecord] = []
         for index in 0..<400 { changes.append(device.change("r\(index).example", ["note": .string(String(repeating: "n", count: 2000))])) }
@@ -308,8 +331,8 @@ final class BinaryServer: @unchecked Sendable {
 
     /// No device moves the time others learn: a stamp 299 s ahead is accepted,
     /// and every answer, to any account, still says the server's wall time.
-    @Test func noAccountMovesAnothersClock() throws {
-        let fixture = try ServerFixture()
+    @Test(arguments: StoreKind.allCases) func noAccountMovesAnothersClock(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
         let mallory = try fixture.device("mallory", "m")
         let alice = try fixture.device("alice", "a")
         #expect(try mallory.push([mallory.change("x.example", ["browser": .string("x")], skewMilliseconds: 299_000)]).status == 200)

@@ -40,8 +40,7 @@ extension Run {
             }
             return nil
         }
-        let device = try? store.devices(account: "alice").first
-        let onServer = device.flatMap { try? store.pull(since: 0, limit: 1_000_000, device: $0).changes.first { "\($0.collection.rawValue)/\($0.key)" == watch } }
+        let onServer = (try? store.records(account: "alice"))?.first { "\($0.collection.rawValue)/\($0.key)" == watch }
         let row = environment["BRSYNC_MODEL_WATCH_ROWS"] != "0" ? serverRow(watch) : ""
         return ["server: \(show(onServer?.state)) [\(row)]"] + machines.map { machine in
             let sync = try? machine.replica.syncState()
@@ -52,6 +51,7 @@ extension Run {
     /// The server's bookkeeping of record `collection/key`, read with the
     /// sqlite3 program (when there is one).
     func serverRow(_ watch: String) -> String {
+        guard case .sqlite(let storePath) = target else { return "" }
         let key = watch.split(separator: "/", maxSplits: 1).last.map(String.init) ?? watch
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")

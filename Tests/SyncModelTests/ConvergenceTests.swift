@@ -4,6 +4,7 @@ import HTTP
 import Logging
 import Model
 import Net
+import Postgres
 import Replica
 import Synchronization
 import SyncClient
@@ -34,7 +35,12 @@ import TestSupport
 /// `BRSYNC_MODEL_WATCH=rules/KEY` prints, after every step that changed it,
 /// that record on the server (with its change number and the epoch) and on
 /// every machine (with its cursors); `BRSYNC_MODEL_KEEP=1` keeps the temporary
-/// folder (homes and server store) for `sqlite3`.
+/// folder (homes and server store) for `sqlite3`; `BRSYNC_MODEL_STORE=sqlite`
+/// or `postgres` runs the seeds on one store only (both by default).
+///
+/// On PostgreSQL, the server's file copies are `CREATE DATABASE … TEMPLATE`
+/// copies of the stopped server's database, its online backups are
+/// `pg_dump`s, and a restore drops the database and makes it again from one.
 @Suite struct ConvergenceTests {
     /// Seeds to run: `BRSYNC_SYNC_SEEDS=N` runs N seeds from `BRSYNC_TEST_SEED` (default 2 in CI).
     static var seeds: [UInt64] {
@@ -44,14 +50,36 @@ import TestSupport
         return (0..<UInt64(max(1, count))).map { first + $0 }
     }
 
-    @Test func replicasConvergeUnderFaults() throws {
+    static var stores: [WorldStoreKind] {
+        let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]
+        return WorldStoreKind.allCases.filter { only == nil || $0.rawValue == only }
+    }
+
+    @Test(arguments: stores) func replicasConvergeUnderFaults(_ kind: WorldStoreKind) throws {
         var faults: [String: Int] = [:]
         for seed in Self.seeds {
-            print("ConvergenceTests seed: \(seed) (re-run with BRSYNC_TEST_SEED=\(seed))")
-            for (fault, count) in try Run(seed: seed).execute() { faults[fault, default: 0] += count }
+            print("ConvergenceTests seed: \(seed) on \(kind) (re-run with BRSYNC_TEST_SEED=\(seed) BRSYNC_MODEL_STORE=\(kind))")
+            for (fault, count) in try Run(seed: seed, kind: kind).execute() { faults[fault, default: 0] += count }
         }
-        print("ConvergenceTests: \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print("ConvergenceTests on \(kind): \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
     }
+}
+
+/// Where a run's server keeps its store.
+enum ModelStore {
+    case sqlite(path: String)
+    /// A database of the test process's cluster.
+    case postgres(cluster: PostgresCluster, database: String)
+}
+
+/// A copy of the server's store, to restore later.
+enum ServerCopy {
+    /// A copy of the SQLite file (and its WAL) or an online backup.
+    case file(String)
+    /// `CREATE DATABASE … TEMPLATE` of the stopped server's database.
+    case database(String)
+    /// A `pg_dump` of the serving database.
+    case dump(String)
 }
 
 /// One seeded run.
@@ -61,9 +89,10 @@ final class Run: @unchecked Sendable {
     var random: SeededRandom
     let directory: TemporaryDirectory
     let caFile: String
-    let storePath: String
+    /// Where the server keeps its store.
+    let target: ModelStore
     let serverClock = ServerClock()
-    var store: ServerStore
+    var store: any SyncStore
     var server: SyncServer
     var serverPort: UInt16
     let proxy: FaultProxy
@@ -73,21 +102,26 @@ final class Run: @unchecked Sendable {
     var allEdits: Set<Edit> = []
     /// Edits the server acknowledged to their machine: none may be lost.
     var mustSurvive: Set<Edit> = []
-    var serverCopies: [String] = []
+    var serverCopies: [ServerCopy] = []
     var homeCopies: [(machine: SimulatedMachine, path: String)] = []
     var faults: [String: Int] = [:]
     var counter = 0
     /// What `BRSYNC_MODEL_WATCH` printed last.
     var lastWatch: [String] = []
 
-    init(seed: UInt64) throws {
+    init(seed: UInt64, kind: WorldStoreKind = .sqlite) throws {
         self.seed = seed
         random = SeededRandom(seed: seed)
         directory = try TemporaryDirectory(prefix: "brsync-model")
         caFile = try TestCertificates(in: directory).caFile
-        storePath = directory.file("server.sqlite")
+        switch kind {
+        case .sqlite: target = .sqlite(path: directory.file("server.sqlite"))
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            target = .postgres(cluster: cluster, database: PostgresCluster.databaseName(try cluster.createDatabase()))
+        }
         serverClock.skew.store(Bool.random(using: &random) ? 0 : Int64.random(in: -600_000...600_000, using: &random), ordering: .relaxed)
-        (store, server, serverPort) = try Self.startServer(storePath, directory, serverClock)
+        (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
         proxy = try FaultProxy(upstreamPort: serverPort, caFile: caFile, certificateFile: directory.file("server.pem"),
                                keyFile: directory.file("server.key"), seed: seed &* 31, faultRate: 0.25)
         try store.addAccount("alice")
@@ -99,14 +133,19 @@ final class Run: @unchecked Sendable {
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_KEEP"] == nil { directory.remove() }
     }
 
-    static func startServer(_ path: String, _ directory: TemporaryDirectory, _ clock: ServerClock) throws -> (ServerStore, SyncServer, UInt16) {
+    static func startServer(_ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock) throws -> (any SyncStore, SyncServer, UInt16) {
         var configuration = ServerConfiguration()
         configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
         configuration.certificateFile = directory.file("server.pem")
         configuration.keyFile = directory.file("server.key")
         configuration.defaultPullLimit = 3
         configuration.limits.lingerMilliseconds = 200
-        let store = try ServerStore(path: path, clock: { clock.now() })
+        let store: any SyncStore
+        switch target {
+        case .sqlite(let path): store = try ServerStore(path: path, clock: { clock.now() })
+        case .postgres(let cluster, let database):
+            store = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password), clock: { clock.now() })
+        }
         var logger = Logger(label: "model")
         logger.logLevel = .critical
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
@@ -247,18 +286,26 @@ final class Run: @unchecked Sendable {
         for machine in machines {
             if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { heldNow.formUnion(edits(of: change)) } }
         }
-        if includingServer, let device = try? store.devices(account: "alice").first,
-           let records = try? store.pull(since: 0, limit: 1_000_000, device: device).changes {
+        if includingServer, let records = try? store.records(account: "alice") {
             for change in records { heldNow.formUnion(edits(of: change)) }
         }
         mustSurvive = mustSurvive.intersection(heldNow)
     }
 
-    func restoreServer(from copy: String) throws {
+    func restoreServer(from copy: ServerCopy) throws {
         keepOnlyHeldEdits(includingServer: false)
         server.shutdown()
-        try StoreFiles.putBack(copy, over: storePath)
-        (store, server, serverPort) = try Self.startServer(storePath, directory, serverClock)
+        switch (target, copy) {
+        case (.sqlite(let path), .file(let file)): try StoreFiles.putBack(file, over: path)
+        case (.postgres(let cluster, let database), .database(let name)):
+            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
+            try cluster.psql("CREATE DATABASE \(database) TEMPLATE \(name)")
+        case (.postgres(let cluster, let database), .dump(let file)):
+            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
+            try cluster.restore(file, into: database)
+        default: Issue.record("a server copy of another kind of store")
+        }
+        (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
         proxy.retarget(serverPort)
         // The restored store has the tokens of its time: the administrator
         // issues a new one to every device given one since.
@@ -347,16 +394,31 @@ final class Run: @unchecked Sendable {
                 keepOnlyHeldEdits(includingServer: true)
                 note("homes restored from older copies")
             case 34 where serverCopies.count < 3:
-                server.shutdown() // a file copy of a stopped server
-                let copy = directory.file("server-copy\(serverCopies.count).sqlite")
-                try StoreFiles.copy(storePath, to: copy)
-                serverCopies.append(copy)
-                (store, server, serverPort) = try Self.startServer(storePath, directory, serverClock)
+                server.shutdown() // a copy of a stopped server's store
+                switch target {
+                case .sqlite(let path):
+                    let copy = directory.file("server-copy\(serverCopies.count).sqlite")
+                    try StoreFiles.copy(path, to: copy)
+                    serverCopies.append(.file(copy))
+                case .postgres(let cluster, let database):
+                    let copy = "\(database)_copy\(serverCopies.count)"
+                    try cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(database)")
+                    serverCopies.append(.database(copy))
+                }
+                (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
                 proxy.retarget(serverPort)
             case 35 where serverCopies.count < 3:
-                let copy = directory.file("server-backup\(serverCopies.count).sqlite")
-                try store.backup(to: copy)
-                serverCopies.append(copy)
+                // An online backup of the serving store.
+                switch target {
+                case .sqlite:
+                    let copy = directory.file("server-backup\(serverCopies.count).sqlite")
+                    try (store as? ServerStore)?.backup(to: copy)
+                    serverCopies.append(.file(copy))
+                case .postgres(let cluster, let database):
+                    let copy = directory.file("server-backup\(serverCopies.count).dump")
+                    try cluster.dump(database: database, to: copy)
+                    serverCopies.append(.dump(copy))
+                }
             case 36 where !serverCopies.isEmpty && faults["server restores", default: 0] < 2:
                 try restoreServer(from: serverCopies.randomElement(using: &random)!)
                 note("server restores")

@@ -1,5 +1,7 @@
+import Model
 import Net
 import SyncClient
+import SyncCore
 import Testing
 
 /// The account key, its recovery code and the record cipher of end-to-end
@@ -79,6 +81,92 @@ import Testing
                 let text = String(describing: error)
                 return text.contains("field \"\(field)\"") && text.contains(hiddenKey)
             }
+        }
+    }
+
+    static func stamp(_ millis: Int64, _ device: String = "laptop") -> HLCTimestamp {
+        HLCTimestamp(wallMillis: 1_790_000_000_000 + millis, counter: 0, device: device)
+    }
+
+    static func rule(_ pattern: String, _ browser: String, at millis: Int64, sequence: Int64 = 1) -> ChangeRecord {
+        ChangeRecord(sequence: sequence, collection: .rules, key: pattern,
+                     state: RecordState(fields: ["browser": StampedValue(.string(browser), stamp: stamp(millis)),
+                                                 "priority": StampedValue(.int(3), stamp: stamp(millis))],
+                                        versions: VersionVector(["laptop": UInt64(sequence)])))
+    }
+
+    /// A whole change sealed and opened: the server sees neither the pattern
+    /// nor the browser; stamps, versions and the change number stay readable;
+    /// sealing twice gives the same bytes (a retried push is the same push).
+    @Test func aSealedChangeOpensToItselfAndShowsNothing() throws {
+        let cipher = RecordCipher(AccountKey.generate())
+        let tombstone = ChangeRecord(sequence: 2, collection: .rules, key: "bank.example",
+                                     state: RecordState(fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(9))],
+                                                        versions: VersionVector(["laptop": 2])))
+        var wide: [String: StampedValue] = [:]
+        for index in 0..<60 { wide["f\(index)"] = StampedValue(.object(["n": .int(Int64(index)), "s": .string("secret-\(index)")]), stamp: Self.stamp(Int64(index))) }
+        let settings = ChangeRecord(sequence: 3, collection: .settings, key: "wide", state: RecordState(fields: wide, versions: VersionVector(["laptop": 3])))
+        for change in [Self.rule("health-clinic.example", "firefox-private", at: 5), tombstone, settings] {
+            let sealed = try cipher.seal(change)
+            let text = sealed.json.jsonText
+            for secret in ["health-clinic", "firefox-private", "bank.example", "secret-", "wide"] { #expect(!text.contains(secret), "\(secret) in \(text.prefix(200))") }
+            #expect(sealed.sequence == change.sequence && sealed.state.versions == change.state.versions)
+            #expect(Set(sealed.state.fields.values.map(\.stamp)) == Set(change.state.fields.values.map(\.stamp)))
+            #expect(try cipher.seal(change) == sealed, "deterministic")
+            #expect(try cipher.open(sealed) == change)
+            // Through the wire and back.
+            #expect(try cipher.open(try ChangeRecord(json: try JSONValue.parse(text))) == change)
+        }
+        #expect(try cipher.seal(tombstone).state.isDeleted, "the server still sees a tombstone (it keeps and purges them)")
+    }
+
+    /// What a hostile server could do to stored records, each refused with
+    /// the record and the field named.
+    @Test func aServerThatChangesMovesOrReplaysValuesIsRefused() throws {
+        let cipher = RecordCipher(AccountKey.generate())
+        let zoom = try cipher.seal(Self.rule("zoom.us", "chrome", at: 5))
+        let bank = try cipher.seal(Self.rule("bank.example", "firefox", at: 6, sequence: 2))
+        let older = try cipher.seal(Self.rule("zoom.us", "firefox", at: 1))
+        func with(_ change: ChangeRecord, _ field: String, _ value: StampedValue?) -> ChangeRecord {
+            var state = change.state
+            state.fields[field] = value
+            return ChangeRecord(sequence: change.sequence, collection: change.collection, key: change.key, state: state)
+        }
+        func flipped(_ register: StampedValue) -> StampedValue {
+            guard case .string(let text) = register.value else { return register }
+            var bytes = Array(text.utf8)
+            bytes[20] = bytes[20] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+            return StampedValue(.string(String(decoding: bytes, as: UTF8.self)), stamp: register.stamp)
+        }
+        let browser = try #require(zoom.state.fields["browser"])
+        let cases: [(String, ChangeRecord, String)] = [
+            ("a byte flipped", with(zoom, "browser", flipped(browser)), "browser"),
+            ("another record's value", with(zoom, "browser", bank.state.fields["browser"]), "browser"),
+            ("an old value under a newer stamp", with(zoom, "browser", StampedValue(older.state.fields["browser"]!.value, stamp: browser.stamp)), "browser"),
+            ("a value moved to another field", with(zoom, "priority", StampedValue(browser.value, stamp: browser.stamp)), "priority"),
+            ("another record's key", with(zoom, RecordCipher.keyField, bank.state.fields[RecordCipher.keyField]), RecordCipher.keyField),
+            ("no key", with(zoom, RecordCipher.keyField, nil), RecordCipher.keyField),
+            ("a deletion the device never wrote", with(zoom, "deleted", StampedValue(.bool(true), stamp: Self.stamp(99))), "deleted"),
+            ("a plaintext value", with(zoom, "browser", StampedValue(.string("chrome"), stamp: browser.stamp)), "browser"),
+            ("a plaintext record", Self.rule("zoom.us", "chrome", at: 5), "not encrypted"),
+        ]
+        for (name, change, field) in cases {
+            #expect(throws: RecordCipherError.self, "\(name)") { _ = try cipher.open(change) }
+            do { _ = try cipher.open(change) } catch {
+                #expect(error.description.contains(field) && error.description.contains("rules/") || field == "not encrypted", "\(name): \(error)")
+            }
+        }
+        #expect {
+            _ = try RecordCipher(AccountKey.generate()).open(zoom)
+        } throws: { "\($0)".contains("wrong account key") }
+        // A deletion the device wrote opens.
+        let deleted = try cipher.seal(ChangeRecord(sequence: 3, collection: .rules, key: "zoom.us",
+                                                   state: RecordState(fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(7))])))
+        #expect(try cipher.open(deleted).state.isDeleted)
+        // A field named like the cipher's own is refused when sealing.
+        #expect(throws: RecordCipherError.self) {
+            _ = try cipher.seal(ChangeRecord(sequence: 1, collection: .settings, key: "x",
+                                             state: RecordState(fields: ["e2e.key": StampedValue(.int(1), stamp: Self.stamp(1))])))
         }
     }
 

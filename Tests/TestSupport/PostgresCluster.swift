@@ -88,6 +88,24 @@ public final class PostgresCluster: Sendable {
         guard result.status == 0 else { throw PostgresClusterError(message: "psql failed: \(result.output)") }
     }
 
+    /// Dumps a database with `pg_dump` (custom format; online, one snapshot).
+    public func dump(database: String, to file: String) throws {
+        let result = try execute(binaries + "/pg_dump", ["-h", "127.0.0.1", "-p", String(port), "-U", user, "-Fc", "-f", file, database],
+                                 environment: ["PGPASSWORD": password], asServerUser: false)
+        guard result.status == 0 else { throw PostgresClusterError(message: "pg_dump failed: \(result.output)") }
+    }
+
+    /// Restores a `pg_dump` file into a new database of that name.
+    public func restore(_ file: String, into database: String) throws {
+        try psql("CREATE DATABASE \(database)")
+        let result = try execute(binaries + "/pg_restore", ["-h", "127.0.0.1", "-p", String(port), "-U", user, "--exit-on-error", "-d", database, file],
+                                 environment: ["PGPASSWORD": password], asServerUser: false)
+        guard result.status == 0 else { throw PostgresClusterError(message: "pg_restore failed: \(result.output)") }
+    }
+
+    /// The database named in a URL made by ``createDatabase()``.
+    public static func databaseName(_ url: String) -> String { String(url.split(separator: "/").last ?? "") }
+
     /// Stops the server (immediate: it is thrown away) and removes its files.
     public func stop() {
         _ = try? run("pg_ctl", ["-D", folder + "/data", "-m", "immediate", "-w", "-t", "30", "stop"])
