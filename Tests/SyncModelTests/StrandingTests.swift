@@ -31,7 +31,7 @@ final class SyncWorld: @unchecked Sendable {
     let storePath: String
 
     /// The PostgreSQL database, for a world on PostgreSQL.
-    let postgres: PostgresConfiguration?
+    var postgres: PostgresConfiguration?
 
     init(_ kind: WorldStoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-world")
@@ -69,6 +69,24 @@ final class SyncWorld: @unchecked Sendable {
     func stopServer() { server.shutdown() }
 
     func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory) }
+
+    /// What `brsyncd migrate --from sqlite:… --to postgres://…` does, with
+    /// the server stopped: the SQLite store copied into a new PostgreSQL
+    /// database, then the server started on it.
+    func moveToPostgres() throws {
+        stopServer()
+        let cluster = try PostgresCluster.shared()
+        let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+        let source = try ServerStore(path: storePath)
+        let target = try PostgresStore(configuration)
+        defer {
+            source.close()
+            target.close()
+        }
+        try StoreMigration.copy(from: source, to: target)
+        postgres = configuration
+        try startServer()
+    }
 
     /// The SQLite store, for what only SQLite has (file copies, `pull`).
     var sqliteStore: ServerStore {
@@ -195,6 +213,44 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A token issued again, a device revoked and added again, or the replica
     /// moved to another account: the client rewinds or starts over by itself.
+    /// A server moved from SQLite to PostgreSQL while machines are in every
+    /// state (one has edits it never pushed, one has not pulled another's
+    /// edits, one never synced since its first contact): each goes on from
+    /// where it was, without a full re-sync, and all end identical with every
+    /// edit made before and after the move.
+    @Test func aServerMovedToPostgreSQLKeepsEveryMachineWhereItWas() throws {
+        let world = try SyncWorld(.sqlite)
+        let laptop = try world.machine("laptop")
+        let desktop = try world.machine("desktop")
+        let tablet = try world.machine("tablet")
+        for machine in [laptop, desktop, tablet] {
+            _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+            try machine.replica.addRule(pattern: "\(machine.name).example", browser: "firefox", priority: nil)
+            try world.sync(machine)
+        }
+        try laptop.replica.addRule(pattern: "pushed-before.example", browser: "firefox", priority: nil)
+        try world.sync(laptop)                                                          // desktop and tablet have not pulled it
+        try desktop.replica.addRule(pattern: "unpushed.example", browser: "firefox", priority: nil) // never pushed before the move
+        _ = try desktop.replica.removeRule(pattern: "laptop.example")   // pulled at its first sync
+
+        try world.moveToPostgres()
+        #expect(world.store is PostgresStore)
+        try laptop.replica.addRule(pattern: "after.example", browser: "firefox", priority: nil)
+        for _ in 0..<2 {
+            for machine in [laptop, desktop, tablet] {
+                let summary = try world.sync(machine)
+                #expect(!summary.fullResync && summary.relayed == 0 && summary.newDeviceID == nil, "\(machine.name): \(summary)")
+            }
+        }
+        let expected = ["desktop.example", "tablet.example", "pushed-before.example", "unpushed.example", "after.example"]
+        for machine in [laptop, desktop, tablet] {
+            #expect(try SyncWorld.rules(machine.replica) == Dictionary(uniqueKeysWithValues: expected.map { ($0, "firefox") }), "\(machine.name)")
+        }
+        let states = try [laptop, desktop, tablet].map { try SyncWorld.state($0.replica) }
+        #expect(states.allSatisfy { $0 == states[0] })
+        #expect(try world.freshView() == states[0])
+    }
+
     @Test(arguments: WorldStoreKind.allCases) func newTokensAndAccountsNeverStrandAMachine(_ kind: WorldStoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
