@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SyncCore", targets: ["SyncCore"]),
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "Desktop", targets: ["Desktop"]),
+        .library(name: "SyncClient", targets: ["SyncClient"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
         .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],

@@ -1,0 +1,28 @@
+import Model
+import SyncClient
+import SyncCore
+
+/// One fixed account key (the fuzzer cannot forge a seal; it can send
+/// anything a hostile server could).
+let cipher = RecordCipher(try! AccountKey(bytes: Array(repeating: 7, count: 32)))
+
+/// Reads the input as a change the way the client reads a pulled record. As
+/// a sealed record, opening it must refuse or succeed without crashing, and
+/// what opens must seal back to a record that opens to the same change. As a
+/// readable change, sealing it (unless it uses the cipher's own field names)
+/// must open back to it unchanged.
+func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard let json = try? JSONValue.parse(utf8: UnsafeBufferPointer(start: data, count: size)),
+          let change = try? ChangeRecord(json: json) else { return 0 }
+    if let opened = try? cipher.open(change) {
+        let again = try? cipher.open(try cipher.seal(opened))
+        precondition(again == opened, "an opened record did not survive sealing again")
+    }
+    if let sealed = try? cipher.seal(change) {
+        let text = sealed.json.jsonText
+        let back = try? ChangeRecord(json: JSONValue.parse(text))
+        precondition(back == sealed, "a sealed change changed in a round trip through its JSON")
+        precondition((try? cipher.open(sealed)) == change, "a sealed change did not open to itself")
+    }
+    return 0
+}
