@@ -313,7 +313,10 @@ private struct JSONReader {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .int(integer) }
-        guard let number = Double(text) else { throw ParseError(offset: start, reason: "a number out of range") }
+        // Double("1E616") is infinity, which JSON cannot write back: refuse it.
+        guard let number = Double(text), number.isFinite else {
+            throw ParseError(offset: start, reason: "a number out of range")
+        }
         return .double(number)
     }
 }

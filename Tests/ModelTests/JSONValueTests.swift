@@ -49,6 +49,10 @@ import TestSupport
         (#""\udc00x""#, "surrogate"),
         (#""\u12g4""#, "\\u escape"),
         ("[1] [2]", "after the value"),
+        // Doubles that overflow to infinity cannot be written back (a fuzzer found one in a push).
+        ("1E616", "out of range"),
+        ("-1e400", "out of range"),
+        ("[0.5e99999]", "out of range"),
         (String(repeating: "[", count: 600) + String(repeating: "]", count: 600), "deeper than 64"),
     ]
 
