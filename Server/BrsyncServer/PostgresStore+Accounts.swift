@@ -49,6 +49,24 @@ extension PostgresStore {
         }
     }
 
+    /// See ``SyncStore/encryptAccount(of:)``. The account's row is locked as
+    /// a push locks it, so no push of the account slips past. PostgreSQL keeps
+    /// the deleted row versions until a vacuum reuses their space
+    /// (Deploy/SECURITY.md says how to scrub them).
+    public func encryptAccount(of device: ServerStore.Device) throws -> Bool {
+        try write { connection in
+            guard let encrypted = try connection.queryFirst("SELECT encrypted FROM accounts WHERE id = $1 FOR UPDATE",
+                                                            [.integer(device.accountID)], { $0.bool(0) ?? false }) else {
+                throw ServerError.unauthorized("the device's account no longer exists")
+            }
+            guard !encrypted else { return false }
+            try connection.run("UPDATE accounts SET encrypted = true WHERE id = $1", [.integer(device.accountID)])
+            try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(device.accountID)])
+            try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(device.accountID)])
+            return true
+        }
+    }
+
     static func accountID(_ name: String, _ connection: PostgresConnection) throws -> Int64 {
         guard let id = try connection.queryFirst("SELECT id FROM accounts WHERE name = $1", [.text(name)], { $0.int64(0) }) ?? nil else {
             throw ServerError.notFound("no account named '\(name)'")
@@ -122,7 +140,7 @@ extension PostgresStore {
         let found = try connection.queryFirst(
             """
             SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-                   a.uid, d.token_hash, a.next_seq, a.purged_through
+                   a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted
             FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1
             """, [.bytes(hash)]
         ) { row -> ServerStore.Device? in
@@ -131,6 +149,7 @@ extension PostgresStore {
             var device = device(row)
             device.accountNextSequence = row.int64(10) ?? 1
             device.accountPurgedThrough = row.int64(11) ?? 0
+            device.accountEncrypted = row.bool(12) ?? false
             return device
         }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }

@@ -25,7 +25,7 @@ public final class PostgresStore: SyncStore {
     /// What this process last wrote of each device's acknowledged cursor and
     /// last-seen time (only to spare writes; the writes themselves only raise).
     private let bookkeeping = Mutex(ServerStore.Bookkeeping())
-    static let schemaVersion = 1
+    static let schemaVersion = 2
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -111,7 +111,17 @@ public final class PostgresStore: SyncStore {
                 CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
                 """)
             try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('epoch', $1)", [.text(Crypto.hex(Crypto.randomBytes(8)))])
-            try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('schema_version', $1)", [.text(String(schemaVersion))])
+        }
+        if version < 2 {
+            // End-to-end encryption (issue 13): an encrypted account takes
+            // sealed records only, and only from clients of protocol 2.
+            try connection.execute("ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false")
+        }
+        if version < schemaVersion {
+            try connection.run("""
+                INSERT INTO brsync_meta (key, value) VALUES ('schema_version', $1)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, [.text(String(schemaVersion))])
         }
         return try readEpoch(connection)
     }
@@ -221,7 +231,7 @@ public final class PostgresStore: SyncStore {
     /// COMMITTED) reads the device, the epoch, the replica's stream and the
     /// page; the engine decides on them as it does for SQLite.
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
-                         reconciling: Bool) throws -> [UInt8] {
+                         reconciling: Bool, clientProtocol: Int) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         let rows = try withConnection { connection in
             try connection.query(
@@ -231,7 +241,8 @@ public final class PostgresStore: SyncStore {
                            a.uid, d.token_hash, a.next_seq, a.purged_through
                     FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1)
                 SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
-                       r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after
+                       r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after,
+                       (SELECT encrypted FROM accounts WHERE id = d.account_id)
                 FROM d
                 LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
                 LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
@@ -242,6 +253,7 @@ public final class PostgresStore: SyncStore {
                 var device = Self.device(row)
                 device.accountNextSequence = row.int64(10) ?? 1
                 device.accountPurgedThrough = row.int64(11) ?? 0
+                device.accountEncrypted = row.bool(22) ?? false
                 var record: (row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)?
                 if let sequence = row.int64(15) {
                     guard let collection = row.string(16).flatMap(RecordCollection.init(rawValue:)) else {
@@ -258,12 +270,13 @@ public final class PostgresStore: SyncStore {
         // The lookup is by hash; compare again in constant time before trusting it.
         guard let first = rows.first, Crypto.constantTimeEqual(first.tokenHash, hash) else { throw ServerError.unauthorized("the token is not valid") }
         guard !first.device.revoked else { throw ServerError.revoked }
+        try SyncEngine.checkProtocol(clientProtocol, of: first.device)
         let prefetched = PrefetchedPull(clientDevice: clientDevice?.device ?? "", stream: first.stream, records: rows.compactMap(\.record))
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: first.device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                            epoch: first.epoch, reconciling: reconciling, in: prefetched)
         try finishPull(&page, since: cursor, device: first.device, clientEpoch: clientEpoch)
         cachedEpoch.withLock { $0 = page.epoch }
-        return ServerStore.pullJSON(page, accountUID: first.device.accountUID, clock: clockStamp())
+        return ServerStore.pullJSON(page, accountUID: first.device.accountUID, encrypted: first.device.accountEncrypted, clock: clockStamp())
     }
 
     /// What the pull's one statement read, answering the engine's reads.

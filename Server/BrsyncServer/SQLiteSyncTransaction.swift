@@ -18,10 +18,10 @@ struct SQLiteSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
             [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
     }
 
-    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64) {
-        try database.queryFirst("SELECT next_seq, stamp_high FROM accounts WHERE id = ?", [.integer(account)]) {
-            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0)
-        } ?? (nextSequence: 1, stampHigh: 0)
+    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64, encrypted: Bool) {
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted FROM accounts WHERE id = ?", [.integer(account)]) {
+            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1)
+        } ?? (nextSequence: 1, stampHigh: 0, encrypted: false)
     }
 
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {

@@ -19,6 +19,12 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64, acknowledged: Int64? = nil, digest: String? = nil)
     case foreignStamp(String)
     case conflict(String)
+    /// A readable change for an end-to-end encrypted account (issue 13).
+    case encryptionRequired(String)
+    /// A sealed change for an account that is not encrypted.
+    case notEncrypted(String)
+    /// A client of protocol 1 for an encrypted account: it cannot read it.
+    case upgradeRequired
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -30,7 +36,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .diverged, .conflict: return 409
+        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired: return 409
         case .clockSkew, .foreignStamp: return 422
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
@@ -51,6 +57,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .clockSkew: return "clock_skew"
         case .foreignStamp: return "foreign_stamp"
         case .conflict: return "conflict"
+        case .encryptionRequired: return "encryption_required"
+        case .notEncrypted: return "not_encrypted"
+        case .upgradeRequired: return "upgrade_required"
         case .unavailable: return "unavailable"
         case .database(let error) where error.isBusy: return "busy"
         case .database, .storeUnusable, .newerSchema: return "internal"
@@ -62,6 +71,12 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .unauthorized(let message), .badRequest(let message), .notFound(let message), .methodNotAllowed(let message),
              .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message):
             return message
+        case .encryptionRequired(let what):
+            return "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
+        case .notEncrypted(let what):
+            return "this account is not end-to-end encrypted, and the request holds sealed records (\(what))"
+        case .upgradeRequired:
+            return "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
         case .revoked: return "this device's token was revoked"
         case .gap(let expected, let got, _):
             return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"

@@ -30,6 +30,8 @@ extension ServerStore {
         /// was read (a pull checks its cursor against them).
         public var accountNextSequence: Int64 = 1
         public var accountPurgedThrough: Int64 = 0
+        /// Whether the account is end-to-end encrypted (it takes sealed records only).
+        public var accountEncrypted = false
     }
 
     static func validateName(_ name: String, what: String) throws {
@@ -86,6 +88,31 @@ extension ServerStore {
                 try database.run("DELETE FROM devices WHERE account_id = ?", [.integer(id)])
                 try database.run("DELETE FROM accounts WHERE id = ?", [.integer(id)])
             }
+        }
+    }
+
+    /// See ``SyncStore/encryptAccount(of:)``. The deleted rows are
+    /// overwritten with zeros (`secure_delete`) and the write-ahead log is
+    /// truncated after the commit, so the readable records do not linger in
+    /// free pages of the file or in old log frames (backups made before keep
+    /// them: Deploy/SECURITY.md).
+    public func encryptAccount(of device: Device) throws -> Bool {
+        try withDatabase { database in
+            try database.execute("PRAGMA secure_delete = ON")
+            defer { try? database.execute("PRAGMA secure_delete = OFF") }
+            let changed = try database.transaction(.immediate) { () throws -> Bool in
+                guard let encrypted = try database.scalar("SELECT encrypted FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value else {
+                    throw ServerError.unauthorized("the device's account no longer exists")
+                }
+                guard encrypted == 0 else { return false }
+                try database.run("UPDATE accounts SET encrypted = 1 WHERE id = ?", [.integer(device.accountID)])
+                try database.run("DELETE FROM records WHERE account_id = ?", [.integer(device.accountID)])
+                try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(device.accountID)])
+                return true
+            }
+            // Best effort: a reader still in an old snapshot keeps the log until the next checkpoint.
+            if changed { try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            return changed
         }
     }
 
@@ -176,7 +203,7 @@ extension ServerStore {
         let found = try database.queryFirst(
                 """
                 SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
-                       accounts.uid, token_hash, accounts.next_seq, accounts.purged_through
+                       accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted
                 FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
                 """, [.blob(hash)]
             ) { row -> Device? in
@@ -185,6 +212,7 @@ extension ServerStore {
                 var device = Self.device(row)
                 device.accountNextSequence = row.int64(10) ?? 1
                 device.accountPurgedThrough = row.int64(11) ?? 0
+                device.accountEncrypted = row.int(12) == 1
                 return device
             }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }

@@ -59,7 +59,7 @@ extension ServerStore {
     }
 
     /// Records of `device`'s account changed after `cursor`, in sequence order,
-    /// at most `limit` (decoded; see ``pullText(token:since:limit:clientDevice:clientEpoch:)``).
+    /// at most `limit` (decoded; see ``pullText(token:since:limit:clientDevice:clientEpoch:reconciling:clientProtocol:)``).
     public func pull(since cursor: Int64, limit: Int, device: Device, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil) throws -> PullResponse {
         let page = try withDatabase { database in
             var page = try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database)
@@ -72,6 +72,7 @@ extension ServerStore {
         }
         var response = PullResponse(changes: changes, next: page.next, more: page.more, epoch: page.epoch, clock: clockStamp(), account: device.accountUID)
         response.reset = page.reset
+        response.encrypted = device.accountEncrypted
         return response
     }
 
@@ -87,24 +88,27 @@ extension ServerStore {
     ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
     ///     timeline is not recorded, and a cursor beyond this store's
     ///     high-water mark starts a new epoch (the store was rolled back).
+    ///   - clientProtocol: the client's protocol (``Wire/protocolHeader``);
+    ///     an encrypted account is refused to protocol 1.
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil,
-                         reconciling: Bool = false) throws -> [UInt8] {
+                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion) throws -> [UInt8] {
         let (page, device) = try withDatabase { database in
             var (device, page) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
+                try SyncEngine.checkProtocol(clientProtocol, of: device)
                 return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                              reconciling: reconciling, in: database))
             }
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return (page, device)
         }
-        return Self.pullJSON(page, accountUID: device.accountUID, clock: clockStamp())
+        return Self.pullJSON(page, accountUID: device.accountUID, encrypted: device.accountEncrypted, clock: clockStamp())
     }
 
     /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
     /// fields and versions spliced in as stored (they are kept in the wire's
     /// form), so serving a page parses nothing.
-    static func pullJSON(_ page: PulledPage, accountUID: String, clock: HLCTimestamp) -> [UInt8] {
+    static func pullJSON(_ page: PulledPage, accountUID: String, encrypted: Bool, clock: HLCTimestamp) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
         output += #"{"account":"#.utf8
@@ -131,6 +135,7 @@ extension ServerStore {
         output += #","more":"#.utf8
         output += (page.more ? "true" : "false").utf8
         if page.reset { output += #","reset":true"#.utf8 }
+        if encrypted { output += #","encrypted":true"#.utf8 }
         output += #","next":"#.utf8
         output += String(page.next).utf8
         output.append(UInt8(ascii: "}"))

@@ -2,9 +2,10 @@ import Postgres
 import Storage
 
 /// `brsyncd migrate`: copies an SQLite store into an empty PostgreSQL store,
-/// everything a client's place depends on kept as it was (account ids and
-/// identities, device token hashes, change numbers, the replicas' streams,
-/// the purge point, the newest stamps and the epoch), so clients go on from
+/// everything a client's place depends on kept as it was (account ids,
+/// identities and whether they are end-to-end encrypted, device token
+/// hashes, change numbers, the replicas' streams, the purge point, the
+/// newest stamps and the epoch), so clients go on from
 /// their cursors without a full re-sync. The old server must be stopped first:
 /// what it accepts after the copy is not in the copy.
 public enum StoreMigration {
@@ -36,8 +37,8 @@ public enum StoreMigration {
             }
             for row in snapshot.accounts {
                 try connection.run("""
-                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                     """, row)
             }
             for row in snapshot.devices {
@@ -97,9 +98,9 @@ public enum StoreMigration {
                 }
             }
             func flag(_ row: Row, _ column: Int) -> PostgresValue { .bool(row.int64(column).map { $0 != 0 } ?? false) }
-            accounts = try database.query("SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at FROM accounts ORDER BY id") { row in
-                (0..<7).map { value(row, $0) }
-            }
+            accounts = try database.query("""
+                SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted FROM accounts ORDER BY id
+                """) { row in (0..<8).map { $0 == 7 ? flag(row, $0) : value(row, $0) } }
             devices = try database.query("""
                 SELECT id, account_id, name, token_hash, client_device, revoked, created_at, last_seen, last_device_seq, acknowledged_cursor
                 FROM devices ORDER BY id

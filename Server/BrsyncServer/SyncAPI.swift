@@ -11,7 +11,11 @@ import SyncCore
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
+/// | `POST /v1/account/encrypt` | bearer | `{"encrypted":true,"changed":BOOL}` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
+///
+/// Clients send `Brsync-Protocol: 2` (``Wire/protocolHeader``); without it a
+/// request is protocol 1, which an end-to-end encrypted account refuses.
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
     public let store: any SyncStore
@@ -63,9 +67,10 @@ public final class SyncAPI: Sendable {
     public func admit(_ head: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
         do {
             switch head.path {
-            case "/v1/push", "/v1/relay":
+            case "/v1/push", "/v1/relay", "/v1/account/encrypt":
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
                 _ = try authenticate(head)
+                _ = try Self.clientProtocol(head)
                 return nil
             case "/v1/pull", "/v1/health", "/metrics":
                 throw ServerError.badRequest("\(head.path) takes no body")
@@ -100,6 +105,9 @@ public final class SyncAPI: Sendable {
         case "/v1/pull":
             guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/pull") }
             return try pull(request)
+        case "/v1/account/encrypt":
+            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt") }
+            return try encrypt(request)
         case "/v1/health":
             guard request.method == "GET" || request.method == "HEAD" else { throw ServerError.methodNotAllowed("use GET for /v1/health") }
             let body = JSONValue.object(["status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion)])
@@ -131,6 +139,37 @@ public final class SyncAPI: Sendable {
         return String(parts[1])
     }
 
+    /// The protocol the client speaks: `Brsync-Protocol`, 1 without it.
+    static func clientProtocol(_ request: HTTPRequest) throws -> Int {
+        guard let text = request.headers[Wire.protocolHeader] else { return 1 }
+        guard text.utf8.count <= 4, let version = Int(text), version >= 1 else {
+            throw ServerError.badRequest("\(Wire.protocolHeader) must be a protocol number (1 or more)")
+        }
+        return version
+    }
+
+    /// The device, authenticated, and refused when its account is encrypted
+    /// and the client speaks protocol 1 (it could not read what it pulls,
+    /// nor seal what it pushes).
+    private func authenticateSpeaking(_ request: HTTPRequest) throws -> ServerStore.Device {
+        let device = try authenticate(request)
+        try SyncEngine.checkProtocol(try Self.clientProtocol(request), of: device)
+        return device
+    }
+
+    /// Makes the account end-to-end encrypted (see
+    /// ``SyncStore/encryptAccount(of:)``). Only a client of protocol 2 can
+    /// ask; asking again changes nothing.
+    private func encrypt(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        guard try Self.clientProtocol(request) >= 2 else {
+            throw ServerError.badRequest("encryption needs a client of protocol 2 (\(Wire.protocolHeader): 2)")
+        }
+        let changed = try store.encryptAccount(of: device)
+        if changed { logger.notice("account \(device.accountID) was made end-to-end encrypted by device '\(device.name)'") }
+        return HTTPResponse.json(200, JSONValue.object(["encrypted": .bool(true), "changed": .bool(changed)]).jsonText)
+    }
+
     private func body(_ request: HTTPRequest) throws -> JSONValue {
         do {
             return try request.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
@@ -140,7 +179,7 @@ public final class SyncAPI: Sendable {
     }
 
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
-        let device = try authenticate(request)
+        let device = try authenticateSpeaking(request)
         let relay: RelayRequest
         do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
         let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
@@ -149,7 +188,7 @@ public final class SyncAPI: Sendable {
     }
 
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
-        let device = try authenticate(request)
+        let device = try authenticateSpeaking(request)
         let json = try body(request)
         let push: PushRequest
         do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
@@ -165,6 +204,11 @@ public final class SyncAPI: Sendable {
 
     private func pull(_ request: HTTPRequest) throws -> HTTPResponse {
         let token = try bearerToken(request)
+        let clientProtocol: Int
+        do { clientProtocol = try Self.clientProtocol(request) } catch {
+            _ = try store.authenticate(token: token)
+            throw error
+        }
         let query = request.queryItems
         var since: Int64 = 0
         if let text = query["since"] {
@@ -192,7 +236,7 @@ public final class SyncAPI: Sendable {
             replica = ServerStore.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
-                                      reconciling: query["full"] == "1")
+                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

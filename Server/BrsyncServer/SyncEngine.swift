@@ -33,6 +33,26 @@ enum SyncEngine {
         }
     }
 
+    /// An encrypted account takes sealed changes only, and an account that is
+    /// not encrypted takes none (issue 13): the whole request is refused, so
+    /// nothing readable is mixed into an encrypted account, and a client
+    /// with a key learns the account is not encrypted yet. Checked inside
+    /// the write transaction, after the account is locked, so no push slips
+    /// past an encryption.
+    static func checkSealing(of changes: [ChangeRecord], encrypted: Bool) throws {
+        if encrypted {
+            if let problem = changes.lazy.compactMap(Wire.sealedProblem).first { throw ServerError.encryptionRequired(problem) }
+        } else if let sealed = changes.first(where: Wire.looksSealed) {
+            throw ServerError.notEncrypted("\(sealed.collection.rawValue) '\(DisplayText.printable(sealed.key.prefix(60)))'")
+        }
+    }
+
+    /// A client of protocol 1 cannot read an encrypted account: it is told
+    /// to upgrade instead of being sent what it cannot open.
+    static func checkProtocol(_ clientProtocol: Int, of device: ServerStore.Device) throws {
+        if device.accountEncrypted && clientProtocol < 2 { throw ServerError.upgradeRequired }
+    }
+
     /// A push from `device`, inside the store's write transaction: the changes
     /// after the replica's last applied sequence are merged with the shared
     /// merge, each changed record gets the account's next sequence number, and
@@ -51,6 +71,7 @@ enum SyncEngine {
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID)
+        try checkSealing(of: request.changes, encrypted: counters.encrypted)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
@@ -162,6 +183,7 @@ enum SyncEngine {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID)
+        try checkSealing(of: request.records, encrypted: counters.encrypted)
         var usable: [ChangeRecord] = []
         for record in request.records {
             do {

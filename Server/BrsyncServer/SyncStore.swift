@@ -16,7 +16,13 @@ public protocol SyncStore: AnyObject, Sendable {
     func relay(_ request: RelayRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
-                  reconciling: Bool) throws -> [UInt8]
+                  reconciling: Bool, clientProtocol: Int) throws -> [UInt8]
+    /// Makes the device's account end-to-end encrypted (issue 13), in one
+    /// transaction: the flag is set and the account's records and replica
+    /// streams are deleted (no readable record or tombstone stays); every
+    /// device with the key sends its records again, sealed.
+    /// - Returns: whether the account was not encrypted before.
+    func encryptAccount(of device: ServerStore.Device) throws -> Bool
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()

@@ -12,10 +12,11 @@ protocol SyncWriteTransaction {
     func deviceRevoked(_ device: Int64) throws -> Bool?
     /// A replica's stream: its last applied change number and the chain through it.
     func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
-    /// The account's next change number and the newest stamp it holds; in a
-    /// store shared by processes this locks the account until the end of the
-    /// transaction (pushes of one account are serialised).
-    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64)
+    /// The account's next change number, the newest stamp it holds and
+    /// whether it is end-to-end encrypted; in a store shared by processes
+    /// this locks the account until the end of the transaction (pushes of
+    /// one account are serialised, and none slips past an encryption).
+    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64, encrypted: Bool)
     /// Reads ahead the records a push or relay will ask ``record(account:collection:key:)``
     /// for, where a round trip per record would cost more than the merge
     /// (a store whose reads are local may do nothing).

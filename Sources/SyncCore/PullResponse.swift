@@ -18,6 +18,9 @@ public struct PullResponse: Sendable, Equatable {
     /// The cursor is below a tombstone the server has purged: the client
     /// pulls everything from 0 and drops what the server no longer has.
     public var reset = false
+    /// The account is end-to-end encrypted: every record is sealed, and the
+    /// client opens it with the account key (protocol 2).
+    public var encrypted = false
 
     public init(changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = "") {
         self.changes = changes
@@ -30,7 +33,7 @@ public struct PullResponse: Sendable, Equatable {
 
     public static func == (lhs: PullResponse, rhs: PullResponse) -> Bool {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
-            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset
+            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset && lhs.encrypted == rhs.encrypted
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
@@ -38,6 +41,7 @@ public struct PullResponse: Sendable, Equatable {
         var object: [String: JSONValue] = ["changes": .array(changes.map(\.json)), "next": .int(next), "more": .bool(more),
                                            "epoch": .string(epoch), "clock": .string(clock.description), "account": .string(account)]
         if reset { object["reset"] = .bool(true) }
+        if encrypted { object["encrypted"] = .bool(true) }
         return .object(object)
     }
 
@@ -66,5 +70,6 @@ public struct PullResponse: Sendable, Equatable {
         self.init(changes: changes, next: next, more: more, epoch: epoch, clock: clock, account: object["account"]?.stringValue ?? "")
         self.unusable = unusable
         self.reset = object["reset"]?.boolValue ?? false
+        self.encrypted = object["encrypted"]?.boolValue ?? false
     }
 }

@@ -84,7 +84,14 @@ final class TestDevice: @unchecked Sendable {
         clock = HybridLogicalClock(device: deviceID)
     }
 
-    var authorization: HTTPHeaders { ["Authorization": "Bearer \(token)"] }
+    /// The protocol the device speaks (`Brsync-Protocol`); nil sends no header (protocol 1).
+    var protocolVersion: Int?
+
+    var authorization: HTTPHeaders {
+        var headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
+        if let protocolVersion { headers.add(Wire.protocolHeader, String(protocolVersion)) }
+        return headers
+    }
 
     /// A change to one record, stamped now (plus `skewMilliseconds`).
     func change(_ key: String, _ fields: [String: JSONValue], collection: RecordCollection = .rules, skewMilliseconds: Int64 = 0,
@@ -138,4 +145,5 @@ extension HTTPResponseParser.ParsedResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
     var json: JSONValue? { try? JSONValue.parse(text) }
     var errorCode: String? { json.flatMap(WireError.init(json:))?.code }
+    var errorMessage: String { json.flatMap(WireError.init(json:))?.message ?? "" }
 }

@@ -1,0 +1,65 @@
+import Model
+
+/// What the server of an end-to-end encrypted account checks (issue 13;
+/// Deploy/SECURITY.md). It cannot open anything; it can only see that every
+/// change is in the sealed form, so a client that does not encrypt (an old
+/// brsync, or one without the account key) is refused rather than mixing
+/// readable records into an encrypted account.
+extension Wire {
+    /// The request header saying which protocol a client speaks. Clients that
+    /// can encrypt send `2`; a request without it is protocol 1.
+    public static let protocolHeader = "Brsync-Protocol"
+    /// The protocol of this build: 2 knows end-to-end encryption.
+    public static let protocolVersion = 2
+
+    /// The field that carries a sealed record's readable key.
+    public static let sealedKeyField = "e2e.key"
+    /// Field names starting with this are encryption's own.
+    public static let sealedFieldPrefix = "e2e."
+
+    /// Whether `key` is a hidden record key: `h1.` and 43 base64url
+    /// characters (an HMAC-SHA256).
+    public static func isHiddenKey(_ key: String) -> Bool {
+        let utf8 = key.utf8
+        guard utf8.count == 46, key.hasPrefix("h1.") else { return false }
+        return utf8.dropFirst(3).allSatisfy(isBase64URL)
+    }
+
+    /// Whether `value` is a sealed value: `e1.` and base64url (nonce,
+    /// ciphertext and tag: at least 28 bytes, so at least 38 characters).
+    public static func isSealedValue(_ value: JSONValue) -> Bool {
+        guard case .string(let text) = value, text.hasPrefix("e1.") else { return false }
+        let utf8 = text.utf8
+        return utf8.count >= 3 + 38 && utf8.dropFirst(3).allSatisfy(isBase64URL)
+    }
+
+    static func isBase64URL(_ byte: UInt8) -> Bool {
+        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+    }
+
+    /// Why `change` is not in the sealed form an encrypted account takes, or
+    /// nil when it is: a hidden key, the sealed key field, and every value
+    /// sealed except the deletion flag (which the server keeps readable to
+    /// keep and purge tombstones).
+    public static func sealedProblem(_ change: ChangeRecord) -> String? {
+        let shown = DisplayText.printable(change.key.prefix(60))
+        guard isHiddenKey(change.key) else { return "\(change.collection.rawValue) '\(shown)' has a readable key" }
+        guard change.state.fields[sealedKeyField] != nil else { return "\(change.collection.rawValue) '\(shown)' has no sealed key" }
+        for (name, register) in change.state.fields {
+            if name == RecordState.deletedField {
+                guard case .bool = register.value else { return "\(change.collection.rawValue) '\(shown)': its deletion flag is not true or false" }
+                continue
+            }
+            guard isSealedValue(register.value) else {
+                return "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
+            }
+        }
+        return nil
+    }
+
+    /// Whether `change` carries end-to-end encryption's fields: such a change
+    /// does not belong in an account that is not encrypted.
+    public static func looksSealed(_ change: ChangeRecord) -> Bool {
+        change.state.fields.keys.contains { $0.hasPrefix(sealedFieldPrefix) }
+    }
+}

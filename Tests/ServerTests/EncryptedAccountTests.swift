@@ -1,0 +1,145 @@
+import Foundation
+import HTTP
+import Model
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// The server's side of end-to-end encryption (issue 13): it cannot open a
+/// record, but it keeps an encrypted account sealed (readable changes and
+/// old clients are refused) and an account that is not encrypted free of
+/// sealed ones.
+@Suite struct EncryptedAccountTests {
+    /// A change in the sealed form, as far as the server can tell (it checks
+    /// the form; only devices can open the values).
+    static func sealed(_ device: TestDevice, _ label: String, deleted: Bool? = nil) -> ChangeRecord {
+        func base64URL(_ seed: String, _ count: Int) -> String {
+            String(String(repeating: seed.filter { $0.isLetter || $0.isNumber } + "Ab0-_", count: count).prefix(count))
+        }
+        var fields: [String: JSONValue] = ["e2e.key": .string("e1." + base64URL("k" + label, 60)),
+                                           "browser": .string("e1." + base64URL("v" + label, 50))]
+        if let deleted {
+            fields["deleted"] = .bool(deleted)
+            fields["e2e.deleted"] = .string("e1." + base64URL("d" + label, 44))
+        }
+        return device.change("h1." + base64URL(label, 43), fields)
+    }
+
+    static func encrypt(_ device: TestDevice) throws -> HTTPResponseParser.ParsedResponse {
+        try device.client.send(method: "POST", target: "/v1/account/encrypt", headers: device.authorization)
+    }
+
+    @Test(arguments: StoreKind.allCases) func anEncryptedAccountTakesSealedRecordsOnlyAndOnlyFromProtocol2(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        let desktop = try fixture.device("alice", "desktop")
+        laptop.protocolVersion = 2
+        #expect(try laptop.push([laptop.change("bank.example", ["browser": .string("firefox")])]).status == 200)
+
+        // Protocol 1 cannot ask for encryption; protocol 2 can, once.
+        let old = try Self.encrypt(desktop)
+        #expect(old.status == 400 && old.text.contains("protocol 2"), "\(old.text)")
+        let first = try Self.encrypt(laptop)
+        #expect(first.status == 200 && first.text.contains(#""changed":true"#), "\(first.text)")
+        #expect(try Self.encrypt(laptop).text.contains(#""changed":false"#))
+
+        // Nothing readable stays: the account is empty, and says it is encrypted.
+        let page = try laptop.pull()
+        #expect(page.status == 200 && page.text.contains(#""encrypted":true"#))
+        #expect(try laptop.pullAll().records.isEmpty)
+
+        // An old client is told to upgrade, whatever it asks.
+        let oldPull = try desktop.pull()
+        #expect(oldPull.status == 409 && oldPull.errorCode == "upgrade_required" && oldPull.text.contains("upgrade brsync"), "\(oldPull.text)")
+        let oldPush = try desktop.push([desktop.change("x.example", ["browser": .string("chrome")])])
+        #expect(oldPush.status == 409 && oldPush.errorCode == "upgrade_required")
+
+        // A new client without the key: its readable change is refused whole, naming the field.
+        desktop.protocolVersion = 2
+        desktop.nextSequence = 1
+        let readable = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
+        #expect(readable.status == 409 && readable.errorCode == "encryption_required", "\(readable.text)")
+        #expect(readable.text.contains("brsync key add") && readable.text.contains("readable key"), "\(readable.text)")
+        #expect(try laptop.pullAll().records.isEmpty, "nothing of the refused push was applied")
+
+        // Sealed changes go through; a deletion keeps its readable flag.
+        desktop.nextSequence = 1
+        let accepted = try desktop.push([Self.sealed(desktop, "one"), Self.sealed(desktop, "two", deleted: true)])
+        #expect(accepted.status == 200, "\(accepted.text)")
+        let records = try laptop.pullAll().records
+        #expect(records.count == 2 && records.values.contains { $0.state.isDeleted })
+
+        // Each way a change can be readable is refused.
+        var valueReadable = Self.sealed(desktop, "three")
+        valueReadable.state.fields["browser"] = StampedValue(.string("firefox"), stamp: valueReadable.state.fields["browser"]!.stamp)
+        var keyMissing = Self.sealed(desktop, "four")
+        keyMissing.state.fields["e2e.key"] = nil
+        var numberValue = Self.sealed(desktop, "five")
+        numberValue.state.fields["priority"] = StampedValue(.int(3), stamp: numberValue.state.fields["browser"]!.stamp)
+        var shortValue = Self.sealed(desktop, "six")
+        shortValue.state.fields["browser"] = StampedValue(.string("e1.abc"), stamp: shortValue.state.fields["browser"]!.stamp)
+        var flagNotBool = Self.sealed(desktop, "seven", deleted: true)
+        flagNotBool.state.fields["deleted"] = StampedValue(.string("e1." + String(repeating: "A", count: 50)), stamp: flagNotBool.state.fields["deleted"]!.stamp)
+        for (change, reason) in [(valueReadable, "field \"browser\" is readable"), (keyMissing, "no sealed key"),
+                                 (numberValue, "field \"priority\" is readable"), (shortValue, "field \"browser\" is readable"),
+                                 (flagNotBool, "deletion flag")] {
+            var renumbered = change
+            renumbered.sequence = desktop.nextSequence
+            let answer = try desktop.push([renumbered])
+            #expect(answer.status == 409 && answer.errorCode == "encryption_required" && answer.errorMessage.contains(reason), "\(reason): \(answer.text)")
+        }
+        // A relay is held to the same rule.
+        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])])
+        let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: Array(relay.json.jsonText.utf8))
+        #expect(relayed.status == 409 && relayed.errorCode == "encryption_required")
+        #expect(try laptop.pullAll().records.count == 2)
+    }
+
+    @Test(arguments: StoreKind.allCases) func anAccountNotEncryptedRefusesSealedChanges(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = 2
+        let answer = try laptop.push([Self.sealed(laptop, "one")])
+        #expect(answer.status == 409 && answer.errorCode == "not_encrypted", "\(answer.text)")
+        #expect(!(try laptop.pull().text.contains("encrypted")))
+        // Other accounts are not touched by one's encryption.
+        let bob = try fixture.device("bob", "phone")
+        #expect(try bob.push([bob.change("bob.example", ["browser": .string("chrome")])]).status == 200)
+        #expect(try Self.encrypt(laptop).status == 200)
+        #expect(try bob.pullAll().records.count == 1)
+        #expect(try bob.pull().status == 200 && !(try bob.pull().text.contains("encrypted")))
+    }
+
+    @Test(arguments: ["two", "-1", "0", "99999", ""]) func aProtocolHeaderThatIsNotANumberIsRefused(_ value: String) throws {
+        let fixture = try ServerFixture(.sqlite)
+        let laptop = try fixture.device("alice", "laptop")
+        var headers = laptop.authorization
+        headers.add(Wire.protocolHeader, value)
+        let pull = try laptop.client.send(method: "GET", target: "/v1/pull", headers: headers)
+        #expect(pull.status == 400 && pull.text.contains(Wire.protocolHeader), "\(value): \(pull.text)")
+        let push = try laptop.client.send(method: "POST", target: "/v1/push", headers: headers, body: Array("{}".utf8))
+        #expect(push.status == 400, "\(value): \(push.text)")
+    }
+
+    /// After the switch, the readable records are gone from the file and from
+    /// the write-ahead log, not only from the table.
+    @Test func theSQLiteFileKeepsNoReadableRecordAfterEncryption() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = 2
+        let marker = "unmistakable-secret-pattern"
+        let changes = (0..<200).map { laptop.change("\(marker)-\($0).example", ["browser": .string("\(marker)-browser-\($0)")]) }
+        #expect(try laptop.push(changes).status == 200)
+        let path = try #require((fixture.store as? ServerStore)?.path)
+        func holdsMarker() throws -> Bool {
+            try [path, path + "-wal"].contains { file in
+                guard let bytes = FileManager.default.contents(atPath: file) else { return false }
+                return bytes.range(of: Data(marker.utf8)) != nil
+            }
+        }
+        #expect(try holdsMarker(), "the test would prove nothing if the marker were never written")
+        #expect(try Self.encrypt(laptop).status == 200)
+        #expect(try !holdsMarker(), "the readable records linger in the database file or its log")
+    }
+}
