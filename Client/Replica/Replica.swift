@@ -26,6 +26,8 @@ public final class Replica {
     /// Wall-clock time in milliseconds since 1970; replaced in tests.
     private let now: () -> Int64
     private let busyTimeoutMilliseconds: Int32
+    /// See ``wireForm``.
+    var chainTransform: ((ChangeRecord) throws -> ChangeRecord)?
 
     public static let fileName = "replica.sqlite"
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5000

@@ -102,6 +102,9 @@ public struct AccountKey: Sendable, Equatable {
     var valueKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("values".utf8), length: 32) }
     /// The key record keys are hidden with (HKDF-SHA256, info "record keys").
     var nameKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("record keys".utf8), length: 32) }
+    /// A name for the key that reveals nothing of it (HKDF-SHA256, info
+    /// "key id"): the replica remembers which key it synced with.
+    public var id: String { Crypto.hex(Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("key id".utf8), length: 8)) }
     /// The key nonces are derived with (HKDF-SHA256, info "nonces").
     var nonceKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("nonces".utf8), length: 32) }
 }
@@ -249,6 +252,18 @@ extension RecordCipher {
         guard case .string(let key)? = try? JSONValue.parse(keyText), hiddenKey(collection: collection, key: key) == hidden else {
             throw RecordCipherError(message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
         }
+        do {
+            let fields = try openFields(change, collection: collection, hidden: hidden)
+            return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key,
+                                state: RecordState(fields: fields, versions: change.state.versions))
+        } catch {
+            // Once its key is open, the record is named as the user knows it.
+            throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(error.message)")
+        }
+    }
+
+    private func openFields(_ change: ChangeRecord, collection: String, hidden: String) throws(RecordCipherError) -> [String: StampedValue] {
+        let shown = DisplayText.printable(hidden.prefix(80))
         var fields: [String: StampedValue] = [:]
         for (name, register) in change.state.fields where name != Self.keyField && name != Self.deletedTwinField {
             if name == RecordState.deletedField {
@@ -271,8 +286,7 @@ extension RecordCipher {
             }
             fields[name] = StampedValue(value, stamp: register.stamp)
         }
-        return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key,
-                            state: RecordState(fields: fields, versions: change.state.versions))
+        return fields
     }
 }
 

@@ -47,6 +47,9 @@ public final class SyncClient {
         public var restamped = 0
         /// Records dropped because the server had deleted and purged them.
         public var dropped = 0
+        /// This replica started syncing with an account key: every record
+        /// it holds went up sealed (``relayed`` counts them).
+        public var encryptionStarted = false
 
         public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
@@ -60,9 +63,18 @@ public final class SyncClient {
     let http: HTTPClient
     var summary = Summary()
     let progress: Progress?
+    /// The account key's cipher, when the account is end-to-end encrypted
+    /// (issue 13): changes are sealed before they leave and opened when they
+    /// arrive; the replica stays readable.
+    let cipher: RecordCipher?
+    let keyID: String?
 
-    public init(replica: Replica, remote: RemoteURL, token: String, caFile: String?, options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
+    public init(replica: Replica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
+                options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
         self.replica = replica
+        cipher = accountKey.map(RecordCipher.init)
+        keyID = accountKey?.id
+        if let cipher { replica.wireForm = { change in try cipher.seal(change) } }
         self.remote = remote
         self.token = token
         self.options = options
@@ -82,6 +94,7 @@ public final class SyncClient {
     public func sync() throws -> Summary {
         try lock.withLock {
             try checkCopied()
+            try prepareEncryption()
             return try syncLocked()
         }
     }
@@ -136,6 +149,7 @@ public final class SyncClient {
     public func push() throws -> Summary {
         try lock.withLock {
             try checkCopied()
+            try prepareEncryption()
             try pushLocked()
             // Once the server has taken this device's edits, its name goes up
             // too (the first push, a replica made before names synced, a copy
@@ -168,8 +182,11 @@ public final class SyncClient {
         // from batch to batch (the log's stored chains are the fallback).
         var carried: (sequence: Int64, chain: String)?
         while true {
-            let changes = try nextBatch(after: state.pushedThrough)
+            let (plain, changes) = try nextBatch(after: state.pushedThrough)
             guard let first = changes.first, let last = changes.last else { break }
+            // What the server answers about is named by hidden keys when sealed.
+            let readable = Dictionary(zip(changes.map { "\($0.collection.rawValue)/\($0.key)" }, plain.map(\.key)), uniquingKeysWith: { first, _ in first })
+            func shown(_ collection: RecordCollection, _ key: String) -> String { readable["\(collection.rawValue)/\(key)"] ?? key }
             let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try replica.changeDigest(first.sequence - 1)
             carried = nil // a repair below rewrites what follows it
             let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(changes, after: $0) }
@@ -184,9 +201,14 @@ public final class SyncClient {
             let answer: JSONValue
             do {
                 answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
-            } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew"].contains(code) {
+            } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew", "not_encrypted"].contains(code) {
                 try repairOnce(code, times: code == "clock_skew" ? 2 : 1)
                 switch code {
+                case "not_encrypted":
+                    // The server's account is readable (restored from before the
+                    // switch): it is encrypted again and every record goes up sealed.
+                    try replica.requireEncryptedRelay()
+                    try prepareEncryption()
                 case "gap":
                     // The server has this device's changes up to `acknowledged`: if
                     // that change is ours, continue from there; if not, the
@@ -241,10 +263,10 @@ public final class SyncClient {
                 continue
             }
             for lost in response.lost {
-                try replica.recordConflict(collection: lost.collection, key: lost.key, field: lost.field, lost: lost.lost, winner: lost.winner)
+                try recordConflict(lost, key: shown(lost.collection, lost.key))
             }
             for rejected in response.rejected {
-                summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
+                summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)")
             }
             // An edit of a record the server no longer has: the record goes up
             // whole, then the push goes on from that change (acknowledged stops
@@ -252,7 +274,7 @@ public final class SyncClient {
             let needed = Set(response.needed)
             if !needed.isEmpty {
                 for sequence in needed { try repairOnce("needed \(sequence)") }
-                let keys = changes.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
+                let keys = plain.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
                 try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)
             }
@@ -269,8 +291,18 @@ public final class SyncClient {
 
     /// The next unpushed changes, at most a batch by count and by bytes (one
     /// change alone may exceed the byte budget; the server's limits still hold).
-    private func nextBatch(after sequence: Int64) throws -> [ChangeRecord] {
-        byteBatch(try replica.unpushedChanges(after: sequence, limit: options.pushBatch))
+    /// - Returns: the changes as the replica holds them and as they are sent
+    ///   (sealed in an encrypted account), in the same order.
+    private func nextBatch(after sequence: Int64) throws -> (plain: [ChangeRecord], wire: [ChangeRecord]) {
+        let candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
+        let wire = byteBatch(try candidates.map(wireForm))
+        return (Array(candidates.prefix(wire.count)), wire)
+    }
+
+    /// A change as it is sent: sealed when the account is encrypted.
+    func wireForm(_ change: ChangeRecord) throws -> ChangeRecord {
+        guard let cipher else { return change }
+        do { return try cipher.seal(change) } catch { throw SyncError.usage("\(error)") }
     }
 
     /// The longest prefix of `candidates` within ``Options/pushBatchBytes``
@@ -294,7 +326,7 @@ public final class SyncClient {
     /// Sends every record this replica holds, as it is, for the server to merge
     /// (after a restore: records of devices that no longer sync survive on
     /// every machine that holds them). Batched like pushes.
-    private func relayEverything() throws {
+    func relayEverything() throws {
         var after: (RecordCollection?, String) = (nil, "")
         while true {
             let batch = byteBatch(try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch))
@@ -308,19 +340,24 @@ public final class SyncClient {
     /// With `needed`, records the server takes are no longer undelivered, and
     /// those it refuses stay so (sent again at the next sync).
     private func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
-        var remaining = records[...]
+        var remaining = try records.map { (plain: $0, wire: try wireForm($0)) }[...]
         while !remaining.isEmpty {
-            let batch = byteBatch(Array(remaining))
-            remaining = remaining.dropFirst(batch.count)
-            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: batch).json.jsonText.utf8))
+            let wire = byteBatch(remaining.map(\.wire))
+            let batch = remaining.prefix(wire.count)
+            remaining = remaining.dropFirst(wire.count)
+            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: wire).json.jsonText.utf8))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            // Rejections name the records as sent (hidden keys when sealed).
+            let readable = Dictionary(batch.map { ("\($0.wire.collection.rawValue)/\($0.wire.key)", $0.plain.key) }, uniquingKeysWith: { first, _ in first })
             for rejected in response.rejected {
-                summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(rejected.key)': \(rejected.reason)")
+                let key = readable["\(rejected.collection.rawValue)/\(rejected.key)"] ?? rejected.key
+                summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(key)': \(rejected.reason)")
             }
             if needed {
                 let refused = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
-                try replica.markUndelivered(batch.filter { !refused.contains("\($0.collection.rawValue)/\($0.key)") }.map { ($0.collection, $0.key) }, false)
+                try replica.markUndelivered(batch.filter { !refused.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
+                    .map { ($0.plain.collection, $0.plain.key) }, false)
             }
             summary.relayed += batch.count
         }
@@ -335,6 +372,7 @@ public final class SyncClient {
     @discardableResult
     public func pull() throws -> Summary {
         try lock.withLock {
+            try prepareEncryption()
             var stalled = 0
             while true {
                 let before = try replica.syncState().pullCursor
@@ -394,11 +432,31 @@ public final class SyncClient {
                 summary.fullResync = true
                 continue
             }
+            if page.encrypted != (cipher != nil) {
+                guard cipher != nil else { throw Self.keyNeeded }
+                // A key, and a readable account: the server was restored from
+                // before the switch. It is encrypted again, every record sent.
+                restarts += 1
+                guard restarts <= 3 else { throw SyncError.badAnswer("the server keeps its account readable after it was encrypted (\(restarts) times during one pull)") }
+                try replica.requireEncryptedRelay()
+                try prepareEncryption()
+                continue
+            }
             for (sequence, reason) in page.unusable {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }
+            var changes = page.changes
+            if let cipher {
+                // A record that does not open is set aside, named; the rest of the page is applied.
+                changes = page.changes.compactMap { change in
+                    do { return try cipher.open(change) } catch {
+                        summary.problems.append("set aside record #\(change.sequence) from the server: \(error)")
+                        return nil
+                    }
+                }
+            }
             let started = Replica.systemNow()
-            summary.applied += try replica.applyPulled(page.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            summary.applied += try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.applyMilliseconds += Replica.systemNow() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
@@ -426,7 +484,8 @@ public final class SyncClient {
     /// with exponential backoff and jitter (honouring Retry-After); other 4xx
     /// are not.
     func send(method: String, target: String, body: [UInt8] = []) throws -> JSONValue {
-        var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json"]
+        var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
+                                    Wire.protocolHeader: String(Wire.protocolVersion)]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
         var delay = options.backoffMilliseconds
         var lastProblem = ""

@@ -10,11 +10,13 @@ struct BrsyncSync: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsync",
         abstract: "Sync this replica with its server (run through 'brsync push|pull|sync').",
-        subcommands: [Push.self, Pull.self, SyncCommand.self])
+        subcommands: [Push.self, Pull.self, SyncCommand.self, KeyCommand.self])
 }
 
 /// Runs one transfer and reports it.
-func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: String, _ body: (SyncClient) throws -> SyncClient.Summary) throws {
+/// The account key is this machine's (``AccountKeyFile``) unless given.
+func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: String, accountKey: AccountKey? = nil,
+              _ body: (SyncClient) throws -> SyncClient.Summary) throws {
     let replica = try global.openReplica()
     let state = try replica.syncState()
     guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
@@ -28,7 +30,8 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
-    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, progress: progress)
+    let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
+    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key, progress: progress)
     let summary: SyncClient.Summary
     do {
         defer { line.clear() } // an error, too, is printed on a clean line
@@ -40,14 +43,18 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
             "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
-            "restamped": .int(Int64(summary.restamped)), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
+            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(key != nil), "encryptionStarted": .bool(summary.encryptionStarted), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
         ]).jsonText)
     } else if !options.quiet {
         var parts: [String] = []
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
-        if summary.fullResync { parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)") }
+        if summary.encryptionStarted {
+            parts.append("switched to end-to-end encryption: \(summary.relayed) record(s) sent sealed")
+        } else if summary.fullResync {
+            parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
+        }
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
         if let id = summary.newDeviceID { parts.append("this replica was a copy of another and is now device \(id)") }
         print("\(name): " + parts.joined(separator: ", "))

@@ -15,7 +15,7 @@ struct Brsync: ParsableCommand {
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
-            SyncHelper.Sync.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
+            SyncHelper.Sync.self, SyncHelper.Key.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
         ]
     )
 }
@@ -26,7 +26,7 @@ struct Brsync: ParsableCommand {
 /// `brsync --help`, the manual and completions; main.swift hands the
 /// arguments over before parsing.
 enum SyncHelper {
-    static let commands = ["push", "pull", "sync"] // an Array: a Set costs more to build than it saves here
+    static let commands = ["push", "pull", "sync", "key"] // an Array: a Set costs more to build than it saves here
 
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
@@ -44,5 +44,28 @@ enum SyncHelper {
         static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
+    }
+
+    /// `brsync key init|add|show` (end-to-end encryption needs OpenSSL, so the helper runs it).
+    struct Key: ParsableCommand {
+        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self])
+    }
+
+    struct KeyInit: ParsableCommand {
+        static let configuration = KeyConfigurations.initialise
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
+    }
+
+    struct KeyAdd: ParsableCommand {
+        static let configuration = KeyConfigurations.add
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
+        @Option(help: KeyConfigurations.fileHelp) var file: String?
+    }
+
+    struct KeyShow: ParsableCommand {
+        static let configuration = KeyConfigurations.show
+        @OptionGroup var global: GlobalOptions
     }
 }

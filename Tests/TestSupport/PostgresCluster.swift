@@ -15,6 +15,9 @@ public final class PostgresCluster: Sendable {
     /// `BRSYNCD_STORE_PASSWORD_FILE`).
     public let passwordFile: String
     let folder: String
+    /// The cluster's files (its tables and write-ahead log), for tests that
+    /// search the raw bytes a server keeps.
+    public var dataDirectory: String { folder + "/data" }
     let binaries: String
     let runAs: String?
 

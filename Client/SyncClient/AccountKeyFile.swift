@@ -1,0 +1,88 @@
+import Glibc
+
+/// The account key on this machine: `HOME/account-key`, mode 0600, holding
+/// the recovery code (its checksum catches a damaged file). Written to a
+/// temporary file, synced and renamed, so a machine that stops half way has
+/// the old file or the new one, never a part.
+public enum AccountKeyFile {
+    public static func path(home: String) -> String { "\(home)/account-key" }
+
+    static let header = "# brsync account key: it opens every synced rule. Keep it secret; keep the recovery code apart from it.\n"
+
+    /// The key, or nil when this machine has none.
+    /// - Throws: ``SyncError/usage(_:)`` for a file others can read (the key
+    ///   would no longer be secret), one that cannot be read, or one that
+    ///   holds no valid code.
+    public static func read(home: String) throws(SyncError) -> AccountKey? {
+        let file = path(home: home)
+        var status = stat()
+        guard lstat(file, &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw .usage("cannot read the account key at \(file): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .usage("the account key at \(file) is not a regular file") }
+        guard status.st_mode & 0o077 == 0 else {
+            throw .usage("the account key at \(file) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(file)', and consider the key seen")
+        }
+        let bytes = try readSmallFile(file, what: "the account key")
+        let text = String(decoding: bytes, as: UTF8.self)
+        let code = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
+        guard let code else { throw .usage("the account key at \(file) holds no recovery code") }
+        do { return try AccountKey(recoveryCode: String(code)) } catch {
+            throw .usage("the account key at \(file) is damaged: \(error)")
+        }
+    }
+
+    /// Writes the key (replacing any), mode 0600, durably.
+    public static func write(_ key: AccountKey, home: String) throws(SyncError) {
+        let file = path(home: home)
+        let temporary = "\(home)/.account-key.\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        var failure: String?
+        fchmod(descriptor, 0o600)
+        let bytes = Array((header + key.recoveryCode + "\n").utf8)
+        if Glibc.write(descriptor, bytes, bytes.count) != bytes.count || fsync(descriptor) != 0 {
+            failure = String(cString: strerror(errno))
+        }
+        close(descriptor)
+        if failure == nil, rename(temporary, file) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
+            unlink(temporary)
+            throw .usage("cannot write the account key at \(file): \(failure)")
+        }
+        let folder = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+
+    public static func remove(home: String) { unlink(path(home: home)) }
+
+    /// A file of at most 4 KiB (a recovery code is 66 bytes; anything much
+    /// larger is not one).
+    public static func readSmallFile(_ file: String, what: String) throws(SyncError) -> [UInt8] {
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .usage("cannot read \(what) at \(file): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        return try readSmall(descriptor, what: "\(what) at \(file)")
+    }
+
+    /// At most 4 KiB from `descriptor` (a file or standard input).
+    public static func readSmall(_ descriptor: Int32, what: String) throws(SyncError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4097)
+        while bytes.count <= 4096 {
+            let count = Glibc.read(descriptor, &buffer, 4097 - bytes.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .usage("cannot read \(what): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+        }
+        guard bytes.count <= 4096 else { throw .usage("\(what) is larger than 4 KiB: not a recovery code") }
+        return bytes
+    }
+}

@@ -1,0 +1,85 @@
+import Model
+import Replica
+import SyncCore
+
+/// End-to-end encryption in the sync client (issue 13; Deploy/SECURITY.md).
+extension SyncClient {
+    /// What a sync without the account key of an encrypted account says.
+    static let keyNeeded = SyncError.refused(
+        code: "encrypted",
+        message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here)")
+
+    /// Brings the server in line with this replica's key before a transfer:
+    /// a replica that has not synced with this key yet starts afresh on the
+    /// server (``Replica/beginEncryptedSync(keyID:)``), and while its records
+    /// have not all gone up sealed, the account is made encrypted (asking
+    /// again changes nothing) and every record is relayed. A process killed
+    /// half way does the rest at its next sync.
+    func prepareEncryption() throws {
+        guard let keyID else { return }
+        var state = try replica.encryptionState()
+        if state.keyID != keyID {
+            try replica.beginEncryptedSync(keyID: keyID)
+            state = try replica.encryptionState()
+        }
+        guard state.relayPending else { return }
+        try encryptAccount()
+        try relayEverything()
+        try replica.finishEncryptedRelay()
+        summary.encryptionStarted = true
+    }
+
+    /// Asks the server to make the account end-to-end encrypted.
+    /// - Returns: whether it was not encrypted before (the server deleted its
+    ///   readable records then).
+    @discardableResult
+    public func encryptAccount() throws -> Bool {
+        let answer = try send(method: "POST", target: "/v1/account/encrypt")
+        guard case .object(let object) = answer, let changed = object["changed"]?.boolValue else {
+            throw SyncError.badAnswer("the answer to the encryption request has no 'changed'")
+        }
+        return changed
+    }
+
+    /// What `brsync key add` checks before it keeps a recovery code: the
+    /// account is encrypted, and the key opens its records (when it has any).
+    /// - Throws: ``SyncError/usage(_:)`` for a key that opens none of them
+    ///   (a wrong recovery code, or one of another account).
+    public func checkKey(_ key: AccountKey) throws {
+        let answer = try send(method: "GET", target: "/v1/pull?since=0&limit=50")
+        let page: PullResponse
+        do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+        guard page.encrypted else {
+            throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
+        }
+        let cipher = RecordCipher(key)
+        guard page.changes.isEmpty || page.changes.contains(where: { (try? cipher.open($0)) != nil }) else {
+            throw SyncError.usage("this recovery code does not open the account's records: it is mistyped or belongs to another account (nothing was saved)")
+        }
+    }
+
+    /// Keeps a value that lost to a concurrent edit, opened, for
+    /// `brsync log --conflicts` and `brsync restore`. The server reports it
+    /// as it holds it: sealed, under the hidden key.
+    func recordConflict(_ lost: LostField, key: String) throws {
+        guard let cipher else {
+            try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: lost.lost, winner: lost.winner)
+            return
+        }
+        // The sealed key and the deletion flag's twin are encryption's own.
+        guard !lost.field.hasPrefix(Wire.sealedFieldPrefix) else { return }
+        func opened(_ register: StampedValue) throws -> StampedValue {
+            if lost.field == RecordState.deletedField { return register } // readable by design
+            guard case .string(let sealed) = register.value else { throw RecordCipherError(message: "a lost value of '\(key)' is not sealed") }
+            let text = try cipher.open(sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, field: lost.field,
+                                       stamp: register.stamp.description)
+            guard let value = try? JSONValue.parse(text) else { throw RecordCipherError(message: "a lost value of '\(key)' is not JSON") }
+            return StampedValue(value, stamp: register.stamp)
+        }
+        do {
+            try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: try opened(lost.lost), winner: try opened(lost.winner))
+        } catch let error as RecordCipherError {
+            summary.problems.append("a conflict reported by the server was not kept: \(error)")
+        }
+    }
+}
