@@ -49,6 +49,14 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
 
+        // libqrencode, for `brsyncd device add --qr` (a join code a phone scans); only brsyncd links it.
+        .systemLibrary(
+            name: "CQRencode",
+            path: "Sources/CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
+
         // GTK 4, for the picker window only (brsync-picker); brsync never links it.
         .systemLibrary(
             name: "CGtk",
@@ -79,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

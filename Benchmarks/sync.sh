@@ -2,11 +2,15 @@
 # Sync benchmark (prints numbers; it is not a test). Release build, loopback TLS:
 # 10,000 rules pushed from A and pulled by B, end to end, with the real
 # binaries; records applied per second on pull; bytes on the wire per record;
-# and a sync with nothing to do (requests and bytes).
-# Usage: bash Benchmarks/sync.sh [rules, default 10000]
+# and a sync with nothing to do (requests and bytes). Each measurement runs
+# on a plaintext account and on an end-to-end encrypted one (issue 13), in
+# alternating rounds on fresh servers; the medians and their ratio are printed
+# (target for encryption: end to end <= 1.3x plaintext).
+# Usage: bash Benchmarks/sync.sh [rules, default 10000] [rounds, default 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${1:-10000}"
+rounds="${2:-3}"
 flags=(-c release --static-swift-stdlib)
 swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync >/dev/null
 for product in brsync-sync brsyncd brsyncd-bench brsync-bench; do swift build "${flags[@]}" --product "$product" >/dev/null; done
@@ -16,40 +20,78 @@ work="$(mktemp -d)"
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-
-"$bin/brsyncd-bench" setup "$work/server"
-desktop_token="$("$bin/brsyncd" device add bench desktop --db "$work/server/store.sqlite" | tail -1)"
-laptop_token="$(cat "$work/server/token")"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-"$bin/brsyncd" serve --db "$work/server/store.sqlite" --listen "127.0.0.1:$port" \
-  --cert "$work/server/server.pem" --key "$work/server/server.key" --log-level warning &
-pid=$!
-sleep 0.5
-
-"$bin/brsync-bench" make-replica "$work/a" "$count"
-"$bin/brsync" remote set "https://127.0.0.1:$port" --token "$laptop_token" --ca "$work/server/ca.pem" --home "$work/a" >/dev/null
-"$bin/brsync" init --home "$work/b" >/dev/null
-"$bin/brsync" remote set "https://127.0.0.1:$port" --token "$desktop_token" --ca "$work/server/ca.pem" --home "$work/b" >/dev/null
-
 now() { python3 -c 'import time; print(time.monotonic())'; }
-t0="$(now)"
-"$bin/brsync" push --json --home "$work/a" >"$work/push.json"
-t1="$(now)"
-"$bin/brsync" pull --json --home "$work/b" >"$work/pull.json"
-t2="$(now)"
-"$bin/brsync" sync --json --home "$work/b" >"$work/nochange.json"
-python3 - "$work" "$t0" "$t1" "$t2" "$count" <<'PY'
+
+# One round: a fresh server and two replicas; A makes COUNT rules, pushes; B pulls.
+# With "encrypted", B encrypts the empty account first and A holds the key, so
+# what is timed is steady-state sealing and opening, not the switch.
+round() {
+  local mode="$1" dir="$work/$1-$2"
+  mkdir -p "$dir"
+  "$bin/brsyncd-bench" setup "$dir/server" >/dev/null
+  local desktop_token laptop_token port
+  desktop_token="$("$bin/brsyncd" device add bench desktop --db "$dir/server/store.sqlite" | tail -1)"
+  laptop_token="$(cat "$dir/server/token")"
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  "$bin/brsyncd" serve --db "$dir/server/store.sqlite" --listen "127.0.0.1:$port" \
+    --cert "$dir/server/server.pem" --key "$dir/server/server.key" --log-level warning &
+  pid=$!
+  sleep 0.5
+  for home in a b; do
+    "$bin/brsync" init --home "$dir/$home" >/dev/null
+  done
+  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$laptop_token" --ca "$dir/server/ca.pem" --home "$dir/a" >/dev/null
+  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$desktop_token" --ca "$dir/server/ca.pem" --home "$dir/b" >/dev/null
+  if [ "$mode" = encrypted ]; then
+    "$bin/brsync" key init --quiet --home "$dir/b" 2>/dev/null >"$dir/code"
+    "$bin/brsync" key add --quiet --home "$dir/a" <"$dir/code" 2>/dev/null
+  else
+    "$bin/brsync" sync --quiet --home "$dir/b"
+    "$bin/brsync" sync --quiet --home "$dir/a"
+  fi
+  "$bin/brsync-bench" make-replica "$dir/a" "$count"
+  local t0 t1 t2
+  t0="$(now)"
+  "$bin/brsync" push --json --home "$dir/a" >"$dir/push.json"
+  t1="$(now)"
+  "$bin/brsync" pull --json --home "$dir/b" >"$dir/pull.json"
+  t2="$(now)"
+  "$bin/brsync" sync --json --home "$dir/b" >"$dir/nochange.json"
+  kill "$pid" && wait "$pid" 2>/dev/null || true
+  pid=""
+  python3 - "$dir" "$mode" "$t0" "$t1" "$t2" >>"$work/rounds.jsonl" <<'PY'
 import json, sys
-work, t0, t1, t2, count = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-push, pull, idle = (json.load(open(f"{work}/{name}.json")) for name in ("push", "pull", "nochange"))
-records = pull["pulled"]
-print(f"A -> B, {count} rules: push {t1 - t0:.2f} s ({push['pushed']} changes, {push['requests']} requests), "
-      f"pull {t2 - t1:.2f} s ({records} records, {pull['requests']} requests); end to end {t2 - t0:.2f} s (target < 2 s)")
-apply = max(1, pull["applyMilliseconds"]) / 1000
-print(f"pull: {records / apply:,.0f} records/s applied (merging pages into the replica: {apply:.2f} s; target >= 50,000)")
-print(f"pull: {records / (t2 - t1):,.0f} records/s for the whole pull process (start, TLS, 11 requests, server time, apply)")
-print(f"wire: push {push['bytesSent'] / max(1, push['pushed']):.0f} bytes/change sent, "
-      f"pull {pull['bytesReceived'] / max(1, records):.0f} bytes/record received (JSON bodies)")
-print(f"no-change sync: {idle['requests']} request(s), {idle['bytesSent']} bytes sent, {idle['bytesReceived']} bytes received "
-      f"(target: one request each way, < 200 bytes of body)")
+d, mode, t0, t1, t2 = sys.argv[1], sys.argv[2], *map(float, sys.argv[3:6])
+push, pull, idle = (json.load(open(f"{d}/{n}.json")) for n in ("push", "pull", "nochange"))
+print(json.dumps({"mode": mode, "push": t1 - t0, "pull": t2 - t1, "e2e": t2 - t0, "pushed": push["pushed"],
+                  "pushRequests": push["requests"], "pulled": pull["pulled"], "pullRequests": pull["requests"],
+                  "apply": max(1, pull["applyMilliseconds"]) / 1000, "sentPerChange": push["bytesSent"] / max(1, push["pushed"]),
+                  "receivedPerRecord": pull["bytesReceived"] / max(1, pull["pulled"]),
+                  "idleRequests": idle["requests"], "idleSent": idle["bytesSent"], "idleReceived": idle["bytesReceived"]}))
+PY
+}
+
+for index in $(seq 1 "$rounds"); do
+  round plaintext "$index"
+  round encrypted "$index"
+done
+
+python3 - "$work/rounds.jsonl" "$count" <<'PY'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+count = int(sys.argv[2])
+def median(mode, key): return statistics.median(r[key] for r in rows if r["mode"] == mode)
+for mode in ("plaintext", "encrypted"):
+    m = lambda key: median(mode, key)
+    print(f"{mode}: A -> B, {count} rules (median of {sum(r['mode'] == mode for r in rows)}): push {m('push'):.2f} s "
+          f"({m('pushed'):.0f} changes, {m('pushRequests'):.0f} requests), pull {m('pull'):.2f} s ({m('pulled'):.0f} records, "
+          f"{m('pullRequests'):.0f} requests); end to end {m('e2e'):.2f} s (target < 2 s)")
+    print(f"{mode}: push {m('pushed') / m('push'):,.0f} changes/s; pull {m('pulled') / m('pull'):,.0f} records/s for the whole "
+          f"process, {m('pulled') / m('apply'):,.0f} records/s applied (target >= 50,000)")
+    print(f"{mode}: wire: {m('sentPerChange'):.0f} bytes/change sent, {m('receivedPerRecord'):.0f} bytes/record received (JSON bodies)")
+    print(f"{mode}: no-change sync: {m('idleRequests'):.0f} request(s), {m('idleSent'):.0f} bytes sent, "
+          f"{m('idleReceived'):.0f} bytes received (target: one request each way, < 200 bytes of body)")
+ratio = lambda key: median("encrypted", key) / median("plaintext", key)
+print(f"encrypted / plaintext: end to end {ratio('e2e'):.2f}x (target <= 1.3x), push {ratio('push'):.2f}x, pull {ratio('pull'):.2f}x, "
+      f"bytes/change sent {ratio('sentPerChange'):.2f}x, bytes/record received {ratio('receivedPerRecord'):.2f}x")
 PY

@@ -19,6 +19,10 @@ let package = Package(
             "FuzzSupport", .product(name: "SyncClient", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
             .product(name: "Model", package: "brsync"),
         ]),
+        .executableTarget(name: "FuzzJoinCode", dependencies: [
+            "FuzzSupport", .product(name: "SyncClient", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
+            .product(name: "Model", package: "brsync"),
+        ]),
         .executableTarget(name: "FuzzMerge", dependencies: [
             "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),

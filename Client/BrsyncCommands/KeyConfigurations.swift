@@ -22,3 +22,21 @@ public enum KeyConfigurations {
         abstract: "Print the recovery code of this machine's account key (for another machine to join).")
     public static let fileHelp: ArgumentHelp = "Read the recovery code from this file."
 }
+
+/// `brsync join` as help shows it (run by `brsync-sync`, declared by `brsync`).
+public enum JoinConfiguration {
+    public static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Join an account in one step: the server from a join code ('brsyncd device add --url … --ca …'), its CA pinned by fingerprint, the recovery code when the account is encrypted, then a sync.",
+        discussion: """
+            The join code holds a device token: give it on standard input (or type it when asked) rather than as an argument, \
+            which other users could see in 'ps' for a moment. When the account is end-to-end encrypted, the recovery code is read \
+            from --recovery-file, the next line of standard input, or asked for. Nothing is saved unless the server's CA matches \
+            the code's fingerprint, the token is accepted and the recovery code opens the account's records.
+            """)
+    public static let codeHelp: ArgumentHelp = "The join code ('-' or nothing: read it from standard input)."
+    public static let recoveryFileHelp: ArgumentHelp = "Read the recovery code from this file."
+    /// How `brsync` hands a code given as an argument to `brsync-sync`
+    /// without putting it on the helper's command line.
+    public static let environmentVariable = "BRSYNC_JOIN_CODE"
+}

@@ -24,7 +24,9 @@ extension SyncClient {
         }
         guard state.relayPending else { return }
         try encryptAccount()
-        try relayEverything()
+        // Right after the switch nothing of this device is pushed: what it
+        // alone made goes up with its push (see relayEverything).
+        try relayEverything(skippingOwnUnpushed: try replica.syncState().pushedThrough == 0)
         try replica.finishEncryptedRelay()
         summary.encryptionStarted = true
     }
@@ -39,6 +41,13 @@ extension SyncClient {
             throw SyncError.badAnswer("the answer to the encryption request has no 'changed'")
         }
         return changed
+    }
+
+    /// Whether the account is end-to-end encrypted (one pull request; this
+    /// checks the token too: a refusal is thrown).
+    public func accountIsEncrypted() throws -> Bool {
+        let answer = try send(method: "GET", target: "/v1/pull?since=0&limit=1")
+        do { return try PullResponse(json: answer).encrypted } catch { throw SyncError.badAnswer(error.message) }
     }
 
     /// What `brsync key add` checks before it keeps a recovery code: the

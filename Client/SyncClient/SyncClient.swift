@@ -325,14 +325,21 @@ public final class SyncClient {
 
     /// Sends every record this replica holds, as it is, for the server to merge
     /// (after a restore: records of devices that no longer sync survive on
-    /// every machine that holds them). Batched like pushes.
-    func relayEverything() throws {
+    /// every machine that holds them). Batched like pushes (``relay(_:needed:)``
+    /// splits by bytes).
+    /// - Parameter skippingOwnUnpushed: leave out records made by this device
+    ///   alone when none of its changes is pushed yet (right after the switch
+    ///   to encryption): the push that follows carries them, and the server
+    ///   asks for the whole record (`needed`) if it must.
+    func relayEverything(skippingOwnUnpushed: Bool = false) throws {
         var after: (RecordCollection?, String) = (nil, "")
+        let own = replica.deviceID
         while true {
-            let batch = byteBatch(try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch))
-            guard let last = batch.last else { return }
-            try relay(batch)
+            let candidates = try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch)
+            guard let last = candidates.last else { return }
             after = (last.collection, last.key)
+            let records = skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
+            if !records.isEmpty { try relay(records) }
         }
     }
 
@@ -449,6 +456,8 @@ public final class SyncClient {
             if let cipher {
                 // A record that does not open is set aside, named; the rest of the page is applied.
                 changes = page.changes.compactMap { change in
+                    // A record with no field holds nothing to open or apply.
+                    if change.state.fields.isEmpty { return nil }
                     do { return try cipher.open(change) } catch {
                         summary.problems.append("set aside record #\(change.sequence) from the server: \(error)")
                         return nil

@@ -106,20 +106,7 @@ func readRecoveryCode(file: String?) throws -> AccountKey {
     if let file {
         bytes = try AccountKeyFile.readSmallFile(file, what: "the recovery code")
     } else if isatty(0) == 1 {
-        writeToStandardError("Recovery code: ")
-        var original = termios()
-        tcgetattr(0, &original)
-        var quiet = original
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        tcsetattr(0, TCSANOW, &quiet)
-        defer {
-            tcsetattr(0, TCSANOW, &original)
-            writeToStandardError("\n")
-        }
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while line.count <= 4096, Glibc.read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        bytes = line
+        bytes = Array(try readRecoveryLine(prompt: "Recovery code: ").utf8)
     } else {
         bytes = try AccountKeyFile.readSmall(0, what: "the recovery code on standard input")
     }
@@ -129,4 +116,23 @@ func readRecoveryCode(file: String?) throws -> AccountKey {
     do { return try AccountKey(recoveryCode: String(code)) } catch {
         throw CLIFailure(message: "not a recovery code: \(error)")
     }
+}
+
+/// One line from the terminal, asked for with `prompt` on standard error and
+/// read without echo (a code on the screen is a code seen).
+func readRecoveryLine(prompt: String) throws -> String {
+    writeToStandardError(prompt)
+    var original = termios()
+    tcgetattr(0, &original)
+    var quiet = original
+    quiet.c_lflag &= ~tcflag_t(ECHO)
+    tcsetattr(0, TCSANOW, &quiet)
+    defer {
+        tcsetattr(0, TCSANOW, &original)
+        writeToStandardError("\n")
+    }
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    while line.count <= 4096, Glibc.read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+    return String(decoding: line, as: UTF8.self)
 }

@@ -10,7 +10,7 @@ struct BrsyncSync: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsync",
         abstract: "Sync this replica with its server (run through 'brsync push|pull|sync').",
-        subcommands: [Push.self, Pull.self, SyncCommand.self, KeyCommand.self])
+        subcommands: [Push.self, Pull.self, SyncCommand.self, KeyCommand.self, JoinCommand.self])
 }
 
 /// Runs one transfer and reports it.

@@ -30,6 +30,13 @@ func runSyncHelper(_ arguments: [String]) throws -> Never {
     guard access(helper, X_OK) == 0 else {
         throw CLIFailure(message: "\(helper) is missing: it is installed beside brsync and runs push, pull and sync")
     }
+    // A join code holds a token: it goes to the helper in its environment
+    // (readable by this user only), not on its command line (readable by all).
+    var arguments = arguments
+    if arguments.first == "join", let index = arguments.firstIndex(where: { $0.hasPrefix("brsync://") }) {
+        setenv(JoinConfiguration.environmentVariable, arguments[index], 1)
+        arguments.remove(at: index)
+    }
     let argv = ([helper] + arguments).map { strdup($0) } + [nil]
     execv(helper, argv)
     throw CLIFailure(message: "cannot run \(helper): \(String(cString: strerror(errno)))")

@@ -132,7 +132,7 @@ enum SyncEngine {
             let (merged, concurrentLosers) = base.merged(with: change.state)
             // Fields and values were checked when the push was read; a
             // merge can only make a record too wide.
-            if merged.fields.count > Wire.maxFields {
+            if Wire.fieldCountProblem(merged) != nil {
                 rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key,
                                                reason: "the record would have more than \(Wire.maxFields) fields"))
                 continue
@@ -198,7 +198,7 @@ enum SyncEngine {
         for record in usable {
             let base = try store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
-            if merged.fields.count > Wire.maxFields {
+            if Wire.fieldCountProblem(merged) != nil {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key,
                                                reason: "the record would have more than \(Wire.maxFields) fields"))
                 continue

@@ -60,14 +60,21 @@ struct DeviceCommand: ParsableCommand {
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "add", abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).")
+            commandName: "add", abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).",
+            discussion: """
+                With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code follows on the last line: the URL, the token and \
+                the CA's fingerprint, for 'brsync join' on the new machine (no CA file to copy); --qr also draws it for the phone.
+                """)
         @OptionGroup var store: StoreOptions
+        @OptionGroup var join: JoinOptions
         @Argument(help: "The account.") var account: String
         @Argument(help: "The device's name.") var device: String
         func run() throws {
+            let joinParts = try join.prepare() // checked before the device is added
             let token = try store.open().addDevice(account: account, name: device)
             print("added device \(device) to account \(account); its token (shown only now):")
             print(token)
+            if let joinParts { try join.print(url: joinParts.url, fingerprint: joinParts.fingerprint, token: token) }
         }
     }
 

@@ -2,6 +2,8 @@ import ArgumentParser
 import BrsyncServer
 import Glibc
 import Net
+import SyncCore
+import Foundation
 
 struct Dev: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,9 +30,22 @@ struct Dev: ParsableCommand {
             let authority = try CertificateAuthority(name: "brsyncd dev CA")
             let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
             try Self.write(authority.certificatePEM, to: caFile, mode: 0o644)
-            try Self.write(issued.certificatePEM, to: certificateFile, mode: 0o644)
+            // The chain holds the CA too, so `brsync join` can pin it by fingerprint.
+            try Self.write(issued.certificatePEM + authority.certificatePEM, to: certificateFile, mode: 0o644)
             try Self.write(issued.privateKeyPEM, to: keyFile, mode: 0o600)
         }
+        let chain: [[UInt8]], authority: [[UInt8]]
+        do {
+            chain = try CertificatePinning.certificates(pemFile: certificateFile)
+            authority = try CertificatePinning.certificates(pemFile: caFile)
+        } catch {
+            throw CommandFailure(message: "\(error)")
+        }
+        if chain.count == 1, let pem = try? String(contentsOfFile: certificateFile, encoding: .utf8),
+           let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8) {
+            try Self.write(pem + caPEM, to: certificateFile, mode: 0o644) // a folder of an older brsyncd dev
+        }
+        let fingerprint = CertificatePinning.fingerprint(der: authority[0])
         let address: SocketAddress
         do { address = try SocketAddress(parsing: listen) } catch { throw CommandFailure(message: "--listen \(error)") }
         var configuration = ServerConfiguration()
@@ -61,6 +76,8 @@ struct Dev: ParsableCommand {
                 Try:  curl --cacert \(caFile) \(url)/v1/health
                 Point a replica at it:
                   brsync remote set \(url) --ca \(caFile) --token \(token)
+                or join in one step (the CA pinned by its fingerprint, no file to copy):
+                  brsync join '\((try? JoinCode(server: url, token: token, caFingerprint: fingerprint).description) ?? "?")'
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks

@@ -43,4 +43,13 @@ static inline long brsync_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
 static inline int brsync_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int brsync_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
 
+/// The certificate stacks of OpenSSL 3 are macros over OPENSSL_sk_*.
+static inline int brsync_sk_X509_num(const STACK_OF(X509) *chain) {
+    return sk_X509_num(chain);
+}
+
+static inline X509 *brsync_sk_X509_value(const STACK_OF(X509) *chain, int index) {
+    return sk_X509_value(chain, index);
+}
+
 #endif

@@ -96,6 +96,10 @@ public final class TLSContext: @unchecked Sendable {
     /// A client context that verifies servers against `caFile`, or the system's
     /// CA store when nil; TLS 1.2 minimum, ALPN `http/1.1`.
     public static func client(caFile: String?) throws(NetError) -> TLSContext {
+        try client(caFile: caFile, loadSystemStore: true)
+    }
+
+    static func client(caFile: String?, loadSystemStore: Bool) throws(NetError) -> TLSContext {
         ERR_clear_error()
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw .tls(openSSLErrors("cannot create a TLS context")) }
         let tls = TLSContext(context: context)
@@ -107,7 +111,7 @@ public final class TLSContext: @unchecked Sendable {
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                 throw .tls("\(caFile) holds no PEM certificate (\(openSSLErrors("unreadable")))")
             }
-        } else {
+        } else if loadSystemStore {
             guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw .tls(openSSLErrors("cannot load the system CA store")) }
         }
         _ = SSL_CTX_set_alpn_protos(context, alpnHTTP11.baseAddress, UInt32(alpnHTTP11.count))
@@ -118,7 +122,7 @@ public final class TLSContext: @unchecked Sendable {
 /// TLS over a non-blocking socket; every operation waits with `poll` until a deadline.
 public final class TLSStream: ByteStream {
     public let socket: Socket
-    private let ssl: OpaquePointer
+    let ssl: OpaquePointer
     private var isClosed = false
 
     private init(socket: Socket, ssl: OpaquePointer) {

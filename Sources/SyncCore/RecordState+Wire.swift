@@ -4,7 +4,7 @@ extension RecordState {
     /// A state from its JSON: fields `{"name": {"s": STAMP, "v": VALUE}}` and
     /// versions `{"device": counter}` (the wire's form, and the stores').
     public init(fields: JSONValue, versions: JSONValue, context: String) throws(Wire.Problem) {
-        guard case .object(let fieldsObject) = fields, fieldsObject.count <= Wire.maxFields else {
+        guard case .object(let fieldsObject) = fields, fieldsObject.count <= Wire.maxFields + Wire.maxSealedExtraFields else {
             throw Wire.Problem("\(context) needs \"fields\", an object of at most \(Wire.maxFields) fields")
         }
         var registers: [String: StampedValue] = [:]
@@ -26,6 +26,8 @@ extension RecordState {
             counters[device] = UInt64(value)
         }
         self.init(fields: registers, versions: VersionVector(counters))
+        // Beyond maxFields, only encryption's own fields.
+        if let problem = Wire.fieldCountProblem(self) { throw Wire.Problem("\(context): \(problem)") }
     }
 
     /// A state from the stored JSON text of its fields and versions.

@@ -44,6 +44,9 @@ extension Wire {
     public static func sealedProblem(_ change: ChangeRecord) -> String? {
         let shown = DisplayText.printable(change.key.prefix(60))
         guard isHiddenKey(change.key) else { return "\(change.collection.rawValue) '\(shown)' has a readable key" }
+        // A change whose fields all left it (re-stamped after they were
+        // overwritten) keeps its number and holds nothing to seal.
+        if change.state.fields.isEmpty { return nil }
         guard change.state.fields[sealedKeyField] != nil else { return "\(change.collection.rawValue) '\(shown)' has no sealed key" }
         for (name, register) in change.state.fields {
             if name == RecordState.deletedField {

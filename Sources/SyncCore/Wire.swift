@@ -20,6 +20,14 @@ public enum Wire {
     public static let maxValueDepth = 16
     /// Largest field value, as compact JSON, in bytes.
     public static let maxValueBytes = 64 * 1024
+    /// Largest sealed value (`e1.` and base64url; end-to-end encryption): the
+    /// sealed form of any value within the limits above, whose JSON text may
+    /// be up to 6 times its measured size (control characters escape to six
+    /// bytes), with the nonce and the tag.
+    public static let maxSealedValueBytes = 3 + 4 * ((7 * maxValueBytes + 28 + 2) / 3)
+    /// Fields end-to-end encryption adds to a record (its sealed key and the
+    /// deletion flag's sealed twin), beyond ``maxFields``.
+    public static let maxSealedExtraFields = 2
     /// Most devices in one version vector.
     public static let maxVersionEntries = 1024
     /// Most changes (or relayed records) in one request; clients send at most
@@ -51,7 +59,12 @@ public enum Wire {
     public static func problem(value: JSONValue) -> String? {
         switch value {
         case .null, .bool, .int, .double: return nil
-        case .string(let text): return text.utf8.count > maxValueBytes ? "a value is larger than \(maxValueBytes) bytes" : nil
+        case .string(let text):
+            let count = text.utf8.count
+            guard count > maxValueBytes else { return nil }
+            // A sealed value is larger than what it seals.
+            if count <= maxSealedValueBytes && text.hasPrefix("e1.") { return nil }
+            return "a value is larger than \(maxValueBytes) bytes"
         case .array, .object:
             if depth(of: value) > maxValueDepth { return "a value is nested deeper than \(maxValueDepth) levels" }
             if size(of: value, limit: maxValueBytes) > maxValueBytes { return "a value is larger than \(maxValueBytes) bytes" }
@@ -79,12 +92,23 @@ public enum Wire {
     /// Why `state` cannot be stored as one record, or nil when it can (checked
     /// on every record received and on every merge result).
     public static func problem(state: RecordState) -> String? {
-        if state.fields.count > maxFields { return "a record has more than \(maxFields) fields" }
+        if let problem = fieldCountProblem(state) { return problem }
         for (name, register) in state.fields {
             if let problem = problem(fieldName: name) { return problem }
             if let problem = problem(value: register.value) { return "field \"\(name)\": \(problem)" }
         }
         if state.versions.counters.count > maxVersionEntries { return "a version vector has more than \(maxVersionEntries) devices" }
+        return nil
+    }
+
+    /// Why `state` has too many fields, or nil: at most ``maxFields``, and
+    /// the fields end-to-end encryption adds (names starting `e2e.`) on top.
+    public static func fieldCountProblem(_ state: RecordState) -> String? {
+        let count = state.fields.count
+        if count <= maxFields { return nil }
+        if count > maxFields + maxSealedExtraFields || state.fields.keys.filter({ $0.hasPrefix("e2e.") }).count < count - maxFields {
+            return "a record has more than \(maxFields) fields"
+        }
         return nil
     }
 

@@ -31,6 +31,9 @@ final class SyncWorld: @unchecked Sendable {
     init(_ store: WorldStore = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-sync")
         _ = try TestCertificates(in: directory)
+        // The chain the server presents holds its CA, as `brsyncd dev` writes it (for `brsync join`).
+        let chain = try String(contentsOfFile: directory.file("server.pem"), encoding: .utf8) + String(contentsOfFile: directory.file("ca.pem"), encoding: .utf8)
+        try chain.write(toFile: directory.file("server-chain.pem"), atomically: true, encoding: .utf8)
         db = directory.file("server.sqlite")
         switch store {
         case .sqlite:
@@ -52,7 +55,7 @@ final class SyncWorld: @unchecked Sendable {
 
     func start(port requested: UInt16 = 0) throws {
         let process = try BackgroundProcess(brsyncd, ["serve"] + storeArguments + ["--listen", "127.0.0.1:\(requested)",
-                                                      "--cert", directory.file("server.pem"), "--key", directory.file("server.key")],
+                                                      "--cert", directory.file("server-chain.pem"), "--key", directory.file("server.key")],
                                             environment: storeEnvironment)
         port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
         server = process
@@ -64,6 +67,14 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     var url: String { "https://127.0.0.1:\(port)" }
+
+    /// `brsyncd device add alice DEVICE` with a join code: its output.
+    func joinOutput(_ device: String, qr: Bool = false) throws -> String {
+        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device, "--url", url, "--ca", directory.file("ca.pem")]
+                                           + (qr ? ["--qr"] : []) + storeArguments, environment: storeEnvironment)
+        #expect(result.status == 0, "\(result)")
+        return result.stdout
+    }
 
     func token(_ device: String) throws -> String {
         let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device] + storeArguments, environment: storeEnvironment)

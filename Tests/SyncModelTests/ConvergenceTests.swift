@@ -36,7 +36,11 @@ import TestSupport
 /// that record on the server (with its change number and the epoch) and on
 /// every machine (with its cursors); `BRSYNC_MODEL_KEEP=1` keeps the temporary
 /// folder (homes and server store) for `sqlite3`; `BRSYNC_MODEL_STORE=sqlite`
-/// or `postgres` runs the seeds on one store only (both by default).
+/// or `postgres` runs the seeds on one store only (both by default);
+/// `BRSYNC_MODEL_ENCRYPTION=on` or `off` runs them with end-to-end encryption
+/// or without it only (both by default: every machine holds the account key,
+/// the first sync encrypts the account, and the oracle opens the server's
+/// records to compare them).
 ///
 /// On PostgreSQL, the server's file copies are `CREATE DATABASE … TEMPLATE`
 /// copies of the stopped server's database, its online backups are
@@ -55,13 +59,22 @@ import TestSupport
         return WorldStoreKind.allCases.filter { only == nil || $0.rawValue == only }
     }
 
-    @Test(arguments: stores) func replicasConvergeUnderFaults(_ kind: WorldStoreKind) throws {
-        var faults: [String: Int] = [:]
-        for seed in Self.seeds {
-            print("ConvergenceTests seed: \(seed) on \(kind) (re-run with BRSYNC_TEST_SEED=\(seed) BRSYNC_MODEL_STORE=\(kind))")
-            for (fault, count) in try Run(seed: seed, kind: kind).execute() { faults[fault, default: 0] += count }
+    static var encryption: [Bool] {
+        switch ProcessInfo.processInfo.environment["BRSYNC_MODEL_ENCRYPTION"] {
+        case "on": return [true]
+        case "off": return [false]
+        default: return [false, true]
         }
-        print("ConvergenceTests on \(kind): \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+    }
+
+    @Test(arguments: stores, encryption) func replicasConvergeUnderFaults(_ kind: WorldStoreKind, _ encrypted: Bool) throws {
+        var faults: [String: Int] = [:]
+        let mode = encrypted ? "on" : "off"
+        for seed in Self.seeds {
+            print("ConvergenceTests seed: \(seed) on \(kind), encryption \(mode) (re-run with BRSYNC_TEST_SEED=\(seed) BRSYNC_MODEL_STORE=\(kind) BRSYNC_MODEL_ENCRYPTION=\(mode))")
+            for (fault, count) in try Run(seed: seed, kind: kind, encrypted: encrypted).execute() { faults[fault, default: 0] += count }
+        }
+        print("ConvergenceTests on \(kind), encryption \(mode): \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
     }
 }
 
@@ -108,9 +121,12 @@ final class Run: @unchecked Sendable {
     var counter = 0
     /// What `BRSYNC_MODEL_WATCH` printed last.
     var lastWatch: [String] = []
+    /// The account key every machine holds, when the run is end-to-end encrypted.
+    let accountKey: AccountKey?
 
-    init(seed: UInt64, kind: WorldStoreKind = .sqlite) throws {
+    init(seed: UInt64, kind: WorldStoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
+        accountKey = encrypted ? AccountKey.generate() : nil
         random = SeededRandom(seed: seed)
         directory = try TemporaryDirectory(prefix: "brsync-model")
         caFile = try TestCertificates(in: directory).caFile
@@ -170,7 +186,7 @@ final class Run: @unchecked Sendable {
         options.pushBatchBytes = 96 * 1024
         let port = direct ? serverPort : proxy.port
         return try SyncClient(replica: replica ?? machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
-                              token: machine.token, caFile: caFile, options: options)
+                              token: machine.token, caFile: caFile, accountKey: accountKey, options: options)
     }
 
     /// Syncs and records what the server acknowledged.
@@ -286,7 +302,7 @@ final class Run: @unchecked Sendable {
         for machine in machines {
             if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { heldNow.formUnion(edits(of: change)) } }
         }
-        if includingServer, let records = try? store.records(account: "alice") {
+        if includingServer, let records = try? serverRecords() {
             for change in records { heldNow.formUnion(edits(of: change)) }
         }
         mustSurvive = mustSurvive.intersection(heldNow)

@@ -118,6 +118,9 @@ public struct Status: ParsableCommand {
         let replica = try global.openReplica()
         let state = try replica.syncState()
         let unpushed = try replica.unpushedCount()
+        // Whether this machine syncs end to end encrypted: it holds the account key (brsync-sync reads it).
+        let keyFile = "\(replica.home)/account-key"
+        let encrypted = access(keyFile, F_OK) == 0
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             print(JSONValue.object([
@@ -127,6 +130,7 @@ public struct Status: ParsableCommand {
                 "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
                 "problem": state.problem.isEmpty ? .null : .string(state.problem),
                 "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
+                "encrypted": .bool(encrypted),
             ]).jsonText)
             return
         }
@@ -136,6 +140,7 @@ public struct Status: ParsableCommand {
         print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
+        print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : "no ('brsync key init' encrypts the account, 'brsync key add' joins an encrypted one)")")
         print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")

@@ -1,0 +1,117 @@
+import ArgumentParser
+import BrsyncCommands
+import Glibc
+import Model
+import Net
+import Replica
+import SyncClient
+import SyncCore
+
+/// `brsync join CODE`: one-step pairing (issue 13).
+struct JoinCommand: ParsableCommand {
+    static let configuration = JoinConfiguration.configuration
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var options: TransferOptions
+    @Option(help: JoinConfiguration.recoveryFileHelp) var recoveryFile: String?
+    @Argument(help: JoinConfiguration.codeHelp) var code: String?
+
+    func run() throws {
+        var input = StandardInputLines()
+        let text: String
+        if let given = getenv(JoinConfiguration.environmentVariable).map({ String(cString: $0) }), code == nil {
+            unsetenv(JoinConfiguration.environmentVariable)
+            text = given
+        } else if let code, code != "-" {
+            text = code
+        } else {
+            text = try input.next(prompt: "Join code: ", what: "the join code")
+        }
+        let join: JoinCode
+        do { join = try JoinCode(parsing: text) } catch { throw CLIFailure(message: "\(error)") }
+        let home = global.resolvedHome
+        let (replica, created) = try Replica.initialize(home: home, deviceName: nil)
+        var joined = false
+        // A replica made for this join goes again if the join fails: nothing changes.
+        defer {
+            if created && !joined {
+                for suffix in ["", "-wal", "-shm"] { unlink("\(home)/\(Replica.fileName)\(suffix)") }
+            }
+        }
+        if let url = try replica.syncState().remoteURL {
+            throw CLIFailure(message: "this machine syncs with \(url) already; 'brsync remote rm' first (nothing was changed)")
+        }
+        let remote: RemoteURL
+        do { remote = try RemoteURL(parsing: join.server) } catch { throw CLIFailure(message: "the join code's server: \(error)") }
+
+        // The CA, pinned by the code's fingerprint, in a file of its own until everything checked out.
+        let ca: [UInt8]
+        do {
+            ca = try CertificatePinning.fetchCA(address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host,
+                                                fingerprint: join.caFingerprint)
+        } catch .tls(let message) {
+            throw SyncError.unreachable("\(remote) is not trusted: \(message)")
+        } catch {
+            throw SyncError.unreachable("\(remote): \(error)")
+        }
+        let caFile = "\(home)/ca.pem"
+        let pending = "\(home)/.ca.pem.joining"
+        try writeFile(pending, CertificatePinning.pem(der: ca), mode: 0o644)
+        var saved = false
+        defer { if !saved { unlink(pending) } }
+
+        // The token and, for an encrypted account, the recovery code are checked before anything is kept.
+        let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
+        var key: AccountKey?
+        if try probe.accountIsEncrypted() {
+            let recovery: AccountKey
+            if let recoveryFile {
+                recovery = try readRecoveryCode(file: recoveryFile)
+            } else {
+                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "the recovery code")
+                do { recovery = try AccountKey(recoveryCode: line) } catch { throw CLIFailure(message: "not a recovery code: \(error)") }
+            }
+            try probe.checkKey(recovery)
+            key = recovery
+        }
+        joined = true
+        guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(String(cString: strerror(errno)))") }
+        saved = true
+        try TokenFile.write(join.token, home: home)
+        try replica.setRemote(url: remote.text, caFile: caFile)
+        if let key { try AccountKeyFile.write(key, home: home) }
+        writeToStandardError("joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")
+        try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
+    }
+}
+
+/// Lines of standard input, read once (at most 4 KiB) when not a terminal;
+/// on a terminal each is asked for without echo.
+struct StandardInputLines {
+    private var lines: [String]?
+
+    mutating func next(prompt: String, what: String) throws -> String {
+        if isatty(0) == 1 {
+            let line = try readRecoveryLine(prompt: prompt)
+            guard !line.allSatisfy(\.isWhitespace) else { throw CLIFailure(message: "no \(what) was given") }
+            return line
+        }
+        if lines == nil {
+            let bytes = try AccountKeyFile.readSmall(0, what: "standard input")
+            lines = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+                .map(String.init).filter { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
+        }
+        guard let line = lines?.first else { throw CLIFailure(message: "no \(what) on standard input") }
+        lines?.removeFirst()
+        return line
+    }
+}
+
+func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
+    guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    let bytes = Array(text.utf8)
+    guard write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
+        throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,25 @@
+import Model
+import SyncClient
+import SyncCore
+
+/// Reads the input as the codes a user pastes (issue 13): a join code and a
+/// recovery code, and the sealed-form check the server runs on every change
+/// of an encrypted account. Whatever reads must read back as itself.
+func fuzzJoinCode(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    if let code = try? JoinCode(parsing: text) {
+        precondition(code.caFingerprint.count == 32 && code.server.hasPrefix("https://"))
+        precondition((try? JoinCode(parsing: code.description)) == code, "a join code changed in a round trip")
+    }
+    if let key = try? AccountKey(recoveryCode: text) {
+        precondition((try? AccountKey(recoveryCode: key.recoveryCode)) == key, "a recovery code changed in a round trip")
+    }
+    if let json = try? JSONValue.parse(text), let change = try? ChangeRecord(json: json) {
+        // Either refused with a reason or in the sealed form; never a crash.
+        if Wire.sealedProblem(change) == nil && !change.state.fields.isEmpty {
+            precondition(Wire.isHiddenKey(change.key) && change.state.fields[Wire.sealedKeyField] != nil)
+        }
+        _ = Wire.looksSealed(change)
+    }
+    return 0
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import CQRencode
+import Glibc
+import Net
+import SyncCore
+
+/// The join code of `brsyncd device add` (issue 13): the server's URL, the
+/// new token and the fingerprint of the CA that issued the server's
+/// certificate, in one line (and as a QR code with `--qr`).
+struct JoinOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The server's URL as devices reach it, for a join code (default: $BRSYNCD_URL).", valueName: "https://host:port"))
+    var url: String?
+    @Option(help: ArgumentHelp("The CA certificate (PEM) that issued the server's certificate, for a join code's fingerprint (default: $BRSYNCD_CA).",
+                               valueName: "file"))
+    var ca: String?
+    @Flag(help: "Also draw the join code as a QR code in the terminal (for the phone).") var qr = false
+
+    /// The URL and CA fingerprint of the join code, checked before anything
+    /// is written; nil when no join code was asked for.
+    func prepare() throws -> (url: String, fingerprint: [UInt8])? {
+        let url = self.url ?? environment("BRSYNCD_URL")
+        let ca = self.ca ?? environment("BRSYNCD_CA")
+        guard let url, let ca else {
+            if qr || self.url != nil || self.ca != nil {
+                throw CommandFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
+            }
+            return nil
+        }
+        let certificates: [[UInt8]]
+        do { certificates = try CertificatePinning.certificates(pemFile: ca) } catch { throw CommandFailure(message: "--ca: \(error)") }
+        let fingerprint = CertificatePinning.fingerprint(der: certificates[0])
+        // The URL is checked as the code will be.
+        do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch { throw CommandFailure(message: "--url: \(error)") }
+        return (url, fingerprint)
+    }
+
+    func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+
+    /// Prints the join code for `token` (and its QR code).
+    func print(url: String, fingerprint: [UInt8], token: String) throws {
+        let code = try JoinCode(server: url, token: token, caFingerprint: fingerprint)
+        if qr {
+            Swift.print("its join code as a QR code (scan it with the phone):")
+            Swift.print(try QRText.render(code.description), terminator: "")
+        }
+        Swift.print("its join code ('brsync join' on the new machine; it holds the token: shown only now):")
+        Swift.print(code.description)
+    }
+}
+
+/// A QR code drawn with Unicode half blocks, two module rows per line, white
+/// on black forced with ANSI colours (so it scans on light and dark
+/// terminals alike), with the four-module quiet zone the standard asks for.
+enum QRText {
+    static let quietZone = 4
+
+    /// The modules of `text`'s QR code (error correction M, byte mode): true is dark.
+    static func modules(_ text: String) throws -> [[Bool]] {
+        guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_M) else {
+            throw CommandFailure(message: "cannot draw the join code as a QR code: \(String(cString: strerror(errno)))")
+        }
+        defer { QRcode_free(code) }
+        let width = Int(code.pointee.width)
+        let data = UnsafeBufferPointer(start: code.pointee.data, count: width * width)
+        return (0..<width).map { row in (0..<width).map { column in data[row * width + column] & 1 == 1 } }
+    }
+
+    static func render(_ text: String) throws -> String {
+        let inner = try modules(text)
+        let size = inner.count + 2 * quietZone
+        func dark(_ row: Int, _ column: Int) -> Bool {
+            let r = row - quietZone, c = column - quietZone
+            return r >= 0 && r < inner.count && c >= 0 && c < inner.count && inner[r][c]
+        }
+        var output = ""
+        for row in stride(from: 0, to: size, by: 2) {
+            output += "\u{1B}[97;40m" // white blocks on black: light modules are drawn
+            for column in 0..<size {
+                let top = !dark(row, column), bottom = row + 1 < size && !dark(row + 1, column)
+                output += top && bottom ? "█" : top ? "▀" : bottom ? "▄" : " "
+            }
+            output += "\u{1B}[0m\n"
+        }
+        return output
+    }
+}

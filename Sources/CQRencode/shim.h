@@ -1,0 +1,8 @@
+#ifndef BRSYNC_CQRENCODE_SHIM_H
+#define BRSYNC_CQRENCODE_SHIM_H
+
+// libqrencode (Debian libqrencode-dev): the QR code of a join code, drawn by
+// `brsyncd device add --qr` for a phone to scan. Only brsyncd links it.
+#include <qrencode.h>
+
+#endif
