@@ -160,7 +160,7 @@ let package = Package(
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

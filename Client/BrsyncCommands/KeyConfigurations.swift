@@ -17,6 +17,9 @@ public enum KeyConfigurations {
     public static let add = CommandConfiguration(
         commandName: "add",
         abstract: "Add the account's recovery code to this machine (from standard input or --file), then sync.")
+    public static let rotate = CommandConfiguration(
+        commandName: "rotate",
+        abstract: "Give the account a new key: everything is sealed again with it; other machines need the new recovery code.")
     public static let show = CommandConfiguration(
         commandName: "show",
         abstract: "Print the recovery code of this machine's account key (for another machine to join).")

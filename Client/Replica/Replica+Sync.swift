@@ -159,6 +159,19 @@ extension Replica {
         }
     }
 
+    /// Keeps chains computed while pushing (see ``changeDigest(_:)``), for
+    /// changes of this device that have none yet.
+    public func keepChains(_ chains: [(sequence: Int64, chain: String)]) throws {
+        guard !chains.isEmpty else { return }
+        try refreshDeviceID()
+        try transaction {
+            for (sequence, chain) in chains {
+                try database.run("UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ? AND chain IS NULL",
+                                 [.text(chain), .text(deviceID), .integer(sequence)])
+            }
+        }
+    }
+
     /// Learns the offset of this machine's clock from the server's wall clock
     /// in an answer (every answer, so a clock that was fixed, or a server
     /// that was fast for a moment, is forgotten at the next contact). Only the

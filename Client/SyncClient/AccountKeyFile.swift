@@ -5,7 +5,7 @@ import Glibc
 /// temporary file, synced and renamed, so a machine that stops half way has
 /// the old file or the new one, never a part.
 public enum AccountKeyFile {
-    public static func path(home: String) -> String { "\(home)/account-key" }
+    public static func path(home: String, pending: Bool = false) -> String { pending ? "\(home)/account-key.next" : "\(home)/account-key" }
 
     static let header = "# brsync account key: it opens every synced rule. Keep it secret; keep the recovery code apart from it.\n"
 
@@ -13,8 +13,8 @@ public enum AccountKeyFile {
     /// - Throws: ``SyncError/usage(_:)`` for a file others can read (the key
     ///   would no longer be secret), one that cannot be read, or one that
     ///   holds no valid code.
-    public static func read(home: String) throws(SyncError) -> AccountKey? {
-        let file = path(home: home)
+    public static func read(home: String, pending: Bool = false) throws(SyncError) -> AccountKey? {
+        let file = path(home: home, pending: pending)
         var status = stat()
         guard lstat(file, &status) == 0 else {
             if errno == ENOENT { return nil }
@@ -34,8 +34,8 @@ public enum AccountKeyFile {
     }
 
     /// Writes the key (replacing any), mode 0600, durably.
-    public static func write(_ key: AccountKey, home: String) throws(SyncError) {
-        let file = path(home: home)
+    public static func write(_ key: AccountKey, home: String, pending: Bool = false) throws(SyncError) {
+        let file = path(home: home, pending: pending)
         let temporary = "\(home)/.account-key.\(getpid()).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
@@ -58,7 +58,28 @@ public enum AccountKeyFile {
         }
     }
 
-    public static func remove(home: String) { unlink(path(home: home)) }
+    public static func remove(home: String, pending: Bool = false) { unlink(path(home: home, pending: pending)) }
+
+    /// The pending key (of a rotation) takes the current one's place.
+    public static func promotePending(home: String) throws(SyncError) {
+        guard rename(path(home: home, pending: true), path(home: home)) == 0 else {
+            throw .usage("cannot replace the account key at \(path(home: home)): \(String(cString: strerror(errno)))")
+        }
+        let folder = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
+        }
+    }
+
+    /// Finishes or forgets a rotation a stopped machine left half done: the
+    /// pending key becomes the key when the account is sealed with it (the
+    /// server agreed), and is deleted otherwise.
+    /// - Parameter accountKeyID: the key id the account uses now.
+    public static func settle(home: String, accountKeyID: () throws -> String?) throws {
+        guard let pending = try read(home: home, pending: true) else { return }
+        if try accountKeyID() == pending.id { try promotePending(home: home) } else { remove(home: home, pending: true) }
+    }
 
     /// A file of at most 4 KiB (a recovery code is 66 bytes; anything much
     /// larger is not one).

@@ -170,7 +170,8 @@ public struct RecordCipher: Sendable {
     /// stamp are those it was sealed with.
     /// - Throws: ``RecordCipherError`` naming the record and the field.
     public func open(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> String {
-        let place = "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(DisplayText.printable(field.prefix(80)))\""
+        // Written only for an error (opening thousands of records builds none).
+        var place: String { "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(DisplayText.printable(field.prefix(80)))\"" }
         guard sealed.hasPrefix("e1."), let combined = Crypto.base64URLDecode(String(sealed.dropFirst(3))) else {
             throw RecordCipherError(message: "\(place): not a sealed value (a plaintext value in an encrypted account?)")
         }
@@ -241,7 +242,7 @@ extension RecordCipher {
     public func open(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
         let collection = change.collection.rawValue
         let hidden = change.key
-        let shown = DisplayText.printable(hidden.prefix(80))
+        var shown: String { DisplayText.printable(hidden.prefix(80)) }
         guard hidden.hasPrefix("h1.") else {
             throw RecordCipherError(message: "\(collection) record '\(shown)' is not encrypted (a readable record in an encrypted account)")
         }
@@ -263,12 +264,14 @@ extension RecordCipher {
     }
 
     private func openFields(_ change: ChangeRecord, collection: String, hidden: String) throws(RecordCipherError) -> [String: StampedValue] {
-        let shown = DisplayText.printable(hidden.prefix(80))
+        var shown: String { DisplayText.printable(hidden.prefix(80)) }
         var fields: [String: StampedValue] = [:]
         for (name, register) in change.state.fields where name != Self.keyField && name != Self.deletedTwinField {
             if name == RecordState.deletedField {
                 // The readable flag counts only as its sealed twin says, under the same stamp.
-                let forged = RecordCipherError(message: "\(collection)/\(shown) field \"deleted\": the readable flag is not the one the device sealed (set by the server?)")
+                var forged: RecordCipherError {
+                    RecordCipherError(message: "\(collection)/\(shown) field \"deleted\": the readable flag is not the one the device sealed (set by the server?)")
+                }
                 guard let twin = change.state.fields[Self.deletedTwinField], twin.stamp == register.stamp, case .string(let sealed) = twin.value else {
                     throw forged
                 }

@@ -23,7 +23,9 @@ extension SyncClient {
             state = try replica.encryptionState()
         }
         guard state.relayPending else { return }
-        try encryptAccount()
+        let account = try encryptAccount(keyID: keyID)
+        // The account is sealed with another key: a rotation on another machine.
+        guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
         // Right after the switch nothing of this device is pushed: what it
         // alone made goes up with its push (see relayEverything).
         try relayEverything(skippingOwnUnpushed: try replica.syncState().pushedThrough == 0)
@@ -31,39 +33,43 @@ extension SyncClient {
         summary.encryptionStarted = true
     }
 
-    /// Asks the server to make the account end-to-end encrypted.
-    /// - Returns: whether it was not encrypted before (the server deleted its
-    ///   readable records then).
+    static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
+
+    /// Asks the server to make the account end-to-end encrypted with the key
+    /// `keyID`, or, with `replacing`, to rotate it from that key.
+    /// - Returns: whether the account changed (the server deleted its
+    ///   records then), and the key it is sealed with now.
     @discardableResult
-    public func encryptAccount() throws -> Bool {
-        let answer = try send(method: "POST", target: "/v1/account/encrypt")
-        guard case .object(let object) = answer, let changed = object["changed"]?.boolValue else {
-            throw SyncError.badAnswer("the answer to the encryption request has no 'changed'")
+    public func encryptAccount(keyID: String, replacing: String? = nil) throws -> (changed: Bool, key: String) {
+        var body: [String: JSONValue] = ["key": .string(keyID)]
+        if let replacing { body["replaces"] = .string(replacing) }
+        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
+        guard case .object(let object) = answer, let changed = object["changed"]?.boolValue, let key = object["key"]?.stringValue else {
+            throw SyncError.badAnswer("the answer to the encryption request has no 'changed' and 'key'")
         }
-        return changed
+        return (changed, key)
     }
 
-    /// Whether the account is end-to-end encrypted (one pull request; this
-    /// checks the token too: a refusal is thrown).
-    public func accountIsEncrypted() throws -> Bool {
+    /// The id of the key the account is sealed with, or nil when it is not
+    /// encrypted (one pull request; this checks the token too).
+    public func accountKeyID() throws -> String? {
         let answer = try send(method: "GET", target: "/v1/pull?since=0&limit=1")
-        do { return try PullResponse(json: answer).encrypted } catch { throw SyncError.badAnswer(error.message) }
+        let page: PullResponse
+        do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+        return page.encrypted ? page.keyID ?? "" : nil
     }
+
 
     /// What `brsync key add` checks before it keeps a recovery code: the
     /// account is encrypted, and the key opens its records (when it has any).
     /// - Throws: ``SyncError/usage(_:)`` for a key that opens none of them
     ///   (a wrong recovery code, or one of another account).
     public func checkKey(_ key: AccountKey) throws {
-        let answer = try send(method: "GET", target: "/v1/pull?since=0&limit=50")
-        let page: PullResponse
-        do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-        guard page.encrypted else {
+        guard let current = try accountKeyID() else {
             throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
         }
-        let cipher = RecordCipher(key)
-        guard page.changes.isEmpty || page.changes.contains(where: { (try? cipher.open($0)) != nil }) else {
-            throw SyncError.usage("this recovery code does not open the account's records: it is mistyped or belongs to another account (nothing was saved)")
+        guard current == key.id else {
+            throw SyncError.usage("this recovery code does not open the account's records: it belongs to another account, or to a key since rotated (nothing was saved)")
         }
     }
 

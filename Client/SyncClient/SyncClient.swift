@@ -197,7 +197,7 @@ public final class SyncClient {
                 return try replica.changeDigest(sequence)
             }
             let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
-                                      base: base, since: state.pullCursor, epoch: state.epoch)
+                                      base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
             let answer: JSONValue
             do {
                 answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
@@ -280,6 +280,12 @@ public final class SyncClient {
             }
             let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
+            // The chains just computed are kept: the next pull proves this
+            // replica's history by them without sealing the batch again.
+            if let chains, response.acknowledged >= first.sequence {
+                let through = Int(min(response.acknowledged, last.sequence) - first.sequence)
+                try replica.keepChains(zip(changes[...through].map(\.sequence), chains[...through]).map { ($0, $1) })
+            }
             state.pushedThrough = response.acknowledged
             if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { carried = (response.acknowledged, chain) }
             done += delivered
@@ -352,7 +358,7 @@ public final class SyncClient {
             let wire = byteBatch(remaining.map(\.wire))
             let batch = remaining.prefix(wire.count)
             remaining = remaining.dropFirst(wire.count)
-            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: wire).json.jsonText.utf8))
+            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: wire, keyID: keyID).json.jsonText.utf8))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             // Rejections name the records as sent (hidden keys when sealed).
@@ -415,6 +421,7 @@ public final class SyncClient {
             } else if state.pushedThrough > 0, let digest = try replica.changeDigest(state.pushedThrough) {
                 target += "&device=\(replica.deviceID)&pushed=\(state.pushedThrough)&digest=\(digest)"
             }
+            if let keyID { target += "&key=\(keyID)" }
             if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
                 target += "&epoch=\(epoch)"
             }

@@ -62,7 +62,7 @@ struct JoinCommand: ParsableCommand {
         // The token and, for an encrypted account, the recovery code are checked before anything is kept.
         let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
         var key: AccountKey?
-        if try probe.accountIsEncrypted() {
+        if try probe.accountKeyID() != nil {
             let recovery: AccountKey
             if let recoveryFile {
                 recovery = try readRecoveryCode(file: recoveryFile)

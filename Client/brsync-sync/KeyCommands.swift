@@ -11,7 +11,7 @@ import SyncCore
 /// file, never from the command line (it would show in `ps` and in the
 /// shell's history).
 struct KeyCommand: ParsableCommand {
-    static let configuration = KeyConfigurations.group([Init.self, Add.self, Show.self])
+    static let configuration = KeyConfigurations.group([Init.self, Add.self, Show.self, Rotate.self])
 
     struct Init: ParsableCommand {
         static let configuration = KeyConfigurations.initialise
@@ -29,7 +29,7 @@ struct KeyCommand: ParsableCommand {
             // between has the key, and its next sync finishes the switch.
             try AccountKeyFile.write(key, home: replica.home)
             let changed: Bool
-            do { changed = try plain.encryptAccount() } catch {
+            do { changed = try plain.encryptAccount(keyID: key.id).key == key.id } catch {
                 AccountKeyFile.remove(home: replica.home)
                 throw error
             }
@@ -64,15 +64,52 @@ struct KeyCommand: ParsableCommand {
             }
             let replica = try global.openReplica()
             let key = try readRecoveryCode(file: file)
-            if let existing = try AccountKeyFile.read(home: replica.home) {
-                guard existing.id != key.id else {
-                    throw CLIFailure(message: "this machine has this account key already")
-                }
-                throw CLIFailure(message: "this machine has another account key (\(AccountKeyFile.path(home: replica.home))); nothing was changed")
-            }
+            let existing = try AccountKeyFile.read(home: replica.home)
+            if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
+            // The code must be the account's key now; an older key here was rotated away.
             try makeClient(replica, key: nil).checkKey(key)
             try AccountKeyFile.write(key, home: replica.home)
-            writeToStandardError("account key added (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
+            writeToStandardError("account key \(existing == nil ? "added" : "replaced (the old one was rotated)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
+            try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
+        }
+    }
+
+    struct Rotate: ParsableCommand {
+        static let configuration = KeyConfigurations.rotate
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
+
+        func run() throws {
+            let replica = try global.openReplica()
+            guard let old = try AccountKeyFile.read(home: replica.home) else {
+                throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
+            }
+            let client = try makeClient(replica, key: nil)
+            guard try client.accountKeyID() == old.id else {
+                throw CLIFailure(message: "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first",
+                                 code: ExitStatus.refused)
+            }
+            let key = AccountKey.generate()
+            // The new key is kept aside before the server is asked, and takes
+            // the old one's place once the server agreed: a machine stopped in
+            // between finds it at its next sync (AccountKeyFile.settle).
+            try AccountKeyFile.write(key, home: replica.home, pending: true)
+            do {
+                _ = try client.encryptAccount(keyID: key.id, replacing: old.id)
+            } catch {
+                AccountKeyFile.remove(home: replica.home, pending: true)
+                throw error
+            }
+            try AccountKeyFile.promotePending(home: replica.home)
+            writeToStandardError("""
+                The account key was rotated: what is synced from now on is sealed with a new key, which the old recovery code
+                (and any machine that only has it, such as a revoked one) cannot open. The server's records were deleted;
+                this machine sends everything again, sealed with the new key. Every other machine stops syncing until the new
+                recovery code below is added there ('brsync key add'); their edits are kept and go up then.
+
+                """)
+            print(key.recoveryCode)
+            writeToStandardError("\n")
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
     }

@@ -30,6 +30,9 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
+    if accountKey == nil, access(AccountKeyFile.path(home: replica.home, pending: true), F_OK) == 0 {
+        try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
+    }
     let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
     let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key, progress: progress)
     let summary: SyncClient.Summary

@@ -56,7 +56,7 @@ enum SyncHelper {
 
     /// `brsync key init|add|show` (end-to-end encryption needs OpenSSL, so the helper runs it).
     struct Key: ParsableCommand {
-        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self])
+        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self, KeyRotate.self])
     }
 
     struct KeyInit: ParsableCommand {
@@ -70,6 +70,12 @@ enum SyncHelper {
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
         @Option(help: KeyConfigurations.fileHelp) var file: String?
+    }
+
+    struct KeyRotate: ParsableCommand {
+        static let configuration = KeyConfigurations.rotate
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
     }
 
     struct KeyShow: ParsableCommand {

@@ -53,14 +53,16 @@ extension PostgresStore {
     /// a push locks it, so no push of the account slips past. PostgreSQL keeps
     /// the deleted row versions until a vacuum reuses their space
     /// (Deploy/SECURITY.md says how to scrub them).
-    public func encryptAccount(of device: ServerStore.Device) throws -> Bool {
+    public func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> Bool {
         try write { connection in
-            guard let encrypted = try connection.queryFirst("SELECT encrypted FROM accounts WHERE id = $1 FOR UPDATE",
-                                                            [.integer(device.accountID)], { $0.bool(0) ?? false }) else {
+            guard let current = try connection.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE",
+                                                          [.integer(device.accountID)], { (encrypted: $0.bool(0) ?? false, keyID: $0.string(1) ?? "") }) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
-            guard !encrypted else { return false }
-            try connection.run("UPDATE accounts SET encrypted = true WHERE id = $1", [.integer(device.accountID)])
+            guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
+                return false
+            }
+            try connection.run("UPDATE accounts SET encrypted = true, key_id = $1 WHERE id = $2", [.text(keyID), .integer(device.accountID)])
             try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(device.accountID)])
             try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(device.accountID)])
             return true
@@ -140,7 +142,7 @@ extension PostgresStore {
         let found = try connection.queryFirst(
             """
             SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-                   a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted
+                   a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id
             FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1
             """, [.bytes(hash)]
         ) { row -> ServerStore.Device? in
@@ -150,6 +152,7 @@ extension PostgresStore {
             device.accountNextSequence = row.int64(10) ?? 1
             device.accountPurgedThrough = row.int64(11) ?? 0
             device.accountEncrypted = row.bool(12) ?? false
+            device.accountKeyID = row.string(13) ?? ""
             return device
         }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }

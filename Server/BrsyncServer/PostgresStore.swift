@@ -115,7 +115,10 @@ public final class PostgresStore: SyncStore {
         if version < 2 {
             // End-to-end encryption (issue 13): an encrypted account takes
             // sealed records only, and only from clients of protocol 2.
-            try connection.execute("ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false")
+            try connection.execute("""
+                ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false;
+                ALTER TABLE accounts ADD COLUMN key_id text NOT NULL DEFAULT '';
+                """)
         }
         if version < schemaVersion {
             try connection.run("""
@@ -231,7 +234,7 @@ public final class PostgresStore: SyncStore {
     /// COMMITTED) reads the device, the epoch, the replica's stream and the
     /// page; the engine decides on them as it does for SQLite.
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
-                         reconciling: Bool, clientProtocol: Int) throws -> [UInt8] {
+                         reconciling: Bool, clientProtocol: Int, clientKeyID: String?) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         let rows = try withConnection { connection in
             try connection.query(
@@ -242,7 +245,7 @@ public final class PostgresStore: SyncStore {
                     FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1)
                 SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
                        r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after,
-                       (SELECT encrypted FROM accounts WHERE id = d.account_id)
+                       (SELECT encrypted FROM accounts WHERE id = d.account_id), (SELECT key_id FROM accounts WHERE id = d.account_id)
                 FROM d
                 LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
                 LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
@@ -254,6 +257,7 @@ public final class PostgresStore: SyncStore {
                 device.accountNextSequence = row.int64(10) ?? 1
                 device.accountPurgedThrough = row.int64(11) ?? 0
                 device.accountEncrypted = row.bool(22) ?? false
+                device.accountKeyID = row.string(23) ?? ""
                 var record: (row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)?
                 if let sequence = row.int64(15) {
                     guard let collection = row.string(16).flatMap(RecordCollection.init(rawValue:)) else {
@@ -270,13 +274,13 @@ public final class PostgresStore: SyncStore {
         // The lookup is by hash; compare again in constant time before trusting it.
         guard let first = rows.first, Crypto.constantTimeEqual(first.tokenHash, hash) else { throw ServerError.unauthorized("the token is not valid") }
         guard !first.device.revoked else { throw ServerError.revoked }
-        try SyncEngine.checkProtocol(clientProtocol, of: first.device)
+        try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: first.device)
         let prefetched = PrefetchedPull(clientDevice: clientDevice?.device ?? "", stream: first.stream, records: rows.compactMap(\.record))
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: first.device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                            epoch: first.epoch, reconciling: reconciling, in: prefetched)
         try finishPull(&page, since: cursor, device: first.device, clientEpoch: clientEpoch)
         cachedEpoch.withLock { $0 = page.epoch }
-        return ServerStore.pullJSON(page, accountUID: first.device.accountUID, encrypted: first.device.accountEncrypted, clock: clockStamp())
+        return ServerStore.pullJSON(page, device: first.device, clock: clockStamp())
     }
 
     /// What the pull's one statement read, answering the engine's reads.

@@ -56,10 +56,10 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
 
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
-    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64, encrypted: Bool) {
-        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
-            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false)
-        } ?? (nextSequence: 1, stampHigh: 0, encrypted: false)
+    func accountCounters(_ account: Int64) throws -> AccountCounters {
+        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
+            AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "")
+        } ?? AccountCounters()
     }
 
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {

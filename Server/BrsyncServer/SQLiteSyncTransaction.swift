@@ -18,10 +18,10 @@ struct SQLiteSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
             [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
     }
 
-    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64, encrypted: Bool) {
-        try database.queryFirst("SELECT next_seq, stamp_high, encrypted FROM accounts WHERE id = ?", [.integer(account)]) {
-            (nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1)
-        } ?? (nextSequence: 1, stampHigh: 0, encrypted: false)
+    func accountCounters(_ account: Int64) throws -> AccountCounters {
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = ?", [.integer(account)]) {
+            AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "")
+        } ?? AccountCounters()
     }
 
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {

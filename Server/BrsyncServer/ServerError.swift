@@ -25,6 +25,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case notEncrypted(String)
     /// A client of protocol 1 for an encrypted account: it cannot read it.
     case upgradeRequired
+    /// Changes, a pull or a rotation under an account key the account no
+    /// longer uses (it was rotated on another machine).
+    case keyRotated
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -36,7 +39,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired: return 409
+        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated: return 409
         case .clockSkew, .foreignStamp: return 422
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
@@ -60,6 +63,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .encryptionRequired: return "encryption_required"
         case .notEncrypted: return "not_encrypted"
         case .upgradeRequired: return "upgrade_required"
+        case .keyRotated: return "key_rotated"
         case .unavailable: return "unavailable"
         case .database(let error) where error.isBusy: return "busy"
         case .database, .storeUnusable, .newerSchema: return "internal"
@@ -75,6 +79,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
         case .notEncrypted(let what):
             return "this account is not end-to-end encrypted, and the request holds sealed records (\(what))"
+        case .keyRotated:
+            return "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
         case .upgradeRequired:
             return "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
         case .revoked: return "this device's token was revoked"

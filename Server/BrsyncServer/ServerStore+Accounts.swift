@@ -32,6 +32,8 @@ extension ServerStore {
         public var accountPurgedThrough: Int64 = 0
         /// Whether the account is end-to-end encrypted (it takes sealed records only).
         public var accountEncrypted = false
+        /// The id of the account key its records are sealed with ("" when not encrypted).
+        public var accountKeyID = ""
     }
 
     static func validateName(_ name: String, what: String) throws {
@@ -96,16 +98,20 @@ extension ServerStore {
     /// truncated after the commit, so the readable records do not linger in
     /// free pages of the file or in old log frames (backups made before keep
     /// them: Deploy/SECURITY.md).
-    public func encryptAccount(of device: Device) throws -> Bool {
+    public func encryptAccount(of device: Device, keyID: String, replacing oldKeyID: String?) throws -> Bool {
         try withDatabase { database in
             try database.execute("PRAGMA secure_delete = ON")
             defer { try? database.execute("PRAGMA secure_delete = OFF") }
             let changed = try database.transaction(.immediate) { () throws -> Bool in
-                guard let encrypted = try database.scalar("SELECT encrypted FROM accounts WHERE id = ?", [.integer(device.accountID)])?.int64Value else {
+                guard let current = try database.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = ?", [.integer(device.accountID)], {
+                    (encrypted: $0.int(0) == 1, keyID: $0.string(1) ?? "")
+                }) else {
                     throw ServerError.unauthorized("the device's account no longer exists")
                 }
-                guard encrypted == 0 else { return false }
-                try database.run("UPDATE accounts SET encrypted = 1 WHERE id = ?", [.integer(device.accountID)])
+                guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
+                    return false
+                }
+                try database.run("UPDATE accounts SET encrypted = 1, key_id = ? WHERE id = ?", [.text(keyID), .integer(device.accountID)])
                 try database.run("DELETE FROM records WHERE account_id = ?", [.integer(device.accountID)])
                 try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(device.accountID)])
                 return true
@@ -203,7 +209,7 @@ extension ServerStore {
         let found = try database.queryFirst(
                 """
                 SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
-                       accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted
+                       accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id
                 FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
                 """, [.blob(hash)]
             ) { row -> Device? in
@@ -213,6 +219,7 @@ extension ServerStore {
                 device.accountNextSequence = row.int64(10) ?? 1
                 device.accountPurgedThrough = row.int64(11) ?? 0
                 device.accountEncrypted = row.int(12) == 1
+                device.accountKeyID = row.string(13) ?? ""
                 return device
             }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }

@@ -73,6 +73,7 @@ extension ServerStore {
         var response = PullResponse(changes: changes, next: page.next, more: page.more, epoch: page.epoch, clock: clockStamp(), account: device.accountUID)
         response.reset = page.reset
         response.encrypted = device.accountEncrypted
+        response.keyID = device.accountEncrypted ? device.accountKeyID : nil
         return response
     }
 
@@ -91,24 +92,25 @@ extension ServerStore {
     ///   - clientProtocol: the client's protocol (``Wire/protocolHeader``);
     ///     an encrypted account is refused to protocol 1.
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil,
-                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion) throws -> [UInt8] {
+                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil) throws -> [UInt8] {
         let (page, device) = try withDatabase { database in
             var (device, page) = try database.transaction(.deferred) {
                 let device = try authenticate(token: token, in: database)
-                try SyncEngine.checkProtocol(clientProtocol, of: device)
+                try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
                 return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                              reconciling: reconciling, in: database))
             }
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return (page, device)
         }
-        return Self.pullJSON(page, accountUID: device.accountUID, encrypted: device.accountEncrypted, clock: clockStamp())
+        return Self.pullJSON(page, device: device, clock: clockStamp())
     }
 
     /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
     /// fields and versions spliced in as stored (they are kept in the wire's
     /// form), so serving a page parses nothing.
-    static func pullJSON(_ page: PulledPage, accountUID: String, encrypted: Bool, clock: HLCTimestamp) -> [UInt8] {
+    static func pullJSON(_ page: PulledPage, device: Device, clock: HLCTimestamp) -> [UInt8] {
+        let accountUID = device.accountUID
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
         output += #"{"account":"#.utf8
@@ -135,7 +137,10 @@ extension ServerStore {
         output += #","more":"#.utf8
         output += (page.more ? "true" : "false").utf8
         if page.reset { output += #","reset":true"#.utf8 }
-        if encrypted { output += #","encrypted":true"#.utf8 }
+        if device.accountEncrypted {
+            output += #","encrypted":true,"key":"#.utf8
+            JSONValue.writeString(device.accountKeyID, into: &output)
+        }
         output += #","next":"#.utf8
         output += String(page.next).utf8
         output.append(UInt8(ascii: "}"))

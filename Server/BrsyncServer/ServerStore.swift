@@ -100,6 +100,7 @@ public final class ServerStore: Sendable {
         // records only, and only from clients of protocol 2.
         Migrator.Migration(version: 7, sql: """
             ALTER TABLE accounts ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE accounts ADD COLUMN key_id TEXT NOT NULL DEFAULT '';
             """),
     ])
 

@@ -37,8 +37,8 @@ public enum StoreMigration {
             }
             for row in snapshot.accounts {
                 try connection.run("""
-                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                     """, row)
             }
             for row in snapshot.devices {
@@ -99,8 +99,8 @@ public enum StoreMigration {
             }
             func flag(_ row: Row, _ column: Int) -> PostgresValue { .bool(row.int64(column).map { $0 != 0 } ?? false) }
             accounts = try database.query("""
-                SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted FROM accounts ORDER BY id
-                """) { row in (0..<8).map { $0 == 7 ? flag(row, $0) : value(row, $0) } }
+                SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id FROM accounts ORDER BY id
+                """) { row in (0..<9).map { $0 == 7 ? flag(row, $0) : value(row, $0) } }
             devices = try database.query("""
                 SELECT id, account_id, name, token_hash, client_device, revoked, created_at, last_seen, last_device_seq, acknowledged_cursor
                 FROM devices ORDER BY id

@@ -11,7 +11,7 @@ import SyncCore
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
-/// | `POST /v1/account/encrypt` | bearer | `{"encrypted":true,"changed":BOOL}` |
+/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
 /// Clients send `Brsync-Protocol: 2` (``Wire/protocolHeader``); without it a
@@ -157,17 +157,30 @@ public final class SyncAPI: Sendable {
         return device
     }
 
-    /// Makes the account end-to-end encrypted (see
-    /// ``SyncStore/encryptAccount(of:)``). Only a client of protocol 2 can
-    /// ask; asking again changes nothing.
+    /// Makes the account end-to-end encrypted with the key `key`, or
+    /// rotates it from `replaces` (see ``SyncStore/encryptAccount(of:keyID:replacing:)``).
+    /// Only a client of protocol 2 can ask; asking again changes nothing.
+    /// The answer names the account's key, so a client can tell its key
+    /// from another machine's.
     private func encrypt(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticate(request)
         guard try Self.clientProtocol(request) >= 2 else {
             throw ServerError.badRequest("encryption needs a client of protocol 2 (\(Wire.protocolHeader): 2)")
         }
-        let changed = try store.encryptAccount(of: device)
-        if changed { logger.notice("account \(device.accountID) was made end-to-end encrypted by device '\(device.name)'") }
-        return HTTPResponse.json(200, JSONValue.object(["encrypted": .bool(true), "changed": .bool(changed)]).jsonText)
+        guard case .object(let object) = try body(request), let keyID = object["key"]?.stringValue, Wire.isKeyID(keyID) else {
+            throw ServerError.badRequest("the body must be {\"key\": ID} (an account key's id, 16 hex digits)")
+        }
+        var replacing: String?
+        if let old = object["replaces"] {
+            guard let text = old.stringValue, Wire.isKeyID(text) else { throw ServerError.badRequest("\"replaces\" must be an account key's id") }
+            replacing = text
+        }
+        let changed = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing)
+        if changed {
+            logger.notice("account \(device.accountID): \(replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
+        }
+        let current = try store.authenticate(token: try bearerToken(request)).accountKeyID
+        return HTTPResponse.json(200, JSONValue.object(["encrypted": .bool(true), "changed": .bool(changed), "key": .string(current)]).jsonText)
     }
 
     private func body(_ request: HTTPRequest) throws -> JSONValue {
@@ -226,6 +239,14 @@ public final class SyncAPI: Sendable {
             }
             limit = value
         }
+        var clientKeyID: String?
+        if let text = query["key"] {
+            guard Wire.isKeyID(text) else {
+                _ = try store.authenticate(token: token)
+                throw ServerError.badRequest("key must be an account key's id (16 hex digits)")
+            }
+            clientKeyID = text
+        }
         var replica: ServerStore.PullingReplica?
         if let clientDevice = query["device"] {
             guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
@@ -236,7 +257,7 @@ public final class SyncAPI: Sendable {
             replica = ServerStore.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
-                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol)
+                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

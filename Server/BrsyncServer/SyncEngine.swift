@@ -39,18 +39,37 @@ enum SyncEngine {
     /// with a key learns the account is not encrypted yet. Checked inside
     /// the write transaction, after the account is locked, so no push slips
     /// past an encryption.
-    static func checkSealing(of changes: [ChangeRecord], encrypted: Bool) throws {
-        if encrypted {
+    /// Changes sealed with a key the account no longer uses (rotated) are
+    /// refused too (409 key_rotated).
+    static func checkSealing(of changes: [ChangeRecord], keyID: String?, account: AccountCounters) throws {
+        if account.encrypted {
             if let problem = changes.lazy.compactMap(Wire.sealedProblem).first { throw ServerError.encryptionRequired(problem) }
+            if keyID != account.keyID { throw keyID == nil ? ServerError.encryptionRequired("the request names no account key") : ServerError.keyRotated }
         } else if let sealed = changes.first(where: Wire.looksSealed) {
             throw ServerError.notEncrypted("\(sealed.collection.rawValue) '\(DisplayText.printable(sealed.key.prefix(60)))'")
+        } else if keyID != nil {
+            throw ServerError.notEncrypted("the request names an account key")
         }
+    }
+
+    /// Whether ``SyncStore/encryptAccount(of:keyID:replacing:)`` changes
+    /// the account: encrypting one that is not, or rotating from the key it
+    /// uses.
+    static func shouldEncrypt(encrypted: Bool, currentKeyID: String, keyID: String, replacing oldKeyID: String?) throws -> Bool {
+        guard encrypted else { return true }
+        guard let oldKeyID else { return false } // encrypted already (with this key, or another: the client compares)
+        if currentKeyID == keyID { return false } // rotated already (a retry)
+        guard currentKeyID == oldKeyID else { throw ServerError.keyRotated }
+        return true
     }
 
     /// A client of protocol 1 cannot read an encrypted account: it is told
     /// to upgrade instead of being sent what it cannot open.
-    static func checkProtocol(_ clientProtocol: Int, of device: ServerStore.Device) throws {
+    /// A client that names its key (a pull's `key=`) must name the
+    /// account's: one with a rotated key learns it before opening anything.
+    static func checkProtocol(_ clientProtocol: Int, keyID: String? = nil, of device: ServerStore.Device) throws {
         if device.accountEncrypted && clientProtocol < 2 { throw ServerError.upgradeRequired }
+        if device.accountEncrypted, let keyID, keyID != device.accountKeyID { throw ServerError.keyRotated }
     }
 
     /// A push from `device`, inside the store's write transaction: the changes
@@ -71,7 +90,7 @@ enum SyncEngine {
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID)
-        try checkSealing(of: request.changes, encrypted: counters.encrypted)
+        try checkSealing(of: request.changes, keyID: request.keyID, account: counters)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
@@ -183,7 +202,7 @@ enum SyncEngine {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID)
-        try checkSealing(of: request.records, encrypted: counters.encrypted)
+        try checkSealing(of: request.records, keyID: request.keyID, account: counters)
         var usable: [ChangeRecord] = []
         for record in request.records {
             do {

@@ -16,13 +16,18 @@ public protocol SyncStore: AnyObject, Sendable {
     func relay(_ request: RelayRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
-                  reconciling: Bool, clientProtocol: Int) throws -> [UInt8]
-    /// Makes the device's account end-to-end encrypted (issue 13), in one
-    /// transaction: the flag is set and the account's records and replica
-    /// streams are deleted (no readable record or tombstone stays); every
-    /// device with the key sends its records again, sealed.
-    /// - Returns: whether the account was not encrypted before.
-    func encryptAccount(of device: ServerStore.Device) throws -> Bool
+                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?) throws -> [UInt8]
+    /// Makes the device's account end-to-end encrypted with the key `keyID`
+    /// (issue 13), or, with `replacing`, rotates its key from that one, in
+    /// one transaction: the flag and the key id are set and the account's
+    /// records and replica streams are deleted (no readable record, or
+    /// record sealed with the old key, stays); every device with the key
+    /// sends its records again, sealed.
+    /// - Returns: whether anything changed (false: encrypted already, with
+    ///   this key or another).
+    /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
+    ///   account no longer uses.
+    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> Bool
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()

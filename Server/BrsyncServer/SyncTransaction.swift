@@ -16,7 +16,7 @@ protocol SyncWriteTransaction {
     /// whether it is end-to-end encrypted; in a store shared by processes
     /// this locks the account until the end of the transaction (pushes of
     /// one account are serialised, and none slips past an encryption).
-    func accountCounters(_ account: Int64) throws -> (nextSequence: Int64, stampHigh: Int64, encrypted: Bool)
+    func accountCounters(_ account: Int64) throws -> AccountCounters
     /// Reads ahead the records a push or relay will ask ``record(account:collection:key:)``
     /// for, where a round trip per record would cost more than the merge
     /// (a store whose reads are local may do nothing).
@@ -34,6 +34,15 @@ protocol SyncWriteTransaction {
     func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
     /// Starts a new epoch (a rollback was detected) and returns it.
     func startNewEpoch() throws -> String
+}
+
+/// An account's counters and encryption, read (and locked) by a push or relay.
+struct AccountCounters {
+    var nextSequence: Int64 = 1
+    var stampHigh: Int64 = 0
+    var encrypted = false
+    /// The id of the key its records are sealed with ("" when not encrypted).
+    var keyID = ""
 }
 
 /// What a pull needs of a store inside one read transaction.

@@ -69,9 +69,23 @@ extension JSONValue {
     /// characters escaped, and also DEL, the C1 controls and the bidirectional
     /// controls (``DisplayText``), so JSON printed on a terminal cannot carry
     /// an escape sequence or reorder what is shown; the value is unchanged.
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
     public static func writeString(_ text: String, into output: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
         output.append(UInt8(ascii: "\""))
+        // Most strings need no escape at all (keys, ids, base64): copied in one go.
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2 {
+                return false
+            }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true {
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        let hex = hexDigits
         let utf8 = text.utf8
         // Most strings have none of the escaped scalars above U+007E: one pass of bytes.
         if utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) {

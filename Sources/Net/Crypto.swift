@@ -25,13 +25,19 @@ public enum Crypto {
     }
 
     /// Base64url without padding (RFC 4648 §5).
+    private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let alphabet = base64URLAlphabet
         var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
         var index = 0
         while index + 3 <= bytes.count {
             let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            output += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)], alphabet[Int(value >> 6 & 63)], alphabet[Int(value & 63)]]
+            output.append(alphabet[Int(value >> 18 & 63)])
+            output.append(alphabet[Int(value >> 12 & 63)])
+            output.append(alphabet[Int(value >> 6 & 63)])
+            output.append(alphabet[Int(value & 63)])
             index += 3
         }
         let rest = bytes.count - index
@@ -67,7 +73,10 @@ public enum Crypto {
         var index = 0
         while index + 4 <= values.count {
             let value = values[index] << 18 | values[index + 1] << 12 | values[index + 2] << 6 | values[index + 3]
-            output += [UInt8(value >> 16 & 255), UInt8(value >> 8 & 255), UInt8(value & 255)]
+            // One byte at a time: a literal array here would be allocated per group.
+            output.append(UInt8(value >> 16 & 255))
+            output.append(UInt8(value >> 8 & 255))
+            output.append(UInt8(value & 255))
             index += 4
         }
         switch values.count - index {

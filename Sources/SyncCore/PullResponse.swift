@@ -21,6 +21,8 @@ public struct PullResponse: Sendable, Equatable {
     /// The account is end-to-end encrypted: every record is sealed, and the
     /// client opens it with the account key (protocol 2).
     public var encrypted = false
+    /// The id of the account key the records are sealed with (encrypted accounts).
+    public var keyID: String?
 
     public init(changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = "") {
         self.changes = changes
@@ -33,7 +35,7 @@ public struct PullResponse: Sendable, Equatable {
 
     public static func == (lhs: PullResponse, rhs: PullResponse) -> Bool {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
-            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset && lhs.encrypted == rhs.encrypted
+            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
@@ -42,6 +44,7 @@ public struct PullResponse: Sendable, Equatable {
                                            "epoch": .string(epoch), "clock": .string(clock.description), "account": .string(account)]
         if reset { object["reset"] = .bool(true) }
         if encrypted { object["encrypted"] = .bool(true) }
+        if let keyID { object["key"] = .string(keyID) }
         return .object(object)
     }
 
@@ -71,5 +74,6 @@ public struct PullResponse: Sendable, Equatable {
         self.unusable = unusable
         self.reset = object["reset"]?.boolValue ?? false
         self.encrypted = object["encrypted"]?.boolValue ?? false
+        self.keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
     }
 }

@@ -15,8 +15,13 @@ public struct PushRequest: Sendable, Equatable {
     /// to it by its next pull.
     public var since: Int64?
     public var epoch: String?
+    /// The id of the account key the changes are sealed with (end-to-end
+    /// encryption): an encrypted account refuses changes sealed with a key
+    /// it no longer uses (rotated).
+    public var keyID: String?
 
-    public init(device: String, from: Int64, to: Int64, changes: [ChangeRecord], base: String? = nil, since: Int64? = nil, epoch: String? = nil) {
+    public init(device: String, from: Int64, to: Int64, changes: [ChangeRecord], base: String? = nil, since: Int64? = nil, epoch: String? = nil,
+                keyID: String? = nil) {
         self.device = device
         self.from = from
         self.to = to
@@ -24,6 +29,7 @@ public struct PushRequest: Sendable, Equatable {
         self.base = base
         self.since = since
         self.epoch = epoch
+        self.keyID = keyID
     }
 
     public var json: JSONValue {
@@ -31,6 +37,7 @@ public struct PushRequest: Sendable, Equatable {
         if let base { object["base"] = .string(base) }
         if let since { object["since"] = .int(since) }
         if let epoch { object["epoch"] = .string(epoch) }
+        if let keyID { object["key"] = .string(keyID) }
         return .object(object)
     }
 
@@ -63,7 +70,8 @@ public struct PushRequest: Sendable, Equatable {
         if let since, since < 0 { throw Wire.Problem("\"since\" must be a cursor (0 or more)") }
         let epoch = object["epoch"]?.stringValue
         if let epoch, epoch.utf8.count > 64 { throw Wire.Problem("\"epoch\" is at most 64 bytes") }
-        self.init(device: device, from: from, to: to, changes: changes, base: base, since: since, epoch: epoch)
+        self.init(device: device, from: from, to: to, changes: changes, base: base, since: since, epoch: epoch,
+                  keyID: try Wire.keyID(in: object))
     }
 }
 
@@ -101,12 +109,19 @@ public struct RejectedChange: Sendable, Equatable {
 /// version vectors stay the devices' own.
 public struct RelayRequest: Sendable, Equatable {
     public var records: [ChangeRecord]
+    /// As ``PushRequest/keyID``.
+    public var keyID: String?
 
-    public init(records: [ChangeRecord]) {
+    public init(records: [ChangeRecord], keyID: String? = nil) {
         self.records = records
+        self.keyID = keyID
     }
 
-    public var json: JSONValue { .object(["records": .array(records.map(\.json))]) }
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["records": .array(records.map(\.json))]
+        if let keyID { object["key"] = .string(keyID) }
+        return .object(object)
+    }
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, case .array(let items)? = object["records"] else {
@@ -116,6 +131,6 @@ public struct RelayRequest: Sendable, Equatable {
         var records: [ChangeRecord] = []
         records.reserveCapacity(items.count)
         for item in items { records.append(try ChangeRecord(json: item)) }
-        self.init(records: records)
+        self.init(records: records, keyID: try Wire.keyID(in: object))
     }
 }

@@ -17,6 +17,17 @@ extension Wire {
     /// Field names starting with this are encryption's own.
     public static let sealedFieldPrefix = "e2e."
 
+    /// Whether `text` is an account key's id: 16 lower-case hex digits
+    /// (HKDF-derived; it reveals nothing of the key).
+    public static func isKeyID(_ text: String) -> Bool { isDigest(text) }
+
+    /// The optional `"key"` of a request: an account key's id.
+    static func keyID(in object: [String: JSONValue]) throws(Problem) -> String? {
+        guard let value = object["key"] else { return nil }
+        guard let text = value.stringValue, isKeyID(text) else { throw Problem("\"key\" must be an account key's id (16 hex digits)") }
+        return text
+    }
+
     /// Whether `key` is a hidden record key: `h1.` and 43 base64url
     /// characters (an HMAC-SHA256).
     public static func isHiddenKey(_ key: String) -> Bool {

@@ -2,6 +2,7 @@ import Foundation
 import Model
 import Storage
 import SyncClient
+import SyncCore
 import Testing
 import TestSupport
 
@@ -336,5 +337,66 @@ extension EncryptionTests {
         }
         let listed = try ProcessRunner.run(world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
         #expect(!listed.stdout.contains("half"), "\(listed)")
+    }
+}
+
+/// `brsync key rotate` (issue 13).
+extension EncryptionTests {
+    @Test func aRotatedKeyLocksOutTheOldOneAndEveryMachineGoesOnWithTheNewCode() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
+        try world.mustRun(laptop, ["rules", "add", "before.example", "firefox"])
+        let oldCode = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
+        #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n").status == 0)
+        // The desktop has an edit it has not pushed when the key is rotated.
+        try world.mustRun(desktop, ["rules", "add", "offline.example", "firefox"])
+
+        let rotated = try world.run(laptop, ["key", "rotate"])
+        #expect(rotated.status == 0 && rotated.stderr.contains("rotated"), "\(rotated)")
+        let newCode = try #require(Self.recoveryCode(rotated.stdout))
+        let shown = try world.run(laptop, ["key", "show"]).stdout
+        #expect(newCode != oldCode && shown.contains(newCode))
+        #expect(!FileManager.default.fileExists(atPath: laptop + "/account-key.next"))
+
+        // What the server holds now opens with the new key only: a machine that has
+        // only the old code (a revoked one, a thief of it) reads nothing written since.
+        let oldCipher = RecordCipher(try AccountKey(recoveryCode: oldCode))
+        let newCipher = RecordCipher(try AccountKey(recoveryCode: newCode))
+        let stored = try Database(path: world.db, mode: .readOnly).query("SELECT collection, key, fields, versions FROM records") { row in
+            try ChangeRecord(json: JSONValue.parse(#"{"seq":1,"collection":"\#(row.string(0) ?? "")","key":"\#(row.string(1) ?? "")","fields":\#(row.string(2) ?? "{}"),"versions":\#(row.string(3) ?? "{}")}"#))
+        }.filter { !$0.state.fields.isEmpty }
+        #expect(!stored.isEmpty)
+        #expect(stored.allSatisfy { (try? oldCipher.open($0)) == nil }, "a record written after the rotation opens with the old key")
+        #expect(stored.allSatisfy { (try? newCipher.open($0)) != nil })
+
+        // The desktop, with the old key: stopped, told why, its edit kept.
+        let stopped = try world.run(desktop, ["sync"])
+        #expect(stopped.status == 5 && stopped.stderr.contains("rotated") && stopped.stderr.contains("brsync key add"), "\(stopped)")
+        #expect(try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":1"#))
+        // The old code is refused, here and for a machine joining with it.
+        let stale = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n")
+        #expect(stale.status == 2 && stale.stderr.contains("this machine has this account key already"), "\(stale)")
+        let join = try #require(try world.joinOutput("tablet").split(separator: "\n").last.map(String.init))
+        let tablet = world.directory.file("tablet")
+        let staleJoin = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet], stdin: join + "\n" + oldCode + "\n")
+        #expect(staleJoin.status == 2 && staleJoin.stderr.contains("rotated"), "\(staleJoin)")
+        // With the new code, the desktop goes on: its edit goes up sealed with the new key.
+        let replaced = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
+        #expect(replaced.status == 0 && replaced.stderr.contains("replaced"), "\(replaced)")
+        try world.mustRun(laptop, ["sync"])
+        for home in [laptop, desktop] {
+            let rules = try world.run(home, ["rules", "list"]).stdout
+            #expect(rules.contains("before.example") && rules.contains("offline.example"), "\(home): \(rules)")
+        }
+        // A rotation stopped after the new key was put aside and before the server
+        // agreed: the next sync forgets that key (the account does not use it).
+        try AccountKeyFile.write(AccountKey.generate(), home: laptop, pending: true)
+        try world.mustRun(laptop, ["sync"])
+        #expect(!FileManager.default.fileExists(atPath: laptop + "/account-key.next"))
+        #expect(try world.run(laptop, ["key", "show"]).stdout.contains(newCode))
+        // The machine that did not rotate cannot rotate from a key the account no longer uses.
+        try world.mustRun(desktop, ["sync"])
     }
 }

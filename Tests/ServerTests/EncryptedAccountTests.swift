@@ -26,8 +26,13 @@ import TestSupport
         return device.change("h1." + base64URL(label, 43), fields)
     }
 
-    static func encrypt(_ device: TestDevice) throws -> HTTPResponseParser.ParsedResponse {
-        try device.client.send(method: "POST", target: "/v1/account/encrypt", headers: device.authorization)
+    static let firstKey = "00000000000000a1", secondKey = "00000000000000b2"
+
+    static func encrypt(_ device: TestDevice, key: String = firstKey, replacing: String? = nil) throws -> HTTPResponseParser.ParsedResponse {
+        var body: [String: JSONValue] = ["key": .string(key)]
+        if let replacing { body["replaces"] = .string(replacing) }
+        return try device.client.send(method: "POST", target: "/v1/account/encrypt", headers: device.authorization,
+                                      body: Array(JSONValue.object(body).jsonText.utf8))
     }
 
     @Test(arguments: StoreKind.allCases) func anEncryptedAccountTakesSealedRecordsOnlyAndOnlyFromProtocol2(_ kind: StoreKind) throws {
@@ -44,9 +49,9 @@ import TestSupport
         #expect(first.status == 200 && first.text.contains(#""changed":true"#), "\(first.text)")
         #expect(try Self.encrypt(laptop).text.contains(#""changed":false"#))
 
-        // Nothing readable stays: the account is empty, and says it is encrypted.
+        // Nothing readable stays: the account is empty, and says it is encrypted, with which key.
         let page = try laptop.pull()
-        #expect(page.status == 200 && page.text.contains(#""encrypted":true"#))
+        #expect(page.status == 200 && page.text.contains(#""encrypted":true"#) && page.text.contains(#""key":"\#(Self.firstKey)""#), "\(page.text)")
         #expect(try laptop.pullAll().records.isEmpty)
 
         // An old client is told to upgrade, whatever it asks.
@@ -57,6 +62,7 @@ import TestSupport
 
         // A new client without the key: its readable change is refused whole, naming the field.
         desktop.protocolVersion = 2
+        desktop.keyID = Self.firstKey
         desktop.nextSequence = 1
         let readable = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
         #expect(readable.status == 409 && readable.errorCode == "encryption_required", "\(readable.text)")
@@ -90,7 +96,7 @@ import TestSupport
             #expect(answer.status == 409 && answer.errorCode == "encryption_required" && answer.errorMessage.contains(reason), "\(reason): \(answer.text)")
         }
         // A relay is held to the same rule.
-        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])])
+        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])], keyID: Self.firstKey)
         let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: Array(relay.json.jsonText.utf8))
         #expect(relayed.status == 409 && relayed.errorCode == "encryption_required")
         #expect(try laptop.pullAll().records.count == 2)
@@ -109,6 +115,55 @@ import TestSupport
         #expect(try Self.encrypt(laptop).status == 200)
         #expect(try bob.pullAll().records.count == 1)
         #expect(try bob.pull().status == 200 && !(try bob.pull().text.contains("encrypted")))
+    }
+
+    /// A rotation replaces the account's key: it deletes what was sealed with
+    /// the old one, and refuses the old key from then on (pushes, relays,
+    /// pulls), so a machine with only the old key syncs nothing more.
+    @Test(arguments: StoreKind.allCases) func aRotatedKeyIsRefusedEverywhere(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        let desktop = try fixture.device("alice", "desktop")
+        for device in [laptop, desktop] {
+            device.protocolVersion = 2
+            device.keyID = Self.firstKey
+        }
+        #expect(try Self.encrypt(laptop).status == 200)
+        #expect(try laptop.push([Self.sealed(laptop, "one")]).status == 200)
+        // Encrypting again with another key changes nothing (the client sees the account's key).
+        let other = try Self.encrypt(desktop, key: Self.secondKey)
+        #expect(other.status == 200 && other.text.contains(#""changed":false"#) && other.text.contains(Self.firstKey), "\(other.text)")
+        // A rotation from a key the account does not use is refused; from its key, it happens once.
+        let stale = try Self.encrypt(desktop, key: "00000000000000c3", replacing: Self.secondKey)
+        #expect(stale.status == 409 && stale.errorCode == "key_rotated", "\(stale.text) \(stale.errorCode ?? "nil")")
+        let rotated = try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey)
+        #expect(rotated.status == 200 && rotated.text.contains(#""changed":true"#), "\(rotated.text)")
+        #expect(try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey).text.contains(#""changed":false"#), "a retry")
+        // The old key: refused for pushes, relays and pulls; nothing of it stays.
+        desktop.nextSequence = 1
+        let push = try desktop.push([Self.sealed(desktop, "two")])
+        #expect(push.status == 409 && push.errorCode == "key_rotated" && push.errorMessage.contains("brsync key add"), "\(push.text)")
+        let relay = RelayRequest(records: [Self.sealed(desktop, "three")], keyID: Self.firstKey)
+        let relayed = try desktop.client.send(method: "POST", target: "/v1/relay", headers: desktop.authorization, body: Array(relay.json.jsonText.utf8))
+        #expect(relayed.status == 409 && relayed.errorCode == "key_rotated")
+        let pull = try desktop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.firstKey)", headers: desktop.authorization)
+        #expect(pull.status == 409 && pull.errorCode == "key_rotated")
+        // A push naming no key, and a key named to an account that is not encrypted, are refused too.
+        desktop.keyID = nil
+        desktop.nextSequence = 1
+        #expect(try desktop.push([Self.sealed(desktop, "four")]).errorCode == "encryption_required")
+        let bob = try fixture.device("bob", "phone")
+        bob.protocolVersion = 2
+        bob.keyID = Self.firstKey
+        #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).errorCode == "not_encrypted")
+        // The new key is taken.
+        laptop.keyID = Self.secondKey
+        laptop.nextSequence = 1
+        laptop.chains = [:]
+        #expect(try laptop.push([Self.sealed(laptop, "five")]).status == 200)
+        let page = try laptop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.secondKey)", headers: laptop.authorization)
+        #expect(page.status == 200 && page.text.contains(Self.secondKey))
+        #expect(try PullResponse(json: try JSONValue.parse(page.text)).changes.count == 1, "only what was sealed with the new key")
     }
 
     @Test(arguments: ["two", "-1", "0", "99999", ""]) func aProtocolHeaderThatIsNotANumberIsRefused(_ value: String) throws {

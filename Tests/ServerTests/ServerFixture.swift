@@ -86,6 +86,8 @@ final class TestDevice: @unchecked Sendable {
 
     /// The protocol the device speaks (`Brsync-Protocol`); nil sends no header (protocol 1).
     var protocolVersion: Int?
+    /// The account key its pushes say they are sealed with (end-to-end encryption).
+    var keyID: String?
 
     var authorization: HTTPHeaders {
         var headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
@@ -115,7 +117,7 @@ final class TestDevice: @unchecked Sendable {
             for (change, chain) in zip(changes, ChangeRecord.chain(changes, after: base)) { chains[change.sequence] = chain }
         }
         let request = PushRequest(device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
-                                  base: from == 1 ? nil : base)
+                                  base: from == 1 ? nil : base, keyID: keyID)
         return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: Array(request.json.jsonText.utf8))
     }
 

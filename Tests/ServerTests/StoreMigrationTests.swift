@@ -38,7 +38,7 @@ import TestSupport
         for since in [Int64(0), 7, 21] {
             let before = try PullResponse(json: try JSONValue.parse(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self)))
             let after = try PullResponse(json: try JSONValue.parse(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100,
-                                                                                                                 clientDevice: nil, clientEpoch: nil, reconciling: false, clientProtocol: 2), as: UTF8.self)))
+                                                                                                                 clientDevice: nil, clientEpoch: nil, reconciling: false, clientProtocol: 2, clientKeyID: nil), as: UTF8.self)))
             #expect(before.changes == after.changes && before.next == after.next && before.epoch == after.epoch)
         }
         // The laptop goes on from its next change number: no gap, no divergence.
