@@ -170,23 +170,40 @@ public struct RecordCipher: Sendable {
     /// stamp are those it was sealed with.
     /// - Throws: ``RecordCipherError`` naming the record and the field.
     public func open(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> String {
-        // Written only for an error (opening thousands of records builds none).
-        var place: String { "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(DisplayText.printable(field.prefix(80)))\"" }
-        guard sealed.hasPrefix("e1."), let combined = Crypto.base64URLDecode(String(sealed.dropFirst(3))) else {
-            throw RecordCipherError(message: "\(place): not a sealed value (a plaintext value in an encrypted account?)")
+        let plaintext = try openBytes(sealed, collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
+        guard let text = String(validUTF8: plaintext) else {
+            throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)): the opened value is not text")
+        }
+        return text
+    }
+
+    /// Where a value was sealed, for an error (opening thousands of records builds none).
+    static func place(_ collection: String, _ hiddenKey: String, _ field: String) -> String {
+        "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(DisplayText.printable(field.prefix(80)))\""
+    }
+
+    /// The bytes `seal` sealed (see ``open(_:collection:hiddenKey:field:stamp:)``).
+    func openBytes(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> [UInt8] {
+        guard sealed.utf8.starts(with: Self.sealedPrefix), let combined = Crypto.base64URLDecode(String(sealed.utf8.dropFirst(3))!) else {
+            throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)")
         }
         do {
             let box = try Crypto.SealedBox(combined: combined)
-            let plaintext = try Crypto.open(box, key: valueKey,
-                                            authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
-            guard let text = String(validUTF8: plaintext) else {
-                throw RecordCipherError(message: "\(place): the opened value is not text")
-            }
-            return text
-        } catch let error as RecordCipherError {
-            throw error
+            return try Crypto.open(box, key: valueKey, authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
         } catch {
-            throw RecordCipherError(message: "\(place) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
+            throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
+        }
+    }
+
+    static let sealedPrefix = Array("e1.".utf8)
+
+    /// A JSON value `seal` sealed, parsed from the opened bytes (the parser checks their UTF-8).
+    func openValue(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> JSONValue {
+        let bytes = try openBytes(sealed, collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
+        do {
+            return try bytes.withUnsafeBufferPointer { buffer throws(JSONValue.ParseError) in try JSONValue.parse(utf8: buffer) }
+        } catch {
+            throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)): the opened value is not JSON")
         }
     }
 }
@@ -275,18 +292,15 @@ extension RecordCipher {
                 guard let twin = change.state.fields[Self.deletedTwinField], twin.stamp == register.stamp, case .string(let sealed) = twin.value else {
                     throw forged
                 }
-                let opened = try open(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
-                guard (try? JSONValue.parse(opened)) == register.value else { throw forged }
+                let opened = try openValue(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
+                guard opened == register.value else { throw forged }
                 fields[name] = register
                 continue
             }
             guard case .string(let sealed) = register.value else {
                 throw RecordCipherError(message: "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": not a sealed value (a plaintext value in an encrypted account?)")
             }
-            let text = try open(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
-            guard let value = try? JSONValue.parse(text) else {
-                throw RecordCipherError(message: "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": the opened value is not JSON")
-            }
+            let value = try openValue(sealed, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
             fields[name] = StampedValue(value, stamp: register.stamp)
         }
         return fields

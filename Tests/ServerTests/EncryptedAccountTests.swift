@@ -166,6 +166,29 @@ import TestSupport
         #expect(try PullResponse(json: try JSONValue.parse(page.text)).changes.count == 1, "only what was sealed with the new key")
     }
 
+    /// Bad requests to encrypt: refused with what is wrong, and the account stays readable.
+    @Test(arguments: StoreKind.allCases) func aBadEncryptionRequestChangesNothing(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = 2
+        #expect(try laptop.push([laptop.change("kept.example", ["browser": .string("firefox")])]).status == 200)
+        for (body, message) in [("", "not JSON"), ("not json", "not JSON"), ("[]", "{\"key\": ID}"), ("{}", "{\"key\": ID}"),
+                                (#"{"key": 5}"#, "{\"key\": ID}"), (#"{"key": "xyz"}"#, "{\"key\": ID}"),
+                                (#"{"key": "00000000000000A1"}"#, "{\"key\": ID}"), (#"{"key": "00000000000000a1", "replaces": "no"}"#, "replaces"),
+                                (#"{"key": "00000000000000a1\u0000"}"#, "{\"key\": ID}")] {
+            let answer = try laptop.client.send(method: "POST", target: "/v1/account/encrypt", headers: laptop.authorization, body: Array(body.utf8))
+            #expect(answer.status == 400 && answer.errorMessage.contains(message), "\(body): \(answer.text)")
+        }
+        // A pull naming something that is not a key id is refused; the account is still readable.
+        let pull = try laptop.client.send(method: "GET", target: "/v1/pull?since=0&key=nothex", headers: laptop.authorization)
+        #expect(pull.status == 400 && pull.errorMessage.contains("key"), "\(pull.text)")
+        let page = try laptop.pull()
+        #expect(page.status == 200 && !page.text.contains("encrypted") && page.text.contains("kept.example"))
+        // Without a token, nothing is read.
+        let stranger = try laptop.client.send(method: "POST", target: "/v1/account/encrypt", body: Array(#"{"key":"00000000000000a1"}"#.utf8))
+        #expect(stranger.status == 401)
+    }
+
     @Test(arguments: ["two", "-1", "0", "99999", ""]) func aProtocolHeaderThatIsNotANumberIsRefused(_ value: String) throws {
         let fixture = try ServerFixture(.sqlite)
         let laptop = try fixture.device("alice", "laptop")
