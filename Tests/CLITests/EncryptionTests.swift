@@ -400,3 +400,49 @@ extension EncryptionTests {
         try world.mustRun(desktop, ["sync"])
     }
 }
+
+/// The account key file is an input too (issue 13): damaged, readable by
+/// others, or a folder — each a clear error, nothing synced, nothing changed.
+extension EncryptionTests {
+    @Test func aKeyFileThatIsNotRightStopsSyncWithAClearError() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
+        try world.mustRun(laptop, ["rules", "add", "kept.example", "firefox"])
+        let code = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
+        let keyFile = laptop + "/account-key"
+        let good = try String(contentsOfFile: keyFile, encoding: .utf8)
+        try world.mustRun(laptop, ["rules", "add", "pending.example", "firefox"])
+        let cases: [(String, () throws -> Void, String)] = [
+            ("a changed character", {
+                try good.replacingOccurrences(of: String(code.prefix(5)), with: String(code.prefix(4)) + (code.dropFirst(4).first == "A" ? "B" : "A"))
+                    .write(toFile: keyFile, atomically: false, encoding: .utf8)
+            }, "damaged"),
+            ("no code", { try "# nothing here\n".write(toFile: keyFile, atomically: false, encoding: .utf8) }, "holds no recovery code"),
+            ("readable by others", {
+                try good.write(toFile: keyFile, atomically: false, encoding: .utf8)
+                chmod(keyFile, 0o644)
+            }, "chmod 600"),
+            ("a folder", {
+                try FileManager.default.removeItem(atPath: keyFile)
+                try FileManager.default.createDirectory(atPath: keyFile, withIntermediateDirectories: false)
+            }, "not a regular file"),
+        ]
+        for (what, damage, message) in cases {
+            try damage()
+            let result = try world.run(laptop, ["sync"])
+            #expect(result.status == 2 && result.stderr.contains(message), "\(what): \(result)")
+            #expect(try world.run(laptop, ["status", "--json"]).stdout.contains(#""unpushed":1"#), "\(what): the edit waits")
+        }
+        // Put right, it syncs again.
+        try FileManager.default.removeItem(atPath: keyFile)
+        try good.write(toFile: keyFile, atomically: false, encoding: .utf8)
+        chmod(keyFile, 0o600)
+        try world.mustRun(laptop, ["sync"])
+        #expect(try world.run(laptop, ["status", "--json"]).stdout.contains(#""unpushed":0"#))
+        // More than a recovery code on standard input is refused, not read forever.
+        let huge = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": laptop],
+                                         stdin: String(repeating: "A", count: 10_000))
+        #expect(huge.status == 2 && huge.stderr.contains("4 KiB"), "\(huge)")
+    }
+}
