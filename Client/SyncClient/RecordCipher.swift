@@ -225,6 +225,9 @@ extension RecordCipher {
     /// its sealed twin), the readable key sealed in ``keyField``. Stamps,
     /// version vectors and the change number stay as they are: they are all
     /// the merge needs.
+    /// A change with no field (re-stamping took them all; it keeps its
+    /// number) gets only its hidden key: there is nothing to seal, and no
+    /// client opens a record without fields (nothing to apply).
     /// - Throws: ``RecordCipherError`` for a field named like the cipher's
     ///   own (`e2e.` and a name).
     public func seal(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {

@@ -118,6 +118,20 @@ import Testing
             #expect(try cipher.open(try ChangeRecord(json: try JSONValue.parse(text))) == change)
         }
         #expect(try cipher.seal(tombstone).state.isDeleted, "the server still sees a tombstone (it keeps and purges them)")
+        // Every sealed change has the form the server of an encrypted account takes.
+        for change in [Self.rule("a.example", "b", at: 1), tombstone, settings] { #expect(Wire.sealedProblem(try cipher.seal(change)) == nil) }
+    }
+
+    /// A change whose fields all left it (re-stamped after they were
+    /// overwritten) keeps its number: sealed, it is its hidden key alone,
+    /// which the server takes and no client needs to open.
+    @Test func aChangeWithNoFieldSealsToItsHiddenKeyAlone() throws {
+        let cipher = RecordCipher(AccountKey.generate())
+        let empty = ChangeRecord(sequence: 4, collection: .rules, key: "zoom.us", state: RecordState(fields: [:], versions: VersionVector(["laptop": 4])))
+        let sealed = try cipher.seal(empty)
+        #expect(sealed.state.fields.isEmpty && sealed.key == cipher.hiddenKey(collection: "rules", key: "zoom.us"))
+        #expect(Wire.sealedProblem(sealed) == nil)
+        #expect(throws: RecordCipherError.self) { try cipher.open(sealed) }
     }
 
     /// What a hostile server could do to stored records, each refused with

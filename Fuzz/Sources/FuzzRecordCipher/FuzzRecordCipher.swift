@@ -10,7 +10,7 @@ let cipher = RecordCipher(try! AccountKey(bytes: Array(repeating: 7, count: 32))
 /// a sealed record, opening it must refuse or succeed without crashing, and
 /// what opens must seal back to a record that opens to the same change. As a
 /// readable change, sealing it (unless it uses the cipher's own field names)
-/// must open back to it unchanged.
+/// must open back to it unchanged (unless it has no field: nothing to open).
 func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let json = try? JSONValue.parse(utf8: UnsafeBufferPointer(start: data, count: size)),
           let change = try? ChangeRecord(json: json) else { return 0 }
@@ -22,7 +22,9 @@ func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let text = sealed.json.jsonText
         let back = try? ChangeRecord(json: JSONValue.parse(text))
         precondition(back == sealed, "a sealed change changed in a round trip through its JSON")
-        precondition((try? cipher.open(sealed)) == change, "a sealed change did not open to itself")
+        // A change with no field (re-stamping took them all) has no sealed key
+        // to open by; the client skips such a record, holding nothing.
+        precondition(change.state.fields.isEmpty || (try? cipher.open(sealed)) == change, "a sealed change did not open to itself")
     }
     return 0
 }
