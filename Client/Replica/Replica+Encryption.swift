@@ -6,15 +6,6 @@ import SyncCore
 /// server chains what it receives), and a fresh start on the server when an
 /// account key arrives.
 extension Replica {
-    /// What a change looks like on the wire; nil sends it as it is. Set by
-    /// the sync client when the account is encrypted, so change chains
-    /// (``changeDigest(_:)``) are computed over sealed changes. Sealing must
-    /// be deterministic (RecordCipher's nonces are synthetic).
-    public var wireForm: ((ChangeRecord) throws -> ChangeRecord)? {
-        get { chainTransform }
-        set { chainTransform = newValue }
-    }
-
     /// Where the switch to an account key stands: the key this replica syncs
     /// with (its id, never the key) and whether every record still has to go
     /// up sealed.

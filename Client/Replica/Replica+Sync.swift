@@ -150,7 +150,7 @@ extension Replica {
             // Numbers with a hole have no chain.
             guard changes.count == Int(sequence - start),
                   changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) }) else { return nil }
-            let chains = ChangeRecord.chain(try changes.map { try chainTransform?($0) ?? $0 }, after: base)
+            let chains = ChangeRecord.chain(try changes.map { try wireForm?($0) ?? $0 }, after: base)
             for (change, chain) in zip(changes, chains) {
                 try database.run("UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ?",
                                  [.text(chain), .text(deviceID), .integer(change.sequence)])

@@ -24,11 +24,8 @@ public enum AccountKeyFile {
         guard status.st_mode & 0o077 == 0 else {
             throw .usage("the account key at \(file) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(file)', and consider the key seen")
         }
-        let bytes = try readSmallFile(file, what: "the account key")
-        let text = String(decoding: bytes, as: UTF8.self)
-        let code = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
-        guard let code else { throw .usage("the account key at \(file) holds no recovery code") }
-        do { return try AccountKey(recoveryCode: String(code)) } catch {
+        guard let code = codeLines(try readSmallFile(file, what: "the account key")).first else { throw .usage("the account key at \(file) holds no recovery code") }
+        do { return try AccountKey(recoveryCode: code) } catch {
             throw .usage("the account key at \(file) is damaged: \(error)")
         }
     }
@@ -79,6 +76,13 @@ public enum AccountKeyFile {
     public static func settle(home: String, accountKeyID: () throws -> String?) throws {
         guard let pending = try read(home: home, pending: true) else { return }
         if try accountKeyID() == pending.id { try promotePending(home: home) } else { remove(home: home, pending: true) }
+    }
+
+    /// The lines of a key file, or of codes pasted or piped in, that can hold
+    /// a code: not blank, not a `#` comment.
+    public static func codeLines(_ bytes: [UInt8]) -> [String] {
+        String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+            .filter { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }.map(String.init)
     }
 
     /// A file of at most 4 KiB (a recovery code is 66 bytes; anything much

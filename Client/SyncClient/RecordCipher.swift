@@ -269,8 +269,8 @@ extension RecordCipher {
         guard let keyRegister = change.state.fields[Self.keyField], case .string(let sealedKey) = keyRegister.value else {
             throw RecordCipherError(message: "\(collection)/\(shown): its key is missing (\(Self.keyField))")
         }
-        let keyText = try open(sealedKey, collection: collection, hiddenKey: hidden, field: Self.keyField, stamp: keyRegister.stamp.description)
-        guard case .string(let key)? = try? JSONValue.parse(keyText), hiddenKey(collection: collection, key: key) == hidden else {
+        let keyValue = try openValue(sealedKey, collection: collection, hiddenKey: hidden, field: Self.keyField, stamp: keyRegister.stamp.description)
+        guard case .string(let key) = keyValue, hiddenKey(collection: collection, key: key) == hidden else {
             throw RecordCipherError(message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
         }
         do {

@@ -96,9 +96,7 @@ struct StandardInputLines {
             return line
         }
         if lines == nil {
-            let bytes = try AccountKeyFile.readSmall(0, what: "standard input")
-            lines = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" })
-                .map(String.init).filter { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
+            lines = AccountKeyFile.codeLines(try AccountKeyFile.readSmall(0, what: "standard input"))
         }
         guard let line = lines?.first else { throw CLIFailure(message: "no \(what) on standard input") }
         lines?.removeFirst()

@@ -38,16 +38,12 @@ struct KeyCommand: ParsableCommand {
                 throw CLIFailure(message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
                                  code: ExitStatus.refused)
             }
-            writeToStandardError("""
+            try announce(key, global, options, """
                 This account is now end-to-end encrypted: the server keeps your rules sealed and cannot read them.
                 The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
                 Write it down and keep it apart from this machine. Without it, and without a machine
                 holding the key, the synced rules cannot be read by anyone.
-
                 """)
-            print(key.recoveryCode)
-            writeToStandardError("\n")
-            try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
     }
 
@@ -101,16 +97,12 @@ struct KeyCommand: ParsableCommand {
                 throw error
             }
             try AccountKeyFile.promotePending(home: replica.home)
-            writeToStandardError("""
+            try announce(key, global, options, """
                 The account key was rotated: what is synced from now on is sealed with a new key, which the old recovery code
                 (and any machine that only has it, such as a revoked one) cannot open. The server's records were deleted;
                 this machine sends everything again, sealed with the new key. Every other machine stops syncing until the new
                 recovery code below is added there ('brsync key add'); their edits are kept and go up then.
-
                 """)
-            print(key.recoveryCode)
-            writeToStandardError("\n")
-            try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
     }
 
@@ -126,6 +118,15 @@ struct KeyCommand: ParsableCommand {
             print(key.recoveryCode)
         }
     }
+}
+
+/// Says what happened (standard error), prints the new key's recovery code
+/// alone on standard output (shown once), and syncs with the key.
+func announce(_ key: AccountKey, _ global: GlobalOptions, _ options: TransferOptions, _ explanation: String) throws {
+    writeToStandardError(explanation + "\n\n")
+    print(key.recoveryCode)
+    writeToStandardError("\n")
+    try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
 }
 
 /// A sync client for the replica's remote, without encryption or with `key`.
@@ -147,10 +148,8 @@ func readRecoveryCode(file: String?) throws -> AccountKey {
     } else {
         bytes = try AccountKeyFile.readSmall(0, what: "the recovery code on standard input")
     }
-    let text = String(decoding: bytes, as: UTF8.self)
-    let code = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
-    guard let code else { throw CLIFailure(message: "no recovery code was given") }
-    do { return try AccountKey(recoveryCode: String(code)) } catch {
+    guard let code = AccountKeyFile.codeLines(bytes).first else { throw CLIFailure(message: "no recovery code was given") }
+    do { return try AccountKey(recoveryCode: code) } catch {
         throw CLIFailure(message: "not a recovery code: \(error)")
     }
 }

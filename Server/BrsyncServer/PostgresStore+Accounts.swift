@@ -49,23 +49,23 @@ extension PostgresStore {
         }
     }
 
-    /// See ``SyncStore/encryptAccount(of:)``. The account's row is locked as
+    /// See ``SyncStore/encryptAccount(of:keyID:replacing:)``. The account's row is locked as
     /// a push locks it, so no push of the account slips past. PostgreSQL keeps
     /// the deleted row versions until a vacuum reuses their space
     /// (Deploy/SECURITY.md says how to scrub them).
-    public func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> Bool {
+    public func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String) {
         try write { connection in
             guard let current = try connection.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE",
                                                           [.integer(device.accountID)], { (encrypted: $0.bool(0) ?? false, keyID: $0.string(1) ?? "") }) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
             guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
-                return false
+                return (false, current.keyID)
             }
             try connection.run("UPDATE accounts SET encrypted = true, key_id = $1 WHERE id = $2", [.text(keyID), .integer(device.accountID)])
             try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(device.accountID)])
             try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(device.accountID)])
-            return true
+            return (true, keyID)
         }
     }
 
@@ -98,6 +98,17 @@ extension PostgresStore {
                 FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
                 """, [.integer(id)]) { Self.device($0) }
         }
+    }
+
+    /// A device as ``authenticate(token:_:)`` selects it (columns 0 to 13,
+    /// the account's counters and encryption included; a pull selects the same).
+    static func authenticatedDevice(_ row: PostgresRow) -> ServerStore.Device {
+        var device = device(row)
+        device.accountNextSequence = row.int64(10) ?? 1
+        device.accountPurgedThrough = row.int64(11) ?? 0
+        device.accountEncrypted = row.bool(12) ?? false
+        device.accountKeyID = row.string(13) ?? ""
+        return device
     }
 
     static func device(_ row: PostgresRow) -> ServerStore.Device {
@@ -148,12 +159,7 @@ extension PostgresStore {
         ) { row -> ServerStore.Device? in
             // The lookup is by hash; compare again in constant time before trusting it.
             guard let stored = row.bytes(9), Crypto.constantTimeEqual(stored, hash) else { return nil }
-            var device = device(row)
-            device.accountNextSequence = row.int64(10) ?? 1
-            device.accountPurgedThrough = row.int64(11) ?? 0
-            device.accountEncrypted = row.bool(12) ?? false
-            device.accountKeyID = row.string(13) ?? ""
-            return device
+            return authenticatedDevice(row)
         }
         guard let device = found ?? nil else { throw ServerError.unauthorized("the token is not valid") }
         guard !device.revoked else { throw ServerError.revoked }

@@ -241,11 +241,10 @@ public final class PostgresStore: SyncStore {
                 """
                 WITH d AS (
                     SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-                           a.uid, d.token_hash, a.next_seq, a.purged_through
+                           a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id
                     FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.token_hash = $1)
                 SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
-                       r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after,
-                       (SELECT encrypted FROM accounts WHERE id = d.account_id), (SELECT key_id FROM accounts WHERE id = d.account_id)
+                       r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after
                 FROM d
                 LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
                 LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
@@ -253,22 +252,19 @@ public final class PostgresStore: SyncStore {
                 ORDER BY r.seq
                 """, [.bytes(hash), .text(clientDevice?.device ?? ""), .integer(cursor), .integer(Int64(limit + 1))]
             ) { row -> PrefetchedPull.Row in
-                var device = Self.device(row)
-                device.accountNextSequence = row.int64(10) ?? 1
-                device.accountPurgedThrough = row.int64(11) ?? 0
-                device.accountEncrypted = row.bool(22) ?? false
-                device.accountKeyID = row.string(23) ?? ""
+                // Columns 0 to 13 are authenticate's.
+                let device = Self.authenticatedDevice(row)
                 var record: (row: ServerStore.PulledRow, knownTo: String?, knownAfter: Int64)?
-                if let sequence = row.int64(15) {
-                    guard let collection = row.string(16).flatMap(RecordCollection.init(rawValue:)) else {
+                if let sequence = row.int64(17) {
+                    guard let collection = row.string(18).flatMap(RecordCollection.init(rawValue:)) else {
                         throw ServerError.storeUnusable("a stored record has an unknown collection")
                     }
-                    record = (row: ServerStore.PulledRow(sequence: sequence, collection: collection, key: row.string(17) ?? "",
-                                                         fields: row.string(18) ?? "{}", versions: row.string(19) ?? "{}"),
-                              knownTo: row.string(20), knownAfter: row.int64(21) ?? 0)
+                    record = (row: ServerStore.PulledRow(sequence: sequence, collection: collection, key: row.string(19) ?? "",
+                                                         fields: row.string(20) ?? "{}", versions: row.string(21) ?? "{}"),
+                              knownTo: row.string(22), knownAfter: row.int64(23) ?? 0)
                 }
-                return PrefetchedPull.Row(device: device, tokenHash: row.bytes(9) ?? [], epoch: row.string(12) ?? "",
-                                          stream: row.int64(13).map { (last: $0, digest: row.string(14) ?? "") }, record: record)
+                return PrefetchedPull.Row(device: device, tokenHash: row.bytes(9) ?? [], epoch: row.string(14) ?? "",
+                                          stream: row.int64(15).map { (last: $0, digest: row.string(16) ?? "") }, record: record)
             }
         }
         // The lookup is by hash; compare again in constant time before trusting it.

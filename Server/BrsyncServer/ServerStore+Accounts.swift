@@ -93,32 +93,32 @@ extension ServerStore {
         }
     }
 
-    /// See ``SyncStore/encryptAccount(of:)``. The deleted rows are
+    /// See ``SyncStore/encryptAccount(of:keyID:replacing:)``. The deleted rows are
     /// overwritten with zeros (`secure_delete`) and the write-ahead log is
     /// truncated after the commit, so the readable records do not linger in
     /// free pages of the file or in old log frames (backups made before keep
     /// them: Deploy/SECURITY.md).
-    public func encryptAccount(of device: Device, keyID: String, replacing oldKeyID: String?) throws -> Bool {
+    public func encryptAccount(of device: Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String) {
         try withDatabase { database in
             try database.execute("PRAGMA secure_delete = ON")
             defer { try? database.execute("PRAGMA secure_delete = OFF") }
-            let changed = try database.transaction(.immediate) { () throws -> Bool in
+            let result = try database.transaction(.immediate) { () throws -> (changed: Bool, keyID: String) in
                 guard let current = try database.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = ?", [.integer(device.accountID)], {
                     (encrypted: $0.int(0) == 1, keyID: $0.string(1) ?? "")
                 }) else {
                     throw ServerError.unauthorized("the device's account no longer exists")
                 }
                 guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
-                    return false
+                    return (false, current.keyID)
                 }
                 try database.run("UPDATE accounts SET encrypted = 1, key_id = ? WHERE id = ?", [.text(keyID), .integer(device.accountID)])
                 try database.run("DELETE FROM records WHERE account_id = ?", [.integer(device.accountID)])
                 try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(device.accountID)])
-                return true
+                return (true, keyID)
             }
             // Best effort: a reader still in an old snapshot keeps the log until the next checkpoint.
-            if changed { try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-            return changed
+            if result.changed { try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            return result
         }
     }
 

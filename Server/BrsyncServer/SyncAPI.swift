@@ -175,11 +175,10 @@ public final class SyncAPI: Sendable {
             guard let text = old.stringValue, Wire.isKeyID(text) else { throw ServerError.badRequest("\"replaces\" must be an account key's id") }
             replacing = text
         }
-        let changed = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing)
+        let (changed, current) = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing)
         if changed {
             logger.notice("account \(device.accountID): \(replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
         }
-        let current = try store.authenticate(token: try bearerToken(request)).accountKeyID
         return HTTPResponse.json(200, JSONValue.object(["encrypted": .bool(true), "changed": .bool(changed), "key": .string(current)]).jsonText)
     }
 

@@ -24,10 +24,10 @@ public protocol SyncStore: AnyObject, Sendable {
     /// record sealed with the old key, stays); every device with the key
     /// sends its records again, sealed.
     /// - Returns: whether anything changed (false: encrypted already, with
-    ///   this key or another).
+    ///   this key or another), and the id of the key the account uses now.
     /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
     ///   account no longer uses.
-    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> Bool
+    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String)
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()
