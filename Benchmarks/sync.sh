@@ -94,4 +94,10 @@ for mode in ("plaintext", "encrypted"):
 ratio = lambda key: median("encrypted", key) / median("plaintext", key)
 print(f"encrypted / plaintext: end to end {ratio('e2e'):.2f}x (target <= 1.3x), push {ratio('push'):.2f}x, pull {ratio('pull'):.2f}x, "
       f"bytes/change sent {ratio('sentPerChange'):.2f}x, bytes/record received {ratio('receivedPerRecord'):.2f}x")
+# Each round's pair (the machine is shared: the spread says how far one median can be trusted).
+plain = [r["e2e"] for r in rows if r["mode"] == "plaintext"]
+sealed = [r["e2e"] for r in rows if r["mode"] == "encrypted"]
+pairs = [e / p for p, e in zip(plain, sealed)]
+print("rounds, end to end: " + ", ".join(f"{p:.2f} s / {e:.2f} s = {e / p:.2f}x" for p, e in zip(plain, sealed))
+      + f" (ratios {min(pairs):.2f}x to {max(pairs):.2f}x)")
 PY

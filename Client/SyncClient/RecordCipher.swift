@@ -118,31 +118,45 @@ public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {
 /// it cannot read (issue 13). The merge needs only stamps and version
 /// vectors, which stay readable; everything else is HMAC'd or sealed.
 public struct RecordCipher: Sendable {
-    private let valueKey: [UInt8]
-    private let nameKey: [UInt8]
-    private let nonceKey: [UInt8]
+    private let valueKey: Crypto.GCMKey
+    private let nameKey: Crypto.HMACKey
+    private let nonceKey: Crypto.HMACKey
 
     public init(_ key: AccountKey) {
-        valueKey = key.valueKey
-        nameKey = key.nameKey
-        nonceKey = key.nonceKey
+        valueKey = Crypto.GCMKey(key.valueKey)
+        nameKey = Crypto.HMACKey(key.nameKey)
+        nonceKey = Crypto.HMACKey(key.nonceKey)
     }
 
     /// A record's key as the server sees it: `h1.` and the base64url
     /// HMAC-SHA256 of the collection and the key. The same pattern written on
     /// two machines is still one record; the server cannot read it.
     public func hiddenKey(collection: String, key: String) -> String {
-        "h1." + Crypto.base64URL(Crypto.hmacSHA256(key: nameKey, Array(collection.utf8) + [0] + Array(key.utf8)))
+        var message: [UInt8] = []
+        message.reserveCapacity(collection.utf8.count + 1 + key.utf8.count)
+        message += collection.utf8
+        message.append(0)
+        message += key.utf8
+        var output = Array("h1.".utf8)
+        Crypto.base64URL(nameKey.code(message), into: &output)
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// The data a sealed value is bound to: the server cannot move a value to
     /// another record, field or stamp without it failing to open.
     static func binding(collection: String, hiddenKey: String, field: String, stamp: String) -> [UInt8] {
-        var bytes: [UInt8] = Array("brsync-e2e-v1".utf8)
+        let label = "brsync-e2e-v1".utf8
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(label.count + 16 + collection.utf8.count + hiddenKey.utf8.count + field.utf8.count + stamp.utf8.count)
+        bytes += label
         for part in [collection, hiddenKey, field, stamp] {
-            let utf8 = Array(part.utf8)
-            // Length-prefixed, so no two different bindings have the same bytes.
-            bytes += withUnsafeBytes(of: UInt32(utf8.count).bigEndian, Array.init) + utf8
+            // Length-prefixed (32 bits, big-endian), so no two different bindings have the same bytes.
+            let count = UInt32(part.utf8.count)
+            bytes.append(UInt8(count >> 24))
+            bytes.append(UInt8(count >> 16 & 255))
+            bytes.append(UInt8(count >> 8 & 255))
+            bytes.append(UInt8(count & 255))
+            bytes += part.utf8
         }
         return bytes
     }
@@ -159,11 +173,18 @@ public struct RecordCipher: Sendable {
     /// nonces; since every write has a stamp of its own, equal ciphertexts
     /// only ever show a write sent twice.
     public func seal(_ value: String, collection: String, hiddenKey: String, field: String, stamp: String) -> String {
+        seal(bytes: Array(value.utf8), collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
+    }
+
+    /// As ``seal(_:collection:hiddenKey:field:stamp:)``, of the value's UTF-8 bytes.
+    func seal(bytes plaintext: [UInt8], collection: String, hiddenKey: String, field: String, stamp: String) -> String {
         let binding = Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
-        let plaintext = Array(value.utf8)
-        let nonce = Array(Crypto.hmacSHA256(key: nonceKey, binding + plaintext).prefix(12))
-        let box = Crypto.seal(plaintext, key: valueKey, authenticated: binding, nonce: nonce)
-        return "e1." + Crypto.base64URL(box.combined)
+        var material = binding
+        material += plaintext
+        let nonce = Array(nonceKey.code(material).prefix(12))
+        var output = Self.sealedPrefix
+        Crypto.base64URL(valueKey.seal(plaintext, authenticated: binding, nonce: nonce), into: &output)
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// The value `seal` sealed, when the key, the record, the field and the
@@ -184,12 +205,15 @@ public struct RecordCipher: Sendable {
 
     /// The bytes `seal` sealed (see ``open(_:collection:hiddenKey:field:stamp:)``).
     func openBytes(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> [UInt8] {
-        guard sealed.utf8.starts(with: Self.sealedPrefix), let combined = Crypto.base64URLDecode(String(sealed.utf8.dropFirst(3))!) else {
+        var sealed = sealed
+        let combined = sealed.withUTF8 { utf8 in
+            utf8.starts(with: Self.sealedPrefix) ? Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[3...])) : nil
+        }
+        guard let combined else {
             throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)")
         }
         do {
-            let box = try Crypto.SealedBox(combined: combined)
-            return try Crypto.open(box, key: valueKey, authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
+            return try valueKey.open(combined, authenticated: Self.binding(collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp))
         } catch {
             throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
         }
@@ -238,7 +262,9 @@ extension RecordCipher {
             guard !name.hasPrefix("e2e.") else {
                 throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own")
             }
-            let sealed = seal(register.value.jsonText, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
+            var text: [UInt8] = []
+            register.value.write(into: &text)
+            let sealed = seal(bytes: text, collection: collection, hiddenKey: hidden, field: name, stamp: register.stamp.description)
             if name == RecordState.deletedField {
                 fields[name] = register
                 fields[Self.deletedTwinField] = StampedValue(.string(sealed), stamp: register.stamp)

@@ -53,9 +53,7 @@ extension SyncClient {
     /// The id of the key the account is sealed with, or nil when it is not
     /// encrypted (one pull request; this checks the token too).
     public func accountKeyID() throws -> String? {
-        let answer = try send(method: "GET", target: "/v1/pull?since=0&limit=1")
-        let page: PullResponse
-        do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+        let page = try fetchPage("/v1/pull?since=0&limit=1")
         return page.encrypted ? page.keyID ?? "" : nil
     }
 

@@ -53,9 +53,7 @@ extension SyncClient {
             if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
                 target += "&epoch=\(epoch)"
             }
-            let answer = try send(method: "GET", target: target)
-            let page: PullResponse
-            do { page = try PullResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            let page = try fetchPage(target)
             let accountChanged = try replica.checkAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             if accountChanged || epochChanged {

@@ -183,15 +183,21 @@ public final class SyncClient {
         // The chain through the last change the server acknowledged, carried
         // from batch to batch (the log's stored chains are the fallback).
         var carried: (sequence: Int64, chain: String)?
+        // The batch after the one in flight, prepared while the server works
+        // on it (reading, sealing and writing 1,000 changes takes about as
+        // long as the server's merge); used only when the server took the
+        // whole batch in flight and nothing was repaired.
+        var upcoming: Batch?
         while true {
-            let (plain, changes) = try nextBatch(after: state.pushedThrough)
+            let batch = try upcoming.take() ?? nextBatch(after: state.pushedThrough)
+            let (plain, changes, texts, digests) = (batch.plain, batch.wire, batch.texts, batch.digests)
             guard let first = changes.first, let last = changes.last else { break }
             // What the server answers about is named by hidden keys when sealed.
             let readable = Self.readableKeys(wire: changes, plain: plain)
             func shown(_ collection: RecordCollection, _ key: String) -> String { readable["\(collection.rawValue)/\(key)"] ?? key }
             let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try replica.changeDigest(first.sequence - 1)
             carried = nil // a repair below rewrites what follows it
-            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(changes, after: $0) }
+            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(digests: digests, after: $0) }
             /// Our chain through `sequence`: the base or this batch's when they hold it, else the log's.
             func ourChain(_ sequence: Int64) throws -> String? {
                 if sequence == first.sequence - 1, let base { return base }
@@ -201,8 +207,12 @@ public final class SyncClient {
             let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
                                       base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
             let answer: JSONValue
+            var prepared: Batch?
             do {
-                answer = try send(method: "POST", target: "/v1/push", body: Array(request.json.jsonText.utf8))
+                answer = try send(method: "POST", target: "/v1/push", body: request.body(changeTexts: texts)) {
+                    // A failure here is met again, and reported, when the batch is read for real.
+                    prepared = try? self.nextBatch(after: last.sequence)
+                }
             } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew", "not_encrypted"].contains(code) {
                 try repairOnce(code, times: code == "clock_skew" ? 2 : 1)
                 switch code {
@@ -280,6 +290,9 @@ public final class SyncClient {
                 try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)
             }
+            if needed.isEmpty && response.acknowledged == last.sequence, let prepared, prepared.wire.first.map({ $0.sequence == last.sequence + 1 }) ?? true {
+                upcoming = prepared
+            }
             let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
             // The chains just computed are kept: the next pull proves this
@@ -300,11 +313,21 @@ public final class SyncClient {
     /// The next unpushed changes, at most a batch by count and by bytes (one
     /// change alone may exceed the byte budget; the server's limits still hold).
     /// - Returns: the changes as the replica holds them and as they are sent
-    ///   (sealed in an encrypted account), in the same order.
-    private func nextBatch(after sequence: Int64) throws -> (plain: [ChangeRecord], wire: [ChangeRecord]) {
+    ///   (sealed in an encrypted account), in the same order, with the JSON
+    ///   text and the digest of each as sent.
+    private func nextBatch(after sequence: Int64) throws -> Batch {
         let candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
-        let wire = byteBatch(try candidates.map(wireForm))
-        return (Array(candidates.prefix(wire.count)), wire)
+        let (wire, texts, digests) = byteBatch(try candidates.map(wireForm))
+        return Batch(plain: Array(candidates.prefix(wire.count)), wire: wire, texts: texts, digests: digests)
+    }
+
+    /// Changes to push: as the replica holds them and as they are sent, with
+    /// the text and the digest of each as sent.
+    struct Batch {
+        let plain: [ChangeRecord]
+        let wire: [ChangeRecord]
+        let texts: [[UInt8]]
+        let digests: [String]
     }
 
     /// The readable key of each record as sent, by `collection/key` as the
@@ -320,17 +343,22 @@ public final class SyncClient {
     }
 
     /// The longest prefix of `candidates` within ``Options/pushBatchBytes``
-    /// (at least one record).
-    private func byteBatch(_ candidates: [ChangeRecord]) -> [ChangeRecord] {
+    /// (at least one record), with the JSON text and the digest of each:
+    /// the request is made of these texts, so each change is written once.
+    private func byteBatch(_ candidates: [ChangeRecord]) -> (changes: [ChangeRecord], texts: [[UInt8]], digests: [String]) {
         var bytes = 256
         var batch: [ChangeRecord] = []
+        var texts: [[UInt8]] = []
+        var digests: [String] = []
         for change in candidates {
-            let size = change.json.jsonText.utf8.count + 1
-            if !batch.isEmpty && bytes + size > options.pushBatchBytes { break }
-            bytes += size
+            let (text, digest) = change.jsonBytesAndDigest
+            if !batch.isEmpty && bytes + text.count + 1 > options.pushBatchBytes { break }
+            bytes += text.count + 1
             batch.append(change)
+            texts.append(text)
+            digests.append(digest)
         }
-        return batch
+        return (batch, texts, digests)
     }
 
     private func fork() throws {
@@ -363,10 +391,10 @@ public final class SyncClient {
     private func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
         var remaining = try records.map { (plain: $0, wire: try wireForm($0)) }[...]
         while !remaining.isEmpty {
-            let wire = byteBatch(remaining.map(\.wire))
+            let (wire, texts, _) = byteBatch(remaining.map(\.wire))
             let batch = remaining.prefix(wire.count)
             remaining = remaining.dropFirst(wire.count)
-            let answer = try send(method: "POST", target: "/v1/relay", body: Array(RelayRequest(records: wire, keyID: keyID).json.jsonText.utf8))
+            let answer = try send(method: "POST", target: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: texts))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             // Rejections name the records as sent (hidden keys when sealed).
@@ -387,7 +415,34 @@ public final class SyncClient {
     /// One request with retries: connection errors, 429 and 503 are retried
     /// with exponential backoff and jitter (honouring Retry-After); other 4xx
     /// are not.
-    func send(method: String, target: String, body: [UInt8] = []) throws -> JSONValue {
+    func send(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
+        let answer = try sendForBody(method: method, target: target, body: body, whileWaiting: whileWaiting)
+        return try Self.json(answer, "the answer to \(method) \(target)")
+    }
+
+    static func json(_ answer: [UInt8], _ what: @autoclosure () -> String) throws -> JSONValue {
+        guard let json = try? answer.withUnsafeBufferPointer({ try JSONValue.parse(utf8: $0) }) else {
+            throw SyncError.badAnswer("\(what()) is not JSON")
+        }
+        return json
+    }
+
+    /// A page of `GET target`: read straight from the text when it is a valid
+    /// page (``PullResponse/scanned(_:)``), else through the JSON tree, which
+    /// says what is wrong and sets aside records that are not valid.
+    func fetchPage(_ target: String) throws -> PullResponse {
+        let answer = try sendForBody(method: "GET", target: target)
+        if let page = answer.withUnsafeBufferPointer(PullResponse.scanned) { return page }
+        let json = try Self.json(answer, "the answer to GET \(target)")
+        do { return try PullResponse(json: json) } catch { throw SyncError.badAnswer(error.message) }
+    }
+
+    /// Sends a request (retrying what may be retried) and gives the body of
+    /// its 200 answer; any other answer throws.
+    /// - Parameter whileWaiting: work done once, after the request is written
+    ///   and before its answer is read (see ``HTTPClient/send(method:target:headers:body:whileWaiting:)``).
+    func sendForBody(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
+        var waiting = whileWaiting
         var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
                                     Wire.protocolHeader: String(Wire.protocolVersion)]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
@@ -401,7 +456,9 @@ public final class SyncClient {
             }
             let response: HTTPResponseParser.ParsedResponse
             do {
-                response = try http.send(method: method, target: target, headers: headers, body: body)
+                let work = waiting
+                waiting = nil
+                response = try http.send(method: method, target: target, headers: headers, body: body, whileWaiting: work)
             } catch .tls(let message) {
                 throw SyncError.unreachable("\(remote) is not trusted: \(message)")
             } catch .badAddress(let message) where message.contains("not HTTP") {
@@ -417,11 +474,8 @@ public final class SyncClient {
             if let time = response.headers["Brsync-Time"].flatMap(Int64.init), time > 0 {
                 try replica.observeServerTime(time)
             }
+            if response.status == 200 { return response.body }
             let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
-            if response.status == 200 {
-                guard let json else { throw SyncError.badAnswer("the answer to \(method) \(target) is not JSON") }
-                return json
-            }
             let wire = json.flatMap(WireError.init(json:))
             if response.status == 429 || response.status == 503 {
                 lastProblem = "the server is busy (\(response.status))"

@@ -187,13 +187,12 @@ public final class PostgresStore: SyncStore {
 
     public func push(_ request: PushRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
         let now = currentMillis()
-        let baseChain = request.base ?? (request.from == 1 ? "" : nil)
-        let pushChains = baseChain.map { ChangeRecord.chain(request.changes, after: $0) }
+        let prepared = SyncEngine.PreparedPush(request)
         let (outcome, epoch) = try write { connection -> (SyncEngine.PushOutcome, String) in
             // The account's row lock comes first (in the engine); the epoch is
             // read under it, so a new epoch started by another process is seen.
             let outcome = try PostgresSyncTransaction.run(connection) { transaction in
-                try SyncEngine.push(request, from: device, pushChains: pushChains, epoch: try Self.readEpochAfterLocking(device.accountID, connection),
+                try SyncEngine.push(request, from: device, prepared: prepared, epoch: try Self.readEpochAfterLocking(device.accountID, connection),
                                     now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
             }
             return (outcome, try Self.readEpoch(connection))

@@ -82,6 +82,7 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
         let collection: RecordCollection
         let key: String
         let state: RecordState
+        let fieldsText: String?
         let sequence: Int64
         let knownTo: String?
         let knownAfter: Int64
@@ -97,11 +98,11 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
         return value
     }
 
-    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
                       knownTo: String?, knownAfter: Int64, now: Int64) throws {
         let cacheKey = Self.cacheKey(collection, key)
         if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
-        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, sequence: sequence,
+        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, fieldsText: fieldsText, sequence: sequence,
                                           knownTo: knownTo, knownAfter: knownAfter, now: now)
         cache[cacheKey] = (state: state, sequence: sequence)
     }
@@ -132,7 +133,7 @@ final class PostgresSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
                 [.text(PostgresArray.integers(part.map(\.account))),
                  .text(PostgresArray.texts(part.map(\.collection.rawValue))),
                  .text(PostgresArray.texts(part.map(\.key))),
-                 .text(PostgresArray.texts(part.map { RecordState.encodeFields($0.state.fields) })),
+                 .text(PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) })),
                  .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
                  .text(PostgresArray.integers(part.map(\.sequence))),
                  .text(PostgresArray.booleans(part.map(\.state.isDeleted))),

@@ -31,7 +31,7 @@ struct SQLiteSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
         ) { row in (state: try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}"), sequence: row.int64(2) ?? 0) }
     }
 
-    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
                       knownTo: String?, knownAfter: Int64, now: Int64) throws {
         try database.run(
             """
@@ -43,7 +43,7 @@ struct SQLiteSyncTransaction: SyncWriteTransaction, SyncReadTransaction {
                 known_after = excluded.known_after
             """,
             [.integer(account), .text(collection.rawValue), .text(key),
-             .text(RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
+             .text(fieldsText ?? RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
              .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
              .integer(knownAfter)])
     }

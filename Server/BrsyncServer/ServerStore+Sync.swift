@@ -19,14 +19,12 @@ extension ServerStore {
     public func push(_ request: PushRequest, from device: Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
         let now = currentMillis()
         let epoch = self.epoch
-        // The chain through each change (see ``ChangeRecord/chained(after:)``),
-        // after `base`, the chain through the change before; computed outside
-        // the write lock. A push from the first change starts the chain.
-        let baseChain = request.base ?? (request.from == 1 ? "" : nil)
-        let pushChains = baseChain.map { ChangeRecord.chain(request.changes, after: $0) }
+        // Each change's stored text, digest and chain (see
+        // ``ChangeRecord/chained(after:)``), computed outside the write lock.
+        let prepared = SyncEngine.PreparedPush(request)
         let outcome = try withDatabase { database in
             try database.transaction(.immediate) {
-                try SyncEngine.push(request, from: device, pushChains: pushChains, epoch: epoch, now: now,
+                try SyncEngine.push(request, from: device, prepared: prepared, epoch: epoch, now: now,
                                     maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: SQLiteSyncTransaction(database: database))
             }
         }

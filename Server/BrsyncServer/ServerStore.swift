@@ -102,6 +102,37 @@ public final class ServerStore: Sendable {
             ALTER TABLE accounts ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
             ALTER TABLE accounts ADD COLUMN key_id TEXT NOT NULL DEFAULT '';
             """),
+        // Records move to a table with row ids, in the order they were
+        // written, with their key in an index. The records table was keyed by
+        // (account, collection, key) WITHOUT ROWID: a B-tree whose cells hold
+        // the whole record, at most about a quarter of a 4 KiB page. A sealed
+        // record of an end-to-end encrypted account (about 1 KB) spilled into
+        // an overflow page of its own (10,000 rules took 47 MB instead of 12),
+        // and its hidden key (an HMAC) put each new record on a random page,
+        // so every push rewrote most of the table into the WAL. Now a new
+        // record is appended, only the small key index takes random inserts,
+        // and a row of up to about 4 KB stays on its page.
+        Migrator.Migration(version: 8, sql: """
+            CREATE TABLE records_by_rowid (
+                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                versions TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                updated_at INTEGER NOT NULL,
+                known_to TEXT,
+                known_after INTEGER NOT NULL DEFAULT 0
+            );
+            INSERT INTO records_by_rowid (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+                SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after
+                FROM records ORDER BY account_id, seq;
+            DROP TABLE records;
+            ALTER TABLE records_by_rowid RENAME TO records;
+            CREATE UNIQUE INDEX records_by_key ON records (account_id, collection, key);
+            CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
+            """),
     ])
 
     public let path: String

@@ -193,7 +193,12 @@ public final class SyncAPI: Sendable {
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let relay: RelayRequest
-        do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
+        if let scanned = request.body.withUnsafeBufferPointer(RelayRequest.scanned) {
+            relay = scanned
+        } else {
+            // Read again through the JSON tree, which says what is wrong.
+            do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
+        }
         let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
@@ -201,9 +206,14 @@ public final class SyncAPI: Sendable {
 
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
-        let json = try body(request)
         let push: PushRequest
-        do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
+        if let scanned = request.body.withUnsafeBufferPointer(PushRequest.scanned) {
+            push = scanned
+        } else {
+            // Read again through the JSON tree, which says what is wrong.
+            let json = try body(request)
+            do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
+        }
         let started = Deadline.now()
         let response = try store.push(push, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
         let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds

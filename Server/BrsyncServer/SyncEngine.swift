@@ -72,6 +72,34 @@ enum SyncEngine {
         if device.accountEncrypted, let keyID, keyID != device.accountKeyID { throw ServerError.keyRotated }
     }
 
+    /// What a push's changes are worth computing once, before the write
+    /// transaction (outside its lock): each change's fields as stored text
+    /// (``RecordState/encodeFields(_:)``; a new record is stored as pushed),
+    /// its ``ChangeRecord/digest`` over that text, and the chain through each
+    /// change after the push's base.
+    struct PreparedPush {
+        let fieldsTexts: [String]
+        let digests: [String]
+        let chains: [String]?
+
+        init(_ request: PushRequest) {
+            var fieldsTexts: [String] = []
+            var digests: [String] = []
+            fieldsTexts.reserveCapacity(request.changes.count)
+            digests.reserveCapacity(request.changes.count)
+            for change in request.changes {
+                let bytes = RecordState.encodeFieldBytes(change.state.fields)
+                digests.append(ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
+                fieldsTexts.append(String(decoding: bytes, as: UTF8.self))
+            }
+            self.fieldsTexts = fieldsTexts
+            self.digests = digests
+            // A push from the first change starts the chain.
+            let base = request.base ?? (request.from == 1 ? "" : nil)
+            chains = base.map { ChangeRecord.chain(digests: digests, after: $0) }
+        }
+    }
+
     /// A push from `device`, inside the store's write transaction: the changes
     /// after the replica's last applied sequence are merged with the shared
     /// merge, each changed record gets the account's next sequence number, and
@@ -81,9 +109,10 @@ enum SyncEngine {
     /// restored replica) are refused as `diverged`. A change whose merged
     /// record would be unusable is rejected alone (reported; its number still
     /// counts).
-    /// - Parameter pushChains: the chain through each change after the push's
-    ///   base (computed before the transaction), or nil without a base.
-    static func push(_ request: PushRequest, from device: ServerStore.Device, pushChains: [String]?, epoch: String, now: Int64,
+    /// - Parameter prepared: the push's changes as stored text and their
+    ///   digests, and the chain through each after the push's base (nil
+    ///   without a base), computed before the transaction.
+    static func push(_ request: PushRequest, from device: ServerStore.Device, prepared: PreparedPush, epoch: String, now: Int64,
                      maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> PushOutcome {
         guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
         if revoked { throw ServerError.revoked }
@@ -95,7 +124,7 @@ enum SyncEngine {
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
         // Without a base, a push that goes on from the last change goes on from its chain.
-        let chains = pushChains ?? (request.from == last + 1 ? ChangeRecord.chain(request.changes, after: lastDigest) : nil)
+        let chains = prepared.chains ?? (request.from == last + 1 ? ChangeRecord.chain(digests: prepared.digests, after: lastDigest) : nil)
         func chain(through sequence: Int64) -> String? { chains?[Int(sequence - request.from)] }
         if request.from > last + 1 {
             // The replica had this stream acknowledged further than the
@@ -148,7 +177,8 @@ enum SyncEngine {
                 break
             }
             let base = existing?.state ?? RecordState()
-            let (merged, concurrentLosers) = base.merged(with: change.state)
+            // Merged into nothing, a change is itself.
+            let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
             // Fields and values were checked when the push was read; a
             // merge can only make a record too wide.
             if Wire.fieldCountProblem(merged) != nil {
@@ -176,7 +206,9 @@ enum SyncEngine {
             // copies' edits can with the same stamp, was not pulled:
             // the pusher must fetch the winner.)
             let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
+            // A new record is the change itself: its fields are stored as the digest read them.
             try store.upsertRecord(account: device.accountID, collection: change.collection, key: change.key, state: merged,
+                                   fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
                                    sequence: nextSequence, knownTo: knownToPusher ? request.device : nil,
                                    knownAfter: existing?.sequence ?? 0, now: now)
             nextSequence += 1
@@ -223,7 +255,7 @@ enum SyncEngine {
                 continue
             }
             guard merged != base else { continue }
-            try store.upsertRecord(account: device.accountID, collection: record.collection, key: record.key, state: merged,
+            try store.upsertRecord(account: device.accountID, collection: record.collection, key: record.key, state: merged, fieldsText: nil,
                                    sequence: nextSequence, knownTo: nil, knownAfter: 0, now: now)
             nextSequence += 1
             applied += 1

@@ -23,8 +23,10 @@ protocol SyncWriteTransaction {
     func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws
     /// A stored record, decoded, with its change number.
     func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)?
-    /// Writes a record version with its new change number.
-    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, sequence: Int64,
+    /// Writes a record version with its new change number; `fieldsText` is
+    /// its fields as ``RecordState/encodeFields(_:)`` writes them, when the
+    /// caller has that already.
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
                       knownTo: String?, knownAfter: Int64, now: Int64) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws

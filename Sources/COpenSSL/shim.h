@@ -9,6 +9,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/crypto.h>
+#include <openssl/params.h>
+#include <openssl/core_names.h>
 
 // Function-like macros and 64-bit option constants of OpenSSL that Swift
 // cannot import, as functions.
@@ -50,6 +52,27 @@ static inline int brsync_sk_X509_num(const STACK_OF(X509) *chain) {
 
 static inline X509 *brsync_sk_X509_value(const STACK_OF(X509) *chain, int index) {
     return sk_X509_value(chain, index);
+}
+
+/// An HMAC-SHA256 context holding `key` (OpenSSL 3's EVP_MAC), or NULL.
+/// `EVP_MAC_init(context, NULL, 0, NULL)` starts a new message under the
+/// same key without hashing it again.
+static inline EVP_MAC_CTX *brsync_hmac_sha256_new(const unsigned char *key, size_t length) {
+    static const unsigned char none = 0;
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (mac == NULL) return NULL;
+    EVP_MAC_CTX *context = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac); // the context holds its own reference
+    if (context == NULL) return NULL;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_MAC_init(context, key != NULL ? key : &none, length, params) != 1) {
+        EVP_MAC_CTX_free(context);
+        return NULL;
+    }
+    return context;
 }
 
 #endif

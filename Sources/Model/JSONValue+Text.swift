@@ -129,7 +129,7 @@ extension JSONValue {
     }
 }
 
-private struct JSONReader {
+struct JSONReader {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     static let maximumDepth = 64

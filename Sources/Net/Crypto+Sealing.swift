@@ -7,15 +7,7 @@ import COpenSSL
 extension Crypto {
     /// HMAC-SHA256 of `data` under `key` (RFC 2104).
     public static func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let result = key.withUnsafeBufferPointer { keyBuffer in
-            data.withUnsafeBufferPointer { dataBuffer in
-                HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count), dataBuffer.baseAddress, dataBuffer.count, &output, &length)
-            }
-        }
-        precondition(result != nil && length == 32, "HMAC-SHA256 failed")
-        return output
+        HMACKey(key).code(data)
     }
 
     /// HKDF-SHA256 (RFC 5869): `length` bytes (at most 8,160) derived from
@@ -70,29 +62,9 @@ extension Crypto {
     /// `authenticated` data bound to it (not encrypted), and a random nonce
     /// unless one is given (tests).
     public static func seal(_ plaintext: [UInt8], key: [UInt8], authenticated: [UInt8] = [], nonce: [UInt8]? = nil) -> SealedBox {
-        precondition(key.count == 32, "AES-256-GCM takes a 32-byte key")
-        let nonce = nonce ?? randomBytes(12)
-        precondition(nonce.count == 12, "AES-GCM takes a 12-byte nonce")
-        guard let context = EVP_CIPHER_CTX_new() else { preconditionFailure("out of memory") }
-        defer { EVP_CIPHER_CTX_free(context) }
-        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
-        var tag = [UInt8](repeating: 0, count: 16)
-        var length: Int32 = 0
-        var written = 0
-        precondition(EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1, "AES-GCM init failed")
-        if !authenticated.isEmpty {
-            precondition(EVP_EncryptUpdate(context, nil, &length, authenticated, Int32(authenticated.count)) == 1, "AES-GCM failed")
-        }
-        if !plaintext.isEmpty {
-            precondition(EVP_EncryptUpdate(context, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1, "AES-GCM failed")
-            written = Int(length)
-        }
-        ciphertext.withUnsafeMutableBufferPointer { buffer in
-            precondition(EVP_EncryptFinal_ex(context, buffer.baseAddress! + written, &length) == 1, "AES-GCM failed")
-        }
-        written += Int(length)
-        precondition(EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1, "AES-GCM tag failed")
-        return SealedBox(nonce: nonce, ciphertext: Array(ciphertext.prefix(written)), tag: tag)
+        let combined = GCMKey(key).seal(plaintext, authenticated: authenticated, nonce: nonce ?? randomBytes(12))
+        // A nonce and a tag are always there.
+        return (try? SealedBox(combined: combined))!
     }
 
     /// Opens a sealed value: its plaintext, or an error when the key, the
@@ -102,30 +74,6 @@ extension Crypto {
         guard key.count == 32, box.nonce.count == 12, box.tag.count == 16 else {
             throw SealingError(message: "a sealed value needs a 32-byte key, a 12-byte nonce and a 16-byte tag")
         }
-        guard let context = EVP_CIPHER_CTX_new() else { throw SealingError(message: "out of memory") }
-        defer { EVP_CIPHER_CTX_free(context) }
-        var plaintext = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
-        var length: Int32 = 0
-        var written = 0
-        var tag = box.tag
-        let failed = SealingError(message: "the sealed value does not open with this key (wrong key, or changed since it was sealed)")
-        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, key, box.nonce) == 1 else { throw failed }
-        if !authenticated.isEmpty {
-            guard EVP_DecryptUpdate(context, nil, &length, authenticated, Int32(authenticated.count)) == 1 else { throw failed }
-        }
-        if !box.ciphertext.isEmpty {
-            guard EVP_DecryptUpdate(context, &plaintext, &length, box.ciphertext, Int32(box.ciphertext.count)) == 1 else { throw failed }
-            written = Int(length)
-        }
-        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1 else { throw failed }
-        let verified = plaintext.withUnsafeMutableBufferPointer { buffer in
-            EVP_DecryptFinal_ex(context, buffer.baseAddress! + written, &length)
-        }
-        guard verified == 1 else {
-            // Nothing of what was decrypted leaves this function.
-            plaintext.withUnsafeMutableBufferPointer { buffer in _ = buffer.initialize(repeating: 0) }
-            throw failed
-        }
-        return Array(plaintext.prefix(written + Int(length)))
+        return try GCMKey(key).open(box.combined, authenticated: authenticated)
     }
 }

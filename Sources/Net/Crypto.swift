@@ -27,10 +27,23 @@ public enum Crypto {
     /// Base64url without padding (RFC 4648 §5).
     private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
+    /// Each byte's value as a base64url digit, 255 for bytes that are not one.
+    private static let base64URLDigits: [UInt8] = {
+        var digits = [UInt8](repeating: 255, count: 256)
+        for (value, byte) in base64URLAlphabet.enumerated() { digits[Int(byte)] = UInt8(value) }
+        return digits
+    }()
+
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        let alphabet = base64URLAlphabet
         var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        base64URL(bytes, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends the unpadded base64url of `bytes` to `output`.
+    public static func base64URL(_ bytes: [UInt8], into output: inout [UInt8]) {
+        let alphabet = base64URLAlphabet
+        output.reserveCapacity(output.count + (bytes.count + 2) / 3 * 4)
         var index = 0
         while index + 3 <= bytes.count {
             let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
@@ -43,50 +56,54 @@ public enum Crypto {
         let rest = bytes.count - index
         if rest == 1 {
             let value = UInt32(bytes[index]) << 16
-            output += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)]]
+            output.append(alphabet[Int(value >> 18 & 63)])
+            output.append(alphabet[Int(value >> 12 & 63)])
         } else if rest == 2 {
             let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            output += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)], alphabet[Int(value >> 6 & 63)]]
+            output.append(alphabet[Int(value >> 18 & 63)])
+            output.append(alphabet[Int(value >> 12 & 63)])
+            output.append(alphabet[Int(value >> 6 & 63)])
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// The bytes of unpadded base64url text, or nil for anything else
     /// (padding, other characters, a length no encoding has, stray bits in
     /// the last character: each value has exactly one spelling).
     public static func base64URLDecode(_ text: String) -> [UInt8]? {
-        var values: [UInt32] = []
-        values.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(UInt32(byte - UInt8(ascii: "A")))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(UInt32(byte - UInt8(ascii: "a")) + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(UInt32(byte - UInt8(ascii: "0")) + 52)
-            case UInt8(ascii: "-"): values.append(62)
-            case UInt8(ascii: "_"): values.append(63)
-            default: return nil
+        var text = text
+        return text.withUTF8 { base64URLDecode(utf8: $0) }
+    }
+
+    /// As ``base64URLDecode(_:)``, from the text's UTF-8 (a part of a longer text).
+    public static func base64URLDecode(utf8 text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let count = text.count
+        guard count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(count * 3 / 4)
+        var value: UInt32 = 0
+        var held = 0
+        let digits = base64URLDigits
+        for byte in text {
+            let digit = digits[Int(byte)]
+            guard digit < 64 else { return nil }
+            value = value << 6 | UInt32(digit)
+            held += 1
+            if held == 4 {
+                output.append(UInt8(value >> 16 & 255))
+                output.append(UInt8(value >> 8 & 255))
+                output.append(UInt8(value & 255))
+                value = 0
+                held = 0
             }
         }
-        guard values.count % 4 != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(values.count * 3 / 4)
-        var index = 0
-        while index + 4 <= values.count {
-            let value = values[index] << 18 | values[index + 1] << 12 | values[index + 2] << 6 | values[index + 3]
-            // One byte at a time: a literal array here would be allocated per group.
-            output.append(UInt8(value >> 16 & 255))
-            output.append(UInt8(value >> 8 & 255))
-            output.append(UInt8(value & 255))
-            index += 4
-        }
-        switch values.count - index {
+        switch held {
         case 2:
-            guard values[index + 1] & 15 == 0 else { return nil }
-            output.append(UInt8((values[index] << 2 | values[index + 1] >> 4) & 255))
+            guard value & 15 == 0 else { return nil }
+            output.append(UInt8(value >> 4 & 255))
         case 3:
-            guard values[index + 2] & 3 == 0 else { return nil }
-            let value = values[index] << 10 | values[index + 1] << 4 | values[index + 2] >> 2
-            output += [UInt8(value >> 8 & 255), UInt8(value & 255)]
+            guard value & 3 == 0 else { return nil }
+            output.append(UInt8(value >> 10 & 255))
+            output.append(UInt8(value >> 2 & 255))
         default: break
         }
         return output

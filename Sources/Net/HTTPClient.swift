@@ -52,34 +52,45 @@ public final class HTTPClient {
 
     /// Sends one request and reads its response. A connection the server had
     /// closed while idle is reopened once.
-    public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    /// - Parameter whileWaiting: work to do once the request is written, while
+    ///   the server works on it (a push prepares its next batch); run at most once.
+    public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+                     whileWaiting: (() -> Void)? = nil) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(configuration.serverName)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         let bytes = Array(head.utf8) + body
         let reused = stream != nil
+        var waiting = whileWaiting
         do {
-            return try exchange(bytes)
+            return try exchange(bytes, whileWaiting: &waiting)
         } catch .closed where reused {
             close()
-            return try exchange(bytes)
+            return try exchange(bytes, whileWaiting: &waiting)
         }
     }
 
     /// Sends raw bytes (for tests of malformed requests) and reads one response.
     public func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
-        try exchange(bytes)
+        var waiting: (() -> Void)?
+        return try exchange(bytes, whileWaiting: &waiting)
     }
 
-    private func exchange(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    private func exchange(_ bytes: [UInt8], whileWaiting: inout (() -> Void)?) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         let stream = try connect()
-        let deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
+        var deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
         do {
             try stream.write(bytes, deadline: deadline)
         } catch {
             close()
             throw error
+        }
+        if let work = whileWaiting {
+            whileWaiting = nil
+            work()
+            // The server's time to answer counts from now.
+            deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
         }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var receivedAny = false

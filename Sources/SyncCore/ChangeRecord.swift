@@ -18,10 +18,16 @@ public struct ChangeRecord: Sendable, Equatable {
     /// What identifies this change's content (FNV-1a 64 of its collection,
     /// key and canonical fields, as 16 hex digits).
     public var digest: String {
+        Self.digest(collection: collection, key: key, fieldsText: RecordState.encodeFieldBytes(state.fields)[...])
+    }
+
+    /// ``digest`` from the text of the change's fields (``RecordState/encodeFields(_:)``),
+    /// as ``write(into:)`` wrote it: a push digests what it sends without writing it again.
+    public static func digest(collection: RecordCollection, key: String, fieldsText: ArraySlice<UInt8>) -> String {
         var hash = FNV1a()
-        hash.mix(collection.rawValue.utf8)
-        hash.mix(key.utf8)
-        hash.mix(RecordState.encodeFields(state.fields).utf8)
+        hash.mix(collection.rawValue)
+        hash.mix(key)
+        fieldsText.withUnsafeBufferPointer { hash.mix($0) }
         return hash.hex
     }
 
@@ -33,19 +39,28 @@ public struct ChangeRecord: Sendable, Equatable {
     /// the chain, never by the number alone, nor by one change (two copies can
     /// make the same edit with the same stamp after different ones).
     public func chained(after previous: String) -> String {
-        var hash = FNV1a()
-        hash.mix(previous.utf8)
-        hash.mix(digest.utf8)
-        return hash.hex
+        Self.chain(digest, after: previous)
     }
 
     /// The chain through the last of `changes` (consecutive, in order) after `base`.
     public static func chain(_ changes: some Sequence<ChangeRecord>, after base: String) -> [String] {
+        chain(digests: changes.map(\.digest), after: base)
+    }
+
+    /// The chain through each of consecutive changes given by their ``digest``s, after `base`.
+    public static func chain(digests: [String], after base: String) -> [String] {
         var previous = base
-        return changes.map { change in
-            previous = change.chained(after: previous)
+        return digests.map { digest in
+            previous = chain(digest, after: previous)
             return previous
         }
+    }
+
+    private static func chain(_ digest: String, after previous: String) -> String {
+        var hash = FNV1a()
+        hash.mix(previous)
+        hash.mix(digest)
+        return hash.hex
     }
 
     public var json: JSONValue {
@@ -54,6 +69,36 @@ public struct ChangeRecord: Sendable, Equatable {
             "fields": .object(state.fields.mapValues(\.json)),
             "versions": .object(state.versions.counters.mapValues { .int(Int64(clamping: $0)) }),
         ])
+    }
+
+    /// ``json``'s text, written directly (pushes write thousands).
+    /// - Returns: where in `output` the fields' text is (for ``digest(collection:key:fieldsText:)``).
+    @discardableResult
+    public func write(into output: inout [UInt8]) -> Range<Int> {
+        output += #"{"collection":""#.utf8
+        output += collection.rawValue.utf8
+        output += #"","fields":"#.utf8
+        let fieldsStart = output.count
+        RecordState.writeFields(state.fields, into: &output)
+        let fields = fieldsStart..<output.count
+        output += #","key":"#.utf8
+        JSONValue.writeString(key, into: &output)
+        output += #","seq":"#.utf8
+        output += String(sequence).utf8
+        output += #","versions":"#.utf8
+        RecordState.writeVersions(state.versions, into: &output)
+        output.append(UInt8(ascii: "}"))
+        return fields
+    }
+
+    /// ``write(into:)`` as a new buffer.
+    public var jsonBytes: [UInt8] { jsonBytesAndDigest.text }
+
+    /// ``jsonBytes`` and ``digest``, the fields written once for both.
+    public var jsonBytesAndDigest: (text: [UInt8], digest: String) {
+        var output: [UInt8] = []
+        let fields = write(into: &output)
+        return (output, Self.digest(collection: collection, key: key, fieldsText: output[fields]))
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
@@ -85,7 +130,12 @@ extension StampedValue {
 private struct FNV1a {
     private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
 
-    mutating func mix(_ bytes: some Sequence<UInt8>) {
+    mutating func mix(_ text: String) {
+        var text = text
+        text.withUTF8 { mix($0) }
+    }
+
+    mutating func mix(_ bytes: UnsafeBufferPointer<UInt8>) {
         for byte in bytes { step(byte) }
         step(0)
     }

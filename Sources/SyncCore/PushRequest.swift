@@ -41,24 +41,77 @@ public struct PushRequest: Sendable, Equatable {
         return .object(object)
     }
 
+    /// ``json``'s text, written directly, with the changes' texts when the
+    /// caller has them already (``ChangeRecord/jsonBytes``, one per change,
+    /// in order): a push writes each change once.
+    public func body(changeTexts: [[UInt8]]? = nil) -> [UInt8] {
+        precondition(changeTexts == nil || changeTexts!.count == changes.count, "one text per change")
+        var output: [UInt8] = []
+        output.reserveCapacity(256 + (changeTexts?.reduce(0) { $0 + $1.count + 1 } ?? 600 * changes.count))
+        output.append(UInt8(ascii: "{"))
+        if let base {
+            output += #""base":"#.utf8
+            JSONValue.writeString(base, into: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        output += #""changes":["#.utf8
+        for (index, change) in changes.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            if let changeTexts { output += changeTexts[index] } else { change.write(into: &output) }
+        }
+        output += #"],"device":"#.utf8
+        JSONValue.writeString(device, into: &output)
+        if let epoch {
+            output += #","epoch":"#.utf8
+            JSONValue.writeString(epoch, into: &output)
+        }
+        output += #","from":"#.utf8
+        output += String(from).utf8
+        if let keyID {
+            output += #","key":"#.utf8
+            JSONValue.writeString(keyID, into: &output)
+        }
+        if let since {
+            output += #","since":"#.utf8
+            output += String(since).utf8
+        }
+        output += #","to":"#.utf8
+        output += String(to).utf8
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json else { throw Wire.Problem("the push must be a JSON object") }
+        try self.init(object: object, scanned: nil)
+    }
+
+    /// A push from its members; its changes from `object["changes"]`, or
+    /// `scanned` when ``scanned(_:)`` read them already (checked the same way).
+    init(object: [String: JSONValue], scanned: [ChangeRecord]?) throws(Wire.Problem) {
         guard let device = object["device"]?.stringValue, HLCTimestamp.isValidDevice(device) else {
             throw Wire.Problem("the push needs \"device\", this device's id (1 to 64 of A-Z a-z 0-9 . _ : -)")
         }
         guard let from = object["from"]?.intValue, let to = object["to"]?.intValue, from >= 1, to >= from else {
             throw Wire.Problem("the push needs \"from\" and \"to\", with 1 <= from <= to")
         }
-        guard case .array(let items)? = object["changes"] else { throw Wire.Problem("the push needs \"changes\", an array") }
+        let items: [JSONValue]
+        if scanned != nil {
+            items = []
+        } else {
+            guard case .array(let array)? = object["changes"] else { throw Wire.Problem("the push needs \"changes\", an array") }
+            items = array
+        }
+        let count = scanned?.count ?? items.count
         // The range must be exactly the changes sent (never trust it to size anything).
-        guard items.count <= Wire.maxPushChanges else { throw Wire.Problem("a push holds at most \(Wire.maxPushChanges) changes") }
-        guard to - from == Int64(items.count) - 1 else {
-            throw Wire.Problem("\"from\" \(from) to \"to\" \(to) is not the \(items.count) change(s) sent")
+        guard count <= Wire.maxPushChanges else { throw Wire.Problem("a push holds at most \(Wire.maxPushChanges) changes") }
+        guard to - from == Int64(count) - 1 else {
+            throw Wire.Problem("\"from\" \(from) to \"to\" \(to) is not the \(count) change(s) sent")
         }
         var changes: [ChangeRecord] = []
-        changes.reserveCapacity(items.count)
-        for (offset, item) in items.enumerated() {
-            let change = try ChangeRecord(json: item)
+        changes.reserveCapacity(count)
+        for offset in 0..<count {
+            let change = if let scanned { scanned[offset] } else { try ChangeRecord(json: items[offset]) }
             guard change.sequence == from + Int64(offset) else {
                 throw Wire.Problem("the changes must be numbered \(from) to \(to), in order, with none missing")
             }
@@ -121,6 +174,26 @@ public struct RelayRequest: Sendable, Equatable {
         var object: [String: JSONValue] = ["records": .array(records.map(\.json))]
         if let keyID { object["key"] = .string(keyID) }
         return .object(object)
+    }
+
+    /// ``json``'s text, with the records' texts when the caller has them
+    /// (``ChangeRecord/jsonBytes``, one per record, in order).
+    public func body(recordTexts: [[UInt8]]? = nil) -> [UInt8] {
+        precondition(recordTexts == nil || recordTexts!.count == records.count, "one text per record")
+        var output: [UInt8] = []
+        if let keyID {
+            output += #"{"key":"#.utf8
+            JSONValue.writeString(keyID, into: &output)
+            output += #","records":["#.utf8
+        } else {
+            output += #"{"records":["#.utf8
+        }
+        for (index, record) in records.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            if let recordTexts { output += recordTexts[index] } else { record.write(into: &output) }
+        }
+        output += "]}".utf8
+        return output
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {

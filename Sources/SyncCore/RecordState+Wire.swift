@@ -32,6 +32,13 @@ extension RecordState {
 
     /// A state from the stored JSON text of its fields and versions.
     public init(fieldsJSON: String, versionsJSON: String) throws(Wire.Problem) {
+        // Read straight from the text (every record a push, a pull or a
+        // merge reads); anything it declines is read through the tree, which
+        // says what is wrong.
+        if let scanned = Self.scanned(fieldsJSON: fieldsJSON, versionsJSON: versionsJSON) {
+            self = scanned
+            return
+        }
         do {
             try self.init(fields: try JSONValue.parse(fieldsJSON), versions: try JSONValue.parse(versionsJSON), context: "a stored record")
         } catch let problem as Wire.Problem {

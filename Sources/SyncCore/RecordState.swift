@@ -81,8 +81,20 @@ extension RecordState {
     /// the same text as through ``JSONValue``, without building the tree
     /// (records are written in bulk by pushes and pulls).
     public static func encodeFields(_ fields: [String: StampedValue]) -> String {
-        var output: [UInt8] = [UInt8(ascii: "{")]
+        String(decoding: encodeFieldBytes(fields), as: UTF8.self)
+    }
+
+    /// The UTF-8 of ``encodeFields(_:)``.
+    public static func encodeFieldBytes(_ fields: [String: StampedValue]) -> [UInt8] {
+        var output: [UInt8] = []
         output.reserveCapacity(64 * fields.count + 2)
+        writeFields(fields, into: &output)
+        return output
+    }
+
+    /// Appends ``encodeFields(_:)``.
+    public static func writeFields(_ fields: [String: StampedValue], into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
         for (index, name) in fields.keys.sorted().enumerated() {
             let register = fields[name]! // name comes from fields.keys
             if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -94,11 +106,24 @@ extension RecordState {
             output.append(UInt8(ascii: "}"))
         }
         output.append(UInt8(ascii: "}"))
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// `{"device":counter,…}`.
     public static func encodeVersions(_ versions: VersionVector) -> String {
-        JSONValue.object(versions.counters.mapValues { .int(Int64(clamping: $0)) }).jsonText
+        var output: [UInt8] = []
+        writeVersions(versions, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends ``encodeVersions(_:)`` (sorted device ids, as through ``JSONValue``).
+    public static func writeVersions(_ versions: VersionVector, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        for (index, device) in versions.counters.keys.sorted().enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.writeString(device, into: &output)
+            output.append(UInt8(ascii: ":"))
+            output += String(Int64(clamping: versions.counters[device]!)).utf8 // device comes from counters.keys
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }

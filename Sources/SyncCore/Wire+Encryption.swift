@@ -39,9 +39,11 @@ extension Wire {
     /// Whether `value` is a sealed value: `e1.` and base64url (nonce,
     /// ciphertext and tag: at least 28 bytes, so at least 38 characters).
     public static func isSealedValue(_ value: JSONValue) -> Bool {
-        guard case .string(let text) = value, text.hasPrefix("e1.") else { return false }
-        let utf8 = text.utf8
-        return utf8.count >= 3 + 38 && utf8.dropFirst(3).allSatisfy(isBase64URL)
+        guard case .string(var text) = value else { return false }
+        return text.withUTF8 { utf8 in
+            utf8.count >= 3 + 38 && utf8[0] == UInt8(ascii: "e") && utf8[1] == UInt8(ascii: "1") && utf8[2] == UInt8(ascii: ".")
+                && utf8[3...].allSatisfy(isBase64URL)
+        }
     }
 
     static func isBase64URL(_ byte: UInt8) -> Bool {
@@ -53,7 +55,8 @@ extension Wire {
     /// sealed except the deletion flag (which the server keeps readable to
     /// keep and purge tombstones).
     public static func sealedProblem(_ change: ChangeRecord) -> String? {
-        let shown = DisplayText.printable(change.key.prefix(60))
+        // Built only for a refusal: checking 10,000 sealed changes builds none.
+        var shown: String { DisplayText.printable(change.key.prefix(60)) }
         guard isHiddenKey(change.key) else { return "\(change.collection.rawValue) '\(shown)' has a readable key" }
         // A change whose fields all left it (re-stamped after they were
         // overwritten) keeps its number and holds nothing to seal.

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import Model
 
 @Suite struct NormalizedURLTests {
@@ -147,6 +148,22 @@ import Testing
         }
         // The replacement character itself is valid text.
         #expect(String(validUTF8: [0xEF, 0xBF, 0xBD]) == "\u{FFFD}")
+        // The same answer as the standard library's validation, on every
+        // boundary of the table and on random bytes (ASCII runs included,
+        // which are checked eight bytes at a time).
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_124)
+        print("utf8 validation seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
+        let edges: [UInt8] = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        var samples: [[UInt8]] = []
+        for a in edges { for b in edges { samples.append([a, b, 0x80, 0x80]); samples.append([0x41, a, b, 0xBF, 0xBF]) } }
+        for _ in 0..<20_000 {
+            let ascii = [UInt8](repeating: 0x61, count: Int.random(in: 0...20, using: &random))
+            let tail = (0..<Int.random(in: 0...6, using: &random)).map { _ in Bool.random(using: &random) ? edges.randomElement(using: &random)! : UInt8.random(in: 0...255, using: &random) }
+            samples.append(ascii + tail + ascii)
+        }
+        for bytes in samples {
+            #expect(String(validUTF8: bytes) == String(validating: bytes, as: UTF8.self), "\(bytes)")
+        }
     }
 
     @Test func parts() throws {

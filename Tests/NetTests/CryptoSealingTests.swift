@@ -78,4 +78,33 @@ import Testing
         // Two seals of the same value differ (random nonces).
         #expect(Crypto.seal([1, 2, 3], key: key).combined != Crypto.seal([1, 2, 3], key: key).combined)
     }
+
+    /// A key prepared once gives what a fresh one gives, message after
+    /// message, and a value that fails to open (a flipped byte, the wrong
+    /// authenticated data) leaves it working for the next.
+    @Test func preparedKeysGiveTheOneShotResultsAgainAndAgain() throws {
+        let key = Crypto.randomBytes(32)
+        let mac = Crypto.HMACKey(key)
+        let messages: [[UInt8]] = [[], Array("rules".utf8), Crypto.randomBytes(200), [UInt8](repeating: 7, count: 64)]
+        for message in messages + messages.reversed() {
+            #expect(mac.code(message) == Crypto.hmacSHA256(key: key, message))
+        }
+        let cipher = Crypto.GCMKey(key)
+        var sealed: [([UInt8], [UInt8], [UInt8])] = []
+        for (index, message) in messages.enumerated() {
+            let nonce = Crypto.randomBytes(12)
+            let authenticated = Array("field \(index)".utf8)
+            let combined = cipher.seal(message, authenticated: authenticated, nonce: nonce)
+            #expect(combined == Crypto.seal(message, key: key, authenticated: authenticated, nonce: nonce).combined)
+            sealed.append((combined, authenticated, message))
+        }
+        for (combined, authenticated, message) in sealed.reversed() {
+            var flipped = combined
+            flipped[flipped.count / 2] ^= 0x80
+            #expect(throws: Crypto.SealingError.self) { try cipher.open(flipped, authenticated: authenticated) }
+            #expect(throws: Crypto.SealingError.self) { try cipher.open(combined, authenticated: authenticated + [0]) }
+            #expect(try cipher.open(combined, authenticated: authenticated) == message)
+        }
+        #expect(throws: Crypto.SealingError.self) { try cipher.open(Array(sealed[0].0.prefix(27)), authenticated: []) }
+    }
 }

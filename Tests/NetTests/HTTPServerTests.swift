@@ -59,6 +59,38 @@ let slowRequestsStarted = LockedBox<Int>()
         #expect(server.openConnections == 1, "one keep-alive connection served all three")
     }
 
+    /// Work given to `send` runs once, after the request is written and
+    /// while the server works on it (a push prepares its next batch then),
+    /// also when the idle connection had been closed and is opened again
+    /// (the request is sent again; the work is not done twice).
+    @Test func workWhileWaitingRunsOnceAfterTheRequestIsWritten() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.idleTimeoutMilliseconds = 200
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let client = try fixture.client(port: port)
+        for round in 0..<2 {
+            let startedBefore = slowRequestsStarted.get() ?? 0
+            var runs = 0
+            var serverHadStarted = false
+            let response = try client.send(method: "POST", target: "/slow", body: Array("batch".utf8)) {
+                runs += 1
+                // The request is on its way: the server takes it up while this runs.
+                for _ in 0..<200 where (slowRequestsStarted.get() ?? 0) == startedBefore { usleep(5_000) }
+                serverHadStarted = (slowRequestsStarted.get() ?? 0) > startedBefore
+            }
+            #expect(response.status == 200 && String(decoding: response.body, as: UTF8.self) == "POST /slow 5")
+            #expect(runs == 1, "round \(round)")
+            // (On a connection the server had closed, the first write goes
+            // nowhere: the request is sent again, the work is not run again.)
+            if round == 0 { #expect(serverHadStarted) }
+            // The server closes the idle connection; the next send opens another.
+            usleep(500_000)
+        }
+    }
+
     @Test func malformedRequestsGet4xxAndClose() throws {
         let fixture = try TLSFixture()
         var limits = HTTPLimits()

@@ -1,0 +1,95 @@
+/// Reads one JSON document piece by piece, for decoders that build their own
+/// types without the ``JSONValue`` tree (a push or a pull carries thousands
+/// of records, and the tree's dictionaries cost more than the reading).
+///
+/// It reads exactly what ``JSONValue/parse(utf8:)`` reads, with the same
+/// nesting limit. A decoder built on it reads the shapes it expects and
+/// throws on anything else; its caller then parses the text again with
+/// ``JSONValue/parse(utf8:)`` and decodes the tree, which says what is wrong:
+/// one set of error messages, whichever way the text was read.
+public struct JSONScanner {
+    private var reader: JSONReader
+    private var depth = 0
+
+    public typealias ParseError = JSONValue.ParseError
+
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        reader = JSONReader(bytes: bytes)
+    }
+
+    /// Whether the next byte (after white space) is `byte`; consumes it if so.
+    private mutating func take(_ byte: UInt8) -> Bool {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == byte else { return false }
+        reader.index += 1
+        return true
+    }
+
+    /// Reads `{`; false when the object is empty (its `}` read too).
+    public mutating func beginObject() throws(ParseError) -> Bool {
+        try begin(UInt8(ascii: "{"), UInt8(ascii: "}"), "an object")
+    }
+
+    /// Reads a member's name and its `:`.
+    public mutating func name() throws(ParseError) -> String {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string key") }
+        let name = try reader.readString()
+        guard take(UInt8(ascii: ":")) else { throw reader.fail("expected ':'") }
+        return name
+    }
+
+    /// After a member's value: true when another member follows (`,`), false
+    /// at the object's end (`}`).
+    public mutating func nextMember() throws(ParseError) -> Bool {
+        try next(UInt8(ascii: "}"), "expected ',' or '}'")
+    }
+
+    /// Reads `[`; false when the array is empty (its `]` read too).
+    public mutating func beginArray() throws(ParseError) -> Bool {
+        try begin(UInt8(ascii: "["), UInt8(ascii: "]"), "an array")
+    }
+
+    /// After an element: true when another follows (`,`), false at the array's end (`]`).
+    public mutating func nextElement() throws(ParseError) -> Bool {
+        try next(UInt8(ascii: "]"), "expected ',' or ']'")
+    }
+
+    /// Opens a container; false when it is empty (its `closing` read too).
+    private mutating func begin(_ opening: UInt8, _ closing: UInt8, _ what: String) throws(ParseError) -> Bool {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == opening else { throw reader.fail("expected \(what)") }
+        guard depth < JSONReader.maximumDepth else { throw reader.fail("nested deeper than \(JSONReader.maximumDepth) levels") }
+        reader.index += 1
+        if take(closing) { return false }
+        depth += 1
+        return true
+    }
+
+    /// After an item: true at `,`, false at `closing` (the container ends).
+    private mutating func next(_ closing: UInt8, _ expected: String) throws(ParseError) -> Bool {
+        if take(UInt8(ascii: ",")) { return true }
+        guard take(closing) else { throw reader.fail(expected) }
+        depth -= 1
+        return false
+    }
+
+    /// Any value, as ``JSONValue/parse(utf8:)`` would read it at this depth.
+    public mutating func value() throws(ParseError) -> JSONValue {
+        reader.skipWhitespace()
+        return try reader.readValue(depth: depth)
+    }
+
+    /// A string value.
+    public mutating func string() throws(ParseError) -> String {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string") }
+        return try reader.readString()
+    }
+
+    /// The end of the document: nothing but white space is left.
+    public mutating func end() throws(ParseError) {
+        reader.skipWhitespace()
+        guard reader.index == reader.bytes.count, depth == 0 else { throw reader.fail("unexpected text after the value") }
+    }
+}
