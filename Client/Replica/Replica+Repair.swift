@@ -83,6 +83,30 @@ extension Replica {
         return result
     }
 
+    /// The whole records of this device's changes that the server once
+    /// acknowledged and no longer has: it was restored from an older copy,
+    /// and a `gap` rewound how far it has this device's changes. Their
+    /// stamps were accepted once, maybe from a clock that was fast then;
+    /// relayed as they are (the server takes relayed stamps further ahead)
+    /// they keep them, where re-stamping would put an acknowledged edit
+    /// below what other devices wrote since, and lose it.
+    public func onceAcknowledgedRecords() throws -> [ChangeRecord] {
+        try refreshDeviceID()
+        let keys = try read { () -> [(RecordCollection, String)] in
+            let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+            let acknowledged = Int64(try meta("acknowledged_high") ?? "") ?? 0
+            guard acknowledged > pushed else { return [] }
+            return try database.query(
+                """
+                SELECT DISTINCT collection, key FROM changes
+                WHERE device = ? AND kind = 'local' AND device_seq > ? AND device_seq <= ?
+                """, [.text(deviceID), .integer(pushed), .integer(acknowledged)]
+            ) { row in (row.string(0).flatMap(RecordCollection.init(rawValue:)), row.string(1) ?? "") }
+                .compactMap { collection, key in collection.map { ($0, key) } }
+        }
+        return try wholeRecords(keys)
+    }
+
     /// This machine's clock in the server's time (the offset last learned).
     public func serverTime() throws -> Int64 { try serverTimeMillis() }
 

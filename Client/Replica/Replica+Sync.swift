@@ -115,6 +115,10 @@ extension Replica {
         try transaction {
             let current = Int64(try meta("pushed_through") ?? "") ?? 0
             try setMeta("pushed_through", String(max(current, sequence)))
+            // The highest change the server ever acknowledged under this id:
+            // a rewind (the server was restored) does not lower it.
+            let acknowledged = Int64(try meta("acknowledged_high") ?? "") ?? 0
+            try setMeta("acknowledged_high", String(max(acknowledged, sequence)))
         }
     }
 

@@ -262,6 +262,8 @@ public final class Replica {
     /// Takes a new device id (inside a transaction of the caller).
     func adoptDeviceID(_ id: String) throws {
         try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_id', ?)", [.text(id)])
+        // Nothing was acknowledged under the new id.
+        try database.run("DELETE FROM meta WHERE key = 'acknowledged_high'")
         deviceID = id
         clock = HybridLogicalClock(device: id, last: clock.last)
     }

@@ -243,6 +243,12 @@ public final class SyncClient {
                        try replica.changeDigest(acknowledged) == digest {
                         try replica.markPushed(through: acknowledged)
                     }
+                    // Changes the server had acknowledged before it was restored
+                    // keep their stamps: their records go up whole first (a
+                    // relay takes stamps further ahead), so re-stamping them
+                    // below what others wrote since loses nothing.
+                    let accepted = try replica.onceAcknowledgedRecords()
+                    if !accepted.isEmpty { try relay(accepted) }
                     // Refused again after re-stamping: the edits are above values
                     // this replica holds that the server does not (stamped while
                     // a clock ran fast, then lost to a restore). Those go up first.
