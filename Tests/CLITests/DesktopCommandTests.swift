@@ -82,10 +82,12 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "add", "private", "--from", "firefox", "--args=--private-window").status == 0)
         #expect(try world.run("rules", "add", "bank.example", "private").status == 0)
 
-        #expect(try world.run("open", "https://github.com/a?b=1&c").status == 0)
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://github.com/a?b=1&c") == true)
-        #expect(try world.run("open", "https://www.bank.example/login").status == 0)
-        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox --private-window https://www.bank.example/login") == true)
+        let github = try world.run("open", "https://github.com/a?b=1&c")
+        #expect(github.status == 0, "\(github)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://github.com/a?b=1&c") == true, "\(world.launched())")
+        let bank = try world.run("open", "https://www.bank.example/login")
+        #expect(bank.status == 0, "\(bank)")
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox --private-window https://www.bank.example/login") == true, "\(world.launched())")
 
         // Nothing decides: exit 3, nothing launched.
         let undecided = try world.run("open", "https://unknown.example/")
