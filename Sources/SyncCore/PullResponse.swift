@@ -59,16 +59,18 @@ public struct PullResponse: Sendable, Equatable {
     /// A page from its members; its changes from `object["changes"]`, or
     /// `scanned` when ``scanned(_:)`` read them already (all valid).
     init(object: [String: JSONValue], scanned: [ChangeRecord]?) throws(Wire.Problem) {
-        var items: [JSONValue]?
-        if scanned == nil, case .array(let array)? = object["changes"] { items = array }
-        guard scanned != nil || items != nil,
-              let next = object["next"]?.intValue, let more = object["more"]?.boolValue,
+        var items: [JSONValue] = []
+        if scanned == nil {
+            guard case .array(let array)? = object["changes"] else { throw Wire.Problem("not a pull response") }
+            items = array
+        }
+        guard let next = object["next"]?.intValue, let more = object["more"]?.boolValue,
               let epoch = object["epoch"]?.stringValue, let clockText = object["clock"]?.stringValue,
               let clock = HLCTimestamp(text: clockText)
         else { throw Wire.Problem("not a pull response") }
         var changes: [ChangeRecord] = scanned ?? []
         var unusable: [(Int64, String)] = []
-        for item in items ?? [] {
+        for item in items {
             do {
                 changes.append(try ChangeRecord(json: item))
             } catch {
