@@ -185,9 +185,11 @@ extension Replica {
         try observeServerTime(stamp.wallMillis)
     }
 
-    public func observeServerTime(_ serverMillis: Int64) throws {
+    /// - Parameter ageMilliseconds: how long ago the server's time arrived
+    ///   (a page fetched while the page before was applied is taken in later).
+    public func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64 = 0) throws {
         try transaction {
-            try setMeta("clock_offset", String(serverMillis - currentMillis))
+            try setMeta("clock_offset", String(serverMillis - (currentMillis - ageMilliseconds)))
         }
     }
 

@@ -1,4 +1,5 @@
 import Model
+import Net
 import Replica
 import SyncCore
 
@@ -17,9 +18,19 @@ extension SyncClient {
         try lock.withLock {
             try prepareEncryption()
             var stalled = 0
+            // The next page, fetched (and opened) on a thread of its own while
+            // this one applies the page before. It is waited for on every way
+            // out: the connection is only this thread's again after that.
+            // The server takes the cursor of a request as pulled, so it counts
+            // a page pulled a little before it is applied; a client stopped
+            // in between asks for that page again, and if a tombstone purge
+            // passed it meanwhile the server says `reset` (the cursor is below
+            // its purge point) and the replica reconciles: nothing is missed.
+            var ahead: PageAhead?
+            defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
             while true {
                 let before = try replica.syncState().pullCursor
-                guard try pullPage() else { return summary }
+                guard try pullPageLocked(ahead: &ahead, fetchAhead: true) else { return summary }
                 stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
                 if stalled >= Self.maxPagesWithoutProgress {
                     throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
@@ -32,28 +43,85 @@ extension SyncClient {
     /// stopped between pages resumes from the stored cursor.) Records that
     /// cannot be used are reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
-        try lock.withLock { try pullPageLocked() }
+        try lock.withLock {
+            var ahead: PageAhead?
+            return try pullPageLocked(ahead: &ahead, fetchAhead: false)
+        }
     }
 
-    private func pullPageLocked() throws -> Bool {
+    /// A page being fetched on a thread of its own, and the request it was
+    /// fetched with: it is used only when the request the replica's state
+    /// makes once the page before is applied is the same.
+    struct PageAhead {
+        let target: String
+        let job: ThreadJob<FetchedPage>
+    }
+
+    /// A page as fetched, and its records opened when it is sealed and this
+    /// client has the key (what a record that does not open is, in `problems`).
+    struct FetchedPage: Sendable {
+        var exchange: Exchange
+        var page: PullResponse?
+        var opened: (changes: [ChangeRecord], problems: [String])?
+
+        static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?) -> FetchedPage {
+            let (exchange, page) = transport.fetchPage(target)
+            var fetched = FetchedPage(exchange: exchange, page: page)
+            if let cipher, let page, page.encrypted { fetched.opened = SyncClient.open(page.changes, with: cipher) }
+            return fetched
+        }
+    }
+
+    /// The records of a sealed page, opened; a record that does not open is
+    /// set aside, named, and the rest are kept.
+    static func open(_ changes: [ChangeRecord], with cipher: RecordCipher) -> (changes: [ChangeRecord], problems: [String]) {
+        var problems: [String] = []
+        let opened = changes.compactMap { change -> ChangeRecord? in
+            // A record with no field holds nothing to open or apply.
+            if change.state.fields.isEmpty { return nil }
+            do { return try cipher.open(change) } catch {
+                problems.append("set aside record #\(change.sequence) from the server: \(error)")
+                return nil
+            }
+        }
+        return (opened, problems)
+    }
+
+    /// The pull request for the page after `cursor`.
+    /// Records this replica's own pushes made are skipped, when it proves it
+    /// made the stream's latest push (number and digest); while reconciling,
+    /// every record the server has must come.
+    private func pullTarget(cursor: Int64, pushedThrough: Int64, epoch: String?, reconciling: Bool) throws -> String {
+        var target = "/v1/pull?since=\(cursor)&limit=\(options.pullLimit)"
+        if reconciling {
+            target += "&full=1" // the cursor passes below the purge point on the way
+        } else if pushedThrough > 0, let digest = try replica.changeDigest(pushedThrough) {
+            target += "&device=\(replica.deviceID)&pushed=\(pushedThrough)&digest=\(digest)"
+        }
+        if let keyID { target += "&key=\(keyID)" }
+        if let epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
+            target += "&epoch=\(epoch)"
+        }
+        return target
+    }
+
+    /// - Parameter fetchAhead: when more pages wait, start fetching the next
+    ///   one (into `ahead`) before applying this one.
+    private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> Bool {
         var restarts = 0
         while true {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
-            var target = "/v1/pull?since=\(state.pullCursor)&limit=\(options.pullLimit)"
-            // Records this replica's own pushes made are skipped, when it proves
-            // it made the stream's latest push (number and digest); while
-            // reconciling, every record the server has must come.
-            if reconciling {
-                target += "&full=1" // the cursor passes below the purge point on the way
-            } else if state.pushedThrough > 0, let digest = try replica.changeDigest(state.pushedThrough) {
-                target += "&device=\(replica.deviceID)&pushed=\(state.pushedThrough)&digest=\(digest)"
+            let target = try pullTarget(cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch, reconciling: reconciling)
+            var fetched: FetchedPage?
+            if let waiting = ahead.take() {
+                let result = waiting.job.wait()
+                if waiting.target == target { fetched = result } else { try takeIn(result.exchange.countsOnly) }
             }
-            if let keyID { target += "&key=\(keyID)" }
-            if let epoch = state.epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
-                target += "&epoch=\(epoch)"
-            }
-            let page = try fetchPage(target)
+            let current = fetched ?? FetchedPage.fetch(target, transport: transport, cipher: cipher)
+            try takeIn(current.exchange)
+            // An exchange without an error holds a page.
+            guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
             let accountChanged = try replica.checkAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             if accountChanged || epochChanged {
@@ -88,14 +156,16 @@ extension SyncClient {
             var changes = page.changes
             if let cipher {
                 // A record that does not open is set aside, named; the rest of the page is applied.
-                changes = page.changes.compactMap { change in
-                    // A record with no field holds nothing to open or apply.
-                    if change.state.fields.isEmpty { return nil }
-                    do { return try cipher.open(change) } catch {
-                        summary.problems.append("set aside record #\(change.sequence) from the server: \(error)")
-                        return nil
-                    }
-                }
+                let opened = current.opened ?? Self.open(page.changes, with: cipher)
+                changes = opened.changes
+                summary.problems += opened.problems
+            }
+            if fetchAhead && page.more {
+                // The request the replica's state makes once this page is applied
+                // (its cursor and epoch are the page's); checked when it is used.
+                let next = try pullTarget(cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
+                let (transport, cipher) = (transport, cipher)
+                ahead = PageAhead(target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
             let started = Replica.systemNow()
             summary.applied += try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)

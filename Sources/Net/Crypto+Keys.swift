@@ -7,33 +7,39 @@ import Synchronization
 /// more than the work itself on the short values end-to-end encryption seals:
 /// a push of 10,000 rules seals 70,000 of them.
 extension Crypto {
-    /// An HMAC-SHA256 key (RFC 2104): the key is hashed into the context
-    /// once; each message starts from it.
+    /// An HMAC-SHA256 key (RFC 2104): the key's inner and outer states are
+    /// computed once; each message starts from them (`brsync_hmac_sha256`).
     public final class HMACKey: Sendable {
-        private let context: Mutex<OpaquePointer>
+        /// Read-only once made where each message copies the states it starts
+        /// from; the EVP_MAC fallback is one context, used under `lock`.
+        private nonisolated(unsafe) let prepared: UnsafeMutablePointer<brsync_hmac_sha256_key>
+        private let lock = Mutex(())
 
         public init(_ key: [UInt8]) {
+            prepared = .allocate(capacity: 1)
             // Fails only when OpenSSL cannot allocate or lacks SHA-256; nothing can be sealed then.
-            let made = key.withUnsafeBufferPointer { brsync_hmac_sha256_new($0.baseAddress, $0.count) }
-            guard let made else { preconditionFailure("OpenSSL cannot make an HMAC-SHA256 context") }
-            context = Mutex(made)
+            let made = key.withUnsafeBufferPointer { brsync_hmac_sha256_key_init(prepared, $0.baseAddress, $0.count) }
+            precondition(made == 1, "OpenSSL cannot prepare an HMAC-SHA256 key")
         }
 
-        deinit { context.withLock { EVP_MAC_CTX_free($0) } }
+        deinit {
+            brsync_hmac_sha256_key_clear(prepared)
+            prepared.deallocate()
+        }
 
         /// The 32-byte HMAC-SHA256 of `data`.
         public func code(_ data: [UInt8]) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: 32)
-            var length = 0
-            let done = context.withLock { context in
-                data.withUnsafeBufferPointer { data in
-                    // A NULL key starts a new message under the key already set.
-                    EVP_MAC_init(context, nil, 0, nil) == 1 && EVP_MAC_update(context, data.baseAddress, data.count) == 1
-                        && EVP_MAC_final(context, &output, &length, 32) == 1
-                }
+            data.withUnsafeBytes { data in
+                output.withUnsafeMutableBufferPointer { output in code(data, UnsafeRawBufferPointer(start: nil, count: 0), into: output.baseAddress!) }
             }
-            precondition(done && length == 32, "HMAC-SHA256 failed")
             return output
+        }
+
+        /// Writes the 32-byte HMAC-SHA256 of `first` followed by `second` to `output`.
+        public func code(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>) {
+            let done = lock.withLock { _ in brsync_hmac_sha256(prepared, first.baseAddress, first.count, second.baseAddress, second.count, output) }
+            precondition(done == 1, "HMAC-SHA256 failed")
         }
     }
 
@@ -45,7 +51,9 @@ extension Crypto {
             let decrypt: OpaquePointer
         }
 
-        private let contexts: Mutex<Contexts>
+        /// Used only while `lock` is held.
+        private nonisolated(unsafe) let contexts: Contexts
+        private let lock = Mutex(())
 
         public init(_ key: [UInt8]) {
             precondition(key.count == 32, "AES-256-GCM takes a 32-byte key")
@@ -53,15 +61,13 @@ extension Crypto {
                   EVP_EncryptInit_ex(encrypt, EVP_aes_256_gcm(), nil, key, nil) == 1,
                   EVP_DecryptInit_ex(decrypt, EVP_aes_256_gcm(), nil, key, nil) == 1
             else { preconditionFailure("OpenSSL cannot make an AES-256-GCM context") }
-            contexts = Mutex(Contexts(encrypt: encrypt, decrypt: decrypt))
+            contexts = Contexts(encrypt: encrypt, decrypt: decrypt)
         }
 
         deinit {
-            contexts.withLock { contexts in
-                // Frees clear the key schedule.
-                EVP_CIPHER_CTX_free(contexts.encrypt)
-                EVP_CIPHER_CTX_free(contexts.decrypt)
-            }
+            // Frees clear the key schedule.
+            EVP_CIPHER_CTX_free(contexts.encrypt)
+            EVP_CIPHER_CTX_free(contexts.decrypt)
         }
 
         /// `plaintext` sealed under `nonce` (12 bytes), with `authenticated`
@@ -70,26 +76,39 @@ extension Crypto {
         public func seal(_ plaintext: [UInt8], authenticated: [UInt8], nonce: [UInt8]) -> [UInt8] {
             precondition(nonce.count == 12, "AES-GCM takes a 12-byte nonce")
             var combined = [UInt8](repeating: 0, count: 12 + plaintext.count + 16)
-            let done = contexts.withLock { contexts in
-                combined.withUnsafeMutableBufferPointer { output in
-                    let context = contexts.encrypt
-                    let base = output.baseAddress!
-                    base.update(from: nonce, count: 12)
-                    var length: Int32 = 0
-                    guard EVP_EncryptInit_ex(context, nil, nil, nil, nonce) == 1 else { return false }
-                    if !authenticated.isEmpty, EVP_EncryptUpdate(context, nil, &length, authenticated, Int32(authenticated.count)) != 1 { return false }
-                    var written = 0
-                    if !plaintext.isEmpty {
-                        guard EVP_EncryptUpdate(context, base + 12, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
-                        written = Int(length)
+            plaintext.withUnsafeBufferPointer { plaintext in
+                authenticated.withUnsafeBufferPointer { authenticated in
+                    nonce.withUnsafeBufferPointer { nonce in
+                        combined.withUnsafeMutableBufferPointer { output in
+                            seal(plaintext, authenticated: authenticated, nonce: nonce.baseAddress!, into: output.baseAddress!)
+                        }
                     }
-                    guard EVP_EncryptFinal_ex(context, base + 12 + written, &length) == 1 else { return false }
-                    written += Int(length)
-                    return written == plaintext.count && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, base + 12 + written) == 1
                 }
             }
-            precondition(done, "AES-GCM failed")
             return combined
+        }
+
+        /// As ``seal(_:authenticated:nonce:)``, written to `output`, which
+        /// holds 12 + `plaintext.count` + 16 bytes.
+        public func seal(_ plaintext: UnsafeBufferPointer<UInt8>, authenticated: UnsafeBufferPointer<UInt8>, nonce: UnsafePointer<UInt8>,
+                         into output: UnsafeMutablePointer<UInt8>) {
+            let done = lock.withLock { _ in
+                let context = contexts.encrypt
+                output.update(from: nonce, count: 12)
+                var length: Int32 = 0
+                guard EVP_EncryptInit_ex(context, nil, nil, nil, nonce) == 1 else { return false }
+                if !authenticated.isEmpty,
+                   EVP_EncryptUpdate(context, nil, &length, authenticated.baseAddress, Int32(authenticated.count)) != 1 { return false }
+                var written = 0
+                if !plaintext.isEmpty {
+                    guard EVP_EncryptUpdate(context, output + 12, &length, plaintext.baseAddress, Int32(plaintext.count)) == 1 else { return false }
+                    written = Int(length)
+                }
+                guard EVP_EncryptFinal_ex(context, output + 12 + written, &length) == 1 else { return false }
+                written += Int(length)
+                return written == plaintext.count && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, output + 12 + written) == 1
+            }
+            precondition(done, "AES-GCM failed")
         }
 
         /// The plaintext of `combined` (nonce, ciphertext, tag) sealed with
@@ -104,7 +123,7 @@ extension Crypto {
             }
             let count = combined.count - 28
             var plaintext = [UInt8](repeating: 0, count: count + 16)
-            let verified = contexts.withLock { contexts in
+            let verified = lock.withLock { _ in
                 combined.withUnsafeBufferPointer { input in
                     plaintext.withUnsafeMutableBufferPointer { output in
                         let context = contexts.decrypt

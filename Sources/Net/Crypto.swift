@@ -40,6 +40,36 @@ public enum Crypto {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// `prefix` (ASCII) and the unpadded base64url of `bytes`, written
+    /// straight into the string's storage.
+    public static func base64URLString(prefix: [UInt8], _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let count = prefix.count + (bytes.count * 4 + 2) / 3
+        return String(unsafeUninitializedCapacity: count) { output in
+            _ = output.initialize(from: prefix)
+            base64URLAlphabet.withUnsafeBufferPointer { alphabet in
+                var out = prefix.count
+                var index = 0
+                while index + 3 <= bytes.count {
+                    let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                    output[out] = alphabet[Int(value >> 18 & 63)]
+                    output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                    output[out + 2] = alphabet[Int(value >> 6 & 63)]
+                    output[out + 3] = alphabet[Int(value & 63)]
+                    out += 4
+                    index += 3
+                }
+                let rest = bytes.count - index
+                if rest > 0 {
+                    let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                    output[out] = alphabet[Int(value >> 18 & 63)]
+                    output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                    if rest == 2 { output[out + 2] = alphabet[Int(value >> 6 & 63)] }
+                }
+            }
+            return count
+        }
+    }
+
     /// Appends the unpadded base64url of `bytes` to `output`.
     public static func base64URL(_ bytes: [UInt8], into output: inout [UInt8]) {
         let alphabet = base64URLAlphabet

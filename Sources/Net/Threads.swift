@@ -27,3 +27,42 @@ public func startThread(stackSize: Int = 256 * 1024, _ body: @escaping @Sendable
         throw .system("pthread_create", status)
     }
 }
+
+/// Work on a thread of its own whose result one owner waits for: a pull
+/// fetches its next page while the page before is applied.
+public final class ThreadJob<Value: Sendable>: @unchecked Sendable {
+    // `value` is written by the job's thread before it posts `done`, and read
+    // by the owner only after waiting on `done`: the semaphore orders them.
+    private let done = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    private var value: Value?
+    private var finished = false
+
+    /// Starts `body` on a new thread (8 MiB of stack, as the main thread);
+    /// when no thread can be made, runs it here and now.
+    public init(_ body: @escaping @Sendable () -> Value) {
+        sem_init(done, 0, 0)
+        do {
+            try startThread(stackSize: 8 * 1024 * 1024) { [self] in
+                value = body()
+                sem_post(done)
+            }
+        } catch {
+            value = body()
+            sem_post(done)
+        }
+    }
+
+    deinit {
+        sem_destroy(done)
+        done.deallocate()
+    }
+
+    /// The job's result, once it has finished (waits for it the first time).
+    public func wait() -> Value {
+        if !finished {
+            while sem_wait(done) != 0 {} // EINTR: wait again
+            finished = true
+        }
+        return value!
+    }
+}

@@ -31,24 +31,42 @@ extension Wire {
     /// Whether `key` is a hidden record key: `h1.` and 43 base64url
     /// characters (an HMAC-SHA256).
     public static func isHiddenKey(_ key: String) -> Bool {
-        let utf8 = key.utf8
-        guard utf8.count == 46, key.hasPrefix("h1.") else { return false }
-        return utf8.dropFirst(3).allSatisfy(isBase64URL)
+        isPrefixedBase64URL(key, prefix: "h1.", minimumLength: 46, maximumLength: 46)
+    }
+
+    /// Whether `text` is `prefix` (3 ASCII characters) and base64url, of a
+    /// length in the range, read straight from its UTF-8 (the server checks
+    /// every key and sealed value of every push).
+    private static func isPrefixedBase64URL(_ text: String, prefix: StaticString, minimumLength: Int, maximumLength: Int) -> Bool {
+        func check(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+            utf8.count >= minimumLength && utf8.count <= maximumLength && utf8[0] == prefix.utf8Start[0] && utf8[1] == prefix.utf8Start[1]
+                && utf8[2] == prefix.utf8Start[2] && allBase64URL(UnsafeBufferPointer(rebasing: utf8[3...]))
+        }
+        return text.utf8.withContiguousStorageIfAvailable(check) ?? Array(text.utf8).withUnsafeBufferPointer(check)
     }
 
     /// Whether `value` is a sealed value: `e1.` and base64url (nonce,
     /// ciphertext and tag: at least 28 bytes, so at least 38 characters).
     public static func isSealedValue(_ value: JSONValue) -> Bool {
-        guard case .string(var text) = value else { return false }
-        return text.withUTF8 { utf8 in
-            utf8.count >= 3 + 38 && utf8[0] == UInt8(ascii: "e") && utf8[1] == UInt8(ascii: "1") && utf8[2] == UInt8(ascii: ".")
-                && utf8[3...].allSatisfy(isBase64URL)
-        }
+        guard case .string(let text) = value else { return false }
+        return isPrefixedBase64URL(text, prefix: "e1.", minimumLength: 3 + 38, maximumLength: .max)
     }
 
     static func isBase64URL(_ byte: UInt8) -> Bool {
         (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
     }
+
+    /// Whether every byte is a base64url digit (a table look-up per byte:
+    /// the server checks every sealed value of every push).
+    static func allBase64URL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        base64URLTable.withUnsafeBufferPointer { table in
+            var all: UInt8 = 1
+            for byte in bytes { all &= table[Int(byte)] }
+            return all == 1
+        }
+    }
+
+    private static let base64URLTable: [UInt8] = (0...255).map { isBase64URL(UInt8($0)) ? 1 : 0 }
 
     /// Why `change` is not in the sealed form an encrypted account takes, or
     /// nil when it is: a hidden key, the sealed key field, and every value

@@ -16,9 +16,13 @@ import TestSupport
     func randomChange(_ random: inout SeededRandom, sequence: Int64) -> ChangeRecord {
         var state = RecordState()
         let names = ["pattern", "browser", "deleted", "e2e.key", "naïve \"field\"", "\u{1B}[31m"]
+        var previous: HLCTimestamp?
         for name in names where Bool.random(using: &random) {
-            let stamp = HLCTimestamp(wallMillis: Int64.random(in: 0...1 << 44, using: &random), counter: UInt32.random(in: 0...9, using: &random),
-                                     device: ["a1b2", "device-9", "x.y_z:1"].randomElement(using: &random)!)
+            // Fields of one change often share a stamp (it is written once then).
+            let stamp = previous.flatMap { Bool.random(using: &random) ? $0 : nil }
+                ?? HLCTimestamp(wallMillis: Int64.random(in: 0...1 << 44, using: &random), counter: UInt32.random(in: 0...9, using: &random),
+                                device: ["a1b2", "device-9", "x.y_z:1"].randomElement(using: &random)!)
+            previous = stamp
             state.fields[name] = StampedValue(Self.values.randomElement(using: &random)!, stamp: stamp)
         }
         for device in ["a1b2", "naïve", "q\"uote"] where Bool.random(using: &random) {
@@ -132,5 +136,22 @@ import TestSupport
         let page = #"{"account":"a","changes":[\#(change),\#(change.replacingOccurrences(of: #""key":"zoom.us""#, with: #""key":"""#))],"clock":"000001a20d32b246-00000001-server","epoch":"e","more":false,"next":2}"#
         #expect(Array(page.utf8).withUnsafeBufferPointer(PullResponse.scanned) == nil)
         #expect((try? PullResponse(json: JSONValue.parse(page)))?.unusable.count == 1)
+    }
+
+    /// What the server of an encrypted account takes as a hidden key and a
+    /// sealed value: the prefix, the base64url alphabet and the lengths.
+    @Test func hiddenKeysAndSealedValuesHaveTheirExactForm() {
+        let digits = String(repeating: "A", count: 40) + "z9-"
+        #expect(Wire.isHiddenKey("h1." + digits))
+        for key in ["h1." + digits.dropLast(), "h1." + digits + "_", "h2." + digits, "h1." + digits.dropLast() + "=", "h1." + digits.dropLast() + "é",
+                    "", "h1.", "H1." + digits] {
+            #expect(!Wire.isHiddenKey(key), "\(key)")
+        }
+        let sealed = "e1." + String(repeating: "Ab0_-", count: 8)
+        #expect(Wire.isSealedValue(.string(sealed)) && Wire.isSealedValue(.string(sealed + String(repeating: "x", count: 5000))))
+        for value: JSONValue in [.string(String(sealed.dropLast(3))), .string(sealed + "+"), .string(sealed + " "), .string("e2." + sealed.dropFirst(3)),
+                                 .string(""), .int(1), .null, .object(["e1.": .string(sealed)])] {
+            #expect(!Wire.isSealedValue(value), "\(value)")
+        }
     }
 }

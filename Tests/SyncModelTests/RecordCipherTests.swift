@@ -122,6 +122,31 @@ import Testing
         for change in [Self.rule("a.example", "b", at: 1), tombstone, settings] { #expect(Wire.sealedProblem(try cipher.seal(change)) == nil) }
     }
 
+    /// The exact bytes of a sealed change, computed by an independent
+    /// implementation of Deploy/SECURITY.md (Python's `cryptography`, HKDF,
+    /// HMAC and AES-GCM): what the phone's CryptoKit code must produce too.
+    @Test func aSealedChangeHasTheBytesTheSpecificationGives() throws {
+        let cipher = RecordCipher(try AccountKey(bytes: Array(0..<32)))
+        let stamp = try #require(HLCTimestamp(text: "000001a214472554-00000000-db22d30bcc46d6a9"))
+        let change = ChangeRecord(sequence: 1, collection: .rules, key: "zoom.us",
+                                  state: RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: stamp),
+                                                              "priority": StampedValue(.int(3), stamp: stamp),
+                                                              "deleted": StampedValue(.bool(false), stamp: stamp)],
+                                                     versions: VersionVector(["db22d30bcc46d6a9": 1])))
+        let sealed = try cipher.seal(change)
+        #expect(sealed.key == "h1.GJdIHsPPzMUG5SU1SNQBrte1MW3NBxzgDovvkVSZdzg")
+        let expected: [String: JSONValue] = [
+            "browser": .string("e1.0WRYjI0FJzcLuD0rE4zdJU01D29ecPcY7NW2w52qahJBtMVE"),
+            "priority": .string("e1.OpHELcjTj4u08nlQfxudxll4aysQ81KkL5tEweY"),
+            "deleted": .bool(false),
+            "e2e.deleted": .string("e1.q3Ab9NIas7nXxN4VwgfucUF7vRYcSHCA5DJye6Sv3A7l"),
+            "e2e.key": .string("e1.knh-Icv2EC6pkH1apReUVsuzq2DdIbe5-tXKsc1bL3cbi-R54Q"),
+        ]
+        #expect(sealed.state.fields.mapValues(\.value) == expected)
+        #expect(sealed.state.fields.values.allSatisfy { $0.stamp == stamp })
+        #expect(try cipher.open(sealed) == change)
+    }
+
     /// A change whose fields all left it (re-stamped after they were
     /// overwritten) keeps its number: sealed, it is its hidden key alone,
     /// which the server takes and no client needs to open.

@@ -146,6 +146,40 @@ final class SyncWorld: @unchecked Sendable {
 /// "No machine is ever stranded" and "no acknowledged write is lost", each
 /// scenario as a user meets it.
 @Suite(.serialized) struct StrandingTests {
+    /// A pull fetches (and opens) its next page while it applies the one
+    /// before: what arrives, and what is counted, is what a pull page by page
+    /// gets, readable and end-to-end encrypted.
+    @Test(arguments: [false, true]) func aPullThatFetchesAheadGetsWhatPageByPageGets(_ encrypted: Bool) throws {
+        let world = try SyncWorld()
+        let key = encrypted ? AccountKey.generate() : nil
+        func client(_ machine: SimulatedMachine) throws -> SyncClient {
+            var options = SyncClient.Options()
+            options.pullLimit = 7
+            return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+                                  token: machine.token, caFile: world.caFile, accountKey: key, options: options)
+        }
+        let writer = try world.machine("writer")
+        _ = try writer.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        for index in 0..<60 { try writer.replica.addRule(pattern: "site\(index).example", browser: "firefox", priority: index % 5) }
+        _ = try writer.replica.removeRule(pattern: "site3.example")
+        _ = try client(writer).sync()
+        let ahead = try world.machine("ahead")
+        let stepwise = try world.machine("stepwise")
+        let pulled = try client(ahead).pull()
+        let stepper = try client(stepwise)
+        if encrypted { try stepper.push() } // takes the key on (a page alone does not)
+        while try stepper.pullPage() {}
+        #expect(pulled.problems.isEmpty, "\(pulled.problems)")
+        #expect(try SyncWorld.state(ahead.replica) == SyncWorld.state(writer.replica))
+        #expect(try SyncWorld.state(stepwise.replica) == SyncWorld.state(writer.replica))
+        #expect(try SyncWorld.rules(ahead.replica).count == 59)
+        // 60 rules, a browser and the writer's name, in pages of 7, each asked
+        // for once (and, encrypted, the one request that checks the account's key).
+        #expect(pulled.pulled == 62 && pulled.requests == 9 + (encrypted ? 1 : 0), "\(pulled)")
+        // (Encrypted, the page-by-page machine pushed its name first: one record more.)
+        #expect(try ahead.replica.syncState().pullCursor + (encrypted ? 1 : 0) == stepwise.replica.syncState().pullCursor)
+    }
+
     /// A clock two hours fast before first contact: the edits are re-stamped
     /// from the server's time and sync; an edit made elsewhere afterwards wins.
     @Test(arguments: WorldStoreKind.allCases) func aFastClockBeforeFirstContactStillSyncs(_ kind: WorldStoreKind) throws {

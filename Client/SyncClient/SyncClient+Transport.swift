@@ -1,0 +1,175 @@
+import Glibc
+import HTTP
+import Model
+import Net
+import SyncCore
+
+/// One request's connection work, with its retries: connection errors, 429
+/// and 503 are retried with exponential backoff and jitter (honouring
+/// Retry-After); other answers are not. It touches neither the replica nor the
+/// summary, so a pull can fetch its next page on a thread of its own while
+/// the client's thread applies the page before; what happened comes back as
+/// an ``Exchange`` the client takes in on its own thread.
+///
+/// The HTTP client inside is not thread-safe: it is used by one thread at a
+/// time, handed to a page fetch and taken back only after waiting for it
+/// (``SyncClient/pull()``).
+struct Transport: @unchecked Sendable {
+    let http: HTTPClient
+    let token: String
+    /// The server as the user named it, for messages.
+    let remote: String
+    let attempts: Int
+    let backoffMilliseconds: Int
+
+    /// Sends a request and gives what came of it.
+    /// - Parameter whileWaiting: work done once, after the request is written
+    ///   and before its answer is read (see ``HTTPClient/send(method:target:headers:body:whileWaiting:)``).
+    func exchange(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) -> Exchange {
+        var result = Exchange()
+        var waiting = whileWaiting
+        var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
+                                    Wire.protocolHeader: String(Wire.protocolVersion)]
+        if !body.isEmpty { headers.add("Content-Type", "application/json") }
+        var delay = backoffMilliseconds
+        var lastProblem = ""
+        for attempt in 1...max(1, attempts) {
+            if attempt > 1 {
+                let jitter = Int.random(in: 0...max(1, delay / 2))
+                usleep(useconds_t(min(5_000, delay + jitter) * 1000))
+                delay = min(5_000, delay * 2)
+            }
+            let response: HTTPResponseParser.ParsedResponse
+            do {
+                let work = waiting
+                waiting = nil
+                response = try http.send(method: method, target: target, headers: headers, body: body, whileWaiting: work)
+            } catch .tls(let message) {
+                result.error = .unreachable("\(remote) is not trusted: \(message)")
+                return result
+            } catch .badAddress(let message) where message.contains("not HTTP") {
+                result.error = .badAnswer("\(remote) did not answer HTTP (is it a brsyncd server?)")
+                return result
+            } catch {
+                lastProblem = "\(error)"
+                continue
+            }
+            result.requests += 1
+            result.bytesSent += body.count
+            result.bytesReceived += response.body.count
+            // Every answer, errors too, carries the server's wall clock.
+            if let time = response.headers["Brsync-Time"].flatMap(Int64.init), time > 0 {
+                result.serverTime = (time, Deadline.now().milliseconds)
+            }
+            if response.status == 200 {
+                result.body = response.body
+                return result
+            }
+            let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
+            let wire = json.flatMap(WireError.init(json:))
+            if response.status == 429 || response.status == 503 {
+                lastProblem = "the server is busy (\(response.status))"
+                if let retryAfter = response.headers["Retry-After"].flatMap(Int.init), retryAfter > 0 {
+                    delay = min(30_000, retryAfter * 1000)
+                }
+                continue
+            }
+            guard let wire else {
+                result.error = .badAnswer("HTTP \(response.status) without a brsync error body")
+                return result
+            }
+            result.refusal = wire
+            result.error = .refused(code: wire.code, message: wire.message)
+            return result
+        }
+        result.error = .unreachable("\(remote): \(lastProblem) (after \(attempts) attempts)")
+        return result
+    }
+
+    /// A pull page: read straight from the text when it is a valid page
+    /// (``PullResponse/scanned(_:)``), else through the JSON tree, which says
+    /// what is wrong and sets aside records that are not valid.
+    func fetchPage(_ target: String) -> (Exchange, PullResponse?) {
+        var exchange = exchange(method: "GET", target: target)
+        guard exchange.error == nil else { return (exchange, nil) }
+        if let page = exchange.body.withUnsafeBufferPointer(PullResponse.scanned) { return (exchange, page) }
+        do {
+            return (exchange, try PullResponse(json: try SyncClient.json(exchange.body, "the answer to GET \(target)")))
+        } catch let error as SyncError {
+            exchange.error = error
+        } catch let error as Wire.Problem {
+            exchange.error = .badAnswer(error.message)
+        } catch {
+            exchange.error = .badAnswer("\(error)")
+        }
+        return (exchange, nil)
+    }
+}
+
+/// What one request did: its body or why it failed, and what the client
+/// keeps of it (counts for the summary, the server's clock, its refusal).
+struct Exchange: Sendable {
+    var body: [UInt8] = []
+    var error: SyncError?
+    var refusal: WireError?
+    /// The server's wall clock from the last answer, and when (monotonic
+    /// milliseconds) it arrived.
+    var serverTime: (server: Int64, received: Int64)?
+    var requests = 0
+    var bytesSent = 0
+    var bytesReceived = 0
+
+    /// What a request fetched ahead and not used still counts: its bytes and
+    /// the server's clock, without its body or error.
+    var countsOnly: Exchange {
+        Exchange(serverTime: serverTime, requests: requests, bytesSent: bytesSent, bytesReceived: bytesReceived)
+    }
+}
+
+extension SyncClient {
+    /// One request with retries (see ``Transport``); the body of its JSON 200 answer.
+    func send(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
+        let answer = try sendForBody(method: method, target: target, body: body, whileWaiting: whileWaiting)
+        return try Self.json(answer, "the answer to \(method) \(target)")
+    }
+
+    static func json(_ answer: [UInt8], _ what: @autoclosure () -> String) throws(SyncError) -> JSONValue {
+        guard let json = try? answer.withUnsafeBufferPointer({ try JSONValue.parse(utf8: $0) }) else {
+            throw .badAnswer("\(what()) is not JSON")
+        }
+        return json
+    }
+
+    /// A page of `GET target` (see ``Transport/fetchPage(_:)``).
+    func fetchPage(_ target: String) throws -> PullResponse {
+        let (exchange, page) = transport.fetchPage(target)
+        try takeIn(exchange)
+        // An exchange without an error holds a page.
+        guard let page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
+        return page
+    }
+
+    /// Sends a request (retrying what may be retried) and gives the body of
+    /// its 200 answer; any other answer throws.
+    /// - Parameter whileWaiting: work done once, after the request is written
+    ///   and before its answer is read.
+    func sendForBody(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
+        let exchange = transport.exchange(method: method, target: target, body: body, whileWaiting: whileWaiting)
+        try takeIn(exchange)
+        return exchange.body
+    }
+
+    /// Takes what a request did into the summary and the replica (the
+    /// server's clock, as it was when the answer arrived), on the client's
+    /// thread; throws its error.
+    func takeIn(_ exchange: Exchange) throws {
+        summary.requests += exchange.requests
+        summary.bytesSent += exchange.bytesSent
+        summary.bytesReceived += exchange.bytesReceived
+        if let time = exchange.serverTime {
+            try replica.observeServerTime(time.server, ageMilliseconds: max(0, Deadline.now().milliseconds - time.received))
+        }
+        if let refusal = exchange.refusal { lastRefusal = refusal }
+        if let error = exchange.error { throw error }
+    }
+}
