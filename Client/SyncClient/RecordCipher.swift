@@ -201,7 +201,7 @@ public struct RecordCipher: Sendable {
 
     /// Seals the values of one record: the record's part of the binding is
     /// written once and the buffers are reused (a push of 10,000 rules seals
-    /// 60,000 values).
+    /// 70,000 values).
     struct Sealer {
         let cipher: RecordCipher
         private var binding: Binding
