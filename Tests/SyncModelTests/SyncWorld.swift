@@ -1,0 +1,144 @@
+import BrsyncServer
+import Foundation
+import Logging
+import Model
+import Net
+import Postgres
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// The store a world's server runs on.
+enum WorldStoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    /// A fresh database in the test process's throw-away cluster.
+    case postgres
+    var description: String { rawValue }
+}
+
+/// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
+/// file replaced, and be started again, and machines with clocks of their own.
+final class SyncWorld: @unchecked Sendable {
+    // Used by one test thread.
+    let directory: TemporaryDirectory
+    let caFile: String
+    var store: any SyncStore
+    var server: SyncServer
+    var port: UInt16
+    var machines: [String: SimulatedMachine] = [:]
+    let storePath: String
+
+    /// The PostgreSQL database, for a world on PostgreSQL.
+    var postgres: PostgresConfiguration?
+
+    init(_ kind: WorldStoreKind = .sqlite) throws {
+        directory = try TemporaryDirectory(prefix: "brsync-world")
+        caFile = try TestCertificates(in: directory).caFile
+        storePath = directory.file("server.sqlite")
+        switch kind {
+        case .sqlite:
+            postgres = nil
+        case .postgres:
+            let cluster = try PostgresCluster.shared()
+            postgres = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+        }
+        (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
+        try store.addAccount("alice")
+    }
+
+    deinit {
+        server.shutdown()
+        directory.remove()
+    }
+
+    static func start(storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory) throws -> (any SyncStore, SyncServer, UInt16) {
+        var configuration = ServerConfiguration()
+        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
+        configuration.certificateFile = directory.file("server.pem")
+        configuration.keyFile = directory.file("server.key")
+        configuration.defaultPullLimit = 7
+        let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? ServerStore(path: storePath)
+        var logger = Logger(label: "world")
+        logger.logLevel = .critical
+        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        return (store, server, try server.start()[0])
+    }
+
+    func stopServer() { server.shutdown() }
+
+    func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory) }
+
+    /// What `brsyncd migrate --from sqlite:… --to postgres://…` does, with
+    /// the server stopped: the SQLite store copied into a new PostgreSQL
+    /// database, then the server started on it.
+    func moveToPostgres() throws {
+        stopServer()
+        let cluster = try PostgresCluster.shared()
+        let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+        let source = try ServerStore(path: storePath)
+        let target = try PostgresStore(configuration)
+        defer {
+            source.close()
+            target.close()
+        }
+        try StoreMigration.copy(from: source, to: target)
+        postgres = configuration
+        try startServer()
+    }
+
+    /// The SQLite store, for what only SQLite has (file copies, `pull`).
+    var sqliteStore: ServerStore {
+        get throws { try #require(store as? ServerStore) }
+    }
+
+    @discardableResult
+    func machine(_ name: String, account: String = "alice", skew: Int64 = 0) throws -> SimulatedMachine {
+        if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
+        let token = try store.addDevice(account: account, name: name)
+        let machine = try SimulatedMachine(name: name, home: directory.file(name), token: token, skewMilliseconds: skew)
+        machines[name] = machine
+        return machine
+    }
+
+    func client(_ machine: SimulatedMachine, token: String? = nil) throws -> SyncClient {
+        var options = SyncClient.Options()
+        options.pushBatch = 5
+        options.pullLimit = 7
+        options.attempts = 2
+        options.backoffMilliseconds = 1
+        return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
+                              token: token ?? machine.token, caFile: caFile, options: options)
+    }
+
+    @discardableResult
+    func sync(_ machine: SimulatedMachine, token: String? = nil) throws -> SyncClient.Summary {
+        try client(machine, token: token).sync()
+    }
+
+    /// The live rules of a replica: pattern → browser.
+    static func rules(_ replica: Replica) throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try replica.rules().map { ($0.pattern, $0.browser) })
+    }
+
+    /// Every record's fields, tombstones included.
+    /// What was written to `replica` (device names, which each machine adds
+    /// at its first push, left out; `DeviceNameTests` checks those).
+    static func state(_ replica: Replica) throws -> [String: [String: StampedValue]] {
+        var result: [String: [String: StampedValue]] = [:]
+        for collection in RecordCollection.allCases {
+            for (key, state) in try replica.records(collection) where !key.hasPrefix("device_name/") {
+                result["\(collection.rawValue)/\(key)"] = state.fields
+            }
+        }
+        return result
+    }
+
+    /// A replica that joins now and pulls everything: what a new laptop gets.
+    func freshView() throws -> [String: [String: StampedValue]] {
+        let fresh = try machine("fresh\(machines.count)")
+        try sync(fresh)
+        return try Self.state(fresh.replica)
+    }
+}
