@@ -334,8 +334,7 @@ extension RecordCipher {
         let hidden = hiddenKey(collection: collection, key: change.key)
         var sealer = Sealer(self, collection: collection, hiddenKey: hidden)
         var fields = [String: StampedValue](minimumCapacity: change.state.fields.count + 2)
-        // A change's fields mostly share one stamp: its text is written once.
-        var stamps = StampTexts()
+        var stamps = HLCTimestamp.TextCache()
         var value: [UInt8] = []
         var newest: HLCTimestamp?
         for (name, register) in change.state.fields {
@@ -377,7 +376,7 @@ extension RecordCipher {
             throw RecordCipherError(message: "\(collection)/\(shown): its key is missing (\(Self.keyField))")
         }
         var opener = Opener(self, collection: collection, hiddenKey: hidden)
-        var stamps = StampTexts()
+        var stamps = HLCTimestamp.TextCache()
         let keyValue = try opener.openValue(sealedKey, field: Self.keyField, stamp: stamps.text(of: keyRegister.stamp))
         guard case .string(let key) = keyValue, hiddenKey(collection: collection, key: key) == hidden else {
             throw RecordCipherError(message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
@@ -392,20 +391,7 @@ extension RecordCipher {
         }
     }
 
-    /// The text of a stamp, written once for the fields of a change that share it.
-    struct StampTexts {
-        private var last: (stamp: HLCTimestamp, bytes: [UInt8])?
-
-        mutating func text(of stamp: HLCTimestamp) -> [UInt8] {
-            if let last, last.stamp == stamp { return last.bytes }
-            var bytes: [UInt8] = []
-            stamp.write(into: &bytes)
-            last = (stamp, bytes)
-            return bytes
-        }
-    }
-
-    private func openFields(_ change: ChangeRecord, opener: inout Opener, stamps: inout StampTexts) throws(RecordCipherError) -> [String: StampedValue] {
+    private func openFields(_ change: ChangeRecord, opener: inout Opener, stamps: inout HLCTimestamp.TextCache) throws(RecordCipherError) -> [String: StampedValue] {
         let (collection, hidden) = (opener.collection, opener.hiddenKey)
         var shown: String { DisplayText.printable(hidden.prefix(80)) }
         var fields = [String: StampedValue](minimumCapacity: change.state.fields.count)

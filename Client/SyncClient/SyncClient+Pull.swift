@@ -154,9 +154,9 @@ extension SyncClient {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }
             var changes = page.changes
-            if let cipher {
-                // A record that does not open is set aside, named; the rest of the page is applied.
-                let opened = current.opened ?? Self.open(page.changes, with: cipher)
+            if let opened = current.opened {
+                // Sealed (this client has the key, checked above): a record that
+                // does not open is set aside, named; the rest of the page is applied.
                 changes = opened.changes
                 summary.problems += opened.problems
             }

@@ -43,56 +43,48 @@ public enum Crypto {
     /// `prefix` (ASCII) and the unpadded base64url of `bytes`, written
     /// straight into the string's storage.
     public static func base64URLString(prefix: [UInt8], _ bytes: UnsafeBufferPointer<UInt8>) -> String {
-        let count = prefix.count + (bytes.count * 4 + 2) / 3
+        let count = prefix.count + base64URLLength(bytes.count)
         return String(unsafeUninitializedCapacity: count) { output in
             _ = output.initialize(from: prefix)
-            base64URLAlphabet.withUnsafeBufferPointer { alphabet in
-                var out = prefix.count
-                var index = 0
-                while index + 3 <= bytes.count {
-                    let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                    output[out] = alphabet[Int(value >> 18 & 63)]
-                    output[out + 1] = alphabet[Int(value >> 12 & 63)]
-                    output[out + 2] = alphabet[Int(value >> 6 & 63)]
-                    output[out + 3] = alphabet[Int(value & 63)]
-                    out += 4
-                    index += 3
-                }
-                let rest = bytes.count - index
-                if rest > 0 {
-                    let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-                    output[out] = alphabet[Int(value >> 18 & 63)]
-                    output[out + 1] = alphabet[Int(value >> 12 & 63)]
-                    if rest == 2 { output[out + 2] = alphabet[Int(value >> 6 & 63)] }
-                }
-            }
+            encodeBase64URL(bytes, into: UnsafeMutableBufferPointer(rebasing: output[prefix.count...]))
             return count
         }
     }
 
     /// Appends the unpadded base64url of `bytes` to `output`.
     public static func base64URL(_ bytes: [UInt8], into output: inout [UInt8]) {
-        let alphabet = base64URLAlphabet
-        output.reserveCapacity(output.count + (bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(alphabet[Int(value >> 6 & 63)])
-            output.append(alphabet[Int(value & 63)])
-            index += 3
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: base64URLLength(bytes.count)))
+        bytes.withUnsafeBufferPointer { bytes in
+            output.withUnsafeMutableBufferPointer { output in encodeBase64URL(bytes, into: UnsafeMutableBufferPointer(rebasing: output[start...])) }
         }
-        let rest = bytes.count - index
-        if rest == 1 {
-            let value = UInt32(bytes[index]) << 16
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-        } else if rest == 2 {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(alphabet[Int(value >> 6 & 63)])
+    }
+
+    /// Characters of the unpadded base64url of `count` bytes.
+    private static func base64URLLength(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    /// Writes the unpadded base64url of `bytes` to `output`, which holds
+    /// ``base64URLLength(_:)`` bytes.
+    private static func encodeBase64URL(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) {
+        base64URLAlphabet.withUnsafeBufferPointer { alphabet in
+            var out = 0
+            var index = 0
+            while index + 3 <= bytes.count {
+                let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                output[out] = alphabet[Int(value >> 18 & 63)]
+                output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                output[out + 2] = alphabet[Int(value >> 6 & 63)]
+                output[out + 3] = alphabet[Int(value & 63)]
+                out += 4
+                index += 3
+            }
+            let rest = bytes.count - index
+            if rest > 0 {
+                let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                output[out] = alphabet[Int(value >> 18 & 63)]
+                output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                if rest == 2 { output[out + 2] = alphabet[Int(value >> 6 & 63)] }
+            }
         }
     }
 

@@ -60,6 +60,23 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
         output += device.utf8
     }
 
+    /// The text of the last stamp asked for, kept for the next one that is
+    /// the same: the fields of a change mostly share one stamp.
+    public struct TextCache {
+        private var last: (stamp: HLCTimestamp, text: [UInt8])?
+
+        public init() {}
+
+        /// The stamp's text form (see ``write(into:)``).
+        public mutating func text(of stamp: HLCTimestamp) -> [UInt8] {
+            if let last, last.stamp == stamp { return last.text }
+            var text: [UInt8] = []
+            stamp.write(into: &text)
+            last = (stamp, text)
+            return text
+        }
+    }
+
     /// Parses the text form; nil when malformed.
     public init?(text: String) {
         // Read as bytes: stamps are parsed for every field of every pushed record.

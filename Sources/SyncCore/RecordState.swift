@@ -95,19 +95,13 @@ extension RecordState {
     /// Appends ``encodeFields(_:)``.
     public static func writeFields(_ fields: [String: StampedValue], into output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
-        // The fields of a change mostly share one stamp: its text is written once.
-        var stamp: (of: HLCTimestamp, text: [UInt8])?
+        var stamps = HLCTimestamp.TextCache()
         for (index, name) in fields.keys.sorted().enumerated() {
             let register = fields[name]! // name comes from fields.keys
             if index > 0 { output.append(UInt8(ascii: ",")) }
             JSONValue.writeString(name, into: &output)
             output += #":{"s":""#.utf8
-            if stamp?.of != register.stamp {
-                var text: [UInt8] = []
-                register.stamp.write(into: &text) // device ids never need escaping
-                stamp = (register.stamp, text)
-            }
-            output += stamp!.text // set just above
+            output += stamps.text(of: register.stamp) // device ids never need escaping
             output += #"","v":"#.utf8
             register.value.write(into: &output)
             output.append(UInt8(ascii: "}"))
