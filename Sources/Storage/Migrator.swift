@@ -24,7 +24,8 @@ public struct Migrator: Sendable {
     }
 
     /// Applies every migration above the database's version, each in its own
-    /// transaction together with the version bump.
+    /// transaction together with the version bump; one that another
+    /// connection applied meanwhile is skipped.
     /// - Throws: ``Problem/newerSchema(found:supported:)`` before changing
     ///   anything when the database is newer; ``DatabaseError`` from SQLite.
     public func migrate(_ database: Database) throws {
@@ -32,6 +33,12 @@ public struct Migrator: Sendable {
         guard current <= latestVersion else { throw Problem.newerSchema(found: current, supported: latestVersion) }
         for migration in migrations where migration.version > current {
             try database.transaction(.exclusive) {
+                // Read again under the lock: another process opening the same
+                // old file may have applied it since (a second `CREATE TABLE`
+                // or `ADD COLUMN` would fail).
+                let found = try database.userVersion
+                guard found <= latestVersion else { throw Problem.newerSchema(found: found, supported: latestVersion) }
+                guard found < migration.version else { return }
                 try database.execute(migration.sql)
                 try database.execute("PRAGMA user_version = \(migration.version)")
             }
