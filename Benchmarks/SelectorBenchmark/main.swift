@@ -23,8 +23,21 @@ if arguments.first == "make-replica" {
         let replica = try Replica.initialize(home: values[0], deviceName: "bench-laptop").replica
         try replica.transaction {
             for id in ["firefox", "chrome"] { try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u") }
+            // A person's rules are made in no alphabetical order: each
+            // pattern starts with a pseudo-random name (a fixed seed, so every
+            // run makes the same replica). Patterns made in key order
+            // ("site0.example", "site1.example", ...) hid how a replica and a
+            // store write records whose keys come in no order.
+            var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+            let letters = Array("abcdefghijklmnopqrstuvwxyz".utf8)
             for index in 0..<count {
-                try replica.addRule(pattern: "site\(index).example", browser: index % 2 == 0 ? "firefox" : "chrome", priority: index % 7)
+                var name: [UInt8] = []
+                for _ in 0..<8 {
+                    state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                    name.append(letters[Int(state >> 33) % letters.count])
+                }
+                let pattern = "\(String(decoding: name, as: UTF8.self))\(index).example"
+                try replica.addRule(pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index % 7)
             }
         }
     } catch {

@@ -83,6 +83,7 @@ enum ReplicaSchema {
         Migration4.chain,
         Migration4.conflictsRestored,
         Migration4.received,
+        Migration4.recordsByRow,
     ])
 
     enum Migration4 {
@@ -140,6 +141,32 @@ enum ReplicaSchema {
                 fields TEXT NOT NULL,
                 recorded_at INTEGER NOT NULL
             );
+            """)
+
+        /// Records in a table with row ids (they were clustered by key):
+        /// a pull of records whose keys come in no order (the normalised
+        /// patterns of a person's rules) appends each new record instead of
+        /// splitting and rewriting the key-ordered pages of whole records in
+        /// every page's transaction; only the small key index is written
+        /// out of order. 10,000 rules pulled wrote 112 MB and read 136 MB
+        /// before, for a replica of about 7 MB.
+        static let recordsByRow = Migrator.Migration(version: 10, sql: """
+            CREATE TABLE records_by_row (
+                id INTEGER PRIMARY KEY,
+                collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                versions TEXT NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0,
+                index_key TEXT,
+                priority INTEGER,
+                UNIQUE (collection, key)
+            );
+            INSERT INTO records_by_row (collection, key, fields, versions, deleted, index_key, priority)
+                SELECT collection, key, fields, versions, deleted, index_key, priority FROM records ORDER BY collection, key;
+            DROP TABLE records;
+            ALTER TABLE records_by_row RENAME TO records;
+            CREATE INDEX records_by_index_key ON records (collection, index_key);
             """)
     }
 }

@@ -237,6 +237,58 @@ import TestSupport
         try expectUntouched(fixture.file, { _ = try Replica.open(home: fixture.home) }, message: "schema version 99")
     }
 
+    /// A replica of schema 9 kept its records clustered by key; opening it
+    /// moves them to a table with row ids (schema 10) in one transaction,
+    /// with every record, tombstone and index entry as it was.
+    @Test func aReplicaWithRecordsClusteredByKeyOpensWithEveryRecord() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        try fixture.usable("chrome")
+        for (index, pattern) in ["zoom.us", "*.github.com", "a.example", "bank.example/login"].enumerated() {
+            try fixture.replica.addRule(pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index)
+        }
+        try fixture.replica.removeRule(pattern: "a.example")
+        let url = try NormalizedURL("https://gist.github.com/x")
+        let resolvedBefore = try fixture.replica.resolve(url).browser?.browser.id
+        let columns = "collection, key, fields, versions, deleted, index_key, priority"
+        func rows(_ database: Database) throws -> [String] {
+            try database.query("SELECT \(columns) FROM records ORDER BY collection, key") { row in
+                (0..<7).map { "\(row[$0])" }.joined(separator: "|")
+            }
+        }
+        // Back to schema 9's table, as a replica made before this version has it.
+        let database = try Database(path: fixture.file)
+        let before = try rows(database)
+        try database.execute("""
+            BEGIN;
+            CREATE TABLE records_clustered (
+                collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
+                key TEXT NOT NULL, fields TEXT NOT NULL, versions TEXT NOT NULL,
+                deleted INTEGER NOT NULL DEFAULT 0, index_key TEXT, priority INTEGER,
+                PRIMARY KEY (collection, key)
+            ) WITHOUT ROWID;
+            INSERT INTO records_clustered SELECT \(columns) FROM records;
+            DROP TABLE records;
+            ALTER TABLE records_clustered RENAME TO records;
+            CREATE INDEX records_by_index_key ON records (collection, index_key);
+            PRAGMA user_version = 9;
+            COMMIT;
+            """)
+        #expect(throws: (any Error).self, "schema 9 has no row ids") { try database.execute("SELECT rowid FROM records") }
+
+        let reopened = try Replica.open(home: fixture.home)
+        #expect(try database.userVersion == 10)
+        #expect(try rows(database) == before)
+        #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
+        #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")
+        #expect(try reopened.resolve(url).browser?.browser.id == resolvedBefore)
+        #expect(try reopened.rules().map(\.pattern).sorted() == ["*.github.com", "bank.example/login", "zoom.us"])
+        // The unique key still holds: the same pattern updates its record.
+        try reopened.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
+        #expect(try database.scalar("SELECT COUNT(*) FROM records WHERE collection = 'rules' AND key = 'zoom.us'")?.intValue == 1)
+        #expect(try reopened.resolve(try NormalizedURL("https://zoom.us/j/1")).browser?.browser.id == "chrome")
+    }
+
     @Test func aMissingReplica() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
