@@ -116,9 +116,20 @@ extension ServerStore {
                 try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(device.accountID)])
                 return (true, keyID)
             }
-            // Best effort: a reader still in an old snapshot keeps the log until the next checkpoint.
-            if result.changed { try? database.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            if result.changed { Self.truncateLog(database) }
             return result
+        }
+    }
+
+    /// Copies the write-ahead log into the file and empties it, retried for
+    /// up to a second while the background checkpoint or a reader in an old
+    /// snapshot holds it. Best effort: after that, the log is overwritten at
+    /// the next checkpoint that completes.
+    static func truncateLog(_ database: Database) {
+        for _ in 0..<100 {
+            // One row: busy (1 when it could not finish), log pages, pages copied.
+            if let busy = try? database.scalar("PRAGMA wal_checkpoint(TRUNCATE)")?.intValue, busy == 0 { return }
+            usleep(10_000)
         }
     }
 

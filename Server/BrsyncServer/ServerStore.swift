@@ -137,6 +137,8 @@ public final class ServerStore: Sendable {
 
     public let path: String
     private let pool: ConnectionPool
+    /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
+    private let checkpointer: BackgroundCheckpointer?
     /// What this process last wrote of each device's `acknowledged_cursor` and
     /// `last_seen`: concurrent pulls of one device then write it once, not all.
     struct Bookkeeping {
@@ -219,6 +221,11 @@ public final class ServerStore: Sendable {
                 return fresh
             }
             currentEpoch = Mutex(epoch)
+            // Checkpoints run on a thread of their own, not in the commit of
+            // the push that fills the log; without a thread, SQLite's own
+            // automatic checkpoint stays.
+            let checkpointer = try? BackgroundCheckpointer(path: path)
+            self.checkpointer = checkpointer
             var handedFirst = false
             pool = try ConnectionPool(path: path, size: max(1, connections)) {
                 let database: Database
@@ -231,6 +238,7 @@ public final class ServerStore: Sendable {
                 // 16 MiB of page cache per connection (SQLite keeps 2 MiB by default): a push
                 // of 10,000 sealed records reads its B-tree pages back from the cache, not with pread.
                 try database.execute("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -16384")
+                checkpointer?.attach(database)
                 return database
             }
         } catch let error as DatabaseError {
@@ -251,7 +259,10 @@ public final class ServerStore: Sendable {
         }
     }
 
-    public func close() { pool.close() }
+    public func close() {
+        pool.close()
+        checkpointer?.stop()
+    }
 
     public static func nowMillis() -> Int64 {
         var spec = timespec()

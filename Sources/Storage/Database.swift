@@ -15,6 +15,9 @@ public final class Database {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: Statement] = [:]
+    /// Takes this connection's WAL checkpoints (see ``BackgroundCheckpointer/attach(_:)``);
+    /// held so its hook's context lives as long as the connection.
+    var checkpointer: BackgroundCheckpointer?
 
     /// Opens the database at `path`.
     /// - Parameters:

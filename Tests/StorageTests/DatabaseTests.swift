@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 @testable import Storage
@@ -137,6 +138,35 @@ import TestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
+    /// Two processes open the same old file at once: the second read the
+    /// version before the first migrated, and waits for its lock. It must
+    /// not apply the migrations again (`CREATE TABLE t` would fail).
+    @Test func migrationsAnotherConnectionAppliedMeanwhileAreSkipped() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("m.sqlite")
+        let first = try Database(path: path)
+        try first.execute("PRAGMA journal_mode = WAL") // the second reads while the first holds the write lock
+        try first.execute("BEGIN EXCLUSIVE")
+        let outcome = Mutex<Result<Int, any Error>?>(nil)
+        let migrator = self.migrator
+        let second = Thread {
+            outcome.withLock { $0 = Result { () throws -> Int in
+                let database = try Database(path: path, busyTimeoutMilliseconds: 10_000)
+                try migrator.migrate(database)
+                return try database.userVersion
+            } }
+        }
+        second.start()
+        // The second has read version 0 and waits for the lock by now.
+        Thread.sleep(forTimeInterval: 0.3)
+        try first.execute("CREATE TABLE t (a); ALTER TABLE t ADD COLUMN b; PRAGMA user_version = 2; COMMIT")
+        for _ in 0..<200 where outcome.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.05) }
+        let result = try #require(outcome.withLock { $0 })
+        #expect(try result.get() == 2)
+        #expect(try first.scalar("SELECT COUNT(*) FROM pragma_table_info('t')")?.intValue == 2)
+    }
+
     @Test func aFailedMigrationLeavesTheVersion() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -144,5 +174,66 @@ import TestSupport
         let broken = Migrator([.init(version: 1, sql: "CREATE TABLE t (a)"), .init(version: 2, sql: "ALTER TABLE nope ADD b")])
         #expect(throws: DatabaseError.self) { try broken.migrate(database) }
         #expect(try database.userVersion == 1)
+    }
+}
+
+@Suite struct BackgroundCheckpointerTests {
+    /// Writes `rows` rows of 1 KB in commits of 10 on `database`.
+    func write(_ database: Database, rows: Int) throws {
+        for start in stride(from: 0, to: rows, by: 10) {
+            try database.transaction {
+                for index in start..<min(rows, start + 10) {
+                    try database.run("INSERT INTO t (a, b) VALUES (?, ?)", [.integer(Int64(index)), .text(String(repeating: "x", count: 1000))])
+                }
+            }
+        }
+    }
+
+    /// A database in WAL mode with the table `write` fills.
+    func walDatabase(in directory: TemporaryDirectory) throws -> (path: String, database: Database) {
+        let path = directory.file("c.sqlite")
+        let database = try Database(path: path)
+        try database.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT)")
+        return (path, database)
+    }
+
+    func size(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : -1
+    }
+
+    /// Commits that fill the log wake the thread, which copies the log into
+    /// the database file; the committing connection does not (SQLite's
+    /// automatic checkpoint is off on it).
+    @Test func theThreadCheckpointsWhatCommitsWrite() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (path, database) = try walDatabase(in: directory)
+        let checkpointer = try BackgroundCheckpointer(path: path, pages: 20, inlinePages: 100_000)
+        checkpointer.attach(database)
+        let before = size(path)
+        try write(database, rows: 400) // about 100 pages
+        for _ in 0..<200 where checkpointer.completed == 0 || size(path) < 300_000 { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(checkpointer.completed > 0)
+        #expect(size(path) > before + 300_000, "the rows reached the database file")
+        #expect(try database.scalar("SELECT COUNT(*) FROM t")?.intValue == 400)
+        #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")
+    }
+
+    /// Stopped (or fallen behind), the connection checkpoints itself: the log
+    /// does not grow without bound.
+    @Test func aStoppedThreadLeavesCheckpointsToTheCommits() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (path, database) = try walDatabase(in: directory)
+        let checkpointer = try BackgroundCheckpointer(path: path, pages: 20, inlinePages: 50)
+        checkpointer.attach(database)
+        checkpointer.stop()
+        checkpointer.stop() // again: nothing
+        let before = size(path)
+        try write(database, rows: 400)
+        #expect(checkpointer.completed == 0)
+        #expect(size(path) > before + 300_000, "the commits checkpointed")
+        #expect(size(path + "-wal") < 1_000_000, "the log was reset, not grown past 400 KB of rows")
     }
 }
