@@ -320,7 +320,7 @@ public final class PostgresStore: SyncStore {
         let now = currentMillis()
         let write = ServerStore.Bookkeeping.shouldWrite(bookkeeping, device: device, cursor: cursor, now: now)
         if write {
-            try withConnection { connection in
+            _ = try withConnection { connection in
                 try connection.run("UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
                                    [.integer(cursor), .integer(now), .integer(device.id)])
             }
