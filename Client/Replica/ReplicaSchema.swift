@@ -149,7 +149,7 @@ enum ReplicaSchema {
         /// splitting and rewriting the key-ordered pages of whole records in
         /// every page's transaction; only the small key index is written
         /// out of order. 10,000 rules pulled wrote 112 MB and read 136 MB
-        /// before, for a replica of about 7 MB.
+        /// before, for a replica of about 12 MB.
         static let recordsByRow = Migrator.Migration(version: 10, sql: """
             CREATE TABLE records_by_row (
                 id INTEGER PRIMARY KEY,
