@@ -58,6 +58,16 @@ public struct Pattern: Sendable, Hashable {
         }
         if Self.find("***", in: trimmed) != nil { throw fail("'***' is not a wildcard; use * or **") }
 
+        // Plain ASCII has one byte per character: separators are found as
+        // bytes (searching characters cost most of a parse); other text is
+        // searched by character, as it always was.
+        func first(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
+            isPlainASCII ? Self.index(of: UInt8(ascii: separator), in: text, last: false) : text.firstIndex(of: Character(separator))
+        }
+        func last(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
+            isPlainASCII ? Self.index(of: UInt8(ascii: separator), in: text, last: true) : text.lastIndex(of: Character(separator))
+        }
+
         var rest = Substring(trimmed)
         var scheme: String?
         if let separator = Self.find("://", in: trimmed) {
@@ -72,15 +82,14 @@ public struct Pattern: Sendable, Hashable {
         }
         self.scheme = scheme
 
-        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let slash = first("/", in: rest) ?? rest.endIndex
         var hostPart = rest[..<slash]
         var pathPart = rest[slash...]
-        if hostPart.contains("#") {
-            guard let hash = hostPart.firstIndex(of: "#") else { throw fail("internal") }
+        if let hash = first("#", in: hostPart) {
             pathPart = "/" + hostPart[hash...] + pathPart
             hostPart = hostPart[..<hash]
         }
-        if hostPart.contains("@") { throw fail("a pattern's host must not contain '@'") }
+        if first("@", in: hostPart) != nil { throw fail("a pattern's host must not contain '@'") }
 
         var port: Int?
         var portText: Substring?
@@ -91,7 +100,7 @@ public struct Pattern: Sendable, Hashable {
                 portText = after.dropFirst()
                 hostPart = hostPart[...close]
             }
-        } else if let colon = hostPart.lastIndex(of: ":") {
+        } else if let colon = last(":", in: hostPart) {
             portText = hostPart[hostPart.index(after: colon)...]
             hostPart = hostPart[..<colon]
         }
@@ -111,7 +120,7 @@ public struct Pattern: Sendable, Hashable {
         }
 
         let host: String
-        let hasWildcard = hostPart.contains("*") || hostPart.contains("?")
+        let hasWildcard = first("*", in: hostPart) != nil || first("?", in: hostPart) != nil
         if hostPart.isEmpty {
             host = ""
         } else if hostPart.hasPrefix("[") {
@@ -157,6 +166,13 @@ public struct Pattern: Sendable, Hashable {
     static func find(_ needle: StaticString, in text: String) -> Range<String.Index>? {
         let target = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
         let utf8 = text.utf8
+        let offset: Int?? = utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.count >= target.count else { return nil }
+            return (0...(bytes.count - target.count)).first { start in (0..<target.count).allSatisfy { bytes[start + $0] == target[$0] } }
+        }
+        if let offset {
+            return offset.map { utf8.index(utf8.startIndex, offsetBy: $0)..<utf8.index(utf8.startIndex, offsetBy: $0 + target.count) }
+        }
         var index = utf8.startIndex
         while index != utf8.endIndex {
             var probe = index
@@ -169,6 +185,14 @@ public struct Pattern: Sendable, Hashable {
             index = utf8.index(after: index)
         }
         return nil
+    }
+
+    /// The first (or last) position of `byte` in `text`'s UTF-8.
+    private static func index(of byte: UInt8, in text: Substring, last: Bool) -> String.Index? {
+        let utf8 = text.utf8
+        let offset: Int?? = utf8.withContiguousStorageIfAvailable { last ? $0.lastIndex(of: byte) : $0.firstIndex(of: byte) }
+        guard let offset else { return last ? utf8.lastIndex(of: byte) : utf8.firstIndex(of: byte) }
+        return offset.map { utf8.index(utf8.startIndex, offsetBy: $0) }
     }
 
     private static let patternPathAllowed: [Bool] = {
