@@ -301,7 +301,7 @@ public final class SyncClient {
             if needed.isEmpty && response.acknowledged == last.sequence, let prepared, prepared.wire.first.map({ $0.sequence == last.sequence + 1 }) ?? true {
                 upcoming = prepared
             }
-            let delivered = changes.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
+            let delivered = changes.lazy.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
             try replica.markPushed(through: response.acknowledged)
             // The chain through the last change acknowledged is kept: the next
             // pull and push prove this replica's history by it without sealing
