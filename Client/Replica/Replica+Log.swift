@@ -51,13 +51,16 @@ extension Replica {
 
     /// Notes what a pull changed in a record (inside the pull's transaction):
     /// the fields whose value or stamp differ from what was here.
-    func logReceived(_ collection: RecordCollection, key: String, before: RecordState, after: RecordState, afterSequence: Int64) throws {
+    /// - Parameter afterFieldsText: `RecordState.encodeFields(after.fields)`,
+    ///   the entry's text when every field changed (a new record).
+    func logReceived(_ collection: RecordCollection, key: String, before: RecordState, after: RecordState, afterFieldsText: String? = nil,
+                     afterSequence: Int64) throws {
         let changed = after.fields.filter { before.fields[$0.key] != $0.value }
         guard let newest = changed.values.map(\.stamp).max() else { return }
+        let text = changed.count == after.fields.count ? afterFieldsText ?? RecordState.encodeFields(changed) : RecordState.encodeFields(changed)
         try database.run(
             "INSERT INTO received (after_seq, device, collection, key, fields, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key),
-             .text(RecordState.encodeFields(changed)), .integer(currentMillis)])
+            [.integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key), .text(text), .integer(currentMillis)])
     }
 
     /// Drops the oldest received entries beyond ``receivedLogLimit``.

@@ -278,8 +278,11 @@ extension Replica {
                                      [.text(change.collection.rawValue), .text(change.key)])
                 }
                 guard merged != local else { continue }
-                try storeMerged(change.collection, key: change.key, state: merged)
-                try logReceived(change.collection, key: change.key, before: local, after: merged, afterSequence: newestLocal)
+                // Written once: a new record's log entry holds all its fields.
+                let fieldsText = RecordState.encodeFields(merged.fields)
+                try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                try logReceived(change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
+                                afterSequence: newestLocal)
                 changed += 1
             }
             if changed > 0 { try trimReceivedLog() }

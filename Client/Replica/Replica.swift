@@ -298,11 +298,12 @@ public final class Replica {
     }
 
     /// Stores a merged state (from a pull): no stamp, no version bump, no log entry.
-    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState) throws {
-        try store(collection, key: key, state: state)
+    /// - Parameter fieldsText: `RecordState.encodeFields(state.fields)` when the caller has it.
+    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws {
+        try store(collection, key: key, state: state, fieldsText: fieldsText)
     }
 
-    private func store(_ collection: RecordCollection, key: String, state: RecordState) throws {
+    private func store(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws {
         var indexKey: DatabaseValue = .null
         var priority: DatabaseValue = .null
         if collection == .rules {
@@ -319,7 +320,7 @@ public final class Replica {
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
                 index_key = excluded.index_key, priority = excluded.priority
             """,
-            [.text(collection.rawValue), .text(key), .text(RecordState.encodeFields(state.fields)),
+            [.text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
              .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
     }
 
