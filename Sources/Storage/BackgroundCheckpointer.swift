@@ -33,7 +33,9 @@ public final class BackgroundCheckpointer: Sendable {
         let ended = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
         let stopping = Atomic<Bool>(false)
         let checkpoints = Atomic<Int>(0)
-        let database: Database
+        /// Closed when the thread ends, so the last connection to close
+        /// removes the log as without this thread.
+        var database: Database?
 
         init(database: Database) {
             self.database = database
@@ -56,10 +58,11 @@ public final class BackgroundCheckpointer: Sendable {
                 while sem_trywait(wake) == 0 {}
                 // Busy (another checkpoint, a write lock being taken) is
                 // harmless: the next wake tries again.
-                if sqlite3_wal_checkpoint_v2(database.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+                if let database, sqlite3_wal_checkpoint_v2(database.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
                     checkpoints.add(1, ordering: .relaxed)
                 }
             }
+            database = nil
             sem_post(ended)
         }
     }

@@ -236,4 +236,24 @@ import TestSupport
         #expect(size(path) > before + 300_000, "the commits checkpointed")
         #expect(size(path + "-wal") < 1_000_000, "the log was reset, not grown past 400 KB of rows")
     }
+
+    /// The thread's own connection closes when it stops: the last connection
+    /// to close removes the log, as without the thread.
+    @Test func closingTheLastConnectionAfterStopRemovesTheLog() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("c.sqlite")
+        var checkpointer: BackgroundCheckpointer?
+        do {
+            let (_, database) = try walDatabase(in: directory)
+            checkpointer = try BackgroundCheckpointer(path: path, pages: 20)
+            checkpointer?.attach(database)
+            try write(database, rows: 100)
+            checkpointer?.stop()
+        }
+        // The checkpointer outlives its stop (as in a store closed but not yet released).
+        #expect(checkpointer != nil)
+        #expect(access(path + "-wal", F_OK) != 0, "the log is gone")
+        #expect(try Database(path: path).scalar("SELECT COUNT(*) FROM t")?.intValue == 100)
+    }
 }
