@@ -52,7 +52,7 @@ extension Replica {
         SyncState(
             remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
             pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0, pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
-            lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: Int64(try meta("clock_offset") ?? "") ?? 0,
+            lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
             account: try meta("account"), problem: try meta("sync_problem") ?? "", problemAtMillis: Int64(try meta("sync_problem_at") ?? ""))
     }
 
@@ -187,10 +187,23 @@ extension Replica {
 
     /// - Parameter ageMilliseconds: how long ago the server's time arrived
     ///   (a page fetched while the page before was applied is taken in later).
+    /// The offset is kept in memory and written with the next write
+    /// transaction (a pulled page, an acknowledged batch, the sync's end:
+    /// ``persistServerTime()``), so an answer costs no commit of its own; a
+    /// process stopped before that learns it again at its next contact.
     public func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64 = 0) throws {
-        try transaction {
-            try setMeta("clock_offset", String(serverMillis - (currentMillis - ageMilliseconds)))
-        }
+        pendingClockOffset = serverMillis - (currentMillis - ageMilliseconds)
+    }
+
+    /// Writes the clock offset learned from the last answer, if not written yet.
+    public func persistServerTime() throws {
+        if pendingClockOffset != nil { try transaction {} }
+    }
+
+    /// The last clock offset learned: the one not yet written, else the stored one.
+    func clockOffset() throws -> Int64 {
+        if let pendingClockOffset { return pendingClockOffset }
+        return Int64(try meta("clock_offset") ?? "") ?? 0
     }
 
     /// Another account (or a server that forgot this one): the cursor and the
@@ -198,6 +211,8 @@ extension Replica {
     /// - Returns: whether the account differs from the last one seen.
     public func checkAccount(_ account: String) throws -> Bool {
         guard !account.isEmpty else { return false }
+        // The account of the last answer (every answer after the first): nothing to write.
+        if try meta("account") == account { return false }
         return try transaction {
             let known = try meta("account")
             try setMeta("account", account)

@@ -136,11 +136,20 @@ public final class Replica {
             if inTransaction { return try body() }
             inTransaction = true
             defer { inTransaction = false }
-            return try database.transaction(.immediate, body)
+            // The clock offset of the last answer goes with the first write after it.
+            let offset = pendingClockOffset
+            let result = try database.transaction(.immediate) {
+                if let offset { try setMeta("clock_offset", String(offset)) }
+                return try body()
+            }
+            if pendingClockOffset == offset { pendingClockOffset = nil }
+            return result
         }
     }
 
     private var inTransaction = false
+    /// See ``observeServerTime(_:ageMilliseconds:)``.
+    var pendingClockOffset: Int64?
 
     /// Runs a read with SQLite errors mapped.
     func read<T>(_ body: () throws -> T) throws -> T {
@@ -331,6 +340,6 @@ public final class Replica {
     /// This machine's clock corrected by the offset last learned from the
     /// server (see observeServerClock): the time every stamp is based on.
     func serverTimeMillis() throws -> Int64 {
-        now() + (Int64(try meta("clock_offset") ?? "") ?? 0)
+        now() + (try clockOffset())
     }
 }

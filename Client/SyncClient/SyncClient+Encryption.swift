@@ -41,6 +41,7 @@ extension SyncClient {
     ///   records then), and the key it is sealed with now.
     @discardableResult
     public func encryptAccount(keyID: String, replacing: String? = nil) throws -> (changed: Bool, key: String) {
+        defer { try? replica.persistServerTime() }
         var body: [String: JSONValue] = ["key": .string(keyID)]
         if let replacing { body["replaces"] = .string(replacing) }
         let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
@@ -53,6 +54,7 @@ extension SyncClient {
     /// The id of the key the account is sealed with, or nil when it is not
     /// encrypted (one pull request; this checks the token too).
     public func accountKeyID() throws -> String? {
+        defer { try? replica.persistServerTime() }
         let page = try fetchPage("/v1/pull?since=0&limit=1")
         return page.encrypted ? page.keyID ?? "" : nil
     }

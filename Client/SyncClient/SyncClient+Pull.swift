@@ -15,7 +15,7 @@ extension SyncClient {
 
     @discardableResult
     public func pull() throws -> Summary {
-        try lock.withLock {
+        try locked {
             try prepareEncryption()
             var stalled = 0
             // The next page, fetched (and opened) on a thread of its own while
@@ -43,7 +43,7 @@ extension SyncClient {
     /// stopped between pages resumes from the stored cursor.) Records that
     /// cannot be used are reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
-        try lock.withLock {
+        try locked {
             var ahead: PageAhead?
             return try pullPageLocked(ahead: &ahead, fetchAhead: false)
         }

@@ -94,7 +94,7 @@ public final class SyncClient {
     /// the pull (this machine still gets everyone else's rules); the refusal is
     /// thrown after it, and kept for `brsync status`.
     public func sync() throws -> Summary {
-        try lock.withLock {
+        try locked {
             try checkCopied()
             try prepareEncryption()
             return try syncLocked()
@@ -138,6 +138,16 @@ public final class SyncClient {
         return summary
     }
 
+    /// Runs `body` holding the sync lock; the clock offset learned from the
+    /// answers meanwhile is written before it returns (see
+    /// ``Replica/observeServerTime(_:ageMilliseconds:)``).
+    func locked<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            defer { try? replica.persistServerTime() }
+            return try body()
+        }
+    }
+
     /// The server's refusal behind the last ``SyncError/refused(code:message:)``.
     var lastRefusal: WireError?
 
@@ -151,7 +161,7 @@ public final class SyncClient {
     /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
-        try lock.withLock {
+        try locked {
             try checkCopied()
             try prepareEncryption()
             try pushLocked()
@@ -302,15 +312,19 @@ public final class SyncClient {
                 upcoming = prepared
             }
             let delivered = changes.lazy.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
-            try replica.markPushed(through: response.acknowledged)
-            // The chain through the last change acknowledged is kept: the next
-            // pull and push prove this replica's history by it without sealing
-            // the batch again. One in between, if a `gap` ever asks for it, is
-            // computed from the one kept before (one row written, not 1,000:
-            // writing them all took a fifth of the time between batches).
-            if let chains, response.acknowledged >= first.sequence {
-                let through = min(response.acknowledged, last.sequence)
-                try replica.keepChains([(through, chains[Int(through - first.sequence)])])
+            // One commit with what the acknowledgement moves (and the clock
+            // offset of the answer): each commit waits for a disk flush.
+            try replica.transaction {
+                try replica.markPushed(through: response.acknowledged)
+                // The chain through the last change acknowledged is kept: the next
+                // pull and push prove this replica's history by it without sealing
+                // the batch again. One in between, if a `gap` ever asks for it, is
+                // computed from the one kept before (one row written, not 1,000:
+                // writing them all took a fifth of the time between batches).
+                if let chains, response.acknowledged >= first.sequence {
+                    let through = min(response.acknowledged, last.sequence)
+                    try replica.keepChains([(through, chains[Int(through - first.sequence)])])
+                }
             }
             state.pushedThrough = response.acknowledged
             if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { carried = (response.acknowledged, chain) }

@@ -331,6 +331,32 @@ import TestSupport
         #expect(offline.wallMillis >= server.wallMillis, "the offset is persisted")
     }
 
+    /// An answer's clock offset costs no commit of its own: it is used at
+    /// once, written with the next write (one that fails keeps it for the
+    /// one after), and at the latest by `persistServerTime`.
+    @Test func theClockOffsetOfAnAnswerIsWrittenWithTheNextWrite() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let file = try Database(path: fixture.file)
+        func stored() throws -> String? { try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")?.stringValue }
+        try replica.observeServerTime(fixture.wallMillis + 5_000)
+        #expect(try stored() == nil, "not written by itself")
+        #expect(try replica.syncState().clockOffsetMilliseconds == 5_000)
+        #expect(try replica.serverTime() == fixture.wallMillis + 5_000)
+        try fixture.usable("firefox") // a write
+        #expect(try stored() == "5000")
+
+        struct Stop: Error {}
+        try replica.observeServerTime(fixture.wallMillis - 2_000)
+        #expect(throws: Stop.self) { try replica.transaction { throw Stop() } }
+        #expect(try stored() == "5000", "rolled back with the write that failed")
+        #expect(try replica.syncState().clockOffsetMilliseconds == -2_000)
+        try replica.persistServerTime()
+        #expect(try stored() == "-2000")
+        try replica.persistServerTime() // nothing pending: nothing written
+        #expect(try stored() == "-2000")
+    }
+
     @Test func unpushedChangesAndPulledPagesAreTrackedInTransactions() throws {
         let fixture = try ReplicaFixture()
         try fixture.usable("firefox")

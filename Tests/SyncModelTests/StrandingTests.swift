@@ -77,6 +77,9 @@ import TestSupport
         let laptop = try world.machine("laptop", skew: -2 * 3_600_000)
         try world.sync(laptop)
         #expect(try laptop.replica.syncState().clockOffsetMilliseconds > 3_500_000)
+        // Written when the sync ended: another process opening the home has it.
+        let elsewhere = try Replica.open(home: laptop.replica.home)
+        #expect(try elsewhere.syncState().clockOffsetMilliseconds > 3_500_000)
         laptop.setSkew(0) // NTP fixed it; the offset learned still says +2 h
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         let summary = try world.sync(laptop)
