@@ -57,7 +57,7 @@ extension Replica {
                      afterSequence: Int64) throws {
         let changed = after.fields.filter { before.fields[$0.key] != $0.value }
         guard let newest = changed.values.map(\.stamp).max() else { return }
-        let text = changed.count == after.fields.count ? afterFieldsText ?? RecordState.encodeFields(changed) : RecordState.encodeFields(changed)
+        let text = (changed.count == after.fields.count ? afterFieldsText : nil) ?? RecordState.encodeFields(changed)
         try database.run(
             "INSERT INTO received (after_seq, device, collection, key, fields, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
             [.integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key), .text(text), .integer(currentMillis)])

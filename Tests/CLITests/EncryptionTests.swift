@@ -29,7 +29,7 @@ import TestSupport
         output.split(separator: "\n").map(String.init).first { $0.count == 65 && $0.filter { $0 == "-" }.count == 10 }
     }
 
-    @Test(arguments: WorldStore.allCases) func theServerMergesRulesItCannotRead(_ store: WorldStore) throws {
+    @Test(arguments: StoreKind.allCases) func theServerMergesRulesItCannotRead(_ store: StoreKind) throws {
         // Written before the switch (readable on the server until then) and after it (never readable there).
         let before = "qzb\(UInt32.random(in: 100_000...999_999))"
         let marker = Self.marker

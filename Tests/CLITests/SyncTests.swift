@@ -8,14 +8,6 @@ import TestSupport
 
 /// A real `brsyncd` over TLS on 127.0.0.1 with a fresh CA, and replicas in
 /// temporary homes driven by the real `brsync` binary.
-/// The store the world's brsyncd runs on.
-enum WorldStore: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite
-    /// A fresh database in the test process's throw-away cluster.
-    case postgres
-    var description: String { rawValue }
-}
-
 final class SyncWorld: @unchecked Sendable {
     // Built in init; the server process is stopped in deinit.
     let directory: TemporaryDirectory
@@ -28,7 +20,7 @@ final class SyncWorld: @unchecked Sendable {
     let brsync = ProcessRunner.binary("brsync")
     let brsyncd = ProcessRunner.binary("brsyncd")
 
-    init(_ store: WorldStore = .sqlite) throws {
+    init(_ store: StoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-sync")
         _ = try TestCertificates(in: directory)
         // The chain the server presents holds its CA, as `brsyncd dev` writes it (for `brsync join`).
@@ -112,7 +104,7 @@ final class SyncWorld: @unchecked Sendable {
 
 @Suite(.serialized) struct SyncTests {
     /// A rule added on A is synced; the server stops; B resolves by it offline.
-    @Test(arguments: WorldStore.allCases) func aRuleMadeOnOneMachineResolvesOnAnotherOffline(_ store: WorldStore) throws {
+    @Test(arguments: StoreKind.allCases) func aRuleMadeOnOneMachineResolvesOnAnotherOffline(_ store: StoreKind) throws {
         let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
@@ -140,7 +132,7 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A profile travels: the other machine builds its launch command from
     /// its own base browser, and may still set one of its own.
-    @Test(arguments: WorldStore.allCases) func aProfileTravelsAndEachMachineBuildsItsCommand(_ store: WorldStore) throws {
+    @Test(arguments: StoreKind.allCases) func aProfileTravelsAndEachMachineBuildsItsCommand(_ store: StoreKind) throws {
         let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
@@ -176,7 +168,7 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
-    @Test(arguments: WorldStore.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: WorldStore) throws {
+    @Test(arguments: StoreKind.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: StoreKind) throws {
         let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
@@ -237,7 +229,7 @@ final class SyncWorld: @unchecked Sendable {
         #expect(rules.contains("a.example") && rules.contains("b.example"), "\(rules)")
     }
 
-    @Test(arguments: WorldStore.allCases) func refusalsAreExit5WithTheServersMessage(_ store: WorldStore) throws {
+    @Test(arguments: StoreKind.allCases) func refusalsAreExit5WithTheServersMessage(_ store: StoreKind) throws {
         let world = try SyncWorld(store)
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])

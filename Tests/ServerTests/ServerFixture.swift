@@ -8,14 +8,6 @@ import SyncCore
 import TestSupport
 @testable import BrsyncServer
 
-/// The stores a server can run on; the API's tests run on each.
-enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite
-    /// A fresh database in the test process's throw-away cluster (TestSupport.PostgresCluster).
-    case postgres
-    var description: String { rawValue }
-}
-
 /// A real brsyncd server in this process: an SQLite file in a temporary folder
 /// (or a fresh PostgreSQL database), TLS from a fresh CA, listening on
 /// 127.0.0.1 with an ephemeral port.

@@ -62,9 +62,9 @@ import TestSupport
     ///   value when pushed again (now its record is relayed first).
     static let regressionSeeds: [UInt64] = [8400]
 
-    static var stores: [WorldStoreKind] {
+    static var stores: [StoreKind] {
         let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]
-        return WorldStoreKind.allCases.filter { only == nil || $0.rawValue == only }
+        return StoreKind.allCases.filter { only == nil || $0.rawValue == only }
     }
 
     static var encryption: [Bool] {
@@ -75,7 +75,7 @@ import TestSupport
         }
     }
 
-    @Test(arguments: stores, encryption) func replicasConvergeUnderFaults(_ kind: WorldStoreKind, _ encrypted: Bool) throws {
+    @Test(arguments: stores, encryption) func replicasConvergeUnderFaults(_ kind: StoreKind, _ encrypted: Bool) throws {
         var faults: [String: Int] = [:]
         let mode = encrypted ? "on" : "off"
         for seed in Self.seeds {
@@ -132,7 +132,7 @@ final class Run: @unchecked Sendable {
     /// The account key every machine holds, when the run is end-to-end encrypted.
     let accountKey: AccountKey?
 
-    init(seed: UInt64, kind: WorldStoreKind = .sqlite, encrypted: Bool = false) throws {
+    init(seed: UInt64, kind: StoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
         accountKey = encrypted ? AccountKey.generate() : nil
         random = SeededRandom(seed: seed)

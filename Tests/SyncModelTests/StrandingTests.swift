@@ -47,7 +47,7 @@ import TestSupport
 
     /// A clock two hours fast before first contact: the edits are re-stamped
     /// from the server's time and sync; an edit made elsewhere afterwards wins.
-    @Test(arguments: WorldStoreKind.allCases) func aFastClockBeforeFirstContactStillSyncs(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aFastClockBeforeFirstContactStillSyncs(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let fast = try world.machine("fast", skew: 2 * 3_600_000)
         let other = try world.machine("other")
@@ -72,7 +72,7 @@ import TestSupport
 
     /// A clock two hours slow at first contact that NTP later fixes: the
     /// offset is learned again from the next answer, and edits still sync.
-    @Test(arguments: WorldStoreKind.allCases) func aClockFixedAfterFirstContactStillSyncs(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aClockFixedAfterFirstContactStillSyncs(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop", skew: -2 * 3_600_000)
         try world.sync(laptop)
@@ -153,7 +153,7 @@ import TestSupport
         #expect(try world.freshView() == states[0])
     }
 
-    @Test(arguments: WorldStoreKind.allCases) func newTokensAndAccountsNeverStrandAMachine(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func newTokensAndAccountsNeverStrandAMachine(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -183,7 +183,7 @@ import TestSupport
     /// A home copied to a second machine (replica and token): both keep
     /// editing; the copy notices, takes a new device id, and nothing either
     /// wrote is lost.
-    @Test(arguments: WorldStoreKind.allCases) func aCopiedHomeLosesNothing(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aCopiedHomeLosesNothing(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -210,7 +210,7 @@ import TestSupport
 
     /// A replica notices it is a copied file before it syncs, and takes a new
     /// device id at once; the original keeps its own.
-    @Test(arguments: WorldStoreKind.allCases) func aCopiedReplicaFileKnowsItIsACopy(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aCopiedReplicaFileKnowsItIsACopy(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         try world.sync(laptop)
@@ -227,7 +227,7 @@ import TestSupport
 
     /// A home restored from an older copy of itself reuses change numbers the
     /// server has: detected, and its new edits arrive.
-    @Test(arguments: WorldStoreKind.allCases) func aHomeRestoredFromAnOlderCopyLosesNothing(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aHomeRestoredFromAnOlderCopyLosesNothing(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -282,7 +282,7 @@ import TestSupport
 
     /// A rule deleted long ago (the tombstone purged) and added again with the
     /// same pattern arrives whole on a new machine.
-    @Test(arguments: WorldStoreKind.allCases) func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -303,7 +303,7 @@ import TestSupport
     /// deletion that is then purged; added again, it drops the deleted rule
     /// instead of bringing it back, and an edit it made meanwhile to another
     /// purged rule arrives whole, never as a partial record.
-    @Test(arguments: WorldStoreKind.allCases) func aDeviceThatMissedAPurgedDeletionReconciles(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aDeviceThatMissedAPurgedDeletionReconciles(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let a = try world.machine("a")
         let b = try world.machine("b")
@@ -336,7 +336,7 @@ import TestSupport
 
     /// The newest stamp wins, deletions included: an edit made after a delete
     /// (on a machine that had not seen it) keeps the rule.
-    @Test(arguments: WorldStoreKind.allCases) func anEditAfterADeleteWins(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func anEditAfterADeleteWins(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let a = try world.machine("a")
         let b = try world.machine("b")
@@ -356,7 +356,7 @@ import TestSupport
     }
 
     /// A sync does not pull back what it just pushed.
-    @Test(arguments: WorldStoreKind.allCases) func aSyncDoesNotPullBackItsOwnPush(_ kind: WorldStoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aSyncDoesNotPullBackItsOwnPush(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         let other = try world.machine("other")

@@ -10,14 +10,6 @@ import SyncCore
 import Testing
 import TestSupport
 
-/// The store a world's server runs on.
-enum WorldStoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-    case sqlite
-    /// A fresh database in the test process's throw-away cluster.
-    case postgres
-    var description: String { rawValue }
-}
-
 /// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
 /// file replaced, and be started again, and machines with clocks of their own.
 final class SyncWorld: @unchecked Sendable {
@@ -33,7 +25,7 @@ final class SyncWorld: @unchecked Sendable {
     /// The PostgreSQL database, for a world on PostgreSQL.
     var postgres: PostgresConfiguration?
 
-    init(_ kind: WorldStoreKind = .sqlite) throws {
+    init(_ kind: StoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-world")
         caFile = try TestCertificates(in: directory).caFile
         storePath = directory.file("server.sqlite")
