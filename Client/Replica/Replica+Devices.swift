@@ -45,42 +45,86 @@ extension Replica {
         }
     }
 
+    /// The field of a device's name record naming the id that took its place
+    /// (the same machine, after a key change): every machine shows both ids
+    /// as that one.
+    static let successorField = "successor"
+
+    /// Marks `old`, this machine's id until now, as replaced by `successor`
+    /// (a synced write, inside the caller's transaction), once other machines
+    /// may know it: its name was published.
+    func retireDeviceID(_ old: String, successor: String) throws {
+        guard try setting(Self.deviceNamePrefix + old) != nil else { return }
+        try loadPersistedClock()
+        var fields: [String: JSONValue] = [Self.successorField: .string(successor)]
+        if Self.problem(withDeviceName: deviceName) == nil { fields["value"] = .string(deviceName) }
+        try write(.settings, key: Self.deviceNamePrefix + old, changes: fields)
+    }
+
     /// Every device name this replica knows, by device id.
     public func deviceNames() throws -> DeviceNames {
         var names: [String: String] = [:]
+        var successors: [String: String] = [:]
         try read {
             _ = try database.query(
                 "SELECT key, fields, versions FROM records WHERE collection = 'settings' AND key >= ? AND key < ? AND deleted = 0",
                 [.text(Self.deviceNamePrefix), .text(String(Self.deviceNamePrefix.dropLast()) + "0")]
             ) { row in
                 let state = try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")
-                guard let key = row.string(0), let name = state.fields["value"]?.value.stringValue,
-                      Self.problem(withDeviceName: name) == nil else { return }
-                names[String(key.dropFirst(Self.deviceNamePrefix.count))] = name
+                guard let key = row.string(0) else { return }
+                let id = String(key.dropFirst(Self.deviceNamePrefix.count))
+                if let successor = state.fields[Self.successorField]?.value.stringValue, successor != id, successor.utf8.count <= 64 {
+                    successors[id] = successor
+                }
+                guard let name = state.fields["value"]?.value.stringValue, Self.problem(withDeviceName: name) == nil else { return }
+                names[id] = name
             }
         }
         if Self.problem(withDeviceName: deviceName) == nil { names[deviceID] = deviceName }
-        return DeviceNames(names: names, thisDevice: deviceID)
+        return DeviceNames(names: names, thisDevice: deviceID, successors: successors)
     }
 }
 
 /// How devices are named for a person: by name, with the start of the id
-/// when two devices share a name; by id when no name is known.
+/// when two devices share a name; by id when no name is known. An id that
+/// a machine left behind (a key change gives it a new one) is shown as that
+/// machine, under its current name.
 public struct DeviceNames: Sendable {
     public let names: [String: String]
     public let thisDevice: String
+    /// Retired id → the id that took its place.
+    public let successors: [String: String]
 
-    public init(names: [String: String], thisDevice: String) {
+    public init(names: [String: String], thisDevice: String, successors: [String: String] = [:]) {
         self.names = names
         self.thisDevice = thisDevice
+        self.successors = successors
     }
 
-    public func name(of device: String) -> String? { names[device] }
+    /// The id a device goes by now: `device` itself, or the last of the ids
+    /// that took its place (a chain of at most 64 steps; a loop ends it).
+    public func current(_ device: String) -> String {
+        var id = device
+        var seen: Set<String> = [id]
+        for _ in 0..<64 {
+            guard let next = successors[id], seen.insert(next).inserted else { break }
+            id = next
+        }
+        return id
+    }
+
+    /// The ids `device` went by before its current one.
+    public func earlierIDs(of device: String) -> [String] {
+        successors.keys.filter { $0 != device && current($0) == device }.sorted()
+    }
+
+    public func name(of device: String) -> String? { names[current(device)] ?? names[device] }
 
     public func display(_ device: String) -> String {
-        guard let name = names[device] else { return "device \(device)" }
-        let shared = names.contains { $0.key != device && $0.value == name }
-        let label = shared ? "\(name) [\(device.prefix(8))]" : name
-        return device == thisDevice ? "\(label) (this device)" : label
+        let id = current(device)
+        guard let name = names[id] ?? names[device] else { return "device \(device)" }
+        let shared = names.contains { $0.value == name && current($0.key) != id }
+        let label = shared ? "\(name) [\(id.prefix(8))]" : name
+        return id == thisDevice ? "\(label) (this device)" : label
     }
 }

@@ -7,48 +7,78 @@ import SyncCore
 /// account key arrives.
 extension Replica {
     /// Where the switch to an account key stands: the key this replica syncs
-    /// with (its id, never the key) and whether every record still has to go
-    /// up sealed.
+    /// with (its id, never the key) and whether every record it holds still
+    /// has to go up (see ``requireFullRelay()``).
     public struct EncryptionState: Sendable, Equatable {
         public var keyID: String?
         public var relayPending: Bool
     }
 
     public func encryptionState() throws -> EncryptionState {
-        EncryptionState(keyID: try meta("e2e_key"), relayPending: try meta("e2e_relay") != nil)
+        // `e2e_relay` is what replicas written before relays were general kept.
+        EncryptionState(keyID: try meta("e2e_key"), relayPending: try meta("relay_all") != nil || meta("e2e_relay") != nil)
     }
 
     /// Starts syncing with the account key `keyID`, in one transaction: the
     /// server deleted the account's readable records when it was encrypted
-    /// (or holds others sealed with another key), so this replica takes a
-    /// new device id (its unpushed changes renumbered from 1), pulls from
-    /// zero, and sends every record it holds again, sealed (``encryptionState()``
-    /// says so until ``finishEncryptedRelay()``). Chains computed over
-    /// readable changes are forgotten.
+    /// (or holds others sealed with another key), and with them every
+    /// device's numbered history, so this replica takes a new device id (its
+    /// unpushed changes renumbered from 1; the old id's name record says
+    /// which id took its place, so every machine shows both as this one),
+    /// pulls from zero, and sends every record it holds again, sealed.
+    /// Chains computed over readable changes are forgotten.
     /// - Returns: the new device id.
     @discardableResult
     public func beginEncryptedSync(keyID: String) throws -> String {
         try transaction {
+            let old = deviceID
             let id = try forkDeviceID()
+            try retireDeviceID(old, successor: id)
             try database.run("UPDATE changes SET chain = NULL")
             try database.run("DELETE FROM reconcile_seen")
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")
             try setMeta("e2e_key", keyID)
-            try setMeta("e2e_relay", "1")
+            try setMeta("relay_all", "1")
             return id
         }
     }
 
-    /// Every record went up sealed.
-    public func finishEncryptedRelay() throws {
-        try transaction { try setMeta("e2e_relay", nil) }
+    /// The setting that lists the ids of the keys rotations replaced (sealed
+    /// like any setting): every machine that syncs with a newer key learns
+    /// them, so any of them can recognise a server restored from before a
+    /// rotation. Ids only: an id is derived from a key and opens nothing.
+    static let replacedKeysSetting = "account_keys_replaced"
+
+    /// The ids of account keys a rotation replaced, as far as this replica knows.
+    public func replacedKeyIDs() throws -> Set<String> {
+        Set((try setting(Self.replacedKeysSetting) ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID))
     }
 
-    /// The server's account is not encrypted although this replica syncs
-    /// with a key (the server was restored from before the switch): the
-    /// account is encrypted again and every record sent again.
-    public func requireEncryptedRelay() throws {
-        try transaction { try setMeta("e2e_relay", "1") }
+    /// Adds `ids` (keys a rotation here replaced) to ``replacedKeyIDs()``, a
+    /// synced edit (at most the 64 newest ids are kept).
+    public func recordReplacedKeyIDs(_ ids: [String]) throws {
+        try transaction {
+            let known = (try setting(Self.replacedKeysSetting) ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)
+            var seen: Set<String> = []
+            let all = (ids.filter(Wire.isKeyID) + known).filter { seen.insert($0).inserted }.prefix(64)
+            try setSetting(Self.replacedKeysSetting, all.joined(separator: ","))
+        }
+    }
+
+    /// Every record went up (see ``requireFullRelay()``).
+    public func finishFullRelay() throws {
+        try transaction {
+            try setMeta("relay_all", nil)
+            try setMeta("e2e_relay", nil)
+        }
+    }
+
+    /// Every record this replica holds must go up before it syncs on: the
+    /// server lost them (a restore, another epoch or account, an account
+    /// encrypted again after a restore from before its switch). Kept until
+    /// ``finishFullRelay()``, so a sync stopped half way relays at the next.
+    public func requireFullRelay() throws {
+        try transaction { try setMeta("relay_all", "1") }
     }
 }

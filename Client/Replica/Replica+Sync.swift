@@ -207,7 +207,8 @@ extension Replica {
     }
 
     /// Another account (or a server that forgot this one): the cursor and the
-    /// acknowledged change numbers are of another timeline.
+    /// acknowledged change numbers are of another timeline, and every record
+    /// held goes up to the new one (see ``requireFullRelay()``).
     /// - Returns: whether the account differs from the last one seen.
     public func checkAccount(_ account: String) throws -> Bool {
         guard !account.isEmpty else { return false }
@@ -219,18 +220,21 @@ extension Replica {
             guard let known, known != account else { return false }
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
+            try setMeta("relay_all", "1")
             return true
         }
     }
 
-    /// A server with another epoch (restored or reset): pull everything again
-    /// and push every local change again; nothing local is lost, and the
-    /// server applies what it already had idempotently.
+    /// A server with another epoch (restored or reset): pull everything again,
+    /// push every local change again and relay every record held (kept as
+    /// pending until done, see ``requireFullRelay()``); nothing local is
+    /// lost, and the server applies what it already had idempotently.
     public func startNewEpoch(_ epoch: String) throws {
         try transaction {
             try setMeta("epoch", epoch)
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
+            try setMeta("relay_all", "1")
         }
     }
 

@@ -1,9 +1,12 @@
 import Glibc
 
 /// The account key on this machine: `HOME/account-key`, mode 0600, holding
-/// the recovery code (its checksum catches a damaged file). Written to a
-/// temporary file, synced and renamed, so a machine that stops half way has
-/// the old file or the new one, never a part.
+/// the recovery code (its checksum catches a damaged file) and, after it,
+/// the codes of keys rotated away (kept to recognise a server restored from
+/// before a rotation; never used to seal). A key change waits in
+/// `HOME/account-key.next` until the server has it. Written to a temporary
+/// file, synced and renamed, so a machine that stops half way has the old
+/// file or the new one, never a part.
 public enum AccountKeyFile {
     public static func path(home: String, pending: Bool = false) -> String { pending ? "\(home)/account-key.next" : "\(home)/account-key" }
 
@@ -24,21 +27,44 @@ public enum AccountKeyFile {
         guard status.st_mode & 0o077 == 0 else {
             throw .usage("the account key at \(file) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(file)', and consider the key seen")
         }
-        guard let code = codeLines(try readSmallFile(file, what: "the account key")).first else { throw .usage("the account key at \(file) holds no recovery code") }
-        do { return try AccountKey(recoveryCode: code) } catch {
-            throw .usage("the account key at \(file) is damaged: \(error)")
-        }
+        guard let key = try readAll(home: home, pending: pending).first else { throw .usage("the account key at \(file) holds no recovery code") }
+        return key
     }
 
-    /// Writes the key (replacing any), mode 0600, durably.
-    public static func write(_ key: AccountKey, home: String, pending: Bool = false) throws(SyncError) {
+    /// The keys this machine held before its current one, newest first
+    /// (empty without a key file).
+    public static func readOlder(home: String) throws(SyncError) -> [AccountKey] {
+        guard try read(home: home) != nil else { return [] }
+        return Array(try readAll(home: home, pending: false).dropFirst())
+    }
+
+    /// Every code in the file, checked (`read` checks the file itself first).
+    private static func readAll(home: String, pending: Bool) throws(SyncError) -> [AccountKey] {
+        let file = path(home: home, pending: pending)
+        var keys: [AccountKey] = []
+        for code in codeLines(try readSmallFile(file, what: "the account key")) {
+            do { keys.append(try AccountKey(recoveryCode: code)) } catch {
+                throw .usage("the account key at \(file) is damaged: \(error)")
+            }
+        }
+        return keys
+    }
+
+    static let olderHeader = "# Keys rotated away, newest first: kept to recognise a server restored from before a rotation, never used to seal.\n"
+
+    /// Writes the key (replacing any), with the keys held before it, mode
+    /// 0600, durably.
+    public static func write(_ key: AccountKey, home: String, pending: Bool = false, older: [AccountKey] = []) throws(SyncError) {
         let file = path(home: home, pending: pending)
         let temporary = "\(home)/.account-key.\(getpid()).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
         var failure: String?
         fchmod(descriptor, 0o600)
-        let bytes = Array((header + key.recoveryCode + "\n").utf8)
+        var seen: Set<String> = [key.id]
+        let kept = older.filter { seen.insert($0.id).inserted }
+        let olderText = kept.isEmpty ? "" : "\n" + olderHeader + kept.map { $0.recoveryCode + "\n" }.joined()
+        let bytes = Array((header + key.recoveryCode + "\n" + olderText).utf8)
         if Glibc.write(descriptor, bytes, bytes.count) != bytes.count || fsync(descriptor) != 0 {
             failure = String(cString: strerror(errno))
         }
@@ -55,27 +81,43 @@ public enum AccountKeyFile {
         }
     }
 
-    public static func remove(home: String, pending: Bool = false) { unlink(path(home: home, pending: pending)) }
-
-    /// The pending key (of a rotation) takes the current one's place.
-    public static func promotePending(home: String) throws(SyncError) {
-        guard rename(path(home: home, pending: true), path(home: home)) == 0 else {
-            throw .usage("cannot replace the account key at \(path(home: home)): \(String(cString: strerror(errno)))")
-        }
-        let folder = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
-        }
+    /// Makes `key` this machine's key (`brsync key add`, `join`); a key it
+    /// replaces is kept as an older key.
+    public static func add(_ key: AccountKey, home: String) throws(SyncError) {
+        let current = try read(home: home)
+        try write(key, home: home, older: (current.map { [$0] } ?? []) + readOlder(home: home))
     }
 
-    /// Finishes or forgets a rotation a stopped machine left half done: the
-    /// pending key becomes the key when the account is sealed with it (the
-    /// server agreed), and is deleted otherwise.
-    /// - Parameter accountKeyID: the key id the account uses now.
-    public static func settle(home: String, accountKeyID: () throws -> String?) throws {
+    public static func remove(home: String, pending: Bool = false) { unlink(path(home: home, pending: pending)) }
+
+    /// The pending key (of a key change the server took) takes the current
+    /// one's place; the current one is kept after it, as an older key.
+    /// Stopped half way, the pending file is still there and this is done
+    /// again.
+    public static func promotePending(home: String) throws(SyncError) {
         guard let pending = try read(home: home, pending: true) else { return }
-        if try accountKeyID() == pending.id { try promotePending(home: home) } else { remove(home: home, pending: true) }
+        let current = try read(home: home)
+        let older = current.map { [$0] } ?? []
+        try write(pending, home: home, older: older + (try readOlder(home: home)))
+        remove(home: home, pending: true)
+    }
+
+    /// Finishes or forgets a key change a stopped machine left half done:
+    /// the pending key becomes the key when the account is sealed with it
+    /// (the server agreed), and is deleted when the account still uses the
+    /// key it was to replace (the server never took it).
+    /// - Parameter accountKeyID: the key id the account uses now, nil when
+    ///   it is not encrypted.
+    /// - Returns: what happened to the pending key, or nil when there was none.
+    @discardableResult
+    public static func settle(home: String, accountKeyID: () throws -> String?) throws -> Bool? {
+        guard let pending = try read(home: home, pending: true) else { return nil }
+        if try accountKeyID() == pending.id {
+            try promotePending(home: home)
+            return true
+        }
+        remove(home: home, pending: true)
+        return false
     }
 
     /// The lines of a key file, or of codes pasted or piped in, that can hold

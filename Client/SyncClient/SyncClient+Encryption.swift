@@ -9,41 +9,79 @@ extension SyncClient {
         code: "encrypted",
         message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here)")
 
-    /// Brings the server in line with this replica's key before a transfer:
-    /// a replica that has not synced with this key yet starts afresh on the
+    /// Brings the server in line with this replica before a transfer: a
+    /// replica that has not synced with its key yet starts afresh on the
     /// server (``Replica/beginEncryptedSync(keyID:)``), and while its records
-    /// have not all gone up sealed, the account is made encrypted (asking
-    /// again changes nothing) and every record is relayed. A process killed
-    /// half way does the rest at its next sync.
-    func prepareEncryption() throws {
-        guard let keyID else { return }
-        var state = try replica.encryptionState()
-        if state.keyID != keyID {
+    /// have not all gone up (``Replica/requireFullRelay()``: that switch, a
+    /// new epoch or account), the account is made encrypted when this
+    /// replica has a key (asking again changes nothing; a server restored
+    /// from before a rotation is moved forward) and every record is relayed.
+    /// A process killed half way does the rest at its next sync.
+    func prepareSync() throws {
+        if let keyID, try replica.encryptionState().keyID != keyID {
             try replica.beginEncryptedSync(keyID: keyID)
-            state = try replica.encryptionState()
+            summary.encryptionStarted = true
         }
-        guard state.relayPending else { return }
-        let account = try encryptAccount(keyID: keyID)
-        // The account is sealed with another key: a rotation on another machine.
-        guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+        guard try replica.encryptionState().relayPending else { return }
+        if let keyID {
+            let account = try encryptAccount(keyID: keyID)
+            if account.key != keyID { try moveAccountForward(from: account.key) }
+        }
         // Right after the switch nothing of this device is pushed: what it
         // alone made goes up with its push (see relayEverything).
-        try relayEverything(skippingOwnUnpushed: try replica.syncState().pushedThrough == 0)
-        try replica.finishEncryptedRelay()
-        summary.encryptionStarted = true
+        try relayEverything(skippingOwnUnpushed: keyID != nil && replica.syncState().pushedThrough == 0)
+        try replica.finishFullRelay()
     }
 
     static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
+
+    /// The account is sealed with `serverKeyID`, not this client's key. When
+    /// that is a key this one replaced (see ``replacedKeyIDs()``), the server was restored from
+    /// before a rotation: it is rotated forward to this key (the records it
+    /// holds, sealed with the old one, leave it; every machine relays what it
+    /// holds, this one at once) and nobody is asked for a code. Any other key
+    /// is a rotation on another machine: the new code is needed.
+    /// - Throws: ``SyncError/refused(code:message:)`` `key_rotated` when the
+    ///   account's key is not one this machine ever held.
+    func moveAccountForward(from serverKeyID: String) throws {
+        guard let keyID, try replacedKeyIDs().contains(serverKeyID) else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+        let account = try encryptAccount(keyID: keyID, replacing: serverKeyID)
+        guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+        try replica.requireFullRelay()
+        summary.movedForward = true
+    }
+
+    /// The keys this machine's key replaced: older keys in its key file, and
+    /// those rotations on other machines named (``Replica/replacedKeyIDs()``).
+    func replacedKeyIDs() throws -> Set<String> {
+        olderKeyIDs.union(try replica.replacedKeyIDs()).subtracting([keyID].compactMap { $0 })
+    }
+
+    /// Runs `body`; a refusal because the account uses another key moves a
+    /// server restored from before a rotation forward (see
+    /// ``moveAccountForward(from:)``) and runs `body` once more.
+    func movingForward<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch SyncError.refused(code: "key_rotated", _) where keyID != nil {
+            guard let current = try accountKeyID(), current != keyID else { return try body() }
+            try moveAccountForward(from: current)
+            try prepareSync()
+            return try body()
+        }
+    }
 
     /// Asks the server to make the account end-to-end encrypted with the key
     /// `keyID`, or, with `replacing`, to rotate it from that key.
     /// - Returns: whether the account changed (the server deleted its
     ///   records then), and the key it is sealed with now.
+    /// - Parameter seen: the account sequence this replica has pulled
+    ///   through; the server refuses the change (`account_moved`) while it
+    ///   holds later records.
     @discardableResult
-    public func encryptAccount(keyID: String, replacing: String? = nil) throws -> (changed: Bool, key: String) {
+    public func encryptAccount(keyID: String, replacing: String? = nil, seen: Int64? = nil) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
         var body: [String: JSONValue] = ["key": .string(keyID)]
         if let replacing { body["replaces"] = .string(replacing) }
+        if let seen { body["seen"] = .int(seen) }
         let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
         guard case .object(let object) = answer, let changed = object["changed"]?.boolValue, let key = object["key"]?.stringValue else {
             throw SyncError.badAnswer("the answer to the encryption request has no 'changed' and 'key'")

@@ -15,26 +15,28 @@ extension SyncClient {
 
     @discardableResult
     public func pull() throws -> Summary {
-        try locked {
-            try prepareEncryption()
-            var stalled = 0
-            // The next page, fetched (and opened) on a thread of its own while
-            // this one applies the page before. It is waited for on every way
-            // out: the connection is only this thread's again after that.
-            // The server takes the cursor of a request as pulled, so it counts
-            // a page pulled a little before it is applied; a client stopped
-            // in between asks for that page again, and if a tombstone purge
-            // passed it meanwhile the server says `reset` (the cursor is below
-            // its purge point) and the replica reconciles: nothing is missed.
-            var ahead: PageAhead?
-            defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
-            while true {
-                let before = try replica.syncState().pullCursor
-                guard try pullPageLocked(ahead: &ahead, fetchAhead: true) else { return summary }
-                stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
-                if stalled >= Self.maxPagesWithoutProgress {
-                    throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
-                }
+        try locked { try movingForward { try pullLocked() } }
+    }
+
+    private func pullLocked() throws -> Summary {
+        try prepareSync()
+        var stalled = 0
+        // The next page, fetched (and opened) on a thread of its own while
+        // this one applies the page before. It is waited for on every way
+        // out: the connection is only this thread's again after that.
+        // The server takes the cursor of a request as pulled, so it counts
+        // a page pulled a little before it is applied; a client stopped
+        // in between asks for that page again, and if a tombstone purge
+        // passed it meanwhile the server says `reset` (the cursor is below
+        // its purge point) and the replica reconciles: nothing is missed.
+        var ahead: PageAhead?
+        defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
+        while true {
+            let before = try replica.syncState().pullCursor
+            guard try pullPageLocked(ahead: &ahead, fetchAhead: true) else { return summary }
+            stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
+            if stalled >= Self.maxPagesWithoutProgress {
+                throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
             }
         }
     }
@@ -133,11 +135,13 @@ extension SyncClient {
                 continue
             }
             if page.reset {
-                // The server purged a deletion this replica never pulled: start over from zero.
+                // The server purged a deletion this replica never pulled (or it
+                // pulls from zero and may hold records from before): pull
+                // everything, and drop what the server no longer has.
                 restarts += 1
                 guard restarts <= 3 else { throw SyncError.badAnswer("the server asked to start over \(restarts) times during one pull") }
+                if state.pullCursor > 0 { summary.fullResync = true }
                 try replica.beginReconcile()
-                summary.fullResync = true
                 continue
             }
             if page.encrypted != (cipher != nil) {
@@ -146,8 +150,8 @@ extension SyncClient {
                 // before the switch. It is encrypted again, every record sent.
                 restarts += 1
                 guard restarts <= 3 else { throw SyncError.badAnswer("the server keeps its account readable after it was encrypted (\(restarts) times during one pull)") }
-                try replica.requireEncryptedRelay()
-                try prepareEncryption()
+                try replica.requireFullRelay()
+                try prepareSync()
                 continue
             }
             for (sequence, reason) in page.unusable {
@@ -188,7 +192,7 @@ extension SyncClient {
         }
         try replica.startNewEpoch(epoch)
         summary.fullResync = true
-        try relayEverything()
+        try prepareSync()
         return true
     }
 }

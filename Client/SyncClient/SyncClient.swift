@@ -50,6 +50,9 @@ public final class SyncClient {
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false
+        /// The server was restored from before a rotation, and this machine
+        /// rotated it forward to its key (every record goes up again).
+        public var movedForward = false
 
         public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
@@ -69,12 +72,26 @@ public final class SyncClient {
     /// arrive; the replica stays readable.
     let cipher: RecordCipher?
     let keyID: String?
+    let accountKey: AccountKey?
+    /// Keys this machine held before its current one (rotated away): a
+    /// server sealed with one of them was restored from before a rotation.
+    /// Never used to seal.
+    let olderKeys: [AccountKey]
+    let olderKeyIDs: Set<String>
+    /// What the client was made with, for the client of a new key.
+    let caFile: String?
 
+    /// - Parameter olderKeys: keys this machine held before `accountKey`
+    ///   (see ``AccountKeyFile/readOlder(home:)``).
     public init(replica: Replica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
-                options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
+                olderKeys: [AccountKey] = [], options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
         self.replica = replica
         cipher = accountKey.map(RecordCipher.init)
         keyID = accountKey?.id
+        self.accountKey = accountKey
+        self.olderKeys = olderKeys.filter { $0.id != accountKey?.id }
+        olderKeyIDs = Set(self.olderKeys.map(\.id))
+        self.caFile = caFile
         if let cipher { replica.wireForm = { change in try cipher.seal(change) } }
         self.remote = remote
         self.token = token
@@ -96,8 +113,10 @@ public final class SyncClient {
     public func sync() throws -> Summary {
         try locked {
             try checkCopied()
-            try prepareEncryption()
-            return try syncLocked()
+            return try movingForward {
+                try prepareSync()
+                return try syncLocked()
+            }
         }
     }
 
@@ -163,8 +182,10 @@ public final class SyncClient {
     public func push() throws -> Summary {
         try locked {
             try checkCopied()
-            try prepareEncryption()
-            try pushLocked()
+            try movingForward {
+                try prepareSync()
+                try pushLocked()
+            }
             // Once the server has taken this device's edits, its name goes up
             // too (the first push, a replica made before names synced, a copy
             // that took a new id). Not counted: `pushed` counts edits.
@@ -231,8 +252,8 @@ public final class SyncClient {
                 case "not_encrypted":
                     // The server's account is readable (restored from before the
                     // switch): it is encrypted again and every record goes up sealed.
-                    try replica.requireEncryptedRelay()
-                    try prepareEncryption()
+                    try replica.requireFullRelay()
+                    try prepareSync()
                 case "gap":
                     // The server has this device's changes up to `acknowledged`: if
                     // that change is ours, continue from there; if not, the
@@ -276,6 +297,7 @@ public final class SyncClient {
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             if try replica.checkAccount(response.account) {
                 summary.fullResync = true
+                try prepareSync()
                 state = try replica.syncState()
                 continue
             }

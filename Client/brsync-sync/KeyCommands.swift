@@ -23,26 +23,14 @@ struct KeyCommand: ParsableCommand {
             if try AccountKeyFile.read(home: replica.home) != nil {
                 throw CLIFailure(message: "this machine has an account key already (\(AccountKeyFile.path(home: replica.home))); 'brsync key show' prints its recovery code")
             }
-            let plain = try makeClient(replica, key: nil)
-            let key = AccountKey.generate()
-            // The key is kept before the server is asked: a machine stopped in
-            // between has the key, and its next sync finishes the switch.
-            try AccountKeyFile.write(key, home: replica.home)
-            let changed: Bool
-            do { changed = try plain.encryptAccount(keyID: key.id).key == key.id } catch {
-                AccountKeyFile.remove(home: replica.home)
-                throw error
-            }
-            guard changed else {
-                AccountKeyFile.remove(home: replica.home)
-                throw CLIFailure(message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
-                                 code: ExitStatus.refused)
-            }
-            try announce(key, global, options, """
-                This account is now end-to-end encrypted: the server keeps your rules sealed and cannot read them.
+            try changeKey(try makeClient(replica, key: nil), global, options, """
+                This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
                 The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
                 Write it down and keep it apart from this machine. Without it, and without a machine
                 holding the key, the synced rules cannot be read by anyone.
+                """, done: """
+                This account is now end-to-end encrypted. Every machine without the key stops syncing until the
+                recovery code is added there; its edits are kept and go up then.
                 """)
         }
     }
@@ -64,7 +52,7 @@ struct KeyCommand: ParsableCommand {
             if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
             // The code must be the account's key now; an older key here was rotated away.
             try makeClient(replica, key: nil).checkKey(key)
-            try AccountKeyFile.write(key, home: replica.home)
+            try AccountKeyFile.add(key, home: replica.home)
             writeToStandardError("account key \(existing == nil ? "added" : "replaced (the old one was rotated)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
@@ -80,28 +68,13 @@ struct KeyCommand: ParsableCommand {
             guard let old = try AccountKeyFile.read(home: replica.home) else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
             }
-            let client = try makeClient(replica, key: nil)
-            guard try client.accountKeyID() == old.id else {
-                throw CLIFailure(message: "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first",
-                                 code: ExitStatus.refused)
-            }
-            let key = AccountKey.generate()
-            // The new key is kept aside before the server is asked, and takes
-            // the old one's place once the server agreed: a machine stopped in
-            // between finds it at its next sync (AccountKeyFile.settle).
-            try AccountKeyFile.write(key, home: replica.home, pending: true)
-            do {
-                _ = try client.encryptAccount(keyID: key.id, replacing: old.id)
-            } catch {
-                AccountKeyFile.remove(home: replica.home, pending: true)
-                throw error
-            }
-            try AccountKeyFile.promotePending(home: replica.home)
-            try announce(key, global, options, """
-                The account key was rotated: what is synced from now on is sealed with a new key, which the old recovery code
-                (and any machine that only has it, such as a revoked one) cannot open. The server's records were deleted;
-                this machine sends everything again, sealed with the new key. Every other machine stops syncing until the new
-                recovery code below is added there ('brsync key add'); their edits are kept and go up then.
+            try changeKey(try makeClient(replica, key: old), global, options, """
+                The account key is being rotated: what is synced from now on is sealed with a new key, which the old
+                recovery code (and any machine that only has it, such as a revoked one) cannot open.
+                Write the new recovery code below down; the old one stops working.
+                """, done: """
+                The account key was rotated. Every other machine stops syncing until the new recovery code
+                is added there ('brsync key add'); its edits are kept and go up then.
                 """)
         }
     }
@@ -112,21 +85,44 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             let home = global.resolvedHome
-            guard let key = try AccountKeyFile.read(home: home) else {
+            let pending = try AccountKeyFile.read(home: home, pending: true)
+            guard let key = try AccountKeyFile.read(home: home) ?? pending else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' makes one, 'brsync key add' adds the account's")
+            }
+            if let pending {
+                // A key change that stopped after the server may have taken it:
+                // that code may be the account's now. The next sync settles it.
+                writeToStandardError("""
+                    A key change is pending: the server may use the new key below already. The next 'brsync sync'
+                    settles it (keeps the new key if the server has it, drops it if not).
+                    pending: \(pending.recoveryCode)
+
+                    """)
+                if key.id == pending.id { return }
             }
             print(key.recoveryCode)
         }
     }
 }
 
-/// Says what happened (standard error), prints the new key's recovery code
-/// alone on standard output (shown once), and syncs with the key.
-func announce(_ key: AccountKey, _ global: GlobalOptions, _ options: TransferOptions, _ explanation: String) throws {
-    writeToStandardError(explanation + "\n\n")
-    print(key.recoveryCode)
-    writeToStandardError("\n")
-    try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
+/// Changes the account's key with `client` (see
+/// ``SyncClient/changeAccountKey(to:announce:)``): says what is about to
+/// happen and prints the new key's recovery code alone on standard output
+/// before the server is asked, then what was kept and sent.
+func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, _ explanation: String, done: String) throws {
+    let change = try client.changeAccountKey(to: AccountKey.generate()) { key in
+        writeToStandardError(explanation + "\n\n")
+        print(key.recoveryCode)
+        writeToStandardError("\n")
+    }
+    let before = change.before
+    writeToStandardError(done + """
+        First this machine synced (pulled \(before.pulled) record(s), \(before.applied) changed here; pushed \(before.pushed) change(s)\
+        \(change.attempts > 1 ? "; \(change.attempts) times, as other machines wrote meanwhile" : "")), so every machine's synced edit is here.
+        The server then deleted what it held under the old key, and this machine sent every record it holds, sealed: \(change.after.relayed).
+
+        """)
+    report(change.after, "sync", options, encrypted: true)
 }
 
 /// A sync client for the replica's remote, without encryption or with `key`.
@@ -134,7 +130,7 @@ func makeClient(_ replica: Replica, key: AccountKey?) throws -> SyncClient {
     let state = try replica.syncState()
     guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
     return try SyncClient(replica: replica, remote: try RemoteURL(parsing: url), token: try TokenFile.read(home: replica.home),
-                          caFile: state.caFile, accountKey: key)
+                          caFile: state.caFile, accountKey: key, olderKeys: try AccountKeyFile.readOlder(home: replica.home))
 }
 
 /// A recovery code from `file`, or from standard input (asked for, without

@@ -34,19 +34,27 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
     }
     let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
-    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key, progress: progress)
+    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
+                                olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
     let summary: SyncClient.Summary
     do {
         defer { line.clear() } // an error, too, is printed on a clean line
         summary = try body(client)
     }
+    report(summary, name, options, encrypted: key != nil)
+}
+
+/// Prints what a transfer did: one line (or JSON) on standard output, each
+/// problem as a warning on standard error.
+func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOptions, encrypted: Bool) {
     if options.json {
         print(JSONValue.object([
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
             "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
-            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(key != nil), "encryptionStarted": .bool(summary.encryptionStarted), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
+            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted),
+            "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
         ]).jsonText)
     } else if !options.quiet {
@@ -55,6 +63,8 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
         if summary.encryptionStarted {
             parts.append("switched to end-to-end encryption: \(summary.relayed) record(s) sent sealed")
+        } else if summary.movedForward {
+            parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {
             parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
         }

@@ -49,17 +49,19 @@ extension PostgresStore {
         }
     }
 
-    /// See ``SyncStore/encryptAccount(of:keyID:replacing:)``. The account's row is locked as
+    /// See ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``. The account's row is locked as
     /// a push locks it, so no push of the account slips past. PostgreSQL keeps
     /// the deleted row versions until a vacuum reuses their space
     /// (Deploy/SECURITY.md says how to scrub them).
-    public func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String) {
+    public func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String) {
         try write { connection in
-            guard let current = try connection.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE",
-                                                          [.integer(device.accountID)], { (encrypted: $0.bool(0) ?? false, keyID: $0.string(1) ?? "") }) else {
+            guard let current = try connection.queryFirst("SELECT encrypted, key_id, next_seq FROM accounts WHERE id = $1 FOR UPDATE", [.integer(device.accountID)], {
+                (encrypted: $0.bool(0) ?? false, keyID: $0.string(1) ?? "", nextSequence: $0.int64(2) ?? 1)
+            }) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
-            guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
+            guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID,
+                                               seen: seen, nextSequence: current.nextSequence) else {
                 return (false, current.keyID)
             }
             try connection.run("UPDATE accounts SET encrypted = true, key_id = $1 WHERE id = $2", [.text(keyID), .integer(device.accountID)])

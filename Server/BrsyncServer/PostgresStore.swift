@@ -272,7 +272,7 @@ public final class PostgresStore: SyncStore {
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: first.device)
         let prefetched = PrefetchedPull(clientDevice: clientDevice?.device ?? "", stream: first.stream, records: rows.compactMap(\.record))
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: first.device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                           epoch: first.epoch, reconciling: reconciling, in: prefetched)
+                                           epoch: first.epoch, reconciling: reconciling, clientProtocol: clientProtocol, in: prefetched)
         try finishPull(&page, since: cursor, device: first.device, clientEpoch: clientEpoch)
         cachedEpoch.withLock { $0 = page.epoch }
         return ServerStore.pullJSON(page, device: first.device, clock: clockStamp())

@@ -93,22 +93,23 @@ extension ServerStore {
         }
     }
 
-    /// See ``SyncStore/encryptAccount(of:keyID:replacing:)``. The deleted rows are
+    /// See ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``. The deleted rows are
     /// overwritten with zeros (`secure_delete`) and the write-ahead log is
     /// truncated after the commit, so the readable records do not linger in
     /// free pages of the file or in old log frames (backups made before keep
     /// them: Deploy/SECURITY.md).
-    public func encryptAccount(of device: Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String) {
+    public func encryptAccount(of device: Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String) {
         try withDatabase { database in
             try database.execute("PRAGMA secure_delete = ON")
             defer { try? database.execute("PRAGMA secure_delete = OFF") }
             let result = try database.transaction(.immediate) { () throws -> (changed: Bool, keyID: String) in
-                guard let current = try database.queryFirst("SELECT encrypted, key_id FROM accounts WHERE id = ?", [.integer(device.accountID)], {
-                    (encrypted: $0.int(0) == 1, keyID: $0.string(1) ?? "")
+                guard let current = try database.queryFirst("SELECT encrypted, key_id, next_seq FROM accounts WHERE id = ?", [.integer(device.accountID)], {
+                    (encrypted: $0.int(0) == 1, keyID: $0.string(1) ?? "", nextSequence: $0.int64(2) ?? 1)
                 }) else {
                     throw ServerError.unauthorized("the device's account no longer exists")
                 }
-                guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID) else {
+                guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID,
+                                                   seen: seen, nextSequence: current.nextSequence) else {
                     return (false, current.keyID)
                 }
                 try database.run("UPDATE accounts SET encrypted = 1, key_id = ? WHERE id = ?", [.text(keyID), .integer(device.accountID)])

@@ -60,7 +60,8 @@ extension ServerStore {
     /// at most `limit` (decoded; see ``pullText(token:since:limit:clientDevice:clientEpoch:reconciling:clientProtocol:)``).
     public func pull(since cursor: Int64, limit: Int, device: Device, clientDevice: PullingReplica? = nil, clientEpoch: String? = nil) throws -> PullResponse {
         let page = try withDatabase { database in
-            var page = try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch, in: database)
+            var page = try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                    clientProtocol: 1, in: database)
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return page
         }
@@ -96,7 +97,7 @@ extension ServerStore {
                 let device = try authenticate(token: token, in: database)
                 try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
                 return (device, try pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                             reconciling: reconciling, in: database))
+                                             reconciling: reconciling, clientProtocol: clientProtocol, in: database))
             }
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, in: database)
             return (page, device)
@@ -182,9 +183,9 @@ extension ServerStore {
     }
 
     private func pullPage(since cursor: Int64, limit: Int, device: Device, clientDevice replica: PullingReplica?, clientEpoch: String?,
-                          reconciling: Bool = false, in database: Database) throws -> PulledPage {
+                          reconciling: Bool = false, clientProtocol: Int, in database: Database) throws -> PulledPage {
         try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: replica, clientEpoch: clientEpoch, epoch: epoch,
-                                reconciling: reconciling, in: SQLiteSyncTransaction(database: database))
+                                reconciling: reconciling, clientProtocol: clientProtocol, in: SQLiteSyncTransaction(database: database))
     }
 
     /// The device's bookkeeping after a page; starts a new epoch on a rollback.

@@ -11,7 +11,7 @@ import SyncCore
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
-/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
+/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD][, "seen": SEQ]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
 /// Clients send `Brsync-Protocol: 2` (``Wire/protocolHeader``); without it a
@@ -158,7 +158,8 @@ public final class SyncAPI: Sendable {
     }
 
     /// Makes the account end-to-end encrypted with the key `key`, or
-    /// rotates it from `replaces` (see ``SyncStore/encryptAccount(of:keyID:replacing:)``).
+    /// rotates it from `replaces`, if the account holds no record after
+    /// `seen` (see ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``).
     /// Only a client of protocol 2 can ask; asking again changes nothing.
     /// The answer names the account's key, so a client can tell its key
     /// from another machine's.
@@ -175,7 +176,12 @@ public final class SyncAPI: Sendable {
             guard let text = old.stringValue, Wire.isKeyID(text) else { throw ServerError.badRequest("\"replaces\" must be an account key's id") }
             replacing = text
         }
-        let (changed, current) = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing)
+        var seen: Int64?
+        if let value = object["seen"] {
+            guard let number = value.intValue, number >= 0 else { throw ServerError.badRequest("\"seen\" must be an account sequence (a whole number, 0 or more)") }
+            seen = number
+        }
+        let (changed, current) = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing, seen: seen)
         if changed {
             logger.notice("account \(device.accountID): \(replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
         }

@@ -52,14 +52,19 @@ enum SyncEngine {
         }
     }
 
-    /// Whether ``SyncStore/encryptAccount(of:keyID:replacing:)`` changes
+    /// Whether ``SyncStore/encryptAccount(of:keyID:replacing:seen:)`` changes
     /// the account: encrypting one that is not, or rotating from the key it
     /// uses.
-    static func shouldEncrypt(encrypted: Bool, currentKeyID: String, keyID: String, replacing oldKeyID: String?) throws -> Bool {
-        guard encrypted else { return true }
-        guard let oldKeyID else { return false } // encrypted already (with this key, or another: the client compares)
-        if currentKeyID == keyID { return false } // rotated already (a retry)
-        guard currentKeyID == oldKeyID else { throw ServerError.keyRotated }
+    /// A change that would happen is a compare-and-swap: it is refused while
+    /// the account holds records after `seen` (see ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``).
+    static func shouldEncrypt(encrypted: Bool, currentKeyID: String, keyID: String, replacing oldKeyID: String?,
+                              seen: Int64?, nextSequence: Int64) throws -> Bool {
+        if encrypted {
+            guard let oldKeyID else { return false } // encrypted already (with this key, or another: the client compares)
+            if currentKeyID == keyID { return false } // rotated already (a retry)
+            guard currentKeyID == oldKeyID else { throw ServerError.keyRotated }
+        }
+        if let seen, seen < nextSequence - 1 { throw ServerError.accountMoved(seen: seen, latest: nextSequence - 1) }
         return true
     }
 
@@ -268,27 +273,41 @@ enum SyncEngine {
     /// One page of a pull, inside the store's read transaction.
     /// - Parameter reconciling: the replica is pulling everything after a
     ///   `reset`; its cursor passes below the purge point on the way.
+    /// - Parameter clientProtocol: a pull from zero is answered `reset` on an
+    ///   account that purged deletions only for clients of protocol 2 (they
+    ///   take `reset` at any cursor); older ones get the records.
     static func pullPage(since cursor: Int64, limit: Int, device: ServerStore.Device, clientDevice replica: ServerStore.PullingReplica?,
-                         clientEpoch: String?, epoch: String, reconciling: Bool, in store: some SyncReadTransaction) throws -> ServerStore.PulledPage {
+                         clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
+                         in store: some SyncReadTransaction) throws -> ServerStore.PulledPage {
         var clientDevice: String?
         if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
            let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
            stream.last == replica.acknowledged && stream.digest == replica.digest {
             clientDevice = replica.device
         }
-        if cursor > 0 && (clientEpoch == nil || clientEpoch == epoch) {
-            // Read with the device when it authenticated, in this transaction.
-            let (next, purged) = (device.accountNextSequence, device.accountPurgedThrough)
-            if cursor > next - 1 { return ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true) }
-            if cursor < purged && !reconciling {
-                var page = ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
-                page.reset = true
-                return page
-            }
+        // Read with the device when it authenticated, in this transaction.
+        let (accountNext, purged) = (device.accountNextSequence, device.accountPurgedThrough)
+        let sameTimeline = clientEpoch == nil || clientEpoch == epoch
+        if cursor > 0 && sameTimeline && cursor > accountNext - 1 {
+            return ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true)
+        }
+        // A cursor below a purged deletion has missed it; so has a pull from
+        // zero by a replica that may hold records from before (a device
+        // added again, a new epoch): both pull everything, reconciling, and
+        // drop what the server no longer has.
+        if cursor < purged && !reconciling && (cursor == 0 ? clientProtocol >= 2 : sameTimeline) {
+            var page = ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
+            page.reset = true
+            return page
         }
         let scannedRows = try store.records(account: device.accountID, after: cursor, limit: limit + 1)
         let scanned = scannedRows.count
-        let next = scannedRows.prefix(limit).last?.row.sequence ?? cursor
+        // The last page has shown everything the account holds: its cursor is
+        // the account's latest sequence, which also passes the purge point
+        // when the newest records were purged deletions (a cursor left below
+        // it would be answered `reset` at every pull).
+        let lastRow = scannedRows.prefix(limit).last?.row.sequence ?? cursor
+        let next = scanned > limit ? lastRow : max(lastRow, accountNext - 1)
         // Records this replica's own push made are not sent back: only when its
         // cursor covers the version the push merged into (identical copies can
         // both prove the push; only the cursor says which had that version).

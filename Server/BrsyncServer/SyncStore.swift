@@ -25,9 +25,15 @@ public protocol SyncStore: AnyObject, Sendable {
     /// sends its records again, sealed.
     /// - Returns: whether anything changed (false: encrypted already, with
     ///   this key or another), and the id of the key the account uses now.
+    /// - Parameter seen: the account sequence the asking device has pulled
+    ///   through; a change is refused while the account holds later records
+    ///   (they would be deleted before anyone with the key holds them). Nil
+    ///   skips the check (a device that re-encrypts an account restored from
+    ///   before its switch cannot read it).
     /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
-    ///   account no longer uses.
-    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?) throws -> (changed: Bool, keyID: String)
+    ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
+    ///   when records arrived after `seen`.
+    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String)
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()

@@ -401,6 +401,41 @@ extension EncryptionTests {
     }
 }
 
+/// What a key change says and leaves behind, as the user sees it.
+extension EncryptionTests {
+    @Test func aKeyChangeSaysWhatItKeptAndAPendingKeyIsShown() throws {
+        let world = try SyncWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "true %u"]) }
+        try world.mustRun(laptop, ["rules", "add", "laptop.example", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["rules", "add", "desktop.example", "firefox"])
+        try world.mustRun(desktop, ["sync"]) // the laptop has not pulled it
+
+        let initialised = try world.run(laptop, ["key", "init"])
+        #expect(initialised.status == 0, "\(initialised)")
+        let code = try #require(Self.recoveryCode(initialised.stdout))
+        #expect(initialised.stderr.contains("First this machine synced (pulled ") && initialised.stderr.contains("sent every record it holds, sealed: "),
+                "\(initialised)")
+        #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("desktop.example"))
+        #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n").status == 0)
+        // The laptop's earlier device id is shown as the laptop, not as another device.
+        let devices = try world.run(desktop, ["device"]).stdout
+        #expect(devices.components(separatedBy: "laptop").count == 2 && devices.contains("earlier"), "\(devices)")
+
+        // A key change stopped after the server was asked: the pending code is shown, and said to be pending.
+        let pending = AccountKey.generate()
+        try AccountKeyFile.write(pending, home: laptop, pending: true)
+        let shown = try world.run(laptop, ["key", "show"])
+        #expect(shown.status == 0 && shown.stdout.contains(code) && shown.stderr.contains("pending: \(pending.recoveryCode)"), "\(shown)")
+        // The server never took it: the next sync drops it, and the code stays the account's.
+        try world.mustRun(laptop, ["sync"])
+        let settled = try world.run(laptop, ["key", "show"])
+        #expect(settled.stdout.contains(code) && !settled.stderr.contains("pending"), "\(settled)")
+    }
+}
+
 /// The account key file is an input too (issue 13): damaged, readable by
 /// others, or a folder — each a clear error, nothing synced, nothing changed.
 extension EncryptionTests {

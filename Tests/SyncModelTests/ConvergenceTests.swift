@@ -129,12 +129,18 @@ final class Run: @unchecked Sendable {
     var counter = 0
     /// What `BRSYNC_MODEL_WATCH` printed last.
     var lastWatch: [String] = []
-    /// The account key every machine holds, when the run is end-to-end encrypted.
+    /// The account key every machine starts with, when the run is end-to-end
+    /// encrypted (each machine's key file holds its key from then on).
     let accountKey: AccountKey?
+    /// Every key made in the run, by id, and the newest the server took (see ConvergenceRun+Keys).
+    var keys: [String: AccountKey] = [:]
+    var newestKey: AccountKey?
 
     init(seed: UInt64, kind: StoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
         accountKey = encrypted ? AccountKey.generate() : nil
+        newestKey = accountKey
+        if let accountKey { keys[accountKey.id] = accountKey }
         random = SeededRandom(seed: seed)
         directory = try TemporaryDirectory(prefix: "brsync-model")
         caFile = try TestCertificates(in: directory).caFile
@@ -193,8 +199,16 @@ final class Run: @unchecked Sendable {
         options.backoffMilliseconds = 1
         options.pushBatchBytes = 96 * 1024
         let port = direct ? serverPort : proxy.port
-        return try SyncClient(replica: replica ?? machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
-                              token: machine.token, caFile: caFile, accountKey: accountKey, options: options)
+        let remote = try RemoteURL(parsing: "https://127.0.0.1:\(port)")
+        let home = (replica ?? machine.replica).home
+        if accountKey != nil {
+            // As `brsync sync` does first: a key change stopped half way is settled.
+            try AccountKeyFile.settle(home: home) {
+                try SyncClient(replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile, options: options).accountKeyID()
+            }
+        }
+        return try SyncClient(replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
+                              accountKey: try AccountKeyFile.read(home: home), olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
     }
 
     /// Syncs and records what the server acknowledged.
@@ -261,6 +275,8 @@ final class Run: @unchecked Sendable {
         let name = "m\(counter)"
         let machine = try SimulatedMachine(name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
                                            skewMilliseconds: skew)
+        // A machine joins with the newest code.
+        if let newestKey { try AccountKeyFile.write(newestKey, home: machine.replica.home) }
         machines.append(machine)
         return machine
     }
@@ -341,6 +357,9 @@ final class Run: @unchecked Sendable {
     }
 
     func execute() throws -> [String: Int] {
+        // Half the encrypted runs start readable, and one machine runs `key init` later.
+        let initStep = accountKey != nil && Bool.random(using: &random) ? Int.random(in: 10..<120, using: &random) : nil
+        if initStep != nil { newestKey = nil }
         let machineCount = Int.random(in: 3...6, using: &random)
         for _ in 0..<machineCount {
             let machine = try newMachine(skew: randomSkew())
@@ -353,6 +372,7 @@ final class Run: @unchecked Sendable {
             let machine = machines.randomElement(using: &random)!
             let operation = Int.random(in: 0..<40, using: &random)
             defer { trace(step: step, operation: operation, on: machine, futureReported: &futureReported) }
+            if let initStep, step >= initStep, newestKey == nil { initialise(machine) }
             switch operation {
             case 0..<16: edit(machine)
             case 16..<25: sync(machine, Int.random(in: 0...3, using: &random))
@@ -453,6 +473,8 @@ final class Run: @unchecked Sendable {
             case 38:
                 _ = try? store.purgeTombstones(retentionMilliseconds: 0)
                 note("tombstone purges")
+            case 39 where accountKey != nil:
+                try keyOperation(machine)
             default:
                 sync(machine)
             }
@@ -462,6 +484,7 @@ final class Run: @unchecked Sendable {
         }
         // Everyone back to a sane clock; the final syncs go direct and must not fail.
         serverClock.skew.store(0, ordering: .relaxed)
+        try settleKeys()
         var reported = true
         for round in 0..<3 {
             for machine in machines {

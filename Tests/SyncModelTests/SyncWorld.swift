@@ -100,8 +100,32 @@ final class SyncWorld: @unchecked Sendable {
         options.pullLimit = 7
         options.attempts = 2
         options.backoffMilliseconds = 1
+        // The account key, as `brsync` reads it: the machine's key file.
+        let home = machine.replica.home
         return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
-                              token: token ?? machine.token, caFile: caFile, options: options)
+                              token: token ?? machine.token, caFile: caFile, accountKey: try AccountKeyFile.read(home: home),
+                              olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
+    }
+
+    /// The server's store as it is now, for ``restoreServer(_:)`` (SQLite:
+    /// a copy of the stopped server's file).
+    func backupServer() throws -> String {
+        stopServer()
+        let copy = directory.file("server-backup-\(UInt32.random(in: 0...UInt32.max)).sqlite")
+        try StoreFiles.copy(storePath, to: copy)
+        try startServer()
+        return copy
+    }
+
+    /// Puts a copy from ``backupServer()`` back and starts the server on it;
+    /// tokens issued since are issued again, as an administrator would.
+    func restoreServer(_ copy: String) throws {
+        stopServer()
+        try StoreFiles.putBack(copy, over: storePath)
+        try startServer()
+        for (name, machine) in machines where (try? store.authenticate(token: machine.token)) == nil {
+            machine.token = try store.reissueToken(account: "alice", device: name)
+        }
     }
 
     @discardableResult

@@ -20,16 +20,23 @@ public struct DeviceCommand: ParsableCommand {
         public func run() throws {
             let replica = try global.openReplica()
             let names = try replica.deviceNames()
-            let others = names.names.filter { $0.key != replica.deviceID }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+            // Ids a machine left behind (a key change gives it a new one) are listed with it.
+            let others = names.names.filter { $0.key != replica.deviceID && names.current($0.key) == $0.key }
+                .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+            func earlier(_ id: String) -> JSONValue { .array(names.earlierIDs(of: id).map { .string($0) }) }
             if json {
                 print(JSONValue.object([
-                    "device": .string(replica.deviceID), "name": .string(replica.deviceName),
-                    "others": .array(others.map { .object(["device": .string($0.key), "name": .string($0.value)]) }),
+                    "device": .string(replica.deviceID), "name": .string(replica.deviceName), "earlier": earlier(replica.deviceID),
+                    "others": .array(others.map { .object(["device": .string($0.key), "name": .string($0.value), "earlier": earlier($0.key)]) }),
                 ]).jsonText)
                 return
             }
-            print("this device: \(replica.deviceName) (\(replica.deviceID))")
-            for (id, _) in others { print("other:       \(names.display(id)) (\(id))") }
+            func earlierText(_ id: String) -> String {
+                let ids = names.earlierIDs(of: id)
+                return ids.isEmpty ? "" : "; earlier \(ids.joined(separator: ", "))"
+            }
+            print("this device: \(replica.deviceName) (\(replica.deviceID)\(earlierText(replica.deviceID)))")
+            for (id, _) in others { print("other:       \(names.display(id)) (\(id)\(earlierText(id)))") }
             if others.isEmpty { print("no other device named yet (names arrive with 'brsync sync')") }
         }
     }

@@ -1,0 +1,73 @@
+import Replica
+import SyncCore
+
+/// Changing the account key (`brsync key init` and `key rotate`): the server
+/// deletes what the old key sealed (or the readable records) in the same
+/// transaction as the change, so a change is a sync first and a
+/// compare-and-swap: this machine pulls everything, merges and pushes, then
+/// asks for the change naming the account sequence it has seen; a record
+/// that arrived since makes the server refuse (`account_moved`), and the
+/// machine syncs and asks again. What the server deletes is then held here,
+/// and goes up sealed with the new key at once. Every other machine keeps
+/// its copy and sends it again once it has the new code.
+extension SyncClient {
+    /// What a key change did.
+    public struct KeyChange: Sendable {
+        /// The syncs before the change (pulled and pushed; more than one when
+        /// the account moved meanwhile).
+        public var before = Summary()
+        /// The first sync with the new key (every record sent sealed).
+        public var after = Summary()
+        /// How many times the change was asked for.
+        public var attempts = 0
+    }
+
+    /// Most syncs before a key change gives up because other machines keep
+    /// writing. Default 5.
+    static let keyChangeAttempts = 5
+
+    /// Changes the account's key to `key`: encrypts the account when this
+    /// client has no key, rotates it from this client's key otherwise.
+    /// The new key waits in `account-key.next` from before the server is
+    /// asked (`announce` is called then: the server may take the key from
+    /// that moment, so its code must be shown), and replaces the current key
+    /// once the server has it; the current key is kept as an older key.
+    /// - Throws: ``SyncError/refused(code:message:)`` when the server will
+    ///   not change the key (encrypted already; rotated elsewhere; the
+    ///   account kept moving), with the pending key removed; a connection
+    ///   error leaves it pending for the next sync to settle.
+    public func changeAccountKey(to key: AccountKey, announce: (AccountKey) -> Void) throws -> KeyChange {
+        var change = KeyChange()
+        try AccountKeyFile.write(key, home: replica.home, pending: true)
+        announce(key)
+        do {
+            try locked {
+                while true {
+                    change.attempts += 1
+                    change.before = try sync()
+                    let seen = try replica.syncState().pullCursor
+                    do {
+                        let answer = try encryptAccount(keyID: key.id, replacing: keyID, seen: seen)
+                        guard answer.key == key.id else {
+                            throw SyncError.refused(code: "encrypted", message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)")
+                        }
+                        return
+                    } catch SyncError.refused(code: "account_moved", _) where change.attempts < Self.keyChangeAttempts {
+                        continue
+                    }
+                }
+            }
+        } catch let error as SyncError {
+            // Refused, or never sent: the server does not use the key.
+            if case .unreachable = error {} else { AccountKeyFile.remove(home: replica.home, pending: true) }
+            throw error
+        }
+        try AccountKeyFile.promotePending(home: replica.home)
+        // Every machine that syncs with the new key learns what it replaced.
+        if let keyID { try replica.recordReplacedKeyIDs([keyID] + olderKeys.map(\.id)) }
+        let next = try SyncClient(replica: replica, remote: remote, token: token, caFile: caFile, accountKey: key,
+                                  olderKeys: (accountKey.map { [$0] } ?? []) + olderKeys, options: options, progress: progress)
+        change.after = try next.sync()
+        return change
+    }
+}

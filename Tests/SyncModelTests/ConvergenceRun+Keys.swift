@@ -1,0 +1,82 @@
+import BrsyncServer
+import Foundation
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+
+/// Key changes in an end-to-end encrypted run: rotations (through the faulty
+/// proxy, so some stop half way), rotations killed right after the server
+/// took them, and machines adding the newest code late. With the restores,
+/// purges, copies and clock jumps of the run around them, no acknowledged
+/// edit may be lost and every machine must go on.
+extension Run {
+    /// The key the account uses now (nil before the first sync encrypts it).
+    func serverKey() -> AccountKey? {
+        for machine in machines {
+            guard let device = try? store.authenticate(token: machine.token) else { continue }
+            return device.accountEncrypted ? keys[device.accountKeyID] : nil
+        }
+        return nil
+    }
+
+    /// `brsync key init` on `machine` (through the faulty proxy), with the
+    /// run's account key.
+    func initialise(_ machine: SimulatedMachine, direct: Bool = false) {
+        guard let accountKey else { return }
+        _ = try? client(machine, direct: direct).changeAccountKey(to: accountKey) { _ in }
+        acknowledge(machine)
+        if serverKey() == accountKey {
+            newestKey = accountKey
+            note("accounts encrypted during the run")
+        }
+    }
+
+    /// One key operation on `machine`, as a person would run it.
+    func keyOperation(_ machine: SimulatedMachine) throws {
+        let home = machine.replica.home
+        let holds = (try? AccountKeyFile.read(home: home))?.id
+        guard let current = serverKey() else { return }
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0 where holds == current.id:
+            // `brsync key rotate`.
+            let key = AccountKey.generate()
+            keys[key.id] = key
+            _ = try? client(machine).changeAccountKey(to: key) { _ in }
+            if serverKey() == key { newestKey = key }
+            acknowledge(machine)
+            note("key rotations")
+        case 1 where holds == current.id:
+            // A rotation killed right after the server took it: the key is
+            // pending here, nothing relayed; the machine's next sync settles it.
+            let key = AccountKey.generate()
+            keys[key.id] = key
+            try AccountKeyFile.write(key, home: home, pending: true)
+            let client = try self.client(machine, direct: true)
+            _ = try? client.sync()
+            acknowledge(machine)
+            _ = try? client.encryptAccount(keyID: key.id, replacing: current.id, seen: machine.replica.syncState().pullCursor)
+            if serverKey() == key { newestKey = key }
+            note("rotations killed after the server took them")
+        default:
+            // `brsync key add` of the newest code, late.
+            guard let newestKey, holds != newestKey.id else { return }
+            try AccountKeyFile.add(newestKey, home: home)
+            note("keys added late")
+        }
+    }
+
+    /// Before the final syncs: every machine gets the newest code (a person
+    /// adds it where a sync said so), after each had the chance to move a
+    /// restored server forward by itself.
+    func settleKeys() throws {
+        guard accountKey != nil else { return }
+        for machine in machines where newestKey == nil { initialise(machine, direct: true) }
+        #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
+        for machine in machines { sync(machine, direct: true) }
+        for machine in machines {
+            guard let newestKey, (try? AccountKeyFile.read(home: machine.replica.home))?.id != newestKey.id else { continue }
+            try AccountKeyFile.add(newestKey, home: machine.replica.home)
+        }
+    }
+}

@@ -1,0 +1,304 @@
+import BrsyncServer
+import Foundation
+import Model
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// Key changes, restores across them, account switches and purges never lose
+/// an acknowledged edit nor strand a machine: each scenario as a user meets it.
+@Suite(.serialized) struct KeyChangeTests {
+    static func rule(_ machine: SimulatedMachine, _ pattern: String) throws {
+        if try machine.replica.browsers().allSatisfy({ $0.browser.id != "firefox" }) {
+            _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        }
+        try machine.replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
+    }
+
+    /// `brsync key init` (no key yet) or `key rotate` on `machine`: the new key.
+    @discardableResult
+    static func changeKey(_ world: SyncWorld, _ machine: SimulatedMachine) throws -> (AccountKey, SyncClient.KeyChange) {
+        let key = AccountKey.generate()
+        var shown: AccountKey?
+        let change = try world.client(machine).changeAccountKey(to: key) { shown = $0 }
+        #expect(shown == key, "the code is shown before the server is asked")
+        #expect(try AccountKeyFile.read(home: machine.replica.home) == key)
+        #expect(try AccountKeyFile.read(home: machine.replica.home, pending: true) == nil)
+        return (key, change)
+    }
+
+    /// `brsync key add`, then a sync.
+    static func addKey(_ world: SyncWorld, _ machine: SimulatedMachine, _ key: AccountKey) throws {
+        try AccountKeyFile.add(key, home: machine.replica.home)
+        try world.sync(machine)
+    }
+
+    /// The rules a new machine with `key` gets.
+    static func freshRules(_ world: SyncWorld, key: AccountKey?) throws -> [String] {
+        let fresh = try world.machine("fresh\(world.machines.count)")
+        if let key { try AccountKeyFile.add(key, home: fresh.replica.home) }
+        try world.sync(fresh)
+        return try SyncWorld.rules(fresh.replica).keys.sorted()
+    }
+
+    /// c syncs an edit and is retired; a, which has not pulled it, encrypts
+    /// the account (or rotates its key): the edit is pulled before the
+    /// server deletes anything, and reaches every machine with the new key.
+    @Test(arguments: StoreKind.allCases, [false, true]) func aKeyChangeKeepsEditsTheChangerHadNotPulled(_ kind: StoreKind, _ rotating: Bool) throws {
+        let world = try SyncWorld(kind)
+        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        try Self.rule(a, "a-rule.com")
+        try world.sync(a)
+        if rotating {
+            let (old, _) = try Self.changeKey(world, a)
+            for machine in [b, c] { try Self.addKey(world, machine, old) }
+        } else {
+            for machine in [b, c] { try world.sync(machine) }
+        }
+        try Self.rule(c, "c-rule.com")
+        try world.sync(c) // acknowledged; then c is retired, never to sync again
+        let (key, change) = try Self.changeKey(world, a)
+        #expect(change.before.pulled >= 1 && change.attempts == 1, "\(change)")
+        #expect(change.after.relayed >= 2, "every record a holds went up sealed: \(change.after)")
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        let expected = ["a-rule.com", "c-rule.com"]
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == expected)
+        #expect(try Self.freshRules(world, key: key) == expected)
+        // c, with the old key or none, is told to add the code and keeps its copy.
+        #expect(throws: SyncError.self) { try world.sync(c) }
+        #expect(try SyncWorld.rules(c.replica).keys.sorted() == expected)
+    }
+
+    /// A key change names what its machine has pulled; a push that lands in
+    /// between makes the server refuse it and delete nothing.
+    @Test(arguments: StoreKind.allCases) func aKeyChangeIsRefusedWhenTheAccountMovedAndChangesNothing(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com")
+        try world.sync(a)
+        let seen = try a.replica.syncState().pullCursor
+        try Self.rule(b, "b-rule.com")
+        try world.sync(b)
+        let device = try world.store.authenticate(token: a.token)
+        #expect(throws: ServerError.self) {
+            try world.store.encryptAccount(of: device, keyID: AccountKey.generate().id, replacing: nil, seen: seen)
+        }
+        #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
+        #expect(try Self.freshRules(world, key: nil) == ["a-rule.com", "b-rule.com"])
+        // Through the API: 409 account_moved, and the key is not kept pending.
+        let client = try world.client(a)
+        do {
+            try client.encryptAccount(keyID: AccountKey.generate().id, seen: seen)
+            Issue.record("a key change from a machine that had not pulled everything was taken")
+        } catch SyncError.refused(let code, _) {
+            #expect(code == "account_moved")
+        }
+        #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
+    }
+
+    /// b keeps pushing while a rotates the key: whatever b had acknowledged
+    /// before the rotation was pulled by a first (the server refused the
+    /// rotation, and a synced again, while b's pushes landed); the rest b
+    /// keeps and sends once it has the new code.
+    @Test func aPushRacingARotationIsNeverLost() throws {
+        let world = try SyncWorld()
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com")
+        try world.sync(a)
+        let (old, _) = try Self.changeKey(world, a)
+        try Self.addKey(world, b, old)
+        let writer = Thread {
+            for index in 0..<6 {
+                try? Self.rule(b, "b\(index).com")
+                _ = try? world.sync(b)
+                usleep(3_000)
+            }
+        }
+        writer.start()
+        let (key, change) = try Self.changeKey(world, a)
+        while writer.isExecuting || !writer.isFinished { usleep(1_000) }
+        print("aPushRacingARotationIsNeverLost: rotation asked \(change.attempts) time(s)")
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        let expected = ["a-rule.com"] + (0..<6).map { "b\($0).com" }
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected.sorted())
+        #expect(try Self.freshRules(world, key: key) == expected.sorted())
+    }
+
+    /// The server restored from a backup taken before `key init`: every
+    /// keyed machine goes on (none stops with `not_encrypted`), the account
+    /// is encrypted again, and a rule another machine made before the
+    /// backup reaches everyone.
+    @Test func aRestoreFromBeforeKeyInitLosesNothing() throws {
+        let world = try SyncWorld()
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com") // not pushed
+        try Self.rule(b, "b-rule.com")
+        try world.sync(b) // a has not pulled it
+        let backup = try world.backupServer()
+        let (key, _) = try Self.changeKey(world, a)
+        try Self.addKey(world, b, key)
+        try world.restoreServer(backup)
+        for _ in 0..<3 {
+            for machine in [b, a] { try world.sync(machine) }
+        }
+        let expected = ["a-rule.com", "b-rule.com"]
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == expected)
+        #expect(try Self.freshRules(world, key: key) == expected)
+        #expect(try world.store.authenticate(token: a.token).accountEncrypted)
+    }
+
+    /// The server restored from before a rotation: the machines with the new
+    /// key move it forward by themselves (nobody adds a code, nobody is
+    /// asked for the old one), and nothing anyone holds is lost.
+    @Test func aRestoreFromBeforeARotationMovesTheServerForward() throws {
+        let world = try SyncWorld()
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com")
+        let (old, _) = try Self.changeKey(world, a)
+        try Self.rule(b, "b-rule.com")
+        try Self.addKey(world, b, old)
+        try world.sync(a)
+        let backup = try world.backupServer()
+        let (key, _) = try Self.changeKey(world, a)
+        try Self.rule(b, "b-after.com")
+        try Self.addKey(world, b, key)
+        try world.restoreServer(backup)
+        let moved = try world.sync(b) // b knows the server's key as one it held before
+        #expect(moved.movedForward, "\(moved)")
+        for machine in [a, b, a] { try world.sync(machine) }
+        let expected = ["a-rule.com", "b-after.com", "b-rule.com"]
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == expected)
+        #expect(try Self.freshRules(world, key: key) == expected)
+        for machine in [a, b] { #expect(try AccountKeyFile.read(home: machine.replica.home) == key) }
+    }
+
+    /// A rotation killed after the server took it (its key still pending
+    /// here), settled at the next sync, then rotated again; the server is
+    /// restored from a backup taken in between, sealed with the key whose
+    /// rotation was killed (its code was shown, but no machine but the
+    /// rotating one ever held it). A machine that synced with the newest key
+    /// learned which keys it replaced and moves the server forward; one given
+    /// the newest code but not synced since waits for that, then goes on.
+    @Test func aRestoreAcrossAKilledRotationStrandsNoMachine() throws {
+        let world = try SyncWorld()
+        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        try Self.rule(a, "a-rule.com")
+        let (k0, _) = try Self.changeKey(world, a)
+        try Self.rule(b, "b-rule.com")
+        try Self.rule(c, "c-rule.com")
+        for machine in [b, c] { try Self.addKey(world, machine, k0) }
+        try world.sync(a)
+        // The killed rotation: the new key pending, the server took it, nothing more.
+        let k1 = AccountKey.generate()
+        try AccountKeyFile.write(k1, home: a.replica.home, pending: true)
+        try world.client(a).encryptAccount(keyID: k1.id, replacing: k0.id, seen: a.replica.syncState().pullCursor)
+        let backup = try world.backupServer()
+        // The next sync settles it (as `brsync sync` does first).
+        #expect(try AccountKeyFile.settle(home: a.replica.home) { try world.client(a).accountKeyID() } == true)
+        #expect(try AccountKeyFile.readOlder(home: a.replica.home) == [k0])
+        try world.sync(a)
+        let (k2, _) = try Self.changeKey(world, a)
+        #expect(try AccountKeyFile.readOlder(home: a.replica.home) == [k1, k0])
+        try Self.addKey(world, b, k2)
+        try AccountKeyFile.add(k2, home: c.replica.home) // not synced since
+        try world.restoreServer(backup)
+        // c never held k1 nor synced with k2: refused with what to do, its rules kept...
+        #expect(throws: SyncError.self) { try world.sync(c) }
+        // ...until b, which learned from its sync with k2 that k2 replaced k1, moves the server forward.
+        #expect(try world.sync(b).movedForward)
+        for machine in [c, a, b, c] { try world.sync(machine) }
+        let expected = ["a-rule.com", "b-rule.com", "c-rule.com"]
+        for machine in [a, b, c] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)") }
+        #expect(try Self.freshRules(world, key: k2) == expected)
+    }
+
+    /// A replica switched to another account with an edit it has not pushed
+    /// relays every record it holds, as with no edit.
+    @Test(arguments: StoreKind.allCases) func anAccountSwitchRelaysEveryRecord(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let laptop = try world.machine("laptop")
+        for index in 0..<5 { try Self.rule(laptop, "site\(index).com") }
+        try world.sync(laptop)
+        try Self.rule(laptop, "unpushed.com")
+        try world.store.addAccount("bob")
+        laptop.token = try world.store.addDevice(account: "bob", name: "laptop")
+        let switched = try world.sync(laptop)
+        #expect(switched.fullResync && switched.relayed >= 5, "\(switched)")
+        let bobs = try world.machine("bobs-desktop", account: "bob")
+        try world.sync(bobs)
+        #expect(try SyncWorld.rules(bobs.replica).keys.sorted() == ((0..<5).map { "site\($0).com" } + ["unpushed.com"]).sorted())
+    }
+
+    /// a and b hold `pattern` and `kept`; b is revoked (so it no longer
+    /// holds the purge back; given a new token later), a deletes `pattern`,
+    /// and its tombstone, the account's newest record, is purged.
+    static func purgedDeletion(_ kind: StoreKind, of pattern: String, keeping kept: [String]) throws -> (SyncWorld, SimulatedMachine, SimulatedMachine) {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        for rule in kept + [pattern] { try Self.rule(a, rule) }
+        try world.sync(a)
+        try world.sync(b)
+        try world.store.revokeDevice(account: "alice", name: "b")
+        _ = try a.replica.removeRule(pattern: pattern)
+        try world.sync(a)
+        try world.sync(a)
+        #expect(try world.store.purgeTombstones(retentionMilliseconds: 0) == 1)
+        return (world, a, b)
+    }
+
+    /// After a purge of the newest records' tombstones, a device that missed
+    /// them reconciles once; its cursor then passes the purge point, so the
+    /// syncs after it are ordinary (no `reset`, nothing pulled again).
+    @Test(arguments: StoreKind.allCases) func aPurgeMeansOneReconcileNotOneEverySync(_ kind: StoreKind) throws {
+        let (world, a, b) = try Self.purgedDeletion(kind, of: "z.com", keeping: ["x.com", "y.com"])
+        b.token = try world.store.reissueToken(account: "alice", device: "b")
+        let first = try world.sync(b)
+        #expect(first.fullResync && first.dropped == 1, "\(first)")
+        for _ in 0..<2 {
+            let next = try world.sync(b)
+            #expect(!next.fullResync && next.pulled == 0, "\(next)")
+        }
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["x.com", "y.com"])
+    }
+
+    /// A device removed and added again (a new token, `remote rm` then
+    /// `remote set`) drops a deletion that was purged meanwhile at its first
+    /// sync.
+    @Test(arguments: StoreKind.allCases) func aDeviceAddedAgainDropsPurgedDeletionsAtOnce(_ kind: StoreKind) throws {
+        let (world, _, b) = try Self.purgedDeletion(kind, of: "x.com", keeping: ["kept.com"])
+        let remote = try #require(try b.replica.syncState().remoteURL ?? "https://127.0.0.1:\(world.port)")
+        try b.replica.removeRemote()
+        try b.replica.setRemote(url: remote, caFile: world.caFile)
+        b.token = try world.store.reissueToken(account: "alice", device: "b")
+        let first = try world.sync(b)
+        #expect(first.dropped == 1, "\(first)")
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["kept.com"])
+    }
+
+    /// A key change gives a machine a new device id (the server forgot every
+    /// device's numbered history with the old key's data); every machine
+    /// shows the old id as that machine, under its current name.
+    @Test func aKeyChangeKeepsTheMachineOneDevice() throws {
+        let world = try SyncWorld()
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com")
+        for machine in [a, b] { try world.sync(machine) }
+        let before = a.replica.deviceID
+        let (key, _) = try Self.changeKey(world, a)
+        #expect(a.replica.deviceID != before)
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        let seenByB = try b.replica.deviceNames()
+        #expect(seenByB.display(before) == "a" && seenByB.display(a.replica.deviceID) == "a", "\(seenByB)")
+        #expect(seenByB.earlierIDs(of: a.replica.deviceID).contains(before))
+        let seenByA = try a.replica.deviceNames()
+        #expect(seenByA.display(before) == "a (this device)")
+    }
+}
