@@ -1,6 +1,6 @@
 import SyncCore
 
-/// The replica's side of end-to-end encryption (issue 13). The replica stays
+/// The replica's side of end-to-end encryption. The replica stays
 /// readable on the device; what changes is what the server is told: sealed
 /// changes, whose chains the replica must compute over the sealed bytes (the
 /// server chains what it receives), and a fresh start on the server when an
@@ -12,12 +12,23 @@ extension Replica {
     public struct EncryptionState: Sendable, Equatable {
         public var keyID: String?
         public var relayPending: Bool
+        /// The pending relay is the one of the switch to a key (nothing else
+        /// asked for one since): records this device alone made may wait
+        /// for its push.
+        public var relayIsSwitch: Bool
     }
 
     public func encryptionState() throws -> EncryptionState {
-        // `e2e_relay` is what replicas written before relays were general kept.
-        EncryptionState(keyID: try meta("e2e_key"), relayPending: try meta("relay_all") != nil || meta("e2e_relay") != nil)
+        // `e2e_relay` is what replicas written before relays were general kept
+        // (for a switch, or an account encrypted again: the same relay).
+        let (relay, legacy) = (try meta("relay_all"), try meta("e2e_relay"))
+        return EncryptionState(keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
+                               relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil)
     }
+
+    /// What `relay_all` holds for the relay of a switch to a key.
+    static let switchRelay = "switch"
+
 
     /// Starts syncing with the account key `keyID`, in one transaction: the
     /// server deleted the account's readable records when it was encrypted
@@ -39,7 +50,7 @@ extension Replica {
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")
             try setMeta("e2e_key", keyID)
-            try setMeta("relay_all", "1")
+            try setMeta("relay_all", Self.switchRelay)
             return id
         }
     }

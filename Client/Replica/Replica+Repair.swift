@@ -47,7 +47,7 @@ extension Replica {
     /// and purged there) are dropped here too, except those with a change not
     /// yet pushed (an edit made here is kept and goes up whole). Tombstones
     /// stay: should the server be restored to a time before the deletion, the
-    /// relay after it carries the deletion back (seed 4031).
+    /// relay after it carries the deletion back.
     /// - Returns: how many records were dropped.
     @discardableResult
     public func finishReconcile() throws -> Int {

@@ -2,7 +2,7 @@ import Model
 import Net
 import SyncCore
 
-/// The account key of end-to-end encryption (issue 13; Deploy/SECURITY.md):
+/// The account key of end-to-end encryption (Deploy/SECURITY.md):
 /// 256 random bits made on the first device, shown once as a recovery code,
 /// given to other devices when they join. Only devices hold it.
 public struct AccountKey: Sendable, Equatable {
@@ -115,7 +115,7 @@ public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Hides record keys and seals field values so that the server merges what
-/// it cannot read (issue 13). The merge needs only stamps and version
+/// it cannot read. The merge needs only stamps and version
 /// vectors, which stay readable; everything else is HMAC'd or sealed.
 public struct RecordCipher: Sendable {
     let valueKey: Crypto.GCMKey

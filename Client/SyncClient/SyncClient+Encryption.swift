@@ -2,7 +2,7 @@ import Model
 import Replica
 import SyncCore
 
-/// End-to-end encryption in the sync client (issue 13; Deploy/SECURITY.md).
+/// End-to-end encryption in the sync client (Deploy/SECURITY.md).
 extension SyncClient {
     /// What a sync without the account key of an encrypted account says.
     static let keyNeeded = SyncError.refused(
@@ -22,14 +22,15 @@ extension SyncClient {
             try replica.beginEncryptedSync(keyID: keyID)
             summary.encryptionStarted = true
         }
-        guard try replica.encryptionState().relayPending else { return }
+        let state = try replica.encryptionState()
+        guard state.relayPending else { return }
         if let keyID {
             let account = try encryptAccount(keyID: keyID)
             if account.key != keyID { try moveAccountForward(from: account.key) }
         }
         // Right after the switch nothing of this device is pushed: what it
         // alone made goes up with its push (see relayEverything).
-        try relayEverything(skippingOwnUnpushed: keyID != nil && replica.syncState().pushedThrough == 0)
+        try relayEverything(skippingOwnUnpushed: state.relayIsSwitch && replica.syncState().pushedThrough == 0)
         try replica.finishFullRelay()
     }
 

@@ -67,8 +67,8 @@ public final class SyncClient {
     let transport: Transport
     var summary = Summary()
     let progress: Progress?
-    /// The account key's cipher, when the account is end-to-end encrypted
-    /// (issue 13): changes are sealed before they leave and opened when they
+    /// The account key's cipher, when the account is end-to-end encrypted:
+    /// changes are sealed before they leave and opened when they
     /// arrive; the replica stays readable.
     let cipher: RecordCipher?
     let keyID: String?

@@ -7,7 +7,7 @@ import Replica
 import SyncClient
 import SyncCore
 
-/// `brsync join CODE`: one-step pairing (issue 13).
+/// `brsync join CODE`: one-step pairing.
 struct JoinCommand: ParsableCommand {
     static let configuration = JoinConfiguration.configuration
     @OptionGroup var global: GlobalOptions

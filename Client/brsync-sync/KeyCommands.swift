@@ -6,8 +6,8 @@ import Replica
 import SyncClient
 import SyncCore
 
-/// `brsync key …`: the account key of end-to-end encryption (issue 13;
-/// Deploy/SECURITY.md). A recovery code is read from standard input or a
+/// `brsync key …`: the account key of end-to-end encryption
+/// (Deploy/SECURITY.md). A recovery code is read from standard input or a
 /// file, never from the command line (it would show in `ps` and in the
 /// shell's history).
 struct KeyCommand: ParsableCommand {

@@ -113,7 +113,7 @@ public final class PostgresStore: SyncStore {
             try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('epoch', $1)", [.text(Crypto.hex(Crypto.randomBytes(8)))])
         }
         if version < 2 {
-            // End-to-end encryption (issue 13): an encrypted account takes
+            // End-to-end encryption: an encrypted account takes
             // sealed records only, and only from clients of protocol 2.
             try connection.execute("""
                 ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false;

@@ -19,7 +19,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64, acknowledged: Int64? = nil, digest: String? = nil)
     case foreignStamp(String)
     case conflict(String)
-    /// A readable change for an end-to-end encrypted account (issue 13).
+    /// A readable change for an end-to-end encrypted account.
     case encryptionRequired(String)
     /// A sealed change for an account that is not encrypted.
     case notEncrypted(String)

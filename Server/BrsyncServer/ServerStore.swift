@@ -96,7 +96,7 @@ public final class ServerStore: Sendable {
         Migrator.Migration(version: 6, sql: """
             UPDATE device_streams SET last_digest = '';
             """),
-        // End-to-end encryption (issue 13): an encrypted account takes sealed
+        // End-to-end encryption: an encrypted account takes sealed
         // records only, and only from clients of protocol 2.
         Migrator.Migration(version: 7, sql: """
             ALTER TABLE accounts ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;

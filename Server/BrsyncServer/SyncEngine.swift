@@ -34,7 +34,7 @@ enum SyncEngine {
     }
 
     /// An encrypted account takes sealed changes only, and an account that is
-    /// not encrypted takes none (issue 13): the whole request is refused, so
+    /// not encrypted takes none: the whole request is refused, so
     /// nothing readable is mixed into an encrypted account, and a client
     /// with a key learns the account is not encrypted yet. Checked inside
     /// the write transaction, after the account is locked, so no push slips

@@ -2,7 +2,7 @@ import SyncCore
 
 /// What the sync API, the server and `brsyncd`'s commands need of a store.
 /// ``ServerStore`` (SQLite, the embedded default) is one; a PostgreSQL store
-/// for deployments of several `brsyncd` processes is the other (issue 12).
+/// for deployments of several `brsyncd` processes is the other.
 /// Both leave the protocol's decisions and the merge to ``SyncEngine``.
 public protocol SyncStore: AnyObject, Sendable {
     /// The timeline's id (a new one after a detected rollback).
@@ -17,8 +17,8 @@ public protocol SyncStore: AnyObject, Sendable {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
                   reconciling: Bool, clientProtocol: Int, clientKeyID: String?) throws -> [UInt8]
-    /// Makes the device's account end-to-end encrypted with the key `keyID`
-    /// (issue 13), or, with `replacing`, rotates its key from that one, in
+    /// Makes the device's account end-to-end encrypted with the key `keyID`,
+    /// or, with `replacing`, rotates its key from that one, in
     /// one transaction: the flag and the key id are set and the account's
     /// records and replica streams are deleted (no readable record, or
     /// record sealed with the old key, stays); every device with the key

@@ -1,7 +1,7 @@
 import SyncCore
 
 /// What a push or relay needs of a store inside one write transaction. Each
-/// store (SQLite; PostgreSQL, issue 12) answers these with its own SQL; the
+/// store (SQLite; PostgreSQL) answers these with its own SQL; the
 /// decisions and the merge (``SyncEngine``) are written once against it.
 ///
 /// A store's write transaction must serialise the writes of one account:

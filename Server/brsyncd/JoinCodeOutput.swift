@@ -4,7 +4,7 @@ import Glibc
 import Net
 import SyncCore
 
-/// The join code of `brsyncd device add` (issue 13): the server's URL, the
+/// The join code of `brsyncd device add`: the server's URL, the
 /// new token and the fingerprint of the CA that issued the server's
 /// certificate, in one line (and as a QR code with `--qr`).
 struct JoinOptions: ParsableArguments {

@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// The primitives end-to-end encryption needs (issue 13), chosen so that the
+/// The primitives end-to-end encryption needs, chosen so that the
 /// phone can use CryptoKit's equivalents: HMAC-SHA256 (`HMAC<SHA256>`),
 /// HKDF-SHA256 (`HKDF<SHA256>`) and AES-256-GCM (`AES.GCM`, 12-byte nonce,
 /// 16-byte tag). Here they come from OpenSSL's EVP interface.

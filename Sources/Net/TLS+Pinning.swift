@@ -2,7 +2,7 @@ import COpenSSL
 import Glibc
 
 /// Trusting a server by the fingerprint of its CA certificate (one-step
-/// pairing, issue 13): a join code carries the SHA-256 of the CA's
+/// pairing): a join code carries the SHA-256 of the CA's
 /// certificate, so no CA file needs copying, and a man in the middle, who
 /// cannot present a chain ending in that CA, is refused.
 public enum CertificatePinning {

@@ -1,6 +1,6 @@
 import Model
 
-/// What a new machine needs to join an account in one step (issue 13):
+/// What a new machine needs to join an account in one step:
 /// the server's URL, a device token, and the SHA-256 fingerprint of the
 /// server's CA certificate, so no CA file needs copying and a man in the
 /// middle is refused. One line, a URI a phone can take from a QR code:

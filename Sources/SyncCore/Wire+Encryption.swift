@@ -1,7 +1,7 @@
 import Model
 
-/// What the server of an end-to-end encrypted account checks (issue 13;
-/// Deploy/SECURITY.md). It cannot open anything; it can only see that every
+/// What the server of an end-to-end encrypted account checks
+/// (Deploy/SECURITY.md). It cannot open anything; it can only see that every
 /// change is in the sealed form, so a client that does not encrypt (an old
 /// brsync, or one without the account key) is refused rather than mixing
 /// readable records into an encrypted account.
