@@ -50,6 +50,7 @@ extension Replica {
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")
             try setMeta("e2e_key", keyID)
+            try setMeta("e2e_account", "") // learnt from the first answer with this key
             try setMeta("relay_all", Self.switchRelay)
             return id
         }
@@ -75,6 +76,22 @@ extension Replica {
             let all = (ids.filter(Wire.isKeyID) + known).filter { seen.insert($0).inserted }.prefix(64)
             try setSetting(Self.replacedKeysSetting, all.joined(separator: ","))
         }
+    }
+
+    /// The account (its random id) this replica's key belongs to: the one it
+    /// first synced with under that key (for a replica keyed before this was
+    /// kept, the account it synced with last). Nil until known.
+    public func keyAccount() throws -> String? {
+        guard try meta("e2e_key") != nil else { return nil }
+        switch try meta("e2e_account") {
+        case nil: return try meta("account")
+        case ""?: return nil
+        case let account?: return account
+        }
+    }
+
+    public func setKeyAccount(_ account: String) throws {
+        try transaction { try setMeta("e2e_account", account) }
     }
 
     /// Every record went up (see ``requireFullRelay()``).

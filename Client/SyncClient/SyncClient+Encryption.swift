@@ -34,6 +34,26 @@ extension SyncClient {
         try replica.finishFullRelay()
     }
 
+    static let otherAccountMessage = "this machine's account key belongs to the account it synced with before, not to this one: "
+        + "its rules never go to another account readable, nor sealed with that key (nothing was sent). If this account is "
+        + "end-to-end encrypted, add its recovery code with 'brsync key add'; if it is not, encrypt it on one of its machines "
+        + "('brsync key init') and add that code here"
+
+    /// Takes in the account id of an answer (see ``Replica/checkAccount(_:)``).
+    /// A replica with a key meets only the account its key belongs to.
+    /// - Returns: whether the account differs from the last one seen.
+    /// - Throws: `other_account` for another account, before anything changes.
+    func noteAccount(_ account: String) throws -> Bool {
+        if cipher != nil, !account.isEmpty {
+            if let owner = try replica.keyAccount() {
+                guard owner == account else { throw SyncError.refused(code: "other_account", message: Self.otherAccountMessage) }
+            } else {
+                try replica.setKeyAccount(account)
+            }
+        }
+        return try replica.checkAccount(account)
+    }
+
     static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
 
     /// The account is sealed with `serverKeyID`, not this client's key. When
@@ -83,6 +103,8 @@ extension SyncClient {
         var body: [String: JSONValue] = ["key": .string(keyID)]
         if let replacing { body["replaces"] = .string(replacing) }
         if let seen { body["seen"] = .int(seen) }
+        // The server refuses a change to another account than the one this key belongs to.
+        if keyID != nil, let account = try replica.keyAccount() { body["account"] = .string(account) }
         let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
         guard case .object(let object) = answer, let changed = object["changed"]?.boolValue, let key = object["key"]?.stringValue else {
             throw SyncError.badAnswer("the answer to the encryption request has no 'changed' and 'key'")
@@ -95,6 +117,7 @@ extension SyncClient {
     public func accountKeyID() throws -> String? {
         defer { try? replica.persistServerTime() }
         let page = try fetchPage("/v1/pull?since=0&limit=1")
+        if cipher != nil { _ = try noteAccount(page.account) }
         return page.encrypted ? page.keyID ?? "" : nil
     }
 
@@ -108,7 +131,9 @@ extension SyncClient {
             throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
         }
         guard current == key.id else {
-            throw SyncError.usage("this recovery code does not open the account's records: it belongs to another account, or to a key since rotated (nothing was saved)")
+            throw SyncError.usage("this recovery code does not open the account's records: it belongs to another account, or to a key since rotated, "
+                                  + "or to a key newer than the server's (restored from a backup taken before it: a machine that synced with it "
+                                  + "moves the server forward at its next sync; try again after that). Nothing was saved")
         }
     }
 

@@ -124,7 +124,7 @@ extension SyncClient {
             try takeIn(current.exchange)
             // An exchange without an error holds a page.
             guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
-            let accountChanged = try replica.checkAccount(page.account)
+            let accountChanged = try noteAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             if accountChanged || epochChanged {
                 // Another timeline: everything local goes up again before pulling from zero.

@@ -295,7 +295,7 @@ public final class SyncClient {
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            if try replica.checkAccount(response.account) {
+            if try noteAccount(response.account) {
                 summary.fullResync = true
                 try prepareSync()
                 state = try replica.syncState()

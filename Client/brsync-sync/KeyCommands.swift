@@ -23,7 +23,7 @@ struct KeyCommand: ParsableCommand {
             if try AccountKeyFile.read(home: replica.home) != nil {
                 throw CLIFailure(message: "this machine has an account key already (\(AccountKeyFile.path(home: replica.home))); 'brsync key show' prints its recovery code")
             }
-            try changeKey(try makeClient(replica, key: nil), global, options, """
+            try changeKey(try makeClient(replica, key: nil), global, options, rotating: false, """
                 This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
                 The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
                 Write it down and keep it apart from this machine. Without it, and without a machine
@@ -68,7 +68,7 @@ struct KeyCommand: ParsableCommand {
             guard let old = try AccountKeyFile.read(home: replica.home) else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
             }
-            try changeKey(try makeClient(replica, key: old), global, options, """
+            try changeKey(try makeClient(replica, key: old), global, options, rotating: true, """
                 The account key is being rotated: what is synced from now on is sealed with a new key, which the old
                 recovery code (and any machine that only has it, such as a revoked one) cannot open.
                 Write the new recovery code below down; the old one stops working.
@@ -109,20 +109,32 @@ struct KeyCommand: ParsableCommand {
 /// ``SyncClient/changeAccountKey(to:announce:)``): says what is about to
 /// happen and prints the new key's recovery code alone on standard output
 /// before the server is asked, then what was kept and sent.
-func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, _ explanation: String, done: String) throws {
-    let change = try client.changeAccountKey(to: AccountKey.generate()) { key in
-        writeToStandardError(explanation + "\n\n")
-        print(key.recoveryCode)
-        writeToStandardError("\n")
+func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, _ explanation: String, done: String) throws {
+    let change: SyncClient.KeyChange
+    do {
+        change = try client.changeAccountKey(to: AccountKey.generate()) { key in
+            writeToStandardError(explanation + "\n\n")
+            print(key.recoveryCode)
+            writeToStandardError("\n")
+        }
+    } catch {
+        // The code is on the screen already: say whether it counts.
+        let home = global.resolvedHome
+        if (try? AccountKeyFile.read(home: home, pending: true)) != nil {
+            writeToStandardError("brsync: the server may have taken the new key: the next 'brsync sync' settles it ('brsync key show' prints it meanwhile)\n")
+        } else {
+            writeToStandardError("brsync: the key was not changed: the recovery code above is not used\n")
+        }
+        throw error
     }
     let before = change.before
-    writeToStandardError(done + """
+    writeToStandardError(done + "\n" + """
         First this machine synced (pulled \(before.pulled) record(s), \(before.applied) changed here; pushed \(before.pushed) change(s)\
         \(change.attempts > 1 ? "; \(change.attempts) times, as other machines wrote meanwhile" : "")), so every machine's synced edit is here.
-        The server then deleted what it held under the old key, and this machine sent every record it holds, sealed: \(change.after.relayed).
+        The server then deleted what it held under the old key; this machine kept every record and sent each one, sealed: \(change.after.relayed).
 
         """)
-    report(change.after, "sync", options, encrypted: true)
+    report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating)
 }
 
 /// A sync client for the replica's remote, without encryption or with `key`.

@@ -46,7 +46,8 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
 
 /// Prints what a transfer did: one line (or JSON) on standard output, each
 /// problem as a warning on standard error.
-func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOptions, encrypted: Bool) {
+/// - Parameter rotated: the transfer was the first with a rotated key.
+func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOptions, encrypted: Bool, rotated: Bool = false) {
     if options.json {
         print(JSONValue.object([
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
@@ -62,7 +63,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
         if summary.encryptionStarted {
-            parts.append("switched to end-to-end encryption: \(summary.relayed) record(s) sent sealed")
+            parts.append("switched to \(rotated ? "the new account key" : "end-to-end encryption"): \(summary.relayed) record(s) sent sealed")
         } else if summary.movedForward {
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {

@@ -31,6 +31,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// A key change from a device that has not pulled the account's latest
     /// records: they would be deleted with the old key's data unseen.
     case accountMoved(seen: Int64, latest: Int64)
+    /// A key change naming another account than the device's: a replica's
+    /// key belongs to the account it was made for.
+    case otherAccount
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -42,7 +45,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated, .accountMoved: return 409
+        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated, .accountMoved, .otherAccount: return 409
         case .clockSkew, .foreignStamp: return 422
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
@@ -68,6 +71,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .upgradeRequired: return "upgrade_required"
         case .keyRotated: return "key_rotated"
         case .accountMoved: return "account_moved"
+        case .otherAccount: return "other_account"
         case .unavailable: return "unavailable"
         case .database(let error) where error.isBusy: return "busy"
         case .database, .storeUnusable, .newerSchema: return "internal"
@@ -87,6 +91,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
         case .accountMoved(let seen, let latest):
             return "the account changed since this machine last pulled (it has seen up to #\(seen), the account is at #\(latest)): sync and try again (nothing was changed)"
+        case .otherAccount:
+            return "this machine's account key belongs to another account than this device's (nothing was changed): add this account's recovery code with 'brsync key add'"
         case .upgradeRequired:
             return "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
         case .revoked: return "this device's token was revoked"

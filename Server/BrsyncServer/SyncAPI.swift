@@ -11,7 +11,7 @@ import SyncCore
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
-/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD][, "seen": SEQ]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
+/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD][, "seen": SEQ][, "account": A]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
 /// Clients send `Brsync-Protocol: 2` (``Wire/protocolHeader``); without it a
@@ -175,6 +175,11 @@ public final class SyncAPI: Sendable {
         if let old = object["replaces"] {
             guard let text = old.stringValue, Wire.isKeyID(text) else { throw ServerError.badRequest("\"replaces\" must be an account key's id") }
             replacing = text
+        }
+        // The account the asking replica's key belongs to, when it knows it.
+        if let account = object["account"] {
+            guard let text = account.stringValue, text.utf8.count <= 64 else { throw ServerError.badRequest("\"account\" must be an account id") }
+            guard text == device.accountUID else { throw ServerError.otherAccount }
         }
         var seen: Int64?
         if let value = object["seen"] {

@@ -416,13 +416,19 @@ extension EncryptionTests {
         let initialised = try world.run(laptop, ["key", "init"])
         #expect(initialised.status == 0, "\(initialised)")
         let code = try #require(Self.recoveryCode(initialised.stdout))
-        #expect(initialised.stderr.contains("First this machine synced (pulled ") && initialised.stderr.contains("sent every record it holds, sealed: "),
+        #expect(initialised.stderr.contains("First this machine synced (pulled ") && initialised.stderr.contains("kept every record and sent each one, sealed: "),
                 "\(initialised)")
         #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("desktop.example"))
         #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n").status == 0)
         // The laptop's earlier device id is shown as the laptop, not as another device.
         let devices = try world.run(desktop, ["device"]).stdout
         #expect(devices.components(separatedBy: "laptop").count == 2 && devices.contains("earlier"), "\(devices)")
+
+        // A machine without the key cannot encrypt the account again: its code is said to be unused.
+        let tablet = try world.replica("tablet")
+        let refused = try world.run(tablet, ["key", "init"])
+        #expect(refused.status == 5 && refused.stderr.contains("the recovery code above is not used"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: tablet + "/account-key") && !FileManager.default.fileExists(atPath: tablet + "/account-key.next"))
 
         // A key change stopped after the server was asked: the pending code is shown, and said to be pending.
         let pending = AccountKey.generate()

@@ -236,6 +236,50 @@ import TestSupport
         #expect(try SyncWorld.rules(bobs.replica).keys.sorted() == ((0..<5).map { "site\($0).com" } + ["unpushed.com"]).sorted())
     }
 
+    /// A replica with a key pointed at another account (a token of bob's)
+    /// sends nothing there, encrypts and rotates nothing, and says what to
+    /// do; bob's machines go on. With bob's code it joins bob sealed, and
+    /// pointed back at alice's account it leaves alice's key alone.
+    @Test func aReplicaWithAKeyNeverTakesItToAnotherAccount() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        let alicesOther = try world.machine("a2")
+        try Self.rule(a, "alice.com")
+        let (aliceKey, _) = try Self.changeKey(world, a)
+        try Self.addKey(world, alicesOther, aliceKey)
+        try world.store.addAccount("bob")
+        let y = try world.machine("y", account: "bob")
+        try Self.rule(y, "bob.com")
+        try world.sync(y)
+        try Self.rule(a, "unpushed.com")
+        let alicesToken = a.token
+        a.token = try world.store.addDevice(account: "bob", name: "a")
+        func refusedAsOtherAccount(_ machine: SimulatedMachine) {
+            do {
+                try world.sync(machine)
+                Issue.record("a replica with another account's key synced")
+            } catch SyncError.refused(let code, let message) {
+                #expect(code == "other_account" && message.contains("brsync key add"), "\(message)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+        refusedAsOtherAccount(a)
+        try world.sync(y)
+        #expect(try !world.store.authenticate(token: y.token).accountEncrypted)
+        #expect(try SyncWorld.rules(y.replica).keys.sorted() == ["bob.com"])
+        // bob's account encrypted on bob's machine; its code added here.
+        let (bobsKey, _) = try Self.changeKey(world, y)
+        try Self.addKey(world, a, bobsKey)
+        try world.sync(y)
+        #expect(try SyncWorld.rules(y.replica).keys.sorted() == ["alice.com", "bob.com", "unpushed.com"])
+        // Back to alice's account with bob's key: refused, alice's key untouched.
+        a.token = alicesToken
+        refusedAsOtherAccount(a)
+        #expect(try world.store.authenticate(token: alicesOther.token).accountKeyID == aliceKey.id)
+        try world.sync(alicesOther)
+    }
+
     /// a and b hold `pattern` and `kept`; b is revoked (so it no longer
     /// holds the purge back; given a new token later), a deletes `pattern`,
     /// and its tombstone, the account's newest record, is purged.
