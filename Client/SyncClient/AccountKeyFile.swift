@@ -17,7 +17,14 @@ public enum AccountKeyFile {
     ///   would no longer be secret), one that cannot be read, or one that
     ///   holds no valid code.
     public static func read(home: String, pending: Bool = false) throws(SyncError) -> AccountKey? {
-        let file = path(home: home, pending: pending)
+        try read(file: path(home: home, pending: pending))
+    }
+
+    /// Where a key change's key waits when the server did not take it (its
+    /// code was shown, so another machine may still take it there).
+    public static func unusedPath(home: String) -> String { "\(home)/account-key.unused" }
+
+    static func read(file: String) throws(SyncError) -> AccountKey? {
         var status = stat()
         guard lstat(file, &status) == 0 else {
             if errno == ENOENT { return nil }
@@ -27,7 +34,7 @@ public enum AccountKeyFile {
         guard status.st_mode & 0o077 == 0 else {
             throw .usage("the account key at \(file) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(file)', and consider the key seen")
         }
-        guard let key = try readAll(home: home, pending: pending).first else { throw .usage("the account key at \(file) holds no recovery code") }
+        guard let key = try readAll(file: file).first else { throw .usage("the account key at \(file) holds no recovery code") }
         return key
     }
 
@@ -35,12 +42,11 @@ public enum AccountKeyFile {
     /// (empty without a key file).
     public static func readOlder(home: String) throws(SyncError) -> [AccountKey] {
         guard try read(home: home) != nil else { return [] }
-        return Array(try readAll(home: home, pending: false).dropFirst())
+        return Array(try readAll(file: path(home: home)).dropFirst())
     }
 
     /// Every code in the file, checked (`read` checks the file itself first).
-    private static func readAll(home: String, pending: Bool) throws(SyncError) -> [AccountKey] {
-        let file = path(home: home, pending: pending)
+    private static func readAll(file: String) throws(SyncError) -> [AccountKey] {
         var keys: [AccountKey] = []
         for code in codeLines(try readSmallFile(file, what: "the account key")) {
             do { keys.append(try AccountKey(recoveryCode: code)) } catch {
@@ -86,6 +92,7 @@ public enum AccountKeyFile {
     public static func add(_ key: AccountKey, home: String) throws(SyncError) {
         let current = try read(home: home)
         try write(key, home: home, older: (current.map { [$0] } ?? []) + readOlder(home: home))
+        unlink(unusedPath(home: home))
     }
 
     public static func remove(home: String, pending: Bool = false) { unlink(path(home: home, pending: pending)) }
@@ -100,23 +107,42 @@ public enum AccountKeyFile {
         let older = current.map { [$0] } ?? []
         try write(pending, home: home, older: older + (try readOlder(home: home)))
         remove(home: home, pending: true)
+        unlink(unusedPath(home: home))
     }
 
-    /// Finishes or forgets a key change a stopped machine left half done:
-    /// the pending key becomes the key when the account is sealed with it
-    /// (the server agreed), and is deleted when the account still uses the
-    /// key it was to replace (the server never took it).
+    /// Whether ``settle(home:accountKeyID:)`` has anything to settle.
+    public static func unsettled(home: String) -> Bool {
+        access(path(home: home, pending: true), F_OK) == 0 || access(unusedPath(home: home), F_OK) == 0
+    }
+
+    /// Finishes a key change a stopped machine left half done: the pending
+    /// key becomes the key when the account is sealed with it (the server
+    /// agreed). When the account does not use it (the server never took it,
+    /// or was restored from before), it is kept aside, not deleted: its code
+    /// was shown, and another machine may take it to the server yet; when
+    /// the account turns out to use it, it becomes the key here too. A key
+    /// added or changed later drops it.
     /// - Parameter accountKeyID: the key id the account uses now, nil when
     ///   it is not encrypted.
-    /// - Returns: what happened to the pending key, or nil when there was none.
+    /// - Returns: whether a key took the current one's place, or nil when
+    ///   there was nothing to settle.
     @discardableResult
     public static func settle(home: String, accountKeyID: () throws -> String?) throws -> Bool? {
-        guard let pending = try read(home: home, pending: true) else { return nil }
-        if try accountKeyID() == pending.id {
+        let pending = try read(home: home, pending: true)
+        let unused = try read(file: unusedPath(home: home))
+        guard pending != nil || unused != nil else { return nil }
+        let current = try accountKeyID()
+        if let pending, current == pending.id {
             try promotePending(home: home)
             return true
         }
-        remove(home: home, pending: true)
+        if let unused, current == unused.id {
+            try add(unused, home: home)
+            return true
+        }
+        if pending != nil, rename(path(home: home, pending: true), unusedPath(home: home)) != 0 {
+            throw SyncError.usage("cannot move the account key at \(path(home: home, pending: true)) aside: \(String(cString: strerror(errno)))")
+        }
         return false
     }
 

@@ -30,7 +30,7 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
-    if accountKey == nil, access(AccountKeyFile.path(home: replica.home, pending: true), F_OK) == 0 {
+    if accountKey == nil, AccountKeyFile.unsettled(home: replica.home) {
         try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
     }
     let key = try accountKey ?? AccountKeyFile.read(home: replica.home)

@@ -219,6 +219,45 @@ import TestSupport
         #expect(try Self.freshRules(world, key: k2) == expected)
     }
 
+    /// A rotation killed right after the server took it, whose code another
+    /// machine added; then a restore from before it. The rotating machine
+    /// keeps the key aside (the server does not use it), the other moves the
+    /// server forward to it, and the rotating machine takes it up again at
+    /// its next sync: nobody is asked for a code.
+    @Test func aKilledRotationsKeyIsKeptAsideNotLost() throws {
+        let world = try SyncWorld()
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "a-rule.com")
+        let (k0, _) = try Self.changeKey(world, a)
+        try Self.addKey(world, b, k0)
+        try world.sync(a)
+        let backup = try world.backupServer()
+        let k1 = AccountKey.generate()
+        try AccountKeyFile.write(k1, home: a.replica.home, pending: true)
+        try world.client(a).encryptAccount(keyID: k1.id, replacing: k0.id, seen: a.replica.syncState().pullCursor)
+        try Self.rule(b, "b-rule.com")
+        try Self.addKey(world, b, k1) // its code was shown
+        try world.restoreServer(backup)
+        /// What `brsync sync` does first.
+        func settle(_ machine: SimulatedMachine) throws -> Bool? {
+            try AccountKeyFile.settle(home: machine.replica.home) {
+                try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"), token: machine.token,
+                               caFile: world.caFile).accountKeyID()
+            }
+        }
+        #expect(try settle(a) == false) // the server uses k0 again: k1 kept aside
+        #expect(try AccountKeyFile.read(home: a.replica.home) == k0)
+        try world.sync(a)
+        #expect(try world.sync(b).movedForward)
+        #expect(try settle(a) == true) // the account uses k1: taken up
+        #expect(try AccountKeyFile.read(home: a.replica.home) == k1)
+        for machine in [a, b, a] { try world.sync(machine) }
+        #expect(try settle(a) == nil)
+        let expected = ["a-rule.com", "b-rule.com"]
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try Self.freshRules(world, key: k1) == expected)
+    }
+
     /// A replica switched to another account with an edit it has not pushed
     /// relays every record it holds, as with no edit.
     @Test(arguments: StoreKind.allCases) func anAccountSwitchRelaysEveryRecord(_ kind: StoreKind) throws {
