@@ -19,7 +19,7 @@ extension SyncClient {
     /// A process killed half way does the rest at its next sync.
     func prepareSync() throws {
         if let keyID, try replica.encryptionState().keyID != keyID {
-            try replica.beginEncryptedSync(keyID: keyID)
+            summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID)
             summary.encryptionStarted = true
         }
         let state = try replica.encryptionState()
@@ -104,7 +104,7 @@ extension SyncClient {
         if let replacing { body["replaces"] = .string(replacing) }
         if let seen { body["seen"] = .int(seen) }
         // The server refuses a change to another account than the one this key belongs to.
-        if keyID != nil, let account = try replica.keyAccount() { body["account"] = .string(account) }
+        if cipher != nil, let account = try replica.keyAccount() { body["account"] = .string(account) }
         let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
         guard case .object(let object) = answer, let changed = object["changed"]?.boolValue, let key = object["key"]?.stringValue else {
             throw SyncError.badAnswer("the answer to the encryption request has no 'changed' and 'key'")

@@ -41,7 +41,8 @@ public final class SyncClient {
         public var relayed = 0
         /// Changes the server did not apply, and pulled records set aside, each with why.
         public var problems: [String] = []
-        /// The replica took a new device id (it was a copy of another).
+        /// The replica took a new device id (it was a copy of another, or it
+        /// started syncing with an account key).
         public var newDeviceID: String?
         /// Unpushed changes re-stamped because this machine's clock was fast.
         public var restamped = 0

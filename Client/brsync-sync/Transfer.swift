@@ -70,7 +70,10 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
         }
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
-        if let id = summary.newDeviceID { parts.append("this replica was a copy of another and is now device \(id)") }
+        if let id = summary.newDeviceID {
+            // A key's first sync gives a new device id too (said above); only a copy needs saying.
+            if !summary.encryptionStarted { parts.append("this replica was a copy of another and is now device \(id)") }
+        }
         print("\(name): " + parts.joined(separator: ", "))
     }
     for problem in summary.problems { writeToStandardError("brsync: warning: \(DisplayText.printable(problem))\n") }
