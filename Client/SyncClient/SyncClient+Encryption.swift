@@ -34,10 +34,10 @@ extension SyncClient {
         try replica.finishFullRelay()
     }
 
-    static let otherAccountMessage = "this machine's account key belongs to the account it synced with before, not to this one: "
-        + "its rules never go to another account readable, nor sealed with that key (nothing was sent). If this account is "
-        + "end-to-end encrypted, add its recovery code with 'brsync key add'; if it is not, encrypt it on one of its machines "
-        + "('brsync key init') and add that code here"
+    static let otherAccountMessage = "this machine's account key belongs to the account it synced with before, not to this one "
+        + "(another token, or a server set up again): its rules never go to another account readable, nor sealed with that key "
+        + "(nothing was sent). If this account is end-to-end encrypted, add its recovery code with 'brsync key add'; if it is not, "
+        + "encrypt it with 'brsync key init' on one of its machines that has no key (or a new home joined to it), then add that code here"
 
     /// Takes in the account id of an answer (see ``Replica/checkAccount(_:)``).
     /// A replica with a key meets only the account its key belongs to.

@@ -23,7 +23,13 @@ struct KeyCommand: ParsableCommand {
             if try AccountKeyFile.read(home: replica.home) != nil {
                 throw CLIFailure(message: "this machine has an account key already (\(AccountKeyFile.path(home: replica.home))); 'brsync key show' prints its recovery code")
             }
-            try changeKey(try makeClient(replica, key: nil), global, options, rotating: false, """
+            let client = try makeClient(replica, key: nil)
+            // Asked before a code is made and shown (the change itself checks again).
+            if try client.accountKeyID() != nil {
+                throw CLIFailure(message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
+                                 code: ExitStatus.refused)
+            }
+            try changeKey(client, global, options, rotating: false, """
                 This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
                 The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
                 Write it down and keep it apart from this machine. Without it, and without a machine
@@ -53,7 +59,7 @@ struct KeyCommand: ParsableCommand {
             // The code must be the account's key now; an older key here was rotated away.
             try makeClient(replica, key: nil).checkKey(key)
             try AccountKeyFile.add(key, home: replica.home)
-            writeToStandardError("account key \(existing == nil ? "added" : "replaced (the old one was rotated)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
+            writeToStandardError("account key \(existing == nil ? "added" : "replaced (the previous one is kept after it, never used to seal)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
     }
@@ -68,7 +74,13 @@ struct KeyCommand: ParsableCommand {
             guard let old = try AccountKeyFile.read(home: replica.home) else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
             }
-            try changeKey(try makeClient(replica, key: old), global, options, rotating: true, """
+            let client = try makeClient(replica, key: old)
+            // Asked before a code is made and shown (the change itself checks again).
+            guard try client.accountKeyID() == old.id else {
+                throw CLIFailure(message: "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first (nothing was changed)",
+                                 code: ExitStatus.refused)
+            }
+            try changeKey(client, global, options, rotating: true, """
                 The account key is being rotated: what is synced from now on is sealed with a new key, which the old
                 recovery code (and any machine that only has it, such as a revoked one) cannot open.
                 Write the new recovery code below down; the old one stops working.
@@ -89,16 +101,15 @@ struct KeyCommand: ParsableCommand {
             guard let key = try AccountKeyFile.read(home: home) ?? pending else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' makes one, 'brsync key add' adds the account's")
             }
-            if let pending {
+            if let pending, pending.id != key.id {
                 // A key change that stopped after the server may have taken it:
                 // that code may be the account's now. The next sync settles it.
                 writeToStandardError("""
                     A key change is pending: the server may use the new key below already. The next 'brsync sync'
-                    settles it (keeps the new key if the server has it, drops it if not).
+                    settles it (keeps the new key if the server has it, sets it aside if not).
                     pending: \(pending.recoveryCode)
 
                     """)
-                if key.id == pending.id { return }
             }
             print(key.recoveryCode)
         }
@@ -115,6 +126,8 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
         change = try client.changeAccountKey(to: AccountKey.generate()) { key in
             writeToStandardError(explanation + "\n\n")
             print(key.recoveryCode)
+            // Out before the server is asked, whatever standard output is (a pipe or a file buffers).
+            fflush(nil) // every output stream: standard output among them
             writeToStandardError("\n")
         }
     } catch {

@@ -64,7 +64,8 @@ enum SyncEngine {
             if currentKeyID == keyID { return false } // rotated already (a retry)
             guard currentKeyID == oldKeyID else { throw ServerError.keyRotated }
         }
-        if let seen, seen < nextSequence - 1 { throw ServerError.accountMoved(seen: seen, latest: nextSequence - 1) }
+        // A cursor past the account's latest record did not come from this account's pages either.
+        if let seen, seen != nextSequence - 1 { throw ServerError.accountMoved(seen: seen, latest: nextSequence - 1) }
         return true
     }
 

@@ -84,8 +84,11 @@ import TestSupport
         try Self.rule(b, "b-rule.com")
         try world.sync(b)
         let device = try world.store.authenticate(token: a.token)
-        #expect(throws: ServerError.self) {
-            try world.store.encryptAccount(of: device, keyID: AccountKey.generate().id, replacing: nil, seen: seen)
+        // Behind the account, or past it (a number no page of this account gave): refused alike.
+        for claimed in [seen, 1_000_000] {
+            #expect(throws: ServerError.self) {
+                try world.store.encryptAccount(of: device, keyID: AccountKey.generate().id, replacing: nil, seen: claimed)
+            }
         }
         #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
         #expect(try Self.freshRules(world, key: nil) == ["a-rule.com", "b-rule.com"])
