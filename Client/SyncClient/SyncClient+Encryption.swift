@@ -64,12 +64,50 @@ extension SyncClient {
     /// is a rotation on another machine: the new code is needed.
     /// - Throws: ``SyncError/refused(code:message:)`` `key_rotated` when the
     ///   account's key is not one this machine ever held.
+    ///
+    /// Like any key change it is a compare-and-swap when this machine still
+    /// has the old key: what the restored server holds under it (machines
+    /// with only that key may have pushed there since the restore) is pulled
+    /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
         guard let keyID, try replacedKeyIDs().contains(serverKeyID) else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
-        let account = try encryptAccount(keyID: keyID, replacing: serverKeyID)
-        guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+        let oldKey = olderKeys.first { $0.id == serverKeyID }
+        var attempts = 0
+        while true {
+            attempts += 1
+            let seen = try oldKey.map { try takeInEverything(sealedWith: $0) }
+            do {
+                let account = try encryptAccount(keyID: keyID, replacing: serverKeyID, seen: seen)
+                guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+                break
+            } catch SyncError.refused(code: "account_moved", _) where attempts < Self.keyChangeAttempts {
+                continue
+            }
+        }
         try replica.requireFullRelay()
         summary.movedForward = true
+    }
+
+    /// Pulls every record of the account sealed with `key` (an older key of
+    /// this machine, the one a restored server uses) and merges it here.
+    /// - Returns: the cursor after the last page (the account's latest sequence).
+    func takeInEverything(sealedWith key: AccountKey) throws -> Int64 {
+        let cipher = RecordCipher(key)
+        var cursor: Int64 = 0
+        while true {
+            let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1&key=\(key.id)")
+            if !page.account.isEmpty, let owner = try replica.keyAccount(), owner != page.account {
+                throw SyncError.refused(code: "other_account", message: Self.otherAccountMessage)
+            }
+            let opened = Self.open(page.changes, with: cipher)
+            summary.problems += opened.problems
+            summary.applied += try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            summary.pulled += page.changes.count
+            // Every page moves the cursor on, so this ends whatever the server answers.
+            guard page.more else { return page.next }
+            guard page.next > cursor else { throw SyncError.badAnswer("the server's pages do not move the cursor on (at \(cursor))") }
+            cursor = page.next
+        }
     }
 
     /// The keys this machine's key replaced: older keys in its key file, and

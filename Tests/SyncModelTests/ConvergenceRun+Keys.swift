@@ -59,24 +59,30 @@ extension Run {
             if serverKey() == key { newestKey = key }
             note("rotations killed after the server took them")
         default:
-            // `brsync key add` of the newest code, late.
-            guard let newestKey, holds != newestKey.id else { return }
-            try AccountKeyFile.add(newestKey, home: home)
+            // `brsync key add`, late, of the code the account uses (the one it takes).
+            guard holds != current.id else { return }
+            try AccountKeyFile.add(current, home: home)
             note("keys added late")
         }
     }
 
-    /// Before the final syncs: every machine gets the newest code (a person
-    /// adds it where a sync said so), after each had the chance to move a
-    /// restored server forward by itself.
+    /// Before the final syncs: each machine has the chance to move a restored
+    /// server forward by itself; then a machine that still cannot sync gets
+    /// the code the account uses (a person adds it where a sync said so, and
+    /// `brsync key add` takes only that one).
     func settleKeys() throws {
         guard accountKey != nil else { return }
         for machine in machines where newestKey == nil { initialise(machine, direct: true) }
         #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
-        for machine in machines { sync(machine, direct: true) }
-        for machine in machines {
-            guard let newestKey, (try? AccountKeyFile.read(home: machine.replica.home))?.id != newestKey.id else { continue }
-            try AccountKeyFile.add(newestKey, home: machine.replica.home)
+        for _ in 0..<2 {
+            for machine in machines {
+                do { _ = try client(machine, direct: true).sync() } catch SyncError.refused(let code, _) where ["encrypted", "encryption_required", "key_rotated"].contains(code) {
+                    guard let current = serverKey() else { continue }
+                    try AccountKeyFile.add(current, home: machine.replica.home)
+                    note("codes added before the final syncs")
+                } catch {}
+                acknowledge(machine)
+            }
         }
     }
 }

@@ -276,7 +276,7 @@ final class Run: @unchecked Sendable {
         let machine = try SimulatedMachine(name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
                                            skewMilliseconds: skew)
         // A machine joins with the newest code.
-        if let newestKey { try AccountKeyFile.write(newestKey, home: machine.replica.home) }
+        if let key = serverKey() ?? newestKey { try AccountKeyFile.write(key, home: machine.replica.home) }
         machines.append(machine)
         return machine
     }

@@ -158,7 +158,9 @@ import TestSupport
 
     /// The server restored from before a rotation: the machines with the new
     /// key move it forward by themselves (nobody adds a code, nobody is
-    /// asked for the old one), and nothing anyone holds is lost.
+    /// asked for the old one), and nothing anyone holds is lost, not even an
+    /// edit a machine with only the old key pushed to the restored server
+    /// before it was retired.
     @Test func aRestoreFromBeforeARotationMovesTheServerForward() throws {
         let world = try SyncWorld()
         let (a, b) = (try world.machine("a"), try world.machine("b"))
@@ -168,14 +170,19 @@ import TestSupport
         try Self.addKey(world, b, old)
         try world.sync(a)
         let backup = try world.backupServer()
+        let n = try world.machine("n") // will hold the old key only
+        try Self.addKey(world, n, old)
         let (key, _) = try Self.changeKey(world, a)
         try Self.rule(b, "b-after.com")
         try Self.addKey(world, b, key)
         try world.restoreServer(backup)
+        // n, with the old key, pushes to the restored server (acknowledged), then is retired.
+        try Self.rule(n, "n-after-restore.com")
+        try world.sync(n)
         let moved = try world.sync(b) // b knows the server's key as one it held before
         #expect(moved.movedForward, "\(moved)")
         for machine in [a, b, a] { try world.sync(machine) }
-        let expected = ["a-rule.com", "b-after.com", "b-rule.com"]
+        let expected = ["a-rule.com", "b-after.com", "b-rule.com", "n-after-restore.com"]
         #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
         #expect(try SyncWorld.rules(b.replica).keys.sorted() == expected)
         #expect(try Self.freshRules(world, key: key) == expected)
