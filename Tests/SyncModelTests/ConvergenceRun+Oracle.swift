@@ -87,13 +87,13 @@ extension Run {
             }
         }
         let fresh = try newMachine(skew: 0)
-        _ = try client(fresh, direct: true).sync()
+        let joined = try client(fresh, direct: true).sync()
         var freshState: [String: [String: StampedValue]] = [:]
         for collection in RecordCollection.allCases {
             for (key, state) in try fresh.replica.records(collection) { freshState["\(collection.rawValue)/\(key)"] = state.fields }
         }
         // Its first push names it (not in the state taken before).
         freshState.removeValue(forKey: "settings/device_name/\(fresh.replica.deviceID)")
-        #expect(freshState == serverState, "a new machine does not get the server's state, seed \(seed)")
+        #expect(freshState == serverState, "a new machine does not get the server's state (its sync: \(joined); key \(String(describing: (try? AccountKeyFile.read(home: fresh.replica.home))?.id)), server's \(String(describing: serverKey()?.id))), seed \(seed)")
     }
 }

@@ -135,6 +135,8 @@ final class Run: @unchecked Sendable {
     /// Every key made in the run, by id, and the newest the server took (see ConvergenceRun+Keys).
     var keys: [String: AccountKey] = [:]
     var newestKey: AccountKey?
+    /// The machines a run starts with are made (later ones join as `join` would).
+    var initialMachinesMade = false
 
     init(seed: UInt64, kind: StoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
@@ -275,8 +277,9 @@ final class Run: @unchecked Sendable {
         let name = "m\(counter)"
         let machine = try SimulatedMachine(name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
                                            skewMilliseconds: skew)
-        // A machine joins with the newest code.
-        if let key = serverKey() ?? newestKey { try AccountKeyFile.write(key, home: machine.replica.home) }
+        // A machine joins with the code the account uses, as `brsync join`
+        // checks it (the first machines of a run that starts keyed: its key).
+        if let key = serverKey() ?? (initialMachinesMade ? nil : newestKey) { try AccountKeyFile.write(key, home: machine.replica.home) }
         machines.append(machine)
         return machine
     }
@@ -367,6 +370,7 @@ final class Run: @unchecked Sendable {
             if Bool.random(using: &random) { edit(machine); note("edits before first contact") }
             sync(machine, direct: true)
         }
+        initialMachinesMade = true
         var futureReported = false
         for step in 0..<160 {
             let machine = machines.randomElement(using: &random)!
