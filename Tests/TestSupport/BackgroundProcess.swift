@@ -8,6 +8,8 @@ public final class BackgroundProcess: @unchecked Sendable {
     public let process = Process()
     private let lock = NSLock()
     private var output = ""
+    /// The pipe reached its end: everything the process printed is in `output`.
+    private var ended = false
 
     /// Starts `executable`; stdout and stderr are merged into ``text``.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
@@ -22,10 +24,15 @@ public final class BackgroundProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+            guard let self else { return }
             self.lock.lock()
+            defer { self.lock.unlock() }
+            guard !data.isEmpty else {
+                self.ended = true
+                handle.readabilityHandler = nil
+                return
+            }
             self.output += String(decoding: data, as: UTF8.self)
-            self.lock.unlock()
         }
         try process.run()
     }
@@ -65,7 +72,12 @@ public final class BackgroundProcess: @unchecked Sendable {
     public func wait(timeout: TimeInterval = 30) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
-        return process.isRunning ? nil : process.terminationStatus
+        if process.isRunning { return nil }
+        // The last output may still be on its way from the pipe (read on
+        // another thread): a test reads `text` right after this.
+        let drained = Date().addingTimeInterval(2)
+        while Date() < drained, !(lock.withLock { ended }) { usleep(5_000) }
+        return process.terminationStatus
     }
 
     /// Sends `signal` and waits (at most `timeout` seconds) for the exit status.
