@@ -113,7 +113,7 @@ extension SyncClient {
     /// The keys this machine's key replaced: older keys in its key file, and
     /// those rotations on other machines named (``Replica/replacedKeyIDs()``).
     func replacedKeyIDs() throws -> Set<String> {
-        olderKeyIDs.union(try replica.replacedKeyIDs()).subtracting([keyID].compactMap { $0 })
+        Set(olderKeys.map(\.id)).union(try replica.replacedKeyIDs()).subtracting([keyID].compactMap { $0 })
     }
 
     /// Runs `body`; a refusal because the account uses another key moves a

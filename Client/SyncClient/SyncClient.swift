@@ -78,7 +78,6 @@ public final class SyncClient {
     /// server sealed with one of them was restored from before a rotation.
     /// Never used to seal.
     let olderKeys: [AccountKey]
-    let olderKeyIDs: Set<String>
     /// What the client was made with, for the client of a new key.
     let caFile: String?
 
@@ -91,7 +90,6 @@ public final class SyncClient {
         keyID = accountKey?.id
         self.accountKey = accountKey
         self.olderKeys = olderKeys.filter { $0.id != accountKey?.id }
-        olderKeyIDs = Set(self.olderKeys.map(\.id))
         self.caFile = caFile
         if let cipher { replica.wireForm = { change in try cipher.seal(change) } }
         self.remote = remote

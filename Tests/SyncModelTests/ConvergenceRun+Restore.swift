@@ -1,0 +1,45 @@
+import BrsyncServer
+import Foundation
+import Testing
+import TestSupport
+
+/// Server restores in a run, and what may be lost with them.
+extension Run {
+    /// Only edits someone still holds must survive what comes next: after a
+    /// restore, an edit held by nobody but gone machines (or only by a home
+    /// just replaced by an older copy) is lost with them.
+    func keepOnlyHeldEdits(includingServer: Bool) {
+        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
+        for machine in machines {
+            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { heldNow.formUnion(edits(of: change)) } }
+        }
+        if includingServer, let records = try? serverRecords() {
+            for change in records { heldNow.formUnion(edits(of: change)) }
+        }
+        mustSurvive = mustSurvive.intersection(heldNow)
+    }
+
+    func restoreServer(from copy: ServerCopy) throws {
+        keepOnlyHeldEdits(includingServer: false)
+        server.shutdown()
+        switch (target, copy) {
+        case (.sqlite(let path), .file(let file)): try StoreFiles.putBack(file, over: path)
+        case (.postgres(let cluster, let database), .database(let name)):
+            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
+            try cluster.psql("CREATE DATABASE \(database) TEMPLATE \(name)")
+        case (.postgres(let cluster, let database), .dump(let file)):
+            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
+            try cluster.restore(file, into: database)
+        default: Issue.record("a server copy of another kind of store")
+        }
+        (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
+        proxy.retarget(serverPort)
+        // The restored store has the tokens of its time: the administrator
+        // issues a new one to every device given one since.
+        for machine in machines where (try? store.authenticate(token: machine.token)) == nil {
+            let token = try store.reissueToken(account: "alice", device: machine.name)
+            for same in machines where same.name == machine.name { same.token = token }
+            note("tokens issued again after a restore")
+        }
+    }
+}
