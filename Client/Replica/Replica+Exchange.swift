@@ -40,10 +40,18 @@ public struct ExportDocument: Codable, Sendable {
 }
 
 extension Replica {
+    /// Settings that describe this account rather than a setup to carry
+    /// elsewhere: device names, and the ids of the keys rotations replaced
+    /// (an imported id would make this machine treat the account's current
+    /// key as one it replaced, and move the server "forward" off it). Export
+    /// leaves them out and import ignores them.
+    static func isAccountSetting(_ name: String) -> Bool {
+        name.hasPrefix(deviceNamePrefix) || name == replacedKeysSetting
+    }
+
     public func export() throws -> ExportDocument {
         var settings: [String: String] = [:]
-        // Device names describe the machines of this account, not a setup to carry elsewhere.
-        for (key, state) in try records(.settings) where !state.isDeleted && !key.hasPrefix(Self.deviceNamePrefix) {
+        for (key, state) in try records(.settings) where !state.isDeleted && !Self.isAccountSetting(key) {
             if let value = state.fields["value"]?.value.stringValue { settings[key] = value }
         }
         return ExportDocument(browsers: try browsers().map(\.browser), rules: try rules(), settings: settings)
@@ -106,7 +114,7 @@ extension Replica {
                 changes[RecordState.deletedField] = .bool(false)
                 if try write(.rules, key: pattern.key, changes: changes) != .unchanged { summary.rules += 1 }
             }
-            for (name, value) in document.settings.sorted(by: { $0.key < $1.key }) where !name.hasPrefix(Self.deviceNamePrefix) {
+            for (name, value) in document.settings.sorted(by: { $0.key < $1.key }) where !Self.isAccountSetting(name) {
                 let changes: [String: JSONValue] = ["value": .string(value), RecordState.deletedField: .bool(false)]
                 if try write(.settings, key: name, changes: changes) != .unchanged { summary.settings += 1 }
             }

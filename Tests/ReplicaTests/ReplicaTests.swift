@@ -95,6 +95,29 @@ import TestSupport
         #expect(throws: ReplicaError.self) { try replica.setPickerOrder(["nosuch"]) }
     }
 
+    @Test func exportAndImportLeaveTheAccountsOwnSettingsAlone() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let replaced = String(repeating: "a", count: 16)
+        try replica.recordReplacedKeyIDs([replaced])
+        try replica.setSetting("defaultBrowser", "firefox")
+        let exported = try replica.export()
+        #expect(exported.settings == ["defaultBrowser": "firefox"], "no device name, no replaced key id: \(exported.settings)")
+
+        // An import that names the account's current key as replaced would
+        // make this machine move the server off it: ignored, like device names.
+        let other = try ReplicaFixture()
+        let current = String(repeating: "b", count: 16)
+        let document = ExportDocument(browsers: [], rules: [], settings: [
+            Replica.replacedKeysSetting: current, Replica.deviceNamePrefix + "someone": "evil", "defaultBrowser": "chrome",
+        ])
+        let summary = try other.replica.importDocument(document)
+        #expect(summary.settings == 1)
+        #expect(try other.replica.replacedKeyIDs().isEmpty)
+        #expect(try other.replica.setting(Replica.deviceNamePrefix + "someone") == nil)
+        #expect(try other.replica.setting("defaultBrowser") == "chrome")
+    }
+
     @Test func initializeTwiceChangesNothing() throws {
         let fixture = try ReplicaFixture()
         let first = fixture.replica
