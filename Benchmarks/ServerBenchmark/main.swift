@@ -36,7 +36,7 @@ do {
         try authority.certificatePEM.write(toFile: "\(directory)/ca.pem", atomically: true, encoding: .utf8)
         try issued.certificatePEM.write(toFile: "\(directory)/server.pem", atomically: true, encoding: .utf8)
         try issued.privateKeyPEM.write(toFile: "\(directory)/server.key", atomically: true, encoding: .utf8)
-        let store = try ServerStore(path: "\(directory)/store.sqlite")
+        let store = try SQLiteStore(path: "\(directory)/store.sqlite")
         try store.addAccount("bench")
         try store.addDevice(account: "bench", name: "laptop").write(toFile: "\(directory)/token", atomically: true, encoding: .utf8)
         store.close()

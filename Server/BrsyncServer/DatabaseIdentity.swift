@@ -59,7 +59,7 @@ enum DatabaseIdentity {
             try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                                [.text(current)])
             guard let stored, differ(stored, current) else { return nil }
-            return try PostgresSyncTransaction(connection: connection).startNewEpoch()
+            return try PostgresTransaction(connection: connection).startNewEpoch()
         }
     }
 }

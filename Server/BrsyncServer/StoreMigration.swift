@@ -24,7 +24,7 @@ public enum StoreMigration {
     ///   already (nothing is written); ``ServerError/storeUnusable(_:)`` when
     ///   the copy's counts differ from the source's (nothing is kept).
     @discardableResult
-    public static func copy(from source: ServerStore, to target: PostgresStore) throws -> Counts {
+    public static func copy(from source: SQLiteStore, to target: PostgresStore) throws -> Counts {
         // One read transaction: a consistent snapshot of the source.
         let snapshot = try source.withDatabase { database in
             try database.transaction(.deferred) { try Snapshot(database) }
@@ -72,7 +72,7 @@ public enum StoreMigration {
             }
             return counts
         }
-        target.refreshEpoch(snapshot.epoch)
+        target.epochCache.set(snapshot.epoch)
         return copied
     }
 

@@ -9,6 +9,19 @@ enum StoredRecord {
             throw ServerError.storeUnusable("a stored record is damaged: \(error)")
         }
     }
+
+    static func collection(_ text: String?) throws -> RecordCollection {
+        guard let collection = text.flatMap(RecordCollection.init(rawValue:)) else {
+            throw ServerError.storeUnusable("a stored record has an unknown collection")
+        }
+        return collection
+    }
+
+    /// A stored record version as change `sequence`.
+    static func change(sequence: Int64?, collection: String?, key: String?, fields: String?, versions: String?) throws -> ChangeRecord {
+        ChangeRecord(sequence: sequence ?? 0, collection: try Self.collection(collection), key: key ?? "",
+                     state: try decode(fields: fields ?? "{}", versions: versions ?? "{}"))
+    }
 }
 
 /// Device tokens: `brs_` and 43 characters of base64url (256 random bits).

@@ -123,7 +123,7 @@ public final class SyncAPI: Sendable {
     }
 
     /// The device named by the request's bearer token.
-    func authenticate(_ request: HTTPRequest) throws -> ServerStore.Device {
+    func authenticate(_ request: HTTPRequest) throws -> Store.Device {
         try store.authenticate(token: try bearerToken(request))
     }
 
@@ -151,7 +151,7 @@ public final class SyncAPI: Sendable {
     /// The device, authenticated, and refused when its account is encrypted
     /// and the client speaks protocol 1 (it could not read what it pulls,
     /// nor seal what it pushes).
-    private func authenticateSpeaking(_ request: HTTPRequest) throws -> ServerStore.Device {
+    private func authenticateSpeaking(_ request: HTTPRequest) throws -> Store.Device {
         let device = try authenticate(request)
         try SyncEngine.checkProtocol(try Self.clientProtocol(request), of: device)
         return device
@@ -267,14 +267,14 @@ public final class SyncAPI: Sendable {
             }
             clientKeyID = text
         }
-        var replica: ServerStore.PullingReplica?
+        var replica: Store.PullingReplica?
         if let clientDevice = query["device"] {
             guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
                   let digest = query["digest"], Wire.isDigest(digest) else {
                 _ = try store.authenticate(token: token)
                 throw ServerError.badRequest("device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
             }
-            replica = ServerStore.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
+            replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
                                       reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID)

@@ -2,7 +2,7 @@ import Model
 import SyncCore
 
 /// The sync protocol's decisions and the merge, written once for every store
-/// (see ``SyncWriteTransaction``): what a push applies, acknowledges or
+/// (see ``StoreTransaction``): what a push applies, acknowledges or
 /// refuses, what a relay merges, what a pull sends.
 enum SyncEngine {
     /// What a push transaction decided; errors are thrown after it ends, so
@@ -41,7 +41,7 @@ enum SyncEngine {
     /// past an encryption.
     /// Changes sealed with a key the account no longer uses (rotated) are
     /// refused too (409 key_rotated).
-    static func checkSealing(of changes: [ChangeRecord], keyID: String?, account: AccountCounters) throws {
+    static func checkSealing(of changes: [ChangeRecord], keyID: String?, account: Store.AccountCounters) throws {
         if account.encrypted {
             if let problem = changes.lazy.compactMap(Wire.sealedProblem).first { throw ServerError.encryptionRequired(problem) }
             if keyID != account.keyID { throw keyID == nil ? ServerError.encryptionRequired("the request names no account key") : ServerError.keyRotated }
@@ -73,7 +73,7 @@ enum SyncEngine {
     /// to upgrade instead of being sent what it cannot open.
     /// A client that names its key (a pull's `key=`) must name the
     /// account's: one with a rotated key learns it before opening anything.
-    static func checkProtocol(_ clientProtocol: Int, keyID: String? = nil, of device: ServerStore.Device) throws {
+    static func checkProtocol(_ clientProtocol: Int, keyID: String? = nil, of device: Store.Device) throws {
         if device.accountEncrypted && clientProtocol < 2 { throw ServerError.upgradeRequired }
         if device.accountEncrypted, let keyID, keyID != device.accountKeyID { throw ServerError.keyRotated }
     }
@@ -118,13 +118,13 @@ enum SyncEngine {
     /// - Parameter prepared: the push's changes as stored text and their
     ///   digests, and the chain through each after the push's base (nil
     ///   without a base), computed before the transaction.
-    static func push(_ request: PushRequest, from device: ServerStore.Device, prepared: PreparedPush, epoch: String, now: Int64,
+    static func push(_ request: PushRequest, from device: Store.Device, prepared: PreparedPush, epoch: String, now: Int64,
                      maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> PushOutcome {
         guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
         if revoked { throw ServerError.revoked }
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
-        let counters = try store.accountCounters(device.accountID)
+        let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(of: request.changes, keyID: request.keyID, account: counters)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
@@ -235,11 +235,11 @@ enum SyncEngine {
     /// write transaction: the same merge, no change numbers minted for the
     /// client. A record with a stamp too far ahead, or whose merge would be
     /// unusable, is rejected alone.
-    static func relay(_ request: RelayRequest, from device: ServerStore.Device, now: Int64, maxClockOffsetMilliseconds: Int64,
+    static func relay(_ request: RelayRequest, from device: Store.Device, now: Int64, maxClockOffsetMilliseconds: Int64,
                       in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange]) {
         var applied = 0
         var rejected: [RejectedChange] = []
-        let counters = try store.accountCounters(device.accountID)
+        let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(of: request.records, keyID: request.keyID, account: counters)
         var usable: [ChangeRecord] = []
         for record in request.records {
@@ -277,9 +277,9 @@ enum SyncEngine {
     /// - Parameter clientProtocol: a pull from zero is answered `reset` on an
     ///   account that purged deletions only for clients of protocol 2 (they
     ///   take `reset` at any cursor); older ones get the records.
-    static func pullPage(since cursor: Int64, limit: Int, device: ServerStore.Device, clientDevice replica: ServerStore.PullingReplica?,
+    static func pullPage(since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: Store.PullingReplica?,
                          clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
-                         in store: some SyncReadTransaction) throws -> ServerStore.PulledPage {
+                         in store: some SyncReadTransaction) throws -> Store.PulledPage {
         var clientDevice: String?
         if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
            let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
@@ -290,14 +290,14 @@ enum SyncEngine {
         let (accountNext, purged) = (device.accountNextSequence, device.accountPurgedThrough)
         let sameTimeline = clientEpoch == nil || clientEpoch == epoch
         if cursor > 0 && sameTimeline && cursor > accountNext - 1 {
-            return ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true)
+            return Store.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true)
         }
         // A cursor below a purged deletion has missed it; so has a pull from
         // zero by a replica that may hold records from before (a device
         // added again, a new epoch): both pull everything, reconciling, and
         // drop what the server no longer has.
         if cursor < purged && !reconciling && (cursor == 0 ? clientProtocol >= 2 : sameTimeline) {
-            var page = ServerStore.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
+            var page = Store.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
             page.reset = true
             return page
         }
@@ -307,14 +307,14 @@ enum SyncEngine {
         // the account's latest sequence, which also passes the purge point
         // when the newest records were purged deletions (a cursor left below
         // it would be answered `reset` at every pull).
-        let lastRow = scannedRows.prefix(limit).last?.row.sequence ?? cursor
+        let lastRow = scannedRows.prefix(limit).last?.sequence ?? cursor
         let next = scanned > limit ? lastRow : max(lastRow, accountNext - 1)
         // Records this replica's own push made are not sent back: only when its
         // cursor covers the version the push merged into (identical copies can
         // both prove the push; only the cursor says which had that version).
-        let rows = scannedRows.prefix(limit).compactMap { row, knownTo, knownAfter in
-            clientDevice != nil && knownTo == clientDevice && knownAfter <= cursor ? nil : row
+        let rows = scannedRows.prefix(limit).filter { row in
+            !(clientDevice != nil && row.knownTo == clientDevice && row.knownAfter <= cursor)
         }
-        return ServerStore.PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
+        return Store.PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
     }
 }

@@ -1,9 +1,9 @@
 import SyncCore
 
 /// What the sync API, the server and `brsyncd`'s commands need of a store.
-/// ``ServerStore`` (SQLite, the embedded default) is one; a PostgreSQL store
-/// for deployments of several `brsyncd` processes is the other.
-/// Both leave the protocol's decisions and the merge to ``SyncEngine``.
+/// ``SQLiteStore`` (the embedded default) is one; ``PostgresStore``, for
+/// deployments of several `brsyncd` processes, is the other. Both are
+/// ``StoreDialect``s: the store core implements all of this once.
 public protocol SyncStore: AnyObject, Sendable {
     /// The timeline's id (a new one after a detected rollback).
     var epoch: String { get }
@@ -11,11 +11,11 @@ public protocol SyncStore: AnyObject, Sendable {
     var currentMillis: @Sendable () -> Int64 { get }
 
     func counts() throws -> (records: Int, devices: Int, accounts: Int)
-    func authenticate(token: String) throws -> ServerStore.Device
-    func push(_ request: PushRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
-    func relay(_ request: RelayRequest, from device: ServerStore.Device, maxClockOffsetMilliseconds: Int64) throws
+    func authenticate(token: String) throws -> Store.Device
+    func push(_ request: PushRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
+    func relay(_ request: RelayRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
-    func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: ServerStore.PullingReplica?, clientEpoch: String?,
+    func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
                   reconciling: Bool, clientProtocol: Int, clientKeyID: String?) throws -> [UInt8]
     /// Makes the device's account end-to-end encrypted with the key `keyID`,
     /// or, with `replacing`, rotates its key from that one, in
@@ -33,26 +33,23 @@ public protocol SyncStore: AnyObject, Sendable {
     /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
     ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
     ///   when records arrived after `seen`.
-    func encryptAccount(of device: ServerStore.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String)
+    func encryptAccount(of device: Store.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String)
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()
 
     // Administration (brsyncd's commands).
     func addAccount(_ name: String) throws
-    func accounts() throws -> [ServerStore.Account]
+    func accounts() throws -> [Store.Account]
     func removeAccount(_ name: String) throws
     func addDevice(account: String, name: String) throws -> String
-    func devices(account: String) throws -> [ServerStore.Device]
+    func devices(account: String) throws -> [Store.Device]
     func reissueToken(account: String, device name: String) throws -> String
     func revokeDevice(account: String, name: String) throws
-    func removeDevice(account: String, name: String) throws
     /// Every record of an account as stored, tombstones included, in change
     /// order (the server's side of a comparison; the tests' oracle reads it).
     func records(account: String) throws -> [ChangeRecord]
 }
-
-extension ServerStore: SyncStore {}
 
 extension SyncStore {
     /// The server's wall clock as a stamp (sent with every answer, so clients
@@ -60,6 +57,6 @@ extension SyncStore {
     /// logical clock that pushed stamps move: no device, of this account or
     /// another, can move the time every client learns.
     public func clockStamp() -> HLCTimestamp {
-        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: ServerStore.serverDevice)
+        HLCTimestamp(wallMillis: currentMillis(), counter: 0, device: Store.serverDevice)
     }
 }

@@ -115,7 +115,7 @@ struct Backup: ParsableCommand {
         guard case .sqlite(let path) = try store.location() else {
             throw CommandFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
         }
-        try ServerStore(path: path, connections: 2).backup(to: out)
+        try SQLiteStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
     }
 }

@@ -64,7 +64,7 @@ struct StoreOptions: ParsableArguments {
     func open(connections: Int = 2) throws -> any SyncStore {
         switch try location() {
         case .sqlite(let path):
-            return try ServerStore(path: path, connections: connections)
+            return try SQLiteStore(path: path, connections: connections)
         case .postgres(let url):
             let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessInfo.processInfo.environment)
             return try PostgresStore(configuration, connections: connections)

@@ -52,7 +52,7 @@ struct Dev: ParsableCommand {
         configuration.listen = [address]
         configuration.certificateFile = certificateFile
         configuration.keyFile = keyFile
-        let store = try ServerStore(path: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
+        let store = try SQLiteStore(path: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
         if !(try store.accounts().contains { $0.name == "dev" }) { try store.addAccount("dev") }
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
         try runUntilSignalled(server, logger: logger) { ports in

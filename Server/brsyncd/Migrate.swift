@@ -25,7 +25,7 @@ struct Migrate: ParsableCommand {
         guard to.hasPrefix("postgres://") || to.hasPrefix("postgresql://") else {
             throw CommandFailure(message: "--to must be postgres://USER@HOST:PORT/DATABASE")
         }
-        let source = try ServerStore(path: path, connections: 1)
+        let source = try SQLiteStore(path: path, connections: 1)
         defer { source.close() }
         let target = try PostgresStore(try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessInfo.processInfo.environment),
                                        connections: 1)

@@ -25,7 +25,7 @@ import TestSupport
         #expect(added.status == 0)
         let token = try #require(added.stdout.split(separator: "\n").last.map(String.init))
         #expect(token.hasPrefix("brs_") && token.count == 47)
-        let store = try ServerStore(path: db)
+        let store = try SQLiteStore(path: db)
         #expect(try store.authenticate(token: token).name == "laptop")
         let list = try run(["device", "list", "alice"], db: db)
         #expect(list.stdout.contains("laptop\tactive\tlast seen never"))
@@ -107,7 +107,7 @@ import TestSupport
         let other = directory.file("other.sqlite")
         try Database(path: other).execute("CREATE TABLE photos (x)")
         let newer = directory.file("newer.sqlite")
-        _ = try ServerStore(path: newer)
+        _ = try SQLiteStore(path: newer)
         try Database(path: newer).execute("PRAGMA user_version = 9")
         for (file, message) in [(garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 9")] {
             let before = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -158,7 +158,7 @@ import TestSupport
     func prepareStore(_ directory: TemporaryDirectory, devices: [String]) throws -> (String, [String], String) {
         try writeCertificates(directory, authority: try CertificateAuthority())
         let db = directory.file("store.sqlite")
-        let store = try ServerStore(path: db)
+        let store = try SQLiteStore(path: db)
         try store.addAccount("alice")
         let tokens = try devices.map { try store.addDevice(account: "alice", name: $0) }
         store.close()
@@ -256,7 +256,7 @@ import TestSupport
         let backup = directory.file("backup.sqlite")
         let result = try ProcessRunner.run(binary, ["backup", backup, "--db", db])
         #expect(result.status == 0, "\(result)")
-        let copy = try ServerStore(path: backup)
+        let copy = try SQLiteStore(path: backup)
         #expect(copy.epoch != epoch, "a restored backup is a new epoch")
         #expect(try copy.counts().records == 10)
         #expect(try ProcessRunner.run(binary, ["backup", backup, "--db", db]).stderr.contains("exists already"))

@@ -209,7 +209,7 @@ import TestSupport
         let marker = "unmistakable-secret-pattern"
         let changes = (0..<200).map { laptop.change("\(marker)-\($0).example", ["browser": .string("\(marker)-browser-\($0)")]) }
         #expect(try laptop.push(changes).status == 200)
-        let path = try #require((fixture.store as? ServerStore)?.path)
+        let path = try #require((fixture.store as? SQLiteStore)?.path)
         func holdsMarker() throws -> Bool {
             try [path, path + "-wal"].contains { file in
                 guard let bytes = FileManager.default.contents(atPath: file) else { return false }

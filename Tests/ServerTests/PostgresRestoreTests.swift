@@ -54,7 +54,7 @@ import TestSupport
         try cluster.psql("DROP DATABASE \(name) WITH (FORCE)")
         try cluster.psql("CREATE DATABASE \(name) TEMPLATE \(name)_old")
         // A request on a broken connection fails (the client retries); the next connects anew.
-        var devices: [ServerStore.Device]?
+        var devices: [Store.Device]?
         for _ in 0..<5 where devices == nil { devices = try? serving.devices(account: "alice") }
         #expect(devices?.map(\.name) == ["laptop"], "the old copy is what serves now")
         #expect(serving.epoch != epoch, "a database put back under the same name is another timeline")

@@ -17,7 +17,7 @@ import TestSupport
         let directory = try TemporaryDirectory(prefix: "brsyncd-upgrade")
         defer { directory.remove() }
         let path = directory.file("store.sqlite")
-        var store: ServerStore? = try ServerStore(path: path)
+        var store: SQLiteStore? = try SQLiteStore(path: path)
         try store!.addAccount("alice")
         let token = try store!.addDevice(account: "alice", name: "laptop")
         var clock = HybridLogicalClock(device: "laptop-1")
@@ -31,7 +31,7 @@ import TestSupport
             let fields = ["browser": StampedValue(.string(browser), stamp: stamp), "pattern": StampedValue(.string(key), stamp: stamp)]
             return ChangeRecord(sequence: sequence, collection: .rules, key: key, state: RecordState(fields: fields, versions: versions))
         }
-        func push(_ changes: [ChangeRecord], into store: ServerStore) throws -> PushResponse {
+        func push(_ changes: [ChangeRecord], into store: SQLiteStore) throws -> PushResponse {
             let request = PushRequest(device: "laptop-1", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
                                       base: changes[0].sequence == 1 ? nil : chain)
             chain = ChangeRecord.chain(changes, after: chain).last!
@@ -65,7 +65,7 @@ import TestSupport
             #expect(try database.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == true)
         }
 
-        let upgraded = try ServerStore(path: path)
+        let upgraded = try SQLiteStore(path: path)
         defer { upgraded.close() }
         let check = try Database(path: path)
         #expect(try check.userVersion == 8)

@@ -34,7 +34,7 @@ final class ServerFixture: @unchecked Sendable {
         configure(&configuration)
         switch kind {
         case .sqlite:
-            store = try ServerStore(path: directory.file("store.sqlite"))
+            store = try SQLiteStore(path: directory.file("store.sqlite"))
         case .postgres:
             let cluster = try PostgresCluster.shared()
             store = try PostgresStore(try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))

@@ -21,7 +21,7 @@ import TestSupport
         }
         #expect(try desktop.push([desktop.change("l0-0.example", ["browser": .string("chrome")])]).status == 200)
         _ = try laptop.pullAll()
-        let sqlite = try #require(fixture.store as? ServerStore)
+        let sqlite = try #require(fixture.store as? SQLiteStore)
         let url = try cluster.createDatabase()
         let environment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
 

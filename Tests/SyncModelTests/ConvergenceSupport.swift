@@ -14,7 +14,7 @@ import TestSupport
 /// The server's clock, skewed by the test (set before start, jumped while serving).
 final class ServerClock: Sendable {
     let skew = Atomic<Int64>(0)
-    func now() -> Int64 { ServerStore.nowMillis() + skew.load(ordering: .relaxed) }
+    func now() -> Int64 { Store.nowMillis() + skew.load(ordering: .relaxed) }
 }
 
 /// A sync on a thread of its own, for syncs that overlap others or edits.

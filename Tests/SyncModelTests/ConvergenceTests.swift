@@ -174,7 +174,7 @@ final class Run: @unchecked Sendable {
         configuration.limits.lingerMilliseconds = 200
         let store: any SyncStore
         switch target {
-        case .sqlite(let path): store = try ServerStore(path: path, clock: { clock.now() })
+        case .sqlite(let path): store = try SQLiteStore(path: path, clock: { clock.now() })
         case .postgres(let cluster, let database):
             store = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password), clock: { clock.now() })
         }
@@ -422,7 +422,7 @@ final class Run: @unchecked Sendable {
                 switch target {
                 case .sqlite:
                     let copy = directory.file("server-backup\(serverCopies.count).sqlite")
-                    try (store as? ServerStore)?.backup(to: copy)
+                    try (store as? SQLiteStore)?.backup(to: copy)
                     serverCopies.append(.file(copy))
                 case .postgres(let cluster, let database):
                     let copy = directory.file("server-backup\(serverCopies.count).dump")

@@ -91,7 +91,7 @@ import TestSupport
         try desktop.replica.write(.settings, key: "note", changes: ["value": .int(2)]) // a minute later
         try world.sync(desktop)
         // The laptop's cursor covers the desktop's version without it holding it.
-        let next = try world.sqliteStore.pull(since: 0, limit: 1_000, device: try world.store.devices(account: "alice")[0]).next
+        let next = try #require(try world.store.records(account: "alice").map(\.sequence).max())
         try laptop.replica.database.run("UPDATE meta SET value = ? WHERE key = 'pull_cursor'", [.text(String(next))])
         try world.sync(laptop)
         #expect(try Self.note(laptop.replica) == .int(2))

@@ -51,7 +51,7 @@ final class SyncWorld: @unchecked Sendable {
         configuration.certificateFile = directory.file("server.pem")
         configuration.keyFile = directory.file("server.key")
         configuration.defaultPullLimit = 7
-        let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? ServerStore(path: storePath)
+        let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? SQLiteStore(path: storePath)
         var logger = Logger(label: "world")
         logger.logLevel = .critical
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
@@ -69,7 +69,7 @@ final class SyncWorld: @unchecked Sendable {
         stopServer()
         let cluster = try PostgresCluster.shared()
         let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
-        let source = try ServerStore(path: storePath)
+        let source = try SQLiteStore(path: storePath)
         let target = try PostgresStore(configuration)
         defer {
             source.close()
@@ -81,8 +81,8 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     /// The SQLite store, for what only SQLite has (file copies, `pull`).
-    var sqliteStore: ServerStore {
-        get throws { try #require(store as? ServerStore) }
+    var sqliteStore: SQLiteStore {
+        get throws { try #require(store as? SQLiteStore) }
     }
 
     @discardableResult

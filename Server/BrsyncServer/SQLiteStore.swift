@@ -9,7 +9,7 @@ import SyncCore
 /// records with their fields, stamps and version vectors, a per-account
 /// sequence number assigned at commit, each device's last applied sequence,
 /// and the epoch. A push is acknowledged only after its transaction commits.
-public final class ServerStore: Sendable {
+public final class SQLiteStore: StoreDialect {
     static let applicationID: Int32 = 0x6272_7364 // "brsd"
 
     static let migrator = Migrator([
@@ -139,39 +139,10 @@ public final class ServerStore: Sendable {
     private let pool: ConnectionPool
     /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
     private let checkpointer: BackgroundCheckpointer?
-    /// What this process last wrote of each device's `acknowledged_cursor` and
-    /// `last_seen`: concurrent pulls of one device then write it once, not all.
-    struct Bookkeeping {
-        var acknowledged: [Int64: Int64] = [:]
-        var lastSeen: [Int64: Int64] = [:]
-
-        /// Whether a pull of `device` at `cursor` should write its
-        /// acknowledged cursor and last-seen time, claiming the write: only
-        /// when something moved (a no-change pull stays a pure read), once per
-        /// device and value, and last-seen at most once a minute.
-        static func shouldWrite(_ bookkeeping: borrowing Mutex<Bookkeeping>, device: Device, cursor: Int64, now: Int64) -> Bool {
-            let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
-            return mayWrite && bookkeeping.withLock { state -> Bool in
-                var write = false
-                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
-                    state.acknowledged[device.id] = cursor
-                    write = true
-                }
-                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
-                    state.lastSeen[device.id] = now
-                    write = true
-                }
-                return write
-            }
-        }
-    }
-
-    let bookkeeping = Mutex(Bookkeeping())
+    public let bookkeeping = Store.Bookkeeping()
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
-    public var epoch: String { currentEpoch.withLock { $0 } }
-    let currentEpoch: Mutex<String>
-    public static let serverDevice = "server"
+    public let epochCache: Store.EpochCache
 
     /// The server's wall clock in milliseconds (tests run it skewed).
     public let currentMillis: @Sendable () -> Int64
@@ -183,7 +154,7 @@ public final class ServerStore: Sendable {
     /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
     ///   a newer brsyncd (left untouched), or cannot be opened.
     public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
-                clock: @escaping @Sendable () -> Int64 = ServerStore.nowMillis) throws {
+                clock: @escaping @Sendable () -> Int64 = Store.nowMillis) throws {
         self.path = path
         currentMillis = clock
         let exists = access(path, F_OK) == 0
@@ -214,13 +185,13 @@ public final class ServerStore: Sendable {
                 if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue {
                     // A store that served from another file is a copy of it.
                     guard let identity, let known, !FileIdentity.matches(known, identity) else { return existing }
-                    return try Self.startNewEpoch(in: first)
+                    return try SQLiteTransaction(database: first).startNewEpoch()
                 }
                 let fresh = Crypto.hex(Crypto.randomBytes(8))
                 try first.run("INSERT INTO meta (key, value) VALUES ('epoch', ?)", [.text(fresh)])
                 return fresh
             }
-            currentEpoch = Mutex(epoch)
+            epochCache = Store.EpochCache(epoch)
             // Checkpoints run on a thread of their own, not in the commit of
             // the push that fills the log; without a thread, SQLite's own
             // automatic checkpoint stays.
@@ -251,6 +222,34 @@ public final class ServerStore: Sendable {
         }
     }
 
+    public func writing<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try withDatabase { database in try database.transaction(.immediate) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+    }
+
+    public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try withDatabase { database in try database.transaction(.deferred) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+    }
+
+    /// The deleted rows were overwritten with zeros (`secure_delete`, see
+    /// ``SQLiteTransaction/encrypt(account:keyID:)``); the write-ahead log is
+    /// truncated now, so the readable records do not linger in old log
+    /// frames either (backups made before keep them: Deploy/SECURITY.md).
+    public func scrubAfterEncrypting() {
+        try? withDatabase { database in Self.truncateLog(database) }
+    }
+
+    /// Copies the write-ahead log into the file and empties it, retried for
+    /// up to a second while the background checkpoint or a reader in an old
+    /// snapshot holds it. Best effort: after that, the log is overwritten at
+    /// the next checkpoint that completes.
+    static func truncateLog(_ database: Database) {
+        for _ in 0..<100 {
+            // One row: busy (1 when it could not finish), log pages, pages copied.
+            if let busy = try? database.scalar("PRAGMA wal_checkpoint(TRUNCATE)")?.intValue, busy == 0 { return }
+            usleep(10_000)
+        }
+    }
+
     func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try pool.withConnection(body)
@@ -264,13 +263,6 @@ public final class ServerStore: Sendable {
         checkpointer?.stop()
     }
 
-    public static func nowMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
-
-
     /// Creates an empty file readable by its owner only.
     static func createPrivateFile(_ path: String) throws {
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
@@ -278,27 +270,6 @@ public final class ServerStore: Sendable {
             throw ServerError.storeUnusable("cannot create \(path): \(String(cString: strerror(errno)))")
         }
         Glibc.close(descriptor)
-    }
-
-    /// Starts a new timeline: a rollback was detected (a client holds a cursor
-    /// or a change number beyond what this store has, so it was restored from
-    /// an older copy). Every client then re-syncs fully and relays what it
-    /// holds; acknowledged cursors of the old timeline stop counting for
-    /// tombstone purges.
-    static func startNewEpoch(in database: Database) throws -> String {
-        let fresh = Crypto.hex(Crypto.randomBytes(8))
-        try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
-        try database.run("UPDATE devices SET acknowledged_cursor = 0")
-        return fresh
-    }
-
-    /// Counts for the metrics endpoint.
-    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
-        try withDatabase { database in
-            (try database.scalar("SELECT COUNT(*) FROM records")?.intValue ?? 0,
-             try database.scalar("SELECT COUNT(*) FROM devices")?.intValue ?? 0,
-             try database.scalar("SELECT COUNT(*) FROM accounts")?.intValue ?? 0)
-        }
     }
 
     /// Copies the store to `destination` with SQLite's online backup (safe while

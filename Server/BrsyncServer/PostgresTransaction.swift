@@ -1,0 +1,342 @@
+import Net
+import Postgres
+import SyncCore
+
+/// The PostgreSQL store's SQL (see ``StoreTransaction``), inside a
+/// transaction (reads outside one run statement by statement).
+public final class PostgresTransaction: StoreTransaction {
+    let connection: PostgresConnection
+    /// Records read ahead (nil: known to be absent), kept current by
+    /// ``upsertRecord``; the account's row lock keeps other writers out.
+    private var cache: [String: (state: RecordState, sequence: Int64)?] = [:]
+    /// Keys per read-ahead statement.
+    static let prefetchChunk = 1000
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String { collection.rawValue + "\u{0}" + key }
+
+    /// Reads the records a push will merge into, up to 1,000 per statement:
+    /// the keys go as two arrays, spread by `unnest` and joined to the
+    /// primary key (one statement shape, a nested loop of index lookups
+    /// whatever plan PostgreSQL caches for it).
+    public func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
+        let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
+        guard wanted.count > 1 else { return }
+        let sql = """
+            SELECT r.collection, r.key, r.fields, r.versions, r.seq
+            FROM unnest($2::text[], $3::text[]) AS w (collection, key)
+            JOIN records r ON r.account_id = $1 AND r.collection = w.collection AND r.key = w.key
+            """
+        var start = 0
+        while start < wanted.count {
+            let part = wanted[start..<min(start + Self.prefetchChunk, wanted.count)]
+            start += Self.prefetchChunk
+            for entry in part { cache[Self.cacheKey(entry.collection, entry.key)] = .some(nil) }
+            let rows = try connection.query(sql, [.integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                                                  .text(PostgresArray.texts(part.map(\.key)))]) { row in
+                (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
+                 sequence: row.int64(4) ?? 0)
+            }
+            for row in rows {
+                cache[row.collection + "\u{0}" + row.key] = (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+            }
+        }
+    }
+
+    public func deviceRevoked(_ device: Int64) throws -> Bool? {
+        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
+    }
+
+    public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+        try connection.queryFirst("SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
+                                  [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+    }
+
+    /// Locks the account's row until the transaction ends: the pushes of one
+    /// account, from any process, are serialised here.
+    public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
+        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
+            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "")
+        }
+    }
+
+    public func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+        if let cached = cache[Self.cacheKey(collection, key)] { return cached }
+        let row = try connection.queryFirst("SELECT fields, versions, seq FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
+                                            [.integer(account), .text(collection.rawValue), .text(key)]) {
+            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0)
+        }
+        guard let row else { return nil }
+        return (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+    }
+
+    /// Records written, kept until ``flush()`` sends them in one statement
+    /// (the last write of a key wins; the order of first writes is kept).
+    private var pending: [String: PendingRecord] = [:]
+    private var pendingOrder: [String] = []
+
+    struct PendingRecord {
+        let account: Int64
+        let collection: RecordCollection
+        let key: String
+        let state: RecordState
+        let fieldsText: String?
+        let sequence: Int64
+        let knownTo: String?
+        let knownAfter: Int64
+        let now: Int64
+    }
+
+    /// Runs `body` with a transaction object on `connection` (already inside
+    /// a database transaction) and writes what it left pending.
+    static func run<T>(_ connection: PostgresConnection, _ body: (PostgresTransaction) throws -> T) throws -> T {
+        let transaction = PostgresTransaction(connection: connection)
+        let value = try body(transaction)
+        try transaction.flush()
+        return value
+    }
+
+    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
+                      knownTo: String?, knownAfter: Int64, now: Int64) throws {
+        let cacheKey = Self.cacheKey(collection, key)
+        if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
+        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, fieldsText: fieldsText, sequence: sequence,
+                                          knownTo: knownTo, knownAfter: knownAfter, now: now)
+        cache[cacheKey] = (state: state, sequence: sequence)
+    }
+
+    /// Rows per write statement.
+    static let writeChunk = 500
+
+    /// Writes the pending records: one statement per 500, their columns sent
+    /// as arrays and spread by `unnest` (one statement shape for any count).
+    func flush() throws {
+        let rows = pendingOrder.compactMap { pending[$0] }
+        pending.removeAll()
+        pendingOrder.removeAll()
+        var start = 0
+        while start < rows.count {
+            let part = rows[start..<min(start + Self.writeChunk, rows.count)]
+            start += Self.writeChunk
+            try connection.run(
+                """
+                INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+                SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::boolean[],
+                                     $8::bigint[], $9::text[], $10::bigint[])
+                ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                    fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                    deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                    known_after = excluded.known_after
+                """,
+                [.text(PostgresArray.integers(part.map(\.account))),
+                 .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                 .text(PostgresArray.texts(part.map(\.key))),
+                 .text(PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) })),
+                 .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
+                 .text(PostgresArray.integers(part.map(\.sequence))),
+                 .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
+                 .text(PostgresArray.integers(part.map(\.now))),
+                 .text(PostgresArray.texts(part.map(\.knownTo))),
+                 .text(PostgresArray.integers(part.map(\.knownAfter)))])
+        }
+    }
+
+    public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+        try connection.run("UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
+                           [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+    }
+
+    public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+        try connection.run(
+            """
+            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+            """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
+    }
+
+    public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+        try connection.run("UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
+                           [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+    }
+
+    public func startNewEpoch() throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(fresh)])
+        try connection.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
+    }
+
+    /// Locks the account's row, then reads the epoch: pushes of the account
+    /// queue on the lock, and each sees the epoch as it is when it holds it.
+    public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
+        _ = try connection.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) { $0.int64(0) }
+        return try PostgresStore.readEpoch(connection)
+    }
+
+    public func storedEpochForUpdate() throws -> String {
+        _ = try connection.query("SELECT value FROM brsync_meta WHERE key = 'epoch' FOR UPDATE") { $0.string(0) }
+        return try PostgresStore.readEpoch(connection)
+    }
+
+    /// A pull in one round trip: one statement (one snapshot, even in READ
+    /// COMMITTED) reads the device, the epoch, the replica's stream and the page.
+    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot? {
+        struct Row {
+            let device: Store.Device
+            let tokenHash: [UInt8]
+            let epoch: String
+            let stream: (last: Int64, digest: String)?
+            let record: Store.PulledRow?
+        }
+        let rows = try connection.query(
+            """
+            WITH d AS (\(Self.deviceColumns) WHERE d.token_hash = $1)
+            SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
+                   r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after
+            FROM d
+            LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
+            LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
+                               WHERE records.account_id = d.account_id AND seq > $3 ORDER BY seq LIMIT $4) r ON true
+            ORDER BY r.seq
+            """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit))]
+        ) { row -> Row in
+            var record: Store.PulledRow?
+            if let sequence = row.int64(17) {
+                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(18)), key: row.string(19) ?? "", fields: row.string(20) ?? "{}",
+                                         versions: row.string(21) ?? "{}", knownTo: row.string(22), knownAfter: row.int64(23) ?? 0)
+            }
+            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(14) ?? "",
+                       stream: row.int64(15).map { (last: $0, digest: row.string(16) ?? "") }, record: record)
+        }
+        guard let first = rows.first else { return nil }
+        return Store.PullSnapshot(device: first.device, tokenHash: first.tokenHash, epoch: first.epoch, stream: first.stream,
+                                  records: rows.compactMap(\.record))
+    }
+
+    /// The device columns (0 to 13: the device, the account's identity, the
+    /// token hash, the account's counters and encryption) that
+    /// ``authenticatedDevice(_:)`` reads, for a query that adds its own after them.
+    static let deviceColumns = """
+        SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
+               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id
+        FROM devices d JOIN accounts a ON a.id = d.account_id
+        """
+
+    static func authenticatedDevice(_ row: PostgresRow) -> Store.Device {
+        var device = device(row)
+        device.accountNextSequence = row.int64(10) ?? 1
+        device.accountPurgedThrough = row.int64(11) ?? 0
+        device.accountEncrypted = row.bool(12) ?? false
+        device.accountKeyID = row.string(13) ?? ""
+        return device
+    }
+
+    static func device(_ row: PostgresRow) -> Store.Device {
+        Store.Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+                     revoked: row.bool(4) ?? false, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+                     acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+    }
+
+    public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
+        try connection.queryFirst("\(Self.deviceColumns) WHERE d.token_hash = $1", [.bytes(tokenHash)]) {
+            (device: Self.authenticatedDevice($0), storedHash: $0.bytes(9) ?? [])
+        }
+    }
+
+    public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+        try connection.run("UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
+                           [.integer(cursor), .integer(now), .integer(device)])
+    }
+
+    /// The account's row is locked already (``accountCounters(_:)``).
+    public func encrypt(account: Int64, keyID: String) throws {
+        try connection.run("UPDATE accounts SET encrypted = true, key_id = $1 WHERE id = $2", [.text(keyID), .integer(account)])
+        try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
+    }
+
+    /// One purge at a time, whichever process runs it: the next waits for it
+    /// (and then finds little left to do). Skipping instead would make an
+    /// explicit purge return having done nothing.
+    public func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresStore.purgeLock)]) { _ in () }
+        try connection.run(
+            """
+            UPDATE accounts SET purged_through = GREATEST(purged_through, (
+                SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted AND updated_at <= $1
+                AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                            WHERE devices.account_id = accounts.id AND NOT revoked)))
+            """, [.integer(cutoff)])
+        return try connection.run(
+            """
+            DELETE FROM records WHERE deleted AND updated_at <= $1 AND seq <= (
+                SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                WHERE devices.account_id = records.account_id AND NOT revoked)
+            """, [.integer(cutoff)])
+    }
+
+    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+        try connection.queryFirst("SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM devices), (SELECT count(*) FROM accounts)") {
+            ($0.int(0) ?? 0, $0.int(1) ?? 0, $0.int(2) ?? 0)
+        } ?? (0, 0, 0)
+    }
+
+    // MARK: - Administration
+
+    public func accountID(named name: String) throws -> Int64? {
+        try connection.queryFirst("SELECT id FROM accounts WHERE name = $1", [.text(name)], { $0.int64(0) }) ?? nil
+    }
+
+    public func insertAccount(name: String, uid: String, now: Int64) throws {
+        try connection.run("INSERT INTO accounts (name, created_at, uid) VALUES ($1, $2, $3)", [.text(name), .integer(now), .text(uid)])
+    }
+
+    public func accountSummaries() throws -> [Store.Account] {
+        try connection.query("""
+            SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id),
+                   (SELECT count(*) FROM records r WHERE r.account_id = a.id)
+            FROM accounts a ORDER BY a.name
+            """) { Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+    }
+
+    public func deleteAccount(_ account: Int64) throws {
+        try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM devices WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM accounts WHERE id = $1", [.integer(account)])
+    }
+
+    public func deviceExists(account: Int64, name: String) throws -> Bool {
+        try connection.queryFirst("SELECT 1 FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)], { _ in true }) != nil
+    }
+
+    public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
+        try connection.run("INSERT INTO devices (account_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
+                           [.integer(account), .text(name), .bytes(tokenHash), .integer(now)])
+    }
+
+    public func devices(account: Int64) throws -> [Store.Device] {
+        try connection.query("""
+            SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid
+            FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
+            """, [.integer(account)]) { Self.device($0) }
+    }
+
+    public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
+        try connection.run("UPDATE devices SET token_hash = $1, revoked = false WHERE account_id = $2 AND name = $3",
+                           [.bytes(tokenHash), .integer(account), .text(name)]) == 1
+    }
+
+    public func revoke(account: Int64, device name: String) throws -> Bool {
+        try connection.run("UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]) == 1
+    }
+
+    public func allRecords(account: Int64) throws -> [ChangeRecord] {
+        try connection.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq", [.integer(account)]) { row in
+            try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))
+        }
+    }
+}

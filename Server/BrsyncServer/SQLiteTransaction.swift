@@ -1,0 +1,236 @@
+import Net
+import Storage
+import SyncCore
+
+/// The SQLite store's SQL (see ``StoreTransaction``), on a connection inside
+/// a transaction (a write transaction is `BEGIN IMMEDIATE`: SQLite's one
+/// write lock serialises it).
+public struct SQLiteTransaction: StoreTransaction {
+    let database: Database
+    /// The store's epoch as this process holds it (one process writes an
+    /// SQLite store); nil reads it from the file.
+    let epoch: Store.EpochCache?
+
+    init(database: Database, epoch: Store.EpochCache? = nil) {
+        self.database = database
+        self.epoch = epoch
+    }
+
+    // MARK: - Sync
+
+    public func deviceRevoked(_ device: Int64) throws -> Bool? {
+        try database.queryFirst("SELECT revoked FROM devices WHERE id = ?", [.integer(device)]) { $0.int(0) == 1 }
+    }
+
+    public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+        try database.queryFirst(
+            "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",
+            [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+    }
+
+    public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = ?", [.integer(account)]) {
+            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "")
+        }
+    }
+
+    public func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+        try database.queryFirst(
+            "SELECT fields, versions, seq FROM records WHERE account_id = ? AND collection = ? AND key = ?",
+            [.integer(account), .text(collection.rawValue), .text(key)]
+        ) { row in (state: try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}"), sequence: row.int64(2) ?? 0) }
+    }
+
+    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
+                             knownTo: String?, knownAfter: Int64, now: Int64) throws {
+        try database.run(
+            """
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                known_after = excluded.known_after
+            """,
+            [.integer(account), .text(collection.rawValue), .text(key),
+             .text(fieldsText ?? RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
+             .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
+             .integer(knownAfter)])
+    }
+
+    public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+        try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
+                         [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+    }
+
+    public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+        try database.run(
+            """
+            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
+            ON CONFLICT (account_id, client_device) DO UPDATE SET last_seq = excluded.last_seq, last_digest = excluded.last_digest
+            """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
+    }
+
+    public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+        try database.run("UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
+                         [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+    }
+
+    public func startNewEpoch() throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
+        try database.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
+    }
+
+    /// The write lock is held already (`BEGIN IMMEDIATE`).
+    public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
+        try storedEpochForUpdate()
+    }
+
+    public func storedEpochForUpdate() throws -> String {
+        try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
+    }
+
+    /// Authenticates and reads the page in this read transaction; a revoked
+    /// device's records are not read.
+    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot? {
+        guard let (device, storedHash) = try device(tokenHash: tokenHash) else { return nil }
+        let currentEpoch = try epoch?.current ?? storedEpochForUpdate()
+        guard !device.revoked else { return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: []) }
+        let records = try database.query(
+            "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            [.integer(device.accountID), .integer(cursor), .integer(Int64(limit))], Self.pulledRow)
+        return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch,
+                                  stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
+                                  records: records)
+    }
+
+    static func pulledRow(_ row: Row) throws -> Store.PulledRow {
+        Store.PulledRow(sequence: row.int64(0) ?? 0, collection: try StoredRecord.collection(row.string(1)), key: row.string(2) ?? "",
+                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}", knownTo: row.string(5), knownAfter: row.int64(6) ?? 0)
+    }
+
+    public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
+        try database.queryFirst(
+            """
+            SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
+                   accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id
+            FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
+            """, [.blob(tokenHash)]
+        ) { row in
+            var device = Self.device(row)
+            device.accountNextSequence = row.int64(10) ?? 1
+            device.accountPurgedThrough = row.int64(11) ?? 0
+            device.accountEncrypted = row.int(12) == 1
+            device.accountKeyID = row.string(13) ?? ""
+            guard case .blob(let stored) = row[9] else { return (device, []) }
+            return (device, stored)
+        }
+    }
+
+    static func device(_ row: Row) -> Store.Device {
+        Store.Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+                     revoked: row.int(4) == 1, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+                     acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+    }
+
+    public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+        try database.run("UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
+                         [.integer(cursor), .integer(now), .integer(device)])
+    }
+
+    /// The deleted rows are overwritten with zeros (`secure_delete`), so the
+    /// readable records do not linger in free pages of the file.
+    public func encrypt(account: Int64, keyID: String) throws {
+        try database.execute("PRAGMA secure_delete = ON")
+        defer { try? database.execute("PRAGMA secure_delete = OFF") }
+        try database.run("UPDATE accounts SET encrypted = 1, key_id = ? WHERE id = ?", [.text(keyID), .integer(account)])
+        try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
+    }
+
+    /// One purge at a time: the write lock.
+    public func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
+        try database.run(
+            """
+            UPDATE accounts SET purged_through = MAX(purged_through, (
+                SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted = 1 AND updated_at <= ?
+                AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                            WHERE devices.account_id = accounts.id AND revoked = 0)))
+            """, [.integer(cutoff)])
+        try database.run(
+            """
+            DELETE FROM records WHERE deleted = 1 AND updated_at <= ? AND seq <= (
+                SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
+                WHERE devices.account_id = records.account_id AND revoked = 0)
+            """, [.integer(cutoff)])
+        return database.changes
+    }
+
+    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+        (try database.scalar("SELECT COUNT(*) FROM records")?.intValue ?? 0,
+         try database.scalar("SELECT COUNT(*) FROM devices")?.intValue ?? 0,
+         try database.scalar("SELECT COUNT(*) FROM accounts")?.intValue ?? 0)
+    }
+
+    // MARK: - Administration
+
+    public func accountID(named name: String) throws -> Int64? {
+        try database.scalar("SELECT id FROM accounts WHERE name = ?", [.text(name)])?.int64Value
+    }
+
+    public func insertAccount(name: String, uid: String, now: Int64) throws {
+        try database.run("INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)", [.text(name), .integer(now), .text(uid)])
+    }
+
+    public func accountSummaries() throws -> [Store.Account] {
+        try database.query("""
+            SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id),
+                   (SELECT COUNT(*) FROM records r WHERE r.account_id = a.id)
+            FROM accounts a ORDER BY a.name
+            """) { Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+    }
+
+    public func deleteAccount(_ account: Int64) throws {
+        try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM devices WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM accounts WHERE id = ?", [.integer(account)])
+    }
+
+    public func deviceExists(account: Int64, name: String) throws -> Bool {
+        try database.scalar("SELECT 1 FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)]) != nil
+    }
+
+    public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
+        try database.run("INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+                         [.integer(account), .text(name), .blob(tokenHash), .integer(now)])
+    }
+
+    public func devices(account: Int64) throws -> [Store.Device] {
+        try database.query(
+            """
+            SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
+                   (SELECT uid FROM accounts WHERE accounts.id = devices.account_id)
+            FROM devices WHERE account_id = ? ORDER BY name
+            """, [.integer(account)], Self.device)
+    }
+
+    public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
+        try database.run("UPDATE devices SET token_hash = ?, revoked = 0 WHERE account_id = ? AND name = ?",
+                         [.blob(tokenHash), .integer(account), .text(name)])
+        return database.changes == 1
+    }
+
+    public func revoke(account: Int64, device name: String) throws -> Bool {
+        try database.run("UPDATE devices SET revoked = 1 WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])
+        return database.changes == 1
+    }
+
+    public func allRecords(account: Int64) throws -> [ChangeRecord] {
+        try database.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq", [.integer(account)]) { row in
+            try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))
+        }
+    }
+}

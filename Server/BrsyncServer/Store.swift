@@ -1,0 +1,201 @@
+import Glibc
+import Model
+import Synchronization
+import SyncCore
+
+/// The vocabulary every store shares (SQLite, PostgreSQL): what the API,
+/// the engine and `brsyncd`'s commands read from a store.
+public enum Store {
+    /// The device id the server's own clock stamps carry.
+    public static let serverDevice = "server"
+
+    /// The wall clock in milliseconds (stores take another one in tests).
+    public static func nowMillis() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    public struct Account: Sendable, Equatable {
+        public let id: Int64
+        public let name: String
+        public let devices: Int
+        public let records: Int
+
+        public init(id: Int64, name: String, devices: Int, records: Int) {
+            self.id = id
+            self.name = name
+            self.devices = devices
+            self.records = records
+        }
+    }
+
+    public struct Device: Sendable, Equatable {
+        public let id: Int64
+        public let accountID: Int64
+        public let name: String
+        public let clientDevice: String?
+        public let revoked: Bool
+        public let lastSeenMillis: Int64?
+        public let lastDeviceSequence: Int64
+        public let acknowledgedCursor: Int64
+        /// The account's identity, sent with every answer.
+        public let accountUID: String
+        /// The account's next sequence number and purge point when the device
+        /// was read (a pull checks its cursor against them).
+        public var accountNextSequence: Int64 = 1
+        public var accountPurgedThrough: Int64 = 0
+        /// Whether the account is end-to-end encrypted (it takes sealed records only).
+        public var accountEncrypted = false
+        /// The id of the account key its records are sealed with ("" when not encrypted).
+        public var accountKeyID = ""
+
+        public init(id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
+                    lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String) {
+            self.id = id
+            self.accountID = accountID
+            self.name = name
+            self.clientDevice = clientDevice
+            self.revoked = revoked
+            self.lastSeenMillis = lastSeenMillis
+            self.lastDeviceSequence = lastDeviceSequence
+            self.acknowledgedCursor = acknowledgedCursor
+            self.accountUID = accountUID
+        }
+    }
+
+    /// Who pulls: a replica's device id, and the number and digest of its last
+    /// change the server acknowledged.
+    public struct PullingReplica: Sendable {
+        public let device: String
+        public let acknowledged: Int64
+        public let digest: String
+
+        public init(device: String, acknowledged: Int64, digest: String) {
+            self.device = device
+            self.acknowledged = acknowledged
+            self.digest = digest
+        }
+    }
+
+    /// A stored record version as read for a pull: its fields and versions
+    /// as stored (the wire's JSON), with the replica that made it from a
+    /// version it had (`knownTo`) and that version's number.
+    public struct PulledRow: Sendable {
+        public let sequence: Int64
+        public let collection: RecordCollection
+        public let key: String
+        public let fields: String
+        public let versions: String
+        public let knownTo: String?
+        public let knownAfter: Int64
+
+        public init(sequence: Int64, collection: RecordCollection, key: String, fields: String, versions: String, knownTo: String?, knownAfter: Int64) {
+            self.sequence = sequence
+            self.collection = collection
+            self.key = key
+            self.fields = fields
+            self.versions = versions
+            self.knownTo = knownTo
+            self.knownAfter = knownAfter
+        }
+    }
+
+    /// One page: the rows to send, the cursor after every row looked at
+    /// (skipped ones included), whether more wait, and the epoch it belongs to.
+    struct PulledPage {
+        var rows: [PulledRow]
+        var next: Int64
+        var more: Bool
+        var epoch: String
+        /// The cursor is beyond what this store has: it was rolled back.
+        var rollback: Bool
+        /// The cursor is below a purged tombstone: the replica reconciles from zero.
+        var reset = false
+    }
+
+    /// What a pull reads in one snapshot: the device the token names (with
+    /// the hash stored for it, compared again in constant time), the epoch,
+    /// the replica's stream and up to `limit + 1` records after the cursor.
+    public struct PullSnapshot {
+        public let device: Device
+        public let tokenHash: [UInt8]
+        public let epoch: String
+        public let stream: (last: Int64, digest: String)?
+        public let records: [PulledRow]
+
+        public init(device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?, records: [PulledRow]) {
+            self.device = device
+            self.tokenHash = tokenHash
+            self.epoch = epoch
+            self.stream = stream
+            self.records = records
+        }
+    }
+
+    /// An account's counters and encryption, read (and locked) by a push,
+    /// a relay or a key change.
+    public struct AccountCounters: Sendable {
+        public var nextSequence: Int64 = 1
+        public var stampHigh: Int64 = 0
+        public var encrypted = false
+        /// The id of the key its records are sealed with ("" when not encrypted).
+        public var keyID = ""
+
+        public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "") {
+            self.nextSequence = nextSequence
+            self.stampHigh = stampHigh
+            self.encrypted = encrypted
+            self.keyID = keyID
+        }
+    }
+
+    /// What this process last wrote of each device's `acknowledged_cursor` and
+    /// `last_seen`: concurrent pulls of one device then write it once, not all
+    /// (only to spare writes; the writes themselves only raise).
+    public final class Bookkeeping: Sendable {
+        private struct State {
+            var acknowledged: [Int64: Int64] = [:]
+            var lastSeen: [Int64: Int64] = [:]
+        }
+
+        private let state = Mutex(State())
+
+        public init() {}
+
+        /// Whether a pull of `device` at `cursor` should write its
+        /// acknowledged cursor and last-seen time, claiming the write: only
+        /// when something moved (a no-change pull stays a pure read), once per
+        /// device and value, and last-seen at most once a minute.
+        func shouldWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
+            let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+            return mayWrite && state.withLock { state -> Bool in
+                var write = false
+                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
+                    state.acknowledged[device.id] = cursor
+                    write = true
+                }
+                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
+                    state.lastSeen[device.id] = now
+                    write = true
+                }
+                return write
+            }
+        }
+    }
+
+    /// The epoch as this process last read or started it, shared by a
+    /// store's requests (and, for PostgreSQL, its pool's identity check).
+    public final class EpochCache: Sendable {
+        private let value: Mutex<String>
+        public init(_ epoch: String) { value = Mutex(epoch) }
+        public var current: String { value.withLock { $0 } }
+        public func set(_ epoch: String) { value.withLock { $0 = epoch } }
+    }
+
+    static func validateName(_ name: String, what: String) throws {
+        guard !name.isBlank, name.utf8.count <= 64, !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+            throw ServerError.badRequest("\(what) names are 1 to 64 characters on one line")
+        }
+    }
+}

@@ -1,0 +1,297 @@
+import Model
+import Net
+import SyncCore
+
+/// The store core: every ``SyncStore`` operation, written once for both
+/// dialects. It decides (with ``SyncEngine`` for the merge and the pull's
+/// page) and maps outcomes to answers and errors; the dialect only runs its
+/// SQL in the transactions it is handed.
+extension StoreDialect {
+    public var epoch: String { epochCache.current }
+
+    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+        try reading { try $0.counts() }
+    }
+
+    // MARK: - Sync
+
+    /// The device a bearer token belongs to.
+    /// - Throws: ``ServerError/unauthorized(_:)`` for an unknown token,
+    ///   ``ServerError/revoked`` for a revoked one.
+    public func authenticate(token: String) throws -> Store.Device {
+        let hash = Tokens.hash(token)
+        let found = try reading { try $0.device(tokenHash: hash) }
+        return try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
+    }
+
+    /// The lookup is by hash; compare again in constant time before trusting it.
+    private static func check(_ device: Store.Device?, storedHash: [UInt8]?, hash: [UInt8]) throws -> Store.Device {
+        guard let device, let storedHash, Crypto.constantTimeEqual(storedHash, hash) else { throw ServerError.unauthorized("the token is not valid") }
+        guard !device.revoked else { throw ServerError.revoked }
+        return device
+    }
+
+    /// Applies a push from `device` in one transaction: the changes after the
+    /// replica's last applied sequence are merged with the shared merge, each
+    /// changed record gets the account's next sequence number, and the
+    /// replica's last applied sequence and that change's digest are recorded
+    /// with them. A retried push is acknowledged and applies nothing; a gap is
+    /// refused with what the server has; reused numbers (a copied or restored
+    /// replica) are refused as `diverged`. A change whose merged record would
+    /// be unusable is rejected alone (reported; its number still counts).
+    public func push(_ request: PushRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
+        let now = currentMillis()
+        // Each change's stored text, digest and chain (see
+        // ``ChangeRecord/chained(after:)``), computed outside the write lock.
+        let prepared = SyncEngine.PreparedPush(request)
+        let (outcome, epoch) = try writing { transaction -> (SyncEngine.PushOutcome, String) in
+            // The account is locked first; the epoch is read under the lock,
+            // so a new epoch started by another process is seen.
+            let epoch = try transaction.lockAccountReadingEpoch(device.accountID)
+            let outcome = try SyncEngine.push(request, from: device, prepared: prepared, epoch: epoch, now: now,
+                                              maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
+            return (outcome, epoch)
+        }
+        epochCache.set(epoch)
+        switch outcome {
+        case .gap(let expected, let digest, _):
+            throw ServerError.gap(expected: expected, got: request.from, digest: digest)
+        case .diverged(let acknowledged, let digest):
+            throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
+        case .applied(let acknowledged, let digest, let applied, let lost, let rejected, let needed):
+            return PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
+                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
+        }
+    }
+
+    /// Merges whole records a client relays (after a restore): the same merge,
+    /// no change numbers, nothing minted. A record with a stamp too far ahead,
+    /// or whose merge would be unusable, is rejected alone.
+    public func relay(_ request: RelayRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws
+        -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
+        let now = currentMillis()
+        let (applied, rejected) = try writing { transaction in
+            try SyncEngine.relay(request, from: device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+        }
+        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
+                                    rejected: rejected, account: device.accountUID)
+        return (applied, rejected, response)
+    }
+
+    /// Authenticates `token` and answers a pull for its device, as the JSON
+    /// text of a ``PullResponse``: one snapshot read (PostgreSQL: one
+    /// statement), and the stored fields and versions spliced in as stored
+    /// (they are kept in the wire's form), so serving a page parses nothing.
+    /// - Parameters:
+    ///   - clientDevice: the pulling replica: records its own pushes made
+    ///     (from versions it had pulled) are skipped, but only when it proves
+    ///     it is the replica that made the stream's latest push (a copy of its
+    ///     home shares its device id, not its history).
+    ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
+    ///     timeline is not recorded, and a cursor beyond this store's
+    ///     high-water mark starts a new epoch (the store was rolled back).
+    ///   - reconciling: the replica is pulling everything after a `reset`.
+    ///   - clientProtocol: the client's protocol (``Wire/protocolHeader``);
+    ///     an encrypted account is refused to protocol 1.
+    ///   - clientKeyID: the account key the client syncs with; a key the
+    ///     account no longer uses is refused (`key_rotated`).
+    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil, clientEpoch: String? = nil,
+                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil) throws -> [UInt8] {
+        let hash = Tokens.hash(token)
+        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: clientDevice?.device ?? "", after: cursor, limit: limit + 1) }
+        let device = try Self.check(snapshot?.device, storedHash: snapshot?.tokenHash, hash: hash)
+        guard let snapshot else { throw ServerError.unauthorized("the token is not valid") }
+        try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
+        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                           epoch: snapshot.epoch, reconciling: reconciling, clientProtocol: clientProtocol,
+                                           in: ReadAhead(snapshot: snapshot, clientDevice: clientDevice?.device ?? ""))
+        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+        epochCache.set(page.epoch)
+        return Self.pullJSON(page, device: device, clock: clockStamp())
+    }
+
+    /// The device's bookkeeping after a page; starts a new epoch on a rollback.
+    private func finishPull(_ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?) throws {
+        if page.rollback {
+            let seen = page.epoch
+            page.epoch = try writing { transaction in
+                // Another request, of this process or another, may have started it already.
+                let stored = try transaction.storedEpochForUpdate()
+                guard stored == seen else { return stored }
+                return try transaction.startNewEpoch()
+            }
+            page.more = false
+            return
+        }
+        // A cursor of another timeline says nothing about this one, and one
+        // below a purge is being given up.
+        if let clientEpoch, clientEpoch != page.epoch { return }
+        if page.reset { return }
+        // Bookkeeping writes only when something moved: a no-change pull
+        // (the common case, every few minutes per machine) stays a pure read.
+        // `acknowledged_cursor` and `last_seen` are written once per device and
+        // value (last_seen at most once a minute), so concurrent pulls do not
+        // queue on the write lock.
+        let now = currentMillis()
+        if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now) {
+            try writing { try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now) }
+        }
+    }
+
+    /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
+    /// fields and versions spliced in as stored (they are kept in the wire's
+    /// form), so serving a page parses nothing.
+    static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clock: HLCTimestamp) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
+        output += #"{"account":"#.utf8
+        JSONValue.writeString(device.accountUID, into: &output)
+        output += #","changes":["#.utf8
+        for (index, row) in page.rows.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            output += #"{"collection":""#.utf8
+            output += row.collection.rawValue.utf8
+            output += #"","fields":"#.utf8
+            output += row.fields.utf8
+            output += #","key":"#.utf8
+            JSONValue.writeString(row.key, into: &output)
+            output += #","seq":"#.utf8
+            output += String(row.sequence).utf8
+            output += #","versions":"#.utf8
+            output += row.versions.utf8
+            output.append(UInt8(ascii: "}"))
+        }
+        output += #"],"clock":""#.utf8
+        clock.write(into: &output)
+        output += #"","epoch":"#.utf8
+        JSONValue.writeString(page.epoch, into: &output)
+        output += #","more":"#.utf8
+        output += (page.more ? "true" : "false").utf8
+        if page.reset { output += #","reset":true"#.utf8 }
+        if device.accountEncrypted {
+            output += #","encrypted":true,"key":"#.utf8
+            JSONValue.writeString(device.accountKeyID, into: &output)
+        }
+        output += #","next":"#.utf8
+        output += String(page.next).utf8
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// See ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``. The account
+    /// is locked as a push locks it, so no push of the account slips past;
+    /// the dialect then scrubs what the deletion left (see
+    /// ``StoreDialect/scrubAfterEncrypting()``).
+    public func encryptAccount(of device: Store.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String) {
+        let result = try writing { transaction -> (changed: Bool, keyID: String) in
+            guard let current = try transaction.accountCounters(device.accountID) else {
+                throw ServerError.unauthorized("the device's account no longer exists")
+            }
+            guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID,
+                                               seen: seen, nextSequence: current.nextSequence) else {
+                return (false, current.keyID)
+            }
+            try transaction.encrypt(account: device.accountID, keyID: keyID)
+            return (true, keyID)
+        }
+        if result.changed { scrubAfterEncrypting() }
+        return result
+    }
+
+    /// Deletes tombstones older than `retentionMilliseconds` that every
+    /// active device of their account has pulled (its acknowledged cursor is
+    /// past them): a machine added later never had the record, and a device
+    /// that has not pulled keeps every tombstone, however long it stays
+    /// offline. The age keeps a tombstone around for edits made long ago and
+    /// pushed late, which it must still win against.
+    /// - Returns: how many tombstones were removed.
+    @discardableResult
+    public func purgeTombstones(retentionMilliseconds: Int64) throws -> Int {
+        let cutoff = currentMillis() - retentionMilliseconds
+        return try writing { try $0.purgeTombstones(updatedAtOrBefore: cutoff) }
+    }
+
+    // MARK: - Accounts and devices
+
+    public func addAccount(_ name: String) throws {
+        try Store.validateName(name, what: "account")
+        try writing { transaction in
+            if try transaction.accountID(named: name) != nil { throw ServerError.conflict("the account '\(name)' exists already") }
+            try transaction.insertAccount(name: name, uid: Crypto.hex(Crypto.randomBytes(8)), now: currentMillis())
+        }
+    }
+
+    public func accounts() throws -> [Store.Account] {
+        try reading { try $0.accountSummaries() }
+    }
+
+    public func records(account: String) throws -> [ChangeRecord] {
+        try reading { transaction in try transaction.allRecords(account: try Self.account(account, in: transaction)) }
+    }
+
+    /// Deletes an account with its devices and records.
+    public func removeAccount(_ name: String) throws {
+        try writing { transaction in try transaction.deleteAccount(try Self.account(name, in: transaction)) }
+    }
+
+    private static func account(_ name: String, in transaction: Transaction) throws -> Int64 {
+        guard let id = try transaction.accountID(named: name) else { throw ServerError.notFound("no account named '\(name)'") }
+        return id
+    }
+
+    /// Adds a device and returns its token: 256 random bits, shown once and
+    /// stored only as its SHA-256 hash.
+    public func addDevice(account: String, name: String) throws -> String {
+        try Store.validateName(name, what: "device")
+        let token = Tokens.make()
+        try writing { transaction in
+            let id = try Self.account(account, in: transaction)
+            if try transaction.deviceExists(account: id, name: name) {
+                throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already")
+            }
+            try transaction.insertDevice(account: id, name: name, tokenHash: Tokens.hash(token), now: currentMillis())
+        }
+        return token
+    }
+
+    public func devices(account: String) throws -> [Store.Device] {
+        try reading { transaction in try transaction.devices(account: try Self.account(account, in: transaction)) }
+    }
+
+    /// Issues a new token for an existing device (the old one stops working;
+    /// a revoked device is reinstated). Its replicas keep their change streams,
+    /// so nothing is pushed twice or skipped.
+    /// - Returns: the new token (shown once; only its hash is stored).
+    public func reissueToken(account: String, device name: String) throws -> String {
+        let token = Tokens.make()
+        try writing { transaction in
+            guard try transaction.setToken(account: try Self.account(account, in: transaction), device: name, tokenHash: Tokens.hash(token)) else {
+                throw ServerError.notFound("the account '\(account)' has no device named '\(name)'")
+            }
+        }
+        return token
+    }
+
+    public func revokeDevice(account: String, name: String) throws {
+        try writing { transaction in
+            guard try transaction.revoke(account: try Self.account(account, in: transaction), device: name) else {
+                throw ServerError.notFound("the account '\(account)' has no device named '\(name)'")
+            }
+        }
+    }
+}
+
+/// What a pull's snapshot read, answering the engine's reads of a page.
+private struct ReadAhead: SyncReadTransaction {
+    let snapshot: Store.PullSnapshot
+    let clientDevice: String
+
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+        clientDevice == self.clientDevice ? snapshot.stream : nil
+    }
+
+    func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow] {
+        Array(snapshot.records.prefix(limit))
+    }
+}

@@ -1,0 +1,128 @@
+import SyncCore
+
+/// One store's SQL: SQLite (``SQLiteStore``, the embedded default) or
+/// PostgreSQL (``PostgresStore``). A dialect only runs statements; every
+/// decision (authentication, what a push, relay or pull does, key changes,
+/// purges, administration and their messages) is written once, in the store
+/// core (the extension in StoreCore.swift) and ``SyncEngine``, against
+/// ``StoreTransaction``.
+public protocol StoreDialect: SyncStore {
+    associatedtype Transaction: StoreTransaction
+
+    /// Runs `body` in a write transaction that serialises the writes of an
+    /// account (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: the account's row is
+    /// locked by ``StoreTransaction/accountCounters(_:)``), committed when it
+    /// returns. A dialect may run `body` again when the database says it lost
+    /// a race; the store's errors become ``ServerError``s.
+    func writing<T>(_ body: (Transaction) throws -> T) throws -> T
+    /// Runs `body` in a read transaction (one snapshot).
+    func reading<T>(_ body: (Transaction) throws -> T) throws -> T
+    /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
+    var bookkeeping: Store.Bookkeeping { get }
+    /// The epoch as this process knows it.
+    var epochCache: Store.EpochCache { get }
+    /// Called after an account's key changed and its records were deleted:
+    /// a dialect scrubs what the deletion left behind where it can.
+    func scrubAfterEncrypting()
+}
+
+/// What the store core asks of a store inside one transaction. Each dialect
+/// answers with its own SQL (and keeps its own optimisations: PostgreSQL's
+/// batched `unnest` reads and writes, its one-statement pull).
+public protocol StoreTransaction: SyncWriteTransaction {
+    /// Everything a pull reads, in one snapshot (see ``Store/PullSnapshot``);
+    /// nil when no device has a token with this hash.
+    func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot?
+    /// The device whose token hashes to `tokenHash`, with the hash stored for
+    /// it and its account's counters and encryption.
+    func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])?
+    /// Locks the account (PostgreSQL: its row, so a push of it from another
+    /// process waits) and reads the epoch as it is under the lock.
+    func lockAccountReadingEpoch(_ account: Int64) throws -> String
+    /// The epoch as stored, locked until the end of the transaction.
+    func storedEpochForUpdate() throws -> String
+    /// Raises a device's acknowledged cursor (never lowers it) and sets its last-seen time.
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws
+    /// Seals the account with `keyID`: the flag and key id set, its records
+    /// and replica streams deleted.
+    func encrypt(account: Int64, keyID: String) throws
+    /// Deletes tombstones updated at or before `cutoff` that every active
+    /// device of their account has pulled, raising each account's purge
+    /// point to the newest one deleted; one purge at a time.
+    /// - Returns: how many were deleted.
+    func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int
+    func counts() throws -> (records: Int, devices: Int, accounts: Int)
+
+    // Administration.
+    func accountID(named name: String) throws -> Int64?
+    func insertAccount(name: String, uid: String, now: Int64) throws
+    func accountSummaries() throws -> [Store.Account]
+    /// Deletes the account's records, streams, devices and the account.
+    func deleteAccount(_ account: Int64) throws
+    func deviceExists(account: Int64, name: String) throws -> Bool
+    func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws
+    /// The account's devices by name (without the account's counters).
+    func devices(account: Int64) throws -> [Store.Device]
+    /// Gives the named device a new token hash and reinstates it.
+    /// - Returns: whether a device was changed.
+    func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool
+    /// - Returns: whether a device was changed.
+    func revoke(account: Int64, device name: String) throws -> Bool
+    /// Every record of the account as stored, in change order.
+    func allRecords(account: Int64) throws -> [ChangeRecord]
+}
+
+/// What a push or relay needs of a store inside one write transaction
+/// (``SyncEngine`` is written against it).
+///
+/// A store's write transaction must serialise the writes of one account:
+/// SQLite's `BEGIN IMMEDIATE` takes the one write lock; a store shared by
+/// several processes locks the account's row in ``accountCounters(_:)``.
+public protocol SyncWriteTransaction {
+    /// Whether the device is revoked; nil when it no longer exists.
+    func deviceRevoked(_ device: Int64) throws -> Bool?
+    /// A replica's stream: its last applied change number and the chain through it.
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
+    /// The account's next change number, the newest stamp it holds and
+    /// whether it is end-to-end encrypted (nil when the account no longer
+    /// exists); in a store shared by processes this locks the account until
+    /// the end of the transaction (pushes of one account are serialised, and
+    /// none slips past an encryption).
+    func accountCounters(_ account: Int64) throws -> Store.AccountCounters?
+    /// Reads ahead the records a push or relay will ask ``record(account:collection:key:)``
+    /// for, where a round trip per record would cost more than the merge
+    /// (a store whose reads are local may do nothing).
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws
+    /// A stored record, decoded, with its change number.
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)?
+    /// Writes a record version with its new change number; `fieldsText` is
+    /// its fields as ``RecordState/encodeFields(_:)`` writes them, when the
+    /// caller has that already.
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
+                      knownTo: String?, knownAfter: Int64, now: Int64) throws
+    /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
+    /// Records a replica's stream after a push.
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
+    /// The device's own record of its last push.
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
+    /// Starts a new timeline: a rollback was detected (a client holds a
+    /// cursor or a change number beyond what this store has, so it was
+    /// restored from an older copy). Every client then re-syncs fully and
+    /// relays what it holds; acknowledged cursors of the old timeline stop
+    /// counting for tombstone purges.
+    /// - Returns: the new epoch.
+    func startNewEpoch() throws -> String
+}
+
+extension SyncWriteTransaction {
+    public func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {}
+}
+
+/// What a pull's page needs (``SyncEngine/pullPage``): a read transaction,
+/// or what one statement read ahead.
+protocol SyncReadTransaction {
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
+    /// Up to `limit` records of the account after `cursor`, in change-number order.
+    func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow]
+}
