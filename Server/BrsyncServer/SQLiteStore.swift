@@ -255,6 +255,8 @@ public final class SQLiteStore: StoreDialect {
             return try pool.withConnection(body)
         } catch let error as DatabaseError {
             throw ServerError.database(error)
+        } catch is ConnectionPool.Closed {
+            throw ServerError.unavailable("the store is closed")
         }
     }
 

@@ -48,18 +48,10 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.password = password
     }
 
-    /// The URL with the password read from the environment:
-    /// `BRSYNCD_STORE_PASSWORD_FILE` (the first line of a file that only its
-    /// owner may read) or `BRSYNCD_STORE_PASSWORD`; with neither, libpq's own
-    /// sources (`PGPASSFILE`, `~/.pgpass`, `PGPASSWORD`) still apply.
-    public static func fromEnvironment(url: String, environment: [String: String]) throws -> PostgresConfiguration {
-        if let path = environment["BRSYNCD_STORE_PASSWORD_FILE"], !path.isEmpty {
-            return try PostgresConfiguration(url: url, password: try readPasswordFile(path))
-        }
-        if let password = environment["BRSYNCD_STORE_PASSWORD"], !password.isEmpty {
-            return try PostgresConfiguration(url: url, password: password)
-        }
-        return try PostgresConfiguration(url: url)
+    /// The URL with the password on the first line of `passwordFile`, a
+    /// regular file that its owner alone can read (as libpq asks of `~/.pgpass`).
+    public init(url: String, passwordFile: String) throws {
+        try self.init(url: url, password: try Self.readPasswordFile(passwordFile))
     }
 
     /// The first line of `path`, which must be a regular file that its owner

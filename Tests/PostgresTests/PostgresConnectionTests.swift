@@ -179,19 +179,19 @@ import TestSupport
         try Data("s3cret\nsecond line\n".utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o644)
         #expect {
-            _ = try PostgresConfiguration.fromEnvironment(url: "postgres://u@h/d", environment: ["BRSYNCD_STORE_PASSWORD_FILE": path])
+            _ = try PostgresConfiguration(url: "postgres://u@h/d", passwordFile: path)
         } throws: { String(describing: $0).contains("chmod 600") }
         chmod(path, 0o600)
         #expect(throws: Never.self) {
-            _ = try PostgresConfiguration.fromEnvironment(url: "postgres://u@h/d", environment: ["BRSYNCD_STORE_PASSWORD_FILE": path])
+            _ = try PostgresConfiguration(url: "postgres://u@h/d", passwordFile: path)
         }
         #expect {
-            _ = try PostgresConfiguration.fromEnvironment(url: "postgres://u@h/d", environment: ["BRSYNCD_STORE_PASSWORD_FILE": folder.file("missing")])
+            _ = try PostgresConfiguration(url: "postgres://u@h/d", passwordFile: folder.file("missing"))
         } throws: { String(describing: $0).contains("cannot read the password file") }
         try Data("\n".utf8).write(to: URL(fileURLWithPath: folder.file("empty")))
         chmod(folder.file("empty"), 0o600)
         #expect {
-            _ = try PostgresConfiguration.fromEnvironment(url: "postgres://u@h/d", environment: ["BRSYNCD_STORE_PASSWORD_FILE": folder.file("empty")])
+            _ = try PostgresConfiguration(url: "postgres://u@h/d", passwordFile: folder.file("empty"))
         } throws: { String(describing: $0).contains("no password") }
     }
 }

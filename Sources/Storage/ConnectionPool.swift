@@ -1,14 +1,13 @@
 import Glibc
-import Storage
 import Synchronization
 
-/// SQLite connections shared by the connection threads: each request borrows
-/// one, so no connection is used by two threads at once. WAL lets readers run
+/// SQLite connections shared by threads: each borrower has one to itself, so
+/// no connection is used by two threads at once (as GRDB's `DatabasePool`). WAL lets readers run
 /// beside the one writer; writers queue on SQLite's lock (busy timeout).
 ///
 /// Striped: each connection has a lock of its own, and a borrower starts at a
 /// slot chosen by its thread, so threads rarely wait on each other's locks.
-final class ConnectionPool: Sendable {
+public final class ConnectionPool: Sendable {
     /// One connection and the lock that makes its borrower the only user.
     private final class Slot: @unchecked Sendable {
         // @unchecked: `database` is only used by the thread holding `mutex`.
@@ -32,17 +31,20 @@ final class ConnectionPool: Sendable {
 
     private let slots: [Slot]
     private let next = Atomic<Int>(0)
-    let path: String
+    public let path: String
 
-    init(path: String, size: Int, open: () throws -> Database) throws {
+    public init(path: String, size: Int, open: () throws -> Database) throws {
         var slots: [Slot] = []
         for _ in 0..<size { slots.append(Slot(try open())) }
         self.slots = slots
         self.path = path
     }
 
+    /// What a borrower of a closed pool is told.
+    public struct Closed: Error, Sendable {}
+
     /// Runs `body` with a connection: a free one if any, else waits for one.
-    func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
+    public func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
         let start = next.add(1, ordering: .relaxed).newValue
         var chosen: Slot?
         for offset in 0..<slots.count where chosen == nil {
@@ -55,15 +57,15 @@ final class ConnectionPool: Sendable {
             return home
         }()
         defer { slot.unlock() }
-        guard let database = slot.database else { throw ServerError.unavailable("the store is closed") }
+        guard let database = slot.database else { throw Closed() }
         return try body(database)
     }
 
     /// Closes every connection, each once its borrower is done; later
-    /// borrowers are told the store is closed. After this the files may be
+    /// borrowers are told it is closed (``Closed``). After this the files may be
     /// replaced (a restore) without an open connection of this process
     /// holding the old ones.
-    func close() {
+    public func close() {
         for slot in slots {
             slot.lock()
             slot.database = nil
