@@ -1,8 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layering (see ../shared/DESIGN.md):
-//   Model  <-  SyncCore  <-  Storage/Replica  <-  brsync
+// The module graph and where each piece belongs: docs/architecture.md.
 // Model and SyncCore are pure (no I/O); C libraries sit behind the C* targets.
 let package = Package(
     name: "brsync",

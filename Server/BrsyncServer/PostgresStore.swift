@@ -6,7 +6,7 @@ import Synchronization
 import SyncCore
 
 /// The PostgreSQL store, for deployments of several `brsyncd` processes
-/// behind a load balancer (README "Scaling past one machine"). Nothing in it
+/// behind a load balancer (docs/server.md, "Several `brsyncd` on PostgreSQL"). Nothing in it
 /// assumes one process: a push locks its account's row (pushes of an account
 /// are serialised, so change numbers commit in order and a pull never skips
 /// one that commits later), the epoch lives in the database, and the
@@ -15,7 +15,7 @@ import SyncCore
 ///
 /// SQL is kept to what PostgreSQL and CockroachDB both accept (no
 /// PostgreSQL-only types or functions beyond advisory locks, which the purge
-/// does without on CockroachDB: see the README).
+/// does without on CockroachDB: see docs/server.md).
 public final class PostgresStore: StoreDialect {
     public let configuration: PostgresConfiguration
     let pool: PostgresPool

@@ -2,7 +2,7 @@
 /// true of one machine only (installed, launch command, desktop entry) lives in
 /// the client's device-local table and never syncs.
 ///
-/// JSON (see README, "Data formats"):
+/// JSON (see docs/patterns.md, "Data formats"):
 /// `{"id": "firefox", "name": "Firefox", "urlScheme": "firefox",
 ///   "urlFormat": "firefox://open-url?url={url}", "enabled": true}`.
 /// Keys this type does not know are kept in ``extra`` and written back on encode.

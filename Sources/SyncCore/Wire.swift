@@ -1,7 +1,7 @@
 import Model
 
 /// The JSON of the sync protocol (`/v1/push`, `/v1/pull`), shared by client and
-/// server, read and written with ``JSONValue``. See README, "Sync protocol".
+/// server, read and written with ``JSONValue``. See docs/protocol.md.
 public enum Wire {
     /// Why a document is not valid protocol JSON.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {

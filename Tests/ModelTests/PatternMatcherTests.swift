@@ -15,7 +15,7 @@ struct MatchCase: CustomTestStringConvertible, Sendable {
 }
 
 @Suite struct PatternMatcherTests {
-    /// Facts of the phone implementations (DESIGN.md, "Pattern language").
+    /// Facts of the phone implementations (docs/patterns.md).
     static let phoneFacts: [MatchCase] = [
         // Case-insensitive.
         MatchCase("GitHub.com", "https://github.com/x", true),
@@ -51,7 +51,7 @@ struct MatchCase: CustomTestStringConvertible, Sendable {
         MatchCase("github.com/user/*", "https://github.com/other/repo", false),
     ]
 
-    /// The phone defects brsync fixes on purpose (DESIGN.md).
+    /// The phone defects brsync fixes on purpose (docs/patterns.md, "The phone").
     static let fixes: [MatchCase] = [
         // Host only, never text elsewhere.
         MatchCase("google.com", "https://google.com@evil.com", false),

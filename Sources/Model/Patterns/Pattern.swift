@@ -1,6 +1,6 @@
 /// A rule pattern of the BrowserSelector pattern language, parsed and validated.
 ///
-/// The language (README, "Pattern language"): case-insensitive; `*` matches any
+/// The language (docs/patterns.md): case-insensitive; `*` matches any
 /// run of characters except `/`, `**` any run including `/`, `?` one character.
 /// Without `http://`/`https://` a pattern matches either scheme and an optional
 /// leading `www.`. A host-only pattern with no wildcard (`google.com`) matches
