@@ -97,13 +97,15 @@ public struct SQLiteTransaction: StoreTransaction {
     public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot? {
         guard let (device, storedHash) = try device(tokenHash: tokenHash) else { return nil }
         let currentEpoch = try epoch?.current ?? storedEpochForUpdate()
-        guard !device.revoked else { return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: []) }
+        guard !device.revoked else {
+            return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: [], epochIsCached: epoch != nil)
+        }
         let records = try database.query(
             "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             [.integer(device.accountID), .integer(cursor), .integer(Int64(limit))], Self.pulledRow)
         return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch,
                                   stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
-                                  records: records)
+                                  records: records, epochIsCached: epoch != nil)
     }
 
     static func pulledRow(_ row: Row) throws -> Store.PulledRow {

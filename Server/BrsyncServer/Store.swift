@@ -123,13 +123,18 @@ public enum Store {
         public let epoch: String
         public let stream: (last: Int64, digest: String)?
         public let records: [PulledRow]
+        /// The epoch came from the store's ``EpochCache`` (SQLite: one
+        /// process writes the file), so it need not be cached again.
+        public let epochIsCached: Bool
 
-        public init(device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?, records: [PulledRow]) {
+        public init(device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?, records: [PulledRow],
+                    epochIsCached: Bool = false) {
             self.device = device
             self.tokenHash = tokenHash
             self.epoch = epoch
             self.stream = stream
             self.records = records
+            self.epochIsCached = epochIsCached
         }
     }
 

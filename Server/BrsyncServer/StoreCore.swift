@@ -107,7 +107,8 @@ extension StoreDialect {
                                            epoch: snapshot.epoch, reconciling: reconciling, clientProtocol: clientProtocol,
                                            in: ReadAhead(snapshot: snapshot, clientDevice: clientDevice?.device ?? ""))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
-        epochCache.set(page.epoch)
+        // One lock per pull at most: the cache is shared by every connection.
+        if !snapshot.epochIsCached || page.epoch != snapshot.epoch { epochCache.set(page.epoch) }
         return Self.pullJSON(page, device: device, clock: clockStamp())
     }
 
