@@ -83,9 +83,10 @@ public struct SQLiteTransaction: StoreTransaction {
         return fresh
     }
 
-    /// The write lock is held already (`BEGIN IMMEDIATE`).
+    /// The write lock is held already (`BEGIN IMMEDIATE`); the epoch is the
+    /// one this process holds (no other process writes the file).
     public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
-        try storedEpochForUpdate()
+        try epoch?.current ?? storedEpochForUpdate()
     }
 
     public func storedEpochForUpdate() throws -> String {

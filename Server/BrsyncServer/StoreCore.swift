@@ -24,9 +24,11 @@ extension StoreDialect {
         return try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
     }
 
+    private static var invalidToken: ServerError { .unauthorized("the token is not valid") }
+
     /// The lookup is by hash; compare again in constant time before trusting it.
     private static func check(_ device: Store.Device?, storedHash: [UInt8]?, hash: [UInt8]) throws -> Store.Device {
-        guard let device, let storedHash, Crypto.constantTimeEqual(storedHash, hash) else { throw ServerError.unauthorized("the token is not valid") }
+        guard let device, let storedHash, Crypto.constantTimeEqual(storedHash, hash) else { throw invalidToken }
         guard !device.revoked else { throw ServerError.revoked }
         return device
     }
@@ -99,13 +101,15 @@ extension StoreDialect {
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil, clientEpoch: String? = nil,
                          reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil) throws -> [UInt8] {
         let hash = Tokens.hash(token)
-        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: clientDevice?.device ?? "", after: cursor, limit: limit + 1) }
-        let device = try Self.check(snapshot?.device, storedHash: snapshot?.tokenHash, hash: hash)
-        guard let snapshot else { throw ServerError.unauthorized("the token is not valid") }
+        // The stream is read only for a replica that can prove its latest push.
+        let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
+        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1) }
+        guard let snapshot else { throw Self.invalidToken }
+        let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                            epoch: snapshot.epoch, reconciling: reconciling, clientProtocol: clientProtocol,
-                                           in: ReadAhead(snapshot: snapshot, clientDevice: clientDevice?.device ?? ""))
+                                           in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached || page.epoch != snapshot.epoch { epochCache.set(page.epoch) }
