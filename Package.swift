@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "brsync-sync", targets: ["brsync-sync"]),
         .executable(name: "brsync-picker", targets: ["brsync-picker"]),
         .executable(name: "brsyncd", targets: ["brsyncd"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Model", targets: ["Model"]),
         // For the fuzz targets in Fuzz/ (a package of their own, built with libFuzzer).
         .library(name: "SyncCore", targets: ["SyncCore"]),
@@ -65,9 +66,10 @@ let package = Package(
         ),
 
         // MARK: Pure layers
-        .target(name: "Model", path: "Sources/Model"),
-        .target(name: "SyncCore", dependencies: ["Model"], path: "Sources/SyncCore"),
-        .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"),
+        .target(name: "JSON", path: "Sources/JSON"),
+        .target(name: "Model", dependencies: ["JSON"], path: "Sources/Model"),
+        .target(name: "SyncCore", dependencies: ["JSON", "Model"], path: "Sources/SyncCore"),
+        .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"), // Model: the UTC calendar of the Date header
 
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
@@ -75,12 +77,12 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CPostgres"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
-            dependencies: ["Model", "SyncCore", "Storage"],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage"],
             path: "Client/Replica"
         ),
         .target(
             name: "BrsyncServer",
-            dependencies: ["Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
             path: "Server/BrsyncServer"
         ),
         .executableTarget(
@@ -94,13 +96,13 @@ let package = Package(
         ),
         .target(
             name: "SyncClient",
-            dependencies: ["Replica", "SyncCore", "Model", "Net", "HTTP"],
+            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "HTTP"],
             path: "Client/SyncClient"
         ),
-        .target(name: "Desktop", dependencies: ["Model"], path: "Client/Desktop"),
+        .target(name: "Desktop", dependencies: ["JSON", "Model"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
-            dependencies: ["Model", "Replica", "SyncCore", "Desktop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["JSON", "Model", "Replica", "SyncCore", "Desktop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/BrsyncCommands"
         ),
         // `brsync` links no TLS (a link resolves without loading OpenSSL);
@@ -120,7 +122,7 @@ let package = Package(
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "SyncClient", "Replica", "Model", "SyncCore",
+                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"
@@ -135,31 +137,32 @@ let package = Package(
 
         .executableTarget(
             name: "brsyncd-bench",
-            dependencies: ["BrsyncServer", "Net", "HTTP", "SyncCore", "Model"],
+            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model"],
             path: "Benchmarks/ServerBenchmark"
         ),
 
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Net"], path: "Tests/TestSupport"),
-        .testTarget(name: "ModelTests", dependencies: ["Model", "TestSupport"]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "TestSupport"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
+        .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
+            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "ServerTests",
-            dependencies: ["BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
+            dependencies: ["JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
-        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "Storage", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["JSON", "Replica", "Storage", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["JSON", "brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

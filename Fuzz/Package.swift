@@ -11,7 +11,7 @@ let package = Package(
         .target(name: "FuzzSupport"),
         .executableTarget(name: "FuzzHTTPRequestParser", dependencies: ["FuzzSupport", .product(name: "HTTP", package: "brsync")]),
         .executableTarget(name: "FuzzPushDecoder", dependencies: [
-            "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
+            "FuzzSupport", .product(name: "JSON", package: "brsync"), .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
         .executableTarget(name: "FuzzURLAndPattern", dependencies: ["FuzzSupport", .product(name: "Model", package: "brsync")]),
         .executableTarget(name: "FuzzPickerProtocol", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
@@ -24,7 +24,7 @@ let package = Package(
             .product(name: "Model", package: "brsync"),
         ]),
         .executableTarget(name: "FuzzMerge", dependencies: [
-            "FuzzSupport", .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
+            "FuzzSupport", .product(name: "JSON", package: "brsync"), .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import BrsyncServer
 import Foundation
 import HTTP
+import JSON
 import Model
 import Net
 import SyncCore
@@ -55,7 +56,7 @@ do {
             return ChangeRecord(sequence: Int64(index), collection: .rules, key: "site\(index).example",
                                 state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["bench-laptop": 1])))
         }
-        let body = Array(PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).json.jsonText.utf8)
+        let body = PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).body()
         let headers: HTTPHeaders = ["Authorization": "Bearer \(try token())", "Content-Type": "application/json"]
         _ = try http.send(method: "GET", target: "/v1/health") // connect and handshake outside the timing
         let start = Date()

@@ -1,4 +1,5 @@
 import Desktop
+import JSON
 import Model
 
 /// Every line a command prints for a person goes through here: names,

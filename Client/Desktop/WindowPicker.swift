@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Model
 
 /// The picker window, `brsync-picker` (GTK 4), beside `brsync`: started only

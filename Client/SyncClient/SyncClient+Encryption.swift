@@ -1,3 +1,4 @@
+import JSON
 import Model
 import Replica
 import SyncCore
@@ -138,16 +139,16 @@ extension SyncClient {
     @discardableResult
     public func encryptAccount(keyID: String, replacing: String? = nil, seen: Int64? = nil) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
-        var body: [String: JSONValue] = ["key": .string(keyID)]
-        if let replacing { body["replaces"] = .string(replacing) }
-        if let seen { body["seen"] = .int(seen) }
+        var request = EncryptRequest(keyID: keyID, replacing: replacing, seen: seen)
         // The server refuses a change to another account than the one this key belongs to.
-        if cipher != nil, let account = try replica.keyAccount() { body["account"] = .string(account) }
-        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: Array(JSONValue.object(body).jsonText.utf8))
-        guard case .object(let object) = answer, let changed = object["changed"]?.boolValue, let key = object["key"]?.stringValue else {
-            throw SyncError.badAnswer("the answer to the encryption request has no 'changed' and 'key'")
+        if cipher != nil { request.account = try replica.keyAccount() }
+        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: request.body)
+        do {
+            let response = try EncryptResponse(json: answer)
+            return (response.changed, response.keyID)
+        } catch {
+            throw SyncError.badAnswer(error.message)
         }
-        return (changed, key)
     }
 
     /// The id of the key the account is sealed with, or nil when it is not

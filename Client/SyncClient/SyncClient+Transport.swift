@@ -1,5 +1,6 @@
 import Glibc
 import HTTP
+import JSON
 import Model
 import Net
 import SyncCore
@@ -86,21 +87,16 @@ struct Transport: @unchecked Sendable {
         return result
     }
 
-    /// A pull page: read straight from the text when it is a valid page
-    /// (``PullResponse/scanned(_:)``), else through the JSON tree, which says
-    /// what is wrong and sets aside records that are not valid.
+    /// A pull page; an answer that is not one is a bad answer, and records
+    /// that are not valid are set aside (``PullResponse/unusable``).
     func fetchPage(_ target: String) -> (Exchange, PullResponse?) {
         var exchange = exchange(method: "GET", target: target)
         guard exchange.error == nil else { return (exchange, nil) }
-        if let page = exchange.body.withUnsafeBufferPointer(PullResponse.scanned) { return (exchange, page) }
-        do {
-            return (exchange, try PullResponse(json: try SyncClient.json(exchange.body, "the answer to GET \(target)")))
-        } catch let error as SyncError {
-            exchange.error = error
-        } catch let error as Wire.Problem {
-            exchange.error = .badAnswer(error.message)
-        } catch {
-            exchange.error = .badAnswer("\(error)")
+        let page = exchange.body.withUnsafeBufferPointer { bytes in Result { () throws(Wire.ReadError) in try PullResponse(reading: bytes) } }
+        switch page {
+        case .success(let page): return (exchange, page)
+        case .failure(.notJSON): exchange.error = .badAnswer("the answer to GET \(target) is not JSON")
+        case .failure(.invalid(let problem)): exchange.error = .badAnswer(problem.message)
         }
         return (exchange, nil)
     }

@@ -1,5 +1,6 @@
 import Glibc
 import HTTP
+import JSON
 import Model
 import Net
 import Replica

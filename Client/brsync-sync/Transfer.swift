@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
+import JSON
 import Model
 import Replica
 import SyncClient

@@ -1,3 +1,4 @@
+import JSON
 import Model
 import Net
 import SyncCore
@@ -150,37 +151,14 @@ extension StoreDialect {
     static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clock: HLCTimestamp) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
-        output += #"{"account":"#.utf8
-        JSONValue.writeString(device.accountUID, into: &output)
-        output += #","changes":["#.utf8
-        for (index, row) in page.rows.enumerated() {
-            if index > 0 { output.append(UInt8(ascii: ",")) }
-            output += #"{"collection":""#.utf8
-            output += row.collection.rawValue.utf8
-            output += #"","fields":"#.utf8
-            output += row.fields.utf8
-            output += #","key":"#.utf8
-            JSONValue.writeString(row.key, into: &output)
-            output += #","seq":"#.utf8
-            output += String(row.sequence).utf8
-            output += #","versions":"#.utf8
-            output += row.versions.utf8
-            output.append(UInt8(ascii: "}"))
+        PullResponse.write(account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
+                           keyID: device.accountEncrypted ? device.accountKeyID : nil, next: page.next, into: &output) { output in
+            for (index, row) in page.rows.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                ChangeRecord.write(collection: row.collection, key: row.key, sequence: row.sequence, into: &output,
+                                   fields: { $0 += row.fields.utf8 }, versions: { $0 += row.versions.utf8 })
+            }
         }
-        output += #"],"clock":""#.utf8
-        clock.write(into: &output)
-        output += #"","epoch":"#.utf8
-        JSONValue.writeString(page.epoch, into: &output)
-        output += #","more":"#.utf8
-        output += (page.more ? "true" : "false").utf8
-        if page.reset { output += #","reset":true"#.utf8 }
-        if device.accountEncrypted {
-            output += #","encrypted":true,"key":"#.utf8
-            JSONValue.writeString(device.accountKeyID, into: &output)
-        }
-        output += #","next":"#.utf8
-        output += String(page.next).utf8
-        output.append(UInt8(ascii: "}"))
         return output
     }
 

@@ -1,4 +1,5 @@
 import HTTP
+import JSON
 import Logging
 import Model
 import Net
@@ -168,48 +169,29 @@ public final class SyncAPI: Sendable {
         guard try Self.clientProtocol(request) >= 2 else {
             throw ServerError.badRequest("encryption needs a client of protocol 2 (\(Wire.protocolHeader): 2)")
         }
-        guard case .object(let object) = try body(request), let keyID = object["key"]?.stringValue, Wire.isKeyID(keyID) else {
-            throw ServerError.badRequest("the body must be {\"key\": ID} (an account key's id, 16 hex digits)")
-        }
-        var replacing: String?
-        if let old = object["replaces"] {
-            guard let text = old.stringValue, Wire.isKeyID(text) else { throw ServerError.badRequest("\"replaces\" must be an account key's id") }
-            replacing = text
-        }
+        let asked = try read(request, EncryptRequest.init(reading:))
         // The account the asking replica's key belongs to, when it knows it.
-        if let account = object["account"] {
-            guard let text = account.stringValue, text.utf8.count <= 64 else { throw ServerError.badRequest("\"account\" must be an account id") }
-            guard text == device.accountUID else { throw ServerError.otherAccount }
-        }
-        var seen: Int64?
-        if let value = object["seen"] {
-            guard let number = value.intValue, number >= 0 else { throw ServerError.badRequest("\"seen\" must be an account sequence (a whole number, 0 or more)") }
-            seen = number
-        }
-        let (changed, current) = try store.encryptAccount(of: device, keyID: keyID, replacing: replacing, seen: seen)
+        if let account = asked.account, account != device.accountUID { throw ServerError.otherAccount }
+        let (changed, current) = try store.encryptAccount(of: device, keyID: asked.keyID, replacing: asked.replacing, seen: asked.seen)
         if changed {
-            logger.notice("account \(device.accountID): \(replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
+            logger.notice("account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
         }
-        return HTTPResponse.json(200, JSONValue.object(["encrypted": .bool(true), "changed": .bool(changed), "key": .string(current)]).jsonText)
+        return HTTPResponse.json(200, EncryptResponse(changed: changed, keyID: current).json.jsonText)
     }
 
-    private func body(_ request: HTTPRequest) throws -> JSONValue {
-        do {
-            return try request.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
-        } catch {
-            throw ServerError.badRequest("the body is not JSON: \(error)")
+    /// A request's body read as a message: a 400 that says what is wrong otherwise.
+    private func read<Message>(_ request: HTTPRequest, _ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message) throws(ServerError) -> Message {
+        let result = request.body.withUnsafeBufferPointer { bytes in Result { () throws(Wire.ReadError) in try read(bytes) } }
+        switch result {
+        case .success(let message): return message
+        case .failure(.notJSON(let error)): throw ServerError.badRequest("the body is not JSON: \(error)")
+        case .failure(.invalid(let problem)): throw ServerError.badRequest(problem.message)
         }
     }
 
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
-        let relay: RelayRequest
-        if let scanned = request.body.withUnsafeBufferPointer(RelayRequest.scanned) {
-            relay = scanned
-        } else {
-            // Read again through the JSON tree, which says what is wrong.
-            do { relay = try RelayRequest(json: try body(request)) } catch let problem as Wire.Problem { throw ServerError.badRequest(problem.message) }
-        }
+        let relay = try read(request, RelayRequest.init(reading:))
         let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
@@ -217,14 +199,7 @@ public final class SyncAPI: Sendable {
 
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
-        let push: PushRequest
-        if let scanned = request.body.withUnsafeBufferPointer(PushRequest.scanned) {
-            push = scanned
-        } else {
-            // Read again through the JSON tree, which says what is wrong.
-            let json = try body(request)
-            do { push = try PushRequest(json: json) } catch { throw ServerError.badRequest(error.message) }
-        }
+        let push = try read(request, PushRequest.init(reading:))
         let started = Deadline.now()
         let response = try store.push(push, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
         let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds

@@ -1,3 +1,5 @@
+import JSON
+
 /// A browser that rules can name. This is the synced part of a browser; what is
 /// true of one machine only (installed, launch command, desktop entry) lives in
 /// the client's device-local table and never syncs.

@@ -1,3 +1,5 @@
+import JSON
+
 /// A rule: URLs matching ``pattern`` open in ``browser``.
 ///
 /// Its natural key is the pattern's normalised form (``Pattern/key``), so two

@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// One record version: a pushed change (`sequence` is the device's) or a
@@ -63,32 +64,35 @@ public struct ChangeRecord: Sendable, Equatable {
         return hash.hex
     }
 
-    public var json: JSONValue {
-        .object([
-            "seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key),
-            "fields": .object(state.fields.mapValues(\.json)),
-            "versions": .object(state.versions.counters.mapValues { .int(Int64(clamping: $0)) }),
-        ])
-    }
-
-    /// ``json``'s text, written directly (pushes write thousands).
+    /// The change's JSON text (members in name order), written directly
+    /// (pushes write thousands).
     /// - Returns: where in `output` the fields' text is (for ``digest(collection:key:fieldsText:)``).
     @discardableResult
     public func write(into output: inout [UInt8]) -> Range<Int> {
+        var fields = 0..<0
+        Self.write(collection: collection, key: key, sequence: sequence, into: &output, fields: { output in
+            let start = output.count
+            RecordState.writeFields(state.fields, into: &output)
+            fields = start..<output.count
+        }, versions: { RecordState.writeVersions(state.versions, into: &$0) })
+        return fields
+    }
+
+    /// The one layout of a change's text, its fields and versions written by
+    /// the caller: the server splices in the texts it stores.
+    public static func write(collection: RecordCollection, key: String, sequence: Int64, into output: inout [UInt8],
+                             fields writeFields: (inout [UInt8]) -> Void, versions writeVersions: (inout [UInt8]) -> Void) {
         output += #"{"collection":""#.utf8
         output += collection.rawValue.utf8
         output += #"","fields":"#.utf8
-        let fieldsStart = output.count
-        RecordState.writeFields(state.fields, into: &output)
-        let fields = fieldsStart..<output.count
+        writeFields(&output)
         output += #","key":"#.utf8
         JSONValue.writeString(key, into: &output)
         output += #","seq":"#.utf8
         output += String(sequence).utf8
         output += #","versions":"#.utf8
-        RecordState.writeVersions(state.versions, into: &output)
+        writeVersions(&output)
         output.append(UInt8(ascii: "}"))
-        return fields
     }
 
     /// ``write(into:)`` as a new buffer.
@@ -100,30 +104,10 @@ public struct ChangeRecord: Sendable, Equatable {
         let fields = write(into: &output)
         return (output, Self.digest(collection: collection, key: key, fieldsText: output[fields]))
     }
-
-    public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json else { throw Wire.Problem("a change must be an object") }
-        guard let sequence = object["seq"]?.intValue else { throw Wire.Problem("a change needs \"seq\", a number") }
-        guard let name = object["collection"]?.stringValue, let collection = RecordCollection(rawValue: name) else {
-            throw Wire.Problem("a change needs \"collection\": browsers, rules or settings")
-        }
-        guard let key = object["key"]?.stringValue else { throw Wire.Problem("a change needs \"key\", a string") }
-        if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(sequence): \(problem)") }
-        let state = try RecordState(fields: object["fields"] ?? .null, versions: object["versions"] ?? .null, context: "change \(sequence)")
-        self.init(sequence: sequence, collection: collection, key: key, state: state)
-    }
 }
 
 extension StampedValue {
     public var json: JSONValue { .object(["v": value, "s": .string(stamp.description)]) }
-
-    public init(json: JSONValue, context: String) throws(Wire.Problem) {
-        guard case .object(let parts) = json, let value = parts["v"] else { throw Wire.Problem("\(context) needs \"v\"") }
-        guard let text = parts["s"]?.stringValue, let stamp = HLCTimestamp(text: text) else {
-            throw Wire.Problem("\(context) needs \"s\", an HLC stamp")
-        }
-        self.init(value, stamp: stamp)
-    }
 }
 
 /// FNV-1a 64, each part ended by a zero byte, as 16 hex digits.

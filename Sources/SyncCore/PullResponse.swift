@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// The answer to `GET /v1/pull?since=CURSOR&limit=N`.
@@ -39,52 +40,58 @@ public struct PullResponse: Sendable, Equatable {
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
-    public var json: JSONValue {
-        var object: [String: JSONValue] = ["changes": .array(changes.map(\.json)), "next": .int(next), "more": .bool(more),
-                                           "epoch": .string(epoch), "clock": .string(clock.description), "account": .string(account)]
-        if reset { object["reset"] = .bool(true) }
-        if encrypted { object["encrypted"] = .bool(true) }
-        if let keyID { object["key"] = .string(keyID) }
-        return .object(object)
-    }
-
-    /// Reads a page; a change that is not valid is set aside in ``unusable``
-    /// (with its sequence when it has one), never applied, and the page is
-    /// still read.
-    public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json else { throw Wire.Problem("not a pull response") }
-        try self.init(object: object, scanned: nil)
-    }
-
-    /// A page from its members; its changes from `object["changes"]`, or
-    /// `scanned` when ``scanned(_:)`` read them already (all valid).
-    init(object: [String: JSONValue], scanned: [ChangeRecord]?) throws(Wire.Problem) {
-        var items: [JSONValue] = []
-        if scanned == nil {
-            guard case .array(let array)? = object["changes"] else { throw Wire.Problem("not a pull response") }
-            items = array
-        }
-        guard let next = object["next"]?.intValue, let more = object["more"]?.boolValue,
-              let epoch = object["epoch"]?.stringValue, let clockText = object["clock"]?.stringValue,
-              let clock = HLCTimestamp(text: clockText)
-        else { throw Wire.Problem("not a pull response") }
-        var changes: [ChangeRecord] = scanned ?? []
-        var unusable: [(Int64, String)] = []
-        for item in items {
-            do {
-                changes.append(try ChangeRecord(json: item))
-            } catch {
-                if case .object(let fields) = item, let sequence = fields["seq"]?.intValue {
-                    unusable.append((sequence, error.message))
-                } else {
-                    unusable.append((0, error.message))
-                }
+    /// The page's JSON text (members in name order).
+    public var body: [UInt8] {
+        var output: [UInt8] = []
+        Self.write(account: account, clock: clock, epoch: epoch, more: more, reset: reset, keyID: encrypted ? keyID ?? "" : nil, next: next,
+                   into: &output) { output in
+            for (index, change) in changes.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                change.write(into: &output)
             }
         }
-        self.init(changes: changes, next: next, more: more, epoch: epoch, clock: clock, account: object["account"]?.stringValue ?? "")
-        self.unusable = unusable
-        self.reset = object["reset"]?.boolValue ?? false
-        self.encrypted = object["encrypted"]?.boolValue ?? false
-        self.keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
+        return output
+    }
+
+    /// Writes a page whose changes `writeChanges` writes (comma-separated
+    /// change texts): the server splices in the records as it stores them.
+    /// - Parameter keyID: the account key's id; nil for an account that is not encrypted.
+    public static func write(account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?, next: Int64,
+                             into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void) {
+        output += #"{"account":"#.utf8
+        JSONValue.writeString(account, into: &output)
+        output += #","changes":["#.utf8
+        writeChanges(&output)
+        output += #"],"clock":""#.utf8
+        clock.write(into: &output)
+        output += #"","epoch":"#.utf8
+        JSONValue.writeString(epoch, into: &output)
+        output += #","more":"#.utf8
+        output += (more ? "true" : "false").utf8
+        if reset { output += #","reset":true"#.utf8 }
+        if let keyID {
+            output += #","encrypted":true,"key":"#.utf8
+            JSONValue.writeString(keyID, into: &output)
+        }
+        output += #","next":"#.utf8
+        output += String(next).utf8
+        output.append(UInt8(ascii: "}"))
+    }
+
+    /// Reads a page (see ``Wire/ReadError``); a change that is not valid is
+    /// set aside in ``unusable`` (with its sequence when it has one), never
+    /// applied, and the page is still read.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        let reading = try MessageReading.read(bytes, changesName: "changes", limit: .max, untilProblem: false)
+        let object = reading.members
+        guard reading.isObject, reading.hasChanges, let next = object["next"]?.intValue, let more = object["more"]?.boolValue,
+              let epoch = object["epoch"]?.stringValue, let clockText = object["clock"]?.stringValue,
+              let clock = HLCTimestamp(text: clockText)
+        else { throw .invalid(Wire.Problem("not a pull response")) }
+        self.init(changes: reading.changes, next: next, more: more, epoch: epoch, clock: clock, account: object["account"]?.stringValue ?? "")
+        unusable = reading.problems.map { ($0.change.sequence ?? 0, $0.change.problem.message) }
+        reset = object["reset"]?.boolValue ?? false
+        encrypted = object["encrypted"]?.boolValue ?? false
+        keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
     }
 }

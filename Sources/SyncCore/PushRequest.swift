@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// `POST /v1/push`: this device's change-log entries `from...to`, contiguous.
@@ -32,18 +33,9 @@ public struct PushRequest: Sendable, Equatable {
         self.keyID = keyID
     }
 
-    public var json: JSONValue {
-        var object: [String: JSONValue] = ["device": .string(device), "from": .int(from), "to": .int(to), "changes": .array(changes.map(\.json))]
-        if let base { object["base"] = .string(base) }
-        if let since { object["since"] = .int(since) }
-        if let epoch { object["epoch"] = .string(epoch) }
-        if let keyID { object["key"] = .string(keyID) }
-        return .object(object)
-    }
-
-    /// ``json``'s text, written directly, with the changes' texts when the
-    /// caller has them already (``ChangeRecord/jsonBytes``, one per change,
-    /// in order): a push writes each change once.
+    /// The push's JSON text (members in name order), with the changes'
+    /// texts when the caller has them already (``ChangeRecord/jsonBytes``,
+    /// one per change, in order): a push writes each change once.
     public func body(changeTexts: [[UInt8]]? = nil) -> [UInt8] {
         precondition(changeTexts == nil || changeTexts!.count == changes.count, "one text per change")
         var output: [UInt8] = []
@@ -81,49 +73,46 @@ public struct PushRequest: Sendable, Equatable {
         return output
     }
 
-    public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json else { throw Wire.Problem("the push must be a JSON object") }
-        try self.init(object: object, scanned: nil)
+    /// Reads a push (see ``Wire/ReadError``); its checks, in order: the
+    /// device, the range, the changes (an array of at most
+    /// ``Wire/maxPushChanges``, exactly the range, each valid and numbered
+    /// in order), then `base`, `since`, `epoch` and `key`.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        let reading = try MessageReading.read(bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true)
+        do throws(Wire.Problem) {
+            try self.init(reading)
+        } catch {
+            throw .invalid(error)
+        }
     }
 
-    /// A push from its members; its changes from `object["changes"]`, or
-    /// `scanned` when ``scanned(_:)`` read them already (checked the same way).
-    init(object: [String: JSONValue], scanned: [ChangeRecord]?) throws(Wire.Problem) {
+    private init(_ reading: MessageReading) throws(Wire.Problem) {
+        guard reading.isObject else { throw Wire.Problem("the push must be a JSON object") }
+        let object = reading.members
         guard let device = object["device"]?.stringValue, HLCTimestamp.isValidDevice(device) else {
             throw Wire.Problem("the push needs \"device\", this device's id (1 to 64 of A-Z a-z 0-9 . _ : -)")
         }
         guard let from = object["from"]?.intValue, let to = object["to"]?.intValue, from >= 1, to >= from else {
             throw Wire.Problem("the push needs \"from\" and \"to\", with 1 <= from <= to")
         }
-        let items: [JSONValue]
-        if scanned != nil {
-            items = []
-        } else {
-            guard case .array(let array)? = object["changes"] else { throw Wire.Problem("the push needs \"changes\", an array") }
-            items = array
-        }
-        let count = scanned?.count ?? items.count
+        guard reading.hasChanges else { throw Wire.Problem("the push needs \"changes\", an array") }
+        let count = reading.count
         // The range must be exactly the changes sent (never trust it to size anything).
         guard count <= Wire.maxPushChanges else { throw Wire.Problem("a push holds at most \(Wire.maxPushChanges) changes") }
         guard to - from == Int64(count) - 1 else {
             throw Wire.Problem("\"from\" \(from) to \"to\" \(to) is not the \(count) change(s) sent")
         }
-        var changes: [ChangeRecord] = []
-        changes.reserveCapacity(count)
-        for offset in 0..<count {
-            let change = if let scanned { scanned[offset] } else { try ChangeRecord(json: items[offset]) }
-            guard change.sequence == from + Int64(offset) else {
-                throw Wire.Problem("the changes must be numbered \(from) to \(to), in order, with none missing")
-            }
-            changes.append(change)
+        for (offset, change) in reading.changes.enumerated() where change.sequence != from + Int64(offset) {
+            throw Wire.Problem("the changes must be numbered \(from) to \(to), in order, with none missing")
         }
+        if let first = reading.problems.first { throw first.change.problem }
         let base = object["base"]?.stringValue
         if let base, !Wire.isDigest(base) { throw Wire.Problem("\"base\" must be a change digest (16 hex digits)") }
         let since = object["since"]?.intValue
         if let since, since < 0 { throw Wire.Problem("\"since\" must be a cursor (0 or more)") }
         let epoch = object["epoch"]?.stringValue
         if let epoch, epoch.utf8.count > 64 { throw Wire.Problem("\"epoch\" is at most 64 bytes") }
-        self.init(device: device, from: from, to: to, changes: changes, base: base, since: since, epoch: epoch,
+        self.init(device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
                   keyID: try Wire.keyID(in: object))
     }
 }
@@ -170,14 +159,8 @@ public struct RelayRequest: Sendable, Equatable {
         self.keyID = keyID
     }
 
-    public var json: JSONValue {
-        var object: [String: JSONValue] = ["records": .array(records.map(\.json))]
-        if let keyID { object["key"] = .string(keyID) }
-        return .object(object)
-    }
-
-    /// ``json``'s text, with the records' texts when the caller has them
-    /// (``ChangeRecord/jsonBytes``, one per record, in order).
+    /// The relay's JSON text, with the records' texts when the caller has
+    /// them (``ChangeRecord/jsonBytes``, one per record, in order).
     public func body(recordTexts: [[UInt8]]? = nil) -> [UInt8] {
         precondition(recordTexts == nil || recordTexts!.count == records.count, "one text per record")
         var output: [UInt8] = []
@@ -196,14 +179,17 @@ public struct RelayRequest: Sendable, Equatable {
         return output
     }
 
-    public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json, case .array(let items)? = object["records"] else {
-            throw Wire.Problem("a relay needs \"records\", an array")
+    /// Reads a relay (see ``Wire/ReadError``): `records`, an array of at
+    /// most ``Wire/maxPushChanges`` valid records, then `key`.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        let reading = try MessageReading.read(bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
+        do throws(Wire.Problem) {
+            guard reading.isObject, reading.hasChanges else { throw Wire.Problem("a relay needs \"records\", an array") }
+            guard reading.count <= Wire.maxPushChanges else { throw Wire.Problem("a relay holds at most \(Wire.maxPushChanges) records") }
+            if let first = reading.problems.first { throw first.change.problem }
+            self.init(records: reading.changes, keyID: try Wire.keyID(in: reading.members))
+        } catch {
+            throw .invalid(error)
         }
-        guard items.count <= Wire.maxPushChanges else { throw Wire.Problem("a relay holds at most \(Wire.maxPushChanges) records") }
-        var records: [ChangeRecord] = []
-        records.reserveCapacity(items.count)
-        for item in items { records.append(try ChangeRecord(json: item)) }
-        self.init(records: records, keyID: try Wire.keyID(in: object))
     }
 }

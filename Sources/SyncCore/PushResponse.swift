@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// A value that lost in a push: a pushed value older than the server's, or a

@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// What the server of an end-to-end encrypted account checks

@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// The JSON of the sync protocol (`/v1/push`, `/v1/pull`), shared by client and

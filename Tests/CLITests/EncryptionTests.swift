@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Model
 import Storage
 import SyncClient
@@ -365,7 +366,7 @@ extension EncryptionTests {
         let oldCipher = RecordCipher(try AccountKey(recoveryCode: oldCode))
         let newCipher = RecordCipher(try AccountKey(recoveryCode: newCode))
         let stored = try Database(path: world.db, mode: .readOnly).query("SELECT collection, key, fields, versions FROM records") { row in
-            try ChangeRecord(json: JSONValue.parse(#"{"seq":1,"collection":"\#(row.string(0) ?? "")","key":"\#(row.string(1) ?? "")","fields":\#(row.string(2) ?? "{}"),"versions":\#(row.string(3) ?? "{}")}"#))
+            try Wire.read(#"{"seq":1,"collection":"\#(row.string(0) ?? "")","key":"\#(row.string(1) ?? "")","fields":\#(row.string(2) ?? "{}"),"versions":\#(row.string(3) ?? "{}")}"#, ChangeRecord.init(reading:))
         }.filter { !$0.state.fields.isEmpty }
         #expect(!stored.isEmpty)
         #expect(stored.allSatisfy { (try? oldCipher.open($0)) == nil }, "a record written after the rotation opens with the old key")

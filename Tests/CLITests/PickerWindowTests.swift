@@ -1,5 +1,6 @@
 import Desktop
 import Foundation
+import JSON
 import Model
 import Testing
 import TestSupport

@@ -1,3 +1,4 @@
+import JSON
 import Testing
 @testable import Model
 
@@ -26,7 +27,7 @@ import Testing
     @Test func jsonEscapesTerminalControls() throws {
         for text in ["esc\u{1B}[31m", "c1\u{9B}", "bidi\u{202E}x", "del\u{7F}", "plain ü 浏览器", "line\u{2028}"] {
             let json = JSONValue.string(text).jsonText
-            #expect(!json.unicodeScalars.contains { DisplayText.isUnsafe($0) }, "\(json.debugDescription)")
+            #expect(!json.unicodeScalars.contains { $0.isUnsafeToDisplay }, "\(json.debugDescription)")
             #expect(try JSONValue.parse(json) == .string(text))
         }
     }

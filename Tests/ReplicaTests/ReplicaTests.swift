@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Model
 import Storage
 import SyncCore

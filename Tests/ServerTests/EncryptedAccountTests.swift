@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JSON
 import Model
 import SyncCore
 import Testing
@@ -97,7 +98,7 @@ import TestSupport
         }
         // A relay is held to the same rule.
         let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])], keyID: Self.firstKey)
-        let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: Array(relay.json.jsonText.utf8))
+        let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: relay.body())
         #expect(relayed.status == 409 && relayed.errorCode == "encryption_required")
         #expect(try laptop.pullAll().records.count == 2)
     }
@@ -144,7 +145,7 @@ import TestSupport
         let push = try desktop.push([Self.sealed(desktop, "two")])
         #expect(push.status == 409 && push.errorCode == "key_rotated" && push.errorMessage.contains("brsync key add"), "\(push.text)")
         let relay = RelayRequest(records: [Self.sealed(desktop, "three")], keyID: Self.firstKey)
-        let relayed = try desktop.client.send(method: "POST", target: "/v1/relay", headers: desktop.authorization, body: Array(relay.json.jsonText.utf8))
+        let relayed = try desktop.client.send(method: "POST", target: "/v1/relay", headers: desktop.authorization, body: relay.body())
         #expect(relayed.status == 409 && relayed.errorCode == "key_rotated")
         let pull = try desktop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.firstKey)", headers: desktop.authorization)
         #expect(pull.status == 409 && pull.errorCode == "key_rotated")
@@ -163,7 +164,7 @@ import TestSupport
         #expect(try laptop.push([Self.sealed(laptop, "five")]).status == 200)
         let page = try laptop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.secondKey)", headers: laptop.authorization)
         #expect(page.status == 200 && page.text.contains(Self.secondKey))
-        #expect(try PullResponse(json: try JSONValue.parse(page.text)).changes.count == 1, "only what was sealed with the new key")
+        #expect(try Wire.read(page.text, PullResponse.init(reading:)).changes.count == 1, "only what was sealed with the new key")
     }
 
     /// Bad requests to encrypt: refused with what is wrong, and the account stays readable.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTP
+import JSON
 import Model
 import SyncCore
 import Testing
@@ -252,7 +253,7 @@ final class BinaryServer: @unchecked Sendable {
         let fixture = try ServerFixture()
         let device = try fixture.device("alice", "laptop", clientDevice: "d")
         let change = device.change("a.example", ["browser": .string("x")])
-        let body = PushRequest(device: "d", from: 1, to: 1, changes: [change]).json.jsonText
+        let body = String(decoding: PushRequest(device: "d", from: 1, to: 1, changes: [change]).body(), as: UTF8.self)
         let connection = try RawConnection(port: fixture.port, caFile: fixture.caFile)
         try connection.send("POST /v1/push HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(device.token)\r\nExpect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
         let interim = try connection.readAll(milliseconds: 500)
@@ -336,7 +337,7 @@ final class BinaryServer: @unchecked Sendable {
         let mallory = try fixture.device("mallory", "m")
         let alice = try fixture.device("alice", "a")
         #expect(try mallory.push([mallory.change("x.example", ["browser": .string("x")], skewMilliseconds: 299_000)]).status == 200)
-        let page = try PullResponse(json: try JSONValue.parse(try alice.pull().text))
+        let page = try Wire.read(try alice.pull().text, PullResponse.init(reading:))
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         #expect(abs(page.clock.wallMillis - now) < 5_000, "the server's clock is its wall clock: \(page.clock.wallMillis - now) ms off")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JSON
 import Logging
 import Model
 import Net
@@ -110,7 +111,7 @@ final class TestDevice: @unchecked Sendable {
         }
         let request = PushRequest(device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
                                   base: from == 1 ? nil : base, keyID: keyID)
-        return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: Array(request.json.jsonText.utf8))
+        return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: request.body())
     }
 
     func pull(since: Int64 = 0, limit: Int? = nil) throws -> HTTPResponseParser.ParsedResponse {
@@ -126,7 +127,7 @@ final class TestDevice: @unchecked Sendable {
         while true {
             let response = try pull(since: cursor, limit: limit)
             guard response.status == 200 else { throw WireError(code: "status", message: "\(response.status): \(response.text)") }
-            let page = try PullResponse(json: try JSONValue.parse(response.text))
+            let page = try Wire.read(response.text, PullResponse.init(reading:))
             pages += 1
             for change in page.changes { records["\(change.collection.rawValue)/\(change.key)"] = change }
             cursor = page.next

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Model
 import Postgres
 import SyncCore
@@ -36,9 +37,10 @@ import TestSupport
         // Tokens still work, and a pull reads the same page, cursor and epoch.
         #expect(try postgres.authenticate(token: laptop.token).name == "laptop")
         for since in [Int64(0), 7, 21] {
-            let before = try PullResponse(json: try JSONValue.parse(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self)))
-            let after = try PullResponse(json: try JSONValue.parse(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100,
-                                                                                                                 clientDevice: nil, clientEpoch: nil, reconciling: false, clientProtocol: 2, clientKeyID: nil), as: UTF8.self)))
+            let before = try Wire.read(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self), PullResponse.init(reading:))
+            let after = try Wire.read(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                                                                             reconciling: false, clientProtocol: 2, clientKeyID: nil), as: UTF8.self),
+                                      PullResponse.init(reading:))
             #expect(before.changes == after.changes && before.next == after.next && before.epoch == after.epoch)
         }
         // The laptop goes on from its next change number: no gap, no divergence.

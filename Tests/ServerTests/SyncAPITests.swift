@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JSON
 import Model
 import Net
 import SyncCore
@@ -90,7 +91,7 @@ import TestSupport
         var seen: [Int64] = []
         var pages = 0
         while true {
-            let page = try PullResponse(json: try #require(device.pull(since: cursor, limit: 10).json))
+            let page = try Wire.read(try device.pull(since: cursor, limit: 10).text, PullResponse.init(reading:))
             seen += page.changes.map(\.sequence)
             cursor = page.next
             pages += 1
@@ -98,7 +99,7 @@ import TestSupport
         }
         #expect(pages == 3)
         #expect(seen == Array(1...25))
-        let empty = try PullResponse(json: try #require(device.pull(since: cursor).json))
+        let empty = try Wire.read(try device.pull(since: cursor).text, PullResponse.init(reading:))
         #expect(empty.changes.isEmpty && !empty.more && empty.next == cursor)
     }
 
@@ -215,7 +216,7 @@ import TestSupport
         var mirror: [String: ChangeRecord] = [:]
         while true {
             let writersDone = finished.isSet // read before pulling: a drain after this sees every commit
-            let page = try PullResponse(json: try #require(reader.pull(since: cursor, limit: 7).json))
+            let page = try Wire.read(try reader.pull(since: cursor, limit: 7).text, PullResponse.init(reading:))
             for change in page.changes {
                 #expect(change.sequence > cursor)
                 mirror[change.key] = change
@@ -265,7 +266,7 @@ extension StoredRecordTests {
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
             let text = try fixture.store.pullText(token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
                                                   reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil)
-            let page = try PullResponse(json: try JSONValue.parse(String(decoding: text, as: UTF8.self)))
+            let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
             let expected = Array(stored.filter { $0.sequence > since }.prefix(limit))
             #expect(page.changes == expected)
             #expect(page.more == (stored.filter { $0.sequence > since }.count > limit))

@@ -1,6 +1,7 @@
 import BrsyncServer
 import Foundation
 import HTTP
+import JSON
 import Logging
 import Model
 import Net

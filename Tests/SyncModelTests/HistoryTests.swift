@@ -1,5 +1,6 @@
 import BrsyncServer
 import Foundation
+import JSON
 import Model
 import Replica
 import Storage

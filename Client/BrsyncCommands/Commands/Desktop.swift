@@ -1,6 +1,7 @@
 import ArgumentParser
 import Desktop
 import Glibc
+import JSON
 import Model
 import Replica
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import JSON
 import Model
 import Replica
 import SyncCore

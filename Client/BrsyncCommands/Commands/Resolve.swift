@@ -1,5 +1,6 @@
 import ArgumentParser
 import Desktop
+import JSON
 import Model
 import Replica
 

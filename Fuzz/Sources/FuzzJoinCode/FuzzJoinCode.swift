@@ -2,7 +2,7 @@ import Model
 import SyncClient
 import SyncCore
 
-/// Reads the input as the codes a user pastes (issue 13): a join code and a
+/// Reads the input as the codes a user pastes: a join code and a
 /// recovery code, and the sealed-form check the server runs on every change
 /// of an encrypted account. Whatever reads must read back as itself.
 func fuzzJoinCode(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -14,7 +14,7 @@ func fuzzJoinCode(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let key = try? AccountKey(recoveryCode: text) {
         precondition((try? AccountKey(recoveryCode: key.recoveryCode)) == key, "a recovery code changed in a round trip")
     }
-    if let json = try? JSONValue.parse(text), let change = try? ChangeRecord(json: json) {
+    if let change = try? Wire.read(text, ChangeRecord.init(reading:)) {
         // Either refused with a reason or in the sealed form; never a crash.
         if Wire.sealedProblem(change) == nil && !change.state.fields.isEmpty {
             precondition(Wire.isHiddenKey(change.key) && change.state.fields[Wire.sealedKeyField] != nil)

@@ -1,7 +1,7 @@
 import Foundation
+import JSON
 import Testing
 import TestSupport
-@testable import Model
 
 @Suite struct JSONValueTests {
     static let documents: [(String, JSONValue)] = [

@@ -3,10 +3,10 @@
 /// of records, and the tree's dictionaries cost more than the reading).
 ///
 /// It reads exactly what ``JSONValue/parse(utf8:)`` reads, with the same
-/// nesting limit. A decoder built on it reads the shapes it expects and
-/// throws on anything else; its caller then parses the text again with
-/// ``JSONValue/parse(utf8:)`` and decodes the tree, which says what is wrong:
-/// one set of error messages, whichever way the text was read.
+/// nesting limit and the same errors. A decoder built on it looks at the
+/// next value (``peek()``) before it takes a shape, and reads what it does
+/// not expect as a ``value()``: text that is JSON is read to its end, so an
+/// error in the JSON always wins over what the document means.
 public struct JSONScanner {
     private var reader: JSONReader
     private var depth = 0
@@ -23,6 +23,13 @@ public struct JSONScanner {
         guard reader.index < reader.bytes.count, reader.bytes[reader.index] == byte else { return false }
         reader.index += 1
         return true
+    }
+
+    /// The first byte of the next value (after white space), without reading
+    /// it: `{` for an object, `[` for an array, `"` for a string; nil at the end.
+    public mutating func peek() -> UInt8? {
+        reader.skipWhitespace()
+        return reader.index < reader.bytes.count ? reader.bytes[reader.index] : nil
     }
 
     /// Reads `{`; false when the object is empty (its `}` read too).

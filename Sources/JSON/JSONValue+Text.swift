@@ -67,7 +67,7 @@ extension JSONValue {
 
     /// Writes `text` as a JSON string: quotes, backslashes and control
     /// characters escaped, and also DEL, the C1 controls and the bidirectional
-    /// controls (``DisplayText``), so JSON printed on a terminal cannot carry
+    /// controls (``Swift/Unicode/Scalar/isUnsafeToDisplay``), so JSON printed on a terminal cannot carry
     /// an escape sequence or reorder what is shown; the value is unchanged.
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
@@ -90,7 +90,7 @@ extension JSONValue {
         // Most strings have none of the escaped scalars above U+007E: one pass of bytes.
         if utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) {
             for scalar in text.unicodeScalars {
-                if scalar.value >= 0x7F && DisplayText.isUnsafe(scalar) {
+                if scalar.value >= 0x7F && scalar.isUnsafeToDisplay {
                     let value = Int(scalar.value)
                     output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), hex[value >> 12 & 15], hex[value >> 8 & 15], hex[value >> 4 & 15], hex[value & 15]]
                 } else {
@@ -332,5 +332,20 @@ struct JSONReader {
             throw ParseError(offset: start, reason: "a number out of range")
         }
         return .double(number)
+    }
+}
+
+extension Unicode.Scalar {
+    /// Whether showing this scalar on a terminal or in another program's
+    /// window could change what is shown: a control character (which can move
+    /// the cursor, retitle the terminal or hide text through escape sequences)
+    /// or a bidirectional control (which reorders the text around it). JSON
+    /// text escapes these, and Model's `DisplayText` replaces them.
+    public var isUnsafeToDisplay: Bool {
+        switch value {
+        case 0..<0x20, 0x7F...0x9F: return true
+        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 }

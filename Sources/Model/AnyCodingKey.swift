@@ -1,0 +1,29 @@
+import JSON
+
+/// A coding key for any string, used to walk objects with unknown keys.
+struct AnyCodingKey: CodingKey, Hashable {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { return nil }
+}
+
+extension KeyedDecodingContainer where K == AnyCodingKey {
+    /// Every key of the object that is not in `known`, with its value.
+    func unknownFields(excluding known: Set<String>) throws -> [String: JSONValue] {
+        var extra: [String: JSONValue] = [:]
+        for key in allKeys where !known.contains(key.stringValue) {
+            extra[key.stringValue] = try decode(JSONValue.self, forKey: key)
+        }
+        return extra
+    }
+}
+
+extension KeyedEncodingContainer where K == AnyCodingKey {
+    mutating func encodeUnknownFields(_ extra: [String: JSONValue], excluding known: Set<String>) throws {
+        for (key, value) in extra where !known.contains(key) {
+            try encode(value, forKey: AnyCodingKey(key))
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import JSON
+
+/// `POST /v1/account/encrypt`: make the account end-to-end encrypted with the
+/// key `keyID`, or rotate it from `replacing`, if the account holds no record
+/// after `seen` (docs/protocol.md).
+public struct EncryptRequest: Sendable, Equatable {
+    /// The id of the new account key (16 hex digits).
+    public var keyID: String
+    /// The id of the key it replaces (a rotation).
+    public var replacing: String?
+    /// The account sequence the asking replica has pulled through: the
+    /// server refuses (`account_moved`) while it holds later records.
+    public var seen: Int64?
+    /// The account the asking replica's key belongs to, when it knows it:
+    /// the server refuses (`other_account`) a change to another account.
+    public var account: String?
+
+    public init(keyID: String, replacing: String? = nil, seen: Int64? = nil, account: String? = nil) {
+        self.keyID = keyID
+        self.replacing = replacing
+        self.seen = seen
+        self.account = account
+    }
+
+    public var body: [UInt8] {
+        var object: [String: JSONValue] = ["key": .string(keyID)]
+        if let replacing { object["replaces"] = .string(replacing) }
+        if let seen { object["seen"] = .int(seen) }
+        if let account { object["account"] = .string(account) }
+        return Array(JSONValue.object(object).jsonText.utf8)
+    }
+
+    private static let needsKey = #"the body must be {"key": ID} (an account key's id, 16 hex digits)"#
+
+    /// Reads a request; its checks, in order: `key`, `replaces`, `account`, `seen`.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(utf8: bytes)
+        } catch {
+            throw .notJSON(error)
+        }
+        guard case .object(let object) = json else {
+            throw .invalid(Wire.Problem(Self.needsKey))
+        }
+        do throws(Wire.Problem) {
+            try self.init(object)
+        } catch {
+            throw .invalid(error)
+        }
+    }
+
+    private init(_ object: [String: JSONValue]) throws(Wire.Problem) {
+        guard let keyID = object["key"]?.stringValue, Wire.isKeyID(keyID) else {
+            throw Wire.Problem(Self.needsKey)
+        }
+        self.init(keyID: keyID)
+        if let old = object["replaces"] {
+            guard let text = old.stringValue, Wire.isKeyID(text) else { throw Wire.Problem(#""replaces" must be an account key's id"#) }
+            replacing = text
+        }
+        if let value = object["account"] {
+            guard let text = value.stringValue, text.utf8.count <= 64 else { throw Wire.Problem(#""account" must be an account id"#) }
+            account = text
+        }
+        if let value = object["seen"] {
+            guard let number = value.intValue, number >= 0 else {
+                throw Wire.Problem(#""seen" must be an account sequence (a whole number, 0 or more)"#)
+            }
+            seen = number
+        }
+    }
+}
+
+/// The answer to ``EncryptRequest``: whether the account changed (the server
+/// deleted its records then), and the key it is sealed with now.
+public struct EncryptResponse: Sendable, Equatable {
+    public var changed: Bool
+    public var keyID: String
+
+    public init(changed: Bool, keyID: String) {
+        self.changed = changed
+        self.keyID = keyID
+    }
+
+    public var json: JSONValue { .object(["encrypted": .bool(true), "changed": .bool(changed), "key": .string(keyID)]) }
+
+    public init(json: JSONValue) throws(Wire.Problem) {
+        guard case .object(let object) = json, let changed = object["changed"]?.boolValue, let keyID = object["key"]?.stringValue else {
+            throw Wire.Problem("the answer to the encryption request has no 'changed' and 'key'")
+        }
+        self.init(changed: changed, keyID: keyID)
+    }
+}

@@ -1,0 +1,317 @@
+import JSON
+
+/// The one reader of each sync message (a push, a relay, a pull page, a
+/// stored record), straight from its text with ``JSONScanner``: a push of
+/// 10,000 sealed rules is 11 MB, and building the ``JSONValue`` tree first
+/// (eleven dictionaries a record) cost more than everything the server then
+/// does with it.
+///
+/// Reading goes to the end of the text before anything is judged, so an
+/// error in the JSON always wins over what the document means; what the
+/// document means is then judged in a fixed order (the order the messages
+/// below are listed in), so one document always gets the same message. A
+/// repeated member counts once, its last value, and unknown members are read
+/// and left alone, as RFC 8259 §4 lets a reader do.
+extension Wire {
+    /// Why a message could not be read.
+    public enum ReadError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The text is not JSON (RFC 8259).
+        case notJSON(JSONValue.ParseError)
+        /// The text is JSON but not a valid message.
+        case invalid(Problem)
+
+        public var description: String {
+            switch self {
+            case .notJSON(let error): return "\(error)"
+            case .invalid(let problem): return problem.message
+            }
+        }
+    }
+
+    /// Reads `text` with `read` (one of the `init(reading:)`s).
+    public static func read<Message>(_ text: String, _ read: (UnsafeBufferPointer<UInt8>) throws(ReadError) -> Message) throws(ReadError) -> Message {
+        var text = text
+        let result = text.withUTF8 { bytes in Result { () throws(ReadError) in try read(bytes) } }
+        return try result.get()
+    }
+
+    /// `bytes` as one document read by `read`, which must read one value.
+    static func document<Value>(_ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout JSONScanner) throws(JSONValue.ParseError) -> Value)
+        throws(ReadError) -> Value {
+        var scanner = JSONScanner(bytes)
+        do {
+            let value = try read(&scanner)
+            try scanner.end()
+            return value
+        } catch {
+            throw .notJSON(error)
+        }
+    }
+}
+
+/// What a part of a record read to, or what is wrong with it, worded once
+/// the record's context ("change 7", "a stored record") is known.
+enum Reading<Value> {
+    case value(Value)
+    case problem((_ context: String) -> String)
+
+    func get(_ context: String) throws(Wire.Problem) -> Value {
+        switch self {
+        case .value(let value): return value
+        case .problem(let message): throw Wire.Problem(message(context))
+        }
+    }
+}
+
+extension StampedValue {
+    /// A register from its members `"s"` (the stamp) and `"v"` (the value);
+    /// both nil when it is not an object.
+    static func reading(stamp: JSONValue?, value: JSONValue?) -> Reading<StampedValue> {
+        guard let value else { return .problem { "\($0) needs \"v\"" } }
+        guard let text = stamp?.stringValue, let parsed = HLCTimestamp(text: text) else { return .problem { "\($0) needs \"s\", an HLC stamp" } }
+        return .value(StampedValue(value, stamp: parsed))
+    }
+
+    /// `{"s": STAMP, "v": VALUE}`.
+    static func read(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Reading<StampedValue> {
+        guard scanner.peek() == UInt8(ascii: "{") else {
+            _ = try scanner.value()
+            return reading(stamp: nil, value: nil)
+        }
+        var stamp: JSONValue?
+        var value: JSONValue?
+        if try scanner.beginObject() {
+            repeat {
+                switch try scanner.name() {
+                case "s": stamp = try scanner.value()
+                case "v": value = try scanner.value()
+                default: _ = try scanner.value()
+                }
+            } while try scanner.nextMember()
+        }
+        return reading(stamp: stamp, value: value)
+    }
+
+    /// A register inside a tree already parsed (a push answer's conflicts).
+    public init(json: JSONValue, context: String) throws(Wire.Problem) {
+        guard case .object(let parts) = json else {
+            self = try Self.reading(stamp: nil, value: nil).get(context)
+            return
+        }
+        self = try Self.reading(stamp: parts["s"], value: parts["v"]).get(context)
+    }
+}
+
+extension RecordState {
+    /// `{"name": {"s": STAMP, "v": VALUE}, …}`: at most ``Wire/maxFields``
+    /// fields (and encryption's own), each name and value within the limits.
+    static func readFields(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Reading<[String: StampedValue]> {
+        let limit = Wire.maxFields + Wire.maxSealedExtraFields
+        let notFields: Reading<[String: StampedValue]> = .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" }
+        guard scanner.peek() == UInt8(ascii: "{") else {
+            _ = try scanner.value()
+            return notFields
+        }
+        var fields: [String: StampedValue] = [:]
+        var problems: [String: (String) -> String] = [:]
+        if try scanner.beginObject() {
+            repeat {
+                let name = try scanner.name()
+                guard fields.count + problems.count <= limit else {
+                    _ = try scanner.value()
+                    continue
+                }
+                let register = try StampedValue.read(&scanner)
+                // A repeated name counts once, its last value.
+                if !problems.isEmpty { problems[name] = nil }
+                if name.isEmpty {
+                    problems[name] = { "\($0) has a field with no name" }
+                } else if let problem = Wire.problem(fieldName: name) {
+                    problems[name] = { "\($0): \(problem)" }
+                } else {
+                    switch register {
+                    case .problem(let message):
+                        problems[name] = { message("field \"\(name)\" of \($0)") }
+                    case .value(let stamped):
+                        if let problem = Wire.problem(value: stamped.value) {
+                            problems[name] = { "field \"\(name)\" of \($0): \(problem)" }
+                        } else {
+                            fields[name] = stamped
+                        }
+                    }
+                }
+                if !problems.isEmpty, problems[name] != nil { fields[name] = nil }
+            } while try scanner.nextMember()
+        }
+        if fields.count + problems.count > limit { return notFields }
+        // Of several, the first by name: one document, one message.
+        if let first = problems.min(by: { $0.key < $1.key }) { return .problem(first.value) }
+        return .value(fields)
+    }
+
+    /// `{"device": counter, …}`: at most ``Wire/maxVersionEntries`` devices.
+    static func readVersions(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Reading<VersionVector> {
+        guard scanner.peek() == UInt8(ascii: "{") else {
+            _ = try scanner.value()
+            return .problem { "\($0) needs \"versions\", an object" }
+        }
+        var counters: [String: UInt64] = [:]
+        var problems: [String: (String) -> String] = [:]
+        var tooMany = false
+        if try scanner.beginObject() {
+            repeat {
+                let device = try scanner.name()
+                let counter = try scanner.value()
+                guard !tooMany else { continue }
+                // A repeated device counts once, its last value.
+                if !problems.isEmpty { problems[device] = nil }
+                if !HLCTimestamp.isValidDevice(device) {
+                    problems[device] = { "\($0): a version vector names an invalid device id" }
+                } else if let value = counter.intValue, value >= 0 {
+                    counters[device] = UInt64(value)
+                } else {
+                    problems[device] = { "\($0): version of \"\(device)\" must be a count" }
+                }
+                if !problems.isEmpty, problems[device] != nil { counters[device] = nil }
+                tooMany = counters.count + problems.count > Wire.maxVersionEntries
+            } while try scanner.nextMember()
+        }
+        if tooMany { return .problem { "\($0): a version vector has more than \(Wire.maxVersionEntries) devices" } }
+        if let first = problems.min(by: { $0.key < $1.key }) { return .problem(first.value) }
+        return .value(VersionVector(counters))
+    }
+
+    /// A state from what was read of its fields and versions, checked in
+    /// that order, then the field count as a whole.
+    static func make(fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>, context: String) throws(Wire.Problem) -> RecordState {
+        let state = RecordState(fields: try fields.get(context), versions: try versions.get(context))
+        // Beyond maxFields, only encryption's own fields.
+        if let problem = Wire.fieldCountProblem(state) { throw Wire.Problem("\(context): \(problem)") }
+        return state
+    }
+
+    /// A state from the stored JSON text of its fields and versions (the
+    /// wire's form, which the stores keep).
+    public init(fieldsJSON: String, versionsJSON: String) throws(Wire.Problem) {
+        let fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>
+        do throws(Wire.ReadError) {
+            fields = try Wire.read(fieldsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readFields) }
+            versions = try Wire.read(versionsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readVersions) }
+        } catch {
+            throw Wire.Problem("a stored record is not JSON: \(error)")
+        }
+        self = try Self.make(fields: fields, versions: versions, context: "a stored record")
+    }
+}
+
+extension ChangeRecord {
+    /// One change: `{"seq", "collection", "key", "fields", "versions"}`, or
+    /// what is wrong with it and its `"seq"` when it has one.
+    static func read(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Result<ChangeRecord, ChangeProblem> {
+        guard scanner.peek() == UInt8(ascii: "{") else {
+            _ = try scanner.value()
+            return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change must be an object")))
+        }
+        var sequence: JSONValue?, collection: JSONValue?, key: JSONValue?
+        var fields: Reading<[String: StampedValue]> = .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" }
+        var versions: Reading<VersionVector> = .problem { "\($0) needs \"versions\", an object" }
+        if try scanner.beginObject() {
+            repeat {
+                switch try scanner.name() {
+                case "seq": sequence = try scanner.value()
+                case "collection": collection = try scanner.value()
+                case "key": key = try scanner.value()
+                case "fields": fields = try RecordState.readFields(&scanner)
+                case "versions": versions = try RecordState.readVersions(&scanner)
+                default: _ = try scanner.value()
+                }
+            } while try scanner.nextMember()
+        }
+        let number = sequence?.intValue
+        do throws(Wire.Problem) {
+            guard let number else { throw Wire.Problem("a change needs \"seq\", a number") }
+            guard let name = collection?.stringValue, let collection = RecordCollection(rawValue: name) else {
+                throw Wire.Problem("a change needs \"collection\": browsers, rules or settings")
+            }
+            guard let key = key?.stringValue else { throw Wire.Problem("a change needs \"key\", a string") }
+            if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
+            let state = try RecordState.make(fields: fields, versions: versions, context: "change \(number)")
+            return .success(ChangeRecord(sequence: number, collection: collection, key: key, state: state))
+        } catch {
+            return .failure(ChangeProblem(sequence: number, problem: error))
+        }
+    }
+
+    /// A change that is not valid: why, and its `"seq"` when it has one.
+    struct ChangeProblem: Error {
+        var sequence: Int64?
+        var problem: Wire.Problem
+    }
+
+    /// One change as a document of its own.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        switch try Wire.document(bytes, Self.read) {
+        case .success(let change): self = change
+        case .failure(let failure): throw .invalid(failure.problem)
+        }
+    }
+}
+
+/// The members of a message's object, its array of changes read as changes.
+struct MessageReading {
+    var isObject = false
+    var members: [String: JSONValue] = [:]
+    /// Whether the changes' member is there and an array.
+    var hasChanges = false
+    var count = 0
+    /// The valid changes, in order (for a push or relay: those before the first problem).
+    var changes: [ChangeRecord] = []
+    /// The changes that are not valid, with their place in the array.
+    var problems: [(index: Int, change: ChangeRecord.ChangeProblem)] = []
+
+    /// - Parameters:
+    ///   - changesName: the member holding the changes.
+    ///   - limit: most changes read; past it they are counted, not read.
+    ///   - untilProblem: stop reading changes at the first that is not valid (a
+    ///     push and a relay are refused whole; a pull page sets it aside).
+    static func read(_ bytes: UnsafeBufferPointer<UInt8>, changesName: String, limit: Int, untilProblem: Bool) throws(Wire.ReadError) -> MessageReading {
+        try Wire.document(bytes) { scanner throws(JSONValue.ParseError) in
+            var reading = MessageReading()
+            guard scanner.peek() == UInt8(ascii: "{") else {
+                _ = try scanner.value()
+                return reading
+            }
+            reading.isObject = true
+            guard try scanner.beginObject() else { return reading }
+            repeat {
+                let name = try scanner.name()
+                guard name == changesName else {
+                    reading.members[name] = try scanner.value()
+                    continue
+                }
+                reading.hasChanges = false
+                reading.count = 0
+                reading.changes = []
+                reading.problems = []
+                guard scanner.peek() == UInt8(ascii: "[") else {
+                    _ = try scanner.value()
+                    continue
+                }
+                reading.hasChanges = true
+                guard try scanner.beginArray() else { continue }
+                repeat {
+                    defer { reading.count += 1 }
+                    guard reading.count < limit, !(untilProblem && !reading.problems.isEmpty) else {
+                        _ = try scanner.value()
+                        continue
+                    }
+                    switch try ChangeRecord.read(&scanner) {
+                    case .success(let change): reading.changes.append(change)
+                    case .failure(let problem): reading.problems.append((reading.count, problem))
+                    }
+                } while try scanner.nextElement()
+            } while try scanner.nextMember()
+            return reading
+        }
+    }
+}
