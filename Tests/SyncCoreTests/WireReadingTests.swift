@@ -13,10 +13,17 @@ import Testing
         Result { () throws(Wire.ReadError) in try Wire.read(text, PushRequest.init(reading:)) }
     }
 
-    static func message(_ text: String) -> String? {
-        guard case .failure(let error) = readPush(text) else { return nil }
-        return error.description
+    /// What reading `text` with `read` says is wrong, or nil when it reads.
+    static func message<Message>(_ text: String, _ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message) -> String? {
+        do throws(Wire.ReadError) {
+            _ = try Wire.read(text, read)
+            return nil
+        } catch {
+            return error.description
+        }
     }
+
+    static func message(_ text: String) -> String? { message(text, PushRequest.init(reading:)) }
 
     static func replacing(_ old: String, _ new: String) -> String {
         precondition(push.contains(old), old)
@@ -118,14 +125,7 @@ import Testing
     }
 
     @Test func aRelayIsRefusedWithOneMessage() {
-        func message(_ text: String) -> String? {
-            do throws(Wire.ReadError) {
-                _ = try Wire.read(text, RelayRequest.init(reading:))
-                return nil
-            } catch {
-                return error.description
-            }
-        }
+        func message(_ text: String) -> String? { Self.message(text, RelayRequest.init(reading:)) }
         #expect(message(#"{"records":[\#(Self.change)]}"#) == nil)
         #expect(message(#"{"records":{}}"#) == #"a relay needs "records", an array"#)
         #expect(message("[]") == #"a relay needs "records", an array"#)
@@ -165,14 +165,7 @@ import Testing
     }
 
     @Test func anEncryptRequestSaysWhatIsWrong() throws {
-        func message(_ text: String) -> String? {
-            do throws(Wire.ReadError) {
-                _ = try Wire.read(text, EncryptRequest.init(reading:))
-                return nil
-            } catch {
-                return error.description
-            }
-        }
+        func message(_ text: String) -> String? { Self.message(text, EncryptRequest.init(reading:)) }
         let asked = EncryptRequest(keyID: "0123456789abcdef", replacing: "fedcba9876543210", seen: 12, account: "acct")
         #expect(try asked.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try EncryptRequest(reading: bytes) } == asked)
         let rows: [(String, String)] = [
