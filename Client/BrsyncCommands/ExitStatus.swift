@@ -28,28 +28,47 @@ public enum ExitStatus {
     public static let badAnswer: Int32 = 6
 
     /// The exit code for `error`, after printing its message; `root` is the
-    /// command whose usage errors and help are being reported.
+    /// command whose usage errors and help are being reported. When the run
+    /// asked for JSON (``Output/wantsJSON``), the failure is also printed on
+    /// standard output as `{"error": NAME, "exit": CODE, "message": TEXT}`,
+    /// NAME being ``name(of:)`` of the code.
     public static func report(_ error: any Error, root: any ParsableCommand.Type) -> Int32 {
+        let code: Int32
+        let message: String
         switch error {
         case let exit as ExitCode:
+            // The command said what it had to (resolve's "a picker would ask").
             return exit.rawValue
         case let failure as CLIFailure:
-            printError(failure.message)
-            return failure.code
+            (code, message) = (failure.code, failure.message)
         case is ReplicaError, is PatternProblem, is URLProblem, is PublicSuffixListProblem:
-            printError(message(of: error))
+            (code, message) = (Self.error, Self.message(of: error))
         default:
-            let code = root.exitCode(for: error)
-            let message = root.fullMessage(for: error)
-            if code == .success {
-                print(message)
+            let text = root.fullMessage(for: error)
+            if root.exitCode(for: error) == .success {
+                // --help and --version.
+                print(text)
                 return 0
             }
-            var text = message
-            if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-            writeToStandardError("brsync: error: " + DisplayText.printableLines(text) + "\n")
+            (code, message) = (Self.error, text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text)
         }
-        return Self.error
+        printError(message)
+        if Output.wantsJSON {
+            Output.json(.object(["error": .string(name(of: code)), "exit": .int(Int64(code)), "message": .string(message)]))
+        }
+        return code
+    }
+
+    /// What an exit code means, as a word for JSON.
+    public static func name(of code: Int32) -> String {
+        switch code {
+        case noMatch: return "no_match"
+        case pickerNeeded: return "picker_needed"
+        case unreachable: return "unreachable"
+        case refused: return "refused"
+        case badAnswer: return "bad_answer"
+        default: return "error"
+        }
     }
 
     /// The message `report` would print for `error` (for a notification).

@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -6,11 +7,26 @@ import Foundation
 #endif
 
 /// Writing to standard output: JSON for scripts, aligned tables for people.
-enum Output {
-    static func json<T: Encodable>(_ value: T) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+public enum Output {
+    /// Whether this run asked for JSON (`--json` before any `--`). A failure
+    /// is then a JSON object on standard output too (``ExitStatus/report(_:root:)``),
+    /// so a script reads one document whatever happened.
+    public static var wantsJSON: Bool {
+        CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
+    }
+
+    /// Prints `value` as one line of compact JSON, members in name order:
+    /// the one form of everything `--json` prints. Control and bidirectional
+    /// characters are escaped (``JSONValue/writeString(_:into:)``), so it is
+    /// safe on a terminal and the same text a script parses.
+    public static func json(_ value: JSONValue) {
+        Swift.print(value.jsonText)
+    }
+
+    /// ``json(_:)`` of a value with a `Codable` form (rules, browsers, an export).
+    public static func json(encoding value: some Encodable) throws {
+        let data = try JSONEncoder().encode(value)
+        json(try data.withUnsafeBytes { try JSONValue.parse(utf8: $0.bindMemory(to: UInt8.self)) })
     }
 
     /// Prints rows as columns separated by two spaces; the last column is not padded.

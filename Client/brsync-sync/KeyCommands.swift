@@ -119,15 +119,23 @@ struct KeyCommand: ParsableCommand {
 /// Changes the account's key with `client` (see
 /// ``SyncClient/changeAccountKey(to:announce:)``): says what is about to
 /// happen and prints the new key's recovery code alone on standard output
-/// before the server is asked, then what was kept and sent.
+/// before the server is asked (with `--json`, on standard error then, and
+/// in the JSON at the end), then what was kept and sent.
 func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, _ explanation: String, done: String) throws {
     let change: SyncClient.KeyChange
+    let newKey = AccountKey.generate()
     do {
-        change = try client.changeAccountKey(to: AccountKey.generate()) { key in
+        change = try client.changeAccountKey(to: newKey) { key in
             writeToStandardError(explanation + "\n\n")
-            print(key.recoveryCode)
-            // Out before the server is asked, whatever standard output is (a pipe or a file buffers).
-            fflush(nil) // every output stream: standard output among them
+            if options.json {
+                // Standard output holds one JSON document, written at the end
+                // (with the code in it); the code is shown now all the same.
+                writeToStandardError(key.recoveryCode + "\n")
+            } else {
+                print(key.recoveryCode)
+                // Out before the server is asked, whatever standard output is (a pipe or a file buffers).
+                fflush(nil) // every output stream: standard output among them
+            }
             writeToStandardError("\n")
         }
     } catch {
@@ -147,7 +155,7 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
         The server then deleted what it held under the old key; this machine kept every record and sent each one, sealed: \(change.after.relayed).
 
         """)
-    report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating)
+    report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)
 }
 
 /// A sync client for the replica's remote, without encryption or with `key`.

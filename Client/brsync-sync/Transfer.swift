@@ -47,10 +47,14 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
 
 /// Prints what a transfer did: one line (or JSON) on standard output, each
 /// problem as a warning on standard error.
-/// - Parameter rotated: the transfer was the first with a rotated key.
-func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOptions, encrypted: Bool, rotated: Bool = false) {
+/// - Parameters:
+///   - rotated: the transfer was the first with a rotated key.
+///   - recoveryCode: the new key's code, after a key change (in the JSON only;
+///     the text form printed it before the change).
+func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOptions, encrypted: Bool, rotated: Bool = false,
+            recoveryCode: String? = nil) {
     if options.json {
-        print(JSONValue.object([
+        var object: [String: JSONValue] = [
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)), "applied": .int(Int64(summary.applied)),
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
@@ -58,7 +62,9 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted),
             "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
-        ]).jsonText)
+        ]
+        if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
+        Output.json(.object(object))
     } else if !options.quiet {
         var parts: [String] = []
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }

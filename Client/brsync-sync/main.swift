@@ -8,14 +8,20 @@ do {
     var command = try BrsyncSync.parseAsRoot()
     try command.run()
 } catch let error as SyncError {
-    ExitStatus.printError(error.description)
-    switch error {
-    case .usage: exit(ExitStatus.error)
-    // Only "unreachable" is 4, which the sync timer takes as "offline, try later".
-    case .unreachable: exit(ExitStatus.unreachable)
-    case .refused: exit(ExitStatus.refused)
-    case .badAnswer: exit(ExitStatus.badAnswer)
-    }
+    exit(ExitStatus.report(error.failure, root: BrsyncSync.self))
 } catch {
     exit(ExitStatus.report(error, root: BrsyncSync.self))
+}
+
+extension SyncError {
+    /// The failure the CLI reports: only "unreachable" is 4, which the sync
+    /// timer takes as "offline, try later".
+    var failure: CLIFailure {
+        switch self {
+        case .usage: return CLIFailure(message: description)
+        case .unreachable: return CLIFailure(message: description, code: ExitStatus.unreachable)
+        case .refused: return CLIFailure(message: description, code: ExitStatus.refused)
+        case .badAnswer: return CLIFailure(message: description, code: ExitStatus.badAnswer)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Testing
 import TestSupport
 
@@ -15,6 +16,35 @@ import TestSupport
         #expect(badPattern.stderr.contains("invalid pattern 'ftp://x.com'"))
         let badURL = try cli.run("rules", "test", "x.com", "mailto:a@x.com")
         #expect(badURL.status == 2 && badURL.stderr.contains("not a web URL"))
+    }
+
+    /// Every `--json` prints one line of compact JSON, with what could
+    /// disturb a terminal escaped; a failure, too, is one JSON object.
+    @Test func everyJSONOutputIsOneLineAndFailuresAreJSONToo() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("browsers", "add", "tricky", "--name", "evil\u{202E}name", "--exec", "true %u")
+        for arguments in [["rules", "list", "--json"], ["browsers", "list", "--json"], ["status", "--json"], ["device", "--json"], ["log", "--json"],
+                          ["resolve", "--json", "https://github.com/x"]] {
+            let result = try cli.run(arguments)
+            #expect(result.status == 0 && result.stdout.split(separator: "\n").count == 1, "\(arguments): \(result)")
+            #expect(!result.stdout.unicodeScalars.contains { $0.isUnsafeToDisplay && $0 != "\n" }, "\(arguments): \(result.stdout)")
+            #expect((try? JSONValue.parse(result.stdout)) != nil, "\(arguments): \(result.stdout)")
+        }
+        #expect(try cli.run("browsers", "list", "--json").stdout.contains(#""name":"evil\u202ename""#))
+        // Failures: a usage error, a bad URL, an unknown browser.
+        for (arguments, message) in [(["rules", "list", "--json", "--bogus"], "Unknown option '--bogus'"),
+                                     (["resolve", "--json", "mailto:a@x.com"], "not a web URL"),
+                                     (["rules", "add", "x.example", "nosuch", "--json"], "Unknown option '--json'")] {
+            let result = try cli.run(arguments)
+            let failure = try JSONValue.parse(result.stdout)
+            guard case .object(let members) = failure else {
+                Issue.record("\(arguments): not an object: \(result.stdout)")
+                continue
+            }
+            #expect(result.status == 2 && members["error"] == .string("error") && members["exit"] == .int(2), "\(arguments): \(result)")
+            #expect(members["message"]?.stringValue?.contains(message) == true && result.stderr.contains(message), "\(arguments): \(result)")
+        }
     }
 
     struct ResolveJSON: Decodable {

@@ -121,7 +121,7 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/3") == true)
         #expect(try world.run("browsers", "list").stdout.contains("usable, hidden in picker"))
         let json = try world.run("browsers", "list", "--json").stdout
-        #expect(json.contains(#""hiddenInPicker" : true"#) && json.contains(#""pickerOrder" : 1"#), "\(json)")
+        #expect(json.contains(#""hiddenInPicker":true"#) && json.contains(#""pickerOrder":1"#), "\(json)")
         // A rule naming a hidden browser still opens it.
         #expect(try world.run("rules", "add", "hidden.example", "firefox").status == 0)
         #expect(try world.run("open", "https://hidden.example/").status == 0)

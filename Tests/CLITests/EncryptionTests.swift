@@ -135,8 +135,16 @@ extension EncryptionTests {
     @Test func aServerThatTampersWithRecordsIsCaughtRecordByRecord() throws {
         let world = try SyncWorld()
         let laptop = try world.replica("laptop")
-        let initialised = try world.run(laptop, ["key", "init"])
-        let code = try #require(Self.recoveryCode(initialised.stdout), "\(initialised)")
+        // With --json, standard output is one JSON document, the code in it
+        // (and on standard error as soon as it is made).
+        let initialised = try world.run(laptop, ["key", "init", "--json"])
+        #expect(initialised.status == 0 && initialised.stdout.split(separator: "\n").count == 1, "\(initialised)")
+        let summary = try JSONValue.parse(initialised.stdout)
+        guard case .object(let members) = summary, let code = members["recoveryCode"]?.stringValue else {
+            Issue.record("no recovery code in \(initialised.stdout)")
+            return
+        }
+        #expect(members["encryptionStarted"] == .bool(true) && initialised.stderr.contains(code), "\(initialised)")
         let cipher = RecordCipher(try AccountKey(recoveryCode: code))
         for browser in ["one", "two"] { try world.mustRun(laptop, ["browsers", "add", browser, "--exec", "true %u"]) }
         for (pattern, browser) in [("flipped.example", "one"), ("swap-a.example", "one"), ("swap-b.example", "two"),

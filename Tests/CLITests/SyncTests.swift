@@ -1,5 +1,6 @@
 import BrsyncServer
 import Foundation
+import JSON
 import HTTP
 import Net
 import Storage
@@ -125,6 +126,12 @@ final class SyncWorld: @unchecked Sendable {
         let before = try world.snapshot(desktop)
         let offline = try world.run(desktop, ["sync"])
         #expect(offline.status == 4 && offline.stderr.contains("cannot reach the server"), "\(offline)")
+        // A script asking for JSON reads one document whatever happened.
+        let offlineJSON = try world.run(desktop, ["sync", "--json"])
+        let failure = try JSONValue.parse(offlineJSON.stdout)
+        #expect(offlineJSON.status == 4 && failure.objectMember("error") == .string("unreachable") && failure.objectMember("exit") == .int(4),
+                "\(offlineJSON)")
+        #expect(failure.objectMember("message")?.stringValue?.contains("cannot reach the server") == true, "\(offlineJSON)")
         #expect(try world.snapshot(desktop) == before)
         let status = try world.run(desktop, ["status", "--json"])
         #expect(status.stdout.contains(#""unpushed":1"#), "the offline edit waits to be pushed: \(status.stdout)")
@@ -321,5 +328,13 @@ final class SyncWorld: @unchecked Sendable {
         #expect(!FileManager.default.fileExists(atPath: laptop + "/token"))
         let none = try world.run(laptop, ["sync"])
         #expect(none.status == 2 && none.stderr.contains("no remote"))
+    }
+}
+
+extension JSONValue {
+    /// The member `name` of an object, or nil.
+    func objectMember(_ name: String) -> JSONValue? {
+        if case .object(let members) = self { return members[name] }
+        return nil
     }
 }

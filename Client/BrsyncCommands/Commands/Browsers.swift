@@ -33,7 +33,7 @@ public struct BrowsersCommand: ParsableCommand {
         public func run() throws {
             let browsers = try global.openReplica().browsers()
             if json {
-                try Output.json(browsers.map {
+                try Output.json(encoding: browsers.map {
                     Entry(id: $0.browser.id, name: $0.browser.name, urlScheme: $0.browser.urlScheme,
                           urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
                           usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker, exec: $0.exec,

@@ -30,7 +30,7 @@ public struct CleanupCommand: ParsableCommand {
             let cleanup = try replica.linkCleanup()
             let isDefault = try replica.setting(Replica.trackingParametersSetting) == nil
             if json {
-                print(JSONValue.object(["parameters": .array(cleanup.parameters.map(JSONValue.string)), "default": .bool(isDefault)]).jsonText)
+                Output.json(JSONValue.object(["parameters": .array(cleanup.parameters.map(JSONValue.string)), "default": .bool(isDefault)]))
                 return
             }
             print("tracking parameters removed (\(isDefault ? "the default list" : "synced list"), \(cleanup.parameters.count)):")

@@ -52,11 +52,11 @@ public struct Detect: ParsableCommand {
             ExitStatus.warn("kept the launch command set by hand for '\(id)' ('browsers detect --replace' uses the detected one)")
         }
         if json {
-            print(JSONValue.array(found.map { browser in
+            Output.json(JSONValue.array(found.map { browser in
                 .object(["id": .string(browser.browserID), "name": .string(browser.name), "desktopID": .string(browser.desktopID),
                          "path": .string(browser.path), "exec": .string(browser.exec), "catalog": .bool(browser.isCatalogBrowser),
                          "actions": .array(browser.actions.map { .object(["id": .string($0.id), "name": .string($0.name), "exec": .string($0.exec)]) })])
-            }).jsonText)
+            }))
             return
         }
         if found.isEmpty { print("no browsers found in \(detector.directories.joined(separator: ", "))") }

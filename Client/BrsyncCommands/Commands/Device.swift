@@ -26,10 +26,10 @@ public struct DeviceCommand: ParsableCommand {
                 .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
             func earlier(_ id: String) -> JSONValue { .array(names.earlierIDs(of: id).map { .string($0) }) }
             if json {
-                print(JSONValue.object([
+                Output.json(JSONValue.object([
                     "device": .string(replica.deviceID), "name": .string(replica.deviceName), "earlier": earlier(replica.deviceID),
                     "others": .array(others.map { .object(["device": .string($0.key), "name": .string($0.value), "earlier": earlier($0.key)]) }),
-                ]).jsonText)
+                ]))
                 return
             }
             func earlierText(_ id: String) -> String {

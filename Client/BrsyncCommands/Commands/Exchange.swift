@@ -16,7 +16,7 @@ public struct Export: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     public func run() throws {
-        try Output.json(try global.openReplica().export())
+        try Output.json(encoding: try global.openReplica().export())
     }
 }
 

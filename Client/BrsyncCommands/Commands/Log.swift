@@ -24,7 +24,7 @@ public struct Log: ParsableCommand {
         if conflicts {
             let found = try replica.conflicts(limit: limit)
             if json {
-                print(JSONValue.array(found.map { conflict in
+                Output.json(JSONValue.array(found.map { conflict in
                     func register(_ value: StampedValue) -> JSONValue {
                         .object(["value": value.value, "device": .string(value.stamp.device), "deviceName": nameJSON(value.stamp.device),
                                  "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis))])
@@ -35,7 +35,7 @@ public struct Log: ParsableCommand {
                         "lost": register(conflict.lost), "winner": register(conflict.winner),
                         "restoredAt": conflict.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
                     ])
-                }).jsonText)
+                }))
                 return
             }
             if found.isEmpty { print("no conflicts") }
@@ -49,7 +49,7 @@ public struct Log: ParsableCommand {
         }
         let entries = try replica.changeLog(limit: limit)
         if json {
-            print(JSONValue.array(entries.map { entry in
+            Output.json(JSONValue.array(entries.map { entry in
                 .object([
                     "seq": .int(entry.sequence), "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
                     "device": .string(entry.device), "deviceName": nameJSON(entry.device), "thisDevice": .bool(entry.device == replica.deviceID),
@@ -57,7 +57,7 @@ public struct Log: ParsableCommand {
                     "collection": .string(entry.collection), "key": .string(entry.key),
                     "fields": .object(entry.fields.mapValues(\.value)),
                 ])
-            }).jsonText)
+            }))
             return
         }
         if entries.isEmpty {

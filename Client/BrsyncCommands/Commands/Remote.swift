@@ -124,7 +124,7 @@ public struct Status: ParsableCommand {
         let encrypted = access(keyFile, F_OK) == 0
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
-            print(JSONValue.object([
+            Output.json(JSONValue.object([
                 "device": .string(replica.deviceID), "deviceName": .string(replica.deviceName), "server": text(state.remoteURL),
                 "epoch": text(state.epoch), "lastSync": text(state.lastSyncMillis.map(Timestamp.iso8601(millis:))),
                 "unpushed": .int(Int64(unpushed)), "cursor": .int(state.pullCursor), "pushedThrough": .int(state.pushedThrough),
@@ -132,7 +132,7 @@ public struct Status: ParsableCommand {
                 "problem": state.problem.isEmpty ? .null : .string(state.problem),
                 "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
                 "encrypted": .bool(encrypted),
-            ]).jsonText)
+            ]))
             return
         }
         print("device:    \(replica.deviceName) (\(replica.deviceID)); rename with 'brsync device name NAME'")

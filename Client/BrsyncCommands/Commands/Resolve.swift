@@ -23,7 +23,7 @@ public struct Resolve: ParsableCommand {
         let url = try NormalizedURL.argument(text)
         let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
         if json {
-            print(Self.json(resolution).jsonText)
+            Output.json(Self.json(resolution))
         } else if let browser = resolution.browser {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
             print("\(browser.browser.id)\t\(resolution.target)\t(\(why))")
@@ -107,7 +107,7 @@ public struct Explain: ParsableCommand {
                                 "priority": .int(Int64(verdict.rule.priority)), "outcome": .string(outcome),
                                 "reason": reason.map(JSONValue.string) ?? .null])
             })
-            print(JSONValue.object(object).jsonText)
+            Output.json(JSONValue.object(object))
             return
         }
         print("url: \(url)")

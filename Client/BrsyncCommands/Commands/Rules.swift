@@ -21,7 +21,7 @@ public struct RulesCommand: ParsableCommand {
         public func run() throws {
             let rules = try global.openReplica().rules()
             if json {
-                try Output.json(rules)
+                try Output.json(encoding: rules)
                 return
             }
             if rules.isEmpty {
