@@ -73,7 +73,8 @@ let package = Package(
 
         // MARK: I/O layers
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
-        .target(name: "Net", dependencies: ["COpenSSL", "HTTP"], path: "Sources/Net"),
+        .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
+        .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP"], path: "Sources/Net"),
         .target(name: "Postgres", dependencies: ["CPostgres"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
@@ -82,7 +83,7 @@ let package = Package(
         ),
         .target(
             name: "BrsyncServer",
-            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", .product(name: "Logging", package: "swift-log")],
             path: "Server/BrsyncServer"
         ),
         .executableTarget(
@@ -96,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "SyncClient",
-            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "HTTP"],
+            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP"],
             path: "Client/SyncClient"
         ),
         .target(name: "Desktop", dependencies: ["JSON", "Model"], path: "Client/Desktop"),
@@ -148,11 +149,12 @@ let package = Package(
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
+        .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
+            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

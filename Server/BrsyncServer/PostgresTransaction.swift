@@ -1,3 +1,4 @@
+import Cryptography
 import Net
 import Postgres
 import SyncCore

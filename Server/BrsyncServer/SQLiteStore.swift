@@ -1,3 +1,4 @@
+import Cryptography
 import Glibc
 import Model
 import Net

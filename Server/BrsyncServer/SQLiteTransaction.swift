@@ -1,3 +1,4 @@
+import Cryptography
 import Net
 import Storage
 import SyncCore

@@ -1,3 +1,4 @@
+import Cryptography
 import Model
 import Net
 import SyncCore

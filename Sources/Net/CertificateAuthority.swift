@@ -1,4 +1,5 @@
 import COpenSSL
+import Cryptography
 
 /// Makes a private CA and certificates signed by it, with OpenSSL: for
 /// `brsyncd dev` and for tests (including deliberately bad certificates:

@@ -1,4 +1,5 @@
 import COpenSSL
+import Cryptography
 import Glibc
 
 /// Trusting a server by the fingerprint of its CA certificate (one-step

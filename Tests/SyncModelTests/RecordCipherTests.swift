@@ -1,3 +1,4 @@
+import Cryptography
 import JSON
 import Model
 import Net

@@ -1,7 +1,7 @@
-import Net
+import Cryptography
 import Testing
 
-/// The primitives of end-to-end encryption (issue 13) against their standards'
+/// The primitives of end-to-end encryption against their standards'
 /// own test vectors: RFC 4231 (HMAC-SHA256), RFC 5869 (HKDF-SHA256) and the
 /// GCM specification's AES-256 test cases 13, 14 and 16.
 @Suite struct CryptoSealingTests {
