@@ -72,10 +72,11 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"), // Model: the UTC calendar of the Date header
 
         // MARK: I/O layers
+        .target(name: "Plumbing", path: "Sources/Plumbing"),
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
         .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP"], path: "Sources/Net"),
-        .target(name: "Postgres", dependencies: ["CPostgres"], path: "Sources/Postgres"),
+        .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
             dependencies: ["JSON", "Model", "SyncCore", "Storage"],
@@ -89,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -97,13 +98,13 @@ let package = Package(
         ),
         .target(
             name: "SyncClient",
-            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP"],
+            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "Plumbing"],
             path: "Client/SyncClient"
         ),
         .target(name: "Desktop", dependencies: ["JSON", "Model"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
-            dependencies: ["JSON", "Model", "Replica", "SyncCore", "Desktop", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["JSON", "Model", "Replica", "SyncCore", "Desktop", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/BrsyncCommands"
         ),
         // `brsync` links no TLS (a link resolves without loading OpenSSL);
@@ -117,13 +118,13 @@ let package = Package(
         // needed and a display is there.
         .executableTarget(
             name: "brsync-picker",
-            dependencies: ["CGtk", "Desktop", "Model"],
+            dependencies: ["CGtk", "Desktop", "Model", "Plumbing"],
             path: "Client/brsync-picker"
         ),
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore",
+                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"
@@ -150,6 +151,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
+        .testTarget(name: "PlumbingTests", dependencies: ["Plumbing", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(

@@ -1,6 +1,7 @@
 import Desktop
 import Glibc
 import Model
+import Plumbing
 import Replica
 
 /// A clicked link, served so that it never vanishes: decided by the rules or

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Model
+import Plumbing
 import Replica
 
 /// The one place that maps errors to exit codes and messages.
@@ -103,14 +104,4 @@ public struct CLIFailure: Error, CustomStringConvertible {
     }
 
     public var description: String { message }
-}
-
-/// Writes to file descriptor 2 directly (no shared `FILE*`, so no data race).
-public func writeToStandardError(_ text: String) {
-    var remaining = Array(text.utf8)[...]
-    while !remaining.isEmpty {
-        let written = remaining.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-        if written <= 0 { return }
-        remaining = remaining.dropFirst(written)
-    }
 }

@@ -1,12 +1,12 @@
 import Glibc
+import Plumbing
 
 /// The account key on this machine: `HOME/account-key`, mode 0600, holding
 /// the recovery code (its checksum catches a damaged file) and, after it,
 /// the codes of keys rotated away (kept to recognise a server restored from
 /// before a rotation; never used to seal). A key change waits in
-/// `HOME/account-key.next` until the server has it. Written to a temporary
-/// file, synced and renamed, so a machine that stops half way has the old
-/// file or the new one, never a part.
+/// `HOME/account-key.next` until the server has it. Written and read as
+/// every secret is (``SecretFile``).
 public enum AccountKeyFile {
     public static func path(home: String, pending: Bool = false) -> String { pending ? "\(home)/account-key.next" : "\(home)/account-key" }
 
@@ -25,16 +25,8 @@ public enum AccountKeyFile {
     public static func unusedPath(home: String) -> String { "\(home)/account-key.unused" }
 
     static func read(file: String) throws(SyncError) -> AccountKey? {
-        var status = stat()
-        guard lstat(file, &status) == 0 else {
-            if errno == ENOENT { return nil }
-            throw .usage("cannot read the account key at \(file): \(String(cString: strerror(errno)))")
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .usage("the account key at \(file) is not a regular file") }
-        guard status.st_mode & 0o077 == 0 else {
-            throw .usage("the account key at \(file) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(file)', and consider the key seen")
-        }
-        guard let key = try readAll(file: file).first else { throw .usage("the account key at \(file) holds no recovery code") }
+        guard let keys = try readAll(file: file) else { return nil }
+        guard let key = keys.first else { throw .usage("the account key at \(file) holds no recovery code") }
         return key
     }
 
@@ -42,13 +34,20 @@ public enum AccountKeyFile {
     /// (empty without a key file).
     public static func readOlder(home: String) throws(SyncError) -> [AccountKey] {
         guard try read(home: home) != nil else { return [] }
-        return Array(try readAll(file: path(home: home)).dropFirst())
+        return Array(try readAll(file: path(home: home))?.dropFirst() ?? [])
     }
 
-    /// Every code in the file, checked (`read` checks the file itself first).
-    private static func readAll(file: String) throws(SyncError) -> [AccountKey] {
+    /// Every code in the file, checked, or nil when there is no file.
+    private static func readAll(file: String) throws(SyncError) -> [AccountKey]? {
+        let bytes: [UInt8]
+        do throws(SecretFile.Failure) {
+            guard let read = try SecretFile.read(file, what: "the account key") else { return nil }
+            bytes = read
+        } catch {
+            throw .usage(error.kind == .readableByOthers ? error.message + ", and consider the key seen" : error.message)
+        }
         var keys: [AccountKey] = []
-        for code in codeLines(try readSmallFile(file, what: "the account key")) {
+        for code in codeLines(bytes) {
             do { keys.append(try AccountKey(recoveryCode: code)) } catch {
                 throw .usage("the account key at \(file) is damaged: \(error)")
             }
@@ -61,29 +60,14 @@ public enum AccountKeyFile {
     /// Writes the key (replacing any), with the keys held before it, mode
     /// 0600, durably.
     public static func write(_ key: AccountKey, home: String, pending: Bool = false, older: [AccountKey] = []) throws(SyncError) {
-        let file = path(home: home, pending: pending)
-        let temporary = "\(home)/.account-key.\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .usage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        var failure: String?
-        fchmod(descriptor, 0o600)
         var seen: Set<String> = [key.id]
         let kept = older.filter { seen.insert($0.id).inserted }
         let olderText = kept.isEmpty ? "" : "\n" + olderHeader + kept.map { $0.recoveryCode + "\n" }.joined()
         let bytes = Array((header + key.recoveryCode + "\n" + olderText).utf8)
-        if Glibc.write(descriptor, bytes, bytes.count) != bytes.count || fsync(descriptor) != 0 {
-            failure = String(cString: strerror(errno))
-        }
-        close(descriptor)
-        if failure == nil, rename(temporary, file) != 0 { failure = String(cString: strerror(errno)) }
-        if let failure {
-            unlink(temporary)
-            throw .usage("cannot write the account key at \(file): \(failure)")
-        }
-        let folder = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(bytes, to: path(home: home, pending: pending), what: "the account key")
+        } catch {
+            throw .usage(error.message)
         }
     }
 

@@ -2,6 +2,7 @@ import CGtk
 import Desktop
 import Glibc
 import Model
+import Plumbing
 
 // brsync-picker: the window `brsync open` and `brsync pick` show when no rule
 // decides a link and the session has a display. It reads a
@@ -10,8 +11,7 @@ import Model
 // 1 cancelled, 2 a request it cannot read, 4 no display to open.
 
 func fail(_ message: String, _ status: Int32) -> Never {
-    let text = "brsync-picker: \(DisplayText.printableLines(message))\n"
-    _ = text.withCString { write(2, $0, strlen($0)) }
+    writeToStandardError("brsync-picker: \(DisplayText.printableLines(message))\n")
     exit(status)
 }
 

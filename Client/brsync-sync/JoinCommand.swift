@@ -3,6 +3,7 @@ import BrsyncCommands
 import Glibc
 import Model
 import Net
+import Plumbing
 import Replica
 import SyncClient
 import SyncCore

@@ -2,6 +2,7 @@ import ArgumentParser
 import BrsyncCommands
 import Glibc
 import Model
+import Plumbing
 import Replica
 import SyncClient
 import SyncCore

@@ -3,6 +3,7 @@ import BrsyncCommands
 import Glibc
 import JSON
 import Model
+import Plumbing
 import Replica
 import SyncClient
 import SyncCore

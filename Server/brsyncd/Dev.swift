@@ -2,6 +2,7 @@ import ArgumentParser
 import BrsyncServer
 import Glibc
 import Net
+import Plumbing
 import SyncCore
 import Foundation
 
@@ -32,7 +33,11 @@ struct Dev: ParsableCommand {
             try Self.write(authority.certificatePEM, to: caFile, mode: 0o644)
             // The chain holds the CA too, so `brsync join` can pin it by fingerprint.
             try Self.write(issued.certificatePEM + authority.certificatePEM, to: certificateFile, mode: 0o644)
-            try Self.write(issued.privateKeyPEM, to: keyFile, mode: 0o600)
+            do throws(SecretFile.Failure) {
+                try SecretFile.write(Array(issued.privateKeyPEM.utf8), to: keyFile, what: "the TLS key")
+            } catch {
+                throw CommandFailure(message: error.message)
+            }
         }
         let chain: [[UInt8]], authority: [[UInt8]]
         do {

@@ -2,6 +2,7 @@ import ArgumentParser
 import BrsyncServer
 import Glibc
 import Net
+import Plumbing
 
 /// The one place errors become exit codes and messages: 0 done, 2 any error
 /// (one line on stderr).
@@ -27,7 +28,7 @@ enum Failure {
             if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
             message = text
         }
-        writeError("brsyncd: error: \(message)\n")
+        writeToStandardError("brsyncd: error: \(message)\n")
         return 2
     }
 
@@ -37,14 +38,6 @@ enum Failure {
         return error.description
     }
 
-    static func writeError(_ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
-    }
 }
 
 struct CommandFailure: Error {

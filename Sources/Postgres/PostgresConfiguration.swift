@@ -1,5 +1,6 @@
 import CPostgres
 import Glibc
+import Plumbing
 
 /// Where a PostgreSQL store is: a `postgres://` URL as libpq reads it
 /// (`postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full&sslrootcert=FILE`),
@@ -57,25 +58,16 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The first line of `path`, which must be a regular file that its owner
     /// alone can read (as libpq asks of `~/.pgpass`).
     static func readPasswordFile(_ path: String) throws -> String {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw PostgresError(message: "cannot read the password file \(path): \(String(cString: strerror(errno)))")
+        let read: [UInt8]?
+        do throws(SecretFile.Failure) {
+            read = try SecretFile.read(path, what: "the password file")
+        } catch {
+            throw PostgresError(message: error.message)
         }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw PostgresError(message: "the password file \(path) is not a regular file") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw PostgresError(message: "the password file \(path) can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); "
-                                + "make it readable by its owner only: chmod 600 \(path)")
+        guard let contents = read else {
+            throw PostgresError(message: "cannot read the password file at \(path): \(String(cString: strerror(ENOENT)))")
         }
-        guard let file = fopen(path, "r") else {
-            throw PostgresError(message: "cannot read the password file \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        while bytes.count < 4096 {
-            let character = getc(file)
-            if character == EOF || character == 0x0A { break }
-            bytes.append(UInt8(truncatingIfNeeded: character))
-        }
+        var bytes = Array(contents.prefix { $0 != 0x0A })
         if bytes.last == 0x0D { bytes.removeLast() }
         guard !bytes.isEmpty, !bytes.contains(0) else { throw PostgresError(message: "the password file \(path) holds no password on its first line") }
         return String(decoding: bytes, as: UTF8.self)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import JSON
 import Model
+import Plumbing
 import Replica
 import SyncCore
 #if canImport(FoundationEssentials)
@@ -76,25 +77,30 @@ public struct RemoteCommand: ParsableCommand {
     }
 }
 
-/// The token lives in a file only the user can read, never in the replica.
+/// The token lives in a file only the user can read (``SecretFile``), never in the replica.
 public enum TokenFile {
     public static func path(home: String) -> String { "\(home)/token" }
 
     public static func write(_ token: String, home: String) throws {
-        let file = path(home: home)
-        let descriptor = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(file): \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        fchmod(descriptor, 0o600)
-        let bytes = Array((token + "\n").utf8)
-        guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count else {
-            throw CLIFailure(message: "cannot write \(file): \(String(cString: strerror(errno)))")
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(Array((token + "\n").utf8), to: path(home: home), what: "the token")
+        } catch {
+            throw CLIFailure(message: error.message)
         }
     }
 
     public static func read(home: String) throws -> String {
-        let data = try FileInput.read(path(home: home), what: "the token (set it with 'brsync remote set')")
-        let token = String(decoding: data, as: UTF8.self).trimmingASCIIWhitespace()
+        let file = path(home: home)
+        let read: [UInt8]?
+        do throws(SecretFile.Failure) {
+            read = try SecretFile.read(file, what: "the token")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        guard let bytes = read else {
+            throw CLIFailure(message: "cannot read the token (set it with 'brsync remote set') at \(file): no such file")
+        }
+        let token = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
         guard !token.isEmpty else { throw CLIFailure(message: "the token file is empty; run 'brsync remote set' again") }
         return token
     }
