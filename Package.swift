@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"), // Model: the UTC calendar of the Date header
 
         // MARK: I/O layers
-        .target(name: "Plumbing", path: "Sources/Plumbing"),
+        .target(name: "Plumbing", dependencies: ["JSON", .product(name: "ArgumentParser", package: "swift-argument-parser")], path: "Sources/Plumbing"),
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
         .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP"], path: "Sources/Net"),
@@ -118,7 +118,7 @@ let package = Package(
         // needed and a display is there.
         .executableTarget(
             name: "brsync-picker",
-            dependencies: ["CGtk", "Desktop", "Model", "Plumbing"],
+            dependencies: ["CGtk", "Desktop", "JSON", "Model", "Plumbing"],
             path: "Client/brsync-picker"
         ),
         .executableTarget(

@@ -32,7 +32,7 @@ struct Click {
         } catch {
             // Nothing can open what is not a link, and a loop is not rescued by
             // the browser that caused it.
-            tell("brsync cannot open this link", ExitStatus.message(of: error))
+            tell("brsync cannot open this link", Failures.message(of: error))
             throw error
         }
         do {
@@ -74,7 +74,7 @@ struct Click {
     /// Opens `url` in the previous default browser; throws `error` when there
     /// is none (or it fails too). Either way the person is told.
     private func fallBack(_ url: NormalizedURL, because error: any Error) throws {
-        let reason = ExitStatus.message(of: error)
+        let reason = Failures.message(of: error)
         let registration = DefaultBrowserRegistration(environment: environment, brsyncHome: home)
         guard let previous = registration.previousBrowser(forScheme: url.scheme, environment: environment),
               !Self.leadsToBrsync(previous.exec.arguments.first ?? "") else {

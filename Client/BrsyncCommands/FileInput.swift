@@ -4,6 +4,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Plumbing
 
 /// Reading a file named on the command line, with errors that say what is wrong.
 public enum FileInput {

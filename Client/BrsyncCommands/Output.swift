@@ -8,13 +8,6 @@ import Foundation
 
 /// Writing to standard output: JSON for scripts, aligned tables for people.
 public enum Output {
-    /// Whether this run asked for JSON (`--json` before any `--`). A failure
-    /// is then a JSON object on standard output too (``ExitStatus/report(_:root:)``),
-    /// so a script reads one document whatever happened.
-    public static var wantsJSON: Bool {
-        CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
-    }
-
     /// Prints `value` as one line of compact JSON, members in name order:
     /// the one form of everything `--json` prints. Control and bidirectional
     /// characters are escaped (``JSONValue/writeString(_:into:)``), so it is

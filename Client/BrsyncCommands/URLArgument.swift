@@ -1,5 +1,6 @@
 import Glibc
 import Model
+import Plumbing
 
 extension NormalizedURL {
     /// A URL given on the command line. An absolute path is a local file (see

@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Model
 
 /// The picker without a terminal: a dmenu-style menu (`rofi -dmenu`,

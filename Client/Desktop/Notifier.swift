@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Model
 
 /// Desktop notifications (the freedesktop Notifications interface): how a

@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Model
 
 /// The picker on a terminal (`/dev/tty`): raw mode, arrows and 1–9 to choose,

@@ -1,6 +1,7 @@
 import CGtk
 import Desktop
 import Glibc
+import JSON
 import Model
 
 typealias Widget = UnsafeMutablePointer<GtkWidget>

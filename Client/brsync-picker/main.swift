@@ -1,6 +1,7 @@
 import CGtk
 import Desktop
 import Glibc
+import JSON
 import Model
 import Plumbing
 

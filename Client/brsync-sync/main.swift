@@ -1,5 +1,6 @@
 import BrsyncCommands
 import Glibc
+import Plumbing
 import SyncClient
 
 // The sync helper: `brsync push|pull|sync …` runs here (see Client/brsync/Brsync.swift).
@@ -7,10 +8,8 @@ signal(SIGPIPE, SIG_IGN)
 do {
     var command = try BrsyncSync.parseAsRoot()
     try command.run()
-} catch let error as SyncError {
-    exit(ExitStatus.report(error.failure, root: BrsyncSync.self))
 } catch {
-    exit(ExitStatus.report(error, root: BrsyncSync.self))
+    exit(ExitStatus.report(error, root: BrsyncSync.self) { ($0 as? SyncError)?.failure ?? Failures.describe($0) })
 }
 
 extension SyncError {

@@ -1,5 +1,6 @@
 import BrsyncCommands
 import Glibc
+import Plumbing
 
 // Entry point: parse, run, and map every failure to one exit code and message
 // (see ExitStatus). SIGPIPE is ignored so `brsync rules list | head` ends quietly.
@@ -17,7 +18,7 @@ do {
         try command.run()
     }
 } catch {
-    exit(ExitStatus.report(error, root: Brsync.self))
+    exit(ExitStatus.report(error, root: Brsync.self, describe: Failures.describe))
 }
 
 /// Replaces this process with `brsync-sync` from the same folder.

@@ -1,3 +1,4 @@
+import JSON
 import Model
 import SyncCore
 

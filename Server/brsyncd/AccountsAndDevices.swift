@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrsyncServer
 import Model
+import Plumbing
 
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -113,7 +114,7 @@ struct Backup: ParsableCommand {
     @Argument(help: "The backup file to create.") var out: String
     func run() throws {
         guard case .sqlite(let path) = try store.location() else {
-            throw CommandFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
+            throw CLIFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
         }
         try SQLiteStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")

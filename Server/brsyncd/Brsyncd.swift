@@ -3,6 +3,7 @@ import BrsyncServer
 import Foundation
 import Glibc
 import Logging
+import Plumbing
 import Postgres
 
 struct Brsyncd: ParsableCommand {
@@ -41,22 +42,22 @@ struct StoreOptions: ParsableArguments {
         }
         let db = self.db.flatMap { $0.isEmpty ? nil : $0 }
         let store = self.store.flatMap { $0.isEmpty ? nil : $0 }
-        if db != nil && store != nil { throw CommandFailure(message: "give --db PATH or --store URL, not both") }
+        if db != nil && store != nil { throw CLIFailure(message: "give --db PATH or --store URL, not both") }
         if let db { return .sqlite(db) }
         // The flags, then BRSYNCD_STORE, then BRSYNCD_DB: a unit that sets
         // BRSYNCD_DB by default is moved to PostgreSQL by BRSYNCD_STORE alone.
         if let store = store ?? environment("BRSYNCD_STORE") {
             if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(store) }
             if store.hasPrefix("sqlite:") { return .sqlite(String(store.dropFirst("sqlite:".count))) }
-            throw CommandFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
+            throw CLIFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
         }
         if let path = environment("BRSYNCD_DB") { return .sqlite(path) }
-        throw CommandFailure(message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
+        throw CLIFailure(message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
     }
 
     func path() throws -> String {
         guard case .sqlite(let path) = try location() else {
-            throw CommandFailure(message: "this command works on an SQLite store (--db PATH)")
+            throw CLIFailure(message: "this command works on an SQLite store (--db PATH)")
         }
         return path
     }
@@ -79,7 +80,7 @@ struct LoggingOptions: ParsableArguments {
 
     func bootstrap() throws -> Logger {
         guard let level = Logger.Level(rawValue: logLevel) else {
-            throw CommandFailure(message: "--log-level must be one of trace, debug, info, notice, warning, error, critical")
+            throw CLIFailure(message: "--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

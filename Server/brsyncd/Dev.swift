@@ -22,7 +22,7 @@ struct Dev: ParsableCommand {
         let logger = try logging.bootstrap()
         let folder = dir ?? Self.defaultFolder()
         guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
-            throw CommandFailure(message: "cannot create \(folder): \(String(cString: strerror(errno)))")
+            throw CLIFailure(message: "cannot create \(folder): \(String(cString: strerror(errno)))")
         }
         let caFile = "\(folder)/ca.pem"
         let certificateFile = "\(folder)/server.pem"
@@ -36,7 +36,7 @@ struct Dev: ParsableCommand {
             do throws(SecretFile.Failure) {
                 try SecretFile.write(Array(issued.privateKeyPEM.utf8), to: keyFile, what: "the TLS key")
             } catch {
-                throw CommandFailure(message: error.message)
+                throw CLIFailure(message: error.message)
             }
         }
         let chain: [[UInt8]], authority: [[UInt8]]
@@ -44,7 +44,7 @@ struct Dev: ParsableCommand {
             chain = try CertificatePinning.certificates(pemFile: certificateFile)
             authority = try CertificatePinning.certificates(pemFile: caFile)
         } catch {
-            throw CommandFailure(message: "\(error)")
+            throw CLIFailure(message: "\(error)")
         }
         if chain.count == 1, let pem = try? String(contentsOfFile: certificateFile, encoding: .utf8),
            let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8) {
@@ -52,7 +52,7 @@ struct Dev: ParsableCommand {
         }
         let fingerprint = CertificatePinning.fingerprint(der: authority[0])
         let address: SocketAddress
-        do { address = try SocketAddress(parsing: listen) } catch { throw CommandFailure(message: "--listen \(error)") }
+        do { address = try SocketAddress(parsing: listen) } catch { throw CLIFailure(message: "--listen \(error)") }
         var configuration = ServerConfiguration()
         configuration.listen = [address]
         configuration.certificateFile = certificateFile
@@ -100,11 +100,11 @@ struct Dev: ParsableCommand {
 
     static func write(_ text: String, to path: String, mode: mode_t) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
-        guard descriptor >= 0 else { throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         let bytes = Array(text.utf8)
         guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count else {
-            throw CommandFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

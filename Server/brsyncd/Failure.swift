@@ -4,32 +4,15 @@ import Glibc
 import Net
 import Plumbing
 
-/// The one place errors become exit codes and messages: 0 done, 2 any error
-/// (one line on stderr).
+/// What `brsyncd` reports of its own errors; ``ExitStatus/report(_:root:describe:)``
+/// is the funnel (brsyncd exits 0 done, 2 any error).
 enum Failure {
-    static func report(_ error: any Error) -> Int32 {
-        let message: String
+    static func describe(_ error: any Error) -> CLIFailure? {
         switch error {
-        case let exit as ExitCode:
-            return exit.rawValue
-        case let server as ServerError:
-            message = server.description
-        case let net as NetError:
-            message = describe(net)
-        case let failure as CommandFailure:
-            message = failure.message
-        default:
-            let code = Brsyncd.exitCode(for: error)
-            var text = Brsyncd.fullMessage(for: error)
-            if code == .success {
-                print(text)
-                return 0
-            }
-            if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-            message = text
+        case let server as ServerError: return CLIFailure(message: server.description)
+        case let net as NetError: return CLIFailure(message: describe(net))
+        default: return nil
         }
-        writeToStandardError("brsyncd: error: \(message)\n")
-        return 2
     }
 
     static func describe(_ error: NetError) -> String {
@@ -37,9 +20,4 @@ enum Failure {
         if error.errnoCode == EACCES { return "\(error): permission denied (ports below 1024 need privileges)" }
         return error.description
     }
-
-}
-
-struct CommandFailure: Error {
-    let message: String
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CQRencode
 import Glibc
 import Net
+import Plumbing
 import SyncCore
 
 /// The join code of `brsyncd device add`: the server's URL, the
@@ -22,15 +23,15 @@ struct JoinOptions: ParsableArguments {
         let ca = self.ca ?? environment("BRSYNCD_CA")
         guard let url, let ca else {
             if qr || self.url != nil || self.ca != nil {
-                throw CommandFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
+                throw CLIFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
             }
             return nil
         }
         let certificates: [[UInt8]]
-        do { certificates = try CertificatePinning.certificates(pemFile: ca) } catch { throw CommandFailure(message: "--ca: \(error)") }
+        do { certificates = try CertificatePinning.certificates(pemFile: ca) } catch { throw CLIFailure(message: "--ca: \(error)") }
         let fingerprint = CertificatePinning.fingerprint(der: certificates[0])
         // The URL is checked as the code will be.
-        do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch { throw CommandFailure(message: "--url: \(error)") }
+        do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch { throw CLIFailure(message: "--url: \(error)") }
         return (url, fingerprint)
     }
 
@@ -61,7 +62,7 @@ enum QRText {
     /// The modules of `text`'s QR code (error correction M, byte mode): true is dark.
     static func modules(_ text: String) throws -> [[Bool]] {
         guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_M) else {
-            throw CommandFailure(message: "cannot draw the join code as a QR code: \(String(cString: strerror(errno)))")
+            throw CLIFailure(message: "cannot draw the join code as a QR code: \(String(cString: strerror(errno)))")
         }
         defer { QRcode_free(code) }
         let width = Int(code.pointee.width)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrsyncServer
 import Foundation
+import Plumbing
 import Postgres
 
 /// `brsyncd migrate --from sqlite:PATH --to postgres://…`
@@ -19,11 +20,11 @@ struct Migrate: ParsableCommand {
     @Option(help: ArgumentHelp("The PostgreSQL store to fill.", valueName: "postgres://USER@HOST:PORT/DATABASE")) var to: String
 
     func run() throws {
-        guard from.hasPrefix("sqlite:") else { throw CommandFailure(message: "--from must be sqlite:PATH (the SQLite store to copy)") }
+        guard from.hasPrefix("sqlite:") else { throw CLIFailure(message: "--from must be sqlite:PATH (the SQLite store to copy)") }
         let path = String(from.dropFirst("sqlite:".count))
-        guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(message: "--from: \(path) does not exist") }
+        guard FileManager.default.fileExists(atPath: path) else { throw CLIFailure(message: "--from: \(path) does not exist") }
         guard to.hasPrefix("postgres://") || to.hasPrefix("postgresql://") else {
-            throw CommandFailure(message: "--to must be postgres://USER@HOST:PORT/DATABASE")
+            throw CLIFailure(message: "--to must be postgres://USER@HOST:PORT/DATABASE")
         }
         let source = try SQLiteStore(path: path, connections: 1)
         defer { source.close() }

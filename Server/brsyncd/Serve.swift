@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import Logging
 import Net
+import Plumbing
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,7 +48,7 @@ struct ServeOptions: ParsableArguments {
         var configuration = ServerConfiguration()
         if !listen.isEmpty {
             configuration.listen = try listen.map { text in
-                do { return try SocketAddress(parsing: text) } catch { throw CommandFailure(message: "--listen \(error)") }
+                do { return try SocketAddress(parsing: text) } catch { throw CLIFailure(message: "--listen \(error)") }
             }
         } else if let defaultListen {
             configuration.listen = defaultListen
@@ -56,14 +57,14 @@ struct ServeOptions: ParsableArguments {
         configuration.keyFile = key
         configuration.insecurePlaintext = insecurePlaintext
         if insecurePlaintext && (cert != nil || key != nil) {
-            throw CommandFailure(message: "--insecure-plaintext and --cert/--key exclude each other")
+            throw CLIFailure(message: "--insecure-plaintext and --cert/--key exclude each other")
         }
         if !insecurePlaintext && (cert == nil || key == nil) {
-            throw CommandFailure(message: "--cert FILE and --key FILE are required (or --insecure-plaintext for tests and behind a TLS proxy)")
+            throw CLIFailure(message: "--cert FILE and --key FILE are required (or --insecure-plaintext for tests and behind a TLS proxy)")
         }
         func positive(_ value: Int?, _ name: String, _ apply: (Int) -> Void) throws {
             guard let value else { return }
-            guard value > 0 else { throw CommandFailure(message: "--\(name) must be a positive number") }
+            guard value > 0 else { throw CLIFailure(message: "--\(name) must be a positive number") }
             apply(value)
         }
         try positive(maxConnections, "max-connections") { configuration.limits.maxConnections = $0 }
@@ -77,7 +78,7 @@ struct ServeOptions: ParsableArguments {
         try positive(handshakeTimeoutMs, "handshake-timeout-ms") { configuration.limits.tlsHandshakeTimeoutMilliseconds = $0 }
         try positive(maxClockOffsetSeconds, "max-clock-offset-seconds") { configuration.maxClockOffsetMilliseconds = Int64($0) * 1000 }
         if let tombstoneRetentionDays {
-            guard tombstoneRetentionDays >= 0 else { throw CommandFailure(message: "--tombstone-retention-days must be 0 or more") }
+            guard tombstoneRetentionDays >= 0 else { throw CLIFailure(message: "--tombstone-retention-days must be 0 or more") }
             configuration.tombstoneRetentionMilliseconds = Int64(tombstoneRetentionDays) * 86_400_000
         }
         return configuration

@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 // Entry point: parse, run, and map every failure to one exit code and message.
 signal(SIGPIPE, SIG_IGN)
@@ -6,5 +7,5 @@ do {
     var command = try Brsyncd.parseAsRoot()
     try command.run()
 } catch {
-    exit(Failure.report(error))
+    exit(ExitStatus.report(error, root: Brsyncd.self, describe: Failure.describe))
 }

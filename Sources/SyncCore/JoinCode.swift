@@ -1,3 +1,4 @@
+import JSON
 import Model
 
 /// What a new machine needs to join an account in one step:

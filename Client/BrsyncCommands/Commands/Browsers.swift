@@ -1,6 +1,7 @@
 import ArgumentParser
 import Desktop
 import Model
+import Plumbing
 import Replica
 
 public struct BrowsersCommand: ParsableCommand {

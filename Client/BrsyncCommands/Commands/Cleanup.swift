@@ -1,6 +1,7 @@
 import ArgumentParser
 import JSON
 import Model
+import Plumbing
 import Replica
 
 /// `brsync cleanup`: how links are cleaned before rules decide (see `LinkCleanup`).

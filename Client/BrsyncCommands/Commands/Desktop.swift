@@ -3,6 +3,7 @@ import Desktop
 import Glibc
 import JSON
 import Model
+import Plumbing
 import Replica
 
 /// The environment as a dictionary, read once (detection and registration need several variables).
@@ -90,7 +91,7 @@ public struct Install: ParsableCommand {
             do {
                 replica = try global.openReplica()
             } catch {
-                throw CLIFailure(message: "\(ExitStatus.message(of: error)); run 'brsync init' and 'brsync browsers detect' first (or install --force)")
+                throw CLIFailure(message: "\(Failures.message(of: error)); run 'brsync init' and 'brsync browsers detect' first (or install --force)")
             }
             if try !replica.browsers().contains(where: \.isUsable) {
                 throw CLIFailure(message: "no browser is usable here, so no click could be opened: run 'brsync browsers detect' (or add one with --exec) first (or install --force)")

@@ -5,6 +5,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Plumbing
 import Replica
 
 public struct Export: ParsableCommand {

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Desktop
 import Glibc
+import JSON
 import Model
+import Plumbing
 import Replica
 
 public struct Open: ParsableCommand {

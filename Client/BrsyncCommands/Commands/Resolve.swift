@@ -2,6 +2,7 @@ import ArgumentParser
 import Desktop
 import JSON
 import Model
+import Plumbing
 import Replica
 
 public struct Resolve: ParsableCommand {

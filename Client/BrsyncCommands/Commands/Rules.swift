@@ -1,5 +1,6 @@
 import ArgumentParser
 import Model
+import Plumbing
 import Replica
 
 public struct RulesCommand: ParsableCommand {

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Model
+import Plumbing
 
 public struct Suggest: ParsableCommand {
 

@@ -1,3 +1,5 @@
+import JSON
+
 /// Link cleanup, offline: links that wrap another link (mail scanners,
 /// social sites, chat apps) are unwrapped, then tracking parameters are
 /// dropped, the same way on every machine and on the phone. Pure and

@@ -1,3 +1,5 @@
+import JSON
+
 /// An http(s) or file URL in the normal form that rules match against and
 /// browsers open. An absolute local path (`/tmp/page.html`) reads as a `file:`
 /// URL; only patterns that name `file://` match those.

@@ -1,3 +1,5 @@
+import JSON
+
 /// UTS #46 (Unicode IDNA Compatibility Processing) ToASCII with the URL
 /// Standard's flags: Transitional_Processing=false, CheckHyphens=false,
 /// CheckBidi=true, CheckJoiners=true, UseSTD3ASCIIRules=false,

@@ -1,5 +1,3 @@
-import JSON
-
 /// Text from elsewhere (synced names, patterns, server messages) made safe to
 /// show on a terminal or in another program's window: control characters,
 /// which could move the cursor, retitle the terminal or hide text (escape

@@ -1,0 +1,107 @@
+import ArgumentParser
+import JSON
+
+/// The exit codes of `brsync`, `brsync-sync` and `brsyncd`, and the one
+/// funnel every failure of theirs goes through (``report(_:root:describe:)``).
+///
+/// | code | meaning |
+/// |---|---|
+/// | 0 | done |
+/// | 1 | `rules test`: no match |
+/// | 2 | any error: bad input, unknown name, unusable replica or store (nothing changed) |
+/// | 3 | `resolve`: nothing decided, a picker would have to ask |
+/// | 4 | the server could not be reached or verified (replica unchanged) |
+/// | 5 | the server refused (auth, revoked, a change it will not take); the pull still ran |
+/// | 6 | the server's answer could not be used (not brsync's protocol) |
+public enum ExitStatus {
+    public static let noMatch: Int32 = 1
+    public static let error: Int32 = 2
+    public static let pickerNeeded: Int32 = 3
+    public static let unreachable: Int32 = 4
+    public static let refused: Int32 = 5
+    public static let badAnswer: Int32 = 6
+
+    /// Every code, for the commands' help (`--help`).
+    public static let help = """
+        Exit codes: 0 done; 1 'rules test' found no match; 2 error (nothing changed); 3 'resolve' decided \
+        nothing (a picker would have to ask); 4 the server could not be reached or verified (the replica \
+        is unchanged and usable offline); 5 the server refused; 6 the server's answer is not brsync's protocol.
+        """
+
+    /// What an exit code means, as a word for JSON.
+    public static func name(of code: Int32) -> String {
+        switch code {
+        case noMatch: return "no_match"
+        case pickerNeeded: return "picker_needed"
+        case unreachable: return "unreachable"
+        case refused: return "refused"
+        case badAnswer: return "bad_answer"
+        default: return "error"
+        }
+    }
+
+    /// Whether this run asked for JSON (`--json` before any `--`). A failure
+    /// is then a JSON object on standard output too, so a script reads one
+    /// document whatever happened.
+    public static var wantsJSON: Bool {
+        CommandLine.arguments.dropFirst().prefix { $0 != "--" }.contains("--json")
+    }
+
+    /// The exit code for `error`, after printing `PROGRAM: error: MESSAGE` on
+    /// standard error (and, when the run asked for JSON, `{"error": NAME,
+    /// "exit": CODE, "message": TEXT}` on standard output).
+    /// - Parameters:
+    ///   - root: the command whose usage errors and help are being reported;
+    ///     its name is the program's.
+    ///   - describe: the message and code of the program's own error types
+    ///     (nil for any other); a ``CLIFailure`` and `ExitCode` need none.
+    public static func report(_ error: any Error, root: any ParsableCommand.Type, describe: (any Error) -> CLIFailure? = { _ in nil }) -> Int32 {
+        let failure: CLIFailure
+        switch error {
+        case let exit as ExitCode:
+            // The command said what it had to (resolve's "a picker would ask").
+            return exit.rawValue
+        case let known as CLIFailure:
+            failure = known
+        default:
+            if let described = describe(error) {
+                failure = described
+            } else {
+                let text = root.fullMessage(for: error)
+                if root.exitCode(for: error) == .success {
+                    // --help and --version.
+                    print(text)
+                    return 0
+                }
+                failure = CLIFailure(message: text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text)
+            }
+        }
+        let program = root.configuration.commandName ?? "brsync"
+        writeToStandardError("\(program): error: \(DisplayText.printableLines(failure.message))\n")
+        if wantsJSON {
+            print(JSONValue.object(["error": .string(name(of: failure.code)), "exit": .int(Int64(failure.code)), "message": .string(failure.message)]).jsonText)
+        }
+        return failure.code
+    }
+
+    public static func printError(_ message: String) {
+        writeToStandardError("brsync: error: \(DisplayText.printableLines(message))\n")
+    }
+
+    public static func warn(_ message: String) {
+        writeToStandardError("brsync: warning: \(DisplayText.printableLines(message))\n")
+    }
+}
+
+/// A failure reported with its own message and exit code.
+public struct CLIFailure: Error, CustomStringConvertible {
+    public let message: String
+    public var code: Int32 = ExitStatus.error
+
+    public init(message: String, code: Int32 = ExitStatus.error) {
+        self.message = message
+        self.code = code
+    }
+
+    public var description: String { message }
+}
