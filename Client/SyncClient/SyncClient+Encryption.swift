@@ -7,7 +7,7 @@ import SyncCore
 extension SyncClient {
     /// What a sync without the account key of an encrypted account says.
     static let keyNeeded = SyncError.refused(
-        code: "encrypted",
+        code: .keyNeeded,
         message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here)")
 
     /// Brings the server in line with this replica before a transfer: a
@@ -47,7 +47,7 @@ extension SyncClient {
     func noteAccount(_ account: String) throws -> Bool {
         if cipher != nil, !account.isEmpty {
             if let owner = try replica.keyAccount() {
-                guard owner == account else { throw SyncError.refused(code: "other_account", message: Self.otherAccountMessage) }
+                guard owner == account else { throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage) }
             } else {
                 try replica.setKeyAccount(account)
             }
@@ -71,7 +71,7 @@ extension SyncClient {
     /// with only that key may have pushed there since the restore) is pulled
     /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
-        guard let keyID, try replacedKeyIDs().contains(serverKeyID) else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+        guard let keyID, try replacedKeyIDs().contains(serverKeyID) else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
         let oldKey = olderKeys.first { $0.id == serverKeyID }
         var attempts = 0
         while true {
@@ -79,9 +79,9 @@ extension SyncClient {
             let seen = try oldKey.map { try takeInEverything(sealedWith: $0) }
             do {
                 let account = try encryptAccount(keyID: keyID, replacing: serverKeyID, seen: seen)
-                guard account.key == keyID else { throw SyncError.refused(code: "key_rotated", message: Self.rotatedMessage) }
+                guard account.key == keyID else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
                 break
-            } catch SyncError.refused(code: "account_moved", _) where attempts < Self.keyChangeAttempts {
+            } catch SyncError.refused(code: .accountMoved, _) where attempts < Self.keyChangeAttempts {
                 continue
             }
         }
@@ -98,7 +98,7 @@ extension SyncClient {
         while true {
             let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1&key=\(key.id)")
             if !page.account.isEmpty, let owner = try replica.keyAccount(), owner != page.account {
-                throw SyncError.refused(code: "other_account", message: Self.otherAccountMessage)
+                throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
             }
             let opened = Self.open(page.changes, with: cipher)
             summary.problems += opened.problems
@@ -121,7 +121,7 @@ extension SyncClient {
     /// server restored from before a rotation forward (see
     /// ``moveAccountForward(from:)``) and runs `body` once more.
     func movingForward<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch SyncError.refused(code: "key_rotated", _) where keyID != nil {
+        do { return try body() } catch SyncError.refused(code: .keyRotated, _) where keyID != nil {
             guard let current = try accountKeyID(), current != keyID else { return try body() }
             try moveAccountForward(from: current)
             try prepareSync()

@@ -49,10 +49,10 @@ extension SyncClient {
                     do {
                         let answer = try encryptAccount(keyID: key.id, replacing: keyID, seen: seen)
                         guard answer.key == key.id else {
-                            throw SyncError.refused(code: "encrypted", message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)")
+                            throw SyncError.refused(code: .keyNeeded, message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)")
                         }
                         return
-                    } catch SyncError.refused(code: "account_moved", _) where change.attempts < Self.keyChangeAttempts {
+                    } catch SyncError.refused(code: .accountMoved, _) where change.attempts < Self.keyChangeAttempts {
                         continue
                     }
                 }

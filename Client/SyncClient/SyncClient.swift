@@ -200,10 +200,12 @@ public final class SyncClient {
 
     @discardableResult
     private func pushLocked() throws -> Summary {
+        // Each repair is tried a bounded number of times: a refusal, or a record
+        // the server keeps asking for.
         var repairs: [String: Int] = [:]
-        func repairOnce(_ what: String, times: Int = 1) throws {
-            repairs[what, default: 0] += 1
-            guard repairs[what, default: 0] <= times else {
+        func repairOnce(_ what: WireError.Code, times: Int = 1) throws {
+            repairs[what.rawValue, default: 0] += 1
+            guard repairs[what.rawValue, default: 0] <= times else {
                 throw SyncError.refused(code: lastRefusal?.code ?? what, message: lastRefusal?.message ?? "the server keeps refusing (\(what))")
             }
         }
@@ -246,15 +248,15 @@ public final class SyncClient {
                     // A failure here is met again, and reported, when the batch is read for real.
                     prepared = try? self.nextBatch(after: last.sequence)
                 }
-            } catch SyncError.refused(let code, _) where ["gap", "diverged", "clock_skew", "not_encrypted"].contains(code) {
-                try repairOnce(code, times: code == "clock_skew" ? 2 : 1)
+            } catch SyncError.refused(let code, _) where [.gap, .diverged, .clockSkew, .notEncrypted].contains(code) {
+                try repairOnce(code, times: code == .clockSkew ? 2 : 1)
                 switch code {
-                case "not_encrypted":
+                case .notEncrypted:
                     // The server's account is readable (restored from before the
                     // switch): it is encrypted again and every record goes up sealed.
                     try replica.requireFullRelay()
                     try prepareSync()
-                case "gap":
+                case .gap:
                     // The server has this device's changes up to `acknowledged`: if
                     // that change is ours, continue from there; if not, the
                     // numbers were used by a copy of this replica.
@@ -266,7 +268,7 @@ public final class SyncClient {
                     } else {
                         try fork()
                     }
-                case "diverged":
+                case .diverged:
                     try fork()
                 default:
                     // The server has this device's changes up to `acknowledged`
@@ -285,7 +287,7 @@ public final class SyncClient {
                     // Refused again after re-stamping: the edits are above values
                     // this replica holds that the server does not (stamped while
                     // a clock ran fast, then lost to a restore). Those go up first.
-                    if repairs["clock_skew", default: 0] > 1 {
+                    if repairs[WireError.Code.clockSkew.rawValue, default: 0] > 1 {
                         try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
                     }
                     summary.restamped += try replica.restampUnpushed()
@@ -309,7 +311,7 @@ public final class SyncClient {
             // replica used this device id and its numbers.
             if !response.acknowledgedDigest.isEmpty, response.acknowledged > 0,
                try ourChain(response.acknowledged) != response.acknowledgedDigest {
-                try repairOnce("diverged")
+                try repairOnce(.diverged)
                 try fork()
                 state = try replica.syncState()
                 continue
@@ -325,7 +327,7 @@ public final class SyncClient {
             // before it). Asked twice for the same change, the relay was refused.
             let needed = Set(response.needed)
             if !needed.isEmpty {
-                for sequence in needed { try repairOnce("needed \(sequence)") }
+                for sequence in needed { try repairOnce(WireError.Code(rawValue: "needed \(sequence)")) }
                 let keys = plain.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
                 try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)

@@ -1,3 +1,5 @@
+import SyncCore
+
 /// Why a sync did not finish; each maps to one exit code.
 public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Bad input (exit 2).
@@ -7,7 +9,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreachable(String)
     /// The server refused: bad or revoked token, a change it will not take
     /// (exit 5), with its message.
-    case refused(code: String, message: String)
+    case refused(code: WireError.Code, message: String)
     /// The server answered something that is not the protocol (exit 6).
     case badAnswer(String)
 

@@ -54,27 +54,27 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Stable error codes clients rely on.
-    public var code: String {
+    public var code: WireError.Code {
         switch self {
-        case .unauthorized: return "unauthorized"
-        case .revoked: return "revoked"
-        case .badRequest: return "bad_request"
-        case .notFound: return "not_found"
-        case .methodNotAllowed: return "method_not_allowed"
-        case .gap: return "gap"
-        case .diverged: return "diverged"
-        case .clockSkew: return "clock_skew"
-        case .foreignStamp: return "foreign_stamp"
-        case .conflict: return "conflict"
-        case .encryptionRequired: return "encryption_required"
-        case .notEncrypted: return "not_encrypted"
-        case .upgradeRequired: return "upgrade_required"
-        case .keyRotated: return "key_rotated"
-        case .accountMoved: return "account_moved"
-        case .otherAccount: return "other_account"
-        case .unavailable: return "unavailable"
-        case .database(let error) where error.isBusy: return "busy"
-        case .database, .storeUnusable, .newerSchema: return "internal"
+        case .unauthorized: return .unauthorized
+        case .revoked: return .revoked
+        case .badRequest: return .badRequest
+        case .notFound: return .notFound
+        case .methodNotAllowed: return .methodNotAllowed
+        case .gap: return .gap
+        case .diverged: return .diverged
+        case .clockSkew: return .clockSkew
+        case .foreignStamp: return .foreignStamp
+        case .conflict: return .conflict
+        case .encryptionRequired: return .encryptionRequired
+        case .notEncrypted: return .notEncrypted
+        case .upgradeRequired: return .upgradeRequired
+        case .keyRotated: return .keyRotated
+        case .accountMoved: return .accountMoved
+        case .otherAccount: return .otherAccount
+        case .unavailable: return .unavailable
+        case .database(let error) where error.isBusy: return .busy
+        case .database, .storeUnusable, .newerSchema: return .`internal`
         }
     }
 

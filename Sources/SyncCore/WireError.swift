@@ -3,14 +3,49 @@ import Model
 
 /// An error answer: `{"error": CODE, "message": TEXT}`; codes are stable.
 public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var code: String
+    /// A stable error code (docs/protocol.md), the same for the server that
+    /// sends it and the client that acts on it. A code this build does not
+    /// know is kept as it came.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let unauthorized = Code(rawValue: "unauthorized")
+        public static let revoked = Code(rawValue: "revoked")
+        public static let badRequest = Code(rawValue: "bad_request")
+        public static let notFound = Code(rawValue: "not_found")
+        public static let methodNotAllowed = Code(rawValue: "method_not_allowed")
+        /// A push that does not continue what the server has of the device.
+        public static let gap = Code(rawValue: "gap")
+        /// The device's change numbers were reused for other content.
+        public static let diverged = Code(rawValue: "diverged")
+        public static let clockSkew = Code(rawValue: "clock_skew")
+        public static let foreignStamp = Code(rawValue: "foreign_stamp")
+        public static let conflict = Code(rawValue: "conflict")
+        public static let encryptionRequired = Code(rawValue: "encryption_required")
+        public static let notEncrypted = Code(rawValue: "not_encrypted")
+        public static let upgradeRequired = Code(rawValue: "upgrade_required")
+        public static let keyRotated = Code(rawValue: "key_rotated")
+        public static let accountMoved = Code(rawValue: "account_moved")
+        public static let otherAccount = Code(rawValue: "other_account")
+        public static let unavailable = Code(rawValue: "unavailable")
+        public static let busy = Code(rawValue: "busy")
+        public static let timeout = Code(rawValue: "timeout")
+        public static let `internal` = Code(rawValue: "internal")
+        /// Said by the client itself, never by a server: the account is
+        /// encrypted and this machine has no key.
+        public static let keyNeeded = Code(rawValue: "encrypted")
+    }
+
+    public var code: Code
     public var message: String
     /// With `gap` and `diverged`: the last device sequence the server applied
     /// for this device, and that change's digest ("" when unknown).
     public var acknowledged: Int64?
     public var digest: String?
 
-    public init(code: String, message: String, acknowledged: Int64? = nil, digest: String? = nil) {
+    public init(code: Code, message: String, acknowledged: Int64? = nil, digest: String? = nil) {
         self.code = code
         self.message = message
         self.acknowledged = acknowledged
@@ -18,7 +53,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var json: JSONValue {
-        var object: [String: JSONValue] = ["error": .string(code), "message": .string(message)]
+        var object: [String: JSONValue] = ["error": .string(code.rawValue), "message": .string(message)]
         if let acknowledged { object["acknowledged"] = .int(acknowledged) }
         if let digest { object["digest"] = .string(digest) }
         return .object(object)
@@ -28,7 +63,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public init?(json: JSONValue) {
         guard case .object(let object) = json, let code = object["error"]?.stringValue else { return nil }
-        self.init(code: code, message: object["message"]?.stringValue ?? "", acknowledged: object["acknowledged"]?.intValue,
+        self.init(code: Code(rawValue: code), message: object["message"]?.stringValue ?? "", acknowledged: object["acknowledged"]?.intValue,
                   digest: object["digest"]?.stringValue)
     }
 }

@@ -57,16 +57,16 @@ import TestSupport
 
         // An old client is told to upgrade, whatever it asks.
         let oldPull = try desktop.pull()
-        #expect(oldPull.status == 409 && oldPull.errorCode == "upgrade_required" && oldPull.text.contains("upgrade brsync"), "\(oldPull.text)")
+        #expect(oldPull.status == 409 && oldPull.errorCode == .upgradeRequired && oldPull.text.contains("upgrade brsync"), "\(oldPull.text)")
         let oldPush = try desktop.push([desktop.change("x.example", ["browser": .string("chrome")])])
-        #expect(oldPush.status == 409 && oldPush.errorCode == "upgrade_required")
+        #expect(oldPush.status == 409 && oldPush.errorCode == .upgradeRequired)
 
         // A new client without the key: its readable change is refused whole, naming the field.
         desktop.protocolVersion = 2
         desktop.keyID = Self.firstKey
         desktop.nextSequence = 1
         let readable = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
-        #expect(readable.status == 409 && readable.errorCode == "encryption_required", "\(readable.text)")
+        #expect(readable.status == 409 && readable.errorCode == .encryptionRequired, "\(readable.text)")
         #expect(readable.text.contains("brsync key add") && readable.text.contains("readable key"), "\(readable.text)")
         #expect(try laptop.pullAll().records.isEmpty, "nothing of the refused push was applied")
 
@@ -94,12 +94,12 @@ import TestSupport
             var renumbered = change
             renumbered.sequence = desktop.nextSequence
             let answer = try desktop.push([renumbered])
-            #expect(answer.status == 409 && answer.errorCode == "encryption_required" && answer.errorMessage.contains(reason), "\(reason): \(answer.text)")
+            #expect(answer.status == 409 && answer.errorCode == .encryptionRequired && answer.errorMessage.contains(reason), "\(reason): \(answer.text)")
         }
         // A relay is held to the same rule.
         let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])], keyID: Self.firstKey)
         let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: relay.body())
-        #expect(relayed.status == 409 && relayed.errorCode == "encryption_required")
+        #expect(relayed.status == 409 && relayed.errorCode == .encryptionRequired)
         #expect(try laptop.pullAll().records.count == 2)
     }
 
@@ -108,7 +108,7 @@ import TestSupport
         let laptop = try fixture.device("alice", "laptop")
         laptop.protocolVersion = 2
         let answer = try laptop.push([Self.sealed(laptop, "one")])
-        #expect(answer.status == 409 && answer.errorCode == "not_encrypted", "\(answer.text)")
+        #expect(answer.status == 409 && answer.errorCode == .notEncrypted, "\(answer.text)")
         #expect(!(try laptop.pull().text.contains("encrypted")))
         // Other accounts are not touched by one's encryption.
         let bob = try fixture.device("bob", "phone")
@@ -136,27 +136,27 @@ import TestSupport
         #expect(other.status == 200 && other.text.contains(#""changed":false"#) && other.text.contains(Self.firstKey), "\(other.text)")
         // A rotation from a key the account does not use is refused; from its key, it happens once.
         let stale = try Self.encrypt(desktop, key: "00000000000000c3", replacing: Self.secondKey)
-        #expect(stale.status == 409 && stale.errorCode == "key_rotated", "\(stale.text) \(stale.errorCode ?? "nil")")
+        #expect(stale.status == 409 && stale.errorCode == .keyRotated, "\(stale.text) \(stale.errorCode?.rawValue ?? "nil")")
         let rotated = try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey)
         #expect(rotated.status == 200 && rotated.text.contains(#""changed":true"#), "\(rotated.text)")
         #expect(try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey).text.contains(#""changed":false"#), "a retry")
         // The old key: refused for pushes, relays and pulls; nothing of it stays.
         desktop.nextSequence = 1
         let push = try desktop.push([Self.sealed(desktop, "two")])
-        #expect(push.status == 409 && push.errorCode == "key_rotated" && push.errorMessage.contains("brsync key add"), "\(push.text)")
+        #expect(push.status == 409 && push.errorCode == .keyRotated && push.errorMessage.contains("brsync key add"), "\(push.text)")
         let relay = RelayRequest(records: [Self.sealed(desktop, "three")], keyID: Self.firstKey)
         let relayed = try desktop.client.send(method: "POST", target: "/v1/relay", headers: desktop.authorization, body: relay.body())
-        #expect(relayed.status == 409 && relayed.errorCode == "key_rotated")
+        #expect(relayed.status == 409 && relayed.errorCode == .keyRotated)
         let pull = try desktop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.firstKey)", headers: desktop.authorization)
-        #expect(pull.status == 409 && pull.errorCode == "key_rotated")
+        #expect(pull.status == 409 && pull.errorCode == .keyRotated)
         // A push naming no key, and a key named to an account that is not encrypted, are refused too.
         desktop.keyID = nil
         desktop.nextSequence = 1
-        #expect(try desktop.push([Self.sealed(desktop, "four")]).errorCode == "encryption_required")
+        #expect(try desktop.push([Self.sealed(desktop, "four")]).errorCode == .encryptionRequired)
         let bob = try fixture.device("bob", "phone")
         bob.protocolVersion = 2
         bob.keyID = Self.firstKey
-        #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).errorCode == "not_encrypted")
+        #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).errorCode == .notEncrypted)
         // The new key is taken.
         laptop.keyID = Self.secondKey
         laptop.nextSequence = 1

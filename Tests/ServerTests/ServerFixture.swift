@@ -126,7 +126,7 @@ final class TestDevice: @unchecked Sendable {
         var pages = 0
         while true {
             let response = try pull(since: cursor, limit: limit)
-            guard response.status == 200 else { throw WireError(code: "status", message: "\(response.status): \(response.text)") }
+            guard response.status == 200 else { throw WireError(code: WireError.Code(rawValue: "status"), message: "\(response.status): \(response.text)") }
             let page = try Wire.read(response.text, PullResponse.init(reading:))
             pages += 1
             for change in page.changes { records["\(change.collection.rawValue)/\(change.key)"] = change }
@@ -139,6 +139,6 @@ final class TestDevice: @unchecked Sendable {
 extension HTTPResponseParser.ParsedResponse {
     var text: String { String(decoding: body, as: UTF8.self) }
     var json: JSONValue? { try? JSONValue.parse(text) }
-    var errorCode: String? { json.flatMap(WireError.init(json:))?.code }
+    var errorCode: WireError.Code? { json.flatMap(WireError.init(json:))?.code }
     var errorMessage: String { json.flatMap(WireError.init(json:))?.message ?? "" }
 }

@@ -13,16 +13,16 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let anonymous = try device.client.send(method: "GET", target: "/v1/pull")
-        #expect(anonymous.status == 401 && anonymous.errorCode == "unauthorized")
+        #expect(anonymous.status == 401 && anonymous.errorCode == .unauthorized)
         #expect(anonymous.headers["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
         let wrong = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Bearer brs_nope"])
-        #expect(wrong.status == 401 && wrong.errorCode == "unauthorized")
+        #expect(wrong.status == 401 && wrong.errorCode == .unauthorized)
         let basic = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Basic YTpi"])
         #expect(basic.status == 401)
         #expect(try device.pull().status == 200)
         try fixture.store.revokeDevice(account: "alice", name: "laptop")
         let revoked = try device.pull()
-        #expect(revoked.status == 401 && revoked.errorCode == "revoked")
+        #expect(revoked.status == 401 && revoked.errorCode == .revoked)
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 401)
     }
 
@@ -77,7 +77,7 @@ import TestSupport
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
         device.nextSequence = 5
         let gap = try device.push([device.change("e.com", ["browser": .string("x")])])
-        #expect(gap.status == 409 && gap.errorCode == "gap")
+        #expect(gap.status == 409 && gap.errorCode == .gap)
         #expect(gap.text.contains("expects 2"))
         #expect(try device.pullAll().records.count == 1)
     }
@@ -107,7 +107,7 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let response = try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 600_000)])
-        #expect(response.status == 422 && response.errorCode == "clock_skew")
+        #expect(response.status == 422 && response.errorCode == .clockSkew)
         #expect(response.text.contains("600") || response.text.contains("599"))
         #expect(try device.pullAll().records.isEmpty)
     }
@@ -121,14 +121,14 @@ import TestSupport
         let copy = TestDevice(client: device.client, token: device.token, deviceID: "other-replica")
         copy.nextSequence = 2
         let skipped = try copy.push([copy.change("b.com", ["browser": .string("y")])])
-        #expect(skipped.status == 409 && skipped.errorCode == "gap" && skipped.text.contains(#""acknowledged":0"#), "\(skipped.text)")
+        #expect(skipped.status == 409 && skipped.errorCode == .gap && skipped.text.contains(#""acknowledged":0"#), "\(skipped.text)")
         copy.nextSequence = 1
         #expect(try copy.push([copy.change("b.com", ["browser": .string("y")])]).status == 200)
         // A stamp of another device inside a push is refused.
         var forged = device.change("c.com", ["browser": .string("z")])
         forged.state.fields["browser"]?.stamp = HLCTimestamp(wallMillis: 1, counter: 0, device: "someone-else")
         let foreign = try device.push([forged])
-        #expect(foreign.status == 422 && foreign.errorCode == "foreign_stamp")
+        #expect(foreign.status == 422 && foreign.errorCode == .foreignStamp)
     }
 
     @Test(arguments: StoreKind.allCases) func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner(_ kind: StoreKind) throws {
@@ -168,7 +168,7 @@ import TestSupport
         ]
         for (body, message) in cases {
             let response = try device.client.send(method: "POST", target: "/v1/push", headers: device.authorization, body: Array(body.utf8))
-            #expect(response.status == 400 && response.errorCode == "bad_request", "\(body)")
+            #expect(response.status == 400 && response.errorCode == .badRequest, "\(body)")
             #expect(response.text.contains(message), "\(response.text)")
         }
         #expect(try device.client.send(method: "GET", target: "/v1/pull?since=-1", headers: device.authorization).status == 400)

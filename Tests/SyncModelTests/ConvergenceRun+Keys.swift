@@ -76,7 +76,7 @@ extension Run {
         #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
         for _ in 0..<2 {
             for machine in machines {
-                do { _ = try client(machine, direct: true).sync() } catch SyncError.refused(let code, _) where ["encrypted", "encryption_required", "key_rotated"].contains(code) {
+                do { _ = try client(machine, direct: true).sync() } catch SyncError.refused(let code, _) where [.keyNeeded, .encryptionRequired, .keyRotated].contains(code) {
                     guard let current = serverKey() else { continue }
                     try AccountKeyFile.add(current, home: machine.replica.home)
                     note("codes added before the final syncs")

@@ -98,7 +98,7 @@ import TestSupport
             try client.encryptAccount(keyID: AccountKey.generate().id, seen: seen)
             Issue.record("a key change from a machine that had not pulled everything was taken")
         } catch SyncError.refused(let code, _) {
-            #expect(code == "account_moved")
+            #expect(code == .accountMoved)
         }
         #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
     }
@@ -308,7 +308,7 @@ import TestSupport
                 try world.sync(machine)
                 Issue.record("a replica with another account's key synced")
             } catch SyncError.refused(let code, let message) {
-                #expect(code == "other_account" && message.contains("brsync key add"), "\(message)")
+                #expect(code == .otherAccount && message.contains("brsync key add"), "\(message)")
             } catch {
                 Issue.record("\(error)")
             }
