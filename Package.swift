@@ -144,7 +144,7 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["Net"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "TestSupport"]),

@@ -3,7 +3,7 @@
 # 10,000 rules pushed from A and pulled by B, end to end, with the real
 # binaries; records applied per second on pull; bytes on the wire per record;
 # and a sync with nothing to do (requests and bytes). Each measurement runs
-# on a plaintext account and on an end-to-end encrypted one (issue 13), in
+# on a plaintext account and on an end-to-end encrypted one, in
 # alternating rounds on fresh servers; the medians and their ratio are printed
 # (target for encryption: end to end <= 1.3x plaintext).
 # Usage: bash Benchmarks/sync.sh [rules, default 10000] [rounds, default 3]

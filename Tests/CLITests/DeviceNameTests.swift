@@ -6,7 +6,7 @@ import TestSupport
 /// where stamps hold a hex id; the log shows what pulls brought.
 @Suite struct DeviceNameTests {
     @Test func theLogShowsPulledChangesByTheirDevicesName() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
@@ -42,7 +42,7 @@ import TestSupport
     }
 
     @Test func conflictsNameBothDevices() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"]) }
@@ -60,7 +60,7 @@ import TestSupport
 
     /// Two machines with one name are told apart by the start of their ids.
     @Test func aSharedNameIsToldApart() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let first = try world.replica("one")
         let second = try world.replica("two")
         try world.mustRun(second, ["device", "name", "one"])
@@ -70,7 +70,7 @@ import TestSupport
     }
 
     @Test func badNamesAreRefusedAndChangeNothing() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let before = try world.snapshot(laptop)
         for bad in ["", "   ", String(repeating: "x", count: 65), "evil\u{1B}[2Jname", "rtl\u{202E}name"] {

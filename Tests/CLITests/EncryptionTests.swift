@@ -7,7 +7,7 @@ import SyncCore
 import Testing
 import TestSupport
 
-/// End-to-end encryption with the real binaries (issue 13): `brsync key
+/// End-to-end encryption with the real binaries: `brsync key
 /// init` on one machine, `brsync key add` on another, and a server that
 /// holds every rule and can read none.
 @Suite(.serialized) struct EncryptionTests {
@@ -34,7 +34,7 @@ import TestSupport
         // Written before the switch (readable on the server until then) and after it (never readable there).
         let before = "qzb\(UInt32.random(in: 100_000...999_999))"
         let marker = Self.marker
-        let world = try SyncWorld(store)
+        let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "\(before)browser", "--exec", "true %u"])
@@ -108,9 +108,11 @@ import TestSupport
         #expect(conflicts.stdout.contains(#"rules/github.com browser: "\#(marker)browser""#), "\(conflicts)")
 
         // What the server holds: no pattern, no browser name, no setting value, in its files or its log.
+        // (Its log is read after it stopped: everything it wrote, which stop() would otherwise drop.)
+        let server = try #require(world.server)
         world.stop()
-        let serverLog = world.server?.text ?? ""
-        #expect(!serverLog.contains(marker) && !serverLog.contains(before))
+        let serverLog = server.process.text
+        #expect(serverLog.contains("listening on") && !serverLog.contains(marker) && !serverLog.contains(before), "\(serverLog)")
         switch store {
         case .sqlite:
             // What was readable before the switch is gone too (the freed pages are zeroed).
@@ -133,7 +135,7 @@ extension EncryptionTests {
     /// values swapped, an old value replayed under a newer stamp. A machine
     /// pulling them refuses each, naming the record, and syncs the rest.
     @Test func aServerThatTampersWithRecordsIsCaughtRecordByRecord() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         // With --json, standard output is one JSON document, the code in it
         // (and on standard error as soon as it is made).
@@ -234,7 +236,7 @@ extension EncryptionTests {
     }
 }
 
-/// One-step pairing (issue 13): `brsyncd device add --url --ca [--qr]` prints
+/// One-step pairing: `brsyncd device add --url --ca [--qr]` prints
 /// a join code, `brsync join` takes it.
 extension EncryptionTests {
     /// The modules a terminal QR code draws (light is false), read back from its half blocks.
@@ -265,7 +267,7 @@ extension EncryptionTests {
     }
 
     @Test func aMachineJoinsAnEncryptedAccountWithOneCode() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
         try world.mustRun(laptop, ["rules", "add", "joined.example", "firefox"])
@@ -315,7 +317,7 @@ extension EncryptionTests {
     }
 
     @Test func joinCodesAndTheirOptionsAreChecked() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         // A readable account needs no recovery code; the code may be an argument.
         let desktop = try world.replica("desktop")
         try world.mustRun(desktop, ["browsers", "add", "chrome", "--exec", "true %u"])
@@ -349,10 +351,10 @@ extension EncryptionTests {
     }
 }
 
-/// `brsync key rotate` (issue 13).
+/// `brsync key rotate`.
 extension EncryptionTests {
     @Test func aRotatedKeyLocksOutTheOldOneAndEveryMachineGoesOnWithTheNewCode() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
@@ -413,7 +415,7 @@ extension EncryptionTests {
 /// What a key change says and leaves behind, as the user sees it.
 extension EncryptionTests {
     @Test func aKeyChangeSaysWhatItKeptAndAPendingKeyIsShown() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "true %u"]) }
@@ -451,11 +453,11 @@ extension EncryptionTests {
     }
 }
 
-/// The account key file is an input too (issue 13): damaged, readable by
+/// The account key file is an input too: damaged, readable by
 /// others, or a folder — each a clear error, nothing synced, nothing changed.
 extension EncryptionTests {
     @Test func aKeyFileThatIsNotRightStopsSyncWithAClearError() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
         try world.mustRun(laptop, ["rules", "add", "kept.example", "firefox"])

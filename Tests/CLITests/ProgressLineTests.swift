@@ -6,7 +6,7 @@ import TestSupport
 /// the progress line is redrawn in place and leaves nothing behind.
 @Suite struct ProgressLineTests {
     @Test func progressLeavesOnlyTheSummaryOnScreen() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(desktop, ["sync"]) // its name is what the laptop pulls after pushing

@@ -7,16 +7,18 @@ import Storage
 import Testing
 import TestSupport
 
-/// A real `brsyncd` over TLS on 127.0.0.1 with a fresh CA, and replicas in
-/// temporary homes driven by the real `brsync` binary.
-final class SyncWorld: @unchecked Sendable {
+/// A real `brsyncd` process over TLS on 127.0.0.1 with a fresh CA
+/// (``BrsyncdProcess``), and replicas in temporary homes driven by the real
+/// `brsync` binary. (In-process clients and servers: SyncModelTests' `SyncWorld`.)
+final class CLIWorld: @unchecked Sendable {
     // Built in init; the server process is stopped in deinit.
     let directory: TemporaryDirectory
+    /// The SQLite store's file (a PostgreSQL world has none).
     let db: String
     /// `--db PATH` or `--store URL`, and the environment brsyncd needs with it.
     let storeArguments: [String]
     let storeEnvironment: [String: String]
-    var server: BackgroundProcess?
+    var server: BrsyncdProcess?
     var port: UInt16 = 0
     let brsync = ProcessRunner.binary("brsync")
     let brsyncd = ProcessRunner.binary("brsyncd")
@@ -27,16 +29,8 @@ final class SyncWorld: @unchecked Sendable {
         // The chain the server presents holds its CA, as `brsyncd dev` writes it (for `brsync join`).
         let chain = try String(contentsOfFile: directory.file("server.pem"), encoding: .utf8) + String(contentsOfFile: directory.file("ca.pem"), encoding: .utf8)
         try chain.write(toFile: directory.file("server-chain.pem"), atomically: true, encoding: .utf8)
-        db = directory.file("server.sqlite")
-        switch store {
-        case .sqlite:
-            storeArguments = ["--db", db]
-            storeEnvironment = [:]
-        case .postgres:
-            let cluster = try PostgresCluster.shared()
-            storeArguments = ["--store", try cluster.createDatabase()]
-            storeEnvironment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
-        }
+        db = directory.file("store.sqlite")
+        (storeArguments, storeEnvironment) = try store.brsyncdStore(in: directory)
         #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + storeArguments, environment: storeEnvironment).status == 0)
         try start()
     }
@@ -47,11 +41,10 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     func start(port requested: UInt16 = 0) throws {
-        let process = try BackgroundProcess(brsyncd, ["serve"] + storeArguments + ["--listen", "127.0.0.1:\(requested)",
-                                                      "--cert", directory.file("server-chain.pem"), "--key", directory.file("server.key")],
-                                            environment: storeEnvironment)
-        port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
-        server = process
+        let running = try BrsyncdProcess(storeArguments, certificates: directory, certificate: "server-chain.pem", port: requested,
+                                         environment: storeEnvironment, binary: brsyncd)
+        port = running.port
+        server = running
     }
 
     func stop() {
@@ -106,7 +99,7 @@ final class SyncWorld: @unchecked Sendable {
 @Suite(.serialized) struct SyncTests {
     /// A rule added on A is synced; the server stops; B resolves by it offline.
     @Test(arguments: StoreKind.allCases) func aRuleMadeOnOneMachineResolvesOnAnotherOffline(_ store: StoreKind) throws {
-        let world = try SyncWorld(store)
+        let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
@@ -140,7 +133,7 @@ final class SyncWorld: @unchecked Sendable {
     /// A profile travels: the other machine builds its launch command from
     /// its own base browser, and may still set one of its own.
     @Test(arguments: StoreKind.allCases) func aProfileTravelsAndEachMachineBuildsItsCommand(_ store: StoreKind) throws {
-        let world = try SyncWorld(store)
+        let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
@@ -176,7 +169,7 @@ final class SyncWorld: @unchecked Sendable {
 
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
     @Test(arguments: StoreKind.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: StoreKind) throws {
-        let world = try SyncWorld(store)
+        let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         for home in [laptop, desktop] {
@@ -212,7 +205,7 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     @Test func aRestoredServerMeansAFullResyncThatKeepsLocalEdits() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
         try world.mustRun(laptop, ["sync"])
@@ -237,7 +230,7 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     @Test(arguments: StoreKind.allCases) func refusalsAreExit5WithTheServersMessage(_ store: StoreKind) throws {
-        let world = try SyncWorld(store)
+        let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])
         let before = try world.snapshot(laptop)
@@ -255,7 +248,7 @@ final class SyncWorld: @unchecked Sendable {
     /// Unreachable or untrusted servers are exit 4 (the timer's "offline");
     /// a server whose answers are not the protocol is exit 6.
     @Test func unverifiableOrWrongServersAreExit4Or6AndChangeNothing() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])
         let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -307,7 +300,7 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     @Test func remoteSettingsAreCheckedAndTheTokenStaysPrivate() throws {
-        let world = try SyncWorld()
+        let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         var info = stat()
         stat(laptop + "/token", &info)

@@ -138,16 +138,8 @@ import TestSupport
 @Suite(.serialized) struct BrsyncdProcessTests {
     let binary = ProcessRunner.binary("brsyncd")
 
-    struct Running {
-        let process: BackgroundProcess
-        let port: UInt16
-    }
-
-    func serve(_ directory: TemporaryDirectory, db: String, extra: [String] = []) throws -> Running {
-        let process = try BackgroundProcess(binary, ["serve", "--db", db, "--listen", "127.0.0.1:0",
-                                                     "--cert", directory.file("server.pem"), "--key", directory.file("server.key")] + extra)
-        let port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
-        return Running(process: process, port: port)
+    func serve(_ directory: TemporaryDirectory, db: String, extra: [String] = []) throws -> BrsyncdProcess {
+        try BrsyncdProcess(["--db", db] + extra, certificates: directory, binary: binary)
     }
 
     func writeCertificates(_ directory: TemporaryDirectory, authority: CertificateAuthority) throws {

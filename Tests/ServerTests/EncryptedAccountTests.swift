@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 @testable import BrsyncServer
 
-/// The server's side of end-to-end encryption (issue 13): it cannot open a
+/// The server's side of end-to-end encryption: it cannot open a
 /// record, but it keeps an encrypted account sealed (readable changes and
 /// old clients are refused) and an account that is not encrypted free of
 /// sealed ones.

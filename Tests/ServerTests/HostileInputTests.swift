@@ -73,7 +73,7 @@ final class BinaryServer: @unchecked Sendable {
     // Built in init; the process is stopped in deinit.
     let directory: TemporaryDirectory
     let caFile: String
-    let process: BackgroundProcess
+    let server: BrsyncdProcess
     let port: UInt16
     let token: String
 
@@ -81,25 +81,16 @@ final class BinaryServer: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "brsyncd-binary")
         caFile = try TestCertificates(in: directory).caFile
         let brsyncd = ProcessRunner.binary("brsyncd")
-        let store: [String]
-        var environment: [String: String] = [:]
-        switch kind {
-        case .sqlite: store = ["--db", directory.file("store.sqlite")]
-        case .postgres:
-            let cluster = try PostgresCluster.shared()
-            store = ["--store", try cluster.createDatabase()]
-            environment["BRSYNCD_STORE_PASSWORD_FILE"] = cluster.passwordFile
-        }
+        let (store, environment) = try kind.brsyncdStore(in: directory)
         #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + store, environment: environment).status == 0)
         let added = try ProcessRunner.run(brsyncd, ["device", "add", "alice", "laptop"] + store, environment: environment)
         token = String(added.stdout.split(separator: "\n").last ?? "")
-        process = try BackgroundProcess(brsyncd, ["serve", "--listen", "127.0.0.1:0", "--cert", directory.file("server.pem"),
-                                                  "--key", directory.file("server.key")] + store, environment: environment)
-        port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
+        server = try BrsyncdProcess(store, certificates: directory, environment: environment, binary: brsyncd)
+        port = server.port
     }
 
     deinit {
-        process.stop()
+        server.stop()
         directory.remove()
     }
 

@@ -32,11 +32,8 @@ import TestSupport
     }
 
     func serve(_ directory: TemporaryDirectory, environment: [String: String]) throws -> (BackgroundProcess, UInt16) {
-        let process = try BackgroundProcess(binary, ["serve", "--listen", "127.0.0.1:0", "--cert", directory.file("server.pem"),
-                                                     "--key", directory.file("server.key")],
-                                            environment: environment)
-        let port = try #require(UInt16(try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)))
-        return (process, port)
+        let running = try BrsyncdProcess([], certificates: directory, environment: environment, binary: binary)
+        return (running.process, running.port)
     }
 
     @Test func threeInstancesKilledAndRestartedLoseNothing() throws {

@@ -28,11 +28,6 @@ final class ServerFixture: @unchecked Sendable {
         caFile = certificates.caFile
         certificateFile = certificates.certificateFile
         keyFile = certificates.keyFile
-        var configuration = ServerConfiguration()
-        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
-        configuration.certificateFile = certificateFile
-        configuration.keyFile = keyFile
-        configure(&configuration)
         switch kind {
         case .sqlite:
             store = try SQLiteStore(path: directory.file("store.sqlite"))
@@ -40,10 +35,7 @@ final class ServerFixture: @unchecked Sendable {
             let cluster = try PostgresCluster.shared()
             store = try PostgresStore(try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
         }
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        server = try SyncServer(configuration: configuration, store: store, logger: logger)
-        port = try server.start()[0]
+        (server, port) = try InProcessServer.start(store: store, certificates: directory, configure: configure)
     }
 
     deinit {

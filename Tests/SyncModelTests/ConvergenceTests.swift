@@ -167,22 +167,17 @@ final class Run: @unchecked Sendable {
     }
 
     static func startServer(_ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock) throws -> (any SyncStore, SyncServer, UInt16) {
-        var configuration = ServerConfiguration()
-        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
-        configuration.certificateFile = directory.file("server.pem")
-        configuration.keyFile = directory.file("server.key")
-        configuration.defaultPullLimit = 3
-        configuration.limits.lingerMilliseconds = 200
         let store: any SyncStore
         switch target {
         case .sqlite(let path): store = try SQLiteStore(path: path, clock: { clock.now() })
         case .postgres(let cluster, let database):
             store = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password), clock: { clock.now() })
         }
-        var logger = Logger(label: "model")
-        logger.logLevel = .critical
-        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
-        return (store, server, try server.start()[0])
+        let (server, port) = try InProcessServer.start(store: store, certificates: directory) { configuration in
+            configuration.defaultPullLimit = 3
+            configuration.limits.lingerMilliseconds = 200
+        }
+        return (store, server, port)
     }
 
     func note(_ fault: String) { faults[fault, default: 0] += 1 }

@@ -52,7 +52,7 @@ import TestSupport
     /// edit gets the same stamp on both, so the last changes are identical.
     /// The server knows a device's history by the chain through its last
     /// change, so the second copy's push is not taken for a retry of the
-    /// first's, and its other edit is not lost (seed 6027).
+    /// first's, and its other edit is not lost.
     @Test func copiesWhoseLastChangesAreIdenticalAreStillToldApart() throws {
         let world = try SyncWorld()
         let desktop = try world.machine("desktop", skew: 4 * 60_000) // ahead, within what the server takes
@@ -81,7 +81,7 @@ import TestSupport
     /// A pushed value that lost to a newer one is not taken as known to its
     /// pusher, though its cursor covers the winner's version: had it held the
     /// winner, its value would not have lost. Its next pull fetches the
-    /// winner (seed 6150, where a copy's cursor covered a version it did not
+    /// winner (as happens when a copy's cursor covers a version it does not
     /// hold).
     @Test func aPushedValueThatLostIsPulledBack() throws {
         let world = try SyncWorld()
@@ -160,8 +160,7 @@ import TestSupport
 
     /// An edit made after pulling a value, on a clock that then ran fast, is
     /// re-stamped when the server refuses the stamp: still above the value it
-    /// overwrote (which the record no longer holds), so it wins everywhere
-    /// (seed 3089).
+    /// overwrote (which the record no longer holds), so it wins everywhere.
     @Test func aReStampedEditStaysAboveWhatItOverwrote() throws {
         let world = try SyncWorld()
         let desktop = try world.machine("desktop", skew: 4 * 60_000) // ahead, within what the server takes
@@ -182,7 +181,7 @@ import TestSupport
 
     /// A deletion whose tombstone the server purged, brought back to life by an
     /// old copy of a home that relays what it holds: the replicas that hold
-    /// the deletion see the server is behind and send it again (seed 4031).
+    /// the deletion see the server is behind and send it again.
     @Test func aPurgedDeletionBroughtBackByAnOldCopyIsDeletedAgain() throws {
         let world = try SyncWorld()
         let laptop = try world.machine("laptop")

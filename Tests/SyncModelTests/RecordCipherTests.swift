@@ -7,7 +7,7 @@ import SyncCore
 import Testing
 
 /// The account key, its recovery code and the record cipher of end-to-end
-/// encryption (issue 13): what a hostile server could try, refused.
+/// encryption: what a hostile server could try, refused.
 @Suite struct RecordCipherTests {
     @Test func aRecoveryCodeReadsBackAsTheKeyHoweverItIsTyped() throws {
         let key = AccountKey.generate()

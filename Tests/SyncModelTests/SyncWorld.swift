@@ -46,16 +46,9 @@ final class SyncWorld: @unchecked Sendable {
     }
 
     static func start(storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory) throws -> (any SyncStore, SyncServer, UInt16) {
-        var configuration = ServerConfiguration()
-        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
-        configuration.certificateFile = directory.file("server.pem")
-        configuration.keyFile = directory.file("server.key")
-        configuration.defaultPullLimit = 7
         let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? SQLiteStore(path: storePath)
-        var logger = Logger(label: "world")
-        logger.logLevel = .critical
-        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
-        return (store, server, try server.start()[0])
+        let (server, port) = try InProcessServer.start(store: store, certificates: directory) { $0.defaultPullLimit = 7 }
+        return (store, server, port)
     }
 
     func stopServer() { server.shutdown() }

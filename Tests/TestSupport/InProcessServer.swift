@@ -1,0 +1,22 @@
+import BrsyncServer
+import Logging
+import Net
+
+/// A real brsyncd server in the test's own process: the sync API over TLS
+/// (the certificates of ``TestCertificates`` in `directory`) on 127.0.0.1
+/// with an ephemeral port, serving `store`, its log quiet. Stop it with
+/// `server.shutdown()`. (The binary as a process: ``BrsyncdProcess``.)
+public enum InProcessServer {
+    public static func start(store: any SyncStore, certificates directory: TemporaryDirectory,
+                             configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> (server: SyncServer, port: UInt16) {
+        var configuration = ServerConfiguration()
+        configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
+        configuration.certificateFile = directory.file("server.pem")
+        configuration.keyFile = directory.file("server.key")
+        configure(&configuration)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let server = try SyncServer(configuration: configuration, store: store, logger: logger)
+        return (server, try server.start()[0])
+    }
+}
