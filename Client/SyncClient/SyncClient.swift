@@ -200,15 +200,8 @@ public final class SyncClient {
 
     @discardableResult
     private func pushLocked() throws -> Summary {
-        // Each repair is tried a bounded number of times: a refusal, or a record
-        // the server keeps asking for.
-        var repairs: [String: Int] = [:]
-        func repairOnce(_ what: WireError.Code, times: Int = 1) throws {
-            repairs[what.rawValue, default: 0] += 1
-            guard repairs[what.rawValue, default: 0] <= times else {
-                throw SyncError.refused(code: lastRefusal?.code ?? what, message: lastRefusal?.message ?? "the server keeps refusing (\(what))")
-            }
-        }
+        // The decisions; this function carries them out.
+        var machine = PushMachine()
         var state = try replica.syncState()
         let total = try replica.unpushedCount()
         var done = 0
@@ -248,36 +241,19 @@ public final class SyncClient {
                     // A failure here is met again, and reported, when the batch is read for real.
                     prepared = try? self.nextBatch(after: last.sequence)
                 }
-            } catch SyncError.refused(let code, _) where [.gap, .diverged, .clockSkew, .notEncrypted].contains(code) {
-                try repairOnce(code, times: code == .clockSkew ? 2 : 1)
-                switch code {
-                case .notEncrypted:
-                    // The server's account is readable (restored from before the
-                    // switch): it is encrypted again and every record goes up sealed.
+            } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
+                // The exchange kept the refusal whole (with what the server has of this device).
+                let refusal = lastRefusal ?? WireError(code: code, message: "")
+                switch machine.refused(refusal, ourDigest: try replica.changeDigest(refusal.acknowledged ?? 0)) {
+                case .encryptAgainAndRelayAll:
                     try replica.requireFullRelay()
                     try prepareSync()
-                case .gap:
-                    // The server has this device's changes up to `acknowledged`: if
-                    // that change is ours, continue from there; if not, the
-                    // numbers were used by a copy of this replica.
-                    let acknowledged = lastRefusal?.acknowledged ?? 0
-                    let digest = lastRefusal?.digest ?? ""
-                    let ours = try replica.changeDigest(acknowledged)
-                    if acknowledged == 0 || digest.isEmpty || ours == digest {
-                        try replica.rewindPushed(to: acknowledged)
-                    } else {
-                        try fork()
-                    }
-                case .diverged:
+                case .rewind(let sequence):
+                    try replica.rewindPushed(to: sequence)
+                case .fork:
                     try fork()
-                default:
-                    // The server has this device's changes up to `acknowledged`
-                    // (a retried batch may have been applied): only later ones
-                    // are re-stamped.
-                    if let acknowledged = lastRefusal?.acknowledged, acknowledged > 0, let digest = lastRefusal?.digest, !digest.isEmpty,
-                       try replica.changeDigest(acknowledged) == digest {
-                        try replica.markPushed(through: acknowledged)
-                    }
+                case .restamp(let markPushedThrough, let relayStampedAhead):
+                    if let markPushedThrough { try replica.markPushed(through: markPushedThrough) }
                     // Changes the server had acknowledged before it was restored
                     // keep their stamps: their records go up whole first (a
                     // relay takes stamps further ahead), so re-stamping them
@@ -287,10 +263,14 @@ public final class SyncClient {
                     // Refused again after re-stamping: the edits are above values
                     // this replica holds that the server does not (stamped while
                     // a clock ran fast, then lost to a restore). Those go up first.
-                    if repairs[WireError.Code.clockSkew.rawValue, default: 0] > 1 {
+                    if relayStampedAhead {
                         try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
                     }
                     summary.restamped += try replica.restampUnpushed()
+                case .stop(let refusal):
+                    throw SyncError.refused(code: refusal.code, message: refusal.message)
+                case .accept:
+                    preconditionFailure("a refusal is never accepted")
                 }
                 state = try replica.syncState()
                 continue
@@ -307,14 +287,18 @@ public final class SyncClient {
                 state = try replica.syncState()
                 continue
             }
-            // The acknowledged change must be ours; if it is not, another
-            // replica used this device id and its numbers.
-            if !response.acknowledgedDigest.isEmpty, response.acknowledged > 0,
-               try ourChain(response.acknowledged) != response.acknowledgedDigest {
-                try repairOnce(.diverged)
+            let ours = response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty ? try ourChain(response.acknowledged) : nil
+            switch machine.checkAcknowledged(response, ourChain: ours, last: lastRefusal) {
+            case .stop(let refusal)?:
+                throw SyncError.refused(code: refusal.code, message: refusal.message)
+            case .fork?:
                 try fork()
                 state = try replica.syncState()
                 continue
+            case nil:
+                break
+            default:
+                preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
             for lost in response.lost {
                 try recordConflict(lost, key: shown(lost.collection, lost.key))
@@ -322,12 +306,13 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)")
             }
-            // An edit of a record the server no longer has: the record goes up
-            // whole, then the push goes on from that change (acknowledged stops
-            // before it). Asked twice for the same change, the relay was refused.
-            let needed = Set(response.needed)
+            let needed: Set<Int64>
+            switch machine.accept(response, last: lastRefusal) {
+            case .accept(let relaying): needed = relaying
+            case .stop(let refusal): throw SyncError.refused(code: refusal.code, message: refusal.message)
+            default: preconditionFailure("accept(_:last:) accepts or stops")
+            }
             if !needed.isEmpty {
-                for sequence in needed { try repairOnce(WireError.Code(rawValue: "needed \(sequence)")) }
                 let keys = plain.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
                 try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)
