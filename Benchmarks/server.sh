@@ -4,6 +4,8 @@
 #   - a no-change pull, next to nginx serving a static file of the same size over
 #     TLS with the same certificate, in the same run: req/s, p99, ratio;
 #   - push throughput: records/s applied for one 10,000-record push;
+#   - the wire readers on that push and on a page of it, next to parsing the
+#     same text into a JSON tree;
 #   - brsyncd's RSS holding 1,000 idle keep-alive connections.
 # Usage: bash Benchmarks/server.sh [seconds per wrk run, default 5]
 set -euo pipefail
@@ -39,6 +41,9 @@ for _ in $(seq 100); do grep -q . "$work/brsyncd.log" 2>/dev/null || curl -sk "h
 
 echo "== push =="
 "$bin/brsyncd-bench" push "$work" "$port" 10000
+
+echo "== the wire readers, in this process =="
+"$bin/brsyncd-bench" read 10000
 
 nginx_port="$(free_port)"
 mkdir -p "$work/www"

@@ -10,13 +10,15 @@ import SyncCore
 //   brsyncd-bench setup DIR                 certificates, a store with one account and device
 //   brsyncd-bench push DIR PORT N           one push of N records: records/s applied
 //   brsyncd-bench idle DIR PORT N PID       N idle keep-alive TLS connections: the server's RSS
+//   brsyncd-bench read N                    the wire readers on a push and a page of N records, next to
+//                                           parsing the same text into a JSON tree (the baseline)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("brsyncd-bench: \(message)\n".utf8))
     exit(2)
 }
-guard let mode = arguments.first, arguments.count >= 2 else { fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID") }
+guard let mode = arguments.first, arguments.count >= 2 else { fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | read N") }
 let directory = arguments[1]
 
 func client(port: UInt16) throws -> HTTPClient {
@@ -28,8 +30,60 @@ func token() throws -> String {
     try String(contentsOfFile: "\(directory)/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+/// N rules as one device's changes, the fields a rule has.
+func benchmarkChanges(_ count: Int) -> [ChangeRecord] {
+    var clock = HybridLogicalClock(device: "bench-laptop")
+    let now = Int64(Date().timeIntervalSince1970 * 1000)
+    return (1...count).map { index -> ChangeRecord in
+        let stamp = clock.tick(wallMillis: now)
+        let fields: [String: JSONValue] = [
+            "pattern": .string("site\(index).example"), "browser": .string(["firefox", "chrome"][index % 2]),
+            "priority": .int(Int64(index)), "createdAt": .int(now), "origin": .string("bench-laptop"), "deleted": .bool(false),
+        ]
+        return ChangeRecord(sequence: Int64(index), collection: .rules, key: "site\(index).example",
+                            state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["bench-laptop": 1])))
+    }
+}
+
+/// The median of `rounds` timings of `body`, in seconds.
+func medianSeconds(_ rounds: Int, _ body: () throws -> Void) rethrows -> Double {
+    var times: [Double] = []
+    for _ in 0..<rounds {
+        let start = Deadline.now().milliseconds
+        try body()
+        times.append(Double(Deadline.now().milliseconds - start) / 1000)
+    }
+    return times.sorted()[rounds / 2]
+}
+
 do {
     switch mode {
+    case "read":
+        guard let count = Int(arguments[1]), count > 0 else { fail("read N") }
+        let changes = benchmarkChanges(count)
+        let push = PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).body()
+        let page = PullResponse(changes: changes, next: Int64(count), more: false, epoch: "e",
+                                clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"), account: "a").body
+        let stored = changes.map { (RecordState.encodeFields($0.state.fields), RecordState.encodeVersions($0.state.versions)) }
+        let rounds = 15
+        let megabytes = Double(push.count) / 1_048_576
+        let tree = try medianSeconds(rounds) { _ = try push.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) } }
+        let pushRead = try medianSeconds(rounds) {
+            _ = try push.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PushRequest(reading: bytes) }
+        }
+        let pageRead = try medianSeconds(rounds) {
+            _ = try page.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
+        }
+        let storedRead = try medianSeconds(rounds) { for (fields, versions) in stored { _ = try RecordState(fieldsJSON: fields, versionsJSON: versions) } }
+        func line(_ what: String, _ seconds: Double) -> String {
+            "\(what): \(String(format: "%.1f", seconds * 1000)) ms, \(Int(Double(count) / seconds)) records/s, \(String(format: "%.0f", megabytes / seconds)) MB/s"
+        }
+        print("read: \(count) records, push body \(push.count) bytes, median of \(rounds)")
+        print(line("JSON tree parse of the push (baseline)", tree))
+        print(line("PushRequest(reading:)", pushRead) + String(format: " (%.2fx the tree parse)", pushRead / tree))
+        print(line("PullResponse(reading:)", pageRead))
+        print(line("RecordState(fieldsJSON:versionsJSON:), each record", storedRead))
+
     case "setup":
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let authority = try CertificateAuthority(name: "brsyncd benchmark CA")
@@ -45,17 +99,7 @@ do {
     case "push":
         guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else { fail("push DIR PORT N") }
         let http = try client(port: port)
-        var clock = HybridLogicalClock(device: "bench-laptop")
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let changes = (1...count).map { index -> ChangeRecord in
-            let stamp = clock.tick(wallMillis: now)
-            let fields: [String: JSONValue] = [
-                "pattern": .string("site\(index).example"), "browser": .string(["firefox", "chrome"][index % 2]),
-                "priority": .int(Int64(index)), "createdAt": .int(now), "origin": .string("bench-laptop"), "deleted": .bool(false),
-            ]
-            return ChangeRecord(sequence: Int64(index), collection: .rules, key: "site\(index).example",
-                                state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["bench-laptop": 1])))
-        }
+        let changes = benchmarkChanges(count)
         let body = PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).body()
         let headers: HTTPHeaders = ["Authorization": "Bearer \(try token())", "Content-Type": "application/json"]
         _ = try http.send(method: "GET", target: "/v1/health") // connect and handshake outside the timing
