@@ -75,16 +75,16 @@ let package = Package(
         .target(name: "Plumbing", dependencies: ["JSON", .product(name: "ArgumentParser", package: "swift-argument-parser")], path: "Sources/Plumbing"),
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
-        .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP"], path: "Sources/Net"),
+        .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
         .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
-            dependencies: ["JSON", "Model", "SyncCore", "Storage"],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Plumbing"],
             path: "Client/Replica"
         ),
         .target(
             name: "BrsyncServer",
-            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "Plumbing", .product(name: "Logging", package: "swift-log")],
             path: "Server/BrsyncServer"
         ),
         .executableTarget(
@@ -101,7 +101,7 @@ let package = Package(
             dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "Plumbing"],
             path: "Client/SyncClient"
         ),
-        .target(name: "Desktop", dependencies: ["JSON", "Model"], path: "Client/Desktop"),
+        .target(name: "Desktop", dependencies: ["JSON", "Model", "Plumbing"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
             dependencies: ["JSON", "Model", "Replica", "SyncCore", "Desktop", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -111,7 +111,7 @@ let package = Package(
         // `brsync push|pull|sync` hand over to `brsync-sync`, which does.
         .executableTarget(
             name: "brsync",
-            dependencies: ["BrsyncCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["BrsyncCommands", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/brsync"
         ),
         // The picker window (GTK 4), started by brsync only when a picker is

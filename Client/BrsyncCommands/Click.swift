@@ -108,7 +108,7 @@ struct Click {
     static let loopWindowMilliseconds: Int64 = 20_000
 
     static func openedValue(browser: String, url: NormalizedURL) -> String {
-        "\(Replica.systemNow()) \(browser) \(url.absoluteString)"
+        "\(Clock.wallMillis()) \(browser) \(url.absoluteString)"
     }
 
     /// Refuses a link that a browser brsync just started handed back to it.
@@ -116,7 +116,7 @@ struct Click {
         guard let value = environment[Self.openedVariable] else { return }
         let parts = value.split(separator: " ", maxSplits: 2).map(String.init)
         guard parts.count == 3, let started = Int64(parts[0]), parts[2] == url.absoluteString,
-              Replica.systemNow() - started < Self.loopWindowMilliseconds else { return }
+              Clock.wallMillis() - started < Self.loopWindowMilliseconds else { return }
         throw CLIFailure(message: "'\(parts[1])' handed \(url) back to brsync (its command opens the default browser, which is brsync): give it a browser's own command with 'brsync browsers add \(parts[1]) --exec COMMAND'")
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// Runs a helper program (a menu, a notifier) to completion: text on its
 /// standard input, its output and errors captured, killed when it overruns its
@@ -107,9 +108,5 @@ public enum Subprocess {
         return true
     }
 
-    static func monotonicMilliseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000 + now.tv_nsec / 1_000_000
-    }
+    static func monotonicMilliseconds() -> Int { Int(Clock.monotonicMillis()) }
 }

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import JSON
 import Model
+import Plumbing
 import Storage
 import SyncCore
 
@@ -36,7 +37,6 @@ public final class Replica {
     public static let fileName = "replica.sqlite"
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5000
 
-    public static func systemNow() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 
     private init(home: String, database: Database, busyTimeout: Int32, now: @escaping () -> Int64) throws {
         self.home = home
@@ -57,7 +57,7 @@ public final class Replica {
     /// - Returns: the replica and whether it was created now.
     public static func initialize(
         home: String, deviceName: String?, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds,
-        now: @escaping () -> Int64 = systemNow
+        now: @escaping () -> Int64 = Clock.wallMillis
     ) throws -> (replica: Replica, created: Bool) {
         let path = "\(home)/\(fileName)"
         if FileManager.default.fileExists(atPath: path) {
@@ -90,7 +90,7 @@ public final class Replica {
     /// - Throws: ``ReplicaError`` when there is none, the file is not a replica,
     ///   is from a newer brsync (the file is left untouched) or is locked.
     public static func open(
-        home: String, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds, now: @escaping () -> Int64 = systemNow
+        home: String, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds, now: @escaping () -> Int64 = Clock.wallMillis
     ) throws -> Replica {
         let path = "\(home)/\(fileName)"
         guard FileManager.default.fileExists(atPath: path) else { throw ReplicaError.notInitialized(home: home) }

@@ -1,5 +1,6 @@
 import Model
 import Net
+import Plumbing
 import Replica
 import SyncCore
 
@@ -171,9 +172,9 @@ extension SyncClient {
                 let (transport, cipher) = (transport, cipher)
                 ahead = PageAhead(target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
-            let started = Replica.systemNow()
+            let started = Clock.monotonicMillis()
             summary.applied += try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
-            summary.applyMilliseconds += Replica.systemNow() - started
+            summary.applyMilliseconds += Clock.monotonicMillis() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
             if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }

@@ -25,10 +25,10 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
     let remote = try RemoteURL(parsing: url)
     let token = try TokenFile.read(home: replica.home)
     let onTerminal = isatty(2) == 1 && !options.quiet && !options.json
-    let started = Replica.systemNow()
+    let started = Clock.monotonicMillis()
     let line = ProgressLine()
     let progress: SyncClient.Progress? = onTerminal ? { what, done, total in
-        let seconds = max(0.001, Double(Replica.systemNow() - started) / 1000)
+        let seconds = max(0.001, Double(Clock.monotonicMillis() - started) / 1000)
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil

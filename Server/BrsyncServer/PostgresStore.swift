@@ -2,6 +2,7 @@ import Cryptography
 import Glibc
 import Model
 import Net
+import Plumbing
 import Postgres
 import Synchronization
 import SyncCore
@@ -36,7 +37,7 @@ public final class PostgresStore: StoreDialect {
     /// - Throws: ``ServerError`` when the database cannot be reached or was
     ///   made by a newer brsyncd.
     public init(_ configuration: PostgresConfiguration, connections: Int = 8,
-                clock: @escaping @Sendable () -> Int64 = Store.nowMillis) throws {
+                clock: @escaping @Sendable () -> Int64 = Clock.wallMillis) throws {
         self.configuration = configuration
         currentMillis = clock
         do {

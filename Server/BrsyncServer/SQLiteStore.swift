@@ -2,6 +2,7 @@ import Cryptography
 import Glibc
 import Model
 import Net
+import Plumbing
 import Storage
 import Synchronization
 import SyncCore
@@ -155,7 +156,7 @@ public final class SQLiteStore: StoreDialect {
     /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
     ///   a newer brsyncd (left untouched), or cannot be opened.
     public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
-                clock: @escaping @Sendable () -> Int64 = Store.nowMillis) throws {
+                clock: @escaping @Sendable () -> Int64 = Clock.wallMillis) throws {
         self.path = path
         currentMillis = clock
         let exists = access(path, F_OK) == 0

@@ -9,13 +9,6 @@ public enum Store {
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"
 
-    /// The wall clock in milliseconds (stores take another one in tests).
-    public static func nowMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
-
     public struct Account: Sendable, Equatable {
         public let id: Int64
         public let name: String

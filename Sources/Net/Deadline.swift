@@ -1,14 +1,10 @@
-import Glibc
+import Plumbing
 
 /// A point in time on the monotonic clock, in milliseconds.
 public struct Deadline: Sendable, Comparable {
     public let milliseconds: Int64
 
-    public static func now() -> Deadline {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Deadline(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
-    }
+    public static func now() -> Deadline { Deadline(milliseconds: Clock.monotonicMillis()) }
 
     public static func after(milliseconds: Int) -> Deadline {
         Deadline(milliseconds: now().milliseconds + Int64(milliseconds))

@@ -1,5 +1,6 @@
 import Glibc
 import HTTP
+import Plumbing
 import Synchronization
 
 /// An HTTP/1.1 server on sockets, with TLS through OpenSSL or (explicitly)
@@ -198,7 +199,7 @@ public final class HTTPServer: Sendable {
                 } else {
                     stream = PlainStream(socket: socket)
                 }
-                try? stream.write(response.serialized(keepAlive: false, dateMillis: Int64(time(nil)) * 1000), deadline: deadline)
+                try? stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
                 linger(stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
             }
         } catch {
@@ -335,7 +336,7 @@ public final class HTTPServer: Sendable {
 
     @discardableResult
     private func respond(_ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool, for request: HTTPRequest? = nil) -> Bool {
-        let millis = Int64(time(nil)) * 1000
+        let millis = Clock.wallMillis()
         let bytes = response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: request?.method != "HEAD")
         do {
             try stream.write(bytes, deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Model
+import Plumbing
 import Storage
 import SyncCore
 import Testing
@@ -12,7 +13,7 @@ import TestSupport
     /// be used is set aside with its reason, and the rest of the page applies.
     @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
         let fixture = try ReplicaFixture()
-        let stamp = HLCTimestamp(wallMillis: Replica.systemNow(), counter: 0, device: "elsewhere")
+        let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "elsewhere")
         func change(_ sequence: Int64, _ collection: RecordCollection, _ key: String, _ fields: [String: JSONValue]) -> ChangeRecord {
             ChangeRecord(sequence: sequence, collection: collection, key: key,
                          state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["elsewhere": 1])))
@@ -36,7 +37,7 @@ import TestSupport
     /// set aside; one a person could be fooled by is not shown.
     @Test func pulledDeviceNamesAreCheckedAndPulledChangesAreLogged() throws {
         let fixture = try ReplicaFixture()
-        let stamp = HLCTimestamp(wallMillis: Replica.systemNow(), counter: 0, device: "0123456789abcdef")
+        let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "0123456789abcdef")
         func setting(_ sequence: Int64, _ key: String, _ value: JSONValue) -> ChangeRecord {
             ChangeRecord(sequence: sequence, collection: .settings, key: key,
                          state: RecordState(fields: ["value": StampedValue(value, stamp: stamp)], versions: VersionVector([stamp.device: 1])))

@@ -5,6 +5,7 @@ import JSON
 import Logging
 import Model
 import Net
+import Plumbing
 import Replica
 import Synchronization
 import SyncClient
@@ -15,7 +16,7 @@ import TestSupport
 /// The server's clock, skewed by the test (set before start, jumped while serving).
 final class ServerClock: Sendable {
     let skew = Atomic<Int64>(0)
-    func now() -> Int64 { Store.nowMillis() + skew.load(ordering: .relaxed) }
+    func now() -> Int64 { Clock.wallMillis() + skew.load(ordering: .relaxed) }
 }
 
 /// A sync on a thread of its own, for syncs that overlap others or edits.

@@ -2,6 +2,7 @@ import BrsyncServer
 import Foundation
 import JSON
 import Model
+import Plumbing
 import Replica
 import Storage
 import SyncClient
@@ -28,7 +29,7 @@ import TestSupport
         // A block-level copy (a VM snapshot): same file identity, same device id.
         let copyHome = world.directory.file("copy")
         try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
-        let copy = try Replica.open(home: copyHome, now: { Replica.systemNow() + 1_000 })
+        let copy = try Replica.open(home: copyHome, now: { Clock.wallMillis() + 1_000 })
         try copy.database.run("DELETE FROM meta WHERE key = 'instance'")
         #expect(copy.deviceID == laptop.replica.deviceID)
         // Both edit the note with the same change number; the copy's edit is later.

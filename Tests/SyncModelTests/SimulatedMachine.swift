@@ -1,3 +1,4 @@
+import Plumbing
 import Replica
 
 /// A replica with a clock of its own (skewed, and sometimes set back).
@@ -37,5 +38,5 @@ final class SimulatedMachine: @unchecked Sendable {
 final class SkewedClock: @unchecked Sendable {
     // Read and written by the test thread only.
     var skew: Int64 = 0
-    func now() -> Int64 { Replica.systemNow() + skew }
+    func now() -> Int64 { Clock.wallMillis() + skew }
 }

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Model
 import Net
+import Plumbing
 import Replica
 import SyncClient
 import SyncCore
@@ -67,7 +68,7 @@ import TestSupport
         #expect(try SyncWorld.rules(fast.replica) == ["github.com": "chrome"])
         // And the fast machine's clock was repaired: its next edit is in the server's time.
         try fast.replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
-        #expect(abs(fast.replica.lastStamp.wallMillis - Replica.systemNow()) < 60_000)
+        #expect(abs(fast.replica.lastStamp.wallMillis - Clock.wallMillis()) < 60_000)
         #expect(try world.sync(fast).restamped == 0)
     }
 
@@ -101,7 +102,7 @@ import TestSupport
         let laptop = try world.machine("laptop")
         let second = try Replica.open(home: laptop.replica.home)
         // Another machine's edit, pulled by the first process, is 3 minutes ahead.
-        let ahead = HLCTimestamp(wallMillis: Replica.systemNow() + 180_000, counter: 7, device: "elsewhere")
+        let ahead = HLCTimestamp(wallMillis: Clock.wallMillis() + 180_000, counter: 7, device: "elsewhere")
         let pulled = ChangeRecord(sequence: 1, collection: .settings, key: "x",
                                   state: RecordState(fields: ["value": StampedValue(.string("a"), stamp: ahead)], versions: VersionVector(["elsewhere": 1])))
         try laptop.replica.applyPulled([pulled], cursor: 1, epoch: "e")
