@@ -111,7 +111,8 @@ extension SyncClient {
     /// - Parameter fetchAhead: when more pages wait, start fetching the next
     ///   one (into `ahead`) before applying this one.
     private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> Bool {
-        var restarts = 0
+        // The decisions; this function carries them out.
+        var machine = PullMachine()
         while true {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
@@ -127,33 +128,25 @@ extension SyncClient {
             guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
             let accountChanged = try noteAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
-            if accountChanged || epochChanged {
-                // Another timeline: everything local goes up again before pulling from zero.
-                restarts += 1
-                guard restarts <= 3 else { throw SyncError.badAnswer("the server changed its epoch or account \(restarts) times during one pull") }
-                if accountChanged { summary.fullResync = true }
+            switch machine.decide(page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil, cursor: state.pullCursor) {
+            case .pushThenStartOver(let fullResync):
+                if fullResync { summary.fullResync = true }
                 try push()
                 continue
-            }
-            if page.reset {
-                // The server purged a deletion this replica never pulled (or it
-                // pulls from zero and may hold records from before): pull
-                // everything, and drop what the server no longer has.
-                restarts += 1
-                guard restarts <= 3 else { throw SyncError.badAnswer("the server asked to start over \(restarts) times during one pull") }
-                if state.pullCursor > 0 { summary.fullResync = true }
+            case .reconcile(let fullResync):
+                if fullResync { summary.fullResync = true }
                 try replica.beginReconcile()
                 continue
-            }
-            if page.encrypted != (cipher != nil) {
-                guard cipher != nil else { throw Self.keyNeeded }
-                // A key, and a readable account: the server was restored from
-                // before the switch. It is encrypted again, every record sent.
-                restarts += 1
-                guard restarts <= 3 else { throw SyncError.badAnswer("the server keeps its account readable after it was encrypted (\(restarts) times during one pull)") }
+            case .encryptAgainAndStartOver:
                 try replica.requireFullRelay()
                 try prepareSync()
                 continue
+            case .needKey:
+                throw Self.keyNeeded
+            case .stop(let message):
+                throw SyncError.badAnswer(message)
+            case .apply:
+                break
             }
             for (sequence, reason) in page.unusable {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
