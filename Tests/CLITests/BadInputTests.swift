@@ -96,6 +96,24 @@ import TestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == before)
     }
 
+    /// The token is a secret: a token file others can read, or a link to
+    /// one, is refused before anything is sent (and nothing changes).
+    @Test func aTokenFileOthersCouldReadOrSwapIsRefused() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("remote", "set", "https://127.0.0.1:9", "--token", "brs_0123456789abcdef0123456789abcdef")
+        let token = cli.home + "/token"
+        chmod(token, 0o644)
+        let readable = try cli.run("sync")
+        #expect(readable.status == 2 && readable.stderr.contains("the token at \(token) can be read by others (mode 644): run 'chmod 600 \(token)'"),
+                "\(readable)")
+        chmod(token, 0o600)
+        try FileManager.default.moveItem(atPath: token, toPath: token + ".real")
+        symlink(token + ".real", token)
+        let linked = try cli.run("sync")
+        #expect(linked.status == 2 && linked.stderr.contains("is not a regular file (a link)"), "\(linked)")
+    }
+
     @Test func aMissingReplicaSaysToInit() throws {
         let cli = try CLIHarness()
         let result = try cli.run("rules", "list")
