@@ -23,9 +23,7 @@ public struct GlobalOptions: ParsableArguments {
     public static func home(flag: String?) -> String {
         if let home = flag, !home.isEmpty { return absolute(home) }
         if let home = environment("BRSYNC_HOME"), !home.isEmpty { return absolute(home) }
-        if let data = environment("XDG_DATA_HOME"), data.hasPrefix("/") { return "\(data)/brsync" }
-        let user = environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
-        return "\(user)/.local/share/brsync"
+        return XDGDirectories.current().dataHome + "/brsync"
     }
 
     public static func absolute(_ path: String) -> String {

@@ -1,5 +1,6 @@
 import Glibc
 import Model
+import Plumbing
 
 /// Finds the web browsers installed on this machine from their XDG desktop
 /// entries: `$XDG_DATA_HOME/applications`, every `$XDG_DATA_DIRS/applications`,
@@ -37,11 +38,9 @@ public struct BrowserDetector: Sendable {
 
     /// The search folders from the environment, in precedence order.
     public static func standardDirectories(environment: [String: String]) -> [String] {
-        let home = environment["HOME"] ?? ""
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
-        var dataDirs = (environment["XDG_DATA_DIRS"] ?? "").split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
-        if dataDirs.isEmpty { dataDirs = ["/usr/local/share", "/usr/share"] }
-        var folders = [dataHome] + dataDirs
+        let xdg = XDGDirectories(environment: environment)
+        let dataHome = xdg.dataHome
+        var folders = [dataHome] + xdg.dataDirs
         for extra in ["\(dataHome)/flatpak/exports/share", "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop"] where !folders.contains(extra) {
             folders.append(extra)
         }

@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// The default-application settings of the MIME Applications Associations
 /// specification: `[Default Applications]` in `mimeapps.list`, the user's file
@@ -9,11 +10,8 @@ public struct MimeApps: Sendable {
     public let searchFiles: [String]
 
     public init(environment: [String: String]) {
-        let home = environment["HOME"] ?? ""
-        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.config"
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
-        let configDirs = (environment["XDG_CONFIG_DIRS"] ?? "/etc/xdg").split(separator: ":").map(String.init)
-        let dataDirs = (environment["XDG_DATA_DIRS"] ?? "/usr/local/share:/usr/share").split(separator: ":").map(String.init)
+        let xdg = XDGDirectories(environment: environment)
+        let (configHome, dataHome, configDirs, dataDirs) = (xdg.configHome, xdg.dataHome, xdg.configDirs, xdg.dataDirs)
         self.configHome = configHome
         searchFiles = ["\(configHome)/mimeapps.list"] + configDirs.map { "\($0)/mimeapps.list" }
             + ["\(dataHome)/applications/mimeapps.list"] + dataDirs.map { "\($0)/applications/mimeapps.list" }
@@ -130,9 +128,8 @@ public struct DefaultBrowserRegistration: Sendable {
     let legacyStateFile: String
 
     public init(environment: [String: String], brsyncHome: String) {
-        let home = environment["HOME"] ?? ""
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/share"
-        let stateHome = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "\(home)/.local/state"
+        let xdg = XDGDirectories(environment: environment)
+        let (dataHome, stateHome) = (xdg.dataHome, xdg.stateHome)
         applicationsFolder = "\(dataHome)/applications"
         mimeApps = MimeApps(environment: environment)
         stateFile = "\(stateHome)/brsync/previous-defaults"

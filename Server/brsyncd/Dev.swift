@@ -90,12 +90,13 @@ struct Dev: ParsableCommand {
     }
 
     static func defaultFolder() -> String {
-        if let data = getenv("XDG_DATA_HOME"), String(cString: data).hasPrefix("/") { return String(cString: data) + "/brsyncd-dev" }
-        let home = getenv("HOME").map { String(cString: $0) } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
-        let shared = "\(home)/.local/share"
-        _ = mkdir("\(home)/.local", 0o755)
-        _ = mkdir(shared, 0o755)
-        return "\(shared)/brsyncd-dev"
+        let xdg = XDGDirectories.current()
+        if xdg.dataHome == "\(xdg.home)/.local/share" {
+            // The default data home may not exist yet on a fresh account.
+            _ = mkdir("\(xdg.home)/.local", 0o755)
+            _ = mkdir(xdg.dataHome, 0o755)
+        }
+        return "\(xdg.dataHome)/brsyncd-dev"
     }
 
     static func write(_ text: String, to path: String, mode: mode_t) throws {
