@@ -129,22 +129,32 @@ extension Replica {
         try transaction { try setMeta("pushed_through", String(max(0, sequence))) }
     }
 
-    /// The chain digest of this device's changes through `sequence` (what the
-    /// server knows this device's history by), or nil when the log lacks one.
-    /// Chains are kept with the changes once computed; a re-stamp clears them.
-    public func changeDigest(_ sequence: Int64) throws -> String? {
-        guard sequence > 0 else { return nil }
+    /// What the log holds of the chain of this device's changes through
+    /// `sequence` (what the server knows this device's history by). Chains
+    /// are computed by the sync client over the changes as sent (sealed in an
+    /// encrypted account) and kept here with ``keepChains(_:)``; a re-stamp
+    /// clears them.
+    public enum StoredChain: Equatable {
+        /// The log has no such change, or its numbers have a hole before it.
+        case none
+        case known(String)
+        /// Not computed yet: the chain through the change before `changes`
+        /// is `base`, and `changes` run on to `sequence` (in order, no hole).
+        case missing(base: String, changes: [ChangeRecord])
+    }
+
+    /// See ``StoredChain``.
+    public func storedChain(_ sequence: Int64) throws -> StoredChain {
+        guard sequence > 0 else { return .none }
         try refreshDeviceID()
-        let stored = try read {
-            try database.queryFirst("SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
-                                    [.text(deviceID), .integer(sequence)]) { $0.string(0) }
-        }
-        switch stored {
-        case nil: return nil // no such change
-        case let chain??: return chain
-        case .some(nil): break // not computed yet
-        }
-        return try transaction {
+        return try read {
+            let stored = try database.queryFirst("SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                                                 [.text(deviceID), .integer(sequence)]) { $0.string(0) }
+            switch stored {
+            case nil: return .none // no such change
+            case let chain??: return .known(chain)
+            case .some(nil): break // not computed yet
+            }
             // From the latest change before it that has its chain.
             let (start, base) = try database.queryFirst(
                 """
@@ -154,13 +164,8 @@ extension Replica {
             let changes = try unpushedChanges(after: start, limit: Int(sequence - start))
             // Numbers with a hole have no chain.
             guard changes.count == Int(sequence - start),
-                  changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) }) else { return nil }
-            let chains = ChangeRecord.chain(try changes.map { try wireForm?($0) ?? $0 }, after: base)
-            for (change, chain) in zip(changes, chains) {
-                try database.run("UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ?",
-                                 [.text(chain), .text(deviceID), .integer(change.sequence)])
-            }
-            return chains.last
+                  changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) }) else { return .none }
+            return .missing(base: base, changes: changes)
         }
     }
 

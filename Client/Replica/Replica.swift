@@ -28,11 +28,6 @@ public final class Replica {
     /// Wall-clock time in milliseconds since 1970; replaced in tests.
     private let now: () -> Int64
     private let busyTimeoutMilliseconds: Int32
-    /// What a change looks like on the wire; nil sends it as it is. Set by
-    /// the sync client when the account is encrypted, so change chains
-    /// (``changeDigest(_:)``) are computed over sealed changes. Sealing must
-    /// be deterministic (RecordCipher's nonces are synthetic).
-    public var wireForm: ((ChangeRecord) throws -> ChangeRecord)?
 
     public static let fileName = "replica.sqlite"
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5000

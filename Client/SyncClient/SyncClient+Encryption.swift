@@ -19,19 +19,18 @@ extension SyncClient {
     /// from before a rotation is moved forward) and every record is relayed.
     /// A process killed half way does the rest at its next sync.
     func prepareSync() throws {
-        if let keyID, try replica.encryptionState().keyID != keyID {
+        if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: try replica.encryptionState().keyID) {
             summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID)
             summary.encryptionStarted = true
         }
         let state = try replica.encryptionState()
-        guard state.relayPending else { return }
-        if let keyID {
+        guard let relay = SessionRules.relay(keyID: keyID, relayPending: state.relayPending, relayIsSwitch: state.relayIsSwitch,
+                                             pushedThrough: try replica.syncState().pushedThrough) else { return }
+        if let keyID = relay.encryptWith {
             let account = try encryptAccount(keyID: keyID)
             if account.key != keyID { try moveAccountForward(from: account.key) }
         }
-        // Right after the switch nothing of this device is pushed: what it
-        // alone made goes up with its push (see relayEverything).
-        try relayEverything(skippingOwnUnpushed: state.relayIsSwitch && replica.syncState().pushedThrough == 0)
+        try relayEverything(skippingOwnUnpushed: relay.skippingOwnUnpushed)
         try replica.finishFullRelay()
     }
 
@@ -45,14 +44,19 @@ extension SyncClient {
     /// - Returns: whether the account differs from the last one seen.
     /// - Throws: `other_account` for another account, before anything changes.
     func noteAccount(_ account: String) throws -> Bool {
-        if cipher != nil, !account.isEmpty {
-            if let owner = try replica.keyAccount() {
-                guard owner == account else { throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage) }
-            } else {
-                try replica.setKeyAccount(account)
-            }
-        }
+        try checkKeyAccount(account)
         return try replica.checkAccount(account)
+    }
+
+    /// A replica with a key meets only the account its key belongs to; the
+    /// first account it meets with a key is that one.
+    /// - Throws: `other_account` for another account, before anything changes.
+    private func checkKeyAccount(_ account: String) throws {
+        switch SessionRules.account(account, hasKey: cipher != nil, keyAccount: cipher != nil ? try replica.keyAccount() : nil) {
+        case .known: break
+        case .adoptForKey: try replica.setKeyAccount(account)
+        case .otherAccount: throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
+        }
     }
 
     static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
@@ -71,7 +75,9 @@ extension SyncClient {
     /// with only that key may have pushed there since the restore) is pulled
     /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
-        guard let keyID, try replacedKeyIDs().contains(serverKeyID) else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
+        guard let keyID, SessionRules.serverKey(serverKeyID, keyID: keyID, replaced: try replacedKeyIDs()) == .moveForward else {
+            throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage)
+        }
         let oldKey = olderKeys.first { $0.id == serverKeyID }
         var attempts = 0
         while true {
@@ -97,7 +103,8 @@ extension SyncClient {
         var cursor: Int64 = 0
         while true {
             let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1&key=\(key.id)")
-            if !page.account.isEmpty, let owner = try replica.keyAccount(), owner != page.account {
+            if !page.account.isEmpty, let owner = try replica.keyAccount(),
+               SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
                 throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
             }
             let opened = Self.open(page.changes, with: cipher)

@@ -34,7 +34,7 @@ extension SyncClient {
         defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
         while true {
             let before = try replica.syncState().pullCursor
-            guard try pullPageLocked(ahead: &ahead, fetchAhead: true) else { return summary }
+            guard try pullNextPage(ahead: &ahead, fetchAhead: true) else { return summary }
             stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
             if stalled >= Self.maxPagesWithoutProgress {
                 throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
@@ -48,8 +48,28 @@ extension SyncClient {
     public func pullPage() throws -> Bool {
         try locked {
             var ahead: PageAhead?
-            return try pullPageLocked(ahead: &ahead, fetchAhead: false)
+            return try pullNextPage(ahead: &ahead, fetchAhead: false)
         }
+    }
+
+    /// Pulls and applies the next page; when the server's timeline changed,
+    /// everything local goes up first (a push), and the pull starts over.
+    /// - Returns: whether more pages are waiting.
+    private func pullNextPage(ahead: inout PageAhead?, fetchAhead: Bool) throws -> Bool {
+        while true {
+            switch try pullPageLocked(ahead: &ahead, fetchAhead: fetchAhead) {
+            case .applied(let more): return more
+            case .pushFirst: try pushEverything()
+            }
+        }
+    }
+
+    /// What pulling a page came to.
+    enum PageStep {
+        /// The page was applied; more are waiting or not.
+        case applied(more: Bool)
+        /// Another timeline: push everything local, then pull again.
+        case pushFirst
     }
 
     /// A page being fetched on a thread of its own, and the request it was
@@ -98,19 +118,17 @@ extension SyncClient {
         var target = "/v1/pull?since=\(cursor)&limit=\(options.pullLimit)"
         if reconciling {
             target += "&full=1" // the cursor passes below the purge point on the way
-        } else if pushedThrough > 0, let digest = try replica.changeDigest(pushedThrough) {
+        } else if pushedThrough > 0, let digest = try storedChain(pushedThrough) {
             target += "&device=\(replica.deviceID)&pushed=\(pushedThrough)&digest=\(digest)"
         }
         if let keyID { target += "&key=\(keyID)" }
-        if let epoch, epoch.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) }) {
-            target += "&epoch=\(epoch)"
-        }
+        if let epoch, SessionRules.isPlainEpoch(epoch) { target += "&epoch=\(epoch)" }
         return target
     }
 
     /// - Parameter fetchAhead: when more pages wait, start fetching the next
     ///   one (into `ahead`) before applying this one.
-    private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> Bool {
+    private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> PageStep {
         // The decisions; this function carries them out.
         var machine = PullMachine()
         while true {
@@ -131,8 +149,7 @@ extension SyncClient {
             switch machine.decide(page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil, cursor: state.pullCursor) {
             case .pushThenStartOver(let fullResync):
                 if fullResync { summary.fullResync = true }
-                try push()
-                continue
+                return .pushFirst
             case .reconcile(let fullResync):
                 if fullResync { summary.fullResync = true }
                 try replica.beginReconcile()
@@ -172,21 +189,24 @@ extension SyncClient {
             pulledSoFar += page.changes.count
             if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
             if !page.more && reconciling { summary.dropped += try replica.finishReconcile() }
-            return page.more
+            return .applied(more: page.more)
         }
     }
 
     /// A new server epoch (the server was restored or reset): start over,
     /// and relay every record held, so nothing a client holds is lost.
     func handleEpoch(_ epoch: String) throws -> Bool {
-        let known = try replica.syncState().epoch
-        guard let known, known != epoch else {
-            if known == nil { try replica.startNewEpochIfFirst(epoch) }
+        switch SessionRules.epoch(epoch, known: try replica.syncState().epoch) {
+        case .same:
             return false
+        case .first:
+            try replica.startNewEpochIfFirst(epoch)
+            return false
+        case .changed:
+            try replica.startNewEpoch(epoch)
+            summary.fullResync = true
+            try prepareSync()
+            return true
         }
-        try replica.startNewEpoch(epoch)
-        summary.fullResync = true
-        try prepareSync()
-        return true
     }
 }

@@ -61,7 +61,7 @@ public final class SyncClient {
         public var applyMilliseconds: Int64 = 0
     }
 
-    let replica: Replica
+    let replica: any SyncReplica
     let remote: RemoteURL
     let token: String
     let options: Options
@@ -84,7 +84,7 @@ public final class SyncClient {
 
     /// - Parameter olderKeys: keys this machine held before `accountKey`
     ///   (see ``AccountKeyFile/readOlder(home:)``).
-    public init(replica: Replica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
+    public init(replica: any SyncReplica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
                 olderKeys: [AccountKey] = [], options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
         self.replica = replica
         cipher = accountKey.map(RecordCipher.init)
@@ -92,7 +92,6 @@ public final class SyncClient {
         self.accountKey = accountKey
         self.olderKeys = olderKeys.filter { $0.id != accountKey?.id }
         self.caFile = caFile
-        if let cipher { replica.wireForm = { change in try cipher.seal(change) } }
         self.remote = remote
         self.token = token
         self.options = options
@@ -121,7 +120,7 @@ public final class SyncClient {
     }
 
     /// A copied or restored replica file takes a new device id before syncing.
-    private func checkCopied() throws {
+    func checkCopied() throws {
         if let id = try replica.takeNewDeviceIDIfCopied() { summary.newDeviceID = id }
     }
 
@@ -132,7 +131,7 @@ public final class SyncClient {
     private func syncLocked() throws -> Summary {
         var refusal: (any Error)?
         do {
-            try push()
+            try pushEverything()
         } catch let error as SyncError {
             guard case .refused = error else { try? replica.recordSyncProblem(error.description); throw error }
             refusal = error
@@ -141,7 +140,7 @@ public final class SyncClient {
             try pull()
             // Records the pull showed the server lacks go up at once.
             if refusal == nil, try !replica.undeliveredRecords().isEmpty {
-                try push()
+                try pushEverything()
                 try pull()
             }
         } catch {
@@ -181,20 +180,26 @@ public final class SyncClient {
     @discardableResult
     public func push() throws -> Summary {
         try locked {
-            try checkCopied()
-            try movingForward {
-                try prepareSync()
-                try pushLocked()
-            }
-            // Once the server has taken this device's edits, its name goes up
-            // too (the first push, a replica made before names synced, a copy
-            // that took a new id). Not counted: `pushed` counts edits.
-            if try replica.publishDeviceName() {
-                let edits = summary.pushed
-                try pushLocked()
-                summary.pushed = max(edits, summary.pushed - 1)
-            }
+            try pushEverything()
             return summary
+        }
+    }
+
+    /// Brings the server in line (see ``prepareSync()``) and sends every
+    /// unpushed change, then this device's name. Holding the lock.
+    func pushEverything() throws {
+        try checkCopied()
+        try movingForward {
+            try prepareSync()
+            try pushLocked()
+        }
+        // Once the server has taken this device's edits, its name goes up
+        // too (the first push, a replica made before names synced, a copy
+        // that took a new id). Not counted: `pushed` counts edits.
+        if try replica.publishDeviceName() {
+            let edits = summary.pushed
+            try pushLocked()
+            summary.pushed = max(edits, summary.pushed - 1)
         }
     }
 
@@ -223,14 +228,14 @@ public final class SyncClient {
             // What the server answers about is named by hidden keys when sealed.
             let readable = Self.readableKeys(wire: changes, plain: plain)
             func shown(_ collection: RecordCollection, _ key: String) -> String { readable["\(collection.rawValue)/\(key)"] ?? key }
-            let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try replica.changeDigest(first.sequence - 1)
+            let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try storedChain(first.sequence - 1)
             carried = nil // a repair below rewrites what follows it
             let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(digests: digests, after: $0) }
             /// Our chain through `sequence`: the base or this batch's when they hold it, else the log's.
             func ourChain(_ sequence: Int64) throws -> String? {
                 if sequence == first.sequence - 1, let base { return base }
                 if let chains, sequence >= first.sequence, sequence <= last.sequence { return chains[Int(sequence - first.sequence)] }
-                return try replica.changeDigest(sequence)
+                return try storedChain(sequence)
             }
             let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
                                       base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
@@ -244,7 +249,7 @@ public final class SyncClient {
             } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
                 // The exchange kept the refusal whole (with what the server has of this device).
                 let refusal = lastRefusal ?? WireError(code: code, message: "")
-                switch machine.refused(refusal, ourDigest: try replica.changeDigest(refusal.acknowledged ?? 0)) {
+                switch machine.refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0)) {
                 case .encryptAgainAndRelayAll:
                     try replica.requireFullRelay()
                     try prepareSync()
@@ -402,6 +407,24 @@ public final class SyncClient {
             count += 1
         }
         return count
+    }
+
+    /// The chain digest of this device's changes through `sequence`, as
+    /// sent (sealed in an encrypted account): what the server knows this
+    /// device's history by. Computed from the replica's log when it has
+    /// none yet, and kept there. Nil when the log lacks the change.
+    func storedChain(_ sequence: Int64) throws -> String? {
+        switch try replica.storedChain(sequence) {
+        case .none:
+            return nil
+        case .known(let chain):
+            return chain
+        case .missing(let base, let changes):
+            let wire = try Self.wireChanges(changes, cipher: cipher)
+            let chains = ChangeRecord.chain(digests: wire.map(\.digest), after: base)
+            try replica.keepChains(zip(changes, chains).map { ($0.sequence, $1) })
+            return chains.last
+        }
     }
 
     private func fork() throws {

@@ -1,0 +1,66 @@
+import Replica
+import SyncCore
+
+/// What the sync client reads from and writes to the replica: its sync
+/// facts, the change log as the server sees it, and the writes a sync
+/// makes. Nothing else of the replica (rules, browsers, settings) is the
+/// client's business; ``Replica`` is the one implementation.
+public protocol SyncReplica: AnyObject {
+    /// The folder holding the replica (its lock and key files live there).
+    var home: String { get }
+    var deviceID: String { get }
+    func transaction<T>(_ body: () throws -> T) throws -> T
+
+    // MARK: Facts
+    func syncState() throws -> SyncState
+    func encryptionState() throws -> Replica.EncryptionState
+    func isReconciling() throws -> Bool
+    func keyAccount() throws -> String?
+    func replacedKeyIDs() throws -> Set<String>
+    /// The server's wall clock as this machine last learned it (ms).
+    func serverTime() throws -> Int64
+
+    // MARK: The timeline (account, epoch, device id, encryption)
+    func takeNewDeviceIDIfCopied() throws -> String?
+    func forkDeviceID() throws -> String
+    func checkAccount(_ account: String) throws -> Bool
+    func setKeyAccount(_ account: String) throws
+    func startNewEpochIfFirst(_ epoch: String) throws
+    func startNewEpoch(_ epoch: String) throws
+    func beginEncryptedSync(keyID: String) throws -> String
+    func recordReplacedKeyIDs(_ ids: [String]) throws
+    func requireFullRelay() throws
+    func finishFullRelay() throws
+
+    // MARK: Pushing
+    func unpushedCount() throws -> Int
+    func unpushedChanges(after sequence: Int64, limit: Int) throws -> [ChangeRecord]
+    func storedChain(_ sequence: Int64) throws -> Replica.StoredChain
+    func keepChains(_ chains: [(sequence: Int64, chain: String)]) throws
+    func markPushed(through sequence: Int64) throws
+    func rewindPushed(to sequence: Int64) throws
+    func restampUnpushed() throws -> Int
+    func publishDeviceName() throws -> Bool
+
+    // MARK: Whole records (relays)
+    func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord]
+    func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord]
+    func undeliveredRecords() throws -> [ChangeRecord]
+    func markUndelivered(_ keys: [(RecordCollection, String)], _ undelivered: Bool) throws
+    func onceAcknowledgedRecords() throws -> [ChangeRecord]
+    func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord]
+
+    // MARK: Pulling
+    func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int
+    func beginReconcile() throws
+    func finishReconcile() throws -> Int
+    func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws
+
+    // MARK: Bookkeeping
+    func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64) throws
+    func persistServerTime() throws
+    func recordSync() throws
+    func recordSyncProblem(_ problem: String?) throws
+}
+
+extension Replica: SyncReplica {}
