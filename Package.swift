@@ -133,7 +133,7 @@ let package = Package(
         // MARK: Benchmarks (run by Benchmarks/*.sh in release; not tests)
         .executableTarget(
             name: "brsync-bench",
-            dependencies: ["Model", "Replica"],
+            dependencies: ["Model", "Replica", "Plumbing"],
             path: "Benchmarks/SelectorBenchmark"
         ),
 
@@ -144,7 +144,7 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", "Plumbing", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "TestSupport"]),
@@ -156,7 +156,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
+            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "Plumbing", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

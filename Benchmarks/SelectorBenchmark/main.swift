@@ -1,5 +1,6 @@
 import Foundation
 import Model
+import Plumbing
 import Replica
 
 // Selector benchmark (prints numbers; not a test). Run through Benchmarks/selector.sh,
@@ -157,25 +158,16 @@ do {
 }
 let replicaFile = "\(home)/\(Replica.fileName)"
 
-/// Runs a program to its end with output discarded; returns wall time in ns and its exit status.
-func spawn(_ path: String, _ args: [String], environment: [String]) -> (Double, Int32) {
-    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    let argv = ([path] + args).map { strdup($0) } + [nil]
-    let envp = environment.map { strdup($0) } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    var status: Int32 = 0
+/// Runs a program to its end with output discarded, in exactly `environment`
+/// (nothing inherited); returns wall time in ns and its exit status.
+func spawn(_ path: String, _ args: [String], environment: [String: String]) -> (Double, Int32) {
     let start = DispatchTime.now().uptimeNanoseconds
-    guard posix_spawn(&pid, path, &actions, nil, argv, envp) == 0 else { return (0, -1) }
-    waitpid(pid, &status, 0)
-    return (Double(DispatchTime.now().uptimeNanoseconds - start), (status >> 8) & 0xFF)
+    guard let child = try? ChildProcess([path] + args, environment: ChildProcess.Environment(set: environment, unset: ["*"])) else { return (0, -1) }
+    let ended = child.wait()
+    return (Double(DispatchTime.now().uptimeNanoseconds - start), ended.code)
 }
 
-let environment = ["BRSYNC_HOME=\(home)", "PATH=/usr/bin:/bin"]
+let environment = ["BRSYNC_HOME": home, "PATH": "/usr/bin:/bin"]
 let hit = "https://www.mail0.com/docs/page?q=1"
 let (_, hitStatus) = spawn(brsyncPath, ["resolve", "--json", hit], environment: environment)
 guard hitStatus == 0 else {

@@ -1,6 +1,7 @@
 import Glibc
 import JSON
 import Model
+import Plumbing
 
 /// Desktop notifications (the freedesktop Notifications interface): how a
 /// failure reaches a person who clicked a link and is not looking at a

@@ -247,7 +247,7 @@ import TestSupport
         let (process, window) = try session.ask(["pick", "https://example.org/private"])
         try session.press(window, "Down", "Down", "shift+Return")
         usleep(500_000)
-        #expect(process.process.isRunning && session.world.launched().isEmpty, "\(process.text)")
+        #expect(process.isRunning && session.world.launched().isEmpty, "\(process.text)")
         try session.press(window, "Up", "shift+Return")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
         #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox --private-window https://example.org/private") == true,

@@ -188,7 +188,7 @@ import TestSupport
         }
         // Kill while pushes are in flight.
         for _ in 0..<500 where acknowledged.count < 60 { usleep(10_000) }
-        kill(running.process.process.processIdentifier, SIGKILL)
+        running.process.signal(SIGKILL)
         group.wait()
         #expect(acknowledged.count >= 60, "pushes were acknowledged before the kill")
 
@@ -217,13 +217,13 @@ import TestSupport
         #expect(try health(firstCA) == 200)
         // New files from another CA, then SIGHUP: new connections get the new certificate.
         try writeCertificates(directory, authority: try CertificateAuthority(name: "second CA"))
-        kill(running.process.process.processIdentifier, SIGHUP)
+        running.process.signal(SIGHUP)
         _ = try running.process.waitFor("reloaded the TLS certificate")
         #expect(try health(directory.file("ca.pem")) == 200)
         #expect(throws: NetError.self) { _ = try health(firstCA) }
         // A broken file on reload keeps the old certificate.
         try "not a certificate".write(toFile: directory.file("server.pem"), atomically: true, encoding: .utf8)
-        kill(running.process.process.processIdentifier, SIGHUP)
+        running.process.signal(SIGHUP)
         _ = try running.process.waitFor("certificate reload failed")
         #expect(try health(directory.file("ca.pem")) == 200)
 

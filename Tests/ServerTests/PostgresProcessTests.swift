@@ -147,8 +147,7 @@ import TestSupport
             for _ in 0..<500 where acknowledged.withLock({ $0.count }) < 60 * (victim == 1 ? 1 : victim == 2 ? 2 : 3) { usleep(10_000) }
             acknowledgedAtKills.append(acknowledged.withLock { $0.count })
             instances.set(victim, 0)
-            kill(processes[victim].process.processIdentifier, SIGKILL)
-            processes[victim].process.waitUntilExit()
+            processes[victim].stop(signal: SIGKILL)
             usleep(100_000)
             let (process, port) = try serve(directory, environment: environment)
             processes[victim] = process

@@ -1,5 +1,6 @@
 import Foundation
 import Model
+import Plumbing
 import Replica
 import SyncCore
 
@@ -53,17 +54,9 @@ extension Run {
     func serverRow(_ watch: String) -> String {
         guard case .sqlite(let storePath) = target else { return "" }
         let key = watch.split(separator: "/", maxSplits: 1).last.map(String.init) ?? watch
-        let sqlite = Process()
-        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [storePath, "SELECT 'seq ' || seq || ', known to ' || ifnull(known_to, '-') || ' after ' || known_after || ', next ' || (SELECT next_seq FROM accounts) || ', epoch ' || (SELECT value FROM meta WHERE key = 'epoch') FROM records WHERE key = '\(key.replacingOccurrences(of: "'", with: "''"))'"]
-        let pipe = Pipe()
-        sqlite.standardOutput = pipe
-        sqlite.standardError = FileHandle.nullDevice
-        var row = ""
-        if (try? sqlite.run()) != nil {
-            row = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            sqlite.waitUntilExit()
-        }
+        let query = "SELECT 'seq ' || seq || ', known to ' || ifnull(known_to, '-') || ' after ' || known_after || ', next ' || (SELECT next_seq FROM accounts) || ', epoch ' || (SELECT value FROM meta WHERE key = 'epoch') FROM records WHERE key = '\(key.replacingOccurrences(of: "'", with: "''"))'"
+        let result = try? Subprocess.run(["/usr/bin/sqlite3", storePath, query], timeoutMilliseconds: 30_000, environment: .inherited)
+        let row = (result?.output ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         return row
     }
 }

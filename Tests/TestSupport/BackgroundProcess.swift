@@ -1,11 +1,12 @@
 import Foundation
+import Plumbing
 
 /// A program started in the background (a server), whose output is collected
 /// as it comes, so a test can wait for a line and then talk to it.
 public final class BackgroundProcess: @unchecked Sendable {
-    // @unchecked: `output` is guarded by `lock`; the process object is only
-    // touched by the test that owns this value.
-    public let process = Process()
+    // @unchecked: `output` and `ended` are guarded by `lock`; the child is
+    // only waited for by the test that owns this value.
+    public let child: ChildProcess
     private let lock = NSLock()
     private var output = ""
     /// The pipe reached its end: everything the process printed is in `output`.
@@ -13,33 +14,38 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Starts `executable`; stdout and stderr are merged into ``text``.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BRSYNC") }
-        env.merge(environment) { $1 }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            guard !data.isEmpty else {
-                self.ended = true
-                handle.readabilityHandler = nil
-                return
+        child = try ChildProcess([executable] + arguments, environment: ProcessRunner.environment(environment), output: .pipe, errors: .sameAsOutput)
+        guard let descriptor = child.output else { throw BackgroundProcessError(message: "no output pipe") }
+        // The reader owns a copy of the pipe's end, so it reads to the end
+        // whatever happens to this value.
+        let reading = dup(descriptor)
+        child.closeOutputs()
+        Thread.detachNewThread { [weak self] in
+            var buffer = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let count = read(reading, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard let self else { break }
+                guard count > 0 else {
+                    self.lock.withLock { self.ended = true }
+                    break
+                }
+                let text = String(decoding: buffer[0..<count], as: UTF8.self)
+                self.lock.withLock { self.output += text }
             }
-            self.output += String(decoding: data, as: UTF8.self)
+            close(reading)
         }
-        try process.run()
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        child.stop(signal: SIGKILL, timeoutMilliseconds: 5_000)
     }
+
+    public var pid: pid_t { child.pid }
+    public var isRunning: Bool { child.isRunning }
+
+    /// Sends `signal` without waiting.
+    public func signal(_ signal: Int32) { child.signal(signal) }
 
     /// Everything printed so far.
     public var text: String {
@@ -59,8 +65,8 @@ public final class BackgroundProcess: @unchecked Sendable {
                 let range = match.numberOfRanges > 1 ? match.range(at: 1) : match.range
                 if let swiftRange = Range(range, in: current) { return String(current[swiftRange]) }
             }
-            if !process.isRunning {
-                throw BackgroundProcessError(message: "the process exited (\(process.terminationStatus)) before printing /\(pattern)/:\n\(current)")
+            if let ended = child.poll() {
+                throw BackgroundProcessError(message: "the process exited (\(ended.code)) before printing /\(pattern)/:\n\(drained())")
             }
             usleep(20_000)
         }
@@ -68,31 +74,27 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Waits (at most `timeout` seconds) for the process to exit by itself;
-    /// its exit status, or nil when it is still running.
+    /// its exit status (128 plus a signal), or nil when it is still running.
     public func wait(timeout: TimeInterval = 30) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { return nil }
-        // The last output may still be on its way from the pipe (read on
-        // another thread): a test reads `text` right after this.
-        let drained = Date().addingTimeInterval(2)
-        while Date() < drained, !(lock.withLock { ended }) { usleep(5_000) }
-        return process.terminationStatus
+        guard let ended = child.wait(timeoutMilliseconds: Int64(timeout * 1000)) else { return nil }
+        _ = drained()
+        return ended.code
     }
 
-    /// Sends `signal` and waits (at most `timeout` seconds) for the exit status.
+    /// Sends `signal` and waits (at most `timeout` seconds) for the exit
+    /// status; nil when it had to be killed.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, timeout: TimeInterval = 30) -> Int32? {
-        guard process.isRunning else { return process.terminationStatus }
-        kill(process.processIdentifier, signal)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        return process.terminationStatus
+        let (ended, killed) = child.stop(signal: signal, timeoutMilliseconds: Int64(timeout * 1000))
+        return killed ? nil : ended.code
+    }
+
+    /// The output once the pipe reached its end (at most 2 s after the exit:
+    /// a child of the process may hold it open).
+    private func drained() -> String {
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline, !(lock.withLock { ended }) { usleep(5_000) }
+        return text
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Plumbing
 
 /// A throw-away PostgreSQL cluster for the tests: `initdb` in a temporary
 /// folder, started on a free port of 127.0.0.1 with password (SCRAM)
@@ -128,31 +129,18 @@ public final class PostgresCluster: Sendable {
         if asServerUser, let runAs { argv = ["/usr/sbin/runuser", "-u", runAs, "--"] + argv }
         // In "/": the server's user may not enter the tests' folder.
         argv = ["/usr/bin/env", "-C", "/"] + argv
-        var env = ProcessInfo.processInfo.environment
-        env.merge(environment) { _, new in new }
-        env["LC_ALL"] = "C"
-        // posix_spawn and waitpid, and output to a file, not a pipe: the
-        // server that `pg_ctl start` leaves running could hold a pipe open.
+        // Output to a file, not a pipe: the server that `pg_ctl start`
+        // leaves running could hold a pipe open.
         let outputPath = NSTemporaryDirectory() + "brsync-pg-output-\(UUID().uuidString)"
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArguments.forEach { free($0) }
-            cEnvironment.forEach { free($0) }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(argv, environment: ChildProcess.Environment(set: environment.merging(["LC_ALL": "C"]) { _, new in new }),
+                                     output: .file(outputPath), errors: .sameAsOutput)
+        } catch {
+            throw PostgresClusterError(message: "\(error)")
         }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
-        guard spawned == 0 else { throw PostgresClusterError(message: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        let exitStatus = child.wait().code
         let data = FileManager.default.contents(atPath: outputPath) ?? Data()
         return (exitStatus, String(decoding: data, as: UTF8.self))
     }

@@ -1,14 +1,17 @@
 import Foundation
+import Plumbing
 
 /// The result of running a program to its end.
 public struct ProcessResult: Sendable, CustomStringConvertible {
+    /// The exit status, or 128 plus the signal that ended it.
     public let status: Int32
     public let stdout: String
     public let stderr: String
     public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
 }
 
-/// Runs the real binaries the package builds.
+/// Runs the real binaries the package builds, through the product's own
+/// way of starting a program (``Subprocess`` and ``ChildProcess``).
 public enum ProcessRunner {
     /// The folder of built products (`.build/debug`): the test bundle lives there.
     public static var productsDirectory: URL {
@@ -25,54 +28,20 @@ public enum ProcessRunner {
         productsDirectory.appendingPathComponent(name).path
     }
 
-    /// Runs `executable` with `arguments`, `environment` added to this process's
-    /// (minus BRSYNC_* so the host's settings never leak in), and `stdin` as input.
+    /// The environment of a program a test starts: this process's without
+    /// BRSYNC_* (the host's settings never leak in), with `environment` added.
+    public static func environment(_ environment: [String: String], unsetting more: [String] = []) -> ChildProcess.Environment {
+        ChildProcess.Environment(set: environment, unset: ["BRSYNC_*"] + more)
+    }
+
+    /// Runs `executable` with `arguments` (see ``environment(_:unsetting:)``)
+    /// and `stdin` as input; killed after `timeout` seconds.
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
         timeout: TimeInterval = 60
     ) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BRSYNC_") }
-        env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) } // the program may exit without reading
-        try? input.fileHandleForWriting.close()
-        // Read both pipes while the process runs, so a large output cannot block it.
-        let outData = LockedData()
-        let errData = LockedData()
-        let group = DispatchGroup()
-        for (pipe, sink) in [(out, outData), (err, errData)] {
-            group.enter()
-            DispatchQueue.global().async {
-                sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
-                group.leave()
-            }
-        }
-        if group.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            group.wait()
-        }
-        process.waitUntilExit()
-        return ProcessResult(
-            status: process.terminationStatus,
-            stdout: String(decoding: outData.get(), as: UTF8.self),
-            stderr: String(decoding: errData.get(), as: UTF8.self))
+        let result = try Subprocess.run([executable] + arguments, input: stdin ?? "", timeoutMilliseconds: Int(timeout * 1000),
+                                        environment: Self.environment(environment), outputLimit: 1 << 28, errorsLimit: 1 << 28)
+        return ProcessResult(status: result.termination.code, stdout: result.output, stderr: result.errors)
     }
-}
-
-/// Bytes written by one thread and read by another; guarded by a lock.
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
-    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
 }
