@@ -16,7 +16,7 @@ struct Click {
 
     init(home: String) {
         self.home = home
-        environment = environmentDictionary()
+        environment = ProcessEnvironment.all()
         hasTerminal = isatty(2) == 1
     }
 

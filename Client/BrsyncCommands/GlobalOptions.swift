@@ -22,13 +22,13 @@ public struct GlobalOptions: ParsableArguments {
     /// The replica folder: `--home`, `BRSYNC_HOME`, `$XDG_DATA_HOME/brsync`, `~/.local/share/brsync`.
     public static func home(flag: String?) -> String {
         if let home = flag, !home.isEmpty { return absolute(home) }
-        if let home = environment("BRSYNC_HOME"), !home.isEmpty { return absolute(home) }
+        if let home = ProcessEnvironment.value("BRSYNC_HOME"), !home.isEmpty { return absolute(home) }
         return XDGDirectories.current().dataHome + "/brsync"
     }
 
     public static func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
-        if path.hasPrefix("~/"), let user = environment("HOME") { return user + path.dropFirst(1) }
+        if path.hasPrefix("~/"), let user = ProcessEnvironment.value("HOME") { return user + path.dropFirst(1) }
         return FileManager.default.currentDirectoryPath + "/" + path
     }
 
@@ -61,7 +61,7 @@ public struct GlobalOptions: ParsableArguments {
     var busyTimeout: Int32 { Self.busyTimeout }
 
     static var busyTimeout: Int32 {
-        environment("BRSYNC_BUSY_TIMEOUT_MS").flatMap { Int32($0) }.map { max(0, $0) }
+        ProcessEnvironment.value("BRSYNC_BUSY_TIMEOUT_MS").flatMap { Int32($0) }.map { max(0, $0) }
             ?? Replica.defaultBusyTimeoutMilliseconds
     }
 
@@ -72,12 +72,4 @@ public struct GlobalOptions: ParsableArguments {
     public static func openReplica(home: String) throws -> Replica {
         try Replica.open(home: home, busyTimeout: busyTimeout)
     }
-}
-
-/// One environment variable; nil when unset or empty. (`getenv` rather than
-/// `ProcessInfo.environment`, which copies the whole environment into a dictionary.)
-public func environment(_ name: String) -> String? {
-    guard let value = getenv(name) else { return nil }
-    let text = String(cString: value)
-    return text.isEmpty ? nil : text
 }

@@ -19,8 +19,7 @@ struct JoinCommand: ParsableCommand {
     func run() throws {
         var input = StandardInputLines()
         let text: String
-        if let given = getenv(JoinConfiguration.environmentVariable).map({ String(cString: $0) }), code == nil {
-            unsetenv(JoinConfiguration.environmentVariable)
+        if code == nil, let given = ProcessEnvironment.take(JoinConfiguration.environmentVariable) {
             text = given
         } else if let code, code != "-" {
             text = code

@@ -35,23 +35,18 @@ struct StoreOptions: ParsableArguments {
     }
 
     func location() throws -> Location {
-        func environment(_ name: String) -> String? {
-            guard let value = getenv(name) else { return nil }
-            let text = String(cString: value)
-            return text.isEmpty ? nil : text
-        }
         let db = self.db.flatMap { $0.isEmpty ? nil : $0 }
         let store = self.store.flatMap { $0.isEmpty ? nil : $0 }
         if db != nil && store != nil { throw CLIFailure(message: "give --db PATH or --store URL, not both") }
         if let db { return .sqlite(db) }
         // The flags, then BRSYNCD_STORE, then BRSYNCD_DB: a unit that sets
         // BRSYNCD_DB by default is moved to PostgreSQL by BRSYNCD_STORE alone.
-        if let store = store ?? environment("BRSYNCD_STORE") {
+        if let store = store ?? ProcessEnvironment.value("BRSYNCD_STORE") {
             if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(store) }
             if store.hasPrefix("sqlite:") { return .sqlite(String(store.dropFirst("sqlite:".count))) }
             throw CLIFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
         }
-        if let path = environment("BRSYNCD_DB") { return .sqlite(path) }
+        if let path = ProcessEnvironment.value("BRSYNCD_DB") { return .sqlite(path) }
         throw CLIFailure(message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
     }
 
@@ -67,7 +62,7 @@ struct StoreOptions: ParsableArguments {
         case .sqlite(let path):
             return try SQLiteStore(path: path, connections: connections)
         case .postgres(let url):
-            let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessInfo.processInfo.environment)
+            let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessEnvironment.all())
             return try PostgresStore(configuration, connections: connections)
         }
     }

@@ -19,8 +19,8 @@ struct JoinOptions: ParsableArguments {
     /// The URL and CA fingerprint of the join code, checked before anything
     /// is written; nil when no join code was asked for.
     func prepare() throws -> (url: String, fingerprint: [UInt8])? {
-        let url = self.url ?? environment("BRSYNCD_URL")
-        let ca = self.ca ?? environment("BRSYNCD_CA")
+        let url = self.url ?? ProcessEnvironment.value("BRSYNCD_URL")
+        let ca = self.ca ?? ProcessEnvironment.value("BRSYNCD_CA")
         guard let url, let ca else {
             if qr || self.url != nil || self.ca != nil {
                 throw CLIFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
@@ -33,12 +33,6 @@ struct JoinOptions: ParsableArguments {
         // The URL is checked as the code will be.
         do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch { throw CLIFailure(message: "--url: \(error)") }
         return (url, fingerprint)
-    }
-
-    func environment(_ name: String) -> String? {
-        guard let value = getenv(name) else { return nil }
-        let text = String(cString: value)
-        return text.isEmpty ? nil : text
     }
 
     /// Prints the join code for `token` (and its QR code).

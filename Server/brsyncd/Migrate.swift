@@ -28,7 +28,7 @@ struct Migrate: ParsableCommand {
         }
         let source = try SQLiteStore(path: path, connections: 1)
         defer { source.close() }
-        let target = try PostgresStore(try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessInfo.processInfo.environment),
+        let target = try PostgresStore(try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessEnvironment.all()),
                                        connections: 1)
         defer { target.close() }
         let counts = try StoreMigration.copy(from: source, to: target)

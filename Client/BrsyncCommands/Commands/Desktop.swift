@@ -7,17 +7,6 @@ import Plumbing
 import Replica
 
 /// The environment as a dictionary, read once (detection and registration need several variables).
-func environmentDictionary() -> [String: String] {
-    var result: [String: String] = [:]
-    var pointer = environ
-    while let entry = pointer.pointee {
-        let text = String(cString: entry)
-        if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
-        pointer += 1
-    }
-    return result
-}
-
 public struct Detect: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
@@ -28,7 +17,7 @@ public struct Detect: ParsableCommand {
     @Flag(help: "Replace launch commands set by hand (--exec, profiles) with the detected ones.") var replace = false
 
     public func run() throws {
-        let environment = environmentDictionary()
+        let environment = ProcessEnvironment.all()
         let detector = BrowserDetector(
             directories: BrowserDetector.standardDirectories(environment: environment),
             locale: environment["LC_ALL"] ?? environment["LC_MESSAGES"] ?? environment["LANG"],
@@ -97,7 +86,7 @@ public struct Install: ParsableCommand {
                 throw CLIFailure(message: "no browser is usable here, so no click could be opened: run 'brsync browsers detect' (or add one with --exec) first (or install --force)")
             }
         }
-        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: home)
+        let registration = DefaultBrowserRegistration(environment: ProcessEnvironment.all(), brsyncHome: home)
         let previous = try registration.install(executable: currentExecutable(), home: home)
         print("installed \(registration.desktopFile); brsync is the default browser")
         if !previous.isEmpty { print("previous default: \(Set(previous.values).sorted().joined(separator: ", ")) ('brsync uninstall' puts it back)") }
@@ -111,7 +100,7 @@ public struct Uninstall: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     public func run() throws {
-        let registration = DefaultBrowserRegistration(environment: environmentDictionary(), brsyncHome: global.resolvedHome)
+        let registration = DefaultBrowserRegistration(environment: ProcessEnvironment.all(), brsyncHome: global.resolvedHome)
         let previous = try registration.uninstall()
         let restored = Set(previous.values.filter { !$0.isEmpty }).sorted()
         print(restored.isEmpty ? "uninstalled; no previous default to restore" : "uninstalled; default browser back to \(restored.joined(separator: ", "))")

@@ -52,7 +52,7 @@ public struct Pick: ParsableCommand {
         try given.checkLocalFileExists()
         let replica = try global.openReplica()
         let url = try replica.linkCleanup().clean(given).url
-        switch try Self.ask(url: url, replica: replica, excluding: nil, environment: environmentDictionary()) {
+        switch try Self.ask(url: url, replica: replica, excluding: nil, environment: ProcessEnvironment.all()) {
         case .opened: break
         case .cancelled: throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)

@@ -30,7 +30,7 @@ public struct Suggest: ParsableCommand {
 
     /// The system's Public Suffix List (or `$BRSYNC_PUBLIC_SUFFIX_LIST`).
     static func loadList() throws -> PublicSuffixList {
-        let path = environment("BRSYNC_PUBLIC_SUFFIX_LIST") ?? Self.defaultListPath
+        let path = ProcessEnvironment.value("BRSYNC_PUBLIC_SUFFIX_LIST") ?? Self.defaultListPath
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIFailure(message: "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST")
         }

@@ -1,0 +1,35 @@
+import Glibc
+
+/// This process's environment variables, read in one place. (`getenv`
+/// rather than `ProcessInfo.environment`, which copies the whole
+/// environment into a dictionary on every read.)
+public enum ProcessEnvironment {
+    /// One variable; nil when it is unset or empty.
+    public static func value(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+
+    /// A variable handed over by another process (a secret, say): its value
+    /// (empty included), removed from this process's environment so no
+    /// program started later sees it.
+    public static func take(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        unsetenv(name)
+        return text
+    }
+
+    /// Every variable, for code that reads several or passes them on.
+    public static func all() -> [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+            pointer += 1
+        }
+        return result
+    }
+}
