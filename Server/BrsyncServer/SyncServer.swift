@@ -2,6 +2,7 @@ import Glibc
 import HTTP
 import Logging
 import Net
+import SyncCore
 import Synchronization
 
 /// The sync server: the store, the API and the HTTP server on its listeners.
@@ -32,8 +33,19 @@ public final class SyncServer: Sendable {
         let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
                           openConnections: { box.server?.openConnections ?? 0 })
         http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
-                              admission: api.admit, handler: api.handle)
+                              ownAnswers: Self.ownAnswers, admission: api.admit, handler: api.handle)
         box.server = http
+    }
+
+    /// The answers the HTTP layer makes itself, as every other error of the
+    /// API: `{"error": CODE, "message": TEXT}` (docs/protocol.md).
+    static let ownAnswers = HTTPServer.OwnAnswers { status, reason, message in
+        let code: WireError.Code = switch reason {
+        case .busy: .busy
+        case .timeout: .timeout
+        case .badRequest: .badRequest
+        }
+        return HTTPResponse.json(status, WireError(code: code, message: message).json.jsonText)
     }
 
     static func loadTLS(_ configuration: ServerConfiguration) throws -> TLSContext? {

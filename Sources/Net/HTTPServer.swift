@@ -24,6 +24,31 @@ public final class HTTPServer: Sendable {
     /// stranger cannot make it hold a body in memory.
     public typealias Admission = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse?
 
+    /// How the answers the server makes itself are worded: too many
+    /// connections, a request too slow or malformed, before any handler sees
+    /// it. The protocol above decides (brsyncd answers with its JSON error
+    /// codes); plain text otherwise.
+    public struct OwnAnswers: Sendable {
+        public enum Reason: Sendable, Equatable {
+            /// Too many connections (503; `Retry-After` is added).
+            case busy
+            /// The headers or the body did not arrive in time (408).
+            case timeout
+            /// A request the parser refused, or an expectation not supported.
+            case badRequest
+        }
+
+        public var make: @Sendable (_ status: Int, _ reason: Reason, _ message: String) -> HTTPResponse
+
+        public init(make: @escaping @Sendable (_ status: Int, _ reason: Reason, _ message: String) -> HTTPResponse) {
+            self.make = make
+        }
+
+        public static let plainText = OwnAnswers { status, _, message in
+            HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array((message + "\n").utf8))
+        }
+    }
+
     /// Hooks for metrics and logs.
     public struct Observer: Sendable {
         public var requestFinished: @Sendable (_ request: HTTPRequest, _ status: Int, _ milliseconds: Double) -> Void = { _, _, _ in }
@@ -36,6 +61,7 @@ public final class HTTPServer: Sendable {
     private let handler: Handler
     private let admission: Admission
     private let observer: Observer
+    private let ownAnswers: OwnAnswers
     /// Open connections per peer address (without the port).
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     private let refusals = Atomic<Int>(0)
@@ -50,8 +76,9 @@ public final class HTTPServer: Sendable {
 
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
-    public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(),
+    public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(), ownAnswers: OwnAnswers = .plainText,
                 admission: @escaping Admission = { _, _ in nil }, handler: @escaping Handler) throws(NetError) {
+        self.ownAnswers = ownAnswers
         self.addresses = addresses
         self.tls = Mutex(tls)
         usesTLS = tls != nil
@@ -183,7 +210,7 @@ public final class HTTPServer: Sendable {
             socket.close()
             return
         }
-        var busy = HTTPResponse.json(503, #"{"error":"busy","message":"too many connections; retry later"}"#)
+        var busy = ownAnswers.make(503, .busy, "too many connections; retry later")
         busy.headers.add("Retry-After", "1")
         let response = busy
         do {
@@ -273,7 +300,7 @@ public final class HTTPServer: Sendable {
             } catch .timeout {
                 if partial {
                     let status = parser.isReadingBody ? "the body" : "the headers"
-                    respond(stream, HTTPResponse.json(408, #"{"error":"timeout","message":"\#(status) did not arrive in time"}"#), keepAlive: false)
+                    respond(stream, ownAnswers.make(408, .timeout, "\(status) did not arrive in time"), keepAlive: false)
                     lingerAfter = true
                 }
                 return
@@ -289,8 +316,7 @@ public final class HTTPServer: Sendable {
             for event in events {
                 switch event {
                 case .failure(let error):
-                    let body = #"{"error":"bad_request","message":"\#(error.reason.replacingJSONSpecials())"}"#
-                    respond(stream, HTTPResponse.json(error.status, body), keepAlive: false)
+                    respond(stream, ownAnswers.make(error.status, .badRequest, error.reason), keepAlive: false)
                     observer.rejected(peer, "HTTP \(error.status): \(error.reason)")
                     lingerAfter = true
                     return
@@ -303,7 +329,7 @@ public final class HTTPServer: Sendable {
                     }
                     if head.minorVersion >= 1, let expectation = head.headers["Expect"] {
                         guard expectation.asciiLowercased() == "100-continue" else {
-                            respond(stream, HTTPResponse.json(417, #"{"error":"bad_request","message":"only 'Expect: 100-continue' is supported"}"#), keepAlive: false)
+                            respond(stream, ownAnswers.make(417, .badRequest, "only 'Expect: 100-continue' is supported"), keepAlive: false)
                             lingerAfter = true
                             return
                         }
@@ -344,21 +370,5 @@ public final class HTTPServer: Sendable {
         } catch {
             return false
         }
-    }
-}
-
-extension String {
-    /// Escapes `"` and `\` and drops control characters, for a JSON string body.
-    func replacingJSONSpecials() -> String {
-        var output = ""
-        for scalar in unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case _ where scalar.value < 0x20: continue
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
     }
 }

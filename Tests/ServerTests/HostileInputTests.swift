@@ -283,6 +283,29 @@ final class BinaryServer: @unchecked Sendable {
         let pulledRecords = answers.components(separatedBy: #""collection":"rules""#).count - 1
         #expect(pulledRecords == 400, "all 400 records of the first answer arrived (\(answers.utf8.count) bytes)")
         #expect(answers.contains("HTTP/1.1 400 Bad Request"), "and then the error")
+        #expect(answers.hasSuffix(#"{"error":"bad_request","message":"the request line is not 'METHOD TARGET HTTP/1.1'"}"#), "worded as every API error: \(answers.suffix(200))")
+    }
+
+    /// What the HTTP layer answers itself is worded as every other error of
+    /// the API (docs/protocol.md): a JSON object with a stable code.
+    @Test func theHTTPLayersOwnAnswersCarryErrorCodes() throws {
+        let fixture = try ServerFixture { configuration in
+            configuration.limits.headerReadTimeoutMilliseconds = 300
+        }
+        let slow = try RawConnection(port: fixture.port, caFile: fixture.caFile)
+        try slow.send("GET /v1/health HTTP/1.1\r\nHost: a\r\n")
+        let timedOut = try slow.readAll()
+        #expect(timedOut.hasPrefix("HTTP/1.1 408 ") && timedOut.hasSuffix(#"{"error":"timeout","message":"the headers did not arrive in time"}"#), "\(timedOut)")
+        let expecting = try RawConnection(port: fixture.port, caFile: fixture.caFile)
+        let device = try fixture.device("alice", "laptop", clientDevice: "d")
+        try expecting.send("POST /v1/push HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(device.token)\r\nExpect: something-else\r\nContent-Length: 2\r\n\r\n")
+        let refused = try expecting.readAll()
+        #expect(refused.hasPrefix("HTTP/1.1 417 ") && refused.contains(#"{"error":"bad_request","message":"only 'Expect: 100-continue' is supported"}"#), "\(refused)")
+        // A reason that quotes the request is escaped, never spliced raw.
+        let quoting = try RawConnection(port: fixture.port, caFile: fixture.caFile)
+        try quoting.send("POST /v1/health HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: \"x\\\r\n\r\n")
+        let quoted = try quoting.readAll()
+        #expect(quoted.hasPrefix("HTTP/1.1 400 ") && quoted.hasSuffix(#"{"error":"bad_request","message":"the transfer coding '\"x\\' is not supported (only chunked)"}"#), "\(quoted)")
     }
 
     /// One address cannot hold every slot: past its share, its connections are
@@ -297,6 +320,7 @@ final class BinaryServer: @unchecked Sendable {
         let extra = try RawConnection(port: fixture.port, caFile: fixture.caFile)
         let refused = try extra.readAll()
         #expect(refused.hasPrefix("HTTP/1.1 503 ") && refused.contains("Retry-After: 1"), "\(refused)")
+        #expect(refused.hasSuffix(#"{"error":"busy","message":"too many connections; retry later"}"#), "\(refused)")
         // Bare TCP connections that never say hello count too.
         let silent = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: fixture.port), deadline: .after(milliseconds: 1000))
         defer { silent.close() }
