@@ -34,8 +34,9 @@ extension SyncClient {
     /// once the server has it; the current key is kept as an older key.
     /// - Throws: ``SyncError/refused(code:message:)`` when the server will
     ///   not change the key (encrypted already; rotated elsewhere; the
-    ///   account kept moving), with the pending key removed; a connection
-    ///   error leaves it pending for the next sync to settle.
+    ///   account kept moving), with the pending key removed; any other
+    ///   failure (no answer, an answer that is not the protocol) leaves it
+    ///   pending for the next sync to settle.
     public func changeAccountKey(to key: AccountKey, announce: (AccountKey) -> Void) throws -> KeyChange {
         var change = KeyChange()
         try AccountKeyFile.write(key, home: replica.home, pending: true)
@@ -57,10 +58,14 @@ extension SyncClient {
                     }
                 }
             }
-        } catch let error as SyncError {
-            // Refused, or never sent: the server does not use the key.
-            if case .unreachable = error {} else { AccountKeyFile.remove(home: replica.home, pending: true) }
-            throw error
+        } catch SyncError.refused(let code, let message) {
+            // A definite refusal: the server does not use the key. Any other
+            // failure (no answer, an answer garbled by a proxy after the
+            // server committed) may hide a change the server made: the key
+            // stays pending, and the next sync settles it (see
+            // ``AccountKeyFile/settle(home:accountKeyID:)``).
+            AccountKeyFile.remove(home: replica.home, pending: true)
+            throw SyncError.refused(code: code, message: message)
         }
         try AccountKeyFile.promotePending(home: replica.home)
         // Every machine that syncs with the new key learns what it replaced.
