@@ -35,10 +35,11 @@ public enum JoinConfiguration {
             The join code holds a device token: give it on standard input (or type it when asked) rather than as an argument, \
             which other users could see in 'ps' for a moment. When the account is end-to-end encrypted, the recovery code is read \
             from --recovery-file, the next line of standard input, or asked for. Nothing is saved unless the server's CA matches \
-            the code's fingerprint, the token is accepted and the recovery code opens the account's records.
+            the code's fingerprint, the token is accepted and the recovery code opens the account's records. With \
+            --recovery-file, a server that says the account is not encrypted is refused (exit 5): nothing made here goes up readable.
             """)
     public static let codeHelp: ArgumentHelp = "The join code ('-' or nothing: read it from standard input)."
-    public static let recoveryFileHelp: ArgumentHelp = "Read the recovery code from this file."
+    public static let recoveryFileHelp: ArgumentHelp = "Read the recovery code from this file (the account must be encrypted)."
     /// How `brsync` hands a code given as an argument to `brsync-sync`
     /// without putting it on the helper's command line.
     public static let environmentVariable = "BRSYNC_JOIN_CODE"

@@ -168,20 +168,32 @@ extension SyncClient {
     }
 
 
-    /// What `brsync key add` checks before it keeps a recovery code: the
-    /// account is encrypted, and the key opens its records (when it has any).
+    static let keyDoesNotOpenMessage = "this recovery code does not open the account's records: it belongs to another account, or to a key since rotated, "
+        + "or to a key newer than the server's (restored from a backup taken before it: a machine that synced with it "
+        + "moves the server forward at its next sync; try again after that). Nothing was saved"
+
+    /// What `brsync key add` and `brsync join` check before they keep a
+    /// recovery code: the account is encrypted, the server names this key
+    /// as the account's, and the key opens the account's first records when
+    /// it has any. The server's word on the key id alone is not enough: a
+    /// server that names the key but holds records sealed with another is
+    /// caught here.
     /// - Throws: ``SyncError/usage(_:)`` for a key that opens none of them
     ///   (a wrong recovery code, or one of another account).
     public func checkKey(_ key: AccountKey) throws {
         guard let current = try accountKeyID() else {
             throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
         }
-        guard current == key.id else {
-            throw SyncError.usage("this recovery code does not open the account's records: it belongs to another account, or to a key since rotated, "
-                                  + "or to a key newer than the server's (restored from a backup taken before it: a machine that synced with it "
-                                  + "moves the server forward at its next sync; try again after that). Nothing was saved")
-        }
+        guard current == key.id else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
+        let page = try fetchPage("/v1/pull?since=0&limit=\(Self.keyCheckRecords)&full=1&key=\(key.id)")
+        let sealed = page.changes.filter { !$0.state.fields.isEmpty }
+        guard !sealed.isEmpty else { return } // nothing to open yet
+        let opened = Self.open(sealed, with: RecordCipher(key))
+        guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
     }
+
+    /// How many of the account's first records ``checkKey(_:)`` tries.
+    static let keyCheckRecords = 20
 
     /// Keeps a value that lost to a concurrent edit, opened, for
     /// `brsync log --conflicts` and `brsync restore`. The server reports it

@@ -62,7 +62,16 @@ struct JoinCommand: ParsableCommand {
         // The token and, for an encrypted account, the recovery code are checked before anything is kept.
         let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
         var key: AccountKey?
-        if try probe.accountKeyID() != nil {
+        let encrypted = try probe.accountKeyID() != nil
+        if !encrypted, recoveryFile != nil {
+            // The user says the account is encrypted; the server says it is
+            // not. Joining anyway would send every rule made here readable.
+            throw CLIFailure(message: "a recovery code was given, but the server says this account is not end-to-end encrypted: "
+                             + "nothing was saved, and nothing will be sent readable. If the account was encrypted, the server is not "
+                             + "the one it was, or was set back; ask its operator. If it never was, join without --recovery-file, "
+                             + "then encrypt it with 'brsync key init'", code: ExitStatus.refused)
+        }
+        if encrypted {
             let recovery: AccountKey
             if let recoveryFile {
                 recovery = try readRecoveryCode(file: recoveryFile)

@@ -324,6 +324,15 @@ extension EncryptionTests {
         try world.mustRun(desktop, ["rules", "add", "plain.example", "chrome"])
         try world.mustRun(desktop, ["sync"])
         let join = try #require(try world.joinOutput("tablet").split(separator: "\n").last.map(String.init))
+        // A recovery code given for an account the server says is readable
+        // (a lying or set-back server): refused, nothing saved or sent.
+        let keyFile = world.directory.file("recovery.txt")
+        try (AccountKey.generate().recoveryCode + "\n").write(toFile: keyFile, atomically: false, encoding: .utf8)
+        let doubting = world.directory.file("doubting")
+        let refused = try ProcessRunner.run(world.brsync, ["join", "--recovery-file", keyFile], environment: ["BRSYNC_HOME": doubting], stdin: join + "\n")
+        #expect(refused.status == 5 && refused.stderr.contains("says this account is not end-to-end encrypted"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: doubting + "/token") && !FileManager.default.fileExists(atPath: doubting + "/replica.sqlite"))
+        #expect(try world.run(desktop, ["sync", "--json"]).stdout.contains("\"pulled\":0"), "the server got nothing from it")
         let tablet = world.directory.file("tablet")
         let joined = try world.run(tablet, ["join", join])
         #expect(joined.status == 0 && !joined.stderr.contains("encrypted"), "\(joined)")

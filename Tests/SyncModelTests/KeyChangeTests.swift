@@ -407,8 +407,12 @@ import TestSupport
         let server: HTTPServer
         let port: UInt16
 
-        /// With the world's certificate (in `directory`) and its CA.
-        init(upstreamPort: UInt16, directory: TemporaryDirectory, caFile: String) throws {
+        /// With the world's certificate (in `directory`) and its CA; each
+        /// answer goes through `rewrite` (by default: key changes answered
+        /// 502 once the server has answered, the rest as it is).
+        init(upstreamPort: UInt16, directory: TemporaryDirectory, caFile: String,
+             target: @escaping @Sendable (String) -> String = { $0 },
+             rewrite: @escaping @Sendable (HTTPRequest, HTTPResponse) -> HTTPResponse = Gateway.garbleKeyChanges) throws {
             let upstreamTLS = try TLSContext.client(caFile: caFile)
             server = try HTTPServer(
                 addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
@@ -417,17 +421,19 @@ import TestSupport
                 let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost", tls: upstreamTLS))
                 var headers = HTTPHeaders()
                 for (name, value) in request.headers where !["host", "content-length"].contains(name.lowercased()) { headers.add(name, value) }
-                guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
+                guard let answer = try? client.send(method: request.method, target: target(request.target), headers: headers, body: request.body) else {
                     return HTTPResponse(status: 502)
-                }
-                if request.path == "/v1/account/encrypt" {
-                    return HTTPResponse(status: 502, headers: ["Content-Type": "text/html"], body: Array("<h1>502 Bad Gateway</h1>".utf8))
                 }
                 var forwarded: HTTPHeaders = ["Content-Type": "application/json"]
                 if let time = answer.headers["Brsync-Time"] { forwarded.add("Brsync-Time", time) }
-                return HTTPResponse(status: answer.status, headers: forwarded, body: answer.body)
+                return rewrite(request, HTTPResponse(status: answer.status, headers: forwarded, body: answer.body))
             }
             port = try server.start()[0]
+        }
+
+        static let garbleKeyChanges: @Sendable (HTTPRequest, HTTPResponse) -> HTTPResponse = { request, answer in
+            guard request.path == "/v1/account/encrypt" else { return answer }
+            return HTTPResponse(status: 502, headers: ["Content-Type": "text/html"], body: Array("<h1>502 Bad Gateway</h1>".utf8))
         }
 
         deinit { server.shutdown(graceMilliseconds: 1000) }
@@ -471,5 +477,37 @@ import TestSupport
         try KeyChangeTests.addKey(world, b, key)
         try world.sync(a)
         for machine in [a, b] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == ["a-rule.com", "b-rule.com"], "\(machine.name)") }
+    }
+
+    /// A server that names the key a machine brings as the account's while
+    /// its records are sealed with another: `key add` and `join` open a
+    /// record before they keep a code, so the lie is caught and nothing is
+    /// saved.
+    @Test func aCodeIsCheckedByOpeningARecordNotByTheServersWord() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        try KeyChangeTests.rule(a, "a-rule.com")
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        let other = AccountKey.generate()
+        let (real, claimed) = (#""key":"\#(key.id)""#, #""key":"\#(other.id)""#)
+        let gateway = try Gateway(upstreamPort: world.port, directory: world.directory, caFile: world.caFile,
+                                  target: { $0.replacingOccurrences(of: other.id, with: key.id) }) { _, answer in
+            // Claims the other key, and lets pulls that name it through as if they named the real one.
+            let text = String(decoding: answer.body, as: UTF8.self).replacingOccurrences(of: real, with: claimed)
+            return HTTPResponse(status: answer.status, headers: answer.headers, body: Array(text.utf8))
+        }
+        let serverPort = world.port
+        world.port = gateway.port
+        defer { world.port = serverPort }
+        let b = try world.machine("b")
+        #expect(try world.client(b).accountKeyID() == other.id, "the server lies about the key")
+        #expect {
+            try world.client(b).checkKey(other)
+        } throws: { error in
+            guard case SyncError.usage(let message) = error else { return false }
+            return message.contains("does not open")
+        }
+        world.port = serverPort
+        try world.client(b).checkKey(key) // the real code passes against the honest server
     }
 }
