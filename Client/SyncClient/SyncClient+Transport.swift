@@ -59,7 +59,7 @@ struct Transport: @unchecked Sendable {
             result.bytesSent += body.count
             result.bytesReceived += response.body.count
             // Every answer, errors too, carries the server's wall clock.
-            if let time = response.headers["Brsync-Time"].flatMap(Int64.init), time > 0 {
+            if let time = response.headers[Wire.timeHeader].flatMap(Int64.init), time > 0 {
                 result.serverTime = (time, Deadline.now().milliseconds)
             }
             if response.status == 200 {

@@ -35,14 +35,12 @@ public final class SyncAPI: Sendable {
         self.openConnections = openConnections
     }
 
-    /// The header with the server's wall clock in milliseconds, on every answer
-    /// (errors too: a client refused for its clock learns the right time).
-    public static let timeHeader = "Brsync-Time"
-
     /// Answers one request; never throws: every error becomes its JSON answer.
     public func handle(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
         var response = answer(request, context)
-        response.headers.add(Self.timeHeader, String(store.currentMillis()))
+        // The server's wall clock on every answer (errors too: a client
+        // refused for its clock learns the right time).
+        response.headers.add(Wire.timeHeader, String(store.currentMillis()))
         return response
     }
 
@@ -81,7 +79,7 @@ public final class SyncAPI: Sendable {
         } catch let error as ServerError {
             logger.info("\(head.method) \(head.path) from \(context.peer): refused before the body: \(error.httpStatus) \(error.code)")
             var response = Self.answer(error)
-            response.headers.add(Self.timeHeader, String(store.currentMillis()))
+            response.headers.add(Wire.timeHeader, String(store.currentMillis()))
             return response
         } catch {
             return Self.answer(ServerError.storeUnusable("\(error)"))

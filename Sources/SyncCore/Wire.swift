@@ -4,6 +4,10 @@ import Model
 /// The JSON of the sync protocol (`/v1/push`, `/v1/pull`), shared by client and
 /// server, read and written with ``JSONValue``. See docs/protocol.md.
 public enum Wire {
+    /// The header of every answer that carries the server's wall clock, in
+    /// milliseconds since 1970: each client learns its clock's offset from it.
+    public static let timeHeader = "Brsync-Time"
+
     /// Why a document is not valid protocol JSON.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
         public let message: String

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import Net
+import SyncCore
 import Synchronization
 import TestSupport
 
@@ -54,7 +55,7 @@ final class FaultProxy: Sendable {
                     return HTTPResponse(status: 502)
                 }
                 var headers: HTTPHeaders = ["Content-Type": "application/json"]
-                for name in ["Brsync-Time", "Retry-After"] { if let value = answer.headers[name] { headers.add(name, value) } }
+                for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { headers.add(name, value) } }
                 return HTTPResponse(status: answer.status, headers: headers, body: answer.body)
             }
             var response = forward()

@@ -425,7 +425,7 @@ import TestSupport
                     return HTTPResponse(status: 502)
                 }
                 var forwarded: HTTPHeaders = ["Content-Type": "application/json"]
-                if let time = answer.headers["Brsync-Time"] { forwarded.add("Brsync-Time", time) }
+                if let time = answer.headers[Wire.timeHeader] { forwarded.add(Wire.timeHeader, time) }
                 return rewrite(request, HTTPResponse(status: answer.status, headers: forwarded, body: answer.body))
             }
             port = try server.start()[0]
