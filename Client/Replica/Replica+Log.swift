@@ -45,7 +45,7 @@ extension Replica {
     }
 
     /// Number of entries in the change log (this device's edits).
-    public func changeCount() throws -> Int {
+    func changeCount() throws -> Int {
         try read { try database.scalar("SELECT COUNT(*) FROM changes")?.intValue ?? 0 }
     }
 

@@ -71,8 +71,8 @@ public final class HTTPClient {
         }
     }
 
-    /// Sends raw bytes (for tests of malformed requests) and reads one response.
-    public func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    /// Sends raw bytes and reads one response (the tests of malformed requests use it).
+    func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var waiting: (() -> Void)?
         return try exchange(bytes, whileWaiting: &waiting)
     }

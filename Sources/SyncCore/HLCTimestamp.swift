@@ -5,7 +5,7 @@
 /// Text form (used in storage and on the wire) is fixed width so that text
 /// order is stamp order: 16 hex digits of wall time, `-`, 8 hex digits of
 /// counter, `-`, the device id. Example: `0000018c3f2a1b2c-00000000-3f2a9c01d4e5b6a7`.
-public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConvertible, Codable {
+public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let wallMillis: Int64
     public let counter: UInt32
     public let device: String
@@ -105,20 +105,6 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
         }
         guard let (wall, counter, device) = parsed else { return nil }
         self.init(wallMillis: Int64(wall), counter: counter, device: device)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let stamp = HLCTimestamp(text: text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an HLC stamp")
-        }
-        self = stamp
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
     }
 }
 

@@ -1,5 +1,5 @@
 /// The synced collections.
-public enum RecordCollection: String, Sendable, CaseIterable, Codable {
+public enum RecordCollection: String, Sendable, CaseIterable {
     case browsers
     case rules
     case settings

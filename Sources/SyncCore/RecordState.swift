@@ -2,18 +2,13 @@ import JSON
 import Model
 
 /// A field value with the stamp of the write that set it: a last-writer-wins register.
-public struct StampedValue: Sendable, Hashable, Codable {
+public struct StampedValue: Sendable, Hashable {
     public var value: JSONValue
     public var stamp: HLCTimestamp
 
     public init(_ value: JSONValue, stamp: HLCTimestamp) {
         self.value = value
         self.stamp = stamp
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case value = "v"
-        case stamp = "s"
     }
 
     /// Whether this register wins over `other`: the higher stamp. Equal stamps
@@ -29,7 +24,7 @@ public struct StampedValue: Sendable, Hashable, Codable {
 /// The synced state of one record: every field a last-writer-wins register, and
 /// the record's version vector. Deletion is the field ``deletedField`` (a
 /// tombstone with its stamp); a later write of it to `false` resurrects.
-public struct RecordState: Sendable, Hashable, Codable {
+public struct RecordState: Sendable, Hashable {
     public static let deletedField = "deleted"
 
     public var fields: [String: StampedValue]

@@ -1,5 +1,5 @@
 /// A version vector: device id → number of versions of a record that device minted.
-public struct VersionVector: Sendable, Hashable, Codable {
+public struct VersionVector: Sendable, Hashable {
     public private(set) var counters: [String: UInt64]
 
     public init(_ counters: [String: UInt64] = [:]) {
@@ -39,14 +39,5 @@ public struct VersionVector: Sendable, Hashable, Codable {
         case (false, true): return .after
         case (true, true): return .concurrent
         }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        self.init(try decoder.singleValueContainer().decode([String: UInt64].self))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(counters)
     }
 }
