@@ -109,6 +109,12 @@ public struct AccountKey: Sendable, Equatable {
     public var id: String { Crypto.hex(Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("key id".utf8), length: 8)) }
     /// The key nonces are derived with (HKDF-SHA256, info "nonces").
     var nonceKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("nonces".utf8), length: 32) }
+    /// The Ed25519 key pair that proves a write comes from a holder of this
+    /// key: its seed is HKDF-SHA256 with info "signing" (RFC 8032's private
+    /// key), so every holder, the phone included, derives the same pair.
+    public func signingKey() -> Crypto.SigningKey {
+        Crypto.SigningKey(seed: Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("signing".utf8), length: 32))
+    }
 }
 
 public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {

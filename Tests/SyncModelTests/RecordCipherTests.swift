@@ -55,6 +55,20 @@ import Testing
         #expect(cipher.hiddenKey(collection: "a", key: "bc") != cipher.hiddenKey(collection: "ab", key: "c"))
     }
 
+    /// The signing key pair is derived from the account key alone (HKDF
+    /// info "signing", then RFC 8032): the same on every holder. The
+    /// expected values were computed independently (Python's hmac and
+    /// hashlib for HKDF, the `cryptography` package for Ed25519).
+    @Test func theSigningKeyIsDerivedFromTheAccountKey() throws {
+        let key = try AccountKey(bytes: Array(0..<32))
+        let signing = key.signingKey()
+        #expect(Crypto.hex(signing.publicKey) == "b288a54cadd581e3883d0d2ee19a774e1f6f3bbdf59574111624b815f44b7ee5")
+        #expect(Crypto.hex(signing.sign(Array("brsync".utf8)))
+                == "5c6d0bcec444856ce04140537bd7b98b1c9e65ef8088d187e2b2bbe74494041e160a98e99879f53a5b88a0e74d251f2e1210c6edb56588b64a777c286e9dbc00")
+        #expect(try AccountKey(recoveryCode: key.recoveryCode).signingKey().publicKey == signing.publicKey)
+        #expect(AccountKey.generate().signingKey().publicKey != signing.publicKey)
+    }
+
     @Test func aSealedValueOpensOnlyWhereItWasSealed() throws {
         let key = AccountKey.generate()
         let cipher = RecordCipher(key)
