@@ -33,7 +33,7 @@ public enum JoinConfiguration {
         abstract: "Join an account in one step: the server from a join code ('brsyncd device add --url … --ca …'), its CA pinned by fingerprint, the recovery code when the account is encrypted, then a sync.",
         discussion: """
             The join code holds a device token: give it on standard input (or type it when asked) rather than as an argument, \
-            which other users could see in 'ps' for a moment. When the account is end-to-end encrypted, the recovery code is read \
+            which other users could see in 'ps' for a moment and the shell's history keeps (an argument is used, with a warning). When the account is end-to-end encrypted, the recovery code is read \
             from --recovery-file, the next line of standard input, or asked for. Nothing is saved unless the server's CA matches \
             the code's fingerprint, the token is accepted and the recovery code opens the account's records. With \
             --recovery-file, a server that says the account is not encrypted is refused (exit 5): nothing made here goes up readable.

@@ -16,13 +16,26 @@ struct JoinCommand: ParsableCommand {
     @Option(help: JoinConfiguration.recoveryFileHelp) var recoveryFile: String?
     @Argument(help: JoinConfiguration.codeHelp) var code: String?
 
+    /// A join code holds a device token: on the command line, other users of
+    /// the machine can read it (`ps`) and the shell's history keeps it.
+    static func warnAboutTheCommandLine() {
+        writeToStandardError("""
+            brsync: warning: the join code was given on the command line, where other users of this machine can read it \
+            ('ps') and where your shell's history keeps it. Give it on standard input, or type it when asked, next time; \
+            if others may have seen it, ask the server's operator for a new token ('brsyncd device token').
+
+            """)
+    }
+
     func run() throws {
         var input = StandardInputLines()
         let text: String
         if code == nil, let given = ProcessEnvironment.take(JoinConfiguration.environmentVariable) {
-            text = given
+            text = given // `brsync join CODE` handed it over: it was on the command line
+            Self.warnAboutTheCommandLine()
         } else if let code, code != "-" {
             text = code
+            Self.warnAboutTheCommandLine()
         } else {
             text = try input.next(prompt: "Join code: ", what: "the join code")
         }

@@ -303,6 +303,7 @@ extension EncryptionTests {
         let phone = world.directory.file("phone")
         let joined = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: join + "\n" + code + "\n")
         #expect(joined.status == 0 && joined.stderr.contains("end-to-end encrypted"), "\(joined)")
+        #expect(!joined.stderr.contains("warning"), "a code on standard input is not warned about: \(joined)")
         #expect(FileManager.default.fileExists(atPath: phone + "/ca.pem") && FileManager.default.fileExists(atPath: phone + "/account-key"))
         #expect(try world.run(phone, ["rules", "list"]).stdout.contains("joined.example"))
         #expect(try world.run(phone, ["remote", "show"]).stdout.contains(phone + "/ca.pem"))
@@ -336,6 +337,7 @@ extension EncryptionTests {
         let tablet = world.directory.file("tablet")
         let joined = try world.run(tablet, ["join", join])
         #expect(joined.status == 0 && !joined.stderr.contains("encrypted"), "\(joined)")
+        #expect(joined.stderr.contains("warning: the join code was given on the command line"), "\(joined)")
         #expect(try world.run(tablet, ["rules", "list"]).stdout.contains("plain.example"))
         // Bad codes: clear errors, nothing made.
         for (text, message) in [("https://example.org", "not a join code"), ("brsync://join?server=https://a&token=x", "needs server, token and ca"),
