@@ -37,7 +37,7 @@ struct JoinCommand: ParsableCommand {
             text = code
             Self.warnAboutTheCommandLine()
         } else {
-            text = try input.next(prompt: "Join code: ", what: "the join code")
+            text = try input.next(prompt: "Join code: ", what: "join code")
         }
         let join: JoinCode
         do { join = try JoinCode(parsing: text) } catch { throw CLIFailure(message: "\(error)") }
@@ -89,16 +89,33 @@ struct JoinCommand: ParsableCommand {
             if let recoveryFile {
                 recovery = try readRecoveryCode(file: recoveryFile)
             } else {
-                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "the recovery code")
+                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "recovery code")
                 do { recovery = try AccountKey(recoveryCode: line) } catch { throw CLIFailure(message: "not a recovery code: \(error)") }
             }
             try probe.checkKey(recovery)
             key = recovery
         }
+        // A join code's secret is exchanged, once, for a token made here; a
+        // code of an older server holds the device's token itself.
+        // The token is kept aside first: a join whose answer never came is
+        // run again with the same token, which the server takes as done.
+        var token = join.token
+        let joiningToken = "\(home)/.join-token"
+        if SyncClient.isJoinSecret(join.token) {
+            do {
+                token = try SecretFile.read(joiningToken, what: "the token of an earlier join").map { String(decoding: $0, as: UTF8.self) }
+                    .flatMap { JoinRequest.isWellFormed($0) ? $0 : nil } ?? SyncClient.makeDeviceToken()
+                try SecretFile.write(Array(token.utf8), to: joiningToken, what: "the token of this join")
+            } catch {
+                throw CLIFailure(message: "\(error)")
+            }
+            try probe.exchangeJoinSecret(for: token)
+        }
+        defer { if saved { unlink(joiningToken) } }
         joined = true
         guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(String(cString: strerror(errno)))") }
         saved = true
-        try TokenFile.write(join.token, home: home)
+        try TokenFile.write(token, home: home)
         try replica.setRemote(url: remote.text, caFile: caFile)
         if let key { try AccountKeyFile.write(key, home: home) }
         writeToStandardError("joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")

@@ -25,7 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
-    static let schemaVersion = 2
+    static let schemaVersion = 3
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -118,6 +118,19 @@ public final class PostgresStore: StoreDialect {
             try connection.execute("""
                 ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false;
                 ALTER TABLE accounts ADD COLUMN key_id text NOT NULL DEFAULT '';
+                """)
+        }
+        if version < 3 {
+            // Join codes are enrollment secrets (see SQLiteStore's version 9).
+            try connection.execute("""
+                CREATE TABLE enrollments (
+                    secret_hash bytea PRIMARY KEY,
+                    device_id bigint NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                    expires_at bigint NOT NULL,
+                    used_at bigint,
+                    token_hash bytea
+                );
+                CREATE INDEX enrollments_by_device ON enrollments (device_id);
                 """)
         }
         if version < schemaVersion {

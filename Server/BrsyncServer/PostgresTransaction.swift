@@ -335,6 +335,32 @@ public final class PostgresTransaction: StoreTransaction {
         try connection.run("UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]) == 1
     }
 
+    public func deviceID(account: Int64, name: String) throws -> Int64? {
+        try connection.queryFirst("SELECT id FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]) { $0.int64(0) } ?? nil
+    }
+
+    public func setToken(device: Int64, tokenHash: [UInt8]) throws {
+        _ = try connection.run("UPDATE devices SET token_hash = $1, revoked = false WHERE id = $2", [.bytes(tokenHash), .integer(device)])
+    }
+
+    public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
+        _ = try connection.run("DELETE FROM enrollments WHERE device_id = $1", [.integer(device)])
+        _ = try connection.run("INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES ($1, $2, $3)",
+                               [.bytes(secretHash), .integer(device), .integer(expiresAt)])
+    }
+
+    public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
+        try connection.queryFirst("SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = $1", [.bytes(secretHash)]) { row in
+            Store.Enrollment(device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2),
+                             tokenHash: row.isNull(3) ? nil : row.bytes(3))
+        }
+    }
+
+    public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
+        _ = try connection.run("UPDATE enrollments SET used_at = $1, token_hash = $2 WHERE secret_hash = $3",
+                               [.integer(now), .bytes(tokenHash), .bytes(secretHash)])
+    }
+
     public func allRecords(account: Int64) throws -> [ChangeRecord] {
         try connection.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq", [.integer(account)]) { row in
             try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))

@@ -135,6 +135,19 @@ public final class SQLiteStore: StoreDialect {
             CREATE UNIQUE INDEX records_by_key ON records (account_id, collection, key);
             CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
             """),
+        // Join codes are enrollment secrets: a device added for a join code
+        // has its secret's hash as its token until `brsync join` exchanges
+        // it (once, before it expires) for a token the joining machine made.
+        Migrator.Migration(version: 9, sql: """
+            CREATE TABLE enrollments (
+                secret_hash BLOB PRIMARY KEY,
+                device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                expires_at INTEGER NOT NULL,
+                used_at INTEGER,
+                token_hash BLOB
+            ) WITHOUT ROWID;
+            CREATE INDEX enrollments_by_device ON enrollments (device_id);
+            """),
     ])
 
     public let path: String

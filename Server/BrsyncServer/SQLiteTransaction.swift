@@ -232,6 +232,33 @@ public struct SQLiteTransaction: StoreTransaction {
         return database.changes == 1
     }
 
+    public func deviceID(account: Int64, name: String) throws -> Int64? {
+        try database.scalar("SELECT id FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])?.int64Value
+    }
+
+    public func setToken(device: Int64, tokenHash: [UInt8]) throws {
+        try database.run("UPDATE devices SET token_hash = ?, revoked = 0 WHERE id = ?", [.blob(tokenHash), .integer(device)])
+    }
+
+    public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
+        try database.run("DELETE FROM enrollments WHERE device_id = ?", [.integer(device)])
+        try database.run("INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES (?, ?, ?)",
+                         [.blob(secretHash), .integer(device), .integer(expiresAt)])
+    }
+
+    public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
+        try database.queryFirst("SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = ?", [.blob(secretHash)]) { row in
+            var tokenHash: [UInt8]?
+            if case .blob(let bytes) = row[3] { tokenHash = bytes }
+            return Store.Enrollment(device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2), tokenHash: tokenHash)
+        }
+    }
+
+    public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
+        try database.run("UPDATE enrollments SET used_at = ?, token_hash = ? WHERE secret_hash = ?",
+                         [.integer(now), .blob(tokenHash), .blob(secretHash)])
+    }
+
     public func allRecords(account: Int64) throws -> [ChangeRecord] {
         try database.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq", [.integer(account)]) { row in
             try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))

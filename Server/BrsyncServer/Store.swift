@@ -9,6 +9,23 @@ public enum Store {
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"
 
+    /// A join code's enrollment: the device it joins, until when, and
+    /// whether (and for which token) it was exchanged.
+    public struct Enrollment: Sendable, Equatable {
+        public var device: Int64
+        public var expiresAtMillis: Int64
+        public var usedAtMillis: Int64?
+        /// The hash of the token the joining machine made, once used.
+        public var tokenHash: [UInt8]?
+
+        public init(device: Int64, expiresAtMillis: Int64, usedAtMillis: Int64? = nil, tokenHash: [UInt8]? = nil) {
+            self.device = device
+            self.expiresAtMillis = expiresAtMillis
+            self.usedAtMillis = usedAtMillis
+            self.tokenHash = tokenHash
+        }
+    }
+
     public struct Account: Sendable, Equatable {
         public let id: Int64
         public let name: String

@@ -23,7 +23,29 @@ extension StoreDialect {
     public func authenticate(token: String) throws -> Store.Device {
         let hash = Tokens.hash(token)
         let found = try reading { try $0.device(tokenHash: hash) }
-        return try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
+        let device = try checkJoinSecret(token, hash: hash, found: found?.device != nil)
+        return try Self.check(device ?? found?.device, storedHash: found?.storedHash, hash: hash)
+    }
+
+    /// A join code's secret authenticates (reads) only while it is unused and
+    /// unexpired; one that no longer does is named as such.
+    /// - Parameter found: whether a device has the secret's hash as its token.
+    /// - Returns: nil (the device found stands).
+    private func checkJoinSecret(_ token: String, hash: [UInt8], found: Bool) throws -> Store.Device? {
+        guard token.hasPrefix(Tokens.joinPrefix) else { return nil }
+        guard let enrollment = try reading({ try $0.enrollment(secretHash: hash) }) else { throw Self.invalidToken }
+        if enrollment.usedAtMillis != nil {
+            throw ServerError.unauthorized("this join code was used already ('brsync join' exchanged it for the joining machine's own token): "
+                                           + "ask the server's operator for a new one for another machine")
+        }
+        if !found {
+            throw ServerError.unauthorized("this join code no longer works: its device was given a new token or join code since")
+        }
+        if currentMillis() > enrollment.expiresAtMillis {
+            throw ServerError.unauthorized("this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
+                                           + "ask the server's operator for a new one")
+        }
+        return nil
     }
 
     private static var invalidToken: ServerError { .unauthorized("the token is not valid") }
@@ -106,6 +128,7 @@ extension StoreDialect {
         // The stream is read only for a replica that can prove its latest push.
         let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
         let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1) }
+        _ = try checkJoinSecret(token, hash: hash, found: snapshot?.device != nil)
         guard let snapshot else { throw Self.invalidToken }
         let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
@@ -255,6 +278,57 @@ extension StoreDialect {
             }
         }
         return token
+    }
+
+    public func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> String {
+        if adding { try Store.validateName(name, what: "device") }
+        let secret = Tokens.makeJoinSecret()
+        let hash = Tokens.hash(secret)
+        let now = currentMillis()
+        try writing { transaction in
+            let id = try Self.account(account, in: transaction)
+            let existing = try transaction.deviceID(account: id, name: name)
+            if adding, existing != nil { throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already") }
+            if !adding, existing == nil { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+            if existing == nil { try transaction.insertDevice(account: id, name: name, tokenHash: hash, now: now) }
+            guard let device = try existing ?? transaction.deviceID(account: id, name: name) else {
+                throw ServerError.storeUnusable("the device '\(name)' was not stored")
+            }
+            try transaction.setToken(device: device, tokenHash: hash)
+            try transaction.insertEnrollment(device: device, secretHash: hash, expiresAt: now + validMilliseconds)
+        }
+        return secret
+    }
+
+    public func join(secret: String, token: String) throws -> Store.Device {
+        guard secret.hasPrefix(Tokens.joinPrefix) else { throw ServerError.unauthorized("this is not a join code's secret") }
+        guard Tokens.isWellFormed(token) else {
+            throw ServerError.badRequest("the new token must be '\(Tokens.prefix)' and 43 characters of base64url (256 random bits)")
+        }
+        let (secretHash, tokenHash) = (Tokens.hash(secret), Tokens.hash(token))
+        try writing { transaction in
+            guard let enrollment = try transaction.enrollment(secretHash: secretHash) else { throw Self.invalidToken }
+            if enrollment.usedAtMillis != nil {
+                // The same machine asking again (its answer was lost): done already.
+                guard let used = enrollment.tokenHash, Crypto.constantTimeEqual(used, tokenHash) else {
+                    throw ServerError.unauthorized("this join code was used already: ask the server's operator for a new one for another machine")
+                }
+                return
+            }
+            if currentMillis() > enrollment.expiresAtMillis {
+                throw ServerError.unauthorized("this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
+                                               + "ask the server's operator for a new one")
+            }
+            // Current only while the device's token is still the secret (no
+            // newer token or code since), and the device is not revoked.
+            guard let holder = try transaction.device(tokenHash: secretHash), holder.device.id == enrollment.device else {
+                throw ServerError.unauthorized("this join code no longer works: its device was given a new token or join code since")
+            }
+            if holder.device.revoked { throw ServerError.revoked }
+            try transaction.setToken(device: enrollment.device, tokenHash: tokenHash)
+            try transaction.markEnrollmentUsed(secretHash: secretHash, tokenHash: tokenHash, now: currentMillis())
+        }
+        return try authenticate(token: token)
     }
 
     public func revokeDevice(account: String, name: String) throws {

@@ -68,6 +68,16 @@ public protocol StoreTransaction: SyncWriteTransaction {
     func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool
     /// - Returns: whether a device was changed.
     func revoke(account: Int64, device name: String) throws -> Bool
+    /// The id of the account's device called `name`.
+    func deviceID(account: Int64, name: String) throws -> Int64?
+    /// Sets a device's token hash (and reinstates it).
+    func setToken(device: Int64, tokenHash: [UInt8]) throws
+    /// Replaces the device's join codes by one whose secret hashes to `secretHash`.
+    func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws
+    /// The join code whose secret hashes to `secretHash`.
+    func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment?
+    /// Marks a join code used, for the token that hashes to `tokenHash`.
+    func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws
     /// Every record of the account as stored, in change order.
     func allRecords(account: Int64) throws -> [ChangeRecord]
 }

@@ -14,8 +14,9 @@ public enum StoreMigration {
         public var devices = 0
         public var streams = 0
         public var records = 0
+        public var enrollments = 0
         public var description: String {
-            "\(accounts) account(s), \(devices) device(s), \(streams) replica stream(s), \(records) record(s)"
+            "\(accounts) account(s), \(devices) device(s), \(streams) replica stream(s), \(records) record(s), \(enrollments) join code(s)"
         }
     }
 
@@ -57,6 +58,9 @@ public enum StoreMigration {
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                     """, row)
             }
+            for row in snapshot.enrollments {
+                try connection.run("INSERT INTO enrollments (secret_hash, device_id, expires_at, used_at, token_hash) VALUES ($1, $2, $3, $4, $5)", row)
+            }
             // New accounts and devices are numbered after the copied ones.
             try connection.execute("""
                 SELECT setval(pg_get_serial_sequence('accounts', 'id'), COALESCE((SELECT MAX(id) FROM accounts), 0) + 1, false);
@@ -65,8 +69,11 @@ public enum StoreMigration {
             try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(snapshot.epoch)])
             let counts = try connection.queryFirst("""
                 SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM devices),
-                       (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records)
-                """) { Counts(accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1, records: $0.int(3) ?? -1) } ?? Counts()
+                       (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records), (SELECT count(*) FROM enrollments)
+                """) {
+                    Counts(accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1, records: $0.int(3) ?? -1,
+                           enrollments: $0.int(4) ?? -1)
+                } ?? Counts()
             guard counts == snapshot.counts else {
                 throw ServerError.storeUnusable("the copy holds \(counts), the SQLite store \(snapshot.counts); nothing was kept")
             }
@@ -82,9 +89,10 @@ public enum StoreMigration {
         var devices: [[PostgresValue]] = []
         var streams: [[PostgresValue]] = []
         var records: [[PostgresValue]] = []
+        var enrollments: [[PostgresValue]] = []
         var epoch = ""
         var counts: Counts {
-            Counts(accounts: accounts.count, devices: devices.count, streams: streams.count, records: records.count)
+            Counts(accounts: accounts.count, devices: devices.count, streams: streams.count, records: records.count, enrollments: enrollments.count)
         }
 
         init(_ database: Database) throws {
@@ -111,6 +119,9 @@ public enum StoreMigration {
             records = try database.query("""
                 SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after FROM records ORDER BY account_id, seq
                 """) { row in (0..<10).map { $0 == 6 ? flag(row, $0) : value(row, $0) } }
+            enrollments = try database.query("SELECT secret_hash, device_id, expires_at, used_at, token_hash FROM enrollments") { row in
+                (0..<5).map { value(row, $0) }
+            }
             epoch = try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
         }
     }

@@ -26,7 +26,18 @@ enum StoredRecord {
 }
 
 /// Device tokens: `brs_` and 43 characters of base64url (256 random bits).
+/// A join code holds an enrollment secret instead: `brj_` and 43 characters,
+/// which reads until `brsync join` exchanges it for a token the joining
+/// machine made (see ``SyncStore/join(secret:token:)``).
 public enum Tokens {
-    public static func make() -> String { "brs_" + Crypto.base64URL(Crypto.randomBytes(32)) }
+    public static let prefix = "brs_"
+    public static let joinPrefix = "brj_"
+
+    public static func make() -> String { prefix + Crypto.base64URL(Crypto.randomBytes(32)) }
+    public static func makeJoinSecret() -> String { joinPrefix + Crypto.base64URL(Crypto.randomBytes(32)) }
     public static func hash(_ token: String) -> [UInt8] { Crypto.sha256(Array(token.utf8)) }
+
+    /// Whether `token` has the form of a device token (a joining machine
+    /// makes its own; the server takes nothing weaker).
+    public static func isWellFormed(_ token: String) -> Bool { JoinRequest.isWellFormed(token) }
 }

@@ -68,8 +68,20 @@ public final class SyncAPI: Sendable {
             switch head.path {
             case "/v1/push", "/v1/relay", "/v1/account/encrypt":
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
+                if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
                 _ = try authenticate(head)
                 _ = try Self.clientProtocol(head)
+                return nil
+            case "/v1/join":
+                // The secret is checked with the body (a retry after the
+                // exchange must be told it is done); the body is small.
+                guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
+                guard try bearerToken(head).hasPrefix(Tokens.joinPrefix) else {
+                    throw ServerError.unauthorized("/v1/join takes a join code's secret ('\(Tokens.joinPrefix)…') as its bearer token")
+                }
+                guard let length = head.headers["Content-Length"].flatMap(Int.init), length <= Self.maxJoinBodyBytes else {
+                    throw ServerError.badRequest("a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
+                }
                 return nil
             case "/v1/pull", "/v1/health", "/metrics":
                 throw ServerError.badRequest("\(head.path) takes no body")
@@ -107,6 +119,9 @@ public final class SyncAPI: Sendable {
         case "/v1/account/encrypt":
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt") }
             return try encrypt(request)
+        case "/v1/join":
+            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
+            return try join(request)
         case "/v1/health":
             guard request.method == "GET" || request.method == "HEAD" else { throw ServerError.methodNotAllowed("use GET for /v1/health") }
             let body = JSONValue.object(["status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion)])
@@ -175,6 +190,22 @@ public final class SyncAPI: Sendable {
             logger.notice("account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
         }
         return HTTPResponse.json(200, EncryptResponse(changed: changed, keyID: current).json.jsonText)
+    }
+
+    static let maxJoinBodyBytes = 1024
+
+    static var joinSecretOnlyReads: ServerError {
+        .unauthorized("a join code's secret only reads until 'brsync join' exchanges it for the device's own token (POST /v1/join)")
+    }
+
+    /// Exchanges a join code's secret (the bearer token) for the joining
+    /// machine's own token (see ``SyncStore/join(secret:token:)``).
+    private func join(_ request: HTTPRequest) throws -> HTTPResponse {
+        let secret = try bearerToken(request)
+        let asked = try read(request, JoinRequest.init(reading:))
+        let device = try store.join(secret: secret, token: asked.token)
+        logger.notice("account \(device.accountID): device '\(device.name)' joined with its join code")
+        return HTTPResponse.json(200, JoinResponse(account: device.accountUID, device: device.name).json.jsonText)
     }
 
     /// A request's body read as a message: a 400 that says what is wrong otherwise.

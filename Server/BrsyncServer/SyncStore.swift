@@ -45,6 +45,23 @@ public protocol SyncStore: AnyObject, Sendable {
     func addDevice(account: String, name: String) throws -> String
     func devices(account: String) throws -> [Store.Device]
     func reissueToken(account: String, device name: String) throws -> String
+    /// A join code's enrollment secret for the named device: added when it
+    /// does not exist (with no token anyone knows), or, when it does, its
+    /// token replaced by the secret (the old one stops working; a revoked
+    /// device is reinstated). The secret reads until `join` exchanges it,
+    /// once, at most `validMilliseconds` from now; a newer code of the device
+    /// replaces it.
+    /// - Parameter adding: whether the device must be new (`device add`) or must exist (`device token`).
+    func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> String
+    /// Exchanges a join code's secret for `token`, made by the joining
+    /// machine: the device's token from now on, and the secret no longer
+    /// works. Asked again with the same token (an answer lost on the way),
+    /// it answers the same.
+    /// - Throws: ``ServerError/unauthorized(_:)`` for a secret that is not
+    ///   valid, expired or used (for another token); ``ServerError/badRequest(_:)``
+    ///   for a token not of a device token's form.
+    @discardableResult
+    func join(secret: String, token: String) throws -> Store.Device
     func revokeDevice(account: String, name: String) throws
     /// Every record of an account as stored, tombstones included, in change
     /// order (the server's side of a comparison; the tests' oracle reads it).

@@ -48,11 +48,17 @@ struct DeviceCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "token",
             abstract: "Issue a new token for an existing device; prints it alone on the last line (shown once).",
-            discussion: "The old token stops working; a revoked device is reinstated. The device's replicas keep their place: nothing is pushed twice or skipped.")
+            discussion: """
+                The old token stops working; a revoked device is reinstated. The device's replicas keep their place: nothing is pushed \
+                twice or skipped. With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code is printed instead of a token: \
+                'brsync join' exchanges it, once, for a token the machine makes itself.
+                """)
         @OptionGroup var store: StoreOptions
+        @OptionGroup var join: JoinOptions
         @Argument(help: "The account.") var account: String
         @Argument(help: "The device's name.") var device: String
         func run() throws {
+            if try join.enroll(store, account: account, device: device, adding: false) { return }
             let token = try store.open().reissueToken(account: account, device: device)
             print("issued a new token for device \(device) of account \(account); the old one no longer works. The new token (shown only now):")
             print(token)
@@ -63,19 +69,20 @@ struct DeviceCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "add", abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).",
             discussion: """
-                With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code follows on the last line: the URL, the token and \
-                the CA's fingerprint, for 'brsync join' on the new machine (no CA file to copy); --qr also draws it for the phone.
+                With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code is printed instead of a token, on the last line: \
+                the URL, an enrollment secret and the CA's fingerprint, for 'brsync join' on the new machine (no CA file to copy); \
+                --qr also draws it for the phone. The code works once, within --expires (24 hours by default): 'brsync join' \
+                exchanges it for a token the machine makes itself, and it reads nothing after that.
                 """)
         @OptionGroup var store: StoreOptions
         @OptionGroup var join: JoinOptions
         @Argument(help: "The account.") var account: String
         @Argument(help: "The device's name.") var device: String
         func run() throws {
-            let joinParts = try join.prepare() // checked before the device is added
+            if try join.enroll(store, account: account, device: device, adding: true) { return }
             let token = try store.open().addDevice(account: account, name: device)
             print("added device \(device) to account \(account); its token (shown only now):")
             print(token)
-            if let joinParts { try join.print(url: joinParts.url, fingerprint: joinParts.fingerprint, token: token) }
         }
     }
 

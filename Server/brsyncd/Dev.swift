@@ -62,11 +62,16 @@ struct Dev: ParsableCommand {
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
         try runUntilSignalled(server, logger: logger) { ports in
             // A token only once the port is bound: a failed start changes nothing.
+            // The join code is for another device: joining replaces its token.
             let token: String
+            let joinSecret: String
             do {
-                token = try store.devices(account: "dev").contains { $0.name == "laptop" }
+                let devices = try store.devices(account: "dev")
+                token = devices.contains { $0.name == "laptop" }
                     ? try store.reissueToken(account: "dev", device: "laptop")
                     : try store.addDevice(account: "dev", name: "laptop")
+                joinSecret = try store.enroll(account: "dev", device: "second", adding: !devices.contains { $0.name == "second" },
+                                              validMilliseconds: JoinOptions.defaultValidMilliseconds)
             } catch {
                 logger.error("cannot issue the dev token: \(error)")
                 return
@@ -81,8 +86,9 @@ struct Dev: ParsableCommand {
                 Try:  curl --cacert \(caFile) \(url)/v1/health
                 Point a replica at it:
                   brsync remote set \(url) --ca \(caFile) --token \(token)
-                or join in one step (the CA pinned by its fingerprint, no file to copy):
-                  brsync join '\((try? JoinCode(server: url, token: token, caFingerprint: fingerprint).description) ?? "?")'
+                or join another machine in one step (device 'second'; the CA pinned by its fingerprint,
+                no file to copy; the code works once, within a day, and a new one is made at every start):
+                  echo '\((try? JoinCode(server: url, token: joinSecret, caFingerprint: fingerprint).description) ?? "?")' | brsync join
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks
@@ -91,10 +97,12 @@ struct Dev: ParsableCommand {
 
     static func defaultFolder() -> String {
         let xdg = XDGDirectories.current()
-        if xdg.dataHome == "\(xdg.home)/.local/share" {
-            // The default data home may not exist yet on a fresh account.
-            _ = mkdir("\(xdg.home)/.local", 0o755)
-            _ = mkdir(xdg.dataHome, 0o755)
+        // The data home may not exist yet (a fresh account, or an
+        // XDG_DATA_HOME set for a try): each missing folder is made, private.
+        var path = ""
+        for component in xdg.dataHome.split(separator: "/") {
+            path += "/\(component)"
+            _ = mkdir(path, 0o700)
         }
         return "\(xdg.dataHome)/brsyncd-dev"
     }

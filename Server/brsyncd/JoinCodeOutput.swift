@@ -1,12 +1,14 @@
 import ArgumentParser
 import CQRencode
 import Glibc
+import JSON
 import Net
 import Plumbing
 import SyncCore
 
-/// The join code of `brsyncd device add`: the server's URL, the
-/// new token and the fingerprint of the CA that issued the server's
+/// The join code of `brsyncd device add` and `device token`: the server's
+/// URL, an enrollment secret (used once, by `brsync join`, before it
+/// expires) and the fingerprint of the CA that issued the server's
 /// certificate, in one line (and as a QR code with `--qr`).
 struct JoinOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The server's URL as devices reach it, for a join code (default: $BRSYNCD_URL).", valueName: "https://host:port"))
@@ -15,6 +17,35 @@ struct JoinOptions: ParsableArguments {
                                valueName: "file"))
     var ca: String?
     @Flag(help: "Also draw the join code as a QR code in the terminal (for the phone).") var qr = false
+    @Option(help: ArgumentHelp("How long the join code works, if it is not used first: 90s, 30m, 24h or 7d; at most 30d (default: 24h).",
+                               valueName: "duration"))
+    var expires: String?
+
+    /// `--expires` in milliseconds (checked before anything is written).
+    func validMilliseconds() throws -> Int64 {
+        guard let expires else { return Self.defaultValidMilliseconds }
+        guard let milliseconds = Self.duration(expires) else {
+            throw CLIFailure(message: "--expires: '\(DisplayText.printable(expires.prefix(40)))' is not a duration: a number and s, m, h or d (90s, 30m, 24h, 7d)")
+        }
+        guard milliseconds >= 60_000, milliseconds <= 30 * 86_400_000 else {
+            throw CLIFailure(message: "--expires: a join code works for at least a minute and at most 30 days")
+        }
+        return milliseconds
+    }
+
+    static let defaultValidMilliseconds: Int64 = 24 * 3_600_000
+
+    /// A duration such as `90s`, `30m`, `24h` or `7d`, in milliseconds.
+    static func duration(_ text: String) -> Int64? {
+        guard let unit = text.last, let number = Int64(text.dropLast()), number > 0, number <= 1_000_000 else { return nil }
+        switch unit {
+        case "s": return number * 1000
+        case "m": return number * 60_000
+        case "h": return number * 3_600_000
+        case "d": return number * 86_400_000
+        default: return nil
+        }
+    }
 
     /// The URL and CA fingerprint of the join code, checked before anything
     /// is written; nil when no join code was asked for.
@@ -22,7 +53,7 @@ struct JoinOptions: ParsableArguments {
         let url = self.url ?? ProcessEnvironment.value("BRSYNCD_URL")
         let ca = self.ca ?? ProcessEnvironment.value("BRSYNCD_CA")
         guard let url, let ca else {
-            if qr || self.url != nil || self.ca != nil {
+            if qr || self.url != nil || self.ca != nil || expires != nil {
                 throw CLIFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
             }
             return nil
@@ -35,15 +66,35 @@ struct JoinOptions: ParsableArguments {
         return (url, fingerprint)
     }
 
-    /// Prints the join code for `token` (and its QR code).
-    func print(url: String, fingerprint: [UInt8], token: String) throws {
-        let code = try JoinCode(server: url, token: token, caFingerprint: fingerprint)
+    /// When a join code was asked for (checked before anything is written):
+    /// makes it for the device (added, or existing) and prints it.
+    /// - Returns: whether a join code was made (false: the caller issues a token).
+    func enroll(_ store: StoreOptions, account: String, device: String, adding: Bool) throws -> Bool {
+        guard let parts = try prepare() else { return false }
+        let valid = try validMilliseconds()
+        let secret = try store.open().enroll(account: account, device: device, adding: adding, validMilliseconds: valid)
+        Swift.print(adding ? "added device \(device) to account \(account)."
+                           : "made a new join code for device \(device) of account \(account); its old token no longer works.")
+        try print(url: parts.url, fingerprint: parts.fingerprint, secret: secret, validMilliseconds: valid)
+        return true
+    }
+
+    /// Prints the join code for `secret` (and its QR code).
+    func print(url: String, fingerprint: [UInt8], secret: String, validMilliseconds: Int64) throws {
+        let code = try JoinCode(server: url, token: secret, caFingerprint: fingerprint)
         if qr {
             Swift.print("its join code as a QR code (scan it with the phone):")
             Swift.print(try QRText.render(code.description), terminator: "")
         }
-        Swift.print("its join code ('brsync join' on the new machine; it holds the token: shown only now):")
+        Swift.print("its join code ('brsync join' on the new machine; it works once, within \(Self.describe(validMilliseconds)); shown only now):")
         Swift.print(code.description)
+    }
+
+    static func describe(_ milliseconds: Int64) -> String {
+        if milliseconds % 86_400_000 == 0 { return "\(milliseconds / 86_400_000) day(s)" }
+        if milliseconds % 3_600_000 == 0 { return "\(milliseconds / 3_600_000) hour(s)" }
+        if milliseconds % 60_000 == 0 { return "\(milliseconds / 60_000) minute(s)" }
+        return "\(milliseconds / 1000) second(s)"
     }
 }
 

@@ -276,7 +276,8 @@ extension EncryptionTests {
         // The code: the last line, the URL, a token and the CA's fingerprint (as openssl computes it).
         let output = try world.joinOutput("phone", qr: true)
         let join = try #require(output.split(separator: "\n").last.map(String.init))
-        #expect(join.hasPrefix("brsync://join?server=\(world.url)&token=brs_"), "\(output)")
+        #expect(join.hasPrefix("brsync://join?server=\(world.url)&token=brj_"), "\(output)")
+        #expect(output.contains("it works once, within 1 day(s)") && !output.contains("brs_"), "no device token is shown: \(output)")
         let openssl = try ProcessRunner.run("/usr/bin/openssl", ["x509", "-in", world.directory.file("ca.pem"), "-noout", "-fingerprint", "-sha256"])
         let fingerprint = openssl.stdout.split(separator: "=").last.map { $0.replacingOccurrences(of: ":", with: "").lowercased() }?
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -310,6 +311,12 @@ extension EncryptionTests {
         // Joining again is refused: it already syncs.
         let again = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: join + "\n")
         #expect(again.status == 2 && again.stderr.contains("syncs with"), "\(again)")
+        // The code worked once: another machine with it is refused, and nothing is saved there.
+        let thief = world.directory.file("thief")
+        let reused = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": thief], stdin: join + "\n" + code + "\n")
+        #expect(reused.status == 5 && reused.stderr.contains("join code was used already"), "\(reused)")
+        #expect(!FileManager.default.fileExists(atPath: thief + "/token") && !FileManager.default.fileExists(atPath: thief + "/replica.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: phone + "/.join-token"), "the joining token is put away once saved")
         // Its edits travel back sealed.
         try world.mustRun(phone, ["rules", "add", "from-phone.example", "firefox"])
         try world.mustRun(phone, ["sync"])
@@ -359,6 +366,32 @@ extension EncryptionTests {
         }
         let listed = try ProcessRunner.run(world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
         #expect(!listed.stdout.contains("half"), "\(listed)")
+        // --expires: a duration of a minute to 30 days, for a join code only.
+        for (arguments, message) in [(["--expires", "10x"], "not a duration"), (["--expires", "30s"], "at least a minute"),
+                                     (["--expires", "31d"], "at most 30 days"), (["--expires=-5m"], "not a duration")] {
+            let result = try ProcessRunner.run(world.brsyncd, ["device", "add", "alice", "timed", "--url", world.url, "--ca", world.directory.file("ca.pem")]
+                                               + arguments + world.storeArguments, environment: world.storeEnvironment)
+            #expect(result.status == 2 && result.stderr.contains(message), "\(arguments): \(result)")
+        }
+        let noCode = try ProcessRunner.run(world.brsyncd, ["device", "add", "alice", "timed", "--expires", "1h"] + world.storeArguments,
+                                           environment: world.storeEnvironment)
+        #expect(noCode.status == 2 && noCode.stderr.contains("join code needs"), "\(noCode)")
+        let timed = try ProcessRunner.run(world.brsyncd, ["device", "add", "alice", "timed", "--url", world.url, "--ca", world.directory.file("ca.pem"),
+                                                          "--expires", "2h"] + world.storeArguments, environment: world.storeEnvironment)
+        #expect(timed.status == 0 && timed.stdout.contains("within 2 hour(s)"), "\(timed)")
+        let relisted = try ProcessRunner.run(world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
+        #expect(!relisted.stdout.contains("half") && relisted.stdout.contains("timed"), "\(relisted)")
+        // A new code for the tablet: its machine's token stops working, the new code joins a new home.
+        let renewed = try ProcessRunner.run(world.brsyncd, ["device", "token", "alice", "tablet", "--url", world.url, "--ca", world.directory.file("ca.pem")]
+                                            + world.storeArguments, environment: world.storeEnvironment)
+        #expect(renewed.status == 0 && renewed.stdout.contains("its old token no longer works"), "\(renewed)")
+        let stale = try world.run(tablet, ["sync"])
+        #expect(stale.status == 5, "\(stale)")
+        let newCode = try #require(renewed.stdout.split(separator: "\n").last.map(String.init))
+        let tablet2 = world.directory.file("tablet2")
+        let rejoined = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet2], stdin: newCode + "\n")
+        #expect(rejoined.status == 0, "\(rejoined)")
+        #expect(try world.run(tablet2, ["rules", "list"]).stdout.contains("plain.example"))
     }
 }
 

@@ -108,8 +108,8 @@ import TestSupport
         try Database(path: other).execute("CREATE TABLE photos (x)")
         let newer = directory.file("newer.sqlite")
         _ = try SQLiteStore(path: newer)
-        try Database(path: newer).execute("PRAGMA user_version = 9")
-        for (file, message) in [(garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 9")] {
+        try Database(path: newer).execute("PRAGMA user_version = 99")
+        for (file, message) in [(garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 99")] {
             let before = try Data(contentsOf: URL(fileURLWithPath: file))
             let result = try run(["account", "list"], db: file)
             #expect(result.status == 2 && result.stderr.contains(message), "\(result)")

@@ -22,13 +22,18 @@ import TestSupport
         }
         #expect(try desktop.push([desktop.change("l0-0.example", ["browser": .string("chrome")])]).status == 200)
         _ = try laptop.pullAll()
+        // A join code not used yet, and one used already: both go along.
+        let unused = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let used = try fixture.store.enroll(account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000)
+        let tabletToken = Tokens.make()
+        try fixture.store.join(secret: used, token: tabletToken)
         let sqlite = try #require(fixture.store as? SQLiteStore)
         let url = try cluster.createDatabase()
         let environment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
 
         let migrated = try ProcessRunner.run(binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
         #expect(migrated.status == 0, "\(migrated)")
-        #expect(migrated.stdout.contains("copied 2 account(s), 3 device(s), 2 replica stream(s), 20 record(s)"), "\(migrated.stdout)")
+        #expect(migrated.stdout.contains("copied 2 account(s), 5 device(s), 2 replica stream(s), 20 record(s), 2 join code(s)"), "\(migrated.stdout)")
 
         let postgres = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
         defer { postgres.close() }
@@ -36,6 +41,11 @@ import TestSupport
         #expect(postgres.epoch == sqlite.epoch)
         // Tokens still work, and a pull reads the same page, cursor and epoch.
         #expect(try postgres.authenticate(token: laptop.token).name == "laptop")
+        #expect(try postgres.authenticate(token: tabletToken).name == "tablet")
+        #expect(throws: ServerError.self) { try postgres.join(secret: used, token: Tokens.make()) }
+        let phoneToken = Tokens.make()
+        #expect(try postgres.join(secret: unused, token: phoneToken).name == "phone")
+        #expect(try postgres.authenticate(token: phoneToken).name == "phone")
         for since in [Int64(0), 7, 21] {
             let before = try Wire.read(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self), PullResponse.init(reading:))
             let after = try Wire.read(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,

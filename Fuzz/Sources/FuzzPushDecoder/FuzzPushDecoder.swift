@@ -2,8 +2,8 @@ import JSON
 import Model
 import SyncCore
 
-/// Reads the input as a push, a relay, a pull page, an encrypt request and a
-/// stored record, the
+/// Reads the input as a push, a relay, a pull page, an encrypt request, a
+/// join request and a stored record, the
 /// way the server and the client read them. The readers skip the JSON tree,
 /// so they must agree with it on what JSON is: text the tree parser refuses
 /// is refused as not JSON, and text it reads is never called not JSON.
@@ -40,6 +40,11 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let asked = agrees(EncryptRequest.init(reading:), "encrypt request") {
         let again = try? asked.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try EncryptRequest(reading: bytes) }
         precondition(again == asked, "an encrypt request changed in a round trip")
+    }
+    if let joining = agrees(JoinRequest.init(reading:), "join request") {
+        precondition(JoinRequest.isWellFormed(joining.token), "a join request took a token not of a device token's form")
+        let again = try? joining.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try JoinRequest(reading: bytes) }
+        precondition(again == joining, "a join request changed in a round trip")
     }
     // The input as a stored record's fields (and as its versions).
     if let text = String(validUTF8: bytes) {

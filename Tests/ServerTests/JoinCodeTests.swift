@@ -1,0 +1,121 @@
+import Foundation
+import HTTP
+import JSON
+import Net
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// Join codes are enrollment secrets: they read until `POST /v1/join`
+/// exchanges them, once and before they expire, for a token the joining
+/// machine made; a retry with that token is answered the same.
+@Suite struct JoinCodeTests {
+    static func client(_ fixture: ServerFixture) throws -> HTTPClient {
+        HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: fixture.port), serverName: "localhost",
+                         tls: try TLSContext.client(caFile: fixture.caFile)))
+    }
+
+    static func headers(_ bearer: String) -> HTTPHeaders {
+        ["Authorization": "Bearer \(bearer)", Wire.protocolHeader: String(Wire.protocolVersion)]
+    }
+
+    static func join(_ client: HTTPClient, secret: String, token: String) throws -> HTTPResponseParser.ParsedResponse {
+        try client.send(method: "POST", target: "/v1/join", headers: headers(secret), body: JoinRequest(token: token).body)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aJoinCodeWorksOnceForTheTokenItWasExchangedFor(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let owner = try fixture.device("alice", "laptop")
+        #expect(try owner.push([owner.change("a.example", ["browser": .string("firefox")])]).status == 200)
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        #expect(secret.hasPrefix("brj_") && secret.utf8.count == 47)
+        let client = try Self.client(fixture)
+
+        // Before the exchange the secret reads (a joining machine checks the
+        // account and its recovery code first) and writes nothing.
+        let read = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(secret))
+        #expect(read.status == 200 && read.text.contains("a.example"), "\(read.text)")
+        let push = PushRequest(device: "phone-1", from: 1, to: 1, changes: [owner.change("b.example", ["browser": .string("x")])])
+        let written = try client.send(method: "POST", target: "/v1/push", headers: Self.headers(secret), body: push.body())
+        #expect(written.status == 401 && written.errorMessage.contains("only reads"), "\(written.text)")
+
+        // The exchange: the machine's own token works, the secret no longer does.
+        let token = Tokens.make()
+        let joined = try Self.join(client, secret: secret, token: token)
+        #expect(joined.status == 200, "\(joined.text)")
+        let answer = try JoinResponse(json: try #require(joined.json))
+        #expect(answer.device == "phone")
+        #expect(try fixture.store.authenticate(token: token).name == "phone")
+        let after = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(secret))
+        #expect(after.status == 401 && after.errorMessage.contains("used already"), "\(after.text)")
+        #expect(throws: ServerError.self) { try fixture.store.authenticate(token: secret) }
+
+        // Asked again for the same token (its answer was lost): the same answer.
+        let retried = try Self.join(client, secret: secret, token: token)
+        #expect(retried.status == 200 && (try? JoinResponse(json: retried.json ?? .null)) == answer, "\(retried.text)")
+        // For another token (someone else with the code): refused, and the first token still works.
+        let other = try Self.join(client, secret: secret, token: Tokens.make())
+        #expect(other.status == 401 && other.errorMessage.contains("used already"), "\(other.text)")
+        #expect(try fixture.store.authenticate(token: token).name == "phone")
+    }
+
+    @Test(arguments: StoreKind.allCases) func anExpiredReplacedOrRevokedCodeIsRefused(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        _ = try fixture.device("alice", "laptop")
+        let client = try Self.client(fixture)
+        let token = Tokens.make()
+
+        let expired = try fixture.store.enroll(account: "alice", device: "old", adding: true, validMilliseconds: -1)
+        let late = try Self.join(client, secret: expired, token: token)
+        #expect(late.status == 401 && late.errorMessage.contains("expired at"), "\(late.text)")
+        let lateRead = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(expired))
+        #expect(lateRead.status == 401 && lateRead.errorMessage.contains("expired at"), "\(lateRead.text)")
+
+        // A newer code for the device replaces the older one.
+        let first = try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000)
+        let second = try fixture.store.enroll(account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000)
+        #expect(try Self.join(client, secret: first, token: token).status == 401)
+        // So does a plain token issued since.
+        _ = try fixture.store.reissueToken(account: "alice", device: "tablet")
+        let replaced = try Self.join(client, secret: second, token: token)
+        #expect(replaced.status == 401 && replaced.errorMessage.contains("no longer works"), "\(replaced.text)")
+
+        // A device revoked before it joined stays revoked.
+        let revokedSecret = try fixture.store.enroll(account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000)
+        try fixture.store.revokeDevice(account: "alice", name: "lost")
+        let revoked = try Self.join(client, secret: revokedSecret, token: token)
+        #expect(revoked.status == 403 || revoked.errorCode == .revoked, "\(revoked.text)")
+        #expect(throws: ServerError.self) { try fixture.store.authenticate(token: token) }
+
+        // Adding a device that exists, or a code for one that does not: refused, nothing changed.
+        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "laptop", adding: true, validMilliseconds: 1000) }
+        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "nobody", adding: false, validMilliseconds: 1000) }
+    }
+
+    /// Bad exchanges change nothing: a device token or nothing as the
+    /// bearer, a body that is not a join request, a weak token, a large body.
+    @Test(arguments: StoreKind.allCases) func badJoinRequestsAreRefused(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let owner = try fixture.device("alice", "laptop")
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let client = try Self.client(fixture)
+        let token = Tokens.make()
+        let rows: [(HTTPHeaders, [UInt8], Int, String)] = [
+            (Self.headers(owner.token), JoinRequest(token: token).body, 401, "join code's secret"),
+            ([:], JoinRequest(token: token).body, 401, "Authorization"),
+            (Self.headers(secret), Array("not json".utf8), 400, "not JSON"),
+            (Self.headers(secret), Array(#"{"token": "brs_short"}"#.utf8), 400, "43 characters"),
+            (Self.headers(secret), Array(#"{"token": "brj_\#(String(repeating: "a", count: 43))"}"#.utf8), 400, "43 characters"),
+            (Self.headers(secret), Array(#"{"token": 7}"#.utf8), 400, "43 characters"),
+            (Self.headers(secret), Array(repeating: 0x20, count: 2000), 400, "at most 1024 bytes"),
+            (Self.headers("brj_" + String(repeating: "b", count: 43)), JoinRequest(token: token).body, 401, "not valid"),
+        ]
+        for (headers, body, status, message) in rows {
+            let answer = try client.send(method: "POST", target: "/v1/join", headers: headers, body: body)
+            #expect(answer.status == status && answer.errorMessage.contains(message), "\(message): \(answer.status) \(answer.text)")
+        }
+        // The code still works after all that.
+        #expect(try Self.join(client, secret: secret, token: token).status == 200)
+    }
+}
