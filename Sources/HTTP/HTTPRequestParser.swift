@@ -158,8 +158,11 @@ public struct HTTPRequestParser: Sendable {
                 return nil
             case .chunkSize:
                 guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long")) else { return nil }
-                let sizeText = line.prefix { $0 != UInt8(ascii: ";") }
+                let sizeText = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
                 guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
+                guard validChunkExtensions(line[sizeText.endIndex...]) else {
+                    throw fail(400, "invalid chunk extensions (';' name[=value], a token or a quoted string, at most \(maxChunkExtensions))")
+                }
                 // Checked before every shift: 16 hex digits would wrap an Int.
                 var size = 0
                 for byte in sizeText {
@@ -314,6 +317,56 @@ public struct HTTPRequestParser: Sendable {
 
 private func digitValue(_ byte: UInt8) -> Int? {
     byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") ? Int(byte - UInt8(ascii: "0")) : nil
+}
+
+/// Most extensions on one chunk-size line (they carry nothing the server uses).
+let maxChunkExtensions = 8
+
+/// Whether `text` (what follows a chunk size) is RFC 9112's `chunk-ext`:
+/// `*( BWS ";" BWS name [ BWS "=" BWS value ] )`, a name a token and a value
+/// a token or a quoted string (ASCII only: no obs-text), at most
+/// ``maxChunkExtensions`` of them.
+func validChunkExtensions(_ text: ArraySlice<UInt8>) -> Bool {
+    var index = text.startIndex
+    var count = 0
+    func skipWhitespace() { while index < text.endIndex, text[index] == 0x20 || text[index] == 0x09 { index += 1 } }
+    func token() -> Bool {
+        let start = index
+        while index < text.endIndex, isTokenByte(text[index]) { index += 1 }
+        return index > start
+    }
+    func quotedString() -> Bool {
+        guard index < text.endIndex, text[index] == 0x22 else { return false }
+        index += 1
+        while index < text.endIndex {
+            let byte = text[index]
+            if byte == 0x22 { index += 1; return true }
+            if byte == 0x5C { // quoted-pair: a backslash and HTAB, SP or a visible character
+                index += 1
+                guard index < text.endIndex, text[index] == 0x09 || (text[index] >= 0x20 && text[index] < 0x7F) else { return false }
+            } else if !(byte == 0x09 || (byte >= 0x20 && byte < 0x7F)) {
+                return false
+            }
+            index += 1
+        }
+        return false // no closing quote
+    }
+    while true {
+        skipWhitespace()
+        guard index < text.endIndex else { return true }
+        guard text[index] == UInt8(ascii: ";") else { return false }
+        index += 1
+        count += 1
+        guard count <= maxChunkExtensions else { return false }
+        skipWhitespace()
+        guard token() else { return false }
+        skipWhitespace()
+        if index < text.endIndex, text[index] == UInt8(ascii: "=") {
+            index += 1
+            skipWhitespace()
+            guard token() || quotedString() else { return false }
+        }
+    }
 }
 
 /// RFC 9110 §5.6.2 `tchar`.

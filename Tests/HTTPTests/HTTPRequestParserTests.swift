@@ -29,6 +29,9 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
          HTTPRequest(method: "POST", target: "/v1/push", headers: ["Host": "a", "Content-Length": "5"], body: Array("hello".utf8))),
         ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
          HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"], body: Array("hello world".utf8))),
+        // RFC 9112's chunk-ext: whitespace around, a bare name, a quoted value with a quoted pair.
+        ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a ; b = \"x\\\"y\"\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
+         HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"], body: Array("hello world".utf8))),
         ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n",
          HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "Chunked"], body: Array("0123456789".utf8))),
         ("GET / HTTP/1.0\r\n\r\n", HTTPRequest(method: "GET", target: "/", minorVersion: 0)),
@@ -76,6 +79,11 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         ("GET / HTTP/1.1\r\n\r\n", 400, "no Host"),
         ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "invalid chunk size"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;\u{01}\u{7f}=\"\r\n", 400, "invalid chunk extensions"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a=\"open\r\n", 400, "invalid chunk extensions"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;=v\r\n", 400, "invalid chunk extensions"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2 x\r\n", 400, "invalid chunk extensions"),
+        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a;b;c;d;e;f;g;h;i\r\n", 400, "invalid chunk extensions"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400, "not followed by CRLF"),
         ("\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\n", 400, "empty lines"),
         // Chunk sizes that would wrap an Int (the top bit set crashed the server).
