@@ -1,3 +1,4 @@
+import Glibc
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -65,6 +66,14 @@ public final class Replica {
         } catch {
             throw ReplicaError.unreadable(path: home, reason: "cannot create the folder: \(error)")
         }
+        try makePrivate(home: home, path: path)
+        // Made owner-only before SQLite opens it: its WAL and shared-memory
+        // files take the database file's mode.
+        let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw ReplicaError.unreadable(path: path, reason: "cannot create the file: \(String(cString: strerror(errno)))")
+        }
+        close(descriptor)
         let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout) }
         try guarded(path, busyTimeout) {
             try database.execute("PRAGMA journal_mode = WAL")
@@ -92,6 +101,7 @@ public final class Replica {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ReplicaError.unreadable(path: path, reason: "permission denied")
         }
+        try makePrivate(home: home, path: path)
         let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeout) }
         try guarded(path, busyTimeout) {
             // Read-only checks first: nothing is written to a file that is not ours.
@@ -106,6 +116,22 @@ public final class Replica {
             if version < ReplicaSchema.migrator.latestVersion { try ReplicaSchema.migrator.migrate(database) }
         }
         return try guarded(path, busyTimeout) { try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now) }
+    }
+
+    /// Keeps a home owner-only whatever the umask: the folder 0700, the
+    /// replica and its WAL and shared-memory files 0600 (they hold every
+    /// rule). A folder or file others can open is tightened; a folder that
+    /// cannot be (another user's) is refused.
+    static func makePrivate(home: String, path: String) throws {
+        var info = stat()
+        if stat(home, &info) == 0, info.st_mode & 0o077 != 0, chmod(home, 0o700) != 0 {
+            throw ReplicaError.unreadable(path: home, reason: "other users can open this folder, and it cannot be made private "
+                                          + "(\(String(cString: strerror(errno)))): 'chmod 700' it, or use another --home")
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let file = path + suffix
+            if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 { _ = chmod(file, 0o600) }
+        }
     }
 
     /// Maps SQLite failures to what they mean for a replica.

@@ -68,7 +68,7 @@ struct JoinCommand: ParsableCommand {
         }
         let caFile = "\(home)/ca.pem"
         let pending = "\(home)/.ca.pem.joining"
-        try writeFile(pending, CertificatePinning.pem(der: ca), mode: 0o644)
+        try writeFile(pending, CertificatePinning.pem(der: ca), mode: 0o600)
         var saved = false
         defer { if !saved { unlink(pending) } }
 

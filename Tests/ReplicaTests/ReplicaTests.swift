@@ -120,6 +120,28 @@ import TestSupport
         #expect(try other.replica.setting("defaultBrowser") == "chrome")
     }
 
+    /// The home and the replica's files are owner-only whatever the umask
+    /// and whatever they were: a folder others can enter is tightened, and
+    /// so are files others can read.
+    @Test func aHomeAndItsReplicaAreOwnerOnly() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        func mode(_ path: String) throws -> Int { try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1 }
+        let home = directory.file("home")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+        #expect(chmod(home, 0o777) == 0)
+        let (replica, created) = try Replica.initialize(home: home, deviceName: "test")
+        #expect(created)
+        try replica.write(.settings, key: "note", changes: ["value": .int(1)]) // the WAL and shared-memory files exist now
+        #expect(try mode(home) == 0o700)
+        for suffix in ["", "-wal", "-shm"] { #expect(try mode(home + "/replica.sqlite" + suffix) == 0o600, "\(suffix)") }
+        // Loosened by hand (or made by an older brsync under umask 022): tightened at the next open.
+        #expect(chmod(home, 0o755) == 0 && chmod(home + "/replica.sqlite", 0o644) == 0 && chmod(home + "/replica.sqlite-wal", 0o666) == 0)
+        _ = try Replica.open(home: home)
+        #expect(try mode(home) == 0o700)
+        #expect(try mode(home + "/replica.sqlite") == 0o600 && mode(home + "/replica.sqlite-wal") == 0o600)
+    }
+
     @Test func initializeTwiceChangesNothing() throws {
         let fixture = try ReplicaFixture()
         let first = fixture.replica
