@@ -10,6 +10,10 @@ public struct ServerConfiguration: Sendable {
     public var keyFile: String?
     /// Serve plain HTTP (tests, or behind a TLS-terminating proxy). Default false.
     public var insecurePlaintext = false
+    /// Addresses of the metrics listener (plain HTTP, `GET /metrics` only),
+    /// for a scraper on the host or a private network; none by default. The
+    /// sync listeners never serve metrics.
+    public var metricsListen: [SocketAddress] = []
     /// Sizes, timeouts and the connection cap (see ``HTTPLimits`` for defaults).
     public var limits = HTTPLimits()
     /// Pushed stamps further ahead than this of the server's clock (or of the

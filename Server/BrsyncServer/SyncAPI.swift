@@ -83,7 +83,7 @@ public final class SyncAPI: Sendable {
                     throw ServerError.badRequest("a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
                 }
                 return nil
-            case "/v1/pull", "/v1/health", "/metrics":
+            case "/v1/pull", "/v1/health":
                 throw ServerError.badRequest("\(head.path) takes no body")
             default:
                 throw ServerError.notFound("no such endpoint: \(head.path)")
@@ -126,11 +126,6 @@ public final class SyncAPI: Sendable {
             guard request.method == "GET" || request.method == "HEAD" else { throw ServerError.methodNotAllowed("use GET for /v1/health") }
             let body = JSONValue.object(["status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion)])
             return HTTPResponse.json(200, body.jsonText)
-        case "/metrics":
-            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /metrics") }
-            let counts = try store.counts()
-            let text = metrics.render(openConnections: openConnections(), records: counts.records, devices: counts.devices, accounts: counts.accounts)
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
         default:
             throw ServerError.notFound("no such endpoint: \(request.path)")
         }

@@ -11,6 +11,9 @@ public final class SyncServer: Sendable {
     public let store: any SyncStore
     public let metrics = ServerMetrics()
     private let http: HTTPServer
+    /// The metrics listener, when ``ServerConfiguration/metricsListen`` names one.
+    private let metricsHTTP: HTTPServer?
+    private let boundMetricsPorts = Mutex<[UInt16]>([])
     private let logger: Logger
 
     /// Builds the server; nothing listens until ``start()``.
@@ -35,7 +38,37 @@ public final class SyncServer: Sendable {
         http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
                               ownAnswers: Self.ownAnswers, admission: api.admit, handler: api.handle)
         box.server = http
+        if configuration.metricsListen.isEmpty {
+            metricsHTTP = nil
+        } else {
+            var limits = HTTPLimits()
+            limits.maxConnections = 16
+            limits.maxConnectionsPerAddress = 16
+            limits.maxBodyBytes = 0
+            metricsHTTP = try HTTPServer(addresses: configuration.metricsListen, tls: nil, limits: limits, ownAnswers: Self.ownAnswers,
+                                         admission: { _, _ in SyncAPI.answer(ServerError.badRequest("the metrics listener takes no body")) },
+                                         handler: { request, _ in Self.metricsAnswer(request, store: store, metrics: metrics, box: box) })
+        }
     }
+
+    /// `GET /metrics` on the metrics listener: Prometheus text. Nothing else is served there.
+    static func metricsAnswer(_ request: HTTPRequest, store: any SyncStore, metrics: ServerMetrics, box: ServerBox) -> HTTPResponse {
+        guard request.path == "/metrics" else { return SyncAPI.answer(ServerError.notFound("the metrics listener serves /metrics only")) }
+        guard request.method == "GET" else { return SyncAPI.answer(ServerError.methodNotAllowed("use GET for /metrics")) }
+        do {
+            let counts = try store.counts()
+            let text = metrics.render(openConnections: box.server?.openConnections ?? 0, records: counts.records, devices: counts.devices,
+                                      accounts: counts.accounts)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
+        } catch let error as ServerError {
+            return SyncAPI.answer(error)
+        } catch {
+            return SyncAPI.answer(ServerError.storeUnusable("\(error)"))
+        }
+    }
+
+    /// The ports the metrics listener is bound to, once started (none when it is off).
+    public var metricsPorts: [UInt16] { boundMetricsPorts.withLock { $0 } }
 
     /// The answers the HTTP layer makes itself, as every other error of the
     /// API: `{"error": CODE, "message": TEXT}` (docs/protocol.md).
@@ -61,6 +94,17 @@ public final class SyncServer: Sendable {
     @discardableResult
     public func start() throws -> [UInt16] {
         let ports = try http.start()
+        if let metricsHTTP {
+            let bound: [UInt16]
+            do { bound = try metricsHTTP.start() } catch {
+                _ = http.shutdown(graceMilliseconds: 0)
+                throw error
+            }
+            boundMetricsPorts.withLock { $0 = bound }
+            for (address, port) in zip(configuration.metricsListen, bound) {
+                logger.notice("metrics on http://\(SocketAddress(host: address.host, port: port))/metrics")
+            }
+        }
         startHousekeeping()
         for (address, port) in zip(configuration.listen, ports) {
             let scheme = configuration.insecurePlaintext ? "http" : "https"
@@ -110,6 +154,7 @@ public final class SyncServer: Sendable {
     public func shutdown() {
         logger.notice("shutting down: finishing in-flight requests")
         stopping.store(true, ordering: .relaxed)
+        _ = metricsHTTP?.shutdown(graceMilliseconds: 1000)
         let clean = http.shutdown(graceMilliseconds: configuration.shutdownGraceMilliseconds)
         if !clean { logger.warning("some connections did not end within the grace period") }
         store.close()
@@ -118,7 +163,7 @@ public final class SyncServer: Sendable {
 }
 
 /// Lets the API read the server's connection count; set once, before serving.
-private final class ServerBox: @unchecked Sendable {
+final class ServerBox: @unchecked Sendable {
     // @unchecked: written once in SyncServer.init before any request can arrive.
     var server: HTTPServer?
 }

@@ -28,6 +28,8 @@ struct Serve: ParsableCommand {
 struct ServeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on; repeat for several ([::1]:8443 for IPv6). Default 127.0.0.1:8443.", valueName: "host:port"))
     var listen: [String] = []
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT of a plain-HTTP listener for GET /metrics (Prometheus), for the host or a private network; repeatable. Off by default: the sync listeners never serve metrics.", valueName: "host:port"))
+    var metricsListen: [String] = []
     @Option(help: ArgumentHelp("PEM certificate chain.", valueName: "file")) var cert: String?
     @Option(help: ArgumentHelp("PEM private key.", valueName: "file")) var key: String?
     @Flag(help: "Serve plain HTTP: only for tests, or behind a TLS-terminating proxy.") var insecurePlaintext = false
@@ -52,6 +54,9 @@ struct ServeOptions: ParsableArguments {
             }
         } else if let defaultListen {
             configuration.listen = defaultListen
+        }
+        configuration.metricsListen = try metricsListen.map { text in
+            do { return try SocketAddress(parsing: text) } catch { throw CLIFailure(message: "--metrics-listen \(error)") }
         }
         configuration.certificateFile = cert
         configuration.keyFile = key

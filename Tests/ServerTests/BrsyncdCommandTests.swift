@@ -131,6 +131,12 @@ import TestSupport
         let busy = try Socket.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
         let inUse = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:\(busy.localPort)"], db: directory.file("s.sqlite"))
         #expect(inUse.status == 2 && inUse.stderr.contains("the port is in use"), "\(inUse)")
+        // The metrics listener: a bad address, or a port in use, stops the start (and the sync port is let go).
+        let badMetrics = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen", "nowhere"], db: directory.file("s.sqlite"))
+        #expect(badMetrics.status == 2 && badMetrics.stderr.contains("--metrics-listen"), "\(badMetrics)")
+        let metricsInUse = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:\(busy.localPort)"],
+                                   db: directory.file("s.sqlite"))
+        #expect(metricsInUse.status == 2 && metricsInUse.stderr.contains("the port is in use"), "\(metricsInUse)")
     }
 }
 

@@ -177,18 +177,26 @@ import TestSupport
         #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
     }
 
+    /// Health on the sync port; metrics only on a listener of their own
+    /// (plain HTTP, for the host or a private network), never on the sync port.
     @Test(arguments: StoreKind.allCases) func healthAndMetrics(_ kind: StoreKind) throws {
-        let fixture = try ServerFixture(kind)
+        let fixture = try ServerFixture(kind) { $0.metricsListen = [SocketAddress(host: "127.0.0.1", port: 0)] }
         let device = try fixture.device("alice", "laptop")
         let health = try device.client.send(method: "GET", target: "/v1/health")
         #expect(health.status == 200 && health.json == .object(["status": .string("ok"), "epoch": .string(fixture.store.epoch), "version": .string(brsyncdVersion)]))
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
         _ = try device.pull()
-        let metrics = try device.client.send(method: "GET", target: "/metrics").text
+        let onSyncPort = try device.client.send(method: "GET", target: "/metrics")
+        #expect(onSyncPort.status == 404 && !onSyncPort.text.contains("brsyncd_"), "\(onSyncPort.text)")
+        let port = try #require(fixture.server.metricsPorts.first)
+        let scraper = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: nil))
+        #expect(try scraper.send(method: "GET", target: "/v1/health").status == 404, "the metrics listener serves /metrics only")
+        #expect(try scraper.send(method: "POST", target: "/metrics", body: Array("x".utf8)).status == 413, "it takes no body")
+        let metrics = try scraper.send(method: "GET", target: "/metrics").text
         #expect(metrics.contains(#"brsyncd_requests_total{route="/v1/push",status="200"} 1"#))
         #expect(metrics.contains("brsyncd_records 1"))
         #expect(metrics.contains("brsyncd_pushes_total 1"))
-        #expect(metrics.contains("brsyncd_open_connections 1"))
+        #expect(metrics.contains("brsyncd_open_connections 1"), "the device's connection to the sync port")
         #expect(metrics.contains(#"brsyncd_request_duration_milliseconds_bucket{le="+Inf"}"#))
     }
 
