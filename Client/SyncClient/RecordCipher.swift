@@ -90,7 +90,9 @@ public struct AccountKey: Sendable, Equatable {
                 buffer &= (1 << bits) - 1
             }
         }
-        guard bytes.count == 34, Array(Crypto.sha256(Array(bytes.prefix(32))).prefix(2)) == Array(bytes.suffix(2)) else {
+        // The last character's three spare bits are zero in every code: any
+        // other last character is a typo too, not the same key.
+        guard bytes.count == 34, buffer == 0, Array(Crypto.sha256(Array(bytes.prefix(32))).prefix(2)) == Array(bytes.suffix(2)) else {
             throw RecoveryCodeError(message: "the recovery code's checksum does not match: a character was mistyped")
         }
         try self.init(bytes: Array(bytes.prefix(32)))

@@ -42,12 +42,18 @@ struct JoinCommand: ParsableCommand {
         let join: JoinCode
         do { join = try JoinCode(parsing: text) } catch { throw CLIFailure(message: "\(error)") }
         let home = global.resolvedHome
+        let homeExisted = access(home, F_OK) == 0
         let (replica, created) = try Replica.initialize(home: home, deviceName: nil)
         var joined = false
-        // A replica made for this join goes again if the join fails: nothing changes.
+        // A replica made for this join goes again if the join fails, and the
+        // folder when the join made it (and nothing was kept in it): nothing changes.
         defer {
             if created && !joined {
                 for suffix in ["", "-wal", "-shm"] { unlink("\(home)/\(Replica.fileName)\(suffix)") }
+                if !homeExisted {
+                    unlink("\(home)/sync.lock")
+                    rmdir(home) // only when empty: a token kept aside for a retry stays
+                }
             }
         }
         if let url = try replica.syncState().remoteURL {

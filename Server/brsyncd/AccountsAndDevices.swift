@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import BrsyncServer
 import Model
 import Plumbing
@@ -13,7 +14,7 @@ struct AccountCommand: ParsableCommand {
         @OptionGroup var store: StoreOptions
         @Argument(help: "The account's name.") var name: String
         func run() throws {
-            try store.open().addAccount(name)
+            try store.open(creating: true).addAccount(name)
             print("added account \(name)")
         }
     }
@@ -123,6 +124,7 @@ struct Backup: ParsableCommand {
         guard case .sqlite(let path) = try store.location() else {
             throw CLIFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
         }
+        guard access(path, F_OK) == 0 else { throw CLIFailure(message: "there is no store at \(path) to back up: check --db (or BRSYNCD_DB)") }
         try SQLiteStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
     }

@@ -57,9 +57,15 @@ struct StoreOptions: ParsableArguments {
         return path
     }
 
-    func open(connections: Int = 2) throws -> any SyncStore {
+    /// - Parameter creating: whether a missing SQLite file is made (the
+    ///   first `account add`, `serve`); every other command refuses it, so
+    ///   a mistyped `--db` never leaves an empty store behind.
+    func open(connections: Int = 2, creating: Bool = false) throws -> any SyncStore {
         switch try location() {
         case .sqlite(let path):
+            if !creating, access(path, F_OK) != 0 {
+                throw CLIFailure(message: "there is no store at \(path): check --db (or BRSYNCD_DB); 'brsyncd account add NAME' makes a new one")
+            }
             return try SQLiteStore(path: path, connections: connections)
         case .postgres(let url):
             let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessEnvironment.all())

@@ -18,7 +18,12 @@ struct Serve: ParsableCommand {
     func run() throws {
         let logger = try logging.bootstrap()
         let configuration = try options.configuration()
-        let store = try self.store.open(connections: configuration.storeConnections)
+        // A first start makes the store; said aloud, since a mistyped --db
+        // would otherwise serve an empty store whose tokens all fail.
+        if case .sqlite(let path) = try self.store.location(), access(path, F_OK) != 0 {
+            logger.warning("there is no store at \(path): starting a new, empty one (check --db if one exists elsewhere)")
+        }
+        let store = try self.store.open(connections: configuration.storeConnections, creating: true)
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
         try runUntilSignalled(server, logger: logger)
     }

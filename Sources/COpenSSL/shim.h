@@ -47,6 +47,13 @@ static inline long brsync_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
 static inline int brsync_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int brsync_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
 
+/// Whether the oldest error queued is the peer closing the connection
+/// without a TLS close (OpenSSL 3 reports it as an error, not as EOF).
+static inline int brsync_SSL_error_is_unexpected_eof(void) {
+    unsigned long error = ERR_peek_error();
+    return ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
 /// The certificate stacks of OpenSSL 3 are macros over OPENSSL_sk_*.
 static inline int brsync_sk_X509_num(const STACK_OF(X509) *chain) {
     return sk_X509_num(chain);

@@ -188,6 +188,8 @@ public final class TLSStream: ByteStream {
                 if errno == EPIPE || errno == ECONNRESET || errno == 0 { throw .closed }
                 throw .system("TLS \(what)", errno)
             default:
+                // The peer hung up mid-handshake: a closed connection, not a trust failure.
+                if brsync_SSL_error_is_unexpected_eof() == 1 { ERR_clear_error(); throw .closed }
                 throw .tls(openSSLErrors("failed \(what)"))
             }
         }
@@ -211,6 +213,8 @@ public final class TLSStream: ByteStream {
                 if errno == EPIPE || errno == ECONNRESET || errno == 0 { return 0 }
                 throw .system("TLS \(what)", errno)
             default:
+                // The peer closed without a TLS close: the end of what it sends.
+                if brsync_SSL_error_is_unexpected_eof() == 1 { ERR_clear_error(); return 0 }
                 throw .tls(openSSLErrors("failed \(what)"))
             }
         }

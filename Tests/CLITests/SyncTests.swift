@@ -313,12 +313,23 @@ final class CLIWorld: @unchecked Sendable {
             (["remote", "set", "https://host/path", "--token", token], "without a path"),
             (["remote", "set", world.url, "--token", "nope"], "brs_"),
             (["remote", "set", world.url, "--token", token, "--ca", "/nonexistent.pem"], "no such file"),
+            (["remote", "set", world.url, "--token", token, "--ca", "/etc/hostname"], "holds no PEM certificate"),
         ] {
             let result = try world.run(laptop, arguments)
             #expect(result.status == 2 && result.stderr.contains(message), "\(arguments): \(result)")
         }
-        try world.mustRun(laptop, ["remote", "rm"])
+        // The CA is copied into the home: the file given can go.
+        let given = world.directory.file("given-ca.pem")
+        try FileManager.default.copyItem(atPath: world.directory.file("ca.pem"), toPath: given)
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", token, "--ca", given])
+        try FileManager.default.removeItem(atPath: given)
+        #expect(try world.run(laptop, ["remote", "show"]).stdout.contains(laptop + "/ca.pem"))
+        try world.mustRun(laptop, ["sync"])
+        let removed = try world.run(laptop, ["remote", "rm"])
+        #expect(removed.status == 0 && removed.stdout.contains("remote removed"), "\(removed)")
         #expect(!FileManager.default.fileExists(atPath: laptop + "/token"))
+        let again = try world.run(laptop, ["remote", "rm"])
+        #expect(again.status == 0 && again.stdout.contains("there was no remote"), "\(again)")
         let none = try world.run(laptop, ["sync"])
         #expect(none.status == 2 && none.stderr.contains("no remote"))
     }

@@ -175,6 +175,49 @@ let slowRequestsStarted = LockedBox<Int>()
         } throws: { String(describing: $0).contains("hostname mismatch") }
     }
 
+    /// A server that hangs up without a TLS close, after the handshake or
+    /// in it, closed the connection: it is not called untrusted.
+    @Test func aServerThatHangsUpIsNotCalledUntrusted() throws {
+        let fixture = try TLSFixture()
+        let listener = try Socket.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
+        defer { listener.close() }
+        let context = try fixture.serverContext()
+        let done = DispatchSemaphore(value: 0)
+        let afterHandshake = Thread {
+            defer { done.signal() }
+            for handshake in [true, false] {
+                var accepted: Socket?
+                for _ in 0..<500 where accepted == nil {
+                    accepted = try? listener.accept()?.0
+                    if accepted == nil { usleep(10_000) }
+                }
+                guard let socket = accepted else { return }
+                if handshake {
+                    // The handshake, the request read, then the socket closed without close_notify.
+                    guard let stream = try? TLSStream.accept(socket: socket, context: context, deadline: .after(milliseconds: 5000)) else { return }
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    _ = try? buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") }
+                    _ = stream
+                }
+                socket.close()
+            }
+        }
+        afterHandshake.start()
+        for _ in 0..<2 {
+            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: listener.localPort), serverName: "localhost",
+                                                         tls: try TLSContext.client(caFile: fixture.caFile))
+            configuration.readTimeoutMilliseconds = 5000
+            #expect {
+                _ = try HTTPClient(configuration).send(method: "GET", target: "/")
+            } throws: { error in
+                guard let error = error as? NetError else { return false }
+                if case .tls = error { return false }
+                return true
+            }
+        }
+        done.wait()
+    }
+
     @Test func badCertificateFilesSayWhatIsWrong() throws {
         let fixture = try TLSFixture()
         let other = try fixture.authority.issue(hosts: ["localhost"])

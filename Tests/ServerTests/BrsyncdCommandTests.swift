@@ -102,6 +102,15 @@ import TestSupport
     @Test func unusableStoresAreLeftUntouched() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
+        // A mistyped path: named, and no empty store is left behind; only the first `account add` makes one.
+        let typo = directory.file("stroe.sqlite")
+        for arguments in [["device", "list", "alice"], ["account", "list"], ["device", "add", "alice", "phone"], ["backup", directory.file("out.sqlite")]] {
+            let result = try run(arguments, db: typo)
+            #expect(result.status == 2 && result.stderr.contains("there is no store at \(typo)"), "\(arguments): \(result)")
+            #expect(!FileManager.default.fileExists(atPath: typo))
+        }
+        #expect(try run(["account", "add", "alice"], db: typo).status == 0)
+        #expect(FileManager.default.fileExists(atPath: typo))
         let garbage = directory.file("garbage.sqlite")
         try Data(String(repeating: "junk", count: 1000).utf8).write(to: URL(fileURLWithPath: garbage))
         let other = directory.file("other.sqlite")

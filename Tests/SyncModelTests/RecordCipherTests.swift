@@ -42,6 +42,15 @@ import Testing
         }
     }
 
+    /// Every other last character is refused too (its spare bits are
+    /// zero in every code), so no two codes read as one key.
+    @Test func everyOtherLastCharacterIsATypo() throws {
+        let code = AccountKey.generate().recoveryCode
+        for character in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" where character != code.last {
+            #expect(throws: RecoveryCodeError.self) { try AccountKey(recoveryCode: String(code.dropLast()) + String(character)) }
+        }
+    }
+
     @Test func hiddenKeysAreStableAndTellNothing() throws {
         let key = AccountKey.generate()
         let cipher = RecordCipher(key)

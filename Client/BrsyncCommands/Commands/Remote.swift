@@ -34,16 +34,27 @@ public struct RemoteCommand: ParsableCommand {
             guard token.hasPrefix("brs_"), token.count >= 20, !token.contains(where: \.isWhitespace) else {
                 throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
             }
-            var caPath: String?
+            // The CA is checked, then copied into the home: a file moved or
+            // deleted later does not stop the sync.
+            var caBytes: [UInt8]?
             if let ca {
                 let absolute = GlobalOptions.absolute(ca)
-                _ = try FileInput.read(absolute, what: "the CA file")
-                caPath = absolute
+                let bytes = [UInt8](try FileInput.read(absolute, what: "the CA file"))
+                guard bytes.count <= 1 << 20, String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+                    throw CLIFailure(message: "the CA file \(absolute) holds no PEM certificate ('-----BEGIN CERTIFICATE-----'); nothing was changed")
+                }
+                caBytes = bytes
             }
             let replica = try global.openReplica()
+            var caPath: String?
+            if let caBytes {
+                let pinned = "\(replica.home)/ca.pem"
+                do { try SecretFile.write(caBytes, to: pinned, what: "the CA") } catch { throw CLIFailure(message: "\(error)") }
+                caPath = pinned
+            }
             try TokenFile.write(token, home: replica.home)
             try replica.setRemote(url: remote.text, caFile: caPath)
-            print("remote \(remote)\(caPath.map { " (CA \($0))" } ?? " (system CA store)"); token saved in \(TokenFile.path(home: replica.home))")
+            print("remote \(remote)\(caPath.map { " (CA pinned, copied to \($0))" } ?? " (system CA store)"); token saved in \(TokenFile.path(home: replica.home))")
         }
     }
 
@@ -70,9 +81,10 @@ public struct RemoteCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         public func run() throws {
             let replica = try global.openReplica()
+            let had = try replica.syncState().remoteURL
             try replica.removeRemote()
             TokenFile.remove(home: replica.home)
-            print("remote removed; the replica keeps working offline")
+            print(had == nil ? "there was no remote; nothing changed" : "remote removed; the replica keeps working offline")
         }
     }
 }
@@ -147,7 +159,9 @@ public struct Status: ParsableCommand {
         print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
-        print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : "no ('brsync key init' encrypts the account, 'brsync key add' joins an encrypted one)")")
+        // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
+        let lockedOut = state.problem.contains("this account is end-to-end encrypted")
+        print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
         print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
