@@ -34,23 +34,34 @@ enum SyncEngine {
         }
     }
 
-    /// An encrypted account takes sealed changes only, and an account that is
-    /// not encrypted takes none: the whole request is refused, so
-    /// nothing readable is mixed into an encrypted account, and a client
-    /// with a key learns the account is not encrypted yet. Checked inside
-    /// the write transaction, after the account is locked, so no push slips
-    /// past an encryption.
-    /// Changes sealed with a key the account no longer uses (rotated) are
-    /// refused too (409 key_rotated).
-    static func checkSealing(of changes: [ChangeRecord], keyID: String?, account: Store.AccountCounters) throws {
+    /// A request to an encrypted account names its key, and one to an account
+    /// that is not encrypted names none: otherwise the whole request is
+    /// refused, so a client without the key is told to add it, and a client
+    /// with a key learns the account is not encrypted yet. A key the account
+    /// no longer uses (rotated) is refused too (409 key_rotated). Checked
+    /// inside the write transaction, after the account is locked, so no
+    /// push slips past an encryption. Each change is then checked by itself
+    /// (``recordProblem(_:account:)``).
+    static func checkSealing(keyID: String?, account: Store.AccountCounters) throws {
         if account.encrypted {
-            if let problem = changes.lazy.compactMap(Wire.sealedProblem).first { throw ServerError.encryptionRequired(problem) }
             if keyID != account.keyID { throw keyID == nil ? ServerError.encryptionRequired("the request names no account key") : ServerError.keyRotated }
-        } else if let sealed = changes.first(where: Wire.looksSealed) {
-            throw ServerError.notEncrypted("\(sealed.collection.rawValue) '\(DisplayText.printable(sealed.key.prefix(60)))'")
         } else if keyID != nil {
             throw ServerError.notEncrypted("the request names an account key")
         }
+    }
+
+    /// Why one change cannot be taken into `account`, or nil: in an
+    /// encrypted account it must be sealed (a hidden key, the sealed key,
+    /// every value but the deletion flag sealed); in one that is not, it
+    /// must not carry encryption's fields; in any, its deletion flag is
+    /// true or false. Such a change is rejected alone (reported in
+    /// `rejected`, its number still counted): the rest of the batch applies.
+    static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters) -> String? {
+        if account.encrypted {
+            return Wire.sealedProblem(change).map { "the account is end-to-end encrypted and takes sealed records only: \($0)" }
+        }
+        if Wire.looksSealed(change) { return "it carries end-to-end encryption's fields, and the account is not encrypted" }
+        return Wire.deletionFlagProblem(change.state)
     }
 
     /// Whether ``SyncStore/encryptAccount(of:keyID:replacing:seen:)`` changes
@@ -126,7 +137,7 @@ enum SyncEngine {
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
-        try checkSealing(of: request.changes, keyID: request.keyID, account: counters)
+        try checkSealing(keyID: request.keyID, account: counters)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
@@ -171,6 +182,10 @@ enum SyncEngine {
         let pusherIsCurrent = request.since == 0 || (request.since != nil && request.epoch == epoch)
         try store.prefetch(account: device.accountID, keys: newChanges.map { (collection: $0.collection, key: $0.key) })
         for change in newChanges {
+            if let problem = recordProblem(change, account: counters) {
+                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
+                continue
+            }
             let existing = try store.record(account: device.accountID, collection: change.collection, key: change.key)
             // An edit of a record this store does not have (its tombstone
             // was purged, or the store was restored or is another
@@ -241,9 +256,13 @@ enum SyncEngine {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
-        try checkSealing(of: request.records, keyID: request.keyID, account: counters)
+        try checkSealing(keyID: request.keyID, account: counters)
         var usable: [ChangeRecord] = []
         for record in request.records {
+            if let problem = recordProblem(record, account: counters) {
+                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
+                continue
+            }
             do {
                 try checkStamps(of: [record], ownDevice: nil, now: max(now, counters.stampHigh), maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
                 usable.append(record)

@@ -93,6 +93,15 @@ extension Wire {
         return nil
     }
 
+    /// Why a record's deletion flag is unusable (it is not true or false), or
+    /// nil: the flag stays readable in every account, and a record must say
+    /// whether it is deleted.
+    public static func deletionFlagProblem(_ state: RecordState) -> String? {
+        guard let flag = state.fields[RecordState.deletedField] else { return nil }
+        if case .bool = flag.value { return nil }
+        return "its deletion flag \"\(RecordState.deletedField)\" is not true or false"
+    }
+
     /// Whether `change` carries end-to-end encryption's fields: such a change
     /// does not belong in an account that is not encrypted.
     public static func looksSealed(_ change: ChangeRecord) -> Bool {

@@ -61,18 +61,20 @@ import TestSupport
         let oldPush = try desktop.push([desktop.change("x.example", ["browser": .string("chrome")])])
         #expect(oldPush.status == 409 && oldPush.errorCode == .upgradeRequired)
 
-        // A new client without the key: its readable change is refused whole, naming the field.
+        // A change that is not sealed is rejected by itself, naming why (its
+        // number still counts); the sealed one beside it applies.
         desktop.protocolVersion = 2
         desktop.keyID = Self.firstKey
         desktop.nextSequence = 1
-        let readable = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
-        #expect(readable.status == 409 && readable.errorCode == .encryptionRequired, "\(readable.text)")
-        #expect(readable.text.contains("brsync key add") && readable.text.contains("readable key"), "\(readable.text)")
-        #expect(try laptop.pullAll().records.isEmpty, "nothing of the refused push was applied")
+        let mixed = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
+        #expect(mixed.status == 200, "\(mixed.text)")
+        let mixedAnswer = try PushResponse(json: try #require(mixed.json))
+        #expect(mixedAnswer.acknowledged == 2 && mixedAnswer.applied == 1 && mixedAnswer.rejected.map(\.sequence) == [2], "\(mixed.text)")
+        #expect(mixedAnswer.rejected.first?.reason.contains("readable key") == true, "\(mixed.text)")
+        #expect(try laptop.pullAll().records.count == 1, "only the sealed change was applied")
 
         // Sealed changes go through; a deletion keeps its readable flag.
-        desktop.nextSequence = 1
-        let accepted = try desktop.push([Self.sealed(desktop, "one"), Self.sealed(desktop, "two", deleted: true)])
+        let accepted = try desktop.push([Self.sealed(desktop, "two", deleted: true)])
         #expect(accepted.status == 200, "\(accepted.text)")
         let records = try laptop.pullAll().records
         #expect(records.count == 2 && records.values.contains { $0.state.isDeleted })
@@ -88,27 +90,48 @@ import TestSupport
         shortValue.state.fields["browser"] = StampedValue(.string("e1.abc"), stamp: shortValue.state.fields["browser"]!.stamp)
         var flagNotBool = Self.sealed(desktop, "seven", deleted: true)
         flagNotBool.state.fields["deleted"] = StampedValue(.string("e1." + String(repeating: "A", count: 50)), stamp: flagNotBool.state.fields["deleted"]!.stamp)
+        desktop.nextSequence = 4 // after the three taken above; each of these is numbered in turn
         for (change, reason) in [(valueReadable, "field \"browser\" is readable"), (keyMissing, "no sealed key"),
                                  (numberValue, "field \"priority\" is readable"), (shortValue, "field \"browser\" is readable"),
                                  (flagNotBool, "deletion flag")] {
             var renumbered = change
             renumbered.sequence = desktop.nextSequence
+            desktop.nextSequence += 1
             let answer = try desktop.push([renumbered])
-            #expect(answer.status == 409 && answer.errorCode == .encryptionRequired && answer.errorMessage.contains(reason), "\(reason): \(answer.text)")
+            let rejected = answer.json.flatMap { try? PushResponse(json: $0) }?.rejected ?? []
+            #expect(answer.status == 200 && rejected.count == 1 && rejected[0].reason.contains(reason), "\(reason): \(answer.text)")
         }
-        // A relay is held to the same rule.
-        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")])], keyID: Self.firstKey)
+        // A relay is held to the same rule, record by record.
+        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")]), Self.sealed(laptop, "relayed-sealed")],
+                                 keyID: Self.firstKey)
         let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: relay.body())
-        #expect(relayed.status == 409 && relayed.errorCode == .encryptionRequired)
-        #expect(try laptop.pullAll().records.count == 2)
+        let relayedAnswer = try PushResponse(json: try #require(relayed.json))
+        #expect(relayed.status == 200 && relayedAnswer.rejected.map(\.key) == ["relayed.example"] && relayedAnswer.applied == 1, "\(relayed.text)")
+        #expect(try laptop.pullAll().records.count == 3)
     }
 
     @Test(arguments: StoreKind.allCases) func anAccountNotEncryptedRefusesSealedChanges(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         laptop.protocolVersion = 2
+        // A client with a key names it: the whole request is refused, so it learns the account is not encrypted.
+        laptop.keyID = Self.firstKey
         let answer = try laptop.push([Self.sealed(laptop, "one")])
         #expect(answer.status == 409 && answer.errorCode == .notEncrypted, "\(answer.text)")
+        // Without a key, a change that carries encryption's fields, or whose
+        // deletion flag is not true or false, is rejected by itself; the rest applies.
+        laptop.keyID = nil
+        laptop.nextSequence = 1
+        let sealedTwo = Self.sealed(laptop, "two")
+        var badFlag = laptop.change("flag.example", ["browser": .string("firefox")])
+        badFlag.state.fields["deleted"] = StampedValue(.object(["v": .string("x")]), stamp: badFlag.state.fields["browser"]!.stamp)
+        let batch = try laptop.push([sealedTwo, badFlag, laptop.change("good.example", ["browser": .string("firefox")])])
+        #expect(batch.status == 200, "\(batch.text)")
+        let batchAnswer = try PushResponse(json: try #require(batch.json, "\(batch.text)"))
+        #expect(batch.status == 200 && batchAnswer.acknowledged == 3 && batchAnswer.applied == 1, "\(batch.text)")
+        #expect(batchAnswer.rejected.map(\.sequence) == [1, 2], "\(batch.text)")
+        #expect(batchAnswer.rejected.last?.reason.contains("deletion flag") == true, "\(batch.text)")
+        #expect(try laptop.pullAll().records.keys.sorted() == ["rules/good.example"])
         #expect(!(try laptop.pull().text.contains("encrypted")))
         // Other accounts are not touched by one's encryption.
         let bob = try fixture.device("bob", "phone")
