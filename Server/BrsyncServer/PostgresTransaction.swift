@@ -184,25 +184,35 @@ public final class PostgresTransaction: StoreTransaction {
 
     /// A pull in one round trip: one statement (one snapshot, even in READ
     /// COMMITTED) reads the device, the epoch, the replica's stream and the page.
-    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot? {
+    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot? {
         struct Row {
             let device: Store.Device
             let tokenHash: [UInt8]
             let epoch: String
             let stream: (last: Int64, digest: String)?
             let record: Store.PulledRow?
+            let scanned: Int64
         }
         let rows = try connection.query(
             """
             WITH d AS (\(Self.deviceColumns) WHERE d.token_hash = $1)
             SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
-                   r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after
+                   r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after, r.scanned
             FROM d
             LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
-            LEFT JOIN LATERAL (SELECT seq, collection, key, fields, versions, known_to, known_after FROM records
-                               WHERE records.account_id = d.account_id AND seq > $3 ORDER BY seq LIMIT $4) r ON true
+            -- The page's records up to the byte budget: a record is sent when
+            -- those before it hold less than $5 bytes (the first always);
+            -- `scanned` counts the records the limit took, to tell a cut page.
+            LEFT JOIN LATERAL (
+                SELECT * FROM (
+                    SELECT seq, collection, key, fields, versions, known_to, known_after, count(*) OVER () AS scanned,
+                           sum(octet_length(fields) + octet_length(versions)) OVER (ORDER BY seq)
+                               - (octet_length(fields) + octet_length(versions)) AS before
+                    FROM (SELECT * FROM records WHERE records.account_id = d.account_id AND seq > $3 ORDER BY seq LIMIT $4) limited
+                ) measured WHERE measured.before < $5 OR measured.before = 0
+            ) r ON true
             ORDER BY r.seq
-            """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit))]
+            """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)), .integer(Int64(maxBytes))]
         ) { row -> Row in
             var record: Store.PulledRow?
             if let sequence = row.int64(17) {
@@ -210,11 +220,14 @@ public final class PostgresTransaction: StoreTransaction {
                                          versions: row.string(21) ?? "{}", knownTo: row.string(22), knownAfter: row.int64(23) ?? 0)
             }
             return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(14) ?? "",
-                       stream: row.int64(15).map { (last: $0, digest: row.string(16) ?? "") }, record: record)
+                       stream: row.int64(15).map { (last: $0, digest: row.string(16) ?? "") }, record: record, scanned: row.int64(24) ?? 0)
         }
         guard let first = rows.first else { return nil }
-        return Store.PullSnapshot(device: first.device, tokenHash: first.tokenHash, epoch: first.epoch, stream: first.stream,
-                                  records: rows.compactMap(\.record))
+        let records = rows.compactMap(\.record)
+        var snapshot = Store.PullSnapshot(device: first.device, tokenHash: first.tokenHash, epoch: first.epoch, stream: first.stream,
+                                          records: records)
+        snapshot.truncated = Int64(records.count) < first.scanned
+        return snapshot
     }
 
     /// The device columns (0 to 13: the device, the account's identity, the

@@ -96,18 +96,33 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// Authenticates and reads the page in this read transaction; a revoked
     /// device's records are not read.
-    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot? {
+    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot? {
         guard let (device, storedHash) = try device(tokenHash: tokenHash) else { return nil }
         let currentEpoch = try epoch?.current ?? storedEpochForUpdate()
         guard !device.revoked else {
             return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: [], epochIsCached: epoch != nil)
         }
-        let records = try database.query(
+        // Row by row, stopping at the byte budget: a record past it is never read.
+        var records: [Store.PulledRow] = []
+        var bytes = 0
+        var truncated = false
+        try database.forEachRow(
             "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            [.integer(device.accountID), .integer(cursor), .integer(Int64(limit))], Self.pulledRow)
-        return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch,
-                                  stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
-                                  records: records, epochIsCached: epoch != nil)
+            [.integer(device.accountID), .integer(cursor), .integer(Int64(limit))]
+        ) { row in
+            if !records.isEmpty && bytes >= maxBytes {
+                truncated = true
+                return false
+            }
+            bytes += row.byteCount(3) + row.byteCount(4)
+            records.append(try Self.pulledRow(row))
+            return true
+        }
+        var snapshot = Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch,
+                                          stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
+                                          records: records, epochIsCached: epoch != nil)
+        snapshot.truncated = truncated
+        return snapshot
     }
 
     static func pulledRow(_ row: Row) throws -> Store.PulledRow {

@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     public var defaultPullLimit = 500
     /// Most records per pull page. Default 5,000.
     public var maxPullLimit = 5000
+    /// A pull page's byte budget: records are added while those before hold
+    /// less (the first always, so the largest record fits). Default 1 MiB.
+    public var maxPageBytes = Store.defaultPageBytes
     /// SQLite connections shared by request threads. Default 8.
     public var storeConnections = 8
     /// How long shutdown waits for in-flight requests. Default 30 s.

@@ -8,6 +8,8 @@ import SyncCore
 public enum Store {
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"
+    /// A pull page's default byte budget (see ``ServerConfiguration/maxPageBytes``).
+    public static let defaultPageBytes = 1 << 20
 
     /// A join code's enrollment: the device it joins, until when, and
     /// whether (and for which token) it was exchanged.
@@ -136,6 +138,8 @@ public enum Store {
         /// The epoch came from the store's ``EpochCache`` (SQLite: one
         /// process writes the file), so it need not be cached again.
         public let epochIsCached: Bool
+        /// The records were cut by the page's byte budget: more follow.
+        public var truncated = false
 
         public init(device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?, records: [PulledRow],
                     epochIsCached: Bool = false) {

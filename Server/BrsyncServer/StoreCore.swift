@@ -123,11 +123,12 @@ extension StoreDialect {
     ///   - clientKeyID: the account key the client syncs with; a key the
     ///     account no longer uses is refused (`key_rotated`).
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil, clientEpoch: String? = nil,
-                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil) throws -> [UInt8] {
+                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
+                         maxBytes: Int = Store.defaultPageBytes) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         // The stream is read only for a replica that can prove its latest push.
         let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
-        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1) }
+        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes) }
         _ = try checkJoinSecret(token, hash: hash, found: snapshot?.device != nil)
         guard let snapshot else { throw Self.invalidToken }
         let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
@@ -352,4 +353,6 @@ private struct ReadAhead: SyncReadTransaction {
     func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow] {
         Array(snapshot.records.prefix(limit))
     }
+
+    var truncated: Bool { snapshot.truncated }
 }

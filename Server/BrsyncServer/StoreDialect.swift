@@ -32,7 +32,10 @@ public protocol StoreDialect: SyncStore {
 public protocol StoreTransaction: SyncWriteTransaction {
     /// Everything a pull reads, in one snapshot (see ``Store/PullSnapshot``);
     /// nil when no device has a token with this hash.
-    func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int) throws -> Store.PullSnapshot?
+    /// The records stop at `limit`, or once those taken hold `maxBytes` of
+    /// stored text (fields and versions; the first record is always taken,
+    /// so a page is at most `maxBytes` plus one record): ``Store/PullSnapshot/truncated`` then.
+    func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot?
     /// The device whose token hashes to `tokenHash`, with the hash stored for
     /// it and its account's counters and encryption.
     func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])?
@@ -135,4 +138,6 @@ protocol SyncReadTransaction {
     func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
     /// Up to `limit` records of the account after `cursor`, in change-number order.
     func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow]
+    /// Whether those records were cut by the page's byte budget (more follow).
+    var truncated: Bool { get }
 }

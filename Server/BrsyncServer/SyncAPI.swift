@@ -276,7 +276,8 @@ public final class SyncAPI: Sendable {
             replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
-                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID)
+                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID,
+                                      maxBytes: configuration.maxPageBytes)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }

@@ -322,19 +322,20 @@ enum SyncEngine {
             return page
         }
         let scannedRows = try store.records(account: device.accountID, after: cursor, limit: limit + 1)
-        let scanned = scannedRows.count
+        // Cut by the page's byte budget, or past the limit: more follow.
+        let more = scannedRows.count > limit || store.truncated
         // The last page has shown everything the account holds: its cursor is
         // the account's latest sequence, which also passes the purge point
         // when the newest records were purged deletions (a cursor left below
         // it would be answered `reset` at every pull).
         let lastRow = scannedRows.prefix(limit).last?.sequence ?? cursor
-        let next = scanned > limit ? lastRow : max(lastRow, accountNext - 1)
+        let next = more ? lastRow : max(lastRow, accountNext - 1)
         // Records this replica's own push made are not sent back: only when its
         // cursor covers the version the push merged into (identical copies can
         // both prove the push; only the cursor says which had that version).
         let rows = scannedRows.prefix(limit).filter { row in
             !(clientDevice != nil && row.knownTo == clientDevice && row.knownAfter <= cursor)
         }
-        return Store.PulledPage(rows: rows, next: next, more: scanned > limit, epoch: epoch, rollback: false)
+        return Store.PulledPage(rows: rows, next: next, more: more, epoch: epoch, rollback: false)
     }
 }

@@ -15,8 +15,9 @@ public protocol SyncStore: AnyObject, Sendable {
     func push(_ request: PushRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
     func relay(_ request: RelayRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
+    /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?) throws -> [UInt8]
+                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?, maxBytes: Int) throws -> [UInt8]
     /// Makes the device's account end-to-end encrypted with the key `keyID`,
     /// or, with `replacing`, rotates its key from that one, in
     /// one transaction: the flag and the key id are set and the account's

@@ -48,6 +48,8 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Milliseconds to receive a body (default 30000).") var bodyTimeoutMs: Int?
     @Option(help: "Milliseconds an idle keep-alive connection stays open (default 60000).") var idleTimeoutMs: Int?
     @Option(help: "Milliseconds for the TLS handshake (default 10000).") var handshakeTimeoutMs: Int?
+    @Option(help: "A pull page's byte budget: records are added while those before hold less, so the largest record still fits (default 1048576).")
+    var maxPageBytes: Int?
     @Option(help: "Seconds a stamp may be ahead of the server's clock (default 300).") var maxClockOffsetSeconds: Int?
     @Option(help: "Days a deleted record is kept at least, and until every device has pulled it (default 90).") var tombstoneRetentionDays: Int?
 
@@ -87,6 +89,7 @@ struct ServeOptions: ParsableArguments {
         try positive(idleTimeoutMs, "idle-timeout-ms") { configuration.limits.idleTimeoutMilliseconds = $0 }
         try positive(handshakeTimeoutMs, "handshake-timeout-ms") { configuration.limits.tlsHandshakeTimeoutMilliseconds = $0 }
         try positive(maxClockOffsetSeconds, "max-clock-offset-seconds") { configuration.maxClockOffsetMilliseconds = Int64($0) * 1000 }
+        try positive(maxPageBytes, "max-page-bytes") { configuration.maxPageBytes = $0 }
         if let tombstoneRetentionDays {
             guard tombstoneRetentionDays >= 0 else { throw CLIFailure(message: "--tombstone-retention-days must be 0 or more") }
             configuration.tombstoneRetentionMilliseconds = Int64(tombstoneRetentionDays) * 86_400_000

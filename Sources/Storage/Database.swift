@@ -90,6 +90,18 @@ public final class Database {
         return results
     }
 
+    /// Runs `sql` and hands each row to `body` until it returns false (the
+    /// rows after are never read: a caller that stops early holds no more
+    /// than it took).
+    public func forEachRow(_ sql: String, _ arguments: [DatabaseValue] = [], _ body: (Row) throws -> Bool) throws {
+        let statement = try statement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        while try statement.step() {
+            guard try body(Row(statement: statement)) else { return }
+        }
+    }
+
     /// The first row mapped, or nil.
     public func queryFirst<T>(_ sql: String, _ arguments: [DatabaseValue] = [], _ map: (Row) throws -> T) throws -> T? {
         let statement = try statement(sql)

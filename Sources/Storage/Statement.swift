@@ -122,4 +122,6 @@ public struct Row {
     public func string(_ index: Int) -> String? { self[index].stringValue }
     public func int(_ index: Int) -> Int? { self[index].intValue }
     public func int64(_ index: Int) -> Int64? { self[index].int64Value }
+    /// The size in bytes of a text or blob column, without copying it.
+    public func byteCount(_ index: Int) -> Int { Int(sqlite3_column_bytes(statement.handle, Int32(index))) }
 }

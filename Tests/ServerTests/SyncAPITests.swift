@@ -200,6 +200,42 @@ import TestSupport
         #expect(metrics.contains(#"brsyncd_request_duration_milliseconds_bucket{le="+Inf"}"#))
     }
 
+    /// A pull page stops at its byte budget as well as its count: large
+    /// records come a few per page, one larger than the budget comes alone,
+    /// and nothing is skipped or sent twice.
+    @Test(arguments: StoreKind.allCases) func pullPagesAreCutByBytes(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind) { $0.maxPageBytes = 40_000 }
+        let device = try fixture.device("alice", "laptop")
+        // About 10 KB each (stored with their stamps), and one of about 60 KB.
+        let big = String(repeating: "x", count: 3_000)
+        func small(_ index: Int) -> ChangeRecord { device.change("r\(index).example", ["a": .string(big), "b": .string(big), "c": .string(big)]) }
+        let changes = (0..<5).map(small) + [device.change("huge.example", Dictionary(uniqueKeysWithValues: (0..<20).map { ("f\($0)", JSONValue.string(big)) }))]
+            + (5..<12).map(small)
+        let pushed = try device.push(changes)
+        #expect(pushed.status == 200, "\(pushed.text.prefix(300))")
+        let reader = try fixture.device("alice", "desktop")
+        var cursor: Int64 = 0
+        var seen: [Int64] = []
+        var pages = 0
+        while true {
+            let response = try reader.pull(since: cursor, limit: 100)
+            #expect(response.status == 200)
+            let page = try Wire.read(response.text, PullResponse.init(reading:))
+            pages += 1
+            #expect(!page.changes.isEmpty, "every page carries at least one record")
+            #expect(response.body.count < 40_000 + 70_000, "at most the budget and one record: \(response.body.count) bytes")
+            if page.changes.contains(where: { $0.key == "huge.example" }) { #expect(page.changes.count == 1 || page.changes.last?.key == "huge.example") }
+            seen += page.changes.map(\.sequence)
+            #expect(page.next > cursor)
+            cursor = page.next
+            if !page.more { break }
+            #expect(pages < 20, "the pull ends")
+            if pages >= 20 { break }
+        }
+        #expect(seen == Array(1...13), "every record once, in order: \(seen)")
+        #expect(pages >= 4, "\(pages) pages")
+    }
+
     /// Pushes commit while a device pulls in a loop: the puller ends with
     /// exactly the server's state, so no pull skipped a concurrent commit.
     @Test(arguments: StoreKind.allCases) func pullsNeverSkipConcurrentCommits(_ kind: StoreKind) throws {
@@ -273,7 +309,7 @@ extension StoredRecordTests {
         let stored = try fixture.store.records(account: "alice")
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
             let text = try fixture.store.pullText(token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
-                                                  reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil)
+                                                  reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, maxBytes: 1 << 20)
             let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
             let expected = Array(stored.filter { $0.sequence > since }.prefix(limit))
             #expect(page.changes == expected)
