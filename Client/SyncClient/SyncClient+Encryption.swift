@@ -226,10 +226,10 @@ extension SyncClient {
 extension SyncClient {
     /// Whether `token` is a join code's enrollment secret, which reads until
     /// it is exchanged (``exchangeJoinSecret(for:)``), rather than a device token.
-    public static func isJoinSecret(_ token: String) -> Bool { token.hasPrefix("brj_") }
+    public static func isJoinSecret(_ token: String) -> Bool { token.hasPrefix(JoinRequest.secretPrefix) }
 
     /// A new device token: `brs_` and 256 random bits in base64url.
-    public static func makeDeviceToken() -> String { "brs_" + Crypto.base64URL(Crypto.randomBytes(32)) }
+    public static func makeDeviceToken() -> String { JoinRequest.tokenPrefix + Crypto.base64URL(Crypto.randomBytes(32)) }
 
     /// Exchanges this client's token, a join code's secret, for `token`
     /// (made here): the device's token from now on; the secret stops working.

@@ -30,8 +30,8 @@ enum StoredRecord {
 /// which reads until `brsync join` exchanges it for a token the joining
 /// machine made (see ``SyncStore/join(secret:token:)``).
 public enum Tokens {
-    public static let prefix = "brs_"
-    public static let joinPrefix = "brj_"
+    public static let prefix = JoinRequest.tokenPrefix
+    public static let joinPrefix = JoinRequest.secretPrefix
 
     public static func make() -> String { prefix + Crypto.base64URL(Crypto.randomBytes(32)) }
     public static func makeJoinSecret() -> String { joinPrefix + Crypto.base64URL(Crypto.randomBytes(32)) }

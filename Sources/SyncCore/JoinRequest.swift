@@ -6,6 +6,11 @@ import JSON
 /// machine, so a retry after a lost answer names the same one and gets the
 /// same answer.
 public struct JoinRequest: Sendable, Equatable {
+    /// A device token starts with this; 43 characters of base64url follow.
+    public static let tokenPrefix = "brs_"
+    /// A join code's enrollment secret starts with this (it is not a device token).
+    public static let secretPrefix = "brj_"
+
     /// `brs_` and 43 characters of base64url (256 random bits).
     public var token: String
 
@@ -33,7 +38,7 @@ public struct JoinRequest: Sendable, Equatable {
     /// Whether `token` has a device token's form: `brs_` and 43 characters of base64url.
     public static func isWellFormed(_ token: String) -> Bool {
         let bytes = Array(token.utf8)
-        guard bytes.count == 47, token.hasPrefix("brs_") else { return false }
+        guard bytes.count == 47, token.hasPrefix(tokenPrefix) else { return false }
         return bytes[4...].allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
     }
 }

@@ -31,7 +31,7 @@ public struct RemoteCommand: ParsableCommand {
 
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
-            guard token.hasPrefix("brs_"), token.count >= 20, !token.contains(where: \.isWhitespace) else {
+            guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace) else {
                 throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
             }
             // The CA is checked, then copied into the home: a file moved or
