@@ -13,13 +13,25 @@ public enum KeyConfigurations {
 
     public static let initialise = CommandConfiguration(
         commandName: "init",
-        abstract: "Encrypt the account end to end: make its key here, show the recovery code once, and sync sealed.")
+        abstract: "Encrypt the account end to end: make its key here, show the recovery code once, and sync sealed.",
+        discussion: """
+            On a machine that has a key already, after the server's operator reset the account's encryption: encrypt the \
+            account again with this machine's key and send its records, sealed (other machines with the key then go on).
+            """)
     public static let add = CommandConfiguration(
         commandName: "add",
         abstract: "Add the account's recovery code to this machine (from standard input or --file), then sync.")
     public static let rotate = CommandConfiguration(
         commandName: "rotate",
         abstract: "Give the account a new key: everything is sealed again with it; other machines need the new recovery code.")
+    public static let forget = CommandConfiguration(
+        commandName: "forget",
+        abstract: "Stop syncing with this machine's account key (after the operator reset the account's encryption).",
+        discussion: """
+            The key file is set aside (account-key.forgotten, mode 600), not deleted; this machine then syncs readable and sends \
+            every record it holds. Refused while the server keeps the account encrypted, unless --force.
+            """)
+    public static let forceHelp: ArgumentHelp = "Forget the key even though the server keeps the account encrypted (this machine then cannot sync it)."
     public static let show = CommandConfiguration(
         commandName: "show",
         abstract: "Print the recovery code of this machine's account key (for another machine to join).")

@@ -16,6 +16,10 @@ extension Replica {
         /// asked for one since): records this device alone made may wait
         /// for its push.
         public var relayIsSwitch: Bool
+        /// The server said its operator reset the account's encryption: a
+        /// sync stops until `brsync key init` or `key forget` (or another
+        /// machine encrypts the account again).
+        public var resetNoted: Bool
     }
 
     public func encryptionState() throws -> EncryptionState {
@@ -23,7 +27,8 @@ extension Replica {
         // (for a switch, or an account encrypted again: the same relay).
         let (relay, legacy) = (try meta("relay_all"), try meta("e2e_relay"))
         return EncryptionState(keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
-                               relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil)
+                               relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
+                               resetNoted: try meta("e2e_reset") != nil)
     }
 
     /// What `relay_all` holds for the relay of a switch to a key.
@@ -41,6 +46,18 @@ extension Replica {
     /// - Returns: the new device id.
     @discardableResult
     public func beginEncryptedSync(keyID: String) throws -> String {
+        try startOverOnServer(keyID: keyID)
+    }
+
+    /// Stops syncing with a key (`brsync key forget`): the same fresh start
+    /// as ``beginEncryptedSync(keyID:)``, readable from now on (the server
+    /// deleted the account's sealed records when its encryption was reset).
+    @discardableResult
+    public func endEncryptedSync() throws -> String {
+        try startOverOnServer(keyID: nil)
+    }
+
+    private func startOverOnServer(keyID: String?) throws -> String {
         try transaction {
             let old = deviceID
             let id = try forkDeviceID()
@@ -50,9 +67,46 @@ extension Replica {
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")
             try setMeta("e2e_key", keyID)
-            try setMeta("e2e_account", "") // learnt from the first answer with this key
+            try setMeta("e2e_account", keyID == nil ? nil : "") // learnt from the first answer with this key
+            try setMeta("e2e_reset", nil)
             try setMeta("relay_all", Self.switchRelay)
             return id
+        }
+    }
+
+    /// The server said its operator reset the account's encryption (its
+    /// sealed records are gone): syncs stop until this is cleared, and the
+    /// next sync with a key starts afresh (``beginEncryptedSync(keyID:)``),
+    /// whichever machine encrypts the account again.
+    public func noteEncryptionReset() throws {
+        try transaction {
+            try setMeta("e2e_reset", "1")
+            try setMeta("e2e_key", nil)
+        }
+    }
+
+    /// `brsync key init` (or an account encrypted again elsewhere) ends the stop.
+    public func clearEncryptionReset() throws {
+        try transaction { try setMeta("e2e_reset", nil) }
+    }
+
+    /// The setting that keeps the certificates of rotations (``KeyCertificate``,
+    /// sealed like any setting): every machine that syncs with a newer key
+    /// learns them, so any of them can move a server restored from before a
+    /// rotation forward, even without the old key.
+    static let keyCertificatesSetting = "account_key_certificates"
+
+    /// The rotation certificates this replica knows.
+    public func keyCertificates() throws -> [KeyCertificate] {
+        (try setting(Self.keyCertificatesSetting) ?? "").split(separator: ",").compactMap { KeyCertificate(text: String($0)) }
+    }
+
+    /// Adds `certificates` to ``keyCertificates()``, a synced edit (the 16 newest kept).
+    public func recordKeyCertificates(_ certificates: [KeyCertificate]) throws {
+        try transaction {
+            var seen: Set<KeyCertificate> = []
+            let all = (certificates + (try keyCertificates())).filter { seen.insert($0).inserted }.prefix(KeyCertificate.maxChain)
+            try setSetting(Self.keyCertificatesSetting, all.map(\.text).joined(separator: ","))
         }
     }
 

@@ -117,6 +117,17 @@ public struct AccountKey: Sendable, Equatable {
     public func signingKey() -> Crypto.SigningKey {
         Crypto.SigningKey(seed: Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("signing".utf8), length: 32))
     }
+
+    /// The signing public key in base64url, as the protocol names it.
+    public var signingPublicKey: String { Crypto.base64URL(signingKey().publicKey) }
+
+    /// A certificate, signed with this key, that `account` moves from this
+    /// key to `next` (see ``KeyCertificate``).
+    public func certify(_ next: AccountKey, account: String) -> KeyCertificate {
+        let publicKey = next.signingPublicKey
+        let statement = KeyCertificate.statement(account: account, from: id, to: next.id, publicKey: publicKey)
+        return KeyCertificate(from: id, to: next.id, publicKey: publicKey, signature: Crypto.base64URL(signingKey().sign(statement)))
+    }
 }
 
 public struct RecoveryCodeError: Error, Sendable, CustomStringConvertible {

@@ -9,7 +9,39 @@ extension SyncClient {
     /// What a sync without the account key of an encrypted account says.
     static let keyNeeded = SyncError.refused(
         code: .keyNeeded,
-        message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here)")
+        message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here). "
+            + "If no machine of yours ran 'brsync key init', someone with a device token encrypted it: revoke that token and "
+            + "ask the server's operator to reset the account's encryption ('brsyncd account reset-encryption')")
+
+    /// What a key holder says when the server keeps another signing key.
+    static let signingKeyAlarm = SyncError.refused(
+        code: .signingKeyMismatch,
+        message: "ALARM: the server keeps another signing key for this account than the one of its account key: someone who had "
+            + "a device token but not the key claimed the account, or the server lies. Nothing was sent. If no machine of yours "
+            + "changed the key, revoke any token that may have leaked (a join code seen by someone else?) and ask the server's "
+            + "operator to reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' here")
+
+    /// What a key holder says when the operator reset the account's encryption.
+    static let encryptionWasReset = SyncError.refused(
+        code: .encryptionReset,
+        message: "the server's operator reset this account's end-to-end encryption (its sealed records were deleted there; "
+            + "this machine keeps every rule), and a machine that holds a key never syncs readable on the server's word. "
+            + "Run 'brsync key init' to encrypt the account again with a new key (this machine's records go up sealed; the "
+            + "other machines then add its recovery code), 'brsync key add' with the code of a machine that did, or "
+            + "'brsync key forget' to sync without encryption. If nobody asked for the reset, ask the operator why first")
+
+    /// What a key holder does with the signing key the server keeps for the
+    /// account: goes on with its own, registers its own when there is none
+    /// (an account encrypted before signed writes: before anyone else can),
+    /// and stops with an alarm on another.
+    func checkSigningKey(_ registered: String?) throws {
+        guard let accountKey, let signingPublicKey else { return }
+        switch SessionRules.signingKey(registered: registered, own: signingPublicKey) {
+        case .same: return
+        case .mismatch: throw Self.signingKeyAlarm
+        case .register: try encryptAccount(with: accountKey)
+        }
+    }
 
     /// Brings the server in line with this replica before a transfer: a
     /// replica that has not synced with its key yet starts afresh on the
@@ -20,6 +52,7 @@ extension SyncClient {
     /// from before a rotation is moved forward) and every record is relayed.
     /// A process killed half way does the rest at its next sync.
     func prepareSync() throws {
+        if try replica.encryptionState().resetNoted { try checkStillReset() }
         if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: try replica.encryptionState().keyID) {
             summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID)
             summary.encryptionStarted = true
@@ -27,9 +60,9 @@ extension SyncClient {
         let state = try replica.encryptionState()
         guard let relay = SessionRules.relay(keyID: keyID, relayPending: state.relayPending, relayIsSwitch: state.relayIsSwitch,
                                              pushedThrough: try replica.syncState().pushedThrough) else { return }
-        if let keyID = relay.encryptWith {
-            let account = try encryptAccount(keyID: keyID)
-            if account.key != keyID { try moveAccountForward(from: account.key) }
+        if relay.encryptWith != nil, let accountKey {
+            let account = try encryptAccount(with: accountKey)
+            if account.key != accountKey.id { try moveAccountForward(from: account.key) }
         }
         try relayEverything(skippingOwnUnpushed: relay.skippingOwnUnpushed)
         try replica.finishFullRelay()
@@ -60,14 +93,29 @@ extension SyncClient {
         }
     }
 
+    /// The stop after an operator's reset holds while the account is still
+    /// not encrypted; once it is again (another machine ran `key init`), the
+    /// sync goes on, starting afresh with the key.
+    private func checkStillReset() throws {
+        let page = try fetchPage("/v1/pull?since=0&limit=1")
+        if cipher != nil, !page.encrypted { throw Self.encryptionWasReset }
+        try replica.clearEncryptionReset()
+    }
+
     static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
+
+    static let cannotMoveForwardMessage = "the server was restored from before a rotation of the account key, and this machine can "
+        + "prove the rotation neither with the old key nor with a certificate of it: a machine that holds the key the server uses, "
+        + "or that synced with this key, moves it forward at its next sync (this machine's edits are kept)"
 
     /// The account is sealed with `serverKeyID`, not this client's key. When
     /// that is a key this one replaced (see ``replacedKeyIDs()``), the server was restored from
     /// before a rotation: it is rotated forward to this key (the records it
     /// holds, sealed with the old one, leave it; every machine relays what it
-    /// holds, this one at once) and nobody is asked for a code. Any other key
-    /// is a rotation on another machine: the new code is needed.
+    /// holds, this one at once) and nobody is asked for a code. The move is
+    /// authorised by certificates (``KeyCertificate``): made here from an
+    /// older key this machine holds, or kept from the rotations it learned of.
+    /// Any other key is a rotation on another machine: the new code is needed.
     /// - Throws: ``SyncError/refused(code:message:)`` `key_rotated` when the
     ///   account's key is not one this machine ever held.
     ///
@@ -76,17 +124,24 @@ extension SyncClient {
     /// with only that key may have pushed there since the restore) is pulled
     /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
-        guard let keyID, SessionRules.serverKey(serverKeyID, keyID: keyID, replaced: try replacedKeyIDs()) == .moveForward else {
+        guard let accountKey, SessionRules.serverKey(serverKeyID, keyID: accountKey.id, replaced: try replacedKeyIDs()) == .moveForward else {
             throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage)
         }
         let oldKey = olderKeys.first { $0.id == serverKeyID }
+        // A restored server may know no signing key for the old key (encrypted before signed writes): register it.
+        if let oldKey { try encryptAccount(with: oldKey) }
+        let account = try replica.keyAccount() ?? ""
+        let certificates = try replica.keyCertificates() + olderKeys.map { $0.certify(accountKey, account: account) }
+        guard let chain = KeyCertificate.chain(from: serverKeyID, to: accountKey.id, through: certificates) else {
+            throw SyncError.refused(code: .keyRotated, message: Self.cannotMoveForwardMessage)
+        }
         var attempts = 0
         while true {
             attempts += 1
             let seen = try oldKey.map { try takeInEverything(sealedWith: $0) }
             do {
-                let account = try encryptAccount(keyID: keyID, replacing: serverKeyID, seen: seen)
-                guard account.key == keyID else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
+                let answer = try encryptAccount(with: accountKey, replacing: serverKeyID, seen: seen, certificates: chain)
+                guard answer.key == accountKey.id else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
                 break
             } catch SyncError.refused(code: .accountMoved, _) where attempts < Self.keyChangeAttempts {
                 continue
@@ -137,35 +192,61 @@ extension SyncClient {
         }
     }
 
-    /// Asks the server to make the account end-to-end encrypted with the key
-    /// `keyID`, or, with `replacing`, to rotate it from that key.
+    /// Asks the server to make the account end-to-end encrypted with `key`,
+    /// or, with `replacing`, to rotate it from that key; asked with the
+    /// account's own key, it registers the key's signing key when the server
+    /// has none. The request is signed with `key` and names its signing
+    /// public key; a rotation carries `certificates` from the current key.
     /// - Returns: whether the account changed (the server deleted its
     ///   records then), and the key it is sealed with now.
     /// - Parameter seen: the account sequence this replica has pulled
     ///   through; the server refuses the change (`account_moved`) while it
     ///   holds later records.
+    /// - Throws: the alarm (`signing_key_mismatch`) when the server keeps
+    ///   another signing key for `key`.
     @discardableResult
-    public func encryptAccount(keyID: String, replacing: String? = nil, seen: Int64? = nil) throws -> (changed: Bool, key: String) {
+    public func encryptAccount(with key: AccountKey, replacing: String? = nil, seen: Int64? = nil,
+                               certificates: [KeyCertificate] = []) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
-        var request = EncryptRequest(keyID: keyID, replacing: replacing, seen: seen)
+        var request = EncryptRequest(keyID: key.id, replacing: replacing, seen: seen, publicKey: key.signingPublicKey, certificates: certificates)
         // The server refuses a change to another account than the one this key belongs to.
         if cipher != nil { request.account = try replica.keyAccount() }
-        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: request.body)
-        do {
-            let response = try EncryptResponse(json: answer)
-            return (response.changed, response.keyID)
-        } catch {
-            throw SyncError.badAnswer(error.message)
+        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: request.body, signedBy: key.signingKey())
+        let response: EncryptResponse
+        do { response = try EncryptResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+        if response.keyID == key.id, let registered = response.signingKey, registered != key.signingPublicKey {
+            throw Self.signingKeyAlarm
         }
+        return (response.changed, response.keyID)
+    }
+
+    /// Rotates the account from this client's key to `next` (signed with
+    /// both: the certificate by this key, the request by the new one).
+    /// - Returns: what ``encryptAccount(with:replacing:seen:certificates:)`` returns.
+    @discardableResult
+    public func rotateAccount(to next: AccountKey, seen: Int64?) throws -> (changed: Bool, key: String, certificate: KeyCertificate?) {
+        guard let accountKey else {
+            let answer = try encryptAccount(with: next, seen: seen)
+            return (answer.changed, answer.key, nil)
+        }
+        let certificate = accountKey.certify(next, account: try replica.keyAccount() ?? "")
+        let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate])
+        return (answer.changed, answer.key, certificate)
     }
 
     /// The id of the key the account is sealed with, or nil when it is not
     /// encrypted (one pull request; this checks the token too).
     public func accountKeyID() throws -> String? {
+        let page = try accountPage()
+        return page.encrypted ? page.keyID ?? "" : nil
+    }
+
+    /// The account's first page of one record: its encryption, key and signing key.
+    func accountPage() throws -> PullResponse {
         defer { try? replica.persistServerTime() }
         let page = try fetchPage("/v1/pull?since=0&limit=1")
         if cipher != nil { _ = try noteAccount(page.account) }
-        return page.encrypted ? page.keyID ?? "" : nil
+        return page
     }
 
 
@@ -182,15 +263,20 @@ extension SyncClient {
     /// - Throws: ``SyncError/usage(_:)`` for a key that opens none of them
     ///   (a wrong recovery code, or one of another account).
     public func checkKey(_ key: AccountKey) throws {
-        guard let current = try accountKeyID() else {
+        let account = try accountPage()
+        guard account.encrypted, let current = account.keyID else {
             throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
         }
         guard current == key.id else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
+        // A record that does not open says the code is wrong; one that opens
+        // beside another signing key says someone claimed the account.
         let page = try fetchPage("/v1/pull?since=0&limit=\(Self.keyCheckRecords)&full=1&key=\(key.id)")
         let sealed = page.changes.filter { !$0.state.fields.isEmpty }
-        guard !sealed.isEmpty else { return } // nothing to open yet
-        let opened = Self.open(sealed, with: RecordCipher(key))
-        guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
+        if !sealed.isEmpty { // nothing to open yet otherwise
+            let opened = Self.open(sealed, with: RecordCipher(key))
+            guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
+        }
+        if let registered = account.signingKey, registered != key.signingPublicKey { throw Self.signingKeyAlarm }
     }
 
     /// How many of the account's first records ``checkKey(_:)`` tries.

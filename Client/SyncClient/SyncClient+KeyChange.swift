@@ -37,18 +37,29 @@ extension SyncClient {
     ///   account kept moving), with the pending key removed; any other
     ///   failure (no answer, an answer that is not the protocol) leaves it
     ///   pending for the next sync to settle.
-    public func changeAccountKey(to key: AccountKey, announce: (AccountKey) -> Void) throws -> KeyChange {
+    /// - Parameter afterReset: the operator reset the account's encryption
+    ///   and this client holds the retired key: nothing is synced first (it
+    ///   would not be, readable), and the account is encrypted with `key`.
+    public func changeAccountKey(to key: AccountKey, afterReset: Bool = false, announce: (AccountKey) -> Void) throws -> KeyChange {
         var change = KeyChange()
+        var certificate: KeyCertificate?
         try AccountKeyFile.write(key, home: replica.home, pending: true)
         announce(key)
         do {
             try locked {
                 while true {
                     change.attempts += 1
-                    change.before = try sync()
-                    let seen = try replica.syncState().pullCursor
+                    if !afterReset { change.before = try sync() }
+                    let seen = afterReset ? nil : try replica.syncState().pullCursor
                     do {
-                        let answer = try encryptAccount(keyID: key.id, replacing: keyID, seen: seen)
+                        let answer: (changed: Bool, key: String, certificate: KeyCertificate?)
+                        if afterReset {
+                            let encrypted = try encryptAccount(with: key)
+                            answer = (encrypted.changed, encrypted.key, nil)
+                        } else {
+                            answer = try rotateAccount(to: key, seen: seen)
+                        }
+                        certificate = answer.certificate
                         guard answer.key == key.id else {
                             throw SyncError.refused(code: .keyNeeded, message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)")
                         }
@@ -70,6 +81,7 @@ extension SyncClient {
         try AccountKeyFile.promotePending(home: replica.home)
         // Every machine that syncs with the new key learns what it replaced.
         if let keyID { try replica.recordReplacedKeyIDs([keyID] + olderKeys.map(\.id)) }
+        if let certificate { try replica.recordKeyCertificates([certificate]) }
         let next = try SyncClient(replica: replica, remote: remote, token: token, caFile: caFile, accountKey: key,
                                   olderKeys: (accountKey.map { [$0] } ?? []) + olderKeys, options: options, progress: progress)
         change.after = try next.sync()

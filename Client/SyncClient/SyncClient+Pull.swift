@@ -160,11 +160,15 @@ extension SyncClient {
                 continue
             case .needKey:
                 throw Self.keyNeeded
+            case .encryptionWasReset:
+                try replica.noteEncryptionReset()
+                throw Self.encryptionWasReset
             case .stop(let message):
                 throw SyncError.badAnswer(message)
             case .apply:
                 break
             }
+            if cipher != nil, page.encrypted, page.keyID == keyID { try checkSigningKey(page.signingKey) }
             for (sequence, reason) in page.unusable {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }

@@ -1,3 +1,4 @@
+import Cryptography
 import Glibc
 import HTTP
 import JSON
@@ -22,16 +23,37 @@ struct Transport: @unchecked Sendable {
     let remote: String
     let attempts: Int
     let backoffMilliseconds: Int
+    /// The hex SHA-256 of the token, which every ``WriteSignature`` covers.
+    let tokenHash: String
+
+    init(http: HTTPClient, token: String, remote: String, attempts: Int, backoffMilliseconds: Int) {
+        self.http = http
+        self.token = token
+        self.remote = remote
+        self.attempts = attempts
+        self.backoffMilliseconds = backoffMilliseconds
+        tokenHash = Crypto.hex(Crypto.sha256(Array(token.utf8)))
+    }
 
     /// Sends a request and gives what came of it.
-    /// - Parameter whileWaiting: work done once, after the request is written
-    ///   and before its answer is read (see ``HTTPClient/send(method:target:headers:body:whileWaiting:)``).
-    func exchange(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) -> Exchange {
+    /// - Parameters:
+    ///   - signedBy: the signing key of a write to an encrypted account
+    ///     (``WriteSignature``; made once, sent with every attempt).
+    ///   - whileWaiting: work done once, after the request is written and
+    ///     before its answer is read (see ``HTTPClient/send(method:target:headers:body:whileWaiting:)``).
+    func exchange(method: String, target: String, body: [UInt8] = [], signedBy signer: Crypto.SigningKey? = nil,
+                  whileWaiting: (() -> Void)? = nil) -> Exchange {
         var result = Exchange()
         var waiting = whileWaiting
         var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
                                     Wire.protocolHeader: String(Wire.protocolVersion)]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
+        if let signer {
+            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let message = WriteSignature.message(tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
+            let signature = WriteSignature(publicKey: Crypto.base64URL(signer.publicKey), signature: Crypto.base64URL(signer.sign(message)))
+            headers.add(WriteSignature.header, signature.headerValue)
+        }
         var delay = backoffMilliseconds
         var lastProblem = ""
         for attempt in 1...max(1, attempts) {
@@ -124,8 +146,11 @@ struct Exchange: Sendable {
 
 extension SyncClient {
     /// One request with retries (see ``Transport``); the body of its JSON 200 answer.
-    func send(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
-        let answer = try sendForBody(method: method, target: target, body: body, whileWaiting: whileWaiting)
+    /// - Parameter signedBy: the key that signs it; a write (POST) is signed
+    ///   by this client's account key by default.
+    func send(method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
+              whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
+        let answer = try sendForBody(method: method, target: target, body: body, signedBy: signedBy, whileWaiting: whileWaiting)
         return try Self.json(answer, "the answer to \(method) \(target)")
     }
 
@@ -149,8 +174,10 @@ extension SyncClient {
     /// its 200 answer; any other answer throws.
     /// - Parameter whileWaiting: work done once, after the request is written
     ///   and before its answer is read.
-    func sendForBody(method: String, target: String, body: [UInt8] = [], whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
-        let exchange = transport.exchange(method: method, target: target, body: body, whileWaiting: whileWaiting)
+    func sendForBody(method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
+                     whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
+        let signer = signedBy ?? (method == "POST" ? signingKey : nil)
+        let exchange = transport.exchange(method: method, target: target, body: body, signedBy: signer, whileWaiting: whileWaiting)
         try takeIn(exchange)
         return exchange.body
     }

@@ -1,3 +1,4 @@
+import Cryptography
 import Glibc
 import HTTP
 import JSON
@@ -75,6 +76,11 @@ public final class SyncClient {
     let cipher: RecordCipher?
     let keyID: String?
     let accountKey: AccountKey?
+    /// The account key's signing key: every write to the encrypted account
+    /// is signed with it (``WriteSignature``).
+    let signingKey: Crypto.SigningKey?
+    /// Its public key in base64url.
+    let signingPublicKey: String?
     /// Keys this machine held before its current one (rotated away): a
     /// server sealed with one of them was restored from before a rotation.
     /// Never used to seal.
@@ -90,6 +96,8 @@ public final class SyncClient {
         cipher = accountKey.map(RecordCipher.init)
         keyID = accountKey?.id
         self.accountKey = accountKey
+        signingKey = accountKey?.signingKey()
+        signingPublicKey = signingKey.map { Crypto.base64URL($0.publicKey) }
         self.olderKeys = olderKeys.filter { $0.id != accountKey?.id }
         self.caFile = caFile
         self.remote = remote

@@ -17,6 +17,7 @@ public protocol SyncReplica: AnyObject {
     func isReconciling() throws -> Bool
     func keyAccount() throws -> String?
     func replacedKeyIDs() throws -> Set<String>
+    func keyCertificates() throws -> [KeyCertificate]
     /// The server's wall clock as this machine last learned it (ms).
     func serverTime() throws -> Int64
 
@@ -28,7 +29,11 @@ public protocol SyncReplica: AnyObject {
     func startNewEpochIfFirst(_ epoch: String) throws
     func startNewEpoch(_ epoch: String) throws
     func beginEncryptedSync(keyID: String) throws -> String
+    func endEncryptedSync() throws -> String
+    func noteEncryptionReset() throws
+    func clearEncryptionReset() throws
     func recordReplacedKeyIDs(_ ids: [String]) throws
+    func recordKeyCertificates(_ certificates: [KeyCertificate]) throws
     func requireFullRelay() throws
     func finishFullRelay() throws
 

@@ -12,7 +12,7 @@ import SyncCore
 /// file, never from the command line (it would show in `ps` and in the
 /// shell's history).
 struct KeyCommand: ParsableCommand {
-    static let configuration = KeyConfigurations.group([Init.self, Add.self, Show.self, Rotate.self])
+    static let configuration = KeyConfigurations.group([Init.self, Add.self, Show.self, Rotate.self, Forget.self])
 
     struct Init: ParsableCommand {
         static let configuration = KeyConfigurations.initialise
@@ -21,8 +21,9 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             let replica = try global.openReplica()
-            if try AccountKeyFile.read(home: replica.home) != nil {
-                throw CLIFailure(message: "this machine has an account key already (\(AccountKeyFile.path(home: replica.home))); 'brsync key show' prints its recovery code")
+            if let key = try AccountKeyFile.read(home: replica.home) {
+                try encryptAgain(global, options, replica, key: key)
+                return
             }
             let client = try makeClient(replica, key: nil)
             // Asked before a code is made and shown (the change itself checks again).
@@ -39,6 +40,32 @@ struct KeyCommand: ParsableCommand {
                 This account is now end-to-end encrypted. Every machine without the key stops syncing until the
                 recovery code is added there; its edits are kept and go up then.
                 """)
+        }
+    }
+
+    struct Forget: ParsableCommand {
+        static let configuration = KeyConfigurations.forget
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.forceHelp) var force = false
+
+        func run() throws {
+            let replica = try global.openReplica()
+            guard let key = try AccountKeyFile.read(home: replica.home) else {
+                throw CLIFailure(message: "this machine has no account key; nothing to forget")
+            }
+            if !force, let current = try makeClient(replica, key: nil).accountKeyID() {
+                throw CLIFailure(message: "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
+                                 + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)", code: ExitStatus.refused)
+            }
+            let aside = AccountKeyFile.path(home: replica.home) + ".forgotten"
+            guard rename(AccountKeyFile.path(home: replica.home), aside) == 0 else {
+                throw CLIFailure(message: "cannot set the key file aside (\(String(cString: strerror(errno)))); nothing was changed")
+            }
+            AccountKeyFile.remove(home: replica.home, pending: true)
+            try replica.endEncryptedSync()
+            writeToStandardError("account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n")
+            try transfer(global, options, "sync") { try $0.sync() }
         }
     }
 
@@ -122,11 +149,12 @@ struct KeyCommand: ParsableCommand {
 /// happen and prints the new key's recovery code alone on standard output
 /// before the server is asked (with `--json`, on standard error then, and
 /// in the JSON at the end), then what was kept and sent.
-func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, _ explanation: String, done: String) throws {
+func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, afterReset: Bool = false,
+               _ explanation: String, done: String) throws {
     let change: SyncClient.KeyChange
     let newKey = AccountKey.generate()
     do {
-        change = try client.changeAccountKey(to: newKey) { key in
+        change = try client.changeAccountKey(to: newKey, afterReset: afterReset) { key in
             writeToStandardError(explanation + "\n\n")
             if options.json {
                 // Standard output holds one JSON document, written at the end
@@ -157,6 +185,29 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
 
         """)
     report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)
+}
+
+/// `brsync key init` on a machine that has a key: after the operator reset
+/// the account's encryption (its key retired), the account is encrypted
+/// again with a new key, and every record goes up sealed.
+func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica: Replica, key: AccountKey) throws {
+    let current = try makeClient(replica, key: nil).accountKeyID()
+    if current == key.id {
+        throw CLIFailure(message: "this account is end-to-end encrypted with this machine's key already; 'brsync key show' prints its recovery code")
+    }
+    if current != nil {
+        throw CLIFailure(message: "this account is end-to-end encrypted with another key: add its recovery code with 'brsync key add' (nothing was changed)",
+                         code: ExitStatus.refused)
+    }
+    try replica.clearEncryptionReset()
+    try changeKey(try makeClient(replica, key: key), global, options, rotating: false, afterReset: true, """
+        This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
+        the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
+        Write it down and keep it apart from this machine.
+        """, done: """
+        This account is end-to-end encrypted again. Every other machine stops syncing until the new recovery code
+        is added there; its edits are kept and go up then.
+        """)
 }
 
 /// A sync client for the replica's remote, without encryption or with `key`.

@@ -52,7 +52,7 @@ enum SyncHelper {
 
     /// `brsync key init|add|show` (end-to-end encryption needs OpenSSL, so the helper runs it).
     struct Key: ParsableCommand {
-        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self, KeyRotate.self])
+        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self, KeyRotate.self, KeyForget.self])
     }
 
     struct KeyInit: ParsableCommand {
@@ -77,5 +77,12 @@ enum SyncHelper {
     struct KeyShow: ParsableCommand {
         static let configuration = KeyConfigurations.show
         @OptionGroup var global: GlobalOptions
+    }
+
+    struct KeyForget: ParsableCommand {
+        static let configuration = KeyConfigurations.forget
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.forceHelp) var force = false
     }
 }

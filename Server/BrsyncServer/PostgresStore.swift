@@ -25,7 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
-    static let schemaVersion = 3
+    static let schemaVersion = 4
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -131,6 +131,14 @@ public final class PostgresStore: StoreDialect {
                     token_hash bytea
                 );
                 CREATE INDEX enrollments_by_device ON enrollments (device_id);
+                """)
+        }
+        if version < 4 {
+            // Signed writes (see SQLiteStore's version 10).
+            try connection.execute("""
+                ALTER TABLE accounts ADD COLUMN signing_key text NOT NULL DEFAULT '';
+                ALTER TABLE accounts ADD COLUMN retired_keys text NOT NULL DEFAULT '';
+                ALTER TABLE accounts ADD COLUMN encryption_reset boolean NOT NULL DEFAULT false;
                 """)
         }
         if version < schemaVersion {

@@ -59,8 +59,10 @@ public final class PostgresTransaction: StoreTransaction {
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
-            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "")
+        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset FROM accounts WHERE id = $1 FOR UPDATE",
+                                  [.integer(account)]) {
+            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "",
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false)
         }
     }
 
@@ -215,12 +217,12 @@ public final class PostgresTransaction: StoreTransaction {
             """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)), .integer(Int64(maxBytes))]
         ) { row -> Row in
             var record: Store.PulledRow?
-            if let sequence = row.int64(17) {
-                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(18)), key: row.string(19) ?? "", fields: row.string(20) ?? "{}",
-                                         versions: row.string(21) ?? "{}", knownTo: row.string(22), knownAfter: row.int64(23) ?? 0)
+            if let sequence = row.int64(19) {
+                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(20)), key: row.string(21) ?? "", fields: row.string(22) ?? "{}",
+                                         versions: row.string(23) ?? "{}", knownTo: row.string(24), knownAfter: row.int64(25) ?? 0)
             }
-            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(14) ?? "",
-                       stream: row.int64(15).map { (last: $0, digest: row.string(16) ?? "") }, record: record, scanned: row.int64(24) ?? 0)
+            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(16) ?? "",
+                       stream: row.int64(17).map { (last: $0, digest: row.string(18) ?? "") }, record: record, scanned: row.int64(26) ?? 0)
         }
         guard let first = rows.first else { return nil }
         let records = rows.compactMap(\.record)
@@ -230,12 +232,12 @@ public final class PostgresTransaction: StoreTransaction {
         return snapshot
     }
 
-    /// The device columns (0 to 13: the device, the account's identity, the
+    /// The device columns (0 to 15: the device, the account's identity, the
     /// token hash, the account's counters and encryption) that
     /// ``authenticatedDevice(_:)`` reads, for a query that adds its own after them.
     static let deviceColumns = """
         SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id
+               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset
         FROM devices d JOIN accounts a ON a.id = d.account_id
         """
 
@@ -245,6 +247,8 @@ public final class PostgresTransaction: StoreTransaction {
         device.accountPurgedThrough = row.int64(11) ?? 0
         device.accountEncrypted = row.bool(12) ?? false
         device.accountKeyID = row.string(13) ?? ""
+        device.accountSigningKey = row.string(14) ?? ""
+        device.accountEncryptionReset = row.bool(15) ?? false
         return device
     }
 
@@ -266,10 +270,17 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     /// The account's row is locked already (``accountCounters(_:)``).
-    public func encrypt(account: Int64, keyID: String) throws {
-        try connection.run("UPDATE accounts SET encrypted = true, key_id = $1 WHERE id = $2", [.text(keyID), .integer(account)])
+    public func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
+        try connection.run(
+            "UPDATE accounts SET encrypted = $1, key_id = $2, signing_key = $3, retired_keys = $4, encryption_reset = $5 WHERE id = $6",
+            [.bool(!encryption.keyID.isEmpty), .text(encryption.keyID), .text(encryption.signingKey),
+             .text(encryption.retiredKeys.joined(separator: " ")), .bool(encryption.reset), .integer(account)])
         try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
+    }
+
+    public func registerSigningKey(account: Int64, _ publicKey: String) throws {
+        try connection.run("UPDATE accounts SET signing_key = $1 WHERE id = $2 AND signing_key = ''", [.text(publicKey), .integer(account)])
     }
 
     /// One purge at a time, whichever process runs it: the next waits for it

@@ -148,6 +148,13 @@ public final class SQLiteStore: StoreDialect {
             ) WITHOUT ROWID;
             CREATE INDEX enrollments_by_device ON enrollments (device_id);
             """),
+        // Signed writes (protocol 3): an encrypted account's signing public
+        // key, the key ids it was rotated away from, and the operator's reset.
+        Migrator.Migration(version: 10, sql: """
+            ALTER TABLE accounts ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
+            ALTER TABLE accounts ADD COLUMN retired_keys TEXT NOT NULL DEFAULT '';
+            ALTER TABLE accounts ADD COLUMN encryption_reset INTEGER NOT NULL DEFAULT 0;
+            """),
     ])
 
     public let path: String

@@ -30,8 +30,10 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id FROM accounts WHERE id = ?", [.integer(account)]) {
-            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "")
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset FROM accounts WHERE id = ?",
+                                [.integer(account)]) {
+            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "",
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1)
         }
     }
 
@@ -134,7 +136,8 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.queryFirst(
             """
             SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
-                   accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id
+                   accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id,
+                   accounts.signing_key, accounts.encryption_reset
             FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
             """, [.blob(tokenHash)]
         ) { row in
@@ -143,6 +146,8 @@ public struct SQLiteTransaction: StoreTransaction {
             device.accountPurgedThrough = row.int64(11) ?? 0
             device.accountEncrypted = row.int(12) == 1
             device.accountKeyID = row.string(13) ?? ""
+            device.accountSigningKey = row.string(14) ?? ""
+            device.accountEncryptionReset = row.int(15) == 1
             guard case .blob(let stored) = row[9] else { return (device, []) }
             return (device, stored)
         }
@@ -161,12 +166,19 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// The deleted rows are overwritten with zeros (`secure_delete`), so the
     /// readable records do not linger in free pages of the file.
-    public func encrypt(account: Int64, keyID: String) throws {
+    public func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
         try database.execute("PRAGMA secure_delete = ON")
         defer { try? database.execute("PRAGMA secure_delete = OFF") }
-        try database.run("UPDATE accounts SET encrypted = 1, key_id = ? WHERE id = ?", [.text(keyID), .integer(account)])
+        try database.run(
+            "UPDATE accounts SET encrypted = ?, key_id = ?, signing_key = ?, retired_keys = ?, encryption_reset = ? WHERE id = ?",
+            [.integer(encryption.keyID.isEmpty ? 0 : 1), .text(encryption.keyID), .text(encryption.signingKey),
+             .text(encryption.retiredKeys.joined(separator: " ")), .integer(encryption.reset ? 1 : 0), .integer(account)])
         try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
+    }
+
+    public func registerSigningKey(account: Int64, _ publicKey: String) throws {
+        try database.run("UPDATE accounts SET signing_key = ? WHERE id = ? AND signing_key = ''", [.text(publicKey), .integer(account)])
     }
 
     /// One purge at a time: the write lock.

@@ -34,6 +34,16 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// A key change naming another account than the device's: a replica's
     /// key belongs to the account it was made for.
     case otherAccount
+    /// A write to an encrypted account without a signature.
+    case signatureRequired
+    /// A signature or certificate that does not verify.
+    case badSignature(String)
+    /// Signed with another key than the account's registered signing key.
+    case signingKeyMismatch
+    /// A key change to a key the account was rotated away from.
+    case keyRetired
+    /// A request naming a key to an account whose encryption the operator reset.
+    case encryptionReset
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -47,6 +57,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .methodNotAllowed: return 405
         case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated, .accountMoved, .otherAccount: return 409
         case .clockSkew, .foreignStamp: return 422
+        case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
+        case .keyRetired, .encryptionReset: return 409
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
         case .database, .storeUnusable, .newerSchema: return 500
@@ -72,6 +84,11 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .keyRotated: return .keyRotated
         case .accountMoved: return .accountMoved
         case .otherAccount: return .otherAccount
+        case .signatureRequired: return .signatureRequired
+        case .badSignature: return .badSignature
+        case .signingKeyMismatch: return .signingKeyMismatch
+        case .keyRetired: return .keyRetired
+        case .encryptionReset: return .encryptionReset
         case .unavailable: return .unavailable
         case .database(let error) where error.isBusy: return .busy
         case .database, .storeUnusable, .newerSchema: return .`internal`
@@ -81,7 +98,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unauthorized(let message), .badRequest(let message), .notFound(let message), .methodNotAllowed(let message),
-             .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message):
+             .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message), .badSignature(let message):
             return message
         case .encryptionRequired(let what):
             return "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
@@ -95,6 +112,16 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return "this machine's account key belongs to another account than this device's (nothing was changed): add this account's recovery code with 'brsync key add'"
         case .upgradeRequired:
             return "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
+        case .signatureRequired:
+            return "writes to an end-to-end encrypted account are signed with the account key's signing key: a device token alone only reads"
+        case .signingKeyMismatch:
+            return "this request is signed with another key than the one this server keeps for the account: a device token was used "
+                + "without the key to claim the account, or the server lies. Ask the server's operator to reset the account's encryption"
+        case .keyRetired:
+            return "the account was rotated away from this key: it is never taken again (add the current recovery code with 'brsync key add')"
+        case .encryptionReset:
+            return "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
+                + "encrypts it again ('brsync key init')"
         case .revoked: return "this device's token was revoked"
         case .gap(let expected, let got, _):
             return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"

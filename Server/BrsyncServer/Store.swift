@@ -61,6 +61,11 @@ public enum Store {
         public var accountEncrypted = false
         /// The id of the account key its records are sealed with ("" when not encrypted).
         public var accountKeyID = ""
+        /// The signing public key the account's writes are verified with
+        /// (base64url; "" while none is registered).
+        public var accountSigningKey = ""
+        /// The operator reset the account's encryption (and nobody encrypted it since).
+        public var accountEncryptionReset = false
 
         public init(id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
                     lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String) {
@@ -152,6 +157,25 @@ public enum Store {
         }
     }
 
+    /// What ``StoreTransaction/setEncryption(account:_:)`` sets.
+    public struct Encryption: Sendable, Equatable {
+        /// The account key's id; "" for an account that is not encrypted.
+        public var keyID: String
+        /// The key's signing public key (base64url; "" for none).
+        public var signingKey: String
+        /// Ids of keys the account was rotated away from.
+        public var retiredKeys: [String]
+        /// The operator reset the account's encryption.
+        public var reset: Bool
+
+        public init(keyID: String, signingKey: String, retiredKeys: [String], reset: Bool = false) {
+            self.keyID = keyID
+            self.signingKey = signingKey
+            self.retiredKeys = retiredKeys
+            self.reset = reset
+        }
+    }
+
     /// An account's counters and encryption, read (and locked) by a push,
     /// a relay or a key change.
     public struct AccountCounters: Sendable {
@@ -160,12 +184,27 @@ public enum Store {
         public var encrypted = false
         /// The id of the key its records are sealed with ("" when not encrypted).
         public var keyID = ""
+        /// The signing public key writes are verified with ("" while none is registered).
+        public var signingKey = ""
+        /// The ids of keys the account was rotated away from: never taken again.
+        public var retiredKeys: [String] = []
+        /// The operator reset the account's encryption (and nobody encrypted it since).
+        public var encryptionReset = false
 
-        public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "") {
+        public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "", signingKey: String = "",
+                    retiredKeys: [String] = [], encryptionReset: Bool = false) {
+            self.encryptionReset = encryptionReset
             self.nextSequence = nextSequence
             self.stampHigh = stampHigh
             self.encrypted = encrypted
             self.keyID = keyID
+            self.signingKey = signingKey
+            self.retiredKeys = retiredKeys
+        }
+
+        /// The stored form of ``retiredKeys``: ids separated by spaces.
+        public static func retiredKeys(text: String?) -> [String] {
+            (text ?? "").split(separator: " ").map(String.init).filter(Wire.isKeyID)
         }
     }
 

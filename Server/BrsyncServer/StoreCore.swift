@@ -65,7 +65,8 @@ extension StoreDialect {
     /// refused with what the server has; reused numbers (a copied or restored
     /// replica) are refused as `diverged`. A change whose merged record would
     /// be unusable is rejected alone (reported; its number still counts).
-    public func push(_ request: PushRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
+    public func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
+                     maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
         let now = currentMillis()
         // Each change's stored text, digest and chain (see
         // ``ChangeRecord/chained(after:)``), computed outside the write lock.
@@ -74,7 +75,7 @@ extension StoreDialect {
             // The account is locked first; the epoch is read under the lock,
             // so a new epoch started by another process is seen.
             let epoch = try transaction.lockAccountReadingEpoch(device.accountID)
-            let outcome = try SyncEngine.push(request, from: device, prepared: prepared, epoch: epoch, now: now,
+            let outcome = try SyncEngine.push(request, from: device, authority: authority, prepared: prepared, epoch: epoch, now: now,
                                               maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
             if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
             return (outcome, epoch)
@@ -94,11 +95,12 @@ extension StoreDialect {
     /// Merges whole records a client relays (after a restore): the same merge,
     /// no change numbers, nothing minted. A record with a stamp too far ahead,
     /// or whose merge would be unusable, is rejected alone.
-    public func relay(_ request: RelayRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws
+    public func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
+                      maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
         let now = currentMillis()
         let (applied, rejected) = try writing { transaction in
-            try SyncEngine.relay(request, from: device, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            try SyncEngine.relay(request, from: device, authority: authority, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
         }
         let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
                                     rejected: rejected, account: device.accountUID)
@@ -177,7 +179,9 @@ extension StoreDialect {
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
         PullResponse.write(account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
-                           keyID: device.accountEncrypted ? device.accountKeyID : nil, next: page.next, into: &output) { output in
+                           keyID: device.accountEncrypted ? device.accountKeyID : nil,
+                           signingKey: device.accountSigningKey.isEmpty ? nil : device.accountSigningKey,
+                           encryptionReset: device.accountEncryptionReset, next: page.next, into: &output) { output in
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 ChangeRecord.write(collection: row.collection, key: row.key, sequence: row.sequence, into: &output,
@@ -187,24 +191,44 @@ extension StoreDialect {
         return output
     }
 
-    /// See ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``. The account
-    /// is locked as a push locks it, so no push of the account slips past;
-    /// the dialect then scrubs what the deletion left (see
+    /// See ``SyncStore/encryptAccount(of:_:authority:)``. The account is
+    /// locked as a push locks it, so no push of the account slips past; the
+    /// dialect then scrubs what the deletion left (see
     /// ``StoreDialect/scrubAfterEncrypting()``).
-    public func encryptAccount(of device: Store.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String) {
-        let result = try writing { transaction -> (changed: Bool, keyID: String) in
+    public func encryptAccount(of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority) throws -> EncryptResponse {
+        let result = try writing { transaction -> EncryptResponse in
+            guard try transaction.deviceRevoked(device.id) == false else { throw ServerError.revoked }
             guard let current = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
-            guard try SyncEngine.shouldEncrypt(encrypted: current.encrypted, currentKeyID: current.keyID, keyID: keyID, replacing: oldKeyID,
-                                               seen: seen, nextSequence: current.nextSequence) else {
-                return (false, current.keyID)
+            let signingKey = current.signingKey.isEmpty ? nil : current.signingKey
+            switch try SyncEngine.keyChange(request, authority: authority, account: current, accountUID: device.accountUID) {
+            case .none:
+                return EncryptResponse(changed: false, keyID: current.keyID, signingKey: current.encrypted ? signingKey : nil)
+            case .register(let publicKey):
+                try transaction.registerSigningKey(account: device.accountID, publicKey)
+                return EncryptResponse(changed: false, keyID: current.keyID, signingKey: publicKey)
+            case .change(let encryption):
+                try transaction.setEncryption(account: device.accountID, encryption)
+                return EncryptResponse(changed: true, keyID: encryption.keyID, signingKey: encryption.signingKey)
             }
-            try transaction.encrypt(account: device.accountID, keyID: keyID)
-            return (true, keyID)
         }
         if result.changed { scrubAfterEncrypting() }
         return result
+    }
+
+    public func resetEncryption(account name: String) throws -> Bool {
+        let wasEncrypted = try writing { transaction -> Bool in
+            let id = try Self.account(name, in: transaction)
+            guard let current = try transaction.accountCounters(id) else { throw ServerError.notFound("no account named '\(name)'") }
+            guard current.encrypted else { return false }
+            // The key is retired: the account is encrypted again with a new one.
+            let retired = Array((current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]).suffix(SyncEngine.maxRetiredKeys))
+            try transaction.setEncryption(account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))
+            return true
+        }
+        if wasEncrypted { scrubAfterEncrypting() }
+        return wasEncrypted
     }
 
     /// Deletes tombstones older than `retentionMilliseconds` that every

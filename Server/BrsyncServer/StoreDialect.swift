@@ -46,9 +46,10 @@ public protocol StoreTransaction: SyncWriteTransaction {
     func storedEpochForUpdate() throws -> String
     /// Raises a device's acknowledged cursor (never lowers it) and sets its last-seen time.
     func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws
-    /// Seals the account with `keyID`: the flag and key id set, its records
-    /// and replica streams deleted.
-    func encrypt(account: Int64, keyID: String) throws
+    /// Sets the account's encryption (a key, or none after an operator's
+    /// reset) and deletes its records and replica streams: nothing readable,
+    /// or sealed with another key, stays.
+    func setEncryption(account: Int64, _ encryption: Store.Encryption) throws
     /// Deletes tombstones updated at or before `cutoff` that every active
     /// device of their account has pulled, raising each account's purge
     /// point to the newest one deleted; one purge at a time.
@@ -115,6 +116,9 @@ public protocol SyncWriteTransaction {
                       knownTo: String?, knownAfter: Int64, now: Int64) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
+    /// Keeps `publicKey` as the account's signing key, unless it has one
+    /// (trust on first use, for an account encrypted before signed writes).
+    func registerSigningKey(account: Int64, _ publicKey: String) throws
     /// Records a replica's stream after a push.
     func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
     /// The device's own record of its last push.

@@ -3,7 +3,7 @@ import Storage
 
 /// `brsyncd migrate`: copies an SQLite store into an empty PostgreSQL store,
 /// everything a client's place depends on kept as it was (account ids,
-/// identities and whether they are end-to-end encrypted, device token
+/// identities and end-to-end encryption (key, signing key, retired keys), device token
 /// hashes, change numbers, the replicas' streams, the purge point, the
 /// newest stamps and the epoch), so clients go on from
 /// their cursors without a full re-sync. The old server must be stopped first:
@@ -38,8 +38,9 @@ public enum StoreMigration {
             }
             for row in snapshot.accounts {
                 try connection.run("""
-                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
+                                          signing_key, retired_keys, encryption_reset)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
                     """, row)
             }
             for row in snapshot.devices {
@@ -107,8 +108,9 @@ public enum StoreMigration {
             }
             func flag(_ row: Row, _ column: Int) -> PostgresValue { .bool(row.int64(column).map { $0 != 0 } ?? false) }
             accounts = try database.query("""
-                SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id FROM accounts ORDER BY id
-                """) { row in (0..<9).map { $0 == 7 ? flag(row, $0) : value(row, $0) } }
+                SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
+                       signing_key, retired_keys, encryption_reset FROM accounts ORDER BY id
+                """) { row in (0..<12).map { $0 == 7 || $0 == 11 ? flag(row, $0) : value(row, $0) } }
             devices = try database.query("""
                 SELECT id, account_id, name, token_hash, client_device, revoked, created_at, last_seen, last_device_seq, acknowledged_cursor
                 FROM devices ORDER BY id

@@ -12,11 +12,13 @@ import SyncCore
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
-/// | `POST /v1/account/encrypt` `{"key": ID[, "replaces": OLD][, "seen": SEQ][, "account": A]}` | bearer | `{"encrypted":true,"changed":BOOL,"key":ID}` |
+/// | `POST /v1/account/encrypt` ``EncryptRequest`` | bearer, signed | ``EncryptResponse`` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
-/// Clients send `Brsync-Protocol: 2` (``Wire/protocolHeader``); without it a
+/// Clients send `Brsync-Protocol: 3` (``Wire/protocolHeader``); without it a
 /// request is protocol 1, which an end-to-end encrypted account refuses.
+/// Writes to an encrypted account (push, relay, key changes) are signed
+/// (``WriteSignature``, ``WriteAuthority``); a token alone only reads.
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
     public let store: any SyncStore
@@ -174,17 +176,21 @@ public final class SyncAPI: Sendable {
     /// from another machine's.
     private func encrypt(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticate(request)
-        guard try Self.clientProtocol(request) >= 2 else {
-            throw ServerError.badRequest("encryption needs a client of protocol 2 (\(Wire.protocolHeader): 2)")
-        }
+        let authority = try writeAuthority(request)
         let asked = try read(request, EncryptRequest.init(reading:))
         // The account the asking replica's key belongs to, when it knows it.
         if let account = asked.account, account != device.accountUID { throw ServerError.otherAccount }
-        let (changed, current) = try store.encryptAccount(of: device, keyID: asked.keyID, replacing: asked.replacing, seen: asked.seen)
-        if changed {
+        let answer = try store.encryptAccount(of: device, asked, authority: authority)
+        if answer.changed {
             logger.notice("account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
         }
-        return HTTPResponse.json(200, EncryptResponse(changed: changed, keyID: current).json.jsonText)
+        return HTTPResponse.json(200, answer.json.jsonText)
+    }
+
+    /// What a write request brings to prove it comes from a key holder.
+    private func writeAuthority(_ request: HTTPRequest) throws -> WriteAuthority {
+        try WriteAuthority(clientProtocol: try Self.clientProtocol(request), signatureHeader: request.headers[WriteSignature.header],
+                           token: try bearerToken(request), method: request.method, path: String(request.path), body: request.body)
     }
 
     static let maxJoinBodyBytes = 1024
@@ -216,7 +222,7 @@ public final class SyncAPI: Sendable {
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let relay = try read(request, RelayRequest.init(reading:))
-        let result = try store.relay(relay, from: device, maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
+        let result = try store.relay(relay, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
     }
@@ -225,7 +231,7 @@ public final class SyncAPI: Sendable {
         let device = try authenticateSpeaking(request)
         let push = try read(request, PushRequest.init(reading:))
         let started = Deadline.now()
-        let response = try store.push(push, from: device, maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        let response = try store.push(push, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
         let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds
         metrics.pushed(applied: response.applied)
         var answer = HTTPResponse.json(200, response.json.jsonText)

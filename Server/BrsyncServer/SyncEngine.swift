@@ -46,6 +46,8 @@ enum SyncEngine {
         if account.encrypted {
             if keyID != account.keyID { throw keyID == nil ? ServerError.encryptionRequired("the request names no account key") : ServerError.keyRotated }
         } else if keyID != nil {
+            // A key holder is told the reset, not asked to encrypt again on its own.
+            if account.encryptionReset { throw ServerError.encryptionReset }
             throw ServerError.notEncrypted("the request names an account key")
         }
     }
@@ -62,23 +64,6 @@ enum SyncEngine {
         }
         if Wire.looksSealed(change) { return "it carries end-to-end encryption's fields, and the account is not encrypted" }
         return Wire.deletionFlagProblem(change.state)
-    }
-
-    /// Whether ``SyncStore/encryptAccount(of:keyID:replacing:seen:)`` changes
-    /// the account: encrypting one that is not, or rotating from the key it
-    /// uses.
-    /// A change that would happen is a compare-and-swap: it is refused while
-    /// the account holds records after `seen` (see ``SyncStore/encryptAccount(of:keyID:replacing:seen:)``).
-    static func shouldEncrypt(encrypted: Bool, currentKeyID: String, keyID: String, replacing oldKeyID: String?,
-                              seen: Int64?, nextSequence: Int64) throws -> Bool {
-        if encrypted {
-            guard let oldKeyID else { return false } // encrypted already (with this key, or another: the client compares)
-            if currentKeyID == keyID { return false } // rotated already (a retry)
-            guard currentKeyID == oldKeyID else { throw ServerError.keyRotated }
-        }
-        // A cursor past the account's latest record did not come from this account's pages either.
-        if let seen, seen != nextSequence - 1 { throw ServerError.accountMoved(seen: seen, latest: nextSequence - 1) }
-        return true
     }
 
     /// A client of protocol 1 cannot read an encrypted account: it is told
@@ -130,7 +115,8 @@ enum SyncEngine {
     /// - Parameter prepared: the push's changes as stored text and their
     ///   digests, and the chain through each after the push's base (nil
     ///   without a base), computed before the transaction.
-    static func push(_ request: PushRequest, from device: Store.Device, prepared: PreparedPush, epoch: String, now: Int64,
+    /// - Parameter authority: what the request brings to write (``authorize(_:account:)``).
+    static func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush, epoch: String, now: Int64,
                      maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> PushOutcome {
         guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
         if revoked { throw ServerError.revoked }
@@ -138,6 +124,7 @@ enum SyncEngine {
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
+        if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
@@ -251,12 +238,13 @@ enum SyncEngine {
     /// write transaction: the same merge, no change numbers minted for the
     /// client. A record with a stamp too far ahead, or whose merge would be
     /// unusable, is rejected alone.
-    static func relay(_ request: RelayRequest, from device: Store.Device, now: Int64, maxClockOffsetMilliseconds: Int64,
+    static func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64, maxClockOffsetMilliseconds: Int64,
                       in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange]) {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
+        if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
         var usable: [ChangeRecord] = []
         for record in request.records {
             if let problem = recordProblem(record, account: counters) {

@@ -12,29 +12,39 @@ public protocol SyncStore: AnyObject, Sendable {
 
     func counts() throws -> (records: Int, devices: Int, accounts: Int)
     func authenticate(token: String) throws -> Store.Device
-    func push(_ request: PushRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
-    func relay(_ request: RelayRequest, from device: Store.Device, maxClockOffsetMilliseconds: Int64) throws
+    /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
+    func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
+    func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
                   reconciling: Bool, clientProtocol: Int, clientKeyID: String?, maxBytes: Int) throws -> [UInt8]
-    /// Makes the device's account end-to-end encrypted with the key `keyID`,
-    /// or, with `replacing`, rotates its key from that one, in
-    /// one transaction: the flag and the key id are set and the account's
+    /// Makes the device's account end-to-end encrypted with the request's
+    /// key, or, with `replaces`, rotates its key from that one, in one
+    /// transaction: the key id and its signing key are set and the account's
     /// records and replica streams are deleted (no readable record, or
     /// record sealed with the old key, stays); every device with the key
-    /// sends its records again, sealed.
-    /// - Returns: whether anything changed (false: encrypted already, with
-    ///   this key or another), and the id of the key the account uses now.
-    /// - Parameter seen: the account sequence the asking device has pulled
-    ///   through; a change is refused while the account holds later records
-    ///   (they would be deleted before anyone with the key holds them). Nil
-    ///   skips the check (a device that re-encrypts an account restored from
-    ///   before its switch cannot read it).
+    /// sends its records again, sealed. Who may ask, and what a retry gets:
+    /// ``SyncEngine/keyChange(_:authority:account:accountUID:)``.
+    /// The request's `seen` is the account sequence the asking device has
+    /// pulled through; a change is refused while the account holds later
+    /// records. Without it the check is skipped (a device that re-encrypts
+    /// an account restored from before its switch cannot read it).
+    /// - Returns: whether the account's records were deleted, the key it uses
+    ///   now and its signing key (nil while none is registered).
     /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
     ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
-    ///   when records arrived after `seen`.
-    func encryptAccount(of device: Store.Device, keyID: String, replacing oldKeyID: String?, seen: Int64?) throws -> (changed: Bool, keyID: String)
+    ///   when records arrived after `seen`; the refusals of a signature.
+    func encryptAccount(of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority) throws -> EncryptResponse
+    /// Makes an account not encrypted again, for its operator (a lost key,
+    /// or a signing key registered by someone without the key): its records
+    /// are deleted, and every machine that holds a key stops with a message
+    /// until it encrypts the account again (`brsync key init`) or forgets
+    /// its key. Its key is retired (never taken again: `key init` makes a
+    /// new one), as are the keys it was rotated away from.
+    /// - Returns: whether the account was encrypted.
+    @discardableResult
+    func resetEncryption(account: String) throws -> Bool
     @discardableResult
     func purgeTombstones(retentionMilliseconds: Int64) throws -> Int
     func close()

@@ -7,7 +7,7 @@ import Plumbing
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account", abstract: "Manage accounts (a person and their devices).",
-        subcommands: [Add.self, List.self, Remove.self])
+        subcommands: [Add.self, List.self, Remove.self, ResetEncryption.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an account.")
@@ -36,6 +36,32 @@ struct AccountCommand: ParsableCommand {
         func run() throws {
             try store.open().removeAccount(name)
             print("removed account \(name) with its devices and records")
+        }
+    }
+}
+
+extension AccountCommand {
+    struct ResetEncryption: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-encryption",
+            abstract: "Make an end-to-end encrypted account not encrypted again, deleting its records from the server.",
+            discussion: """
+                For a key every machine lost, or a signing key registered by someone who had a device token but not the key \
+                (its machines then stop with an alarm). Revoke a leaked token first ('brsyncd device revoke'). The machines keep \
+                their rules; each one that holds a key stops until one runs 'brsync key init' (which encrypts the account again \
+                with a new key and sends its records, sealed; the others then add the new recovery code) or 'brsync key forget'. \
+                The old key is never taken again. Deploy/OPERATIONS.md says when to use it.
+                """)
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account's name.") var name: String
+        func run() throws {
+            if try store.open().resetEncryption(account: name) {
+                print("reset the encryption of account \(name): its records were deleted from the server; machines that hold a key "
+                      + "stop until one runs 'brsync key init' (it encrypts the account again with a new key and sends its records; "
+                      + "the others then add its recovery code) or 'brsync key forget'")
+            } else {
+                print("account \(name) is not end-to-end encrypted; nothing was changed")
+            }
         }
     }
 }

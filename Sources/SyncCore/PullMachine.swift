@@ -17,6 +17,10 @@ public struct PullMachine: Sendable {
         /// was restored from before the switch; encrypt it again and send
         /// every record, then start over.
         case encryptAgainAndStartOver
+        /// This replica has a key and the server's operator reset the
+        /// account's encryption: stop, and say what the user can do (a
+        /// machine with a key never syncs readable on the server's word).
+        case encryptionWasReset
         /// The account is encrypted and this replica has no key.
         case needKey
         /// Apply the page.
@@ -48,6 +52,7 @@ public struct PullMachine: Sendable {
         }
         if page.encrypted != hasKey {
             guard hasKey else { return .needKey }
+            if page.encryptionReset { return .encryptionWasReset }
             if let stop = restart("the server keeps its account readable after it was encrypted (", closing: ")") { return stop }
             return .encryptAgainAndStartOver
         }

@@ -24,6 +24,13 @@ public struct PullResponse: Sendable, Equatable {
     public var encrypted = false
     /// The id of the account key the records are sealed with (encrypted accounts).
     public var keyID: String?
+    /// The signing public key the server keeps for the account (encrypted
+    /// accounts, protocol 3; nil until one is registered): a key holder
+    /// compares it with its own and stops on a mismatch.
+    public var signingKey: String?
+    /// The account's encryption was reset by the server's operator (it is not
+    /// encrypted now): a machine holding a key stops and says so.
+    public var encryptionReset = false
 
     public init(changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = "") {
         self.changes = changes
@@ -37,14 +44,15 @@ public struct PullResponse: Sendable, Equatable {
     public static func == (lhs: PullResponse, rhs: PullResponse) -> Bool {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
             && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
+            && lhs.signingKey == rhs.signingKey && lhs.encryptionReset == rhs.encryptionReset
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
     /// The page's JSON text (members in name order).
     public var body: [UInt8] {
         var output: [UInt8] = []
-        Self.write(account: account, clock: clock, epoch: epoch, more: more, reset: reset, keyID: encrypted ? keyID ?? "" : nil, next: next,
-                   into: &output) { output in
+        Self.write(account: account, clock: clock, epoch: epoch, more: more, reset: reset, keyID: encrypted ? keyID ?? "" : nil,
+                   signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, next: next, into: &output) { output in
             for (index, change) in changes.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 change.write(into: &output)
@@ -55,8 +63,12 @@ public struct PullResponse: Sendable, Equatable {
 
     /// Writes a page whose changes `writeChanges` writes (comma-separated
     /// change texts): the server splices in the records as it stores them.
-    /// - Parameter keyID: the account key's id; nil for an account that is not encrypted.
-    public static func write(account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?, next: Int64,
+    /// - Parameters:
+    ///   - keyID: the account key's id; nil for an account that is not encrypted.
+    ///   - signingKey: the account's registered signing public key, if any.
+    ///   - encryptionReset: the operator reset the account's encryption.
+    public static func write(account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
+                             signingKey: String? = nil, encryptionReset: Bool = false, next: Int64,
                              into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void) {
         output += #"{"account":"#.utf8
         JSONValue.writeString(account, into: &output)
@@ -72,6 +84,12 @@ public struct PullResponse: Sendable, Equatable {
         if let keyID {
             output += #","encrypted":true,"key":"#.utf8
             JSONValue.writeString(keyID, into: &output)
+            if let signingKey {
+                output += #","signingKey":"#.utf8
+                JSONValue.writeString(signingKey, into: &output)
+            }
+        } else if encryptionReset {
+            output += #","encryptionReset":true"#.utf8
         }
         output += #","next":"#.utf8
         output += String(next).utf8
@@ -93,5 +111,10 @@ public struct PullResponse: Sendable, Equatable {
         reset = object["reset"]?.boolValue ?? false
         encrypted = object["encrypted"]?.boolValue ?? false
         keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
+        if let text = object["signingKey"]?.stringValue {
+            guard WriteSignature.isPublicKey(text) else { throw .invalid(Wire.Problem("the page's signingKey is not a public key")) }
+            signingKey = text
+        }
+        encryptionReset = object["encryptionReset"]?.boolValue ?? false
     }
 }

@@ -94,6 +94,27 @@ public enum SessionRules {
         return replaced.contains(serverKeyID) ? .moveForward : .rotatedElsewhere
     }
 
+    /// What a key holder does with the signing key the server keeps for the
+    /// account (a pull answer's or a key change's `signingKey`).
+    public enum SigningKeyStep: Sendable, Equatable {
+        /// Its own: go on.
+        case same
+        /// None yet (an account encrypted before signed writes): register
+        /// its own, before anyone else can.
+        case register
+        /// Another key: someone without the account key registered it, or
+        /// the server lies. Stop with an alarm; nothing is sent.
+        case mismatch
+    }
+
+    /// - Parameters:
+    ///   - registered: the server's `signingKey` (nil: none).
+    ///   - own: the signing public key derived from this machine's account key.
+    public static func signingKey(registered: String?, own: String) -> SigningKeyStep {
+        guard let registered else { return .register }
+        return registered == own ? .same : .mismatch
+    }
+
     /// Whether an epoch can be named in a request's query as it is (a
     /// server's epoch is lower-case letters and digits; anything else is
     /// left out, and the server answers with its own).

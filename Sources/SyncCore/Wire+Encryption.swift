@@ -8,10 +8,14 @@ import Model
 /// readable records into an encrypted account.
 extension Wire {
     /// The request header saying which protocol a client speaks. Clients that
-    /// can encrypt send `2`; a request without it is protocol 1.
+    /// can encrypt send `2` or more; a request without it is protocol 1.
     public static let protocolHeader = "Brsync-Protocol"
-    /// The protocol of this build: 2 knows end-to-end encryption.
-    public static let protocolVersion = 2
+    /// The protocol of this build: 2 knows end-to-end encryption; 3 signs
+    /// every write to an encrypted account (``WriteSignature``).
+    public static let protocolVersion = 3
+    /// The first protocol that signs writes: an encrypted account takes
+    /// writes from it only.
+    public static let signedWritesProtocol = 3
 
     /// The field that carries a sealed record's readable key.
     public static let sealedKeyField = "e2e.key"
@@ -53,7 +57,7 @@ extension Wire {
         return isPrefixedBase64URL(text, prefix: "e1.", minimumLength: 3 + 38, maximumLength: .max)
     }
 
-    static func isBase64URL(_ byte: UInt8) -> Bool {
+    public static func isBase64URL(_ byte: UInt8) -> Bool {
         (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
     }
 

@@ -29,6 +29,15 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let keyRotated = Code(rawValue: "key_rotated")
         public static let accountMoved = Code(rawValue: "account_moved")
         public static let otherAccount = Code(rawValue: "other_account")
+        /// A write to an encrypted account without a ``WriteSignature``.
+        public static let signatureRequired = Code(rawValue: "signature_required")
+        /// A signature that does not verify, or a certificate that does not.
+        public static let badSignature = Code(rawValue: "bad_signature")
+        /// Signed with another key than the one the server keeps for the
+        /// account: someone registered another key, or the server lies.
+        public static let signingKeyMismatch = Code(rawValue: "signing_key_mismatch")
+        /// A key change to a key the account was rotated away from.
+        public static let keyRetired = Code(rawValue: "key_retired")
         public static let unavailable = Code(rawValue: "unavailable")
         public static let busy = Code(rawValue: "busy")
         public static let timeout = Code(rawValue: "timeout")
@@ -36,6 +45,10 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         /// Said by the client itself, never by a server: the account is
         /// encrypted and this machine has no key.
         public static let keyNeeded = Code(rawValue: "encrypted")
+        /// The operator reset the account's encryption and this machine
+        /// holds a key (said by the server to a request naming a key, and by
+        /// the client when a page says so).
+        public static let encryptionReset = Code(rawValue: "encryption_reset")
     }
 
     public var code: Code

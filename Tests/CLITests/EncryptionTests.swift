@@ -58,7 +58,7 @@ import TestSupport
         #expect(mode == 0o600)
         #expect(try world.run(laptop, ["key", "show"]).stdout.contains(code))
         let again = try world.run(laptop, ["key", "init"])
-        #expect(again.status == 2 && again.stderr.contains("has an account key already"), "\(again)")
+        #expect(again.status == 2 && again.stderr.contains("with this machine's key already"), "\(again)")
 
         // The desktop, without the key: told what to do, its edit kept.
         let refused = try world.run(desktop, ["sync"])

@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 import HTTP
 import JSON
@@ -28,24 +29,40 @@ import TestSupport
     }
 
     static let firstKey = "00000000000000a1", secondKey = "00000000000000b2"
+    /// The signing keys of the test's account keys (the server sees ids and
+    /// signing keys only; it cannot tell how a client derives them).
+    static let firstSigner = signer(1), secondSigner = signer(2)
 
-    static func encrypt(_ device: TestDevice, key: String = firstKey, replacing: String? = nil) throws -> HTTPResponseParser.ParsedResponse {
-        var body: [String: JSONValue] = ["key": .string(key)]
-        if let replacing { body["replaces"] = .string(replacing) }
-        return try device.client.send(method: "POST", target: "/v1/account/encrypt", headers: device.authorization,
-                                      body: Array(JSONValue.object(body).jsonText.utf8))
+    static func signer(_ seed: UInt8) -> Crypto.SigningKey { Crypto.SigningKey(seed: [UInt8](repeating: seed, count: 32)) }
+    static func publicKey(_ signer: Crypto.SigningKey) -> String { Crypto.base64URL(signer.publicKey) }
+
+    /// A key change as brsync asks for it: signed with the new key, naming its
+    /// signing key, a rotation with the certificates given.
+    static func encrypt(_ device: TestDevice, key: String = firstKey, signer: Crypto.SigningKey = firstSigner, replacing: String? = nil,
+                        certificates: [KeyCertificate] = []) throws -> HTTPResponseParser.ParsedResponse {
+        let request = EncryptRequest(keyID: key, replacing: replacing, publicKey: publicKey(signer), certificates: certificates)
+        return try device.post("/v1/account/encrypt", body: request.body, signedBy: signer)
+    }
+
+    /// A certificate that `account` moves from `from` (signed by `by`) to `to` (signed by `next`).
+    static func certificate(_ account: String, from: String, by old: Crypto.SigningKey, to: String, next: Crypto.SigningKey) -> KeyCertificate {
+        let statement = KeyCertificate.statement(account: account, from: from, to: to, publicKey: publicKey(next))
+        return KeyCertificate(from: from, to: to, publicKey: publicKey(next), signature: Crypto.base64URL(old.sign(statement)))
     }
 
     @Test(arguments: StoreKind.allCases) func anEncryptedAccountTakesSealedRecordsOnlyAndOnlyFromProtocol2(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         let desktop = try fixture.device("alice", "desktop")
-        laptop.protocolVersion = 2
+        laptop.protocolVersion = Wire.protocolVersion
         #expect(try laptop.push([laptop.change("bank.example", ["browser": .string("firefox")])]).status == 200)
 
-        // Protocol 1 cannot ask for encryption; protocol 2 can, once.
+        // Protocols 1 and 2 cannot ask for encryption; protocol 3 can, once.
         let old = try Self.encrypt(desktop)
-        #expect(old.status == 400 && old.text.contains("protocol 2"), "\(old.text)")
+        #expect(old.status == 400 && old.text.contains("protocol 3"), "\(old.text)")
+        desktop.protocolVersion = 2
+        #expect(try Self.encrypt(desktop).status == 400)
+        desktop.protocolVersion = nil
         let first = try Self.encrypt(laptop)
         #expect(first.status == 200 && first.text.contains(#""changed":true"#), "\(first.text)")
         #expect(try Self.encrypt(laptop).text.contains(#""changed":false"#))
@@ -60,11 +77,19 @@ import TestSupport
         #expect(oldPull.status == 409 && oldPull.errorCode == .upgradeRequired && oldPull.text.contains("upgrade brsync"), "\(oldPull.text)")
         let oldPush = try desktop.push([desktop.change("x.example", ["browser": .string("chrome")])])
         #expect(oldPush.status == 409 && oldPush.errorCode == .upgradeRequired)
+        // Protocol 2 reads, but writes nothing: it cannot sign.
+        desktop.protocolVersion = 2
+        desktop.keyID = Self.firstKey
+        #expect(try desktop.pull().status == 200)
+        desktop.nextSequence = 1
+        let unsigned = try desktop.push([Self.sealed(desktop, "zero")])
+        #expect(unsigned.status == 409 && unsigned.errorCode == .upgradeRequired, "\(unsigned.text)")
 
         // A change that is not sealed is rejected by itself, naming why (its
         // number still counts); the sealed one beside it applies.
-        desktop.protocolVersion = 2
-        desktop.keyID = Self.firstKey
+        desktop.protocolVersion = Wire.protocolVersion
+        desktop.signingKey = Self.firstSigner
+        laptop.signingKey = Self.firstSigner
         desktop.nextSequence = 1
         let mixed = try desktop.push([Self.sealed(desktop, "one"), desktop.change("health.example", ["browser": .string("chrome")])])
         #expect(mixed.status == 200, "\(mixed.text)")
@@ -104,7 +129,7 @@ import TestSupport
         // A relay is held to the same rule, record by record.
         let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("firefox")]), Self.sealed(laptop, "relayed-sealed")],
                                  keyID: Self.firstKey)
-        let relayed = try laptop.client.send(method: "POST", target: "/v1/relay", headers: laptop.authorization, body: relay.body())
+        let relayed = try laptop.post("/v1/relay", body: relay.body())
         let relayedAnswer = try PushResponse(json: try #require(relayed.json))
         #expect(relayed.status == 200 && relayedAnswer.rejected.map(\.key) == ["relayed.example"] && relayedAnswer.applied == 1, "\(relayed.text)")
         #expect(try laptop.pullAll().records.count == 3)
@@ -113,7 +138,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func anAccountNotEncryptedRefusesSealedChanges(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = 2
+        laptop.protocolVersion = Wire.protocolVersion
         // A client with a key names it: the whole request is refused, so it learns the account is not encrypted.
         laptop.keyID = Self.firstKey
         let answer = try laptop.push([Self.sealed(laptop, "one")])
@@ -149,26 +174,30 @@ import TestSupport
         let laptop = try fixture.device("alice", "laptop")
         let desktop = try fixture.device("alice", "desktop")
         for device in [laptop, desktop] {
-            device.protocolVersion = 2
+            device.protocolVersion = Wire.protocolVersion
             device.keyID = Self.firstKey
+            device.signingKey = Self.firstSigner
         }
+        let account = try fixture.store.authenticate(token: laptop.token).accountUID
+        let certificate = Self.certificate(account, from: Self.firstKey, by: Self.firstSigner, to: Self.secondKey, next: Self.secondSigner)
         #expect(try Self.encrypt(laptop).status == 200)
         #expect(try laptop.push([Self.sealed(laptop, "one")]).status == 200)
         // Encrypting again with another key changes nothing (the client sees the account's key).
-        let other = try Self.encrypt(desktop, key: Self.secondKey)
+        let other = try Self.encrypt(desktop, key: Self.secondKey, signer: Self.secondSigner)
         #expect(other.status == 200 && other.text.contains(#""changed":false"#) && other.text.contains(Self.firstKey), "\(other.text)")
         // A rotation from a key the account does not use is refused; from its key, it happens once.
-        let stale = try Self.encrypt(desktop, key: "00000000000000c3", replacing: Self.secondKey)
+        let stale = try Self.encrypt(desktop, key: "00000000000000c3", signer: Self.signer(3), replacing: Self.secondKey)
         #expect(stale.status == 409 && stale.errorCode == .keyRotated, "\(stale.text) \(stale.errorCode?.rawValue ?? "nil")")
-        let rotated = try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey)
+        let rotated = try Self.encrypt(laptop, key: Self.secondKey, signer: Self.secondSigner, replacing: Self.firstKey, certificates: [certificate])
         #expect(rotated.status == 200 && rotated.text.contains(#""changed":true"#), "\(rotated.text)")
-        #expect(try Self.encrypt(laptop, key: Self.secondKey, replacing: Self.firstKey).text.contains(#""changed":false"#), "a retry")
+        let retry = try Self.encrypt(laptop, key: Self.secondKey, signer: Self.secondSigner, replacing: Self.firstKey, certificates: [certificate])
+        #expect(retry.status == 200 && retry.text.contains(#""changed":false"#), "a retry: \(retry.text)")
         // The old key: refused for pushes, relays and pulls; nothing of it stays.
         desktop.nextSequence = 1
         let push = try desktop.push([Self.sealed(desktop, "two")])
         #expect(push.status == 409 && push.errorCode == .keyRotated && push.errorMessage.contains("brsync key add"), "\(push.text)")
         let relay = RelayRequest(records: [Self.sealed(desktop, "three")], keyID: Self.firstKey)
-        let relayed = try desktop.client.send(method: "POST", target: "/v1/relay", headers: desktop.authorization, body: relay.body())
+        let relayed = try desktop.post("/v1/relay", body: relay.body())
         #expect(relayed.status == 409 && relayed.errorCode == .keyRotated)
         let pull = try desktop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(Self.firstKey)", headers: desktop.authorization)
         #expect(pull.status == 409 && pull.errorCode == .keyRotated)
@@ -177,11 +206,12 @@ import TestSupport
         desktop.nextSequence = 1
         #expect(try desktop.push([Self.sealed(desktop, "four")]).errorCode == .encryptionRequired)
         let bob = try fixture.device("bob", "phone")
-        bob.protocolVersion = 2
+        bob.protocolVersion = Wire.protocolVersion
         bob.keyID = Self.firstKey
         #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).errorCode == .notEncrypted)
         // The new key is taken.
         laptop.keyID = Self.secondKey
+        laptop.signingKey = Self.secondSigner
         laptop.nextSequence = 1
         laptop.chains = [:]
         #expect(try laptop.push([Self.sealed(laptop, "five")]).status == 200)
@@ -194,7 +224,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func aBadEncryptionRequestChangesNothing(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = 2
+        laptop.protocolVersion = Wire.protocolVersion
         #expect(try laptop.push([laptop.change("kept.example", ["browser": .string("firefox")])]).status == 200)
         for (body, message) in [("", "not JSON"), ("not json", "not JSON"), ("[]", "{\"key\": ID}"), ("{}", "{\"key\": ID}"),
                                 (#"{"key": 5}"#, "{\"key\": ID}"), (#"{"key": "xyz"}"#, "{\"key\": ID}"),
@@ -229,7 +259,7 @@ import TestSupport
     @Test func theSQLiteFileKeepsNoReadableRecordAfterEncryption() throws {
         let fixture = try ServerFixture(.sqlite)
         let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = 2
+        laptop.protocolVersion = Wire.protocolVersion
         let marker = "unmistakable-secret-pattern"
         let changes = (0..<200).map { laptop.change("\(marker)-\($0).example", ["browser": .string("\(marker)-browser-\($0)")]) }
         #expect(try laptop.push(changes).status == 200)

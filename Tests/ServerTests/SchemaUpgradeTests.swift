@@ -61,6 +61,9 @@ import TestSupport
                 ALTER TABLE records_v7 RENAME TO records;
                 CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
                 DROP TABLE enrollments;
+                ALTER TABLE accounts DROP COLUMN signing_key;
+                ALTER TABLE accounts DROP COLUMN retired_keys;
+                ALTER TABLE accounts DROP COLUMN encryption_reset;
                 PRAGMA user_version = 7;
                 """)
             #expect(try database.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == true)
@@ -69,7 +72,7 @@ import TestSupport
         let upgraded = try SQLiteStore(path: path)
         defer { upgraded.close() }
         let check = try Database(path: path)
-        #expect(try check.userVersion == 9)
+        #expect(try check.userVersion == SQLiteStore.migrator.latestVersion)
         #expect(try check.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == false)
         #expect(try check.scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_key', 'records_by_seq')")?.intValue == 2)
         #expect(try check.scalar("PRAGMA integrity_check")?.stringValue == "ok")

@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 import HTTP
 import JSON
@@ -73,6 +74,17 @@ final class TestDevice: @unchecked Sendable {
     var protocolVersion: Int?
     /// The account key its pushes say they are sealed with (end-to-end encryption).
     var keyID: String?
+    /// The key its writes are signed with (``WriteSignature``); nil signs nothing.
+    var signingKey: Crypto.SigningKey?
+
+    /// A POST, signed with ``signingKey`` when it is set.
+    func post(_ target: String, body: [UInt8], signedBy signer: Crypto.SigningKey? = nil) throws -> HTTPResponseParser.ParsedResponse {
+        var headers = authorization
+        if let signer = signer ?? signingKey {
+            headers.add(WriteSignature.header, WriteAuthority.signatureHeader(by: signer, token: token, path: target, body: body))
+        }
+        return try client.send(method: "POST", target: target, headers: headers, body: body)
+    }
 
     var authorization: HTTPHeaders {
         var headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
@@ -103,7 +115,7 @@ final class TestDevice: @unchecked Sendable {
         }
         let request = PushRequest(device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
                                   base: from == 1 ? nil : base, keyID: keyID)
-        return try client.send(method: "POST", target: "/v1/push", headers: authorization, body: request.body())
+        return try post("/v1/push", body: request.body())
     }
 
     func pull(since: Int64 = 0, limit: Int? = nil) throws -> HTTPResponseParser.ParsedResponse {

@@ -55,7 +55,7 @@ extension Run {
             let client = try self.client(machine, direct: true)
             _ = try? client.sync()
             acknowledge(machine)
-            _ = try? client.encryptAccount(keyID: key.id, replacing: current.id, seen: machine.replica.syncState().pullCursor)
+            _ = try? client.rotateAccount(to: key, seen: machine.replica.syncState().pullCursor)
             if serverKey() == key { newestKey = key }
             note("rotations killed after the server took them")
         default:

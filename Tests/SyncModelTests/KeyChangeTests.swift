@@ -89,7 +89,10 @@ import TestSupport
         // Behind the account, or past it (a number no page of this account gave): refused alike.
         for claimed in [seen, 1_000_000] {
             #expect(throws: ServerError.self) {
-                try world.store.encryptAccount(of: device, keyID: AccountKey.generate().id, replacing: nil, seen: claimed)
+                let key = AccountKey.generate()
+                let request = EncryptRequest(keyID: key.id, seen: claimed, publicKey: key.signingPublicKey)
+                try world.store.encryptAccount(of: device, request, authority: try .signed(by: key.signingKey(), token: a.token,
+                                                                                           path: "/v1/account/encrypt", body: request.body))
             }
         }
         #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
@@ -97,7 +100,7 @@ import TestSupport
         // Through the API: 409 account_moved, and the key is not kept pending.
         let client = try world.client(a)
         do {
-            try client.encryptAccount(keyID: AccountKey.generate().id, seen: seen)
+            try client.encryptAccount(with: AccountKey.generate(), seen: seen)
             Issue.record("a key change from a machine that had not pulled everything was taken")
         } catch SyncError.refused(let code, _) {
             #expect(code == .accountMoved)
@@ -210,7 +213,7 @@ import TestSupport
         // The killed rotation: the new key pending, the server took it, nothing more.
         let k1 = AccountKey.generate()
         try AccountKeyFile.write(k1, home: a.replica.home, pending: true)
-        try world.client(a).encryptAccount(keyID: k1.id, replacing: k0.id, seen: a.replica.syncState().pullCursor)
+        try world.client(a).rotateAccount(to: k1, seen: a.replica.syncState().pullCursor)
         let backup = try world.backupServer()
         // The next sync settles it (as `brsync sync` does first).
         #expect(try AccountKeyFile.settle(home: a.replica.home) { try world.client(a).accountKeyID() } == true)
@@ -246,7 +249,7 @@ import TestSupport
         let backup = try world.backupServer()
         let k1 = AccountKey.generate()
         try AccountKeyFile.write(k1, home: a.replica.home, pending: true)
-        try world.client(a).encryptAccount(keyID: k1.id, replacing: k0.id, seen: a.replica.syncState().pullCursor)
+        try world.client(a).rotateAccount(to: k1, seen: a.replica.syncState().pullCursor)
         try Self.rule(b, "b-rule.com")
         try Self.addKey(world, b, k1) // its code was shown
         try world.restoreServer(backup)
