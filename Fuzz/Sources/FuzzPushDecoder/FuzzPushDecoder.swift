@@ -2,8 +2,9 @@ import JSON
 import Model
 import SyncCore
 
-/// Reads the input as a push, a relay, a pull page, an encrypt request, a
-/// join request and a stored record, the
+/// Reads the input as a push, a relay, a pull page, an encrypt request (and
+/// its answer), a join request, a stored record, a `Brsync-Signature` header
+/// and a kept key certificate, the
 /// way the server and the client read them. The readers skip the JSON tree,
 /// so they must agree with it on what JSON is: text the tree parser refuses
 /// is refused as not JSON, and text it reads is never called not JSON.
@@ -40,6 +41,20 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let asked = agrees(EncryptRequest.init(reading:), "encrypt request") {
         let again = try? asked.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try EncryptRequest(reading: bytes) }
         precondition(again == asked, "an encrypt request changed in a round trip")
+    }
+    if let json = try? JSONValue.parse(utf8: bytes), let answer = try? EncryptResponse(json: json) {
+        precondition(answer.signingKey.map(WriteSignature.isPublicKey) ?? true, "an encrypt answer took a signing key that is not a public key")
+        precondition((try? EncryptResponse(json: answer.json)) == answer, "an encrypt answer changed in a round trip")
+    }
+    if let text = String(validUTF8: bytes) {
+        if let signature = WriteSignature(headerValue: text) {
+            precondition(WriteSignature.isPublicKey(signature.publicKey) && WriteSignature.isSignature(signature.signature))
+            precondition(WriteSignature(headerValue: signature.headerValue) == signature, "a signature header changed in a round trip")
+        }
+        if let certificate = KeyCertificate(text: text) {
+            precondition(KeyCertificate(text: certificate.text) == certificate, "a key certificate changed in a round trip")
+            precondition((try? KeyCertificate(json: certificate.json)) == certificate)
+        }
     }
     if let joining = agrees(JoinRequest.init(reading:), "join request") {
         precondition(JoinRequest.isWellFormed(joining.token), "a join request took a token not of a device token's form")

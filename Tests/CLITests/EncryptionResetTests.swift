@@ -1,0 +1,72 @@
+import Foundation
+import SyncClient
+import Testing
+import TestSupport
+
+/// The operator's reset of an account's end-to-end encryption, with the real
+/// binaries: every machine holding the key stops with what to do, `key init`
+/// encrypts the account again with a new key, `key forget` syncs readable,
+/// and no rule is lost.
+@Suite(.serialized) struct EncryptionResetTests {
+    func brsyncd(_ world: CLIWorld, _ arguments: [String]) throws -> ProcessResult {
+        try ProcessRunner.run(world.brsyncd, arguments + world.storeArguments, environment: world.storeEnvironment)
+    }
+
+    @Test func aResetAccountIsEncryptedAgainOrForgottenWithoutLosingARule() throws {
+        let world = try CLIWorld()
+        let (laptop, desktop) = (try world.replica("laptop"), try world.replica("desktop"))
+        for (home, site) in [(laptop, "laptop-site.example"), (desktop, "desktop-site.example")] {
+            try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "true %u"])
+            try world.mustRun(home, ["rules", "add", site, "firefox"])
+        }
+        let initialised = try world.run(laptop, ["key", "init"])
+        let code = try #require(EncryptionTests.recoveryCode(initialised.stdout), "\(initialised)")
+        let added = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        #expect(added.status == 0, "\(added)")
+        // Forgetting a key the server still uses is refused.
+        let early = try world.run(desktop, ["key", "forget"])
+        #expect(early.status == 5 && early.stderr.contains("--force"), "\(early)")
+
+        let reset = try brsyncd(world, ["account", "reset-encryption", "alice"])
+        #expect(reset.status == 0 && reset.stdout.contains("reset the encryption of account alice"), "\(reset)")
+        // Each machine with the key stops, and stays stopped, saying what to do.
+        for home in [laptop, desktop, laptop] {
+            let stopped = try world.run(home, ["sync"])
+            #expect(stopped.status == 5 && stopped.stderr.contains("reset this account's end-to-end encryption")
+                    && stopped.stderr.contains("brsync key init"), "\(stopped)")
+        }
+        // `key init` on the laptop: a new key, its records sealed on the server.
+        let again = try world.run(laptop, ["key", "init"])
+        let newCode = try #require(EncryptionTests.recoveryCode(again.stdout), "\(again)")
+        #expect(again.status == 0 && newCode != code && again.stderr.contains("encrypted again"), "\(again)")
+        // The desktop needs the new code; with it, it sends what it holds.
+        let rotated = try world.run(desktop, ["sync"])
+        #expect(rotated.status == 5 && rotated.stderr.contains("brsync key add"), "\(rotated)")
+        let readded = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
+        #expect(readded.status == 0, "\(readded)")
+        try world.mustRun(laptop, ["sync"])
+        for home in [laptop, desktop] {
+            let rules = try world.run(home, ["rules", "list"]).stdout
+            #expect(rules.contains("laptop-site.example") && rules.contains("desktop-site.example"), "\(home): \(rules)")
+        }
+
+        // Reset again; the desktop forgets its key instead and syncs readable.
+        #expect(try brsyncd(world, ["account", "reset-encryption", "alice"]).status == 0)
+        let forgot = try world.run(desktop, ["key", "forget"])
+        #expect(forgot.status == 0 && forgot.stderr.contains("account-key.forgotten"), "\(forgot)")
+        #expect(FileManager.default.fileExists(atPath: desktop + "/account-key.forgotten"))
+        #expect(!FileManager.default.fileExists(atPath: desktop + "/account-key"))
+        let fresh = try world.replica("fresh")
+        try world.mustRun(fresh, ["sync"])
+        let rules = try world.run(fresh, ["rules", "list"]).stdout
+        #expect(rules.contains("laptop-site.example") && rules.contains("desktop-site.example"), "\(rules)")
+        // The laptop, still holding a key, is still stopped (it never syncs readable on the server's word).
+        #expect(try world.run(laptop, ["sync"]).status == 5)
+
+        // The operator's command on an account that is not encrypted, and on none.
+        let plain = try brsyncd(world, ["account", "reset-encryption", "alice"])
+        #expect(plain.status == 0 && plain.stdout.contains("not end-to-end encrypted; nothing was changed"), "\(plain)")
+        let missing = try brsyncd(world, ["account", "reset-encryption", "nobody"])
+        #expect(missing.status != 0 && missing.stderr.contains("no account named 'nobody'"), "\(missing)")
+    }
+}
