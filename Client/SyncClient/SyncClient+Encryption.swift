@@ -39,7 +39,12 @@ extension SyncClient {
         switch SessionRules.signingKey(registered: registered, own: signingPublicKey) {
         case .same: return
         case .mismatch: throw Self.signingKeyAlarm
-        case .register: try encryptAccount(with: accountKey)
+        case .register:
+            // Once per client: a server that keeps none after it was asked (an
+            // older brsyncd) is not asked on every page.
+            guard !askedToRegister else { return }
+            askedToRegister = true
+            try encryptAccount(with: accountKey)
         }
     }
 
@@ -276,7 +281,7 @@ extension SyncClient {
             let opened = Self.open(sealed, with: RecordCipher(key))
             guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         }
-        if let registered = account.signingKey, registered != key.signingPublicKey { throw Self.signingKeyAlarm }
+        if let registered = account.signingKey, !registered.isEmpty, registered != key.signingPublicKey { throw Self.signingKeyAlarm }
     }
 
     /// How many of the account's first records ``checkKey(_:)`` tries.

@@ -122,6 +122,8 @@ extension SyncClient {
             target += "&device=\(replica.deviceID)&pushed=\(pushedThrough)&digest=\(digest)"
         }
         if let keyID { target += "&key=\(keyID)" }
+        // The server names its signing key in the answer only when it is not this one.
+        if let signingPublicKey { target += "&signer=\(signingPublicKey)" }
         if let epoch, SessionRules.isPlainEpoch(epoch) { target += "&epoch=\(epoch)" }
         return target
     }

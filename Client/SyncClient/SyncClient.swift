@@ -135,6 +135,8 @@ public final class SyncClient {
     let lock: SyncLock
     /// Records pulled so far by this client (for progress).
     var pulledSoFar = 0
+    /// Whether this client asked the server to register its signing key.
+    var askedToRegister = false
 
     private func syncLocked() throws -> Summary {
         var refusal: (any Error)?

@@ -86,8 +86,8 @@ struct JoinCommand: ParsableCommand {
             // The user says the account is encrypted; the server says it is
             // not. Joining anyway would send every rule made here readable.
             throw CLIFailure(message: "a recovery code was given, but the server says this account is not end-to-end encrypted: "
-                             + "nothing was saved, and nothing will be sent readable. If the account was encrypted, the server is not "
-                             + "the one it was, or was set back; ask its operator. If it never was, join without --recovery-file, "
+                             + "nothing was saved, and nothing will be sent readable. If the account was encrypted, its operator may have "
+                             + "reset its encryption, or the server is not the one it was, or was set back; ask its operator. If it never was, join without --recovery-file, "
                              + "then encrypt it with 'brsync key init'", code: ExitStatus.refused)
         }
         if encrypted {

@@ -124,8 +124,11 @@ extension StoreDialect {
     ///     an encrypted account is refused to protocol 1.
     ///   - clientKeyID: the account key the client syncs with; a key the
     ///     account no longer uses is refused (`key_rotated`).
+    ///   - clientSigningKey: the signing key the client derives from it
+    ///     (the answer names the account's only when it is another).
     public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil, clientEpoch: String? = nil,
                          reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
+                         clientSigningKey: String? = nil,
                          maxBytes: Int = Store.defaultPageBytes) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         // The stream is read only for a replica that can prove its latest push.
@@ -141,7 +144,7 @@ extension StoreDialect {
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached || page.epoch != snapshot.epoch { epochCache.set(page.epoch) }
-        return Self.pullJSON(page, device: device, clock: clockStamp())
+        return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 
     /// The device's bookkeeping after a page; starts a new epoch on a rollback.
@@ -175,12 +178,14 @@ extension StoreDialect {
     /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
     /// fields and versions spliced in as stored (they are kept in the wire's
     /// form), so serving a page parses nothing.
-    static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clock: HLCTimestamp) -> [UInt8] {
+    /// - Parameter clientSigningKey: the signing key the client named: the
+    ///   account's is left out when it is that one.
+    static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clientSigningKey: String?, clock: HLCTimestamp) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
         PullResponse.write(account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
                            keyID: device.accountEncrypted ? device.accountKeyID : nil,
-                           signingKey: device.accountSigningKey.isEmpty ? nil : device.accountSigningKey,
+                           signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
                            encryptionReset: device.accountEncryptionReset, next: page.next, into: &output) { output in
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }

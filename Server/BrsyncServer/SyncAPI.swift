@@ -11,7 +11,7 @@ import SyncCore
 /// |---|---|---|
 /// | `POST /v1/push` | bearer | ``PushResponse`` |
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
-/// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1]` | bearer | ``PullResponse`` |
+/// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1][&key=K&signer=PK]` | bearer | ``PullResponse`` |
 /// | `POST /v1/account/encrypt` ``EncryptRequest`` | bearer, signed | ``EncryptResponse`` |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
@@ -272,6 +272,14 @@ public final class SyncAPI: Sendable {
             }
             clientKeyID = text
         }
+        var clientSigningKey: String?
+        if let text = query["signer"] {
+            guard WriteSignature.isPublicKey(text) else {
+                _ = try store.authenticate(token: token)
+                throw ServerError.badRequest("signer must be a signing public key (43 characters of base64url)")
+            }
+            clientSigningKey = text
+        }
         var replica: Store.PullingReplica?
         if let clientDevice = query["device"] {
             guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
@@ -283,6 +291,7 @@ public final class SyncAPI: Sendable {
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
                                       reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID,
+                                      clientSigningKey: clientSigningKey,
                                       maxBytes: configuration.maxPageBytes)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)

@@ -18,7 +18,7 @@ public protocol SyncStore: AnyObject, Sendable {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
     func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?, maxBytes: Int) throws -> [UInt8]
+                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int) throws -> [UInt8]
     /// Makes the device's account end-to-end encrypted with the request's
     /// key, or, with `replaces`, rotates its key from that one, in one
     /// transaction: the key id and its signing key are set and the account's

@@ -25,8 +25,9 @@ public struct PullResponse: Sendable, Equatable {
     /// The id of the account key the records are sealed with (encrypted accounts).
     public var keyID: String?
     /// The signing public key the server keeps for the account (encrypted
-    /// accounts, protocol 3; nil until one is registered): a key holder
-    /// compares it with its own and stops on a mismatch.
+    /// accounts, protocol 3): "" when it keeps none; left out when the
+    /// client named it (`signer=`), so a no-change pull stays small. A key
+    /// holder compares it with its own and stops on a mismatch.
     public var signingKey: String?
     /// The account's encryption was reset by the server's operator (it is not
     /// encrypted now): a machine holding a key stops and says so.
@@ -65,7 +66,8 @@ public struct PullResponse: Sendable, Equatable {
     /// change texts): the server splices in the records as it stores them.
     /// - Parameters:
     ///   - keyID: the account key's id; nil for an account that is not encrypted.
-    ///   - signingKey: the account's registered signing public key, if any.
+    ///   - signingKey: the account's registered signing public key ("" for
+    ///     none), or nil to leave it out.
     ///   - encryptionReset: the operator reset the account's encryption.
     public static func write(account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
                              signingKey: String? = nil, encryptionReset: Bool = false, next: Int64,
@@ -112,7 +114,7 @@ public struct PullResponse: Sendable, Equatable {
         encrypted = object["encrypted"]?.boolValue ?? false
         keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
         if let text = object["signingKey"]?.stringValue {
-            guard WriteSignature.isPublicKey(text) else { throw .invalid(Wire.Problem("the page's signingKey is not a public key")) }
+            guard text.isEmpty || WriteSignature.isPublicKey(text) else { throw .invalid(Wire.Problem("the page's signingKey is not a public key")) }
             signingKey = text
         }
         encryptionReset = object["encryptionReset"]?.boolValue ?? false

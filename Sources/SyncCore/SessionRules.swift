@@ -108,10 +108,13 @@ public enum SessionRules {
     }
 
     /// - Parameters:
-    ///   - registered: the server's `signingKey` (nil: none).
+    ///   - registered: a pull answer's `signingKey` to a client that named
+    ///     its own (`signer=`): nil when the server keeps that one, "" when
+    ///     it keeps none, else the one it keeps.
     ///   - own: the signing public key derived from this machine's account key.
     public static func signingKey(registered: String?, own: String) -> SigningKeyStep {
-        guard let registered else { return .register }
+        guard let registered else { return .same }
+        if registered.isEmpty { return .register }
         return registered == own ? .same : .mismatch
     }
 

@@ -122,6 +122,21 @@ import TestSupport
         #expect(Self.same(state), "\(state)")
     }
 
+    /// A pull names the signing key the server keeps unless the client named
+    /// that one (`signer=`): a no-change pull stays small, a mismatch is said.
+    @Test func aPullNamesTheSigningKeyOnlyWhenItIsNotTheClients() throws {
+        let account = try Account(.sqlite)
+        func page(_ signer: String) throws -> PullResponse {
+            let target = "/v1/pull?since=0&key=\(Keys.firstKey)&signer=\(signer)"
+            let answer = try account.holder.client.send(method: "GET", target: target, headers: account.holder.authorization)
+            return try Wire.read(answer.text, PullResponse.init(reading:))
+        }
+        #expect(try page(Keys.publicKey(Keys.firstSigner)).signingKey == nil)
+        #expect(try page(Keys.publicKey(account.attackerKey)).signingKey == Keys.publicKey(Keys.firstSigner))
+        let bad = try account.holder.client.send(method: "GET", target: "/v1/pull?since=0&signer=short", headers: account.holder.authorization)
+        #expect(bad.status == 400 && bad.errorMessage.contains("signer"), "\(bad.text)")
+    }
+
     /// After a genuine rotation, neither a token nor a machine that kept the
     /// old key (a revoked laptop) can roll it back: the old key is retired.
     @Test(arguments: StoreKind.allCases) func aRotationCannotBeRolledBack(_ kind: StoreKind) throws {
@@ -150,7 +165,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func anAccountEncryptedBeforeSignedWritesTakesTheFirstSigningKey(_ kind: StoreKind) throws {
         let account = try Account(kind)
         try Self.forgetSigningKey(account.fixture.store, account: "alice")
-        #expect(try account.state().signingKey == nil)
+        #expect(try account.state().signingKey == "", "none registered")
         // The attacker registers its own: it is named in every answer, for the key holders to catch.
         #expect(try account.attacker.push([Keys.sealed(account.attacker, "first-use")]).status == 200)
         #expect(try account.state().signingKey == Keys.publicKey(account.attackerKey))

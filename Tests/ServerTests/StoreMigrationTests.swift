@@ -49,7 +49,7 @@ import TestSupport
         for since in [Int64(0), 7, 21] {
             let before = try Wire.read(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self), PullResponse.init(reading:))
             let after = try Wire.read(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
-                                                                             reconciling: false, clientProtocol: 2, clientKeyID: nil, maxBytes: 1 << 20), as: UTF8.self),
+                                                                             reconciling: false, clientProtocol: 2, clientKeyID: nil, clientSigningKey: nil, maxBytes: 1 << 20), as: UTF8.self),
                                       PullResponse.init(reading:))
             #expect(before.changes == after.changes && before.next == after.next && before.epoch == after.epoch)
         }

@@ -309,7 +309,7 @@ extension StoredRecordTests {
         let stored = try fixture.store.records(account: "alice")
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
             let text = try fixture.store.pullText(token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
-                                                  reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, maxBytes: 1 << 20)
+                                                  reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil, maxBytes: 1 << 20)
             let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
             let expected = Array(stored.filter { $0.sequence > since }.prefix(limit))
             #expect(page.changes == expected)

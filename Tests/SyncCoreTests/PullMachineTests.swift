@@ -3,10 +3,11 @@ import Testing
 
 /// The pull's decisions before a page is applied, from tables.
 @Suite struct PullMachineTests {
-    static func page(reset: Bool = false, encrypted: Bool = false) -> PullResponse {
+    static func page(reset: Bool = false, encrypted: Bool = false, encryptionReset: Bool = false) -> PullResponse {
         var page = PullResponse(changes: [], next: 5, more: false, epoch: "e", clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"))
         page.reset = reset
         page.encrypted = encrypted
+        page.encryptionReset = encryptionReset
         return page
     }
 
@@ -25,6 +26,10 @@ import Testing
         (page(reset: true), false, false, false, 0, .reconcile(fullResync: false)),
         // A readable account for a replica with a key: restored from before the switch.
         (page(), false, false, true, 9, .encryptAgainAndStartOver),
+        // ...unless the operator reset its encryption: stop, never readable on the server's word.
+        (page(encryptionReset: true), false, false, true, 9, .encryptionWasReset),
+        // A replica without a key syncs a reset account readable.
+        (page(encryptionReset: true), false, false, false, 9, .apply),
         // An encrypted account for a replica without one.
         (page(encrypted: true), false, false, false, 9, .needKey),
     ]

@@ -55,6 +55,14 @@ import Testing
         #expect(SessionRules.serverKey("k1", keyID: "k2", replaced: []) == .rotatedElsewhere)
     }
 
+    /// A pull answer's `signingKey` to a client that named its own.
+    @Test func theServersSigningKeyIsOursNoneOrAnothers() {
+        #expect(SessionRules.signingKey(registered: nil, own: "pk") == .same) // left out: the one named
+        #expect(SessionRules.signingKey(registered: "pk", own: "pk") == .same)
+        #expect(SessionRules.signingKey(registered: "", own: "pk") == .register)
+        #expect(SessionRules.signingKey(registered: "other", own: "pk") == .mismatch)
+    }
+
     @Test func onlyPlainEpochsGoIntoAQuery() {
         #expect(SessionRules.isPlainEpoch("0f9a"))
         #expect(!SessionRules.isPlainEpoch("0F9A"))
