@@ -107,7 +107,9 @@ extension SyncClient {
         try replica.clearEncryptionReset()
     }
 
-    static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
+    static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' "
+        + "(this machine's edits are kept and go up then). If no machine of yours rotated it or encrypted it again, someone with a "
+        + "device token did: revoke that token and ask the server's operator to reset the account's encryption"
 
     static let cannotMoveForwardMessage = "the server was restored from before a rotation of the account key, and this machine can "
         + "prove the rotation neither with the old key nor with a certificate of it: a machine that holds the key the server uses, "
@@ -159,16 +161,23 @@ extension SyncClient {
     /// Pulls every record of the account sealed with `key` (an older key of
     /// this machine, the one a restored server uses) and merges it here.
     /// - Returns: the cursor after the last page (the account's latest sequence).
-    func takeInEverything(sealedWith key: AccountKey) throws -> Int64 {
-        let cipher = RecordCipher(key)
+    /// With no key, the account must be readable (after the operator reset
+    /// its encryption: what machines without a key sent since is kept
+    /// before the account is encrypted again).
+    func takeInEverything(sealedWith key: AccountKey?) throws -> Int64 {
+        let cipher = key.map(RecordCipher.init)
         var cursor: Int64 = 0
         while true {
-            let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1&key=\(key.id)")
+            let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1" + (key.map { "&key=\($0.id)" } ?? ""))
+            if cipher == nil, page.encrypted {
+                throw SyncError.refused(code: .keyNeeded, message: "this account was encrypted again meanwhile (nothing was changed): "
+                                        + "add its recovery code with 'brsync key add'")
+            }
             if !page.account.isEmpty, let owner = try replica.keyAccount(),
                SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
                 throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
             }
-            let opened = Self.open(page.changes, with: cipher)
+            let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems
             summary.applied += try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.pulled += page.changes.count
@@ -209,11 +218,15 @@ extension SyncClient {
     ///   holds later records.
     /// - Throws: the alarm (`signing_key_mismatch`) when the server keeps
     ///   another signing key for `key`.
+    /// - Parameter onPurpose: the user asked for the change (`brsync key
+    ///   init` or `rotate`): an account whose encryption the operator reset
+    ///   is encrypted again only then.
     @discardableResult
     public func encryptAccount(with key: AccountKey, replacing: String? = nil, seen: Int64? = nil,
-                               certificates: [KeyCertificate] = []) throws -> (changed: Bool, key: String) {
+                               certificates: [KeyCertificate] = [], onPurpose: Bool = false) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
         var request = EncryptRequest(keyID: key.id, replacing: replacing, seen: seen, publicKey: key.signingPublicKey, certificates: certificates)
+        request.afterReset = onPurpose
         // The server refuses a change to another account than the one this key belongs to.
         if cipher != nil { request.account = try replica.keyAccount() }
         let answer = try send(method: "POST", target: "/v1/account/encrypt", body: request.body, signedBy: key.signingKey())
@@ -231,11 +244,11 @@ extension SyncClient {
     @discardableResult
     public func rotateAccount(to next: AccountKey, seen: Int64?) throws -> (changed: Bool, key: String, certificate: KeyCertificate?) {
         guard let accountKey else {
-            let answer = try encryptAccount(with: next, seen: seen)
+            let answer = try encryptAccount(with: next, seen: seen, onPurpose: true)
             return (answer.changed, answer.key, nil)
         }
         let certificate = accountKey.certify(next, account: try replica.keyAccount() ?? "")
-        let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate])
+        let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate], onPurpose: true)
         return (answer.changed, answer.key, certificate)
     }
 

@@ -49,12 +49,20 @@ extension SyncClient {
             try locked {
                 while true {
                     change.attempts += 1
-                    if !afterReset { change.before = try sync() }
-                    let seen = afterReset ? nil : try replica.syncState().pullCursor
+                    // After a reset, what machines without a key sent since is
+                    // pulled (readable); nothing goes up readable from here.
+                    let seen: Int64
+                    if afterReset {
+                        seen = try takeInEverything(sealedWith: nil)
+                        change.before = summary
+                    } else {
+                        change.before = try sync()
+                        seen = try replica.syncState().pullCursor
+                    }
                     do {
                         let answer: (changed: Bool, key: String, certificate: KeyCertificate?)
                         if afterReset {
-                            let encrypted = try encryptAccount(with: key)
+                            let encrypted = try encryptAccount(with: key, seen: seen, onPurpose: true)
                             answer = (encrypted.changed, encrypted.key, nil)
                         } else {
                             answer = try rotateAccount(to: key, seen: seen)

@@ -54,7 +54,8 @@ struct KeyCommand: ParsableCommand {
             guard let key = try AccountKeyFile.read(home: replica.home) else {
                 throw CLIFailure(message: "this machine has no account key; nothing to forget")
             }
-            if !force, let current = try makeClient(replica, key: nil).accountKeyID() {
+            let current = try makeClient(replica, key: nil).accountKeyID()
+            if !force, let current {
                 throw CLIFailure(message: "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
                                  + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)", code: ExitStatus.refused)
             }
@@ -64,6 +65,11 @@ struct KeyCommand: ParsableCommand {
             }
             AccountKeyFile.remove(home: replica.home, pending: true)
             try replica.endEncryptedSync()
+            guard current == nil else {
+                writeToStandardError("account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "
+                                     + "this machine syncs again once its recovery code is added ('brsync key add'); its edits are kept\n")
+                return
+            }
             writeToStandardError("account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n")
             try transfer(global, options, "sync") { try $0.sync() }
         }

@@ -71,7 +71,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
         if summary.encryptionStarted {
-            parts.append("switched to \(rotated ? "the new account key" : "end-to-end encryption"): \(summary.relayed) record(s) sent sealed")
+            parts.append("\(rotated ? "switched to the new account key" : "syncing sealed with the account key from now on"): \(summary.relayed) record(s) sent sealed")
         } else if summary.movedForward {
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {

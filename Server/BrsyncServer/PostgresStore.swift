@@ -25,7 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
-    static let schemaVersion = 4
+    static let schemaVersion = 5
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -140,6 +140,10 @@ public final class PostgresStore: StoreDialect {
                 ALTER TABLE accounts ADD COLUMN retired_keys text NOT NULL DEFAULT '';
                 ALTER TABLE accounts ADD COLUMN encryption_reset boolean NOT NULL DEFAULT false;
                 """)
+        }
+        if version < 5 {
+            // Timelines per account (see SQLiteStore's version 11).
+            try connection.execute("ALTER TABLE accounts ADD COLUMN epoch text NOT NULL DEFAULT ''")
         }
         if version < schemaVersion {
             try connection.run("""

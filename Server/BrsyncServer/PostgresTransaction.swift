@@ -59,10 +59,10 @@ public final class PostgresTransaction: StoreTransaction {
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset FROM accounts WHERE id = $1 FOR UPDATE",
+        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch FROM accounts WHERE id = $1 FOR UPDATE",
                                   [.integer(account)]) {
             Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false)
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "")
         }
     }
 
@@ -172,6 +172,14 @@ public final class PostgresTransaction: StoreTransaction {
         return fresh
     }
 
+    /// The account's row is locked already (``accountCounters(_:)``).
+    public func startNewAccountEpoch(_ account: Int64) throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try connection.run("UPDATE accounts SET epoch = $1 WHERE id = $2", [.text(fresh), .integer(account)])
+        try connection.run("UPDATE devices SET acknowledged_cursor = 0 WHERE account_id = $1", [.integer(account)])
+        return fresh
+    }
+
     /// Locks the account's row, then reads the epoch: pushes of the account
     /// queue on the lock, and each sees the epoch as it is when it holds it.
     public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
@@ -217,12 +225,12 @@ public final class PostgresTransaction: StoreTransaction {
             """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)), .integer(Int64(maxBytes))]
         ) { row -> Row in
             var record: Store.PulledRow?
-            if let sequence = row.int64(19) {
-                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(20)), key: row.string(21) ?? "", fields: row.string(22) ?? "{}",
-                                         versions: row.string(23) ?? "{}", knownTo: row.string(24), knownAfter: row.int64(25) ?? 0)
+            if let sequence = row.int64(20) {
+                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(21)), key: row.string(22) ?? "", fields: row.string(23) ?? "{}",
+                                         versions: row.string(24) ?? "{}", knownTo: row.string(25), knownAfter: row.int64(26) ?? 0)
             }
-            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(16) ?? "",
-                       stream: row.int64(17).map { (last: $0, digest: row.string(18) ?? "") }, record: record, scanned: row.int64(26) ?? 0)
+            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(17) ?? "",
+                       stream: row.int64(18).map { (last: $0, digest: row.string(19) ?? "") }, record: record, scanned: row.int64(27) ?? 0)
         }
         guard let first = rows.first else { return nil }
         let records = rows.compactMap(\.record)
@@ -232,12 +240,12 @@ public final class PostgresTransaction: StoreTransaction {
         return snapshot
     }
 
-    /// The device columns (0 to 15: the device, the account's identity, the
+    /// The device columns (0 to 16: the device, the account's identity, the
     /// token hash, the account's counters and encryption) that
     /// ``authenticatedDevice(_:)`` reads, for a query that adds its own after them.
     static let deviceColumns = """
         SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset
+               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset, a.epoch AS account_epoch
         FROM devices d JOIN accounts a ON a.id = d.account_id
         """
 
@@ -249,6 +257,7 @@ public final class PostgresTransaction: StoreTransaction {
         device.accountKeyID = row.string(13) ?? ""
         device.accountSigningKey = row.string(14) ?? ""
         device.accountEncryptionReset = row.bool(15) ?? false
+        device.accountEpoch = row.string(16) ?? ""
         return device
     }
 

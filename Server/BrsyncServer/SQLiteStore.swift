@@ -155,6 +155,11 @@ public final class SQLiteStore: StoreDialect {
             ALTER TABLE accounts ADD COLUMN retired_keys TEXT NOT NULL DEFAULT '';
             ALTER TABLE accounts ADD COLUMN encryption_reset INTEGER NOT NULL DEFAULT 0;
             """),
+        // Timelines per account: a rollback seen in one account (or its
+        // encryption reset) starts a new epoch for that account only.
+        Migrator.Migration(version: 11, sql: """
+            ALTER TABLE accounts ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
+            """),
     ])
 
     public let path: String

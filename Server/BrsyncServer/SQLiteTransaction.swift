@@ -30,10 +30,10 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset FROM accounts WHERE id = ?",
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch FROM accounts WHERE id = ?",
                                 [.integer(account)]) {
             Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1)
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "")
         }
     }
 
@@ -83,6 +83,13 @@ public struct SQLiteTransaction: StoreTransaction {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
         try database.run("UPDATE devices SET acknowledged_cursor = 0")
+        return fresh
+    }
+
+    public func startNewAccountEpoch(_ account: Int64) throws -> String {
+        let fresh = Crypto.hex(Crypto.randomBytes(8))
+        try database.run("UPDATE accounts SET epoch = ? WHERE id = ?", [.text(fresh), .integer(account)])
+        try database.run("UPDATE devices SET acknowledged_cursor = 0 WHERE account_id = ?", [.integer(account)])
         return fresh
     }
 
@@ -137,7 +144,7 @@ public struct SQLiteTransaction: StoreTransaction {
             """
             SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
                    accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id,
-                   accounts.signing_key, accounts.encryption_reset
+                   accounts.signing_key, accounts.encryption_reset, accounts.epoch
             FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
             """, [.blob(tokenHash)]
         ) { row in
@@ -148,6 +155,7 @@ public struct SQLiteTransaction: StoreTransaction {
             device.accountKeyID = row.string(13) ?? ""
             device.accountSigningKey = row.string(14) ?? ""
             device.accountEncryptionReset = row.int(15) == 1
+            device.accountEpoch = row.string(16) ?? ""
             guard case .blob(let stored) = row[9] else { return (device, []) }
             return (device, stored)
         }

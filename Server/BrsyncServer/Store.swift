@@ -6,6 +6,13 @@ import SyncCore
 /// The vocabulary every store shares (SQLite, PostgreSQL): what the API,
 /// the engine and `brsyncd`'s commands read from a store.
 public enum Store {
+    /// The epoch a client of an account sees: the store's (a new one when
+    /// the store was restored or copied as a whole, which moves every
+    /// account) followed by the account's own (a new one when a cursor or a
+    /// change number of that account shows it was rolled back, or its
+    /// encryption was reset: that account only). Both are lower-case hex.
+    public static func epoch(store: String, account: String) -> String { store + account }
+
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"
     /// A pull page's default byte budget (see ``ServerConfiguration/maxPageBytes``).
@@ -66,6 +73,9 @@ public enum Store {
         public var accountSigningKey = ""
         /// The operator reset the account's encryption (and nobody encrypted it since).
         public var accountEncryptionReset = false
+        /// The account's own timeline ("" until its first rollback or reset):
+        /// clients see the store's epoch followed by it (``Store/epoch(store:account:)``).
+        public var accountEpoch = ""
 
         public init(id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
                     lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String) {
@@ -190,10 +200,13 @@ public enum Store {
         public var retiredKeys: [String] = []
         /// The operator reset the account's encryption (and nobody encrypted it since).
         public var encryptionReset = false
+        /// The account's own timeline ("" until its first rollback or reset).
+        public var epoch = ""
 
         public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "", signingKey: String = "",
-                    retiredKeys: [String] = [], encryptionReset: Bool = false) {
+                    retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "") {
             self.encryptionReset = encryptionReset
+            self.epoch = epoch
             self.nextSequence = nextSequence
             self.stampHigh = stampHigh
             self.encrypted = encrypted

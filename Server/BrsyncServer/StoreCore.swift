@@ -71,16 +71,15 @@ extension StoreDialect {
         // Each change's stored text, digest and chain (see
         // ``ChangeRecord/chained(after:)``), computed outside the write lock.
         let prepared = SyncEngine.PreparedPush(request)
-        let (outcome, epoch) = try writing { transaction -> (SyncEngine.PushOutcome, String) in
+        let (outcome, epoch, storeEpoch) = try writing { transaction -> (SyncEngine.PushOutcome, String, String) in
             // The account is locked first; the epoch is read under the lock,
             // so a new epoch started by another process is seen.
-            let epoch = try transaction.lockAccountReadingEpoch(device.accountID)
-            let outcome = try SyncEngine.push(request, from: device, authority: authority, prepared: prepared, epoch: epoch, now: now,
-                                              maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
-            if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
-            return (outcome, epoch)
+            let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
+            let (outcome, timeline) = try SyncEngine.push(request, from: device, authority: authority, prepared: prepared, epoch: storeEpoch,
+                                                          now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            return (outcome, timeline, storeEpoch)
         }
-        epochCache.set(epoch)
+        epochCache.set(storeEpoch)
         switch outcome {
         case .gap(let expected, let digest, _):
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
@@ -99,10 +98,10 @@ extension StoreDialect {
                       maxClockOffsetMilliseconds: Int64) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
         let now = currentMillis()
-        let (applied, rejected) = try writing { transaction in
+        let (applied, rejected, accountEpoch) = try writing { transaction in
             try SyncEngine.relay(request, from: device, authority: authority, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
         }
-        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: epoch, lost: [],
+        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
                                     rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
     }
@@ -139,23 +138,25 @@ extension StoreDialect {
         let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                           epoch: snapshot.epoch, reconciling: reconciling, clientProtocol: clientProtocol,
+                                           epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling, clientProtocol: clientProtocol,
                                            in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         // One lock per pull at most: the cache is shared by every connection.
-        if !snapshot.epochIsCached || page.epoch != snapshot.epoch { epochCache.set(page.epoch) }
+        if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 
-    /// The device's bookkeeping after a page; starts a new epoch on a rollback.
+    /// The device's bookkeeping after a page; starts a new epoch for the
+    /// device's account on a rollback (other accounts are not touched).
     private func finishPull(_ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?) throws {
         if page.rollback {
             let seen = page.epoch
             page.epoch = try writing { transaction in
+                let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
                 // Another request, of this process or another, may have started it already.
-                let stored = try transaction.storedEpochForUpdate()
+                let stored = Store.epoch(store: storeEpoch, account: try transaction.accountCounters(device.accountID)?.epoch ?? "")
                 guard stored == seen else { return stored }
-                return try transaction.startNewEpoch()
+                return Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID))
             }
             page.more = false
             return
@@ -227,6 +228,10 @@ extension StoreDialect {
             let id = try Self.account(name, in: transaction)
             guard let current = try transaction.accountCounters(id) else { throw ServerError.notFound("no account named '\(name)'") }
             guard current.encrypted else { return false }
+            // A timeline of its own: every machine of the account re-syncs
+            // and sends what it holds (keyless ones readable at once, key
+            // holders once they encrypt it again or forget their key).
+            _ = try transaction.startNewAccountEpoch(id)
             // The key is retired: the account is encrypted again with a new one.
             let retired = Array((current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]).suffix(SyncEngine.maxRetiredKeys))
             try transaction.setEncryption(account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))

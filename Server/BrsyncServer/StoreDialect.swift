@@ -123,13 +123,18 @@ public protocol SyncWriteTransaction {
     func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
     /// The device's own record of its last push.
     func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
-    /// Starts a new timeline: a rollback was detected (a client holds a
-    /// cursor or a change number beyond what this store has, so it was
-    /// restored from an older copy). Every client then re-syncs fully and
-    /// relays what it holds; acknowledged cursors of the old timeline stop
-    /// counting for tombstone purges.
+    /// Starts a new timeline for the whole store: the store is not the file
+    /// or database that last served (restored or copied as a whole). Every
+    /// client of every account then re-syncs fully and relays what it holds;
+    /// acknowledged cursors of the old timeline stop counting for purges.
     /// - Returns: the new epoch.
     func startNewEpoch() throws -> String
+    /// Starts a new timeline for one account (a rollback seen in it, or its
+    /// encryption reset): its clients re-sync fully and relay what they
+    /// hold; its devices' acknowledged cursors stop counting for purges.
+    /// Other accounts are not touched.
+    /// - Returns: the account's new epoch (see ``Store/epoch(store:account:)``).
+    func startNewAccountEpoch(_ account: Int64) throws -> String
 }
 
 extension SyncWriteTransaction {

@@ -116,8 +116,10 @@ enum SyncEngine {
     ///   digests, and the chain through each after the push's base (nil
     ///   without a base), computed before the transaction.
     /// - Parameter authority: what the request brings to write (``authorize(_:account:)``).
+    /// - Parameter epoch: the store's epoch; the push's timeline is it and
+    ///   the account's (``Store/epoch(store:account:)``), returned with the outcome.
     static func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush, epoch: String, now: Int64,
-                     maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> PushOutcome {
+                     maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> (PushOutcome, timeline: String) {
         guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
         if revoked { throw ServerError.revoked }
         // Locks the account (in a store shared by processes) before anything
@@ -125,6 +127,16 @@ enum SyncEngine {
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
         if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
+        let outcome = try push(request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters, now: now,
+                               maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: store)
+        if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
+        return (outcome, Store.epoch(store: epoch, account: counters.epoch))
+    }
+
+    private static func push(_ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
+                             counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64,
+                             in store: some SyncWriteTransaction) throws -> PushOutcome {
+        let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
@@ -133,8 +145,8 @@ enum SyncEngine {
         func chain(through sequence: Int64) -> String? { chains?[Int(sequence - request.from)] }
         if request.from > last + 1 {
             // The replica had this stream acknowledged further than the
-            // store has it: the store was restored from an older copy.
-            let newEpoch = stream != nil ? try store.startNewEpoch() : nil
+            // store has it: the account was rolled back (a restored copy).
+            let newEpoch = stream != nil ? Store.epoch(store: storeEpoch, account: try store.startNewAccountEpoch(device.accountID)) : nil
             return .gap(expected: last + 1, digest: lastDigest, newEpoch: newEpoch)
         }
         if !lastDigest.isEmpty {
@@ -239,7 +251,7 @@ enum SyncEngine {
     /// client. A record with a stamp too far ahead, or whose merge would be
     /// unusable, is rejected alone.
     static func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64, maxClockOffsetMilliseconds: Int64,
-                      in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange]) {
+                      in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
@@ -276,7 +288,7 @@ enum SyncEngine {
         }
         let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
-        return (applied, rejected)
+        return (applied, rejected, counters.epoch)
     }
 
     /// One page of a pull, inside the store's read transaction.

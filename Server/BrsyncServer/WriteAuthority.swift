@@ -121,6 +121,9 @@ extension SyncEngine {
             let kept = Array((account.retiredKeys.filter { !retired.contains($0) } + retired).suffix(maxRetiredKeys))
             return .change(Store.Encryption(keyID: request.keyID, signingKey: publicKey, retiredKeys: kept))
         }
+        // A reset account is encrypted again only on purpose, never by a
+        // machine's own sync (which would re-encrypt it with a retired key).
+        if account.encryptionReset && !request.afterReset { throw .encryptionReset }
         if account.retiredKeys.contains(request.keyID) { throw .keyRetired }
         try checkSeen(request.seen, account: account)
         return .change(Store.Encryption(keyID: request.keyID, signingKey: publicKey, retiredKeys: account.retiredKeys))

@@ -22,6 +22,11 @@ public struct EncryptRequest: Sendable, Equatable {
     /// A rotation's authority (protocol 3): certificates signed by the
     /// account's current key, chained to the new one (``KeyCertificate``).
     public var certificates: [KeyCertificate] = []
+    /// The asker knows the operator reset the account's encryption and
+    /// encrypts it again on purpose (`brsync key init`): without it, the
+    /// server refuses a reset account (`encryption_reset`), so a machine
+    /// never re-encrypts one by itself.
+    public var afterReset = false
 
     public init(keyID: String, replacing: String? = nil, seen: Int64? = nil, account: String? = nil, publicKey: String? = nil,
                 certificates: [KeyCertificate] = []) {
@@ -40,13 +45,14 @@ public struct EncryptRequest: Sendable, Equatable {
         if let account { object["account"] = .string(account) }
         if let publicKey { object["publicKey"] = .string(publicKey) }
         if !certificates.isEmpty { object["certificates"] = .array(certificates.map(\.json)) }
+        if afterReset { object["afterReset"] = .bool(true) }
         return Array(JSONValue.object(object).jsonText.utf8)
     }
 
     private static let needsKey = #"the body must be {"key": ID} (an account key's id, 16 hex digits)"#
 
     /// Reads a request; its checks, in order: `key`, `replaces`, `account`,
-    /// `seen`, `publicKey`, `certificates` (at most ``KeyCertificate/maxChain``).
+    /// `seen`, `publicKey`, `certificates` (at most ``KeyCertificate/maxChain``), `afterReset`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let json: JSONValue
         do {
@@ -94,6 +100,10 @@ public struct EncryptRequest: Sendable, Equatable {
                 throw Wire.Problem(#""certificates" must be a list of at most \#(KeyCertificate.maxChain) key certificates"#)
             }
             certificates = try items.map { item throws(Wire.Problem) in try KeyCertificate(json: item) }
+        }
+        if let value = object["afterReset"] {
+            guard let flag = value.boolValue else { throw Wire.Problem(#""afterReset" must be true or false"#) }
+            afterReset = flag
         }
     }
 }

@@ -52,7 +52,7 @@ import TestSupport
         let initialised = try world.run(laptop, ["key", "init"])
         #expect(initialised.status == 0, "\(initialised)")
         let code = try #require(Self.recoveryCode(initialised.stdout), "no recovery code in \(initialised.stdout)")
-        #expect(initialised.stderr.contains("Write it down") && initialised.stdout.contains("switched to end-to-end encryption"), "\(initialised)")
+        #expect(initialised.stderr.contains("Write it down") && initialised.stdout.contains("syncing sealed with the account key from now on"), "\(initialised)")
         let keyFile = laptop + "/account-key"
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int)
         #expect(mode == 0o600)

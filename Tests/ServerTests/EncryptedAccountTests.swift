@@ -39,8 +39,9 @@ import TestSupport
     /// A key change as brsync asks for it: signed with the new key, naming its
     /// signing key, a rotation with the certificates given.
     static func encrypt(_ device: TestDevice, key: String = firstKey, signer: Crypto.SigningKey = firstSigner, replacing: String? = nil,
-                        certificates: [KeyCertificate] = []) throws -> HTTPResponseParser.ParsedResponse {
-        let request = EncryptRequest(keyID: key, replacing: replacing, publicKey: publicKey(signer), certificates: certificates)
+                        certificates: [KeyCertificate] = [], afterReset: Bool = false) throws -> HTTPResponseParser.ParsedResponse {
+        var request = EncryptRequest(keyID: key, replacing: replacing, publicKey: publicKey(signer), certificates: certificates)
+        request.afterReset = afterReset
         return try device.post("/v1/account/encrypt", body: request.body, signedBy: signer)
     }
 

@@ -64,6 +64,7 @@ import TestSupport
                 ALTER TABLE accounts DROP COLUMN signing_key;
                 ALTER TABLE accounts DROP COLUMN retired_keys;
                 ALTER TABLE accounts DROP COLUMN encryption_reset;
+                ALTER TABLE accounts DROP COLUMN epoch;
                 PRAGMA user_version = 7;
                 """)
             #expect(try database.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == true)

@@ -177,9 +177,10 @@ import TestSupport
         let reset = try Wire.read(try account.holder.pull().text, PullResponse.init(reading:))
         #expect(!reset.encrypted && reset.encryptionReset && reset.changes.isEmpty, "\(reset)")
         #expect(try !account.fixture.store.resetEncryption(account: "alice"), "resetting twice changes nothing")
-        // The reset key is never taken again; a new one is.
-        #expect(try Keys.encrypt(account.holder).errorCode == .keyRetired)
-        #expect(try Keys.encrypt(account.holder, key: Keys.secondKey, signer: Keys.secondSigner).status == 200)
+        // Encrypted again only on purpose (never by a machine's own sync); the reset key never again, a new one.
+        #expect(try Keys.encrypt(account.holder, key: Keys.secondKey, signer: Keys.secondSigner).errorCode == .encryptionReset)
+        #expect(try Keys.encrypt(account.holder, afterReset: true).errorCode == .keyRetired)
+        #expect(try Keys.encrypt(account.holder, key: Keys.secondKey, signer: Keys.secondSigner, afterReset: true).status == 200)
         let again = try Wire.read(try account.holder.pull().text, PullResponse.init(reading:))
         #expect(again.encrypted && !again.encryptionReset && again.signingKey == Keys.publicKey(Keys.secondSigner))
     }

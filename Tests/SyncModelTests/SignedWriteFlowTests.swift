@@ -94,6 +94,32 @@ import TestSupport
         #expect(throws: SyncError.self) { try world.client(a).encryptAccount(with: key, replacing: next.id) }
     }
 
+    /// Every key lost: the machines forget it, the operator resets the
+    /// account, and each machine sends what it holds, readable. One that
+    /// syncs readable after a reset, then stops for good, keeps its edit:
+    /// `key init` on another machine takes it in before encrypting again.
+    @Test(arguments: StoreKind.allCases) func aResetAfterEveryKeyWasLostLosesNoEdit(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        try KeyChangeTests.rule(a, "a-rule.com")
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        try KeyChangeTests.addKey(world, b, key)
+        try KeyChangeTests.rule(b, "b-rule.com")
+        try world.sync(b)
+        try world.sync(a)
+        for machine in [a, b] { AccountKeyFile.remove(home: machine.replica.home) } // lost
+        #expect(try world.store.resetEncryption(account: "alice"))
+        for machine in [a, b] { try world.sync(machine) } // readable now, everything sent
+        #expect(try KeyChangeTests.freshRules(world, key: nil) == ["a-rule.com", "b-rule.com"])
+        // c, never encrypted, syncs an edit readable, then is never seen again.
+        try KeyChangeTests.rule(c, "c-rule.com")
+        try world.sync(c)
+        // a encrypts the account again (a new key): c's edit is taken in first, and goes up sealed.
+        let next = AccountKey.generate()
+        _ = try world.client(a).changeAccountKey(to: next, afterReset: true) { _ in }
+        #expect(try KeyChangeTests.freshRules(world, key: next) == ["a-rule.com", "b-rule.com", "c-rule.com"])
+    }
+
     /// `brsync key forget` after a reset: the machine syncs readable, and
     /// sends every record it holds.
     @Test func forgettingTheKeyAfterAResetSyncsReadable() throws {
