@@ -124,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing",
+                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "Desktop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BrsyncCommands
+import Desktop
 import Glibc
 import JSON
 import Model
@@ -42,8 +43,21 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
     do {
         defer { line.clear() } // an error, too, is printed on a clean line
         summary = try body(client)
+    } catch let error as SyncError {
+        if options.notify { notifyStop(error, previous: state.problem) }
+        throw error
     }
     report(summary, name, options, encrypted: key != nil)
+}
+
+/// A stop that waits for the user (the timer's sync runs with nobody at a
+/// terminal), shown as a desktop notification, once: not again while the
+/// same stop repeats at every run.
+/// - Parameter previous: the problem the replica recorded before this run.
+func notifyStop(_ error: SyncError, previous: String) {
+    guard case .refused = error, error.description != previous else { return }
+    let path = (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+    Notifier.notify(summary: "brsync stopped syncing", body: "\(error.description). 'brsync status' shows it again.", path: path)
 }
 
 /// Prints what a transfer did: one line (or JSON) on standard output, each

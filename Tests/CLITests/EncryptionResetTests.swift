@@ -70,3 +70,33 @@ import TestSupport
         #expect(missing.status != 0 && missing.stderr.contains("no account named 'nobody'"), "\(missing)")
     }
 }
+
+extension EncryptionResetTests {
+    /// The sync timer runs with nobody at a terminal: a stop that waits for
+    /// the user is also a desktop notification, once per stop.
+    @Test func aStopThatWaitsForTheUserIsNotifiedOnce() throws {
+        let world = try CLIWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
+        #expect(try world.run(laptop, ["key", "init"]).status == 0)
+        #expect(try brsyncd(world, ["account", "reset-encryption", "alice"]).status == 0)
+        // A notify-send that writes down what it was asked to show.
+        let bin = world.directory.file("bin")
+        let shown = world.directory.file("shown")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        try "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(shown)\n".write(toFile: bin + "/notify-send", atomically: true, encoding: .utf8)
+        chmod(bin + "/notify-send", 0o755)
+        let environment = ["BRSYNC_HOME": laptop, "PATH": bin + ":/usr/bin:/bin"]
+        for _ in 0..<3 {
+            let stopped = try ProcessRunner.run(world.brsync, ["sync", "--quiet", "--notify"], environment: environment)
+            #expect(stopped.status == 5, "\(stopped)")
+        }
+        let text = (try? String(contentsOfFile: shown, encoding: .utf8)) ?? ""
+        #expect(text.components(separatedBy: "brsync stopped syncing").count - 1 == 1, "\(text)")
+        #expect(text.contains("reset this account's end-to-end encryption"), "\(text)")
+        // Without --notify (a person at a terminal): nothing shown.
+        try? FileManager.default.removeItem(atPath: shown)
+        #expect(try ProcessRunner.run(world.brsync, ["sync", "--quiet"], environment: environment).status == 5)
+        #expect(!FileManager.default.fileExists(atPath: shown))
+    }
+}
