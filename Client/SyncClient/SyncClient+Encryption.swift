@@ -58,9 +58,13 @@ extension SyncClient {
     /// A process killed half way does the rest at its next sync.
     func prepareSync() throws {
         if try replica.encryptionState().resetNoted { try checkStillReset() }
-        if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: try replica.encryptionState().keyID) {
+        let replicaKeyID = try replica.encryptionState().keyID
+        if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
             summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID)
             summary.encryptionStarted = true
+        } else if SessionRules.endsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
+            summary.newDeviceID = try replica.endEncryptedSync()
+            summary.encryptionEnded = true
         }
         let state = try replica.encryptionState()
         guard let relay = SessionRules.relay(keyID: keyID, relayPending: state.relayPending, relayIsSwitch: state.relayIsSwitch,

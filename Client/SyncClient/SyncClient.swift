@@ -53,6 +53,9 @@ public final class SyncClient {
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false
+        /// This replica synced with a key that is no longer here: it starts
+        /// afresh on the server, readable (``relayed`` counts what went up).
+        public var encryptionEnded = false
         /// The server was restored from before a rotation, and this machine
         /// rotated it forward to its key (every record goes up again).
         public var movedForward = false

@@ -74,7 +74,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
             "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
-            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted),
+            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
             "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
         ]
@@ -86,6 +86,8 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
         if summary.encryptionStarted {
             parts.append("\(rotated ? "switched to the new account key" : "syncing sealed with the account key from now on"): \(summary.relayed) record(s) sent sealed")
+        } else if summary.encryptionEnded {
+            parts.append("syncing readable from now on (this machine has no account key any more): \(summary.relayed) record(s) sent")
         } else if summary.movedForward {
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {
@@ -94,7 +96,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
         if let id = summary.newDeviceID {
             // A key's first sync gives a new device id too (said above); only a copy needs saying.
-            if !summary.encryptionStarted { parts.append("this replica was a copy of another and is now device \(id)") }
+            if !summary.encryptionStarted && !summary.encryptionEnded { parts.append("this replica was a copy of another and is now device \(id)") }
         }
         print("\(name): " + parts.joined(separator: ", "))
     }

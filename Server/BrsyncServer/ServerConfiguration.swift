@@ -16,8 +16,10 @@ public struct ServerConfiguration: Sendable {
     public var metricsListen: [SocketAddress] = []
     /// Sizes, timeouts and the connection cap (see ``HTTPLimits`` for defaults).
     public var limits = HTTPLimits()
-    /// Pushed stamps further ahead than this of the server's clock (or of the
-    /// newest stamp the account holds, if later) are refused. Default 5 minutes.
+    /// Pushed stamps further ahead than this of the server's clock are
+    /// refused, unless not past the newest wall time the account holds (an
+    /// edit made after seeing a stamp taken while the server's clock was
+    /// fast). Default 5 minutes.
     public var maxClockOffsetMilliseconds: Int64 = 5 * 60 * 1000
     /// The same for relayed records (values a server, maybe an earlier
     /// timeline of this one, accepted once: after a restore, a clock that was

@@ -16,18 +16,20 @@ enum SyncEngine {
 
     /// Checks every stamp of pushed or relayed records: a device pushes only
     /// its own stamps (`ownDevice`; nil for a relay) and no stamp may be
-    /// further ahead than allowed of `now`, the later of the server's wall
-    /// clock and the newest stamp the account holds (an edit made after seeing
-    /// a stamp accepted while the server's clock was fast must be stamped
-    /// above it; it is not refused for that).
-    static func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, maxClockOffsetMilliseconds: Int64) throws {
+    /// further ahead than allowed of the server's wall clock `now`, unless
+    /// its wall time is not past the newest the account holds (`newest`): an
+    /// edit made after seeing a stamp accepted while the server's clock was
+    /// fast is stamped at that wall time, and is not refused for it. A stamp
+    /// never goes further ahead of the server's clock than allowed, so no
+    /// sequence of pushes walks the account's clock forward.
+    static func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, newest: Int64, maxClockOffsetMilliseconds: Int64) throws {
         for change in changes {
             for (name, register) in change.state.fields {
                 if let ownDevice, register.stamp.device != ownDevice {
                     throw ServerError.foreignStamp("field \"\(name)\" of change \(change.sequence) carries a stamp of device \(register.stamp.device); a device pushes only its own edits")
                 }
                 let ahead = register.stamp.wallMillis - now
-                if ahead > maxClockOffsetMilliseconds {
+                if ahead > maxClockOffsetMilliseconds, register.stamp.wallMillis > newest {
                     throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maxClockOffsetMilliseconds)
                 }
             }
@@ -167,7 +169,7 @@ enum SyncEngine {
         // device stands, so its client re-stamps only what is new.
         let newChanges = request.changes.filter { $0.sequence > last }
         do {
-            try checkStamps(of: newChanges, ownDevice: request.device, now: max(now, counters.stampHigh),
+            try checkStamps(of: newChanges, ownDevice: request.device, now: now, newest: counters.stampHigh,
                             maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
         } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
             throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
@@ -264,7 +266,7 @@ enum SyncEngine {
                 continue
             }
             do {
-                try checkStamps(of: [record], ownDevice: nil, now: max(now, counters.stampHigh), maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                try checkStamps(of: [record], ownDevice: nil, now: now, newest: counters.stampHigh, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
                 usable.append(record)
             } catch let error as ServerError {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))

@@ -52,6 +52,14 @@ public enum SessionRules {
         return replicaKeyID != keyID
     }
 
+    /// Whether a replica that synced with a key starts over readable: its
+    /// key is gone (every key lost, or `brsync key forget`). The chains it
+    /// kept were over sealed bytes, its device id's history on the server
+    /// was sealed: it takes a new device id, as for a new key.
+    public static func endsEncryptedSync(keyID: String?, replicaKeyID: String?) -> Bool {
+        keyID == nil && replicaKeyID != nil
+    }
+
     /// What goes up whole before a transfer.
     public struct Relay: Sendable, Equatable {
         /// Ask the server to encrypt the account with this key first

@@ -112,6 +112,34 @@ import TestSupport
         #expect(try device.pullAll().records.isEmpty)
     }
 
+    /// No run of pushes or relays walks an account's clock forward: each is
+    /// measured from the server's clock, not from the newest stamp taken
+    /// (which may sit at the limit); a stamp at that newest wall time (an
+    /// edit made after seeing it) is still taken.
+    @Test(arguments: StoreKind.allCases) func pushesCannotWalkTheClockForward(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        let minute: Int64 = 60_000
+        #expect(try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 4 * minute)]).status == 200)
+        let walked = try device.push([device.change("b.com", ["browser": .string("x")], skewMilliseconds: 8 * minute)])
+        #expect(walked.status == 422 && walked.errorCode == .clockSkew, "\(walked.text)")
+        // The device's clock (an HLC) stays at the newest wall time it saw: taken.
+        device.nextSequence = 2
+        var seen = device.change("c.com", ["browser": .string("x")], skewMilliseconds: 4 * minute)
+        let newest = try device.pullAll().records["rules/a.com"]!.state.fields["browser"]!.stamp
+        seen.state.fields["browser"] = StampedValue(.string("x"), stamp: HLCTimestamp(wallMillis: newest.wallMillis, counter: newest.counter + 1, device: device.deviceID))
+        seen.state.fields = seen.state.fields.filter { $0.key == "browser" }
+        #expect(try device.push([seen]).status == 200)
+        // Relays too: 23 hours ahead is taken (a fast clock's values after a restore), 46 are not.
+        let hour: Int64 = 3_600_000
+        for (key, skew, status) in [("relay1.com", 23 * hour, 200), ("relay2.com", 46 * hour, 200)] {
+            let relay = RelayRequest(records: [device.change(key, ["browser": .string("x")], skewMilliseconds: skew)])
+            let answer = try device.post("/v1/relay", body: relay.body())
+            let rejected = answer.json.flatMap { try? PushResponse(json: $0) }?.rejected ?? []
+            #expect(answer.status == status && rejected.isEmpty == (skew < 24 * hour), "\(key): \(answer.text)")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func devicesPushOnlyTheirOwnStampsWithTheirOwnToken(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")

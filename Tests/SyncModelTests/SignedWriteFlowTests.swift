@@ -109,15 +109,23 @@ import TestSupport
         try world.sync(a)
         for machine in [a, b] { AccountKeyFile.remove(home: machine.replica.home) } // lost
         #expect(try world.store.resetEncryption(account: "alice"))
-        for machine in [a, b] { try world.sync(machine) } // readable now, everything sent
-        #expect(try KeyChangeTests.freshRules(world, key: nil) == ["a-rule.com", "b-rule.com"])
+        for machine in [a, b] {
+            let summary = try world.sync(machine) // readable now, everything sent
+            #expect(summary.encryptionEnded && summary.newDeviceID != nil, "\(summary)")
+        }
+        // Syncing on from there is plain: no copy is suspected, no other id taken.
+        try KeyChangeTests.rule(b, "b-after.com")
+        let plain = try world.sync(b)
+        #expect(plain.newDeviceID == nil && !plain.encryptionEnded, "\(plain)")
+        try world.sync(a)
+        #expect(try KeyChangeTests.freshRules(world, key: nil) == ["a-rule.com", "b-after.com", "b-rule.com"])
         // c, never encrypted, syncs an edit readable, then is never seen again.
         try KeyChangeTests.rule(c, "c-rule.com")
         try world.sync(c)
         // a encrypts the account again (a new key): c's edit is taken in first, and goes up sealed.
         let next = AccountKey.generate()
         _ = try world.client(a).changeAccountKey(to: next, afterReset: true) { _ in }
-        #expect(try KeyChangeTests.freshRules(world, key: next) == ["a-rule.com", "b-rule.com", "c-rule.com"])
+        #expect(try KeyChangeTests.freshRules(world, key: next) == ["a-rule.com", "b-after.com", "b-rule.com", "c-rule.com"])
     }
 
     /// `brsync key forget` after a reset: the machine syncs readable, and
