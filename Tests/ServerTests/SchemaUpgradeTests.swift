@@ -79,9 +79,12 @@ import TestSupport
         #expect(try check.scalar("PRAGMA integrity_check")?.stringValue == "ok")
         #expect(try upgraded.records(account: "alice") == before)
         #expect(upgraded.epoch == epoch, "an upgrade is not a restore")
+        // Nor does the account get a timeline of its own: its clients see the epoch they knew.
+        let page = try Wire.read(String(decoding: try upgraded.pullText(token: token, since: 30, limit: 10), as: UTF8.self), PullResponse.init(reading:))
+        #expect(page.epoch == epoch)
         // The stream goes on (no gap, no divergence); an update and a new record.
         let response = try push([change("site0.example", "chrome"), change("new.example", "firefox")], into: upgraded)
-        #expect(response.acknowledged == 32 && response.applied == 2)
+        #expect(response.acknowledged == 32 && response.applied == 2 && response.epoch == epoch)
         let after = try upgraded.records(account: "alice")
         #expect(after.count == 31)
         #expect(after.first { $0.key == "site0.example" }?.state.fields["browser"]?.value == .string("chrome"))
