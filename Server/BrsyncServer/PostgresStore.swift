@@ -25,7 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
-    static let schemaVersion = 5
+    static let schemaVersion = 6
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -144,6 +144,51 @@ public final class PostgresStore: StoreDialect {
         if version < 5 {
             // Timelines per account (see SQLiteStore's version 11).
             try connection.execute("ALTER TABLE accounts ADD COLUMN epoch text NOT NULL DEFAULT ''")
+        }
+        if version < 6 {
+            // Quotas (see SQLiteStore's version 12). Statement-level triggers
+            // with transition tables: one update of the account per statement
+            // (a push writes its records in batched statements), not per row.
+            try connection.execute("""
+                ALTER TABLE accounts ADD COLUMN record_count bigint NOT NULL DEFAULT 0,
+                    ADD COLUMN byte_count bigint NOT NULL DEFAULT 0,
+                    ADD COLUMN max_records bigint NOT NULL DEFAULT \(Store.Limits.defaultRecords),
+                    ADD COLUMN max_bytes bigint NOT NULL DEFAULT \(Store.Limits.defaultBytes),
+                    ADD COLUMN max_devices bigint NOT NULL DEFAULT \(Store.Limits.defaultDevices);
+                UPDATE accounts a SET record_count = s.records, byte_count = s.bytes
+                FROM (SELECT account_id, count(*) AS records, sum(octet_length(fields) + octet_length(versions)) AS bytes
+                      FROM records GROUP BY account_id) s
+                WHERE s.account_id = a.id;
+                CREATE FUNCTION brsync_count_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'INSERT' THEN
+                        UPDATE accounts a SET record_count = a.record_count + d.records, byte_count = a.byte_count + d.bytes
+                        FROM (SELECT account_id, count(*) AS records, sum(octet_length(fields) + octet_length(versions)) AS bytes
+                              FROM new_rows GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    ELSIF TG_OP = 'DELETE' THEN
+                        UPDATE accounts a SET record_count = a.record_count - d.records, byte_count = a.byte_count - d.bytes
+                        FROM (SELECT account_id, count(*) AS records, sum(octet_length(fields) + octet_length(versions)) AS bytes
+                              FROM old_rows GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    ELSE
+                        UPDATE accounts a SET byte_count = a.byte_count + d.bytes
+                        FROM (SELECT account_id, sum(bytes) AS bytes FROM (
+                                  SELECT account_id, octet_length(fields) + octet_length(versions) AS bytes FROM new_rows
+                                  UNION ALL
+                                  SELECT account_id, -(octet_length(fields) + octet_length(versions)) FROM old_rows) changed
+                              GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER records_counted_insert AFTER INSERT ON records
+                    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_count_records();
+                CREATE TRIGGER records_counted_update AFTER UPDATE ON records
+                    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_count_records();
+                CREATE TRIGGER records_counted_delete AFTER DELETE ON records
+                    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_count_records();
+                """)
         }
         if version < schemaVersion {
             try connection.run("""

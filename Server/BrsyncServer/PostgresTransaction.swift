@@ -59,10 +59,13 @@ public final class PostgresTransaction: StoreTransaction {
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch FROM accounts WHERE id = $1 FOR UPDATE",
+        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
+                                  + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = $1 FOR UPDATE",
                                   [.integer(account)]) {
             Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "")
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "",
+                                  usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
+                                  limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
         }
     }
 
@@ -330,10 +333,30 @@ public final class PostgresTransaction: StoreTransaction {
 
     public func accountSummaries() throws -> [Store.Account] {
         try connection.query("""
-            SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id),
-                   (SELECT count(*) FROM records r WHERE r.account_id = a.id)
+            SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
+                   a.max_records, a.max_bytes, a.max_devices
             FROM accounts a ORDER BY a.name
-            """) { Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+            """) {
+            Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0, bytes: $0.int64(4) ?? 0,
+                          limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
+        }
+    }
+
+    /// The pending records are written first: the triggers count them.
+    public func accountUsage(_ account: Int64) throws -> Store.Usage {
+        try flush()
+        return try connection.queryFirst("SELECT record_count, byte_count FROM accounts WHERE id = $1", [.integer(account)]) {
+            Store.Usage(records: $0.int64(0) ?? 0, bytes: $0.int64(1) ?? 0)
+        } ?? Store.Usage(records: 0, bytes: 0)
+    }
+
+    public func setLimits(account: Int64, _ limits: Store.Limits) throws {
+        try connection.run("UPDATE accounts SET max_records = $1, max_bytes = $2, max_devices = $3 WHERE id = $4",
+                           [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
+    }
+
+    public func deviceCount(account: Int64) throws -> Int64 {
+        try connection.queryFirst("SELECT count(*) FROM devices WHERE account_id = $1", [.integer(account)]) { $0.int64(0) ?? 0 } ?? 0
     }
 
     public func deleteAccount(_ account: Int64) throws {

@@ -160,6 +160,35 @@ public final class SQLiteStore: StoreDialect {
         Migrator.Migration(version: 11, sql: """
             ALTER TABLE accounts ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
             """),
+        // Quotas: what each account holds, counted by triggers whatever
+        // writes its records, and what it may hold.
+        Migrator.Migration(version: 12, sql: """
+            ALTER TABLE accounts ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE accounts ADD COLUMN byte_count INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE accounts ADD COLUMN max_records INTEGER NOT NULL DEFAULT \(Store.Limits.defaultRecords);
+            ALTER TABLE accounts ADD COLUMN max_bytes INTEGER NOT NULL DEFAULT \(Store.Limits.defaultBytes);
+            ALTER TABLE accounts ADD COLUMN max_devices INTEGER NOT NULL DEFAULT \(Store.Limits.defaultDevices);
+            UPDATE accounts SET
+                record_count = (SELECT COUNT(*) FROM records WHERE account_id = accounts.id),
+                byte_count = (SELECT COALESCE(SUM(LENGTH(CAST(fields AS BLOB)) + LENGTH(CAST(versions AS BLOB))), 0)
+                              FROM records WHERE account_id = accounts.id);
+            CREATE TRIGGER records_counted_insert AFTER INSERT ON records BEGIN
+                UPDATE accounts SET record_count = record_count + 1,
+                    byte_count = byte_count + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                WHERE id = NEW.account_id;
+            END;
+            CREATE TRIGGER records_counted_update AFTER UPDATE OF fields, versions ON records BEGIN
+                UPDATE accounts SET byte_count = byte_count
+                    - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                    + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                WHERE id = NEW.account_id;
+            END;
+            CREATE TRIGGER records_counted_delete AFTER DELETE ON records BEGIN
+                UPDATE accounts SET record_count = record_count - 1,
+                    byte_count = byte_count - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                WHERE id = OLD.account_id;
+            END;
+            """),
     ])
 
     public let path: String

@@ -30,10 +30,13 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch FROM accounts WHERE id = ?",
+        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
+                                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = ?",
                                 [.integer(account)]) {
             Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "")
+                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "",
+                                  usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
+                                  limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
         }
     }
 
@@ -225,10 +228,28 @@ public struct SQLiteTransaction: StoreTransaction {
 
     public func accountSummaries() throws -> [Store.Account] {
         try database.query("""
-            SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id),
-                   (SELECT COUNT(*) FROM records r WHERE r.account_id = a.id)
+            SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
+                   a.max_records, a.max_bytes, a.max_devices
             FROM accounts a ORDER BY a.name
-            """) { Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0) }
+            """) {
+            Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0, bytes: $0.int64(4) ?? 0,
+                          limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
+        }
+    }
+
+    public func accountUsage(_ account: Int64) throws -> Store.Usage {
+        try database.queryFirst("SELECT record_count, byte_count FROM accounts WHERE id = ?", [.integer(account)]) {
+            Store.Usage(records: $0.int64(0) ?? 0, bytes: $0.int64(1) ?? 0)
+        } ?? Store.Usage(records: 0, bytes: 0)
+    }
+
+    public func setLimits(account: Int64, _ limits: Store.Limits) throws {
+        try database.run("UPDATE accounts SET max_records = ?, max_bytes = ?, max_devices = ? WHERE id = ?",
+                         [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
+    }
+
+    public func deviceCount(account: Int64) throws -> Int64 {
+        try database.scalar("SELECT COUNT(*) FROM devices WHERE account_id = ?", [.integer(account)])?.int64Value ?? 0
     }
 
     public func deleteAccount(_ account: Int64) throws {

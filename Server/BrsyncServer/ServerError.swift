@@ -44,6 +44,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case keyRetired
     /// A request naming a key to an account whose encryption the operator reset.
     case encryptionReset
+    /// A push or relay that would take the account past one of its limits
+    /// (records or bytes), or a device past its device limit.
+    case quotaExceeded(what: String, would: Int64, limit: Int64)
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -58,6 +61,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated, .accountMoved, .otherAccount: return 409
         case .clockSkew, .foreignStamp: return 422
         case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
+        case .quotaExceeded: return 507
         case .keyRetired, .encryptionReset: return 409
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
@@ -89,6 +93,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .signingKeyMismatch: return .signingKeyMismatch
         case .keyRetired: return .keyRetired
         case .encryptionReset: return .encryptionReset
+        case .quotaExceeded: return .quotaExceeded
         case .unavailable: return .unavailable
         case .database(let error) where error.isBusy: return .busy
         case .database, .storeUnusable, .newerSchema: return .`internal`
@@ -119,6 +124,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
                 + "without the key to claim the account, or the server lies. Ask the server's operator to reset the account's encryption"
         case .keyRetired:
             return "the account was rotated away from this key: it is never taken again (add the current recovery code with 'brsync key add')"
+        case .quotaExceeded(let what, let would, let limit):
+            return "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
+                + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "
+                + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : what == "devices" ? "devices" : "records") N')"
         case .encryptionReset:
             return "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
                 + "encrypts it again ('brsync key init')"

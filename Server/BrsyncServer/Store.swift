@@ -40,12 +40,53 @@ public enum Store {
         public let name: String
         public let devices: Int
         public let records: Int
+        /// The stored text of its records (fields and versions), in bytes.
+        public var bytes: Int64 = 0
+        public var limits = Limits()
 
-        public init(id: Int64, name: String, devices: Int, records: Int) {
+        public init(id: Int64, name: String, devices: Int, records: Int, bytes: Int64 = 0, limits: Limits = Limits()) {
             self.id = id
             self.name = name
             self.devices = devices
             self.records = records
+            self.bytes = bytes
+            self.limits = limits
+        }
+    }
+
+    /// What one account may hold, so no account can fill the server for
+    /// the others: its records (tombstones included), their stored bytes
+    /// (fields and versions), its devices. A push or relay that would pass
+    /// a limit is refused whole (`quota_exceeded`); one that shrinks an
+    /// account already past it (its limit lowered) is taken.
+    public struct Limits: Sendable, Equatable {
+        /// Default 100,000 (a person's rules and browsers are hundreds).
+        public var records: Int64 = Limits.defaultRecords
+        /// Default 128 MiB (a sealed rule is about 1 KB).
+        public var bytes: Int64 = Limits.defaultBytes
+        /// Default 64.
+        public var devices: Int64 = Limits.defaultDevices
+
+        public static let defaultRecords: Int64 = 100_000
+        public static let defaultBytes: Int64 = 128 << 20
+        public static let defaultDevices: Int64 = 64
+
+        public init(records: Int64 = Limits.defaultRecords, bytes: Int64 = Limits.defaultBytes, devices: Int64 = Limits.defaultDevices) {
+            self.records = records
+            self.bytes = bytes
+            self.devices = devices
+        }
+    }
+
+    /// What an account holds, as counted by the store (triggers on its
+    /// records keep the counts exact whatever writes them).
+    public struct Usage: Sendable, Equatable {
+        public var records: Int64
+        public var bytes: Int64
+
+        public init(records: Int64, bytes: Int64) {
+            self.records = records
+            self.bytes = bytes
         }
     }
 
@@ -202,11 +243,17 @@ public enum Store {
         public var encryptionReset = false
         /// The account's own timeline ("" until its first rollback or reset).
         public var epoch = ""
+        /// What it holds and may hold, when the account was locked.
+        public var usage = Usage(records: 0, bytes: 0)
+        public var limits = Limits()
 
         public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "", signingKey: String = "",
-                    retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "") {
+                    retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "",
+                    usage: Store.Usage = Store.Usage(records: 0, bytes: 0), limits: Store.Limits = Store.Limits()) {
             self.encryptionReset = encryptionReset
             self.epoch = epoch
+            self.usage = usage
+            self.limits = limits
             self.nextSequence = nextSequence
             self.stampHigh = stampHigh
             self.encrypted = encrypted

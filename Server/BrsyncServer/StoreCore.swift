@@ -277,6 +277,32 @@ extension StoreDialect {
         try writing { transaction in try transaction.deleteAccount(try Self.account(name, in: transaction)) }
     }
 
+    /// A device more would take the account past its device limit (revoked
+    /// devices count: remove an account's device for good by revoking it
+    /// and reusing its name with `device token`).
+    private static func checkDeviceLimit(account: Int64, in transaction: Transaction) throws {
+        let limit = try transaction.accountCounters(account)?.limits.devices ?? Store.Limits.defaultDevices
+        let count = try transaction.deviceCount(account: account)
+        if count >= limit { throw ServerError.quotaExceeded(what: "devices", would: count + 1, limit: limit) }
+    }
+
+    /// Changes an account's limits (nil: unchanged); each at least 1.
+    /// - Returns: the limits now.
+    public func setLimits(account name: String, records: Int64?, bytes: Int64?, devices: Int64?) throws -> Store.Limits {
+        for (what, value) in [("records", records), ("bytes", bytes), ("devices", devices)] {
+            if let value, value < 1 { throw ServerError.badRequest("a limit of \(what) is at least 1 (got \(value))") }
+        }
+        return try writing { transaction in
+            let id = try Self.account(name, in: transaction)
+            var limits = try transaction.accountCounters(id)?.limits ?? Store.Limits()
+            if let records { limits.records = records }
+            if let bytes { limits.bytes = bytes }
+            if let devices { limits.devices = devices }
+            try transaction.setLimits(account: id, limits)
+            return limits
+        }
+    }
+
     private static func account(_ name: String, in transaction: Transaction) throws -> Int64 {
         guard let id = try transaction.accountID(named: name) else { throw ServerError.notFound("no account named '\(name)'") }
         return id
@@ -292,6 +318,7 @@ extension StoreDialect {
             if try transaction.deviceExists(account: id, name: name) {
                 throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already")
             }
+            try Self.checkDeviceLimit(account: id, in: transaction)
             try transaction.insertDevice(account: id, name: name, tokenHash: Tokens.hash(token), now: currentMillis())
         }
         return token
@@ -325,7 +352,10 @@ extension StoreDialect {
             let existing = try transaction.deviceID(account: id, name: name)
             if adding, existing != nil { throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already") }
             if !adding, existing == nil { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
-            if existing == nil { try transaction.insertDevice(account: id, name: name, tokenHash: hash, now: now) }
+            if existing == nil {
+                try Self.checkDeviceLimit(account: id, in: transaction)
+                try transaction.insertDevice(account: id, name: name, tokenHash: hash, now: now)
+            }
             guard let device = try existing ?? transaction.deviceID(account: id, name: name) else {
                 throw ServerError.storeUnusable("the device '\(name)' was not stored")
             }

@@ -61,6 +61,8 @@ public protocol StoreTransaction: SyncWriteTransaction {
     func accountID(named name: String) throws -> Int64?
     func insertAccount(name: String, uid: String, now: Int64) throws
     func accountSummaries() throws -> [Store.Account]
+    func setLimits(account: Int64, _ limits: Store.Limits) throws
+    func deviceCount(account: Int64) throws -> Int64
     /// Deletes the account's records, streams, devices and the account.
     func deleteAccount(_ account: Int64) throws
     func deviceExists(account: Int64, name: String) throws -> Bool
@@ -116,6 +118,8 @@ public protocol SyncWriteTransaction {
                       knownTo: String?, knownAfter: Int64, now: Int64) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
+    /// What the account holds now, this transaction's writes included.
+    func accountUsage(_ account: Int64) throws -> Store.Usage
     /// Keeps `publicKey` as the account's signing key, unless it has one
     /// (trust on first use, for an account encrypted before signed writes).
     func registerSigningKey(account: Int64, _ publicKey: String) throws

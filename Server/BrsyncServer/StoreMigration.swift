@@ -39,8 +39,9 @@ public enum StoreMigration {
             for row in snapshot.accounts {
                 try connection.run("""
                     INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
-                                          signing_key, retired_keys, encryption_reset, epoch)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                          signing_key, retired_keys, encryption_reset, epoch,
+                                          max_records, max_bytes, max_devices)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
                     """, row)
             }
             for row in snapshot.devices {
@@ -109,8 +110,8 @@ public enum StoreMigration {
             func flag(_ row: Row, _ column: Int) -> PostgresValue { .bool(row.int64(column).map { $0 != 0 } ?? false) }
             accounts = try database.query("""
                 SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
-                       signing_key, retired_keys, encryption_reset, epoch FROM accounts ORDER BY id
-                """) { row in (0..<13).map { $0 == 7 || $0 == 11 ? flag(row, $0) : value(row, $0) } }
+                       signing_key, retired_keys, encryption_reset, epoch, max_records, max_bytes, max_devices FROM accounts ORDER BY id
+                """) { row in (0..<16).map { $0 == 7 || $0 == 11 ? flag(row, $0) : value(row, $0) } }
             devices = try database.query("""
                 SELECT id, account_id, name, token_hash, client_device, revoked, created_at, last_seen, last_device_seq, acknowledged_cursor
                 FROM devices ORDER BY id

@@ -68,6 +68,19 @@ enum SyncEngine {
         return Wire.deletionFlagProblem(change.state)
     }
 
+    /// A write that takes the account past one of its limits is refused
+    /// whole: thrown inside the transaction, so nothing of it stays. One
+    /// that does not grow an account already past a limit (lowered by its
+    /// operator) is taken: deleting is always possible.
+    static func checkQuota(before: Store.AccountCounters, after: Store.Usage) throws(ServerError) {
+        if after.records > before.limits.records, after.records > before.usage.records {
+            throw .quotaExceeded(what: "records", would: after.records, limit: before.limits.records)
+        }
+        if after.bytes > before.limits.bytes, after.bytes > before.usage.bytes {
+            throw .quotaExceeded(what: "bytes", would: after.bytes, limit: before.limits.bytes)
+        }
+    }
+
     /// A client of protocol 1 cannot read an encrypted account: it is told
     /// to upgrade instead of being sent what it cannot open.
     /// A client that names its key (a pull's `key=`) must name the
@@ -239,6 +252,7 @@ enum SyncEngine {
         }
         let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
+        try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
         let acknowledged = needed.first.map { $0 - 1 } ?? request.to
         let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
         if acknowledged > last {
@@ -290,6 +304,7 @@ enum SyncEngine {
         }
         let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
+        try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
         return (applied, rejected, counters.epoch)
     }
 

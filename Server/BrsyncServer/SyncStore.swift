@@ -52,6 +52,10 @@ public protocol SyncStore: AnyObject, Sendable {
     // Administration (brsyncd's commands).
     func addAccount(_ name: String) throws
     func accounts() throws -> [Store.Account]
+    /// Changes an account's limits (nil leaves one as it is; each at least 1).
+    /// - Returns: the limits now.
+    @discardableResult
+    func setLimits(account: String, records: Int64?, bytes: Int64?, devices: Int64?) throws -> Store.Limits
     func removeAccount(_ name: String) throws
     func addDevice(account: String, name: String) throws -> String
     func devices(account: String) throws -> [Store.Device]

@@ -7,7 +7,7 @@ import Plumbing
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account", abstract: "Manage accounts (a person and their devices).",
-        subcommands: [Add.self, List.self, Remove.self, ResetEncryption.self])
+        subcommands: [Add.self, List.self, Remove.self, Limits.self, ResetEncryption.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an account.")
@@ -25,7 +25,10 @@ struct AccountCommand: ParsableCommand {
         func run() throws {
             let accounts = try store.open().accounts()
             if accounts.isEmpty { print("no accounts; add one with 'brsyncd account add NAME'") }
-            for account in accounts { print("\(account.name)\t\(account.devices) device(s)\t\(account.records) record(s)") }
+            for account in accounts {
+                print("\(account.name)\t\(account.devices)/\(account.limits.devices) device(s)\t\(account.records)/\(account.limits.records) record(s)"
+                      + "\t\(Limits.size(account.bytes))/\(Limits.size(account.limits.bytes))")
+            }
         }
     }
 
@@ -41,6 +44,65 @@ struct AccountCommand: ParsableCommand {
 }
 
 extension AccountCommand {
+    struct Limits: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "limits",
+            abstract: "Show or change what an account may hold: records, their bytes, devices.",
+            discussion: """
+                A push or relay that would take the account past a limit is refused whole (nothing applied; the machine keeps \
+                its edits and says so); one that shrinks an account already past a lowered limit is taken. Defaults: \
+                \(Store.Limits.defaultRecords) records, \(size(Store.Limits.defaultBytes)), \(Store.Limits.defaultDevices) devices \
+                (revoked ones count). 'default' sets a limit back to its default.
+                """)
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account's name.") var name: String
+        @Option(help: "Most records (tombstones included), or 'default'.") var records: String?
+        @Option(help: "Most bytes of stored records: a number with an optional K, M or G (binary), or 'default'.") var bytes: String?
+        @Option(help: "Most devices (revoked ones included), or 'default'.") var devices: String?
+
+        func run() throws {
+            let opened = try store.open()
+            if records != nil || bytes != nil || devices != nil {
+                try opened.setLimits(account: name, records: try records.map { try Self.count($0, "--records", Store.Limits.defaultRecords) },
+                                     bytes: try bytes.map { try Self.bytes($0) },
+                                     devices: try devices.map { try Self.count($0, "--devices", Store.Limits.defaultDevices) })
+            }
+            guard let account = try opened.accounts().first(where: { $0.name == name }) else {
+                throw CLIFailure(message: "no account named '\(name)'")
+            }
+            print("records: \(account.records) of \(account.limits.records)")
+            print("bytes:   \(Self.size(account.bytes)) of \(Self.size(account.limits.bytes))")
+            print("devices: \(account.devices) of \(account.limits.devices)")
+        }
+
+        static func count(_ text: String, _ option: String, _ fallback: Int64) throws -> Int64 {
+            if text == "default" { return fallback }
+            guard let value = Int64(text), value >= 1 else { throw CLIFailure(message: "\(option) takes a whole number, 1 or more, or 'default' (got '\(text)')") }
+            return value
+        }
+
+        static func bytes(_ text: String) throws -> Int64 {
+            if text == "default" { return Store.Limits.defaultBytes }
+            let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+            var digits = Substring(text)
+            var unit: Int64 = 1
+            if let last = text.last, let scale = units[Character(last.uppercased())] {
+                unit = scale
+                digits = digits.dropLast()
+            }
+            guard let value = Int64(digits), value >= 1, value <= Int64.max / unit else {
+                throw CLIFailure(message: "--bytes takes a size (a whole number with an optional K, M or G) or 'default' (got '\(text)')")
+            }
+            return value * unit
+        }
+
+        /// A byte count as people read it (MiB with one decimal, binary units).
+        static func size(_ bytes: Int64) -> String {
+            if bytes < 1 << 20 { return "\((bytes + 1023) / 1024) KiB" }
+            return "\((Double(bytes) / Double(1 << 20) * 10).rounded() / 10) MiB"
+        }
+    }
+
     struct ResetEncryption: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "reset-encryption",

@@ -36,6 +36,9 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         /// Signed with another key than the one the server keeps for the
         /// account: someone registered another key, or the server lies.
         public static let signingKeyMismatch = Code(rawValue: "signing_key_mismatch")
+        /// A push or relay that would take the account past one of its
+        /// limits (its records, their bytes): nothing of it was applied.
+        public static let quotaExceeded = Code(rawValue: "quota_exceeded")
         /// A key change to a key the account was rotated away from.
         public static let keyRetired = Code(rawValue: "key_retired")
         public static let unavailable = Code(rawValue: "unavailable")

@@ -32,7 +32,7 @@ import TestSupport
         #expect(!list.stdout.contains(token), "tokens are never shown again")
         #expect(try run(["device", "revoke", "alice", "laptop"], db: db).status == 0)
         #expect(try run(["device", "list", "alice"], db: db).stdout.contains("revoked"))
-        #expect(try run(["account", "list"], db: db).stdout.contains("alice\t1 device(s)\t0 record(s)"))
+        #expect(try run(["account", "list"], db: db).stdout.contains("alice\t1/64 device(s)\t0/100000 record(s)\t0 KiB/128.0 MiB"))
         #expect(try run(["account", "rm", "alice"], db: db).status == 0)
         #expect(try run(["account", "list"], db: db).stdout.contains("no accounts"))
         // The token hash is all the store holds.

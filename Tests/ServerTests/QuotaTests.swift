@@ -1,0 +1,97 @@
+import Foundation
+import JSON
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// No account fills the server for the others: what an account holds is
+/// counted whatever writes it, and a push or relay past a limit is refused
+/// whole, nothing applied.
+@Suite struct QuotaTests {
+    func usage(_ fixture: ServerFixture, _ account: String) throws -> Store.Account {
+        try #require(try fixture.store.accounts().first { $0.name == account })
+    }
+
+    @Test(arguments: StoreKind.allCases) func aPushOrRelayPastALimitIsRefusedWhole(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = Wire.protocolVersion
+        #expect(try usage(fixture, "alice").limits == Store.Limits())
+        try fixture.store.setLimits(account: "alice", records: 3, bytes: nil, devices: nil)
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("a")]), laptop.change("two.example", ["browser": .string("a")])]).status == 200)
+        // Two more would make four: refused whole, nothing applied, the limit named.
+        let refused = try laptop.push([laptop.change("three.example", ["browser": .string("a")]), laptop.change("four.example", ["browser": .string("a")])])
+        #expect(refused.status == 507 && refused.errorCode == .quotaExceeded && refused.errorMessage.contains("limit of 3"), "\(refused.text)")
+        #expect(try laptop.pullAll().records.count == 2)
+        #expect(try usage(fixture, "alice").records == 2)
+        // One more fits; the same push again (a retry) is acknowledged.
+        laptop.nextSequence = 3
+        #expect(try laptop.push([laptop.change("three.example", ["browser": .string("a")])]).status == 200)
+        // Past a lowered limit, what does not grow the account is taken: an edit, a deletion.
+        try fixture.store.setLimits(account: "alice", records: 1, bytes: nil, devices: nil)
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("b")])]).status == 200)
+        #expect(try laptop.push([laptop.change("two.example", ["deleted": .bool(true)])]).status == 200)
+        // A relay is held to it too.
+        let relay = RelayRequest(records: [laptop.change("five.example", ["browser": .string("a")])])
+        let relayed = try laptop.post("/v1/relay", body: relay.body())
+        #expect(relayed.status == 507 && relayed.errorCode == .quotaExceeded, "\(relayed.text)")
+        // Bytes: a record larger than what is left.
+        try fixture.store.setLimits(account: "alice", records: 100, bytes: 4096, devices: nil)
+        laptop.nextSequence = 6 // the relayed record took no change number
+        let big = try laptop.push([laptop.change("big.example", ["browser": .string(String(repeating: "x", count: 5000))])])
+        #expect(big.status == 507 && big.errorMessage.contains("bytes"), "\(big.text)")
+        #expect(try laptop.pullAll().records.count == 3)
+        // Another account is not touched by alice's limits.
+        let bob = try fixture.device("bob", "phone")
+        #expect(try bob.push([bob.change("bob.example", ["browser": .string(String(repeating: "y", count: 5000))])]).status == 200)
+    }
+
+    /// The counts stay exact whatever writes the records: pushes, edits,
+    /// relays, a purge, the deletion of a key change, an account removed.
+    @Test(arguments: StoreKind.allCases) func theCountsFollowEveryWrite(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = Wire.protocolVersion
+        func check(_ what: String) throws {
+            let counted = try usage(fixture, "alice")
+            let stored = try fixture.store.records(account: "alice")
+            #expect(counted.records == Int64(stored.count), "\(what)")
+            let bytes = stored.reduce(Int64(0)) { $0 + Int64(RecordState.encodeFields($1.state.fields).utf8.count + RecordState.encodeVersions($1.state.versions).utf8.count) }
+            #expect(counted.bytes == bytes, "\(what): counted \(counted.bytes), stored \(bytes)")
+        }
+        #expect(try laptop.push((0..<20).map { laptop.change("site\($0).example", ["browser": .string("firefox")]) }).status == 200)
+        try check("a push")
+        #expect(try laptop.push((0..<5).map { laptop.change("site\($0).example", ["browser": .string("a much longer browser name")]) }).status == 200)
+        try check("edits")
+        #expect(try laptop.push((5..<10).map { laptop.change("site\($0).example", ["deleted": .bool(true)]) }).status == 200)
+        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("x")])])
+        #expect(try laptop.post("/v1/relay", body: relay.body()).status == 200)
+        try check("deletions and a relay")
+        let cursor = try laptop.pullAll().cursor
+        _ = try laptop.pull(since: cursor) // every device has the tombstones now
+        #expect(try fixture.store.purgeTombstones(retentionMilliseconds: -60_000) == 5)
+        try check("a purge")
+        laptop.signingKey = EncryptedAccountTests.firstSigner
+        #expect(try EncryptedAccountTests.encrypt(laptop).status == 200)
+        try check("the records deleted by encryption")
+        #expect(try usage(fixture, "alice").records == 0)
+    }
+
+    @Test(arguments: StoreKind.allCases) func devicesPastTheLimitAreRefused(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        _ = try fixture.device("alice", "laptop")
+        try fixture.store.setLimits(account: "alice", records: nil, bytes: nil, devices: 2)
+        _ = try fixture.store.addDevice(account: "alice", name: "desktop")
+        #expect { try fixture.store.addDevice(account: "alice", name: "phone") } throws: { error in
+            guard case ServerError.quotaExceeded(let what, _, let limit) = error else { return false }
+            return what == "devices" && limit == 2
+        }
+        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 60_000) }
+        // A new join code for an existing device is not a device more.
+        _ = try fixture.store.enroll(account: "alice", device: "desktop", adding: false, validMilliseconds: 60_000)
+        // Limits are at least 1; an unknown account is named.
+        #expect(throws: ServerError.self) { try fixture.store.setLimits(account: "alice", records: 0, bytes: nil, devices: nil) }
+        #expect(throws: ServerError.self) { try fixture.store.setLimits(account: "nobody", records: 5, bytes: nil, devices: nil) }
+    }
+}
