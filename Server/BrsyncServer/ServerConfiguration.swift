@@ -25,6 +25,10 @@ public struct ServerConfiguration: Sendable {
     /// timeline of this one, accepted once: after a restore, a clock that was
     /// fast then must not lose them). Default 24 hours: still no stamp years ahead.
     public var maxRelayClockOffsetMilliseconds: Int64 = 24 * 3_600_000
+    /// Requests one bearer token may have in progress at once (a client
+    /// syncs one request at a time); more are answered 503 with
+    /// `Retry-After`, so one device cannot take every worker. Default 2.
+    public var maxRequestsPerToken = 2
     /// Records per pull page when the client asks for none. Default 500.
     public var defaultPullLimit = 500
     /// Most records per pull page. Default 5,000.

@@ -27,6 +27,8 @@ public final class SyncAPI: Sendable {
     let logger: Logger
     /// Connections being served, for `/metrics` (set once the server exists).
     let openConnections: @Sendable () -> Int
+    /// Requests in progress per bearer token.
+    let gate: RequestGate
 
     public init(store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
                 openConnections: @escaping @Sendable () -> Int) {
@@ -35,6 +37,7 @@ public final class SyncAPI: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.openConnections = openConnections
+        gate = RequestGate(limit: configuration.maxRequestsPerToken)
     }
 
     /// Answers one request; never throws: every error becomes its JSON answer.
@@ -47,10 +50,19 @@ public final class SyncAPI: Sendable {
     }
 
     private func answer(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
+        // One credential's requests in progress are bounded before any work.
+        let credential = request.headers["Authorization"]
+        if let credential {
+            guard gate.enter(credential) else {
+                logger.info("\(request.method) \(request.path) from \(context.peer): 503 this token's requests in progress are at the limit")
+                return Self.answer(ServerError.unavailable("this device has \(gate.limit) requests in progress already; retry"))
+            }
+        }
+        defer { if let credential { gate.leave(credential) } }
         do {
             return try route(request)
         } catch let error as ServerError {
-            if error.httpStatus >= 500 {
+            if error.httpStatus >= 500, error.code != .quotaExceeded {
                 logger.error("\(request.method) \(request.path) from \(context.peer): \(error)")
             } else {
                 logger.info("\(request.method) \(request.path) from \(context.peer): \(error.httpStatus) \(error.code)")

@@ -41,6 +41,8 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Most connections at once (default 1024).") var maxConnections: Int?
     @Option(help: "Most connections from one IP address at once (default 64; raise it behind a NAT or a proxy that keeps TLS).")
     var maxConnectionsPerAddress: Int?
+    @Option(help: "Requests one device token may have in progress at once; more are answered 503 with Retry-After (default 2).")
+    var maxRequestsPerToken: Int?
     @Option(help: "Largest request body in bytes (default 8388608).") var maxBodyBytes: Int?
     @Option(help: "Largest header section in bytes (default 16384).") var maxHeaderBytes: Int?
     @Option(help: "Longest request line in bytes (default 8192).") var maxRequestLineBytes: Int?
@@ -81,6 +83,7 @@ struct ServeOptions: ParsableArguments {
         }
         try positive(maxConnections, "max-connections") { configuration.limits.maxConnections = $0 }
         try positive(maxConnectionsPerAddress, "max-connections-per-address") { configuration.limits.maxConnectionsPerAddress = $0 }
+        try positive(maxRequestsPerToken, "max-requests-per-token") { configuration.maxRequestsPerToken = $0 }
         try positive(maxBodyBytes, "max-body-bytes") { configuration.limits.maxBodyBytes = $0 }
         try positive(maxHeaderBytes, "max-header-bytes") { configuration.limits.maxHeaderBytes = $0 }
         try positive(maxRequestLineBytes, "max-request-line-bytes") { configuration.limits.maxRequestLineBytes = $0 }

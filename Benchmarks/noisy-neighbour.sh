@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Noisy-neighbour benchmark (prints numbers; it is not a test). Release build,
+# TLS on loopback. Account "bench" (500 rules) is pulled by a client that
+# asks for a page from zero, one request at a time, first on a quiet server,
+# then while account "noisy", with one device token, does what it can to the
+# server from 8 connections: pulls with a cursor far past its account (a new
+# timeline each time), pulls its own account of 20 records near the size
+# limit (76 MB) from zero, and pushes records near every limit. Prints the quiet
+# account's pull latency (median and p99) in both runs and their ratio
+# (target: within 2x), and how many requests the noisy account made.
+# Usage: bash Benchmarks/noisy-neighbour.sh [seconds per run, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-10}"
+flags=(-c release --static-swift-stdlib)
+swift build "${flags[@]}" --product brsyncd >/dev/null
+swift build "${flags[@]}" --product brsyncd-bench >/dev/null
+bin="$(swift build "${flags[@]}" --show-bin-path)"
+
+work="$(mktemp -d)"
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$bin/brsyncd-bench" setup "$work" >/dev/null
+"$bin/brsyncd" account add noisy --db "$work/store.sqlite" >/dev/null
+noisy_token="$("$bin/brsyncd" device add noisy x --db "$work/store.sqlite" | tail -1)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
+  --log-level warning --max-connections-per-address 256 &
+pid=$!
+sleep 0.5
+
+python3 - "$port" "$work/ca.pem" "$(cat "$work/token")" "$noisy_token" "$seconds" <<'PY'
+import json, socket, ssl, sys, threading, time
+
+port, ca, quiet_token, noisy_token, seconds = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+context = ssl.create_default_context(cafile=ca)
+
+class Client:
+    def __init__(self, token):
+        self.token = token
+        self.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+    def send(self, method, target, body=b""):
+        """One request; (0, b"") when the server closed the connection (a new one is made)."""
+        head = (f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {self.token}\r\n"
+                f"Brsync-Protocol: 3\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        try:
+            self.sock.sendall(head + body)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = self.sock.recv(65536)
+                if not chunk: raise ConnectionError("closed")
+                data += chunk
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+            while len(rest) < length:
+                chunk = self.sock.recv(min(1 << 20, length - len(rest)))
+                if not chunk: raise ConnectionError("closed")
+                rest += chunk
+            if b"connection: close" in head.lower(): raise ConnectionError("closed after the answer")
+            return int(head.split(b" ")[1]), rest
+        except (ConnectionError, OSError, ssl.SSLError):
+            self.sock.close()
+            self.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+            return 0, b""
+
+NEAR_LIMIT = json.dumps({f"f{i}": "\u0001" * 10000 for i in range(63)})
+
+def near_limit_body(device, sequence, base):
+    """A push of one record near every limit, its fields' text made once."""
+    stamp = f"{int(time.time() * 1000):016x}-{sequence:08x}-{device}"
+    fields = NEAR_LIMIT.replace('": "', '": {"v": "').replace('", "f', f'", "s": "{stamp}"}}, "f')
+    fields = fields[:-1] + f', "s": "{stamp}"}}}}'
+    head = {"device": device, "from": sequence, "to": sequence}
+    if base is not None: head["base"] = base
+    return (json.dumps(head)[:-1] + f', "changes": [{{"seq": {sequence}, "collection": "settings", "key": "k{sequence}", '
+            + f'"fields": {fields}, "versions": {{"{device}": 1}}}}]}}').encode()
+
+def push(client, device, first, count, fields_of):
+    wall = int(time.time() * 1000)
+    changes = []
+    for sequence in range(first, first + count):
+        stamp = f"{wall:016x}-{sequence:08x}-{device}"
+        changes.append({"seq": sequence, "collection": "settings", "key": f"k{sequence}",
+                        "fields": {name: {"v": value, "s": stamp} for name, value in fields_of(sequence).items()}, "versions": {device: 1}})
+    return {"device": device, "from": first, "to": first + count - 1, "changes": changes}
+
+def push_all(client, device, records, per_push, fields_of):
+    base = None
+    for first in range(1, records + 1, per_push):
+        body = push(client, device, first, min(per_push, records - first + 1), fields_of)
+        if base is not None: body["base"] = base
+        status, text = client.send("POST", "/v1/push", json.dumps(body).encode())
+        if status != 200: sys.exit(f"setup push refused: {status} {text[:200]}")
+        base = json.loads(text)["digest"]
+
+push_all(Client(quiet_token), "quiet0000000001", 500, 250, lambda s: {"pattern": f"site{s}.example", "browser": "firefox"})
+setup = Client(noisy_token)
+base = None
+for sequence in range(1, 21):
+    status, text = setup.send("POST", "/v1/push", near_limit_body("noisy0000000001", sequence, base))
+    if status != 200: sys.exit(f"setup push refused: {status} {text[:200]}")
+    base = json.loads(text)["digest"]
+
+def measure():
+    client = Client(quiet_token)
+    times = []
+    end = time.time() + seconds
+    while time.time() < end:
+        started = time.perf_counter()
+        status, _ = client.send("GET", "/v1/pull?since=0&limit=500")
+        times.append(time.perf_counter() - started)
+        if status != 200: sys.exit(f"the quiet account's pull failed: {status}")
+    times.sort()
+    return times[len(times) // 2] * 1000, times[int(len(times) * 0.99)] * 1000, len(times)
+
+import multiprocessing
+quiet = measure()
+stop = multiprocessing.Event()
+made = multiprocessing.Value("i", 0)
+def noise(kind):
+    client = Client(noisy_token)
+    sequence, base = 1, None
+    while not stop.is_set():
+        if kind % 3 == 0:
+            client.send("GET", "/v1/pull?since=999999999")
+        elif kind % 3 == 1:
+            client.send("GET", "/v1/pull?since=0&limit=5000")
+        else:
+            status, text = client.send("POST", "/v1/push", near_limit_body(f"noisy{kind:010d}", sequence, base))
+            if status == 200:
+                base = json.loads(text)["digest"]
+                sequence += 1
+        with made.get_lock(): made.value += 1
+# Processes, not threads: the quiet client's timings must not wait on the noisy ones' interpreter lock.
+threads = [multiprocessing.Process(target=noise, args=(kind,)) for kind in range(8)]
+for thread in threads: thread.start()
+noisy = measure()
+stop.set()
+for thread in threads: thread.join()
+print(f"quiet account, pull of 500 records: quiet server median {quiet[0]:.1f} ms, p99 {quiet[1]:.1f} ms ({quiet[2]} pulls)")
+print(f"same, while the noisy account made {made.value} requests on 8 connections: median {noisy[0]:.1f} ms, p99 {noisy[1]:.1f} ms ({noisy[2]} pulls)")
+print(f"ratio: median {noisy[0] / quiet[0]:.2f}x, p99 {noisy[1] / quiet[1]:.2f}x (target: within 2x)")
+PY
