@@ -30,6 +30,22 @@ extension SyncClient {
             + "other machines then add its recovery code), 'brsync key add' with the code of a machine that did, or "
             + "'brsync key forget' to sync without encryption. If nobody asked for the reset, ask the operator why first")
 
+    /// Runs a sync; the stop it ends with is what `brsync status` shows,
+    /// wherever in the sync it came. The server's refusal to take this key
+    /// because the operator reset the account stops as a page saying so does.
+    func recordingTheStop<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch SyncError.refused(code: .encryptionReset, _) where cipher != nil {
+            try replica.noteEncryptionReset()
+            try? replica.recordSyncProblem(Self.encryptionWasReset.description)
+            throw Self.encryptionWasReset
+        } catch let error as SyncError {
+            try? replica.recordSyncProblem(error.description)
+            throw error
+        }
+    }
+
     /// What a key holder does with the signing key the server keeps for the
     /// account: goes on with its own, registers its own when there is none
     /// (an account encrypted before signed writes: before anyone else can),

@@ -123,20 +123,11 @@ public final class SyncClient {
     public func sync() throws -> Summary {
         try locked {
             try checkCopied()
-            do {
-                return try movingForward {
+            return try recordingTheStop {
+                try movingForward {
                     try prepareSync()
                     return try syncLocked()
                 }
-            } catch SyncError.refused(code: .encryptionReset, _) where cipher != nil {
-                // The server refused to take this key (the operator reset the account): stop as a page saying so stops.
-                try replica.noteEncryptionReset()
-                try? replica.recordSyncProblem(Self.encryptionWasReset.description)
-                throw Self.encryptionWasReset
-            } catch let error as SyncError {
-                // What `brsync status` shows: the stop itself, wherever in the sync it came.
-                try? replica.recordSyncProblem(error.description)
-                throw error
             }
         }
     }
