@@ -12,23 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
-flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" --product brsyncd >/dev/null
-swift build "${flags[@]}" --product brsyncd-bench >/dev/null
-bin="$(swift build "${flags[@]}" --show-bin-path)"
-
-work="$(mktemp -d)"
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-"$bin/brsyncd-bench" setup "$work" >/dev/null
+source Benchmarks/release-server.sh
+build_server
+prepare_store
 "$bin/brsyncd" account add noisy --db "$work/store.sqlite" >/dev/null
 noisy_token="$("$bin/brsyncd" device add noisy x --db "$work/store.sqlite" | tail -1)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
-  --log-level warning --max-connections-per-address 256 &
-pid=$!
-sleep 0.5
+start_server --max-connections-per-address 256
 
 python3 - "$port" "$work/ca.pem" "$(cat "$work/token")" "$noisy_token" "$seconds" <<'PY'
 import json, socket, ssl, sys, threading, time

@@ -11,35 +11,28 @@ cd "$(dirname "$0")/.."
 megabytes="${1:-90}"
 clients="${2:-64}"
 idle="${3:-16}"
-flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" --product brsyncd >/dev/null
-swift build "${flags[@]}" --product brsyncd-bench >/dev/null
-bin="$(swift build "${flags[@]}" --show-bin-path)"
+source Benchmarks/release-server.sh
+build_server
+prepare_store
+start_server
+# A device, and its token, per client: one token gets 2 requests in progress at most.
+"$bin/brsyncd" account limits bench --devices $((clients + 1)) --db "$work/store.sqlite" >/dev/null
+for index in $(seq 1 "$clients"); do "$bin/brsyncd" device add bench "reader$index" --db "$work/store.sqlite" | tail -1; done >"$work/tokens"
 
-work="$(mktemp -d)"
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-"$bin/brsyncd-bench" setup "$work" >/dev/null
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
-  --log-level warning &
-pid=$!
-sleep 0.5
-
-python3 - "$port" "$work/ca.pem" "$(cat "$work/token")" "$pid" "$megabytes" "$clients" "$idle" <<'PY'
+python3 - "$port" "$work/ca.pem" "$(cat "$work/token")" "$pid" "$megabytes" "$clients" "$idle" "$work/tokens" <<'PY'
 import json, socket, ssl, sys, threading, time
 
 port, ca, token, pid = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
 megabytes, clients, idle = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+tokens = open(sys.argv[8]).read().split()
 context = ssl.create_default_context(cafile=ca)
 
 def connect():
     raw = socket.create_connection(("127.0.0.1", port))
     return context.wrap_socket(raw, server_hostname="localhost")
 
-def request(sock, method, target, body=b""):
-    head = (f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n"
+def request(sock, method, target, body=b"", credential=None):
+    head = (f"{method} {target} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {credential or token}\r\n"
             f"Brsync-Protocol: 3\r\nContent-Length: {len(body)}\r\n\r\n").encode()
     sock.sendall(head + body)
 
@@ -96,23 +89,23 @@ def sample():
 sampler = threading.Thread(target=sample); sampler.start()
 
 held = []
-def reader():
+def reader(credential):
     s = connect()
     cursor = 0
     while True:
-        request(s, "GET", f"/v1/pull?since={cursor}&limit=5000")
+        request(s, "GET", f"/v1/pull?since={cursor}&limit=5000", credential=credential)
         status, text = answer(s)
         page = json.loads(text)
         cursor = page["next"]
         if not page["more"]: break
     s.close()
-def stalled():
+def stalled(credential):
     s = connect()
-    request(s, "GET", "/v1/pull?since=0&limit=5000")
+    request(s, "GET", "/v1/pull?since=0&limit=5000", credential=credential)
     held.append(s)  # never read
 
 started = time.time()
-threads = [threading.Thread(target=stalled if i < idle else reader) for i in range(clients)]
+threads = [threading.Thread(target=stalled if i < idle else reader, args=(tokens[i],)) for i in range(clients)]
 for t in threads: t.start()
 for t in threads: t.join()
 seconds = time.time() - started

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// The replica's side of end-to-end encryption. The replica stays
@@ -98,7 +99,8 @@ extension Replica {
 
     /// The rotation certificates this replica knows.
     public func keyCertificates() throws -> [KeyCertificate] {
-        (try setting(Self.keyCertificatesSetting) ?? "").split(separator: ",").compactMap { KeyCertificate(text: String($0)) }
+        guard let text = try setting(Self.keyCertificatesSetting), case .array(let items)? = try? JSONValue.parse(text) else { return [] }
+        return items.compactMap { try? KeyCertificate(json: $0) }
     }
 
     /// Adds `certificates` to ``keyCertificates()``, a synced edit (the 16 newest kept).
@@ -106,7 +108,7 @@ extension Replica {
         try transaction {
             var seen: Set<KeyCertificate> = []
             let all = (certificates + (try keyCertificates())).filter { seen.insert($0).inserted }.prefix(KeyCertificate.maxChain)
-            try setSetting(Self.keyCertificatesSetting, all.map(\.text).joined(separator: ","))
+            try setSetting(Self.keyCertificatesSetting, JSONValue.array(all.map(\.json)).jsonText)
         }
     }
 

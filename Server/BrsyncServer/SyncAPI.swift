@@ -260,45 +260,35 @@ public final class SyncAPI: Sendable {
             throw error
         }
         let query = request.queryItems
+        // Strangers learn nothing, not even about parameters: the token is checked before a refusal.
+        func refuse(_ message: String) throws -> Never {
+            _ = try store.authenticate(token: token)
+            throw ServerError.badRequest(message)
+        }
         var since: Int64 = 0
         if let text = query["since"] {
-            guard let value = Int64(text), value >= 0 else {
-                _ = try store.authenticate(token: token) // strangers learn nothing, not even about parameters
-                throw ServerError.badRequest("since must be a cursor (a number 0 or more)")
-            }
+            guard let value = Int64(text), value >= 0 else { try refuse("since must be a cursor (a number 0 or more)") }
             since = value
         }
         var limit = configuration.defaultPullLimit
         if let text = query["limit"] {
-            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else {
-                _ = try store.authenticate(token: token)
-                throw ServerError.badRequest("limit must be a number from 1 to \(configuration.maxPullLimit)")
-            }
+            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else { try refuse("limit must be a number from 1 to \(configuration.maxPullLimit)") }
             limit = value
         }
         var clientKeyID: String?
         if let text = query["key"] {
-            guard Wire.isKeyID(text) else {
-                _ = try store.authenticate(token: token)
-                throw ServerError.badRequest("key must be an account key's id (16 hex digits)")
-            }
+            guard Wire.isKeyID(text) else { try refuse("key must be an account key's id (16 hex digits)") }
             clientKeyID = text
         }
         var clientSigningKey: String?
         if let text = query["signer"] {
-            guard WriteSignature.isPublicKey(text) else {
-                _ = try store.authenticate(token: token)
-                throw ServerError.badRequest("signer must be a signing public key (43 characters of base64url)")
-            }
+            guard WriteSignature.isPublicKey(text) else { try refuse("signer must be a signing public key (43 characters of base64url)") }
             clientSigningKey = text
         }
         var replica: Store.PullingReplica?
         if let clientDevice = query["device"] {
             guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
-                  let digest = query["digest"], Wire.isDigest(digest) else {
-                _ = try store.authenticate(token: token)
-                throw ServerError.badRequest("device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
-            }
+                  let digest = query["digest"], Wire.isDigest(digest) else { try refuse("device needs pushed (a change number) and digest (16 hex digits), and must be a device id") }
             replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
         }
         let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],

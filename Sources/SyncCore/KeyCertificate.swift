@@ -51,16 +51,6 @@ public struct KeyCertificate: Sendable, Equatable, Hashable {
         self.init(from: from, to: to, publicKey: publicKey, signature: signature)
     }
 
-    /// The compact text a replica keeps it as: `FROM:TO:PUBLIC:SIGNATURE`.
-    public var text: String { "\(from):\(to):\(publicKey):\(signature)" }
-
-    public init?(text: String) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 4, Wire.isKeyID(parts[0]), Wire.isKeyID(parts[1]), WriteSignature.isPublicKey(parts[2]),
-              WriteSignature.isSignature(parts[3]) else { return nil }
-        self.init(from: parts[0], to: parts[1], publicKey: parts[2], signature: parts[3])
-    }
-
     /// The shortest chain from `start` to `end` through `certificates`, or
     /// nil when there is none within ``maxChain`` steps (a rotation killed
     /// half way may leave a branch that leads nowhere).

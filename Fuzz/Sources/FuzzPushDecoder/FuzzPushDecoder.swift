@@ -4,7 +4,7 @@ import SyncCore
 
 /// Reads the input as a push, a relay, a pull page, an encrypt request (and
 /// its answer), a join request, a stored record, a `Brsync-Signature` header
-/// and a kept key certificate, the
+/// the
 /// way the server and the client read them. The readers skip the JSON tree,
 /// so they must agree with it on what JSON is: text the tree parser refuses
 /// is refused as not JSON, and text it reads is never called not JSON.
@@ -50,10 +50,6 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let signature = WriteSignature(headerValue: text) {
             precondition(WriteSignature.isPublicKey(signature.publicKey) && WriteSignature.isSignature(signature.signature))
             precondition(WriteSignature(headerValue: signature.headerValue) == signature, "a signature header changed in a round trip")
-        }
-        if let certificate = KeyCertificate(text: text) {
-            precondition(KeyCertificate(text: certificate.text) == certificate, "a key certificate changed in a round trip")
-            precondition((try? KeyCertificate(json: certificate.json)) == certificate)
         }
     }
     if let joining = agrees(JoinRequest.init(reading:), "join request") {
