@@ -105,10 +105,22 @@ enum SyncEngine {
             var digests: [String] = []
             fieldsTexts.reserveCapacity(request.changes.count)
             digests.reserveCapacity(request.changes.count)
+            // In the push's order, the changes over a limit among them (digested as sent, stored never).
+            var unreadable = request.unreadable.makeIterator(), nextUnreadable = unreadable.next()
             for change in request.changes {
+                while let skipped = nextUnreadable, skipped.sequence < change.sequence {
+                    digests.append(skipped.digest)
+                    fieldsTexts.append("")
+                    nextUnreadable = unreadable.next()
+                }
                 let bytes = RecordState.encodeFieldBytes(change.state.fields)
                 digests.append(ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
                 fieldsTexts.append(String(decoding: bytes, as: UTF8.self))
+            }
+            while let skipped = nextUnreadable {
+                digests.append(skipped.digest)
+                fieldsTexts.append("")
+                nextUnreadable = unreadable.next()
             }
             self.fieldsTexts = fieldsTexts
             self.digests = digests
@@ -254,6 +266,9 @@ enum SyncEngine {
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
         try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
         let acknowledged = needed.first.map { $0 - 1 } ?? request.to
+        // Changes over a limit were never read as records: rejected alone, their numbers counted.
+        rejected += request.unreadable.filter { $0.sequence > last && $0.sequence <= acknowledged }.map(\.rejection)
+        rejected.sort { $0.sequence < $1.sequence }
         let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
         if acknowledged > last {
             try store.setStream(account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
@@ -274,6 +289,7 @@ enum SyncEngine {
         try checkSealing(keyID: request.keyID, account: counters)
         if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
         var usable: [ChangeRecord] = []
+        rejected += request.unreadable.map(\.rejection)
         for record in request.records {
             if let problem = recordProblem(record, account: counters) {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))

@@ -20,6 +20,10 @@ public struct PushRequest: Sendable, Equatable {
     /// encryption): an encrypted account refuses changes sealed with a key
     /// it no longer uses (rotated).
     public var keyID: String?
+    /// Read from a push: the changes in the range that are well formed but
+    /// over a limit, each rejected alone (``ChangeRecord/Unreadable``);
+    /// ``changes`` holds the others. Never written by ``body(changeTexts:)``.
+    public var unreadable: [ChangeRecord.Unreadable] = []
 
     public init(device: String, from: Int64, to: Int64, changes: [ChangeRecord], base: String? = nil, since: Int64? = nil, epoch: String? = nil,
                 keyID: String? = nil) {
@@ -75,8 +79,9 @@ public struct PushRequest: Sendable, Equatable {
 
     /// Reads a push (see ``Wire/ReadError``); its checks, in order: the
     /// device, the range, the changes (an array of at most
-    /// ``Wire/maxPushChanges``, exactly the range, each valid and numbered
-    /// in order), then `base`, `since`, `epoch` and `key`.
+    /// ``Wire/maxPushChanges``, exactly the range, numbered in order, each
+    /// valid or over a limit only: see ``unreadable``), then `base`,
+    /// `since`, `epoch` and `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let reading = try MessageReading.read(bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true)
         do throws(Wire.Problem) {
@@ -102,10 +107,8 @@ public struct PushRequest: Sendable, Equatable {
         guard to - from == Int64(count) - 1 else {
             throw Wire.Problem("\"from\" \(from) to \"to\" \(to) is not the \(count) change(s) sent")
         }
-        for (offset, change) in reading.changes.enumerated() where change.sequence != from + Int64(offset) {
-            throw Wire.Problem("the changes must be numbered \(from) to \(to), in order, with none missing")
-        }
-        if let first = reading.problems.first { throw first.change.problem }
+        try Self.checkNumbers(reading, from: from, to: to)
+        if let refusal = reading.refusal { throw refusal }
         let base = object["base"]?.stringValue
         if let base, !Wire.isDigest(base) { throw Wire.Problem("\"base\" must be a change digest (16 hex digits)") }
         let since = object["since"]?.intValue
@@ -114,6 +117,28 @@ public struct PushRequest: Sendable, Equatable {
         if let epoch, epoch.utf8.count > 64 { throw Wire.Problem("\"epoch\" is at most 64 bytes") }
         self.init(device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
                   keyID: try Wire.keyID(in: object))
+        unreadable = reading.unreadable
+    }
+
+    /// The changes read, valid or over a limit, numbered `from` on in order
+    /// (up to the first that refuses the push).
+    private static func checkNumbers(_ reading: MessageReading, from: Int64, to: Int64) throws(Wire.Problem) {
+        var problems: [Int: ChangeRecord.ChangeProblem] = [:]
+        for problem in reading.problems { problems[problem.index] = problem.change }
+        var changes = reading.changes.makeIterator()
+        for index in 0..<reading.count {
+            let sequence: Int64
+            if let problem = problems[index] {
+                guard let unreadable = problem.unreadable else { return }
+                sequence = unreadable.sequence
+            } else {
+                guard let change = changes.next() else { return }
+                sequence = change.sequence
+            }
+            guard sequence == from + Int64(index) else {
+                throw Wire.Problem("the changes must be numbered \(from) to \(to), in order, with none missing")
+            }
+        }
     }
 }
 
@@ -153,6 +178,9 @@ public struct RelayRequest: Sendable, Equatable {
     public var records: [ChangeRecord]
     /// As ``PushRequest/keyID``.
     public var keyID: String?
+    /// Read from a relay: the records that are well formed but over a
+    /// limit, each rejected alone; ``records`` holds the others.
+    public var unreadable: [ChangeRecord.Unreadable] = []
 
     public init(records: [ChangeRecord], keyID: String? = nil) {
         self.records = records
@@ -180,14 +208,16 @@ public struct RelayRequest: Sendable, Equatable {
     }
 
     /// Reads a relay (see ``Wire/ReadError``): `records`, an array of at
-    /// most ``Wire/maxPushChanges`` valid records, then `key`.
+    /// most ``Wire/maxPushChanges`` records, each valid or over a limit
+    /// only (``unreadable``), then `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let reading = try MessageReading.read(bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
         do throws(Wire.Problem) {
             guard reading.isObject, reading.hasChanges else { throw Wire.Problem("a relay needs \"records\", an array") }
             guard reading.count <= Wire.maxPushChanges else { throw Wire.Problem("a relay holds at most \(Wire.maxPushChanges) records") }
-            if let first = reading.problems.first { throw first.change.problem }
+            if let refusal = reading.refusal { throw refusal }
             self.init(records: reading.changes, keyID: try Wire.keyID(in: reading.members))
+            unreadable = reading.unreadable
         } catch {
             throw .invalid(error)
         }

@@ -105,15 +105,18 @@ extension StampedValue {
 extension RecordState {
     /// `{"name": {"s": STAMP, "v": VALUE}, …}`: at most ``Wire/maxFields``
     /// fields (and encryption's own), each name and value within the limits.
-    static func readFields(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Reading<[String: StampedValue]> {
+    static func readFields(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> FieldsReading {
         let limit = Wire.maxFields + Wire.maxSealedExtraFields
         let notFields: Reading<[String: StampedValue]> = .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" }
         guard scanner.peek() == UInt8(ascii: "{") else {
             _ = try scanner.value()
-            return notFields
+            return FieldsReading(reading: notFields, flawed: nil)
         }
         var fields: [String: StampedValue] = [:]
         var problems: [String: (String) -> String] = [:]
+        // Registers that are well formed but break a limit, and the names of those that are not.
+        var flawed: [String: StampedValue] = [:]
+        var malformed: Set<String> = []
         if try scanner.beginObject() {
             repeat {
                 let name = try scanner.name()
@@ -123,7 +126,11 @@ extension RecordState {
                 }
                 let register = try StampedValue.read(&scanner)
                 // A repeated name counts once, its last value.
-                if !problems.isEmpty { problems[name] = nil }
+                if !problems.isEmpty {
+                    problems[name] = nil
+                    flawed[name] = nil
+                    malformed.remove(name)
+                }
                 if name.isEmpty {
                     problems[name] = { "\($0) has a field with no name" }
                 } else if let problem = Wire.problem(fieldName: name) {
@@ -140,13 +147,30 @@ extension RecordState {
                         }
                     }
                 }
+                switch register {
+                case .problem: malformed.insert(name)
+                case .value(let stamped): if problems[name] != nil { flawed[name] = stamped }
+                }
                 if !problems.isEmpty, problems[name] != nil { fields[name] = nil }
             } while try scanner.nextMember()
         }
-        if fields.count + problems.count > limit { return notFields }
+        if fields.count + problems.count > limit { return FieldsReading(reading: notFields, flawed: nil) }
         // Of several, the first by name: one document, one message.
-        if let first = problems.min(by: { $0.key < $1.key }) { return .problem(first.value) }
-        return .value(fields)
+        if let first = problems.min(by: { $0.key < $1.key }) {
+            return FieldsReading(reading: .problem(first.value), flawed: malformed.isEmpty ? fields.merging(flawed) { $1 } : nil)
+        }
+        return FieldsReading(reading: .value(fields), flawed: nil)
+    }
+
+    /// What ``readFields(_:)`` read: the fields, or what is wrong with them.
+    struct FieldsReading {
+        var reading: Reading<[String: StampedValue]>
+        /// When the fields break only limits (a name, a value's size or
+        /// depth) but every register is well formed (a stamp and a value):
+        /// all of them, the flawed too. It is what the change's digest
+        /// covers, so a change refused for its content still continues its
+        /// device's chain (see ``ChangeRecord/Unreadable``).
+        var flawed: [String: StampedValue]?
     }
 
     /// `{"device": counter, …}`: at most ``Wire/maxVersionEntries`` devices.
@@ -195,7 +219,7 @@ extension RecordState {
     public init(fieldsJSON: String, versionsJSON: String) throws(Wire.Problem) {
         let fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>
         do throws(Wire.ReadError) {
-            fields = try Wire.read(fieldsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readFields) }
+            fields = try Wire.read(fieldsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readFields).reading }
             versions = try Wire.read(versionsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readVersions) }
         } catch {
             throw Wire.Problem("a stored record is not JSON: \(error)")
@@ -206,15 +230,18 @@ extension RecordState {
 
 extension ChangeRecord {
     /// One change: `{"seq", "collection", "key", "fields", "versions"}`, or
-    /// what is wrong with it and its `"seq"` when it has one.
+    /// what is wrong with it, with its `"seq"` when it has one and what
+    /// identifies it when it breaks only limits.
     static func read(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> Result<ChangeRecord, ChangeProblem> {
         guard scanner.peek() == UInt8(ascii: "{") else {
             _ = try scanner.value()
             return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change must be an object")))
         }
         var sequence: JSONValue?, collection: JSONValue?, key: JSONValue?
-        var fields: Reading<[String: StampedValue]> = .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" }
+        var fields = RecordState.FieldsReading(reading: .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" },
+                                               flawed: nil)
         var versions: Reading<VersionVector> = .problem { "\($0) needs \"versions\", an object" }
+        var hasVersions = false
         if try scanner.beginObject() {
             repeat {
                 switch try scanner.name() {
@@ -222,23 +249,32 @@ extension ChangeRecord {
                 case "collection": collection = try scanner.value()
                 case "key": key = try scanner.value()
                 case "fields": fields = try RecordState.readFields(&scanner)
-                case "versions": versions = try RecordState.readVersions(&scanner)
+                case "versions":
+                    hasVersions = scanner.peek() == UInt8(ascii: "{")
+                    versions = try RecordState.readVersions(&scanner)
                 default: _ = try scanner.value()
                 }
             } while try scanner.nextMember()
         }
         let number = sequence?.intValue
+        guard let number else { return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change needs \"seq\", a number"))) }
+        guard let name = collection?.stringValue, let collection = RecordCollection(rawValue: name) else {
+            return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"collection\": browsers, rules or settings")))
+        }
+        guard let key = key?.stringValue else { return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"key\", a string"))) }
         do throws(Wire.Problem) {
-            guard let number else { throw Wire.Problem("a change needs \"seq\", a number") }
-            guard let name = collection?.stringValue, let collection = RecordCollection(rawValue: name) else {
-                throw Wire.Problem("a change needs \"collection\": browsers, rules or settings")
-            }
-            guard let key = key?.stringValue else { throw Wire.Problem("a change needs \"key\", a string") }
             if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
-            let state = try RecordState.make(fields: fields, versions: versions, context: "change \(number)")
+            let state = try RecordState.make(fields: fields.reading, versions: versions, context: "change \(number)")
             return .success(ChangeRecord(sequence: number, collection: collection, key: key, state: state))
         } catch {
-            return .failure(ChangeProblem(sequence: number, problem: error))
+            // Well formed, over a limit: still identified by its digest.
+            var registers = fields.flawed
+            if case .value(let read) = fields.reading { registers = read }
+            let unreadable = hasVersions ? registers.map {
+                Unreadable(sequence: number, collection: collection, key: key, reason: error.message,
+                           digest: ChangeRecord.digest(collection: collection, key: key, fieldsText: RecordState.encodeFieldBytes($0)[...]))
+            } : nil
+            return .failure(ChangeProblem(sequence: number, problem: error, unreadable: unreadable))
         }
     }
 
@@ -246,6 +282,26 @@ extension ChangeRecord {
     struct ChangeProblem: Error {
         var sequence: Int64?
         var problem: Wire.Problem
+        /// Set when the change is well formed and breaks only the limits
+        /// (a key, a field's name or value, the number of fields or of
+        /// versions): a push or relay refuses it alone.
+        var unreadable: Unreadable? = nil
+    }
+
+    /// A change a push or relay carried that is well formed but over a
+    /// limit (``Wire/maxKeyBytes``, ``Wire/maxValueBytes``, …): it is
+    /// rejected alone, like a change whose record would be unusable, and
+    /// its number counts as pushed. Its digest is taken from what was
+    /// sent, the way its device took it, so the device's change chain goes
+    /// on through it and a copied or restored home is still told apart.
+    public struct Unreadable: Sendable, Equatable {
+        public var sequence: Int64
+        public var collection: RecordCollection
+        public var key: String
+        public var reason: String
+        public var digest: String
+
+        public var rejection: RejectedChange { RejectedChange(sequence: sequence, collection: collection, key: key, reason: reason) }
     }
 
     /// One change as a document of its own.
@@ -264,19 +320,28 @@ struct MessageReading {
     /// Whether the changes' member is there and an array.
     var hasChanges = false
     var count = 0
-    /// The valid changes, in order (for a push or relay: those before the first problem).
+    /// The valid changes, in order (for a push or relay: those before the
+    /// first problem that is not ``ChangeRecord/Unreadable``).
     var changes: [ChangeRecord] = []
     /// The changes that are not valid, with their place in the array.
+    /// (Refusing a message whole, the first that is not unreadable.)
     var problems: [(index: Int, change: ChangeRecord.ChangeProblem)] = []
+
+    /// The first problem that refuses a push or relay whole.
+    var refusal: Wire.Problem? { problems.first { $0.change.unreadable == nil }?.change.problem }
+    /// The changes over a limit, rejected alone.
+    var unreadable: [ChangeRecord.Unreadable] { problems.compactMap(\.change.unreadable) }
 
     /// - Parameters:
     ///   - changesName: the member holding the changes.
     ///   - limit: most changes read; past it they are counted, not read.
-    ///   - untilProblem: stop reading changes at the first that is not valid (a
-    ///     push and a relay are refused whole; a pull page sets it aside).
+    ///   - untilProblem: stop reading changes at the first that is not valid
+    ///     and not ``ChangeRecord/Unreadable`` (a push and a relay are then
+    ///     refused whole; a pull page sets every problem aside).
     static func read(_ bytes: UnsafeBufferPointer<UInt8>, changesName: String, limit: Int, untilProblem: Bool) throws(Wire.ReadError) -> MessageReading {
         try Wire.document(bytes) { scanner throws(JSONValue.ParseError) in
             var reading = MessageReading()
+            var stopped = false
             guard scanner.peek() == UInt8(ascii: "{") else {
                 _ = try scanner.value()
                 return reading
@@ -293,6 +358,7 @@ struct MessageReading {
                 reading.count = 0
                 reading.changes = []
                 reading.problems = []
+                stopped = false
                 guard scanner.peek() == UInt8(ascii: "[") else {
                     _ = try scanner.value()
                     continue
@@ -301,13 +367,15 @@ struct MessageReading {
                 guard try scanner.beginArray() else { continue }
                 repeat {
                     defer { reading.count += 1 }
-                    guard reading.count < limit, !(untilProblem && !reading.problems.isEmpty) else {
+                    guard reading.count < limit, !(untilProblem && stopped) else {
                         _ = try scanner.value()
                         continue
                     }
                     switch try ChangeRecord.read(&scanner) {
                     case .success(let change): reading.changes.append(change)
-                    case .failure(let problem): reading.problems.append((reading.count, problem))
+                    case .failure(let problem):
+                        reading.problems.append((reading.count, problem))
+                        if problem.unreadable == nil { stopped = true }
                     }
                 } while try scanner.nextElement()
             } while try scanner.nextMember()

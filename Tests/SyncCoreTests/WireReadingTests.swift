@@ -71,39 +71,70 @@ import Testing
         (replacing(#""seq":1"#, #""seq":"1""#), #"a change needs "seq", a number"#),
         (replacing(#""collection":"rules""#, #""collection":"other""#), #"a change needs "collection": browsers, rules or settings"#),
         (replacing(#""key":"zoom.us""#, #""key":7"#), #"a change needs "key", a string"#),
-        (replacing(#""key":"zoom.us""#, #""key":"""#), "change 1: a key must be 1 to 2048 bytes"),
-        (replacing(#""key":"zoom.us""#, #""key":"a\u0000b""#), "change 1: a key must not contain control characters"),
         // The key is named before the fields, the fields before the versions.
         (replacing(#""key":"zoom.us""#, #""key":"""#).replacingOccurrences(of: #""fields":{"#, with: #""fields":[],"x":{"#),
          "change 1: a key must be 1 to 2048 bytes"),
         (replacing(#""fields":{"#, #""fields":[],"x":{"#).replacingOccurrences(of: #""versions":{"abc":1}"#, with: #""versions":1"#),
          #"change 1 needs "fields", an object of at most 64 fields"#),
-        (replacing(#""pattern":"#, #""":"#), "change 1 has a field with no name"),
-        (replacing(#""pattern":"#, #""a\u0001":"#), "change 1: a field name must not contain control characters"),
         (replacing(#""v":"zoom.us""#, #""value":"zoom.us""#), #"field "pattern" of change 1 needs "v""#),
         (replacing(#""pattern":{"s":"\#(stamp)","v":"zoom.us"}"#, #""pattern":"zoom.us""#), #"field "pattern" of change 1 needs "v""#),
         (replacing(stamp, "not a stamp"), #"field "pattern" of change 1 needs "s", an HLC stamp"#),
-        (replacing(#""v":"zoom.us""#, #""v":"\#(String(repeating: "x", count: Wire.maxValueBytes + 1))""#),
-         #"field "pattern" of change 1: a value is larger than 65536 bytes"#),
-        (replacing(#""v":"zoom.us""#, #""v":\#(String(repeating: "[", count: 20))\#(String(repeating: "]", count: 20))"#),
-         #"field "pattern" of change 1: a value is nested deeper than 16 levels"#),
         // Of two bad fields, the first by name.
         (replacing(#""pattern":{"#, #""b":{"v":1},"a":{"s":1,"v":1},"pattern":{"#), #"field "a" of change 1 needs "s", an HLC stamp"#),
         (replacing(#"{"pattern":"#, "{" + (0...Wire.maxFields + 2).map { #""f\#($0)":{"s":"\#(stamp)","v":1},"# }.joined() + #""pattern":"#),
          #"change 1 needs "fields", an object of at most 64 fields"#),
-        (replacing(#"{"pattern":"#, "{" + (0...Wire.maxFields).map { #""f\#($0)":{"s":"\#(stamp)","v":1},"# }.joined() + #""pattern":"#),
-         "change 1: a record has more than 64 fields"),
         (replacing(#","versions":{"abc":1}"#, ""), #"change 1 needs "versions", an object"#),
-        (replacing(#""versions":{"abc":1}"#, #""versions":{"abc":-1}"#), #"change 1: version of "abc" must be a count"#),
-        (replacing(#""versions":{"abc":1}"#, #""versions":{"a b":1}"#), "change 1: a version vector names an invalid device id"),
-        (replacing(#""versions":{"abc":1}"#, #""versions":{"#
-            + (0...Wire.maxVersionEntries).map { #""d\#($0)":1"# }.joined(separator: ",") + "}"),
-         "change 1: a version vector has more than 1024 devices"),
         (replacing(#""to":1"#, #""to":1,"base":"xyz""#), #""base" must be a change digest (16 hex digits)"#),
         (replacing(#""to":1"#, #""to":1,"since":-1"#), #""since" must be a cursor (0 or more)"#),
         (replacing(#""to":1"#, #""to":1,"epoch":"\#(String(repeating: "e", count: 65))""#), #""epoch" is at most 64 bytes"#),
         (replacing(#""to":1"#, #""to":1,"key":"K""#), #""key" must be an account key's id (16 hex digits)"#),
     ]
+
+    /// Each row: a push whose one change is well formed but over a limit,
+    /// and the reason it is rejected with. The push reads; the change is
+    /// set aside alone (``PushRequest/unreadable``) with its number and the
+    /// digest its device took of it, so the device's chain goes on.
+    static let overLimits: [(String, String)] = [
+        (replacing(#""key":"zoom.us""#, #""key":"""#), "change 1: a key must be 1 to 2048 bytes"),
+        (replacing(#""key":"zoom.us""#, #""key":"a\u0000b""#), "change 1: a key must not contain control characters"),
+        (replacing(#""pattern":"#, #""":"#), "change 1 has a field with no name"),
+        (replacing(#""pattern":"#, #""a\u0001":"#), "change 1: a field name must not contain control characters"),
+        (replacing(#""v":"zoom.us""#, #""v":"\#(String(repeating: "x", count: Wire.maxValueBytes + 1))""#),
+         #"field "pattern" of change 1: a value is larger than 65536 bytes"#),
+        (replacing(#""v":"zoom.us""#, #""v":\#(String(repeating: "[", count: 20))\#(String(repeating: "]", count: 20))"#),
+         #"field "pattern" of change 1: a value is nested deeper than 16 levels"#),
+        (replacing(#"{"pattern":"#, "{" + (0...Wire.maxFields).map { #""f\#($0)":{"s":"\#(stamp)","v":1},"# }.joined() + #""pattern":"#),
+         "change 1: a record has more than 64 fields"),
+        (replacing(#""versions":{"abc":1}"#, #""versions":{"abc":-1}"#), #"change 1: version of "abc" must be a count"#),
+        (replacing(#""versions":{"abc":1}"#, #""versions":{"a b":1}"#), "change 1: a version vector names an invalid device id"),
+        (replacing(#""versions":{"abc":1}"#, #""versions":{"#
+            + (0...Wire.maxVersionEntries).map { #""d\#($0)":1"# }.joined(separator: ",") + "}"),
+         "change 1: a version vector has more than 1024 devices"),
+    ]
+
+    @Test(arguments: overLimits) func aChangeOverALimitIsSetAsideAlone(text: String, reason: String) throws {
+        let read = try Self.readPush(text).get()
+        #expect(read.changes.isEmpty && read.unreadable.map(\.reason) == [reason] && read.unreadable.map(\.sequence) == [1])
+        // The digest is the one its device took, from the change as it was.
+        let tree = try JSONValue.parse(text)
+        guard case .object(let push) = tree, case .array(let changes)? = push["changes"], case .object(let change) = changes[0],
+              case .object(let fields)? = change["fields"], case .string(let key)? = change["key"] else {
+            Issue.record("not a push")
+            return
+        }
+        var registers: [String: StampedValue] = [:]
+        for (name, register) in fields { registers[name] = try StampedValue(json: register, context: "test") }
+        let digest = ChangeRecord.digest(collection: .rules, key: key, fieldsText: RecordState.encodeFieldBytes(registers)[...])
+        #expect(read.unreadable.first?.digest == digest)
+        // Beside valid changes, only it is set aside, and the numbers still hold.
+        let valid = Self.change.replacingOccurrences(of: #""seq":1"#, with: #""seq":2"#)
+        let pair = text.replacingOccurrences(of: #"}],"device""#, with: #"},\#(valid)],"device""#).replacingOccurrences(of: #""to":1"#, with: #""to":2"#)
+        let both = try Self.readPush(pair).get()
+        #expect(both.changes.map(\.sequence) == [2] && both.unreadable.map(\.sequence) == [1], "\(pair.prefix(300))")
+        // A later change that is not well formed still refuses the push whole.
+        let broken = pair.replacingOccurrences(of: #""seq":2,"versions":{"abc":1}}"#, with: #""seq":2,"versions":7}"#)
+        #expect(Self.message(broken) == #"change 2 needs "versions", an object"#)
+    }
 
     @Test(arguments: refusals) func aPushIsRefusedWithOneMessage(text: String, message: String) {
         guard message == Self.notJSON else {
