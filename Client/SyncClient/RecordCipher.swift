@@ -227,14 +227,20 @@ public struct RecordCipher: Sendable {
         let cipher: RecordCipher
         private var binding: Binding
         private var combined: [UInt8] = []
+        private var padded: [UInt8] = []
 
         init(_ cipher: RecordCipher, collection: String, hiddenKey: String) {
             self.cipher = cipher
             binding = Binding(collection: collection, hiddenKey: hiddenKey)
         }
 
-        /// `plaintext` sealed for `field` under `stamp` (its text's bytes).
-        mutating func seal(_ plaintext: [UInt8], field: String, stamp: [UInt8]) -> String {
+        /// `text` sealed for `field` under `stamp` (its text's bytes),
+        /// padded first (``RecordCipher/paddedLength(_:)``).
+        mutating func seal(_ text: [UInt8], field: String, stamp: [UInt8]) -> String {
+            padded.removeAll(keepingCapacity: true)
+            padded += text
+            padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: RecordCipher.paddedLength(text.count) - text.count))
+            let plaintext = padded
             let binding = binding.bytes(field: field, stamp: stamp)
             let total = 12 + plaintext.count + 16
             if combined.count < total { combined = [UInt8](repeating: 0, count: total) }
@@ -302,7 +308,10 @@ public struct RecordCipher: Sendable {
                 throw RecordCipherError(message: "\(RecordCipher.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)")
             }
             do {
-                return try cipher.valueKey.open(combined, authenticated: binding.bytes(field: field, stamp: stamp))
+                var opened = try cipher.valueKey.open(combined, authenticated: binding.bytes(field: field, stamp: stamp))
+                // The padding (spaces, which JSON ignores after a value).
+                while opened.last == UInt8(ascii: " ") { opened.removeLast() }
+                return opened
             } catch {
                 throw RecordCipherError(message: "\(RecordCipher.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
             }
@@ -320,6 +329,19 @@ public struct RecordCipher: Sendable {
     }
 
     static let sealedPrefix = Array("e1.".utf8)
+
+    /// The length a value's JSON text of `count` bytes is padded to before
+    /// it is sealed, with spaces (JSON ignores them after a value): 32, 64,
+    /// 128, 256 or 512 bytes, then whole KiB, so a sealed value's size names
+    /// a size class, never a browser id or a pattern. Never past the
+    /// largest text a value may have (``Wire/maxSealedValueBytes``).
+    public static func paddedLength(_ count: Int) -> Int {
+        let padded = count <= 32 ? 32 : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
+        return max(count, min(padded, maxPaddedLength))
+    }
+
+    /// The longest padded text: a sealed value of it is at most ``Wire/maxSealedValueBytes``.
+    public static let maxPaddedLength = (Wire.maxSealedValueBytes - 3) / 4 * 3 - 28
 
     /// A JSON value `seal` sealed, parsed from the opened bytes (the parser checks their UTF-8).
     func openValue(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> JSONValue {

@@ -149,7 +149,8 @@ import Testing
 
     /// The exact bytes of a sealed change, computed by an independent
     /// implementation of Deploy/SECURITY.md (Python's `cryptography`, HKDF,
-    /// HMAC and AES-GCM): what the phone's CryptoKit code must produce too.
+    /// HMAC and AES-GCM; each value's text padded with spaces to 32 bytes):
+    /// what the phone's CryptoKit code must produce too.
     @Test func aSealedChangeHasTheBytesTheSpecificationGives() throws {
         let cipher = RecordCipher(try AccountKey(bytes: Array(0..<32)))
         let stamp = try #require(HLCTimestamp(text: "000001a214472554-00000000-db22d30bcc46d6a9"))
@@ -161,15 +162,43 @@ import Testing
         let sealed = try cipher.seal(change)
         #expect(sealed.key == "h1.GJdIHsPPzMUG5SU1SNQBrte1MW3NBxzgDovvkVSZdzg")
         let expected: [String: JSONValue] = [
-            "browser": .string("e1.0WRYjI0FJzcLuD0rE4zdJU01D29ecPcY7NW2w52qahJBtMVE"),
-            "priority": .string("e1.OpHELcjTj4u08nlQfxudxll4aysQ81KkL5tEweY"),
+            "browser": .string("e1.vQ0_7sWAb5yj9rtn2kidGK-BNvijKKy_NRgUkPj8MhNPDuTDXRQ2nfsjWLuizomKJthclLVhdUvRaOgA"),
+            "priority": .string("e1.XdprRKasEiNHtf_yn3i3_VTd3BrWahbfi8TvTdI4cpjaOdk2-rkitkZGjsUN_rWVeZtnveECHJZCYadP"),
             "deleted": .bool(false),
-            "e2e.deleted": .string("e1.q3Ab9NIas7nXxN4VwgfucUF7vRYcSHCA5DJye6Sv3A7l"),
-            "e2e.key": .string("e1.knh-Icv2EC6pkH1apReUVsuzq2DdIbe5-tXKsc1bL3cbi-R54Q"),
+            "e2e.deleted": .string("e1.xrMxp7YxFTKe7qQsVxFkY35_ukKPS1R8H_qBR9BJuT99mF9SzhF4IyAiz83rDSUs8JzkbpATmjlG_hOS"),
+            "e2e.key": .string("e1.z-K_9PMW5bNGOpGg-0mIFSYACsMy3AY3w8IMwEIfQnCsFeurZrmpJ8bA3UkVGIg19ab914GIICGEu8fs"),
         ]
         #expect(sealed.state.fields.mapValues(\.value) == expected)
         #expect(sealed.state.fields.values.allSatisfy { $0.stamp == stamp })
         #expect(try cipher.open(sealed) == change)
+    }
+
+    /// Sealed values come in size classes: a browser id, a pattern or a
+    /// number of any length up to 32 bytes seals to the same size, and so on
+    /// up the classes; what is opened is the value, not its padding. A value
+    /// sealed without padding (an older machine's) opens too.
+    @Test func sealedSizesNameASizeClassNotAValue() throws {
+        #expect([0, 1, 32, 33, 64, 65, 200, 512, 513, 1024, 1025, 5000].map(RecordCipher.paddedLength)
+                == [32, 32, 32, 64, 64, 128, 256, 512, 1024, 1024, 2048, 5120])
+        #expect(RecordCipher.paddedLength(RecordCipher.maxPaddedLength + 1) == RecordCipher.maxPaddedLength + 1)
+        let cipher = RecordCipher(AccountKey.generate())
+        let hidden = cipher.hiddenKey(collection: "rules", key: "a.example")
+        let stamp = "0000018c2a5b3c00-00000001-laptop"
+        let sizes = Set(["zen", "edge", "tor-browser", "firefox-developer-edition"].map {
+            cipher.seal(JSONValue.string($0).jsonText, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp).utf8.count
+        })
+        #expect(sizes.count == 1, "\(sizes)")
+        for text in [#""tor-browser""#, "3", #"{"a":[1,2]}"#, #""trailing space ""#] {
+            let sealed = cipher.seal(text, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp)
+            #expect(try cipher.open(sealed, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp) == text)
+        }
+        // The largest value still seals within the wire's limit.
+        let largest = JSONValue.string(String(repeating: "\u{1}", count: Wire.maxValueBytes)).jsonText
+        #expect(cipher.seal(largest, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp).utf8.count <= Wire.maxSealedValueBytes)
+        // Two keys of different lengths hide in one size class too.
+        let keys = ["a.b", "mail.example.com"].map { try? cipher.seal(ChangeRecord(sequence: 1, collection: .rules, key: $0, state: RecordState(
+            fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(text: stamp)!)]))).state.fields[RecordCipher.keyField]?.value }
+        #expect(keys.compactMap { $0?.stringValue?.utf8.count }.count == 2 && Set(keys.compactMap { $0?.stringValue?.utf8.count }).count == 1)
     }
 
     /// A change whose fields all left it (re-stamped after they were
