@@ -34,7 +34,7 @@ extension Replica {
 
     /// Starts pulling everything from zero because the server purged a
     /// tombstone this replica never pulled: every key the server still has is
-    /// noted while pulling, and ``finishReconcile()`` drops the rest.
+    /// noted while pulling, and ``finishReconcile(keep:)`` drops the rest.
     public func beginReconcile() throws {
         try transaction {
             try database.run("DELETE FROM reconcile_seen")
@@ -43,31 +43,54 @@ extension Replica {
         }
     }
 
-    /// Ends a reconciling pull: live records the server no longer has (deleted
-    /// and purged there) are dropped here too, except those with a change not
-    /// yet pushed (an edit made here is kept and goes up whole). Tombstones
-    /// stay: should the server be restored to a time before the deletion, the
-    /// relay after it carries the deletion back.
-    /// - Returns: how many records were dropped.
+    /// Ends a reconciling pull. Live records the server no longer has
+    /// (deleted and purged there) are dropped here too, except those with a
+    /// change not yet pushed (an edit made here is kept and goes up whole);
+    /// each dropped record is kept in the `removed` list, restorable. With
+    /// `keep` (an encrypted account: a record leaves only with a deletion a
+    /// key holder sealed, never on the server's word), none is dropped: they
+    /// are marked undelivered and go up whole at the next push. Tombstones
+    /// stay: should the server be restored to a time before the deletion,
+    /// the relay after it carries the deletion back.
     @discardableResult
-    public func finishReconcile() throws -> Int {
+    public func finishReconcile(keep: Bool = false) throws -> ReconcileOutcome {
         try transaction {
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
-            try database.run(
-                """
-                DELETE FROM records WHERE deleted = 0 AND NOT EXISTS (
+            let unseen = """
+                FROM records WHERE deleted = 0 AND NOT EXISTS (
                     SELECT 1 FROM reconcile_seen s WHERE s.collection = records.collection AND s.key = records.key
                 ) AND NOT EXISTS (
                     SELECT 1 FROM changes c WHERE c.device = ? AND c.kind = 'local' AND c.device_seq > ?
                     AND c.collection = records.collection AND c.key = records.key
                 ) AND NOT EXISTS (
                     SELECT 1 FROM undelivered u WHERE u.collection = records.collection AND u.key = records.key)
-                """, [.text(deviceID), .integer(pushed)])
-            let dropped = database.changes
+                """
+            let parameters: [DatabaseValue] = [.text(deviceID), .integer(pushed)]
+            var outcome = ReconcileOutcome()
+            if keep {
+                try database.run("INSERT OR IGNORE INTO undelivered (collection, key) SELECT collection, key " + unseen, parameters)
+                outcome.kept = database.changes
+            } else {
+                let first = try database.scalar("SELECT COALESCE(MAX(id), 0) FROM removed")?.int64Value ?? 0
+                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at) SELECT collection, key, fields, versions, ? "
+                                 + unseen + " ORDER BY collection, key", [.integer(currentMillis)] + parameters)
+                try database.run("DELETE " + unseen, parameters)
+                outcome.removed = try database.query("SELECT id, collection, key FROM removed WHERE id > ? ORDER BY id", [.integer(first)]) { row in
+                    RemovedRecord(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "")
+                }
+            }
             try database.run("DELETE FROM reconcile_seen")
             try setMeta("reconcile", nil)
-            return dropped
+            return outcome
         }
+    }
+
+    /// What ending a reconcile did (``finishReconcile(keep:)``).
+    public struct ReconcileOutcome: Sendable, Equatable {
+        /// Records dropped, each kept in the `removed` list.
+        public var removed: [RemovedRecord] = []
+        /// Records the server no longer had, kept and marked to go up whole.
+        public var kept = 0
     }
 
     /// Whole records holding a stamp later than `wallMillis` (in the server's

@@ -84,6 +84,7 @@ enum ReplicaSchema {
         Migration4.conflictsRestored,
         Migration4.received,
         Migration4.recordsByRow,
+        Migration4.removed,
     ])
 
     enum Migration4 {
@@ -167,6 +168,22 @@ enum ReplicaSchema {
             DROP TABLE records;
             ALTER TABLE records_by_row RENAME TO records;
             CREATE INDEX records_by_index_key ON records (collection, index_key);
+            """)
+
+        /// Records a reconcile dropped because the server no longer has them
+        /// (deleted elsewhere, the deletion since purged): kept whole, so
+        /// `brsync log --removed` names them and `brsync restore --removed ID`
+        /// writes one back. Nothing leaves a replica unrecorded.
+        static let removed = Migrator.Migration(version: 11, sql: """
+            CREATE TABLE removed (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                collection TEXT NOT NULL,
+                key TEXT NOT NULL,
+                fields TEXT NOT NULL,
+                versions TEXT NOT NULL,
+                removed_at INTEGER NOT NULL,
+                restored_at INTEGER
+            );
             """)
     }
 }

@@ -194,8 +194,23 @@ extension SyncClient {
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count
             if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
-            if !page.more && reconciling { summary.dropped += try replica.finishReconcile() }
+            if !page.more && reconciling { try finishReconcile() }
             return .applied(more: page.more)
+        }
+    }
+
+    /// The end of a reconciling pull: what the server no longer has is
+    /// dropped, named, and kept restorable; in an encrypted account nothing
+    /// is dropped on the server's word (an honest server never asks: it
+    /// keeps an encrypted account's deletions), it is sent back whole.
+    private func finishReconcile() throws {
+        let outcome = try replica.finishReconcile(keep: cipher != nil)
+        summary.removed += outcome.removed
+        if outcome.kept > 0 {
+            summary.problems.append("""
+                the server asked this machine to drop \(outcome.kept) record(s) it no longer has: kept, and sent to it again \
+                (in an encrypted account a record leaves a machine only with a deletion a key holder sealed)
+                """)
         }
     }
 

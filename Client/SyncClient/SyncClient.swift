@@ -48,8 +48,9 @@ public final class SyncClient {
         public var newDeviceID: String?
         /// Unpushed changes re-stamped because this machine's clock was fast.
         public var restamped = 0
-        /// Records dropped because the server had deleted and purged them.
-        public var dropped = 0
+        /// Records dropped because the server had deleted and purged them
+        /// (each kept in the replica's `removed` list, restorable).
+        public var removed: [RemovedRecord] = []
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false

@@ -58,7 +58,7 @@ public protocol SyncReplica: AnyObject {
     // MARK: Pulling
     func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int
     func beginReconcile() throws
-    func finishReconcile() throws -> Int
+    func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
     func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws
 
     // MARK: Bookkeeping

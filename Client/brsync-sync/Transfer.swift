@@ -77,6 +77,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
             "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
+            "removed": .array(summary.removed.map { .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key)]) }),
         ]
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
         Output.json(.object(object))
@@ -92,6 +93,11 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {
             parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
+        }
+        if !summary.removed.isEmpty {
+            let names = summary.removed.prefix(5).map { "\($0.collection) '\($0.key)' (#\($0.id))" }.joined(separator: ", ")
+            parts.append("removed \(summary.removed.count) record(s) deleted on another machine (the server no longer has them): \(names)"
+                         + (summary.removed.count > 5 ? ", …" : "") + "; 'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back")
         }
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
         if let id = summary.newDeviceID {

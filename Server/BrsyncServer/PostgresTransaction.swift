@@ -306,12 +306,15 @@ public final class PostgresTransaction: StoreTransaction {
                 SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted AND updated_at <= $1
                 AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
                             WHERE devices.account_id = accounts.id AND NOT revoked)))
+            WHERE NOT encrypted
             """, [.integer(cutoff)])
+        // Encrypted accounts keep their tombstones (a record leaves a machine only with a sealed deletion).
         return try connection.run(
             """
             DELETE FROM records WHERE deleted AND updated_at <= $1 AND seq <= (
                 SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
                 WHERE devices.account_id = records.account_id AND NOT revoked)
+            AND account_id IN (SELECT id FROM accounts WHERE NOT encrypted)
             """, [.integer(cutoff)])
     }
 

@@ -192,7 +192,8 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.run("UPDATE accounts SET signing_key = ? WHERE id = ? AND signing_key = ''", [.text(publicKey), .integer(account)])
     }
 
-    /// One purge at a time: the write lock.
+    /// One purge at a time: the write lock. Encrypted accounts keep their
+    /// tombstones (a record leaves a machine only with a sealed deletion).
     public func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
         try database.run(
             """
@@ -200,12 +201,14 @@ public struct SQLiteTransaction: StoreTransaction {
                 SELECT COALESCE(MAX(seq), 0) FROM records WHERE records.account_id = accounts.id AND deleted = 1 AND updated_at <= ?
                 AND seq <= (SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
                             WHERE devices.account_id = accounts.id AND revoked = 0)))
+            WHERE encrypted = 0
             """, [.integer(cutoff)])
         try database.run(
             """
             DELETE FROM records WHERE deleted = 1 AND updated_at <= ? AND seq <= (
                 SELECT COALESCE(MIN(acknowledged_cursor), 0) FROM devices
                 WHERE devices.account_id = records.account_id AND revoked = 0)
+            AND account_id IN (SELECT id FROM accounts WHERE encrypted = 0)
             """, [.integer(cutoff)])
         return database.changes
     }

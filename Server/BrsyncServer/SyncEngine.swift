@@ -349,7 +349,9 @@ enum SyncEngine {
         // zero by a replica that may hold records from before (a device
         // added again, a new epoch): both pull everything, reconciling, and
         // drop what the server no longer has.
-        if cursor < purged && !reconciling && (cursor == 0 ? clientProtocol >= 2 : sameTimeline) {
+        // An encrypted account never asks: it keeps its deletions, and its
+        // machines drop nothing on the server's word.
+        if cursor < purged && !reconciling && !device.accountEncrypted && (cursor == 0 ? clientProtocol >= 2 : sameTimeline) {
             var page = Store.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
             page.reset = true
             return page

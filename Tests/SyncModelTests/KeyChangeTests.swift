@@ -358,7 +358,7 @@ import TestSupport
         let (world, a, b) = try Self.purgedDeletion(kind, of: "z.com", keeping: ["x.com", "y.com"])
         b.token = try world.store.reissueToken(account: "alice", device: "b")
         let first = try world.sync(b)
-        #expect(first.fullResync && first.dropped == 1, "\(first)")
+        #expect(first.fullResync && first.removed.map(\.collection) == ["rules"], "\(first)")
         for _ in 0..<2 {
             let next = try world.sync(b)
             #expect(!next.fullResync && next.pulled == 0, "\(next)")
@@ -370,14 +370,25 @@ import TestSupport
     /// `remote set`) drops a deletion that was purged meanwhile at its first
     /// sync.
     @Test(arguments: StoreKind.allCases) func aDeviceAddedAgainDropsPurgedDeletionsAtOnce(_ kind: StoreKind) throws {
-        let (world, _, b) = try Self.purgedDeletion(kind, of: "x.com", keeping: ["kept.com"])
+        let (world, a, b) = try Self.purgedDeletion(kind, of: "x.com", keeping: ["kept.com"])
         let remote = try #require(try b.replica.syncState().remoteURL ?? "https://127.0.0.1:\(world.port)")
         try b.replica.removeRemote()
         try b.replica.setRemote(url: remote, caFile: world.caFile)
         b.token = try world.store.reissueToken(account: "alice", device: "b")
         let first = try world.sync(b)
-        #expect(first.dropped == 1, "\(first)")
+        #expect(first.removed.count == 1, "\(first)")
         #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["kept.com"])
+        // Nothing leaves unrecorded: the dropped rule is listed, whole, and
+        // written back it comes back everywhere.
+        let removed = try b.replica.removedRecords(limit: 10)
+        #expect(removed.map(\.id) == first.removed.map(\.id) && removed.first?.state?.fields["browser"] != nil)
+        _ = try b.replica.restore(removed: removed[0].id)
+        #expect(throws: ReplicaError.self) { try b.replica.restore(removed: removed[0].id) }
+        #expect(throws: ReplicaError.self) { try b.replica.restore(removed: 999) }
+        try world.sync(b)
+        try world.sync(a)
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == ["kept.com", "x.com"])
+        #expect(try b.replica.removedRecords(limit: 10).first?.restoredAtMillis != nil)
     }
 
     /// A key change gives a machine a new device id (the server forgot every

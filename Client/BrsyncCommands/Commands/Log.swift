@@ -11,10 +11,13 @@ public struct Log: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
     @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
+    @Flag(help: "Show the records a sync removed because the server no longer had them (restore one with 'brsync restore --removed ID').")
+    var removed = false
     @Flag(help: "Print JSON (an array, newest first).") var json = false
 
     public func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
+        guard !(conflicts && removed) else { throw ValidationError("--conflicts and --removed show two different lists: give one") }
     }
 
     public func run() throws {
@@ -47,6 +50,10 @@ public struct Log: ParsableCommand {
             }
             return
         }
+        if removed {
+            try showRemoved(replica)
+            return
+        }
         let entries = try replica.changeLog(limit: limit)
         if json {
             Output.json(JSONValue.array(entries.map { entry in
@@ -68,6 +75,29 @@ public struct Log: ParsableCommand {
             let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value.value))" }
             let number = entry.isPulled ? "#p\(entry.sequence)" : "#\(entry.sequence)"
             print("\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))")
+        }
+    }
+
+    /// `--removed`: each record with its values as it was dropped.
+    private func showRemoved(_ replica: Replica) throws {
+        let found = try replica.removedRecords(limit: limit)
+        func values(_ record: RemovedRecord) -> [String: JSONValue] {
+            (record.state?.fields ?? [:]).filter { $0.key != RecordState.deletedField }.mapValues(\.value)
+        }
+        if json {
+            Output.json(JSONValue.array(found.map { record in
+                .object(["id": .int(record.id), "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
+                         "collection": .string(record.collection), "key": .string(record.key), "fields": .object(values(record)),
+                         "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null])
+            }))
+            return
+        }
+        if found.isEmpty { print("no removed records") }
+        for record in found {
+            let fields = values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
+            let restored = record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
+            print("#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
+                  + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
         }
     }
 

@@ -184,12 +184,20 @@ public struct Restore: ParsableCommand {
 
     public init() {}
     public static let configuration = CommandConfiguration(
-        commandName: "restore", abstract: "Write a value that lost a conflict back, as a new edit (see 'brsync log --conflicts').")
+        commandName: "restore",
+        abstract: "Write a value that lost a conflict back, or a record a sync removed, as a new edit (see 'brsync log --conflicts' and '--removed').")
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The conflict's number.", completion: Completions.conflictIDs) var id: Int64
+    @Flag(help: "ID is a removed record's number ('brsync log --removed'), not a conflict's.") var removed = false
+    @Argument(help: "The conflict's number (or the removed record's, with --removed).", completion: Completions.conflictIDs) var id: Int64
 
     public func run() throws {
-        let conflict = try global.openReplica().restore(conflict: id)
+        let replica = try global.openReplica()
+        if removed {
+            let record = try replica.restore(removed: id)
+            print("restored \(record.collection)/\(DisplayText.printable(record.key)) (it syncs at the next sync)")
+            return
+        }
+        let conflict = try replica.restore(conflict: id)
         print("restored \(conflict.collection)/\(conflict.key) \(conflict.field) = \(conflict.lost.value.jsonText)")
     }
 }

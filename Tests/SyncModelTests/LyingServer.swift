@@ -1,0 +1,61 @@
+import Foundation
+import HTTP
+import JSON
+import Net
+import SyncCore
+import Synchronization
+import TestSupport
+
+/// A hostile server, as a TLS proxy in front of the real one: every answer
+/// passes through `rewrite`, which may change it (drop records from a page,
+/// set `reset`, serve an old register…) or leave it alone (nil). What the
+/// machines must do with what it says is in Deploy/SECURITY.md ("A lying
+/// server").
+final class LyingServer: Sendable {
+    typealias Rewrite = @Sendable (_ request: HTTPRequest, _ status: Int, _ body: JSONValue?) -> JSONValue?
+
+    let server: HTTPServer
+    let port: UInt16
+    /// How many answers `rewrite` changed.
+    final class Counter: Sendable { let value = Atomic<Int>(0) }
+    let rewritten = Counter()
+
+    init(in world: SyncWorld, rewrite: @escaping Rewrite) throws {
+        let upstream = world.port
+        let upstreamTLS = try TLSContext.client(caFile: world.caFile)
+        let count = rewritten
+        server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
+            tls: TLSContext.server(certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key")),
+            limits: HTTPLimits()
+        ) { request, _ in
+            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstream), serverName: "localhost", tls: upstreamTLS))
+            var headers = HTTPHeaders()
+            for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
+                headers.add(name, value)
+            }
+            guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
+                return HTTPResponse(status: 502)
+            }
+            var out: HTTPHeaders = ["Content-Type": "application/json"]
+            for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { out.add(name, value) } }
+            var body = answer.body
+            if let changed = rewrite(request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self))) {
+                body = Array(changed.jsonText.utf8)
+                count.value.add(1, ordering: .relaxed)
+            }
+            return HTTPResponse(status: answer.status, headers: out, body: body)
+        }
+        port = try server.start()[0]
+    }
+
+    /// Points the world's machines at this server for `body`, then back.
+    func serving<T>(_ world: SyncWorld, _ body: () throws -> T) rethrows -> T {
+        let honest = world.port
+        world.port = port
+        defer { world.port = honest }
+        return try body()
+    }
+
+    func stop() { server.shutdown(graceMilliseconds: 1000) }
+}
