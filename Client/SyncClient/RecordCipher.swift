@@ -331,12 +331,12 @@ public struct RecordCipher: Sendable {
     static let sealedPrefix = Array("e1.".utf8)
 
     /// The length a value's JSON text of `count` bytes is padded to before
-    /// it is sealed, with spaces (JSON ignores them after a value): 32, 64,
-    /// 128, 256 or 512 bytes, then whole KiB, so a sealed value's size names
+    /// it is sealed, with spaces (JSON ignores them after a value): 16, 32,
+    /// 64, 128, 256 or 512 bytes, then whole KiB, so a sealed value's size names
     /// a size class, never a browser id or a pattern. Never past the
     /// largest text a value may have (``Wire/maxSealedValueBytes``).
     public static func paddedLength(_ count: Int) -> Int {
-        let padded = count <= 32 ? 32 : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
+        let padded = count <= 16 ? 16 : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
         return max(count, min(padded, maxPaddedLength))
     }
 

@@ -5,6 +5,8 @@ import SyncClient
 
 // The sync helper: `brsync push|pull|sync …` runs here (see Client/brsync/Brsync.swift).
 signal(SIGPIPE, SIG_IGN)
+// brsync marks the helper it starts (so a copy of brsync under this name stops); nothing started from here inherits it.
+unsetenv("BRSYNC_STARTED_HELPER")
 do {
     var command = try BrsyncSync.parseAsRoot()
     try command.run()

@@ -31,6 +31,19 @@ func runSyncHelper(_ arguments: [String]) throws -> Never {
     guard access(helper, X_OK) == 0 else {
         throw CLIFailure(message: "\(helper) is missing: it is installed beside brsync and runs push, pull and sync")
     }
+    // A helper that is brsync itself (a link or a copy under its name) would run this again, forever.
+    var helperStatus = stat(), ownStatus = stat()
+    if stat(helper, &helperStatus) == 0, stat("/proc/self/exe", &ownStatus) == 0,
+       helperStatus.st_dev == ownStatus.st_dev && helperStatus.st_ino == ownStatus.st_ino {
+        throw CLIFailure(message: "\(helper) is brsync itself (a link to it?): install the brsync-sync binary beside brsync; it runs push, pull and sync")
+    }
+    // And a copy of brsync under the helper's name: it would find this mark
+    // (which the helper unsets). A literal: main.swift's globals are set in order.
+    let helperMark = "BRSYNC_STARTED_HELPER"
+    if getenv(helperMark) != nil {
+        throw CLIFailure(message: "\(helper) started brsync again (a copy of brsync?): install the brsync-sync binary beside brsync")
+    }
+    setenv(helperMark, "1", 1)
     // A join code holds a token: it goes to the helper in its environment
     // (readable by this user only), not on its command line (readable by all).
     var arguments = arguments

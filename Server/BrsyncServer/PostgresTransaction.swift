@@ -51,6 +51,10 @@ public final class PostgresTransaction: StoreTransaction {
         try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
     }
 
+    public func streamCount(account: Int64) throws -> Int64 {
+        try connection.queryFirst("SELECT count(*) FROM device_streams WHERE account_id = $1", [.integer(account)]) { $0.int64(0) ?? 0 } ?? 0
+    }
+
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try connection.queryFirst("SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
                                   [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }

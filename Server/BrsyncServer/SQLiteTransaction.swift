@@ -23,6 +23,10 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.queryFirst("SELECT revoked FROM devices WHERE id = ?", [.integer(device)]) { $0.int(0) == 1 }
     }
 
+    public func streamCount(account: Int64) throws -> Int64 {
+        try database.scalar("SELECT COUNT(*) FROM device_streams WHERE account_id = ?", [.integer(account)])?.int64Value ?? 0
+    }
+
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try database.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",

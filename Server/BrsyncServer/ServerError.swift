@@ -124,10 +124,14 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
                 + "without the key to claim the account, or the server lies. Ask the server's operator to reset the account's encryption"
         case .keyRetired:
             return "the account was rotated away from this key: it is never taken again (add the current recovery code with 'brsync key add')"
+        case .quotaExceeded(let what, let would, let limit) where what == "devices":
+            // Said to the operator (`brsyncd device add`), not to a machine.
+            return "the account has \(would - 1) devices, its limit of \(limit) (revoked devices count): revoke one and give its name "
+                + "to the new machine ('brsyncd device token ACCOUNT NAME'), or raise the limit ('brsyncd account limits ACCOUNT --devices N')"
         case .quotaExceeded(let what, let would, let limit):
             return "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
                 + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "
-                + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : what == "devices" ? "devices" : "records") N')"
+                + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
         case .encryptionReset:
             return "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
                 + "encrypts it again ('brsync key init')"

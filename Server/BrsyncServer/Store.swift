@@ -13,6 +13,9 @@ public enum Store {
     /// encryption was reset: that account only). Both are lower-case hex.
     public static func epoch(store: String, account: String) -> String { store + account }
 
+    /// The most replica streams (device ids that pushed) an account keeps.
+    public static let maxStreamsPerAccount: Int64 = 1_024
+
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"
     /// A pull page's default byte budget (see ``ServerConfiguration/maxPageBytes``).

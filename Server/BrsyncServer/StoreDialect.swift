@@ -125,6 +125,8 @@ public protocol SyncWriteTransaction {
     func registerSigningKey(account: Int64, _ publicKey: String) throws
     /// Records a replica's stream after a push.
     func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
+    /// How many replica streams the account has.
+    func streamCount(account: Int64) throws -> Int64
     /// The device's own record of its last push.
     func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
     /// Starts a new timeline for the whole store: the store is not the file

@@ -50,15 +50,29 @@ public final class SyncAPI: Sendable {
     }
 
     private func answer(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
-        // One credential's requests in progress are bounded before any work.
-        let credential = request.headers["Authorization"]
-        if let credential {
-            guard gate.enter(credential) else {
-                logger.info("\(request.method) \(request.path) from \(context.peer): 503 this token's requests in progress are at the limit")
-                return Self.answer(ServerError.unavailable("this device has \(gate.limit) requests in progress already; retry"))
-            }
+        // One credential's requests in progress are bounded before any work,
+        // and a request counts until its answer has been written: a client
+        // that never reads holds its slot, not a new page each time.
+        guard let credential = request.headers["Authorization"] else { return work(request, context) }
+        guard gate.enter(credential) else {
+            logger.info("\(request.method) \(request.path) from \(context.peer): 503 this token's requests in progress are at the limit")
+            return Self.answer(ServerError.unavailable("this device has \(gate.limit) requests in progress already; retry"))
         }
-        defer { if let credential { gate.leave(credential) } }
+        var response = work(request, context)
+        let gate = gate
+        let large = response.body.count > Self.largeAnswerBytes
+        response.whenWritten = HTTPResponse.WhenWritten {
+            gate.leave(credential)
+            // A large answer's memory goes back to the system once it has left.
+            if large { Memory.giveBack() }
+        }
+        return response
+    }
+
+    /// An answer larger than this (1 MiB) is followed by ``Memory/giveBack()``.
+    static let largeAnswerBytes = 1 << 20
+
+    private func work(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {
         do {
             return try route(request)
         } catch let error as ServerError {

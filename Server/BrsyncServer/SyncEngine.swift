@@ -61,11 +61,20 @@ enum SyncEngine {
     /// true or false. Such a change is rejected alone (reported in
     /// `rejected`, its number still counted): the rest of the batch applies.
     static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters) -> String? {
+        if let problem = Wire.recordSizeProblem(change.state) { return problem }
         if account.encrypted {
             return Wire.sealedProblem(change).map { "the account is end-to-end encrypted and takes sealed records only: \($0)" }
         }
         if Wire.looksSealed(change) { return "it carries end-to-end encryption's fields, and the account is not encrypted" }
         return Wire.deletionFlagProblem(change.state)
+    }
+
+    /// Why a merge's result cannot be stored, or nil: fields and values were
+    /// checked when the change was read; a merge can only make a record too
+    /// wide or too large.
+    static func mergeProblem(_ merged: RecordState) -> String? {
+        if Wire.fieldCountProblem(merged) != nil { return "the record would have more than \(Wire.maxFields) fields" }
+        return Wire.recordSizeProblem(merged).map { "the record would be too large: \($0)" }
     }
 
     /// A write that takes the account past one of its limits is refused
@@ -165,6 +174,12 @@ enum SyncEngine {
                              in store: some SyncWriteTransaction) throws -> PushOutcome {
         let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
+        // Each device id a token pushes under is a stream the store keeps:
+        // bounded per account, like its records (a copy or a key change
+        // takes a new id; nothing honest needs thousands).
+        if stream == nil, case let count = try store.streamCount(account: device.accountID), count >= Store.maxStreamsPerAccount {
+            throw ServerError.quotaExceeded(what: "replica streams (device ids that pushed)", would: count + 1, limit: Store.maxStreamsPerAccount)
+        }
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
         // Without a base, a push that goes on from the last change goes on from its chain.
@@ -227,11 +242,8 @@ enum SyncEngine {
             let base = existing?.state ?? RecordState()
             // Merged into nothing, a change is itself.
             let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
-            // Fields and values were checked when the push was read; a
-            // merge can only make a record too wide.
-            if Wire.fieldCountProblem(merged) != nil {
-                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key,
-                                               reason: "the record would have more than \(Wire.maxFields) fields"))
+            if let problem = Self.mergeProblem(merged) {
+                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
             var reported: Set<String> = []
@@ -307,9 +319,8 @@ enum SyncEngine {
         for record in usable {
             let base = try store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
-            if Wire.fieldCountProblem(merged) != nil {
-                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key,
-                                               reason: "the record would have more than \(Wire.maxFields) fields"))
+            if let problem = Self.mergeProblem(merged) {
+                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }
             guard merged != base else { continue }

@@ -22,6 +22,7 @@ public final class SyncServer: Sendable {
         self.configuration = configuration
         self.store = store
         self.logger = logger
+        Memory.configure()
         let tls = try Self.loadTLS(configuration)
         let metrics = self.metrics
         var observer = HTTPServer.Observer()

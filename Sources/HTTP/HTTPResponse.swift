@@ -5,6 +5,17 @@ public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// Run by the server once the answer is written, or could not be (what
+    /// a request holds until its answer has left: a slot of a limit).
+    public var whenWritten: WhenWritten?
+
+    /// An action, not part of what an answer is (two answers with different
+    /// actions are equal).
+    public struct WhenWritten: Sendable, Equatable {
+        public let run: @Sendable () -> Void
+        public init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        public static func == (_: WhenWritten, _: WhenWritten) -> Bool { true }
+    }
 
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
@@ -23,6 +34,12 @@ public struct HTTPResponse: Sendable, Equatable {
     ///   headers of the GET answer, `Content-Length` included, but never a body
     ///   (RFC 9110 §9.3.2).
     public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true) -> [UInt8] {
+        includeBody ? head(keepAlive: keepAlive, dateMillis: dateMillis) + body : head(keepAlive: keepAlive, dateMillis: dateMillis)
+    }
+
+    /// ``serialized(keepAlive:dateMillis:includeBody:)`` without the body:
+    /// a large body is written after it as it is, not copied behind it.
+    public func head(keepAlive: Bool, dateMillis: Int64? = nil) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
         for (name, value) in headers {
             let lower = name.asciiLowercased()
@@ -33,7 +50,7 @@ public struct HTTPResponse: Sendable, Equatable {
         head += "Content-Length: \(body.count)\r\n"
         if !keepAlive { head += "Connection: close\r\n" }
         head += "\r\n"
-        return includeBody ? Array(head.utf8) + body : Array(head.utf8)
+        return Array(head.utf8)
     }
 
     /// The interim answer to `Expect: 100-continue` (RFC 9110 §10.1.1).

@@ -345,6 +345,7 @@ public final class HTTPServer: Sendable {
                     }
                     let started = Deadline.now()
                     let response = handler(request, context)
+                    defer { response.whenWritten?.run() }
                     // Status 0: close without answering (a proxy that simulates a lost answer).
                     if response.status == 0 { return }
                     let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
@@ -363,9 +364,16 @@ public final class HTTPServer: Sendable {
     @discardableResult
     private func respond(_ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool, for request: HTTPRequest? = nil) -> Bool {
         let millis = Clock.wallMillis()
-        let bytes = response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: request?.method != "HEAD")
+        let includeBody = request?.method != "HEAD"
+        let deadline = Deadline.after(milliseconds: limits.writeTimeoutMilliseconds)
         do {
-            try stream.write(bytes, deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))
+            // A large body (a page of records) is written as it is: a copy behind the head would double what an answer holds.
+            if includeBody && response.body.count > 64 * 1024 {
+                try stream.write(response.head(keepAlive: keepAlive, dateMillis: millis), deadline: deadline)
+                try stream.write(response.body, deadline: deadline)
+            } else {
+                try stream.write(response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: includeBody), deadline: deadline)
+            }
             return true
         } catch {
             return false

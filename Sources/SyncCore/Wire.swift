@@ -38,6 +38,11 @@ public enum Wire {
     /// Most changes (or relayed records) in one request; clients send at most
     /// 1,000 per batch, and the body limit (8 MiB) bounds it too.
     public static let maxPushChanges = 10_000
+    /// The most a record's fields may take as text (stored and sent: its
+    /// JSON with escapes): a page of records, which a pull holds in memory
+    /// until its client has read it, is never more than the page budget and
+    /// one record.
+    public static let maxRecordBytes = 512 * 1024
 
     /// Whether `text` is a change digest: 16 lower-case hex digits.
     public static func isDigest(_ text: String) -> Bool {
@@ -98,6 +103,7 @@ public enum Wire {
     /// on every record received and on every merge result).
     public static func problem(state: RecordState) -> String? {
         if let problem = fieldCountProblem(state) { return problem }
+        if let problem = recordSizeProblem(state) { return problem }
         for (name, register) in state.fields {
             if let problem = problem(fieldName: name) { return problem }
             if let problem = problem(value: register.value) { return "field \"\(name)\": \(problem)" }
@@ -115,6 +121,19 @@ public enum Wire {
             return "a record has more than \(maxFields) fields"
         }
         return nil
+    }
+
+    /// Why `state`'s fields are too large as text (``maxRecordBytes``), or
+    /// nil. Records are small: a bound that writes nothing (every byte of a
+    /// string escaped, six bytes each) settles almost all; the text is
+    /// written only past it.
+    public static func recordSizeProblem(_ state: RecordState) -> String? {
+        var bound = 2
+        for (name, register) in state.fields where bound <= maxRecordBytes {
+            bound += 6 * name.utf8.count + 64 + 6 * size(of: register.value, limit: maxRecordBytes)
+        }
+        guard bound > maxRecordBytes, RecordState.encodeFieldBytes(state.fields).count > maxRecordBytes else { return nil }
+        return "a record's fields are larger than \(maxRecordBytes / 1024) KiB as text"
     }
 
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {

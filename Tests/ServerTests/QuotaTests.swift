@@ -95,3 +95,29 @@ import TestSupport
         #expect(throws: ServerError.self) { try fixture.store.setLimits(account: "nobody", records: 5, bytes: nil, devices: nil) }
     }
 }
+
+/// Each device id a token pushes under is a stream the store keeps: an
+/// account holds at most ``Store/maxStreamsPerAccount`` of them, so one
+/// token cannot grow the store without bound by inventing device ids.
+@Suite struct StreamLimitTests {
+    @Test func anAccountKeepsAtMostItsStreams() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let device = try fixture.store.authenticate(token: try fixture.device("alice", "laptop").token)
+        let stamp = HLCTimestamp(wallMillis: fixture.store.currentMillis(), counter: 0, device: "d0")
+        func push(_ id: String) throws -> PushResponse {
+            let change = ChangeRecord(sequence: 1, collection: .rules, key: "k", state: RecordState(
+                fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(wallMillis: stamp.wallMillis, counter: 0, device: id))],
+                versions: VersionVector([id: 1])))
+            return try fixture.store.push(PushRequest(device: id, from: 1, to: 1, changes: [change]), from: device, authority: .unsigned, maxClockOffsetMilliseconds: 300_000)
+        }
+        for index in 0..<Int(Store.maxStreamsPerAccount) { _ = try push("d\(index)") }
+        #expect(throws: ServerError.self) { try push("one-more") }
+        do {
+            _ = try push("one-more")
+        } catch let error as ServerError {
+            #expect(error.code == .quotaExceeded && error.description.contains("replica streams"), "\(error)")
+        }
+        // A stream it has goes on.
+        #expect(try push("d0").acknowledged == 1)
+    }
+}

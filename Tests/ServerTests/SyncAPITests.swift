@@ -233,6 +233,11 @@ import TestSupport
         #expect(next.status == 200, "\(next.text)")
         let records = try device.pullAll().records
         #expect(Set(records.keys) == ["rules/a.example", "rules/c.example", "rules/d.example"])
+        // A record's fields as text are bounded as a whole (a page holds the budget and one record).
+        var large: [String: JSONValue] = [:]
+        for index in 0..<9 { large["f\(index)"] = .string(String(repeating: "z", count: 60_000)) }
+        let tooLarge = try PushResponse(json: try JSONValue.parse(try device.push([device.change("large.example", large)]).text))
+        #expect(tooLarge.rejected.first?.reason.contains("larger than 512 KiB") == true, "\(tooLarge)")
         // A relay takes the rest and rejects the record over a limit by itself.
         let relay = RelayRequest(records: [device.change("e.example", ["browser": .string("x")]), device.change(String(repeating: "k", count: 3000), ["browser": .string("x")])])
         let relayed = try device.post("/v1/relay", body: relay.body())
