@@ -199,6 +199,8 @@ public final class SQLiteStore: StoreDialect {
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
     public let epochCache: Store.EpochCache
+    /// Writers in the order they came (see ``WriterQueue``).
+    let writers = WriterQueue()
 
     /// The server's wall clock in milliseconds (tests run it skewed).
     public let currentMillis: @Sendable () -> Int64
@@ -279,7 +281,9 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func writing<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try withDatabase { database in try database.transaction(.immediate) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+        try writers.inTurn {
+            try withDatabase { database in try database.transaction(.immediate) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+        }
     }
 
     public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
