@@ -181,39 +181,53 @@ public struct DefaultBrowserRegistration: Sendable {
     }
 
     /// Writes `brsync.desktop` and makes it the default for http, https and
-    /// HTML, remembering the previous defaults (unless brsync already was).
+    /// HTML, remembering the previous defaults. brsync itself and "no
+    /// default" are never remembered as previous: a type whose current
+    /// default is brsync, or has none, keeps what was remembered for it.
     /// - Returns: the previous default for each type.
     @discardableResult
     public func install(executable: String, home: String) throws(Launcher.Failure) -> [String: String] {
         try Files.write(Self.desktopEntry(executable: executable, home: home), to: desktopFile, mode: 0o644)
         var previous: [String: String] = [:]
         for type in Self.mimeTypes {
-            if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID { previous[type] = current }
+            if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID, !current.isEmpty { previous[type] = current }
         }
-        if readState() == nil || !previous.isEmpty {
-            let text = Self.mimeTypes.map { "\($0)=\(previous[$0] ?? "")" }.joined(separator: "\n") + "\n"
+        let remembered = rememberedDefaults()
+        let merged = remembered.merging(previous) { _, new in new }
+        if merged != remembered {
+            let text = Self.mimeTypes.map { "\($0)=\(merged[$0] ?? "")" }.joined(separator: "\n") + "\n"
             try Files.write(text, to: stateFile, mode: 0o600)
         }
         try mimeApps.setDefaults(Self.mimeTypes.map { ($0, Self.desktopID) })
         return previous
     }
 
-    /// Puts the remembered defaults back and removes `brsync.desktop`.
-    /// - Returns: the defaults restored (an empty value: the type now has no user default).
-    @discardableResult
-    public func uninstall() throws(Launcher.Failure) -> [String: String] {
+    /// The remembered previous defaults, by type (none empty).
+    func rememberedDefaults() -> [String: String] {
         var previous: [String: String] = [:]
         for line in (readState() ?? "").split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2 { previous[String(parts[0])] = String(parts[1]) }
+            if parts.count == 2, !parts[1].isEmpty, parts[1] != Self.desktopID { previous[String(parts[0])] = String(parts[1]) }
         }
-        try mimeApps.setDefaults(Self.mimeTypes.map { type in
-            let old = previous[type] ?? ""
-            return (type, old.isEmpty ? nil : old)
+        return previous
+    }
+
+    /// Puts the remembered defaults back where brsync is the default and
+    /// removes `brsync.desktop`. A type whose default is not brsync (the
+    /// user chose another since, or brsync was uninstalled already) is left
+    /// alone: running it twice changes nothing the second time.
+    /// - Returns: the defaults restored (an empty value: the type now has no user default).
+    @discardableResult
+    public func uninstall() throws(Launcher.Failure) -> [String: String] {
+        let remembered = rememberedDefaults()
+        var restored: [String: String] = [:]
+        for type in Self.mimeTypes where mimeApps.defaultApplication(for: type) == Self.desktopID { restored[type] = remembered[type] ?? "" }
+        try mimeApps.setDefaults(Self.mimeTypes.compactMap { type in
+            restored[type].map { old in (type, old.isEmpty ? nil : old) }
         })
         unlink(desktopFile)
         unlink(stateFile)
         unlink(legacyStateFile)
-        return previous
+        return restored
     }
 }

@@ -78,6 +78,9 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
     }
 
     /// Parses the text form; nil when malformed.
+    /// How a stamp is written, for a message about one that is not.
+    public static let form = "16 hex digits of milliseconds, at most 7fffffffffffffff, '-', 8 hex digits of counter, '-', a device id"
+
     public init?(text: String) {
         // Read as bytes: stamps are parsed for every field of every pushed record.
         var text = text

@@ -68,7 +68,7 @@ extension StampedValue {
     /// both nil when it is not an object.
     static func reading(stamp: JSONValue?, value: JSONValue?) -> Reading<StampedValue> {
         guard let value else { return .problem { "\($0) needs \"v\"" } }
-        guard let text = stamp?.stringValue, let parsed = HLCTimestamp(text: text) else { return .problem { "\($0) needs \"s\", an HLC stamp" } }
+        guard let text = stamp?.stringValue, let parsed = HLCTimestamp(text: text) else { return .problem { "\($0) needs \"s\", an HLC stamp (\(HLCTimestamp.form))" } }
         return .value(StampedValue(value, stamp: parsed))
     }
 

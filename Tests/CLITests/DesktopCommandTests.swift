@@ -173,9 +173,22 @@ final class DesktopWorld: @unchecked Sendable {
         let query = try ProcessRunner.run(xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
         #expect(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "firefox.desktop")
         #expect(!FileManager.default.fileExists(atPath: desktopFile))
+        // Uninstalling again changes nothing: the user's own default stays.
+        let again = try world.run("uninstall")
+        #expect(again.status == 0 && again.stdout.contains("brsync was not the default browser"), "\(again)")
+        let still = try ProcessRunner.run(xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
+        #expect(still.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "firefox.desktop", "\(still)")
         // brsync's own entry is never detected as a browser.
         #expect(try world.run("install").status == 0)
         #expect(!(try world.run("browsers", "detect").stdout.contains("brsync")))
+        // The state lost while brsync is the default: installing again never
+        // remembers brsync itself, nor nothing, as the previous default.
+        unlink(world.directory.file("state/brsync/previous-defaults"))
+        #expect(try world.run("install").status == 0)
+        let remembered = (try? String(contentsOfFile: world.directory.file("state/brsync/previous-defaults"), encoding: .utf8)) ?? ""
+        #expect(!remembered.contains("brsync.desktop"), "\(remembered)")
+        let last = try world.run("uninstall")
+        #expect(last.status == 0, "\(last)")
     }
 
     @Test func detectKeepsALaunchCommandSetByHand() throws {

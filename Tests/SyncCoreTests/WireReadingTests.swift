@@ -78,9 +78,9 @@ import Testing
          #"change 1 needs "fields", an object of at most 64 fields"#),
         (replacing(#""v":"zoom.us""#, #""value":"zoom.us""#), #"field "pattern" of change 1 needs "v""#),
         (replacing(#""pattern":{"s":"\#(stamp)","v":"zoom.us"}"#, #""pattern":"zoom.us""#), #"field "pattern" of change 1 needs "v""#),
-        (replacing(stamp, "not a stamp"), #"field "pattern" of change 1 needs "s", an HLC stamp"#),
+        (replacing(stamp, "not a stamp"), #"field "pattern" of change 1 needs "s", an HLC stamp ("# + HLCTimestamp.form + ")"),
         // Of two bad fields, the first by name.
-        (replacing(#""pattern":{"#, #""b":{"v":1},"a":{"s":1,"v":1},"pattern":{"#), #"field "a" of change 1 needs "s", an HLC stamp"#),
+        (replacing(#""pattern":{"#, #""b":{"v":1},"a":{"s":1,"v":1},"pattern":{"#), #"field "a" of change 1 needs "s", an HLC stamp ("# + HLCTimestamp.form + ")"),
         (replacing(#"{"pattern":"#, "{" + (0...Wire.maxFields + 2).map { #""f\#($0)":{"s":"\#(stamp)","v":1},"# }.joined() + #""pattern":"#),
          #"change 1 needs "fields", an object of at most 64 fields"#),
         (replacing(#","versions":{"abc":1}"#, ""), #"change 1 needs "versions", an object"#),

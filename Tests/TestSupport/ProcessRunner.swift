@@ -30,9 +30,27 @@ public enum ProcessRunner {
 
     /// The environment of a program a test starts: this process's without
     /// BRSYNC_* (the host's settings never leak in), with `environment` added.
+    /// Nothing a test starts touches the real home: `HOME` and the XDG base
+    /// folders a test does not set are a scratch home of this test run's
+    /// (``scratchHome``), never the user's.
     public static func environment(_ environment: [String: String], unsetting more: [String] = []) -> ChildProcess.Environment {
-        ChildProcess.Environment(set: environment, unset: ["BRSYNC_*"] + more)
+        var isolated = environment
+        let home = environment["HOME"] ?? scratchHome
+        isolated["HOME"] = home
+        for (name, folder) in [("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+                               ("XDG_CACHE_HOME", ".cache")] where isolated[name] == nil && !more.contains(name) {
+            isolated[name] = "\(home)/\(folder)"
+        }
+        return ChildProcess.Environment(set: isolated, unset: ["BRSYNC_*"] + more)
     }
+
+    /// A home of this test run's own, made once (owner-only), for programs
+    /// whose test gives them none.
+    public static let scratchHome: String = {
+        let path = "\(NSTemporaryDirectory())/brsync-test-home-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return path
+    }()
 
     /// Runs `executable` with `arguments` (see ``environment(_:unsetting:)``)
     /// and `stdin` as input; killed after `timeout` seconds.

@@ -103,6 +103,10 @@ public struct Uninstall: ParsableCommand {
         let registration = DefaultBrowserRegistration(environment: ProcessEnvironment.all(), brsyncHome: global.resolvedHome)
         let previous = try registration.uninstall()
         let restored = Set(previous.values.filter { !$0.isEmpty }).sorted()
-        print(restored.isEmpty ? "uninstalled; no previous default to restore" : "uninstalled; default browser back to \(restored.joined(separator: ", "))")
+        if previous.isEmpty {
+            print("uninstalled; brsync was not the default browser, so the defaults were left as they are")
+        } else {
+            print(restored.isEmpty ? "uninstalled; no previous default to restore" : "uninstalled; default browser back to \(restored.joined(separator: ", "))")
+        }
     }
 }
