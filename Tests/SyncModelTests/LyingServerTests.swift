@@ -1,5 +1,6 @@
 import BrsyncServer
 import HTTP
+import Synchronization
 import JSON
 import Replica
 import SyncClient
@@ -55,6 +56,96 @@ import TestSupport
         let c = try world.machine("c")
         try KeyChangeTests.addKey(world, c, key)
         #expect(try SyncWorld.rules(c.replica) == held)
+    }
+
+    /// Each page's records, rewritten by `change` (the record's JSON object).
+    static func rewritingRecords(_ change: @escaping @Sendable (inout [JSONValue]) -> Void) -> LyingServer.Rewrite {
+        { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
+                  case .array(var records)? = page["changes"], !records.isEmpty else { return nil }
+            change(&records)
+            page["changes"] = .array(records)
+            return .object(page)
+        }
+    }
+
+    static func fields(_ record: JSONValue) -> [String: JSONValue] {
+        guard case .object(let object) = record, case .object(let fields)? = object["fields"] else { return [:] }
+        return fields
+    }
+
+    static func with(_ record: JSONValue, fields: [String: JSONValue]) -> JSONValue {
+        guard case .object(var object) = record else { return record }
+        object["fields"] = .object(fields)
+        return .object(object)
+    }
+
+    /// Values swapped between two records, and a deletion flag set by the
+    /// server: each record is refused by name, nothing of it applied, the
+    /// machine's own copy kept; every other record syncs. An old page served
+    /// again (values with their old stamps) changes nothing the machine holds.
+    @Test(arguments: StoreKind.allCases) func forgedSwappedOrReplayedValuesChangeNothing(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example", "two.example", "three.example"])
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        try KeyChangeTests.addKey(world, b, key)
+        // An old page, kept by the server to serve again later.
+        let old = Mutex<[JSONValue]>([])
+        let recorder = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in old.withLock { $0 += records } })
+        defer { recorder.stop() }
+        // a edits everything again; b pulls the new values through the recorder, which keeps the pages.
+        for pattern in ["one.example", "two.example", "three.example"] {
+            _ = try a.replica.addRule(pattern: pattern, browser: "firefox", priority: 7)
+        }
+        try world.sync(a)
+        try recorder.serving(world) { try world.sync(b) }
+        let held = try SyncWorld.state(b.replica)
+        #expect(!old.withLock { $0 }.isEmpty)
+
+        // The old page's values again, beside the current ones: nothing changes.
+        // (A server that left the current ones out would be withholding them:
+        // it can, and the machine cannot tell; see Deploy/SECURITY.md.)
+        let replay = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in records = old.withLock { $0 } + records })
+        defer { replay.stop() }
+        _ = try a.replica.addRule(pattern: "four.example", browser: "firefox", priority: 1)
+        try world.sync(a)
+        try replay.serving(world) { try world.sync(b) }
+        var expected = held
+        for (name, value) in try SyncWorld.state(b.replica) where name.contains("four.example") || name.hasPrefix("settings/") { expected[name] = value }
+        #expect(try SyncWorld.state(b.replica) == expected, "a replayed page changes nothing b holds")
+
+        // Swapped values and a forged deletion: refused by name, the rest applies.
+        let liar = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
+            let rules = records.indices.filter { Self.fields(records[$0])["browser"] != nil }
+            if rules.count >= 2 {
+                var first = Self.fields(records[rules[0]]), second = Self.fields(records[rules[1]])
+                (first["browser"], second["browser"]) = (second["browser"], first["browser"])
+                records[rules[0]] = Self.with(records[rules[0]], fields: first)
+                records[rules[1]] = Self.with(records[rules[1]], fields: second)
+            }
+            if rules.count >= 4 {
+                var fields = Self.fields(records[rules[2]])
+                if case .object(var flag)? = fields["deleted"] { flag["v"] = .bool(true); fields["deleted"] = .object(flag) }
+                records[rules[2]] = Self.with(records[rules[2]], fields: fields)
+            }
+        })
+        defer { liar.stop() }
+        for pattern in ["one.example", "two.example", "three.example"] {
+            _ = try a.replica.addRule(pattern: pattern, browser: "firefox", priority: 9)
+        }
+        _ = try a.replica.addRule(pattern: "five.example", browser: "firefox", priority: 1)
+        try world.sync(a)
+        let before = try SyncWorld.rules(b.replica)
+        let lied = try liar.serving(world) { try world.sync(b) }
+        let refused = lied.problems.filter { $0.contains("set aside record") }
+        #expect(refused.count == 3, "\(lied.problems)")
+        #expect(refused.allSatisfy { $0.contains("does not open") || $0.contains("not the one the device sealed") }, "\(refused)")
+        let after = try SyncWorld.rules(b.replica)
+        #expect(after.keys.sorted() == (before.keys.sorted() + ["five.example"]).sorted(), "nothing deleted; the honest record applied")
+        // Honest again, b catches up with everything.
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica) == (try SyncWorld.rules(a.replica)))
     }
 
     /// In a readable account the server is trusted with the content, and a
