@@ -327,6 +327,7 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)")
             }
+            if response.lostOmitted > 0 { summary.problems.append("\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them") }
             let needed: Set<Int64>
             switch machine.accept(response, last: lastRefusal) {
             case .accept(let relaying): needed = relaying

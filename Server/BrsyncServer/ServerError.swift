@@ -128,6 +128,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             // Said to the operator (`brsyncd device add`), not to a machine.
             return "the account has \(would - 1) devices, its limit of \(limit) (revoked devices count): revoke one and give its name "
                 + "to the new machine ('brsyncd device token ACCOUNT NAME'), or raise the limit ('brsyncd account limits ACCOUNT --devices N')"
+        case .quotaExceeded(let what, _, let limit) where what.hasPrefix("replica streams"):
+            return "this account has pushed under \(limit) device ids, the server's limit: nothing of this request was applied (the edits "
+                + "stay on the machine). A copied home or a key change takes a new id; so many mean something pushes under invented ones: "
+                + "ask the server's operator"
         case .quotaExceeded(let what, let would, let limit):
             return "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
                 + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "

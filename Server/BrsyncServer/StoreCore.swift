@@ -85,9 +85,11 @@ extension StoreDialect {
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
         case .diverged(let acknowledged, let digest):
             throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
-        case .applied(let acknowledged, let digest, let applied, let lost, let rejected, let needed):
-            return PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
-                                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
+        case .applied(let acknowledged, let digest, let applied, let lost, let lostOmitted, let rejected, let needed):
+            var response = PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
+                                        acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
+            response.lostOmitted = lostOmitted
+            return response
         }
     }
 

@@ -9,7 +9,7 @@ enum SyncEngine {
     /// What a push transaction decided; errors are thrown after it ends, so
     /// a detected rollback's new epoch is committed.
     enum PushOutcome {
-        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], rejected: [RejectedChange], needed: [Int64])
+        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], lostOmitted: Int, rejected: [RejectedChange], needed: [Int64])
         case gap(expected: Int64, digest: String, newEpoch: String?)
         case diverged(acknowledged: Int64, digest: String)
     }
@@ -202,7 +202,7 @@ enum SyncEngine {
         }
         guard request.to > last else {
             // A retry of changes applied already; the client checks the digest.
-            return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], rejected: [], needed: [])
+            return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: [], needed: [])
         }
         // Stamps are judged only on changes not applied yet (a retried
         // batch may hold applied ones), and the refusal says where this
@@ -214,7 +214,7 @@ enum SyncEngine {
         } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
             throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
         }
-        var lost: [LostField] = []
+        var lost = LostList()
         var rejected: [RejectedChange] = []
         var needed: [Int64] = []
         var applied = 0
@@ -222,12 +222,18 @@ enum SyncEngine {
         // A cursor of 0 belongs to every timeline; another one only to its epoch.
         let pusherIsCurrent = request.since == 0 || (request.since != nil && request.epoch == epoch)
         try store.prefetch(account: device.accountID, keys: newChanges.map { (collection: $0.collection, key: $0.key) })
+        // The records this push has merged so far, written once each at the
+        // end: a push that edits one large record a thousand times reads and
+        // writes it once, not a thousand times, under the write lock.
+        var working: [WorkingKey: WorkingRecord] = [:]
         for change in newChanges {
             if let problem = recordProblem(change, account: counters) {
                 rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
-            let existing = try store.record(account: device.accountID, collection: change.collection, key: change.key)
+            let place = WorkingKey(collection: change.collection, key: change.key)
+            let existing = try working[place].map { (state: $0.state, sequence: $0.sequence) }
+                ?? store.record(account: device.accountID, collection: change.collection, key: change.key)
             // An edit of a record this store does not have (its tombstone
             // was purged, or the store was restored or is another
             // account's) carries only the fields it changed: applying it
@@ -267,12 +273,19 @@ enum SyncEngine {
             // the pusher must fetch the winner.)
             let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
             // A new record is the change itself: its fields are stored as the digest read them.
-            try store.upsertRecord(account: device.accountID, collection: change.collection, key: change.key, state: merged,
-                                   fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
-                                   sequence: nextSequence, knownTo: knownToPusher ? request.device : nil,
-                                   knownAfter: existing?.sequence ?? 0, now: now)
+            working[place] = WorkingRecord(state: merged, sequence: nextSequence,
+                                           fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
+                                           knownTo: knownToPusher ? request.device : nil,
+                                           knownAfter: working[place]?.knownAfter ?? existing?.sequence ?? 0)
             nextSequence += 1
             applied += 1
+        }
+        // Each record once, with the number of the last change to it (the
+        // numbers in between are simply not used, as when a record changes again).
+        for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
+            try store.upsertRecord(account: device.accountID, collection: place.collection, key: place.key, state: record.state,
+                                   fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
+                                   knownAfter: record.knownAfter, now: now)
         }
         let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
@@ -286,7 +299,44 @@ enum SyncEngine {
             try store.setStream(account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
             try store.notePush(device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now)
         }
-        return .applied(acknowledged: acknowledged, digest: digest, applied: applied, lost: lost, rejected: rejected, needed: needed)
+        return .applied(acknowledged: acknowledged, digest: digest, applied: applied, lost: lost.fields, lostOmitted: lost.omitted,
+                        rejected: rejected, needed: needed)
+    }
+
+    /// A record as a push has merged it so far (see the push's working set).
+    struct WorkingKey: Hashable {
+        let collection: RecordCollection
+        let key: String
+    }
+
+    struct WorkingRecord {
+        let state: RecordState
+        let sequence: Int64
+        let fieldsText: String?
+        let knownTo: String?
+        let knownAfter: Int64
+    }
+
+    /// The values a push's changes lost, within a byte budget: each names a
+    /// winner in full, so a small push of many losing edits to a large
+    /// record would otherwise make an answer hundreds of times its size.
+    /// Past the budget they are counted, not listed.
+    struct LostList {
+        static let budgetBytes = 1 << 20
+        private(set) var fields: [LostField] = []
+        private(set) var omitted = 0
+        private var bytes = 0
+
+        mutating func append(_ field: LostField) {
+            let size = 64 + field.key.utf8.count + field.field.utf8.count
+                + Wire.size(of: field.lost.value, limit: Self.budgetBytes) + Wire.size(of: field.winner.value, limit: Self.budgetBytes)
+            guard omitted == 0, bytes + size <= Self.budgetBytes else {
+                omitted += 1
+                return
+            }
+            bytes += size
+            fields.append(field)
+        }
     }
 
     /// Whole records a client relays (after a restore), inside the store's
@@ -316,18 +366,25 @@ enum SyncEngine {
         }
         var nextSequence = counters.nextSequence
         try store.prefetch(account: device.accountID, keys: usable.map { (collection: $0.collection, key: $0.key) })
+        // As a push: each record read and written once, whatever the relay repeats.
+        var working: [WorkingKey: WorkingRecord] = [:]
         for record in usable {
-            let base = try store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
+            let place = WorkingKey(collection: record.collection, key: record.key)
+            let base = try working[place]?.state
+                ?? store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
             if let problem = Self.mergeProblem(merged) {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }
             guard merged != base else { continue }
-            try store.upsertRecord(account: device.accountID, collection: record.collection, key: record.key, state: merged, fieldsText: nil,
-                                   sequence: nextSequence, knownTo: nil, knownAfter: 0, now: now)
+            working[place] = WorkingRecord(state: merged, sequence: nextSequence, fieldsText: nil, knownTo: nil, knownAfter: 0)
             nextSequence += 1
             applied += 1
+        }
+        for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
+            try store.upsertRecord(account: device.accountID, collection: place.collection, key: place.key, state: record.state, fieldsText: nil,
+                                   sequence: record.sequence, knownTo: nil, knownAfter: 0, now: now)
         }
         let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)

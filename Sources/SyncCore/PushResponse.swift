@@ -54,6 +54,8 @@ public struct PushResponse: Sendable, Equatable {
     /// Changes not applied because the server does not have their record (an
     /// edit needs the rest of it): the client relays the whole record.
     public var needed: [Int64]
+    /// Lost values past the answer's budget for them: counted, not listed.
+    public var lostOmitted = 0
 
     public init(acknowledged: Int64, applied: Int, clock: HLCTimestamp, epoch: String, lost: [LostField],
                 acknowledgedDigest: String = "", rejected: [RejectedChange] = [], account: String = "", needed: [Int64] = []) {
@@ -69,9 +71,13 @@ public struct PushResponse: Sendable, Equatable {
     }
 
     public var json: JSONValue {
-        .object(["acknowledged": .int(acknowledged), "applied": .int(Int64(applied)), "clock": .string(clock.description),
-                 "epoch": .string(epoch), "lost": .array(lost.map(\.json)), "digest": .string(acknowledgedDigest),
-                 "rejected": .array(rejected.map(\.json)), "account": .string(account), "needed": .array(needed.map { .int($0) })])
+        var object: [String: JSONValue] = [
+            "acknowledged": .int(acknowledged), "applied": .int(Int64(applied)), "clock": .string(clock.description),
+            "epoch": .string(epoch), "lost": .array(lost.map(\.json)), "digest": .string(acknowledgedDigest),
+            "rejected": .array(rejected.map(\.json)), "account": .string(account), "needed": .array(needed.map { .int($0) }),
+        ]
+        if lostOmitted > 0 { object["lostOmitted"] = .int(Int64(lostOmitted)) }
+        return .object(object)
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
@@ -96,5 +102,6 @@ public struct PushResponse: Sendable, Equatable {
         self.init(acknowledged: acknowledged, applied: Int(applied), clock: clock, epoch: epoch, lost: lost,
                   acknowledgedDigest: object["digest"]?.stringValue ?? "", rejected: rejected,
                   account: object["account"]?.stringValue ?? "", needed: needed)
+        lostOmitted = max(0, Int(object["lostOmitted"]?.intValue ?? 0))
     }
 }

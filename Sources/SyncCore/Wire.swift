@@ -84,7 +84,7 @@ public enum Wire {
 
     /// The bytes of a value's text and names (punctuation aside), stopping
     /// once past `limit`: a measure of size without writing the JSON.
-    static func size(of value: JSONValue, limit: Int) -> Int {
+    public static func size(of value: JSONValue, limit: Int) -> Int {
         switch value {
         case .null, .bool, .int, .double: return 8
         case .string(let text): return text.utf8.count + 2

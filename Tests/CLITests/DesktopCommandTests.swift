@@ -326,4 +326,20 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
         #expect(world.launched().count == 1)
     }
+
+    /// A browser chosen to be remembered whose command cannot start is not
+    /// remembered: the rule would lose every later link to it too.
+    @Test func aChoiceIsRememberedOnlyOnceItOpened() throws {
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        let menu = world.directory.file("bin/fake-dmenu")
+        try "#!/bin/sh\ngrep 'Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        unlink(world.directory.file("bin/fakechrome"))
+        let picked = try world.run("pick", "https://news.bbc.co.uk/story")
+        #expect(picked.status != 0 && picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)"), "\(picked)")
+        #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
+    }
 }

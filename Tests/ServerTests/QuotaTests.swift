@@ -115,7 +115,7 @@ import TestSupport
         do {
             _ = try push("one-more")
         } catch let error as ServerError {
-            #expect(error.code == .quotaExceeded && error.description.contains("replica streams"), "\(error)")
+            #expect(error.code == .quotaExceeded && error.description.contains("pushed under 1024 device ids"), "\(error)")
         }
         // A stream it has goes on.
         #expect(try push("d0").acknowledged == 1)

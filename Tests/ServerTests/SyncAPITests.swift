@@ -246,6 +246,33 @@ import TestSupport
                 "\(relayed.text.prefix(300))")
     }
 
+    /// Many small edits that lose to one large record make an answer that
+    /// lists the values they lost within a budget (the rest counted), never
+    /// one that repeats the large winner for each: a 300-change push of a few
+    /// bytes each does not make a 140 MB answer.
+    @Test(arguments: StoreKind.allCases) func lostValuesAreListedWithinABudget(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let owner = try fixture.device("alice", "laptop")
+        var large: [String: JSONValue] = [:]
+        for index in 0..<8 { large["f\(index)"] = .string(String(repeating: "w", count: 60_000)) }
+        #expect(try owner.push([owner.change("big.example", large)]).status == 200)
+        let other = try fixture.device("alice", "desktop")
+        var changes: [ChangeRecord] = []
+        var versions = VersionVector()
+        for _ in 0..<300 {
+            versions.increment(other.deviceID)
+            var small: [String: JSONValue] = [:]
+            for index in 0..<8 { small["f\(index)"] = .string("a") }
+            changes.append(other.change("big.example", small, skewMilliseconds: -7_200_000, versions: versions))
+        }
+        let answer = try other.push(changes)
+        let response = try PushResponse(json: try JSONValue.parse(answer.text))
+        #expect(answer.status == 200 && response.acknowledged == 300, "\(answer.text.prefix(300))")
+        #expect(answer.body.count < 2 << 20, "an answer of \(answer.body.count) bytes")
+        #expect(!response.lost.isEmpty && response.lostOmitted > 0 && response.lost.count + response.lostOmitted == 300 * 8)
+        #expect(response.lost.allSatisfy { $0.winner.value.stringValue?.count == 60_000 && $0.lost.value == .string("a") })
+    }
+
     /// Health on the sync port; metrics only on a listener of their own
     /// (plain HTTP, for the host or a private network), never on the sync port.
     @Test(arguments: StoreKind.allCases) func healthAndMetrics(_ kind: StoreKind) throws {

@@ -134,14 +134,6 @@ public struct Pick: ParsableCommand {
         if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
         guard case .open(let index, let pattern) = outcome else { return .cancelled }
         let browser = usable[index]
-        if let pattern {
-            // The highest priority, also for a pattern that exists already.
-            let highest = try replica.maximumRulePriority() ?? 0
-            let existing = try replica.rule(pattern: pattern)
-            let priority = existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 } ?? highest + 1
-            let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
-            print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
-        }
         if let windowAnswer { try savePlaces(windowAnswer, of: usable, replica: replica) }
         do {
             if windowAnswer?.privateWindow == true {
@@ -153,7 +145,17 @@ public struct Pick: ParsableCommand {
                 try launch(browser, url: url)
             }
         } catch let failure as CLIFailure {
+            // Remembered only once it opened: a rule for a browser that cannot start would lose every later link too.
+            if let pattern { ExitStatus.warn("not remembered: \(DisplayText.printable(pattern)) -> \(browser.browser.id) (it did not start)") }
             return .launchFailed(failure)
+        }
+        if let pattern {
+            // The highest priority, also for a pattern that exists already.
+            let highest = try replica.maximumRulePriority() ?? 0
+            let existing = try replica.rule(pattern: pattern)
+            let priority = existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 } ?? highest + 1
+            let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
+            print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
         }
         return .opened
     }
