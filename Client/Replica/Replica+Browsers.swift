@@ -188,6 +188,11 @@ extension Replica {
         }
     }
 
+    /// No default browser: links no rule decides go to the picker.
+    public func clearDefaultBrowser() throws {
+        try setSetting(SettingName.defaultBrowser, nil)
+    }
+
     public func setDefaultBrowser(named name: String) throws -> String {
         let found = try requireBrowser(named: name)
         try setSetting(SettingName.defaultBrowser, found.browser.id)

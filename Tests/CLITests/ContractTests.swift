@@ -79,6 +79,12 @@ import TestSupport
         #expect(fallback.browser == "firefox" && fallback.rule == nil)
         #expect(fallback.phone == "firefox://open-url?url=https%3A%2F%2Fexample.com%2F")
         #expect(fallback.argv == ["firefox", "https://example.com/"])
+        // The default can be cleared again (the picker then asks); a browser and --clear together are refused.
+        #expect(try cli.run("browsers", "default", "firefox", "--clear").status == 2)
+        #expect(try cli.run("browsers", "default").status == 2)
+        try cli.mustSucceed("browsers", "default", "--clear")
+        #expect(try cli.run("resolve", "--json", "https://example.com/").status == 3)
+        try cli.mustSucceed("browsers", "default", "firefox")
 
         // A rule whose browser is disabled is skipped, not fatal.
         try cli.mustSucceed("browsers", "disable", "chrome")

@@ -148,10 +148,26 @@ public struct BrowsersCommand: ParsableCommand {
     public struct Default: ParsableCommand {
 
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "default", abstract: "Make a browser the default, used when no rule decides.")
+        public static let configuration = CommandConfiguration(
+            commandName: "default", abstract: "Make a browser the default, used when no rule decides (--clear: no default; the picker asks).")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String
-        public func run() throws { print("default browser: \(try global.openReplica().setDefaultBrowser(named: id))") }
+        @Flag(help: "Have no default browser: links no rule decides go to the picker.") var clear = false
+        @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var id: String?
+
+        public func validate() throws {
+            if clear && !(id ?? "").isEmpty { throw ValidationError("give a browser or --clear, not both") }
+            if !clear && id == nil { throw ValidationError("give a browser id (brsync browsers list), or --clear for none") }
+        }
+
+        public func run() throws {
+            let replica = try global.openReplica()
+            if clear || id == "" {
+                try replica.clearDefaultBrowser()
+                print("no default browser: links no rule decides go to the picker")
+                return
+            }
+            print("default browser: \(try replica.setDefaultBrowser(named: id ?? ""))")
+        }
     }
 
     public struct Hide: ParsableCommand {
