@@ -357,7 +357,9 @@ extension Replica {
     }
 
     /// Keeps a value that lost a merge (once, however often it is reported).
-    public func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws {
+    /// - Returns: whether it was new (the same loss reported again is kept once).
+    @discardableResult
+    public func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool {
         try transaction {
             try database.run(
                 """
@@ -366,6 +368,7 @@ extension Replica {
                 """,
                 [.text(collection.rawValue), .text(key), .text(field), .text(lost.value.jsonText), .text(lost.stamp.description),
                  .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis)])
+            return database.changes > 0
         }
     }
 

@@ -320,12 +320,27 @@ extension SyncClient {
     /// How many of the account's first records ``checkKey(_:)`` tries.
     static let keyCheckRecords = 20
 
+    /// Fields that say where and when a record was first made, not what it
+    /// holds: two machines that both made a rule differ in them, and nobody
+    /// needs them back.
+    static let provenanceFields: Set<String> = ["createdAt", "origin"]
+
     /// Keeps a value that lost to a concurrent edit, opened, for
     /// `brsync log --conflicts` and `brsync restore`. The server reports it
     /// as it holds it: sealed, under the hidden key.
     func recordConflict(_ lost: LostField, key: String) throws {
+        // A value that lost to the same value lost nothing (two machines
+        // both saying "not deleted"): not a conflict anyone needs to see.
+        // Nor does a rule's provenance (when and where it was first made).
+        guard !Self.provenanceFields.contains(lost.field) else { return }
+        func keep(_ lostValue: StampedValue, _ winner: StampedValue) throws {
+            guard lostValue.value != winner.value else { return }
+            if try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: lostValue, winner: winner) {
+                summary.conflicts += 1
+            }
+        }
         guard let cipher else {
-            try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: lost.lost, winner: lost.winner)
+            try keep(lost.lost, lost.winner)
             return
         }
         // The sealed key and the deletion flag's twin are encryption's own.
@@ -339,7 +354,7 @@ extension SyncClient {
             return StampedValue(value, stamp: register.stamp)
         }
         do {
-            try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: try opened(lost.lost), winner: try opened(lost.winner))
+            try keep(try opened(lost.lost), try opened(lost.winner))
         } catch let error as RecordCipherError {
             summary.problems.append("a conflict reported by the server was not kept: \(error)")
         }

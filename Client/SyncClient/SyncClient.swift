@@ -51,6 +51,8 @@ public final class SyncClient {
         /// Records dropped because the server had deleted and purged them
         /// (each kept in the replica's `removed` list, restorable).
         public var removed: [RemovedRecord] = []
+        /// Values that lost to concurrent edits, newly kept for `brsync log --conflicts`.
+        public var conflicts = 0
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false

@@ -59,7 +59,7 @@ public protocol SyncReplica: AnyObject {
     func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int
     func beginReconcile() throws
     func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
-    func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws
+    func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool
 
     // MARK: Bookkeeping
     func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64) throws

@@ -77,6 +77,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted), "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
             "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
+            "conflicts": .int(Int64(summary.conflicts)),
             "removed": .array(summary.removed.map { .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key)]) }),
         ]
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
@@ -93,6 +94,9 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {
             parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
+        }
+        if summary.conflicts > 0 {
+            parts.append("\(summary.conflicts) value(s) lost to concurrent edits ('brsync log --conflicts' shows them, 'brsync restore ID' writes one back)")
         }
         if !summary.removed.isEmpty {
             let names = summary.removed.prefix(5).map { "\($0.collection) '\($0.key)' (#\($0.id))" }.joined(separator: ", ")

@@ -179,7 +179,12 @@ final class CLIWorld: @unchecked Sendable {
         try world.mustRun(laptop, ["rules", "add", "github.com", "firefox", "--priority", "1"])
         usleep(20_000)
         try world.mustRun(desktop, ["rules", "add", "github.com", "chrome", "--priority", "1"])
-        for home in [laptop, desktop, laptop] { try world.mustRun(home, ["sync"]) }
+        try world.mustRun(laptop, ["sync"])
+        // The sync that made the conflict says so.
+        let conflicted = try world.run(desktop, ["sync"])
+        let listedConflicts = try world.run(desktop, ["log", "--conflicts"]).stdout
+        #expect(conflicted.stdout.contains("1 value(s) lost to concurrent edits ('brsync log --conflicts'"), "\(conflicted) \(listedConflicts)")
+        try world.mustRun(laptop, ["sync"])
         for home in [laptop, desktop] {
             let resolved = try world.run(home, ["resolve", "--json", "https://github.com/x"])
             #expect(resolved.stdout.contains(#""browser":"chrome""#), "\(home): \(resolved)")
@@ -187,6 +192,7 @@ final class CLIWorld: @unchecked Sendable {
         // The desktop's push overwrote the laptop's concurrent edit: it keeps the loser.
         let conflicts = try world.run(desktop, ["log", "--conflicts"])
         #expect(conflicts.stdout.contains(#"rules/github.com browser: "firefox""#) && conflicts.stdout.contains(#"lost to "chrome""#), "\(conflicts)")
+        #expect(!conflicts.stdout.contains(" deleted: false"), "a value that lost to the same value is no conflict: \(conflicts)")
         let line = try #require(conflicts.stdout.split(separator: "\n").first { $0.contains("rules/github.com browser:") })
         let id = try #require(line.split(separator: " ").first.map { String($0.dropFirst()) })
         try world.mustRun(desktop, ["restore", id])
