@@ -93,6 +93,19 @@ import TestSupport
         #expect(try JSONDecoder().decode(ResolveJSON.self, from: Data(skipped.stdout.utf8)).browser == "firefox")
     }
 
+    /// A browser whose command is not installed here is not called usable.
+    @Test func aBrowserWhoseCommandIsMissingIsSaidToBe() throws {
+        let cli = try CLIHarness()
+        try cli.mustSucceed("init")
+        try cli.mustSucceed("browsers", "add", "firefox", "--exec", "no-such-program-xyz %u")
+        try cli.mustSucceed("browsers", "add", "chromium", "--exec", "/bin/sh -c true %u")
+        let listed = try cli.run("browsers", "list")
+        #expect(listed.stdout.contains("not installed ('no-such-program-xyz' not found)"), "\(listed)")
+        #expect(listed.stdout.split(separator: "\n").contains { $0.contains("chromium") && $0.contains("usable") }, "\(listed)")
+        let json = try cli.run("browsers", "list", "--json")
+        #expect(json.stdout.contains(#""commandFound":false"#) && json.stdout.contains(#""commandFound":true"#), "\(json)")
+    }
+
     @Test func suggestPrintsThePatternAlone() throws {
         let cli = try CLIHarness()
         let result = try cli.run("suggest", "https://www.news.bbc.co.uk/x")

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Desktop
+import Glibc
+import JSON
 import Model
 import Plumbing
 import Replica
@@ -23,12 +25,24 @@ public struct BrowsersCommand: ParsableCommand {
         struct Entry: Encodable {
             let id, name, urlScheme, urlFormat: String
             let enabled, isDefault, usable, hiddenInPicker: Bool
+            /// The launch command's program is found here (nil: no command).
+            let commandFound: Bool?
             let exec: String?
             let pickerOrder: Int?
             enum CodingKeys: String, CodingKey {
-                case id, name, urlScheme, urlFormat, enabled, usable, exec, hiddenInPicker, pickerOrder
+                case id, name, urlScheme, urlFormat, enabled, usable, commandFound, exec, hiddenInPicker, pickerOrder
                 case isDefault = "default"
             }
+        }
+
+        /// The program a launch command starts, when it cannot be found here
+        /// (not an executable file, nor one on PATH); nil when it can, or
+        /// when there is no command.
+        static func missingProgram(_ exec: String?) -> String? {
+            guard let exec, let program = (try? ExecCommand(exec))?.arguments.first, !program.isEmpty else { return nil }
+            if program.contains("/") { return access(program, X_OK) == 0 ? nil : program }
+            let path = (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":")
+            return path.contains { access("\($0)/\(program)", X_OK) == 0 } ? nil : program
         }
 
         public func run() throws {
@@ -37,7 +51,8 @@ public struct BrowsersCommand: ParsableCommand {
                 try Output.json(encoding: browsers.map {
                     Entry(id: $0.browser.id, name: $0.browser.name, urlScheme: $0.browser.urlScheme,
                           urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
-                          usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker, exec: $0.exec,
+                          usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker,
+                          commandFound: $0.exec == nil ? nil : Self.missingProgram($0.exec) == nil, exec: $0.exec,
                           pickerOrder: $0.browser.pickerOrder)
                 })
                 return
@@ -48,6 +63,9 @@ public struct BrowsersCommand: ParsableCommand {
             }
             Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
                 var state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
+                if item.browser.enabled, item.isUsable, let missing = Self.missingProgram(item.exec) {
+                    state = "not installed ('\(DisplayText.printable(missing))' not found)"
+                }
                 if item.browser.isHiddenInPicker { state += ", hidden in picker" }
                 let launch = item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
                     ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" } ?? "-"
