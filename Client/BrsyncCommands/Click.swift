@@ -77,7 +77,7 @@ struct Click {
         let reason = Failures.message(of: error)
         let registration = DefaultBrowserRegistration(environment: environment, brsyncHome: home)
         guard let previous = registration.previousBrowser(forScheme: url.scheme, environment: environment),
-              !Self.leadsToBrsync(previous.exec.arguments.first ?? "") else {
+              Self.loopProblem(previous.exec.arguments) == nil else {
             tell("brsync could not open \(url)", reason)
             throw error
         }
@@ -118,6 +118,26 @@ struct Click {
         guard parts.count == 3, let started = Int64(parts[0]), parts[2] == url.absoluteString,
               Clock.wallMillis() - started < Self.loopWindowMilliseconds else { return }
         throw CLIFailure(message: "'\(parts[1])' handed \(url) back to brsync (its command opens the default browser, which is brsync): give it a browser's own command with 'brsync browsers add \(parts[1]) --exec COMMAND'")
+    }
+
+    /// Programs that hand a link to the default browser, which is brsync
+    /// once it is installed: a browser started with one of them sends the
+    /// link straight back.
+    static let linkDispatchers: Set<String> = [
+        "xdg-open", "sensible-browser", "x-www-browser", "www-browser", "gnome-www-browser", "exo-open", "kde-open", "kde-open5",
+        "kde-open6", "gnome-open", "gvfs-open", "mimeopen", "wslview", "brsync-open",
+    ]
+
+    /// Why a launch command would bring its link back to brsync, or nil.
+    static func loopProblem(_ arguments: [String]) -> String? {
+        guard let program = arguments.first else { return nil }
+        let name = program.split(separator: "/").last.map(String.init) ?? program
+        if leadsToBrsync(program) { return "its command runs brsync itself (\(program))" }
+        if linkDispatchers.contains(name) || (name == "gio" && arguments.dropFirst().first == "open")
+            || (name.hasPrefix("kioclient") && arguments.dropFirst().first == "exec") {
+            return "its command (\(name)) opens the default browser, which is brsync once it is installed: the link would come back here"
+        }
+        return nil
     }
 
     /// Whether a launch command's program is brsync itself.

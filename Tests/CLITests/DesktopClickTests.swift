@@ -100,11 +100,14 @@ import TestSupport
         sleep(1)
         #expect(world.notified().count == 1, "the loop stopped")
         #expect(world.launched().isEmpty)
-        // A command that runs brsync itself is refused before it starts.
-        #expect(try world.run("browsers", "add", "self", "--exec", "\(world.brsync) open %u").status == 0)
-        #expect(try world.run("rules", "add", "self.example", "self").status == 0)
-        let refused = try world.run("open", "https://self.example/")
-        #expect(refused.status == 3 && refused.stderr.contains("'self' runs brsync itself"), "\(refused)")
+        // A command that runs brsync itself, or hands the link to the default
+        // browser (brsync), is refused when it is given, with the reason.
+        for command in ["\(world.brsync) open %u", "xdg-open %u", "/usr/bin/xdg-open %u", "gio open %u", "sensible-browser %u"] {
+            let refused = try world.run("browsers", "add", "self", "--exec", command)
+            #expect(refused.status == 2 && (refused.stderr.contains("runs brsync itself") || refused.stderr.contains("the link would come back here")),
+                    "\(command): \(refused)")
+        }
+        #expect(!(try world.run("browsers", "list").stdout.contains("self")))
     }
 
     @Test func aPickerThatCannotStartIsNotACancel() throws {

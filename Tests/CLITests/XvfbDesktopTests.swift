@@ -62,8 +62,13 @@ import TestSupport
             .write(toFile: page, atomically: true, encoding: .utf8)
         #expect(try xdgOpen(page).status == 0)
         #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox file://\(page)") == true, "\(world.launched())")
-        // A browser whose command is xdg-open: the loop is caught and shown once.
-        #expect(try world.run("browsers", "add", "loop", "--exec", "xdg-open %u").status == 0)
+        // A browser whose command ends in xdg-open (a wrapper: xdg-open itself
+        // is refused when given): the loop is caught and shown once.
+        #expect(try world.run("browsers", "add", "loop", "--exec", "xdg-open %u").status == 2)
+        let wrapper = world.directory.file("bin/open-wrapper")
+        try "#!/bin/sh\nexec xdg-open \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        #expect(try world.run("browsers", "add", "loop", "--exec", "open-wrapper %u").status == 0)
         #expect(try world.run("rules", "add", "loop.example", "loop").status == 0)
         _ = try xdgOpen("https://loop.example/")
         let shown = world.waitForNotification()

@@ -102,6 +102,10 @@ public struct BrowsersCommand: ParsableCommand {
         public func run() throws {
             let replica = try global.openReplica()
             let exec = self.exec
+            // A command that hands the link to the default browser (brsync) would bring every link back here.
+            if let exec, let arguments = try? ExecCommand(exec).arguments, let loop = Click.loopProblem(arguments) {
+                throw CLIFailure(message: "--exec: \(loop). Give the browser's own command ('brsync browsers detect' finds installed browsers)")
+            }
             var name = self.name
             var format = self.format
             var profile: BrowserProfile?

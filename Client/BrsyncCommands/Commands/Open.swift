@@ -221,8 +221,8 @@ func launch(_ browser: LocalBrowser, url: NormalizedURL, command given: String? 
     guard let exec = given ?? browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
     do {
         let command = try ExecCommand(exec)
-        if Click.leadsToBrsync(command.arguments.first ?? "") {
-            throw CLIFailure(message: "'\(browser.browser.id)' runs brsync itself (\(command.arguments[0])): give it a browser's command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
+        if let loop = Click.loopProblem(command.arguments) {
+            throw CLIFailure(message: "'\(browser.browser.id)': \(loop); give it a browser's own command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
         }
         try start(command, url: url, browser: browser.browser.id, name: browser.browser.name, desktopFile: browser.desktopEntry)
     } catch let problem as ExecCommand.Problem {
