@@ -17,6 +17,13 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .usage(let message): return message
         case .unreachable(let message): return "cannot reach the server: \(message)"
+        case .refused(let code, let message) where code == .unauthorized:
+            return "the server refused (\(code)): \(message). This machine's token is not one the server knows (issued again, or the "
+                + "server set up anew): ask its operator for a join code and run 'brsync join --replace' (local edits are kept), "
+                + "or set a new token with 'brsync remote set URL --token TOKEN'"
+        case .refused(let code, let message) where code == .revoked:
+            return "the server refused (\(code)): \(message). This machine was removed from the account; its rules and edits stay "
+                + "here: ask the server's operator to add it again ('brsyncd device token'), then 'brsync remote set URL --token TOKEN'"
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
         case .badAnswer(let message): return "the server's answer is not brsync's protocol: \(message)"
         }

@@ -14,6 +14,8 @@ struct JoinCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
     @Option(help: JoinConfiguration.recoveryFileHelp) var recoveryFile: String?
+    @Flag(help: "Replace the server this machine syncs with (a server set up anew, a token issued again); its rules and unpushed edits stay and go up.")
+    var replace = false
     @Argument(help: JoinConfiguration.codeHelp) var code: String?
 
     /// A join code holds a device token: on the command line, other users of
@@ -56,8 +58,10 @@ struct JoinCommand: ParsableCommand {
                 }
             }
         }
-        if let url = try replica.syncState().remoteURL {
-            throw CLIFailure(message: "this machine syncs with \(url) already; 'brsync remote rm' first (nothing was changed)")
+        let previousRemote = try replica.syncState().remoteURL
+        if let previousRemote, !replace {
+            throw CLIFailure(message: "this machine syncs with \(previousRemote) already; join with --replace to use this code instead "
+                             + "(its rules and unpushed edits stay and go up; nothing was changed)")
         }
         let remote: RemoteURL
         do { remote = try RemoteURL(parsing: join.server) } catch { throw CLIFailure(message: "the join code's server: \(error)") }
@@ -122,6 +126,8 @@ struct JoinCommand: ParsableCommand {
         guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(String(cString: strerror(errno)))") }
         saved = true
         try TokenFile.write(token, home: home)
+        // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
+        if previousRemote != nil { try replica.removeRemote() }
         try replica.setRemote(url: remote.text, caFile: caFile)
         if let key { try AccountKeyFile.write(key, home: home) }
         writeToStandardError("joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")

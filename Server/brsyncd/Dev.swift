@@ -10,7 +10,11 @@ struct Dev: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
         abstract: "Run a development server with embedded defaults: a data folder, a private CA and a localhost certificate, one account and device, HTTPS on 127.0.0.1:8443.",
-        discussion: "Prints the URL, the CA file and the device token a client needs. Each run issues a fresh token.")
+        discussion: """
+            Prints the URL, the CA file and the device token a client needs, and a join code for another machine. The \
+            folder keeps the store, the certificates and the first device's token across runs, so a machine paired \
+            once keeps syncing after a restart; each run's join code is for a machine not paired yet.
+            """)
 
     @Option(help: ArgumentHelp("The data folder (default: $XDG_DATA_HOME/brsyncd-dev, else ~/.local/share/brsyncd-dev).", valueName: "dir"))
     var dir: String?
@@ -65,13 +69,10 @@ struct Dev: ParsableCommand {
             // The join code is for another device: joining replaces its token.
             let token: String
             let joinSecret: String
+            let joining: String
             do {
-                let devices = try store.devices(account: "dev")
-                token = devices.contains { $0.name == "laptop" }
-                    ? try store.reissueToken(account: "dev", device: "laptop")
-                    : try store.addDevice(account: "dev", name: "laptop")
-                joinSecret = try store.enroll(account: "dev", device: "second", adding: !devices.contains { $0.name == "second" },
-                                              validMilliseconds: JoinOptions.defaultValidMilliseconds)
+                token = try Self.laptopToken(store: store, folder: folder)
+                (joining, joinSecret) = try Self.joinSecret(store: store, folder: folder)
             } catch {
                 logger.error("cannot issue the dev token: \(error)")
                 return
@@ -86,13 +87,58 @@ struct Dev: ParsableCommand {
                 Try:  curl --cacert \(caFile) \(url)/v1/health
                 Point a replica at it:
                   brsync remote set \(url) --ca \(caFile) --token \(token)
-                or join another machine in one step (device 'second'; the CA pinned by its fingerprint,
-                no file to copy; the code works once, within a day, and a new one is made at every start):
+                or join another machine in one step (device '\(joining)'; the CA pinned by its fingerprint,
+                no file to copy; the code works once, within a day; each start makes one for a machine not paired yet):
                   echo '\((try? JoinCode(server: url, token: joinSecret, caFingerprint: fingerprint).description) ?? "?")' | brsync join
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks
         }
+    }
+
+    /// The first device's token, kept in the dev folder (owner-only, like
+    /// the TLS key) so a replica paired with it keeps working across
+    /// restarts; issued when there is none or it no longer authenticates.
+    static func laptopToken(store: SQLiteStore, folder: String) throws -> String {
+        let file = "\(folder)/laptop.token"
+        if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+           (try? store.authenticate(token: kept)) != nil {
+            return kept
+        }
+        let exists = try store.devices(account: "dev").contains { $0.name == "laptop" }
+        let token = exists ? try store.reissueToken(account: "dev", device: "laptop") : try store.addDevice(account: "dev", name: "laptop")
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(Array(token.utf8), to: file, what: "the dev token")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        return token
+    }
+
+    /// A join code for a machine not paired yet: the device the previous
+    /// start enrolled when its code was not used (its token is still that
+    /// code's secret, kept in the dev folder), else a new `machine-N`. A code
+    /// never replaces the token of a machine that joined.
+    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, secret: String) {
+        let file = "\(folder)/join.pending"
+        let valid = JoinOptions.defaultValidMilliseconds
+        let pending = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: " ").map(String.init)
+        let name: String
+        let adding: Bool
+        if let pending, pending.count == 2, let device = try? store.authenticate(token: pending[1].trimmingCharacters(in: .whitespacesAndNewlines)),
+           device.name == pending[0] {
+            (name, adding) = (pending[0], false)
+        } else {
+            let names = Set(try store.devices(account: "dev").map(\.name))
+            (name, adding) = ((2...).lazy.map { "machine-\($0)" }.first { !names.contains($0) }!, true)
+        }
+        let secret = try store.enroll(account: "dev", device: name, adding: adding, validMilliseconds: valid)
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(Array("\(name) \(secret)".utf8), to: file, what: "the pending join code")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        return (name, secret)
     }
 
     static func defaultFolder() -> String {

@@ -156,12 +156,26 @@ extension EncryptionTests {
         let renewed = try ProcessRunner.run(world.brsyncd, ["device", "token", "alice", "tablet", "--url", world.url, "--ca", world.directory.file("ca.pem")]
                                             + world.storeArguments, environment: world.storeEnvironment)
         #expect(renewed.status == 0 && renewed.stdout.contains("its old token no longer works"), "\(renewed)")
+        // The stale machine is told what to do, and keeps an edit made meanwhile.
+        try world.mustRun(tablet, ["rules", "add", "made-offline.example", "chrome"])
         let stale = try world.run(tablet, ["sync"])
-        #expect(stale.status == 5, "\(stale)")
+        #expect(stale.status == 5 && stale.stderr.contains("brsync join --replace"), "\(stale)")
         let newCode = try #require(renewed.stdout.split(separator: "\n").last.map(String.init))
-        let tablet2 = world.directory.file("tablet2")
-        let rejoined = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet2], stdin: newCode + "\n")
+        // Joining where a remote is set is refused unless asked to replace it.
+        let notReplaced = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet], stdin: newCode + "\n")
+        #expect(notReplaced.status == 2 && notReplaced.stderr.contains("--replace"), "\(notReplaced)")
+        let rejoined = try ProcessRunner.run(world.brsync, ["join", "--replace"], environment: ["BRSYNC_HOME": tablet], stdin: newCode + "\n")
         #expect(rejoined.status == 0, "\(rejoined)")
-        #expect(try world.run(tablet2, ["rules", "list"]).stdout.contains("plain.example"))
+        let tablet2 = world.directory.file("tablet2")
+        let other = try world.token("tablet2")
+        try world.mustRun(tablet2, ["init"])
+        try world.mustRun(tablet2, ["remote", "set", world.url, "--token", other, "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(tablet2, ["sync"])
+        let rules = try world.run(tablet2, ["rules", "list"]).stdout
+        #expect(rules.contains("plain.example") && rules.contains("made-offline.example"), "the offline edit went up: \(rules)")
+        // A new token for the same server keeps the pinned CA.
+        let kept = try world.run(tablet2, ["remote", "set", world.url, "--token", try world.token("tablet3")])
+        #expect(kept.status == 0 && kept.stdout.contains("the CA pinned before"), "\(kept)")
+        try world.mustRun(tablet2, ["sync"])
     }
 }

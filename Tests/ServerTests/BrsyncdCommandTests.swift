@@ -280,7 +280,35 @@ import TestSupport
         let port = try #require(UInt16(url.split(separator: ":").last ?? ""))
         let device = try device(port, caFile: caFile, token: token, id: "laptop")
         #expect(try device.pull().status == 200)
+        let firstCode = try JoinCode(parsing: try process.waitFor(#"echo '(brsync://[^']+)' \| brsync join"#))
+        #expect(try process.waitFor(#"join another machine in one step \(device '([^']+)'"#) == "machine-2")
         #expect(process.stop(signal: SIGINT) == 0)
+
+        // Restarted: the paired machine keeps its token; the unused code's device is offered again.
+        func restart() throws -> (BackgroundProcess, UInt16, String, String) {
+            let again = try BackgroundProcess(binary, ["dev", "--dir", directory.file("dev"), "--listen", "127.0.0.1:0"])
+            let url = try again.waitFor(#"serving (https://127\.0\.0\.1:\d+)"#)
+            let token = try again.waitFor(#"token:\s+(brs_\S+)"#)
+            let joining = try again.waitFor(#"join another machine in one step \(device '([^']+)'"#)
+            return (again, try #require(UInt16(url.split(separator: ":").last ?? "")), token, joining)
+        }
+        let (second, secondPort, sameToken, stillJoining) = try restart()
+        #expect(sameToken == token && stillJoining == "machine-2")
+        #expect(try self.device(secondPort, caFile: caFile, token: token, id: "laptop").pull().status == 200, "a paired machine keeps working")
+        // The first run's code no longer works (each start makes a new one); this run's does.
+        let code = try JoinCode(parsing: try second.waitFor(#"echo '(brsync://[^']+)' \| brsync join"#))
+        #expect(code.token != firstCode.token)
+        let joined = Tokens.make()
+        let joiner = try self.device(secondPort, caFile: caFile, token: code.token, id: "m2")
+        let answer = try joiner.client.send(method: "POST", target: "/v1/join", headers: ["Authorization": "Bearer \(code.token)"],
+                                            body: JoinRequest(token: joined).body)
+        #expect(answer.status == 200, "\(answer.text)")
+        #expect(second.stop(signal: SIGINT) == 0)
+        // The next start's code is for another machine: the joined one keeps its token.
+        let (third, thirdPort, _, nextJoining) = try restart()
+        defer { third.stop() }
+        #expect(nextJoining == "machine-3")
+        #expect(try self.device(thirdPort, caFile: caFile, token: joined, id: "m2").pull().status == 200, "a joined machine keeps working")
     }
 }
 

@@ -28,6 +28,12 @@ public struct RemoteCommand: ParsableCommand {
         @Option(help: "This device's token (from 'brsyncd device add').") var token: String
         @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"), completion: .file())
         var ca: String?
+        @Flag(help: "Verify the server with the system CA store, dropping a pinned CA (without --ca, the pinned CA stays for the same server).")
+        var systemCa = false
+
+        public func validate() throws {
+            if systemCa && ca != nil { throw ValidationError("give --ca FILE or --system-ca, not both") }
+        }
 
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
@@ -51,10 +57,16 @@ public struct RemoteCommand: ParsableCommand {
                 let pinned = "\(replica.home)/ca.pem"
                 do { try SecretFile.write(caBytes, to: pinned, what: "the CA") } catch { throw CLIFailure(message: "\(error)") }
                 caPath = pinned
+            } else if !systemCa {
+                // A new token for the same server (a dev server restarted, a
+                // token issued again) keeps the CA pinned for it.
+                let state = try replica.syncState()
+                if state.remoteURL == remote.text, let pinned = state.caFile, access(pinned, R_OK) == 0 { caPath = pinned }
             }
             try TokenFile.write(token, home: replica.home)
             try replica.setRemote(url: remote.text, caFile: caPath)
-            print("remote \(remote)\(caPath.map { " (CA pinned, copied to \($0))" } ?? " (system CA store)"); token saved in \(TokenFile.path(home: replica.home))")
+            let trust = caPath.map { ca != nil ? " (CA pinned, copied to \($0))" : " (the CA pinned before, \($0), kept)" } ?? " (system CA store)"
+            print("remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))")
         }
     }
 
