@@ -219,7 +219,7 @@ func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica
 /// A sync client for the replica's remote, without encryption or with `key`.
 func makeClient(_ replica: Replica, key: AccountKey?) throws -> SyncClient {
     let state = try replica.syncState()
-    guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
+    guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
     return try SyncClient(replica: replica, remote: try RemoteURL(parsing: url), token: try TokenFile.read(home: replica.home),
                           caFile: state.caFile, accountKey: key, olderKeys: try AccountKeyFile.readOlder(home: replica.home))
 }

@@ -22,7 +22,7 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
               _ body: (SyncClient) throws -> SyncClient.Summary) throws {
     let replica = try global.openReplica()
     let state = try replica.syncState()
-    guard let url = state.remoteURL else { throw CLIFailure(message: "no remote; set one with 'brsync remote set https://HOST --token TOKEN'") }
+    guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
     let remote = try RemoteURL(parsing: url)
     let token = try TokenFile.read(home: replica.home)
     let onTerminal = isatty(2) == 1 && !options.quiet && !options.json

@@ -12,6 +12,9 @@ import Foundation
 #endif
 
 public struct RemoteCommand: ParsableCommand {
+    /// What a sync or key command says when this machine has no server yet.
+    public static let noRemote = "no remote: join a server with 'brsync join' (a join code from its operator), or set one with 'brsync remote set https://HOST --token TOKEN'"
+
 
     public init() {}
     public static let configuration = CommandConfiguration(
@@ -78,7 +81,7 @@ public struct RemoteCommand: ParsableCommand {
         public func run() throws {
             let state = try global.openReplica().syncState()
             guard let url = state.remoteURL else {
-                print("no remote; set one with 'brsync remote set https://HOST --token TOKEN'")
+                print(RemoteCommand.noRemote)
                 return
             }
             print("remote \(url)")
