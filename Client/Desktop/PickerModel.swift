@@ -24,9 +24,12 @@ public struct PickerModel: Sendable, Equatable {
     /// Why the last Enter did not finish (an invalid or empty pattern to remember).
     public private(set) var message: String?
 
-    public init(choices: [String], suggestedPattern: String) {
+    /// - Parameter selected: the choice selected at first (the default
+    ///   browser: a quick Enter opens what a click with no rule would).
+    public init(choices: [String], suggestedPattern: String, selected: Int = 0) {
         self.choices = choices
         pattern = suggestedPattern
+        self.selected = choices.indices.contains(selected) ? selected : 0
     }
 
     /// Feeds one key; returns the outcome when the picker is done. Opening

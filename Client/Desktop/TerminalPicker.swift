@@ -16,7 +16,7 @@ public enum TerminalPicker {
 
     /// Runs the picker; nil when there is no terminal, or this process is not
     /// in its foreground.
-    public static func run(url: String, choices: [String], suggestedPattern: String) -> PickerModel.Outcome? {
+    public static func run(url: String, choices: [String], suggestedPattern: String, selected: Int = 0) -> PickerModel.Outcome? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
@@ -32,7 +32,7 @@ public enum TerminalPicker {
             tcsetattr(tty, TCSANOW, &original)
             write(tty, "\u{1B}[?25h\r\n")
         }
-        var model = PickerModel(choices: choices, suggestedPattern: suggestedPattern)
+        var model = PickerModel(choices: choices, suggestedPattern: suggestedPattern, selected: selected)
         write(tty, "\u{1B}[?25l")
         var drawnLines = 0
         while true {

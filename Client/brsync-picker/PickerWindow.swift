@@ -197,10 +197,12 @@ final class PickerWindow {
     }
 
     func present() {
-        select(position: 0)
+        // The default browser first selected: a quick Enter opens what a click with no rule would.
+        let first = positions.firstIndex { request.choices[$0].isDefault } ?? 0
+        select(position: first)
         selectionChanged()
         gtk_window_present(brsync_window(window))
-        select(position: 0)
+        select(position: first)
         // Once mapped (its size known), centred on its monitor; at most ~2 s.
         for _ in 0..<200 {
             if brsync_center_on_monitor(window) != 0 { break }

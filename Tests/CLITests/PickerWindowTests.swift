@@ -243,9 +243,9 @@ import TestSupport
         let session = try Session()
         #expect(try session.world.run("browsers", "add", "work", "--from", "firefox", "--args=-P work").status == 0)
         #expect(try session.world.run("browsers", "add", "plain", "--exec", "fakechrome --plain %u").status == 0)
-        // Listed: chrome, firefox, plain, work.
+        // Listed: chrome, firefox, plain, work; firefox, the default, selected first.
         let (process, window) = try session.ask(["pick", "https://example.org/private"])
-        try session.press(window, "Down", "Down", "shift+Return")
+        try session.press(window, "Down", "shift+Return")
         usleep(500_000)
         #expect(process.isRunning && session.world.launched().isEmpty, "\(process.text)")
         try session.press(window, "Up", "shift+Return")
@@ -254,16 +254,27 @@ import TestSupport
                 "\(session.world.launched())")
 
         let (chrome, second) = try session.ask(["pick", "https://example.org/chrome"])
-        try session.press(second, "shift+Return")
+        try session.press(second, "Up", "shift+Return")
         #expect(chrome.wait(timeout: 20) == 0, "\(chrome.text)")
         #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default --incognito https://example.org/chrome") == true,
                 "\(session.world.launched())")
 
         let (profile, third) = try session.ask(["pick", "https://example.org/work"])
-        try session.press(third, "Down", "Down", "Down", "shift+Return")
+        try session.press(third, "Down", "Down", "shift+Return")
         #expect(profile.wait(timeout: 20) == 0, "\(profile.text)")
         #expect(session.world.waitForLaunch(count: 3).last?.hasSuffix("fakefox -P work --private-window https://example.org/work") == true,
                 "\(session.world.launched())")
+    }
+
+    /// The default browser is selected when the window opens: a quick
+    /// Enter opens what a click with no rule would, not the first row.
+    @Test func aQuickEnterOpensTheDefaultBrowser() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        let (process, window) = try session.ask(["pick", "https://example.org/quick"])
+        try session.press(window, "Return")
+        #expect(process.wait(timeout: 20) == 0, "\(process.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/quick") == true, "\(session.world.launched())")
     }
 
     /// Alt+Down moves a browser, Ctrl+H hides one; both are saved (synced
@@ -272,7 +283,7 @@ import TestSupport
         guard Self.ready() else { return }
         let session = try Session()
         let (process, window) = try session.ask(["pick", "https://example.org/move"])
-        try session.press(window, "alt+Down", "1")
+        try session.press(window, "alt+Up", "1")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
         #expect(process.text.contains("picker order: firefox, chrome"), "\(process.text)")
         #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/move") == true, "\(session.world.launched())")

@@ -17,6 +17,13 @@ import Testing
         #expect(feed([.character("7")]).0 == nil, "no seventh browser")
     }
 
+    /// The default browser starts selected: Enter at once opens it.
+    @Test func theDefaultStartsSelected() {
+        var model = PickerModel(choices: ["a", "b", "c"], suggestedPattern: "x", selected: 2)
+        #expect(model.handle(.enter) == .open(index: 2, rememberPattern: nil))
+        #expect(PickerModel(choices: ["a"], suggestedPattern: "x", selected: 5).selected == 0, "an index past the list selects the first")
+    }
+
     @Test func rememberingWithTheSuggestedOrAnEditedPattern() {
         #expect(feed([.character("r"), .enter]).0 == .open(index: 0, rememberPattern: "github.com"))
         #expect(feed([.character("r"), .character("r"), .enter]).0 == .open(index: 0, rememberPattern: nil))

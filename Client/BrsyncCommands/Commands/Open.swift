@@ -92,7 +92,8 @@ public struct Pick: ParsableCommand {
         var failures: [String] = []
         var notRemembered: String?
         var windowAnswer: WindowPicker.Answer?
-        if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion()) {
+        if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
+                                                                  selected: usable.firstIndex(where: \.isDefault) ?? 0) {
             outcome = chosen
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
