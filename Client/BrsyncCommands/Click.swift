@@ -63,7 +63,9 @@ struct Click {
                 failed = browser.browser.id
             }
         }
-        switch try Pick.ask(url: url, replica: replica, excluding: failed, environment: environment) {
+        // A rule (or the default) decided and its browser did not start: the picker says so.
+        let why = failed.map { failed in "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start" }
+        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: why, environment: environment) {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)

@@ -16,7 +16,7 @@ public enum TerminalPicker {
 
     /// Runs the picker; nil when there is no terminal, or this process is not
     /// in its foreground.
-    public static func run(url: String, choices: [String], suggestedPattern: String, selected: Int = 0) -> PickerModel.Outcome? {
+    public static func run(url: String, choices: [String], suggestedPattern: String, selected: Int = 0, note: String? = nil) -> PickerModel.Outcome? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
@@ -36,7 +36,7 @@ public enum TerminalPicker {
         write(tty, "\u{1B}[?25l")
         var drawnLines = 0
         while true {
-            drawnLines = draw(tty, url: url, model: model, previousLines: drawnLines)
+            drawnLines = draw(tty, url: url, model: model, previousLines: drawnLines, note: note)
             guard let key = readKey(tty) else { return .cancel }
             if let outcome = model.handle(key) { return outcome }
         }
@@ -47,10 +47,11 @@ public enum TerminalPicker {
         return ioctl(tty, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 10 ? Int(size.ws_col) : 80
     }
 
-    static func draw(_ tty: Int32, url: String, model: PickerModel, previousLines: Int) -> Int {
+    static func draw(_ tty: Int32, url: String, model: PickerModel, previousLines: Int, note: String? = nil) -> Int {
         let columns = width(tty)
         // The URL, names and pattern come from elsewhere: no escape sequences reach the terminal.
         var lines = ["Open " + PickerModel.shorten(DisplayText.printable(url), to: columns - 6)]
+        if let note { lines.append("  ! " + PickerModel.shorten(DisplayText.printable(note), to: columns - 6)) }
         for (index, choice) in model.choices.enumerated() {
             let marker = index == model.selected ? ">" : " "
             lines.append("\(marker) \(index < 9 ? "\(index + 1)" : " ") \(DisplayText.printable(choice))")

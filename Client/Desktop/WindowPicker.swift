@@ -38,19 +38,25 @@ public enum WindowPicker {
         public var url: String
         public var choices: [Choice]
         public var suggestedPattern: String
+        /// Why the picker asks when a rule decided (its browser did not start), shown above the list.
+        public var note: String?
 
-        public init(url: String, choices: [Choice], suggestedPattern: String) {
+        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil) {
             self.url = url
             self.choices = choices
             self.suggestedPattern = suggestedPattern
+            self.note = note
         }
+
+        /// The longest note shown.
+        public static let maxNoteBytes = 1_000
 
         public static let maxChoices = 100
         public static let maxBytes = 1 << 20
 
         public var json: JSONValue {
             .object([
-                "url": .string(url), "suggestedPattern": .string(suggestedPattern),
+                "url": .string(url), "suggestedPattern": .string(suggestedPattern), "note": note.map { .string($0) } ?? .null,
                 "choices": .array(choices.map { choice in
                     .object(["id": .string(choice.id), "name": .string(choice.name), "profile": choice.profile.map { .string($0) } ?? .null,
                              "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
@@ -87,7 +93,13 @@ public enum WindowPicker {
                                       isDefault: fields["default"]?.boolValue ?? false,
                                       hasPrivateWindow: fields["privateWindow"]?.boolValue ?? false))
             }
-            self.init(url: url, choices: choices, suggestedPattern: pattern)
+            var note: String?
+            switch object["note"] {
+            case nil, .null?: note = nil
+            case .string(let text)? where text.utf8.count <= Self.maxNoteBytes: note = text
+            default: throw Problem("\"note\" must be a string of at most \(Self.maxNoteBytes) bytes")
+            }
+            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note)
         }
     }
 

@@ -61,6 +61,15 @@ final class PickerWindow {
         gtk_widget_set_tooltip_text(link, request.url)
         brsync_accessible_label(link, "Link: \(request.url)")
         gtk_box_append(brsync_box(outer), link)
+        // Why it asks, when a rule decided: its browser did not start.
+        if let note = request.note {
+            let sentence = note.prefix(1).uppercased() + note.dropFirst() + (note.hasSuffix(".") ? "" : ".")
+            let why = Self.label(sentence, classes: ["warning"])
+            gtk_label_set_wrap(brsync_label(why), 1)
+            gtk_label_set_max_width_chars(brsync_label(why), 72)
+            brsync_accessible_label(why, sentence)
+            gtk_box_append(brsync_box(outer), why)
+        }
 
         list = gtk_list_box_new()
         gtk_list_box_set_selection_mode(brsync_list_box(list), GTK_SELECTION_SINGLE)
@@ -317,7 +326,8 @@ final class PickerWindow {
         let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
         if !on {
-            say("Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel.", error: false)
+            say(positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel." : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel.",
+                error: false)
         } else if let problem = WindowPicker.problem(withPattern: text) {
             say("Not remembered: \(problem). The link still opens.", error: true)
         } else {

@@ -85,6 +85,26 @@ import TestSupport
         #expect(world.launched().count == 2)
     }
 
+    /// A rule whose browser does not start: the picker asks, saying why; with
+    /// no picker, the message says the rule decided (not "no rule decides").
+    @Test func aRuleWhoseBrowserDoesNotStartIsNamed() throws {
+        let world = try Self.readyWorld()
+        #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
+        unlink(world.directory.file("bin/fakechrome"))
+        let noPicker = try world.run("open", "https://decided.example/")
+        #expect(noPicker.status != 0 && noPicker.stderr.contains("the rule 'decided.example' chose 'chrome', which did not start, and no picker could ask"),
+                "\(noPicker)")
+        #expect(!noPicker.stderr.contains("no rule decides"), "\(noPicker)")
+        // With a picker, it asks (the window and the terminal picker show why; a menu shows the list).
+        let menu = world.directory.file("bin/pick-firefox")
+        try "#!/bin/sh\ngrep '^Firefox'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        let picked = try world.run("open", "https://decided.example/")
+        #expect(picked.status == 0, "\(picked)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/") == true, "\(world.launched())")
+    }
+
     @Test func aBrowserThatLeadsBackToBrsyncIsALoopThatStops() throws {
         let world = try Self.readyWorld()
         // A command that hands the link to "the default browser", which is brsync.

@@ -72,7 +72,8 @@ public struct Pick: ParsableCommand {
     /// Asks (the terminal when this process is in its foreground, else the
     /// menus in turn), remembers when asked to, and launches. `excluding`: a
     /// browser that just failed to start, not offered again.
-    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, environment: [String: String]) throws -> Answer {
+    /// - Parameter why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
+    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, environment: [String: String]) throws -> Answer {
         let usable = try replica.pickerBrowsers(excluding: failed)
         guard !usable.isEmpty else {
             return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
@@ -93,7 +94,7 @@ public struct Pick: ParsableCommand {
         var notRemembered: String?
         var windowAnswer: WindowPicker.Answer?
         if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
-                                                                  selected: usable.firstIndex(where: \.isDefault) ?? 0) {
+                                                                  selected: usable.firstIndex(where: \.isDefault) ?? 0, note: why) {
             outcome = chosen
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
@@ -114,7 +115,8 @@ public struct Pick: ParsableCommand {
                     }
                 case .window(let program):
                     let answer = WindowPicker.run(program) {
-                        WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion())
+                        WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion(),
+                                             note: why)
                     }
                     switch answer {
                     case .chosen(let answer):
@@ -130,7 +132,8 @@ public struct Pick: ParsableCommand {
         }
         guard let outcome else {
             let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
-            return .unavailable("no rule decides \(url), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)")
+            let what = why ?? "no rule decides \(url)"
+            return .unavailable("\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)")
         }
         if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
         guard case .open(let index, let pattern) = outcome else { return .cancelled }
