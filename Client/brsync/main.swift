@@ -18,7 +18,9 @@ do {
         try command.run()
     }
 } catch {
-    exit(ExitStatus.report(error, root: Brsync.self, describe: Failures.describe))
+    exit(ExitStatus.report(error, root: Brsync.self) {
+        Failures.describe($0) ?? UsageHints.failure(for: $0, root: Brsync.self, arguments: Array(CommandLine.arguments.dropFirst()))
+    })
 }
 
 /// Replaces this process with `brsync-sync` from the same folder.
