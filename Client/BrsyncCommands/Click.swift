@@ -67,7 +67,7 @@ struct Click {
         let why = failed.map { failed in "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start" }
         switch try Pick.ask(url: url, replica: replica, excluding: failed, why: why, environment: environment) {
         case .opened: return
-        case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded)
+        case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
         case .launchFailed(let failure): throw CLIFailure(message: (failures + [failure.message]).joined(separator: "; "))
         }

@@ -95,6 +95,18 @@ public final class ChildProcess: @unchecked Sendable {
     ///     terminal does not take it along; it outlives this process).
     /// - Throws: when a pipe or file cannot be made or the program cannot
     ///   be executed (glibc's posix_spawn waits for the exec and reports it).
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later;
+    /// not in Swift's Glibc module, so looked up by name): closes every
+    /// descriptor from `first` on in the child. Without it (an older C
+    /// library) nothing is added.
+    private static func closeFrom(_ first: Int32, in actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = closeFromSymbol else { return }
+        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, first)
+    }
+
+    nonisolated(unsafe) private static let closeFromSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+
     public init(_ arguments: [String], environment: Environment = .inherited, input: Stream = .null, output: Stream = .null,
                 errors: Stream = .null, newSession: Bool = false) throws(SpawnError) {
         guard let program = arguments.first, !program.isEmpty else { throw SpawnError(program: "", reason: "the command is empty") }
@@ -133,6 +145,10 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_adddup2(&actions, 1, 2)
             }
         }
+        // Nothing else of this process goes along: an open file (a database,
+        // a script another thread is writing, which could then not be run:
+        // "text file busy") is never inherited by a program started here.
+        Self.closeFrom(3, in: &actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -77,7 +77,7 @@ public enum ExitStatus {
             }
         }
         let program = root.configuration.commandName ?? "brsync"
-        writeToStandardError("\(program): error: \(DisplayText.printableLines(failure.message))\n")
+        writeToStandardError("\(program): \(failure.isOutcome ? "" : "error: ")\(DisplayText.printableLines(failure.message))\n")
         if wantsJSON {
             print(JSONValue.object(["error": .string(name(of: failure.code)), "exit": .int(Int64(failure.code)), "message": .string(failure.message)]).jsonText)
         }
@@ -97,10 +97,14 @@ public enum ExitStatus {
 public struct CLIFailure: Error, CustomStringConvertible {
     public let message: String
     public var code: Int32 = ExitStatus.error
+    /// Not an error, but how the command ended (the person cancelled):
+    /// said without "error:", still with its exit status.
+    public var isOutcome = false
 
-    public init(message: String, code: Int32 = ExitStatus.error) {
+    public init(message: String, code: Int32 = ExitStatus.error, isOutcome: Bool = false) {
         self.message = message
         self.code = code
+        self.isOutcome = isOutcome
     }
 
     public var description: String { message }

@@ -14,6 +14,20 @@ import TestSupport
         #expect(!result.timedOut)
     }
 
+    /// A program started here inherits only its standard streams: not a
+    /// database, nor a file another thread is writing (which, kept open
+    /// for writing by a child, could not be run: "text file busy").
+    @Test func nothingButTheStandardStreamsIsInherited() throws {
+        let path = NSTemporaryDirectory() + "/brsync-inherit-\(getpid())"
+        let descriptor = open(path, O_WRONLY | O_CREAT, 0o600) // no close-on-exec
+        defer { close(descriptor); unlink(path) }
+        #expect(descriptor > 2)
+        let listed = try Subprocess.run(["/bin/sh", "-c", "ls /proc/$$/fd"], environment: .inherited)
+        let open = listed.output.split(separator: "\n").compactMap { Int32($0) }
+        #expect(!open.contains(descriptor), "\(open)")
+        #expect([0, 1, 2].allSatisfy(open.contains), "\(open)")
+    }
+
     @Test func aProgramIsFoundOnPathAndAMissingOneIsNamed() throws {
         #expect(try Subprocess.run(["true"], environment: .inherited).status == 0)
         #expect(Subprocess.run(["/nonexistent/program"]) == nil)

@@ -54,7 +54,7 @@ public struct Pick: ParsableCommand {
         let url = try replica.linkCleanup().clean(given).url
         switch try Self.ask(url: url, replica: replica, excluding: nil, environment: ProcessEnvironment.all()) {
         case .opened: break
-        case .cancelled: throw CLIFailure(message: "cancelled; nothing opened", code: ExitStatus.pickerNeeded)
+        case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
         case .launchFailed(let failure): throw failure
         }
