@@ -146,6 +146,11 @@ struct KeyCommand: ParsableCommand {
                     """)
             }
             print(key.recoveryCode)
+            // The last sync found the account on a newer key: this code opens nothing written since.
+            if let problem = try? global.openReplica().syncState().problem, problem.contains("(\(WireError.Code.keyRotated.rawValue))") {
+                throw CLIFailure(message: "the account was rotated to a newer key at the last sync: this code opens only what was written "
+                                 + "before; add the current code with 'brsync key add'", code: ExitStatus.refused)
+            }
         }
     }
 }

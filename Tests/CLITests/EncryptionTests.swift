@@ -273,6 +273,9 @@ extension EncryptionTests {
         let stopped = try world.run(desktop, ["sync"])
         #expect(stopped.status == 5 && stopped.stderr.contains("rotated") && stopped.stderr.contains("brsync key add"), "\(stopped)")
         #expect(try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":1"#))
+        // Its old code is shown, and said to be old (exit 5).
+        let oldShown = try world.run(desktop, ["key", "show"])
+        #expect(oldShown.status == 5 && oldShown.stdout.contains(oldCode) && oldShown.stderr.contains("rotated to a newer key"), "\(oldShown)")
         // The old code is refused, here and for a machine joining with it.
         let stale = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n")
         #expect(stale.status == 2 && stale.stderr.contains("this machine has this account key already"), "\(stale)")
