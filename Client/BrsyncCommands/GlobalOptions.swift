@@ -54,7 +54,16 @@ public struct GlobalOptions: ParsableArguments {
             guard !value.isEmpty else { throw CLIFailure(message: "--home needs a folder: brsync --home DIR COMMAND …") }
             setenv("BRSYNC_HOME", absolute(value), 1)
         }
-        return Array(rest)
+        // Between a command group and its subcommand (`brsync rules --home
+        // DIR list`), where the parser takes no option: taken the same way.
+        var words = Array(rest)
+        if words.count >= 3, !words[0].hasPrefix("-"), words[1] == "--home" || words[1].hasPrefix("--home=") {
+            let taken = words[1] == "--home" ? Array(words[1...2]) : [words[1]]
+            words.removeSubrange(1..<(1 + taken.count))
+            guard words.count >= 2, !words[1].hasPrefix("-") else { return Array(rest) } // not a group's subcommand: the parser says
+            _ = try hoist(taken)
+        }
+        return words
     }
 
     /// How long a write waits for another process's lock: `BRSYNC_BUSY_TIMEOUT_MS`, default 5000.

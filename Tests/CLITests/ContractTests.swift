@@ -171,6 +171,12 @@ import TestSupport
         }
         // BRSYNC_HOME applies when --home is not given.
         #expect(try cli.run(["resolve", "https://github.com/x"], environment: ["BRSYNC_HOME": other]).status == 3)
+        // --home before, inside or after a command group and its subcommand.
+        for arguments in [["--home", cli.home, "rules", "list"], ["rules", "--home", cli.home, "list"], ["rules", "--home=\(cli.home)", "list"],
+                          ["rules", "list", "--home", cli.home]] {
+            let listed = try cli.run(arguments, environment: ["BRSYNC_HOME": other])
+            #expect(listed.status == 0 && listed.stdout.contains("github.com"), "\(arguments): \(listed)")
+        }
     }
 
     @Test func otherShapesGoThroughTheFullParser() throws {
