@@ -1,4 +1,4 @@
-import Glibc
+import Plumbing
 
 /// The server's use of the C allocator. A thread per connection would let
 /// glibc make up to eight arenas per core, each keeping what a large page
@@ -12,20 +12,17 @@ public enum Memory {
     private typealias MallocTrim = @convention(c) (Int) -> Int32
     /// `M_ARENA_MAX` in `<malloc.h>`.
     private static let arenaMax: Int32 = -8
-
-    private static func function<T>(_ name: String, as type: T.Type) -> T? {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
-        return unsafeBitCast(symbol, to: type)
-    }
+    private static let mallopt = CFunction.named("mallopt", as: Mallopt.self)
+    private static let mallocTrim = CFunction.named("malloc_trim", as: MallocTrim.self)
 
     /// At most four allocator arenas (once, at start).
     public static func configure() {
-        _ = function("mallopt", as: Mallopt.self)?(arenaMax, 4)
+        _ = mallopt?(arenaMax, 4)
     }
 
     /// Returns free memory at the top of the heaps and whole free pages
     /// inside them to the system.
     static func giveBack() {
-        _ = function("malloc_trim", as: MallocTrim.self)?(0)
+        _ = mallocTrim?(0)
     }
 }

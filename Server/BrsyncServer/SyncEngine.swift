@@ -282,11 +282,7 @@ enum SyncEngine {
         }
         // Each record once, with the number of the last change to it (the
         // numbers in between are simply not used, as when a record changes again).
-        for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
-            try store.upsertRecord(account: device.accountID, collection: place.collection, key: place.key, state: record.state,
-                                   fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
-                                   knownAfter: record.knownAfter, now: now)
-        }
+        try write(working, account: device.accountID, now: now, in: store)
         let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
         try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
@@ -307,6 +303,16 @@ enum SyncEngine {
     struct WorkingKey: Hashable {
         let collection: RecordCollection
         let key: String
+    }
+
+    /// Writes each record of a push's or relay's working set once, in the
+    /// order of their numbers.
+    private static func write(_ working: [WorkingKey: WorkingRecord], account: Int64, now: Int64, in store: some SyncWriteTransaction) throws {
+        for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
+            try store.upsertRecord(account: account, collection: place.collection, key: place.key, state: record.state,
+                                   fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
+                                   knownAfter: record.knownAfter, now: now)
+        }
     }
 
     struct WorkingRecord {
@@ -382,10 +388,7 @@ enum SyncEngine {
             nextSequence += 1
             applied += 1
         }
-        for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
-            try store.upsertRecord(account: device.accountID, collection: place.collection, key: place.key, state: record.state, fieldsText: nil,
-                                   sequence: record.sequence, knownTo: nil, knownAfter: 0, now: now)
-        }
+        try write(working, account: device.accountID, now: now, in: store)
         let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
         try checkQuota(before: counters, after: try store.accountUsage(device.accountID))

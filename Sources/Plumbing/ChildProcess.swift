@@ -95,17 +95,15 @@ public final class ChildProcess: @unchecked Sendable {
     ///     terminal does not take it along; it outlives this process).
     /// - Throws: when a pipe or file cannot be made or the program cannot
     ///   be executed (glibc's posix_spawn waits for the exec and reports it).
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later;
-    /// not in Swift's Glibc module, so looked up by name): closes every
-    /// descriptor from `first` on in the child. Without it (an older C
-    /// library) nothing is added.
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later,
+    /// see ``CFunction``): closes every descriptor from `first` on in the
+    /// child. Without it (an older C library) nothing is added.
     private static func closeFrom(_ first: Int32, in actions: inout posix_spawn_file_actions_t) {
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = closeFromSymbol else { return }
-        _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, first)
+        _ = closeFromFunction?(&actions, first)
     }
 
-    nonisolated(unsafe) private static let closeFromSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let closeFromFunction = CFunction.named("posix_spawn_file_actions_addclosefrom_np", as: CloseFrom.self)
 
     public init(_ arguments: [String], environment: Environment = .inherited, input: Stream = .null, output: Stream = .null,
                 errors: Stream = .null, newSession: Bool = false) throws(SpawnError) {

@@ -45,19 +45,8 @@ final class FaultProxy: Sendable {
                 counts.withLock { $0.busy += 1 }
                 return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Array(#"{"error":"busy","message":"injected"}"#.utf8))
             }
-            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: target.value.withLock { $0 }), serverName: "localhost", tls: upstreamTLS))
-            var headers = HTTPHeaders()
-            for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
-                headers.add(name, value)
-            }
-            func forward() -> HTTPResponse {
-                guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
-                    return HTTPResponse(status: 502)
-                }
-                var headers: HTTPHeaders = ["Content-Type": "application/json"]
-                for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { headers.add(name, value) } }
-                return HTTPResponse(status: answer.status, headers: headers, body: answer.body)
-            }
+            let port = target.value.withLock { $0 }
+            func forward() -> HTTPResponse { Self.forward(request, to: port, tls: upstreamTLS) }
             var response = forward()
             counts.withLock { $0.forwarded += 1 }
             if fault == 1 {
@@ -74,4 +63,21 @@ final class FaultProxy: Sendable {
     }
 
     func stop() { server.shutdown(graceMilliseconds: 1000) }
+
+    /// `request` sent on to the server at `port`, and its answer as a proxy
+    /// passes it back (JSON, with the server's clock and `Retry-After`);
+    /// 502 when the server does not answer.
+    static func forward(_ request: HTTPRequest, to port: UInt16, tls: TLSContext) -> HTTPResponse {
+        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls))
+        var headers = HTTPHeaders()
+        for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
+            headers.add(name, value)
+        }
+        guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
+            return HTTPResponse(status: 502)
+        }
+        var passed: HTTPHeaders = ["Content-Type": "application/json"]
+        for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { passed.add(name, value) } }
+        return HTTPResponse(status: answer.status, headers: passed, body: answer.body)
+    }
 }

@@ -29,22 +29,12 @@ final class LyingServer: Sendable {
             tls: TLSContext.server(certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key")),
             limits: HTTPLimits()
         ) { request, _ in
-            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstream), serverName: "localhost", tls: upstreamTLS))
-            var headers = HTTPHeaders()
-            for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
-                headers.add(name, value)
-            }
-            guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
-                return HTTPResponse(status: 502)
-            }
-            var out: HTTPHeaders = ["Content-Type": "application/json"]
-            for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { out.add(name, value) } }
-            var body = answer.body
+            var answer = FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
             if let changed = rewrite(request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self))) {
-                body = Array(changed.jsonText.utf8)
+                answer.body = Array(changed.jsonText.utf8)
                 count.value.add(1, ordering: .relaxed)
             }
-            return HTTPResponse(status: answer.status, headers: out, body: body)
+            return answer
         }
         port = try server.start()[0]
     }
