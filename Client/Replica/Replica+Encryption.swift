@@ -134,6 +134,24 @@ extension Replica {
         }
     }
 
+    /// The setting that says every writer of this account seals a manifest
+    /// with each change (`RecordManifest`; sealed like any setting): set by
+    /// the machine that encrypts the account or rotates its key (every
+    /// record goes up again from it, with manifests). From then on a pulled
+    /// record without one, or whose newest value came without one, is
+    /// refused: a server cannot serve an older manifest beside newer values.
+    public static let manifestsSetting = "account_manifests"
+    /// Its value.
+    public static let manifestsRequiredValue = "required"
+
+    /// Whether ``manifestsSetting`` says so.
+    public func manifestsRequired() throws -> Bool { try setting(Self.manifestsSetting) == Self.manifestsRequiredValue }
+
+    /// Sets ``manifestsSetting`` (a synced edit; nothing when it is set).
+    public func requireManifests() throws {
+        try transaction { if try !manifestsRequired() { try setSetting(Self.manifestsSetting, Self.manifestsRequiredValue) } }
+    }
+
     /// The account (its random id) this replica's key belongs to: the one it
     /// first synced with under that key (for a replica keyed before this was
     /// kept, the account it synced with last). Nil until known.

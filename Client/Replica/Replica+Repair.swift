@@ -248,7 +248,15 @@ extension Replica {
         // Old stamp → new one: a later change that overwrote an earlier one
         // names the earlier one's new stamp as what it overwrote.
         var renamed: [HLCTimestamp: HLCTimestamp] = [:]
+        // The old stamps of the changes not re-stamped yet: a manifest names
+        // only what was sent before its change.
+        var later: [HLCTimestamp: Int] = [:]
+        for change in pending { for register in change.state.fields.values { later[register.stamp, default: 0] += 1 } }
         for (index, change) in pending.enumerated() {
+            for register in change.state.fields.values {
+                later[register.stamp]! -= 1
+                if later[register.stamp] == 0 { later[register.stamp] = nil }
+            }
             let stamp = try tickClock()
             var state = try record(change.collection, key: change.key) ?? RecordState()
             var fields: [String: StampedValue] = [:]
@@ -264,11 +272,15 @@ extension Replica {
             let overwrote = try database.scalar("SELECT overwrote FROM changes WHERE device = ? AND device_seq = ?",
                                                 [.text(device), .integer(change.sequence)])?.stringValue
                 .flatMap(HLCTimestamp.init(text:)).map { renamed[$0] ?? $0 }
+            let manifest = RecordManifest(of: state, through: stamp, excluding: Set(later.keys))
             try database.run(
-                "UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ?, chain = NULL WHERE device = ? AND device_seq = ?",
+                """
+                UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ?, chain = NULL, manifest = ?
+                WHERE device = ? AND device_seq = ?
+                """,
                 [.text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence), .text(RecordState.encodeFields(fields)),
                  .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
-                 overwrote.map { .text($0.description) } ?? .null, .text(device), .integer(change.sequence)])
+                 overwrote.map { .text($0.description) } ?? .null, .text(manifest.storedText), .text(device), .integer(change.sequence)])
         }
     }
 

@@ -89,15 +89,20 @@ extension Replica {
         return try read {
             try database.query(
                 """
-                SELECT device_seq, collection, key, fields, versions FROM changes
+                SELECT device_seq, collection, key, fields, versions, manifest FROM changes
                 WHERE device = ? AND kind = 'local' AND device_seq > ? ORDER BY device_seq LIMIT ?
                 """, [.text(deviceID), .integer(sequence), .integer(Int64(limit))]
             ) { row in
                 guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                     throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
                 }
+                let manifest: RecordManifest?
+                do { manifest = try row.string(5).map(RecordManifest.init(storedText:)) } catch {
+                    throw ReplicaError.notAReplica(path: path, reason: "a change-log entry's manifest is damaged: \(error)")
+                }
                 return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"))
+                                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
+                                    manifest: manifest)
             }
         }
     }

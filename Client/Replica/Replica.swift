@@ -248,12 +248,12 @@ public final class Replica {
                 "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(
                 """
-                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote)
-                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?)
+                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest)
+                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?)
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
                  .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now()),
-                 overwrote.map { .text($0.description) } ?? .null])
+                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).storedText)])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }

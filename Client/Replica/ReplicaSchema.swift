@@ -85,6 +85,7 @@ enum ReplicaSchema {
         Migration4.received,
         Migration4.recordsByRow,
         Migration4.removed,
+        Migration4.manifests,
     ])
 
     enum Migration4 {
@@ -184,6 +185,14 @@ enum ReplicaSchema {
                 removed_at INTEGER NOT NULL,
                 restored_at INTEGER
             );
+            """)
+
+        /// Each local change's manifest (`RecordManifest`, every stamp
+        /// written out): the record as it was just after the edit, fixed
+        /// then, so a push sent again seals the same bytes. NULL for changes
+        /// logged before (their manifest is made from the change itself).
+        static let manifests = Migrator.Migration(version: 12, sql: """
+            ALTER TABLE changes ADD COLUMN manifest TEXT;
             """)
     }
 }

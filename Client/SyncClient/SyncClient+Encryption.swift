@@ -197,7 +197,9 @@ extension SyncClient {
                SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
                 throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
             }
-            let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
+            let opened = try cipher.map { Self.open(page.changes, with: $0, requiringManifests: try manifestsMet || replica.manifestsRequired()) }
+                ?? (changes: page.changes, problems: [], requiresManifests: false)
+            if opened.requiresManifests { manifestsMet = true }
             summary.problems += opened.problems
             summary.applied += try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.pulled += page.changes.count

@@ -8,12 +8,17 @@ public struct ChangeRecord: Sendable, Equatable {
     public var collection: RecordCollection
     public var key: String
     public var state: RecordState
+    /// What the writer's record held just after this change, when the
+    /// change log kept it (sealed with the change in an encrypted account;
+    /// never sent readable).
+    public var manifest: RecordManifest?
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState) {
+    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifest: RecordManifest? = nil) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
         self.state = state
+        self.manifest = manifest
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,

@@ -30,9 +30,9 @@ public enum Wire {
     /// be up to 6 times its measured size (control characters escape to six
     /// bytes), with the nonce and the tag.
     public static let maxSealedValueBytes = 3 + 4 * ((7 * maxValueBytes + 28 + 2) / 3)
-    /// Fields end-to-end encryption adds to a record (its sealed key and the
-    /// deletion flag's sealed twin), beyond ``maxFields``.
-    public static let maxSealedExtraFields = 2
+    /// Fields end-to-end encryption adds to a record (its sealed key, the
+    /// deletion flag's sealed twin and its manifest), beyond ``maxFields``.
+    public static let maxSealedExtraFields = 3
     /// Most devices in one version vector.
     public static let maxVersionEntries = 1024
     /// Most changes (or relayed records) in one request; clients send at most

@@ -7,16 +7,18 @@ import SyncCore
 /// anything a hostile server could).
 let cipher = RecordCipher(try! AccountKey(bytes: Array(repeating: 7, count: 32)))
 
-/// Reads the input two ways. First as a change, the way the client reads a
+/// Reads the input three ways. First as a change, the way the client reads a
 /// pulled record: as a sealed record, opening it must refuse or succeed
 /// without crashing, and what opens must seal back to a record that opens to
 /// the same change; as a readable change, sealing it (unless it uses the
 /// cipher's own field names) must open back to it unchanged (unless it has
 /// no field: nothing to open). Then as a hostile server's moves over records
-/// a key holder really sealed (``hostileServer(_:)``).
+/// a key holder really sealed (``hostileServer(_:)``); and as a manifest's
+/// text (``manifest(_:)``).
 func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     hostileServer(bytes)
+    manifest(bytes)
     guard let change = try? ChangeRecord(reading: bytes) else { return 0 }
     if let opened = try? cipher.open(change) {
         let again = try? cipher.open(try cipher.seal(opened))
@@ -106,4 +108,28 @@ func hostileServer(_ bytes: UnsafeBufferPointer<UInt8>) {
         let sealed = genuine["\(opened.key)|\(name)|\(register.stamp)"]
         precondition(sealed == register.value, "a value no key holder sealed opened: \(opened.key) \(name) at \(register.stamp)")
     }
+    // Where every writer seals manifests, a record that opens is never one
+    // its newest writer's version was cut from or rolled back in.
+    guard let strict = try? cipher.open(served, requiringManifest: true), let newest = strict.state.fields.values.map(\.stamp).max(),
+          let writer = written.first(where: { $0.key == strict.key && $0.state.fields.values.contains { $0.stamp == newest } }) else { return }
+    for (name, register) in writer.state.fields {
+        precondition(strict.state.fields[name].map { $0.stamp >= register.stamp } == true, "a record opened without \(name) as its newest writer sealed it")
+    }
+    precondition(strict.state.versions.compare(to: writer.state.versions) != .before, "a record opened hiding a write its newest writer saw")
+}
+
+// MARK: - A manifest's text
+
+/// The input as a manifest's text (what a key holder sealed; a parser like
+/// any other): it is read or refused without crashing, and what is read
+/// reads back the same from its own text, sealed under any stamp, and as
+/// kept in a change log.
+func manifest(_ bytes: UnsafeBufferPointer<UInt8>) {
+    guard let json = try? JSONValue.parse(utf8: bytes) else { return }
+    let at = stamp(5, "desktop")
+    guard let manifest = try? RecordManifest(json: json, at: at) else { return }
+    precondition((try? RecordManifest(json: JSONValue.parse(manifest.text(at: at)), at: at)) == manifest, "a manifest changed through its text")
+    let other = stamp(7, "laptop")
+    precondition((try? RecordManifest(json: JSONValue.parse(manifest.text(at: other)), at: other)) == manifest, "a manifest changed under another stamp")
+    precondition((try? RecordManifest(storedText: manifest.storedText)) == manifest, "a manifest changed as kept in the log")
 }

@@ -1,0 +1,158 @@
+import JSON
+import Model
+
+/// What a writer's record held just after one of its changes: the stamp of
+/// every field (the deletion flag included) and the version vector. In an
+/// end-to-end encrypted account every change carries its manifest, sealed
+/// under the change's stamp (Deploy/SECURITY.md, "Records sealed as
+/// records"); the server merges it like any field, so a merged record keeps
+/// its newest writer's manifest, and a machine that pulls the record checks
+/// that nothing that writer saw was dropped, rolled back or hidden.
+///
+/// An honest merge keeps, per field, the newest stamp and joins version
+/// vectors, so every manifest merged into a record stays satisfied by it;
+/// concurrent edits the writer did not see carry newer stamps and pass.
+public struct RecordManifest: Sendable, Equatable {
+    /// Field name → the stamp the writer's record held it with.
+    public private(set) var stamps: [String: HLCTimestamp]
+    public private(set) var versions: VersionVector
+
+    public init(stamps: [String: HLCTimestamp], versions: VersionVector) {
+        self.stamps = stamps
+        self.versions = versions
+    }
+
+    /// The manifest of `state` as of `stamp`: its fields stamped at most
+    /// `stamp` (a field stamped later came after the change), except those
+    /// whose stamp is in `excluding` (edits not sent yet when this one is),
+    /// and its version vector. Encryption's own fields (`e2e.`) are left out.
+    public init(of state: RecordState, through stamp: HLCTimestamp, excluding: Set<HLCTimestamp> = []) {
+        var stamps: [String: HLCTimestamp] = [:]
+        for (name, register) in state.fields
+        where register.stamp <= stamp && !excluding.contains(register.stamp) && !name.hasPrefix(Wire.sealedFieldPrefix) {
+            stamps[name] = register.stamp
+        }
+        self.init(stamps: stamps, versions: state.versions)
+    }
+
+    /// The newest stamp the manifest names (the change's stamp when it names the change's fields).
+    public var newest: HLCTimestamp? { stamps.values.max() }
+
+    // MARK: Checking
+
+    /// Why `state` is not a record this manifest's writer could have led to
+    /// (an honest server's merge always is), or nil. The problem names the
+    /// field: dropped, or held with an older stamp than the writer saw (a
+    /// deletion flag dropped or rolled back revives a deleted record), or a
+    /// version-vector entry lower than the writer's (a hidden write).
+    public func problem(with state: RecordState) -> String? {
+        for name in stamps.keys.sorted() {
+            let stamp = stamps[name]!
+            var shown: String { DisplayText.printable(name.prefix(80)) }
+            guard let held = state.fields[name] else {
+                return name == RecordState.deletedField
+                    ? "its deletion flag was dropped (a deleted record shown as alive?)"
+                    : "field \"\(shown)\" was dropped"
+            }
+            if held.stamp < stamp {
+                return name == RecordState.deletedField
+                    ? "its deletion flag was rolled back to an older one"
+                    : "field \"\(shown)\" was rolled back to an older value"
+            }
+        }
+        for (device, counter) in versions.counters.sorted(by: { $0.key < $1.key }) where state.versions[device] < counter {
+            return "its version vector hides a write of device \(DisplayText.printable(device.prefix(64)))"
+        }
+        return nil
+    }
+
+    // MARK: Text
+
+    /// The manifest as JSON text, compact for the stamp it is sealed under:
+    /// `{"s":[names stamped at stamp],"f":{name: other stamp},"v":{device: counter}}`,
+    /// names in order (the same manifest always has the same text).
+    public func text(at stamp: HLCTimestamp) -> String {
+        var output: [UInt8] = []
+        write(at: stamp, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends ``text(at:)``.
+    public func write(at stamp: HLCTimestamp, into output: inout [UInt8]) {
+        let names = stamps.keys.sorted()
+        output += #"{"f":{"#.utf8
+        var first = true
+        for name in names where stamps[name]! != stamp {
+            if !first { output.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.string(name).write(into: &output)
+            output.append(UInt8(ascii: ":"))
+            output.append(UInt8(ascii: "\""))
+            stamps[name]!.write(into: &output)
+            output.append(UInt8(ascii: "\""))
+        }
+        output += #"},"s":["#.utf8
+        first = true
+        for name in names where stamps[name]! == stamp {
+            if !first { output.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.string(name).write(into: &output)
+        }
+        output += #"],"v":"#.utf8
+        RecordState.writeVersions(versions, into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
+
+    /// Reads ``text(at:)`` of a manifest sealed under `stamp`.
+    /// - Throws: ``Wire/Problem`` saying what is wrong: not an object of
+    ///   exactly `f`, `s` and `v`, a bad field name or stamp, a name twice, a
+    ///   bad version vector, more entries than a record may have.
+    public init(json: JSONValue, at stamp: HLCTimestamp) throws(Wire.Problem) {
+        guard case .object(let object) = json, object.count == 3,
+              case .object(let others)? = object["f"], case .array(let same)? = object["s"], let versions = object["v"] else {
+            throw Wire.Problem("a manifest is an object of \"f\", \"s\" and \"v\"")
+        }
+        guard others.count + same.count <= Wire.maxFields + 1 else { throw Wire.Problem("a manifest names more fields than a record has") }
+        var stamps: [String: HLCTimestamp] = [:]
+        for (name, text) in others {
+            guard Wire.problem(fieldName: name) == nil, !name.hasPrefix(Wire.sealedFieldPrefix),
+                  let text = text.stringValue, let other = HLCTimestamp(text: text) else {
+                throw Wire.Problem("a manifest's field \"\(DisplayText.printable(name.prefix(80)))\" has no valid name and stamp")
+            }
+            stamps[name] = other
+        }
+        for name in same {
+            guard let name = name.stringValue, Wire.problem(fieldName: name) == nil, !name.hasPrefix(Wire.sealedFieldPrefix),
+                  stamps.updateValue(stamp, forKey: name) == nil else {
+                throw Wire.Problem("a manifest names a field twice, or a field that cannot be")
+            }
+        }
+        guard case .object(let entries) = versions, entries.count <= Wire.maxVersionEntries else {
+            throw Wire.Problem("a manifest's version vector is not an object of at most \(Wire.maxVersionEntries) devices")
+        }
+        var counters: [String: UInt64] = [:]
+        for (device, counter) in entries {
+            guard HLCTimestamp.isValidDevice(device), let value = counter.intValue, value >= 0 else {
+                throw Wire.Problem("a manifest's version vector has a bad entry for \"\(DisplayText.printable(device.prefix(64)))\"")
+            }
+            counters[device] = UInt64(value)
+        }
+        self.init(stamps: stamps, versions: VersionVector(counters))
+    }
+
+    // MARK: Storage
+
+    /// The manifest as kept beside its change (every stamp written out): `{"f":{…},"v":{…}}`.
+    public var storedText: String {
+        var output: [UInt8] = []
+        write(at: HLCTimestamp.zero(device: "-"), into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Reads ``storedText``.
+    public init(storedText: String) throws(Wire.Problem) {
+        let json: JSONValue
+        do { json = try JSONValue.parse(storedText) } catch { throw Wire.Problem("a stored manifest is not JSON") }
+        try self.init(json: json, at: HLCTimestamp.zero(device: "-"))
+    }
+}
