@@ -280,7 +280,7 @@ extension Replica {
                 """,
                 [.text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence), .text(RecordState.encodeFields(fields)),
                  .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
-                 overwrote.map { .text($0.description) } ?? .null, .text(manifest.storedText), .text(device), .integer(change.sequence)])
+                 overwrote.map { .text($0.description) } ?? .null, .text(manifest.text(at: stamp)), .text(device), .integer(change.sequence)])
         }
     }
 

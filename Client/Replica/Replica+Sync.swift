@@ -96,13 +96,9 @@ extension Replica {
                 guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                     throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
                 }
-                let manifest: RecordManifest?
-                do { manifest = try row.string(5).map(RecordManifest.init(storedText:)) } catch {
-                    throw ReplicaError.notAReplica(path: path, reason: "a change-log entry's manifest is damaged: \(error)")
-                }
                 return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
                                     state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
-                                    manifest: manifest)
+                                    manifestText: row.string(5))
             }
         }
     }

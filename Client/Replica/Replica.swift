@@ -253,7 +253,7 @@ public final class Replica {
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
                  .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now()),
-                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).storedText)])
+                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).text(at: stamp))])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }

@@ -187,10 +187,11 @@ enum ReplicaSchema {
             );
             """)
 
-        /// Each local change's manifest (`RecordManifest`, every stamp
-        /// written out): the record as it was just after the edit, fixed
-        /// then, so a push sent again seals the same bytes. NULL for changes
-        /// logged before (their manifest is made from the change itself).
+        /// Each local change's manifest (`RecordManifest`, its text at the
+        /// change's stamp, as it is sealed): the record as it was just after
+        /// the edit, fixed then, so a push sent again seals the same bytes. A
+        /// re-stamp writes it again. NULL for changes logged before (their
+        /// manifest is made from the change itself).
         static let manifests = Migrator.Migration(version: 12, sql: """
             ALTER TABLE changes ADD COLUMN manifest TEXT;
             """)

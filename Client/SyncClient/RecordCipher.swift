@@ -105,10 +105,15 @@ public struct RecordCipher: Sendable {
 
         /// `text` sealed for `field` under `stamp` (its text's bytes),
         /// padded first (``RecordCipher/paddedLength(_:)``).
-        mutating func seal(_ text: [UInt8], field: String, stamp: [UInt8]) -> String {
+        /// - Parameter padding: false for a text whose size tells the server
+        ///   nothing it does not see anyway (a manifest: field names, stamps
+        ///   and version vectors are readable).
+        mutating func seal(_ text: [UInt8], field: String, stamp: [UInt8], padding: Bool = true) -> String {
             padded.removeAll(keepingCapacity: true)
             padded += text
-            padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: RecordCipher.paddedLength(text.count) - text.count))
+            if padding {
+                padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: RecordCipher.paddedLength(text.count) - text.count))
+            }
             let plaintext = padded
             let binding = binding.bytes(field: field, stamp: stamp)
             let total = 12 + plaintext.count + 16
@@ -273,23 +278,19 @@ extension RecordCipher {
             JSONValue.string(change.key).write(into: &value)
             fields[Self.keyField] = StampedValue(.string(sealer.seal(value, field: Self.keyField, stamp: stamp)), stamp: newest)
             value.removeAll(keepingCapacity: true)
-            Self.manifest(of: change, newest: newest).write(at: newest, into: &value)
-            fields[Self.manifestField] = StampedValue(.string(sealer.seal(value, field: Self.manifestField, stamp: stamp)), stamp: newest)
+            if let text = change.manifestText { value += text.utf8 } else { Self.manifest(of: change, newest: newest).write(at: newest, into: &value) }
+            fields[Self.manifestField] = StampedValue(.string(sealer.seal(value, field: Self.manifestField, stamp: stamp, padding: false)), stamp: newest)
         }
         return ChangeRecord(sequence: change.sequence, collection: change.collection, key: hidden,
                             state: RecordState(fields: fields, versions: change.state.versions))
     }
 
-    /// The manifest sealed with `change`: the field stamps kept with it in
-    /// the log (the record as its writer held it just after the edit), else
-    /// the change's own (a whole record relayed, a change logged before
-    /// manifests were kept); and the change's version vector. Either way it
-    /// names the change's fields with their stamps and nothing stamped after
-    /// `newest`.
+    /// The manifest of a change the log kept none for (a whole record
+    /// relayed, a change logged before manifests were kept): its own fields
+    /// with their stamps, and its version vector. (A logged change's
+    /// ``ChangeRecord/manifestText`` is sealed as it is.)
     static func manifest(of change: ChangeRecord, newest: HLCTimestamp) -> RecordManifest {
-        var stamps = change.manifest?.stamps.filter { $0.value <= newest } ?? [:]
-        for (name, register) in change.state.fields where !name.hasPrefix(Wire.sealedFieldPrefix) { stamps[name] = register.stamp }
-        return RecordManifest(stamps: stamps, versions: change.state.versions)
+        RecordManifest(of: change.state, through: newest)
     }
 
     /// The readable change a sealed one holds, checked against its manifest

@@ -9,16 +9,17 @@ public struct ChangeRecord: Sendable, Equatable {
     public var key: String
     public var state: RecordState
     /// What the writer's record held just after this change, when the
-    /// change log kept it (sealed with the change in an encrypted account;
-    /// never sent readable).
-    public var manifest: RecordManifest?
+    /// change log kept it: ``RecordManifest/text(at:)`` at the change's
+    /// stamp, sealed with the change as it is in an encrypted account (never
+    /// sent readable).
+    public var manifestText: String?
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifest: RecordManifest? = nil) {
+    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
         self.state = state
-        self.manifest = manifest
+        self.manifestText = manifestText
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,

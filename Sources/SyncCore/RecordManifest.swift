@@ -46,6 +46,11 @@ public struct RecordManifest: Sendable, Equatable {
     /// deletion flag dropped or rolled back revives a deleted record), or a
     /// version-vector entry lower than the writer's (a hidden write).
     public func problem(with state: RecordState) -> String? {
+        // Every record a pull brings is checked: the names are sorted (for
+        // the message to name the first) only when something is wrong.
+        let fine = stamps.allSatisfy { name, stamp in state.fields[name].map { $0.stamp >= stamp } == true }
+            && versions.counters.allSatisfy { state.versions[$0.key] >= $0.value }
+        if fine { return nil }
         for name in stamps.keys.sorted() {
             let stamp = stamps[name]!
             var shown: String { DisplayText.printable(name.prefix(80)) }
@@ -69,8 +74,9 @@ public struct RecordManifest: Sendable, Equatable {
     // MARK: Text
 
     /// The manifest as JSON text, compact for the stamp it is sealed under:
-    /// `{"s":[names stamped at stamp],"f":{name: other stamp},"v":{device: counter}}`,
-    /// names in order (the same manifest always has the same text).
+    /// `{"f":{name: other stamp},"s":[names stamped at stamp],"v":{device: counter}}`,
+    /// `f` left out when empty, names in order (the same manifest always has
+    /// the same text).
     public func text(at stamp: HLCTimestamp) -> String {
         var output: [UInt8] = []
         write(at: stamp, into: &output)
@@ -80,18 +86,18 @@ public struct RecordManifest: Sendable, Equatable {
     /// Appends ``text(at:)``.
     public func write(at stamp: HLCTimestamp, into output: inout [UInt8]) {
         let names = stamps.keys.sorted()
-        output += #"{"f":{"#.utf8
+        output.append(UInt8(ascii: "{"))
         var first = true
         for name in names where stamps[name]! != stamp {
-            if !first { output.append(UInt8(ascii: ",")) }
+            if first { output += #""f":{"#.utf8 } else { output.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.string(name).write(into: &output)
-            output.append(UInt8(ascii: ":"))
-            output.append(UInt8(ascii: "\""))
+            output += #":""#.utf8
             stamps[name]!.write(into: &output)
             output.append(UInt8(ascii: "\""))
         }
-        output += #"},"s":["#.utf8
+        if !first { output += "},".utf8 }
+        output += #""s":["#.utf8
         first = true
         for name in names where stamps[name]! == stamp {
             if !first { output.append(UInt8(ascii: ",")) }
@@ -105,12 +111,12 @@ public struct RecordManifest: Sendable, Equatable {
 
     /// Reads ``text(at:)`` of a manifest sealed under `stamp`.
     /// - Throws: ``Wire/Problem`` saying what is wrong: not an object of
-    ///   exactly `f`, `s` and `v`, a bad field name or stamp, a name twice, a
+    ///   `s`, `v` and maybe `f`, a bad field name or stamp, a name twice, a
     ///   bad version vector, more entries than a record may have.
     public init(json: JSONValue, at stamp: HLCTimestamp) throws(Wire.Problem) {
-        guard case .object(let object) = json, object.count == 3,
-              case .object(let others)? = object["f"], case .array(let same)? = object["s"], let versions = object["v"] else {
-            throw Wire.Problem("a manifest is an object of \"f\", \"s\" and \"v\"")
+        guard case .object(let object) = json, case .array(let same)? = object["s"], let versions = object["v"],
+              object.count == (object["f"] == nil ? 2 : 3), case .object(let others) = object["f"] ?? .object([:]) else {
+            throw Wire.Problem("a manifest is an object of \"s\", \"v\" and maybe \"f\"")
         }
         guard others.count + same.count <= Wire.maxFields + 1 else { throw Wire.Problem("a manifest names more fields than a record has") }
         var stamps: [String: HLCTimestamp] = [:]
@@ -138,21 +144,5 @@ public struct RecordManifest: Sendable, Equatable {
             counters[device] = UInt64(value)
         }
         self.init(stamps: stamps, versions: VersionVector(counters))
-    }
-
-    // MARK: Storage
-
-    /// The manifest as kept beside its change (every stamp written out): `{"f":{…},"v":{…}}`.
-    public var storedText: String {
-        var output: [UInt8] = []
-        write(at: HLCTimestamp.zero(device: "-"), into: &output)
-        return String(decoding: output, as: UTF8.self)
-    }
-
-    /// Reads ``storedText``.
-    public init(storedText: String) throws(Wire.Problem) {
-        let json: JSONValue
-        do { json = try JSONValue.parse(storedText) } catch { throw Wire.Problem("a stored manifest is not JSON") }
-        try self.init(json: json, at: HLCTimestamp.zero(device: "-"))
     }
 }
