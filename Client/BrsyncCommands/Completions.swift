@@ -50,3 +50,27 @@ enum Completions {
         return try Replica.open(home: GlobalOptions.home(flag: flag), busyTimeout: 200)
     }
 }
+
+/// What brsync adds to the bash completion script swift-argument-parser
+/// writes: that script finds the command in the second word, so a `--home`
+/// typed first (`brsync --home DIR rules rm <Tab>`, which brsync itself
+/// takes) would leave it completing command names.
+public enum BashCompletion {
+    /// Moves a leading `--home DIR` to just before the word being completed,
+    /// where the completions read it, and completes as usual.
+    public static let homeFirst = #"""
+
+        # brsync: a --home typed before the command (brsync --home DIR rules rm <Tab>)
+        # moves to just before the word being completed, where the completions read it.
+        _brsync_home_first() {
+            if [[ ${COMP_WORDS[1]} == --home && ${COMP_CWORD} -gt 2 && ${COMP_POINT} -eq ${#COMP_LINE} ]]; then
+                local home=${COMP_WORDS[2]}
+                COMP_WORDS=("${COMP_WORDS[0]}" "${COMP_WORDS[@]:3:COMP_CWORD-3}" --home "${home}" "${COMP_WORDS[@]:COMP_CWORD}")
+                COMP_LINE="${COMP_WORDS[*]}"
+                COMP_POINT=${#COMP_LINE}
+            fi
+            _brsync "$@"
+        }
+        complete -o filenames -F _brsync_home_first brsync
+        """#
+}

@@ -56,6 +56,10 @@ public final class Replica {
         now: @escaping () -> Int64 = Clock.wallMillis
     ) throws -> (replica: Replica, created: Bool) {
         let path = "\(home)/\(fileName)"
+        // An `init` stopped before it wrote anything left an empty file: made again.
+        if isEmptyFile(path) {
+            for suffix in ["", "-wal", "-shm"] { _ = unlink(path + suffix) }
+        }
         if FileManager.default.fileExists(atPath: path) {
             let replica = try open(home: home, busyTimeout: busyTimeout, now: now)
             return (replica, false)
@@ -102,6 +106,8 @@ public final class Replica {
             throw ReplicaError.unreadable(path: path, reason: "permission denied")
         }
         try makePrivate(home: home, path: path)
+        // A file of 0 bytes would open as an empty database of no program.
+        if isEmptyFile(path) { throw ReplicaError.empty(path: path) }
         let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeout) }
         try guarded(path, busyTimeout) {
             // Read-only checks first: nothing is written to a file that is not ours.
@@ -116,6 +122,17 @@ public final class Replica {
             if version < ReplicaSchema.migrator.latestVersion { try ReplicaSchema.migrator.migrate(database) }
         }
         return try guarded(path, busyTimeout) { try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now) }
+    }
+
+    /// Whether the replica's file has 0 bytes and its write-ahead log holds
+    /// nothing either (a WAL beside an empty file may hold the whole
+    /// database, not yet checkpointed).
+    static func isEmptyFile(_ path: String) -> Bool {
+        func size(_ file: String) -> Int? {
+            var info = stat()
+            return lstat(file, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : nil
+        }
+        return size(path) == 0 && (size(path + "-wal") ?? 0) == 0
     }
 
     /// Keeps a home owner-only whatever the umask: the folder 0700, the
@@ -139,9 +156,9 @@ public final class Replica {
         do {
             return try body()
         } catch let error as DatabaseError {
-            if error.isNotADatabase { throw ReplicaError.notAReplica(path: path, reason: "the file is not an SQLite database") }
+            if error.isNotADatabase { throw ReplicaError.damaged(path: path, reason: "the file is not an SQLite database") }
             if error.isBusy { throw ReplicaError.locked(path: path, waitedMilliseconds: busyTimeout) }
-            if error.isCorrupt { throw ReplicaError.notAReplica(path: path, reason: "the database is corrupt: \(error.message)") }
+            if error.isCorrupt { throw ReplicaError.damaged(path: path, reason: "the database is corrupt: \(error.message)") }
             if error.isCantOpen || error.isReadOnly { throw ReplicaError.unreadable(path: path, reason: error.message) }
             throw ReplicaError.database(error)
         } catch let problem as Migrator.Problem {

@@ -7,7 +7,9 @@ import Plumbing
 signal(SIGPIPE, SIG_IGN)
 do {
     let arguments = try GlobalOptions.hoist(Array(CommandLine.arguments.dropFirst()))
-    if let command = arguments.first, SyncHelper.commands.contains(command) {
+    if arguments == ["--generate-completion-script", "bash"] || arguments == ["--generate-completion-script=bash"] {
+        print(Brsync.completionScript(for: .bash) + BashCompletion.homeFirst)
+    } else if let command = arguments.first, SyncHelper.commands.contains(command) {
         try runSyncHelper(arguments)
     } else if let fast = Resolve.fastPath(arguments) {
         try Resolve.execute(home: GlobalOptions.home(flag: fast.home), url: fast.url, json: fast.json)

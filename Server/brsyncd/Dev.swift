@@ -18,7 +18,7 @@ struct Dev: ParsableCommand {
 
     @Option(help: ArgumentHelp("The data folder (default: $XDG_DATA_HOME/brsyncd-dev, else ~/.local/share/brsyncd-dev).", valueName: "dir"))
     var dir: String?
-    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on (default 127.0.0.1:8443).", valueName: "host:port"))
+    @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on.", valueName: "host:port"))
     var listen: String = "127.0.0.1:8443"
     @OptionGroup var logging: LoggingOptions
 

@@ -83,7 +83,7 @@ import TestSupport
         try garbage.write(to: URL(fileURLWithPath: cli.replicaFile))
         for arguments in [["rules", "list"], ["resolve", "https://a.com"], ["init"], ["rules", "add", "a.com", "firefox"]] {
             let result = try cli.run(arguments)
-            #expect(result.status == 2 && result.stderr.contains("not a brsync replica"), "\(arguments): \(result)")
+            #expect(result.status == 2 && result.stderr.contains("is damaged (the file is not an SQLite database)"), "\(arguments): \(result)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == garbage)
         #expect(!FileManager.default.fileExists(atPath: cli.replicaFile + "-wal"))

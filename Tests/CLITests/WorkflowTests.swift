@@ -112,4 +112,24 @@ import TestSupport
         let version = try cli.run("--version")
         #expect(version.status == 0 && !version.stdout.isEmpty)
     }
+
+    /// The pattern language is in the manual, where a rule is added, not
+    /// only in the README; every example it gives is a valid pattern.
+    @Test func rulesAddHelpTeachesThePatternLanguage() throws {
+        let cli = try CLIHarness()
+        let help = try cli.run("rules", "add", "--help")
+        #expect(help.status == 0)
+        for example in ["*.google.com", "github.com/user/*", "example.com:8443", "youtube.com/watch?v=*", "file:///home/me/docs/**",
+                        "--priority=-5", "brsync rules test PATTERN URL"] {
+            #expect(help.stdout.contains(example), "\(example)")
+        }
+        try cli.mustSucceed("init")
+        try cli.mustSucceed("browsers", "add", "firefox")
+        for pattern in ["github.com", "*.google.com", "github.com/user/*", "github.com/user", "example.com:8443", "youtube.com/watch?v=*",
+                        "https://example.com", "file:///home/me/docs/**"] {
+            try cli.mustSucceed("rules", "add", pattern, "firefox")
+        }
+        let test = try cli.run("rules", "test", "google.com", "https://google.com@evil.com")
+        #expect(test.status == 1, "the help's example: no match")
+    }
 }

@@ -269,6 +269,42 @@ import TestSupport
         try expectUntouched(path, { _ = try Replica.initialize(home: directory.path, deviceName: nil) }, message: "not an SQLite database")
     }
 
+    /// A replica whose pages were overwritten says it is damaged and how to
+    /// start again from the server's copy; nothing is written to it.
+    @Test func aCorruptReplicaSaysHowToStartAgain() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file(Replica.fileName)
+        do {
+            let replica = try Replica.initialize(home: directory.path, deviceName: nil).replica
+            try replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+            try replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
+        } // closed: the WAL is checkpointed into the file
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        for index in 100..<min(bytes.count, 8192) { bytes[index] = 0x41 }
+        try bytes.write(to: URL(fileURLWithPath: file))
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+        try expectUntouched(file, { _ = try Replica.open(home: directory.path) }, message: "is damaged")
+        do { _ = try Replica.open(home: directory.path) } catch {
+            #expect("\(error)".contains("brsync init") && "\(error)".contains("mv \(file) \(file).damaged"), "\(error)")
+        }
+    }
+
+    /// An `init` stopped before it wrote anything leaves a file of 0 bytes:
+    /// any command says so, and `init` makes the replica again.
+    @Test func anEmptyReplicaFileIsMadeAgainByInit() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file(Replica.fileName)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        try expectUntouched(path, { _ = try Replica.open(home: directory.path) }, message: "is empty (0 bytes)")
+        let (replica, created) = try Replica.initialize(home: directory.path, deviceName: "again")
+        #expect(created)
+        try replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
+        #expect(try Replica.open(home: directory.path).rules().count == 1)
+    }
+
     @Test func anotherProgramsDatabase() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

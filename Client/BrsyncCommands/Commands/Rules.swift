@@ -43,7 +43,25 @@ public struct RulesCommand: ParsableCommand {
         public static let configuration = CommandConfiguration(
             commandName: "add",
             abstract: "Add a rule (or change the rule with the same pattern).",
-            discussion: "Without --priority the rule gets a priority above every existing rule, so the newest rule wins.")
+            discussion: """
+                Without --priority the rule gets a priority above every existing rule, so the newest rule wins \
+                (a negative priority is written --priority=-5).
+
+                Patterns (the phone's language; case does not matter):
+                  github.com         the host and its subdomains; http or https, www. or not
+                  *.google.com       every subdomain, and google.com itself
+                  github.com/user/*  that path and below (* stops at /, ** does not)
+                  github.com/user    /user and /user/repo, not /username
+                  example.com:8443   that port only (no port: any port)
+                  youtube.com/watch?v=*  a ? or # makes the query and fragment count
+                  https://example.com  https only
+                  file:///home/me/docs/**  local files
+
+                A pattern matches the URL's host, never text elsewhere: google.com \
+                does not match https://google.com@evil.com.
+                Try a pattern: brsync rules test PATTERN URL
+                Every rule a URL meets: brsync explain URL
+                """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
         @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var browser: String
