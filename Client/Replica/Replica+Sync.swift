@@ -103,6 +103,19 @@ extension Replica {
         }
     }
 
+    /// The stamps of the registers this device's change `sequence` replaced
+    /// (field → stamp), as it was made; empty when the log does not say
+    /// (a change logged before they were kept).
+    public func replacedStamps(ofChange sequence: Int64) throws -> [String: HLCTimestamp] {
+        try refreshDeviceID()
+        let text = try read {
+            try database.scalar("SELECT replaced FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                                [.text(deviceID), .integer(sequence)])?.stringValue
+        }
+        guard let text, case .object(let object)? = try? JSONValue.parse(text) else { return [:] }
+        return object.compactMapValues { $0.stringValue.flatMap(HLCTimestamp.init(text:)) }
+    }
+
     public func unpushedCount() throws -> Int {
         try refreshDeviceID()
         let pushed = try syncState().pushedThrough

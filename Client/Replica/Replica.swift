@@ -248,6 +248,8 @@ public final class Replica {
             // newest stamp wins for every field, deletion included.
             if changed[RecordState.deletedField] == nil { changed[RecordState.deletedField] = .bool(false) }
             let overwrote = state.fields.values.map(\.stamp).max()
+            var replaced: [String: JSONValue] = [:]
+            for field in changed.keys { if let register = state.fields[field] { replaced[field] = .string(register.stamp.description) } }
             try loadPersistedClock()
             let stamp = clock.tick(wallMillis: try serverTimeMillis())
             var logged: [String: StampedValue] = [:]
@@ -265,12 +267,13 @@ public final class Replica {
                 "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(
                 """
-                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest)
-                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?)
+                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest, replaced)
+                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?, ?)
                 """,
                 [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
                  .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now()),
-                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).text(at: stamp))])
+                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).text(at: stamp)),
+                 .text(JSONValue.object(replaced).jsonText)])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }

@@ -192,8 +192,13 @@ enum ReplicaSchema {
         /// the edit, fixed then, so a push sent again seals the same bytes. A
         /// re-stamp writes it again. NULL for changes logged before (their
         /// manifest is made from the change itself).
+        /// And the stamps of the registers each local change replaced
+        /// (`{"field": "stamp"}`): a value the server reports as overwritten by
+        /// this device's push is a conflict only if this device had not seen
+        /// it (`replacedStamps(ofChange:)`).
         static let manifests = Migrator.Migration(version: 12, sql: """
             ALTER TABLE changes ADD COLUMN manifest TEXT;
+            ALTER TABLE changes ADD COLUMN replaced TEXT;
             """)
     }
 }

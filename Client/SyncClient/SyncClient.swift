@@ -327,6 +327,10 @@ public final class SyncClient {
                 preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
             for lost in response.lost {
+                // Another device's value this push overwrote is a conflict only
+                // if this device had not seen it when it edited.
+                if lost.lost.stamp.device != replica.deviceID,
+                   try replica.replacedStamps(ofChange: lost.sequence)[lost.field] == lost.lost.stamp { continue }
                 try recordConflict(lost, key: shown(lost.collection, lost.key))
             }
             for rejected in response.rejected {

@@ -41,6 +41,7 @@ public protocol SyncReplica: AnyObject {
 
     // MARK: Pushing
     func unpushedCount() throws -> Int
+    func replacedStamps(ofChange sequence: Int64) throws -> [String: HLCTimestamp]
     func unpushedChanges(after sequence: Int64, limit: Int) throws -> [ChangeRecord]
     func storedChain(_ sequence: Int64) throws -> Replica.StoredChain
     func keepChains(_ chains: [(sequence: Int64, chain: String)]) throws

@@ -356,6 +356,7 @@ import TestSupport
             CREATE INDEX records_by_index_key ON records (collection, index_key);
             DROP TABLE removed;
             ALTER TABLE changes DROP COLUMN manifest;
+            ALTER TABLE changes DROP COLUMN replaced;
             PRAGMA user_version = 9;
             COMMIT;
             """)
