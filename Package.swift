@@ -65,6 +65,10 @@ let package = Package(
             providers: [.apt(["libgtk-4-dev"])]
         ),
 
+        // epoll and eventfd (glibc's own headers; nothing to link), for the
+        // server's event loop.
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+
         // MARK: Pure layers
         .target(name: "JSON", path: "Sources/JSON"),
         .target(name: "Model", dependencies: ["JSON"], path: "Sources/Model"),
@@ -75,7 +79,7 @@ let package = Package(
         .target(name: "Plumbing", dependencies: ["JSON", .product(name: "ArgumentParser", package: "swift-argument-parser")], path: "Sources/Plumbing"),
         .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
-        .target(name: "Net", dependencies: ["COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
+        .target(name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
         .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
         .target(
             name: "Replica",

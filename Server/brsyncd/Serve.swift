@@ -38,7 +38,10 @@ struct ServeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("PEM certificate chain.", valueName: "file")) var cert: String?
     @Option(help: ArgumentHelp("PEM private key.", valueName: "file")) var key: String?
     @Flag(help: "Serve plain HTTP: only for tests, or behind a TLS-terminating proxy.") var insecurePlaintext = false
-    @Option(help: "Most connections at once (default 1024).") var maxConnections: Int?
+    @Option(help: "Most connections open at once, waiting (handshake, idle: memory only) or being answered (default 16384).")
+    var maxConnections: Int?
+    @Option(help: "Most requests read and answered at once, each on a thread; more are answered 503 with Retry-After (default 256).")
+    var maxActiveRequests: Int?
     @Option(help: "Most connections from one IP address at once (default 64; raise it behind a NAT or a proxy that keeps TLS).")
     var maxConnectionsPerAddress: Int?
     @Option(help: "Requests one device token may have in progress at once; more are answered 503 with Retry-After (default 2).")
@@ -82,6 +85,7 @@ struct ServeOptions: ParsableArguments {
             apply(value)
         }
         try positive(maxConnections, "max-connections") { configuration.limits.maxConnections = $0 }
+        try positive(maxActiveRequests, "max-active-requests") { configuration.limits.maxActiveRequests = $0 }
         try positive(maxConnectionsPerAddress, "max-connections-per-address") { configuration.limits.maxConnectionsPerAddress = $0 }
         try positive(maxRequestsPerToken, "max-requests-per-token") { configuration.maxRequestsPerToken = $0 }
         try positive(maxBodyBytes, "max-body-bytes") { configuration.limits.maxBodyBytes = $0 }

@@ -37,7 +37,7 @@ static inline void brsync_SSL_CTX_set_client_options(SSL_CTX *ctx) {
 
 /// Partial writes allowed, and the write buffer may move between retries.
 static inline void brsync_SSL_set_modes(SSL *ssl) {
-    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
 }
 
 static inline long brsync_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {

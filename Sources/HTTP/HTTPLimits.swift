@@ -24,8 +24,15 @@ public struct HTTPLimits: Sendable, Equatable {
     public var tlsHandshakeTimeoutMilliseconds: Int = 10_000
     /// Time allowed to write a response. Default 30 s.
     public var writeTimeoutMilliseconds: Int = 30_000
-    /// Most connections served at once; more are answered 503 and closed. Default 1,024.
-    public var maxConnections: Int = 1024
+    /// Most connections open at once, waiting (in their TLS handshake, for
+    /// a request, idle between requests: memory, no thread) or being
+    /// answered; more are answered 503 and closed. Default 16,384 (an idle
+    /// TLS connection takes about 10 KB; the process raises its limit of open
+    /// files to the system's hard limit at start).
+    public var maxConnections: Int = 16_384
+    /// Most requests read and answered at once, each on a thread; a request
+    /// that arrives past it is answered 503 with `Retry-After`. Default 256.
+    public var maxActiveRequests: Int = 256
     /// Most connections from one IP address at once. Default 64: one client
     /// (or one attacker) cannot hold every slot; more are answered 503.
     /// Raise it when many clients share an address (a NAT, a proxy that does

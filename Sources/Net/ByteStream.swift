@@ -9,6 +9,9 @@ public protocol ByteStream: AnyObject {
     /// Ends the sending side (TLS close_notify, then a TCP half-close); the
     /// peer can still be read from, to drain input before ``close()``.
     func finishWriting()
+    /// Whether bytes already received wait to be read (an event loop must
+    /// not wait for the socket to become readable then).
+    var hasBufferedInput: Bool { get }
     var socket: Socket { get }
 }
 
@@ -41,6 +44,8 @@ public final class PlainStream: ByteStream {
     public func close() {
         socket.close()
     }
+
+    public var hasBufferedInput: Bool { false }
 
     public func finishWriting() {
         socket.shutdownWrite()

@@ -4,10 +4,14 @@ import Plumbing
 import Synchronization
 
 /// An HTTP/1.1 server on sockets, with TLS through OpenSSL or (explicitly)
-/// plaintext. One thread accepts per listener; each connection is served by a
-/// thread of its own, up to ``HTTPLimits/maxConnections``. Every wait has a
-/// deadline from ``HTTPLimits``: TLS handshake, header read, body read, idle
-/// keep-alive and write.
+/// plaintext. One event loop (``ConnectionLoop``) accepts and holds every
+/// connection that is not being answered: in its TLS handshake, waiting for a
+/// request, idle between requests; up to ``HTTPLimits/maxConnections`` in
+/// all. A connection whose request starts to arrive is read and answered on
+/// a thread, up to ``HTTPLimits/maxActiveRequests`` at once (more are
+/// answered 503), and goes back to the loop after its answer. Every wait has
+/// a deadline from ``HTTPLimits``: TLS handshake, header read, body read,
+/// idle keep-alive and write.
 public final class HTTPServer: Sendable {
     /// What the handler learns about a request besides the request itself.
     public struct RequestContext: Sendable {
@@ -58,21 +62,25 @@ public final class HTTPServer: Sendable {
 
     public let limits: HTTPLimits
     private let addresses: [SocketAddress]
-    private let handler: Handler
-    private let admission: Admission
-    private let observer: Observer
-    private let ownAnswers: OwnAnswers
+    let handler: Handler
+    let admission: Admission
+    let observer: Observer
+    let ownAnswers: OwnAnswers
     /// Open connections per peer address (without the port).
-    private let connectionsByAddress = Mutex<[String: Int]>([:])
-    private let refusals = Atomic<Int>(0)
-    private let tls: Mutex<TLSContext?>
-    private let usesTLS: Bool
-    private let connections = Atomic<Int>(0)
-    private let shuttingDown = Atomic<Bool>(false)
-    private let acceptThreadsRunning = Atomic<Int>(0)
+    let connectionsByAddress = Mutex<[String: Int]>([:])
+    let refusals = Atomic<Int>(0)
+    let tls: Mutex<TLSContext?>
+    let usesTLS: Bool
+    let connections = Atomic<Int>(0)
+    let shuttingDown = Atomic<Bool>(false)
+    /// Whether the event loop's thread runs.
+    private let loopRunning = Atomic<Bool>(false)
+    /// Requests being read and answered on threads now.
+    private let active = Atomic<Int>(0)
+    private let loop = Mutex<ConnectionLoop?>(nil)
     /// Written once at shutdown; every waiting thread polls its read end.
-    private let wakeup: (read: Int32, write: Int32)
-    private let listeners: Mutex<[Socket]> = Mutex([])
+    let wakeup: (read: Int32, write: Int32)
+    let listeners: Mutex<[Socket]> = Mutex([])
 
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
@@ -107,18 +115,42 @@ public final class HTTPServer: Sendable {
             sockets.append(try Socket.listen(on: address))
         }
         listeners.withLock { $0 = sockets }
-        for listener in sockets {
-            acceptThreadsRunning.add(1, ordering: .relaxed)
+        Self.raiseDescriptorLimit()
+        let connectionLoop = try ConnectionLoop(server: self, listeners: sockets)
+        loop.withLock { $0 = connectionLoop }
+        loopRunning.store(true, ordering: .relaxed)
+        do {
             try startThread { [self] in
-                acceptLoop(listener)
-                acceptThreadsRunning.subtract(1, ordering: .relaxed)
+                connectionLoop.run()
+                loopRunning.store(false, ordering: .relaxed)
             }
+        } catch {
+            loopRunning.store(false, ordering: .relaxed)
+            throw error
         }
         return sockets.map(\.localPort)
     }
 
-    /// Connections being served now.
+    /// Connections open now: waiting in the event loop or being answered.
     public var openConnections: Int { connections.load(ordering: .relaxed) }
+    /// Connections waiting in the event loop now (no thread of their own).
+    public var waitingConnections: Int { loop.withLock { $0?.waitingCount.load(ordering: .relaxed) ?? 0 } }
+    /// Requests being read or answered on threads now.
+    public var activeRequests: Int { active.load(ordering: .relaxed) }
+
+    /// Raises this process's soft limit of open files to its hard limit,
+    /// once: every connection, waiting or not, is a descriptor.
+    static func raiseDescriptorLimit() {
+        _ = descriptorLimitRaised
+    }
+
+    private static let descriptorLimitRaised: Void = {
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }()
 
     /// Replaces the TLS context for new connections (certificate reload).
     public func reloadTLS(_ context: TLSContext) {
@@ -135,7 +167,7 @@ public final class HTTPServer: Sendable {
         var byte: UInt8 = 1
         _ = write(wakeup.write, &byte, 1)
         let deadline = Deadline.after(milliseconds: graceMilliseconds)
-        while (connections.load(ordering: .relaxed) > 0 || acceptThreadsRunning.load(ordering: .relaxed) > 0) && !deadline.hasPassed {
+        while (connections.load(ordering: .relaxed) > 0 || loopRunning.load(ordering: .relaxed)) && !deadline.hasPassed {
             usleep(5_000)
         }
         listeners.withLock { sockets in
@@ -145,45 +177,42 @@ public final class HTTPServer: Sendable {
         return connections.load(ordering: .relaxed) == 0
     }
 
-    private func acceptLoop(_ listener: Socket) {
-        while !shuttingDown.load(ordering: .relaxed) {
-            var fds = [pollfd(fd: listener.descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup.read, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, 1000)
-            if ready <= 0 || fds[1].revents != 0 { continue }
-            while !shuttingDown.load(ordering: .relaxed) {
-                let accepted: (Socket, String)?
-                do { accepted = try listener.accept() } catch {
-                    observer.rejected("", "accept failed: \(error)")
-                    usleep(10_000) // e.g. out of file descriptors: do not spin
-                    break
-                }
-                guard let (socket, peer) = accepted else { break }
-                let address = Self.address(of: peer)
-                let open = connections.add(1, ordering: .relaxed).newValue
-                let fromAddress = connectionsByAddress.withLock { counts -> Int in
-                    counts[address, default: 0] += 1
-                    return counts[address] ?? 0
-                }
-                let refusal: String? = open > limits.maxConnections ? "connection cap of \(limits.maxConnections) reached"
-                    : fromAddress > limits.maxConnectionsPerAddress ? "\(limits.maxConnectionsPerAddress) connections from \(address) already"
-                    : nil
-                if let refusal {
-                    release(address)
-                    observer.rejected(peer, refusal)
-                    refuse(socket, peer: peer)
-                    continue
-                }
-                do {
-                    try startThread { [self] in
-                        serve(socket, peer: peer)
-                        release(address)
-                    }
-                } catch {
-                    release(address)
-                    observer.rejected(peer, "cannot start a thread: \(error)")
-                    socket.close()
-                }
+    /// Counts a new connection from `address` (``addressGroup(of:)``), or
+    /// says why it is over a cap (and counts nothing).
+    func admitConnection(_ address: String) -> String? {
+        let open = connections.add(1, ordering: .relaxed).newValue
+        let fromAddress = connectionsByAddress.withLock { counts -> Int in
+            counts[address, default: 0] += 1
+            return counts[address] ?? 0
+        }
+        let refusal: String? = open > limits.maxConnections ? "connection cap of \(limits.maxConnections) reached"
+            : fromAddress > limits.maxConnectionsPerAddress ? "\(limits.maxConnectionsPerAddress) connections from \(address) already"
+            : nil
+        if refusal != nil { release(address) }
+        return refusal
+    }
+
+    /// Gives a connection whose request is arriving a thread, unless
+    /// ``HTTPLimits/maxActiveRequests`` are in progress: then it is answered
+    /// 503 with `Retry-After` (on the small refusal budget) and closed.
+    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int) {
+        guard active.add(1, ordering: .relaxed).newValue <= limits.maxActiveRequests else {
+            active.subtract(1, ordering: .relaxed)
+            observer.rejected(peer, "\(limits.maxActiveRequests) requests in progress already")
+            refuse(stream: stream, address: address)
+            return
+        }
+        let handed = HandedOver(stream: stream)
+        do {
+            try startThread { [self] in
+                serve(handed.stream, peer: peer, address: address, served: served)
+                active.subtract(1, ordering: .relaxed)
             }
+        } catch {
+            active.subtract(1, ordering: .relaxed)
+            observer.rejected(peer, "cannot start a thread: \(error)")
+            stream.close()
+            release(address)
         }
     }
 
@@ -193,7 +222,23 @@ public final class HTTPServer: Sendable {
         return String(peer[..<colon])
     }
 
-    private func release(_ address: String) {
+    /// What the per-address cap counts a peer under: its IPv4 address, or
+    /// the /64 network of its IPv6 address (one host has a /64 to pick
+    /// addresses from, so a single address would cost an attacker nothing).
+    static func addressGroup(of peer: String) -> String {
+        let address = Self.address(of: peer)
+        guard address.hasPrefix("["), address.hasSuffix("]") else { return address }
+        var raw = in6_addr()
+        let inside = String(address.dropFirst().dropLast())
+        guard inet_pton(AF_INET6, inside, &raw) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: &raw) { Array($0) }
+        // An IPv4 address carried in IPv6 (::ffff:a.b.c.d) counts as itself.
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return inside }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return "[\(groups.joined(separator: ":"))::/64]"
+    }
+
+    func release(_ address: String) {
         connections.subtract(1, ordering: .relaxed)
         connectionsByAddress.withLock { counts in
             let left = (counts[address] ?? 1) - 1
@@ -204,7 +249,7 @@ public final class HTTPServer: Sendable {
     /// Answers a connection over a cap with 503 (over TLS too, which needs a
     /// handshake, on a thread of a small separate budget with a short
     /// deadline); past that budget the connection is closed unanswered.
-    private func refuse(_ socket: Socket, peer: String) {
+    func refuse(_ socket: Socket, peer: String) {
         guard refusals.add(1, ordering: .relaxed).newValue <= limits.maxConcurrentRefusals else {
             refusals.subtract(1, ordering: .relaxed)
             socket.close()
@@ -235,6 +280,36 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Answers a connection whose request came while every thread was busy
+    /// with 503 and `Retry-After`, on the refusal budget (else closes it).
+    func refuse(stream: any ByteStream, address: String) {
+        guard refusals.add(1, ordering: .relaxed).newValue <= limits.maxConcurrentRefusals else {
+            refusals.subtract(1, ordering: .relaxed)
+            stream.close()
+            release(address)
+            return
+        }
+        var busy = ownAnswers.make(503, .busy, "too many requests in progress; retry later")
+        busy.headers.add("Retry-After", "1")
+        let response = busy
+        let handed = HandedOver(stream: stream)
+        do {
+            try startThread { [self] in
+                defer {
+                    refusals.subtract(1, ordering: .relaxed)
+                    release(address)
+                }
+                let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
+                try? handed.stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
+                linger(handed.stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
+            }
+        } catch {
+            refusals.subtract(1, ordering: .relaxed)
+            stream.close()
+            release(address)
+        }
+    }
+
     /// Closes after the last answer without losing it: ends the sending side,
     /// then reads and discards what the client still sends (bounded in time
     /// and bytes) until it closes too. Closing with unread input would make
@@ -257,30 +332,27 @@ public final class HTTPServer: Sendable {
         stream.close()
     }
 
-    private func serve(_ socket: Socket, peer: String) {
-        let stream: ByteStream
-        if usesTLS {
-            guard let context = tls.withLock({ $0 }) else { socket.close(); return }
-            do {
-                stream = try TLSStream.accept(socket: socket, context: context, deadline: .after(milliseconds: limits.tlsHandshakeTimeoutMilliseconds))
-            } catch {
-                observer.rejected(peer, "TLS handshake failed: \(error)")
-                socket.close()
-                return
-            }
-        } else {
-            stream = PlainStream(socket: socket)
-        }
+    /// Reads and answers the requests of a connection whose request is
+    /// arriving (its TLS handshake done by the event loop); once an answer is
+    /// written and nothing more waits to be read, the connection goes back
+    /// to the loop to wait for its next request without a thread.
+    /// - Parameter served: requests answered on it before.
+    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int) {
         // How the connection ends: after a last answer, unread input is
         // drained first; when the peer closed or the server shuts down an idle
-        // connection, there is nothing to drain.
+        // connection, there is nothing to drain. Given back to the loop, it
+        // does not end.
         var lingerAfter = false
+        var givenBack = false
         defer {
-            if lingerAfter { linger(stream, milliseconds: limits.lingerMilliseconds) } else { stream.close() }
+            if !givenBack {
+                if lingerAfter { linger(stream, milliseconds: limits.lingerMilliseconds) } else { stream.close() }
+                release(address)
+            }
         }
         var parser = HTTPRequestParser(limits: limits)
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        var served = 0
+        var served = served
         var headerDeadline = Deadline.never
         var bodyDeadline = Deadline.never
         let context = RequestContext(peer: peer)
@@ -313,7 +385,7 @@ public final class HTTPServer: Sendable {
             let events = parser.feed(buffer[0..<count])
             if !wasPartial && parser.hasPartialRequest { headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds) }
             if !wasReadingBody && parser.isReadingBody { bodyDeadline = .after(milliseconds: limits.bodyReadTimeoutMilliseconds) }
-            for event in events {
+            for (index, event) in events.enumerated() {
                 switch event {
                 case .failure(let error):
                     respond(stream, ownAnswers.make(error.status, .badRequest, error.reason), keepAlive: false)
@@ -354,6 +426,12 @@ public final class HTTPServer: Sendable {
                     if !written { return }
                     if !keepAlive {
                         lingerAfter = true
+                        return
+                    }
+                    // Nothing more waits: the loop holds it until its next request.
+                    if index == events.count - 1, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }) {
+                        givenBack = true
+                        loop.giveBack(stream, peer: peer, address: address, served: served)
                         return
                     }
                 }

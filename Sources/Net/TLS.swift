@@ -136,13 +136,52 @@ public final class TLSStream: ByteStream {
 
     /// Runs the server side of the handshake before the deadline.
     public static func accept(socket: Socket, context: TLSContext, deadline: Deadline) throws(NetError) -> TLSStream {
+        let stream = try beginAccept(socket: socket, context: context)
+        try stream.retry("in the TLS handshake", deadline: deadline) { SSL_accept(stream.ssl) }
+        return stream
+    }
+
+    /// The server side of a connection whose handshake an event loop runs
+    /// step by step (``acceptStep()``), never waiting.
+    public static func beginAccept(socket: Socket, context: TLSContext) throws(NetError) -> TLSStream {
         guard let ssl = SSL_new(context.context) else { throw .tls(openSSLErrors("cannot create a TLS session")) }
         let stream = TLSStream(socket: socket, ssl: ssl)
         SSL_set_fd(ssl, socket.descriptor)
         brsync_SSL_set_modes(ssl)
-        try stream.retry("in the TLS handshake", deadline: deadline) { SSL_accept(ssl) }
         return stream
     }
+
+    /// What a handshake step needs next.
+    public enum HandshakeStep: Sendable, Equatable {
+        case done
+        /// Wait until the socket is readable, then step again.
+        case wantRead
+        /// Wait until the socket is writable, then step again.
+        case wantWrite
+    }
+
+    /// Runs the server handshake as far as it goes without waiting.
+    /// - Throws: ``NetError/closed`` when the peer hung up, ``NetError/tls(_:)``
+    ///   when the handshake failed.
+    public func acceptStep() throws(NetError) -> HandshakeStep {
+        ERR_clear_error()
+        let result = SSL_accept(ssl)
+        if result > 0 { return .done }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN: throw .closed
+        case SSL_ERROR_SYSCALL:
+            if errno == EPIPE || errno == ECONNRESET || errno == 0 || errno == EAGAIN { throw .closed }
+            throw .system("TLS in the TLS handshake", errno)
+        default:
+            if brsync_SSL_error_is_unexpected_eof() == 1 { ERR_clear_error(); throw .closed }
+            throw .tls(openSSLErrors("failed in the TLS handshake"))
+        }
+    }
+
+    /// Whether TLS holds decrypted bytes not read yet (the socket may be quiet).
+    public var hasBufferedInput: Bool { SSL_pending(ssl) > 0 }
 
     /// Runs the client side of the handshake: verifies the chain and that the
     /// certificate is for `serverName`.

@@ -1,0 +1,231 @@
+import CLinux
+import Glibc
+import Plumbing
+import Synchronization
+
+/// The server's event loop: one thread and epoll hold every connection that
+/// is not being answered — accepting, in its TLS handshake, waiting for its
+/// first request, idle between keep-alive requests. Such a connection costs
+/// memory (a socket and a TLS session), never a thread: a flood of
+/// connections that never finish a handshake, or thousands of idle clients,
+/// leave the threads to requests. A connection gets a thread once a request
+/// of it starts to arrive, and comes back here when its answer is written
+/// and nothing more waits on it (``HTTPServer/serve(_:peer:address:served:)``).
+final class ConnectionLoop: @unchecked Sendable {
+    // @unchecked: `waiting` and `epoll` registrations are the loop thread's
+    // alone; other threads only append to `returned` (under its lock) and
+    // write to `wake`.
+    private unowned let server: HTTPServer
+    private let epoll: Int32
+    /// An eventfd: written when a connection comes back (or at shutdown).
+    private let wake: Int32
+    private let listeners: [Socket]
+
+    /// A connection waiting here.
+    final class Waiting: @unchecked Sendable { // owned by one thread at a time, as HandedOver
+        let socket: Socket
+        let stream: any ByteStream
+        let peer: String
+        let address: String
+        /// Requests answered on it so far.
+        let served: Int
+        var handshaking: Bool
+        var deadline: Deadline
+
+        init(socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool, deadline: Deadline) {
+            self.socket = socket
+            self.stream = stream
+            self.peer = peer
+            self.address = address
+            self.served = served
+            self.handshaking = handshaking
+            self.deadline = deadline
+        }
+    }
+
+    private var waiting: [Int32: Waiting] = [:]
+    /// Connections given back by their threads, for the loop to take; once
+    /// the loop has ended (`closed`), a thread closes its connection itself.
+    private let returned = Mutex<(queue: [Waiting], closed: Bool)>(([], false))
+    /// Connections waiting here now (for tests and metrics).
+    let waitingCount = Atomic<Int>(0)
+
+    init(server: HTTPServer, listeners: [Socket]) throws(NetError) {
+        self.server = server
+        self.listeners = listeners
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw .lastSystem("epoll_create1") }
+        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard wake >= 0 else { Glibc.close(epoll); throw .lastSystem("eventfd") }
+        for descriptor in listeners.map(\.descriptor) + [wake, server.wakeup.read] {
+            register(descriptor, events: UInt32(EPOLLIN.rawValue), add: true)
+        }
+    }
+
+    deinit {
+        Glibc.close(epoll)
+        Glibc.close(wake)
+    }
+
+    private func register(_ descriptor: Int32, events: UInt32, add: Bool) {
+        var event = epoll_event()
+        event.events = events
+        event.data.fd = descriptor
+        _ = epoll_ctl(epoll, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, descriptor, &event)
+    }
+
+    /// Hands a connection whose answer is written back to the loop, to wait
+    /// for its next request (idle timeout).
+    func giveBack(_ stream: any ByteStream, peer: String, address: String, served: Int) {
+        let entry = Waiting(socket: stream.socket, stream: stream, peer: peer, address: address, served: served, handshaking: false,
+                            deadline: .after(milliseconds: server.limits.idleTimeoutMilliseconds))
+        let taken = returned.withLock { state -> Bool in
+            if state.closed { return false }
+            state.queue.append(entry)
+            return true
+        }
+        guard taken else {
+            stream.close()
+            server.release(address)
+            return
+        }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    /// Runs until the server shuts down; then closes every connection
+    /// waiting here (idle, or not yet in a request: nothing is lost).
+    func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        var lastSweep = Deadline.now()
+        while !server.shuttingDown.load(ordering: .relaxed) {
+            let count = epoll_wait(epoll, &events, Int32(events.count), 250)
+            for index in 0..<max(0, Int(count)) {
+                let descriptor = events[index].data.fd
+                let flags = events[index].events
+                if descriptor == server.wakeup.read { continue } // shutdown: the loop condition ends it
+                if descriptor == wake {
+                    var value: UInt64 = 0
+                    _ = read(wake, &value, 8)
+                    for entry in returned.withLock({ state in defer { state.queue = [] }; return state.queue }) { admit(entry) }
+                } else if let listener = listeners.first(where: { $0.descriptor == descriptor }) {
+                    accept(from: listener)
+                } else if let entry = waiting[descriptor] {
+                    ready(entry, flags: flags)
+                }
+            }
+            // Deadlines are checked four times a second: a handshake or an
+            // idle wait ends within 250 ms of its time.
+            if lastSweep.milliseconds + 250 <= Deadline.now().milliseconds {
+                lastSweep = Deadline.now()
+                for (descriptor, entry) in waiting where entry.deadline.hasPassed {
+                    if entry.handshaking { server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time") }
+                    drop(descriptor, entry)
+                }
+            }
+        }
+        for (descriptor, entry) in waiting { drop(descriptor, entry) }
+        for entry in returned.withLock({ state in defer { state = ([], true) }; return state.queue }) {
+            entry.stream.close()
+            server.release(entry.address)
+        }
+    }
+
+    private func accept(from listener: Socket) {
+        while !server.shuttingDown.load(ordering: .relaxed) {
+            let accepted: (Socket, String)?
+            do { accepted = try listener.accept() } catch {
+                server.observer.rejected("", "accept failed: \(error)")
+                return // e.g. out of file descriptors: the next readiness tries again
+            }
+            guard let (socket, peer) = accepted else { return }
+            let address = HTTPServer.addressGroup(of: peer)
+            if let refusal = server.admitConnection(address) {
+                server.observer.rejected(peer, refusal)
+                server.refuse(socket, peer: peer)
+                continue
+            }
+            if server.usesTLS {
+                guard let context = server.tls.withLock({ $0 }), let stream = try? TLSStream.beginAccept(socket: socket, context: context) else {
+                    socket.close()
+                    server.release(address)
+                    continue
+                }
+                admit(Waiting(socket: socket, stream: stream, peer: peer, address: address, served: 0, handshaking: true,
+                              deadline: .after(milliseconds: server.limits.tlsHandshakeTimeoutMilliseconds)))
+            } else {
+                admit(Waiting(socket: socket, stream: PlainStream(socket: socket), peer: peer, address: address, served: 0, handshaking: false,
+                              deadline: .after(milliseconds: server.limits.idleTimeoutMilliseconds)))
+            }
+        }
+    }
+
+    /// Starts watching a connection (a new one, or one given back).
+    private func admit(_ entry: Waiting) {
+        if server.shuttingDown.load(ordering: .relaxed) {
+            entry.stream.close()
+            server.release(entry.address)
+            return
+        }
+        waiting[entry.socket.descriptor] = entry
+        waitingCount.add(1, ordering: .relaxed)
+        register(entry.socket.descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: true)
+        if entry.handshaking || entry.stream.hasBufferedInput { ready(entry, flags: 0) }
+    }
+
+    private func forget(_ descriptor: Int32) {
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        waiting[descriptor] = nil
+        waitingCount.subtract(1, ordering: .relaxed)
+    }
+
+    private func drop(_ descriptor: Int32, _ entry: Waiting) {
+        forget(descriptor)
+        entry.stream.close()
+        server.release(entry.address)
+    }
+
+    /// The socket of a waiting connection is ready (or, with `flags` 0, may be).
+    private func ready(_ entry: Waiting, flags: UInt32) {
+        let descriptor = entry.socket.descriptor
+        if entry.handshaking {
+            guard let tls = entry.stream as? TLSStream else { drop(descriptor, entry); return }
+            do {
+                switch try tls.acceptStep() {
+                case .wantRead:
+                    register(descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    return
+                case .wantWrite:
+                    register(descriptor, events: UInt32(EPOLLOUT.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    return
+                case .done:
+                    entry.handshaking = false
+                    entry.deadline = .after(milliseconds: server.limits.idleTimeoutMilliseconds)
+                    register(descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    guard tls.hasBufferedInput else { return }
+                }
+            } catch .closed {
+                drop(descriptor, entry)
+                return
+            } catch {
+                server.observer.rejected(entry.peer, "TLS handshake failed: \(error)")
+                drop(descriptor, entry)
+                return
+            }
+        } else if flags & UInt32(EPOLLIN.rawValue) == 0 && flags != 0 && !entry.stream.hasBufferedInput {
+            // Hung up or failed with nothing to read: the peer is gone.
+            drop(descriptor, entry)
+            return
+        }
+        // A request is arriving (or the peer closed: the thread reads the end).
+        forget(descriptor)
+        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served)
+    }
+}
+
+/// A connection's stream passed to the thread that takes it over: one
+/// thread owns a connection at a time (the loop, a serving thread, a
+/// refusing one), so handing it on is safe though streams are not Sendable.
+struct HandedOver: @unchecked Sendable {
+    let stream: any ByteStream
+}
