@@ -35,7 +35,6 @@ extension Replica {
     /// What `relay_all` holds for the relay of a switch to a key.
     static let switchRelay = "switch"
 
-
     /// Starts syncing with the account key `keyID`, in one transaction: the
     /// server deleted the account's readable records when it was encrypted
     /// (or holds others sealed with another key), and with them every
@@ -132,24 +131,6 @@ extension Replica {
             let all = (ids.filter(Wire.isKeyID) + known).filter { seen.insert($0).inserted }.prefix(64)
             try setSetting(Self.replacedKeysSetting, all.joined(separator: ","))
         }
-    }
-
-    /// The setting that says every writer of this account seals a manifest
-    /// with each change (`RecordManifest`; sealed like any setting): set by
-    /// the machine that encrypts the account or rotates its key (every
-    /// record goes up again from it, with manifests). From then on a pulled
-    /// record without one, or whose newest value came without one, is
-    /// refused: a server cannot serve an older manifest beside newer values.
-    public static let manifestsSetting = "account_manifests"
-    /// Its value.
-    public static let manifestsRequiredValue = "required"
-
-    /// Whether ``manifestsSetting`` says so.
-    public func manifestsRequired() throws -> Bool { try setting(Self.manifestsSetting) == Self.manifestsRequiredValue }
-
-    /// Sets ``manifestsSetting`` (a synced edit; nothing when it is set).
-    public func requireManifests() throws {
-        try transaction { if try !manifestsRequired() { try setSetting(Self.manifestsSetting, Self.manifestsRequiredValue) } }
     }
 
     /// The account (its random id) this replica's key belongs to: the one it

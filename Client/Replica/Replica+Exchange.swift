@@ -47,7 +47,7 @@ extension Replica {
     /// key as one it replaced, and move the server "forward" off it). Export
     /// leaves them out and import ignores them.
     static func isAccountSetting(_ name: String) -> Bool {
-        name.hasPrefix(deviceNamePrefix) || name == replacedKeysSetting || name == keyCertificatesSetting || name == manifestsSetting
+        name.hasPrefix(deviceNamePrefix) || name == replacedKeysSetting || name == keyCertificatesSetting
     }
 
     public func export() throws -> ExportDocument {

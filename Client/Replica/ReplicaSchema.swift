@@ -196,9 +196,13 @@ enum ReplicaSchema {
         /// (`{"field": "stamp"}`): a value the server reports as overwritten by
         /// this device's push is a conflict only if this device had not seen
         /// it (`replacedStamps(ofChange:)`).
+        /// A replica of an encrypted account sends every record it holds again
+        /// at its next sync, each with a manifest: machines refuse records
+        /// without one (Deploy/SECURITY.md), and records written before have none.
         static let manifests = Migrator.Migration(version: 12, sql: """
             ALTER TABLE changes ADD COLUMN manifest TEXT;
             ALTER TABLE changes ADD COLUMN replaced TEXT;
+            INSERT OR IGNORE INTO meta (key, value) SELECT 'relay_all', '1' WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'e2e_key');
             """)
     }
 }

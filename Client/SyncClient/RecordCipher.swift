@@ -295,13 +295,13 @@ extension RecordCipher {
 
     /// The readable change a sealed one holds, checked against its manifest
     /// (``RecordManifest/problem(with:)``).
-    /// - Parameter requiringManifest: the account's writers all seal
-    ///   manifests (a sealed setting says so): a record without one, or whose
-    ///   newest value came without one, is refused.
+    /// - Parameter requiringManifest: a record without a manifest, or whose
+    ///   newest value came without one, is refused (every writer seals one;
+    ///   false only to prove that a key opens records).
     /// - Throws: ``RecordCipherError`` naming the record (its hidden key)
     ///   and the field: not sealed at all, sealed with another key, or changed,
     ///   moved, replayed, dropped or rolled back by the server.
-    public func open(_ change: ChangeRecord, requiringManifest: Bool = false) throws(RecordCipherError) -> ChangeRecord {
+    public func open(_ change: ChangeRecord, requiringManifest: Bool = true) throws(RecordCipherError) -> ChangeRecord {
         let collection = change.collection.rawValue
         let hidden = change.key
         var shown: String { DisplayText.printable(hidden.prefix(80)) }
@@ -335,7 +335,10 @@ extension RecordCipher {
         let newest = state.fields.values.map(\.stamp).max()
         guard let register = change.state.fields[Self.manifestField] else {
             if required {
-                throw RecordCipherError(message: "it carries no manifest, and every writer of this account seals one (a manifest dropped by the server?)")
+                throw RecordCipherError(message: """
+                    it carries no manifest: the server dropped it, or a brsync older than 2026-11-27 wrote it \
+                    (set aside until a machine that has it sends it again with one; upgrade every machine)
+                    """)
             }
             return
         }
@@ -349,7 +352,7 @@ extension RecordCipher {
             throw RecordCipherError(message: "\(problem), against what its last writer sealed (by the server?)")
         }
         if required, let newest, newest > register.stamp {
-            throw RecordCipherError(message: "its newest value came without a manifest, and every writer of this account seals one (an older manifest served with newer values?)")
+            throw RecordCipherError(message: "its newest value came without a manifest (an older manifest served with newer values, or an older brsync wrote it)")
         }
     }
 

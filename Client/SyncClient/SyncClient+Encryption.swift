@@ -197,9 +197,7 @@ extension SyncClient {
                SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
                 throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
             }
-            let opened = try cipher.map { Self.open(page.changes, with: $0, requiringManifests: try manifestsMet || replica.manifestsRequired()) }
-                ?? (changes: page.changes, problems: [], requiresManifests: false)
-            if opened.requiresManifests { manifestsMet = true }
+            let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems
             summary.applied += try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.pulled += page.changes.count
@@ -313,7 +311,7 @@ extension SyncClient {
         let page = try fetchPage("/v1/pull?since=0&limit=\(Self.keyCheckRecords)&full=1&key=\(key.id)")
         let sealed = page.changes.filter { !$0.state.fields.isEmpty }
         if !sealed.isEmpty { // nothing to open yet otherwise
-            let opened = Self.open(sealed, with: RecordCipher(key))
+            let opened = Self.open(sealed, with: RecordCipher(key), requiringManifests: false)
             guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         }
         if let registered = account.signingKey, !registered.isEmpty, registered != key.signingPublicKey { throw Self.signingKeyAlarm }

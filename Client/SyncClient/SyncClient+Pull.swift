@@ -85,15 +85,12 @@ extension SyncClient {
     struct FetchedPage: Sendable {
         var exchange: Exchange
         var page: PullResponse?
-        var opened: (changes: [ChangeRecord], problems: [String], requiresManifests: Bool)?
+        var opened: (changes: [ChangeRecord], problems: [String])?
 
-        /// - Parameter requiringManifests: see ``SyncClient/open(_:with:requiringManifests:)``.
-        static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?, requiringManifests: Bool) -> FetchedPage {
+        static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?) -> FetchedPage {
             let (exchange, page) = transport.fetchPage(target)
             var fetched = FetchedPage(exchange: exchange, page: page)
-            if let cipher, let page, page.encrypted {
-                fetched.opened = SyncClient.open(page.changes, with: cipher, requiringManifests: requiringManifests)
-            }
+            if let cipher, let page, page.encrypted { fetched.opened = SyncClient.open(page.changes, with: cipher) }
             return fetched
         }
     }
@@ -101,32 +98,21 @@ extension SyncClient {
     /// The records of a sealed page, opened and checked against their
     /// manifests; a record that does not open or fails a check is set aside,
     /// named, and the rest are kept.
-    /// - Parameter requiringManifests: every writer of the account seals
-    ///   manifests (``Replica/manifestsRequired()``). The page may say so
-    ///   itself: the setting is the first record a key change sends, so a
-    ///   new machine meets it in its first page, and its records and every
-    ///   page after it are checked as strictly.
+    /// - Parameter requiringManifests: false only to prove a key opens
+    ///   records (``checkKey(_:)``); a record without a manifest is never
+    ///   applied (Deploy/SECURITY.md, "Records sealed as records").
     static func open(_ changes: [ChangeRecord], with cipher: RecordCipher,
-                     requiringManifests: Bool = false) -> (changes: [ChangeRecord], problems: [String], requiresManifests: Bool) {
+                     requiringManifests: Bool = true) -> (changes: [ChangeRecord], problems: [String]) {
         var problems: [String] = []
-        var strict = requiringManifests
-        if !strict {
-            let setting = cipher.hiddenKey(collection: RecordCollection.settings.rawValue, key: Replica.manifestsSetting)
-            if let sealed = changes.first(where: { $0.collection == .settings && $0.key == setting }),
-               let opened = try? cipher.open(sealed), !opened.state.isDeleted,
-               opened.state.fields["value"]?.value == .string(Replica.manifestsRequiredValue) {
-                strict = true
-            }
-        }
         let opened = changes.compactMap { change -> ChangeRecord? in
             // A record with no field holds nothing to open or apply.
             if change.state.fields.isEmpty { return nil }
-            do { return try cipher.open(change, requiringManifest: strict) } catch {
+            do { return try cipher.open(change, requiringManifest: requiringManifests) } catch {
                 problems.append("set aside record #\(change.sequence) from the server: \(error)")
                 return nil
             }
         }
-        return (opened, problems, strict)
+        return (opened, problems)
     }
 
     /// The pull request for the page after `cursor`.
@@ -156,13 +142,12 @@ extension SyncClient {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
             let target = try pullTarget(cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch, reconciling: reconciling)
-            let strict = try manifestsMet || replica.manifestsRequired()
             var fetched: FetchedPage?
             if let waiting = ahead.take() {
                 let result = waiting.job.wait()
                 if waiting.target == target { fetched = result } else { try takeIn(result.exchange.countsOnly) }
             }
-            let current = fetched ?? FetchedPage.fetch(target, transport: transport, cipher: cipher, requiringManifests: strict)
+            let current = fetched ?? FetchedPage.fetch(target, transport: transport, cipher: cipher)
             try takeIn(current.exchange)
             // An exchange without an error holds a page.
             guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
@@ -200,16 +185,13 @@ extension SyncClient {
                 // does not open is set aside, named; the rest of the page is applied.
                 changes = opened.changes
                 summary.problems += opened.problems
-                if opened.requiresManifests { manifestsMet = true }
             }
             if fetchAhead && page.more {
                 // The request the replica's state makes once this page is applied
                 // (its cursor and epoch are the page's); checked when it is used.
                 let next = try pullTarget(cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
-                let (transport, cipher, strict) = (transport, cipher, strict || manifestsMet)
-                ahead = PageAhead(target: next, job: ThreadJob {
-                    FetchedPage.fetch(next, transport: transport, cipher: cipher, requiringManifests: strict)
-                })
+                let (transport, cipher) = (transport, cipher)
+                ahead = PageAhead(target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
             let started = Clock.monotonicMillis()
             summary.applied += try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)

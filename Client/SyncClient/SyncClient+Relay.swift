@@ -12,21 +12,14 @@ extension SyncClient {
     ///   alone when none of its changes is pushed yet (right after the switch
     ///   to encryption): the push that follows carries them, and the server
     ///   asks for the whole record (`needed`) if it must.
-    ///
-    /// The setting that requires manifests goes first, so a new machine
-    /// meets it in its first page (see ``open(_:with:requiringManifests:)``).
     func relayEverything(skippingOwnUnpushed: Bool = false) throws {
         var after: (RecordCollection?, String) = (nil, "")
         let own = replica.deviceID
-        let first = (RecordCollection.settings, Replica.manifestsSetting)
-        if cipher != nil { try relay(try replica.wholeRecords([first])) }
         while true {
             let candidates = try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch)
             guard let last = candidates.last else { return }
             after = (last.collection, last.key)
-            let records = candidates.filter {
-                (!skippingOwnUnpushed || Array($0.state.versions.counters.keys) != [own]) && ($0.collection, $0.key) != first
-            }
+            let records = skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
             if !records.isEmpty { try relay(records) }
         }
     }

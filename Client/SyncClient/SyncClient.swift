@@ -75,9 +75,6 @@ public final class SyncClient {
     /// The connection and its retries; used by one thread at a time (see ``Transport``).
     let transport: Transport
     var summary = Summary()
-    /// A page said every writer of the account seals manifests (the setting,
-    /// before it is applied): the pages after it are checked as strictly.
-    var manifestsMet = false
     let progress: Progress?
     /// The account key's cipher, when the account is end-to-end encrypted:
     /// changes are sealed before they leave and opened when they

@@ -34,8 +34,6 @@ public protocol SyncReplica: AnyObject {
     func clearEncryptionReset() throws
     func recordReplacedKeyIDs(_ ids: [String]) throws
     func recordKeyCertificates(_ certificates: [KeyCertificate]) throws
-    func manifestsRequired() throws -> Bool
-    func requireManifests() throws
     func requireFullRelay() throws
     func finishFullRelay() throws
 

@@ -305,6 +305,25 @@ import TestSupport
         #expect(try Replica.open(home: directory.path).rules().count == 1)
     }
 
+    /// Records written before manifests have none, and machines refuse a
+    /// record without one: a replica of an encrypted account sends every
+    /// record again (with manifests) at its first sync after the upgrade.
+    @Test func anEncryptedReplicaOfSchema11RelaysEverythingOnce() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file(Replica.fileName)
+        do { _ = try Replica.initialize(home: directory.path, deviceName: nil) }
+        let database = try Database(path: file)
+        try database.execute("""
+            INSERT INTO meta (key, value) VALUES ('e2e_key', '0123456789abcdef');
+            ALTER TABLE changes DROP COLUMN manifest;
+            ALTER TABLE changes DROP COLUMN replaced;
+            PRAGMA user_version = 11;
+            """)
+        #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
+        #expect(try database.scalar("SELECT value FROM meta WHERE key = 'relay_all'")?.stringValue == "1")
+    }
+
     @Test func anotherProgramsDatabase() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
