@@ -212,8 +212,15 @@ extension Replica {
     /// ``persistServerTime()``), so an answer costs no commit of its own; a
     /// process stopped before that learns it again at its next contact.
     public func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64 = 0) throws {
+        // A time no honest server has (before 2020, after 2200) is not a
+        // clock: ignored, so no answer can push this machine's stamps to the
+        // end of time, nor overflow the arithmetic.
+        guard Self.plausibleServerTime.contains(serverMillis), (0...86_400_000).contains(ageMilliseconds) else { return }
         pendingClockOffset = serverMillis - (currentMillis - ageMilliseconds)
     }
+
+    /// The server times taken as clocks: 2020-01-01 to 2200-01-01 (ms).
+    static let plausibleServerTime: ClosedRange<Int64> = 1_577_836_800_000...7_258_118_400_000
 
     /// Writes the clock offset learned from the last answer, if not written yet.
     public func persistServerTime() throws {
@@ -223,7 +230,10 @@ extension Replica {
     /// The last clock offset learned: the one not yet written, else the stored one.
     func clockOffset() throws -> Int64 {
         if let pendingClockOffset { return pendingClockOffset }
-        return Int64(try meta("clock_offset") ?? "") ?? 0
+        // A stored offset is at most the span of plausible server times (a
+        // damaged or older replica's is bounded too).
+        let span = Self.plausibleServerTime.upperBound
+        return min(max(Int64(try meta("clock_offset") ?? "") ?? 0, -span), span)
     }
 
     /// Another account (or a server that forgot this one): the cursor and the

@@ -382,6 +382,6 @@ public final class Replica {
     /// This machine's clock corrected by the offset last learned from the
     /// server (see observeServerClock): the time every stamp is based on.
     func serverTimeMillis() throws -> Int64 {
-        now() + (try clockOffset())
+        now() + (try clockOffset()) // both bounded: no overflow
     }
 }

@@ -98,13 +98,17 @@ public struct RecordCipher: Sendable {
         private var combined: [UInt8] = []
         private var padded: [UInt8] = []
 
+        private let collection: String
+
         init(_ cipher: RecordCipher, collection: String, hiddenKey: String) {
             self.cipher = cipher
+            self.collection = collection
             binding = Binding(collection: collection, hiddenKey: hiddenKey)
         }
 
         /// `text` sealed for `field` under `stamp` (its text's bytes),
-        /// padded first (``RecordCipher/paddedLength(_:)``).
+        /// padded first (``RecordCipher/paddedLength(_:minimum:)``, at least
+        /// ``RecordCipher/smallestClass(collection:field:)``).
         /// - Parameter padding: false for a text whose size tells the server
         ///   nothing it does not see anyway (a manifest: field names, stamps
         ///   and version vectors are readable).
@@ -112,7 +116,8 @@ public struct RecordCipher: Sendable {
             padded.removeAll(keepingCapacity: true)
             padded += text
             if padding {
-                padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: RecordCipher.paddedLength(text.count) - text.count))
+                let length = RecordCipher.paddedLength(text.count, minimum: RecordCipher.smallestClass(collection: collection, field: field))
+                padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - text.count))
             }
             let plaintext = padded
             let binding = binding.bytes(field: field, stamp: stamp)
@@ -209,9 +214,23 @@ public struct RecordCipher: Sendable {
     /// 64, 128, 256 or 512 bytes, then whole KiB, so a sealed value's size names
     /// a size class, never a browser id or a pattern. Never past the
     /// largest text a value may have (``Wire/maxSealedValueBytes``).
-    public static func paddedLength(_ count: Int) -> Int {
-        let padded = count <= 16 ? 16 : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
+    /// - Parameter minimum: the smallest class (a power of two up to 512).
+    public static func paddedLength(_ count: Int, minimum: Int = 16) -> Int {
+        let padded = count <= minimum ? minimum : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
         return max(count, min(padded, maxPaddedLength))
+    }
+
+    /// The smallest size class of a field's values. 16 bytes but for the
+    /// values that would otherwise tell the server which browser a record
+    /// names: a rule's `browser` (ids up to 30 characters: 32 bytes), and
+    /// every value of a browser record (names, iOS schemes and link formats
+    /// of every catalog browser fit 64 bytes; its id, the sealed key, 32).
+    static func smallestClass(collection: String, field: String) -> Int {
+        switch collection {
+        case RecordCollection.browsers.rawValue: return field == keyField ? 32 : 64
+        case RecordCollection.rules.rawValue where field == "browser": return 32
+        default: return 16
+        }
     }
 
     /// The longest padded text: a sealed value of it is at most ``Wire/maxSealedValueBytes``.
@@ -323,8 +342,10 @@ extension RecordCipher {
             try checkManifest(change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
             return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key, state: state)
         } catch {
-            // Once its key is open, the record is named as the user knows it.
-            throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(error.message)")
+            // Once its key is open, the record is named as the user knows it
+            // (its hidden key, which the message named, means nothing to them).
+            let message = error.message.replacing("\(collection)/\(shown) ", with: "")
+            throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(message)")
         }
     }
 

@@ -28,7 +28,8 @@ extension SyncClient {
             + "this machine keeps every rule), and a machine that holds a key never syncs readable on the server's word. "
             + "Run 'brsync key init' to encrypt the account again with a new key (this machine's records go up sealed; the "
             + "other machines then add its recovery code), 'brsync key add' with the code of a machine that did, or "
-            + "'brsync key forget' to sync without encryption. If nobody asked for the reset, ask the operator why first")
+            + "'brsync key forget' to sync without encryption (every rule then goes to this server readable). "
+            + "If nobody asked for the reset, ask the operator why first: a server that lies about it gets nothing from 'key init'")
 
     /// Runs a sync; the stop it ends with is what `brsync status` shows,
     /// wherever in the sync it came. The server's refusal to take this key
@@ -104,7 +105,9 @@ extension SyncClient {
     /// - Throws: `other_account` for another account, before anything changes.
     func noteAccount(_ account: String) throws -> Bool {
         try checkKeyAccount(account)
-        return try replica.checkAccount(account)
+        let changed = try replica.checkAccount(account)
+        if changed { try countTimelineChange("account") }
+        return changed
     }
 
     /// A replica with a key meets only the account its key belongs to; the

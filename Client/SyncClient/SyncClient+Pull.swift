@@ -13,6 +13,11 @@ extension SyncClient {
     /// Pages in a row that may leave the cursor where it was (a restart, a
     /// reset) before a pull gives up: whatever the server answers, a pull ends.
     static let maxPagesWithoutProgress = 8
+    /// Pages in a row with no record before a pull stops: an honest server
+    /// sends one only when it skips records this machine pushed itself
+    /// (256 pages are 128,000 of them); a lying one could move the cursor by
+    /// one forever.
+    static let maxEmptyPages = 256
 
     @discardableResult
     public func pull() throws -> Summary {
@@ -32,9 +37,15 @@ extension SyncClient {
         // its purge point) and the replica reconciles: nothing is missed.
         var ahead: PageAhead?
         defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
+        var empty = 0
         while true {
             let before = try replica.syncState().pullCursor
+            let pulled = summary.pulled
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else { return summary }
+            empty = summary.pulled == pulled ? empty + 1 : 0
+            if empty >= Self.maxEmptyPages {
+                throw SyncError.badAnswer("the server sent \(empty) pages in a row with no record that say more follow: stopped at \(before); the next sync goes on from there")
+            }
             stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
             if stalled >= Self.maxPagesWithoutProgress {
                 throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
@@ -219,6 +230,23 @@ extension SyncClient {
         }
     }
 
+    /// Most times one sync starts over on another timeline (a new epoch or
+    /// account): an honest server changes it once (a restore); answers that
+    /// keep disagreeing about it would relay everything again and again.
+    static let maxTimelineChanges = 4
+
+    /// Counts a timeline change of this sync; past ``maxTimelineChanges`` the
+    /// sync stops (exit 6), every edit kept for the next one.
+    func countTimelineChange(_ what: String) throws {
+        timelineChanges += 1
+        guard timelineChanges <= Self.maxTimelineChanges else {
+            throw SyncError.badAnswer("""
+                the server's answers changed its \(what) \(timelineChanges) times in one sync (they disagree about its timeline): \
+                stopped; nothing was lost, and the next sync tries again
+                """)
+        }
+    }
+
     /// A new server epoch (the server was restored or reset): start over,
     /// and relay every record held, so nothing a client holds is lost.
     func handleEpoch(_ epoch: String) throws -> Bool {
@@ -229,6 +257,7 @@ extension SyncClient {
             try replica.startNewEpochIfFirst(epoch)
             return false
         case .changed:
+            try countTimelineChange("epoch")
             try replica.startNewEpoch(epoch)
             summary.fullResync = true
             try prepareSync()

@@ -75,6 +75,8 @@ public final class SyncClient {
     /// The connection and its retries; used by one thread at a time (see ``Transport``).
     let transport: Transport
     var summary = Summary()
+    /// Epochs and accounts this sync started over on (``countTimelineChange(_:)``).
+    var timelineChanges = 0
     let progress: Progress?
     /// The account key's cipher, when the account is end-to-end encrypted:
     /// changes are sealed before they leave and opened when they
@@ -324,6 +326,12 @@ public final class SyncClient {
                 preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
             for lost in response.lost {
+                // A "winner" the merge would not have chosen is no conflict: the server made it up.
+                guard lost.winner.wins(over: lost.lost) else {
+                    summary.problems.append("the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
+                                            + "whose winner is not newer than the value it beat: not kept")
+                    continue
+                }
                 // Another device's value this push overwrote is a conflict only
                 // if this device had not seen it when it edited.
                 if lost.lost.stamp.device != replica.deviceID,

@@ -192,7 +192,7 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
     writeToStandardError(done + "\n" + """
         First this machine synced (pulled \(before.pulled) record(s), \(before.applied) changed here; pushed \(before.pushed) change(s)\
         \(change.attempts > 1 ? "; \(change.attempts) times, as other machines wrote meanwhile" : "")), so every machine's synced edit is here.
-        The server then deleted what it held under the old key; this machine kept every record and sent each one, sealed: \(change.after.relayed).
+        The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine kept every record and sent each one, sealed: \(change.after.relayed).
 
         """)
     report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)

@@ -417,11 +417,16 @@ public final class HTTPServer: Sendable {
                     }
                     let started = Deadline.now()
                     let response = handler(request, context)
-                    defer { response.whenWritten?.run() }
                     // Status 0: close without answering (a proxy that simulates a lost answer).
-                    if response.status == 0 { return }
+                    if response.status == 0 {
+                        response.whenWritten?.run()
+                        return
+                    }
                     let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
                     let written = respond(stream, response, keepAlive: keepAlive, for: request)
+                    // Before the connection can carry its next request (given
+                    // back to the loop, another thread may read it at once).
+                    response.whenWritten?.run()
                     observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
                     if !written { return }
                     if !keepAlive {

@@ -15,7 +15,7 @@ public struct StampedValue: Sendable, Hashable {
     /// with different values (only a cloned replica, or a hostile device, mints
     /// them) are decided by the canonical JSON text, bytewise: the same answer
     /// on every machine, in time linear in the (bounded) size of the values.
-    func wins(over other: StampedValue) -> Bool {
+    public func wins(over other: StampedValue) -> Bool {
         if stamp != other.stamp { return stamp > other.stamp }
         return other.value.jsonText.utf8.lexicographicallyPrecedes(value.jsonText.utf8)
     }

@@ -20,7 +20,8 @@ final class LyingServer: Sendable {
     final class Counter: Sendable { let value = Atomic<Int>(0) }
     let rewritten = Counter()
 
-    init(in world: SyncWorld, rewrite: @escaping Rewrite) throws {
+    /// - Parameter headers: rewrites every answer's headers too (a lying clock).
+    init(in world: SyncWorld, headers: (@Sendable (inout HTTPHeaders) -> Void)? = nil, rewrite: @escaping Rewrite) throws {
         let upstream = world.port
         let upstreamTLS = try TLSContext.client(caFile: world.caFile)
         let count = rewritten
@@ -30,6 +31,7 @@ final class LyingServer: Sendable {
             limits: HTTPLimits()
         ) { request, _ in
             var answer = FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
+            headers?(&answer.headers)
             if let changed = rewrite(request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self))) {
                 answer.body = Array(changed.jsonText.utf8)
                 count.value.add(1, ordering: .relaxed)

@@ -124,3 +124,104 @@ extension LyingServerTests {
         #expect(try SyncWorld.rules(d.replica)["two.example"] == nil && (try SyncWorld.rules(d.replica)["one.example"]) == "chrome")
     }
 }
+
+extension LyingServerTests {
+    /// A server whose clock header says the end of time, the year 292
+    /// million, 1970 or nonsense: no crash, no stamp taken from it; the
+    /// machine edits offline and syncs with the honest server after.
+    @Test func aLyingClockIsNotTaken() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example"])
+        try world.sync(a)
+        let offset = try a.replica.syncState().clockOffsetMilliseconds
+        for lie in ["9223372036854775807", "9223372036854775806", "9223372036854000000", "0", "-9223372036854775808", "12x"] {
+            let liar = try LyingServer(in: world, headers: { $0.set(Wire.timeHeader, lie) }, rewrite: { _, _, _ in nil })
+            defer { liar.stop() }
+            _ = try a.replica.addRule(pattern: "two.example", browser: "firefox", priority: nil)
+            _ = try liar.serving(world) { try world.sync(a) }
+            #expect(abs(try a.replica.syncState().clockOffsetMilliseconds - offset) < 60_000, "\(lie)")
+            _ = try a.replica.addRule(pattern: "three.example", browser: "firefox", priority: nil)
+            _ = try a.replica.removeRule(pattern: "two.example")
+            #expect(a.replica.lastStamp.wallMillis < 7_258_118_400_000, "\(lie): \(a.replica.lastStamp)")
+        }
+        try world.sync(a)
+        let b = try world.machine("b")
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "three.example"])
+    }
+}
+
+extension LyingServerTests {
+    /// Answers that never let a sync end: pulls that name another epoch
+    /// than pushes (every round relays everything again), and empty pages
+    /// that move the cursor by one and say more follow. Each sync stops
+    /// after a bounded number of requests, with what was wrong; nothing is
+    /// lost, and the honest server syncs on.
+    @Test func answersThatNeverEndAreStopped() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example", "two.example"])
+        try world.sync(a)
+
+        let flipping = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body, case .string(let epoch)? = page["epoch"] else { return nil }
+            page["epoch"] = .string(String(epoch.reversed()))
+            return .object(page)
+        }
+        defer { flipping.stop() }
+        _ = try a.replica.addRule(pattern: "three.example", browser: "firefox", priority: nil)
+        #expect { _ = try flipping.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("times in one sync") }
+        #expect(flipping.rewritten.value.load(ordering: .relaxed) < 40)
+        try world.sync(a) // the honest server's epoch again (a full re-sync)
+
+        let endless = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
+            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
+            // The cursor passes the server's sequence, so the server starts a
+            // new epoch (it takes the client to be ahead of a restore): the
+            // liar keeps naming the one the machine knows.
+            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
+                page["epoch"] = .string(String(epoch))
+            }
+            page["changes"] = .array([])
+            page["more"] = .bool(true)
+            page["next"] = .int(since + 1)
+            return .object(page)
+        }
+        defer { endless.stop() }
+        #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("pages in a row with no record") }
+        #expect(endless.rewritten.value.load(ordering: .relaxed) <= 256 + 8, "the pull stops after 256 empty pages")
+
+        // Honest again: everything syncs, nothing was lost.
+        try world.sync(a)
+        let b = try world.machine("b")
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "three.example", "two.example"])
+    }
+}
+
+extension LyingServerTests {
+    /// A push answer whose `lost` list says this machine's edit lost to an
+    /// older value: not kept as a conflict (the merge would not have chosen
+    /// it), and the user is told.
+    @Test func aConflictTheStampsDoNotBearOutIsNotKept() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example"])
+        try world.sync(a)
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body else { return nil }
+            let old = JSONValue.object(["s": .string("0000000000000001-00000000-aaaa"), "v": .string("chrome")])
+            let mine = JSONValue.object(["s": .string("7000000000000000-00000000-bbbb"), "v": .string("firefox")])
+            answer["lost"] = .array([.object(["seq": .int(1), "collection": .string("rules"), "key": .string("one.example"),
+                                              "field": .string("browser"), "lost": mine, "winner": old])])
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 5)
+        let lied = try liar.serving(world) { try world.sync(a) }
+        #expect(try a.replica.conflicts(limit: 10).isEmpty)
+        #expect(lied.conflicts == 0 && lied.problems.contains { $0.contains("not newer than the value it beat") }, "\(lied.problems)")
+    }
+}

@@ -163,7 +163,7 @@ import Testing
         let sealed = try cipher.seal(change)
         #expect(sealed.key == "h1.GJdIHsPPzMUG5SU1SNQBrte1MW3NBxzgDovvkVSZdzg")
         let expected: [String: JSONValue] = [
-            "browser": .string("e1.acb52fC7HhEWqhPnGUGtcfe-gDGh2E_K3E4LjHoZK_9uvwuyARbKferv5-s"),
+            "browser": .string("e1.vQ0_7sWAb5yj9rtn2kidGK-BNvijKKy_NRgUkPj8MhNPDuTDXRQ2nfsjWLuizomKJthclLVhdUvRaOgA"), // padded to 32
             "priority": .string("e1.FmXdJbt4cPfSGVldq5eENXGw1h0ItI6T-YfB0TYMlGhJFSPVl6Yjh_ogIOA"),
             "deleted": .bool(false),
             "e2e.deleted": .string("e1.BZ0grid1QNqdw8_8jrE3HWQaaLJi9rfN-dngcKpWjmPRPS6krNGq6azQBGY"),
@@ -181,7 +181,7 @@ import Testing
     /// up the classes; what is opened is the value, not its padding. A value
     /// sealed without padding (an older machine's) opens too.
     @Test func sealedSizesNameASizeClassNotAValue() throws {
-        #expect([0, 1, 16, 17, 32, 33, 64, 65, 200, 512, 513, 1024, 1025, 5000].map(RecordCipher.paddedLength)
+        #expect([0, 1, 16, 17, 32, 33, 64, 65, 200, 512, 513, 1024, 1025, 5000].map { RecordCipher.paddedLength($0) }
                 == [16, 16, 16, 32, 32, 64, 64, 128, 256, 512, 1024, 1024, 2048, 5120])
         #expect(RecordCipher.paddedLength(RecordCipher.maxPaddedLength + 1) == RecordCipher.maxPaddedLength + 1)
         let cipher = RecordCipher(AccountKey.generate())
@@ -202,6 +202,26 @@ import Testing
         let keys = ["a.b", "mail.example"].map { try? cipher.seal(ChangeRecord(sequence: 1, collection: .rules, key: $0, state: RecordState(
             fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(text: stamp)!)]))).state.fields[RecordCipher.keyField]?.value }
         #expect(keys.compactMap { $0?.stringValue?.utf8.count }.count == 2 && Set(keys.compactMap { $0?.stringValue?.utf8.count }).count == 1)
+        // Which browser a rule opens, or which catalog browser a browser
+        // record is, shows in no size: every catalog id seals to one size as
+        // a rule's browser, and every catalog browser's record has the same
+        // sizes, field by field.
+        let at = HLCTimestamp(text: stamp)!
+        let ruleSizes = Set(BrowserCatalog.entries.map { entry in
+            try? cipher.seal(ChangeRecord(sequence: 1, collection: .rules, key: "a.example", state: RecordState(
+                fields: ["browser": StampedValue(.string(entry.id), stamp: at)]))).state.fields["browser"]?.value.stringValue?.utf8.count
+        })
+        #expect(ruleSizes.count == 1, "\(ruleSizes)")
+        let browserSizes = Set(BrowserCatalog.entries.map { entry -> [String: Int] in
+            let browser = entry.browser
+            let fields: [String: StampedValue] = ["name": StampedValue(.string(browser.name), stamp: at),
+                                                  "urlScheme": StampedValue(.string(browser.urlScheme), stamp: at),
+                                                  "urlFormat": StampedValue(.string(browser.urlFormat), stamp: at),
+                                                  "enabled": StampedValue(.bool(true), stamp: at), "deleted": StampedValue(.bool(false), stamp: at)]
+            let sealed = (try? cipher.seal(ChangeRecord(sequence: 1, collection: .browsers, key: entry.id, state: RecordState(fields: fields))))?.state.fields ?? [:]
+            return sealed.filter { $0.key != RecordCipher.manifestField }.mapValues { $0.value.stringValue?.utf8.count ?? 0 }
+        })
+        #expect(browserSizes.count == 1, "\(browserSizes)")
     }
 
     /// A change whose fields all left it (re-stamped after they were
@@ -249,7 +269,7 @@ import Testing
         for (name, change, field) in cases {
             #expect(throws: RecordCipherError.self, "\(name)") { _ = try cipher.open(change) }
             do { _ = try cipher.open(change) } catch {
-                #expect(error.description.contains(field) && error.description.contains("rules/") || field == "not encrypted", "\(name): \(error)")
+                #expect(error.description.contains(field) && error.description.contains("rules") || field == "not encrypted", "\(name): \(error)")
             }
         }
         #expect {
