@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Server benchmark (prints numbers; it is not a test). Builds in release, starts
 # brsyncd with TLS, and measures with wrk over keep-alive at 64 connections:
-#   - a no-change pull, next to nginx serving a static file of the same size over
+#   - a no-change pull (one token on every connection: the per-token gate is
+#     raised), next to nginx serving a static file of the same size over
 #     TLS with the same certificate, in the same run: req/s, p99, ratio;
 #   - push throughput: records/s applied for one 10,000-record push;
 #   - the wire readers on that push and on a page of it, next to parsing the
 #     same text into a JSON tree;
-#   - brsyncd's RSS holding 1,000 idle keep-alive connections.
+#   - brsyncd's RSS holding 10,000 idle keep-alive TLS connections;
+#   - 5,000 TCP connections that never send a byte, from 100 loopback addresses:
+#     how long a new TLS client waits for an answer.
 # Usage: bash Benchmarks/server.sh [seconds per wrk run, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +18,7 @@ for tool in wrk nginx; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk nginx" >&2; exit 2; }
 done
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
-ulimit -n 8192
+ulimit -n "$(ulimit -Hn)"
 
 flags=(-c release --static-swift-stdlib)
 swift build "${flags[@]}" --product brsyncd >/dev/null
@@ -34,7 +37,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 chmod 644 "$work"/*.pem "$work/server.key"
 port="$(free_port)"
 "$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$port" --cert "$work/server.pem" --key "$work/server.key" \
-  --max-connections-per-address 2000 --log-level warning 2>"$work/brsyncd.log" &
+  --max-connections-per-address 20000 --max-requests-per-token 1000 --log-level warning 2>"$work/brsyncd.log" &
 pids+=($!)
 brsyncd_pid=$!
 for _ in $(seq 100); do grep -q . "$work/brsyncd.log" 2>/dev/null || curl -sk "https://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
@@ -99,4 +102,6 @@ print(f"ratio brsyncd / nginx: {b / n:.2f}x (target >= 0.5x)")
 PY
 
 echo "== idle connections =="
-"$bin/brsyncd-bench" idle "$work" "$port" 1000 "$brsyncd_pid"
+"$bin/brsyncd-bench" idle "$work" "$port" 10000 "$brsyncd_pid"
+echo "== a flood of silent connections =="
+"$bin/brsyncd-bench" flood "$work" "$port" 5000 100

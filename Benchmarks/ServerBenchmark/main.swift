@@ -10,6 +10,8 @@ import SyncCore
 //   brsyncd-bench setup DIR                 certificates, a store with one account and device
 //   brsyncd-bench push DIR PORT N           one push of N records: records/s applied
 //   brsyncd-bench idle DIR PORT N PID       N idle keep-alive TLS connections: the server's RSS
+//   brsyncd-bench flood DIR PORT N A        N TCP connections that never send a byte, from A loopback
+//                                           addresses: how long a new TLS client waits for an answer
 //   brsyncd-bench read N                    the wire readers on a push and a page of N records, next to
 //                                           parsing the same text into a JSON tree (the baseline)
 
@@ -18,7 +20,9 @@ func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("brsyncd-bench: \(message)\n".utf8))
     exit(2)
 }
-guard let mode = arguments.first, arguments.count >= 2 else { fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | read N") }
+guard let mode = arguments.first, arguments.count >= 2 else {
+    fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | flood DIR PORT N ADDRESSES | read N")
+}
 let directory = arguments[1]
 
 func client(port: UInt16) throws -> HTTPClient {
@@ -139,6 +143,44 @@ do {
         print(String(format: "idle: %d keep-alive TLS connections open; brsyncd RSS %.1f MB (%.1f MB before; target <= 200 MB)",
                      clients.count, Double(after) / 1024, Double(before) / 1024))
         for http in clients { http.close() }
+
+    case "flood":
+        guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]), let addresses = Int(arguments[4]),
+              (1...250).contains(addresses) else {
+            fail("flood DIR PORT N ADDRESSES (1 to 250)")
+        }
+        // Plain TCP connections that never start a handshake, each from
+        // 127.0.0.(2 + i mod ADDRESSES): what the per-address cap cannot stop.
+        var descriptors: [Int32] = []
+        for index in 0..<count {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { fail("socket: \(String(cString: strerror(errno))) after \(index) (raise ulimit -n)") }
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            source.sin_addr.s_addr = inet_addr("127.0.0.\(2 + index % addresses)")
+            var target = sockaddr_in()
+            target.sin_family = sa_family_t(AF_INET)
+            target.sin_port = port.bigEndian
+            target.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0, connected == 0 else { fail("connect \(index): \(String(cString: strerror(errno)))") }
+            descriptors.append(descriptor)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        var waits: [Double] = []
+        for _ in 0..<7 {
+            let started = Date()
+            let status = try client(port: port).send(method: "GET", target: "/v1/health").status
+            waits.append(Date().timeIntervalSince(started) * 1000)
+            guard status == 200 else { fail("a new client got \(status) during the flood") }
+        }
+        waits.sort()
+        print(String(format: "flood: %d silent TCP connections from %d addresses; a new TLS client is answered in %.1f ms (median of 7, worst %.1f ms; target < 1 s)",
+                     descriptors.count, addresses, waits[3], waits[6]))
+        for descriptor in descriptors { close(descriptor) }
 
     default:
         fail("unknown mode \(mode)")

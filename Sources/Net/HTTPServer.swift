@@ -433,8 +433,12 @@ public final class HTTPServer: Sendable {
                         lingerAfter = true
                         return
                     }
-                    // Nothing more waits: the loop holds it until its next request.
-                    if index == events.count - 1, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }) {
+                    // Nothing more waits: a client that sends its next request at
+                    // once keeps this thread (a busy client pays no hand-over);
+                    // one that goes quiet waits in the loop until it speaks.
+                    if index == events.count - 1, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }),
+                       (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
+                                                what: "waiting for the next request")) != true {
                         givenBack = true
                         loop.giveBack(stream, peer: peer, address: address, served: served)
                         return
