@@ -27,7 +27,7 @@ public struct HTTPLimits: Sendable, Equatable {
     /// Most connections open at once, waiting (in their TLS handshake, for
     /// a request, idle between requests: memory, no thread) or being
     /// answered; more are answered 503 and closed. Default 16,384 (an idle
-    /// TLS connection takes about 10 KB; the process raises its limit of open
+    /// TLS connection takes about 14 KB; the process raises its limit of open
     /// files to the system's hard limit at start).
     public var maxConnections: Int = 16_384
     /// Most requests read and answered at once, each on a thread; a request
