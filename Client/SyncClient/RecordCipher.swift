@@ -229,6 +229,8 @@ public struct RecordCipher: Sendable {
         switch collection {
         case RecordCollection.browsers.rawValue: return field == keyField ? 32 : 64
         case RecordCollection.rules.rawValue where field == "browser": return 32
+        // A setting's value may be a browser id (the default browser).
+        case RecordCollection.settings.rawValue where field == "value": return 32
         default: return 16
         }
     }
@@ -357,8 +359,8 @@ extension RecordCipher {
         guard let register = change.state.fields[Self.manifestField] else {
             if required {
                 throw RecordCipherError(message: """
-                    it carries no manifest: the server dropped it, or a brsync older than 2026-11-27 wrote it \
-                    (set aside until a machine that has it sends it again with one; upgrade every machine)
+                    it carries no manifest: most likely the server dropped it (or a brsync older than 2026-11-27 wrote \
+                    it: then upgrade that machine); set aside until a machine that has it sends it again with one
                     """)
             }
             return

@@ -13,11 +13,12 @@ extension SyncClient {
     /// Pages in a row that may leave the cursor where it was (a restart, a
     /// reset) before a pull gives up: whatever the server answers, a pull ends.
     static let maxPagesWithoutProgress = 8
-    /// Pages in a row with no record before a pull stops: an honest server
-    /// sends one only when it skips records this machine pushed itself
-    /// (256 pages are 128,000 of them); a lying one could move the cursor by
-    /// one forever.
-    static let maxEmptyPages = 256
+    /// Pages in a row that change nothing here before a pull stops: an
+    /// honest server sends them when it skips records this machine pushed
+    /// itself, or on a full pull of what this machine holds already (512
+    /// pages are 256,000 records); a lying one could move the cursor by one
+    /// forever, with no record or the same one again.
+    static let maxIdlePages = 512
 
     @discardableResult
     public func pull() throws -> Summary {
@@ -37,14 +38,17 @@ extension SyncClient {
         // its purge point) and the replica reconciles: nothing is missed.
         var ahead: PageAhead?
         defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
-        var empty = 0
+        var idle = 0
         while true {
             let before = try replica.syncState().pullCursor
-            let pulled = summary.pulled
+            let applied = summary.applied
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else { return summary }
-            empty = summary.pulled == pulled ? empty + 1 : 0
-            if empty >= Self.maxEmptyPages {
-                throw SyncError.badAnswer("the server sent \(empty) pages in a row with no record that say more follow: stopped at \(before); the next sync goes on from there")
+            idle = summary.applied == applied ? idle + 1 : 0
+            if idle >= Self.maxIdlePages {
+                throw SyncError.badAnswer("""
+                    the server sent \(idle) pages in a row that changed nothing here and say more follow: stopped; \
+                    the next sync goes on from there
+                    """)
             }
             stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
             if stalled >= Self.maxPagesWithoutProgress {

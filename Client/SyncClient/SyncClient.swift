@@ -241,7 +241,19 @@ public final class SyncClient {
         // long as the server's merge); used only when the server took the
         // whole batch in flight and nothing was repaired.
         var upcoming: Batch?
+        // An honest server takes a batch per request, with a few repairs
+        // (a rewind, a fork, a re-stamp); answers that never let the push
+        // finish (an acknowledgement always one short) end it here.
+        var requests = 0
+        let allowed = total / max(1, options.pushBatch) + 24
         while true {
+            requests += 1
+            if requests > allowed {
+                throw SyncError.badAnswer("""
+                    the server's answers never let this push finish (\(requests - 1) requests for \(total) change(s)): \
+                    stopped; every edit is kept for the next sync
+                    """)
+            }
             let batch = try upcoming.take() ?? nextBatch(after: state.pushedThrough)
             let (plain, changes, texts, digests) = (batch.plain, batch.wire, batch.texts, batch.digests)
             guard let first = changes.first, let last = changes.last else { break }
@@ -326,6 +338,15 @@ public final class SyncClient {
                 preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
             for lost in response.lost {
+                // A conflict is about a change of this batch, under its key:
+                // any other is the server's invention (it would be logged, and
+                // restorable, under a hidden key).
+                guard lost.sequence >= first.sequence, lost.sequence <= last.sequence,
+                      changes[Int(lost.sequence - first.sequence)].collection == lost.collection,
+                      changes[Int(lost.sequence - first.sequence)].key == lost.key else {
+                    summary.problems.append("the server reported a conflict on a record this push did not change: not kept")
+                    continue
+                }
                 // A "winner" the merge would not have chosen is no conflict: the server made it up.
                 guard lost.winner.wins(over: lost.lost) else {
                     summary.problems.append("the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "

@@ -190,14 +190,51 @@ extension LyingServerTests {
             return .object(page)
         }
         defer { endless.stop() }
-        #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("pages in a row with no record") }
-        #expect(endless.rewritten.value.load(ordering: .relaxed) <= 256 + 8, "the pull stops after 256 empty pages")
+        #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
+        #expect(endless.rewritten.value.load(ordering: .relaxed) <= 512 + 8, "the pull stops after 512 pages that change nothing")
+
+        // The same unchanged record on every page, under a new number each time.
+        try world.sync(a)
+        let replayed = Mutex<JSONValue?>(nil)
+        let repeating = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
+            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
+            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
+                page["epoch"] = .string(String(epoch))
+            }
+            if case .array(let records)? = page["changes"], let first = records.first { replayed.withLock { $0 = $0 ?? first } }
+            guard case .object(var record)? = replayed.withLock({ $0 }) else { return nil }
+            record["seq"] = .int(since + 1)
+            page["changes"] = .array([.object(record)])
+            page["more"] = .bool(true)
+            page["next"] = .int(since + 1)
+            return .object(page)
+        }
+        defer { repeating.stop() }
+        let c = try world.machine("c")
+        #expect { _ = try repeating.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
+        #expect(repeating.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
+
+        // Pushes whose acknowledgement is always one short, or negative: the
+        // sync stops (refused, or with what was wrong) after a few requests.
+        _ = try a.replica.addRule(pattern: "four.example", browser: "firefox", priority: nil)
+        for shift in [Int64(-1), -100] {
+            let short = try LyingServer(in: world) { request, status, body in
+                guard request.path == "/v1/push", status == 200, case .object(var answer)? = body,
+                      case .int(let acknowledged)? = answer["acknowledged"] else { return nil }
+                answer["acknowledged"] = .int(shift == -1 ? acknowledged - 1 : shift)
+                return .object(answer)
+            }
+            defer { short.stop() }
+            #expect(throws: SyncError.self, "\(shift)") { _ = try short.serving(world) { try world.sync(a) } }
+            #expect(short.rewritten.value.load(ordering: .relaxed) < 40, "\(shift): \(short.rewritten.value.load(ordering: .relaxed)) answers")
+        }
 
         // Honest again: everything syncs, nothing was lost.
         try world.sync(a)
         let b = try world.machine("b")
         try world.sync(b)
-        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "three.example", "two.example"])
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["four.example", "one.example", "three.example", "two.example"])
     }
 }
 
@@ -211,10 +248,11 @@ extension LyingServerTests {
         try Self.rules(a, ["one.example"])
         try world.sync(a)
         let liar = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body else { return nil }
+            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body,
+                  case .object(let pushed)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)), let from = pushed["from"] else { return nil }
             let old = JSONValue.object(["s": .string("0000000000000001-00000000-aaaa"), "v": .string("chrome")])
             let mine = JSONValue.object(["s": .string("7000000000000000-00000000-bbbb"), "v": .string("firefox")])
-            answer["lost"] = .array([.object(["seq": .int(1), "collection": .string("rules"), "key": .string("one.example"),
+            answer["lost"] = .array([.object(["seq": from, "collection": .string("rules"), "key": .string("one.example"),
                                               "field": .string("browser"), "lost": mine, "winner": old])])
             return .object(answer)
         }
@@ -223,5 +261,30 @@ extension LyingServerTests {
         let lied = try liar.serving(world) { try world.sync(a) }
         #expect(try a.replica.conflicts(limit: 10).isEmpty)
         #expect(lied.conflicts == 0 && lied.problems.contains { $0.contains("not newer than the value it beat") }, "\(lied.problems)")
+    }
+}
+
+extension LyingServerTests {
+    /// A push answer's `lost` entry about a record the push did not change
+    /// (real values from the account's history, so the stamps bear it out):
+    /// not kept, so nothing can be restored from it.
+    @Test func aConflictOnARecordThePushDidNotChangeIsNotKept() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example", "two.example"])
+        try world.sync(a)
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body else { return nil }
+            let old = JSONValue.object(["s": .string("0000000000000001-00000000-aaaa"), "v": .string("chrome")])
+            let new = JSONValue.object(["s": .string("0000000000000002-00000000-aaaa"), "v": .string("firefox")])
+            answer["lost"] = .array([.object(["seq": .int(1), "collection": .string("rules"), "key": .string("other.example"),
+                                              "field": .string("browser"), "lost": old, "winner": new])])
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 5)
+        let lied = try liar.serving(world) { try world.sync(a) }
+        #expect(try a.replica.conflicts(limit: 10).isEmpty)
+        #expect(lied.problems.contains { $0.contains("a record this push did not change") }, "\(lied.problems)")
     }
 }
