@@ -212,6 +212,11 @@ import Testing
                 fields: ["browser": StampedValue(.string(entry.id), stamp: at)]))).state.fields["browser"]?.value.stringValue?.utf8.count
         })
         #expect(ruleSizes.count == 1, "\(ruleSizes)")
+        let settingSizes = Set(BrowserCatalog.entries.map { entry in
+            try? cipher.seal(ChangeRecord(sequence: 1, collection: .settings, key: "default_browser", state: RecordState(
+                fields: ["value": StampedValue(.string(entry.id), stamp: at)]))).state.fields["value"]?.value.stringValue?.utf8.count
+        })
+        #expect(settingSizes.count == 1, "the default browser setting: \(settingSizes)")
         let browserSizes = Set(BrowserCatalog.entries.map { entry -> [String: Int] in
             let browser = entry.browser
             let fields: [String: StampedValue] = ["name": StampedValue(.string(browser.name), stamp: at),
