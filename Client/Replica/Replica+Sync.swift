@@ -278,7 +278,8 @@ extension Replica {
     /// Applies one pulled page and its cursor in one transaction: each record
     /// is merged with the local one (the same merge as everywhere); values that
     /// lost to a concurrent edit go to the conflicts table.
-    /// - Returns: how many records changed here.
+    /// - Returns: how many records changed here (a value; a version vector
+    ///   that only grew is merged but not counted).
     /// A pulled record that would make an unusable record here (see
     /// ``Wire/problem(state:)``) is not applied; its key and reason are added
     /// to `skipped`, and the rest of the page is applied.
@@ -330,6 +331,10 @@ extension Replica {
                 // Written once: a new record's log entry holds all its fields.
                 let fieldsText = RecordState.encodeFields(merged.fields)
                 try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                // Only a value counts as a change here: a version vector that
+                // grew alone is merged, but neither logged nor counted (a pull
+                // whose pages only do that is not making progress).
+                guard merged.fields != local.fields else { continue }
                 try logReceived(change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
                                 afterSequence: newestLocal)
                 changed += 1

@@ -214,6 +214,27 @@ extension LyingServerTests {
         let c = try world.machine("c")
         #expect { _ = try repeating.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
         #expect(repeating.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
+        // The same, with a version-vector counter that grows on every page:
+        // a vector that only grew is no change here either.
+        let growing = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
+                  case .object(var record)? = replayed.withLock({ $0 }) else { return nil }
+            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
+            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
+                page["epoch"] = .string(String(epoch))
+            }
+            var versions = Self.versions(.object(record))
+            versions["ffffffffffffffff"] = .int(1_000 + since)
+            record["versions"] = .object(versions)
+            record["seq"] = .int(since + 1)
+            page["changes"] = .array([.object(record)])
+            page["more"] = .bool(true)
+            page["next"] = .int(since + 1)
+            return .object(page)
+        }
+        defer { growing.stop() }
+        #expect { _ = try growing.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
+        #expect(growing.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
 
         // Pushes whose acknowledgement is always one short, or negative: the
         // sync stops (refused, or with what was wrong) after a few requests.
