@@ -153,6 +153,29 @@ extension LyingServerTests {
 }
 
 extension LyingServerTests {
+    /// Pull pages that never end: each holds what `records` makes of the
+    /// real page and the cursor asked from (numbered just past it), moves the
+    /// cursor by one and says more follow. The cursor passes the server's
+    /// sequence, so the server starts a new epoch (it takes the client to be
+    /// ahead of a restore): the liar keeps naming the one the machine knows.
+    static func endlessPages(_ records: @escaping @Sendable (_ page: [String: JSONValue], _ since: Int64) -> [JSONValue]) -> LyingServer.Rewrite {
+        { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
+            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
+            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
+                page["epoch"] = .string(String(epoch))
+            }
+            page["changes"] = .array(records(page, since).map { record in
+                guard case .object(var numbered) = record else { return record }
+                numbered["seq"] = .int(since + 1)
+                return .object(numbered)
+            })
+            page["more"] = .bool(true)
+            page["next"] = .int(since + 1)
+            return .object(page)
+        }
+    }
+
     /// Answers that never let a sync end: pulls that name another epoch
     /// than pushes (every round relays everything again), and empty pages
     /// that move the cursor by one and say more follow. Each sync stops
@@ -175,20 +198,7 @@ extension LyingServerTests {
         #expect(flipping.rewritten.value.load(ordering: .relaxed) < 40)
         try world.sync(a) // the honest server's epoch again (a full re-sync)
 
-        let endless = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
-            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
-            // The cursor passes the server's sequence, so the server starts a
-            // new epoch (it takes the client to be ahead of a restore): the
-            // liar keeps naming the one the machine knows.
-            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
-                page["epoch"] = .string(String(epoch))
-            }
-            page["changes"] = .array([])
-            page["more"] = .bool(true)
-            page["next"] = .int(since + 1)
-            return .object(page)
-        }
+        let endless = try LyingServer(in: world, rewrite: Self.endlessPages { _, _ in [] })
         defer { endless.stop() }
         #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
         #expect(endless.rewritten.value.load(ordering: .relaxed) <= 512 + 8, "the pull stops after 512 pages that change nothing")
@@ -196,42 +206,23 @@ extension LyingServerTests {
         // The same unchanged record on every page, under a new number each time.
         try world.sync(a)
         let replayed = Mutex<JSONValue?>(nil)
-        let repeating = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
-            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
-            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
-                page["epoch"] = .string(String(epoch))
-            }
+        let repeating = try LyingServer(in: world, rewrite: Self.endlessPages { page, _ in
             if case .array(let records)? = page["changes"], let first = records.first { replayed.withLock { $0 = $0 ?? first } }
-            guard case .object(var record)? = replayed.withLock({ $0 }) else { return nil }
-            record["seq"] = .int(since + 1)
-            page["changes"] = .array([.object(record)])
-            page["more"] = .bool(true)
-            page["next"] = .int(since + 1)
-            return .object(page)
-        }
+            return replayed.withLock { $0 }.map { [$0] } ?? []
+        })
         defer { repeating.stop() }
         let c = try world.machine("c")
         #expect { _ = try repeating.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
         #expect(repeating.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
         // The same, with a version-vector counter that grows on every page:
         // a vector that only grew is no change here either.
-        let growing = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
-                  case .object(var record)? = replayed.withLock({ $0 }) else { return nil }
-            let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
-            if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
-                page["epoch"] = .string(String(epoch))
-            }
+        let growing = try LyingServer(in: world, rewrite: Self.endlessPages { _, since in
+            guard case .object(var record)? = replayed.withLock({ $0 }) else { return [] }
             var versions = Self.versions(.object(record))
             versions["ffffffffffffffff"] = .int(1_000 + since)
             record["versions"] = .object(versions)
-            record["seq"] = .int(since + 1)
-            page["changes"] = .array([.object(record)])
-            page["more"] = .bool(true)
-            page["next"] = .int(since + 1)
-            return .object(page)
-        }
+            return [.object(record)]
+        })
         defer { growing.stop() }
         #expect { _ = try growing.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
         #expect(growing.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
