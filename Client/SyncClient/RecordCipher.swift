@@ -299,20 +299,20 @@ extension RecordCipher {
             JSONValue.string(change.key).write(into: &value)
             fields[Self.keyField] = StampedValue(.string(sealer.seal(value, field: Self.keyField, stamp: stamp)), stamp: newest)
             value.removeAll(keepingCapacity: true)
-            if let text = change.manifestText { value += text.utf8 } else { Self.manifest(of: change, newest: newest).write(at: newest, into: &value) }
+            // The one the log kept (the record just after the edit), else the
+            // change's own fields and versions (a whole record relayed, a
+            // change logged before manifests were kept).
+            if let text = change.manifestText {
+                value += text.utf8
+            } else {
+                RecordManifest(of: change.state, through: newest).write(at: newest, into: &value)
+            }
             fields[Self.manifestField] = StampedValue(.string(sealer.seal(value, field: Self.manifestField, stamp: stamp, padding: false)), stamp: newest)
         }
         return ChangeRecord(sequence: change.sequence, collection: change.collection, key: hidden,
                             state: RecordState(fields: fields, versions: change.state.versions))
     }
 
-    /// The manifest of a change the log kept none for (a whole record
-    /// relayed, a change logged before manifests were kept): its own fields
-    /// with their stamps, and its version vector. (A logged change's
-    /// ``ChangeRecord/manifestText`` is sealed as it is.)
-    static func manifest(of change: ChangeRecord, newest: HLCTimestamp) -> RecordManifest {
-        RecordManifest(of: change.state, through: newest)
-    }
 
     /// The readable change a sealed one holds, checked against its manifest
     /// (``RecordManifest/problem(with:)``).

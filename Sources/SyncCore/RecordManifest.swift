@@ -35,9 +35,6 @@ public struct RecordManifest: Sendable, Equatable {
         self.init(stamps: stamps, versions: state.versions)
     }
 
-    /// The newest stamp the manifest names (the change's stamp when it names the change's fields).
-    public var newest: HLCTimestamp? { stamps.values.max() }
-
     // MARK: Checking
 
     /// Why `state` is not a record this manifest's writer could have led to
