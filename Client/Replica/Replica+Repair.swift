@@ -266,7 +266,10 @@ extension Replica {
                 fields[name] = StampedValue(register.value, stamp: stamp)
                 state.fields[name] = fields[name]
             }
-            if oldDevice != nil { state.versions.increment(deviceID) }
+            if oldDevice != nil {
+                state.versions.increment(deviceID)
+                state.versions = state.versions.capped(keeping: [deviceID])
+            }
             try storeMerged(change.collection, key: change.key, state: state)
             let device = oldDevice ?? deviceID
             let overwrote = try database.scalar("SELECT overwrote FROM changes WHERE device = ? AND device_seq = ?",

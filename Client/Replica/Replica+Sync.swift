@@ -308,7 +308,7 @@ extension Replica {
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
                 let (merged, lost) = local.merged(with: change.state)
-                if let newest = change.state.fields.values.map(\.stamp).max() {
+                if let newest = change.state.newestStamp {
                     clockObserve(newest, wallMillis: wall)
                     pulledHigh = max(pulledHigh, newest.wallMillis)
                 }

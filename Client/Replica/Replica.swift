@@ -247,7 +247,7 @@ public final class Replica {
             // made after a delete (elsewhere, unseen) must win over it, as the
             // newest stamp wins for every field, deletion included.
             if changed[RecordState.deletedField] == nil { changed[RecordState.deletedField] = .bool(false) }
-            let overwrote = state.fields.values.map(\.stamp).max()
+            let overwrote = state.newestStamp
             var replaced: [String: JSONValue] = [:]
             for field in changed.keys { if let register = state.fields[field] { replaced[field] = .string(register.stamp.description) } }
             try loadPersistedClock()
@@ -259,6 +259,7 @@ public final class Replica {
                 logged[field] = register
             }
             state.versions.increment(deviceID)
+            state.versions = state.versions.capped(keeping: [deviceID])
             if let problem = Wire.problem(state: state) {
                 throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record '\(key)': \(problem)")
             }

@@ -355,7 +355,7 @@ extension RecordCipher {
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
     private func checkManifest(_ change: ChangeRecord, _ state: RecordState, opener: inout Opener, stamps: inout HLCTimestamp.TextCache,
                                required: Bool) throws(RecordCipherError) {
-        let newest = state.fields.values.map(\.stamp).max()
+        let newest = state.newestStamp
         guard let register = change.state.fields[Self.manifestField] else {
             if required {
                 throw RecordCipherError(message: """

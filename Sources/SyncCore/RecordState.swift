@@ -37,6 +37,9 @@ public struct RecordState: Sendable, Hashable {
 
     public var isDeleted: Bool { fields[Self.deletedField]?.value.boolValue ?? false }
 
+    /// The newest stamp of any field; nil for a record without fields.
+    public var newestStamp: HLCTimestamp? { fields.values.lazy.map(\.stamp).max() }
+
     /// The current values, without stamps.
     public var values: [String: JSONValue] { fields.mapValues(\.value) }
 
@@ -49,8 +52,13 @@ public struct RecordState: Sendable, Hashable {
 
     /// Merges `other` into this state: field by field the higher stamp, the
     /// version vector the pointwise maximum. Commutative, associative and
-    /// idempotent. When the two versions were concurrent (neither vector
-    /// dominates), the values that lost are returned so nothing is lost silently.
+    /// idempotent in its values. When the two versions were concurrent
+    /// (neither vector dominates), the values that lost are returned so
+    /// nothing is lost silently. A vector past ``Wire/maxVersionEntries``
+    /// devices keeps every device of the side with the newest stamp (whose
+    /// manifest the record then carries; with equal stamps, the devices both
+    /// sides have), then the highest counters
+    /// (``VersionVector/capped(at:keeping:)``).
     public func merged(with other: RecordState) -> (state: RecordState, lost: [LostValue]) {
         let concurrent = versions.compare(to: other.versions) == .concurrent
         var fields = self.fields
@@ -68,7 +76,15 @@ public struct RecordState: Sendable, Hashable {
                 lost.append(LostValue(field: name, lost: loser, winner: winner))
             }
         }
-        return (RecordState(fields: fields, versions: versions.merged(with: other.versions)), lost.sorted { $0.field < $1.field })
+        var merged = versions.merged(with: other.versions)
+        if merged.counters.count > Wire.maxVersionEntries {
+            let (theirs, mine) = (other.newestStamp ?? .zero(device: ""), newestStamp ?? .zero(device: ""))
+            // Equal stamps are one write, whose manifest both sides' vectors cover.
+            let kept = theirs == mine ? Set(versions.counters.keys).intersection(other.versions.counters.keys)
+                : Set((theirs > mine ? other : self).versions.counters.keys)
+            merged = merged.capped(keeping: kept)
+        }
+        return (RecordState(fields: fields, versions: merged), lost.sorted { $0.field < $1.field })
     }
 }
 

@@ -41,3 +41,24 @@ public struct VersionVector: Sendable, Hashable {
         }
     }
 }
+
+extension VersionVector {
+    /// This vector cut to at most `limit` devices (``Wire/maxVersionEntries``):
+    /// every device of `kept` stays, then the highest counters, the smaller
+    /// device id first among equals; the rest are forgotten. A vector only
+    /// tells conflicts (values are decided by stamps), so forgetting a
+    /// device can at worst make a later edit of it look concurrent; refusing
+    /// the edit instead would let anyone who pads a vector with made-up
+    /// devices lock the record for every machine outside it.
+    public func capped(at limit: Int = Wire.maxVersionEntries, keeping kept: some Sequence<String>) -> VersionVector {
+        guard counters.count > limit else { return self }
+        let first = Set(kept)
+        let order = counters.sorted { left, right in
+            let (leftKept, rightKept) = (first.contains(left.key), first.contains(right.key))
+            if leftKept != rightKept { return leftKept }
+            if left.value != right.value { return left.value > right.value }
+            return left.key < right.key
+        }
+        return VersionVector(Dictionary(uniqueKeysWithValues: order.prefix(limit).map { ($0.key, $0.value) }))
+    }
+}

@@ -37,6 +37,43 @@ import TestSupport
         }
     }
 
+    /// Vectors padded near the cap (as a lying server can pad them): a merge
+    /// never refuses and never passes ``Wire/maxVersionEntries``; it stays
+    /// commutative, its values associative; and it keeps every device of the
+    /// side with the newest stamp at least at that side's count, so the
+    /// newest writer's manifest still holds (RecordCipher checks it).
+    @Test func aVectorPastTheCapKeepsTheNewestWritersDevices() {
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_127)
+        print("MergeTests cap seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
+        let cap = Wire.maxVersionEntries
+        func padded(_ random: inout SeededRandom) -> RecordState {
+            var state = randomState(&random)
+            var counters = state.versions.counters
+            let offset = Int.random(in: 0..<64, using: &random)
+            for index in 0..<(cap - counters.count) { counters[String(format: "%016x", offset + index)] = UInt64.random(in: 1...4, using: &random) }
+            state.versions = VersionVector(counters)
+            return state
+        }
+        for _ in 0..<60 {
+            let (a, b, c) = (padded(&random), padded(&random), padded(&random))
+            let ab = a.merged(with: b).state
+            #expect(ab.versions.counters.count <= cap, "seed \(random.seed)")
+            #expect(ab == b.merged(with: a).state, "commutative, seed \(random.seed)")
+            #expect(ab.merged(with: c).state.fields == a.merged(with: b.merged(with: c).state).state.fields, "seed \(random.seed)")
+            let (stampA, stampB) = (a.newestStamp ?? .zero(device: ""), b.newestStamp ?? .zero(device: ""))
+            // Equal newest stamps are one write: only the devices both have are its writer's.
+            let kept = stampA == stampB ? a.versions.counters.filter { b.versions[$0.key] > 0 }
+                : (stampB > stampA ? b : a).versions.counters
+            #expect(kept.allSatisfy { ab.versions[$0.key] >= $0.value }, "seed \(random.seed)")
+        }
+        // A device writing to a full vector stays in it; the smallest counter goes.
+        var full = VersionVector((0..<cap).reduce(into: [:]) { $0[String(format: "%016x", $1)] = UInt64($1 + 1) })
+        full.increment("0123456789abcdef")
+        let kept = full.capped(keeping: ["0123456789abcdef"])
+        #expect(kept.counters.count == cap && kept["0123456789abcdef"] == 1 && kept[String(format: "%016x", 0)] == 0)
+        #expect(kept.capped(keeping: []) == kept, "a vector within the cap is left alone")
+    }
+
     @Test func higherStampWinsAndLosersOfConcurrentEditsAreKept() {
         let early = HLCTimestamp(wallMillis: 10, counter: 0, device: "a")
         let late = HLCTimestamp(wallMillis: 20, counter: 0, device: "b")

@@ -300,3 +300,60 @@ extension LyingServerTests {
         #expect(lied.problems.contains { $0.contains("a record this push did not change") }, "\(lied.problems)")
     }
 }
+
+extension LyingServerTests {
+    /// A version vector padded with made-up devices to the cap (Deploy/
+    /// SECURITY.md, "A lying server"): a machine outside it still edits and
+    /// deletes the rule. Its vector is cut, the smallest counters first,
+    /// never past the cap; the honest server takes the edit, and a machine
+    /// outside the padded vector it then holds edits again; every machine
+    /// ends with the same rules and nothing set aside.
+    @Test func aVectorPaddedToTheCapLocksNoRule() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example", "two.example", "three.example"])
+        _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        let hidden = try Self.hiddenRuleKeys(a.replica, RecordCipher(key))
+        let padded = Set(["one.example", "two.example"].compactMap { hidden[$0] })
+        let liar = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
+            for index in records.indices where padded.contains(Self.hiddenKey(records[index])) {
+                var versions = Self.versions(records[index])
+                var fake = 0
+                while versions.count < Wire.maxVersionEntries {
+                    versions[String(format: "%016x", fake)] = .int(7)
+                    fake += 1
+                }
+                records[index] = Self.with(records[index], versions: versions)
+            }
+        })
+        defer { liar.stop() }
+        let c = try world.machine("c")
+        let lied = try liar.serving(world) {
+            try AccountKeyFile.add(key, home: c.replica.home)
+            return try world.sync(c)
+        }
+        #expect(liar.rewritten.value.load(ordering: .relaxed) > 0)
+        #expect(lied.problems.isEmpty, "a padded vector opens: values are decided by stamps \(lied.problems)")
+        let full = try c.replica.records(.rules).filter { $0.state.versions.counters.count == Wire.maxVersionEntries }
+        #expect(full.count == 2, "c holds the padded vectors")
+
+        _ = try c.replica.addRule(pattern: "one.example", browser: "chrome", priority: nil)
+        _ = try c.replica.removeRule(pattern: "two.example")
+        #expect(try c.replica.records(.rules).allSatisfy { $0.state.versions.counters.count <= Wire.maxVersionEntries })
+        let pushed = try world.sync(c)
+        #expect(pushed.problems.isEmpty, "\(pushed.problems)")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try SyncWorld.rules(a.replica) == ["one.example": "chrome", "three.example": "firefox"])
+
+        // The honest server now holds c's full vector; d is outside it.
+        let d = try world.machine("d")
+        try AccountKeyFile.add(key, home: d.replica.home)
+        #expect(try world.sync(d).problems.isEmpty)
+        _ = try d.replica.addRule(pattern: "one.example", browser: "firefox", priority: nil)
+        for machine in [d, a, c] { #expect(try world.sync(machine).problems.isEmpty) }
+        for machine in [a, c, d] {
+            #expect(try SyncWorld.rules(machine.replica) == ["one.example": "firefox", "three.example": "firefox"], "\(machine.name)")
+        }
+    }
+}
