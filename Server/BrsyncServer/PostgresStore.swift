@@ -25,6 +25,15 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
+    public let watches = WatchHub()
+    /// Set at ``close()``: the listening thread ends.
+    private let closing = Atomic<Bool>(false)
+    /// Whether the listening thread runs (it is started by a serving brsyncd only).
+    private let listenerRunning = Atomic<Bool>(false)
+    /// Whether the listening connection is up (for tests and logs).
+    public let listening = Atomic<Bool>(false)
+    /// The channel brsyncd processes tell each other on that an account changed (payload: its id).
+    static let changesChannel = "brsync_changes"
     static let schemaVersion = 6
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
@@ -57,6 +66,56 @@ public final class PostgresStore: StoreDialect {
         // The first borrowed connection checks the identity: a restored
         // database is noticed before the first request.
         _ = try withConnection { _ in }
+    }
+
+    /// Starts listening for the other processes' changes (a serving
+    /// brsyncd; the administration commands do not).
+    public func startListening() {
+        guard !listenerRunning.exchange(true, ordering: .relaxed) else { return }
+        do {
+            try startThread { [self] in
+                listen()
+                listenerRunning.store(false, ordering: .relaxed)
+            }
+        } catch {
+            listenerRunning.store(false, ordering: .relaxed)
+        }
+    }
+
+    /// Listens for other processes' changes on a connection of its own (a
+    /// session: `LISTEN` does not work through a pooler in transaction
+    /// mode) and wakes this process's watches of the account named. Lost,
+    /// it connects again within a second and wakes every watch, since a
+    /// notification may have been missed meanwhile.
+    private func listen() {
+        var missed = false
+        while !closing.load(ordering: .relaxed) {
+            do {
+                let connection = try PostgresConnection(configuration, applicationName: "brsyncd-listen", connectTimeoutSeconds: 2)
+                try connection.execute("LISTEN \(Self.changesChannel)")
+                listening.store(true, ordering: .relaxed)
+                if missed { watches.changedAll() }
+                while !closing.load(ordering: .relaxed) {
+                    for payload in try connection.notifications(waitingMilliseconds: 500) {
+                        if let account = Int64(payload) { watches.changed(account: account) }
+                    }
+                }
+            } catch {
+                listening.store(false, ordering: .relaxed)
+                missed = true
+                for _ in 0..<10 where !closing.load(ordering: .relaxed) { usleep(100_000) }
+            }
+        }
+        listening.store(false, ordering: .relaxed)
+    }
+
+    /// `NOTIFY` after the commit, on its own: a failure (a database
+    /// without it, such as CockroachDB) loses no write; the other
+    /// processes' watches then answer at their timeout.
+    public func notifyOtherProcesses(account: Int64) {
+        _ = try? withConnection { connection in
+            try connection.run("SELECT pg_notify($1, $2)", [.text(Self.changesChannel), .text(String(account))])
+        }
     }
 
     static func migrate(_ connection: PostgresConnection) throws -> String {
@@ -206,7 +265,12 @@ public final class PostgresStore: StoreDialect {
         return epoch
     }
 
-    public func close() { pool.close() }
+    public func close() {
+        closing.store(true, ordering: .relaxed)
+        // The listener ends within its half-second wait (a connection attempt: its timeout).
+        for _ in 0..<200 where listenerRunning.load(ordering: .relaxed) { usleep(10_000) }
+        pool.close()
+    }
 
     func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         do {

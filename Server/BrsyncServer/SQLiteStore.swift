@@ -196,6 +196,7 @@ public final class SQLiteStore: StoreDialect {
     /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
     private let checkpointer: BackgroundCheckpointer?
     public let bookkeeping = Store.Bookkeeping()
+    public let watches = WatchHub()
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
     public let epochCache: Store.EpochCache
@@ -294,6 +295,10 @@ public final class SQLiteStore: StoreDialect {
     /// ``SQLiteTransaction/encrypt(account:keyID:)``); the write-ahead log is
     /// truncated now, so the readable records do not linger in old log
     /// frames either (backups made before keep them: Deploy/SECURITY.md).
+    /// One process serves a store file: its watches are woken in memory.
+    public func notifyOtherProcesses(account: Int64) {}
+    public func startListening() {}
+
     public func scrubAfterEncrypting() {
         try? withDatabase { database in Self.truncateLog(database) }
     }

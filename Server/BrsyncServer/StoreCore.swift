@@ -11,6 +11,14 @@ import SyncCore
 extension StoreDialect {
     public var epoch: String { epochCache.current }
 
+    /// Wakes the account's watches: this process's, and with PostgreSQL
+    /// every other brsyncd's (after the commit: a watch woken reads what
+    /// was committed).
+    func changed(_ account: Int64) {
+        watches.changed(account: account)
+        notifyOtherProcesses(account: account)
+    }
+
     public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
         try reading { try $0.counts() }
     }
@@ -80,6 +88,7 @@ extension StoreDialect {
             return (outcome, timeline, storeEpoch)
         }
         epochCache.set(storeEpoch)
+        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 { changed(device.accountID) }
         switch outcome {
         case .gap(let expected, let digest, _):
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
@@ -103,6 +112,7 @@ extension StoreDialect {
         let (applied, rejected, accountEpoch) = try writing { transaction in
             try SyncEngine.relay(request, from: device, authority: authority, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
         }
+        if applied > 0 { changed(device.accountID) }
         let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
                                     rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
@@ -160,6 +170,7 @@ extension StoreDialect {
                 guard stored == seen else { return stored }
                 return Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID))
             }
+            if page.epoch != seen { changed(device.accountID) }
             page.more = false
             return
         }
@@ -221,15 +232,18 @@ extension StoreDialect {
                 return EncryptResponse(changed: true, keyID: encryption.keyID, signingKey: encryption.signingKey)
             }
         }
-        if result.changed { scrubAfterEncrypting() }
+        if result.changed {
+            changed(device.accountID)
+            scrubAfterEncrypting()
+        }
         return result
     }
 
     public func resetEncryption(account name: String) throws -> Bool {
-        let wasEncrypted = try writing { transaction -> Bool in
+        let reset = try writing { transaction -> Int64? in
             let id = try Self.account(name, in: transaction)
             guard let current = try transaction.accountCounters(id) else { throw ServerError.notFound("no account named '\(name)'") }
-            guard current.encrypted else { return false }
+            guard current.encrypted else { return nil }
             // A timeline of its own: every machine of the account re-syncs
             // and sends what it holds (keyless ones readable at once, key
             // holders once they encrypt it again or forget their key).
@@ -237,10 +251,12 @@ extension StoreDialect {
             // The key is retired: the account is encrypted again with a new one.
             let retired = Array((current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]).suffix(SyncEngine.maxRetiredKeys))
             try transaction.setEncryption(account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))
-            return true
+            return id
         }
-        if wasEncrypted { scrubAfterEncrypting() }
-        return wasEncrypted
+        guard let reset else { return false }
+        changed(reset)
+        scrubAfterEncrypting()
+        return true
     }
 
     /// Deletes tombstones older than `retentionMilliseconds` that every
@@ -276,7 +292,12 @@ extension StoreDialect {
 
     /// Deletes an account with its devices and records.
     public func removeAccount(_ name: String) throws {
-        try writing { transaction in try transaction.deleteAccount(try Self.account(name, in: transaction)) }
+        let id = try writing { transaction in
+            let id = try Self.account(name, in: transaction)
+            try transaction.deleteAccount(id)
+            return id
+        }
+        changed(id) // its watches are answered: the token no longer works
     }
 
     /// A device more would take the account past its device limit (revoked
@@ -399,11 +420,14 @@ extension StoreDialect {
     }
 
     public func revokeDevice(account: String, name: String) throws {
-        try writing { transaction in
-            guard try transaction.revoke(account: try Self.account(account, in: transaction), device: name) else {
+        let id = try writing { transaction in
+            let id = try Self.account(account, in: transaction)
+            guard try transaction.revoke(account: id, device: name) else {
                 throw ServerError.notFound("the account '\(account)' has no device named '\(name)'")
             }
+            return id
         }
+        changed(id) // the revoked device's watches are answered: refused
     }
 }
 

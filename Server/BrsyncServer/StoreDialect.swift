@@ -21,6 +21,10 @@ public protocol StoreDialect: SyncStore {
     var bookkeeping: Store.Bookkeeping { get }
     /// The epoch as this process knows it.
     var epochCache: Store.EpochCache { get }
+    /// Wakes the watches of `account` in every other brsyncd sharing the
+    /// database (PostgreSQL: `NOTIFY`; SQLite: one process serves a file,
+    /// nothing to do). Best effort: a watch not woken answers at its timeout.
+    func notifyOtherProcesses(account: Int64)
     /// Called after an account's key changed and its records were deleted:
     /// a dialect scrubs what the deletion left behind where it can.
     func scrubAfterEncrypting()

@@ -13,6 +13,7 @@ import SyncCore
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1][&key=K&signer=PK]` | bearer | ``PullResponse`` |
 /// | `POST /v1/account/encrypt` ``EncryptRequest`` | bearer, signed | ``EncryptResponse`` |
+/// | `GET /v1/watch?since=C[&epoch=E][&wait=S]` | bearer | `{"changed":…,"cursor":…,"epoch":…}`, when the account moves past C or after S seconds |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
 /// Clients send `Brsync-Protocol: 3` (``Wire/protocolHeader``); without it a
@@ -111,7 +112,7 @@ public final class SyncAPI: Sendable {
                     throw ServerError.badRequest("a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
                 }
                 return nil
-            case "/v1/pull", "/v1/health":
+            case "/v1/pull", "/v1/health", "/v1/watch":
                 throw ServerError.badRequest("\(head.path) takes no body")
             default:
                 throw ServerError.notFound("no such endpoint: \(head.path)")
@@ -147,6 +148,9 @@ public final class SyncAPI: Sendable {
         case "/v1/account/encrypt":
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt") }
             return try encrypt(request)
+        case "/v1/watch":
+            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/watch") }
+            return try watch(request)
         case "/v1/join":
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
             return try join(request)

@@ -9,6 +9,11 @@ public protocol SyncStore: AnyObject, Sendable {
     var epoch: String { get }
     /// The server's wall clock in milliseconds.
     var currentMillis: @Sendable () -> Int64 { get }
+    /// The watches waiting for this store's accounts to change (`GET /v1/watch`).
+    var watches: WatchHub { get }
+    /// Starts hearing of other processes' changes, for ``watches`` (a
+    /// serving brsyncd on PostgreSQL: `LISTEN`; otherwise nothing to do).
+    func startListening()
 
     func counts() throws -> (records: Int, devices: Int, accounts: Int)
     func authenticate(token: String) throws -> Store.Device

@@ -8,6 +8,10 @@ public struct HTTPResponse: Sendable, Equatable {
     /// Run by the server once the answer is written, or could not be (what
     /// a request holds until its answer has left: a slot of a limit).
     public var whenWritten: WhenWritten?
+    /// Not the answer yet: the server waits for this one (a long poll).
+    /// Status, headers and body of this response are not sent;
+    /// `whenWritten` runs as the wait begins.
+    public var later: LaterAnswer?
 
     /// An action, not part of what an answer is (two answers with different
     /// actions are equal).

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import HTTP
 import Plumbing
 import Synchronization
 
@@ -10,7 +11,10 @@ import Synchronization
 /// connections that never finish a handshake, or thousands of idle clients,
 /// leave the threads to requests. A connection gets a thread once a request
 /// of it starts to arrive, and comes back here when its answer is written
-/// and nothing more waits on it (``HTTPServer/serve(_:peer:address:served:)``).
+/// and nothing more waits on it (``HTTPServer/serve(_:peer:address:served:resuming:)``).
+/// A request whose answer comes later (a long poll, ``LaterAnswer``) waits
+/// here too, without a thread, until it is fired, its time is up, or the
+/// client sends more; then a thread makes and writes its answer.
 final class ConnectionLoop: @unchecked Sendable {
     // @unchecked: `waiting` and `epoll` registrations are the loop thread's
     // alone; other threads only append to `returned` (under its lock) and
@@ -31,8 +35,12 @@ final class ConnectionLoop: @unchecked Sendable {
         let served: Int
         var handshaking: Bool
         var deadline: Deadline
+        /// The request whose answer it waits for, if it waits for one.
+        let parked: Parked?
 
-        init(socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool, deadline: Deadline) {
+        init(socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool, deadline: Deadline,
+             parked: Parked? = nil) {
+            self.parked = parked
             self.socket = socket
             self.stream = stream
             self.peer = peer
@@ -43,10 +51,17 @@ final class ConnectionLoop: @unchecked Sendable {
         }
     }
 
+    /// A request waiting for its answer (``LaterAnswer``).
+    struct Parked: Sendable {
+        let request: HTTPRequest
+        let later: LaterAnswer
+    }
+
     private var waiting: [Int32: Waiting] = [:]
-    /// Connections given back by their threads, for the loop to take; once
-    /// the loop has ended (`closed`), a thread closes its connection itself.
-    private let returned = Mutex<(queue: [Waiting], closed: Bool)>(([], false))
+    /// Connections given back by their threads, for the loop to take, and
+    /// waiting ones whose answer was fired; once the loop has ended
+    /// (`closed`), a thread closes its connection itself.
+    private let returned = Mutex<(queue: [Waiting], fired: [Waiting], closed: Bool)>(([], [], false))
     /// Connections waiting here now (for tests and metrics).
     let waitingCount = Atomic<Int>(0)
 
@@ -75,20 +90,35 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     /// Hands a connection whose answer is written back to the loop, to wait
-    /// for its next request (idle timeout).
-    func giveBack(_ stream: any ByteStream, peer: String, address: String, served: Int) {
+    /// for its next request (idle timeout); or, with `parked`, for the
+    /// answer to its request (the answer's wait).
+    func giveBack(_ stream: any ByteStream, peer: String, address: String, served: Int, parked: Parked? = nil) {
+        let wait = parked?.later.waitMilliseconds ?? server.limits.idleTimeoutMilliseconds
         let entry = Waiting(socket: stream.socket, stream: stream, peer: peer, address: address, served: served, handshaking: false,
-                            deadline: .after(milliseconds: server.limits.idleTimeoutMilliseconds))
+                            deadline: .after(milliseconds: wait), parked: parked)
         let taken = returned.withLock { state -> Bool in
             if state.closed { return false }
             state.queue.append(entry)
             return true
         }
         guard taken else {
+            parked?.later.end()
             stream.close()
             server.release(address)
             return
         }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
+    /// A waiting request's answer was fired (any thread).
+    private func fired(_ entry: Waiting) {
+        let taken = returned.withLock { state -> Bool in
+            if state.closed { return false }
+            state.fired.append(entry)
+            return true
+        }
+        guard taken else { return } // the loop has ended: it closed the connection
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
     }
@@ -107,7 +137,12 @@ final class ConnectionLoop: @unchecked Sendable {
                 if descriptor == wake {
                     var value: UInt64 = 0
                     _ = read(wake, &value, 8)
-                    for entry in returned.withLock({ state in defer { state.queue = [] }; return state.queue }) { admit(entry) }
+                    let (queue, fired) = returned.withLock { state in
+                        defer { (state.queue, state.fired) = ([], []) }
+                        return (state.queue, state.fired)
+                    }
+                    for entry in queue { admit(entry) }
+                    for entry in fired where waiting[entry.socket.descriptor] === entry { resume(entry) }
                 } else if let listener = listeners.first(where: { $0.descriptor == descriptor }) {
                     accept(from: listener)
                 } else if let entry = waiting[descriptor] {
@@ -119,13 +154,18 @@ final class ConnectionLoop: @unchecked Sendable {
             if lastSweep.milliseconds + 250 <= Deadline.now().milliseconds {
                 lastSweep = Deadline.now()
                 for (descriptor, entry) in waiting where entry.deadline.hasPassed {
+                    if entry.parked != nil {
+                        resume(entry) // its wait is over: answered now
+                        continue
+                    }
                     if entry.handshaking { server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time") }
                     drop(descriptor, entry)
                 }
             }
         }
         for (descriptor, entry) in waiting { drop(descriptor, entry) }
-        for entry in returned.withLock({ state in defer { state = ([], true) }; return state.queue }) {
+        for entry in returned.withLock({ state in defer { state = ([], [], true) }; return state.queue }) {
+            entry.parked?.later.end()
             entry.stream.close()
             server.release(entry.address)
         }
@@ -170,7 +210,17 @@ final class ConnectionLoop: @unchecked Sendable {
         waiting[entry.socket.descriptor] = entry
         waitingCount.add(1, ordering: .relaxed)
         register(entry.socket.descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: true)
+        if let parked = entry.parked, parked.later.hold(wake: { [weak self] in self?.fired(entry) }) {
+            resume(entry) // fired before it got here
+            return
+        }
         if entry.handshaking || entry.stream.hasBufferedInput { ready(entry, flags: 0) }
+    }
+
+    /// A waiting request's answer is due: a thread makes and writes it.
+    private func resume(_ entry: Waiting) {
+        forget(entry.socket.descriptor)
+        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, resuming: entry.parked)
     }
 
     private func forget(_ descriptor: Int32) {
@@ -181,6 +231,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     private func drop(_ descriptor: Int32, _ entry: Waiting) {
         forget(descriptor)
+        entry.parked?.later.end()
         entry.stream.close()
         server.release(entry.address)
     }
@@ -188,6 +239,12 @@ final class ConnectionLoop: @unchecked Sendable {
     /// The socket of a waiting connection is ready (or, with `flags` 0, may be).
     private func ready(_ entry: Waiting, flags: UInt32) {
         let descriptor = entry.socket.descriptor
+        if entry.parked != nil {
+            // The client sent more (its next request, or the end of the
+            // connection): the waiting request is answered first.
+            if flags & UInt32(EPOLLIN.rawValue) != 0 || entry.stream.hasBufferedInput { resume(entry) } else { drop(descriptor, entry) }
+            return
+        }
         if entry.handshaking {
             guard let tls = entry.stream as? TLSStream else { drop(descriptor, entry); return }
             do {

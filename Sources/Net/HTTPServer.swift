@@ -195,9 +195,11 @@ public final class HTTPServer: Sendable {
     /// Gives a connection whose request is arriving a thread, unless
     /// ``HTTPLimits/maxActiveRequests`` are in progress: then it is answered
     /// 503 with `Retry-After` (on the small refusal budget) and closed.
-    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int) {
+    /// - Parameter resuming: a request whose answer was waited for (``LaterAnswer``): answered first.
+    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil) {
         guard active.add(1, ordering: .relaxed).newValue <= limits.maxActiveRequests else {
             active.subtract(1, ordering: .relaxed)
+            resuming?.later.end()
             observer.rejected(peer, "\(limits.maxActiveRequests) requests in progress already")
             refuse(stream: stream, address: address)
             return
@@ -205,11 +207,12 @@ public final class HTTPServer: Sendable {
         let handed = HandedOver(stream: stream)
         do {
             try startThread { [self] in
-                serve(handed.stream, peer: peer, address: address, served: served)
+                serve(handed.stream, peer: peer, address: address, served: served, resuming: resuming)
                 active.subtract(1, ordering: .relaxed)
             }
         } catch {
             active.subtract(1, ordering: .relaxed)
+            resuming?.later.end()
             observer.rejected(peer, "cannot start a thread: \(error)")
             stream.close()
             release(address)
@@ -335,9 +338,13 @@ public final class HTTPServer: Sendable {
     /// Reads and answers the requests of a connection whose request is
     /// arriving (its TLS handshake done by the event loop); once an answer is
     /// written and nothing more waits to be read, the connection goes back
-    /// to the loop to wait for its next request without a thread.
-    /// - Parameter served: requests answered on it before.
-    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int) {
+    /// to the loop to wait for its next request without a thread. A request
+    /// whose answer comes later (``HTTPResponse/later``) goes back to the
+    /// loop to wait for it, and comes here again with it as `resuming`.
+    /// - Parameters:
+    ///   - served: requests answered on it before.
+    ///   - resuming: a request whose wait is over: its answer is made and written first.
+    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil) {
         // How the connection ends: after a last answer, unread input is
         // drained first; when the peer closed or the server shuts down an idle
         // connection, there is nothing to drain. Given back to the loop, it
@@ -356,6 +363,33 @@ public final class HTTPServer: Sendable {
         var headerDeadline = Deadline.never
         var bodyDeadline = Deadline.never
         let context = RequestContext(peer: peer)
+        /// Writes the answer to `request`; false when the connection ends
+        /// (written or not) or was given back to the loop.
+        func answer(_ request: HTTPRequest, _ response: HTTPResponse, started: Deadline, last: Bool) -> Bool {
+            let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
+            let written = respond(stream, response, keepAlive: keepAlive, for: request)
+            // Before the connection can carry its next request (given
+            // back to the loop, another thread may read it at once).
+            response.whenWritten?.run()
+            observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
+            if !written { return false }
+            if !keepAlive {
+                lingerAfter = true
+                return false
+            }
+            // Nothing more waits: a client that sends its next request at
+            // once keeps this thread (a busy client pays no hand-over);
+            // one that goes quiet waits in the loop until it speaks.
+            if last, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }),
+               (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
+                                        what: "waiting for the next request")) != true {
+                givenBack = true
+                loop.giveBack(stream, peer: peer, address: address, served: served)
+                return false
+            }
+            return true
+        }
+        if let resuming, !answer(resuming.request, resuming.later.answer(), started: .now(), last: true) { return }
         while true {
             let partial = parser.hasPartialRequest
             let deadline = !partial ? Deadline.after(milliseconds: limits.idleTimeoutMilliseconds)
@@ -416,33 +450,26 @@ public final class HTTPServer: Sendable {
                         headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds)
                     }
                     let started = Deadline.now()
-                    let response = handler(request, context)
+                    var response = handler(request, context)
                     // Status 0: close without answering (a proxy that simulates a lost answer).
                     if response.status == 0 {
                         response.whenWritten?.run()
                         return
                     }
-                    let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
-                    let written = respond(stream, response, keepAlive: keepAlive, for: request)
-                    // Before the connection can carry its next request (given
-                    // back to the loop, another thread may read it at once).
-                    response.whenWritten?.run()
-                    observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
-                    if !written { return }
-                    if !keepAlive {
-                        lingerAfter = true
-                        return
+                    if let later = response.later {
+                        // What the request held is let go while it waits.
+                        response.whenWritten?.run()
+                        let last = index == events.count - 1 && !parser.hasPartialRequest && !stream.hasBufferedInput
+                        if last, let loop = loop.withLock({ $0 }) {
+                            givenBack = true
+                            loop.giveBack(stream, peer: peer, address: address, served: served,
+                                          parked: ConnectionLoop.Parked(request: request, later: later))
+                            return
+                        }
+                        // The client sent more behind it: answered now, in order.
+                        response = later.answer()
                     }
-                    // Nothing more waits: a client that sends its next request at
-                    // once keeps this thread (a busy client pays no hand-over);
-                    // one that goes quiet waits in the loop until it speaks.
-                    if index == events.count - 1, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }),
-                       (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
-                                                what: "waiting for the next request")) != true {
-                        givenBack = true
-                        loop.giveBack(stream, peer: peer, address: address, served: served)
-                        return
-                    }
+                    if !answer(request, response, started: started, last: index == events.count - 1) { return }
                 }
             }
         }

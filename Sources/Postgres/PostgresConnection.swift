@@ -182,6 +182,31 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// The payloads of notifications on channels this connection listens
+    /// to (`LISTEN`), waiting up to `milliseconds` when none has come yet.
+    /// - Throws: when the connection is lost.
+    public func notifications(waitingMilliseconds milliseconds: Int32) throws -> [String] {
+        var payloads = drainNotifications()
+        if !payloads.isEmpty { return payloads }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw connectionError() }
+        if poll(&descriptor, 1, milliseconds) > 0 {
+            guard PQconsumeInput(handle) == 1 else { throw connectionError() }
+            payloads = drainNotifications()
+        }
+        if PQstatus(handle) != CONNECTION_OK { throw connectionError() }
+        return payloads
+    }
+
+    private func drainNotifications() -> [String] {
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        return payloads
+    }
+
     // MARK: - Internals
 
     private func withResult<T>(_ sql: String, _ parameters: [PostgresValue], _ body: (OpaquePointer) throws -> T) throws -> T {

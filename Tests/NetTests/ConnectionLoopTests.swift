@@ -9,6 +9,12 @@ import TestSupport
 /// The event loop holds connections that are not being answered without a
 /// thread each: a flood of connections that never finish a handshake, or of
 /// idle keep-alive clients, leaves the threads to requests.
+/// Hands a value that is not Sendable to the one thread that uses it.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
 @Suite(.serialized) struct ConnectionLoopTests {
     /// Threads of this process now.
     static var threads: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
@@ -72,6 +78,63 @@ import TestSupport
         #expect(busy.status == 503 && busy.headers["Retry-After"] == "1", "\(busy.status)")
         release.withLock { $0 = true }
         #expect(slow.wait() == 200)
+    }
+
+    /// Requests whose answer comes later (a long poll, ``LaterAnswer``) wait
+    /// in the loop without a thread: fired, each is answered at once and its
+    /// connection carries the next request; one never fired is answered
+    /// when its time is up; one whose client went away is let go (`ended`).
+    @Test func laterAnswersWaitWithoutAThread() throws {
+        let fixture = try TLSFixture()
+        let pending = Mutex<[LaterAnswer]>([])
+        let ended = Atomic<Int>(0)
+        var limits = HTTPLimits()
+        limits.maxConnectionsPerAddress = 1_000
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits) { request, context in
+            guard request.path.hasPrefix("/later") else { return Self.ok(request, context) }
+            var response = HTTPResponse(status: 200)
+            let later = LaterAnswer(waitMilliseconds: request.path == "/later-short" ? 300 : 60_000,
+                                    make: { HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
+                                    ended: { ended.add(1, ordering: .relaxed) })
+            pending.withLock { $0.append(later) }
+            response.later = later
+            return response
+        }
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let clients = try (0..<40).map { _ in try fixture.client(port: port) }
+        let jobs = clients.map { client in
+            let handed = UncheckedBox(client)
+            return ThreadJob { () -> String in
+                guard let answer = try? handed.value.send(method: "GET", target: "/later") else { return "failed" }
+                return "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))"
+            }
+        }
+        for _ in 0..<500 where pending.withLock({ $0.count }) < 40 || server.waitingConnections < 40 { usleep(10_000) }
+        #expect(server.waitingConnections == 40 && server.activeRequests == 0, "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
+        for later in pending.withLock({ $0 }) { later.fire() }
+        for job in jobs { #expect(job.wait() == "200 answered") }
+        #expect(ended.load(ordering: .relaxed) == 40)
+        // The connections carry their next requests.
+        for client in clients.prefix(5) { #expect(try client.send(method: "GET", target: "/").status == 200) }
+
+        // Never fired: answered when its time is up.
+        let started = Deadline.now()
+        #expect(try clients[0].send(method: "GET", target: "/later-short").status == 200)
+        #expect(Deadline.now().milliseconds - started.milliseconds >= 300)
+
+        // A client that goes away while it waits: let go, its connection closed.
+        let deadline = Deadline.after(milliseconds: 5000)
+        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: deadline)
+        let gone = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: deadline)
+        try gone.write(Array("GET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8), deadline: deadline)
+        for _ in 0..<500 where pending.withLock({ $0.count }) < 42 || server.waitingConnections < 1 { usleep(10_000) }
+        gone.close()
+        for _ in 0..<300 where ended.load(ordering: .relaxed) < 42 { usleep(10_000) }
+        #expect(ended.load(ordering: .relaxed) == 42, "the abandoned wait ended")
+        for client in clients { client.close() }
+        for _ in 0..<300 where server.openConnections > 0 { usleep(10_000) }
+        #expect(server.openConnections == 0)
     }
 
     /// The per-address cap counts an IPv6 peer by its /64: one host picks

@@ -1,0 +1,78 @@
+import HTTP
+import Synchronization
+
+/// The watches (`GET /v1/watch`) waiting in this process, by account, in
+/// memory: a write of this process that changes an account wakes its
+/// watches as it commits; with PostgreSQL, so does another brsyncd's (its
+/// `NOTIFY`, which ``PostgresStore`` listens for). Nothing polls the store.
+///
+/// A device keeps at most ``maxPerDevice`` watches and an account at most
+/// ``maxPerAccount``: a new one past either answers the oldest ("no
+/// change"; its client, if it is still there, watches again). A machine
+/// whose old connection died unseen (a suspend, a network change) is never
+/// locked out by it, and no account holds more than its share of memory.
+public final class WatchHub: Sendable {
+    public let maxPerDevice: Int
+    public let maxPerAccount: Int
+
+    private struct Watcher {
+        let id: UInt64
+        let device: Int64
+        let later: LaterAnswer
+    }
+
+    private let state = Mutex<(next: UInt64, byAccount: [Int64: [Watcher]], count: Int)>((1, [:], 0))
+
+    public init(maxPerDevice: Int = 4, maxPerAccount: Int = 64) {
+        self.maxPerDevice = maxPerDevice
+        self.maxPerAccount = maxPerAccount
+    }
+
+    /// Watches waiting now.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Adds a watch that `later` answers; fires the oldest of the device, or
+    /// of the account, past its cap.
+    /// - Returns: the watch's id, for ``remove(account:id:)``.
+    func add(account: Int64, device: Int64, later: LaterAnswer) -> UInt64 {
+        let (id, displaced) = state.withLock { state -> (UInt64, [LaterAnswer]) in
+            let id = state.next
+            state.next += 1
+            var watchers = state.byAccount[account] ?? []
+            watchers.append(Watcher(id: id, device: device, later: later))
+            var displaced: [LaterAnswer] = []
+            while watchers.count(where: { $0.device == device }) > maxPerDevice, let oldest = watchers.firstIndex(where: { $0.device == device }) {
+                displaced.append(watchers.remove(at: oldest).later)
+            }
+            while watchers.count > maxPerAccount { displaced.append(watchers.removeFirst().later) }
+            state.count += 1 - displaced.count
+            state.byAccount[account] = watchers
+            return (id, displaced)
+        }
+        for later in displaced { later.fire() }
+        return id
+    }
+
+    /// Forgets a watch (answered, or its client gone); nothing if it is gone already.
+    func remove(account: Int64, id: UInt64) {
+        state.withLock { state in
+            guard var watchers = state.byAccount[account], let index = watchers.firstIndex(where: { $0.id == id }) else { return }
+            watchers.remove(at: index)
+            state.count -= 1
+            state.byAccount[account] = watchers.isEmpty ? nil : watchers
+        }
+    }
+
+    /// Wakes every watch of `account`: each answers with what the account holds now.
+    public func changed(account: Int64) {
+        let woken = state.withLock { $0.byAccount[account] ?? [] }
+        for watcher in woken { watcher.later.fire() }
+    }
+
+    /// Wakes every watch (a notification may have been missed: the
+    /// connection that listens for other processes' was lost).
+    public func changedAll() {
+        let woken = state.withLock { $0.byAccount.values.flatMap { $0 } }
+        for watcher in woken { watcher.later.fire() }
+    }
+}

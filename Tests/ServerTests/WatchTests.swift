@@ -1,0 +1,148 @@
+import Foundation
+import HTTP
+import JSON
+import Net
+import Postgres
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// `GET /v1/watch`: a long poll answered as the account changes, by a push
+/// through this brsyncd or, on PostgreSQL, through another one.
+@Suite struct WatchTests {
+    /// A watch on a connection of its own, on a thread: its status and body.
+    static func watch(_ fixture: ServerFixture, port: UInt16? = nil, token: String, query: String) -> ThreadJob<(Int, JSONValue?)> {
+        let (caFile, port) = (fixture.caFile, port ?? fixture.port)
+        return ThreadJob {
+            guard let tls = try? TLSContext.client(caFile: caFile) else { return (-1, nil) }
+            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+            configuration.readTimeoutMilliseconds = 70_000
+            let client = HTTPClient(configuration)
+            guard let answer = try? client.send(method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"]) else { return (-2, nil) }
+            return (answer.status, answer.json)
+        }
+    }
+
+    static func waitUntil(_ condition: () -> Bool) {
+        for _ in 0..<500 where !condition() { usleep(10_000) }
+    }
+
+    static func changed(_ body: JSONValue?) -> Bool? {
+        guard case .object(let object)? = body, case .bool(let changed)? = object["changed"] else { return nil }
+        return changed
+    }
+
+    /// A watch at the account's cursor waits (no thread, no slot of its
+    /// token: the device still pushes and pulls) until another device's
+    /// push, which answers it at once with the new cursor; one behind the
+    /// cursor, or of another timeline, is answered at once; one nothing
+    /// wakes is answered "no change" when its wait is up.
+    @Test(arguments: StoreKind.allCases) func aWatchIsAnsweredByAPush(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        let other = try fixture.device("bob", "phone")
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        #expect(cursor > 0)
+        let epoch = try #require(try desktop.pull(since: cursor).json.flatMap { json -> String? in
+            if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
+            return nil
+        })
+
+        let waiting = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)&epoch=\(epoch)")
+        let unrelated = Self.watch(fixture, token: other.token, query: "since=0&wait=2")
+        Self.waitUntil { fixture.store.watches.count == 2 }
+        #expect(fixture.store.watches.count == 2)
+        // The watching device's token still pushes and pulls (two requests at once at most).
+        #expect(try desktop.pull(since: cursor).status == 200)
+        let started = Date()
+        #expect(try laptop.push([laptop.change("two.example", ["browser": .string("chrome")])]).status == 200)
+        let (status, body) = waiting.wait()
+        #expect(status == 200 && Self.changed(body) == true, "\(String(describing: body))")
+        #expect(Date().timeIntervalSince(started) < 1.5, "answered as the push committed")
+        if case .object(let object)? = body { #expect(object["cursor"] == .int(cursor + 1)) }
+        // Another account's watch was not woken: it ends at its wait, unchanged.
+        let (otherStatus, otherBody) = unrelated.wait()
+        #expect(otherStatus == 200 && Self.changed(otherBody) == false)
+        #expect(fixture.store.watches.count == 0)
+
+        // Behind, or another timeline: at once.
+        let behind = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)").wait()
+        #expect(Self.changed(behind.1) == true)
+        let otherTimeline = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=0123456789abcdef").wait()
+        #expect(Self.changed(otherTimeline.1) == true)
+        let current = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&wait=1").wait()
+        #expect(Self.changed(current.1) == false)
+    }
+
+    /// Bad requests are refused with the reason; a device keeps at most
+    /// four watches (a fifth answers its oldest, so a machine whose old
+    /// connection died unseen is never locked out); a device revoked while
+    /// it watches is told so.
+    @Test func badWatchesAreRefusedAndWatchesAreBounded() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        for (query, expected) in [("", 400), ("since=-1", 400), ("since=x", 400), ("since=0&wait=0", 400), ("since=0&wait=56", 400),
+                                  ("since=0&wait=1.5", 400), ("since=0&epoch=", 400)] {
+            let (status, body) = Self.watch(fixture, token: device.token, query: query).wait()
+            #expect(status == expected, "\(query): \(status) \(String(describing: body))")
+        }
+        #expect(Self.watch(fixture, token: "brs_nope", query: "since=0").wait().0 == 401)
+        #expect(try device.client.send(method: "POST", target: "/v1/watch?since=0", headers: device.authorization, body: Array("{}".utf8)).status == 400)
+        #expect(try device.client.send(method: "DELETE", target: "/v1/watch?since=0", headers: device.authorization).status == 405)
+
+        let first = Self.watch(fixture, token: device.token, query: "since=0")
+        Self.waitUntil { fixture.store.watches.count == 1 }
+        let more = (0..<4).map { _ in Self.watch(fixture, token: device.token, query: "since=0") }
+        let displaced = first.wait()
+        #expect(displaced.0 == 200 && Self.changed(displaced.1) == false, "the oldest answered")
+        Self.waitUntil { fixture.store.watches.count == 4 }
+        #expect(fixture.store.watches.count == 4)
+        try fixture.store.revokeDevice(account: "alice", name: "laptop")
+        for watch in more {
+            let (status, body) = watch.wait()
+            #expect(status == 401, "\(String(describing: body))")
+        }
+    }
+
+    /// Two brsyncd on one PostgreSQL database: a push through the first
+    /// answers a watch waiting on the second (its `LISTEN` connection).
+    @Test func aPushThroughOneServerWakesAWatchOnAnother() throws {
+        let cluster = try PostgresCluster.shared()
+        let url = try cluster.createDatabase()
+        let directory = try TemporaryDirectory(prefix: "brsyncd-watch")
+        defer { directory.remove() }
+        _ = try TestCertificates(in: directory)
+        let first = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let second = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let (server1, port1) = try InProcessServer.start(store: first, certificates: directory)
+        let (server2, port2) = try InProcessServer.start(store: second, certificates: directory)
+        defer {
+            server1.shutdown()
+            server2.shutdown()
+        }
+        Self.waitUntil { first.listening.load(ordering: .relaxed) && second.listening.load(ordering: .relaxed) }
+        try first.addAccount("alice")
+        let (laptopToken, desktopToken) = (try first.addDevice(account: "alice", name: "laptop"), try first.addDevice(account: "alice", name: "desktop"))
+        let laptop = TestDevice(client: HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port1), serverName: "localhost",
+                                                          tls: try TLSContext.client(caFile: directory.file("ca.pem")))),
+                                token: laptopToken, deviceID: "laptop")
+        let caFile = directory.file("ca.pem")
+        let waiting = ThreadJob { () -> (Int, JSONValue?) in
+            guard let tls = try? TLSContext.client(caFile: caFile) else { return (-1, nil) }
+            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port2), serverName: "localhost", tls: tls))
+            guard let answer = try? client.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(desktopToken)"]) else {
+                return (-2, nil)
+            }
+            return (answer.status, answer.json)
+        }
+        Self.waitUntil { second.watches.count == 1 }
+        #expect(second.watches.count == 1)
+        let started = Date()
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let (status, body) = waiting.wait()
+        #expect(status == 200 && Self.changed(body) == true, "\(String(describing: body))")
+        #expect(Date().timeIntervalSince(started) < 2, "woken through NOTIFY, not at its wait")
+    }
+}
