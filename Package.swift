@@ -128,7 +128,7 @@ let package = Package(
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "Desktop",
+                "BrsyncCommands", "CLinux", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "Desktop", "Net",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"

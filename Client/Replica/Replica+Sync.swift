@@ -75,12 +75,14 @@ extension Replica {
             try setMeta("remote_url", url)
             try setMeta("remote_ca", caFile)
         }
+        WatchWake.poke(home: home) // a watch waiting for a server, or watching the old one
     }
 
     public func removeRemote() throws {
         try transaction {
             for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account"] { try setMeta(key, nil) }
         }
+        WatchWake.poke(home: home)
     }
 
     /// This device's change-log entries after `sequence`, in order, at most `limit`.

@@ -174,6 +174,7 @@ public final class Replica {
         try Self.guarded(path, busyTimeoutMilliseconds) {
             if inTransaction { return try body() }
             inTransaction = true
+            wroteLocalChange = false
             defer { inTransaction = false }
             // The clock offset of the last answer goes with the first write after it.
             let offset = pendingClockOffset
@@ -182,11 +183,15 @@ public final class Replica {
                 return try body()
             }
             if pendingClockOffset == offset { pendingClockOffset = nil }
+            // A running `brsync watch` pushes the edit at once.
+            if wroteLocalChange { WatchWake.poke(home: home) }
             return result
         }
     }
 
     private var inTransaction = false
+    /// The transaction logged a local edit (``write(_:key:changes:)``).
+    private var wroteLocalChange = false
     /// See ``observeServerTime(_:ageMilliseconds:)``.
     var pendingClockOffset: Int64?
 
@@ -264,6 +269,7 @@ public final class Replica {
                 throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record '\(key)': \(problem)")
             }
             try store(collection, key: key, state: state)
+            wroteLocalChange = true
             let sequence = (try database.scalar(
                 "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(

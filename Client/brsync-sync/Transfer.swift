@@ -13,7 +13,7 @@ struct BrsyncSync: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsync",
         abstract: "Sync this replica with its server (run through 'brsync push|pull|sync').",
-        subcommands: [Push.self, Pull.self, SyncCommand.self, KeyCommand.self, JoinCommand.self])
+        subcommands: [Push.self, Pull.self, SyncCommand.self, WatchCommand.self, KeyCommand.self, JoinCommand.self])
 }
 
 /// Runs one transfer and reports it.
@@ -22,9 +22,6 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
               _ body: (SyncClient) throws -> SyncClient.Summary) throws {
     let replica = try global.openReplica()
     let state = try replica.syncState()
-    guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
-    let remote = try RemoteURL(parsing: url)
-    let token = try TokenFile.read(home: replica.home)
     let onTerminal = isatty(2) == 1 && !options.quiet && !options.json
     let started = Clock.monotonicMillis()
     let line = ProgressLine()
@@ -33,12 +30,7 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
-    if accountKey == nil, AccountKeyFile.unsettled(home: replica.home) {
-        try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
-    }
-    let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
-    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
-                                olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
+    let (client, key) = try machineClient(replica, accountKey: accountKey, progress: progress)
     let summary: SyncClient.Summary
     do {
         defer { line.clear() } // an error, too, is printed on a clean line
@@ -48,6 +40,23 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         throw error
     }
     report(summary, name, options, encrypted: key != nil)
+}
+
+/// The client of this machine's sync: its server, token, pinned CA and
+/// account key (``AccountKeyFile``, settled first when a key change was
+/// left half done), unless `accountKey` is given.
+func machineClient(_ replica: Replica, accountKey: AccountKey? = nil, progress: SyncClient.Progress? = nil) throws -> (client: SyncClient, key: AccountKey?) {
+    let state = try replica.syncState()
+    guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
+    let remote = try RemoteURL(parsing: url)
+    let token = try TokenFile.read(home: replica.home)
+    if accountKey == nil, AccountKeyFile.unsettled(home: replica.home) {
+        try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
+    }
+    let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
+    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
+                                olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
+    return (client, key)
 }
 
 /// A stop that waits for the user (the timer's sync runs with nobody at a
@@ -131,6 +140,15 @@ struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
-    func run() throws { try transfer(global, options, "sync") { try $0.sync() } }
+    @Flag(help: WatchConfiguration.unlessWatchingHelp) var unlessWatching = false
+
+    func run() throws {
+        if unlessWatching, WatchWake.isWatching(home: global.resolvedHome) {
+            if !options.quiet && !options.json { print("sync: 'brsync watch' runs for this replica and syncs it live; nothing to do") }
+            if options.json { Output.json(.object(["watching": .bool(true)])) }
+            return
+        }
+        try transfer(global, options, "sync") { try $0.sync() }
+    }
 }
 

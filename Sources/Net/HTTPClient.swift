@@ -52,10 +52,15 @@ public final class HTTPClient {
 
     /// Sends one request and reads its response. A connection the server had
     /// closed while idle is reopened once.
-    /// - Parameter whileWaiting: work to do once the request is written, while
-    ///   the server works on it (a push prepares its next batch); run at most once.
+    /// - Parameters:
+    ///   - whileWaiting: work to do once the request is written, while the
+    ///     server works on it (a push prepares its next batch); run at most once.
+    ///   - wakeup: a descriptor that ends the wait for the answer when it
+    ///     becomes readable (``NetError/interrupted``; the connection is closed).
+    ///   - readTimeoutMilliseconds: this answer's time (a long poll), instead of the configuration's.
     public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
-                     whileWaiting: (() -> Void)? = nil) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+                     whileWaiting: (() -> Void)? = nil, wakeup: Int32? = nil,
+                     readTimeoutMilliseconds: Int? = nil) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(configuration.serverName)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
@@ -63,23 +68,25 @@ public final class HTTPClient {
         let bytes = Array(head.utf8) + body
         let reused = stream != nil
         var waiting = whileWaiting
+        let timeout = readTimeoutMilliseconds ?? configuration.readTimeoutMilliseconds
         do {
-            return try exchange(bytes, whileWaiting: &waiting)
+            return try exchange(bytes, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
         } catch .closed where reused {
             close()
-            return try exchange(bytes, whileWaiting: &waiting)
+            return try exchange(bytes, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
         }
     }
 
     /// Sends raw bytes and reads one response (the tests of malformed requests use it).
     func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var waiting: (() -> Void)?
-        return try exchange(bytes, whileWaiting: &waiting)
+        return try exchange(bytes, whileWaiting: &waiting, wakeup: nil, timeout: configuration.readTimeoutMilliseconds)
     }
 
-    private func exchange(_ bytes: [UInt8], whileWaiting: inout (() -> Void)?) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    private func exchange(_ bytes: [UInt8], whileWaiting: inout (() -> Void)?, wakeup: Int32?,
+                          timeout: Int) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         let stream = try connect()
-        var deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
+        var deadline = Deadline.after(milliseconds: timeout)
         do {
             try stream.write(bytes, deadline: deadline)
         } catch {
@@ -90,7 +97,7 @@ public final class HTTPClient {
             whileWaiting = nil
             work()
             // The server's time to answer counts from now.
-            deadline = Deadline.after(milliseconds: configuration.readTimeoutMilliseconds)
+            deadline = Deadline.after(milliseconds: timeout)
         }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var receivedAny = false
@@ -105,12 +112,17 @@ public final class HTTPClient {
                 throw .badAddress("the server's response is not HTTP: \(error.reason)")
             }
             let result = buffer.withUnsafeMutableBytes { raw in
-                Result<Int?, NetError> { () throws(NetError) in try stream.read(into: raw, deadline: deadline, wakeup: nil, what: "waiting for the response") }
+                Result<Int?, NetError> { () throws(NetError) in try stream.read(into: raw, deadline: deadline, wakeup: wakeup, what: "waiting for the response") }
             }
-            let count: Int
-            do { count = try result.get() ?? 0 } catch {
+            let read: Int?
+            do { read = try result.get() } catch {
                 close()
                 throw error
+            }
+            guard let count = read else {
+                // Woken: the answer is given up, and with it the connection.
+                close()
+                throw .interrupted
             }
             if count == 0 {
                 defer { close() }

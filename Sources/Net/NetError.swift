@@ -12,6 +12,8 @@ public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {
     case badAddress(String)
     /// OpenSSL refused: its error queue, in words.
     case tls(String)
+    /// The wait was ended from outside (the `wakeup` descriptor became readable).
+    case interrupted
 
     public var description: String {
         switch self {
@@ -20,6 +22,7 @@ public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed: return "the connection was closed"
         case .badAddress(let message): return message
         case .tls(let message): return "TLS: \(message)"
+        case .interrupted: return "interrupted"
         }
     }
 

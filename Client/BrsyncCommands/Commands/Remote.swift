@@ -155,6 +155,7 @@ public struct Status: ParsableCommand {
         // Whether this machine syncs end to end encrypted: it holds the account key (brsync-sync reads it).
         let keyFile = "\(replica.home)/account-key"
         let encrypted = access(keyFile, F_OK) == 0
+        let watching = WatchWake.isWatching(home: replica.home)
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(JSONValue.object([
@@ -164,7 +165,7 @@ public struct Status: ParsableCommand {
                 "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
                 "problem": state.problem.isEmpty ? .null : .string(state.problem),
                 "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
-                "encrypted": .bool(encrypted),
+                "encrypted": .bool(encrypted), "watching": .bool(watching),
             ]))
             return
         }
@@ -177,6 +178,7 @@ public struct Status: ParsableCommand {
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
         let lockedOut = state.problem.contains("this account is end-to-end encrypted")
         print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
+        print("watch:     \(watching ? "running: edits sync as they are made ('brsync watch'; its log: 'journalctl --user -u brsync-watch')" : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)")")
         print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")

@@ -1,0 +1,229 @@
+import ArgumentParser
+import BrsyncCommands
+import CLinux
+import Glibc
+import Plumbing
+import Replica
+import SyncClient
+
+/// `brsync watch`: see ``WatchConfiguration``.
+struct WatchCommand: ParsableCommand {
+    static let configuration = WatchConfiguration.configuration
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: WatchConfiguration.statusHelp) var status = false
+    /// The server's wait in seconds (1 to 55; tests shorten it).
+    @Option(help: .hidden) var serverWait: Int?
+
+    func run() throws {
+        let home = global.resolvedHome
+        if let serverWait, !(1...55).contains(serverWait) { throw CLIFailure(message: "--server-wait is 1 to 55 seconds (got \(serverWait))") }
+        if status {
+            let running = WatchWake.isWatching(home: home)
+            print(running ? "a watch runs for this replica (\(home))" : "no watch runs for this replica (\(home))")
+            if !running { throw ExitCode(1) }
+            return
+        }
+        let replica = try global.openReplica()
+        let bound: Int32?
+        do { bound = try WatchWake.bind(home: replica.home) } catch { throw CLIFailure(message: error.description) }
+        guard let wake = bound else {
+            throw CLIFailure(message: "a watch runs already for this replica (\(replica.home)): one is enough ('brsync watch --status')")
+        }
+        try Watcher(replica: replica, wake: wake, serverWait: serverWait).run()
+    }
+}
+
+/// The watch's loop: sync, hold a watch on the server, sync again when it
+/// answers "changed" or an edit here wakes it; offline, retry with a
+/// growing pause, at once when the network changes or the machine resumes.
+final class Watcher {
+    let replica: Replica
+    let serverWait: Int?
+    /// One descriptor readable when any of the three below is: what ends a watch early.
+    private let events: Int32
+    private let wake: Int32
+    private let network: Int32
+    private let resumed: Int32
+
+    /// Why a wait ended.
+    struct Woken: OptionSet {
+        let rawValue: Int
+        static let edit = Woken(rawValue: 1)
+        static let network = Woken(rawValue: 2)
+        static let timer = Woken(rawValue: 4)
+    }
+
+    init(replica: Replica, wake: Int32, serverWait: Int?) throws {
+        self.replica = replica
+        self.wake = wake
+        self.serverWait = serverWait
+        events = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard events >= 0 else { throw CLIFailure(message: "cannot watch: epoll_create1: \(String(cString: strerror(errno)))") }
+        network = Self.routeSocket()
+        resumed = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
+        for descriptor in [wake, network, resumed] where descriptor >= 0 {
+            var event = epoll_event()
+            event.events = UInt32(EPOLLIN.rawValue)
+            event.data.fd = descriptor
+            _ = epoll_ctl(events, EPOLL_CTL_ADD, descriptor, &event)
+        }
+    }
+
+    /// A route netlink socket told of links, addresses and routes coming
+    /// and going (-1 when the system will not give one: then only the
+    /// pauses bring the watch back).
+    private static func routeSocket() -> Int32 {
+        let descriptor = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
+        guard descriptor >= 0 else { return -1 }
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
+            | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        }
+        if status != 0 {
+            close(descriptor)
+            return -1
+        }
+        return descriptor
+    }
+
+    /// Lines for the journal: systemd reads the `<N>` priority prefix when
+    /// it runs the watch; on a terminal the lines are plain.
+    enum Level: Int { case error = 3, warning = 4, notice = 5, info = 6 }
+
+    func log(_ level: Level, _ message: String) {
+        let prefix = ProcessEnvironment.value("JOURNAL_STREAM") != nil ? "<\(level.rawValue)>" : "brsync watch: "
+        writeToStandardError(prefix + message + "\n")
+    }
+
+    func run() throws -> Never {
+        var needSync = true
+        var pause = 0
+        var offline: String?
+        var watching: SyncClient?
+        var remote: String?
+        while true {
+            // Which server: set (or changed, or removed) while the watch runs, it wakes the watch.
+            let current = try replica.syncState().remoteURL
+            if current != remote || current == nil {
+                remote = current
+                watching = nil
+                guard let current else {
+                    log(.notice, "this replica has no server yet: waiting for 'brsync join' or 'brsync remote set'")
+                    while (try replica.syncState().remoteURL) == nil { _ = waitForEvents(milliseconds: 3_600_000) }
+                    continue
+                }
+                log(.notice, "watching \(current) for changes of this replica's account")
+                needSync = true
+            }
+            if needSync {
+                do {
+                    try syncOnce()
+                    needSync = false
+                    pause = 0
+                    if let problem = offline {
+                        log(.notice, "the server answers again (it did not: \(problem))")
+                        offline = nil
+                    }
+                } catch let error as SyncError {
+                    watching = nil
+                    switch error {
+                    case .unreachable(let message):
+                        // Said once per outage, not at every retry.
+                        if offline == nil { log(.warning, "offline: \(message); retrying") }
+                        offline = message
+                        pause = pause == 0 ? 1_000 : min(60_000, pause * 2)
+                    default:
+                        log(.error, "\(error.description); trying again in 5 minutes, or at the next edit here")
+                        pause = 300_000
+                    }
+                    _ = waitForEvents(milliseconds: pause + Int.random(in: 0...(pause / 4)))
+                    continue
+                } catch {
+                    log(.error, "\(error); trying again in a minute")
+                    _ = waitForEvents(milliseconds: 60_000)
+                    continue
+                }
+            }
+            do {
+                if watching == nil { watching = try machineClient(replica).client }
+                // A resume from suspend fires this (it counts the time asleep); so does a server that never answers.
+                arm(milliseconds: (serverWait.map { $0 * 1000 } ?? 55_000) + 10_000)
+                switch try watching!.watch(wakeup: events, waitSeconds: serverWait) {
+                case .changed:
+                    needSync = true
+                case .unchanged:
+                    break
+                case .interrupted:
+                    if drain().contains(.edit) {
+                        // Edits made together go up together.
+                        usleep(30_000)
+                        _ = drain()
+                    }
+                    // A new connection: on the network as it is now, to the server as it is set now.
+                    watching = nil
+                    needSync = true
+                case .unsupported:
+                    log(.warning, "the server has no watch (an older brsyncd): syncing every 5 minutes and at every edit here")
+                    _ = waitForEvents(milliseconds: 300_000)
+                    needSync = true
+                }
+            } catch {
+                watching = nil
+                needSync = true
+            }
+        }
+    }
+
+    /// One sync, as `brsync sync` does it; what it moved is logged.
+    private func syncOnce() throws {
+        let previous = (try? replica.syncState().problem) ?? ""
+        let client = try machineClient(replica).client
+        do {
+            let summary = try client.sync()
+            if summary.pushed > 0 || summary.applied > 0 || summary.fullResync {
+                log(.info, "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here")
+            }
+            for problem in summary.problems { log(.warning, problem) }
+        } catch let error as SyncError {
+            notifyStop(error, previous: previous)
+            throw error
+        }
+    }
+
+    /// Sets the resume timer `milliseconds` from now, in time that counts suspend.
+    private func arm(milliseconds: Int) {
+        guard resumed >= 0 else { return }
+        var value = itimerspec()
+        value.it_value.tv_sec = milliseconds / 1000
+        value.it_value.tv_nsec = (milliseconds % 1000) * 1_000_000
+        _ = timerfd_settime(resumed, 0, &value, nil)
+    }
+
+    /// Waits up to `milliseconds` for an edit, a network change or the timer.
+    private func waitForEvents(milliseconds: Int) -> Woken {
+        arm(milliseconds: milliseconds)
+        var descriptor = pollfd(fd: events, events: Int16(POLLIN), revents: 0)
+        while poll(&descriptor, 1, Int32(clamping: milliseconds)) < 0 && errno == EINTR {}
+        let woken = drain()
+        if woken.contains(.network) { usleep(300_000); _ = drain() } // a change comes as a burst of messages
+        return woken
+    }
+
+    /// What is waiting, read and dropped.
+    private func drain() -> Woken {
+        var woken: Woken = []
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        if recv(wake, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {
+            woken.insert(.edit)
+            WatchWake.drain(wake)
+        }
+        if network >= 0 {
+            while recv(network, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 { woken.insert(.network) }
+        }
+        if resumed >= 0, read(resumed, &buffer, 8) == 8 { woken.insert(.timer) }
+        return woken
+    }
+}

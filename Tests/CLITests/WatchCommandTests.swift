@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `brsync watch`: an edit on one machine reaches another that watches in
+/// about the time of two requests; the watch pushes its own machine's
+/// edits at once, comes back after the server restarts, stands the sync
+/// timer down, and is one per replica.
+@Suite(.serialized) struct WatchCommandTests {
+    /// Waits (bounded) until `home` resolves `url` by a rule for `pattern`.
+    static func resolves(_ world: CLIWorld, _ home: String, _ url: String, by pattern: String, seconds: Double = 10) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let result = try world.run(home, ["resolve", "--json", url])
+            if result.stdout.contains(#""rule":"\#(pattern)""#) { return true }
+            usleep(50_000)
+        }
+        return false
+    }
+
+    @Test(arguments: StoreKind.allCases) func aWatchingMachineTakesEditsAsTheyHappen(_ store: StoreKind) throws {
+        let world = try CLIWorld(store)
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        // Launch commands are each machine's own.
+        try world.mustRun(desktop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+
+        let notRunning = try world.run(desktop, ["watch", "--status"])
+        #expect(notRunning.status == 1 && notRunning.stdout.contains("no watch runs"), "\(notRunning)")
+        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": desktop])
+        defer { watch.signal(SIGTERM) }
+        _ = try watch.waitFor("watching")
+        for _ in 0..<100 where try world.run(desktop, ["watch", "--status"]).status != 0 { usleep(50_000) }
+        #expect(try world.run(desktop, ["watch", "--status"]).status == 0)
+        let second = try world.run(desktop, ["watch"])
+        #expect(second.status == 2 && second.stderr.contains("a watch runs already"), "\(second)")
+        let timer = try world.run(desktop, ["sync", "--unless-watching"])
+        #expect(timer.status == 0 && timer.stdout.contains("nothing to do"), "\(timer)")
+        let status = try world.run(desktop, ["status"])
+        #expect(status.stdout.contains("watch:     running"), "\(status)")
+
+        // The laptop's edit, pushed by a plain sync, reaches the watching desktop.
+        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        #expect(try Self.resolves(world, desktop, "https://zoom.us/j/1", by: "zoom.us"), "\(watch.text)")
+
+        // The desktop's own edit is pushed by its watch, with no sync run.
+        try world.mustRun(desktop, ["rules", "add", "github.com", "firefox"])
+        var pushed = false
+        for _ in 0..<100 where !pushed {
+            pushed = try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":0"#)
+            if !pushed { usleep(50_000) }
+        }
+        #expect(pushed, "\(watch.text)")
+        try world.mustRun(laptop, ["sync"])
+        #expect(try Self.resolves(world, laptop, "https://github.com/x", by: "github.com", seconds: 1))
+
+        // The server restarts on its port: the watch comes back by itself.
+        let port = world.port
+        world.stop()
+        try world.start(port: port)
+        try world.mustRun(laptop, ["rules", "add", "meet.google.com", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        #expect(try Self.resolves(world, desktop, "https://meet.google.com/abc", by: "meet.google.com", seconds: 20), "\(watch.text)")
+
+        // Nothing syncs in a loop: with no edit, the watch only waits.
+        let lines = watch.text.split(separator: "\n").count
+        usleep(1_500_000)
+        #expect(watch.text.split(separator: "\n").count == lines, "\(watch.text)")
+
+        watch.signal(SIGTERM)
+        for _ in 0..<100 where watch.isRunning { usleep(20_000) }
+        #expect(try world.run(desktop, ["watch", "--status"]).status == 1)
+    }
+
+    /// A watch started before the machine has a server waits for one
+    /// (no error, no restart loop under systemd) and starts as `remote set`
+    /// names it; a bad option is refused before anything starts.
+    @Test func aWatchWaitsForItsServer() throws {
+        let world = try CLIWorld()
+        let home = world.directory.file("fresh")
+        try world.mustRun(home, ["init", "--device-name", "fresh"])
+        let bad = try world.run(home, ["watch", "--server-wait", "0"])
+        #expect(bad.status == 2 && bad.stderr.contains("--server-wait is 1 to 55"), "\(bad)")
+        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        defer { watch.signal(SIGTERM) }
+        _ = try watch.waitFor("has no server yet")
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(home, ["remote", "set", world.url, "--token", try world.token("fresh"), "--ca", world.directory.file("ca.pem")])
+        _ = try watch.waitFor("watching https://")
+        try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        #expect(try Self.resolves(world, home, "https://zoom.us/j/1", by: "zoom.us"), "\(watch.text)")
+        #expect(watch.isRunning)
+    }
+}
