@@ -5,6 +5,7 @@ import JSON
 import Model
 import Net
 import SyncCore
+import Synchronization
 
 // Server benchmark helper (prints numbers; not a test), driven by Benchmarks/server.sh:
 //   brsyncd-bench setup DIR                 certificates, a store with one account and device
@@ -14,6 +15,10 @@ import SyncCore
 //                                           addresses: how long a new TLS client waits for an answer
 //   brsyncd-bench read N                    the wire readers on a push and a page of N records, next to
 //                                           parsing the same text into a JSON tree (the baseline)
+//   brsyncd-bench setup-watchers DIR N      N more accounts of one device each (tokens in DIR/watch-tokens)
+//                                           and a device 'desktop' of the account (DIR/token-desktop)
+//   brsyncd-bench watchers DIR PORT N       holds N watches (GET /v1/watch), one per account of
+//                                           DIR/watch-tokens, each again when answered; runs until killed
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func fail(_ message: String) -> Never {
@@ -21,7 +26,7 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 guard let mode = arguments.first, arguments.count >= 2 else {
-    fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | flood DIR PORT N ADDRESSES | read N")
+    fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | flood DIR PORT N ADDRESSES | read N | setup-watchers DIR N | watchers DIR PORT N")
 }
 let directory = arguments[1]
 
@@ -181,6 +186,42 @@ do {
         print(String(format: "flood: %d silent TCP connections from %d addresses; a new TLS client is answered in %.1f ms (median of 7, worst %.1f ms; target < 1 s)",
                      descriptors.count, addresses, waits[3], waits[6]))
         for descriptor in descriptors { close(descriptor) }
+
+    case "setup-watchers":
+        guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else { fail("setup-watchers DIR N") }
+        let store = try SQLiteStore(path: "\(directory)/store.sqlite")
+        try store.addDevice(account: "bench", name: "desktop").write(toFile: "\(directory)/token-desktop", atomically: true, encoding: .utf8)
+        var tokens: [String] = []
+        for index in 0..<count {
+            try store.addAccount("watcher\(index)")
+            tokens.append(try store.addDevice(account: "watcher\(index)", name: "machine"))
+        }
+        try tokens.joined(separator: "\n").write(toFile: "\(directory)/watch-tokens", atomically: true, encoding: .utf8)
+        store.close()
+
+    case "watchers":
+        guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else { fail("watchers DIR PORT N") }
+        let tokens = try String(contentsOfFile: "\(directory)/watch-tokens", encoding: .utf8).split(separator: "\n").map(String.init)
+        guard tokens.count >= count else { fail("DIR/watch-tokens holds \(tokens.count) tokens, fewer than \(count)") }
+        let caFile = "\(directory)/ca.pem"
+        let started = Atomic<Int>(0)
+        for token in tokens.prefix(count) {
+            try startThread { [token] in
+                guard let tls = try? TLSContext.client(caFile: caFile) else { return }
+                var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+                configuration.readTimeoutMilliseconds = 70_000
+                let http = HTTPClient(configuration)
+                var first = true
+                while true {
+                    if first { started.add(1, ordering: .relaxed); first = false }
+                    if (try? http.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(token)"])) == nil { usleep(200_000) }
+                }
+            }
+        }
+        while started.load(ordering: .relaxed) < count { usleep(10_000) }
+        Thread.sleep(forTimeInterval: 1)
+        FileHandle.standardOutput.write(Data("watchers: holding \(count) watches\n".utf8))
+        while true { Thread.sleep(forTimeInterval: 3600) }
 
     default:
         fail("unknown mode \(mode)")

@@ -1,5 +1,6 @@
 import Glibc
 import Plumbing
+import Replica
 
 /// The account key on this machine: `HOME/account-key`, mode 0600, holding
 /// the recovery code (its checksum catches a damaged file) and, after it,
@@ -69,6 +70,7 @@ public enum AccountKeyFile {
         } catch {
             throw .usage(error.message)
         }
+        WatchWake.poke(home: home) // a running watch syncs with the key as it is now
     }
 
     /// Makes `key` this machine's key (`brsync key add`, `join`); a key it
@@ -79,7 +81,10 @@ public enum AccountKeyFile {
         unlink(unusedPath(home: home))
     }
 
-    public static func remove(home: String, pending: Bool = false) { unlink(path(home: home, pending: pending)) }
+    public static func remove(home: String, pending: Bool = false) {
+        unlink(path(home: home, pending: pending))
+        WatchWake.poke(home: home)
+    }
 
     /// The pending key (of a key change the server took) takes the current
     /// one's place; the current one is kept after it, as an older key.

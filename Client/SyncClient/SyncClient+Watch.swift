@@ -17,6 +17,16 @@ extension SyncClient {
         case unsupported
     }
 
+    /// Whether this replica has work for the server that no change there
+    /// announces: unpushed edits, records to send again (a key change, a
+    /// restore), a reconcile under way, or an account key it has not
+    /// started syncing with. A watch syncs first when it has.
+    public func hasWorkToSend() throws -> Bool {
+        if try replica.unpushedCount() > 0 || replica.isReconciling() { return true }
+        let encryption = try replica.encryptionState()
+        return encryption.relayPending || encryption.keyID != keyID
+    }
+
     /// The longest a watch waits for the server's answer: its 55 s and a margin.
     static let watchReadMilliseconds = 70_000
 
@@ -32,6 +42,8 @@ extension SyncClient {
         let state = try replica.syncState()
         var target = "/v1/watch?since=\(state.pullCursor)"
         if let epoch = state.epoch, SessionRules.isPlainEpoch(epoch) { target += "&epoch=\(epoch)" }
+        // The account's key changing (a rotation elsewhere, encryption on or off) is a change too.
+        if let keyID { target += "&key=\(keyID)" }
         if let waitSeconds { target += "&wait=\(waitSeconds)" }
         let headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json", Wire.protocolHeader: String(Wire.protocolVersion)]
         let response: HTTPResponseParser.ParsedResponse

@@ -104,6 +104,8 @@ final class Watcher {
         var offline: String?
         var watching: SyncClient?
         var remote: String?
+        /// The last sync left work it could not send (refused, set aside): not forced again until something changes.
+        var workLeft = false
         while true {
             // Which server: set (or changed, or removed) while the watch runs, it wakes the watch.
             let current = try replica.syncState().remoteURL
@@ -123,6 +125,7 @@ final class Watcher {
                     try syncOnce()
                     needSync = false
                     pause = 0
+                    workLeft = (try? machineClient(replica).client.hasWorkToSend()) ?? false
                     if let problem = offline {
                         log(.notice, "the server answers again (it did not: \(problem))")
                         offline = nil
@@ -149,6 +152,11 @@ final class Watcher {
             }
             do {
                 if watching == nil { watching = try machineClient(replica).client }
+                // Work no change on the server announces (a key change finished here, a relay due): sync first.
+                if !workLeft, try watching!.hasWorkToSend() {
+                    needSync = true
+                    continue
+                }
                 // A resume from suspend fires this (it counts the time asleep); so does a server that never answers.
                 arm(milliseconds: (serverWait.map { $0 * 1000 } ?? 55_000) + 10_000)
                 switch try watching!.watch(wakeup: events, waitSeconds: serverWait) {

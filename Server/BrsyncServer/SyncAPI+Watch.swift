@@ -4,9 +4,9 @@ import Net
 import SyncCore
 import Synchronization
 
-/// `GET /v1/watch?since=C[&epoch=E][&wait=S]`: a long poll. Answered as soon
-/// as the account holds changes past cursor C (or its timeline is no longer
-/// E), else after S seconds (1 to 55; 55 by default, minus up to 5 at random
+/// `GET /v1/watch?since=C[&epoch=E][&key=K][&wait=S]`: a long poll. Answered
+/// as soon as the account holds changes past cursor C (or its timeline is
+/// no longer E, or its key is not K: none without it), else after S seconds (1 to 55; 55 by default, minus up to 5 at random
 /// so a crowd of watches started together does not end together) with
 /// `"changed": false`. The answer: `{"changed": BOOL, "cursor": LATEST,
 /// "epoch": E}`. While it waits the request holds no thread and no slot of
@@ -24,6 +24,8 @@ extension SyncAPI {
         }
         let epoch = query["epoch"]
         if let epoch, epoch.isEmpty || epoch.utf8.count > 64 { throw ServerError.badRequest("epoch must be the one the last pull answered") }
+        let key = query["key"]
+        if let key, !Wire.isKeyID(key) { throw ServerError.badRequest("key must be an account key's id (16 hex digits)") }
         var waitMilliseconds = (Self.maxWatchSeconds * 1000) - Int.random(in: 0...5000)
         if let text = query["wait"] {
             guard let seconds = Int(text), (1...Self.maxWatchSeconds).contains(seconds) else {
@@ -36,12 +38,12 @@ extension SyncAPI {
         let hub = store.watches
         let holder = WatchHolder()
         let later = LaterAnswer(waitMilliseconds: waitMilliseconds, make: { [self] in
-            var response = watchAnswer(token: token, since: since, epoch: epoch).response
+            var response = watchAnswer(token: token, since: since, epoch: epoch, key: key).response
             response.headers.add(Wire.timeHeader, String(store.currentMillis()))
             return response
         }, ended: { hub.remove(account: device.accountID, id: holder.id) })
         holder.id = hub.add(account: device.accountID, device: device.id, later: later)
-        let now = watchAnswer(token: token, since: since, epoch: epoch)
+        let now = watchAnswer(token: token, since: since, epoch: epoch, key: key)
         if now.changed {
             later.end()
             return now.response
@@ -51,14 +53,15 @@ extension SyncAPI {
         return response
     }
 
-    /// What the account holds now, against the watch's cursor and timeline.
-    private func watchAnswer(token: String, since: Int64, epoch: String?) -> (changed: Bool, response: HTTPResponse) {
+    /// What the account holds now, against the watch's cursor, timeline and key.
+    private func watchAnswer(token: String, since: Int64, epoch: String?, key: String?) -> (changed: Bool, response: HTTPResponse) {
         do {
             let device = try store.authenticate(token: token)
             let latest = device.accountNextSequence - 1
             let current = Store.epoch(store: store.epoch, account: device.accountEpoch)
             // A cursor past the latest: the store was rolled back; the pull says what to do.
-            let changed = latest != since || (epoch != nil && epoch != current)
+            let accountKey = device.accountEncrypted ? device.accountKeyID : ""
+            let changed = latest != since || (epoch != nil && epoch != current) || (key ?? "") != accountKey
             let body = JSONValue.object(["changed": .bool(changed), "cursor": .int(latest), "epoch": .string(current)])
             return (changed, HTTPResponse.json(200, body.jsonText))
         } catch let error as ServerError {

@@ -72,6 +72,9 @@ import TestSupport
         #expect(Self.changed(behind.1) == true)
         let otherTimeline = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=0123456789abcdef").wait()
         #expect(Self.changed(otherTimeline.1) == true)
+        // A key the account does not use (it uses none): the client's pull will say what to do.
+        let otherKey = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&key=0123456789abcdef").wait()
+        #expect(Self.changed(otherKey.1) == true)
         let current = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&wait=1").wait()
         #expect(Self.changed(current.1) == false)
     }
@@ -84,7 +87,7 @@ import TestSupport
         let fixture = try ServerFixture()
         let device = try fixture.device("alice", "laptop")
         for (query, expected) in [("", 400), ("since=-1", 400), ("since=x", 400), ("since=0&wait=0", 400), ("since=0&wait=56", 400),
-                                  ("since=0&wait=1.5", 400), ("since=0&epoch=", 400)] {
+                                  ("since=0&wait=1.5", 400), ("since=0&epoch=", 400), ("since=0&key=nothex", 400)] {
             let (status, body) = Self.watch(fixture, token: device.token, query: query).wait()
             #expect(status == expected, "\(query): \(status) \(String(describing: body))")
         }
@@ -104,6 +107,44 @@ import TestSupport
             let (status, body) = watch.wait()
             #expect(status == 401, "\(String(describing: body))")
         }
+    }
+
+    /// One push answers every watch of the account, each once (16 devices);
+    /// a new timeline of the account (a rollback another of its devices
+    /// reported) answers a watch that named the old one; a watch whose
+    /// client goes away mid-wait is forgotten.
+    @Test(arguments: StoreKind.allCases) func watchesAreAnsweredOnceAndForgottenWhenTheirClientGoes(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let devices = try (0..<16).map { try fixture.device("alice", "machine\($0)") }
+        let watches = devices.map { Self.watch(fixture, token: $0.token, query: "since=0&wait=30") }
+        Self.waitUntil { fixture.store.watches.count == 16 }
+        #expect(fixture.store.watches.count == 16)
+        #expect(try devices[0].push([devices[0].change("one.example", ["browser": .string("firefox")])]).status == 200)
+        for watch in watches {
+            let (status, body) = watch.wait()
+            #expect(status == 200 && Self.changed(body) == true)
+        }
+        #expect(fixture.store.watches.count == 0, "each answered once, none left behind")
+
+        let cursor = try devices[1].pullAll().cursor
+        let page = try Wire.read(try devices[1].pull(since: cursor).text, PullResponse.init(reading:))
+        let waiting = Self.watch(fixture, token: devices[1].token, query: "since=\(cursor)&epoch=\(page.epoch)&wait=30")
+        Self.waitUntil { fixture.store.watches.count == 1 }
+        _ = try devices[2].pull(since: 999_999_999) // a cursor past the account: its new timeline
+        let (status, body) = waiting.wait()
+        #expect(status == 200 && Self.changed(body) == true, "\(String(describing: body))")
+        if case .object(let answer)? = body { #expect(answer["epoch"] != .string(page.epoch)) }
+
+        // A client that goes away mid-wait.
+        let latest = try devices[3].pullAll().cursor
+        let deadline = Deadline.after(milliseconds: 5000)
+        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: fixture.port), deadline: deadline)
+        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: deadline)
+        try stream.write(Array("GET /v1/watch?since=\(latest) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(devices[3].token)\r\n\r\n".utf8), deadline: deadline)
+        Self.waitUntil { fixture.store.watches.count == 1 }
+        stream.close()
+        Self.waitUntil { fixture.store.watches.count == 0 }
+        #expect(fixture.store.watches.count == 0)
     }
 
     /// Two brsyncd on one PostgreSQL database: a push through the first

@@ -21,7 +21,9 @@ import TestSupport
 /// killed mid-pull; tokens issued again; homes copied to a new machine and
 /// restored from older copies; the server restored from file copies and from
 /// `backup` while some machines are gone; tombstones purged; records near
-/// every limit.
+/// every limit. Every other machine syncs by watch, as `brsync watch` does
+/// (ConvergenceRun+Live.swift): only when the server's watch says the account
+/// changed, or it holds edits of its own.
 ///
 /// The oracle, after a final sync: all replicas identical to each other, to
 /// the server and to a freshly joined machine; every value traced to an edit;
@@ -211,6 +213,7 @@ final class Run: @unchecked Sendable {
 
     /// Syncs and records what the server acknowledged.
     func sync(_ machine: SimulatedMachine, _ kind: Int = 2, direct: Bool = false) {
+        if kind == 2, isLive(machine), !liveWantsSync(machine, direct: direct) { return }
         let client: SyncClient
         do { client = try self.client(machine, direct: direct) } catch { return }
         var result: Result<SyncClient.Summary, any Error>
@@ -449,7 +452,7 @@ final class Run: @unchecked Sendable {
         try settleKeys()
         var reported = true
         for round in 0..<3 {
-            for machine in machines {
+            for machine in machines where !isLive(machine) || liveWantsSync(machine, direct: true) {
                 do {
                     let summary = try client(machine, direct: true).sync()
                     if ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] != nil {
