@@ -7,7 +7,9 @@
 #   - push throughput: records/s applied for one 10,000-record push;
 #   - the wire readers on that push and on a page of it, next to parsing the
 #     same text into a JSON tree;
-#   - brsyncd's RSS holding 10,000 idle keep-alive TLS connections;
+#   - brsyncd's RSS holding 10,000 idle keep-alive TLS connections, and
+#     50,000 from 5 loopback addresses on a brsyncd of its own (as many as
+#     the open-files limit allows, when it cannot be raised to 60,000);
 #   - 5,000 TCP connections that never send a byte, from 100 loopback addresses:
 #     how long a new TLS client waits for an answer.
 # Usage: bash Benchmarks/server.sh [seconds per wrk run, default 5]
@@ -18,6 +20,7 @@ for tool in wrk nginx; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk nginx" >&2; exit 2; }
 done
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
+ulimit -Hn 200000 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)"
 
 flags=(-c release --static-swift-stdlib)
@@ -103,5 +106,16 @@ PY
 
 echo "== idle connections =="
 "$bin/brsyncd-bench" idle "$work" "$port" 10000 "$brsyncd_pid"
+# As many as the open-files limit allows, up to 50,000 (each process holds one end).
+big=$(( $(ulimit -n) >= 60000 ? 50000 : $(ulimit -n) - 1000 ))
+[ "$big" -lt 50000 ] && echo "(the open-files limit is $(ulimit -n) and cannot be raised here: $big connections instead of 50,000)"
+big_port="$(free_port)"
+"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$big_port" --cert "$work/server.pem" --key "$work/server.key" \
+  --max-connections 60000 --max-connections-per-address 20000 --log-level warning 2>"$work/big.log" &
+pids+=($!)
+big_pid=$!
+for _ in $(seq 100); do curl -sk "https://127.0.0.1:$big_port/v1/health" >/dev/null && break; sleep 0.1; done
+"$bin/brsyncd-bench" idle "$work" "$big_port" "$big" "$big_pid" 5
+kill "$big_pid"
 echo "== a flood of silent connections =="
 "$bin/brsyncd-bench" flood "$work" "$port" 5000 100

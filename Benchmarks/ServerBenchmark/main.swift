@@ -10,15 +10,17 @@ import Synchronization
 // Server benchmark helper (prints numbers; not a test), driven by Benchmarks/server.sh:
 //   brsyncd-bench setup DIR                 certificates, a store with one account and device
 //   brsyncd-bench push DIR PORT N           one push of N records: records/s applied
-//   brsyncd-bench idle DIR PORT N PID       N idle keep-alive TLS connections: the server's RSS
+//   brsyncd-bench idle DIR PORT N PID [A]   N idle keep-alive TLS connections (from A loopback
+//                                           addresses, 127.0.0.2 on; default 1): the server's RSS
 //   brsyncd-bench flood DIR PORT N A        N TCP connections that never send a byte, from A loopback
 //                                           addresses: how long a new TLS client waits for an answer
 //   brsyncd-bench read N                    the wire readers on a push and a page of N records, next to
 //                                           parsing the same text into a JSON tree (the baseline)
 //   brsyncd-bench setup-watchers DIR N      N more accounts of one device each (tokens in DIR/watch-tokens)
 //                                           and a device 'desktop' of the account (DIR/token-desktop)
-//   brsyncd-bench watchers DIR PORT N       holds N watches (GET /v1/watch), one per account of
-//                                           DIR/watch-tokens, each again when answered; runs until killed
+//   brsyncd-bench watchers DIR PORT N [A]   holds N watches (GET /v1/watch), one per account of
+//                                           DIR/watch-tokens, each again when answered (from A loopback
+//                                           addresses); runs until killed
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func fail(_ message: String) -> Never {
@@ -30,9 +32,17 @@ guard let mode = arguments.first, arguments.count >= 2 else {
 }
 let directory = arguments[1]
 
-func client(port: UInt16) throws -> HTTPClient {
-    HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
-                     tls: try TLSContext.client(caFile: "\(directory)/ca.pem")))
+/// A client of the server on `port`; with `source`, from that loopback address.
+func client(port: UInt16, source: String? = nil) throws -> HTTPClient {
+    var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                                                 tls: try TLSContext.client(caFile: "\(directory)/ca.pem"))
+    configuration.sourceAddress = source
+    return HTTPClient(configuration)
+}
+
+/// The loopback address of connection `index` of many, spread over `addresses` (one: the system's choice).
+func source(_ index: Int, of addresses: Int) -> String? {
+    addresses > 1 ? "127.0.0.\(2 + index % addresses)" : nil
 }
 
 func token() throws -> String {
@@ -128,8 +138,9 @@ do {
         print("no-change pull: /v1/pull?since=\(count) answers \(pull.body.count) bytes")
 
     case "idle":
-        guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]), let pid = Int32(arguments[4]) else {
-            fail("idle DIR PORT N PID")
+        guard (5...6).contains(arguments.count), let port = UInt16(arguments[2]), let count = Int(arguments[3]), let pid = Int32(arguments[4]),
+              let addresses = arguments.count == 6 ? Int(arguments[5]) : 1, (1...250).contains(addresses) else {
+            fail("idle DIR PORT N PID [ADDRESSES]")
         }
         func rss() -> Int {
             let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -138,15 +149,18 @@ do {
         }
         let before = rss()
         var clients: [HTTPClient] = []
-        for _ in 0..<count {
-            let http = try client(port: port)
+        let tls = try TLSContext.client(caFile: "\(directory)/ca.pem")
+        for index in 0..<count {
+            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+            configuration.sourceAddress = source(index, of: addresses)
+            let http = HTTPClient(configuration)
             guard try http.send(method: "GET", target: "/v1/health").status == 200 else { fail("health failed") }
             clients.append(http)
         }
         Thread.sleep(forTimeInterval: 0.5)
         let after = rss()
-        print(String(format: "idle: %d keep-alive TLS connections open; brsyncd RSS %.1f MB (%.1f MB before; target <= 200 MB)",
-                     clients.count, Double(after) / 1024, Double(before) / 1024))
+        print(String(format: "idle: %d keep-alive TLS connections open from %d address(es); brsyncd RSS %.1f MB (%.1f MB before: %.1f KB each)",
+                     clients.count, addresses, Double(after) / 1024, Double(before) / 1024, Double(after - before) / Double(clients.count)))
         for http in clients { http.close() }
 
     case "flood":
@@ -200,16 +214,19 @@ do {
         store.close()
 
     case "watchers":
-        guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else { fail("watchers DIR PORT N") }
+        guard (4...5).contains(arguments.count), let port = UInt16(arguments[2]), let count = Int(arguments[3]),
+              let addresses = arguments.count == 5 ? Int(arguments[4]) : 1, (1...250).contains(addresses) else { fail("watchers DIR PORT N [ADDRESSES]") }
         let tokens = try String(contentsOfFile: "\(directory)/watch-tokens", encoding: .utf8).split(separator: "\n").map(String.init)
         guard tokens.count >= count else { fail("DIR/watch-tokens holds \(tokens.count) tokens, fewer than \(count)") }
         let caFile = "\(directory)/ca.pem"
         let started = Atomic<Int>(0)
-        for token in tokens.prefix(count) {
-            try startThread { [token] in
-                guard let tls = try? TLSContext.client(caFile: caFile) else { return }
+        let tls = try TLSContext.client(caFile: caFile)
+        for (index, token) in tokens.prefix(count).enumerated() {
+            let from = source(index, of: addresses)
+            try startThread(stackSize: 128 * 1024) { [token] in
                 var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
                 configuration.readTimeoutMilliseconds = 70_000
+                configuration.sourceAddress = from
                 let http = HTTPClient(configuration)
                 var first = true
                 while true {

@@ -4,7 +4,7 @@ import Synchronization
 /// Counters and a latency histogram, rendered as Prometheus text at `/metrics`.
 /// Every counter is an atomic: request threads never wait on each other here.
 public final class ServerMetrics: Sendable {
-    static let routes = ["/v1/push", "/v1/pull", "/v1/health", "/metrics", "other"]
+    static let routes = ["/v1/push", "/v1/pull", "/v1/watch", "/v1/health", "/metrics", "other"]
     static let statuses = [200, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422, 429, 431, 500, 503, 505]
     static let buckets: [Double] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000]
 
@@ -30,9 +30,10 @@ public final class ServerMetrics: Sendable {
         switch path {
         case "/v1/push": return 0
         case "/v1/pull": return 1
-        case "/v1/health": return 2
-        case "/metrics": return 3
-        default: return 4
+        case "/v1/watch": return 2
+        case "/v1/health": return 3
+        case "/metrics": return 4
+        default: return 5
         }
     }
 
@@ -60,7 +61,7 @@ public final class ServerMetrics: Sendable {
     public func connectionRejected() { rejectedConnections.add(1, ordering: .relaxed) }
 
     /// Prometheus text exposition format 0.0.4.
-    public func render(openConnections: Int, records: Int, devices: Int, accounts: Int) -> String {
+    public func render(openConnections: Int, records: Int, devices: Int, accounts: Int, watches: Int = 0) -> String {
         var text = "# HELP brsyncd_requests_total HTTP requests by route and status.\n# TYPE brsyncd_requests_total counter\n"
         for (routeIndex, route) in Self.routes.enumerated() {
             for (statusIndex, status) in Self.statuses.enumerated() {
@@ -82,6 +83,7 @@ public final class ServerMetrics: Sendable {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
         gauge("brsyncd_open_connections", "Connections being served.", "gauge", openConnections)
+        gauge("brsyncd_watches", "Watches (GET /v1/watch) waiting for their account to change.", "gauge", watches)
         gauge("brsyncd_rejected_connections_total", "Connections refused (cap, handshake, bad request).", "counter", rejectedConnections.load(ordering: .relaxed))
         gauge("brsyncd_records", "Records stored.", "gauge", records)
         gauge("brsyncd_devices", "Devices registered.", "gauge", devices)

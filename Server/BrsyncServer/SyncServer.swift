@@ -59,7 +59,7 @@ public final class SyncServer: Sendable {
         do {
             let counts = try store.counts()
             let text = metrics.render(openConnections: box.server?.openConnections ?? 0, records: counts.records, devices: counts.devices,
-                                      accounts: counts.accounts)
+                                      accounts: counts.accounts, watches: store.watches.count)
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
         } catch let error as ServerError {
             return SyncAPI.answer(error)

@@ -11,6 +11,8 @@ public final class HTTPClient {
         public var tls: TLSContext?
         public var connectTimeoutMilliseconds = 10_000
         public var readTimeoutMilliseconds = 30_000
+        /// The local IPv4 address to connect from (benchmarks); the system's choice when nil.
+        public var sourceAddress: String?
 
         public init(address: SocketAddress, serverName: String, tls: TLSContext?) {
             self.address = address
@@ -38,7 +40,7 @@ public final class HTTPClient {
     private func connect() throws(NetError) -> ByteStream {
         if let stream { return stream }
         let deadline = Deadline.after(milliseconds: configuration.connectTimeoutMilliseconds)
-        let socket = try Socket.connect(to: configuration.address, deadline: deadline)
+        let socket = try Socket.connect(to: configuration.address, deadline: deadline, source: configuration.sourceAddress)
         let opened: ByteStream
         if let tls = configuration.tls {
             opened = try TLSStream.connect(socket: socket, context: tls, serverName: configuration.serverName, deadline: deadline)

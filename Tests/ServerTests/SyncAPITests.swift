@@ -293,6 +293,7 @@ import TestSupport
         #expect(metrics.contains("brsyncd_records 1"))
         #expect(metrics.contains("brsyncd_pushes_total 1"))
         #expect(metrics.contains("brsyncd_open_connections 1"), "the device's connection to the sync port")
+        #expect(metrics.contains("brsyncd_watches 0"))
         #expect(metrics.contains(#"brsyncd_request_duration_milliseconds_bucket{le="+Inf"}"#))
     }
 
