@@ -71,7 +71,10 @@ struct Transport: @unchecked Sendable {
                 result.error = .unreachable("\(remote) is not trusted: \(message)")
                 return result
             } catch .badAddress(let message) where message.contains("not HTTP") {
-                result.error = .badAnswer("\(remote) did not answer HTTP (is it a brsyncd server?)")
+                // The parser's reason after the client's prefix: "not an HTTP response", "a response larger than 64 MiB…".
+                let reason = message.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? message
+                result.error = .badAnswer(reason.hasPrefix("not an HTTP") ? "\(remote) did not answer HTTP (is it a brsyncd server?)"
+                                          : "\(remote) answered with \(reason) (is it a brsyncd server?)")
                 return result
             } catch {
                 lastProblem = "\(error)"

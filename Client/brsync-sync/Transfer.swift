@@ -102,7 +102,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         } else if summary.movedForward {
             parts.append("the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed")
         } else if summary.fullResync {
-            parts.append("the server's timeline changed: re-synced fully (\(summary.relayed) record(s) relayed)")
+            parts.append("the server's timeline changed: re-synced fully" + (summary.relayed > 0 ? " (\(summary.relayed) record(s) sent again)" : ""))
         }
         if summary.conflicts > 0 {
             parts.append("\(summary.conflicts) value(s) lost to concurrent edits ('brsync log --conflicts' shows them, 'brsync restore ID' writes one back)")

@@ -18,18 +18,26 @@ struct WatchCommand: ParsableCommand {
         let home = global.resolvedHome
         if let serverWait, !(1...55).contains(serverWait) { throw CLIFailure(message: "--server-wait is 1 to 55 seconds (got \(serverWait))") }
         if status {
-            let running = WatchWake.isWatching(home: home)
-            print(running ? "a watch runs for this replica (\(home))" : "no watch runs for this replica (\(home))")
-            if !running { throw ExitCode(1) }
+            let text = Self.statusText(home: home)
+            print(text.line)
+            if !text.alive { throw ExitCode(1) }
             return
         }
         let replica = try global.openReplica()
-        let bound: Int32?
-        do { bound = try WatchWake.bind(home: replica.home) } catch { throw CLIFailure(message: error.description) }
-        guard let wake = bound else {
+        let held: WatchWake.Claim?
+        do { held = try WatchWake.claim(home: replica.home) } catch { throw CLIFailure(message: error.description) }
+        guard let claim = held else {
             throw CLIFailure(message: "a watch runs already for this replica (\(replica.home)): one is enough ('brsync watch --status')")
         }
-        try Watcher(replica: replica, wake: wake, serverWait: serverWait).run()
+        try Watcher(replica: replica, claim: claim, serverWait: serverWait).run()
+    }
+
+    /// Whether a watch runs for the replica in `home`, in words, and whether it is alive.
+    static func statusText(home: String) -> (line: String, alive: Bool) {
+        guard let running = WatchWake.status(home: home) else { return ("no watch runs for this replica (\(home))", false) }
+        if running.isAlive(nowMillis: Clock.wallMillis()) { return ("a watch runs for this replica (\(home)), pid \(running.pid)", true) }
+        return ("a watch of this replica (pid \(running.pid)) gave no sign of life for over 3 minutes (stopped or hung?): "
+                + "the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch' starts it again", false)
     }
 }
 
@@ -41,7 +49,10 @@ final class Watcher {
     let serverWait: Int?
     /// One descriptor readable when any of the three below is: what ends a watch early.
     private let events: Int32
+    /// The wake-up socket (-1: none could be made; edits then go up at the next answer).
     private let wake: Int32
+    /// The lock the watch holds for its life, where its heartbeat goes.
+    private let lock: Int32
     private let network: Int32
     private let resumed: Int32
 
@@ -53,9 +64,10 @@ final class Watcher {
         static let timer = Woken(rawValue: 4)
     }
 
-    init(replica: Replica, wake: Int32, serverWait: Int?) throws {
+    init(replica: Replica, claim: WatchWake.Claim, serverWait: Int?) throws {
         self.replica = replica
-        self.wake = wake
+        wake = claim.socket ?? -1
+        lock = claim.lock
         self.serverWait = serverWait
         events = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard events >= 0 else { throw CLIFailure(message: "cannot watch: epoll_create1: \(String(cString: strerror(errno)))") }
@@ -99,6 +111,7 @@ final class Watcher {
     }
 
     func run() throws -> Never {
+        if wake < 0 { log(.warning, "no private place for the wake-up socket: edits made here go up at the next answer of the server (within a minute)") }
         var needSync = true
         var pause = 0
         var offline: String?
@@ -106,7 +119,12 @@ final class Watcher {
         var remote: String?
         /// The last sync left work it could not send (refused, set aside): not forced again until something changes.
         var workLeft = false
+        /// Watches that said "changed" in a row whose sync then found nothing new (a server that says so and has nothing).
+        var emptyWakes = 0
+        /// Whether the sync to come was asked for by the server's watch.
+        var wokenByServer = false
         while true {
+            WatchWake.beat(lock)
             // Which server: set (or changed, or removed) while the watch runs, it wakes the watch.
             let current = try replica.syncState().remoteURL
             if current != remote || current == nil {
@@ -122,7 +140,7 @@ final class Watcher {
             }
             if needSync {
                 do {
-                    try syncOnce()
+                    let summary = try syncOnce()
                     needSync = false
                     pause = 0
                     workLeft = (try? machineClient(replica).client.hasWorkToSend()) ?? false
@@ -130,9 +148,21 @@ final class Watcher {
                         log(.notice, "the server answers again (it did not: \(problem))")
                         offline = nil
                     }
+                    report(summary)
+                    // One empty wake follows each push of this machine's (its own change); more in a row are the server's doing.
+                    emptyWakes = wokenByServer && summary.pulled == 0 ? emptyWakes + 1 : 0
+                    wokenByServer = false
+                    if emptyWakes >= 3 {
+                        let wait = min(60_000, 1_000 << min(6, emptyWakes - 3))
+                        if emptyWakes == 3 { log(.warning, "the server keeps saying the account changed but has nothing new: watching again more slowly") }
+                        _ = waitForEvents(milliseconds: wait)
+                    }
                 } catch let error as SyncError {
                     watching = nil
                     switch error {
+                    case .unreachable(let message) where message.contains("is busy"):
+                        // Not offline: the server asks to come back (a herd after its restart); soon, spread.
+                        pause = Int.random(in: 1_000...5_000)
                     case .unreachable(let message):
                         // Said once per outage, not at every retry.
                         if offline == nil { log(.warning, "offline: \(message); retrying") }
@@ -162,6 +192,7 @@ final class Watcher {
                 switch try watching!.watch(wakeup: events, waitSeconds: serverWait) {
                 case .changed:
                     needSync = true
+                    wokenByServer = true
                 case .unchanged:
                     break
                 case .interrupted:
@@ -178,6 +209,10 @@ final class Watcher {
                     _ = waitForEvents(milliseconds: 300_000)
                     needSync = true
                 }
+            } catch SyncError.unreachable(let message) where message.contains("is busy") {
+                // The server sheds watches first when it is loaded: back in a few seconds, without a sync.
+                watching = nil
+                _ = waitForEvents(milliseconds: Int.random(in: 1_000...5_000))
             } catch {
                 watching = nil
                 needSync = true
@@ -185,20 +220,24 @@ final class Watcher {
         }
     }
 
-    /// One sync, as `brsync sync` does it; what it moved is logged.
-    private func syncOnce() throws {
+    /// One sync, as `brsync sync` does it.
+    private func syncOnce() throws -> SyncClient.Summary {
         let previous = (try? replica.syncState().problem) ?? ""
         let client = try machineClient(replica).client
         do {
-            let summary = try client.sync()
-            if summary.pushed > 0 || summary.applied > 0 || summary.fullResync {
-                log(.info, "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here")
-            }
-            for problem in summary.problems { log(.warning, problem) }
+            return try client.sync()
         } catch let error as SyncError {
             notifyStop(error, previous: previous)
             throw error
         }
+    }
+
+    /// What a sync moved, for the journal (nothing when it moved nothing).
+    private func report(_ summary: SyncClient.Summary) {
+        if summary.pushed > 0 || summary.applied > 0 || summary.fullResync {
+            log(.info, "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here")
+        }
+        for problem in summary.problems { log(.warning, problem) }
     }
 
     /// Sets the resume timer `milliseconds` from now, in time that counts suspend.
@@ -210,11 +249,21 @@ final class Watcher {
         _ = timerfd_settime(resumed, 0, &value, nil)
     }
 
-    /// Waits up to `milliseconds` for an edit, a network change or the timer.
+    /// Waits up to `milliseconds` for an edit, a network change or the
+    /// timer, giving a sign of life at least once a minute.
     private func waitForEvents(milliseconds: Int) -> Woken {
         arm(milliseconds: milliseconds)
         var descriptor = pollfd(fd: events, events: Int16(POLLIN), revents: 0)
-        while poll(&descriptor, 1, Int32(clamping: milliseconds)) < 0 && errno == EINTR {}
+        var left = milliseconds
+        while left > 0 {
+            let slice = min(left, 60_000)
+            let started = Clock.monotonicMillis()
+            let status = poll(&descriptor, 1, Int32(slice))
+            if status > 0 { break }
+            if status < 0 && errno != EINTR { break }
+            WatchWake.beat(lock)
+            left -= max(1, Int(Clock.monotonicMillis() - started))
+        }
         let woken = drain()
         if woken.contains(.network) { usleep(300_000); _ = drain() } // a change comes as a burst of messages
         return woken
@@ -224,7 +273,7 @@ final class Watcher {
     private func drain() -> Woken {
         var woken: Woken = []
         var buffer = [UInt8](repeating: 0, count: 8192)
-        if recv(wake, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {
+        if wake >= 0, recv(wake, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {
             woken.insert(.edit)
             WatchWake.drain(wake)
         }

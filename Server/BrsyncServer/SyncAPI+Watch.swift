@@ -16,6 +16,14 @@ extension SyncAPI {
     static let maxWatchSeconds = 55
 
     func watch(_ request: HTTPRequest) throws -> HTTPResponse {
+        // Watches give way to pushes and pulls: past three quarters of the
+        // requests in progress (a herd of machines watching again after a
+        // restart), a new watch is told to come back in 1 to 5 s, spread.
+        if activeRequests() > configuration.limits.maxActiveRequests * 3 / 4 {
+            var busy = Self.answer(ServerError.unavailable("the server is busy; watch again in a few seconds"))
+            busy.headers.set("Retry-After", String(Int.random(in: 1...5)))
+            return busy
+        }
         let token = try bearerToken(request)
         let device = try store.authenticate(token: token)
         let query = request.queryItems

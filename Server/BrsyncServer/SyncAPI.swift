@@ -28,11 +28,14 @@ public final class SyncAPI: Sendable {
     let logger: Logger
     /// Connections being served, for `/metrics` (set once the server exists).
     let openConnections: @Sendable () -> Int
+    /// Requests being read and answered on threads now (watches give way past 3/4 of the cap).
+    let activeRequests: @Sendable () -> Int
     /// Requests in progress per bearer token.
     let gate: RequestGate
 
     public init(store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
-                openConnections: @escaping @Sendable () -> Int) {
+                openConnections: @escaping @Sendable () -> Int, activeRequests: @escaping @Sendable () -> Int = { 0 }) {
+        self.activeRequests = activeRequests
         self.store = store
         self.configuration = configuration
         self.metrics = metrics

@@ -11,6 +11,12 @@ public struct HTTPResponseParser: Sendable {
     private var buffer: [UInt8] = []
     private let maxBodyBytes: Int
 
+    /// A body past the limit: a server that is not what it claims, or one
+    /// that lost its mind; said as such, not as "not HTTP".
+    static func tooLarge(_ limit: Int) -> HTTPParseError {
+        HTTPParseError(status: 0, reason: "a response larger than \(limit / (1024 * 1024)) MiB, more than any answer of the protocol")
+    }
+
     public init(maxBodyBytes: Int = 64 * 1024 * 1024) {
         self.maxBodyBytes = maxBodyBytes
     }
@@ -42,9 +48,10 @@ public struct HTTPResponseParser: Sendable {
         let keepAlive = statusLine.hasPrefix("HTTP/1.1") && !headers.contains("Connection", token: "close")
         let bodyStart = headEnd + 4
         if let lengthText = headers["Content-Length"] {
-            guard let length = Int(lengthText), length >= 0, length <= maxBodyBytes else {
+            guard let length = Int(lengthText), length >= 0 else {
                 throw HTTPParseError(status: 0, reason: "a bad Content-Length in the response")
             }
+            guard length <= maxBodyBytes else { throw Self.tooLarge(maxBodyBytes) }
             guard buffer.count - bodyStart >= length else {
                 if atEnd { throw HTTPParseError(status: 0, reason: "the response was cut short") }
                 return nil
@@ -62,9 +69,10 @@ public struct HTTPResponseParser: Sendable {
                     return nil
                 }
                 let sizeText = String(decoding: buffer[cursor..<lineEnd].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
-                guard let size = Int(sizeText, radix: 16), size >= 0, body.count + size <= maxBodyBytes else {
+                guard let size = Int(sizeText, radix: 16), size >= 0 else {
                     throw HTTPParseError(status: 0, reason: "a bad chunk in the response")
                 }
+                guard body.count + size <= maxBodyBytes else { throw Self.tooLarge(maxBodyBytes) }
                 cursor = lineEnd + 2
                 if size == 0 {
                     guard let end = find([13, 10], in: buffer, from: cursor) else { return nil }

@@ -99,4 +99,39 @@ import TestSupport
         #expect(try Self.resolves(world, home, "https://zoom.us/j/1", by: "zoom.us"), "\(watch.text)")
         #expect(watch.isRunning)
     }
+
+    /// The watch's lock and wake-up socket are this user's alone (mode
+    /// 0600, in the replica's folder); a watch that holds the lock but gave
+    /// no sign of life for 3 minutes (stopped, hung) is said so, and the
+    /// sync timer's `sync --unless-watching` syncs meanwhile.
+    @Test func aWatchIsPrivateAndAFrozenOneDoesNotStopTheTimer() throws {
+        let world = try CLIWorld()
+        let home = try world.replica("laptop")
+        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        _ = try watch.waitFor("watching https://")
+        for file in ["watch.lock", "watch.sock"] {
+            var status = stat()
+            #expect(lstat(home + "/" + file, &status) == 0 && status.st_mode & 0o777 == 0o600, "\(file): \(String(status.st_mode, radix: 8))")
+        }
+        watch.signal(SIGTERM)
+        for _ in 0..<100 where watch.isRunning { usleep(20_000) }
+
+        // A lock held, with a heartbeat from 10 minutes ago: a frozen watch.
+        let lock = open(home + "/watch.lock", O_RDWR)
+        defer { close(lock) }
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        #expect(fcntl(lock, F_SETLK, &request) == 0)
+        let old = Array(String(Int64(Date().timeIntervalSince1970 * 1000) - 600_000).utf8)
+        _ = ftruncate(lock, 0)
+        _ = pwrite(lock, old, old.count, 0)
+        let status = try world.run(home, ["watch", "--status"])
+        #expect(status.status == 1 && status.stdout.contains("no sign of life"), "\(status)")
+        #expect(try world.run(home, ["status"]).stdout.contains("watch:     stopped answering"))
+        let timer = try world.run(home, ["sync", "--unless-watching"])
+        #expect(timer.status == 0 && timer.stdout.hasPrefix("sync: pushed"), "the timer syncs: \(timer)")
+        let second = try world.run(home, ["watch"])
+        #expect(second.status == 2 && second.stderr.contains("a watch runs already"), "the lock is still held: \(second)")
+    }
 }

@@ -222,4 +222,19 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         let text = String(decoding: response.serialized(keepAlive: false, dateMillis: 784_111_777_000), as: UTF8.self)
         #expect(text == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
     }
+
+    /// An answer past the client's limit is named as too large, in both
+    /// framings, not as "not HTTP"; a bad length is still a bad length.
+    @Test func aResponseTooLargeIsNamedSo() {
+        func refusal(_ text: String, limit: Int = 4 * 1024 * 1024) -> String? {
+            var parser = HTTPResponseParser(maxBodyBytes: limit)
+            parser.feed(Array(text.utf8))
+            do { _ = try parser.next() } catch { return error.reason }
+            return nil
+        }
+        #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n")?.contains("larger than 4 MiB") == true)
+        #expect(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6400000\r\n")?.contains("larger than 4 MiB") == true)
+        #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n") == "a bad Content-Length in the response")
+        #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc") == nil)
+    }
 }

@@ -1,9 +1,11 @@
 import Foundation
 import HTTP
 import JSON
-import Net
+import Logging
+@testable import Net
 import Postgres
 import SyncCore
+import Synchronization
 import Testing
 import TestSupport
 @testable import BrsyncServer
@@ -25,7 +27,7 @@ import TestSupport
     }
 
     static func waitUntil(_ condition: () -> Bool) {
-        for _ in 0..<500 where !condition() { usleep(10_000) }
+        for _ in 0..<2000 where !condition() { usleep(10_000) }
     }
 
     static func changed(_ body: JSONValue?) -> Bool? {
@@ -95,9 +97,15 @@ import TestSupport
         #expect(try device.client.send(method: "POST", target: "/v1/watch?since=0", headers: device.authorization, body: Array("{}".utf8)).status == 400)
         #expect(try device.client.send(method: "DELETE", target: "/v1/watch?since=0", headers: device.authorization).status == 405)
 
+        // One at a time, as a machine opens them (a token has 2 requests in progress at most).
         let first = Self.watch(fixture, token: device.token, query: "since=0")
         Self.waitUntil { fixture.store.watches.count == 1 }
-        let more = (0..<4).map { _ in Self.watch(fixture, token: device.token, query: "since=0") }
+        var more: [ThreadJob<(Int, JSONValue?)>] = []
+        for count in 2...4 {
+            more.append(Self.watch(fixture, token: device.token, query: "since=0"))
+            Self.waitUntil { fixture.store.watches.count == count }
+        }
+        more.append(Self.watch(fixture, token: device.token, query: "since=0"))
         let displaced = first.wait()
         #expect(displaced.0 == 200 && Self.changed(displaced.1) == false, "the oldest answered")
         Self.waitUntil { fixture.store.watches.count == 4 }
@@ -145,6 +153,34 @@ import TestSupport
         stream.close()
         Self.waitUntil { fixture.store.watches.count == 0 }
         #expect(fixture.store.watches.count == 0)
+    }
+
+    /// Past three quarters of the requests in progress, a watch gives way:
+    /// answered 503 at once with a `Retry-After` of 1 to 5 s (a herd of
+    /// machines watching again is spread), while a pull is still served.
+    @Test func aLoadedServerShedsWatchesFirst() throws {
+        let directory = try TemporaryDirectory(prefix: "brsync-shed")
+        defer { directory.remove() }
+        let store = try SQLiteStore(path: directory.file("store.sqlite"))
+        defer { store.close() }
+        try store.addAccount("alice")
+        let token = try store.addDevice(account: "alice", name: "laptop")
+        let load = Atomic<Int>(0)
+        let api = SyncAPI(store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"),
+                          openConnections: { 0 }, activeRequests: { load.load(ordering: .relaxed) })
+        let context = HTTPServer.RequestContext(peer: "127.0.0.1")
+        let headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
+        let quiet = api.handle(HTTPRequest(method: "GET", target: "/v1/watch?since=5", headers: headers), context)
+        #expect(quiet.status == 200, "a watch behind the account is answered at once")
+        quiet.whenWritten?.run()
+        load.store(ServerConfiguration().limits.maxActiveRequests * 3 / 4 + 1, ordering: .relaxed)
+        let shed = api.handle(HTTPRequest(method: "GET", target: "/v1/watch?since=0", headers: headers), context)
+        #expect(shed.status == 503 && shed.later == nil)
+        #expect(shed.headers.values("Retry-After").count == 1 && (1...5).contains(Int(shed.headers["Retry-After"] ?? "") ?? 0))
+        shed.whenWritten?.run()
+        let pull = api.handle(HTTPRequest(method: "GET", target: "/v1/pull?since=0", headers: headers), context)
+        #expect(pull.status == 200, "pulls are still served")
+        pull.whenWritten?.run()
     }
 
     /// Two brsyncd on one PostgreSQL database: a push through the first

@@ -155,7 +155,8 @@ public struct Status: ParsableCommand {
         // Whether this machine syncs end to end encrypted: it holds the account key (brsync-sync reads it).
         let keyFile = "\(replica.home)/account-key"
         let encrypted = access(keyFile, F_OK) == 0
-        let watching = WatchWake.isWatching(home: replica.home)
+        let watch = WatchWake.status(home: replica.home)
+        let watching = watch?.isAlive(nowMillis: Clock.wallMillis()) == true
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(JSONValue.object([
@@ -178,7 +179,10 @@ public struct Status: ParsableCommand {
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
         let lockedOut = state.problem.contains("this account is end-to-end encrypted")
         print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
-        print("watch:     \(watching ? "running: edits sync as they are made ('brsync watch'; its log: 'journalctl --user -u brsync-watch')" : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)")")
+        let watchText = watching ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: 'journalctl --user -u brsync-watch')"
+            : watch != nil ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch'"
+            : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
+        print("watch:     \(watchText)")
         print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
