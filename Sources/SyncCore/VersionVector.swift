@@ -8,9 +8,16 @@ public struct VersionVector: Sendable, Hashable {
 
     public subscript(device: String) -> UInt64 { counters[device] ?? 0 }
 
-    /// Counts one more version minted by `device`.
+    /// The largest counter the wire carries (a JSON integer read as Int64).
+    public static let maxCounter = UInt64(Int64.max)
+
+    /// Counts one more version minted by `device`; at ``maxCounter`` it
+    /// stays there (only a lying server puts a counter there: growing past
+    /// it, the record could not be sent any more, and every edit of this
+    /// device to it would be refused).
     public mutating func increment(_ device: String) {
-        counters[device, default: 0] += 1
+        let current = counters[device, default: 0]
+        counters[device] = current >= Self.maxCounter ? Self.maxCounter : current + 1
     }
 
     /// The pointwise maximum.

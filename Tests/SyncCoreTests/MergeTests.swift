@@ -72,6 +72,12 @@ import TestSupport
         let kept = full.capped(keeping: ["0123456789abcdef"])
         #expect(kept.counters.count == cap && kept["0123456789abcdef"] == 1 && kept[String(format: "%016x", 0)] == 0)
         #expect(kept.capped(keeping: []) == kept, "a vector within the cap is left alone")
+        // A counter a liar set to the largest the wire carries stays sendable.
+        var huge = VersionVector(["0123456789abcdef": VersionVector.maxCounter])
+        huge.increment("0123456789abcdef")
+        #expect(huge["0123456789abcdef"] == VersionVector.maxCounter)
+        let text = RecordState.encodeVersions(huge)
+        #expect(text.contains("9223372036854775807"), "\(text)")
     }
 
     @Test func higherStampWinsAndLosersOfConcurrentEditsAreKept() {

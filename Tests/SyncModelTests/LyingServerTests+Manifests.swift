@@ -355,5 +355,25 @@ extension LyingServerTests {
         for machine in [a, c, d] {
             #expect(try SyncWorld.rules(machine.replica) == ["one.example": "firefox", "three.example": "firefox"], "\(machine.name)")
         }
+        // A liar sets c's own counter to the largest the wire carries: c's edits still go up.
+        _ = try a.replica.addRule(pattern: "three.example", browser: "chrome", priority: nil)
+        #expect(try world.sync(a).problems.isEmpty)
+        let own = c.replica.deviceID
+        let maxing = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
+            for index in records.indices where Self.hiddenKey(records[index]) == hidden["three.example"] {
+                var versions = Self.versions(records[index])
+                versions[own] = .int(Int64.max)
+                records[index] = Self.with(records[index], versions: versions)
+            }
+        })
+        defer { maxing.stop() }
+        let maxed = try maxing.serving(world) { try world.sync(c) }
+        #expect(maxed.problems.isEmpty, "\(maxed.problems)")
+        #expect(try c.replica.record(.rules, key: "three.example")?.versions[own] == UInt64(Int64.max))
+        _ = try c.replica.addRule(pattern: "three.example", browser: "firefox", priority: nil)
+        let pushed2 = try world.sync(c)
+        #expect(pushed2.problems.isEmpty && pushed2.pushed > 0, "\(pushed2.problems)")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try SyncWorld.rules(a.replica)["three.example"] == "firefox")
     }
 }
