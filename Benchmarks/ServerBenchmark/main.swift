@@ -231,7 +231,9 @@ do {
                 var first = true
                 while true {
                     if first { started.add(1, ordering: .relaxed); first = false }
-                    if (try? http.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(token)"])) == nil { usleep(200_000) }
+                    // As `brsync watch` does: refused or cut off, back in 1 to 5 s, spread.
+                    let answer = try? http.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(token)"])
+                    if answer == nil || answer?.status != 200 { usleep(useconds_t(Int.random(in: 1_000_000...5_000_000))) }
                 }
             }
         }

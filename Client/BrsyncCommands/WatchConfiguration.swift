@@ -15,6 +15,6 @@ public enum WatchConfiguration {
             --unless-watching' (the sync timer's service) does nothing, and 'brsync status' says it runs. One watch per \
             replica: a second one is refused.
             """)
-    public static let statusHelp: ArgumentHelp = "Only say whether a watch runs for this replica: exit 0 when one does, 3 when none does."
+    public static let statusHelp: ArgumentHelp = "Only say whether a watch runs for this replica: exit 0 when one does, 1 when none does (or it stopped answering)."
     public static let unlessWatchingHelp: ArgumentHelp = "Do nothing when 'brsync watch' runs for this replica (the sync timer's service uses it: the watch syncs already)."
 }

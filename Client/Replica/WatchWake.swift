@@ -4,9 +4,12 @@ import Glibc
 /// once, with nothing another user of the machine can reach:
 ///
 /// - the watch holds a write lock (`fcntl`) on `HOME/watch.lock` (mode
-///   0600) for its whole life, and writes the time into it at least once a
-///   minute (``beat(_:)``): ``status(home:)`` tells a running watch (and
-///   its pid) from none, or from one that stopped answering (frozen);
+///   0600) for its whole life, and writes the time since boot into it at
+///   least once a minute (``beat(_:)``; not the wall clock, which can be
+///   set back): ``status(home:)`` tells a running watch (and its pid) from
+///   none, or from one that stopped answering (frozen). A lock file or
+///   socket that is not this user's own (planted while the folder was
+///   open to others) counts for nothing, and a watch replaces it;
 /// - it binds a datagram socket of mode 0600 in a folder only this user
 ///   can enter (``socketPath(home:)``), which every local edit sends a byte
 ///   after its commit (``poke(home:)``); only this user (and root) can.
@@ -89,6 +92,8 @@ public enum WatchWake {
     /// - Returns: nil when another watch holds the lock.
     /// - Throws: the system's reason when the lock file cannot be made.
     public static func claim(home: String) throws(WatchWakeError) -> Claim? {
+        // One that is not ours (or not a plain file) is someone else's plant: it goes.
+        if !isOwnFile(lockPath(home: home), type: S_IFREG) { unlink(lockPath(home: home)) }
         let lock = open(lockPath(home: home), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lock >= 0 else { throw WatchWakeError(call: "open \(lockPath(home: home))", code: errno) }
         var request = flock()
@@ -117,13 +122,27 @@ public enum WatchWake {
         return Claim(lock: lock, socket: descriptor)
     }
 
-    /// The watch is alive: the wall time into its lock file.
-    public static func beat(_ lock: Int32) {
+    /// Milliseconds since boot, suspend included: what heartbeats are
+    /// measured in (every process of the machine reads the same clock, and
+    /// no one sets it).
+    public static func bootMillis() -> Int64 {
         var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let text = Array(String(Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000).utf8)
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    /// The watch is alive: the time since boot into its lock file.
+    public static func beat(_ lock: Int32) {
+        let text = Array(String(bootMillis()).utf8)
         _ = ftruncate(lock, 0)
         _ = pwrite(lock, text, text.count, 0)
+    }
+
+    /// Whether `path` is a file of `type` (not a link) owned by this user.
+    static func isOwnFile(_ path: String, type: mode_t) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return true } // nothing there: nothing to remove
+        return (status.st_mode & S_IFMT) == type && status.st_uid == getuid()
     }
 
     /// A running watch of a replica: its pid and its last sign of life.
@@ -131,18 +150,23 @@ public enum WatchWake {
         public let pid: Int32
         public let lastBeatMillis: Int64?
 
-        /// Whether it gave a sign of life within ``WatchWake/staleMilliseconds``.
+        /// Whether it gave a sign of life within ``WatchWake/staleMilliseconds``
+        /// (both in ``WatchWake/bootMillis()``; a beat from the future — a
+        /// reboot's leftover, or a plant — is no sign of life).
         public func isAlive(nowMillis: Int64) -> Bool {
-            guard let lastBeatMillis else { return false }
+            guard let lastBeatMillis, lastBeatMillis <= nowMillis + 1000 else { return false }
             return nowMillis - lastBeatMillis < WatchWake.staleMilliseconds
         }
     }
 
-    /// The watch that runs for the replica in `home`, or nil when none does.
+    /// The watch that runs for the replica in `home`, or nil when none does
+    /// (a lock file not this user's own says nothing).
     public static func status(home: String) -> Running? {
         let lock = open(lockPath(home: home), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard lock >= 0 else { return nil }
         defer { close(lock) }
+        var file = stat()
+        guard fstat(lock, &file) == 0, (file.st_mode & S_IFMT) == S_IFREG, file.st_uid == getuid() else { return nil }
         var request = flock()
         request.l_type = Int16(F_WRLCK)
         request.l_whence = Int16(SEEK_SET)
@@ -156,15 +180,14 @@ public enum WatchWake {
     /// Whether a watch runs for the replica in `home` and gave a sign of
     /// life lately (the sync timer stands down only then).
     public static func isWatching(home: String) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return status(home: home)?.isAlive(nowMillis: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000) == true
+        status(home: home)?.isAlive(nowMillis: bootMillis()) == true
     }
 
     /// Tells the replica's watch, if one runs, that an edit was made. Never
     /// waits and never fails (no watch: nothing to tell).
     public static func poke(home: String) {
-        guard let path = socketPath(home: home) else { return }
+        // Only to this user's own socket: another user's there learns nothing.
+        guard let path = socketPath(home: home), isOwnFile(path, type: S_IFSOCK) else { return }
         let descriptor = datagramSocket()
         guard descriptor >= 0 else { return }
         var byte: UInt8 = 1

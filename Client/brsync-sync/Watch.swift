@@ -27,6 +27,10 @@ struct WatchCommand: ParsableCommand {
         let held: WatchWake.Claim?
         do { held = try WatchWake.claim(home: replica.home) } catch { throw CLIFailure(message: error.description) }
         guard let claim = held else {
+            if let running = WatchWake.status(home: replica.home), !running.isAlive(nowMillis: WatchWake.bootMillis()) {
+                throw CLIFailure(message: "a watch of this replica (pid \(running.pid)) holds its lock but gave no sign of life for over 3 minutes: "
+                                 + "stop it ('kill \(running.pid)', or 'systemctl --user restart brsync-watch') and start this one again")
+            }
             throw CLIFailure(message: "a watch runs already for this replica (\(replica.home)): one is enough ('brsync watch --status')")
         }
         try Watcher(replica: replica, claim: claim, serverWait: serverWait).run()
@@ -35,7 +39,7 @@ struct WatchCommand: ParsableCommand {
     /// Whether a watch runs for the replica in `home`, in words, and whether it is alive.
     static func statusText(home: String) -> (line: String, alive: Bool) {
         guard let running = WatchWake.status(home: home) else { return ("no watch runs for this replica (\(home))", false) }
-        if running.isAlive(nowMillis: Clock.wallMillis()) { return ("a watch runs for this replica (\(home)), pid \(running.pid)", true) }
+        if running.isAlive(nowMillis: WatchWake.bootMillis()) { return ("a watch runs for this replica (\(home)), pid \(running.pid)", true) }
         return ("a watch of this replica (pid \(running.pid)) gave no sign of life for over 3 minutes (stopped or hung?): "
                 + "the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch' starts it again", false)
     }
@@ -123,6 +127,11 @@ final class Watcher {
         var emptyWakes = 0
         /// Whether the sync to come was asked for by the server's watch.
         var wokenByServer = false
+        /// Watches in a row that ended at once: "no change" long before their
+        /// wait, or an error (a server that lies or fails). Watched more and
+        /// more slowly then, not in a loop.
+        var quickRounds = 0
+        let quick = min(2_000, (serverWait ?? 55) * 500)
         while true {
             WatchWake.beat(lock)
             // Which server: set (or changed, or removed) while the watch runs, it wakes the watch.
@@ -189,12 +198,14 @@ final class Watcher {
                 }
                 // A resume from suspend fires this (it counts the time asleep); so does a server that never answers.
                 arm(milliseconds: (serverWait.map { $0 * 1000 } ?? 55_000) + 10_000)
+                let started = Clock.monotonicMillis()
                 switch try watching!.watch(wakeup: events, waitSeconds: serverWait) {
                 case .changed:
                     needSync = true
                     wokenByServer = true
+                    quickRounds = 0
                 case .unchanged:
-                    break
+                    quickRounds = Clock.monotonicMillis() - started < quick ? quickRounds + 1 : 0
                 case .interrupted:
                     if drain().contains(.edit) {
                         // Edits made together go up together.
@@ -216,6 +227,11 @@ final class Watcher {
             } catch {
                 watching = nil
                 needSync = true
+                quickRounds += 1
+            }
+            if quickRounds >= 3 {
+                if quickRounds == 3 { log(.warning, "the server's watch keeps ending at once (no change, or an error): watching again more slowly") }
+                _ = waitForEvents(milliseconds: min(60_000, 1_000 << min(6, quickRounds - 3)))
             }
         }
     }

@@ -118,12 +118,13 @@ import TestSupport
 
         // A lock held, with a heartbeat from 10 minutes ago: a frozen watch.
         let lock = open(home + "/watch.lock", O_RDWR)
-        defer { close(lock) }
         var request = flock()
         request.l_type = Int16(F_WRLCK)
         request.l_whence = Int16(SEEK_SET)
         #expect(fcntl(lock, F_SETLK, &request) == 0)
-        let old = Array(String(Int64(Date().timeIntervalSince1970 * 1000) - 600_000).utf8)
+        var boot = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &boot)
+        let old = Array(String(Int64(boot.tv_sec) * 1000 + Int64(boot.tv_nsec) / 1_000_000 - 600_000).utf8)
         _ = ftruncate(lock, 0)
         _ = pwrite(lock, old, old.count, 0)
         let status = try world.run(home, ["watch", "--status"])
@@ -132,6 +133,22 @@ import TestSupport
         let timer = try world.run(home, ["sync", "--unless-watching"])
         #expect(timer.status == 0 && timer.stdout.hasPrefix("sync: pushed"), "the timer syncs: \(timer)")
         let second = try world.run(home, ["watch"])
-        #expect(second.status == 2 && second.stderr.contains("a watch runs already"), "the lock is still held: \(second)")
+        #expect(second.status == 2 && second.stderr.contains("gave no sign of life"), "the lock is still held: \(second)")
+
+        // A lock file someone else planted (the folder was open to others once) says nothing, and a watch replaces it.
+        close(lock)
+        guard getuid() == 0 else { return } // only root can give a file away
+        #expect(unlink(home + "/watch.lock") == 0)
+        let planted = open(home + "/watch.lock", O_RDWR | O_CREAT, 0o644)
+        #expect(fchown(planted, 65534, 65534) == 0)
+        #expect(fcntl(planted, F_SETLK, &request) == 0)
+        _ = pwrite(planted, old, old.count, 0)
+        #expect(try world.run(home, ["watch", "--status"]).stdout.contains("no watch runs"))
+        let another = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        defer { another.signal(SIGTERM) }
+        _ = try another.waitFor("watching https://")
+        var status2 = stat()
+        #expect(lstat(home + "/watch.lock", &status2) == 0 && status2.st_uid == 0 && status2.st_mode & 0o777 == 0o600)
+        close(planted)
     }
 }

@@ -156,7 +156,7 @@ public struct Status: ParsableCommand {
         let keyFile = "\(replica.home)/account-key"
         let encrypted = access(keyFile, F_OK) == 0
         let watch = WatchWake.status(home: replica.home)
-        let watching = watch?.isAlive(nowMillis: Clock.wallMillis()) == true
+        let watching = watch?.isAlive(nowMillis: WatchWake.bootMillis()) == true
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(JSONValue.object([
