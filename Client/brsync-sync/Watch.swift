@@ -131,6 +131,8 @@ final class Watcher {
         /// wait, or an error (a server that lies or fails). Watched more and
         /// more slowly then, not in a loop.
         var quickRounds = 0
+        /// Said once per run, each: the two warnings about a server that lies or fails.
+        var (saidEmpty, saidQuick) = (false, false)
         let quick = min(2_000, (serverWait ?? 55) * 500)
         while true {
             WatchWake.beat(lock)
@@ -163,7 +165,10 @@ final class Watcher {
                     wokenByServer = false
                     if emptyWakes >= 3 {
                         let wait = min(60_000, 1_000 << min(6, emptyWakes - 3))
-                        if emptyWakes == 3 { log(.warning, "the server keeps saying the account changed but has nothing new: watching again more slowly") }
+                        if emptyWakes == 3 && !saidEmpty {
+                            log(.warning, "the server keeps saying the account changed but has nothing new: watching again more slowly")
+                            saidEmpty = true // once: a server that does it does it again
+                        }
                         _ = waitForEvents(milliseconds: wait)
                     }
                 } catch let error as SyncError {
@@ -230,7 +235,10 @@ final class Watcher {
                 quickRounds += 1
             }
             if quickRounds >= 3 {
-                if quickRounds == 3 { log(.warning, "the server's watch keeps ending at once (no change, or an error): watching again more slowly") }
+                if quickRounds == 3 && !saidQuick {
+                    log(.warning, "the server's watch keeps ending at once (no change, or an error): watching again more slowly")
+                    saidQuick = true
+                }
                 _ = waitForEvents(milliseconds: min(60_000, 1_000 << min(6, quickRounds - 3)))
             }
         }

@@ -8,11 +8,11 @@ import SyncCore
 extension Run {
     func trace(step: Int, operation: Int, on machine: SimulatedMachine, futureReported: inout Bool) {
         let environment = ProcessInfo.processInfo.environment
-        if let watch = environment["BRSYNC_MODEL_WATCH"] {
-            let lines = watchLines(watch)
-            if lines != lastWatch {
-                lastWatch = lines
-                print("WATCH step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID), must survive: \(mustSurvive.contains { $0.record == watch })\n"
+        if let traced = environment["BRSYNC_MODEL_TRACE"] {
+            let lines = traceLines(traced)
+            if lines != lastTrace {
+                lastTrace = lines
+                print("TRACE step \(step) op \(operation) on \(machine.name)/\(machine.replica.deviceID), must survive: \(mustSurvive.contains { $0.record == traced })\n"
                       + lines.joined(separator: "\n"))
             }
         }
@@ -28,7 +28,7 @@ extension Run {
     }
 
     /// The watched record on the server and on every machine.
-    func watchLines(_ watch: String) -> [String] {
+    func traceLines(_ watch: String) -> [String] {
         let environment = ProcessInfo.processInfo.environment
         func show(_ state: RecordState?) -> String {
             guard let state else { return "-" }
@@ -42,7 +42,7 @@ extension Run {
             return nil
         }
         let onServer = (try? store.records(account: "alice"))?.first { "\($0.collection.rawValue)/\($0.key)" == watch }
-        let row = environment["BRSYNC_MODEL_WATCH_ROWS"] != "0" ? serverRow(watch) : ""
+        let row = environment["BRSYNC_MODEL_TRACE_ROWS"] != "0" ? serverRow(watch) : ""
         return ["server: \(show(onServer?.state)) [\(row)]"] + machines.map { machine in
             let sync = try? machine.replica.syncState()
             return "  \(machine.name)/\(machine.replica.deviceID): \(show(state(machine.replica))); pushed through \(sync?.pushedThrough ?? -1), cursor \(sync?.pullCursor ?? -1), epoch \((sync?.epoch ?? nil) ?? "-")"

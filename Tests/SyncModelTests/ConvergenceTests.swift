@@ -35,7 +35,7 @@ import TestSupport
 /// Environment: `BRSYNC_SYNC_SEEDS=N` seeds from `BRSYNC_TEST_SEED`;
 /// `BRSYNC_MODEL_DEBUG=1` prints syncs that forked, re-synced or had problems,
 /// and the history of values the oracle could not trace;
-/// `BRSYNC_MODEL_WATCH=rules/KEY` prints, after every step that changed it,
+/// `BRSYNC_MODEL_TRACE=rules/KEY` prints, after every step that changed it,
 /// that record on the server (with its change number and the epoch) and on
 /// every machine (with its cursors); `BRSYNC_MODEL_KEEP=1` keeps the temporary
 /// folder (homes and server store) for `sqlite3`; `BRSYNC_MODEL_STORE=sqlite`
@@ -130,8 +130,8 @@ final class Run: @unchecked Sendable {
     var homeCopies: [(machine: SimulatedMachine, path: String)] = []
     var faults: [String: Int] = [:]
     var counter = 0
-    /// What `BRSYNC_MODEL_WATCH` printed last.
-    var lastWatch: [String] = []
+    /// What `BRSYNC_MODEL_TRACE` printed last.
+    var lastTrace: [String] = []
     /// The account key every machine starts with, when the run is end-to-end
     /// encrypted (each machine's key file holds its key from then on).
     let accountKey: AccountKey?
@@ -226,7 +226,7 @@ final class Run: @unchecked Sendable {
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
             switch result {
             case .success(let summary) where !summary.problems.isEmpty || summary.newDeviceID != nil || summary.fullResync
-                || ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] != nil:
+                || ProcessInfo.processInfo.environment["BRSYNC_MODEL_TRACE"] != nil:
                 print("DEBUG sync kind \(kind) \(machine.name) \(machine.replica.deviceID): \(summary.problems) new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped) through \((try? machine.replica.syncState().pushedThrough) ?? -1)")
             case .failure(let error): print("DEBUG sync \(machine.name) \(machine.replica.deviceID) failed: \(error)")
             default: break
@@ -455,7 +455,7 @@ final class Run: @unchecked Sendable {
             for machine in machines where !isLive(machine) || liveWantsSync(machine, direct: true) {
                 do {
                     let summary = try client(machine, direct: true).sync()
-                    if ProcessInfo.processInfo.environment["BRSYNC_MODEL_WATCH"] != nil {
+                    if ProcessInfo.processInfo.environment["BRSYNC_MODEL_TRACE"] != nil {
                         print("DEBUG final sync \(round) \(machine.name) \(machine.replica.deviceID): new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped)")
                     }
                 } catch {
