@@ -26,21 +26,18 @@ public final class SyncAPI: Sendable {
     public let configuration: ServerConfiguration
     public let metrics: ServerMetrics
     let logger: Logger
-    /// Connections being served, for `/metrics` (set once the server exists).
-    let openConnections: @Sendable () -> Int
     /// Requests being read and answered on threads now (watches give way past 3/4 of the cap).
     let activeRequests: @Sendable () -> Int
     /// Requests in progress per bearer token.
     let gate: RequestGate
 
     public init(store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
-                openConnections: @escaping @Sendable () -> Int, activeRequests: @escaping @Sendable () -> Int = { 0 }) {
+                activeRequests: @escaping @Sendable () -> Int = { 0 }) {
         self.activeRequests = activeRequests
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
-        self.openConnections = openConnections
         gate = RequestGate(limit: configuration.maxRequestsPerToken)
     }
 

@@ -35,7 +35,7 @@ public final class SyncServer: Sendable {
         }
         let box = ServerBox()
         let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
-                          openConnections: { box.server?.openConnections ?? 0 }, activeRequests: { box.server?.activeRequests ?? 0 })
+                          activeRequests: { box.server?.activeRequests ?? 0 })
         http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
                               ownAnswers: Self.ownAnswers, admission: api.admit, handler: api.handle)
         box.server = http

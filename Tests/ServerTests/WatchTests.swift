@@ -14,9 +14,12 @@ import TestSupport
 /// through this brsyncd or, on PostgreSQL, through another one.
 @Suite struct WatchTests {
     /// A watch on a connection of its own, on a thread: its status and body.
-    static func watch(_ fixture: ServerFixture, port: UInt16? = nil, token: String, query: String) -> ThreadJob<(Int, JSONValue?)> {
-        let (caFile, port) = (fixture.caFile, port ?? fixture.port)
-        return ThreadJob {
+    static func watch(_ fixture: ServerFixture, token: String, query: String) -> ThreadJob<(Int, JSONValue?)> {
+        watch(caFile: fixture.caFile, port: fixture.port, token: token, query: query)
+    }
+
+    static func watch(caFile: String, port: UInt16, token: String, query: String) -> ThreadJob<(Int, JSONValue?)> {
+        ThreadJob {
             guard let tls = try? TLSContext.client(caFile: caFile) else { return (-1, nil) }
             var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
             configuration.readTimeoutMilliseconds = 70_000
@@ -167,7 +170,7 @@ import TestSupport
         let token = try store.addDevice(account: "alice", name: "laptop")
         let load = Atomic<Int>(0)
         let api = SyncAPI(store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"),
-                          openConnections: { 0 }, activeRequests: { load.load(ordering: .relaxed) })
+                          activeRequests: { load.load(ordering: .relaxed) })
         let context = HTTPServer.RequestContext(peer: "127.0.0.1")
         let headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
         let quiet = api.handle(HTTPRequest(method: "GET", target: "/v1/watch?since=5", headers: headers), context)
@@ -205,15 +208,7 @@ import TestSupport
         let laptop = TestDevice(client: HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port1), serverName: "localhost",
                                                           tls: try TLSContext.client(caFile: directory.file("ca.pem")))),
                                 token: laptopToken, deviceID: "laptop")
-        let caFile = directory.file("ca.pem")
-        let waiting = ThreadJob { () -> (Int, JSONValue?) in
-            guard let tls = try? TLSContext.client(caFile: caFile) else { return (-1, nil) }
-            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port2), serverName: "localhost", tls: tls))
-            guard let answer = try? client.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(desktopToken)"]) else {
-                return (-2, nil)
-            }
-            return (answer.status, answer.json)
-        }
+        let waiting = Self.watch(caFile: directory.file("ca.pem"), port: port2, token: desktopToken, query: "since=0")
         Self.waitUntil { second.watches.count == 1 }
         #expect(second.watches.count == 1)
         let started = Date()
