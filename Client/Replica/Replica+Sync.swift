@@ -288,15 +288,24 @@ extension Replica {
     @discardableResult
     public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String) throws -> Int {
         var skipped: [String] = []
-        return try applyPulled(changes, cursor: cursor, epoch: epoch, skipped: &skipped)
+        return try applyPulled(changes, cursor: cursor, epoch: epoch, skipped: &skipped).changed
+    }
+
+    /// What applying a pulled page did.
+    public struct AppliedPage: Sendable, Equatable {
+        /// Records whose values changed here.
+        public var changed = 0
+        /// Values that lost to a concurrent edit, newly kept for `brsync log --conflicts`.
+        public var conflicts = 0
     }
 
     @discardableResult
-    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int {
+    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> AppliedPage {
         var setAside: [String] = []
         defer { skipped += setAside }
         return try transaction {
             var changed = 0
+            var conflicts = 0
             if try meta("reconcile") != nil {
                 for change in changes {
                     try database.run("INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
@@ -318,8 +327,18 @@ extension Replica {
                     setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
                     continue
                 }
-                for value in lost {
-                    try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner)
+                var losses = lost
+                if let writer = change.writerVersions {
+                    // This machine's own values that lost to a write that had
+                    // not seen them: the merged vector covers this machine's
+                    // writes, the writer's does not (a delete here lost to a
+                    // later edit made elsewhere without it).
+                    losses += try ownValuesUnseen(by: writer, local: local, merged: merged, collection: change.collection, key: change.key)
+                        .filter { own in !lost.contains { $0.field == own.field } }
+                }
+                for value in losses
+                where try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner) {
+                    conflicts += 1
                 }
                 // The server's version lacks something this replica holds and
                 // will not push (no unpushed edit of the record): the server
@@ -347,8 +366,39 @@ extension Replica {
             // The newest stamp the server has handed out: one it took.
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
-            return changed
+            return AppliedPage(changed: changed, conflicts: conflicts)
         }
+    }
+
+    /// The values this machine wrote in `local` that lost to `merged` (a
+    /// different value), written after everything of this machine that
+    /// `writer` (the version vector of the write that won) had seen: the
+    /// counter each was written at comes from this machine's change log.
+    func ownValuesUnseen(by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
+                         key: String) throws -> [RecordState.LostValue] {
+        let seen = writer[deviceID]
+        guard local.versions[deviceID] > seen else { return [] }
+        let candidates = local.fields.filter { name, mine in
+            guard mine.stamp.device == deviceID, let winner = merged.fields[name] else { return false }
+            return winner != mine && winner.value != mine.value
+        }
+        guard !candidates.isEmpty else { return [] }
+        // The counter of this machine's write of each candidate value.
+        var counters: [String: UInt64] = [:]
+        try database.forEachRow(
+            "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC",
+            [.text(deviceID), .text(collection.rawValue), .text(key)]
+        ) { row in
+            let change = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: row.string(1) ?? "{}")
+            for (name, mine) in candidates where counters[name] == nil && change.fields[name] == mine {
+                counters[name] = change.versions[deviceID]
+            }
+            return counters.count < candidates.count
+        }
+        return candidates.compactMap { name, mine in
+            guard let counter = counters[name], counter > seen, let winner = merged.fields[name] else { return nil }
+            return RecordState.LostValue(field: name, lost: mine, winner: winner)
+        }.sorted { $0.field < $1.field }
     }
 
     /// Whether this replica has an edit of the record that it has not pushed.

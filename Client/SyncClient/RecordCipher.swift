@@ -341,8 +341,10 @@ extension RecordCipher {
         do {
             let fields = try openFields(change, opener: &opener, stamps: &stamps)
             let state = RecordState(fields: fields, versions: change.state.versions)
-            try checkManifest(change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
-            return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key, state: state)
+            let manifest = try checkManifest(change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
+            // The writer as its sealed manifest says, never as the server does.
+            let writer = manifest.map(\.versions).flatMap { $0 == state.versions ? nil : $0 }
+            return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer)
         } catch {
             // Once its key is open, the record is named as the user knows it
             // (its hidden key, which the message named, means nothing to them).
@@ -353,8 +355,9 @@ extension RecordCipher {
 
     /// Checks the opened `state` of `change` against the manifest sealed
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
+    /// - Returns: the manifest (nil when there is none and none is required).
     private func checkManifest(_ change: ChangeRecord, _ state: RecordState, opener: inout Opener, stamps: inout HLCTimestamp.TextCache,
-                               required: Bool) throws(RecordCipherError) {
+                               required: Bool) throws(RecordCipherError) -> RecordManifest? {
         let newest = state.newestStamp
         guard let register = change.state.fields[Self.manifestField] else {
             if required {
@@ -363,7 +366,7 @@ extension RecordCipher {
                     it: then upgrade that machine); set aside until a machine that has it sends it again with one
                     """)
             }
-            return
+            return nil
         }
         guard case .string(let sealed) = register.value else { throw RecordCipherError(message: "its manifest is not a sealed value") }
         let json = try opener.openValue(sealed, field: Self.manifestField, stamp: stamps.text(of: register.stamp))
@@ -377,6 +380,7 @@ extension RecordCipher {
         if required, let newest, newest > register.stamp {
             throw RecordCipherError(message: "its newest value came without a manifest (an older manifest served with newer values, or an older brsync wrote it)")
         }
+        return manifest
     }
 
     private func openFields(_ change: ChangeRecord, opener: inout Opener, stamps: inout HLCTimestamp.TextCache) throws(RecordCipherError) -> [String: StampedValue] {

@@ -209,7 +209,9 @@ extension SyncClient {
                 ahead = PageAhead(target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
             let started = Clock.monotonicMillis()
-            summary.applied += try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            let applied = try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            summary.applied += applied.changed
+            summary.conflicts += applied.conflicts
             summary.applyMilliseconds += Clock.monotonicMillis() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count

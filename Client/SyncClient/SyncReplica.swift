@@ -57,7 +57,7 @@ public protocol SyncReplica: AnyObject {
     func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord]
 
     // MARK: Pulling
-    func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Int
+    func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Replica.AppliedPage
     func beginReconcile() throws
     func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
     func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool

@@ -34,7 +34,7 @@ public final class PostgresStore: StoreDialect {
     public let listening = Atomic<Bool>(false)
     /// The channel brsyncd processes tell each other on that an account changed (payload: its id).
     static let changesChannel = "brsync_changes"
-    static let schemaVersion = 6
+    static let schemaVersion = 7
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -248,6 +248,10 @@ public final class PostgresStore: StoreDialect {
                 CREATE TRIGGER records_counted_delete AFTER DELETE ON records
                     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_count_records();
                 """)
+        }
+        if version < 7 {
+            // Each record's writer (see SQLiteStore's version 13).
+            try connection.execute("ALTER TABLE records ADD COLUMN writer text")
         }
         if version < schemaVersion {
             try connection.run("""

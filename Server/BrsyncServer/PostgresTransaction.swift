@@ -9,7 +9,7 @@ public final class PostgresTransaction: StoreTransaction {
     let connection: PostgresConnection
     /// Records read ahead (nil: known to be absent), kept current by
     /// ``upsertRecord``; the account's row lock keeps other writers out.
-    private var cache: [String: (state: RecordState, sequence: Int64)?] = [:]
+    private var cache: [String: Store.RecordVersion?] = [:]
     /// Keys per read-ahead statement.
     static let prefetchChunk = 1000
 
@@ -27,7 +27,7 @@ public final class PostgresTransaction: StoreTransaction {
         let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
         guard wanted.count > 1 else { return }
         let sql = """
-            SELECT r.collection, r.key, r.fields, r.versions, r.seq
+            SELECT r.collection, r.key, r.fields, r.versions, r.seq, r.writer
             FROM unnest($2::text[], $3::text[]) AS w (collection, key)
             JOIN records r ON r.account_id = $1 AND r.collection = w.collection AND r.key = w.key
             """
@@ -39,10 +39,11 @@ public final class PostgresTransaction: StoreTransaction {
             let rows = try connection.query(sql, [.integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
                                                   .text(PostgresArray.texts(part.map(\.key)))]) { row in
                 (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
-                 sequence: row.int64(4) ?? 0)
+                 sequence: row.int64(4) ?? 0, writer: row.string(5))
             }
             for row in rows {
-                cache[row.collection + "\u{0}" + row.key] = (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+                cache[row.collection + "\u{0}" + row.key] = try StoredRecord.version(fields: row.fields, versions: row.versions, sequence: row.sequence,
+                                                                                     writer: row.writer)
             }
         }
     }
@@ -73,14 +74,14 @@ public final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    public func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+    public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
         if let cached = cache[Self.cacheKey(collection, key)] { return cached }
-        let row = try connection.queryFirst("SELECT fields, versions, seq FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
+        let row = try connection.queryFirst("SELECT fields, versions, seq, writer FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
                                             [.integer(account), .text(collection.rawValue), .text(key)]) {
-            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0)
+            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0, writer: $0.string(3))
         }
         guard let row else { return nil }
-        return (state: try StoredRecord.decode(fields: row.fields, versions: row.versions), sequence: row.sequence)
+        return try StoredRecord.version(fields: row.fields, versions: row.versions, sequence: row.sequence, writer: row.writer)
     }
 
     /// Records written, kept until ``flush()`` sends them in one statement
@@ -93,6 +94,7 @@ public final class PostgresTransaction: StoreTransaction {
         let collection: RecordCollection
         let key: String
         let state: RecordState
+        let writer: VersionVector?
         let fieldsText: String?
         let sequence: Int64
         let knownTo: String?
@@ -109,13 +111,13 @@ public final class PostgresTransaction: StoreTransaction {
         return value
     }
 
-    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
-                      knownTo: String?, knownAfter: Int64, now: Int64) throws {
+    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
+                             fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws {
         let cacheKey = Self.cacheKey(collection, key)
         if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
-        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, fieldsText: fieldsText, sequence: sequence,
-                                          knownTo: knownTo, knownAfter: knownAfter, now: now)
-        cache[cacheKey] = (state: state, sequence: sequence)
+        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, writer: writer, fieldsText: fieldsText,
+                                          sequence: sequence, knownTo: knownTo, knownAfter: knownAfter, now: now)
+        cache[cacheKey] = Store.RecordVersion(state: state, sequence: sequence, writer: writer)
     }
 
     /// Rows per write statement.
@@ -133,13 +135,13 @@ public final class PostgresTransaction: StoreTransaction {
             start += Self.writeChunk
             try connection.run(
                 """
-                INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+                INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
                 SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::boolean[],
-                                     $8::bigint[], $9::text[], $10::bigint[])
+                                     $8::bigint[], $9::text[], $10::bigint[], $11::text[])
                 ON CONFLICT (account_id, collection, key) DO UPDATE SET
                     fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
                     deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                    known_after = excluded.known_after
+                    known_after = excluded.known_after, writer = excluded.writer
                 """,
                 [.text(PostgresArray.integers(part.map(\.account))),
                  .text(PostgresArray.texts(part.map(\.collection.rawValue))),
@@ -150,7 +152,8 @@ public final class PostgresTransaction: StoreTransaction {
                  .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
                  .text(PostgresArray.integers(part.map(\.now))),
                  .text(PostgresArray.texts(part.map(\.knownTo))),
-                 .text(PostgresArray.integers(part.map(\.knownAfter)))])
+                 .text(PostgresArray.integers(part.map(\.knownAfter))),
+                 .text(PostgresArray.texts(part.map { $0.writer.map(RecordState.encodeVersions) }))])
         }
     }
 
@@ -214,7 +217,7 @@ public final class PostgresTransaction: StoreTransaction {
             """
             WITH d AS (\(Self.deviceColumns) WHERE d.token_hash = $1)
             SELECT d.*, (SELECT value FROM brsync_meta WHERE key = 'epoch'), s.last_seq, s.last_digest,
-                   r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after, r.scanned
+                   r.seq, r.collection, r.key, r.fields, r.versions, r.known_to, r.known_after, r.scanned, r.writer
             FROM d
             LEFT JOIN device_streams s ON s.account_id = d.account_id AND s.client_device = $2
             -- The page's records up to the byte budget: a record is sent when
@@ -222,9 +225,9 @@ public final class PostgresTransaction: StoreTransaction {
             -- `scanned` counts the records the limit took, to tell a cut page.
             LEFT JOIN LATERAL (
                 SELECT * FROM (
-                    SELECT seq, collection, key, fields, versions, known_to, known_after, count(*) OVER () AS scanned,
-                           sum(octet_length(fields) + octet_length(versions)) OVER (ORDER BY seq)
-                               - (octet_length(fields) + octet_length(versions)) AS before
+                    SELECT seq, collection, key, fields, versions, known_to, known_after, writer, count(*) OVER () AS scanned,
+                           sum(octet_length(fields) + octet_length(versions) + coalesce(octet_length(writer), 0)) OVER (ORDER BY seq)
+                               - (octet_length(fields) + octet_length(versions) + coalesce(octet_length(writer), 0)) AS before
                     FROM (SELECT * FROM records WHERE records.account_id = d.account_id AND seq > $3 ORDER BY seq LIMIT $4) limited
                 ) measured WHERE measured.before < $5 OR measured.before = 0
             ) r ON true
@@ -234,7 +237,7 @@ public final class PostgresTransaction: StoreTransaction {
             var record: Store.PulledRow?
             if let sequence = row.int64(20) {
                 record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(21)), key: row.string(22) ?? "", fields: row.string(23) ?? "{}",
-                                         versions: row.string(24) ?? "{}", knownTo: row.string(25), knownAfter: row.int64(26) ?? 0)
+                                         versions: row.string(24) ?? "{}", writer: row.string(28), knownTo: row.string(25), knownAfter: row.int64(26) ?? 0)
             }
             return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(17) ?? "",
                        stream: row.int64(18).map { (last: $0, digest: row.string(19) ?? "") }, record: record, scanned: row.int64(27) ?? 0)

@@ -189,6 +189,12 @@ public final class SQLiteStore: StoreDialect {
                 WHERE id = OLD.account_id;
             END;
             """),
+        // The version vector of the write that brought a record's newest
+        // stamp, when it differs from the record's (``Store/RecordVersion``):
+        // a machine whose value lost to a write that had not seen it is told.
+        Migrator.Migration(version: 13, sql: """
+            ALTER TABLE records ADD COLUMN writer TEXT;
+            """),
     ])
 
     public let path: String

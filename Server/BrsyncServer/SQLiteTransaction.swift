@@ -44,28 +44,30 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)? {
+    public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
         try database.queryFirst(
-            "SELECT fields, versions, seq FROM records WHERE account_id = ? AND collection = ? AND key = ?",
+            "SELECT fields, versions, seq, writer FROM records WHERE account_id = ? AND collection = ? AND key = ?",
             [.integer(account), .text(collection.rawValue), .text(key)]
-        ) { row in (state: try StoredRecord.decode(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}"), sequence: row.int64(2) ?? 0) }
+        ) { row in
+            try StoredRecord.version(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}", sequence: row.int64(2) ?? 0, writer: row.string(3))
+        }
     }
 
-    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
-                             knownTo: String?, knownAfter: Int64, now: Int64) throws {
+    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?, fieldsText: String?,
+                             sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws {
         try database.run(
             """
-            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (account_id, collection, key) DO UPDATE SET
                 fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
                 deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                known_after = excluded.known_after
+                known_after = excluded.known_after, writer = excluded.writer
             """,
             [.integer(account), .text(collection.rawValue), .text(key),
              .text(fieldsText ?? RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
              .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
-             .integer(knownAfter)])
+             .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null])
     }
 
     public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
@@ -123,14 +125,14 @@ public struct SQLiteTransaction: StoreTransaction {
         var bytes = 0
         var truncated = false
         try database.forEachRow(
-            "SELECT seq, collection, key, fields, versions, known_to, known_after FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            "SELECT seq, collection, key, fields, versions, known_to, known_after, writer FROM records WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             [.integer(device.accountID), .integer(cursor), .integer(Int64(limit))]
         ) { row in
             if !records.isEmpty && bytes >= maxBytes {
                 truncated = true
                 return false
             }
-            bytes += row.byteCount(3) + row.byteCount(4)
+            bytes += row.byteCount(3) + row.byteCount(4) + row.byteCount(7)
             records.append(try Self.pulledRow(row))
             return true
         }
@@ -143,7 +145,8 @@ public struct SQLiteTransaction: StoreTransaction {
 
     static func pulledRow(_ row: Row) throws -> Store.PulledRow {
         Store.PulledRow(sequence: row.int64(0) ?? 0, collection: try StoredRecord.collection(row.string(1)), key: row.string(2) ?? "",
-                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}", knownTo: row.string(5), knownAfter: row.int64(6) ?? 0)
+                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}", writer: row.string(7), knownTo: row.string(5),
+                               knownAfter: row.int64(6) ?? 0)
     }
 
     public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {

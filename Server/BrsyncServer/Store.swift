@@ -158,17 +158,40 @@ public enum Store {
         public let key: String
         public let fields: String
         public let versions: String
+        /// ``RecordVersion/writer`` as stored (the wire's JSON), or nil.
+        public let writer: String?
         public let knownTo: String?
         public let knownAfter: Int64
 
-        public init(sequence: Int64, collection: RecordCollection, key: String, fields: String, versions: String, knownTo: String?, knownAfter: Int64) {
+        public init(sequence: Int64, collection: RecordCollection, key: String, fields: String, versions: String, writer: String? = nil,
+                    knownTo: String?, knownAfter: Int64) {
             self.sequence = sequence
             self.collection = collection
             self.key = key
             self.fields = fields
             self.versions = versions
+            self.writer = writer
             self.knownTo = knownTo
             self.knownAfter = knownAfter
+        }
+    }
+
+    /// A stored record as a push or relay merges into it.
+    public struct RecordVersion: Sendable {
+        public var state: RecordState
+        public var sequence: Int64
+        /// The version vector of the write that brought the record's newest
+        /// stamp, as its writer sent it, when it differs from the record's
+        /// (a write it had not seen was merged in); nil when they are the
+        /// same. A pull hands it on as the change's `writer`, so the machine
+        /// whose value lost to a write that had not seen it is told
+        /// (``SyncEngine/writer(of:base:change:)``).
+        public var writer: VersionVector?
+
+        public init(state: RecordState, sequence: Int64, writer: VersionVector? = nil) {
+            self.state = state
+            self.sequence = sequence
+            self.writer = writer
         }
     }
 

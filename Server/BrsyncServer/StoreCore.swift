@@ -196,7 +196,7 @@ extension StoreDialect {
     ///   account's is left out when it is that one.
     static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clientSigningKey: String?, clock: HLCTimestamp) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + $1.key.utf8.count + 64 })
+        output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + ($1.writer?.utf8.count ?? 0) + $1.key.utf8.count + 74 })
         PullResponse.write(account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
                            keyID: device.accountEncrypted ? device.accountKeyID : nil,
                            signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
@@ -204,7 +204,8 @@ extension StoreDialect {
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 ChangeRecord.write(collection: row.collection, key: row.key, sequence: row.sequence, into: &output,
-                                   fields: { $0 += row.fields.utf8 }, versions: { $0 += row.versions.utf8 })
+                                   fields: { $0 += row.fields.utf8 }, versions: { $0 += row.versions.utf8 },
+                                   writer: row.writer.map { writer in { $0 += writer.utf8 } })
             }
         }
         return output

@@ -113,13 +113,14 @@ public protocol SyncWriteTransaction {
     /// for, where a round trip per record would cost more than the merge
     /// (a store whose reads are local may do nothing).
     func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws
-    /// A stored record, decoded, with its change number.
-    func record(account: Int64, collection: RecordCollection, key: String) throws -> (state: RecordState, sequence: Int64)?
-    /// Writes a record version with its new change number; `fieldsText` is
-    /// its fields as ``RecordState/encodeFields(_:)`` writes them, when the
-    /// caller has that already.
-    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, fieldsText: String?, sequence: Int64,
-                      knownTo: String?, knownAfter: Int64, now: Int64) throws
+    /// A stored record, decoded, with its change number and writer.
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion?
+    /// Writes a record version with its new change number and writer
+    /// (``Store/RecordVersion``); `fieldsText` is its fields as
+    /// ``RecordState/encodeFields(_:)`` writes them, when the caller has
+    /// that already.
+    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?, fieldsText: String?,
+                      sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
     /// What the account holds now, this transaction's writes included.

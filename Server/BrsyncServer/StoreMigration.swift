@@ -56,8 +56,8 @@ public enum StoreMigration {
             }
             for row in snapshot.records {
                 try connection.run("""
-                    INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     """, row)
             }
             for row in snapshot.enrollments {
@@ -120,8 +120,9 @@ public enum StoreMigration {
                 (0..<4).map { value(row, $0) }
             }
             records = try database.query("""
-                SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after FROM records ORDER BY account_id, seq
-                """) { row in (0..<10).map { $0 == 6 ? flag(row, $0) : value(row, $0) } }
+                SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer
+                FROM records ORDER BY account_id, seq
+                """) { row in (0..<11).map { $0 == 6 ? flag(row, $0) : value(row, $0) } }
             enrollments = try database.query("SELECT secret_hash, device_id, expires_at, used_at, token_hash FROM enrollments") { row in
                 (0..<5).map { value(row, $0) }
             }

@@ -11,6 +11,15 @@ enum StoredRecord {
         }
     }
 
+    /// A stored record as a push merges into it; `writer` as stored (NULL: none).
+    static func version(fields: String, versions: String, sequence: Int64, writer: String?) throws -> Store.RecordVersion {
+        let state = try decode(fields: fields, versions: versions)
+        guard let writer else { return Store.RecordVersion(state: state, sequence: sequence) }
+        do { return Store.RecordVersion(state: state, sequence: sequence, writer: try VersionVector(json: writer)) } catch {
+            throw ServerError.storeUnusable("a stored record is damaged: \(error)")
+        }
+    }
+
     static func collection(_ text: String?) throws -> RecordCollection {
         guard let collection = text.flatMap(RecordCollection.init(rawValue:)) else {
             throw ServerError.storeUnusable("a stored record has an unknown collection")

@@ -232,7 +232,7 @@ enum SyncEngine {
                 continue
             }
             let place = WorkingKey(collection: change.collection, key: change.key)
-            let existing = try working[place].map { (state: $0.state, sequence: $0.sequence) }
+            let existing = try working[place].map { Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer) }
                 ?? store.record(account: device.accountID, collection: change.collection, key: change.key)
             // An edit of a record this store does not have (its tombstone
             // was purged, or the store was restored or is another
@@ -273,7 +273,7 @@ enum SyncEngine {
             // the pusher must fetch the winner.)
             let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
             // A new record is the change itself: its fields are stored as the digest read them.
-            working[place] = WorkingRecord(state: merged, sequence: nextSequence,
+            working[place] = WorkingRecord(state: merged, writer: Self.writer(of: merged, base: existing, change: change.state), sequence: nextSequence,
                                            fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
                                            knownTo: knownToPusher ? request.device : nil,
                                            knownAfter: working[place]?.knownAfter ?? existing?.sequence ?? 0)
@@ -299,6 +299,22 @@ enum SyncEngine {
                         rejected: rejected, needed: needed)
     }
 
+    /// The writer of `merged` (``Store/RecordVersion/writer``): the
+    /// change's version vector when the change brought the newest stamp
+    /// (equal stamps are one write: the stored writer stays), else the
+    /// stored record's writer; nil when that is `merged`'s own vector (no
+    /// write it had not seen was merged in) or the record is new.
+    static func writer(of merged: RecordState, base: Store.RecordVersion?, change: RecordState) -> VersionVector? {
+        guard let base else { return nil }
+        let brought = switch (change.newestStamp, base.state.newestStamp) {
+        case (let theirs?, let stored?): theirs > stored
+        case (.some, nil): true
+        case (nil, _): false
+        }
+        let writer = brought ? change.versions : base.writer ?? base.state.versions
+        return writer == merged.versions ? nil : writer
+    }
+
     /// A record as a push has merged it so far (see the push's working set).
     struct WorkingKey: Hashable {
         let collection: RecordCollection
@@ -309,7 +325,7 @@ enum SyncEngine {
     /// order of their numbers.
     private static func write(_ working: [WorkingKey: WorkingRecord], account: Int64, now: Int64, in store: some SyncWriteTransaction) throws {
         for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
-            try store.upsertRecord(account: account, collection: place.collection, key: place.key, state: record.state,
+            try store.upsertRecord(account: account, collection: place.collection, key: place.key, state: record.state, writer: record.writer,
                                    fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
                                    knownAfter: record.knownAfter, now: now)
         }
@@ -317,6 +333,7 @@ enum SyncEngine {
 
     struct WorkingRecord {
         let state: RecordState
+        let writer: VersionVector?
         let sequence: Int64
         let fieldsText: String?
         let knownTo: String?
@@ -376,15 +393,17 @@ enum SyncEngine {
         var working: [WorkingKey: WorkingRecord] = [:]
         for record in usable {
             let place = WorkingKey(collection: record.collection, key: record.key)
-            let base = try working[place]?.state
-                ?? store.record(account: device.accountID, collection: record.collection, key: record.key)?.state ?? RecordState()
+            let existing = try working[place].map { Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer) }
+                ?? store.record(account: device.accountID, collection: record.collection, key: record.key)
+            let base = existing?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
             if let problem = Self.mergeProblem(merged) {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }
             guard merged != base else { continue }
-            working[place] = WorkingRecord(state: merged, sequence: nextSequence, fieldsText: nil, knownTo: nil, knownAfter: 0)
+            working[place] = WorkingRecord(state: merged, writer: Self.writer(of: merged, base: existing, change: record.state), sequence: nextSequence,
+                                           fieldsText: nil, knownTo: nil, knownAfter: 0)
             nextSequence += 1
             applied += 1
         }

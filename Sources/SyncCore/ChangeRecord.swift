@@ -13,13 +13,23 @@ public struct ChangeRecord: Sendable, Equatable {
     /// stamp, sealed with the change as it is in an encrypted account (never
     /// sent readable).
     public var manifestText: String?
+    /// In a pulled record, the version vector of the write that brought its
+    /// newest stamp, as that writer held it, when it differs from the
+    /// record's own (a write it had not seen was merged in; the wire's
+    /// `"writer"`); nil when it is `state.versions`. A machine whose value
+    /// lost to that write learns whether the writer had seen it. In an
+    /// encrypted account it comes from the sealed manifest, never from the
+    /// server. Pushes never carry it (a pushed change is its own writer).
+    public var writerVersions: VersionVector?
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil) {
+    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,
+                writerVersions: VersionVector? = nil) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
         self.state = state
         self.manifestText = manifestText
+        self.writerVersions = writerVersions
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,
@@ -80,14 +90,17 @@ public struct ChangeRecord: Sendable, Equatable {
             let start = output.count
             RecordState.writeFields(state.fields, into: &output)
             fields = start..<output.count
-        }, versions: { RecordState.writeVersions(state.versions, into: &$0) })
+        }, versions: { RecordState.writeVersions(state.versions, into: &$0) },
+        writer: writerVersions.map { writer in { RecordState.writeVersions(writer, into: &$0) } })
         return fields
     }
 
-    /// The one layout of a change's text, its fields and versions written by
-    /// the caller: the server splices in the texts it stores.
+    /// The one layout of a change's text, its fields, versions and writer
+    /// (left out when nil) written by the caller: the server splices in the
+    /// texts it stores.
     public static func write(collection: RecordCollection, key: String, sequence: Int64, into output: inout [UInt8],
-                             fields writeFields: (inout [UInt8]) -> Void, versions writeVersions: (inout [UInt8]) -> Void) {
+                             fields writeFields: (inout [UInt8]) -> Void, versions writeVersions: (inout [UInt8]) -> Void,
+                             writer writeWriter: ((inout [UInt8]) -> Void)? = nil) {
         output += #"{"collection":""#.utf8
         output += collection.rawValue.utf8
         output += #"","fields":"#.utf8
@@ -98,6 +111,10 @@ public struct ChangeRecord: Sendable, Equatable {
         output += String(sequence).utf8
         output += #","versions":"#.utf8
         writeVersions(&output)
+        if let writeWriter {
+            output += #","writer":"#.utf8
+            writeWriter(&output)
+        }
         output.append(UInt8(ascii: "}"))
     }
 

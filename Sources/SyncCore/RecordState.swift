@@ -48,6 +48,12 @@ public struct RecordState: Sendable, Hashable {
         public let field: String
         public let lost: StampedValue
         public let winner: StampedValue
+
+        public init(field: String, lost: StampedValue, winner: StampedValue) {
+            self.field = field
+            self.lost = lost
+            self.winner = winner
+        }
     }
 
     /// Merges `other` into this state: field by field the higher stamp, the

@@ -228,6 +228,19 @@ extension RecordState {
     }
 }
 
+extension VersionVector {
+    /// A version vector from its stored JSON text (``RecordState/encodeVersions(_:)``).
+    public init(json: String) throws(Wire.Problem) {
+        let reading: Reading<VersionVector>
+        do throws(Wire.ReadError) {
+            reading = try Wire.read(json) { bytes throws(Wire.ReadError) in try Wire.document(bytes, RecordState.readVersions) }
+        } catch {
+            throw Wire.Problem("a stored version vector is not JSON: \(error)")
+        }
+        self = try reading.get("a stored version vector")
+    }
+}
+
 extension ChangeRecord {
     /// One change: `{"seq", "collection", "key", "fields", "versions"}`, or
     /// what is wrong with it, with its `"seq"` when it has one and what
@@ -241,6 +254,7 @@ extension ChangeRecord {
         var fields = RecordState.FieldsReading(reading: .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" },
                                                flawed: nil)
         var versions: Reading<VersionVector> = .problem { "\($0) needs \"versions\", an object" }
+        var writer: Reading<VersionVector>?
         var hasVersions = false
         if try scanner.beginObject() {
             repeat {
@@ -252,6 +266,10 @@ extension ChangeRecord {
                 case "versions":
                     hasVersions = scanner.peek() == UInt8(ascii: "{")
                     versions = try RecordState.readVersions(&scanner)
+                case "writer":
+                    let isObject = scanner.peek() == UInt8(ascii: "{")
+                    writer = try RecordState.readVersions(&scanner)
+                    if !isObject { writer = .problem { "\($0): \"writer\" must be a version vector (an object)" } }
                 default: _ = try scanner.value()
                 }
             } while try scanner.nextMember()
@@ -265,7 +283,8 @@ extension ChangeRecord {
         do throws(Wire.Problem) {
             if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
             let state = try RecordState.make(fields: fields.reading, versions: versions, context: "change \(number)")
-            return .success(ChangeRecord(sequence: number, collection: collection, key: key, state: state))
+            let writerVersions = try writer?.get("change \(number)")
+            return .success(ChangeRecord(sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions))
         } catch {
             // Well formed, over a limit: still identified by its digest.
             var registers = fields.flawed

@@ -27,7 +27,7 @@ import TestSupport
             change(6, .browsers, "odd", ["urlFormat": .string("{url")]),
         ]
         var skipped: [String] = []
-        #expect(try fixture.replica.applyPulled(page, cursor: 6, epoch: "e", skipped: &skipped) == 2)
+        #expect(try fixture.replica.applyPulled(page, cursor: 6, epoch: "e", skipped: &skipped).changed == 2)
         #expect(skipped.count == 4, "\(skipped)")
         #expect(try fixture.replica.rules().map(\.pattern) == ["b.example"])
         #expect(try fixture.replica.syncState().pullCursor == 6, "the page and its cursor are applied")
@@ -48,7 +48,7 @@ import TestSupport
             setting(3, "device_name/bbbbbbbbbbbbbbbb", .int(7)),
         ]
         var skipped: [String] = []
-        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped) == 2)
+        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped).changed == 2)
         #expect(skipped.count == 1 && skipped[0].contains("device_name/bbbbbbbbbbbbbbbb"), "\(skipped)")
         let names = try fixture.replica.deviceNames()
         #expect(names.names == ["0123456789abcdef": "phone", fixture.replica.deviceID: "test"])
@@ -58,7 +58,7 @@ import TestSupport
         #expect(log.map(\.key) == ["device_name/aaaaaaaaaaaaaaaa", "device_name/0123456789abcdef"] && log.allSatisfy(\.isPulled))
         #expect(log.allSatisfy { $0.device == "0123456789abcdef" })
         // The same page again changes nothing and logs nothing.
-        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped) == 0)
+        #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped).changed == 0)
         #expect(try fixture.replica.changeLog(limit: 10).count == 2)
     }
 

@@ -33,7 +33,28 @@ import TestSupport
         }
         let collection = [RecordCollection.browsers, .rules, .settings].randomElement(using: &random)!
         let key = ["zoom.us", "*.corp.example/é", "h1.abc", "key \"q\" \\ \n"].randomElement(using: &random)!
-        return ChangeRecord(sequence: sequence, collection: collection, key: key, state: state)
+        var change = ChangeRecord(sequence: sequence, collection: collection, key: key, state: state)
+        if Bool.random(using: &random) { change.writerVersions = VersionVector(["a1b2": UInt64.random(in: 0...9, using: &random)]) }
+        return change
+    }
+
+    /// A pulled change's `"writer"` is a version vector or absent; anything
+    /// else refuses the change with a message naming it.
+    @Test func aWriterThatIsNoVectorIsRefused() throws {
+        let base = #"{"collection":"rules","fields":{},"key":"zoom.us","seq":3,"versions":{"a1b2":2}"#
+        func read(_ text: String) throws(Wire.ReadError) -> ChangeRecord {
+            try Array(text.utf8).withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try ChangeRecord(reading: bytes) }
+        }
+        #expect(try read(base + "}").writerVersions == nil)
+        #expect(try read(base + #","writer":{"a1b2":1}}"#).writerVersions == VersionVector(["a1b2": 1]))
+        for bad in [#"5"#, #""x""#, #"{"a1b2":-1}"#, #"{"bad device!":1}"#, "null"] {
+            do {
+                _ = try read(base + #","writer":"# + bad + "}")
+                Issue.record("a writer of \(bad) was read")
+            } catch {
+                #expect("\(error)".contains("change 3"), "\(error)")
+            }
+        }
     }
 
     static func canonical(_ bytes: [UInt8]) -> String? {

@@ -9,24 +9,67 @@ import TestSupport
 /// nothing a machine overwrote knowingly.
 @Suite struct ConflictLogTests {
     /// a deletes a rule; b, which had not seen the deletion, moves it to
-    /// chrome later. The deletion lost, and b (whose push overwrote it) logs
-    /// that, but not the browser it had seen and changed on purpose.
-    @Test(arguments: StoreKind.allCases) func aMachineLogsOnlyWhatItHadNotSeen(_ kind: StoreKind) throws {
+    /// chrome later. The deletion lost: b (whose push overwrote it) logs
+    /// that, but not the browser it had seen and changed on purpose; and a,
+    /// whose deletion it was, is told at its next sync too (the pulled
+    /// record names the vector its winning writer had: without a's deletion).
+    /// Plain and end-to-end encrypted (where the writer's vector comes from
+    /// the sealed manifest, not from the server).
+    @Test(arguments: StoreKind.allCases, [false, true]) func aMachineLogsOnlyWhatItHadNotSeen(_ kind: StoreKind, encrypted: Bool) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "zoom.us")
         _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
         try world.sync(a)
-        try world.sync(b)
+        if encrypted {
+            let (key, _) = try KeyChangeTests.changeKey(world, a)
+            try KeyChangeTests.addKey(world, b, key)
+        } else {
+            try world.sync(b)
+        }
         _ = try a.replica.removeRule(pattern: "zoom.us")
         usleep(5_000) // b's edit is the later one, whatever the clock's resolution
         _ = try b.replica.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
         try world.sync(a)
         let pushed = try world.sync(b)
-        try world.sync(a)
-        let logged = try b.replica.conflicts(limit: 10).map { "\($0.key) \($0.field): \($0.lost.value) -> \($0.winner.value)" }
-        #expect(logged == ["zoom.us deleted: bool(true) -> bool(false)"], "\(logged)")
-        #expect(pushed.conflicts == 1)
+        let told = try world.sync(a)
+        let expected = ["zoom.us deleted: bool(true) -> bool(false)"]
+        for machine in [a, b] {
+            let logged = try machine.replica.conflicts(limit: 10).map { "\($0.key) \($0.field): \($0.lost.value) -> \($0.winner.value)" }
+            #expect(logged == expected, "\(machine.name): \(logged)")
+        }
+        #expect(pushed.conflicts == 1 && told.conflicts == 1, "b's sync \(pushed.conflicts), a's \(told.conflicts)")
         #expect(try SyncWorld.rules(a.replica) == ["zoom.us": "chrome"] && (try SyncWorld.rules(b.replica)) == ["zoom.us": "chrome"])
+        // Told once: the next syncs, and a third machine that never wrote the
+        // rule, log nothing more.
+        #expect(try world.sync(a).conflicts == 0 && (try world.sync(b)).conflicts == 0)
+        let c = try world.machine("c")
+        if encrypted { try AccountKeyFile.add(try #require(try AccountKeyFile.read(home: a.replica.home)), home: c.replica.home) }
+        #expect(try world.sync(c).conflicts == 0)
+        #expect(try c.replica.conflicts(limit: 10).isEmpty)
+    }
+
+    /// A write that had seen this machine's value and replaced it is no
+    /// conflict here, even when an older concurrent write was merged into
+    /// the record after it (the record then carries its writer's vector).
+    @Test(arguments: StoreKind.allCases) func aValueReplacedKnowinglyIsNoConflict(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        try KeyChangeTests.rule(a, "zoom.us")
+        _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        for machine in [a, b, c] { try world.sync(machine) }
+        _ = try a.replica.removeRule(pattern: "zoom.us")
+        try world.sync(a)
+        // c edits without having seen the deletion; b sees it and brings
+        // the rule back later; c's older edit reaches the server last.
+        _ = try c.replica.addRule(pattern: "zoom.us", browser: "firefox", priority: 7)
+        usleep(5_000)
+        try world.sync(b)
+        _ = try b.replica.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
+        try world.sync(b)
+        try world.sync(c)
+        #expect(try world.sync(a).conflicts == 0)
+        #expect(try a.replica.conflicts(limit: 10).isEmpty, "a's deletion was seen by b, which brought the rule back on purpose")
+        #expect(try SyncWorld.rules(a.replica) == ["zoom.us": "chrome"])
     }
 }
