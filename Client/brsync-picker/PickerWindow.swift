@@ -29,6 +29,11 @@ final class PickerWindow {
     private var positions: [Int]
     private var hidden: [Int] = []
     private var moved = false
+    /// Where the pointer was first seen over the window: the rows' tooltips
+    /// show only once it moves from there (a window that opens under a
+    /// still pointer would otherwise cover the next row with one).
+    private var pointerStart: (x: Double, y: Double)?
+    private var tooltipsShown = false
     private let privateButton: Widget
     private let remember: Widget
     private let pattern: Widget
@@ -122,6 +127,9 @@ final class PickerWindow {
         gtk_event_controller_set_propagation_phase(brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
         gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(keys)))
         connect(keys, "key-pressed", Callbacks.keyPressed)
+        let motion = gtk_event_controller_motion_new()!
+        gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(motion)))
+        connect(motion, "motion", Callbacks.pointerMoved)
         checkPattern()
     }
 
@@ -184,7 +192,21 @@ final class PickerWindow {
             var tip = choice.id + (key.map { " — press \($0)" } ?? "")
             if choice.hasPrivateWindow { tip += "; Shift+Enter: private window" }
             gtk_widget_set_tooltip_text(rows[index], tip + "; Alt+Up/Down: move; Ctrl+H: hide from the picker")
+            gtk_widget_set_has_tooltip(rows[index], tooltipsShown ? 1 : 0)
         }
+    }
+
+    /// The pointer moved over the window to (`x`, `y`): past a few pixels
+    /// from where it was first seen, the rows' tooltips are turned on.
+    func pointerMoved(x: Double, y: Double) {
+        guard !tooltipsShown else { return }
+        guard let start = pointerStart else {
+            pointerStart = (x, y)
+            return
+        }
+        guard abs(x - start.x) + abs(y - start.y) > 4 else { return }
+        tooltipsShown = true
+        for row in rows { gtk_widget_set_has_tooltip(row, 1) }
     }
 
     /// The desktop entry's icon: a file, or a name in the icon theme; a
@@ -418,6 +440,11 @@ enum Callbacks {
             picker.cancel()
             return 1
         } as @convention(c) (gpointer?, gpointer?) -> gboolean, to: GCallback.self)
+
+    static let pointerMoved: GCallback = unsafeBitCast(
+        { (_: gpointer?, x: Double, y: Double, _: gpointer?) in
+            picker?.pointerMoved(x: x, y: y)
+        } as @convention(c) (gpointer?, Double, Double, gpointer?) -> Void, to: GCallback.self)
 
     static let keyPressed: GCallback = unsafeBitCast(
         { (_: gpointer?, key: guint, _: guint, state: GdkModifierType, _: gpointer?) -> gboolean in

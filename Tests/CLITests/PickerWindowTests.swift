@@ -277,6 +277,36 @@ import TestSupport
         #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/quick") == true, "\(session.world.launched())")
     }
 
+    /// A window that opens under a pointer that does not move shows no
+    /// row's tooltip over the next row; once the pointer moves, the rows'
+    /// tooltips (keys, private window, moving and hiding) show.
+    @Test func aWindowOpeningUnderAStillPointerShowsNoTooltip() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        // The window is centred: the pointer rests over its first row.
+        try session.xdotool(["mousemove", "512", "300"])
+        let (process, window) = try session.ask(["pick", "https://example.org/still"])
+        func shown() throws -> [String] {
+            try session.xdotool(["search", "--onlyvisible", "--class", "brsync-picker"]).stdout.split(separator: "\n").map(String.init)
+        }
+        usleep(1_500_000) // three times GTK's tooltip delay
+        #expect(try shown() == [window], "a tooltip showed under the still pointer")
+        // As a hand moves it: several small steps.
+        for step in 1...5 {
+            try session.xdotool(["mousemove", String(512 + 3 * step), String(300 + 2 * step)])
+            usleep(80_000)
+        }
+        var windows: [String] = []
+        for _ in 0..<30 where windows.count < 2 {
+            usleep(100_000)
+            windows = try shown()
+        }
+        let tree = try ProcessRunner.run("/usr/bin/xwininfo", ["-root", "-children"], environment: ["DISPLAY": session.server.display]).stdout
+        #expect(windows.count == 2, "no tooltip once the pointer moved: \(windows) \(tree)")
+        try session.press(window, "Escape")
+        #expect(process.wait(timeout: 20) == 3, "\(process.text)")
+    }
+
     /// Alt+Down moves a browser, Ctrl+H hides one; both are saved (synced
     /// browser fields) when a browser is opened, and the next window follows.
     @Test func browsersMoveAndHideInTheWindow() throws {
