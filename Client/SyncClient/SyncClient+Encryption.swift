@@ -117,7 +117,7 @@ extension SyncClient {
         switch SessionRules.account(account, hasKey: cipher != nil, keyAccount: cipher != nil ? try replica.keyAccount() : nil) {
         case .known: break
         case .adoptForKey: try replica.setKeyAccount(account)
-        case .otherAccount: throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
+        case .otherAccount: throw SyncError.stopped(code: .otherAccount, message: Self.otherAccountMessage)
         }
     }
 
@@ -198,7 +198,7 @@ extension SyncClient {
             }
             if !page.account.isEmpty, let owner = try replica.keyAccount(),
                SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
-                throw SyncError.refused(code: .otherAccount, message: Self.otherAccountMessage)
+                throw SyncError.stopped(code: .otherAccount, message: Self.otherAccountMessage)
             }
             let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems

@@ -40,7 +40,9 @@ extension SyncClient {
             let readable = Self.readableKeys(wire: batch.map(\.wire), plain: batch.map(\.plain))
             for rejected in response.rejected {
                 let key = readable["\(rejected.collection.rawValue)/\(rejected.key)"] ?? rejected.key
-                summary.problems.append("the server did not take relayed \(rejected.collection.rawValue) '\(key)': \(rejected.reason)")
+                let problem = "the server did not take relayed \(rejected.collection.rawValue) '\(key)': \(rejected.reason)"
+                // Said once however often a sync relays the record.
+                if !summary.problems.contains(problem) { summary.problems.append(problem) }
             }
             if needed {
                 let refused = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })

@@ -153,7 +153,7 @@ public final class SyncClient {
         do {
             try pushEverything()
         } catch let error as SyncError {
-            guard case .refused = error else { try? replica.recordSyncProblem(error.description); throw error }
+            guard error.waitsForTheUser else { try? replica.recordSyncProblem(error.description); throw error }
             refusal = error
         }
         do {
@@ -305,7 +305,7 @@ public final class SyncClient {
                     }
                     summary.restamped += try replica.restampUnpushed()
                 case .stop(let refusal):
-                    throw SyncError.refused(code: refusal.code, message: refusal.message)
+                    throw SyncError.stop(refusal, server: lastRefusal)
                 case .accept:
                     preconditionFailure("a refusal is never accepted")
                 }
@@ -327,7 +327,7 @@ public final class SyncClient {
             let ours = response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty ? try ourChain(response.acknowledged) : nil
             switch machine.checkAcknowledged(response, ourChain: ours, last: lastRefusal) {
             case .stop(let refusal)?:
-                throw SyncError.refused(code: refusal.code, message: refusal.message)
+                throw SyncError.stop(refusal, server: lastRefusal)
             case .fork?:
                 try fork()
                 state = try replica.syncState()
@@ -362,11 +362,16 @@ public final class SyncClient {
             for rejected in response.rejected {
                 summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)")
             }
-            if response.lostOmitted > 0 { summary.problems.append("\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them") }
+            if response.lostOmitted > changes.count * (Wire.maxFields + Wire.maxSealedExtraFields) {
+                summary.problems.append("the server counts \(response.lostOmitted) unlisted values lost for a push of \(changes.count) change(s), "
+                                        + "more than they hold: not believed")
+            } else if response.lostOmitted > 0 {
+                summary.problems.append("\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them")
+            }
             let needed: Set<Int64>
             switch machine.accept(response, last: lastRefusal) {
             case .accept(let relaying): needed = relaying
-            case .stop(let refusal): throw SyncError.refused(code: refusal.code, message: refusal.message)
+            case .stop(let refusal): throw SyncError.stop(refusal, server: lastRefusal)
             default: preconditionFailure("accept(_:last:) accepts or stops")
             }
             if !needed.isEmpty {

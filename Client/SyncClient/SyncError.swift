@@ -10,8 +10,28 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server refused: bad or revoked token, a change it will not take
     /// (exit 5), with its message.
     case refused(code: WireError.Code, message: String)
+    /// This client stopped on its own judgement of what the server said (a
+    /// key of another account, acknowledgements that keep naming changes it
+    /// did not make): exit 5, as a refusal, but not worded as the server's.
+    case stopped(code: WireError.Code, message: String)
     /// The server answered something that is not the protocol (exit 6).
     case badAnswer(String)
+
+    /// The stop after `refusal`: the server's own (`server`, its last
+    /// refusal) is ``refused(code:message:)``; one this client made up from
+    /// what the server answered is ``stopped(code:message:)``.
+    public static func stop(_ refusal: WireError, server: WireError?) -> SyncError {
+        refusal == server ? .refused(code: refusal.code, message: refusal.message) : .stopped(code: refusal.code, message: refusal.message)
+    }
+
+    /// Whether it is a stop that waits for the user (exit 5): the server
+    /// refused, or this client stopped.
+    public var waitsForTheUser: Bool {
+        switch self {
+        case .refused, .stopped: return true
+        case .usage, .unreachable, .badAnswer: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -24,7 +44,11 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused(let code, let message) where code == .revoked:
             return "the server refused (\(code)): \(message). This machine was removed from the account; its rules and edits stay "
                 + "here: ask the server's operator to add it again ('brsyncd device token'), then 'brsync remote set URL --token TOKEN'"
+        case .refused(let code, let message) where code == .clockSkew:
+            return "the server refused (\(code)): \(message). Compare this machine's clock with the time ('date'): if it is right, the "
+                + "server's clock is off, and its operator should set it; 'brsync status' shows the offset to the server's clock"
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
+        case .stopped(let code, let message): return "sync stopped (\(code)): \(message)"
         case .badAnswer(let message): return "the server's answer is not brsync's protocol: \(message)"
         }
     }

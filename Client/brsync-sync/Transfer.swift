@@ -64,7 +64,7 @@ func machineClient(_ replica: Replica, accountKey: AccountKey? = nil, progress: 
 /// same stop repeats at every run.
 /// - Parameter previous: the problem the replica recorded before this run.
 func notifyStop(_ error: SyncError, previous: String) {
-    guard case .refused = error, error.description != previous else { return }
+    guard error.waitsForTheUser, error.description != previous else { return }
     let path = (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
     Notifier.notify(summary: "brsync stopped syncing", body: "\(error.description). 'brsync status' shows it again.", path: path)
 }

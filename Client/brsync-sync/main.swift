@@ -24,7 +24,7 @@ extension SyncError {
         switch self {
         case .usage: return CLIFailure(message: description)
         case .unreachable: return CLIFailure(message: description, code: ExitStatus.unreachable)
-        case .refused: return CLIFailure(message: description, code: ExitStatus.refused)
+        case .refused, .stopped: return CLIFailure(message: description, code: ExitStatus.refused)
         case .badAnswer: return CLIFailure(message: description, code: ExitStatus.badAnswer)
         }
     }

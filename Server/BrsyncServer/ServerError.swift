@@ -145,7 +145,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .diverged(let acknowledged, _):
             return "change \(acknowledged) of this device differs from the one the server applied: this replica was copied or restored from an older copy, and needs a device id of its own"
         case .clockSkew(let ahead, let maximum, _, _):
-            return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock is off by about that much"
+            return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock, or the server's, is off by about that much"
         case .database(let error): return "database error: \(error)"
         case .newerSchema(let found, let supported):
             return "the database has schema version \(found), newer than this brsyncd supports (\(supported)); upgrade brsyncd. The file was left untouched"

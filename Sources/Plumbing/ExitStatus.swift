@@ -11,7 +11,7 @@ import JSON
 /// | 2 | any error: bad input, unknown name, unusable replica or store (nothing changed) |
 /// | 3 | `resolve`: nothing decided, a picker would have to ask |
 /// | 4 | the server could not be reached or verified (replica unchanged) |
-/// | 5 | the server refused (auth, revoked, a change it will not take); the pull still ran |
+/// | 5 | the server refused (auth, revoked, a change it will not take), or the sync stopped on what it answered (another account's key, acknowledgements of changes this machine did not make); the pull still ran |
 /// | 6 | the server's answer could not be used (not brsync's protocol) |
 public enum ExitStatus {
     public static let noMatch: Int32 = 1
@@ -25,7 +25,7 @@ public enum ExitStatus {
     public static let help = """
         Exit codes: 0 done; 1 'rules test' found no match; 2 error (nothing changed); 3 'resolve' decided \
         nothing (a picker would have to ask); 4 the server could not be reached or verified (the replica \
-        is unchanged and usable offline); 5 the server refused; 6 the server's answer is not brsync's protocol.
+        is unchanged and usable offline); 5 the server refused, or the sync stopped on its answer ('sync stopped'); 6 the server's answer is not brsync's protocol.
         """
 
     /// What an exit code means, as a word for JSON.

@@ -312,8 +312,20 @@ import TestSupport
             do {
                 try world.sync(machine)
                 Issue.record("a replica with another account's key synced")
-            } catch SyncError.refused(let code, let message) {
-                #expect(code == .otherAccount && message.contains("brsync key add"), "\(message)")
+            } catch let error as SyncError {
+                // Whichever side tells first: the server (the account a signed
+                // write names) or this client (the account a page names),
+                // each worded as its own.
+                switch error {
+                case .refused(let code, let message):
+                    #expect(code == .otherAccount && message.contains("brsync key add"), "\(message)")
+                    #expect(error.description.hasPrefix("the server refused (other_account): "))
+                case .stopped(let code, let message):
+                    #expect(code == .otherAccount && message.contains("brsync key add"), "\(message)")
+                    #expect(error.description.hasPrefix("sync stopped (other_account): "))
+                default:
+                    Issue.record("\(error)")
+                }
             } catch {
                 Issue.record("\(error)")
             }

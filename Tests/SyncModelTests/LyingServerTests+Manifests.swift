@@ -302,6 +302,25 @@ extension LyingServerTests {
 }
 
 extension LyingServerTests {
+    /// A push answer that counts more unlisted lost values than the push
+    /// holds (Int64.max) is not repeated to the user as a count.
+    @Test func anImpossibleCountOfLostValuesIsNotBelieved() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example"])
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body else { return nil }
+            answer["lostOmitted"] = .int(Int64.max)
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        let lied = try liar.serving(world) { try world.sync(a) }
+        #expect(lied.problems.contains { $0.contains("more than they hold: not believed") }, "\(lied.problems)")
+        #expect(!lied.problems.contains { $0.contains("\(Int64.max)") && !$0.contains("not believed") }, "\(lied.problems)")
+    }
+}
+
+extension LyingServerTests {
     /// A version vector padded with made-up devices to the cap (Deploy/
     /// SECURITY.md, "A lying server"): a machine outside it still edits and
     /// deletes the rule. Its vector is cut, the smallest counters first,
