@@ -25,6 +25,10 @@ extension SyncAPI {
             return busy
         }
         let token = try bearerToken(request)
+        let hub = store.watches
+        // Taken before the account is read: tells whether a change may have
+        // come between the read and the watch being registered.
+        let generation = hub.generation
         let device = try store.authenticate(token: token)
         let query = request.queryItems
         guard let sinceText = query["since"], let since = Int64(sinceText), since >= 0 else {
@@ -41,41 +45,62 @@ extension SyncAPI {
             }
             waitMilliseconds = seconds * 1000
         }
-        // Registered before the account is read: a change committed in
-        // between fires it, and is not missed.
-        let hub = store.watches
+        // Registered, then compared with the account as read on arrival,
+        // unless a change was heard of since that read (then read again): a
+        // change committed after the watch is registered fires it, and one
+        // before is in the read, so none is missed.
         let holder = WatchHolder()
-        let later = LaterAnswer(waitMilliseconds: waitMilliseconds, make: { [self] in
-            var response = watchAnswer(token: token, since: since, epoch: epoch, key: key).response
+        let timeline = Mutex("")
+        let later = LaterAnswer(waitMilliseconds: waitMilliseconds, make: { [self] woken in
+            // Every change to the account, this process's or (through
+            // NOTIFY) another's, wakes the watch, and a lost notification
+            // wakes them all: a wait that ran out saw none, and is answered
+            // from memory. A change no notification told of (a database
+            // without NOTIFY, another process writing the file) is found by
+            // the client's next watch, which reads the account as it arrives.
+            var response = woken ? watchAnswer(token: token, since: since, epoch: epoch, key: key).response
+                : Self.unchanged(cursor: since, epoch: timeline.withLock { $0 })
             response.headers.add(Wire.timeHeader, String(store.currentMillis()))
             return response
         }, ended: { hub.remove(account: device.accountID, id: holder.id) })
         holder.id = hub.add(account: device.accountID, device: device.id, later: later)
-        let now = watchAnswer(token: token, since: since, epoch: epoch, key: key)
+        let now = hub.changed(account: device.accountID, since: generation) ? watchAnswer(token: token, since: since, epoch: epoch, key: key)
+            : Self.watchAnswer(device, since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
         if now.changed {
             later.end()
             return now.response
         }
+        timeline.withLock { $0 = now.epoch }
         var response = HTTPResponse(status: 200)
         response.later = later
         return response
     }
 
+    /// What `device`'s account held when it was read, against the watch's cursor, timeline and key.
+    private static func watchAnswer(_ device: Store.Device, since: Int64, epoch: String?, key: String?,
+                                    storeEpoch: String) -> (changed: Bool, epoch: String, response: HTTPResponse) {
+        let latest = device.accountNextSequence - 1
+        let current = Store.epoch(store: storeEpoch, account: device.accountEpoch)
+        // A cursor past the latest: the store was rolled back; the pull says what to do.
+        let accountKey = device.accountEncrypted ? device.accountKeyID : ""
+        let changed = latest != since || (epoch != nil && epoch != current) || (key ?? "") != accountKey
+        let body = JSONValue.object(["changed": .bool(changed), "cursor": .int(latest), "epoch": .string(current)])
+        return (changed, current, HTTPResponse.json(200, body.jsonText))
+    }
+
+    /// "No change": the watch's cursor and the account's timeline.
+    private static func unchanged(cursor: Int64, epoch: String) -> HTTPResponse {
+        HTTPResponse.json(200, JSONValue.object(["changed": .bool(false), "cursor": .int(cursor), "epoch": .string(epoch)]).jsonText)
+    }
+
     /// What the account holds now, against the watch's cursor, timeline and key.
-    private func watchAnswer(token: String, since: Int64, epoch: String?, key: String?) -> (changed: Bool, response: HTTPResponse) {
+    private func watchAnswer(token: String, since: Int64, epoch: String?, key: String?) -> (changed: Bool, epoch: String, response: HTTPResponse) {
         do {
-            let device = try store.authenticate(token: token)
-            let latest = device.accountNextSequence - 1
-            let current = Store.epoch(store: store.epoch, account: device.accountEpoch)
-            // A cursor past the latest: the store was rolled back; the pull says what to do.
-            let accountKey = device.accountEncrypted ? device.accountKeyID : ""
-            let changed = latest != since || (epoch != nil && epoch != current) || (key ?? "") != accountKey
-            let body = JSONValue.object(["changed": .bool(changed), "cursor": .int(latest), "epoch": .string(current)])
-            return (changed, HTTPResponse.json(200, body.jsonText))
+            return Self.watchAnswer(try store.authenticate(token: token), since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
         } catch let error as ServerError {
-            return (true, Self.answer(error))
+            return (true, "", Self.answer(error))
         } catch {
-            return (true, Self.answer(ServerError.storeUnusable("\(error)")))
+            return (true, "", Self.answer(ServerError.storeUnusable("\(error)")))
         }
     }
 }

@@ -21,11 +21,39 @@ public final class WatchHub: Sendable {
         let later: LaterAnswer
     }
 
-    private let state = Mutex<(next: UInt64, byAccount: [Int64: [Watcher]], count: Int)>((1, [:], 0))
+    private struct State {
+        var next: UInt64 = 1
+        var byAccount: [Int64: [Watcher]] = [:]
+        var count = 0
+        /// Counts the changes heard of (``changed(account:)``, ``changedAll()``).
+        var generation: UInt64 = 0
+        /// The generation of each account's last change heard of, from
+        /// `forgottenThrough` on (kept for at most ``maxTracked`` accounts).
+        var changedAt: [Int64: UInt64] = [:]
+        var forgottenThrough: UInt64 = 0
+    }
 
-    public init(maxPerDevice: Int = 4, maxPerAccount: Int = 64) {
+    private let state = Mutex(State())
+    /// Accounts whose last change is remembered (a few MB at most).
+    let maxTracked: Int
+
+    public init(maxPerDevice: Int = 4, maxPerAccount: Int = 64, maxTracked: Int = 100_000) {
         self.maxPerDevice = maxPerDevice
         self.maxPerAccount = maxPerAccount
+        self.maxTracked = maxTracked
+    }
+
+    /// The changes heard of so far: taken before an account is read, it
+    /// tells whether a change may have come after the read
+    /// (``changed(account:since:)``).
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Whether a change of `account` was heard of after `generation` was
+    /// taken (true when that is too long ago to know).
+    func changed(account: Int64, since generation: UInt64) -> Bool {
+        state.withLock { state in
+            generation < state.forgottenThrough || (state.changedAt[account] ?? 0) > generation
+        }
     }
 
     /// Watches waiting now.
@@ -65,14 +93,27 @@ public final class WatchHub: Sendable {
 
     /// Wakes every watch of `account`: each answers with what the account holds now.
     public func changed(account: Int64) {
-        let woken = state.withLock { $0.byAccount[account] ?? [] }
+        let woken = state.withLock { state in
+            state.generation += 1
+            if state.changedAt.count >= maxTracked, state.changedAt[account] == nil {
+                state.changedAt.removeAll()
+                state.forgottenThrough = state.generation
+            }
+            state.changedAt[account] = state.generation
+            return state.byAccount[account] ?? []
+        }
         for watcher in woken { watcher.later.fire() }
     }
 
     /// Wakes every watch (a notification may have been missed: the
     /// connection that listens for other processes' was lost).
     public func changedAll() {
-        let woken = state.withLock { $0.byAccount.values.flatMap { $0 } }
+        let woken = state.withLock { state in
+            state.generation += 1
+            state.changedAt.removeAll()
+            state.forgottenThrough = state.generation
+            return state.byAccount.values.flatMap { $0 }
+        }
         for watcher in woken { watcher.later.fire() }
     }
 }

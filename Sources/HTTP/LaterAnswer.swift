@@ -9,7 +9,7 @@ import Synchronization
 /// forget it.
 public final class LaterAnswer: Sendable, Equatable {
     public let waitMilliseconds: Int
-    private let make: @Sendable () -> HTTPResponse
+    private let make: @Sendable (_ woken: Bool) -> HTTPResponse
     private let ended: @Sendable () -> Void
 
     private enum State {
@@ -24,9 +24,10 @@ public final class LaterAnswer: Sendable, Equatable {
     private let state = Mutex<State>(.waiting)
 
     /// - Parameters:
-    ///   - make: the answer, when the wait is over (for whatever reason).
+    ///   - make: the answer, when the wait is over: `woken` when ``fire()``
+    ///     ended it, false when the time ran out (or the client sent more).
     ///   - ended: called once, when the answer is made or never will be.
-    public init(waitMilliseconds: Int, make: @escaping @Sendable () -> HTTPResponse, ended: @escaping @Sendable () -> Void = {}) {
+    public init(waitMilliseconds: Int, make: @escaping @Sendable (_ woken: Bool) -> HTTPResponse, ended: @escaping @Sendable () -> Void = {}) {
         self.waitMilliseconds = waitMilliseconds
         self.make = make
         self.ended = ended
@@ -70,8 +71,12 @@ public final class LaterAnswer: Sendable, Equatable {
 
     /// For the server: ends the wait and makes the answer.
     public func answer() -> HTTPResponse {
+        let woken = state.withLock { state in
+            if case .fired = state { return true }
+            return false
+        }
         end()
-        return make()
+        return make(woken)
     }
 
     /// For the server: the wait is over and no answer will be made (the

@@ -94,7 +94,7 @@ struct UncheckedBox<Value>: @unchecked Sendable {
             guard request.path.hasPrefix("/later") else { return Self.ok(request, context) }
             var response = HTTPResponse(status: 200)
             let later = LaterAnswer(waitMilliseconds: request.path == "/later-short" ? 300 : 60_000,
-                                    make: { HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
+                                    make: { _ in HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
                                     ended: { ended.add(1, ordering: .relaxed) })
             pending.withLock { $0.append(later) }
             response.later = later

@@ -4,6 +4,7 @@ import JSON
 import Logging
 @testable import Net
 import Postgres
+import Storage
 import SyncCore
 import Synchronization
 import Testing
@@ -82,6 +83,52 @@ import TestSupport
         #expect(Self.changed(otherKey.1) == true)
         let current = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&wait=1").wait()
         #expect(Self.changed(current.1) == false)
+    }
+
+    /// A watch whose wait runs out with nothing woken is answered from
+    /// memory, without reading the store again: a change no notification
+    /// told of (written into the store file by another process here) is
+    /// not in that answer, and the next watch, which reads the account as
+    /// it arrives, reports it at once.
+    @Test func aWatchThatRanOutIsAnsweredFromMemory() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        let waiting = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1")
+        Self.waitUntil { fixture.store.watches.count == 1 }
+        let behindItsBack = try Database(path: fixture.directory.file("store.sqlite"))
+        try behindItsBack.run("UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'")
+        let (status, body) = waiting.wait()
+        #expect(status == 200 && Self.changed(body) == false, "\(String(describing: body))")
+        if case .object(let object)? = body { #expect(object["cursor"] == .int(cursor) && object["epoch"]?.stringValue?.isEmpty == false) }
+        let next = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait()
+        #expect(Self.changed(next.1) == true, "\(String(describing: next.1))")
+        if case .object(let object)? = next.1 { #expect(object["cursor"] == .int(cursor + 1)) }
+    }
+
+    /// What lets a watch use the read that authenticated it: a change of
+    /// its account heard of after the generation was taken says "read
+    /// again", another account's does not; so do a lost notification
+    /// (every account) and a generation too old to know about.
+    @Test func theHubTellsWhetherAnAccountChangedSinceARead() {
+        let hub = WatchHub(maxTracked: 3)
+        let before = hub.generation
+        #expect(!hub.changed(account: 1, since: before))
+        hub.changed(account: 2)
+        #expect(!hub.changed(account: 1, since: before) && hub.changed(account: 2, since: before))
+        let afterTwo = hub.generation
+        #expect(!hub.changed(account: 2, since: afterTwo))
+        hub.changedAll()
+        #expect(hub.changed(account: 1, since: afterTwo) && hub.changed(account: 7, since: afterTwo))
+        let afterAll = hub.generation
+        #expect(!hub.changed(account: 1, since: afterAll))
+        for account in Int64(10)...13 { hub.changed(account: account) }
+        // Past three accounts remembered, what came before is not known: read again.
+        #expect(hub.changed(account: 1, since: afterAll))
+        let late = hub.generation
+        hub.changed(account: 13)
+        #expect(hub.changed(account: 13, since: late) && !hub.changed(account: 12, since: late))
     }
 
     /// Bad requests are refused with the reason; a device keeps at most
