@@ -69,7 +69,7 @@ struct Click {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
-        case .launchFailed(let failure): throw CLIFailure(message: (failures + [failure.message]).joined(separator: "; "))
+        case .launchFailed(let failure): throw CLIFailure(message: "\(url) did not open: " + (failures + [failure.message]).joined(separator: "; "))
         }
     }
 

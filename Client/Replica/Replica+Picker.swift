@@ -4,10 +4,10 @@ import Model
 /// see ``Browser/pickerOrder``).
 extension Replica {
     /// The browsers a picker offers here, in the picker's order: usable and
-    /// not hidden, less `excluded` (one that just failed to start). When every
+    /// not hidden, less `excluded` (those that just failed to start). When every
     /// usable browser is hidden, all of them are offered: a link is never lost.
-    public func pickerBrowsers(excluding excluded: String? = nil) throws -> [LocalBrowser] {
-        let usable = try browsers().filter { $0.isUsable && $0.browser.id != excluded }
+    public func pickerBrowsers(excluding excluded: [String] = []) throws -> [LocalBrowser] {
+        let usable = try browsers().filter { $0.isUsable && !excluded.contains($0.browser.id) }
             .sorted { Browser.inPickerOrder($0.browser, $1.browser) }
         let shown = usable.filter { !$0.browser.isHiddenInPicker }
         return shown.isEmpty ? usable : shown

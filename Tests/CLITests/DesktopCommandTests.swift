@@ -328,18 +328,39 @@ final class DesktopWorld: @unchecked Sendable {
     }
 
     /// A browser chosen to be remembered whose command cannot start is not
-    /// remembered: the rule would lose every later link to it too.
+    /// remembered (the rule would lose every later link to it too), and the
+    /// link is not lost: the person is asked again without it, and what
+    /// they choose then opens. A browser whose program is not installed is
+    /// not offered at all.
     @Test func aChoiceIsRememberedOnlyOnceItOpened() throws {
         let world = try DesktopWorld()
         #expect(try world.run("init").status == 0)
         #expect(try world.run("browsers", "detect").status == 0)
         let menu = world.directory.file("bin/fake-dmenu")
-        try "#!/bin/sh\ngrep 'Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        let offered = world.directory.file("offered")
+        try """
+            #!/bin/sh
+            choices=$(cat)
+            printf '%s\\n--\\n' "$choices" >> '\(offered)'
+            printf '%s\\n' "$choices" | grep 'Chrome (chrome) · remember' || printf '%s\\n' "$choices" | grep -m1 '^Firefox (firefox)'
+            """.write(toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
+        // Found on PATH, but it cannot be started (a directory).
         unlink(world.directory.file("bin/fakechrome"))
+        mkdir(world.directory.file("bin/fakechrome"), 0o755)
         let picked = try world.run("pick", "https://news.bbc.co.uk/story")
-        #expect(picked.status != 0 && picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)"), "\(picked)")
+        #expect(picked.status == 0, "\(picked)")
+        #expect(picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)") && picked.stderr.contains("chrome: cannot start"), "\(picked)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://news.bbc.co.uk/story") == true, "\(world.launched())")
+        let rounds = try String(contentsOfFile: offered, encoding: .utf8).components(separatedBy: "\n--\n").filter { !$0.isEmpty }
+        #expect(rounds.count == 2 && rounds[0].contains("Chrome (chrome)") && !rounds[1].contains("Chrome (chrome)"), "\(rounds)")
         #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
+        // Not installed at all: not offered.
+        rmdir(world.directory.file("bin/fakechrome"))
+        unlink(offered)
+        #expect(try world.run("pick", "https://example.org/").status == 0)
+        let offeredThen = try String(contentsOfFile: offered, encoding: .utf8)
+        #expect(!offeredThen.contains("Chrome (chrome)") && offeredThen.contains("Firefox (firefox)"), "\(offeredThen)")
     }
 }

@@ -74,7 +74,7 @@ import TestSupport
         #expect(try replica.setPickerOrder(["d", "b"]) == ["d", "b", "a", "c", "e"])
         #expect(try replica.setHiddenInPicker(named: "a", true) == "a")
         #expect(try replica.pickerBrowsers().map(\.browser.id) == ["d", "b", "c"])
-        #expect(try replica.pickerBrowsers(excluding: "b").map(\.browser.id) == ["d", "c"])
+        #expect(try replica.pickerBrowsers(excluding: ["b"]).map(\.browser.id) == ["d", "c"])
         // The window showed d, b, c and the person moved c first: the hidden a
         // and the unusable e keep their places.
         #expect(try replica.pickerOrder(afterMoving: ["c", "d", "b"]) == ["c", "d", "a", "b", "e"])

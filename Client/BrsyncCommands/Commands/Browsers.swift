@@ -39,10 +39,7 @@ public struct BrowsersCommand: ParsableCommand {
         /// (not an executable file, nor one on PATH); nil when it can, or
         /// when there is no command.
         static func missingProgram(_ exec: String?) -> String? {
-            guard let exec, let program = (try? ExecCommand(exec))?.arguments.first, !program.isEmpty else { return nil }
-            if program.contains("/") { return access(program, X_OK) == 0 ? nil : program }
-            let path = (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":")
-            return path.contains { access("\($0)/\(program)", X_OK) == 0 } ? nil : program
+            Launcher.missingProgram(exec, path: (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
         }
 
         public func run() throws {

@@ -70,15 +70,70 @@ public struct Pick: ParsableCommand {
     }
 
     /// Asks (the terminal when this process is in its foreground, else the
-    /// menus in turn), remembers when asked to, and launches. `excluding`: a
-    /// browser that just failed to start, not offered again.
-    /// - Parameter why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
+    /// menus in turn), remembers when asked to, and launches. A browser
+    /// that does not start is left out and the person asked again, told
+    /// why, until one starts, they cancel, or none is left (then
+    /// ``Answer/launchFailed(_:)``: the click falls back to the previous
+    /// default browser). Browsers whose program is not installed here are
+    /// not offered.
+    /// - Parameters:
+    ///   - failed: a browser that just failed to start, not offered.
+    ///   - why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
     static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, environment: [String: String]) throws -> Answer {
-        let usable = try replica.pickerBrowsers(excluding: failed)
-        guard !usable.isEmpty else {
-            return .unavailable(failed == nil ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
-                                              : "no other browser is usable here")
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        var excluded = failed.map { [$0] } ?? []
+        var note = why
+        var launchFailures: [String] = []
+        while true {
+            let (usable, missing) = try offered(replica, excluding: excluded, path: path)
+            guard !usable.isEmpty else {
+                if !launchFailures.isEmpty {
+                    return .launchFailed(CLIFailure(message: launchFailures.joined(separator: "; ") + "; no other browser here can start"))
+                }
+                let notInstalled = missing.isEmpty ? "" : " (not installed: \(missing.joined(separator: ", ")))"
+                return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
+                                    : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
+            }
+            switch try askOnce(url: url, usable: usable, replica: replica, why: note, path: path, environment: environment) {
+            case .answered(let answer): return answer
+            case .didNotStart(let browser, let failure):
+                // Asked again without it (and what shares its program).
+                ExitStatus.warn("\(browser.browser.id): \(failure.message)")
+                launchFailures.append("\(browser.browser.id): \(failure.message)")
+                excluded.append(browser.browser.id)
+                note = "'\(browser.browser.name)' did not start (\(failure.message)): choose another"
+            }
         }
+    }
+
+    /// The browsers offered (``Replica/pickerBrowsers(excluding:)``), less
+    /// those whose program is not installed here (named in `missing`) and
+    /// those that run the program of one left out.
+    static func offered(_ replica: Replica, excluding excluded: [String], path: [String]) throws -> (usable: [LocalBrowser], missing: [String]) {
+        let all = try replica.pickerBrowsers(excluding: excluded)
+        let browsers = try replica.browsers()
+        let failedPrograms = Set(browsers.filter { excluded.contains($0.browser.id) }.compactMap { Launcher.program($0.exec) })
+        var missing: [String] = []
+        let usable = all.filter { browser in
+            if let program = Launcher.program(browser.exec), failedPrograms.contains(program) { return false }
+            if let program = Launcher.missingProgram(browser.exec, path: path) {
+                missing.append("\(browser.browser.id) ('\(DisplayText.printable(program))' not found)")
+                return false
+            }
+            return true
+        }
+        return (usable, missing)
+    }
+
+    /// What one round of asking came to.
+    private enum Round {
+        case answered(Answer)
+        /// The browser chosen did not start: ask again without it.
+        case didNotStart(LocalBrowser, CLIFailure)
+    }
+
+    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why: String?, path: [String],
+                                environment: [String: String]) throws -> Round {
         // Made when first needed: the window starts before it (loading the
         // Public Suffix List overlaps with GTK's start-up).
         var suggested: String?
@@ -99,7 +154,6 @@ public struct Pick: ParsableCommand {
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
             // then the menus; one that cannot start is named and skipped.
-            let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
             let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
             let configured = menus.prefix { $0.shellCommand != nil }
             let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
@@ -133,10 +187,10 @@ public struct Pick: ParsableCommand {
         guard let outcome else {
             let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
             let what = why ?? "no rule decides \(url)"
-            return .unavailable("\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)")
+            return .answered(.unavailable("\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)"))
         }
         if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
-        guard case .open(let index, let pattern) = outcome else { return .cancelled }
+        guard case .open(let index, let pattern) = outcome else { return .answered(.cancelled) }
         let browser = usable[index]
         if let windowAnswer { try savePlaces(windowAnswer, of: usable, replica: replica) }
         do {
@@ -151,7 +205,7 @@ public struct Pick: ParsableCommand {
         } catch let failure as CLIFailure {
             // Remembered only once it opened: a rule for a browser that cannot start would lose every later link too.
             if let pattern { ExitStatus.warn("not remembered: \(DisplayText.printable(pattern)) -> \(browser.browser.id) (it did not start)") }
-            return .launchFailed(failure)
+            return .didNotStart(browser, failure)
         }
         if let pattern {
             // The highest priority, also for a pattern that exists already.
@@ -161,7 +215,7 @@ public struct Pick: ParsableCommand {
             let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
             print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
         }
-        return .opened
+        return .answered(.opened)
     }
 }
 
