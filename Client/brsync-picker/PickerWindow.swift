@@ -56,14 +56,24 @@ final class PickerWindow {
 
         let heading = Self.label("Open this link with:", classes: ["heading"])
         gtk_box_append(brsync_box(outer), heading)
-        // The whole URL, ellipsized in the middle to fit, selectable (copying
-        // takes all of it), and whole in the tooltip.
+        // The whole URL on up to three lines, ellipsized in the middle past
+        // them, selectable (copying takes all of it). Only a URL too long
+        // for them has a tooltip (which would otherwise cover the first
+        // browser just to repeat what is shown).
         link = Self.label(request.url, classes: ["dim-label"])
         gtk_label_set_selectable(brsync_label(link), 1)
+        gtk_label_set_wrap(brsync_label(link), 1)
+        gtk_label_set_wrap_mode(brsync_label(link), PANGO_WRAP_CHAR)
+        // No hyphen where a line breaks: it would read as part of the URL.
+        let attributes = pango_attr_list_new()
+        pango_attr_list_insert(attributes, pango_attr_insert_hyphens_new(0))
+        gtk_label_set_attributes(brsync_label(link), attributes)
+        pango_attr_list_unref(attributes)
+        gtk_label_set_lines(brsync_label(link), Int32(Self.linkLines))
         gtk_label_set_ellipsize(brsync_label(link), PANGO_ELLIPSIZE_MIDDLE)
         gtk_label_set_width_chars(brsync_label(link), 40)
-        gtk_label_set_max_width_chars(brsync_label(link), 72)
-        gtk_widget_set_tooltip_text(link, request.url)
+        gtk_label_set_max_width_chars(brsync_label(link), Int32(Self.linkLineCharacters))
+        if request.url.count > Self.linkLines * Self.linkLineCharacters * 3 / 4 { gtk_widget_set_tooltip_text(link, request.url) }
         brsync_accessible_label(link, "Link: \(request.url)")
         gtk_box_append(brsync_box(outer), link)
         // Why it asks, when a rule decided: its browser did not start.
@@ -140,6 +150,10 @@ final class PickerWindow {
     private func connect(_ instance: OpaquePointer, _ signal: String, _ callback: GCallback) {
         brsync_signal_connect(UnsafeMutableRawPointer(instance), signal, callback, nil)
     }
+
+    /// The link's lines, and the characters of each at most.
+    static let linkLines = 3
+    static let linkLineCharacters = 72
 
     static func label(_ text: String, classes: [String] = []) -> Widget {
         let label = gtk_label_new(text)!
