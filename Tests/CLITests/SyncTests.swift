@@ -167,6 +167,33 @@ final class CLIWorld: @unchecked Sendable {
         #expect(try world.snapshot(laptop) == before)
     }
 
+    /// A rule deleted on one machine and edited later on another that had
+    /// not seen the deletion: both syncs say a conflict was kept, and both
+    /// logs say in words what happened. The log shows a list as JSON.
+    @Test func aDeletionUndoneByAnEditIsToldOnBothMachines() throws {
+        let world = try CLIWorld(.sqlite)
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"]) }
+        try world.mustRun(laptop, ["browsers", "add", "work", "--from", "firefox", "--args", "-P work"])
+        try world.mustRun(laptop, ["rules", "add", "github.com", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        try world.mustRun(laptop, ["rules", "rm", "github.com"])
+        try world.mustRun(laptop, ["sync"])
+        usleep(20_000)
+        try world.mustRun(desktop, ["rules", "add", "github.com", "firefox", "--priority", "5"])
+        for home in [desktop, laptop] {
+            let synced = try world.run(home, ["sync"])
+            #expect(synced.stdout.contains("1 value(s) lost to concurrent edits"), "\(home): \(synced)")
+            let conflicts = try world.run(home, ["log", "--conflicts"]).stdout
+            #expect(conflicts.contains("rules/github.com its deletion (laptop") && conflicts.contains("was undone by an edit made without it (desktop"),
+                    "\(home): \(conflicts)")
+        }
+        let log = try world.run(desktop, ["log"]).stdout
+        #expect(log.contains(#"profileArgs=["-P","work"]"#) && !log.contains("JSONValue"), "\(log)")
+    }
+
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
     @Test(arguments: StoreKind.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: StoreKind) throws {
         let world = try CLIWorld(store)

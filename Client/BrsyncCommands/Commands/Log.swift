@@ -44,9 +44,20 @@ public struct Log: ParsableCommand {
             if found.isEmpty { print("no conflicts") }
             for conflict in found {
                 let restored = conflict.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
-                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(conflict.field): "
-                      + "\(DisplayText.printable(conflict.lost.value.jsonText)) (\(names.display(conflict.lost.stamp.device)), \(Timestamp.iso8601(millis: conflict.lost.stamp.wallMillis))) "
-                      + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) (\(names.display(conflict.winner.stamp.device)), \(Timestamp.iso8601(millis: conflict.winner.stamp.wallMillis)))\(restored)")
+                func by(_ value: StampedValue) -> String {
+                    "(\(names.display(value.stamp.device)), \(Timestamp.iso8601(millis: value.stamp.wallMillis)))"
+                }
+                let what: String
+                switch (conflict.field, conflict.lost.value, conflict.winner.value) {
+                case (RecordState.deletedField, .bool(true), .bool(false)):
+                    what = "its deletion \(by(conflict.lost)) was undone by an edit made without it \(by(conflict.winner))"
+                case (RecordState.deletedField, .bool(false), .bool(true)):
+                    what = "an edit \(by(conflict.lost)) lost to its deletion, made without it \(by(conflict.winner))"
+                default:
+                    what = "\(DisplayText.printable(conflict.field)): \(DisplayText.printable(conflict.lost.value.jsonText)) \(by(conflict.lost)) "
+                        + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) \(by(conflict.winner))"
+                }
+                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(what)\(restored)")
             }
             return
         }
@@ -108,7 +119,7 @@ public struct Log: ParsableCommand {
         case .int(let number): return String(number)
         case .double(let number): return String(number)
         case .string(let text): return "\"\(text)\""
-        case .array, .object: return "\(value)"
+        case .array, .object: return value.jsonText
         }
     }
 }
