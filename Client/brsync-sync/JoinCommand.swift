@@ -85,7 +85,7 @@ struct JoinCommand: ParsableCommand {
         // The token and, for an encrypted account, the recovery code are checked before anything is kept.
         let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
         var key: AccountKey?
-        let encrypted = try probe.accountKeyID() != nil
+        let encrypted = try joinCodeChecked { try probe.accountKeyID() } != nil
         if !encrypted, recoveryFile != nil {
             // The user says the account is encrypted; the server says it is
             // not. Joining anyway would send every rule made here readable.
@@ -119,7 +119,7 @@ struct JoinCommand: ParsableCommand {
             } catch {
                 throw CLIFailure(message: "\(error)")
             }
-            try probe.exchangeJoinSecret(for: token)
+            try joinCodeChecked { try probe.exchangeJoinSecret(for: token) }
         }
         defer { if saved { unlink(joiningToken) } }
         joined = true
@@ -162,5 +162,18 @@ func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
     let bytes = Array(text.utf8)
     guard write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
         throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// Runs a request made with the join code's token: a refusal of it says
+/// what to do with a join code (this machine has no token of its own
+/// yet, so the advice for a replaced token does not apply).
+private func joinCodeChecked<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch SyncError.refused(let code, let message) where code == .unauthorized {
+        throw CLIFailure(message: "the server refused this join code (\(message)): it was mistyped, used already or has expired, "
+                         + "or the server was set up anew. Ask the server's operator for a new join code; nothing was saved",
+                         code: ExitStatus.refused)
     }
 }

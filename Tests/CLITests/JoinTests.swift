@@ -86,7 +86,17 @@ extension EncryptionTests {
         let thief = world.directory.file("thief")
         let reused = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": thief], stdin: join + "\n" + code + "\n")
         #expect(reused.status == 5 && reused.stderr.contains("join code was used already"), "\(reused)")
+        // What to do with a join code, not with a replaced token (this machine has none).
+        #expect(reused.stderr.contains("Ask the server's operator for a new join code") && !reused.stderr.contains("--replace"), "\(reused)")
         #expect(!FileManager.default.fileExists(atPath: thief))
+        // A mistyped code (another secret of the right form): the same advice, nothing saved.
+        let mistyped = try #require(join.firstRange(of: "brj_").map { join[..<$0.lowerBound] + "brj_" + String(repeating: "A", count: 43)
+            + join[join.index($0.lowerBound, offsetBy: 47)...] })
+        let typo = world.directory.file("typo")
+        let refusedTypo = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": typo], stdin: String(mistyped) + "\n")
+        #expect(refusedTypo.status == 5 && refusedTypo.stderr.contains("the server refused this join code")
+                && !refusedTypo.stderr.contains("--replace"), "\(refusedTypo)")
+        #expect(!FileManager.default.fileExists(atPath: typo))
         #expect(!FileManager.default.fileExists(atPath: phone + "/.join-token"), "the joining token is put away once saved")
         // Its edits travel back sealed.
         try world.mustRun(phone, ["rules", "add", "from-phone.example", "firefox"])
