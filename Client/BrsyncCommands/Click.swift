@@ -65,6 +65,7 @@ struct Click {
         }
         // A rule (or the default) decided and its browser did not start: the picker says so.
         let why = failed.map { failed in "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start" }
+            ?? (resolution.browser == nil ? (try? replica.whyUndecided(url)) ?? nil : nil)
         switch try Pick.ask(url: url, replica: replica, excluding: failed, why: why, environment: environment) {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)

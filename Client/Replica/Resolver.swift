@@ -1,4 +1,5 @@
 import Model
+import JSON
 
 /// What resolving a URL decided.
 public struct Resolution: Sendable {
@@ -69,6 +70,23 @@ extension Replica {
             return Resolution(url: given, cleanup: cleanup, source: .defaultBrowser, browser: defaultBrowser, rule: nil)
         }
         return Resolution(url: given, cleanup: cleanup, source: .none, browser: nil, rule: nil)
+    }
+
+    /// When nothing decides `url` although a rule matches it: what that rule
+    /// chose and why it could not (its browser not known here, disabled, or
+    /// without a launch command), with what fixes it. Nil when no rule matches.
+    public func whyUndecided(_ given: NormalizedURL) throws -> String? {
+        let (_, verdicts) = try explain(given)
+        for verdict in verdicts {
+            guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '") else { continue }
+            let browser = DisplayText.printable(verdict.rule.browser)
+            let fix = reason.hasSuffix("has no launch command on this machine")
+                ? "give it one with 'brsync browsers add \(browser) --exec COMMAND' or 'brsync browsers detect'"
+                : reason.hasSuffix("is disabled") ? "enable it with 'brsync browsers enable \(browser)'"
+                : "add it with 'brsync browsers add \(browser) --exec COMMAND'"
+            return "the rule '\(DisplayText.printable(verdict.rule.pattern))' matches, but \(reason): \(fix)"
+        }
+        return nil
     }
 
     /// Every rule considered for `url`, in precedence order, and why it won,

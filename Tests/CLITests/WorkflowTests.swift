@@ -17,6 +17,22 @@ import TestSupport
         #expect(lines.count == 3 && lines[1].contains("*.github.com") && lines[2].contains("github.com"))
     }
 
+    /// A rule that matches but whose browser cannot open here (a profile
+    /// synced from another machine, no command yet): `resolve` names the
+    /// rule, the reason and the fix instead of "no rule decides".
+    @Test func resolveNamesTheRuleItCouldNotUse() throws {
+        let cli = try CLIHarness()
+        try cli.mustSucceed("init")
+        try cli.mustSucceed("browsers", "add", "work", "--name", "Work")
+        try cli.mustSucceed("rules", "add", "github.com", "work")
+        let result = try cli.run("resolve", "https://github.com/acme/x")
+        #expect(result.status == 3, "\(result)")
+        #expect(result.stdout.contains("the rule 'github.com' matches, but browser 'work' has no launch command on this machine")
+                && result.stdout.contains("brsync browsers add work --exec COMMAND"), "\(result.stdout)")
+        // Nothing matching: as before.
+        #expect(try cli.run("resolve", "https://example.org/").stdout.contains("no rule or default browser decides"))
+    }
+
     /// `--home` goes before the subcommand too, as the README writes it, for
     /// the sync helper as well; without a folder it is an error.
     @Test func homeGoesBeforeTheSubcommand() throws {

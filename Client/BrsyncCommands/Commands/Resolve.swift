@@ -28,6 +28,8 @@ public struct Resolve: ParsableCommand {
         } else if let browser = resolution.browser {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
             print("\(browser.browser.id)\t\(resolution.target)\t(\(why))")
+        } else if let why = try GlobalOptions.openReplica(home: home).whyUndecided(url) {
+            print("nothing decides \(url): \(why); a picker would ask")
         } else {
             print("no rule or default browser decides \(url); a picker would ask")
         }
