@@ -90,6 +90,8 @@ struct Dev: ParsableCommand {
                 or join another machine in one step (device '\(joining)'; the CA pinned by its fingerprint,
                 no file to copy; the code works once, within a day; each start makes one for a machine not paired yet):
                   echo '\((try? JoinCode(server: url, token: joinSecret, caFingerprint: fingerprint).description) ?? "?")' | brsync join
+                Manage it with brsyncd's commands on its store, e.g.:
+                  brsyncd device list dev --db \(folder)/brsyncd.sqlite
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks

@@ -282,6 +282,10 @@ import TestSupport
         #expect(try device.pull().status == 200)
         let firstCode = try JoinCode(parsing: try process.waitFor(#"echo '(brsync://[^']+)' \| brsync join"#))
         #expect(try process.waitFor(#"join another machine in one step \(device '([^']+)'"#) == "machine-2")
+        // The administration commands, pointed at the dev store, as printed.
+        let store = try process.waitFor(#"brsyncd device list dev --db (\S+)"#)
+        let listed = try ProcessRunner.run(binary, ["device", "list", "dev", "--db", store])
+        #expect(listed.status == 0 && listed.stdout.contains("laptop") && listed.stdout.contains("machine-2"), "\(listed)")
         #expect(process.stop(signal: SIGINT) == 0)
 
         // Restarted: the paired machine keeps its token; the unused code's device is offered again.
