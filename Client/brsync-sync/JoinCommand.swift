@@ -131,6 +131,12 @@ struct JoinCommand: ParsableCommand {
         try replica.setRemote(url: remote.text, caFile: caFile)
         if let key { try AccountKeyFile.write(key, home: home) }
         writeToStandardError("joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")
+        if let previousRemote {
+            // The server still counts the device this machine was: deletions
+            // are kept for it until it pulls them, which it never will.
+            writeToStandardError("the device this machine was on \(previousRemote) still holds a token there: unless the server was set up "
+                                 + "anew, ask its operator to revoke it ('brsyncd device list ACCOUNT', then 'brsyncd device revoke ACCOUNT NAME')\n")
+        }
         try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
     }
 }

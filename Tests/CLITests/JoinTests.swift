@@ -176,6 +176,7 @@ extension EncryptionTests {
         #expect(notReplaced.status == 2 && notReplaced.stderr.contains("--replace"), "\(notReplaced)")
         let rejoined = try ProcessRunner.run(world.brsync, ["join", "--replace"], environment: ["BRSYNC_HOME": tablet], stdin: newCode + "\n")
         #expect(rejoined.status == 0, "\(rejoined)")
+        #expect(rejoined.stderr.contains("still holds a token there") && rejoined.stderr.contains("brsyncd device revoke"), "\(rejoined)")
         let tablet2 = world.directory.file("tablet2")
         let other = try world.token("tablet2")
         try world.mustRun(tablet2, ["init"])
