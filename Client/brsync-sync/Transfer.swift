@@ -37,6 +37,12 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         summary = try body(client)
     } catch let error as SyncError {
         if options.notify { notifyStop(error, previous: state.problem) }
+        if case .refused(let code, _) = error, code == .unauthorized, let url = state.remoteURL,
+           let replaced = try? TokenFile.read(home: replica.home, previous: true), replaced != (try? TokenFile.read(home: replica.home)) {
+            let file = TokenFile.path(home: replica.home, previous: true)
+            throw CLIFailure(message: "\(error.description). If the token before the last 'brsync remote set' worked, it is kept in \(file): "
+                             + "put it back with: brsync remote set \(url) --token \"$(cat \(file))\"", code: ExitStatus.refused)
+        }
         throw error
     }
     report(summary, name, options, encrypted: key != nil)

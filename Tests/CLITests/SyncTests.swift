@@ -262,6 +262,22 @@ final class CLIWorld: @unchecked Sendable {
         #expect(rules.contains("a.example") && rules.contains("b.example"), "\(rules)")
     }
 
+    /// A mistyped token given to `remote set` does not cost the one that
+    /// worked: it is kept, and the refused sync says where and how to put it back.
+    @Test func aMistypedTokenKeepsTheOneThatWorked() throws {
+        let world = try CLIWorld(.sqlite)
+        let laptop = try world.replica("laptop")
+        let working = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let mistyped = try world.run(laptop, ["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234"])
+        #expect(mistyped.status == 0 && mistyped.stdout.contains("the token it replaces is kept in \(laptop)/token.previous"), "\(mistyped)")
+        let wrong = try world.run(laptop, ["sync"])
+        #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
+        #expect(wrong.stderr.contains("kept in \(laptop)/token.previous") && wrong.stderr.contains("brsync remote set \(world.url) --token"), "\(wrong)")
+        #expect(try String(contentsOfFile: laptop + "/token.previous", encoding: .utf8).contains(working))
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", working])
+        #expect(try world.run(laptop, ["sync"]).status == 0)
+    }
+
     @Test(arguments: StoreKind.allCases) func refusalsAreExit5WithTheServersMessage(_ store: StoreKind) throws {
         let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")

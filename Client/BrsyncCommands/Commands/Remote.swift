@@ -66,10 +66,17 @@ public struct RemoteCommand: ParsableCommand {
                 let state = try replica.syncState()
                 if state.remoteURL == remote.text, let pinned = state.caFile, access(pinned, R_OK) == 0 { caPath = pinned }
             }
+            // The token it replaces for the same server is kept: `remote set`
+            // cannot check a token offline, and a mistyped one must not cost
+            // the one that worked.
+            let sameServer = try replica.syncState().remoteURL == remote.text
+            let replaced = sameServer ? (try? TokenFile.read(home: replica.home)).flatMap { $0 == token ? nil : $0 } : nil
+            if let replaced { try TokenFile.write(replaced, home: replica.home, previous: true) }
             try TokenFile.write(token, home: replica.home)
             try replica.setRemote(url: remote.text, caFile: caPath)
             let trust = caPath.map { ca != nil ? " (CA pinned, copied to \($0))" : " (the CA pinned before, \($0), kept)" } ?? " (system CA store)"
-            print("remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))")
+            print("remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))"
+                  + (replaced != nil ? "; the token it replaces is kept in \(TokenFile.path(home: replica.home, previous: true))" : ""))
         }
     }
 
@@ -106,18 +113,20 @@ public struct RemoteCommand: ParsableCommand {
 
 /// The token lives in a file only the user can read (``SecretFile``), never in the replica.
 public enum TokenFile {
-    public static func path(home: String) -> String { "\(home)/token" }
+    /// - Parameter previous: the token the last `remote set` replaced (kept
+    ///   in case the new one is refused).
+    public static func path(home: String, previous: Bool = false) -> String { previous ? "\(home)/token.previous" : "\(home)/token" }
 
-    public static func write(_ token: String, home: String) throws {
+    public static func write(_ token: String, home: String, previous: Bool = false) throws {
         do throws(SecretFile.Failure) {
-            try SecretFile.write(Array((token + "\n").utf8), to: path(home: home), what: "the token")
+            try SecretFile.write(Array((token + "\n").utf8), to: path(home: home, previous: previous), what: "the token")
         } catch {
             throw CLIFailure(message: error.message)
         }
     }
 
-    public static func read(home: String) throws -> String {
-        let file = path(home: home)
+    public static func read(home: String, previous: Bool = false) throws -> String {
+        let file = path(home: home, previous: previous)
         let read: [UInt8]?
         do throws(SecretFile.Failure) {
             read = try SecretFile.read(file, what: "the token")
@@ -132,7 +141,10 @@ public enum TokenFile {
         return token
     }
 
-    public static func remove(home: String) { unlink(path(home: home)) }
+    public static func remove(home: String) {
+        unlink(path(home: home))
+        unlink(path(home: home, previous: true))
+    }
 }
 
 extension String {
