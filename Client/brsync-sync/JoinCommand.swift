@@ -99,7 +99,7 @@ struct JoinCommand: ParsableCommand {
             if let recoveryFile {
                 recovery = try readRecoveryCode(file: recoveryFile)
             } else {
-                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "recovery code")
+                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "recovery code (this account is end-to-end encrypted: give its recovery code on the line after the join code, or with --recovery-file FILE; nothing was saved)")
                 do { recovery = try AccountKey(recoveryCode: line) } catch { throw CLIFailure(message: "not a recovery code: \(error)") }
             }
             try probe.checkKey(recovery)
