@@ -355,7 +355,9 @@ extension Replica {
                 // Only a value counts as a change here: a version vector that
                 // grew alone is merged, but neither logged nor counted (a pull
                 // whose pages only do that is not making progress).
-                guard merged.fields != local.fields else { continue }
+                // Nor does a value of a record deleted here and still deleted:
+                // nothing anyone sees changed.
+                guard merged.fields != local.fields, !(local.isDeleted && merged.isDeleted) else { continue }
                 try logReceived(change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
                                 afterSequence: newestLocal)
                 changed += 1

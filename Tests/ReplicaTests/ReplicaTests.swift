@@ -60,6 +60,20 @@ import TestSupport
         // The same page again changes nothing and logs nothing.
         #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped).changed == 0)
         #expect(try fixture.replica.changeLog(limit: 10).count == 2)
+        // A value of a record deleted here that stays deleted (an older edit
+        // made elsewhere, merged under the deletion) changes nothing anyone
+        // sees: merged, neither counted nor logged.
+        let deleted = HLCTimestamp(wallMillis: stamp.wallMillis + 10, counter: 0, device: "0123456789abcdef")
+        let tombstone = ChangeRecord(sequence: 4, collection: .settings, key: "device_name/0123456789abcdef", state: RecordState(
+            fields: ["value": StampedValue(.string("phone"), stamp: stamp), RecordState.deletedField: StampedValue(.bool(true), stamp: deleted)],
+            versions: VersionVector([stamp.device: 2])))
+        #expect(try fixture.replica.applyPulled([tombstone], cursor: 4, epoch: "e", skipped: &skipped).changed == 1)
+        let older = HLCTimestamp(wallMillis: stamp.wallMillis + 5, counter: 0, device: "aaaaaaaaaaaaaaaa")
+        let hidden = ChangeRecord(sequence: 5, collection: .settings, key: "device_name/0123456789abcdef", state: RecordState(
+            fields: ["value": StampedValue(.string("tablet"), stamp: older)], versions: VersionVector(["aaaaaaaaaaaaaaaa": 1])))
+        let logged = try fixture.replica.changeLog(limit: 10).count
+        #expect(try fixture.replica.applyPulled([hidden], cursor: 5, epoch: "e", skipped: &skipped).changed == 0)
+        #expect(try fixture.replica.changeLog(limit: 10).count == logged)
     }
 
     /// The picker's order and hidden browsers: synced fields; a moved list
