@@ -101,7 +101,7 @@ b, bp, ball, berr = read("brsyncd")
 n, np_, nall, nerr = read("nginx")
 print(f"brsyncd pull:  median {b:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in ball)}), p99 {bp:.2f} ms {' '.join(berr)}")
 print(f"nginx static:  median {n:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in nall)}), p99 {np_:.2f} ms {' '.join(nerr)}")
-print(f"ratio brsyncd / nginx: {b / n:.2f}x (target >= 0.5x)")
+print(f"ratio brsyncd / nginx: {b / n:.2f}x, p99 {bp / np_:.2f}x nginx's (targets: >= 0.8x, p99 <= 1.5x)")
 PY
 
 echo "== idle connections =="

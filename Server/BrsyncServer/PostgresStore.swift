@@ -25,6 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
+    public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
     /// Set at ``close()``: the listening thread ends.
     private let closing = Atomic<Bool>(false)
@@ -112,6 +113,9 @@ public final class PostgresStore: StoreDialect {
     /// `NOTIFY` after the commit, on its own: a failure (a database
     /// without it, such as CockroachDB) loses no write; the other
     /// processes' watches then answer at their timeout.
+    /// Every writer `NOTIFY`s (``notifyOtherProcesses(account:)``): nothing to look at.
+    public func outsideWriteMarker() -> [Int64]? { [] }
+
     public func notifyOtherProcesses(account: Int64) {
         _ = try? withConnection { connection in
             try connection.run("SELECT pg_notify($1, $2)", [.text(Self.changesChannel), .text(String(account))])

@@ -202,6 +202,7 @@ public final class SQLiteStore: StoreDialect {
     /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
     private let checkpointer: BackgroundCheckpointer?
     public let bookkeeping = Store.Bookkeeping()
+    public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
@@ -303,6 +304,14 @@ public final class SQLiteStore: StoreDialect {
     /// frames either (backups made before keep them: Deploy/SECURITY.md).
     /// One process serves a store file: its watches are woken in memory.
     public func notifyOtherProcesses(account: Int64) {}
+
+    /// Every commit, of any process, writes the WAL: its inode, size and
+    /// modification time (nanoseconds, at the kernel's clock tick) tell one.
+    public func outsideWriteMarker() -> [Int64]? {
+        var status = stat()
+        guard stat(path + "-wal", &status) == 0 else { return nil }
+        return [Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec)]
+    }
     public func startListening() {}
 
     public func scrubAfterEncrypting() {

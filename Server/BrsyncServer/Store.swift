@@ -1,5 +1,6 @@
 import Glibc
 import Model
+import Plumbing
 import Synchronization
 import SyncCore
 
@@ -328,11 +329,58 @@ public enum Store {
         }
     }
 
+    /// Devices this process authenticated lately, by token hash, with the
+    /// watch hub's generation taken before they were read: a no-change pull
+    /// (the common one: every machine, every few minutes) is answered from
+    /// memory while nothing was heard of the account since
+    /// (``WatchHub/changed(account:since:)``: every push, key change,
+    /// revocation and token change of this process, and with PostgreSQL
+    /// every other brsyncd's `NOTIFY`) and for at most ``lifetimeMillis``,
+    /// and while the store shows no write another process could have made
+    /// (``StoreDialect/outsideWriteMarker()``: an administration command on
+    /// an SQLite store while brsyncd serves it). The lifetime bounds what
+    /// slips past both.
+    public final class TokenCache: Sendable {
+        struct Entry: Sendable {
+            let device: Device
+            let storedHash: [UInt8]
+            let generation: UInt64
+            /// ``StoreDialect/outsideWriteMarker()`` before the device was read.
+            let outsideWrites: [Int64]?
+            let atMillis: Int64
+        }
+
+        static let lifetimeMillis: Int64 = 5_000
+        /// Tokens remembered at most (about 1 KB each); past it, forgotten all at once.
+        let maxEntries: Int
+        private let entries = Locked<[[UInt8]: Entry]>([:])
+
+        public init(maxEntries: Int = 100_000) { self.maxEntries = maxEntries }
+
+        func entry(_ hash: [UInt8], nowMillis: Int64) -> Entry? {
+            entries.withLock { entries in
+                guard let entry = entries[hash] else { return nil }
+                guard nowMillis - entry.atMillis < Self.lifetimeMillis, nowMillis >= entry.atMillis else {
+                    entries[hash] = nil
+                    return nil
+                }
+                return entry
+            }
+        }
+
+        func keep(_ hash: [UInt8], _ entry: Entry) {
+            entries.withLock { entries in
+                if entries.count >= maxEntries, entries[hash] == nil { entries.removeAll(keepingCapacity: true) }
+                entries[hash] = entry
+            }
+        }
+    }
+
     /// The epoch as this process last read or started it, shared by a
     /// store's requests (and, for PostgreSQL, its pool's identity check).
     public final class EpochCache: Sendable {
-        private let value: Mutex<String>
-        public init(_ epoch: String) { value = Mutex(epoch) }
+        private let value: Locked<String>
+        public init(_ epoch: String) { value = Locked(epoch) }
         public var current: String { value.withLock { $0 } }
         public func set(_ epoch: String) { value.withLock { $0 = epoch } }
     }

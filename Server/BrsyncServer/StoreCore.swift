@@ -2,6 +2,7 @@ import Cryptography
 import JSON
 import Model
 import Net
+import Plumbing
 import SyncCore
 
 /// The store core: every ``SyncStore`` operation, written once for both
@@ -88,7 +89,7 @@ extension StoreDialect {
             return (outcome, timeline, storeEpoch)
         }
         epochCache.set(storeEpoch)
-        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 { changed(device.accountID) }
+        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 { changed(device.accountID) } else { watches.touched(account: device.accountID) }
         switch outcome {
         case .gap(let expected, let digest, _):
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
@@ -112,7 +113,7 @@ extension StoreDialect {
         let (applied, rejected, accountEpoch) = try writing { transaction in
             try SyncEngine.relay(request, from: device, authority: authority, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
         }
-        if applied > 0 { changed(device.accountID) }
+        if applied > 0 { changed(device.accountID) } else { watches.touched(account: device.accountID) }
         let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
                                     rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
@@ -142,6 +143,15 @@ extension StoreDialect {
                          clientSigningKey: String? = nil,
                          maxBytes: Int = Store.defaultPageBytes) throws -> [UInt8] {
         let hash = Tokens.hash(token)
+        let joining = token.hasPrefix(Tokens.joinPrefix)
+        if !joining, !reconciling, let answer = try noChangeFromMemory(hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
+                                                                      clientEpoch: clientEpoch, clientProtocol: clientProtocol,
+                                                                      clientKeyID: clientKeyID, clientSigningKey: clientSigningKey) {
+            return answer
+        }
+        // Taken before the read: a change heard of after it makes the read stale.
+        let generation = watches.generation
+        let outsideWrites = outsideWriteMarker()
         // The stream is read only for a replica that can prove its latest push.
         let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
         let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes) }
@@ -155,6 +165,32 @@ extension StoreDialect {
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
+        if !joining {
+            tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: snapshot.tokenHash, generation: generation,
+                                                         outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
+        }
+        return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
+    }
+
+    /// A pull at the account's latest cursor answered from memory
+    /// (``Store/TokenCache``), as the store would answer it; nil when the
+    /// store must be read: the token not seen lately, anything heard of the
+    /// account since, a cursor that is not the latest, or a page that would
+    /// not be plain "no change".
+    private func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+                                    clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
+        guard let entry = tokenCache.entry(hash, nowMillis: Plumbing.Clock.monotonicMillis()),
+              !watches.changed(account: entry.device.accountID, since: entry.generation), let marker = entry.outsideWrites, marker == outsideWriteMarker(),
+              cursor == entry.device.accountNextSequence - 1 else { return nil }
+        let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
+        try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
+        let known = Store.PullSnapshot(device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],
+                                       epochIsCached: true)
+        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                           epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
+                                           clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
+        guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
+        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 
@@ -236,6 +272,8 @@ extension StoreDialect {
         if result.changed {
             changed(device.accountID)
             scrubAfterEncrypting()
+        } else {
+            changed(device.accountID) // a signing key registered: every instance's memory of the account goes
         }
         return result
     }
@@ -358,11 +396,14 @@ extension StoreDialect {
     /// - Returns: the new token (shown once; only its hash is stored).
     public func reissueToken(account: String, device name: String) throws -> String {
         let token = Tokens.make()
-        try writing { transaction in
-            guard try transaction.setToken(account: try Self.account(account, in: transaction), device: name, tokenHash: Tokens.hash(token)) else {
+        let id = try writing { transaction in
+            let id = try Self.account(account, in: transaction)
+            guard try transaction.setToken(account: id, device: name, tokenHash: Tokens.hash(token)) else {
                 throw ServerError.notFound("the account '\(account)' has no device named '\(name)'")
             }
+            return id
         }
+        changed(id) // the old token no longer works: not even from memory
         return token
     }
 
@@ -371,7 +412,7 @@ extension StoreDialect {
         let secret = Tokens.makeJoinSecret()
         let hash = Tokens.hash(secret)
         let now = currentMillis()
-        try writing { transaction in
+        let id = try writing { transaction in
             let id = try Self.account(account, in: transaction)
             let existing = try transaction.deviceID(account: id, name: name)
             if adding, existing != nil { throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already") }
@@ -385,7 +426,9 @@ extension StoreDialect {
             }
             try transaction.setToken(device: device, tokenHash: hash)
             try transaction.insertEnrollment(device: device, secretHash: hash, expiresAt: now + validMilliseconds)
+            return id
         }
+        changed(id) // a device's old token no longer works: not even from memory
         return secret
     }
 

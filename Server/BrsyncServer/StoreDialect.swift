@@ -19,6 +19,14 @@ public protocol StoreDialect: SyncStore {
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T
     /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
     var bookkeeping: Store.Bookkeeping { get }
+    /// Devices authenticated lately, for no-change pulls (``Store/TokenCache``).
+    var tokenCache: Store.TokenCache { get }
+    /// What changes when any process commits to the store and that this
+    /// process may not hear of otherwise (SQLite: the WAL file's inode,
+    /// size and modification time; PostgreSQL: nothing, every writer
+    /// `NOTIFY`s). Compared, never interpreted; nil when it cannot be told
+    /// (then nothing is answered from memory).
+    func outsideWriteMarker() -> [Int64]?
     /// The epoch as this process knows it.
     var epochCache: Store.EpochCache { get }
     /// Wakes the watches of `account` in every other brsyncd sharing the

@@ -1,4 +1,5 @@
 import HTTP
+import Plumbing
 import Synchronization
 
 /// The watches (`GET /v1/watch`) waiting in this process, by account, in
@@ -33,7 +34,10 @@ public final class WatchHub: Sendable {
         var forgottenThrough: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    /// ``State/generation``, readable without the lock: a pull asking about
+    /// a generation that is still the current one needs no lock at all.
+    private let currentGeneration = Atomic<UInt64>(0)
     /// Accounts whose last change is remembered (a few MB at most).
     let maxTracked: Int
 
@@ -46,12 +50,13 @@ public final class WatchHub: Sendable {
     /// The changes heard of so far: taken before an account is read, it
     /// tells whether a change may have come after the read
     /// (``changed(account:since:)``).
-    var generation: UInt64 { state.withLock { $0.generation } }
+    var generation: UInt64 { currentGeneration.load(ordering: .acquiring) }
 
     /// Whether a change of `account` was heard of after `generation` was
     /// taken (true when that is too long ago to know).
     func changed(account: Int64, since generation: UInt64) -> Bool {
-        state.withLock { state in
+        if generation == currentGeneration.load(ordering: .acquiring) { return false }
+        return state.withLock { state in
             generation < state.forgottenThrough || (state.changedAt[account] ?? 0) > generation
         }
     }
@@ -93,16 +98,24 @@ public final class WatchHub: Sendable {
 
     /// Wakes every watch of `account`: each answers with what the account holds now.
     public func changed(account: Int64) {
-        let woken = state.withLock { state in
+        touched(account: account)
+        let woken = state.withLock { $0.byAccount[account] ?? [] }
+        for watcher in woken { watcher.later.fire() }
+    }
+
+    /// Notes that `account` was written (a push that changed no record, a
+    /// signing key registered) without waking its watches: what was read
+    /// of it before is not used again (``changed(account:since:)``).
+    func touched(account: Int64) {
+        state.withLock { state in
             state.generation += 1
+            currentGeneration.store(state.generation, ordering: .releasing)
             if state.changedAt.count >= maxTracked, state.changedAt[account] == nil {
                 state.changedAt.removeAll()
                 state.forgottenThrough = state.generation
             }
             state.changedAt[account] = state.generation
-            return state.byAccount[account] ?? []
         }
-        for watcher in woken { watcher.later.fire() }
     }
 
     /// Wakes every watch (a notification may have been missed: the
@@ -110,6 +123,7 @@ public final class WatchHub: Sendable {
     public func changedAll() {
         let woken = state.withLock { state in
             state.generation += 1
+            currentGeneration.store(state.generation, ordering: .releasing)
             state.changedAt.removeAll()
             state.forgottenThrough = state.generation
             return state.byAccount.values.flatMap { $0 }

@@ -77,7 +77,7 @@ public final class HTTPServer: Sendable {
     private let loopRunning = Atomic<Bool>(false)
     /// Requests being read and answered on threads now.
     private let active = Atomic<Int>(0)
-    private let loop = Mutex<ConnectionLoop?>(nil)
+    private let loop = Locked<ConnectionLoop?>(nil)
     /// Written once at shutdown; every waiting thread polls its read end.
     let wakeup: (read: Int32, write: Int32)
     let listeners: Mutex<[Socket]> = Mutex([])

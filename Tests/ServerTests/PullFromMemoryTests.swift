@@ -1,0 +1,71 @@
+import Foundation
+import HTTP
+import JSON
+import Storage
+import SyncCore
+import Testing
+import TestSupport
+@testable import BrsyncServer
+
+/// A no-change pull is answered from memory (``Store/TokenCache``) while
+/// nothing was heard of the account: every change this process makes or
+/// hears of is seen by the very next pull, and one nothing announced within
+/// the cache's lifetime.
+@Suite struct PullFromMemoryTests {
+    static func page(_ response: HTTPResponseParser.ParsedResponse) throws -> PullResponse {
+        try Wire.read(response.text, PullResponse.init(reading:))
+    }
+
+    /// Pushes, revocations and tokens issued again are seen at once by a
+    /// device whose no-change pulls come from memory.
+    @Test(arguments: StoreKind.allCases) func everyChangeIsSeenByTheNextPull(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        for _ in 0..<3 {
+            let again = try Self.page(try desktop.pull(since: cursor))
+            #expect(again.changes.isEmpty && again.next == cursor && !again.more)
+        }
+        // A push: the next pull has it.
+        #expect(try laptop.push([laptop.change("two.example", ["browser": .string("chrome")])]).status == 200)
+        let moved = try Self.page(try desktop.pull(since: cursor))
+        #expect(moved.changes.map(\.key) == ["two.example"] && moved.next == cursor + 1)
+        for _ in 0..<3 { #expect(try Self.page(try desktop.pull(since: cursor + 1)).changes.isEmpty) }
+        // A pull behind, or of another timeline, is read from the store as ever.
+        #expect(try Self.page(try desktop.pull(since: cursor)).changes.count == 1)
+        // Revoked: refused at once.
+        try fixture.store.revokeDevice(account: "alice", name: "desktop")
+        let revoked = try desktop.pull(since: cursor + 1)
+        #expect(revoked.status == 403 || revoked.status == 401, "\(revoked.status) \(revoked.text)")
+        #expect(revoked.text.contains("revoked"), "\(revoked.text)")
+        // A token issued again: the old one is refused at once.
+        for _ in 0..<2 { #expect(try laptop.pull(since: cursor + 1).status == 200) }
+        _ = try fixture.store.reissueToken(account: "alice", device: "laptop")
+        #expect(try laptop.pull(since: cursor + 1).status == 401)
+    }
+
+    /// A change made behind the server's back: on SQLite (another
+    /// process writing the store file, as an administration command does)
+    /// the WAL shows it and the next pull reads the store; on PostgreSQL a
+    /// write that does not `NOTIFY` (every brsyncd and administration
+    /// command does) is seen once the remembered device is older than its
+    /// lifetime, and until then the pull is answered from memory.
+    @Test(arguments: StoreKind.allCases) func aChangeBehindTheServersBackIsSeen(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor)
+        let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
+        switch fixture.store {
+        case let store as PostgresStore:
+            _ = try store.withConnection { try $0.run(behindItsBack) }
+            #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor, "answered from memory")
+            usleep(UInt32(Store.TokenCache.lifetimeMillis + 300) * 1000)
+        default:
+            try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
+        }
+        #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor + 1, "read from the store")
+    }
+}
