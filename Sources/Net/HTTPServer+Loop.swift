@@ -4,8 +4,8 @@ import HTTP
 import Plumbing
 import Synchronization
 
-/// The server's event loop: one thread and epoll hold every connection that
-/// is not being answered — accepting, in its TLS handshake, waiting for its
+/// One of the server's event loops (one per core): a thread and epoll hold
+/// the connections that are not being answered — accepting, in its TLS handshake, waiting for its
 /// first request, idle between keep-alive requests. Such a connection costs
 /// memory (a socket and a TLS session), never a thread: a flood of
 /// connections that never finish a handshake, or thousands of idle clients,
@@ -72,7 +72,12 @@ final class ConnectionLoop: @unchecked Sendable {
         guard epoll >= 0 else { throw .lastSystem("epoll_create1") }
         wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard wake >= 0 else { Glibc.close(epoll); throw .lastSystem("eventfd") }
-        for descriptor in listeners.map(\.descriptor) + [wake, server.wakeup.read] {
+        // Every loop waits on the listeners; a new connection wakes one of
+        // them (EPOLLEXCLUSIVE), which accepts it and runs its handshake.
+        for descriptor in listeners.map(\.descriptor) {
+            register(descriptor, events: UInt32(EPOLLIN.rawValue) | UInt32(EPOLLEXCLUSIVE.rawValue), add: true)
+        }
+        for descriptor in [wake, server.wakeup.read] {
             register(descriptor, events: UInt32(EPOLLIN.rawValue), add: true)
         }
     }

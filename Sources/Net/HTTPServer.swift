@@ -4,9 +4,9 @@ import Plumbing
 import Synchronization
 
 /// An HTTP/1.1 server on sockets, with TLS through OpenSSL or (explicitly)
-/// plaintext. One event loop (``ConnectionLoop``) accepts and holds every
-/// connection that is not being answered: in its TLS handshake, waiting for a
-/// request, idle between requests; up to ``HTTPLimits/maxConnections`` in
+/// plaintext. Event loops (``ConnectionLoop``, one per core) accept and hold
+/// every connection that is not being answered: in its TLS handshake, waiting
+/// for a request, idle between requests; up to ``HTTPLimits/maxConnections`` in
 /// all. A connection whose request starts to arrive is read and answered on
 /// a thread, up to ``HTTPLimits/maxActiveRequests`` at once (more are
 /// answered 503), and goes back to the loop after its answer. Every wait has
@@ -73,11 +73,14 @@ public final class HTTPServer: Sendable {
     let usesTLS: Bool
     let connections = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
-    /// Whether the event loop's thread runs.
-    private let loopRunning = Atomic<Bool>(false)
     /// Requests being read and answered on threads now.
     private let active = Atomic<Int>(0)
-    private let loop = Locked<ConnectionLoop?>(nil)
+    /// The event loops, one per core (at most 8): each accepts, runs TLS
+    /// handshakes and holds waiting connections; a connection given back
+    /// goes to the loop its descriptor picks.
+    private let loops = Locked<[ConnectionLoop]>([])
+    /// Event loop threads still running.
+    private let loopsRunning = Atomic<Int>(0)
     /// Written once at shutdown; every waiting thread polls its read end.
     let wakeup: (read: Int32, write: Int32)
     let listeners: Mutex<[Socket]> = Mutex([])
@@ -116,17 +119,21 @@ public final class HTTPServer: Sendable {
         }
         listeners.withLock { $0 = sockets }
         Self.raiseDescriptorLimit()
-        let connectionLoop = try ConnectionLoop(server: self, listeners: sockets)
-        loop.withLock { $0 = connectionLoop }
-        loopRunning.store(true, ordering: .relaxed)
-        do {
-            try startThread { [self] in
-                connectionLoop.run()
-                loopRunning.store(false, ordering: .relaxed)
+        let count = max(1, min(Self.maxLoops, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+        var made: [ConnectionLoop] = []
+        for _ in 0..<count { made.append(try ConnectionLoop(server: self, listeners: sockets)) }
+        loops.withLock { $0 = made }
+        for connectionLoop in made {
+            loopsRunning.add(1, ordering: .relaxed)
+            do {
+                try startThread { [self] in
+                    connectionLoop.run()
+                    loopsRunning.subtract(1, ordering: .relaxed)
+                }
+            } catch {
+                loopsRunning.subtract(1, ordering: .relaxed)
+                if loopsRunning.load(ordering: .relaxed) == 0 { throw error }
             }
-        } catch {
-            loopRunning.store(false, ordering: .relaxed)
-            throw error
         }
         return sockets.map(\.localPort)
     }
@@ -134,7 +141,15 @@ public final class HTTPServer: Sendable {
     /// Connections open now: waiting in the event loop or being answered.
     public var openConnections: Int { connections.load(ordering: .relaxed) }
     /// Connections waiting in the event loop now (no thread of their own).
-    public var waitingConnections: Int { loop.withLock { $0?.waitingCount.load(ordering: .relaxed) ?? 0 } }
+    public var waitingConnections: Int { loops.withLock { $0.reduce(0) { $0 + $1.waitingCount.load(ordering: .relaxed) } } }
+
+    /// Event loops at most, whatever the cores.
+    static let maxLoops = 8
+
+    /// The loop that takes `stream` back (nil before start).
+    private func loop(for stream: any ByteStream) -> ConnectionLoop? {
+        loops.withLock { $0.isEmpty ? nil : $0[Int(stream.socket.descriptor) % $0.count] }
+    }
     /// Requests being read or answered on threads now.
     public var activeRequests: Int { active.load(ordering: .relaxed) }
 
@@ -167,7 +182,7 @@ public final class HTTPServer: Sendable {
         var byte: UInt8 = 1
         _ = write(wakeup.write, &byte, 1)
         let deadline = Deadline.after(milliseconds: graceMilliseconds)
-        while (connections.load(ordering: .relaxed) > 0 || loopRunning.load(ordering: .relaxed)) && !deadline.hasPassed {
+        while (connections.load(ordering: .relaxed) > 0 || loopsRunning.load(ordering: .relaxed) > 0) && !deadline.hasPassed {
             usleep(5_000)
         }
         listeners.withLock { sockets in
@@ -380,7 +395,7 @@ public final class HTTPServer: Sendable {
             // Nothing more waits: a client that sends its next request at
             // once keeps this thread (a busy client pays no hand-over);
             // one that goes quiet waits in the loop until it speaks.
-            if last, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop.withLock({ $0 }),
+            if last, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop(for: stream),
                (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
                                         what: "waiting for the next request")) != true {
                 givenBack = true
@@ -460,7 +475,7 @@ public final class HTTPServer: Sendable {
                         // What the request held is let go while it waits.
                         response.whenWritten?.run()
                         let last = index == events.count - 1 && !parser.hasPartialRequest && !stream.hasBufferedInput
-                        if last, let loop = loop.withLock({ $0 }) {
+                        if last, let loop = loop(for: stream) {
                             givenBack = true
                             loop.giveBack(stream, peer: peer, address: address, served: served,
                                           parked: ConnectionLoop.Parked(request: request, later: later))
