@@ -104,6 +104,22 @@ print(f"nginx static:  median {n:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for 
 print(f"ratio brsyncd / nginx: {b / n:.2f}x, p99 {bp / np_:.2f}x nginx's (targets: >= 0.8x, p99 <= 1.5x)")
 PY
 
+echo "== a new TLS connection per request: wrk -t2 -c16 -d${duration}s, Connection: close, $rounds alternating rounds =="
+# The TLS handshakes run on the event loops (one per core): their rate, next to nginx's.
+for round in $(seq "$rounds"); do
+  wrk -t2 -c16 -d"${duration}s" -H "Connection: close" "https://127.0.0.1:$port/v1/health" >"$work/wrk-hs-brsyncd-$round.txt"
+  wrk -t2 -c16 -d"${duration}s" -H "Connection: close" "https://127.0.0.1:$nginx_port/pull.json" >"$work/wrk-hs-nginx-$round.txt"
+done
+python3 - "$work" "$rounds" <<'PY'
+import re, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def rate(name):
+    return statistics.median(float(re.search(r"Requests/sec:\s+([\d.]+)", open(f"{work}/wrk-hs-{name}-{r}.txt").read()).group(1))
+                             for r in range(1, rounds + 1))
+b, n = rate("brsyncd"), rate("nginx")
+print(f"handshakes: brsyncd {b:,.0f}/s, nginx {n:,.0f}/s: {b / n:.2f}x")
+PY
+
 echo "== idle connections =="
 "$bin/brsyncd-bench" idle "$work" "$port" 10000 "$brsyncd_pid"
 # As many as the open-files limit allows, up to 50,000 (each process holds one end).
