@@ -42,6 +42,8 @@ import TestSupport
         #expect(timer.status == 0 && timer.stdout.contains("nothing to do"), "\(timer)")
         let status = try world.run(desktop, ["status"])
         #expect(status.stdout.contains("watch:     running"), "\(status)")
+        // Started by hand, not as the systemd service: no journal to point at.
+        #expect(status.stdout.contains("where it was started") && !status.stdout.contains("journalctl"), "\(status)")
 
         // The laptop's edit, pushed by a plain sync, reaches the watching desktop.
         try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])

@@ -191,8 +191,11 @@ public struct Status: ParsableCommand {
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
         let lockedOut = state.problem.contains("this account is end-to-end encrypted")
         print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
-        let watchText = watching ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: 'journalctl --user -u brsync-watch')"
-            : watch != nil ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch'"
+        let service = watch.map { Self.runsAsWatchService(pid: $0.pid) } ?? false
+        let watchText = watching ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
+                + (service ? "'journalctl --user -u brsync-watch')" : "where it was started, not as the brsync-watch service)")
+            : watch != nil ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; "
+                + (service ? "'systemctl --user restart brsync-watch'" : "stop it and start 'brsync watch' again")
             : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
         print("watch:     \(watchText)")
         print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
@@ -204,6 +207,13 @@ public struct Status: ParsableCommand {
 
 extension Status {
     /// How this machine's clock stands against the server's, in words.
+    /// Whether process `pid` runs as the `brsync-watch` systemd user service
+    /// (its cgroup names the unit), not started by hand in a terminal.
+    static func runsAsWatchService(pid: Int32) -> Bool {
+        guard let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return false }
+        return cgroup.contains("/brsync-watch.service")
+    }
+
     static func clockText(offsetMilliseconds: Int64, contacted: Bool) -> String {
         guard contacted else { return "not known yet (no contact with a server)" }
         let seconds = abs(offsetMilliseconds) / 1000
