@@ -102,7 +102,8 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
         if summary.encryptionStarted {
-            parts.append("\(rotated ? "switched to the new account key" : "syncing sealed with the account key from now on"): \(summary.relayed) record(s) sent sealed")
+            let sent = summary.relayed > 0 ? ": \(summary.relayed) record(s) this machine held sent sealed" : ""
+            parts.append("\(rotated ? "switched to the new account key" : "syncing sealed with the account key from now on")\(sent)")
         } else if summary.encryptionEnded {
             parts.append("syncing readable from now on (this machine has no account key any more): \(summary.relayed) record(s) sent")
         } else if summary.movedForward {
