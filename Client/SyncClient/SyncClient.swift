@@ -353,6 +353,9 @@ public final class SyncClient {
                                             + "whose winner is not newer than the value it beat: not kept")
                     continue
                 }
+                // This device's own value replaced by its own later edit (two
+                // edits of a field between syncs) is no conflict.
+                if lost.lost.stamp.device == replica.deviceID && lost.winner.stamp.device == replica.deviceID { continue }
                 // Another device's value this push overwrote is a conflict only
                 // if this device had not seen it when it edited.
                 if lost.lost.stamp.device != replica.deviceID,

@@ -49,6 +49,29 @@ import TestSupport
         #expect(try c.replica.conflicts(limit: 10).isEmpty)
     }
 
+    /// A machine that edits a field twice between syncs, while another
+    /// machine edited it too: the other machine's value lost (logged); the
+    /// machine's own first value, replaced by its own second, is no conflict.
+    @Test(arguments: StoreKind.allCases) func aMachinesOwnEarlierValueIsNoConflict(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try KeyChangeTests.rule(a, "qux.com")
+        for id in ["edge", "opera", "chrome"] { _ = try a.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: nil) }
+        try world.sync(a)
+        try world.sync(b)
+        _ = try a.replica.addRule(pattern: "qux.com", browser: "chrome", priority: nil)
+        try world.sync(a)
+        usleep(5_000)
+        _ = try b.replica.addRule(pattern: "qux.com", browser: "edge", priority: nil)
+        usleep(5_000)
+        _ = try b.replica.addRule(pattern: "qux.com", browser: "opera", priority: nil)
+        let synced = try world.sync(b)
+        let logged = try b.replica.conflicts(limit: 10).map { "\($0.field): \($0.lost.value) \($0.lost.stamp.device == b.replica.deviceID ? "b" : "a")" }
+        #expect(logged == ["browser: string(\"chrome\") a"], "\(logged)")
+        #expect(synced.conflicts == 1)
+        #expect(try SyncWorld.rules(b.replica) == ["qux.com": "opera"])
+    }
+
     /// A write that had seen this machine's value and replaced it is no
     /// conflict here, even when an older concurrent write was merged into
     /// the record after it (the record then carries its writer's vector).
