@@ -40,8 +40,8 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         if case .refused(let code, _) = error, code == .unauthorized, let url = state.remoteURL,
            let replaced = try? TokenFile.read(home: replica.home, previous: true), replaced != (try? TokenFile.read(home: replica.home)) {
             let file = TokenFile.path(home: replica.home, previous: true)
-            throw CLIFailure(message: "\(error.description). If the token before the last 'brsync remote set' worked, it is kept in \(file): "
-                             + "put it back with: brsync remote set \(url) --token \"$(cat \(file))\"", code: ExitStatus.refused)
+            throw CLIFailure(message: "\(error.description). The last token that synced here is kept in \(file): "
+                             + "put it back with: brsync remote set \(url) --token-file \(file)", code: ExitStatus.refused)
         }
         throw error
     }

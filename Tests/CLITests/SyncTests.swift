@@ -267,15 +267,22 @@ final class CLIWorld: @unchecked Sendable {
     @Test func aMistypedTokenKeepsTheOneThatWorked() throws {
         let world = try CLIWorld(.sqlite)
         let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["sync"])
         let working = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let mistyped = try world.run(laptop, ["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234"])
-        #expect(mistyped.status == 0 && mistyped.stdout.contains("the token it replaces is kept in \(laptop)/token.previous"), "\(mistyped)")
+        #expect(mistyped.status == 0 && mistyped.stdout.contains("the last token that synced is kept in \(laptop)/token.previous"), "\(mistyped)")
+        // A second mistyped token does not push out the one that worked.
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token", "brs_anotherWrongTokenAtAll99"])
         let wrong = try world.run(laptop, ["sync"])
         #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
-        #expect(wrong.stderr.contains("kept in \(laptop)/token.previous") && wrong.stderr.contains("brsync remote set \(world.url) --token"), "\(wrong)")
+        #expect(wrong.stderr.contains("kept in \(laptop)/token.previous")
+                && wrong.stderr.contains("brsync remote set \(world.url) --token-file \(laptop)/token.previous"), "\(wrong)")
         #expect(try String(contentsOfFile: laptop + "/token.previous", encoding: .utf8).contains(working))
-        try world.mustRun(laptop, ["remote", "set", world.url, "--token", working])
+        // Put back as the message says, from the file (never on a command line).
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token-file", laptop + "/token.previous"])
         #expect(try world.run(laptop, ["sync"]).status == 0)
+        let neither = try world.run(laptop, ["remote", "set", world.url])
+        #expect(neither.status == 2 && neither.stderr.contains("--token-file"), "\(neither)")
     }
 
     @Test(arguments: StoreKind.allCases) func refusalsAreExit5WithTheServersMessage(_ store: StoreKind) throws {

@@ -28,7 +28,10 @@ public struct RemoteCommand: ParsableCommand {
             commandName: "set", abstract: "Use a sync server: its URL, this device's token, and optionally a pinned CA file.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "https://HOST[:PORT]") var url: String
-        @Option(help: "This device's token (from 'brsyncd device add').") var token: String
+        @Option(help: "This device's token (from 'brsyncd device add').") var token: String?
+        @Option(help: ArgumentHelp("Read the token from a file (kept off the command line, where other users' 'ps' can see it).", valueName: "file"),
+                completion: .file())
+        var tokenFile: String?
         @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"), completion: .file())
         var ca: String?
         @Flag(help: "Verify the server with the system CA store, dropping a pinned CA (without --ca, the pinned CA stays for the same server).")
@@ -36,10 +39,13 @@ public struct RemoteCommand: ParsableCommand {
 
         public func validate() throws {
             if systemCa && ca != nil { throw ValidationError("give --ca FILE or --system-ca, not both") }
+            if (token == nil) == (tokenFile == nil) { throw ValidationError("give the token with --token TOKEN or --token-file FILE (one of them)") }
         }
 
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
+            let token = try token ?? String(decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(4096),
+                                            as: UTF8.self).trimmingASCIIWhitespace()
             guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace) else {
                 throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
             }
@@ -69,14 +75,19 @@ public struct RemoteCommand: ParsableCommand {
             // The token it replaces for the same server is kept: `remote set`
             // cannot check a token offline, and a mistyped one must not cost
             // the one that worked.
-            let sameServer = try replica.syncState().remoteURL == remote.text
+            // Only a token that synced since it was set is kept (a second
+            // mistyped one must not push out the one that worked).
+            let state = try replica.syncState()
+            let sameServer = state.remoteURL == remote.text
             let replaced = sameServer ? (try? TokenFile.read(home: replica.home)).flatMap { $0 == token ? nil : $0 } : nil
-            if let replaced { try TokenFile.write(replaced, home: replica.home, previous: true) }
+            let provenSince = TokenFile.modifiedMillis(home: replica.home).map { set in (state.lastSyncMillis ?? 0) > set } ?? false
+            if let replaced, provenSince { try TokenFile.write(replaced, home: replica.home, previous: true) }
+            let kept = replaced != nil && (provenSince || access(TokenFile.path(home: replica.home, previous: true), F_OK) == 0)
             try TokenFile.write(token, home: replica.home)
             try replica.setRemote(url: remote.text, caFile: caPath)
             let trust = caPath.map { ca != nil ? " (CA pinned, copied to \($0))" : " (the CA pinned before, \($0), kept)" } ?? " (system CA store)"
             print("remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))"
-                  + (replaced != nil ? "; the token it replaces is kept in \(TokenFile.path(home: replica.home, previous: true))" : ""))
+                  + (kept ? "; the last token that synced is kept in \(TokenFile.path(home: replica.home, previous: true))" : ""))
         }
     }
 
@@ -139,6 +150,13 @@ public enum TokenFile {
         let token = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
         guard !token.isEmpty else { throw CLIFailure(message: "the token file is empty; run 'brsync remote set' again") }
         return token
+    }
+
+    /// When the token file was last written (ms since the epoch), or nil.
+    public static func modifiedMillis(home: String) -> Int64? {
+        var status = stat()
+        guard stat(path(home: home), &status) == 0 else { return nil }
+        return Int64(status.st_mtim.tv_sec) * 1000 + Int64(status.st_mtim.tv_nsec) / 1_000_000
     }
 
     public static func remove(home: String) {
