@@ -29,11 +29,6 @@ final class PickerWindow {
     private var positions: [Int]
     private var hidden: [Int] = []
     private var moved = false
-    /// Where the pointer was first seen over the window: the rows' tooltips
-    /// show only once it moves from there (a window that opens under a
-    /// still pointer would otherwise cover the next row with one).
-    private var pointerStart: (x: Double, y: Double)?
-    private var tooltipsShown = false
     private let privateButton: Widget
     private let remember: Widget
     private let pattern: Widget
@@ -57,9 +52,9 @@ final class PickerWindow {
         let heading = Self.label("Open this link with:", classes: ["heading"])
         gtk_box_append(brsync_box(outer), heading)
         // The whole URL on up to three lines, ellipsized in the middle past
-        // them, selectable (copying takes all of it). Only a URL too long
-        // for them has a tooltip (which would otherwise cover the first
-        // browser just to repeat what is shown).
+        // them, selectable (copying takes all of it). No tooltip: it would
+        // cover the browsers (as would the rows' own; their keys are in the
+        // line under the pattern).
         link = Self.label(request.url, classes: ["dim-label"])
         gtk_label_set_selectable(brsync_label(link), 1)
         gtk_label_set_wrap(brsync_label(link), 1)
@@ -73,7 +68,6 @@ final class PickerWindow {
         gtk_label_set_ellipsize(brsync_label(link), PANGO_ELLIPSIZE_MIDDLE)
         gtk_label_set_width_chars(brsync_label(link), 40)
         gtk_label_set_max_width_chars(brsync_label(link), Int32(Self.linkLineCharacters))
-        if request.url.count > Self.linkLines * Self.linkLineCharacters * 3 / 4 { gtk_widget_set_tooltip_text(link, request.url) }
         brsync_accessible_label(link, "Link: \(request.url)")
         gtk_box_append(brsync_box(outer), link)
         // Why it asks, when a rule decided: its browser did not start.
@@ -137,9 +131,6 @@ final class PickerWindow {
         gtk_event_controller_set_propagation_phase(brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
         gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(keys)))
         connect(keys, "key-pressed", Callbacks.keyPressed)
-        let motion = gtk_event_controller_motion_new()!
-        gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(motion)))
-        connect(motion, "motion", Callbacks.pointerMoved)
         checkPattern()
     }
 
@@ -185,7 +176,7 @@ final class PickerWindow {
         }
         gtk_box_append(brsync_box(row), names)
         // (Whether it has a private window shows in the Private window
-        // button, the row's tooltip and what a screen reader says.)
+        // button and in what a screen reader says.)
         if choice.isDefault { gtk_box_append(brsync_box(row), Self.label("default", classes: ["dim-label", "caption"])) }
         gtk_list_box_append(brsync_list_box(list), row)
         // The row itself (the list wraps the box in one) is what is focused and read.
@@ -203,24 +194,7 @@ final class PickerWindow {
             if choice.isDefault { spoken += ", the default browser" }
             if choice.hasPrivateWindow { spoken += ", has a private window" }
             brsync_accessible_label(rows[index], spoken)
-            var tip = choice.id + (key.map { " — press \($0)" } ?? "")
-            if choice.hasPrivateWindow { tip += "; Shift+Enter: private window" }
-            gtk_widget_set_tooltip_text(rows[index], tip + "; Alt+Up/Down: move; Ctrl+H: hide from the picker")
-            gtk_widget_set_has_tooltip(rows[index], tooltipsShown ? 1 : 0)
         }
-    }
-
-    /// The pointer moved over the window to (`x`, `y`): past a few pixels
-    /// from where it was first seen, the rows' tooltips are turned on.
-    func pointerMoved(x: Double, y: Double) {
-        guard !tooltipsShown else { return }
-        guard let start = pointerStart else {
-            pointerStart = (x, y)
-            return
-        }
-        guard abs(x - start.x) + abs(y - start.y) > 4 else { return }
-        tooltipsShown = true
-        for row in rows { gtk_widget_set_has_tooltip(row, 1) }
     }
 
     /// The desktop entry's icon: a file, or a name in the icon theme; a
@@ -362,8 +336,8 @@ final class PickerWindow {
         let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
         if !on {
-            say(positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel." : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel.",
-                error: false)
+            let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
+            say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
         } else if let problem = WindowPicker.problem(withPattern: text) {
             say("Not remembered: \(problem). The link still opens.", error: true)
         } else {
@@ -454,11 +428,6 @@ enum Callbacks {
             picker.cancel()
             return 1
         } as @convention(c) (gpointer?, gpointer?) -> gboolean, to: GCallback.self)
-
-    static let pointerMoved: GCallback = unsafeBitCast(
-        { (_: gpointer?, x: Double, y: Double, _: gpointer?) in
-            picker?.pointerMoved(x: x, y: y)
-        } as @convention(c) (gpointer?, Double, Double, gpointer?) -> Void, to: GCallback.self)
 
     static let keyPressed: GCallback = unsafeBitCast(
         { (_: gpointer?, key: guint, _: guint, state: GdkModifierType, _: gpointer?) -> gboolean in
