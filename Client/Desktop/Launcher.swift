@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Model
 import Plumbing
 
@@ -12,13 +13,25 @@ public enum Launcher {
         public var description: String { "cannot start \(program): \(reason)" }
     }
 
-    /// The program of launch command `exec` when it is not installed here
-    /// (not executable at its path, or on no directory of `PATH`); nil when
-    /// it is, or when the command names none.
-    public static func missingProgram(_ exec: String?, path: [String]) -> String? {
+    /// Why the program of launch command `exec` cannot start here (`'x' not
+    /// found`, `'x' is not executable`, `'x' is a directory`); nil when it
+    /// can, or when the command names none.
+    public static func programProblem(_ exec: String?, path: [String]) -> String? {
         guard let exec, let program = (try? ExecCommand(exec))?.arguments.first, !program.isEmpty else { return nil }
-        if program.contains("/") { return access(program, X_OK) == 0 ? nil : program }
-        return path.contains { access("\($0)/\(program)", X_OK) == 0 } ? nil : program
+        let shown = "'\(DisplayText.printable(program))'"
+        func problem(at file: String) -> String? {
+            var status = stat()
+            guard stat(file, &status) == 0 else { return "\(shown) not found" }
+            if status.st_mode & S_IFMT == S_IFDIR { return "\(shown) is a directory" }
+            return access(file, X_OK) == 0 ? nil : "\(shown) is not executable"
+        }
+        if program.contains("/") { return problem(at: program) }
+        var found: String?
+        for directory in path {
+            guard let problem = problem(at: "\(directory)/\(program)") else { return nil }
+            if found == nil, !problem.hasSuffix("not found") { found = problem }
+        }
+        return found ?? "\(shown) not found"
     }
 
     /// The program launch command `exec` runs (its first argument), or nil.

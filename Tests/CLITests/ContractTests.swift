@@ -104,6 +104,18 @@ import TestSupport
         #expect(listed.stdout.split(separator: "\n").contains { $0.contains("chromium") && $0.contains("usable") }, "\(listed)")
         let json = try cli.run("browsers", "list", "--json")
         #expect(json.stdout.contains(#""commandFound":false"#) && json.stdout.contains(#""commandFound":true"#), "\(json)")
+        // Said when it is added; a directory or a file that cannot run is named as such.
+        let added = try cli.run("browsers", "add", "edge", "--exec", "no-such-edge %u")
+        #expect(added.status == 0 && added.stderr.contains("cannot start here yet: 'no-such-edge' not found"), "\(added)")
+        let folder = cli.directory.file("a-folder")
+        let plain = cli.directory.file("not-executable")
+        mkdir(folder, 0o755)
+        FileManager.default.createFile(atPath: plain, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o644])
+        try cli.mustSucceed("browsers", "add", "dir", "--exec", folder + " %u")
+        try cli.mustSucceed("browsers", "add", "file", "--exec", plain + " %u")
+        let again = try cli.run("browsers", "list").stdout.split(separator: "\n")
+        #expect(again.contains { $0.contains("dir") && $0.contains("cannot start ('\(folder)' is a directory)") }, "\(again)")
+        #expect(again.contains { $0.contains("file") && $0.contains("cannot start ('\(plain)' is not executable)") }, "\(again)")
     }
 
     @Test func suggestPrintsThePatternAlone() throws {

@@ -346,9 +346,9 @@ final class DesktopWorld: @unchecked Sendable {
             """.write(toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
-        // Found on PATH, but it cannot be started (a directory).
-        unlink(world.directory.file("bin/fakechrome"))
-        mkdir(world.directory.file("bin/fakechrome"), 0o755)
+        // Found on PATH and executable, but it cannot be started (its interpreter is missing).
+        try "#!/nonexistent/interpreter\n".write(toFile: world.directory.file("bin/fakechrome"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("bin/fakechrome"), 0o755)
         let picked = try world.run("pick", "https://news.bbc.co.uk/story")
         #expect(picked.status == 0, "\(picked)")
         #expect(picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)") && picked.stderr.contains("chrome: cannot start"), "\(picked)")
@@ -357,7 +357,7 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(rounds.count == 2 && rounds[0].contains("Chrome (chrome)") && !rounds[1].contains("Chrome (chrome)"), "\(rounds)")
         #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
         // Not installed at all: not offered.
-        rmdir(world.directory.file("bin/fakechrome"))
+        unlink(world.directory.file("bin/fakechrome"))
         unlink(offered)
         #expect(try world.run("pick", "https://example.org/").status == 0)
         let offeredThen = try String(contentsOfFile: offered, encoding: .utf8)

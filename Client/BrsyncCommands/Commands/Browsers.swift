@@ -38,8 +38,8 @@ public struct BrowsersCommand: ParsableCommand {
         /// The program a launch command starts, when it cannot be found here
         /// (not an executable file, nor one on PATH); nil when it can, or
         /// when there is no command.
-        static func missingProgram(_ exec: String?) -> String? {
-            Launcher.missingProgram(exec, path: (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
+        static func programProblem(_ exec: String?) -> String? {
+            Launcher.programProblem(exec, path: (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
         }
 
         public func run() throws {
@@ -49,7 +49,7 @@ public struct BrowsersCommand: ParsableCommand {
                     Entry(id: $0.browser.id, name: $0.browser.name, urlScheme: $0.browser.urlScheme,
                           urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
                           usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker,
-                          commandFound: $0.exec == nil ? nil : Self.missingProgram($0.exec) == nil, exec: $0.exec,
+                          commandFound: $0.exec == nil ? nil : Self.programProblem($0.exec) == nil, exec: $0.exec,
                           pickerOrder: $0.browser.pickerOrder)
                 })
                 return
@@ -60,8 +60,8 @@ public struct BrowsersCommand: ParsableCommand {
             }
             Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
                 var state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
-                if item.browser.enabled, item.isUsable, let missing = Self.missingProgram(item.exec) {
-                    state = "not installed ('\(DisplayText.printable(missing))' not found)"
+                if item.browser.enabled, item.isUsable, let problem = Self.programProblem(item.exec) {
+                    state = problem.hasSuffix("not found") ? "not installed (\(problem))" : "cannot start (\(problem))"
                 }
                 if item.browser.isHiddenInPicker { state += ", hidden in picker" }
                 let launch = item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
@@ -125,6 +125,10 @@ public struct BrowsersCommand: ParsableCommand {
                 print("browser \(id): a profile of \(profile.base), not usable here until \(profile.base) has a launch command ('brsync browsers detect')")
             } else {
                 print("browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")")
+            }
+            // Kept (another machine may have it, or it is installed later), but said now.
+            if let exec, let problem = List.programProblem(exec) {
+                ExitStatus.warn("\(id)'s command cannot start here yet: \(problem); the picker leaves it out until it can")
             }
         }
     }

@@ -90,7 +90,7 @@ public struct Pick: ParsableCommand {
                 if !launchFailures.isEmpty {
                     return .launchFailed(CLIFailure(message: launchFailures.joined(separator: "; ") + "; no other browser here can start"))
                 }
-                let notInstalled = missing.isEmpty ? "" : " (not installed: \(missing.joined(separator: ", ")))"
+                let notInstalled = missing.isEmpty ? "" : " (cannot start: \(missing.joined(separator: ", ")))"
                 return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                     : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
             }
@@ -116,8 +116,8 @@ public struct Pick: ParsableCommand {
         var missing: [String] = []
         let usable = all.filter { browser in
             if let program = Launcher.program(browser.exec), failedPrograms.contains(program) { return false }
-            if let program = Launcher.missingProgram(browser.exec, path: path) {
-                missing.append("\(browser.browser.id) ('\(DisplayText.printable(program))' not found)")
+            if let problem = Launcher.programProblem(browser.exec, path: path) {
+                missing.append("\(browser.browser.id) (\(problem))")
                 return false
             }
             return true
