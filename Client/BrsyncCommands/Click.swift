@@ -50,6 +50,7 @@ struct Click {
         let replica = try GlobalOptions.openReplica(home: home)
         let resolution = try replica.resolve(url)
         var failed: String?
+        var failedBecause = ""
         var failures: [String] = []
         let url = resolution.target
         if let browser = resolution.browser {
@@ -58,13 +59,16 @@ struct Click {
                 return
             } catch let failure as CLIFailure {
                 // The picker asks instead, without the browser that failed.
-                ExitStatus.printError("\(browser.browser.id): \(failure.message)")
+                ExitStatus.warn("\(browser.browser.id): \(failure.message); asking which browser opens it instead")
                 failures.append("\(browser.browser.id): \(failure.message)")
                 failed = browser.browser.id
+                failedBecause = failure.message
             }
         }
         // A rule (or the default) decided and its browser did not start: the picker says so.
-        let why = failed.map { failed in "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start" }
+        let why = failed.map { failed in
+            "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start (\(failedBecause))"
+        }
             ?? (resolution.browser == nil ? (try? replica.whyUndecided(url)) ?? nil : nil)
         switch try Pick.ask(url: url, replica: replica, excluding: failed, why: why, environment: environment) {
         case .opened: return

@@ -178,8 +178,11 @@ private func joinCodeChecked<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch SyncError.refused(let code, let message) where code == .unauthorized {
-        throw CLIFailure(message: "the server refused this join code (\(message)): it was mistyped, used already or has expired, "
-                         + "or the server was set up anew. Ask the server's operator for a new join code; nothing was saved",
-                         code: ExitStatus.refused)
+        // The server says what happened to a code it knows (used, expired).
+        if message.contains("join code") {
+            throw CLIFailure(message: "the server refused this join code: \(message); nothing was saved", code: ExitStatus.refused)
+        }
+        throw CLIFailure(message: "the server refused this join code (\(message)): it was mistyped, or the server was set up anew. "
+                         + "Ask the server's operator for a new join code; nothing was saved", code: ExitStatus.refused)
     }
 }
