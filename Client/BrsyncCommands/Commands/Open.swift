@@ -38,11 +38,15 @@ public struct Pick: ParsableCommand {
         abstract: "Ask which browser opens a link (on a terminal, in the picker window, or with a menu), and optionally remember the choice.",
         discussion: """
             On a terminal: arrows or 1-9 to choose, Enter to open, r to remember, e to edit the pattern, Esc to cancel.
-            Without one (or from a background job): BRSYNC_PICKER (a command line run by sh -c, reading the choices on
-            stdin, with the link in $BRSYNC_URL), else the picker window (brsync-picker, GTK 4: 1-9 or arrows and Enter,
-            Esc cancels, Ctrl+R remember, Ctrl+E edit the pattern), else rofi, wofi, fuzzel, bemenu, dmenu or zenity,
+
+            Without one (or from a background job): BRSYNC_PICKER (a command line run by sh -c, reading the choices on \
+            stdin, with the link in $BRSYNC_URL), else the picker window (brsync-picker, GTK 4: 1-9 or arrows and Enter, \
+            Esc cancels, Ctrl+R remember, Ctrl+E edit the pattern), else rofi, wofi, fuzzel, bemenu, dmenu or zenity, \
             each only when the session has a display it can use; one that cannot start is skipped and named.
-            Remembering adds (or raises) a rule to the highest priority. Cancelling opens nothing, changes nothing and exits 3.
+
+            Only browsers whose program can start here are offered; one chosen that does not start is left out and the \
+            person asked again. Remembering adds (or raises) a rule to the highest priority. Cancelling opens nothing, \
+            changes nothing and exits 3.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL or file.") var url: String
