@@ -351,19 +351,19 @@ public enum Store {
         }
 
         static let lifetimeMillis: Int64 = 5_000
+        /// For a watch's arrival (each machine's comes every minute or so):
+        /// past its longest wait, so a remembered device serves the next one.
+        /// A watch's answer carries no data, only "look" or "no change".
+        static let watchLifetimeMillis: Int64 = 65_000
         /// Tokens remembered at most (about 1 KB each); past it, forgotten all at once.
         let maxEntries: Int
         private let entries = Locked<[[UInt8]: Entry]>([:])
 
         public init(maxEntries: Int = 100_000) { self.maxEntries = maxEntries }
 
-        func entry(_ hash: [UInt8], nowMillis: Int64) -> Entry? {
+        func entry(_ hash: [UInt8], nowMillis: Int64, lifetimeMillis: Int64 = lifetimeMillis) -> Entry? {
             entries.withLock { entries in
-                guard let entry = entries[hash] else { return nil }
-                guard nowMillis - entry.atMillis < Self.lifetimeMillis, nowMillis >= entry.atMillis else {
-                    entries[hash] = nil
-                    return nil
-                }
+                guard let entry = entries[hash], nowMillis - entry.atMillis < lifetimeMillis, nowMillis >= entry.atMillis else { return nil }
                 return entry
             }
         }

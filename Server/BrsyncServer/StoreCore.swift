@@ -36,6 +36,37 @@ extension StoreDialect {
         return try Self.check(device ?? found?.device, storedHash: found?.storedHash, hash: hash)
     }
 
+    /// ``authenticate(token:)`` for a watch, answered from memory
+    /// (``Store/TokenCache``) when this process authenticated the token
+    /// within ``Store/TokenCache/watchLifetimeMillis`` and nothing was heard
+    /// of its account since; else read, and remembered. A watch arriving
+    /// every minute or so from each machine then reads nothing.
+    public func authenticateRemembered(token: String) throws -> Store.Device {
+        guard !token.hasPrefix(Tokens.joinPrefix) else { return try authenticate(token: token) }
+        let hash = Tokens.hash(token)
+        if let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) {
+            return try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
+        }
+        let generation = watches.generation
+        let outsideWrites = outsideWriteMarker()
+        let found = try reading { try $0.device(tokenHash: hash) }
+        let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
+        if let found {
+            tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: found.storedHash, generation: generation,
+                                                         outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
+        }
+        return device
+    }
+
+    /// The device remembered for a token hash while it still holds: young
+    /// enough, nothing heard of its account since, no write of another process.
+    private func rememberedDevice(_ hash: [UInt8], lifetimeMillis: Int64 = Store.TokenCache.lifetimeMillis) -> Store.TokenCache.Entry? {
+        guard let entry = tokenCache.entry(hash, nowMillis: Plumbing.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
+              !watches.changed(account: entry.device.accountID, since: entry.generation),
+              let marker = entry.outsideWrites, marker == outsideWriteMarker() else { return nil }
+        return entry
+    }
+
     /// A join code's secret authenticates (reads) only while it is unused and
     /// unexpired; one that no longer does is named as such.
     /// - Parameter found: whether a device has the secret's hash as its token.
@@ -179,9 +210,7 @@ extension StoreDialect {
     /// not be plain "no change".
     private func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
                                     clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
-        guard let entry = tokenCache.entry(hash, nowMillis: Plumbing.Clock.monotonicMillis()),
-              !watches.changed(account: entry.device.accountID, since: entry.generation), let marker = entry.outsideWrites, marker == outsideWriteMarker(),
-              cursor == entry.device.accountNextSequence - 1 else { return nil }
+        guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
         let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         let known = Store.PullSnapshot(device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],

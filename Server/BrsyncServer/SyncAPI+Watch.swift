@@ -29,7 +29,7 @@ extension SyncAPI {
         // Taken before the account is read: tells whether a change may have
         // come between the read and the watch being registered.
         let generation = hub.generation
-        let device = try store.authenticate(token: token)
+        let device = try store.authenticateRemembered(token: token)
         let query = request.queryItems
         guard let sinceText = query["since"], let since = Int64(sinceText), since >= 0 else {
             throw ServerError.badRequest("since must be a cursor (a number 0 or more): the one the last pull ended at")

@@ -17,6 +17,8 @@ public protocol SyncStore: AnyObject, Sendable {
 
     func counts() throws -> (records: Int, devices: Int, accounts: Int)
     func authenticate(token: String) throws -> Store.Device
+    /// ``authenticate(token:)`` for a watch, from memory while that holds (``Store/TokenCache``).
+    func authenticateRemembered(token: String) throws -> Store.Device
     /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
     func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
     func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws

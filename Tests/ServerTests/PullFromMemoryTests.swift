@@ -68,4 +68,29 @@ import TestSupport
         }
         #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor + 1, "read from the store")
     }
+
+    /// A watch arriving is authenticated from memory too (a machine's
+    /// watches come every minute or so): a change behind the server's back
+    /// that nothing announced (PostgreSQL without `NOTIFY`) is not seen by
+    /// it, one SQLite's WAL shows is; a revocation, announced, is seen at once.
+    @Test(arguments: StoreKind.allCases) func aWatchArrivingIsAuthenticatedFromMemory(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        #expect(WatchTests.changed(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == false)
+        let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
+        let announced: Bool
+        switch fixture.store {
+        case let store as PostgresStore:
+            _ = try store.withConnection { try $0.run(behindItsBack) }
+            announced = false
+        default:
+            try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
+            announced = true
+        }
+        #expect(WatchTests.changed(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == announced)
+        try fixture.store.revokeDevice(account: "alice", name: "desktop")
+        #expect(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().0 == 401)
+    }
 }
