@@ -19,7 +19,7 @@ public enum Failures {
 
     /// The message ``ExitStatus/report(_:root:describe:)`` would print for
     /// `error` (for a notification).
-    static func message(of error: any Error) -> String {
+    public static func message(of error: any Error) -> String {
         if let failure = error as? CLIFailure { return failure.message }
         return describe(error)?.message ?? "\(error)"
     }

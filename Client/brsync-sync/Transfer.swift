@@ -13,7 +13,7 @@ struct BrsyncSync: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsync",
         abstract: "Sync this replica with its server (run through 'brsync push|pull|sync').",
-        subcommands: [Push.self, Pull.self, SyncCommand.self, WatchCommand.self, KeyCommand.self, JoinCommand.self])
+        subcommands: [Push.self, Pull.self, SyncCommand.self, WatchCommand.self, KeyCommand.self, JoinCommand.self, DoctorCommand.self])
 }
 
 /// Runs one transfer and reports it.

@@ -11,7 +11,7 @@ struct Brsync: ParsableCommand {
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
-            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
+            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self, SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, Install.self, Uninstall.self,
         ]
     )
 }
@@ -22,7 +22,7 @@ struct Brsync: ParsableCommand {
 /// `brsync --help`, the manual and completions; main.swift hands the
 /// arguments over before parsing.
 enum SyncHelper {
-    static let commands = ["push", "pull", "sync", "watch", "key", "join"] // an Array: a Set costs more to build than it saves here
+    static let commands = ["push", "pull", "sync", "watch", "key", "join", "doctor"] // an Array: a Set costs more to build than it saves here
 
     struct Push: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
@@ -41,6 +41,12 @@ enum SyncHelper {
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
         @Flag(help: WatchConfiguration.unlessWatchingHelp) var unlessWatching = false
+    }
+
+    struct Doctor: ParsableCommand {
+        static let configuration = DoctorConfiguration.configuration
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: DoctorConfiguration.jsonHelp) var json = false
     }
 
     struct Watch: ParsableCommand {

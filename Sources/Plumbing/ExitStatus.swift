@@ -7,7 +7,7 @@ import JSON
 /// | code | meaning |
 /// |---|---|
 /// | 0 | done |
-/// | 1 | `rules test`: no match |
+/// | 1 | `rules test`: no match; `doctor`: something is wrong |
 /// | 2 | any error: bad input, unknown name, unusable replica or store (nothing changed) |
 /// | 3 | `resolve`: nothing decided, a picker would have to ask |
 /// | 4 | the server could not be reached or verified (replica unchanged) |
@@ -23,7 +23,7 @@ public enum ExitStatus {
 
     /// Every code, for the commands' help (`--help`).
     public static let help = """
-        Exit codes: 0 done; 1 'rules test' found no match; 2 error (nothing changed); 3 'resolve' decided \
+        Exit codes: 0 done; 1 'rules test' found no match, or 'doctor' found a problem; 2 error (nothing changed); 3 'resolve' decided \
         nothing (a picker would have to ask); 4 the server could not be reached or verified (the replica \
         is unchanged and usable offline); 5 the server refused, or the sync stopped on its answer ('sync stopped'); 6 the server's answer is not brsync's protocol.
         """

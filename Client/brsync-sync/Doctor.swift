@@ -1,0 +1,199 @@
+import ArgumentParser
+import BrsyncCommands
+import Desktop
+import Foundation
+import JSON
+import Model
+import Plumbing
+import Replica
+import SyncClient
+import SyncCore
+
+/// `brsync doctor`: checks what a click and a sync need, one line each, and
+/// says the command that fixes what is wrong. It changes nothing (the
+/// server is asked for one page of one record, as `join` asks).
+struct DoctorCommand: ParsableCommand {
+    static let configuration = DoctorConfiguration.configuration
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: DoctorConfiguration.jsonHelp) var json = false
+
+    /// One check's outcome.
+    struct Finding {
+        enum State: String {
+            case ok
+            /// Worth knowing; not wrong (no server set, no display here).
+            case note
+            case problem
+        }
+
+        let check: String
+        let state: State
+        let detail: String
+        var fix: String? = nil
+    }
+
+    func run() throws {
+        let environment = ProcessEnvironment.all()
+        let home = global.resolvedHome
+        let findings = Self.examine(home: home, environment: environment)
+        if json {
+            Output.json(.array(findings.map { finding in
+                .object(["check": .string(finding.check), "state": .string(finding.state.rawValue), "detail": .string(finding.detail),
+                         "fix": finding.fix.map { .string($0) } ?? .null])
+            }))
+        } else {
+            for finding in findings {
+                print("\(finding.state == .ok ? "ok     " : finding.state == .note ? "note   " : "PROBLEM") \(finding.check): \(finding.detail)")
+                if let fix = finding.fix { print("        fix: \(fix)") }
+            }
+            let problems = findings.count { $0.state == .problem }
+            print(problems == 0 ? "all is well" : "\(problems) problem(s)")
+        }
+        if findings.contains(where: { $0.state == .problem }) { throw ExitCode(ExitStatus.noMatch) }
+    }
+
+    static func examine(home: String, environment: [String: String]) -> [Finding] {
+        let replica: Replica
+        do {
+            replica = try GlobalOptions.openReplica(home: home)
+        } catch {
+            return [Finding(check: "replica", state: .problem, detail: Failures.message(of: error), fix: "brsync init")]
+        }
+        var findings = [Finding(check: "replica", state: .ok, detail: replica.home)]
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        findings += browsers(replica, path: path)
+        findings += registration(home: home, environment: environment, path: path)
+        findings.append(picker(environment: environment, path: path))
+        findings += sync(replica)
+        return findings
+    }
+
+    /// Every browser's command, and whether any can open a link.
+    static func browsers(_ replica: Replica, path: [String]) -> [Finding] {
+        guard let all = try? replica.browsers() else {
+            return [Finding(check: "browsers", state: .problem, detail: "the replica's browsers cannot be read", fix: "brsync init")]
+        }
+        var findings: [Finding] = []
+        var usable = 0
+        for browser in all where browser.browser.enabled {
+            let id = DisplayText.printable(browser.browser.id)
+            guard browser.isUsable else {
+                findings.append(Finding(check: "browser \(id)", state: .note, detail: "no launch command on this machine (rules for it are skipped here)",
+                                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
+                continue
+            }
+            if let problem = Launcher.programProblem(browser.exec, path: path) {
+                findings.append(Finding(check: "browser \(id)", state: .problem, detail: "its command cannot start: \(problem)",
+                                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
+            } else {
+                usable += 1
+            }
+        }
+        if usable == 0 {
+            findings.append(Finding(check: "browsers", state: .problem, detail: "no browser here can open a link",
+                                    fix: "brsync browsers detect, or brsync browsers add ID --exec COMMAND"))
+        } else {
+            findings.append(Finding(check: "browsers", state: .ok, detail: "\(usable) can open links"))
+        }
+        return findings
+    }
+
+    /// brsync as the default browser: for each type, and its desktop entry.
+    static func registration(home: String, environment: [String: String], path: [String]) -> [Finding] {
+        let registration = DefaultBrowserRegistration(environment: environment, brsyncHome: home)
+        var findings: [Finding] = []
+        let types = DefaultBrowserRegistration.mimeTypes
+        let others = types.compactMap { type -> String? in
+            let current = registration.mimeApps.defaultApplication(for: type)
+            return current == DefaultBrowserRegistration.desktopID ? nil : "\(type) opens in \(current.map { DisplayText.printable($0) } ?? "nothing set")"
+        }
+        if others.count == types.count {
+            return [Finding(check: "default browser", state: .problem, detail: "brsync is not the default browser: links never reach it",
+                            fix: "brsync install")]
+        }
+        if others.isEmpty {
+            findings.append(Finding(check: "default browser", state: .ok, detail: "brsync, for \(types.joined(separator: ", "))"))
+        } else {
+            findings.append(Finding(check: "default browser", state: .problem, detail: "brsync is not the default for all link types: "
+                                    + others.joined(separator: "; "), fix: "brsync install"))
+        }
+        let file = registration.desktopFile
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+              let entry = try? DesktopEntry(text: text, id: DefaultBrowserRegistration.desktopID, path: file),
+              let exec = entry.string("Exec"), let command = try? ExecCommand(exec) else {
+            findings.append(Finding(check: "desktop entry", state: .problem, detail: "\(file) is missing or unreadable", fix: "brsync install"))
+            return findings
+        }
+        if let problem = Launcher.programProblem(exec, path: path) {
+            findings.append(Finding(check: "desktop entry", state: .problem, detail: "\(file) runs a brsync that cannot start: \(problem)",
+                                    fix: "brsync install (from the brsync to use)"))
+        } else if let index = command.arguments.firstIndex(of: "--home"), index + 1 < command.arguments.count,
+                  command.arguments[index + 1] != home {
+            findings.append(Finding(check: "desktop entry", state: .problem,
+                                    detail: "\(file) opens links with the replica in \(DisplayText.printable(command.arguments[index + 1])), not this one",
+                                    fix: "brsync --home \(home) install"))
+        } else {
+            findings.append(Finding(check: "desktop entry", state: .ok, detail: file))
+        }
+        return findings
+    }
+
+    /// Whether a picker can ask here, when no rule decides.
+    static func picker(environment: [String: String], path: [String]) -> Finding {
+        let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
+        if let window = WindowPicker.program(besides: helperExecutable(), environment: environment) {
+            return Finding(check: "picker", state: .ok, detail: "the window (\(window)) on this session's display")
+        }
+        if let menu = menus.first { return Finding(check: "picker", state: .ok, detail: "\(menu.name) (a menu)") }
+        let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
+        if !display {
+            return Finding(check: "picker", state: .note,
+                           detail: "no display in this environment: run 'brsync doctor' in the desktop session to check the picker there")
+        }
+        return Finding(check: "picker", state: .problem, detail: "no picker can open on this display (brsync-picker is not beside brsync, and no menu is installed)",
+                       fix: "install brsync-picker beside brsync (scripts/install), or rofi, wofi, fuzzel, bemenu, dmenu or zenity")
+    }
+
+    /// This program's path (`brsync-picker` is looked for beside it).
+    static func helperExecutable() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// The server, its certificate and this machine's token, asked once.
+    static func sync(_ replica: Replica) -> [Finding] {
+        guard let state = try? replica.syncState(), let url = state.remoteURL else {
+            return [Finding(check: "sync", state: .note, detail: "no server set: this machine syncs nothing",
+                            fix: "brsync join (with a join code), or brsync remote set URL --token-file FILE")]
+        }
+        var findings: [Finding] = []
+        if !state.problem.isEmpty {
+            findings.append(Finding(check: "last sync", state: .problem, detail: "it stopped: \(DisplayText.printable(state.problem))",
+                                    fix: "brsync sync (the message says what else to do)"))
+        }
+        do {
+            let client = try makeClient(replica, key: nil)
+            let encrypted = try client.accountKeyID() != nil
+            findings.append(Finding(check: "server", state: .ok, detail: "\(url) answered; its certificate and this machine's token were accepted"))
+            if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {
+                findings.append(Finding(check: "encryption", state: .problem, detail: "the account is end-to-end encrypted and this machine has no key",
+                                        fix: "brsync key add (with the account's recovery code)"))
+            }
+        } catch let error as SyncError {
+            let fix: String
+            switch error {
+            case .unreachable: fix = "check the network and the server; a new certificate authority: brsync remote set \(url) --token-file \(TokenFile.path(home: replica.home)) --ca FILE"
+            case .refused(let code, _) where code == .unauthorized || code == .revoked: fix = "ask the server's operator for a join code, then brsync join --replace"
+            default: fix = "brsync sync (the message says what else to do)"
+            }
+            findings.append(Finding(check: "server", state: .problem, detail: error.description, fix: fix))
+        } catch {
+            findings.append(Finding(check: "server", state: .problem, detail: Failures.message(of: error),
+                                    fix: "brsync remote set \(url) --token-file FILE, or brsync join --replace"))
+        }
+        if let watch = WatchWake.status(home: replica.home), !watch.isAlive(nowMillis: WatchWake.bootMillis()) {
+            findings.append(Finding(check: "watch", state: .problem, detail: "brsync watch (pid \(watch.pid)) stopped answering",
+                                    fix: "systemctl --user restart brsync-watch (or stop it and run 'brsync watch' again)"))
+        }
+        return findings
+    }
+}
