@@ -49,6 +49,18 @@ struct Click {
     private func serve(_ url: NormalizedURL) throws {
         let replica = try GlobalOptions.openReplica(home: home)
         let resolution = try replica.resolve(url)
+        if AskNext.take(home: home) {
+            // Asked for with 'brsync ask-next': the picker, whatever decides; remembering offers the rule's own pattern.
+            let why = resolution.rule.map { "you asked to choose ('brsync ask-next'); the rule '\($0.pattern)' would open it in '\($0.browser)'" }
+                ?? "you asked to choose ('brsync ask-next')"
+            switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: why, suggestedPattern: resolution.rule?.pattern,
+                                environment: environment) {
+            case .opened: return
+            case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
+            case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
+            case .launchFailed(let failure): throw CLIFailure(message: "\(resolution.target) did not open: \(failure.message)")
+            }
+        }
         var failed: String?
         var failedBecause = ""
         var failures: [String] = []

@@ -106,6 +106,41 @@ import TestSupport
         #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/") == true, "\(world.launched())")
     }
 
+    /// `brsync ask-next`: the next link asks even though a rule decides;
+    /// choosing another browser with "remember" replaces the rule (the
+    /// rule's own pattern is offered); the link after it opens by the rule
+    /// again; a request older than a minute, or taken back, asks nothing.
+    @Test func askNextMakesTheNextLinkAsk() throws {
+        let world = try Self.readyWorld()
+        #expect(try world.run("rules", "add", "decided.example", "firefox").status == 0)
+        let menu = world.directory.file("bin/pick-chrome")
+        let offered = world.directory.file("offered")
+        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        let asked = try world.run("ask-next")
+        #expect(asked.status == 0 && asked.stdout.contains("the next link opened within a minute asks"), "\(asked)")
+        let picked = try world.run("open", "https://decided.example/a")
+        #expect(picked.status == 0, "\(picked)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        #expect(try String(contentsOfFile: offered, encoding: .utf8).contains("remember decided.example"))
+        #expect(picked.stdout.contains("remembered: decided.example -> chrome"), "\(picked)")
+        #expect(try world.run("rules", "list").stdout.split(separator: "\n").filter { $0.contains("decided.example") }.count == 1, "the rule was replaced")
+        // Taken by that link: the next one opens by the (new) rule, without asking.
+        unlink(offered)
+        #expect(try world.run("open", "https://decided.example/b").status == 0)
+        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("https://decided.example/b") == true)
+        #expect(!FileManager.default.fileExists(atPath: offered), "no picker the second time")
+        // Taken back, or too old: the rule decides.
+        #expect(try world.run("ask-next").status == 0)
+        #expect(try world.run("ask-next", "--cancel").stdout.contains("taken back"))
+        try "1000".write(toFile: world.directory.file("brsync/ask-next"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("brsync/ask-next"), 0o600)
+        #expect(try world.run("open", "https://decided.example/c").status == 0)
+        #expect(world.waitForLaunch(count: 3).last?.hasSuffix("https://decided.example/c") == true)
+        #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+    }
+
     @Test func aBrowserThatLeadsBackToBrsyncIsALoopThatStops() throws {
         let world = try Self.readyWorld()
         // A command that hands the link to "the default browser", which is brsync.

@@ -83,7 +83,9 @@ public struct Pick: ParsableCommand {
     /// - Parameters:
     ///   - failed: a browser that just failed to start, not offered.
     ///   - why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
-    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, environment: [String: String]) throws -> Answer {
+    ///   - suggestedPattern: the pattern "remember" offers (a rule's own, to replace it); else the suggested one.
+    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, suggestedPattern: String? = nil,
+                    environment: [String: String]) throws -> Answer {
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         var excluded = failed.map { [$0] } ?? []
         var note = why
@@ -98,7 +100,8 @@ public struct Pick: ParsableCommand {
                 return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                     : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
             }
-            switch try askOnce(url: url, usable: usable, replica: replica, why: note, path: path, environment: environment) {
+            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, path: path,
+                               environment: environment) {
             case .answered(let answer): return answer
             case .didNotStart(let browser, let failure):
                 // Asked again without it (and what shares its program).
@@ -136,11 +139,11 @@ public struct Pick: ParsableCommand {
         case didNotStart(LocalBrowser, CLIFailure)
     }
 
-    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why: String?, path: [String],
-                                environment: [String: String]) throws -> Round {
+    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why: String?, suggestedPattern: String?,
+                                path: [String], environment: [String: String]) throws -> Round {
         // Made when first needed: the window starts before it (loading the
         // Public Suffix List overlaps with GTK's start-up).
-        var suggested: String?
+        var suggested = suggestedPattern
         func suggestion() -> String {
             if let suggested { return suggested }
             let made = (try? Suggest.loadList().suggestedPattern(for: url)) ?? url.host
