@@ -1,0 +1,99 @@
+import JSON
+import Model
+import Storage
+import SyncCore
+
+/// Values that lost a merge of concurrent edits (`brsync log --conflicts`,
+/// `brsync restore ID`): kept once each, on the machine whose push
+/// overwrote them and on the machine that wrote them.
+extension Replica {
+    /// The values this machine wrote in `local` that lost to `merged` (a
+    /// different value), written after everything of this machine that
+    /// `writer` (the version vector of the write that won) had seen: the
+    /// counter each was written at comes from this machine's change log.
+    func ownValuesUnseen(by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
+                         key: String) throws -> [RecordState.LostValue] {
+        let seen = writer[deviceID]
+        guard local.versions[deviceID] > seen else { return [] }
+        let candidates = local.fields.filter { name, mine in
+            guard mine.stamp.device == deviceID, let winner = merged.fields[name] else { return false }
+            return winner != mine && winner.value != mine.value
+        }
+        guard !candidates.isEmpty else { return [] }
+        // The counter of this machine's write of each candidate value.
+        var counters: [String: UInt64] = [:]
+        try database.forEachRow(
+            "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC",
+            [.text(deviceID), .text(collection.rawValue), .text(key)]
+        ) { row in
+            let change = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: row.string(1) ?? "{}")
+            for (name, mine) in candidates where counters[name] == nil && change.fields[name] == mine {
+                counters[name] = change.versions[deviceID]
+            }
+            return counters.count < candidates.count
+        }
+        return candidates.compactMap { name, mine in
+            guard let counter = counters[name], counter > seen, let winner = merged.fields[name] else { return nil }
+            return RecordState.LostValue(field: name, lost: mine, winner: winner)
+        }.sorted { $0.field < $1.field }
+    }
+
+    /// Keeps a value that lost a merge (once, however often it is reported).
+    /// - Returns: whether it was new (the same loss reported again is kept once).
+    @discardableResult
+    public func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool {
+        try transaction {
+            try database.run(
+                """
+                INSERT OR IGNORE INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(collection.rawValue), .text(key), .text(field), .text(lost.value.jsonText), .text(lost.stamp.description),
+                 .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis)])
+            return database.changes > 0
+        }
+    }
+
+    public func conflicts(limit: Int) throws -> [Conflict] {
+        try read {
+            try database.query(
+                """
+                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at, restored_at
+                FROM conflicts ORDER BY id DESC LIMIT ?
+                """, [.integer(Int64(limit))]
+            ) { row in try Self.conflict(row) }
+        }
+    }
+
+    static func conflict(_ row: Row) throws -> Conflict {
+        func register(_ value: Int, _ stamp: Int) throws -> StampedValue {
+            guard let text = row.string(stamp), let parsed = HLCTimestamp(text: text) else {
+                throw ReplicaError.notAReplica(path: "replica", reason: "a stored conflict is damaged")
+            }
+            return StampedValue(try JSONValue.parse(row.string(value) ?? "null"), stamp: parsed)
+        }
+        return Conflict(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "", field: row.string(3) ?? "",
+                        lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0,
+                        restoredAtMillis: row.int64(9))
+    }
+
+    /// Writes a lost value back as a new edit (it then wins, being newest).
+    /// Marked restored, so `log --conflicts` says so; restoring twice is refused.
+    public func restore(conflict id: Int64) throws -> Conflict {
+        try transaction {
+            let found = try database.queryFirst(
+                """
+                SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at, restored_at
+                FROM conflicts WHERE id = ?
+                """, [.integer(id)]) { row in try Self.conflict(row) }
+            guard let conflict = found else { throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'") }
+            if let restored = conflict.restoredAtMillis {
+                throw ReplicaError.invalidInput("conflict #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
+            }
+            guard let collection = RecordCollection(rawValue: conflict.collection) else { throw ReplicaError.notFound("no conflict #\(id)") }
+            try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
+            try database.run("UPDATE conflicts SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
+            return conflict
+        }
+    }
+}

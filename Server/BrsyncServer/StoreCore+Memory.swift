@@ -1,0 +1,58 @@
+import Plumbing
+import SyncCore
+
+/// What the store core answers from memory (``Store/TokenCache``): a
+/// no-change pull, and a watch's authentication, while nothing was heard
+/// of the account since the device was read.
+extension StoreDialect {
+    /// ``authenticate(token:)`` for a watch, answered from memory
+    /// (``Store/TokenCache``) when this process authenticated the token
+    /// within ``Store/TokenCache/watchLifetimeMillis`` and nothing was heard
+    /// of its account since; else read, and remembered. A watch arriving
+    /// every minute or so from each machine then reads nothing.
+    public func authenticateRemembered(token: String) throws -> Store.Device {
+        guard !token.hasPrefix(Tokens.joinPrefix) else { return try authenticate(token: token) }
+        let hash = Tokens.hash(token)
+        if let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) {
+            return try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
+        }
+        let generation = watches.generation
+        let outsideWrites = outsideWriteMarker()
+        let found = try reading { try $0.device(tokenHash: hash) }
+        let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
+        if let found {
+            tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: found.storedHash, generation: generation,
+                                                         outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
+        }
+        return device
+    }
+
+    /// The device remembered for a token hash while it still holds: young
+    /// enough, nothing heard of its account since, no write of another process.
+    func rememberedDevice(_ hash: [UInt8], lifetimeMillis: Int64 = Store.TokenCache.lifetimeMillis) -> Store.TokenCache.Entry? {
+        guard let entry = tokenCache.entry(hash, nowMillis: Plumbing.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
+              !watches.changed(account: entry.device.accountID, since: entry.generation),
+              let marker = entry.outsideWrites, marker == outsideWriteMarker() else { return nil }
+        return entry
+    }
+
+    /// A pull at the account's latest cursor answered from memory
+    /// (``Store/TokenCache``), as the store would answer it; nil when the
+    /// store must be read: the token not seen lately, anything heard of the
+    /// account since, a cursor that is not the latest, or a page that would
+    /// not be plain "no change".
+    func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+                                    clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
+        guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
+        let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
+        try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
+        let known = Store.PullSnapshot(device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],
+                                       epochIsCached: true)
+        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                           epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
+                                           clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
+        guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
+        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+        return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import JSON
+import Model
+import Plumbing
+import Storage
+import SyncCore
+import Testing
+import TestSupport
+@testable import Replica
+
+@Suite struct ReplicaSyncStateTests {
+    /// A machine whose clock is an hour slow stamps in the server's time once
+    /// it has heard from the server, and keeps doing so offline.
+    @Test func editsAreStampedWithTheServersClock() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        let server = HLCTimestamp(wallMillis: fixture.wallMillis + 3_600_000, counter: 0, device: "server")
+        try fixture.replica.observeServerClock(server)
+        #expect(try fixture.replica.syncState().clockOffsetMilliseconds == 3_600_000)
+        fixture.wallMillis += 10
+        try fixture.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        let stamp = try #require(try fixture.replica.record(.rules, key: "a.example")?.fields["browser"]?.stamp)
+        #expect(stamp > server)
+        #expect(abs(stamp.wallMillis - server.wallMillis) < 1000, "stamped in the server's time")
+        let reopened = try Replica.open(home: fixture.home, now: { [fixture] in fixture.wallMillis })
+        try reopened.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        let offline = try #require(try reopened.record(.rules, key: "b.example")?.fields["browser"]?.stamp)
+        #expect(offline.wallMillis >= server.wallMillis, "the offset is persisted")
+    }
+
+    /// An answer's clock offset costs no commit of its own: it is used at
+    /// once, written with the next write (one that fails keeps it for the
+    /// one after), and at the latest by `persistServerTime`.
+    @Test func theClockOffsetOfAnAnswerIsWrittenWithTheNextWrite() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let file = try Database(path: fixture.file)
+        func stored() throws -> String? { try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")?.stringValue }
+        try replica.observeServerTime(fixture.wallMillis + 5_000)
+        #expect(try stored() == nil, "not written by itself")
+        #expect(try replica.syncState().clockOffsetMilliseconds == 5_000)
+        #expect(try replica.serverTime() == fixture.wallMillis + 5_000)
+        try fixture.usable("firefox") // a write
+        #expect(try stored() == "5000")
+
+        struct Stop: Error {}
+        try replica.observeServerTime(fixture.wallMillis - 2_000)
+        #expect(throws: Stop.self) { try replica.transaction { throw Stop() } }
+        #expect(try stored() == "5000", "rolled back with the write that failed")
+        #expect(try replica.syncState().clockOffsetMilliseconds == -2_000)
+        try replica.persistServerTime()
+        #expect(try stored() == "-2000")
+        try replica.persistServerTime() // nothing pending: nothing written
+        #expect(try stored() == "-2000")
+    }
+
+    @Test func unpushedChangesAndPulledPagesAreTrackedInTransactions() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        try fixture.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        let changes = try fixture.replica.unpushedChanges(after: 0, limit: 100)
+        #expect(changes.map(\.sequence) == [1, 2])
+        #expect(try fixture.replica.unpushedCount() == 2)
+        try fixture.replica.markPushed(through: 2)
+        #expect(try fixture.replica.unpushedCount() == 0)
+        // A pulled record from elsewhere merges in, with its cursor, and logs no local change.
+        let other = HLCTimestamp(wallMillis: fixture.wallMillis + 5, counter: 0, device: "other")
+        let pulled = ChangeRecord(sequence: 7, collection: .rules, key: "b.example", state: RecordState(
+            fields: ["pattern": StampedValue(.string("b.example"), stamp: other), "browser": StampedValue(.string("firefox"), stamp: other)],
+            versions: VersionVector(["other": 1])))
+        let before = try fixture.replica.changeCount()
+        #expect(try fixture.replica.applyPulled([pulled], cursor: 7, epoch: "e1") == 1)
+        #expect(try fixture.replica.changeCount() == before)
+        #expect(try fixture.replica.syncState().pullCursor == 7)
+        #expect(try fixture.replica.rules().map(\.pattern).contains("b.example"))
+        // A failing page leaves the cursor where it was.
+        try fixture.replica.database.execute("CREATE TRIGGER refuse BEFORE INSERT ON records BEGIN SELECT RAISE(ABORT, 'no'); END")
+        let next = ChangeRecord(sequence: 8, collection: .rules, key: "c.example", state: pulled.state)
+        #expect(throws: (any Error).self) { try fixture.replica.applyPulled([next], cursor: 8, epoch: "e1") }
+        #expect(try fixture.replica.syncState().pullCursor == 7)
+    }
+}
