@@ -1,5 +1,11 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+/// GTK 4 for the picker: the pkg-config file `scripts/setup` writes (GTK's
+/// include folders and libraries only, so SwiftPM has no flags to drop with
+/// a warning on every build), else gtk4's own.
+let gtkPackage = FileManager.default.fileExists(atPath: "/usr/local/lib/pkgconfig/brsync-gtk4.pc") ? "brsync-gtk4" : "gtk4"
 
 // The module graph and where each piece belongs: docs/architecture.md.
 // Model and SyncCore are pure (no I/O); C libraries sit behind the C* targets.
@@ -61,7 +67,7 @@ let package = Package(
         .systemLibrary(
             name: "CGtk",
             path: "Sources/CGtk",
-            pkgConfig: "gtk4",
+            pkgConfig: gtkPackage,
             providers: [.apt(["libgtk-4-dev"])]
         ),
 
