@@ -20,11 +20,15 @@ extension StoreDialect {
         let outsideWrites = outsideWriteMarker()
         let found = try reading { try $0.device(tokenHash: hash) }
         let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
-        if let found {
-            tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: found.storedHash, generation: generation,
-                                                         outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
-        }
+        if let found { remember(hash, device, storedHash: found.storedHash, generation: generation, outsideWrites: outsideWrites) }
         return device
+    }
+
+    /// Keeps `device`, read after `generation` and `outsideWrites` were
+    /// taken, for ``rememberedDevice(_:lifetimeMillis:)``.
+    func remember(_ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: [Int64]?) {
+        tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: storedHash, generation: generation,
+                                                     outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
     }
 
     /// The device remembered for a token hash while it still holds: young
@@ -42,7 +46,7 @@ extension StoreDialect {
     /// account since, a cursor that is not the latest, or a page that would
     /// not be plain "no change".
     func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                                    clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
+                            clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
         guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
         let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)

@@ -2,7 +2,6 @@ import Cryptography
 import JSON
 import Model
 import Net
-import Plumbing
 import SyncCore
 
 /// The store core: every ``SyncStore`` operation, written once for both
@@ -165,10 +164,7 @@ extension StoreDialect {
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
-        if !joining {
-            tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: snapshot.tokenHash, generation: generation,
-                                                         outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
-        }
+        if !joining { remember(hash, device, storedHash: snapshot.tokenHash, generation: generation, outsideWrites: outsideWrites) }
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 

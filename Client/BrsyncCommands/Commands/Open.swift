@@ -118,8 +118,9 @@ public struct Pick: ParsableCommand {
     /// those that run the program of one left out.
     static func offered(_ replica: Replica, excluding excluded: [String], path: [String]) throws -> (usable: [LocalBrowser], missing: [String]) {
         let all = try replica.pickerBrowsers(excluding: excluded)
-        let browsers = try replica.browsers()
-        let failedPrograms = Set(browsers.filter { excluded.contains($0.browser.id) }.compactMap { Launcher.program($0.exec) })
+        // The programs of those left out (read only once one is).
+        let failedPrograms = excluded.isEmpty ? []
+            : Set(try replica.browsers().filter { excluded.contains($0.browser.id) }.compactMap { Launcher.program($0.exec) })
         var missing: [String] = []
         let usable = all.filter { browser in
             if let program = Launcher.program(browser.exec), failedPrograms.contains(program) { return false }
