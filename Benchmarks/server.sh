@@ -78,7 +78,7 @@ pids+=($!)
 sleep 0.5
 
 token="$(cat "$work/token")"
-rounds=3
+rounds=5
 echo "== no-change pull vs nginx: wrk -t2 -c64 -d${duration}s, keep-alive, TLS, $rounds alternating rounds =="
 # Alternating rounds, medians: both servers see the same (shared, noisy) machine.
 for round in $(seq "$rounds"); do

@@ -312,6 +312,15 @@ public enum Store {
         /// acknowledged cursor and last-seen time, claiming the write: only
         /// when something moved (a no-change pull stays a pure read), once per
         /// device and value, and last-seen at most once a minute.
+        /// Whether ``shouldWrite(device:cursor:now:)`` would write, claiming nothing.
+        func needsWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
+            guard cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000 else { return false }
+            return state.withLock { state in
+                cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0)
+                    || (now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000)
+            }
+        }
+
         func shouldWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
             let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
             return mayWrite && state.withLock { state -> Bool in

@@ -40,13 +40,23 @@ extension StoreDialect {
         return entry
     }
 
+    public func pullFromMemory(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+                               clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) -> [UInt8]? {
+        guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
+        return try? noChangeFromMemory(hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, clientEpoch: clientEpoch,
+                                       clientProtocol: clientProtocol, clientKeyID: clientKeyID, clientSigningKey: clientSigningKey,
+                                       mayWrite: false)
+    }
+
     /// A pull at the account's latest cursor answered from memory
     /// (``Store/TokenCache``), as the store would answer it; nil when the
     /// store must be read: the token not seen lately, anything heard of the
     /// account since, a cursor that is not the latest, or a page that would
     /// not be plain "no change".
+    /// - Parameter mayWrite: false for an answer that writes nothing: nil
+    ///   when the device's bookkeeping is due a write.
     func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                            clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) throws -> [UInt8]? {
+                            clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, mayWrite: Bool = true) throws -> [UInt8]? {
         guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
         let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
@@ -56,7 +66,12 @@ extension StoreDialect {
                                            epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
                                            clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
-        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+        if mayWrite {
+            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+        } else if bookkeeping.needsWrite(device: device, cursor: cursor, now: currentMillis()) {
+            // finishPull would write (and does nothing else for a page like this one).
+            return nil
+        }
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 }

@@ -277,44 +277,90 @@ public final class SyncAPI: Sendable {
             _ = try store.authenticate(token: token)
             throw error
         }
-        let query = request.queryItems
-        // Strangers learn nothing, not even about parameters: the token is checked before a refusal.
-        func refuse(_ message: String) throws -> Never {
+        let query: PullQuery
+        do { query = try PullQuery(request.queryItems, configuration: configuration) } catch {
+            // Strangers learn nothing, not even about parameters: the token is checked before a refusal.
             _ = try store.authenticate(token: token)
-            throw ServerError.badRequest(message)
+            throw ServerError.badRequest(error.message)
         }
-        var since: Int64 = 0
-        if let text = query["since"] {
-            guard let value = Int64(text), value >= 0 else { try refuse("since must be a cursor (a number 0 or more)") }
-            since = value
-        }
-        var limit = configuration.defaultPullLimit
-        if let text = query["limit"] {
-            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else { try refuse("limit must be a number from 1 to \(configuration.maxPullLimit)") }
-            limit = value
-        }
-        var clientKeyID: String?
-        if let text = query["key"] {
-            guard Wire.isKeyID(text) else { try refuse("key must be an account key's id (16 hex digits)") }
-            clientKeyID = text
-        }
-        var clientSigningKey: String?
-        if let text = query["signer"] {
-            guard WriteSignature.isPublicKey(text) else { try refuse("signer must be a signing public key (43 characters of base64url)") }
-            clientSigningKey = text
-        }
-        var replica: Store.PullingReplica?
-        if let clientDevice = query["device"] {
-            guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
-                  let digest = query["digest"], Wire.isDigest(digest) else { try refuse("device needs pushed (a change number) and digest (16 hex digits), and must be a device id") }
-            replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
-        }
-        let body = try store.pullText(token: token, since: since, limit: limit, clientDevice: replica, clientEpoch: query["epoch"],
-                                      reconciling: query["full"] == "1", clientProtocol: clientProtocol, clientKeyID: clientKeyID,
-                                      clientSigningKey: clientSigningKey,
-                                      maxBytes: configuration.maxPageBytes)
+        let body = try store.pullText(token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
+                                      reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+                                      clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    /// Answers from memory, on the event loop that read the request
+    /// (``HTTPServer/Quick``): a pull with nothing new that the store
+    /// remembers (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``),
+    /// and `/v1/health`. Nil for everything else, and for anything to
+    /// refuse: a thread answers those, as ``handle(_:_:)``.
+    public func quick(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
+        var response: HTTPResponse
+        switch (request.path, request.method) {
+        case ("/v1/pull", "GET"):
+            guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
+                  let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
+                  let body = store.pullFromMemory(token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
+                                                  clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+                                                  clientSigningKey: query.signingKey) else { return nil }
+            metrics.pulled()
+            response = HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+        case ("/v1/health", "GET"), ("/v1/health", "HEAD"):
+            response = (try? route(request)) ?? Self.answer(ServerError.storeUnusable("the health answer failed"))
+        default:
+            return nil
+        }
+        response.headers.add(Wire.timeHeader, String(store.currentMillis()))
+        return response
+    }
+}
+
+/// A pull's parameters, as its query gives them
+/// (`since`, `limit`, `key`, `signer`, `device` with `pushed` and `digest`,
+/// `epoch`, `full`).
+struct PullQuery {
+    var since: Int64 = 0
+    var limit: Int
+    var keyID: String?
+    var signingKey: String?
+    var replica: Store.PullingReplica?
+    var epoch: String?
+    var full: Bool
+
+    struct Problem: Error {
+        let message: String
+    }
+
+    init(_ query: [String: String], configuration: ServerConfiguration) throws(Problem) {
+        if let text = query["since"] {
+            guard let value = Int64(text), value >= 0 else { throw Problem(message: "since must be a cursor (a number 0 or more)") }
+            since = value
+        }
+        limit = configuration.defaultPullLimit
+        if let text = query["limit"] {
+            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else {
+                throw Problem(message: "limit must be a number from 1 to \(configuration.maxPullLimit)")
+            }
+            limit = value
+        }
+        if let text = query["key"] {
+            guard Wire.isKeyID(text) else { throw Problem(message: "key must be an account key's id (16 hex digits)") }
+            keyID = text
+        }
+        if let text = query["signer"] {
+            guard WriteSignature.isPublicKey(text) else { throw Problem(message: "signer must be a signing public key (43 characters of base64url)") }
+            signingKey = text
+        }
+        if let clientDevice = query["device"] {
+            guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
+                  let digest = query["digest"], Wire.isDigest(digest) else {
+                throw Problem(message: "device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
+            }
+            replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
+        }
+        epoch = query["epoch"]
+        full = query["full"] == "1"
     }
 }
 

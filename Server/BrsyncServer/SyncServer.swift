@@ -37,7 +37,7 @@ public final class SyncServer: Sendable {
         let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
                           activeRequests: { box.server?.activeRequests ?? 0 })
         http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
-                              ownAnswers: Self.ownAnswers, admission: api.admit, handler: api.handle)
+                              ownAnswers: Self.ownAnswers, admission: api.admit, quick: api.quick, handler: api.handle)
         box.server = http
         if configuration.metricsListen.isEmpty {
             metricsHTTP = nil

@@ -1,4 +1,5 @@
 import Model
+import Synchronization
 
 /// A response to serialise.
 public struct HTTPResponse: Sendable, Equatable {
@@ -38,23 +39,48 @@ public struct HTTPResponse: Sendable, Equatable {
     ///   headers of the GET answer, `Content-Length` included, but never a body
     ///   (RFC 9110 §9.3.2).
     public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true) -> [UInt8] {
-        includeBody ? head(keepAlive: keepAlive, dateMillis: dateMillis) + body : head(keepAlive: keepAlive, dateMillis: dateMillis)
+        var bytes = head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: includeBody ? body.count : 0)
+        if includeBody { bytes += body }
+        return bytes
     }
 
     /// ``serialized(keepAlive:dateMillis:includeBody:)`` without the body:
     /// a large body is written after it as it is, not copied behind it.
     public func head(keepAlive: Bool, dateMillis: Int64? = nil) -> [UInt8] {
-        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: 0)
+    }
+
+    /// The head, written as bytes (every answer of a busy server has one),
+    /// with room for `extra` bytes after it.
+    private func head(keepAlive: Bool, dateMillis: Int64?, reserving extra: Int) -> [UInt8] {
+        var head: [UInt8] = []
+        head.reserveCapacity(128 + headers.fields.count * 64 + extra)
+        head += "HTTP/1.1 ".utf8
+        head += String(status).utf8
+        head.append(UInt8(ascii: " "))
+        head += Self.reasonPhrase(status).utf8
+        head += "\r\n".utf8
         for (name, value) in headers {
-            let lower = name.asciiLowercased()
-            if lower == "content-length" || lower == "connection" { continue }
-            head += "\(name): \(value)\r\n"
+            if name.utf8.count == 14 || name.utf8.count == 10 {
+                let lower = name.asciiLowercased()
+                if lower == "content-length" || lower == "connection" { continue }
+            }
+            head += name.utf8
+            head += ": ".utf8
+            head += value.utf8
+            head += "\r\n".utf8
         }
-        if let dateMillis { head += "Date: \(HTTPDate.format(millis: dateMillis))\r\n" }
-        head += "Content-Length: \(body.count)\r\n"
-        if !keepAlive { head += "Connection: close\r\n" }
-        head += "\r\n"
-        return Array(head.utf8)
+        if let dateMillis {
+            head += "Date: ".utf8
+            HTTPDate.append(millis: dateMillis, to: &head)
+            head += "\r\n".utf8
+        }
+        head += "Content-Length: ".utf8
+        head += String(body.count).utf8
+        head += "\r\n".utf8
+        if !keepAlive { head += "Connection: close\r\n".utf8 }
+        head += "\r\n".utf8
+        return head
     }
 
     /// The interim answer to `Expect: 100-continue` (RFC 9110 §10.1.1).
@@ -92,6 +118,21 @@ public struct HTTPResponse: Sendable, Equatable {
 
 /// IMF-fixdate (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 public enum HTTPDate {
+    /// The last second formatted, shared by every answer in it.
+    private static let last = Mutex<(second: Int64, text: [UInt8])>((-1, []))
+
+    /// Appends ``format(millis:)``, formatting each second once.
+    public static func append(millis: Int64, to output: inout [UInt8]) {
+        let second = millis / 1000
+        if let text = last.withLock({ $0.second == second ? $0.text : nil }) {
+            output += text
+            return
+        }
+        let text = Array(format(millis: millis).utf8)
+        last.withLock { $0 = (second, text) }
+        output += text
+    }
+
     public static func format(millis: Int64) -> String {
         let fields = Timestamp.utcFields(millis: millis)
         let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]

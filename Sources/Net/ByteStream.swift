@@ -4,6 +4,8 @@ public protocol ByteStream: AnyObject {
     /// 0 when the peer closed. With `wakeup`, returns nil when that descriptor
     /// becomes readable first (used to end idle connections at shutdown).
     func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int?
+    /// Reads what has arrived, never waiting (an event loop's read).
+    func readNow(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> ReadNow
     func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError)
     func close()
     /// Ends the sending side (TLS close_notify, then a TCP half-close); the
@@ -13,6 +15,19 @@ public protocol ByteStream: AnyObject {
     /// not wait for the socket to become readable then).
     var hasBufferedInput: Bool { get }
     var socket: Socket { get }
+}
+
+/// What a read that does not wait found (``ByteStream/readNow(into:)``).
+public enum ReadNow: Sendable, Equatable {
+    /// This many bytes (at least one).
+    case bytes(Int)
+    /// Nothing has arrived.
+    case nothing
+    /// The peer closed (or reset) the connection.
+    case closed
+    /// TLS must write before it can read (a key update): a thread that may
+    /// wait takes the connection.
+    case needsWait
 }
 
 /// A plain TCP stream (only with `--insecure-plaintext`, or behind a TLS proxy).
@@ -25,12 +40,23 @@ public final class PlainStream: ByteStream {
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
         while true {
+            switch try readNow(into: buffer) {
+            case .bytes(let count): return count
+            case .closed: return 0
+            case .nothing, .needsWait: guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            }
+        }
+    }
+
+    public func readNow(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> ReadNow {
+        while true {
             let count = Glibc.read(socket.descriptor, buffer.baseAddress, buffer.count)
-            if count >= 0 { return count }
+            if count > 0 { return .bytes(count) }
+            if count == 0 { return .closed }
             if errno == EINTR { continue }
-            if errno == ECONNRESET { return 0 }
-            guard errno == EAGAIN || errno == EWOULDBLOCK else { throw .system("read", errno) }
-            guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .nothing }
+            if errno == ECONNRESET { return .closed }
+            throw .system("read", errno)
         }
     }
 

@@ -9,9 +9,12 @@ import Synchronization
 /// first request, idle between keep-alive requests. Such a connection costs
 /// memory (a socket and a TLS session), never a thread: a flood of
 /// connections that never finish a handshake, or thousands of idle clients,
-/// leave the threads to requests. A connection gets a thread once a request
-/// of it starts to arrive, and comes back here when its answer is written
-/// and nothing more waits on it (``HTTPServer/serve(_:peer:address:served:resuming:)``).
+/// leave the threads to requests. The loop reads a connection's request
+/// itself, never waiting (a slow client's headers cost their bytes here);
+/// a whole request the server answers from memory (``HTTPServer/Quick``) is
+/// answered here, and any other gets a thread with the bytes read, and
+/// comes back here when its answer is written and nothing more waits on it
+/// (``HTTPServer/serve(_:peer:address:served:resuming:preread:)``).
 /// A request whose answer comes later (a long poll, ``LaterAnswer``) waits
 /// here too, without a thread, until it is fired, its time is up, or the
 /// client sends more; then a thread makes and writes its answer.
@@ -32,9 +35,13 @@ final class ConnectionLoop: @unchecked Sendable {
         let peer: String
         let address: String
         /// Requests answered on it so far.
-        let served: Int
+        var served: Int
         var handshaking: Bool
         var deadline: Deadline
+        /// What has arrived of its next request, read here (headers still
+        /// arriving cost these bytes, not a thread), and its parser.
+        var pending: [UInt8] = []
+        var parser: HTTPRequestParser?
         /// The request whose answer it waits for, if it waits for one.
         let parked: Parked?
 
@@ -58,6 +65,8 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     private var waiting: [Int32: Waiting] = [:]
+    /// Where the loop reads requests (its thread's alone).
+    private var scratch = [UInt8](repeating: 0, count: 16 * 1024)
     /// Connections given back by their threads, for the loop to take, and
     /// waiting ones whose answer was fired; once the loop has ended
     /// (`closed`), a thread closes its connection itself.
@@ -164,6 +173,12 @@ final class ConnectionLoop: @unchecked Sendable {
                         continue
                     }
                     if entry.handshaking { server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time") }
+                    if entry.parser != nil {
+                        // Its headers did not arrive in time: told so, without waiting for the client to read it.
+                        server.observer.rejected(entry.peer, "HTTP 408: the headers did not arrive in time")
+                        let answer = server.ownAnswers.make(408, .timeout, "the headers did not arrive in time")
+                        try? entry.stream.write(answer.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: .now())
+                    }
                     drop(descriptor, entry)
                 }
             }
@@ -279,9 +294,88 @@ final class ConnectionLoop: @unchecked Sendable {
             drop(descriptor, entry)
             return
         }
-        // A request is arriving (or the peer closed: the thread reads the end).
-        forget(descriptor)
-        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served)
+        readRequest(entry)
+    }
+
+    /// Reads what has arrived of a waiting connection's request, never
+    /// waiting. A request still arriving (a slow client's headers) stays
+    /// here under the header deadline; a whole request without a body that
+    /// the server answers from memory (``HTTPServer/Quick``) is answered
+    /// here; anything else goes to a thread with the bytes read so far.
+    private func readRequest(_ entry: Waiting) {
+        let descriptor = entry.socket.descriptor
+        let before = entry.pending.count
+        var peerClosed = false
+        // One read for each time the socket is ready (epoll says again when
+        // more is there), and what TLS read ahead.
+        var more = true
+        repeat {
+            let step: ReadNow
+            do { step = try scratch.withUnsafeMutableBytes { raw throws(NetError) in try entry.stream.readNow(into: raw) } } catch {
+                drop(descriptor, entry)
+                return
+            }
+            switch step {
+            case .bytes(let count): entry.pending += scratch[0..<count]
+            // A part of a TLS record may wait in TLS's buffer: the socket says when the rest comes.
+            case .nothing: more = false
+            case .closed: peerClosed = true
+            case .needsWait:
+                handOver(entry)
+                return
+            }
+        } while more && !peerClosed && entry.stream.hasBufferedInput && entry.pending.count < Self.readLimit
+        if entry.pending.count == before {
+            // Closed while idle: the peer is gone; else woken for nothing.
+            if peerClosed { drop(descriptor, entry) }
+            return
+        }
+        if entry.parser == nil {
+            entry.parser = HTTPRequestParser(limits: server.limits)
+            entry.deadline = .after(milliseconds: server.limits.headerReadTimeoutMilliseconds)
+        }
+        let events = entry.parser!.feed(entry.pending[before...])
+        if events.isEmpty && !peerClosed && entry.pending.count < Self.readLimit { return } // still arriving
+        guard !peerClosed, events.count == 1, case .request(let request) = events[0], !entry.parser!.hasPartialRequest,
+              !entry.stream.hasBufferedInput, answerHere(entry, request) else {
+            handOver(entry)
+            return
+        }
+    }
+
+    /// Bytes of a request held here at most (more than a request line and
+    /// headers may have) before a thread takes it: a body is read there.
+    static let readLimit = 32 * 1024
+
+    /// A thread reads the rest of the connection's request (from the bytes
+    /// read here) and answers it.
+    private func handOver(_ entry: Waiting) {
+        forget(entry.socket.descriptor)
+        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, preread: entry.pending)
+    }
+
+    /// Answers `request` here when the server can from memory
+    /// (``HTTPServer/Quick``) and the connection stays open after it; the
+    /// answer is written without waiting (a client with more than a socket
+    /// buffer of answers unread is dropped). False: a thread answers it.
+    private func answerHere(_ entry: Waiting, _ request: HTTPRequest) -> Bool {
+        guard let quick = server.quick, request.keepAlive, entry.served + 1 < server.limits.maxRequestsPerConnection,
+              !server.shuttingDown.load(ordering: .relaxed) else { return false }
+        let started = Deadline.now()
+        guard let response = quick(request, HTTPServer.RequestContext(peer: entry.peer)) else { return false }
+        entry.served += 1
+        let bytes = response.serialized(keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD")
+        let written = (try? entry.stream.write(bytes, deadline: .now())) != nil
+        response.whenWritten?.run()
+        server.observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
+        guard written else {
+            drop(entry.socket.descriptor, entry)
+            return true
+        }
+        entry.pending = []
+        entry.parser = nil
+        entry.deadline = .after(milliseconds: server.limits.idleTimeoutMilliseconds)
+        return true
     }
 }
 

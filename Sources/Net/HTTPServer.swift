@@ -7,9 +7,12 @@ import Synchronization
 /// plaintext. Event loops (``ConnectionLoop``, one per core) accept and hold
 /// every connection that is not being answered: in its TLS handshake, waiting
 /// for a request, idle between requests; up to ``HTTPLimits/maxConnections`` in
-/// all. A connection whose request starts to arrive is read and answered on
-/// a thread, up to ``HTTPLimits/maxActiveRequests`` at once (more are
-/// answered 503), and goes back to the loop after its answer. Every wait has
+/// all. The loops read requests without waiting: headers still arriving
+/// cost their bytes, not a thread; a request the server answers from memory
+/// (``Quick``) is answered there. Any other request is read on and answered
+/// by a thread once its headers are in, up to
+/// ``HTTPLimits/maxActiveRequests`` at once (more are answered 503), and its
+/// connection goes back to the loop after the answer. Every wait has
 /// a deadline from ``HTTPLimits``: TLS handshake, header read, body read,
 /// idle keep-alive and write.
 public final class HTTPServer: Sendable {
@@ -21,6 +24,12 @@ public final class HTTPServer: Sendable {
     /// Answers a request. A response with status 0 closes the connection
     /// without answering (used to simulate an answer lost on the way).
     public typealias Handler = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse
+
+    /// Answers a whole request on the event loop that read it, from memory
+    /// and without waiting for anything (no store, no lock held for long),
+    /// or returns nil: the request then goes to a thread and ``Handler``.
+    /// A busy client's no-change pulls cost no thread hand-over this way.
+    public typealias Quick = @Sendable (HTTPRequest, RequestContext) -> HTTPResponse?
 
     /// Decides on a request's head, before its body is read: nil lets the
     /// body come (and answers `Expect: 100-continue`); a response refuses it
@@ -63,6 +72,7 @@ public final class HTTPServer: Sendable {
     public let limits: HTTPLimits
     private let addresses: [SocketAddress]
     let handler: Handler
+    let quick: Quick?
     let admission: Admission
     let observer: Observer
     let ownAnswers: OwnAnswers
@@ -88,8 +98,9 @@ public final class HTTPServer: Sendable {
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
     public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(), ownAnswers: OwnAnswers = .plainText,
-                admission: @escaping Admission = { _, _ in nil }, handler: @escaping Handler) throws(NetError) {
+                admission: @escaping Admission = { _, _ in nil }, quick: Quick? = nil, handler: @escaping Handler) throws(NetError) {
         self.ownAnswers = ownAnswers
+        self.quick = quick
         self.addresses = addresses
         self.tls = Mutex(tls)
         usesTLS = tls != nil
@@ -211,7 +222,9 @@ public final class HTTPServer: Sendable {
     /// ``HTTPLimits/maxActiveRequests`` are in progress: then it is answered
     /// 503 with `Retry-After` (on the small refusal budget) and closed.
     /// - Parameter resuming: a request whose answer was waited for (``LaterAnswer``): answered first.
-    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil) {
+    /// - Parameter preread: what the loop read of the request already.
+    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
+                      preread: [UInt8] = []) {
         guard active.add(1, ordering: .relaxed).newValue <= limits.maxActiveRequests else {
             active.subtract(1, ordering: .relaxed)
             resuming?.later.end()
@@ -222,7 +235,7 @@ public final class HTTPServer: Sendable {
         let handed = HandedOver(stream: stream)
         do {
             try startThread { [self] in
-                serve(handed.stream, peer: peer, address: address, served: served, resuming: resuming)
+                serve(handed.stream, peer: peer, address: address, served: served, resuming: resuming, preread: preread)
                 active.subtract(1, ordering: .relaxed)
             }
         } catch {
@@ -242,92 +255,6 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Answers a connection over a cap with 503 (over TLS too, which needs a
-    /// handshake, on a thread of a small separate budget with a short
-    /// deadline); past that budget the connection is closed unanswered.
-    func refuse(_ socket: Socket, peer: String) {
-        guard refusals.add(1, ordering: .relaxed).newValue <= limits.maxConcurrentRefusals else {
-            refusals.subtract(1, ordering: .relaxed)
-            socket.close()
-            return
-        }
-        var busy = ownAnswers.make(503, .busy, "too many connections; retry later")
-        busy.headers.add("Retry-After", "1")
-        let response = busy
-        do {
-            try startThread { [self] in
-                defer { refusals.subtract(1, ordering: .relaxed) }
-                let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
-                let stream: ByteStream
-                if usesTLS {
-                    guard let context = tls.withLock({ $0 }),
-                          let secured = try? TLSStream.accept(socket: socket, context: context, deadline: deadline)
-                    else { socket.close(); return }
-                    stream = secured
-                } else {
-                    stream = PlainStream(socket: socket)
-                }
-                try? stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
-                linger(stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
-            }
-        } catch {
-            refusals.subtract(1, ordering: .relaxed)
-            socket.close()
-        }
-    }
-
-    /// Answers a connection whose request came while every thread was busy
-    /// with 503 and `Retry-After`, on the refusal budget (else closes it).
-    func refuse(stream: any ByteStream, address: String) {
-        guard refusals.add(1, ordering: .relaxed).newValue <= limits.maxConcurrentRefusals else {
-            refusals.subtract(1, ordering: .relaxed)
-            stream.close()
-            release(address)
-            return
-        }
-        var busy = ownAnswers.make(503, .busy, "too many requests in progress; retry later")
-        busy.headers.add("Retry-After", "1")
-        let response = busy
-        let handed = HandedOver(stream: stream)
-        do {
-            try startThread { [self] in
-                defer {
-                    refusals.subtract(1, ordering: .relaxed)
-                    release(address)
-                }
-                let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
-                try? handed.stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
-                linger(handed.stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
-            }
-        } catch {
-            refusals.subtract(1, ordering: .relaxed)
-            stream.close()
-            release(address)
-        }
-    }
-
-    /// Closes after the last answer without losing it: ends the sending side,
-    /// then reads and discards what the client still sends (bounded in time
-    /// and bytes) until it closes too. Closing with unread input would make
-    /// the kernel send a reset, which destroys answers the client has not
-    /// read yet (RFC 9112 §9.6).
-    private func linger(_ stream: ByteStream, milliseconds: Int) {
-        stream.finishWriting()
-        let deadline = Deadline.after(milliseconds: milliseconds)
-        var discarded = 0
-        var scratch = [UInt8](repeating: 0, count: 16 * 1024)
-        while discarded < limits.lingerMaxBytes {
-            guard (try? stream.socket.wait(for: Int16(POLLIN), until: deadline, what: "lingering")) == true else { break }
-            let count = scratch.withUnsafeMutableBytes { Glibc.read(stream.socket.descriptor, $0.baseAddress, $0.count) }
-            if count > 0 {
-                discarded += count
-            } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                break
-            }
-        }
-        stream.close()
-    }
-
     /// Reads and answers the requests of a connection whose request is
     /// arriving (its TLS handshake done by the event loop); once an answer is
     /// written and nothing more waits to be read, the connection goes back
@@ -337,7 +264,9 @@ public final class HTTPServer: Sendable {
     /// - Parameters:
     ///   - served: requests answered on it before.
     ///   - resuming: a request whose wait is over: its answer is made and written first.
-    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil) {
+    ///   - preread: the bytes of the request the loop read already: parsed first.
+    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
+               preread: [UInt8] = []) {
         // How the connection ends: after a last answer, unread input is
         // drained first; when the peer closed or the server shuts down an idle
         // connection, there is nothing to drain. Given back to the loop, it
@@ -372,10 +301,12 @@ public final class HTTPServer: Sendable {
             }
             // Nothing more waits: a client that sends its next request at
             // once keeps this thread (a busy client pays no hand-over);
-            // one that goes quiet waits in the loop until it speaks.
+            // one that goes quiet waits in the loop until it speaks. With
+            // answers from memory (``Quick``), the loop takes it at once:
+            // it answers those itself.
             if last, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop(for: stream),
-               (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
-                                        what: "waiting for the next request")) != true {
+               quick != nil || (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
+                                                        what: "waiting for the next request")) != true {
                 givenBack = true
                 loop.giveBack(stream, peer: peer, address: address, served: served)
                 return false
@@ -383,7 +314,15 @@ public final class HTTPServer: Sendable {
             return true
         }
         if let resuming, !answer(resuming.request, resuming.later.answer(), started: .now(), last: true) { return }
-        while true {
+        var carried = preread
+        /// The next bytes of the connection (first what the loop read), or
+        /// nil when it ends: timed out (a partial request is answered 408),
+        /// closed by the peer, or woken for shutdown.
+        func nextChunk() -> ArraySlice<UInt8>? {
+            if !carried.isEmpty {
+                defer { carried = [] }
+                return carried[...]
+            }
             let partial = parser.hasPartialRequest
             let deadline = !partial ? Deadline.after(milliseconds: limits.idleTimeoutMilliseconds)
                 : parser.isReadingBody ? bodyDeadline : headerDeadline
@@ -402,14 +341,18 @@ public final class HTTPServer: Sendable {
                     respond(stream, ownAnswers.make(408, .timeout, "\(status) did not arrive in time"), keepAlive: false)
                     lingerAfter = true
                 }
-                return
+                return nil
             } catch {
-                return
+                return nil
             }
-            guard let count = read, count > 0 else { return } // woken for shutdown, or closed by the peer
+            guard let count = read, count > 0 else { return nil } // woken for shutdown, or closed by the peer
+            return buffer[0..<count]
+        }
+        while true {
+            guard let chunk = nextChunk() else { return }
             let wasPartial = parser.hasPartialRequest
             let wasReadingBody = parser.isReadingBody
-            let events = parser.feed(buffer[0..<count])
+            let events = parser.feed(chunk)
             if !wasPartial && parser.hasPartialRequest { headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds) }
             if !wasReadingBody && parser.isReadingBody { bodyDeadline = .after(milliseconds: limits.bodyReadTimeoutMilliseconds) }
             for (index, event) in events.enumerated() {

@@ -148,6 +148,8 @@ public final class TLSStream: ByteStream {
         let stream = TLSStream(socket: socket, ssl: ssl)
         SSL_set_fd(ssl, socket.descriptor)
         brsync_SSL_set_modes(ssl)
+        // A request (its TLS record's header and body) in one read(2), not two.
+        SSL_set_read_ahead(ssl, 1)
         return stream
     }
 
@@ -180,8 +182,9 @@ public final class TLSStream: ByteStream {
         }
     }
 
-    /// Whether TLS holds decrypted bytes not read yet (the socket may be quiet).
-    public var hasBufferedInput: Bool { SSL_pending(ssl) > 0 }
+    /// Whether TLS holds bytes not read yet, decrypted or not (the socket may
+    /// be quiet: with read-ahead, a read takes what the socket has).
+    public var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 }
 
     /// Runs the client side of the handshake: verifies the chain and that the
     /// certificate is for `serverName`.
@@ -238,24 +241,35 @@ public final class TLSStream: ByteStream {
         // Read first and wait only when nothing is there: a waiting request
         // costs no poll(2).
         while true {
-            ERR_clear_error()
-            let result = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
-            if result > 0 { return Int(result) }
-            switch SSL_get_error(ssl, result) {
-            case SSL_ERROR_WANT_READ:
-                guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
-            case SSL_ERROR_WANT_WRITE:
-                try socket.wait(for: Int16(POLLOUT), until: deadline, what: what)
-            case SSL_ERROR_ZERO_RETURN:
-                return 0
-            case SSL_ERROR_SYSCALL:
-                if errno == EPIPE || errno == ECONNRESET || errno == 0 { return 0 }
-                throw .system("TLS \(what)", errno)
-            default:
-                // The peer closed without a TLS close: the end of what it sends.
-                if brsync_SSL_error_is_unexpected_eof() == 1 { ERR_clear_error(); return 0 }
-                throw .tls(openSSLErrors("failed \(what)"))
+            switch try readStep(into: buffer, what: what) {
+            case .bytes(let count): return count
+            case .closed: return 0
+            case .nothing: guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            case .needsWait: try socket.wait(for: Int16(POLLOUT), until: deadline, what: what)
             }
+        }
+    }
+
+    public func readNow(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> ReadNow {
+        try readStep(into: buffer, what: "reading a request")
+    }
+
+    /// One `SSL_read`; errors name `what` was being read.
+    private func readStep(into buffer: UnsafeMutableRawBufferPointer, what: String) throws(NetError) -> ReadNow {
+        ERR_clear_error()
+        let result = SSL_read(ssl, buffer.baseAddress, Int32(clamping: buffer.count))
+        if result > 0 { return .bytes(Int(result)) }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .nothing
+        case SSL_ERROR_WANT_WRITE: return .needsWait
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL:
+            if errno == EPIPE || errno == ECONNRESET || errno == 0 { return .closed }
+            throw .system("TLS \(what)", errno)
+        default:
+            // The peer closed without a TLS close: the end of what it sends.
+            if brsync_SSL_error_is_unexpected_eof() == 1 { ERR_clear_error(); return .closed }
+            throw .tls(openSSLErrors("failed \(what)"))
         }
     }
 

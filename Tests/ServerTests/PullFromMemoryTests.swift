@@ -93,4 +93,43 @@ import TestSupport
         try fixture.store.revokeDevice(account: "alice", name: "desktop")
         #expect(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().0 == 401)
     }
+
+    /// The event loops answer a no-change pull from memory alone
+    /// (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``):
+    /// the same answer a thread makes from the store, but for the clock;
+    /// nothing for a cursor behind, a token not seen, a join secret or a
+    /// revoked device, which go to a thread.
+    @Test(arguments: StoreKind.allCases) func theLoopsAnswerIsTheStoresAnswer(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        func fromMemory(_ token: String, since: Int64) -> [UInt8]? {
+            fixture.store.pullFromMemory(token: token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                                         clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil)
+        }
+        func withoutClock(_ text: String) throws -> JSONValue {
+            guard case .object(var object) = try JSONValue.parse(text) else { return .null }
+            object["clock"] = nil
+            return .object(object)
+        }
+        // The first pull at the cursor notes it (a write: on SQLite the WAL
+        // moves, so the one after reads the store again); then memory holds.
+        _ = try desktop.pull(since: cursor)
+        let fromStore = try desktop.pull(since: cursor)
+        let memory = try #require(fromMemory(desktop.token, since: cursor))
+        let expected = try withoutClock(fromStore.text)
+        let made = try withoutClock(String(decoding: memory, as: UTF8.self))
+        #expect(made == expected)
+        let overHTTP = try desktop.pull(since: cursor)
+        let answered = try withoutClock(overHTTP.text)
+        #expect(overHTTP.status == 200 && answered == expected)
+        #expect(fromMemory(desktop.token, since: cursor - 1) == nil, "a cursor behind reads the store")
+        #expect(fromMemory("not-a-token", since: cursor) == nil)
+        #expect(fromMemory(laptop.token + "x", since: cursor) == nil)
+        try fixture.store.revokeDevice(account: "alice", name: "desktop")
+        #expect(fromMemory(desktop.token, since: cursor) == nil, "a revoked device is refused by a thread")
+        let refused = try desktop.pull(since: cursor)
+        #expect(refused.status == 403 || refused.status == 401, "\(refused.status) \(refused.text)")
+    }
 }

@@ -1,0 +1,118 @@
+import Glibc
+import HTTP
+import Synchronization
+import Testing
+import TestSupport
+@testable import Net
+
+/// The event loops read requests themselves: headers still arriving cost
+/// their bytes, not a thread, and a request the server can answer from
+/// memory (``HTTPServer/Quick``) is answered on the loop; anything else
+/// goes to a thread with what was read.
+@Suite(.serialized) struct LoopAnswersTests {
+    /// Answers `/quick` from "memory"; declines everything else.
+    static func quick(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
+        request.path == "/quick" ? HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("quick".utf8)) : nil
+    }
+
+    /// 60 TLS clients that send part of their headers and stall, against a
+    /// server of 2 request threads: none takes a thread, a new client is
+    /// answered, and each stalled one gets 408 at its header deadline.
+    @Test func headersStillArrivingTakeNoThread() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.maxActiveRequests = 2
+        limits.maxConnectionsPerAddress = 1_000
+        limits.headerReadTimeoutMilliseconds = 1_500
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+                                    handler: ConnectionLoopTests.ok)
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let address = SocketAddress(host: "127.0.0.1", port: port)
+        let context = try TLSContext.client(caFile: fixture.caFile)
+        var stalled: [TLSStream] = []
+        for index in 0..<60 {
+            let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
+            let stream = try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+            // Some stop in the request line, some in the headers.
+            let part = index % 2 == 0 ? "GET /slow" : "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: 1"
+            try stream.write(Array(part.utf8), deadline: .after(milliseconds: 1000))
+            stalled.append(stream)
+        }
+        let started = Deadline.now()
+        for _ in 0..<200 where server.waitingConnections < 60 { usleep(10_000) }
+        #expect(server.waitingConnections == 60 && server.activeRequests == 0,
+                "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
+        #expect(try fixture.client(port: port).send(method: "GET", target: "/").status == 200, "a new client is answered")
+        for stream in stalled {
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
+        }
+        #expect(Deadline.now().milliseconds - started.milliseconds >= 1_000, "not before the header deadline")
+        for stream in stalled { stream.close() }
+        for _ in 0..<300 where server.openConnections > 0 { usleep(10_000) }
+        #expect(server.openConnections == 0)
+    }
+
+    /// Requests answered from memory never reach the handler, on a
+    /// connection that also carries requests the handler answers (it comes
+    /// back to the loop after each); pipelined requests, bodies and a
+    /// request followed by the client's half-close go to a thread and are
+    /// answered in order.
+    @Test func answersFromMemoryStayOnTheLoop() throws {
+        let fixture = try TLSFixture()
+        let handled = Atomic<Int>(0)
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+                                    quick: Self.quick) { request, _ in
+            handled.add(1, ordering: .relaxed)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("thread \(request.method) \(request.target) \(request.body.count)".utf8))
+        }
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let client = try fixture.client(port: port)
+        for _ in 0..<50 {
+            let answer = try client.send(method: "GET", target: "/quick")
+            #expect(answer.status == 200 && answer.body == Array("quick".utf8) && answer.headers["Date"] != nil)
+        }
+        #expect(handled.load(ordering: .relaxed) == 0, "answered on the loop")
+        #expect(String(decoding: try client.send(method: "GET", target: "/other").body, as: UTF8.self) == "thread GET /other 0")
+        #expect(String(decoding: try client.send(method: "POST", target: "/quick", body: Array("abc".utf8)).body, as: UTF8.self) == "thread POST /quick 3",
+                "a body goes to a thread")
+        #expect(try client.send(method: "GET", target: "/quick").body == Array("quick".utf8), "back on the loop")
+        #expect(handled.load(ordering: .relaxed) == 2)
+        #expect(server.openConnections == 1, "one connection carried them all")
+
+        // Two requests in one write: a thread answers both, in order.
+        let address = SocketAddress(host: "127.0.0.1", port: port)
+        let context = try TLSContext.client(caFile: fixture.caFile)
+        let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+        try stream.write(Array("GET /quick HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+                         deadline: .after(milliseconds: 1000))
+        let both = try Self.readAll(stream)
+        #expect(both.hasPrefix("HTTP/1.1 200") && both.contains("\r\n\r\nthread GET /quick 0HTTP/1.1 200")
+                && both.hasSuffix("thread GET /second 0"), "\(both)")
+
+        // A request, then the client's half-close: still answered.
+        let closing = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
+        let closingStream = try TLSStream.connect(socket: closing, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+        try closingStream.write(Array("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: .after(milliseconds: 1000))
+        closingStream.finishWriting()
+        // (On the loop, or on a thread when the end came in the same read.)
+        let answer = try Self.readAll(closingStream)
+        #expect(answer.hasPrefix("HTTP/1.1 200") && (answer.hasSuffix("\r\n\r\nquick") || answer.hasSuffix("thread GET /quick 0")), "\(answer)")
+    }
+
+    /// Everything the server sends until it closes.
+    static func readAll(_ stream: TLSStream) throws -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while received.count < 1 << 20 {
+            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            if count == 0 { break }
+            received += buffer[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+}
