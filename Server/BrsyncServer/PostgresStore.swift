@@ -114,7 +114,7 @@ public final class PostgresStore: StoreDialect {
     /// without it, such as CockroachDB) loses no write; the other
     /// processes' watches then answer at their timeout.
     /// Every writer `NOTIFY`s (``notifyOtherProcesses(account:)``): nothing to look at.
-    public func outsideWriteMarker() -> [Int64]? { [] }
+    public func outsideWriteMarker() -> WriteMarker? { .announced }
 
     public func notifyOtherProcesses(account: Int64) {
         _ = try? withConnection { connection in

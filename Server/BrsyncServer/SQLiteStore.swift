@@ -307,10 +307,13 @@ public final class SQLiteStore: StoreDialect {
 
     /// Every commit, of any process, writes the WAL: its inode, size and
     /// modification time (nanoseconds, at the kernel's clock tick) tell one.
-    public func outsideWriteMarker() -> [Int64]? {
+    /// (Not SQLite's WAL index, mapped: opening and closing a descriptor of
+    /// the `-shm` file would drop the locks SQLite holds on it in this
+    /// process, POSIX locks being per process and file.)
+    public func outsideWriteMarker() -> WriteMarker? {
         var status = stat()
         guard stat(path + "-wal", &status) == 0 else { return nil }
-        return [Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec)]
+        return WriteMarker(Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
     }
     public func startListening() {}
 

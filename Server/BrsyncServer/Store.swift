@@ -355,7 +355,7 @@ public enum Store {
             let storedHash: [UInt8]
             let generation: UInt64
             /// ``StoreDialect/outsideWriteMarker()`` before the device was read.
-            let outsideWrites: [Int64]?
+            let outsideWrites: WriteMarker?
             let atMillis: Int64
         }
 

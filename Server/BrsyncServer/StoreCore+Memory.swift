@@ -26,7 +26,7 @@ extension StoreDialect {
 
     /// Keeps `device`, read after `generation` and `outsideWrites` were
     /// taken, for ``rememberedDevice(_:lifetimeMillis:)``.
-    func remember(_ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: [Int64]?) {
+    func remember(_ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: WriteMarker?) {
         tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: storedHash, generation: generation,
                                                      outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
     }

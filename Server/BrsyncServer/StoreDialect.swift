@@ -26,7 +26,7 @@ public protocol StoreDialect: SyncStore {
     /// size and modification time; PostgreSQL: nothing, every writer
     /// `NOTIFY`s). Compared, never interpreted; nil when it cannot be told
     /// (then nothing is answered from memory).
-    func outsideWriteMarker() -> [Int64]?
+    func outsideWriteMarker() -> WriteMarker?
     /// The epoch as this process knows it.
     var epochCache: Store.EpochCache { get }
     /// Wakes the watches of `account` in every other brsyncd sharing the

@@ -24,12 +24,13 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The target's path, without the query.
     public var path: Substring {
-        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
     }
 
     /// The target's query parameters, percent-decoded (`+` is a space).
     public var queryItems: [String: String] {
-        guard let query = target.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")), target.utf8.index(after: mark) < target.utf8.endIndex else { return [:] }
+        let query = target[target.utf8.index(after: mark)...]
         var items: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import JSON
+import Plumbing
 import Storage
 import SyncCore
 import Testing
@@ -55,13 +56,17 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let remembered = Plumbing.Clock.monotonicMillis()
         let cursor = try desktop.pullAll().cursor
         #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor)
         let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
         switch fixture.store {
         case let store as PostgresStore:
             _ = try store.withConnection { try $0.run(behindItsBack) }
-            #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor, "answered from memory")
+            let next = try Self.page(try desktop.pull(since: cursor)).next
+            // Unless this (busy) machine took longer than the memory's lifetime to get here.
+            let young = Plumbing.Clock.monotonicMillis() - remembered < Store.TokenCache.lifetimeMillis
+            #expect(next == cursor || !young, "answered from memory")
             usleep(UInt32(Store.TokenCache.lifetimeMillis + 300) * 1000)
         default:
             try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
