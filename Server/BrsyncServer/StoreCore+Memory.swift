@@ -24,6 +24,13 @@ extension StoreDialect {
         return device
     }
 
+    public func rememberedWatcher(token: String) -> Store.Device? {
+        guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
+        let hash = Tokens.hash(token)
+        guard let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) else { return nil }
+        return try? Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
+    }
+
     /// Keeps `device`, read after `generation` and `outsideWrites` were
     /// taken, for ``rememberedDevice(_:lifetimeMillis:)``.
     func remember(_ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: WriteMarker?) {

@@ -16,10 +16,26 @@ extension SyncAPI {
     static let maxWatchSeconds = 55
 
     func watch(_ request: HTTPRequest) throws -> HTTPResponse {
+        // Not from memory only: there is always an answer.
+        try watch(request, fromMemoryOnly: false)!
+    }
+
+    /// A watch that arrives while its device is remembered
+    /// (``SyncStore/rememberedWatcher(token:)``: it watched or pulled in the
+    /// last minute or so, nothing heard of its account since) starts waiting
+    /// on the event loop that read it, without a thread (``HTTPServer/Quick``);
+    /// nil for any other, and for anything to refuse: a thread answers it.
+    func quickWatch(_ request: HTTPRequest) -> HTTPResponse? {
+        (try? watch(request, fromMemoryOnly: true)) ?? nil
+    }
+
+    /// - Parameter fromMemoryOnly: read nothing from the store: nil when it would have to be.
+    private func watch(_ request: HTTPRequest, fromMemoryOnly: Bool) throws -> HTTPResponse? {
         // Watches give way to pushes and pulls: past three quarters of the
         // requests in progress (a herd of machines watching again after a
         // restart), a new watch is told to come back in 1 to 5 s, spread.
-        if activeRequests() > configuration.limits.maxActiveRequests * 3 / 4 {
+        // (One that starts waiting on the loop takes no thread.)
+        if !fromMemoryOnly, activeRequests() > configuration.limits.maxActiveRequests * 3 / 4 {
             var busy = Self.answer(ServerError.unavailable("the server is busy; watch again in a few seconds"))
             busy.headers.set("Retry-After", String(Int.random(in: 1...5)))
             return busy
@@ -29,7 +45,8 @@ extension SyncAPI {
         // Taken before the account is read: tells whether a change may have
         // come between the read and the watch being registered.
         let generation = hub.generation
-        let device = try store.authenticateRemembered(token: token)
+        let remembered = fromMemoryOnly ? store.rememberedWatcher(token: token) : try store.authenticateRemembered(token: token)
+        guard let device = remembered else { return nil }
         let query = request.queryItems
         guard let sinceText = query["since"], let since = Int64(sinceText), since >= 0 else {
             throw ServerError.badRequest("since must be a cursor (a number 0 or more): the one the last pull ended at")
@@ -64,7 +81,12 @@ extension SyncAPI {
             return response
         }, ended: { hub.remove(account: device.accountID, id: holder.id) })
         holder.id = hub.add(account: device.accountID, device: device.id, later: later)
-        let now = hub.changed(account: device.accountID, since: generation) ? watchAnswer(token: token, since: since, epoch: epoch, key: key)
+        let heard = hub.changed(account: device.accountID, since: generation)
+        if heard && fromMemoryOnly {
+            later.end()
+            return nil
+        }
+        let now = heard ? watchAnswer(token: token, since: since, epoch: epoch, key: key)
             : Self.watchAnswer(device, since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
         if now.changed {
             later.end()

@@ -293,8 +293,9 @@ public final class SyncAPI: Sendable {
     /// Answers from memory, on the event loop that read the request
     /// (``HTTPServer/Quick``): a pull with nothing new that the store
     /// remembers (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``),
-    /// and `/v1/health`. Nil for everything else, and for anything to
-    /// refuse: a thread answers those, as ``handle(_:_:)``.
+    /// a watch whose device it remembers (it then waits on the loop), and
+    /// `/v1/health`. Nil for everything else, and for anything to refuse: a
+    /// thread answers those, as ``handle(_:_:)``.
     public func quick(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
         var response: HTTPResponse
         switch (request.path, request.method) {
@@ -306,6 +307,9 @@ public final class SyncAPI: Sendable {
                                                   clientSigningKey: query.signingKey) else { return nil }
             metrics.pulled()
             response = HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+        case ("/v1/watch", "GET"):
+            guard let watching = quickWatch(request) else { return nil }
+            response = watching
         case ("/v1/health", "GET"), ("/v1/health", "HEAD"):
             response = (try? route(request)) ?? Self.answer(ServerError.storeUnusable("the health answer failed"))
         default:

@@ -19,6 +19,10 @@ public protocol SyncStore: AnyObject, Sendable {
     func authenticate(token: String) throws -> Store.Device
     /// ``authenticate(token:)`` for a watch, from memory while that holds (``Store/TokenCache``).
     func authenticateRemembered(token: String) throws -> Store.Device
+    /// The device of `token` if this process remembers it for a watch
+    /// (as ``authenticateRemembered(token:)``), reading nothing; nil when
+    /// the store would have to be read (or the token refused).
+    func rememberedWatcher(token: String) -> Store.Device?
     /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
     func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
     func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws

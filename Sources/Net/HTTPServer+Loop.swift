@@ -364,6 +364,13 @@ final class ConnectionLoop: @unchecked Sendable {
         let started = Deadline.now()
         guard let response = quick(request, HTTPServer.RequestContext(peer: entry.peer)) else { return false }
         entry.served += 1
+        if let later = response.later {
+            // Its answer comes later: it waits here (a thread makes the answer when it is due).
+            response.whenWritten?.run()
+            forget(entry.socket.descriptor)
+            giveBack(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, parked: Parked(request: request, later: later))
+            return true
+        }
         let bytes = response.serialized(keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD")
         let written = (try? entry.stream.write(bytes, deadline: .now())) != nil
         response.whenWritten?.run()

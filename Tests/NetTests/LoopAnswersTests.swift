@@ -104,6 +104,38 @@ import TestSupport
         #expect(answer.hasPrefix("HTTP/1.1 200") && (answer.hasSuffix("\r\n\r\nquick") || answer.hasSuffix("thread GET /quick 0")), "\(answer)")
     }
 
+    /// A request answered later (a watch whose device the server
+    /// remembers) starts waiting on the loop that read it: it never takes a
+    /// thread until its answer is due.
+    @Test func aLaterAnswerFromMemoryWaitsWithoutEverTakingAThread() throws {
+        let fixture = try TLSFixture()
+        let pending = Mutex<[LaterAnswer]>([])
+        let handled = Atomic<Int>(0)
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+                                    quick: { request, _ in
+                                        guard request.path == "/later" else { return nil }
+                                        let later = LaterAnswer(waitMilliseconds: 60_000, make: { _ in HTTPResponse(status: 200, body: Array("fired".utf8)) })
+                                        pending.withLock { $0.append(later) }
+                                        var response = HTTPResponse(status: 200)
+                                        response.later = later
+                                        return response
+                                    }) { _, _ in
+            handled.add(1, ordering: .relaxed)
+            return HTTPResponse(status: 200, body: Array("thread".utf8))
+        }
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let client = try fixture.client(port: port)
+        #expect(String(decoding: try client.send(method: "GET", target: "/first").body, as: UTF8.self) == "thread")
+        let handed = UncheckedBox(client)
+        let job = ThreadJob { (try? handed.value.send(method: "GET", target: "/later")).map { String(decoding: $0.body, as: UTF8.self) } ?? "failed" }
+        for _ in 0..<500 where pending.withLock({ $0.count }) < 1 || server.waitingConnections < 1 { usleep(10_000) }
+        #expect(server.waitingConnections == 1 && server.activeRequests == 0 && handled.load(ordering: .relaxed) == 1)
+        for later in pending.withLock({ $0 }) { later.fire() }
+        #expect(job.wait() == "fired")
+        #expect(handled.load(ordering: .relaxed) == 1, "the handler saw only the first request")
+    }
+
     /// Everything the server sends until it closes.
     static func readAll(_ stream: TLSStream) throws -> String {
         var received: [UInt8] = []

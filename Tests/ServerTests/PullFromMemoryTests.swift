@@ -1,6 +1,8 @@
 import Foundation
 import HTTP
 import JSON
+import Logging
+@testable import Net
 import Plumbing
 import Storage
 import SyncCore
@@ -136,5 +138,33 @@ import TestSupport
         #expect(fromMemory(desktop.token, since: cursor) == nil, "a revoked device is refused by a thread")
         let refused = try desktop.pull(since: cursor)
         #expect(refused.status == 403 || refused.status == 401, "\(refused.status) \(refused.text)")
+    }
+
+    /// A watch arriving while its device is remembered starts waiting on
+    /// the event loop (``SyncAPI/quick(_:_:)`` gives a later answer); one
+    /// not remembered, a revoked one, or one with bad parameters goes to a
+    /// thread (nil), which reads the store or refuses it.
+    @Test(arguments: StoreKind.allCases) func aRememberedWatchWaitsOnTheLoop(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let api = SyncAPI(store: fixture.store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"))
+        func watch(_ token: String, _ query: String) -> HTTPResponse? {
+            api.quick(HTTPRequest(method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"]),
+                      HTTPServer.RequestContext(peer: "test"))
+        }
+        #expect(watch(desktop.token, "since=0") == nil, "not remembered yet: a thread reads the store")
+        let cursor = try desktop.pullAll().cursor
+        // (The first pull at the cursor notes it: on SQLite a write, which the next one reads past.)
+        for _ in 0..<2 { _ = try desktop.pull(since: cursor) }
+        let waiting = try #require(watch(desktop.token, "since=\(cursor)&wait=5"))
+        let later = try #require(waiting.later, "it waits")
+        #expect(fixture.store.watches.count == 1)
+        later.end()
+        #expect(fixture.store.watches.count == 0)
+        #expect(watch(desktop.token, "since=x") == nil, "refused by a thread")
+        #expect(watch(desktop.token + "x", "since=\(cursor)") == nil)
+        try fixture.store.revokeDevice(account: "alice", name: "desktop")
+        #expect(watch(desktop.token, "since=\(cursor)") == nil)
     }
 }
