@@ -45,8 +45,10 @@ enum UTS46 {
         return (index % 2 == 0) == UTS46Data.markFirstIsMark
     }
 
-    /// A code point whose status is disallowed_STD3_valid or _mapped (valid
-    /// or mapped here: UseSTD3ASCIIRules=false).
+    /// A code point that UseSTD3ASCIIRules=true disallows (its mapped form
+    /// holds ASCII other than a-z, 0-9, '-' and '.'); valid or mapped here,
+    /// where UseSTD3ASCIIRules=false. For the conformance test, whose data
+    /// is made with it true.
     static func isSTD3(_ scalar: UInt32) -> Bool { (run(UTS46Data.std3Starts, scalar) % 2 == 0) == UTS46Data.std3FirstIsSTD3 }
 
     /// The ASCII form of `domain`, or the first reason it is not a valid one.
