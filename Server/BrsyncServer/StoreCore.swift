@@ -56,6 +56,11 @@ extension StoreDialect {
         return nil
     }
 
+    public func joinSecretIssued(_ secret: String) throws -> Bool {
+        guard secret.hasPrefix(Tokens.joinPrefix) else { return false }
+        return try reading { try $0.enrollment(secretHash: Tokens.hash(secret)) } != nil
+    }
+
     private static var invalidToken: ServerError { .unauthorized("the token is not valid") }
 
     /// The lookup is by hash; compare again in constant time before trusting it.

@@ -102,15 +102,19 @@ public final class SyncAPI: Sendable {
                 _ = try Self.clientProtocol(head)
                 return nil
             case "/v1/join":
-                // The secret is checked with the body (a retry after the
-                // exchange must be told it is done); the body is small.
+                // A secret the server never issued is refused on the headers;
+                // one it did is checked with the body (a retry after the
+                // exchange must be told it is done). The body is small: the
+                // event loop reads it, so a slow one holds no thread.
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
-                guard try bearerToken(head).hasPrefix(Tokens.joinPrefix) else {
+                let secret = try bearerToken(head)
+                guard secret.hasPrefix(Tokens.joinPrefix) else {
                     throw ServerError.unauthorized("/v1/join takes a join code's secret ('\(Tokens.joinPrefix)…') as its bearer token")
                 }
                 guard let length = head.headers["Content-Length"].flatMap(Int.init), length <= Self.maxJoinBodyBytes else {
                     throw ServerError.badRequest("a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
                 }
+                guard try store.joinSecretIssued(secret) else { throw ServerError.unauthorized("the token is not valid") }
                 return nil
             case "/v1/pull", "/v1/health", "/v1/watch":
                 throw ServerError.badRequest("\(head.path) takes no body")

@@ -124,6 +124,8 @@ public final class SyncServer: Sendable {
     }
 
     public var openConnections: Int { http.openConnections }
+    /// Requests read and answered on threads now.
+    public var activeRequests: Int { http.activeRequests }
 
     private let stopping = Atomic<Bool>(false)
 

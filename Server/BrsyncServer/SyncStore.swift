@@ -23,6 +23,9 @@ public protocol SyncStore: AnyObject, Sendable {
     /// (as ``authenticateRemembered(token:)``), reading nothing; nil when
     /// the store would have to be read (or the token refused).
     func rememberedWatcher(token: String) -> Store.Device?
+    /// Whether `secret` is a join code's secret this server issued (used,
+    /// expired or not): one it never issued is refused on the headers.
+    func joinSecretIssued(_ secret: String) throws -> Bool
     /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
     func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
     func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws

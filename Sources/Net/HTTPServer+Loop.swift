@@ -173,10 +173,11 @@ final class ConnectionLoop: @unchecked Sendable {
                         continue
                     }
                     if entry.handshaking { server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time") }
-                    if entry.parser != nil {
-                        // Its headers did not arrive in time: told so, without waiting for the client to read it.
-                        server.observer.rejected(entry.peer, "HTTP 408: the headers did not arrive in time")
-                        let answer = server.ownAnswers.make(408, .timeout, "the headers did not arrive in time")
+                    if let parser = entry.parser {
+                        // Its headers (or small body) did not arrive in time: told so, without waiting for the client to read it.
+                        let what = parser.isReadingBody ? "the body" : "the headers"
+                        server.observer.rejected(entry.peer, "HTTP 408: \(what) did not arrive in time")
+                        let answer = server.ownAnswers.make(408, .timeout, "\(what) did not arrive in time")
                         try? entry.stream.write(answer.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: .now())
                     }
                     drop(descriptor, entry)
@@ -336,6 +337,14 @@ final class ConnectionLoop: @unchecked Sendable {
         }
         let events = entry.parser!.feed(entry.pending[before...])
         if events.isEmpty && !peerClosed && entry.pending.count < Self.readLimit { return } // still arriving
+        // A small body comes here too (a join's, say): a slow one costs its
+        // bytes, not a thread, until the body deadline. (`Expect:
+        // 100-continue` waits for a thread's answer to its head.)
+        if !peerClosed, events.count == 1, case .head(let head) = events[0], entry.parser!.isReadingBody, head.headers["Expect"] == nil,
+           let length = head.headers["Content-Length"].flatMap(Int.init), entry.pending.count + length <= Self.readLimit {
+            entry.deadline = .after(milliseconds: server.limits.bodyReadTimeoutMilliseconds)
+            return
+        }
         guard !peerClosed, events.count == 1, case .request(let request) = events[0], !entry.parser!.hasPartialRequest,
               !entry.stream.hasBufferedInput, answerHere(entry, request) else {
             handOver(entry)

@@ -1,3 +1,4 @@
+import Glibc
 import Foundation
 import HTTP
 import JSON
@@ -117,5 +118,55 @@ import TestSupport
         }
         // The code still works after all that.
         #expect(try Self.join(client, secret: secret, token: token).status == 200)
+    }
+
+    /// A join's body is small: the event loop reads it, so strangers (or a
+    /// holder of a code) sending its headers and no body hold no thread, and
+    /// a legitimate join is still served; a secret the server never issued
+    /// is refused on the headers where a thread reads them (`Expect:
+    /// 100-continue`); a slow join completes.
+    @Test(arguments: StoreKind.allCases) func joinsWaitingForTheirBodyHoldNoThread(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let address = SocketAddress(host: "127.0.0.1", port: fixture.port)
+        let context = try TLSContext.client(caFile: fixture.caFile)
+        func connect() throws -> TLSStream {
+            let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
+            return try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+        }
+        func head(_ secret: String, length: Int, expect: Bool = false) -> [UInt8] {
+            Array("POST /v1/join HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Length: \(length)\r\n\(expect ? "Expect: 100-continue\r\n" : "")\r\n".utf8)
+        }
+        func answer(_ stream: TLSStream) throws -> String {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            return String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        let stranger = "brj_" + String(repeating: "x", count: 43)
+        var waiting: [TLSStream] = []
+        for _ in 0..<40 {
+            let stream = try connect()
+            try stream.write(head(stranger, length: 200), deadline: .after(milliseconds: 1000))
+            waiting.append(stream)
+        }
+        usleep(300_000)
+        #expect(fixture.server.activeRequests == 0, "\(fixture.server.activeRequests) threads for 40 joins without a body")
+        let owner = try fixture.device("alice", "laptop")
+        #expect(try owner.pull().status == 200, "a device is served meanwhile")
+        // Asking for 100 Continue: a thread reads the head, and refuses a secret never issued at once.
+        let asking = try connect()
+        try asking.write(head(stranger, length: 200, expect: true), deadline: .after(milliseconds: 1000))
+        #expect(try answer(asking).hasPrefix("HTTP/1.1 401"))
+        asking.close()
+        for _ in 0..<300 where fixture.server.activeRequests > 0 { usleep(10_000) } // its thread drains and closes
+        // A real code whose body comes slowly.
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let body = JoinRequest(token: Tokens.make()).body
+        let slow = try connect()
+        try slow.write(head(secret, length: body.count) + body.prefix(10), deadline: .after(milliseconds: 1000))
+        usleep(200_000)
+        #expect(fixture.server.activeRequests == 0)
+        try slow.write(Array(body.dropFirst(10)), deadline: .after(milliseconds: 1000))
+        #expect(try answer(slow).hasPrefix("HTTP/1.1 200"))
+        for stream in waiting { stream.close() }
     }
 }
