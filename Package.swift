@@ -143,7 +143,7 @@ let package = Package(
         // MARK: Benchmarks (run by Benchmarks/*.sh in release; not tests)
         .executableTarget(
             name: "brsync-bench",
-            dependencies: ["Model", "Replica", "Plumbing"],
+            dependencies: ["Desktop", "Model", "Replica", "Plumbing"],
             path: "Benchmarks/SelectorBenchmark"
         ),
 

@@ -46,6 +46,18 @@ struct Click {
 
     static let cancelled = "cancelled; nothing opened"
 
+    /// The picker's note with where the link came from (``SourceApp``):
+    /// found only when the picker asks (a few reads of `/proc`).
+    static func withSource(_ why: String?) -> String? {
+        let source: String? = switch SourceApp.find() {
+        case .success(let app): "from \(app.id)"
+        case .failure(.portal): "from an unknown app (it came through the desktop portal, which does not say which)"
+        case .failure(.gone): nil
+        }
+        let parts = [source, why].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: ": ")
+    }
+
     private func serve(_ url: NormalizedURL) throws {
         let replica = try GlobalOptions.openReplica(home: home)
         let resolution = try replica.resolve(url)
@@ -53,7 +65,7 @@ struct Click {
             // Asked for with 'brsync ask-next': the picker, whatever decides; remembering offers the rule's own pattern.
             let why = resolution.rule.map { "you asked to choose ('brsync ask-next'); the rule '\($0.pattern)' would open it in '\($0.browser)'" }
                 ?? "you asked to choose ('brsync ask-next')"
-            switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: why, suggestedPattern: resolution.rule?.pattern,
+            switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why), suggestedPattern: resolution.rule?.pattern,
                                 environment: environment) {
             case .opened: return
             case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
@@ -82,7 +94,7 @@ struct Click {
             "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start (\(failedBecause))"
         }
             ?? (resolution.browser == nil ? (try? replica.whyUndecided(url)) ?? nil : nil)
-        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: why, environment: environment) {
+        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: Self.withSource(why), environment: environment) {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)

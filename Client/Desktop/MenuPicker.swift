@@ -78,11 +78,14 @@ public enum MenuPicker {
     /// and maps the chosen line back. Closed without a choice (exit 1 and
     /// nothing on standard error, or an empty answer) is a cancel; anything
     /// else that yields no choice is a failure.
-    public static func run(_ menu: Menu, url: String, choices: [String], suggestedPattern: String) -> Result {
+    /// - Parameter note: why it asks and where the link came from, in
+    ///   `$BRSYNC_NOTE` (empty when there is nothing to say).
+    public static func run(_ menu: Menu, url: String, choices: [String], suggestedPattern: String, note: String? = nil) -> Result {
         let offered = lines(choices: choices, suggestedPattern: suggestedPattern)
         let arguments = menu.arguments(url: url, offered: offered)
         let input = menu.program == "zenity" ? "" : offered.joined(separator: "\n") + "\n"
-        guard let result = Subprocess.run(arguments, input: input, environment: ["BRSYNC_URL": url]) else {
+        let environment = ["BRSYNC_URL": url, "BRSYNC_NOTE": DisplayText.printable(note ?? "")]
+        guard let result = Subprocess.run(arguments, input: input, environment: environment) else {
             return .failed("\(menu.name) could not be started")
         }
         let errors = DisplayText.printableLines(result.errors.split(separator: "\n").prefix(2).joined(separator: "; "))

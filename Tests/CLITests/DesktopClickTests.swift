@@ -106,6 +106,35 @@ import TestSupport
         #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/") == true, "\(world.launched())")
     }
 
+    /// The picker says which app a link came from (`$BRSYNC_NOTE` for a
+    /// menu, the note under the link in the window): an app that runs
+    /// `brsync open` itself, or through an `xdg-open` of its own.
+    @Test func thePickerSaysWhichAppTheLinkCameFrom() throws {
+        let world = try Self.readyWorld()
+        let noted = world.directory.file("noted")
+        let menu = world.directory.file("bin/pick-noting")
+        try "#!/bin/sh\nprintf '%s\\n' \"$BRSYNC_NOTE\" >> '\(noted)'\ngrep -m1 '^Firefox'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        let app = world.directory.file("bin/mailapp")
+        try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: app, atomically: true, encoding: .utf8)
+        chmod(app, 0o755)
+        let opener = world.directory.file("bin/xdg-open")
+        try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: opener, atomically: true, encoding: .utf8)
+        chmod(opener, 0o755)
+        let viaOpener = world.directory.file("bin/chatapp")
+        try "#!/bin/sh\n'\(opener)' \"$1\"\n".write(toFile: viaOpener, atomically: true, encoding: .utf8)
+        chmod(viaOpener, 0o755)
+        // (The default browser decides these links: ask-next makes each ask.)
+        #expect(try world.run("ask-next").status == 0)
+        #expect(try ProcessRunner.run(app, ["https://undecided.example/1"], environment: world.environment).status == 0)
+        #expect(try world.run("ask-next").status == 0)
+        #expect(try ProcessRunner.run(viaOpener, ["https://undecided.example/2"], environment: world.environment).status == 0)
+        let notes = try String(contentsOfFile: noted, encoding: .utf8).split(separator: "\n")
+        #expect(notes.count == 2 && notes[0].hasPrefix("from mailapp: you asked to choose") && notes[1].hasPrefix("from chatapp: "), "\(notes)")
+        #expect(world.waitForLaunch(count: 2).count == 2)
+    }
+
     /// `brsync ask-next`: the next link asks even though a rule decides;
     /// choosing another browser with "remember" replaces the rule (the
     /// rule's own pattern is offered); the link after it opens by the rule

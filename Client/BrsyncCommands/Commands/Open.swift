@@ -170,7 +170,7 @@ public struct Pick: ParsableCommand {
                 let reason: String
                 switch asker {
                 case .menu(let menu):
-                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion()) {
+                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: why) {
                     case .chosen(let chosen): outcome = chosen
                     case .cancelled: outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
