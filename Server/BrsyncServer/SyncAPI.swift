@@ -177,6 +177,10 @@ public final class SyncAPI: Sendable {
         guard let header = request.headers["Authorization"] else {
             throw ServerError.unauthorized("this endpoint needs 'Authorization: Bearer TOKEN'")
         }
+        // One credential per request: with two, which one counts would be a guess.
+        guard request.headers.values("Authorization").count == 1 else {
+            throw ServerError.unauthorized("send one Authorization header, not several")
+        }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].asciiLowercased() == "bearer", !parts[1].isEmpty else {
             throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'")
