@@ -39,7 +39,7 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         public var description: String {
             switch self {
             case .portal: "unknown app: the link came through the desktop portal (a sandboxed app), which does not say which"
-            case .gone: "unknown app: the program that opened the link had already exited"
+            case .gone: "unknown app: the program that opened the link had exited, or was no app (a session's service)"
             }
         }
     }
@@ -74,12 +74,18 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         for _ in 0..<16 {
             guard current > 1, let stat = readFile("\(proc)/\(current)/stat"), let (comm, parent) = parseStat(stat) else { return .failure(.gone) }
             if portals.contains(comm) { return .failure(.portal) }
+            // A launcher or shell passes the link on: its parent is read next
+            // (what it inherited says nothing of its own).
+            if passersOn.contains(comm) {
+                current = parent
+                continue
+            }
             let environment = readFile("\(proc)/\(current)/environ").map(parseEnvironment) ?? [:]
             if let info = readFile("\(proc)/\(current)/root/.flatpak-info"), let id = flatpakID(info) {
                 return .success(SourceApp(id: id, kind: .flatpak, pid: current))
             }
             if let id = environment["FLATPAK_ID"], isID(id) { return .success(SourceApp(id: id, kind: .flatpak, pid: current)) }
-            if !passersOn.contains(comm) {
+            do {
                 if let file = environment["GIO_LAUNCHED_DESKTOP_FILE"], let id = desktopID(file), id != "brsync" {
                     return .success(SourceApp(id: id, kind: .desktopFile, pid: current))
                 }
