@@ -48,7 +48,8 @@ extension Replica {
     /// precedence order that matches and names a browser usable here, else the
     /// default browser when usable, else nothing (a picker must ask). Rules
     /// whose browser is disabled, missing or not launchable here are skipped.
-    public func resolve(_ given: NormalizedURL) throws -> Resolution {
+    /// - Parameter from: the id of the app the link came from (``Pattern/source``), when known.
+    public func resolve(_ given: NormalizedURL, from source: String? = nil) throws -> Resolution {
         let cleanup = try linkCleanup().clean(given)
         let url = cleanup.url
         let browsers = try self.browsers()
@@ -62,7 +63,7 @@ extension Replica {
             usableCache[name] = usable
             return usable
         }
-        if let decided = index.decide(url, isUsable: { usableBrowser($0.browser) != nil }),
+        if let decided = index.decide(url, source: source, isUsable: { usableBrowser($0.browser) != nil }),
            let browser = usableBrowser(decided.rule.browser) {
             return Resolution(url: given, cleanup: cleanup, source: .rule, browser: browser, rule: decided.rule)
         }
@@ -75,8 +76,8 @@ extension Replica {
     /// When nothing decides `url` although a rule matches it: what that rule
     /// chose and why it could not (its browser not known here, disabled, or
     /// without a launch command), with what fixes it. Nil when no rule matches.
-    public func whyUndecided(_ given: NormalizedURL) throws -> String? {
-        let (_, verdicts) = try explain(given)
+    public func whyUndecided(_ given: NormalizedURL, from source: String? = nil) throws -> String? {
+        let (_, verdicts) = try explain(given, from: source)
         for verdict in verdicts {
             guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '") else { continue }
             let browser = DisplayText.printable(verdict.rule.browser)
@@ -91,10 +92,10 @@ extension Replica {
 
     /// Every rule considered for `url`, in precedence order, and why it won,
     /// lost or was skipped. Looks at every rule, not just the indexed candidates.
-    public func explain(_ given: NormalizedURL) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
+    public func explain(_ given: NormalizedURL, from source: String? = nil) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
         let browsers = try self.browsers()
-        let resolution = try resolve(given)
-        let subject = MatchSubject(resolution.cleanup.url)
+        let resolution = try resolve(given, from: source)
+        let subject = MatchSubject(resolution.cleanup.url, source: source)
         var compiled: [CompiledRule] = []
         var verdicts: [RuleVerdict] = []
         for rule in try rules() {

@@ -135,6 +135,33 @@ import TestSupport
         #expect(world.waitForLaunch(count: 2).count == 2)
     }
 
+    /// A rule made with `--from-app` decides only links clicked in that app,
+    /// before any other rule; `resolve --from-app` shows it.
+    @Test func aRuleCanNameTheAppALinkComesFrom() throws {
+        let world = try Self.readyWorld()
+        let added = try world.run("rules", "add", "--from-app", "slack", "decided.example", "chrome")
+        #expect(added.status == 0 && added.stdout.contains("added rule from:slack decided.example -> chrome"), "\(added)")
+        #expect(try world.run("rules", "add", "decided.example", "firefox", "--priority", "50").status == 0)
+        #expect(try world.run("rules", "list").stdout.contains("from:slack decided.example"))
+        #expect(try world.run("resolve", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
+        #expect(try world.run("resolve", "--from-app", "slack", "https://decided.example/a").stdout.hasPrefix("chrome\t"))
+        #expect(try world.run("resolve", "--from-app", "teams", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
+        let explained = try world.run("explain", "--from-app", "teams", "https://decided.example/a")
+        #expect(explained.stdout.contains("the link came from another app"), "\(explained)")
+        let bad = try world.run("rules", "add", "--from-app", "sl/ack", "decided.example", "chrome")
+        #expect(bad.status == 2 && bad.stderr.contains("an app's id"), "\(bad)")
+        // Clicks as they come: from an app named slack, and from another.
+        for (name, url) in [("slack", "https://decided.example/from-slack"), ("mailapp", "https://decided.example/from-mail")] {
+            let app = world.directory.file("bin/\(name)")
+            try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: app, atomically: true, encoding: .utf8)
+            chmod(app, 0o755)
+            #expect(try ProcessRunner.run(app, [url], environment: world.environment).status == 0)
+        }
+        let launched = world.waitForLaunch(count: 2)
+        #expect(launched.contains { $0.contains("fakechrome") && $0.hasSuffix("https://decided.example/from-slack") }, "\(launched)")
+        #expect(launched.contains { $0.contains("fakefox") && $0.hasSuffix("https://decided.example/from-mail") }, "\(launched)")
+    }
+
     /// `brsync ask-next`: the next link asks even though a rule decides;
     /// choosing another browser with "remember" replaces the rule (the
     /// rule's own pattern is offered); the link after it opens by the rule

@@ -14,21 +14,32 @@ public struct Resolve: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
     @Flag(help: "Print one JSON object: browser, rule, url, open, source.") var json = false
+    @Option(name: .customLong("from-app"), help: "Decide as for a link clicked in this app (rules made with --from-app).")
+    var fromApp: String?
 
     public func run() throws {
-        try Self.execute(home: global.resolvedHome, url: url, json: json)
+        try Self.execute(home: global.resolvedHome, url: url, json: json, from: Self.checkedApp(fromApp))
+    }
+
+    /// `--from-app`, checked.
+    static func checkedApp(_ app: String?) throws(ValidationError) -> String? {
+        guard let app else { return nil }
+        guard Pattern.isSourceID(app) else {
+            throw ValidationError("--from-app takes an app's id: its desktop file's name without .desktop, a Flatpak id or a program (letters, digits, '.', '_', '-')")
+        }
+        return app
     }
 
     /// The command itself, shared with the fast path in main.swift.
-    public static func execute(home: String, url text: String, json: Bool) throws {
+    public static func execute(home: String, url text: String, json: Bool, from source: String? = nil) throws {
         let url = try NormalizedURL.argument(text)
-        let resolution = try GlobalOptions.openReplica(home: home).resolve(url)
+        let resolution = try GlobalOptions.openReplica(home: home).resolve(url, from: source)
         if json {
             Output.json(Self.json(resolution))
         } else if let browser = resolution.browser {
             let why = resolution.rule.map { "rule \($0.pattern)" } ?? "default browser"
             print("\(browser.browser.id)\t\(resolution.target)\t(\(why))")
-        } else if let why = try GlobalOptions.openReplica(home: home).whyUndecided(url) {
+        } else if let why = try GlobalOptions.openReplica(home: home).whyUndecided(url, from: source) {
             print("nothing decides \(url): \(why); a picker would ask")
         } else {
             print("no rule or default browser decides \(url); a picker would ask")
@@ -93,10 +104,11 @@ public struct Explain: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
     @Flag(help: "Print one JSON object: what resolve --json prints, and 'rules', each with its verdict.") var json = false
+    @Option(name: .customLong("from-app"), help: "Explain as for a link clicked in this app.") var fromApp: String?
 
     public func run() throws {
         let url = try NormalizedURL.argument(url)
-        let (resolution, verdicts) = try global.openReplica().explain(url)
+        let (resolution, verdicts) = try global.openReplica().explain(url, from: Resolve.checkedApp(fromApp))
         if json {
             guard case .object(var object) = Resolve.json(resolution) else { return }
             object["rules"] = .array(verdicts.map { verdict in

@@ -59,18 +59,31 @@ public struct RulesCommand: ParsableCommand {
 
                 A pattern matches the URL's host, never text elsewhere: google.com \
                 does not match https://google.com@evil.com.
+
+                With --from-app APP the rule decides only links clicked in that app, before any other rule: APP is \
+                its desktop file's name without .desktop (com.slack.Slack), a Flatpak id, a Snap name or a program's \
+                name, as the picker shows it ("From …"). The rule's pattern is then 'from:APP PATTERN'; brsync before \
+                rules by app, and the phone, leave such rules aside.
                 Try a pattern: brsync rules test PATTERN URL
                 Every rule a URL meets: brsync explain URL
                 """)
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
         @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var browser: String
+        @Option(name: .customLong("from-app"), help: "Only links clicked in this app (its desktop-file id, Flatpak id or program).")
+        var fromApp: String?
         @Option(help: "Priority: higher decides first.") var priority: Int?
         @Flag(inversion: .prefixedNo, help: "Open this rule's links with their tracking parameters (some sites need them); see 'brsync cleanup'.")
         var keepTracking: Bool?
 
         public func run() throws {
-            let (rule, created) = try global.openReplica().addRule(pattern: pattern, browser: browser, priority: priority, keepTracking: keepTracking)
+            let text = try fromApp.map { app throws(ValidationError) -> String in
+                guard Pattern.isSourceID(app) else {
+                    throw ValidationError("--from-app takes an app's id: its desktop file's name without .desktop, a Flatpak id or a program (letters, digits, '.', '_', '-')")
+                }
+                return "\(Pattern.sourcePrefix)\(app) \(pattern)"
+            } ?? pattern
+            let (rule, created) = try global.openReplica().addRule(pattern: text, browser: browser, priority: priority, keepTracking: keepTracking)
             print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))")
         }
     }

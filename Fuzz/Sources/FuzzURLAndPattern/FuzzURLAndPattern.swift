@@ -29,5 +29,13 @@ func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let matched = pattern.match(url).isMatch
     let index = RuleIndex(rules: [UrlRule(pattern: patternText, browser: "b", createdAtMillis: 0)])
     precondition((index.decide(url) != nil) == matched, "the index and the pattern disagree on \(patternText.debugDescription) vs \(url)")
+    // A rule for one app: the index and the pattern agree for a link from it,
+    // and its normal text parses back to the same rule.
+    if let source = pattern.source {
+        precondition(!matched, "\(patternText.debugDescription) names an app and matched a link from none")
+        let fromIt = pattern.match(MatchSubject(url, source: source)).isMatch
+        precondition((index.decide(url, source: source) != nil) == fromIt, "the index and the pattern disagree on \(patternText.debugDescription) from \(source)")
+    }
+    precondition((try? Pattern(pattern.text))?.key == pattern.key, "\(pattern.text.debugDescription) does not parse back to the key \(pattern.key)")
     return 0
 }

@@ -1,3 +1,5 @@
+import JSON
+
 /// A rule pattern of the BrowserSelector pattern language, parsed and validated.
 ///
 /// The language (docs/patterns.md): case-insensitive; `*` matches any
@@ -13,9 +15,12 @@
 /// `file://` (`file:///home/me/docs/**`; `file://` alone is every local file).
 public struct Pattern: Sendable, Hashable {
     /// The pattern as typed, trimmed.
-    public let text: String
+    public private(set) var text: String
     /// The normalised form: the rule's natural key. Equal keys mean equal patterns.
-    public let key: String
+    public private(set) var key: String
+    /// The app whose links alone it matches (`from:APP PATTERN`), lower-cased;
+    /// nil for every link. See ``sourcePrefix``.
+    public private(set) var source: String?
     /// `http`, `https`, `file`, or nil for either of http and https.
     let scheme: String?
     /// Lower-case ASCII host part, punycoded where literal.
@@ -43,6 +48,17 @@ public struct Pattern: Sendable, Hashable {
     /// Parses `text`.
     /// - Throws: ``PatternProblem`` saying what is wrong (`invalid pattern: …`).
     public init(_ text: String) throws(PatternProblem) {
+        // `from:APP PATTERN` (looked at only when the text could start so).
+        if let first = text.utf8.first, first == UInt8(ascii: "f") || first == UInt8(ascii: "F") || first <= 0x20 || first >= 0x80,
+           URLParser.trimmed(text).lowercased().hasPrefix(Self.sourcePrefix) {
+            try self.init(fromApp: text)
+        } else {
+            try self.init(plain: text)
+        }
+    }
+
+    /// A pattern that names no app.
+    private init(plain text: String) throws(PatternProblem) {
         // Patterns are parsed for every candidate rule of a lookup and every
         // stored rule: common (ASCII, already trimmed) text takes byte-level checks.
         let isPlainASCII = text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
@@ -260,4 +276,47 @@ public struct PatternProblem: Error, Sendable, Equatable, CustomStringConvertibl
     public let pattern: String
     public let reason: String
     public var description: String { "invalid pattern '\(pattern)': \(reason)" }
+}
+
+extension Pattern {
+    /// What a rule that names the app a link comes from starts with:
+    /// `from:APP PATTERN` (`from:com.slack.Slack github.com`). The space is on
+    /// purpose: every brsync before rules by source, and the phone's, refuse a
+    /// pattern with whitespace, so they set such a rule aside instead of
+    /// applying it to every link.
+    public static let sourcePrefix = "from:"
+
+    /// The key form of an app id: lower-cased (desktop-file ids differ in case
+    /// only by accident).
+    public static func sourceKey(_ id: String) -> String { id.lowercased() }
+
+    /// Whether `id` can name an app: 1 to 255 of ASCII letters, digits, `.`, `_`, `-`, `+`.
+    public static func isSourceID(_ id: some StringProtocol) -> Bool {
+        !id.isEmpty && id.utf8.count <= 255 && id.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+        }
+    }
+
+    /// Parses `from:APP PATTERN`.
+    init(fromApp text: String) throws(PatternProblem) {
+        let trimmed = URLParser.trimmed(text)
+        func fail(_ reason: String) -> PatternProblem { PatternProblem(pattern: text, reason: reason) }
+        let afterPrefix = trimmed.dropFirst(Self.sourcePrefix.count)
+        guard let space = afterPrefix.firstIndex(where: { $0 == " " || $0 == "\t" }) else {
+            throw fail("'from:APP' is followed by a space and the pattern (from:com.slack.Slack github.com)")
+        }
+        let app = afterPrefix[..<space]
+        guard Self.isSourceID(app) else {
+            throw fail("'\(DisplayText.printable(app.prefix(80)))' is not an app's id (a desktop file's name without .desktop, a Flatpak id or a program: letters, digits, '.', '_', '-')")
+        }
+        let rest = afterPrefix[space...].drop { $0 == " " || $0 == "\t" }
+        guard !rest.isEmpty else { throw fail("it names the app '\(app)' but no pattern") }
+        guard !rest.lowercased().hasPrefix(Self.sourcePrefix) else { throw fail("a rule names one app at most") }
+        var pattern = try Pattern(plain: String(rest))
+        pattern.source = Self.sourceKey(String(app))
+        pattern.text = "\(Self.sourcePrefix)\(app) \(pattern.text)"
+        pattern.key = "\(Self.sourcePrefix)\(Self.sourceKey(String(app))) \(pattern.key)"
+        self = pattern
+    }
 }

@@ -6,6 +6,8 @@ public enum PatternMatch: Sendable, Equatable {
     case portDiffers
     case hostDiffers
     case pathDiffers
+    /// The rule names the app a link comes from, and this link came from another (or from none known).
+    case sourceDiffers
 
     public var isMatch: Bool { self == .match }
 
@@ -16,6 +18,7 @@ public enum PatternMatch: Sendable, Equatable {
         case .portDiffers: return "the port differs"
         case .hostDiffers: return "the host differs"
         case .pathDiffers: return "the path differs"
+        case .sourceDiffers: return "the link came from another app"
         }
     }
 }
@@ -24,14 +27,18 @@ public enum PatternMatch: Sendable, Equatable {
 /// patterns compare, lower-cased, as bytes.
 public struct MatchSubject: Sendable {
     public let url: NormalizedURL
+    /// The app the link came from, lower-cased (``Pattern/source``), or nil when not known.
+    let source: String?
     let host: [UInt8]
     /// Lower-cased path, then `?query`, then `#fragment`; the ends of each part.
     let pathQueryFragment: [UInt8]
     let pathEnd: Int
     let queryEnd: Int
 
-    public init(_ url: NormalizedURL) {
+    /// - Parameter source: the id of the app the link came from, when known.
+    public init(_ url: NormalizedURL, source: String? = nil) {
         self.url = url
+        self.source = source.map(Pattern.sourceKey)
         host = Array(url.host.utf8)
         // Normalised URLs are ASCII (non-ASCII is percent-encoded), so ASCII
         // lower-casing is all the case-insensitivity matching needs.
@@ -58,6 +65,7 @@ extension Pattern {
     /// Matching against a prepared subject, for resolving against many rules.
     public func match(_ subject: MatchSubject) -> PatternMatch {
         let url = subject.url
+        if let source, source != subject.source { return .sourceDiffers }
         if let scheme, scheme != url.scheme { return .schemeDiffers }
         if scheme == nil, url.isFile { return .schemeDiffers } // no scheme: http or https
         if let port, port != url.effectivePort { return .portDiffers }

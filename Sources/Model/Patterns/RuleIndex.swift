@@ -38,14 +38,16 @@ public struct RuleIndex: Sendable {
 
     /// The rule that decides `url`: the first in ``RulePrecedence`` order that
     /// matches and passes `isUsable` (rules naming a disabled or missing browser
-    /// are skipped, not fatal).
-    public func decide(_ url: NormalizedURL, isUsable: (UrlRule) -> Bool = { _ in true }) -> CompiledRule? {
+    /// are skipped, not fatal). A rule that names an app decides only links
+    /// from `source`, and before any other rule.
+    /// - Parameter source: the id of the app the link came from, when known.
+    public func decide(_ url: NormalizedURL, source: String? = nil, isUsable: (UrlRule) -> Bool = { _ in true }) -> CompiledRule? {
         // Prepared on the first candidate: most links have none.
         var subject: MatchSubject?
         var best: CompiledRule?
         for key in Pattern.candidateIndexKeys(forHost: url.host) {
             guard let bucket = buckets[key] else { continue }
-            let prepared = subject ?? MatchSubject(url)
+            let prepared = subject ?? MatchSubject(url, source: source)
             subject = prepared
             for candidate in bucket {
                 if let current = best, !RulePrecedence.precedes(candidate, current) { continue }

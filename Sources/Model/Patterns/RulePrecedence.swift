@@ -7,6 +7,8 @@
 public enum RulePrecedence {
     /// Whether `a` decides before `b`.
     public static func precedes(_ a: CompiledRule, _ b: CompiledRule) -> Bool {
+        // A rule for the app the link came from is more specific than any other.
+        if (a.pattern.source == nil) != (b.pattern.source == nil) { return a.pattern.source != nil }
         if a.rule.priority != b.rule.priority { return a.rule.priority > b.rule.priority }
         if a.pattern.hasExactHost != b.pattern.hasExactHost { return a.pattern.hasExactHost }
         if a.pattern.literalLength != b.pattern.literalLength { return a.pattern.literalLength > b.pattern.literalLength }
@@ -22,6 +24,7 @@ public enum RulePrecedence {
 
     /// Why `winner` decided before `loser`, in words (for `brsync explain`).
     public static func reason(_ winner: CompiledRule, before loser: CompiledRule) -> String {
+        if (winner.pattern.source == nil) != (loser.pattern.source == nil) { return "a rule for the app the link came from wins" }
         if winner.rule.priority != loser.rule.priority { return "lower priority (\(loser.rule.priority) < \(winner.rule.priority))" }
         if winner.pattern.hasExactHost != loser.pattern.hasExactHost { return "same priority, but a wildcard host loses to an exact host" }
         if winner.pattern.literalLength != loser.pattern.literalLength { return "same priority, but a less specific pattern" }
