@@ -67,6 +67,7 @@ struct Click {
             let why = resolution.rule.map { "you asked to choose ('brsync ask-next'); the rule '\($0.pattern)' would open it in '\($0.browser)'" }
                 ?? "you asked to choose ('brsync ask-next')"
             switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why, source), suggestedPattern: resolution.rule?.pattern,
+                                fromApp: try? source.get().id,
                                 environment: environment) {
             case .opened: return
             case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
@@ -95,7 +96,8 @@ struct Click {
             "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start (\(failedBecause))"
         }
             ?? (resolution.browser == nil ? (try? replica.whyUndecided(url, from: try? source.get().id)) ?? nil : nil)
-        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: Self.withSource(why, source), environment: environment) {
+        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: Self.withSource(why, source), fromApp: try? source.get().id,
+                            environment: environment) {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)

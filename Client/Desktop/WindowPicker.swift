@@ -40,12 +40,15 @@ public enum WindowPicker {
         public var suggestedPattern: String
         /// Why the picker asks when a rule decided (its browser did not start), shown above the list.
         public var note: String?
+        /// The app the link came from, when known: "remember" can be for its links only.
+        public var fromApp: String?
 
-        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil) {
+        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil, fromApp: String? = nil) {
             self.url = url
             self.choices = choices
             self.suggestedPattern = suggestedPattern
             self.note = note
+            self.fromApp = fromApp
         }
 
         /// The longest note shown.
@@ -57,6 +60,7 @@ public enum WindowPicker {
         public var json: JSONValue {
             .object([
                 "url": .string(url), "suggestedPattern": .string(suggestedPattern), "note": note.map { .string($0) } ?? .null,
+                "fromApp": fromApp.map { .string($0) } ?? .null,
                 "choices": .array(choices.map { choice in
                     .object(["id": .string(choice.id), "name": .string(choice.name), "profile": choice.profile.map { .string($0) } ?? .null,
                              "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
@@ -99,7 +103,13 @@ public enum WindowPicker {
             case .string(let text)? where text.utf8.count <= Self.maxNoteBytes: note = text
             default: throw Problem("\"note\" must be a string of at most \(Self.maxNoteBytes) bytes")
             }
-            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note)
+            var fromApp: String?
+            switch object["fromApp"] {
+            case nil, .null?: fromApp = nil
+            case .string(let id)? where Pattern.isSourceID(id): fromApp = id
+            default: throw Problem("\"fromApp\" must be an app's id (letters, digits, '.', '_', '-')")
+            }
+            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note, fromApp: fromApp)
         }
     }
 

@@ -32,6 +32,8 @@ final class PickerWindow {
     private let privateButton: Widget
     private let remember: Widget
     private let pattern: Widget
+    /// "Only links from APP", when the request names the app.
+    private let onlyFromApp: Widget?
     private let reason: Widget
     private let link: Widget
 
@@ -98,6 +100,15 @@ final class PickerWindow {
         brsync_accessible_label(pattern, "Pattern to remember")
         gtk_widget_set_sensitive(pattern, 0)
         gtk_box_append(brsync_box(outer), pattern)
+        if let app = request.fromApp {
+            let only = gtk_check_button_new_with_label("Only links from \(app) (Ctrl+F)")!
+            brsync_accessible_label(only, "Remember only for links from \(app)")
+            gtk_widget_set_sensitive(only, 0)
+            gtk_box_append(brsync_box(outer), only)
+            onlyFromApp = only
+        } else {
+            onlyFromApp = nil
+        }
         reason = Self.label("", classes: ["dim-label"])
         gtk_label_set_wrap(brsync_label(reason), 1)
         gtk_box_append(brsync_box(outer), reason)
@@ -125,6 +136,7 @@ final class PickerWindow {
         connect(list, "row-selected", Callbacks.rowSelected)
         connect(remember, "toggled", Callbacks.rememberToggled)
         connect(pattern, "changed", Callbacks.patternChanged)
+        if let onlyFromApp { connect(onlyFromApp, "toggled", Callbacks.patternChanged) }
         connect(pattern, "activate", Callbacks.openSelected)
         connect(window, "close-request", Callbacks.closeRequest)
         let keys = gtk_event_controller_key_new()!
@@ -259,10 +271,10 @@ final class PickerWindow {
         var answer = WindowPicker.Answer(choice: index, privateWindow: privately, order: moved ? positions : nil, hidden: hidden)
         if gtk_check_button_get_active(brsync_check_button(remember)) != 0 {
             let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
-            if let problem = WindowPicker.problem(withPattern: text) {
+            if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
                 answer.notRemembered = problem
             } else {
-                answer.remember = WindowPicker.trimmed(text)
+                answer.remember = rememberedText(text)
             }
         }
         outcome = .chosen(answer)
@@ -327,7 +339,16 @@ final class PickerWindow {
 
     func rememberToggled() {
         gtk_widget_set_sensitive(pattern, gtk_check_button_get_active(brsync_check_button(remember)))
+        if let onlyFromApp { gtk_widget_set_sensitive(onlyFromApp, gtk_check_button_get_active(brsync_check_button(remember))) }
         checkPattern()
+    }
+
+    /// The pattern remembered: the field's, for the app's links only when that box is ticked.
+    func rememberedText(_ text: String) -> String {
+        let trimmed = WindowPicker.trimmed(text)
+        guard let app = request.fromApp, let onlyFromApp, gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0,
+              !trimmed.lowercased().hasPrefix(Pattern.sourcePrefix) else { return trimmed }
+        return "\(Pattern.sourcePrefix)\(app) \(trimmed)"
     }
 
     /// The check under the field, as you type. The Open button stays usable:
@@ -338,8 +359,10 @@ final class PickerWindow {
         if !on {
             let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
             say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
-        } else if let problem = WindowPicker.problem(withPattern: text) {
+        } else if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
             say("Not remembered: \(problem). The link still opens.", error: true)
+        } else if let source = try? Pattern(rememberedText(text)), source.source != nil, let app = request.fromApp {
+            say("Links from \(app) matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
         } else {
             say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
         }
@@ -371,6 +394,13 @@ final class PickerWindow {
         }
         if control && (key == UInt32(GDK_KEY_e) || key == UInt32(GDK_KEY_E)) {
             editPattern()
+            return true
+        }
+        if control && (key == UInt32(GDK_KEY_f) || key == UInt32(GDK_KEY_F)), let onlyFromApp {
+            // Remember, for the app's links only (or for every link again).
+            gtk_check_button_set_active(brsync_check_button(remember), 1)
+            let active = gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0
+            gtk_check_button_set_active(brsync_check_button(onlyFromApp), active ? 0 : 1)
             return true
         }
         if enter && shift {

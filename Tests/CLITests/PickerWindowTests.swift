@@ -30,8 +30,9 @@ import TestSupport
         deinit { server.stop() }
 
         /// `brsync ARGUMENTS` in the background (no terminal), and its window.
-        func ask(_ arguments: [String]) throws -> (process: BackgroundProcess, window: String) {
-            let process = try BackgroundProcess(world.brsync, arguments, environment: world.environment)
+        /// - Parameter program: another program that runs brsync (an app a link comes from).
+        func ask(_ arguments: [String], program: String? = nil) throws -> (process: BackgroundProcess, window: String) {
+            let process = try BackgroundProcess(program ?? world.brsync, arguments, environment: world.environment)
             let found = try ProcessRunner.run("/usr/bin/timeout", ["20", "/usr/bin/xdotool", "search", "--sync", "--onlyvisible", "--name", "^Open link — brsync$"],
                                               environment: ["DISPLAY": server.display])
             let window = try #require(found.stdout.split(separator: "\n").first.map(String.init), "no picker window: \(found) \(process.text)")
@@ -136,6 +137,24 @@ import TestSupport
         #expect(next.status == 0, "\(next)")
         #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://www.example.org/b") == true,
                 "\(session.world.launched())")
+    }
+
+    /// A link clicked in an app: the window offers to remember for that
+    /// app's links only (Ctrl+F), and the rule made decides only them.
+    @Test func rememberingCanBeForTheAppTheLinkCameFrom() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        let app = session.world.directory.file("bin/mailapp")
+        try "#!/bin/sh\n'\(session.world.brsync)' \"$@\"\n".write(toFile: app, atomically: true, encoding: .utf8)
+        chmod(app, 0o755)
+        #expect(try session.world.run("ask-next").status == 0) // Firefox, the default, would decide
+        let (process, window) = try session.ask(["open", "https://docs.example.org/a"], program: app)
+        try session.press(window, "ctrl+r", "ctrl+f", "1")
+        #expect(process.wait(timeout: 20) == 0, "\(process.text)")
+        #expect(process.text.contains("remembered: from:mailapp example.org -> chrome"), "\(process.text)")
+        #expect(try session.rules().contains("from:mailapp example.org"))
+        #expect(try session.world.run("resolve", "https://www.example.org/b").stdout.hasPrefix("firefox\t"))
+        #expect(try session.world.run("resolve", "--from-app", "mailapp", "https://www.example.org/b").stdout.hasPrefix("chrome\t"))
     }
 
     /// An invalid pattern is reported under the field as it is typed; Open

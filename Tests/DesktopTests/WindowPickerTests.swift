@@ -14,6 +14,12 @@ import TestSupport
 
     @Test func requestsAndAnswersReadBackAsThemselves() throws {
         #expect(try WindowPicker.Request(parsing: request.json.jsonText) == request)
+        var fromApp = request
+        fromApp.fromApp = "com.slack.Slack"
+        #expect(try WindowPicker.Request(parsing: fromApp.json.jsonText) == fromApp)
+        var badApp = fromApp.json
+        if case .object(var object) = badApp { object["fromApp"] = .string("no/app"); badApp = .object(object) }
+        #expect(throws: WindowPicker.Problem.self) { try WindowPicker.Request(parsing: badApp.jsonText) }
         let answer = WindowPicker.Answer(choice: 2, remember: "example.org", privateWindow: true, order: [2, 0], hidden: [1])
         #expect(try WindowPicker.Answer(parsing: answer.json.jsonText, request: request) == answer)
         // An older window's answer (no private window, order or hidden): a plain choice.

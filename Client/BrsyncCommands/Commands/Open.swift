@@ -41,7 +41,7 @@ public struct Pick: ParsableCommand {
 
             Without one (or from a background job): BRSYNC_PICKER (a command line run by sh -c, reading the choices on \
             stdin, with the link in $BRSYNC_URL), else the picker window (brsync-picker, GTK 4: 1-9 or arrows and Enter, \
-            Esc cancels, Ctrl+R remember, Ctrl+E edit the pattern), else rofi, wofi, fuzzel, bemenu, dmenu or zenity, \
+            Esc cancels, Ctrl+R remember, Ctrl+E edit the pattern, Ctrl+F remember for links from the app it came from only), else rofi, wofi, fuzzel, bemenu, dmenu or zenity, \
             each only when the session has a display it can use; one that cannot start is skipped and named.
 
             Only browsers whose program can start here are offered; one chosen that does not start is left out and the \
@@ -84,8 +84,9 @@ public struct Pick: ParsableCommand {
     ///   - failed: a browser that just failed to start, not offered.
     ///   - why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
     ///   - suggestedPattern: the pattern "remember" offers (a rule's own, to replace it); else the suggested one.
+    ///   - fromApp: the app the link came from, when known ("remember" can be for its links only).
     static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, suggestedPattern: String? = nil,
-                    environment: [String: String]) throws -> Answer {
+                    fromApp: String? = nil, environment: [String: String]) throws -> Answer {
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         var excluded = failed.map { [$0] } ?? []
         var note = why
@@ -100,7 +101,7 @@ public struct Pick: ParsableCommand {
                 return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                     : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
             }
-            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, path: path,
+            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, fromApp: fromApp, path: path,
                                environment: environment) {
             case .answered(let answer): return answer
             case .didNotStart(let browser, let failure):
@@ -141,7 +142,7 @@ public struct Pick: ParsableCommand {
     }
 
     private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why: String?, suggestedPattern: String?,
-                                path: [String], environment: [String: String]) throws -> Round {
+                                fromApp: String? = nil, path: [String], environment: [String: String]) throws -> Round {
         // Made when first needed: the window starts before it (loading the
         // Public Suffix List overlaps with GTK's start-up).
         var suggested = suggestedPattern
@@ -178,7 +179,7 @@ public struct Pick: ParsableCommand {
                 case .window(let program):
                     let answer = WindowPicker.run(program) {
                         WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion(),
-                                             note: why)
+                                             note: why, fromApp: fromApp)
                     }
                     switch answer {
                     case .chosen(let answer):
