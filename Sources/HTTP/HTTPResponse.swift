@@ -38,21 +38,23 @@ public struct HTTPResponse: Sendable, Equatable {
     /// - Parameter includeBody: false for an answer to `HEAD`, which carries the
     ///   headers of the GET answer, `Content-Length` included, but never a body
     ///   (RFC 9110 §9.3.2).
-    public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true) -> [UInt8] {
-        var bytes = head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: includeBody ? body.count : 0)
+    /// - Parameter toHTTP10: the request was HTTP/1.0, whose connections
+    ///   close unless the answer says `Connection: keep-alive`.
+    public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true, toHTTP10: Bool = false) -> [UInt8] {
+        var bytes = head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: includeBody ? body.count : 0, toHTTP10: toHTTP10)
         if includeBody { bytes += body }
         return bytes
     }
 
     /// ``serialized(keepAlive:dateMillis:includeBody:)`` without the body:
     /// a large body is written after it as it is, not copied behind it.
-    public func head(keepAlive: Bool, dateMillis: Int64? = nil) -> [UInt8] {
-        head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: 0)
+    public func head(keepAlive: Bool, dateMillis: Int64? = nil, toHTTP10: Bool = false) -> [UInt8] {
+        head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: 0, toHTTP10: toHTTP10)
     }
 
     /// The head, written as bytes (every answer of a busy server has one),
     /// with room for `extra` bytes after it.
-    private func head(keepAlive: Bool, dateMillis: Int64?, reserving extra: Int) -> [UInt8] {
+    private func head(keepAlive: Bool, dateMillis: Int64?, reserving extra: Int, toHTTP10: Bool) -> [UInt8] {
         var head: [UInt8] = []
         head.reserveCapacity(128 + headers.fields.count * 64 + extra)
         head += "HTTP/1.1 ".utf8
@@ -78,7 +80,7 @@ public struct HTTPResponse: Sendable, Equatable {
         head += "Content-Length: ".utf8
         head += String(body.count).utf8
         head += "\r\n".utf8
-        if !keepAlive { head += "Connection: close\r\n".utf8 }
+        if !keepAlive { head += "Connection: close\r\n".utf8 } else if toHTTP10 { head += "Connection: keep-alive\r\n".utf8 }
         head += "\r\n".utf8
         return head
     }

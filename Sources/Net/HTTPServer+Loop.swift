@@ -380,7 +380,8 @@ final class ConnectionLoop: @unchecked Sendable {
             giveBack(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, parked: Parked(request: request, later: later))
             return true
         }
-        let bytes = response.serialized(keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD")
+        let bytes = response.serialized(keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD",
+                                        toHTTP10: request.minorVersion == 0)
         let written = (try? entry.stream.write(bytes, deadline: .now())) != nil
         response.whenWritten?.run()
         server.observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))

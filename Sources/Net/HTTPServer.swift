@@ -419,10 +419,11 @@ public final class HTTPServer: Sendable {
         do {
             // A large body (a page of records) is written as it is: a copy behind the head would double what an answer holds.
             if includeBody && response.body.count > 64 * 1024 {
-                try stream.write(response.head(keepAlive: keepAlive, dateMillis: millis), deadline: deadline)
+                try stream.write(response.head(keepAlive: keepAlive, dateMillis: millis, toHTTP10: request?.minorVersion == 0), deadline: deadline)
                 try stream.write(response.body, deadline: deadline)
             } else {
-                try stream.write(response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: includeBody), deadline: deadline)
+                try stream.write(response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: includeBody,
+                                                     toHTTP10: request?.minorVersion == 0), deadline: deadline)
             }
             return true
         } catch {

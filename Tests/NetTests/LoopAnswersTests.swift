@@ -136,6 +136,32 @@ import TestSupport
         #expect(handled.load(ordering: .relaxed) == 1, "the handler saw only the first request")
     }
 
+    /// An HTTP/1.0 client that asks to keep its connection is told it is kept
+    /// (`Connection: keep-alive`), on the loop and on a thread, and its next
+    /// request is answered on it; one that does not ask is closed.
+    @Test func anHTTP10KeepAliveIsSaid() throws {
+        let fixture = try TLSFixture()
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+                                    quick: Self.quick) { _, _ in HTTPResponse(status: 200, body: Array("thread".utf8)) }
+        let port = try server.start()[0]
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+                                           deadline: .after(milliseconds: 2000))
+        func exchange(_ request: String) throws -> String {
+            try stream.write(Array(request.utf8), deadline: .after(milliseconds: 1000))
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            return String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        for target in ["/quick", "/other", "/quick"] {
+            let answer = try exchange("GET \(target) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains("Connection: keep-alive\r\n"), "\(target): \(answer)")
+        }
+        let last = try exchange("GET /quick HTTP/1.0\r\n\r\n")
+        #expect(last.contains("Connection: close\r\n"), "\(last)")
+    }
+
     /// Everything the server sends until it closes.
     static func readAll(_ stream: TLSStream) throws -> String {
         var received: [UInt8] = []
