@@ -1,4 +1,5 @@
 import Glibc
+import Model
 
 /// The application a link came from, found by walking this process's
 /// parents in `/proc` (brsync is started by the app itself, or by
@@ -73,7 +74,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         var current = pid
         for _ in 0..<16 {
             guard current > 1, let stat = readFile("\(proc)/\(current)/stat"), let (comm, parent) = parseStat(stat) else { return .failure(.gone) }
-            if portals.contains(comm) { return .failure(.portal) }
+            // (The kernel cuts a process's name to 15 characters: the portals' are longer.)
+            if portals.contains(comm) || comm.hasPrefix("xdg-desktop-po") { return .failure(.portal) }
             // A launcher or shell passes the link on: its parent is read next
             // (what it inherited says nothing of its own).
             if passersOn.contains(comm) {
@@ -86,7 +88,12 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
             }
             if let id = environment["FLATPAK_ID"], isID(id) { return .success(SourceApp(id: id, kind: .flatpak, pid: current)) }
             do {
-                if let file = environment["GIO_LAUNCHED_DESKTOP_FILE"], let id = desktopID(file), id != "brsync" {
+                // The desktop file names the process it was launched as (its
+                // pid beside it), or a process of the same program (an app's
+                // helper processes); a program started from a terminal that
+                // was launched from its menu inherits the terminal's.
+                if let file = environment["GIO_LAUNCHED_DESKTOP_FILE"], let id = desktopID(file), id != "brsync",
+                   launchedAs(environment["GIO_LAUNCHED_DESKTOP_FILE_PID"], current, proc: proc) {
                     return .success(SourceApp(id: id, kind: .desktopFile, pid: current))
                 }
                 if let cgroup = readFile("\(proc)/\(current)/cgroup"), let name = snapName(cgroup) {
@@ -96,12 +103,34 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
                 // A script runs its interpreter's program under its own name.
                 let program = executableName(proc: proc, pid: current) ?? comm
                 let isScript = program != comm && (interpreters.contains(program) || program.hasPrefix("python") || passersOn.contains(program))
-                let name = isScript ? comm : program
+                let name = isScript ? scriptName(proc: proc, pid: current, comm: comm) : program
                 if isID(name), !passersOn.contains(name) { return .success(SourceApp(id: name, kind: .executable, pid: current)) }
             }
             current = parent
         }
         return .failure(.gone)
+    }
+
+    /// Whether a desktop file found in the environment of process `pid`
+    /// names it: its `GIO_LAUNCHED_DESKTOP_FILE_PID` is `pid`, or a process
+    /// of the same program; or there is none (older launchers).
+    static func launchedAs(_ launchedPID: String?, _ pid: Int32, proc: String) -> Bool {
+        guard let launchedPID else { return true }
+        guard let launched = Int32(launchedPID), launched > 1 else { return false }
+        if launched == pid { return true }
+        guard let own = executableName(proc: proc, pid: pid), let theirs = executableName(proc: proc, pid: launched) else { return false }
+        return own == theirs
+    }
+
+    /// A script's name: the file its interpreter runs (from its command
+    /// line), whose name the kernel keeps whole, unlike `comm` (15 characters).
+    static func scriptName(proc: String, pid: Int32, comm: String) -> String {
+        guard let line = readFile("\(proc)/\(pid)/cmdline") else { return comm }
+        for argument in line.split(separator: "\0").dropFirst().prefix(3) where !argument.hasPrefix("-") {
+            let name = argument.split(separator: "/").last.map(String.init) ?? String(argument)
+            if name.hasPrefix(comm) { return name }
+        }
+        return comm
     }
 
     /// A file's bytes as text (nil when it cannot be read); /proc files are small.
@@ -179,15 +208,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         return name.hasSuffix(" (deleted)") ? String(name.dropLast(10)) : name
     }
 
-    /// Whether `text` can name an app: 1 to 255 of letters, digits, `.`, `_`, `-`, `+`.
-    public static func isID(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 255
-            && text.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") }
-    }
-}
-
-private extension UInt8 {
-    var isASCIIAlphanumeric: Bool { (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self) }
+    /// Whether `text` can name an app (``Model/Pattern/isSourceID(_:)``).
+    public static func isID(_ text: String) -> Bool { Pattern.isSourceID(text) }
 }
 
 private extension Substring {

@@ -361,8 +361,10 @@ final class PickerWindow {
             say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
         } else if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
             say("Not remembered: \(problem). The link still opens.", error: true)
-        } else if let source = try? Pattern(rememberedText(text)), source.source != nil, let app = request.fromApp {
-            say("Links from \(app) matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
+        } else if let remembered = try? Pattern(rememberedText(text)), let app = remembered.source {
+            // The app the rule names: the box's, or the one typed with from: (which wins).
+            let rest = remembered.text.drop { $0 != " " }.dropFirst()
+            say("Links from \(app) matching \(rest) will open in the browser you choose.", error: false)
         } else {
             say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
         }

@@ -93,11 +93,28 @@ import TestSupport
             (31, "xdg-desktop-portal", 1, [:]),
             (40, "sh", 41, [:]),
             (41, "weird (name) x", 1, [:]),
+            // The portal's name, cut to 15 characters by the kernel.
+            (50, "xdg-open", 51, [:]),
+            (51, "xdg-desktop-po", 1, [:]),
+            // A program started from a terminal launched from its menu: the terminal's desktop file is inherited.
+            (60, "xdg-open", 61, [:]),
+            (61, "telegram", 62, ["environ": "GIO_LAUNCHED_DESKTOP_FILE=/usr/share/applications/org.gnome.Terminal.desktop\0GIO_LAUNCHED_DESKTOP_FILE_PID=62\0"]),
+            (62, "gnome-terminal-", 1, [:]),
+            // The launched process itself.
+            (70, "sh", 71, [:]),
+            (71, "evolution", 1, ["environ": "GIO_LAUNCHED_DESKTOP_FILE=/usr/share/applications/org.gnome.Evolution.desktop\0GIO_LAUNCHED_DESKTOP_FILE_PID=71\0"]),
+            // A script whose name is longer than 15 characters: named whole from its command line.
+            (80, "sh", 81, [:]),
+            (81, "averyveryverylo", 1, ["cmdline": "/bin/sh\0/opt/apps/averyveryverylongappname\0--flag\0"]),
         ])
         #expect(SourceApp.find(from: 10, proc: proc) == .success(SourceApp(id: "com.google.Chrome", kind: .flatpak, pid: 11)))
         #expect(SourceApp.find(from: 20, proc: proc) == .success(SourceApp(id: "slack", kind: .snap, pid: 21)))
         #expect(SourceApp.find(from: 30, proc: proc) == .failure(.portal))
         #expect(SourceApp.find(from: 99, proc: proc) == .failure(.gone), "a process that is not there")
+        #expect(SourceApp.find(from: 50, proc: proc) == .failure(.portal))
+        #expect(SourceApp.find(from: 60, proc: proc).map(\.id) == .success("telegram"), "not the terminal it was started from")
+        #expect(SourceApp.find(from: 70, proc: proc) == .success(SourceApp(id: "org.gnome.Evolution", kind: .desktopFile, pid: 71)))
+        #expect(SourceApp.scriptName(proc: proc, pid: 81, comm: "averyveryverylo") == "averyveryverylongappname")
         // A name that cannot be an id (spaces, parentheses) names nothing.
         #expect(SourceApp.find(from: 40, proc: proc) == .failure(.gone))
         #expect(SourceApp.parseStat("41 (weird (name) x) S 7 1") ?? ("", 0) == ("weird (name) x", 7))

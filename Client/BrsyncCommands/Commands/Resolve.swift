@@ -22,11 +22,9 @@ public struct Resolve: ParsableCommand {
     }
 
     /// `--from-app`, checked.
-    static func checkedApp(_ app: String?) throws(ValidationError) -> String? {
+    static func checkedApp(_ app: String?) throws(CLIFailure) -> String? {
         guard let app else { return nil }
-        guard Pattern.isSourceID(app) else {
-            throw ValidationError("--from-app takes an app's id: its desktop file's name without .desktop, a Flatpak id or a program (letters, digits, '.', '_', '-')")
-        }
+        if let problem = Pattern.sourceIDProblem(app) { throw CLIFailure(message: "--from-app: \(problem)", code: ExitStatus.error) }
         return app
     }
 

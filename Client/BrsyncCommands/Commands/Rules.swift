@@ -77,12 +77,7 @@ public struct RulesCommand: ParsableCommand {
         var keepTracking: Bool?
 
         public func run() throws {
-            let text = try fromApp.map { app throws(ValidationError) -> String in
-                guard Pattern.isSourceID(app) else {
-                    throw ValidationError("--from-app takes an app's id: its desktop file's name without .desktop, a Flatpak id or a program (letters, digits, '.', '_', '-')")
-                }
-                return "\(Pattern.sourcePrefix)\(app) \(pattern)"
-            } ?? pattern
+            let text = try Resolve.checkedApp(fromApp).map { "\(Pattern.sourcePrefix)\($0) \(pattern)" } ?? pattern
             let (rule, created) = try global.openReplica().addRule(pattern: text, browser: browser, priority: priority, keepTracking: keepTracking)
             print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))")
         }
@@ -111,16 +106,21 @@ public struct RulesCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern.", completion: Completions.rulePatterns) var pattern: String
         @Argument(help: "The URL.") var url: String
+        @Option(name: .customLong("from-app"), help: "Test as for a link clicked in this app.") var fromApp: String?
 
         public func run() throws {
+            let source = try Resolve.checkedApp(fromApp)
             let pattern = try Pattern(pattern)
             let given = try NormalizedURL.argument(url)
             // The URL as rules see it: cleaned (with this replica's list, else the default one).
             let url = ((try? global.openReplica().linkCleanup()) ?? LinkCleanup()).clean(given).url
             if url != given { print("cleaned: \(url)") }
-            let result = pattern.match(url)
+            let result = pattern.match(MatchSubject(url, source: source))
             if result.isMatch {
                 print("match")
+            } else if result == .sourceDiffers || result == .sourceUnknown {
+                print("no match: \(result.explanation) (--from-app names it)")
+                throw ExitCode(ExitStatus.noMatch)
             } else {
                 print("no match")
                 throw ExitCode(ExitStatus.noMatch)

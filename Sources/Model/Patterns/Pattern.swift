@@ -290,12 +290,20 @@ extension Pattern {
     /// only by accident).
     public static func sourceKey(_ id: String) -> String { id.lowercased() }
 
-    /// Whether `id` can name an app: 1 to 255 of ASCII letters, digits, `.`, `_`, `-`, `+`.
+    /// Whether `id` can name an app: 1 to 255 of ASCII letters, digits, `.`,
+    /// `_`, `-`, `+`, at least one of them a letter or digit.
     public static func isSourceID(_ id: some StringProtocol) -> Bool {
-        !id.isEmpty && id.utf8.count <= 255 && id.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+        func isAlphanumeric(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+        return !id.isEmpty && id.utf8.count <= 255 && id.utf8.contains(where: isAlphanumeric) && id.utf8.allSatisfy { byte in
+            isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
         }
+    }
+
+    /// Why `id` cannot name an app, worded for the person who typed it; nil when it can.
+    public static func sourceIDProblem(_ id: some StringProtocol) -> String? {
+        guard !isSourceID(id) else { return nil }
+        return "'\(DisplayText.printable(id.prefix(80)))\(id.count > 80 ? "…" : "")' is not an app's id: a desktop file's name without .desktop, "
+            + "a Flatpak id or a program's name (1 to 255 ASCII letters, digits, '.', '_', '-', '+', with a letter or digit)"
     }
 
     /// Parses `from:APP PATTERN`.
@@ -307,9 +315,7 @@ extension Pattern {
             throw fail("'from:APP' is followed by a space and the pattern (from:com.slack.Slack github.com)")
         }
         let app = afterPrefix[..<space]
-        guard Self.isSourceID(app) else {
-            throw fail("'\(DisplayText.printable(app.prefix(80)))' is not an app's id (a desktop file's name without .desktop, a Flatpak id or a program: letters, digits, '.', '_', '-')")
-        }
+        if let problem = Self.sourceIDProblem(app) { throw fail(problem) }
         let rest = afterPrefix[space...].drop { $0 == " " || $0 == "\t" }
         guard !rest.isEmpty else { throw fail("it names the app '\(app)' but no pattern") }
         guard !rest.lowercased().hasPrefix(Self.sourcePrefix) else { throw fail("a rule names one app at most") }

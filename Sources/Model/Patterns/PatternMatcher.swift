@@ -6,8 +6,10 @@ public enum PatternMatch: Sendable, Equatable {
     case portDiffers
     case hostDiffers
     case pathDiffers
-    /// The rule names the app a link comes from, and this link came from another (or from none known).
+    /// The rule names the app a link comes from, and this link came from another.
     case sourceDiffers
+    /// The rule names the app a link comes from, and this link's app is not known.
+    case sourceUnknown
 
     public var isMatch: Bool { self == .match }
 
@@ -19,6 +21,7 @@ public enum PatternMatch: Sendable, Equatable {
         case .hostDiffers: return "the host differs"
         case .pathDiffers: return "the path differs"
         case .sourceDiffers: return "the link came from another app"
+        case .sourceUnknown: return "it is for one app's links, and this link's app is not known"
         }
     }
 }
@@ -65,7 +68,7 @@ extension Pattern {
     /// Matching against a prepared subject, for resolving against many rules.
     public func match(_ subject: MatchSubject) -> PatternMatch {
         let url = subject.url
-        if let source, source != subject.source { return .sourceDiffers }
+        if let source, source != subject.source { return subject.source == nil ? .sourceUnknown : .sourceDiffers }
         if let scheme, scheme != url.scheme { return .schemeDiffers }
         if scheme == nil, url.isFile { return .schemeDiffers } // no scheme: http or https
         if let port, port != url.effectivePort { return .portDiffers }
