@@ -312,25 +312,25 @@ public enum Store {
         /// acknowledged cursor and last-seen time, claiming the write: only
         /// when something moved (a no-change pull stays a pure read), once per
         /// device and value, and last-seen at most once a minute.
-        /// Whether ``shouldWrite(device:cursor:now:)`` would write, claiming nothing.
-        func needsWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
-            guard cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000 else { return false }
-            return state.withLock { state in
-                cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0)
-                    || (now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000)
-            }
+        func shouldWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
+            writes(device: device, cursor: cursor, now: now, claim: true)
         }
 
-        func shouldWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
+        /// Whether ``shouldWrite(device:cursor:now:)`` would write, claiming nothing.
+        func needsWrite(device: Device, cursor: Int64, now: Int64) -> Bool {
+            writes(device: device, cursor: cursor, now: now, claim: false)
+        }
+
+        private func writes(device: Device, cursor: Int64, now: Int64, claim: Bool) -> Bool {
             let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
             return mayWrite && state.withLock { state -> Bool in
                 var write = false
                 if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
-                    state.acknowledged[device.id] = cursor
+                    if claim { state.acknowledged[device.id] = cursor }
                     write = true
                 }
                 if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
-                    state.lastSeen[device.id] = now
+                    if claim { state.lastSeen[device.id] = now }
                     write = true
                 }
                 return write
