@@ -18,14 +18,7 @@ build -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync
 build --product brsync-picker
 bin="$(swift build "${flags[@]}" --show-bin-path)"
 
-work="$(mktemp -d)"
-xvfb=""
-cleanup() { [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-Xvfb -displayfd 3 -nolisten tcp -noreset -screen 0 1280x800x24 3>"$work/display" 2>/dev/null &
-xvfb=$!
-for _ in $(seq 100); do [ -s "$work/display" ] && break; sleep 0.05; done
-export DISPLAY=":$(cat "$work/display")"
+source scripts/lib/xvfb.sh 1280x800
 # The system's data folders stay (GTK's settings schemas and icon themes, as on
 # a desktop); the browsers are added by hand, so none is detected from them.
 export BRSYNC_HOME="$work/home" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"

@@ -15,6 +15,7 @@ let package = Package(
         ]),
         .executableTarget(name: "FuzzURLAndPattern", dependencies: ["FuzzSupport", .product(name: "Model", package: "brsync")]),
         .executableTarget(name: "FuzzPickerProtocol", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
+        .executableTarget(name: "FuzzXReplies", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
         .executableTarget(name: "FuzzRecordCipher", dependencies: [
             "FuzzSupport", .product(name: "SyncClient", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
             .product(name: "Model", package: "brsync"),

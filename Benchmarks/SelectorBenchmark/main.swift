@@ -14,6 +14,31 @@ import Replica
 //    `sqlite3 REPLICA "select count(*) ..."` timed the same way in the same run.
 
 var arguments = CommandLine.arguments.dropFirst()
+// `brsync-bench modifier-probe URL`: started as a link handler (for
+// Benchmarks/modifier.sh). Reads the modifier keys held at once, as `brsync
+// open` does first thing with hold-to-ask set, and appends "started-µs read-µs
+// SHIFT URL" (wall clock; SHIFT 1 when Shift was held, else 0) to
+// $MODIFIER_PROBE_LOG.
+if arguments.first == "modifier-probe" {
+    func microseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+    }
+    let started = microseconds()
+    let environment = ProcessInfo.processInfo.environment
+    let line: String
+    do {
+        let held = try HeldKeys.held(environment: environment)
+        line = "\(started) \(microseconds()) \(held.contains(.shift) ? 1 : 0) \(arguments.dropFirst().first ?? "-")\n"
+    } catch {
+        line = "\(started) \(microseconds()) error \(error)\n"
+    }
+    guard let log = environment["MODIFIER_PROBE_LOG"], let handle = FileHandle(forWritingAtPath: log) else { exit(2) }
+    handle.seekToEndOfFile()
+    handle.write(Data(line.utf8))
+    exit(0)
+}
 // `brsync-bench make-replica HOME N`: a replica with N rules (for Benchmarks/sync.sh).
 if arguments.first == "make-replica" {
     let values = Array(arguments.dropFirst())

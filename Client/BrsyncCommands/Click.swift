@@ -58,14 +58,17 @@ struct Click {
     }
 
     private func serve(_ url: NormalizedURL) throws {
+        // The key held while clicking is read first: it may be let go soon (hold-to-ask; nothing read when it is off).
+        let held = HoldToAsk.isHeld(home: home, environment: environment)
         let replica = try GlobalOptions.openReplica(home: home)
         // Where the link came from: rules may name the app (about 0.1 ms).
         let source = SourceApp.find()
         let resolution = try replica.resolve(url, from: try? source.get().id)
-        if AskNext.take(home: home) {
-            // Asked for with 'brsync ask-next': the picker, whatever decides; remembering offers the rule's own pattern.
-            let why = resolution.rule.map { "you asked to choose ('brsync ask-next'); the rule '\($0.pattern)' would open it in '\($0.browser)'" }
-                ?? "you asked to choose ('brsync ask-next')"
+        let askedNext = AskNext.take(home: home)
+        if askedNext || held != nil {
+            // Asked for with 'brsync ask-next' or a held key: the picker, whatever decides; remembering offers the rule's own pattern.
+            let asked = held.map { "you held \($0.label) to choose" } ?? "you asked to choose ('brsync ask-next')"
+            let why = resolution.rule.map { "\(asked); the rule '\($0.pattern)' would open it in '\($0.browser)'" } ?? asked
             switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why, source), suggestedPattern: resolution.rule?.pattern,
                                 fromApp: try? source.get().id,
                                 environment: environment) {

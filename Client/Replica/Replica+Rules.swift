@@ -97,8 +97,17 @@ extension Replica {
         do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
         return try transaction {
             guard let state = try record(.rules, key: pattern.key), !state.isDeleted else {
-                let close = Suggestions.closeMatches(to: pattern.key, in: try rules().map(\.pattern))
-                let hint = close.isEmpty ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
+                let patterns = try rules().map(\.pattern)
+                // The same pattern in rules for one app: name them with the option that reaches them.
+                let forApps = pattern.source != nil ? [] : patterns.compactMap { text -> String? in
+                    guard let other = try? Pattern(text), let app = other.source,
+                          other.key == "\(Pattern.sourcePrefix)\(app) \(pattern.key)" else { return nil }
+                    return app
+                }
+                let close = Suggestions.closeMatches(to: pattern.key, in: patterns)
+                let hint = !forApps.isEmpty
+                    ? "rules for apps have it: \(forApps.sorted().map { "'--from-app \($0)'" }.joined(separator: ", "))"
+                    : close.isEmpty ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
                 throw ReplicaError.notFound("no rule with the pattern '\(text)'; \(hint)")
             }
             try write(.rules, key: pattern.key, changes: [RecordState.deletedField: .bool(true)])

@@ -95,7 +95,10 @@ final class PickerWindow {
         brsync_accessible_label(remember, "Remember for this domain")
         gtk_box_append(brsync_box(outer), remember)
         pattern = gtk_entry_new()
-        gtk_editable_set_text(brsync_editable(pattern), request.suggestedPattern)
+        // A suggestion for this link's app (a rule for it decided) shows as
+        // the plain pattern with the app's box ticked, as the person would make it.
+        let suggested = Self.splitSource(request.suggestedPattern, app: request.fromApp)
+        gtk_editable_set_text(brsync_editable(pattern), suggested.pattern)
         gtk_widget_set_tooltip_text(pattern, "The pattern remembered (Ctrl+E to edit)")
         brsync_accessible_label(pattern, "Pattern to remember")
         gtk_widget_set_sensitive(pattern, 0)
@@ -104,6 +107,7 @@ final class PickerWindow {
             let only = gtk_check_button_new_with_label("Only links from \(app) (Ctrl+F)")!
             brsync_accessible_label(only, "Remember only for links from \(app)")
             gtk_widget_set_sensitive(only, 0)
+            gtk_check_button_set_active(brsync_check_button(only), suggested.forApp ? 1 : 0)
             gtk_box_append(brsync_box(outer), only)
             onlyFromApp = only
         } else {
@@ -343,6 +347,14 @@ final class PickerWindow {
         checkPattern()
     }
 
+    /// `from:APP PATTERN` for this link's app, as PATTERN with the app's box
+    /// ticked; any other text as it is.
+    static func splitSource(_ text: String, app: String?) -> (pattern: String, forApp: Bool) {
+        guard let app, let parsed = try? Pattern(text), parsed.source == Pattern.sourceKey(app),
+              let space = parsed.text.firstIndex(of: " ") else { return (text, false) }
+        return (String(parsed.text[space...].drop { $0 == " " }), true)
+    }
+
     /// The pattern remembered: the field's, for the app's links only when that box is ticked.
     func rememberedText(_ text: String) -> String {
         let trimmed = WindowPicker.trimmed(text)
@@ -360,14 +372,20 @@ final class PickerWindow {
             let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
             say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
         } else if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
-            say("Not remembered: \(problem). The link still opens.", error: true)
+            say("Not remembered: \(problem).\nThe link still opens.", error: true)
         } else if let remembered = try? Pattern(rememberedText(text)), let app = remembered.source {
             // The app the rule names: the box's, or the one typed with from: (which wins).
             let rest = remembered.text.drop { $0 != " " }.dropFirst()
-            say("Links from \(app) matching \(rest) will open in the browser you choose.", error: false)
+            say("Links from \(app) matching \(rest) will open in the browser you choose.\n" + rememberKeys, error: false)
         } else {
-            say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.", error: false)
+            say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys, error: false)
         }
+    }
+
+    /// The second line while remembering. Every message under the field
+    /// has two lines, so ticking and unticking keeps the window's layout.
+    private var rememberKeys: String {
+        "Ctrl+E: edit the pattern · " + (request.fromApp.map { "Ctrl+F: only links from \($0), or all" } ?? "Ctrl+R: remember nothing")
     }
 
     /// Shows `message` under the pattern field (and gives it to screen readers).

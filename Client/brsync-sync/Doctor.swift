@@ -64,6 +64,7 @@ struct DoctorCommand: ParsableCommand {
         findings += browsers(replica, path: path)
         findings += registration(home: home, environment: environment, path: path)
         findings.append(picker(environment: environment, path: path))
+        if let held = holdToAsk(home: home, environment: environment) { findings.append(held) }
         findings += sync(replica)
         return findings
     }
@@ -152,6 +153,28 @@ struct DoctorCommand: ParsableCommand {
         }
         return Finding(check: "picker", state: .problem, detail: "no picker can open on this display (brsync-picker is not beside brsync, and no menu is installed)",
                        fix: "install brsync-picker beside brsync (scripts/install), or rofi, wofi, fuzzel, bemenu, dmenu or zenity")
+    }
+
+    /// When `brsync hold-to-ask` chose a key: whether this session's keys can be read.
+    static func holdToAsk(home: String, environment: [String: String]) -> Finding? {
+        let chosen: HeldKeys.Modifier
+        do {
+            guard let key = try HoldToAsk.chosen(home: home) else { return nil }
+            chosen = key
+        } catch {
+            return Finding(check: "hold-to-ask", state: .problem, detail: Failures.message(of: error), fix: "brsync hold-to-ask shift")
+        }
+        if let reason = HeldKeys.unreadable(environment: environment) {
+            return Finding(check: "hold-to-ask", state: .note,
+                           detail: "\(chosen.label) is set, but not read here: \(reason); 'brsync ask-next' on a shortcut works everywhere")
+        }
+        do throws(HeldKeys.Failure) {
+            _ = try HeldKeys.held(environment: environment)
+            return Finding(check: "hold-to-ask", state: .ok, detail: "links clicked while holding \(chosen.label) ask (this X11 session's keys can be read)")
+        } catch {
+            return Finding(check: "hold-to-ask", state: .problem, detail: "\(chosen.label) is set, but the keys cannot be read: \(error)",
+                           fix: "run brsync from the desktop session (its DISPLAY and XAUTHORITY), or brsync hold-to-ask off")
+        }
     }
 
     /// This program's path (`brsync-picker` is looked for beside it).

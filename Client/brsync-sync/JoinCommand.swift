@@ -174,6 +174,7 @@ func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
 /// Runs a request made with the join code's token: a refusal of it says
 /// what to do with a join code (this machine has no token of its own
 /// yet, so the advice for a replaced token does not apply).
+@discardableResult
 private func joinCodeChecked<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()

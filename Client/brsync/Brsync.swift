@@ -11,7 +11,7 @@ struct Brsync: ParsableCommand {
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
-            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self, SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, AskNext.self, Install.self, Uninstall.self,
+            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self, SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, AskNext.self, HoldToAsk.self, Install.self, Uninstall.self,
         ]
     )
 }

@@ -16,6 +16,17 @@ import TestSupport
         return world
     }
 
+    /// A BRSYNC_PICKER menu that chooses Chrome with "remember" and keeps
+    /// what it was offered in the file whose path it returns.
+    static func menuChoosingChromeAndRemembering(_ world: DesktopWorld) throws -> String {
+        let menu = world.directory.file("bin/pick-chrome")
+        let offered = world.directory.file("offered")
+        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        chmod(menu, 0o755)
+        world.environment["BRSYNC_PICKER"] = menu
+        return offered
+    }
+
     @Test func localFilesOpenAsFiles() throws {
         let world = try Self.readyWorld()
         let page = world.directory.file("my page#1.html")
@@ -160,6 +171,16 @@ import TestSupport
         let launched = world.waitForLaunch(count: 2)
         #expect(launched.contains { $0.contains("fakechrome") && $0.hasSuffix("https://decided.example/from-slack") }, "\(launched)")
         #expect(launched.contains { $0.contains("fakefox") && $0.hasSuffix("https://decided.example/from-mail") }, "\(launched)")
+        // Removing: the plain pattern names the plain rule; the app's rule
+        // is removed with --from-app, and a miss points at it.
+        #expect(try world.run("rules", "rm", "decided.example").status == 0)
+        let missed = try world.run("rules", "rm", "decided.example")
+        #expect(missed.status != 0 && missed.stderr.contains("'--from-app slack'"), "\(missed)")
+        let removed = try world.run("rules", "rm", "--from-app", "Slack", "decided.example")
+        #expect(removed.status == 0 && removed.stdout.contains("removed rule from:slack decided.example -> chrome"), "\(removed)")
+        #expect(!(try world.run("rules", "list").stdout.contains("decided.example")))
+        let badRemove = try world.run("rules", "rm", "--from-app", "sl/ack", "decided.example")
+        #expect(badRemove.status == 2 && badRemove.stderr.contains("an app's id"), "\(badRemove)")
     }
 
     /// `brsync ask-next`: the next link asks even though a rule decides;
@@ -169,11 +190,7 @@ import TestSupport
     @Test func askNextMakesTheNextLinkAsk() throws {
         let world = try Self.readyWorld()
         #expect(try world.run("rules", "add", "decided.example", "firefox").status == 0)
-        let menu = world.directory.file("bin/pick-chrome")
-        let offered = world.directory.file("offered")
-        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
-        world.environment["BRSYNC_PICKER"] = menu
+        let offered = try Self.menuChoosingChromeAndRemembering(world)
         let asked = try world.run("ask-next")
         #expect(asked.status == 0 && asked.stdout.contains("the next link opened within a minute asks"), "\(asked)")
         let picked = try world.run("open", "https://decided.example/a")

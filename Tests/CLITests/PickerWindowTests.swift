@@ -155,6 +155,14 @@ import TestSupport
         #expect(try session.rules().contains("from:mailapp example.org"))
         #expect(try session.world.run("resolve", "https://www.example.org/b").stdout.hasPrefix("firefox\t"))
         #expect(try session.world.run("resolve", "--from-app", "mailapp", "https://www.example.org/b").stdout.hasPrefix("chrome\t"))
+        // Asked again while that rule decides: it is offered as the plain
+        // pattern with the app's box ticked, so Ctrl+F makes it for every app.
+        #expect(try session.world.run("ask-next").status == 0)
+        let (again, secondWindow) = try session.ask(["open", "https://docs.example.org/c"], program: app)
+        try session.press(secondWindow, "ctrl+r", "ctrl+f", "1")
+        #expect(again.wait(timeout: 20) == 0, "\(again.text)")
+        #expect(again.text.contains("remembered: example.org -> chrome"), "\(again.text)")
+        #expect(try session.world.run("resolve", "https://www.example.org/d").stdout.hasPrefix("chrome\t"))
     }
 
     /// An invalid pattern is reported under the field as it is typed; Open

@@ -81,4 +81,74 @@ import TestSupport
         #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakefox https://example.com/after") == true)
         #expect(world.notified().last?.contains("brsync opened the link in Firefox") == true, "\(world.notified())")
     }
+
+    /// `brsync hold-to-ask shift`: a link clicked (here, opened by a script
+    /// started as an app would) while Shift is held on the X server asks,
+    /// although a rule decides; without Shift, or with the setting off, the
+    /// rule decides. The keys are read over the X protocol (no X library).
+    /// xdotool holds Shift in one process: the X server lets go of the keys
+    /// an XTEST client holds when it leaves.
+    @Test func holdingTheChosenKeyMakesALinkAsk() throws {
+        guard Self.hasTools, FileManager.default.isExecutableFile(atPath: "/usr/bin/xdotool") else {
+            Issue.record("Xvfb and xdotool are needed (scripts/setup installs xvfb and xdotool)")
+            return
+        }
+        let server = try XServer()
+        defer { server.stop() }
+        let world = try DesktopClickTests.readyWorld()
+        world.environment["DISPLAY"] = server.display
+        world.environment["WAYLAND_DISPLAY"] = nil
+        world.environment["XDG_SESSION_TYPE"] = nil
+        #expect(try world.run("rules", "add", "decided.example", "firefox").status == 0)
+        let offered = try DesktopClickTests.menuChoosingChromeAndRemembering(world)
+
+        let set = try world.run("hold-to-ask", "Shift")
+        #expect(set.status == 0 && set.stdout.contains("holding Shift ask") && set.stdout.contains("keys can be read"), "\(set)")
+        #expect(try world.run("hold-to-ask").stdout.contains("holding Shift"))
+        let doctor = try world.run("doctor").stdout
+        #expect(doctor.contains("ok      hold-to-ask: links clicked while holding Shift ask"), "\(doctor)")
+        // Nothing held: the rule decides, and no picker is asked.
+        #expect(try world.run("open", "https://decided.example/a").status == 0)
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/a") == true, "\(world.launched())")
+        #expect(!FileManager.default.fileExists(atPath: offered))
+        // Shift held (Ctrl is not the key chosen): asked, and the rule's pattern offered.
+        for (count, keys, url, asks) in [(2, ["ctrl"], "https://decided.example/b", false), (3, ["shift"], "https://decided.example/c", true)] {
+            let holder = try BackgroundProcess("/usr/bin/xdotool", ["keydown"] + keys + ["exec", "--sync", "/bin/echo", "held", "sleep", "10"],
+                                               environment: ["DISPLAY": server.display])
+            _ = try holder.waitFor("held")
+            let opened = try world.run("open", url)
+            holder.stop(timeout: 1)
+            #expect(opened.status == 0, "\(opened)")
+            #expect(world.waitForLaunch(count: count).last?.hasSuffix(asks ? "fakechrome --profile-directory=Default \(url)" : "fakefox \(url)") == true,
+                    "\(world.launched())")
+            #expect(FileManager.default.fileExists(atPath: offered) == asks, "\(keys)")
+        }
+        #expect(try String(contentsOfFile: offered, encoding: .utf8).contains("remember decided.example"))
+        // Off: Shift held changes nothing (the rule, now chrome since Remember replaced it, decides).
+        unlink(offered)
+        #expect(try world.run("hold-to-ask", "off").stdout.contains("off"))
+        let holder = try BackgroundProcess("/usr/bin/xdotool", ["keydown", "shift", "exec", "--sync", "/bin/echo", "held", "sleep", "10"],
+                                           environment: ["DISPLAY": server.display])
+        _ = try holder.waitFor("held")
+        #expect(try world.run("open", "https://decided.example/d").status == 0)
+        holder.stop(timeout: 1)
+        #expect(world.waitForLaunch(count: 4).last?.hasSuffix("https://decided.example/d") == true)
+        #expect(!FileManager.default.fileExists(atPath: offered))
+        // Bad input: a key brsync cannot read, and a damaged setting (the click still opens, with a warning).
+        let bad = try world.run("hold-to-ask", "hyper")
+        #expect(bad.status == 2 && bad.stderr.contains("'hyper' is not a key brsync can read"), "\(bad)")
+        try "caps".write(toFile: world.directory.file("brsync/hold-to-ask"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("brsync/hold-to-ask"), 0o600)
+        let damaged = try world.run("open", "https://decided.example/e")
+        #expect(damaged.status == 0 && damaged.stderr.contains("names no key"), "\(damaged)")
+        #expect(world.waitForLaunch(count: 5).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/e") == true, "\(world.launched())")
+        #expect(try world.run("hold-to-ask").status == 2)
+        // Wayland: said, never read.
+        #expect(try world.run("hold-to-ask", "off").status == 0)
+        world.environment["WAYLAND_DISPLAY"] = "wayland-0"
+        let wayland = try world.run("hold-to-ask", "shift")
+        #expect(wayland.status == 0 && wayland.stdout.contains("Wayland session"), "\(wayland)")
+        let waylandDoctor = try world.run("doctor").stdout
+        #expect(waylandDoctor.contains("note    hold-to-ask: Shift is set, but not read here: this is a Wayland session"), "\(waylandDoctor)")
+    }
 }

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Desktop
 import Glibc
+import JSON
 import Plumbing
 import Replica
 
@@ -54,5 +56,110 @@ public struct AskNext: ParsableCommand {
         guard let made = Int64(String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()) else { return false }
         let now = WatchWake.bootMillis()
         return made <= now && now - made < lifetimeMillis
+    }
+}
+
+/// `brsync hold-to-ask KEY`: on X11, a link clicked while KEY is held asks
+/// which browser opens it, even when a rule decides. A setting of this
+/// machine (the file `hold-to-ask` in the replica's folder, never synced: one
+/// machine may run X11 and another Wayland). The key is read when brsync
+/// starts (``HeldKeys``); Benchmarks/modifier.sh measures how soon that is.
+public struct HoldToAsk: ParsableCommand {
+    public init() {}
+    public static let configuration = CommandConfiguration(
+        commandName: "hold-to-ask",
+        abstract: "On X11, make links clicked while holding a key ask which browser opens them, even when a rule decides.",
+        discussion: """
+            KEY is shift, ctrl, alt or super; 'off' stops it; no KEY says what is set. Keep the key down until the \
+            picker shows (brsync reads it as it starts, 5 to 50 ms after the click). A Wayland session tells no \
+            program which keys are held: there, bind 'brsync ask-next' to a shortcut instead. Ctrl+click is how many \
+            terminals and editors open links, and Alt+click moves windows under many window managers, so shift is \
+            the usual choice.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "shift, ctrl, alt, super, or off.") var key: String?
+
+    static func path(home: String) -> String { "\(home)/hold-to-ask" }
+
+    public func run() throws {
+        let home = global.resolvedHome
+        _ = try global.openReplica() // a replica, or the usual message
+        let environment = ProcessEnvironment.all()
+        guard let key else {
+            guard let chosen = try Self.chosen(home: home) else {
+                print("off: links ask only when no rule decides, or after 'brsync ask-next'")
+                return
+            }
+            print("links clicked while holding \(chosen.label) ask which browser opens them\(Self.sessionNote(environment))")
+            return
+        }
+        if key.lowercased() == "off" {
+            let had = unlink(Self.path(home: home)) == 0
+            print(had ? "off: holding a key while clicking changes nothing" : "it was off")
+            return
+        }
+        guard let modifier = HeldKeys.Modifier(named: key) else {
+            throw CLIFailure(message: "'\(DisplayText.printable(key.prefix(40)))' is not a key brsync can read: use shift, ctrl, alt, super or off")
+        }
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(Array(modifier.rawValue.utf8), to: Self.path(home: home), what: "the hold-to-ask setting")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        print("links clicked while holding \(modifier.label) ask which browser opens them\(Self.sessionNote(environment))")
+        switch modifier {
+        case .ctrl: ExitStatus.warn("Ctrl+click is how many terminals and editors open links: every link clicked there will ask")
+        case .alt: ExitStatus.warn("many window managers take Alt+click to move a window, and the app never sees the click")
+        case .shift, .super: break
+        }
+    }
+
+    /// The key chosen on this machine, or nil. A file that does not read or
+    /// names no key is reported.
+    public static func chosen(home: String) throws -> HeldKeys.Modifier? {
+        let bytes: [UInt8]?
+        do throws(SecretFile.Failure) {
+            bytes = try SecretFile.read(path(home: home), what: "the hold-to-ask setting")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        guard let bytes else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
+        guard let modifier = HeldKeys.Modifier(named: text) else {
+            throw CLIFailure(message: "\(path(home: home)) names no key ('\(DisplayText.printable(text.prefix(40)))'): run 'brsync hold-to-ask shift' or 'brsync hold-to-ask off'")
+        }
+        return modifier
+    }
+
+    /// Whether the key is held now, when one is chosen and this session's
+    /// keys can be read. Nothing here stops a click: a setting that does not
+    /// read, or keys that cannot be read, is warned about and counts as not held.
+    static func isHeld(home: String, environment: [String: String]) -> HeldKeys.Modifier? {
+        let modifier: HeldKeys.Modifier
+        do {
+            guard let chosen = try chosen(home: home) else { return nil }
+            modifier = chosen
+        } catch {
+            ExitStatus.warn(Failures.message(of: error))
+            return nil
+        }
+        if HeldKeys.unreadable(environment: environment) != nil { return nil } // Wayland, no display: said by hold-to-ask and doctor
+        do throws(HeldKeys.Failure) {
+            return try HeldKeys.held(environment: environment).contains(modifier) ? modifier : nil
+        } catch {
+            ExitStatus.warn("hold-to-ask: cannot read the keys: \(error)")
+            return nil
+        }
+    }
+
+    /// Whether this session's keys can be read, tried now; else why not.
+    static func sessionNote(_ environment: [String: String]) -> String {
+        if let reason = HeldKeys.unreadable(environment: environment) { return " on X11; not here: \(reason)" }
+        do throws(HeldKeys.Failure) {
+            _ = try HeldKeys.held(environment: environment)
+            return " (read here: this X11 session's keys can be read)"
+        } catch {
+            return "; but here the keys cannot be read: \(error)"
+        }
     }
 }

@@ -90,9 +90,12 @@ public struct RulesCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).", completion: Completions.rulePatterns)
         var pattern: String
+        @Option(name: .customLong("from-app"), help: "The rule for this app's links (made with 'rules add --from-app').")
+        var fromApp: String?
 
         public func run() throws {
-            let rule = try global.openReplica().removeRule(pattern: pattern)
+            let text = try Resolve.checkedApp(fromApp).map { "\(Pattern.sourcePrefix)\($0) \(pattern)" } ?? pattern
+            let rule = try global.openReplica().removeRule(pattern: text)
             print("removed rule \(rule.pattern) -> \(rule.browser)")
         }
     }
