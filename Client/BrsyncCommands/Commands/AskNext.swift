@@ -77,7 +77,7 @@ public struct HoldToAsk: ParsableCommand {
             the usual choice.
             """)
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "shift, ctrl, alt, super, or off.") var key: String?
+    @Argument(help: "shift, ctrl, alt, super, or off.", completion: .list(["shift", "ctrl", "alt", "super", "off"])) var key: String?
 
     static func path(home: String) -> String { "\(home)/hold-to-ask" }
 
