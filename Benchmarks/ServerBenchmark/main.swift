@@ -162,6 +162,9 @@ do {
         print(String(format: "idle: %d keep-alive TLS connections open from %d address(es); brsyncd RSS %.1f MB (%.1f MB before: %.1f KB each)",
                      clients.count, addresses, Double(after) / 1024, Double(before) / 1024, Double(after - before) / Double(clients.count)))
         for http in clients { http.close() }
+        // Once they have gone: the server gives the heap back after a burst (within a second).
+        Thread.sleep(forTimeInterval: 1.5)
+        print(String(format: "idle: 1.5 s after they closed, brsyncd RSS %.1f MB", Double(rss()) / 1024))
 
     case "flood":
         guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]), let addresses = Int(arguments[4]),

@@ -37,7 +37,7 @@ struct Click {
         }
         do {
             try serve(url)
-        } catch let failure as CLIFailure where failure.code == ExitStatus.pickerNeeded && failure.message == Self.cancelled {
+        } catch let failure as CLIFailure where failure.code == ExitStatus.cancelled && failure.message == Self.cancelled {
             throw failure // the person chose to open nothing
         } catch {
             try fallBack(url, because: error)
@@ -73,7 +73,10 @@ struct Click {
                                 fromApp: try? source.get().id,
                                 environment: environment) {
             case .opened: return
-            case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
+            case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)
+            case .unavailable(let reason) where resolution.browser != nil:
+                // No picker could ask: the link still opens, as its rules decide.
+                ExitStatus.warn("\(reason); opening it as its rules decide")
             case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
             case .launchFailed(let failure): throw CLIFailure(message: "\(resolution.target) did not open: \(failure.message)")
             }
@@ -102,7 +105,7 @@ struct Click {
         switch try Pick.ask(url: url, replica: replica, excluding: failed, why: Self.withSource(why, source), fromApp: try? source.get().id,
                             environment: environment) {
         case .opened: return
-        case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
+        case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
         case .launchFailed(let failure): throw CLIFailure(message: "\(url) did not open: " + (failures + [failure.message]).joined(separator: "; "))
         }

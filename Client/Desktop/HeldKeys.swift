@@ -66,13 +66,46 @@ public enum HeldKeys {
     /// The modifiers held now on this session's X display.
     public static func held(environment: [String: String]) throws(Failure) -> Set<Modifier> {
         if let reason = unreadable(environment: environment) { throw Failure(reason) }
+        let connection = try connect(environment: environment)
+        defer { close(connection.socket) }
+        try send(connection.socket, [38, 0, 2, 0] + connection.root) // QueryPointer, 2 words, on the root window
+        let mask = try pointerMask(reply: try receive(connection.socket, 32, deadline: connection.deadline))
+        return Set(Modifier.allCases.filter { mask & $0.bit != 0 })
+    }
+
+    /// Whether this session's local X display takes a connection and
+    /// answers its set-up within ``timeoutMillis`` (what a window about to
+    /// open there needs; a display that does not would hold it forever).
+    /// - Throws: ``Failure`` saying why not.
+    public static func checkDisplayAnswers(environment: [String: String]) throws(Failure) {
+        guard let display = environment["DISPLAY"], !display.isEmpty else { throw Failure("there is no X display in this environment") }
+        guard displayNumber(display) != nil else { return } // a remote display is not checked
+        close(try connect(environment: environment).socket)
+    }
+
+    /// A connection to the local display of `environment`, set up (with the
+    /// Xauthority cookie when there is one): its socket, the first screen's
+    /// root window and the deadline of the whole exchange.
+    private static func connect(environment: [String: String]) throws(Failure) -> (socket: Int32, root: [UInt8], deadline: Int64) {
         let display = environment["DISPLAY"] ?? ""
-        let number = displayNumber(display) ?? 0
+        guard let number = displayNumber(display) else { throw Failure("the display '\(DisplayText.printable(display.prefix(80)))' is not this machine's") }
         let authority = environment["XAUTHORITY"] ?? environment["HOME"].map { "\($0)/.Xauthority" }
         var secret: [UInt8]?
         if let authority, let data = FileManager.default.contents(atPath: authority) { secret = Self.cookie(inAuthority: [UInt8](data), display: number) }
-        let mask = try queryMask(display: number, cookie: secret)
-        return Set(Modifier.allCases.filter { mask & $0.bit != 0 })
+        let socket = try connect(display: number)
+        do throws(Failure) {
+            // One deadline for the whole exchange: a server that trickles its answer does not hold the click.
+            let deadline = Clock.monotonicMillis() + Int64(timeoutMillis)
+            try send(socket, setupRequest(cookie: secret))
+            let head = try receive(socket, 8, deadline: deadline)
+            let remainder = try setupRemainder(head: head)
+            guard remainder <= 1 << 20 else { throw Failure("a set-up answer from the X server of \(remainder) bytes") }
+            let root = try rootWindow(head: head, body: try receive(socket, remainder, deadline: deadline))
+            return (socket, root, deadline)
+        } catch {
+            close(socket)
+            throw error
+        }
     }
 
     // MARK: The protocol (pure parts are fuzzed: Fuzz/Sources/FuzzXReplies)
@@ -155,20 +188,6 @@ public enum HeldKeys {
         guard reply.count == 32 else { throw Failure("a short answer from the X server") }
         guard reply[0] == 1 else { throw Failure("the X server refused QueryPointer (error \(reply[1]))") }
         return UInt16(reply[24]) | UInt16(reply[25]) << 8
-    }
-
-    private static func queryMask(display number: Int, cookie: [UInt8]?) throws(Failure) -> UInt16 {
-        let socket = try connect(display: number)
-        defer { close(socket) }
-        // One deadline for the whole exchange: a server that trickles its answer does not hold the click.
-        let deadline = Clock.monotonicMillis() + Int64(timeoutMillis)
-        try send(socket, setupRequest(cookie: cookie))
-        let head = try receive(socket, 8, deadline: deadline)
-        let remainder = try setupRemainder(head: head)
-        guard remainder <= 1 << 20 else { throw Failure("a set-up answer from the X server of \(remainder) bytes") }
-        let root = try rootWindow(head: head, body: try receive(socket, remainder, deadline: deadline))
-        try send(socket, [38, 0, 2, 0] + root) // QueryPointer, 2 words, on the root window
-        return try pointerMask(reply: try receive(socket, 32, deadline: deadline))
     }
 
     /// A socket to display `number`: its file in /tmp/.X11-unix, else the

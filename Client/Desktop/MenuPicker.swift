@@ -19,6 +19,16 @@ public enum MenuPicker {
         /// What the menu needs: "x11", "wayland", either ("display"), or nothing.
         let needs: String
 
+        /// Whether it can show on what answers of `display` (a configured command is not checked).
+        public func canShow(on display: SessionDisplay) -> Bool {
+            switch needs {
+            case "": true
+            case "x11": display.x11
+            case "wayland": display.wayland
+            default: display.any
+            }
+        }
+
         func arguments(url: String, offered: [String]) -> [String] {
             if let shellCommand { return ["/bin/sh", "-c", shellCommand] }
             let shown = PickerModel.shorten(DisplayText.printable(url), to: 90)

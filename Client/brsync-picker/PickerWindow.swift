@@ -43,6 +43,8 @@ final class PickerWindow {
         window = gtk_window_new()
         gtk_window_set_title(brsync_window(window), "Open link — brsync")
         gtk_window_set_default_size(brsync_window(window), 560, -1)
+        // Its size follows what it shows (a hidden browser, a shorter hint): no empty strip is left.
+        gtk_window_set_resizable(brsync_window(window), 0)
         brsync_accessible_description(window, "Choose the browser that opens this link")
 
         let outer = gtk_box_new(GTK_ORIENTATION_VERTICAL, 10)!
@@ -76,8 +78,7 @@ final class PickerWindow {
         if let note = request.note {
             let sentence = note.prefix(1).uppercased() + note.dropFirst() + (note.hasSuffix(".") ? "" : ".")
             let why = Self.label(sentence, classes: ["warning"])
-            gtk_label_set_wrap(brsync_label(why), 1)
-            gtk_label_set_max_width_chars(brsync_label(why), 72)
+            Self.wrapWithin(why, lines: 4)
             brsync_accessible_label(why, sentence)
             gtk_box_append(brsync_box(outer), why)
         }
@@ -104,7 +105,7 @@ final class PickerWindow {
         gtk_widget_set_sensitive(pattern, 0)
         gtk_box_append(brsync_box(outer), pattern)
         if let app = request.fromApp {
-            let only = gtk_check_button_new_with_label("Only links from \(app) (Ctrl+F)")!
+            let only = gtk_check_button_new_with_label("Only links from \(Self.shownApp(app)) (Ctrl+F)")!
             brsync_accessible_label(only, "Remember only for links from \(app)")
             gtk_widget_set_sensitive(only, 0)
             gtk_check_button_set_active(brsync_check_button(only), suggested.forApp ? 1 : 0)
@@ -114,7 +115,7 @@ final class PickerWindow {
             onlyFromApp = nil
         }
         reason = Self.label("", classes: ["dim-label"])
-        gtk_label_set_wrap(brsync_label(reason), 1)
+        Self.wrapWithin(reason, lines: 4)
         gtk_box_append(brsync_box(outer), reason)
 
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
@@ -161,6 +162,21 @@ final class PickerWindow {
     /// The link's lines, and the characters of each at most.
     static let linkLines = 3
     static let linkLineCharacters = 72
+
+    /// Text from outside (a rule's pattern, an app's id) may be one long
+    /// word: it wraps anywhere, within the window's width, on `lines` lines
+    /// at most (cut in the middle past them; screen readers get it whole).
+    static func wrapWithin(_ label: Widget, lines: Int) {
+        gtk_label_set_wrap(brsync_label(label), 1)
+        gtk_label_set_wrap_mode(brsync_label(label), PANGO_WRAP_WORD_CHAR)
+        gtk_label_set_lines(brsync_label(label), Int32(lines))
+        gtk_label_set_ellipsize(brsync_label(label), PANGO_ELLIPSIZE_MIDDLE)
+        gtk_label_set_width_chars(brsync_label(label), 40)
+        gtk_label_set_max_width_chars(brsync_label(label), Int32(linkLineCharacters))
+    }
+
+    /// An app's id as the window shows it: at most 40 characters.
+    static func shownApp(_ app: String) -> String { PickerModel.shorten(app, to: 40) }
 
     static func label(_ text: String, classes: [String] = []) -> Widget {
         let label = gtk_label_new(text)!
@@ -343,7 +359,6 @@ final class PickerWindow {
 
     func rememberToggled() {
         gtk_widget_set_sensitive(pattern, gtk_check_button_get_active(brsync_check_button(remember)))
-        if let onlyFromApp { gtk_widget_set_sensitive(onlyFromApp, gtk_check_button_get_active(brsync_check_button(remember))) }
         checkPattern()
     }
 
@@ -368,6 +383,10 @@ final class PickerWindow {
     func checkPattern() {
         let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
+        // A pattern typed with its own from: names its app: the box has no say then, and shows it.
+        if let onlyFromApp {
+            gtk_widget_set_sensitive(onlyFromApp, on && !WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix) ? 1 : 0)
+        }
         if !on {
             let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
             say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
@@ -376,7 +395,9 @@ final class PickerWindow {
         } else if let remembered = try? Pattern(rememberedText(text)), let app = remembered.source {
             // The app the rule names: the box's, or the one typed with from: (which wins).
             let rest = remembered.text.drop { $0 != " " }.dropFirst()
-            say("Links from \(app) matching \(rest) will open in the browser you choose.\n" + rememberKeys, error: false)
+            let typedApp = WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix)
+            say("Links from \(Self.shownApp(app)) matching \(rest) will open in the browser you choose.\n"
+                + (typedApp ? "Ctrl+E: edit the pattern · its from: names the app" : rememberKeys), error: false)
         } else {
             say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys, error: false)
         }
@@ -385,7 +406,7 @@ final class PickerWindow {
     /// The second line while remembering. Every message under the field
     /// has two lines, so ticking and unticking keeps the window's layout.
     private var rememberKeys: String {
-        "Ctrl+E: edit the pattern · " + (request.fromApp.map { "Ctrl+F: only links from \($0), or all" } ?? "Ctrl+R: remember nothing")
+        "Ctrl+E: edit the pattern · " + (request.fromApp.map { "Ctrl+F: only links from \(Self.shownApp($0)), or all" } ?? "Ctrl+R: remember nothing")
     }
 
     /// Shows `message` under the pattern field (and gives it to screen readers).
@@ -419,6 +440,8 @@ final class PickerWindow {
         if control && (key == UInt32(GDK_KEY_f) || key == UInt32(GDK_KEY_F)), let onlyFromApp {
             // Remember, for the app's links only (or for every link again).
             gtk_check_button_set_active(brsync_check_button(remember), 1)
+            // (Greyed out while the typed pattern names its own app: that one decides.)
+            guard gtk_widget_get_sensitive(onlyFromApp) != 0 else { return true }
             let active = gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0
             gtk_check_button_set_active(brsync_check_button(onlyFromApp), active ? 0 : 1)
             return true

@@ -32,6 +32,16 @@ if CommandLine.arguments.count > 1 {
 setenv("GSK_RENDERER", "cairo", 0)
 g_set_prgname("brsync-picker") // the window's class
 g_set_application_name("brsync") // what screen readers call the program
+// A display (or a session bus) that takes the connection and never answers
+// would hold GTK, and the click, forever: until the window is shown, a
+// watchdog ends the picker as "no display" (exit 4), and brsync tries the
+// next picker. (brsync checks the display first; this catches the rest.)
+signal(SIGALRM) { _ in
+    let message: StaticString = "brsync-picker: cannot open a display: it did not answer within 15 s\n" // no allocation in a handler
+    _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
+    _exit(4)
+}
+alarm(15)
 let hasDisplay = gtk_init_check() != 0
 
 var bytes: [UInt8] = []
@@ -54,6 +64,7 @@ do {
 guard hasDisplay else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
 picker = PickerWindow(request)
 picker.present()
+alarm(0) // shown: the person may take their time
 while picker.outcome == nil { g_main_context_iteration(nil, 1) }
 switch picker.outcome {
 case .chosen(let answer)?:

@@ -142,10 +142,19 @@ struct DoctorCommand: ParsableCommand {
     /// Whether a picker can ask here, when no rule decides.
     static func picker(environment: [String: String], path: [String]) -> Finding {
         let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
-        if let window = WindowPicker.program(besides: helperExecutable(), environment: environment) {
+        let window = WindowPicker.program(besides: helperExecutable(), environment: environment)
+        // A display that is set but does not answer: no window or menu can show there.
+        let answering = SessionDisplay.check(environment: environment)
+        if let window, answering.any {
             return Finding(check: "picker", state: .ok, detail: "the window (\(window)) on this session's display")
         }
-        if let menu = menus.first { return Finding(check: "picker", state: .ok, detail: "\(menu.name) (a menu)") }
+        if let menu = menus.first(where: { $0.canShow(on: answering) }) {
+            return Finding(check: "picker", state: .ok, detail: "\(menu.name) (a menu)")
+        }
+        if !answering.problems.isEmpty {
+            return Finding(check: "picker", state: .problem, detail: "no picker can show: \(answering.problems.joined(separator: "; "))",
+                           fix: "run brsync doctor in the desktop session, where DISPLAY or WAYLAND_DISPLAY names a display that answers")
+        }
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         if !display {
             return Finding(check: "picker", state: .note,
@@ -162,7 +171,8 @@ struct DoctorCommand: ParsableCommand {
             guard let key = try HoldToAsk.chosen(home: home) else { return nil }
             chosen = key
         } catch {
-            return Finding(check: "hold-to-ask", state: .problem, detail: Failures.message(of: error), fix: "brsync hold-to-ask shift")
+            return Finding(check: "hold-to-ask", state: .problem, detail: Failures.message(of: error),
+                           fix: "brsync hold-to-ask off (or brsync hold-to-ask shift, to set it again)")
         }
         if let reason = HeldKeys.unreadable(environment: environment) {
             return Finding(check: "hold-to-ask", state: .note,

@@ -167,6 +167,7 @@ final class ConnectionLoop: @unchecked Sendable {
             // idle wait ends within 250 ms of its time.
             if lastSweep.milliseconds + 250 <= Deadline.now().milliseconds {
                 lastSweep = Deadline.now()
+                server.giveBackAfterBurst()
                 for (descriptor, entry) in waiting where entry.deadline.hasPassed {
                     if entry.parked != nil {
                         resume(entry) // its wait is over: answered now

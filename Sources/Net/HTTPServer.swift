@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import HTTP
 import Plumbing
@@ -82,6 +83,10 @@ public final class HTTPServer: Sendable {
     let tls: Mutex<TLSContext?>
     let usesTLS: Bool
     let connections = Atomic<Int>(0)
+    /// The most connections open since memory was last given back (``giveBackAfterBurst()``).
+    private let peakSinceTrim = Atomic<Int>(0)
+    /// When memory was last given back (monotonic milliseconds).
+    private let lastTrimMillis = Atomic<Int64>(0)
     let shuttingDown = Atomic<Bool>(false)
     /// Requests being read and answered on threads now.
     private let active = Atomic<Int>(0)
@@ -148,6 +153,29 @@ public final class HTTPServer: Sendable {
         }
         return sockets.map(\.localPort)
     }
+
+    /// Called by each loop four times a second. When a burst of connections
+    /// has gone (a flood, every machine reconnecting after an outage): at
+    /// least ``trimAfterClosed`` fewer than the peak and at most half of it,
+    /// the heap their buffers took goes back to the system (`malloc_trim`;
+    /// glibc keeps freed memory otherwise), at most every 5 s, by one loop.
+    func giveBackAfterBurst() {
+        let open = connections.load(ordering: .relaxed)
+        var peak = peakSinceTrim.load(ordering: .relaxed)
+        while open > peak {
+            let (exchanged, original) = peakSinceTrim.compareExchange(expected: peak, desired: open, ordering: .relaxed)
+            if exchanged { return }
+            peak = original
+        }
+        guard peak - open >= Self.trimAfterClosed, open <= peak / 2 else { return }
+        let now = Clock.monotonicMillis(), last = lastTrimMillis.load(ordering: .relaxed)
+        guard now - last >= 5_000, lastTrimMillis.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        peakSinceTrim.store(open, ordering: .relaxed)
+        malloc_trim(0)
+    }
+
+    /// How many connections must have closed since the peak before memory is given back.
+    static let trimAfterClosed = 1_000
 
     /// Connections open now: waiting in the event loop or being answered.
     public var openConnections: Int { connections.load(ordering: .relaxed) }

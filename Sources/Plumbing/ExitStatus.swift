@@ -7,14 +7,16 @@ import JSON
 /// | code | meaning |
 /// |---|---|
 /// | 0 | done |
-/// | 1 | `rules test`: no match; `doctor`: something is wrong |
+/// | 1 | `rules test`: no match; `doctor`: something is wrong; `open`/`pick`: the person cancelled the picker |
 /// | 2 | any error: bad input, unknown name, unusable replica or store (nothing changed) |
-/// | 3 | `resolve`: nothing decided, a picker would have to ask |
+/// | 3 | `resolve`: nothing decided, a picker would have to ask; `open`/`pick`: a picker had to ask and none could |
 /// | 4 | the server could not be reached or verified (replica unchanged) |
 /// | 5 | the server refused (auth, revoked, a change it will not take), or the sync stopped on what it answered (another account's key, acknowledgements of changes this machine did not make); the pull still ran |
 /// | 6 | the server's answer could not be used (not brsync's protocol) |
 public enum ExitStatus {
     public static let noMatch: Int32 = 1
+    /// `open`/`pick`: the person closed the picker without choosing (not an error).
+    public static let cancelled: Int32 = 1
     public static let error: Int32 = 2
     public static let pickerNeeded: Int32 = 3
     public static let unreachable: Int32 = 4
@@ -23,8 +25,8 @@ public enum ExitStatus {
 
     /// Every code, for the commands' help (`--help`).
     public static let help = """
-        Exit codes: 0 done; 1 'rules test' found no match, or 'doctor' found a problem; 2 error (nothing changed); 3 'resolve' decided \
-        nothing (a picker would have to ask); 4 the server could not be reached or verified (the replica \
+        Exit codes: 0 done; 1 'rules test' found no match, 'doctor' found a problem, or the picker was cancelled; 2 error (nothing \
+        changed); 3 'resolve' decided nothing (a picker would have to ask), or no picker could ask; 4 the server could not be reached or verified (the replica \
         is unchanged and usable offline); 5 the server refused, or the sync stopped on its answer ('sync stopped'); 6 the server's answer is not brsync's protocol.
         """
 

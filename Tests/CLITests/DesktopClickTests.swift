@@ -91,7 +91,7 @@ import TestSupport
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
         let cancelled = try world.run("open", "https://undecided.example/")
-        #expect(cancelled.status == 3 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
+        #expect(cancelled.status == 1 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
         usleep(100_000)
         #expect(world.launched().count == 2)
     }
@@ -159,6 +159,8 @@ import TestSupport
         #expect(try world.run("resolve", "--from-app", "teams", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
         let explained = try world.run("explain", "--from-app", "teams", "https://decided.example/a")
         #expect(explained.stdout.contains("the link came from another app"), "\(explained)")
+        let withSuffix = try world.run("resolve", "--from-app", "slack.desktop", "https://decided.example/a")
+        #expect(withSuffix.stdout.hasPrefix("chrome\t") && withSuffix.stderr.contains("taken as 'slack'"), "\(withSuffix)")
         let bad = try world.run("rules", "add", "--from-app", "sl/ack", "decided.example", "chrome")
         #expect(bad.status == 2 && bad.stderr.contains("an app's id"), "\(bad)")
         // Clicks as they come: from an app named slack, and from another.
@@ -212,6 +214,15 @@ import TestSupport
         #expect(try world.run("open", "https://decided.example/c").status == 0)
         #expect(world.waitForLaunch(count: 3).last?.hasSuffix("https://decided.example/c") == true)
         #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+        // One written by hand that others can read: said, removed, and the rule decides.
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        try String(Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000).write(toFile: world.directory.file("brsync/ask-next"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("brsync/ask-next"), 0o644)
+        let loose = try world.run("open", "https://decided.example/d")
+        #expect(loose.status == 0 && loose.stderr.contains("ask-next request") && loose.stderr.contains("ignored and removed"), "\(loose)")
+        #expect(world.waitForLaunch(count: 4).last?.hasSuffix("https://decided.example/d") == true)
+        #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
     }
 
     @Test func aBrowserThatLeadsBackToBrsyncIsALoopThatStops() throws {
@@ -249,8 +260,15 @@ import TestSupport
         let noDisplay = try world.run("pick", "https://example.org/")
         #expect(noDisplay.status == 3 && noDisplay.stderr.contains("no picker could ask") && !noDisplay.stderr.contains("cancelled"), "\(noDisplay)")
         #expect(!FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")))
-        // BRSYNC_PICKER that fails is named, and the next menu (rofi, with a display) asks.
-        world.environment["DISPLAY"] = ":99"
+        // BRSYNC_PICKER that fails is named, and the next menu (rofi, on a
+        // display that answers) asks: brsync run as a copy with no window beside it.
+        let server = try XvfbDesktopTests.XServer()
+        defer { server.stop() }
+        world.environment["DISPLAY"] = server.display
+        let alone = world.directory.file("alone")
+        try FileManager.default.createDirectory(atPath: alone, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: world.brsync, toPath: alone + "/brsync")
+        world.brsync = alone + "/brsync"
         world.environment["BRSYNC_PICKER"] = "echo 'cannot open display' >&2; exit 1"
         let fellThrough = try world.run("pick", "https://example.org/")
         #expect(fellThrough.status == 0 && fellThrough.stderr.contains("exited with status 1: cannot open display"), "\(fellThrough)")
@@ -262,6 +280,41 @@ import TestSupport
         let remembered = try world.run("pick", "https://example.org/x")
         #expect(remembered.status == 0 && remembered.stdout.contains("remembered: example.org -> firefox (priority 8)"), "\(remembered)")
         #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.org/x") == true)
+    }
+
+    /// A display that takes the connection and never answers (a frozen X
+    /// server): no window or menu is shown there, so the click is not held;
+    /// a link a rule decides still opens after `ask-next`; `doctor` says so;
+    /// and the picker window itself gives up on such a display after 15 s.
+    @Test func aDisplayThatDoesNotAnswerHoldsNoClick() throws {
+        let world = try Self.readyWorld()
+        let silent = try SilentDisplay()
+        defer { silent.stop() }
+        world.environment["DISPLAY"] = silent.display
+        let rofi = world.directory.file("bin/rofi")
+        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\nsleep 600\n".write(toFile: rofi, atomically: true, encoding: .utf8)
+        chmod(rofi, 0o755)
+        // The window on its own, with the display's connection checked by brsync first.
+        let request = #"{"url":"https://example.org/","suggestedPattern":"example.org","choices":[{"id":"a","name":"A"}]}"#
+        let window = try BackgroundProcess("/bin/sh", ["-c", "echo '\(request)' | '\(ProcessRunner.binary("brsync-picker"))'"],
+                                           environment: ["DISPLAY": silent.display, "HOME": world.directory.path])
+        let started = Date()
+        let undecided = try world.run("pick", "https://example.org/y")
+        #expect(Date().timeIntervalSince(started) < 5, "the click waited")
+        #expect(undecided.status == 3 && undecided.stderr.contains("the picker window cannot show: the X display \(silent.display): the X server did not answer within"),
+                "\(undecided)")
+        #expect(undecided.stderr.contains("rofi cannot show") && !FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")), "\(undecided)")
+        let doctor = try world.run("doctor")
+        #expect(doctor.stdout.contains("PROBLEM picker: no picker can show: the X display \(silent.display)"), "\(doctor)")
+        // Asked to choose, and no picker can: the rule's browser opens it.
+        #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
+        #expect(try world.run("ask-next").status == 0)
+        let decided = try world.run("open", "https://decided.example/a")
+        #expect(decided.status == 0 && decided.stderr.contains("opening it as its rules decide"), "\(decided)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        // brsync-picker started on that display anyway: it ends as "no display" (4), not never.
+        #expect(window.wait(timeout: 30) == 4, "\(window.text)")
+        #expect(window.text.contains("did not answer within 15 s"), "\(window.text)")
     }
 
     @Test func installCarriesTheHomeAndRefusesWhenClicksCouldNotBeServed() throws {

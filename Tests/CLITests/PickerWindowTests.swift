@@ -115,7 +115,7 @@ import TestSupport
         let before = try session.rules()
         let (process, window) = try session.ask(["pick", "https://example.org/no"])
         try session.press(window, "ctrl+r", "Escape")
-        #expect(process.wait(timeout: 20) == 3, "\(process.text)")
+        #expect(process.wait(timeout: 20) == 1, "\(process.text)")
         #expect(process.text.contains("cancelled; nothing opened"), "\(process.text)")
         usleep(200_000)
         let after = try session.rules()
@@ -246,7 +246,7 @@ import TestSupport
         let (normal, first) = try session.ask(["pick", "https://example.org/normal/text?with=a&long=query&that=goes&on=and&on=again"])
         let small = try session.geometry(first)
         try session.press(first, "Escape")
-        #expect(normal.wait(timeout: 20) == 3, "\(normal.text)")
+        #expect(normal.wait(timeout: 20) == 1, "\(normal.text)")
 
         let resources = Shell.run("echo 'Xft.dpi: 144' | /usr/bin/xrdb -merge", environment: ["DISPLAY": session.server.display])
         #expect(resources.status == 0, "\(resources)")
@@ -329,7 +329,7 @@ import TestSupport
             #expect(try shown() == [window], "a tooltip over (\(targetX), \(targetY))")
         }
         try session.press(window, "Escape")
-        #expect(process.wait(timeout: 20) == 3, "\(process.text)")
+        #expect(process.wait(timeout: 20) == 1, "\(process.text)")
     }
 
     /// Alt+Down moves a browser, Ctrl+H hides one; both are saved (synced
@@ -347,7 +347,7 @@ import TestSupport
         // Esc after moving: nothing is saved.
         let (cancelled, shown) = try session.ask(["pick", "https://example.org/none"])
         try session.press(shown, "alt+Down", "ctrl+h", "Escape")
-        #expect(cancelled.wait(timeout: 20) == 3, "\(cancelled.text)")
+        #expect(cancelled.wait(timeout: 20) == 1, "\(cancelled.text)")
         #expect(try session.world.run("browsers", "order").stdout == "1. firefox\n2. chrome\n")
 
         let (hiding, next) = try session.ask(["pick", "https://example.org/hide"])

@@ -143,6 +143,15 @@ import TestSupport
         #expect(damaged.status == 0 && damaged.stderr.contains("names no key"), "\(damaged)")
         #expect(world.waitForLaunch(count: 5).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/e") == true, "\(world.launched())")
         #expect(try world.run("hold-to-ask").status == 2)
+        // A setting that says off is off; a folder in its place is an error that names it.
+        try "off\n".write(toFile: world.directory.file("brsync/hold-to-ask"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("brsync/hold-to-ask"), 0o600)
+        #expect(try world.run("hold-to-ask").stdout.hasPrefix("off"))
+        #expect(try world.run("hold-to-ask", "off").status == 0)
+        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/hold-to-ask"), withIntermediateDirectories: false)
+        let folder = try world.run("hold-to-ask", "off")
+        #expect(folder.status == 2 && folder.stderr.contains("cannot remove") && folder.stderr.contains("hold-to-ask"), "\(folder)")
+        try FileManager.default.removeItem(atPath: world.directory.file("brsync/hold-to-ask"))
         // Wayland: said, never read.
         #expect(try world.run("hold-to-ask", "off").status == 0)
         world.environment["WAYLAND_DISPLAY"] = "wayland-0"

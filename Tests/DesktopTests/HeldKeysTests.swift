@@ -2,6 +2,7 @@ import Desktop
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// Reading the held modifier keys over the X protocol: what the X server
 /// and the Xauthority file say is input like any other (a damaged or
@@ -125,41 +126,32 @@ import Testing
     /// hangs up: each is an error within the read's budget, never a click
     /// that waits.
     @Test func aDisplayThatDoesNotAnswerCostsAtMostTheBudget() throws {
-        for behaviour in ["silent", "hangs up"] {
-            let number = 900 + Int(getpid() % 90)
-            let path = "/tmp/.X11-unix/X\(number)"
-            try FileManager.default.createDirectory(atPath: "/tmp/.X11-unix", withIntermediateDirectories: true)
-            unlink(path)
-            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            #expect(listener >= 0)
-            defer {
-                close(listener)
-                unlink(path)
-            }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            #expect(bound == 0 && listen(listener, 4) == 0)
-            let hangUp = behaviour == "hangs up"
-            let server = Thread {
-                guard hangUp else { return } // silent: the kernel's backlog takes the connection; nobody reads
-                let client = accept(listener, nil, nil)
-                if client >= 0 { close(client) }
-            }
-            server.start()
+        for hangUp in [false, true] {
+            let display = try SilentDisplay(hangUp: hangUp)
+            defer { display.stop() }
             let started = Date()
             #expect {
-                _ = try HeldKeys.held(environment: ["DISPLAY": ":\(number)", "HOME": "/nonexistent"])
+                _ = try HeldKeys.held(environment: ["DISPLAY": display.display, "HOME": "/nonexistent"])
             } throws: { error in
                 let text = "\(error)"
                 return hangUp ? text.contains("closed the connection") || text.contains("went away") : text.contains("did not answer within")
             }
-            #expect(Date().timeIntervalSince(started) < 2, "\(behaviour): the read's budget is \(HeldKeys.timeoutMillis) ms")
+            #expect(Date().timeIntervalSince(started) < 2, "hang up \(hangUp): the read's budget is \(HeldKeys.timeoutMillis) ms")
+            let checked = SessionDisplay.check(environment: ["DISPLAY": display.display])
+            #expect(!checked.any && checked.problems.count == 1, "\(checked)")
         }
+        // Wayland: a socket that takes connections answers; none, or no runtime folder, is said.
+        let folder = NSTemporaryDirectory() + "wayland-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let missing = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-9", "XDG_RUNTIME_DIR": folder])
+        #expect(!missing.any && missing.problems.first?.contains("cannot connect") == true, "\(missing)")
+        let compositor = try SilentDisplay(at: folder + "/wayland-1")
+        defer { compositor.stop() }
+        let listening = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-1", "XDG_RUNTIME_DIR": folder])
+        #expect(listening.wayland && listening.any && listening.problems.isEmpty, "\(listening)")
+        #expect(SessionDisplay.check(environment: ["WAYLAND_DISPLAY": folder + "/wayland-1"]).wayland, "an absolute WAYLAND_DISPLAY")
+        let noFolder = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-9"])
+        #expect(!noFolder.any && noFolder.problems.first?.contains("XDG_RUNTIME_DIR") == true, "\(noFolder)")
     }
 }

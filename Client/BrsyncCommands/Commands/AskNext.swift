@@ -51,7 +51,16 @@ public struct AskNext: ParsableCommand {
     /// takes it (whoever removes the file).
     static func take(home: String) -> Bool {
         let file = path(home: home)
-        guard let bytes = try? SecretFile.read(file, what: "the ask-next request") else { return false }
+        let bytes: [UInt8]
+        do throws(SecretFile.Failure) {
+            guard let read = try SecretFile.read(file, what: "the ask-next request") else { return false }
+            bytes = read
+        } catch {
+            // Written by hand or by a script with other permissions: said, and removed (it is for one link).
+            ExitStatus.warn("\(error.message); it is ignored and removed ('brsync ask-next' makes one)")
+            unlink(file)
+            return false
+        }
         guard unlink(file) == 0 else { return false } // another link took it
         guard let made = Int64(String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()) else { return false }
         let now = WatchWake.bootMillis()
@@ -94,8 +103,13 @@ public struct HoldToAsk: ParsableCommand {
             return
         }
         if key.lowercased() == "off" {
-            let had = unlink(Self.path(home: home)) == 0
-            print(had ? "off: holding a key while clicking changes nothing" : "it was off")
+            if unlink(Self.path(home: home)) == 0 {
+                print("off: holding a key while clicking changes nothing")
+            } else if errno == ENOENT {
+                print("it was off")
+            } else {
+                throw CLIFailure(message: "cannot remove \(Self.path(home: home)): \(String(cString: strerror(errno))) (remove it by hand)")
+            }
             return
         }
         guard let modifier = HeldKeys.Modifier(named: key) else {
@@ -125,6 +139,7 @@ public struct HoldToAsk: ParsableCommand {
         }
         guard let bytes else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
+        if text.lowercased() == "off" { return nil }
         guard let modifier = HeldKeys.Modifier(named: text) else {
             throw CLIFailure(message: "\(path(home: home)) names no key ('\(DisplayText.printable(text.prefix(40)))'): run 'brsync hold-to-ask shift' or 'brsync hold-to-ask off'")
         }

@@ -58,7 +58,7 @@ public struct Pick: ParsableCommand {
         let url = try replica.linkCleanup().clean(given).url
         switch try Self.ask(url: url, replica: replica, excluding: nil, environment: ProcessEnvironment.all()) {
         case .opened: break
-        case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.pickerNeeded, isOutcome: true)
+        case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.cancelled, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
         case .launchFailed(let failure): throw failure
         }
@@ -167,9 +167,27 @@ public struct Pick: ParsableCommand {
             let configured = menus.prefix { $0.shellCommand != nil }
             let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
             let askers = configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? []) + menus.dropFirst(configured.count).map(Asker.menu)
+            // Whether the displays answer, checked once before the first window or menu that needs one (a frozen one would hold the click).
+            var checked: SessionDisplay?
+            func display() -> SessionDisplay {
+                if let checked { return checked }
+                let found = SessionDisplay.check(environment: environment)
+                checked = found
+                return found
+            }
             for asker in askers {
                 let reason: String
                 switch asker {
+                case .menu(let menu) where !menu.canShow(on: display()):
+                    reason = "\(menu.name) cannot show: \(display().problems.joined(separator: "; "))"
+                    failures.append(reason)
+                    ExitStatus.warn(reason)
+                    continue
+                case .window where !display().any:
+                    reason = "the picker window cannot show: \(display().problems.joined(separator: "; "))"
+                    failures.append(reason)
+                    ExitStatus.warn(reason)
+                    continue
                 case .menu(let menu):
                     switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: why) {
                     case .chosen(let chosen): outcome = chosen

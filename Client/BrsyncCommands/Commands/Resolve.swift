@@ -21,9 +21,14 @@ public struct Resolve: ParsableCommand {
         try Self.execute(home: global.resolvedHome, url: url, json: json, from: Self.checkedApp(fromApp))
     }
 
-    /// `--from-app`, checked.
+    /// `--from-app`, checked. A desktop file's name given with its
+    /// `.desktop` is taken without it (apps are named without), and said so.
     static func checkedApp(_ app: String?) throws(CLIFailure) -> String? {
-        guard let app else { return nil }
+        guard var app else { return nil }
+        if app.lowercased().hasSuffix(".desktop"), app.count > 8 {
+            app = String(app.dropLast(8))
+            ExitStatus.warn("--from-app: apps are named without .desktop: taken as '\(DisplayText.printable(app.prefix(255)))'")
+        }
         if let problem = Pattern.sourceIDProblem(app) { throw CLIFailure(message: "--from-app: \(problem)", code: ExitStatus.error) }
         return app
     }

@@ -1,0 +1,66 @@
+import Glibc
+import JSON
+
+/// Which of this session's displays answer now. Checked before a window or
+/// a menu is shown on one: a display that takes the connection and never
+/// answers (a frozen X server) would otherwise hold the click until the
+/// picker's 10 minutes are up. X11: the connection set-up, within
+/// ``HeldKeys/timeoutMillis`` (about 0.7 ms when it answers); Wayland: the
+/// compositor's socket takes a connection. A remote X display is not checked.
+public struct SessionDisplay: Sendable, Equatable {
+    public var x11: Bool
+    public var wayland: Bool
+    /// Why a display that is set does not answer, one line each.
+    public var problems: [String]
+
+    /// Whether a window can open on one of them.
+    public var any: Bool { x11 || wayland }
+
+    public static func check(environment: [String: String]) -> SessionDisplay {
+        var result = SessionDisplay(x11: false, wayland: false, problems: [])
+        if let display = environment["DISPLAY"], !display.isEmpty {
+            do throws(HeldKeys.Failure) {
+                try HeldKeys.checkDisplayAnswers(environment: environment)
+                result.x11 = true
+            } catch {
+                result.problems.append("the X display \(DisplayText.printable(display.prefix(80))): \(error)")
+            }
+        }
+        if let name = environment["WAYLAND_DISPLAY"], !name.isEmpty {
+            if let problem = waylandProblem(name: name, runtimeDirectory: environment["XDG_RUNTIME_DIR"]) {
+                result.problems.append("the Wayland display \(DisplayText.printable(name.prefix(80))): \(problem)")
+            } else {
+                result.wayland = true
+            }
+        }
+        return result
+    }
+
+    /// Why the compositor's socket takes no connection; nil when it does.
+    /// The connection is not blocking: a socket whose queue is full counts
+    /// as not answering.
+    static func waylandProblem(name: String, runtimeDirectory: String?) -> String? {
+        let path: String
+        if name.hasPrefix("/") {
+            path = name
+        } else {
+            guard let runtimeDirectory, !runtimeDirectory.isEmpty else { return "XDG_RUNTIME_DIR is not set, so its socket cannot be found" }
+            path = "\(runtimeDirectory)/\(name)"
+        }
+        var address = sockaddr_un()
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return "its socket's path is too long" }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard socket >= 0 else { return "no socket (errno \(errno))" }
+        defer { close(socket) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if connected == 0 { return nil }
+        return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(String(cString: strerror(errno))))"
+    }
+}
