@@ -76,7 +76,7 @@ struct Click {
             case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)
             case .unavailable(let reason) where resolution.browser != nil:
                 // No picker could ask: the link still opens, as its rules decide.
-                ExitStatus.warn("\(reason); opening it as its rules decide")
+                ExitStatus.warn("\(reason); opening it \(resolution.rule.map { "as the rule '\($0.pattern)' decides" } ?? "in the default browser")")
             case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
             case .launchFailed(let failure): throw CLIFailure(message: "\(resolution.target) did not open: \(failure.message)")
             }

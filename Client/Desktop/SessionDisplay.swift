@@ -36,9 +36,9 @@ public struct SessionDisplay: Sendable, Equatable {
         return result
     }
 
-    /// Why the compositor's socket takes no connection; nil when it does.
-    /// The connection is not blocking: a socket whose queue is full counts
-    /// as not answering.
+    /// Why the compositor does not answer; nil when it does: its socket
+    /// takes a connection (not blocking: a full queue counts as no answer)
+    /// and answers `wl_display.sync` within ``HeldKeys/timeoutMillis``.
     static func waylandProblem(name: String, runtimeDirectory: String?) -> String? {
         let path: String
         if name.hasPrefix("/") {
@@ -60,7 +60,19 @@ public struct SessionDisplay: Sendable, Equatable {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        if connected == 0 { return nil }
-        return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(String(cString: strerror(errno))))"
+        guard connected == 0 else {
+            return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(String(cString: strerror(errno))))"
+        }
+        // wl_display (object 1) sync (opcode 0, 12 bytes) with a new callback, object 2;
+        // the compositor answers with that callback's done event.
+        let sync: [UInt32] = [1, 12 << 16, 2]
+        let sent = sync.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == 12 else { return "its compositor did not take a request" }
+        var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        var answer = [UInt8](repeating: 0, count: 64)
+        guard poll(&ready, 1, Int32(HeldKeys.timeoutMillis)) > 0, read(socket, &answer, answer.count) > 0 else {
+            return "its compositor did not answer within \(HeldKeys.timeoutMillis) ms"
+        }
+        return nil
     }
 }

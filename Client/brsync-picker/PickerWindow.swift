@@ -173,6 +173,11 @@ final class PickerWindow {
         gtk_label_set_ellipsize(brsync_label(label), PANGO_ELLIPSIZE_MIDDLE)
         gtk_label_set_width_chars(brsync_label(label), 40)
         gtk_label_set_max_width_chars(brsync_label(label), Int32(linkLineCharacters))
+        // No hyphen where a line breaks: '-' belongs to app ids and patterns.
+        let attributes = pango_attr_list_new()
+        pango_attr_list_insert(attributes, pango_attr_insert_hyphens_new(0))
+        gtk_label_set_attributes(brsync_label(label), attributes)
+        pango_attr_list_unref(attributes)
     }
 
     /// An app's id as the window shows it: at most 40 characters.
@@ -343,8 +348,9 @@ final class PickerWindow {
         gtk_list_box_remove(brsync_list_box(list), rows[index])
         renumber()
         select(position: min(from, positions.count - 1))
-        say("\(request.choices[index].name) is hidden from the picker once you open a link ('brsync browsers unhide \(request.choices[index].id)' shows it again).",
-            error: false)
+        let names = hidden.map { request.choices[$0].name }
+        let unhide = names.count == 1 ? "'brsync browsers unhide \(request.choices[index].id)' shows it again" : "'brsync browsers unhide ID' shows one again"
+        say("\(names.joined(separator: ", ")) \(names.count == 1 ? "is" : "are") hidden from the picker once you open a link (\(unhide)).", error: false)
     }
 
     func toggleRemember() {
@@ -396,7 +402,9 @@ final class PickerWindow {
             // The app the rule names: the box's, or the one typed with from: (which wins).
             let rest = remembered.text.drop { $0 != " " }.dropFirst()
             let typedApp = WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix)
-            say("Links from \(Self.shownApp(app)) matching \(rest) will open in the browser you choose.\n"
+            // The app as the link's app was named (the rule keeps it without case).
+            let named = request.fromApp.flatMap { Pattern.sourceKey($0) == app ? $0 : nil } ?? app
+            say("Links from \(Self.shownApp(named)) matching \(rest) will open in the browser you choose.\n"
                 + (typedApp ? "Ctrl+E: edit the pattern · its from: names the app" : rememberKeys), error: false)
         } else {
             say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys, error: false)

@@ -15,7 +15,7 @@ public enum SecretFile {
     /// naming the file.
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         public enum Kind: Sendable, Equatable {
-            case unreadable, notRegularFile, readableByOthers, ownedByAnother, tooLarge, unwritable
+            case unreadable, notRegularFile, readableByOthers, writableByOthers, ownedByAnother, tooLarge, unwritable
         }
 
         public let kind: Kind
@@ -32,7 +32,10 @@ public enum SecretFile {
     /// - Throws: ``Failure`` for a file that cannot be read, is not a regular
     ///   file (a link, a folder), belongs to another user, can be read by
     ///   others, or holds more than ``maximumBytes``.
-    public static func read(_ path: String, what: String) throws(Failure) -> [UInt8]? {
+    /// - Parameter othersMayRead: for a setting that is no secret (written
+    ///   the same way): a file others can read is taken, one others can
+    ///   change is not.
+    public static func read(_ path: String, what: String, othersMayRead: Bool = false) throws(Failure) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
@@ -48,7 +51,12 @@ public enum SecretFile {
         guard status.st_uid == geteuid() || status.st_uid == 0 else {
             throw Failure(kind: .ownedByAnother, message: "\(what) at \(path) belongs to another user (uid \(status.st_uid)): it could have been put there by them")
         }
-        guard status.st_mode & 0o077 == 0 else {
+        if othersMayRead {
+            guard status.st_mode & 0o022 == 0 else {
+                throw Failure(kind: .writableByOthers,
+                              message: "\(what) at \(path) can be changed by others (mode \(String(status.st_mode & 0o777, radix: 8)))")
+            }
+        } else if status.st_mode & 0o077 != 0 {
             throw Failure(kind: .readableByOthers,
                           message: "\(what) at \(path) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(path)'")
         }

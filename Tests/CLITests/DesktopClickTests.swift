@@ -218,11 +218,20 @@ import TestSupport
         var now = timespec()
         clock_gettime(CLOCK_BOOTTIME, &now)
         try String(Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000).write(toFile: world.directory.file("brsync/ask-next"), atomically: true, encoding: .utf8)
-        chmod(world.directory.file("brsync/ask-next"), 0o644)
+        chmod(world.directory.file("brsync/ask-next"), 0o666)
         let loose = try world.run("open", "https://decided.example/d")
-        #expect(loose.status == 0 && loose.stderr.contains("ask-next request") && loose.stderr.contains("ignored and removed"), "\(loose)")
+        #expect(loose.status == 0 && loose.stderr.contains("can be changed by others") && loose.stderr.contains("ignored and removed"), "\(loose)")
         #expect(world.waitForLaunch(count: 4).last?.hasSuffix("https://decided.example/d") == true)
         #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+        // A folder in its place: removed when empty (said), named when not; the link opens either way.
+        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/ask-next"), withIntermediateDirectories: false)
+        let folder = try world.run("open", "https://decided.example/e")
+        #expect(folder.status == 0 && folder.stderr.contains("not a regular file: ignored and removed"), "\(folder)")
+        #expect(!FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/ask-next/inside"), withIntermediateDirectories: true)
+        let full = try world.run("ask-next", "--cancel")
+        #expect(full.status == 2 && full.stderr.contains("remove it by hand"), "\(full)")
+        #expect(world.waitForLaunch(count: 5).last?.hasSuffix("https://decided.example/e") == true)
     }
 
     @Test func aBrowserThatLeadsBackToBrsyncIsALoopThatStops() throws {
@@ -269,6 +278,12 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: alone, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: world.brsync, toPath: alone + "/brsync")
         world.brsync = alone + "/brsync"
+        unlink(rofi)
+        let noWindow = try world.run("pick", "https://example.org/")
+        #expect(noWindow.status == 3 && noWindow.stderr.contains("brsync-picker is not beside"), "\(noWindow)")
+        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
+            .write(toFile: rofi, atomically: true, encoding: .utf8)
+        chmod(rofi, 0o755)
         world.environment["BRSYNC_PICKER"] = "echo 'cannot open display' >&2; exit 1"
         let fellThrough = try world.run("pick", "https://example.org/")
         #expect(fellThrough.status == 0 && fellThrough.stderr.contains("exited with status 1: cannot open display"), "\(fellThrough)")
@@ -310,7 +325,9 @@ import TestSupport
         #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
         #expect(try world.run("ask-next").status == 0)
         let decided = try world.run("open", "https://decided.example/a")
-        #expect(decided.status == 0 && decided.stderr.contains("opening it as its rules decide"), "\(decided)")
+        #expect(decided.status == 0 && decided.stderr.contains("opening it as the rule 'decided.example' decides"), "\(decided)")
+        let picked = try world.run("pick", "https://decided.example/b")
+        #expect(picked.status == 3 && picked.stderr.contains("the rule 'decided.example' would open it in 'chrome', and no picker could ask"), "\(picked)")
         #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
         // brsync-picker started on that display anyway: it ends as "no display" (4), not never.
         #expect(window.wait(timeout: 30) == 4, "\(window.text)")

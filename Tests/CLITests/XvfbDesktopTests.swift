@@ -148,10 +148,21 @@ import TestSupport
         chmod(world.directory.file("brsync/hold-to-ask"), 0o600)
         #expect(try world.run("hold-to-ask").stdout.hasPrefix("off"))
         #expect(try world.run("hold-to-ask", "off").status == 0)
-        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/hold-to-ask"), withIntermediateDirectories: false)
+        // One others can read (it is no secret) is taken; one others can change is not.
+        try "shift".write(toFile: world.directory.file("brsync/hold-to-ask"), atomically: true, encoding: .utf8)
+        chmod(world.directory.file("brsync/hold-to-ask"), 0o644)
+        #expect(try world.run("hold-to-ask").stdout.contains("holding Shift"))
+        chmod(world.directory.file("brsync/hold-to-ask"), 0o666)
+        let loose = try world.run("hold-to-ask")
+        #expect(loose.status == 2 && loose.stderr.contains("can be changed by others") && loose.stderr.contains("'brsync hold-to-ask off' removes it"), "\(loose)")
+        #expect(try world.run("hold-to-ask", "off").status == 0)
+        // A folder in its place: an empty one is removed by off; one with files is named.
+        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/hold-to-ask/inside"), withIntermediateDirectories: true)
         let folder = try world.run("hold-to-ask", "off")
-        #expect(folder.status == 2 && folder.stderr.contains("cannot remove") && folder.stderr.contains("hold-to-ask"), "\(folder)")
-        try FileManager.default.removeItem(atPath: world.directory.file("brsync/hold-to-ask"))
+        #expect(folder.status == 2 && folder.stderr.contains("remove it by hand (rm -r"), "\(folder)")
+        try FileManager.default.removeItem(atPath: world.directory.file("brsync/hold-to-ask/inside"))
+        #expect(try world.run("hold-to-ask", "off").stdout.hasPrefix("off"))
+        #expect(!FileManager.default.fileExists(atPath: world.directory.file("brsync/hold-to-ask")))
         // Wayland: said, never read.
         #expect(try world.run("hold-to-ask", "off").status == 0)
         world.environment["WAYLAND_DISPLAY"] = "wayland-0"

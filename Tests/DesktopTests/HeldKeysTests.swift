@@ -146,11 +146,19 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let missing = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-9", "XDG_RUNTIME_DIR": folder])
         #expect(!missing.any && missing.problems.first?.contains("cannot connect") == true, "\(missing)")
-        let compositor = try SilentDisplay(at: folder + "/wayland-1")
+        // A compositor that answers wl_display.sync with its callback's done event (object 2, opcode 0, a serial).
+        let done: [UInt8] = [2, 0, 0, 0, 0, 0, 12, 0, 7, 0, 0, 0]
+        let compositor = try SilentDisplay(reply: done, at: folder + "/wayland-1")
         defer { compositor.stop() }
         let listening = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-1", "XDG_RUNTIME_DIR": folder])
         #expect(listening.wayland && listening.any && listening.problems.isEmpty, "\(listening)")
         #expect(SessionDisplay.check(environment: ["WAYLAND_DISPLAY": folder + "/wayland-1"]).wayland, "an absolute WAYLAND_DISPLAY")
+        // One that takes the connection and never answers.
+        let frozen = try SilentDisplay(at: folder + "/wayland-2")
+        defer { frozen.stop() }
+        let started = Date()
+        let silent = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-2", "XDG_RUNTIME_DIR": folder])
+        #expect(!silent.any && silent.problems.first?.contains("did not answer within") == true && Date().timeIntervalSince(started) < 2, "\(silent)")
         let noFolder = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-9"])
         #expect(!noFolder.any && noFolder.problems.first?.contains("XDG_RUNTIME_DIR") == true, "\(noFolder)")
     }

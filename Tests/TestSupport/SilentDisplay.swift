@@ -3,7 +3,9 @@ import Glibc
 
 /// An X display that takes connections and never answers (a frozen X
 /// server): a Unix socket at /tmp/.X11-unix/X<number>, each connection
-/// accepted and held. `hangUp` closes each at once instead. Stopped by `stop()`.
+/// accepted and held. `hangUp` closes each at once instead; `reply` answers
+/// each connection's first bytes with these (a compositor that answers).
+/// Stopped by `stop()`.
 public final class SilentDisplay: @unchecked Sendable {
     // The listener is closed once by stop(); the thread only accepts from it.
     public let number: Int
@@ -12,7 +14,7 @@ public final class SilentDisplay: @unchecked Sendable {
     private let socketPath: String
 
     /// - Parameter path: the socket's path instead (a Wayland compositor's, say); `number` is then -1.
-    public init(hangUp: Bool = false, at path: String? = nil) throws {
+    public init(hangUp: Bool = false, reply: [UInt8]? = nil, at path: String? = nil) throws {
         try FileManager.default.createDirectory(atPath: "/tmp/.X11-unix", withIntermediateDirectories: true)
         // A number no Xvfb of the tests takes (they pick from 0 up).
         var chosen = -1
@@ -41,7 +43,15 @@ public final class SilentDisplay: @unchecked Sendable {
             while true {
                 let client = accept(descriptor, nil, nil)
                 if client < 0 { break } // stopped
-                if hangUp { close(client) } else { held.append(client) }
+                if hangUp {
+                    close(client)
+                    continue
+                }
+                if let reply {
+                    var request = [UInt8](repeating: 0, count: 64)
+                    if read(client, &request, request.count) > 0 { _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) } }
+                }
+                held.append(client)
             }
             for client in held { close(client) }
         }

@@ -34,8 +34,7 @@ public struct AskNext: ParsableCommand {
         let home = global.resolvedHome
         _ = try global.openReplica() // a replica, or the usual message
         if cancel {
-            let had = unlink(Self.path(home: home)) == 0
-            print(had ? "taken back: the next link opens as its rules decide" : "no link was going to ask")
+            print(try removeSetting(Self.path(home: home)) ? "taken back: the next link opens as its rules decide" : "no link was going to ask")
             return
         }
         do throws(SecretFile.Failure) {
@@ -53,12 +52,12 @@ public struct AskNext: ParsableCommand {
         let file = path(home: home)
         let bytes: [UInt8]
         do throws(SecretFile.Failure) {
-            guard let read = try SecretFile.read(file, what: "the ask-next request") else { return false }
+            guard let read = try SecretFile.read(file, what: "the ask-next request", othersMayRead: true) else { return false }
             bytes = read
         } catch {
-            // Written by hand or by a script with other permissions: said, and removed (it is for one link).
-            ExitStatus.warn("\(error.message); it is ignored and removed ('brsync ask-next' makes one)")
-            unlink(file)
+            // Not one brsync made (a folder, a file others can change): said, and removed when it can be (it is for one link).
+            let removed = (try? removeSetting(file)) == true
+            ExitStatus.warn("\(error.message): ignored\(removed ? " and removed" : "; remove it by hand (rm -r '\(file)')")")
             return false
         }
         guard unlink(file) == 0 else { return false } // another link took it
@@ -103,13 +102,7 @@ public struct HoldToAsk: ParsableCommand {
             return
         }
         if key.lowercased() == "off" {
-            if unlink(Self.path(home: home)) == 0 {
-                print("off: holding a key while clicking changes nothing")
-            } else if errno == ENOENT {
-                print("it was off")
-            } else {
-                throw CLIFailure(message: "cannot remove \(Self.path(home: home)): \(String(cString: strerror(errno))) (remove it by hand)")
-            }
+            print(try removeSetting(Self.path(home: home)) ? "off: holding a key while clicking changes nothing" : "it was off")
             return
         }
         guard let modifier = HeldKeys.Modifier(named: key) else {
@@ -133,9 +126,9 @@ public struct HoldToAsk: ParsableCommand {
     public static func chosen(home: String) throws -> HeldKeys.Modifier? {
         let bytes: [UInt8]?
         do throws(SecretFile.Failure) {
-            bytes = try SecretFile.read(path(home: home), what: "the hold-to-ask setting")
+            bytes = try SecretFile.read(path(home: home), what: "the hold-to-ask setting", othersMayRead: true)
         } catch {
-            throw CLIFailure(message: error.message)
+            throw CLIFailure(message: "\(error.message): 'brsync hold-to-ask off' removes it, 'brsync hold-to-ask shift' writes it anew")
         }
         guard let bytes else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
@@ -177,4 +170,13 @@ public struct HoldToAsk: ParsableCommand {
             return "; but here the keys cannot be read: \(error)"
         }
     }
+}
+
+/// Removes a setting file of this machine (`ask-next`, `hold-to-ask`), or an
+/// empty folder made in its place: true when there was one, false when
+/// there was none. Anything else is an error that says how to remove it.
+func removeSetting(_ path: String) throws(CLIFailure) -> Bool {
+    if unlink(path) == 0 || ((errno == EISDIR || errno == EPERM) && rmdir(path) == 0) { return true }
+    if errno == ENOENT { return false }
+    throw CLIFailure(message: "cannot remove \(path): \(String(cString: strerror(errno))); remove it by hand (rm -r '\(path)')")
 }

@@ -15,7 +15,7 @@ public struct Open: ParsableCommand {
             A local path or file: URL opens as a file (only file:// patterns match it). When brsync cannot serve the
             click (no replica, no usable browser, a launch or picker that fails), it says so in a desktop notification
             when no terminal shows its messages, and opens the link in the browser that was the default before
-            'brsync install'. Cancelling the picker opens nothing and exits 3.
+            'brsync install'. Cancelling the picker opens nothing and exits 1; when no picker can ask it exits 3.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL or file.") var url: String
@@ -46,7 +46,7 @@ public struct Pick: ParsableCommand {
 
             Only browsers whose program can start here are offered; one chosen that does not start is left out and the \
             person asked again. Remembering adds (or raises) a rule to the highest priority. Cancelling opens nothing, \
-            changes nothing and exits 3.
+            changes nothing and exits 1; when no picker can ask, it exits 3.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL or file.") var url: String
@@ -56,7 +56,10 @@ public struct Pick: ParsableCommand {
         try given.checkLocalFileExists()
         let replica = try global.openReplica()
         let url = try replica.linkCleanup().clean(given).url
-        switch try Self.ask(url: url, replica: replica, excluding: nil, environment: ProcessEnvironment.all()) {
+        // A link a rule decides: the picker (and any message) says which rule.
+        let rule = try? replica.resolve(url).rule
+        let why = rule.map { "the rule '\($0.pattern)' would open it in '\($0.browser)'" }
+        switch try Self.ask(url: url, replica: replica, excluding: nil, why: why, environment: ProcessEnvironment.all()) {
         case .opened: break
         case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.cancelled, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
@@ -166,6 +169,9 @@ public struct Pick: ParsableCommand {
             let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
             let configured = menus.prefix { $0.shellCommand != nil }
             let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
+            if window == nil, [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains(where: { !($0 ?? "").isEmpty }) {
+                failures.append("the picker window: \(WindowPicker.programName) is not beside \(currentExecutable())")
+            }
             let askers = configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? []) + menus.dropFirst(configured.count).map(Asker.menu)
             // Whether the displays answer, checked once before the first window or menu that needs one (a frozen one would hold the click).
             var checked: SessionDisplay?

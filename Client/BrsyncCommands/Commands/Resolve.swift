@@ -25,7 +25,7 @@ public struct Resolve: ParsableCommand {
     /// `.desktop` is taken without it (apps are named without), and said so.
     static func checkedApp(_ app: String?) throws(CLIFailure) -> String? {
         guard var app else { return nil }
-        if app.lowercased().hasSuffix(".desktop"), app.count > 8 {
+        if app.lowercased().hasSuffix(".desktop") {
             app = String(app.dropLast(8))
             ExitStatus.warn("--from-app: apps are named without .desktop: taken as '\(DisplayText.printable(app.prefix(255)))'")
         }
