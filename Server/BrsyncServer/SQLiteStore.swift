@@ -201,6 +201,8 @@ public final class SQLiteStore: StoreDialect {
     private let pool: ConnectionPool
     /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
     private let checkpointer: BackgroundCheckpointer?
+    /// The WAL index's header, for ``outsideWriteMarker()`` (nil: the WAL file's status is asked instead).
+    private let walIndex: WALIndexHeader?
     public let bookkeeping = Store.Bookkeeping()
     public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
@@ -263,6 +265,7 @@ public final class SQLiteStore: StoreDialect {
             // automatic checkpoint stays.
             let checkpointer = try? BackgroundCheckpointer(path: path)
             self.checkpointer = checkpointer
+            walIndex = WALIndexHeader(path: path)
             var handedFirst = false
             pool = try ConnectionPool(path: path, size: max(1, connections)) {
                 let database: Database
@@ -305,12 +308,14 @@ public final class SQLiteStore: StoreDialect {
     /// One process serves a store file: its watches are woken in memory.
     public func notifyOtherProcesses(account: Int64) {}
 
-    /// Every commit, of any process, writes the WAL: its inode, size and
+    /// Every commit, of any process, moves the WAL index's change counter
+    /// (``WALIndexHeader``: SQLite's own mapping of the `-shm` file, read
+    /// without a system call). Without it, the WAL file's inode, size and
     /// modification time (nanoseconds, at the kernel's clock tick) tell one.
-    /// (Not SQLite's WAL index, mapped: opening and closing a descriptor of
-    /// the `-shm` file would drop the locks SQLite holds on it in this
-    /// process, POSIX locks being per process and file.)
     public func outsideWriteMarker() -> WriteMarker? {
+        if let walIndex, let header = walIndex.read() {
+            return WriteMarker(Int64(header.change), Int64(header.frames), Int64(header.salt1), Int64(header.salt2))
+        }
         var status = stat()
         guard stat(path + "-wal", &status) == 0 else { return nil }
         return WriteMarker(Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
@@ -344,6 +349,7 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func close() {
+        walIndex?.close()
         pool.close()
         checkpointer?.stop()
     }
