@@ -3,6 +3,7 @@ import JSON
 import Logging
 import Model
 import Net
+import Plumbing
 import SyncCore
 
 /// The HTTP API: routes, authentication, and the mapping of errors to answers.
@@ -61,16 +62,16 @@ public final class SyncAPI: Sendable {
         }
         var response = work(request, context)
         let gate = gate
-        let large = response.body.count > Self.largeAnswerBytes
+        let large = response.body.count > Self.largeAnswerBytes || request.body.count > Self.largeAnswerBytes
         response.whenWritten = HTTPResponse.WhenWritten {
             gate.leave(credential)
-            // A large answer's memory goes back to the system once it has left.
+            // A large answer's (or push's) memory goes back to the system once it has left.
             if large { Memory.giveBack() }
         }
         return response
     }
 
-    /// An answer larger than this (1 MiB) is followed by ``Memory/giveBack()``.
+    /// An answer (or a request's body) larger than this (1 MiB) is followed by ``Memory/giveBack()``.
     static let largeAnswerBytes = 1 << 20
 
     private func work(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse {

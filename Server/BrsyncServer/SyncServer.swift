@@ -2,6 +2,7 @@ import Glibc
 import HTTP
 import Logging
 import Net
+import Plumbing
 import SyncCore
 import Synchronization
 

@@ -1,9 +1,7 @@
 // Linux interfaces Swift's Glibc module leaves out: epoll and eventfd, for
 // the HTTP server's event loop (Sources/Net/HTTPServer+Loop.swift); timerfd
 // and route netlink, for `brsync watch` (Client/brsync-sync/Watch.swift) to
-// hear of a resume from suspend and of network changes; malloc_trim, for the
-// server to give back what a burst of connections took.
-#include <malloc.h>
+// hear of a resume from suspend and of network changes.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>

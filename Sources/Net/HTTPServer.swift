@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import HTTP
 import Plumbing
@@ -87,6 +86,8 @@ public final class HTTPServer: Sendable {
     private let peakSinceTrim = Atomic<Int>(0)
     /// When memory was last given back (monotonic milliseconds).
     private let lastTrimMillis = Atomic<Int64>(0)
+    /// The connections open at the last look (``giveBackAfterBurst()``).
+    private let openAtLastLook = Atomic<Int>(0)
     let shuttingDown = Atomic<Bool>(false)
     /// Requests being read and answered on threads now.
     private let active = Atomic<Int>(0)
@@ -156,22 +157,24 @@ public final class HTTPServer: Sendable {
 
     /// Called by each loop four times a second. When a burst of connections
     /// has gone (a flood, every machine reconnecting after an outage): at
-    /// least ``trimAfterClosed`` fewer than the peak and at most half of it,
+    /// least ``trimAfterClosed`` fewer than the peak, at most half of it, and
+    /// no change since the last look (the burst is over, not still closing),
     /// the heap their buffers took goes back to the system (`malloc_trim`;
-    /// glibc keeps freed memory otherwise), at most every 5 s, by one loop.
+    /// glibc keeps freed memory otherwise), at most once a second, by one loop.
     func giveBackAfterBurst() {
         let open = connections.load(ordering: .relaxed)
+        let settled = openAtLastLook.exchange(open, ordering: .relaxed) == open
         var peak = peakSinceTrim.load(ordering: .relaxed)
         while open > peak {
             let (exchanged, original) = peakSinceTrim.compareExchange(expected: peak, desired: open, ordering: .relaxed)
             if exchanged { return }
             peak = original
         }
-        guard peak - open >= Self.trimAfterClosed, open <= peak / 2 else { return }
+        guard settled, peak - open >= Self.trimAfterClosed, open <= peak / 2 else { return }
         let now = Clock.monotonicMillis(), last = lastTrimMillis.load(ordering: .relaxed)
-        guard now - last >= 5_000, lastTrimMillis.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        guard now - last >= 1_000, lastTrimMillis.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
         peakSinceTrim.store(open, ordering: .relaxed)
-        malloc_trim(0)
+        Memory.giveBack()
     }
 
     /// How many connections must have closed since the peak before memory is given back.

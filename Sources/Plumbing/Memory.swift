@@ -1,10 +1,9 @@
-import Plumbing
-
 /// The server's use of the C allocator. A thread per connection would let
 /// glibc make up to eight arenas per core, each keeping what a large page
 /// of records once took; brsyncd keeps four, and hands memory freed by a
 /// large answer back to the system at once (`malloc_trim`), so a burst of
-/// large pulls leaves no lasting footprint. (`<malloc.h>` is not in Swift's
+/// large pulls leaves no lasting footprint; so does the HTTP server once a
+/// burst of connections has gone. (`<malloc.h>` is not in Swift's
 /// Glibc module: the two functions are looked up by name; without them,
 /// as with another C library, nothing is done.)
 public enum Memory {
@@ -22,7 +21,7 @@ public enum Memory {
 
     /// Returns free memory at the top of the heaps and whole free pages
     /// inside them to the system.
-    static func giveBack() {
+    public static func giveBack() {
         _ = mallocTrim?(0)
     }
 }
