@@ -203,6 +203,14 @@ public final class SQLiteStore: StoreDialect {
     private let checkpointer: BackgroundCheckpointer?
     /// The WAL index's header, for ``outsideWriteMarker()`` (nil: the WAL file's status is asked instead).
     private let walIndex: WALIndexHeader?
+    /// The WAL index's change counter after this process's last commit (or
+    /// the last outside one it took in): another value means another
+    /// process committed since (see ``startListening()``).
+    private let ownChange: Locked<UInt32?>
+    /// Set by ``close()``: the outside-commit watch ends.
+    private let closing = Atomic<Bool>(false)
+    /// The lock file held while serving (``startListening()``), or -1.
+    private let servingLock = Atomic<Int32>(-1)
     public let bookkeeping = Store.Bookkeeping()
     public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
@@ -265,7 +273,9 @@ public final class SQLiteStore: StoreDialect {
             // automatic checkpoint stays.
             let checkpointer = try? BackgroundCheckpointer(path: path)
             self.checkpointer = checkpointer
-            walIndex = WALIndexHeader(path: path)
+            let walIndex = WALIndexHeader(path: path)
+            self.walIndex = walIndex
+            ownChange = Locked(walIndex?.read()?.change)
             var handedFirst = false
             pool = try ConnectionPool(path: path, size: max(1, connections)) {
                 let database: Database
@@ -293,8 +303,36 @@ public final class SQLiteStore: StoreDialect {
 
     public func writing<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
         try writers.inTurn {
-            try withDatabase { database in try database.transaction(.immediate) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+            // Under the write lock no other process commits: what the counter
+            // says before this transaction's commit is every commit so far.
+            var before: UInt32?
+            var outside = false
+            let result = try withDatabase { database in
+                try database.transaction(.immediate) {
+                    before = walIndex?.read()?.change
+                    if let before, before != ownChange.withLock({ $0 }) {
+                        // Another process committed (a restore, an administration command): the store's epoch as it is now.
+                        outside = true
+                        epochCache.set(try SQLiteTransaction(database: database).storedEpochForUpdate())
+                    }
+                    return try body(SQLiteTransaction(database: database, epoch: epochCache))
+                }
+            }
+            let after = walIndex?.read()?.change
+            // This commit alone (one more), or none: known; anything else, another process's right after it.
+            ownChange.withLock { $0 = (after == before || (before.map { $0 &+ 1 } == after)) ? after : nil }
+            if outside { watches.changedAll() }
+            return result
         }
+    }
+
+    /// Another process's commit, seen by the watch below: the store's epoch
+    /// read again and every waiting watch woken (each reads its account and
+    /// its token again: a revoked device is told at once).
+    private func tookInOutsideCommit() {
+        guard let epoch = try? reading({ try $0.storedEpochForUpdate() }) else { return }
+        epochCache.set(epoch)
+        watches.changedAll()
     }
 
     public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
@@ -320,7 +358,45 @@ public final class SQLiteStore: StoreDialect {
         guard stat(path + "-wal", &status) == 0 else { return nil }
         return WriteMarker(Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
     }
-    public func startListening() {}
+    /// SQLite has no `NOTIFY`: four times a second a thread compares the WAL
+    /// index's change counter (no system call) with this process's last
+    /// commit, under the writers' turn (so none of this process's is under
+    /// way). Another process's commit (an administration command, a restore
+    /// into the file) reloads the epoch and wakes every watch at once.
+    /// - Throws: ``ServerError/storeUnusable(_:)`` when another brsyncd
+    ///   serves the file already: one process serves an SQLite store (its
+    ///   watches are woken in memory; several instances need PostgreSQL).
+    ///   The claim is an exclusive `flock` of `PATH-serving` (a file of its
+    ///   own: a descriptor of the database file itself, once closed, would
+    ///   drop the locks SQLite holds on it in this process).
+    public func startListening() throws {
+        let lockPath = path + "-serving"
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { throw ServerError.storeUnusable("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = read(descriptor, &bytes, bytes.count)
+            let holder = count > 0 ? String(decoding: bytes[..<count], as: UTF8.self).filter { $0.isNumber } : ""
+            Glibc.close(descriptor)
+            throw ServerError.storeUnusable("another brsyncd\(holder.isEmpty ? "" : " (process \(holder))") serves \(path) already: "
+                + "one process serves an SQLite store; several instances need PostgreSQL (Deploy/OPERATIONS.md)")
+        }
+        _ = ftruncate(descriptor, 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        servingLock.store(descriptor, ordering: .relaxed)
+        guard walIndex != nil else { return }
+        try? startThread { [weak self] in
+            while let store = self, !store.closing.load(ordering: .relaxed) {
+                store.writers.inTurn {
+                    guard let now = store.walIndex?.read()?.change, now != store.ownChange.withLock({ $0 }) else { return }
+                    store.ownChange.withLock { $0 = now }
+                    store.tookInOutsideCommit()
+                }
+                usleep(250_000)
+            }
+        }
+    }
 
     public func scrubAfterEncrypting() {
         try? withDatabase { database in Self.truncateLog(database) }
@@ -349,9 +425,12 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func close() {
+        closing.store(true, ordering: .relaxed)
         walIndex?.close()
         pool.close()
         checkpointer?.stop()
+        let lock = servingLock.exchange(-1, ordering: .relaxed)
+        if lock >= 0 { Glibc.close(lock) } // the claim ends with it
     }
 
     /// Creates an empty file readable by its owner only.

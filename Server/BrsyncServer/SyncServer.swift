@@ -95,7 +95,7 @@ public final class SyncServer: Sendable {
     /// - Returns: the bound ports, in the order of ``ServerConfiguration/listen``.
     @discardableResult
     public func start() throws -> [UInt16] {
-        store.startListening()
+        try store.startListening()
         let ports = try http.start()
         if let metricsHTTP {
             let bound: [UInt16]

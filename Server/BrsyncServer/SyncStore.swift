@@ -13,7 +13,7 @@ public protocol SyncStore: AnyObject, Sendable {
     var watches: WatchHub { get }
     /// Starts hearing of other processes' changes, for ``watches`` (a
     /// serving brsyncd on PostgreSQL: `LISTEN`; otherwise nothing to do).
-    func startListening()
+    func startListening() throws
 
     func counts() throws -> (records: Int, devices: Int, accounts: Int)
     func authenticate(token: String) throws -> Store.Device

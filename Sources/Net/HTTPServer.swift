@@ -178,7 +178,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// How many connections must have closed since the peak before memory is given back.
-    static let trimAfterClosed = 1_000
+    static let trimAfterClosed = 256
 
     /// Connections open now: waiting in the event loop or being answered.
     public var openConnections: Int { connections.load(ordering: .relaxed) }

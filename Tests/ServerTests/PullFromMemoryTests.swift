@@ -101,6 +101,62 @@ import TestSupport
         #expect(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().0 == 401)
     }
 
+    /// SQLite has no NOTIFY: another process's commit while watches wait
+    /// (an administration command revoking a device, a backup restored into
+    /// the live file, here made with the sqlite3 CLI) wakes them within a
+    /// quarter second or so, and the store's new epoch is answered at once
+    /// after it, not the one this process held.
+    @Test func anOutsideCommitWakesWaitingWatchesAndReloadsTheEpoch() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
+        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
+        let cursor = try desktop.pullAll().cursor
+        let path = fixture.directory.file("store.sqlite")
+        // A waiting watch, and a revocation by another connection (another process's commit, as far as the counter tells).
+        let waiting = WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=20")
+        usleep(300_000)
+        let started = Date()
+        try Database(path: path).run("UPDATE devices SET revoked = 1 WHERE name = 'desktop'")
+        #expect(waiting.wait().0 == 401, "the revoked device's watch was told at once")
+        #expect(Date().timeIntervalSince(started) < 5, "woken, not answered at the end of its wait")
+        // The store's epoch changed behind its back (a restore gives the copy a new one).
+        let before = fixture.store.epoch
+        let timeline = try #require(try laptop.pull(since: cursor).json.flatMap { json -> String? in
+            if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
+            return nil
+        })
+        let laptopWatch = WatchTests.watch(fixture, token: laptop.token, query: "since=\(cursor)&epoch=\(timeline)&wait=20")
+        usleep(300_000)
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") {
+            let cli = try ProcessRunner.run("/usr/bin/sqlite3", [path, "UPDATE meta SET value = 'restored0123abcd' WHERE key = 'epoch';"])
+            #expect(cli.status == 0, "\(cli)")
+        } else {
+            try Database(path: path).run("UPDATE meta SET value = 'restored0123abcd' WHERE key = 'epoch'")
+        }
+        let (status, body) = laptopWatch.wait()
+        #expect(status == 200 && WatchTests.changed(body) == true, "\(String(describing: body))")
+        #expect(fixture.store.epoch != before && fixture.store.epoch.hasPrefix("restored0123abcd"), "\(fixture.store.epoch)")
+    }
+
+    /// One process serves an SQLite store: a second `serve` of the same file
+    /// is refused, naming the first; once it stops, the file can be served.
+    @Test func aSecondServerOfOneSQLiteFileIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("store.sqlite")
+        let first = try SQLiteStore(path: path, connections: 1)
+        try first.startListening()
+        let second = try SQLiteStore(path: path, connections: 1)
+        #expect {
+            try second.startListening()
+        } throws: { error in
+            "\(error)".contains("another brsyncd (process \(getpid())) serves") && "\(error)".contains("PostgreSQL")
+        }
+        first.close()
+        try second.startListening()
+        second.close()
+    }
+
     /// The event loops answer a no-change pull from memory alone
     /// (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``):
     /// the same answer a thread makes from the store, but for the clock;
