@@ -121,6 +121,19 @@ extension SyncClient {
         }
     }
 
+    /// The account a certificate names (its statement is signed with the
+    /// account's id): the one this replica's key belongs to. A replica that
+    /// has not met it yet (a home restored from a copy made before it did,
+    /// a key added late) asks the server once and takes it in as any answer's
+    /// (``noteAccount(_:)``); a certificate for no account would never verify
+    /// and leave this machine stuck.
+    func accountForCertificates() throws -> String {
+        if let known = try replica.keyAccount() { return known }
+        let page = try fetchPage("/v1/pull?since=0&limit=1")
+        if !page.account.isEmpty { _ = try noteAccount(page.account) }
+        return try replica.keyAccount() ?? page.account
+    }
+
     /// The stop after an operator's reset holds while the account is still
     /// not encrypted; once it is again (another machine ran `key init`), the
     /// sync goes on, starting afresh with the key.
@@ -160,7 +173,7 @@ extension SyncClient {
         let oldKey = olderKeys.first { $0.id == serverKeyID }
         // A restored server may know no signing key for the old key (encrypted before signed writes): register it.
         if let oldKey { try encryptAccount(with: oldKey) }
-        let account = try replica.keyAccount() ?? ""
+        let account = try accountForCertificates()
         let certificates = try replica.keyCertificates() + olderKeys.map { $0.certify(accountKey, account: account) }
         guard let chain = KeyCertificate.chain(from: serverKeyID, to: accountKey.id, through: certificates) else {
             throw SyncError.refused(code: .keyRotated, message: Self.cannotMoveForwardMessage)
@@ -272,7 +285,7 @@ extension SyncClient {
             let answer = try encryptAccount(with: next, seen: seen, onPurpose: true)
             return (answer.changed, answer.key, nil)
         }
-        let certificate = accountKey.certify(next, account: try replica.keyAccount() ?? "")
+        let certificate = accountKey.certify(next, account: try accountForCertificates())
         let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate], onPurpose: true)
         return (answer.changed, answer.key, certificate)
     }

@@ -194,6 +194,35 @@ import TestSupport
         for machine in [a, b] { #expect(try AccountKeyFile.read(home: machine.replica.home) == key) }
     }
 
+    /// A machine given the old code and the new one before it ever synced
+    /// with a key (convergence seed 77001: a home restored from a copy made
+    /// before its first encrypted sync) meets a server restored from before
+    /// the rotation: it moves the server forward. Its certificate must name
+    /// the account, which it has not met under a key yet, so it takes the
+    /// id the server gives; one naming no account is refused
+    /// (`bad_signature`) at every sync, and the machine is stuck.
+    @Test func aMachineThatNeverSyncedWithAKeyMovesARestoredServerForward() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        try Self.rule(a, "a-rule.com")
+        let (old, _) = try Self.changeKey(world, a)
+        try world.sync(a)
+        let backup = try world.backupServer()
+        let (key, _) = try Self.changeKey(world, a)
+        let m = try world.machine("m")
+        try Self.rule(m, "m-rule.com")
+        try AccountKeyFile.add(old, home: m.replica.home)
+        try AccountKeyFile.add(key, home: m.replica.home)
+        try world.restoreServer(backup)
+        let moved = try world.sync(m)
+        #expect(moved.movedForward, "\(moved)")
+        for machine in [a, m, a] { try world.sync(machine) }
+        let expected = ["a-rule.com", "m-rule.com"]
+        #expect(try SyncWorld.rules(a.replica).keys.sorted() == expected)
+        #expect(try SyncWorld.rules(m.replica).keys.sorted() == expected)
+        #expect(try Self.freshRules(world, key: key) == expected)
+    }
+
     /// A rotation killed after the server took it (its key still pending
     /// here), settled at the next sync, then rotated again; the server is
     /// restored from a backup taken in between, sealed with the key whose
