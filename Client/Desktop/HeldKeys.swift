@@ -193,7 +193,7 @@ public enum HeldKeys {
     /// A socket to display `number`: its file in /tmp/.X11-unix, else the
     /// abstract socket of that name (a sandbox may not see the file).
     private static func connect(display number: Int) throws(Failure) -> Int32 {
-        let path = Array("/tmp/.X11-unix/X\(number)".utf8)
+        let path = "/tmp/.X11-unix/X\(number)"
         var lastError: Int32 = 0
         for abstract in [false, true] {
             let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -201,17 +201,7 @@ public enum HeldKeys {
             var limit = timeval(tv_sec: 0, tv_usec: timeoutMillis * 1_000)
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let offset = abstract ? 1 : 0 // an abstract name starts with a zero byte
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                for (index, byte) in path.enumerated() where index + offset < raw.count - 1 { raw[index + offset] = byte }
-            }
-            let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + offset + (abstract ? 0 : 1))
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, length) }
-            }
-            if connected == 0 { return socket }
+            if SessionDisplay.connect(socket, to: path, abstract: abstract) { return socket }
             lastError = errno
             close(socket)
         }

@@ -47,20 +47,10 @@ public struct SessionDisplay: Sendable, Equatable {
             guard let runtimeDirectory, !runtimeDirectory.isEmpty else { return "XDG_RUNTIME_DIR is not set, so its socket cannot be found" }
             path = "\(runtimeDirectory)/\(name)"
         }
-        var address = sockaddr_un()
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return "its socket's path is too long" }
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
         let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard socket >= 0 else { return "no socket (errno \(errno))" }
         defer { close(socket) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
+        guard Self.connect(socket, to: path) else {
             return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(String(cString: strerror(errno))))"
         }
         // wl_display (object 1) sync (opcode 0, 12 bytes) with a new callback, object 2;
@@ -74,5 +64,25 @@ public struct SessionDisplay: Sendable, Equatable {
             return "its compositor did not answer within \(HeldKeys.timeoutMillis) ms"
         }
         return nil
+    }
+
+    /// Connects `socket` to the Unix socket at `path` (with `abstract`, the
+    /// abstract name `path`, which starts with a zero byte): whether it did
+    /// (errno says why not; a path too long is ENAMETOOLONG).
+    static func connect(_ socket: Int32, to path: String, abstract: Bool = false) -> Bool {
+        var address = sockaddr_un()
+        let bytes = Array(path.utf8), offset = abstract ? 1 : 0
+        guard bytes.count + offset < MemoryLayout.size(ofValue: address.sun_path) else {
+            errno = ENAMETOOLONG
+            return false
+        }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index + offset] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + offset + (abstract ? 0 : 1))
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, length) }
+        } == 0
     }
 }
