@@ -21,20 +21,20 @@ final class PickerWindow {
     let request: WindowPicker.Request
     private(set) var outcome: Outcome?
     let window: Widget
-    private let list: Widget
+    let list: Widget
     /// The list's rows and their number labels, by index in the request.
     private var rows: [Widget] = []
     private var numbers: [Widget] = []
     /// The request's indices in the order shown (hidden ones left out).
-    private var positions: [Int]
+    private(set) var positions: [Int]
     private var hidden: [Int] = []
     private var moved = false
     private let privateButton: Widget
-    private let remember: Widget
-    private let pattern: Widget
+    let remember: Widget
+    let pattern: Widget
     /// "Only links from APP", when the request names the app.
-    private let onlyFromApp: Widget?
-    private let reason: Widget
+    let onlyFromApp: Widget?
+    let reason: Widget
     private let link: Widget
 
     init(_ request: WindowPicker.Request) {
@@ -351,83 +351,6 @@ final class PickerWindow {
         let names = hidden.map { request.choices[$0].name }
         let unhide = names.count == 1 ? "'brsync browsers unhide \(request.choices[index].id)' shows it again" : "'brsync browsers unhide ID' shows one again"
         say("\(names.joined(separator: ", ")) \(names.count == 1 ? "is" : "are") hidden from the picker once you open a link (\(unhide)).", error: false)
-    }
-
-    func toggleRemember() {
-        let active = gtk_check_button_get_active(brsync_check_button(remember)) != 0
-        gtk_check_button_set_active(brsync_check_button(remember), active ? 0 : 1)
-    }
-
-    func editPattern() {
-        gtk_check_button_set_active(brsync_check_button(remember), 1)
-        gtk_widget_grab_focus(pattern)
-    }
-
-    func rememberToggled() {
-        gtk_widget_set_sensitive(pattern, gtk_check_button_get_active(brsync_check_button(remember)))
-        checkPattern()
-    }
-
-    /// `from:APP PATTERN` for this link's app, as PATTERN with the app's box
-    /// ticked; any other text as it is.
-    static func splitSource(_ text: String, app: String?) -> (pattern: String, forApp: Bool) {
-        guard let app, let parsed = try? Pattern(text), parsed.source == Pattern.sourceKey(app),
-              let space = parsed.text.firstIndex(of: " ") else { return (text, false) }
-        return (String(parsed.text[space...].drop { $0 == " " }), true)
-    }
-
-    /// The pattern remembered: the field's, for the app's links only when that box is ticked.
-    func rememberedText(_ text: String) -> String {
-        let trimmed = WindowPicker.trimmed(text)
-        guard let app = request.fromApp, let onlyFromApp, gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0,
-              !trimmed.lowercased().hasPrefix(Pattern.sourcePrefix) else { return trimmed }
-        return "\(Pattern.sourcePrefix)\(app) \(trimmed)"
-    }
-
-    /// The check under the field, as you type. The Open button stays usable:
-    /// an invalid pattern only means nothing is remembered.
-    func checkPattern() {
-        let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
-        let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
-        // A pattern typed with its own from: names its app: the box has no say then, and shows it.
-        if let onlyFromApp {
-            gtk_widget_set_sensitive(onlyFromApp, on && !WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix) ? 1 : 0)
-        }
-        if !on {
-            let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
-            say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
-        } else if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
-            say("Not remembered: \(problem).\nThe link still opens.", error: true)
-        } else if let remembered = try? Pattern(rememberedText(text)), let app = remembered.source {
-            // The app the rule names: the box's, or the one typed with from: (which wins).
-            let rest = remembered.text.drop { $0 != " " }.dropFirst()
-            let typedApp = WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix)
-            // The app as the link's app was named (the rule keeps it without case).
-            let named = request.fromApp.flatMap { Pattern.sourceKey($0) == app ? $0 : nil } ?? app
-            say("Links from \(Self.shownApp(named)) matching \(rest) will open in the browser you choose.\n"
-                + (typedApp ? "Ctrl+E: edit the pattern · its from: names the app" : rememberKeys), error: false)
-        } else {
-            say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys, error: false)
-        }
-    }
-
-    /// The second line while remembering. Every message under the field
-    /// has two lines, so ticking and unticking keeps the window's layout.
-    private var rememberKeys: String {
-        "Ctrl+E: edit the pattern · " + (request.fromApp.map { "Ctrl+F: only links from \(Self.shownApp($0)), or all" } ?? "Ctrl+R: remember nothing")
-    }
-
-    /// Shows `message` under the pattern field (and gives it to screen readers).
-    func say(_ message: String, error: Bool) {
-        if error { gtk_widget_add_css_class(reason, "error") } else { gtk_widget_remove_css_class(reason, "error") }
-        gtk_label_set_text(brsync_label(reason), message)
-        brsync_accessible_description(pattern, message)
-        brsync_accessible_description(list, message)
-    }
-
-    var patternHasFocus: Bool {
-        guard let focus = gtk_window_get_focus(brsync_window(window)) else { return false }
-        return focus == pattern || gtk_widget_is_ancestor(focus, pattern) != 0
     }
 
     /// Keys the window handles before its widgets; true when handled.
