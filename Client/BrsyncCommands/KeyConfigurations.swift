@@ -26,10 +26,12 @@ public enum KeyConfigurations {
         abstract: "Give the account a new key: everything is sealed again with it; other machines need the new recovery code.")
     public static let forget = CommandConfiguration(
         commandName: "forget",
-        abstract: "Stop syncing with this machine's account key (after the operator reset the account's encryption).",
+        abstract: "Stop syncing with this machine's account key, or let a machine without one sync readable again (after the operator reset the account's encryption).",
         discussion: """
             The key file is set aside (account-key.forgotten, mode 600), not deleted; this machine then syncs readable and sends \
-            every record it holds. Refused while the server keeps the account encrypted, unless --force.
+            every record it holds. Refused while the server keeps the account encrypted, unless --force. On a machine without a \
+            key that saw its account encrypted (it then sends nothing readable, whatever the server says), it clears that mark once \
+            the server says the account is readable again.
             """)
     public static let forceHelp: ArgumentHelp = "Forget the key even though the server keeps the account encrypted (this machine then cannot sync it)."
     public static let show = CommandConfiguration(

@@ -21,6 +21,14 @@ extension Replica {
         /// sync stops until `brsync key init` or `key forget` (or another
         /// machine encrypts the account again).
         public var resetNoted: Bool
+        /// This machine, without a key, saw its account end-to-end encrypted:
+        /// it sends no record readable until a key is added, or the user
+        /// clears the mark after an operator's reset (`brsync key forget`).
+        /// Sticky: a server that later says "not encrypted" does not clear it.
+        public var sawEncrypted: Bool
+        /// Keys this machine saw the account rotated away from: nothing is
+        /// ever sealed with them again (a key added later replaces them).
+        public var retiredKeyIDs: Set<String>
     }
 
     public func encryptionState() throws -> EncryptionState {
@@ -29,7 +37,33 @@ extension Replica {
         let (relay, legacy) = (try meta("relay_all"), try meta("e2e_relay"))
         return EncryptionState(keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
                                relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
-                               resetNoted: try meta("e2e_reset") != nil)
+                               resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
+                               retiredKeyIDs: Set((try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)))
+    }
+
+    /// Marks that the account is end-to-end encrypted while this machine has
+    /// no key (see ``EncryptionState/sawEncrypted``).
+    public func noteAccountEncrypted() throws {
+        guard try meta("e2e_seen") == nil else { return }
+        try transaction { try setMeta("e2e_seen", "1") }
+    }
+
+    /// Clears ``EncryptionState/sawEncrypted``: only on the user's word
+    /// (`brsync key forget` after an operator's reset), or with a key.
+    public func clearAccountEncrypted() throws {
+        try transaction { try setMeta("e2e_seen", nil) }
+    }
+
+    /// Marks the key `keyID` as one the account was rotated away from (see
+    /// ``EncryptionState/retiredKeyIDs``). Ids only, and at most the 256
+    /// newest: an id opens nothing.
+    public func noteKeyRetired(_ keyID: String) throws {
+        guard Wire.isKeyID(keyID) else { return }
+        try transaction {
+            let known = (try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)
+            guard !known.contains(keyID) else { return }
+            try setMeta("e2e_retired", (known + [keyID]).suffix(256).joined(separator: ","))
+        }
     }
 
     /// What `relay_all` holds for the relay of a switch to a key.
@@ -69,6 +103,9 @@ extension Replica {
             try setMeta("e2e_key", keyID)
             try setMeta("e2e_account", keyID == nil ? nil : "") // learnt from the first answer with this key
             try setMeta("e2e_reset", nil)
+            // Syncing with a key, the machine seals everything; without one
+            // (`key forget`), the user said the account is readable now.
+            try setMeta("e2e_seen", nil)
             try setMeta("relay_all", Self.switchRelay)
             return id
         }

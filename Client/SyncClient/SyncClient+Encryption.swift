@@ -31,6 +31,34 @@ extension SyncClient {
             + "'brsync key forget' to sync without encryption (every rule then goes to this server readable). "
             + "If nobody asked for the reset, ask the operator why first: a server that lies about it gets nothing from 'key init'")
 
+    /// What a machine without a key says once it has seen its account encrypted.
+    static let waitingForKeyMessage = "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
+        + "nothing is sent readable, whatever the server says now. Add the account's recovery code with 'brsync key add' (they go up "
+        + "sealed then). If the server's operator reset the account's encryption and you want it readable, run 'brsync key forget' here"
+
+    /// What a machine says once it has seen its key retired.
+    static let retiredKeyMessage = "this machine's account key was rotated away from on another machine: nothing is sealed with it "
+        + "any more, whatever the server says now. Add the new recovery code with 'brsync key add' (this machine's edits are kept and "
+        + "go up then). If no machine of yours rotated it, someone with a device token and the key did: revoke that token and ask "
+        + "the server's operator to reset the account's encryption"
+
+    /// Records leave this machine only if no mark forbids it: none readable
+    /// once it saw its account encrypted without a key, none sealed with a
+    /// key it saw retired. Said before anything is sent.
+    /// - Throws: ``SyncError/stopped(code:message:)`` (exit 5), every edit kept.
+    func checkRecordsMayLeave() throws {
+        let state = try replica.encryptionState()
+        if cipher == nil, state.sawEncrypted { throw SyncError.stopped(code: .keyNeeded, message: Self.waitingForKeyMessage) }
+        if let keyID, state.retiredKeyIDs.contains(keyID) { throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage) }
+    }
+
+    /// Takes in what a refusal says about the account for good: encrypted
+    /// (for a machine without a key), or this machine's key retired.
+    func noteMarks(_ refusal: WireError) throws {
+        if refusal.code == .encryptionRequired, cipher == nil { try replica.noteAccountEncrypted() }
+        if refusal.code == .keyRotated, refusal.retired, let keyID { try replica.noteKeyRetired(keyID) }
+    }
+
     /// Runs a sync; the stop it ends with is what `brsync status` shows,
     /// wherever in the sync it came. The server's refusal to take this key
     /// because the operator reset the account stops as a page saying so does.
@@ -263,6 +291,10 @@ extension SyncClient {
     public func encryptAccount(with key: AccountKey, replacing: String? = nil, seen: Int64? = nil,
                                certificates: [KeyCertificate] = [], onPurpose: Bool = false) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
+        // This machine's key, once it saw it retired, never becomes the account's again from here.
+        if key.id == keyID, try replica.encryptionState().retiredKeyIDs.contains(key.id) {
+            throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage)
+        }
         var request = EncryptRequest(keyID: key.id, replacing: replacing, seen: seen, publicKey: key.signingPublicKey, certificates: certificates)
         request.afterReset = onPurpose
         // The server refuses a change to another account than the one this key belongs to.
@@ -302,6 +334,7 @@ extension SyncClient {
         defer { try? replica.persistServerTime() }
         let page = try fetchPage("/v1/pull?since=0&limit=1")
         if cipher != nil { _ = try noteAccount(page.account) }
+        if cipher == nil, page.encrypted { try replica.noteAccountEncrypted() }
         return page
     }
 

@@ -181,6 +181,7 @@ extension SyncClient {
                 try prepareSync()
                 continue
             case .needKey:
+                try replica.noteAccountEncrypted()
                 throw Self.keyNeeded
             case .encryptionWasReset:
                 try replica.noteEncryptionReset()

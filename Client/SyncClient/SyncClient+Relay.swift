@@ -33,7 +33,7 @@ extension SyncClient {
             let batch = remaining.prefix(byteBatch(remaining.lazy.map(\.text.count)))
             remaining = remaining.dropFirst(batch.count)
             let wire = batch.map(\.wire)
-            let answer = try send(method: "POST", target: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: batch.map(\.text)))
+            let answer = try sendRecords(to: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: batch.map(\.text)))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             // Rejections name the records as sent (hidden keys when sealed).

@@ -39,15 +39,20 @@ struct Transport: @unchecked Sendable {
     /// - Parameters:
     ///   - signedBy: the signing key of a write to an encrypted account
     ///     (``WriteSignature``; made once, sent with every attempt).
+    ///   - sealedWith: for records (a push or relay), what they are sealed
+    ///     with: said in ``Wire/sealedWithHeader``, and the body is sent only
+    ///     once the server has checked it against the account
+    ///     (`Expect: 100-continue`), so a refusal keeps the records here.
     ///   - whileWaiting: work done once, after the request is written and
-    ///     before its answer is read (see ``HTTPClient/send(method:target:headers:body:whileWaiting:)``).
+    ///     before its answer is read (see ``HTTPClient/send(method:target:headers:body:expectContinue:whileWaiting:wakeup:readTimeoutMilliseconds:)``).
     func exchange(method: String, target: String, body: [UInt8] = [], signedBy signer: Crypto.SigningKey? = nil,
-                  whileWaiting: (() -> Void)? = nil) -> Exchange {
+                  sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil) -> Exchange {
         var result = Exchange()
         var waiting = whileWaiting
         var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
                                     Wire.protocolHeader: String(Wire.protocolVersion)]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
+        if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
         if let signer {
             let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let message = WriteSignature.message(tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
@@ -66,7 +71,8 @@ struct Transport: @unchecked Sendable {
             do {
                 let work = waiting
                 waiting = nil
-                response = try http.send(method: method, target: target, headers: headers, body: body, whileWaiting: work)
+                response = try http.send(method: method, target: target, headers: headers, body: body, expectContinue: sealedWith != nil,
+                                         whileWaiting: work)
             } catch .tls(let message) {
                 result.error = .unreachable("\(remote) is not trusted: \(message)")
                 return result
@@ -178,11 +184,25 @@ extension SyncClient {
     /// - Parameter whileWaiting: work done once, after the request is written
     ///   and before its answer is read.
     func sendForBody(method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
-                     whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
+                     sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
         let signer = signedBy ?? (method == "POST" ? signingKey : nil)
-        let exchange = transport.exchange(method: method, target: target, body: body, signedBy: signer, whileWaiting: whileWaiting)
+        let exchange = transport.exchange(method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith,
+                                          whileWaiting: whileWaiting)
         try takeIn(exchange)
         return exchange.body
+    }
+
+    /// Sends records (a push or a relay, `target`), sealed with this
+    /// client's key or readable without one, and gives the JSON of the 200
+    /// answer. The one way records leave this machine: they go only if no
+    /// mark forbids it (``checkRecordsMayLeave()``), and only after the
+    /// server, told on the request's head what they are sealed with, let the
+    /// body come; a refusal there marks the replica.
+    func sendRecords(to target: String, body: [UInt8], whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
+        try checkRecordsMayLeave()
+        let answer = try sendForBody(method: "POST", target: target, body: body, sealedWith: Wire.SealedWith(keyID: keyID),
+                                     whileWaiting: whileWaiting)
+        return try Self.json(answer, "the answer to POST \(target)")
     }
 
     /// Takes what a request did into the summary and the replica (the
@@ -195,7 +215,10 @@ extension SyncClient {
         if let time = exchange.serverTime {
             try replica.observeServerTime(time.server, ageMilliseconds: max(0, Deadline.now().milliseconds - time.received))
         }
-        if let refusal = exchange.refusal { lastRefusal = refusal }
+        if let refusal = exchange.refusal {
+            lastRefusal = refusal
+            try noteMarks(refusal)
+        }
         if let error = exchange.error { throw error }
     }
 }

@@ -274,7 +274,7 @@ public final class SyncClient {
             let answer: JSONValue
             var prepared: Batch?
             do {
-                answer = try send(method: "POST", target: "/v1/push", body: request.body(changeTexts: texts)) {
+                answer = try sendRecords(to: "/v1/push", body: request.body(changeTexts: texts)) {
                     // A failure here is met again, and reported, when the batch is read for real.
                     prepared = try? self.nextBatch(after: last.sequence)
                 }

@@ -31,6 +31,8 @@ public protocol SyncReplica: AnyObject {
     func beginEncryptedSync(keyID: String) throws -> String
     func endEncryptedSync() throws -> String
     func noteEncryptionReset() throws
+    func noteAccountEncrypted() throws
+    func noteKeyRetired(_ keyID: String) throws
     func clearEncryptionReset() throws
     func recordReplacedKeyIDs(_ ids: [String]) throws
     func recordKeyCertificates(_ certificates: [KeyCertificate]) throws

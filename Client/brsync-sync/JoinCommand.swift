@@ -86,13 +86,17 @@ struct JoinCommand: ParsableCommand {
         let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
         var key: AccountKey?
         let encrypted = try joinCodeChecked { try probe.accountKeyID() } != nil
-        if !encrypted, recoveryFile != nil {
-            // The user says the account is encrypted; the server says it is
-            // not. Joining anyway would send every rule made here readable.
-            throw CLIFailure(message: "a recovery code was given, but the server says this account is not end-to-end encrypted: "
+        // Whoever says the account is encrypted (the code itself, or the user
+        // with a recovery code, however it came) is believed over a server
+        // that says it is not: joining anyway would send every rule made
+        // here readable.
+        let claim = join.encrypted == true ? "the join code says the account was end-to-end encrypted when the code was made"
+            : recoveryFile != nil || input.hasMoreLines ? "a recovery code was given" : nil
+        if !encrypted, let claim {
+            throw CLIFailure(message: "\(claim), but the server says this account is not end-to-end encrypted: "
                              + "nothing was saved, and nothing will be sent readable. If the account was encrypted, its operator may have "
-                             + "reset its encryption, or the server is not the one it was, or was set back; ask its operator. If it never was, join without --recovery-file, "
-                             + "then encrypt it with 'brsync key init'", code: ExitStatus.refused)
+                             + "reset its encryption, or the server is not the one it was, or was set back; ask its operator. If it never was, "
+                             + "join with a new code and no recovery code, then encrypt it with 'brsync key init'", code: ExitStatus.refused)
         }
         if encrypted {
             let recovery: AccountKey
@@ -145,6 +149,11 @@ struct JoinCommand: ParsableCommand {
 /// on a terminal each is asked for without echo.
 struct StandardInputLines {
     private var lines: [String]?
+
+    /// Whether standard input, read already (not a terminal), holds more
+    /// lines: a recovery code after the join code. Standard input that was
+    /// not read is not read for this (it may never end).
+    var hasMoreLines: Bool { !(lines?.isEmpty ?? true) }
 
     mutating func next(prompt: String, what: String) throws -> String {
         if isatty(0) == 1 {

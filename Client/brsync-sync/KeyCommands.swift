@@ -52,7 +52,8 @@ struct KeyCommand: ParsableCommand {
         func run() throws {
             let replica = try global.openReplica()
             guard let key = try AccountKeyFile.read(home: replica.home) else {
-                throw CLIFailure(message: "this machine has no account key; nothing to forget")
+                try forgetEncryptedMark(replica)
+                return
             }
             let current = try makeClient(replica, key: nil).accountKeyID()
             if !force, let current {
@@ -66,11 +67,30 @@ struct KeyCommand: ParsableCommand {
             AccountKeyFile.remove(home: replica.home, pending: true)
             try replica.endEncryptedSync()
             guard current == nil else {
+                // Without a key, nothing goes up readable to an account seen encrypted.
+                try replica.noteAccountEncrypted()
                 writeToStandardError("account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "
                                      + "this machine syncs again once its recovery code is added ('brsync key add'); its edits are kept\n")
                 return
             }
             writeToStandardError("account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n")
+            try transfer(global, options, "sync") { try $0.sync() }
+        }
+
+        /// `key forget` on a machine without a key: the mark that keeps its
+        /// edits from going up readable is cleared once the server says the
+        /// account is readable (the operator reset its encryption).
+        private func forgetEncryptedMark(_ replica: Replica) throws {
+            guard try replica.encryptionState().sawEncrypted else {
+                throw CLIFailure(message: "this machine has no account key; nothing to forget")
+            }
+            if try makeClient(replica, key: nil).accountKeyID() != nil {
+                throw CLIFailure(message: "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
+                                 + "This machine keeps its edits and sends nothing readable (nothing was changed)", code: ExitStatus.refused)
+            }
+            try replica.clearAccountEncrypted()
+            writeToStandardError("the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
+                                 + "readable from now on and sends its edits\n")
             try transfer(global, options, "sync") { try $0.sync() }
         }
     }
@@ -90,6 +110,10 @@ struct KeyCommand: ParsableCommand {
             let key = try readRecoveryCode(file: file)
             let existing = try AccountKeyFile.read(home: replica.home)
             if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
+            if try replica.encryptionState().retiredKeyIDs.contains(key.id) {
+                throw CLIFailure(message: "this code's key was retired (the account was rotated away from it, as this machine saw): "
+                                 + "nothing is sealed with it again. Add the account's current code (nothing was saved)", code: ExitStatus.refused)
+            }
             // The code must be the account's key now; an older key here was rotated away.
             try makeClient(replica, key: nil).checkKey(key)
             try AccountKeyFile.add(key, home: replica.home)

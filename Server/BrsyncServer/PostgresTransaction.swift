@@ -235,12 +235,12 @@ public final class PostgresTransaction: StoreTransaction {
             """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)), .integer(Int64(maxBytes))]
         ) { row -> Row in
             var record: Store.PulledRow?
-            if let sequence = row.int64(20) {
-                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(21)), key: row.string(22) ?? "", fields: row.string(23) ?? "{}",
-                                         versions: row.string(24) ?? "{}", writer: row.string(28), knownTo: row.string(25), knownAfter: row.int64(26) ?? 0)
+            if let sequence = row.int64(21) {
+                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(22)), key: row.string(23) ?? "", fields: row.string(24) ?? "{}",
+                                         versions: row.string(25) ?? "{}", writer: row.string(29), knownTo: row.string(26), knownAfter: row.int64(27) ?? 0)
             }
-            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(17) ?? "",
-                       stream: row.int64(18).map { (last: $0, digest: row.string(19) ?? "") }, record: record, scanned: row.int64(27) ?? 0)
+            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(18) ?? "",
+                       stream: row.int64(19).map { (last: $0, digest: row.string(20) ?? "") }, record: record, scanned: row.int64(28) ?? 0)
         }
         guard let first = rows.first else { return nil }
         let records = rows.compactMap(\.record)
@@ -253,9 +253,12 @@ public final class PostgresTransaction: StoreTransaction {
     /// The device columns (0 to 16: the device, the account's identity, the
     /// token hash, the account's counters and encryption) that
     /// ``authenticatedDevice(_:)`` reads, for a query that adds its own after them.
+    /// The device and its account, as ``authenticatedDevice(_:)`` reads
+    /// them: columns 0–17 (a query that adds its own numbers them from 18).
     static let deviceColumns = """
         SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
-               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset, a.epoch AS account_epoch
+               a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset, a.epoch AS account_epoch,
+               a.retired_keys
         FROM devices d JOIN accounts a ON a.id = d.account_id
         """
 
@@ -268,6 +271,7 @@ public final class PostgresTransaction: StoreTransaction {
         device.accountSigningKey = row.string(14) ?? ""
         device.accountEncryptionReset = row.bool(15) ?? false
         device.accountEpoch = row.string(16) ?? ""
+        device.accountRetiredKeys = Store.AccountCounters.retiredKeys(text: row.string(17))
         return device
     }
 

@@ -154,7 +154,7 @@ public struct SQLiteTransaction: StoreTransaction {
             """
             SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
                    accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id,
-                   accounts.signing_key, accounts.encryption_reset, accounts.epoch
+                   accounts.signing_key, accounts.encryption_reset, accounts.epoch, accounts.retired_keys
             FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
             """, [.blob(tokenHash)]
         ) { row in
@@ -166,6 +166,7 @@ public struct SQLiteTransaction: StoreTransaction {
             device.accountSigningKey = row.string(14) ?? ""
             device.accountEncryptionReset = row.int(15) == 1
             device.accountEpoch = row.string(16) ?? ""
+            device.accountRetiredKeys = Store.AccountCounters.retiredKeys(text: row.string(17))
             guard case .blob(let stored) = row[9] else { return (device, []) }
             return (device, stored)
         }

@@ -26,8 +26,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// A client of protocol 1 for an encrypted account: it cannot read it.
     case upgradeRequired
     /// Changes, a pull or a rotation under an account key the account no
-    /// longer uses (it was rotated on another machine).
-    case keyRotated
+    /// longer uses (it was rotated on another machine). `retired`: the
+    /// request's key is one the account was rotated away from, so its
+    /// holder never seals with it again.
+    case keyRotated(retired: Bool)
     /// A key change from a device that has not pulled the account's latest
     /// records: they would be deleted with the old key's data unseen.
     case accountMoved(seen: Int64, latest: Int64)
@@ -160,6 +162,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .gap(let expected, _, let digest): return WireError(code: code, message: description, acknowledged: expected - 1, digest: digest)
         case .diverged(let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
         case .clockSkew(_, _, let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
+        case .keyRotated(let retired): return WireError(code: code, message: description, retired: retired)
         default: return WireError(code: code, message: description)
         }
     }

@@ -118,6 +118,8 @@ public enum Store {
         public var accountSigningKey = ""
         /// The operator reset the account's encryption (and nobody encrypted it since).
         public var accountEncryptionReset = false
+        /// The ids of keys the account was rotated away from.
+        public var accountRetiredKeys: [String] = []
         /// The account's own timeline ("" until its first rollback or reset):
         /// clients see the store's epoch followed by it (``Store/epoch(store:account:)``).
         public var accountEpoch = ""
@@ -233,6 +235,15 @@ public enum Store {
             self.records = records
             self.epochIsCached = epochIsCached
         }
+    }
+
+    /// A join code's secret, as ``SyncStore/enroll(account:device:adding:validMilliseconds:)`` made it.
+    public struct JoinSecret: Sendable, Equatable {
+        public let secret: String
+        /// Whether the account was end-to-end encrypted when the secret was
+        /// made: the join code says so, and a join refuses a server that
+        /// then says otherwise.
+        public let accountEncrypted: Bool
     }
 
     /// What ``StoreTransaction/setEncryption(account:_:)`` sets.

@@ -386,13 +386,14 @@ extension StoreDialect {
         return token
     }
 
-    public func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> String {
+    public func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> Store.JoinSecret {
         if adding { try Store.validateName(name, what: "device") }
         let secret = Tokens.makeJoinSecret()
         let hash = Tokens.hash(secret)
         let now = currentMillis()
-        let id = try writing { transaction in
+        let (id, encrypted) = try writing { transaction in
             let id = try Self.account(account, in: transaction)
+            let encrypted = try transaction.accountCounters(id)?.encrypted ?? false
             let existing = try transaction.deviceID(account: id, name: name)
             if adding, existing != nil { throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already") }
             if !adding, existing == nil { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
@@ -405,10 +406,10 @@ extension StoreDialect {
             }
             try transaction.setToken(device: device, tokenHash: hash)
             try transaction.insertEnrollment(device: device, secretHash: hash, expiresAt: now + validMilliseconds)
-            return id
+            return (id, encrypted)
         }
         changed(id) // a device's old token no longer works: not even from memory
-        return secret
+        return Store.JoinSecret(secret: secret, accountEncrypted: encrypted)
     }
 
     public func join(secret: String, token: String) throws -> Store.Device {

@@ -99,8 +99,12 @@ public final class SyncAPI: Sendable {
             case "/v1/push", "/v1/relay", "/v1/account/encrypt":
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
-                _ = try authenticate(head)
+                let device = try authenticate(head)
                 _ = try Self.clientProtocol(head)
+                // Records readable for an encrypted account, or sealed with a
+                // key it left, are refused before they are sent (the client
+                // waits for `100 Continue`).
+                if head.path != "/v1/account/encrypt", let claim = try Self.sealedWith(head) { try SyncEngine.checkSealing(claim, of: device) }
                 return nil
             case "/v1/join":
                 // A secret the server never issued is refused on the headers;
@@ -198,6 +202,23 @@ public final class SyncAPI: Sendable {
         return version
     }
 
+    /// What a push or relay says its records are sealed with
+    /// (``Wire/sealedWithHeader``); nil from a client that does not say.
+    static func sealedWith(_ request: HTTPRequest) throws(ServerError) -> Wire.SealedWith? {
+        guard let text = request.headers[Wire.sealedWithHeader] else { return nil }
+        guard request.headers.values(Wire.sealedWithHeader).count == 1, let claim = Wire.SealedWith(header: text) else {
+            throw .badRequest("\(Wire.sealedWithHeader) is 'none' or an account key's id (16 hex digits), given once")
+        }
+        return claim
+    }
+
+    /// The key a push or relay's body names must be the one its head said
+    /// (the head was checked before the body came).
+    static func checkSealedWith(_ request: HTTPRequest, body keyID: String?) throws(ServerError) {
+        guard let claim = try sealedWith(request), claim.keyID != keyID else { return }
+        throw .badRequest("the body's key (\(keyID ?? "none")) is not the one \(Wire.sealedWithHeader) names (\(claim))")
+    }
+
     /// The device, authenticated, and refused when its account is encrypted
     /// and the client speaks protocol 1 (it could not read what it pulls,
     /// nor seal what it pushes).
@@ -261,6 +282,7 @@ public final class SyncAPI: Sendable {
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let relay = try read(request, RelayRequest.init(reading:))
+        try Self.checkSealedWith(request, body: relay.keyID)
         let result = try store.relay(relay, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
@@ -269,6 +291,7 @@ public final class SyncAPI: Sendable {
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let push = try read(request, PushRequest.init(reading:))
+        try Self.checkSealedWith(request, body: push.keyID)
         let started = Deadline.now()
         let response = try store.push(push, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
         let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds

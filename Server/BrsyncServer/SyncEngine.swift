@@ -40,18 +40,37 @@ enum SyncEngine {
     /// that is not encrypted names none: otherwise the whole request is
     /// refused, so a client without the key is told to add it, and a client
     /// with a key learns the account is not encrypted yet. A key the account
-    /// no longer uses (rotated) is refused too (409 key_rotated). Checked
-    /// inside the write transaction, after the account is locked, so no
-    /// push slips past an encryption. Each change is then checked by itself
+    /// no longer uses (rotated) is refused too (409 key_rotated, saying
+    /// whether the account retired it). Checked twice: on the request's
+    /// head against its ``Wire/sealedWithHeader`` (the client sends the body
+    /// only if that passes), and inside the write transaction, after the
+    /// account is locked, against the body's key, so no push slips past an
+    /// encryption. Each change is then checked by itself
     /// (``recordProblem(_:account:)``).
-    static func checkSealing(keyID: String?, account: Store.AccountCounters) throws {
-        if account.encrypted {
-            if keyID != account.keyID { throw keyID == nil ? ServerError.encryptionRequired("the request names no account key") : ServerError.keyRotated }
-        } else if keyID != nil {
+    static func checkSealing(_ claim: Wire.SealedWith, encrypted: Bool, keyID: String, retiredKeys: [String], reset: Bool) throws(ServerError) {
+        if encrypted {
+            switch claim {
+            case .none: throw .encryptionRequired("the request names no account key")
+            case .key(let named) where named != keyID: throw .keyRotated(retired: retiredKeys.contains(named))
+            case .key: return
+            }
+        } else if claim != .none {
             // A key holder is told the reset, not asked to encrypt again on its own.
-            if account.encryptionReset { throw ServerError.encryptionReset }
-            throw ServerError.notEncrypted("the request names an account key")
+            if reset { throw .encryptionReset }
+            throw .notEncrypted("the request names an account key")
         }
+    }
+
+    /// ``checkSealing(_:encrypted:keyID:retiredKeys:reset:)`` of a request's key against the locked account.
+    static func checkSealing(keyID: String?, account: Store.AccountCounters) throws(ServerError) {
+        try checkSealing(Wire.SealedWith(keyID: keyID), encrypted: account.encrypted, keyID: account.keyID, retiredKeys: account.retiredKeys,
+                         reset: account.encryptionReset)
+    }
+
+    /// ``checkSealing(_:encrypted:keyID:retiredKeys:reset:)`` of a request's head against its device's account.
+    static func checkSealing(_ claim: Wire.SealedWith, of device: Store.Device) throws(ServerError) {
+        try checkSealing(claim, encrypted: device.accountEncrypted, keyID: device.accountKeyID, retiredKeys: device.accountRetiredKeys,
+                         reset: device.accountEncryptionReset)
     }
 
     /// Why one change cannot be taken into `account`, or nil: in an
@@ -96,7 +115,9 @@ enum SyncEngine {
     /// account's: one with a rotated key learns it before opening anything.
     static func checkProtocol(_ clientProtocol: Int, keyID: String? = nil, of device: Store.Device) throws {
         if device.accountEncrypted && clientProtocol < 2 { throw ServerError.upgradeRequired }
-        if device.accountEncrypted, let keyID, keyID != device.accountKeyID { throw ServerError.keyRotated }
+        if device.accountEncrypted, let keyID, keyID != device.accountKeyID {
+            throw ServerError.keyRotated(retired: device.accountRetiredKeys.contains(keyID))
+        }
     }
 
     /// What a push's changes are worth computing once, before the write

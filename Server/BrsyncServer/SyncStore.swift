@@ -86,7 +86,8 @@ public protocol SyncStore: AnyObject, Sendable {
     /// once, at most `validMilliseconds` from now; a newer code of the device
     /// replaces it.
     /// - Parameter adding: whether the device must be new (`device add`) or must exist (`device token`).
-    func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> String
+    /// - Returns: the secret, and whether the account was end-to-end encrypted then (the join code says so).
+    func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> Store.JoinSecret
     /// Exchanges a join code's secret for `token`, made by the joining
     /// machine: the device's token from now on, and the secret no longer
     /// works. Asked again with the same token (an answer lost on the way),

@@ -115,7 +115,7 @@ extension SyncEngine {
             }
             guard let replacing = request.replacing else { return .none }
             if account.retiredKeys.contains(request.keyID) { throw .keyRetired }
-            guard replacing == account.keyID else { throw .keyRotated }
+            guard replacing == account.keyID else { throw .keyRotated(retired: account.retiredKeys.contains(replacing)) }
             let retired = try checkChain(request.certificates, from: account, to: request.keyID, publicKey: publicKey, accountUID: accountUID)
             try checkSeen(request.seen, account: account)
             let kept = Array((account.retiredKeys.filter { !retired.contains($0) } + retired).suffix(maxRetiredKeys))

@@ -68,7 +68,7 @@ struct Dev: ParsableCommand {
             // A token only once the port is bound: a failed start changes nothing.
             // The join code is for another device: joining replaces its token.
             let token: String
-            let joinSecret: String
+            let joinSecret: Store.JoinSecret
             let joining: String
             do {
                 token = try Self.laptopToken(store: store, folder: folder)
@@ -89,7 +89,7 @@ struct Dev: ParsableCommand {
                   brsync remote set \(url) --ca \(caFile) --token \(token)
                 or join another machine in one step (device '\(joining)'; the CA pinned by its fingerprint,
                 no file to copy; the code works once, within a day; each start makes one for a machine not paired yet):
-                  echo '\((try? JoinCode(server: url, token: joinSecret, caFingerprint: fingerprint).description) ?? "?")' | brsync join
+                  echo '\((try? JoinCode(server: url, token: joinSecret.secret, caFingerprint: fingerprint, encrypted: joinSecret.accountEncrypted).description) ?? "?")' | brsync join
                 Manage it with brsyncd's commands on its store, e.g.:
                   brsyncd device list dev --db \(folder)/brsyncd.sqlite
                 Stop with Ctrl-C.
@@ -121,7 +121,7 @@ struct Dev: ParsableCommand {
     /// start enrolled when its code was not used (its token is still that
     /// code's secret, kept in the dev folder), else a new `machine-N`. A code
     /// never replaces the token of a machine that joined.
-    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, secret: String) {
+    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, enrollment: Store.JoinSecret) {
         let file = "\(folder)/join.pending"
         let valid = JoinOptions.defaultValidMilliseconds
         let pending = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: " ").map(String.init)
@@ -134,13 +134,13 @@ struct Dev: ParsableCommand {
             let names = Set(try store.devices(account: "dev").map(\.name))
             (name, adding) = ((2...).lazy.map { "machine-\($0)" }.first { !names.contains($0) }!, true)
         }
-        let secret = try store.enroll(account: "dev", device: name, adding: adding, validMilliseconds: valid)
+        let enrollment = try store.enroll(account: "dev", device: name, adding: adding, validMilliseconds: valid)
         do throws(SecretFile.Failure) {
-            try SecretFile.write(Array("\(name) \(secret)".utf8), to: file, what: "the pending join code")
+            try SecretFile.write(Array("\(name) \(enrollment.secret)".utf8), to: file, what: "the pending join code")
         } catch {
             throw CLIFailure(message: error.message)
         }
-        return (name, secret)
+        return (name, enrollment)
     }
 
     static func defaultFolder() -> String {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BrsyncServer
 import CQRencode
 import Glibc
 import JSON
@@ -72,16 +73,16 @@ struct JoinOptions: ParsableArguments {
     func enroll(_ store: StoreOptions, account: String, device: String, adding: Bool) throws -> Bool {
         guard let parts = try prepare() else { return false }
         let valid = try validMilliseconds()
-        let secret = try store.open().enroll(account: account, device: device, adding: adding, validMilliseconds: valid)
+        let enrollment = try store.open().enroll(account: account, device: device, adding: adding, validMilliseconds: valid)
         Swift.print(adding ? "added device \(device) to account \(account)."
                            : "made a new join code for device \(device) of account \(account); its old token no longer works.")
-        try print(url: parts.url, fingerprint: parts.fingerprint, secret: secret, validMilliseconds: valid)
+        try print(url: parts.url, fingerprint: parts.fingerprint, enrollment: enrollment, validMilliseconds: valid)
         return true
     }
 
-    /// Prints the join code for `secret` (and its QR code).
-    func print(url: String, fingerprint: [UInt8], secret: String, validMilliseconds: Int64) throws {
-        let code = try JoinCode(server: url, token: secret, caFingerprint: fingerprint)
+    /// Prints the join code for `enrollment` (and its QR code).
+    func print(url: String, fingerprint: [UInt8], enrollment: Store.JoinSecret, validMilliseconds: Int64) throws {
+        let code = try JoinCode(server: url, token: enrollment.secret, caFingerprint: fingerprint, encrypted: enrollment.accountEncrypted)
         if qr {
             Swift.print("its join code as a QR code (scan it with the phone):")
             Swift.print(try QRText.render(code.description), terminator: "")

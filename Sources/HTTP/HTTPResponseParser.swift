@@ -47,6 +47,11 @@ public struct HTTPResponseParser: Sendable {
         }
         let keepAlive = statusLine.hasPrefix("HTTP/1.1") && !headers.contains("Connection", token: "close")
         let bodyStart = headEnd + 4
+        // An interim answer (`100 Continue`) has no body, whatever its headers say (RFC 9110 §15.2).
+        if (100...199).contains(status) {
+            buffer.removeFirst(bodyStart)
+            return ParsedResponse(status: status, headers: headers, body: [], keepAlive: true)
+        }
         if let lengthText = headers["Content-Length"] {
             guard let length = Int(lengthText), length >= 0 else {
                 throw HTTPParseError(status: 0, reason: "a bad Content-Length in the response")

@@ -55,63 +55,89 @@ public final class HTTPClient {
     /// Sends one request and reads its response. A connection the server had
     /// closed while idle is reopened once.
     /// - Parameters:
+    ///   - expectContinue: send the head alone with `Expect: 100-continue`,
+    ///     and the body only once the server answered `100 Continue` (RFC 9110
+    ///     §10.1.1): a server that refuses on the head (its final answer comes
+    ///     first) never receives the body. No body is sent on a timeout
+    ///     either: the request fails as any unanswered one.
     ///   - whileWaiting: work to do once the request is written, while the
     ///     server works on it (a push prepares its next batch); run at most once.
     ///   - wakeup: a descriptor that ends the wait for the answer when it
     ///     becomes readable (``NetError/interrupted``; the connection is closed).
     ///   - readTimeoutMilliseconds: this answer's time (a long poll), instead of the configuration's.
     public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
-                     whileWaiting: (() -> Void)? = nil, wakeup: Int32? = nil,
+                     expectContinue: Bool = false, whileWaiting: (() -> Void)? = nil, wakeup: Int32? = nil,
                      readTimeoutMilliseconds: Int? = nil) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(configuration.serverName)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
+        let waitsForContinue = expectContinue && !body.isEmpty
+        if waitsForContinue { head += "Expect: 100-continue\r\n" }
         head += "\r\n"
-        let bytes = Array(head.utf8) + body
+        let request = waitsForContinue ? Request(head: Array(head.utf8), body: body) : Request(head: Array(head.utf8) + body, body: nil)
         let reused = stream != nil
         var waiting = whileWaiting
         let timeout = readTimeoutMilliseconds ?? configuration.readTimeoutMilliseconds
         do {
-            return try exchange(bytes, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
+            return try exchange(request, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
         } catch .closed where reused {
             close()
-            return try exchange(bytes, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
+            return try exchange(request, whileWaiting: &waiting, wakeup: wakeup, timeout: timeout)
         }
+    }
+
+    /// A request's bytes: its head (with the body, unless the body waits for `100 Continue`).
+    private struct Request {
+        let head: [UInt8]
+        /// Sent once the server said `100 Continue`; nil when `head` holds everything.
+        let body: [UInt8]?
     }
 
     /// Sends raw bytes and reads one response (the tests of malformed requests use it).
     func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var waiting: (() -> Void)?
-        return try exchange(bytes, whileWaiting: &waiting, wakeup: nil, timeout: configuration.readTimeoutMilliseconds)
+        return try exchange(Request(head: bytes, body: nil), whileWaiting: &waiting, wakeup: nil, timeout: configuration.readTimeoutMilliseconds)
     }
 
-    private func exchange(_ bytes: [UInt8], whileWaiting: inout (() -> Void)?, wakeup: Int32?,
+    private func exchange(_ request: Request, whileWaiting: inout (() -> Void)?, wakeup: Int32?,
                           timeout: Int) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         let stream = try connect()
         var deadline = Deadline.after(milliseconds: timeout)
-        do {
-            try stream.write(bytes, deadline: deadline)
-        } catch {
-            close()
-            throw error
-        }
-        if let work = whileWaiting {
+        var body = request.body
+        func write(_ bytes: [UInt8]) throws(NetError) {
+            do {
+                try stream.write(bytes, deadline: deadline)
+            } catch {
+                close()
+                throw error
+            }
+            guard let work = whileWaiting, body == nil else { return }
             whileWaiting = nil
             work()
             // The server's time to answer counts from now.
             deadline = Deadline.after(milliseconds: timeout)
         }
+        try write(request.head)
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var receivedAny = false
         while true {
-            do {
-                if let response = try parser.next() {
-                    if !response.keepAlive { close() }
-                    return response
-                }
-            } catch {
+            let parsed: HTTPResponseParser.ParsedResponse?
+            do { parsed = try parser.next() } catch {
                 close()
                 throw .badAddress("the server's response is not HTTP: \(error.reason)")
+            }
+            if let response = parsed {
+                if (100...199).contains(response.status) {
+                    // `100 Continue`: the body goes now (another interim answer is passed over).
+                    if response.status == 100, let waiting = body {
+                        body = nil
+                        try write(waiting)
+                    }
+                    continue
+                }
+                // A final answer before the body was sent leaves the connection unusable.
+                if !response.keepAlive || body != nil { close() }
+                return response
             }
             let result = buffer.withUnsafeMutableBytes { raw in
                 Result<Int?, NetError> { () throws(NetError) in try stream.read(into: raw, deadline: deadline, wakeup: wakeup, what: "waiting for the response") }

@@ -4,16 +4,23 @@ import Model
 /// What a new machine needs to join an account in one step:
 /// the server's URL, a device token, and the SHA-256 fingerprint of the
 /// server's CA certificate, so no CA file needs copying and a man in the
-/// middle is refused. One line, a URI a phone can take from a QR code:
+/// middle is refused; and whether the account was end-to-end encrypted when
+/// the code was made, so a server that later says it is not is refused.
+/// One line, a URI a phone can take from a QR code:
 ///
-///     brsync://join?server=https://sync.example.org:8443&token=brs_…&ca=64 hex digits
+///     brsync://join?server=https://sync.example.org:8443&token=brs_…&e2e=1&ca=64 hex digits
 ///
+/// `e2e` is `1` (encrypted) or `0`; codes made before it existed say
+/// nothing (nil), and readers that do not know it ignore it.
 /// The token is a secret: the code is shown once, by `brsyncd device add`.
 public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
     public let server: String
     public let token: String
     /// The SHA-256 of the CA certificate (DER), 32 bytes.
     public let caFingerprint: [UInt8]
+    /// Whether the account was end-to-end encrypted when the code was made;
+    /// nil for a code that does not say.
+    public let encrypted: Bool?
 
     public static let prefix = "brsync://join?"
     /// Longest code read (a real one is under 300 bytes).
@@ -24,7 +31,7 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
         public var description: String { message }
     }
 
-    public init(server: String, token: String, caFingerprint: [UInt8]) throws(Problem) {
+    public init(server: String, token: String, caFingerprint: [UInt8], encrypted: Bool? = nil) throws(Problem) {
         guard server.hasPrefix("https://"), !server.contains(where: { $0 == "&" || $0 == "#" || $0 == " " }), server.utf8.count <= 512 else {
             throw Problem(message: "the server of a join code is an https:// URL without '&', '#' or spaces")
         }
@@ -33,6 +40,7 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
         self.server = server
         self.token = token
         self.caFingerprint = caFingerprint
+        self.encrypted = encrypted
     }
 
     static func isToken(_ text: String) -> Bool {
@@ -46,7 +54,9 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
         return String(decoding: caFingerprint.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
     }
 
-    public var description: String { "\(Self.prefix)server=\(server)&token=\(token)&ca=\(fingerprintHex)" }
+    public var description: String {
+        "\(Self.prefix)server=\(server)&token=\(token)" + (encrypted.map { "&e2e=\($0 ? 1 : 0)" } ?? "") + "&ca=\(fingerprintHex)"
+    }
 
     /// Reads a code as pasted: spaces and line breaks around it are ignored.
     /// - Throws: ``Problem`` saying what is wrong (not a join code, a part
@@ -72,7 +82,14 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
         guard bytes.count == 64, let fingerprint = Self.hexBytes(bytes) else {
             throw Problem(message: "the ca of a join code is a SHA-256 fingerprint: 64 hex digits")
         }
-        try self.init(server: server, token: token, caFingerprint: fingerprint)
+        let encrypted: Bool?
+        switch parts["e2e"] {
+        case nil: encrypted = nil
+        case "1": encrypted = true
+        case "0": encrypted = false
+        default: throw Problem(message: "the e2e of a join code is 1 (the account is end-to-end encrypted) or 0")
+        }
+        try self.init(server: server, token: token, caFingerprint: fingerprint, encrypted: encrypted)
     }
 
     static func hexBytes(_ digits: [UInt8]) -> [UInt8]? {

@@ -17,6 +17,41 @@ extension Wire {
     /// writes from it only.
     public static let signedWritesProtocol = 3
 
+    /// The request header of a push or relay naming the key its records are
+    /// sealed with, or `none` for readable records (``SealedWith``). The
+    /// server checks it against the account on the request's head, and the
+    /// client sends the body only after `100 Continue`: records go nowhere
+    /// readable, nor sealed with a retired key, even on the first sync after
+    /// another machine encrypted or rotated the account.
+    public static let sealedWithHeader = "Brsync-Sealed-With"
+
+    /// What ``sealedWithHeader`` says: the records are readable, or sealed with a key.
+    public enum SealedWith: Sendable, Equatable, CustomStringConvertible {
+        case none
+        case key(String)
+
+        /// `none` or a key id; nil for anything else.
+        public init?(header: String) {
+            if header == "none" {
+                self = .none
+            } else if Wire.isKeyID(header) {
+                self = .key(header)
+            } else {
+                return nil
+            }
+        }
+
+        public init(keyID: String?) { self = keyID.map { .key($0) } ?? .none }
+
+        /// The key id, nil for readable records.
+        public var keyID: String? {
+            if case .key(let id) = self { return id }
+            return nil
+        }
+
+        public var description: String { keyID ?? "none" }
+    }
+
     /// The field that carries a sealed record's readable key.
     public static let sealedKeyField = "e2e.key"
     /// Field names starting with this are encryption's own.

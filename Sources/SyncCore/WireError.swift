@@ -60,18 +60,24 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     /// for this device, and that change's digest ("" when unknown).
     public var acknowledged: Int64?
     public var digest: String?
+    /// With `key_rotated`: the key the request named is one the account
+    /// was rotated away from (not merely another key, as a server restored
+    /// from before a rotation this machine made would hold).
+    public var retired: Bool
 
-    public init(code: Code, message: String, acknowledged: Int64? = nil, digest: String? = nil) {
+    public init(code: Code, message: String, acknowledged: Int64? = nil, digest: String? = nil, retired: Bool = false) {
         self.code = code
         self.message = message
         self.acknowledged = acknowledged
         self.digest = digest
+        self.retired = retired
     }
 
     public var json: JSONValue {
         var object: [String: JSONValue] = ["error": .string(code.rawValue), "message": .string(message)]
         if let acknowledged { object["acknowledged"] = .int(acknowledged) }
         if let digest { object["digest"] = .string(digest) }
+        if retired { object["retired"] = .bool(true) }
         return .object(object)
     }
 
@@ -80,6 +86,6 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
     public init?(json: JSONValue) {
         guard case .object(let object) = json, let code = object["error"]?.stringValue else { return nil }
         self.init(code: Code(rawValue: code), message: object["message"]?.stringValue ?? "", acknowledged: object["acknowledged"]?.intValue,
-                  digest: object["digest"]?.stringValue)
+                  digest: object["digest"]?.stringValue, retired: object["retired"] == .bool(true))
     }
 }

@@ -113,6 +113,7 @@ extension EncryptionTests {
         try world.mustRun(desktop, ["rules", "add", "plain.example", "chrome"])
         try world.mustRun(desktop, ["sync"])
         let join = try #require(try world.joinOutput("tablet").split(separator: "\n").last.map(String.init))
+        #expect(join.contains("&e2e=0&"), "the code says the account is readable: \(join)")
         // A recovery code given for an account the server says is readable
         // (a lying or set-back server): refused, nothing saved or sent.
         let keyFile = world.directory.file("recovery.txt")
@@ -131,7 +132,8 @@ extension EncryptionTests {
         for (text, message) in [("https://example.org", "not a join code"), ("brsync://join?server=https://a&token=x", "needs server, token and ca"),
                                 ("brsync://join?server=https://a&token=x&ca=12", "64 hex digits"),
                                 ("brsync://join?server=http://a&token=x&ca=" + String(repeating: "a", count: 64), "https://"),
-                                ("brsync://join?server=https://a&token=x&token=y&ca=" + String(repeating: "a", count: 64), "twice")] {
+                                ("brsync://join?server=https://a&token=x&token=y&ca=" + String(repeating: "a", count: 64), "twice"),
+                                ("brsync://join?server=https://a&token=x&e2e=yes&ca=" + String(repeating: "a", count: 64), "e2e of a join code")] {
             let home = world.directory.file("bad-\(abs(text.hashValue))")
             let result = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": home], stdin: text + "\n")
             #expect(result.status == 2 && result.stderr.contains(message), "\(text): \(result)")

@@ -29,7 +29,7 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
         #expect(try owner.push([owner.change("a.example", ["browser": .string("firefox")])]).status == 200)
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
         #expect(secret.hasPrefix("brj_") && secret.utf8.count == 47)
         let client = try Self.client(fixture)
 
@@ -67,15 +67,15 @@ import TestSupport
         let client = try Self.client(fixture)
         let token = Tokens.make()
 
-        let expired = try fixture.store.enroll(account: "alice", device: "old", adding: true, validMilliseconds: -1)
+        let expired = try fixture.store.enroll(account: "alice", device: "old", adding: true, validMilliseconds: -1).secret
         let late = try Self.join(client, secret: expired, token: token)
         #expect(late.status == 401 && late.errorMessage.contains("expired at"), "\(late.text)")
         let lateRead = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(expired))
         #expect(lateRead.status == 401 && lateRead.errorMessage.contains("expired at"), "\(lateRead.text)")
 
         // A newer code for the device replaces the older one.
-        let first = try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000)
-        let second = try fixture.store.enroll(account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000)
+        let first = try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000).secret
+        let second = try fixture.store.enroll(account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000).secret
         #expect(try Self.join(client, secret: first, token: token).status == 401)
         // So does a plain token issued since.
         _ = try fixture.store.reissueToken(account: "alice", device: "tablet")
@@ -83,7 +83,7 @@ import TestSupport
         #expect(replaced.status == 401 && replaced.errorMessage.contains("no longer works"), "\(replaced.text)")
 
         // A device revoked before it joined stays revoked.
-        let revokedSecret = try fixture.store.enroll(account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000)
+        let revokedSecret = try fixture.store.enroll(account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000).secret
         try fixture.store.revokeDevice(account: "alice", name: "lost")
         let revoked = try Self.join(client, secret: revokedSecret, token: token)
         #expect(revoked.status == 403 || revoked.errorCode == .revoked, "\(revoked.text)")
@@ -99,7 +99,7 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func badJoinRequestsAreRefused(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
         let client = try Self.client(fixture)
         let token = Tokens.make()
         let rows: [(HTTPHeaders, [UInt8], Int, String)] = [
@@ -159,7 +159,7 @@ import TestSupport
         asking.close()
         for _ in 0..<300 where fixture.server.activeRequests > 0 { usleep(10_000) } // its thread drains and closes
         // A real code whose body comes slowly.
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000)
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
         let body = JoinRequest(token: Tokens.make()).body
         let slow = try connect()
         try slow.write(head(secret, length: body.count) + body.prefix(10), deadline: .after(milliseconds: 1000))

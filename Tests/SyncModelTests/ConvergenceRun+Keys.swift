@@ -70,13 +70,22 @@ extension Run {
     /// server forward by itself; then a machine that still cannot sync gets
     /// the code the account uses (a person adds it where a sync said so, and
     /// `brsync key add` takes only that one).
+    /// A stop that the account's current code ends: the server's refusal,
+    /// or this machine's own mark (it saw the account encrypted, or its key retired).
+    static func waitsForACode(_ error: SyncError) -> Bool {
+        switch error {
+        case .refused(let code, _), .stopped(let code, _): return [.keyNeeded, .encryptionRequired, .keyRotated].contains(code)
+        default: return false
+        }
+    }
+
     func settleKeys() throws {
         guard accountKey != nil else { return }
         for machine in machines where newestKey == nil { initialise(machine, direct: true) }
         #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
         for _ in 0..<2 {
             for machine in machines {
-                do { _ = try client(machine, direct: true).sync() } catch SyncError.refused(let code, _) where [.keyNeeded, .encryptionRequired, .keyRotated].contains(code) {
+                do { _ = try client(machine, direct: true).sync() } catch let error as SyncError where Self.waitsForACode(error) {
                     guard let current = serverKey() else { continue }
                     try AccountKeyFile.add(current, home: machine.replica.home)
                     note("codes added before the final syncs")

@@ -207,7 +207,7 @@ public struct Status: ParsableCommand {
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
-        let lockedOut = state.problem.contains("this account is end-to-end encrypted")
+        let lockedOut = try state.problem.contains("this account is end-to-end encrypted") || replica.encryptionState().sawEncrypted
         print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
         let service = watch.map { Self.runsAsWatchService(pid: $0.pid) } ?? false
         let watchText = watching ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
