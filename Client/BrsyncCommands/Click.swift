@@ -64,6 +64,11 @@ struct Click {
         // Where the link came from: rules may name the app (about 0.1 ms).
         let source = SourceApp.find()
         let resolution = try replica.resolve(url, from: try? source.get().id)
+        // A rule whose profile is held here (its arguments wait for approval) is passed over, and the person told why.
+        if let held = try replica.heldProfileNote(url, from: try? source.get().id) {
+            ExitStatus.warn(held)
+            if !hasTerminal { Notifier.notify(summary: "brsync passed over a rule", body: held, path: path) }
+        }
         let askedNext = AskNext.take(home: home)
         if askedNext || held != nil {
             // Asked for with 'brsync ask-next' or a held key: the picker, whatever decides; remembering offers the rule's own pattern.

@@ -128,6 +128,12 @@ public struct BrowserDetector: Sendable {
 
     /// The `Icon=` of the desktop entry at `path` (a theme icon name or an
     /// absolute path), or nil.
+    /// The `Name` of the desktop entry at `path` (untranslated), or nil.
+    public static func name(ofEntryAt path: String) -> String? {
+        guard let text = read(path), let entry = try? DesktopEntry(text: text, id: "", path: path) else { return nil }
+        return entry.string("Name")
+    }
+
     public static func icon(ofEntryAt path: String) -> String? {
         guard let text = read(path), let entry = try? DesktopEntry(text: text, id: "", path: path) else { return nil }
         return entry.string("Icon")

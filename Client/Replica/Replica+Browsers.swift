@@ -13,6 +13,13 @@ public struct LocalBrowser: Sendable, Hashable {
     /// When the launch command is built from a base browser's (a synced
     /// profile with no command of its own here): that browser's id.
     public var execFrom: String? = nil
+    /// Why this profile has no launch command here although its base
+    /// browser has one: its arguments wait for this machine's approval
+    /// (``awaitsApproval``), or the base's command cannot take them.
+    public var profileHeld: String? = nil
+    /// The profile's synced arguments are not ones synced data may choose,
+    /// and this machine's user has not approved them (`brsync browsers approve`).
+    public var awaitsApproval = false
 
     /// Enabled and launchable here.
     public var isUsable: Bool { browser.enabled && !(exec ?? "").isEmpty }
@@ -38,14 +45,30 @@ extension Replica {
             return LocalBrowser(browser: browser, exec: here?.0, desktopEntry: here?.1, isDefault: defaultID == key)
         }
         // A profile with no command of its own here takes its base browser's
-        // (that browser's own command: profiles of profiles are not followed).
-        return list.map { item in
+        // (that browser's own command: profiles of profiles are not followed),
+        // when its arguments are ones synced data may choose or this
+        // machine's user approved them.
+        var approved: Set<String>?
+        return try list.map { item in
             guard item.exec == nil, let profile = item.browser.profile,
                   let base = list.first(where: { $0.browser.id == profile.base && $0.browser.profile == nil }),
-                  let baseExec = base.exec, let exec = try? profile.command(from: baseExec) else { return item }
+                  let baseExec = base.exec else { return item }
             var derived = item
-            derived.exec = exec
-            derived.execFrom = base.browser.id
+            if let problem = try Self.approvalProblem(item.browser, approved: {
+                if approved == nil { approved = try approvedProfiles() }
+                return approved ?? []
+            }) {
+                derived.profileHeld = problem
+                derived.awaitsApproval = true
+                return derived
+            }
+            switch Result(catching: { () throws(ExecCommand.Problem) in try profile.command(from: baseExec) }) {
+            case .success(let exec):
+                derived.exec = exec
+                derived.execFrom = base.browser.id
+            case .failure(let problem):
+                derived.profileHeld = "the arguments cannot go to '\(base.browser.id)' safely: \(problem.reason)"
+            }
             return derived
         }
     }
@@ -104,6 +127,8 @@ extension Replica {
                 changes.merge(profile.fields) { $1 }
             }
             try write(.browsers, key: id, changes: changes)
+            // A profile made here runs here with the arguments its maker gave.
+            if profile != nil { try recordApproval(id) }
             if let exec { try setLaunchCommand(exec, for: id) }
         }
         return id

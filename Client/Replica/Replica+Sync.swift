@@ -297,6 +297,14 @@ extension Replica {
         public var changed = 0
         /// Values that lost to a concurrent edit, newly kept for `brsync log --conflicts`.
         public var conflicts = 0
+        /// Profiles this page changed whose arguments wait for this
+        /// machine's approval (never launched with them until then), with why.
+        public var awaitingApproval: [(id: String, reason: String)] = []
+
+        public static func == (first: AppliedPage, second: AppliedPage) -> Bool {
+            first.changed == second.changed && first.conflicts == second.conflicts
+                && first.awaitingApproval.map(\.id) == second.awaitingApproval.map(\.id)
+        }
     }
 
     @discardableResult
@@ -306,6 +314,7 @@ extension Replica {
         return try transaction {
             var changed = 0
             var conflicts = 0
+            var awaitingApproval: [(id: String, reason: String)] = []
             if try meta("reconcile") != nil {
                 for change in changes {
                     try database.run("INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
@@ -361,6 +370,11 @@ extension Replica {
                 try logReceived(change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
                                 afterSequence: newestLocal)
                 changed += 1
+                // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
+                if change.collection == .browsers, !merged.isDeleted,
+                   let reason = try Self.approvalProblem(Self.browser(key: change.key, state: merged), approved: approvedProfiles) {
+                    awaitingApproval.append((change.key, reason))
+                }
             }
             if changed > 0 { try trimReceivedLog() }
             try setMeta("pull_cursor", String(cursor))
@@ -368,7 +382,7 @@ extension Replica {
             // The newest stamp the server has handed out: one it took.
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
-            return AppliedPage(changed: changed, conflicts: conflicts)
+            return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
         }
     }
 

@@ -86,6 +86,7 @@ enum ReplicaSchema {
         Migration4.recordsByRow,
         Migration4.removed,
         Migration4.manifests,
+        Migration4.profileApprovals,
     ])
 
     enum Migration4 {
@@ -203,6 +204,33 @@ enum ReplicaSchema {
             ALTER TABLE changes ADD COLUMN manifest TEXT;
             ALTER TABLE changes ADD COLUMN replaced TEXT;
             INSERT OR IGNORE INTO meta (key, value) SELECT 'relay_all', '1' WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'e2e_key');
+            """)
+
+        /// Profiles whose arguments this machine's user approved
+        /// (`brsync browsers approve`): synced data alone passes only what
+        /// `ProfileArguments` lists. Device-local, never synced. Each approval
+        /// holds the exact base and arguments, as SQLite's `json_extract`
+        /// writes them, so a later change of the synced record needs
+        /// approving again. Profiles made here before keep working here: those
+        /// whose current base and arguments this machine wrote itself (its
+        /// own edits in the change log).
+        static let profileApprovals = Migrator.Migration(version: 13, sql: """
+            CREATE TABLE IF NOT EXISTS profile_approvals (
+                id TEXT PRIMARY KEY,
+                base TEXT NOT NULL,
+                arguments TEXT NOT NULL
+            ) WITHOUT ROWID;
+            INSERT OR IGNORE INTO profile_approvals (id, base, arguments)
+                SELECT r.key, json_extract(r.fields, '$.profileOf.v'), json_extract(r.fields, '$.profileArgs.v')
+                FROM (SELECT key, CASE WHEN json_valid(fields) THEN fields END AS fields FROM records
+                      WHERE collection = 'browsers' AND deleted = 0) r
+                WHERE json_type(r.fields, '$.profileOf.v') = 'text' AND json_type(r.fields, '$.profileArgs.v') = 'array'
+                  AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                             WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                              WHERE json_extract(c.fields, '$.profileArgs.v') = json_extract(r.fields, '$.profileArgs.v'))
+                  AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                             WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                              WHERE json_extract(c.fields, '$.profileOf.v') = json_extract(r.fields, '$.profileOf.v'));
             """)
     }
 }

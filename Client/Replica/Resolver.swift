@@ -76,18 +76,40 @@ extension Replica {
     /// When nothing decides `url` although a rule matches it: what that rule
     /// chose and why it could not (its browser not known here, disabled, or
     /// without a launch command), with what fixes it. Nil when no rule matches.
-    public func whyUndecided(_ given: NormalizedURL, from source: String? = nil) throws -> String? {
+    /// - Parameter only: the reasons to look at (all by default).
+    public func whyUndecided(_ given: NormalizedURL, from source: String? = nil, only: (String) -> Bool = { _ in true }) throws -> String? {
         let (_, verdicts) = try explain(given, from: source)
         for verdict in verdicts {
-            guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '") else { continue }
+            guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '"), only(reason) else { continue }
             let browser = DisplayText.printable(verdict.rule.browser)
-            let fix = reason.hasSuffix("has no launch command on this machine")
+            let fix = reason.contains(Self.awaitingApprovalText)
+                ? "'brsync browsers approve \(browser)' shows what it would run and approves it"
+                : reason.hasSuffix("has no launch command on this machine") || reason.contains("cannot go to")
                 ? "give it one with 'brsync browsers add \(browser) --exec COMMAND' or 'brsync browsers detect'"
                 : reason.hasSuffix("is disabled") ? "enable it with 'brsync browsers enable \(browser)'"
                 : "add it with 'brsync browsers add \(browser) --exec COMMAND'"
             return "the rule '\(DisplayText.printable(verdict.rule.pattern))' matches, but \(reason): \(fix)"
         }
         return nil
+    }
+
+    static let awaitingApprovalText = "wait for your approval on this machine"
+
+    /// Why an enabled browser cannot open links here.
+    static func unusableReason(_ browser: LocalBrowser) -> String {
+        guard let held = browser.profileHeld else { return "browser '\(browser.browser.id)' has no launch command on this machine" }
+        return browser.awaitsApproval
+            ? "browser '\(browser.browser.id)' is a profile whose arguments \(awaitingApprovalText) (\(held))"
+            : "browser '\(browser.browser.id)' is a profile that cannot run here: \(held)"
+    }
+
+    /// When a rule matches `url` but its browser is a profile held here
+    /// (its arguments wait for approval, or cannot be given safely): which
+    /// rule, why, and what to do. A click says so even when the default
+    /// browser opens the link instead.
+    public func heldProfileNote(_ given: NormalizedURL, from source: String? = nil) throws -> String? {
+        guard try browsers().contains(where: { $0.profileHeld != nil }) else { return nil }
+        return try whyUndecided(given, from: source) { $0.contains("is a profile") }
     }
 
     /// Every rule considered for `url`, in precedence order, and why it won,
@@ -123,7 +145,7 @@ extension Replica {
                 continue
             }
             guard browser.isUsable else {
-                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(browser.browser.id)' has no launch command on this machine")))
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped(Self.unusableReason(browser))))
                 continue
             }
             if let winner {

@@ -244,8 +244,7 @@ extension SyncClient {
             let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems
             let applied = try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
-            summary.applied += applied.changed
-            summary.conflicts += applied.conflicts
+            summary.take(applied)
             summary.pulled += page.changes.count
             // Every page moves the cursor on, so this ends whatever the server answers.
             guard page.more else { return page.next }

@@ -211,8 +211,7 @@ extension SyncClient {
             }
             let started = Clock.monotonicMillis()
             let applied = try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
-            summary.applied += applied.changed
-            summary.conflicts += applied.conflicts
+            summary.take(applied)
             summary.applyMilliseconds += Clock.monotonicMillis() - started
             summary.pulled += page.changes.count
             pulledSoFar += page.changes.count

@@ -53,6 +53,10 @@ public final class SyncClient {
         public var removed: [RemovedRecord] = []
         /// Values that lost to concurrent edits, newly kept for `brsync log --conflicts`.
         public var conflicts = 0
+        /// Profiles pulled whose arguments wait for this machine's approval
+        /// (`brsync browsers approve`): by id, with why. They are kept and
+        /// never launched with those arguments until then.
+        public var awaitingApproval: [String: String] = [:]
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false
@@ -66,6 +70,13 @@ public final class SyncClient {
         public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
+
+        /// Counts what a pulled page did here.
+        mutating func take(_ applied: Replica.AppliedPage) {
+            self.applied += applied.changed
+            conflicts += applied.conflicts
+            for held in applied.awaitingApproval { awaitingApproval[held.id] = held.reason }
+        }
     }
 
     let replica: any SyncReplica

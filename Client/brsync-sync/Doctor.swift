@@ -78,6 +78,15 @@ struct DoctorCommand: ParsableCommand {
         var usable = 0
         for browser in all where browser.browser.enabled {
             let id = DisplayText.printable(browser.browser.id)
+            if let held = browser.profileHeld {
+                findings.append(browser.awaitsApproval
+                    ? Finding(check: "browser \(id)", state: .problem,
+                              detail: "a profile made elsewhere whose arguments wait for your approval here (rules for it are skipped): \(DisplayText.printable(held))",
+                              fix: "brsync browsers approve \(id) (it shows what would run first)")
+                    : Finding(check: "browser \(id)", state: .problem, detail: "a profile that cannot run here: \(DisplayText.printable(held))",
+                              fix: "brsync browsers add \(id) --exec COMMAND (this machine's own command for it)"))
+                continue
+            }
             guard browser.isUsable else {
                 findings.append(Finding(check: "browser \(id)", state: .note, detail: "no launch command on this machine (rules for it are skipped here)",
                                         fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))

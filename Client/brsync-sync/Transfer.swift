@@ -93,6 +93,7 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "movedForward": .bool(summary.movedForward), "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
             "problems": .array(summary.problems.map { .string($0) }),
             "conflicts": .int(Int64(summary.conflicts)),
+            "awaitingApproval": .array(summary.awaitingApproval.keys.sorted().map { .string($0) }),
             "removed": .array(summary.removed.map { .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key)]) }),
         ]
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
@@ -120,6 +121,10 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
                          + (summary.removed.count > 5 ? ", …" : "") + "; 'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back")
         }
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
+        for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {
+            parts.append("profile '\(DisplayText.printable(id))' waits for your approval here, and opens nothing until then "
+                         + "(\(reason)): 'brsync browsers approve \(DisplayText.printable(id))' shows what it would run")
+        }
         if let id = summary.newDeviceID {
             // A key's first sync gives a new device id too (said above); only a copy needs saying.
             if !summary.encryptionStarted && !summary.encryptionEnded { parts.append("this replica was a copy of another and is now device \(id)") }

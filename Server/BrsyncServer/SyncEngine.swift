@@ -89,11 +89,20 @@ enum SyncEngine {
     }
 
     /// Why a merge's result cannot be stored, or nil: fields and values were
-    /// checked when the change was read; a merge can only make a record too
-    /// wide or too large.
-    static func mergeProblem(_ merged: RecordState) -> String? {
+    /// checked when the change was read; a merge can make a record too wide
+    /// or too large, and, in a readable account, a browser profile that would
+    /// make other machines run arguments synced data may not choose
+    /// (``ProfileArguments``; machines that predate that check would run
+    /// them). Deleting such a profile is always taken.
+    static func mergeProblem(_ merged: RecordState, collection: RecordCollection, account: Store.AccountCounters) -> String? {
         if Wire.fieldCountProblem(merged) != nil { return "the record would have more than \(Wire.maxFields) fields" }
-        return Wire.recordSizeProblem(merged).map { "the record would be too large: \($0)" }
+        if let problem = Wire.recordSizeProblem(merged) { return "the record would be too large: \(problem)" }
+        if collection == .browsers, !account.encrypted, !merged.isDeleted, let profile = BrowserProfile(fields: merged.values),
+           let problem = ProfileArguments.problem(profile.arguments, base: profile.base) {
+            return "a profile's arguments that other machines would run: \(problem) (a machine's own launch command, "
+                + "'brsync browsers add ID --exec', never syncs and may hold anything)"
+        }
+        return nil
     }
 
     /// A write that takes the account past one of its limits is refused
@@ -269,7 +278,7 @@ enum SyncEngine {
             let base = existing?.state ?? RecordState()
             // Merged into nothing, a change is itself.
             let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
-            if let problem = Self.mergeProblem(merged) {
+            if let problem = Self.mergeProblem(merged, collection: change.collection, account: counters) {
                 rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
@@ -418,7 +427,7 @@ enum SyncEngine {
                 ?? store.record(account: device.accountID, collection: record.collection, key: record.key)
             let base = existing?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
-            if let problem = Self.mergeProblem(merged) {
+            if let problem = Self.mergeProblem(merged, collection: record.collection, account: counters) {
                 rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }

@@ -117,12 +117,17 @@ public struct BrowserProfile: Sendable, Hashable {
         ["profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string))]
     }
 
-    /// The base browser's launch command with the arguments inserted after its
-    /// program, so the URL field code stays last: `firefox %u` + `-P work` =
-    /// `firefox -P work %u`.
+    /// The base browser's launch command with the arguments inserted right
+    /// after the browser's own program (``ExecCommand/browserProgramIndex()``),
+    /// so they go to the browser, never to `flatpak` or `env`, and the URL
+    /// field code stays last: `firefox %u` + `-P work` = `firefox -P work %u`;
+    /// `flatpak run org.mozilla.firefox %u` + `-P work` =
+    /// `flatpak run org.mozilla.firefox -P work %u`.
+    /// - Throws: when the command has no place the arguments can go safely (a shell runs it).
     public func command(from baseExec: String) throws(ExecCommand.Problem) -> String {
         let base = try ExecCommand(baseExec)
-        let arguments = [base.arguments[0]] + self.arguments.map { $0.replacing("%", with: "%%") } + base.arguments.dropFirst()
+        let at = try base.browserProgramIndex() + 1
+        let arguments = Array(base.arguments[..<at]) + self.arguments.map { $0.replacing("%", with: "%%") } + base.arguments[at...]
         return arguments.map(ExecCommand.quote).joined(separator: " ")
     }
 

@@ -1,3 +1,5 @@
+import JSON
+
 /// An `Exec` line split into arguments by the Desktop Entry Specification's
 /// quoting rules, with its field codes expanded for a URL — no shell involved.
 /// https://specifications.freedesktop.org/desktop-entry-spec/latest/exec-variables.html
@@ -137,5 +139,58 @@ public struct ExecCommand: Sendable, Equatable {
         }
         if !usedURL { output += context.urls }
         return output
+    }
+}
+
+extension ExecCommand {
+    /// Shells: a command run through one cannot take arguments placed
+    /// safely (its script, not its arguments, decides what runs).
+    static let shells: Set<String> = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"]
+
+    /// The index of the browser's own program in this command: past `env`
+    /// and its `NAME=VALUE` settings, past `flatpak run` and its options to
+    /// the application id, past `snap run` to the snap's name. Arguments
+    /// placed right after it go to the browser, never to a launcher.
+    /// - Throws: ``Problem`` when the program cannot be found safely: a
+    ///   shell, an `env` option other than `-i`, a `flatpak run` without an
+    ///   application id (three dot-separated parts), a `snap run` without a name.
+    public func browserProgramIndex() throws(Problem) -> Int {
+        let exec = arguments.map(Self.quote).joined(separator: " ")
+        func refuse(_ reason: String) -> Problem { Problem(exec: exec, reason: reason) }
+        var index = 0
+        while true {
+            guard index < arguments.count else { throw refuse("it names no program after its launcher") }
+            let program = arguments[index].split(separator: "/").last.map(String.init) ?? arguments[index]
+            if Self.shells.contains(program) {
+                throw refuse("a shell runs it, so arguments cannot be given to the browser safely (set this machine's own command instead)")
+            }
+            switch program {
+            case "env":
+                index += 1
+                while index < arguments.count, arguments[index] == "-i" || arguments[index] == "--ignore-environment"
+                        || (!arguments[index].hasPrefix("-") && arguments[index].contains("=")) {
+                    index += 1
+                }
+                if index < arguments.count, arguments[index].hasPrefix("-") {
+                    throw refuse("'env' is given an option brsync does not read ('\(DisplayText.printable(arguments[index].prefix(40)))')")
+                }
+            case "flatpak", "snap":
+                // `flatpak [OPTION…] run [OPTION…] APPID`, `snap run [OPTION…] NAME`: anything else starts no browser.
+                func skipOptions() { while index < arguments.count, arguments[index].hasPrefix("-") { index += 1 } }
+                index += 1
+                skipOptions()
+                guard index < arguments.count, arguments[index] == "run" else { throw refuse("'\(program)' without 'run' starts no application") }
+                index += 1
+                skipOptions()
+                let name = index < arguments.count ? arguments[index] : ""
+                // A Flatpak application id has three dot-separated parts at least (org.chromium.Chromium).
+                guard !name.isEmpty, !name.contains("%"), program == "snap" || name.split(separator: ".", omittingEmptySubsequences: false).count >= 3 else {
+                    throw refuse(program == "snap" ? "'snap run' is followed by no snap" : "'flatpak run' is followed by no application id (such as org.chromium.Chromium)")
+                }
+                return index
+            default:
+                return index
+            }
+        }
     }
 }

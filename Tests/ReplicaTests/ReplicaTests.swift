@@ -396,7 +396,7 @@ import TestSupport
         #expect(throws: (any Error).self, "schema 9 has no row ids") { try database.execute("SELECT rowid FROM records") }
 
         let reopened = try Replica.open(home: fixture.home)
-        #expect(try database.userVersion == 12)
+        #expect(try database.userVersion == 13)
         #expect(try rows(database) == before)
         #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
         #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")

@@ -12,7 +12,8 @@ public struct BrowsersCommand: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "browsers",
         abstract: "List and manage the browsers rules can name.",
-        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self, Detect.self, Hide.self, Unhide.self, Order.self],
+        subcommands: [List.self, Add.self, Remove.self, Enable.self, Disable.self, Default.self, Detect.self, Hide.self, Unhide.self, Order.self,
+                      Approve.self],
         defaultSubcommand: List.self)
 
     public struct List: ParsableCommand {
@@ -29,8 +30,11 @@ public struct BrowsersCommand: ParsableCommand {
             let commandFound: Bool?
             let exec: String?
             let pickerOrder: Int?
+            /// A profile that does not run here: why (its arguments wait for approval, or cannot be placed).
+            let held: String?
+            let awaitsApproval: Bool
             enum CodingKeys: String, CodingKey {
-                case id, name, urlScheme, urlFormat, enabled, usable, commandFound, exec, hiddenInPicker, pickerOrder
+                case id, name, urlScheme, urlFormat, enabled, usable, commandFound, exec, hiddenInPicker, pickerOrder, held, awaitsApproval
                 case isDefault = "default"
             }
         }
@@ -50,7 +54,7 @@ public struct BrowsersCommand: ParsableCommand {
                           urlFormat: $0.browser.urlFormat, enabled: $0.browser.enabled, isDefault: $0.isDefault,
                           usable: $0.isUsable, hiddenInPicker: $0.browser.isHiddenInPicker,
                           commandFound: $0.exec == nil ? nil : Self.programProblem($0.exec) == nil, exec: $0.exec,
-                          pickerOrder: $0.browser.pickerOrder)
+                          pickerOrder: $0.browser.pickerOrder, held: $0.profileHeld, awaitsApproval: $0.awaitsApproval)
                 })
                 return
             }
@@ -59,12 +63,15 @@ public struct BrowsersCommand: ParsableCommand {
                 return
             }
             Output.table(["", "ID", "NAME", "STATE", "LAUNCH"], browsers.map { item in
-                var state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable" : "no launch command"
+                var state = !item.browser.enabled ? "disabled" : item.isUsable ? "usable"
+                    : item.awaitsApproval ? "waits for approval ('brsync browsers approve \(item.browser.id)')"
+                    : item.profileHeld != nil ? "cannot run here" : "no launch command"
                 if item.browser.enabled, item.isUsable, let problem = Self.programProblem(item.exec) {
                     state = problem.hasSuffix("not found") ? "not installed (\(problem))" : "cannot start (\(problem))"
                 }
                 if item.browser.isHiddenInPicker { state += ", hidden in picker" }
                 let launch = item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
+                    ?? item.profileHeld.map { "- (profile of \(item.browser.profile?.base ?? "?"): \($0))" }
                     ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" } ?? "-"
                 return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, launch]
             })
@@ -119,6 +126,12 @@ public struct BrowsersCommand: ParsableCommand {
             }
             let id = try replica.addBrowser(id: id, name: name, format: format, scheme: scheme, exec: exec, profile: profile)
             let added = try replica.findBrowser(named: id)
+            if let profile, let problem = ProfileArguments.problem(profile.arguments, base: profile.base) {
+                // Approved here, as it was made here; elsewhere it waits for each machine's approval.
+                ExitStatus.warn("these arguments run on this machine only, and on another once its user approves them there "
+                                + "('brsync browsers approve \(id)'): \(problem)")
+            }
+            if let held = added?.profileHeld, added?.awaitsApproval == false { ExitStatus.warn("\(id) cannot run here: \(held)") }
             if let profile, added?.execFrom != nil {
                 print("browser \(id): a profile of \(profile.base) (every machine runs its own \(profile.base) with \(profile.arguments.map(ExecCommand.quote).joined(separator: " ")))")
             } else if let profile {
@@ -130,6 +143,66 @@ public struct BrowsersCommand: ParsableCommand {
             if let exec, let problem = List.programProblem(exec) {
                 ExitStatus.warn("\(id)'s command cannot start here yet: \(problem); the picker leaves it out until it can")
             }
+        }
+    }
+
+    public struct Approve: ParsableCommand {
+
+        public init() {}
+        public static let configuration = CommandConfiguration(
+            commandName: "approve",
+            abstract: "Let a profile run here with arguments synced data alone may not choose (shows what would run first).",
+            discussion: """
+                A profile's arguments sync, so another machine (or anyone who can write its record) would choose what this \
+                one runs. Only what a profile needs runs on synced data alone (a profile name, a private or new window: \
+                Deploy/SECURITY.md); anything else waits for this command, on each machine. The approval is for the exact \
+                arguments: a later change of them waits again.
+                """)
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The profile's id.", completion: Completions.browserIDs) var id: String
+        @Flag(help: "Approve without asking (read what it runs first: without --yes, and not on a terminal, it only shows it).") var yes = false
+        @Flag(help: "Withdraw this machine's approval instead.") var withdraw = false
+
+        public func run() throws {
+            let replica = try global.openReplica()
+            let browser = try replica.requireBrowser(named: id)
+            let shownID = DisplayText.printable(browser.browser.id)
+            guard let profile = browser.browser.profile else {
+                throw CLIFailure(message: "'\(shownID)' is not a profile: it runs this machine's own command, which nothing synced chooses")
+            }
+            if withdraw {
+                let had = try replica.withdrawApproval(browser.browser.id)
+                print(had ? "approval of \(shownID) withdrawn: it waits for approval again if its arguments need one" : "\(shownID) had no approval here")
+                return
+            }
+            let arguments = profile.arguments.map(ExecCommand.quote).joined(separator: " ")
+            guard let problem = ProfileArguments.problem(profile.arguments, base: profile.base) else {
+                print("\(shownID) needs no approval: its arguments (\(DisplayText.printable(arguments))) are ones synced data may choose")
+                return
+            }
+            guard browser.awaitsApproval else {
+                print("\(shownID) is approved here already (\(DisplayText.printable(arguments))); --withdraw takes that back")
+                return
+            }
+            let base = try replica.browsers().first { $0.browser.id == profile.base && $0.browser.profile == nil }
+            let command = base?.exec.flatMap { try? profile.command(from: $0) }
+            print("""
+                \(shownID) is a synced profile of \(DisplayText.printable(profile.base)). Here it would run:
+                  \(DisplayText.printable(command ?? "\(profile.base)'s command (none here yet) with \(arguments)"))
+                Its arguments are not ones synced data alone may choose: \(DisplayText.printable(problem)).
+                Approve only if you, on a machine of yours, made it so.
+                """)
+            if !yes {
+                guard isatty(0) == 1 else {
+                    throw CLIFailure(message: "nothing approved: run 'brsync browsers approve \(shownID) --yes' to approve it")
+                }
+                writeToStandardError("Approve? [y/N] ")
+                guard let answer = readLine(strippingNewline: true), ["y", "yes"].contains(answer.lowercased()) else {
+                    throw CLIFailure(message: "nothing approved", code: ExitStatus.cancelled)
+                }
+            }
+            try replica.approveProfile(browser.browser.id)
+            print("approved here: \(shownID) runs with \(DisplayText.printable(arguments)) on this machine (a change of its arguments waits again)")
         }
     }
 

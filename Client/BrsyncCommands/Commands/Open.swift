@@ -269,6 +269,8 @@ func savePlaces(_ answer: WindowPicker.Answer, of shown: [LocalBrowser], replica
 /// profile's arguments), else its launch command with the flag its catalog
 /// browser takes (`--private-window`, `--incognito`, …); nil when neither.
 func privateWindowCommand(_ browser: LocalBrowser, among all: [LocalBrowser]) -> String? {
+    // A profile held here (its arguments wait for approval) runs in no window.
+    guard browser.profileHeld == nil else { return nil }
     if let entry = browser.desktopEntry, let command = BrowserDetector.privateWindowCommand(ofEntryAt: entry) { return command }
     let profile = browser.browser.profile
     let base = profile.flatMap { profile in all.first { $0.browser.id == profile.base && $0.browser.profile == nil } }
@@ -315,7 +317,7 @@ func launch(_ browser: LocalBrowser, url: NormalizedURL, command given: String? 
         if let loop = Click.loopProblem(command.arguments) {
             throw CLIFailure(message: "'\(browser.browser.id)': \(loop); give it a browser's own command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
         }
-        try start(command, url: url, browser: browser.browser.id, name: browser.browser.name, desktopFile: browser.desktopEntry)
+        try start(command, url: url, browser: browser.browser.id, name: entryName(command, browser), desktopFile: browser.desktopEntry)
     } catch let problem as ExecCommand.Problem {
         throw CLIFailure(message: problem.description)
     } catch let failure as Launcher.Failure {
@@ -330,6 +332,15 @@ func start(_ command: ExecCommand, url: NormalizedURL, browser: String, name: St
     try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser, url: url)])
 }
 
+/// What `%c` stands for in `command`: the name in this machine's desktop
+/// entry of the browser, else the browser's id (a slug), as the Desktop Entry
+/// Specification has it. Never the synced name: anyone who can write the
+/// record chooses it, and `%c` may be an argument of its own.
+func entryName(_ command: ExecCommand, _ browser: LocalBrowser) -> String? {
+    guard command.arguments.contains(where: { $0.contains("%c") }) else { return nil }
+    return browser.desktopEntry.flatMap(BrowserDetector.name(ofEntryAt:)) ?? browser.browser.id
+}
+
 /// The command line that starts `command` for `url` (`%f` gets a file's local path).
 func expand(_ command: ExecCommand, url: NormalizedURL, name: String?, desktopFile: String?) -> [String] {
     command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
@@ -339,5 +350,5 @@ func expand(_ command: ExecCommand, url: NormalizedURL, name: String?, desktopFi
 /// nil when it has no usable launch command (for `resolve` and `explain`).
 func launchArguments(_ browser: LocalBrowser, url: NormalizedURL) -> [String]? {
     guard let exec = browser.exec, let command = try? ExecCommand(exec) else { return nil }
-    return expand(command, url: url, name: browser.browser.name, desktopFile: browser.desktopEntry)
+    return expand(command, url: url, name: entryName(command, browser), desktopFile: browser.desktopEntry)
 }

@@ -5,12 +5,15 @@ import Model
 /// form reads back as itself (normalising is idempotent, so every machine
 /// matches the same text); matching a parsed pattern against it never crashes
 /// and agrees with the rule index; link cleanup gives URLs in normal form
-/// and settles after one pass.
+/// and settles after one pass. The same two texts, read as a launch command
+/// and a profile's arguments, go through the check of what synced profiles
+/// may run (``fuzzProfile(exec:arguments:)``).
 func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let split = bytes.firstIndex(of: 0) ?? bytes.endIndex
     let urlText = String(decoding: bytes[..<split], as: UTF8.self)
     let patternText = split < bytes.endIndex ? String(decoding: bytes[(split + 1)...], as: UTF8.self) : "example.com"
+    fuzzProfile(exec: urlText, arguments: patternText)
     guard let url = try? NormalizedURL(urlText) else { return 0 }
     guard let again = try? NormalizedURL(url.absoluteString) else {
         preconditionFailure("the normal form \(url.absoluteString) of \(urlText.debugDescription) is refused")
@@ -38,4 +41,29 @@ func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     precondition((try? Pattern(pattern.text))?.key == pattern.key, "\(pattern.text.debugDescription) does not parse back to the key \(pattern.key)")
     return 0
+}
+
+/// `exec` as a base browser's launch command and `text` as a profile's
+/// arguments: arguments the check passes are listed switches and names (no
+/// path, no option as a value, no field code), never for a browser outside
+/// the catalog; a profile's command reads back as the base's words with the
+/// arguments right after the browser's own program.
+func fuzzProfile(exec: String, arguments text: String) {
+    guard let arguments = try? ExecCommand(text).arguments else { return }
+    for base in ["chromium", "edge", "opera", "firefox", "tor-browser", "epiphany", "falkon", "my-browser", "safari"] {
+        guard ProfileArguments.problem(arguments, base: base) == nil else { continue }
+        precondition(ProfileArguments.family(of: base) != nil, "\(base) has no family, and \(arguments) passed")
+        for argument in arguments {
+            precondition(!argument.contains("/") && !argument.contains("\\") && !argument.contains("..") && !argument.contains("%"),
+                         "\(argument.debugDescription) passed for \(base)")
+            precondition(!argument.unicodeScalars.contains { $0.value < 0x20 }, "\(argument.debugDescription) passed for \(base)")
+        }
+    }
+    guard let profile = try? BrowserProfile(base: "firefox", arguments: arguments), let base = try? ExecCommand(exec),
+          let at = try? base.browserProgramIndex(), let command = try? profile.command(from: exec) else { return }
+    guard let built = try? ExecCommand(command).arguments else { preconditionFailure("\(command.debugDescription) does not read back") }
+    let expected = Array(base.arguments[...at]) + arguments.map { $0.replacing("%", with: "%%") } + base.arguments[(at + 1)...]
+    precondition(built == expected, "\(exec.debugDescription) + \(arguments) gave \(built)")
+    let program = base.arguments[at].split(separator: "/").last.map(String.init) ?? ""
+    precondition(!["env", "sh", "bash", "dash"].contains(program), "the arguments went to \(program)")
 }
