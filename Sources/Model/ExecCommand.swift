@@ -17,47 +17,54 @@ public struct ExecCommand: Sendable, Equatable {
     /// double quotes group, and inside them `\"`, `` \` ``, `\$`, `\\` escape.
     public init(_ exec: String) throws(Problem) {
         var arguments: [String] = []
-        var current = ""
+        var current = String.UnicodeScalarView()
         var hasCurrent = false
         var quoted = false
-        var iterator = Array(exec).makeIterator()
-        while let character = iterator.next() {
+        // Read scalar by scalar, as the specification reads bytes: a space
+        // followed by a combining mark is still a space (as a Character the
+        // two would be one, and two arguments would run together).
+        var iterator = exec.unicodeScalars.makeIterator()
+        while let scalar = iterator.next() {
             if quoted {
-                if character == "\\" {
+                if scalar == "\\" {
                     guard let next = iterator.next() else { throw Problem(exec: exec, reason: "it ends inside an escape") }
-                    guard "\"`$\\".contains(next) else { throw Problem(exec: exec, reason: "'\\\(next)' is not a valid escape inside quotes") }
+                    guard "\"`$\\".unicodeScalars.contains(next) else {
+                        throw Problem(exec: exec, reason: "'\\\(Character(next))' is not a valid escape inside quotes")
+                    }
                     current.append(next)
-                } else if character == "\"" {
+                } else if scalar == "\"" {
                     quoted = false
                 } else {
-                    current.append(character)
+                    current.append(scalar)
                 }
-            } else if character == "\"" {
+            } else if scalar == "\"" {
                 quoted = true
                 hasCurrent = true
-            } else if character == " " || character == "\t" {
-                if hasCurrent || !current.isEmpty { arguments.append(current) }
-                current = ""
+            } else if scalar == " " || scalar == "\t" {
+                if hasCurrent || !current.isEmpty { arguments.append(String(current)) }
+                current = String.UnicodeScalarView()
                 hasCurrent = false
             } else {
-                current.append(character)
+                current.append(scalar)
             }
         }
         guard !quoted else { throw Problem(exec: exec, reason: "a quote is not closed") }
-        if hasCurrent || !current.isEmpty { arguments.append(current) }
+        if hasCurrent || !current.isEmpty { arguments.append(String(current)) }
         guard !arguments.isEmpty else { throw Problem(exec: exec, reason: "it is empty") }
         self.arguments = arguments
     }
 
     /// An argument written so that ``init(_:)`` reads it back (quoted when needed).
     public static func quote(_ argument: String) -> String {
-        guard argument.isEmpty || argument.contains(where: { " \t\"'\\$`".contains($0) }) else { return argument }
-        var output = "\""
-        for character in argument {
-            if "\"`$\\".contains(character) { output.append("\\") }
-            output.append(character)
+        guard argument.isEmpty || argument.unicodeScalars.contains(where: { " \t\"'\\$`".unicodeScalars.contains($0) }) else { return argument }
+        var output = String.UnicodeScalarView()
+        output.append("\"")
+        for scalar in argument.unicodeScalars {
+            if "\"`$\\".unicodeScalars.contains(scalar) { output.append("\\") }
+            output.append(scalar)
         }
-        return output + "\""
+        output.append("\"")
+        return String(output)
     }
 
     /// What the field codes stand for when launching.
@@ -155,6 +162,8 @@ extension ExecCommand {
     ///   shell, an `env` option other than `-i`, a `flatpak run` without an
     ///   application id (three dot-separated parts), a `snap run` without a name.
     public func browserProgramIndex() throws(Problem) -> Int {
+        /// Whether a program reads `argument` as an option: its first byte is '-'.
+        func isOption(_ argument: String) -> Bool { argument.utf8.first == UInt8(ascii: "-") }
         let exec = arguments.map(Self.quote).joined(separator: " ")
         func refuse(_ reason: String) -> Problem { Problem(exec: exec, reason: reason) }
         var index = 0
@@ -168,15 +177,15 @@ extension ExecCommand {
             case "env":
                 index += 1
                 while index < arguments.count, arguments[index] == "-i" || arguments[index] == "--ignore-environment"
-                        || (!arguments[index].hasPrefix("-") && arguments[index].contains("=")) {
+                        || (!isOption(arguments[index]) && arguments[index].utf8.contains(UInt8(ascii: "="))) {
                     index += 1
                 }
-                if index < arguments.count, arguments[index].hasPrefix("-") {
+                if index < arguments.count, isOption(arguments[index]) {
                     throw refuse("'env' is given an option brsync does not read ('\(DisplayText.printable(arguments[index].prefix(40)))')")
                 }
             case "flatpak", "snap":
                 // `flatpak [OPTION…] run [OPTION…] APPID`, `snap run [OPTION…] NAME`: anything else starts no browser.
-                func skipOptions() { while index < arguments.count, arguments[index].hasPrefix("-") { index += 1 } }
+                func skipOptions() { while index < arguments.count, isOption(arguments[index]) { index += 1 } }
                 index += 1
                 skipOptions()
                 guard index < arguments.count, arguments[index] == "run" else { throw refuse("'\(program)' without 'run' starts no application") }
@@ -184,7 +193,8 @@ extension ExecCommand {
                 skipOptions()
                 let name = index < arguments.count ? arguments[index] : ""
                 // A Flatpak application id has three dot-separated parts at least (org.chromium.Chromium).
-                guard !name.isEmpty, !name.contains("%"), program == "snap" || name.split(separator: ".", omittingEmptySubsequences: false).count >= 3 else {
+                guard !name.isEmpty, !name.utf8.contains(UInt8(ascii: "%")),
+                      program == "snap" || name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).count >= 3 else {
                     throw refuse(program == "snap" ? "'snap run' is followed by no snap" : "'flatpak run' is followed by no application id (such as org.chromium.Chromium)")
                 }
                 return index

@@ -95,9 +95,11 @@ public enum ProfileArguments {
             let argument = arguments[index]
             let shown = "'\(DisplayText.printable(argument.prefix(80)))'"
             // `--name=value`; Firefox's `-P` (and Falkon's `-p`) take the next argument instead.
+            // Split at the first '=' byte, as the browser does (not at a Character).
             let (name, inlineValue): (String, String?) = {
-                guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return (argument, nil) }
-                return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+                let bytes = Array(argument.utf8)
+                guard bytes.starts(with: [0x2D, 0x2D]), let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else { return (argument, nil) }
+                return (String(decoding: bytes[..<equals], as: UTF8.self), String(decoding: bytes[(equals + 1)...], as: UTF8.self))
             }()
             guard let entry = find(name) else {
                 return "\(shown) is not an argument a \(family.rawValue) profile may take from synced data"
@@ -122,13 +124,20 @@ public enum ProfileArguments {
         return nil
     }
 
-    /// Why `value` is not a profile name, or nil.
+    /// Why `value` is not a profile name, or nil. Read byte by byte, as the
+    /// browser reads it (a combining mark after `-` or `/` hides it from a
+    /// comparison of Characters, not from the browser).
     static func nameProblem(_ value: String) -> String? {
-        if value.isEmpty || value.utf8.count > 64 { return "a name is 1 to 64 bytes" }
-        if value.hasPrefix("-") { return "a name that starts with '-' would be read as an option" }
-        if value.hasPrefix(".") || value.contains("..") { return "a name does not start with '.' nor hold '..'" }
-        if value.contains(where: { $0 == "/" || $0 == "\\" }) { return "a name, not a path: no '/' or '\\'" }
-        if value.contains("%") { return "a name holds no '%'" }
+        let bytes = Array(value.utf8)
+        func has(_ text: String) -> Bool {
+            let needle = Array(text.utf8)
+            return bytes.count >= needle.count && (0...(bytes.count - needle.count)).contains { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+        }
+        if bytes.isEmpty || bytes.count > 64 { return "a name is 1 to 64 bytes" }
+        if bytes[0] == UInt8(ascii: "-") { return "a name that starts with '-' would be read as an option" }
+        if bytes[0] == UInt8(ascii: ".") || has("..") { return "a name does not start with '.' nor hold '..'" }
+        if has("/") || has("\\") { return "a name, not a path: no '/' or '\\'" }
+        if has("%") { return "a name holds no '%'" }
         if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) {
             return "a name holds no control character"
         }

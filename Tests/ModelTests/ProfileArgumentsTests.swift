@@ -60,6 +60,10 @@ import Testing
         ("falkon", ["--renderer-cmd-prefix=touch /tmp/pwned"], "not an argument"),
         ("falkon", ["-p"], "needs a profile name"),
         ("my-browser", ["--new-window"], "not a browser whose command line brsync knows"),
+        // A combining mark hides a '-', '/' or '=' from Characters, not from the browser.
+        ("firefox", ["-P", "-\u{301}headless"], "read as an option"),
+        ("firefox", ["-P", "a/\u{301}b"], "a path"),
+        ("chromium", ["--profile-directory=a\u{301}/b"], "a path"),
         ("safari", ["--new-window"], "not a browser whose command line brsync knows"),
     ])
     func waitsForApproval(base: String, arguments: [String], reason: String) {
@@ -84,6 +88,21 @@ import Testing
     func argumentsFollowTheBrowsersOwnProgram(exec: String, expected: String) throws {
         let profile = try BrowserProfile(base: "firefox", arguments: ["-P", "work"])
         #expect(try profile.command(from: exec) == expected)
+    }
+
+    /// Arguments read back as written, by the scalar: a space before a
+    /// combining mark still parts two arguments (found by the fuzzer: the
+    /// profile's first argument ran into the program's name).
+    @Test(arguments: [
+        ["hhttp.usws.example'.\u{16}ca", "\u{94D}\u{200D}**"],
+        ["a b", "\u{301}c", "\u{301}"],
+        ["x", "\"\u{301}$`\\"],
+    ])
+    func quotedArgumentsReadBack(_ arguments: [String]) throws {
+        let text = arguments.map(ExecCommand.quote).joined(separator: " ")
+        #expect(try ExecCommand(text).arguments == arguments, "\(text.debugDescription)")
+        let profile = try BrowserProfile(base: "firefox", arguments: Array(arguments.dropFirst()))
+        #expect(try ExecCommand(try profile.command(from: ExecCommand.quote(arguments[0]) + " %u")).arguments == arguments + ["%u"])
     }
 
     /// Launch commands where the arguments cannot be placed safely.
