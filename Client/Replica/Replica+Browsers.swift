@@ -50,10 +50,15 @@ extension Replica {
         // machine's user approved them.
         var approved: Set<String>?
         return try list.map { item in
-            guard item.exec == nil, let profile = item.browser.profile,
-                  let base = list.first(where: { $0.browser.id == profile.base && $0.browser.profile == nil }),
-                  let baseExec = base.exec else { return item }
+            guard item.exec == nil, let profile = item.browser.profile else { return item }
             var derived = item
+            guard let base = list.first(where: { $0.browser.id == profile.base }), base.browser.profile == nil else {
+                if list.contains(where: { $0.browser.id == profile.base }) {
+                    derived.profileHeld = "its base '\(profile.base)' is a profile itself, and profiles of profiles are not run"
+                }
+                return derived
+            }
+            guard let baseExec = base.exec else { return item }
             if let problem = try Self.approvalProblem(item.browser, approved: {
                 if approved == nil { approved = try approvedProfiles() }
                 return approved ?? []

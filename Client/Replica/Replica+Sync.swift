@@ -371,7 +371,8 @@ extension Replica {
                                 afterSequence: newestLocal)
                 changed += 1
                 // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
-                if change.collection == .browsers, !merged.isDeleted,
+                if change.collection == .browsers, !merged.isDeleted, let profile = Self.browser(key: change.key, state: merged).profile,
+                   try record(.browsers, key: profile.base).map({ Self.browser(key: profile.base, state: $0).profile == nil }) ?? true,
                    let reason = try Self.approvalProblem(Self.browser(key: change.key, state: merged), approved: approvedProfiles) {
                     awaitingApproval.append((change.key, reason))
                 }

@@ -90,6 +90,9 @@ struct JoinCommand: ParsableCommand {
         // with a recovery code, however it came) is believed over a server
         // that says it is not: joining anyway would send every rule made
         // here readable.
+        // With the code on the command line, a recovery code may wait on
+        // standard input (`cat code.txt | brsync join CODE`): looked for too.
+        input.loadIfWaiting()
         let claim = join.encrypted == true ? "the join code says the account was end-to-end encrypted when the code was made"
             : recoveryFile != nil || input.hasMoreLines ? "a recovery code was given" : nil
         if !encrypted, let claim {
@@ -149,6 +152,16 @@ struct JoinCommand: ParsableCommand {
 /// on a terminal each is asked for without echo.
 struct StandardInputLines {
     private var lines: [String]?
+
+    /// Reads standard input now when it is not a terminal and something is
+    /// waiting on it (data or its end) within a tenth of a second: a pipe
+    /// nobody writes to is not waited for.
+    mutating func loadIfWaiting() {
+        guard lines == nil, isatty(0) == 0 else { return }
+        var ready = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 100) == 1, ready.revents & Int16(POLLIN | POLLHUP) != 0 else { return }
+        lines = (try? AccountKeyFile.readSmall(0, what: "standard input")).map(AccountKeyFile.codeLines) ?? []
+    }
 
     /// Whether standard input, read already (not a terminal), holds more
     /// lines: a recovery code after the join code. Standard input that was

@@ -345,6 +345,8 @@ extension Unicode.Scalar {
         switch value {
         case 0..<0x20, 0x7F...0x9F: return true
         case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        // Line and paragraph separators: a line break to some terminals and viewers.
+        case 0x2028, 0x2029: return true
         default: return false
         }
     }

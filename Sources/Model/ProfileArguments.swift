@@ -138,8 +138,14 @@ public enum ProfileArguments {
         if bytes[0] == UInt8(ascii: ".") || has("..") { return "a name does not start with '.' nor hold '..'" }
         if has("/") || has("\\") { return "a name, not a path: no '/' or '\\'" }
         if has("%") { return "a name holds no '%'" }
-        if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) {
-            return "a name holds no control character"
+        // Nothing invisible or that breaks a line where the name is shown (approving it means reading it).
+        if value.unicodeScalars.contains(where: { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return true
+            default: return false
+            }
+        }) {
+            return "a name holds no control, format or line-separator character"
         }
         return nil
     }

@@ -177,6 +177,9 @@ import TestSupport
         let older = code.replacingOccurrences(of: "&e2e=1", with: "")
         let byRecovery = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: older + "\n" + recovery + "\n")
         #expect(byRecovery.status == 5 && byRecovery.stderr.contains("a recovery code was given"), "\(byRecovery)")
+        // The older code as an argument, the recovery code on standard input.
+        let byArgument = try ProcessRunner.run(world.brsync, ["join", older], environment: ["BRSYNC_HOME": phone], stdin: recovery + "\n")
+        #expect(byArgument.status == 5 && byArgument.stderr.contains("a recovery code was given"), "\(byArgument)")
         for file in ["token", "ca.pem", "account-key"] { #expect(!FileManager.default.fileExists(atPath: "\(phone)/\(file)"), "\(file) was saved") }
         #expect(!proxy.saw(secret), "a rule left readable")
 

@@ -180,6 +180,9 @@ public struct BrowsersCommand: ParsableCommand {
                 print("\(shownID) needs no approval: its arguments (\(DisplayText.printable(arguments))) are ones synced data may choose")
                 return
             }
+            if let held = browser.profileHeld, !browser.awaitsApproval {
+                throw CLIFailure(message: "\(shownID) cannot run here, approved or not: \(DisplayText.printable(held))")
+            }
             guard browser.awaitsApproval else {
                 print("\(shownID) is approved here already (\(DisplayText.printable(arguments))); --withdraw takes that back")
                 return
