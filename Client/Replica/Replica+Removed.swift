@@ -4,7 +4,8 @@ import Storage
 import SyncCore
 
 /// A record a reconcile dropped because the server no longer had it (see
-/// ``Replica/finishReconcile(keep:)``), kept whole so it can be written back.
+/// ``Replica/finishReconcile(keep:)``), or one set aside rather than applied
+/// (``Replica/setAsideWhatIsNotHeld(_:why:)``), kept whole so it can be written back.
 public struct RemovedRecord: Sendable, Equatable {
     public let id: Int64
     public let collection: String
@@ -14,6 +15,8 @@ public struct RemovedRecord: Sendable, Equatable {
     public var removedAtMillis: Int64 = 0
     /// When it was written back (`brsync restore --removed`), or nil.
     public var restoredAtMillis: Int64? = nil
+    /// Why it was set aside rather than applied; nil for a record a reconcile removed.
+    public var why: String? = nil
 
     public init(id: Int64, collection: String, key: String) {
         self.id = id
@@ -27,7 +30,7 @@ extension Replica {
     public func removedRecords(limit: Int) throws -> [RemovedRecord] {
         try read {
             try database.query(
-                "SELECT id, collection, key, fields, versions, removed_at, restored_at FROM removed ORDER BY id DESC LIMIT ?",
+                "SELECT id, collection, key, fields, versions, removed_at, restored_at, why FROM removed ORDER BY id DESC LIMIT ?",
                 [.integer(Int64(limit))]) { row in try Self.removedRecord(row) }
         }
     }
@@ -37,7 +40,38 @@ extension Replica {
         removed.state = try RecordState(fieldsJSON: row.string(3) ?? "", versionsJSON: row.string(4) ?? "")
         removed.removedAtMillis = row.int64(5) ?? 0
         removed.restoredAtMillis = row.int64(6)
+        removed.why = row.string(7)
         return removed
+    }
+
+    /// Of records pulled from a server, those that add nothing to what this
+    /// replica holds (merged in, they change no value, stamp or version),
+    /// and the others, set aside whole rather than applied, each with `why`
+    /// (``RemovedRecord/why``): kept, named, and restorable like a removed
+    /// record (``restore(removed:)``). One transaction.
+    /// - Returns: the records that add nothing (applying them changes
+    ///   nothing), and those set aside.
+    public func setAsideWhatIsNotHeld(_ changes: [ChangeRecord], why: (ChangeRecord) -> String) throws
+        -> (held: [ChangeRecord], setAside: [RemovedRecord]) {
+        try transaction {
+            var held: [ChangeRecord] = []
+            var setAside: [RemovedRecord] = []
+            for change in changes {
+                let local = try record(change.collection, key: change.key) ?? RecordState()
+                if local.merged(with: change.state).state == local {
+                    held.append(change)
+                    continue
+                }
+                let reason = why(change)
+                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
+                                 [.text(change.collection.rawValue), .text(change.key), .text(RecordState.encodeFields(change.state.fields)),
+                                  .text(RecordState.encodeVersions(change.state.versions)), .integer(currentMillis), .text(reason)])
+                var record = RemovedRecord(id: database.lastInsertRowID, collection: change.collection.rawValue, key: change.key)
+                record.why = reason
+                setAside.append(record)
+            }
+            return (held, setAside)
+        }
     }
 
     /// Writes a removed record back as a new edit of each of its values (they
@@ -46,7 +80,7 @@ extension Replica {
     public func restore(removed id: Int64) throws -> RemovedRecord {
         try transaction {
             let found = try database.queryFirst(
-                "SELECT id, collection, key, fields, versions, removed_at, restored_at FROM removed WHERE id = ?",
+                "SELECT id, collection, key, fields, versions, removed_at, restored_at, why FROM removed WHERE id = ?",
                 [.integer(id)]) { row in try Self.removedRecord(row) }
             guard let removed = found, let collection = RecordCollection(rawValue: removed.collection), let state = removed.state else {
                 throw ReplicaError.notFound("no removed record #\(id); see 'brsync log --removed'")

@@ -87,6 +87,7 @@ enum ReplicaSchema {
         Migration4.removed,
         Migration4.manifests,
         Migration4.profileApprovals,
+        Migration4.setAside,
     ])
 
     enum Migration4 {
@@ -214,6 +215,14 @@ enum ReplicaSchema {
         /// approving again. Profiles made here before keep working here: those
         /// whose current base and arguments this machine wrote itself (its
         /// own edits in the change log).
+        /// Records set aside rather than applied sit beside those a reconcile
+        /// removed, with why (NULL for a removed one): records written with an
+        /// account key the account had moved on from, found when a server
+        /// restored from before the rotation is moved forward. Restorable the same way.
+        static let setAside = Migrator.Migration(version: 14, sql: """
+            ALTER TABLE removed ADD COLUMN why TEXT;
+            """)
+
         static let profileApprovals = Migrator.Migration(version: 13, sql: """
             CREATE TABLE IF NOT EXISTS profile_approvals (
                 id TEXT PRIMARY KEY,

@@ -243,7 +243,21 @@ extension SyncClient {
             }
             let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems
-            let applied = try replica.applyPulled(opened.changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            var changes = opened.changes
+            if let key {
+                // Sealed with a key the account moved on from: only what this
+                // machine holds already (it pulled what the rotation sealed
+                // again) is from before the rotation; the rest is set aside.
+                let names = try replica.deviceNames()
+                let sorted = try replica.setAsideWhatIsNotHeld(changes) { change in
+                    let writer = change.state.newestStamp.map { names.display($0.device) } ?? "an unknown device"
+                    return "written with the retired account key \(key.id) after the account moved on from it, by \(writer) (a machine "
+                        + "offline across the rotation, or one that kept the old key): set aside, not applied. Restore it if it is yours"
+                }
+                changes = sorted.held
+                summary.setAside += sorted.setAside
+            }
+            let applied = try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.take(applied)
             summary.pulled += page.changes.count
             // Every page moves the cursor on, so this ends whatever the server answers.

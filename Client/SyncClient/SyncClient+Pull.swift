@@ -1,3 +1,4 @@
+import JSON
 import Model
 import Net
 import Plumbing
@@ -153,6 +154,7 @@ extension SyncClient {
     private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> PageStep {
         // The decisions; this function carries them out.
         var machine = PullMachine()
+        var confirmedRollback = false
         while true {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
@@ -163,7 +165,16 @@ extension SyncClient {
                 if waiting.target == target { fetched = result } else { try takeIn(result.exchange.countsOnly) }
             }
             let current = fetched ?? FetchedPage.fetch(target, transport: transport, cipher: cipher)
-            try takeIn(current.exchange)
+            do {
+                try takeIn(current.exchange)
+            } catch SyncError.refused(code: .rollbackUnconfirmed, _) where cipher != nil && !confirmedRollback {
+                // The server was rolled back: in an encrypted account a key
+                // holder says so, signed (one request, only then); the page
+                // after it names the new timeline.
+                confirmedRollback = true
+                try confirmRollback(since: state.pullCursor, epoch: state.epoch)
+                continue
+            }
             // An exchange without an error holds a page.
             guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
             let accountChanged = try noteAccount(page.account)
@@ -191,7 +202,17 @@ extension SyncClient {
             case .apply:
                 break
             }
-            if cipher != nil, page.encrypted, page.keyID == keyID { try checkSigningKey(page.signingKey) }
+            if cipher != nil, page.encrypted {
+                // The server took this request naming this machine's key (a key it
+                // no longer uses is refused): a page under another is a lie.
+                if let named = page.keyID, named != keyID {
+                    throw SyncError.badAnswer("""
+                        the server's page says the account is sealed with key \(DisplayText.printable(named.prefix(16))), though it took \
+                        this request naming this machine's key \(keyID ?? ""): stopped, nothing of the page applied
+                        """)
+                }
+                if page.keyID == keyID { try checkSigningKey(page.signingKey) }
+            }
             for (sequence, reason) in page.unusable {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }
@@ -219,6 +240,14 @@ extension SyncClient {
             if !page.more && reconciling { try finishReconcile() }
             return .applied(more: page.more)
         }
+    }
+
+    /// Confirms, signed with the account key, that the account was rolled
+    /// back past this replica's cursor on its timeline (``TimelineRequest``).
+    func confirmRollback(since cursor: Int64, epoch: String?) throws {
+        guard let epoch else { throw SyncError.badAnswer("the server says this replica's cursor is from the future, and it never named a timeline") }
+        let answer = try send(method: "POST", target: "/v1/account/timeline", body: TimelineRequest(since: cursor, epoch: epoch).body)
+        do { _ = try TimelineResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
     }
 
     /// The end of a reconciling pull: what the server no longer has is

@@ -51,6 +51,10 @@ public final class SyncClient {
         /// Records dropped because the server had deleted and purged them
         /// (each kept in the replica's `removed` list, restorable).
         public var removed: [RemovedRecord] = []
+        /// Records set aside rather than applied (each kept in the replica's
+        /// `removed` list with why, restorable): written with a key the
+        /// account had moved on from, on a server restored from before.
+        public var setAside: [RemovedRecord] = []
         /// Values that lost to concurrent edits, newly kept for `brsync log --conflicts`.
         public var conflicts = 0
         /// Profiles pulled whose arguments wait for this machine's approval

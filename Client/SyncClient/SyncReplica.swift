@@ -60,6 +60,8 @@ public protocol SyncReplica: AnyObject {
 
     // MARK: Pulling
     func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Replica.AppliedPage
+    func setAsideWhatIsNotHeld(_ changes: [ChangeRecord], why: (ChangeRecord) -> String) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
+    func deviceNames() throws -> DeviceNames
     func beginReconcile() throws
     func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
     func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool

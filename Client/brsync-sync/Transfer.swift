@@ -95,6 +95,8 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             "conflicts": .int(Int64(summary.conflicts)),
             "awaitingApproval": .array(summary.awaitingApproval.keys.sorted().map { .string($0) }),
             "removed": .array(summary.removed.map { .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key)]) }),
+            "setAside": .array(summary.setAside.map { .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key),
+                                                                "why": .string($0.why ?? "")]) }),
         ]
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
         Output.json(.object(object))
@@ -119,6 +121,12 @@ func report(_ summary: SyncClient.Summary, _ name: String, _ options: TransferOp
             let names = summary.removed.prefix(5).map { "\($0.collection) '\($0.key)' (#\($0.id))" }.joined(separator: ", ")
             parts.append("removed \(summary.removed.count) record(s) deleted on another machine (the server no longer has them): \(names)"
                          + (summary.removed.count > 5 ? ", …" : "") + "; 'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back")
+        }
+        if !summary.setAside.isEmpty {
+            let numbers = summary.setAside.prefix(5).map { "#\($0.id)" }.joined(separator: ", ")
+            parts.append("set aside \(summary.setAside.count) record(s) written with the retired account key after the account moved on from it "
+                         + "(by a machine offline across the rotation, or one that kept the old key), not applied: \(numbers)"
+                         + (summary.setAside.count > 5 ? ", …" : "") + "; 'brsync log --removed' shows them, 'brsync restore --removed ID' writes one back")
         }
         if summary.restamped > 0 { parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)") }
         for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {

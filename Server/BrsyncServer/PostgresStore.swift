@@ -25,6 +25,7 @@ public final class PostgresStore: StoreDialect {
     /// The epoch as last read from the database (refreshed by every sync request).
     public let epochCache: Store.EpochCache
     public let bookkeeping = Store.Bookkeeping()
+    public let timelineGate = Store.TimelineGate()
     public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
     /// Set at ``close()``: the listening thread ends.

@@ -212,6 +212,7 @@ public final class SQLiteStore: StoreDialect {
     /// The lock file held while serving (``startListening()``), or -1.
     private let servingLock = Atomic<Int32>(-1)
     public let bookkeeping = Store.Bookkeeping()
+    public let timelineGate = Store.TimelineGate()
     public let tokenCache = Store.TokenCache()
     public let watches = WatchHub()
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is

@@ -45,6 +45,10 @@ public struct ServerConfiguration: Sendable {
     public var tombstoneRetentionMilliseconds: Int64 = 90 * 86_400_000
     /// How often old tombstones every device has pulled are purged. Default 1 hour.
     public var housekeepingIntervalMilliseconds = 3_600_000
+    /// The least time between two new timelines of one readable account
+    /// started by its devices' requests from the future (a rollback), per
+    /// process (``Store/TimelineGate``). Default 60 s.
+    public var timelineStartIntervalMilliseconds: Int64 = 60_000
 
     public init() {}
 }

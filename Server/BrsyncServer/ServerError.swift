@@ -46,6 +46,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case keyRetired
     /// A request naming a key to an account whose encryption the operator reset.
     case encryptionReset
+    /// A pull from the future by a credential that may not start a timeline (see ``WireError/Code/rollbackUnconfirmed``).
+    case rollbackUnconfirmed(encrypted: Bool)
+    /// A readable account's timeline started anew less than `retryAfterSeconds` ago.
+    case timelineLimited(retryAfterSeconds: Int)
     /// A push or relay that would take the account past one of its limits
     /// (records or bytes), or a device past its device limit.
     case quotaExceeded(what: String, would: Int64, limit: Int64)
@@ -64,7 +68,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .clockSkew, .foreignStamp: return 422
         case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
         case .quotaExceeded: return 507
-        case .keyRetired, .encryptionReset: return 409
+        case .keyRetired, .encryptionReset, .rollbackUnconfirmed: return 409
+        case .timelineLimited: return 429
         case .unavailable: return 503
         case .database(let error) where error.isBusy: return 503
         case .database, .storeUnusable, .newerSchema: return 500
@@ -95,6 +100,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .signingKeyMismatch: return .signingKeyMismatch
         case .keyRetired: return .keyRetired
         case .encryptionReset: return .encryptionReset
+        case .rollbackUnconfirmed: return .rollbackUnconfirmed
+        case .timelineLimited: return .timelineLimited
         case .quotaExceeded: return .quotaExceeded
         case .unavailable: return .unavailable
         case .database(let error) where error.isBusy: return .busy
@@ -141,6 +148,13 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .encryptionReset:
             return "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
                 + "encrypts it again ('brsync key init')"
+        case .rollbackUnconfirmed(let encrypted):
+            return encrypted
+                ? "this cursor is past the account's latest record: the server was rolled back, or the cursor is wrong. In an end-to-end "
+                    + "encrypted account a new timeline starts only when a key holder confirms it (a signed POST /v1/account/timeline); nothing was changed"
+                : "this cursor is past the account's latest record: a join code's secret does not start a new timeline (nothing was changed)"
+        case .timelineLimited(let seconds):
+            return "this account's timeline was started anew moments ago: another start waits \(seconds) s (nothing was changed)"
         case .revoked: return "this device's token was revoked"
         case .gap(let expected, let got, _):
             return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"

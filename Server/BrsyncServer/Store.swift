@@ -405,6 +405,43 @@ public enum Store {
         public func set(_ epoch: String) { value.withLock { $0 = epoch } }
     }
 
+    /// Who starts a readable account's new timeline on a pull or push from
+    /// the future (a rollback: its cursor past the account's latest record,
+    /// or its device's changes further than the store has them): any device
+    /// of a readable account may, at most once per ``interval`` per account
+    /// in this process, and each start is logged with the device's name.
+    /// (An encrypted account's timeline starts only on a key holder's
+    /// signed request; a join code's secret never starts one.)
+    public final class TimelineGate: Sendable {
+        /// The least time between two starts of one account's timeline
+        /// (``ServerConfiguration/timelineStartIntervalMilliseconds``).
+        private let interval = Locked<Int64>(60_000)
+        private let lastStart = Locked<[Int64: Int64]>([:])
+        private let logger = Locked<(@Sendable (String) -> Void)?>(nil)
+
+        public init() {}
+
+        /// Sets the least time between two starts, and where starts are logged (brsyncd's log).
+        public func configure(intervalMilliseconds: Int64, log: @escaping @Sendable (String) -> Void) {
+            interval.withLock { $0 = intervalMilliseconds }
+            logger.withLock { $0 = log }
+        }
+
+        /// Lets `device` start its account's timeline now, or throws.
+        /// - Throws: ``ServerError/timelineLimited(retryAfterSeconds:)`` within ``interval`` of the last start.
+        func admit(_ device: Store.Device, because reason: String) throws(ServerError) {
+            let now = Plumbing.Clock.monotonicMillis()
+            let interval = self.interval.withLock { $0 }
+            let waited: Int64? = lastStart.withLock { starts in
+                if let last = starts[device.accountID], now - last < interval { return interval - (now - last) }
+                starts[device.accountID] = now
+                return nil
+            }
+            if let waited { throw .timelineLimited(retryAfterSeconds: Int((waited + 999) / 1000)) }
+            logger.withLock { $0 }?("account \(device.accountID): device '\(device.name)' started a new timeline for it (\(reason))")
+        }
+    }
+
     static func validateName(_ name: String, what: String) throws {
         guard !name.isBlank, name.utf8.count <= 64, !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
             throw ServerError.badRequest("\(what) names are 1 to 64 characters on one line")

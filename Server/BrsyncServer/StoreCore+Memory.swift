@@ -74,7 +74,7 @@ extension StoreDialect {
                                            clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
         if mayWrite {
-            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: false)
         } else if bookkeeping.needsWrite(device: device, cursor: cursor, now: currentMillis()) {
             // finishPull would write (and does nothing else for a page like this one).
             return nil

@@ -89,7 +89,8 @@ extension StoreDialect {
             // so a new epoch started by another process is seen.
             let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
             let (outcome, timeline) = try SyncEngine.push(request, from: device, authority: authority, prepared: prepared, epoch: storeEpoch,
-                                                          now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+                                                          now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
+                                                          timelineGate: timelineGate, in: transaction)
             return (outcome, timeline, storeEpoch)
         }
         epochCache.set(storeEpoch)
@@ -166,7 +167,7 @@ extension StoreDialect {
         var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
                                            epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling, clientProtocol: clientProtocol,
                                            in: ReadAhead(snapshot: snapshot, clientDevice: proving))
-        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch)
+        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: joining)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
         if !joining { remember(hash, device, storedHash: snapshot.tokenHash, generation: generation, outsideWrites: outsideWrites) }
@@ -174,9 +175,16 @@ extension StoreDialect {
     }
 
     /// The device's bookkeeping after a page; starts a new epoch for the
-    /// device's account on a rollback (other accounts are not touched).
-    func finishPull(_ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?) throws {
+    /// device's account on a rollback (other accounts are not touched), when
+    /// the credential may: a device of a readable account, as often as the
+    /// ``Store/TimelineGate`` lets it. In an encrypted account a key holder
+    /// confirms it, signed (``confirmTimeline(of:_:authority:)``); a join
+    /// code's secret never starts one.
+    /// - Throws: `rollback_unconfirmed` or `timeline_limited`, nothing changed.
+    func finishPull(_ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?, joining: Bool) throws {
         if page.rollback {
+            if joining || device.accountEncrypted { throw ServerError.rollbackUnconfirmed(encrypted: device.accountEncrypted && !joining) }
+            try timelineGate.admit(device, because: "its pull's cursor \(cursor) is past the account's latest record \(device.accountNextSequence - 1)")
             let seen = page.epoch
             page.epoch = try writing { transaction in
                 let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
@@ -226,6 +234,29 @@ extension StoreDialect {
         return output
     }
 
+    /// A key holder's signed confirmation that the account was rolled back
+    /// (``TimelineRequest``): when its cursor is still past the account's
+    /// latest record on the timeline it names, a new timeline starts; asked
+    /// again (another machine confirmed first, a retry), the answer names the
+    /// account's timeline as it is.
+    /// - Throws: `not_encrypted` for a readable account (a pull starts its
+    ///   timeline), or what ``SyncEngine/authorize(_:account:)`` refuses.
+    public func confirmTimeline(of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority) throws -> TimelineResponse {
+        let answer = try writing { transaction -> TimelineResponse in
+            let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
+            guard let counters = try transaction.accountCounters(device.accountID) else {
+                throw ServerError.unauthorized("the device's account no longer exists")
+            }
+            guard counters.encrypted else { throw ServerError.notEncrypted("a readable account's timeline starts with the pull that finds it rolled back") }
+            if let first = try SyncEngine.authorize(authority, account: counters) { try transaction.registerSigningKey(account: device.accountID, first) }
+            let current = Store.epoch(store: storeEpoch, account: counters.epoch)
+            guard request.epoch == current, request.since > counters.nextSequence - 1 else { return TimelineResponse(epoch: current, changed: false) }
+            return TimelineResponse(epoch: Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID)), changed: true)
+        }
+        if answer.changed { changed(device.accountID) }
+        return answer
+    }
+
     /// See ``SyncStore/encryptAccount(of:_:authority:)``. The account is
     /// locked as a push locks it, so no push of the account slips past; the
     /// dialect then scrubs what the deletion left (see
@@ -267,7 +298,7 @@ extension StoreDialect {
             // holders once they encrypt it again or forget their key).
             _ = try transaction.startNewAccountEpoch(id)
             // The key is retired: the account is encrypted again with a new one.
-            let retired = Array((current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]).suffix(SyncEngine.maxRetiredKeys))
+            let retired = current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]
             try transaction.setEncryption(account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))
             return id
         }

@@ -19,6 +19,8 @@ public protocol StoreDialect: SyncStore {
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T
     /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
     var bookkeeping: Store.Bookkeeping { get }
+    /// Who may start a readable account's new timeline, how often (``Store/TimelineGate``).
+    var timelineGate: Store.TimelineGate { get }
     /// Devices authenticated lately, for no-change pulls (``Store/TokenCache``).
     var tokenCache: Store.TokenCache { get }
     /// What changes when any process commits to the store and that this

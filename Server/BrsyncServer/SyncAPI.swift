@@ -14,6 +14,7 @@ import SyncCore
 /// | `POST /v1/relay` | bearer | ``PushResponse`` (applied, rejected) |
 /// | `GET /v1/pull?since=C&limit=N&epoch=E[&device=D&pushed=S&digest=X][&full=1][&key=K&signer=PK]` | bearer | ``PullResponse`` |
 /// | `POST /v1/account/encrypt` ``EncryptRequest`` | bearer, signed | ``EncryptResponse`` |
+/// | `POST /v1/account/timeline` ``TimelineRequest`` | bearer, signed | ``TimelineResponse`` |
 /// | `GET /v1/watch?since=C[&epoch=E][&wait=S]` | bearer | `{"changed":…,"cursor":…,"epoch":…}`, when the account moves past C or after S seconds |
 /// | `GET /v1/health` | none | `{"status":"ok","epoch":…}` |
 ///
@@ -96,7 +97,7 @@ public final class SyncAPI: Sendable {
     public func admit(_ head: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
         do {
             switch head.path {
-            case "/v1/push", "/v1/relay", "/v1/account/encrypt":
+            case "/v1/push", "/v1/relay", "/v1/account/encrypt", "/v1/account/timeline":
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
                 let device = try authenticate(head)
@@ -104,7 +105,7 @@ public final class SyncAPI: Sendable {
                 // Records readable for an encrypted account, or sealed with a
                 // key it left, are refused before they are sent (the client
                 // waits for `100 Continue`).
-                if head.path != "/v1/account/encrypt", let claim = try Self.sealedWith(head) { try SyncEngine.checkSealing(claim, of: device) }
+                if head.path == "/v1/push" || head.path == "/v1/relay", let claim = try Self.sealedWith(head) { try SyncEngine.checkSealing(claim, of: device) }
                 return nil
             case "/v1/join":
                 // A secret the server never issued is refused on the headers;
@@ -140,6 +141,7 @@ public final class SyncAPI: Sendable {
         var response = HTTPResponse.json(error.httpStatus, error.wire.json.jsonText)
         if error.httpStatus == 401 { response.headers.add("WWW-Authenticate", "Bearer realm=\"brsyncd\"") }
         if error.httpStatus == 503 { response.headers.add("Retry-After", "1") }
+        if case .timelineLimited(let seconds) = error { response.headers.add("Retry-After", String(seconds)) }
         return response
     }
 
@@ -157,6 +159,9 @@ public final class SyncAPI: Sendable {
         case "/v1/account/encrypt":
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt") }
             return try encrypt(request)
+        case "/v1/account/timeline":
+            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/timeline") }
+            return try confirmTimeline(request)
         case "/v1/watch":
             guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/watch") }
             return try watch(request)
@@ -243,6 +248,19 @@ public final class SyncAPI: Sendable {
         let answer = try store.encryptAccount(of: device, asked, authority: authority)
         if answer.changed {
             logger.notice("account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
+        }
+        return HTTPResponse.json(200, answer.json.jsonText)
+    }
+
+    /// A key holder's signed confirmation that its account was rolled back
+    /// (``SyncStore/confirmTimeline(of:_:authority:)``).
+    private func confirmTimeline(_ request: HTTPRequest) throws -> HTTPResponse {
+        let device = try authenticate(request)
+        let authority = try writeAuthority(request)
+        let asked = try read(request, TimelineRequest.init(reading:))
+        let answer = try store.confirmTimeline(of: device, asked, authority: authority)
+        if answer.changed {
+            logger.notice("account \(device.accountID): device '\(device.name)' confirmed a rollback, signed with the account key: a new timeline starts")
         }
         return HTTPResponse.json(200, answer.json.jsonText)
     }

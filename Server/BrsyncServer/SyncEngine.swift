@@ -184,8 +184,12 @@ enum SyncEngine {
     /// - Parameter authority: what the request brings to write (``authorize(_:account:)``).
     /// - Parameter epoch: the store's epoch; the push's timeline is it and
     ///   the account's (``Store/epoch(store:account:)``), returned with the outcome.
+    /// - Parameter timelineGate: who may start a readable account's timeline
+    ///   (a push from further than the store has the device: a rollback); an
+    ///   encrypted account's pushes are signed by a key holder.
     static func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush, epoch: String, now: Int64,
-                     maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction) throws -> (PushOutcome, timeline: String) {
+                     maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate? = nil,
+                     in store: some SyncWriteTransaction) throws -> (PushOutcome, timeline: String) {
         guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
         if revoked { throw ServerError.revoked }
         // Locks the account (in a store shared by processes) before anything
@@ -194,13 +198,13 @@ enum SyncEngine {
         try checkSealing(keyID: request.keyID, account: counters)
         if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
         let outcome = try push(request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters, now: now,
-                               maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: store)
+                               maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, timelineGate: counters.encrypted ? nil : timelineGate, in: store)
         if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
         return (outcome, Store.epoch(store: epoch, account: counters.epoch))
     }
 
     private static func push(_ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
-                             counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64,
+                             counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate?,
                              in store: some SyncWriteTransaction) throws -> PushOutcome {
         let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
@@ -218,7 +222,14 @@ enum SyncEngine {
         if request.from > last + 1 {
             // The replica had this stream acknowledged further than the
             // store has it: the account was rolled back (a restored copy).
-            let newEpoch = stream != nil ? Store.epoch(store: storeEpoch, account: try store.startNewAccountEpoch(device.accountID)) : nil
+            // A new timeline starts once: a replica still on an older one
+            // (another request started it, or the store's own changed) is
+            // only told where the store stands.
+            var newEpoch: String?
+            if stream != nil, request.epoch == nil || request.epoch == epoch {
+                try timelineGate?.admit(device, because: "it pushed from change \(request.from) of a device the store has through \(last)")
+                newEpoch = Store.epoch(store: storeEpoch, account: try store.startNewAccountEpoch(device.accountID))
+            }
             return .gap(expected: last + 1, digest: lastDigest, newEpoch: newEpoch)
         }
         if !lastDigest.isEmpty {

@@ -34,6 +34,7 @@ public final class SyncServer: Sendable {
             metrics.connectionRejected()
             logger.debug("rejected \(peer): \(reason)")
         }
+        store.timelineGate.configure(intervalMilliseconds: configuration.timelineStartIntervalMilliseconds) { logger.notice("\($0)") }
         let box = ServerBox()
         let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
                           activeRequests: { box.server?.activeRequests ?? 0 })

@@ -55,6 +55,10 @@ public protocol SyncStore: AnyObject, Sendable {
     ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
     ///   when records arrived after `seen`; the refusals of a signature.
     func encryptAccount(of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority) throws -> EncryptResponse
+    /// A key holder's signed confirmation of a rollback: a new timeline for the account (``TimelineRequest``).
+    func confirmTimeline(of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority) throws -> TimelineResponse
+    /// Who may start a readable account's timeline, and how often.
+    var timelineGate: Store.TimelineGate { get }
     /// Makes an account not encrypted again, for its operator (a lost key,
     /// or a signing key registered by someone without the key): its records
     /// are deleted, and every machine that holds a key stops with a message

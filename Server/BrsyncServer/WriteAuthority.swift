@@ -84,9 +84,6 @@ extension SyncEngine {
         case change(Store.Encryption)
     }
 
-    /// Most retired key ids an account keeps.
-    static let maxRetiredKeys = 64
-
     /// Decides a key change. Every one is signed by the new key (the asker
     /// holds it) with protocol 3; encrypting an account that is not (or was
     /// reset) is trust on first use; a rotation is authorised by a chain of
@@ -118,7 +115,8 @@ extension SyncEngine {
             guard replacing == account.keyID else { throw .keyRotated(retired: account.retiredKeys.contains(replacing)) }
             let retired = try checkChain(request.certificates, from: account, to: request.keyID, publicKey: publicKey, accountUID: accountUID)
             try checkSeen(request.seen, account: account)
-            let kept = Array((account.retiredKeys.filter { !retired.contains($0) } + retired).suffix(maxRetiredKeys))
+            // Every key the account left, for good: 17 bytes each, and only a key holder adds one.
+            let kept = account.retiredKeys.filter { !retired.contains($0) } + retired
             return .change(Store.Encryption(keyID: request.keyID, signingKey: publicKey, retiredKeys: kept))
         }
         // A reset account is encrypted again only on purpose, never by a

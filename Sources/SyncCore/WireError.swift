@@ -41,6 +41,14 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let quotaExceeded = Code(rawValue: "quota_exceeded")
         /// A key change to a key the account was rotated away from.
         public static let keyRetired = Code(rawValue: "key_retired")
+        /// A pull whose cursor is past the account's latest record, from a
+        /// credential that may not start a new timeline on its own (any in an
+        /// encrypted account: a key holder confirms, signed; a join code's
+        /// secret anywhere). Nothing changed.
+        public static let rollbackUnconfirmed = Code(rawValue: "rollback_unconfirmed")
+        /// A readable account's timeline was started anew moments ago: the
+        /// next one waits (`Retry-After`).
+        public static let timelineLimited = Code(rawValue: "timeline_limited")
         public static let unavailable = Code(rawValue: "unavailable")
         public static let busy = Code(rawValue: "busy")
         public static let timeout = Code(rawValue: "timeout")

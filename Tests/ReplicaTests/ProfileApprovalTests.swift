@@ -69,6 +69,22 @@ import TestSupport
         #expect(throws: ReplicaError.self) { try fixture.replica.approveProfile("nothing") }
     }
 
+    /// A profile of a profile never runs (profiles of profiles are not
+    /// followed): it is said so, not offered for approval.
+    @Test func aProfileOfAProfileIsHeldNotOfferedForApproval() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("chromium")
+        var skipped: [String] = []
+        let applied = try fixture.replica.applyPulled([Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--profile-directory=Work"]),
+                                                       Self.pulled(fixture, 2, "chain", base: "work", arguments: ["--gpu-launcher=/bin/sh"])],
+                                                      cursor: 2, epoch: "e", skipped: &skipped)
+        #expect(applied.awaitingApproval.isEmpty, "\(applied.awaitingApproval)")
+        let chain = try Self.browser(fixture, "chain")
+        #expect(chain.exec == nil && !chain.awaitsApproval && chain.profileHeld?.contains("profiles of profiles") == true)
+        try fixture.replica.approveProfile("chain")
+        #expect(try Self.browser(fixture, "chain").exec == nil, "approved or not, it does not run")
+    }
+
     /// A profile made here runs here, whatever its arguments; one of a
     /// browser outside the catalog too. Pulled elsewhere, both would wait.
     @Test func aProfileMadeHereRunsHere() throws {
@@ -95,9 +111,9 @@ import TestSupport
                                             cursor: 1, epoch: "e", skipped: &skipped)
         // Back to schema 12: no approvals table.
         let database = try Database(path: fixture.file)
-        try database.execute("DROP TABLE profile_approvals; PRAGMA user_version = 12;")
+        try database.execute("DROP TABLE profile_approvals; ALTER TABLE removed DROP COLUMN why; PRAGMA user_version = 12;")
         let reopened = try Replica.open(home: fixture.home)
-        #expect(try database.userVersion == 13)
+        #expect(try database.userVersion == 14)
         let browsers = try reopened.browsers()
         #expect(browsers.first { $0.browser.id == "mine" }?.exec == "chromium --enable-features=X %u")
         #expect(browsers.first { $0.browser.id == "theirs" }?.awaitsApproval == true)

@@ -332,6 +332,8 @@ import TestSupport
             INSERT INTO meta (key, value) VALUES ('e2e_key', '0123456789abcdef');
             ALTER TABLE changes DROP COLUMN manifest;
             ALTER TABLE changes DROP COLUMN replaced;
+            DROP TABLE profile_approvals;
+            ALTER TABLE removed DROP COLUMN why;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -396,7 +398,7 @@ import TestSupport
         #expect(throws: (any Error).self, "schema 9 has no row ids") { try database.execute("SELECT rowid FROM records") }
 
         let reopened = try Replica.open(home: fixture.home)
-        #expect(try database.userVersion == 13)
+        #expect(try database.userVersion == 14)
         #expect(try rows(database) == before)
         #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
         #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")

@@ -62,3 +62,74 @@ import TestSupport
         #expect(try Self.epoch(bob) == bobBefore)
     }
 }
+
+/// Who may start an account's new timeline: in an encrypted account only a
+/// key holder, signed; a join code's secret never; a readable account's
+/// devices at most once a minute, logged.
+extension AccountTimelineTests {
+    /// A GET of `target` with `token` as the bearer (a join code's secret, say).
+    static func get(_ device: TestDevice, _ target: String, token: String) throws -> HTTPResponseParser.ParsedResponse {
+        try device.client.send(method: "GET", target: target, headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
+    }
+
+    @Test(arguments: StoreKind.allCases) func onlyAKeyHolderStartsAnEncryptedAccountsTimeline(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
+        #expect(try laptop.push([EncryptedAccountTests.sealed(laptop, "one")]).status == 200)
+        let before = try Self.epoch(laptop)
+        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        // Twenty pulls from the future by a token without the key, twenty by a join code's secret: nothing moves.
+        for _ in 0..<20 {
+            let keyless = try desktop.pull(since: 999_999_999)
+            #expect(keyless.status == 409 && keyless.errorCode == .rollbackUnconfirmed && keyless.errorMessage.contains("key holder"), "\(keyless.text)")
+            let joining = try Self.get(desktop, "/v1/pull?since=999999999", token: secret)
+            #expect(joining.status == 409 && joining.errorCode == .rollbackUnconfirmed, "\(joining.text)")
+            let noEpoch = try Self.get(desktop, "/v1/pull?since=123456&limit=5", token: desktop.token)
+            #expect(noEpoch.errorCode == .rollbackUnconfirmed)
+        }
+        #expect(try Self.epoch(laptop) == before)
+        // A confirmation must be signed with the account key.
+        let confirmation = TimelineRequest(since: 999_999_999, epoch: before).body
+        #expect(try desktop.post("/v1/account/timeline", body: confirmation).errorCode == .signatureRequired)
+        #expect(try desktop.post("/v1/account/timeline", body: confirmation, signedBy: EncryptedAccountTests.secondSigner).errorCode == .signingKeyMismatch)
+        #expect(try Self.get(desktop, "/v1/account/timeline", token: desktop.token).status == 405)
+        #expect(try laptop.post("/v1/account/timeline", body: Array(#"{"since":-1,"epoch":"x"}"#.utf8)).status == 400)
+        #expect(try Self.epoch(laptop) == before)
+        // The key holder's confirmation starts it, once: a replay, or a cursor that is not ahead, changes nothing.
+        let confirmed = try laptop.post("/v1/account/timeline", body: confirmation)
+        let answer = try TimelineResponse(json: try #require(confirmed.json))
+        #expect(confirmed.status == 200 && answer.changed && answer.epoch != before, "\(confirmed.text)")
+        #expect(try Self.epoch(laptop) == answer.epoch)
+        let replayed = try TimelineResponse(json: try #require(try laptop.post("/v1/account/timeline", body: confirmation).json))
+        #expect(!replayed.changed && replayed.epoch == answer.epoch)
+        let behind = try laptop.post("/v1/account/timeline", body: TimelineRequest(since: 1, epoch: answer.epoch).body)
+        #expect(try TimelineResponse(json: try #require(behind.json)) == TimelineResponse(epoch: answer.epoch, changed: false))
+        // A readable account starts its timeline with the pull: no confirmation to give.
+        let bob = try fixture.device("bob", "phone")
+        bob.protocolVersion = Wire.protocolVersion
+        #expect(try bob.post("/v1/account/timeline", body: TimelineRequest(since: 5, epoch: before).body).errorCode == .notEncrypted)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aReadableAccountsTimelineStartsAtMostOnceAMinute(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let bob = try fixture.device("bob", "phone")
+        bob.protocolVersion = Wire.protocolVersion
+        #expect(try bob.push([bob.change("kept.example", ["browser": .string("firefox")])]).status == 200)
+        let before = try Self.epoch(bob)
+        #expect(try bob.pull(since: 999_999_999).status == 200)
+        let started = try Self.epoch(bob)
+        #expect(started != before)
+        // Again within the minute: refused, with when to come back; the timeline stays.
+        let again = try bob.pull(since: 999_999_999)
+        #expect(again.status == 429 && again.errorCode == .timelineLimited && (Int(again.headers["Retry-After"] ?? "") ?? 0) > 0, "\(again.text)")
+        #expect(try Self.epoch(bob) == started)
+        // Pushes from further than the store has the device wait as well.
+        bob.nextSequence = 9
+        let gap = try bob.push([bob.change("b.example", ["browser": .string("firefox")])])
+        #expect(gap.status == 429 && gap.errorCode == .timelineLimited, "\(gap.text)")
+        #expect(try Self.epoch(bob) == started)
+        // A join code's secret never starts one.
+        let secret = try fixture.store.enroll(account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000).secret
+        #expect(try Self.get(bob, "/v1/pull?since=999999999", token: secret).errorCode == .rollbackUnconfirmed)
+    }
+}

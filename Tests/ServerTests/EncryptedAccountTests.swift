@@ -29,6 +29,18 @@ import TestSupport
     }
 
     static let firstKey = "00000000000000a1", secondKey = "00000000000000b2"
+
+    /// Account alice, encrypted with ``firstKey`` by its laptop (protocol 3,
+    /// signing with ``firstSigner``), and its desktop of protocol 3 without the key.
+    static func encryptedAccount(_ fixture: ServerFixture) throws -> (keyHolder: TestDevice, keyless: TestDevice) {
+        let laptop = try fixture.device("alice", "laptop")
+        let desktop = try fixture.device("alice", "desktop")
+        for device in [laptop, desktop] { device.protocolVersion = Wire.protocolVersion }
+        laptop.keyID = firstKey
+        laptop.signingKey = firstSigner
+        #expect(try encrypt(laptop).status == 200)
+        return (laptop, desktop)
+    }
     /// The signing keys of the test's account keys (the server sees ids and
     /// signing keys only; it cannot tell how a client derives them).
     static let firstSigner = signer(1), secondSigner = signer(2)

@@ -29,12 +29,7 @@ import TestSupport
 
     @Test(arguments: StoreKind.allCases) func recordsAreRefusedOnTheHeadBeforeTheirBodyLeaves(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        let desktop = try fixture.device("alice", "desktop")
-        for device in [laptop, desktop] { device.protocolVersion = Wire.protocolVersion }
-        laptop.keyID = EncryptedAccountTests.firstKey
-        laptop.signingKey = EncryptedAccountTests.firstSigner
-        #expect(try EncryptedAccountTests.encrypt(laptop).status == 200)
+        let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
 
         // A machine without the key, on its first sync after the switch: refused on the head.
         let readable = desktop.change("bank.example", ["browser": .string("firefox")])
@@ -92,5 +87,34 @@ import TestSupport
         let older = bob.change("b.example", ["browser": .string("firefox")])
         #expect(try bob.push([older]).status == 200)
         #expect(try fixture.store.records(account: "bob").count == 2)
+    }
+}
+
+extension SealedWithHeaderTests {
+    /// A key the account left is never taken again, however many rotations
+    /// followed (no cap on the ids kept), and a request naming it is told it
+    /// was retired.
+    @Test(arguments: StoreKind.allCases) func everyRetiredKeyStaysRetired(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop")
+        laptop.protocolVersion = Wire.protocolVersion
+        func id(_ index: Int) -> String { String(repeating: "0", count: 14) + String(format: "%02x", index) }
+        laptop.keyID = id(1)
+        #expect(try EncryptedAccountTests.encrypt(laptop, key: id(1), signer: EncryptedAccountTests.signer(1)).status == 200)
+        let account = try fixture.store.authenticate(token: laptop.token).accountUID
+        for index in 1..<100 {
+            let certificate = EncryptedAccountTests.certificate(account, from: id(index), by: EncryptedAccountTests.signer(UInt8(index)),
+                                                                to: id(index + 1), next: EncryptedAccountTests.signer(UInt8(index + 1)))
+            let rotated = try EncryptedAccountTests.encrypt(laptop, key: id(index + 1), signer: EncryptedAccountTests.signer(UInt8(index + 1)),
+                                                            replacing: id(index), certificates: [certificate])
+            #expect(rotated.status == 200, "rotation \(index): \(rotated.text)")
+        }
+        // Back to the first key, with a valid certificate of the current one: refused.
+        let back = EncryptedAccountTests.certificate(account, from: id(100), by: EncryptedAccountTests.signer(100), to: id(1),
+                                                     next: EncryptedAccountTests.signer(1))
+        let refused = try EncryptedAccountTests.encrypt(laptop, key: id(1), signer: EncryptedAccountTests.signer(1), replacing: id(100), certificates: [back])
+        #expect(refused.status == 409 && refused.errorCode == .keyRetired, "\(refused.text)")
+        let named = try laptop.client.send(method: "GET", target: "/v1/pull?since=0&key=\(id(1))", headers: laptop.authorization)
+        #expect(named.errorCode == .keyRotated && named.json.flatMap(WireError.init(json:))?.retired == true, "\(named.text)")
     }
 }

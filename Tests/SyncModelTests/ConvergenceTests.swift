@@ -429,8 +429,11 @@ final class Run: @unchecked Sendable {
                     serverCopies.append(.dump(copy))
                 }
             case 36 where !serverCopies.isEmpty && faults["server restores", default: 0] < 2:
+                let keyBefore = serverKey()?.id
                 try restoreServer(from: serverCopies.randomElement(using: &random)!)
                 note("server restores")
+                // A copy from before a key change: the machines move it forward, and what the old key wrote since is set aside.
+                if accountKey != nil, serverKey()?.id != keyBefore { note("restores across key changes") }
             case 37 where machines.count > 2 && gone.isEmpty:
                 // A machine gone for good (its replica is never synced again).
                 gone.append(machines.remove(at: machines.firstIndex { $0 === machine }!))

@@ -58,6 +58,33 @@ import TestSupport
         #expect(try SyncWorld.rules(c.replica) == held)
     }
 
+    /// A page that names another account key than the one the request named
+    /// (which the server took): the sync stops, saying so, and applies
+    /// nothing of it; with the honest server it goes on.
+    @Test func aPageUnderAnotherKeyThanTheRequestsStopsTheSync() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example"])
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        try KeyChangeTests.addKey(world, b, key)
+        try Self.rules(a, ["two.example"])
+        try world.sync(a)
+        let before = try SyncWorld.rules(b.replica)
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body, page["key"] != nil else { return nil }
+            page["key"] = .string("00000000000000ff")
+            return .object(page)
+        }
+        defer { liar.stop() }
+        #expect { _ = try liar.serving(world) { try world.sync(b) } } throws: { error in
+            guard case SyncError.badAnswer(let message) = error else { return false }
+            return message.contains("sealed with key 00000000000000ff") && message.contains(key.id)
+        }
+        #expect(try SyncWorld.rules(b.replica) == before, "nothing of the page was applied")
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "two.example"])
+    }
+
     /// Each page's records, rewritten by `change` (the record's JSON object).
     static func rewritingRecords(_ change: @escaping @Sendable (inout [JSONValue]) -> Void) -> LyingServer.Rewrite {
         { request, status, body in

@@ -47,7 +47,11 @@ final class SyncWorld: @unchecked Sendable {
 
     static func start(storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory) throws -> (any SyncStore, SyncServer, UInt16) {
         let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? SQLiteStore(path: storePath)
-        let (server, port) = try InProcessServer.start(store: store, certificates: directory) { $0.defaultPullLimit = 7 }
+        // Lying servers here change timelines as they like; the gate on honest ones is tested on its own.
+        let (server, port) = try InProcessServer.start(store: store, certificates: directory) {
+            $0.defaultPullLimit = 7
+            $0.timelineStartIntervalMilliseconds = 0
+        }
         return (store, server, port)
     }
 

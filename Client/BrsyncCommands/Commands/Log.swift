@@ -89,7 +89,7 @@ public struct Log: ParsableCommand {
         }
     }
 
-    /// `--removed`: each record with its values as it was dropped.
+    /// `--removed`: each record with its values as it was dropped, or set aside (with why).
     private func showRemoved(_ replica: Replica) throws {
         let found = try replica.removedRecords(limit: limit)
         func values(_ record: RemovedRecord) -> [String: JSONValue] {
@@ -99,14 +99,16 @@ public struct Log: ParsableCommand {
             Output.json(JSONValue.array(found.map { record in
                 .object(["id": .int(record.id), "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
                          "collection": .string(record.collection), "key": .string(record.key), "fields": .object(values(record)),
-                         "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null])
+                         "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
+                         "setAside": record.why.map { .string($0) } ?? .null])
             }))
             return
         }
         if found.isEmpty { print("no removed records") }
         for record in found {
             let fields = values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
-            let restored = record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
+            let restored = (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
+                + (record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? "")
             print("#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
                   + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
         }

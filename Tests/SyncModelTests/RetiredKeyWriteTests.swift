@@ -1,0 +1,112 @@
+import BrsyncServer
+import Foundation
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// A retired key never writes again: when a server restored from before a
+/// rotation is moved forward, what it holds under the old key is taken only
+/// where it adds nothing to what the moving machine holds (it pulled what the
+/// rotation sealed again); the rest (a revoked device's writes through the
+/// restored server, an honest machine's made offline across the rotation) is
+/// set aside, kept and restorable, never applied nor relayed.
+@Suite(.serialized) struct RetiredKeyWriteTests {
+    /// x and y hold the first key and sync; the server is backed up; y is
+    /// revoked and x rotates; the backup is restored (y's token and the first
+    /// key with it). Returns the backup's new key and the first key.
+    static func rotateAcrossABackup(_ world: SyncWorld, _ x: SimulatedMachine, _ others: [SimulatedMachine],
+                                    revoking revoked: SimulatedMachine?) throws -> (first: AccountKey, second: AccountKey) {
+        try KeyChangeTests.rule(x, "before.example")
+        let (first, _) = try KeyChangeTests.changeKey(world, x)
+        for machine in others { try KeyChangeTests.addKey(world, machine, first) }
+        try world.sync(x)
+        let backup = try world.backupServer()
+        if let revoked { try world.store.revokeDevice(account: "alice", name: revoked.name) }
+        let (second, _) = try KeyChangeTests.changeKey(world, x)
+        try world.sync(x)
+        try world.restoreServer(backup)
+        return (first, second)
+    }
+
+    /// (SQLite: the world's backups are copies of its file.)
+    @Test func aRevokedDeviceWritingThroughARestoredServerIsSetAside() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y) = (try world.machine("x"), try world.machine("y"))
+        let (_, second) = try Self.rotateAcrossABackup(world, x, [y], revoking: y)
+        // y kept the first key, and the restore brought its token back: its write is signed validly for that key.
+        try KeyChangeTests.rule(y, "evil.example")
+        try world.sync(y)
+        // x moves the server forward: y's rule is set aside, not applied, and kept.
+        let moved = try world.sync(x)
+        #expect(moved.movedForward, "\(moved)")
+        #expect(!(try SyncWorld.rules(x.replica).keys.contains("evil.example")))
+        let set = try #require(moved.setAside.first { $0.key == "evil.example" }, "\(moved)")
+        #expect(set.why?.contains("by y") == true && set.why?.contains("retired account key") == true, "\(set)")
+        let kept = try x.replica.removedRecords(limit: 10).first { $0.id == set.id }
+        #expect(kept?.state?.fields["browser"]?.value == .string("firefox"))
+        // Nothing of it reached the server, nor any machine with the new key.
+        #expect(try !KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
+        #expect(try KeyChangeTests.freshRules(world, key: second).contains("before.example"))
+        // Its user may still write it back, as an edit of this machine.
+        _ = try x.replica.restore(removed: set.id)
+        try world.sync(x)
+        #expect(try KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
+    }
+
+    @Test func anHonestMachineOfflineAcrossARotationLosesNothing() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, offline) = (try world.machine("x"), try world.machine("offline"))
+        let (_, second) = try Self.rotateAcrossABackup(world, x, [offline], revoking: nil)
+        // Offline throughout, it never heard of the rotation: it writes to the restored server with the first key.
+        try KeyChangeTests.rule(offline, "offline.example")
+        try world.sync(offline)
+        let moved = try world.sync(x)
+        let set = try #require(moved.setAside.first { $0.key == "offline.example" }, "\(moved)")
+        #expect(set.why?.contains("offline across the rotation") == true, "labelled, not as an attack: \(set)")
+        // Once it adds the new code, its edit goes up and reaches every machine.
+        try KeyChangeTests.addKey(world, offline, second)
+        try world.sync(x)
+        #expect(try SyncWorld.rules(x.replica).keys.contains("offline.example"))
+        #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["before.example", "offline.example"])
+    }
+
+    /// A machine that holds both keys but never synced with the new one (its
+    /// home put back from a copy made before the rotation) cannot tell a
+    /// revoked device's write from an old record it lacks: it sets both
+    /// aside, and the old ones come back from the machines that hold them.
+    @Test func aHomeFromBeforeTheRotationSetsAsideWhatItCannotVouchFor() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y, m) = (try world.machine("x"), try world.machine("y"), try world.machine("m"))
+        try KeyChangeTests.rule(x, "before.example")
+        let (first, _) = try KeyChangeTests.changeKey(world, x)
+        for machine in [y, m] { try KeyChangeTests.addKey(world, machine, first) }
+        try world.sync(x)
+        let copy = world.directory.file("m-copy")
+        try FileManager.default.copyItem(atPath: m.replica.home, toPath: copy)
+        try KeyChangeTests.rule(x, "later.example")
+        try world.sync(x)
+        let backup = try world.backupServer()
+        try world.store.revokeDevice(account: "alice", name: "y")
+        let (second, _) = try KeyChangeTests.changeKey(world, x)
+        try world.sync(x)
+        try world.restoreServer(backup)
+        try KeyChangeTests.rule(y, "evil.example")
+        try world.sync(y)
+        // m's home is put back from the copy, and given the new code: both keys, never synced with the new one.
+        try FileManager.default.removeItem(atPath: m.replica.home)
+        try FileManager.default.moveItem(atPath: copy, toPath: m.replica.home)
+        let restored = try SimulatedMachine(name: "m", home: m.replica.home, token: m.token, skewMilliseconds: 0)
+        try AccountKeyFile.add(second, home: restored.replica.home)
+        let moved = try world.sync(restored)
+        #expect(moved.movedForward, "\(moved)")
+        #expect(!(try SyncWorld.rules(restored.replica).keys.contains("evil.example")))
+        #expect(moved.setAside.contains { $0.key == "evil.example" }, "\(moved)")
+        // What it lacked from before the rotation comes back from x, under the new key.
+        try world.sync(x)
+        try world.sync(restored)
+        #expect(try SyncWorld.rules(restored.replica).keys.sorted() == ["before.example", "later.example"])
+        #expect(try !KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
+    }
+}

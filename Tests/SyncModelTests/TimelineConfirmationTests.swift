@@ -1,0 +1,65 @@
+import BrsyncServer
+import Foundation
+import HTTP
+import Net
+import Replica
+import SyncClient
+import SyncCore
+import Testing
+import TestSupport
+
+/// A read-only credential never moves an encrypted account's timeline (so no
+/// key holder re-syncs for it), and a real rollback is still found: the key
+/// holder whose cursor is past the account confirms it, signed, with one
+/// request more, and everything it holds goes up again.
+@Suite(.serialized) struct TimelineConfirmationTests {
+    @Test(arguments: StoreKind.allCases) func aCredentialWithoutTheKeyNeverMovesTheTimeline(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try KeyChangeTests.rule(a, "kept.example")
+        try world.sync(a)
+        _ = try KeyChangeTests.changeKey(world, a)
+        try world.sync(a)
+        let before = try #require(try a.replica.syncState().epoch)
+        let secret = try world.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        let http = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
+                                    tls: try TLSContext.client(caFile: world.caFile)))
+        for token in [b.token, secret] {
+            for cursor in 0..<20 {
+                let answer = try http.send(method: "GET", target: "/v1/pull?since=\(999_999_000 + cursor)",
+                                           headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
+                #expect(answer.status == 409 && String(decoding: answer.body, as: UTF8.self).contains(WireError.Code.rollbackUnconfirmed.rawValue))
+            }
+        }
+        // The key holder's next sync: one request, nothing new, the same timeline.
+        let summary = try world.sync(a)
+        #expect(summary.pulled == 0 && !summary.fullResync && summary.relayed == 0 && summary.requests == 1, "\(summary)")
+        #expect(try a.replica.syncState().epoch == before)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aRollbackIsConfirmedByAKeyHolderAndHealed(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try KeyChangeTests.rule(a, "a.example")
+        try world.sync(a)
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        try KeyChangeTests.addKey(world, b, key)
+        try KeyChangeTests.rule(b, "b.example")
+        try world.sync(b)
+        try world.sync(a)
+        // The server lost records a has pulled (a copy put back in place):
+        // a's cursor is past the account's latest record on the same timeline.
+        let state = try a.replica.syncState()
+        let before = try #require(state.epoch)
+        _ = try a.replica.applyPulled([], cursor: state.pullCursor + 1_000, epoch: before)
+        let healed = try world.sync(a)
+        #expect(healed.fullResync, "\(healed)")
+        let after = try #require(try a.replica.syncState().epoch)
+        #expect(after != before)
+        // Everything a holds went up again; b follows the new timeline without being asked to confirm anything.
+        let next = try world.sync(b)
+        #expect(next.fullResync, "\(next)")
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["a.example", "b.example"])
+        #expect(try KeyChangeTests.freshRules(world, key: key) == ["a.example", "b.example"])
+    }
+}
