@@ -74,6 +74,15 @@ extension Replica {
         }
     }
 
+    /// Whether what was set aside (``RemovedRecord/why``) is in the replica
+    /// by now: each of its values held at its stamp or a newer one (it
+    /// arrived from another machine, or was restored).
+    public func isHeldNow(_ removed: RemovedRecord) throws -> Bool {
+        guard removed.why != nil, let state = removed.state, let collection = RecordCollection(rawValue: removed.collection),
+              let current = try record(collection, key: removed.key) else { return false }
+        return state.fields.allSatisfy { name, register in current.fields[name].map { !(register.stamp > $0.stamp) } ?? false }
+    }
+
     /// Writes a removed record back as a new edit of each of its values (they
     /// then win, being newest; the server takes the record whole). Marked
     /// restored; restoring twice is refused.
@@ -89,7 +98,9 @@ extension Replica {
                 throw ReplicaError.invalidInput("removed record #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
             }
             var values = state.fields.mapValues(\.value)
-            values[RecordState.deletedField] = .bool(false)
+            // A removed record comes back alive; a set-aside write comes back as
+            // it was written, a deletion included.
+            if removed.why == nil { values[RecordState.deletedField] = .bool(false) }
             try write(collection, key: removed.key, changes: values)
             try database.run("UPDATE removed SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
             return removed

@@ -175,6 +175,12 @@ extension SyncClient {
         + "(this machine's edits are kept and go up then). If no machine of yours rotated it or encrypted it again, someone with a "
         + "device token did: revoke that token and ask the server's operator to reset the account's encryption"
 
+    static let forkedRotationMessage = "ALARM: the server's account key is none this machine knows, and the server does not know "
+        + "this machine's key as one it left: a server restored from before your rotation was rotated by whoever kept an older key "
+        + "(a revoked device?). Do not add a recovery code you did not make yourself. Ask the server's operator to revoke that "
+        + "device again and reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' on one "
+        + "of your machines; every machine keeps its edits meanwhile"
+
     static let cannotMoveForwardMessage = "the server was restored from before a rotation of the account key, and this machine can "
         + "prove the rotation neither with the old key nor with a certificate of it: a machine that holds the key the server uses, "
         + "or that synced with this key, moves it forward at its next sync (this machine's edits are kept)"
@@ -195,7 +201,15 @@ extension SyncClient {
     /// with only that key may have pushed there since the restore) is pulled
     /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
-        guard let accountKey, SessionRules.serverKey(serverKeyID, keyID: accountKey.id, replaced: try replacedKeyIDs()) == .moveForward else {
+        let replaced = try replacedKeyIDs()
+        guard let accountKey, SessionRules.serverKey(serverKeyID, keyID: accountKey.id, replaced: replaced) == .moveForward else {
+            // This machine's key replaced others, and the server does not even
+            // know it as retired: the server's key came from one of the old
+            // keys, not after this one (a server restored from before the
+            // rotation, rotated by whoever kept an old key).
+            if !replaced.isEmpty, lastRefusal?.code == .keyRotated, lastRefusal?.retired == false {
+                throw SyncError.stopped(code: .keyRotated, message: Self.forkedRotationMessage)
+            }
             throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage)
         }
         let oldKey = olderKeys.first { $0.id == serverKeyID }

@@ -35,8 +35,9 @@ import TestSupport
         let world = try SyncWorld(.sqlite)
         let (x, y) = (try world.machine("x"), try world.machine("y"))
         let (_, second) = try Self.rotateAcrossABackup(world, x, [y], revoking: y)
-        // y kept the first key, and the restore brought its token back: its write is signed validly for that key.
+        // y kept the first key, and the restore brought its token back: its writes are signed validly for that key.
         try KeyChangeTests.rule(y, "evil.example")
+        _ = try y.replica.removeRule(pattern: "before.example")
         try world.sync(y)
         // x moves the server forward: y's rule is set aside, not applied, and kept.
         let moved = try world.sync(x)
@@ -49,10 +50,13 @@ import TestSupport
         // Nothing of it reached the server, nor any machine with the new key.
         #expect(try !KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
         #expect(try KeyChangeTests.freshRules(world, key: second).contains("before.example"))
-        // Its user may still write it back, as an edit of this machine.
+        let deletion = try #require(try x.replica.removedRecords(limit: 10).first { $0.key == "before.example" && $0.why != nil })
+        #expect(try deletion.state?.isDeleted == true && SyncWorld.rules(x.replica).keys.contains("before.example"))
+        // Its user may still write them back, as edits of this machine: the rule, and the deletion.
         _ = try x.replica.restore(removed: set.id)
+        _ = try x.replica.restore(removed: deletion.id)
         try world.sync(x)
-        #expect(try KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
+        #expect(try KeyChangeTests.freshRules(world, key: second) == ["evil.example"])
     }
 
     @Test func anHonestMachineOfflineAcrossARotationLosesNothing() throws {
@@ -70,6 +74,23 @@ import TestSupport
         try world.sync(x)
         #expect(try SyncWorld.rules(x.replica).keys.contains("offline.example"))
         #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["before.example", "offline.example"])
+    }
+
+    /// Through a restored server, a revoked device that kept the old key can
+    /// rotate the account to a key of its own (the old key is the account's
+    /// there): the machines cannot move it forward then, and say why, with
+    /// an alarm that tells the user not to take a code they did not make.
+    @Test func aRevokedDeviceThatRotatesARestoredServerRaisesTheAlarm() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y) = (try world.machine("x"), try world.machine("y"))
+        _ = try Self.rotateAcrossABackup(world, x, [y], revoking: y)
+        _ = try KeyChangeTests.changeKey(world, y)
+        let before = try SyncWorld.rules(x.replica)
+        #expect { _ = try world.sync(x) } throws: { error in
+            guard case SyncError.stopped(.keyRotated, let message) = error else { return false }
+            return message.hasPrefix("ALARM") && message.contains("Do not add a recovery code you did not make")
+        }
+        #expect(try SyncWorld.rules(x.replica) == before, "nothing changed here")
     }
 
     /// A machine that holds both keys but never synced with the new one (its

@@ -100,14 +100,17 @@ public struct Log: ParsableCommand {
                 .object(["id": .int(record.id), "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
                          "collection": .string(record.collection), "key": .string(record.key), "fields": .object(values(record)),
                          "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
-                         "setAside": record.why.map { .string($0) } ?? .null])
+                         "setAside": record.why.map { .string($0) } ?? .null, "deletion": .bool(record.state?.isDeleted == true),
+                         "heldNow": .bool((try? replica.isHeldNow(record)) == true)])
             }))
             return
         }
         if found.isEmpty { print("no removed records") }
         for record in found {
             let fields = values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
-            let restored = (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
+            let restored = (record.state?.isDeleted == true && record.why != nil ? " (a deletion)" : "")
+                + (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
+                + ((try? replica.isHeldNow(record)) == true && record.restoredAtMillis == nil ? " [held now: it arrived since from another machine]" : "")
                 + (record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? "")
             print("#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
                   + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
