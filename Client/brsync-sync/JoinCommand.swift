@@ -126,7 +126,10 @@ struct JoinCommand: ParsableCommand {
             } catch {
                 throw CLIFailure(message: "\(error)")
             }
-            try joinCodeChecked { try probe.exchangeJoinSecret(for: token) }
+            let answer = try joinCodeChecked { try probe.exchangeJoinSecret(for: token) }
+            // A home made for this join goes by the name the server gave its device
+            // (`brsyncd device list` and `brsync device` then name it alike).
+            if created, Replica.problem(withDeviceName: answer.device) == nil { try replica.renameDevice(answer.device) }
         }
         defer { if saved { unlink(joiningToken) } }
         joined = true

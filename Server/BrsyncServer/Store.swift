@@ -244,6 +244,11 @@ public enum Store {
         /// made: the join code says so, and a join refuses a server that
         /// then says otherwise.
         public let accountEncrypted: Bool
+
+        public init(secret: String, accountEncrypted: Bool) {
+            self.secret = secret
+            self.accountEncrypted = accountEncrypted
+        }
     }
 
     /// What ``StoreTransaction/setEncryption(account:_:)`` sets.

@@ -78,20 +78,26 @@ struct Dev: ParsableCommand {
                 return
             }
             let url = "https://\(SocketAddress(host: address.host, port: ports.first ?? address.port))"
+            // The commands name the client beside this brsyncd (where `swift build` puts both), or say how to build it.
+            let tools = ProcessEnvironment.executablePath().split(separator: "/").dropLast().joined(separator: "/")
+            let brsync = "/\(tools)/brsync"
+            let build = access(brsync, X_OK) == 0 && access("/\(tools)/brsync-sync", X_OK) == 0 ? ""
+                : "First build the client (it is not beside this brsyncd yet): swift build -c release\n"
+            let code = (try? JoinCode(server: url, token: joinSecret.secret, caFingerprint: fingerprint, encrypted: joinSecret.accountEncrypted).description) ?? "?"
             print("""
                 brsyncd dev is serving \(url)
                   CA file:  \(caFile)
                   account:  dev, device: laptop
-                  token:    \(token)
+                  token:    in \(folder)/laptop.token
                   store:    \(folder)/brsyncd.sqlite
                 Try:  curl --cacert \(caFile) \(url)/v1/health
-                Point a replica at it:
-                  brsync remote set \(url) --ca \(caFile) --token \(token)
-                or join another machine in one step (device '\(joining)'; the CA pinned by its fingerprint,
-                no file to copy; the code works once, within a day; each start makes one for a machine not paired yet):
-                  echo '\((try? JoinCode(server: url, token: joinSecret.secret, caFingerprint: fingerprint, encrypted: joinSecret.accountEncrypted).description) ?? "?")' | brsync join
+                \(build)Point a replica at it (as device 'laptop'; the token is read from its file, never typed on a command line):
+                  \(brsync) remote set \(url) --ca \(caFile) --token-file \(folder)/laptop.token
+                or join another machine in one step (as device '\(joining)'; the CA pinned by its fingerprint, no file
+                to copy). The code works once, within a day; every start prints the same one until it is used or expires:
+                  echo '\(code)' | \(brsync) join
                 Manage it with brsyncd's commands on its store, e.g.:
-                  brsyncd device list dev --db \(folder)/brsyncd.sqlite
+                  \(ProcessEnvironment.executablePath()) device list dev --db \(folder)/brsyncd.sqlite
                 Stop with Ctrl-C.
                 """)
             fflush(nil) // all output streams: the banner must show before serving blocks
@@ -125,11 +131,24 @@ struct Dev: ParsableCommand {
         let file = "\(folder)/join.pending"
         let valid = JoinOptions.defaultValidMilliseconds
         let pending = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: " ").map(String.init)
+        var reissue: String?
+        if let pending, pending.count == 2 {
+            let secret = pending[1].trimmingCharacters(in: .whitespacesAndNewlines)
+            do {
+                // The previous start's code still works (unused, unexpired): the same one, so a code printed before keeps working.
+                let device = try store.authenticate(token: secret)
+                if device.name == pending[0] { return (pending[0], Store.JoinSecret(secret: secret, accountEncrypted: device.accountEncrypted)) }
+            } catch ServerError.unauthorized(let reason) where reason.contains("expired") {
+                // It expired unused: the same device gets a new code (no machine-N left behind that never joined).
+                reissue = pending[0]
+            } catch {
+                // Used (that machine joined), or replaced: a new device for the next machine.
+            }
+        }
         let name: String
         let adding: Bool
-        if let pending, pending.count == 2, let device = try? store.authenticate(token: pending[1].trimmingCharacters(in: .whitespacesAndNewlines)),
-           device.name == pending[0] {
-            (name, adding) = (pending[0], false)
+        if let reissue {
+            (name, adding) = (reissue, false)
         } else {
             let names = Set(try store.devices(account: "dev").map(\.name))
             (name, adding) = ((2...).lazy.map { "machine-\($0)" }.first { !names.contains($0) }!, true)

@@ -4,6 +4,14 @@ import Glibc
 /// rather than `ProcessInfo.environment`, which copies the whole
 /// environment into a dictionary on every read.)
 public enum ProcessEnvironment {
+    /// The path of the running program (`/proc/self/exe`), or its first argument when that cannot be read.
+    public static func executablePath() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return CommandLine.arguments[0] }
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// One variable; nil when it is unset or empty.
     public static func value(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }

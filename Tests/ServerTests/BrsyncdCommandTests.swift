@@ -276,12 +276,15 @@ import TestSupport
         defer { process.stop() }
         let url = try process.waitFor(#"serving (https://127\.0\.0\.1:\d+)"#)
         let caFile = try process.waitFor(#"CA file:\s+(\S+)"#)
-        let token = try process.waitFor(#"token:\s+(brs_\S+)"#)
+        // The token is in a file the banner names, never on a command line it prints.
+        let tokenFile = try process.waitFor(#"token:\s+in (\S+)"#)
+        #expect(try process.waitFor(#"remote set \S+ --ca \S+ (--token-file \S+)"#) == "--token-file \(tokenFile)")
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try #require(UInt16(url.split(separator: ":").last ?? ""))
         let device = try device(port, caFile: caFile, token: token, id: "laptop")
         #expect(try device.pull().status == 200)
-        let firstCode = try JoinCode(parsing: try process.waitFor(#"echo '(brsync://[^']+)' \| brsync join"#))
-        #expect(try process.waitFor(#"join another machine in one step \(device '([^']+)'"#) == "machine-2")
+        let firstCode = try JoinCode(parsing: try process.waitFor(#"echo '(brsync://[^']+)' \| \S*/brsync join"#))
+        #expect(try process.waitFor(#"join another machine in one step \(as device '([^']+)'"#) == "machine-2")
         // The administration commands, pointed at the dev store, as printed.
         let store = try process.waitFor(#"brsyncd device list dev --db (\S+)"#)
         let listed = try ProcessRunner.run(binary, ["device", "list", "dev", "--db", store])
@@ -292,16 +295,17 @@ import TestSupport
         func restart() throws -> (BackgroundProcess, UInt16, String, String) {
             let again = try BackgroundProcess(binary, ["dev", "--dir", directory.file("dev"), "--listen", "127.0.0.1:0"])
             let url = try again.waitFor(#"serving (https://127\.0\.0\.1:\d+)"#)
-            let token = try again.waitFor(#"token:\s+(brs_\S+)"#)
-            let joining = try again.waitFor(#"join another machine in one step \(device '([^']+)'"#)
+            let token = try String(contentsOfFile: try again.waitFor(#"token:\s+in (\S+)"#), encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let joining = try again.waitFor(#"join another machine in one step \(as device '([^']+)'"#)
             return (again, try #require(UInt16(url.split(separator: ":").last ?? "")), token, joining)
         }
         let (second, secondPort, sameToken, stillJoining) = try restart()
         #expect(sameToken == token && stillJoining == "machine-2")
         #expect(try self.device(secondPort, caFile: caFile, token: token, id: "laptop").pull().status == 200, "a paired machine keeps working")
-        // The first run's code no longer works (each start makes a new one); this run's does.
-        let code = try JoinCode(parsing: try second.waitFor(#"echo '(brsync://[^']+)' \| brsync join"#))
-        #expect(code.token != firstCode.token)
+        // The first run's code still works: each start prints the same one until it is used or expires.
+        let code = try JoinCode(parsing: try second.waitFor(#"echo '(brsync://[^']+)' \| \S*/brsync join"#))
+        #expect(code.token == firstCode.token)
         let joined = Tokens.make()
         let joiner = try self.device(secondPort, caFile: caFile, token: code.token, id: "m2")
         let answer = try joiner.client.send(method: "POST", target: "/v1/join", headers: ["Authorization": "Bearer \(code.token)"],

@@ -49,18 +49,16 @@ public struct Detect: ParsableCommand {
             }))
             return
         }
-        if found.isEmpty { print("no browsers found in \(detector.directories.joined(separator: ", "))") }
+        if found.isEmpty {
+            print("no browsers found in \(detector.directories.joined(separator: ", "))")
+            return
+        }
         Output.table(["ID", "NAME", "DESKTOP ENTRY", "LAUNCH"], found.map { [$0.browserID, $0.name, $0.desktopID, $0.exec] })
     }
 }
 
 /// The path of the running brsync (for the desktop entry).
-func currentExecutable() -> String {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    guard length > 0 else { return CommandLine.arguments[0] }
-    return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
+func currentExecutable() -> String { ProcessEnvironment.executablePath() }
 
 public struct Install: ParsableCommand {
     public init() {}
