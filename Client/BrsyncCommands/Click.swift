@@ -59,7 +59,10 @@ struct Click {
 
     private func serve(_ url: NormalizedURL) throws {
         // The key held while clicking is read first: it may be let go soon (hold-to-ask; nothing read when it is off).
-        let held = HoldToAsk.isHeld(home: home, environment: environment)
+        let held = HoldToAsk.isHeld(home: home, environment: environment) { problem in
+            ExitStatus.warn(problem)
+            tell("brsync could not tell whether a key was held", problem)
+        }
         let replica = try GlobalOptions.openReplica(home: home)
         // Where the link came from: rules may name the app (about 0.1 ms).
         let source = SourceApp.find()
@@ -75,7 +78,7 @@ struct Click {
             let asked = held.map { "you held \($0.label) to choose" } ?? "you asked to choose ('brsync ask-next')"
             let why = resolution.rule.map { "\(asked); the rule '\($0.pattern)' would open it in '\($0.browser)'" } ?? asked
             switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why, source), suggestedPattern: resolution.rule?.pattern,
-                                fromApp: try? source.get().id,
+                                fromApp: try? source.get().id, preselect: resolution.rule == nil ? nil : resolution.browser?.browser.id,
                                 environment: environment) {
             case .opened: return
             case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)

@@ -25,38 +25,57 @@ public enum Failures {
     }
 }
 
-/// A hint after ArgumentParser's own message for a mistyped command line:
-/// the command meant (`brsync rule list` → `rules`), or how to give a
-/// negative number (`--priority=-5`).
+/// A mistyped command line: the command meant, with that command's usage
+/// (`brsync rule add …` → `brsync rules add`), or a hint after
+/// ArgumentParser's own message (`--priority=-5` for a negative number).
 public enum UsageHints {
     public static func failure(for error: any Error, root: any ParsableCommand.Type, arguments: [String]) -> CLIFailure? {
         guard root.exitCode(for: error) != .success else { return nil }
         let text = root.fullMessage(for: error)
-        guard let hint = hint(text, root: root, arguments: arguments) else { return nil }
+        if text.contains("nexpected argument"), let meant = meantCommand(root: root, arguments: arguments) {
+            // The usage shown is the meant command's, not that of the group's default (`rules ad` is not `rules list`).
+            let program = root.configuration.commandName ?? "brsync"
+            let name = ([program] + meant.path).joined(separator: " ")
+            let usage = String(String(root.usageString(for: meant.command).drop { $0.isWhitespace }.reversed()).drop { $0.isWhitespace }.reversed())
+            return CLIFailure(message: "'\(meant.typed)' is not a command of '\(([program] + meant.group).joined(separator: " "))': did you mean '\(name)'?\n"
+                              + "Usage: \(usage.hasPrefix("Usage: ") ? String(usage.dropFirst("Usage: ".count)) : usage)\n"
+                              + "  See '\(name) --help' for more information.")
+        }
+        guard let hint = hint(text, arguments: arguments) else { return nil }
         let message = text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text
         return CLIFailure(message: message + "\n" + hint)
     }
 
-    static func hint(_ text: String, root: any ParsableCommand.Type, arguments: [String]) -> String? {
-        if text.contains("nexpected argument") {
-            // Down the command groups named, to the first word that is none of the current group's.
-            var group = root
-            var path: [String] = []
-            for word in arguments where !word.hasPrefix("-") {
-                let subcommands = group.configuration.subcommands
-                guard !subcommands.isEmpty else { return nil }
-                if let next = subcommands.first(where: { $0.configuration.commandName == word }) {
-                    group = next
-                    path.append(word)
-                    continue
-                }
-                let names = subcommands.compactMap { $0.configuration.commandName }
-                let close = Suggestions.closeMatches(to: word, in: names, limit: 1)
-                guard !close.isEmpty else { return nil }
-                let program = root.configuration.commandName ?? "brsync"
-                return "did you mean " + close.map { "'\(([program] + path + [$0]).joined(separator: " "))'" }.joined(separator: " or ") + "?"
+    /// The command meant by a line with one mistyped command word: down the
+    /// command groups named, a word that is none of the current group's is
+    /// taken as its closest subcommand (once), and the words after it go on
+    /// down from there. Nil when no word was mistyped, or none is close.
+    static func meantCommand(root: any ParsableCommand.Type, arguments: [String])
+        -> (command: any ParsableCommand.Type, path: [String], group: [String], typed: String)? {
+        var command = root
+        var path: [String] = []
+        var corrected: (group: [String], typed: String)?
+        for word in arguments where !word.hasPrefix("-") {
+            let subcommands = command.configuration.subcommands
+            guard !subcommands.isEmpty else { break }
+            if let next = subcommands.first(where: { $0.configuration.commandName == word }) {
+                command = next
+                path.append(word)
+                continue
             }
+            guard corrected == nil else { break }
+            let names = subcommands.compactMap { $0.configuration.commandName }
+            guard let close = Suggestions.closeMatches(to: word, in: names, limit: 1).first,
+                  let next = subcommands.first(where: { $0.configuration.commandName == close }) else { break }
+            corrected = (path, word)
+            command = next
+            path.append(close)
         }
+        guard let corrected else { return nil }
+        return (command, path, corrected.group, corrected.typed)
+    }
+
+    static func hint(_ text: String, arguments: [String]) -> String? {
         if text.contains("Missing value for '--") {
             for (index, argument) in arguments.enumerated().dropLast() where argument.hasPrefix("--") && text.contains("'\(argument) ") {
                 let value = arguments[index + 1]

@@ -37,8 +37,28 @@ public enum TerminalPicker {
         var drawnLines = 0
         while true {
             drawnLines = draw(tty, url: url, model: model, previousLines: drawnLines, note: note)
-            guard let key = readKey(tty) else { return .cancel }
-            if let outcome = model.handle(key) { return outcome }
+            let outcome: PickerModel.Outcome
+            if let key = readKey(tty) {
+                guard let handled = model.handle(key) else { continue }
+                outcome = handled
+            } else {
+                outcome = .cancel
+            }
+            // The menu gives way to one line saying what was chosen.
+            write(tty, "\u{1B}[\(drawnLines)A\r\u{1B}[J" + String(summary(outcome, url: url, choices: choices).prefix(width(tty) - 1)))
+            return outcome
+        }
+    }
+
+    /// The line left on the terminal once the person chose.
+    static func summary(_ outcome: PickerModel.Outcome, url: String, choices: [String]) -> String {
+        switch outcome {
+        case .open(let index, let pattern):
+            let name = choices.indices.contains(index) ? DisplayText.printable(choices[index]) : "?"
+            return "opening \(PickerModel.shorten(DisplayText.printable(url), to: 60)) in \(name)"
+                + (pattern.map { ", and remembering \(DisplayText.printable($0))" } ?? "")
+        case .cancel:
+            return "cancelled: nothing opened"
         }
     }
 

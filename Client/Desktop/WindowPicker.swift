@@ -42,17 +42,33 @@ public enum WindowPicker {
         public var note: String?
         /// The app the link came from, when known: "remember" can be for its links only.
         public var fromApp: String?
+        /// The choice selected first (an index in `choices`): the browser the
+        /// deciding rule names, when the person asked to choose anyway; nil:
+        /// the default browser.
+        public var selected: Int?
 
-        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil, fromApp: String? = nil) {
+        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil, fromApp: String? = nil, selected: Int? = nil) {
             self.url = url
             self.choices = choices
             self.suggestedPattern = suggestedPattern
             self.note = note
             self.fromApp = fromApp
+            self.selected = selected
         }
 
         /// The longest note shown.
         public static let maxNoteBytes = 1_000
+
+        /// The "Remember" box's words for `pattern` as typed: what a rule
+        /// made of it would reach (a domain, some pages, files).
+        public static func rememberLabel(for pattern: String) -> String {
+            switch (try? Pattern(WindowPicker.trimmed(pattern)))?.reach {
+            case .site?: "Remember for this domain"
+            case .pages?: "Remember for these pages"
+            case .files?: "Remember for these files"
+            case nil: "Remember"
+            }
+        }
 
         public static let maxChoices = 100
         public static let maxBytes = 1 << 20
@@ -60,7 +76,7 @@ public enum WindowPicker {
         public var json: JSONValue {
             .object([
                 "url": .string(url), "suggestedPattern": .string(suggestedPattern), "note": note.map { .string($0) } ?? .null,
-                "fromApp": fromApp.map { .string($0) } ?? .null,
+                "fromApp": fromApp.map { .string($0) } ?? .null, "selected": selected.map { .int(Int64($0)) } ?? .null,
                 "choices": .array(choices.map { choice in
                     .object(["id": .string(choice.id), "name": .string(choice.name), "profile": choice.profile.map { .string($0) } ?? .null,
                              "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
@@ -109,7 +125,13 @@ public enum WindowPicker {
             case .string(let id)? where Pattern.isSourceID(id): fromApp = id
             default: throw Problem("\"fromApp\" must be an app's id (letters, digits, '.', '_', '-')")
             }
-            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note, fromApp: fromApp)
+            var selected: Int?
+            switch object["selected"] {
+            case nil, .null?: selected = nil
+            case .int(let index)? where (0..<Int64(choices.count)).contains(index): selected = Int(index)
+            default: throw Problem("\"selected\" must be the index of a choice (0 to \(choices.count - 1))")
+            }
+            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note, fromApp: fromApp, selected: selected)
         }
     }
 

@@ -110,7 +110,12 @@ extension Replica {
                 changes["pattern"] = .string(pattern.text)
                 changes["browser"] = .string(rule.browser)
                 changes["priority"] = .int(Int64(rule.priority))
-                changes["createdAt"] = .int(rule.createdAtMillis)
+                if rule.createdAtMillis != 0 {
+                    changes["createdAt"] = .int(rule.createdAtMillis)
+                } else if (try record(.rules, key: pattern.key))?.fields["createdAt"]?.value.intValue ?? 0 == 0 {
+                    // A file without the time (hand-written, an older app's): made now, here; a rule held keeps its own.
+                    changes["createdAt"] = .int(currentMillis)
+                }
                 changes["origin"] = rule.origin.map { .string($0) } ?? .null
                 changes[RecordState.deletedField] = .bool(false)
                 if try write(.rules, key: pattern.key, changes: changes) != .unchanged { summary.rules += 1 }

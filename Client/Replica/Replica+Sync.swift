@@ -21,6 +21,8 @@ public struct SyncState: Sendable, Equatable {
     /// Why the last sync did not finish, or records it had to set aside ("" when it did).
     public var problem: String
     public var problemAtMillis: Int64?
+    /// Whether any answer (a refusal too) told this machine the server's time.
+    public var clockKnown: Bool = false
 }
 
 /// A value that lost a merge, kept so nothing is lost silently.
@@ -54,7 +56,8 @@ extension Replica {
             remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
             pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0, pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
             lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
-            account: try meta("account"), problem: try meta("sync_problem") ?? "", problemAtMillis: Int64(try meta("sync_problem_at") ?? ""))
+            account: try meta("account"), problem: try meta("sync_problem") ?? "", problemAtMillis: Int64(try meta("sync_problem_at") ?? ""),
+            clockKnown: try pendingClockOffset != nil || meta("clock_offset") != nil)
     }
 
     /// Remembers why a sync did not finish (nil: it did), for `brsync status`.

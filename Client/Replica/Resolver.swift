@@ -103,6 +103,32 @@ extension Replica {
             : "browser '\(browser.browser.id)' is a profile that cannot run here: \(held)"
     }
 
+    /// Why a rule naming browser `name` cannot decide here, or nil when it can:
+    /// the browser is not known (removed, or never added), disabled, or
+    /// cannot be launched here. `known` is false for the first.
+    func browserProblem(_ name: String, in browsers: [LocalBrowser]) -> (reason: String, known: Bool)? {
+        guard let browser = (try? findBrowser(named: name, in: browsers)) ?? nil else {
+            return ("browser '\(name)' is not known here (removed, or never added)", false)
+        }
+        guard browser.browser.enabled else { return ("browser '\(browser.browser.id)' is disabled", true) }
+        guard browser.isUsable else { return (Self.unusableReason(browser), true) }
+        return nil
+    }
+
+    /// Every rule that cannot decide on this machine because of its browser
+    /// (see ``browserProblem(_:in:)``), in the order of ``rules()``: links it
+    /// matches go to the next rule, or the default browser.
+    /// - Parameter among: the rules to look at (all of them by default).
+    public func rulesThatCannotDecide(among given: [UrlRule]? = nil) throws -> [(rule: UrlRule, reason: String, known: Bool)] {
+        let browsers = try self.browsers()
+        var cache: [String: (reason: String, known: Bool)?] = [:]
+        return try (given ?? rules()).compactMap { rule in
+            let problem = cache[rule.browser] ?? browserProblem(rule.browser, in: browsers)
+            cache[rule.browser] = .some(problem)
+            return problem.map { (rule, $0.reason, $0.known) }
+        }
+    }
+
     /// When a rule matches `url` but its browser is a profile held here
     /// (its arguments wait for approval, or cannot be given safely): which
     /// rule, why, and what to do. A click says so even when the default
@@ -135,17 +161,8 @@ extension Replica {
                 ordered.append(RuleVerdict(rule: candidate.rule, outcome: .noMatch(match.explanation)))
                 continue
             }
-            let browser = (try? findBrowser(named: candidate.rule.browser, in: browsers)) ?? nil
-            guard let browser else {
-                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(candidate.rule.browser)' is not known here")))
-                continue
-            }
-            guard browser.browser.enabled else {
-                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped("browser '\(browser.browser.id)' is disabled")))
-                continue
-            }
-            guard browser.isUsable else {
-                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped(Self.unusableReason(browser))))
+            if let problem = browserProblem(candidate.rule.browser, in: browsers) {
+                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .skipped(problem.reason)))
                 continue
             }
             if let winner {

@@ -75,6 +75,30 @@ public final class SyncClient {
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
 
+        /// What `other` did too, as one summary of both (a key change's syncs
+        /// before and after it, told as one).
+        public mutating func add(_ other: Summary) {
+            pushed += other.pushed
+            pulled += other.pulled
+            applied += other.applied
+            requests += other.requests
+            bytesSent += other.bytesSent
+            bytesReceived += other.bytesReceived
+            fullResync = fullResync || other.fullResync
+            relayed += other.relayed
+            problems += other.problems
+            newDeviceID = other.newDeviceID ?? newDeviceID
+            restamped += other.restamped
+            removed += other.removed
+            setAside += other.setAside
+            conflicts += other.conflicts
+            awaitingApproval.merge(other.awaitingApproval) { _, later in later }
+            encryptionStarted = encryptionStarted || other.encryptionStarted
+            encryptionEnded = encryptionEnded || other.encryptionEnded
+            movedForward = movedForward || other.movedForward
+            applyMilliseconds += other.applyMilliseconds
+        }
+
         /// Counts what a pulled page did here.
         mutating func take(_ applied: Replica.AppliedPage) {
             self.applied += applied.changed

@@ -43,6 +43,12 @@ extension PickerWindow {
     func checkPattern() {
         let on = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
+        // The box says what the pattern reaches: this domain, these pages, these files.
+        let words = WindowPicker.Request.rememberLabel(for: text)
+        if String(cString: gtk_check_button_get_label(brsync_check_button(remember))) != "_" + words {
+            gtk_check_button_set_label(brsync_check_button(remember), "_" + words)
+            brsync_accessible_label(remember, words)
+        }
         // A pattern typed with its own from: names its app: the box has no say then, and shows it.
         if let onlyFromApp {
             gtk_widget_set_sensitive(onlyFromApp, on && !WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix) ? 1 : 0)

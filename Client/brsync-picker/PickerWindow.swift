@@ -30,6 +30,8 @@ final class PickerWindow {
     private var hidden: [Int] = []
     private var moved = false
     private let privateButton: Widget
+    private let cancelButton: Widget
+    private let openButton: Widget
     let remember: Widget
     let pattern: Widget
     /// "Only links from APP", when the request names the app.
@@ -90,15 +92,17 @@ final class PickerWindow {
         brsync_accessible_label(list, "Browsers")
         gtk_box_append(brsync_box(outer), list)
 
-        remember = gtk_check_button_new_with_mnemonic("_Remember for this domain")
-        gtk_widget_set_tooltip_text(remember, "Ctrl+R")
-        // (GTK 4.8 names a mnemonic button "_Open Open" for screen readers.)
-        brsync_accessible_label(remember, "Remember for this domain")
-        gtk_box_append(brsync_box(outer), remember)
-        pattern = gtk_entry_new()
         // A suggestion for this link's app (a rule for it decided) shows as
         // the plain pattern with the app's box ticked, as the person would make it.
         let suggested = Self.splitSource(request.suggestedPattern, app: request.fromApp)
+        // Its words follow the pattern (a domain, some pages, files), as it is typed.
+        let rememberWords = WindowPicker.Request.rememberLabel(for: suggested.pattern)
+        remember = gtk_check_button_new_with_mnemonic("_" + rememberWords)
+        gtk_widget_set_tooltip_text(remember, "Ctrl+R")
+        // (GTK 4.8 names a mnemonic button "_Open Open" for screen readers.)
+        brsync_accessible_label(remember, rememberWords)
+        gtk_box_append(brsync_box(outer), remember)
+        pattern = gtk_entry_new()
         gtk_editable_set_text(brsync_editable(pattern), suggested.pattern)
         gtk_widget_set_tooltip_text(pattern, "The pattern remembered (Ctrl+E to edit)")
         brsync_accessible_label(pattern, "Pattern to remember")
@@ -120,10 +124,12 @@ final class PickerWindow {
 
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
-        let cancel = brsync_mnemonic_button("_Cancel")!
+        cancelButton = brsync_mnemonic_button("_Cancel")!
+        let cancel = cancelButton
         privateButton = brsync_mnemonic_button("_Private window")!
         gtk_widget_set_tooltip_text(privateButton, "Open in a private window (Shift+Enter)")
-        let open = brsync_mnemonic_button("_Open")!
+        openButton = brsync_mnemonic_button("_Open")!
+        let open = openButton
         gtk_widget_add_css_class(open, "suggested-action")
         gtk_box_append(brsync_box(buttons), cancel)
         gtk_box_append(brsync_box(buttons), privateButton)
@@ -253,8 +259,10 @@ final class PickerWindow {
     }
 
     func present() {
-        // The default browser first selected: a quick Enter opens what a click with no rule would.
-        let first = positions.firstIndex { request.choices[$0].isDefault } ?? 0
+        // The browser the deciding rule names first selected when the person asked
+        // to choose anyway (the note says so); else the default browser: a quick
+        // Enter opens what a click with no rule would.
+        let first = request.selected.flatMap { positions.firstIndex(of: $0) } ?? positions.firstIndex { request.choices[$0].isDefault } ?? 0
         select(position: first)
         selectionChanged()
         gtk_window_present(brsync_window(window))
@@ -353,6 +361,18 @@ final class PickerWindow {
         say("\(names.joined(separator: ", ")) \(names.count == 1 ? "is" : "are") hidden from the picker once you open a link (\(unhide)).", error: false)
     }
 
+    /// Whether the focus is on a button or a box (Enter is theirs then).
+    var buttonHasFocus: Bool {
+        guard let focus = gtk_window_get_focus(brsync_window(window)) else { return false }
+        return [cancelButton, privateButton, openButton, remember].contains(focus) || onlyFromApp == focus
+    }
+
+    /// Whether the focus is on one of the browsers.
+    var listHasFocus: Bool {
+        guard let focus = gtk_window_get_focus(brsync_window(window)) else { return false }
+        return focus == list || gtk_widget_is_ancestor(focus, list) != 0
+    }
+
     /// Keys the window handles before its widgets; true when handled.
     func keyPressed(_ key: UInt32, control: Bool, shift: Bool, alt: Bool) -> Bool {
         let enter = key == UInt32(GDK_KEY_Return) || key == UInt32(GDK_KEY_KP_Enter) || key == UInt32(GDK_KEY_ISO_Enter)
@@ -377,8 +397,20 @@ final class PickerWindow {
             gtk_check_button_set_active(brsync_check_button(onlyFromApp), active ? 0 : 1)
             return true
         }
+        // Enter on a focused button or box does what it says (GTK activates it): Cancel cancels.
+        if enter && !shift && buttonHasFocus { return false }
         if enter && shift {
             choose(selectedIndex, privately: true)
+            return true
+        }
+        // Up and Down move through the browsers from anywhere (the pattern field
+        // too, which has no lines to move through), never to the buttons.
+        let up = key == UInt32(GDK_KEY_Up) || key == UInt32(GDK_KEY_KP_Up)
+        let down = key == UInt32(GDK_KEY_Down) || key == UInt32(GDK_KEY_KP_Down)
+        if (up || down) && !alt && !control {
+            let from = positions.firstIndex(of: selectedIndex) ?? 0
+            // Into the list from elsewhere: the selected browser first, then on from it.
+            select(position: listHasFocus ? min(max(from + (down ? 1 : -1), 0), positions.count - 1) : from)
             return true
         }
         if patternHasFocus { return false } // typing a pattern: digits are text

@@ -62,10 +62,40 @@ struct DoctorCommand: ParsableCommand {
         var findings = [Finding(check: "replica", state: .ok, detail: replica.home)]
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         findings += browsers(replica, path: path)
+        findings += rules(replica)
         findings += registration(home: home, environment: environment, path: path)
         findings.append(picker(environment: environment, path: path))
         if let held = holdToAsk(home: home, environment: environment) { findings.append(held) }
         findings += sync(replica)
+        return findings
+    }
+
+    /// Rules that decide nothing here because of their browser: one naming a
+    /// browser that is gone (`browsers rm`) is a problem on every machine;
+    /// one whose browser is disabled or not launchable here is a note (the
+    /// phone's browsers, a profile waiting for approval).
+    static func rules(_ replica: Replica) -> [Finding] {
+        guard let cannot = try? replica.rulesThatCannotDecide(), !cannot.isEmpty else { return [] }
+        func listed(_ some: [(rule: UrlRule, reason: String, known: Bool)]) -> String {
+            some.prefix(5).map { "'\(DisplayText.printable($0.rule.pattern))' -> \(DisplayText.printable($0.rule.browser))" }.joined(separator: ", ")
+                + (some.count > 5 ? ", …" : "")
+        }
+        var findings: [Finding] = []
+        let gone = cannot.filter { !$0.known }
+        if !gone.isEmpty {
+            let names = Set(gone.map(\.rule.browser)).sorted().map { DisplayText.printable($0) }
+            findings.append(Finding(check: "rules", state: .problem,
+                                    detail: "\(gone.count) rule(s) name a browser this replica does not have (\(names.joined(separator: ", "))), so they "
+                                        + "decide nothing and their links go to the next rule or the default browser: \(listed(gone))",
+                                    fix: "add the browser again ('brsync browsers add \(names[0]) --exec COMMAND' or 'brsync browsers detect'), "
+                                        + "or point each rule at another ('brsync rules add PATTERN BROWSER') or remove it ('brsync rules rm PATTERN')"))
+        }
+        let idle = cannot.filter(\.known)
+        if !idle.isEmpty {
+            findings.append(Finding(check: "rules", state: .note,
+                                    detail: "\(idle.count) rule(s) decide nothing on this machine (their browser is disabled or cannot run here): "
+                                        + listed(idle), fix: "'brsync explain URL' says why for a link"))
+        }
         return findings
     }
 
@@ -223,7 +253,10 @@ struct DoctorCommand: ParsableCommand {
         } catch let error as SyncError {
             let fix: String
             switch error {
-            case .unreachable: fix = "check the network and the server; a new certificate authority: brsync remote set \(url) --token-file \(TokenFile.path(home: replica.home)) --ca FILE"
+            case .unreachable(let message) where message.contains(" is not trusted: "):
+                // Only a certificate that does not verify is about the CA; a refused connection or a timeout is not.
+                fix = "if the server has a new certificate authority: brsync remote set \(url) --token-file \(TokenFile.path(home: replica.home)) --ca FILE"
+            case .unreachable: fix = "check that the server runs and that this machine reaches it (the address: brsync remote); nothing is lost meanwhile"
             case .refused(let code, _) where code == .unauthorized || code == .revoked: fix = "ask the server's operator for a join code, then brsync join --replace"
             default: fix = "brsync sync (the message says what else to do)"
             }

@@ -212,14 +212,16 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
         }
         throw error
     }
-    let before = change.before
+    // One summary of the whole change: the syncs before it and the one with the new key.
+    var whole = change.before
+    whole.add(change.after)
     writeToStandardError(done + "\n" + """
-        First this machine synced (pulled \(before.pulled) record(s), \(before.applied) changed here; pushed \(before.pushed) change(s)\
-        \(change.attempts > 1 ? "; \(change.attempts) times, as other machines wrote meanwhile" : "")), so every machine's synced edit is here.
-        The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine kept every record and sent each one, sealed: \(change.after.relayed).
+        First this machine synced\(change.attempts > 1 ? " (\(change.attempts) times, as other machines wrote meanwhile)" : ""), so every \
+        machine's synced edit is here. The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine \
+        kept every record and sent each one sealed (counted below).
 
         """)
-    report(change.after, "sync with the new key", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)
+    report(whole, rotating ? "key rotate" : "key init", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)
 }
 
 /// `brsync key init` on a machine that has a key: after the operator reset

@@ -5,6 +5,7 @@ import SyncClient
 
 // The sync helper: `brsync push|pull|sync …` runs here (see Client/brsync/Brsync.swift).
 signal(SIGPIPE, SIG_IGN)
+Interruption.sayWhatIsKept()
 // brsync marks the helper it starts (so a copy of brsync under this name stops); nothing started from here inherits it.
 unsetenv("BRSYNC_STARTED_HELPER")
 do {

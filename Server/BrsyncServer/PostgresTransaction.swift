@@ -391,9 +391,14 @@ public final class PostgresTransaction: StoreTransaction {
 
     public func devices(account: Int64) throws -> [Store.Device] {
         try connection.query("""
-            SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid
+            SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid,
+                   (SELECT MAX(e.expires_at) FROM enrollments e WHERE e.device_id = d.id AND e.used_at IS NULL)
             FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
-            """, [.integer(account)]) { Self.device($0) }
+            """, [.integer(account)]) { row in
+                var device = Self.device(row)
+                device.joinExpiresMillis = row.int64(9)
+                return device
+            }
     }
 
     public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {

@@ -283,9 +283,14 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.query(
             """
             SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
-                   (SELECT uid FROM accounts WHERE accounts.id = devices.account_id)
+                   (SELECT uid FROM accounts WHERE accounts.id = devices.account_id),
+                   (SELECT MAX(expires_at) FROM enrollments WHERE enrollments.device_id = devices.id AND used_at IS NULL)
             FROM devices WHERE account_id = ? ORDER BY name
-            """, [.integer(account)], Self.device)
+            """, [.integer(account)]) { row in
+                var device = Self.device(row)
+                device.joinExpiresMillis = row.int64(9)
+                return device
+            }
     }
 
     public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {

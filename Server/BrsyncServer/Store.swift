@@ -123,6 +123,9 @@ public enum Store {
         /// The account's own timeline ("" until its first rollback or reset):
         /// clients see the store's epoch followed by it (``Store/epoch(store:account:)``).
         public var accountEpoch = ""
+        /// When the device's unused join code expires (nil when it has none;
+        /// read by ``StoreCore/devices(account:)`` only, for listings).
+        public var joinExpiresMillis: Int64?
 
         public init(id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
                     lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String) {

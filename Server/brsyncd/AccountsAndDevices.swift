@@ -182,13 +182,29 @@ struct DeviceCommand: ParsableCommand {
         func run() throws {
             let devices = try store.open().devices(account: account)
             if devices.isEmpty { print("no devices; add one with 'brsyncd device add \(account) NAME'") }
+            let now = Clock.wallMillis()
             for device in devices {
                 let seen = device.lastSeenMillis.map { Timestamp.iso8601(millis: $0) } ?? "never"
-                print("\(device.name)\t\(device.revoked ? "revoked" : "active")\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)")
+                print("\(device.name)\t\(Self.state(device, now: now))\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)")
             }
         }
     }
+}
 
+extension DeviceCommand.List {
+    /// A device's state in the listing: revoked; made for a join code that
+    /// was never used (waiting, or expired: nothing can sync as it); or active.
+    static func state(_ device: Store.Device, now: Int64) -> String {
+        if device.revoked { return "revoked" }
+        if let expires = device.joinExpiresMillis, device.lastSeenMillis == nil {
+            return expires > now ? "waiting to join (its code works until \(Timestamp.iso8601(millis: expires)))"
+                : "never joined (its code expired \(Timestamp.iso8601(millis: expires)); 'brsyncd device token' with --url makes a new one, 'device revoke' ends it)"
+        }
+        return "active"
+    }
+}
+
+extension DeviceCommand {
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a device's token.")
         @OptionGroup var store: StoreOptions

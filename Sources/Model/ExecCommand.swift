@@ -161,6 +161,31 @@ extension ExecCommand {
     /// - Throws: ``Problem`` when the program cannot be found safely: a
     ///   shell, an `env` option other than `-i`, a `flatpak run` without an
     ///   application id (three dot-separated parts), a `snap run` without a name.
+    /// A Flatpak application id: three dot-separated parts at least
+    /// (org.chromium.Chromium), each of ASCII letters, digits, '_' and '-',
+    /// none starting with a digit, as Flatpak itself requires. Anything else
+    /// (a path, a field code, an option) is no application Flatpak starts.
+    static func isFlatpakApplicationID(_ name: String) -> Bool {
+        let parts = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count >= 3, name.utf8.count <= 255 else { return false }
+        return parts.allSatisfy { part in
+            guard let first = part.first, !(0x30...0x39).contains(first) else { return false }
+            return part.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
+        }
+    }
+
+    /// A snap's name, with an optional instance key (`firefox_work`):
+    /// lowercase ASCII letters, digits, '-' and '_', never starting with '-'.
+    static func isSnapName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, first != UInt8(ascii: "-"), name.utf8.count <= 80 else { return false }
+        return name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
     public func browserProgramIndex() throws(Problem) -> Int {
         /// Whether a program reads `argument` as an option: its first byte is '-'.
         func isOption(_ argument: String) -> Bool { argument.utf8.first == UInt8(ascii: "-") }
@@ -192,9 +217,7 @@ extension ExecCommand {
                 index += 1
                 skipOptions()
                 let name = index < arguments.count ? arguments[index] : ""
-                // A Flatpak application id has three dot-separated parts at least (org.chromium.Chromium).
-                guard !name.isEmpty, !name.utf8.contains(UInt8(ascii: "%")),
-                      program == "snap" || name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).count >= 3 else {
+                guard program == "snap" ? Self.isSnapName(name) : Self.isFlatpakApplicationID(name) else {
                     throw refuse(program == "snap" ? "'snap run' is followed by no snap" : "'flatpak run' is followed by no application id (such as org.chromium.Chromium)")
                 }
                 return index

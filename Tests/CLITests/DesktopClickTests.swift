@@ -297,6 +297,26 @@ import TestSupport
         #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.org/x") == true)
     }
 
+    /// hold-to-ask on a display that closes the connection: the click opens
+    /// the link as the rules say, and says why it did not ask, on stderr and
+    /// (nobody at a terminal) as a notification.
+    @Test func aKeyThatCannotBeReadIsSaidOnTheDesktop() throws {
+        let world = try Self.readyWorld()
+        let closing = try SilentDisplay(hangUp: true)
+        defer { closing.stop() }
+        world.environment["DISPLAY"] = closing.display
+        world.environment["WAYLAND_DISPLAY"] = nil
+        world.environment["XDG_SESSION_TYPE"] = nil
+        #expect(try world.run("hold-to-ask", "shift").status == 0)
+        #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
+        let opened = try world.run("open", "https://decided.example/a")
+        #expect(opened.status == 0 && opened.stderr.contains("hold-to-ask: cannot read the keys held (")
+                && opened.stderr.contains("so the link opens as the rules say"), "\(opened)")
+        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        #expect(world.notified().contains { $0.contains("brsync could not tell whether a key was held") && $0.contains("cannot read the keys held") },
+                "\(world.notified())")
+    }
+
     /// A display that takes the connection and never answers (a frozen X
     /// server): no window or menu is shown there, so the click is not held;
     /// a link a rule decides still opens after `ask-next`; `doctor` says so;

@@ -283,6 +283,9 @@ final class DesktopWorld: @unchecked Sendable {
         terminal.keys("Enter")
         let done = terminal.waitFor("EXIT=")
         #expect(done.contains("EXIT=0") && done.contains("remembered: github.com -> firefox"), "\(done)")
+        // The menu gave way to one line saying what opened.
+        #expect(done.contains("opening https://www.github.com/x in Firefox (firefox), and remembering github.com")
+                && !done.contains("remember for:") && !done.contains("Chrome (chrome)"), "\(done)")
         #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://www.github.com/x") == true)
         // The next open of a matching URL launches without asking.
         let again = try world.run("open", "https://gist.github.com/y")
@@ -300,7 +303,7 @@ final class DesktopWorld: @unchecked Sendable {
         _ = terminal.waitFor("remember for")
         terminal.keys("r", "Escape")
         let text = terminal.waitFor("EXIT=")
-        #expect(text.contains("EXIT=1") && text.contains("cancelled"), "\(text)")
+        #expect(text.contains("EXIT=1") && text.contains("cancelled: nothing opened") && !text.contains("remember for"), "\(text)")
         #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
         #expect(world.launched().isEmpty)
     }

@@ -56,11 +56,63 @@ import TestSupport
         let refused = try run(["doctor"])
         #expect(refused.status == 1 && refused.stdout.contains("PROBLEM server") && refused.stdout.contains("unauthorized")
                 && refused.stdout.contains("brsync join --replace"), "\(refused.stdout)")
+        // A refusal is an answer all the same: the server's clock is known from it.
+        #expect(try run(["sync"]).status != 0)
+        let status = try run(["status"])
+        #expect(!status.stdout.contains("no contact with a server") && status.stdout.contains("clock:     "), "\(status.stdout)")
+        // A certificate this machine does not trust: the fix names the certificate authority.
+        try working.write(toFile: token, atomically: true, encoding: .utf8)
+        try mustRun(["remote", "set", world.url, "--token-file", token, "--system-ca"])
+        let untrusted = try run(["doctor"])
+        #expect(untrusted.status == 1 && untrusted.stdout.contains("is not trusted") && untrusted.stdout.contains("--ca FILE"), "\(untrusted.stdout)")
         // A server that does not answer.
         try working.write(toFile: token, atomically: true, encoding: .utf8)
         try mustRun(["remote", "set", "https://127.0.0.1:9", "--token-file", token, "--system-ca"])
         let unreachable = try run(["doctor", "--json"])
         #expect(unreachable.status == 1 && unreachable.stdout.contains(#""check":"server""#) && unreachable.stdout.contains(#""state":"problem""#)
                 && unreachable.stdout.contains("cannot reach the server"), "\(unreachable.stdout)")
+        // A refused connection is not about certificates.
+        #expect(unreachable.stdout.contains("check that the server runs") && !unreachable.stdout.contains("certificate authority"), "\(unreachable.stdout)")
+    }
+}
+
+extension DoctorTests {
+    /// After `browsers rm`, the rules that still name the browser are
+    /// marked in `rules list`, explained by `explain`, and reported by
+    /// `doctor` (a problem, with the fix); a browser only disabled is a note.
+    @Test func rulesWhoseBrowserIsGoneAreMarkedAndReported() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        try cli.mustSucceed("browsers", "default", "firefox")
+        try cli.mustSucceed("install")
+        try cli.mustSucceed("browsers", "add", "brave", "--exec", "brave %u")
+        try cli.mustSucceed("rules", "add", "x.example", "brave")
+        let before = try cli.run("doctor")
+        #expect(!before.stdout.contains("rules:"), "\(before.stdout)")
+        let removed = try cli.run("browsers", "rm", "brave")
+        #expect(removed.status == 0 && removed.stderr.contains("still name 'brave'"), "\(removed)")
+
+        let list = try cli.run("rules", "list")
+        let line = list.stdout.split(separator: "\n").first { $0.contains("x.example") } ?? ""
+        #expect(line.contains("decides nothing: browser 'brave' is not known here"), "\(list.stdout)")
+        #expect(!(list.stdout.split(separator: "\n").first { $0.contains("github.com") } ?? "").contains("decides nothing"))
+        #expect(list.stdout.contains("1 rule(s) decide nothing here"), "\(list.stdout)")
+
+        let explained = try cli.run("explain", "https://x.example/a")
+        #expect(explained.stdout.contains("decision: firefox (default browser)")
+                && explained.stdout.contains("note: the rule 'x.example' matches, but browser 'brave' is not known here")
+                && explained.stdout.contains("brsync browsers add brave"), "\(explained.stdout)")
+
+        let doctor = try cli.run("doctor")
+        #expect(doctor.status == 1 && doctor.stdout.contains("PROBLEM rules: 1 rule(s) name a browser this replica does not have (brave)")
+                && doctor.stdout.contains("'x.example' -> brave") && doctor.stdout.contains("brsync rules rm PATTERN"), "\(doctor.stdout)")
+        #expect(!doctor.stdout.contains("all is well"))
+
+        // Back again: nothing to say. Disabled: a note, not a problem.
+        try cli.mustSucceed("browsers", "add", "brave", "--exec", "brave %u")
+        try cli.mustSucceed("browsers", "disable", "brave")
+        let disabled = try cli.run("doctor")
+        #expect(disabled.stdout.contains("note    rules: 1 rule(s) decide nothing on this machine") && !disabled.stdout.contains("PROBLEM rules"),
+                "\(disabled.stdout)")
     }
 }

@@ -317,8 +317,12 @@ extension EncryptionTests {
         let initialised = try world.run(laptop, ["key", "init"])
         #expect(initialised.status == 0, "\(initialised)")
         let code = try #require(Self.recoveryCode(initialised.stdout))
-        #expect(initialised.stderr.contains("First this machine synced (pulled ") && initialised.stderr.contains("kept every record and sent each one, sealed: "),
-                "\(initialised)")
+        #expect(initialised.stderr.contains("First this machine synced, so every machine's synced edit is here"), "\(initialised)")
+        // One summary of the whole change, on standard output: the desktop's rule pulled first, then every record sent sealed.
+        let summaries = initialised.stdout.split(separator: "\n").filter { $0.contains("pushed") || $0.contains("pulled") }
+        #expect(summaries.count == 1 && !initialised.stderr.contains("pulled"), "\(initialised)")
+        #expect(summaries.first?.hasPrefix("key init: pushed ") == true && summaries.first?.contains(" changed here, ") == true
+                && summaries.first?.contains("record(s) this machine held sent sealed") == true, "\(initialised)")
         #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("desktop.example"))
         #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n").status == 0)
         // The laptop's earlier device id is shown as the laptop, not as another device.

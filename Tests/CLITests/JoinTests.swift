@@ -164,6 +164,18 @@ extension EncryptionTests {
         #expect(timed.status == 0 && timed.stdout.contains("within 2 hour(s)"), "\(timed)")
         let relisted = try ProcessRunner.run(world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
         #expect(!relisted.stdout.contains("half") && relisted.stdout.contains("timed"), "\(relisted)")
+        // A code not used yet is said so, and so is one that expired unused (nothing can sync as that device).
+        func line(_ listing: ProcessResult, _ name: String) -> String {
+            String(listing.stdout.split(separator: "\n").first { $0.hasPrefix(name + "\t") } ?? "")
+        }
+        #expect(line(relisted, "timed").contains("\twaiting to join (its code works until "), "\(relisted)")
+        #expect(line(relisted, "tablet").contains("\tactive\t"), "\(relisted)")
+        if world.db.hasSuffix(".sqlite"), FileManager.default.fileExists(atPath: world.db) {
+            let database = try Database(path: world.db)
+            try database.run("UPDATE enrollments SET expires_at = 1000 WHERE device_id = (SELECT id FROM devices WHERE name = 'timed')")
+            let expired = try ProcessRunner.run(world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
+            #expect(line(expired, "timed").contains("\tnever joined (its code expired 1970-01-01T00:00:01"), "\(expired)")
+        }
         // A new code for the tablet: its machine's token stops working, the new code joins a new home.
         let renewed = try ProcessRunner.run(world.brsyncd, ["device", "token", "alice", "tablet", "--url", world.url, "--ca", world.directory.file("ca.pem")]
                                             + world.storeArguments, environment: world.storeEnvironment)

@@ -109,6 +109,42 @@ import TestSupport
                 "\(session.world.launched())")
     }
 
+    /// The keys as a person uses them after Ctrl+E: Down and Up move
+    /// through the browsers (not to the buttons); Enter on a focused button
+    /// does what it says: Cancel cancels, and nothing is remembered.
+    @Test func arrowsMoveThroughTheBrowsersAndEnterOnAButtonDoesWhatItSays() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        let before = try session.rules()
+        let (cancelled, window) = try session.ask(["pick", "https://example.org/keys"])
+        try session.press(window, "ctrl+e", "Tab", "Return") // the pattern field, then Cancel
+        #expect(cancelled.wait(timeout: 20) == 1, "\(cancelled.text)")
+        #expect(cancelled.text.contains("cancelled; nothing opened"), "\(cancelled.text)")
+        usleep(200_000)
+        #expect(try session.world.launched().isEmpty && session.rules() == before)
+        // From the pattern field, Down reaches the browsers (the default, Firefox, selected), Up the one above it.
+        let (chosen, second) = try session.ask(["pick", "https://example.org/keys"])
+        try session.press(second, "ctrl+e", "Down", "Up", "Return")
+        #expect(chosen.wait(timeout: 20) == 0, "\(chosen.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/keys") == true,
+                "\(session.world.launched())")
+        #expect(chosen.text.contains("remembered: example.org -> chrome"), "Ctrl+E asked to remember: \(chosen.text)")
+    }
+
+    /// Asked to choose although a rule decides (ask-next): the rule's
+    /// browser is selected, not the default, so Enter opens what the rule says.
+    @Test func askingAnywaySelectsTheRulesBrowser() throws {
+        guard Self.ready() else { return }
+        let session = try Session()
+        #expect(try session.world.run("rules", "add", "decided.example", "chrome").status == 0)
+        #expect(try session.world.run("ask-next").status == 0)
+        let (process, window) = try session.ask(["open", "https://decided.example/a"])
+        try session.press(window, "Return")
+        #expect(process.wait(timeout: 20) == 0, "\(process.text)")
+        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true,
+                "\(session.world.launched())")
+    }
+
     @Test func escapeOpensNothingAndChangesNothing() throws {
         guard Self.ready() else { return }
         let session = try Session()
@@ -235,6 +271,7 @@ import TestSupport
         }
         #expect(!nodes.contains { $0["role"]?.stringValue == "image" }, "icons are decorative")
         #expect(run.stdout.contains(#""notRemembered":"it contains whitespace"#) && run.stdout.contains("EXIT 0"), "\(run.stdout)")
+        #expect(run.stdout.contains("RENAMED Remember"), "\(run.stdout)")
     }
 
     /// At 1.5× text (Xft.dpi 144, as a desktop's large-text setting sets it)

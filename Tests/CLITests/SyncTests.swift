@@ -262,6 +262,42 @@ final class CLIWorld: @unchecked Sendable {
         #expect(rules.contains("a.example") && rules.contains("b.example"), "\(rules)")
     }
 
+    /// Ctrl-C during a sync (here: waiting on a server that took the
+    /// connection and never answers) says in one line that nothing is lost,
+    /// exits as interrupted, and the next sync sends everything.
+    @Test func anInterruptedSyncSaysNothingIsLost() throws {
+        let world = try CLIWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["rules", "add", "a.example", "firefox"])
+        // A listener that never accepts: the kernel completes the connection, nobody answers.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 4) == 0
+                && getsockname(listener, $0, &length) == 0 }
+        }
+        #expect(bound)
+        let silent = "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let token = laptop + "/token"
+        try world.mustRun(laptop, ["remote", "set", silent, "--token-file", token, "--ca", world.directory.file("ca.pem")])
+        let sync = try BackgroundProcess(world.brsync, ["sync"], environment: ["BRSYNC_HOME": laptop])
+        // Interrupted once it is waiting for the server (its connection is queued on the listener).
+        var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&waiting, 1, 20_000) == 1, "the sync connected")
+        sync.signal(SIGINT)
+        let status = sync.wait(timeout: 20)
+        #expect(status == 128 + SIGINT && sync.text.contains("brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped"),
+                "\(String(describing: status)) \(sync.text)")
+        try world.mustRun(laptop, ["remote", "set", world.url, "--token-file", token, "--ca", world.directory.file("ca.pem")])
+        let next = try world.run(laptop, ["sync", "--json"])
+        #expect(next.status == 0 && next.stdout.contains(#""pushed":2"#), "\(next)")
+    }
+
     /// A mistyped token given to `remote set` does not cost the one that
     /// worked: it is kept, and the refused sync says where and how to put it back.
     @Test func aMistypedTokenKeepsTheOneThatWorked() throws {

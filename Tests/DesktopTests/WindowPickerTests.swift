@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Testing
 import TestSupport
 @testable import Desktop
@@ -20,6 +21,15 @@ import TestSupport
         var badApp = fromApp.json
         if case .object(var object) = badApp { object["fromApp"] = .string("no/app"); badApp = .object(object) }
         #expect(throws: WindowPicker.Problem.self) { try WindowPicker.Request(parsing: badApp.jsonText) }
+        // The browser selected first: an index of the choices, or none.
+        var selected = request
+        selected.selected = 2
+        #expect(try WindowPicker.Request(parsing: selected.json.jsonText) == selected)
+        for bad: JSONValue in [.int(3), .int(-1), .string("1"), .bool(true)] {
+            guard case .object(var object) = request.json else { continue }
+            object["selected"] = bad
+            #expect(throws: WindowPicker.Problem.self) { try WindowPicker.Request(parsing: JSONValue.object(object).jsonText) }
+        }
         let answer = WindowPicker.Answer(choice: 2, remember: "example.org", privateWindow: true, order: [2, 0], hidden: [1])
         #expect(try WindowPicker.Answer(parsing: answer.json.jsonText, request: request) == answer)
         // An older window's answer (no private window, order or hidden): a plain choice.
@@ -45,6 +55,17 @@ import TestSupport
         } throws: { error in
             "\(error)".contains(reason)
         }
+    }
+
+    /// The "Remember" box's words follow what the pattern reaches.
+    @Test(arguments: [
+        ("example.org", "Remember for this domain"), ("*.example.org", "Remember for this domain"),
+        ("github.com/acme/*", "Remember for these pages"), ("example.org:8443", "Remember for these pages"),
+        ("example.org/?q=*", "Remember for these pages"), ("file:///home/me/notes/**", "Remember for these files"),
+        ("from:org.gnome.Evolution example.org", "Remember for this domain"), ("a b", "Remember"), ("", "Remember"),
+    ])
+    func theRememberBoxSaysWhatThePatternReaches(pattern: String, label: String) {
+        #expect(WindowPicker.Request.rememberLabel(for: pattern) == label)
     }
 
     @Test func anInvalidPatternInAnAnswerIsNotRemembered() throws {

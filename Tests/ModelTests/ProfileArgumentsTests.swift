@@ -116,6 +116,12 @@ import Testing
         ("flatpak run --command firefox org.mozilla.firefox %u", "no application id"),
         ("flatpak run %u", "no application id"),
         ("snap run", "no snap"),
+        // Found by the fuzzer: an "application id" that is a path ending in a launcher.
+        ("flatpak run --command=chromium org.c(((com/l.https://www.news.exame..k/a/env x", "no application id"),
+        ("flatpak run org..mozilla.firefox %u", "no application id"),
+        ("flatpak run org.mozilla.1firefox %u", "no application id"),
+        ("snap run ../bin/sh %u", "no snap"),
+        ("snap run Firefox %u", "no snap"),
         ("flatpak list", "without 'run'"),
         ("snap info firefox", "without 'run'"),
     ])

@@ -42,7 +42,7 @@ import TestSupport
         #expect(verdicts.map(\.outcome) == [
             .skipped("browser 'brave' has no launch command on this machine"),
             .skipped("browser 'chrome' is disabled"),
-            .skipped("browser 'firefox' is not known here"),
+            .skipped("browser 'firefox' is not known here (removed, or never added)"),
         ])
     }
 
@@ -129,6 +129,24 @@ import TestSupport
         #expect(try encoder.encode(b.replica.export()) == encoder.encode(exported))
         // Importing the same again changes nothing.
         #expect(try b.replica.importDocument(exported) == Replica.ImportSummary())
+    }
+
+    /// A rule imported without its time is made at the import (not in
+    /// 1970); importing it again keeps the time it got; a time given is kept.
+    @Test func anImportedRuleWithoutItsTimeIsMadeNow() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        let document = try JSONDecoder().decode(ExportDocument.self, from: Data(#"""
+            {"rules": [{"pattern": "no-time.example", "browser": "firefox"},
+                       {"pattern": "timed.example", "browser": "firefox", "createdAt": "2026-01-02T03:04:05.000Z"}]}
+            """#.utf8))
+        _ = try fixture.replica.importDocument(document)
+        let made = try #require(try fixture.replica.rules().first { $0.pattern == "no-time.example" }).createdAtMillis
+        #expect(made == fixture.wallMillis)
+        fixture.wallMillis += 60_000
+        #expect(try fixture.replica.rules().first { $0.pattern == "timed.example" }?.createdAtMillis == 1_767_323_045_000)
+        #expect(try fixture.replica.importDocument(document) == Replica.ImportSummary(), "again: nothing changes")
+        #expect(try fixture.replica.rules().first { $0.pattern == "no-time.example" }?.createdAtMillis == made)
     }
 
     @Test func anInvalidRecordImportsNothing() throws {

@@ -124,6 +124,9 @@ def main():
         if not pattern.get_editable_text_iface().set_text_contents("bad pattern"):
             print("ERROR the pattern field took no text", flush=True)
             sys.exit(3)
+        # The box's words follow the pattern: a pattern that is none reaches nothing to name.
+        wait_for(lambda: find(window, "check box", "Remember"), 10, "the box renamed for the pattern typed")
+        print("RENAMED Remember", flush=True)
         find(window, "push button", "Open").do_action(0)
         process.wait(timeout=10)
         output = process.stdout.read()

@@ -288,7 +288,7 @@ import TestSupport
         // The administration commands, pointed at the dev store, as printed.
         let store = try process.waitFor(#"brsyncd device list dev --db (\S+)"#)
         let listed = try ProcessRunner.run(binary, ["device", "list", "dev", "--db", store])
-        #expect(listed.status == 0 && listed.stdout.contains("laptop") && listed.stdout.contains("machine-2"), "\(listed)")
+        #expect(listed.status == 0 && listed.stdout.contains("laptop\tactive") && listed.stdout.contains("machine-2\twaiting to join"), "\(listed)")
         #expect(process.stop(signal: SIGINT) == 0)
 
         // Restarted: the paired machine keeps its token; the unused code's device is offered again.

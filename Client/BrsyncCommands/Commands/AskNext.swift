@@ -142,20 +142,23 @@ public struct HoldToAsk: ParsableCommand {
     /// Whether the key is held now, when one is chosen and this session's
     /// keys can be read. Nothing here stops a click: a setting that does not
     /// read, or keys that cannot be read, is warned about and counts as not held.
-    static func isHeld(home: String, environment: [String: String]) -> HeldKeys.Modifier? {
+    /// - Parameter warn: told when the key is set but the keys cannot be read
+    ///   (a display that closes the connection or does not answer): the click
+    ///   goes on as the rules say, and the person must learn why it did not ask.
+    static func isHeld(home: String, environment: [String: String], warn: (String) -> Void = { ExitStatus.warn($0) }) -> HeldKeys.Modifier? {
         let modifier: HeldKeys.Modifier
         do {
             guard let chosen = try chosen(home: home) else { return nil }
             modifier = chosen
         } catch {
-            ExitStatus.warn(Failures.message(of: error))
+            warn(Failures.message(of: error))
             return nil
         }
         if HeldKeys.unreadable(environment: environment) != nil { return nil } // Wayland, no display: said by hold-to-ask and doctor
         do throws(HeldKeys.Failure) {
             return try HeldKeys.held(environment: environment).contains(modifier) ? modifier : nil
         } catch {
-            ExitStatus.warn("hold-to-ask: cannot read the keys: \(error)")
+            warn("hold-to-ask: cannot read the keys held (\(error)), so the link opens as the rules say")
             return nil
         }
     }

@@ -88,8 +88,9 @@ public struct Pick: ParsableCommand {
     ///   - why: when a rule decided and its browser did not start, what happened (shown in the picker and in messages).
     ///   - suggestedPattern: the pattern "remember" offers (a rule's own, to replace it); else the suggested one.
     ///   - fromApp: the app the link came from, when known ("remember" can be for its links only).
+    ///   - preselect: the browser selected first (the deciding rule's, when the person asked to choose anyway); else the default.
     static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, suggestedPattern: String? = nil,
-                    fromApp: String? = nil, environment: [String: String]) throws -> Answer {
+                    fromApp: String? = nil, preselect: String? = nil, environment: [String: String]) throws -> Answer {
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         var excluded = failed.map { [$0] } ?? []
         var note = why
@@ -104,8 +105,8 @@ public struct Pick: ParsableCommand {
                 return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
                                     : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
             }
-            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, fromApp: fromApp, path: path,
-                               environment: environment) {
+            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, fromApp: fromApp,
+                               preselect: preselect, path: path, environment: environment) {
             case .answered(let answer): return answer
             case .didNotStart(let browser, let failure):
                 // Asked again without it (and what shares its program).
@@ -144,8 +145,12 @@ public struct Pick: ParsableCommand {
         case didNotStart(LocalBrowser, CLIFailure)
     }
 
-    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why: String?, suggestedPattern: String?,
-                                fromApp: String? = nil, path: [String], environment: [String: String]) throws -> Round {
+    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why given: String?, suggestedPattern: String?,
+                                fromApp: String? = nil, preselect: String? = nil, path: [String], environment: [String: String]) throws -> Round {
+        // The browser selected first: the one asked for (said in the note, so Enter is no surprise), else the default.
+        let preselected = preselect.flatMap { id in usable.firstIndex { $0.browser.id == id } }
+        let selected = preselected ?? usable.firstIndex(where: \.isDefault) ?? 0
+        let why = preselected == nil ? given : given.map { "\($0) (selected: Enter opens it there)" }
         // Made when first needed: the window starts before it (loading the
         // Public Suffix List overlaps with GTK's start-up).
         var suggested = suggestedPattern
@@ -161,7 +166,7 @@ public struct Pick: ParsableCommand {
         var notRemembered: String?
         var windowAnswer: WindowPicker.Answer?
         if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
-                                                                  selected: usable.firstIndex(where: \.isDefault) ?? 0, note: why) {
+                                                                  selected: selected, note: why) {
             outcome = chosen
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
@@ -203,7 +208,7 @@ public struct Pick: ParsableCommand {
                 case .window(let program):
                     let answer = WindowPicker.run(program) {
                         WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion(),
-                                             note: why, fromApp: fromApp)
+                                             note: why, fromApp: fromApp, selected: preselected)
                     }
                     switch answer {
                     case .chosen(let answer):

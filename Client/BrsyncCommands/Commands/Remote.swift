@@ -216,7 +216,7 @@ public struct Status: ParsableCommand {
                 + (service ? "'systemctl --user restart brsync-watch'" : "stop it and start 'brsync watch' again")
             : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
         print("watch:     \(watchText)")
-        print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.epoch != nil))")
+        print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.clockKnown || state.epoch != nil))")
         if !state.problem.isEmpty {
             print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
         }

@@ -111,7 +111,9 @@ public struct Explain: ParsableCommand {
 
     public func run() throws {
         let url = try NormalizedURL.argument(url)
-        let (resolution, verdicts) = try global.openReplica().explain(url, from: Resolve.checkedApp(fromApp))
+        let replica = try global.openReplica()
+        let source = try Resolve.checkedApp(fromApp)
+        let (resolution, verdicts) = try replica.explain(url, from: source)
         if json {
             guard case .object(var object) = Resolve.json(resolution) else { return }
             object["rules"] = .array(verdicts.map { verdict in
@@ -150,6 +152,11 @@ public struct Explain: ParsableCommand {
         case .rule: print("decision: \(resolution.browser?.browser.id ?? "?") by rule \(resolution.rule?.pattern ?? "?")")
         case .defaultBrowser: print("decision: \(resolution.browser?.browser.id ?? "?") (default browser)")
         case .none: print("decision: none; a picker would ask")
+        }
+        // A matching rule passed over for its browser: which, and what fixes it.
+        if verdicts.contains(where: { if case .skipped(let why) = $0.outcome { why.hasPrefix("browser '") } else { false } }),
+           let why = try replica.whyUndecided(url, from: source) {
+            print("note: \(why)")
         }
         if let browser = resolution.browser {
             if resolution.rule?.keepsTracking == true, !resolution.cleanup.removed.isEmpty {

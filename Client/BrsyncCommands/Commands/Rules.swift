@@ -20,7 +20,8 @@ public struct RulesCommand: ParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         public func run() throws {
-            let rules = try global.openReplica().rules()
+            let replica = try global.openReplica()
+            let rules = try replica.rules()
             if json {
                 try Output.json(encoding: rules)
                 return
@@ -29,11 +30,21 @@ public struct RulesCommand: ParsableCommand {
                 print("no rules yet; add one with 'brsync rules add PATTERN BROWSER'")
                 return
             }
-            let notes = rules.contains(where: \.keepsTracking)
-            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"] + (notes ? ["NOTES"] : []), rules.map {
-                [String($0.priority), $0.pattern, $0.browser, Timestamp.iso8601(millis: $0.createdAtMillis)]
-                    + (notes ? [$0.keepsTracking ? "keeps tracking parameters" : ""] : [])
+            // A rule whose browser cannot open links here decides nothing: said on its line, and how many below.
+            var cannot: [String: String] = [:]
+            for (rule, reason, _) in try replica.rulesThatCannotDecide(among: rules) { cannot[rule.pattern] = "decides nothing: \(reason)" }
+            let notes = rules.map { rule in
+                ([cannot[rule.pattern]] + [rule.keepsTracking ? "keeps tracking parameters" : nil]).compactMap { $0 }.joined(separator: "; ")
+            }
+            let anyNotes = notes.contains { !$0.isEmpty }
+            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"] + (anyNotes ? ["NOTES"] : []), zip(rules, notes).map { rule, note in
+                [String(rule.priority), rule.pattern, rule.browser, rule.createdAtMillis == 0 ? "-" : Timestamp.iso8601(millis: rule.createdAtMillis)]
+                    + (anyNotes ? [note] : [])
             })
+            if !cannot.isEmpty {
+                print("\(cannot.count) rule(s) decide nothing here: the links they match go to the next rule, or the default browser "
+                      + "('brsync doctor' says how to fix it)")
+            }
         }
     }
 

@@ -39,6 +39,22 @@ public struct Pattern: Sendable, Hashable {
 
     /// Whether the host part has no wildcard.
     public var hasExactHost: Bool { hostGlob == nil }
+
+    /// What a pattern reaches, as a person would say it (the picker's
+    /// "Remember for this domain", "… these pages", "… these files").
+    public enum Reach: Sendable, Equatable {
+        /// Local files (`file://…`).
+        case files
+        /// A site: a host (with its subdomains), nothing else named.
+        case site
+        /// Some pages of a site: a path, port, query or fragment is named.
+        case pages
+    }
+
+    public var reach: Reach {
+        if scheme == "file" { return .files }
+        return isHostOnly && port == nil && !includesQuery && !includesFragment ? .site : .pages
+    }
     /// Literal (non-wildcard) characters in host and path: more is more specific.
     public let literalLength: Int
     /// A label suffix that every host this pattern matches ends with (at a label
