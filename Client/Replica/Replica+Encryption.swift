@@ -29,6 +29,13 @@ extension Replica {
         /// Keys this machine saw the account rotated away from: nothing is
         /// ever sealed with them again (a key added later replaces them).
         public var retiredKeyIDs: Set<String>
+        /// The key this machine asked the server for itself, last
+        /// (``noteKeyMadeHere(_:)``).
+        public var keyMadeHere: String?
+        /// The retired key whose records this machine, which learned of the
+        /// rotation late, has yet to check against the new key's account
+        /// (``setAsideUnvouched(reference:why:)``); nothing leaves it until then.
+        public var vouchPending: String?
     }
 
     public func encryptionState() throws -> EncryptionState {
@@ -38,7 +45,8 @@ extension Replica {
         return EncryptionState(keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
                                relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
                                resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
-                               retiredKeyIDs: Set((try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)))
+                               retiredKeyIDs: Set((try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)),
+                               keyMadeHere: try meta("e2e_made_here"), vouchPending: try meta("e2e_vouch"))
     }
 
     /// Marks that the account is end-to-end encrypted while this machine has
@@ -79,8 +87,24 @@ extension Replica {
     /// Chains computed over readable changes are forgotten.
     /// - Returns: the new device id.
     @discardableResult
-    public func beginEncryptedSync(keyID: String) throws -> String {
-        try startOverOnServer(keyID: keyID)
+    /// - Parameter vouchingFor: the key this replica synced with until now,
+    ///   when the account was rotated away from it on another machine (this
+    ///   machine learned of the rotation late): what it took in with that
+    ///   key is checked against the new key's account before anything is
+    ///   relayed (``setAsideUnvouched(reference:why:)``).
+    public func beginEncryptedSync(keyID: String, vouchingFor retired: String? = nil) throws -> String {
+        try transaction {
+            let id = try startOverOnServer(keyID: keyID)
+            try setMeta("e2e_vouch", retired)
+            return id
+        }
+    }
+
+    /// Notes that this machine asks the server for the key `keyID` itself
+    /// (`brsync key init` or `rotate`): when it starts syncing with it, what
+    /// it holds is what it sealed again, nothing to vouch for.
+    public func noteKeyMadeHere(_ keyID: String) throws {
+        try transaction { try setMeta("e2e_made_here", keyID) }
     }
 
     /// Stops syncing with a key (`brsync key forget`): the same fresh start
@@ -106,6 +130,7 @@ extension Replica {
             // Syncing with a key, the machine seals everything; without one
             // (`key forget`), the user said the account is readable now.
             try setMeta("e2e_seen", nil)
+            try setMeta("e2e_vouch", nil)
             try setMeta("relay_all", Self.switchRelay)
             return id
         }
@@ -146,6 +171,36 @@ extension Replica {
             let all = (certificates + (try keyCertificates())).filter { seen.insert($0).inserted }.prefix(KeyCertificate.maxChain)
             try setSetting(Self.keyCertificatesSetting, JSONValue.array(all.map(\.json)).jsonText)
         }
+    }
+
+    /// The settings, one per key, that say a machine found the account on a
+    /// server restored from before a rotation, still sealed with that key,
+    /// and moved it forward (sealed like any setting, so only a holder of a
+    /// newer key writes one). Only then can a machine that synced with that
+    /// key hold writes made with it after the rotation (without a restore,
+    /// the server refused them): one that learns of the rotation late checks
+    /// what it holds (``setAsideUnvouched(reference:why:)``) when the key it
+    /// synced with is named here.
+    static let movedForwardPrefix = "account_key_moved_forward/"
+
+    /// Whether a machine moved a restored server forward from `keyID` (see ``movedForwardPrefix``).
+    public func wasMovedForward(from keyID: String) throws -> Bool {
+        try setting(Self.movedForwardPrefix + keyID) != nil
+    }
+
+    /// Notes that this machine moved a restored server forward from `keyID`,
+    /// a synced edit. - Returns: the setting's key, to send at once.
+    @discardableResult
+    public func recordMovedForward(from keyID: String) throws -> String {
+        let name = Self.movedForwardPrefix + keyID
+        try transaction { if try setting(name) == nil { try setSetting(name, "1") } }
+        return name
+    }
+
+    /// The pending check of a machine that learned of a rotation late is not
+    /// needed: no server was restored from before the rotation (``wasMovedForward(from:)``).
+    public func clearVouch() throws {
+        try transaction { try setMeta("e2e_vouch", nil) }
     }
 
     /// The setting that lists the ids of the keys rotations replaced (sealed

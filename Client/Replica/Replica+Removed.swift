@@ -74,6 +74,81 @@ extension Replica {
         }
     }
 
+    /// A machine that learns of a rotation late (it synced with the old key,
+    /// maybe with a server restored from before the rotation, and its user
+    /// added the new code) checks what it holds against `reference`, the
+    /// new key's account, pulled whole: every value another device wrote
+    /// that the account does not hold (at that stamp or a newer one) was
+    /// taken in with the retired key after the rotation (by a machine
+    /// offline across it, or one that kept the old key) and is set aside:
+    /// the value goes back to the account's, or to this machine's own newest
+    /// write of it, or leaves (a record nobody vouches for leaves whole),
+    /// and what was taken out is kept in `removed` with `why` (the writer's
+    /// device id given), restorable. This machine's own writes (its change
+    /// log) always stay: they go up with the new key. An honest writer's
+    /// value comes back when that machine sends it with the new key (its
+    /// stamp is newer than what is left here). Clears the pending vouch
+    /// (``EncryptionState/vouchPending``). One transaction.
+    /// - Parameter reference: the account's records by `collection/key`.
+    public func setAsideUnvouched(reference: [String: RecordState], why: (_ writer: String) -> String) throws -> [RemovedRecord] {
+        try transaction {
+            // This machine's own writes: the newest of each field in its change log.
+            var own: [String: [String: StampedValue]] = [:]
+            var ownDevices = Set<String>()
+            let local = try database.query("SELECT collection, key, fields, versions, device FROM changes WHERE kind = 'local'") { row in
+                (id: "\(row.string(0) ?? "")/\(row.string(1) ?? "")", device: row.string(4) ?? "",
+                 state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}"))
+            }
+            for change in local {
+                ownDevices.insert(change.device)
+                for (name, register) in change.state.fields {
+                    if let known = own[change.id]?[name], !register.wins(over: known) { continue }
+                    own[change.id, default: [:]][name] = register
+                }
+            }
+            let held = try database.query("SELECT collection, key, fields, versions FROM records ORDER BY collection, key") { row in
+                (collection: row.string(0) ?? "", key: row.string(1) ?? "",
+                 state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}"))
+            }
+            var setAside: [RemovedRecord] = []
+            for record in held {
+                guard let collection = RecordCollection(rawValue: record.collection) else { continue }
+                let id = "\(record.collection)/\(record.key)"
+                let account = reference[id] ?? RecordState()
+                var kept = record.state
+                var taken: [String: StampedValue] = [:]
+                for (name, register) in record.state.fields {
+                    if let theirs = account.fields[name], theirs == register || theirs.wins(over: register) { continue }
+                    if own[id]?[name] == register { continue }
+                    taken[name] = register
+                    let candidates = [account.fields[name], own[id]?[name]].compactMap { $0 }
+                    kept.fields[name] = candidates.max { $1.wins(over: $0) }
+                }
+                guard !taken.isEmpty else { continue }
+                kept.versions = account.versions.merged(with: VersionVector(record.state.versions.counters.filter { ownDevices.contains($0.key) }))
+                if kept.fields.isEmpty || Wire.problem(state: kept) != nil || Self.problem(of: collection, key: record.key, state: kept) != nil {
+                    if account.fields.isEmpty {
+                        try database.run("DELETE FROM records WHERE collection = ? AND key = ?", [.text(record.collection), .text(record.key)])
+                    } else {
+                        try storeMerged(collection, key: record.key, state: account)
+                    }
+                } else {
+                    try storeMerged(collection, key: record.key, state: kept)
+                }
+                let writer = taken.values.max { $1.wins(over: $0) }?.stamp.device ?? ""
+                let reason = why(writer)
+                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
+                                 [.text(record.collection), .text(record.key), .text(RecordState.encodeFields(taken)),
+                                  .text(RecordState.encodeVersions(record.state.versions)), .integer(currentMillis), .text(reason)])
+                var removed = RemovedRecord(id: database.lastInsertRowID, collection: record.collection, key: record.key)
+                removed.why = reason
+                setAside.append(removed)
+            }
+            try setMeta("e2e_vouch", nil)
+            return setAside
+        }
+    }
+
     /// Whether what was set aside (``RemovedRecord/why``) is in the replica
     /// by now: each of its values held at its stamp or a newer one (it
     /// arrived from another machine, or was restored).

@@ -50,7 +50,11 @@ extension SyncClient {
         let state = try replica.encryptionState()
         if cipher == nil, state.sawEncrypted { throw SyncError.stopped(code: .keyNeeded, message: Self.waitingForKeyMessage) }
         if let keyID, state.retiredKeyIDs.contains(keyID) { throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage) }
+        if state.vouchPending != nil { throw SyncError.stopped(code: .keyRotated, message: Self.vouchFirstMessage) }
     }
+
+    static let vouchFirstMessage = "this machine has yet to check what it took in with the retired account key against the new "
+        + "key's account (nothing was sent): run 'brsync sync'"
 
     /// Takes in what a refusal says about the account for good: encrypted
     /// (for a machine without a key), or this machine's key retired.
@@ -105,7 +109,11 @@ extension SyncClient {
         if try replica.encryptionState().resetNoted { try checkStillReset() }
         let replicaKeyID = try replica.encryptionState().keyID
         if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
-            summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID)
+            // Synced with another key until now, and this machine did not ask
+            // for this one: it learned of a rotation made elsewhere, late.
+            let madeHere = try replica.encryptionState().keyMadeHere
+            let late = replicaKeyID != nil && madeHere != keyID
+            summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID, vouchingFor: late ? replicaKeyID : nil)
             summary.encryptionStarted = true
         } else if SessionRules.endsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
             summary.newDeviceID = try replica.endEncryptedSync()
@@ -117,6 +125,15 @@ extension SyncClient {
         if relay.encryptWith != nil, let accountKey {
             let account = try encryptAccount(with: accountKey)
             if account.key != accountKey.id { try moveAccountForward(from: account.key) }
+        }
+        if let retired = try replica.encryptionState().vouchPending, let accountKey {
+            try vouch(retired: retired, key: accountKey, movedHere: movedForwardFrom != nil)
+        }
+        // Said first, so a machine that learns of the rotation late knows at
+        // once that writes with the old key may have been made since.
+        if let movedFrom = movedForwardFrom {
+            try self.relay(try replica.wholeRecords([(.settings, try replica.recordMovedForward(from: movedFrom))]))
+            movedForwardFrom = nil
         }
         try relayEverything(skippingOwnUnpushed: relay.skippingOwnUnpushed)
         try replica.finishFullRelay()
@@ -232,7 +249,11 @@ extension SyncClient {
                 continue
             }
         }
-        try replica.requireFullRelay()
+        try replica.transaction {
+            try replica.recordMovedForward(from: serverKeyID)
+            try replica.requireFullRelay()
+        }
+        movedForwardFrom = serverKeyID
         summary.movedForward = true
     }
 
@@ -242,7 +263,40 @@ extension SyncClient {
     /// With no key, the account must be readable (after the operator reset
     /// its encryption: what machines without a key sent since is kept
     /// before the account is encrypted again).
-    func takeInEverything(sealedWith key: AccountKey?) throws -> Int64 {
+    /// A machine that learned of a rotation late may have taken in, with
+    /// the old key, what a server restored from before the rotation held: a
+    /// revoked device's writes too, which it cannot tell from anyone's.
+    /// Before it relays anything with the new key, it pulls the new key's
+    /// account whole (every holder of the new key pulled what the rotation
+    /// sealed again). When a machine moved a restored server forward from
+    /// the old key (``Replica/wasMovedForward(from:)``: this one, now, or
+    /// another, said in the account), it sets aside what another device
+    /// wrote that the account does not hold
+    /// (``Replica/setAsideUnvouched(reference:why:)``): its own edits stay
+    /// and go up; an honest machine's come back when that machine adds the
+    /// new code. Without a restore the server refused every write with the
+    /// old key after the rotation: what it holds is older, and goes up whole
+    /// (a rotation killed before it sent everything again loses nothing).
+    func vouch(retired: String, key: AccountKey, movedHere: Bool) throws {
+        var reference: [String: RecordState] = [:]
+        _ = try takeInEverything(sealedWith: key, retired: false) { change in
+            reference["\(change.collection.rawValue)/\(change.key)"] = change.state
+        }
+        guard try movedHere || replica.wasMovedForward(from: retired) else { return try replica.clearVouch() }
+        let names = try replica.deviceNames()
+        summary.setAside += try replica.setAsideUnvouched(reference: reference) { writer in
+            "taken in with the retired account key \(retired) after the account moved on from it (this machine learned of the "
+                + "rotation late), written by \(writer.isEmpty ? "an unknown device" : names.display(writer)) (a machine offline across "
+                + "the rotation, or one that kept the old key), and not in the new key's account: set aside, not sent again. It comes "
+                + "back if its writer sends it with the new key. Restore it if it is yours"
+        }
+    }
+
+    /// - Parameters:
+    ///   - retired: `key` is one the account moved on from: what adds to
+    ///     what this machine holds is set aside, not applied.
+    ///   - each: called with every record pulled (opened).
+    func takeInEverything(sealedWith key: AccountKey?, retired: Bool = true, each: (ChangeRecord) -> Void = { _ in }) throws -> Int64 {
         let cipher = key.map(RecordCipher.init)
         var cursor: Int64 = 0
         while true {
@@ -258,7 +312,8 @@ extension SyncClient {
             let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
             summary.problems += opened.problems
             var changes = opened.changes
-            if let key {
+            changes.forEach(each)
+            if let key, retired {
                 // Sealed with a key the account moved on from: only what this
                 // machine holds already (it pulled what the rotation sealed
                 // again) is from before the rotation; the rest is set aside.
@@ -341,9 +396,11 @@ extension SyncClient {
     @discardableResult
     public func rotateAccount(to next: AccountKey, seen: Int64?) throws -> (changed: Bool, key: String, certificate: KeyCertificate?) {
         guard let accountKey else {
+            try replica.noteKeyMadeHere(next.id)
             let answer = try encryptAccount(with: next, seen: seen, onPurpose: true)
             return (answer.changed, answer.key, nil)
         }
+        try replica.noteKeyMadeHere(next.id)
         let certificate = accountKey.certify(next, account: try accountForCertificates())
         let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate], onPurpose: true)
         return (answer.changed, answer.key, certificate)

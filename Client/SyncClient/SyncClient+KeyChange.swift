@@ -43,6 +43,7 @@ extension SyncClient {
     public func changeAccountKey(to key: AccountKey, afterReset: Bool = false, announce: (AccountKey) -> Void) throws -> KeyChange {
         var change = KeyChange()
         var certificate: KeyCertificate?
+        try replica.noteKeyMadeHere(key.id)
         try AccountKeyFile.write(key, home: replica.home, pending: true)
         announce(key)
         do {

@@ -227,6 +227,10 @@ public final class SyncClient {
 
     /// The server's refusal behind the last ``SyncError/refused(code:message:)``.
     var lastRefusal: WireError?
+    /// The retired key this client moved a restored server forward from, in
+    /// this sync: said to the account once the records may leave (see
+    /// ``Replica/recordMovedForward(from:)``).
+    var movedForwardFrom: String?
 
     /// Sends every unpushed change, in batches of at most ``Options/pushBatch``
     /// changes and ``Options/pushBatchBytes`` bytes; a retry after a lost

@@ -28,7 +28,11 @@ public protocol SyncReplica: AnyObject {
     func setKeyAccount(_ account: String) throws
     func startNewEpochIfFirst(_ epoch: String) throws
     func startNewEpoch(_ epoch: String) throws
-    func beginEncryptedSync(keyID: String) throws -> String
+    func beginEncryptedSync(keyID: String, vouchingFor retired: String?) throws -> String
+    func noteKeyMadeHere(_ keyID: String) throws
+    func wasMovedForward(from keyID: String) throws -> Bool
+    @discardableResult func recordMovedForward(from keyID: String) throws -> String
+    func clearVouch() throws
     func endEncryptedSync() throws -> String
     func noteEncryptionReset() throws
     func noteAccountEncrypted() throws
@@ -60,6 +64,7 @@ public protocol SyncReplica: AnyObject {
 
     // MARK: Pulling
     func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Replica.AppliedPage
+    func setAsideUnvouched(reference: [String: RecordState], why: (_ writer: String) -> String) throws -> [RemovedRecord]
     func setAsideWhatIsNotHeld(_ changes: [ChangeRecord], why: (ChangeRecord) -> String) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
     func deviceNames() throws -> DeviceNames
     func beginReconcile() throws

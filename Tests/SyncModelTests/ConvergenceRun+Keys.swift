@@ -83,18 +83,26 @@ extension Run {
         guard accountKey != nil else { return }
         for machine in machines where newestKey == nil { initialise(machine, direct: true) }
         #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
-        for _ in 0..<2 {
+        // Until a round adds no code: a code added lets that machine encrypt
+        // the account again (after a restore from before `key init`), which
+        // the machines before it in the round learn only at their next sync.
+        for round in 0..<4 {
+            var added = false
             for machine in machines {
                 do { _ = try client(machine, direct: true).sync() } catch let error as SyncError where Self.waitsForACode(error) {
                     // A machine that saw its key retired is given the newest code (a server
                     // restored from before still names the retired one: this machine moves it forward).
+                    // A server restored from before `key init`, with no key holder left to encrypt it
+                    // again, is readable: the person adds the code they were given last.
                     let retired = if case .stopped(code: .keyRotated, _) = error { true } else { false }
-                    guard let current = retired ? newestKey : serverKey() else { continue }
+                    guard let current = retired ? newestKey : serverKey() ?? newestKey else { continue }
                     try AccountKeyFile.add(current, home: machine.replica.home)
+                    added = true
                     note("codes added before the final syncs")
                 } catch {}
                 acknowledge(machine)
             }
+            if round > 0, !added { break }
         }
     }
 }

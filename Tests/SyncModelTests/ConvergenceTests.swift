@@ -437,6 +437,8 @@ final class Run: @unchecked Sendable {
             case 37 where machines.count > 2 && gone.isEmpty:
                 // A machine gone for good (its replica is never synced again).
                 gone.append(machines.remove(at: machines.firstIndex { $0 === machine }!))
+                // What it alone held (a restore took the server's copy) is gone with it.
+                keepOnlyHeldEdits(includingServer: true)
                 note("machines gone")
             case 38:
                 _ = try? store.purgeTombstones(retentionMilliseconds: 0)

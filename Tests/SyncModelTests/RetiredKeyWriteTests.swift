@@ -76,6 +76,75 @@ import TestSupport
         #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["before.example", "offline.example"])
     }
 
+    /// A machine with only the old key syncs with the restored server before
+    /// any machine moves it forward: it takes in the revoked device's write
+    /// (it cannot tell it from anyone's). When its user adds the new code, it
+    /// checks what it holds against the new key's account before relaying
+    /// anything: the revoked device's write is set aside there too (kept,
+    /// restorable), its own edit goes up, and nothing of the revoked device
+    /// reaches the server or any machine with the new key.
+    @Test(arguments: [false, true])
+    func aMachineThatLearnsOfTheRotationLateRelaysNothingItCannotVouchFor(learnerMovesTheServer: Bool) throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y, late) = (try world.machine("x"), try world.machine("y"), try world.machine("late"))
+        try KeyChangeTests.rule(x, "shared.example")
+        let (_, second) = try Self.rotateAcrossABackup(world, x, [y, late], revoking: y)
+        try KeyChangeTests.rule(y, "evil.example")
+        _ = try y.replica.removeRule(pattern: "shared.example")
+        try world.sync(y)
+        // The late machine syncs with the restored server (the old key is the account's there) and writes a rule of its own.
+        try world.sync(late)
+        #expect(try SyncWorld.rules(late.replica).keys.contains("evil.example"), "taken in: it cannot tell it from anyone's")
+        try KeyChangeTests.rule(late, "late.example")
+        if !learnerMovesTheServer {
+            let moved = try world.sync(x)
+            #expect(moved.movedForward && moved.setAside.contains { $0.key == "evil.example" }, "\(moved)")
+        }
+        // Its user adds the new code (a sync said the key was rotated).
+        try AccountKeyFile.add(second, home: late.replica.home)
+        let learned = try world.sync(late)
+        #expect(learnerMovesTheServer == learned.movedForward, "\(learned)")
+        let evil = try #require(learned.setAside.first { $0.key == "evil.example" }, "\(learned)")
+        #expect(evil.why?.contains("learned of the rotation late") == true && evil.why?.contains("by y") == true, "\(evil)")
+        #expect(learned.setAside.contains { $0.key == "shared.example" }, "y's deletion too: \(learned)")
+        #expect(try !SyncWorld.rules(late.replica).keys.contains("evil.example"))
+        #expect(try SyncWorld.rules(late.replica).keys.contains("late.example"), "its own edit stays")
+        #expect(try late.replica.removedRecords(limit: 10).first { $0.id == evil.id }?.state?.fields["browser"]?.value == .string("firefox"))
+        // The machines with the new key sync: the revoked device's writes reach none of them, the late machine's edit reaches all.
+        for _ in 0..<2 { for machine in [x, late] { try world.sync(machine) } }
+        let expected = ["before.example", "late.example", "shared.example"]
+        for machine in [x, late] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)") }
+        #expect(try KeyChangeTests.freshRules(world, key: second) == expected)
+        // Its user may still write the set-aside rule back, as an edit of this machine.
+        _ = try late.replica.restore(removed: evil.id)
+        try world.sync(late)
+        #expect(try KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
+    }
+
+    /// No restore: the rotating machine is stopped right after the server
+    /// took the new key, before it sent anything again, and never comes
+    /// back. A machine given the new code late holds what the account held
+    /// before the rotation (the server refused the old key since), sets
+    /// nothing aside, and sends it all: nothing is lost.
+    @Test func aRotationKilledBeforeItSentEverythingAgainLosesNothing() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, late) = (try world.machine("x"), try world.machine("late"))
+        try KeyChangeTests.rule(x, "x.example")
+        let (first, _) = try KeyChangeTests.changeKey(world, x)
+        try KeyChangeTests.addKey(world, late, first)
+        try KeyChangeTests.rule(late, "late.example")
+        try world.sync(late)
+        try world.sync(x)
+        let second = AccountKey.generate()
+        try AccountKeyFile.write(second, home: x.replica.home, pending: true)
+        try world.client(x).rotateAccount(to: second, seen: x.replica.syncState().pullCursor)
+        #expect(try KeyChangeTests.freshRules(world, key: second).isEmpty, "the server dropped what the old key sealed")
+        try AccountKeyFile.add(second, home: late.replica.home)
+        let learned = try world.sync(late)
+        #expect(learned.setAside.isEmpty, "\(learned)")
+        #expect(try KeyChangeTests.freshRules(world, key: second) == ["late.example", "x.example"])
+    }
+
     /// Through a restored server, a revoked device that kept the old key can
     /// rotate the account to a key of its own (the old key is the account's
     /// there): the machines cannot move it forward then, and say why, with
