@@ -155,6 +155,10 @@ extension Replica {
     public func isHeldNow(_ removed: RemovedRecord) throws -> Bool {
         guard removed.why != nil, let state = removed.state, let collection = RecordCollection(rawValue: removed.collection),
               let current = try record(collection, key: removed.key) else { return false }
+        // A deletion is held once the record is deleted here by it or a later write (its other values are gone with it).
+        if let deletion = state.fields[RecordState.deletedField], state.isDeleted {
+            return current.isDeleted && current.fields[RecordState.deletedField].map { !(deletion.stamp > $0.stamp) } ?? false
+        }
         return state.fields.allSatisfy { name, register in current.fields[name].map { !(register.stamp > $0.stamp) } ?? false }
     }
 

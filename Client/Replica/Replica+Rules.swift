@@ -18,16 +18,17 @@ extension Replica {
 
     /// Every rule that is not deleted, in precedence order (deciding first).
     public func rules() throws -> [UrlRule] {
-        let all = try records(.rules).filter { !$0.state.isDeleted }.map { Self.rule(key: $0.key, state: $0.state) }
-        let index = all.map { rule in (rule, try? Pattern(rule.pattern)) }
-        return index.sorted { a, b in
-            switch (a.1, b.1) {
-            case let (pa?, pb?): return RulePrecedence.precedes(CompiledRule(rule: a.0, pattern: pa), CompiledRule(rule: b.0, pattern: pb))
+        let all = try liveRecords(.rules).map { Self.rule(key: $0.key, state: $0.state) }
+        // Sorted by keys taken out once: comparing whole rules and patterns copied them at every step.
+        let keys = all.map { rule in (try? Pattern(rule.pattern)).map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)) } }
+        return all.indices.sorted { a, b in
+            switch (keys[a], keys[b]) {
+            case let (ka?, kb?): return ka.precedes(kb)
             case (_?, nil): return true
             case (nil, _?): return false
-            case (nil, nil): return a.0.pattern < b.0.pattern
+            case (nil, nil): return all[a].pattern < all[b].pattern
             }
-        }.map(\.0)
+        }.map { all[$0] }
     }
 
     /// The live rule with the same normalised pattern as `text`, or nil (also

@@ -351,6 +351,18 @@ public final class Replica {
         }
     }
 
+    /// The live records of a collection (no tombstones), by key, with their
+    /// fields only (what listing them needs; versions are for syncing).
+    func liveRecords(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)] {
+        try read {
+            try database.query(
+                "SELECT key, fields FROM records WHERE collection = ? AND deleted = 0 ORDER BY key", [.text(collection.rawValue)]
+            ) { row in
+                (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: "{}"))
+            }
+        }
+    }
+
     func clockObserve(_ stamp: HLCTimestamp, wallMillis: Int64) {
         clock.observe(stamp, wallMillis: wallMillis)
     }

@@ -62,18 +62,27 @@ import TestSupport
     @Test func anHonestMachineOfflineAcrossARotationLosesNothing() throws {
         let world = try SyncWorld(.sqlite)
         let (x, offline) = (try world.machine("x"), try world.machine("offline"))
+        try KeyChangeTests.rule(x, "gone.example")
         let (_, second) = try Self.rotateAcrossABackup(world, x, [offline], revoking: nil)
         // Offline throughout, it never heard of the rotation: it writes to the restored server with the first key.
         try KeyChangeTests.rule(offline, "offline.example")
         try world.sync(offline)
+        _ = try offline.replica.removeRule(pattern: "gone.example")
+        try world.sync(offline)
         let moved = try world.sync(x)
         let set = try #require(moved.setAside.first { $0.key == "offline.example" }, "\(moved)")
         #expect(set.why?.contains("offline across the rotation") == true, "labelled, not as an attack: \(set)")
-        // Once it adds the new code, its edit goes up and reaches every machine.
+        let deletion = try #require(moved.setAside.first { $0.key == "gone.example" }, "\(moved)")
+        // Once it adds the new code, its edits go up and reach every machine: the set-aside copies are held by now.
         try KeyChangeTests.addKey(world, offline, second)
         try world.sync(x)
         #expect(try SyncWorld.rules(x.replica).keys.contains("offline.example"))
         #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["before.example", "offline.example"])
+        let removed = try x.replica.removedRecords(limit: 20)
+        for id in [set.id, deletion.id] {
+            let record = try #require(removed.first { $0.id == id })
+            #expect(try x.replica.isHeldNow(record), "\(record)")
+        }
     }
 
     /// A machine with only the old key syncs with the restored server before
@@ -100,7 +109,8 @@ import TestSupport
             let moved = try world.sync(x)
             #expect(moved.movedForward && moved.setAside.contains { $0.key == "evil.example" }, "\(moved)")
         }
-        // Its user adds the new code (a sync said the key was rotated).
+        // The new code joins its key file (`brsync key add` takes it once the server uses it; a key
+        // file put back from a copy may hold it before: then this machine moves the server itself).
         try AccountKeyFile.add(second, home: late.replica.home)
         let learned = try world.sync(late)
         #expect(learnerMovesTheServer == learned.movedForward, "\(learned)")

@@ -107,8 +107,10 @@ public struct Log: ParsableCommand {
         }
         if found.isEmpty { print("no removed records") }
         for record in found {
-            let fields = values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
-            let restored = (record.state?.isDeleted == true && record.why != nil ? " (a deletion)" : "")
+            // A set-aside deletion is shown as one: the values it carried are not what it would bring back.
+            let deletion = record.state?.isDeleted == true && record.why != nil
+            let fields = deletion ? [] : values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
+            let restored = (deletion ? "(a deletion)" : "")
                 + (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
                 + ((try? replica.isHeldNow(record)) == true && record.restoredAtMillis == nil ? " [held now: it arrived since from another machine]" : "")
                 + (record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? "")

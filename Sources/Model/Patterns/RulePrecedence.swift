@@ -7,13 +7,38 @@
 public enum RulePrecedence {
     /// Whether `a` decides before `b`.
     public static func precedes(_ a: CompiledRule, _ b: CompiledRule) -> Bool {
-        // A rule for the app the link came from is more specific than any other.
-        if (a.pattern.source == nil) != (b.pattern.source == nil) { return a.pattern.source != nil }
-        if a.rule.priority != b.rule.priority { return a.rule.priority > b.rule.priority }
-        if a.pattern.hasExactHost != b.pattern.hasExactHost { return a.pattern.hasExactHost }
-        if a.pattern.literalLength != b.pattern.literalLength { return a.pattern.literalLength > b.pattern.literalLength }
-        if a.rule.createdAtMillis != b.rule.createdAtMillis { return a.rule.createdAtMillis > b.rule.createdAtMillis }
-        return a.pattern.key < b.pattern.key
+        SortKey(a).precedes(SortKey(b))
+    }
+
+    /// What decides a rule's place, taken out once: sorting many rules by
+    /// their keys moves small values instead of whole rules and patterns.
+    public struct SortKey: Sendable, Hashable {
+        let fromApp: Bool
+        let priority: Int
+        let exactHost: Bool
+        let literalLength: Int
+        let createdAtMillis: Int64
+        let key: String
+
+        public init(_ compiled: CompiledRule) {
+            fromApp = compiled.pattern.source != nil
+            priority = compiled.rule.priority
+            exactHost = compiled.pattern.hasExactHost
+            literalLength = compiled.pattern.literalLength
+            createdAtMillis = compiled.rule.createdAtMillis
+            key = compiled.pattern.key
+        }
+
+        /// Whether the rule with this key decides before the other's.
+        public func precedes(_ other: SortKey) -> Bool {
+            // A rule for the app the link came from is more specific than any other.
+            if fromApp != other.fromApp { return fromApp }
+            if priority != other.priority { return priority > other.priority }
+            if exactHost != other.exactHost { return exactHost }
+            if literalLength != other.literalLength { return literalLength > other.literalLength }
+            if createdAtMillis != other.createdAtMillis { return createdAtMillis > other.createdAtMillis }
+            return key < other.key
+        }
     }
 
     /// The priority a newly remembered rule gets: above every existing rule, as on the phone.
