@@ -284,14 +284,26 @@ public final class SyncClient {
         // long as the server's merge); used only when the server took the
         // whole batch in flight and nothing was repaired.
         var upcoming: Batch?
-        // An honest server takes a batch per request, with a few repairs
-        // (a rewind, a fork, a re-stamp); answers that never let the push
-        // finish (an acknowledgement always one short) end it here.
+        // An honest server moves the acknowledgement on at almost every
+        // answer, by a batch (or up to the records it asks for whole); what
+        // does not is a stall: a refusal and its repair (a rewind, a fork, a
+        // re-stamp), a new epoch or account, an answer that takes nothing.
+        // Each answer that is no stall moves the mark on by a change at
+        // least, and the mark goes back only with a repair (each bounded by
+        // ``PushMachine``), so the push ends; answers that never let it
+        // finish (an acknowledgement always one short) stop it here, however
+        // many batches or records the work takes.
         var requests = 0
-        let allowed = total / max(1, options.pushBatch) + 24
+        var stalls = 0
+        var mark = state.pushedThrough
+        func stalled() throws {
+            stalls += 1
+            state = try replica.syncState()
+            mark = state.pushedThrough
+        }
         while true {
             requests += 1
-            if requests > allowed {
+            if stalls > Self.maxPushStalls {
                 throw SyncError.badAnswer("""
                     the server's answers never let this push finish (\(requests - 1) requests for \(total) change(s)): \
                     stopped; every edit is kept for the next sync
@@ -352,7 +364,7 @@ public final class SyncClient {
                 case .accept:
                     preconditionFailure("a refusal is never accepted")
                 }
-                state = try replica.syncState()
+                try stalled()
                 continue
             }
             let response: PushResponse
@@ -360,11 +372,11 @@ public final class SyncClient {
             if try noteAccount(response.account) {
                 summary.fullResync = true
                 try prepareSync()
-                state = try replica.syncState()
+                try stalled()
                 continue
             }
             if try handleEpoch(response.epoch) {
-                state = try replica.syncState()
+                try stalled()
                 continue
             }
             let ours = response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty ? try ourChain(response.acknowledged) : nil
@@ -373,7 +385,7 @@ public final class SyncClient {
                 throw SyncError.stop(refusal, server: lastRefusal)
             case .fork?:
                 try fork()
-                state = try replica.syncState()
+                try stalled()
                 continue
             case nil:
                 break
@@ -444,6 +456,7 @@ public final class SyncClient {
                 }
             }
             state.pushedThrough = response.acknowledged
+            if response.acknowledged > mark { mark = response.acknowledged } else { stalls += 1 }
             if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { carried = (response.acknowledged, chain) }
             done += delivered
             summary.pushed += delivered
@@ -451,6 +464,11 @@ public final class SyncClient {
         }
         return summary
     }
+
+    /// Answers of one push that do not move the acknowledgement on (a
+    /// refusal and its repair, a new epoch, an answer that takes nothing)
+    /// before it stops: an honest server needs a few.
+    public static let maxPushStalls = 24
 
     /// The next unpushed changes, at most a batch by count and by bytes (one
     /// change alone may exceed the byte budget; the server's limits still hold).

@@ -268,6 +268,17 @@ enum SyncEngine {
         // writes it once, not a thousand times, under the write lock.
         var working: [WorkingKey: WorkingRecord] = [:]
         for change in newChanges {
+            // Past the first change whose record this store lacks, nothing
+            // more is applied: the others like it are only named, so the
+            // client sends all those records whole in one go (one request a
+            // record, before, made a copied home's push of 300 such changes
+            // look like a server that never lets it finish).
+            if !needed.isEmpty {
+                let stored = try store.record(account: device.accountID, collection: change.collection, key: change.key)
+                let known = working[WorkingKey(collection: change.collection, key: change.key)] != nil || stored != nil
+                if !known && change.state.versions != VersionVector([request.device: 1]) { needed.append(change.sequence) }
+                continue
+            }
             if let problem = recordProblem(change, account: counters) {
                 rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
@@ -281,10 +292,11 @@ enum SyncEngine {
             // would make a partial record. The push stops before it and
             // is acknowledged up to the change before; the client sends
             // the whole record (a relay) and then this change again. So
-            // a retry after a lost answer is told the same.
+            // a retry after a lost answer is told the same. The later
+            // changes of the batch that need the same are named with it.
             if existing == nil && change.state.versions != VersionVector([request.device: 1]) {
                 needed.append(change.sequence)
-                break
+                continue
             }
             let base = existing?.state ?? RecordState()
             // Merged into nothing, a change is itself.

@@ -71,6 +71,25 @@ import TestSupport
         #expect(overlap.acknowledged == 4 && overlap.applied == 1)
     }
 
+    /// Edits of records the store does not have (a copied home's changes,
+    /// renumbered under a new id) are named all at once: the push is
+    /// acknowledged up to the first, nothing after it applies, and the
+    /// client can relay every such record in one go instead of one request
+    /// a record.
+    @Test(arguments: StoreKind.allCases) func everyEditOfARecordTheServerLacksIsNamedInOneAnswer(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        let elsewhere = VersionVector(["0123456789abcdef": 3, device.deviceID: 1])
+        let changes = [device.change("new.example", ["browser": .string("firefox")])]
+            + (0..<30).map { device.change("lacked\($0).example", ["browser": .string("chrome")], versions: elsewhere) }
+            + [device.change("after.example", ["browser": .string("firefox")])]
+        let answer = try PushResponse(json: try #require(device.push(changes).json))
+        #expect(answer.acknowledged == 1 && answer.applied == 1)
+        #expect(answer.needed == Array(2...31), "\(answer.needed)")
+        let stored = try device.pullAll().records
+        #expect(stored["rules/new.example"] != nil && stored["rules/after.example"] == nil, "nothing after the first is applied")
+    }
+
     @Test(arguments: StoreKind.allCases) func aGapIsRefused(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")

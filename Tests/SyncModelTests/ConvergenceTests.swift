@@ -381,6 +381,16 @@ final class Run: @unchecked Sendable {
                     // file's identity: only the server's digests can tell.
                     try copy.replica.database.run("DELETE FROM meta WHERE key = 'instance'")
                     note("homes copied undetectably")
+                } else if Bool.random(using: &random) {
+                    // The copy imports many rules, and its first sync is killed
+                    // right after it took its new id: its next push sends dozens
+                    // of changes the server must have whole (more than a push's
+                    // stalls), which an honest server must never be accused for.
+                    for index in 0..<40 {
+                        _ = try? copy.replica.addRule(pattern: "bulk\(counter)-\(index).example", browser: "firefox", priority: nil)
+                    }
+                    _ = try copy.replica.takeNewDeviceIDIfCopied()
+                    note("copied homes importing in bulk, killed after their new id")
                 }
                 machines.append(copy)
                 note("homes copied")
