@@ -78,12 +78,18 @@ let package = Package(
         // MARK: Pure layers
         .target(name: "JSON", path: "Sources/JSON"),
         .target(name: "Model", dependencies: ["JSON"], path: "Sources/Model"),
-        .target(name: "SyncCore", dependencies: ["JSON", "Model"], path: "Sources/SyncCore"),
-        .target(name: "HTTP", dependencies: ["Model"], path: "Sources/HTTP"), // Model: the UTC calendar of the Date header
+        .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/SyncCore"),
+        .target(name: "HTTP", dependencies: ["JSON"], path: "Sources/HTTP"), // JSON: the UTC calendar of the Date header
 
         // MARK: I/O layers
-        .target(name: "Plumbing", dependencies: ["JSON", .product(name: "ArgumentParser", package: "swift-argument-parser")], path: "Sources/Plumbing"),
-        .target(name: "Storage", dependencies: ["CSQLite"], path: "Sources/Storage"),
+        .target(name: "Plumbing", dependencies: ["JSON"], path: "Sources/Plumbing"),
+        // The exit funnel of the command-line programs: the only library that reads the argument parser's errors.
+        .target(
+            name: "ProgramExit",
+            dependencies: ["JSON", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/ProgramExit"
+        ),
+        .target(name: "Storage", dependencies: ["CSQLite", "Plumbing"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
         .target(name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
         .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
@@ -100,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing", "ProgramExit", "JSON", "Model",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -121,7 +127,7 @@ let package = Package(
         // `brsync push|pull|sync` hand over to `brsync-sync`, which does.
         .executableTarget(
             name: "brsync",
-            dependencies: ["BrsyncCommands", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["BrsyncCommands", "Plumbing", "ProgramExit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/brsync"
         ),
         // The picker window (GTK 4), started by brsync only when a picker is
@@ -134,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "CLinux", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "Desktop", "Net",
+                "BrsyncCommands", "CLinux", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "ProgramExit", "Desktop", "Net",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"
@@ -149,17 +155,17 @@ let package = Package(
 
         .executableTarget(
             name: "brsyncd-bench",
-            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model"],
+            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Plumbing"],
             path: "Benchmarks/ServerBenchmark"
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", "Plumbing", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", "Plumbing", "Cryptography", "SyncCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "TestSupport"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "Model", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "TestSupport"]),
+        .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "JSON", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(name: "PlumbingTests", dependencies: ["Plumbing", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
@@ -171,11 +177,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ServerTests",
-            dependencies: ["JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "TestSupport",
+            dependencies: ["JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "Cryptography", "Plumbing", "TestSupport",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
-        .testTarget(name: "ReplicaTests", dependencies: ["JSON", "Replica", "Storage", "TestSupport"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["JSON", "Replica", "Storage", "Model", "SyncCore", "Plumbing", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["JSON", "brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import HTTP
 import JSON
 import Model
 import Net
+import Plumbing
 import SyncCore
 import Synchronization
 
@@ -176,7 +177,7 @@ do {
         var descriptors: [Int32] = []
         for index in 0..<count {
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { fail("socket: \(String(cString: strerror(errno))) after \(index) (raise ulimit -n)") }
+            guard descriptor >= 0 else { fail("socket: \(SystemError.text()) after \(index) (raise ulimit -n)") }
             var source = sockaddr_in()
             source.sin_family = sa_family_t(AF_INET)
             source.sin_addr.s_addr = inet_addr("127.0.0.\(2 + index % addresses)")
@@ -188,7 +189,7 @@ do {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
             let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            guard bound == 0, connected == 0 else { fail("connect \(index): \(String(cString: strerror(errno)))") }
+            guard bound == 0, connected == 0 else { fail("connect \(index): \(SystemError.text())") }
             descriptors.append(descriptor)
         }
         Thread.sleep(forTimeInterval: 0.5)

@@ -205,7 +205,7 @@ public enum HeldKeys {
             lastError = errno
             close(socket)
         }
-        throw Failure("cannot reach the X display :\(number) (\(String(cString: strerror(lastError))))")
+        throw Failure("cannot reach the X display :\(number) (\(SystemError.text(lastError)))")
     }
 
     private static func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4) }

@@ -87,20 +87,15 @@ extension StringProtocol {
     }
 }
 
-/// Writing files atomically (a temporary file renamed over the old one).
+/// Writing files whole (``DurableFile``), into folders made as needed.
 enum Files {
     static func write(_ text: String, to path: String, mode: mode_t) throws(Launcher.Failure) {
         let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         makeFolders(folder)
-        let temporary = "\(path).brsync-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode)
-        guard descriptor >= 0 else { throw Launcher.Failure(program: path, reason: String(cString: strerror(errno))) }
-        let bytes = Array(text.utf8)
-        let written = Glibc.write(descriptor, bytes, bytes.count)
-        close(descriptor)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw Launcher.Failure(program: path, reason: String(cString: strerror(errno)))
+        do {
+            try DurableFile.write(text, to: path, mode: mode)
+        } catch {
+            throw Launcher.Failure(program: path, reason: error.reason)
         }
     }
 

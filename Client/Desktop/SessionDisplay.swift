@@ -1,5 +1,6 @@
 import Glibc
 import JSON
+import Plumbing
 
 /// Which of this session's displays answer now. Checked before a window or
 /// a menu is shown on one: a display that takes the connection and never
@@ -51,7 +52,7 @@ public struct SessionDisplay: Sendable, Equatable {
         guard socket >= 0 else { return "no socket (errno \(errno))" }
         defer { close(socket) }
         guard Self.connect(socket, to: path) else {
-            return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(String(cString: strerror(errno))))"
+            return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(SystemError.text()))"
         }
         // wl_display (object 1) sync (opcode 0, 12 bytes) with a new callback, object 2;
         // the compositor answers with that callback's done event.

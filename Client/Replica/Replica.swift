@@ -75,7 +75,7 @@ public final class Replica {
         // files take the database file's mode.
         let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw ReplicaError.unreadable(path: path, reason: "cannot create the file: \(String(cString: strerror(errno)))")
+            throw ReplicaError.unreadable(path: path, reason: "cannot create the file: \(SystemError.text())")
         }
         close(descriptor)
         let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout) }
@@ -143,7 +143,7 @@ public final class Replica {
         var info = stat()
         if stat(home, &info) == 0, info.st_mode & 0o077 != 0, chmod(home, 0o700) != 0 {
             throw ReplicaError.unreadable(path: home, reason: "other users can open this folder, and it cannot be made private "
-                                          + "(\(String(cString: strerror(errno)))): 'chmod 700' it, or use another --home")
+                                          + "(\(SystemError.text())): 'chmod 700' it, or use another --home")
         }
         for suffix in ["", "-wal", "-shm"] {
             let file = path + suffix

@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// How `brsync watch` runs once per replica and how an edit wakes it at
 /// once, with nothing another user of the machine can reach:
@@ -205,5 +206,5 @@ public enum WatchWake {
 public struct WatchWakeError: Error, CustomStringConvertible {
     public let call: String
     public let code: Int32
-    public var description: String { "cannot start the watch (\(call)): \(String(cString: strerror(code)))" }
+    public var description: String { "cannot start the watch (\(call)): \(SystemError.text(code))" }
 }

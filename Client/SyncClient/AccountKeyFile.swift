@@ -130,7 +130,7 @@ public enum AccountKeyFile {
             return true
         }
         if pending != nil, rename(path(home: home, pending: true), unusedPath(home: home)) != 0 {
-            throw SyncError.usage("cannot move the account key at \(path(home: home, pending: true)) aside: \(String(cString: strerror(errno)))")
+            throw SyncError.usage("cannot move the account key at \(path(home: home, pending: true)) aside: \(SystemError.text())")
         }
         return false
     }
@@ -146,7 +146,7 @@ public enum AccountKeyFile {
     /// larger is not one).
     public static func readSmallFile(_ file: String, what: String) throws(SyncError) -> [UInt8] {
         let descriptor = open(file, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .usage("cannot read \(what) at \(file): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw .usage("cannot read \(what) at \(file): \(SystemError.text())") }
         defer { close(descriptor) }
         return try readSmall(descriptor, what: "\(what) at \(file)")
     }
@@ -159,7 +159,7 @@ public enum AccountKeyFile {
             let count = Glibc.read(descriptor, &buffer, 4097 - bytes.count)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw .usage("cannot read \(what): \(String(cString: strerror(errno)))")
+                throw .usage("cannot read \(what): \(SystemError.text())")
             }
             if count == 0 { break }
             bytes += buffer[0..<count]

@@ -503,7 +503,7 @@ extension SyncClient {
     public static func isJoinSecret(_ token: String) -> Bool { token.hasPrefix(JoinRequest.secretPrefix) }
 
     /// A new device token: `brs_` and 256 random bits in base64url.
-    public static func makeDeviceToken() -> String { JoinRequest.tokenPrefix + Crypto.base64URL(Crypto.randomBytes(32)) }
+    public static func makeDeviceToken() -> String { Crypto.token(prefix: JoinRequest.tokenPrefix) }
 
     /// Exchanges this client's token, a join code's secret, for `token`
     /// (made here): the device's token from now on; the secret stops working.

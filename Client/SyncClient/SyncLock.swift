@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// One sync at a time per replica: an advisory lock (flock) on
 /// `HOME/sync.lock`, held while pushing or pulling. A second `brsync sync`
@@ -23,10 +24,10 @@ final class SyncLock {
     func withLock<T>(_ body: () throws -> T) throws -> T {
         if depth == 0 {
             descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw SyncError.usage("cannot open \(path): \(String(cString: strerror(errno)))") }
+            guard descriptor >= 0 else { throw SyncError.usage("cannot open \(path): \(SystemError.text())") }
             while flock(descriptor, LOCK_EX) != 0 {
                 guard errno == EINTR else {
-                    let problem = String(cString: strerror(errno))
+                    let problem = SystemError.text()
                     close(descriptor)
                     descriptor = -1
                     throw SyncError.usage("cannot lock \(path): \(problem)")

@@ -243,7 +243,7 @@ struct DoctorCommand: ParsableCommand {
                                     fix: "brsync sync (the message says what else to do)"))
         }
         do {
-            let client = try makeClient(replica, key: nil)
+            let client = try machineClient(replica, key: .given(nil)).client
             let encrypted = try client.accountKeyID() != nil
             findings.append(Finding(check: "server", state: .ok, detail: "\(url) answered; its certificate and this machine's token were accepted"))
             if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {

@@ -78,7 +78,9 @@ struct JoinCommand: ParsableCommand {
         }
         let caFile = "\(home)/ca.pem"
         let pending = "\(home)/.ca.pem.joining"
-        try writeFile(pending, CertificatePinning.pem(der: ca), mode: 0o600)
+        do {
+            try SecretFile.write(Array(CertificatePinning.pem(der: ca).utf8), to: pending, what: "the CA")
+        } catch { throw CLIFailure(message: "\(error)") }
         var saved = false
         defer { if !saved { unlink(pending) } }
 
@@ -133,7 +135,7 @@ struct JoinCommand: ParsableCommand {
         }
         defer { if saved { unlink(joiningToken) } }
         joined = true
-        guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(String(cString: strerror(errno)))") }
+        guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(SystemError.text())") }
         saved = true
         try TokenFile.write(token, home: home)
         // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
@@ -183,16 +185,6 @@ struct StandardInputLines {
         guard let line = lines?.first else { throw CLIFailure(message: "no \(what) on standard input") }
         lines?.removeFirst()
         return line
-    }
-}
-
-func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
-    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
-    guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
-    defer { close(descriptor) }
-    let bytes = Array(text.utf8)
-    guard write(descriptor, bytes, bytes.count) == bytes.count, fsync(descriptor) == 0 else {
-        throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
     }
 }
 

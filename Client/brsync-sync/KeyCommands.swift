@@ -25,7 +25,7 @@ struct KeyCommand: ParsableCommand {
                 try encryptAgain(global, options, replica, key: key)
                 return
             }
-            let client = try makeClient(replica, key: nil)
+            let client = try machineClient(replica, key: .given(nil)).client
             // Asked before a code is made and shown (the change itself checks again).
             if try client.accountKeyID() != nil {
                 throw CLIFailure(message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
@@ -55,14 +55,14 @@ struct KeyCommand: ParsableCommand {
                 try forgetEncryptedMark(replica)
                 return
             }
-            let current = try makeClient(replica, key: nil).accountKeyID()
+            let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
             if !force, let current {
                 throw CLIFailure(message: "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
                                  + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)", code: ExitStatus.refused)
             }
             let aside = AccountKeyFile.path(home: replica.home) + ".forgotten"
             guard rename(AccountKeyFile.path(home: replica.home), aside) == 0 else {
-                throw CLIFailure(message: "cannot set the key file aside (\(String(cString: strerror(errno)))); nothing was changed")
+                throw CLIFailure(message: "cannot set the key file aside (\(SystemError.text())); nothing was changed")
             }
             AccountKeyFile.remove(home: replica.home, pending: true)
             try replica.endEncryptedSync()
@@ -84,7 +84,7 @@ struct KeyCommand: ParsableCommand {
             guard try replica.encryptionState().sawEncrypted else {
                 throw CLIFailure(message: "this machine has no account key; nothing to forget")
             }
-            if try makeClient(replica, key: nil).accountKeyID() != nil {
+            if try machineClient(replica, key: .given(nil)).client.accountKeyID() != nil {
                 throw CLIFailure(message: "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
                                  + "This machine keeps its edits and sends nothing readable (nothing was changed)", code: ExitStatus.refused)
             }
@@ -115,7 +115,7 @@ struct KeyCommand: ParsableCommand {
                                  + "nothing is sealed with it again. Add the account's current code (nothing was saved)", code: ExitStatus.refused)
             }
             // The code must be the account's key now; an older key here was rotated away.
-            try makeClient(replica, key: nil).checkKey(key)
+            try machineClient(replica, key: .given(nil)).client.checkKey(key)
             try AccountKeyFile.add(key, home: replica.home)
             writeToStandardError("account key \(existing == nil ? "added" : "replaced (the previous one is kept after it, never used to seal)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
@@ -132,7 +132,7 @@ struct KeyCommand: ParsableCommand {
             guard let old = try AccountKeyFile.read(home: replica.home) else {
                 throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
             }
-            let client = try makeClient(replica, key: old)
+            let client = try machineClient(replica, key: .given(old)).client
             // Asked before a code is made and shown (the change itself checks again).
             guard try client.accountKeyID() == old.id else {
                 throw CLIFailure(message: "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first (nothing was changed)",
@@ -228,7 +228,7 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
 /// the account's encryption (its key retired), the account is encrypted
 /// again with a new key, and every record goes up sealed.
 func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica: Replica, key: AccountKey) throws {
-    let current = try makeClient(replica, key: nil).accountKeyID()
+    let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
     if current == key.id {
         throw CLIFailure(message: "this account is end-to-end encrypted with this machine's key already; 'brsync key show' prints its recovery code")
     }
@@ -237,7 +237,7 @@ func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica
                          code: ExitStatus.refused)
     }
     try replica.clearEncryptionReset()
-    try changeKey(try makeClient(replica, key: key), global, options, rotating: false, afterReset: true, """
+    try changeKey(try machineClient(replica, key: .given(key)).client, global, options, rotating: false, afterReset: true, """
         This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
         the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
         Write it down and keep it apart from this machine.
@@ -247,13 +247,6 @@ func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica
         """)
 }
 
-/// A sync client for the replica's remote, without encryption or with `key`.
-func makeClient(_ replica: Replica, key: AccountKey?) throws -> SyncClient {
-    let state = try replica.syncState()
-    guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
-    return try SyncClient(replica: replica, remote: try RemoteURL(parsing: url), token: try TokenFile.read(home: replica.home),
-                          caFile: state.caFile, accountKey: key, olderKeys: try AccountKeyFile.readOlder(home: replica.home))
-}
 
 /// A recovery code from `file`, or from standard input (asked for, without
 /// echo, on a terminal).

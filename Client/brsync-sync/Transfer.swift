@@ -30,7 +30,7 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
         let rate = Int(Double(done) / seconds)
         line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")
     } : nil
-    let (client, key) = try machineClient(replica, accountKey: accountKey, progress: progress)
+    let (client, key) = try machineClient(replica, key: accountKey.map { .given($0) } ?? .keyFile, progress: progress)
     let summary: SyncClient.Summary
     do {
         defer { line.clear() } // an error, too, is printed on a clean line
@@ -48,21 +48,35 @@ func transfer(_ global: GlobalOptions, _ options: TransferOptions, _ name: Strin
     report(summary, name, options, encrypted: key != nil)
 }
 
-/// The client of this machine's sync: its server, token, pinned CA and
-/// account key (``AccountKeyFile``, settled first when a key change was
-/// left half done), unless `accountKey` is given.
-func machineClient(_ replica: Replica, accountKey: AccountKey? = nil, progress: SyncClient.Progress? = nil) throws -> (client: SyncClient, key: AccountKey?) {
+/// The client of this machine's sync (every command's: the one factory):
+/// its server, token, pinned CA and account key (``ClientKey``).
+func machineClient(_ replica: Replica, key choice: ClientKey = .keyFile, progress: SyncClient.Progress? = nil) throws -> (client: SyncClient, key: AccountKey?) {
     let state = try replica.syncState()
     guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
     let remote = try RemoteURL(parsing: url)
     let token = try TokenFile.read(home: replica.home)
-    if accountKey == nil, AccountKeyFile.unsettled(home: replica.home) {
-        try AccountKeyFile.settle(home: replica.home) { try makeClient(replica, key: nil).accountKeyID() }
+    let key: AccountKey?
+    switch choice {
+    case .keyFile:
+        if AccountKeyFile.unsettled(home: replica.home) {
+            try AccountKeyFile.settle(home: replica.home) { try machineClient(replica, key: .given(nil)).client.accountKeyID() }
+        }
+        key = try AccountKeyFile.read(home: replica.home)
+    case .given(let given):
+        key = given
     }
-    let key = try accountKey ?? AccountKeyFile.read(home: replica.home)
     let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
                                 olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
     return (client, key)
+}
+
+/// The account key a machine's client seals with (``machineClient(_:key:progress:)``).
+enum ClientKey {
+    /// The key file's, after settling a key change left half done.
+    case keyFile
+    /// This one, or none: the key file is not read (a key being checked,
+    /// asking the server which key it uses).
+    case given(AccountKey?)
 }
 
 /// A stop that waits for the user (the timer's sync runs with nobody at a

@@ -74,7 +74,7 @@ final class Watcher {
         lock = claim.lock
         self.serverWait = serverWait
         events = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard events >= 0 else { throw CLIFailure(message: "cannot watch: epoll_create1: \(String(cString: strerror(errno)))") }
+        guard events >= 0 else { throw CLIFailure(message: "cannot watch: epoll_create1: \(SystemError.text())") }
         network = Self.routeSocket()
         resumed = timerfd_create(CLOCK_BOOTTIME, Int32(TFD_NONBLOCK) | Int32(TFD_CLOEXEC))
         for descriptor in [wake, network, resumed] where descriptor >= 0 {

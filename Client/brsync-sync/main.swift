@@ -1,6 +1,7 @@
 import BrsyncCommands
 import Glibc
 import Plumbing
+import ProgramExit
 import SyncClient
 
 // The sync helper: `brsync push|pull|sync …` runs here (see Client/brsync/Brsync.swift).

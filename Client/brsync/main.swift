@@ -1,6 +1,7 @@
 import BrsyncCommands
 import Glibc
 import Plumbing
+import ProgramExit
 
 // Entry point: parse, run, and map every failure to one exit code and message
 // (see ExitStatus). SIGPIPE is ignored so `brsync rules list | head` ends quietly.
@@ -57,5 +58,5 @@ func runSyncHelper(_ arguments: [String]) throws -> Never {
     }
     let argv = ([helper] + arguments).map { strdup($0) } + [nil]
     execv(helper, argv)
-    throw CLIFailure(message: "cannot run \(helper): \(String(cString: strerror(errno)))")
+    throw CLIFailure(message: "cannot run \(helper): \(SystemError.text())")
 }

@@ -373,7 +373,7 @@ public final class SQLiteStore: StoreDialect {
     public func startListening() throws {
         let lockPath = path + "-serving"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw ServerError.storeUnusable("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw ServerError.storeUnusable("cannot open \(lockPath): \(SystemError.text())") }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             var bytes = [UInt8](repeating: 0, count: 32)
             let count = read(descriptor, &bytes, bytes.count)
@@ -438,7 +438,7 @@ public final class SQLiteStore: StoreDialect {
     static func createPrivateFile(_ path: String) throws {
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw ServerError.storeUnusable("cannot create \(path): \(String(cString: strerror(errno)))")
+            throw ServerError.storeUnusable("cannot create \(path): \(SystemError.text())")
         }
         Glibc.close(descriptor)
     }

@@ -42,8 +42,8 @@ public enum Tokens {
     public static let prefix = JoinRequest.tokenPrefix
     public static let joinPrefix = JoinRequest.secretPrefix
 
-    public static func make() -> String { prefix + Crypto.base64URL(Crypto.randomBytes(32)) }
-    public static func makeJoinSecret() -> String { joinPrefix + Crypto.base64URL(Crypto.randomBytes(32)) }
+    public static func make() -> String { Crypto.token(prefix: prefix) }
+    public static func makeJoinSecret() -> String { Crypto.token(prefix: joinPrefix) }
     public static func hash(_ token: String) -> [UInt8] { Crypto.sha256(Array(token.utf8)) }
 
     /// Whether `token` has the form of a device token (a joining machine

@@ -1,6 +1,7 @@
 import ArgumentParser
-import Glibc
 import BrsyncServer
+import Glibc
+import JSON
 import Model
 import Plumbing
 

@@ -26,7 +26,7 @@ struct Dev: ParsableCommand {
         let logger = try logging.bootstrap()
         let folder = dir ?? Self.defaultFolder()
         guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
-            throw CLIFailure(message: "cannot create \(folder): \(String(cString: strerror(errno)))")
+            throw CLIFailure(message: "cannot create \(folder): \(SystemError.text())")
         }
         let caFile = "\(folder)/ca.pem"
         let certificateFile = "\(folder)/server.pem"
@@ -175,12 +175,6 @@ struct Dev: ParsableCommand {
     }
 
     static func write(_ text: String, to path: String, mode: mode_t) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
-        guard descriptor >= 0 else { throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        let bytes = Array(text.utf8)
-        guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count else {
-            throw CLIFailure(message: "cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+        do { try DurableFile.write(text, to: path, mode: mode) } catch { throw CLIFailure(message: error.description) }
     }
 }

@@ -108,7 +108,7 @@ enum QRText {
     /// The modules of `text`'s QR code (error correction M, byte mode): true is dark.
     static func modules(_ text: String) throws -> [[Bool]] {
         guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_M) else {
-            throw CLIFailure(message: "cannot draw the join code as a QR code: \(String(cString: strerror(errno)))")
+            throw CLIFailure(message: "cannot draw the join code as a QR code: \(SystemError.text())")
         }
         defer { QRcode_free(code) }
         let width = Int(code.pointee.width)

@@ -1,5 +1,6 @@
 import Glibc
 import Plumbing
+import ProgramExit
 
 // Entry point: parse, run, and map every failure to one exit code and message.
 signal(SIGPIPE, SIG_IGN)

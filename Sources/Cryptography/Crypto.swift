@@ -34,6 +34,13 @@ public enum Crypto {
         return digits
     }()
 
+    /// A new secret token: `prefix` and the base64url of 32 random bytes
+    /// (256 bits). The one maker of device tokens and join secrets, on the
+    /// server and on a joining machine alike.
+    public static func token(prefix: String) -> String {
+        prefix + base64URL(randomBytes(32))
+    }
+
     public static func base64URL(_ bytes: [UInt8]) -> String {
         var output: [UInt8] = []
         base64URL(bytes, into: &output)

@@ -1,4 +1,4 @@
-import Model
+import JSON
 import Synchronization
 
 /// A response to serialise.

@@ -1,4 +1,5 @@
 import Glibc
+import Plumbing
 
 /// A network failure, with what the user or operator should know.
 public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -17,7 +18,7 @@ public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .system(let call, let code): return "\(call): \(String(cString: strerror(code)))"
+        case .system(let call, let code): return "\(call): \(SystemError.text(code))"
         case .timeout(let what): return "timed out \(what)"
         case .closed: return "the connection was closed"
         case .badAddress(let message): return message

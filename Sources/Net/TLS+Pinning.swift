@@ -1,6 +1,7 @@
 import COpenSSL
 import Cryptography
 import Glibc
+import Plumbing
 
 /// Trusting a server by the fingerprint of its CA certificate (one-step
 /// pairing): a join code carries the SHA-256 of the CA's
@@ -14,7 +15,7 @@ public enum CertificatePinning {
     /// - Throws: ``NetError/tls(_:)`` for a file that cannot be read or holds none.
     public static func certificates(pemFile: String) throws(NetError) -> [[UInt8]] {
         ERR_clear_error()
-        guard access(pemFile, R_OK) == 0 else { throw .tls("cannot read \(pemFile): \(String(cString: strerror(errno)))") }
+        guard access(pemFile, R_OK) == 0 else { throw .tls("cannot read \(pemFile): \(SystemError.text())") }
         guard let bio = BIO_new_file(pemFile, "r") else { throw .tls("cannot open \(pemFile): \(openSSLErrors("unreadable"))") }
         defer { BIO_free(bio) }
         var certificates: [[UInt8]] = []

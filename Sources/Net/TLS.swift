@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import Plumbing
 
 /// OpenSSL's error queue in words (and emptied).
 func openSSLErrors(_ fallback: String) -> String {
@@ -74,7 +75,7 @@ public final class TLSContext: @unchecked Sendable {
         // and the server up to ~140× an X25519 handshake (ffdhe8192).
         guard brsync_SSL_CTX_set1_groups_list(context, keyExchangeGroups) == 1 else { throw .tls(openSSLErrors("cannot set the key-exchange groups")) }
         for file in [certificateChainFile, privateKeyFile] where access(file, R_OK) != 0 {
-            throw .tls("cannot read \(file): \(String(cString: strerror(errno)))")
+            throw .tls("cannot read \(file): \(SystemError.text())")
         }
         guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1 else {
             throw .tls("\(certificateChainFile) is not a PEM certificate chain (\(openSSLErrors("unreadable")))")
@@ -107,7 +108,7 @@ public final class TLSContext: @unchecked Sendable {
         brsync_SSL_CTX_set_client_options(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let caFile {
-            guard access(caFile, R_OK) == 0 else { throw .tls("cannot read the CA file \(caFile): \(String(cString: strerror(errno)))") }
+            guard access(caFile, R_OK) == 0 else { throw .tls("cannot read the CA file \(caFile): \(SystemError.text())") }
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                 throw .tls("\(caFile) holds no PEM certificate (\(openSSLErrors("unreadable")))")
             }

@@ -126,7 +126,7 @@ public final class ChildProcess: @unchecked Sendable {
                 break
             case .pipe:
                 var ends: [Int32] = [0, 0]
-                guard pipe(&ends) == 0 else { throw fail("cannot make a pipe: \(String(cString: strerror(errno)))") }
+                guard pipe(&ends) == 0 else { throw fail("cannot make a pipe: \(SystemError.text())") }
                 // Close-on-exec (pipe2 is not in the Glibc module): a child
                 // started by another thread meanwhile may inherit them, as with
                 // any pipe made before this flag; its own end stays open then.
@@ -168,7 +168,7 @@ public final class ChildProcess: @unchecked Sendable {
         defer { (argv + environ).forEach { free($0) } }
         var pid: pid_t = 0
         let status = posix_spawnp(&pid, program, &actions, &attributes, argv, environ + [nil])
-        guard status == 0 else { throw fail(String(cString: strerror(status))) }
+        guard status == 0 else { throw fail(SystemError.text(status)) }
         theirs.forEach { close($0) }
         self.pid = pid
         (self.input, self.output, self.errors) = (ours[0], ours[1], ours[2])

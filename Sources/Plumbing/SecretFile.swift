@@ -40,12 +40,12 @@ public enum SecretFile {
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file (a link)") }
-            throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(String(cString: strerror(errno)))")
+            throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(SystemError.text())")
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
-            throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(String(cString: strerror(errno)))")
+            throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(SystemError.text())")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file") }
         guard status.st_uid == geteuid() || status.st_uid == 0 else {
@@ -66,7 +66,7 @@ public enum SecretFile {
             let count = Glibc.read(descriptor, &buffer, buffer.count)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(String(cString: strerror(errno)))")
+                throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(SystemError.text())")
             }
             if count == 0 { return bytes }
             bytes += buffer[0..<count]
@@ -77,42 +77,12 @@ public enum SecretFile {
     }
 
     /// Writes `bytes` to `path`, replacing any file there, owner-only and
-    /// durably (see ``SecretFile``).
+    /// durably (see ``SecretFile``, ``DurableFile``).
     public static func write(_ bytes: [UInt8], to path: String, what: String) throws(Failure) {
-        let slash = path.lastIndex(of: "/")
-        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = (folder == "/" ? "" : folder) + "/.\(name).\(getpid()).tmp"
-        unlink(temporary) // left by a process of the same id that was stopped
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw Failure(kind: .unwritable, message: "cannot write \(what) at \(path): \(String(cString: strerror(errno)))")
-        }
-        var failure: String?
-        // The umask may have taken bits away, never added any; this makes it exact.
-        if fchmod(descriptor, 0o600) != 0 { failure = String(cString: strerror(errno)) }
-        var written = 0
-        while failure == nil, written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = String(cString: strerror(errno))
-            } else {
-                written += count
-            }
-        }
-        if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
-        close(descriptor)
-        if failure == nil, rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
-        if let failure {
-            unlink(temporary)
-            throw Failure(kind: .unwritable, message: "cannot write \(what) at \(path): \(failure)")
-        }
-        // The rename itself is durable once the folder is synced.
-        let directory = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
+        do {
+            try DurableFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            throw Failure(kind: .unwritable, message: "cannot write \(what) at \(path): \(error.reason)")
         }
     }
 }

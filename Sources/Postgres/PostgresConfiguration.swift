@@ -65,7 +65,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             throw PostgresError(message: error.message)
         }
         guard let contents = read else {
-            throw PostgresError(message: "cannot read the password file at \(path): \(String(cString: strerror(ENOENT)))")
+            throw PostgresError(message: "cannot read the password file at \(path): \(SystemError.text(ENOENT))")
         }
         var bytes = Array(contents.prefix { $0 != 0x0A })
         if bytes.last == 0x0D { bytes.removeLast() }

@@ -1,5 +1,6 @@
 import CSQLite
 import Glibc
+import Plumbing
 import Synchronization
 
 /// Checkpoints a database's write-ahead log on a thread of its own.
@@ -94,7 +95,7 @@ public final class BackgroundCheckpointer: Sendable {
         }, argument)
         guard status == 0 else {
             Unmanaged<Shared>.fromOpaque(argument).release()
-            throw CheckpointerError(message: "cannot start the checkpoint thread: \(String(cString: strerror(status)))")
+            throw CheckpointerError(message: "cannot start the checkpoint thread: \(SystemError.text(status))")
         }
     }
 

@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// One record version: a pushed change (`sequence` is the device's) or a
 /// pulled record (`sequence` is the account's).

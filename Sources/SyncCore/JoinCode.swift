@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// What a new machine needs to join an account in one step:
 /// the server's URL, a device token, and the SHA-256 fingerprint of the

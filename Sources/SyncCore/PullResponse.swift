@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// The answer to `GET /v1/pull?since=CURSOR&limit=N`.
 public struct PullResponse: Sendable, Equatable {

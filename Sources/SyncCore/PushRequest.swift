@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// `POST /v1/push`: this device's change-log entries `from...to`, contiguous.
 public struct PushRequest: Sendable, Equatable {

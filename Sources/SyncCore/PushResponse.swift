@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// A value that lost in a push: a pushed value older than the server's, or a
 /// value on the server that a concurrent pushed edit overwrote.

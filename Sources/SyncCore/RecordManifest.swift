@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// What a writer's record held just after one of its changes: the stamp of
 /// every field (the deletion flag included) and the version vector. In an

@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// A field value with the stamp of the write that set it: a last-writer-wins register.
 public struct StampedValue: Sendable, Hashable {

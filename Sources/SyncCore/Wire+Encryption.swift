@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// What the server of an end-to-end encrypted account checks
 /// (Deploy/SECURITY.md). It cannot open anything; it can only see that every

@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// The JSON of the sync protocol (`/v1/push`, `/v1/pull`), shared by client and
 /// server, read and written with ``JSONValue``. See docs/protocol.md.

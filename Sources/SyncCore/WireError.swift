@@ -1,5 +1,4 @@
 import JSON
-import Model
 
 /// An error answer: `{"error": CODE, "message": TEXT}`; codes are stable.
 public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -181,5 +181,5 @@ public struct HoldToAsk: ParsableCommand {
 func removeSetting(_ path: String) throws(CLIFailure) -> Bool {
     if unlink(path) == 0 || ((errno == EISDIR || errno == EPERM) && rmdir(path) == 0) { return true }
     if errno == ENOENT { return false }
-    throw CLIFailure(message: "cannot remove \(path): \(String(cString: strerror(errno))); remove it by hand (rm -r '\(path)')")
+    throw CLIFailure(message: "cannot remove \(path): \(SystemError.text()); remove it by hand (rm -r '\(path)')")
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JSON
 import Model
 import Plumbing
 import Replica
