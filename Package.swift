@@ -137,10 +137,17 @@ let package = Package(
             dependencies: ["CGtk", "Desktop", "JSON", "Model", "Plumbing"],
             path: "Client/brsync-picker"
         ),
+        // The logic of brsync-sync's commands as library calls: the command
+        // parses and prints, and a window can call the same functions.
+        .target(
+            name: "SyncCommands",
+            dependencies: ["BrsyncCommands", "Desktop", "JSON", "Model", "Plumbing", "Replica", "SyncClient", "SyncCore"],
+            path: "Client/SyncCommands"
+        ),
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "CLinux", "SyncClient", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "ProgramExit", "Desktop", "Net",
+                "BrsyncCommands", "CLinux", "SyncClient", "SyncCommands", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "ProgramExit", "Desktop", "Net",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"

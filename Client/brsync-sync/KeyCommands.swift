@@ -5,6 +5,7 @@ import Model
 import Plumbing
 import Replica
 import SyncClient
+import SyncCommands
 import SyncCore
 
 /// `brsync key …`: the account key of end-to-end encryption

@@ -5,6 +5,7 @@ import Glibc
 import Plumbing
 import Replica
 import SyncClient
+import SyncCommands
 
 /// `brsync watch`: see ``WatchConfiguration``.
 struct WatchCommand: ParsableCommand {
