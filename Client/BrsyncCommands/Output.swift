@@ -18,8 +18,7 @@ public enum Output {
 
     /// ``json(_:)`` of a value with a `Codable` form (rules, browsers, an export).
     public static func json(encoding value: some Encodable) throws {
-        let data = try JSONEncoder().encode(value)
-        json(try data.withUnsafeBytes { try JSONValue.parse(utf8: $0.bindMemory(to: UInt8.self)) })
+        json(try JSONValue(encoding: value))
     }
 
     /// Prints rows as columns separated by two spaces; the last column is not padded.

@@ -104,3 +104,54 @@ import TestSupport
         }
     }
 }
+
+/// `JSONValue(encoding:)` builds the tree straight from a value's `Codable`
+/// form: the same value Foundation's encoder's text parses back to.
+@Suite struct JSONValueEncodingTests {
+    struct Inner: Codable, Equatable {
+        var name: String
+        var tags: [String]
+        var score: Double?
+    }
+
+    struct Outer: Codable, Equatable {
+        var id: Int
+        var small: Int8
+        var big: Int64
+        var unsigned: UInt32
+        var flag: Bool
+        var missing: String?
+        var present: String?
+        var inner: Inner
+        var list: [Inner]
+        var map: [String: Int]
+        var nested: [[Int]]
+        var value: JSONValue
+        var empty: [String]
+        var emptyMap: [String: String]
+    }
+
+    static let sample = Outer(
+        id: 7, small: -3, big: Int64.max, unsigned: 4_000_000_000, flag: true, missing: nil, present: "here \u{2028} \"quoted\"",
+        inner: Inner(name: "a", tags: ["x", "y"], score: 1.5), list: [Inner(name: "b", tags: [], score: nil)],
+        map: ["one": 1, "two": 2], nested: [[1, 2], [], [3]], value: .object(["k": .array([.null, .bool(false)])]),
+        empty: [], emptyMap: [:])
+
+    @Test func theTreeIsWhatFoundationsTextParsesBackTo() throws {
+        let direct = try JSONValue(encoding: Self.sample)
+        let text = try JSONEncoder().encode(Self.sample)
+        let parsed = try text.withUnsafeBytes { try JSONValue.parse(utf8: $0.bindMemory(to: UInt8.self)) }
+        #expect(direct == parsed)
+        guard case .object(let members) = direct else { Issue.record("not an object: \(direct)"); return }
+        #expect(members["missing"] == nil && members["present"] != nil, "an absent optional is left out")
+        #expect(try JSONValue(encoding: [Self.sample.inner]) == .array([try JSONValue(encoding: Self.sample.inner)]))
+        #expect(try JSONValue(encoding: "text") == .string("text"))
+        #expect(try JSONValue(encoding: Optional<Int>.none) == .null)
+    }
+
+    @Test func numbersJSONCannotHoldAreRefused() {
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: [UInt64.max]) }
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: ["x": Double.nan]) }
+        #expect(throws: EncodingError.self) { try JSONValue(encoding: Float.infinity) }
+    }
+}
