@@ -9,7 +9,9 @@ let package = Package(
     dependencies: [.package(name: "brsync", path: "..")],
     targets: [
         .target(name: "FuzzSupport"),
-        .executableTarget(name: "FuzzHTTPRequestParser", dependencies: ["FuzzSupport", .product(name: "HTTP", package: "brsync")]),
+        .executableTarget(name: "FuzzHTTPRequestParser", dependencies: [
+            "FuzzSupport", .product(name: "HTTP", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
+        ]),
         .executableTarget(name: "FuzzPushDecoder", dependencies: [
             "FuzzSupport", .product(name: "JSON", package: "brsync"), .product(name: "SyncCore", package: "brsync"), .product(name: "Model", package: "brsync"),
         ]),

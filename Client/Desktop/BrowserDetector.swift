@@ -40,9 +40,11 @@ public struct BrowserDetector: Sendable {
     public static func standardDirectories(environment: [String: String]) -> [String] {
         let xdg = XDGDirectories(environment: environment)
         let dataHome = xdg.dataHome
-        var folders = [dataHome] + xdg.dataDirs
-        for extra in ["\(dataHome)/flatpak/exports/share", "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop"] where !folders.contains(extra) {
-            folders.append(extra)
+        var folders: [String] = []
+        // Each once, in the order of precedence (XDG_DATA_DIRS may name the data home again, or a folder twice).
+        for folder in [dataHome] + xdg.dataDirs + ["\(dataHome)/flatpak/exports/share", "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop"] {
+            let trimmed = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
+            if !folders.contains(trimmed) { folders.append(trimmed) }
         }
         return folders.map { "\($0)/applications" }
     }

@@ -243,6 +243,9 @@ public enum WindowPicker {
     public enum Result: Sendable, Equatable {
         case chosen(Answer)
         case cancelled
+        /// The window was shown and nobody chose within 10 minutes (it is
+        /// closed): nobody is there to ask another way either.
+        case unanswered
         /// It could not start or ended with an error; the reason says how.
         case failed(String)
     }
@@ -262,7 +265,7 @@ public enum WindowPicker {
             return .failed("\(programName) could not be started")
         }
         let errors = DisplayText.printableLines(result.errors.split(separator: "\n").prefix(2).joined(separator: "; "))
-        if result.timedOut { return .failed("\(programName) got no answer within 10 minutes") }
+        if result.timedOut { return .unanswered }
         switch result.status {
         case 0?:
             do {

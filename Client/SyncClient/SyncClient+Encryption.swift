@@ -174,7 +174,7 @@ extension SyncClient {
     /// and leave this machine stuck.
     func accountForCertificates() throws -> String {
         if let known = try replica.keyAccount() { return known }
-        let page = try fetchPage("/v1/pull?since=0&limit=1")
+        let page = try fetchPage(PullRequest(limit: 1).target)
         if !page.account.isEmpty { _ = try noteAccount(page.account) }
         return try replica.keyAccount() ?? page.account
     }
@@ -183,7 +183,7 @@ extension SyncClient {
     /// not encrypted; once it is again (another machine ran `key init`), the
     /// sync goes on, starting afresh with the key.
     private func checkStillReset() throws {
-        let page = try fetchPage("/v1/pull?since=0&limit=1")
+        let page = try fetchPage(PullRequest(limit: 1).target)
         if cipher != nil, !page.encrypted { throw Self.encryptionWasReset }
         try replica.clearEncryptionReset()
     }
@@ -300,7 +300,7 @@ extension SyncClient {
         let cipher = key.map(RecordCipher.init)
         var cursor: Int64 = 0
         while true {
-            let page = try fetchPage("/v1/pull?since=\(cursor)&limit=\(options.pullLimit)&full=1" + (key.map { "&key=\($0.id)" } ?? ""))
+            let page = try fetchPage(PullRequest(since: cursor, limit: options.pullLimit, full: true, keyID: key?.id).target)
             if cipher == nil, page.encrypted {
                 throw SyncError.refused(code: .keyNeeded, message: "this account was encrypted again meanwhile (nothing was changed): "
                                         + "add its recovery code with 'brsync key add'")
@@ -416,7 +416,7 @@ extension SyncClient {
     /// The account's first page of one record: its encryption, key and signing key.
     func accountPage() throws -> PullResponse {
         defer { try? replica.persistServerTime() }
-        let page = try fetchPage("/v1/pull?since=0&limit=1")
+        let page = try fetchPage(PullRequest(limit: 1).target)
         if cipher != nil { _ = try noteAccount(page.account) }
         if cipher == nil, page.encrypted { try replica.noteAccountEncrypted() }
         return page
@@ -443,7 +443,7 @@ extension SyncClient {
         guard current == key.id else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         // A record that does not open says the code is wrong; one that opens
         // beside another signing key says someone claimed the account.
-        let page = try fetchPage("/v1/pull?since=0&limit=\(Self.keyCheckRecords)&full=1&key=\(key.id)")
+        let page = try fetchPage(PullRequest(limit: Self.keyCheckRecords, full: true, keyID: key.id).target)
         let sealed = page.changes.filter { !$0.state.fields.isEmpty }
         if !sealed.isEmpty { // nothing to open yet otherwise
             let opened = Self.open(sealed, with: RecordCipher(key), requiringManifests: false)

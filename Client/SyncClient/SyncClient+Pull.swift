@@ -136,17 +136,16 @@ extension SyncClient {
     /// made the stream's latest push (number and digest); while reconciling,
     /// every record the server has must come.
     private func pullTarget(cursor: Int64, pushedThrough: Int64, epoch: String?, reconciling: Bool) throws -> String {
-        var target = "/v1/pull?since=\(cursor)&limit=\(options.pullLimit)"
+        var request = PullRequest(since: cursor, limit: options.pullLimit, keyID: keyID)
         if reconciling {
-            target += "&full=1" // the cursor passes below the purge point on the way
+            request.full = true // the cursor passes below the purge point on the way
         } else if pushedThrough > 0, let digest = try storedChain(pushedThrough) {
-            target += "&device=\(replica.deviceID)&pushed=\(pushedThrough)&digest=\(digest)"
+            request.pusher = PullRequest.Pusher(device: replica.deviceID, pushed: pushedThrough, digest: digest)
         }
-        if let keyID { target += "&key=\(keyID)" }
         // The server names its signing key in the answer only when it is not this one.
-        if let signingPublicKey { target += "&signer=\(signingPublicKey)" }
-        if let epoch, SessionRules.isPlainEpoch(epoch) { target += "&epoch=\(epoch)" }
-        return target
+        request.signer = signingPublicKey
+        if let epoch, SessionRules.isPlainEpoch(epoch) { request.epoch = epoch }
+        return request.target
     }
 
     /// - Parameter fetchAhead: when more pages wait, start fetching the next

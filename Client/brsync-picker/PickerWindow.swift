@@ -409,8 +409,15 @@ final class PickerWindow {
         let down = key == UInt32(GDK_KEY_Down) || key == UInt32(GDK_KEY_KP_Down)
         if (up || down) && !alt && !control {
             let from = positions.firstIndex(of: selectedIndex) ?? 0
-            // Into the list from elsewhere: the selected browser first, then on from it.
-            select(position: listHasFocus ? min(max(from + (down ? 1 : -1), 0), positions.count - 1) : from)
+            // One step from the selected browser, wherever the focus was (it goes to the list).
+            select(position: min(max(from + (down ? 1 : -1), 0), positions.count - 1))
+            return true
+        }
+        // Tab leaves the list for the box below it, the selection kept (GTK's
+        // own Tab moved the list's cursor, and the selection with it).
+        let tab = key == UInt32(GDK_KEY_Tab) || key == UInt32(GDK_KEY_KP_Tab)
+        if tab && !shift && !control && !alt && listHasFocus {
+            gtk_widget_grab_focus(remember)
             return true
         }
         if patternHasFocus { return false } // typing a pattern: digits are text

@@ -201,6 +201,9 @@ extension StoreDialect {
         // below a purge is being given up.
         if let clientEpoch, clientEpoch != page.epoch { return }
         if page.reset { return }
+        // A join code's secret reads (a joining machine checks the account
+        // first): the device has not joined, and is not seen by it.
+        if joining { return }
         // Bookkeeping writes only when something moved: a no-change pull
         // (the common case, every few minutes per machine) stays a pure read.
         // `acknowledged_cursor` and `last_seen` are written once per device and

@@ -386,35 +386,17 @@ struct PullQuery {
         let message: String
     }
 
+    /// The query as ``PullRequest`` reads it, with this server's default page size.
     init(_ query: [String: String], configuration: ServerConfiguration) throws(Problem) {
-        if let text = query["since"] {
-            guard let value = Int64(text), value >= 0 else { throw Problem(message: "since must be a cursor (a number 0 or more)") }
-            since = value
-        }
-        limit = configuration.defaultPullLimit
-        if let text = query["limit"] {
-            guard let value = Int(text), value >= 1, value <= configuration.maxPullLimit else {
-                throw Problem(message: "limit must be a number from 1 to \(configuration.maxPullLimit)")
-            }
-            limit = value
-        }
-        if let text = query["key"] {
-            guard Wire.isKeyID(text) else { throw Problem(message: "key must be an account key's id (16 hex digits)") }
-            keyID = text
-        }
-        if let text = query["signer"] {
-            guard WriteSignature.isPublicKey(text) else { throw Problem(message: "signer must be a signing public key (43 characters of base64url)") }
-            signingKey = text
-        }
-        if let clientDevice = query["device"] {
-            guard HLCTimestamp.isValidDevice(clientDevice), let acknowledged = query["pushed"].flatMap({ Int64($0) }), acknowledged >= 0,
-                  let digest = query["digest"], Wire.isDigest(digest) else {
-                throw Problem(message: "device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
-            }
-            replica = Store.PullingReplica(device: clientDevice, acknowledged: acknowledged, digest: digest)
-        }
-        epoch = query["epoch"]
-        full = query["full"] == "1"
+        let request: PullRequest
+        do { request = try PullRequest(query: query, maxLimit: configuration.maxPullLimit) } catch { throw Problem(message: error.message) }
+        since = request.since
+        limit = request.limit ?? configuration.defaultPullLimit
+        keyID = request.keyID
+        signingKey = request.signer
+        replica = request.pusher.map { Store.PullingReplica(device: $0.device, acknowledged: $0.pushed, digest: $0.digest) }
+        epoch = request.epoch
+        full = request.full
     }
 }
 

@@ -67,11 +67,11 @@ struct Dev: ParsableCommand {
         try runUntilSignalled(server, logger: logger) { ports in
             // A token only once the port is bound: a failed start changes nothing.
             // The join code is for another device: joining replaces its token.
-            let token: String
             let joinSecret: Store.JoinSecret
             let joining: String
             do {
-                token = try Self.laptopToken(store: store, folder: folder)
+                // Made (or kept) in laptop.token, which the banner names: never printed.
+                _ = try Self.laptopToken(store: store, folder: folder)
                 (joining, joinSecret) = try Self.joinSecret(store: store, folder: folder)
             } catch {
                 logger.error("cannot issue the dev token: \(error)")

@@ -122,13 +122,20 @@ import TestSupport
         #expect(cancelled.text.contains("cancelled; nothing opened"), "\(cancelled.text)")
         usleep(200_000)
         #expect(try session.world.launched().isEmpty && session.rules() == before)
-        // From the pattern field, Down reaches the browsers (the default, Firefox, selected), Up the one above it.
+        // From the pattern field, Up moves the selection at once: from the default, Firefox, to the one above it.
         let (chosen, second) = try session.ask(["pick", "https://example.org/keys"])
-        try session.press(second, "ctrl+e", "Down", "Up", "Return")
+        try session.press(second, "ctrl+e", "Up", "Return")
         #expect(chosen.wait(timeout: 20) == 0, "\(chosen.text)")
         #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/keys") == true,
                 "\(session.world.launched())")
         #expect(chosen.text.contains("remembered: example.org -> chrome"), "Ctrl+E asked to remember: \(chosen.text)")
+        // Tab leaves the list for the Remember box and Shift+Tab comes back: the selection never moved.
+        let (tabbed, third) = try session.ask(["pick", "https://example.org/tab"])
+        try session.press(third, "Up", "Tab", "shift+Tab", "Return")
+        #expect(tabbed.wait(timeout: 20) == 0, "\(tabbed.text)")
+        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/tab") == true,
+                "\(session.world.launched())")
+        #expect(!tabbed.text.contains("remembered"), "nothing asked to remember: \(tabbed.text)")
     }
 
     /// Asked to choose although a rule decides (ask-next): the rule's

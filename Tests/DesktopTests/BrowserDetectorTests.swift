@@ -59,6 +59,9 @@ import TestSupport
                             "/var/lib/snapd/desktop/applications"])
         #expect(BrowserDetector.standardDirectories(environment: ["HOME": "/h", "XDG_DATA_HOME": "/d"]).prefix(3)
                 == ["/d/applications", "/usr/local/share/applications", "/usr/share/applications"])
+        // The data home named again in XDG_DATA_DIRS, and a folder twice: each is looked in once.
+        #expect(BrowserDetector.standardDirectories(environment: ["HOME": "/h", "XDG_DATA_HOME": "/d", "XDG_DATA_DIRS": "/d:/a:/a/:/b"]).prefix(4)
+                == ["/d/applications", "/a/applications", "/b/applications", "/d/flatpak/exports/share/applications"])
     }
 
     @Test func subfoldersMakeDesktopIDs() throws {

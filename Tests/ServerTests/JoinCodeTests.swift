@@ -40,6 +40,9 @@ import TestSupport
         let push = PushRequest(device: "phone-1", from: 1, to: 1, changes: [owner.change("b.example", ["browser": .string("x")])])
         let written = try client.send(method: "POST", target: "/v1/push", headers: Self.headers(secret), body: push.body())
         #expect(written.status == 401 && written.errorMessage.contains("only reads"), "\(written.text)")
+        // Nor is the device seen by those reads: it has not joined (`brsyncd device list` says it waits).
+        let phone = try #require(try fixture.store.devices(account: "alice").first { $0.name == "phone" })
+        #expect(phone.lastSeenMillis == nil && phone.acknowledgedCursor == 0, "\(phone)")
 
         // The exchange: the machine's own token works, the secret no longer does.
         let token = Tokens.make()

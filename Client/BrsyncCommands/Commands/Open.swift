@@ -216,6 +216,9 @@ public struct Pick: ParsableCommand {
                         notRemembered = answer.notRemembered
                         windowAnswer = answer
                     case .cancelled: outcome = .cancel
+                    case .unanswered:
+                        ExitStatus.warn("the picker window waited 10 minutes and nobody chose: it was closed, and nothing opened")
+                        outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
                     }
                 }

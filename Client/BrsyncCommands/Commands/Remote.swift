@@ -13,7 +13,7 @@ import Foundation
 
 public struct RemoteCommand: ParsableCommand {
     /// What a sync or key command says when this machine has no server yet.
-    public static let noRemote = "no remote: join a server with 'brsync join' (a join code from its operator), or set one with 'brsync remote set https://HOST --token TOKEN'"
+    public static let noRemote = "no remote: join a server with 'brsync join' (a join code from its operator), or set one with 'brsync remote set https://HOST --token-file FILE'"
 
 
     public init() {}

@@ -1,8 +1,11 @@
 import HTTP
+import SyncCore
 
 /// Feeds the input to `HTTPRequestParser` whole and split at a point chosen by
 /// the first byte, with small limits so every limit is reachable. Checks that
-/// nothing crashes and that the split makes no difference.
+/// nothing crashes and that the split makes no difference. A request's
+/// query, read as a pull request, either is refused or writes a target
+/// that reads back to the same request.
 func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
@@ -22,7 +25,12 @@ func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for byte in input.prefix(512) { oneAtATime += byByte.feed([byte]) }
     if input.count <= 512 { precondition(oneAtATime == expected, "byte-by-byte feeding changed the events") }
     for event in expected {
-        if case .request(let request) = event { precondition(request.body.count <= limits.maxBodyBytes) }
+        guard case .request(let request) = event else { continue }
+        precondition(request.body.count <= limits.maxBodyBytes)
+        if let pull = try? PullRequest(query: request.queryItems, maxLimit: 1000) {
+            let again = HTTPRequest(method: "GET", target: pull.target)
+            precondition((try? PullRequest(query: again.queryItems, maxLimit: 1000)) == pull, "\(pull.target) does not read back")
+        }
     }
     return 0
 }

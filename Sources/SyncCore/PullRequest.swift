@@ -1,0 +1,100 @@
+/// `GET /v1/pull?…`: a page of the account's records after a cursor. Its
+/// one writer (``target``, what a client sends) and one reader
+/// (``init(query:maxLimit:)``, what the server takes), as every other
+/// message of the protocol has (docs/protocol.md).
+public struct PullRequest: Sendable, Equatable {
+    /// The cursor: the page starts after this account sequence.
+    public var since: Int64 = 0
+    /// Most records in the page; nil: the server's default.
+    public var limit: Int?
+    /// Every record, tombstones of purged deletions' keys included (a
+    /// reconcile, a move forward, a key check): not only those after a
+    /// purge point.
+    public var full = false
+    /// The key the client seals with (an account key id).
+    public var keyID: String?
+    /// The client's signing public key: the answer names the account's only
+    /// when it is another one.
+    public var signer: String?
+    /// The client proves it made its device's latest push (its number and
+    /// chain digest), so the server leaves out what that push wrote.
+    public var pusher: Pusher?
+    /// The timeline the cursor belongs to.
+    public var epoch: String?
+
+    /// A device's latest push, as its chain proves it.
+    public struct Pusher: Sendable, Equatable {
+        public var device: String
+        public var pushed: Int64
+        public var digest: String
+
+        public init(device: String, pushed: Int64, digest: String) {
+            self.device = device
+            self.pushed = pushed
+            self.digest = digest
+        }
+    }
+
+    public init(since: Int64 = 0, limit: Int? = nil, full: Bool = false, keyID: String? = nil, signer: String? = nil,
+                pusher: Pusher? = nil, epoch: String? = nil) {
+        self.since = since
+        self.limit = limit
+        self.full = full
+        self.keyID = keyID
+        self.signer = signer
+        self.pusher = pusher
+        self.epoch = epoch
+    }
+
+    /// The request target a client sends (every value is a number, hex,
+    /// base64url or an id: nothing needs escaping).
+    public var target: String {
+        var target = "/v1/pull?since=\(since)"
+        if let limit { target += "&limit=\(limit)" }
+        if full { target += "&full=1" }
+        if let pusher { target += "&device=\(pusher.device)&pushed=\(pusher.pushed)&digest=\(pusher.digest)" }
+        if let keyID { target += "&key=\(keyID)" }
+        if let signer { target += "&signer=\(signer)" }
+        if let epoch { target += "&epoch=\(epoch)" }
+        return target
+    }
+
+    /// Reads a request's query items (decoded), as the server takes them.
+    /// - Parameter maxLimit: the most records a page may hold here.
+    /// - Throws: ``Wire/Problem`` naming the item that is wrong.
+    public init(query: [String: String], maxLimit: Int) throws(Wire.Problem) {
+        if let text = query["since"] {
+            guard let value = Int64(text), value >= 0 else { throw Wire.Problem("since must be a cursor (a number 0 or more)") }
+            since = value
+        }
+        if let text = query["limit"] {
+            guard let value = Int(text), value >= 1, value <= maxLimit else {
+                throw Wire.Problem("limit must be a number from 1 to \(maxLimit)")
+            }
+            limit = value
+        }
+        if let text = query["key"] {
+            guard Wire.isKeyID(text) else { throw Wire.Problem("key must be an account key's id (16 hex digits)") }
+            keyID = text
+        }
+        if let text = query["signer"] {
+            guard WriteSignature.isPublicKey(text) else { throw Wire.Problem("signer must be a signing public key (43 characters of base64url)") }
+            signer = text
+        }
+        if let device = query["device"] {
+            guard HLCTimestamp.isValidDevice(device), let pushed = query["pushed"].flatMap({ Int64($0) }), pushed >= 0,
+                  let digest = query["digest"], Wire.isDigest(digest) else {
+                throw Wire.Problem("device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
+            }
+            pusher = Pusher(device: device, pushed: pushed, digest: digest)
+        }
+        if let text = query["epoch"] {
+            // A server's epochs are lowercase letters and digits; anything else is no timeline of any server.
+            guard !text.isEmpty, text.utf8.count <= 64, SessionRules.isPlainEpoch(text) else {
+                throw Wire.Problem("epoch must be the timeline an answer named (lowercase letters and digits)")
+            }
+            epoch = text
+        }
+        full = query["full"] == "1"
+    }
+}
