@@ -109,7 +109,7 @@ private func primitive(_ value: some Encodable, at path: [any CodingKey]) throws
     }
 }
 
-private func encode(_ value: some Encodable, into node: EncodingNode, at path: [any CodingKey]) throws {
+private func encodeValue(_ value: some Encodable, into node: EncodingNode, at path: [any CodingKey]) throws {
     if let simple = try primitive(value, at: path) {
         node.content = .value(simple)
     } else {
@@ -124,7 +124,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encodeNil(forKey key: Key) throws { node.member(key.stringValue).content = .value(.null) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        try JSON.encode(value, into: node.member(key.stringValue), at: codingPath + [key])
+        try encodeValue(value, into: node.member(key.stringValue), at: codingPath + [key])
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -155,7 +155,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         let path = nextPath
-        try JSON.encode(value, into: node.append(), at: path)
+        try encodeValue(value, into: node.append(), at: path)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
@@ -181,6 +181,6 @@ private struct SingleContainer: SingleValueEncodingContainer {
     mutating func encodeNil() throws { node.content = .value(.null) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try JSON.encode(value, into: node, at: codingPath)
+        try encodeValue(value, into: node, at: codingPath)
     }
 }
