@@ -126,11 +126,15 @@ echo "== idle connections =="
 big=$(( $(ulimit -n) >= 60000 ? 50000 : $(ulimit -n) - 1000 ))
 [ "$big" -lt 50000 ] && echo "(the open-files limit is $(ulimit -n) and cannot be raised here: $big connections instead of 50,000)"
 big_port="$(free_port)"
-"$bin/brsyncd" serve --db "$work/store.sqlite" --listen "127.0.0.1:$big_port" --cert "$work/server.pem" --key "$work/server.key" \
+# A store of its own (the one-server lock refuses a second brsyncd on the
+# store the first one serves): an online copy, with the same devices and tokens.
+"$bin/brsyncd" backup --db "$work/store.sqlite" "$work/big.sqlite" >/dev/null
+"$bin/brsyncd" serve --db "$work/big.sqlite" --listen "127.0.0.1:$big_port" --cert "$work/server.pem" --key "$work/server.key" \
   --max-connections 60000 --max-connections-per-address 20000 --log-level warning 2>"$work/big.log" &
 pids+=($!)
 big_pid=$!
 for _ in $(seq 100); do curl -sk "https://127.0.0.1:$big_port/v1/health" >/dev/null && break; sleep 0.1; done
+curl -sk "https://127.0.0.1:$big_port/v1/health" >/dev/null || { echo "the second brsyncd did not start: $(cat "$work/big.log")" >&2; exit 1; }
 "$bin/brsyncd-bench" idle "$work" "$big_port" "$big" "$big_pid" 5
 kill "$big_pid"
 echo "== a flood of silent connections =="
