@@ -273,13 +273,7 @@ enum SyncEngine {
             // client sends all those records whole in one go (one request a
             // record, before, made a copied home's push of 300 such changes
             // look like a server that never lets it finish).
-            if !needed.isEmpty {
-                let stored = try store.record(account: device.accountID, collection: change.collection, key: change.key)
-                let known = working[WorkingKey(collection: change.collection, key: change.key)] != nil || stored != nil
-                if !known && change.state.versions != VersionVector([request.device: 1]) { needed.append(change.sequence) }
-                continue
-            }
-            if let problem = recordProblem(change, account: counters) {
+            if needed.isEmpty, let problem = recordProblem(change, account: counters) {
                 rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
@@ -298,6 +292,7 @@ enum SyncEngine {
                 needed.append(change.sequence)
                 continue
             }
+            if !needed.isEmpty { continue }
             let base = existing?.state ?? RecordState()
             // Merged into nothing, a change is itself.
             let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
