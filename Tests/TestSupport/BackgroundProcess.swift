@@ -59,14 +59,18 @@ public final class BackgroundProcess: @unchecked Sendable {
     public func waitFor(_ pattern: String, timeout: TimeInterval = 30) throws -> String {
         let expression = try NSRegularExpression(pattern: pattern)
         let deadline = Date().addingTimeInterval(timeout)
+        func found(in current: String) -> String? {
+            guard let match = expression.firstMatch(in: current, range: NSRange(current.startIndex..., in: current)) else { return nil }
+            let range = match.numberOfRanges > 1 ? match.range(at: 1) : match.range
+            return Range(range, in: current).map { String(current[$0]) }
+        }
         while Date() < deadline {
-            let current = text
-            if let match = expression.firstMatch(in: current, range: NSRange(current.startIndex..., in: current)) {
-                let range = match.numberOfRanges > 1 ? match.range(at: 1) : match.range
-                if let swiftRange = Range(range, in: current) { return String(current[swiftRange]) }
-            }
+            if let found = found(in: text) { return found }
             if let ended = child.poll() {
-                throw BackgroundProcessError(message: "the process exited (\(ended.code)) before printing /\(pattern)/:\n\(drained())")
+                // What it printed just before it exited may not have been read yet.
+                let all = drained()
+                if let found = found(in: all) { return found }
+                throw BackgroundProcessError(message: "the process exited (\(ended.code)) before printing /\(pattern)/:\n\(all)")
             }
             usleep(20_000)
         }
