@@ -6,6 +6,9 @@
 # entries), next to the sqlite3 CLI reading every rule's row from the same
 # file in the same run (the floor: opening the file and reading it), with the
 # ratio. Target: each under 100 ms at 20,000 rules.
+# Wall times on a shared machine swing by 2x from one minute to the next, so
+# when valgrind is installed the same commands are also counted in
+# instructions (callgrind), which do not depend on the neighbours.
 # Usage: bash Benchmarks/listing.sh [COUNT] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,3 +55,16 @@ for command in "rules list" "rules list --json" "export" "log"; do
   verdict=$([ "$ms" -lt 100 ] && echo "under 100 ms" || echo "OVER 100 ms")
   printf '%-24s %6s ms  %5sx sqlite3  %s\n' "brsync $command" "$ms" "$ratio" "$verdict"
 done
+
+if command -v valgrind >/dev/null; then
+  instructions() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  }
+  base=$(instructions sqlite3 "$BRSYNC_HOME/replica.sqlite" "SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0 ORDER BY priority DESC, key")
+  echo "instructions (callgrind): sqlite3 CLI reading every rule: $(awk -v a="$base" 'BEGIN { printf "%.2f G", a / 1e9 }')"
+  for command in "rules list" "rules list --json" "export"; do
+    # shellcheck disable=SC2086
+    count=$(instructions "$bin/brsync" $command)
+    awk -v a="$count" -v b="$base" -v c="brsync $command" 'BEGIN { printf "%-24s %6.2f G  %5.1fx sqlite3\n", c, a / 1e9, a / b }'
+  done
+fi

@@ -4,31 +4,38 @@ import Storage
 import SyncCore
 
 extension Replica {
-    static let ruleFields: Set<String> = ["pattern", "browser", "priority", "createdAt", "origin", RecordState.deletedField]
 
     static func rule(key: String, state: RecordState) -> UrlRule {
-        let values = state.values
-        var extra = values
-        for field in ruleFields { extra[field] = nil }
-        return UrlRule(
-            pattern: values["pattern"]?.stringValue ?? key, browser: values["browser"]?.stringValue ?? "",
-            priority: Int(clamping: values["priority"]?.intValue ?? 0), createdAtMillis: values["createdAt"]?.intValue ?? 0,
-            origin: values["origin"]?.stringValue, extra: extra)
+        // One pass over the fields: those a rule names, and the rest kept as they are.
+        var rule = UrlRule(pattern: key, browser: "", createdAtMillis: 0)
+        for (name, register) in state.fields {
+            let value = register.value
+            switch name {
+            case "pattern": rule.pattern = value.stringValue ?? key
+            case "browser": rule.browser = value.stringValue ?? ""
+            case "priority": rule.priority = Int(clamping: value.intValue ?? 0)
+            case "createdAt": rule.createdAtMillis = value.intValue ?? 0
+            case "origin": rule.origin = value.stringValue
+            case RecordState.deletedField: break
+            default: rule.extra[name] = value
+            }
+        }
+        return rule
     }
 
-    /// Every rule that is not deleted, in precedence order (deciding first).
+    /// Every rule that is not deleted, in precedence order (deciding first):
+    /// read through the `precedence` index (see `ReplicaSchema`), so no
+    /// pattern is parsed and nothing is sorted; rules whose pattern this
+    /// version cannot parse come last, by key.
     public func rules() throws -> [UrlRule] {
-        let all = try liveRecords(.rules).map { Self.rule(key: $0.key, state: $0.state) }
-        // Sorted by keys taken out once: comparing whole rules and patterns copied them at every step.
-        let keys = all.map { rule in (try? Pattern(rule.pattern)).map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)) } }
-        return all.indices.sorted { a, b in
-            switch (keys[a], keys[b]) {
-            case let (ka?, kb?): return ka.precedes(kb)
-            case (_?, nil): return true
-            case (nil, _?): return false
-            case (nil, nil): return all[a].pattern < all[b].pattern
+        try read {
+            try database.query(
+                "SELECT key, fields FROM records INDEXED BY records_by_precedence WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence"
+            ) { row in
+                let key = row.string(0) ?? ""
+                return Self.rule(key: key, state: try RecordCoding.decodeFields(row, column: 1))
             }
-        }.map { all[$0] }
+        }
     }
 
     /// The live rule with the same normalised pattern as `text`, or nil (also
@@ -47,9 +54,9 @@ extension Replica {
         let rows = try read {
             try database.query(
                 // INDEXED BY: without statistics SQLite would scan every rule by primary key.
-                "SELECT key, fields, versions FROM records INDEXED BY records_by_index_key WHERE collection = 'rules' AND index_key IN (\(placeholders)) AND deleted = 0",
+                "SELECT key, fields FROM records INDEXED BY records_by_index_key WHERE collection = 'rules' AND index_key IN (\(placeholders)) AND deleted = 0",
                 keys.map { .text($0) }
-            ) { row in (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")) }
+            ) { row in (row.string(0) ?? "", try RecordCoding.decodeFields(row, column: 1)) }
         }
         return rows.compactMap { key, state in try? CompiledRule(Self.rule(key: key, state: state)) }
     }

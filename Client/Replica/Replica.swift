@@ -40,6 +40,10 @@ public final class Replica {
         self.database = database
         self.now = now
         busyTimeoutMilliseconds = busyTimeout
+        // Up to 32 MiB of pages kept while reading (SQLite's default is 2 MiB), taken only as
+        // pages are read: listing 20,000 rules in the order they decide visits each page a few
+        // times, and read it from the file each time.
+        try database.execute("PRAGMA cache_size = -32768")
         let meta = try Self.readMeta(database)
         guard let deviceID = meta["device_id"] else {
             throw ReplicaError.notAReplica(path: database.path, reason: "it has no device id")
@@ -358,7 +362,7 @@ public final class Replica {
             try database.query(
                 "SELECT key, fields FROM records WHERE collection = ? AND deleted = 0 ORDER BY key", [.text(collection.rawValue)]
             ) { row in
-                (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: "{}"))
+                (row.string(0) ?? "", try RecordCoding.decodeFields(row, column: 1))
             }
         }
     }
@@ -374,25 +378,36 @@ public final class Replica {
     }
 
     private func store(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws {
-        var indexKey: DatabaseValue = .null
-        var priority: DatabaseValue = .null
-        if collection == .rules {
-            let pattern = state.fields["pattern"]?.value.stringValue ?? key
-            // A pattern this version cannot parse is filed under "" so it is still seen (and set aside).
-            indexKey = .text((try? Pattern(pattern))?.indexKey ?? "")
-            priority = .integer(state.fields["priority"]?.value.intValue ?? 0)
-        }
+        var derived = (indexKey: DatabaseValue.null, priority: DatabaseValue.null, precedence: DatabaseValue.null)
+        if collection == .rules { derived = Self.ruleColumns(key: key, state: state) }
         try database.run(
             """
-            INSERT INTO records (collection, key, fields, versions, deleted, index_key, priority)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (collection, key, fields, versions, deleted, index_key, priority, precedence)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (collection, key) DO UPDATE SET
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
-                index_key = excluded.index_key, priority = excluded.priority
+                index_key = excluded.index_key, priority = excluded.priority, precedence = excluded.precedence
             """,
             [.text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
-             .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted), indexKey, priority])
+             .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
+             derived.indexKey, derived.priority, derived.precedence])
     }
+
+    /// The columns a rule's row carries beside its fields (see
+    /// `ReplicaSchema`): the index key resolving looks it up by, its
+    /// priority, and its place in the order rules decide.
+    static func ruleColumns(key: String, state: RecordState) -> (indexKey: DatabaseValue, priority: DatabaseValue, precedence: DatabaseValue) {
+        let rule = rule(key: key, state: state)
+        let pattern = try? Pattern(rule.pattern)
+        // Deletions have no place; a pattern this version cannot parse comes after every rule that
+        // parses ("2" sorts after the "0" and "1" a collation text starts with), by key.
+        let precedence: DatabaseValue = state.isDeleted ? .null
+            : .text(pattern.map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)).collationText } ?? "2" + key)
+        // Such a pattern is filed under "" so it is still seen (and set aside).
+        return (.text(pattern?.indexKey ?? ""), .integer(Int64(rule.priority)), precedence)
+    }
+
+    static func precedence(key: String, state: RecordState) -> DatabaseValue { ruleColumns(key: key, state: state).precedence }
 
     // MARK: - Meta
 

@@ -1,4 +1,5 @@
 import Storage
+import SyncCore
 
 /// The replica's schema, by version. A record of any synced collection is one
 /// row of `records`: its fields as per-field last-writer-wins registers (JSON
@@ -88,6 +89,7 @@ enum ReplicaSchema {
         Migration4.manifests,
         Migration4.profileApprovals,
         Migration4.setAside,
+        Migration4.precedence,
     ])
 
     enum Migration4 {
@@ -219,6 +221,28 @@ enum ReplicaSchema {
         /// removed, with why (NULL for a removed one): records written with an
         /// account key the account had moved on from, found when a server
         /// restored from before the rotation is moved forward. Restorable the same way.
+        /// Each live rule's place in the order rules decide
+        /// (`RulePrecedence.SortKey.collationText`; "2" and the key for a
+        /// pattern this version cannot parse, so it comes last), NULL for a
+        /// deletion, with an index: listing 20,000 rules walks the index
+        /// instead of parsing every pattern and sorting. Filled here for the
+        /// rules already stored; a later change to the order's text must
+        /// recompute it the same way.
+        static let precedence = Migrator.Migration(version: 15, sql: """
+            ALTER TABLE records ADD COLUMN precedence TEXT;
+            CREATE INDEX records_by_precedence ON records (collection, deleted, precedence);
+            """, fill: { database in
+                let rows = try database.query("SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0") { row in
+                    (row.string(0) ?? "", row.string(1) ?? "{}")
+                }
+                for (key, fields) in rows {
+                    // A damaged record keeps NULL: reading it says what is wrong.
+                    guard let state = try? RecordState(fieldsJSON: fields, versionsJSON: "{}"),
+                          case .text(let text) = Replica.precedence(key: key, state: state) else { continue }
+                    try database.run("UPDATE records SET precedence = ? WHERE collection = 'rules' AND key = ?", [.text(text), .text(key)])
+                }
+            })
+
         static let setAside = Migrator.Migration(version: 14, sql: """
             ALTER TABLE removed ADD COLUMN why TEXT;
             """)

@@ -94,6 +94,31 @@ public struct JSONScanner {
         return try reader.readString()
     }
 
+    /// A string value's UTF-8 bytes handed to `body`, in place when the
+    /// string has no escapes (no copy): for short strings a reader parses
+    /// at once (a stamp on every field of every record). Checked as
+    /// ``string()`` checks them, so a string that is not UTF-8 is the same error.
+    public mutating func withStringBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) throws(ParseError) -> Result {
+        reader.skipWhitespace()
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string") }
+        let bytes = reader.bytes
+        let start = reader.index + 1
+        var end = start
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                reader.index = end + 1
+                return body(UnsafeBufferPointer(rebasing: bytes[start..<end]))
+            }
+            // ASCII needs no further check; an escape, a control character or anything
+            // past ASCII is read (and checked) as `string()` reads it.
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+            end += 1
+        }
+        var text = try reader.readString()
+        return text.withUTF8 { body($0) }
+    }
+
     /// The end of the document: nothing but white space is left.
     public mutating func end() throws(ParseError) {
         reader.skipWhitespace()

@@ -12,6 +12,15 @@ extension JSONValue {
     }
 }
 
+/// A value whose JSON form is a ``JSONValue`` it makes itself (a rule, a
+/// browser): ``JSONValue/init(encoding:)`` takes that value as it is, without
+/// a container a member (20,000 rules through containers cost more than
+/// reading them from the database). Its `encode(to:)` must write the same
+/// members, as other encoders use that.
+public protocol JSONRepresentable: Encodable {
+    var jsonValue: JSONValue { get }
+}
+
 /// A value being built: filled by exactly one container.
 private final class EncodingNode {
     enum Content {
@@ -34,8 +43,13 @@ private final class EncodingNode {
 
     func member(_ key: String) -> EncodingNode {
         var members: [String: EncodingNode] = [:]
-        if case .object(let existing) = content { members = existing }
-        if let node = members[key] { return node }
+        if case .object(let existing) = content {
+            if let node = existing[key] { return node }
+            members = existing
+        }
+        // Let go of the stored copy first, so the dictionary grows in place
+        // (no copy of every member per new member).
+        content = .empty
         let node = EncodingNode()
         members[key] = node
         content = .object(members)
@@ -45,6 +59,8 @@ private final class EncodingNode {
     func append() -> EncodingNode {
         var items: [EncodingNode] = []
         if case .array(let existing) = content { items = existing }
+        // As in `member`: the array stays uniquely held while it grows.
+        content = .empty
         let node = EncodingNode()
         items.append(node)
         content = .array(items)
@@ -89,6 +105,7 @@ private func primitive(_ value: some Encodable, at path: [any CodingKey]) throws
     func refuse(_ what: String) -> EncodingError {
         EncodingError.invalidValue(value, EncodingError.Context(codingPath: path, debugDescription: what))
     }
+    if let value = value as? any JSONRepresentable { return value.jsonValue }
     switch value {
     case let value as JSONValue: return value
     case let value as String: return .string(value)

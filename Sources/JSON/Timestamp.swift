@@ -9,6 +9,28 @@ public enum Timestamp {
         let minute = msOfDay / 60_000 % 60
         let second = msOfDay / 1000 % 60
         let ms = msOfDay % 1000
+        if (0...9999).contains(year) {
+            // The common case, written as bytes: listing 20,000 rules formats 20,000 times.
+            return String(unsafeUninitializedCapacity: 24) { buffer in
+                var index = 0
+                func put(_ value: Int64, _ width: Int) {
+                    var divisor: Int64 = 1
+                    for _ in 1..<width { divisor *= 10 }
+                    while divisor > 0 {
+                        buffer[index] = UInt8(48 + value / divisor % 10)
+                        index += 1
+                        divisor /= 10
+                    }
+                }
+                func put(_ byte: Character) {
+                    buffer[index] = byte.asciiValue!
+                    index += 1
+                }
+                put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
+                put(hour, 2); put(":"); put(minute, 2); put(":"); put(second, 2); put("."); put(ms, 3); put("Z")
+                return index
+            }
+        }
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 

@@ -21,9 +21,8 @@ extension KeyedDecodingContainer where K == AnyCodingKey {
 }
 
 extension KeyedEncodingContainer where K == AnyCodingKey {
-    mutating func encodeUnknownFields(_ extra: [String: JSONValue], excluding known: Set<String>) throws {
-        for (key, value) in extra where !known.contains(key) {
-            try encode(value, forKey: AnyCodingKey(key))
-        }
+    /// Writes `members` in their order.
+    mutating func encode(members: [(name: String, value: JSONValue)]) throws {
+        for member in members { try encode(member.value, forKey: AnyCodingKey(member.name)) }
     }
 }

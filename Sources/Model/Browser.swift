@@ -46,13 +46,23 @@ public struct Browser: Sendable, Hashable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: AnyCodingKey.self)
-        try container.encode(id, forKey: AnyCodingKey("id"))
-        try container.encode(name, forKey: AnyCodingKey("name"))
-        try container.encode(urlScheme, forKey: AnyCodingKey("urlScheme"))
-        try container.encode(urlFormat, forKey: AnyCodingKey("urlFormat"))
-        try container.encode(enabled, forKey: AnyCodingKey("enabled"))
-        try container.encodeUnknownFields(extra, excluding: Self.knownKeys)
+        try container.encode(members: jsonMembers)
     }
+
+    /// The browser's JSON members, in the order they are written: the known
+    /// ones, then those kept from newer clients.
+    var jsonMembers: [(name: String, value: JSONValue)] {
+        var members: [(name: String, value: JSONValue)] = [
+            ("id", .string(id)), ("name", .string(name)), ("urlScheme", .string(urlScheme)),
+            ("urlFormat", .string(urlFormat)), ("enabled", .bool(enabled)),
+        ]
+        for (key, value) in extra where !Self.knownKeys.contains(key) { members.append((key, value)) }
+        return members
+    }
+}
+
+extension Browser: JSONRepresentable {
+    public var jsonValue: JSONValue { .object(Dictionary(jsonMembers, uniquingKeysWith: { $1 })) }
 }
 
 extension Browser {

@@ -76,11 +76,22 @@ public struct UrlRule: Sendable, Hashable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: AnyCodingKey.self)
-        try container.encode(pattern, forKey: AnyCodingKey("pattern"))
-        try container.encode(browser, forKey: AnyCodingKey("browser"))
-        try container.encode(priority, forKey: AnyCodingKey("priority"))
-        try container.encode(Timestamp.iso8601(millis: createdAtMillis), forKey: AnyCodingKey("createdAt"))
-        try container.encodeIfPresent(origin, forKey: AnyCodingKey("origin"))
-        try container.encodeUnknownFields(extra, excluding: Self.knownKeys)
+        try container.encode(members: jsonMembers)
     }
+
+    /// The rule's JSON members, in the order they are written: the known
+    /// ones, then those kept from newer clients.
+    var jsonMembers: [(name: String, value: JSONValue)] {
+        var members: [(name: String, value: JSONValue)] = [
+            ("pattern", .string(pattern)), ("browser", .string(browser)), ("priority", .int(Int64(priority))),
+            ("createdAt", .string(Timestamp.iso8601(millis: createdAtMillis))),
+        ]
+        if let origin { members.append(("origin", .string(origin))) }
+        for (key, value) in extra where !Self.knownKeys.contains(key) { members.append((key, value)) }
+        return members
+    }
+}
+
+extension UrlRule: JSONRepresentable {
+    public var jsonValue: JSONValue { .object(Dictionary(jsonMembers, uniquingKeysWith: { $1 })) }
 }

@@ -3,9 +3,14 @@ public struct Migrator: Sendable {
     public struct Migration: Sendable {
         public let version: Int
         public let sql: String
-        public init(version: Int, sql: String) {
+        /// Work SQL cannot do (values computed by the program), run after
+        /// `sql` in the same transaction: a migration is applied whole or
+        /// not at all.
+        public let fill: (@Sendable (Database) throws -> Void)?
+        public init(version: Int, sql: String, fill: (@Sendable (Database) throws -> Void)? = nil) {
             self.version = version
             self.sql = sql
+            self.fill = fill
         }
     }
 
@@ -40,6 +45,7 @@ public struct Migrator: Sendable {
                 guard found <= latestVersion else { throw Problem.newerSchema(found: found, supported: latestVersion) }
                 guard found < migration.version else { return }
                 try database.execute(migration.sql)
+                try migration.fill?(database)
                 try database.execute("PRAGMA user_version = \(migration.version)")
             }
         }

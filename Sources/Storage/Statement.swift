@@ -120,6 +120,15 @@ public struct Row {
     public subscript(index: Int) -> DatabaseValue { statement.column(Int32(index)) }
 
     public func string(_ index: Int) -> String? { self[index].stringValue }
+    /// A column's text as UTF-8 bytes where SQLite keeps them (no copy, no
+    /// check that they are UTF-8: the reader must check), valid only inside
+    /// `body`; empty for NULL.
+    public func withText<Result>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        // sqlite3_column_text first: it converts the value, then sqlite3_column_bytes counts the text.
+        let text = sqlite3_column_text(statement.handle, Int32(index))
+        let count = Int(sqlite3_column_bytes(statement.handle, Int32(index)))
+        return try body(UnsafeBufferPointer(start: text, count: text == nil ? 0 : count))
+    }
     public func int(_ index: Int) -> Int? { self[index].intValue }
     public func int64(_ index: Int) -> Int64? { self[index].int64Value }
     /// The size in bytes of a text or blob column, without copying it.

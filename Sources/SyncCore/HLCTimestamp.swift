@@ -82,9 +82,15 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
     public static let form = "16 hex digits of milliseconds, at most 7fffffffffffffff, '-', 8 hex digits of counter, '-', a device id"
 
     public init?(text: String) {
-        // Read as bytes: stamps are parsed for every field of every pushed record.
         var text = text
-        let parsed = text.withUTF8 { bytes -> (UInt64, UInt32, String)? in
+        guard let stamp = text.withUTF8({ HLCTimestamp(utf8: $0) }) else { return nil }
+        self = stamp
+    }
+
+    /// ``init(text:)`` from the text's UTF-8 bytes: stamps are parsed for
+    /// every field of every pushed or stored record, straight from the JSON.
+    public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        let parsed = { () -> (UInt64, UInt32, String)? in
             guard bytes.count > 26, bytes[16] == UInt8(ascii: "-"), bytes[25] == UInt8(ascii: "-") else { return nil }
             func hex(_ range: Range<Int>) -> UInt64? {
                 var value: UInt64 = 0
@@ -105,7 +111,7 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
                   bytes.count - 26 <= 64, bytes[26...].allSatisfy(HLCTimestamp.isDeviceByte)
             else { return nil }
             return (wall, UInt32(counter), String(decoding: UnsafeBufferPointer(rebasing: bytes[26...]), as: UTF8.self))
-        }
+        }()
         guard let (wall, counter, device) = parsed else { return nil }
         self.init(wallMillis: Int64(wall), counter: counter, device: device)
     }

@@ -67,9 +67,14 @@ extension StampedValue {
     /// A register from its members `"s"` (the stamp) and `"v"` (the value);
     /// both nil when it is not an object.
     static func reading(stamp: JSONValue?, value: JSONValue?) -> Reading<StampedValue> {
+        reading(parsedStamp: stamp?.stringValue.flatMap(HLCTimestamp.init(text:)), value: value)
+    }
+
+    /// The same, from the stamp as parsed (nil: absent or not a stamp).
+    static func reading(parsedStamp: HLCTimestamp?, value: JSONValue?) -> Reading<StampedValue> {
         guard let value else { return .problem { "\($0) needs \"v\"" } }
-        guard let text = stamp?.stringValue, let parsed = HLCTimestamp(text: text) else { return .problem { "\($0) needs \"s\", an HLC stamp (\(HLCTimestamp.form))" } }
-        return .value(StampedValue(value, stamp: parsed))
+        guard let parsedStamp else { return .problem { "\($0) needs \"s\", an HLC stamp (\(HLCTimestamp.form))" } }
+        return .value(StampedValue(value, stamp: parsedStamp))
     }
 
     /// `{"s": STAMP, "v": VALUE}`.
@@ -78,18 +83,25 @@ extension StampedValue {
             _ = try scanner.value()
             return reading(stamp: nil, value: nil)
         }
-        var stamp: JSONValue?
+        var stamp: HLCTimestamp?
         var value: JSONValue?
         if try scanner.beginObject() {
             repeat {
                 switch try scanner.name() {
-                case "s": stamp = try scanner.value()
+                case "s":
+                    // Parsed where it lies when it is a string (the stamp of every field of every record).
+                    if scanner.peek() == UInt8(ascii: "\"") {
+                        stamp = try scanner.withStringBytes { HLCTimestamp(utf8: $0) }
+                    } else {
+                        _ = try scanner.value()
+                        stamp = nil
+                    }
                 case "v": value = try scanner.value()
                 default: _ = try scanner.value()
                 }
             } while try scanner.nextMember()
         }
-        return reading(stamp: stamp, value: value)
+        return reading(parsedStamp: stamp, value: value)
     }
 
     /// A register inside a tree already parsed (a push answer's conflicts).
@@ -217,9 +229,19 @@ extension RecordState {
     /// A state from the stored JSON text of its fields and versions (the
     /// wire's form, which the stores keep).
     public init(fieldsJSON: String, versionsJSON: String) throws(Wire.Problem) {
+        var fieldsJSON = fieldsJSON
+        let result = fieldsJSON.withUTF8 { bytes in
+            Result { () throws(Wire.Problem) in try RecordState(fieldsUTF8: bytes, versionsJSON: versionsJSON) }
+        }
+        self = try result.get()
+    }
+
+    /// ``init(fieldsJSON:versionsJSON:)`` from the fields' UTF-8 bytes where
+    /// they lie (a database row's), without copying them into a string first.
+    public init(fieldsUTF8: UnsafeBufferPointer<UInt8>, versionsJSON: String) throws(Wire.Problem) {
         let fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>
         do throws(Wire.ReadError) {
-            fields = try Wire.read(fieldsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readFields).reading }
+            fields = try Wire.document(fieldsUTF8, Self.readFields).reading
             versions = try Wire.read(versionsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readVersions) }
         } catch {
             throw Wire.Problem("a stored record is not JSON: \(error)")

@@ -60,7 +60,9 @@ public enum Wire {
     /// Why `name` cannot be a field name, or nil when it can.
     public static func problem(fieldName name: String) -> String? {
         if name.isEmpty || name.utf8.count > maxFieldNameBytes { return "a field name must be 1 to \(maxFieldNameBytes) bytes" }
-        if name.unicodeScalars.contains(where: isControl) { return "a field name must not contain control characters" }
+        // Printable ASCII (nearly every name) is checked by its bytes; anything else scalar by scalar.
+        let printable = name.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { (0x20..<0x7F).contains($0) } } ?? false
+        if !printable, name.unicodeScalars.contains(where: isControl) { return "a field name must not contain control characters" }
         return nil
     }
 

@@ -28,6 +28,28 @@ import Testing
         #expect(try JSONDecoder().decode(UrlRule.self, from: Data(encoded.utf8)) == rule)
     }
 
+    /// `jsonValue` (what brsync's own encoder takes as it is) and the
+    /// `Codable` form another encoder writes are the same JSON, extra fields,
+    /// an origin and times before 1970 or past 9999 included.
+    @Test func jsonValueIsWhatCodableWrites() throws {
+        let rules = [
+            UrlRule(pattern: "zoom.us", browser: "chrome", priority: -3, createdAtMillis: 1_700_000_000_500,
+                    origin: "dev1", extra: ["keepTracking": .bool(true), "future": .array([.int(1), .null])]),
+            UrlRule(pattern: "from:slack *.example.com/x", browser: "firefox", priority: Int.max, createdAtMillis: -86_400_001),
+            UrlRule(pattern: "a.b", browser: "b", createdAtMillis: 300_000_000_000_000),
+        ]
+        let browsers = [Browser(id: "firefox", name: "Firefox", urlScheme: "firefox", enabled: false, extra: ["iconColor": .string("#f00")]),
+                        Browser(id: "x", name: "X \u{202E}")]
+        func viaFoundation(_ value: some Encodable) throws -> JSONValue {
+            try JSONDecoder().decode(JSONValue.self, from: try JSONEncoder().encode(value))
+        }
+        for rule in rules {
+            #expect(try viaFoundation(rule) == rule.jsonValue)
+            #expect(try JSONValue(encoding: [rule]) == .array([rule.jsonValue]))
+        }
+        for browser in browsers { #expect(try viaFoundation(browser) == browser.jsonValue) }
+    }
+
     @Test func badCreatedAtIsAnError() {
         let json = #"{"pattern":"a.com","browser":"x","createdAt":"yesterday"}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(UrlRule.self, from: Data(json.utf8)) }

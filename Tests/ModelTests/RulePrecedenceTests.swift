@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import Model
 
 @Suite struct RulePrecedenceTests {
@@ -72,5 +73,30 @@ import Testing
         let index = RuleIndex(rules: [rule("", "x"), rule("ok.example", "y")])
         #expect(index.invalid.count == 1)
         #expect(index.count == 1)
+    }
+
+    /// The stored collation text sorts byte by byte exactly as `precedes`
+    /// orders, at the extremes of every field too (the database lists rules
+    /// by it). Seeded: `BRSYNC_TEST_SEED` re-runs one.
+    @Test func collationTextSortsAsPrecedenceDoes() throws {
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_129)
+        print("collationTextSortsAsPrecedenceDoes seed \(random.seed)")
+        let patterns = ["github.com", "*.github.com", "github.com/a/*", "github.com/a/**", "from:slack github.com",
+                        "from:slack *.example.com/x", "example.com:8443", "https://example.com", "file:///home/me/**",
+                        "ex\u{e9}mple.com/caf\u{e9}", "example.com/e\u{301}", "a.b.c.d.example.org/path?q=*", "*.co.uk"]
+        let priorities = [Int.min, Int.min + 1, -1, 0, 1, 2, Int.max - 1, Int.max]
+        let times: [Int64] = [Int64.min, -1, 0, 1, 1_700_000_000_000, Int64.max]
+        let keys = try (0..<300).map { _ in
+            let rule = UrlRule(pattern: patterns.randomElement(using: &random)!, browser: "b",
+                               priority: priorities.randomElement(using: &random)!,
+                               createdAtMillis: times.randomElement(using: &random)!)
+            return RulePrecedence.SortKey(try CompiledRule(rule))
+        }
+        for a in keys {
+            for b in keys {
+                let byText = a.collationText.utf8.lexicographicallyPrecedes(b.collationText.utf8)
+                #expect(a.precedes(b) == byText, "\(a.collationText) vs \(b.collationText)")
+            }
+        }
     }
 }

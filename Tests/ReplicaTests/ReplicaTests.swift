@@ -224,6 +224,36 @@ import TestSupport
         #expect(reopened.lastStamp > second)
     }
 
+    /// Rules are listed in the order they decide (each row's stored place,
+    /// read through its index): the order RulePrecedence sorts them in,
+    /// after adds, priority changes and deletions; a pattern this version
+    /// cannot parse comes last. Seeded: `BRSYNC_TEST_SEED` re-runs one.
+    @Test func rulesAreListedInTheOrderTheyDecide() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_129)
+        print("rulesAreListedInTheOrderTheyDecide seed \(random.seed)")
+        let patterns = ["github.com", "*.github.com", "github.com/a/*", "from:slack github.com", "zoom.us", "*.zoom.us",
+                        "example.com/docs", "a.example.com", "example.com:8443", "file:///home/me/**"]
+        for round in 0..<4 {
+            for pattern in patterns.shuffled(using: &random) {
+                fixture.wallMillis += Int64.random(in: 0...1, using: &random) // equal creation times too
+                try fixture.replica.addRule(pattern: pattern, browser: "firefox", priority: [nil, -1, 0, 3].randomElement(using: &random)!)
+            }
+            if round % 2 == 1 { _ = try fixture.replica.removeRule(pattern: patterns.randomElement(using: &random)!) }
+            let listed = try fixture.replica.rules()
+            let expected = try listed.map { try CompiledRule($0) }.sorted(by: RulePrecedence.precedes).map(\.rule)
+            #expect(listed == expected, "round \(round)")
+        }
+        let stamp = HLCTimestamp(wallMillis: fixture.wallMillis, counter: 0, device: "elsewhere")
+        let unreadable = RecordState(fields: ["pattern": StampedValue(.string("exa mple.com"), stamp: stamp),
+                                              "browser": StampedValue(.string("firefox"), stamp: stamp),
+                                              "priority": StampedValue(.int(1_000), stamp: stamp)],
+                                     versions: VersionVector(["elsewhere": 1]))
+        try fixture.replica.storeMerged(.rules, key: "exa mple.com", state: unreadable)
+        #expect(try fixture.replica.rules().last?.pattern == "exa mple.com", "a pattern that does not parse comes last, whatever its priority")
+    }
+
     @Test func newRulesGetAPriorityAboveAllAndDeletedRulesComeBack() throws {
         let fixture = try ReplicaFixture()
         let replica = fixture.replica
@@ -334,6 +364,8 @@ import TestSupport
             ALTER TABLE changes DROP COLUMN replaced;
             DROP TABLE profile_approvals;
             ALTER TABLE removed DROP COLUMN why;
+            DROP INDEX records_by_precedence;
+            ALTER TABLE records DROP COLUMN precedence;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -368,6 +400,7 @@ import TestSupport
         try fixture.replica.removeRule(pattern: "a.example")
         let url = try NormalizedURL("https://gist.github.com/x")
         let resolvedBefore = try fixture.replica.resolve(url).browser?.browser.id
+        let listedBefore = try fixture.replica.rules()
         let columns = "collection, key, fields, versions, deleted, index_key, priority"
         func rows(_ database: Database) throws -> [String] {
             try database.query("SELECT \(columns) FROM records ORDER BY collection, key") { row in
@@ -398,8 +431,11 @@ import TestSupport
         #expect(throws: (any Error).self, "schema 9 has no row ids") { try database.execute("SELECT rowid FROM records") }
 
         let reopened = try Replica.open(home: fixture.home)
-        #expect(try database.userVersion == 14)
+        #expect(try database.userVersion == ReplicaSchema.migrator.latestVersion)
         #expect(try rows(database) == before)
+        // Schema 15 gave every rule its place again: listed in the same order, without a NULL.
+        #expect(try reopened.rules() == listedBefore)
+        #expect(try database.scalar("SELECT COUNT(*) FROM records WHERE collection = 'rules' AND deleted = 0 AND precedence IS NULL")?.intValue == 0)
         #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
         #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")
         #expect(try reopened.resolve(url).browser?.browser.id == resolvedBefore)

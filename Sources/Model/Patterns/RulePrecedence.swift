@@ -37,7 +37,28 @@ public enum RulePrecedence {
             if exactHost != other.exactHost { return exactHost }
             if literalLength != other.literalLength { return literalLength > other.literalLength }
             if createdAtMillis != other.createdAtMillis { return createdAtMillis > other.createdAtMillis }
-            return key < other.key
+            // Byte order of the UTF-8 text, as a database compares it (see collationText).
+            return key.utf8.lexicographicallyPrecedes(other.key.utf8)
+        }
+
+        /// The rule's place as text that sorts byte by byte (SQLite's BINARY
+        /// collation) exactly as ``precedes(_:)`` orders: fixed-width hex
+        /// fields, those that order from high to low complemented, signed
+        /// ones offset so they order as unsigned numbers, then the key.
+        /// Stored beside each rule, it lets the database list rules in the
+        /// order they decide without parsing a pattern.
+        public var collationText: String {
+            func hex(_ value: UInt64) -> String {
+                let digits = String(value, radix: 16)
+                return String(repeating: "0", count: 16 - digits.count) + digits
+            }
+            func ascending(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
+            return (fromApp ? "0" : "1")
+                + hex(~ascending(Int64(priority)))
+                + (exactHost ? "0" : "1")
+                + hex(~UInt64(max(0, literalLength)))
+                + hex(~ascending(createdAtMillis))
+                + key
         }
     }
 
