@@ -5,7 +5,8 @@ import PackageDescription
 /// GTK 4 for the picker: the pkg-config file `scripts/setup` writes (GTK's
 /// include folders and libraries only, so SwiftPM has no flags to drop with
 /// a warning on every build), else gtk4's own.
-let gtkPackage = FileManager.default.fileExists(atPath: "/usr/local/lib/pkgconfig/brsync-gtk4.pc") ? "brsync-gtk4" : "gtk4"
+let gtkPackage =
+    FileManager.default.fileExists(atPath: "/usr/local/lib/pkgconfig/brsync-gtk4.pc") ? "brsync-gtk4" : "gtk4"
 
 // The module graph and where each piece belongs: docs/architecture.md.
 // Model and SyncCore are pure (no I/O); C libraries sit behind the C* targets.
@@ -28,7 +29,8 @@ let package = Package(
         .executable(name: "brsyncd-bench", targets: ["brsyncd-bench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"), // 1.6: completions told the word typed
+        // 1.6: completions told the word typed
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
     ],
     targets: [
@@ -79,7 +81,8 @@ let package = Package(
         .target(name: "JSON", path: "Sources/JSON"),
         .target(name: "Model", dependencies: ["JSON"], path: "Sources/Model"),
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/SyncCore"),
-        .target(name: "HTTP", dependencies: ["JSON"], path: "Sources/HTTP"), // JSON: the UTC calendar of the Date header
+        // JSON: the UTC calendar of the Date header
+        .target(name: "HTTP", dependencies: ["JSON"], path: "Sources/HTTP"),
 
         // MARK: I/O layers
         .target(name: "Plumbing", dependencies: ["JSON"], path: "Sources/Plumbing"),
@@ -91,7 +94,8 @@ let package = Package(
         ),
         .target(name: "Storage", dependencies: ["CSQLite", "Plumbing"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
-        .target(name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
+        .target(
+            name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
         .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
@@ -100,13 +104,17 @@ let package = Package(
         ),
         .target(
             name: "BrsyncServer",
-            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "Plumbing", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "Plumbing",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Server/BrsyncServer"
         ),
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing", "ProgramExit", "JSON", "Model",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing", "ProgramExit", "JSON",
+                "Model",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -120,14 +128,20 @@ let package = Package(
         .target(name: "Desktop", dependencies: ["JSON", "Model", "Plumbing"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
-            dependencies: ["JSON", "Model", "Replica", "SyncCore", "Desktop", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "JSON", "Model", "Replica", "SyncCore", "Desktop", "Plumbing",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Client/BrsyncCommands"
         ),
         // `brsync` links no TLS (a link resolves without loading OpenSSL);
         // `brsync push|pull|sync` hand over to `brsync-sync`, which does.
         .executableTarget(
             name: "brsync",
-            dependencies: ["BrsyncCommands", "Plumbing", "ProgramExit", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "BrsyncCommands", "Plumbing", "ProgramExit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Client/brsync"
         ),
         // The picker window (GTK 4), started by brsync only when a picker is
@@ -141,13 +155,16 @@ let package = Package(
         // parses and prints, and a window can call the same functions.
         .target(
             name: "SyncCommands",
-            dependencies: ["BrsyncCommands", "Desktop", "JSON", "Model", "Plumbing", "Replica", "SyncClient", "SyncCore"],
+            dependencies: [
+                "BrsyncCommands", "Desktop", "JSON", "Model", "Plumbing", "Replica", "SyncClient", "SyncCore",
+            ],
             path: "Client/SyncCommands"
         ),
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "CLinux", "SyncClient", "SyncCommands", "Replica", "JSON", "Model", "SyncCore", "Plumbing", "ProgramExit", "Desktop", "Net",
+                "BrsyncCommands", "CLinux", "SyncClient", "SyncCommands", "Replica", "JSON", "Model", "SyncCore",
+                "Plumbing", "ProgramExit", "Desktop", "Net",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"
@@ -167,7 +184,12 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["Net", "BrsyncServer", "Plumbing", "Cryptography", "SyncCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "Net", "BrsyncServer", "Plumbing", "Cryptography", "SyncCore",
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "Model", "TestSupport"]),
@@ -179,17 +201,30 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
             name: "SyncModelTests",
-            dependencies: ["JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "Plumbing", "TestSupport",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model",
+                "Storage", "Postgres", "Plumbing", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ServerTests",
-            dependencies: ["JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres", "Cryptography", "Plumbing", "TestSupport",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres",
+                "Cryptography", "Plumbing", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
-        .testTarget(name: "ReplicaTests", dependencies: ["JSON", "Replica", "Storage", "Model", "SyncCore", "Plumbing", "TestSupport"]),
-        .testTarget(name: "CLITests", dependencies: ["JSON", "brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore", "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport"]),
+        .testTarget(
+            name: "ReplicaTests",
+            dependencies: ["JSON", "Replica", "Storage", "Model", "SyncCore", "Plumbing", "TestSupport"]),
+        .testTarget(
+            name: "CLITests",
+            dependencies: [
+                "JSON", "brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore",
+                "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

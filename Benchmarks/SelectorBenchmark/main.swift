@@ -49,7 +49,9 @@ if arguments.first == "make-replica" {
     do {
         let replica = try Replica.initialize(home: values[0], deviceName: "bench-laptop").replica
         try replica.transaction {
-            for id in ["firefox", "chrome"] { try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u") }
+            for id in ["firefox", "chrome"] {
+                try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "\(id) %u")
+            }
             // A person's rules are made in no alphabetical order: each
             // pattern starts with a pseudo-random name (a fixed seed, so every
             // run makes the same replica). Patterns made in key order
@@ -64,7 +66,8 @@ if arguments.first == "make-replica" {
                     name.append(letters[Int(state >> 33) % letters.count])
                 }
                 let pattern = "\(String(decoding: name, as: UTF8.self))\(index).example"
-                try replica.addRule(pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index % 7)
+                try replica.addRule(
+                    pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index % 7)
             }
         }
     } catch {
@@ -149,11 +152,16 @@ for ruleCount in [100, 10_000, 100_000] {
     }
     let best = rounds.dropFirst().min() ?? 0
     let parsed = urls.compactMap { try? NormalizedURL($0) }
-    let normaliseOnly = (0..<5).map { _ in nanoseconds { for text in urls { _ = try? NormalizedURL(text) } } / Double(urls.count) }.min() ?? 0
-    let decideOnly = (0..<5).map { _ in nanoseconds { for url in parsed { _ = index.decide(url) } } / Double(urls.count) }.min() ?? 0
+    let normaliseOnly =
+        (0..<5).map { _ in nanoseconds { for text in urls { _ = try? NormalizedURL(text) } } / Double(urls.count) }
+        .min() ?? 0
+    let decideOnly =
+        (0..<5).map { _ in nanoseconds { for url in parsed { _ = index.decide(url) } } / Double(urls.count) }.min() ?? 0
     print(String(format: "  (normalise %.2f µs, decide %.2f µs)", normaliseOnly / 1000, decideOnly / 1000))
-    print(String(format: "rules %7d: %6.2f µs per URL (best of 5 rounds of %d URLs, %d decided); index built in %.1f ms",
-                 ruleCount, best / 1000, urls.count, decided, build / 1_000_000))
+    print(
+        String(
+            format: "rules %7d: %6.2f µs per URL (best of 5 rounds of %d URLs, %d decided); index built in %.1f ms",
+            ruleCount, best / 1000, urls.count, decided, build / 1_000_000))
 }
 
 guard let brsyncPath else {
@@ -188,7 +196,10 @@ let replicaFile = "\(home)/\(Replica.fileName)"
 /// (nothing inherited); returns wall time in ns and its exit status.
 func spawn(_ path: String, _ args: [String], environment: [String: String]) -> (Double, Int32) {
     let start = DispatchTime.now().uptimeNanoseconds
-    guard let child = try? ChildProcess([path] + args, environment: ChildProcess.Environment(set: environment, unset: ["*"])) else { return (0, -1) }
+    guard
+        let child = try? ChildProcess(
+            [path] + args, environment: ChildProcess.Environment(set: environment, unset: ["*"]))
+    else { return (0, -1) }
     let ended = child.wait()
     return (Double(DispatchTime.now().uptimeNanoseconds - start), ended.code)
 }
@@ -213,8 +224,14 @@ for _ in 0..<runs { // interleaved, so both see the same machine load
 }
 let brsyncMedian = median(brsyncTimes) / 1_000_000
 let sqliteMedian = median(sqliteTimes) / 1_000_000
-print(String(format: "brsync resolve --json: median %.2f ms, min %.2f ms (%d runs)", brsyncMedian, (brsyncTimes.min() ?? 0) / 1_000_000, runs))
-print(String(format: "sqlite3 count(*):      median %.2f ms, min %.2f ms (%d runs)", sqliteMedian, (sqliteTimes.min() ?? 0) / 1_000_000, runs))
+print(
+    String(
+        format: "brsync resolve --json: median %.2f ms, min %.2f ms (%d runs)", brsyncMedian,
+        (brsyncTimes.min() ?? 0) / 1_000_000, runs))
+print(
+    String(
+        format: "sqlite3 count(*):      median %.2f ms, min %.2f ms (%d runs)", sqliteMedian,
+        (sqliteTimes.min() ?? 0) / 1_000_000, runs))
 print(String(format: "ratio brsync / sqlite3: %.2fx (target <= 1.5x)", brsyncMedian / sqliteMedian))
 
 print("\n== brsync open URL (resolve, then spawn the browser: /bin/true), 10,000 rules ==")
@@ -252,7 +269,10 @@ appProcess.executableURL = URL(fileURLWithPath: app)
 try? appProcess.run()
 var openerPID: Int32 = 0
 for _ in 0..<300 where openerPID == 0 {
-    openerPID = (try? String(contentsOfFile: "\(scratch)/pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    openerPID =
+        (try? String(contentsOfFile: "\(scratch)/pid", encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        } ?? 0
     usleep(10_000)
 }
 func timeFind(from pid: Int32) -> (Double, Double, String) {
@@ -267,9 +287,16 @@ func timeFind(from pid: Int32) -> (Double, Double, String) {
     return (median(times) / 1_000, (times.max() ?? 0) / 1_000, found)
 }
 let click = timeFind(from: openerPID)
-print(String(format: "a click (mailapp -> xdg-open -> brsync): median %.1f µs, max %.1f µs, found %@ (1,000 runs; target < 1 ms)", click.0, click.1, click.2))
+print(
+    String(
+        format:
+            "a click (mailapp -> xdg-open -> brsync): median %.1f µs, max %.1f µs, found %@ (1,000 runs; target < 1 ms)",
+        click.0, click.1, click.2))
 let worst = timeFind(from: getppid())
-print(String(format: "this benchmark's own parents, all the way up: median %.1f µs, max %.1f µs (%@)", worst.0, worst.1, worst.2))
+print(
+    String(
+        format: "this benchmark's own parents, all the way up: median %.1f µs, max %.1f µs (%@)", worst.0, worst.1,
+        worst.2))
 kill(openerPID, SIGTERM)
 appProcess.terminate()
 try? FileManager.default.removeItem(atPath: scratch)

@@ -29,14 +29,17 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 guard let mode = arguments.first, arguments.count >= 2 else {
-    fail("usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | flood DIR PORT N ADDRESSES | read N | setup-watchers DIR N | watchers DIR PORT N")
+    fail(
+        "usage: setup DIR | push DIR PORT N | idle DIR PORT N PID | flood DIR PORT N ADDRESSES | read N | setup-watchers DIR N | watchers DIR PORT N"
+    )
 }
 let directory = arguments[1]
 
 /// A client of the server on `port`; with `source`, from that loopback address.
 func client(port: UInt16, source: String? = nil) throws -> HTTPClient {
-    var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
-                                                 tls: try TLSContext.client(caFile: "\(directory)/ca.pem"))
+    var configuration = HTTPClient.Configuration(
+        address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+        tls: try TLSContext.client(caFile: "\(directory)/ca.pem"))
     configuration.sourceAddress = source
     return HTTPClient(configuration)
 }
@@ -58,10 +61,14 @@ func benchmarkChanges(_ count: Int) -> [ChangeRecord] {
         let stamp = clock.tick(wallMillis: now)
         let fields: [String: JSONValue] = [
             "pattern": .string("site\(index).example"), "browser": .string(["firefox", "chrome"][index % 2]),
-            "priority": .int(Int64(index)), "createdAt": .int(now), "origin": .string("bench-laptop"), "deleted": .bool(false),
+            "priority": .int(Int64(index)), "createdAt": .int(now), "origin": .string("bench-laptop"),
+            "deleted": .bool(false),
         ]
-        return ChangeRecord(sequence: Int64(index), collection: .rules, key: "site\(index).example",
-                            state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["bench-laptop": 1])))
+        return ChangeRecord(
+            sequence: Int64(index), collection: .rules, key: "site\(index).example",
+            state: RecordState(
+                fields: fields.mapValues { StampedValue($0, stamp: stamp) },
+                versions: VersionVector(["bench-laptop": 1])))
     }
 }
 
@@ -82,9 +89,13 @@ do {
         guard let count = Int(arguments[1]), count > 0 else { fail("read N") }
         let changes = benchmarkChanges(count)
         let push = PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).body()
-        let page = PullResponse(changes: changes, next: Int64(count), more: false, epoch: "e",
-                                clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"), account: "a").body
-        let stored = changes.map { (RecordState.encodeFields($0.state.fields), RecordState.encodeVersions($0.state.versions)) }
+        let page = PullResponse(
+            changes: changes, next: Int64(count), more: false, epoch: "e",
+            clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"), account: "a"
+        ).body
+        let stored = changes.map {
+            (RecordState.encodeFields($0.state.fields), RecordState.encodeVersions($0.state.versions))
+        }
         let rounds = 15
         let megabytes = Double(push.count) / 1_048_576
         let tree = try medianSeconds(rounds) { _ = try push.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) } }
@@ -94,7 +105,9 @@ do {
         let pageRead = try medianSeconds(rounds) {
             _ = try page.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
         }
-        let storedRead = try medianSeconds(rounds) { for (fields, versions) in stored { _ = try RecordState(fieldsJSON: fields, versionsJSON: versions) } }
+        let storedRead = try medianSeconds(rounds) {
+            for (fields, versions) in stored { _ = try RecordState(fieldsJSON: fields, versionsJSON: versions) }
+        }
         func line(_ what: String, _ seconds: Double) -> String {
             "\(what): \(String(format: "%.1f", seconds * 1000)) ms, \(Int(Double(count) / seconds)) records/s, \(String(format: "%.0f", megabytes / seconds)) MB/s"
         }
@@ -113,11 +126,14 @@ do {
         try issued.privateKeyPEM.write(toFile: "\(directory)/server.key", atomically: true, encoding: .utf8)
         let store = try SQLiteStore(path: "\(directory)/store.sqlite")
         try store.addAccount("bench")
-        try store.addDevice(account: "bench", name: "laptop").write(toFile: "\(directory)/token", atomically: true, encoding: .utf8)
+        try store.addDevice(account: "bench", name: "laptop").write(
+            toFile: "\(directory)/token", atomically: true, encoding: .utf8)
         store.close()
 
     case "push":
-        guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else { fail("push DIR PORT N") }
+        guard arguments.count == 4, let port = UInt16(arguments[2]), let count = Int(arguments[3]) else {
+            fail("push DIR PORT N")
+        }
         let http = try client(port: port)
         let changes = benchmarkChanges(count)
         let body = PushRequest(device: "bench-laptop", from: 1, to: Int64(count), changes: changes).body()
@@ -126,21 +142,31 @@ do {
         let start = Date()
         let response = try http.send(method: "POST", target: "/v1/push", headers: headers, body: body)
         let seconds = Date().timeIntervalSince(start)
-        guard response.status == 200 else { fail("push answered \(response.status): \(String(decoding: response.body, as: UTF8.self))") }
+        guard response.status == 200 else {
+            fail("push answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        }
         let pushed = try PushResponse(json: try JSONValue.parse(String(decoding: response.body, as: UTF8.self)))
-        print(String(format: "push: %d records (%d KiB body), whole request %.3f s: %.0f records/s (target >= 50,000)",
-                     pushed.applied, body.count / 1024, seconds, Double(pushed.applied) / seconds))
-        if let timing = response.headers["Server-Timing"], let milliseconds = Double(timing.split(separator: "=").last ?? "") {
-            print(String(format: "push: merge and commit on the server %.3f s: %.0f records/s", milliseconds / 1000,
-                         Double(pushed.applied) / (milliseconds / 1000)))
+        print(
+            String(
+                format: "push: %d records (%d KiB body), whole request %.3f s: %.0f records/s (target >= 50,000)",
+                pushed.applied, body.count / 1024, seconds, Double(pushed.applied) / seconds))
+        if let timing = response.headers["Server-Timing"],
+            let milliseconds = Double(timing.split(separator: "=").last ?? "")
+        {
+            print(
+                String(
+                    format: "push: merge and commit on the server %.3f s: %.0f records/s", milliseconds / 1000,
+                    Double(pushed.applied) / (milliseconds / 1000)))
         }
         let pull = try http.send(method: "GET", target: "/v1/pull?since=\(count)", headers: headers)
         try Data(pull.body).write(to: URL(fileURLWithPath: "\(directory)/nochange.json"))
         print("no-change pull: /v1/pull?since=\(count) answers \(pull.body.count) bytes")
 
     case "idle":
-        guard (5...6).contains(arguments.count), let port = UInt16(arguments[2]), let count = Int(arguments[3]), let pid = Int32(arguments[4]),
-              let addresses = arguments.count == 6 ? Int(arguments[5]) : 1, (1...250).contains(addresses) else {
+        guard (5...6).contains(arguments.count), let port = UInt16(arguments[2]), let count = Int(arguments[3]),
+            let pid = Int32(arguments[4]),
+            let addresses = arguments.count == 6 ? Int(arguments[5]) : 1, (1...250).contains(addresses)
+        else {
             fail("idle DIR PORT N PID [ADDRESSES]")
         }
         func rss() -> Int {
@@ -152,7 +178,8 @@ do {
         var clients: [HTTPClient] = []
         let tls = try TLSContext.client(caFile: "\(directory)/ca.pem")
         for index in 0..<count {
-            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+            var configuration = HTTPClient.Configuration(
+                address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
             configuration.sourceAddress = source(index, of: addresses)
             let http = HTTPClient(configuration)
             guard try http.send(method: "GET", target: "/v1/health").status == 200 else { fail("health failed") }
@@ -160,16 +187,22 @@ do {
         }
         Thread.sleep(forTimeInterval: 0.5)
         let after = rss()
-        print(String(format: "idle: %d keep-alive TLS connections open from %d address(es); brsyncd RSS %.1f MB (%.1f MB before: %.1f KB each)",
-                     clients.count, addresses, Double(after) / 1024, Double(before) / 1024, Double(after - before) / Double(clients.count)))
+        print(
+            String(
+                format:
+                    "idle: %d keep-alive TLS connections open from %d address(es); brsyncd RSS %.1f MB (%.1f MB before: %.1f KB each)",
+                clients.count, addresses, Double(after) / 1024, Double(before) / 1024,
+                Double(after - before) / Double(clients.count)))
         for http in clients { http.close() }
         // Once they have gone: the server gives the heap back after a burst (within a second).
         Thread.sleep(forTimeInterval: 1.5)
         print(String(format: "idle: 1.5 s after they closed, brsyncd RSS %.1f MB", Double(rss()) / 1024))
 
     case "flood":
-        guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]), let addresses = Int(arguments[4]),
-              (1...250).contains(addresses) else {
+        guard arguments.count == 5, let port = UInt16(arguments[2]), let count = Int(arguments[3]),
+            let addresses = Int(arguments[4]),
+            (1...250).contains(addresses)
+        else {
             fail("flood DIR PORT N ADDRESSES (1 to 250)")
         }
         // Plain TCP connections that never start a handshake, each from
@@ -185,10 +218,16 @@ do {
             target.sin_family = sa_family_t(AF_INET)
             target.sin_port = port.bigEndian
             target.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let bound = withUnsafePointer(to: &source) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            let connected = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
             guard bound == 0, connected == 0 else { fail("connect \(index): \(SystemError.text())") }
             descriptors.append(descriptor)
         }
@@ -201,14 +240,18 @@ do {
             guard status == 200 else { fail("a new client got \(status) during the flood") }
         }
         waits.sort()
-        print(String(format: "flood: %d silent TCP connections from %d addresses; a new TLS client is answered in %.1f ms (median of 7, worst %.1f ms; target < 1 s)",
-                     descriptors.count, addresses, waits[3], waits[6]))
+        print(
+            String(
+                format:
+                    "flood: %d silent TCP connections from %d addresses; a new TLS client is answered in %.1f ms (median of 7, worst %.1f ms; target < 1 s)",
+                descriptors.count, addresses, waits[3], waits[6]))
         for descriptor in descriptors { close(descriptor) }
 
     case "setup-watchers":
         guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else { fail("setup-watchers DIR N") }
         let store = try SQLiteStore(path: "\(directory)/store.sqlite")
-        try store.addDevice(account: "bench", name: "desktop").write(toFile: "\(directory)/token-desktop", atomically: true, encoding: .utf8)
+        try store.addDevice(account: "bench", name: "desktop").write(
+            toFile: "\(directory)/token-desktop", atomically: true, encoding: .utf8)
         var tokens: [String] = []
         for index in 0..<count {
             try store.addAccount("watcher\(index)")
@@ -219,8 +262,10 @@ do {
 
     case "watchers":
         guard (4...5).contains(arguments.count), let port = UInt16(arguments[2]), let count = Int(arguments[3]),
-              let addresses = arguments.count == 5 ? Int(arguments[4]) : 1, (1...250).contains(addresses) else { fail("watchers DIR PORT N [ADDRESSES]") }
-        let tokens = try String(contentsOfFile: "\(directory)/watch-tokens", encoding: .utf8).split(separator: "\n").map(String.init)
+            let addresses = arguments.count == 5 ? Int(arguments[4]) : 1, (1...250).contains(addresses)
+        else { fail("watchers DIR PORT N [ADDRESSES]") }
+        let tokens = try String(contentsOfFile: "\(directory)/watch-tokens", encoding: .utf8).split(separator: "\n")
+            .map(String.init)
         guard tokens.count >= count else { fail("DIR/watch-tokens holds \(tokens.count) tokens, fewer than \(count)") }
         let caFile = "\(directory)/ca.pem"
         let started = Atomic<Int>(0)
@@ -228,7 +273,8 @@ do {
         for (index, token) in tokens.prefix(count).enumerated() {
             let from = source(index, of: addresses)
             try startThread(stackSize: 128 * 1024) { [token] in
-                var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+                var configuration = HTTPClient.Configuration(
+                    address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
                 configuration.readTimeoutMilliseconds = 70_000
                 configuration.sourceAddress = from
                 let http = HTTPClient(configuration)
@@ -236,8 +282,11 @@ do {
                 while true {
                     if first { started.add(1, ordering: .relaxed); first = false }
                     // As `brsync watch` does: refused or cut off, back in 1 to 5 s, spread.
-                    let answer = try? http.send(method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(token)"])
-                    if answer == nil || answer?.status != 200 { usleep(useconds_t(Int.random(in: 1_000_000...5_000_000))) }
+                    let answer = try? http.send(
+                        method: "GET", target: "/v1/watch?since=0", headers: ["Authorization": "Bearer \(token)"])
+                    if answer == nil || answer?.status != 200 {
+                        usleep(useconds_t(Int.random(in: 1_000_000...5_000_000)))
+                    }
                 }
             }
         }

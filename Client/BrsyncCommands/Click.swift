@@ -37,7 +37,9 @@ struct Click {
         }
         do {
             try serve(url)
-        } catch let failure as CLIFailure where failure.code == ExitStatus.cancelled && failure.message == Self.cancelled {
+        } catch let failure as CLIFailure
+            where failure.code == ExitStatus.cancelled && failure.message == Self.cancelled
+        {
             throw failure // the person chose to open nothing
         } catch {
             try fallBack(url, because: error)
@@ -48,11 +50,12 @@ struct Click {
 
     /// The picker's note with where the link came from (``SourceApp``).
     static func withSource(_ why: String?, _ found: Result<SourceApp, SourceApp.Unknown>) -> String? {
-        let source: String? = switch found {
-        case .success(let app): "from \(app.id)"
-        case .failure(.portal): "from an unknown app (it came through the desktop portal, which does not say which)"
-        case .failure(.gone): nil
-        }
+        let source: String? =
+            switch found {
+            case .success(let app): "from \(app.id)"
+            case .failure(.portal): "from an unknown app (it came through the desktop portal, which does not say which)"
+            case .failure(.gone): nil
+            }
         let parts = [source, why].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: ": ")
     }
@@ -76,17 +79,24 @@ struct Click {
         if askedNext || held != nil {
             // Asked for with 'brsync ask-next' or a held key: the picker, whatever decides; remembering offers the rule's own pattern.
             let asked = held.map { "you held \($0.label) to choose" } ?? "you asked to choose ('brsync ask-next')"
-            let why = resolution.rule.map { "\(asked); the rule '\($0.pattern)' would open it in '\($0.browser)'" } ?? asked
-            switch try Pick.ask(url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why, source), suggestedPattern: resolution.rule?.pattern,
-                                fromApp: try? source.get().id, preselect: resolution.rule == nil ? nil : resolution.browser?.browser.id,
-                                environment: environment) {
+            let why =
+                resolution.rule.map { "\(asked); the rule '\($0.pattern)' would open it in '\($0.browser)'" } ?? asked
+            switch try Pick.ask(
+                url: resolution.target, replica: replica, excluding: nil, why: Self.withSource(why, source),
+                suggestedPattern: resolution.rule?.pattern,
+                fromApp: try? source.get().id, preselect: resolution.rule == nil ? nil : resolution.browser?.browser.id,
+                environment: environment)
+            {
             case .opened: return
             case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)
             case .unavailable(let reason) where resolution.browser != nil:
                 // No picker could ask: the link still opens, as its rules decide.
-                ExitStatus.warn("\(reason); opening it \(resolution.rule.map { "as the rule '\($0.pattern)' decides" } ?? "in the default browser")")
+                ExitStatus.warn(
+                    "\(reason); opening it \(resolution.rule.map { "as the rule '\($0.pattern)' decides" } ?? "in the default browser")"
+                )
             case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
-            case .launchFailed(let failure): throw CLIFailure(message: "\(resolution.target) did not open: \(failure.message)")
+            case .launchFailed(let failure):
+                throw CLIFailure(message: "\(resolution.target) did not open: \(failure.message)")
             }
         }
         var failed: String?
@@ -106,16 +116,22 @@ struct Click {
             }
         }
         // A rule (or the default) decided and its browser did not start: the picker says so.
-        let why = failed.map { failed in
-            "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start (\(failedBecause))"
-        }
+        let why =
+            failed.map { failed in
+                "\(resolution.rule.map { "the rule '\($0.pattern)' chose" } ?? "the default browser is") '\(failed)', which did not start (\(failedBecause))"
+            }
             ?? (resolution.browser == nil ? (try? replica.whyUndecided(url, from: try? source.get().id)) ?? nil : nil)
-        switch try Pick.ask(url: url, replica: replica, excluding: failed, why: Self.withSource(why, source), fromApp: try? source.get().id,
-                            environment: environment) {
+        switch try Pick.ask(
+            url: url, replica: replica, excluding: failed, why: Self.withSource(why, source),
+            fromApp: try? source.get().id,
+            environment: environment)
+        {
         case .opened: return
         case .cancelled: throw CLIFailure(message: Self.cancelled, code: ExitStatus.cancelled, isOutcome: true)
-        case .unavailable(let reason): throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
-        case .launchFailed(let failure): throw CLIFailure(message: "\(url) did not open: " + (failures + [failure.message]).joined(separator: "; "))
+        case .unavailable(let reason):
+            throw CLIFailure(message: (failures + [reason]).joined(separator: "; "), code: ExitStatus.pickerNeeded)
+        case .launchFailed(let failure):
+            throw CLIFailure(message: "\(url) did not open: " + (failures + [failure.message]).joined(separator: "; "))
         }
     }
 
@@ -125,15 +141,19 @@ struct Click {
         let reason = Failures.message(of: error)
         let registration = DefaultBrowserRegistration(environment: environment, brsyncHome: home)
         guard let previous = registration.previousBrowser(forScheme: url.scheme, environment: environment),
-              Self.loopProblem(previous.exec.arguments) == nil else {
+            Self.loopProblem(previous.exec.arguments) == nil
+        else {
             tell("brsync could not open \(url)", reason)
             throw error
         }
-        let name = previous.entry.localized("Name", locale: environment["LC_ALL"] ?? environment["LANG"]) ?? previous.entry.id
+        let name =
+            previous.entry.localized("Name", locale: environment["LC_ALL"] ?? environment["LANG"]) ?? previous.entry.id
         do {
             try start(previous.exec, url: url, browser: previous.entry.id, name: name, desktopFile: previous.entry.path)
         } catch let failure {
-            tell("brsync could not open \(url)", "\(reason); \(name) (the previous default browser) did not start either: \(failure)")
+            tell(
+                "brsync could not open \(url)",
+                "\(reason); \(name) (the previous default browser) did not start either: \(failure)")
             throw error
         }
         ExitStatus.printError(reason)
@@ -164,15 +184,20 @@ struct Click {
         guard let value = environment[Self.openedVariable] else { return }
         let parts = value.split(separator: " ", maxSplits: 2).map(String.init)
         guard parts.count == 3, let started = Int64(parts[0]), parts[2] == url.absoluteString,
-              Clock.wallMillis() - started < Self.loopWindowMilliseconds else { return }
-        throw CLIFailure(message: "'\(parts[1])' handed \(url) back to brsync (its command opens the default browser, which is brsync): give it a browser's own command with 'brsync browsers add \(parts[1]) --exec COMMAND'")
+            Clock.wallMillis() - started < Self.loopWindowMilliseconds
+        else { return }
+        throw CLIFailure(
+            message:
+                "'\(parts[1])' handed \(url) back to brsync (its command opens the default browser, which is brsync): give it a browser's own command with 'brsync browsers add \(parts[1]) --exec COMMAND'"
+        )
     }
 
     /// Programs that hand a link to the default browser, which is brsync
     /// once it is installed: a browser started with one of them sends the
     /// link straight back.
     static let linkDispatchers: Set<String> = [
-        "xdg-open", "sensible-browser", "x-www-browser", "www-browser", "gnome-www-browser", "exo-open", "kde-open", "kde-open5",
+        "xdg-open", "sensible-browser", "x-www-browser", "www-browser", "gnome-www-browser", "exo-open", "kde-open",
+        "kde-open5",
         "kde-open6", "gnome-open", "gvfs-open", "mimeopen", "wslview", "brsync-open",
     ]
 
@@ -182,8 +207,10 @@ struct Click {
         let name = program.split(separator: "/").last.map(String.init) ?? program
         if leadsToBrsync(program) { return "its command runs brsync itself (\(program))" }
         if linkDispatchers.contains(name) || (name == "gio" && arguments.dropFirst().first == "open")
-            || (name.hasPrefix("kioclient") && arguments.dropFirst().first == "exec") {
-            return "its command (\(name)) opens the default browser, which is brsync once it is installed: the link would come back here"
+            || (name.hasPrefix("kioclient") && arguments.dropFirst().first == "exec")
+        {
+            return
+                "its command (\(name)) opens the default browser, which is brsync once it is installed: the link would come back here"
         }
         return nil
     }

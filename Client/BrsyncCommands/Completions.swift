@@ -1,7 +1,7 @@
 import ArgumentParser
 import Model
-import Replica
 import Plumbing
+import Replica
 
 /// Shell completions that read the replica: browser ids, rule patterns,
 /// conflict numbers, tracking parameters. The shell runs
@@ -46,7 +46,9 @@ enum Completions {
             if word == "--home", index + 1 < words.count { flag = words[index + 1] }
             if word.hasPrefix("--home=") { flag = String(word.dropFirst("--home=".count)) }
         }
-        if let typed = flag, typed.hasPrefix("~/"), let user = ProcessEnvironment.value("HOME") { flag = user + typed.dropFirst(1) }
+        if let typed = flag, typed.hasPrefix("~/"), let user = ProcessEnvironment.value("HOME") {
+            flag = user + typed.dropFirst(1)
+        }
         return try Replica.open(home: GlobalOptions.home(flag: flag), busyTimeout: 200)
     }
 }

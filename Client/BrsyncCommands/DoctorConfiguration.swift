@@ -5,7 +5,8 @@ import ArgumentParser
 public enum DoctorConfiguration {
     public static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check what clicks and syncs need, and say the command that fixes what is wrong. Exit 0 when all is well, 1 when not.",
+        abstract:
+            "Check what clicks and syncs need, and say the command that fixes what is wrong. Exit 0 when all is well, 1 when not.",
         discussion: """
             Checks the replica; every browser's launch command (found, executable, not a directory); that brsync is the \
             default browser for http, https and HTML, and that its desktop entry runs a brsync that starts, with this \
@@ -13,5 +14,6 @@ public enum DoctorConfiguration {
             machine's token accepted, the last sync's stop, the account key of an encrypted account); and a watch that \
             stopped answering. It changes nothing; the server is asked for one page of one record.
             """)
-    public static let jsonHelp: ArgumentHelp = "Print the checks as JSON: [{check, state (ok, note, problem), detail, fix}]."
+    public static let jsonHelp: ArgumentHelp =
+        "Print the checks as JSON: [{check, state (ok, note, problem), detail, fix}]."
 }

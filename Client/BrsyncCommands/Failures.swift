@@ -29,17 +29,23 @@ public enum Failures {
 /// (`brsync rule add …` → `brsync rules add`), or a hint after
 /// ArgumentParser's own message (`--priority=-5` for a negative number).
 public enum UsageHints {
-    public static func failure(for error: any Error, root: any ParsableCommand.Type, arguments: [String]) -> CLIFailure? {
+    public static func failure(for error: any Error, root: any ParsableCommand.Type, arguments: [String]) -> CLIFailure?
+    {
         guard root.exitCode(for: error) != .success else { return nil }
         let text = root.fullMessage(for: error)
         if text.contains("nexpected argument"), let meant = meantCommand(root: root, arguments: arguments) {
             // The usage shown is the meant command's, not that of the group's default (`rules ad` is not `rules list`).
             let program = root.configuration.commandName ?? "brsync"
             let name = ([program] + meant.path).joined(separator: " ")
-            let usage = String(String(root.usageString(for: meant.command).drop { $0.isWhitespace }.reversed()).drop { $0.isWhitespace }.reversed())
-            return CLIFailure(message: "'\(meant.typed)' is not a command of '\(([program] + meant.group).joined(separator: " "))': did you mean '\(name)'?\n"
-                              + "Usage: \(usage.hasPrefix("Usage: ") ? String(usage.dropFirst("Usage: ".count)) : usage)\n"
-                              + "  See '\(name) --help' for more information.")
+            let usage = String(
+                String(root.usageString(for: meant.command).drop { $0.isWhitespace }.reversed()).drop {
+                    $0.isWhitespace
+                }.reversed())
+            return CLIFailure(
+                message:
+                    "'\(meant.typed)' is not a command of '\(([program] + meant.group).joined(separator: " "))': did you mean '\(name)'?\n"
+                    + "Usage: \(usage.hasPrefix("Usage: ") ? String(usage.dropFirst("Usage: ".count)) : usage)\n"
+                    + "  See '\(name) --help' for more information.")
         }
         guard let hint = hint(text, arguments: arguments) else { return nil }
         let message = text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text
@@ -50,8 +56,11 @@ public enum UsageHints {
     /// command groups named, a word that is none of the current group's is
     /// taken as its closest subcommand (once), and the words after it go on
     /// down from there. Nil when no word was mistyped, or none is close.
-    static func meantCommand(root: any ParsableCommand.Type, arguments: [String])
-        -> (command: any ParsableCommand.Type, path: [String], group: [String], typed: String)? {
+    static func meantCommand(
+        root: any ParsableCommand.Type, arguments: [String]
+    )
+        -> (command: any ParsableCommand.Type, path: [String], group: [String], typed: String)?
+    {
         var command = root
         var path: [String] = []
         var corrected: (group: [String], typed: String)?
@@ -66,7 +75,8 @@ public enum UsageHints {
             guard corrected == nil else { break }
             let names = subcommands.compactMap { $0.configuration.commandName }
             guard let close = Suggestions.closeMatches(to: word, in: names, limit: 1).first,
-                  let next = subcommands.first(where: { $0.configuration.commandName == close }) else { break }
+                let next = subcommands.first(where: { $0.configuration.commandName == close })
+            else { break }
             corrected = (path, word)
             command = next
             path.append(close)
@@ -77,9 +87,12 @@ public enum UsageHints {
 
     static func hint(_ text: String, arguments: [String]) -> String? {
         if text.contains("Missing value for '--") {
-            for (index, argument) in arguments.enumerated().dropLast() where argument.hasPrefix("--") && text.contains("'\(argument) ") {
+            for (index, argument) in arguments.enumerated().dropLast()
+            where argument.hasPrefix("--") && text.contains("'\(argument) ") {
                 let value = arguments[index + 1]
-                if value.hasPrefix("-"), Double(value) != nil { return "a negative number is given as \(argument)=\(value)" }
+                if value.hasPrefix("-"), Double(value) != nil {
+                    return "a negative number is given as \(argument)=\(value)"
+                }
             }
         }
         return nil

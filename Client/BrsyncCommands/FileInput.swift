@@ -1,10 +1,11 @@
 import Glibc
+import Plumbing
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Plumbing
 
 /// Reading a file named on the command line, with errors that say what is wrong.
 public enum FileInput {
@@ -13,7 +14,9 @@ public enum FileInput {
         guard stat(path, &status) == 0 else {
             throw CLIFailure(message: "cannot read \(what) at \(path): no such file")
         }
-        if status.st_mode & S_IFMT == S_IFDIR { throw CLIFailure(message: "cannot read \(what) at \(path): it is a directory") }
+        if status.st_mode & S_IFMT == S_IFDIR {
+            throw CLIFailure(message: "cannot read \(what) at \(path): it is a directory")
+        }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw CLIFailure(message: "cannot read \(what) at \(path): permission denied")
         }

@@ -1,20 +1,23 @@
 import ArgumentParser
 import Glibc
+import Plumbing
+import Replica
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Plumbing
-import Replica
 
 /// Options every command takes.
 public struct GlobalOptions: ParsableArguments {
     public init() {}
 
-    @Option(name: .long, help: ArgumentHelp(
-        "The replica's folder (default: $BRSYNC_HOME, else $XDG_DATA_HOME/brsync, else ~/.local/share/brsync).",
-        valueName: "dir"), completion: .directory)
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The replica's folder (default: $BRSYNC_HOME, else $XDG_DATA_HOME/brsync, else ~/.local/share/brsync).",
+            valueName: "dir"), completion: .directory)
     var home: String?
 
     public var resolvedHome: String { Self.home(flag: home) }
@@ -51,7 +54,9 @@ public struct GlobalOptions: ParsableArguments {
             } else {
                 break
             }
-            guard !value.isEmpty else { throw CLIFailure(message: "--home needs a folder: brsync --home DIR COMMAND …") }
+            guard !value.isEmpty else {
+                throw CLIFailure(message: "--home needs a folder: brsync --home DIR COMMAND …")
+            }
             setenv("BRSYNC_HOME", absolute(value), 1)
         }
         // Between a command group and its subcommand (`brsync rules --home
@@ -60,7 +65,8 @@ public struct GlobalOptions: ParsableArguments {
         if words.count >= 3, !words[0].hasPrefix("-"), words[1] == "--home" || words[1].hasPrefix("--home=") {
             let taken = words[1] == "--home" ? Array(words[1...2]) : [words[1]]
             words.removeSubrange(1..<(1 + taken.count))
-            guard words.count >= 2, !words[1].hasPrefix("-") else { return Array(rest) } // not a group's subcommand: the parser says
+            // not a group's subcommand: the parser says
+            guard words.count >= 2, !words[1].hasPrefix("-") else { return Array(rest) }
             _ = try hoist(taken)
         }
         return words

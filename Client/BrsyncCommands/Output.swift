@@ -1,5 +1,6 @@
 import Glibc
 import JSON
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,7 +29,9 @@ public enum Output {
         let counts = all.map { row in row.map(width) }
         var widths = [Int](repeating: 0, count: header.count)
         for row in counts {
-            for (index, count) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], count) }
+            for (index, count) in row.enumerated() where index < widths.count {
+                widths[index] = max(widths[index], count)
+            }
         }
         // Written as bytes in large pieces, not a print call a line: 20,000 rules are 20,000 lines.
         var bytes: [UInt8] = []
@@ -37,7 +40,8 @@ public enum Output {
             for (index, cell) in row.enumerated() {
                 bytes.append(contentsOf: cell.utf8)
                 if index < row.count - 1 {
-                    bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: widths[index] - rowCounts[index] + 2))
+                    bytes.append(
+                        contentsOf: repeatElement(UInt8(ascii: " "), count: widths[index] - rowCounts[index] + 2))
                 }
             }
             bytes.append(UInt8(ascii: "\n"))

@@ -6,6 +6,9 @@ public struct TransferOptions: ParsableArguments {
     public init() {}
     @Flag(help: "No progress output.") public var quiet = false
     @Flag(help: "Print a JSON summary.") public var json = false
-    @Flag(help: "When syncing stops until you act (exit 5: a key to add, a reset, an alarm), also say so in a desktop notification, once per stop (the sync timer's service uses it).")
+    @Flag(
+        help:
+            "When syncing stops until you act (exit 5: a key to add, a reset, an alarm), also say so in a desktop notification, once per stop (the sync timer's service uses it)."
+    )
     public var notify = false
 }

@@ -10,9 +10,12 @@ extension NormalizedURL {
     /// Anything else is read as a URL.
     static func argument(_ text: String) throws(URLProblem) -> NormalizedURL {
         let lower = text.lowercased()
-        let looksLikeFile = [".html", ".htm", ".xhtml", ".shtml", ".svg", ".pdf"].contains { lower.hasSuffix($0) } // not top-level domains
-        let isRelativePath = text.hasPrefix("./") || text.hasPrefix("../")
-            || (!text.isEmpty && !text.hasPrefix("/") && !text.contains(":") && (access(text, F_OK) == 0 || looksLikeFile))
+        // not top-level domains
+        let looksLikeFile = [".html", ".htm", ".xhtml", ".shtml", ".svg", ".pdf"].contains { lower.hasSuffix($0) }
+        let isRelativePath =
+            text.hasPrefix("./") || text.hasPrefix("../")
+            || (!text.isEmpty && !text.hasPrefix("/") && !text.contains(":")
+                && (access(text, F_OK) == 0 || looksLikeFile))
         if isRelativePath, let folder = currentDirectory() {
             return try NormalizedURL(folder + "/" + text)
         }

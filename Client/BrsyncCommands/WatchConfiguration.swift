@@ -5,7 +5,8 @@ import ArgumentParser
 public enum WatchConfiguration {
     public static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Sync live: pull as soon as another machine's edit reaches the server, push this machine's edits at once.",
+        abstract:
+            "Sync live: pull as soon as another machine's edit reaches the server, push this machine's edits at once.",
         discussion: """
             Runs until stopped (scripts/install makes it a systemd user service, brsync-watch.service, which logs to the \
             journal: 'journalctl --user -u brsync-watch'). It syncs, then holds a watch open on the server \
@@ -15,6 +16,8 @@ public enum WatchConfiguration {
             --unless-watching' (the sync timer's service) does nothing, and 'brsync status' says it runs. One watch per \
             replica: a second one is refused.
             """)
-    public static let statusHelp: ArgumentHelp = "Only say whether a watch runs for this replica: exit 0 when one does, 1 when none does (or it stopped answering)."
-    public static let unlessWatchingHelp: ArgumentHelp = "Do nothing when 'brsync watch' runs for this replica (the sync timer's service uses it: the watch syncs already)."
+    public static let statusHelp: ArgumentHelp =
+        "Only say whether a watch runs for this replica: exit 0 when one does, 1 when none does (or it stopped answering)."
+    public static let unlessWatchingHelp: ArgumentHelp =
+        "Do nothing when 'brsync watch' runs for this replica (the sync timer's service uses it: the watch syncs already)."
 }

@@ -42,7 +42,9 @@ public struct BrowserDetector: Sendable {
         let dataHome = xdg.dataHome
         var folders: [String] = []
         // Each once, in the order of precedence (XDG_DATA_DIRS may name the data home again, or a folder twice).
-        for folder in [dataHome] + xdg.dataDirs + ["\(dataHome)/flatpak/exports/share", "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop"] {
+        for folder in [dataHome] + xdg.dataDirs + [
+            "\(dataHome)/flatpak/exports/share", "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop",
+        ] {
             let trimmed = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
             if !folders.contains(trimmed) { folders.append(trimmed) }
         }
@@ -78,7 +80,8 @@ public struct BrowserDetector: Sendable {
                 }
                 guard entry.string("Type") == "Application" else { continue }
                 let mimeTypes = entry.list("MimeType")
-                let isBrowser = mimeTypes.contains("x-scheme-handler/http") || mimeTypes.contains("x-scheme-handler/https")
+                let isBrowser =
+                    mimeTypes.contains("x-scheme-handler/http") || mimeTypes.contains("x-scheme-handler/https")
                     || entry.list("Categories").contains("WebBrowser")
                 guard isBrowser else { continue }
                 if entry.bool("Hidden") || entry.bool("NoDisplay") { continue }
@@ -98,9 +101,11 @@ public struct BrowserDetector: Sendable {
                     guard let exec = action.exec else { return nil }
                     return Found.Action(id: action.id, name: action.name, exec: exec)
                 }
-                found.append(Found(browserID: browserID, isCatalogBrowser: catalog != nil,
-                                   name: entry.localized("Name", locale: locale) ?? catalog?.name ?? browserID,
-                                   desktopID: desktopID, path: file, exec: exec, actions: actions))
+                found.append(
+                    Found(
+                        browserID: browserID, isCatalogBrowser: catalog != nil,
+                        name: entry.localized("Name", locale: locale) ?? catalog?.name ?? browserID,
+                        desktopID: desktopID, path: file, exec: exec, actions: actions))
             }
         }
         return (found.sorted { $0.browserID < $1.browserID }, skipped)
@@ -144,8 +149,10 @@ public struct BrowserDetector: Sendable {
     /// The action ids browsers give their private window (Firefox
     /// `private-window`/`new-private-window`, Chromium `incognito`, Chrome,
     /// Brave, Edge and Vivaldi `new-private-window`, …).
-    static let privateActionIDs: Set<String> = ["private-window", "new-private-window", "incognito", "new-incognito-window",
-                                                 "private", "inprivate", "new-inprivate-window"]
+    static let privateActionIDs: Set<String> = [
+        "private-window", "new-private-window", "incognito", "new-incognito-window",
+        "private", "inprivate", "new-inprivate-window",
+    ]
 
     /// The command of the private-window action of the desktop entry at
     /// `path` (an action with a known id, else one whose name says private,
@@ -184,7 +191,9 @@ public struct BrowserDetector: Sendable {
     static func slug(_ desktopID: String) -> String {
         var id = desktopID.lowercased()
         if id.hasSuffix(".desktop") { id.removeLast(8) }
-        let mapped = id.map { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "." || $0 == "_" ? $0 : "-" }
+        let mapped = id.map {
+            ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "." || $0 == "_" ? $0 : "-"
+        }
         let text = String(mapped).drop { !($0.isLetter || $0.isNumber) }
         return String(text.prefix(64)).isEmpty ? "browser" : String(text.prefix(64))
     }

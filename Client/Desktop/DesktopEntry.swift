@@ -31,13 +31,19 @@ public struct DesktopEntry: Sendable, Equatable {
                     throw Problem(path: path, line: offset + 1, reason: "a group header must be [Name]")
                 }
                 let name = String(trimmed.dropFirst().dropLast())
-                guard groups[name] == nil else { throw Problem(path: path, line: offset + 1, reason: "the group [\(name)] appears twice") }
+                guard groups[name] == nil else {
+                    throw Problem(path: path, line: offset + 1, reason: "the group [\(name)] appears twice")
+                }
                 groups[name] = [:]
                 current = name
                 continue
             }
-            guard let group = current else { throw Problem(path: path, line: offset + 1, reason: "a key before any group") }
-            guard let equals = trimmed.firstIndex(of: "=") else { throw Problem(path: path, line: offset + 1, reason: "a line that is not key=value") }
+            guard let group = current else {
+                throw Problem(path: path, line: offset + 1, reason: "a key before any group")
+            }
+            guard let equals = trimmed.firstIndex(of: "=") else {
+                throw Problem(path: path, line: offset + 1, reason: "a line that is not key=value")
+            }
             let key = String(trimmed[..<equals].reversed().drop { $0 == " " || $0 == "\t" }.reversed())
             let value = String(trimmed[trimmed.index(after: equals)...].drop { $0 == " " || $0 == "\t" })
             guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || "-[]@_.".contains($0) }) else {

@@ -39,7 +39,13 @@ public enum HeldKeys {
         /// `name` as typed: shift, ctrl (or control), alt, super (case does not matter).
         public init?(named name: String) {
             let lowered = name.lowercased()
-            if let modifier = Modifier(rawValue: lowered) { self = modifier } else if lowered == "control" { self = .ctrl } else { return nil }
+            if let modifier = Modifier(rawValue: lowered) {
+                self = modifier
+            } else if lowered == "control" {
+                self = .ctrl
+            } else {
+                return nil
+            }
         }
     }
 
@@ -58,8 +64,12 @@ public enum HeldKeys {
         if !(environment["WAYLAND_DISPLAY"] ?? "").isEmpty || environment["XDG_SESSION_TYPE"] == "wayland" {
             return "this is a Wayland session, which tells no program which keys are held"
         }
-        guard let display = environment["DISPLAY"], !display.isEmpty else { return "there is no X display in this environment" }
-        guard displayNumber(display) != nil else { return "the display '\(display)' is not this machine's (only :N is read)" }
+        guard let display = environment["DISPLAY"], !display.isEmpty else {
+            return "there is no X display in this environment"
+        }
+        guard displayNumber(display) != nil else {
+            return "the display '\(display)' is not this machine's (only :N is read)"
+        }
         return nil
     }
 
@@ -78,7 +88,9 @@ public enum HeldKeys {
     /// open there needs; a display that does not would hold it forever).
     /// - Throws: ``Failure`` saying why not.
     public static func checkDisplayAnswers(environment: [String: String]) throws(Failure) {
-        guard let display = environment["DISPLAY"], !display.isEmpty else { throw Failure("there is no X display in this environment") }
+        guard let display = environment["DISPLAY"], !display.isEmpty else {
+            throw Failure("there is no X display in this environment")
+        }
         guard displayNumber(display) != nil else { return } // a remote display is not checked
         close(try connect(environment: environment).socket)
     }
@@ -86,12 +98,18 @@ public enum HeldKeys {
     /// A connection to the local display of `environment`, set up (with the
     /// Xauthority cookie when there is one): its socket, the first screen's
     /// root window and the deadline of the whole exchange.
-    private static func connect(environment: [String: String]) throws(Failure) -> (socket: Int32, root: [UInt8], deadline: Int64) {
+    private static func connect(
+        environment: [String: String]
+    ) throws(Failure) -> (socket: Int32, root: [UInt8], deadline: Int64) {
         let display = environment["DISPLAY"] ?? ""
-        guard let number = displayNumber(display) else { throw Failure("the display '\(DisplayText.printable(display.prefix(80)))' is not this machine's") }
+        guard let number = displayNumber(display) else {
+            throw Failure("the display '\(DisplayText.printable(display.prefix(80)))' is not this machine's")
+        }
         let authority = environment["XAUTHORITY"] ?? environment["HOME"].map { "\($0)/.Xauthority" }
         var secret: [UInt8]?
-        if let authority, let data = FileManager.default.contents(atPath: authority) { secret = Self.cookie(inAuthority: [UInt8](data), display: number) }
+        if let authority, let data = FileManager.default.contents(atPath: authority) {
+            secret = Self.cookie(inAuthority: [UInt8](data), display: number)
+        }
         let socket = try connect(display: number)
         do throws(Failure) {
             // One deadline for the whole exchange: a server that trickles its answer does not hold the click.
@@ -113,10 +131,18 @@ public enum HeldKeys {
     /// N of a local display ":N" or ":N.S" (also "unix:N"); nil for anything else.
     public static func displayNumber(_ display: String) -> Int? {
         var rest = Substring(display)
-        if rest.hasPrefix("unix:") { rest = rest.dropFirst(5) } else if rest.hasPrefix(":") { rest = rest.dropFirst() } else { return nil }
+        if rest.hasPrefix("unix:") {
+            rest = rest.dropFirst(5)
+        } else if rest.hasPrefix(":") {
+            rest = rest.dropFirst()
+        } else {
+            return nil
+        }
         let digits = rest.prefix { $0.isASCII && $0.isNumber }
         let after = rest.dropFirst(digits.count)
-        guard !digits.isEmpty, digits.count <= 6, after.isEmpty || (after.first == "." && after.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }) else {
+        guard !digits.isEmpty, digits.count <= 6,
+            after.isEmpty || (after.first == "." && after.dropFirst().allSatisfy { $0.isASCII && $0.isNumber })
+        else {
             return nil
         }
         return Int(digits)
@@ -133,13 +159,17 @@ public enum HeldKeys {
             let count = Int(bytes[at]) << 8 | Int(bytes[at + 1])
             guard count <= bytes.count - at - 2 else { return nil }
             defer { at += 2 + count }
-            return bytes[at + 2 ..< at + 2 + count]
+            return bytes[at + 2..<at + 2 + count]
         }
         let wanted = Array(String(number).utf8), name = Array("MIT-MAGIC-COOKIE-1".utf8)
         while at + 2 <= bytes.count {
             at += 2 // the family
             guard field() != nil, let display = field(), let kind = field(), let data = field() else { return nil }
-            if (display.isEmpty || Array(display) == wanted) && Array(kind) == name && !data.isEmpty && data.count <= 255 { return Array(data) }
+            if (display.isEmpty || Array(display) == wanted) && Array(kind) == name && !data.isEmpty
+                && data.count <= 255
+            {
+                return Array(data)
+            }
         }
         return nil
     }
@@ -149,7 +179,9 @@ public enum HeldKeys {
         let name = Array("MIT-MAGIC-COOKIE-1".utf8)
         let nameCount = cookie == nil ? 0 : name.count, dataCount = cookie?.count ?? 0
         var request: [UInt8] = [UInt8(ascii: "l"), 0, 11, 0, 0, 0]
-        request += [UInt8(nameCount & 0xFF), UInt8(nameCount >> 8), UInt8(dataCount & 0xFF), UInt8(dataCount >> 8), 0, 0]
+        request += [
+            UInt8(nameCount & 0xFF), UInt8(nameCount >> 8), UInt8(dataCount & 0xFF), UInt8(dataCount >> 8), 0, 0,
+        ]
         if let cookie { request += padded(name) + padded(cookie) }
         return request
     }
@@ -172,15 +204,19 @@ public enum HeldKeys {
             // Failed (with a reason) or Authenticate: the X server wants what this client has not.
             let reasonCount = head[0] == 0 ? min(Int(head[1]), body.count) : body.count
             let reason = String(decoding: body.prefix(reasonCount).prefix { $0 != 0 }, as: UTF8.self)
-            throw Failure("the X server refused the connection\(reason.isEmpty ? "" : ": \(DisplayText.printable(reason.prefix(200)))")")
+            throw Failure(
+                "the X server refused the connection\(reason.isEmpty ? "" : ": \(DisplayText.printable(reason.prefix(200)))")"
+            )
         default: throw Failure("the X server answered the set-up with \(head[0])")
         }
         guard body.count >= 32 else { throw Failure("a short set-up answer from the X server") }
         let vendor = Int(body[16]) | Int(body[17]) << 8
         let formats = Int(body[21])
         let root = 32 + (vendor + 3) / 4 * 4 + 8 * formats
-        guard Int(body[20]) >= 1, body.count >= root + 4 else { throw Failure("a set-up answer from the X server without a screen") }
-        return Array(body[root ..< root + 4])
+        guard Int(body[20]) >= 1, body.count >= root + 4 else {
+            throw Failure("a set-up answer from the X server without a screen")
+        }
+        return Array(body[root..<root + 4])
     }
 
     /// The key-and-button mask of a QueryPointer reply.
@@ -208,14 +244,22 @@ public enum HeldKeys {
         throw Failure("cannot reach the X display :\(number) (\(SystemError.text(lastError)))")
     }
 
-    private static func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4) }
+    private static func padded(_ bytes: [UInt8]) -> [UInt8] {
+        bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4)
+    }
 
     private static func send(_ socket: Int32, _ bytes: [UInt8]) throws(Failure) {
         var sent = 0
         while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = bytes[sent...].withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw Failure(errno == EAGAIN ? "the X server did not answer within \(timeoutMillis) ms" : "the X server went away") }
+            guard count > 0 else {
+                throw Failure(
+                    errno == EAGAIN
+                        ? "the X server did not answer within \(timeoutMillis) ms" : "the X server went away")
+            }
             sent += count
         }
     }
@@ -232,7 +276,10 @@ public enum HeldKeys {
             let count = bytes[got...].withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                throw Failure(count < 0 && errno == EAGAIN ? "the X server did not answer within \(timeoutMillis) ms" : "the X server closed the connection")
+                throw Failure(
+                    count < 0 && errno == EAGAIN
+                        ? "the X server did not answer within \(timeoutMillis) ms"
+                        : "the X server closed the connection")
             }
             got += count
         }

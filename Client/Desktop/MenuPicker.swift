@@ -33,7 +33,8 @@ public enum MenuPicker {
             if let shellCommand { return ["/bin/sh", "-c", shellCommand] }
             let shown = PickerModel.shorten(DisplayText.printable(url), to: 90)
             switch program {
-            case "rofi": return ["rofi", "-dmenu", "-i", "-p", "Open with", "-mesg", shown.replacingMarkup(), "-no-custom"]
+            case "rofi":
+                return ["rofi", "-dmenu", "-i", "-p", "Open with", "-mesg", shown.replacingMarkup(), "-no-custom"]
             case "wofi": return ["wofi", "--dmenu", "--insensitive", "--prompt", "Open \(shown) with"]
             case "fuzzel": return ["fuzzel", "--dmenu", "--prompt", "Open with: "]
             case "bemenu": return ["bemenu", "-i", "-l", "12", "-p", "Open \(shown) with"]
@@ -41,14 +42,17 @@ public enum MenuPicker {
             default:
                 // zenity: the rows are arguments; `--` ends its options (a browser
                 // named `--help` is a row).
-                return ["zenity", "--list", "--title=Open with", "--text=Open \(shown.replacingMarkup()) with:",
-                        "--column=Browser", "--hide-header", "--width=640", "--height=420", "--"] + offered
+                return [
+                    "zenity", "--list", "--title=Open with", "--text=Open \(shown.replacingMarkup()) with:",
+                    "--column=Browser", "--hide-header", "--width=640", "--height=420", "--",
+                ] + offered
             }
         }
     }
 
     static let known: [(program: String, needs: String)] = [
-        ("rofi", "display"), ("wofi", "wayland"), ("fuzzel", "wayland"), ("bemenu", "display"), ("dmenu", "x11"), ("zenity", "display"),
+        ("rofi", "display"), ("wofi", "wayland"), ("fuzzel", "wayland"), ("bemenu", "display"), ("dmenu", "x11"),
+        ("zenity", "display"),
     ]
 
     /// The menus to try, in order: `BRSYNC_PICKER` (run by `sh -c`), then
@@ -56,7 +60,8 @@ public enum MenuPicker {
     public static func menus(configured: String?, path: [String], environment: [String: String]) -> [Menu] {
         var result: [Menu] = []
         if let configured, !configured.isEmpty {
-            result.append(Menu(name: "BRSYNC_PICKER (\(configured))", shellCommand: configured, program: nil, needs: ""))
+            result.append(
+                Menu(name: "BRSYNC_PICKER (\(configured))", shellCommand: configured, program: nil, needs: ""))
         }
         let x11 = environment["DISPLAY"].map { !$0.isEmpty } ?? false
         let wayland = environment["WAYLAND_DISPLAY"].map { !$0.isEmpty } ?? false
@@ -90,7 +95,9 @@ public enum MenuPicker {
     /// else that yields no choice is a failure.
     /// - Parameter note: why it asks and where the link came from, in
     ///   `$BRSYNC_NOTE` (empty when there is nothing to say).
-    public static func run(_ menu: Menu, url: String, choices: [String], suggestedPattern: String, note: String? = nil) -> Result {
+    public static func run(
+        _ menu: Menu, url: String, choices: [String], suggestedPattern: String, note: String? = nil
+    ) -> Result {
         let offered = lines(choices: choices, suggestedPattern: suggestedPattern)
         let arguments = menu.arguments(url: url, offered: offered)
         let input = menu.program == "zenity" ? "" : offered.joined(separator: "\n") + "\n"
@@ -104,9 +111,13 @@ public enum MenuPicker {
         let line = String(result.output.split(separator: "\n").first ?? "")
         if status == 0 {
             guard !line.isEmpty else { return .cancelled }
-            guard let index = offered.firstIndex(of: line) else { return .failed("\(menu.name) answered a line it was not offered") }
-            return .chosen(index < choices.count ? .open(index: index, rememberPattern: nil)
-                : .open(index: index - choices.count, rememberPattern: suggestedPattern))
+            guard let index = offered.firstIndex(of: line) else {
+                return .failed("\(menu.name) answered a line it was not offered")
+            }
+            return .chosen(
+                index < choices.count
+                    ? .open(index: index, rememberPattern: nil)
+                    : .open(index: index - choices.count, rememberPattern: suggestedPattern))
         }
         if status == 1 && errors.isEmpty { return .cancelled }
         return .failed("\(menu.name) exited with status \(status)\(errors.isEmpty ? "" : ": \(errors)")")

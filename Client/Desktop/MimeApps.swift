@@ -13,7 +13,8 @@ public struct MimeApps: Sendable {
         let xdg = XDGDirectories(environment: environment)
         let (configHome, dataHome, configDirs, dataDirs) = (xdg.configHome, xdg.dataHome, xdg.configDirs, xdg.dataDirs)
         self.configHome = configHome
-        searchFiles = ["\(configHome)/mimeapps.list"] + configDirs.map { "\($0)/mimeapps.list" }
+        searchFiles =
+            ["\(configHome)/mimeapps.list"] + configDirs.map { "\($0)/mimeapps.list" }
             + ["\(dataHome)/applications/mimeapps.list"] + dataDirs.map { "\($0)/applications/mimeapps.list" }
     }
 
@@ -83,7 +84,9 @@ extension String {
 
 extension StringProtocol {
     func trimmingCharacters() -> String {
-        String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
+        String(
+            drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }
+                .reversed())
     }
 }
 
@@ -111,7 +114,9 @@ enum Files {
 /// Makes brsync the default web browser, and puts the previous one back.
 public struct DefaultBrowserRegistration: Sendable {
     public static let desktopID = "brsync.desktop"
-    public static let mimeTypes = ["x-scheme-handler/http", "x-scheme-handler/https", "text/html", "application/xhtml+xml"]
+    public static let mimeTypes = [
+        "x-scheme-handler/http", "x-scheme-handler/https", "text/html", "application/xhtml+xml",
+    ]
 
     public let applicationsFolder: String
     public let mimeApps: MimeApps
@@ -143,19 +148,19 @@ public struct DefaultBrowserRegistration: Sendable {
     /// `BRSYNC_HOME`).
     public static func desktopEntry(executable: String, home: String) -> String {
         """
-            [Desktop Entry]
-            Type=Application
-            Name=brsync
-            GenericName=Browser selector
-            Comment=Open each link in the browser its rule names, or ask which one
-            Exec=\(execArgument(executable)) open --home \(execArgument(home)) %u
-            Icon=web-browser
-            Terminal=false
-            StartupNotify=false
-            Categories=Network;WebBrowser;
-            MimeType=x-scheme-handler/http;x-scheme-handler/https;text/html;application/xhtml+xml;
+        [Desktop Entry]
+        Type=Application
+        Name=brsync
+        GenericName=Browser selector
+        Comment=Open each link in the browser its rule names, or ask which one
+        Exec=\(execArgument(executable)) open --home \(execArgument(home)) %u
+        Icon=web-browser
+        Terminal=false
+        StartupNotify=false
+        Categories=Network;WebBrowser;
+        MimeType=x-scheme-handler/http;x-scheme-handler/https;text/html;application/xhtml+xml;
 
-            """
+        """
     }
 
     /// An argument of an Exec line: the spec's quoting rules, then the string
@@ -185,7 +190,9 @@ public struct DefaultBrowserRegistration: Sendable {
         try Files.write(Self.desktopEntry(executable: executable, home: home), to: desktopFile, mode: 0o644)
         var previous: [String: String] = [:]
         for type in Self.mimeTypes {
-            if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID, !current.isEmpty { previous[type] = current }
+            if let current = mimeApps.defaultApplication(for: type), current != Self.desktopID, !current.isEmpty {
+                previous[type] = current
+            }
         }
         let remembered = rememberedDefaults()
         let merged = remembered.merging(previous) { _, new in new }
@@ -202,7 +209,9 @@ public struct DefaultBrowserRegistration: Sendable {
         var previous: [String: String] = [:]
         for line in (readState() ?? "").split(separator: "\n") {
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2, !parts[1].isEmpty, parts[1] != Self.desktopID { previous[String(parts[0])] = String(parts[1]) }
+            if parts.count == 2, !parts[1].isEmpty, parts[1] != Self.desktopID {
+                previous[String(parts[0])] = String(parts[1])
+            }
         }
         return previous
     }
@@ -216,10 +225,13 @@ public struct DefaultBrowserRegistration: Sendable {
     public func uninstall() throws(Launcher.Failure) -> [String: String] {
         let remembered = rememberedDefaults()
         var restored: [String: String] = [:]
-        for type in Self.mimeTypes where mimeApps.defaultApplication(for: type) == Self.desktopID { restored[type] = remembered[type] ?? "" }
-        try mimeApps.setDefaults(Self.mimeTypes.compactMap { type in
-            restored[type].map { old in (type, old.isEmpty ? nil : old) }
-        })
+        for type in Self.mimeTypes where mimeApps.defaultApplication(for: type) == Self.desktopID {
+            restored[type] = remembered[type] ?? ""
+        }
+        try mimeApps.setDefaults(
+            Self.mimeTypes.compactMap { type in
+                restored[type].map { old in (type, old.isEmpty ? nil : old) }
+            })
         unlink(desktopFile)
         unlink(stateFile)
         unlink(legacyStateFile)

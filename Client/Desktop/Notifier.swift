@@ -19,9 +19,11 @@ public enum Notifier {
             result.append(["notify-send", "--app-name=brsync", "--icon=web-browser", "--", title, text])
         }
         if isInstalled("gdbus", path: path) {
-            result.append(["gdbus", "call", "--session", "--dest", "org.freedesktop.Notifications",
-                           "--object-path", "/org/freedesktop/Notifications", "--method", "org.freedesktop.Notifications.Notify",
-                           "brsync", "0", "web-browser", variantString(title), variantString(text), "[]", "{}", "10000"])
+            result.append([
+                "gdbus", "call", "--session", "--dest", "org.freedesktop.Notifications",
+                "--object-path", "/org/freedesktop/Notifications", "--method", "org.freedesktop.Notifications.Notify",
+                "brsync", "0", "web-browser", variantString(title), variantString(text), "[]", "{}", "10000",
+            ])
         }
         return result
     }

@@ -22,8 +22,13 @@ extension DefaultBrowserRegistration {
 
     /// The previous default's desktop entry and launch command for `scheme`,
     /// looked up in the application folders; nil when there is none.
-    public func previousBrowser(forScheme scheme: String, environment: [String: String]) -> (entry: DesktopEntry, exec: ExecCommand)? {
-        guard let id = previousDefault(for: Self.mimeType(forScheme: scheme)) ?? previousDefault(for: "x-scheme-handler/https") else {
+    public func previousBrowser(
+        forScheme scheme: String, environment: [String: String]
+    ) -> (entry: DesktopEntry, exec: ExecCommand)? {
+        guard
+            let id = previousDefault(for: Self.mimeType(forScheme: scheme))
+                ?? previousDefault(for: "x-scheme-handler/https")
+        else {
             return nil
         }
         // A desktop ID names `a-b.desktop` or, in a subfolder, `a/b.desktop`.
@@ -32,8 +37,10 @@ extension DefaultBrowserRegistration {
         for folder in BrowserDetector.standardDirectories(environment: environment) {
             for name in names {
                 let path = "\(folder)/\(name)"
-                guard let text = BrowserDetector.read(path), let entry = try? DesktopEntry(text: text, id: id, path: path),
-                      let line = entry.string("Exec"), let exec = try? ExecCommand(line) else { continue }
+                guard let text = BrowserDetector.read(path),
+                    let entry = try? DesktopEntry(text: text, id: id, path: path),
+                    let line = entry.string("Exec"), let exec = try? ExecCommand(line)
+                else { continue }
                 return (entry, exec)
             }
         }

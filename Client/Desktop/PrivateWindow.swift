@@ -12,7 +12,8 @@ public enum PrivateWindow {
         "zen": ["--private-window"],
         "chrome": ["--incognito"], "chromium": ["--incognito"], "brave": ["--incognito"], "vivaldi": ["--incognito"],
         "yandex": ["--incognito"],
-        "edge": ["--inprivate"], "opera": ["--private"], "epiphany": ["--incognito-mode"], "falkon": ["--private-browsing"],
+        "edge": ["--inprivate"], "opera": ["--private"], "epiphany": ["--incognito-mode"],
+        "falkon": ["--private-browsing"],
     ]
 
     /// `exec` (the browser's launch command here) with the private-window
@@ -23,7 +24,8 @@ public enum PrivateWindow {
         guard let flags = arguments[catalogID], let command = try? ExecCommand(exec) else { return nil }
         var words = command.arguments // as written: field codes unexpanded
         let codes = ["%u", "%U", "%f", "%F", "@@u", "@@"]
-        let at = words.indices.dropFirst().first { index in codes.contains { words[index].contains($0) } } ?? words.endIndex
+        let at =
+            words.indices.dropFirst().first { index in codes.contains { words[index].contains($0) } } ?? words.endIndex
         guard !words[1...].contains(where: { flags.contains($0) }) else { return exec } // already private
         words.insert(contentsOf: flags, at: at)
         return words.map(ExecCommand.quote).joined(separator: " ")

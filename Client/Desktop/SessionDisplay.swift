@@ -45,14 +45,18 @@ public struct SessionDisplay: Sendable, Equatable {
         if name.hasPrefix("/") {
             path = name
         } else {
-            guard let runtimeDirectory, !runtimeDirectory.isEmpty else { return "XDG_RUNTIME_DIR is not set, so its socket cannot be found" }
+            guard let runtimeDirectory, !runtimeDirectory.isEmpty else {
+                return "XDG_RUNTIME_DIR is not set, so its socket cannot be found"
+            }
             path = "\(runtimeDirectory)/\(name)"
         }
-        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let socket = Glibc.socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard socket >= 0 else { return "no socket (errno \(errno))" }
         defer { close(socket) }
         guard Self.connect(socket, to: path) else {
-            return errno == EAGAIN ? "its compositor is not taking connections" : "cannot connect to \(path) (\(SystemError.text()))"
+            return errno == EAGAIN
+                ? "its compositor is not taking connections" : "cannot connect to \(path) (\(SystemError.text()))"
         }
         // wl_display (object 1) sync (opcode 0, 12 bytes) with a new callback, object 2;
         // the compositor answers with that callback's done event.

@@ -39,7 +39,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         case gone
         public var description: String {
             switch self {
-            case .portal: "unknown app: the link came through the desktop portal (a sandboxed app), which does not say which"
+            case .portal:
+                "unknown app: the link came through the desktop portal (a sandboxed app), which does not say which"
             case .gone: "unknown app: the program that opened the link had exited, or was no app (a session's service)"
             }
         }
@@ -47,7 +48,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
 
     /// Programs that only pass a link on: the walk goes on to their parent.
     static let passersOn: Set<String> = [
-        "xdg-open", "gio", "gio-launch-desktop", "gvfs-open", "kde-open", "kde-open5", "kde-open6", "kfmclient", "kioclient",
+        "xdg-open", "gio", "gio-launch-desktop", "gvfs-open", "kde-open", "kde-open5", "kde-open6", "kfmclient",
+        "kioclient",
         "kioclient5", "exo-open", "mimeopen", "sensible-browser", "x-www-browser", "www-browser", "gnome-www-browser",
         "sh", "bash", "dash", "zsh", "fish", "ksh", "env", "setsid", "nohup", "timeout", "stdbuf", "flock",
         "brsync", "brsync-sync", "brsync-picker",
@@ -61,10 +63,14 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
 
     /// Where the walk ends without an app: the process that adopts orphans
     /// (a session's systemd, a container's init), and the session bus.
-    static let stops: Set<String> = ["systemd", "init", "tini", "dumb-init", "dbus-daemon", "dbus-broker", "dbus-broker-launch"]
+    static let stops: Set<String> = [
+        "systemd", "init", "tini", "dumb-init", "dbus-daemon", "dbus-broker", "dbus-broker-launch",
+    ]
 
     /// Interpreters: a script is named by its own name (`comm`), not theirs.
-    static let interpreters: Set<String> = ["python", "python3", "perl", "ruby", "node", "gjs", "java", "lua", "php", "tclsh", "wish"]
+    static let interpreters: Set<String> = [
+        "python", "python3", "perl", "ruby", "node", "gjs", "java", "lua", "php", "tclsh", "wish",
+    ]
 
     /// The app that started the process `pid` (by default this one's
     /// parent), or why there is none. Reads a few small files per parent,
@@ -73,7 +79,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
     public static func find(from pid: Int32 = getppid(), proc: String = "/proc") -> Result<SourceApp, Unknown> {
         var current = pid
         for _ in 0..<16 {
-            guard current > 1, let stat = readFile("\(proc)/\(current)/stat"), let (comm, parent) = parseStat(stat) else { return .failure(.gone) }
+            guard current > 1, let stat = readFile("\(proc)/\(current)/stat"), let (comm, parent) = parseStat(stat)
+            else { return .failure(.gone) }
             // (The kernel cuts a process's name to 15 characters: the portals' are longer.)
             if portals.contains(comm) || comm.hasPrefix("xdg-desktop-po") { return .failure(.portal) }
             // A launcher or shell passes the link on: its parent is read next
@@ -86,14 +93,17 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
             if let info = readFile("\(proc)/\(current)/root/.flatpak-info"), let id = flatpakID(info) {
                 return .success(SourceApp(id: id, kind: .flatpak, pid: current))
             }
-            if let id = environment["FLATPAK_ID"], isID(id) { return .success(SourceApp(id: id, kind: .flatpak, pid: current)) }
+            if let id = environment["FLATPAK_ID"], isID(id) {
+                return .success(SourceApp(id: id, kind: .flatpak, pid: current))
+            }
             do {
                 // The desktop file names the process it was launched as (its
                 // pid beside it), or a process of the same program (an app's
                 // helper processes); a program started from a terminal that
                 // was launched from its menu inherits the terminal's.
                 if let file = environment["GIO_LAUNCHED_DESKTOP_FILE"], let id = desktopID(file), id != "brsync",
-                   launchedAs(environment["GIO_LAUNCHED_DESKTOP_FILE_PID"], current, proc: proc) {
+                    launchedAs(environment["GIO_LAUNCHED_DESKTOP_FILE_PID"], current, proc: proc)
+                {
                     return .success(SourceApp(id: id, kind: .desktopFile, pid: current))
                 }
                 if let cgroup = readFile("\(proc)/\(current)/cgroup"), let name = snapName(cgroup) {
@@ -102,9 +112,13 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
                 if stops.contains(comm) { return .failure(.gone) }
                 // A script runs its interpreter's program under its own name.
                 let program = executableName(proc: proc, pid: current) ?? comm
-                let isScript = program != comm && (interpreters.contains(program) || program.hasPrefix("python") || passersOn.contains(program))
+                let isScript =
+                    program != comm
+                    && (interpreters.contains(program) || program.hasPrefix("python") || passersOn.contains(program))
                 let name = isScript ? scriptName(proc: proc, pid: current, comm: comm) : program
-                if isID(name), !passersOn.contains(name) { return .success(SourceApp(id: name, kind: .executable, pid: current)) }
+                if isID(name), !passersOn.contains(name) {
+                    return .success(SourceApp(id: name, kind: .executable, pid: current))
+                }
             }
             current = parent
         }
@@ -118,7 +132,8 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         guard let launchedPID else { return true }
         guard let launched = Int32(launchedPID), launched > 1 else { return false }
         if launched == pid { return true }
-        guard let own = executableName(proc: proc, pid: pid), let theirs = executableName(proc: proc, pid: launched) else { return false }
+        guard let own = executableName(proc: proc, pid: pid), let theirs = executableName(proc: proc, pid: launched)
+        else { return false }
         return own == theirs
     }
 
@@ -174,7 +189,9 @@ public struct SourceApp: Sendable, Equatable, CustomStringConvertible {
         for line in info.split(separator: "\n") {
             let trimmed = line.trimmingSpaces
             if trimmed.hasPrefix("[") { inApplication = trimmed == "[Application]"; continue }
-            if inApplication, trimmed.hasPrefix("name="), isID(String(trimmed.dropFirst(5))) { return String(trimmed.dropFirst(5)) }
+            if inApplication, trimmed.hasPrefix("name="), isID(String(trimmed.dropFirst(5))) {
+                return String(trimmed.dropFirst(5))
+            }
         }
         return nil
     }

@@ -16,7 +16,9 @@ public enum TerminalPicker {
 
     /// Runs the picker; nil when there is no terminal, or this process is not
     /// in its foreground.
-    public static func run(url: String, choices: [String], suggestedPattern: String, selected: Int = 0, note: String? = nil) -> PickerModel.Outcome? {
+    public static func run(
+        url: String, choices: [String], suggestedPattern: String, selected: Int = 0, note: String? = nil
+    ) -> PickerModel.Outcome? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
         defer { close(tty) }
@@ -45,7 +47,10 @@ public enum TerminalPicker {
                 outcome = .cancel
             }
             // The menu gives way to one line saying what was chosen.
-            write(tty, "\u{1B}[\(drawnLines)A\r\u{1B}[J" + String(summary(outcome, url: url, choices: choices).prefix(width(tty) - 1)))
+            write(
+                tty,
+                "\u{1B}[\(drawnLines)A\r\u{1B}[J"
+                    + String(summary(outcome, url: url, choices: choices).prefix(width(tty) - 1)))
             return outcome
         }
     }
@@ -81,7 +86,10 @@ public enum TerminalPicker {
         lines.append("\(box) remember for: \(DisplayText.printable(model.pattern))\(cursor)")
         // Always a line (maybe empty), so the picker keeps its height.
         lines.append(model.message.map { "  ! " + DisplayText.printable($0) } ?? "")
-        lines.append(model.editingPattern ? "type the pattern · Enter done" : "↑↓ or 1-9 choose · Enter open · r remember · e edit pattern · Esc cancel")
+        lines.append(
+            model.editingPattern
+                ? "type the pattern · Enter done"
+                : "↑↓ or 1-9 choose · Enter open · r remember · e edit pattern · Esc cancel")
         var output = previousLines > 0 ? "\u{1B}[\(previousLines)A" : ""
         for line in lines { output += "\r\u{1B}[2K" + String(line.prefix(columns - 1)) + "\r\n" }
         write(tty, output)
@@ -106,7 +114,8 @@ public enum TerminalPicker {
         case 0x1B:
             // An escape sequence (arrows) arrives at once; a lone Esc does not.
             guard let next = readByte(tty, timeoutMilliseconds: 50) else { return .escape }
-            if next == UInt8(ascii: "[") || next == UInt8(ascii: "O"), let code = readByte(tty, timeoutMilliseconds: 50) {
+            if next == UInt8(ascii: "[") || next == UInt8(ascii: "O"), let code = readByte(tty, timeoutMilliseconds: 50)
+            {
                 switch code {
                 case UInt8(ascii: "A"): return .up
                 case UInt8(ascii: "B"): return .down

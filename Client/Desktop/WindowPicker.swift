@@ -24,8 +24,10 @@ public enum WindowPicker {
             /// It can open a private window here (its desktop entry has the action).
             public var hasPrivateWindow: Bool
 
-            public init(id: String, name: String, profile: String? = nil, icon: String? = nil, isDefault: Bool = false,
-                        hasPrivateWindow: Bool = false) {
+            public init(
+                id: String, name: String, profile: String? = nil, icon: String? = nil, isDefault: Bool = false,
+                hasPrivateWindow: Bool = false
+            ) {
                 self.id = id
                 self.name = name
                 self.profile = profile
@@ -47,7 +49,10 @@ public enum WindowPicker {
         /// the default browser.
         public var selected: Int?
 
-        public init(url: String, choices: [Choice], suggestedPattern: String, note: String? = nil, fromApp: String? = nil, selected: Int? = nil) {
+        public init(
+            url: String, choices: [Choice], suggestedPattern: String, note: String? = nil, fromApp: String? = nil,
+            selected: Int? = nil
+        ) {
             self.url = url
             self.choices = choices
             self.suggestedPattern = suggestedPattern
@@ -75,31 +80,43 @@ public enum WindowPicker {
 
         public var json: JSONValue {
             .object([
-                "url": .string(url), "suggestedPattern": .string(suggestedPattern), "note": note.map { .string($0) } ?? .null,
+                "url": .string(url), "suggestedPattern": .string(suggestedPattern),
+                "note": note.map { .string($0) } ?? .null,
                 "fromApp": fromApp.map { .string($0) } ?? .null, "selected": selected.map { .int(Int64($0)) } ?? .null,
-                "choices": .array(choices.map { choice in
-                    .object(["id": .string(choice.id), "name": .string(choice.name), "profile": choice.profile.map { .string($0) } ?? .null,
-                             "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
-                             "privateWindow": .bool(choice.hasPrivateWindow)])
-                }),
+                "choices": .array(
+                    choices.map { choice in
+                        .object([
+                            "id": .string(choice.id), "name": .string(choice.name),
+                            "profile": choice.profile.map { .string($0) } ?? .null,
+                            "icon": choice.icon.map { .string($0) } ?? .null, "default": .bool(choice.isDefault),
+                            "privateWindow": .bool(choice.hasPrivateWindow),
+                        ])
+                    }),
             ])
         }
 
         /// Reads a request; anything malformed is refused with the reason.
         public init(parsing text: String) throws(Problem) {
-            guard text.utf8.count <= Self.maxBytes else { throw Problem("the request is larger than \(Self.maxBytes) bytes") }
+            guard text.utf8.count <= Self.maxBytes else {
+                throw Problem("the request is larger than \(Self.maxBytes) bytes")
+            }
             let value: JSONValue
             do { value = try JSONValue.parse(text) } catch { throw Problem("the request is not JSON: \(error)") }
             guard case .object(let object) = value else { throw Problem("the request must be a JSON object") }
-            guard let url = object["url"]?.stringValue, !url.isEmpty else { throw Problem("the request needs \"url\", a string") }
-            guard let pattern = object["suggestedPattern"]?.stringValue else { throw Problem("the request needs \"suggestedPattern\", a string") }
+            guard let url = object["url"]?.stringValue, !url.isEmpty else {
+                throw Problem("the request needs \"url\", a string")
+            }
+            guard let pattern = object["suggestedPattern"]?.stringValue else {
+                throw Problem("the request needs \"suggestedPattern\", a string")
+            }
             guard case .array(let items)? = object["choices"], !items.isEmpty, items.count <= Self.maxChoices else {
                 throw Problem("the request needs \"choices\", 1 to \(Self.maxChoices) browsers")
             }
             var choices: [Choice] = []
             for (index, item) in items.enumerated() {
                 guard case .object(let fields) = item, let id = fields["id"]?.stringValue, !id.isEmpty,
-                      let name = fields["name"]?.stringValue else {
+                    let name = fields["name"]?.stringValue
+                else {
                     throw Problem("choice \(index + 1) needs \"id\" and \"name\", strings")
                 }
                 func optionalString(_ key: String) throws(Problem) -> String? {
@@ -109,9 +126,11 @@ public enum WindowPicker {
                     default: throw Problem("choice \(index + 1): \"\(key)\" must be a string")
                     }
                 }
-                choices.append(Choice(id: id, name: name, profile: try optionalString("profile"), icon: try optionalString("icon"),
-                                      isDefault: fields["default"]?.boolValue ?? false,
-                                      hasPrivateWindow: fields["privateWindow"]?.boolValue ?? false))
+                choices.append(
+                    Choice(
+                        id: id, name: name, profile: try optionalString("profile"), icon: try optionalString("icon"),
+                        isDefault: fields["default"]?.boolValue ?? false,
+                        hasPrivateWindow: fields["privateWindow"]?.boolValue ?? false))
             }
             var note: String?
             switch object["note"] {
@@ -131,7 +150,8 @@ public enum WindowPicker {
             case .int(let index)? where (0..<Int64(choices.count)).contains(index): selected = Int(index)
             default: throw Problem("\"selected\" must be the index of a choice (0 to \(choices.count - 1))")
             }
-            self.init(url: url, choices: choices, suggestedPattern: pattern, note: note, fromApp: fromApp, selected: selected)
+            self.init(
+                url: url, choices: choices, suggestedPattern: pattern, note: note, fromApp: fromApp, selected: selected)
         }
     }
 
@@ -151,8 +171,10 @@ public enum WindowPicker {
         /// The browsers the person hid from the picker (indices in the request).
         public var hidden: [Int]
 
-        public init(choice: Int, remember: String? = nil, notRemembered: String? = nil, privateWindow: Bool = false,
-                    order: [Int]? = nil, hidden: [Int] = []) {
+        public init(
+            choice: Int, remember: String? = nil, notRemembered: String? = nil, privateWindow: Bool = false,
+            order: [Int]? = nil, hidden: [Int] = []
+        ) {
             self.choice = choice
             self.remember = remember
             self.notRemembered = notRemembered
@@ -162,10 +184,12 @@ public enum WindowPicker {
         }
 
         public var json: JSONValue {
-            .object(["choice": .int(Int64(choice)), "remember": remember.map { .string($0) } ?? .null,
-                     "notRemembered": notRemembered.map { .string($0) } ?? .null, "privateWindow": .bool(privateWindow),
-                     "order": order.map { .array($0.map { .int(Int64($0)) }) } ?? .null,
-                     "hidden": .array(hidden.map { .int(Int64($0)) })])
+            .object([
+                "choice": .int(Int64(choice)), "remember": remember.map { .string($0) } ?? .null,
+                "notRemembered": notRemembered.map { .string($0) } ?? .null, "privateWindow": .bool(privateWindow),
+                "order": order.map { .array($0.map { .int(Int64($0)) }) } ?? .null,
+                "hidden": .array(hidden.map { .int(Int64($0)) }),
+            ])
         }
 
         /// Reads the window's answer for `request`. What does not fit it
@@ -175,7 +199,8 @@ public enum WindowPicker {
             let count = request.choices.count
             let value: JSONValue
             do { value = try JSONValue.parse(text) } catch { throw Problem("the answer is not JSON") }
-            guard case .object(let object) = value, let index = object["choice"]?.intValue, index >= 0, index < count else {
+            guard case .object(let object) = value, let index = object["choice"]?.intValue, index >= 0, index < count
+            else {
                 throw Problem("the answer names no browser it was offered")
             }
             func indices(_ key: String) throws(Problem) -> [Int]? {
@@ -184,7 +209,8 @@ public enum WindowPicker {
                 case .array(let items)?:
                     var result: [Int] = []
                     for item in items {
-                        guard let number = item.intValue, number >= 0, number < count, !result.contains(Int(number)) else {
+                        guard let number = item.intValue, number >= 0, number < count, !result.contains(Int(number))
+                        else {
                             throw Problem("the answer's \"\(key)\" names a browser twice or one it was not offered")
                         }
                         result.append(Int(number))
@@ -205,8 +231,9 @@ public enum WindowPicker {
             }
             var remember = object["remember"]?.stringValue
             if let pattern = remember, (try? Pattern(pattern)) == nil { remember = nil }
-            self.init(choice: Int(index), remember: remember, notRemembered: object["notRemembered"]?.stringValue,
-                      privateWindow: privateWindow, order: order, hidden: hidden)
+            self.init(
+                choice: Int(index), remember: remember, notRemembered: object["notRemembered"]?.stringValue,
+                privateWindow: privateWindow, order: order, hidden: hidden)
         }
     }
 
@@ -235,7 +262,8 @@ public enum WindowPicker {
     public static func program(besides executable: String, environment: [String: String]) -> String? {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         guard display else { return nil }
-        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+            separator: "/")
         let program = (folder.isEmpty ? "." : folder) + "/" + programName
         return access(program, X_OK) == 0 ? program : nil
     }
@@ -261,7 +289,8 @@ public enum WindowPicker {
             request = new
             return new
         }
-        guard let result = Subprocess.run([program], input: made().json.jsonText + "\n", timeoutMilliseconds: 600_000) else {
+        guard let result = Subprocess.run([program], input: made().json.jsonText + "\n", timeoutMilliseconds: 600_000)
+        else {
             return .failed("\(programName) could not be started")
         }
         let errors = DisplayText.printableLines(result.errors.split(separator: "\n").prefix(2).joined(separator: "; "))
@@ -274,7 +303,8 @@ public enum WindowPicker {
                 return .failed("\(programName): \(error)")
             }
         case 1?: return .cancelled // GTK may have warned on stderr; 1 is only ever a cancel
-        case let status?: return .failed("\(programName) exited with status \(status)\(errors.isEmpty ? "" : ": \(errors)")")
+        case let status?:
+            return .failed("\(programName) exited with status \(status)\(errors.isEmpty ? "" : ": \(errors)")")
         case nil: return .failed("\(programName) was killed")
         }
     }

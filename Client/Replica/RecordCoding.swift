@@ -12,7 +12,9 @@ enum RecordCoding {
     /// (read in place), with no versions: what listing needs.
     static func decodeFields(_ row: Row, column fields: Int) throws -> RecordState {
         do {
-            return try row.withText(fields) { bytes throws(Wire.Problem) in try RecordState(fieldsUTF8: bytes, versionsJSON: "{}") }
+            return try row.withText(fields) { bytes throws(Wire.Problem) in
+                try RecordState(fieldsUTF8: bytes, versionsJSON: "{}")
+            }
         } catch {
             throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")
         }

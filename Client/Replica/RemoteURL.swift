@@ -16,22 +16,31 @@ public struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         var host = String(rest)
         var port: UInt16 = 443
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw .invalidInput("'\(text)' has an IPv6 address without ']'") }
+            guard let close = rest.firstIndex(of: "]") else {
+                throw .invalidInput("'\(text)' has an IPv6 address without ']'")
+            }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
             let after = rest[rest.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":"), let value = UInt16(after.dropFirst()) else { throw .invalidInput("'\(text)' has a bad port") }
+                guard after.hasPrefix(":"), let value = UInt16(after.dropFirst()) else {
+                    throw .invalidInput("'\(text)' has a bad port")
+                }
                 port = value
             }
         } else if let colon = rest.lastIndex(of: ":") {
-            guard let value = UInt16(rest[rest.index(after: colon)...]), value > 0 else { throw .invalidInput("'\(text)' has a bad port") }
+            guard let value = UInt16(rest[rest.index(after: colon)...]), value > 0 else {
+                throw .invalidInput("'\(text)' has a bad port")
+            }
             port = value
             host = String(rest[..<colon])
         }
         guard !host.isEmpty else { throw .invalidInput("'\(text)' has no host") }
         self.host = host.lowercased()
         self.port = port
-        self.text = port == 443 ? "https://\(host.contains(":") ? "[\(self.host)]" : self.host)" : "https://\(host.contains(":") ? "[\(self.host)]" : self.host):\(port)"
+        self.text =
+            port == 443
+            ? "https://\(host.contains(":") ? "[\(self.host)]" : self.host)"
+            : "https://\(host.contains(":") ? "[\(self.host)]" : self.host):\(port)"
     }
 
     public var description: String { text }

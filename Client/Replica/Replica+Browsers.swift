@@ -54,15 +54,19 @@ extension Replica {
             var derived = item
             guard let base = list.first(where: { $0.browser.id == profile.base }), base.browser.profile == nil else {
                 if list.contains(where: { $0.browser.id == profile.base }) {
-                    derived.profileHeld = "its base '\(profile.base)' is a profile itself, and profiles of profiles are not run"
+                    derived.profileHeld =
+                        "its base '\(profile.base)' is a profile itself, and profiles of profiles are not run"
                 }
                 return derived
             }
             guard let baseExec = base.exec else { return item }
-            if let problem = try Self.approvalProblem(item.browser, approved: {
-                if approved == nil { approved = try approvedProfiles() }
-                return approved ?? []
-            }) {
+            if let problem = try Self.approvalProblem(
+                item.browser,
+                approved: {
+                    if approved == nil { approved = try approvedProfiles() }
+                    return approved ?? []
+                })
+            {
                 derived.profileHeld = problem
                 derived.awaitsApproval = true
                 return derived
@@ -107,11 +111,15 @@ extension Replica {
     @discardableResult
     /// - Parameter profile: makes the browser a profile of another (synced;
     ///   each machine builds its command from its own base browser's).
-    public func addBrowser(id requested: String, name: String?, format: String?, scheme: String?, exec: String?,
-                           profile: BrowserProfile? = nil) throws -> String {
+    public func addBrowser(
+        id requested: String, name: String?, format: String?, scheme: String?, exec: String?,
+        profile: BrowserProfile? = nil
+    ) throws -> String {
         let entry = BrowserCatalog.entry(named: requested)
         let id = entry?.id ?? requested
-        if let problem = Browser.problem(withID: id) { throw ReplicaError.invalidInput("invalid browser id '\(requested)': \(problem)") }
+        if let problem = Browser.problem(withID: id) {
+            throw ReplicaError.invalidInput("invalid browser id '\(requested)': \(problem)")
+        }
         if let format, let problem = URLFormat.problem(with: format) { throw ReplicaError.invalidInput(problem) }
         if let exec { try Self.validateExec(exec) }
         if let name, name.isBlank {
@@ -121,14 +129,26 @@ extension Replica {
             let existing = try record(.browsers, key: id)
             var changes: [String: JSONValue] = [RecordState.deletedField: .bool(false)]
             let isNew = existing == nil || existing?.isDeleted == true
-            if let name { changes["name"] = .string(name) } else if isNew { changes["name"] = .string(entry?.name ?? id) }
-            if let format { changes["urlFormat"] = .string(format) } else if isNew {
+            if let name {
+                changes["name"] = .string(name)
+            } else if isNew {
+                changes["name"] = .string(entry?.name ?? id)
+            }
+            if let format {
+                changes["urlFormat"] = .string(format)
+            } else if isNew {
                 changes["urlFormat"] = .string(entry?.urlFormat ?? URLFormat.passThrough)
             }
-            if let scheme { changes["urlScheme"] = .string(scheme) } else if isNew { changes["urlScheme"] = .string(entry?.urlScheme ?? "") }
+            if let scheme {
+                changes["urlScheme"] = .string(scheme)
+            } else if isNew {
+                changes["urlScheme"] = .string(entry?.urlScheme ?? "")
+            }
             if isNew { changes["enabled"] = .bool(true) }
             if let profile {
-                guard profile.base != id else { throw ReplicaError.invalidInput("a browser cannot be a profile of itself") }
+                guard profile.base != id else {
+                    throw ReplicaError.invalidInput("a browser cannot be a profile of itself")
+                }
                 changes.merge(profile.fields) { $1 }
             }
             try write(.browsers, key: id, changes: changes)
@@ -165,7 +185,8 @@ extension Replica {
     public func setDetected(_ id: String, exec: String, desktopEntry: String, replacing: Bool = false) throws -> Bool {
         try Self.validateExec(exec)
         return try transaction {
-            let manual = try database.scalar("SELECT manual FROM local_browsers WHERE id = ?", [.text(id)])?.intValue == 1
+            let manual =
+                try database.scalar("SELECT manual FROM local_browsers WHERE id = ?", [.text(id)])?.intValue == 1
             let keep = manual && !replacing
             try database.run(
                 """
@@ -186,7 +207,9 @@ extension Replica {
         }
         let candidates = all.map(\.browser.id) + BrowserCatalog.entries.map(\.id)
         let close = Suggestions.closeMatches(to: name, in: candidates)
-        let hint = close.isEmpty ? "see 'brsync browsers list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
+        let hint =
+            close.isEmpty
+            ? "see 'brsync browsers list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
         throw ReplicaError.notFound("unknown browser '\(name)'; \(hint)")
     }
 

@@ -11,8 +11,10 @@ extension Replica {
     /// different value), written after everything of this machine that
     /// `writer` (the version vector of the write that won) had seen: the
     /// counter each was written at comes from this machine's change log.
-    func ownValuesUnseen(by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
-                         key: String) throws -> [RecordState.LostValue] {
+    func ownValuesUnseen(
+        by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
+        key: String
+    ) throws -> [RecordState.LostValue] {
         let seen = writer[deviceID]
         guard local.versions[deviceID] > seen else { return [] }
         let candidates = local.fields.filter { name, mine in
@@ -41,15 +43,20 @@ extension Replica {
     /// Keeps a value that lost a merge (once, however often it is reported).
     /// - Returns: whether it was new (the same loss reported again is kept once).
     @discardableResult
-    public func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool {
+    public func recordConflict(
+        collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue
+    ) throws -> Bool {
         try transaction {
             try database.run(
                 """
                 INSERT OR IGNORE INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.text(collection.rawValue), .text(key), .text(field), .text(lost.value.jsonText), .text(lost.stamp.description),
-                 .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis)])
+                [
+                    .text(collection.rawValue), .text(key), .text(field), .text(lost.value.jsonText),
+                    .text(lost.stamp.description),
+                    .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis),
+                ])
             return database.changes > 0
         }
     }
@@ -72,9 +79,11 @@ extension Replica {
             }
             return StampedValue(try JSONValue.parse(row.string(value) ?? "null"), stamp: parsed)
         }
-        return Conflict(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "", field: row.string(3) ?? "",
-                        lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0,
-                        restoredAtMillis: row.int64(9))
+        return Conflict(
+            id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "",
+            field: row.string(3) ?? "",
+            lost: try register(4, 5), winner: try register(6, 7), recordedAtMillis: row.int64(8) ?? 0,
+            restoredAtMillis: row.int64(9))
     }
 
     /// Writes a lost value back as a new edit (it then wins, being newest).
@@ -85,14 +94,21 @@ extension Replica {
                 """
                 SELECT id, collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at, restored_at
                 FROM conflicts WHERE id = ?
-                """, [.integer(id)]) { row in try Self.conflict(row) }
-            guard let conflict = found else { throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'") }
-            if let restored = conflict.restoredAtMillis {
-                throw ReplicaError.invalidInput("conflict #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
+                """, [.integer(id)]
+            ) { row in try Self.conflict(row) }
+            guard let conflict = found else {
+                throw ReplicaError.notFound("no conflict #\(id); see 'brsync log --conflicts'")
             }
-            guard let collection = RecordCollection(rawValue: conflict.collection) else { throw ReplicaError.notFound("no conflict #\(id)") }
+            if let restored = conflict.restoredAtMillis {
+                throw ReplicaError.invalidInput(
+                    "conflict #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
+            }
+            guard let collection = RecordCollection(rawValue: conflict.collection) else {
+                throw ReplicaError.notFound("no conflict #\(id)")
+            }
             try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
-            try database.run("UPDATE conflicts SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
+            try database.run(
+                "UPDATE conflicts SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
             return conflict
         }
     }

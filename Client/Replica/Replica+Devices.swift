@@ -13,8 +13,12 @@ extension Replica {
     /// Why `name` cannot name a device, or nil.
     public static func problem(withDeviceName name: String) -> String? {
         if name.isBlank { return "a device name must not be blank" }
-        if name.count > maxDeviceNameCharacters { return "a device name must be at most \(maxDeviceNameCharacters) characters" }
-        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+        if name.count > maxDeviceNameCharacters {
+            return "a device name must be at most \(maxDeviceNameCharacters) characters"
+        }
+        if name.unicodeScalars.contains(where: {
+            $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+        }) {
             return "a device name must not contain control or formatting characters"
         }
         return nil
@@ -40,7 +44,9 @@ extension Replica {
         try transaction {
             try loadPersistedClock()
             let name = try meta("device_name") ?? ""
-            guard Self.problem(withDeviceName: name) == nil, try setting(Self.deviceNamePrefix + deviceID) == nil else { return false }
+            guard Self.problem(withDeviceName: name) == nil, try setting(Self.deviceNamePrefix + deviceID) == nil else {
+                return false
+            }
             try setSetting(Self.deviceNamePrefix + deviceID, name)
             return true
         }
@@ -74,10 +80,13 @@ extension Replica {
                 let state = try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")
                 guard let key = row.string(0) else { return }
                 let id = String(key.dropFirst(Self.deviceNamePrefix.count))
-                if let successor = state.fields[Self.successorField]?.value.stringValue, successor != id, successor.utf8.count <= 64 {
+                if let successor = state.fields[Self.successorField]?.value.stringValue, successor != id,
+                    successor.utf8.count <= 64
+                {
                     successors[id] = successor
                 }
-                guard let name = state.fields["value"]?.value.stringValue, Self.problem(withDeviceName: name) == nil else { return }
+                guard let name = state.fields["value"]?.value.stringValue, Self.problem(withDeviceName: name) == nil
+                else { return }
                 names[id] = name
             }
         }

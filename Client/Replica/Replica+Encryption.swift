@@ -42,11 +42,13 @@ extension Replica {
         // `e2e_relay` is what replicas written before relays were general kept
         // (for a switch, or an account encrypted again: the same relay).
         let (relay, legacy) = (try meta("relay_all"), try meta("e2e_relay"))
-        return EncryptionState(keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
-                               relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
-                               resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
-                               retiredKeyIDs: Set((try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)),
-                               keyMadeHere: try meta("e2e_made_here"), vouchPending: try meta("e2e_vouch"))
+        return EncryptionState(
+            keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
+            relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
+            resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
+            retiredKeyIDs: Set(
+                (try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)),
+            keyMadeHere: try meta("e2e_made_here"), vouchPending: try meta("e2e_vouch"))
     }
 
     /// Marks that the account is end-to-end encrypted while this machine has
@@ -160,7 +162,8 @@ extension Replica {
 
     /// The rotation certificates this replica knows.
     public func keyCertificates() throws -> [KeyCertificate] {
-        guard let text = try setting(Self.keyCertificatesSetting), case .array(let items)? = try? JSONValue.parse(text) else { return [] }
+        guard let text = try setting(Self.keyCertificatesSetting), case .array(let items)? = try? JSONValue.parse(text)
+        else { return [] }
         return items.compactMap { try? KeyCertificate(json: $0) }
     }
 
@@ -168,7 +171,8 @@ extension Replica {
     public func recordKeyCertificates(_ certificates: [KeyCertificate]) throws {
         try transaction {
             var seen: Set<KeyCertificate> = []
-            let all = (certificates + (try keyCertificates())).filter { seen.insert($0).inserted }.prefix(KeyCertificate.maxChain)
+            let all = (certificates + (try keyCertificates())).filter { seen.insert($0).inserted }.prefix(
+                KeyCertificate.maxChain)
             try setSetting(Self.keyCertificatesSetting, JSONValue.array(all.map(\.json)).jsonText)
         }
     }
@@ -218,7 +222,8 @@ extension Replica {
     /// synced edit (at most the 64 newest ids are kept).
     public func recordReplacedKeyIDs(_ ids: [String]) throws {
         try transaction {
-            let known = (try setting(Self.replacedKeysSetting) ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)
+            let known = (try setting(Self.replacedKeysSetting) ?? "").split(separator: ",").map(String.init).filter(
+                Wire.isKeyID)
             var seen: Set<String> = []
             let all = (ids.filter(Wire.isKeyID) + known).filter { seen.insert($0).inserted }.prefix(64)
             try setSetting(Self.replacedKeysSetting, all.joined(separator: ","))

@@ -1,11 +1,12 @@
+import JSON
+import Model
+import SyncCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import JSON
-import Model
-import SyncCore
 
 /// The export format: the synced data of a replica (device-local launch
 /// commands are not part of it). `brsync import` reads it back.
@@ -72,13 +73,20 @@ extension Replica {
             throw ReplicaError.invalidInput("not a brsync export: format is '\(format)'")
         }
         if let version = document.version, version > ExportDocument.currentVersion {
-            throw ReplicaError.invalidInput("the export has version \(version), newer than this brsync reads (\(ExportDocument.currentVersion))")
+            throw ReplicaError.invalidInput(
+                "the export has version \(version), newer than this brsync reads (\(ExportDocument.currentVersion))")
         }
         var browserIDs: Set<String> = []
         for browser in document.browsers {
-            if let problem = Browser.problem(withID: browser.id) { throw ReplicaError.invalidInput("browser '\(browser.id)': \(problem)") }
-            if let problem = URLFormat.problem(with: browser.urlFormat) { throw ReplicaError.invalidInput("browser '\(browser.id)': \(problem)") }
-            guard browserIDs.insert(browser.id).inserted else { throw ReplicaError.invalidInput("browser '\(browser.id)' appears twice") }
+            if let problem = Browser.problem(withID: browser.id) {
+                throw ReplicaError.invalidInput("browser '\(browser.id)': \(problem)")
+            }
+            if let problem = URLFormat.problem(with: browser.urlFormat) {
+                throw ReplicaError.invalidInput("browser '\(browser.id)': \(problem)")
+            }
+            guard browserIDs.insert(browser.id).inserted else {
+                throw ReplicaError.invalidInput("browser '\(browser.id)' appears twice")
+            }
         }
         var ruleKeys: [String: String] = [:]
         var patterns: [Pattern] = []

@@ -39,7 +39,8 @@ extension Replica {
                 let fields = try RecordCoding.decodeState(fields: row.string(6) ?? "{}", versions: "{}").fields
                 return ChangeEntry(
                     sequence: row.int64(2) ?? 0, device: row.string(3) ?? "", collection: row.string(4) ?? "",
-                    key: row.string(5) ?? "", fields: fields, kind: row.string(7) ?? "local", recordedAtMillis: row.int64(8) ?? 0)
+                    key: row.string(5) ?? "", fields: fields, kind: row.string(7) ?? "local",
+                    recordedAtMillis: row.int64(8) ?? 0)
             }
         }
     }
@@ -53,18 +54,25 @@ extension Replica {
     /// the fields whose value or stamp differ from what was here.
     /// - Parameter afterFieldsText: `RecordState.encodeFields(after.fields)`,
     ///   the entry's text when every field changed (a new record).
-    func logReceived(_ collection: RecordCollection, key: String, before: RecordState, after: RecordState, afterFieldsText: String? = nil,
-                     afterSequence: Int64) throws {
+    func logReceived(
+        _ collection: RecordCollection, key: String, before: RecordState, after: RecordState,
+        afterFieldsText: String? = nil,
+        afterSequence: Int64
+    ) throws {
         let changed = after.fields.filter { before.fields[$0.key] != $0.value }
         guard let newest = changed.values.map(\.stamp).max() else { return }
         let text = (changed.count == after.fields.count ? afterFieldsText : nil) ?? RecordState.encodeFields(changed)
         try database.run(
             "INSERT INTO received (after_seq, device, collection, key, fields, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [.integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key), .text(text), .integer(currentMillis)])
+            [
+                .integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key), .text(text),
+                .integer(currentMillis),
+            ])
     }
 
     /// Drops the oldest received entries beyond ``receivedLogLimit``.
     func trimReceivedLog() throws {
-        try database.run("DELETE FROM received WHERE id <= (SELECT MAX(id) FROM received) - ?", [.integer(Self.receivedLogLimit)])
+        try database.run(
+            "DELETE FROM received WHERE id <= (SELECT MAX(id) FROM received) - ?", [.integer(Self.receivedLogLimit)])
     }
 }

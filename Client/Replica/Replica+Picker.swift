@@ -41,7 +41,8 @@ extension Replica {
             }
             let order = first + all.filter { browser in !first.contains { $0.browser.id == browser.browser.id } }
             for (index, browser) in order.enumerated() where browser.browser.pickerOrder != index + 1 {
-                try write(.browsers, key: browser.browser.id, changes: [Browser.pickerOrderField: .int(Int64(index + 1))])
+                try write(
+                    .browsers, key: browser.browser.id, changes: [Browser.pickerOrderField: .int(Int64(index + 1))])
             }
             return order.map(\.browser.id)
         }

@@ -11,12 +11,14 @@ extension Replica {
     /// The ids of profiles whose current base and arguments this machine's user approved.
     func approvedProfiles() throws -> Set<String> {
         try read {
-            Set(try database.query(
-                """
-                SELECT a.id FROM profile_approvals a JOIN records r ON r.collection = 'browsers' AND r.key = a.id
-                WHERE json_valid(r.fields) AND a.base = json_extract(r.fields, '$.profileOf.v')
-                  AND a.arguments = json_extract(r.fields, '$.profileArgs.v')
-                """) { $0.string(0) ?? "" })
+            Set(
+                try database.query(
+                    """
+                    SELECT a.id FROM profile_approvals a JOIN records r ON r.collection = 'browsers' AND r.key = a.id
+                    WHERE json_valid(r.fields) AND a.base = json_extract(r.fields, '$.profileOf.v')
+                      AND a.arguments = json_extract(r.fields, '$.profileArgs.v')
+                    """
+                ) { $0.string(0) ?? "" })
         }
     }
 
@@ -24,8 +26,11 @@ extension Replica {
     /// - Throws: ``ReplicaError/notFound(_:)`` when no such profile exists.
     public func approveProfile(_ id: String) throws {
         try transaction {
-            guard let state = try record(.browsers, key: id), !state.isDeleted, BrowserProfile(fields: state.values) != nil else {
-                throw ReplicaError.notFound("no profile '\(id)' (a browser made with 'brsync browsers add NAME --from BROWSER --args …')")
+            guard let state = try record(.browsers, key: id), !state.isDeleted,
+                BrowserProfile(fields: state.values) != nil
+            else {
+                throw ReplicaError.notFound(
+                    "no profile '\(id)' (a browser made with 'brsync browsers add NAME --from BROWSER --args …')")
             }
             try recordApproval(id)
         }
@@ -57,7 +62,9 @@ extension Replica {
     /// did not approve them), or nil. `approved` is ``approvedProfiles()``,
     /// read only when needed.
     static func approvalProblem(_ browser: Browser, approved: () throws -> Set<String>) rethrows -> String? {
-        guard let profile = browser.profile, let problem = ProfileArguments.problem(profile.arguments, base: profile.base) else { return nil }
+        guard let profile = browser.profile,
+            let problem = ProfileArguments.problem(profile.arguments, base: profile.base)
+        else { return nil }
         return try approved().contains(browser.id) ? nil : problem
     }
 }

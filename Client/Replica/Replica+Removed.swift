@@ -31,7 +31,8 @@ extension Replica {
         try read {
             try database.query(
                 "SELECT id, collection, key, fields, versions, removed_at, restored_at, why FROM removed ORDER BY id DESC LIMIT ?",
-                [.integer(Int64(limit))]) { row in try Self.removedRecord(row) }
+                [.integer(Int64(limit))]
+            ) { row in try Self.removedRecord(row) }
         }
     }
 
@@ -51,8 +52,11 @@ extension Replica {
     /// record (``restore(removed:)``). One transaction.
     /// - Returns: the records that add nothing (applying them changes
     ///   nothing), and those set aside.
-    public func setAsideWhatIsNotHeld(_ changes: [ChangeRecord], why: (ChangeRecord) -> String) throws
-        -> (held: [ChangeRecord], setAside: [RemovedRecord]) {
+    public func setAsideWhatIsNotHeld(
+        _ changes: [ChangeRecord], why: (ChangeRecord) -> String
+    ) throws
+        -> (held: [ChangeRecord], setAside: [RemovedRecord])
+    {
         try transaction {
             var held: [ChangeRecord] = []
             var setAside: [RemovedRecord] = []
@@ -63,10 +67,16 @@ extension Replica {
                     continue
                 }
                 let reason = why(change)
-                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
-                                 [.text(change.collection.rawValue), .text(change.key), .text(RecordState.encodeFields(change.state.fields)),
-                                  .text(RecordState.encodeVersions(change.state.versions)), .integer(currentMillis), .text(reason)])
-                var record = RemovedRecord(id: database.lastInsertRowID, collection: change.collection.rawValue, key: change.key)
+                try database.run(
+                    "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        .text(change.collection.rawValue), .text(change.key),
+                        .text(RecordState.encodeFields(change.state.fields)),
+                        .text(RecordState.encodeVersions(change.state.versions)), .integer(currentMillis),
+                        .text(reason),
+                    ])
+                var record = RemovedRecord(
+                    id: database.lastInsertRowID, collection: change.collection.rawValue, key: change.key)
                 record.why = reason
                 setAside.append(record)
             }
@@ -90,14 +100,20 @@ extension Replica {
     /// stamp is newer than what is left here). Clears the pending vouch
     /// (``EncryptionState/vouchPending``). One transaction.
     /// - Parameter reference: the account's records by `collection/key`.
-    public func setAsideUnvouched(reference: [String: RecordState], why: (_ writer: String) -> String) throws -> [RemovedRecord] {
+    public func setAsideUnvouched(
+        reference: [String: RecordState], why: (_ writer: String) -> String
+    ) throws -> [RemovedRecord] {
         try transaction {
             // This machine's own writes: the newest of each field in its change log.
             var own: [String: [String: StampedValue]] = [:]
             var ownDevices = Set<String>()
-            let local = try database.query("SELECT collection, key, fields, versions, device FROM changes WHERE kind = 'local'") { row in
-                (id: "\(row.string(0) ?? "")/\(row.string(1) ?? "")", device: row.string(4) ?? "",
-                 state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}"))
+            let local = try database.query(
+                "SELECT collection, key, fields, versions, device FROM changes WHERE kind = 'local'"
+            ) { row in
+                (
+                    id: "\(row.string(0) ?? "")/\(row.string(1) ?? "")", device: row.string(4) ?? "",
+                    state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}")
+                )
             }
             for change in local {
                 ownDevices.insert(change.device)
@@ -106,9 +122,13 @@ extension Replica {
                     own[change.id, default: [:]][name] = register
                 }
             }
-            let held = try database.query("SELECT collection, key, fields, versions FROM records ORDER BY collection, key") { row in
-                (collection: row.string(0) ?? "", key: row.string(1) ?? "",
-                 state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}"))
+            let held = try database.query(
+                "SELECT collection, key, fields, versions FROM records ORDER BY collection, key"
+            ) { row in
+                (
+                    collection: row.string(0) ?? "", key: row.string(1) ?? "",
+                    state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}")
+                )
             }
             var setAside: [RemovedRecord] = []
             for record in held {
@@ -125,10 +145,15 @@ extension Replica {
                     kept.fields[name] = candidates.max { $1.wins(over: $0) }
                 }
                 guard !taken.isEmpty else { continue }
-                kept.versions = account.versions.merged(with: VersionVector(record.state.versions.counters.filter { ownDevices.contains($0.key) }))
-                if kept.fields.isEmpty || Wire.problem(state: kept) != nil || Self.problem(of: collection, key: record.key, state: kept) != nil {
+                kept.versions = account.versions.merged(
+                    with: VersionVector(record.state.versions.counters.filter { ownDevices.contains($0.key) }))
+                if kept.fields.isEmpty || Wire.problem(state: kept) != nil
+                    || Self.problem(of: collection, key: record.key, state: kept) != nil
+                {
                     if account.fields.isEmpty {
-                        try database.run("DELETE FROM records WHERE collection = ? AND key = ?", [.text(record.collection), .text(record.key)])
+                        try database.run(
+                            "DELETE FROM records WHERE collection = ? AND key = ?",
+                            [.text(record.collection), .text(record.key)])
                     } else {
                         try storeMerged(collection, key: record.key, state: account)
                     }
@@ -137,10 +162,15 @@ extension Replica {
                 }
                 let writer = taken.values.max { $1.wins(over: $0) }?.stamp.device ?? ""
                 let reason = why(writer)
-                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
-                                 [.text(record.collection), .text(record.key), .text(RecordState.encodeFields(taken)),
-                                  .text(RecordState.encodeVersions(record.state.versions)), .integer(currentMillis), .text(reason)])
-                var removed = RemovedRecord(id: database.lastInsertRowID, collection: record.collection, key: record.key)
+                try database.run(
+                    "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        .text(record.collection), .text(record.key), .text(RecordState.encodeFields(taken)),
+                        .text(RecordState.encodeVersions(record.state.versions)), .integer(currentMillis),
+                        .text(reason),
+                    ])
+                var removed = RemovedRecord(
+                    id: database.lastInsertRowID, collection: record.collection, key: record.key)
                 removed.why = reason
                 setAside.append(removed)
             }
@@ -153,13 +183,18 @@ extension Replica {
     /// by now: each of its values held at its stamp or a newer one (it
     /// arrived from another machine, or was restored).
     public func isHeldNow(_ removed: RemovedRecord) throws -> Bool {
-        guard removed.why != nil, let state = removed.state, let collection = RecordCollection(rawValue: removed.collection),
-              let current = try record(collection, key: removed.key) else { return false }
+        guard removed.why != nil, let state = removed.state,
+            let collection = RecordCollection(rawValue: removed.collection),
+            let current = try record(collection, key: removed.key)
+        else { return false }
         // A deletion is held once the record is deleted here by it or a later write (its other values are gone with it).
         if let deletion = state.fields[RecordState.deletedField], state.isDeleted {
-            return current.isDeleted && current.fields[RecordState.deletedField].map { !(deletion.stamp > $0.stamp) } ?? false
+            return current.isDeleted
+                && current.fields[RecordState.deletedField].map { !(deletion.stamp > $0.stamp) } ?? false
         }
-        return state.fields.allSatisfy { name, register in current.fields[name].map { !(register.stamp > $0.stamp) } ?? false }
+        return state.fields.allSatisfy { name, register in
+            current.fields[name].map { !(register.stamp > $0.stamp) } ?? false
+        }
     }
 
     /// Writes a removed record back as a new edit of each of its values (they
@@ -169,19 +204,24 @@ extension Replica {
         try transaction {
             let found = try database.queryFirst(
                 "SELECT id, collection, key, fields, versions, removed_at, restored_at, why FROM removed WHERE id = ?",
-                [.integer(id)]) { row in try Self.removedRecord(row) }
-            guard let removed = found, let collection = RecordCollection(rawValue: removed.collection), let state = removed.state else {
+                [.integer(id)]
+            ) { row in try Self.removedRecord(row) }
+            guard let removed = found, let collection = RecordCollection(rawValue: removed.collection),
+                let state = removed.state
+            else {
                 throw ReplicaError.notFound("no removed record #\(id); see 'brsync log --removed'")
             }
             if let restored = removed.restoredAtMillis {
-                throw ReplicaError.invalidInput("removed record #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
+                throw ReplicaError.invalidInput(
+                    "removed record #\(id) was restored already (\(Timestamp.iso8601(millis: restored)))")
             }
             var values = state.fields.mapValues(\.value)
             // A removed record comes back alive; a set-aside write comes back as
             // it was written, a deletion included.
             if removed.why == nil { values[RecordState.deletedField] = .bool(false) }
             try write(collection, key: removed.key, changes: values)
-            try database.run("UPDATE removed SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
+            try database.run(
+                "UPDATE removed SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
             return removed
         }
     }

@@ -68,14 +68,18 @@ extension Replica {
             let parameters: [DatabaseValue] = [.text(deviceID), .integer(pushed)]
             var outcome = ReconcileOutcome()
             if keep {
-                try database.run("INSERT OR IGNORE INTO undelivered (collection, key) SELECT collection, key " + unseen, parameters)
+                try database.run(
+                    "INSERT OR IGNORE INTO undelivered (collection, key) SELECT collection, key " + unseen, parameters)
                 outcome.kept = database.changes
             } else {
                 let first = try database.scalar("SELECT COALESCE(MAX(id), 0) FROM removed")?.int64Value ?? 0
-                try database.run("INSERT INTO removed (collection, key, fields, versions, removed_at) SELECT collection, key, fields, versions, ? "
-                                 + unseen + " ORDER BY collection, key", [.integer(currentMillis)] + parameters)
+                try database.run(
+                    "INSERT INTO removed (collection, key, fields, versions, removed_at) SELECT collection, key, fields, versions, ? "
+                        + unseen + " ORDER BY collection, key", [.integer(currentMillis)] + parameters)
                 try database.run("DELETE " + unseen, parameters)
-                outcome.removed = try database.query("SELECT id, collection, key FROM removed WHERE id > ? ORDER BY id", [.integer(first)]) { row in
+                outcome.removed = try database.query(
+                    "SELECT id, collection, key FROM removed WHERE id > ? ORDER BY id", [.integer(first)]
+                ) { row in
                     RemovedRecord(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "")
                 }
             }
@@ -99,7 +103,8 @@ extension Replica {
     public func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord] {
         var result: [ChangeRecord] = []
         for collection in RecordCollection.allCases {
-            for (key, state) in try records(collection) where state.fields.values.contains(where: { $0.stamp.wallMillis > wallMillis }) {
+            for (key, state) in try records(collection)
+            where state.fields.values.contains(where: { $0.stamp.wallMillis > wallMillis }) {
                 result.append(ChangeRecord(sequence: 0, collection: collection, key: key, state: state))
             }
         }
@@ -125,7 +130,7 @@ extension Replica {
                 WHERE device = ? AND kind = 'local' AND device_seq > ? AND device_seq <= ?
                 """, [.text(deviceID), .integer(pushed), .integer(acknowledged)]
             ) { row in (row.string(0).flatMap(RecordCollection.init(rawValue:)), row.string(1) ?? "") }
-                .compactMap { collection, key in collection.map { ($0, key) } }
+            .compactMap { collection, key in collection.map { ($0, key) } }
         }
         return try wholeRecords(keys)
     }
@@ -138,9 +143,11 @@ extension Replica {
         guard !keys.isEmpty else { return }
         try transaction {
             for (collection, key) in keys {
-                try database.run(undelivered ? "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)"
-                                             : "DELETE FROM undelivered WHERE collection = ? AND key = ?",
-                                 [.text(collection.rawValue), .text(key)])
+                try database.run(
+                    undelivered
+                        ? "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)"
+                        : "DELETE FROM undelivered WHERE collection = ? AND key = ?",
+                    [.text(collection.rawValue), .text(key)])
             }
         }
     }
@@ -158,7 +165,9 @@ extension Replica {
     /// The whole local records for `keys`, for a relay.
     public func wholeRecords(_ keys: [(RecordCollection, String)]) throws -> [ChangeRecord] {
         try keys.compactMap { collection, key in
-            try record(collection, key: key).map { ChangeRecord(sequence: 0, collection: collection, key: key, state: $0) }
+            try record(collection, key: key).map {
+                ChangeRecord(sequence: 0, collection: collection, key: key, state: $0)
+            }
         }
     }
 
@@ -184,14 +193,17 @@ extension Replica {
             var seen = HLCTimestamp.zero(device: deviceID)
             for collection in RecordCollection.allCases {
                 for (_, state) in try records(collection) {
-                    for register in state.fields.values where !pendingStamps.contains(register.stamp) && register.stamp > seen {
+                    for register in state.fields.values
+                    where !pendingStamps.contains(register.stamp) && register.stamp > seen {
                         seen = register.stamp
                     }
                 }
             }
             for change in try database.query(
                 "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND device_seq <= ?",
-                [.text(deviceID), .integer(pushed)], { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") }) {
+                [.text(deviceID), .integer(pushed)],
+                { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") })
+            {
                 for register in change.fields.values where register.stamp > seen { seen = register.stamp }
             }
             // What the unpushed edits overwrote: gone from the records, still
@@ -201,9 +213,13 @@ extension Replica {
             let acceptable = max(try serverTimeMillis() + 240_000, Int64(try meta("pulled_high") ?? "") ?? 0)
             for text in try database.query(
                 "SELECT overwrote FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND overwrote IS NOT NULL",
-                [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" }) {
+                [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" })
+            {
                 if let stamp = HLCTimestamp(text: text), !pendingStamps.contains(stamp), stamp > seen,
-                   stamp.wallMillis <= acceptable { seen = stamp }
+                    stamp.wallMillis <= acceptable
+                {
+                    seen = stamp
+                }
             }
             resetClock(to: seen)
             try restamp(pending, asDevice: nil)
@@ -272,8 +288,9 @@ extension Replica {
             }
             try storeMerged(change.collection, key: change.key, state: state)
             let device = oldDevice ?? deviceID
-            let overwrote = try database.scalar("SELECT overwrote FROM changes WHERE device = ? AND device_seq = ?",
-                                                [.text(device), .integer(change.sequence)])?.stringValue
+            let overwrote = try database.scalar(
+                "SELECT overwrote FROM changes WHERE device = ? AND device_seq = ?",
+                [.text(device), .integer(change.sequence)])?.stringValue
                 .flatMap(HLCTimestamp.init(text:)).map { renamed[$0] ?? $0 }
             let manifest = RecordManifest(of: state, through: stamp, excluding: Set(later.keys))
             try database.run(
@@ -281,14 +298,20 @@ extension Replica {
                 UPDATE changes SET device = ?, device_seq = ?, fields = ?, versions = ?, overwrote = ?, chain = NULL, manifest = ?
                 WHERE device = ? AND device_seq = ?
                 """,
-                [.text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence), .text(RecordState.encodeFields(fields)),
-                 .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
-                 overwrote.map { .text($0.description) } ?? .null, .text(manifest.text(at: stamp)), .text(device), .integer(change.sequence)])
+                [
+                    .text(deviceID), .integer(oldDevice != nil ? Int64(index + 1) : change.sequence),
+                    .text(RecordState.encodeFields(fields)),
+                    .text(RecordState.encodeVersions(oldDevice != nil ? state.versions : change.state.versions)),
+                    overwrote.map { .text($0.description) } ?? .null, .text(manifest.text(at: stamp)), .text(device),
+                    .integer(change.sequence),
+                ])
         }
     }
 
     /// Every record this replica holds, in batches, for a relay after a restore.
-    public func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord] {
+    public func allRecords(
+        afterCollection collection: RecordCollection?, key: String, limit: Int
+    ) throws -> [ChangeRecord] {
         let order = RecordCollection.allCases.map(\.rawValue)
         let position = collection.flatMap { order.firstIndex(of: $0.rawValue) } ?? -1
         var result: [ChangeRecord] = []
@@ -298,8 +321,10 @@ extension Replica {
                     "SELECT key, fields, versions FROM records WHERE collection = ? AND key > ? ORDER BY key LIMIT ?",
                     [.text(name), .text(index == position ? key : ""), .integer(Int64(limit - result.count))]
                 ) { row in
-                    ChangeRecord(sequence: 0, collection: RecordCollection(rawValue: name) ?? .rules, key: row.string(0) ?? "",
-                                 state: try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
+                    ChangeRecord(
+                        sequence: 0, collection: RecordCollection(rawValue: name) ?? .rules, key: row.string(0) ?? "",
+                        state: try RecordCoding.decodeState(
+                            fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
                 }
             }
             result += rows

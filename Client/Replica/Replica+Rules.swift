@@ -41,7 +41,9 @@ extension Replica {
     /// The live rule with the same normalised pattern as `text`, or nil (also
     /// for a pattern that does not parse).
     public func rule(pattern text: String) throws -> UrlRule? {
-        guard let key = try? Pattern(text).key, let state = try record(.rules, key: key), !state.isDeleted else { return nil }
+        guard let key = try? Pattern(text).key, let state = try record(.rules, key: key), !state.isDeleted else {
+            return nil
+        }
         return Self.rule(key: key, state: state)
     }
 
@@ -63,7 +65,10 @@ extension Replica {
 
     /// The highest priority of any rule, or nil when there are none.
     public func maximumRulePriority() throws -> Int? {
-        try read { try database.scalar("SELECT MAX(priority) FROM records WHERE collection = 'rules' AND deleted = 0")?.intValue }
+        try read {
+            try database.scalar("SELECT MAX(priority) FROM records WHERE collection = 'rules' AND deleted = 0")?
+                .intValue
+        }
     }
 
     /// Adds a rule, or updates the rule with the same normalised pattern.
@@ -73,17 +78,23 @@ extension Replica {
     @discardableResult
     /// - Parameter keepTracking: sets whether the opened URL keeps its
     ///   tracking parameters; nil leaves it as it is (off for a new rule).
-    public func addRule(pattern text: String, browser name: String, priority: Int?, keepTracking: Bool? = nil) throws -> (rule: UrlRule, created: Bool) {
+    public func addRule(
+        pattern text: String, browser name: String, priority: Int?, keepTracking: Bool? = nil
+    ) throws -> (rule: UrlRule, created: Bool) {
         let pattern: Pattern
         do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
         let browser = try requireBrowser(named: name)
         return try transaction {
             let existing = try record(.rules, key: pattern.key)
             let isNew = existing == nil || existing?.isDeleted == true
-            let resolvedPriority = try priority ?? {
-                if !isNew, let current = existing?.fields["priority"]?.value.intValue { return Int(clamping: current) }
-                return RulePrecedence.priorityForNewRule(existingMaximum: try maximumRulePriority())
-            }()
+            let resolvedPriority =
+                try priority
+                ?? {
+                    if !isNew, let current = existing?.fields["priority"]?.value.intValue {
+                        return Int(clamping: current)
+                    }
+                    return RulePrecedence.priorityForNewRule(existingMaximum: try maximumRulePriority())
+                }()
             var changes: [String: JSONValue] = [
                 "pattern": .string(pattern.text), "browser": .string(browser.browser.id),
                 "priority": .int(Int64(resolvedPriority)), RecordState.deletedField: .bool(false),
@@ -107,15 +118,21 @@ extension Replica {
             guard let state = try record(.rules, key: pattern.key), !state.isDeleted else {
                 let patterns = try rules().map(\.pattern)
                 // The same pattern in rules for one app: name them with the option that reaches them.
-                let forApps = pattern.source != nil ? [] : patterns.compactMap { text -> String? in
-                    guard let other = try? Pattern(text), let app = other.source,
-                          other.key == "\(Pattern.sourcePrefix)\(app) \(pattern.key)" else { return nil }
-                    return app
-                }
+                let forApps =
+                    pattern.source != nil
+                    ? []
+                    : patterns.compactMap { text -> String? in
+                        guard let other = try? Pattern(text), let app = other.source,
+                            other.key == "\(Pattern.sourcePrefix)\(app) \(pattern.key)"
+                        else { return nil }
+                        return app
+                    }
                 let close = Suggestions.closeMatches(to: pattern.key, in: patterns)
-                let hint = !forApps.isEmpty
+                let hint =
+                    !forApps.isEmpty
                     ? "rules for apps have it: \(forApps.sorted().map { "'--from-app \($0)'" }.joined(separator: ", "))"
-                    : close.isEmpty ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
+                    : close.isEmpty
+                        ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
                 throw ReplicaError.notFound("no rule with the pattern '\(text)'; \(hint)")
             }
             try write(.rules, key: pattern.key, changes: [RecordState.deletedField: .bool(true)])

@@ -54,9 +54,11 @@ extension Replica {
     public func syncState() throws -> SyncState {
         SyncState(
             remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
-            pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0, pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
+            pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0,
+            pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
             lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
-            account: try meta("account"), problem: try meta("sync_problem") ?? "", problemAtMillis: Int64(try meta("sync_problem_at") ?? ""),
+            account: try meta("account"), problem: try meta("sync_problem") ?? "",
+            problemAtMillis: Int64(try meta("sync_problem_at") ?? ""),
             clockKnown: try pendingClockOffset != nil || meta("clock_offset") != nil)
     }
 
@@ -83,7 +85,9 @@ extension Replica {
 
     public func removeRemote() throws {
         try transaction {
-            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account"] { try setMeta(key, nil) }
+            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account"] {
+                try setMeta(key, nil)
+            }
         }
         WatchWake.poke(home: home)
     }
@@ -101,9 +105,10 @@ extension Replica {
                 guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                     throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
                 }
-                return ChangeRecord(sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
-                                    manifestText: row.string(5))
+                return ChangeRecord(
+                    sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
+                    manifestText: row.string(5))
             }
         }
     }
@@ -114,8 +119,9 @@ extension Replica {
     public func replacedStamps(ofChange sequence: Int64) throws -> [String: HLCTimestamp] {
         try refreshDeviceID()
         let text = try read {
-            try database.scalar("SELECT replaced FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
-                                [.text(deviceID), .integer(sequence)])?.stringValue
+            try database.scalar(
+                "SELECT replaced FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                [.text(deviceID), .integer(sequence)])?.stringValue
         }
         guard let text, case .object(let object)? = try? JSONValue.parse(text) else { return [:] }
         return object.compactMapValues { $0.stringValue.flatMap(HLCTimestamp.init(text:)) }
@@ -167,23 +173,28 @@ extension Replica {
         guard sequence > 0 else { return .none }
         try refreshDeviceID()
         return try read {
-            let stored = try database.queryFirst("SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
-                                                 [.text(deviceID), .integer(sequence)]) { $0.string(0) }
+            let stored = try database.queryFirst(
+                "SELECT chain FROM changes WHERE device = ? AND kind = 'local' AND device_seq = ?",
+                [.text(deviceID), .integer(sequence)]
+            ) { $0.string(0) }
             switch stored {
             case nil: return .none // no such change
             case let chain??: return .known(chain)
             case .some(nil): break // not computed yet
             }
             // From the latest change before it that has its chain.
-            let (start, base) = try database.queryFirst(
-                """
-                SELECT device_seq, chain FROM changes
-                WHERE device = ? AND kind = 'local' AND device_seq < ? AND chain IS NOT NULL ORDER BY device_seq DESC LIMIT 1
-                """, [.text(deviceID), .integer(sequence)]) { ($0.int64(0) ?? 0, $0.string(1) ?? "") } ?? (0, "")
+            let (start, base) =
+                try database.queryFirst(
+                    """
+                    SELECT device_seq, chain FROM changes
+                    WHERE device = ? AND kind = 'local' AND device_seq < ? AND chain IS NOT NULL ORDER BY device_seq DESC LIMIT 1
+                    """, [.text(deviceID), .integer(sequence)]
+                ) { ($0.int64(0) ?? 0, $0.string(1) ?? "") } ?? (0, "")
             let changes = try unpushedChanges(after: start, limit: Int(sequence - start))
             // Numbers with a hole have no chain.
             guard changes.count == Int(sequence - start),
-                  changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) }) else { return .none }
+                changes.enumerated().allSatisfy({ $0.element.sequence == start + 1 + Int64($0.offset) })
+            else { return .none }
             return .missing(base: base, changes: changes)
         }
     }
@@ -195,8 +206,9 @@ extension Replica {
         try refreshDeviceID()
         try transaction {
             for (sequence, chain) in chains {
-                try database.run("UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ? AND chain IS NULL",
-                                 [.text(chain), .text(deviceID), .integer(sequence)])
+                try database.run(
+                    "UPDATE changes SET chain = ? WHERE device = ? AND kind = 'local' AND device_seq = ? AND chain IS NULL",
+                    [.text(chain), .text(deviceID), .integer(sequence)])
             }
         }
     }
@@ -220,7 +232,9 @@ extension Replica {
         // A time no honest server has (before 2020, after 2200) is not a
         // clock: ignored, so no answer can push this machine's stamps to the
         // end of time, nor overflow the arithmetic.
-        guard Self.plausibleServerTime.contains(serverMillis), (0...86_400_000).contains(ageMilliseconds) else { return }
+        guard Self.plausibleServerTime.contains(serverMillis), (0...86_400_000).contains(ageMilliseconds) else {
+            return
+        }
         pendingClockOffset = serverMillis - (currentMillis - ageMilliseconds)
     }
 
@@ -311,7 +325,9 @@ extension Replica {
     }
 
     @discardableResult
-    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> AppliedPage {
+    public func applyPulled(
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]
+    ) throws -> AppliedPage {
         var setAside: [String] = []
         defer { skipped += setAside }
         return try transaction {
@@ -320,8 +336,9 @@ extension Replica {
             var awaitingApproval: [(id: String, reason: String)] = []
             if try meta("reconcile") != nil {
                 for change in changes {
-                    try database.run("INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
-                                     [.text(change.collection.rawValue), .text(change.key)])
+                    try database.run(
+                        "INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
+                        [.text(change.collection.rawValue), .text(change.key)])
                 }
             }
             try loadPersistedClock()
@@ -335,7 +352,9 @@ extension Replica {
                     clockObserve(newest, wallMillis: wall)
                     pulledHigh = max(pulledHigh, newest.wallMillis)
                 }
-                if let problem = Wire.problem(state: merged) ?? Self.problem(of: change.collection, key: change.key, state: merged) {
+                if let problem = Wire.problem(state: merged)
+                    ?? Self.problem(of: change.collection, key: change.key, state: merged)
+                {
                     setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
                     continue
                 }
@@ -345,11 +364,16 @@ extension Replica {
                     // not seen them: the merged vector covers this machine's
                     // writes, the writer's does not (a delete here lost to a
                     // later edit made elsewhere without it).
-                    losses += try ownValuesUnseen(by: writer, local: local, merged: merged, collection: change.collection, key: change.key)
-                        .filter { own in !lost.contains { $0.field == own.field } }
+                    losses += try ownValuesUnseen(
+                        by: writer, local: local, merged: merged, collection: change.collection, key: change.key
+                    )
+                    .filter { own in !lost.contains { $0.field == own.field } }
                 }
                 for value in losses
-                where try recordConflict(collection: change.collection, key: change.key, field: value.field, lost: value.lost, winner: value.winner) {
+                where try recordConflict(
+                    collection: change.collection, key: change.key, field: value.field, lost: value.lost,
+                    winner: value.winner)
+                {
                     conflicts += 1
                 }
                 // The server's version lacks something this replica holds and
@@ -357,8 +381,9 @@ extension Replica {
                 // lost it (a restore, a purged tombstone brought back by an old
                 // copy). The whole record goes up at the next push.
                 if merged != change.state, try !hasUnpushedChange(change.collection, key: change.key) {
-                    try database.run("INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
-                                     [.text(change.collection.rawValue), .text(change.key)])
+                    try database.run(
+                        "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
+                        [.text(change.collection.rawValue), .text(change.key)])
                 }
                 guard merged != local else { continue }
                 // Written once: a new record's log entry holds all its fields.
@@ -370,13 +395,19 @@ extension Replica {
                 // Nor does a value of a record deleted here and still deleted:
                 // nothing anyone sees changed.
                 guard merged.fields != local.fields, !(local.isDeleted && merged.isDeleted) else { continue }
-                try logReceived(change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
-                                afterSequence: newestLocal)
+                try logReceived(
+                    change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
+                    afterSequence: newestLocal)
                 changed += 1
                 // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
-                if change.collection == .browsers, !merged.isDeleted, let profile = Self.browser(key: change.key, state: merged).profile,
-                   try record(.browsers, key: profile.base).map({ Self.browser(key: profile.base, state: $0).profile == nil }) ?? true,
-                   let reason = try Self.approvalProblem(Self.browser(key: change.key, state: merged), approved: approvedProfiles) {
+                if change.collection == .browsers, !merged.isDeleted,
+                    let profile = Self.browser(key: change.key, state: merged).profile,
+                    try record(.browsers, key: profile.base).map({
+                        Self.browser(key: profile.base, state: $0).profile == nil
+                    }) ?? true,
+                    let reason = try Self.approvalProblem(
+                        Self.browser(key: change.key, state: merged), approved: approvedProfiles)
+                {
                     awaitingApproval.append((change.key, reason))
                 }
             }
@@ -413,13 +444,17 @@ extension Replica {
         switch collection {
         case .browsers:
             if let problem = Browser.problem(withID: key) { return problem }
-            if let format = values["urlFormat"]?.stringValue, let problem = URLFormat.problem(with: format) { return problem }
+            if let format = values["urlFormat"]?.stringValue, let problem = URLFormat.problem(with: format) {
+                return problem
+            }
             return expect("name", isString, "a string") ?? expect("urlScheme", isString, "a string")
-                ?? expect("urlFormat", isString, "a string") ?? expect("enabled", { $0.boolValue != nil }, "true or false")
+                ?? expect("urlFormat", isString, "a string") ?? expect(
+                    "enabled", { $0.boolValue != nil }, "true or false")
                 ?? expect(RecordState.deletedField, { $0.boolValue != nil }, "true or false")
         case .rules:
             return expect("pattern", isString, "a string") ?? expect("browser", isString, "a string")
-                ?? expect("priority", { $0.intValue != nil }, "a whole number") ?? expect("createdAt", { $0.intValue != nil }, "a whole number")
+                ?? expect("priority", { $0.intValue != nil }, "a whole number")
+                ?? expect("createdAt", { $0.intValue != nil }, "a whole number")
         case .settings:
             if key == SettingName.defaultBrowser { return expect("value", isString, "a browser id") }
             return key.hasPrefix(deviceNamePrefix) ? expect("value", isString, "a string") : nil

@@ -1,14 +1,15 @@
 import Glibc
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import JSON
 import Model
 import Plumbing
 import Storage
 import SyncCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The local SQLite replica of browsers, rules and settings, with its device
 /// id, hybrid logical clock and change log.
@@ -32,7 +33,6 @@ public final class Replica {
 
     public static let fileName = "replica.sqlite"
     public static let defaultBusyTimeoutMilliseconds: Int32 = 5000
-
 
     private init(home: String, database: Database, busyTimeout: Int32, now: @escaping () -> Int64) throws {
         self.home = home
@@ -69,8 +69,9 @@ public final class Replica {
             return (replica, false)
         }
         do {
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: home, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw ReplicaError.unreadable(path: home, reason: "cannot create the folder: \(error)")
         }
@@ -82,7 +83,9 @@ public final class Replica {
             throw ReplicaError.unreadable(path: path, reason: "cannot create the file: \(SystemError.text())")
         }
         close(descriptor)
-        let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout) }
+        let database = try guarded(path, busyTimeout) {
+            try Database(path: path, mode: .readWriteCreate, busyTimeoutMilliseconds: busyTimeout)
+        }
         try guarded(path, busyTimeout) {
             try database.execute("PRAGMA journal_mode = WAL")
             try database.execute("PRAGMA application_id = \(ReplicaSchema.applicationID)")
@@ -112,7 +115,9 @@ public final class Replica {
         try makePrivate(home: home, path: path)
         // A file of 0 bytes would open as an empty database of no program.
         if isEmptyFile(path) { throw ReplicaError.empty(path: path) }
-        let database = try guarded(path, busyTimeout) { try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeout) }
+        let database = try guarded(path, busyTimeout) {
+            try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeout)
+        }
         try guarded(path, busyTimeout) {
             // Read-only checks first: nothing is written to a file that is not ours.
             let applicationID = try database.scalar("PRAGMA application_id")?.intValue ?? 0
@@ -121,11 +126,14 @@ public final class Replica {
             }
             let version = try database.userVersion
             guard version <= ReplicaSchema.migrator.latestVersion else {
-                throw ReplicaError.newerSchema(path: path, found: version, supported: ReplicaSchema.migrator.latestVersion)
+                throw ReplicaError.newerSchema(
+                    path: path, found: version, supported: ReplicaSchema.migrator.latestVersion)
             }
             if version < ReplicaSchema.migrator.latestVersion { try ReplicaSchema.migrator.migrate(database) }
         }
-        return try guarded(path, busyTimeout) { try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now) }
+        return try guarded(path, busyTimeout) {
+            try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now)
+        }
     }
 
     /// Whether the replica's file has 0 bytes and its write-ahead log holds
@@ -146,12 +154,16 @@ public final class Replica {
     static func makePrivate(home: String, path: String) throws {
         var info = stat()
         if stat(home, &info) == 0, info.st_mode & 0o077 != 0, chmod(home, 0o700) != 0 {
-            throw ReplicaError.unreadable(path: home, reason: "other users can open this folder, and it cannot be made private "
-                                          + "(\(SystemError.text())): 'chmod 700' it, or use another --home")
+            throw ReplicaError.unreadable(
+                path: home,
+                reason: "other users can open this folder, and it cannot be made private "
+                    + "(\(SystemError.text())): 'chmod 700' it, or use another --home")
         }
         for suffix in ["", "-wal", "-shm"] {
             let file = path + suffix
-            if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 { _ = chmod(file, 0o600) }
+            if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
+                _ = chmod(file, 0o600)
+            }
         }
     }
 
@@ -160,9 +172,13 @@ public final class Replica {
         do {
             return try body()
         } catch let error as DatabaseError {
-            if error.isNotADatabase { throw ReplicaError.damaged(path: path, reason: "the file is not an SQLite database") }
+            if error.isNotADatabase {
+                throw ReplicaError.damaged(path: path, reason: "the file is not an SQLite database")
+            }
             if error.isBusy { throw ReplicaError.locked(path: path, waitedMilliseconds: busyTimeout) }
-            if error.isCorrupt { throw ReplicaError.damaged(path: path, reason: "the database is corrupt: \(error.message)") }
+            if error.isCorrupt {
+                throw ReplicaError.damaged(path: path, reason: "the database is corrupt: \(error.message)")
+            }
             if error.isCantOpen || error.isReadOnly { throw ReplicaError.unreadable(path: path, reason: error.message) }
             throw ReplicaError.database(error)
         } catch let problem as Migrator.Problem {
@@ -206,7 +222,9 @@ public final class Replica {
 
     private static func readMeta(_ database: Database) throws -> [String: String] {
         var meta: [String: String] = [:]
-        for (key, value) in try database.query("SELECT key, value FROM meta", [], { ($0.string(0) ?? "", $0.string(1) ?? "") }) {
+        for (key, value) in try database.query(
+            "SELECT key, value FROM meta", [], { ($0.string(0) ?? "", $0.string(1) ?? "") })
+        {
             meta[key] = value
         }
         return meta
@@ -245,8 +263,11 @@ public final class Replica {
     ///   a limit every replica and the server enforce (key, field names, value
     ///   size and depth, field count): nothing is written.
     @discardableResult
-    public func write(_ collection: RecordCollection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome {
-        if let problem = Wire.problem(key: key) { throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record: \(problem)") }
+    public func write(_ collection: RecordCollection, key: String, changes: [String: JSONValue]) throws -> WriteOutcome
+    {
+        if let problem = Wire.problem(key: key) {
+            throw ReplicaError.invalidInput("cannot save \(collection.rawValue) record: \(problem)")
+        }
         return try transaction {
             var state = try record(collection, key: key) ?? RecordState()
             let resurrects = state.isDeleted && changes[RecordState.deletedField] == .bool(false)
@@ -258,7 +279,9 @@ public final class Replica {
             if changed[RecordState.deletedField] == nil { changed[RecordState.deletedField] = .bool(false) }
             let overwrote = state.newestStamp
             var replaced: [String: JSONValue] = [:]
-            for field in changed.keys { if let register = state.fields[field] { replaced[field] = .string(register.stamp.description) } }
+            for field in changed.keys {
+                if let register = state.fields[field] { replaced[field] = .string(register.stamp.description) }
+            }
             try loadPersistedClock()
             let stamp = clock.tick(wallMillis: try serverTimeMillis())
             var logged: [String: StampedValue] = [:]
@@ -274,17 +297,22 @@ public final class Replica {
             }
             try store(collection, key: key, state: state)
             wroteLocalChange = true
-            let sequence = (try database.scalar(
-                "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
+            let sequence =
+                (try database.scalar(
+                    "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(
                 """
                 INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest, replaced)
                 VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?, ?)
                 """,
-                [.text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
-                 .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)), .integer(now()),
-                 overwrote.map { .text($0.description) } ?? .null, .text(RecordManifest(of: state, through: stamp).text(at: stamp)),
-                 .text(JSONValue.object(replaced).jsonText)])
+                [
+                    .text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
+                    .text(RecordState.encodeFields(logged)), .text(RecordState.encodeVersions(state.versions)),
+                    .integer(now()),
+                    overwrote.map { .text($0.description) } ?? .null,
+                    .text(RecordManifest(of: state, through: stamp).text(at: stamp)),
+                    .text(JSONValue.object(replaced).jsonText),
+                ])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
         }
@@ -303,8 +331,10 @@ public final class Replica {
             clock = HybridLogicalClock(device: id, last: clock.last)
         }
         if let text = try database.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue,
-           let persisted = HLCTimestamp(text: text), persisted.wallMillis > clock.last.wallMillis
-            || (persisted.wallMillis == clock.last.wallMillis && persisted.counter > clock.last.counter) {
+            let persisted = HLCTimestamp(text: text),
+            persisted.wallMillis > clock.last.wallMillis
+                || (persisted.wallMillis == clock.last.wallMillis && persisted.counter > clock.last.counter)
+        {
             clock = HybridLogicalClock(device: deviceID, last: persisted)
         }
     }
@@ -348,9 +378,13 @@ public final class Replica {
     public func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)] {
         try read {
             try database.query(
-                "SELECT key, fields, versions FROM records WHERE collection = ? ORDER BY key", [.text(collection.rawValue)]
+                "SELECT key, fields, versions FROM records WHERE collection = ? ORDER BY key",
+                [.text(collection.rawValue)]
             ) { row in
-                (row.string(0) ?? "", try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}"))
+                (
+                    row.string(0) ?? "",
+                    try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: row.string(2) ?? "{}")
+                )
             }
         }
     }
@@ -360,7 +394,8 @@ public final class Replica {
     func liveRecords(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)] {
         try read {
             try database.query(
-                "SELECT key, fields FROM records WHERE collection = ? AND deleted = 0 ORDER BY key", [.text(collection.rawValue)]
+                "SELECT key, fields FROM records WHERE collection = ? AND deleted = 0 ORDER BY key",
+                [.text(collection.rawValue)]
             ) { row in
                 (row.string(0) ?? "", try RecordCoding.decodeFields(row, column: 1))
             }
@@ -373,11 +408,14 @@ public final class Replica {
 
     /// Stores a merged state (from a pull): no stamp, no version bump, no log entry.
     /// - Parameter fieldsText: `RecordState.encodeFields(state.fields)` when the caller has it.
-    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws {
+    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws
+    {
         try store(collection, key: key, state: state, fieldsText: fieldsText)
     }
 
-    private func store(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws {
+    private func store(
+        _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil
+    ) throws {
         var derived = (indexKey: DatabaseValue.null, priority: DatabaseValue.null, precedence: DatabaseValue.null)
         if collection == .rules { derived = Self.ruleColumns(key: key, state: state) }
         try database.run(
@@ -388,26 +426,36 @@ public final class Replica {
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
                 index_key = excluded.index_key, priority = excluded.priority, precedence = excluded.precedence
             """,
-            [.text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
-             .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
-             derived.indexKey, derived.priority, derived.precedence])
+            [
+                .text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
+                .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
+                derived.indexKey, derived.priority, derived.precedence,
+            ])
     }
 
     /// The columns a rule's row carries beside its fields (see
     /// `ReplicaSchema`): the index key resolving looks it up by, its
     /// priority, and its place in the order rules decide.
-    static func ruleColumns(key: String, state: RecordState) -> (indexKey: DatabaseValue, priority: DatabaseValue, precedence: DatabaseValue) {
+    static func ruleColumns(
+        key: String, state: RecordState
+    ) -> (indexKey: DatabaseValue, priority: DatabaseValue, precedence: DatabaseValue) {
         let rule = rule(key: key, state: state)
         let pattern = try? Pattern(rule.pattern)
         // Deletions have no place; a pattern this version cannot parse comes after every rule that
         // parses ("2" sorts after the "0" and "1" a collation text starts with), by key.
-        let precedence: DatabaseValue = state.isDeleted ? .null
-            : .text(pattern.map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)).collationText } ?? "2" + key)
+        let precedence: DatabaseValue =
+            state.isDeleted
+            ? .null
+            : .text(
+                pattern.map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)).collationText } ?? "2" + key
+            )
         // Such a pattern is filed under "" so it is still seen (and set aside).
         return (.text(pattern?.indexKey ?? ""), .integer(Int64(rule.priority)), precedence)
     }
 
-    static func precedence(key: String, state: RecordState) -> DatabaseValue { ruleColumns(key: key, state: state).precedence }
+    static func precedence(key: String, state: RecordState) -> DatabaseValue {
+        ruleColumns(key: key, state: state).precedence
+    }
 
     // MARK: - Meta
 

@@ -24,7 +24,8 @@ public enum ReplicaError: Error, Sendable, CustomStringConvertible {
         case .notAReplica(let path, let reason):
             return "\(path) is not a brsync replica (\(reason)); it was left untouched"
         case .empty(let path):
-            return "\(path) is empty (0 bytes): its creation was interrupted before anything was written. 'brsync init' makes it again"
+            return
+                "\(path) is empty (0 bytes): its creation was interrupted before anything was written. 'brsync init' makes it again"
         case .damaged(let path, let reason):
             return """
                 \(path) is damaged (\(reason)); it was left untouched. To start again from the server's copy: \
@@ -33,9 +34,11 @@ public enum ReplicaError: Error, Sendable, CustomStringConvertible {
                 pushed are only in the damaged file; browsers' launch commands come back with 'brsync browsers detect'
                 """
         case .newerSchema(let path, let found, let supported):
-            return "\(path) has schema version \(found), newer than this brsync supports (\(supported)); upgrade brsync. The file was left untouched"
+            return
+                "\(path) has schema version \(found), newer than this brsync supports (\(supported)); upgrade brsync. The file was left untouched"
         case .locked(let path, let waited):
-            return "\(path) is locked by another process (waited \(Double(waited) / 1000) s); try again when it has finished"
+            return
+                "\(path) is locked by another process (waited \(Double(waited) / 1000) s); try again when it has finished"
         case .unreadable(let path, let reason):
             return "cannot open \(path): \(reason)"
         case .invalidInput(let message), .notFound(let message):

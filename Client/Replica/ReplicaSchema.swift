@@ -11,73 +11,79 @@ enum ReplicaSchema {
     static let applicationID: Int32 = 0x6272_7379
 
     static let migrator = Migrator([
-        Migrator.Migration(version: 1, sql: """
-            CREATE TABLE meta (
-                key TEXT PRIMARY KEY,
-                value TEXT NOT NULL
-            ) WITHOUT ROWID;
+        Migrator.Migration(
+            version: 1,
+            sql: """
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
 
-            CREATE TABLE records (
-                collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                deleted INTEGER NOT NULL DEFAULT 0,
-                index_key TEXT,
-                priority INTEGER,
-                PRIMARY KEY (collection, key)
-            ) WITHOUT ROWID;
-            CREATE INDEX records_by_index_key ON records (collection, index_key);
+                CREATE TABLE records (
+                    collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    index_key TEXT,
+                    priority INTEGER,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX records_by_index_key ON records (collection, index_key);
 
-            -- What is true of this machine only; never synced, never in the change log.
-            CREATE TABLE local_browsers (
-                id TEXT PRIMARY KEY,
-                exec TEXT,
-                desktop_entry TEXT,
-                installed INTEGER NOT NULL DEFAULT 0
-            ) WITHOUT ROWID;
+                -- What is true of this machine only; never synced, never in the change log.
+                CREATE TABLE local_browsers (
+                    id TEXT PRIMARY KEY,
+                    exec TEXT,
+                    desktop_entry TEXT,
+                    installed INTEGER NOT NULL DEFAULT 0
+                ) WITHOUT ROWID;
 
-            -- Every write, in the transaction of the write. device_seq numbers the
-            -- changes of each device; a push sends this device's unpushed range.
-            CREATE TABLE changes (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                device TEXT NOT NULL,
-                device_seq INTEGER NOT NULL,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                kind TEXT NOT NULL DEFAULT 'local' CHECK (kind IN ('local', 'remote', 'conflict')),
-                recorded_at INTEGER NOT NULL,
-                UNIQUE (device, device_seq)
-            );
-            """),
-        Migrator.Migration(version: 2, sql: """
-            -- Values that lost a merge of concurrent edits (`brsync log --conflicts`;
-            -- `brsync restore ID` writes one back as a new edit).
-            CREATE TABLE conflicts (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                field TEXT NOT NULL,
-                lost_value TEXT NOT NULL,
-                lost_stamp TEXT NOT NULL,
-                winner_value TEXT NOT NULL,
-                winner_stamp TEXT NOT NULL,
-                recorded_at INTEGER NOT NULL,
-                UNIQUE (collection, key, field, lost_stamp)
-            );
-            """),
-        Migrator.Migration(version: 3, sql: """
-            -- The keys a reconciling pull (from zero, after the server purged a
-            -- tombstone this replica never pulled) has seen so far; at its end,
-            -- records the server no longer has are dropped.
-            CREATE TABLE reconcile_seen (
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                PRIMARY KEY (collection, key)
-            ) WITHOUT ROWID;
-            """),
+                -- Every write, in the transaction of the write. device_seq numbers the
+                -- changes of each device; a push sends this device's unpushed range.
+                CREATE TABLE changes (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    device TEXT NOT NULL,
+                    device_seq INTEGER NOT NULL,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    kind TEXT NOT NULL DEFAULT 'local' CHECK (kind IN ('local', 'remote', 'conflict')),
+                    recorded_at INTEGER NOT NULL,
+                    UNIQUE (device, device_seq)
+                );
+                """),
+        Migrator.Migration(
+            version: 2,
+            sql: """
+                -- Values that lost a merge of concurrent edits (`brsync log --conflicts`;
+                -- `brsync restore ID` writes one back as a new edit).
+                CREATE TABLE conflicts (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    lost_value TEXT NOT NULL,
+                    lost_stamp TEXT NOT NULL,
+                    winner_value TEXT NOT NULL,
+                    winner_stamp TEXT NOT NULL,
+                    recorded_at INTEGER NOT NULL,
+                    UNIQUE (collection, key, field, lost_stamp)
+                );
+                """),
+        Migrator.Migration(
+            version: 3,
+            sql: """
+                -- The keys a reconciling pull (from zero, after the server purged a
+                -- tombstone this replica never pulled) has seen so far; at its end,
+                -- records the server no longer has are dropped.
+                CREATE TABLE reconcile_seen (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                """),
         Migration4.undelivered,
         Migration4.overwrote,
         Migration4.manualLaunchCommands,
@@ -96,58 +102,70 @@ enum ReplicaSchema {
         /// Whole records the server needs (it lacked them when an edit came)
         /// but has not taken yet: sent again at every sync, never dropped by a
         /// reconciliation, so an acknowledged edit is not lost.
-        static let undelivered = Migrator.Migration(version: 4, sql: """
-            CREATE TABLE undelivered (
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                PRIMARY KEY (collection, key)
-            ) WITHOUT ROWID;
-            """)
+        static let undelivered = Migrator.Migration(
+            version: 4,
+            sql: """
+                CREATE TABLE undelivered (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                """)
 
         /// The highest stamp the record held when a local edit was made: a
         /// re-stamped edit (a clock that ran fast) must stay above what it
         /// overwrote, though the record no longer holds that value.
-        static let overwrote = Migrator.Migration(version: 5, sql: """
-            ALTER TABLE changes ADD COLUMN overwrote TEXT;
-            """)
+        static let overwrote = Migrator.Migration(
+            version: 5,
+            sql: """
+                ALTER TABLE changes ADD COLUMN overwrote TEXT;
+                """)
 
         /// Launch commands set by hand (`browsers add --exec`, a profile):
         /// `browsers detect` keeps them unless asked to replace them. A command
         /// with no desktop entry was not detected, so it was set by hand.
-        static let manualLaunchCommands = Migrator.Migration(version: 6, sql: """
-            ALTER TABLE local_browsers ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
-            UPDATE local_browsers SET manual = 1 WHERE exec IS NOT NULL AND desktop_entry IS NULL;
-            """)
+        static let manualLaunchCommands = Migrator.Migration(
+            version: 6,
+            sql: """
+                ALTER TABLE local_browsers ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+                UPDATE local_browsers SET manual = 1 WHERE exec IS NOT NULL AND desktop_entry IS NULL;
+                """)
 
         /// The chain digest through each local change (see
         /// `ChangeRecord.chained(after:)`), filled when first asked for and
         /// cleared when a change is re-stamped; the server knows a device's
         /// history by it.
-        static let chain = Migrator.Migration(version: 7, sql: """
-            ALTER TABLE changes ADD COLUMN chain TEXT;
-            """)
+        static let chain = Migrator.Migration(
+            version: 7,
+            sql: """
+                ALTER TABLE changes ADD COLUMN chain TEXT;
+                """)
 
         /// When a conflict's lost value was written back (`brsync restore`).
-        static let conflictsRestored = Migrator.Migration(version: 8, sql: """
-            ALTER TABLE conflicts ADD COLUMN restored_at INTEGER;
-            """)
+        static let conflictsRestored = Migrator.Migration(
+            version: 8,
+            sql: """
+                ALTER TABLE conflicts ADD COLUMN restored_at INTEGER;
+                """)
 
         /// What pulls changed here, for `brsync log` (the change log itself
         /// holds only this device's edits, numbered for push). `after_seq` is
         /// the newest local change when it came, so the two read as one
         /// history whatever the clock says. Only the newest entries are kept
         /// (see ``Replica/receivedLogLimit``).
-        static let received = Migrator.Migration(version: 9, sql: """
-            CREATE TABLE received (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                after_seq INTEGER NOT NULL,
-                device TEXT NOT NULL,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                recorded_at INTEGER NOT NULL
-            );
-            """)
+        static let received = Migrator.Migration(
+            version: 9,
+            sql: """
+                CREATE TABLE received (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    after_seq INTEGER NOT NULL,
+                    device TEXT NOT NULL,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    recorded_at INTEGER NOT NULL
+                );
+                """)
 
         /// Records in a table with row ids (they were clustered by key):
         /// a pull of records whose keys come in no order (the normalised
@@ -156,40 +174,44 @@ enum ReplicaSchema {
         /// every page's transaction; only the small key index is written
         /// out of order. 10,000 rules pulled wrote 112 MB and read 136 MB
         /// before, for a replica of about 12 MB.
-        static let recordsByRow = Migrator.Migration(version: 10, sql: """
-            CREATE TABLE records_by_row (
-                id INTEGER PRIMARY KEY,
-                collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                deleted INTEGER NOT NULL DEFAULT 0,
-                index_key TEXT,
-                priority INTEGER,
-                UNIQUE (collection, key)
-            );
-            INSERT INTO records_by_row (collection, key, fields, versions, deleted, index_key, priority)
-                SELECT collection, key, fields, versions, deleted, index_key, priority FROM records ORDER BY collection, key;
-            DROP TABLE records;
-            ALTER TABLE records_by_row RENAME TO records;
-            CREATE INDEX records_by_index_key ON records (collection, index_key);
-            """)
+        static let recordsByRow = Migrator.Migration(
+            version: 10,
+            sql: """
+                CREATE TABLE records_by_row (
+                    id INTEGER PRIMARY KEY,
+                    collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    index_key TEXT,
+                    priority INTEGER,
+                    UNIQUE (collection, key)
+                );
+                INSERT INTO records_by_row (collection, key, fields, versions, deleted, index_key, priority)
+                    SELECT collection, key, fields, versions, deleted, index_key, priority FROM records ORDER BY collection, key;
+                DROP TABLE records;
+                ALTER TABLE records_by_row RENAME TO records;
+                CREATE INDEX records_by_index_key ON records (collection, index_key);
+                """)
 
         /// Records a reconcile dropped because the server no longer has them
         /// (deleted elsewhere, the deletion since purged): kept whole, so
         /// `brsync log --removed` names them and `brsync restore --removed ID`
         /// writes one back. Nothing leaves a replica unrecorded.
-        static let removed = Migrator.Migration(version: 11, sql: """
-            CREATE TABLE removed (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                removed_at INTEGER NOT NULL,
-                restored_at INTEGER
-            );
-            """)
+        static let removed = Migrator.Migration(
+            version: 11,
+            sql: """
+                CREATE TABLE removed (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    removed_at INTEGER NOT NULL,
+                    restored_at INTEGER
+                );
+                """)
 
         /// Each local change's manifest (`RecordManifest`, its text at the
         /// change's stamp, as it is sealed): the record as it was just after
@@ -203,11 +225,13 @@ enum ReplicaSchema {
         /// A replica of an encrypted account sends every record it holds again
         /// at its next sync, each with a manifest: machines refuse records
         /// without one (Deploy/SECURITY.md), and records written before have none.
-        static let manifests = Migrator.Migration(version: 12, sql: """
-            ALTER TABLE changes ADD COLUMN manifest TEXT;
-            ALTER TABLE changes ADD COLUMN replaced TEXT;
-            INSERT OR IGNORE INTO meta (key, value) SELECT 'relay_all', '1' WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'e2e_key');
-            """)
+        static let manifests = Migrator.Migration(
+            version: 12,
+            sql: """
+                ALTER TABLE changes ADD COLUMN manifest TEXT;
+                ALTER TABLE changes ADD COLUMN replaced TEXT;
+                INSERT OR IGNORE INTO meta (key, value) SELECT 'relay_all', '1' WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'e2e_key');
+                """)
 
         /// Profiles whose arguments this machine's user approved
         /// (`brsync browsers approve`): synced data alone passes only what
@@ -228,42 +252,54 @@ enum ReplicaSchema {
         /// instead of parsing every pattern and sorting. Filled here for the
         /// rules already stored; a later change to the order's text must
         /// recompute it the same way.
-        static let precedence = Migrator.Migration(version: 15, sql: """
-            ALTER TABLE records ADD COLUMN precedence TEXT;
-            CREATE INDEX records_by_precedence ON records (collection, deleted, precedence);
-            """, fill: { database in
-                let rows = try database.query("SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0") { row in
+        static let precedence = Migrator.Migration(
+            version: 15,
+            sql: """
+                ALTER TABLE records ADD COLUMN precedence TEXT;
+                CREATE INDEX records_by_precedence ON records (collection, deleted, precedence);
+                """,
+            fill: { database in
+                let rows = try database.query(
+                    "SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0"
+                ) { row in
                     (row.string(0) ?? "", row.string(1) ?? "{}")
                 }
                 for (key, fields) in rows {
                     // A damaged record keeps NULL: reading it says what is wrong.
                     guard let state = try? RecordState(fieldsJSON: fields, versionsJSON: "{}"),
-                          case .text(let text) = Replica.precedence(key: key, state: state) else { continue }
-                    try database.run("UPDATE records SET precedence = ? WHERE collection = 'rules' AND key = ?", [.text(text), .text(key)])
+                        case .text(let text) = Replica.precedence(key: key, state: state)
+                    else { continue }
+                    try database.run(
+                        "UPDATE records SET precedence = ? WHERE collection = 'rules' AND key = ?",
+                        [.text(text), .text(key)])
                 }
             })
 
-        static let setAside = Migrator.Migration(version: 14, sql: """
-            ALTER TABLE removed ADD COLUMN why TEXT;
-            """)
+        static let setAside = Migrator.Migration(
+            version: 14,
+            sql: """
+                ALTER TABLE removed ADD COLUMN why TEXT;
+                """)
 
-        static let profileApprovals = Migrator.Migration(version: 13, sql: """
-            CREATE TABLE IF NOT EXISTS profile_approvals (
-                id TEXT PRIMARY KEY,
-                base TEXT NOT NULL,
-                arguments TEXT NOT NULL
-            ) WITHOUT ROWID;
-            INSERT OR IGNORE INTO profile_approvals (id, base, arguments)
-                SELECT r.key, json_extract(r.fields, '$.profileOf.v'), json_extract(r.fields, '$.profileArgs.v')
-                FROM (SELECT key, CASE WHEN json_valid(fields) THEN fields END AS fields FROM records
-                      WHERE collection = 'browsers' AND deleted = 0) r
-                WHERE json_type(r.fields, '$.profileOf.v') = 'text' AND json_type(r.fields, '$.profileArgs.v') = 'array'
-                  AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
-                                             WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
-                              WHERE json_extract(c.fields, '$.profileArgs.v') = json_extract(r.fields, '$.profileArgs.v'))
-                  AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
-                                             WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
-                              WHERE json_extract(c.fields, '$.profileOf.v') = json_extract(r.fields, '$.profileOf.v'));
-            """)
+        static let profileApprovals = Migrator.Migration(
+            version: 13,
+            sql: """
+                CREATE TABLE IF NOT EXISTS profile_approvals (
+                    id TEXT PRIMARY KEY,
+                    base TEXT NOT NULL,
+                    arguments TEXT NOT NULL
+                ) WITHOUT ROWID;
+                INSERT OR IGNORE INTO profile_approvals (id, base, arguments)
+                    SELECT r.key, json_extract(r.fields, '$.profileOf.v'), json_extract(r.fields, '$.profileArgs.v')
+                    FROM (SELECT key, CASE WHEN json_valid(fields) THEN fields END AS fields FROM records
+                          WHERE collection = 'browsers' AND deleted = 0) r
+                    WHERE json_type(r.fields, '$.profileOf.v') = 'text' AND json_type(r.fields, '$.profileArgs.v') = 'array'
+                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                                  WHERE json_extract(c.fields, '$.profileArgs.v') = json_extract(r.fields, '$.profileArgs.v'))
+                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                                  WHERE json_extract(c.fields, '$.profileOf.v') = json_extract(r.fields, '$.profileOf.v'));
+                """)
     }
 }

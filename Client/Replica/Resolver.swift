@@ -1,5 +1,5 @@
-import Model
 import JSON
+import Model
 
 /// What resolving a URL decided.
 public struct Resolution: Sendable {
@@ -64,7 +64,8 @@ extension Replica {
             return usable
         }
         if let decided = index.decide(url, source: source, isUsable: { usableBrowser($0.browser) != nil }),
-           let browser = usableBrowser(decided.rule.browser) {
+            let browser = usableBrowser(decided.rule.browser)
+        {
             return Resolution(url: given, cleanup: cleanup, source: .rule, browser: browser, rule: decided.rule)
         }
         if let defaultBrowser = browsers.first(where: \.isDefault), defaultBrowser.isUsable {
@@ -77,17 +78,23 @@ extension Replica {
     /// chose and why it could not (its browser not known here, disabled, or
     /// without a launch command), with what fixes it. Nil when no rule matches.
     /// - Parameter only: the reasons to look at (all by default).
-    public func whyUndecided(_ given: NormalizedURL, from source: String? = nil, only: (String) -> Bool = { _ in true }) throws -> String? {
+    public func whyUndecided(
+        _ given: NormalizedURL, from source: String? = nil, only: (String) -> Bool = { _ in true }
+    ) throws -> String? {
         let (_, verdicts) = try explain(given, from: source)
         for verdict in verdicts {
-            guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '"), only(reason) else { continue }
+            guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '"), only(reason) else {
+                continue
+            }
             let browser = DisplayText.printable(verdict.rule.browser)
-            let fix = reason.contains(Self.awaitingApprovalText)
+            let fix =
+                reason.contains(Self.awaitingApprovalText)
                 ? "'brsync browsers approve \(browser)' shows what it would run and approves it"
                 : reason.hasSuffix("has no launch command on this machine") || reason.contains("cannot go to")
-                ? "give it one with 'brsync browsers add \(browser) --exec COMMAND' or 'brsync browsers detect'"
-                : reason.hasSuffix("is disabled") ? "enable it with 'brsync browsers enable \(browser)'"
-                : "add it with 'brsync browsers add \(browser) --exec COMMAND'"
+                    ? "give it one with 'brsync browsers add \(browser) --exec COMMAND' or 'brsync browsers detect'"
+                    : reason.hasSuffix("is disabled")
+                        ? "enable it with 'brsync browsers enable \(browser)'"
+                        : "add it with 'brsync browsers add \(browser) --exec COMMAND'"
             return "the rule '\(DisplayText.printable(verdict.rule.pattern))' matches, but \(reason): \(fix)"
         }
         return nil
@@ -97,7 +104,9 @@ extension Replica {
 
     /// Why an enabled browser cannot open links here.
     static func unusableReason(_ browser: LocalBrowser) -> String {
-        guard let held = browser.profileHeld else { return "browser '\(browser.browser.id)' has no launch command on this machine" }
+        guard let held = browser.profileHeld else {
+            return "browser '\(browser.browser.id)' has no launch command on this machine"
+        }
         return browser.awaitsApproval
             ? "browser '\(browser.browser.id)' is a profile whose arguments \(awaitingApprovalText) (\(held))"
             : "browser '\(browser.browser.id)' is a profile that cannot run here: \(held)"
@@ -119,7 +128,9 @@ extension Replica {
     /// (see ``browserProblem(_:in:)``), in the order of ``rules()``: links it
     /// matches go to the next rule, or the default browser.
     /// - Parameter among: the rules to look at (all of them by default).
-    public func rulesThatCannotDecide(among given: [UrlRule]? = nil) throws -> [(rule: UrlRule, reason: String, known: Bool)] {
+    public func rulesThatCannotDecide(
+        among given: [UrlRule]? = nil
+    ) throws -> [(rule: UrlRule, reason: String, known: Bool)] {
         let browsers = try self.browsers()
         var cache: [String: (reason: String, known: Bool)?] = [:]
         return try (given ?? rules()).compactMap { rule in
@@ -140,7 +151,9 @@ extension Replica {
 
     /// Every rule considered for `url`, in precedence order, and why it won,
     /// lost or was skipped. Looks at every rule, not just the indexed candidates.
-    public func explain(_ given: NormalizedURL, from source: String? = nil) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
+    public func explain(
+        _ given: NormalizedURL, from source: String? = nil
+    ) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
         let browsers = try self.browsers()
         let resolution = try resolve(given, from: source)
         let subject = MatchSubject(resolution.cleanup.url, source: source)
@@ -166,7 +179,11 @@ extension Replica {
                 continue
             }
             if let winner {
-                ordered.append(RuleVerdict(rule: candidate.rule, outcome: .lost(to: winner.rule.pattern, because: RulePrecedence.reason(winner, before: candidate))))
+                ordered.append(
+                    RuleVerdict(
+                        rule: candidate.rule,
+                        outcome: .lost(
+                            to: winner.rule.pattern, because: RulePrecedence.reason(winner, before: candidate))))
             } else {
                 winner = candidate
                 ordered.append(RuleVerdict(rule: candidate.rule, outcome: .won))

@@ -46,7 +46,9 @@ public enum WatchWake {
             hash = hash &* 0x100_0000_01b3
         }
         let name = "brsync-watch-\(String(hash, radix: 16)).sock"
-        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/"), isPrivateFolder(runtime) {
+        if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/"),
+            isPrivateFolder(runtime)
+        {
             let path = "\(runtime)/\(name)"
             if path.utf8.count <= 107 { return path }
         }

@@ -8,7 +8,9 @@ public struct AccountKey: Sendable, Equatable {
     public let bytes: [UInt8]
 
     public init(bytes: [UInt8]) throws(RecoveryCodeError) {
-        guard bytes.count == 32 else { throw RecoveryCodeError(message: "an account key is 32 bytes; this one has \(bytes.count)") }
+        guard bytes.count == 32 else {
+            throw RecoveryCodeError(message: "an account key is 32 bytes; this one has \(bytes.count)")
+        }
         self.bytes = bytes
     }
 
@@ -59,7 +61,10 @@ public struct AccountKey: Sendable, Equatable {
         var values: [Int] = []
         for scalar in text.unicodeScalars {
             if scalar == " " || scalar == "-" || scalar == "\t" { continue }
-            guard scalar.isASCII else { throw RecoveryCodeError(message: "a recovery code holds letters and digits only; '\(scalar)' is not one") }
+            guard scalar.isASCII else {
+                throw RecoveryCodeError(
+                    message: "a recovery code holds letters and digits only; '\(scalar)' is not one")
+            }
             var byte = UInt8(scalar.value)
             if byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") { byte -= 0x20 }
             switch byte {
@@ -73,7 +78,8 @@ public struct AccountKey: Sendable, Equatable {
             values.append(value)
         }
         guard values.count == 55 else {
-            throw RecoveryCodeError(message: "a recovery code has 55 letters and digits (11 groups of 5); this one has \(values.count)")
+            throw RecoveryCodeError(
+                message: "a recovery code has 55 letters and digits (11 groups of 5); this one has \(values.count)")
         }
         var bytes: [UInt8] = []
         var buffer = 0
@@ -89,7 +95,9 @@ public struct AccountKey: Sendable, Equatable {
         }
         // The last character's three spare bits are zero in every code: any
         // other last character is a typo too, not the same key.
-        guard bytes.count == 34, buffer == 0, Array(Crypto.sha256(Array(bytes.prefix(32))).prefix(2)) == Array(bytes.suffix(2)) else {
+        guard bytes.count == 34, buffer == 0,
+            Array(Crypto.sha256(Array(bytes.prefix(32))).prefix(2)) == Array(bytes.suffix(2))
+        else {
             throw RecoveryCodeError(message: "the recovery code's checksum does not match: a character was mistyped")
         }
         try self.init(bytes: Array(bytes.prefix(32)))
@@ -105,7 +113,9 @@ public struct AccountKey: Sendable, Equatable {
     var nameKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("record keys".utf8), length: 32) }
     /// A name for the key that reveals nothing of it (HKDF-SHA256, info
     /// "key id"): the replica remembers which key it synced with.
-    public var id: String { Crypto.hex(Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("key id".utf8), length: 8)) }
+    public var id: String {
+        Crypto.hex(Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("key id".utf8), length: 8))
+    }
     /// The key nonces are derived with (HKDF-SHA256, info "nonces").
     var nonceKey: [UInt8] { Crypto.hkdfSHA256(key: bytes, salt: Self.salt, info: Array("nonces".utf8), length: 32) }
     /// The Ed25519 key pair that proves a write comes from a holder of this
@@ -123,7 +133,8 @@ public struct AccountKey: Sendable, Equatable {
     public func certify(_ next: AccountKey, account: String) -> KeyCertificate {
         let publicKey = next.signingPublicKey
         let statement = KeyCertificate.statement(account: account, from: id, to: next.id, publicKey: publicKey)
-        return KeyCertificate(from: id, to: next.id, publicKey: publicKey, signature: Crypto.base64URL(signingKey().sign(statement)))
+        return KeyCertificate(
+            from: id, to: next.id, publicKey: publicKey, signature: Crypto.base64URL(signingKey().sign(statement)))
     }
 }
 

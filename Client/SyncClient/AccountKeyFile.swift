@@ -9,9 +9,12 @@ import Replica
 /// `HOME/account-key.next` until the server has it. Written and read as
 /// every secret is (``SecretFile``).
 public enum AccountKeyFile {
-    public static func path(home: String, pending: Bool = false) -> String { pending ? "\(home)/account-key.next" : "\(home)/account-key" }
+    public static func path(home: String, pending: Bool = false) -> String {
+        pending ? "\(home)/account-key.next" : "\(home)/account-key"
+    }
 
-    static let header = "# brsync account key: it opens every synced rule. Keep it secret; keep the recovery code apart from it.\n"
+    static let header =
+        "# brsync account key: it opens every synced rule. Keep it secret; keep the recovery code apart from it.\n"
 
     /// The key, or nil when this machine has none.
     /// - Throws: ``SyncError/usage(_:)`` for a file others can read (the key
@@ -45,7 +48,8 @@ public enum AccountKeyFile {
             guard let read = try SecretFile.read(file, what: "the account key") else { return nil }
             bytes = read
         } catch {
-            throw .usage(error.kind == .readableByOthers ? error.message + ", and consider the key seen" : error.message)
+            throw .usage(
+                error.kind == .readableByOthers ? error.message + ", and consider the key seen" : error.message)
         }
         var keys: [AccountKey] = []
         for code in codeLines(bytes) {
@@ -56,11 +60,14 @@ public enum AccountKeyFile {
         return keys
     }
 
-    static let olderHeader = "# Keys rotated away, newest first: kept to recognise a server restored from before a rotation, never used to seal.\n"
+    static let olderHeader =
+        "# Keys rotated away, newest first: kept to recognise a server restored from before a rotation, never used to seal.\n"
 
     /// Writes the key (replacing any), with the keys held before it, mode
     /// 0600, durably.
-    public static func write(_ key: AccountKey, home: String, pending: Bool = false, older: [AccountKey] = []) throws(SyncError) {
+    public static func write(
+        _ key: AccountKey, home: String, pending: Bool = false, older: [AccountKey] = []
+    ) throws(SyncError) {
         var seen: Set<String> = [key.id]
         let kept = older.filter { seen.insert($0.id).inserted }
         let olderText = kept.isEmpty ? "" : "\n" + olderHeader + kept.map { $0.recoveryCode + "\n" }.joined()
@@ -130,7 +137,8 @@ public enum AccountKeyFile {
             return true
         }
         if pending != nil, rename(path(home: home, pending: true), unusedPath(home: home)) != 0 {
-            throw SyncError.usage("cannot move the account key at \(path(home: home, pending: true)) aside: \(SystemError.text())")
+            throw SyncError.usage(
+                "cannot move the account key at \(path(home: home, pending: true)) aside: \(SystemError.text())")
         }
         return false
     }

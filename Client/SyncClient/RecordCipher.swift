@@ -116,7 +116,8 @@ public struct RecordCipher: Sendable {
             padded.removeAll(keepingCapacity: true)
             padded += text
             if padding {
-                let length = RecordCipher.paddedLength(text.count, minimum: RecordCipher.smallestClass(collection: collection, field: field))
+                let length = RecordCipher.paddedLength(
+                    text.count, minimum: RecordCipher.smallestClass(collection: collection, field: field))
                 padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - text.count))
             }
             let plaintext = padded
@@ -130,10 +131,14 @@ public struct RecordCipher: Sendable {
                         let output = combined.baseAddress!
                         // The synthetic nonce: HMAC-SHA256 of binding and value, its first 12 bytes.
                         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { code in
-                            cipher.nonceKey.code(UnsafeRawBufferPointer(binding), UnsafeRawBufferPointer(plaintext), into: code.baseAddress!)
-                            cipher.valueKey.seal(plaintext, authenticated: binding, nonce: code.baseAddress!, into: output)
+                            cipher.nonceKey.code(
+                                UnsafeRawBufferPointer(binding), UnsafeRawBufferPointer(plaintext),
+                                into: code.baseAddress!)
+                            cipher.valueKey.seal(
+                                plaintext, authenticated: binding, nonce: code.baseAddress!, into: output)
                         }
-                        return Crypto.base64URLString(prefix: RecordCipher.sealedPrefix, UnsafeBufferPointer(start: output, count: total))
+                        return Crypto.base64URLString(
+                            prefix: RecordCipher.sealedPrefix, UnsafeBufferPointer(start: output, count: total))
                     }
                 }
             }
@@ -143,10 +148,13 @@ public struct RecordCipher: Sendable {
     /// The value `seal` sealed, when the key, the record, the field and the
     /// stamp are those it was sealed with.
     /// - Throws: ``RecordCipherError`` naming the record and the field.
-    public func open(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> String {
+    public func open(
+        _ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String
+    ) throws(RecordCipherError) -> String {
         let plaintext = try openBytes(sealed, collection: collection, hiddenKey: hiddenKey, field: field, stamp: stamp)
         guard let text = String(validUTF8: plaintext) else {
-            throw RecordCipherError(message: "\(Self.place(collection, hiddenKey, field)): the opened value is not text")
+            throw RecordCipherError(
+                message: "\(Self.place(collection, hiddenKey, field)): the opened value is not text")
         }
         return text
     }
@@ -157,7 +165,9 @@ public struct RecordCipher: Sendable {
     }
 
     /// The bytes `seal` sealed (see ``open(_:collection:hiddenKey:field:stamp:)``).
-    func openBytes(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> [UInt8] {
+    func openBytes(
+        _ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String
+    ) throws(RecordCipherError) -> [UInt8] {
         var opener = Opener(self, collection: collection, hiddenKey: hiddenKey)
         return try opener.open(sealed, field: field, stamp: Array(stamp.utf8))
     }
@@ -181,28 +191,40 @@ public struct RecordCipher: Sendable {
         mutating func open(_ sealed: String, field: String, stamp: [UInt8]) throws(RecordCipherError) -> [UInt8] {
             var sealed = sealed
             let combined = sealed.withUTF8 { utf8 in
-                utf8.starts(with: RecordCipher.sealedPrefix) ? Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[3...])) : nil
+                utf8.starts(with: RecordCipher.sealedPrefix)
+                    ? Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[3...])) : nil
             }
             guard let combined else {
-                throw RecordCipherError(message: "\(RecordCipher.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)")
+                throw RecordCipherError(
+                    message:
+                        "\(RecordCipher.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)"
+                )
             }
             do {
-                var opened = try cipher.valueKey.open(combined, authenticated: binding.bytes(field: field, stamp: stamp))
+                var opened = try cipher.valueKey.open(
+                    combined, authenticated: binding.bytes(field: field, stamp: stamp))
                 // The padding (spaces, which JSON ignores after a value).
                 while opened.last == UInt8(ascii: " ") { opened.removeLast() }
                 return opened
             } catch {
-                throw RecordCipherError(message: "\(RecordCipher.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp")
+                throw RecordCipherError(
+                    message:
+                        "\(RecordCipher.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp"
+                )
             }
         }
 
         /// A JSON value sealed for `field` under `stamp`, parsed from the opened bytes (the parser checks their UTF-8).
-        mutating func openValue(_ sealed: String, field: String, stamp: [UInt8]) throws(RecordCipherError) -> JSONValue {
+        mutating func openValue(_ sealed: String, field: String, stamp: [UInt8]) throws(RecordCipherError) -> JSONValue
+        {
             let bytes = try open(sealed, field: field, stamp: stamp)
             do {
-                return try bytes.withUnsafeBufferPointer { buffer throws(JSONValue.ParseError) in try JSONValue.parse(utf8: buffer) }
+                return try bytes.withUnsafeBufferPointer { buffer throws(JSONValue.ParseError) in
+                    try JSONValue.parse(utf8: buffer)
+                }
             } catch {
-                throw RecordCipherError(message: "\(RecordCipher.place(collection, hiddenKey, field)): the opened value is not JSON")
+                throw RecordCipherError(
+                    message: "\(RecordCipher.place(collection, hiddenKey, field)): the opened value is not JSON")
             }
         }
     }
@@ -216,7 +238,10 @@ public struct RecordCipher: Sendable {
     /// largest text a value may have (``Wire/maxSealedValueBytes``).
     /// - Parameter minimum: the smallest class (a power of two up to 512).
     public static func paddedLength(_ count: Int, minimum: Int = 16) -> Int {
-        let padded = count <= minimum ? minimum : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
+        let padded =
+            count <= minimum
+            ? minimum
+            : count <= 512 ? 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount) : (count + 1023) / 1024 * 1024
         return max(count, min(padded, maxPaddedLength))
     }
 
@@ -239,7 +264,9 @@ public struct RecordCipher: Sendable {
     public static let maxPaddedLength = (Wire.maxSealedValueBytes - 3) / 4 * 3 - 28
 
     /// A JSON value `seal` sealed, parsed from the opened bytes (the parser checks their UTF-8).
-    func openValue(_ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String) throws(RecordCipherError) -> JSONValue {
+    func openValue(
+        _ sealed: String, collection: String, hiddenKey: String, field: String, stamp: String
+    ) throws(RecordCipherError) -> JSONValue {
         var opener = Opener(self, collection: collection, hiddenKey: hiddenKey)
         return try opener.openValue(sealed, field: field, stamp: Array(stamp.utf8))
     }
@@ -280,7 +307,10 @@ extension RecordCipher {
         var newest: HLCTimestamp?
         for (name, register) in change.state.fields {
             guard !name.hasPrefix("e2e.") else {
-                throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own")
+                throw RecordCipherError(
+                    message:
+                        "\(collection) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own"
+                )
             }
             if newest.map({ register.stamp > $0 }) ?? true { newest = register.stamp }
             value.removeAll(keepingCapacity: true)
@@ -297,7 +327,8 @@ extension RecordCipher {
             let stamp = stamps.text(of: newest)
             value.removeAll(keepingCapacity: true)
             JSONValue.string(change.key).write(into: &value)
-            fields[Self.keyField] = StampedValue(.string(sealer.seal(value, field: Self.keyField, stamp: stamp)), stamp: newest)
+            fields[Self.keyField] = StampedValue(
+                .string(sealer.seal(value, field: Self.keyField, stamp: stamp)), stamp: newest)
             value.removeAll(keepingCapacity: true)
             // The one the log kept (the record just after the edit), else the
             // change's own fields and versions (a whole record relayed, a
@@ -307,12 +338,13 @@ extension RecordCipher {
             } else {
                 RecordManifest(of: change.state, through: newest).write(at: newest, into: &value)
             }
-            fields[Self.manifestField] = StampedValue(.string(sealer.seal(value, field: Self.manifestField, stamp: stamp, padding: false)), stamp: newest)
+            fields[Self.manifestField] = StampedValue(
+                .string(sealer.seal(value, field: Self.manifestField, stamp: stamp, padding: false)), stamp: newest)
         }
-        return ChangeRecord(sequence: change.sequence, collection: change.collection, key: hidden,
-                            state: RecordState(fields: fields, versions: change.state.versions))
+        return ChangeRecord(
+            sequence: change.sequence, collection: change.collection, key: hidden,
+            state: RecordState(fields: fields, versions: change.state.versions))
     }
-
 
     /// The readable change a sealed one holds, checked against its manifest
     /// (``RecordManifest/problem(with:)``).
@@ -327,9 +359,11 @@ extension RecordCipher {
         let hidden = change.key
         var shown: String { DisplayText.printable(hidden.prefix(80)) }
         guard hidden.hasPrefix("h1.") else {
-            throw RecordCipherError(message: "\(collection) record '\(shown)' is not encrypted (a readable record in an encrypted account)")
+            throw RecordCipherError(
+                message: "\(collection) record '\(shown)' is not encrypted (a readable record in an encrypted account)")
         }
-        guard let keyRegister = change.state.fields[Self.keyField], case .string(let sealedKey) = keyRegister.value else {
+        guard let keyRegister = change.state.fields[Self.keyField], case .string(let sealedKey) = keyRegister.value
+        else {
             throw RecordCipherError(message: "\(collection)/\(shown): its key is missing (\(Self.keyField))")
         }
         var opener = Opener(self, collection: collection, hiddenKey: hidden)
@@ -341,10 +375,13 @@ extension RecordCipher {
         do {
             let fields = try openFields(change, opener: &opener, stamps: &stamps)
             let state = RecordState(fields: fields, versions: change.state.versions)
-            let manifest = try checkManifest(change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
+            let manifest = try checkManifest(
+                change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
             // The writer as its sealed manifest says, never as the server does.
             let writer = manifest.map(\.versions).flatMap { $0 == state.versions ? nil : $0 }
-            return ChangeRecord(sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer)
+            return ChangeRecord(
+                sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
+            )
         } catch {
             // Once its key is open, the record is named as the user knows it
             // (its hidden key, which the message named, means nothing to them).
@@ -356,19 +393,24 @@ extension RecordCipher {
     /// Checks the opened `state` of `change` against the manifest sealed
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
     /// - Returns: the manifest (nil when there is none and none is required).
-    private func checkManifest(_ change: ChangeRecord, _ state: RecordState, opener: inout Opener, stamps: inout HLCTimestamp.TextCache,
-                               required: Bool) throws(RecordCipherError) -> RecordManifest? {
+    private func checkManifest(
+        _ change: ChangeRecord, _ state: RecordState, opener: inout Opener, stamps: inout HLCTimestamp.TextCache,
+        required: Bool
+    ) throws(RecordCipherError) -> RecordManifest? {
         let newest = state.newestStamp
         guard let register = change.state.fields[Self.manifestField] else {
             if required {
-                throw RecordCipherError(message: """
-                    it carries no manifest: most likely the server dropped it (or a brsync older than 2026-11-27 wrote \
-                    it: then upgrade that machine); set aside until a machine that has it sends it again with one
-                    """)
+                throw RecordCipherError(
+                    message: """
+                        it carries no manifest: most likely the server dropped it (or a brsync older than 2026-11-27 wrote \
+                        it: then upgrade that machine); set aside until a machine that has it sends it again with one
+                        """)
             }
             return nil
         }
-        guard case .string(let sealed) = register.value else { throw RecordCipherError(message: "its manifest is not a sealed value") }
+        guard case .string(let sealed) = register.value else {
+            throw RecordCipherError(message: "its manifest is not a sealed value")
+        }
         let json = try opener.openValue(sealed, field: Self.manifestField, stamp: stamps.text(of: register.stamp))
         let manifest: RecordManifest
         do { manifest = try RecordManifest(json: json, at: register.stamp) } catch {
@@ -378,12 +420,17 @@ extension RecordCipher {
             throw RecordCipherError(message: "\(problem), against what its last writer sealed (by the server?)")
         }
         if required, let newest, newest > register.stamp {
-            throw RecordCipherError(message: "its newest value came without a manifest (an older manifest served with newer values, or an older brsync wrote it)")
+            throw RecordCipherError(
+                message:
+                    "its newest value came without a manifest (an older manifest served with newer values, or an older brsync wrote it)"
+            )
         }
         return manifest
     }
 
-    private func openFields(_ change: ChangeRecord, opener: inout Opener, stamps: inout HLCTimestamp.TextCache) throws(RecordCipherError) -> [String: StampedValue] {
+    private func openFields(
+        _ change: ChangeRecord, opener: inout Opener, stamps: inout HLCTimestamp.TextCache
+    ) throws(RecordCipherError) -> [String: StampedValue] {
         let (collection, hidden) = (opener.collection, opener.hiddenKey)
         var shown: String { DisplayText.printable(hidden.prefix(80)) }
         var fields = [String: StampedValue](minimumCapacity: change.state.fields.count)
@@ -392,9 +439,14 @@ extension RecordCipher {
             if name == RecordState.deletedField {
                 // The readable flag counts only as its sealed twin says, under the same stamp.
                 var forged: RecordCipherError {
-                    RecordCipherError(message: "\(collection)/\(shown) field \"deleted\": the readable flag is not the one the device sealed (set by the server?)")
+                    RecordCipherError(
+                        message:
+                            "\(collection)/\(shown) field \"deleted\": the readable flag is not the one the device sealed (set by the server?)"
+                    )
                 }
-                guard let twin = change.state.fields[Self.deletedTwinField], twin.stamp == register.stamp, case .string(let sealed) = twin.value else {
+                guard let twin = change.state.fields[Self.deletedTwinField], twin.stamp == register.stamp,
+                    case .string(let sealed) = twin.value
+                else {
                     throw forged
                 }
                 let opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
@@ -403,7 +455,10 @@ extension RecordCipher {
                 continue
             }
             guard case .string(let sealed) = register.value else {
-                throw RecordCipherError(message: "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": not a sealed value (a plaintext value in an encrypted account?)")
+                throw RecordCipherError(
+                    message:
+                        "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\": not a sealed value (a plaintext value in an encrypted account?)"
+                )
             }
             let value = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
             fields[name] = StampedValue(value, stamp: register.stamp)

@@ -9,35 +9,42 @@ extension SyncClient {
     /// What a sync without the account key of an encrypted account says.
     static let keyNeeded = SyncError.refused(
         code: .keyNeeded,
-        message: "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here). "
+        message:
+            "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here). "
             + "If no machine of yours ran 'brsync key init', someone with a device token encrypted it: revoke that token and "
             + "ask the server's operator to reset the account's encryption ('brsyncd account reset-encryption')")
 
     /// What a key holder says when the server keeps another signing key.
     static let signingKeyAlarm = SyncError.refused(
         code: .signingKeyMismatch,
-        message: "ALARM: the server keeps another signing key for this account than the one of its account key: someone who had "
+        message:
+            "ALARM: the server keeps another signing key for this account than the one of its account key: someone who had "
             + "a device token but not the key claimed the account, or the server lies. Nothing was sent. If no machine of yours "
             + "changed the key, revoke any token that may have leaked (a join code seen by someone else?) and ask the server's "
-            + "operator to reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' here")
+            + "operator to reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' here"
+    )
 
     /// What a key holder says when the operator reset the account's encryption.
     static let encryptionWasReset = SyncError.refused(
         code: .encryptionReset,
-        message: "the server's operator reset this account's end-to-end encryption (its sealed records were deleted there; "
+        message:
+            "the server's operator reset this account's end-to-end encryption (its sealed records were deleted there; "
             + "this machine keeps every rule), and a machine that holds a key never syncs readable on the server's word. "
             + "Run 'brsync key init' to encrypt the account again with a new key (this machine's records go up sealed; the "
             + "other machines then add its recovery code), 'brsync key add' with the code of a machine that did, or "
             + "'brsync key forget' to sync without encryption (every rule then goes to this server readable). "
-            + "If nobody asked for the reset, ask the operator why first: a server that lies about it gets nothing from 'key init'")
+            + "If nobody asked for the reset, ask the operator why first: a server that lies about it gets nothing from 'key init'"
+    )
 
     /// What a machine without a key says once it has seen its account encrypted.
-    static let waitingForKeyMessage = "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
+    static let waitingForKeyMessage =
+        "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
         + "nothing is sent readable, whatever the server says now. Add the account's recovery code with 'brsync key add' (they go up "
         + "sealed then). If the server's operator reset the account's encryption and you want it readable, run 'brsync key forget' here"
 
     /// What a machine says once it has seen its key retired.
-    static let retiredKeyMessage = "this machine's account key was rotated away from on another machine: nothing is sealed with it "
+    static let retiredKeyMessage =
+        "this machine's account key was rotated away from on another machine: nothing is sealed with it "
         + "any more, whatever the server says now. Add the new recovery code with 'brsync key add' (this machine's edits are kept and "
         + "go up then). If no machine of yours rotated it, someone with a device token and the key did: revoke that token and ask "
         + "the server's operator to reset the account's encryption"
@@ -48,12 +55,17 @@ extension SyncClient {
     /// - Throws: ``SyncError/stopped(code:message:)`` (exit 5), every edit kept.
     func checkRecordsMayLeave() throws {
         let state = try replica.encryptionState()
-        if cipher == nil, state.sawEncrypted { throw SyncError.stopped(code: .keyNeeded, message: Self.waitingForKeyMessage) }
-        if let keyID, state.retiredKeyIDs.contains(keyID) { throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage) }
+        if cipher == nil, state.sawEncrypted {
+            throw SyncError.stopped(code: .keyNeeded, message: Self.waitingForKeyMessage)
+        }
+        if let keyID, state.retiredKeyIDs.contains(keyID) {
+            throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage)
+        }
         if state.vouchPending != nil { throw SyncError.stopped(code: .keyRotated, message: Self.vouchFirstMessage) }
     }
 
-    static let vouchFirstMessage = "this machine has yet to check what it took in with the retired account key against the new "
+    static let vouchFirstMessage =
+        "this machine has yet to check what it took in with the retired account key against the new "
         + "key's account (nothing was sent): run 'brsync sync'"
 
     /// Takes in what a refusal says about the account for good: encrypted
@@ -120,8 +132,11 @@ extension SyncClient {
             summary.encryptionEnded = true
         }
         let state = try replica.encryptionState()
-        guard let relay = SessionRules.relay(keyID: keyID, relayPending: state.relayPending, relayIsSwitch: state.relayIsSwitch,
-                                             pushedThrough: try replica.syncState().pushedThrough) else { return }
+        guard
+            let relay = SessionRules.relay(
+                keyID: keyID, relayPending: state.relayPending, relayIsSwitch: state.relayIsSwitch,
+                pushedThrough: try replica.syncState().pushedThrough)
+        else { return }
         if relay.encryptWith != nil, let accountKey {
             let account = try encryptAccount(with: accountKey)
             if account.key != accountKey.id { try moveAccountForward(from: account.key) }
@@ -139,7 +154,8 @@ extension SyncClient {
         try replica.finishFullRelay()
     }
 
-    static let otherAccountMessage = "this machine's account key belongs to the account it synced with before, not to this one "
+    static let otherAccountMessage =
+        "this machine's account key belongs to the account it synced with before, not to this one "
         + "(another token, or a server set up again): its rules never go to another account readable, nor sealed with that key "
         + "(nothing was sent). If this account is end-to-end encrypted, add its recovery code with 'brsync key add'; if it is not, "
         + "encrypt it with 'brsync key init' on one of its machines that has no key (or a new home joined to it), then add that code here"
@@ -159,7 +175,9 @@ extension SyncClient {
     /// first account it meets with a key is that one.
     /// - Throws: `other_account` for another account, before anything changes.
     private func checkKeyAccount(_ account: String) throws {
-        switch SessionRules.account(account, hasKey: cipher != nil, keyAccount: cipher != nil ? try replica.keyAccount() : nil) {
+        switch SessionRules.account(
+            account, hasKey: cipher != nil, keyAccount: cipher != nil ? try replica.keyAccount() : nil)
+        {
         case .known: break
         case .adoptForKey: try replica.setKeyAccount(account)
         case .otherAccount: throw SyncError.stopped(code: .otherAccount, message: Self.otherAccountMessage)
@@ -188,17 +206,20 @@ extension SyncClient {
         try replica.clearEncryptionReset()
     }
 
-    static let rotatedMessage = "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' "
+    static let rotatedMessage =
+        "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' "
         + "(this machine's edits are kept and go up then). If no machine of yours rotated it or encrypted it again, someone with a "
         + "device token did: revoke that token and ask the server's operator to reset the account's encryption"
 
-    static let forkedRotationMessage = "ALARM: the server's account key is none this machine knows, and the server does not know "
+    static let forkedRotationMessage =
+        "ALARM: the server's account key is none this machine knows, and the server does not know "
         + "this machine's key as one it left: a server restored from before your rotation was rotated by whoever kept an older key "
         + "(a revoked device?). Do not add a recovery code you did not make yourself. Ask the server's operator to revoke that "
         + "device again and reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' on one "
         + "of your machines; every machine keeps its edits meanwhile"
 
-    static let cannotMoveForwardMessage = "the server was restored from before a rotation of the account key, and this machine can "
+    static let cannotMoveForwardMessage =
+        "the server was restored from before a rotation of the account key, and this machine can "
         + "prove the rotation neither with the old key nor with a certificate of it: a machine that holds the key the server uses, "
         + "or that synced with this key, moves it forward at its next sync (this machine's edits are kept)"
 
@@ -219,7 +240,9 @@ extension SyncClient {
     /// and merged first, and the move names the sequence it saw.
     func moveAccountForward(from serverKeyID: String) throws {
         let replaced = try replacedKeyIDs()
-        guard let accountKey, SessionRules.serverKey(serverKeyID, keyID: accountKey.id, replaced: replaced) == .moveForward else {
+        guard let accountKey,
+            SessionRules.serverKey(serverKeyID, keyID: accountKey.id, replaced: replaced) == .moveForward
+        else {
             // This machine's key replaced others, and the server does not even
             // know it as retired: the server's key came from one of the old
             // keys, not after this one (a server restored from before the
@@ -242,8 +265,11 @@ extension SyncClient {
             attempts += 1
             let seen = try oldKey.map { try takeInEverything(sealedWith: $0) }
             do {
-                let answer = try encryptAccount(with: accountKey, replacing: serverKeyID, seen: seen, certificates: chain)
-                guard answer.key == accountKey.id else { throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage) }
+                let answer = try encryptAccount(
+                    with: accountKey, replacing: serverKeyID, seen: seen, certificates: chain)
+                guard answer.key == accountKey.id else {
+                    throw SyncError.refused(code: .keyRotated, message: Self.rotatedMessage)
+                }
                 break
             } catch SyncError.refused(code: .accountMoved, _) where attempts < Self.keyChangeAttempts {
                 continue
@@ -296,17 +322,23 @@ extension SyncClient {
     ///   - retired: `key` is one the account moved on from: what adds to
     ///     what this machine holds is set aside, not applied.
     ///   - each: called with every record pulled (opened).
-    func takeInEverything(sealedWith key: AccountKey?, retired: Bool = true, each: (ChangeRecord) -> Void = { _ in }) throws -> Int64 {
+    func takeInEverything(
+        sealedWith key: AccountKey?, retired: Bool = true, each: (ChangeRecord) -> Void = { _ in }
+    ) throws -> Int64 {
         let cipher = key.map(RecordCipher.init)
         var cursor: Int64 = 0
         while true {
-            let page = try fetchPage(PullRequest(since: cursor, limit: options.pullLimit, full: true, keyID: key?.id).target)
+            let page = try fetchPage(
+                PullRequest(since: cursor, limit: options.pullLimit, full: true, keyID: key?.id).target)
             if cipher == nil, page.encrypted {
-                throw SyncError.refused(code: .keyNeeded, message: "this account was encrypted again meanwhile (nothing was changed): "
-                                        + "add its recovery code with 'brsync key add'")
+                throw SyncError.refused(
+                    code: .keyNeeded,
+                    message: "this account was encrypted again meanwhile (nothing was changed): "
+                        + "add its recovery code with 'brsync key add'")
             }
             if !page.account.isEmpty, let owner = try replica.keyAccount(),
-               SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount {
+                SessionRules.account(page.account, hasKey: true, keyAccount: owner) == .otherAccount
+            {
                 throw SyncError.stopped(code: .otherAccount, message: Self.otherAccountMessage)
             }
             let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
@@ -320,18 +352,22 @@ extension SyncClient {
                 let names = try replica.deviceNames()
                 let sorted = try replica.setAsideWhatIsNotHeld(changes) { change in
                     let writer = change.state.newestStamp.map { names.display($0.device) } ?? "an unknown device"
-                    return "written with the retired account key \(key.id) after the account moved on from it, by \(writer) (a machine "
+                    return
+                        "written with the retired account key \(key.id) after the account moved on from it, by \(writer) (a machine "
                         + "offline across the rotation, or one that kept the old key): set aside, not applied. Restore it if it is yours"
                 }
                 changes = sorted.held
                 summary.setAside += sorted.setAside
             }
-            let applied = try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            let applied = try replica.applyPulled(
+                changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.take(applied)
             summary.pulled += page.changes.count
             // Every page moves the cursor on, so this ends whatever the server answers.
             guard page.more else { return page.next }
-            guard page.next > cursor else { throw SyncError.badAnswer("the server's pages do not move the cursor on (at \(cursor))") }
+            guard page.next > cursor else {
+                throw SyncError.badAnswer("the server's pages do not move the cursor on (at \(cursor))")
+            }
             cursor = page.next
         }
     }
@@ -370,18 +406,23 @@ extension SyncClient {
     ///   init` or `rotate`): an account whose encryption the operator reset
     ///   is encrypted again only then.
     @discardableResult
-    public func encryptAccount(with key: AccountKey, replacing: String? = nil, seen: Int64? = nil,
-                               certificates: [KeyCertificate] = [], onPurpose: Bool = false) throws -> (changed: Bool, key: String) {
+    public func encryptAccount(
+        with key: AccountKey, replacing: String? = nil, seen: Int64? = nil,
+        certificates: [KeyCertificate] = [], onPurpose: Bool = false
+    ) throws -> (changed: Bool, key: String) {
         defer { try? replica.persistServerTime() }
         // This machine's key, once it saw it retired, never becomes the account's again from here.
         if key.id == keyID, try replica.encryptionState().retiredKeyIDs.contains(key.id) {
             throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage)
         }
-        var request = EncryptRequest(keyID: key.id, replacing: replacing, seen: seen, publicKey: key.signingPublicKey, certificates: certificates)
+        var request = EncryptRequest(
+            keyID: key.id, replacing: replacing, seen: seen, publicKey: key.signingPublicKey, certificates: certificates
+        )
         request.afterReset = onPurpose
         // The server refuses a change to another account than the one this key belongs to.
         if cipher != nil { request.account = try replica.keyAccount() }
-        let answer = try send(method: "POST", target: "/v1/account/encrypt", body: request.body, signedBy: key.signingKey())
+        let answer = try send(
+            method: "POST", target: "/v1/account/encrypt", body: request.body, signedBy: key.signingKey())
         let response: EncryptResponse
         do { response = try EncryptResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
         if response.keyID == key.id, let registered = response.signingKey, registered != key.signingPublicKey {
@@ -394,7 +435,9 @@ extension SyncClient {
     /// both: the certificate by this key, the request by the new one).
     /// - Returns: what ``encryptAccount(with:replacing:seen:certificates:)`` returns.
     @discardableResult
-    public func rotateAccount(to next: AccountKey, seen: Int64?) throws -> (changed: Bool, key: String, certificate: KeyCertificate?) {
+    public func rotateAccount(
+        to next: AccountKey, seen: Int64?
+    ) throws -> (changed: Bool, key: String, certificate: KeyCertificate?) {
         guard let accountKey else {
             try replica.noteKeyMadeHere(next.id)
             let answer = try encryptAccount(with: next, seen: seen, onPurpose: true)
@@ -402,7 +445,8 @@ extension SyncClient {
         }
         try replica.noteKeyMadeHere(next.id)
         let certificate = accountKey.certify(next, account: try accountForCertificates())
-        let answer = try encryptAccount(with: next, replacing: accountKey.id, seen: seen, certificates: [certificate], onPurpose: true)
+        let answer = try encryptAccount(
+            with: next, replacing: accountKey.id, seen: seen, certificates: [certificate], onPurpose: true)
         return (answer.changed, answer.key, certificate)
     }
 
@@ -422,8 +466,8 @@ extension SyncClient {
         return page
     }
 
-
-    static let keyDoesNotOpenMessage = "this recovery code does not open the account's records: it belongs to another account, or to a key since rotated, "
+    static let keyDoesNotOpenMessage =
+        "this recovery code does not open the account's records: it belongs to another account, or to a key since rotated, "
         + "or to a key newer than the server's (restored from a backup taken before it: a machine that synced with it "
         + "moves the server forward at its next sync; try again after that). Nothing was saved"
 
@@ -438,7 +482,8 @@ extension SyncClient {
     public func checkKey(_ key: AccountKey) throws {
         let account = try accountPage()
         guard account.encrypted, let current = account.keyID else {
-            throw SyncError.usage("this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
+            throw SyncError.usage(
+                "this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
         }
         guard current == key.id else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         // A record that does not open says the code is wrong; one that opens
@@ -449,7 +494,9 @@ extension SyncClient {
             let opened = Self.open(sealed, with: RecordCipher(key), requiringManifests: false)
             guard !opened.changes.isEmpty else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         }
-        if let registered = account.signingKey, !registered.isEmpty, registered != key.signingPublicKey { throw Self.signingKeyAlarm }
+        if let registered = account.signingKey, !registered.isEmpty, registered != key.signingPublicKey {
+            throw Self.signingKeyAlarm
+        }
     }
 
     /// How many of the account's first records ``checkKey(_:)`` tries.
@@ -470,7 +517,9 @@ extension SyncClient {
         guard !Self.provenanceFields.contains(lost.field) else { return }
         func keep(_ lostValue: StampedValue, _ winner: StampedValue) throws {
             guard lostValue.value != winner.value else { return }
-            if try replica.recordConflict(collection: lost.collection, key: key, field: lost.field, lost: lostValue, winner: winner) {
+            if try replica.recordConflict(
+                collection: lost.collection, key: key, field: lost.field, lost: lostValue, winner: winner)
+            {
                 summary.conflicts += 1
             }
         }
@@ -482,10 +531,15 @@ extension SyncClient {
         guard !lost.field.hasPrefix(Wire.sealedFieldPrefix) else { return }
         func opened(_ register: StampedValue) throws -> StampedValue {
             if lost.field == RecordState.deletedField { return register } // readable by design
-            guard case .string(let sealed) = register.value else { throw RecordCipherError(message: "a lost value of '\(key)' is not sealed") }
-            let text = try cipher.open(sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, field: lost.field,
-                                       stamp: register.stamp.description)
-            guard let value = try? JSONValue.parse(text) else { throw RecordCipherError(message: "a lost value of '\(key)' is not JSON") }
+            guard case .string(let sealed) = register.value else {
+                throw RecordCipherError(message: "a lost value of '\(key)' is not sealed")
+            }
+            let text = try cipher.open(
+                sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, field: lost.field,
+                stamp: register.stamp.description)
+            guard let value = try? JSONValue.parse(text) else {
+                throw RecordCipherError(message: "a lost value of '\(key)' is not JSON")
+            }
             return StampedValue(value, stamp: register.stamp)
         }
         do {

@@ -40,7 +40,9 @@ extension SyncClient {
     /// - Parameter afterReset: the operator reset the account's encryption
     ///   and this client holds the retired key: nothing is synced first (it
     ///   would not be, readable), and the account is encrypted with `key`.
-    public func changeAccountKey(to key: AccountKey, afterReset: Bool = false, announce: (AccountKey) -> Void) throws -> KeyChange {
+    public func changeAccountKey(
+        to key: AccountKey, afterReset: Bool = false, announce: (AccountKey) -> Void
+    ) throws -> KeyChange {
         var change = KeyChange()
         var certificate: KeyCertificate?
         try replica.noteKeyMadeHere(key.id)
@@ -70,7 +72,11 @@ extension SyncClient {
                         }
                         certificate = answer.certificate
                         guard answer.key == key.id else {
-                            throw SyncError.refused(code: .keyNeeded, message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)")
+                            throw SyncError.refused(
+                                code: .keyNeeded,
+                                message:
+                                    "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)"
+                            )
                         }
                         return
                     } catch SyncError.refused(code: .accountMoved, _) where change.attempts < Self.keyChangeAttempts {
@@ -91,8 +97,9 @@ extension SyncClient {
         // Every machine that syncs with the new key learns what it replaced.
         if let keyID { try replica.recordReplacedKeyIDs([keyID] + olderKeys.map(\.id)) }
         if let certificate { try replica.recordKeyCertificates([certificate]) }
-        let next = try SyncClient(replica: replica, remote: remote, token: token, caFile: caFile, accountKey: key,
-                                  olderKeys: (accountKey.map { [$0] } ?? []) + olderKeys, options: options, progress: progress)
+        let next = try SyncClient(
+            replica: replica, remote: remote, token: token, caFile: caFile, accountKey: key,
+            olderKeys: (accountKey.map { [$0] } ?? []) + olderKeys, options: options, progress: progress)
         change.after = try next.sync()
         return change
     }

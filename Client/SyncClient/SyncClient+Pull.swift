@@ -46,14 +46,16 @@ extension SyncClient {
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else { return summary }
             idle = summary.applied == applied ? idle + 1 : 0
             if idle >= Self.maxIdlePages {
-                throw SyncError.badAnswer("""
+                throw SyncError.badAnswer(
+                    """
                     the server sent \(idle) pages in a row that changed nothing here and say more follow: stopped; \
                     the next sync goes on from there
                     """)
             }
             stalled = try replica.syncState().pullCursor > before ? 0 : stalled + 1
             if stalled >= Self.maxPagesWithoutProgress {
-                throw SyncError.badAnswer("the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
+                throw SyncError.badAnswer(
+                    "the server's pages do not move the cursor on (\(stalled) in a row at \(before))")
             }
         }
     }
@@ -117,8 +119,10 @@ extension SyncClient {
     /// - Parameter requiringManifests: false only to prove a key opens
     ///   records (``checkKey(_:)``); a record without a manifest is never
     ///   applied (Deploy/SECURITY.md, "Records sealed as records").
-    static func open(_ changes: [ChangeRecord], with cipher: RecordCipher,
-                     requiringManifests: Bool = true) -> (changes: [ChangeRecord], problems: [String]) {
+    static func open(
+        _ changes: [ChangeRecord], with cipher: RecordCipher,
+        requiringManifests: Bool = true
+    ) -> (changes: [ChangeRecord], problems: [String]) {
         var problems: [String] = []
         let opened = changes.compactMap { change -> ChangeRecord? in
             // A record with no field holds nothing to open or apply.
@@ -157,7 +161,9 @@ extension SyncClient {
         while true {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
-            let target = try pullTarget(cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch, reconciling: reconciling)
+            let target = try pullTarget(
+                cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch,
+                reconciling: reconciling)
             var fetched: FetchedPage?
             if let waiting = ahead.take() {
                 let result = waiting.job.wait()
@@ -175,10 +181,15 @@ extension SyncClient {
                 continue
             }
             // An exchange without an error holds a page.
-            guard let page = current.page else { throw SyncError.badAnswer("the answer to GET \(target) holds no page") }
+            guard let page = current.page else {
+                throw SyncError.badAnswer("the answer to GET \(target) holds no page")
+            }
             let accountChanged = try noteAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
-            switch machine.decide(page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil, cursor: state.pullCursor) {
+            switch machine.decide(
+                page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil,
+                cursor: state.pullCursor)
+            {
             case .pushThenStartOver(let fullResync):
                 if fullResync { summary.fullResync = true }
                 return .pushFirst
@@ -205,7 +216,8 @@ extension SyncClient {
                 // The server took this request naming this machine's key (a key it
                 // no longer uses is refused): a page under another is a lie.
                 if let named = page.keyID, named != keyID {
-                    throw SyncError.badAnswer("""
+                    throw SyncError.badAnswer(
+                        """
                         the server's page says the account is sealed with key \(DisplayText.printable(named.prefix(16))), though it took \
                         this request naming this machine's key \(keyID ?? ""): stopped, nothing of the page applied
                         """)
@@ -225,12 +237,15 @@ extension SyncClient {
             if fetchAhead && page.more {
                 // The request the replica's state makes once this page is applied
                 // (its cursor and epoch are the page's); checked when it is used.
-                let next = try pullTarget(cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
+                let next = try pullTarget(
+                    cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
                 let (transport, cipher) = (transport, cipher)
-                ahead = PageAhead(target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
+                ahead = PageAhead(
+                    target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
             let started = Clock.monotonicMillis()
-            let applied = try replica.applyPulled(changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+            let applied = try replica.applyPulled(
+                changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
             summary.take(applied)
             summary.applyMilliseconds += Clock.monotonicMillis() - started
             summary.pulled += page.changes.count
@@ -244,8 +259,12 @@ extension SyncClient {
     /// Confirms, signed with the account key, that the account was rolled
     /// back past this replica's cursor on its timeline (``TimelineRequest``).
     func confirmRollback(since cursor: Int64, epoch: String?) throws {
-        guard let epoch else { throw SyncError.badAnswer("the server says this replica's cursor is from the future, and it never named a timeline") }
-        let answer = try send(method: "POST", target: "/v1/account/timeline", body: TimelineRequest(since: cursor, epoch: epoch).body)
+        guard let epoch else {
+            throw SyncError.badAnswer(
+                "the server says this replica's cursor is from the future, and it never named a timeline")
+        }
+        let answer = try send(
+            method: "POST", target: "/v1/account/timeline", body: TimelineRequest(since: cursor, epoch: epoch).body)
         do { _ = try TimelineResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
     }
 
@@ -257,7 +276,8 @@ extension SyncClient {
         let outcome = try replica.finishReconcile(keep: cipher != nil)
         summary.removed += outcome.removed
         if outcome.kept > 0 {
-            summary.problems.append("""
+            summary.problems.append(
+                """
                 the server asked this machine to drop \(outcome.kept) record(s) it no longer has: kept, and sent to it again \
                 (in an encrypted account a record leaves a machine only with a deletion a key holder sealed)
                 """)
@@ -274,7 +294,8 @@ extension SyncClient {
     func countTimelineChange(_ what: String) throws {
         timelineChanges += 1
         guard timelineChanges <= Self.maxTimelineChanges else {
-            throw SyncError.badAnswer("""
+            throw SyncError.badAnswer(
+                """
                 the server's answers changed its \(what) \(timelineChanges) times in one sync (they disagree about its timeline): \
                 stopped; nothing was lost, and the next sync tries again
                 """)

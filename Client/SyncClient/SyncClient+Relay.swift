@@ -19,7 +19,8 @@ extension SyncClient {
             let candidates = try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch)
             guard let last = candidates.last else { return }
             after = (last.collection, last.key)
-            let records = skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
+            let records =
+                skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
             if !records.isEmpty { try relay(records) }
         }
     }
@@ -28,26 +29,31 @@ extension SyncClient {
     /// With `needed`, records the server takes are no longer undelivered, and
     /// those it refuses stay so (sent again at the next sync).
     func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
-        var remaining = zip(records, try Self.wireChanges(records, cipher: cipher)).map { (plain: $0, wire: $1.wire, text: $1.text) }[...]
+        var remaining = zip(records, try Self.wireChanges(records, cipher: cipher)).map {
+            (plain: $0, wire: $1.wire, text: $1.text)
+        }[...]
         while !remaining.isEmpty {
             let batch = remaining.prefix(byteBatch(remaining.lazy.map(\.text.count)))
             remaining = remaining.dropFirst(batch.count)
             let wire = batch.map(\.wire)
-            let answer = try sendRecords(to: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: batch.map(\.text)))
+            let answer = try sendRecords(
+                to: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: batch.map(\.text)))
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             // Rejections name the records as sent (hidden keys when sealed).
             let readable = Self.readableKeys(wire: batch.map(\.wire), plain: batch.map(\.plain))
             for rejected in response.rejected {
                 let key = readable["\(rejected.collection.rawValue)/\(rejected.key)"] ?? rejected.key
-                let problem = "the server did not take relayed \(rejected.collection.rawValue) '\(key)': \(rejected.reason)"
+                let problem =
+                    "the server did not take relayed \(rejected.collection.rawValue) '\(key)': \(rejected.reason)"
                 // Said once however often a sync relays the record.
                 if !summary.problems.contains(problem) { summary.problems.append(problem) }
             }
             if needed {
                 let refused = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
-                try replica.markUndelivered(batch.filter { !refused.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
-                    .map { ($0.plain.collection, $0.plain.key) }, false)
+                try replica.markUndelivered(
+                    batch.filter { !refused.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
+                        .map { ($0.plain.collection, $0.plain.key) }, false)
             }
             summary.relayed += batch.count
         }

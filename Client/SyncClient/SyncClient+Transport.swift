@@ -45,18 +45,24 @@ struct Transport: @unchecked Sendable {
     ///     (`Expect: 100-continue`), so a refusal keeps the records here.
     ///   - whileWaiting: work done once, after the request is written and
     ///     before its answer is read (see ``HTTPClient/send(method:target:headers:body:expectContinue:whileWaiting:wakeup:readTimeoutMilliseconds:)``).
-    func exchange(method: String, target: String, body: [UInt8] = [], signedBy signer: Crypto.SigningKey? = nil,
-                  sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil) -> Exchange {
+    func exchange(
+        method: String, target: String, body: [UInt8] = [], signedBy signer: Crypto.SigningKey? = nil,
+        sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil
+    ) -> Exchange {
         var result = Exchange()
         var waiting = whileWaiting
-        var headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json",
-                                    Wire.protocolHeader: String(Wire.protocolVersion)]
+        var headers: HTTPHeaders = [
+            "Authorization": "Bearer \(token)", "Accept": "application/json",
+            Wire.protocolHeader: String(Wire.protocolVersion),
+        ]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
         if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
         if let signer {
             let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            let message = WriteSignature.message(tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
-            let signature = WriteSignature(publicKey: Crypto.base64URL(signer.publicKey), signature: Crypto.base64URL(signer.sign(message)))
+            let message = WriteSignature.message(
+                tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
+            let signature = WriteSignature(
+                publicKey: Crypto.base64URL(signer.publicKey), signature: Crypto.base64URL(signer.sign(message)))
             headers.add(WriteSignature.header, signature.headerValue)
         }
         var delay = backoffMilliseconds
@@ -71,16 +77,19 @@ struct Transport: @unchecked Sendable {
             do {
                 let work = waiting
                 waiting = nil
-                response = try http.send(method: method, target: target, headers: headers, body: body, expectContinue: sealedWith != nil,
-                                         whileWaiting: work)
+                response = try http.send(
+                    method: method, target: target, headers: headers, body: body, expectContinue: sealedWith != nil,
+                    whileWaiting: work)
             } catch .tls(let message) {
                 result.error = .unreachable("\(remote) is not trusted: \(message)")
                 return result
             } catch .badAddress(let message) where message.contains("not HTTP") {
                 // The parser's reason after the client's prefix: "not an HTTP response", "a response larger than 64 MiB…".
                 let reason = message.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? message
-                result.error = .badAnswer(reason.hasPrefix("not an HTTP") ? "\(remote) did not answer HTTP (is it a brsyncd server?)"
-                                          : "\(remote) answered with \(reason) (is it a brsyncd server?)")
+                result.error = .badAnswer(
+                    reason.hasPrefix("not an HTTP")
+                        ? "\(remote) did not answer HTTP (is it a brsyncd server?)"
+                        : "\(remote) answered with \(reason) (is it a brsyncd server?)")
                 return result
             } catch {
                 lastProblem = "\(error)"
@@ -123,7 +132,9 @@ struct Transport: @unchecked Sendable {
     func fetchPage(_ target: String) -> (Exchange, PullResponse?) {
         var exchange = exchange(method: "GET", target: target)
         guard exchange.error == nil else { return (exchange, nil) }
-        let page = exchange.body.withUnsafeBufferPointer { bytes in Result { () throws(Wire.ReadError) in try PullResponse(reading: bytes) } }
+        let page = exchange.body.withUnsafeBufferPointer { bytes in
+            Result { () throws(Wire.ReadError) in try PullResponse(reading: bytes) }
+        }
         switch page {
         case .success(let page): return (exchange, page)
         case .failure(.notJSON): exchange.error = .badAnswer("the answer to GET \(target) is not JSON")
@@ -157,9 +168,12 @@ extension SyncClient {
     /// One request with retries (see ``Transport``); the body of its JSON 200 answer.
     /// - Parameter signedBy: the key that signs it; a write (POST) is signed
     ///   by this client's account key by default.
-    func send(method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
-              whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
-        let answer = try sendForBody(method: method, target: target, body: body, signedBy: signedBy, whileWaiting: whileWaiting)
+    func send(
+        method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
+        whileWaiting: (() -> Void)? = nil
+    ) throws -> JSONValue {
+        let answer = try sendForBody(
+            method: method, target: target, body: body, signedBy: signedBy, whileWaiting: whileWaiting)
         return try Self.json(answer, "the answer to \(method) \(target)")
     }
 
@@ -183,11 +197,14 @@ extension SyncClient {
     /// its 200 answer; any other answer throws.
     /// - Parameter whileWaiting: work done once, after the request is written
     ///   and before its answer is read.
-    func sendForBody(method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
-                     sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil) throws -> [UInt8] {
+    func sendForBody(
+        method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
+        sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil
+    ) throws -> [UInt8] {
         let signer = signedBy ?? (method == "POST" ? signingKey : nil)
-        let exchange = transport.exchange(method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith,
-                                          whileWaiting: whileWaiting)
+        let exchange = transport.exchange(
+            method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith,
+            whileWaiting: whileWaiting)
         try takeIn(exchange)
         return exchange.body
     }
@@ -200,8 +217,9 @@ extension SyncClient {
     /// body come; a refusal there marks the replica.
     func sendRecords(to target: String, body: [UInt8], whileWaiting: (() -> Void)? = nil) throws -> JSONValue {
         try checkRecordsMayLeave()
-        let answer = try sendForBody(method: "POST", target: target, body: body, sealedWith: Wire.SealedWith(keyID: keyID),
-                                     whileWaiting: whileWaiting)
+        let answer = try sendForBody(
+            method: "POST", target: target, body: body, sealedWith: Wire.SealedWith(keyID: keyID),
+            whileWaiting: whileWaiting)
         return try Self.json(answer, "the answer to POST \(target)")
     }
 
@@ -213,7 +231,8 @@ extension SyncClient {
         summary.bytesSent += exchange.bytesSent
         summary.bytesReceived += exchange.bytesReceived
         if let time = exchange.serverTime {
-            try replica.observeServerTime(time.server, ageMilliseconds: max(0, Deadline.now().milliseconds - time.received))
+            try replica.observeServerTime(
+                time.server, ageMilliseconds: max(0, Deadline.now().milliseconds - time.received))
         }
         if let refusal = exchange.refusal {
             lastRefusal = refusal

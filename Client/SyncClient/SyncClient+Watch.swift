@@ -45,11 +45,15 @@ extension SyncClient {
         // The account's key changing (a rotation elsewhere, encryption on or off) is a change too.
         if let keyID { target += "&key=\(keyID)" }
         if let waitSeconds { target += "&wait=\(waitSeconds)" }
-        let headers: HTTPHeaders = ["Authorization": "Bearer \(token)", "Accept": "application/json", Wire.protocolHeader: String(Wire.protocolVersion)]
+        let headers: HTTPHeaders = [
+            "Authorization": "Bearer \(token)", "Accept": "application/json",
+            Wire.protocolHeader: String(Wire.protocolVersion),
+        ]
         let response: HTTPResponseParser.ParsedResponse
         do {
-            response = try transport.http.send(method: "GET", target: target, headers: headers, wakeup: wakeup,
-                                               readTimeoutMilliseconds: Self.watchReadMilliseconds)
+            response = try transport.http.send(
+                method: "GET", target: target, headers: headers, wakeup: wakeup,
+                readTimeoutMilliseconds: Self.watchReadMilliseconds)
         } catch .interrupted {
             return .interrupted
         } catch .tls(let message) {

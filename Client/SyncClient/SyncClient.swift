@@ -137,8 +137,10 @@ public final class SyncClient {
 
     /// - Parameter olderKeys: keys this machine held before `accountKey`
     ///   (see ``AccountKeyFile/readOlder(home:)``).
-    public init(replica: any SyncReplica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
-                olderKeys: [AccountKey] = [], options: Options = Options(), progress: Progress? = nil) throws(SyncError) {
+    public init(
+        replica: any SyncReplica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
+        olderKeys: [AccountKey] = [], options: Options = Options(), progress: Progress? = nil
+    ) throws(SyncError) {
         self.replica = replica
         cipher = accountKey.map(RecordCipher.init)
         keyID = accountKey?.id
@@ -154,11 +156,13 @@ public final class SyncClient {
         lock = SyncLock(home: replica.home)
         let tls: TLSContext
         do { tls = try TLSContext.client(caFile: caFile) } catch { throw .usage("\(error)") }
-        var configuration = HTTPClient.Configuration(address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
+        var configuration = HTTPClient.Configuration(
+            address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
         configuration.connectTimeoutMilliseconds = options.connectTimeoutMilliseconds
         configuration.readTimeoutMilliseconds = options.readTimeoutMilliseconds
-        transport = Transport(http: HTTPClient(configuration), token: token, remote: remote.description, attempts: options.attempts,
-                              backoffMilliseconds: options.backoffMilliseconds)
+        transport = Transport(
+            http: HTTPClient(configuration), token: token, remote: remote.description, attempts: options.attempts,
+            backoffMilliseconds: options.backoffMilliseconds)
     }
 
     /// Push, then pull until nothing is left. A refused push does not stop
@@ -304,7 +308,8 @@ public final class SyncClient {
         while true {
             requests += 1
             if stalls > Self.maxPushStalls {
-                throw SyncError.badAnswer("""
+                throw SyncError.badAnswer(
+                    """
                     the server's answers never let this push finish (\(requests - 1) requests for \(total) change(s)): \
                     stopped; every edit is kept for the next sync
                     """)
@@ -314,18 +319,25 @@ public final class SyncClient {
             guard let first = changes.first, let last = changes.last else { break }
             // What the server answers about is named by hidden keys when sealed.
             let readable = Self.readableKeys(wire: changes, plain: plain)
-            func shown(_ collection: RecordCollection, _ key: String) -> String { readable["\(collection.rawValue)/\(key)"] ?? key }
+            func shown(_ collection: RecordCollection, _ key: String) -> String {
+                readable["\(collection.rawValue)/\(key)"] ?? key
+            }
             let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try storedChain(first.sequence - 1)
             carried = nil // a repair below rewrites what follows it
-            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map { ChangeRecord.chain(digests: digests, after: $0) }
+            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map {
+                ChangeRecord.chain(digests: digests, after: $0)
+            }
             /// Our chain through `sequence`: the base or this batch's when they hold it, else the log's.
             func ourChain(_ sequence: Int64) throws -> String? {
                 if sequence == first.sequence - 1, let base { return base }
-                if let chains, sequence >= first.sequence, sequence <= last.sequence { return chains[Int(sequence - first.sequence)] }
+                if let chains, sequence >= first.sequence, sequence <= last.sequence {
+                    return chains[Int(sequence - first.sequence)]
+                }
                 return try storedChain(sequence)
             }
-            let request = PushRequest(device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
-                                      base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
+            let request = PushRequest(
+                device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
+                base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
             let answer: JSONValue
             var prepared: Batch?
             do {
@@ -379,7 +391,9 @@ public final class SyncClient {
                 try stalled()
                 continue
             }
-            let ours = response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty ? try ourChain(response.acknowledged) : nil
+            let ours =
+                response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty
+                ? try ourChain(response.acknowledged) : nil
             switch machine.checkAcknowledged(response, ourChain: ours, last: lastRefusal) {
             case .stop(let refusal)?:
                 throw SyncError.stop(refusal, server: lastRefusal)
@@ -397,34 +411,46 @@ public final class SyncClient {
                 // any other is the server's invention (it would be logged, and
                 // restorable, under a hidden key).
                 guard lost.sequence >= first.sequence, lost.sequence <= last.sequence,
-                      changes[Int(lost.sequence - first.sequence)].collection == lost.collection,
-                      changes[Int(lost.sequence - first.sequence)].key == lost.key else {
-                    summary.problems.append("the server reported a conflict on a record this push did not change: not kept")
+                    changes[Int(lost.sequence - first.sequence)].collection == lost.collection,
+                    changes[Int(lost.sequence - first.sequence)].key == lost.key
+                else {
+                    summary.problems.append(
+                        "the server reported a conflict on a record this push did not change: not kept")
                     continue
                 }
                 // A "winner" the merge would not have chosen is no conflict: the server made it up.
                 guard lost.winner.wins(over: lost.lost) else {
-                    summary.problems.append("the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
-                                            + "whose winner is not newer than the value it beat: not kept")
+                    summary.problems.append(
+                        "the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
+                            + "whose winner is not newer than the value it beat: not kept")
                     continue
                 }
                 // This device's own value replaced by its own later edit (two
                 // edits of a field between syncs) is no conflict.
-                if lost.lost.stamp.device == replica.deviceID && lost.winner.stamp.device == replica.deviceID { continue }
+                if lost.lost.stamp.device == replica.deviceID && lost.winner.stamp.device == replica.deviceID {
+                    continue
+                }
                 // Another device's value this push overwrote is a conflict only
                 // if this device had not seen it when it edited.
                 if lost.lost.stamp.device != replica.deviceID,
-                   try replica.replacedStamps(ofChange: lost.sequence)[lost.field] == lost.lost.stamp { continue }
+                    try replica.replacedStamps(ofChange: lost.sequence)[lost.field] == lost.lost.stamp
+                {
+                    continue
+                }
                 try recordConflict(lost, key: shown(lost.collection, lost.key))
             }
             for rejected in response.rejected {
-                summary.problems.append("the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)")
+                summary.problems.append(
+                    "the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)"
+                )
             }
             if response.lostOmitted > changes.count * (Wire.maxFields + Wire.maxSealedExtraFields) {
-                summary.problems.append("the server counts \(response.lostOmitted) unlisted values lost for a push of \(changes.count) change(s), "
-                                        + "more than they hold: not believed")
+                summary.problems.append(
+                    "the server counts \(response.lostOmitted) unlisted values lost for a push of \(changes.count) change(s), "
+                        + "more than they hold: not believed")
             } else if response.lostOmitted > 0 {
-                summary.problems.append("\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them")
+                summary.problems.append(
+                    "\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them")
             }
             let needed: Set<Int64>
             switch machine.accept(response, last: lastRefusal) {
@@ -437,10 +463,14 @@ public final class SyncClient {
                 try replica.markUndelivered(keys, true)
                 try relay(try replica.wholeRecords(keys), needed: true)
             }
-            if needed.isEmpty && response.acknowledged == last.sequence, let prepared, prepared.wire.first.map({ $0.sequence == last.sequence + 1 }) ?? true {
+            if needed.isEmpty && response.acknowledged == last.sequence, let prepared,
+                prepared.wire.first.map({ $0.sequence == last.sequence + 1 }) ?? true
+            {
                 upcoming = prepared
             }
-            let delivered = changes.lazy.filter { $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough }.count
+            let delivered = changes.lazy.filter {
+                $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough
+            }.count
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {
@@ -457,7 +487,9 @@ public final class SyncClient {
             }
             state.pushedThrough = response.acknowledged
             if response.acknowledged > mark { mark = response.acknowledged } else { stalls += 1 }
-            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) { carried = (response.acknowledged, chain) }
+            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) {
+                carried = (response.acknowledged, chain)
+            }
             done += delivered
             summary.pushed += delivered
             progress?("pushed", min(done, total), total)
@@ -479,7 +511,9 @@ public final class SyncClient {
         let candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
         let prepared = try Self.wireChanges(candidates, cipher: cipher)
         let batch = prepared.prefix(byteBatch(prepared.lazy.map(\.text.count)))
-        return Batch(plain: Array(candidates.prefix(batch.count)), wire: batch.map(\.wire), texts: batch.map(\.text), digests: batch.map(\.digest))
+        return Batch(
+            plain: Array(candidates.prefix(batch.count)), wire: batch.map(\.wire), texts: batch.map(\.text),
+            digests: batch.map(\.digest))
     }
 
     /// Changes to push: as the replica holds them and as they are sent, with
@@ -494,7 +528,9 @@ public final class SyncClient {
     /// The readable key of each record as sent, by `collection/key` as the
     /// server names it in its answers (a hidden key when sealed).
     static func readableKeys(wire: [ChangeRecord], plain: [ChangeRecord]) -> [String: String] {
-        Dictionary(zip(wire, plain).map { ("\($0.collection.rawValue)/\($0.key)", $1.key) }, uniquingKeysWith: { first, _ in first })
+        Dictionary(
+            zip(wire, plain).map { ("\($0.collection.rawValue)/\($0.key)", $1.key) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// A change as it is sent (sealed when the account is encrypted), with
@@ -514,7 +550,9 @@ public final class SyncClient {
     /// Each change as it is sent (see ``WireChange``); a change the cipher
     /// refuses (a field named like its own) is a usage error.
     static func wireChanges(_ changes: [ChangeRecord], cipher: RecordCipher?) throws(SyncError) -> [WireChange] {
-        do { return try changes.map { change throws(RecordCipherError) in try WireChange(change, cipher: cipher) } } catch { throw .usage("\(error)") }
+        do {
+            return try changes.map { change throws(RecordCipherError) in try WireChange(change, cipher: cipher) }
+        } catch { throw .usage("\(error)") }
     }
 
     /// How many texts of these sizes (at least one) fit in a request of

@@ -21,7 +21,9 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// refusal) is ``refused(code:message:)``; one this client made up from
     /// what the server answered is ``stopped(code:message:)``.
     public static func stop(_ refusal: WireError, server: WireError?) -> SyncError {
-        refusal == server ? .refused(code: refusal.code, message: refusal.message) : .stopped(code: refusal.code, message: refusal.message)
+        refusal == server
+            ? .refused(code: refusal.code, message: refusal.message)
+            : .stopped(code: refusal.code, message: refusal.message)
     }
 
     /// Whether it is a stop that waits for the user (exit 5): the server
@@ -38,14 +40,17 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .usage(let message): return message
         case .unreachable(let message): return "cannot reach the server: \(message)"
         case .refused(let code, let message) where code == .unauthorized:
-            return "the server refused (\(code)): \(message). This machine's token is not one the server knows (issued again, or the "
+            return
+                "the server refused (\(code)): \(message). This machine's token is not one the server knows (issued again, or the "
                 + "server set up anew): ask its operator for a join code and run 'brsync join --replace' (local edits are kept), "
                 + "or set a new token with 'brsync remote set URL --token-file FILE' (the token in a file, out of the shell's history)"
         case .refused(let code, let message) where code == .revoked:
-            return "the server refused (\(code)): \(message). This machine was removed from the account; its rules and edits stay "
+            return
+                "the server refused (\(code)): \(message). This machine was removed from the account; its rules and edits stay "
                 + "here: ask the server's operator to add it again ('brsyncd device token'), then 'brsync remote set URL --token-file FILE'"
         case .refused(let code, let message) where code == .clockSkew:
-            return "the server refused (\(code)): \(message). Compare this machine's clock with the time ('date'): if it is right, the "
+            return
+                "the server refused (\(code)): \(message). Compare this machine's clock with the time ('date'): if it is right, the "
                 + "server's clock is off, and its operator should set it; 'brsync status' shows the offset to the server's clock"
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
         case .stopped(let code, let message): return "sync stopped (\(code)): \(message)"

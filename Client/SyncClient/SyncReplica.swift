@@ -63,13 +63,21 @@ public protocol SyncReplica: AnyObject {
     func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord]
 
     // MARK: Pulling
-    func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]) throws -> Replica.AppliedPage
-    func setAsideUnvouched(reference: [String: RecordState], why: (_ writer: String) -> String) throws -> [RemovedRecord]
-    func setAsideWhatIsNotHeld(_ changes: [ChangeRecord], why: (ChangeRecord) -> String) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
+    func applyPulled(
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]
+    ) throws -> Replica.AppliedPage
+    func setAsideUnvouched(
+        reference: [String: RecordState], why: (_ writer: String) -> String
+    ) throws -> [RemovedRecord]
+    func setAsideWhatIsNotHeld(
+        _ changes: [ChangeRecord], why: (ChangeRecord) -> String
+    ) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
     func deviceNames() throws -> DeviceNames
     func beginReconcile() throws
     func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
-    func recordConflict(collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) throws -> Bool
+    func recordConflict(
+        collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue
+    ) throws -> Bool
 
     // MARK: Bookkeeping
     func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64) throws

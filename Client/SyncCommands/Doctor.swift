@@ -54,24 +54,34 @@ public enum Doctor {
     static func rules(_ replica: Replica) -> [Finding] {
         guard let cannot = try? replica.rulesThatCannotDecide(), !cannot.isEmpty else { return [] }
         func listed(_ some: [(rule: UrlRule, reason: String, known: Bool)]) -> String {
-            some.prefix(5).map { "'\(DisplayText.printable($0.rule.pattern))' -> \(DisplayText.printable($0.rule.browser))" }.joined(separator: ", ")
+            some.prefix(5).map {
+                "'\(DisplayText.printable($0.rule.pattern))' -> \(DisplayText.printable($0.rule.browser))"
+            }.joined(separator: ", ")
                 + (some.count > 5 ? ", …" : "")
         }
         var findings: [Finding] = []
         let gone = cannot.filter { !$0.known }
         if !gone.isEmpty {
             let names = Set(gone.map(\.rule.browser)).sorted().map { DisplayText.printable($0) }
-            findings.append(Finding(check: "rules", state: .problem,
-                                    detail: "\(gone.count) rule(s) name a browser this replica does not have (\(names.joined(separator: ", "))), so they "
-                                        + "decide nothing and their links go to the next rule or the default browser: \(listed(gone))",
-                                    fix: "add the browser again ('brsync browsers add \(names[0]) --exec COMMAND' or 'brsync browsers detect'), "
-                                        + "or point each rule at another ('brsync rules add PATTERN BROWSER') or remove it ('brsync rules rm PATTERN')"))
+            findings.append(
+                Finding(
+                    check: "rules", state: .problem,
+                    detail:
+                        "\(gone.count) rule(s) name a browser this replica does not have (\(names.joined(separator: ", "))), so they "
+                        + "decide nothing and their links go to the next rule or the default browser: \(listed(gone))",
+                    fix:
+                        "add the browser again ('brsync browsers add \(names[0]) --exec COMMAND' or 'brsync browsers detect'), "
+                        + "or point each rule at another ('brsync rules add PATTERN BROWSER') or remove it ('brsync rules rm PATTERN')"
+                ))
         }
         let idle = cannot.filter(\.known)
         if !idle.isEmpty {
-            findings.append(Finding(check: "rules", state: .note,
-                                    detail: "\(idle.count) rule(s) decide nothing on this machine (their browser is disabled or cannot run here): "
-                                        + listed(idle), fix: "'brsync explain URL' says why for a link"))
+            findings.append(
+                Finding(
+                    check: "rules", state: .note,
+                    detail:
+                        "\(idle.count) rule(s) decide nothing on this machine (their browser is disabled or cannot run here): "
+                        + listed(idle), fix: "'brsync explain URL' says why for a link"))
         }
         return findings
     }
@@ -79,36 +89,52 @@ public enum Doctor {
     /// Every browser's command, and whether any can open a link.
     static func browsers(_ replica: Replica, path: [String]) -> [Finding] {
         guard let all = try? replica.browsers() else {
-            return [Finding(check: "browsers", state: .problem, detail: "the replica's browsers cannot be read", fix: "brsync init")]
+            return [
+                Finding(
+                    check: "browsers", state: .problem, detail: "the replica's browsers cannot be read",
+                    fix: "brsync init")
+            ]
         }
         var findings: [Finding] = []
         var usable = 0
         for browser in all where browser.browser.enabled {
             let id = DisplayText.printable(browser.browser.id)
             if let held = browser.profileHeld {
-                findings.append(browser.awaitsApproval
-                    ? Finding(check: "browser \(id)", state: .problem,
-                              detail: "a profile made elsewhere whose arguments wait for your approval here (rules for it are skipped): \(DisplayText.printable(held))",
-                              fix: "brsync browsers approve \(id) (it shows what would run first)")
-                    : Finding(check: "browser \(id)", state: .problem, detail: "a profile that cannot run here: \(DisplayText.printable(held))",
-                              fix: "brsync browsers add \(id) --exec COMMAND (this machine's own command for it)"))
+                findings.append(
+                    browser.awaitsApproval
+                        ? Finding(
+                            check: "browser \(id)", state: .problem,
+                            detail:
+                                "a profile made elsewhere whose arguments wait for your approval here (rules for it are skipped): \(DisplayText.printable(held))",
+                            fix: "brsync browsers approve \(id) (it shows what would run first)")
+                        : Finding(
+                            check: "browser \(id)", state: .problem,
+                            detail: "a profile that cannot run here: \(DisplayText.printable(held))",
+                            fix: "brsync browsers add \(id) --exec COMMAND (this machine's own command for it)"))
                 continue
             }
             guard browser.isUsable else {
-                findings.append(Finding(check: "browser \(id)", state: .note, detail: "no launch command on this machine (rules for it are skipped here)",
-                                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
+                findings.append(
+                    Finding(
+                        check: "browser \(id)", state: .note,
+                        detail: "no launch command on this machine (rules for it are skipped here)",
+                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
                 continue
             }
             if let problem = Launcher.programProblem(browser.exec, path: path) {
-                findings.append(Finding(check: "browser \(id)", state: .problem, detail: "its command cannot start: \(problem)",
-                                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
+                findings.append(
+                    Finding(
+                        check: "browser \(id)", state: .problem, detail: "its command cannot start: \(problem)",
+                        fix: "brsync browsers add \(id) --exec COMMAND, or brsync browsers detect"))
             } else {
                 usable += 1
             }
         }
         if usable == 0 {
-            findings.append(Finding(check: "browsers", state: .problem, detail: "no browser here can open a link",
-                                    fix: "brsync browsers detect, or brsync browsers add ID --exec COMMAND"))
+            findings.append(
+                Finding(
+                    check: "browsers", state: .problem, detail: "no browser here can open a link",
+                    fix: "brsync browsers detect, or brsync browsers add ID --exec COMMAND"))
         } else {
             findings.append(Finding(check: "browsers", state: .ok, detail: "\(usable) can open links"))
         }
@@ -122,33 +148,53 @@ public enum Doctor {
         let types = DefaultBrowserRegistration.mimeTypes
         let others = types.compactMap { type -> String? in
             let current = registration.mimeApps.defaultApplication(for: type)
-            return current == DefaultBrowserRegistration.desktopID ? nil : "\(type) opens in \(current.map { DisplayText.printable($0) } ?? "nothing set")"
+            return current == DefaultBrowserRegistration.desktopID
+                ? nil : "\(type) opens in \(current.map { DisplayText.printable($0) } ?? "nothing set")"
         }
         if others.count == types.count {
-            return [Finding(check: "default browser", state: .problem, detail: "brsync is not the default browser: links never reach it",
-                            fix: "brsync install")]
+            return [
+                Finding(
+                    check: "default browser", state: .problem,
+                    detail: "brsync is not the default browser: links never reach it",
+                    fix: "brsync install")
+            ]
         }
         if others.isEmpty {
-            findings.append(Finding(check: "default browser", state: .ok, detail: "brsync, for \(types.joined(separator: ", "))"))
+            findings.append(
+                Finding(check: "default browser", state: .ok, detail: "brsync, for \(types.joined(separator: ", "))"))
         } else {
-            findings.append(Finding(check: "default browser", state: .problem, detail: "brsync is not the default for all link types: "
-                                    + others.joined(separator: "; "), fix: "brsync install"))
+            findings.append(
+                Finding(
+                    check: "default browser", state: .problem,
+                    detail: "brsync is not the default for all link types: "
+                        + others.joined(separator: "; "), fix: "brsync install"))
         }
         let file = registration.desktopFile
         guard let text = try? String(contentsOfFile: file, encoding: .utf8),
-              let entry = try? DesktopEntry(text: text, id: DefaultBrowserRegistration.desktopID, path: file),
-              let exec = entry.string("Exec"), let command = try? ExecCommand(exec) else {
-            findings.append(Finding(check: "desktop entry", state: .problem, detail: "\(file) is missing or unreadable", fix: "brsync install"))
+            let entry = try? DesktopEntry(text: text, id: DefaultBrowserRegistration.desktopID, path: file),
+            let exec = entry.string("Exec"), let command = try? ExecCommand(exec)
+        else {
+            findings.append(
+                Finding(
+                    check: "desktop entry", state: .problem, detail: "\(file) is missing or unreadable",
+                    fix: "brsync install"))
             return findings
         }
         if let problem = Launcher.programProblem(exec, path: path) {
-            findings.append(Finding(check: "desktop entry", state: .problem, detail: "\(file) runs a brsync that cannot start: \(problem)",
-                                    fix: "brsync install (from the brsync to use)"))
+            findings.append(
+                Finding(
+                    check: "desktop entry", state: .problem,
+                    detail: "\(file) runs a brsync that cannot start: \(problem)",
+                    fix: "brsync install (from the brsync to use)"))
         } else if let index = command.arguments.firstIndex(of: "--home"), index + 1 < command.arguments.count,
-                  command.arguments[index + 1] != home {
-            findings.append(Finding(check: "desktop entry", state: .problem,
-                                    detail: "\(file) opens links with the replica in \(DisplayText.printable(command.arguments[index + 1])), not this one",
-                                    fix: "brsync --home \(home) install"))
+            command.arguments[index + 1] != home
+        {
+            findings.append(
+                Finding(
+                    check: "desktop entry", state: .problem,
+                    detail:
+                        "\(file) opens links with the replica in \(DisplayText.printable(command.arguments[index + 1])), not this one",
+                    fix: "brsync --home \(home) install"))
         } else {
             findings.append(Finding(check: "desktop entry", state: .ok, detail: file))
         }
@@ -168,16 +214,26 @@ public enum Doctor {
             return Finding(check: "picker", state: .ok, detail: "\(menu.name) (a menu)")
         }
         if !answering.problems.isEmpty {
-            return Finding(check: "picker", state: .problem, detail: "no picker can show: \(answering.problems.joined(separator: "; "))",
-                           fix: "run brsync doctor in the desktop session, where DISPLAY or WAYLAND_DISPLAY names a display that answers")
+            return Finding(
+                check: "picker", state: .problem,
+                detail: "no picker can show: \(answering.problems.joined(separator: "; "))",
+                fix:
+                    "run brsync doctor in the desktop session, where DISPLAY or WAYLAND_DISPLAY names a display that answers"
+            )
         }
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         if !display {
-            return Finding(check: "picker", state: .note,
-                           detail: "no display in this environment: run 'brsync doctor' in the desktop session to check the picker there")
+            return Finding(
+                check: "picker", state: .note,
+                detail:
+                    "no display in this environment: run 'brsync doctor' in the desktop session to check the picker there"
+            )
         }
-        return Finding(check: "picker", state: .problem, detail: "no picker can open on this display (brsync-picker is not beside brsync, and no menu is installed)",
-                       fix: "install brsync-picker beside brsync (scripts/install), or rofi, wofi, fuzzel, bemenu, dmenu or zenity")
+        return Finding(
+            check: "picker", state: .problem,
+            detail: "no picker can open on this display (brsync-picker is not beside brsync, and no menu is installed)",
+            fix: "install brsync-picker beside brsync (scripts/install), or rofi, wofi, fuzzel, bemenu, dmenu or zenity"
+        )
     }
 
     /// When `brsync hold-to-ask` chose a key: whether this session's keys can be read.
@@ -187,19 +243,27 @@ public enum Doctor {
             guard let key = try HoldToAsk.chosen(home: home) else { return nil }
             chosen = key
         } catch {
-            return Finding(check: "hold-to-ask", state: .problem, detail: Failures.message(of: error),
-                           fix: "brsync hold-to-ask off (or brsync hold-to-ask shift, to set it again)")
+            return Finding(
+                check: "hold-to-ask", state: .problem, detail: Failures.message(of: error),
+                fix: "brsync hold-to-ask off (or brsync hold-to-ask shift, to set it again)")
         }
         if let reason = HeldKeys.unreadable(environment: environment) {
-            return Finding(check: "hold-to-ask", state: .note,
-                           detail: "\(chosen.label) is set, but not read here: \(reason); 'brsync ask-next' on a shortcut works everywhere")
+            return Finding(
+                check: "hold-to-ask", state: .note,
+                detail:
+                    "\(chosen.label) is set, but not read here: \(reason); 'brsync ask-next' on a shortcut works everywhere"
+            )
         }
         do throws(HeldKeys.Failure) {
             _ = try HeldKeys.held(environment: environment)
-            return Finding(check: "hold-to-ask", state: .ok, detail: "links clicked while holding \(chosen.label) ask (this X11 session's keys can be read)")
+            return Finding(
+                check: "hold-to-ask", state: .ok,
+                detail: "links clicked while holding \(chosen.label) ask (this X11 session's keys can be read)")
         } catch {
-            return Finding(check: "hold-to-ask", state: .problem, detail: "\(chosen.label) is set, but the keys cannot be read: \(error)",
-                           fix: "run brsync from the desktop session (its DISPLAY and XAUTHORITY), or brsync hold-to-ask off")
+            return Finding(
+                check: "hold-to-ask", state: .problem,
+                detail: "\(chosen.label) is set, but the keys cannot be read: \(error)",
+                fix: "run brsync from the desktop session (its DISPLAY and XAUTHORITY), or brsync hold-to-ask off")
         }
     }
 
@@ -211,40 +275,59 @@ public enum Doctor {
     /// The server, its certificate and this machine's token, asked once.
     static func sync(_ replica: Replica) -> [Finding] {
         guard let state = try? replica.syncState(), let url = state.remoteURL else {
-            return [Finding(check: "sync", state: .note, detail: "no server set: this machine syncs nothing",
-                            fix: "brsync join (with a join code), or brsync remote set URL --token-file FILE")]
+            return [
+                Finding(
+                    check: "sync", state: .note, detail: "no server set: this machine syncs nothing",
+                    fix: "brsync join (with a join code), or brsync remote set URL --token-file FILE")
+            ]
         }
         var findings: [Finding] = []
         if !state.problem.isEmpty {
-            findings.append(Finding(check: "last sync", state: .problem, detail: "it stopped: \(DisplayText.printable(state.problem))",
-                                    fix: "brsync sync (the message says what else to do)"))
+            findings.append(
+                Finding(
+                    check: "last sync", state: .problem, detail: "it stopped: \(DisplayText.printable(state.problem))",
+                    fix: "brsync sync (the message says what else to do)"))
         }
         do {
             let client = try machineClient(replica, key: .given(nil)).client
             let encrypted = try client.accountKeyID() != nil
-            findings.append(Finding(check: "server", state: .ok, detail: "\(url) answered; its certificate and this machine's token were accepted"))
+            findings.append(
+                Finding(
+                    check: "server", state: .ok,
+                    detail: "\(url) answered; its certificate and this machine's token were accepted"))
             if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {
-                findings.append(Finding(check: "encryption", state: .problem, detail: "the account is end-to-end encrypted and this machine has no key",
-                                        fix: "brsync key add (with the account's recovery code)"))
+                findings.append(
+                    Finding(
+                        check: "encryption", state: .problem,
+                        detail: "the account is end-to-end encrypted and this machine has no key",
+                        fix: "brsync key add (with the account's recovery code)"))
             }
         } catch let error as SyncError {
             let fix: String
             switch error {
             case .unreachable(let message) where message.contains(" is not trusted: "):
                 // Only a certificate that does not verify is about the CA; a refused connection or a timeout is not.
-                fix = "if the server has a new certificate authority: brsync remote set \(url) --token-file \(TokenFile.path(home: replica.home)) --ca FILE"
-            case .unreachable: fix = "check that the server runs and that this machine reaches it (the address: brsync remote); nothing is lost meanwhile"
-            case .refused(let code, _) where code == .unauthorized || code == .revoked: fix = "ask the server's operator for a join code, then brsync join --replace"
+                fix =
+                    "if the server has a new certificate authority: brsync remote set \(url) --token-file \(TokenFile.path(home: replica.home)) --ca FILE"
+            case .unreachable:
+                fix =
+                    "check that the server runs and that this machine reaches it (the address: brsync remote); nothing is lost meanwhile"
+            case .refused(let code, _) where code == .unauthorized || code == .revoked:
+                fix = "ask the server's operator for a join code, then brsync join --replace"
             default: fix = "brsync sync (the message says what else to do)"
             }
             findings.append(Finding(check: "server", state: .problem, detail: error.description, fix: fix))
         } catch {
-            findings.append(Finding(check: "server", state: .problem, detail: Failures.message(of: error),
-                                    fix: "brsync remote set \(url) --token-file FILE, or brsync join --replace"))
+            findings.append(
+                Finding(
+                    check: "server", state: .problem, detail: Failures.message(of: error),
+                    fix: "brsync remote set \(url) --token-file FILE, or brsync join --replace"))
         }
         if let watch = WatchWake.status(home: replica.home), !watch.isAlive(nowMillis: WatchWake.bootMillis()) {
-            findings.append(Finding(check: "watch", state: .problem, detail: "brsync watch (pid \(watch.pid)) stopped answering",
-                                    fix: "systemctl --user restart brsync-watch (or stop it and run 'brsync watch' again)"))
+            findings.append(
+                Finding(
+                    check: "watch", state: .problem, detail: "brsync watch (pid \(watch.pid)) stopped answering",
+                    fix: "systemctl --user restart brsync-watch (or stop it and run 'brsync watch' again)"))
         }
         return findings
     }

@@ -5,7 +5,9 @@ import SyncClient
 
 /// The client of this machine's sync (every command's: the one factory):
 /// its server, token, pinned CA and account key (``ClientKey``).
-public func machineClient(_ replica: Replica, key choice: ClientKey = .keyFile, progress: SyncClient.Progress? = nil) throws -> (client: SyncClient, key: AccountKey?) {
+public func machineClient(
+    _ replica: Replica, key choice: ClientKey = .keyFile, progress: SyncClient.Progress? = nil
+) throws -> (client: SyncClient, key: AccountKey?) {
     let state = try replica.syncState()
     guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
     let remote = try RemoteURL(parsing: url)
@@ -14,14 +16,17 @@ public func machineClient(_ replica: Replica, key choice: ClientKey = .keyFile, 
     switch choice {
     case .keyFile:
         if AccountKeyFile.unsettled(home: replica.home) {
-            try AccountKeyFile.settle(home: replica.home) { try machineClient(replica, key: .given(nil)).client.accountKeyID() }
+            try AccountKeyFile.settle(home: replica.home) {
+                try machineClient(replica, key: .given(nil)).client.accountKeyID()
+            }
         }
         key = try AccountKeyFile.read(home: replica.home)
     case .given(let given):
         key = given
     }
-    let client = try SyncClient(replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
-                                olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
+    let client = try SyncClient(
+        replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
+        olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
     return (client, key)
 }
 
@@ -33,4 +38,3 @@ public enum ClientKey: Sendable {
     /// asking the server which key it uses).
     case given(AccountKey?)
 }
-

@@ -26,15 +26,18 @@ extension PickerWindow {
     /// ticked; any other text as it is.
     static func splitSource(_ text: String, app: String?) -> (pattern: String, forApp: Bool) {
         guard let app, let parsed = try? Pattern(text), parsed.source == Pattern.sourceKey(app),
-              let space = parsed.text.firstIndex(of: " ") else { return (text, false) }
+            let space = parsed.text.firstIndex(of: " ")
+        else { return (text, false) }
         return (String(parsed.text[space...].drop { $0 == " " }), true)
     }
 
     /// The pattern remembered: the field's, for the app's links only when that box is ticked.
     func rememberedText(_ text: String) -> String {
         let trimmed = WindowPicker.trimmed(text)
-        guard let app = request.fromApp, let onlyFromApp, gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0,
-              !trimmed.lowercased().hasPrefix(Pattern.sourcePrefix) else { return trimmed }
+        guard let app = request.fromApp, let onlyFromApp,
+            gtk_check_button_get_active(brsync_check_button(onlyFromApp)) != 0,
+            !trimmed.lowercased().hasPrefix(Pattern.sourcePrefix)
+        else { return trimmed }
         return "\(Pattern.sourcePrefix)\(app) \(trimmed)"
     }
 
@@ -51,10 +54,14 @@ extension PickerWindow {
         }
         // A pattern typed with its own from: names its app: the box has no say then, and shows it.
         if let onlyFromApp {
-            gtk_widget_set_sensitive(onlyFromApp, on && !WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix) ? 1 : 0)
+            gtk_widget_set_sensitive(
+                onlyFromApp, on && !WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix) ? 1 : 0)
         }
         if !on {
-            let keys = positions.count == 1 ? "Press 1 or Enter to open, Esc to cancel" : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
+            let keys =
+                positions.count == 1
+                ? "Press 1 or Enter to open, Esc to cancel"
+                : "Press 1–\(min(9, positions.count)) or Enter to open, Esc to cancel"
             say(keys + ".\nShift+Enter: private window · Alt+Up/Down: move a browser · Ctrl+H: hide it", error: false)
         } else if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
             say("Not remembered: \(problem).\nThe link still opens.", error: true)
@@ -64,17 +71,22 @@ extension PickerWindow {
             let typedApp = WindowPicker.trimmed(text).lowercased().hasPrefix(Pattern.sourcePrefix)
             // The app as the link's app was named (the rule keeps it without case).
             let named = request.fromApp.flatMap { Pattern.sourceKey($0) == app ? $0 : nil } ?? app
-            say("Links from \(Self.shownApp(named)) matching \(rest) will open in the browser you choose.\n"
-                + (typedApp ? "Ctrl+E: edit the pattern · its from: names the app" : rememberKeys), error: false)
+            say(
+                "Links from \(Self.shownApp(named)) matching \(rest) will open in the browser you choose.\n"
+                    + (typedApp ? "Ctrl+E: edit the pattern · its from: names the app" : rememberKeys), error: false)
         } else {
-            say("Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys, error: false)
+            say(
+                "Links matching \(WindowPicker.trimmed(text)) will open in the browser you choose.\n" + rememberKeys,
+                error: false)
         }
     }
 
     /// The second line while remembering. Every message under the field
     /// has two lines, so ticking and unticking keeps the window's layout.
     private var rememberKeys: String {
-        "Ctrl+E: edit the pattern · " + (request.fromApp.map { "Ctrl+F: only links from \(Self.shownApp($0)), or all" } ?? "Ctrl+R: remember nothing")
+        "Ctrl+E: edit the pattern · "
+            + (request.fromApp.map { "Ctrl+F: only links from \(Self.shownApp($0)), or all" }
+                ?? "Ctrl+R: remember nothing")
     }
 
     /// Shows `message` under the pattern field (and gives it to screen readers).

@@ -50,7 +50,10 @@ final class PickerWindow {
         brsync_accessible_description(window, "Choose the browser that opens this link")
 
         let outer = gtk_box_new(GTK_ORIENTATION_VERTICAL, 10)!
-        for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
+        for side in [
+            gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start,
+            gtk_widget_set_margin_end,
+        ] {
             side(outer, 18)
         }
         gtk_window_set_child(brsync_window(window), outer)
@@ -151,7 +154,8 @@ final class PickerWindow {
         connect(pattern, "activate", Callbacks.openSelected)
         connect(window, "close-request", Callbacks.closeRequest)
         let keys = gtk_event_controller_key_new()!
-        gtk_event_controller_set_propagation_phase(brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
+        gtk_event_controller_set_propagation_phase(
+            brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
         gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(keys)))
         connect(keys, "key-pressed", Callbacks.keyPressed)
         checkPattern()
@@ -198,7 +202,10 @@ final class PickerWindow {
 
     private func appendRow(_ index: Int, _ choice: WindowPicker.Request.Choice) {
         let row = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)!
-        for side in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
+        for side in [
+            gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start,
+            gtk_widget_set_margin_end,
+        ] {
             side(row, 8)
         }
         let number = Self.label(" ", classes: ["dim-label", "numeric"])
@@ -220,7 +227,9 @@ final class PickerWindow {
         gtk_box_append(brsync_box(row), names)
         // (Whether it has a private window shows in the Private window
         // button and in what a screen reader says.)
-        if choice.isDefault { gtk_box_append(brsync_box(row), Self.label("default", classes: ["dim-label", "caption"])) }
+        if choice.isDefault {
+            gtk_box_append(brsync_box(row), Self.label("default", classes: ["dim-label", "caption"]))
+        }
         gtk_list_box_append(brsync_list_box(list), row)
         // The row itself (the list wraps the box in one) is what is focused and read.
         rows.append(gtk_widget_get_parent(row)!)
@@ -262,7 +271,10 @@ final class PickerWindow {
         // The browser the deciding rule names first selected when the person asked
         // to choose anyway (the note says so); else the default browser: a quick
         // Enter opens what a click with no rule would.
-        let first = request.selected.flatMap { positions.firstIndex(of: $0) } ?? positions.firstIndex { request.choices[$0].isDefault } ?? 0
+        let first =
+            request.selected.flatMap { positions.firstIndex(of: $0) } ?? positions.firstIndex {
+                request.choices[$0].isDefault
+            } ?? 0
         select(position: first)
         selectionChanged()
         gtk_window_present(brsync_window(window))
@@ -301,7 +313,8 @@ final class PickerWindow {
             say("\(request.choices[index].name) has no private window here. Enter opens a normal one.", error: true)
             return
         }
-        var answer = WindowPicker.Answer(choice: index, privateWindow: privately, order: moved ? positions : nil, hidden: hidden)
+        var answer = WindowPicker.Answer(
+            choice: index, privateWindow: privately, order: moved ? positions : nil, hidden: hidden)
         if gtk_check_button_get_active(brsync_check_button(remember)) != 0 {
             let text = String(cString: gtk_editable_get_text(brsync_editable(pattern)))
             if let problem = WindowPicker.problem(withPattern: rememberedText(text)) {
@@ -339,7 +352,9 @@ final class PickerWindow {
         g_object_unref(row)
         renumber()
         select(position: from + step)
-        say("\(request.choices[index].name) moved to place \(from + step + 1) (saved when you open a link).", error: false)
+        say(
+            "\(request.choices[index].name) moved to place \(from + step + 1) (saved when you open a link).",
+            error: false)
     }
 
     /// Hides the selected browser from the picker (never the last one shown).
@@ -357,8 +372,13 @@ final class PickerWindow {
         renumber()
         select(position: min(from, positions.count - 1))
         let names = hidden.map { request.choices[$0].name }
-        let unhide = names.count == 1 ? "'brsync browsers unhide \(request.choices[index].id)' shows it again" : "'brsync browsers unhide ID' shows one again"
-        say("\(names.joined(separator: ", ")) \(names.count == 1 ? "is" : "are") hidden from the picker once you open a link (\(unhide)).", error: false)
+        let unhide =
+            names.count == 1
+            ? "'brsync browsers unhide \(request.choices[index].id)' shows it again"
+            : "'brsync browsers unhide ID' shows one again"
+        say(
+            "\(names.joined(separator: ", ")) \(names.count == 1 ? "is" : "are") hidden from the picker once you open a link (\(unhide)).",
+            error: false)
     }
 
     /// Whether the focus is on a button or a box (Enter is theirs then).
@@ -474,8 +494,10 @@ enum Callbacks {
 
     static let keyPressed: GCallback = unsafeBitCast(
         { (_: gpointer?, key: guint, _: guint, state: GdkModifierType, _: gpointer?) -> gboolean in
-            picker.keyPressed(key, control: state.rawValue & GDK_CONTROL_MASK.rawValue != 0, shift: state.rawValue & GDK_SHIFT_MASK.rawValue != 0,
-                              alt: state.rawValue & GDK_ALT_MASK.rawValue != 0) ? 1 : 0
+            picker.keyPressed(
+                key, control: state.rawValue & GDK_CONTROL_MASK.rawValue != 0,
+                shift: state.rawValue & GDK_SHIFT_MASK.rawValue != 0,
+                alt: state.rawValue & GDK_ALT_MASK.rawValue != 0) ? 1 : 0
         } as @convention(c) (gpointer?, guint, guint, GdkModifierType, gpointer?) -> gboolean, to: GCallback.self)
 
     /// A handler of (instance, user data) that runs `body`.

@@ -37,7 +37,8 @@ g_set_application_name("brsync") // what screen readers call the program
 // watchdog ends the picker as "no display" (exit 4), and brsync tries the
 // next picker. (brsync checks the display first; this catches the rest.)
 signal(SIGALRM) { _ in
-    let message: StaticString = "brsync-picker: cannot open a display: it did not answer within 15 s\n" // no allocation in a handler
+    // no allocation in a handler
+    let message: StaticString = "brsync-picker: cannot open a display: it did not answer within 15 s\n"
     _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
     _exit(4)
 }
@@ -51,11 +52,15 @@ while true {
     if count < 0 && errno == EINTR { continue }
     if count <= 0 { break }
     bytes += buffer[0..<count]
-    if bytes.count > WindowPicker.Request.maxBytes { fail("the request is larger than \(WindowPicker.Request.maxBytes) bytes", 2) }
+    if bytes.count > WindowPicker.Request.maxBytes {
+        fail("the request is larger than \(WindowPicker.Request.maxBytes) bytes", 2)
+    }
 }
 let request: WindowPicker.Request
 do {
-    guard let text = String(validating: bytes, as: UTF8.self) else { throw WindowPicker.Problem("the request is not UTF-8") }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw WindowPicker.Problem("the request is not UTF-8")
+    }
     request = try WindowPicker.Request(parsing: text)
 } catch {
     fail("\(error)", 2)

@@ -17,13 +17,20 @@ struct DoctorCommand: ParsableCommand {
         let home = global.resolvedHome
         let findings = Doctor.examine(home: home, environment: environment)
         if json {
-            Output.json(.array(findings.map { finding in
-                .object(["check": .string(finding.check), "state": .string(finding.state.rawValue), "detail": .string(finding.detail),
-                         "fix": finding.fix.map { .string($0) } ?? .null])
-            }))
+            Output.json(
+                .array(
+                    findings.map { finding in
+                        .object([
+                            "check": .string(finding.check), "state": .string(finding.state.rawValue),
+                            "detail": .string(finding.detail),
+                            "fix": finding.fix.map { .string($0) } ?? .null,
+                        ])
+                    }))
         } else {
             for finding in findings {
-                print("\(finding.state == .ok ? "ok     " : finding.state == .note ? "note   " : "PROBLEM") \(finding.check): \(finding.detail)")
+                print(
+                    "\(finding.state == .ok ? "ok     " : finding.state == .note ? "note   " : "PROBLEM") \(finding.check): \(finding.detail)"
+                )
                 if let fix = finding.fix { print("        fix: \(fix)") }
             }
             let problems = findings.count { $0.state == .problem }

@@ -6,8 +6,9 @@ import Glibc
 /// as it was, and exits as interrupted (130).
 enum Interruption {
     /// Made before the handler is set: the handler only writes it and exits.
-    static let line: [UInt8] = Array(((isatty(2) == 1 ? "\r\u{1B}[2K" : "")
-        + "brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped\n").utf8)
+    static let line: [UInt8] = Array(
+        ((isatty(2) == 1 ? "\r\u{1B}[2K" : "")
+            + "brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped\n").utf8)
 
     static func sayWhatIsKept() {
         _ = line.count

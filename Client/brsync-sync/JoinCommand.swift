@@ -14,14 +14,18 @@ struct JoinCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
     @Option(help: JoinConfiguration.recoveryFileHelp) var recoveryFile: String?
-    @Flag(help: "Replace the server this machine syncs with (a server set up anew, a token issued again); its rules and unpushed edits stay and go up.")
+    @Flag(
+        help:
+            "Replace the server this machine syncs with (a server set up anew, a token issued again); its rules and unpushed edits stay and go up."
+    )
     var replace = false
     @Argument(help: JoinConfiguration.codeHelp) var code: String?
 
     /// A join code holds a device token: on the command line, other users of
     /// the machine can read it (`ps`) and the shell's history keeps it.
     static func warnAboutTheCommandLine() {
-        writeToStandardError("""
+        writeToStandardError(
+            """
             brsync: warning: the join code was given on the command line, where other users of this machine can read it \
             ('ps') and where your shell's history keeps it. Give it on standard input, or type it when asked, next time; \
             if others may have seen it, ask the server's operator for a new token ('brsyncd device token').
@@ -60,17 +64,22 @@ struct JoinCommand: ParsableCommand {
         }
         let previousRemote = try replica.syncState().remoteURL
         if let previousRemote, !replace {
-            throw CLIFailure(message: "this machine syncs with \(previousRemote) already; join with --replace to use this code instead "
-                             + "(its rules and unpushed edits stay and go up; nothing was changed)")
+            throw CLIFailure(
+                message:
+                    "this machine syncs with \(previousRemote) already; join with --replace to use this code instead "
+                    + "(its rules and unpushed edits stay and go up; nothing was changed)")
         }
         let remote: RemoteURL
-        do { remote = try RemoteURL(parsing: join.server) } catch { throw CLIFailure(message: "the join code's server: \(error)") }
+        do { remote = try RemoteURL(parsing: join.server) } catch {
+            throw CLIFailure(message: "the join code's server: \(error)")
+        }
 
         // The CA, pinned by the code's fingerprint, in a file of its own until everything checked out.
         let ca: [UInt8]
         do {
-            ca = try CertificatePinning.fetchCA(address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host,
-                                                fingerprint: join.caFingerprint)
+            ca = try CertificatePinning.fetchCA(
+                address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host,
+                fingerprint: join.caFingerprint)
         } catch .tls(let message) {
             throw SyncError.unreachable("\(remote) is not trusted: \(message)")
         } catch {
@@ -95,21 +104,31 @@ struct JoinCommand: ParsableCommand {
         // With the code on the command line, a recovery code may wait on
         // standard input (`cat code.txt | brsync join CODE`): looked for too.
         input.loadIfWaiting()
-        let claim = join.encrypted == true ? "the join code says the account was end-to-end encrypted when the code was made"
+        let claim =
+            join.encrypted == true
+            ? "the join code says the account was end-to-end encrypted when the code was made"
             : recoveryFile != nil || input.hasMoreLines ? "a recovery code was given" : nil
         if !encrypted, let claim {
-            throw CLIFailure(message: "\(claim), but the server says this account is not end-to-end encrypted: "
-                             + "nothing was saved, and nothing will be sent readable. If the account was encrypted, its operator may have "
-                             + "reset its encryption, or the server is not the one it was, or was set back; ask its operator. If it never was, "
-                             + "join with a new code and no recovery code, then encrypt it with 'brsync key init'", code: ExitStatus.refused)
+            throw CLIFailure(
+                message: "\(claim), but the server says this account is not end-to-end encrypted: "
+                    + "nothing was saved, and nothing will be sent readable. If the account was encrypted, its operator may have "
+                    + "reset its encryption, or the server is not the one it was, or was set back; ask its operator. If it never was, "
+                    + "join with a new code and no recovery code, then encrypt it with 'brsync key init'",
+                code: ExitStatus.refused)
         }
         if encrypted {
             let recovery: AccountKey
             if let recoveryFile {
                 recovery = try readRecoveryCode(file: recoveryFile)
             } else {
-                let line = try input.next(prompt: "This account is end-to-end encrypted. Recovery code: ", what: "recovery code (this account is end-to-end encrypted: give its recovery code on the line after the join code, or with --recovery-file FILE; nothing was saved)")
-                do { recovery = try AccountKey(recoveryCode: line) } catch { throw CLIFailure(message: "not a recovery code: \(error)") }
+                let line = try input.next(
+                    prompt: "This account is end-to-end encrypted. Recovery code: ",
+                    what:
+                        "recovery code (this account is end-to-end encrypted: give its recovery code on the line after the join code, or with --recovery-file FILE; nothing was saved)"
+                )
+                do { recovery = try AccountKey(recoveryCode: line) } catch {
+                    throw CLIFailure(message: "not a recovery code: \(error)")
+                }
             }
             try probe.checkKey(recovery)
             key = recovery
@@ -122,7 +141,10 @@ struct JoinCommand: ParsableCommand {
         let joiningToken = "\(home)/.join-token"
         if SyncClient.isJoinSecret(join.token) {
             do {
-                token = try SecretFile.read(joiningToken, what: "the token of an earlier join").map { String(decoding: $0, as: UTF8.self) }
+                token =
+                    try SecretFile.read(joiningToken, what: "the token of an earlier join").map {
+                        String(decoding: $0, as: UTF8.self)
+                    }
                     .flatMap { JoinRequest.isWellFormed($0) ? $0 : nil } ?? SyncClient.makeDeviceToken()
                 try SecretFile.write(Array(token.utf8), to: joiningToken, what: "the token of this join")
             } catch {
@@ -131,23 +153,30 @@ struct JoinCommand: ParsableCommand {
             let answer = try joinCodeChecked { try probe.exchangeJoinSecret(for: token) }
             // A home made for this join goes by the name the server gave its device
             // (`brsyncd device list` and `brsync device` then name it alike).
-            if created, Replica.problem(withDeviceName: answer.device) == nil { try replica.renameDevice(answer.device) }
+            if created, Replica.problem(withDeviceName: answer.device) == nil {
+                try replica.renameDevice(answer.device)
+            }
         }
         defer { if saved { unlink(joiningToken) } }
         joined = true
-        guard rename(pending, caFile) == 0 else { throw CLIFailure(message: "cannot write \(caFile): \(SystemError.text())") }
+        guard rename(pending, caFile) == 0 else {
+            throw CLIFailure(message: "cannot write \(caFile): \(SystemError.text())")
+        }
         saved = true
         try TokenFile.write(token, home: home)
         // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
         if previousRemote != nil { try replica.removeRemote() }
         try replica.setRemote(url: remote.text, caFile: caFile)
         if let key { try AccountKeyFile.write(key, home: home) }
-        writeToStandardError("joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")
+        writeToStandardError(
+            "joined \(remote) (its CA pinned in \(caFile))\(key != nil ? ", end-to-end encrypted" : "")\n")
         if let previousRemote {
             // The server still counts the device this machine was: deletions
             // are kept for it until it pulls them, which it never will.
-            writeToStandardError("the device this machine was on \(previousRemote) still holds a token there: unless the server was set up "
-                                 + "anew, ask its operator to revoke it ('brsyncd device list ACCOUNT', then 'brsyncd device revoke ACCOUNT NAME')\n")
+            writeToStandardError(
+                "the device this machine was on \(previousRemote) still holds a token there: unless the server was set up "
+                    + "anew, ask its operator to revoke it ('brsyncd device list ACCOUNT', then 'brsyncd device revoke ACCOUNT NAME')\n"
+            )
         }
         try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
     }
@@ -198,9 +227,11 @@ private func joinCodeChecked<T>(_ body: () throws -> T) throws -> T {
     } catch SyncError.refused(let code, let message) where code == .unauthorized {
         // The server says what happened to a code it knows (used, expired).
         if message.contains("join code") {
-            throw CLIFailure(message: "the server refused this join code: \(message); nothing was saved", code: ExitStatus.refused)
+            throw CLIFailure(
+                message: "the server refused this join code: \(message); nothing was saved", code: ExitStatus.refused)
         }
-        throw CLIFailure(message: "the server refused this join code (\(message)): it was mistyped, or the server was set up anew. "
-                         + "Ask the server's operator for a new join code; nothing was saved", code: ExitStatus.refused)
+        throw CLIFailure(
+            message: "the server refused this join code (\(message)): it was mistyped, or the server was set up anew. "
+                + "Ask the server's operator for a new join code; nothing was saved", code: ExitStatus.refused)
     }
 }

@@ -29,18 +29,23 @@ struct KeyCommand: ParsableCommand {
             let client = try machineClient(replica, key: .given(nil)).client
             // Asked before a code is made and shown (the change itself checks again).
             if try client.accountKeyID() != nil {
-                throw CLIFailure(message: "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
-                                 code: ExitStatus.refused)
+                throw CLIFailure(
+                    message:
+                        "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
+                    code: ExitStatus.refused)
             }
-            try changeKey(client, global, options, rotating: false, """
+            try changeKey(
+                client, global, options, rotating: false,
+                """
                 This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
                 The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
                 Write it down and keep it apart from this machine. Without it, and without a machine
                 holding the key, the synced rules cannot be read by anyone.
-                """, done: """
-                This account is now end-to-end encrypted. Every machine without the key stops syncing until the
-                recovery code is added there; its edits are kept and go up then.
-                """)
+                """,
+                done: """
+                    This account is now end-to-end encrypted. Every machine without the key stops syncing until the
+                    recovery code is added there; its edits are kept and go up then.
+                    """)
         }
     }
 
@@ -58,8 +63,11 @@ struct KeyCommand: ParsableCommand {
             }
             let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
             if !force, let current {
-                throw CLIFailure(message: "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
-                                 + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)", code: ExitStatus.refused)
+                throw CLIFailure(
+                    message:
+                        "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
+                        + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)",
+                    code: ExitStatus.refused)
             }
             let aside = AccountKeyFile.path(home: replica.home) + ".forgotten"
             guard rename(AccountKeyFile.path(home: replica.home), aside) == 0 else {
@@ -70,11 +78,15 @@ struct KeyCommand: ParsableCommand {
             guard current == nil else {
                 // Without a key, nothing goes up readable to an account seen encrypted.
                 try replica.noteAccountEncrypted()
-                writeToStandardError("account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "
-                                     + "this machine syncs again once its recovery code is added ('brsync key add'); its edits are kept\n")
+                writeToStandardError(
+                    "account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "
+                        + "this machine syncs again once its recovery code is added ('brsync key add'); its edits are kept\n"
+                )
                 return
             }
-            writeToStandardError("account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n")
+            writeToStandardError(
+                "account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n"
+            )
             try transfer(global, options, "sync") { try $0.sync() }
         }
 
@@ -86,12 +98,16 @@ struct KeyCommand: ParsableCommand {
                 throw CLIFailure(message: "this machine has no account key; nothing to forget")
             }
             if try machineClient(replica, key: .given(nil)).client.accountKeyID() != nil {
-                throw CLIFailure(message: "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
-                                 + "This machine keeps its edits and sends nothing readable (nothing was changed)", code: ExitStatus.refused)
+                throw CLIFailure(
+                    message:
+                        "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
+                        + "This machine keeps its edits and sends nothing readable (nothing was changed)",
+                    code: ExitStatus.refused)
             }
             try replica.clearAccountEncrypted()
-            writeToStandardError("the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
-                                 + "readable from now on and sends its edits\n")
+            writeToStandardError(
+                "the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
+                    + "readable from now on and sends its edits\n")
             try transfer(global, options, "sync") { try $0.sync() }
         }
     }
@@ -105,20 +121,27 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             guard refused.isEmpty else {
-                throw CLIFailure(message: "a recovery code is never taken from the command line (it would show in 'ps' and in the shell's history): type it when asked, pipe it in, or use --file")
+                throw CLIFailure(
+                    message:
+                        "a recovery code is never taken from the command line (it would show in 'ps' and in the shell's history): type it when asked, pipe it in, or use --file"
+                )
             }
             let replica = try global.openReplica()
             let key = try readRecoveryCode(file: file)
             let existing = try AccountKeyFile.read(home: replica.home)
             if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
             if try replica.encryptionState().retiredKeyIDs.contains(key.id) {
-                throw CLIFailure(message: "this code's key was retired (the account was rotated away from it, as this machine saw): "
-                                 + "nothing is sealed with it again. Add the account's current code (nothing was saved)", code: ExitStatus.refused)
+                throw CLIFailure(
+                    message: "this code's key was retired (the account was rotated away from it, as this machine saw): "
+                        + "nothing is sealed with it again. Add the account's current code (nothing was saved)",
+                    code: ExitStatus.refused)
             }
             // The code must be the account's key now; an older key here was rotated away.
             try machineClient(replica, key: .given(nil)).client.checkKey(key)
             try AccountKeyFile.add(key, home: replica.home)
-            writeToStandardError("account key \(existing == nil ? "added" : "replaced (the previous one is kept after it, never used to seal)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n")
+            writeToStandardError(
+                "account key \(existing == nil ? "added" : "replaced (the previous one is kept after it, never used to seal)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n"
+            )
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
     }
@@ -136,17 +159,22 @@ struct KeyCommand: ParsableCommand {
             let client = try machineClient(replica, key: .given(old)).client
             // Asked before a code is made and shown (the change itself checks again).
             guard try client.accountKeyID() == old.id else {
-                throw CLIFailure(message: "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first (nothing was changed)",
-                                 code: ExitStatus.refused)
+                throw CLIFailure(
+                    message:
+                        "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first (nothing was changed)",
+                    code: ExitStatus.refused)
             }
-            try changeKey(client, global, options, rotating: true, """
+            try changeKey(
+                client, global, options, rotating: true,
+                """
                 The account key is being rotated: what is synced from now on is sealed with a new key, which the old
                 recovery code (and any machine that only has it, such as a revoked one) cannot open.
                 Write the new recovery code below down; the old one stops working.
-                """, done: """
-                The account key was rotated. Every other machine stops syncing until the new recovery code
-                is added there ('brsync key add'); its edits are kept and go up then.
-                """)
+                """,
+                done: """
+                    The account key was rotated. Every other machine stops syncing until the new recovery code
+                    is added there ('brsync key add'); its edits are kept and go up then.
+                    """)
         }
     }
 
@@ -158,12 +186,16 @@ struct KeyCommand: ParsableCommand {
             let home = global.resolvedHome
             let pending = try AccountKeyFile.read(home: home, pending: true)
             guard let key = try AccountKeyFile.read(home: home) ?? pending else {
-                throw CLIFailure(message: "this machine has no account key; 'brsync key init' makes one, 'brsync key add' adds the account's")
+                throw CLIFailure(
+                    message:
+                        "this machine has no account key; 'brsync key init' makes one, 'brsync key add' adds the account's"
+                )
             }
             if let pending, pending.id != key.id {
                 // A key change that stopped after the server may have taken it:
                 // that code may be the account's now. The next sync settles it.
-                writeToStandardError("""
+                writeToStandardError(
+                    """
                     A key change is pending: the server may use the new key below already. The next 'brsync sync'
                     settles it (keeps the new key if the server has it, sets it aside if not).
                     pending: \(pending.recoveryCode)
@@ -172,9 +204,13 @@ struct KeyCommand: ParsableCommand {
             }
             print(key.recoveryCode)
             // The last sync found the account on a newer key: this code opens nothing written since.
-            if let problem = try? global.openReplica().syncState().problem, problem.contains("(\(WireError.Code.keyRotated.rawValue))") {
-                throw CLIFailure(message: "the account was rotated to a newer key at the last sync: this code opens only what was written "
-                                 + "before; add the current code with 'brsync key add'", code: ExitStatus.refused)
+            if let problem = try? global.openReplica().syncState().problem,
+                problem.contains("(\(WireError.Code.keyRotated.rawValue))")
+            {
+                throw CLIFailure(
+                    message:
+                        "the account was rotated to a newer key at the last sync: this code opens only what was written "
+                        + "before; add the current code with 'brsync key add'", code: ExitStatus.refused)
             }
         }
     }
@@ -185,8 +221,10 @@ struct KeyCommand: ParsableCommand {
 /// happen and prints the new key's recovery code alone on standard output
 /// before the server is asked (with `--json`, on standard error then, and
 /// in the JSON at the end), then what was kept and sent.
-func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, afterReset: Bool = false,
-               _ explanation: String, done: String) throws {
+func changeKey(
+    _ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, afterReset: Bool = false,
+    _ explanation: String, done: String
+) throws {
     let change: SyncClient.KeyChange
     let newKey = AccountKey.generate()
     do {
@@ -207,7 +245,9 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
         // The code is on the screen already: say whether it counts.
         let home = global.resolvedHome
         if (try? AccountKeyFile.read(home: home, pending: true)) != nil {
-            writeToStandardError("brsync: the server may have taken the new key: the next 'brsync sync' settles it ('brsync key show' prints it meanwhile)\n")
+            writeToStandardError(
+                "brsync: the server may have taken the new key: the next 'brsync sync' settles it ('brsync key show' prints it meanwhile)\n"
+            )
         } else {
             writeToStandardError("brsync: the key was not changed: the recovery code above is not used\n")
         }
@@ -216,13 +256,16 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
     // One summary of the whole change: the syncs before it and the one with the new key.
     var whole = change.before
     whole.add(change.after)
-    writeToStandardError(done + "\n" + """
-        First this machine synced\(change.attempts > 1 ? " (\(change.attempts) times, as other machines wrote meanwhile)" : ""), so every \
-        machine's synced edit is here. The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine \
-        kept every record and sent each one sealed (counted below).
+    writeToStandardError(
+        done + "\n" + """
+            First this machine synced\(change.attempts > 1 ? " (\(change.attempts) times, as other machines wrote meanwhile)" : ""), so every \
+            machine's synced edit is here. The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine \
+            kept every record and sent each one sealed (counted below).
 
-        """)
-    report(whole, rotating ? "key rotate" : "key init", options, encrypted: true, rotated: rotating, recoveryCode: newKey.recoveryCode)
+            """)
+    report(
+        whole, rotating ? "key rotate" : "key init", options, encrypted: true, rotated: rotating,
+        recoveryCode: newKey.recoveryCode)
 }
 
 /// `brsync key init` on a machine that has a key: after the operator reset
@@ -231,23 +274,30 @@ func changeKey(_ client: SyncClient, _ global: GlobalOptions, _ options: Transfe
 func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica: Replica, key: AccountKey) throws {
     let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
     if current == key.id {
-        throw CLIFailure(message: "this account is end-to-end encrypted with this machine's key already; 'brsync key show' prints its recovery code")
+        throw CLIFailure(
+            message:
+                "this account is end-to-end encrypted with this machine's key already; 'brsync key show' prints its recovery code"
+        )
     }
     if current != nil {
-        throw CLIFailure(message: "this account is end-to-end encrypted with another key: add its recovery code with 'brsync key add' (nothing was changed)",
-                         code: ExitStatus.refused)
+        throw CLIFailure(
+            message:
+                "this account is end-to-end encrypted with another key: add its recovery code with 'brsync key add' (nothing was changed)",
+            code: ExitStatus.refused)
     }
     try replica.clearEncryptionReset()
-    try changeKey(try machineClient(replica, key: .given(key)).client, global, options, rotating: false, afterReset: true, """
+    try changeKey(
+        try machineClient(replica, key: .given(key)).client, global, options, rotating: false, afterReset: true,
+        """
         This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
         the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
         Write it down and keep it apart from this machine.
-        """, done: """
-        This account is end-to-end encrypted again. Every other machine stops syncing until the new recovery code
-        is added there; its edits are kept and go up then.
-        """)
+        """,
+        done: """
+            This account is end-to-end encrypted again. Every other machine stops syncing until the new recovery code
+            is added there; its edits are kept and go up then.
+            """)
 }
-
 
 /// A recovery code from `file`, or from standard input (asked for, without
 /// echo, on a terminal).
@@ -260,7 +310,9 @@ func readRecoveryCode(file: String?) throws -> AccountKey {
     } else {
         bytes = try AccountKeyFile.readSmall(0, what: "the recovery code on standard input")
     }
-    guard let code = AccountKeyFile.codeLines(bytes).first else { throw CLIFailure(message: "no recovery code was given") }
+    guard let code = AccountKeyFile.codeLines(bytes).first else {
+        throw CLIFailure(message: "no recovery code was given")
+    }
     do { return try AccountKey(recoveryCode: code) } catch {
         throw CLIFailure(message: "not a recovery code: \(error)")
     }

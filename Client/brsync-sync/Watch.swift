@@ -17,7 +17,9 @@ struct WatchCommand: ParsableCommand {
 
     func run() throws {
         let home = global.resolvedHome
-        if let serverWait, !(1...55).contains(serverWait) { throw CLIFailure(message: "--server-wait is 1 to 55 seconds (got \(serverWait))") }
+        if let serverWait, !(1...55).contains(serverWait) {
+            throw CLIFailure(message: "--server-wait is 1 to 55 seconds (got \(serverWait))")
+        }
         if status {
             let text = Self.statusText(home: home)
             print(text.line)
@@ -29,20 +31,31 @@ struct WatchCommand: ParsableCommand {
         do { held = try WatchWake.claim(home: replica.home) } catch { throw CLIFailure(message: error.description) }
         guard let claim = held else {
             if let running = WatchWake.status(home: replica.home), !running.isAlive(nowMillis: WatchWake.bootMillis()) {
-                throw CLIFailure(message: "a watch of this replica (pid \(running.pid)) holds its lock but gave no sign of life for over 3 minutes: "
-                                 + "stop it ('kill \(running.pid)', or 'systemctl --user restart brsync-watch') and start this one again")
+                throw CLIFailure(
+                    message:
+                        "a watch of this replica (pid \(running.pid)) holds its lock but gave no sign of life for over 3 minutes: "
+                        + "stop it ('kill \(running.pid)', or 'systemctl --user restart brsync-watch') and start this one again"
+                )
             }
-            throw CLIFailure(message: "a watch runs already for this replica (\(replica.home)): one is enough ('brsync watch --status')")
+            throw CLIFailure(
+                message:
+                    "a watch runs already for this replica (\(replica.home)): one is enough ('brsync watch --status')")
         }
         try Watcher(replica: replica, claim: claim, serverWait: serverWait).run()
     }
 
     /// Whether a watch runs for the replica in `home`, in words, and whether it is alive.
     static func statusText(home: String) -> (line: String, alive: Bool) {
-        guard let running = WatchWake.status(home: home) else { return ("no watch runs for this replica (\(home))", false) }
-        if running.isAlive(nowMillis: WatchWake.bootMillis()) { return ("a watch runs for this replica (\(home)), pid \(running.pid)", true) }
-        return ("a watch of this replica (pid \(running.pid)) gave no sign of life for over 3 minutes (stopped or hung?): "
-                + "the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch' starts it again", false)
+        guard let running = WatchWake.status(home: home) else {
+            return ("no watch runs for this replica (\(home))", false)
+        }
+        if running.isAlive(nowMillis: WatchWake.bootMillis()) {
+            return ("a watch runs for this replica (\(home)), pid \(running.pid)", true)
+        }
+        return (
+            "a watch of this replica (pid \(running.pid)) gave no sign of life for over 3 minutes (stopped or hung?): "
+                + "the sync timer syncs meanwhile; 'systemctl --user restart brsync-watch' starts it again", false
+        )
     }
 }
 
@@ -90,14 +103,19 @@ final class Watcher {
     /// and going (-1 when the system will not give one: then only the
     /// pauses bring the watch back).
     private static func routeSocket() -> Int32 {
-        let descriptor = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
+        let descriptor = socket(
+            AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            NETLINK_ROUTE)
         guard descriptor >= 0 else { return -1 }
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
-        address.nl_groups = UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
+        address.nl_groups =
+            UInt32(RTMGRP_LINK) | UInt32(RTMGRP_IPV4_IFADDR) | UInt32(RTMGRP_IPV6_IFADDR)
             | UInt32(RTMGRP_IPV4_ROUTE) | UInt32(RTMGRP_IPV6_ROUTE)
         let status = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
         }
         if status != 0 {
             close(descriptor)
@@ -116,7 +134,12 @@ final class Watcher {
     }
 
     func run() throws -> Never {
-        if wake < 0 { log(.warning, "no private place for the wake-up socket: edits made here go up at the next answer of the server (within a minute)") }
+        if wake < 0 {
+            log(
+                .warning,
+                "no private place for the wake-up socket: edits made here go up at the next answer of the server (within a minute)"
+            )
+        }
         var needSync = true
         var pause = 0
         var offline: String?
@@ -167,7 +190,10 @@ final class Watcher {
                     if emptyWakes >= 3 {
                         let wait = min(60_000, 1_000 << min(6, emptyWakes - 3))
                         if emptyWakes == 3 && !saidEmpty {
-                            log(.warning, "the server keeps saying the account changed but has nothing new: watching again more slowly")
+                            log(
+                                .warning,
+                                "the server keeps saying the account changed but has nothing new: watching again more slowly"
+                            )
                             saidEmpty = true // once: a server that does it does it again
                         }
                         _ = waitForEvents(milliseconds: wait)
@@ -222,7 +248,9 @@ final class Watcher {
                     watching = nil
                     needSync = true
                 case .unsupported:
-                    log(.warning, "the server has no watch (an older brsyncd): syncing every 5 minutes and at every edit here")
+                    log(
+                        .warning,
+                        "the server has no watch (an older brsyncd): syncing every 5 minutes and at every edit here")
                     _ = waitForEvents(milliseconds: 300_000)
                     needSync = true
                 }
@@ -237,7 +265,9 @@ final class Watcher {
             }
             if quickRounds >= 3 {
                 if quickRounds == 3 && !saidQuick {
-                    log(.warning, "the server's watch keeps ending at once (no change, or an error): watching again more slowly")
+                    log(
+                        .warning,
+                        "the server's watch keeps ending at once (no change, or an error): watching again more slowly")
                     saidQuick = true
                 }
                 _ = waitForEvents(milliseconds: min(60_000, 1_000 << min(6, quickRounds - 3)))
@@ -260,7 +290,10 @@ final class Watcher {
     /// What a sync moved, for the journal (nothing when it moved nothing).
     private func report(_ summary: SyncClient.Summary) {
         if summary.pushed > 0 || summary.applied > 0 || summary.fullResync {
-            log(.info, "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here")
+            log(
+                .info,
+                "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here"
+            )
         }
         for problem in summary.problems { log(.warning, problem) }
     }

@@ -13,10 +13,12 @@ do {
     var command = try BrsyncSync.parseAsRoot()
     try command.run()
 } catch {
-    exit(ExitStatus.report(error, root: BrsyncSync.self) {
-        ($0 as? SyncError)?.failure ?? Failures.describe($0)
-            ?? UsageHints.failure(for: $0, root: BrsyncSync.self, arguments: Array(CommandLine.arguments.dropFirst()))
-    })
+    exit(
+        ExitStatus.report(error, root: BrsyncSync.self) {
+            ($0 as? SyncError)?.failure ?? Failures.describe($0)
+                ?? UsageHints.failure(
+                    for: $0, root: BrsyncSync.self, arguments: Array(CommandLine.arguments.dropFirst()))
+        })
 }
 
 extension SyncError {

@@ -9,9 +9,12 @@ struct Brsync: ParsableCommand {
         discussion: "The replica lives in --home, $BRSYNC_HOME, or $XDG_DATA_HOME/brsync.\n" + ExitStatus.help,
         version: "0.1.0",
         subcommands: [
-            Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self, CleanupCommand.self,
+            Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self,
+            CleanupCommand.self,
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
-            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self, SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, AskNext.self, HoldToAsk.self, Install.self, Uninstall.self,
+            SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self,
+            SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, AskNext.self,
+            HoldToAsk.self, Install.self, Uninstall.self,
         ]
     )
 }
@@ -22,22 +25,26 @@ struct Brsync: ParsableCommand {
 /// `brsync --help`, the manual and completions; main.swift hands the
 /// arguments over before parsing.
 enum SyncHelper {
-    static let commands = ["push", "pull", "sync", "watch", "key", "join", "doctor"] // an Array: a Set costs more to build than it saves here
+    // an Array: a Set costs more to build than it saves here
+    static let commands = ["push", "pull", "sync", "watch", "key", "join", "doctor"]
 
     struct Push: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
+        static let configuration = CommandConfiguration(
+            commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
     }
 
     struct Pull: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "pull", abstract: "Fetch and apply every change from the server.")
+        static let configuration = CommandConfiguration(
+            commandName: "pull", abstract: "Fetch and apply every change from the server.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
     }
 
     struct Sync: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "sync", abstract: "Push, then pull until nothing is left.")
+        static let configuration = CommandConfiguration(
+            commandName: "sync", abstract: "Push, then pull until nothing is left.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
         @Flag(help: WatchConfiguration.unlessWatchingHelp) var unlessWatching = false
@@ -65,7 +72,9 @@ enum SyncHelper {
 
     /// `brsync key init|add|show` (end-to-end encryption needs OpenSSL, so the helper runs it).
     struct Key: ParsableCommand {
-        static let configuration = KeyConfigurations.group([KeyInit.self, KeyAdd.self, KeyShow.self, KeyRotate.self, KeyForget.self])
+        static let configuration = KeyConfigurations.group([
+            KeyInit.self, KeyAdd.self, KeyShow.self, KeyRotate.self, KeyForget.self,
+        ])
     }
 
     struct KeyInit: ParsableCommand {

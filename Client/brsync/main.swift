@@ -21,16 +21,20 @@ do {
         try command.run()
     }
 } catch {
-    exit(ExitStatus.report(error, root: Brsync.self) {
-        Failures.describe($0) ?? UsageHints.failure(for: $0, root: Brsync.self, arguments: Array(CommandLine.arguments.dropFirst()))
-    })
+    exit(
+        ExitStatus.report(error, root: Brsync.self) {
+            Failures.describe($0)
+                ?? UsageHints.failure(for: $0, root: Brsync.self, arguments: Array(CommandLine.arguments.dropFirst()))
+        })
 }
 
 /// Replaces this process with `brsync-sync` from the same folder.
 func runSyncHelper(_ arguments: [String]) throws -> Never {
     var buffer = [CChar](repeating: 0, count: 4096)
     let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    let executable = length > 0 ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    let executable =
+        length > 0
+        ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
     let helper = (folder.isEmpty ? "." : folder) + "/brsync-sync"
     guard access(helper, X_OK) == 0 else {
@@ -39,14 +43,19 @@ func runSyncHelper(_ arguments: [String]) throws -> Never {
     // A helper that is brsync itself (a link or a copy under its name) would run this again, forever.
     var helperStatus = stat(), ownStatus = stat()
     if stat(helper, &helperStatus) == 0, stat("/proc/self/exe", &ownStatus) == 0,
-       helperStatus.st_dev == ownStatus.st_dev && helperStatus.st_ino == ownStatus.st_ino {
-        throw CLIFailure(message: "\(helper) is brsync itself (a link to it?): install the brsync-sync binary beside brsync; it runs push, pull and sync")
+        helperStatus.st_dev == ownStatus.st_dev && helperStatus.st_ino == ownStatus.st_ino
+    {
+        throw CLIFailure(
+            message:
+                "\(helper) is brsync itself (a link to it?): install the brsync-sync binary beside brsync; it runs push, pull and sync"
+        )
     }
     // And a copy of brsync under the helper's name: it would find this mark
     // (which the helper unsets). A literal: main.swift's globals are set in order.
     let helperMark = "BRSYNC_STARTED_HELPER"
     if getenv(helperMark) != nil {
-        throw CLIFailure(message: "\(helper) started brsync again (a copy of brsync?): install the brsync-sync binary beside brsync")
+        throw CLIFailure(
+            message: "\(helper) started brsync again (a copy of brsync?): install the brsync-sync binary beside brsync")
     }
     setenv(helperMark, "1", 1)
     // A join code holds a token: it goes to the helper in its environment

@@ -17,13 +17,19 @@ enum DatabaseIdentity {
     /// fewer), as `name=value` joined by `/`.
     static func current(_ connection: PostgresConnection) -> String {
         var parts: [String] = []
-        if let system = try? connection.queryFirst("SELECT system_identifier::text FROM pg_control_system()", [], { $0.string(0) }) ?? nil {
+        if let system = try? connection.queryFirst(
+            "SELECT system_identifier::text FROM pg_control_system()", [], { $0.string(0) }) ?? nil
+        {
             parts.append("system=" + system)
         }
-        if let timeline = try? connection.queryFirst("SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)", [], { $0.string(0) }) ?? nil {
+        if let timeline = try? connection.queryFirst(
+            "SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)", [], { $0.string(0) }) ?? nil
+        {
             parts.append("timeline=" + timeline)
         }
-        if let oid = try? connection.queryFirst("SELECT oid::text FROM pg_database WHERE datname = current_database()", [], { $0.string(0) }) ?? nil {
+        if let oid = try? connection.queryFirst(
+            "SELECT oid::text FROM pg_database WHERE datname = current_database()", [], { $0.string(0) }) ?? nil
+        {
             parts.append("database=" + oid)
         }
         return parts.joined(separator: "/")
@@ -56,8 +62,9 @@ enum DatabaseIdentity {
             _ = try connection.query("SELECT value FROM brsync_meta WHERE key = 'epoch' FOR UPDATE") { $0.string(0) }
             let stored = try connection.queryFirst(read, [], { $0.string(0) }) ?? nil
             if stored == current { return nil }
-            try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                               [.text(current)])
+            try connection.run(
+                "INSERT INTO brsync_meta (key, value) VALUES ('identity', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [.text(current)])
             guard let stored, differ(stored, current) else { return nil }
             return try PostgresTransaction(connection: connection).startNewEpoch()
         }

@@ -4,8 +4,8 @@ import Model
 import Net
 import Plumbing
 import Postgres
-import Synchronization
 import SyncCore
+import Synchronization
 
 /// The PostgreSQL store, for deployments of several `brsyncd` processes
 /// behind a load balancer (docs/server.md, "Several `brsyncd` on PostgreSQL"). Nothing in it
@@ -47,8 +47,10 @@ public final class PostgresStore: StoreDialect {
     /// from a standby or copied starts a new epoch.
     /// - Throws: ``ServerError`` when the database cannot be reached or was
     ///   made by a newer brsyncd.
-    public init(_ configuration: PostgresConfiguration, connections: Int = 8,
-                clock: @escaping @Sendable () -> Int64 = Clock.wallMillis) throws {
+    public init(
+        _ configuration: PostgresConfiguration, connections: Int = 8,
+        clock: @escaping @Sendable () -> Int64 = Clock.wallMillis
+    ) throws {
         self.configuration = configuration
         currentMillis = clock
         do {
@@ -93,7 +95,8 @@ public final class PostgresStore: StoreDialect {
         var missed = false
         while !closing.load(ordering: .relaxed) {
             do {
-                let connection = try PostgresConnection(configuration, applicationName: "brsyncd-listen", connectTimeoutSeconds: 2)
+                let connection = try PostgresConnection(
+                    configuration, applicationName: "brsyncd-listen", connectTimeoutSeconds: 2)
                 try connection.execute("LISTEN \(Self.changesChannel)")
                 listening.store(true, ordering: .relaxed)
                 if missed { watches.changedAll() }
@@ -125,11 +128,14 @@ public final class PostgresStore: StoreDialect {
 
     static func migrate(_ connection: PostgresConnection) throws -> String {
         try connection.execute("CREATE TABLE IF NOT EXISTS brsync_meta (key text PRIMARY KEY, value text NOT NULL)")
-        let stored: Int?? = try connection.queryFirst("SELECT value FROM brsync_meta WHERE key = 'schema_version'") { $0.int(0) }
+        let stored: Int?? = try connection.queryFirst("SELECT value FROM brsync_meta WHERE key = 'schema_version'") {
+            $0.int(0)
+        }
         let version = (stored ?? nil) ?? 0
         if version > schemaVersion { throw ServerError.newerSchema(found: version, supported: schemaVersion) }
         if version < 1 {
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE accounts (
                     id bigserial PRIMARY KEY,
                     name text NOT NULL UNIQUE,
@@ -174,19 +180,22 @@ public final class PostgresStore: StoreDialect {
                 );
                 CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
                 """)
-            try connection.run("INSERT INTO brsync_meta (key, value) VALUES ('epoch', $1)", [.text(Crypto.hex(Crypto.randomBytes(8)))])
+            try connection.run(
+                "INSERT INTO brsync_meta (key, value) VALUES ('epoch', $1)", [.text(Crypto.hex(Crypto.randomBytes(8)))])
         }
         if version < 2 {
             // End-to-end encryption: an encrypted account takes
             // sealed records only, and only from clients of protocol 2.
-            try connection.execute("""
+            try connection.execute(
+                """
                 ALTER TABLE accounts ADD COLUMN encrypted boolean NOT NULL DEFAULT false;
                 ALTER TABLE accounts ADD COLUMN key_id text NOT NULL DEFAULT '';
                 """)
         }
         if version < 3 {
             // Join codes are enrollment secrets (see SQLiteStore's version 9).
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE enrollments (
                     secret_hash bytea PRIMARY KEY,
                     device_id bigint NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
@@ -199,7 +208,8 @@ public final class PostgresStore: StoreDialect {
         }
         if version < 4 {
             // Signed writes (see SQLiteStore's version 10).
-            try connection.execute("""
+            try connection.execute(
+                """
                 ALTER TABLE accounts ADD COLUMN signing_key text NOT NULL DEFAULT '';
                 ALTER TABLE accounts ADD COLUMN retired_keys text NOT NULL DEFAULT '';
                 ALTER TABLE accounts ADD COLUMN encryption_reset boolean NOT NULL DEFAULT false;
@@ -213,7 +223,8 @@ public final class PostgresStore: StoreDialect {
             // Quotas (see SQLiteStore's version 12). Statement-level triggers
             // with transition tables: one update of the account per statement
             // (a push writes its records in batched statements), not per row.
-            try connection.execute("""
+            try connection.execute(
+                """
                 ALTER TABLE accounts ADD COLUMN record_count bigint NOT NULL DEFAULT 0,
                     ADD COLUMN byte_count bigint NOT NULL DEFAULT 0,
                     ADD COLUMN max_records bigint NOT NULL DEFAULT \(Store.Limits.defaultRecords),
@@ -259,7 +270,8 @@ public final class PostgresStore: StoreDialect {
             try connection.execute("ALTER TABLE records ADD COLUMN writer text")
         }
         if version < schemaVersion {
-            try connection.run("""
+            try connection.run(
+                """
                 INSERT INTO brsync_meta (key, value) VALUES ('schema_version', $1)
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """, [.text(String(schemaVersion))])
@@ -268,7 +280,10 @@ public final class PostgresStore: StoreDialect {
     }
 
     static func readEpoch(_ connection: PostgresConnection) throws -> String {
-        guard let epoch = try connection.queryFirst("SELECT value FROM brsync_meta WHERE key = 'epoch'", [], { $0.string(0) }) ?? nil else {
+        guard
+            let epoch = try connection.queryFirst(
+                "SELECT value FROM brsync_meta WHERE key = 'epoch'", [], { $0.string(0) }) ?? nil
+        else {
             throw ServerError.storeUnusable("the PostgreSQL store has no epoch (brsync_meta was changed by hand?)")
         }
         return epoch
@@ -285,7 +300,9 @@ public final class PostgresStore: StoreDialect {
         do {
             return try pool.withConnection(body)
         } catch let error as PostgresError {
-            if error.isConnectionFailure { throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)") }
+            if error.isConnectionFailure {
+                throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)")
+            }
             throw ServerError.storeUnusable("the PostgreSQL store: \(error)")
         }
     }
@@ -313,7 +330,9 @@ public final class PostgresStore: StoreDialect {
                 attempt += 1
                 usleep(UInt32(1000 << attempt))
             } catch let error as PostgresError {
-                if error.isConnectionFailure { throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)") }
+                if error.isConnectionFailure {
+                    throw ServerError.unavailable("the PostgreSQL store cannot be reached: \(error)")
+                }
                 throw ServerError.storeUnusable("the PostgreSQL store: \(error)")
             }
         }

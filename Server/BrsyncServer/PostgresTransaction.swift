@@ -17,7 +17,9 @@ public final class PostgresTransaction: StoreTransaction {
         self.connection = connection
     }
 
-    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String { collection.rawValue + "\u{0}" + key }
+    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String {
+        collection.rawValue + "\u{0}" + key
+    }
 
     /// Reads the records a push will merge into, up to 1,000 per statement:
     /// the keys go as two arrays, spread by `unnest` and joined to the
@@ -36,52 +38,78 @@ public final class PostgresTransaction: StoreTransaction {
             let part = wanted[start..<min(start + Self.prefetchChunk, wanted.count)]
             start += Self.prefetchChunk
             for entry in part { cache[Self.cacheKey(entry.collection, entry.key)] = .some(nil) }
-            let rows = try connection.query(sql, [.integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
-                                                  .text(PostgresArray.texts(part.map(\.key)))]) { row in
-                (collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}",
-                 sequence: row.int64(4) ?? 0, writer: row.string(5))
+            let rows = try connection.query(
+                sql,
+                [
+                    .integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                    .text(PostgresArray.texts(part.map(\.key))),
+                ]
+            ) { row in
+                (
+                    collection: row.string(0) ?? "", key: row.string(1) ?? "", fields: row.string(2) ?? "{}",
+                    versions: row.string(3) ?? "{}",
+                    sequence: row.int64(4) ?? 0, writer: row.string(5)
+                )
             }
             for row in rows {
-                cache[row.collection + "\u{0}" + row.key] = try StoredRecord.version(fields: row.fields, versions: row.versions, sequence: row.sequence,
-                                                                                     writer: row.writer)
+                cache[row.collection + "\u{0}" + row.key] = try StoredRecord.version(
+                    fields: row.fields, versions: row.versions, sequence: row.sequence,
+                    writer: row.writer)
             }
         }
     }
 
     public func deviceRevoked(_ device: Int64) throws -> Bool? {
-        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) { $0.bool(0) ?? false }
+        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) {
+            $0.bool(0) ?? false
+        }
     }
 
     public func streamCount(account: Int64) throws -> Int64 {
-        try connection.queryFirst("SELECT count(*) FROM device_streams WHERE account_id = $1", [.integer(account)]) { $0.int64(0) ?? 0 } ?? 0
+        try connection.queryFirst("SELECT count(*) FROM device_streams WHERE account_id = $1", [.integer(account)]) {
+            $0.int64(0) ?? 0
+        } ?? 0
     }
 
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
-        try connection.queryFirst("SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
-                                  [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+        try connection.queryFirst(
+            "SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
+            [.integer(account), .text(clientDevice)]
+        ) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
     }
 
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try connection.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
-                                  + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = $1 FOR UPDATE",
-                                  [.integer(account)]) {
-            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "",
-                                  usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
-                                  limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
+        try connection.queryFirst(
+            "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
+                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = $1 FOR UPDATE",
+            [.integer(account)]
+        ) {
+            Store.AccountCounters(
+                nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.bool(2) ?? false,
+                keyID: $0.string(3) ?? "",
+                signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)),
+                encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "",
+                usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
+                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
         }
     }
 
     public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
         if let cached = cache[Self.cacheKey(collection, key)] { return cached }
-        let row = try connection.queryFirst("SELECT fields, versions, seq, writer FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
-                                            [.integer(account), .text(collection.rawValue), .text(key)]) {
-            (fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0, writer: $0.string(3))
+        let row = try connection.queryFirst(
+            "SELECT fields, versions, seq, writer FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
+            [.integer(account), .text(collection.rawValue), .text(key)]
+        ) {
+            (
+                fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}", sequence: $0.int64(2) ?? 0,
+                writer: $0.string(3)
+            )
         }
         guard let row else { return nil }
-        return try StoredRecord.version(fields: row.fields, versions: row.versions, sequence: row.sequence, writer: row.writer)
+        return try StoredRecord.version(
+            fields: row.fields, versions: row.versions, sequence: row.sequence, writer: row.writer)
     }
 
     /// Records written, kept until ``flush()`` sends them in one statement
@@ -111,12 +139,15 @@ public final class PostgresTransaction: StoreTransaction {
         return value
     }
 
-    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
-                             fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws {
+    public func upsertRecord(
+        account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
+        fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
+    ) throws {
         let cacheKey = Self.cacheKey(collection, key)
         if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
-        pending[cacheKey] = PendingRecord(account: account, collection: collection, key: key, state: state, writer: writer, fieldsText: fieldsText,
-                                          sequence: sequence, knownTo: knownTo, knownAfter: knownAfter, now: now)
+        pending[cacheKey] = PendingRecord(
+            account: account, collection: collection, key: key, state: state, writer: writer, fieldsText: fieldsText,
+            sequence: sequence, knownTo: knownTo, knownAfter: knownAfter, now: now)
         cache[cacheKey] = Store.RecordVersion(state: state, sequence: sequence, writer: writer)
     }
 
@@ -143,23 +174,26 @@ public final class PostgresTransaction: StoreTransaction {
                     deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
                     known_after = excluded.known_after, writer = excluded.writer
                 """,
-                [.text(PostgresArray.integers(part.map(\.account))),
-                 .text(PostgresArray.texts(part.map(\.collection.rawValue))),
-                 .text(PostgresArray.texts(part.map(\.key))),
-                 .text(PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) })),
-                 .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
-                 .text(PostgresArray.integers(part.map(\.sequence))),
-                 .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
-                 .text(PostgresArray.integers(part.map(\.now))),
-                 .text(PostgresArray.texts(part.map(\.knownTo))),
-                 .text(PostgresArray.integers(part.map(\.knownAfter))),
-                 .text(PostgresArray.texts(part.map { $0.writer.map(RecordState.encodeVersions) }))])
+                [
+                    .text(PostgresArray.integers(part.map(\.account))),
+                    .text(PostgresArray.texts(part.map(\.collection.rawValue))),
+                    .text(PostgresArray.texts(part.map(\.key))),
+                    .text(PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) })),
+                    .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
+                    .text(PostgresArray.integers(part.map(\.sequence))),
+                    .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
+                    .text(PostgresArray.integers(part.map(\.now))),
+                    .text(PostgresArray.texts(part.map(\.knownTo))),
+                    .text(PostgresArray.integers(part.map(\.knownAfter))),
+                    .text(PostgresArray.texts(part.map { $0.writer.map(RecordState.encodeVersions) })),
+                ])
         }
     }
 
     public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
-        try connection.run("UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
-                           [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+        try connection.run(
+            "UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
+            [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
     }
 
     public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
@@ -171,8 +205,9 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
-        try connection.run("UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
-                           [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+        try connection.run(
+            "UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
+            [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
     }
 
     public func startNewEpoch() throws -> String {
@@ -193,7 +228,9 @@ public final class PostgresTransaction: StoreTransaction {
     /// Locks the account's row, then reads the epoch: pushes of the account
     /// queue on the lock, and each sees the epoch as it is when it holds it.
     public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
-        _ = try connection.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) { $0.int64(0) }
+        _ = try connection.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
+            $0.int64(0)
+        }
         return try PostgresStore.readEpoch(connection)
     }
 
@@ -204,7 +241,9 @@ public final class PostgresTransaction: StoreTransaction {
 
     /// A pull in one round trip: one statement (one snapshot, even in READ
     /// COMMITTED) reads the device, the epoch, the replica's stream and the page.
-    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot? {
+    public func pullSnapshot(
+        tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int
+    ) throws -> Store.PullSnapshot? {
         struct Row {
             let device: Store.Device
             let tokenHash: [UInt8]
@@ -232,20 +271,30 @@ public final class PostgresTransaction: StoreTransaction {
                 ) measured WHERE measured.before < $5 OR measured.before = 0
             ) r ON true
             ORDER BY r.seq
-            """, [.bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)), .integer(Int64(maxBytes))]
+            """,
+            [
+                .bytes(tokenHash), .text(clientDevice), .integer(cursor), .integer(Int64(limit)),
+                .integer(Int64(maxBytes)),
+            ]
         ) { row -> Row in
             var record: Store.PulledRow?
             if let sequence = row.int64(21) {
-                record = Store.PulledRow(sequence: sequence, collection: try StoredRecord.collection(row.string(22)), key: row.string(23) ?? "", fields: row.string(24) ?? "{}",
-                                         versions: row.string(25) ?? "{}", writer: row.string(29), knownTo: row.string(26), knownAfter: row.int64(27) ?? 0)
+                record = Store.PulledRow(
+                    sequence: sequence, collection: try StoredRecord.collection(row.string(22)),
+                    key: row.string(23) ?? "", fields: row.string(24) ?? "{}",
+                    versions: row.string(25) ?? "{}", writer: row.string(29), knownTo: row.string(26),
+                    knownAfter: row.int64(27) ?? 0)
             }
-            return Row(device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(18) ?? "",
-                       stream: row.int64(19).map { (last: $0, digest: row.string(20) ?? "") }, record: record, scanned: row.int64(28) ?? 0)
+            return Row(
+                device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(18) ?? "",
+                stream: row.int64(19).map { (last: $0, digest: row.string(20) ?? "") }, record: record,
+                scanned: row.int64(28) ?? 0)
         }
         guard let first = rows.first else { return nil }
         let records = rows.compactMap(\.record)
-        var snapshot = Store.PullSnapshot(device: first.device, tokenHash: first.tokenHash, epoch: first.epoch, stream: first.stream,
-                                          records: records)
+        var snapshot = Store.PullSnapshot(
+            device: first.device, tokenHash: first.tokenHash, epoch: first.epoch, stream: first.stream,
+            records: records)
         snapshot.truncated = Int64(records.count) < first.scanned
         return snapshot
     }
@@ -276,9 +325,10 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     static func device(_ row: PostgresRow) -> Store.Device {
-        Store.Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
-                     revoked: row.bool(4) ?? false, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
-                     acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+        Store.Device(
+            id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+            revoked: row.bool(4) ?? false, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+            acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
     public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
@@ -288,22 +338,27 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
-        try connection.run("UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
-                           [.integer(cursor), .integer(now), .integer(device)])
+        try connection.run(
+            "UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
+            [.integer(cursor), .integer(now), .integer(device)])
     }
 
     /// The account's row is locked already (``accountCounters(_:)``).
     public func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
         try connection.run(
             "UPDATE accounts SET encrypted = $1, key_id = $2, signing_key = $3, retired_keys = $4, encryption_reset = $5 WHERE id = $6",
-            [.bool(!encryption.keyID.isEmpty), .text(encryption.keyID), .text(encryption.signingKey),
-             .text(encryption.retiredKeys.joined(separator: " ")), .bool(encryption.reset), .integer(account)])
+            [
+                .bool(!encryption.keyID.isEmpty), .text(encryption.keyID), .text(encryption.signingKey),
+                .text(encryption.retiredKeys.joined(separator: " ")), .bool(encryption.reset), .integer(account),
+            ])
         try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
     }
 
     public func registerSigningKey(account: Int64, _ publicKey: String) throws {
-        try connection.run("UPDATE accounts SET signing_key = $1 WHERE id = $2 AND signing_key = ''", [.text(publicKey), .integer(account)])
+        try connection.run(
+            "UPDATE accounts SET signing_key = $1 WHERE id = $2 AND signing_key = ''",
+            [.text(publicKey), .integer(account)])
     }
 
     /// One purge at a time, whichever process runs it: the next waits for it
@@ -330,7 +385,9 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
-        try connection.queryFirst("SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM devices), (SELECT count(*) FROM accounts)") {
+        try connection.queryFirst(
+            "SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM devices), (SELECT count(*) FROM accounts)"
+        ) {
             ($0.int(0) ?? 0, $0.int(1) ?? 0, $0.int(2) ?? 0)
         } ?? (0, 0, 0)
     }
@@ -342,35 +399,46 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     public func insertAccount(name: String, uid: String, now: Int64) throws {
-        try connection.run("INSERT INTO accounts (name, created_at, uid) VALUES ($1, $2, $3)", [.text(name), .integer(now), .text(uid)])
+        try connection.run(
+            "INSERT INTO accounts (name, created_at, uid) VALUES ($1, $2, $3)",
+            [.text(name), .integer(now), .text(uid)])
     }
 
     public func accountSummaries() throws -> [Store.Account] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
                    a.max_records, a.max_bytes, a.max_devices
             FROM accounts a ORDER BY a.name
-            """) {
-            Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0, bytes: $0.int64(4) ?? 0,
-                          limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
+            """
+        ) {
+            Store.Account(
+                id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0,
+                bytes: $0.int64(4) ?? 0,
+                limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
         }
     }
 
     /// The pending records are written first: the triggers count them.
     public func accountUsage(_ account: Int64) throws -> Store.Usage {
         try flush()
-        return try connection.queryFirst("SELECT record_count, byte_count FROM accounts WHERE id = $1", [.integer(account)]) {
+        return try connection.queryFirst(
+            "SELECT record_count, byte_count FROM accounts WHERE id = $1", [.integer(account)]
+        ) {
             Store.Usage(records: $0.int64(0) ?? 0, bytes: $0.int64(1) ?? 0)
         } ?? Store.Usage(records: 0, bytes: 0)
     }
 
     public func setLimits(account: Int64, _ limits: Store.Limits) throws {
-        try connection.run("UPDATE accounts SET max_records = $1, max_bytes = $2, max_devices = $3 WHERE id = $4",
-                           [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
+        try connection.run(
+            "UPDATE accounts SET max_records = $1, max_bytes = $2, max_devices = $3 WHERE id = $4",
+            [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
     }
 
     public func deviceCount(account: Int64) throws -> Int64 {
-        try connection.queryFirst("SELECT count(*) FROM devices WHERE account_id = $1", [.integer(account)]) { $0.int64(0) ?? 0 } ?? 0
+        try connection.queryFirst("SELECT count(*) FROM devices WHERE account_id = $1", [.integer(account)]) {
+            $0.int64(0) ?? 0
+        } ?? 0
     }
 
     public func deleteAccount(_ account: Int64) throws {
@@ -381,64 +449,86 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     public func deviceExists(account: Int64, name: String) throws -> Bool {
-        try connection.queryFirst("SELECT 1 FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)], { _ in true }) != nil
+        try connection.queryFirst(
+            "SELECT 1 FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)], { _ in true }
+        ) != nil
     }
 
     public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
-        try connection.run("INSERT INTO devices (account_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
-                           [.integer(account), .text(name), .bytes(tokenHash), .integer(now)])
+        try connection.run(
+            "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
+            [.integer(account), .text(name), .bytes(tokenHash), .integer(now)])
     }
 
     public func devices(account: Int64) throws -> [Store.Device] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid,
                    (SELECT MAX(e.expires_at) FROM enrollments e WHERE e.device_id = d.id AND e.used_at IS NULL)
             FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
-            """, [.integer(account)]) { row in
-                var device = Self.device(row)
-                device.joinExpiresMillis = row.int64(9)
-                return device
-            }
+            """, [.integer(account)]
+        ) { row in
+            var device = Self.device(row)
+            device.joinExpiresMillis = row.int64(9)
+            return device
+        }
     }
 
     public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
-        try connection.run("UPDATE devices SET token_hash = $1, revoked = false WHERE account_id = $2 AND name = $3",
-                           [.bytes(tokenHash), .integer(account), .text(name)]) == 1
+        try connection.run(
+            "UPDATE devices SET token_hash = $1, revoked = false WHERE account_id = $2 AND name = $3",
+            [.bytes(tokenHash), .integer(account), .text(name)]) == 1
     }
 
     public func revoke(account: Int64, device name: String) throws -> Bool {
-        try connection.run("UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]) == 1
+        try connection.run(
+            "UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)])
+            == 1
     }
 
     public func deviceID(account: Int64, name: String) throws -> Int64? {
-        try connection.queryFirst("SELECT id FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]) { $0.int64(0) } ?? nil
+        try connection.queryFirst(
+            "SELECT id FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]
+        ) { $0.int64(0) } ?? nil
     }
 
     public func setToken(device: Int64, tokenHash: [UInt8]) throws {
-        _ = try connection.run("UPDATE devices SET token_hash = $1, revoked = false WHERE id = $2", [.bytes(tokenHash), .integer(device)])
+        _ = try connection.run(
+            "UPDATE devices SET token_hash = $1, revoked = false WHERE id = $2", [.bytes(tokenHash), .integer(device)])
     }
 
     public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
         _ = try connection.run("DELETE FROM enrollments WHERE device_id = $1", [.integer(device)])
-        _ = try connection.run("INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES ($1, $2, $3)",
-                               [.bytes(secretHash), .integer(device), .integer(expiresAt)])
+        _ = try connection.run(
+            "INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES ($1, $2, $3)",
+            [.bytes(secretHash), .integer(device), .integer(expiresAt)])
     }
 
     public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
-        try connection.queryFirst("SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = $1", [.bytes(secretHash)]) { row in
-            Store.Enrollment(device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2),
-                             tokenHash: row.isNull(3) ? nil : row.bytes(3))
+        try connection.queryFirst(
+            "SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = $1",
+            [.bytes(secretHash)]
+        ) { row in
+            Store.Enrollment(
+                device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2),
+                tokenHash: row.isNull(3) ? nil : row.bytes(3))
         }
     }
 
     public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
-        _ = try connection.run("UPDATE enrollments SET used_at = $1, token_hash = $2 WHERE secret_hash = $3",
-                               [.integer(now), .bytes(tokenHash), .bytes(secretHash)])
+        _ = try connection.run(
+            "UPDATE enrollments SET used_at = $1, token_hash = $2 WHERE secret_hash = $3",
+            [.integer(now), .bytes(tokenHash), .bytes(secretHash)])
     }
 
     public func allRecords(account: Int64) throws -> [ChangeRecord] {
-        try connection.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq", [.integer(account)]) { row in
-            try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))
+        try connection.query(
+            "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq",
+            [.integer(account)]
+        ) { row in
+            try StoredRecord.change(
+                sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3),
+                versions: row.string(4))
         }
     }
 }

@@ -4,8 +4,8 @@ import Model
 import Net
 import Plumbing
 import Storage
-import Synchronization
 import SyncCore
+import Synchronization
 
 /// The server's SQLite store (WAL): accounts, devices with hashed tokens,
 /// records with their fields, stamps and version vectors, a per-account
@@ -15,95 +15,109 @@ public final class SQLiteStore: StoreDialect {
     static let applicationID: Int32 = 0x6272_7364 // "brsd"
 
     static let migrator = Migrator([
-        Migrator.Migration(version: 1, sql: """
-            CREATE TABLE meta (
-                key TEXT PRIMARY KEY,
-                value TEXT NOT NULL
-            ) WITHOUT ROWID;
-            CREATE TABLE accounts (
-                id INTEGER PRIMARY KEY,
-                name TEXT NOT NULL UNIQUE,
-                next_seq INTEGER NOT NULL DEFAULT 1,
-                created_at INTEGER NOT NULL
-            );
-            CREATE TABLE devices (
-                id INTEGER PRIMARY KEY,
-                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-                name TEXT NOT NULL,
-                token_hash BLOB NOT NULL UNIQUE,
-                client_device TEXT,
-                revoked INTEGER NOT NULL DEFAULT 0,
-                created_at INTEGER NOT NULL,
-                last_seen INTEGER,
-                last_device_seq INTEGER NOT NULL DEFAULT 0,
-                acknowledged_cursor INTEGER NOT NULL DEFAULT 0,
-                UNIQUE (account_id, name)
-            );
-            CREATE TABLE records (
-                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                seq INTEGER NOT NULL,
-                deleted INTEGER NOT NULL DEFAULT 0,
-                updated_at INTEGER NOT NULL,
-                PRIMARY KEY (account_id, collection, key)
-            ) WITHOUT ROWID;
-            CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
-            """),
+        Migrator.Migration(
+            version: 1,
+            sql: """
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE accounts (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    next_seq INTEGER NOT NULL DEFAULT 1,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE devices (
+                    id INTEGER PRIMARY KEY,
+                    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    token_hash BLOB NOT NULL UNIQUE,
+                    client_device TEXT,
+                    revoked INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    last_seen INTEGER,
+                    last_device_seq INTEGER NOT NULL DEFAULT 0,
+                    acknowledged_cursor INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (account_id, name)
+                );
+                CREATE TABLE records (
+                    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (account_id, collection, key)
+                ) WITHOUT ROWID;
+                CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
+                """),
         // Counters tied to identities: each replica instance (client device
         // id) of an account has its own stream of change numbers with the
         // digest (now the chain, version 6) of the last one applied, whatever token it uses; each account
         // has an identity clients can check; each record remembers which
         // replica's push made it, when that replica had seen the version before,
         // so that replica's next pull does not fetch it back.
-        Migrator.Migration(version: 2, sql: """
-            ALTER TABLE accounts ADD COLUMN uid TEXT NOT NULL DEFAULT '';
-            UPDATE accounts SET uid = lower(hex(randomblob(8)));
-            CREATE TABLE device_streams (
-                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-                client_device TEXT NOT NULL,
-                last_seq INTEGER NOT NULL,
-                last_digest TEXT NOT NULL,
-                PRIMARY KEY (account_id, client_device)
-            ) WITHOUT ROWID;
-            INSERT INTO device_streams (account_id, client_device, last_seq, last_digest)
-                SELECT account_id, client_device, MAX(last_device_seq), '' FROM devices
-                WHERE client_device IS NOT NULL GROUP BY account_id, client_device;
-            ALTER TABLE records ADD COLUMN known_to TEXT;
-            DELETE FROM meta WHERE key = 'hlc';
-            """),
+        Migrator.Migration(
+            version: 2,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+                UPDATE accounts SET uid = lower(hex(randomblob(8)));
+                CREATE TABLE device_streams (
+                    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    client_device TEXT NOT NULL,
+                    last_seq INTEGER NOT NULL,
+                    last_digest TEXT NOT NULL,
+                    PRIMARY KEY (account_id, client_device)
+                ) WITHOUT ROWID;
+                INSERT INTO device_streams (account_id, client_device, last_seq, last_digest)
+                    SELECT account_id, client_device, MAX(last_device_seq), '' FROM devices
+                    WHERE client_device IS NOT NULL GROUP BY account_id, client_device;
+                ALTER TABLE records ADD COLUMN known_to TEXT;
+                DELETE FROM meta WHERE key = 'hlc';
+                """),
         // The highest sequence of a tombstone purged from each account: a
         // replica whose cursor is below it missed a deletion the server no
         // longer has, and must reconcile from zero.
-        Migrator.Migration(version: 3, sql: """
-            ALTER TABLE accounts ADD COLUMN purged_through INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migrator.Migration(
+            version: 3,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN purged_through INTEGER NOT NULL DEFAULT 0;
+                """),
         // The wall time of the newest stamp each account holds: an edit made
         // after seeing it must be stamped above it, so stamps are judged
         // against the later of this and the server's clock.
-        Migrator.Migration(version: 4, sql: """
-            ALTER TABLE accounts ADD COLUMN stamp_high INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migrator.Migration(
+            version: 4,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN stamp_high INTEGER NOT NULL DEFAULT 0;
+                """),
         // The sequence of the version a pushed change merged into: a pull
         // skips the result only for a puller whose cursor covers that version.
-        Migrator.Migration(version: 5, sql: """
-            ALTER TABLE records ADD COLUMN known_after INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migrator.Migration(
+            version: 5,
+            sql: """
+                ALTER TABLE records ADD COLUMN known_after INTEGER NOT NULL DEFAULT 0;
+                """),
         // A stream's digest became the chain through its last change (one
         // change's digest could not tell two copies that made the same edit
         // after different ones). The old digests are forgotten: each stream's
         // next push is taken as it comes and records the chain.
-        Migrator.Migration(version: 6, sql: """
-            UPDATE device_streams SET last_digest = '';
-            """),
+        Migrator.Migration(
+            version: 6,
+            sql: """
+                UPDATE device_streams SET last_digest = '';
+                """),
         // End-to-end encryption: an encrypted account takes sealed
         // records only, and only from clients of protocol 2.
-        Migrator.Migration(version: 7, sql: """
-            ALTER TABLE accounts ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE accounts ADD COLUMN key_id TEXT NOT NULL DEFAULT '';
-            """),
+        Migrator.Migration(
+            version: 7,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN encrypted INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE accounts ADD COLUMN key_id TEXT NOT NULL DEFAULT '';
+                """),
         // Records move to a table with row ids, in the order they were
         // written, with their key in an index. The records table was keyed by
         // (account, collection, key) WITHOUT ROWID: a B-tree whose cells hold
@@ -114,87 +128,99 @@ public final class SQLiteStore: StoreDialect {
         // so every push rewrote most of the table into the WAL. Now a new
         // record is appended, only the small key index takes random inserts,
         // and a row of up to about 4 KB stays on its page.
-        Migrator.Migration(version: 8, sql: """
-            CREATE TABLE records_by_rowid (
-                account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-                collection TEXT NOT NULL,
-                key TEXT NOT NULL,
-                fields TEXT NOT NULL,
-                versions TEXT NOT NULL,
-                seq INTEGER NOT NULL,
-                deleted INTEGER NOT NULL DEFAULT 0,
-                updated_at INTEGER NOT NULL,
-                known_to TEXT,
-                known_after INTEGER NOT NULL DEFAULT 0
-            );
-            INSERT INTO records_by_rowid (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
-                SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after
-                FROM records ORDER BY account_id, seq;
-            DROP TABLE records;
-            ALTER TABLE records_by_rowid RENAME TO records;
-            CREATE UNIQUE INDEX records_by_key ON records (account_id, collection, key);
-            CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
-            """),
+        Migrator.Migration(
+            version: 8,
+            sql: """
+                CREATE TABLE records_by_rowid (
+                    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    updated_at INTEGER NOT NULL,
+                    known_to TEXT,
+                    known_after INTEGER NOT NULL DEFAULT 0
+                );
+                INSERT INTO records_by_rowid (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after)
+                    SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after
+                    FROM records ORDER BY account_id, seq;
+                DROP TABLE records;
+                ALTER TABLE records_by_rowid RENAME TO records;
+                CREATE UNIQUE INDEX records_by_key ON records (account_id, collection, key);
+                CREATE UNIQUE INDEX records_by_seq ON records (account_id, seq);
+                """),
         // Join codes are enrollment secrets: a device added for a join code
         // has its secret's hash as its token until `brsync join` exchanges
         // it (once, before it expires) for a token the joining machine made.
-        Migrator.Migration(version: 9, sql: """
-            CREATE TABLE enrollments (
-                secret_hash BLOB PRIMARY KEY,
-                device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
-                expires_at INTEGER NOT NULL,
-                used_at INTEGER,
-                token_hash BLOB
-            ) WITHOUT ROWID;
-            CREATE INDEX enrollments_by_device ON enrollments (device_id);
-            """),
+        Migrator.Migration(
+            version: 9,
+            sql: """
+                CREATE TABLE enrollments (
+                    secret_hash BLOB PRIMARY KEY,
+                    device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER,
+                    token_hash BLOB
+                ) WITHOUT ROWID;
+                CREATE INDEX enrollments_by_device ON enrollments (device_id);
+                """),
         // Signed writes (protocol 3): an encrypted account's signing public
         // key, the key ids it was rotated away from, and the operator's reset.
-        Migrator.Migration(version: 10, sql: """
-            ALTER TABLE accounts ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
-            ALTER TABLE accounts ADD COLUMN retired_keys TEXT NOT NULL DEFAULT '';
-            ALTER TABLE accounts ADD COLUMN encryption_reset INTEGER NOT NULL DEFAULT 0;
-            """),
+        Migrator.Migration(
+            version: 10,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN signing_key TEXT NOT NULL DEFAULT '';
+                ALTER TABLE accounts ADD COLUMN retired_keys TEXT NOT NULL DEFAULT '';
+                ALTER TABLE accounts ADD COLUMN encryption_reset INTEGER NOT NULL DEFAULT 0;
+                """),
         // Timelines per account: a rollback seen in one account (or its
         // encryption reset) starts a new epoch for that account only.
-        Migrator.Migration(version: 11, sql: """
-            ALTER TABLE accounts ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
-            """),
+        Migrator.Migration(
+            version: 11,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN epoch TEXT NOT NULL DEFAULT '';
+                """),
         // Quotas: what each account holds, counted by triggers whatever
         // writes its records, and what it may hold.
-        Migrator.Migration(version: 12, sql: """
-            ALTER TABLE accounts ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE accounts ADD COLUMN byte_count INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE accounts ADD COLUMN max_records INTEGER NOT NULL DEFAULT \(Store.Limits.defaultRecords);
-            ALTER TABLE accounts ADD COLUMN max_bytes INTEGER NOT NULL DEFAULT \(Store.Limits.defaultBytes);
-            ALTER TABLE accounts ADD COLUMN max_devices INTEGER NOT NULL DEFAULT \(Store.Limits.defaultDevices);
-            UPDATE accounts SET
-                record_count = (SELECT COUNT(*) FROM records WHERE account_id = accounts.id),
-                byte_count = (SELECT COALESCE(SUM(LENGTH(CAST(fields AS BLOB)) + LENGTH(CAST(versions AS BLOB))), 0)
-                              FROM records WHERE account_id = accounts.id);
-            CREATE TRIGGER records_counted_insert AFTER INSERT ON records BEGIN
-                UPDATE accounts SET record_count = record_count + 1,
-                    byte_count = byte_count + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
-                WHERE id = NEW.account_id;
-            END;
-            CREATE TRIGGER records_counted_update AFTER UPDATE OF fields, versions ON records BEGIN
-                UPDATE accounts SET byte_count = byte_count
-                    - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
-                    + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
-                WHERE id = NEW.account_id;
-            END;
-            CREATE TRIGGER records_counted_delete AFTER DELETE ON records BEGIN
-                UPDATE accounts SET record_count = record_count - 1,
-                    byte_count = byte_count - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
-                WHERE id = OLD.account_id;
-            END;
-            """),
+        Migrator.Migration(
+            version: 12,
+            sql: """
+                ALTER TABLE accounts ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE accounts ADD COLUMN byte_count INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE accounts ADD COLUMN max_records INTEGER NOT NULL DEFAULT \(Store.Limits.defaultRecords);
+                ALTER TABLE accounts ADD COLUMN max_bytes INTEGER NOT NULL DEFAULT \(Store.Limits.defaultBytes);
+                ALTER TABLE accounts ADD COLUMN max_devices INTEGER NOT NULL DEFAULT \(Store.Limits.defaultDevices);
+                UPDATE accounts SET
+                    record_count = (SELECT COUNT(*) FROM records WHERE account_id = accounts.id),
+                    byte_count = (SELECT COALESCE(SUM(LENGTH(CAST(fields AS BLOB)) + LENGTH(CAST(versions AS BLOB))), 0)
+                                  FROM records WHERE account_id = accounts.id);
+                CREATE TRIGGER records_counted_insert AFTER INSERT ON records BEGIN
+                    UPDATE accounts SET record_count = record_count + 1,
+                        byte_count = byte_count + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                    WHERE id = NEW.account_id;
+                END;
+                CREATE TRIGGER records_counted_update AFTER UPDATE OF fields, versions ON records BEGIN
+                    UPDATE accounts SET byte_count = byte_count
+                        - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                        + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                    WHERE id = NEW.account_id;
+                END;
+                CREATE TRIGGER records_counted_delete AFTER DELETE ON records BEGIN
+                    UPDATE accounts SET record_count = record_count - 1,
+                        byte_count = byte_count - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                    WHERE id = OLD.account_id;
+                END;
+                """),
         // The version vector of the write that brought a record's newest
         // stamp, when it differs from the record's (``Store/RecordVersion``):
         // a machine whose value lost to a write that had not seen it is told.
-        Migrator.Migration(version: 13, sql: """
-            ALTER TABLE records ADD COLUMN writer TEXT;
-            """),
+        Migrator.Migration(
+            version: 13,
+            sql: """
+                ALTER TABLE records ADD COLUMN writer TEXT;
+                """),
     ])
 
     public let path: String
@@ -230,8 +256,10 @@ public final class SQLiteStore: StoreDialect {
     /// numbers may already have been handed out with other content.
     /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
     ///   a newer brsyncd (left untouched), or cannot be opened.
-    public init(path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
-                clock: @escaping @Sendable () -> Int64 = Clock.wallMillis) throws {
+    public init(
+        path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
+        clock: @escaping @Sendable () -> Int64 = Clock.wallMillis
+    ) throws {
         self.path = path
         currentMillis = clock
         let exists = access(path, F_OK) == 0
@@ -239,12 +267,16 @@ public final class SQLiteStore: StoreDialect {
         // the umask (SQLite gives its -wal and -shm files the same mode).
         if !exists { try Self.createPrivateFile(path) }
         do {
-            let first = try Database(path: path, mode: exists ? .readWrite : .readWriteCreate, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            let first = try Database(
+                path: path, mode: exists ? .readWrite : .readWriteCreate,
+                busyTimeoutMilliseconds: busyTimeoutMilliseconds)
             let applicationID = try first.scalar("PRAGMA application_id")?.intValue ?? 0
             let version = try first.userVersion
             let isEmpty = try first.scalar("SELECT COUNT(*) FROM sqlite_master")?.intValue == 0
-            if exists && !(applicationID == Int(Self.applicationID) || (applicationID == 0 && version == 0 && isEmpty)) {
-                throw ServerError.storeUnusable("\(path) is not a brsyncd database (an SQLite database of another program); it was left untouched")
+            if exists && !(applicationID == Int(Self.applicationID) || (applicationID == 0 && version == 0 && isEmpty))
+            {
+                throw ServerError.storeUnusable(
+                    "\(path) is not a brsyncd database (an SQLite database of another program); it was left untouched")
             }
             guard version <= Self.migrator.latestVersion else {
                 throw ServerError.newerSchema(found: version, supported: Self.migrator.latestVersion)
@@ -256,8 +288,9 @@ public final class SQLiteStore: StoreDialect {
             let epoch: String = try first.transaction(.immediate) {
                 let known = try first.scalar("SELECT value FROM meta WHERE key = 'file_identity'")?.stringValue
                 if let identity, identity != known {
-                    try first.run("INSERT INTO meta (key, value) VALUES ('file_identity', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                                  [.text(identity)])
+                    try first.run(
+                        "INSERT INTO meta (key, value) VALUES ('file_identity', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [.text(identity)])
                 }
                 if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue {
                     // A store that served from another file is a copy of it.
@@ -284,7 +317,8 @@ public final class SQLiteStore: StoreDialect {
                     handedFirst = true
                     database = first
                 } else {
-                    database = try Database(path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+                    database = try Database(
+                        path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
                 }
                 // 16 MiB of page cache per connection (SQLite keeps 2 MiB by default): a push
                 // of 10,000 sealed records reads its B-tree pages back from the cache, not with pread.
@@ -293,11 +327,15 @@ public final class SQLiteStore: StoreDialect {
                 return database
             }
         } catch let error as DatabaseError {
-            if error.isNotADatabase { throw ServerError.storeUnusable("\(path) is not an SQLite database; it was left untouched") }
+            if error.isNotADatabase {
+                throw ServerError.storeUnusable("\(path) is not an SQLite database; it was left untouched")
+            }
             if error.isCantOpen { throw ServerError.storeUnusable("cannot open \(path): \(error.message)") }
             throw ServerError.database(error)
         } catch let problem as Migrator.Problem {
-            if case .newerSchema(let found, let supported) = problem { throw ServerError.newerSchema(found: found, supported: supported) }
+            if case .newerSchema(let found, let supported) = problem {
+                throw ServerError.newerSchema(found: found, supported: supported)
+            }
             throw problem
         }
     }
@@ -337,7 +375,9 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try withDatabase { database in try database.transaction(.deferred) { try body(SQLiteTransaction(database: database, epoch: epochCache)) } }
+        try withDatabase { database in
+            try database.transaction(.deferred) { try body(SQLiteTransaction(database: database, epoch: epochCache)) }
+        }
     }
 
     /// The deleted rows were overwritten with zeros (`secure_delete`, see
@@ -357,7 +397,8 @@ public final class SQLiteStore: StoreDialect {
         }
         var status = stat()
         guard stat(path + "-wal", &status) == 0 else { return nil }
-        return WriteMarker(Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
+        return WriteMarker(
+            Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
     }
     /// SQLite has no `NOTIFY`: four times a second a thread compares the WAL
     /// index's change counter (no system call) with this process's last
@@ -379,8 +420,9 @@ public final class SQLiteStore: StoreDialect {
             let count = read(descriptor, &bytes, bytes.count)
             let holder = count > 0 ? String(decoding: bytes[..<count], as: UTF8.self).filter { $0.isNumber } : ""
             Glibc.close(descriptor)
-            throw ServerError.storeUnusable("another brsyncd\(holder.isEmpty ? "" : " (process \(holder))") serves \(path) already: "
-                + "one process serves an SQLite store; several instances need PostgreSQL (Deploy/OPERATIONS.md)")
+            throw ServerError.storeUnusable(
+                "another brsyncd\(holder.isEmpty ? "" : " (process \(holder))") serves \(path) already: "
+                    + "one process serves an SQLite store; several instances need PostgreSQL (Deploy/OPERATIONS.md)")
         }
         _ = ftruncate(descriptor, 0)
         let pid = Array("\(getpid())\n".utf8)
@@ -390,7 +432,9 @@ public final class SQLiteStore: StoreDialect {
         try? startThread { [weak self] in
             while let store = self, !store.closing.load(ordering: .relaxed) {
                 store.writers.inTurn {
-                    guard let now = store.walIndex?.read()?.change, now != store.ownChange.withLock({ $0 }) else { return }
+                    guard let now = store.walIndex?.read()?.change, now != store.ownChange.withLock({ $0 }) else {
+                        return
+                    }
                     store.ownChange.withLock { $0 = now }
                     store.tookInOutsideCommit()
                 }
@@ -447,14 +491,18 @@ public final class SQLiteStore: StoreDialect {
     /// serving) and gives the copy a new epoch: a restored backup is another
     /// timeline, and clients re-sync fully when they see it.
     public func backup(to destination: String) throws {
-        guard access(destination, F_OK) != 0 else { throw ServerError.conflict("\(destination) exists already; choose a new file") }
+        guard access(destination, F_OK) != 0 else {
+            throw ServerError.conflict("\(destination) exists already; choose a new file")
+        }
         try Self.createPrivateFile(destination)
         do {
             let target = try Database(path: destination, mode: .readWriteCreate)
             try withDatabase { database in try database.backup(to: target) }
             try target.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(Crypto.hex(Crypto.randomBytes(8)))])
             let check = try target.scalar("PRAGMA integrity_check")?.stringValue
-            guard check == "ok" else { throw ServerError.storeUnusable("the backup failed its integrity check: \(check ?? "?")") }
+            guard check == "ok" else {
+                throw ServerError.storeUnusable("the backup failed its integrity check: \(check ?? "?")")
+            }
         } catch let error as DatabaseError {
             unlink(destination)
             if error.isCantOpen { throw ServerError.storeUnusable("cannot create \(destination): \(error.message)") }
@@ -463,4 +511,3 @@ public final class SQLiteStore: StoreDialect {
     }
 
 }
-

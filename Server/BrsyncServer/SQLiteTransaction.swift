@@ -24,23 +24,30 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func streamCount(account: Int64) throws -> Int64 {
-        try database.scalar("SELECT COUNT(*) FROM device_streams WHERE account_id = ?", [.integer(account)])?.int64Value ?? 0
+        try database.scalar("SELECT COUNT(*) FROM device_streams WHERE account_id = ?", [.integer(account)])?.int64Value
+            ?? 0
     }
 
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try database.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",
-            [.integer(account), .text(clientDevice)]) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
+            [.integer(account), .text(clientDevice)]
+        ) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
     }
 
     public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
-        try database.queryFirst("SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
-                                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = ?",
-                                [.integer(account)]) {
-            Store.AccountCounters(nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1, keyID: $0.string(3) ?? "",
-                                  signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)), encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "",
-                                  usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
-                                  limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
+        try database.queryFirst(
+            "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
+                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = ?",
+            [.integer(account)]
+        ) {
+            Store.AccountCounters(
+                nextSequence: $0.int64(0) ?? 1, stampHigh: $0.int64(1) ?? 0, encrypted: $0.int(2) == 1,
+                keyID: $0.string(3) ?? "",
+                signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)),
+                encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "",
+                usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
+                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
         }
     }
 
@@ -49,12 +56,17 @@ public struct SQLiteTransaction: StoreTransaction {
             "SELECT fields, versions, seq, writer FROM records WHERE account_id = ? AND collection = ? AND key = ?",
             [.integer(account), .text(collection.rawValue), .text(key)]
         ) { row in
-            try StoredRecord.version(fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}", sequence: row.int64(2) ?? 0, writer: row.string(3))
+            try StoredRecord.version(
+                fields: row.string(0) ?? "{}", versions: row.string(1) ?? "{}", sequence: row.int64(2) ?? 0,
+                writer: row.string(3))
         }
     }
 
-    public func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?, fieldsText: String?,
-                             sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws {
+    public func upsertRecord(
+        account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
+        fieldsText: String?,
+        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
+    ) throws {
         try database.run(
             """
             INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
@@ -64,15 +76,19 @@ public struct SQLiteTransaction: StoreTransaction {
                 deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
                 known_after = excluded.known_after, writer = excluded.writer
             """,
-            [.integer(account), .text(collection.rawValue), .text(key),
-             .text(fieldsText ?? RecordState.encodeFields(state.fields)), .text(RecordState.encodeVersions(state.versions)),
-             .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
-             .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null])
+            [
+                .integer(account), .text(collection.rawValue), .text(key),
+                .text(fieldsText ?? RecordState.encodeFields(state.fields)),
+                .text(RecordState.encodeVersions(state.versions)),
+                .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
+                .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null,
+            ])
     }
 
     public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
-        try database.run("UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
-                         [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
+        try database.run(
+            "UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
+            [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
     }
 
     public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
@@ -84,8 +100,9 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
-        try database.run("UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
-                         [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+        try database.run(
+            "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
+            [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
     }
 
     public func startNewEpoch() throws -> String {
@@ -114,11 +131,15 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// Authenticates and reads the page in this read transaction; a revoked
     /// device's records are not read.
-    public func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot? {
+    public func pullSnapshot(
+        tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int
+    ) throws -> Store.PullSnapshot? {
         guard let (device, storedHash) = try device(tokenHash: tokenHash) else { return nil }
         let currentEpoch = try epoch?.current ?? storedEpochForUpdate()
         guard !device.revoked else {
-            return Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: [], epochIsCached: epoch != nil)
+            return Store.PullSnapshot(
+                device: device, tokenHash: storedHash, epoch: currentEpoch, stream: nil, records: [],
+                epochIsCached: epoch != nil)
         }
         // Row by row, stopping at the byte budget: a record past it is never read.
         var records: [Store.PulledRow] = []
@@ -136,17 +157,21 @@ public struct SQLiteTransaction: StoreTransaction {
             records.append(try Self.pulledRow(row))
             return true
         }
-        var snapshot = Store.PullSnapshot(device: device, tokenHash: storedHash, epoch: currentEpoch,
-                                          stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
-                                          records: records, epochIsCached: epoch != nil)
+        var snapshot = Store.PullSnapshot(
+            device: device, tokenHash: storedHash, epoch: currentEpoch,
+            stream: clientDevice.isEmpty ? nil : try stream(account: device.accountID, clientDevice: clientDevice),
+            records: records, epochIsCached: epoch != nil)
         snapshot.truncated = truncated
         return snapshot
     }
 
     static func pulledRow(_ row: Row) throws -> Store.PulledRow {
-        Store.PulledRow(sequence: row.int64(0) ?? 0, collection: try StoredRecord.collection(row.string(1)), key: row.string(2) ?? "",
-                               fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}", writer: row.string(7), knownTo: row.string(5),
-                               knownAfter: row.int64(6) ?? 0)
+        Store.PulledRow(
+            sequence: row.int64(0) ?? 0, collection: try StoredRecord.collection(row.string(1)),
+            key: row.string(2) ?? "",
+            fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}", writer: row.string(7),
+            knownTo: row.string(5),
+            knownAfter: row.int64(6) ?? 0)
     }
 
     public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
@@ -173,14 +198,16 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     static func device(_ row: Row) -> Store.Device {
-        Store.Device(id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
-                     revoked: row.int(4) == 1, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
-                     acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
+        Store.Device(
+            id: row.int64(0) ?? 0, accountID: row.int64(1) ?? 0, name: row.string(2) ?? "", clientDevice: row.string(3),
+            revoked: row.int(4) == 1, lastSeenMillis: row.int64(5), lastDeviceSequence: row.int64(6) ?? 0,
+            acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
     public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
-        try database.run("UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
-                         [.integer(cursor), .integer(now), .integer(device)])
+        try database.run(
+            "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
+            [.integer(cursor), .integer(now), .integer(device)])
     }
 
     /// The deleted rows are overwritten with zeros (`secure_delete`), so the
@@ -190,14 +217,19 @@ public struct SQLiteTransaction: StoreTransaction {
         defer { try? database.execute("PRAGMA secure_delete = OFF") }
         try database.run(
             "UPDATE accounts SET encrypted = ?, key_id = ?, signing_key = ?, retired_keys = ?, encryption_reset = ? WHERE id = ?",
-            [.integer(encryption.keyID.isEmpty ? 0 : 1), .text(encryption.keyID), .text(encryption.signingKey),
-             .text(encryption.retiredKeys.joined(separator: " ")), .integer(encryption.reset ? 1 : 0), .integer(account)])
+            [
+                .integer(encryption.keyID.isEmpty ? 0 : 1), .text(encryption.keyID), .text(encryption.signingKey),
+                .text(encryption.retiredKeys.joined(separator: " ")), .integer(encryption.reset ? 1 : 0),
+                .integer(account),
+            ])
         try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
     }
 
     public func registerSigningKey(account: Int64, _ publicKey: String) throws {
-        try database.run("UPDATE accounts SET signing_key = ? WHERE id = ? AND signing_key = ''", [.text(publicKey), .integer(account)])
+        try database.run(
+            "UPDATE accounts SET signing_key = ? WHERE id = ? AND signing_key = ''",
+            [.text(publicKey), .integer(account)])
     }
 
     /// One purge at a time: the write lock. Encrypted accounts keep their
@@ -222,9 +254,11 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
-        (try database.scalar("SELECT COUNT(*) FROM records")?.intValue ?? 0,
-         try database.scalar("SELECT COUNT(*) FROM devices")?.intValue ?? 0,
-         try database.scalar("SELECT COUNT(*) FROM accounts")?.intValue ?? 0)
+        (
+            try database.scalar("SELECT COUNT(*) FROM records")?.intValue ?? 0,
+            try database.scalar("SELECT COUNT(*) FROM devices")?.intValue ?? 0,
+            try database.scalar("SELECT COUNT(*) FROM accounts")?.intValue ?? 0
+        )
     }
 
     // MARK: - Administration
@@ -234,17 +268,22 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func insertAccount(name: String, uid: String, now: Int64) throws {
-        try database.run("INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)", [.text(name), .integer(now), .text(uid)])
+        try database.run(
+            "INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)", [.text(name), .integer(now), .text(uid)])
     }
 
     public func accountSummaries() throws -> [Store.Account] {
-        try database.query("""
+        try database.query(
+            """
             SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
                    a.max_records, a.max_bytes, a.max_devices
             FROM accounts a ORDER BY a.name
-            """) {
-            Store.Account(id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0, bytes: $0.int64(4) ?? 0,
-                          limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
+            """
+        ) {
+            Store.Account(
+                id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0,
+                bytes: $0.int64(4) ?? 0,
+                limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
         }
     }
 
@@ -255,8 +294,9 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func setLimits(account: Int64, _ limits: Store.Limits) throws {
-        try database.run("UPDATE accounts SET max_records = ?, max_bytes = ?, max_devices = ? WHERE id = ?",
-                         [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
+        try database.run(
+            "UPDATE accounts SET max_records = ?, max_bytes = ?, max_devices = ? WHERE id = ?",
+            [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
     }
 
     public func deviceCount(account: Int64) throws -> Int64 {
@@ -271,12 +311,14 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func deviceExists(account: Int64, name: String) throws -> Bool {
-        try database.scalar("SELECT 1 FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)]) != nil
+        try database.scalar(
+            "SELECT 1 FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)]) != nil
     }
 
     public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
-        try database.run("INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
-                         [.integer(account), .text(name), .blob(tokenHash), .integer(now)])
+        try database.run(
+            "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+            [.integer(account), .text(name), .blob(tokenHash), .integer(now)])
     }
 
     public func devices(account: Int64) throws -> [Store.Device] {
@@ -286,54 +328,71 @@ public struct SQLiteTransaction: StoreTransaction {
                    (SELECT uid FROM accounts WHERE accounts.id = devices.account_id),
                    (SELECT MAX(expires_at) FROM enrollments WHERE enrollments.device_id = devices.id AND used_at IS NULL)
             FROM devices WHERE account_id = ? ORDER BY name
-            """, [.integer(account)]) { row in
-                var device = Self.device(row)
-                device.joinExpiresMillis = row.int64(9)
-                return device
-            }
+            """, [.integer(account)]
+        ) { row in
+            var device = Self.device(row)
+            device.joinExpiresMillis = row.int64(9)
+            return device
+        }
     }
 
     public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
-        try database.run("UPDATE devices SET token_hash = ?, revoked = 0 WHERE account_id = ? AND name = ?",
-                         [.blob(tokenHash), .integer(account), .text(name)])
+        try database.run(
+            "UPDATE devices SET token_hash = ?, revoked = 0 WHERE account_id = ? AND name = ?",
+            [.blob(tokenHash), .integer(account), .text(name)])
         return database.changes == 1
     }
 
     public func revoke(account: Int64, device name: String) throws -> Bool {
-        try database.run("UPDATE devices SET revoked = 1 WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])
+        try database.run(
+            "UPDATE devices SET revoked = 1 WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])
         return database.changes == 1
     }
 
     public func deviceID(account: Int64, name: String) throws -> Int64? {
-        try database.scalar("SELECT id FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])?.int64Value
+        try database.scalar(
+            "SELECT id FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])?.int64Value
     }
 
     public func setToken(device: Int64, tokenHash: [UInt8]) throws {
-        try database.run("UPDATE devices SET token_hash = ?, revoked = 0 WHERE id = ?", [.blob(tokenHash), .integer(device)])
+        try database.run(
+            "UPDATE devices SET token_hash = ?, revoked = 0 WHERE id = ?", [.blob(tokenHash), .integer(device)])
     }
 
     public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
         try database.run("DELETE FROM enrollments WHERE device_id = ?", [.integer(device)])
-        try database.run("INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES (?, ?, ?)",
-                         [.blob(secretHash), .integer(device), .integer(expiresAt)])
+        try database.run(
+            "INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES (?, ?, ?)",
+            [.blob(secretHash), .integer(device), .integer(expiresAt)])
     }
 
     public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
-        try database.queryFirst("SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = ?", [.blob(secretHash)]) { row in
+        try database.queryFirst(
+            "SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = ?",
+            [.blob(secretHash)]
+        ) { row in
             var tokenHash: [UInt8]?
             if case .blob(let bytes) = row[3] { tokenHash = bytes }
-            return Store.Enrollment(device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2), tokenHash: tokenHash)
+            return Store.Enrollment(
+                device: row.int64(0) ?? 0, expiresAtMillis: row.int64(1) ?? 0, usedAtMillis: row.int64(2),
+                tokenHash: tokenHash)
         }
     }
 
     public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
-        try database.run("UPDATE enrollments SET used_at = ?, token_hash = ? WHERE secret_hash = ?",
-                         [.integer(now), .blob(tokenHash), .blob(secretHash)])
+        try database.run(
+            "UPDATE enrollments SET used_at = ?, token_hash = ? WHERE secret_hash = ?",
+            [.integer(now), .blob(tokenHash), .blob(secretHash)])
     }
 
     public func allRecords(account: Int64) throws -> [ChangeRecord] {
-        try database.query("SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq", [.integer(account)]) { row in
-            try StoredRecord.change(sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3), versions: row.string(4))
+        try database.query(
+            "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq",
+            [.integer(account)]
+        ) { row in
+            try StoredRecord.change(
+                sequence: row.int64(0), collection: row.string(1), key: row.string(2), fields: row.string(3),
+                versions: row.string(4))
         }
     }
 }

@@ -16,7 +16,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case diverged(acknowledged: Int64, digest: String)
     /// With the device's last applied change and its digest when known (so the
     /// client re-stamps only changes the server does not have).
-    case clockSkew(aheadMilliseconds: Int64, maximumMilliseconds: Int64, acknowledged: Int64? = nil, digest: String? = nil)
+    case clockSkew(
+        aheadMilliseconds: Int64, maximumMilliseconds: Int64, acknowledged: Int64? = nil, digest: String? = nil)
     case foreignStamp(String)
     case conflict(String)
     /// A readable change for an end-to-end encrypted account.
@@ -64,7 +65,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated, .accountMoved, .otherAccount: return 409
+        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated,
+            .accountMoved, .otherAccount:
+            return 409
         case .clockSkew, .foreignStamp: return 422
         case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
         case .quotaExceeded: return 507
@@ -111,42 +114,56 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unauthorized(let message), .badRequest(let message), .notFound(let message), .methodNotAllowed(let message),
-             .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message), .badSignature(let message):
+        case .unauthorized(let message), .badRequest(let message), .notFound(let message),
+            .methodNotAllowed(let message),
+            .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message),
+            .badSignature(let message):
             return message
         case .encryptionRequired(let what):
-            return "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
+            return
+                "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
         case .notEncrypted(let what):
             return "this account is not end-to-end encrypted, and the request holds sealed records (\(what))"
         case .keyRotated:
-            return "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
+            return
+                "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
         case .accountMoved(let seen, let latest):
-            return "the account changed since this machine last pulled (it has seen up to #\(seen), the account is at #\(latest)): sync and try again (nothing was changed)"
+            return
+                "the account changed since this machine last pulled (it has seen up to #\(seen), the account is at #\(latest)): sync and try again (nothing was changed)"
         case .otherAccount:
-            return "this machine's account key belongs to another account than this device's (nothing was changed): add this account's recovery code with 'brsync key add'"
+            return
+                "this machine's account key belongs to another account than this device's (nothing was changed): add this account's recovery code with 'brsync key add'"
         case .upgradeRequired:
-            return "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
+            return
+                "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
         case .signatureRequired:
-            return "writes to an end-to-end encrypted account are signed with the account key's signing key: a device token alone only reads"
+            return
+                "writes to an end-to-end encrypted account are signed with the account key's signing key: a device token alone only reads"
         case .signingKeyMismatch:
-            return "this request is signed with another key than the one this server keeps for the account: a device token was used "
+            return
+                "this request is signed with another key than the one this server keeps for the account: a device token was used "
                 + "without the key to claim the account, or the server lies. Ask the server's operator to reset the account's encryption"
         case .keyRetired:
-            return "the account was rotated away from this key: it is never taken again (add the current recovery code with 'brsync key add')"
+            return
+                "the account was rotated away from this key: it is never taken again (add the current recovery code with 'brsync key add')"
         case .quotaExceeded(let what, let would, let limit) where what == "devices":
             // Said to the operator (`brsyncd device add`), not to a machine.
-            return "the account has \(would - 1) devices, its limit of \(limit) (revoked devices count): revoke one and give its name "
+            return
+                "the account has \(would - 1) devices, its limit of \(limit) (revoked devices count): revoke one and give its name "
                 + "to the new machine ('brsyncd device token ACCOUNT NAME'), or raise the limit ('brsyncd account limits ACCOUNT --devices N')"
         case .quotaExceeded(let what, _, let limit) where what.hasPrefix("replica streams"):
-            return "this account has pushed under \(limit) device ids, the server's limit: nothing of this request was applied (the edits "
+            return
+                "this account has pushed under \(limit) device ids, the server's limit: nothing of this request was applied (the edits "
                 + "stay on the machine). A copied home or a key change takes a new id; so many mean something pushes under invented ones: "
                 + "ask the server's operator"
         case .quotaExceeded(let what, let would, let limit):
-            return "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
+            return
+                "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
                 + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "
                 + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
         case .encryptionReset:
-            return "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
+            return
+                "the server's operator reset this account's end-to-end encryption: nothing is taken sealed until a machine "
                 + "encrypts it again ('brsync key init')"
         case .rollbackUnconfirmed(let encrypted):
             return encrypted
@@ -154,17 +171,22 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
                     + "encrypted account a new timeline starts only when a key holder confirms it (a signed POST /v1/account/timeline); nothing was changed"
                 : "this cursor is past the account's latest record: a join code's secret does not start a new timeline (nothing was changed)"
         case .timelineLimited(let seconds):
-            return "this account's timeline was started anew moments ago: another start waits \(seconds) s (nothing was changed)"
+            return
+                "this account's timeline was started anew moments ago: another start waits \(seconds) s (nothing was changed)"
         case .revoked: return "this device's token was revoked"
         case .gap(let expected, let got, _):
-            return "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"
+            return
+                "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"
         case .diverged(let acknowledged, _):
-            return "change \(acknowledged) of this device differs from the one the server applied: this replica was copied or restored from an older copy, and needs a device id of its own"
+            return
+                "change \(acknowledged) of this device differs from the one the server applied: this replica was copied or restored from an older copy, and needs a device id of its own"
         case .clockSkew(let ahead, let maximum, _, _):
-            return "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock, or the server's, is off by about that much"
+            return
+                "a stamp is \(Double(ahead) / 1000) s ahead of the server's clock (at most \(maximum / 1000) s allowed): this machine's clock, or the server's, is off by about that much"
         case .database(let error): return "database error: \(error)"
         case .newerSchema(let found, let supported):
-            return "the database has schema version \(found), newer than this brsyncd supports (\(supported)); upgrade brsyncd. The file was left untouched"
+            return
+                "the database has schema version \(found), newer than this brsyncd supports (\(supported)); upgrade brsyncd. The file was left untouched"
         }
     }
 
@@ -173,9 +195,12 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .database(let error) where error.isBusy: return WireError(code: code, message: "the server is busy; retry")
         case .database, .storeUnusable, .newerSchema: return WireError(code: code, message: "internal server error")
-        case .gap(let expected, _, let digest): return WireError(code: code, message: description, acknowledged: expected - 1, digest: digest)
-        case .diverged(let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
-        case .clockSkew(_, _, let acknowledged, let digest): return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
+        case .gap(let expected, _, let digest):
+            return WireError(code: code, message: description, acknowledged: expected - 1, digest: digest)
+        case .diverged(let acknowledged, let digest):
+            return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
+        case .clockSkew(_, _, let acknowledged, let digest):
+            return WireError(code: code, message: description, acknowledged: acknowledged, digest: digest)
         case .keyRotated(let retired): return WireError(code: code, message: description, retired: retired)
         default: return WireError(code: code, message: description)
         }

@@ -62,7 +62,8 @@ public final class ServerMetrics: Sendable {
 
     /// Prometheus text exposition format 0.0.4.
     public func render(openConnections: Int, records: Int, devices: Int, accounts: Int, watches: Int = 0) -> String {
-        var text = "# HELP brsyncd_requests_total HTTP requests by route and status.\n# TYPE brsyncd_requests_total counter\n"
+        var text =
+            "# HELP brsyncd_requests_total HTTP requests by route and status.\n# TYPE brsyncd_requests_total counter\n"
         for (routeIndex, route) in Self.routes.enumerated() {
             for (statusIndex, status) in Self.statuses.enumerated() {
                 let count = requests[routeIndex][statusIndex].value.load(ordering: .relaxed)
@@ -71,26 +72,33 @@ public final class ServerMetrics: Sendable {
             let other = otherStatuses[routeIndex].value.load(ordering: .relaxed)
             if other > 0 { text += "brsyncd_requests_total{route=\"\(route)\",status=\"other\"} \(other)\n" }
         }
-        text += "# HELP brsyncd_request_duration_milliseconds Time to handle a request.\n# TYPE brsyncd_request_duration_milliseconds histogram\n"
+        text +=
+            "# HELP brsyncd_request_duration_milliseconds Time to handle a request.\n# TYPE brsyncd_request_duration_milliseconds histogram\n"
         for (index, bound) in Self.buckets.enumerated() {
-            text += "brsyncd_request_duration_milliseconds_bucket{le=\"\(bound)\"} \(bucketCounts[index].value.load(ordering: .relaxed))\n"
+            text +=
+                "brsyncd_request_duration_milliseconds_bucket{le=\"\(bound)\"} \(bucketCounts[index].value.load(ordering: .relaxed))\n"
         }
         let count = latencyCount.load(ordering: .relaxed)
         text += "brsyncd_request_duration_milliseconds_bucket{le=\"+Inf\"} \(count)\n"
-        text += "brsyncd_request_duration_milliseconds_sum \(Double(latencySumMicroseconds.load(ordering: .relaxed)) / 1000)\n"
+        text +=
+            "brsyncd_request_duration_milliseconds_sum \(Double(latencySumMicroseconds.load(ordering: .relaxed)) / 1000)\n"
         text += "brsyncd_request_duration_milliseconds_count \(count)\n"
         func gauge(_ name: String, _ help: String, _ type: String, _ value: Int) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
         }
         gauge("brsyncd_open_connections", "Connections being served.", "gauge", openConnections)
         gauge("brsyncd_watches", "Watches (GET /v1/watch) waiting for their account to change.", "gauge", watches)
-        gauge("brsyncd_rejected_connections_total", "Connections refused (cap, handshake, bad request).", "counter", rejectedConnections.load(ordering: .relaxed))
+        gauge(
+            "brsyncd_rejected_connections_total", "Connections refused (cap, handshake, bad request).", "counter",
+            rejectedConnections.load(ordering: .relaxed))
         gauge("brsyncd_records", "Records stored.", "gauge", records)
         gauge("brsyncd_devices", "Devices registered.", "gauge", devices)
         gauge("brsyncd_accounts", "Accounts.", "gauge", accounts)
         gauge("brsyncd_pushes_total", "Pushes accepted.", "counter", pushes.load(ordering: .relaxed))
         gauge("brsyncd_pulls_total", "Pulls answered.", "counter", pulls.load(ordering: .relaxed))
-        gauge("brsyncd_records_applied_total", "Pushed record versions merged into the store.", "counter", recordsApplied.load(ordering: .relaxed))
+        gauge(
+            "brsyncd_records_applied_total", "Pushed record versions merged into the store.", "counter",
+            recordsApplied.load(ordering: .relaxed))
         return text
     }
 }

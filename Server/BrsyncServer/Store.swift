@@ -1,8 +1,8 @@
 import Glibc
 import Model
 import Plumbing
-import Synchronization
 import SyncCore
+import Synchronization
 
 /// The vocabulary every store shares (SQLite, PostgreSQL): what the API,
 /// the engine and `brsyncd`'s commands read from a store.
@@ -75,7 +75,10 @@ public enum Store {
         public static let defaultBytes: Int64 = 128 << 20
         public static let defaultDevices: Int64 = 64
 
-        public init(records: Int64 = Limits.defaultRecords, bytes: Int64 = Limits.defaultBytes, devices: Int64 = Limits.defaultDevices) {
+        public init(
+            records: Int64 = Limits.defaultRecords, bytes: Int64 = Limits.defaultBytes,
+            devices: Int64 = Limits.defaultDevices
+        ) {
             self.records = records
             self.bytes = bytes
             self.devices = devices
@@ -127,8 +130,10 @@ public enum Store {
         /// read by ``StoreCore/devices(account:)`` only, for listings).
         public var joinExpiresMillis: Int64?
 
-        public init(id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
-                    lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String) {
+        public init(
+            id: Int64, accountID: Int64, name: String, clientDevice: String?, revoked: Bool, lastSeenMillis: Int64?,
+            lastDeviceSequence: Int64, acknowledgedCursor: Int64, accountUID: String
+        ) {
             self.id = id
             self.accountID = accountID
             self.name = name
@@ -169,8 +174,11 @@ public enum Store {
         public let knownTo: String?
         public let knownAfter: Int64
 
-        public init(sequence: Int64, collection: RecordCollection, key: String, fields: String, versions: String, writer: String? = nil,
-                    knownTo: String?, knownAfter: Int64) {
+        public init(
+            sequence: Int64, collection: RecordCollection, key: String, fields: String, versions: String,
+            writer: String? = nil,
+            knownTo: String?, knownAfter: Int64
+        ) {
             self.sequence = sequence
             self.collection = collection
             self.key = key
@@ -229,8 +237,11 @@ public enum Store {
         /// The records were cut by the page's byte budget: more follow.
         public var truncated = false
 
-        public init(device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?, records: [PulledRow],
-                    epochIsCached: Bool = false) {
+        public init(
+            device: Device, tokenHash: [UInt8], epoch: String, stream: (last: Int64, digest: String)?,
+            records: [PulledRow],
+            epochIsCached: Bool = false
+        ) {
             self.device = device
             self.tokenHash = tokenHash
             self.epoch = epoch
@@ -293,9 +304,12 @@ public enum Store {
         public var usage = Usage(records: 0, bytes: 0)
         public var limits = Limits()
 
-        public init(nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "", signingKey: String = "",
-                    retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "",
-                    usage: Store.Usage = Store.Usage(records: 0, bytes: 0), limits: Store.Limits = Store.Limits()) {
+        public init(
+            nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "",
+            signingKey: String = "",
+            retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "",
+            usage: Store.Usage = Store.Usage(records: 0, bytes: 0), limits: Store.Limits = Store.Limits()
+        ) {
             self.encryptionReset = encryptionReset
             self.epoch = epoch
             self.usage = usage
@@ -342,18 +356,19 @@ public enum Store {
 
         private func writes(device: Device, cursor: Int64, now: Int64, claim: Bool) -> Bool {
             let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
-            return mayWrite && state.withLock { state -> Bool in
-                var write = false
-                if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
-                    if claim { state.acknowledged[device.id] = cursor }
-                    write = true
+            return mayWrite
+                && state.withLock { state -> Bool in
+                    var write = false
+                    if cursor > max(device.acknowledgedCursor, state.acknowledged[device.id] ?? 0) {
+                        if claim { state.acknowledged[device.id] = cursor }
+                        write = true
+                    }
+                    if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
+                        if claim { state.lastSeen[device.id] = now }
+                        write = true
+                    }
+                    return write
                 }
-                if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
-                    if claim { state.lastSeen[device.id] = now }
-                    write = true
-                }
-                return write
-            }
         }
     }
 
@@ -391,7 +406,9 @@ public enum Store {
 
         func entry(_ hash: [UInt8], nowMillis: Int64, lifetimeMillis: Int64 = lifetimeMillis) -> Entry? {
             entries.withLock { entries in
-                guard let entry = entries[hash], nowMillis - entry.atMillis < lifetimeMillis, nowMillis >= entry.atMillis else { return nil }
+                guard let entry = entries[hash], nowMillis - entry.atMillis < lifetimeMillis,
+                    nowMillis >= entry.atMillis
+                else { return nil }
                 return entry
             }
         }
@@ -446,12 +463,15 @@ public enum Store {
                 return nil
             }
             if let waited { throw .timelineLimited(retryAfterSeconds: Int((waited + 999) / 1000)) }
-            logger.withLock { $0 }?("account \(device.accountID): device '\(device.name)' started a new timeline for it (\(reason))")
+            logger.withLock { $0 }?(
+                "account \(device.accountID): device '\(device.name)' started a new timeline for it (\(reason))")
         }
     }
 
     static func validateName(_ name: String, what: String) throws {
-        guard !name.isBlank, name.utf8.count <= 64, !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) else {
+        guard !name.isBlank, name.utf8.count <= 64,
+            !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true })
+        else {
             throw ServerError.badRequest("\(what) names are 1 to 64 characters on one line")
         }
     }

@@ -20,39 +20,56 @@ extension StoreDialect {
         let outsideWrites = outsideWriteMarker()
         let found = try reading { try $0.device(tokenHash: hash) }
         let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
-        if let found { remember(hash, device, storedHash: found.storedHash, generation: generation, outsideWrites: outsideWrites) }
+        if let found {
+            remember(hash, device, storedHash: found.storedHash, generation: generation, outsideWrites: outsideWrites)
+        }
         return device
     }
 
     public func rememberedWatcher(token: String) -> Store.Device? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
         let hash = Tokens.hash(token)
-        guard let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) else { return nil }
+        guard let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) else {
+            return nil
+        }
         return try? Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
     }
 
     /// Keeps `device`, read after `generation` and `outsideWrites` were
     /// taken, for ``rememberedDevice(_:lifetimeMillis:)``.
-    func remember(_ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: WriteMarker?) {
-        tokenCache.keep(hash, Store.TokenCache.Entry(device: device, storedHash: storedHash, generation: generation,
-                                                     outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
+    func remember(
+        _ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: WriteMarker?
+    ) {
+        tokenCache.keep(
+            hash,
+            Store.TokenCache.Entry(
+                device: device, storedHash: storedHash, generation: generation,
+                outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
     }
 
     /// The device remembered for a token hash while it still holds: young
     /// enough, nothing heard of its account since, no write of another process.
-    func rememberedDevice(_ hash: [UInt8], lifetimeMillis: Int64 = Store.TokenCache.lifetimeMillis) -> Store.TokenCache.Entry? {
-        guard let entry = tokenCache.entry(hash, nowMillis: Plumbing.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
-              !watches.changed(account: entry.device.accountID, since: entry.generation),
-              let marker = entry.outsideWrites, marker == outsideWriteMarker() else { return nil }
+    func rememberedDevice(
+        _ hash: [UInt8], lifetimeMillis: Int64 = Store.TokenCache.lifetimeMillis
+    ) -> Store.TokenCache.Entry? {
+        guard
+            let entry = tokenCache.entry(
+                hash, nowMillis: Plumbing.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
+            !watches.changed(account: entry.device.accountID, since: entry.generation),
+            let marker = entry.outsideWrites, marker == outsideWriteMarker()
+        else { return nil }
         return entry
     }
 
-    public func pullFromMemory(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                               clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) -> [UInt8]? {
+    public func pullFromMemory(
+        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
+    ) -> [UInt8]? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
-        return try? noChangeFromMemory(hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                       clientProtocol: clientProtocol, clientKeyID: clientKeyID, clientSigningKey: clientSigningKey,
-                                       mayWrite: false)
+        return try? noChangeFromMemory(
+            hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            clientProtocol: clientProtocol, clientKeyID: clientKeyID, clientSigningKey: clientSigningKey,
+            mayWrite: false)
     }
 
     /// A pull at the account's latest cursor answered from memory
@@ -62,16 +79,20 @@ extension StoreDialect {
     /// not be plain "no change".
     /// - Parameter mayWrite: false for an answer that writes nothing: nil
     ///   when the device's bookkeeping is due a write.
-    func noChangeFromMemory(hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                            clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, mayWrite: Bool = true) throws -> [UInt8]? {
+    func noChangeFromMemory(
+        hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, mayWrite: Bool = true
+    ) throws -> [UInt8]? {
         guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
         let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
-        let known = Store.PullSnapshot(device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],
-                                       epochIsCached: true)
-        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                           epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
-                                           clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
+        let known = Store.PullSnapshot(
+            device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],
+            epochIsCached: true)
+        var page = try SyncEngine.pullPage(
+            since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
+            clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
         if mayWrite {
             try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: false)

@@ -43,15 +43,18 @@ extension StoreDialect {
         guard token.hasPrefix(Tokens.joinPrefix) else { return nil }
         guard let enrollment = try reading({ try $0.enrollment(secretHash: hash) }) else { throw Self.invalidToken }
         if enrollment.usedAtMillis != nil {
-            throw ServerError.unauthorized("this join code was used already ('brsync join' exchanged it for the joining machine's own token): "
-                                           + "ask the server's operator for a new one for another machine")
+            throw ServerError.unauthorized(
+                "this join code was used already ('brsync join' exchanged it for the joining machine's own token): "
+                    + "ask the server's operator for a new one for another machine")
         }
         if !found {
-            throw ServerError.unauthorized("this join code no longer works: its device was given a new token or join code since")
+            throw ServerError.unauthorized(
+                "this join code no longer works: its device was given a new token or join code since")
         }
         if currentMillis() > enrollment.expiresAtMillis {
-            throw ServerError.unauthorized("this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
-                                           + "ask the server's operator for a new one")
+            throw ServerError.unauthorized(
+                "this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
+                    + "ask the server's operator for a new one")
         }
         return nil
     }
@@ -78,8 +81,10 @@ extension StoreDialect {
     /// refused with what the server has; reused numbers (a copied or restored
     /// replica) are refused as `diverged`. A change whose merged record would
     /// be unusable is rejected alone (reported; its number still counts).
-    public func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
-                     maxClockOffsetMilliseconds: Int64) throws -> PushResponse {
+    public func push(
+        _ request: PushRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
+        maxClockOffsetMilliseconds: Int64
+    ) throws -> PushResponse {
         let now = currentMillis()
         // Each change's stored text, digest and chain (see
         // ``ChangeRecord/chained(after:)``), computed outside the write lock.
@@ -88,21 +93,27 @@ extension StoreDialect {
             // The account is locked first; the epoch is read under the lock,
             // so a new epoch started by another process is seen.
             let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
-            let (outcome, timeline) = try SyncEngine.push(request, from: device, authority: authority, prepared: prepared, epoch: storeEpoch,
-                                                          now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
-                                                          timelineGate: timelineGate, in: transaction)
+            let (outcome, timeline) = try SyncEngine.push(
+                request, from: device, authority: authority, prepared: prepared, epoch: storeEpoch,
+                now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
+                timelineGate: timelineGate, in: transaction)
             return (outcome, timeline, storeEpoch)
         }
         epochCache.set(storeEpoch)
-        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 { changed(device.accountID) } else { watches.touched(account: device.accountID) }
+        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 {
+            changed(device.accountID)
+        } else {
+            watches.touched(account: device.accountID)
+        }
         switch outcome {
         case .gap(let expected, let digest, _):
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
         case .diverged(let acknowledged, let digest):
             throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
         case .applied(let acknowledged, let digest, let applied, let lost, let lostOmitted, let rejected, let needed):
-            var response = PushResponse(acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
-                                        acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
+            var response = PushResponse(
+                acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
+                acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
             response.lostOmitted = lostOmitted
             return response
         }
@@ -111,16 +122,23 @@ extension StoreDialect {
     /// Merges whole records a client relays (after a restore): the same merge,
     /// no change numbers, nothing minted. A record with a stamp too far ahead,
     /// or whose merge would be unusable, is rejected alone.
-    public func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
-                      maxClockOffsetMilliseconds: Int64) throws
-        -> (applied: Int, rejected: [RejectedChange], response: PushResponse) {
+    public func relay(
+        _ request: RelayRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
+        maxClockOffsetMilliseconds: Int64
+    ) throws
+        -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
+    {
         let now = currentMillis()
         let (applied, rejected, accountEpoch) = try writing { transaction in
-            try SyncEngine.relay(request, from: device, authority: authority, now: now, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            try SyncEngine.relay(
+                request, from: device, authority: authority, now: now,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
         }
         if applied > 0 { changed(device.accountID) } else { watches.touched(account: device.accountID) }
-        let response = PushResponse(acknowledged: 0, applied: applied, clock: clockStamp(), epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
-                                    rejected: rejected, account: device.accountUID)
+        let response = PushResponse(
+            acknowledged: 0, applied: applied, clock: clockStamp(),
+            epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
+            rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
     }
 
@@ -143,15 +161,21 @@ extension StoreDialect {
     ///     account no longer uses is refused (`key_rotated`).
     ///   - clientSigningKey: the signing key the client derives from it
     ///     (the answer names the account's only when it is another).
-    public func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil, clientEpoch: String? = nil,
-                         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
-                         clientSigningKey: String? = nil,
-                         maxBytes: Int = Store.defaultPageBytes) throws -> [UInt8] {
+    public func pullText(
+        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil,
+        clientEpoch: String? = nil,
+        reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
+        clientSigningKey: String? = nil,
+        maxBytes: Int = Store.defaultPageBytes
+    ) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         let joining = token.hasPrefix(Tokens.joinPrefix)
-        if !joining, !reconciling, let answer = try noChangeFromMemory(hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
-                                                                      clientEpoch: clientEpoch, clientProtocol: clientProtocol,
-                                                                      clientKeyID: clientKeyID, clientSigningKey: clientSigningKey) {
+        if !joining, !reconciling,
+            let answer = try noChangeFromMemory(
+                hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
+                clientEpoch: clientEpoch, clientProtocol: clientProtocol,
+                clientKeyID: clientKeyID, clientSigningKey: clientSigningKey)
+        {
             return answer
         }
         // Taken before the read: a change heard of after it makes the read stale.
@@ -159,18 +183,25 @@ extension StoreDialect {
         let outsideWrites = outsideWriteMarker()
         // The stream is read only for a replica that can prove its latest push.
         let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
-        let snapshot = try reading { try $0.pullSnapshot(tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes) }
+        let snapshot = try reading {
+            try $0.pullSnapshot(
+                tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes)
+        }
         _ = try checkJoinSecret(token, hash: hash, found: snapshot?.device != nil)
         guard let snapshot else { throw Self.invalidToken }
         let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
-        var page = try SyncEngine.pullPage(since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
-                                           epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling, clientProtocol: clientProtocol,
-                                           in: ReadAhead(snapshot: snapshot, clientDevice: proving))
+        var page = try SyncEngine.pullPage(
+            since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling,
+            clientProtocol: clientProtocol,
+            in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: joining)
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
-        if !joining { remember(hash, device, storedHash: snapshot.tokenHash, generation: generation, outsideWrites: outsideWrites) }
+        if !joining {
+            remember(hash, device, storedHash: snapshot.tokenHash, generation: generation, outsideWrites: outsideWrites)
+        }
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 
@@ -181,15 +212,23 @@ extension StoreDialect {
     /// confirms it, signed (``confirmTimeline(of:_:authority:)``); a join
     /// code's secret never starts one.
     /// - Throws: `rollback_unconfirmed` or `timeline_limited`, nothing changed.
-    func finishPull(_ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?, joining: Bool) throws {
+    func finishPull(
+        _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?, joining: Bool
+    ) throws {
         if page.rollback {
-            if joining || device.accountEncrypted { throw ServerError.rollbackUnconfirmed(encrypted: device.accountEncrypted && !joining) }
-            try timelineGate.admit(device, because: "its pull's cursor \(cursor) is past the account's latest record \(device.accountNextSequence - 1)")
+            if joining || device.accountEncrypted {
+                throw ServerError.rollbackUnconfirmed(encrypted: device.accountEncrypted && !joining)
+            }
+            try timelineGate.admit(
+                device,
+                because:
+                    "its pull's cursor \(cursor) is past the account's latest record \(device.accountNextSequence - 1)")
             let seen = page.epoch
             page.epoch = try writing { transaction in
                 let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
                 // Another request, of this process or another, may have started it already.
-                let stored = Store.epoch(store: storeEpoch, account: try transaction.accountCounters(device.accountID)?.epoch ?? "")
+                let stored = Store.epoch(
+                    store: storeEpoch, account: try transaction.accountCounters(device.accountID)?.epoch ?? "")
                 guard stored == seen else { return stored }
                 return Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID))
             }
@@ -220,18 +259,28 @@ extension StoreDialect {
     /// form), so serving a page parses nothing.
     /// - Parameter clientSigningKey: the signing key the client named: the
     ///   account's is left out when it is that one.
-    static func pullJSON(_ page: Store.PulledPage, device: Store.Device, clientSigningKey: String?, clock: HLCTimestamp) -> [UInt8] {
+    static func pullJSON(
+        _ page: Store.PulledPage, device: Store.Device, clientSigningKey: String?, clock: HLCTimestamp
+    ) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(128 + page.rows.reduce(0) { $0 + $1.fields.utf8.count + $1.versions.utf8.count + ($1.writer?.utf8.count ?? 0) + $1.key.utf8.count + 74 })
-        PullResponse.write(account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
-                           keyID: device.accountEncrypted ? device.accountKeyID : nil,
-                           signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
-                           encryptionReset: device.accountEncryptionReset, next: page.next, into: &output) { output in
+        output.reserveCapacity(
+            128
+                + page.rows.reduce(0) {
+                    $0 + $1.fields.utf8.count + $1.versions.utf8.count + ($1.writer?.utf8.count ?? 0)
+                        + $1.key.utf8.count + 74
+                })
+        PullResponse.write(
+            account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
+            keyID: device.accountEncrypted ? device.accountKeyID : nil,
+            signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
+            encryptionReset: device.accountEncryptionReset, next: page.next, into: &output
+        ) { output in
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                ChangeRecord.write(collection: row.collection, key: row.key, sequence: row.sequence, into: &output,
-                                   fields: { $0 += row.fields.utf8 }, versions: { $0 += row.versions.utf8 },
-                                   writer: row.writer.map { writer in { $0 += writer.utf8 } })
+                ChangeRecord.write(
+                    collection: row.collection, key: row.key, sequence: row.sequence, into: &output,
+                    fields: { $0 += row.fields.utf8 }, versions: { $0 += row.versions.utf8 },
+                    writer: row.writer.map { writer in { $0 += writer.utf8 } })
             }
         }
         return output
@@ -244,17 +293,28 @@ extension StoreDialect {
     /// account's timeline as it is.
     /// - Throws: `not_encrypted` for a readable account (a pull starts its
     ///   timeline), or what ``SyncEngine/authorize(_:account:)`` refuses.
-    public func confirmTimeline(of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority) throws -> TimelineResponse {
+    public func confirmTimeline(
+        of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority
+    ) throws -> TimelineResponse {
         let answer = try writing { transaction -> TimelineResponse in
             let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
             guard let counters = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
-            guard counters.encrypted else { throw ServerError.notEncrypted("a readable account's timeline starts with the pull that finds it rolled back") }
-            if let first = try SyncEngine.authorize(authority, account: counters) { try transaction.registerSigningKey(account: device.accountID, first) }
+            guard counters.encrypted else {
+                throw ServerError.notEncrypted(
+                    "a readable account's timeline starts with the pull that finds it rolled back")
+            }
+            if let first = try SyncEngine.authorize(authority, account: counters) {
+                try transaction.registerSigningKey(account: device.accountID, first)
+            }
             let current = Store.epoch(store: storeEpoch, account: counters.epoch)
-            guard request.epoch == current, request.since > counters.nextSequence - 1 else { return TimelineResponse(epoch: current, changed: false) }
-            return TimelineResponse(epoch: Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID)), changed: true)
+            guard request.epoch == current, request.since > counters.nextSequence - 1 else {
+                return TimelineResponse(epoch: current, changed: false)
+            }
+            return TimelineResponse(
+                epoch: Store.epoch(store: storeEpoch, account: try transaction.startNewAccountEpoch(device.accountID)),
+                changed: true)
         }
         if answer.changed { changed(device.accountID) }
         return answer
@@ -264,16 +324,21 @@ extension StoreDialect {
     /// locked as a push locks it, so no push of the account slips past; the
     /// dialect then scrubs what the deletion left (see
     /// ``StoreDialect/scrubAfterEncrypting()``).
-    public func encryptAccount(of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority) throws -> EncryptResponse {
+    public func encryptAccount(
+        of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority
+    ) throws -> EncryptResponse {
         let result = try writing { transaction -> EncryptResponse in
             guard try transaction.deviceRevoked(device.id) == false else { throw ServerError.revoked }
             guard let current = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }
             let signingKey = current.signingKey.isEmpty ? nil : current.signingKey
-            switch try SyncEngine.keyChange(request, authority: authority, account: current, accountUID: device.accountUID) {
+            switch try SyncEngine.keyChange(
+                request, authority: authority, account: current, accountUID: device.accountUID)
+            {
             case .none:
-                return EncryptResponse(changed: false, keyID: current.keyID, signingKey: current.encrypted ? signingKey : nil)
+                return EncryptResponse(
+                    changed: false, keyID: current.keyID, signingKey: current.encrypted ? signingKey : nil)
             case .register(let publicKey):
                 try transaction.registerSigningKey(account: device.accountID, publicKey)
                 return EncryptResponse(changed: false, keyID: current.keyID, signingKey: publicKey)
@@ -294,7 +359,9 @@ extension StoreDialect {
     public func resetEncryption(account name: String) throws -> Bool {
         let reset = try writing { transaction -> Int64? in
             let id = try Self.account(name, in: transaction)
-            guard let current = try transaction.accountCounters(id) else { throw ServerError.notFound("no account named '\(name)'") }
+            guard let current = try transaction.accountCounters(id) else {
+                throw ServerError.notFound("no account named '\(name)'")
+            }
             guard current.encrypted else { return nil }
             // A timeline of its own: every machine of the account re-syncs
             // and sends what it holds (keyless ones readable at once, key
@@ -302,7 +369,8 @@ extension StoreDialect {
             _ = try transaction.startNewAccountEpoch(id)
             // The key is retired: the account is encrypted again with a new one.
             let retired = current.retiredKeys.filter { $0 != current.keyID } + [current.keyID]
-            try transaction.setEncryption(account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))
+            try transaction.setEncryption(
+                account: id, Store.Encryption(keyID: "", signingKey: "", retiredKeys: retired, reset: true))
             return id
         }
         guard let reset else { return false }
@@ -329,7 +397,9 @@ extension StoreDialect {
     public func addAccount(_ name: String) throws {
         try Store.validateName(name, what: "account")
         try writing { transaction in
-            if try transaction.accountID(named: name) != nil { throw ServerError.conflict("the account '\(name)' exists already") }
+            if try transaction.accountID(named: name) != nil {
+                throw ServerError.conflict("the account '\(name)' exists already")
+            }
             try transaction.insertAccount(name: name, uid: Crypto.hex(Crypto.randomBytes(8)), now: currentMillis())
         }
     }
@@ -363,7 +433,8 @@ extension StoreDialect {
 
     /// Changes an account's limits (nil: unchanged); each at least 1.
     /// - Returns: the limits now.
-    public func setLimits(account name: String, records: Int64?, bytes: Int64?, devices: Int64?) throws -> Store.Limits {
+    public func setLimits(account name: String, records: Int64?, bytes: Int64?, devices: Int64?) throws -> Store.Limits
+    {
         for (what, value) in [("records", records), ("bytes", bytes), ("devices", devices)] {
             if let value, value < 1 { throw ServerError.badRequest("a limit of \(what) is at least 1 (got \(value))") }
         }
@@ -379,7 +450,9 @@ extension StoreDialect {
     }
 
     private static func account(_ name: String, in transaction: Transaction) throws -> Int64 {
-        guard let id = try transaction.accountID(named: name) else { throw ServerError.notFound("no account named '\(name)'") }
+        guard let id = try transaction.accountID(named: name) else {
+            throw ServerError.notFound("no account named '\(name)'")
+        }
         return id
     }
 
@@ -420,7 +493,9 @@ extension StoreDialect {
         return token
     }
 
-    public func enroll(account: String, device name: String, adding: Bool, validMilliseconds: Int64) throws -> Store.JoinSecret {
+    public func enroll(
+        account: String, device name: String, adding: Bool, validMilliseconds: Int64
+    ) throws -> Store.JoinSecret {
         if adding { try Store.validateName(name, what: "device") }
         let secret = Tokens.makeJoinSecret()
         let hash = Tokens.hash(secret)
@@ -429,8 +504,12 @@ extension StoreDialect {
             let id = try Self.account(account, in: transaction)
             let encrypted = try transaction.accountCounters(id)?.encrypted ?? false
             let existing = try transaction.deviceID(account: id, name: name)
-            if adding, existing != nil { throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already") }
-            if !adding, existing == nil { throw ServerError.notFound("the account '\(account)' has no device named '\(name)'") }
+            if adding, existing != nil {
+                throw ServerError.conflict("the account '\(account)' has a device named '\(name)' already")
+            }
+            if !adding, existing == nil {
+                throw ServerError.notFound("the account '\(account)' has no device named '\(name)'")
+            }
             if existing == nil {
                 try Self.checkDeviceLimit(account: id, in: transaction)
                 try transaction.insertDevice(account: id, name: name, tokenHash: hash, now: now)
@@ -447,9 +526,12 @@ extension StoreDialect {
     }
 
     public func join(secret: String, token: String) throws -> Store.Device {
-        guard secret.hasPrefix(Tokens.joinPrefix) else { throw ServerError.unauthorized("this is not a join code's secret") }
+        guard secret.hasPrefix(Tokens.joinPrefix) else {
+            throw ServerError.unauthorized("this is not a join code's secret")
+        }
         guard Tokens.isWellFormed(token) else {
-            throw ServerError.badRequest("the new token must be '\(Tokens.prefix)' and 43 characters of base64url (256 random bits)")
+            throw ServerError.badRequest(
+                "the new token must be '\(Tokens.prefix)' and 43 characters of base64url (256 random bits)")
         }
         let (secretHash, tokenHash) = (Tokens.hash(secret), Tokens.hash(token))
         try writing { transaction in
@@ -457,18 +539,22 @@ extension StoreDialect {
             if enrollment.usedAtMillis != nil {
                 // The same machine asking again (its answer was lost): done already.
                 guard let used = enrollment.tokenHash, Crypto.constantTimeEqual(used, tokenHash) else {
-                    throw ServerError.unauthorized("this join code was used already: ask the server's operator for a new one for another machine")
+                    throw ServerError.unauthorized(
+                        "this join code was used already: ask the server's operator for a new one for another machine")
                 }
                 return
             }
             if currentMillis() > enrollment.expiresAtMillis {
-                throw ServerError.unauthorized("this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
-                                               + "ask the server's operator for a new one")
+                throw ServerError.unauthorized(
+                    "this join code expired at \(Timestamp.iso8601(millis: enrollment.expiresAtMillis)): "
+                        + "ask the server's operator for a new one")
             }
             // Current only while the device's token is still the secret (no
             // newer token or code since), and the device is not revoked.
-            guard let holder = try transaction.device(tokenHash: secretHash), holder.device.id == enrollment.device else {
-                throw ServerError.unauthorized("this join code no longer works: its device was given a new token or join code since")
+            guard let holder = try transaction.device(tokenHash: secretHash), holder.device.id == enrollment.device
+            else {
+                throw ServerError.unauthorized(
+                    "this join code no longer works: its device was given a new token or join code since")
             }
             if holder.device.revoked { throw ServerError.revoked }
             try transaction.setToken(device: enrollment.device, tokenHash: tokenHash)

@@ -49,7 +49,9 @@ public protocol StoreTransaction: SyncWriteTransaction {
     /// The records stop at `limit`, or once those taken hold `maxBytes` of
     /// stored text (fields and versions; the first record is always taken,
     /// so a page is at most `maxBytes` plus one record): ``Store/PullSnapshot/truncated`` then.
-    func pullSnapshot(tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int) throws -> Store.PullSnapshot?
+    func pullSnapshot(
+        tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int
+    ) throws -> Store.PullSnapshot?
     /// The device whose token hashes to `tokenHash`, with the hash stored for
     /// it and its account's counters and encryption.
     func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])?
@@ -129,8 +131,10 @@ public protocol SyncWriteTransaction {
     /// (``Store/RecordVersion``); `fieldsText` is its fields as
     /// ``RecordState/encodeFields(_:)`` writes them, when the caller has
     /// that already.
-    func upsertRecord(account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?, fieldsText: String?,
-                      sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws
+    func upsertRecord(
+        account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
+        fieldsText: String?,
+        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
     /// What the account holds now, this transaction's writes included.

@@ -34,10 +34,12 @@ public enum StoreMigration {
             _ = try connection.run("LOCK TABLE accounts IN EXCLUSIVE MODE")
             let existing = try connection.queryFirst("SELECT count(*) FROM accounts") { $0.int(0) ?? 0 } ?? 0
             guard existing == 0 else {
-                throw ServerError.conflict("the PostgreSQL store holds \(existing) account(s) already; migrate copies into an empty store")
+                throw ServerError.conflict(
+                    "the PostgreSQL store holds \(existing) account(s) already; migrate copies into an empty store")
             }
             for row in snapshot.accounts {
-                try connection.run("""
+                try connection.run(
+                    """
                     INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
                                           signing_key, retired_keys, encryption_reset, epoch,
                                           max_records, max_bytes, max_devices)
@@ -45,39 +47,52 @@ public enum StoreMigration {
                     """, row)
             }
             for row in snapshot.devices {
-                try connection.run("""
+                try connection.run(
+                    """
                     INSERT INTO devices (id, account_id, name, token_hash, client_device, revoked, created_at, last_seen,
                                          last_device_seq, acknowledged_cursor)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                     """, row)
             }
             for row in snapshot.streams {
-                try connection.run("INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)", row)
+                try connection.run(
+                    "INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)",
+                    row)
             }
             for row in snapshot.records {
-                try connection.run("""
+                try connection.run(
+                    """
                     INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                     """, row)
             }
             for row in snapshot.enrollments {
-                try connection.run("INSERT INTO enrollments (secret_hash, device_id, expires_at, used_at, token_hash) VALUES ($1, $2, $3, $4, $5)", row)
+                try connection.run(
+                    "INSERT INTO enrollments (secret_hash, device_id, expires_at, used_at, token_hash) VALUES ($1, $2, $3, $4, $5)",
+                    row)
             }
             // New accounts and devices are numbered after the copied ones.
-            try connection.execute("""
+            try connection.execute(
+                """
                 SELECT setval(pg_get_serial_sequence('accounts', 'id'), COALESCE((SELECT MAX(id) FROM accounts), 0) + 1, false);
                 SELECT setval(pg_get_serial_sequence('devices', 'id'), COALESCE((SELECT MAX(id) FROM devices), 0) + 1, false);
                 """)
             try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(snapshot.epoch)])
-            let counts = try connection.queryFirst("""
-                SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM devices),
-                       (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records), (SELECT count(*) FROM enrollments)
-                """) {
-                    Counts(accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1, records: $0.int(3) ?? -1,
-                           enrollments: $0.int(4) ?? -1)
+            let counts =
+                try connection.queryFirst(
+                    """
+                    SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM devices),
+                           (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records), (SELECT count(*) FROM enrollments)
+                    """
+                ) {
+                    Counts(
+                        accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1,
+                        records: $0.int(3) ?? -1,
+                        enrollments: $0.int(4) ?? -1)
                 } ?? Counts()
             guard counts == snapshot.counts else {
-                throw ServerError.storeUnusable("the copy holds \(counts), the SQLite store \(snapshot.counts); nothing was kept")
+                throw ServerError.storeUnusable(
+                    "the copy holds \(counts), the SQLite store \(snapshot.counts); nothing was kept")
             }
             return counts
         }
@@ -94,7 +109,9 @@ public enum StoreMigration {
         var enrollments: [[PostgresValue]] = []
         var epoch = ""
         var counts: Counts {
-            Counts(accounts: accounts.count, devices: devices.count, streams: streams.count, records: records.count, enrollments: enrollments.count)
+            Counts(
+                accounts: accounts.count, devices: devices.count, streams: streams.count, records: records.count,
+                enrollments: enrollments.count)
         }
 
         init(_ database: Database) throws {
@@ -108,22 +125,31 @@ public enum StoreMigration {
                 }
             }
             func flag(_ row: Row, _ column: Int) -> PostgresValue { .bool(row.int64(column).map { $0 != 0 } ?? false) }
-            accounts = try database.query("""
+            accounts = try database.query(
+                """
                 SELECT id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
                        signing_key, retired_keys, encryption_reset, epoch, max_records, max_bytes, max_devices FROM accounts ORDER BY id
-                """) { row in (0..<16).map { $0 == 7 || $0 == 11 ? flag(row, $0) : value(row, $0) } }
-            devices = try database.query("""
+                """
+            ) { row in (0..<16).map { $0 == 7 || $0 == 11 ? flag(row, $0) : value(row, $0) } }
+            devices = try database.query(
+                """
                 SELECT id, account_id, name, token_hash, client_device, revoked, created_at, last_seen, last_device_seq, acknowledged_cursor
                 FROM devices ORDER BY id
-                """) { row in (0..<10).map { $0 == 5 ? flag(row, $0) : value(row, $0) } }
-            streams = try database.query("SELECT account_id, client_device, last_seq, last_digest FROM device_streams") { row in
+                """
+            ) { row in (0..<10).map { $0 == 5 ? flag(row, $0) : value(row, $0) } }
+            streams = try database.query("SELECT account_id, client_device, last_seq, last_digest FROM device_streams")
+            { row in
                 (0..<4).map { value(row, $0) }
             }
-            records = try database.query("""
+            records = try database.query(
+                """
                 SELECT account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer
                 FROM records ORDER BY account_id, seq
-                """) { row in (0..<11).map { $0 == 6 ? flag(row, $0) : value(row, $0) } }
-            enrollments = try database.query("SELECT secret_hash, device_id, expires_at, used_at, token_hash FROM enrollments") { row in
+                """
+            ) { row in (0..<11).map { $0 == 6 ? flag(row, $0) : value(row, $0) } }
+            enrollments = try database.query(
+                "SELECT secret_hash, device_id, expires_at, used_at, token_hash FROM enrollments"
+            ) { row in
                 (0..<5).map { value(row, $0) }
             }
             epoch = try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""

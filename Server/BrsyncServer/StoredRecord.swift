@@ -12,10 +12,14 @@ enum StoredRecord {
     }
 
     /// A stored record as a push merges into it; `writer` as stored (NULL: none).
-    static func version(fields: String, versions: String, sequence: Int64, writer: String?) throws -> Store.RecordVersion {
+    static func version(
+        fields: String, versions: String, sequence: Int64, writer: String?
+    ) throws -> Store.RecordVersion {
         let state = try decode(fields: fields, versions: versions)
         guard let writer else { return Store.RecordVersion(state: state, sequence: sequence) }
-        do { return Store.RecordVersion(state: state, sequence: sequence, writer: try VersionVector(json: writer)) } catch {
+        do {
+            return Store.RecordVersion(state: state, sequence: sequence, writer: try VersionVector(json: writer))
+        } catch {
             throw ServerError.storeUnusable("a stored record is damaged: \(error)")
         }
     }
@@ -28,9 +32,12 @@ enum StoredRecord {
     }
 
     /// A stored record version as change `sequence`.
-    static func change(sequence: Int64?, collection: String?, key: String?, fields: String?, versions: String?) throws -> ChangeRecord {
-        ChangeRecord(sequence: sequence ?? 0, collection: try Self.collection(collection), key: key ?? "",
-                     state: try decode(fields: fields ?? "{}", versions: versions ?? "{}"))
+    static func change(
+        sequence: Int64?, collection: String?, key: String?, fields: String?, versions: String?
+    ) throws -> ChangeRecord {
+        ChangeRecord(
+            sequence: sequence ?? 0, collection: try Self.collection(collection), key: key ?? "",
+            state: try decode(fields: fields ?? "{}", versions: versions ?? "{}"))
     }
 }
 

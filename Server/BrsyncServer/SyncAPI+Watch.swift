@@ -45,16 +45,21 @@ extension SyncAPI {
         // Taken before the account is read: tells whether a change may have
         // come between the read and the watch being registered.
         let generation = hub.generation
-        let remembered = fromMemoryOnly ? store.rememberedWatcher(token: token) : try store.authenticateRemembered(token: token)
+        let remembered =
+            fromMemoryOnly ? store.rememberedWatcher(token: token) : try store.authenticateRemembered(token: token)
         guard let device = remembered else { return nil }
         let query = request.queryItems
         guard let sinceText = query["since"], let since = Int64(sinceText), since >= 0 else {
             throw ServerError.badRequest("since must be a cursor (a number 0 or more): the one the last pull ended at")
         }
         let epoch = query["epoch"]
-        if let epoch, epoch.isEmpty || epoch.utf8.count > 64 { throw ServerError.badRequest("epoch must be the one the last pull answered") }
+        if let epoch, epoch.isEmpty || epoch.utf8.count > 64 {
+            throw ServerError.badRequest("epoch must be the one the last pull answered")
+        }
         let key = query["key"]
-        if let key, !Wire.isKeyID(key) { throw ServerError.badRequest("key must be an account key's id (16 hex digits)") }
+        if let key, !Wire.isKeyID(key) {
+            throw ServerError.badRequest("key must be an account key's id (16 hex digits)")
+        }
         var waitMilliseconds = (Self.maxWatchSeconds * 1000) - Int.random(in: 0...5000)
         if let text = query["wait"] {
             guard let seconds = Int(text), (1...Self.maxWatchSeconds).contains(seconds) else {
@@ -68,25 +73,31 @@ extension SyncAPI {
         // before is in the read, so none is missed.
         let holder = WatchHolder()
         let timeline = Mutex("")
-        let later = LaterAnswer(waitMilliseconds: waitMilliseconds, make: { [self] woken in
-            // Every change to the account, this process's or (through
-            // NOTIFY) another's, wakes the watch, and a lost notification
-            // wakes them all: a wait that ran out saw none, and is answered
-            // from memory. A change no notification told of (a database
-            // without NOTIFY, another process writing the file) is found by
-            // the client's next watch, which reads the account as it arrives.
-            var response = woken ? watchAnswer(token: token, since: since, epoch: epoch, key: key).response
-                : Self.unchanged(cursor: since, epoch: timeline.withLock { $0 })
-            response.headers.add(Wire.timeHeader, String(store.currentMillis()))
-            return response
-        }, ended: { hub.remove(account: device.accountID, id: holder.id) })
+        let later = LaterAnswer(
+            waitMilliseconds: waitMilliseconds,
+            make: { [self] woken in
+                // Every change to the account, this process's or (through
+                // NOTIFY) another's, wakes the watch, and a lost notification
+                // wakes them all: a wait that ran out saw none, and is answered
+                // from memory. A change no notification told of (a database
+                // without NOTIFY, another process writing the file) is found by
+                // the client's next watch, which reads the account as it arrives.
+                var response =
+                    woken
+                    ? watchAnswer(token: token, since: since, epoch: epoch, key: key).response
+                    : Self.unchanged(cursor: since, epoch: timeline.withLock { $0 })
+                response.headers.add(Wire.timeHeader, String(store.currentMillis()))
+                return response
+            }, ended: { hub.remove(account: device.accountID, id: holder.id) })
         holder.id = hub.add(account: device.accountID, device: device.id, later: later)
         let heard = hub.changed(account: device.accountID, since: generation)
         if heard && fromMemoryOnly {
             later.end()
             return nil
         }
-        let now = heard ? watchAnswer(token: token, since: since, epoch: epoch, key: key)
+        let now =
+            heard
+            ? watchAnswer(token: token, since: since, epoch: epoch, key: key)
             : Self.watchAnswer(device, since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
         if now.changed {
             later.end()
@@ -99,8 +110,10 @@ extension SyncAPI {
     }
 
     /// What `device`'s account held when it was read, against the watch's cursor, timeline and key.
-    private static func watchAnswer(_ device: Store.Device, since: Int64, epoch: String?, key: String?,
-                                    storeEpoch: String) -> (changed: Bool, epoch: String, response: HTTPResponse) {
+    private static func watchAnswer(
+        _ device: Store.Device, since: Int64, epoch: String?, key: String?,
+        storeEpoch: String
+    ) -> (changed: Bool, epoch: String, response: HTTPResponse) {
         let latest = device.accountNextSequence - 1
         let current = Store.epoch(store: storeEpoch, account: device.accountEpoch)
         // A cursor past the latest: the store was rolled back; the pull says what to do.
@@ -112,13 +125,17 @@ extension SyncAPI {
 
     /// "No change": the watch's cursor and the account's timeline.
     private static func unchanged(cursor: Int64, epoch: String) -> HTTPResponse {
-        HTTPResponse.json(200, JSONValue.object(["changed": .bool(false), "cursor": .int(cursor), "epoch": .string(epoch)]).jsonText)
+        HTTPResponse.json(
+            200, JSONValue.object(["changed": .bool(false), "cursor": .int(cursor), "epoch": .string(epoch)]).jsonText)
     }
 
     /// What the account holds now, against the watch's cursor, timeline and key.
-    private func watchAnswer(token: String, since: Int64, epoch: String?, key: String?) -> (changed: Bool, epoch: String, response: HTTPResponse) {
+    private func watchAnswer(
+        token: String, since: Int64, epoch: String?, key: String?
+    ) -> (changed: Bool, epoch: String, response: HTTPResponse) {
         do {
-            return Self.watchAnswer(try store.authenticate(token: token), since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
+            return Self.watchAnswer(
+                try store.authenticate(token: token), since: since, epoch: epoch, key: key, storeEpoch: store.epoch)
         } catch let error as ServerError {
             return (true, "", Self.answer(error))
         } catch {

@@ -33,8 +33,10 @@ public final class SyncAPI: Sendable {
     /// Requests in progress per bearer token.
     let gate: RequestGate
 
-    public init(store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
-                activeRequests: @escaping @Sendable () -> Int = { 0 }) {
+    public init(
+        store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
+        activeRequests: @escaping @Sendable () -> Int = { 0 }
+    ) {
         self.activeRequests = activeRequests
         self.store = store
         self.configuration = configuration
@@ -58,8 +60,11 @@ public final class SyncAPI: Sendable {
         // that never reads holds its slot, not a new page each time.
         guard let credential = request.headers["Authorization"] else { return work(request, context) }
         guard gate.enter(credential) else {
-            logger.info("\(request.method) \(request.path) from \(context.peer): 503 this token's requests in progress are at the limit")
-            return Self.answer(ServerError.unavailable("this device has \(gate.limit) requests in progress already; retry"))
+            logger.info(
+                "\(request.method) \(request.path) from \(context.peer): 503 this token's requests in progress are at the limit"
+            )
+            return Self.answer(
+                ServerError.unavailable("this device has \(gate.limit) requests in progress already; retry"))
         }
         var response = work(request, context)
         let gate = gate
@@ -105,7 +110,9 @@ public final class SyncAPI: Sendable {
                 // Records readable for an encrypted account, or sealed with a
                 // key it left, are refused before they are sent (the client
                 // waits for `100 Continue`).
-                if head.path == "/v1/push" || head.path == "/v1/relay", let claim = try Self.sealedWith(head) { try SyncEngine.checkSealing(claim, of: device) }
+                if head.path == "/v1/push" || head.path == "/v1/relay", let claim = try Self.sealedWith(head) {
+                    try SyncEngine.checkSealing(claim, of: device)
+                }
                 return nil
             case "/v1/join":
                 // A secret the server never issued is refused on the headers;
@@ -115,12 +122,17 @@ public final class SyncAPI: Sendable {
                 guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
                 let secret = try bearerToken(head)
                 guard secret.hasPrefix(Tokens.joinPrefix) else {
-                    throw ServerError.unauthorized("/v1/join takes a join code's secret ('\(Tokens.joinPrefix)…') as its bearer token")
+                    throw ServerError.unauthorized(
+                        "/v1/join takes a join code's secret ('\(Tokens.joinPrefix)…') as its bearer token")
                 }
-                guard let length = head.headers["Content-Length"].flatMap(Int.init), length <= Self.maxJoinBodyBytes else {
-                    throw ServerError.badRequest("a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
+                guard let length = head.headers["Content-Length"].flatMap(Int.init), length <= Self.maxJoinBodyBytes
+                else {
+                    throw ServerError.badRequest(
+                        "a join request is a JSON body of at most \(Self.maxJoinBodyBytes) bytes, with Content-Length")
                 }
-                guard try store.joinSecretIssued(secret) else { throw ServerError.unauthorized("the token is not valid") }
+                guard try store.joinSecretIssued(secret) else {
+                    throw ServerError.unauthorized("the token is not valid")
+                }
                 return nil
             case "/v1/pull", "/v1/health", "/v1/watch":
                 throw ServerError.badRequest("\(head.path) takes no body")
@@ -128,7 +140,9 @@ public final class SyncAPI: Sendable {
                 throw ServerError.notFound("no such endpoint: \(head.path)")
             }
         } catch let error as ServerError {
-            logger.info("\(head.method) \(head.path) from \(context.peer): refused before the body: \(error.httpStatus) \(error.code)")
+            logger.info(
+                "\(head.method) \(head.path) from \(context.peer): refused before the body: \(error.httpStatus) \(error.code)"
+            )
             var response = Self.answer(error)
             response.headers.add(Wire.timeHeader, String(store.currentMillis()))
             return response
@@ -157,10 +171,14 @@ public final class SyncAPI: Sendable {
             guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/pull") }
             return try pull(request)
         case "/v1/account/encrypt":
-            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt") }
+            guard request.method == "POST" else {
+                throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt")
+            }
             return try encrypt(request)
         case "/v1/account/timeline":
-            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/account/timeline") }
+            guard request.method == "POST" else {
+                throw ServerError.methodNotAllowed("use POST for /v1/account/timeline")
+            }
             return try confirmTimeline(request)
         case "/v1/watch":
             guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/watch") }
@@ -169,8 +187,12 @@ public final class SyncAPI: Sendable {
             guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
             return try join(request)
         case "/v1/health":
-            guard request.method == "GET" || request.method == "HEAD" else { throw ServerError.methodNotAllowed("use GET for /v1/health") }
-            let body = JSONValue.object(["status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion)])
+            guard request.method == "GET" || request.method == "HEAD" else {
+                throw ServerError.methodNotAllowed("use GET for /v1/health")
+            }
+            let body = JSONValue.object([
+                "status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion),
+            ])
             return HTTPResponse.json(200, body.jsonText)
         default:
             throw ServerError.notFound("no such endpoint: \(request.path)")
@@ -221,7 +243,8 @@ public final class SyncAPI: Sendable {
     /// (the head was checked before the body came).
     static func checkSealedWith(_ request: HTTPRequest, body keyID: String?) throws(ServerError) {
         guard let claim = try sealedWith(request), claim.keyID != keyID else { return }
-        throw .badRequest("the body's key (\(keyID ?? "none")) is not the one \(Wire.sealedWithHeader) names (\(claim))")
+        throw .badRequest(
+            "the body's key (\(keyID ?? "none")) is not the one \(Wire.sealedWithHeader) names (\(claim))")
     }
 
     /// The device, authenticated, and refused when its account is encrypted
@@ -247,7 +270,9 @@ public final class SyncAPI: Sendable {
         if let account = asked.account, account != device.accountUID { throw ServerError.otherAccount }
         let answer = try store.encryptAccount(of: device, asked, authority: authority)
         if answer.changed {
-            logger.notice("account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'")
+            logger.notice(
+                "account \(device.accountID): \(asked.replacing == nil ? "made end-to-end encrypted" : "account key rotated") by device '\(device.name)'"
+            )
         }
         return HTTPResponse.json(200, answer.json.jsonText)
     }
@@ -260,21 +285,26 @@ public final class SyncAPI: Sendable {
         let asked = try read(request, TimelineRequest.init(reading:))
         let answer = try store.confirmTimeline(of: device, asked, authority: authority)
         if answer.changed {
-            logger.notice("account \(device.accountID): device '\(device.name)' confirmed a rollback, signed with the account key: a new timeline starts")
+            logger.notice(
+                "account \(device.accountID): device '\(device.name)' confirmed a rollback, signed with the account key: a new timeline starts"
+            )
         }
         return HTTPResponse.json(200, answer.json.jsonText)
     }
 
     /// What a write request brings to prove it comes from a key holder.
     private func writeAuthority(_ request: HTTPRequest) throws -> WriteAuthority {
-        try WriteAuthority(clientProtocol: try Self.clientProtocol(request), signatureHeader: request.headers[WriteSignature.header],
-                           token: try bearerToken(request), method: request.method, path: String(request.path), body: request.body)
+        try WriteAuthority(
+            clientProtocol: try Self.clientProtocol(request), signatureHeader: request.headers[WriteSignature.header],
+            token: try bearerToken(request), method: request.method, path: String(request.path), body: request.body)
     }
 
     static let maxJoinBodyBytes = 1024
 
     static var joinSecretOnlyReads: ServerError {
-        .unauthorized("a join code's secret only reads until 'brsync join' exchanges it for the device's own token (POST /v1/join)")
+        .unauthorized(
+            "a join code's secret only reads until 'brsync join' exchanges it for the device's own token (POST /v1/join)"
+        )
     }
 
     /// Exchanges a join code's secret (the bearer token) for the joining
@@ -288,8 +318,12 @@ public final class SyncAPI: Sendable {
     }
 
     /// A request's body read as a message: a 400 that says what is wrong otherwise.
-    private func read<Message>(_ request: HTTPRequest, _ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message) throws(ServerError) -> Message {
-        let result = request.body.withUnsafeBufferPointer { bytes in Result { () throws(Wire.ReadError) in try read(bytes) } }
+    private func read<Message>(
+        _ request: HTTPRequest, _ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message
+    ) throws(ServerError) -> Message {
+        let result = request.body.withUnsafeBufferPointer { bytes in
+            Result { () throws(Wire.ReadError) in try read(bytes) }
+        }
         switch result {
         case .success(let message): return message
         case .failure(.notJSON(let error)): throw ServerError.badRequest("the body is not JSON: \(error)")
@@ -301,7 +335,9 @@ public final class SyncAPI: Sendable {
         let device = try authenticateSpeaking(request)
         let relay = try read(request, RelayRequest.init(reading:))
         try Self.checkSealedWith(request, body: relay.keyID)
-        let result = try store.relay(relay, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
+        let result = try store.relay(
+            relay, from: device, authority: try writeAuthority(request),
+            maxClockOffsetMilliseconds: configuration.maxRelayClockOffsetMilliseconds)
         metrics.pushed(applied: result.applied)
         return HTTPResponse.json(200, result.response.json.jsonText)
     }
@@ -311,7 +347,9 @@ public final class SyncAPI: Sendable {
         let push = try read(request, PushRequest.init(reading:))
         try Self.checkSealedWith(request, body: push.keyID)
         let started = Deadline.now()
-        let response = try store.push(push, from: device, authority: try writeAuthority(request), maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
+        let response = try store.push(
+            push, from: device, authority: try writeAuthority(request),
+            maxClockOffsetMilliseconds: configuration.maxClockOffsetMilliseconds)
         let applyMilliseconds = Deadline.now().milliseconds - started.milliseconds
         metrics.pushed(applied: response.applied)
         var answer = HTTPResponse.json(200, response.json.jsonText)
@@ -333,9 +371,10 @@ public final class SyncAPI: Sendable {
             _ = try store.authenticate(token: token)
             throw ServerError.badRequest(error.message)
         }
-        let body = try store.pullText(token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
-                                      reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-                                      clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
+        let body = try store.pullText(
+            token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
+            reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+            clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
@@ -351,10 +390,12 @@ public final class SyncAPI: Sendable {
         switch (request.path, request.method) {
         case ("/v1/pull", "GET"):
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
-                  let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
-                  let body = store.pullFromMemory(token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
-                                                  clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-                                                  clientSigningKey: query.signingKey) else { return nil }
+                let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
+                let body = store.pullFromMemory(
+                    token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
+                    clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+                    clientSigningKey: query.signingKey)
+            else { return nil }
             metrics.pulled()
             response = HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
         case ("/v1/watch", "GET"):
@@ -389,12 +430,16 @@ struct PullQuery {
     /// The query as ``PullRequest`` reads it, with this server's default page size.
     init(_ query: [String: String], configuration: ServerConfiguration) throws(Problem) {
         let request: PullRequest
-        do { request = try PullRequest(query: query, maxLimit: configuration.maxPullLimit) } catch { throw Problem(message: error.message) }
+        do { request = try PullRequest(query: query, maxLimit: configuration.maxPullLimit) } catch {
+            throw Problem(message: error.message)
+        }
         since = request.since
         limit = request.limit ?? configuration.defaultPullLimit
         keyID = request.keyID
         signingKey = request.signer
-        replica = request.pusher.map { Store.PullingReplica(device: $0.device, acknowledged: $0.pushed, digest: $0.digest) }
+        replica = request.pusher.map {
+            Store.PullingReplica(device: $0.device, acknowledged: $0.pushed, digest: $0.digest)
+        }
         epoch = request.epoch
         full = request.full
     }

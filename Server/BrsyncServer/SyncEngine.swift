@@ -9,7 +9,9 @@ enum SyncEngine {
     /// What a push transaction decided; errors are thrown after it ends, so
     /// a detected rollback's new epoch is committed.
     enum PushOutcome {
-        case applied(acknowledged: Int64, digest: String, applied: Int, lost: [LostField], lostOmitted: Int, rejected: [RejectedChange], needed: [Int64])
+        case applied(
+            acknowledged: Int64, digest: String, applied: Int, lost: [LostField], lostOmitted: Int,
+            rejected: [RejectedChange], needed: [Int64])
         case gap(expected: Int64, digest: String, newEpoch: String?)
         case diverged(acknowledged: Int64, digest: String)
     }
@@ -22,15 +24,20 @@ enum SyncEngine {
     /// fast is stamped at that wall time, and is not refused for it. A stamp
     /// never goes further ahead of the server's clock than allowed, so no
     /// sequence of pushes walks the account's clock forward.
-    static func checkStamps(of changes: [ChangeRecord], ownDevice: String?, now: Int64, newest: Int64, maxClockOffsetMilliseconds: Int64) throws {
+    static func checkStamps(
+        of changes: [ChangeRecord], ownDevice: String?, now: Int64, newest: Int64, maxClockOffsetMilliseconds: Int64
+    ) throws {
         for change in changes {
             for (name, register) in change.state.fields {
                 if let ownDevice, register.stamp.device != ownDevice {
-                    throw ServerError.foreignStamp("field \"\(name)\" of change \(change.sequence) carries a stamp of device \(register.stamp.device); a device pushes only its own edits")
+                    throw ServerError.foreignStamp(
+                        "field \"\(name)\" of change \(change.sequence) carries a stamp of device \(register.stamp.device); a device pushes only its own edits"
+                    )
                 }
                 let ahead = register.stamp.wallMillis - now
                 if ahead > maxClockOffsetMilliseconds, register.stamp.wallMillis > newest {
-                    throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maxClockOffsetMilliseconds)
+                    throw ServerError.clockSkew(
+                        aheadMilliseconds: ahead, maximumMilliseconds: maxClockOffsetMilliseconds)
                 }
             }
         }
@@ -47,7 +54,9 @@ enum SyncEngine {
     /// account is locked, against the body's key, so no push slips past an
     /// encryption. Each change is then checked by itself
     /// (``recordProblem(_:account:)``).
-    static func checkSealing(_ claim: Wire.SealedWith, encrypted: Bool, keyID: String, retiredKeys: [String], reset: Bool) throws(ServerError) {
+    static func checkSealing(
+        _ claim: Wire.SealedWith, encrypted: Bool, keyID: String, retiredKeys: [String], reset: Bool
+    ) throws(ServerError) {
         if encrypted {
             switch claim {
             case .none: throw .encryptionRequired("the request names no account key")
@@ -63,14 +72,18 @@ enum SyncEngine {
 
     /// ``checkSealing(_:encrypted:keyID:retiredKeys:reset:)`` of a request's key against the locked account.
     static func checkSealing(keyID: String?, account: Store.AccountCounters) throws(ServerError) {
-        try checkSealing(Wire.SealedWith(keyID: keyID), encrypted: account.encrypted, keyID: account.keyID, retiredKeys: account.retiredKeys,
-                         reset: account.encryptionReset)
+        try checkSealing(
+            Wire.SealedWith(keyID: keyID), encrypted: account.encrypted, keyID: account.keyID,
+            retiredKeys: account.retiredKeys,
+            reset: account.encryptionReset)
     }
 
     /// ``checkSealing(_:encrypted:keyID:retiredKeys:reset:)`` of a request's head against its device's account.
     static func checkSealing(_ claim: Wire.SealedWith, of device: Store.Device) throws(ServerError) {
-        try checkSealing(claim, encrypted: device.accountEncrypted, keyID: device.accountKeyID, retiredKeys: device.accountRetiredKeys,
-                         reset: device.accountEncryptionReset)
+        try checkSealing(
+            claim, encrypted: device.accountEncrypted, keyID: device.accountKeyID,
+            retiredKeys: device.accountRetiredKeys,
+            reset: device.accountEncryptionReset)
     }
 
     /// Why one change cannot be taken into `account`, or nil: in an
@@ -82,9 +95,13 @@ enum SyncEngine {
     static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters) -> String? {
         if let problem = Wire.recordSizeProblem(change.state) { return problem }
         if account.encrypted {
-            return Wire.sealedProblem(change).map { "the account is end-to-end encrypted and takes sealed records only: \($0)" }
+            return Wire.sealedProblem(change).map {
+                "the account is end-to-end encrypted and takes sealed records only: \($0)"
+            }
         }
-        if Wire.looksSealed(change) { return "it carries end-to-end encryption's fields, and the account is not encrypted" }
+        if Wire.looksSealed(change) {
+            return "it carries end-to-end encryption's fields, and the account is not encrypted"
+        }
         return Wire.deletionFlagProblem(change.state)
     }
 
@@ -94,11 +111,15 @@ enum SyncEngine {
     /// make other machines run arguments synced data may not choose
     /// (``ProfileArguments``; machines that predate that check would run
     /// them). Deleting such a profile is always taken.
-    static func mergeProblem(_ merged: RecordState, collection: RecordCollection, account: Store.AccountCounters) -> String? {
+    static func mergeProblem(
+        _ merged: RecordState, collection: RecordCollection, account: Store.AccountCounters
+    ) -> String? {
         if Wire.fieldCountProblem(merged) != nil { return "the record would have more than \(Wire.maxFields) fields" }
         if let problem = Wire.recordSizeProblem(merged) { return "the record would be too large: \(problem)" }
-        if collection == .browsers, !account.encrypted, !merged.isDeleted, let profile = BrowserProfile(fields: merged.values),
-           let problem = ProfileArguments.problem(profile.arguments, base: profile.base) {
+        if collection == .browsers, !account.encrypted, !merged.isDeleted,
+            let profile = BrowserProfile(fields: merged.values),
+            let problem = ProfileArguments.problem(profile.arguments, base: profile.base)
+        {
             return "a profile's arguments that other machines would run: \(problem) (a machine's own launch command, "
                 + "'brsync browsers add ID --exec', never syncs and may hold anything)"
         }
@@ -153,7 +174,8 @@ enum SyncEngine {
                     nextUnreadable = unreadable.next()
                 }
                 let bytes = RecordState.encodeFieldBytes(change.state.fields)
-                digests.append(ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
+                digests.append(
+                    ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
                 fieldsTexts.append(String(decoding: bytes, as: UTF8.self))
             }
             while let skipped = nextUnreadable {
@@ -187,37 +209,54 @@ enum SyncEngine {
     /// - Parameter timelineGate: who may start a readable account's timeline
     ///   (a push from further than the store has the device: a rollback); an
     ///   encrypted account's pushes are signed by a key holder.
-    static func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush, epoch: String, now: Int64,
-                     maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate? = nil,
-                     in store: some SyncWriteTransaction) throws -> (PushOutcome, timeline: String) {
-        guard let revoked = try store.deviceRevoked(device.id) else { throw ServerError.unauthorized("the device no longer exists") }
+    static func push(
+        _ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush,
+        epoch: String, now: Int64,
+        maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate? = nil,
+        in store: some SyncWriteTransaction
+    ) throws -> (PushOutcome, timeline: String) {
+        guard let revoked = try store.deviceRevoked(device.id) else {
+            throw ServerError.unauthorized("the device no longer exists")
+        }
         if revoked { throw ServerError.revoked }
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
-        if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
-        let outcome = try push(request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters, now: now,
-                               maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, timelineGate: counters.encrypted ? nil : timelineGate, in: store)
+        if let first = try authorize(authority, account: counters) {
+            try store.registerSigningKey(account: device.accountID, first)
+        }
+        let outcome = try push(
+            request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters, now: now,
+            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
+            timelineGate: counters.encrypted ? nil : timelineGate, in: store)
         if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
         return (outcome, Store.epoch(store: epoch, account: counters.epoch))
     }
 
-    private static func push(_ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
-                             counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate?,
-                             in store: some SyncWriteTransaction) throws -> PushOutcome {
+    private static func push(
+        _ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
+        counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64,
+        timelineGate: Store.TimelineGate?,
+        in store: some SyncWriteTransaction
+    ) throws -> PushOutcome {
         let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
         // Each device id a token pushes under is a stream the store keeps:
         // bounded per account, like its records (a copy or a key change
         // takes a new id; nothing honest needs thousands).
-        if stream == nil, case let count = try store.streamCount(account: device.accountID), count >= Store.maxStreamsPerAccount {
-            throw ServerError.quotaExceeded(what: "replica streams (device ids that pushed)", would: count + 1, limit: Store.maxStreamsPerAccount)
+        if stream == nil, case let count = try store.streamCount(account: device.accountID),
+            count >= Store.maxStreamsPerAccount
+        {
+            throw ServerError.quotaExceeded(
+                what: "replica streams (device ids that pushed)", would: count + 1, limit: Store.maxStreamsPerAccount)
         }
         let last = stream?.last ?? 0
         let lastDigest = stream?.digest ?? ""
         // Without a base, a push that goes on from the last change goes on from its chain.
-        let chains = prepared.chains ?? (request.from == last + 1 ? ChangeRecord.chain(digests: prepared.digests, after: lastDigest) : nil)
+        let chains =
+            prepared.chains
+            ?? (request.from == last + 1 ? ChangeRecord.chain(digests: prepared.digests, after: lastDigest) : nil)
         func chain(through sequence: Int64) -> String? { chains?[Int(sequence - request.from)] }
         if request.from > last + 1 {
             // The replica had this stream acknowledged further than the
@@ -227,7 +266,8 @@ enum SyncEngine {
             // only told where the store stands.
             var newEpoch: String?
             if stream != nil, request.epoch == nil || request.epoch == epoch {
-                try timelineGate?.admit(device, because: "it pushed from change \(request.from) of a device the store has through \(last)")
+                try timelineGate?.admit(
+                    device, because: "it pushed from change \(request.from) of a device the store has through \(last)")
                 newEpoch = Store.epoch(store: storeEpoch, account: try store.startNewAccountEpoch(device.accountID))
             }
             return .gap(expected: last + 1, digest: lastDigest, newEpoch: newEpoch)
@@ -243,17 +283,20 @@ enum SyncEngine {
         }
         guard request.to > last else {
             // A retry of changes applied already; the client checks the digest.
-            return .applied(acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: [], needed: [])
+            return .applied(
+                acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: [], needed: [])
         }
         // Stamps are judged only on changes not applied yet (a retried
         // batch may hold applied ones), and the refusal says where this
         // device stands, so its client re-stamps only what is new.
         let newChanges = request.changes.filter { $0.sequence > last }
         do {
-            try checkStamps(of: newChanges, ownDevice: request.device, now: now, newest: counters.stampHigh,
-                            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+            try checkStamps(
+                of: newChanges, ownDevice: request.device, now: now, newest: counters.stampHigh,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
         } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
-            throw ServerError.clockSkew(aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
+            throw ServerError.clockSkew(
+                aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
         }
         var lost = LostList()
         var rejected: [RejectedChange] = []
@@ -274,11 +317,16 @@ enum SyncEngine {
             // record, before, made a copied home's push of 300 such changes
             // look like a server that never lets it finish).
             if needed.isEmpty, let problem = recordProblem(change, account: counters) {
-                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
+                rejected.append(
+                    RejectedChange(
+                        sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
             let place = WorkingKey(collection: change.collection, key: change.key)
-            let existing = try working[place].map { Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer) }
+            let existing =
+                try working[place].map {
+                    Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer)
+                }
                 ?? store.record(account: device.accountID, collection: change.collection, key: change.key)
             // An edit of a record this store does not have (its tombstone
             // was purged, or the store was restored or is another
@@ -297,21 +345,27 @@ enum SyncEngine {
             // Merged into nothing, a change is itself.
             let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
             if let problem = Self.mergeProblem(merged, collection: change.collection, account: counters) {
-                rejected.append(RejectedChange(sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
+                rejected.append(
+                    RejectedChange(
+                        sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
                 continue
             }
             var reported: Set<String> = []
             for (name, pushed) in change.state.fields {
                 if let winner = merged.fields[name], winner != pushed {
                     reported.insert(name)
-                    lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
-                                          field: name, lost: pushed, winner: winner))
+                    lost.append(
+                        LostField(
+                            sequence: change.sequence, collection: change.collection, key: change.key,
+                            field: name, lost: pushed, winner: winner))
                 }
             }
             // Values of another device that this concurrent push overwrote.
             for loser in concurrentLosers where !reported.contains(loser.field) {
-                lost.append(LostField(sequence: change.sequence, collection: change.collection, key: change.key,
-                                      field: loser.field, lost: loser.lost, winner: loser.winner))
+                lost.append(
+                    LostField(
+                        sequence: change.sequence, collection: change.collection, key: change.key,
+                        field: loser.field, lost: loser.lost, winner: loser.winner))
             }
             guard merged != base else { continue }
             // The pusher had pulled the version this merges into, and
@@ -319,12 +373,15 @@ enum SyncEngine {
             // pull need not fetch it back. (A value that lost, as two
             // copies' edits can with the same stamp, was not pulled:
             // the pusher must fetch the winner.)
-            let knownToPusher = pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
+            let knownToPusher =
+                pusherIsCurrent && reported.isEmpty && (existing?.sequence ?? 0) <= (request.since ?? -1)
             // A new record is the change itself: its fields are stored as the digest read them.
-            working[place] = WorkingRecord(state: merged, writer: Self.writer(of: merged, base: existing, change: change.state), sequence: nextSequence,
-                                           fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
-                                           knownTo: knownToPusher ? request.device : nil,
-                                           knownAfter: working[place]?.knownAfter ?? existing?.sequence ?? 0)
+            working[place] = WorkingRecord(
+                state: merged, writer: Self.writer(of: merged, base: existing, change: change.state),
+                sequence: nextSequence,
+                fieldsText: existing == nil ? prepared.fieldsTexts[Int(change.sequence - request.from)] : nil,
+                knownTo: knownToPusher ? request.device : nil,
+                knownAfter: working[place]?.knownAfter ?? existing?.sequence ?? 0)
             nextSequence += 1
             applied += 1
         }
@@ -340,11 +397,14 @@ enum SyncEngine {
         rejected.sort { $0.sequence < $1.sequence }
         let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
         if acknowledged > last {
-            try store.setStream(account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
-            try store.notePush(device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now)
+            try store.setStream(
+                account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
+            try store.notePush(
+                device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now)
         }
-        return .applied(acknowledged: acknowledged, digest: digest, applied: applied, lost: lost.fields, lostOmitted: lost.omitted,
-                        rejected: rejected, needed: needed)
+        return .applied(
+            acknowledged: acknowledged, digest: digest, applied: applied, lost: lost.fields, lostOmitted: lost.omitted,
+            rejected: rejected, needed: needed)
     }
 
     /// The writer of `merged` (``Store/RecordVersion/writer``): the
@@ -354,11 +414,12 @@ enum SyncEngine {
     /// write it had not seen was merged in) or the record is new.
     static func writer(of merged: RecordState, base: Store.RecordVersion?, change: RecordState) -> VersionVector? {
         guard let base else { return nil }
-        let brought = switch (change.newestStamp, base.state.newestStamp) {
-        case (let theirs?, let stored?): theirs > stored
-        case (.some, nil): true
-        case (nil, _): false
-        }
+        let brought =
+            switch (change.newestStamp, base.state.newestStamp) {
+            case (let theirs?, let stored?): theirs > stored
+            case (.some, nil): true
+            case (nil, _): false
+            }
         let writer = brought ? change.versions : base.writer ?? base.state.versions
         return writer == merged.versions ? nil : writer
     }
@@ -371,11 +432,15 @@ enum SyncEngine {
 
     /// Writes each record of a push's or relay's working set once, in the
     /// order of their numbers.
-    private static func write(_ working: [WorkingKey: WorkingRecord], account: Int64, now: Int64, in store: some SyncWriteTransaction) throws {
+    private static func write(
+        _ working: [WorkingKey: WorkingRecord], account: Int64, now: Int64, in store: some SyncWriteTransaction
+    ) throws {
         for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
-            try store.upsertRecord(account: account, collection: place.collection, key: place.key, state: record.state, writer: record.writer,
-                                   fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
-                                   knownAfter: record.knownAfter, now: now)
+            try store.upsertRecord(
+                account: account, collection: place.collection, key: place.key, state: record.state,
+                writer: record.writer,
+                fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
+                knownAfter: record.knownAfter, now: now)
         }
     }
 
@@ -399,8 +464,10 @@ enum SyncEngine {
         private var bytes = 0
 
         mutating func append(_ field: LostField) {
-            let size = 64 + field.key.utf8.count + field.field.utf8.count
-                + Wire.size(of: field.lost.value, limit: Self.budgetBytes) + Wire.size(of: field.winner.value, limit: Self.budgetBytes)
+            let size =
+                64 + field.key.utf8.count + field.field.utf8.count
+                + Wire.size(of: field.lost.value, limit: Self.budgetBytes)
+                + Wire.size(of: field.winner.value, limit: Self.budgetBytes)
             guard omitted == 0, bytes + size <= Self.budgetBytes else {
                 omitted += 1
                 return
@@ -414,25 +481,37 @@ enum SyncEngine {
     /// write transaction: the same merge, no change numbers minted for the
     /// client. A record with a stamp too far ahead, or whose merge would be
     /// unusable, is rejected alone.
-    static func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64, maxClockOffsetMilliseconds: Int64,
-                      in store: some SyncWriteTransaction) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
+    static func relay(
+        _ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64,
+        maxClockOffsetMilliseconds: Int64,
+        in store: some SyncWriteTransaction
+    ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
-        if let first = try authorize(authority, account: counters) { try store.registerSigningKey(account: device.accountID, first) }
+        if let first = try authorize(authority, account: counters) {
+            try store.registerSigningKey(account: device.accountID, first)
+        }
         var usable: [ChangeRecord] = []
         rejected += request.unreadable.map(\.rejection)
         for record in request.records {
             if let problem = recordProblem(record, account: counters) {
-                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
+                rejected.append(
+                    RejectedChange(
+                        sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }
             do {
-                try checkStamps(of: [record], ownDevice: nil, now: now, newest: counters.stampHigh, maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+                try checkStamps(
+                    of: [record], ownDevice: nil, now: now, newest: counters.stampHigh,
+                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
                 usable.append(record)
             } catch let error as ServerError {
-                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: error.description))
+                rejected.append(
+                    RejectedChange(
+                        sequence: record.sequence, collection: record.collection, key: record.key,
+                        reason: error.description))
             }
         }
         var nextSequence = counters.nextSequence
@@ -441,17 +520,24 @@ enum SyncEngine {
         var working: [WorkingKey: WorkingRecord] = [:]
         for record in usable {
             let place = WorkingKey(collection: record.collection, key: record.key)
-            let existing = try working[place].map { Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer) }
+            let existing =
+                try working[place].map {
+                    Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer)
+                }
                 ?? store.record(account: device.accountID, collection: record.collection, key: record.key)
             let base = existing?.state ?? RecordState()
             let merged = base.merged(with: record.state).state
             if let problem = Self.mergeProblem(merged, collection: record.collection, account: counters) {
-                rejected.append(RejectedChange(sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
+                rejected.append(
+                    RejectedChange(
+                        sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
                 continue
             }
             guard merged != base else { continue }
-            working[place] = WorkingRecord(state: merged, writer: Self.writer(of: merged, base: existing, change: record.state), sequence: nextSequence,
-                                           fieldsText: nil, knownTo: nil, knownAfter: 0)
+            working[place] = WorkingRecord(
+                state: merged, writer: Self.writer(of: merged, base: existing, change: record.state),
+                sequence: nextSequence,
+                fieldsText: nil, knownTo: nil, knownAfter: 0)
             nextSequence += 1
             applied += 1
         }
@@ -468,13 +554,16 @@ enum SyncEngine {
     /// - Parameter clientProtocol: a pull from zero is answered `reset` on an
     ///   account that purged deletions only for clients of protocol 2 (they
     ///   take `reset` at any cursor); older ones get the records.
-    static func pullPage(since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: Store.PullingReplica?,
-                         clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
-                         in store: some SyncReadTransaction) throws -> Store.PulledPage {
+    static func pullPage(
+        since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: Store.PullingReplica?,
+        clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
+        in store: some SyncReadTransaction
+    ) throws -> Store.PulledPage {
         var clientDevice: String?
         if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
-           let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
-           stream.last == replica.acknowledged && stream.digest == replica.digest {
+            let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
+            stream.last == replica.acknowledged && stream.digest == replica.digest
+        {
             clientDevice = replica.device
         }
         // Read with the device when it authenticated, in this transaction.
@@ -489,7 +578,9 @@ enum SyncEngine {
         // drop what the server no longer has.
         // An encrypted account never asks: it keeps its deletions, and its
         // machines drop nothing on the server's word.
-        if cursor < purged && !reconciling && !device.accountEncrypted && (cursor == 0 ? clientProtocol >= 2 : sameTimeline) {
+        if cursor < purged && !reconciling && !device.accountEncrypted
+            && (cursor == 0 ? clientProtocol >= 2 : sameTimeline)
+        {
             var page = Store.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: false)
             page.reset = true
             return page

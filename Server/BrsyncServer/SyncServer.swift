@@ -34,12 +34,16 @@ public final class SyncServer: Sendable {
             metrics.connectionRejected()
             logger.debug("rejected \(peer): \(reason)")
         }
-        store.timelineGate.configure(intervalMilliseconds: configuration.timelineStartIntervalMilliseconds) { logger.notice("\($0)") }
+        store.timelineGate.configure(intervalMilliseconds: configuration.timelineStartIntervalMilliseconds) {
+            logger.notice("\($0)")
+        }
         let box = ServerBox()
-        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, logger: logger,
-                          activeRequests: { box.server?.activeRequests ?? 0 })
-        http = try HTTPServer(addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
-                              ownAnswers: Self.ownAnswers, admission: api.admit, quick: api.quick, handler: api.handle)
+        let api = SyncAPI(
+            store: store, configuration: configuration, metrics: metrics, logger: logger,
+            activeRequests: { box.server?.activeRequests ?? 0 })
+        http = try HTTPServer(
+            addresses: configuration.listen, tls: tls, limits: configuration.limits, observer: observer,
+            ownAnswers: Self.ownAnswers, admission: api.admit, quick: api.quick, handler: api.handle)
         box.server = http
         if configuration.metricsListen.isEmpty {
             metricsHTTP = nil
@@ -48,21 +52,30 @@ public final class SyncServer: Sendable {
             limits.maxConnections = 16
             limits.maxConnectionsPerAddress = 16
             limits.maxBodyBytes = 0
-            metricsHTTP = try HTTPServer(addresses: configuration.metricsListen, tls: nil, limits: limits, ownAnswers: Self.ownAnswers,
-                                         admission: { _, _ in SyncAPI.answer(ServerError.badRequest("the metrics listener takes no body")) },
-                                         handler: { request, _ in Self.metricsAnswer(request, store: store, metrics: metrics, box: box) })
+            metricsHTTP = try HTTPServer(
+                addresses: configuration.metricsListen, tls: nil, limits: limits, ownAnswers: Self.ownAnswers,
+                admission: { _, _ in SyncAPI.answer(ServerError.badRequest("the metrics listener takes no body")) },
+                handler: { request, _ in Self.metricsAnswer(request, store: store, metrics: metrics, box: box) })
         }
     }
 
     /// `GET /metrics` on the metrics listener: Prometheus text. Nothing else is served there.
-    static func metricsAnswer(_ request: HTTPRequest, store: any SyncStore, metrics: ServerMetrics, box: ServerBox) -> HTTPResponse {
-        guard request.path == "/metrics" else { return SyncAPI.answer(ServerError.notFound("the metrics listener serves /metrics only")) }
-        guard request.method == "GET" else { return SyncAPI.answer(ServerError.methodNotAllowed("use GET for /metrics")) }
+    static func metricsAnswer(
+        _ request: HTTPRequest, store: any SyncStore, metrics: ServerMetrics, box: ServerBox
+    ) -> HTTPResponse {
+        guard request.path == "/metrics" else {
+            return SyncAPI.answer(ServerError.notFound("the metrics listener serves /metrics only"))
+        }
+        guard request.method == "GET" else {
+            return SyncAPI.answer(ServerError.methodNotAllowed("use GET for /metrics"))
+        }
         do {
             let counts = try store.counts()
-            let text = metrics.render(openConnections: box.server?.openConnections ?? 0, records: counts.records, devices: counts.devices,
-                                      accounts: counts.accounts, watches: store.watches.count)
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
+            let text = metrics.render(
+                openConnections: box.server?.openConnections ?? 0, records: counts.records, devices: counts.devices,
+                accounts: counts.accounts, watches: store.watches.count)
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(text.utf8))
         } catch let error as ServerError {
             return SyncAPI.answer(error)
         } catch {
@@ -76,18 +89,20 @@ public final class SyncServer: Sendable {
     /// The answers the HTTP layer makes itself, as every other error of the
     /// API: `{"error": CODE, "message": TEXT}` (docs/protocol.md).
     static let ownAnswers = HTTPServer.OwnAnswers { status, reason, message in
-        let code: WireError.Code = switch reason {
-        case .busy: .busy
-        case .timeout: .timeout
-        case .badRequest: .badRequest
-        }
+        let code: WireError.Code =
+            switch reason {
+            case .busy: .busy
+            case .timeout: .timeout
+            case .badRequest: .badRequest
+            }
         return HTTPResponse.json(status, WireError(code: code, message: message).json.jsonText)
     }
 
     static func loadTLS(_ configuration: ServerConfiguration) throws -> TLSContext? {
         if configuration.insecurePlaintext { return nil }
         guard let certificate = configuration.certificateFile, let key = configuration.keyFile else {
-            throw NetError.tls("--cert and --key are required (or --insecure-plaintext, for tests and behind a TLS proxy)")
+            throw NetError.tls(
+                "--cert and --key are required (or --insecure-plaintext, for tests and behind a TLS proxy)")
         }
         return try TLSContext.server(certificateChainFile: certificate, privateKeyFile: key)
     }

@@ -27,17 +27,25 @@ public protocol SyncStore: AnyObject, Sendable {
     /// expired or not): one it never issued is refused on the headers.
     func joinSecretIssued(_ secret: String) throws -> Bool
     /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
-    func push(_ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws -> PushResponse
-    func relay(_ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64) throws
+    func push(
+        _ request: PushRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64
+    ) throws -> PushResponse
+    func relay(
+        _ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, maxClockOffsetMilliseconds: Int64
+    ) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
-    func pullText(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                  reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int) throws -> [UInt8]
+    func pullText(
+        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int
+    ) throws -> [UInt8]
     /// A no-change pull answered from memory alone (``Store/TokenCache``),
     /// reading and writing nothing, or nil when the store must be used (or
     /// the pull refused): an event loop answers with it without a thread.
-    func pullFromMemory(token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
-                        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?) -> [UInt8]?
+    func pullFromMemory(
+        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
+    ) -> [UInt8]?
     /// Makes the device's account end-to-end encrypted with the request's
     /// key, or, with `replaces`, rotates its key from that one, in one
     /// transaction: the key id and its signing key are set and the account's
@@ -54,9 +62,13 @@ public protocol SyncStore: AnyObject, Sendable {
     /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
     ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
     ///   when records arrived after `seen`; the refusals of a signature.
-    func encryptAccount(of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority) throws -> EncryptResponse
+    func encryptAccount(
+        of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority
+    ) throws -> EncryptResponse
     /// A key holder's signed confirmation of a rollback: a new timeline for the account (``TimelineRequest``).
-    func confirmTimeline(of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority) throws -> TimelineResponse
+    func confirmTimeline(
+        of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority
+    ) throws -> TimelineResponse
     /// Who may start a readable account's timeline, and how often.
     var timelineGate: Store.TimelineGate { get }
     /// Makes an account not encrypted again, for its operator (a lost key,

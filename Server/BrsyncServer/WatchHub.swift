@@ -74,7 +74,9 @@ public final class WatchHub: Sendable {
             var watchers = state.byAccount[account] ?? []
             watchers.append(Watcher(id: id, device: device, later: later))
             var displaced: [LaterAnswer] = []
-            while watchers.count(where: { $0.device == device }) > maxPerDevice, let oldest = watchers.firstIndex(where: { $0.device == device }) {
+            while watchers.count(where: { $0.device == device }) > maxPerDevice,
+                let oldest = watchers.firstIndex(where: { $0.device == device })
+            {
                 displaced.append(watchers.remove(at: oldest).later)
             }
             while watchers.count > maxPerAccount { displaced.append(watchers.removeFirst().later) }
@@ -89,7 +91,8 @@ public final class WatchHub: Sendable {
     /// Forgets a watch (answered, or its client gone); nothing if it is gone already.
     func remove(account: Int64, id: UInt64) {
         state.withLock { state in
-            guard var watchers = state.byAccount[account], let index = watchers.firstIndex(where: { $0.id == id }) else { return }
+            guard var watchers = state.byAccount[account], let index = watchers.firstIndex(where: { $0.id == id })
+            else { return }
             watchers.remove(at: index)
             state.count -= 1
             state.byAccount[account] = watchers.isEmpty ? nil : watchers

@@ -28,16 +28,21 @@ public struct WriteAuthority: Sendable {
     /// - Parameters:
     ///   - token: the bearer token (the signature covers its hash).
     ///   - body: the request body (the signature covers its hash).
-    public init(clientProtocol: Int, signatureHeader: String?, token: String, method: String, path: String, body: [UInt8]) throws(ServerError) {
+    public init(
+        clientProtocol: Int, signatureHeader: String?, token: String, method: String, path: String, body: [UInt8]
+    ) throws(ServerError) {
         guard let signatureHeader else {
             self.init(clientProtocol: clientProtocol, signature: nil, message: [])
             return
         }
         guard let signature = WriteSignature(headerValue: signatureHeader) else {
-            throw .badRequest("\(WriteSignature.header) must be an Ed25519 public key and signature, in base64url, separated by a space")
+            throw .badRequest(
+                "\(WriteSignature.header) must be an Ed25519 public key and signature, in base64url, separated by a space"
+            )
         }
-        let message = WriteSignature.message(tokenHash: Crypto.hex(Tokens.hash(token)), method: method, path: path,
-                                             bodyDigest: Crypto.hex(Crypto.sha256(body)))
+        let message = WriteSignature.message(
+            tokenHash: Crypto.hex(Tokens.hash(token)), method: method, path: path,
+            bodyDigest: Crypto.hex(Crypto.sha256(body)))
         self.init(clientProtocol: clientProtocol, signature: signature, message: message)
     }
 
@@ -48,7 +53,9 @@ public struct WriteAuthority: Sendable {
     }
 
     static func verifies(signature: String, message: [UInt8], publicKey: String) -> Bool {
-        guard let key = Crypto.base64URLDecode(publicKey), let signature = Crypto.base64URLDecode(signature) else { return false }
+        guard let key = Crypto.base64URLDecode(publicKey), let signature = Crypto.base64URLDecode(signature) else {
+            return false
+        }
         return Crypto.verifyEd25519(signature: signature, message: message, publicKey: key)
     }
 }
@@ -69,7 +76,9 @@ extension SyncEngine {
         guard authority.clientProtocol >= Wire.signedWritesProtocol else { throw .upgradeRequired }
         guard let signature = authority.signature else { throw .signatureRequired }
         if !account.signingKey.isEmpty, signature.publicKey != account.signingKey { throw .signingKeyMismatch }
-        guard authority.isSigned(by: signature.publicKey) else { throw .badSignature("the request's signature does not verify") }
+        guard authority.isSigned(by: signature.publicKey) else {
+            throw .badSignature("the request's signature does not verify")
+        }
         return account.signingKey.isEmpty ? signature.publicKey : nil
     }
 
@@ -92,17 +101,22 @@ extension SyncEngine {
     /// a key the account was rotated away from is never taken again.
     /// - Parameters:
     ///   - accountUID: the account's identity, which certificates name.
-    static func keyChange(_ request: EncryptRequest, authority: WriteAuthority, account: Store.AccountCounters,
-                          accountUID: String) throws(ServerError) -> KeyChange {
+    static func keyChange(
+        _ request: EncryptRequest, authority: WriteAuthority, account: Store.AccountCounters,
+        accountUID: String
+    ) throws(ServerError) -> KeyChange {
         guard authority.clientProtocol >= Wire.signedWritesProtocol else {
-            throw .badRequest("a key change needs a client of protocol \(Wire.signedWritesProtocol) (signed writes): upgrade brsync")
+            throw .badRequest(
+                "a key change needs a client of protocol \(Wire.signedWritesProtocol) (signed writes): upgrade brsync")
         }
         guard let publicKey = request.publicKey else {
             throw .badRequest(#"a key change names the new key's signing public key ("publicKey")"#)
         }
         guard authority.signature != nil else { throw .signatureRequired }
         guard authority.isSigned(by: publicKey) else {
-            throw .badSignature("a key change is signed with the new key's signing key, and this signature does not verify with \"publicKey\"")
+            throw .badSignature(
+                "a key change is signed with the new key's signing key, and this signature does not verify with \"publicKey\""
+            )
         }
         if account.encrypted {
             if request.keyID == account.keyID {
@@ -112,8 +126,11 @@ extension SyncEngine {
             }
             guard let replacing = request.replacing else { return .none }
             if account.retiredKeys.contains(request.keyID) { throw .keyRetired }
-            guard replacing == account.keyID else { throw .keyRotated(retired: account.retiredKeys.contains(replacing)) }
-            let retired = try checkChain(request.certificates, from: account, to: request.keyID, publicKey: publicKey, accountUID: accountUID)
+            guard replacing == account.keyID else {
+                throw .keyRotated(retired: account.retiredKeys.contains(replacing))
+            }
+            let retired = try checkChain(
+                request.certificates, from: account, to: request.keyID, publicKey: publicKey, accountUID: accountUID)
             try checkSeen(request.seen, account: account)
             // Every key the account left, for good: 17 bytes each, and only a key holder adds one.
             let kept = account.retiredKeys.filter { !retired.contains($0) } + retired
@@ -132,17 +149,22 @@ extension SyncEngine {
     /// the key holds them). A cursor past the account's latest record did not
     /// come from this account's pages either.
     private static func checkSeen(_ seen: Int64?, account: Store.AccountCounters) throws(ServerError) {
-        if let seen, seen != account.nextSequence - 1 { throw .accountMoved(seen: seen, latest: account.nextSequence - 1) }
+        if let seen, seen != account.nextSequence - 1 {
+            throw .accountMoved(seen: seen, latest: account.nextSequence - 1)
+        }
     }
 
     /// Checks a rotation's certificates: a chain from the account's key,
     /// the first signed by its registered signing key, each next one by the
     /// key the one before named, ending at `keyID` with `publicKey`.
     /// - Returns: the key ids the account leaves (the current one and any in between).
-    private static func checkChain(_ chain: [KeyCertificate], from account: Store.AccountCounters, to keyID: String, publicKey: String,
-                                   accountUID: String) throws(ServerError) -> [String] {
+    private static func checkChain(
+        _ chain: [KeyCertificate], from account: Store.AccountCounters, to keyID: String, publicKey: String,
+        accountUID: String
+    ) throws(ServerError) -> [String] {
         guard !account.signingKey.isEmpty else {
-            throw .signatureRequired // the account's signing key is not known yet: a key holder's sync registers it first
+            // the account's signing key is not known yet: a key holder's sync registers it first
+            throw .signatureRequired
         }
         guard !chain.isEmpty else {
             throw .badSignature("a rotation carries a certificate signed by the account's current key")
@@ -151,9 +173,12 @@ extension SyncEngine {
         var left: [String] = []
         for certificate in chain {
             guard certificate.from == current,
-                  WriteAuthority.verifies(signature: certificate.signature, message: certificate.statement(account: accountUID), publicKey: signer)
+                WriteAuthority.verifies(
+                    signature: certificate.signature, message: certificate.statement(account: accountUID),
+                    publicKey: signer)
             else {
-                throw .badSignature("the rotation's certificates are not signed by the account's current key, each by the one before")
+                throw .badSignature(
+                    "the rotation's certificates are not signed by the account's current key, each by the one before")
             }
             if account.retiredKeys.contains(certificate.to) { throw .keyRetired }
             left.append(current)

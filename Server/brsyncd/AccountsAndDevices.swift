@@ -27,14 +27,16 @@ struct AccountCommand: ParsableCommand {
             let accounts = try store.open().accounts()
             if accounts.isEmpty { print("no accounts; add one with 'brsyncd account add NAME'") }
             for account in accounts {
-                print("\(account.name)\t\(account.devices)/\(account.limits.devices) device(s)\t\(account.records)/\(account.limits.records) record(s)"
-                      + "\t\(Limits.size(account.bytes))/\(Limits.size(account.limits.bytes))")
+                print(
+                    "\(account.name)\t\(account.devices)/\(account.limits.devices) device(s)\t\(account.records)/\(account.limits.records) record(s)"
+                        + "\t\(Limits.size(account.bytes))/\(Limits.size(account.limits.bytes))")
             }
         }
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete an account with its devices and records.")
+        static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Delete an account with its devices and records.")
         @OptionGroup var store: StoreOptions
         @Argument(help: "The account's name.") var name: String
         func run() throws {
@@ -58,15 +60,18 @@ extension AccountCommand {
         @OptionGroup var store: StoreOptions
         @Argument(help: "The account's name.") var name: String
         @Option(help: "Most records (tombstones included), or 'default'.") var records: String?
-        @Option(help: "Most bytes of stored records: a number with an optional K, M or G (binary), or 'default'.") var bytes: String?
+        @Option(help: "Most bytes of stored records: a number with an optional K, M or G (binary), or 'default'.")
+        var bytes: String?
         @Option(help: "Most devices (revoked ones included), or 'default'.") var devices: String?
 
         func run() throws {
             let opened = try store.open()
             if records != nil || bytes != nil || devices != nil {
-                try opened.setLimits(account: name, records: try records.map { try Self.count($0, "--records", Store.Limits.defaultRecords) },
-                                     bytes: try bytes.map { try Self.bytes($0) },
-                                     devices: try devices.map { try Self.count($0, "--devices", Store.Limits.defaultDevices) })
+                try opened.setLimits(
+                    account: name,
+                    records: try records.map { try Self.count($0, "--records", Store.Limits.defaultRecords) },
+                    bytes: try bytes.map { try Self.bytes($0) },
+                    devices: try devices.map { try Self.count($0, "--devices", Store.Limits.defaultDevices) })
             }
             guard let account = try opened.accounts().first(where: { $0.name == name }) else {
                 throw CLIFailure(message: "no account named '\(name)'")
@@ -78,7 +83,9 @@ extension AccountCommand {
 
         static func count(_ text: String, _ option: String, _ fallback: Int64) throws -> Int64 {
             if text == "default" { return fallback }
-            guard let value = Int64(text), value >= 1 else { throw CLIFailure(message: "\(option) takes a whole number, 1 or more, or 'default' (got '\(text)')") }
+            guard let value = Int64(text), value >= 1 else {
+                throw CLIFailure(message: "\(option) takes a whole number, 1 or more, or 'default' (got '\(text)')")
+            }
             return value
         }
 
@@ -92,7 +99,9 @@ extension AccountCommand {
                 digits = digits.dropLast()
             }
             guard let value = Int64(digits), value >= 1, value <= Int64.max / unit else {
-                throw CLIFailure(message: "--bytes takes a size (a whole number with an optional K, M or G) or 'default' (got '\(text)')")
+                throw CLIFailure(
+                    message:
+                        "--bytes takes a size (a whole number with an optional K, M or G) or 'default' (got '\(text)')")
             }
             return value * unit
         }
@@ -119,9 +128,10 @@ extension AccountCommand {
         @Argument(help: "The account's name.") var name: String
         func run() throws {
             if try store.open().resetEncryption(account: name) {
-                print("reset the encryption of account \(name): its records were deleted from the server; machines that hold a key "
-                      + "stop until one runs 'brsync key init' (it encrypts the account again with a new key and sends its records; "
-                      + "the others then add its recovery code) or 'brsync key forget'")
+                print(
+                    "reset the encryption of account \(name): its records were deleted from the server; machines that hold a key "
+                        + "stop until one runs 'brsync key init' (it encrypts the account again with a new key and sends its records; "
+                        + "the others then add its recovery code) or 'brsync key forget'")
             } else {
                 print("account \(name) is not end-to-end encrypted; nothing was changed")
             }
@@ -150,14 +160,17 @@ struct DeviceCommand: ParsableCommand {
         func run() throws {
             if try join.enroll(store, account: account, device: device, adding: false) { return }
             let token = try store.open().reissueToken(account: account, device: device)
-            print("issued a new token for device \(device) of account \(account); the old one no longer works. The new token (shown only now):")
+            print(
+                "issued a new token for device \(device) of account \(account); the old one no longer works. The new token (shown only now):"
+            )
             print(token)
         }
     }
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "add", abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).",
+            commandName: "add",
+            abstract: "Add a device; prints its token alone on the last line (shown once, stored hashed).",
             discussion: """
                 With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code is printed instead of a token, on the last line: \
                 the URL, an enrollment secret and the CA's fingerprint, for 'brsync join' on the new machine (no CA file to copy); \
@@ -186,7 +199,9 @@ struct DeviceCommand: ParsableCommand {
             let now = Clock.wallMillis()
             for device in devices {
                 let seen = device.lastSeenMillis.map { Timestamp.iso8601(millis: $0) } ?? "never"
-                print("\(device.name)\t\(Self.state(device, now: now))\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)")
+                print(
+                    "\(device.name)\t\(Self.state(device, now: now))\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)"
+                )
             }
         }
     }
@@ -198,7 +213,8 @@ extension DeviceCommand.List {
     static func state(_ device: Store.Device, now: Int64) -> String {
         if device.revoked { return "revoked" }
         if let expires = device.joinExpiresMillis, device.lastSeenMillis == nil {
-            return expires > now ? "waiting to join (its code works until \(Timestamp.iso8601(millis: expires)))"
+            return expires > now
+                ? "waiting to join (its code works until \(Timestamp.iso8601(millis: expires)))"
                 : "never joined (its code expired \(Timestamp.iso8601(millis: expires)); 'brsyncd device token' with --url makes a new one, 'device revoke' ends it)"
         }
         return "active"
@@ -222,14 +238,20 @@ struct Backup: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Copy the store to OUT with SQLite's online backup (safe while serving).",
-        discussion: "The copy gets a new epoch: when it is restored, clients re-sync fully without losing unpushed edits.")
+        discussion:
+            "The copy gets a new epoch: when it is restored, clients re-sync fully without losing unpushed edits.")
     @OptionGroup var store: StoreOptions
     @Argument(help: "The backup file to create.") var out: String
     func run() throws {
         guard case .sqlite(let path) = try store.location() else {
-            throw CLIFailure(message: "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)")
+            throw CLIFailure(
+                message:
+                    "backup copies an SQLite store; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)"
+            )
         }
-        guard access(path, F_OK) == 0 else { throw CLIFailure(message: "there is no store at \(path) to back up: check --db (or BRSYNCD_DB)") }
+        guard access(path, F_OK) == 0 else {
+            throw CLIFailure(message: "there is no store at \(path) to back up: check --db (or BRSYNCD_DB)")
+        }
         try SQLiteStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
     }

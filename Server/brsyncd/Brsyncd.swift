@@ -10,7 +10,8 @@ struct Brsyncd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "brsyncd",
         abstract: "The brsync sync server: HTTPS, an SQLite (or PostgreSQL) store, accounts and devices.",
-        discussion: "Every command takes --db PATH (or BRSYNCD_DB), or --store postgres://… (or BRSYNCD_STORE). Exit codes: 0 done, 2 error.",
+        discussion:
+            "Every command takes --db PATH (or BRSYNCD_DB), or --store postgres://… (or BRSYNCD_STORE). Exit codes: 0 done, 2 error.",
         version: brsyncdVersion,
         subcommands: [Serve.self, Dev.self, AccountCommand.self, DeviceCommand.self, Backup.self, Migrate.self]
     )
@@ -23,10 +24,12 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The SQLite store (default: $BRSYNCD_DB).", valueName: "path"))
     var db: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "A PostgreSQL store (default: $BRSYNCD_STORE), or sqlite:PATH. The password comes from $BRSYNCD_STORE_PASSWORD_FILE, "
-        + "$BRSYNCD_STORE_PASSWORD or ~/.pgpass, never from the URL (it would show in ps).",
-        valueName: "postgres://USER@HOST:PORT/DATABASE"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A PostgreSQL store (default: $BRSYNCD_STORE), or sqlite:PATH. The password comes from $BRSYNCD_STORE_PASSWORD_FILE, "
+                + "$BRSYNCD_STORE_PASSWORD or ~/.pgpass, never from the URL (it would show in ps).",
+            valueName: "postgres://USER@HOST:PORT/DATABASE"))
     var store: String?
 
     enum Location {
@@ -44,10 +47,12 @@ struct StoreOptions: ParsableArguments {
         if let store = store ?? ProcessEnvironment.value("BRSYNCD_STORE") {
             if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(store) }
             if store.hasPrefix("sqlite:") { return .sqlite(String(store.dropFirst("sqlite:".count))) }
-            throw CLIFailure(message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
+            throw CLIFailure(
+                message: "the store '\(store)' is neither postgres://USER@HOST:PORT/DATABASE nor sqlite:PATH")
         }
         if let path = ProcessEnvironment.value("BRSYNCD_DB") { return .sqlite(path) }
-        throw CLIFailure(message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
+        throw CLIFailure(
+            message: "no store given: pass --db PATH or --store postgres://…, or set BRSYNCD_DB or BRSYNCD_STORE")
     }
 
     func path() throws -> String {
@@ -64,11 +69,15 @@ struct StoreOptions: ParsableArguments {
         switch try location() {
         case .sqlite(let path):
             if !creating, access(path, F_OK) != 0 {
-                throw CLIFailure(message: "there is no store at \(path): check --db (or BRSYNCD_DB); 'brsyncd account add NAME' makes a new one")
+                throw CLIFailure(
+                    message:
+                        "there is no store at \(path): check --db (or BRSYNCD_DB); 'brsyncd account add NAME' makes a new one"
+                )
             }
             return try SQLiteStore(path: path, connections: connections)
         case .postgres(let url):
-            let configuration = try PostgresConfiguration.fromEnvironment(url: url, environment: ProcessEnvironment.all())
+            let configuration = try PostgresConfiguration.fromEnvironment(
+                url: url, environment: ProcessEnvironment.all())
             return try PostgresStore(configuration, connections: connections)
         }
     }

@@ -1,22 +1,26 @@
 import ArgumentParser
 import BrsyncServer
+import Foundation
 import Glibc
 import Net
 import Plumbing
 import SyncCore
-import Foundation
 
 struct Dev: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "Run a development server with embedded defaults: a data folder, a private CA and a localhost certificate, one account and device, HTTPS on 127.0.0.1:8443.",
+        abstract:
+            "Run a development server with embedded defaults: a data folder, a private CA and a localhost certificate, one account and device, HTTPS on 127.0.0.1:8443.",
         discussion: """
             Prints the URL, the CA file and the device token a client needs, and a join code for another machine. The \
             folder keeps the store, the certificates and the first device's token across runs, so a machine paired \
             once keeps syncing after a restart; each run's join code is for a machine not paired yet.
             """)
 
-    @Option(help: ArgumentHelp("The data folder (default: $XDG_DATA_HOME/brsyncd-dev, else ~/.local/share/brsyncd-dev).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "The data folder (default: $XDG_DATA_HOME/brsyncd-dev, else ~/.local/share/brsyncd-dev).", valueName: "dir")
+    )
     var dir: String?
     @Option(name: .long, help: ArgumentHelp("HOST:PORT to listen on.", valueName: "host:port"))
     var listen: String = "127.0.0.1:8443"
@@ -51,7 +55,8 @@ struct Dev: ParsableCommand {
             throw CLIFailure(message: "\(error)")
         }
         if chain.count == 1, let pem = try? String(contentsOfFile: certificateFile, encoding: .utf8),
-           let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8) {
+            let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8)
+        {
             try Self.write(pem + caPEM, to: certificateFile, mode: 0o644) // a folder of an older brsyncd dev
         }
         let fingerprint = CertificatePinning.fingerprint(der: authority[0])
@@ -81,10 +86,17 @@ struct Dev: ParsableCommand {
             // The commands name the client beside this brsyncd (where `swift build` puts both), or say how to build it.
             let tools = ProcessEnvironment.executablePath().split(separator: "/").dropLast().joined(separator: "/")
             let brsync = "/\(tools)/brsync"
-            let build = access(brsync, X_OK) == 0 && access("/\(tools)/brsync-sync", X_OK) == 0 ? ""
+            let build =
+                access(brsync, X_OK) == 0 && access("/\(tools)/brsync-sync", X_OK) == 0
+                ? ""
                 : "First build the client (it is not beside this brsyncd yet): swift build -c release\n"
-            let code = (try? JoinCode(server: url, token: joinSecret.secret, caFingerprint: fingerprint, encrypted: joinSecret.accountEncrypted).description) ?? "?"
-            print("""
+            let code =
+                (try? JoinCode(
+                    server: url, token: joinSecret.secret, caFingerprint: fingerprint,
+                    encrypted: joinSecret.accountEncrypted
+                ).description) ?? "?"
+            print(
+                """
                 brsyncd dev is serving \(url)
                   CA file:  \(caFile)
                   account:  dev, device: laptop
@@ -109,12 +121,17 @@ struct Dev: ParsableCommand {
     /// restarts; issued when there is none or it no longer authenticates.
     static func laptopToken(store: SQLiteStore, folder: String) throws -> String {
         let file = "\(folder)/laptop.token"
-        if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-           (try? store.authenticate(token: kept)) != nil {
+        if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines),
+            (try? store.authenticate(token: kept)) != nil
+        {
             return kept
         }
         let exists = try store.devices(account: "dev").contains { $0.name == "laptop" }
-        let token = exists ? try store.reissueToken(account: "dev", device: "laptop") : try store.addDevice(account: "dev", name: "laptop")
+        let token =
+            exists
+            ? try store.reissueToken(account: "dev", device: "laptop")
+            : try store.addDevice(account: "dev", name: "laptop")
         do throws(SecretFile.Failure) {
             try SecretFile.write(Array(token.utf8), to: file, what: "the dev token")
         } catch {
@@ -127,7 +144,8 @@ struct Dev: ParsableCommand {
     /// start enrolled when its code was not used (its token is still that
     /// code's secret, kept in the dev folder), else a new `machine-N`. A code
     /// never replaces the token of a machine that joined.
-    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, enrollment: Store.JoinSecret) {
+    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, enrollment: Store.JoinSecret)
+    {
         let file = "\(folder)/join.pending"
         let valid = JoinOptions.defaultValidMilliseconds
         let pending = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: " ").map(String.init)
@@ -137,7 +155,9 @@ struct Dev: ParsableCommand {
             do {
                 // The previous start's code still works (unused, unexpired): the same one, so a code printed before keeps working.
                 let device = try store.authenticate(token: secret)
-                if device.name == pending[0] { return (pending[0], Store.JoinSecret(secret: secret, accountEncrypted: device.accountEncrypted)) }
+                if device.name == pending[0] {
+                    return (pending[0], Store.JoinSecret(secret: secret, accountEncrypted: device.accountEncrypted))
+                }
             } catch ServerError.unauthorized(let reason) where reason.contains("expired") {
                 // It expired unused: the same device gets a new code (no machine-N left behind that never joined).
                 reissue = pending[0]

@@ -12,21 +12,31 @@ import SyncCore
 /// expires) and the fingerprint of the CA that issued the server's
 /// certificate, in one line (and as a QR code with `--qr`).
 struct JoinOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The server's URL as devices reach it, for a join code (default: $BRSYNCD_URL).", valueName: "https://host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "The server's URL as devices reach it, for a join code (default: $BRSYNCD_URL).",
+            valueName: "https://host:port"))
     var url: String?
-    @Option(help: ArgumentHelp("The CA certificate (PEM) that issued the server's certificate, for a join code's fingerprint (default: $BRSYNCD_CA).",
-                               valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "The CA certificate (PEM) that issued the server's certificate, for a join code's fingerprint (default: $BRSYNCD_CA).",
+            valueName: "file"))
     var ca: String?
     @Flag(help: "Also draw the join code as a QR code in the terminal (for the phone).") var qr = false
-    @Option(help: ArgumentHelp("How long the join code works, if it is not used first: 90s, 30m, 24h or 7d; at most 30d (default: 24h).",
-                               valueName: "duration"))
+    @Option(
+        help: ArgumentHelp(
+            "How long the join code works, if it is not used first: 90s, 30m, 24h or 7d; at most 30d (default: 24h).",
+            valueName: "duration"))
     var expires: String?
 
     /// `--expires` in milliseconds (checked before anything is written).
     func validMilliseconds() throws -> Int64 {
         guard let expires else { return Self.defaultValidMilliseconds }
         guard let milliseconds = Self.duration(expires) else {
-            throw CLIFailure(message: "--expires: '\(DisplayText.printable(expires.prefix(40)))' is not a duration: a number and s, m, h or d (90s, 30m, 24h, 7d)")
+            throw CLIFailure(
+                message:
+                    "--expires: '\(DisplayText.printable(expires.prefix(40)))' is not a duration: a number and s, m, h or d (90s, 30m, 24h, 7d)"
+            )
         }
         guard milliseconds >= 60_000, milliseconds <= 30 * 86_400_000 else {
             throw CLIFailure(message: "--expires: a join code works for at least a minute and at most 30 days")
@@ -38,7 +48,9 @@ struct JoinOptions: ParsableArguments {
 
     /// A duration such as `90s`, `30m`, `24h` or `7d`, in milliseconds.
     static func duration(_ text: String) -> Int64? {
-        guard let unit = text.last, let number = Int64(text.dropLast()), number > 0, number <= 1_000_000 else { return nil }
+        guard let unit = text.last, let number = Int64(text.dropLast()), number > 0, number <= 1_000_000 else {
+            return nil
+        }
         switch unit {
         case "s": return number * 1000
         case "m": return number * 60_000
@@ -55,15 +67,22 @@ struct JoinOptions: ParsableArguments {
         let ca = self.ca ?? ProcessEnvironment.value("BRSYNCD_CA")
         guard let url, let ca else {
             if qr || self.url != nil || self.ca != nil || expires != nil {
-                throw CLIFailure(message: "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)")
+                throw CLIFailure(
+                    message:
+                        "a join code needs the server's URL and its CA: give --url and --ca (or set BRSYNCD_URL and BRSYNCD_CA)"
+                )
             }
             return nil
         }
         let certificates: [[UInt8]]
-        do { certificates = try CertificatePinning.certificates(pemFile: ca) } catch { throw CLIFailure(message: "--ca: \(error)") }
+        do { certificates = try CertificatePinning.certificates(pemFile: ca) } catch {
+            throw CLIFailure(message: "--ca: \(error)")
+        }
         let fingerprint = CertificatePinning.fingerprint(der: certificates[0])
         // The URL is checked as the code will be.
-        do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch { throw CLIFailure(message: "--url: \(error)") }
+        do { _ = try JoinCode(server: url, token: "check", caFingerprint: fingerprint) } catch {
+            throw CLIFailure(message: "--url: \(error)")
+        }
         return (url, fingerprint)
     }
 
@@ -73,21 +92,27 @@ struct JoinOptions: ParsableArguments {
     func enroll(_ store: StoreOptions, account: String, device: String, adding: Bool) throws -> Bool {
         guard let parts = try prepare() else { return false }
         let valid = try validMilliseconds()
-        let enrollment = try store.open().enroll(account: account, device: device, adding: adding, validMilliseconds: valid)
-        Swift.print(adding ? "added device \(device) to account \(account)."
-                           : "made a new join code for device \(device) of account \(account); its old token no longer works.")
+        let enrollment = try store.open().enroll(
+            account: account, device: device, adding: adding, validMilliseconds: valid)
+        Swift.print(
+            adding
+                ? "added device \(device) to account \(account)."
+                : "made a new join code for device \(device) of account \(account); its old token no longer works.")
         try print(url: parts.url, fingerprint: parts.fingerprint, enrollment: enrollment, validMilliseconds: valid)
         return true
     }
 
     /// Prints the join code for `enrollment` (and its QR code).
     func print(url: String, fingerprint: [UInt8], enrollment: Store.JoinSecret, validMilliseconds: Int64) throws {
-        let code = try JoinCode(server: url, token: enrollment.secret, caFingerprint: fingerprint, encrypted: enrollment.accountEncrypted)
+        let code = try JoinCode(
+            server: url, token: enrollment.secret, caFingerprint: fingerprint, encrypted: enrollment.accountEncrypted)
         if qr {
             Swift.print("its join code as a QR code (scan it with the phone):")
             Swift.print(try QRText.render(code.description), terminator: "")
         }
-        Swift.print("its join code ('brsync join' on the new machine; it works once, within \(Self.describe(validMilliseconds)); shown only now):")
+        Swift.print(
+            "its join code ('brsync join' on the new machine; it works once, within \(Self.describe(validMilliseconds)); shown only now):"
+        )
         Swift.print(code.description)
     }
 

@@ -17,19 +17,25 @@ struct Migrate: ParsableCommand {
             """)
 
     @Option(help: ArgumentHelp("The SQLite store to copy.", valueName: "sqlite:PATH")) var from: String
-    @Option(help: ArgumentHelp("The PostgreSQL store to fill.", valueName: "postgres://USER@HOST:PORT/DATABASE")) var to: String
+    @Option(help: ArgumentHelp("The PostgreSQL store to fill.", valueName: "postgres://USER@HOST:PORT/DATABASE"))
+    var to: String
 
     func run() throws {
-        guard from.hasPrefix("sqlite:") else { throw CLIFailure(message: "--from must be sqlite:PATH (the SQLite store to copy)") }
+        guard from.hasPrefix("sqlite:") else {
+            throw CLIFailure(message: "--from must be sqlite:PATH (the SQLite store to copy)")
+        }
         let path = String(from.dropFirst("sqlite:".count))
-        guard FileManager.default.fileExists(atPath: path) else { throw CLIFailure(message: "--from: \(path) does not exist") }
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw CLIFailure(message: "--from: \(path) does not exist")
+        }
         guard to.hasPrefix("postgres://") || to.hasPrefix("postgresql://") else {
             throw CLIFailure(message: "--to must be postgres://USER@HOST:PORT/DATABASE")
         }
         let source = try SQLiteStore(path: path, connections: 1)
         defer { source.close() }
-        let target = try PostgresStore(try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessEnvironment.all()),
-                                       connections: 1)
+        let target = try PostgresStore(
+            try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessEnvironment.all()),
+            connections: 1)
         defer { target.close() }
         let counts = try StoreMigration.copy(from: source, to: target)
         print("copied \(counts) from \(path) to \(to) (epoch \(target.epoch)); the counts match")

@@ -31,14 +31,20 @@ extension Crypto {
         public func code(_ data: [UInt8]) -> [UInt8] {
             var output = [UInt8](repeating: 0, count: 32)
             data.withUnsafeBytes { data in
-                output.withUnsafeMutableBufferPointer { output in code(data, UnsafeRawBufferPointer(start: nil, count: 0), into: output.baseAddress!) }
+                output.withUnsafeMutableBufferPointer { output in
+                    code(data, UnsafeRawBufferPointer(start: nil, count: 0), into: output.baseAddress!)
+                }
             }
             return output
         }
 
         /// Writes the 32-byte HMAC-SHA256 of `first` followed by `second` to `output`.
-        public func code(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>) {
-            let done = lock.withLock { _ in brsync_hmac_sha256(prepared, first.baseAddress, first.count, second.baseAddress, second.count, output) }
+        public func code(
+            _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>
+        ) {
+            let done = lock.withLock { _ in
+                brsync_hmac_sha256(prepared, first.baseAddress, first.count, second.baseAddress, second.count, output)
+            }
             precondition(done == 1, "HMAC-SHA256 failed")
         }
     }
@@ -58,8 +64,8 @@ extension Crypto {
         public init(_ key: [UInt8]) {
             precondition(key.count == 32, "AES-256-GCM takes a 32-byte key")
             guard let encrypt = EVP_CIPHER_CTX_new(), let decrypt = EVP_CIPHER_CTX_new(),
-                  EVP_EncryptInit_ex(encrypt, EVP_aes_256_gcm(), nil, key, nil) == 1,
-                  EVP_DecryptInit_ex(decrypt, EVP_aes_256_gcm(), nil, key, nil) == 1
+                EVP_EncryptInit_ex(encrypt, EVP_aes_256_gcm(), nil, key, nil) == 1,
+                EVP_DecryptInit_ex(decrypt, EVP_aes_256_gcm(), nil, key, nil) == 1
             else { preconditionFailure("OpenSSL cannot make an AES-256-GCM context") }
             contexts = Contexts(encrypt: encrypt, decrypt: decrypt)
         }
@@ -80,7 +86,9 @@ extension Crypto {
                 authenticated.withUnsafeBufferPointer { authenticated in
                     nonce.withUnsafeBufferPointer { nonce in
                         combined.withUnsafeMutableBufferPointer { output in
-                            seal(plaintext, authenticated: authenticated, nonce: nonce.baseAddress!, into: output.baseAddress!)
+                            seal(
+                                plaintext, authenticated: authenticated, nonce: nonce.baseAddress!,
+                                into: output.baseAddress!)
                         }
                     }
                 }
@@ -90,23 +98,33 @@ extension Crypto {
 
         /// As ``seal(_:authenticated:nonce:)``, written to `output`, which
         /// holds 12 + `plaintext.count` + 16 bytes.
-        public func seal(_ plaintext: UnsafeBufferPointer<UInt8>, authenticated: UnsafeBufferPointer<UInt8>, nonce: UnsafePointer<UInt8>,
-                         into output: UnsafeMutablePointer<UInt8>) {
+        public func seal(
+            _ plaintext: UnsafeBufferPointer<UInt8>, authenticated: UnsafeBufferPointer<UInt8>,
+            nonce: UnsafePointer<UInt8>,
+            into output: UnsafeMutablePointer<UInt8>
+        ) {
             let done = lock.withLock { _ in
                 let context = contexts.encrypt
                 output.update(from: nonce, count: 12)
                 var length: Int32 = 0
                 guard EVP_EncryptInit_ex(context, nil, nil, nil, nonce) == 1 else { return false }
                 if !authenticated.isEmpty,
-                   EVP_EncryptUpdate(context, nil, &length, authenticated.baseAddress, Int32(authenticated.count)) != 1 { return false }
+                    EVP_EncryptUpdate(context, nil, &length, authenticated.baseAddress, Int32(authenticated.count)) != 1
+                {
+                    return false
+                }
                 var written = 0
                 if !plaintext.isEmpty {
-                    guard EVP_EncryptUpdate(context, output + 12, &length, plaintext.baseAddress, Int32(plaintext.count)) == 1 else { return false }
+                    guard
+                        EVP_EncryptUpdate(context, output + 12, &length, plaintext.baseAddress, Int32(plaintext.count))
+                            == 1
+                    else { return false }
                     written = Int(length)
                 }
                 guard EVP_EncryptFinal_ex(context, output + 12 + written, &length) == 1 else { return false }
                 written += Int(length)
-                return written == plaintext.count && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, output + 12 + written) == 1
+                return written == plaintext.count
+                    && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, output + 12 + written) == 1
             }
             precondition(done, "AES-GCM failed")
         }
@@ -119,7 +137,8 @@ extension Crypto {
         ///   of the plaintext is returned then).
         public func open(_ combined: [UInt8], authenticated: [UInt8]) throws(SealingError) -> [UInt8] {
             guard combined.count >= 28 else {
-                throw SealingError(message: "a sealed value is at least 28 bytes (nonce and tag); this one has \(combined.count)")
+                throw SealingError(
+                    message: "a sealed value is at least 28 bytes (nonce and tag); this one has \(combined.count)")
             }
             let count = combined.count - 28
             var plaintext = [UInt8](repeating: 0, count: count + 16)
@@ -130,14 +149,22 @@ extension Crypto {
                         let base = input.baseAddress!
                         var length: Int32 = 0
                         guard EVP_DecryptInit_ex(context, nil, nil, nil, base) == 1 else { return false }
-                        if !authenticated.isEmpty, EVP_DecryptUpdate(context, nil, &length, authenticated, Int32(authenticated.count)) != 1 { return false }
+                        if !authenticated.isEmpty,
+                            EVP_DecryptUpdate(context, nil, &length, authenticated, Int32(authenticated.count)) != 1
+                        {
+                            return false
+                        }
                         var written = 0
                         if count > 0 {
-                            guard EVP_DecryptUpdate(context, output.baseAddress, &length, base + 12, Int32(count)) == 1 else { return false }
+                            guard EVP_DecryptUpdate(context, output.baseAddress, &length, base + 12, Int32(count)) == 1
+                            else { return false }
                             written = Int(length)
                         }
-                        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, UnsafeMutableRawPointer(mutating: base + 12 + count)) == 1,
-                              EVP_DecryptFinal_ex(context, output.baseAddress! + written, &length) == 1
+                        guard
+                            EVP_CIPHER_CTX_ctrl(
+                                context, EVP_CTRL_GCM_SET_TAG, 16, UnsafeMutableRawPointer(mutating: base + 12 + count))
+                                == 1,
+                            EVP_DecryptFinal_ex(context, output.baseAddress! + written, &length) == 1
                         else { return false }
                         return written + Int(length) == count
                     }
@@ -146,7 +173,8 @@ extension Crypto {
             guard verified else {
                 // Nothing of what was decrypted leaves this function.
                 plaintext.withUnsafeMutableBufferPointer { buffer in buffer.update(repeating: 0) }
-                throw SealingError(message: "the sealed value does not open with this key (wrong key, or changed since it was sealed)")
+                throw SealingError(
+                    message: "the sealed value does not open with this key (wrong key, or changed since it was sealed)")
             }
             plaintext.removeLast(16)
             return plaintext

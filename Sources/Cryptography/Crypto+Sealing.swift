@@ -46,7 +46,10 @@ extension Crypto {
 
         /// - Throws: ``Crypto/SealingError`` when `combined` is shorter than a nonce and a tag.
         public init(combined: [UInt8]) throws(SealingError) {
-            guard combined.count >= 28 else { throw SealingError(message: "a sealed value is at least 28 bytes (nonce and tag); this one has \(combined.count)") }
+            guard combined.count >= 28 else {
+                throw SealingError(
+                    message: "a sealed value is at least 28 bytes (nonce and tag); this one has \(combined.count)")
+            }
             nonce = Array(combined.prefix(12))
             ciphertext = Array(combined.dropFirst(12).dropLast(16))
             tag = Array(combined.suffix(16))
@@ -61,7 +64,9 @@ extension Crypto {
     /// Seals `plaintext` with AES-256-GCM under a 32-byte `key`, with
     /// `authenticated` data bound to it (not encrypted), and a random nonce
     /// unless one is given (tests).
-    public static func seal(_ plaintext: [UInt8], key: [UInt8], authenticated: [UInt8] = [], nonce: [UInt8]? = nil) -> SealedBox {
+    public static func seal(
+        _ plaintext: [UInt8], key: [UInt8], authenticated: [UInt8] = [], nonce: [UInt8]? = nil
+    ) -> SealedBox {
         let combined = GCMKey(key).seal(plaintext, authenticated: authenticated, nonce: nonce ?? randomBytes(12))
         // A nonce and a tag are always there.
         return (try? SealedBox(combined: combined))!
@@ -70,7 +75,8 @@ extension Crypto {
     /// Opens a sealed value: its plaintext, or an error when the key, the
     /// authenticated data, the nonce, the ciphertext or the tag is not the one
     /// it was sealed with (nothing of the plaintext is returned then).
-    public static func open(_ box: SealedBox, key: [UInt8], authenticated: [UInt8] = []) throws(SealingError) -> [UInt8] {
+    public static func open(_ box: SealedBox, key: [UInt8], authenticated: [UInt8] = []) throws(SealingError) -> [UInt8]
+    {
         guard key.count == 32, box.nonce.count == 12, box.tag.count == 16 else {
             throw SealingError(message: "a sealed value needs a 32-byte key, a 12-byte nonce and a 16-byte tag")
         }

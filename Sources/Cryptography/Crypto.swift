@@ -25,7 +25,8 @@ public enum Crypto {
     }
 
     /// Base64url without padding (RFC 4648 §5).
-    private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let base64URLAlphabet = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Each byte's value as a base64url digit, 255 for bytes that are not one.
     private static let base64URLDigits: [UInt8] = {
@@ -63,7 +64,9 @@ public enum Crypto {
         let start = output.count
         output.append(contentsOf: repeatElement(0, count: base64URLLength(bytes.count)))
         bytes.withUnsafeBufferPointer { bytes in
-            output.withUnsafeMutableBufferPointer { output in encodeBase64URL(bytes, into: UnsafeMutableBufferPointer(rebasing: output[start...])) }
+            output.withUnsafeMutableBufferPointer { output in
+                encodeBase64URL(bytes, into: UnsafeMutableBufferPointer(rebasing: output[start...]))
+            }
         }
     }
 
@@ -72,7 +75,9 @@ public enum Crypto {
 
     /// Writes the unpadded base64url of `bytes` to `output`, which holds
     /// ``base64URLLength(_:)`` bytes.
-    private static func encodeBase64URL(_ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) {
+    private static func encodeBase64URL(
+        _ bytes: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>
+    ) {
         base64URLAlphabet.withUnsafeBufferPointer { alphabet in
             var out = 0
             var index = 0

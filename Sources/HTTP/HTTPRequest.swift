@@ -8,7 +8,9 @@ public struct HTTPRequest: Sendable, Equatable {
     public var headers: HTTPHeaders
     public var body: [UInt8]
 
-    public init(method: String, target: String, minorVersion: Int = 1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    public init(
+        method: String, target: String, minorVersion: Int = 1, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []
+    ) {
         self.method = method
         self.target = target
         self.minorVersion = minorVersion
@@ -29,7 +31,9 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The target's query parameters, percent-decoded (`+` is a space).
     public var queryItems: [String: String] {
-        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")), target.utf8.index(after: mark) < target.utf8.endIndex else { return [:] }
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")),
+            target.utf8.index(after: mark) < target.utf8.endIndex
+        else { return [:] }
         let query = target[target.utf8.index(after: mark)...]
         var items: [String: String] = [:]
         for pair in query.split(separator: "&") {
@@ -48,7 +52,9 @@ public struct HTTPRequest: Sendable, Equatable {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
                 bytes.append(high << 4 | low)
             default: bytes.append(byte)
             }

@@ -119,7 +119,11 @@ public struct HTTPRequestParser: Sendable {
             case .failed:
                 return nil
             case .requestLine:
-                guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")) else { return nil }
+                guard
+                    let line = try nextLine(
+                        limit: limits.maxRequestLineBytes,
+                        tooLong: fail(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes"))
+                else { return nil }
                 if line.isEmpty {
                     // RFC 9112 §2.2: ignore a few empty lines before a request.
                     emptyLinesSkipped += 1
@@ -130,7 +134,11 @@ public struct HTTPRequestParser: Sendable {
                 state = .headers
             case .headers:
                 let remaining = limits.maxHeaderBytes - headerBytes
-                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes")) else { return nil }
+                guard
+                    let line = try nextLine(
+                        limit: remaining,
+                        tooLong: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes"))
+                else { return nil }
                 headerBytes += line.count + 2
                 if line.isEmpty {
                     if let complete = try finishHead() { return .request(complete) }
@@ -157,17 +165,25 @@ public struct HTTPRequestParser: Sendable {
                 state = .body(remaining: remaining - take)
                 return nil
             case .chunkSize:
-                guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long")) else { return nil }
+                guard
+                    let line = try nextLine(
+                        limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long"))
+                else { return nil }
                 let sizeText = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
                 guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
                 guard validChunkExtensions(line[sizeText.endIndex...]) else {
-                    throw fail(400, "invalid chunk extensions (';' name[=value], a token or a quoted string, at most \(maxChunkExtensions))")
+                    throw fail(
+                        400,
+                        "invalid chunk extensions (';' name[=value], a token or a quoted string, at most \(maxChunkExtensions))"
+                    )
                 }
                 // Checked before every shift: 16 hex digits would wrap an Int.
                 var size = 0
                 for byte in sizeText {
                     guard let digit = hexValue(byte) else { throw fail(400, "an invalid chunk size") }
-                    guard size <= limits.maxBodyBytes >> 4 else { throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes") }
+                    guard size <= limits.maxBodyBytes >> 4 else {
+                        throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
+                    }
                     size = size << 4 | Int(digit)
                 }
                 if size == 0 {
@@ -190,12 +206,15 @@ public struct HTTPRequestParser: Sendable {
                 state = .chunkDataEnd
             case .chunkDataEnd:
                 guard buffer.count - position >= 2 else { return nil }
-                guard buffer[position] == 0x0D && buffer[position + 1] == 0x0A else { throw fail(400, "chunk data is not followed by CRLF") }
+                guard buffer[position] == 0x0D && buffer[position + 1] == 0x0A else {
+                    throw fail(400, "chunk data is not followed by CRLF")
+                }
                 position += 2
                 state = .chunkSize
             case .trailers:
                 let remaining = limits.maxHeaderBytes - headerBytes
-                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the trailer section is too large")) else { return nil }
+                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the trailer section is too large"))
+                else { return nil }
                 headerBytes += line.count + 2
                 if line.isEmpty { return .request(complete()) }
                 var ignored = HTTPHeaders()
@@ -220,7 +239,9 @@ public struct HTTPRequestParser: Sendable {
             if index - position > limit + 1 { throw tooLong }
             let byte = buffer[index]
             if byte == 0x0A {
-                guard index > position, buffer[index - 1] == 0x0D else { throw fail(400, "a bare LF (lines end with CRLF)") }
+                guard index > position, buffer[index - 1] == 0x0D else {
+                    throw fail(400, "a bare LF (lines end with CRLF)")
+                }
                 let line = buffer[position..<(index - 1)]
                 if line.count > limit { throw tooLong }
                 position = index + 1
@@ -248,7 +269,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let version = Array(parts[2])
         guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
-              let major = digitValue(version[5]), let minor = digitValue(version[7])
+            let major = digitValue(version[5]), let minor = digitValue(version[7])
         else { throw fail(400, "an invalid HTTP version") }
         guard major == 1, minor <= 1 else { throw fail(505, "HTTP/\(major).\(minor) is not supported") }
         request = HTTPRequest(
@@ -258,7 +279,9 @@ public struct HTTPRequestParser: Sendable {
         headerCount = 0
     }
 
-    private mutating func parseHeaderLine(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
+    private mutating func parseHeaderLine(
+        _ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders
+    ) throws(HTTPParseError) {
         guard let first = line.first, first != 0x20, first != 0x09 else { throw fail(400, "obsolete line folding") }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw fail(400, "a header line without ':'") }
         let name = line[line.startIndex..<colon]
@@ -270,7 +293,9 @@ public struct HTTPRequestParser: Sendable {
             throw fail(400, "a control character in a header value")
         }
         headerCount += 1
-        guard headerCount <= limits.maxHeaderCount else { throw fail(431, "more than \(limits.maxHeaderCount) header fields") }
+        guard headerCount <= limits.maxHeaderCount else {
+            throw fail(431, "more than \(limits.maxHeaderCount) header fields")
+        }
         headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
 
@@ -278,22 +303,33 @@ public struct HTTPRequestParser: Sendable {
     private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
         let headers = request.headers
         let hosts = headers.values("Host")
-        if request.minorVersion == 1 && hosts.count != 1 { throw fail(400, hosts.isEmpty ? "no Host header" : "more than one Host header") }
+        if request.minorVersion == 1 && hosts.count != 1 {
+            throw fail(400, hosts.isEmpty ? "no Host header" : "more than one Host header")
+        }
         let transferEncodings = headers.values("Transfer-Encoding")
         let contentLengths = headers.values("Content-Length")
         if !transferEncodings.isEmpty {
             guard contentLengths.isEmpty else { throw fail(400, "both Content-Length and Transfer-Encoding") }
             guard request.minorVersion == 1 else { throw fail(400, "Transfer-Encoding in an HTTP/1.0 request") }
             // ASCII case folding only: `chun\u{212A}ed` (Kelvin sign) is not `chunked`.
-            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingASCIIWhitespace().asciiLowercased() }
-            guard codings == ["chunked"] else { throw fail(400, "the transfer coding '\(transferEncodings.joined(separator: ", "))' is not supported (only chunked)") }
+            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map {
+                $0.trimmingASCIIWhitespace().asciiLowercased()
+            }
+            guard codings == ["chunked"] else {
+                throw fail(
+                    400,
+                    "the transfer coding '\(transferEncodings.joined(separator: ", "))' is not supported (only chunked)"
+                )
+            }
             state = .chunkSize
             return nil
         }
         if !contentLengths.isEmpty {
             guard contentLengths.count == 1 else { throw fail(400, "more than one Content-Length") }
             let text = contentLengths[0]
-            guard !text.isEmpty, text.utf8.allSatisfy({ digitValue($0) != nil }) else { throw fail(400, "Content-Length '\(text)' is not a number") }
+            guard !text.isEmpty, text.utf8.allSatisfy({ digitValue($0) != nil }) else {
+                throw fail(400, "Content-Length '\(text)' is not a number")
+            }
             guard text.utf8.count <= 15, let length = Int(text), length <= limits.maxBodyBytes else {
                 throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
             }
@@ -343,7 +379,9 @@ func validChunkExtensions(_ text: ArraySlice<UInt8>) -> Bool {
             if byte == 0x22 { index += 1; return true }
             if byte == 0x5C { // quoted-pair: a backslash and HTAB, SP or a visible character
                 index += 1
-                guard index < text.endIndex, text[index] == 0x09 || (text[index] >= 0x20 && text[index] < 0x7F) else { return false }
+                guard index < text.endIndex, text[index] == 0x09 || (text[index] >= 0x20 && text[index] < 0x7F) else {
+                    return false
+                }
             } else if !(byte == 0x09 || (byte >= 0x20 && byte < 0x7F)) {
                 return false
             }
@@ -372,7 +410,8 @@ func validChunkExtensions(_ text: ArraySlice<UInt8>) -> Bool {
 /// RFC 9110 §5.6.2 `tchar`.
 private func isTokenByte(_ byte: UInt8) -> Bool {
     switch byte {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"):
         return true
     default:
         return "!#$%&'*+-.^_`|~".utf8.contains(byte)

@@ -40,8 +40,11 @@ public struct HTTPResponse: Sendable, Equatable {
     ///   (RFC 9110 §9.3.2).
     /// - Parameter toHTTP10: the request was HTTP/1.0, whose connections
     ///   close unless the answer says `Connection: keep-alive`.
-    public func serialized(keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true, toHTTP10: Bool = false) -> [UInt8] {
-        var bytes = head(keepAlive: keepAlive, dateMillis: dateMillis, reserving: includeBody ? body.count : 0, toHTTP10: toHTTP10)
+    public func serialized(
+        keepAlive: Bool, dateMillis: Int64? = nil, includeBody: Bool = true, toHTTP10: Bool = false
+    ) -> [UInt8] {
+        var bytes = head(
+            keepAlive: keepAlive, dateMillis: dateMillis, reserving: includeBody ? body.count : 0, toHTTP10: toHTTP10)
         if includeBody { bytes += body }
         return bytes
     }
@@ -80,7 +83,11 @@ public struct HTTPResponse: Sendable, Equatable {
         head += "Content-Length: ".utf8
         head += String(body.count).utf8
         head += "\r\n".utf8
-        if !keepAlive { head += "Connection: close\r\n".utf8 } else if toHTTP10 { head += "Connection: keep-alive\r\n".utf8 }
+        if !keepAlive {
+            head += "Connection: close\r\n".utf8
+        } else if toHTTP10 {
+            head += "Connection: keep-alive\r\n".utf8
+        }
         head += "\r\n".utf8
         return head
     }

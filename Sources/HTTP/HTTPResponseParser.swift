@@ -14,7 +14,9 @@ public struct HTTPResponseParser: Sendable {
     /// A body past the limit: a server that is not what it claims, or one
     /// that lost its mind; said as such, not as "not HTTP".
     static func tooLarge(_ limit: Int) -> HTTPParseError {
-        HTTPParseError(status: 0, reason: "a response larger than \(limit / (1024 * 1024)) MiB, more than any answer of the protocol")
+        HTTPParseError(
+            status: 0,
+            reason: "a response larger than \(limit / (1024 * 1024)) MiB, more than any answer of the protocol")
     }
 
     public init(maxBodyBytes: Int = 64 * 1024 * 1024) {
@@ -29,21 +31,26 @@ public struct HTTPResponseParser: Sendable {
     /// - Parameter atEnd: the connection has closed (completes a body framed by close).
     public mutating func next(atEnd: Bool = false) throws(HTTPParseError) -> ParsedResponse? {
         guard let headEnd = find([13, 10, 13, 10], in: buffer, from: 0) else {
-            if atEnd && !buffer.isEmpty { throw HTTPParseError(status: 0, reason: "the response ended inside its headers") }
+            if atEnd && !buffer.isEmpty {
+                throw HTTPParseError(status: 0, reason: "the response ended inside its headers")
+            }
             return nil
         }
         let lines = buffer[0..<headEnd].split(separator: 10, omittingEmptySubsequences: false).map { line in
             line.last == 13 ? line.dropLast() : line
         }
         guard let statusLine = lines.first.map({ String(decoding: $0, as: UTF8.self) }),
-              statusLine.hasPrefix("HTTP/1."), statusLine.count >= 12,
-              let status = Int(statusLine.dropFirst(9).prefix(3))
+            statusLine.hasPrefix("HTTP/1."), statusLine.count >= 12,
+            let status = Int(statusLine.dropFirst(9).prefix(3))
         else { throw HTTPParseError(status: 0, reason: "not an HTTP response") }
         var headers = HTTPHeaders()
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw HTTPParseError(status: 0, reason: "a malformed response header") }
-            headers.add(String(decoding: line[line.startIndex..<colon], as: UTF8.self),
-                        String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingASCIIWhitespace().description)
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+                throw HTTPParseError(status: 0, reason: "a malformed response header")
+            }
+            headers.add(
+                String(decoding: line[line.startIndex..<colon], as: UTF8.self),
+                String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingASCIIWhitespace().description)
         }
         let keepAlive = statusLine.hasPrefix("HTTP/1.1") && !headers.contains("Connection", token: "close")
         let bodyStart = headEnd + 4
@@ -73,7 +80,8 @@ public struct HTTPResponseParser: Sendable {
                     if atEnd { throw HTTPParseError(status: 0, reason: "the response was cut short") }
                     return nil
                 }
-                let sizeText = String(decoding: buffer[cursor..<lineEnd].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
+                let sizeText = String(
+                    decoding: buffer[cursor..<lineEnd].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
                 guard let size = Int(sizeText, radix: 16), size >= 0 else {
                     throw HTTPParseError(status: 0, reason: "a bad chunk in the response")
                 }
@@ -102,7 +110,9 @@ public struct HTTPResponseParser: Sendable {
         guard haystack.count >= needle.count else { return nil }
         var index = start
         while index + needle.count <= haystack.count {
-            if haystack[index] == needle[0] && haystack[index..<index + needle.count].elementsEqual(needle) { return index }
+            if haystack[index] == needle[0] && haystack[index..<index + needle.count].elementsEqual(needle) {
+                return index
+            }
             index += 1
         }
         return nil

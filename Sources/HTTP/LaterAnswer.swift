@@ -27,7 +27,10 @@ public final class LaterAnswer: Sendable, Equatable {
     ///   - make: the answer, when the wait is over: `woken` when ``fire()``
     ///     ended it, false when the time ran out (or the client sent more).
     ///   - ended: called once, when the answer is made or never will be.
-    public init(waitMilliseconds: Int, make: @escaping @Sendable (_ woken: Bool) -> HTTPResponse, ended: @escaping @Sendable () -> Void = {}) {
+    public init(
+        waitMilliseconds: Int, make: @escaping @Sendable (_ woken: Bool) -> HTTPResponse,
+        ended: @escaping @Sendable () -> Void = {}
+    ) {
         self.waitMilliseconds = waitMilliseconds
         self.make = make
         self.ended = ended

@@ -40,7 +40,9 @@ public struct JSONScanner {
     /// Reads a member's name and its `:`.
     public mutating func name() throws(ParseError) -> String {
         reader.skipWhitespace()
-        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string key") }
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else {
+            throw reader.fail("expected a string key")
+        }
         let name = try reader.readString()
         guard take(UInt8(ascii: ":")) else { throw reader.fail("expected ':'") }
         return name
@@ -65,8 +67,12 @@ public struct JSONScanner {
     /// Opens a container; false when it is empty (its `closing` read too).
     private mutating func begin(_ opening: UInt8, _ closing: UInt8, _ what: String) throws(ParseError) -> Bool {
         reader.skipWhitespace()
-        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == opening else { throw reader.fail("expected \(what)") }
-        guard depth < JSONReader.maximumDepth else { throw reader.fail("nested deeper than \(JSONReader.maximumDepth) levels") }
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == opening else {
+            throw reader.fail("expected \(what)")
+        }
+        guard depth < JSONReader.maximumDepth else {
+            throw reader.fail("nested deeper than \(JSONReader.maximumDepth) levels")
+        }
         reader.index += 1
         if take(closing) { return false }
         depth += 1
@@ -90,7 +96,9 @@ public struct JSONScanner {
     /// A string value.
     public mutating func string() throws(ParseError) -> String {
         reader.skipWhitespace()
-        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string") }
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else {
+            throw reader.fail("expected a string")
+        }
         return try reader.readString()
     }
 
@@ -98,9 +106,13 @@ public struct JSONScanner {
     /// string has no escapes (no copy): for short strings a reader parses
     /// at once (a stamp on every field of every record). Checked as
     /// ``string()`` checks them, so a string that is not UTF-8 is the same error.
-    public mutating func withStringBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) throws(ParseError) -> Result {
+    public mutating func withStringBytes<Result>(
+        _ body: (UnsafeBufferPointer<UInt8>) -> Result
+    ) throws(ParseError) -> Result {
         reader.skipWhitespace()
-        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else { throw reader.fail("expected a string") }
+        guard reader.index < reader.bytes.count, reader.bytes[reader.index] == UInt8(ascii: "\"") else {
+            throw reader.fail("expected a string")
+        }
         let bytes = reader.bytes
         let start = reader.index + 1
         var end = start
@@ -122,6 +134,8 @@ public struct JSONScanner {
     /// The end of the document: nothing but white space is left.
     public mutating func end() throws(ParseError) {
         reader.skipWhitespace()
-        guard reader.index == reader.bytes.count, depth == 0 else { throw reader.fail("unexpected text after the value") }
+        guard reader.index == reader.bytes.count, depth == 0 else {
+            throw reader.fail("unexpected text after the value")
+        }
     }
 }

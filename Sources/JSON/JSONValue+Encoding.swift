@@ -115,13 +115,18 @@ private func primitive(_ value: some Encodable, at path: [any CodingKey]) throws
     case let value as Int16: return .int(Int64(value))
     case let value as Int32: return .int(Int64(value))
     case let value as Int64: return .int(value)
-    case let value as UInt: guard let number = Int64(exactly: value) else { throw refuse("\(value) is past what JSON numbers hold here") }; return .int(number)
+    case let value as UInt:
+        guard let number = Int64(exactly: value) else { throw refuse("\(value) is past what JSON numbers hold here") };
+        return .int(number)
     case let value as UInt8: return .int(Int64(value))
     case let value as UInt16: return .int(Int64(value))
     case let value as UInt32: return .int(Int64(value))
-    case let value as UInt64: guard let number = Int64(exactly: value) else { throw refuse("\(value) is past what JSON numbers hold here") }; return .int(number)
+    case let value as UInt64:
+        guard let number = Int64(exactly: value) else { throw refuse("\(value) is past what JSON numbers hold here") };
+        return .int(number)
     case let value as Double: guard value.isFinite else { throw refuse("JSON has no \(value)") }; return .double(value)
-    case let value as Float: guard value.isFinite else { throw refuse("JSON has no \(value)") }; return .double(Double(value))
+    case let value as Float:
+        guard value.isFinite else { throw refuse("JSON has no \(value)") }; return .double(Double(value))
     default: return nil
     }
 }
@@ -144,7 +149,9 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         try encodeValue(value, into: node.member(key.stringValue), at: codingPath + [key])
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
         ValueEncoder(node: node.member(key.stringValue), codingPath: codingPath + [key]).container(keyedBy: keyType)
     }
 
@@ -175,7 +182,9 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
         try encodeValue(value, into: node.append(), at: path)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
         let path = nextPath
         return ValueEncoder(node: node.append(), codingPath: path).container(keyedBy: keyType)
     }

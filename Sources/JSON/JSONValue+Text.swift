@@ -26,7 +26,9 @@ extension JSONValue {
         reader.skipWhitespace()
         let value = try reader.readValue(depth: 0)
         reader.skipWhitespace()
-        guard reader.index == buffer.count else { throw ParseError(offset: reader.index, reason: "unexpected text after the value") }
+        guard reader.index == buffer.count else {
+            throw ParseError(offset: reader.index, reason: "unexpected text after the value")
+        }
         return value
     }
 
@@ -75,7 +77,8 @@ extension JSONValue {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape at all (keys, ids, base64): copied in one go.
         let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2 {
+            for byte in bytes
+            where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2 {
                 return false
             }
             output.append(contentsOf: bytes)
@@ -92,7 +95,10 @@ extension JSONValue {
             for scalar in text.unicodeScalars {
                 if scalar.value >= 0x7F && scalar.isUnsafeToDisplay {
                     let value = Int(scalar.value)
-                    output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), hex[value >> 12 & 15], hex[value >> 8 & 15], hex[value >> 4 & 15], hex[value & 15]]
+                    output += [
+                        UInt8(ascii: "\\"), UInt8(ascii: "u"), hex[value >> 12 & 15], hex[value >> 8 & 15],
+                        hex[value >> 4 & 15], hex[value & 15],
+                    ]
                 } else {
                     writeString(scalar: scalar, hex: hex, into: &output)
                 }
@@ -108,7 +114,10 @@ extension JSONValue {
             case 0x0D: output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0x09: output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
             case 0..<0x20:
-                output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                output += [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)],
+                    hex[Int(byte & 15)],
+                ]
             default: output.append(byte)
             }
         }
@@ -123,7 +132,10 @@ extension JSONValue {
         case "\r": output += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
         case "\t": output += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
         case _ where scalar.value < 0x20:
-            output += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 15)]]
+            output += [
+                UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 15)],
+            ]
         default: output += Array(String(scalar).utf8)
         }
     }
@@ -256,7 +268,9 @@ struct JSONReader {
                 case UInt8(ascii: "u"):
                     var scalar = try readHex4()
                     if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else {
                             throw fail("a lone UTF-16 surrogate")
                         }
                         index += 2
@@ -320,7 +334,9 @@ struct JSONReader {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             isInteger = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             let digits = index
             while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
             guard index > digits else { throw fail("a number needs digits in its exponent") }

@@ -31,12 +31,15 @@ public enum Timestamp {
                 return index
             }
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(ms, 3))Z"
     }
 
     /// The UTC calendar fields of a time in milliseconds since 1970
     /// (weekday 0 is Sunday).
-    public static func utcFields(millis: Int64) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, weekday: Int64) {
+    public static func utcFields(
+        millis: Int64
+    ) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, weekday: Int64) {
         let (days, msOfDay) = floorDivMod(millis, 86_400_000)
         let (year, month, day) = civil(fromDays: days)
         let weekday = floorDivMod(days + 4, 7).1 // 1970-01-01 was a Thursday
@@ -56,13 +59,13 @@ public enum Timestamp {
             return value
         }
         guard bytes.count >= 20,
-              let year = number(0, 4), bytes[4] == UInt8(ascii: "-"),
-              let month = number(5, 2), bytes[7] == UInt8(ascii: "-"),
-              let day = number(8, 2), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "),
-              let hour = number(11, 2), bytes[13] == UInt8(ascii: ":"),
-              let minute = number(14, 2), bytes[16] == UInt8(ascii: ":"),
-              let second = number(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            let year = number(0, 4), bytes[4] == UInt8(ascii: "-"),
+            let month = number(5, 2), bytes[7] == UInt8(ascii: "-"),
+            let day = number(8, 2), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: " "),
+            let hour = number(11, 2), bytes[13] == UInt8(ascii: ":"),
+            let minute = number(14, 2), bytes[16] == UInt8(ascii: ":"),
+            let second = number(17, 2),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
         var fraction: Int64 = 0

@@ -6,7 +6,9 @@ extension String {
     /// builds for the phone's iOS 17, and it is not specialized for a byte
     /// buffer: every string a parser reads went through it.)
     public init?<Bytes: Collection<UInt8>>(validUTF8 bytes: Bytes) {
-        let valid = bytes.withContiguousStorageIfAvailable(Self.isValidUTF8) ?? Array(bytes).withUnsafeBufferPointer(Self.isValidUTF8)
+        let valid =
+            bytes.withContiguousStorageIfAvailable(Self.isValidUTF8)
+            ?? Array(bytes).withUnsafeBufferPointer(Self.isValidUTF8)
         guard valid else { return nil }
         self = String(decoding: bytes, as: UTF8.self)
     }

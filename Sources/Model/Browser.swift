@@ -39,7 +39,8 @@ public struct Browser: Sendable, Hashable, Codable {
         id = try container.decode(String.self, forKey: AnyCodingKey("id"))
         name = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("name")) ?? id
         urlScheme = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("urlScheme")) ?? ""
-        urlFormat = try container.decodeIfPresent(String.self, forKey: AnyCodingKey("urlFormat")) ?? URLFormat.passThrough
+        urlFormat =
+            try container.decodeIfPresent(String.self, forKey: AnyCodingKey("urlFormat")) ?? URLFormat.passThrough
         enabled = try container.decodeIfPresent(Bool.self, forKey: AnyCodingKey("enabled")) ?? true
         extra = try container.unknownFields(excluding: Self.knownKeys)
     }
@@ -75,10 +76,12 @@ extension Browser {
         if id.utf8.count > 64 { return "a browser id has at most 64 characters" }
         let bytes = Array(id.utf8)
         func isAlnum(_ byte: UInt8) -> Bool {
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
         }
         guard isAlnum(bytes[0]) else { return "a browser id starts with a lower-case letter or digit" }
-        for byte in bytes where !(isAlnum(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")) {
+        for byte in bytes
+        where !(isAlnum(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")) {
             return "a browser id may hold only a-z, 0-9, '.', '_' and '-' (found '\(Character(Unicode.Scalar(byte)))')"
         }
         return nil
@@ -105,7 +108,8 @@ public struct BrowserProfile: Sendable, Hashable {
         }
         for argument in arguments {
             guard argument.utf8.count <= Self.maxArgumentBytes,
-                  !argument.contains(where: { $0 == "\0" || $0 == "\n" || $0 == "\r" }) else {
+                !argument.contains(where: { $0 == "\0" || $0 == "\n" || $0 == "\r" })
+            else {
                 throw Problem("a profile argument is one line of at most \(Self.maxArgumentBytes) bytes")
             }
         }
@@ -116,9 +120,13 @@ public struct BrowserProfile: Sendable, Hashable {
     /// The profile a browser's synced fields describe, or nil (none, or one
     /// this client cannot use, which it ignores as the phone does).
     public init?(fields extra: [String: JSONValue]) {
-        guard let base = extra["profileOf"]?.stringValue, case .array(let items)? = extra["profileArgs"] else { return nil }
+        guard let base = extra["profileOf"]?.stringValue, case .array(let items)? = extra["profileArgs"] else {
+            return nil
+        }
         let arguments = items.compactMap(\.stringValue)
-        guard arguments.count == items.count, let profile = try? BrowserProfile(base: base, arguments: arguments) else { return nil }
+        guard arguments.count == items.count, let profile = try? BrowserProfile(base: base, arguments: arguments) else {
+            return nil
+        }
         self = profile
     }
 
@@ -137,7 +145,8 @@ public struct BrowserProfile: Sendable, Hashable {
     public func command(from baseExec: String) throws(ExecCommand.Problem) -> String {
         let base = try ExecCommand(baseExec)
         let at = try base.browserProgramIndex() + 1
-        let arguments = Array(base.arguments[..<at]) + self.arguments.map { $0.replacing("%", with: "%%") } + base.arguments[at...]
+        let arguments =
+            Array(base.arguments[..<at]) + self.arguments.map { $0.replacing("%", with: "%%") } + base.arguments[at...]
         return arguments.map(ExecCommand.quote).joined(separator: " ")
     }
 
@@ -165,7 +174,9 @@ extension Browser {
 
     /// The browser's place in the picker (1 is first); nil when none was set.
     public var pickerOrder: Int? {
-        guard let value = extra[Self.pickerOrderField]?.intValue, value >= 1, value <= Int64(Self.maxPickerOrder) else { return nil }
+        guard let value = extra[Self.pickerOrderField]?.intValue, value >= 1, value <= Int64(Self.maxPickerOrder) else {
+            return nil
+        }
         return Int(value)
     }
 

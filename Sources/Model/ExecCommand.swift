@@ -27,7 +27,9 @@ public struct ExecCommand: Sendable, Equatable {
         while let scalar = iterator.next() {
             if quoted {
                 if scalar == "\\" {
-                    guard let next = iterator.next() else { throw Problem(exec: exec, reason: "it ends inside an escape") }
+                    guard let next = iterator.next() else {
+                        throw Problem(exec: exec, reason: "it ends inside an escape")
+                    }
                     guard "\"`$\\".unicodeScalars.contains(next) else {
                         throw Problem(exec: exec, reason: "'\\\(Character(next))' is not a valid escape inside quotes")
                     }
@@ -56,7 +58,8 @@ public struct ExecCommand: Sendable, Equatable {
 
     /// An argument written so that ``init(_:)`` reads it back (quoted when needed).
     public static func quote(_ argument: String) -> String {
-        guard argument.isEmpty || argument.unicodeScalars.contains(where: { " \t\"'\\$`".unicodeScalars.contains($0) }) else { return argument }
+        guard argument.isEmpty || argument.unicodeScalars.contains(where: { " \t\"'\\$`".unicodeScalars.contains($0) })
+        else { return argument }
         var output = String.UnicodeScalarView()
         output.append("\"")
         for scalar in argument.unicodeScalars {
@@ -75,7 +78,9 @@ public struct ExecCommand: Sendable, Equatable {
         public var icon: String?
         public var name: String?
         public var desktopFile: String?
-        public init(urls: [String], files: [String]? = nil, icon: String? = nil, name: String? = nil, desktopFile: String? = nil) {
+        public init(
+            urls: [String], files: [String]? = nil, icon: String? = nil, name: String? = nil, desktopFile: String? = nil
+        ) {
             self.urls = urls
             self.files = files
             self.icon = icon
@@ -182,7 +187,8 @@ extension ExecCommand {
     static func isSnapName(_ name: String) -> Bool {
         guard let first = name.utf8.first, first != UInt8(ascii: "-"), name.utf8.count <= 80 else { return false }
         return name.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: "-")
         }
     }
 
@@ -196,29 +202,40 @@ extension ExecCommand {
             guard index < arguments.count else { throw refuse("it names no program after its launcher") }
             let program = arguments[index].split(separator: "/").last.map(String.init) ?? arguments[index]
             if Self.shells.contains(program) {
-                throw refuse("a shell runs it, so arguments cannot be given to the browser safely (set this machine's own command instead)")
+                throw refuse(
+                    "a shell runs it, so arguments cannot be given to the browser safely (set this machine's own command instead)"
+                )
             }
             switch program {
             case "env":
                 index += 1
-                while index < arguments.count, arguments[index] == "-i" || arguments[index] == "--ignore-environment"
-                        || (!isOption(arguments[index]) && arguments[index].utf8.contains(UInt8(ascii: "="))) {
+                while index < arguments.count,
+                    arguments[index] == "-i" || arguments[index] == "--ignore-environment"
+                        || (!isOption(arguments[index]) && arguments[index].utf8.contains(UInt8(ascii: "=")))
+                {
                     index += 1
                 }
                 if index < arguments.count, isOption(arguments[index]) {
-                    throw refuse("'env' is given an option brsync does not read ('\(DisplayText.printable(arguments[index].prefix(40)))')")
+                    throw refuse(
+                        "'env' is given an option brsync does not read ('\(DisplayText.printable(arguments[index].prefix(40)))')"
+                    )
                 }
             case "flatpak", "snap":
                 // `flatpak [OPTION…] run [OPTION…] APPID`, `snap run [OPTION…] NAME`: anything else starts no browser.
                 func skipOptions() { while index < arguments.count, isOption(arguments[index]) { index += 1 } }
                 index += 1
                 skipOptions()
-                guard index < arguments.count, arguments[index] == "run" else { throw refuse("'\(program)' without 'run' starts no application") }
+                guard index < arguments.count, arguments[index] == "run" else {
+                    throw refuse("'\(program)' without 'run' starts no application")
+                }
                 index += 1
                 skipOptions()
                 let name = index < arguments.count ? arguments[index] : ""
                 guard program == "snap" ? Self.isSnapName(name) : Self.isFlatpakApplicationID(name) else {
-                    throw refuse(program == "snap" ? "'snap run' is followed by no snap" : "'flatpak run' is followed by no application id (such as org.chromium.Chromium)")
+                    throw refuse(
+                        program == "snap"
+                            ? "'snap run' is followed by no snap"
+                            : "'flatpak run' is followed by no application id (such as org.chromium.Chromium)")
                 }
                 return index
             default:

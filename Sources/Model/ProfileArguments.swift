@@ -65,18 +65,32 @@ public enum ProfileArguments {
     static func allowed(_ family: Family, base: String) -> [Allowed] {
         switch family {
         case .chromium:
-            return [Allowed(spellings: ["--profile-directory"], takesName: true),
-                    Allowed(spellings: ["--incognito", "--guest", "--new-window"] + (base == "edge" ? ["--inprivate"] : [])
-                            + (base == "opera" ? ["--private"] : []), takesName: false)]
+            return [
+                Allowed(spellings: ["--profile-directory"], takesName: true),
+                Allowed(
+                    spellings: ["--incognito", "--guest", "--new-window"] + (base == "edge" ? ["--inprivate"] : [])
+                        + (base == "opera" ? ["--private"] : []), takesName: false),
+            ]
         case .firefox:
-            return [Allowed(spellings: ["-P", "-p"], takesName: true),
-                    Allowed(spellings: ["private-window", "private", "new-window", "new-tab", "no-remote", "new-instance"]
-                        .flatMap { ["-\($0)", "--\($0)"] }, takesName: false)]
+            return [
+                Allowed(spellings: ["-P", "-p"], takesName: true),
+                Allowed(
+                    spellings: ["private-window", "private", "new-window", "new-tab", "no-remote", "new-instance"]
+                        .flatMap { ["-\($0)", "--\($0)"] }, takesName: false),
+            ]
         case .epiphany:
-            return [Allowed(spellings: ["--incognito-mode", "-i", "--private-instance", "-p", "--new-window"], takesName: false)]
+            return [
+                Allowed(
+                    spellings: ["--incognito-mode", "-i", "--private-instance", "-p", "--new-window"], takesName: false)
+            ]
         case .falkon:
-            return [Allowed(spellings: ["--profile", "-p"], takesName: true),
-                    Allowed(spellings: ["--private-browsing", "-i", "--new-window", "-w", "--new-tab", "-t", "--no-remote", "-r"], takesName: false)]
+            return [
+                Allowed(spellings: ["--profile", "-p"], takesName: true),
+                Allowed(
+                    spellings: [
+                        "--private-browsing", "-i", "--new-window", "-w", "--new-tab", "-t", "--no-remote", "-r",
+                    ], takesName: false),
+            ]
         }
     }
 
@@ -85,7 +99,8 @@ public enum ProfileArguments {
     /// family's list with a value that is a name.
     public static func problem(_ arguments: [String], base: String) -> String? {
         guard let family = family(of: base) else {
-            return "'\(DisplayText.printable(base.prefix(64)))' is not a browser whose command line brsync knows, so no argument of its profiles runs on synced data alone"
+            return
+                "'\(DisplayText.printable(base.prefix(64)))' is not a browser whose command line brsync knows, so no argument of its profiles runs on synced data alone"
         }
         let allowed = Self.allowed(family, base: base)
         /// Whether `spelling` is one of the list's, taking a name or not.
@@ -98,8 +113,13 @@ public enum ProfileArguments {
             // Split at the first '=' byte, as the browser does (not at a Character).
             let (name, inlineValue): (String, String?) = {
                 let bytes = Array(argument.utf8)
-                guard bytes.starts(with: [0x2D, 0x2D]), let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else { return (argument, nil) }
-                return (String(decoding: bytes[..<equals], as: UTF8.self), String(decoding: bytes[(equals + 1)...], as: UTF8.self))
+                guard bytes.starts(with: [0x2D, 0x2D]), let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
+                    return (argument, nil)
+                }
+                return (
+                    String(decoding: bytes[..<equals], as: UTF8.self),
+                    String(decoding: bytes[(equals + 1)...], as: UTF8.self)
+                )
             }()
             guard let entry = find(name) else {
                 return "\(shown) is not an argument a \(family.rawValue) profile may take from synced data"
@@ -131,7 +151,8 @@ public enum ProfileArguments {
         let bytes = Array(value.utf8)
         func has(_ text: String) -> Bool {
             let needle = Array(text.utf8)
-            return bytes.count >= needle.count && (0...(bytes.count - needle.count)).contains { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+            return bytes.count >= needle.count
+                && (0...(bytes.count - needle.count)).contains { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
         }
         if bytes.isEmpty || bytes.count > 64 { return "a name is 1 to 64 bytes" }
         if bytes[0] == UInt8(ascii: "-") { return "a name that starts with '-' would be read as an option" }
@@ -141,7 +162,8 @@ public enum ProfileArguments {
         // Nothing invisible or that breaks a line where the name is shown (approving it means reading it).
         if value.unicodeScalars.contains(where: { scalar in
             switch scalar.properties.generalCategory {
-            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return true
+            case .control, .format, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned:
+                return true
             default: return false
             }
         }) {

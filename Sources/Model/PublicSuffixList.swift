@@ -15,7 +15,7 @@ public struct PublicSuffixList: Sendable {
     public init(text: String) throws(PublicSuffixListProblem) {
         for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
             guard let token = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).first,
-                  !token.hasPrefix("//")
+                !token.hasPrefix("//")
             else { continue }
             var rule = String(token)
             var isException = false
@@ -64,7 +64,8 @@ public struct PublicSuffixList: Sendable {
     public func suggestedPattern(for url: NormalizedURL) -> String {
         if url.isFile {
             // The file's folder and everything below it.
-            let folder = url.path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            let folder = url.path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+                separator: "/")
             return "file://\(url.host)\(folder)/**"
         }
         if HostName.isAddressOrLocal(url.host) { return url.hostWithPort }

@@ -1,9 +1,13 @@
+import Glibc
+
 /// A connected byte stream: a plain socket or TLS over one.
 public protocol ByteStream: AnyObject {
     /// Reads what is available (at least one byte), waiting until the deadline;
     /// 0 when the peer closed. With `wakeup`, returns nil when that descriptor
     /// becomes readable first (used to end idle connections at shutdown).
-    func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int?
+    func read(
+        into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String
+    ) throws(NetError) -> Int?
     /// Reads what has arrived, never waiting (an event loop's read).
     func readNow(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> ReadNow
     func write(_ bytes: [UInt8], deadline: Deadline) throws(NetError)
@@ -38,12 +42,17 @@ public final class PlainStream: ByteStream {
         self.socket = socket
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
+    public func read(
+        into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String
+    ) throws(NetError) -> Int? {
         while true {
             switch try readNow(into: buffer) {
             case .bytes(let count): return count
             case .closed: return 0
-            case .nothing, .needsWait: guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            case .nothing, .needsWait:
+                guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else {
+                    return nil
+                }
             }
         }
     }
@@ -77,5 +86,3 @@ public final class PlainStream: ByteStream {
         socket.shutdownWrite()
     }
 }
-
-import Glibc

@@ -25,9 +25,12 @@ public final class CertificateAuthority {
         key = try Self.generateKey()
         guard let certificate = X509_new() else { throw .tls(openSSLErrors("cannot create a certificate")) }
         self.certificate = certificate
-        try Self.fill(certificate, subject: name, key: key, issuer: nil, issuerKey: key, notBeforeDays: -1, notAfterDays: days,
-                      extensions: [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
-                                   (NID_subject_key_identifier, "hash")])
+        try Self.fill(
+            certificate, subject: name, key: key, issuer: nil, issuerKey: key, notBeforeDays: -1, notAfterDays: days,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
+                (NID_subject_key_identifier, "hash"),
+            ])
         certificatePEM = try Self.pem { PEM_write_bio_X509($0, certificate) }
     }
 
@@ -42,29 +45,35 @@ public final class CertificateAuthority {
         let names = hosts.map { host in
             host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? "IP:\(host)" : "DNS:\(host)"
         }.joined(separator: ",")
-        try Self.fill(server, subject: hosts.first ?? "localhost", key: serverKey, issuer: certificate, issuerKey: key,
-                      notBeforeDays: notBeforeDays, notAfterDays: notAfterDays,
-                      extensions: [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
-                                   (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, names),
-                                   (NID_authority_key_identifier, "keyid")])
+        try Self.fill(
+            server, subject: hosts.first ?? "localhost", key: serverKey, issuer: certificate, issuerKey: key,
+            notBeforeDays: notBeforeDays, notAfterDays: notAfterDays,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, names),
+                (NID_authority_key_identifier, "keyid"),
+            ])
         return Issued(
             certificatePEM: try Self.pem { PEM_write_bio_X509($0, server) },
             privateKeyPEM: try Self.pem { PEM_write_bio_PrivateKey($0, serverKey, nil, nil, 0, nil, nil) })
     }
 
     private static func generateKey() throws(NetError) -> OpaquePointer {
-        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw .tls(openSSLErrors("cannot make a key")) }
+        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else {
+            throw .tls(openSSLErrors("cannot make a key"))
+        }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1,
-              EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1,
-              EVP_PKEY_keygen(context, &key) == 1, let key
+            EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1,
+            EVP_PKEY_keygen(context, &key) == 1, let key
         else { throw .tls(openSSLErrors("cannot make an EC P-256 key")) }
         return key
     }
 
     private static func fill(
-        _ certificate: OpaquePointer, subject: String, key: OpaquePointer, issuer: OpaquePointer?, issuerKey: OpaquePointer,
+        _ certificate: OpaquePointer, subject: String, key: OpaquePointer, issuer: OpaquePointer?,
+        issuerKey: OpaquePointer,
         notBeforeDays: Int, notAfterDays: Int, extensions: [(Int32, String)]
     ) throws(NetError) {
         X509_set_version(certificate, 2)
@@ -87,7 +96,9 @@ public final class CertificateAuthority {
             X509_add_ext(certificate, ext, -1)
             X509_EXTENSION_free(ext)
         }
-        guard X509_sign(certificate, issuerKey, EVP_sha256()) > 0 else { throw .tls(openSSLErrors("cannot sign the certificate")) }
+        guard X509_sign(certificate, issuerKey, EVP_sha256()) > 0 else {
+            throw .tls(openSSLErrors("cannot sign the certificate"))
+        }
     }
 
     private static func pem(_ write: (OpaquePointer) -> Int32) throws(NetError) -> String {

@@ -40,10 +40,12 @@ public final class HTTPClient {
     private func connect() throws(NetError) -> ByteStream {
         if let stream { return stream }
         let deadline = Deadline.after(milliseconds: configuration.connectTimeoutMilliseconds)
-        let socket = try Socket.connect(to: configuration.address, deadline: deadline, source: configuration.sourceAddress)
+        let socket = try Socket.connect(
+            to: configuration.address, deadline: deadline, source: configuration.sourceAddress)
         let opened: ByteStream
         if let tls = configuration.tls {
-            opened = try TLSStream.connect(socket: socket, context: tls, serverName: configuration.serverName, deadline: deadline)
+            opened = try TLSStream.connect(
+                socket: socket, context: tls, serverName: configuration.serverName, deadline: deadline)
         } else {
             opened = PlainStream(socket: socket)
         }
@@ -65,16 +67,20 @@ public final class HTTPClient {
     ///   - wakeup: a descriptor that ends the wait for the answer when it
     ///     becomes readable (``NetError/interrupted``; the connection is closed).
     ///   - readTimeoutMilliseconds: this answer's time (a long poll), instead of the configuration's.
-    public func send(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
-                     expectContinue: Bool = false, whileWaiting: (() -> Void)? = nil, wakeup: Int32? = nil,
-                     readTimeoutMilliseconds: Int? = nil) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    public func send(
+        method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [],
+        expectContinue: Bool = false, whileWaiting: (() -> Void)? = nil, wakeup: Int32? = nil,
+        readTimeoutMilliseconds: Int? = nil
+    ) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(configuration.serverName)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
         let waitsForContinue = expectContinue && !body.isEmpty
         if waitsForContinue { head += "Expect: 100-continue\r\n" }
         head += "\r\n"
-        let request = waitsForContinue ? Request(head: Array(head.utf8), body: body) : Request(head: Array(head.utf8) + body, body: nil)
+        let request =
+            waitsForContinue
+            ? Request(head: Array(head.utf8), body: body) : Request(head: Array(head.utf8) + body, body: nil)
         let reused = stream != nil
         var waiting = whileWaiting
         let timeout = readTimeoutMilliseconds ?? configuration.readTimeoutMilliseconds
@@ -96,11 +102,15 @@ public final class HTTPClient {
     /// Sends raw bytes and reads one response (the tests of malformed requests use it).
     func sendRaw(_ bytes: [UInt8]) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         var waiting: (() -> Void)?
-        return try exchange(Request(head: bytes, body: nil), whileWaiting: &waiting, wakeup: nil, timeout: configuration.readTimeoutMilliseconds)
+        return try exchange(
+            Request(head: bytes, body: nil), whileWaiting: &waiting, wakeup: nil,
+            timeout: configuration.readTimeoutMilliseconds)
     }
 
-    private func exchange(_ request: Request, whileWaiting: inout (() -> Void)?, wakeup: Int32?,
-                          timeout: Int) throws(NetError) -> HTTPResponseParser.ParsedResponse {
+    private func exchange(
+        _ request: Request, whileWaiting: inout (() -> Void)?, wakeup: Int32?,
+        timeout: Int
+    ) throws(NetError) -> HTTPResponseParser.ParsedResponse {
         let stream = try connect()
         var deadline = Deadline.after(milliseconds: timeout)
         var body = request.body
@@ -140,7 +150,9 @@ public final class HTTPClient {
                 return response
             }
             let result = buffer.withUnsafeMutableBytes { raw in
-                Result<Int?, NetError> { () throws(NetError) in try stream.read(into: raw, deadline: deadline, wakeup: wakeup, what: "waiting for the response") }
+                Result<Int?, NetError> { () throws(NetError) in
+                    try stream.read(into: raw, deadline: deadline, wakeup: wakeup, what: "waiting for the response")
+                }
             }
             let read: Int?
             do { read = try result.get() } catch {

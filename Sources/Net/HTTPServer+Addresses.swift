@@ -20,7 +20,9 @@ extension HTTPServer {
         let bytes = withUnsafeBytes(of: &raw) { Array($0) }
         // An IPv4 address carried in IPv6 (::ffff:a.b.c.d) counts as itself.
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return inside }
-        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+        }
         return "[\(groups.joined(separator: ":"))::/64]"
     }
 }

@@ -45,8 +45,11 @@ final class ConnectionLoop: @unchecked Sendable {
         /// The request whose answer it waits for, if it waits for one.
         let parked: Parked?
 
-        init(socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool, deadline: Deadline,
-             parked: Parked? = nil) {
+        init(
+            socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool,
+            deadline: Deadline,
+            parked: Parked? = nil
+        ) {
             self.parked = parked
             self.socket = socket
             self.stream = stream
@@ -108,8 +111,9 @@ final class ConnectionLoop: @unchecked Sendable {
     /// answer to its request (the answer's wait).
     func giveBack(_ stream: any ByteStream, peer: String, address: String, served: Int, parked: Parked? = nil) {
         let wait = parked?.later.waitMilliseconds ?? server.limits.idleTimeoutMilliseconds
-        let entry = Waiting(socket: stream.socket, stream: stream, peer: peer, address: address, served: served, handshaking: false,
-                            deadline: .after(milliseconds: wait), parked: parked)
+        let entry = Waiting(
+            socket: stream.socket, stream: stream, peer: peer, address: address, served: served, handshaking: false,
+            deadline: .after(milliseconds: wait), parked: parked)
         let taken = returned.withLock { state -> Bool in
             if state.closed { return false }
             state.queue.append(entry)
@@ -173,20 +177,25 @@ final class ConnectionLoop: @unchecked Sendable {
                         resume(entry) // its wait is over: answered now
                         continue
                     }
-                    if entry.handshaking { server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time") }
+                    if entry.handshaking {
+                        server.observer.rejected(entry.peer, "TLS handshake failed: it did not finish in time")
+                    }
                     if let parser = entry.parser {
                         // Its headers (or small body) did not arrive in time: told so, without waiting for the client to read it.
                         let what = parser.isReadingBody ? "the body" : "the headers"
                         server.observer.rejected(entry.peer, "HTTP 408: \(what) did not arrive in time")
                         let answer = server.ownAnswers.make(408, .timeout, "\(what) did not arrive in time")
-                        try? entry.stream.write(answer.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: .now())
+                        try? entry.stream.write(
+                            answer.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: .now())
                     }
                     drop(descriptor, entry)
                 }
             }
         }
         for (descriptor, entry) in waiting { drop(descriptor, entry) }
-        for entry in returned.withLock({ state in defer { state = ([], [], true) }; return state.queue }) {
+        for entry in returned.withLock({ state in
+            defer { state = ([], [], true) }; return state.queue
+        }) {
             entry.parked?.later.end()
             entry.stream.close()
             server.release(entry.address)
@@ -208,16 +217,23 @@ final class ConnectionLoop: @unchecked Sendable {
                 continue
             }
             if server.usesTLS {
-                guard let context = server.tls.withLock({ $0 }), let stream = try? TLSStream.beginAccept(socket: socket, context: context) else {
+                guard let context = server.tls.withLock({ $0 }),
+                    let stream = try? TLSStream.beginAccept(socket: socket, context: context)
+                else {
                     socket.close()
                     server.release(address)
                     continue
                 }
-                admit(Waiting(socket: socket, stream: stream, peer: peer, address: address, served: 0, handshaking: true,
-                              deadline: .after(milliseconds: server.limits.tlsHandshakeTimeoutMilliseconds)))
+                admit(
+                    Waiting(
+                        socket: socket, stream: stream, peer: peer, address: address, served: 0, handshaking: true,
+                        deadline: .after(milliseconds: server.limits.tlsHandshakeTimeoutMilliseconds)))
             } else {
-                admit(Waiting(socket: socket, stream: PlainStream(socket: socket), peer: peer, address: address, served: 0, handshaking: false,
-                              deadline: .after(milliseconds: server.limits.idleTimeoutMilliseconds)))
+                admit(
+                    Waiting(
+                        socket: socket, stream: PlainStream(socket: socket), peer: peer, address: address, served: 0,
+                        handshaking: false,
+                        deadline: .after(milliseconds: server.limits.idleTimeoutMilliseconds)))
             }
         }
     }
@@ -242,7 +258,8 @@ final class ConnectionLoop: @unchecked Sendable {
     /// A waiting request's answer is due: a thread makes and writes it.
     private func resume(_ entry: Waiting) {
         forget(entry.socket.descriptor)
-        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, resuming: entry.parked)
+        server.startServing(
+            entry.stream, peer: entry.peer, address: entry.address, served: entry.served, resuming: entry.parked)
     }
 
     private func forget(_ descriptor: Int32) {
@@ -264,7 +281,11 @@ final class ConnectionLoop: @unchecked Sendable {
         if entry.parked != nil {
             // The client sent more (its next request, or the end of the
             // connection): the waiting request is answered first.
-            if flags & UInt32(EPOLLIN.rawValue) != 0 || entry.stream.hasBufferedInput { resume(entry) } else { drop(descriptor, entry) }
+            if flags & UInt32(EPOLLIN.rawValue) != 0 || entry.stream.hasBufferedInput {
+                resume(entry)
+            } else {
+                drop(descriptor, entry)
+            }
             return
         }
         if entry.handshaking {
@@ -313,7 +334,10 @@ final class ConnectionLoop: @unchecked Sendable {
         var more = true
         repeat {
             let step: ReadNow
-            do { step = try scratch.withUnsafeMutableBytes { raw throws(NetError) in try entry.stream.readNow(into: raw) } } catch {
+            do {
+                step = try scratch.withUnsafeMutableBytes { raw throws(NetError) in try entry.stream.readNow(into: raw)
+                }
+            } catch {
                 drop(descriptor, entry)
                 return
             }
@@ -341,13 +365,17 @@ final class ConnectionLoop: @unchecked Sendable {
         // A small body comes here too (a join's, say): a slow one costs its
         // bytes, not a thread, until the body deadline. (`Expect:
         // 100-continue` waits for a thread's answer to its head.)
-        if !peerClosed, events.count == 1, case .head(let head) = events[0], entry.parser!.isReadingBody, head.headers["Expect"] == nil,
-           let length = head.headers["Content-Length"].flatMap(Int.init), entry.pending.count + length <= Self.readLimit {
+        if !peerClosed, events.count == 1, case .head(let head) = events[0], entry.parser!.isReadingBody,
+            head.headers["Expect"] == nil,
+            let length = head.headers["Content-Length"].flatMap(Int.init),
+            entry.pending.count + length <= Self.readLimit
+        {
             entry.deadline = .after(milliseconds: server.limits.bodyReadTimeoutMilliseconds)
             return
         }
         guard !peerClosed, events.count == 1, case .request(let request) = events[0], !entry.parser!.hasPartialRequest,
-              !entry.stream.hasBufferedInput, answerHere(entry, request) else {
+            !entry.stream.hasBufferedInput, answerHere(entry, request)
+        else {
             handOver(entry)
             return
         }
@@ -361,7 +389,8 @@ final class ConnectionLoop: @unchecked Sendable {
     /// read here) and answers it.
     private func handOver(_ entry: Waiting) {
         forget(entry.socket.descriptor)
-        server.startServing(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, preread: entry.pending)
+        server.startServing(
+            entry.stream, peer: entry.peer, address: entry.address, served: entry.served, preread: entry.pending)
     }
 
     /// Answers `request` here when the server can from memory
@@ -370,7 +399,8 @@ final class ConnectionLoop: @unchecked Sendable {
     /// buffer of answers unread is dropped). False: a thread answers it.
     private func answerHere(_ entry: Waiting, _ request: HTTPRequest) -> Bool {
         guard let quick = server.quick, request.keepAlive, entry.served + 1 < server.limits.maxRequestsPerConnection,
-              !server.shuttingDown.load(ordering: .relaxed) else { return false }
+            !server.shuttingDown.load(ordering: .relaxed)
+        else { return false }
         let started = Deadline.now()
         guard let response = quick(request, HTTPServer.RequestContext(peer: entry.peer)) else { return false }
         entry.served += 1
@@ -378,14 +408,18 @@ final class ConnectionLoop: @unchecked Sendable {
             // Its answer comes later: it waits here (a thread makes the answer when it is due).
             response.whenWritten?.run()
             forget(entry.socket.descriptor)
-            giveBack(entry.stream, peer: entry.peer, address: entry.address, served: entry.served, parked: Parked(request: request, later: later))
+            giveBack(
+                entry.stream, peer: entry.peer, address: entry.address, served: entry.served,
+                parked: Parked(request: request, later: later))
             return true
         }
-        let bytes = response.serialized(keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD",
-                                        toHTTP10: request.minorVersion == 0)
+        let bytes = response.serialized(
+            keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD",
+            toHTTP10: request.minorVersion == 0)
         let written = (try? entry.stream.write(bytes, deadline: .now())) != nil
         response.whenWritten?.run()
-        server.observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
+        server.observer.requestFinished(
+            request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
         guard written else {
             drop(entry.socket.descriptor, entry)
             return true

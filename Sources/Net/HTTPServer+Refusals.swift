@@ -24,13 +24,14 @@ extension HTTPServer {
                 let stream: ByteStream
                 if usesTLS {
                     guard let context = tls.withLock({ $0 }),
-                          let secured = try? TLSStream.accept(socket: socket, context: context, deadline: deadline)
+                        let secured = try? TLSStream.accept(socket: socket, context: context, deadline: deadline)
                     else { socket.close(); return }
                     stream = secured
                 } else {
                     stream = PlainStream(socket: socket)
                 }
-                try? stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
+                try? stream.write(
+                    response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
                 linger(stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
             }
         } catch {
@@ -59,7 +60,8 @@ extension HTTPServer {
                     release(address)
                 }
                 let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
-                try? handed.stream.write(response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
+                try? handed.stream.write(
+                    response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
                 linger(handed.stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
             }
         } catch {
@@ -80,8 +82,12 @@ extension HTTPServer {
         var discarded = 0
         var scratch = [UInt8](repeating: 0, count: 16 * 1024)
         while discarded < limits.lingerMaxBytes {
-            guard (try? stream.socket.wait(for: Int16(POLLIN), until: deadline, what: "lingering")) == true else { break }
-            let count = scratch.withUnsafeMutableBytes { Glibc.read(stream.socket.descriptor, $0.baseAddress, $0.count) }
+            guard (try? stream.socket.wait(for: Int16(POLLIN), until: deadline, what: "lingering")) == true else {
+                break
+            }
+            let count = scratch.withUnsafeMutableBytes {
+                Glibc.read(stream.socket.descriptor, $0.baseAddress, $0.count)
+            }
             if count > 0 {
                 discarded += count
             } else if count == 0 || (errno != EAGAIN && errno != EINTR) {

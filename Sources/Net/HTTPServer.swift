@@ -58,13 +58,16 @@ public final class HTTPServer: Sendable {
         }
 
         public static let plainText = OwnAnswers { status, _, message in
-            HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array((message + "\n").utf8))
+            HTTPResponse(
+                status: status, headers: ["Content-Type": "text/plain; charset=utf-8"],
+                body: Array((message + "\n").utf8))
         }
     }
 
     /// Hooks for metrics and logs.
     public struct Observer: Sendable {
-        public var requestFinished: @Sendable (_ request: HTTPRequest, _ status: Int, _ milliseconds: Double) -> Void = { _, _, _ in }
+        public var requestFinished: @Sendable (_ request: HTTPRequest, _ status: Int, _ milliseconds: Double) -> Void =
+            { _, _, _ in }
         public var rejected: @Sendable (_ peer: String, _ reason: String) -> Void = { _, _ in }
         public init() {}
     }
@@ -103,8 +106,11 @@ public final class HTTPServer: Sendable {
 
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
-    public init(addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(), ownAnswers: OwnAnswers = .plainText,
-                admission: @escaping Admission = { _, _ in nil }, quick: Quick? = nil, handler: @escaping Handler) throws(NetError) {
+    public init(
+        addresses: [SocketAddress], tls: TLSContext?, limits: HTTPLimits, observer: Observer = Observer(),
+        ownAnswers: OwnAnswers = .plainText,
+        admission: @escaping Admission = { _, _ in nil }, quick: Quick? = nil, handler: @escaping Handler
+    ) throws(NetError) {
         self.ownAnswers = ownAnswers
         self.quick = quick
         self.addresses = addresses
@@ -172,7 +178,9 @@ public final class HTTPServer: Sendable {
         }
         guard settled, peak - open >= Self.trimAfterClosed, open <= peak / 2 else { return }
         let now = Clock.monotonicMillis(), last = lastTrimMillis.load(ordering: .relaxed)
-        guard now - last >= 1_000, lastTrimMillis.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        guard now - last >= 1_000,
+            lastTrimMillis.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
         peakSinceTrim.store(open, ordering: .relaxed)
         Memory.giveBack()
     }
@@ -183,7 +191,9 @@ public final class HTTPServer: Sendable {
     /// Connections open now: waiting in the event loop or being answered.
     public var openConnections: Int { connections.load(ordering: .relaxed) }
     /// Connections waiting in the event loop now (no thread of their own).
-    public var waitingConnections: Int { loops.withLock { $0.reduce(0) { $0 + $1.waitingCount.load(ordering: .relaxed) } } }
+    public var waitingConnections: Int {
+        loops.withLock { $0.reduce(0) { $0 + $1.waitingCount.load(ordering: .relaxed) } }
+    }
 
     /// Event loops at most, whatever the cores.
     static let maxLoops = 8
@@ -224,7 +234,9 @@ public final class HTTPServer: Sendable {
         var byte: UInt8 = 1
         _ = write(wakeup.write, &byte, 1)
         let deadline = Deadline.after(milliseconds: graceMilliseconds)
-        while (connections.load(ordering: .relaxed) > 0 || loopsRunning.load(ordering: .relaxed) > 0) && !deadline.hasPassed {
+        while (connections.load(ordering: .relaxed) > 0 || loopsRunning.load(ordering: .relaxed) > 0)
+            && !deadline.hasPassed
+        {
             usleep(5_000)
         }
         listeners.withLock { sockets in
@@ -242,9 +254,12 @@ public final class HTTPServer: Sendable {
             counts[address, default: 0] += 1
             return counts[address] ?? 0
         }
-        let refusal: String? = open > limits.maxConnections ? "connection cap of \(limits.maxConnections) reached"
-            : fromAddress > limits.maxConnectionsPerAddress ? "\(limits.maxConnectionsPerAddress) connections from \(address) already"
-            : nil
+        let refusal: String? =
+            open > limits.maxConnections
+            ? "connection cap of \(limits.maxConnections) reached"
+            : fromAddress > limits.maxConnectionsPerAddress
+                ? "\(limits.maxConnectionsPerAddress) connections from \(address) already"
+                : nil
         if refusal != nil { release(address) }
         return refusal
     }
@@ -254,8 +269,10 @@ public final class HTTPServer: Sendable {
     /// 503 with `Retry-After` (on the small refusal budget) and closed.
     /// - Parameter resuming: a request whose answer was waited for (``LaterAnswer``): answered first.
     /// - Parameter preread: what the loop read of the request already.
-    func startServing(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
-                      preread: [UInt8] = []) {
+    func startServing(
+        _ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
+        preread: [UInt8] = []
+    ) {
         guard active.add(1, ordering: .relaxed).newValue <= limits.maxActiveRequests else {
             active.subtract(1, ordering: .relaxed)
             resuming?.later.end()
@@ -296,8 +313,10 @@ public final class HTTPServer: Sendable {
     ///   - served: requests answered on it before.
     ///   - resuming: a request whose wait is over: its answer is made and written first.
     ///   - preread: the bytes of the request the loop read already: parsed first.
-    func serve(_ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
-               preread: [UInt8] = []) {
+    func serve(
+        _ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
+        preread: [UInt8] = []
+    ) {
         // How the connection ends: after a last answer, unread input is
         // drained first; when the peer closed or the server shuts down an idle
         // connection, there is nothing to drain. Given back to the loop, it
@@ -319,12 +338,14 @@ public final class HTTPServer: Sendable {
         /// Writes the answer to `request`; false when the connection ends
         /// (written or not) or was given back to the loop.
         func answer(_ request: HTTPRequest, _ response: HTTPResponse, started: Deadline, last: Bool) -> Bool {
-            let keepAlive = request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
+            let keepAlive =
+                request.keepAlive && served < limits.maxRequestsPerConnection && !shuttingDown.load(ordering: .relaxed)
             let written = respond(stream, response, keepAlive: keepAlive, for: request)
             // Before the connection can carry its next request (given
             // back to the loop, another thread may read it at once).
             response.whenWritten?.run()
-            observer.requestFinished(request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
+            observer.requestFinished(
+                request, response.status, Double(Deadline.now().milliseconds - started.milliseconds))
             if !written { return false }
             if !keepAlive {
                 lingerAfter = true
@@ -336,8 +357,11 @@ public final class HTTPServer: Sendable {
             // answers from memory (``Quick``), the loop takes it at once:
             // it answers those itself.
             if last, !parser.hasPartialRequest, !stream.hasBufferedInput, let loop = loop(for: stream),
-               quick != nil || (try? stream.socket.wait(for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
-                                                        what: "waiting for the next request")) != true {
+                quick != nil
+                    || (try? stream.socket.wait(
+                        for: Int16(POLLIN), until: .after(milliseconds: limits.keepThreadMilliseconds),
+                        what: "waiting for the next request")) != true
+            {
                 givenBack = true
                 loop.giveBack(stream, peer: peer, address: address, served: served)
                 return false
@@ -355,12 +379,15 @@ public final class HTTPServer: Sendable {
                 return carried[...]
             }
             let partial = parser.hasPartialRequest
-            let deadline = !partial ? Deadline.after(milliseconds: limits.idleTimeoutMilliseconds)
+            let deadline =
+                !partial
+                ? Deadline.after(milliseconds: limits.idleTimeoutMilliseconds)
                 : parser.isReadingBody ? bodyDeadline : headerDeadline
             let result = buffer.withUnsafeMutableBytes { raw in
                 Result<Int?, NetError> { () throws(NetError) in
-                    try stream.read(into: raw, deadline: deadline, wakeup: partial ? nil : wakeup.read,
-                                    what: partial ? "reading a request" : "waiting for a request")
+                    try stream.read(
+                        into: raw, deadline: deadline, wakeup: partial ? nil : wakeup.read,
+                        what: partial ? "reading a request" : "waiting for a request")
                 }
             }
             let read: Int?
@@ -369,7 +396,8 @@ public final class HTTPServer: Sendable {
             } catch .timeout {
                 if partial {
                     let status = parser.isReadingBody ? "the body" : "the headers"
-                    respond(stream, ownAnswers.make(408, .timeout, "\(status) did not arrive in time"), keepAlive: false)
+                    respond(
+                        stream, ownAnswers.make(408, .timeout, "\(status) did not arrive in time"), keepAlive: false)
                     lingerAfter = true
                 }
                 return nil
@@ -384,8 +412,12 @@ public final class HTTPServer: Sendable {
             let wasPartial = parser.hasPartialRequest
             let wasReadingBody = parser.isReadingBody
             let events = parser.feed(chunk)
-            if !wasPartial && parser.hasPartialRequest { headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds) }
-            if !wasReadingBody && parser.isReadingBody { bodyDeadline = .after(milliseconds: limits.bodyReadTimeoutMilliseconds) }
+            if !wasPartial && parser.hasPartialRequest {
+                headerDeadline = .after(milliseconds: limits.headerReadTimeoutMilliseconds)
+            }
+            if !wasReadingBody && parser.isReadingBody {
+                bodyDeadline = .after(milliseconds: limits.bodyReadTimeoutMilliseconds)
+            }
             for (index, event) in events.enumerated() {
                 switch event {
                 case .failure(let error):
@@ -402,13 +434,19 @@ public final class HTTPServer: Sendable {
                     }
                     if head.minorVersion >= 1, let expectation = head.headers["Expect"] {
                         guard expectation.asciiLowercased() == "100-continue" else {
-                            respond(stream, ownAnswers.make(417, .badRequest, "only 'Expect: 100-continue' is supported"), keepAlive: false)
+                            respond(
+                                stream, ownAnswers.make(417, .badRequest, "only 'Expect: 100-continue' is supported"),
+                                keepAlive: false)
                             lingerAfter = true
                             return
                         }
                         // Sent only while the body has not started to arrive.
                         if !parser.hasBodyBytes {
-                            guard (try? stream.write(HTTPResponse.continueBytes, deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))) != nil else { return }
+                            guard
+                                (try? stream.write(
+                                    HTTPResponse.continueBytes,
+                                    deadline: .after(milliseconds: limits.writeTimeoutMilliseconds))) != nil
+                            else { return }
                         }
                     }
                 case .request(let request):
@@ -429,8 +467,9 @@ public final class HTTPServer: Sendable {
                         let last = index == events.count - 1 && !parser.hasPartialRequest && !stream.hasBufferedInput
                         if last, let loop = loop(for: stream) {
                             givenBack = true
-                            loop.giveBack(stream, peer: peer, address: address, served: served,
-                                          parked: ConnectionLoop.Parked(request: request, later: later))
+                            loop.giveBack(
+                                stream, peer: peer, address: address, served: served,
+                                parked: ConnectionLoop.Parked(request: request, later: later))
                             return
                         }
                         // The client sent more behind it: answered now, in order.
@@ -443,18 +482,24 @@ public final class HTTPServer: Sendable {
     }
 
     @discardableResult
-    private func respond(_ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool, for request: HTTPRequest? = nil) -> Bool {
+    private func respond(
+        _ stream: ByteStream, _ response: HTTPResponse, keepAlive: Bool, for request: HTTPRequest? = nil
+    ) -> Bool {
         let millis = Clock.wallMillis()
         let includeBody = request?.method != "HEAD"
         let deadline = Deadline.after(milliseconds: limits.writeTimeoutMilliseconds)
         do {
             // A large body (a page of records) is written as it is: a copy behind the head would double what an answer holds.
             if includeBody && response.body.count > 64 * 1024 {
-                try stream.write(response.head(keepAlive: keepAlive, dateMillis: millis, toHTTP10: request?.minorVersion == 0), deadline: deadline)
+                try stream.write(
+                    response.head(keepAlive: keepAlive, dateMillis: millis, toHTTP10: request?.minorVersion == 0),
+                    deadline: deadline)
                 try stream.write(response.body, deadline: deadline)
             } else {
-                try stream.write(response.serialized(keepAlive: keepAlive, dateMillis: millis, includeBody: includeBody,
-                                                     toHTTP10: request?.minorVersion == 0), deadline: deadline)
+                try stream.write(
+                    response.serialized(
+                        keepAlive: keepAlive, dateMillis: millis, includeBody: includeBody,
+                        toHTTP10: request?.minorVersion == 0), deadline: deadline)
             }
             return true
         } catch {

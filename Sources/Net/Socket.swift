@@ -36,7 +36,9 @@ public final class Socket: @unchecked Sendable {
     /// Opens a listening socket on `address` (IPv6 sockets listen on IPv6 only).
     /// - Throws: ``NetError`` (for example `EADDRINUSE` when the port is taken).
     public static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws(NetError) -> Socket {
-        guard let target = try address.resolve(passive: true).first else { throw .badAddress("no address for \(address)") }
+        guard let target = try address.resolve(passive: true).first else {
+            throw .badAddress("no address for \(address)")
+        }
         let descriptor = socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .lastSystem("socket") }
         let socket = Socket(descriptor: descriptor)
@@ -63,9 +65,13 @@ public final class Socket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
         if Int32(storage.ss_family) == AF_INET6 {
-            return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) } }
+            return withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
         }
-        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) } }
+        return withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
     }
 
     /// Accepts one connection, or nil when none is waiting.
@@ -111,18 +117,26 @@ public final class Socket: @unchecked Sendable {
     /// - Parameter source: the local IPv4 address to connect from (the
     ///   benchmarks open tens of thousands of connections from several
     ///   loopback addresses); the system's choice when nil.
-    public static func connect(to address: SocketAddress, deadline: Deadline, source: String? = nil) throws(NetError) -> Socket {
+    public static func connect(
+        to address: SocketAddress, deadline: Deadline, source: String? = nil
+    ) throws(NetError) -> Socket {
         var lastError = NetError.badAddress("no address for \(address)")
         for target in try address.resolve(passive: false) {
-            let descriptor = socket(target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let descriptor = socket(
+                target.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             guard descriptor >= 0 else { throw .lastSystem("socket") }
             let socket = Socket(descriptor: descriptor)
             if let source {
                 var local = sockaddr_in()
                 local.sin_family = sa_family_t(AF_INET)
-                guard inet_pton(AF_INET, source, &local.sin_addr) == 1 else { throw .badAddress("not an IPv4 address: \(source)") }
+                guard inet_pton(AF_INET, source, &local.sin_addr) == 1 else {
+                    throw .badAddress("not an IPv4 address: \(source)")
+                }
                 let bound = withUnsafePointer(to: &local) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
                 guard bound == 0 else { throw .lastSystem("bind \(source)") }
             }
@@ -159,7 +173,9 @@ public final class Socket: @unchecked Sendable {
     /// Waits until the socket is ready for `events`, or until another
     /// descriptor (`wakeup`) becomes readable. Returns false when woken.
     @discardableResult
-    public func wait(for events: Int16, until deadline: Deadline, wakeup: Int32? = nil, what: String) throws(NetError) -> Bool {
+    public func wait(
+        for events: Int16, until deadline: Deadline, wakeup: Int32? = nil, what: String
+    ) throws(NetError) -> Bool {
         while true {
             var fds = [pollfd(fd: descriptor, events: events, revents: 0)]
             if let wakeup { fds.append(pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)) }
@@ -178,7 +194,9 @@ public final class Socket: @unchecked Sendable {
 
     /// Reads what is available (up to `buffer.count` bytes), waiting until the deadline.
     /// - Returns: the number of bytes read; 0 means the peer closed.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, what: String) throws(NetError) -> Int {
+    public func read(
+        into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, what: String
+    ) throws(NetError) -> Int {
         while true {
             let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
@@ -196,7 +214,8 @@ public final class Socket: @unchecked Sendable {
     public func write(_ bytes: UnsafeRawBufferPointer, deadline: Deadline) throws(NetError) {
         var offset = 0
         while offset < bytes.count {
-            let count = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) // non-empty: offset < count
+            // non-empty: offset < count
+            let count = send(descriptor, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             if count > 0 {
                 offset += count
                 continue

@@ -28,7 +28,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             portPart = text[text.index(after: colon)...]
         }
         guard !hostPart.isEmpty else { throw .badAddress("'\(text)' has no host (HOST:PORT)") }
-        guard let port = UInt16(portPart) else { throw .badAddress("'\(portPart)' in '\(text)' is not a port from 0 to 65535") }
+        guard let port = UInt16(portPart) else {
+            throw .badAddress("'\(portPart)' in '\(text)' is not a port from 0 to 65535")
+        }
         self.init(host: String(hostPart), port: port)
     }
 
@@ -51,7 +53,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         while let info = cursor {
             var storage = sockaddr_storage()
             withUnsafeMutableBytes(of: &storage) { target in
-                target.copyMemory(from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))
+                target.copyMemory(
+                    from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))
             }
             addresses.append((info.pointee.ai_family, storage, info.pointee.ai_addrlen))
             cursor = info.pointee.ai_next

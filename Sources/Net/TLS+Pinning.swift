@@ -16,7 +16,9 @@ public enum CertificatePinning {
     public static func certificates(pemFile: String) throws(NetError) -> [[UInt8]] {
         ERR_clear_error()
         guard access(pemFile, R_OK) == 0 else { throw .tls("cannot read \(pemFile): \(SystemError.text())") }
-        guard let bio = BIO_new_file(pemFile, "r") else { throw .tls("cannot open \(pemFile): \(openSSLErrors("unreadable"))") }
+        guard let bio = BIO_new_file(pemFile, "r") else {
+            throw .tls("cannot open \(pemFile): \(openSSLErrors("unreadable"))")
+        }
         defer { BIO_free(bio) }
         var certificates: [[UInt8]] = []
         while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
@@ -48,7 +50,9 @@ public enum CertificatePinning {
             let chunk = Array(der[index..<min(index + 3, der.count)])
             let value = chunk.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (16 - 8 * UInt32($1.offset)) }
             for position in 0..<4 {
-                encoded.append(position <= chunk.count ? alphabet[Int(value >> (18 - 6 * UInt32(position)) & 63)] : UInt8(ascii: "="))
+                encoded.append(
+                    position <= chunk.count
+                        ? alphabet[Int(value >> (18 - 6 * UInt32(position)) & 63)] : UInt8(ascii: "="))
             }
             index += 3
         }
@@ -68,31 +72,43 @@ public enum CertificatePinning {
     /// - Throws: ``NetError/tls(_:)`` when no such CA vouches for the server
     ///   (a man in the middle, or the wrong code); connection errors as
     ///   ``NetError``.
-    public static func fetchCA(address: SocketAddress, serverName: String, fingerprint: [UInt8],
-                               timeoutMilliseconds: Int = 10_000) throws(NetError) -> [UInt8] {
+    public static func fetchCA(
+        address: SocketAddress, serverName: String, fingerprint: [UInt8],
+        timeoutMilliseconds: Int = 10_000
+    ) throws(NetError) -> [UInt8] {
         // 1. The chain the server presents, not verified yet: only certificates are read.
-        let presented = try handshake(address: address, serverName: serverName, context: try TLSContext.clientForFetching(),
-                                      timeoutMilliseconds: timeoutMilliseconds) { $0.peerChain() }
+        let presented = try handshake(
+            address: address, serverName: serverName, context: try TLSContext.clientForFetching(),
+            timeoutMilliseconds: timeoutMilliseconds
+        ) { $0.peerChain() }
         if let candidate = presented.first(where: { Self.fingerprint(der: $0) == fingerprint }) {
             // 2. Trusted only if the server's chain verifies to it, for this name.
             let pinned = try TLSContext.client(trusting: [candidate])
-            _ = try handshake(address: address, serverName: serverName, context: pinned, timeoutMilliseconds: timeoutMilliseconds) { _ in () }
+            _ = try handshake(
+                address: address, serverName: serverName, context: pinned, timeoutMilliseconds: timeoutMilliseconds
+            ) { _ in () }
             return candidate
         }
         // 3. A public CA: the chain verified by the system store ends in it.
         let verified: [[UInt8]]
         do {
-            verified = try handshake(address: address, serverName: serverName, context: try TLSContext.client(caFile: nil),
-                                     timeoutMilliseconds: timeoutMilliseconds) { $0.verifiedChain() }
+            verified = try handshake(
+                address: address, serverName: serverName, context: try TLSContext.client(caFile: nil),
+                timeoutMilliseconds: timeoutMilliseconds
+            ) { $0.verifiedChain() }
         } catch .tls {
             verified = []
         }
         if let root = verified.last, Self.fingerprint(der: root) == fingerprint { return root }
-        throw .tls("no certificate of the server's chain has the join code's CA fingerprint: a man in the middle, or a code for another server (nothing was saved)")
+        throw .tls(
+            "no certificate of the server's chain has the join code's CA fingerprint: a man in the middle, or a code for another server (nothing was saved)"
+        )
     }
 
-    private static func handshake<T>(address: SocketAddress, serverName: String, context: TLSContext, timeoutMilliseconds: Int,
-                                     _ body: (TLSStream) -> T) throws(NetError) -> T {
+    private static func handshake<T>(
+        address: SocketAddress, serverName: String, context: TLSContext, timeoutMilliseconds: Int,
+        _ body: (TLSStream) -> T
+    ) throws(NetError) -> T {
         let deadline = Deadline.after(milliseconds: timeoutMilliseconds)
         let socket = try Socket.connect(to: address, deadline: deadline)
         let stream = try TLSStream.connect(socket: socket, context: context, serverName: serverName, deadline: deadline)
@@ -121,7 +137,9 @@ extension TLSContext {
             }
             guard let certificate else { throw .tls("a pinned certificate is not DER") }
             defer { X509_free(certificate) }
-            guard X509_STORE_add_cert(store, certificate) == 1 else { throw .tls(openSSLErrors("cannot trust a pinned certificate")) }
+            guard X509_STORE_add_cert(store, certificate) == 1 else {
+                throw .tls(openSSLErrors("cannot trust a pinned certificate"))
+            }
         }
         return context
     }
@@ -131,12 +149,16 @@ extension TLSStream {
     /// The certificates the server presented (DER), leaf first.
     func peerChain() -> [[UInt8]] {
         guard let chain = SSL_get_peer_cert_chain(ssl) else { return [] }
-        return (0..<brsync_sk_X509_num(chain)).compactMap { brsync_sk_X509_value(chain, $0).map(CertificatePinning.der) }
+        return (0..<brsync_sk_X509_num(chain)).compactMap {
+            brsync_sk_X509_value(chain, $0).map(CertificatePinning.der)
+        }
     }
 
     /// The chain OpenSSL verified (DER), leaf first, root last.
     func verifiedChain() -> [[UInt8]] {
         guard let chain = SSL_get0_verified_chain(ssl) else { return [] }
-        return (0..<brsync_sk_X509_num(chain)).compactMap { brsync_sk_X509_value(chain, $0).map(CertificatePinning.der) }
+        return (0..<brsync_sk_X509_num(chain)).compactMap {
+            brsync_sk_X509_value(chain, $0).map(CertificatePinning.der)
+        }
     }
 }

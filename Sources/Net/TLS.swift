@@ -26,25 +26,29 @@ nonisolated(unsafe) private let alpnHTTP11: UnsafeMutableBufferPointer<UInt8> = 
 }()
 
 /// Server ALPN: select `http/1.1`; a client that offers only other protocols is refused.
-private let selectALPN: @convention(c) (
-    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
-    UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
-) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
-    var selected: UnsafeMutablePointer<UInt8>?
-    var selectedLength: UInt8 = 0
-    let status = SSL_select_next_proto(&selected, &selectedLength, UnsafePointer(alpnHTTP11.baseAddress), UInt32(alpnHTTP11.count), offered, offeredLength)
-    guard status == OPENSSL_NPN_NEGOTIATED, let selected else { return brsync_SSL_TLSEXT_ERR_ALERT_FATAL() }
-    out?.pointee = UnsafePointer(selected)
-    outLength?.pointee = selectedLength
-    return brsync_SSL_TLSEXT_ERR_OK()
-}
+private let selectALPN:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
+        var selected: UnsafeMutablePointer<UInt8>?
+        var selectedLength: UInt8 = 0
+        let status = SSL_select_next_proto(
+            &selected, &selectedLength, UnsafePointer(alpnHTTP11.baseAddress), UInt32(alpnHTTP11.count), offered,
+            offeredLength)
+        guard status == OPENSSL_NPN_NEGOTIATED, let selected else { return brsync_SSL_TLSEXT_ERR_ALERT_FATAL() }
+        out?.pointee = UnsafePointer(selected)
+        outLength?.pointee = selectedLength
+        return brsync_SSL_TLSEXT_ERR_OK()
+    }
 
 /// Key-exchange groups, in order of preference.
 let keyExchangeGroups = "X25519:P-256:P-384"
 
 /// TLS 1.2 cipher suites: forward secrecy and AEAD only (Mozilla "intermediate").
 /// TLS 1.3 suites are OpenSSL's defaults, all modern.
-let modernTLS12Ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+let modernTLS12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 /// An OpenSSL context: a server's (certificate chain and key) or a client's
 /// (trusted CAs). Immutable once made, so it is shared by every connection.
@@ -65,15 +69,21 @@ public final class TLSContext: @unchecked Sendable {
     ///   key does not match the certificate.
     public static func server(certificateChainFile: String, privateKeyFile: String) throws(NetError) -> TLSContext {
         ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw .tls(openSSLErrors("cannot create a TLS context")) }
+        guard let context = SSL_CTX_new(TLS_server_method()) else {
+            throw .tls(openSSLErrors("cannot create a TLS context"))
+        }
         let tls = TLSContext(context: context)
         brsync_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
         brsync_SSL_CTX_set_server_options(context)
-        guard SSL_CTX_set_cipher_list(context, modernTLS12Ciphers) == 1 else { throw .tls(openSSLErrors("cannot set the cipher list")) }
+        guard SSL_CTX_set_cipher_list(context, modernTLS12Ciphers) == 1 else {
+            throw .tls(openSSLErrors("cannot set the cipher list"))
+        }
         // X25519, P-256 and P-384 only (Mozilla "intermediate"): the finite-field
         // groups OpenSSL also offers in TLS 1.3 cost a client nothing to ask for
         // and the server up to ~140× an X25519 handshake (ffdhe8192).
-        guard brsync_SSL_CTX_set1_groups_list(context, keyExchangeGroups) == 1 else { throw .tls(openSSLErrors("cannot set the key-exchange groups")) }
+        guard brsync_SSL_CTX_set1_groups_list(context, keyExchangeGroups) == 1 else {
+            throw .tls(openSSLErrors("cannot set the key-exchange groups"))
+        }
         for file in [certificateChainFile, privateKeyFile] where access(file, R_OK) != 0 {
             throw .tls("cannot read \(file): \(SystemError.text())")
         }
@@ -102,18 +112,24 @@ public final class TLSContext: @unchecked Sendable {
 
     static func client(caFile: String?, loadSystemStore: Bool) throws(NetError) -> TLSContext {
         ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw .tls(openSSLErrors("cannot create a TLS context")) }
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw .tls(openSSLErrors("cannot create a TLS context"))
+        }
         let tls = TLSContext(context: context)
         brsync_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
         brsync_SSL_CTX_set_client_options(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let caFile {
-            guard access(caFile, R_OK) == 0 else { throw .tls("cannot read the CA file \(caFile): \(SystemError.text())") }
+            guard access(caFile, R_OK) == 0 else {
+                throw .tls("cannot read the CA file \(caFile): \(SystemError.text())")
+            }
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                 throw .tls("\(caFile) holds no PEM certificate (\(openSSLErrors("unreadable")))")
             }
         } else if loadSystemStore {
-            guard SSL_CTX_set_default_verify_paths(context) == 1 else { throw .tls(openSSLErrors("cannot load the system CA store")) }
+            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
+                throw .tls(openSSLErrors("cannot load the system CA store"))
+            }
         }
         _ = SSL_CTX_set_alpn_protos(context, alpnHTTP11.baseAddress, UInt32(alpnHTTP11.count))
         return tls
@@ -191,7 +207,9 @@ public final class TLSStream: ByteStream {
     /// certificate is for `serverName`.
     /// - Throws: ``NetError/tls(_:)`` saying why the server is not trusted
     ///   (expired, wrong host, unknown CA, …).
-    public static func connect(socket: Socket, context: TLSContext, serverName: String, deadline: Deadline) throws(NetError) -> TLSStream {
+    public static func connect(
+        socket: Socket, context: TLSContext, serverName: String, deadline: Deadline
+    ) throws(NetError) -> TLSStream {
         guard let ssl = SSL_new(context.context) else { throw .tls(openSSLErrors("cannot create a TLS session")) }
         let stream = TLSStream(socket: socket, ssl: ssl)
         SSL_set_fd(ssl, socket.descriptor)
@@ -204,7 +222,9 @@ public final class TLSStream: ByteStream {
         } catch {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                throw .tls("the server's certificate is not trusted: \(String(cString: X509_verify_cert_error_string(verify)))")
+                throw .tls(
+                    "the server's certificate is not trusted: \(String(cString: X509_verify_cert_error_string(verify)))"
+                )
             }
             throw error
         }
@@ -214,7 +234,9 @@ public final class TLSStream: ByteStream {
     /// Retries an OpenSSL call that wants to read or write until it succeeds
     /// or the deadline passes.
     @discardableResult
-    private func retry(_ what: String, deadline: Deadline, wakeup: Int32? = nil, _ call: () -> Int32) throws(NetError) -> Int32 {
+    private func retry(
+        _ what: String, deadline: Deadline, wakeup: Int32? = nil, _ call: () -> Int32
+    ) throws(NetError) -> Int32 {
         while true {
             ERR_clear_error()
             let result = call()
@@ -238,14 +260,19 @@ public final class TLSStream: ByteStream {
         }
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String) throws(NetError) -> Int? {
+    public func read(
+        into buffer: UnsafeMutableRawBufferPointer, deadline: Deadline, wakeup: Int32?, what: String
+    ) throws(NetError) -> Int? {
         // Read first and wait only when nothing is there: a waiting request
         // costs no poll(2).
         while true {
             switch try readStep(into: buffer, what: what) {
             case .bytes(let count): return count
             case .closed: return 0
-            case .nothing: guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else { return nil }
+            case .nothing:
+                guard try socket.wait(for: Int16(POLLIN), until: deadline, wakeup: wakeup, what: what) else {
+                    return nil
+                }
             case .needsWait: try socket.wait(for: Int16(POLLOUT), until: deadline, what: what)
             }
         }
@@ -280,7 +307,9 @@ public final class TLSStream: ByteStream {
             let result = bytes.withUnsafeBytes { buffer in
                 Result<Int32, NetError> { () throws(NetError) in
                     // baseAddress is non-nil: offset < count, so the buffer is not empty.
-                    try retry("writing", deadline: deadline) { SSL_write(ssl, buffer.baseAddress! + offset, Int32(clamping: buffer.count - offset)) }
+                    try retry("writing", deadline: deadline) {
+                        SSL_write(ssl, buffer.baseAddress! + offset, Int32(clamping: buffer.count - offset))
+                    }
                 }
             }
             offset += Int(try result.get())

@@ -16,12 +16,14 @@ public func startThread(stackSize: Int = 256 * 1024, _ body: @escaping @Sendable
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
     var thread = pthread_t()
-    let status = pthread_create(&thread, &attributes, { argument in
-        // The argument is the retained Box passed below; it is released here, once.
-        let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-        box.body()
-        return nil
-    }, box)
+    let status = pthread_create(
+        &thread, &attributes,
+        { argument in
+            // The argument is the retained Box passed below; it is released here, once.
+            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
     if status != 0 {
         Unmanaged<Box>.fromOpaque(box).release()
         throw .system("pthread_create", status)

@@ -43,7 +43,9 @@ public final class ChildProcess: @unchecked Sendable {
             while let entry = pointer.pointee {
                 pointer += 1
                 let text = String(cString: entry)
-                let name = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? text
+                let name =
+                    text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
+                    ?? text
                 if set[name] != nil || removes(name) { continue }
                 result.append(strdup(entry))
             }
@@ -103,11 +105,16 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let closeFromFunction = CFunction.named("posix_spawn_file_actions_addclosefrom_np", as: CloseFrom.self)
+    private static let closeFromFunction = CFunction.named(
+        "posix_spawn_file_actions_addclosefrom_np", as: CloseFrom.self)
 
-    public init(_ arguments: [String], environment: Environment = .inherited, input: Stream = .null, output: Stream = .null,
-                errors: Stream = .null, newSession: Bool = false) throws(SpawnError) {
-        guard let program = arguments.first, !program.isEmpty else { throw SpawnError(program: "", reason: "the command is empty") }
+    public init(
+        _ arguments: [String], environment: Environment = .inherited, input: Stream = .null, output: Stream = .null,
+        errors: Stream = .null, newSession: Bool = false
+    ) throws(SpawnError) {
+        guard let program = arguments.first, !program.isEmpty else {
+            throw SpawnError(program: "", reason: "the command is empty")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -121,7 +128,8 @@ public final class ChildProcess: @unchecked Sendable {
         for (descriptor, stream) in [(Int32(0), input), (1, output), (2, errors)] {
             switch stream {
             case .null:
-                posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+                posix_spawn_file_actions_addopen(
+                    &actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
             case .inherit:
                 break
             case .pipe:

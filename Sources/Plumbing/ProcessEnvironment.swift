@@ -35,7 +35,9 @@ public enum ProcessEnvironment {
         var pointer = environ
         while let entry = pointer.pointee {
             let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") { result[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
             pointer += 1
         }
         return result

@@ -39,7 +39,9 @@ public enum SecretFile {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file (a link)") }
+            if errno == ELOOP {
+                throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file (a link)")
+            }
             throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(SystemError.text())")
         }
         defer { close(descriptor) }
@@ -47,18 +49,30 @@ public enum SecretFile {
         guard fstat(descriptor, &status) == 0 else {
             throw Failure(kind: .unreadable, message: "cannot read \(what) at \(path): \(SystemError.text())")
         }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file") }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw Failure(kind: .notRegularFile, message: "\(what) at \(path) is not a regular file")
+        }
         guard status.st_uid == geteuid() || status.st_uid == 0 else {
-            throw Failure(kind: .ownedByAnother, message: "\(what) at \(path) belongs to another user (uid \(status.st_uid)): it could have been put there by them")
+            throw Failure(
+                kind: .ownedByAnother,
+                message:
+                    "\(what) at \(path) belongs to another user (uid \(status.st_uid)): it could have been put there by them"
+            )
         }
         if othersMayRead {
             guard status.st_mode & 0o022 == 0 else {
-                throw Failure(kind: .writableByOthers,
-                              message: "\(what) at \(path) can be changed by others (mode \(String(status.st_mode & 0o777, radix: 8)))")
+                throw Failure(
+                    kind: .writableByOthers,
+                    message:
+                        "\(what) at \(path) can be changed by others (mode \(String(status.st_mode & 0o777, radix: 8)))"
+                )
             }
         } else if status.st_mode & 0o077 != 0 {
-            throw Failure(kind: .readableByOthers,
-                          message: "\(what) at \(path) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(path)'")
+            throw Failure(
+                kind: .readableByOthers,
+                message:
+                    "\(what) at \(path) can be read by others (mode \(String(status.st_mode & 0o777, radix: 8))): run 'chmod 600 \(path)'"
+            )
         }
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -71,7 +85,9 @@ public enum SecretFile {
             if count == 0 { return bytes }
             bytes += buffer[0..<count]
             guard bytes.count <= maximumBytes else {
-                throw Failure(kind: .tooLarge, message: "\(what) at \(path) is larger than \(maximumBytes) bytes: not a secret brsync wrote")
+                throw Failure(
+                    kind: .tooLarge,
+                    message: "\(what) at \(path) is larger than \(maximumBytes) bytes: not a secret brsync wrote")
             }
         }
     }

@@ -22,16 +22,22 @@ public enum Subprocess {
     ///   - outputLimit: most bytes of output kept (the rest is read and dropped).
     ///   - errorsLimit: most bytes of errors kept.
     /// - Returns: nil when the program could not be started.
-    public static func run(_ arguments: [String], input: @autoclosure () -> String = "", timeoutMilliseconds: Int = 120_000,
-                           environment extra: [String: String] = [:]) -> Result? {
-        try? run(arguments, input: input(), timeoutMilliseconds: timeoutMilliseconds, environment: ChildProcess.Environment(set: extra))
+    public static func run(
+        _ arguments: [String], input: @autoclosure () -> String = "", timeoutMilliseconds: Int = 120_000,
+        environment extra: [String: String] = [:]
+    ) -> Result? {
+        try? run(
+            arguments, input: input(), timeoutMilliseconds: timeoutMilliseconds,
+            environment: ChildProcess.Environment(set: extra))
     }
 
     /// ``run(_:input:timeoutMilliseconds:environment:)`` with the child's
     /// environment given whole, throwing why a program did not start.
-    public static func run(_ arguments: [String], input: @autoclosure () -> String = "", timeoutMilliseconds: Int = 120_000,
-                           environment: ChildProcess.Environment, outputLimit: Int = 1 << 20,
-                           errorsLimit: Int = 1 << 16) throws(ChildProcess.SpawnError) -> Result {
+    public static func run(
+        _ arguments: [String], input: @autoclosure () -> String = "", timeoutMilliseconds: Int = 120_000,
+        environment: ChildProcess.Environment, outputLimit: Int = 1 << 20,
+        errorsLimit: Int = 1 << 16
+    ) throws(ChildProcess.SpawnError) -> Result {
         let child = try ChildProcess(arguments, environment: environment, input: .pipe, output: .pipe, errors: .pipe)
         // The input is written before reading (a menu's lines, a test's
         // stdin): a child that does not read it gets EPIPE, not a hang
@@ -69,8 +75,10 @@ public enum Subprocess {
         child.closeOutputs()
         var status: Int32?
         if case .exited(let code) = ended, !timedOut { status = code }
-        return Result(status: status, output: String(decoding: output, as: UTF8.self), errors: String(decoding: errors, as: UTF8.self),
-                      timedOut: timedOut, termination: ended)
+        return Result(
+            status: status, output: String(decoding: output, as: UTF8.self),
+            errors: String(decoding: errors, as: UTF8.self),
+            timedOut: timedOut, termination: ended)
     }
 
     /// Writes all of `bytes`; stops at the first error (the child closed its end).

@@ -33,15 +33,24 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             let name = String(cString: keyword)
             let value = option.pointee.val.map { String(cString: $0) } ?? ""
             if name == "password", !value.isEmpty {
-                throw PostgresError(message: "the PostgreSQL URL holds a password, which anyone on this machine could read in the process list; "
-                                    + "give it in BRSYNCD_STORE_PASSWORD_FILE (a file only you can read) or in ~/.pgpass")
+                throw PostgresError(
+                    message:
+                        "the PostgreSQL URL holds a password, which anyone on this machine could read in the process list; "
+                        + "give it in BRSYNCD_STORE_PASSWORD_FILE (a file only you can read) or in ~/.pgpass")
             }
             if name == "port", !value.isEmpty,
-               !value.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({ Int($0).map { (1...65535).contains($0) } ?? false }) {
-                throw PostgresError(message: "the PostgreSQL URL is not valid: the port '\(value)' is not a number from 1 to 65535")
+                !value.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({
+                    Int($0).map { (1...65535).contains($0) } ?? false
+                })
+            {
+                throw PostgresError(
+                    message: "the PostgreSQL URL is not valid: the port '\(value)' is not a number from 1 to 65535")
             }
             if name == "sslmode", !value.isEmpty, !sslModes.contains(value) {
-                throw PostgresError(message: "the PostgreSQL URL is not valid: sslmode '\(value)' is none of \(sslModes.sorted().joined(separator: ", "))")
+                throw PostgresError(
+                    message:
+                        "the PostgreSQL URL is not valid: sslmode '\(value)' is none of \(sslModes.sorted().joined(separator: ", "))"
+                )
             }
             option += 1
         }
@@ -69,7 +78,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         }
         var bytes = Array(contents.prefix { $0 != 0x0A })
         if bytes.last == 0x0D { bytes.removeLast() }
-        guard !bytes.isEmpty, !bytes.contains(0) else { throw PostgresError(message: "the password file \(path) holds no password on its first line") }
+        guard !bytes.isEmpty, !bytes.contains(0) else {
+            throw PostgresError(message: "the password file \(path) holds no password on its first line")
+        }
         return String(decoding: bytes, as: UTF8.self)
     }
 

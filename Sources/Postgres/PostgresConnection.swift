@@ -45,7 +45,9 @@ public struct PostgresRow {
     public func bytes(_ column: Int) -> [UInt8]? {
         guard let text = string(column) else { return nil }
         let utf8 = Array(text.utf8)
-        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+            return nil
+        }
         var output: [UInt8] = []
         output.reserveCapacity((utf8.count - 2) / 2)
         var position = 2
@@ -79,7 +81,9 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Connects, or throws why not (no server, wrong password, TLS refused…).
     /// - Parameter applicationName: shown in `pg_stat_activity`.
-    public init(_ configuration: PostgresConfiguration, applicationName: String = "brsyncd", connectTimeoutSeconds: Int = 10) throws {
+    public init(
+        _ configuration: PostgresConfiguration, applicationName: String = "brsyncd", connectTimeoutSeconds: Int = 10
+    ) throws {
         var keywords = ["dbname", "application_name", "connect_timeout", "client_encoding"]
         var values = [configuration.url, applicationName, String(connectTimeoutSeconds), "UTF8"]
         if let password = configuration.password {
@@ -101,8 +105,9 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(connection)
             // libpq gives no SQLSTATE for a failed connection; the message
             // says what the server or the network answered.
-            var error = PostgresError(sqlState: message.contains("password authentication failed") ? "28P01" : nil,
-                                      message: "cannot connect to \(configuration.url): \(message)")
+            var error = PostgresError(
+                sqlState: message.contains("password authentication failed") ? "28P01" : nil,
+                message: "cannot connect to \(configuration.url): \(message)")
             error.connectionLost = true
             throw error
         }
@@ -135,7 +140,9 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs a query and maps each row.
-    public func query<T>(_ sql: String, _ parameters: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T) throws -> [T] {
+    public func query<T>(
+        _ sql: String, _ parameters: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T
+    ) throws -> [T] {
         try withResult(sql, parameters) { result in
             let count = PQntuples(result)
             var rows: [T] = []
@@ -148,7 +155,9 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// The first row's mapping, or nil when there is no row.
-    public func queryFirst<T>(_ sql: String, _ parameters: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T) throws -> T? {
+    public func queryFirst<T>(
+        _ sql: String, _ parameters: [PostgresValue] = [], _ transform: (PostgresRow) throws -> T
+    ) throws -> T? {
         try withResult(sql, parameters) { result in
             PQntuples(result) > 0 ? try transform(PostgresRow(result: result, index: 0)) : nil
         }
@@ -209,7 +218,9 @@ public final class PostgresConnection: @unchecked Sendable {
 
     // MARK: - Internals
 
-    private func withResult<T>(_ sql: String, _ parameters: [PostgresValue], _ body: (OpaquePointer) throws -> T) throws -> T {
+    private func withResult<T>(
+        _ sql: String, _ parameters: [PostgresValue], _ body: (OpaquePointer) throws -> T
+    ) throws -> T {
         let name = try statementName(for: sql, parameterCount: parameters.count)
         let result: OpaquePointer? = try Self.withParameters(parameters) { values, lengths, formats in
             PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0)
@@ -246,9 +257,10 @@ public final class PostgresConnection: @unchecked Sendable {
                 guard let value = PQresultErrorField(result, Int32(code.asciiValue ?? 0)) else { return nil }
                 return String(cString: value)
             }
-            var error = PostgresError(sqlState: field("C"),
-                                      message: field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines(),
-                                      detail: field("D"))
+            var error = PostgresError(
+                sqlState: field("C"),
+                message: field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines(),
+                detail: field("D"))
             if !isUsable { error.connectionLost = true }
             throw error
         }
@@ -269,8 +281,10 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// libpq's three parallel arrays for `parameters`: text values as C
     /// strings (format 0), bytes as binary (format 1), NULL as a null pointer.
-    private static func withParameters<T>(_ parameters: [PostgresValue],
-                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T) throws -> T {
+    private static func withParameters<T>(
+        _ parameters: [PostgresValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T
+    ) throws -> T {
         var buffers: [UnsafeMutablePointer<CChar>?] = []
         defer { buffers.forEach { $0?.deallocate() } }
         var lengths: [Int32] = []
@@ -291,7 +305,8 @@ public final class PostgresConnection: @unchecked Sendable {
                 // A text value is passed as a C string: a NUL would cut it
                 // short without a word, and PostgreSQL's text cannot hold one.
                 if bytes.contains(0) {
-                    throw PostgresError(message: "parameter \(index + 1) holds a NUL character, which PostgreSQL text cannot store")
+                    throw PostgresError(
+                        message: "parameter \(index + 1) holds a NUL character, which PostgreSQL text cannot store")
                 }
             case .bytes(let value):
                 bytes = value

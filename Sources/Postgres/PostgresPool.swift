@@ -21,8 +21,11 @@ public final class PostgresPool: @unchecked Sendable {
     private var open = 0
     private var closed = false
 
-    public init(_ configuration: PostgresConfiguration, size: Int = 8, waitSeconds: Int = 30, applicationName: String = "brsyncd",
-                onConnect: (@Sendable (PostgresConnection) throws -> Void)? = nil) {
+    public init(
+        _ configuration: PostgresConfiguration, size: Int = 8, waitSeconds: Int = 30,
+        applicationName: String = "brsyncd",
+        onConnect: (@Sendable (PostgresConnection) throws -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.onConnect = onConnect
         self.size = max(1, size)

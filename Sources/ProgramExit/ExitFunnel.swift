@@ -21,7 +21,9 @@ extension ExitStatus {
     ///     its name is the program's.
     ///   - describe: the message and code of the program's own error types
     ///     (nil for any other); a ``CLIFailure`` and `ExitCode` need none.
-    public static func report(_ error: any Error, root: any ParsableCommand.Type, describe: (any Error) -> CLIFailure? = { _ in nil }) -> Int32 {
+    public static func report(
+        _ error: any Error, root: any ParsableCommand.Type, describe: (any Error) -> CLIFailure? = { _ in nil }
+    ) -> Int32 {
         let failure: CLIFailure
         switch error {
         case let exit as ExitCode:
@@ -39,13 +41,19 @@ extension ExitStatus {
                     print(text)
                     return 0
                 }
-                failure = CLIFailure(message: text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text)
+                failure = CLIFailure(
+                    message: text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text)
             }
         }
         let program = root.configuration.commandName ?? "brsync"
-        writeToStandardError("\(program): \(failure.isOutcome ? "" : "error: ")\(DisplayText.printableLines(failure.message))\n")
+        writeToStandardError(
+            "\(program): \(failure.isOutcome ? "" : "error: ")\(DisplayText.printableLines(failure.message))\n")
         if wantsJSON {
-            print(JSONValue.object(["error": .string(name(of: failure.code)), "exit": .int(Int64(failure.code)), "message": .string(failure.message)]).jsonText)
+            print(
+                JSONValue.object([
+                    "error": .string(name(of: failure.code)), "exit": .int(Int64(failure.code)),
+                    "message": .string(failure.message),
+                ]).jsonText)
         }
         return failure.code
     }

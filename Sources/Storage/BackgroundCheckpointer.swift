@@ -59,7 +59,9 @@ public final class BackgroundCheckpointer: Sendable {
                 while sem_trywait(wake) == 0 {}
                 // Busy (another checkpoint, a write lock being taken) is
                 // harmless: the next wake tries again.
-                if let database, sqlite3_wal_checkpoint_v2(database.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+                if let database,
+                    sqlite3_wal_checkpoint_v2(database.handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
+                {
                     checkpoints.add(1, ordering: .relaxed)
                 }
             }
@@ -88,11 +90,13 @@ public final class BackgroundCheckpointer: Sendable {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let argument = Unmanaged.passRetained(shared).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { argument in
-            let shared = Unmanaged<Shared>.fromOpaque(argument!).takeRetainedValue()
-            shared.run()
-            return nil
-        }, argument)
+        let status = pthread_create(
+            &thread, &attributes,
+            { argument in
+                let shared = Unmanaged<Shared>.fromOpaque(argument!).takeRetainedValue()
+                shared.run()
+                return nil
+            }, argument)
         guard status == 0 else {
             Unmanaged<Shared>.fromOpaque(argument).release()
             throw CheckpointerError(message: "cannot start the checkpoint thread: \(SystemError.text(status))")
@@ -119,15 +123,19 @@ public final class BackgroundCheckpointer: Sendable {
     public func attach(_ connection: Database) {
         connection.checkpointer = self
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_wal_hook(connection.handle, { context, handle, name, pages in
-            let checkpointer = Unmanaged<BackgroundCheckpointer>.fromOpaque(context!).takeUnretainedValue()
-            if pages >= checkpointer.inlinePages || checkpointer.shared.stopping.load(ordering: .relaxed) && pages >= checkpointer.pages {
-                sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            } else if pages >= checkpointer.pages {
-                sem_post(checkpointer.shared.wake)
-            }
-            return SQLITE_OK
-        }, context)
+        sqlite3_wal_hook(
+            connection.handle,
+            { context, handle, name, pages in
+                let checkpointer = Unmanaged<BackgroundCheckpointer>.fromOpaque(context!).takeUnretainedValue()
+                if pages >= checkpointer.inlinePages
+                    || checkpointer.shared.stopping.load(ordering: .relaxed) && pages >= checkpointer.pages
+                {
+                    sqlite3_wal_checkpoint_v2(handle, name, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                } else if pages >= checkpointer.pages {
+                    sem_post(checkpointer.shared.wake)
+                }
+                return SQLITE_OK
+            }, context)
     }
 }
 

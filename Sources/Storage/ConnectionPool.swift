@@ -51,11 +51,13 @@ public final class ConnectionPool: Sendable {
             let slot = slots[(start &+ offset) % slots.count]
             if slot.tryLock() { chosen = slot }
         }
-        let slot = chosen ?? {
-            let home = slots[start % slots.count]
-            home.lock()
-            return home
-        }()
+        let slot =
+            chosen
+            ?? {
+                let home = slots[start % slots.count]
+                home.lock()
+                return home
+            }()
         defer { slot.unlock() }
         guard let database = slot.database else { throw Closed() }
         return try body(database)

@@ -24,7 +24,9 @@ public final class Database {
     ///   - busyTimeoutMilliseconds: how long a statement waits for another
     ///     connection's lock before failing with `SQLITE_BUSY` (default 5 s).
     /// - Throws: ``DatabaseError`` (`SQLITE_CANTOPEN` for a missing file without create).
-    public init(path: String, mode: Mode = .readWriteCreate, busyTimeoutMilliseconds: Int32 = 5000) throws(DatabaseError) {
+    public init(
+        path: String, mode: Mode = .readWriteCreate, busyTimeoutMilliseconds: Int32 = 5000
+    ) throws(DatabaseError) {
         _ = Self.configureOnce
         var connection: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE

@@ -67,7 +67,8 @@ public final class Statement {
     public func bind(_ values: [DatabaseValue]) throws(DatabaseError) {
         let expected = Int(sqlite3_bind_parameter_count(handle))
         guard expected == values.count else {
-            throw DatabaseError(code: SQLITE_RANGE, message: "\(values.count) arguments for \(expected) parameters", sql: sql)
+            throw DatabaseError(
+                code: SQLITE_RANGE, message: "\(values.count) arguments for \(expected) parameters", sql: sql)
         }
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
@@ -78,7 +79,9 @@ public final class Statement {
             case .real(let number): status = sqlite3_bind_double(handle, index, number)
             case .text(let text): status = sqlite3_bind_text(handle, index, text, -1, brsync_sqlite_transient())
             case .blob(let bytes):
-                status = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), brsync_sqlite_transient()) }
+                status = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), brsync_sqlite_transient())
+                }
             }
             guard status == SQLITE_OK else { throw DatabaseError(connection: database.handle, code: status, sql: sql) }
         }
@@ -123,7 +126,8 @@ public struct Row {
     /// A column's text as UTF-8 bytes where SQLite keeps them (no copy, no
     /// check that they are UTF-8: the reader must check), valid only inside
     /// `body`; empty for NULL.
-    public func withText<Result>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+    public func withText<Result>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result
+    {
         // sqlite3_column_text first: it converts the value, then sqlite3_column_bytes counts the text.
         let text = sqlite3_column_text(statement.handle, Int32(index))
         let count = Int(sqlite3_column_bytes(statement.handle, Int32(index)))

@@ -36,11 +36,13 @@ public final class WALIndexHeader: @unchecked Sendable {
     /// mode, a VFS without shared memory).
     public init?(path: String) {
         guard let database = try? Database(path: path, mode: .readWrite),
-              (try? database.scalar("PRAGMA journal_mode"))??.stringValue?.lowercased() == "wal",
-              (try? database.transaction(.deferred) { try database.scalar("SELECT count(*) FROM sqlite_master") }) != nil else { return nil }
+            (try? database.scalar("PRAGMA journal_mode"))??.stringValue?.lowercased() == "wal",
+            (try? database.transaction(.deferred) { try database.scalar("SELECT count(*) FROM sqlite_master") }) != nil
+        else { return nil }
         var file: UnsafeMutablePointer<sqlite3_file>?
         guard sqlite3_file_control(database.handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK, let file,
-              let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2, let map = methods.pointee.xShmMap else { return nil }
+            let methods = file.pointee.pMethods, methods.pointee.iVersion >= 2, let map = methods.pointee.xShmMap
+        else { return nil }
         var region: UnsafeMutableRawPointer?
         // Region 0 (32 KiB, SQLite's WALINDEX_PGSZ), not extended: the one SQLite mapped for that read.
         guard map(file, 0, 32_768, 0, &region) == SQLITE_OK, let region else { return nil }
@@ -61,9 +63,13 @@ public final class WALIndexHeader: @unchecked Sendable {
         // Sequentially consistent: close() sees this reader, or this reader sees it closed.
         users.add(1, ordering: .sequentiallyConsistent)
         defer { users.subtract(1, ordering: .sequentiallyConsistent) }
-        guard !closed.load(ordering: .sequentiallyConsistent), header.load(fromByteOffset: 12, as: UInt8.self) != 0 else { return nil }
-        return Reading(change: header.load(fromByteOffset: 8, as: UInt32.self), frames: header.load(fromByteOffset: 16, as: UInt32.self),
-                       salt1: header.load(fromByteOffset: 32, as: UInt32.self), salt2: header.load(fromByteOffset: 36, as: UInt32.self))
+        guard !closed.load(ordering: .sequentiallyConsistent), header.load(fromByteOffset: 12, as: UInt8.self) != 0
+        else { return nil }
+        return Reading(
+            change: header.load(fromByteOffset: 8, as: UInt32.self),
+            frames: header.load(fromByteOffset: 16, as: UInt32.self),
+            salt1: header.load(fromByteOffset: 32, as: UInt32.self),
+            salt2: header.load(fromByteOffset: 36, as: UInt32.self))
     }
 
     /// Closes the connection whose mapping is read (after any read under

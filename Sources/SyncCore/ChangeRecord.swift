@@ -21,8 +21,10 @@ public struct ChangeRecord: Sendable, Equatable {
     /// server. Pushes never carry it (a pushed change is its own writer).
     public var writerVersions: VersionVector?
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,
-                writerVersions: VersionVector? = nil) {
+    public init(
+        sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,
+        writerVersions: VersionVector? = nil
+    ) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
@@ -85,21 +87,25 @@ public struct ChangeRecord: Sendable, Equatable {
     @discardableResult
     public func write(into output: inout [UInt8]) -> Range<Int> {
         var fields = 0..<0
-        Self.write(collection: collection, key: key, sequence: sequence, into: &output, fields: { output in
-            let start = output.count
-            RecordState.writeFields(state.fields, into: &output)
-            fields = start..<output.count
-        }, versions: { RecordState.writeVersions(state.versions, into: &$0) },
-        writer: writerVersions.map { writer in { RecordState.writeVersions(writer, into: &$0) } })
+        Self.write(
+            collection: collection, key: key, sequence: sequence, into: &output,
+            fields: { output in
+                let start = output.count
+                RecordState.writeFields(state.fields, into: &output)
+                fields = start..<output.count
+            }, versions: { RecordState.writeVersions(state.versions, into: &$0) },
+            writer: writerVersions.map { writer in { RecordState.writeVersions(writer, into: &$0) } })
         return fields
     }
 
     /// The one layout of a change's text, its fields, versions and writer
     /// (left out when nil) written by the caller: the server splices in the
     /// texts it stores.
-    public static func write(collection: RecordCollection, key: String, sequence: Int64, into output: inout [UInt8],
-                             fields writeFields: (inout [UInt8]) -> Void, versions writeVersions: (inout [UInt8]) -> Void,
-                             writer writeWriter: ((inout [UInt8]) -> Void)? = nil) {
+    public static func write(
+        collection: RecordCollection, key: String, sequence: Int64, into output: inout [UInt8],
+        fields writeFields: (inout [UInt8]) -> Void, versions writeVersions: (inout [UInt8]) -> Void,
+        writer writeWriter: ((inout [UInt8]) -> Void)? = nil
+    ) {
         output += #"{"collection":""#.utf8
         output += collection.rawValue.utf8
         output += #"","fields":"#.utf8

@@ -28,8 +28,10 @@ public struct EncryptRequest: Sendable, Equatable {
     /// never re-encrypts one by itself.
     public var afterReset = false
 
-    public init(keyID: String, replacing: String? = nil, seen: Int64? = nil, account: String? = nil, publicKey: String? = nil,
-                certificates: [KeyCertificate] = []) {
+    public init(
+        keyID: String, replacing: String? = nil, seen: Int64? = nil, account: String? = nil, publicKey: String? = nil,
+        certificates: [KeyCertificate] = []
+    ) {
         self.keyID = keyID
         self.replacing = replacing
         self.seen = seen
@@ -76,11 +78,15 @@ public struct EncryptRequest: Sendable, Equatable {
         }
         self.init(keyID: keyID)
         if let old = object["replaces"] {
-            guard let text = old.stringValue, Wire.isKeyID(text) else { throw Wire.Problem(#""replaces" must be an account key's id"#) }
+            guard let text = old.stringValue, Wire.isKeyID(text) else {
+                throw Wire.Problem(#""replaces" must be an account key's id"#)
+            }
             replacing = text
         }
         if let value = object["account"] {
-            guard let text = value.stringValue, text.utf8.count <= 64 else { throw Wire.Problem(#""account" must be an account id"#) }
+            guard let text = value.stringValue, text.utf8.count <= 64 else {
+                throw Wire.Problem(#""account" must be an account id"#)
+            }
             account = text
         }
         if let value = object["seen"] {
@@ -97,7 +103,8 @@ public struct EncryptRequest: Sendable, Equatable {
         }
         if let value = object["certificates"] {
             guard case .array(let items) = value, items.count <= KeyCertificate.maxChain else {
-                throw Wire.Problem(#""certificates" must be a list of at most \#(KeyCertificate.maxChain) key certificates"#)
+                throw Wire.Problem(
+                    #""certificates" must be a list of at most \#(KeyCertificate.maxChain) key certificates"#)
             }
             certificates = try items.map { item throws(Wire.Problem) in try KeyCertificate(json: item) }
         }
@@ -129,11 +136,15 @@ public struct EncryptResponse: Sendable, Equatable {
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json, let changed = object["changed"]?.boolValue, let keyID = object["key"]?.stringValue else {
+        guard case .object(let object) = json, let changed = object["changed"]?.boolValue,
+            let keyID = object["key"]?.stringValue
+        else {
             throw Wire.Problem("the answer to the encryption request has no 'changed' and 'key'")
         }
         let signingKey = object["signingKey"]?.stringValue
-        if let signingKey, !WriteSignature.isPublicKey(signingKey) { throw Wire.Problem("the answer's 'signingKey' is not a public key") }
+        if let signingKey, !WriteSignature.isPublicKey(signingKey) {
+            throw Wire.Problem("the answer's 'signingKey' is not a public key")
+        }
         self.init(changed: changed, keyID: keyID, signingKey: signingKey)
     }
 }

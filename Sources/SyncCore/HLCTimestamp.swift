@@ -40,8 +40,9 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
 
     static func isDeviceByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"):
             return true
         default:
             return false
@@ -53,9 +54,13 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
         let digits: StaticString = "0123456789abcdef"
         let wall = UInt64(max(0, wallMillis))
         output.reserveCapacity(output.count + 26 + device.utf8.count)
-        for shift in stride(from: 60, through: 0, by: -4) { output.append(digits.utf8Start[Int(wall >> UInt64(shift) & 15)]) }
+        for shift in stride(from: 60, through: 0, by: -4) {
+            output.append(digits.utf8Start[Int(wall >> UInt64(shift) & 15)])
+        }
         output.append(UInt8(ascii: "-"))
-        for shift in stride(from: 28, through: 0, by: -4) { output.append(digits.utf8Start[Int(counter >> UInt32(shift) & 15)]) }
+        for shift in stride(from: 28, through: 0, by: -4) {
+            output.append(digits.utf8Start[Int(counter >> UInt32(shift) & 15)])
+        }
         output.append(UInt8(ascii: "-"))
         output += device.utf8
     }
@@ -79,7 +84,8 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// Parses the text form; nil when malformed.
     /// How a stamp is written, for a message about one that is not.
-    public static let form = "16 hex digits of milliseconds, at most 7fffffffffffffff, '-', 8 hex digits of counter, '-', a device id"
+    public static let form =
+        "16 hex digits of milliseconds, at most 7fffffffffffffff, '-', 8 hex digits of counter, '-', a device id"
 
     public init?(text: String) {
         var text = text
@@ -108,7 +114,7 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
                 return value
             }
             guard let wall = hex(0..<16), wall <= UInt64(Int64.max), let counter = hex(17..<25),
-                  bytes.count - 26 <= 64, bytes[26...].allSatisfy(HLCTimestamp.isDeviceByte)
+                bytes.count - 26 <= 64, bytes[26...].allSatisfy(HLCTimestamp.isDeviceByte)
             else { return nil }
             return (wall, UInt32(counter), String(decoding: UnsafeBufferPointer(rebasing: bytes[26...]), as: UTF8.self))
         }()
@@ -127,7 +133,8 @@ public struct HybridLogicalClock: Sendable, Equatable {
 
     public init(device: String, last: HLCTimestamp? = nil) {
         self.device = device
-        self.last = last.map { HLCTimestamp(wallMillis: $0.wallMillis, counter: $0.counter, device: device) }
+        self.last =
+            last.map { HLCTimestamp(wallMillis: $0.wallMillis, counter: $0.counter, device: device) }
             ?? .zero(device: device)
     }
 

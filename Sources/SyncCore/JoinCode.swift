@@ -31,11 +31,17 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
     }
 
     public init(server: String, token: String, caFingerprint: [UInt8], encrypted: Bool? = nil) throws(Problem) {
-        guard server.hasPrefix("https://"), !server.contains(where: { $0 == "&" || $0 == "#" || $0 == " " }), server.utf8.count <= 512 else {
+        guard server.hasPrefix("https://"), !server.contains(where: { $0 == "&" || $0 == "#" || $0 == " " }),
+            server.utf8.count <= 512
+        else {
             throw Problem(message: "the server of a join code is an https:// URL without '&', '#' or spaces")
         }
-        guard Self.isToken(token) else { throw Problem(message: "the token of a join code is letters, digits, '_' and '-' (at most 256)") }
-        guard caFingerprint.count == 32 else { throw Problem(message: "the CA fingerprint of a join code is 32 bytes (64 hex digits)") }
+        guard Self.isToken(token) else {
+            throw Problem(message: "the token of a join code is letters, digits, '_' and '-' (at most 256)")
+        }
+        guard caFingerprint.count == 32 else {
+            throw Problem(message: "the CA fingerprint of a join code is 32 bytes (64 hex digits)")
+        }
         self.server = server
         self.token = token
         self.caFingerprint = caFingerprint
@@ -43,9 +49,11 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
     }
 
     static func isToken(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 256 && text.utf8.allSatisfy {
-            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x5F || $0 == 0x2D
-        }
+        !text.isEmpty && text.utf8.count <= 256
+            && text.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x5F
+                    || $0 == 0x2D
+            }
     }
 
     public var fingerprintHex: String {
@@ -54,7 +62,8 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(Self.prefix)server=\(server)&token=\(token)" + (encrypted.map { "&e2e=\($0 ? 1 : 0)" } ?? "") + "&ca=\(fingerprintHex)"
+        "\(Self.prefix)server=\(server)&token=\(token)" + (encrypted.map { "&e2e=\($0 ? 1 : 0)" } ?? "")
+            + "&ca=\(fingerprintHex)"
     }
 
     /// Reads a code as pasted: spaces and line breaks around it are ignored.
@@ -63,15 +72,21 @@ public struct JoinCode: Sendable, Equatable, CustomStringConvertible {
     public init(parsing input: String) throws(Problem) {
         let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         let text = String(input.drop(while: blank).reversed().drop(while: blank).reversed())
-        guard text.utf8.count <= Self.maxBytes else { throw Problem(message: "a join code is at most \(Self.maxBytes) bytes") }
+        guard text.utf8.count <= Self.maxBytes else {
+            throw Problem(message: "a join code is at most \(Self.maxBytes) bytes")
+        }
         guard text.hasPrefix(Self.prefix) else {
             throw Problem(message: "not a join code (it starts with \(Self.prefix); 'brsyncd device add' prints one)")
         }
         var parts: [String: String] = [:]
         for item in text.dropFirst(Self.prefix.count).split(separator: "&", omittingEmptySubsequences: false) {
-            guard let equals = item.firstIndex(of: "=") else { throw Problem(message: "a join code's parts are NAME=VALUE") }
+            guard let equals = item.firstIndex(of: "=") else {
+                throw Problem(message: "a join code's parts are NAME=VALUE")
+            }
             let name = String(item[..<equals]), value = String(item[item.index(after: equals)...])
-            guard parts[name] == nil else { throw Problem(message: "a join code names '\(DisplayText.printable(name.prefix(20)))' twice") }
+            guard parts[name] == nil else {
+                throw Problem(message: "a join code names '\(DisplayText.printable(name.prefix(20)))' twice")
+            }
             parts[name] = value
         }
         guard let server = parts["server"], let token = parts["token"], let ca = parts["ca"] else {

@@ -20,7 +20,8 @@ public struct JoinRequest: Sendable, Equatable {
 
     public var body: [UInt8] { Array(JSONValue.object(["token": .string(token)]).jsonText.utf8) }
 
-    private static let needsToken = #"the body must be {"token": TOKEN} (a device token the joining machine made: "brs_" and 43 characters of base64url)"#
+    private static let needsToken =
+        #"the body must be {"token": TOKEN} (a device token the joining machine made: "brs_" and 43 characters of base64url)"#
 
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let json: JSONValue
@@ -39,7 +40,10 @@ public struct JoinRequest: Sendable, Equatable {
     public static func isWellFormed(_ token: String) -> Bool {
         let bytes = Array(token.utf8)
         guard bytes.count == 47, token.hasPrefix(tokenPrefix) else { return false }
-        return bytes[4...].allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
+        return bytes[4...].allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
+                || $0 == 0x5F
+        }
     }
 }
 
@@ -56,7 +60,9 @@ public struct JoinResponse: Sendable, Equatable {
     public var json: JSONValue { .object(["account": .string(account), "device": .string(device)]) }
 
     public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json, let account = object["account"]?.stringValue, let device = object["device"]?.stringValue else {
+        guard case .object(let object) = json, let account = object["account"]?.stringValue,
+            let device = object["device"]?.stringValue
+        else {
             throw Wire.Problem("the answer to the join request has no 'account' and 'device'")
         }
         self.init(account: account, device: device)

@@ -37,16 +37,19 @@ public struct KeyCertificate: Sendable, Equatable, Hashable {
     }
 
     public var json: JSONValue {
-        .object(["from": .string(from), "to": .string(to), "publicKey": .string(publicKey), "signature": .string(signature)])
+        .object([
+            "from": .string(from), "to": .string(to), "publicKey": .string(publicKey), "signature": .string(signature),
+        ])
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, let from = object["from"]?.stringValue, Wire.isKeyID(from),
-              let to = object["to"]?.stringValue, Wire.isKeyID(to),
-              let publicKey = object["publicKey"]?.stringValue, WriteSignature.isPublicKey(publicKey),
-              let signature = object["signature"]?.stringValue, WriteSignature.isSignature(signature)
+            let to = object["to"]?.stringValue, Wire.isKeyID(to),
+            let publicKey = object["publicKey"]?.stringValue, WriteSignature.isPublicKey(publicKey),
+            let signature = object["signature"]?.stringValue, WriteSignature.isSignature(signature)
         else {
-            throw Wire.Problem(#"a key certificate is {"from": ID, "to": ID, "publicKey": KEY, "signature": SIGNATURE}"#)
+            throw Wire.Problem(
+                #"a key certificate is {"from": ID, "to": ID, "publicKey": KEY, "signature": SIGNATURE}"#)
         }
         self.init(from: from, to: to, publicKey: publicKey, signature: signature)
     }
@@ -54,7 +57,9 @@ public struct KeyCertificate: Sendable, Equatable, Hashable {
     /// The shortest chain from `start` to `end` through `certificates`, or
     /// nil when there is none within ``maxChain`` steps (a rotation killed
     /// half way may leave a branch that leads nowhere).
-    public static func chain(from start: String, to end: String, through certificates: [KeyCertificate]) -> [KeyCertificate]? {
+    public static func chain(
+        from start: String, to end: String, through certificates: [KeyCertificate]
+    ) -> [KeyCertificate]? {
         var paths: [String: [KeyCertificate]] = [start: []]
         var frontier = [start]
         while !frontier.isEmpty {

@@ -41,7 +41,9 @@ public struct PullMachine: Sendable {
     ///   - epochChanged: the page's epoch is not the replica's (a restore).
     ///   - hasKey: this replica holds the account key.
     ///   - cursor: the replica's pull cursor before this page.
-    public mutating func decide(_ page: PullResponse, accountChanged: Bool, epochChanged: Bool, hasKey: Bool, cursor: Int64) -> Action {
+    public mutating func decide(
+        _ page: PullResponse, accountChanged: Bool, epochChanged: Bool, hasKey: Bool, cursor: Int64
+    ) -> Action {
         if accountChanged || epochChanged {
             if let stop = restart("the server changed its epoch or account") { return stop }
             return .pushThenStartOver(fullResync: accountChanged)
@@ -53,7 +55,9 @@ public struct PullMachine: Sendable {
         if page.encrypted != hasKey {
             guard hasKey else { return .needKey }
             if page.encryptionReset { return .encryptionWasReset }
-            if let stop = restart("the server keeps its account readable after it was encrypted (", closing: ")") { return stop }
+            if let stop = restart("the server keeps its account readable after it was encrypted (", closing: ")") {
+                return stop
+            }
             return .encryptAgainAndStartOver
         }
         return .apply
@@ -63,7 +67,8 @@ public struct PullMachine: Sendable {
     private mutating func restart(_ what: String, closing: String = "") -> Action? {
         restarts += 1
         guard restarts > Self.restartLimit else { return nil }
-        let count = closing.isEmpty ? " \(restarts) times during one pull" : "\(restarts) times during one pull\(closing)"
+        let count =
+            closing.isEmpty ? " \(restarts) times during one pull" : "\(restarts) times during one pull\(closing)"
         return .stop(what + count)
     }
 }

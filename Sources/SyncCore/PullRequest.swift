@@ -35,8 +35,10 @@ public struct PullRequest: Sendable, Equatable {
         }
     }
 
-    public init(since: Int64 = 0, limit: Int? = nil, full: Bool = false, keyID: String? = nil, signer: String? = nil,
-                pusher: Pusher? = nil, epoch: String? = nil) {
+    public init(
+        since: Int64 = 0, limit: Int? = nil, full: Bool = false, keyID: String? = nil, signer: String? = nil,
+        pusher: Pusher? = nil, epoch: String? = nil
+    ) {
         self.since = since
         self.limit = limit
         self.full = full
@@ -64,7 +66,9 @@ public struct PullRequest: Sendable, Equatable {
     /// - Throws: ``Wire/Problem`` naming the item that is wrong.
     public init(query: [String: String], maxLimit: Int) throws(Wire.Problem) {
         if let text = query["since"] {
-            guard let value = Int64(text), value >= 0 else { throw Wire.Problem("since must be a cursor (a number 0 or more)") }
+            guard let value = Int64(text), value >= 0 else {
+                throw Wire.Problem("since must be a cursor (a number 0 or more)")
+            }
             since = value
         }
         if let text = query["limit"] {
@@ -78,13 +82,17 @@ public struct PullRequest: Sendable, Equatable {
             keyID = text
         }
         if let text = query["signer"] {
-            guard WriteSignature.isPublicKey(text) else { throw Wire.Problem("signer must be a signing public key (43 characters of base64url)") }
+            guard WriteSignature.isPublicKey(text) else {
+                throw Wire.Problem("signer must be a signing public key (43 characters of base64url)")
+            }
             signer = text
         }
         if let device = query["device"] {
             guard HLCTimestamp.isValidDevice(device), let pushed = query["pushed"].flatMap({ Int64($0) }), pushed >= 0,
-                  let digest = query["digest"], Wire.isDigest(digest) else {
-                throw Wire.Problem("device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
+                let digest = query["digest"], Wire.isDigest(digest)
+            else {
+                throw Wire.Problem(
+                    "device needs pushed (a change number) and digest (16 hex digits), and must be a device id")
             }
             pusher = Pusher(device: device, pushed: pushed, digest: digest)
         }

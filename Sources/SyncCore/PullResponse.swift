@@ -32,7 +32,9 @@ public struct PullResponse: Sendable, Equatable {
     /// encrypted now): a machine holding a key stops and says so.
     public var encryptionReset = false
 
-    public init(changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = "") {
+    public init(
+        changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = ""
+    ) {
         self.changes = changes
         self.next = next
         self.more = more
@@ -43,16 +45,21 @@ public struct PullResponse: Sendable, Equatable {
 
     public static func == (lhs: PullResponse, rhs: PullResponse) -> Bool {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
-            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
+            && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset
+            && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
             && lhs.signingKey == rhs.signingKey && lhs.encryptionReset == rhs.encryptionReset
-            && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence) && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
+            && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence)
+            && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
 
     /// The page's JSON text (members in name order).
     public var body: [UInt8] {
         var output: [UInt8] = []
-        Self.write(account: account, clock: clock, epoch: epoch, more: more, reset: reset, keyID: encrypted ? keyID ?? "" : nil,
-                   signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, next: next, into: &output) { output in
+        Self.write(
+            account: account, clock: clock, epoch: epoch, more: more, reset: reset,
+            keyID: encrypted ? keyID ?? "" : nil,
+            signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, next: next, into: &output
+        ) { output in
             for (index, change) in changes.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 change.write(into: &output)
@@ -68,9 +75,11 @@ public struct PullResponse: Sendable, Equatable {
     ///   - signingKey: the account's registered signing public key ("" for
     ///     none), or nil to leave it out.
     ///   - encryptionReset: the operator reset the account's encryption.
-    public static func write(account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
-                             signingKey: String? = nil, encryptionReset: Bool = false, next: Int64,
-                             into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void) {
+    public static func write(
+        account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
+        signingKey: String? = nil, encryptionReset: Bool = false, next: Int64,
+        into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void
+    ) {
         output += #"{"account":"#.utf8
         JSONValue.writeString(account, into: &output)
         output += #","changes":["#.utf8
@@ -103,17 +112,22 @@ public struct PullResponse: Sendable, Equatable {
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let reading = try MessageReading.read(bytes, changesName: "changes", limit: .max, untilProblem: false)
         let object = reading.members
-        guard reading.isObject, reading.hasChanges, let next = object["next"]?.intValue, let more = object["more"]?.boolValue,
-              let epoch = object["epoch"]?.stringValue, let clockText = object["clock"]?.stringValue,
-              let clock = HLCTimestamp(text: clockText)
+        guard reading.isObject, reading.hasChanges, let next = object["next"]?.intValue,
+            let more = object["more"]?.boolValue,
+            let epoch = object["epoch"]?.stringValue, let clockText = object["clock"]?.stringValue,
+            let clock = HLCTimestamp(text: clockText)
         else { throw .invalid(Wire.Problem("not a pull response")) }
-        self.init(changes: reading.changes, next: next, more: more, epoch: epoch, clock: clock, account: object["account"]?.stringValue ?? "")
+        self.init(
+            changes: reading.changes, next: next, more: more, epoch: epoch, clock: clock,
+            account: object["account"]?.stringValue ?? "")
         unusable = reading.problems.map { ($0.change.sequence ?? 0, $0.change.problem.message) }
         reset = object["reset"]?.boolValue ?? false
         encrypted = object["encrypted"]?.boolValue ?? false
         keyID = object["key"]?.stringValue.flatMap { Wire.isKeyID($0) ? $0 : nil }
         if let text = object["signingKey"]?.stringValue {
-            guard text.isEmpty || WriteSignature.isPublicKey(text) else { throw .invalid(Wire.Problem("the page's signingKey is not a public key")) }
+            guard text.isEmpty || WriteSignature.isPublicKey(text) else {
+                throw .invalid(Wire.Problem("the page's signingKey is not a public key"))
+            }
             signingKey = text
         }
         encryptionReset = object["encryptionReset"]?.boolValue ?? false

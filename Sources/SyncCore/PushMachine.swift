@@ -42,10 +42,13 @@ public struct PushMachine: Sendable {
     /// tried more than `times` (`last`, the server's last refusal, when there is one).
     /// - Parameter stop: the stop when there is no refusal of the server's
     ///   to name (this client decides from what the server answered).
-    private mutating func attempt(_ repair: String, times: Int = 1, last: WireError?, stop: @autoclosure () -> WireError? = nil) -> WireError? {
+    private mutating func attempt(
+        _ repair: String, times: Int = 1, last: WireError?, stop: @autoclosure () -> WireError? = nil
+    ) -> WireError? {
         repairs[repair, default: 0] += 1
         guard repairs[repair, default: 0] > times else { return nil }
-        return last ?? stop() ?? WireError(code: WireError.Code(rawValue: repair), message: "the server keeps refusing (\(repair))")
+        return last ?? stop()
+            ?? WireError(code: WireError.Code(rawValue: repair), message: "the server keeps refusing (\(repair))")
     }
 
     /// After the server refused a batch with a ``repairable`` refusal.
@@ -68,7 +71,8 @@ public struct PushMachine: Sendable {
             // The server has this device's changes up to `acknowledged` (a
             // retried batch may have been applied): only later ones are re-stamped.
             let ours = acknowledged > 0 && !digest.isEmpty && ourDigest == digest
-            return .restamp(markPushedThrough: ours ? acknowledged : nil, relayStampedAhead: repairs[code.rawValue, default: 0] > 1)
+            return .restamp(
+                markPushedThrough: ours ? acknowledged : nil, relayStampedAhead: repairs[code.rawValue, default: 0] > 1)
         default:
             return .fork
         }
@@ -81,10 +85,13 @@ public struct PushMachine: Sendable {
     ///   - ourChain: this replica's chain through the acknowledged change.
     ///   - last: the server's last refusal in this client, if any (named when stopping).
     public mutating func checkAcknowledged(_ response: PushResponse, ourChain: String?, last: WireError?) -> Action? {
-        guard !response.acknowledgedDigest.isEmpty, response.acknowledged > 0, ourChain != response.acknowledgedDigest else { return nil }
-        let stop = WireError(code: .diverged, message: "the server keeps acknowledging changes this machine did not make under its "
-                             + "device id, even under a new one (another copy of this home syncing, or a server that mixes up devices); "
-                             + "every edit is kept here")
+        guard !response.acknowledgedDigest.isEmpty, response.acknowledged > 0, ourChain != response.acknowledgedDigest
+        else { return nil }
+        let stop = WireError(
+            code: .diverged,
+            message: "the server keeps acknowledging changes this machine did not make under its "
+                + "device id, even under a new one (another copy of this home syncing, or a server that mixes up devices); "
+                + "every edit is kept here")
         if let stop = attempt(WireError.Code.diverged.rawValue, last: last, stop: stop) { return .stop(stop) }
         return .fork
     }
@@ -97,8 +104,10 @@ public struct PushMachine: Sendable {
     public mutating func accept(_ response: PushResponse, last: WireError?) -> Action {
         let needed = Set(response.needed)
         for sequence in needed.sorted() {
-            let stop = WireError(code: .conflict, message: "the server asks again for the whole record of change \(sequence), "
-                                 + "which was sent to it: it does not keep it; the edit is kept here")
+            let stop = WireError(
+                code: .conflict,
+                message: "the server asks again for the whole record of change \(sequence), "
+                    + "which was sent to it: it does not keep it; the edit is kept here")
             if let stop = attempt("needed \(sequence)", last: last, stop: stop) { return .stop(stop) }
         }
         return .accept(relaying: needed)

@@ -24,8 +24,11 @@ public struct PushRequest: Sendable, Equatable {
     /// ``changes`` holds the others. Never written by ``body(changeTexts:)``.
     public var unreadable: [ChangeRecord.Unreadable] = []
 
-    public init(device: String, from: Int64, to: Int64, changes: [ChangeRecord], base: String? = nil, since: Int64? = nil, epoch: String? = nil,
-                keyID: String? = nil) {
+    public init(
+        device: String, from: Int64, to: Int64, changes: [ChangeRecord], base: String? = nil, since: Int64? = nil,
+        epoch: String? = nil,
+        keyID: String? = nil
+    ) {
         self.device = device
         self.from = from
         self.to = to
@@ -82,7 +85,8 @@ public struct PushRequest: Sendable, Equatable {
     /// valid or over a limit only: see ``unreadable``), then `base`,
     /// `since`, `epoch` and `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
-        let reading = try MessageReading.read(bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true)
+        let reading = try MessageReading.read(
+            bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true)
         do throws(Wire.Problem) {
             try self.init(reading)
         } catch {
@@ -102,7 +106,9 @@ public struct PushRequest: Sendable, Equatable {
         guard reading.hasChanges else { throw Wire.Problem("the push needs \"changes\", an array") }
         let count = reading.count
         // The range must be exactly the changes sent (never trust it to size anything).
-        guard count <= Wire.maxPushChanges else { throw Wire.Problem("a push holds at most \(Wire.maxPushChanges) changes") }
+        guard count <= Wire.maxPushChanges else {
+            throw Wire.Problem("a push holds at most \(Wire.maxPushChanges) changes")
+        }
         guard to - from == Int64(count) - 1 else {
             throw Wire.Problem("\"from\" \(from) to \"to\" \(to) is not the \(count) change(s) sent")
         }
@@ -114,8 +120,9 @@ public struct PushRequest: Sendable, Equatable {
         if let since, since < 0 { throw Wire.Problem("\"since\" must be a cursor (0 or more)") }
         let epoch = object["epoch"]?.stringValue
         if let epoch, epoch.utf8.count > 64 { throw Wire.Problem("\"epoch\" is at most 64 bytes") }
-        self.init(device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
-                  keyID: try Wire.keyID(in: object))
+        self.init(
+            device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
+            keyID: try Wire.keyID(in: object))
         unreadable = reading.unreadable
     }
 
@@ -157,13 +164,16 @@ public struct RejectedChange: Sendable, Equatable {
     }
 
     public var json: JSONValue {
-        .object(["seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key), "reason": .string(reason)])
+        .object([
+            "seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key),
+            "reason": .string(reason),
+        ])
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, let sequence = object["seq"]?.intValue,
-              let collection = object["collection"]?.stringValue.flatMap(RecordCollection.init(rawValue:)),
-              let key = object["key"]?.stringValue, let reason = object["reason"]?.stringValue
+            let collection = object["collection"]?.stringValue.flatMap(RecordCollection.init(rawValue:)),
+            let key = object["key"]?.stringValue, let reason = object["reason"]?.stringValue
         else { throw Wire.Problem("a rejected change needs seq, collection, key and reason") }
         self.init(sequence: sequence, collection: collection, key: key, reason: reason)
     }
@@ -210,10 +220,15 @@ public struct RelayRequest: Sendable, Equatable {
     /// most ``Wire/maxPushChanges`` records, each valid or over a limit
     /// only (``unreadable``), then `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
-        let reading = try MessageReading.read(bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
+        let reading = try MessageReading.read(
+            bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
         do throws(Wire.Problem) {
-            guard reading.isObject, reading.hasChanges else { throw Wire.Problem("a relay needs \"records\", an array") }
-            guard reading.count <= Wire.maxPushChanges else { throw Wire.Problem("a relay holds at most \(Wire.maxPushChanges) records") }
+            guard reading.isObject, reading.hasChanges else {
+                throw Wire.Problem("a relay needs \"records\", an array")
+            }
+            guard reading.count <= Wire.maxPushChanges else {
+                throw Wire.Problem("a relay holds at most \(Wire.maxPushChanges) records")
+            }
             if let refusal = reading.refusal { throw refusal }
             self.init(records: reading.changes, keyID: try Wire.keyID(in: reading.members))
             unreadable = reading.unreadable

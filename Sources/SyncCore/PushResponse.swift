@@ -10,7 +10,10 @@ public struct LostField: Sendable, Equatable {
     public var lost: StampedValue
     public var winner: StampedValue
 
-    public init(sequence: Int64, collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue) {
+    public init(
+        sequence: Int64, collection: RecordCollection, key: String, field: String, lost: StampedValue,
+        winner: StampedValue
+    ) {
         self.sequence = sequence
         self.collection = collection
         self.key = key
@@ -20,18 +23,23 @@ public struct LostField: Sendable, Equatable {
     }
 
     public var json: JSONValue {
-        .object(["seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key), "field": .string(field),
-                 "lost": lost.json, "winner": winner.json])
+        .object([
+            "seq": .int(sequence), "collection": .string(collection.rawValue), "key": .string(key),
+            "field": .string(field),
+            "lost": lost.json, "winner": winner.json,
+        ])
     }
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, let sequence = object["seq"]?.intValue,
-              let collection = object["collection"]?.stringValue.flatMap(RecordCollection.init(rawValue:)),
-              let key = object["key"]?.stringValue, let field = object["field"]?.stringValue,
-              let lost = object["lost"], let winner = object["winner"]
+            let collection = object["collection"]?.stringValue.flatMap(RecordCollection.init(rawValue:)),
+            let key = object["key"]?.stringValue, let field = object["field"]?.stringValue,
+            let lost = object["lost"], let winner = object["winner"]
         else { throw Wire.Problem("a lost field needs seq, collection, key, field, lost and winner") }
-        self.init(sequence: sequence, collection: collection, key: key, field: field,
-                  lost: try StampedValue(json: lost, context: "lost"), winner: try StampedValue(json: winner, context: "winner"))
+        self.init(
+            sequence: sequence, collection: collection, key: key, field: field,
+            lost: try StampedValue(json: lost, context: "lost"),
+            winner: try StampedValue(json: winner, context: "winner"))
     }
 }
 
@@ -56,8 +64,10 @@ public struct PushResponse: Sendable, Equatable {
     /// Lost values past the answer's budget for them: counted, not listed.
     public var lostOmitted = 0
 
-    public init(acknowledged: Int64, applied: Int, clock: HLCTimestamp, epoch: String, lost: [LostField],
-                acknowledgedDigest: String = "", rejected: [RejectedChange] = [], account: String = "", needed: [Int64] = []) {
+    public init(
+        acknowledged: Int64, applied: Int, clock: HLCTimestamp, epoch: String, lost: [LostField],
+        acknowledgedDigest: String = "", rejected: [RejectedChange] = [], account: String = "", needed: [Int64] = []
+    ) {
         self.acknowledged = acknowledged
         self.applied = applied
         self.clock = clock
@@ -73,7 +83,8 @@ public struct PushResponse: Sendable, Equatable {
         var object: [String: JSONValue] = [
             "acknowledged": .int(acknowledged), "applied": .int(Int64(applied)), "clock": .string(clock.description),
             "epoch": .string(epoch), "lost": .array(lost.map(\.json)), "digest": .string(acknowledgedDigest),
-            "rejected": .array(rejected.map(\.json)), "account": .string(account), "needed": .array(needed.map { .int($0) }),
+            "rejected": .array(rejected.map(\.json)), "account": .string(account),
+            "needed": .array(needed.map { .int($0) }),
         ]
         if lostOmitted > 0 { object["lostOmitted"] = .int(Int64(lostOmitted)) }
         return .object(object)
@@ -81,9 +92,9 @@ public struct PushResponse: Sendable, Equatable {
 
     public init(json: JSONValue) throws(Wire.Problem) {
         guard case .object(let object) = json, let acknowledged = object["acknowledged"]?.intValue,
-              let applied = object["applied"]?.intValue, let clockText = object["clock"]?.stringValue,
-              let clock = HLCTimestamp(text: clockText), let epoch = object["epoch"]?.stringValue,
-              case .array(let lostItems)? = object["lost"]
+            let applied = object["applied"]?.intValue, let clockText = object["clock"]?.stringValue,
+            let clock = HLCTimestamp(text: clockText), let epoch = object["epoch"]?.stringValue,
+            case .array(let lostItems)? = object["lost"]
         else { throw Wire.Problem("not a push response") }
         var lost: [LostField] = []
         for item in lostItems { lost.append(try LostField(json: item)) }
@@ -98,9 +109,10 @@ public struct PushResponse: Sendable, Equatable {
                 needed.append(sequence)
             }
         }
-        self.init(acknowledged: acknowledged, applied: Int(applied), clock: clock, epoch: epoch, lost: lost,
-                  acknowledgedDigest: object["digest"]?.stringValue ?? "", rejected: rejected,
-                  account: object["account"]?.stringValue ?? "", needed: needed)
+        self.init(
+            acknowledged: acknowledged, applied: Int(applied), clock: clock, epoch: epoch, lost: lost,
+            acknowledgedDigest: object["digest"]?.stringValue ?? "", rejected: rejected,
+            account: object["account"]?.stringValue ?? "", needed: needed)
         lostOmitted = max(0, Int(object["lostOmitted"]?.intValue ?? 0))
     }
 }

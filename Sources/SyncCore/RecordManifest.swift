@@ -28,7 +28,8 @@ public struct RecordManifest: Sendable, Equatable {
     public init(of state: RecordState, through stamp: HLCTimestamp, excluding: Set<HLCTimestamp> = []) {
         var stamps: [String: HLCTimestamp] = [:]
         for (name, register) in state.fields
-        where register.stamp <= stamp && !excluding.contains(register.stamp) && !name.hasPrefix(Wire.sealedFieldPrefix) {
+        where register.stamp <= stamp && !excluding.contains(register.stamp) && !name.hasPrefix(Wire.sealedFieldPrefix)
+        {
             stamps[name] = register.stamp
         }
         self.init(stamps: stamps, versions: state.versions)
@@ -44,7 +45,8 @@ public struct RecordManifest: Sendable, Equatable {
     public func problem(with state: RecordState) -> String? {
         // Every record a pull brings is checked: the names are sorted (for
         // the message to name the first) only when something is wrong.
-        let fine = stamps.allSatisfy { name, stamp in state.fields[name].map { $0.stamp >= stamp } == true }
+        let fine =
+            stamps.allSatisfy { name, stamp in state.fields[name].map { $0.stamp >= stamp } == true }
             && versions.counters.allSatisfy { state.versions[$0.key] >= $0.value }
         if fine { return nil }
         for name in stamps.keys.sorted() {
@@ -61,7 +63,8 @@ public struct RecordManifest: Sendable, Equatable {
                     : "field \"\(shown)\" was rolled back to an older value"
             }
         }
-        for (device, counter) in versions.counters.sorted(by: { $0.key < $1.key }) where state.versions[device] < counter {
+        for (device, counter) in versions.counters.sorted(by: { $0.key < $1.key })
+        where state.versions[device] < counter {
             return "its version vector hides a write of device \(DisplayText.printable(device.prefix(64)))"
         }
         return nil
@@ -111,31 +114,40 @@ public struct RecordManifest: Sendable, Equatable {
     ///   bad version vector, more entries than a record may have.
     public init(json: JSONValue, at stamp: HLCTimestamp) throws(Wire.Problem) {
         guard case .object(let object) = json, case .array(let same)? = object["s"], let versions = object["v"],
-              object.count == (object["f"] == nil ? 2 : 3), case .object(let others) = object["f"] ?? .object([:]) else {
+            object.count == (object["f"] == nil ? 2 : 3), case .object(let others) = object["f"] ?? .object([:])
+        else {
             throw Wire.Problem("a manifest is an object of \"s\", \"v\" and maybe \"f\"")
         }
-        guard others.count + same.count <= Wire.maxFields + 1 else { throw Wire.Problem("a manifest names more fields than a record has") }
+        guard others.count + same.count <= Wire.maxFields + 1 else {
+            throw Wire.Problem("a manifest names more fields than a record has")
+        }
         var stamps: [String: HLCTimestamp] = [:]
         for (name, text) in others {
             guard Wire.problem(fieldName: name) == nil, !name.hasPrefix(Wire.sealedFieldPrefix),
-                  let text = text.stringValue, let other = HLCTimestamp(text: text) else {
-                throw Wire.Problem("a manifest's field \"\(DisplayText.printable(name.prefix(80)))\" has no valid name and stamp")
+                let text = text.stringValue, let other = HLCTimestamp(text: text)
+            else {
+                throw Wire.Problem(
+                    "a manifest's field \"\(DisplayText.printable(name.prefix(80)))\" has no valid name and stamp")
             }
             stamps[name] = other
         }
         for name in same {
-            guard let name = name.stringValue, Wire.problem(fieldName: name) == nil, !name.hasPrefix(Wire.sealedFieldPrefix),
-                  stamps.updateValue(stamp, forKey: name) == nil else {
+            guard let name = name.stringValue, Wire.problem(fieldName: name) == nil,
+                !name.hasPrefix(Wire.sealedFieldPrefix),
+                stamps.updateValue(stamp, forKey: name) == nil
+            else {
                 throw Wire.Problem("a manifest names a field twice, or a field that cannot be")
             }
         }
         guard case .object(let entries) = versions, entries.count <= Wire.maxVersionEntries else {
-            throw Wire.Problem("a manifest's version vector is not an object of at most \(Wire.maxVersionEntries) devices")
+            throw Wire.Problem(
+                "a manifest's version vector is not an object of at most \(Wire.maxVersionEntries) devices")
         }
         var counters: [String: UInt64] = [:]
         for (device, counter) in entries {
             guard HLCTimestamp.isValidDevice(device), let value = counter.intValue, value >= 0 else {
-                throw Wire.Problem("a manifest's version vector has a bad entry for \"\(DisplayText.printable(device.prefix(64)))\"")
+                throw Wire.Problem(
+                    "a manifest's version vector has a bad entry for \"\(DisplayText.printable(device.prefix(64)))\"")
             }
             counters[device] = UInt64(value)
         }

@@ -85,7 +85,9 @@ public struct RecordState: Sendable, Hashable {
         if merged.counters.count > Wire.maxVersionEntries {
             let (theirs, mine) = (other.newestStamp ?? .zero(device: ""), newestStamp ?? .zero(device: ""))
             // Equal stamps are one write, whose manifest both sides' vectors cover.
-            let kept = theirs == mine ? Set(versions.counters.keys).intersection(other.versions.counters.keys)
+            let kept =
+                theirs == mine
+                ? Set(versions.counters.keys).intersection(other.versions.counters.keys)
                 : Set((theirs > mine ? other : self).versions.counters.keys)
             merged = merged.capped(keeping: kept)
         }

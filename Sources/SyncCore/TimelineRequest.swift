@@ -26,8 +26,9 @@ public struct TimelineRequest: Sendable, Equatable {
         let json: JSONValue
         do { json = try JSONValue.parse(utf8: bytes) } catch { throw .notJSON(error) }
         guard case .object(let object) = json, let since = object["since"]?.intValue, since >= 0,
-              let epoch = object["epoch"]?.stringValue, !epoch.isEmpty, epoch.utf8.count <= 128,
-              epoch.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            let epoch = object["epoch"]?.stringValue, !epoch.isEmpty, epoch.utf8.count <= 128,
+            epoch.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
             throw .invalid(Wire.Problem(Self.form))
         }
         self.init(since: since, epoch: epoch)
@@ -48,8 +49,10 @@ public struct TimelineResponse: Sendable, Equatable {
     public var json: JSONValue { .object(["epoch": .string(epoch), "changed": .bool(changed)]) }
 
     public init(json: JSONValue) throws(Wire.Problem) {
-        guard case .object(let object) = json, let epoch = object["epoch"]?.stringValue, !epoch.isEmpty, epoch.utf8.count <= 128,
-              let changed = object["changed"]?.boolValue else {
+        guard case .object(let object) = json, let epoch = object["epoch"]?.stringValue, !epoch.isEmpty,
+            epoch.utf8.count <= 128,
+            let changed = object["changed"]?.boolValue
+        else {
             throw Wire.Problem("the answer to the timeline confirmation has no 'epoch' and 'changed'")
         }
         self.init(epoch: epoch, changed: changed)

@@ -63,7 +63,9 @@ extension Wire {
     /// The optional `"key"` of a request: an account key's id.
     static func keyID(in object: [String: JSONValue]) throws(Problem) -> String? {
         guard let value = object["key"] else { return nil }
-        guard let text = value.stringValue, isKeyID(text) else { throw Problem("\"key\" must be an account key's id (16 hex digits)") }
+        guard let text = value.stringValue, isKeyID(text) else {
+            throw Problem("\"key\" must be an account key's id (16 hex digits)")
+        }
         return text
     }
 
@@ -76,9 +78,12 @@ extension Wire {
     /// Whether `text` is `prefix` (3 ASCII characters) and base64url, of a
     /// length in the range, read straight from its UTF-8 (the server checks
     /// every key and sealed value of every push).
-    private static func isPrefixedBase64URL(_ text: String, prefix: StaticString, minimumLength: Int, maximumLength: Int) -> Bool {
+    private static func isPrefixedBase64URL(
+        _ text: String, prefix: StaticString, minimumLength: Int, maximumLength: Int
+    ) -> Bool {
         func check(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-            utf8.count >= minimumLength && utf8.count <= maximumLength && utf8[0] == prefix.utf8Start[0] && utf8[1] == prefix.utf8Start[1]
+            utf8.count >= minimumLength && utf8.count <= maximumLength && utf8[0] == prefix.utf8Start[0]
+                && utf8[1] == prefix.utf8Start[1]
                 && utf8[2] == prefix.utf8Start[2] && allBase64URL(UnsafeBufferPointer(rebasing: utf8[3...]))
         }
         return text.utf8.withContiguousStorageIfAvailable(check) ?? Array(text.utf8).withUnsafeBufferPointer(check)
@@ -92,7 +97,8 @@ extension Wire {
     }
 
     public static func isBase64URL(_ byte: UInt8) -> Bool {
-        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D
+            || byte == 0x5F
     }
 
     /// Whether every byte is a base64url digit (a table look-up per byte:
@@ -118,14 +124,19 @@ extension Wire {
         // A change whose fields all left it (re-stamped after they were
         // overwritten) keeps its number and holds nothing to seal.
         if change.state.fields.isEmpty { return nil }
-        guard change.state.fields[sealedKeyField] != nil else { return "\(change.collection.rawValue) '\(shown)' has no sealed key" }
+        guard change.state.fields[sealedKeyField] != nil else {
+            return "\(change.collection.rawValue) '\(shown)' has no sealed key"
+        }
         for (name, register) in change.state.fields {
             if name == RecordState.deletedField {
-                guard case .bool = register.value else { return "\(change.collection.rawValue) '\(shown)': its deletion flag is not true or false" }
+                guard case .bool = register.value else {
+                    return "\(change.collection.rawValue) '\(shown)': its deletion flag is not true or false"
+                }
                 continue
             }
             guard isSealedValue(register.value) else {
-                return "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
+                return
+                    "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
             }
         }
         return nil

@@ -29,15 +29,20 @@ extension Wire {
     }
 
     /// Reads `text` with `read` (one of the `init(reading:)`s).
-    public static func read<Message>(_ text: String, _ read: (UnsafeBufferPointer<UInt8>) throws(ReadError) -> Message) throws(ReadError) -> Message {
+    public static func read<Message>(
+        _ text: String, _ read: (UnsafeBufferPointer<UInt8>) throws(ReadError) -> Message
+    ) throws(ReadError) -> Message {
         var text = text
         let result = text.withUTF8 { bytes in Result { () throws(ReadError) in try read(bytes) } }
         return try result.get()
     }
 
     /// `bytes` as one document read by `read`, which must read one value.
-    static func document<Value>(_ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout JSONScanner) throws(JSONValue.ParseError) -> Value)
-        throws(ReadError) -> Value {
+    static func document<Value>(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout JSONScanner) throws(JSONValue.ParseError) -> Value
+    )
+        throws(ReadError) -> Value
+    {
         var scanner = JSONScanner(bytes)
         do {
             let value = try read(&scanner)
@@ -119,7 +124,9 @@ extension RecordState {
     /// fields (and encryption's own), each name and value within the limits.
     static func readFields(_ scanner: inout JSONScanner) throws(JSONValue.ParseError) -> FieldsReading {
         let limit = Wire.maxFields + Wire.maxSealedExtraFields
-        let notFields: Reading<[String: StampedValue]> = .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" }
+        let notFields: Reading<[String: StampedValue]> = .problem {
+            "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields"
+        }
         guard scanner.peek() == UInt8(ascii: "{") else {
             _ = try scanner.value()
             return FieldsReading(reading: notFields, flawed: nil)
@@ -169,7 +176,8 @@ extension RecordState {
         if fields.count + problems.count > limit { return FieldsReading(reading: notFields, flawed: nil) }
         // Of several, the first by name: one document, one message.
         if let first = problems.min(by: { $0.key < $1.key }) {
-            return FieldsReading(reading: .problem(first.value), flawed: malformed.isEmpty ? fields.merging(flawed) { $1 } : nil)
+            return FieldsReading(
+                reading: .problem(first.value), flawed: malformed.isEmpty ? fields.merging(flawed) { $1 } : nil)
         }
         return FieldsReading(reading: .value(fields), flawed: nil)
     }
@@ -219,7 +227,9 @@ extension RecordState {
 
     /// A state from what was read of its fields and versions, checked in
     /// that order, then the field count as a whole.
-    static func make(fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>, context: String) throws(Wire.Problem) -> RecordState {
+    static func make(
+        fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>, context: String
+    ) throws(Wire.Problem) -> RecordState {
         let state = RecordState(fields: try fields.get(context), versions: try versions.get(context))
         // Beyond maxFields, only encryption's own fields.
         if let problem = Wire.fieldCountProblem(state) { throw Wire.Problem("\(context): \(problem)") }
@@ -242,7 +252,9 @@ extension RecordState {
         let fields: Reading<[String: StampedValue]>, versions: Reading<VersionVector>
         do throws(Wire.ReadError) {
             fields = try Wire.document(fieldsUTF8, Self.readFields).reading
-            versions = try Wire.read(versionsJSON) { bytes throws(Wire.ReadError) in try Wire.document(bytes, Self.readVersions) }
+            versions = try Wire.read(versionsJSON) { bytes throws(Wire.ReadError) in
+                try Wire.document(bytes, Self.readVersions)
+            }
         } catch {
             throw Wire.Problem("a stored record is not JSON: \(error)")
         }
@@ -255,7 +267,9 @@ extension VersionVector {
     public init(json: String) throws(Wire.Problem) {
         let reading: Reading<VersionVector>
         do throws(Wire.ReadError) {
-            reading = try Wire.read(json) { bytes throws(Wire.ReadError) in try Wire.document(bytes, RecordState.readVersions) }
+            reading = try Wire.read(json) { bytes throws(Wire.ReadError) in
+                try Wire.document(bytes, RecordState.readVersions)
+            }
         } catch {
             throw Wire.Problem("a stored version vector is not JSON: \(error)")
         }
@@ -273,8 +287,9 @@ extension ChangeRecord {
             return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change must be an object")))
         }
         var sequence: JSONValue?, collection: JSONValue?, key: JSONValue?
-        var fields = RecordState.FieldsReading(reading: .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" },
-                                               flawed: nil)
+        var fields = RecordState.FieldsReading(
+            reading: .problem { "\($0) needs \"fields\", an object of at most \(Wire.maxFields) fields" },
+            flawed: nil)
         var versions: Reading<VersionVector> = .problem { "\($0) needs \"versions\", an object" }
         var writer: Reading<VersionVector>?
         var hasVersions = false
@@ -297,24 +312,37 @@ extension ChangeRecord {
             } while try scanner.nextMember()
         }
         let number = sequence?.intValue
-        guard let number else { return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change needs \"seq\", a number"))) }
-        guard let name = collection?.stringValue, let collection = RecordCollection(rawValue: name) else {
-            return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"collection\": browsers, rules or settings")))
+        guard let number else {
+            return .failure(ChangeProblem(sequence: nil, problem: Wire.Problem("a change needs \"seq\", a number")))
         }
-        guard let key = key?.stringValue else { return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"key\", a string"))) }
+        guard let name = collection?.stringValue, let collection = RecordCollection(rawValue: name) else {
+            return .failure(
+                ChangeProblem(
+                    sequence: number,
+                    problem: Wire.Problem("a change needs \"collection\": browsers, rules or settings")))
+        }
+        guard let key = key?.stringValue else {
+            return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"key\", a string")))
+        }
         do throws(Wire.Problem) {
             if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
             let state = try RecordState.make(fields: fields.reading, versions: versions, context: "change \(number)")
             let writerVersions = try writer?.get("change \(number)")
-            return .success(ChangeRecord(sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions))
+            return .success(
+                ChangeRecord(
+                    sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions))
         } catch {
             // Well formed, over a limit: still identified by its digest.
             var registers = fields.flawed
             if case .value(let read) = fields.reading { registers = read }
-            let unreadable = hasVersions ? registers.map {
-                Unreadable(sequence: number, collection: collection, key: key, reason: error.message,
-                           digest: ChangeRecord.digest(collection: collection, key: key, fieldsText: RecordState.encodeFieldBytes($0)[...]))
-            } : nil
+            let unreadable =
+                hasVersions
+                ? registers.map {
+                    Unreadable(
+                        sequence: number, collection: collection, key: key, reason: error.message,
+                        digest: ChangeRecord.digest(
+                            collection: collection, key: key, fieldsText: RecordState.encodeFieldBytes($0)[...]))
+                } : nil
             return .failure(ChangeProblem(sequence: number, problem: error, unreadable: unreadable))
         }
     }
@@ -342,7 +370,9 @@ extension ChangeRecord {
         public var reason: String
         public var digest: String
 
-        public var rejection: RejectedChange { RejectedChange(sequence: sequence, collection: collection, key: key, reason: reason) }
+        public var rejection: RejectedChange {
+            RejectedChange(sequence: sequence, collection: collection, key: key, reason: reason)
+        }
     }
 
     /// One change as a document of its own.
@@ -379,7 +409,9 @@ struct MessageReading {
     ///   - untilProblem: stop reading changes at the first that is not valid
     ///     and not ``ChangeRecord/Unreadable`` (a push and a relay are then
     ///     refused whole; a pull page sets every problem aside).
-    static func read(_ bytes: UnsafeBufferPointer<UInt8>, changesName: String, limit: Int, untilProblem: Bool) throws(Wire.ReadError) -> MessageReading {
+    static func read(
+        _ bytes: UnsafeBufferPointer<UInt8>, changesName: String, limit: Int, untilProblem: Bool
+    ) throws(Wire.ReadError) -> MessageReading {
         try Wire.document(bytes) { scanner throws(JSONValue.ParseError) in
             var reading = MessageReading()
             var stopped = false

@@ -59,10 +59,15 @@ public enum Wire {
 
     /// Why `name` cannot be a field name, or nil when it can.
     public static func problem(fieldName name: String) -> String? {
-        if name.isEmpty || name.utf8.count > maxFieldNameBytes { return "a field name must be 1 to \(maxFieldNameBytes) bytes" }
+        if name.isEmpty || name.utf8.count > maxFieldNameBytes {
+            return "a field name must be 1 to \(maxFieldNameBytes) bytes"
+        }
         // Printable ASCII (nearly every name) is checked by its bytes; anything else scalar by scalar.
-        let printable = name.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { (0x20..<0x7F).contains($0) } } ?? false
-        if !printable, name.unicodeScalars.contains(where: isControl) { return "a field name must not contain control characters" }
+        let printable =
+            name.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { (0x20..<0x7F).contains($0) } } ?? false
+        if !printable, name.unicodeScalars.contains(where: isControl) {
+            return "a field name must not contain control characters"
+        }
         return nil
     }
 
@@ -78,7 +83,9 @@ public enum Wire {
             return "a value is larger than \(maxValueBytes) bytes"
         case .array, .object:
             if depth(of: value) > maxValueDepth { return "a value is nested deeper than \(maxValueDepth) levels" }
-            if size(of: value, limit: maxValueBytes) > maxValueBytes { return "a value is larger than \(maxValueBytes) bytes" }
+            if size(of: value, limit: maxValueBytes) > maxValueBytes {
+                return "a value is larger than \(maxValueBytes) bytes"
+            }
             return nil
         }
     }
@@ -95,7 +102,9 @@ public enum Wire {
             return total
         case .object(let members):
             var total = 2
-            for (name, item) in members where total <= limit { total += name.utf8.count + 4 + size(of: item, limit: limit) }
+            for (name, item) in members where total <= limit {
+                total += name.utf8.count + 4 + size(of: item, limit: limit)
+            }
             return total
         }
     }
@@ -109,7 +118,9 @@ public enum Wire {
             if let problem = problem(fieldName: name) { return problem }
             if let problem = problem(value: register.value) { return "field \"\(name)\": \(problem)" }
         }
-        if state.versions.counters.count > maxVersionEntries { return "a version vector has more than \(maxVersionEntries) devices" }
+        if state.versions.counters.count > maxVersionEntries {
+            return "a version vector has more than \(maxVersionEntries) devices"
+        }
         return nil
     }
 
@@ -118,7 +129,9 @@ public enum Wire {
     public static func fieldCountProblem(_ state: RecordState) -> String? {
         let count = state.fields.count
         if count <= maxFields { return nil }
-        if count > maxFields + maxSealedExtraFields || state.fields.keys.filter({ $0.hasPrefix("e2e.") }).count < count - maxFields {
+        if count > maxFields + maxSealedExtraFields
+            || state.fields.keys.filter({ $0.hasPrefix("e2e.") }).count < count - maxFields
+        {
             return "a record has more than \(maxFields) fields"
         }
         return nil
@@ -133,7 +146,9 @@ public enum Wire {
         for (name, register) in state.fields where bound <= maxRecordBytes {
             bound += 6 * name.utf8.count + 64 + 6 * size(of: register.value, limit: maxRecordBytes)
         }
-        guard bound > maxRecordBytes, RecordState.encodeFieldBytes(state.fields).count > maxRecordBytes else { return nil }
+        guard bound > maxRecordBytes, RecordState.encodeFieldBytes(state.fields).count > maxRecordBytes else {
+            return nil
+        }
         return "a record's fields are larger than \(maxRecordBytes / 1024) KiB as text"
     }
 

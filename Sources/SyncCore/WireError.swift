@@ -92,7 +92,9 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public init?(json: JSONValue) {
         guard case .object(let object) = json, let code = object["error"]?.stringValue else { return nil }
-        self.init(code: Code(rawValue: code), message: object["message"]?.stringValue ?? "", acknowledged: object["acknowledged"]?.intValue,
-                  digest: object["digest"]?.stringValue, retired: object["retired"] == .bool(true))
+        self.init(
+            code: Code(rawValue: code), message: object["message"]?.stringValue ?? "",
+            acknowledged: object["acknowledged"]?.intValue,
+            digest: object["digest"]?.stringValue, retired: object["retired"] == .bool(true))
     }
 }

@@ -32,7 +32,9 @@ public struct WriteSignature: Sendable, Equatable {
     /// signature of the right lengths in base64url.
     public init?(headerValue: String) {
         let parts = headerValue.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 2, Self.isPublicKey(String(parts[0])), Self.isBase64URL(parts[1], length: 86) else { return nil }
+        guard parts.count == 2, Self.isPublicKey(String(parts[0])), Self.isBase64URL(parts[1], length: 86) else {
+            return nil
+        }
         self.init(publicKey: String(parts[0]), signature: String(parts[1]))
     }
 

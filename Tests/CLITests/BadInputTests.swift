@@ -1,7 +1,7 @@
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// Every error: exit 2, one clear line on stderr, nothing changed in the replica.
 @Suite struct BadInputTests {
@@ -23,8 +23,14 @@ import TestSupport
         (["browsers", "default", "chrom"], "did you mean 'chrome'"),
         (["rule", "list"], "did you mean 'brsync rules list'?"),
         (["rules", "lst"], "did you mean 'brsync rules list'?"),
-        (["rules", "ad", "x.com", "firefox"], "'ad' is not a command of 'brsync rules': did you mean 'brsync rules add'?\nUsage: brsync rules add"),
-        (["rule", "add", "x.com", "firefox"], "'rule' is not a command of 'brsync': did you mean 'brsync rules add'?\nUsage: brsync rules add"),
+        (
+            ["rules", "ad", "x.com", "firefox"],
+            "'ad' is not a command of 'brsync rules': did you mean 'brsync rules add'?\nUsage: brsync rules add"
+        ),
+        (
+            ["rule", "add", "x.com", "firefox"],
+            "'rule' is not a command of 'brsync': did you mean 'brsync rules add'?\nUsage: brsync rules add"
+        ),
         (["rules", "add", "x.com", "firefox", "--priority", "-5"], "a negative number is given as --priority=-5"),
         (["browsers", "enable", "zzz"], "unknown browser"),
         (["resolve", "not a url"], "not a web URL"),
@@ -83,9 +89,13 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: cli.home, withIntermediateDirectories: true)
         let garbage = Data(String(repeating: "definitely not sqlite\n", count: 300).utf8)
         try garbage.write(to: URL(fileURLWithPath: cli.replicaFile))
-        for arguments in [["rules", "list"], ["resolve", "https://a.com"], ["init"], ["rules", "add", "a.com", "firefox"]] {
+        for arguments in [
+            ["rules", "list"], ["resolve", "https://a.com"], ["init"], ["rules", "add", "a.com", "firefox"],
+        ] {
             let result = try cli.run(arguments)
-            #expect(result.status == 2 && result.stderr.contains("is damaged (the file is not an SQLite database)"), "\(arguments): \(result)")
+            #expect(
+                result.status == 2 && result.stderr.contains("is damaged (the file is not an SQLite database)"),
+                "\(arguments): \(result)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == garbage)
         #expect(!FileManager.default.fileExists(atPath: cli.replicaFile + "-wal"))
@@ -97,7 +107,9 @@ import TestSupport
         try Database(path: cli.replicaFile).execute("PRAGMA user_version = 42")
         let before = try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile))
         let result = try cli.run("rules", "add", "a.com", "firefox")
-        #expect(result.status == 2 && result.stderr.contains("schema version 42") && result.stderr.contains("upgrade brsync"))
+        #expect(
+            result.status == 2 && result.stderr.contains("schema version 42")
+                && result.stderr.contains("upgrade brsync"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: cli.replicaFile)) == before)
     }
 
@@ -110,8 +122,11 @@ import TestSupport
         let token = cli.home + "/token"
         chmod(token, 0o644)
         let readable = try cli.run("sync")
-        #expect(readable.status == 2 && readable.stderr.contains("the token at \(token) can be read by others (mode 644): run 'chmod 600 \(token)'"),
-                "\(readable)")
+        #expect(
+            readable.status == 2
+                && readable.stderr.contains(
+                    "the token at \(token) can be read by others (mode 644): run 'chmod 600 \(token)'"),
+            "\(readable)")
         chmod(token, 0o600)
         try FileManager.default.moveItem(atPath: token, toPath: token + ".real")
         symlink(token + ".real", token)

@@ -17,12 +17,15 @@ final class CLIHarness: Sendable {
     var replicaFile: String { home + "/replica.sqlite" }
 
     @discardableResult
-    func run(_ arguments: String..., environment: [String: String] = [:], stdin: String? = nil) throws -> ProcessResult {
+    func run(_ arguments: String..., environment: [String: String] = [:], stdin: String? = nil) throws -> ProcessResult
+    {
         try run(arguments, environment: environment, stdin: stdin)
     }
 
     /// Runs `brsync` (or `program`) with the home in `BRSYNC_HOME` unless `environment` sets it.
-    func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, program: String? = nil) throws -> ProcessResult {
+    func run(
+        _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil, program: String? = nil
+    ) throws -> ProcessResult {
         var env = environment
         env["BRSYNC_HOME"] = env["BRSYNC_HOME"] ?? home
         return try ProcessRunner.run(program ?? binary, arguments, environment: env, stdin: stdin)
@@ -48,7 +51,9 @@ final class CLIHarness: Sendable {
         let records = try database.query("SELECT collection, key, fields FROM records ORDER BY 1, 2") {
             "\($0.string(0) ?? "")|\($0.string(1) ?? "")|\($0.string(2) ?? "")"
         }
-        let local = try database.query("SELECT id, exec FROM local_browsers ORDER BY 1") { "\($0.string(0) ?? "")|\($0.string(1) ?? "")" }
+        let local = try database.query("SELECT id, exec FROM local_browsers ORDER BY 1") {
+            "\($0.string(0) ?? "")|\($0.string(1) ?? "")"
+        }
         return Snapshot(changes: changes, records: records, local: local)
     }
 

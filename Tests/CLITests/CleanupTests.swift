@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Link cleanup through the real binary: what `resolve --json` and `explain`
 /// report, a click opening the cleaned link, the per-rule opt-out, and the
 /// synced parameter list with its bad input.
 @Suite struct CleanupTests {
-    static let wrapped = "https://nam12.safelinks.protection.outlook.com/?url=https%3A%2F%2Fus02web.zoom.us%2Fj%2F1%3Futm_source%3Dmail%26pwd%3Dx&data=05"
+    static let wrapped =
+        "https://nam12.safelinks.protection.outlook.com/?url=https%3A%2F%2Fus02web.zoom.us%2Fj%2F1%3Futm_source%3Dmail%26pwd%3Dx&data=05"
 
     @Test func resolveReportsTheCleanedLinkAndWhatLaunchesIt() throws {
         let cli = try CLIHarness()
@@ -26,7 +27,9 @@ import TestSupport
         #expect(explained.stdout.contains("unwrapped: a Microsoft Safe Links link"), "\(explained.stdout)")
         #expect(explained.stdout.contains("tracking parameters removed: utm_source=mail"))
         #expect(explained.stdout.contains("rules decide on: https://us02web.zoom.us/j/1?pwd=x"))
-        #expect(explained.stdout.contains("launch: google-chrome 'https://us02web.zoom.us/j/1?pwd=x'"), "\(explained.stdout)")
+        #expect(
+            explained.stdout.contains("launch: google-chrome 'https://us02web.zoom.us/j/1?pwd=x'"),
+            "\(explained.stdout)")
         // `rules test` matches the cleaned link.
         let tested = try cli.run("rules", "test", "zoom.us", Self.wrapped)
         #expect(tested.status == 0 && tested.stdout.contains("cleaned: https://us02web.zoom.us/j/1?pwd=x"), "\(tested)")
@@ -58,8 +61,11 @@ import TestSupport
         let shown = try cli.run("cleanup", "show", "--json")
         #expect(shown.stdout.contains(#""default":false"#) && shown.stdout.contains(#""src_*""#), "\(shown.stdout)")
         let before = try cli.snapshot()
-        for bad in [["cleanup", "params", "--add", "a=b"], ["cleanup", "params", "--add", "*"], ["cleanup", "params", "--remove", "nothere"],
-                    ["cleanup", "params"], ["cleanup", "params", "--reset", "--add", "x"], ["cleanup", "url", "mailto:x@y"]] {
+        for bad in [
+            ["cleanup", "params", "--add", "a=b"], ["cleanup", "params", "--add", "*"],
+            ["cleanup", "params", "--remove", "nothere"],
+            ["cleanup", "params"], ["cleanup", "params", "--reset", "--add", "x"], ["cleanup", "url", "mailto:x@y"],
+        ] {
             let result = try cli.run(bad)
             #expect(result.status == 2 && !result.stderr.isEmpty, "\(bad): \(result)")
         }
@@ -71,7 +77,12 @@ import TestSupport
     /// A clicked wrapped link reaches the browser cleaned.
     @Test func aClickOpensTheCleanedLink() throws {
         let world = try DesktopClickTests.readyWorld()
-        #expect(try world.run("open", "https://www.google.com/url?q=https%3A%2F%2Fexample.org%2Fa%3Futm_medium%3Dx%26b%3D1&sa=D").status == 0)
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/a?b=1") == true, "\(world.launched())")
+        #expect(
+            try world.run(
+                "open", "https://www.google.com/url?q=https%3A%2F%2Fexample.org%2Fa%3Futm_medium%3Dx%26b%3D1&sa=D"
+            ).status == 0)
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/a?b=1") == true,
+            "\(world.launched())")
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The bash completion script `brsync --generate-completion-script bash`
 /// prints (what `scripts/install` installs), run by a real bash as it runs
@@ -12,7 +12,9 @@ import TestSupport
         let script = cli.directory.file("brsync.bash")
         if !FileManager.default.fileExists(atPath: script) {
             let generated = try cli.run("--generate-completion-script", "bash")
-            #expect(generated.status == 0 && generated.stdout.hasSuffix("complete -o filenames -F _brsync_home_first brsync\n"))
+            #expect(
+                generated.status == 0
+                    && generated.stdout.hasSuffix("complete -o filenames -F _brsync_home_first brsync\n"))
             try generated.stdout.write(toFile: script, atomically: true, encoding: .utf8)
         }
         // Set as bash sets them on <Tab>, then the completion function is called
@@ -28,7 +30,8 @@ import TestSupport
         let folder = URL(fileURLWithPath: cli.binary).deletingLastPathComponent().path
         var env = environment
         env["PATH"] = folder + ":/usr/bin:/bin"
-        let result = try cli.run(["-c", driver, "complete", script] + ["brsync"] + words, environment: env, program: "/bin/bash")
+        let result = try cli.run(
+            ["-c", driver, "complete", script] + ["brsync"] + words, environment: env, program: "/bin/bash")
         #expect(result.status == 0 && result.stderr.isEmpty, "\(words): \(result)")
         return result.stdout.split(separator: "\n").map(String.init)
     }
@@ -56,13 +59,21 @@ import TestSupport
         let cli = try CLIHarness()
         try cli.standardSetup()
         let elsewhere = ["BRSYNC_HOME": cli.directory.file("nothing-here")]
-        #expect(try Self.complete(cli, ["rules", "rm", "--home", cli.home, ""], environment: elsewhere) == ["github.com"])
-        #expect(try Self.complete(cli, ["rules", "rm", "--home=\(cli.home)", ""], environment: elsewhere) == ["github.com"])
+        #expect(
+            try Self.complete(cli, ["rules", "rm", "--home", cli.home, ""], environment: elsewhere) == ["github.com"])
+        #expect(
+            try Self.complete(cli, ["rules", "rm", "--home=\(cli.home)", ""], environment: elsewhere) == ["github.com"])
         // Before the command too, as brsync takes it.
-        #expect(try Self.complete(cli, ["--home", cli.home, "rules", "rm", ""], environment: elsewhere) == ["github.com"])
-        #expect(try Self.complete(cli, ["--home", cli.home, "rules", "rm", "git"], environment: elsewhere) == ["github.com"])
+        #expect(
+            try Self.complete(cli, ["--home", cli.home, "rules", "rm", ""], environment: elsewhere) == ["github.com"])
+        #expect(
+            try Self.complete(cli, ["--home", cli.home, "rules", "rm", "git"], environment: elsewhere) == ["github.com"]
+        )
         #expect(try Self.complete(cli, ["--home", cli.home, "ru"], environment: elsewhere) == ["rules"])
-        #expect(try Self.complete(cli, ["--home=\(cli.home)", "browsers", "default", "f"], environment: elsewhere) == ["firefox"])
+        #expect(
+            try Self.complete(cli, ["--home=\(cli.home)", "browsers", "default", "f"], environment: elsewhere) == [
+                "firefox"
+            ])
     }
 
     /// No replica, or one that is not a replica: nothing is offered and
@@ -80,7 +91,9 @@ import TestSupport
         let cli = try CLIHarness()
         for (shell, marker) in [("bash", "_brsync"), ("zsh", "#compdef brsync"), ("fish", "complete -c 'brsync'")] {
             let script = try cli.run("--generate-completion-script", shell)
-            #expect(script.status == 0 && script.stdout.contains(marker) && script.stdout.contains("---completion"), "\(shell)")
+            #expect(
+                script.status == 0 && script.stdout.contains(marker) && script.stdout.contains("---completion"),
+                "\(shell)")
         }
     }
 }

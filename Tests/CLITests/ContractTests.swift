@@ -1,7 +1,7 @@
 import Foundation
 import JSON
-import Testing
 import TestSupport
+import Testing
 
 /// The command-line contract scripts rely on (README, "Exit codes and output").
 @Suite struct ContractTests {
@@ -24,26 +24,37 @@ import TestSupport
         let cli = try CLIHarness()
         try cli.standardSetup()
         try cli.mustSucceed("browsers", "add", "tricky", "--name", "evil\u{202E}name", "--exec", "true %u")
-        for arguments in [["rules", "list", "--json"], ["browsers", "list", "--json"], ["status", "--json"], ["device", "--json"], ["log", "--json"],
-                          ["resolve", "--json", "https://github.com/x"]] {
+        for arguments in [
+            ["rules", "list", "--json"], ["browsers", "list", "--json"], ["status", "--json"], ["device", "--json"],
+            ["log", "--json"],
+            ["resolve", "--json", "https://github.com/x"],
+        ] {
             let result = try cli.run(arguments)
             #expect(result.status == 0 && result.stdout.split(separator: "\n").count == 1, "\(arguments): \(result)")
-            #expect(!result.stdout.unicodeScalars.contains { $0.isUnsafeToDisplay && $0 != "\n" }, "\(arguments): \(result.stdout)")
+            #expect(
+                !result.stdout.unicodeScalars.contains { $0.isUnsafeToDisplay && $0 != "\n" },
+                "\(arguments): \(result.stdout)")
             #expect((try? JSONValue.parse(result.stdout)) != nil, "\(arguments): \(result.stdout)")
         }
         #expect(try cli.run("browsers", "list", "--json").stdout.contains(#""name":"evil\u202ename""#))
         // Failures: a usage error, a bad URL, an unknown browser.
-        for (arguments, message) in [(["rules", "list", "--json", "--bogus"], "Unknown option '--bogus'"),
-                                     (["resolve", "--json", "mailto:a@x.com"], "not a web URL"),
-                                     (["rules", "add", "x.example", "nosuch", "--json"], "Unknown option '--json'")] {
+        for (arguments, message) in [
+            (["rules", "list", "--json", "--bogus"], "Unknown option '--bogus'"),
+            (["resolve", "--json", "mailto:a@x.com"], "not a web URL"),
+            (["rules", "add", "x.example", "nosuch", "--json"], "Unknown option '--json'"),
+        ] {
             let result = try cli.run(arguments)
             let failure = try JSONValue.parse(result.stdout)
             guard case .object(let members) = failure else {
                 Issue.record("\(arguments): not an object: \(result.stdout)")
                 continue
             }
-            #expect(result.status == 2 && members["error"] == .string("error") && members["exit"] == .int(2), "\(arguments): \(result)")
-            #expect(members["message"]?.stringValue?.contains(message) == true && result.stderr.contains(message), "\(arguments): \(result)")
+            #expect(
+                result.status == 2 && members["error"] == .string("error") && members["exit"] == .int(2),
+                "\(arguments): \(result)")
+            #expect(
+                members["message"]?.stringValue?.contains(message) == true && result.stderr.contains(message),
+                "\(arguments): \(result)")
         }
     }
 
@@ -69,7 +80,9 @@ import TestSupport
         let undecided = try cli.run("resolve", "--json", "https://example.com/")
         #expect(undecided.status == 3)
         let none = try JSONDecoder().decode(ResolveJSON.self, from: Data(undecided.stdout.utf8))
-        #expect(none.browser == nil && none.rule == nil && none.phone == nil && none.argv == nil && none.url == "https://example.com/")
+        #expect(
+            none.browser == nil && none.rule == nil && none.phone == nil && none.argv == nil
+                && none.url == "https://example.com/")
         #expect(undecided.stdout.contains("\"browser\":null"), "keys are present with null values")
 
         try cli.mustSucceed("browsers", "default", "firefox")
@@ -101,21 +114,30 @@ import TestSupport
         try cli.mustSucceed("browsers", "add", "chromium", "--exec", "/bin/sh -c true %u")
         let listed = try cli.run("browsers", "list")
         #expect(listed.stdout.contains("not installed ('no-such-program-xyz' not found)"), "\(listed)")
-        #expect(listed.stdout.split(separator: "\n").contains { $0.contains("chromium") && $0.contains("usable") }, "\(listed)")
+        #expect(
+            listed.stdout.split(separator: "\n").contains { $0.contains("chromium") && $0.contains("usable") },
+            "\(listed)")
         let json = try cli.run("browsers", "list", "--json")
-        #expect(json.stdout.contains(#""commandFound":false"#) && json.stdout.contains(#""commandFound":true"#), "\(json)")
+        #expect(
+            json.stdout.contains(#""commandFound":false"#) && json.stdout.contains(#""commandFound":true"#), "\(json)")
         // Said when it is added; a directory or a file that cannot run is named as such.
         let added = try cli.run("browsers", "add", "edge", "--exec", "no-such-edge %u")
-        #expect(added.status == 0 && added.stderr.contains("cannot start here yet: 'no-such-edge' not found"), "\(added)")
+        #expect(
+            added.status == 0 && added.stderr.contains("cannot start here yet: 'no-such-edge' not found"), "\(added)")
         let folder = cli.directory.file("a-folder")
         let plain = cli.directory.file("not-executable")
         mkdir(folder, 0o755)
-        FileManager.default.createFile(atPath: plain, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o644])
+        FileManager.default.createFile(
+            atPath: plain, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o644])
         try cli.mustSucceed("browsers", "add", "dir", "--exec", folder + " %u")
         try cli.mustSucceed("browsers", "add", "file", "--exec", plain + " %u")
         let again = try cli.run("browsers", "list").stdout.split(separator: "\n")
-        #expect(again.contains { $0.contains("dir") && $0.contains("cannot start ('\(folder)' is a directory)") }, "\(again)")
-        #expect(again.contains { $0.contains("file") && $0.contains("cannot start ('\(plain)' is not executable)") }, "\(again)")
+        #expect(
+            again.contains { $0.contains("dir") && $0.contains("cannot start ('\(folder)' is a directory)") },
+            "\(again)")
+        #expect(
+            again.contains { $0.contains("file") && $0.contains("cannot start ('\(plain)' is not executable)") },
+            "\(again)")
     }
 
     @Test func suggestPrintsThePatternAlone() throws {
@@ -128,13 +150,15 @@ import TestSupport
 
     @Test func suggestWithoutAUsablePublicSuffixList() throws {
         let cli = try CLIHarness()
-        let missing = try cli.run("suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": "/nonexistent/psl.dat"])
+        let missing = try cli.run(
+            "suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": "/nonexistent/psl.dat"])
         #expect(missing.status == 2 && missing.stdout.isEmpty)
         #expect(missing.stderr.contains("Public Suffix List is missing") && missing.stderr.contains("publicsuffix"))
 
         let unreadable = cli.directory.file("psl-dir")
         try FileManager.default.createDirectory(atPath: unreadable, withIntermediateDirectories: true)
-        let directory = try cli.run("suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": unreadable])
+        let directory = try cli.run(
+            "suggest", "https://a.example.com", environment: ["BRSYNC_PUBLIC_SUFFIX_LIST": unreadable])
         #expect(directory.status == 2 && directory.stderr.contains("cannot read the Public Suffix List"))
 
         let empty = cli.directory.file("empty.dat")
@@ -184,8 +208,11 @@ import TestSupport
         // BRSYNC_HOME applies when --home is not given.
         #expect(try cli.run(["resolve", "https://github.com/x"], environment: ["BRSYNC_HOME": other]).status == 3)
         // --home before, inside or after a command group and its subcommand.
-        for arguments in [["--home", cli.home, "rules", "list"], ["rules", "--home", cli.home, "list"], ["rules", "--home=\(cli.home)", "list"],
-                          ["rules", "list", "--home", cli.home]] {
+        for arguments in [
+            ["--home", cli.home, "rules", "list"], ["rules", "--home", cli.home, "list"],
+            ["rules", "--home=\(cli.home)", "list"],
+            ["rules", "list", "--home", cli.home],
+        ] {
             let listed = try cli.run(arguments, environment: ["BRSYNC_HOME": other])
             #expect(listed.status == 0 && listed.stdout.contains("github.com"), "\(arguments): \(listed)")
         }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// "A click never vanishes": local files, failures shown without a terminal,
 /// the previous default browser as the last resort, relaunch loops, pickers
@@ -21,7 +21,8 @@ import TestSupport
     static func menuChoosingChromeAndRemembering(_ world: DesktopWorld) throws -> String {
         let menu = world.directory.file("bin/pick-chrome")
         let offered = world.directory.file("offered")
-        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(
+            toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
         return offered
@@ -43,7 +44,8 @@ import TestSupport
         #expect(try world.run("browsers", "add", "viewer", "--exec", "fakechrome --file %f").status == 0)
         #expect(try world.run("rules", "add", "file://\(world.directory.path)/**", "viewer").status == 0)
         #expect(try world.run("open", page).status == 0)
-        #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --file \(page)") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --file \(page)") == true, "\(world.launched())")
         // A host pattern never matches a file.
         let explained = try world.run("explain", "/etc/hostname")
         #expect(explained.stdout.contains("url: file:///etc/hostname"), "\(explained)")
@@ -61,7 +63,8 @@ import TestSupport
         let result = try world.run("open", "https://example.com/")
         #expect(result.status == 2, "\(result)")
         let shown = world.notified().joined(separator: "\n")
-        #expect(shown.contains("brsync could not open https://example.com/") && shown.contains("brsync init"), "\(shown)")
+        #expect(
+            shown.contains("brsync could not open https://example.com/") && shown.contains("brsync init"), "\(shown)")
         // Bad input is shown too.
         #expect(try world.run("open", "mailto:someone@example.com").status == 2)
         #expect(world.notified().last?.contains("brsync cannot open this link") == true, "\(world.notified())")
@@ -69,7 +72,8 @@ import TestSupport
 
     @Test func whenNothingCanOpenItThePreviousDefaultBrowserDoes() throws {
         let world = try Self.readyWorld()
-        try FileManager.default.createDirectory(atPath: world.directory.file("config"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: world.directory.file("config"), withIntermediateDirectories: true)
         try "[Default Applications]\nx-scheme-handler/https=firefox.desktop;\nx-scheme-handler/http=firefox.desktop;\n"
             .write(toFile: world.directory.file("config/mimeapps.list"), atomically: true, encoding: .utf8)
         #expect(try world.run("install").status == 0)
@@ -103,9 +107,12 @@ import TestSupport
         #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
         unlink(world.directory.file("bin/fakechrome"))
         let noPicker = try world.run("open", "https://decided.example/")
-        #expect(noPicker.status != 0 && noPicker.stderr.contains("the rule 'decided.example' chose 'chrome', which did not start (cannot start fakechrome")
+        #expect(
+            noPicker.status != 0
+                && noPicker.stderr.contains(
+                    "the rule 'decided.example' chose 'chrome', which did not start (cannot start fakechrome")
                 && noPicker.stderr.contains("and no picker could ask"),
-                "\(noPicker)")
+            "\(noPicker)")
         #expect(!noPicker.stderr.contains("no rule decides"), "\(noPicker)")
         // With a picker, it asks (the window and the terminal picker show why; a menu shows the list).
         let menu = world.directory.file("bin/pick-firefox")
@@ -114,7 +121,9 @@ import TestSupport
         world.environment["BRSYNC_PICKER"] = menu
         let picked = try world.run("open", "https://decided.example/")
         #expect(picked.status == 0, "\(picked)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/") == true,
+            "\(world.launched())")
     }
 
     /// The picker says which app a link came from (`$BRSYNC_NOTE` for a
@@ -124,7 +133,8 @@ import TestSupport
         let world = try Self.readyWorld()
         let noted = world.directory.file("noted")
         let menu = world.directory.file("bin/pick-noting")
-        try "#!/bin/sh\nprintf '%s\\n' \"$BRSYNC_NOTE\" >> '\(noted)'\ngrep -m1 '^Firefox'\n".write(toFile: menu, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s\\n' \"$BRSYNC_NOTE\" >> '\(noted)'\ngrep -m1 '^Firefox'\n".write(
+            toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
         let app = world.directory.file("bin/mailapp")
@@ -140,9 +150,13 @@ import TestSupport
         #expect(try world.run("ask-next").status == 0)
         #expect(try ProcessRunner.run(app, ["https://undecided.example/1"], environment: world.environment).status == 0)
         #expect(try world.run("ask-next").status == 0)
-        #expect(try ProcessRunner.run(viaOpener, ["https://undecided.example/2"], environment: world.environment).status == 0)
+        #expect(
+            try ProcessRunner.run(viaOpener, ["https://undecided.example/2"], environment: world.environment).status
+                == 0)
         let notes = try String(contentsOfFile: noted, encoding: .utf8).split(separator: "\n")
-        #expect(notes.count == 2 && notes[0].hasPrefix("from mailapp: you asked to choose") && notes[1].hasPrefix("from chatapp: "), "\(notes)")
+        #expect(
+            notes.count == 2 && notes[0].hasPrefix("from mailapp: you asked to choose")
+                && notes[1].hasPrefix("from chatapp: "), "\(notes)")
         #expect(world.waitForLaunch(count: 2).count == 2)
     }
 
@@ -151,35 +165,47 @@ import TestSupport
     @Test func aRuleCanNameTheAppALinkComesFrom() throws {
         let world = try Self.readyWorld()
         let added = try world.run("rules", "add", "--from-app", "slack", "decided.example", "chrome")
-        #expect(added.status == 0 && added.stdout.contains("added rule from:slack decided.example -> chrome"), "\(added)")
+        #expect(
+            added.status == 0 && added.stdout.contains("added rule from:slack decided.example -> chrome"), "\(added)")
         #expect(try world.run("rules", "add", "decided.example", "firefox", "--priority", "50").status == 0)
         #expect(try world.run("rules", "list").stdout.contains("from:slack decided.example"))
         #expect(try world.run("resolve", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
-        #expect(try world.run("resolve", "--from-app", "slack", "https://decided.example/a").stdout.hasPrefix("chrome\t"))
-        #expect(try world.run("resolve", "--from-app", "teams", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
+        #expect(
+            try world.run("resolve", "--from-app", "slack", "https://decided.example/a").stdout.hasPrefix("chrome\t"))
+        #expect(
+            try world.run("resolve", "--from-app", "teams", "https://decided.example/a").stdout.hasPrefix("firefox\t"))
         let explained = try world.run("explain", "--from-app", "teams", "https://decided.example/a")
         #expect(explained.stdout.contains("the link came from another app"), "\(explained)")
         let withSuffix = try world.run("resolve", "--from-app", "slack.desktop", "https://decided.example/a")
-        #expect(withSuffix.stdout.hasPrefix("chrome\t") && withSuffix.stderr.contains("taken as 'slack'"), "\(withSuffix)")
+        #expect(
+            withSuffix.stdout.hasPrefix("chrome\t") && withSuffix.stderr.contains("taken as 'slack'"), "\(withSuffix)")
         let bad = try world.run("rules", "add", "--from-app", "sl/ack", "decided.example", "chrome")
         #expect(bad.status == 2 && bad.stderr.contains("an app's id"), "\(bad)")
         // Clicks as they come: from an app named slack, and from another.
-        for (name, url) in [("slack", "https://decided.example/from-slack"), ("mailapp", "https://decided.example/from-mail")] {
+        for (name, url) in [
+            ("slack", "https://decided.example/from-slack"), ("mailapp", "https://decided.example/from-mail"),
+        ] {
             let app = world.directory.file("bin/\(name)")
             try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: app, atomically: true, encoding: .utf8)
             chmod(app, 0o755)
             #expect(try ProcessRunner.run(app, [url], environment: world.environment).status == 0)
         }
         let launched = world.waitForLaunch(count: 2)
-        #expect(launched.contains { $0.contains("fakechrome") && $0.hasSuffix("https://decided.example/from-slack") }, "\(launched)")
-        #expect(launched.contains { $0.contains("fakefox") && $0.hasSuffix("https://decided.example/from-mail") }, "\(launched)")
+        #expect(
+            launched.contains { $0.contains("fakechrome") && $0.hasSuffix("https://decided.example/from-slack") },
+            "\(launched)")
+        #expect(
+            launched.contains { $0.contains("fakefox") && $0.hasSuffix("https://decided.example/from-mail") },
+            "\(launched)")
         // Removing: the plain pattern names the plain rule; the app's rule
         // is removed with --from-app, and a miss points at it.
         #expect(try world.run("rules", "rm", "decided.example").status == 0)
         let missed = try world.run("rules", "rm", "decided.example")
         #expect(missed.status != 0 && missed.stderr.contains("'--from-app slack'"), "\(missed)")
         let removed = try world.run("rules", "rm", "--from-app", "Slack", "decided.example")
-        #expect(removed.status == 0 && removed.stdout.contains("removed rule from:slack decided.example -> chrome"), "\(removed)")
+        #expect(
+            removed.status == 0 && removed.stdout.contains("removed rule from:slack decided.example -> chrome"),
+            "\(removed)")
         #expect(!(try world.run("rules", "list").stdout.contains("decided.example")))
         let badRemove = try world.run("rules", "rm", "--from-app", "sl/ack", "decided.example")
         #expect(badRemove.status == 2 && badRemove.stderr.contains("an app's id"), "\(badRemove)")
@@ -197,10 +223,14 @@ import TestSupport
         #expect(asked.status == 0 && asked.stdout.contains("the next link opened within a minute asks"), "\(asked)")
         let picked = try world.run("open", "https://decided.example/a")
         #expect(picked.status == 0, "\(picked)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
         #expect(try String(contentsOfFile: offered, encoding: .utf8).contains("remember decided.example"))
         #expect(picked.stdout.contains("remembered: decided.example -> chrome"), "\(picked)")
-        #expect(try world.run("rules", "list").stdout.split(separator: "\n").filter { $0.contains("decided.example") }.count == 1, "the rule was replaced")
+        #expect(
+            try world.run("rules", "list").stdout.split(separator: "\n").filter { $0.contains("decided.example") }.count
+                == 1, "the rule was replaced")
         // Taken by that link: the next one opens by the (new) rule, without asking.
         unlink(offered)
         #expect(try world.run("open", "https://decided.example/b").status == 0)
@@ -213,22 +243,31 @@ import TestSupport
         chmod(world.directory.file("brsync/ask-next"), 0o600)
         #expect(try world.run("open", "https://decided.example/c").status == 0)
         #expect(world.waitForLaunch(count: 3).last?.hasSuffix("https://decided.example/c") == true)
-        #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+        #expect(
+            !FileManager.default.fileExists(atPath: offered)
+                && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
         // One written by hand that others can read: said, removed, and the rule decides.
         var now = timespec()
         clock_gettime(CLOCK_BOOTTIME, &now)
-        try String(Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000).write(toFile: world.directory.file("brsync/ask-next"), atomically: true, encoding: .utf8)
+        try String(Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000).write(
+            toFile: world.directory.file("brsync/ask-next"), atomically: true, encoding: .utf8)
         chmod(world.directory.file("brsync/ask-next"), 0o666)
         let loose = try world.run("open", "https://decided.example/d")
-        #expect(loose.status == 0 && loose.stderr.contains("can be changed by others") && loose.stderr.contains("ignored and removed"), "\(loose)")
+        #expect(
+            loose.status == 0 && loose.stderr.contains("can be changed by others")
+                && loose.stderr.contains("ignored and removed"), "\(loose)")
         #expect(world.waitForLaunch(count: 4).last?.hasSuffix("https://decided.example/d") == true)
-        #expect(!FileManager.default.fileExists(atPath: offered) && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
+        #expect(
+            !FileManager.default.fileExists(atPath: offered)
+                && !FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
         // A folder in its place: removed when empty (said), named when not; the link opens either way.
-        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/ask-next"), withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            atPath: world.directory.file("brsync/ask-next"), withIntermediateDirectories: false)
         let folder = try world.run("open", "https://decided.example/e")
         #expect(folder.status == 0 && folder.stderr.contains("not a regular file: ignored and removed"), "\(folder)")
         #expect(!FileManager.default.fileExists(atPath: world.directory.file("brsync/ask-next")))
-        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/ask-next/inside"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: world.directory.file("brsync/ask-next/inside"), withIntermediateDirectories: true)
         let full = try world.run("ask-next", "--cancel")
         #expect(full.status == 2 && full.stderr.contains("remove it by hand"), "\(full)")
         #expect(world.waitForLaunch(count: 5).last?.hasSuffix("https://decided.example/e") == true)
@@ -251,10 +290,15 @@ import TestSupport
         #expect(world.launched().isEmpty)
         // A command that runs brsync itself, or hands the link to the default
         // browser (brsync), is refused when it is given, with the reason.
-        for command in ["\(world.brsync) open %u", "xdg-open %u", "/usr/bin/xdg-open %u", "gio open %u", "sensible-browser %u"] {
+        for command in [
+            "\(world.brsync) open %u", "xdg-open %u", "/usr/bin/xdg-open %u", "gio open %u", "sensible-browser %u",
+        ] {
             let refused = try world.run("browsers", "add", "self", "--exec", command)
-            #expect(refused.status == 2 && (refused.stderr.contains("runs brsync itself") || refused.stderr.contains("the link would come back here")),
-                    "\(command): \(refused)")
+            #expect(
+                refused.status == 2
+                    && (refused.stderr.contains("runs brsync itself")
+                        || refused.stderr.contains("the link would come back here")),
+                "\(command): \(refused)")
         }
         #expect(!(try world.run("browsers", "list").stdout.contains("self")))
     }
@@ -267,7 +311,9 @@ import TestSupport
             .write(toFile: rofi, atomically: true, encoding: .utf8)
         chmod(rofi, 0o755)
         let noDisplay = try world.run("pick", "https://example.org/")
-        #expect(noDisplay.status == 3 && noDisplay.stderr.contains("no picker could ask") && !noDisplay.stderr.contains("cancelled"), "\(noDisplay)")
+        #expect(
+            noDisplay.status == 3 && noDisplay.stderr.contains("no picker could ask")
+                && !noDisplay.stderr.contains("cancelled"), "\(noDisplay)")
         #expect(!FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")))
         // BRSYNC_PICKER that fails is named, and the next menu (rofi, on a
         // display that answers) asks: brsync run as a copy with no window beside it.
@@ -286,14 +332,19 @@ import TestSupport
         chmod(rofi, 0o755)
         world.environment["BRSYNC_PICKER"] = "echo 'cannot open display' >&2; exit 1"
         let fellThrough = try world.run("pick", "https://example.org/")
-        #expect(fellThrough.status == 0 && fellThrough.stderr.contains("exited with status 1: cannot open display"), "\(fellThrough)")
+        #expect(
+            fellThrough.status == 0 && fellThrough.stderr.contains("exited with status 1: cannot open display"),
+            "\(fellThrough)")
         #expect(world.waitForLaunch(count: 1).last?.contains("fakechrome") == true)
         // BRSYNC_PICKER is a shell command line: pipes work, the link is in $BRSYNC_URL.
-        world.environment["BRSYNC_PICKER"] = "test \"$BRSYNC_URL\" = https://example.org/x && grep 'Firefox (firefox) · remember' | head -n 1"
+        world.environment["BRSYNC_PICKER"] =
+            "test \"$BRSYNC_URL\" = https://example.org/x && grep 'Firefox (firefox) · remember' | head -n 1"
         #expect(try world.run("rules", "add", "example.org", "chrome", "--priority", "0").status == 0)
         #expect(try world.run("rules", "add", "other.example", "chrome", "--priority", "7").status == 0)
         let remembered = try world.run("pick", "https://example.org/x")
-        #expect(remembered.status == 0 && remembered.stdout.contains("remembered: example.org -> firefox (priority 8)"), "\(remembered)")
+        #expect(
+            remembered.status == 0 && remembered.stdout.contains("remembered: example.org -> firefox (priority 8)"),
+            "\(remembered)")
         #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://example.org/x") == true)
     }
 
@@ -310,11 +361,17 @@ import TestSupport
         #expect(try world.run("hold-to-ask", "shift").status == 0)
         #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
         let opened = try world.run("open", "https://decided.example/a")
-        #expect(opened.status == 0 && opened.stderr.contains("hold-to-ask: cannot read the keys held (")
+        #expect(
+            opened.status == 0 && opened.stderr.contains("hold-to-ask: cannot read the keys held (")
                 && opened.stderr.contains("so the link opens as the rules say"), "\(opened)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
-        #expect(world.notified().contains { $0.contains("brsync could not tell whether a key was held") && $0.contains("cannot read the keys held") },
-                "\(world.notified())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        #expect(
+            world.notified().contains {
+                $0.contains("brsync could not tell whether a key was held") && $0.contains("cannot read the keys held")
+            },
+            "\(world.notified())")
     }
 
     /// A display that takes the connection and never answers (a frozen X
@@ -327,28 +384,46 @@ import TestSupport
         defer { silent.stop() }
         world.environment["DISPLAY"] = silent.display
         let rofi = world.directory.file("bin/rofi")
-        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\nsleep 600\n".write(toFile: rofi, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\nsleep 600\n".write(
+            toFile: rofi, atomically: true, encoding: .utf8)
         chmod(rofi, 0o755)
         // The window on its own, with the display's connection checked by brsync first.
-        let request = #"{"url":"https://example.org/","suggestedPattern":"example.org","choices":[{"id":"a","name":"A"}]}"#
-        let window = try BackgroundProcess("/bin/sh", ["-c", "echo '\(request)' | '\(ProcessRunner.binary("brsync-picker"))'"],
-                                           environment: ["DISPLAY": silent.display, "HOME": world.directory.path])
+        let request =
+            #"{"url":"https://example.org/","suggestedPattern":"example.org","choices":[{"id":"a","name":"A"}]}"#
+        let window = try BackgroundProcess(
+            "/bin/sh", ["-c", "echo '\(request)' | '\(ProcessRunner.binary("brsync-picker"))'"],
+            environment: ["DISPLAY": silent.display, "HOME": world.directory.path])
         let started = Date()
         let undecided = try world.run("pick", "https://example.org/y")
         #expect(Date().timeIntervalSince(started) < 5, "the click waited")
-        #expect(undecided.status == 3 && undecided.stderr.contains("the picker window cannot show: the X display \(silent.display): the X server did not answer within"),
-                "\(undecided)")
-        #expect(undecided.stderr.contains("rofi cannot show") && !FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")), "\(undecided)")
+        #expect(
+            undecided.status == 3
+                && undecided.stderr.contains(
+                    "the picker window cannot show: the X display \(silent.display): the X server did not answer within"
+                ),
+            "\(undecided)")
+        #expect(
+            undecided.stderr.contains("rofi cannot show")
+                && !FileManager.default.fileExists(atPath: world.directory.file("rofi-ran")), "\(undecided)")
         let doctor = try world.run("doctor")
-        #expect(doctor.stdout.contains("PROBLEM picker: no picker can show: the X display \(silent.display)"), "\(doctor)")
+        #expect(
+            doctor.stdout.contains("PROBLEM picker: no picker can show: the X display \(silent.display)"), "\(doctor)")
         // Asked to choose, and no picker can: the rule's browser opens it.
         #expect(try world.run("rules", "add", "decided.example", "chrome").status == 0)
         #expect(try world.run("ask-next").status == 0)
         let decided = try world.run("open", "https://decided.example/a")
-        #expect(decided.status == 0 && decided.stderr.contains("opening it as the rule 'decided.example' decides"), "\(decided)")
+        #expect(
+            decided.status == 0 && decided.stderr.contains("opening it as the rule 'decided.example' decides"),
+            "\(decided)")
         let picked = try world.run("pick", "https://decided.example/b")
-        #expect(picked.status == 3 && picked.stderr.contains("the rule 'decided.example' would open it in 'chrome', and no picker could ask"), "\(picked)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
+        #expect(
+            picked.status == 3
+                && picked.stderr.contains(
+                    "the rule 'decided.example' would open it in 'chrome', and no picker could ask"),
+            "\(picked)")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://decided.example/a") == true, "\(world.launched())")
         // brsync-picker started on that display anyway: it ends as "no display" (4), not never.
         #expect(window.wait(timeout: 30) == 4, "\(window.text)")
         #expect(window.text.contains("did not answer within 15 s"), "\(window.text)")
@@ -364,7 +439,8 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: world.directory.file("data/applications/brsync.desktop")))
         #expect(try world.run("browsers", "detect").status == 0)
         #expect(try world.run("install").status == 0)
-        let entry = try String(contentsOfFile: world.directory.file("data/applications/brsync.desktop"), encoding: .utf8)
+        let entry = try String(
+            contentsOfFile: world.directory.file("data/applications/brsync.desktop"), encoding: .utf8)
         let executable = URL(fileURLWithPath: world.brsync).resolvingSymlinksInPath().path
         #expect(entry.contains("Exec=\(executable) open --home \(world.directory.file("brsync")) %u"), "\(entry)")
         #expect(entry.contains("text/html;application/xhtml+xml;"))

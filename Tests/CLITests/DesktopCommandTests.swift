@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `brsync browsers detect`, profiles, `open`, `install` and `uninstall` in a
 /// temporary HOME with fixture desktop entries and a launch command that
@@ -16,7 +16,8 @@ final class DesktopWorld: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "brsync-desktop-cli")
         let bin = directory.file("bin")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: directory.file("data/applications"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory.file("data/applications"), withIntermediateDirectories: true)
         let recorder = "#!/bin/sh\nprintf '%s\\n' \"$0 $*\" >> \(directory.file("launched"))\n"
         for program in ["fakefox", "fakechrome"] {
             try recorder.write(toFile: "\(bin)/\(program)", atomically: true, encoding: .utf8)
@@ -27,11 +28,13 @@ final class DesktopWorld: @unchecked Sendable {
         try notifier.write(toFile: "\(bin)/notify-send", atomically: true, encoding: .utf8)
         chmod("\(bin)/notify-send", 0o755)
         // Firefox has a private-window action (Chrome's fixture has none).
-        try ("[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
-             + "Actions=new-window;new-private-window;\n[Desktop Action new-window]\nName=New Window\nExec=fakefox --new-window %u\n"
-             + "[Desktop Action new-private-window]\nName=New Private Window\nExec=fakefox --private-window %u\n")
+        try
+            ("[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
+            + "Actions=new-window;new-private-window;\n[Desktop Action new-window]\nName=New Window\nExec=fakefox --new-window %u\n"
+            + "[Desktop Action new-private-window]\nName=New Private Window\nExec=fakefox --private-window %u\n")
             .write(toFile: directory.file("data/applications/firefox.desktop"), atomically: true, encoding: .utf8)
-        try "[Desktop Entry]\nType=Application\nName=Chrome\nExec=fakechrome --profile-directory=Default %U\nCategories=Network;WebBrowser;\n"
+        try
+            "[Desktop Entry]\nType=Application\nName=Chrome\nExec=fakechrome --profile-directory=Default %U\nCategories=Network;WebBrowser;\n"
             .write(toFile: directory.file("data/applications/google-chrome.desktop"), atomically: true, encoding: .utf8)
         environment = [
             "HOME": directory.path, "XDG_DATA_HOME": directory.file("data"), "XDG_DATA_DIRS": directory.file("none"),
@@ -50,12 +53,14 @@ final class DesktopWorld: @unchecked Sendable {
     }
 
     func launched() -> [String] {
-        (try? String(contentsOfFile: directory.file("launched"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        (try? String(contentsOfFile: directory.file("launched"), encoding: .utf8))?.split(separator: "\n").map(
+            String.init) ?? []
     }
 
     /// The notifications shown so far, one per line.
     func notified() -> [String] {
-        (try? String(contentsOfFile: directory.file("notified"), encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        (try? String(contentsOfFile: directory.file("notified"), encoding: .utf8))?.split(separator: "\n").map(
+            String.init) ?? []
     }
 
     /// The notifications once there are `count` (bounded wait: a detached
@@ -85,10 +90,14 @@ final class DesktopWorld: @unchecked Sendable {
 
         let github = try world.run("open", "https://github.com/a?b=1&c")
         #expect(github.status == 0, "\(github)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://github.com/a?b=1&c") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://github.com/a?b=1&c") == true, "\(world.launched())")
         let bank = try world.run("open", "https://www.bank.example/login")
         #expect(bank.status == 0, "\(bank)")
-        #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox --private-window https://www.bank.example/login") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 2).last?.hasSuffix("fakefox --private-window https://www.bank.example/login")
+                == true, "\(world.launched())")
 
         // Nothing decides: exit 3, nothing launched.
         let undecided = try world.run("open", "https://unknown.example/")
@@ -97,7 +106,9 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "add", "broken", "--exec", "/nonexistent/browser %u").status == 0)
         #expect(try world.run("rules", "add", "broken.example", "broken").status == 0)
         let failed = try world.run("open", "https://broken.example/")
-        #expect(failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser") && failed.stderr.contains("no picker"), "\(failed)")
+        #expect(
+            failed.status == 3 && failed.stderr.contains("cannot start /nonexistent/browser")
+                && failed.stderr.contains("no picker"), "\(failed)")
         usleep(100_000)
         #expect(world.launched().count == 2)
     }
@@ -110,7 +121,9 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "detect").status == 0)
         world.environment["BRSYNC_PICKER"] = "head -n 1"
         #expect(try world.run("pick", "https://example.org/1").status == 0)
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/1") == true)
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/1") == true)
 
         let ordered = try world.run("browsers", "order", "firefox")
         #expect(ordered.status == 0 && ordered.stdout == "1. firefox\n2. chrome\n", "\(ordered)")
@@ -119,7 +132,9 @@ final class DesktopWorld: @unchecked Sendable {
 
         #expect(try world.run("browsers", "hide", "firefox").stdout == "hidden from the picker: firefox\n")
         #expect(try world.run("pick", "https://example.org/3").status == 0)
-        #expect(world.waitForLaunch(count: 3).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/3") == true)
+        #expect(
+            world.waitForLaunch(count: 3).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/3") == true)
         #expect(try world.run("browsers", "list").stdout.contains("usable, hidden in picker"))
         let json = try world.run("browsers", "list", "--json").stdout
         #expect(json.contains(#""hiddenInPicker":true"#) && json.contains(#""pickerOrder":1"#), "\(json)")
@@ -137,10 +152,12 @@ final class DesktopWorld: @unchecked Sendable {
 
         // Bad input: exit 2, the reason, nothing changed.
         let before = try world.run("browsers", "list", "--json").stdout
-        for (arguments, reason) in [(["browsers", "order", "chrome", "nosuch"], "unknown browser 'nosuch'"),
-                                    (["browsers", "order", "chrome", "chrome"], "'chrome' is named twice"),
-                                    (["browsers", "hide", "nosuch"], "unknown browser 'nosuch'"),
-                                    (["browsers", "unhide"], "Missing expected argument")] {
+        for (arguments, reason) in [
+            (["browsers", "order", "chrome", "nosuch"], "unknown browser 'nosuch'"),
+            (["browsers", "order", "chrome", "chrome"], "'chrome' is named twice"),
+            (["browsers", "hide", "nosuch"], "unknown browser 'nosuch'"),
+            (["browsers", "unhide"], "Missing expected argument"),
+        ] {
             let refused = try ProcessRunner.run(world.brsync, arguments, environment: world.environment)
             #expect(refused.status == 2 && refused.stderr.contains(reason), "\(arguments): \(refused)")
         }
@@ -153,11 +170,18 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "detect").status == 0)
         let xdgMime = "/usr/bin/xdg-mime"
         let validate = "/usr/bin/desktop-file-validate"
-        guard FileManager.default.isExecutableFile(atPath: xdgMime), FileManager.default.isExecutableFile(atPath: validate) else {
-            Issue.record("xdg-mime and desktop-file-validate are needed (scripts/setup installs xdg-utils and desktop-file-utils)")
+        guard FileManager.default.isExecutableFile(atPath: xdgMime),
+            FileManager.default.isExecutableFile(atPath: validate)
+        else {
+            Issue.record(
+                "xdg-mime and desktop-file-validate are needed (scripts/setup installs xdg-utils and desktop-file-utils)"
+            )
             return
         }
-        #expect(try ProcessRunner.run(xdgMime, ["default", "firefox.desktop", "x-scheme-handler/https"], environment: world.environment).status == 0)
+        #expect(
+            try ProcessRunner.run(
+                xdgMime, ["default", "firefox.desktop", "x-scheme-handler/https"], environment: world.environment
+            ).status == 0)
         let installed = try world.run("install")
         #expect(installed.status == 0 && installed.stdout.contains("previous default: firefox.desktop"), "\(installed)")
         let desktopFile = world.directory.file("data/applications/brsync.desktop")
@@ -165,19 +189,22 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(validation.status == 0 && validation.stdout.isEmpty && validation.stderr.isEmpty, "\(validation)")
         for type in ["x-scheme-handler/https", "x-scheme-handler/http", "text/html"] {
             let query = try ProcessRunner.run(xdgMime, ["query", "default", type], environment: world.environment)
-            #expect(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "brsync.desktop", "\(type): \(query)")
+            #expect(
+                query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "brsync.desktop", "\(type): \(query)")
         }
         // Installing again keeps the remembered previous default.
         #expect(try world.run("install").status == 0)
         let uninstalled = try world.run("uninstall")
         #expect(uninstalled.status == 0 && uninstalled.stdout.contains("back to firefox.desktop"), "\(uninstalled)")
-        let query = try ProcessRunner.run(xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
+        let query = try ProcessRunner.run(
+            xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
         #expect(query.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "firefox.desktop")
         #expect(!FileManager.default.fileExists(atPath: desktopFile))
         // Uninstalling again changes nothing: the user's own default stays.
         let again = try world.run("uninstall")
         #expect(again.status == 0 && again.stdout.contains("brsync was not the default browser"), "\(again)")
-        let still = try ProcessRunner.run(xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
+        let still = try ProcessRunner.run(
+            xdgMime, ["query", "default", "x-scheme-handler/https"], environment: world.environment)
         #expect(still.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "firefox.desktop", "\(still)")
         // brsync's own entry is never detected as a browser.
         #expect(try world.run("install").status == 0)
@@ -186,7 +213,8 @@ final class DesktopWorld: @unchecked Sendable {
         // remembers brsync itself, nor nothing, as the previous default.
         unlink(world.directory.file("state/brsync/previous-defaults"))
         #expect(try world.run("install").status == 0)
-        let remembered = (try? String(contentsOfFile: world.directory.file("state/brsync/previous-defaults"), encoding: .utf8)) ?? ""
+        let remembered =
+            (try? String(contentsOfFile: world.directory.file("state/brsync/previous-defaults"), encoding: .utf8)) ?? ""
         #expect(!remembered.contains("brsync.desktop"), "\(remembered)")
         let last = try world.run("uninstall")
         #expect(last.status == 0, "\(last)")
@@ -197,7 +225,9 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("init").status == 0)
         #expect(try world.run("browsers", "add", "firefox", "--exec", "fakefox --new-window %u").status == 0)
         let detected = try world.run("browsers", "detect")
-        #expect(detected.status == 0 && detected.stderr.contains("kept the launch command set by hand for 'firefox'"), "\(detected)")
+        #expect(
+            detected.status == 0 && detected.stderr.contains("kept the launch command set by hand for 'firefox'"),
+            "\(detected)")
         #expect(try world.run("browsers", "list").stdout.contains("fakefox --new-window %u"))
         #expect(try world.run("browsers", "detect", "--replace").status == 0)
         let listed = try world.run("browsers", "list").stdout
@@ -213,9 +243,12 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(noBase.status == 2 && noBase.stderr.contains("not added yet"), "\(noBase)")
         let alone = try world.run("browsers", "add", "work", "--from", "firefox")
         #expect(alone.status == 2 && alone.stderr.contains("--from and --args go together"))
-        try "[Desktop Entry\nbroken".write(toFile: world.directory.file("data/applications/broken.desktop"), atomically: true, encoding: .utf8)
+        try "[Desktop Entry\nbroken".write(
+            toFile: world.directory.file("data/applications/broken.desktop"), atomically: true, encoding: .utf8)
         let detected = try world.run("browsers", "detect")
-        #expect(detected.status == 0 && detected.stderr.contains("warning: skipped") && detected.stderr.contains("broken.desktop"))
+        #expect(
+            detected.status == 0 && detected.stderr.contains("warning: skipped")
+                && detected.stderr.contains("broken.desktop"))
     }
 }
 
@@ -233,9 +266,15 @@ final class DesktopWorld: @unchecked Sendable {
             self.world = world
             socket = world.directory.file("tmux.sock")
             let environment = world.environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-            let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 10" // $? for the inner shell; the pane stays readable
-            _ = Shell.run("tmux -S '\(socket)' new-session -d -s \(session) -x 100 -y 20 \"\(script)\"", environment: ["TERM": "xterm-256color"])
-            serverPID = Int32(Shell.run("tmux -S '\(socket)' display-message -p '#{pid}'").output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            // $? for the inner shell; the pane stays readable
+            let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 10"
+            _ = Shell.run(
+                "tmux -S '\(socket)' new-session -d -s \(session) -x 100 -y 20 \"\(script)\"",
+                environment: ["TERM": "xterm-256color"])
+            serverPID =
+                Int32(
+                    Shell.run("tmux -S '\(socket)' display-message -p '#{pid}'").output.trimmingCharacters(
+                        in: .whitespacesAndNewlines)) ?? 0
         }
 
         /// The tmux server, ended for sure in ``stop()``.
@@ -276,7 +315,9 @@ final class DesktopWorld: @unchecked Sendable {
         let terminal = Terminal(world, command: "open https://www.github.com/x")
         defer { terminal.stop() }
         let shown = terminal.waitFor("remember for: github.com")
-        #expect(shown.contains("Open https://www.github.com/x") && shown.contains("Chrome (chrome)") && shown.contains("Firefox (firefox)"), "\(shown)")
+        #expect(
+            shown.contains("Open https://www.github.com/x") && shown.contains("Chrome (chrome)")
+                && shown.contains("Firefox (firefox)"), "\(shown)")
         // The second browser with the arrow key, remember, open.
         terminal.keys("Down", "r")
         _ = terminal.waitFor("[x] remember")
@@ -284,7 +325,8 @@ final class DesktopWorld: @unchecked Sendable {
         let done = terminal.waitFor("EXIT=")
         #expect(done.contains("EXIT=0") && done.contains("remembered: github.com -> firefox"), "\(done)")
         // The menu gave way to one line saying what opened.
-        #expect(done.contains("opening https://www.github.com/x in Firefox (firefox), and remembering github.com")
+        #expect(
+            done.contains("opening https://www.github.com/x in Firefox (firefox), and remembering github.com")
                 && !done.contains("remember for:") && !done.contains("Chrome (chrome)"), "\(done)")
         #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://www.github.com/x") == true)
         // The next open of a matching URL launches without asking.
@@ -303,7 +345,9 @@ final class DesktopWorld: @unchecked Sendable {
         _ = terminal.waitFor("remember for")
         terminal.keys("r", "Escape")
         let text = terminal.waitFor("EXIT=")
-        #expect(text.contains("EXIT=1") && text.contains("cancelled: nothing opened") && !text.contains("remember for"), "\(text)")
+        #expect(
+            text.contains("EXIT=1") && text.contains("cancelled: nothing opened") && !text.contains("remember for"),
+            "\(text)")
         #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
         #expect(world.launched().isEmpty)
     }
@@ -314,13 +358,16 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "detect").status == 0)
         // A dmenu stand-in that picks the "remember" line for Chrome.
         let menu = world.directory.file("bin/fake-dmenu")
-        try "#!/bin/sh\ncat > \(world.directory.file("offered"))\ngrep 'Chrome (chrome) · remember' \(world.directory.file("offered"))\n"
+        try
+            "#!/bin/sh\ncat > \(world.directory.file("offered"))\ngrep 'Chrome (chrome) · remember' \(world.directory.file("offered"))\n"
             .write(toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
         let opened = try world.run("open", "https://news.bbc.co.uk/story")
         #expect(opened.status == 0 && opened.stdout.contains("remembered: bbc.co.uk -> chrome"), "\(opened)")
-        #expect(world.waitForLaunch(count: 1).last?.contains("fakechrome --profile-directory=Default https://news.bbc.co.uk/story") == true)
+        #expect(
+            world.waitForLaunch(count: 1).last?.contains(
+                "fakechrome --profile-directory=Default https://news.bbc.co.uk/story") == true)
         let offered = try String(contentsOfFile: world.directory.file("offered"), encoding: .utf8)
         #expect(offered.contains("Firefox (firefox)\n") && offered.contains("Chrome (chrome) · remember bbc.co.uk"))
         // A menu closed without a choice cancels.
@@ -343,22 +390,31 @@ final class DesktopWorld: @unchecked Sendable {
         let menu = world.directory.file("bin/fake-dmenu")
         let offered = world.directory.file("offered")
         try """
-            #!/bin/sh
-            choices=$(cat)
-            printf '%s\\n--\\n' "$choices" >> '\(offered)'
-            printf '%s\\n' "$choices" | grep 'Chrome (chrome) · remember' || printf '%s\\n' "$choices" | grep -m1 '^Firefox (firefox)'
-            """.write(toFile: menu, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        choices=$(cat)
+        printf '%s\\n--\\n' "$choices" >> '\(offered)'
+        printf '%s\\n' "$choices" | grep 'Chrome (chrome) · remember' || printf '%s\\n' "$choices" | grep -m1 '^Firefox (firefox)'
+        """.write(toFile: menu, atomically: true, encoding: .utf8)
         chmod(menu, 0o755)
         world.environment["BRSYNC_PICKER"] = menu
         // Found on PATH and executable, but it cannot be started (its interpreter is missing).
-        try "#!/nonexistent/interpreter\n".write(toFile: world.directory.file("bin/fakechrome"), atomically: true, encoding: .utf8)
+        try "#!/nonexistent/interpreter\n".write(
+            toFile: world.directory.file("bin/fakechrome"), atomically: true, encoding: .utf8)
         chmod(world.directory.file("bin/fakechrome"), 0o755)
         let picked = try world.run("pick", "https://news.bbc.co.uk/story")
         #expect(picked.status == 0, "\(picked)")
-        #expect(picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)") && picked.stderr.contains("chrome: cannot start"), "\(picked)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://news.bbc.co.uk/story") == true, "\(world.launched())")
-        let rounds = try String(contentsOfFile: offered, encoding: .utf8).components(separatedBy: "\n--\n").filter { !$0.isEmpty }
-        #expect(rounds.count == 2 && rounds[0].contains("Chrome (chrome)") && !rounds[1].contains("Chrome (chrome)"), "\(rounds)")
+        #expect(
+            picked.stderr.contains("not remembered: bbc.co.uk -> chrome (it did not start)")
+                && picked.stderr.contains("chrome: cannot start"), "\(picked)")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://news.bbc.co.uk/story") == true,
+            "\(world.launched())")
+        let rounds = try String(contentsOfFile: offered, encoding: .utf8).components(separatedBy: "\n--\n").filter {
+            !$0.isEmpty
+        }
+        #expect(
+            rounds.count == 2 && rounds[0].contains("Chrome (chrome)") && !rounds[1].contains("Chrome (chrome)"),
+            "\(rounds)")
         #expect(try world.run("rules", "list").stdout.contains("no rules yet"))
         // Not installed at all: not offered.
         unlink(world.directory.file("bin/fakechrome"))

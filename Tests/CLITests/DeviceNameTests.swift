@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Device names travel with sync, so the log and the conflicts say "laptop"
 /// where stamps hold a hex id; the log shows what pulls brought.
@@ -17,7 +17,9 @@ import TestSupport
         let log = try world.run(desktop, ["log"])
         #expect(log.status == 0)
         let pulled = log.stdout.split(separator: "\n").filter { $0.contains("[pulled]") }
-        #expect(pulled.contains { $0.contains(" laptop [pulled] rules/zoom.us: ") && $0.contains(#"browser="firefox""#) }, "\(log.stdout)")
+        #expect(
+            pulled.contains { $0.contains(" laptop [pulled] rules/zoom.us: ") && $0.contains(#"browser="firefox""#) },
+            "\(log.stdout)")
         #expect(pulled.contains { $0.contains(" laptop [pulled] browsers/firefox: ") }, "\(log.stdout)")
         // Newest first: what the pull brought is above the name this device published before it.
         #expect(log.stdout.split(separator: "\n").first?.contains("[pulled]") == true, "\(log.stdout)")
@@ -25,7 +27,9 @@ import TestSupport
         // A local edit after the pull is listed above it, whatever the clock says.
         try world.mustRun(desktop, ["browsers", "add", "chrome", "--exec", "chrome %u"])
         let after = try world.run(desktop, ["log", "--limit", "2"]).stdout.split(separator: "\n")
-        #expect(after.count == 2 && after[0].contains("desktop (this device) [local] browsers/chrome") && after[1].contains("[pulled]"), "\(after)")
+        #expect(
+            after.count == 2 && after[0].contains("desktop (this device) [local] browsers/chrome")
+                && after[1].contains("[pulled]"), "\(after)")
         let json = try world.run(desktop, ["log", "--json"]).stdout
         #expect(json.contains(#""deviceName":"laptop""#) && json.contains(#""kind":"pulled""#), "\(json)")
 
@@ -35,7 +39,9 @@ import TestSupport
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
         let devices = try world.run(desktop, ["device"])
-        #expect(devices.stdout.contains("this device: desktop (") && devices.stdout.contains("other:       work laptop ("), "\(devices)")
+        #expect(
+            devices.stdout.contains("this device: desktop (") && devices.stdout.contains("other:       work laptop ("),
+            "\(devices)")
         #expect(try world.run(desktop, ["log", "--limit", "3"]).stdout.contains("work laptop [pulled]"))
         let status = try world.run(laptop, ["status"]).stdout
         #expect(status.contains("device:    work laptop ("), "\(status)")
@@ -45,7 +51,9 @@ import TestSupport
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
-        for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"]) }
+        for home in [laptop, desktop] {
+            try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        }
         try world.mustRun(laptop, ["browsers", "add", "chrome", "--exec", "chrome %u"])
         try world.mustRun(desktop, ["browsers", "add", "chrome", "--exec", "chrome %u"])
         try world.mustRun(laptop, ["rules", "add", "github.com", "firefox", "--priority", "1"])
@@ -53,7 +61,9 @@ import TestSupport
         try world.mustRun(desktop, ["rules", "add", "github.com", "chrome", "--priority", "1"])
         for home in [laptop, desktop, laptop] { try world.mustRun(home, ["sync"]) }
         let conflicts = try world.run(desktop, ["log", "--conflicts"]).stdout
-        #expect(conflicts.contains(#"browser: "firefox" (laptop, "#) && conflicts.contains(#"lost to "chrome" (desktop (this device), "#), "\(conflicts)")
+        #expect(
+            conflicts.contains(#"browser: "firefox" (laptop, "#)
+                && conflicts.contains(#"lost to "chrome" (desktop (this device), "#), "\(conflicts)")
         let json = try world.run(desktop, ["log", "--conflicts", "--json"]).stdout
         #expect(json.contains(#""deviceName":"laptop""#), "\(json)")
     }
@@ -77,8 +87,12 @@ import TestSupport
             let result = try world.run(laptop, ["device", "name", bad])
             #expect(result.status == 2 && result.stderr.contains("device name"), "\(bad.debugDescription): \(result)")
         }
-        let badInit = try ProcessRunner.run(world.brsync, ["init", "--device-name", "a\u{7}b"], environment: ["BRSYNC_HOME": world.directory.file("other")])
-        #expect(badInit.status == 2 && !FileManager.default.fileExists(atPath: world.directory.file("other/replica.sqlite")), "\(badInit)")
+        let badInit = try ProcessRunner.run(
+            world.brsync, ["init", "--device-name", "a\u{7}b"],
+            environment: ["BRSYNC_HOME": world.directory.file("other")])
+        #expect(
+            badInit.status == 2
+                && !FileManager.default.fileExists(atPath: world.directory.file("other/replica.sqlite")), "\(badInit)")
         #expect(try world.snapshot(laptop) == before)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `brsync doctor` on setups broken in each way it checks: each problem is
 /// named with the command that fixes it, the exit status says whether all
@@ -20,7 +20,9 @@ import TestSupport
 
         // No replica: the first fix is init.
         let none = try run(["doctor"], home: world.directory.file("nothing"))
-        #expect(none.status == 1 && none.stdout.contains("PROBLEM replica") && none.stdout.contains("fix: brsync init"), "\(none)")
+        #expect(
+            none.status == 1 && none.stdout.contains("PROBLEM replica") && none.stdout.contains("fix: brsync init"),
+            "\(none)")
 
         // A browser whose program is missing; brsync not the default browser.
         try mustRun(["browsers", "add", "firefox", "--exec", "/bin/true %u"])
@@ -28,8 +30,12 @@ import TestSupport
         let before = try run(["rules", "list"]).stdout
         let broken = try run(["doctor"])
         #expect(broken.status == 1, "\(broken)")
-        #expect(broken.stdout.contains("PROBLEM browser ghost: its command cannot start: 'no-such-ghost' not found"), "\(broken.stdout)")
-        #expect(broken.stdout.contains("PROBLEM default browser") && broken.stdout.contains("fix: brsync install"), "\(broken.stdout)")
+        #expect(
+            broken.stdout.contains("PROBLEM browser ghost: its command cannot start: 'no-such-ghost' not found"),
+            "\(broken.stdout)")
+        #expect(
+            broken.stdout.contains("PROBLEM default browser") && broken.stdout.contains("fix: brsync install"),
+            "\(broken.stdout)")
         #expect(broken.stdout.contains("ok      server: \(world.url) answered"), "\(broken.stdout)")
         // No display in a test: a note, not a problem.
         #expect(broken.stdout.contains("note    picker"), "\(broken.stdout)")
@@ -38,7 +44,9 @@ import TestSupport
         try mustRun(["browsers", "rm", "ghost"])
         try mustRun(["install"])
         let healthy = try run(["doctor"])
-        #expect(healthy.status == 0 && healthy.stdout.contains("all is well") && !healthy.stdout.contains("PROBLEM"), "\(healthy.stdout)")
+        #expect(
+            healthy.status == 0 && healthy.stdout.contains("all is well") && !healthy.stdout.contains("PROBLEM"),
+            "\(healthy.stdout)")
         #expect(try run(["rules", "list"]).stdout == before, "doctor changes nothing")
 
         // The desktop entry of another replica.
@@ -46,7 +54,10 @@ import TestSupport
         #expect(try run(["init"], home: other).status == 0)
         #expect(try run(["install", "--force"], home: other).status == 0)
         let elsewhere = try run(["doctor"])
-        #expect(elsewhere.status == 1 && elsewhere.stdout.contains("opens links with the replica in \(other), not this one"), "\(elsewhere.stdout)")
+        #expect(
+            elsewhere.status == 1
+                && elsewhere.stdout.contains("opens links with the replica in \(other), not this one"),
+            "\(elsewhere.stdout)")
         try mustRun(["install"])
 
         // A token the server does not know.
@@ -54,25 +65,34 @@ import TestSupport
         let working = try String(contentsOfFile: token, encoding: .utf8)
         try mustRun(["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234"])
         let refused = try run(["doctor"])
-        #expect(refused.status == 1 && refused.stdout.contains("PROBLEM server") && refused.stdout.contains("unauthorized")
+        #expect(
+            refused.status == 1 && refused.stdout.contains("PROBLEM server") && refused.stdout.contains("unauthorized")
                 && refused.stdout.contains("brsync join --replace"), "\(refused.stdout)")
         // A refusal is an answer all the same: the server's clock is known from it.
         #expect(try run(["sync"]).status != 0)
         let status = try run(["status"])
-        #expect(!status.stdout.contains("no contact with a server") && status.stdout.contains("clock:     "), "\(status.stdout)")
+        #expect(
+            !status.stdout.contains("no contact with a server") && status.stdout.contains("clock:     "),
+            "\(status.stdout)")
         // A certificate this machine does not trust: the fix names the certificate authority.
         try working.write(toFile: token, atomically: true, encoding: .utf8)
         try mustRun(["remote", "set", world.url, "--token-file", token, "--system-ca"])
         let untrusted = try run(["doctor"])
-        #expect(untrusted.status == 1 && untrusted.stdout.contains("is not trusted") && untrusted.stdout.contains("--ca FILE"), "\(untrusted.stdout)")
+        #expect(
+            untrusted.status == 1 && untrusted.stdout.contains("is not trusted")
+                && untrusted.stdout.contains("--ca FILE"), "\(untrusted.stdout)")
         // A server that does not answer.
         try working.write(toFile: token, atomically: true, encoding: .utf8)
         try mustRun(["remote", "set", "https://127.0.0.1:9", "--token-file", token, "--system-ca"])
         let unreachable = try run(["doctor", "--json"])
-        #expect(unreachable.status == 1 && unreachable.stdout.contains(#""check":"server""#) && unreachable.stdout.contains(#""state":"problem""#)
+        #expect(
+            unreachable.status == 1 && unreachable.stdout.contains(#""check":"server""#)
+                && unreachable.stdout.contains(#""state":"problem""#)
                 && unreachable.stdout.contains("cannot reach the server"), "\(unreachable.stdout)")
         // A refused connection is not about certificates.
-        #expect(unreachable.stdout.contains("check that the server runs") && !unreachable.stdout.contains("certificate authority"), "\(unreachable.stdout)")
+        #expect(
+            unreachable.stdout.contains("check that the server runs")
+                && !unreachable.stdout.contains("certificate authority"), "\(unreachable.stdout)")
     }
 }
 
@@ -95,24 +115,32 @@ extension DoctorTests {
         let list = try cli.run("rules", "list")
         let line = list.stdout.split(separator: "\n").first { $0.contains("x.example") } ?? ""
         #expect(line.contains("decides nothing: browser 'brave' is not known here"), "\(list.stdout)")
-        #expect(!(list.stdout.split(separator: "\n").first { $0.contains("github.com") } ?? "").contains("decides nothing"))
+        #expect(
+            !(list.stdout.split(separator: "\n").first { $0.contains("github.com") } ?? "").contains("decides nothing"))
         #expect(list.stdout.contains("1 rule(s) decide nothing here"), "\(list.stdout)")
 
         let explained = try cli.run("explain", "https://x.example/a")
-        #expect(explained.stdout.contains("decision: firefox (default browser)")
-                && explained.stdout.contains("note: the rule 'x.example' matches, but browser 'brave' is not known here")
+        #expect(
+            explained.stdout.contains("decision: firefox (default browser)")
+                && explained.stdout.contains(
+                    "note: the rule 'x.example' matches, but browser 'brave' is not known here")
                 && explained.stdout.contains("brsync browsers add brave"), "\(explained.stdout)")
 
         let doctor = try cli.run("doctor")
-        #expect(doctor.status == 1 && doctor.stdout.contains("PROBLEM rules: 1 rule(s) name a browser this replica does not have (brave)")
-                && doctor.stdout.contains("'x.example' -> brave") && doctor.stdout.contains("brsync rules rm PATTERN"), "\(doctor.stdout)")
+        #expect(
+            doctor.status == 1
+                && doctor.stdout.contains("PROBLEM rules: 1 rule(s) name a browser this replica does not have (brave)")
+                && doctor.stdout.contains("'x.example' -> brave") && doctor.stdout.contains("brsync rules rm PATTERN"),
+            "\(doctor.stdout)")
         #expect(!doctor.stdout.contains("all is well"))
 
         // Back again: nothing to say. Disabled: a note, not a problem.
         try cli.mustSucceed("browsers", "add", "brave", "--exec", "brave %u")
         try cli.mustSucceed("browsers", "disable", "brave")
         let disabled = try cli.run("doctor")
-        #expect(disabled.stdout.contains("note    rules: 1 rule(s) decide nothing on this machine") && !disabled.stdout.contains("PROBLEM rules"),
-                "\(disabled.stdout)")
+        #expect(
+            disabled.stdout.contains("note    rules: 1 rule(s) decide nothing on this machine")
+                && !disabled.stdout.contains("PROBLEM rules"),
+            "\(disabled.stdout)")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import SyncClient
-import Testing
 import TestSupport
+import Testing
 
 /// The operator's reset of an account's end-to-end encryption, with the real
 /// binaries: every machine holding the key stops with what to do, `key init`
@@ -21,7 +21,8 @@ import TestSupport
         }
         let initialised = try world.run(laptop, ["key", "init"])
         let code = try #require(EncryptionTests.recoveryCode(initialised.stdout), "\(initialised)")
-        let added = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        let added = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(added.status == 0, "\(added)")
         // Forgetting a key the server still uses is refused.
         let early = try world.run(desktop, ["key", "forget"])
@@ -32,7 +33,8 @@ import TestSupport
         // Each machine with the key stops, and stays stopped, saying what to do.
         for home in [laptop, desktop, laptop] {
             let stopped = try world.run(home, ["sync"])
-            #expect(stopped.status == 5 && stopped.stderr.contains("reset this account's end-to-end encryption")
+            #expect(
+                stopped.status == 5 && stopped.stderr.contains("reset this account's end-to-end encryption")
                     && stopped.stderr.contains("brsync key init"), "\(stopped)")
         }
         // `key init` on the laptop: a new key, its records sealed on the server.
@@ -42,12 +44,14 @@ import TestSupport
         // The desktop needs the new code; with it, it sends what it holds.
         let rotated = try world.run(desktop, ["sync"])
         #expect(rotated.status == 5 && rotated.stderr.contains("brsync key add"), "\(rotated)")
-        let readded = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
+        let readded = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
         #expect(readded.status == 0, "\(readded)")
         try world.mustRun(laptop, ["sync"])
         for home in [laptop, desktop] {
             let rules = try world.run(home, ["rules", "list"]).stdout
-            #expect(rules.contains("laptop-site.example") && rules.contains("desktop-site.example"), "\(home): \(rules)")
+            #expect(
+                rules.contains("laptop-site.example") && rules.contains("desktop-site.example"), "\(home): \(rules)")
         }
 
         // Reset again; the desktop forgets its key instead and syncs readable.
@@ -84,11 +88,13 @@ extension EncryptionResetTests {
         let bin = world.directory.file("bin")
         let shown = world.directory.file("shown")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        try "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(shown)\n".write(toFile: bin + "/notify-send", atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(shown)\n".write(
+            toFile: bin + "/notify-send", atomically: true, encoding: .utf8)
         chmod(bin + "/notify-send", 0o755)
         let environment = ["BRSYNC_HOME": laptop, "PATH": bin + ":/usr/bin:/bin"]
         for _ in 0..<3 {
-            let stopped = try ProcessRunner.run(world.brsync, ["sync", "--quiet", "--notify"], environment: environment)
+            let stopped = try ProcessRunner.run(
+                world.brsync, ["sync", "--quiet", "--notify"], environment: environment)
             #expect(stopped.status == 5, "\(stopped)")
         }
         let text = (try? String(contentsOfFile: shown, encoding: .utf8)) ?? ""

@@ -4,8 +4,8 @@ import Model
 import Storage
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// End-to-end encryption with the real binaries: `brsync key
 /// init` on one machine, `brsync key add` on another, and a server that
@@ -19,7 +19,9 @@ import TestSupport
         let manager = FileManager.default
         var isFolder: ObjCBool = false
         guard manager.fileExists(atPath: path, isDirectory: &isFolder) else { return [] }
-        let files = isFolder.boolValue ? (manager.enumerator(atPath: path)?.compactMap { $0 as? String }.map { "\(path)/\($0)" } ?? []) : [path]
+        let files =
+            isFolder.boolValue
+            ? (manager.enumerator(atPath: path)?.compactMap { $0 as? String }.map { "\(path)/\($0)" } ?? []) : [path]
         return files.filter { file in
             guard let data = manager.contents(atPath: file) else { return false }
             return data.range(of: Data(needle.utf8)) != nil
@@ -45,14 +47,18 @@ import TestSupport
         // The account starts readable; both machines sync it.
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
-        for browser in ["\(before)browser", "chrome"] { try world.mustRun(desktop, ["browsers", "add", browser, "--exec", "true %u"]) }
+        for browser in ["\(before)browser", "chrome"] {
+            try world.mustRun(desktop, ["browsers", "add", browser, "--exec", "true %u"])
+        }
         // An edit the desktop has not pushed when the account is encrypted.
         try world.mustRun(desktop, ["rules", "add", "clinic-\(marker).example", "\(before)browser"])
 
         let initialised = try world.run(laptop, ["key", "init"])
         #expect(initialised.status == 0, "\(initialised)")
         let code = try #require(Self.recoveryCode(initialised.stdout), "no recovery code in \(initialised.stdout)")
-        #expect(initialised.stderr.contains("Write it down") && initialised.stdout.contains("syncing sealed with the account key from now on"), "\(initialised)")
+        #expect(
+            initialised.stderr.contains("Write it down")
+                && initialised.stdout.contains("syncing sealed with the account key from now on"), "\(initialised)")
         let keyFile = laptop + "/account-key"
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int)
         #expect(mode == 0o600)
@@ -71,7 +77,8 @@ import TestSupport
         #expect(onArgv.status == 2 && onArgv.stderr.contains("never taken from the command line"), "\(onArgv)")
         var typo = Array(code)
         typo[7] = typo[7] == "A" ? "B" : "A"
-        let mistyped = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: String(typo) + "\n")
+        let mistyped = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: String(typo) + "\n")
         #expect(mistyped.status == 2 && mistyped.stderr.contains("checksum"), "\(mistyped)")
         let wrongFile = world.directory.file("wrong-code")
         try (AccountKey.generate().recoveryCode + "\n").write(toFile: wrongFile, atomically: true, encoding: .utf8)
@@ -80,7 +87,8 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: desktop + "/account-key"))
 
         // With the code (on standard input), the desktop syncs: its edit goes up sealed, the laptop's come down.
-        let added = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        let added = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(added.status == 0 && added.stderr.contains("account key added"), "\(added)")
         try world.mustRun(laptop, ["browsers", "add", "\(marker)browser", "--exec", "true %u"])
         try world.mustRun(laptop, ["rules", "add", "oncology-\(marker).example", "\(marker)browser"])
@@ -88,10 +96,15 @@ import TestSupport
         try world.mustRun(desktop, ["sync"])
         try world.mustRun(desktop, ["browsers", "add", "\(marker)browser", "--exec", "true %u"])
         for home in [laptop, desktop] {
-            for (url, browser) in [("https://clinic-\(marker).example/x", "\(before)browser"), ("https://github.com/x", "chrome"),
-                                   ("https://bank-\(before).example/", "\(before)browser"), ("https://oncology-\(marker).example/", "\(marker)browser")] {
+            for (url, browser) in [
+                ("https://clinic-\(marker).example/x", "\(before)browser"), ("https://github.com/x", "chrome"),
+                ("https://bank-\(before).example/", "\(before)browser"),
+                ("https://oncology-\(marker).example/", "\(marker)browser"),
+            ] {
                 let resolved = try world.run(home, ["resolve", "--json", url])
-                #expect(resolved.stdout.contains(#""browser":"\#(browser)""#) && !resolved.stdout.contains(#""rule":null"#), "\(home) \(url): \(resolved)")
+                #expect(
+                    resolved.stdout.contains(#""browser":"\#(browser)""#) && !resolved.stdout.contains(#""rule":null"#),
+                    "\(home) \(url): \(resolved)")
             }
         }
         // A deletion and concurrent edits travel too; the loser is kept readable.
@@ -114,7 +127,9 @@ import TestSupport
         let server = try #require(world.server)
         world.stop()
         let serverLog = server.process.text
-        #expect(serverLog.contains("listening on") && !serverLog.contains(marker) && !serverLog.contains(before), "\(serverLog)")
+        #expect(
+            serverLog.contains("listening on") && !serverLog.contains(marker) && !serverLog.contains(before),
+            "\(serverLog)")
         switch store {
         case .sqlite:
             // What was readable before the switch is gone too (the freed pages are zeroed).
@@ -151,15 +166,18 @@ extension EncryptionTests {
         #expect(members["encryptionStarted"] == .bool(true) && initialised.stderr.contains(code), "\(initialised)")
         let cipher = RecordCipher(try AccountKey(recoveryCode: code))
         for browser in ["one", "two"] { try world.mustRun(laptop, ["browsers", "add", browser, "--exec", "true %u"]) }
-        for (pattern, browser) in [("flipped.example", "one"), ("swap-a.example", "one"), ("swap-b.example", "two"),
-                                   ("replayed.example", "one"), ("untouched.example", "two")] {
+        for (pattern, browser) in [
+            ("flipped.example", "one"), ("swap-a.example", "one"), ("swap-b.example", "two"),
+            ("replayed.example", "one"), ("untouched.example", "two"),
+        ] {
             try world.mustRun(laptop, ["rules", "add", pattern, browser])
         }
         try world.mustRun(laptop, ["sync"])
         let hidden = { (pattern: String) in cipher.hiddenKey(collection: "rules", key: pattern) }
         func fields(_ database: Database, _ pattern: String) throws -> [String: JSONValue] {
-            let text = try #require(try database.scalar("SELECT fields FROM records WHERE key = ?", [.text(hidden(pattern))])?.stringValue,
-                                    "the server has no record for \(pattern)")
+            let text = try #require(
+                try database.scalar("SELECT fields FROM records WHERE key = ?", [.text(hidden(pattern))])?.stringValue,
+                "the server has no record for \(pattern)")
             guard case .object(let object) = try JSONValue.parse(text) else {
                 Issue.record("the stored fields of \(pattern) are not an object: \(text)")
                 return [:]
@@ -177,7 +195,9 @@ extension EncryptionTests {
         do {
             let database = try Database(path: world.db)
             func store(_ pattern: String, _ object: [String: JSONValue]) throws {
-                try database.run("UPDATE records SET fields = ? WHERE key = ?", [.text(JSONValue.object(object).jsonText), .text(hidden(pattern))])
+                try database.run(
+                    "UPDATE records SET fields = ? WHERE key = ?",
+                    [.text(JSONValue.object(object).jsonText), .text(hidden(pattern))])
             }
             // One character of the sealed value changed.
             var flipped = try fields(database, "flipped.example")
@@ -207,18 +227,22 @@ extension EncryptionTests {
             replayed["browser"] = .object(newer)
             try store("replayed.example", replayed)
             // The server's next change numbers, so every client pulls them again.
-            try database.run("UPDATE records SET seq = seq + 1000 WHERE key IN (?, ?, ?, ?)",
-                             ["flipped.example", "swap-a.example", "swap-b.example", "replayed.example"].map { .text(hidden($0)) })
+            try database.run(
+                "UPDATE records SET seq = seq + 1000 WHERE key IN (?, ?, ?, ?)",
+                ["flipped.example", "swap-a.example", "swap-b.example", "replayed.example"].map { .text(hidden($0)) })
             try database.run("UPDATE accounts SET next_seq = next_seq + 1000")
         }
         try world.start(port: port)
 
         // A new machine with the key: each tampered record is refused by name, the rest arrive.
         let desktop = try world.replica("desktop")
-        let joined = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        let joined = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(joined.status == 0, "\(joined)")
         for pattern in ["flipped.example", "swap-a.example", "swap-b.example", "replayed.example"] {
-            #expect(joined.stderr.contains("warning: set aside record") && joined.stderr.contains("rules '\(pattern)'"), "\(pattern): \(joined.stderr)")
+            #expect(
+                joined.stderr.contains("warning: set aside record") && joined.stderr.contains("rules '\(pattern)'"),
+                "\(pattern): \(joined.stderr)")
         }
         let rules = try world.run(desktop, ["rules", "list"])
         #expect(rules.stdout.contains("untouched.example"), "\(rules)")
@@ -247,7 +271,10 @@ extension EncryptionTests {
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
         try world.mustRun(laptop, ["rules", "add", "before.example", "firefox"])
         let oldCode = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
-        #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n").status == 0)
+        #expect(
+            try ProcessRunner.run(
+                world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n"
+            ).status == 0)
         // The desktop has an edit it has not pushed when the key is rotated.
         try world.mustRun(desktop, ["rules", "add", "offline.example", "firefox"])
 
@@ -262,29 +289,42 @@ extension EncryptionTests {
         // only the old code (a revoked one, a thief of it) reads nothing written since.
         let oldCipher = RecordCipher(try AccountKey(recoveryCode: oldCode))
         let newCipher = RecordCipher(try AccountKey(recoveryCode: newCode))
-        let stored = try Database(path: world.db, mode: .readOnly).query("SELECT collection, key, fields, versions FROM records") { row in
-            try Wire.read(#"{"seq":1,"collection":"\#(row.string(0) ?? "")","key":"\#(row.string(1) ?? "")","fields":\#(row.string(2) ?? "{}"),"versions":\#(row.string(3) ?? "{}")}"#, ChangeRecord.init(reading:))
+        let stored = try Database(path: world.db, mode: .readOnly).query(
+            "SELECT collection, key, fields, versions FROM records"
+        ) { row in
+            try Wire.read(
+                #"{"seq":1,"collection":"\#(row.string(0) ?? "")","key":"\#(row.string(1) ?? "")","fields":\#(row.string(2) ?? "{}"),"versions":\#(row.string(3) ?? "{}")}"#,
+                ChangeRecord.init(reading:))
         }.filter { !$0.state.fields.isEmpty }
         #expect(!stored.isEmpty)
-        #expect(stored.allSatisfy { (try? oldCipher.open($0)) == nil }, "a record written after the rotation opens with the old key")
+        #expect(
+            stored.allSatisfy { (try? oldCipher.open($0)) == nil },
+            "a record written after the rotation opens with the old key")
         #expect(stored.allSatisfy { (try? newCipher.open($0)) != nil })
 
         // The desktop, with the old key: stopped, told why, its edit kept.
         let stopped = try world.run(desktop, ["sync"])
-        #expect(stopped.status == 5 && stopped.stderr.contains("rotated") && stopped.stderr.contains("brsync key add"), "\(stopped)")
+        #expect(
+            stopped.status == 5 && stopped.stderr.contains("rotated") && stopped.stderr.contains("brsync key add"),
+            "\(stopped)")
         #expect(try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":1"#))
         // Its old code is shown, and said to be old (exit 5).
         let oldShown = try world.run(desktop, ["key", "show"])
-        #expect(oldShown.status == 5 && oldShown.stdout.contains(oldCode) && oldShown.stderr.contains("rotated to a newer key"), "\(oldShown)")
+        #expect(
+            oldShown.status == 5 && oldShown.stdout.contains(oldCode)
+                && oldShown.stderr.contains("rotated to a newer key"), "\(oldShown)")
         // The old code is refused, here and for a machine joining with it.
-        let stale = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n")
+        let stale = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n")
         #expect(stale.status == 2 && stale.stderr.contains("this machine has this account key already"), "\(stale)")
         let join = try #require(try world.joinOutput("tablet").split(separator: "\n").last.map(String.init))
         let tablet = world.directory.file("tablet")
-        let staleJoin = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet], stdin: join + "\n" + oldCode + "\n")
+        let staleJoin = try ProcessRunner.run(
+            world.brsync, ["join"], environment: ["BRSYNC_HOME": tablet], stdin: join + "\n" + oldCode + "\n")
         #expect(staleJoin.status == 2 && staleJoin.stderr.contains("rotated"), "\(staleJoin)")
         // With the new code, the desktop goes on: its edit goes up sealed with the new key.
-        let replaced = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
+        let replaced = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: newCode + "\n")
         #expect(replaced.status == 0 && replaced.stderr.contains("replaced"), "\(replaced)")
         try world.mustRun(laptop, ["sync"])
         for home in [laptop, desktop] {
@@ -317,14 +357,23 @@ extension EncryptionTests {
         let initialised = try world.run(laptop, ["key", "init"])
         #expect(initialised.status == 0, "\(initialised)")
         let code = try #require(Self.recoveryCode(initialised.stdout))
-        #expect(initialised.stderr.contains("First this machine synced, so every machine's synced edit is here"), "\(initialised)")
+        #expect(
+            initialised.stderr.contains("First this machine synced, so every machine's synced edit is here"),
+            "\(initialised)")
         // One summary of the whole change, on standard output: the desktop's rule pulled first, then every record sent sealed.
-        let summaries = initialised.stdout.split(separator: "\n").filter { $0.contains("pushed") || $0.contains("pulled") }
+        let summaries = initialised.stdout.split(separator: "\n").filter {
+            $0.contains("pushed") || $0.contains("pulled")
+        }
         #expect(summaries.count == 1 && !initialised.stderr.contains("pulled"), "\(initialised)")
-        #expect(summaries.first?.hasPrefix("key init: pushed ") == true && summaries.first?.contains(" changed here, ") == true
+        #expect(
+            summaries.first?.hasPrefix("key init: pushed ") == true
+                && summaries.first?.contains(" changed here, ") == true
                 && summaries.first?.contains("record(s) this machine held sent sealed") == true, "\(initialised)")
         #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("desktop.example"))
-        #expect(try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n").status == 0)
+        #expect(
+            try ProcessRunner.run(
+                world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n"
+            ).status == 0)
         // The laptop's earlier device id is shown as the laptop, not as another device.
         let devices = try world.run(desktop, ["device"]).stdout
         #expect(devices.components(separatedBy: "laptop").count == 2 && devices.contains("earlier"), "\(devices)")
@@ -332,14 +381,20 @@ extension EncryptionTests {
         // A machine without the key cannot encrypt the account again, and is told so before any code is made.
         let tablet = try world.replica("tablet")
         let refused = try world.run(tablet, ["key", "init"])
-        #expect(refused.status == 5 && refused.stderr.contains("encrypted already") && Self.recoveryCode(refused.stdout) == nil, "\(refused)")
-        #expect(!FileManager.default.fileExists(atPath: tablet + "/account-key") && !FileManager.default.fileExists(atPath: tablet + "/account-key.next"))
+        #expect(
+            refused.status == 5 && refused.stderr.contains("encrypted already")
+                && Self.recoveryCode(refused.stdout) == nil, "\(refused)")
+        #expect(
+            !FileManager.default.fileExists(atPath: tablet + "/account-key")
+                && !FileManager.default.fileExists(atPath: tablet + "/account-key.next"))
 
         // A key change stopped after the server was asked: the pending code is shown, and said to be pending.
         let pending = AccountKey.generate()
         try AccountKeyFile.write(pending, home: laptop, pending: true)
         let shown = try world.run(laptop, ["key", "show"])
-        #expect(shown.status == 0 && shown.stdout.contains(code) && shown.stderr.contains("pending: \(pending.recoveryCode)"), "\(shown)")
+        #expect(
+            shown.status == 0 && shown.stdout.contains(code)
+                && shown.stderr.contains("pending: \(pending.recoveryCode)"), "\(shown)")
         // The server never took it: the next sync drops it, and the code stays the account's.
         try world.mustRun(laptop, ["sync"])
         let settled = try world.run(laptop, ["key", "show"])
@@ -360,25 +415,42 @@ extension EncryptionTests {
         let good = try String(contentsOfFile: keyFile, encoding: .utf8)
         try world.mustRun(laptop, ["rules", "add", "pending.example", "firefox"])
         let cases: [(String, () throws -> Void, String)] = [
-            ("a changed character", {
-                try good.replacingOccurrences(of: String(code.prefix(5)), with: String(code.prefix(4)) + (code.dropFirst(4).first == "A" ? "B" : "A"))
+            (
+                "a changed character",
+                {
+                    try good.replacingOccurrences(
+                        of: String(code.prefix(5)),
+                        with: String(code.prefix(4)) + (code.dropFirst(4).first == "A" ? "B" : "A")
+                    )
                     .write(toFile: keyFile, atomically: false, encoding: .utf8)
-            }, "damaged"),
-            ("no code", { try "# nothing here\n".write(toFile: keyFile, atomically: false, encoding: .utf8) }, "holds no recovery code"),
-            ("readable by others", {
-                try good.write(toFile: keyFile, atomically: false, encoding: .utf8)
-                chmod(keyFile, 0o644)
-            }, "chmod 600"),
-            ("a folder", {
-                try FileManager.default.removeItem(atPath: keyFile)
-                try FileManager.default.createDirectory(atPath: keyFile, withIntermediateDirectories: false)
-            }, "not a regular file"),
+                }, "damaged"
+            ),
+            (
+                "no code", { try "# nothing here\n".write(toFile: keyFile, atomically: false, encoding: .utf8) },
+                "holds no recovery code"
+            ),
+            (
+                "readable by others",
+                {
+                    try good.write(toFile: keyFile, atomically: false, encoding: .utf8)
+                    chmod(keyFile, 0o644)
+                }, "chmod 600"
+            ),
+            (
+                "a folder",
+                {
+                    try FileManager.default.removeItem(atPath: keyFile)
+                    try FileManager.default.createDirectory(atPath: keyFile, withIntermediateDirectories: false)
+                }, "not a regular file"
+            ),
         ]
         for (what, damage, message) in cases {
             try damage()
             let result = try world.run(laptop, ["sync"])
             #expect(result.status == 2 && result.stderr.contains(message), "\(what): \(result)")
-            #expect(try world.run(laptop, ["status", "--json"]).stdout.contains(#""unpushed":1"#), "\(what): the edit waits")
+            #expect(
+                try world.run(laptop, ["status", "--json"]).stdout.contains(#""unpushed":1"#), "\(what): the edit waits"
+            )
         }
         // Put right, it syncs again.
         try FileManager.default.removeItem(atPath: keyFile)
@@ -387,8 +459,9 @@ extension EncryptionTests {
         try world.mustRun(laptop, ["sync"])
         #expect(try world.run(laptop, ["status", "--json"]).stdout.contains(#""unpushed":0"#))
         // More than a recovery code on standard input is refused, not read forever.
-        let huge = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": laptop],
-                                         stdin: String(repeating: "A", count: 10_000))
+        let huge = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": laptop],
+            stdin: String(repeating: "A", count: 10_000))
         #expect(huge.status == 2 && huge.stderr.contains("4 KiB"), "\(huge)")
     }
 }

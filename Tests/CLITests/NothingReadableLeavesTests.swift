@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import SyncClient
-import Testing
 import TestSupport
+import Testing
 
 /// Nothing readable leaves a machine once its account is encrypted, and
 /// nothing sealed with a key the account left: seen from a TLS proxy that
@@ -14,22 +14,30 @@ import TestSupport
 
     /// A proxy in front of the world's server, presenting its certificate (with the CA, as `brsync join` reads it).
     static func proxy(_ world: CLIWorld) throws -> CapturingProxy {
-        try CapturingProxy(upstreamPort: world.port, caFile: world.directory.file("ca.pem"),
-                           certificateFile: world.directory.file("server-chain.pem"), keyFile: world.directory.file("server.key"))
+        try CapturingProxy(
+            upstreamPort: world.port, caFile: world.directory.file("ca.pem"),
+            certificateFile: world.directory.file("server-chain.pem"), keyFile: world.directory.file("server.key"))
     }
 
     /// The records (pushes and relays) that left sealed with `key`.
     static func sealed(with key: String, _ proxy: CapturingProxy) -> [String] {
-        proxy.requests.filter { ($0.head.hasPrefix("POST /v1/push") || $0.head.hasPrefix("POST /v1/relay")) && $0.bodyText.contains(#""key":"\#(key)""#) }
-            .map(\.bodyText)
+        proxy.requests.filter {
+            ($0.head.hasPrefix("POST /v1/push") || $0.head.hasPrefix("POST /v1/relay"))
+                && $0.bodyText.contains(#""key":"\#(key)""#)
+        }
+        .map(\.bodyText)
     }
 
     /// A replica named `name` whose server is the proxy.
     static func replica(_ world: CLIWorld, _ name: String, through proxy: CapturingProxy) throws -> String {
         let home = world.directory.file(name)
         try world.mustRun(home, ["init", "--device-name", name])
-        try world.mustRun(home, ["remote", "set", "https://127.0.0.1:\(proxy.port)", "--token", try world.token(name),
-                                 "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(
+            home,
+            [
+                "remote", "set", "https://127.0.0.1:\(proxy.port)", "--token", try world.token(name),
+                "--ca", world.directory.file("ca.pem"),
+            ])
         return home
     }
 
@@ -67,7 +75,8 @@ import TestSupport
         let push = try world.run(desktop, ["push"])
         #expect(push.status == 5 && push.stderr.contains("nothing is sent readable"), "\(push)")
         // `watch`: it syncs at once, and again at an edit.
-        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": desktop])
+        let watch = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": desktop])
         defer { watch.stop() }
         _ = try watch.waitFor("brsync key add")
         try world.mustRun(desktop, ["rules", "add", "\(after)-watch.example", "firefox"])
@@ -83,8 +92,9 @@ import TestSupport
 
         // The operator resets the account's encryption: the server says it is
         // readable, and the desktop still sends nothing (its mark is sticky).
-        let reset = try ProcessRunner.run(world.brsyncd, ["account", "reset-encryption", "alice"] + world.storeArguments,
-                                          environment: world.storeEnvironment)
+        let reset = try ProcessRunner.run(
+            world.brsyncd, ["account", "reset-encryption", "alice"] + world.storeArguments,
+            environment: world.storeEnvironment)
         #expect(reset.status == 0, "\(reset)")
         let sticky = try world.run(desktop, ["sync"])
         #expect(sticky.status == 5 && sticky.stderr.contains("brsync key forget"), "\(sticky)")
@@ -93,7 +103,9 @@ import TestSupport
         // Only the user clears the mark, and then the edits go, readable.
         let forgot = try world.run(desktop, ["key", "forget"])
         #expect(forgot.status == 0 && forgot.stderr.contains("syncs readable from now on"), "\(forgot)")
-        #expect(proxy.saw("\(after)-timer.example") && proxy.saw("\(after)-watch.example"), "the proxy sees readable edits once allowed")
+        #expect(
+            proxy.saw("\(after)-timer.example") && proxy.saw("\(after)-watch.example"),
+            "the proxy sees readable edits once allowed")
         #expect(try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":0"#))
     }
 
@@ -110,12 +122,15 @@ import TestSupport
         for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "true %u"]) }
         let code = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
         let oldKey = try AccountKey(recoveryCode: code).id
-        let added = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        let added = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(added.status == 0, "\(added)")
         try world.mustRun(desktop, ["rules", "add", "first.example", "firefox"])
         try world.mustRun(desktop, ["sync"])
         // Sealed with the current key, the proxy sees records under it (and no rule text).
-        #expect(!Self.sealed(with: oldKey, proxy).isEmpty && !proxy.saw("first.example"), "the proxy sees what the old key sealed")
+        #expect(
+            !Self.sealed(with: oldKey, proxy).isEmpty && !proxy.saw("first.example"),
+            "the proxy sees what the old key sealed")
         let backup = world.directory.file("before-rotation.sqlite")
         #expect(try ProcessRunner.run(world.brsyncd, ["backup", backup, "--db", world.db]).status == 0)
 
@@ -136,9 +151,11 @@ import TestSupport
         try world.mustRun(desktop, ["rules", "add", "third.example", "firefox"])
         let restored = try world.run(desktop, ["sync"])
         #expect(restored.status == 5 && restored.stderr.contains("rotated away from"), "\(restored)")
-        #expect(Self.sealed(with: oldKey, proxy).isEmpty, "a record sealed with the retired key left for a restored server")
+        #expect(
+            Self.sealed(with: oldKey, proxy).isEmpty, "a record sealed with the retired key left for a restored server")
         // Its old code is not taken again here either.
-        let again = try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        let again = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(again.status != 0, "\(again)")
         // Its edits are kept, waiting for the new code.
         let status = try world.run(desktop, ["status", "--json"]).stdout
@@ -156,14 +173,21 @@ import TestSupport
         defer { proxy.stop() }
         let laptop = try world.replica("laptop")
         let recovery = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
-        let made = try ProcessRunner.run(world.brsyncd, ["device", "add", "alice", "phone", "--url", "https://127.0.0.1:\(proxy.port)",
-                                                         "--ca", world.directory.file("ca.pem")] + world.storeArguments,
-                                         environment: world.storeEnvironment)
+        let made = try ProcessRunner.run(
+            world.brsyncd,
+            [
+                "device", "add", "alice", "phone", "--url", "https://127.0.0.1:\(proxy.port)",
+                "--ca", world.directory.file("ca.pem"),
+            ] + world.storeArguments,
+            environment: world.storeEnvironment)
         let code = try #require(made.stdout.split(separator: "\n").last.map(String.init), "\(made)")
         #expect(code.contains("&e2e=1&"), "the code says the account is encrypted: \(code)")
         // The server now says "not encrypted" (its operator reset it; a lying server says the same).
-        #expect(try ProcessRunner.run(world.brsyncd, ["account", "reset-encryption", "alice"] + world.storeArguments,
-                                      environment: world.storeEnvironment).status == 0)
+        #expect(
+            try ProcessRunner.run(
+                world.brsyncd, ["account", "reset-encryption", "alice"] + world.storeArguments,
+                environment: world.storeEnvironment
+            ).status == 0)
         let phone = world.directory.file("phone")
         let secret = Self.marker("qzj")
         try world.mustRun(phone, ["init", "--device-name", "phone"])
@@ -171,20 +195,28 @@ import TestSupport
         try world.mustRun(phone, ["rules", "add", "\(secret).example", "firefox"])
 
         // The code alone, on standard input.
-        let byCode = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: code + "\n")
-        #expect(byCode.status == 5 && byCode.stderr.contains("the join code says the account was end-to-end encrypted"), "\(byCode)")
+        let byCode = try ProcessRunner.run(
+            world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: code + "\n")
+        #expect(
+            byCode.status == 5 && byCode.stderr.contains("the join code says the account was end-to-end encrypted"),
+            "\(byCode)")
         // An older code that says nothing, with the recovery code on the next line.
         let older = code.replacingOccurrences(of: "&e2e=1", with: "")
-        let byRecovery = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: older + "\n" + recovery + "\n")
+        let byRecovery = try ProcessRunner.run(
+            world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: older + "\n" + recovery + "\n")
         #expect(byRecovery.status == 5 && byRecovery.stderr.contains("a recovery code was given"), "\(byRecovery)")
         // The older code as an argument, the recovery code on standard input.
-        let byArgument = try ProcessRunner.run(world.brsync, ["join", older], environment: ["BRSYNC_HOME": phone], stdin: recovery + "\n")
+        let byArgument = try ProcessRunner.run(
+            world.brsync, ["join", older], environment: ["BRSYNC_HOME": phone], stdin: recovery + "\n")
         #expect(byArgument.status == 5 && byArgument.stderr.contains("a recovery code was given"), "\(byArgument)")
-        for file in ["token", "ca.pem", "account-key"] { #expect(!FileManager.default.fileExists(atPath: "\(phone)/\(file)"), "\(file) was saved") }
+        for file in ["token", "ca.pem", "account-key"] {
+            #expect(!FileManager.default.fileExists(atPath: "\(phone)/\(file)"), "\(file) was saved")
+        }
         #expect(!proxy.saw(secret), "a rule left readable")
 
         // The same older code without a recovery code claims nothing: the phone joins, readable, and the proxy sees it.
-        let joined = try ProcessRunner.run(world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: older + "\n")
+        let joined = try ProcessRunner.run(
+            world.brsync, ["join"], environment: ["BRSYNC_HOME": phone], stdin: older + "\n")
         #expect(joined.status == 0, "\(joined)")
         #expect(proxy.saw(secret), "the proxy sees readable rules once nobody said the account is encrypted")
     }

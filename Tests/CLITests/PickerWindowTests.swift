@@ -2,8 +2,8 @@ import Desktop
 import Foundation
 import JSON
 import Model
-import Testing
 import TestSupport
+import Testing
 
 /// The picker window (`brsync-picker`, GTK 4) on a real X server (Xvfb),
 /// started by `brsync pick`/`open` with no terminal and driven with xdotool
@@ -33,9 +33,13 @@ import TestSupport
         /// - Parameter program: another program that runs brsync (an app a link comes from).
         func ask(_ arguments: [String], program: String? = nil) throws -> (process: BackgroundProcess, window: String) {
             let process = try BackgroundProcess(program ?? world.brsync, arguments, environment: world.environment)
-            let found = try ProcessRunner.run("/usr/bin/timeout", ["20", "/usr/bin/xdotool", "search", "--sync", "--onlyvisible", "--name", "^Open link — brsync$"],
-                                              environment: ["DISPLAY": server.display])
-            let window = try #require(found.stdout.split(separator: "\n").first.map(String.init), "no picker window: \(found) \(process.text)")
+            let found = try ProcessRunner.run(
+                "/usr/bin/timeout",
+                ["20", "/usr/bin/xdotool", "search", "--sync", "--onlyvisible", "--name", "^Open link — brsync$"],
+                environment: ["DISPLAY": server.display])
+            let window = try #require(
+                found.stdout.split(separator: "\n").first.map(String.init), "no picker window: \(found) \(process.text)"
+            )
             return (process, window)
         }
 
@@ -60,11 +64,18 @@ import TestSupport
 
         /// `window`'s size and place, as `xwininfo` reports them, with its report.
         func geometry(_ window: String) throws -> (width: Int, height: Int, x: Int, y: Int, info: String) {
-            let info = try ProcessRunner.run("/usr/bin/xwininfo", ["-id", window], environment: ["DISPLAY": server.display]).stdout
+            let info = try ProcessRunner.run(
+                "/usr/bin/xwininfo", ["-id", window], environment: ["DISPLAY": server.display]
+            ).stdout
             func number(_ label: String) -> Int {
-                Int(info.split(separator: "\n").first { $0.contains(label) }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1
+                Int(
+                    info.split(separator: "\n").first { $0.contains(label) }?.split(separator: ":").last?
+                        .trimmingCharacters(in: .whitespaces) ?? "") ?? -1
             }
-            return (number("Width"), number("Height"), number("Absolute upper-left X"), number("Absolute upper-left Y"), info)
+            return (
+                number("Width"), number("Height"), number("Absolute upper-left X"), number("Absolute upper-left Y"),
+                info
+            )
         }
 
         /// The rules as `brsync rules list` prints them.
@@ -73,7 +84,9 @@ import TestSupport
 
     static func ready() -> Bool {
         guard tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: $0) }) else {
-            Issue.record("Xvfb, xdotool, xwininfo, xwd and xrdb are needed (scripts/setup installs xvfb, xdotool, x11-utils, x11-apps and x11-xserver-utils)")
+            Issue.record(
+                "Xvfb, xdotool, xwininfo, xwd and xrdb are needed (scripts/setup installs xvfb, xdotool, x11-utils, x11-apps and x11-xserver-utils)"
+            )
             return false
         }
         return true
@@ -86,17 +99,25 @@ import TestSupport
         let (width, height, x, y, info) = try session.geometry(window)
         #expect(info.contains("\"Open link — brsync\""), "\(info)")
         #expect(width >= 400 && width <= 1024 && height >= 250 && height <= 768, "\(info)")
-        #expect(abs(x - (1024 - width) / 2) <= 2 && abs(y - (768 - height) / 2) <= 2, "centred on the 1024x768 screen: \(info)")
+        #expect(
+            abs(x - (1024 - width) / 2) <= 2 && abs(y - (768 - height) / 2) <= 2,
+            "centred on the 1024x768 screen: \(info)")
         // A screenshot of the window as it is shown (an X window dump).
         let shot = session.world.directory.file("picker.xwd")
-        #expect(try ProcessRunner.run("/usr/bin/xwd", ["-id", window, "-silent", "-out", shot], environment: ["DISPLAY": session.server.display]).status == 0)
+        #expect(
+            try ProcessRunner.run(
+                "/usr/bin/xwd", ["-id", window, "-silent", "-out", shot],
+                environment: ["DISPLAY": session.server.display]
+            ).status == 0)
         let size = (try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0
         #expect(size > width * height * 3, "a whole window's pixels: \(size) bytes")
 
         try session.press(window, "2")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
         // The browsers are listed by id: chrome, then firefox.
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/page?id=1") == true, "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/page?id=1") == true,
+            "\(session.world.launched())")
     }
 
     @Test func arrowsAndEnterChoose() throws {
@@ -105,8 +126,10 @@ import TestSupport
         let (process, window) = try session.ask(["pick", "https://example.org/arrows"])
         try session.press(window, "Down", "Down", "Up", "Return")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/arrows") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/arrows") == true,
+            "\(session.world.launched())")
     }
 
     /// The keys as a person uses them after Ctrl+E: Down and Up move
@@ -126,15 +149,19 @@ import TestSupport
         let (chosen, second) = try session.ask(["pick", "https://example.org/keys"])
         try session.press(second, "ctrl+e", "Up", "Return")
         #expect(chosen.wait(timeout: 20) == 0, "\(chosen.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/keys") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/keys") == true,
+            "\(session.world.launched())")
         #expect(chosen.text.contains("remembered: example.org -> chrome"), "Ctrl+E asked to remember: \(chosen.text)")
         // Tab leaves the list for the Remember box and Shift+Tab comes back: the selection never moved.
         let (tabbed, third) = try session.ask(["pick", "https://example.org/tab"])
         try session.press(third, "Up", "Tab", "shift+Tab", "Return")
         #expect(tabbed.wait(timeout: 20) == 0, "\(tabbed.text)")
-        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/tab") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 2).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/tab") == true,
+            "\(session.world.launched())")
         #expect(!tabbed.text.contains("remembered"), "nothing asked to remember: \(tabbed.text)")
     }
 
@@ -148,8 +175,10 @@ import TestSupport
         let (process, window) = try session.ask(["open", "https://decided.example/a"])
         try session.press(window, "Return")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/a") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://decided.example/a") == true,
+            "\(session.world.launched())")
     }
 
     @Test func escapeOpensNothingAndChangesNothing() throws {
@@ -174,12 +203,16 @@ import TestSupport
         try session.press(window, "ctrl+r", "1")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
         #expect(process.text.contains("remembered: example.org -> chrome"), "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://docs.example.org/a") == true)
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://docs.example.org/a") == true)
         // Firefox is the default; the remembered rule decides, with no window.
         let next = try session.world.run("open", "https://www.example.org/b")
         #expect(next.status == 0, "\(next)")
-        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://www.example.org/b") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 2).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://www.example.org/b") == true,
+            "\(session.world.launched())")
     }
 
     /// A link clicked in an app: the window offers to remember for that
@@ -197,7 +230,9 @@ import TestSupport
         #expect(process.text.contains("remembered: from:mailapp example.org -> chrome"), "\(process.text)")
         #expect(try session.rules().contains("from:mailapp example.org"))
         #expect(try session.world.run("resolve", "https://www.example.org/b").stdout.hasPrefix("firefox\t"))
-        #expect(try session.world.run("resolve", "--from-app", "mailapp", "https://www.example.org/b").stdout.hasPrefix("chrome\t"))
+        #expect(
+            try session.world.run("resolve", "--from-app", "mailapp", "https://www.example.org/b").stdout.hasPrefix(
+                "chrome\t"))
         // Asked again while that rule decides: it is offered as the plain
         // pattern with the app's box ticked, so Ctrl+F makes it for every app.
         #expect(try session.world.run("ask-next").status == 0)
@@ -234,27 +269,40 @@ import TestSupport
         guard Self.ready() else { return }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Scripts/picker-accessibility.py").path
-        let atspi = try ProcessRunner.run("/usr/bin/python3", ["-c", "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"])
+        let atspi = try ProcessRunner.run(
+            "/usr/bin/python3",
+            ["-c", "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"])
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon"), atspi.status == 0 else {
-            Issue.record("dbus-daemon and Python's AT-SPI bindings are needed (scripts/setup installs dbus-bin, dbus-daemon, at-spi2-core, python3-gi, gir1.2-atspi-2.0)")
+            Issue.record(
+                "dbus-daemon and Python's AT-SPI bindings are needed (scripts/setup installs dbus-bin, dbus-daemon, at-spi2-core, python3-gi, gir1.2-atspi-2.0)"
+            )
             return
         }
         let server = try XvfbDesktopTests.XServer()
         defer { server.stop() }
-        let request = WindowPicker.Request(url: "https://example.org/a", choices: [
-            .init(id: "firefox", name: "Firefox", isDefault: true, hasPrivateWindow: true),
-            .init(id: "work", name: "Work", profile: "-P work"),
-        ], suggestedPattern: "example.org")
+        let request = WindowPicker.Request(
+            url: "https://example.org/a",
+            choices: [
+                .init(id: "firefox", name: "Firefox", isDefault: true, hasPrivateWindow: true),
+                .init(id: "work", name: "Work", profile: "-P work"),
+            ], suggestedPattern: "example.org")
         // The accessibility bus's socket goes in a runtime folder of this test's own.
         let runtime = try TemporaryDirectory(prefix: "brsync-a11y")
         defer { runtime.remove() }
         chmod(runtime.path, 0o700)
-        let run = try ProcessRunner.run("/usr/bin/timeout", ["-k", "5", "80", "/usr/bin/python3", "-W", "ignore", script,
-                                                            ProcessRunner.binary("brsync-picker"), request.json.jsonText],
-                                        environment: ["DISPLAY": server.display, "WAYLAND_DISPLAY": "", "GTK_A11Y": "atspi",
-                                                      "XDG_RUNTIME_DIR": runtime.path, "NO_AT_BRIDGE": "0"], timeout: 90)
+        let run = try ProcessRunner.run(
+            "/usr/bin/timeout",
+            [
+                "-k", "5", "80", "/usr/bin/python3", "-W", "ignore", script,
+                ProcessRunner.binary("brsync-picker"), request.json.jsonText,
+            ],
+            environment: [
+                "DISPLAY": server.display, "WAYLAND_DISPLAY": "", "GTK_A11Y": "atspi",
+                "XDG_RUNTIME_DIR": runtime.path, "NO_AT_BRIDGE": "0",
+            ], timeout: 90)
         #expect(run.status == 0, "\(run)")
-        let nodes = run.stdout.split(separator: "\n").filter { $0.hasPrefix("NODE ") }.compactMap { line -> [String: JSONValue]? in
+        let nodes = run.stdout.split(separator: "\n").filter { $0.hasPrefix("NODE ") }.compactMap {
+            line -> [String: JSONValue]? in
             guard case .object(let object)? = try? JSONValue.parse(String(line.dropFirst(5))) else { return nil }
             return object
         }
@@ -264,7 +312,8 @@ import TestSupport
         #expect(named("frame") == ["Open link — brsync"], "\(run.stdout)")
         #expect(named("label").contains("Link: https://example.org/a"))
         #expect(named("list") == ["Browsers"])
-        #expect(named("list item") == ["1: Firefox, the default browser, has a private window", "2: Work, profile -P work"])
+        #expect(
+            named("list item") == ["1: Firefox, the default browser, has a private window", "2: Work, profile -P work"])
         #expect(named("check box") == ["Remember for this domain"])
         #expect(named("text") == ["Pattern to remember"])
         #expect(named("push button") == ["Cancel", "Private window", "Open"])
@@ -274,10 +323,14 @@ import TestSupport
         for node in nodes where node["focusable"]?.boolValue == true {
             let name = node["name"]?.stringValue ?? ""
             let words = name.split(separator: " ")
-            #expect(!name.isEmpty && !name.contains("_") && !(words.count == 2 && words[0] == words[1]), "a control a screen reader cannot name: \(node)")
+            #expect(
+                !name.isEmpty && !name.contains("_") && !(words.count == 2 && words[0] == words[1]),
+                "a control a screen reader cannot name: \(node)")
         }
         #expect(!nodes.contains { $0["role"]?.stringValue == "image" }, "icons are decorative")
-        #expect(run.stdout.contains(#""notRemembered":"it contains whitespace"#) && run.stdout.contains("EXIT 0"), "\(run.stdout)")
+        #expect(
+            run.stdout.contains(#""notRemembered":"it contains whitespace"#) && run.stdout.contains("EXIT 0"),
+            "\(run.stdout)")
         #expect(run.stdout.contains("RENAMED Remember"), "\(run.stdout)")
     }
 
@@ -287,22 +340,33 @@ import TestSupport
     @Test func largerTextStillFitsAndWorks() throws {
         guard Self.ready() else { return }
         let session = try Session()
-        let (normal, first) = try session.ask(["pick", "https://example.org/normal/text?with=a&long=query&that=goes&on=and&on=again"])
+        let (normal, first) = try session.ask([
+            "pick", "https://example.org/normal/text?with=a&long=query&that=goes&on=and&on=again",
+        ])
         let small = try session.geometry(first)
         try session.press(first, "Escape")
         #expect(normal.wait(timeout: 20) == 1, "\(normal.text)")
 
-        let resources = Shell.run("echo 'Xft.dpi: 144' | /usr/bin/xrdb -merge", environment: ["DISPLAY": session.server.display])
+        let resources = Shell.run(
+            "echo 'Xft.dpi: 144' | /usr/bin/xrdb -merge", environment: ["DISPLAY": session.server.display])
         #expect(resources.status == 0, "\(resources)")
-        let (large, second) = try session.ask(["pick", "https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again"])
+        let (large, second) = try session.ask([
+            "pick", "https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again",
+        ])
         let big = try session.geometry(second)
-        #expect(big.height >= small.height + 24, "taller with larger text: \(small.width)x\(small.height) → \(big.width)x\(big.height)")
+        #expect(
+            big.height >= small.height + 24,
+            "taller with larger text: \(small.width)x\(small.height) → \(big.width)x\(big.height)")
         #expect(big.width <= 1024 && big.height <= 768 && big.x >= 0 && big.y >= 0, "on the screen: \(big.info)")
-        #expect(abs(big.x - (1024 - big.width) / 2) <= 2 && abs(big.y - (768 - big.height) / 2) <= 2, "centred: \(big.info)")
+        #expect(
+            abs(big.x - (1024 - big.width) / 2) <= 2 && abs(big.y - (768 - big.height) / 2) <= 2, "centred: \(big.info)"
+        )
         try session.press(second, "2")
         #expect(large.wait(timeout: 20) == 0, "\(large.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakefox https://example.org/large/text?with=a&long=query&that=goes&on=and&on=again") == true,
+            "\(session.world.launched())")
     }
 
     /// Shift+Enter opens a private window: with the desktop entry's action
@@ -321,20 +385,26 @@ import TestSupport
         #expect(process.isRunning && session.world.launched().isEmpty, "\(process.text)")
         try session.press(window, "Up", "shift+Return")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox --private-window https://example.org/private") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakefox --private-window https://example.org/private") == true,
+            "\(session.world.launched())")
 
         let (chrome, second) = try session.ask(["pick", "https://example.org/chrome"])
         try session.press(second, "Up", "shift+Return")
         #expect(chrome.wait(timeout: 20) == 0, "\(chrome.text)")
-        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default --incognito https://example.org/chrome") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 2).last?.hasSuffix(
+                "fakechrome --profile-directory=Default --incognito https://example.org/chrome") == true,
+            "\(session.world.launched())")
 
         let (profile, third) = try session.ask(["pick", "https://example.org/work"])
         try session.press(third, "Down", "Down", "shift+Return")
         #expect(profile.wait(timeout: 20) == 0, "\(profile.text)")
-        #expect(session.world.waitForLaunch(count: 3).last?.hasSuffix("fakefox -P work --private-window https://example.org/work") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 3).last?.hasSuffix(
+                "fakefox -P work --private-window https://example.org/work") == true,
+            "\(session.world.launched())")
     }
 
     /// The default browser is selected when the window opens: a quick
@@ -345,7 +415,9 @@ import TestSupport
         let (process, window) = try session.ask(["pick", "https://example.org/quick"])
         try session.press(window, "Return")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/quick") == true, "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/quick") == true,
+            "\(session.world.launched())")
     }
 
     /// No tooltip covers the browsers: not when the window opens under a
@@ -356,9 +428,12 @@ import TestSupport
         let session = try Session()
         // The window is centred: the pointer rests over its first row.
         try session.xdotool(["mousemove", "512", "300"])
-        let (process, window) = try session.ask(["pick", "https://example.org/" + String(repeating: "long/path/", count: 30)])
+        let (process, window) = try session.ask([
+            "pick", "https://example.org/" + String(repeating: "long/path/", count: 30),
+        ])
         func shown() throws -> [String] {
-            try session.xdotool(["search", "--onlyvisible", "--class", "brsync-picker"]).stdout.split(separator: "\n").map(String.init)
+            try session.xdotool(["search", "--onlyvisible", "--class", "brsync-picker"]).stdout.split(separator: "\n")
+                .map(String.init)
         }
         usleep(1_500_000) // three times GTK's tooltip delay
         #expect(try shown() == [window], "a tooltip showed under the still pointer")
@@ -385,7 +460,9 @@ import TestSupport
         try session.press(window, "alt+Up", "1")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
         #expect(process.text.contains("picker order: firefox, chrome"), "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/move") == true, "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://example.org/move") == true,
+            "\(session.world.launched())")
         #expect(try session.world.run("browsers", "order").stdout == "1. firefox\n2. chrome\n")
 
         // Esc after moving: nothing is saved.
@@ -398,8 +475,10 @@ import TestSupport
         try session.press(next, "ctrl+h", "1")
         #expect(hiding.wait(timeout: 20) == 0, "\(hiding.text)")
         #expect(hiding.text.contains("hidden from the picker: firefox"), "\(hiding.text)")
-        #expect(session.world.waitForLaunch(count: 2).last?.hasSuffix("fakechrome --profile-directory=Default https://example.org/hide") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 2).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.org/hide") == true,
+            "\(session.world.launched())")
         #expect(try session.world.run("browsers", "order").stdout == "1. firefox (hidden)\n2. chrome\n")
     }
 
@@ -410,7 +489,9 @@ import TestSupport
         let (process, window) = try session.ask(["open", "https://example.net/clicked"])
         try session.press(window, "1")
         #expect(process.wait(timeout: 20) == 0, "\(process.text)")
-        #expect(session.world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://example.net/clicked") == true,
-                "\(session.world.launched())")
+        #expect(
+            session.world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://example.net/clicked") == true,
+            "\(session.world.launched())")
     }
 }

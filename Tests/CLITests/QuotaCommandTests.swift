@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `brsyncd account limits` and what a machine says when its account is full.
 @Suite(.serialized) struct QuotaCommandTests {
@@ -10,11 +10,18 @@ import TestSupport
             try ProcessRunner.run(world.brsyncd, arguments + world.storeArguments, environment: world.storeEnvironment)
         }
         let shown = try brsyncd(["account", "limits", "alice"])
-        #expect(shown.status == 0 && shown.stdout.contains("records: 0 of 100000") && shown.stdout.contains("of 128.0 MiB")
+        #expect(
+            shown.status == 0 && shown.stdout.contains("records: 0 of 100000") && shown.stdout.contains("of 128.0 MiB")
                 && shown.stdout.contains("devices: 0 of 64"), "\(shown)")
-        let changed = try brsyncd(["account", "limits", "alice", "--records", "4", "--bytes", "1M", "--devices", "default"])
-        #expect(changed.status == 0 && changed.stdout.contains("records: 0 of 4") && changed.stdout.contains("of 1.0 MiB"), "\(changed)")
-        for (option, value) in [("--records", "0"), ("--records", "many"), ("--bytes", "12X"), ("--bytes", "-5"), ("--devices", "")] {
+        let changed = try brsyncd([
+            "account", "limits", "alice", "--records", "4", "--bytes", "1M", "--devices", "default",
+        ])
+        #expect(
+            changed.status == 0 && changed.stdout.contains("records: 0 of 4") && changed.stdout.contains("of 1.0 MiB"),
+            "\(changed)")
+        for (option, value) in [
+            ("--records", "0"), ("--records", "many"), ("--bytes", "12X"), ("--bytes", "-5"), ("--devices", ""),
+        ] {
             let bad = try brsyncd(["account", "limits", "alice", option, value])
             #expect(bad.status != 0 && bad.stderr.contains(option), "\(option) \(value): \(bad)")
         }
@@ -22,9 +29,13 @@ import TestSupport
         // A machine whose account is full is told so, and keeps its edits.
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
-        for site in ["a.example", "b.example", "c.example", "d.example"] { try world.mustRun(laptop, ["rules", "add", site, "firefox"]) }
+        for site in ["a.example", "b.example", "c.example", "d.example"] {
+            try world.mustRun(laptop, ["rules", "add", site, "firefox"])
+        }
         let full = try world.run(laptop, ["sync"])
-        #expect(full.status == 5 && full.stderr.contains("quota_exceeded") && full.stderr.contains("brsyncd account limits"), "\(full)")
+        #expect(
+            full.status == 5 && full.stderr.contains("quota_exceeded")
+                && full.stderr.contains("brsyncd account limits"), "\(full)")
         #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("d.example"))
         let listed = try brsyncd(["account", "list"])
         #expect(listed.stdout.contains("alice\t1/64 device(s)"), "\(listed)")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The README's commands run as written: every `sh` block that needs no
 /// network, server or desktop, with the built binaries and a throw-away
@@ -8,7 +8,8 @@ import TestSupport
 /// `rules test`) must print that.
 @Suite struct ReadmeTests {
     static let readme: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
     }()
 
@@ -17,16 +18,22 @@ import TestSupport
         var blocks: [String] = []
         var current: [Substring]?
         for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
-            if current == nil, line == "```sh" { current = [] } else if current != nil, line == "```" {
+            if current == nil, line == "```sh" {
+                current = []
+            } else if current != nil, line == "```" {
                 blocks.append(current!.joined(separator: "\n"))
                 current = nil
-            } else if current != nil { current!.append(line) }
+            } else if current != nil {
+                current!.append(line)
+            }
         }
         return blocks
     }
 
     /// Words, spaces and tabs made one space.
-    static func words(_ text: some StringProtocol) -> String { text.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+    static func words(_ text: some StringProtocol) -> String {
+        text.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+    }
 
     /// "Using brsync": each line, in order, in one home.
     @Test func theUsageExamplesRunAsWritten() throws {
@@ -37,12 +44,17 @@ import TestSupport
         for line in block.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).isEmpty {
             let command = line.split(separator: "#", maxSplits: 1)[0]
             let comment = line.contains("#") ? Self.words(line.split(separator: "#", maxSplits: 1)[1]) : ""
-            let result = try cli.run(["-c", String(command)], environment: ["PATH": folder + ":/usr/bin:/bin"], program: "/bin/bash")
+            let result = try cli.run(
+                ["-c", String(command)], environment: ["PATH": folder + ":/usr/bin:/bin"], program: "/bin/bash")
             let noMatch = comment == "no match"
             #expect(result.status == (noMatch ? 1 : 0), "\(line): \(result)")
-            if command.contains("brsync resolve") || command.contains("brsync suggest") || command.contains("brsync rules test") {
-                #expect(comment.hasPrefix(Self.words(result.stdout.trimmingCharacters(in: .newlines))) && !result.stdout.isEmpty,
-                        "the README says \(comment); it prints \(result.stdout)")
+            if command.contains("brsync resolve") || command.contains("brsync suggest")
+                || command.contains("brsync rules test")
+            {
+                #expect(
+                    comment.hasPrefix(Self.words(result.stdout.trimmingCharacters(in: .newlines)))
+                        && !result.stdout.isEmpty,
+                    "the README says \(comment); it prints \(result.stdout)")
             }
             ran += 1
         }
@@ -57,7 +69,8 @@ import TestSupport
         let script = block.replacingOccurrences(of: "swift build -c release && ", with: "")
             .replacingOccurrences(of: ".build/release/", with: folder + "/")
         #expect(!script.contains("swift build"))
-        let result = try cli.run(["-c", script], environment: ["PATH": "/usr/bin:/bin", "TMPDIR": cli.directory.path], program: "/bin/bash")
+        let result = try cli.run(
+            ["-c", script], environment: ["PATH": "/usr/bin:/bin", "TMPDIR": cli.directory.path], program: "/bin/bash")
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains(#""browser":"firefox""#), "\(result.stdout)")
     }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `brsync push|pull|sync` run in the helper `brsync-sync` beside brsync:
 /// when it is missing, or is brsync itself under its name, brsync says so
@@ -12,7 +12,9 @@ import TestSupport
         let brsync = directory.file("brsync")
         // Copied by cp: a file this process held open for writing could be
         // inherited by a program another test starts meanwhile ("text file busy").
-        func copy(_ from: String, _ to: String) throws { #expect(try ProcessRunner.run("/bin/cp", [from, to]).status == 0) }
+        func copy(_ from: String, _ to: String) throws {
+            #expect(try ProcessRunner.run("/bin/cp", [from, to]).status == 0)
+        }
         try copy(ProcessRunner.binary("brsync"), brsync)
         let home = directory.file("home")
         let missing = try ProcessRunner.run(brsync, ["sync"], environment: ["BRSYNC_HOME": home], timeout: 20)

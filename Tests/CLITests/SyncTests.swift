@@ -1,11 +1,11 @@
 import BrsyncServer
 import Foundation
-import JSON
 import HTTP
+import JSON
 import Net
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// A real `brsyncd` process over TLS on 127.0.0.1 with a fresh CA
 /// (``BrsyncdProcess``), and replicas in temporary homes driven by the real
@@ -27,11 +27,15 @@ final class CLIWorld: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "brsync-sync")
         _ = try TestCertificates(in: directory)
         // The chain the server presents holds its CA, as `brsyncd dev` writes it (for `brsync join`).
-        let chain = try String(contentsOfFile: directory.file("server.pem"), encoding: .utf8) + String(contentsOfFile: directory.file("ca.pem"), encoding: .utf8)
+        let chain =
+            try String(contentsOfFile: directory.file("server.pem"), encoding: .utf8)
+            + String(contentsOfFile: directory.file("ca.pem"), encoding: .utf8)
         try chain.write(toFile: directory.file("server-chain.pem"), atomically: true, encoding: .utf8)
         db = directory.file("store.sqlite")
         (storeArguments, storeEnvironment) = try store.brsyncdStore(in: directory)
-        #expect(try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + storeArguments, environment: storeEnvironment).status == 0)
+        #expect(
+            try ProcessRunner.run(brsyncd, ["account", "add", "alice"] + storeArguments, environment: storeEnvironment)
+                .status == 0)
         try start()
     }
 
@@ -41,8 +45,9 @@ final class CLIWorld: @unchecked Sendable {
     }
 
     func start(port requested: UInt16 = 0) throws {
-        let running = try BrsyncdProcess(storeArguments, certificates: directory, certificate: "server-chain.pem", port: requested,
-                                         environment: storeEnvironment, binary: brsyncd)
+        let running = try BrsyncdProcess(
+            storeArguments, certificates: directory, certificate: "server-chain.pem", port: requested,
+            environment: storeEnvironment, binary: brsyncd)
         port = running.port
         server = running
     }
@@ -56,14 +61,17 @@ final class CLIWorld: @unchecked Sendable {
 
     /// `brsyncd device add alice DEVICE` with a join code: its output.
     func joinOutput(_ device: String, qr: Bool = false) throws -> String {
-        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device, "--url", url, "--ca", directory.file("ca.pem")]
-                                           + (qr ? ["--qr"] : []) + storeArguments, environment: storeEnvironment)
+        let result = try ProcessRunner.run(
+            brsyncd,
+            ["device", "add", "alice", device, "--url", url, "--ca", directory.file("ca.pem")]
+                + (qr ? ["--qr"] : []) + storeArguments, environment: storeEnvironment)
         #expect(result.status == 0, "\(result)")
         return result.stdout
     }
 
     func token(_ device: String) throws -> String {
-        let result = try ProcessRunner.run(brsyncd, ["device", "add", "alice", device] + storeArguments, environment: storeEnvironment)
+        let result = try ProcessRunner.run(
+            brsyncd, ["device", "add", "alice", device] + storeArguments, environment: storeEnvironment)
         #expect(result.status == 0, "\(result)")
         return String(result.stdout.split(separator: "\n").last ?? "")
     }
@@ -88,10 +96,14 @@ final class CLIWorld: @unchecked Sendable {
 
     func snapshot(_ home: String) throws -> [String] {
         let database = try Database(path: home + "/replica.sqlite", mode: .readOnly)
-        return try database.query("SELECT collection || '/' || key || ' ' || fields FROM records ORDER BY 1") { $0.string(0) ?? "" }
+        return try database.query("SELECT collection || '/' || key || ' ' || fields FROM records ORDER BY 1") {
+            $0.string(0) ?? ""
+        }
             // What the replica learns of the server's time and why a sync failed is
             // bookkeeping for `status`, not data.
-            + database.query("SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'instance') ORDER BY 1") { $0.string(0) ?? "" }
+            + database.query(
+                "SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'instance') ORDER BY 1"
+            ) { $0.string(0) ?? "" }
             + database.query("SELECT COUNT(*) FROM changes") { "changes \($0.int(0) ?? 0)" }
     }
 }
@@ -122,9 +134,12 @@ final class CLIWorld: @unchecked Sendable {
         // A script asking for JSON reads one document whatever happened.
         let offlineJSON = try world.run(desktop, ["sync", "--json"])
         let failure = try JSONValue.parse(offlineJSON.stdout)
-        #expect(offlineJSON.status == 4 && failure.objectMember("error") == .string("unreachable") && failure.objectMember("exit") == .int(4),
-                "\(offlineJSON)")
-        #expect(failure.objectMember("message")?.stringValue?.contains("cannot reach the server") == true, "\(offlineJSON)")
+        #expect(
+            offlineJSON.status == 4 && failure.objectMember("error") == .string("unreachable")
+                && failure.objectMember("exit") == .int(4),
+            "\(offlineJSON)")
+        #expect(
+            failure.objectMember("message")?.stringValue?.contains("cannot reach the server") == true, "\(offlineJSON)")
         #expect(try world.snapshot(desktop) == before)
         let status = try world.run(desktop, ["status", "--json"])
         #expect(status.stdout.contains(#""unpushed":1"#), "the offline edit waits to be pushed: \(status.stdout)")
@@ -137,30 +152,44 @@ final class CLIWorld: @unchecked Sendable {
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
-        let made = try world.run(laptop, ["browsers", "add", "work", "--from", "firefox", "--args", "-P \"Work stuff\""])
+        let made = try world.run(
+            laptop, ["browsers", "add", "work", "--from", "firefox", "--args", "-P \"Work stuff\""])
         #expect(made.status == 0 && made.stdout.contains("a profile of firefox"), "\(made)")
         try world.mustRun(laptop, ["rules", "add", "github.com", "work"])
         let here = try world.run(laptop, ["resolve", "--json", "https://github.com/"])
-        #expect(here.stdout.contains(#""argv":["firefox","-P","Work stuff","https:\/\/github.com\/"]"#) || here.stdout.contains(#""argv":["firefox","-P","Work stuff","https://github.com/"]"#), "\(here.stdout)")
+        #expect(
+            here.stdout.contains(#""argv":["firefox","-P","Work stuff","https:\/\/github.com\/"]"#)
+                || here.stdout.contains(#""argv":["firefox","-P","Work stuff","https://github.com/"]"#),
+            "\(here.stdout)")
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
         // No firefox here yet: the rule is skipped, and the list says why.
         #expect(try world.run(desktop, ["resolve", "https://github.com/"]).status == 3)
-        #expect(try world.run(desktop, ["browsers", "list"]).stdout.contains("profile of firefox, which has no launch command here"))
+        #expect(
+            try world.run(desktop, ["browsers", "list"]).stdout.contains(
+                "profile of firefox, which has no launch command here"))
         try world.mustRun(desktop, ["browsers", "add", "firefox", "--exec", "/usr/lib/firefox-esr/firefox-esr %u"])
         let there = try world.run(desktop, ["resolve", "--json", "https://github.com/"])
         #expect(there.stdout.contains(#"["/usr/lib/firefox-esr/firefox-esr","-P","Work stuff","#), "\(there.stdout)")
         #expect(there.stdout.contains(#""rule":"github.com""#))
         // A command of its own here wins, and stays this machine's.
         try world.mustRun(desktop, ["browsers", "add", "work", "--exec", "firefox-work %u"])
-        #expect(try world.run(desktop, ["resolve", "--json", "https://github.com/"]).stdout.contains(#""argv":["firefox-work","#))
+        #expect(
+            try world.run(desktop, ["resolve", "--json", "https://github.com/"]).stdout.contains(
+                #""argv":["firefox-work","#))
         try world.mustRun(desktop, ["sync"])
         try world.mustRun(laptop, ["sync"])
-        #expect(try world.run(laptop, ["resolve", "--json", "https://github.com/"]).stdout.contains(#""argv":["firefox","-P","Work stuff","#))
+        #expect(
+            try world.run(laptop, ["resolve", "--json", "https://github.com/"]).stdout.contains(
+                #""argv":["firefox","-P","Work stuff","#))
         // Bad input changes nothing.
         let before = try world.snapshot(laptop)
-        for bad in [["browsers", "add", "w2", "--from", "work", "--args", "-P x"], ["browsers", "add", "w3", "--from", "firefox", "--args", "\"open"],
-                    ["browsers", "add", "w4", "--from", "nosuch", "--args", "-P x"], ["browsers", "add", "firefox", "--from", "firefox", "--args", "-x"]] {
+        for bad in [
+            ["browsers", "add", "w2", "--from", "work", "--args", "-P x"],
+            ["browsers", "add", "w3", "--from", "firefox", "--args", "\"open"],
+            ["browsers", "add", "w4", "--from", "nosuch", "--args", "-P x"],
+            ["browsers", "add", "firefox", "--from", "firefox", "--args", "-x"],
+        ] {
             let result = try world.run(laptop, bad)
             #expect(result.status == 2, "\(bad): \(result)")
         }
@@ -174,7 +203,9 @@ final class CLIWorld: @unchecked Sendable {
         let world = try CLIWorld(.sqlite)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
-        for home in [laptop, desktop] { try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"]) }
+        for home in [laptop, desktop] {
+            try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        }
         try world.mustRun(laptop, ["browsers", "add", "work", "--from", "firefox", "--args", "-P work"])
         try world.mustRun(laptop, ["rules", "add", "github.com", "firefox"])
         try world.mustRun(laptop, ["sync"])
@@ -187,15 +218,18 @@ final class CLIWorld: @unchecked Sendable {
             let synced = try world.run(home, ["sync"])
             #expect(synced.stdout.contains("1 value(s) lost to concurrent edits"), "\(home): \(synced)")
             let conflicts = try world.run(home, ["log", "--conflicts"]).stdout
-            #expect(conflicts.contains("rules/github.com its deletion (laptop") && conflicts.contains("was undone by an edit made without it (desktop"),
-                    "\(home): \(conflicts)")
+            #expect(
+                conflicts.contains("rules/github.com its deletion (laptop")
+                    && conflicts.contains("was undone by an edit made without it (desktop"),
+                "\(home): \(conflicts)")
         }
         let log = try world.run(desktop, ["log"]).stdout
         #expect(log.contains(#"profileArgs=["-P","work"]"#) && !log.contains("JSONValue"), "\(log)")
     }
 
     /// Concurrent edits: the later edit wins everywhere; the loser is kept and can be restored.
-    @Test(arguments: StoreKind.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func concurrentEditsConvergeAndTheLoserCanBeRestored(_ store: StoreKind) throws
+    {
         let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
@@ -210,7 +244,9 @@ final class CLIWorld: @unchecked Sendable {
         // The sync that made the conflict says so.
         let conflicted = try world.run(desktop, ["sync"])
         let listedConflicts = try world.run(desktop, ["log", "--conflicts"]).stdout
-        #expect(conflicted.stdout.contains("1 value(s) lost to concurrent edits ('brsync log --conflicts'"), "\(conflicted) \(listedConflicts)")
+        #expect(
+            conflicted.stdout.contains("1 value(s) lost to concurrent edits ('brsync log --conflicts'"),
+            "\(conflicted) \(listedConflicts)")
         try world.mustRun(laptop, ["sync"])
         for home in [laptop, desktop] {
             let resolved = try world.run(home, ["resolve", "--json", "https://github.com/x"])
@@ -218,9 +254,14 @@ final class CLIWorld: @unchecked Sendable {
         }
         // The desktop's push overwrote the laptop's concurrent edit: it keeps the loser.
         let conflicts = try world.run(desktop, ["log", "--conflicts"])
-        #expect(conflicts.stdout.contains(#"rules/github.com browser: "firefox""#) && conflicts.stdout.contains(#"lost to "chrome""#), "\(conflicts)")
-        #expect(!conflicts.stdout.contains(" deleted: false"), "a value that lost to the same value is no conflict: \(conflicts)")
-        let line = try #require(conflicts.stdout.split(separator: "\n").first { $0.contains("rules/github.com browser:") })
+        #expect(
+            conflicts.stdout.contains(#"rules/github.com browser: "firefox""#)
+                && conflicts.stdout.contains(#"lost to "chrome""#), "\(conflicts)")
+        #expect(
+            !conflicts.stdout.contains(" deleted: false"),
+            "a value that lost to the same value is no conflict: \(conflicts)")
+        let line = try #require(
+            conflicts.stdout.split(separator: "\n").first { $0.contains("rules/github.com browser:") })
         let id = try #require(line.split(separator: " ").first.map { String($0.dropFirst()) })
         try world.mustRun(desktop, ["restore", id])
         // It is marked restored, and restoring it again is refused.
@@ -230,10 +271,14 @@ final class CLIWorld: @unchecked Sendable {
         let again = try world.run(desktop, ["restore", id])
         #expect(again.status == 2 && again.stderr.contains("restored already"), "\(again)")
         let log = try world.run(desktop, ["log", "--json", "--limit", "3"])
-        #expect(log.status == 0 && log.stdout.hasPrefix("[{") && log.stdout.contains(#""thisDevice":true"#), "\(log.stdout)")
+        #expect(
+            log.status == 0 && log.stdout.hasPrefix("[{") && log.stdout.contains(#""thisDevice":true"#), "\(log.stdout)"
+        )
         for home in [desktop, laptop] { try world.mustRun(home, ["sync"]) }
         for home in [laptop, desktop] {
-            #expect(try world.run(home, ["resolve", "--json", "https://github.com/x"]).stdout.contains(#""browser":"firefox""#))
+            #expect(
+                try world.run(home, ["resolve", "--json", "https://github.com/x"]).stdout.contains(
+                    #""browser":"firefox""#))
         }
     }
 
@@ -251,7 +296,13 @@ final class CLIWorld: @unchecked Sendable {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: world.db + suffix) }
         try FileManager.default.copyItem(atPath: backup, toPath: world.db)
         try world.start()
-        try world.mustRun(laptop, ["remote", "set", world.url, "--token", try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(
+            laptop,
+            [
+                "remote", "set", world.url, "--token",
+                try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(
+                    in: .whitespacesAndNewlines), "--ca", world.directory.file("ca.pem"),
+            ])
         try world.mustRun(laptop, ["rules", "add", "b.example", "firefox"])
         let resync = try world.run(laptop, ["sync", "--json"])
         #expect(resync.status == 0, "\(resync)")
@@ -278,22 +329,29 @@ final class CLIWorld: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 4) == 0
-                && getsockname(listener, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0
+                    && getsockname(listener, $0, &length) == 0
+            }
         }
         #expect(bound)
         let silent = "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
         let token = laptop + "/token"
-        try world.mustRun(laptop, ["remote", "set", silent, "--token-file", token, "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(
+            laptop, ["remote", "set", silent, "--token-file", token, "--ca", world.directory.file("ca.pem")])
         let sync = try BackgroundProcess(world.brsync, ["sync"], environment: ["BRSYNC_HOME": laptop])
         // Interrupted once it is waiting for the server (its connection is queued on the listener).
         var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
         #expect(poll(&waiting, 1, 20_000) == 1, "the sync connected")
         sync.signal(SIGINT)
         let status = sync.wait(timeout: 20)
-        #expect(status == 128 + SIGINT && sync.text.contains("brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped"),
-                "\(String(describing: status)) \(sync.text)")
-        try world.mustRun(laptop, ["remote", "set", world.url, "--token-file", token, "--ca", world.directory.file("ca.pem")])
+        #expect(
+            status == 128 + SIGINT
+                && sync.text.contains(
+                    "brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped"),
+            "\(String(describing: status)) \(sync.text)")
+        try world.mustRun(
+            laptop, ["remote", "set", world.url, "--token-file", token, "--ca", world.directory.file("ca.pem")])
         let next = try world.run(laptop, ["sync", "--json"])
         #expect(next.status == 0 && next.stdout.contains(#""pushed":2"#), "\(next)")
     }
@@ -304,15 +362,21 @@ final class CLIWorld: @unchecked Sendable {
         let world = try CLIWorld(.sqlite)
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["sync"])
-        let working = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let working = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let mistyped = try world.run(laptop, ["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234"])
-        #expect(mistyped.status == 0 && mistyped.stdout.contains("the last token that synced is kept in \(laptop)/token.previous"), "\(mistyped)")
+        #expect(
+            mistyped.status == 0
+                && mistyped.stdout.contains("the last token that synced is kept in \(laptop)/token.previous"),
+            "\(mistyped)")
         // A second mistyped token does not push out the one that worked.
         try world.mustRun(laptop, ["remote", "set", world.url, "--token", "brs_anotherWrongTokenAtAll99"])
         let wrong = try world.run(laptop, ["sync"])
         #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
-        #expect(wrong.stderr.contains("kept in \(laptop)/token.previous")
-                && wrong.stderr.contains("brsync remote set \(world.url) --token-file \(laptop)/token.previous"), "\(wrong)")
+        #expect(
+            wrong.stderr.contains("kept in \(laptop)/token.previous")
+                && wrong.stderr.contains("brsync remote set \(world.url) --token-file \(laptop)/token.previous"),
+            "\(wrong)")
         #expect(try String(contentsOfFile: laptop + "/token.previous", encoding: .utf8).contains(working))
         // Put back as the message says, from the file (never on a command line).
         try world.mustRun(laptop, ["remote", "set", world.url, "--token-file", laptop + "/token.previous"])
@@ -326,15 +390,26 @@ final class CLIWorld: @unchecked Sendable {
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])
         let before = try world.snapshot(laptop)
-        try world.mustRun(laptop, ["remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234", "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(
+            laptop,
+            [
+                "remote", "set", world.url, "--token", "brs_notAValidTokenAtAll1234", "--ca",
+                world.directory.file("ca.pem"),
+            ])
         let wrong = try world.run(laptop, ["sync"])
         #expect(wrong.status == 5 && wrong.stderr.contains("unauthorized"), "\(wrong)")
         let token = try world.token("laptop2")
-        try world.mustRun(laptop, ["remote", "set", world.url, "--token", token, "--ca", world.directory.file("ca.pem")])
-        #expect(try ProcessRunner.run(world.brsyncd, ["device", "revoke", "alice", "laptop2"] + world.storeArguments, environment: world.storeEnvironment).status == 0)
+        try world.mustRun(
+            laptop, ["remote", "set", world.url, "--token", token, "--ca", world.directory.file("ca.pem")])
+        #expect(
+            try ProcessRunner.run(
+                world.brsyncd, ["device", "revoke", "alice", "laptop2"] + world.storeArguments,
+                environment: world.storeEnvironment
+            ).status == 0)
         let revoked = try world.run(laptop, ["push"])
         #expect(revoked.status == 5 && revoked.stderr.contains("revoked"), "\(revoked)")
-        #expect(try world.snapshot(laptop).filter { !$0.hasPrefix("remote") } == before.filter { !$0.hasPrefix("remote") })
+        #expect(
+            try world.snapshot(laptop).filter { !$0.hasPrefix("remote") } == before.filter { !$0.hasPrefix("remote") })
     }
 
     /// Unreachable or untrusted servers are exit 4 (the timer's "offline");
@@ -343,9 +418,11 @@ final class CLIWorld: @unchecked Sendable {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox"])
-        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         func point(at url: String, ca: String? = nil) throws {
-            try world.mustRun(laptop, ["remote", "set", url, "--token", token, "--ca", ca ?? world.directory.file("ca.pem")])
+            try world.mustRun(
+                laptop, ["remote", "set", url, "--token", token, "--ca", ca ?? world.directory.file("ca.pem")])
         }
         let before = try world.snapshot(laptop).filter { !$0.hasPrefix("remote") }
 
@@ -363,7 +440,9 @@ final class CLIWorld: @unchecked Sendable {
         #expect(unknownCA.status == 4 && unknownCA.stderr.contains("not trusted"), "\(unknownCA)")
 
         // Plain HTTP on the port.
-        let plain = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits()) { _, _ in
+        let plain = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits()
+        ) { _, _ in
             HTTPResponse.json(200, "{}")
         }
         let plainPort = try plain.start()[0]
@@ -374,9 +453,16 @@ final class CLIWorld: @unchecked Sendable {
 
         // A TLS server that answers garbage, or JSON cut short.
         let authorityFile = world.directory.file("ca.pem")
-        let context = try TLSContext.server(certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key"))
-        for (body, message) in [("<html>hello</html>", "not JSON"), (#"{"acknowledged": 1, "appl"#, "not JSON"), (#"{"some":"json"}"#, "not a push response")] {
-            let fake = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: context, limits: HTTPLimits()) { _, _ in
+        let context = try TLSContext.server(
+            certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key")
+        )
+        for (body, message) in [
+            ("<html>hello</html>", "not JSON"), (#"{"acknowledged": 1, "appl"#, "not JSON"),
+            (#"{"some":"json"}"#, "not a push response"),
+        ] {
+            let fake = try HTTPServer(
+                addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: context, limits: HTTPLimits()
+            ) { _, _ in
                 HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
             }
             let fakePort = try fake.start()[0]
@@ -398,7 +484,8 @@ final class CLIWorld: @unchecked Sendable {
         stat(laptop + "/token", &info)
         #expect(info.st_mode & 0o777 == 0o600, "only the user can read the token")
         let show = try world.run(laptop, ["remote", "show"])
-        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: laptop + "/token", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(show.status == 0 && show.stdout.contains(world.url) && !show.stdout.contains(token))
         for (arguments, message) in [
             (["remote", "set", "http://127.0.0.1:1", "--token", token], "https://"),

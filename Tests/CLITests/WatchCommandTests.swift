@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// `brsync watch`: an edit on one machine reaches another that watches in
 /// about the time of two requests; the watch pushes its own machine's
@@ -9,7 +9,9 @@ import TestSupport
 /// timer down, and is one per replica.
 @Suite(.serialized) struct WatchCommandTests {
     /// Waits (bounded) until `home` resolves `url` by a rule for `pattern`.
-    static func resolves(_ world: CLIWorld, _ home: String, _ url: String, by pattern: String, seconds: Double = 10) throws -> Bool {
+    static func resolves(
+        _ world: CLIWorld, _ home: String, _ url: String, by pattern: String, seconds: Double = 10
+    ) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             let result = try world.run(home, ["resolve", "--json", url])
@@ -31,7 +33,8 @@ import TestSupport
 
         let notRunning = try world.run(desktop, ["watch", "--status"])
         #expect(notRunning.status == 1 && notRunning.stdout.contains("no watch runs"), "\(notRunning)")
-        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": desktop])
+        let watch = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": desktop])
         defer { watch.signal(SIGTERM) }
         _ = try watch.waitFor("watching")
         for _ in 0..<100 where try world.run(desktop, ["watch", "--status"]).status != 0 { usleep(50_000) }
@@ -67,7 +70,9 @@ import TestSupport
         try world.start(port: port)
         try world.mustRun(laptop, ["rules", "add", "meet.google.com", "firefox"])
         try world.mustRun(laptop, ["sync"])
-        #expect(try Self.resolves(world, desktop, "https://meet.google.com/abc", by: "meet.google.com", seconds: 20), "\(watch.text)")
+        #expect(
+            try Self.resolves(world, desktop, "https://meet.google.com/abc", by: "meet.google.com", seconds: 20),
+            "\(watch.text)")
 
         // Nothing syncs in a loop: with no edit, the watch only waits. (The
         // line of the sync that brought the rule is written after its
@@ -97,14 +102,17 @@ import TestSupport
         try world.mustRun(home, ["init", "--device-name", "fresh"])
         let bad = try world.run(home, ["watch", "--server-wait", "0"])
         #expect(bad.status == 2 && bad.stderr.contains("--server-wait is 1 to 55"), "\(bad)")
-        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        let watch = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
         defer { watch.signal(SIGTERM) }
         _ = try watch.waitFor("has no server yet")
         let laptop = try world.replica("laptop")
         try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
         try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
         try world.mustRun(laptop, ["sync"])
-        try world.mustRun(home, ["remote", "set", world.url, "--token", try world.token("fresh"), "--ca", world.directory.file("ca.pem")])
+        try world.mustRun(
+            home,
+            ["remote", "set", world.url, "--token", try world.token("fresh"), "--ca", world.directory.file("ca.pem")])
         _ = try watch.waitFor("watching https://")
         try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "firefox %u"])
         #expect(try Self.resolves(world, home, "https://zoom.us/j/1", by: "zoom.us"), "\(watch.text)")
@@ -118,11 +126,14 @@ import TestSupport
     @Test func aWatchIsPrivateAndAFrozenOneDoesNotStopTheTimer() throws {
         let world = try CLIWorld()
         let home = try world.replica("laptop")
-        let watch = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        let watch = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
         _ = try watch.waitFor("watching https://")
         for file in ["watch.lock", "watch.sock"] {
             var status = stat()
-            #expect(lstat(home + "/" + file, &status) == 0 && status.st_mode & 0o777 == 0o600, "\(file): \(String(status.st_mode, radix: 8))")
+            #expect(
+                lstat(home + "/" + file, &status) == 0 && status.st_mode & 0o777 == 0o600,
+                "\(file): \(String(status.st_mode, radix: 8))")
         }
         watch.signal(SIGTERM)
         for _ in 0..<100 where watch.isRunning { usleep(20_000) }
@@ -144,7 +155,8 @@ import TestSupport
         let timer = try world.run(home, ["sync", "--unless-watching"])
         #expect(timer.status == 0 && timer.stdout.hasPrefix("sync: pushed"), "the timer syncs: \(timer)")
         let second = try world.run(home, ["watch"])
-        #expect(second.status == 2 && second.stderr.contains("gave no sign of life"), "the lock is still held: \(second)")
+        #expect(
+            second.status == 2 && second.stderr.contains("gave no sign of life"), "the lock is still held: \(second)")
 
         // A lock file someone else planted (the folder was open to others once) says nothing, and a watch replaces it.
         close(lock)
@@ -155,7 +167,8 @@ import TestSupport
         #expect(fcntl(planted, F_SETLK, &request) == 0)
         _ = pwrite(planted, old, old.count, 0)
         #expect(try world.run(home, ["watch", "--status"]).stdout.contains("no watch runs"))
-        let another = try BackgroundProcess(world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
+        let another = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": home])
         defer { another.signal(SIGTERM) }
         _ = try another.waitFor("watching https://")
         var status2 = stat()

@@ -1,7 +1,7 @@
 import Foundation
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// Whole flows a person goes through, with the real binary.
 @Suite struct WorkflowTests {
@@ -27,7 +27,9 @@ import TestSupport
         try cli.mustSucceed("rules", "add", "github.com", "work")
         let result = try cli.run("resolve", "https://github.com/acme/x")
         #expect(result.status == 3, "\(result)")
-        #expect(result.stdout.contains("the rule 'github.com' matches, but browser 'work' has no launch command on this machine")
+        #expect(
+            result.stdout.contains(
+                "the rule 'github.com' matches, but browser 'work' has no launch command on this machine")
                 && result.stdout.contains("brsync browsers add work --exec COMMAND"), "\(result.stdout)")
         // Nothing matching: as before.
         #expect(try cli.run("resolve", "https://example.org/").stdout.contains("no rule or default browser decides"))
@@ -40,7 +42,10 @@ import TestSupport
         let other = cli.directory.file("other")
         let environment = ["BRSYNC_HOME": cli.directory.file("unused")]
         #expect(try cli.run(["--home", other, "init"], environment: environment).status == 0)
-        #expect(try cli.run(["--home=" + other, "browsers", "add", "firefox", "--exec", "firefox %u"], environment: environment).status == 0)
+        #expect(
+            try cli.run(
+                ["--home=" + other, "browsers", "add", "firefox", "--exec", "firefox %u"], environment: environment
+            ).status == 0)
         let list = try cli.run(["--home", other, "browsers", "list"], environment: environment)
         #expect(list.status == 0 && list.stdout.contains("firefox"), "\(list.stderr)")
         let status = try cli.run(["--home", other, "status"], environment: environment)
@@ -135,14 +140,19 @@ import TestSupport
         let cli = try CLIHarness()
         let help = try cli.run("rules", "add", "--help")
         #expect(help.status == 0)
-        for example in ["*.google.com", "github.com/user/*", "example.com:8443", "youtube.com/watch?v=*", "file:///home/me/docs/**",
-                        "--priority=-5", "brsync rules test PATTERN URL"] {
+        for example in [
+            "*.google.com", "github.com/user/*", "example.com:8443", "youtube.com/watch?v=*", "file:///home/me/docs/**",
+            "--priority=-5", "brsync rules test PATTERN URL",
+        ] {
             #expect(help.stdout.contains(example), "\(example)")
         }
         try cli.mustSucceed("init")
         try cli.mustSucceed("browsers", "add", "firefox")
-        for pattern in ["github.com", "*.google.com", "github.com/user/*", "github.com/user", "example.com:8443", "youtube.com/watch?v=*",
-                        "https://example.com", "file:///home/me/docs/**"] {
+        for pattern in [
+            "github.com", "*.google.com", "github.com/user/*", "github.com/user", "example.com:8443",
+            "youtube.com/watch?v=*",
+            "https://example.com", "file:///home/me/docs/**",
+        ] {
             try cli.mustSucceed("rules", "add", pattern, "firefox")
         }
         let test = try cli.run("rules", "test", "google.com", "https://google.com@evil.com")

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// brsync installed as the default browser in a temporary HOME, on a real X
 /// server (Xvfb), driven through `xdg-open` as a desktop app or file manager
@@ -14,7 +14,8 @@ import TestSupport
         let display: String
 
         init() throws {
-            process = try BackgroundProcess("/usr/bin/Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-noreset", "-screen", "0", "1024x768x24"])
+            process = try BackgroundProcess(
+                "/usr/bin/Xvfb", ["-displayfd", "1", "-nolisten", "tcp", "-noreset", "-screen", "0", "1024x768x24"])
             let number = try process.waitFor(#"(?m)^(\d+)$"#)
             display = ":\(number)"
         }
@@ -31,7 +32,9 @@ import TestSupport
     }
 
     static var hasTools: Bool {
-        ["/usr/bin/Xvfb", "/usr/bin/xdg-open", "/usr/bin/xdg-mime"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/bin/Xvfb", "/usr/bin/xdg-open", "/usr/bin/xdg-mime"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     @Test func linksAndFilesClickedOnTheDesktopOpen() throws {
@@ -43,8 +46,10 @@ import TestSupport
         defer { server.stop() }
         let world = try DesktopClickTests.readyWorld()
         world.environment["DISPLAY"] = server.display
-        try FileManager.default.createDirectory(atPath: world.directory.file("config"), withIntermediateDirectories: true)
-        try "[Default Applications]\nx-scheme-handler/https=firefox.desktop;\nx-scheme-handler/http=firefox.desktop;\ntext/html=firefox.desktop;\n"
+        try FileManager.default.createDirectory(
+            atPath: world.directory.file("config"), withIntermediateDirectories: true)
+        try
+            "[Default Applications]\nx-scheme-handler/https=firefox.desktop;\nx-scheme-handler/http=firefox.desktop;\ntext/html=firefox.desktop;\n"
             .write(toFile: world.directory.file("config/mimeapps.list"), atomically: true, encoding: .utf8)
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         #expect(try world.run("install").status == 0)
@@ -54,8 +59,10 @@ import TestSupport
         // A link: the rule decides.
         let link = try xdgOpen("https://github.com/brsync?tab=1")
         #expect(link.status == 0, "\(link)")
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakechrome --profile-directory=Default https://github.com/brsync?tab=1") == true,
-                "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://github.com/brsync?tab=1") == true,
+            "\(world.launched())")
         // A local HTML file, as a file manager opens it: the default browser, as a file.
         let page = world.directory.file("page.html")
         try "<!DOCTYPE html>\n<html><head><title>A page</title></head><body><h1>hi</h1></body></html>\n"
@@ -100,40 +107,51 @@ import TestSupport
         world.environment["WAYLAND_DISPLAY"] = nil
         world.environment["XDG_SESSION_TYPE"] = nil
         func release(_ keys: [String]) throws {
-            let up = try BackgroundProcess("/usr/bin/xdotool", ["keyup"] + keys, environment: ["DISPLAY": server.display])
+            let up = try BackgroundProcess(
+                "/usr/bin/xdotool", ["keyup"] + keys, environment: ["DISPLAY": server.display])
             #expect(up.wait(timeout: 10) == 0, "xdotool keyup \(keys)")
         }
         #expect(try world.run("rules", "add", "decided.example", "firefox").status == 0)
         let offered = try DesktopClickTests.menuChoosingChromeAndRemembering(world)
 
         let set = try world.run("hold-to-ask", "Shift")
-        #expect(set.status == 0 && set.stdout.contains("holding Shift ask") && set.stdout.contains("keys can be read"), "\(set)")
+        #expect(
+            set.status == 0 && set.stdout.contains("holding Shift ask") && set.stdout.contains("keys can be read"),
+            "\(set)")
         #expect(try world.run("hold-to-ask").stdout.contains("holding Shift"))
         let doctor = try world.run("doctor").stdout
         #expect(doctor.contains("ok      hold-to-ask: links clicked while holding Shift ask"), "\(doctor)")
         // Nothing held: the rule decides, and no picker is asked.
         #expect(try world.run("open", "https://decided.example/a").status == 0)
-        #expect(world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/a") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 1).last?.hasSuffix("fakefox https://decided.example/a") == true,
+            "\(world.launched())")
         #expect(!FileManager.default.fileExists(atPath: offered))
         // Shift held (Ctrl is not the key chosen): asked, and the rule's pattern offered.
-        for (count, keys, url, asks) in [(2, ["ctrl"], "https://decided.example/b", false), (3, ["shift"], "https://decided.example/c", true)] {
-            let holder = try BackgroundProcess("/usr/bin/xdotool", ["keydown"] + keys + ["exec", "--sync", "/bin/echo", "held", "sleep", "10"],
-                                               environment: ["DISPLAY": server.display])
+        for (count, keys, url, asks) in [
+            (2, ["ctrl"], "https://decided.example/b", false), (3, ["shift"], "https://decided.example/c", true),
+        ] {
+            let holder = try BackgroundProcess(
+                "/usr/bin/xdotool", ["keydown"] + keys + ["exec", "--sync", "/bin/echo", "held", "sleep", "10"],
+                environment: ["DISPLAY": server.display])
             _ = try holder.waitFor("held")
             let opened = try world.run("open", url)
             holder.stop(timeout: 1)
             try release(keys)
             #expect(opened.status == 0, "\(opened)")
-            #expect(world.waitForLaunch(count: count).last?.hasSuffix(asks ? "fakechrome --profile-directory=Default \(url)" : "fakefox \(url)") == true,
-                    "\(world.launched())")
+            #expect(
+                world.waitForLaunch(count: count).last?.hasSuffix(
+                    asks ? "fakechrome --profile-directory=Default \(url)" : "fakefox \(url)") == true,
+                "\(world.launched())")
             #expect(FileManager.default.fileExists(atPath: offered) == asks, "\(keys)")
         }
         #expect(try String(contentsOfFile: offered, encoding: .utf8).contains("remember decided.example"))
         // Off: Shift held changes nothing (the rule, now chrome since Remember replaced it, decides).
         unlink(offered)
         #expect(try world.run("hold-to-ask", "off").stdout.contains("off"))
-        let holder = try BackgroundProcess("/usr/bin/xdotool", ["keydown", "shift", "exec", "--sync", "/bin/echo", "held", "sleep", "10"],
-                                           environment: ["DISPLAY": server.display])
+        let holder = try BackgroundProcess(
+            "/usr/bin/xdotool", ["keydown", "shift", "exec", "--sync", "/bin/echo", "held", "sleep", "10"],
+            environment: ["DISPLAY": server.display])
         _ = try holder.waitFor("held")
         #expect(try world.run("open", "https://decided.example/d").status == 0)
         holder.stop(timeout: 1)
@@ -147,7 +165,9 @@ import TestSupport
         chmod(world.directory.file("brsync/hold-to-ask"), 0o600)
         let damaged = try world.run("open", "https://decided.example/e")
         #expect(damaged.status == 0 && damaged.stderr.contains("names no key"), "\(damaged)")
-        #expect(world.waitForLaunch(count: 5).last?.hasSuffix("fakechrome --profile-directory=Default https://decided.example/e") == true, "\(world.launched())")
+        #expect(
+            world.waitForLaunch(count: 5).last?.hasSuffix(
+                "fakechrome --profile-directory=Default https://decided.example/e") == true, "\(world.launched())")
         #expect(try world.run("hold-to-ask").status == 2)
         // A setting that says off is off; a folder in its place is an error that names it.
         try "off\n".write(toFile: world.directory.file("brsync/hold-to-ask"), atomically: true, encoding: .utf8)
@@ -160,10 +180,13 @@ import TestSupport
         #expect(try world.run("hold-to-ask").stdout.contains("holding Shift"))
         chmod(world.directory.file("brsync/hold-to-ask"), 0o666)
         let loose = try world.run("hold-to-ask")
-        #expect(loose.status == 2 && loose.stderr.contains("can be changed by others") && loose.stderr.contains("'brsync hold-to-ask off' removes it"), "\(loose)")
+        #expect(
+            loose.status == 2 && loose.stderr.contains("can be changed by others")
+                && loose.stderr.contains("'brsync hold-to-ask off' removes it"), "\(loose)")
         #expect(try world.run("hold-to-ask", "off").status == 0)
         // A folder in its place: an empty one is removed by off; one with files is named.
-        try FileManager.default.createDirectory(atPath: world.directory.file("brsync/hold-to-ask/inside"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: world.directory.file("brsync/hold-to-ask/inside"), withIntermediateDirectories: true)
         let folder = try world.run("hold-to-ask", "off")
         #expect(folder.status == 2 && folder.stderr.contains("remove it by hand (rm -r"), "\(folder)")
         try FileManager.default.removeItem(atPath: world.directory.file("brsync/hold-to-ask/inside"))
@@ -175,6 +198,8 @@ import TestSupport
         let wayland = try world.run("hold-to-ask", "shift")
         #expect(wayland.status == 0 && wayland.stdout.contains("Wayland session"), "\(wayland)")
         let waylandDoctor = try world.run("doctor").stdout
-        #expect(waylandDoctor.contains("note    hold-to-ask: Shift is set, but not read here: this is a Wayland session"), "\(waylandDoctor)")
+        #expect(
+            waylandDoctor.contains("note    hold-to-ask: Shift is set, but not read here: this is a Wayland session"),
+            "\(waylandDoctor)")
     }
 }

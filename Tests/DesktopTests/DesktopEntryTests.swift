@@ -1,5 +1,6 @@
 import Model
 import Testing
+
 @testable import Desktop
 
 @Suite struct DesktopEntryTests {
@@ -85,7 +86,10 @@ import Testing
         ("chrome %U", ["chrome", "https://a.example/x?y=1&z", "https://b.example/"]),
         ("browser %f", ["browser", "https://a.example/x?y=1&z"]),
         ("epiphany %F", ["epiphany", "https://a.example/x?y=1&z", "https://b.example/"]),
-        ("app %i %c %k %u", ["app", "--icon", "web-browser", "Fire Fox", "/apps/ff.desktop", "https://a.example/x?y=1&z"]),
+        (
+            "app %i %c %k %u",
+            ["app", "--icon", "web-browser", "Fire Fox", "/apps/ff.desktop", "https://a.example/x?y=1&z"]
+        ),
         ("app --name=%c %%u", ["app", "--name=Fire Fox", "%u", "https://a.example/x?y=1&z", "https://b.example/"]),
         ("app %d %D %n %N %v %m %u", ["app", "", "", "", "", "", "", "https://a.example/x?y=1&z"]),
         ("no-codes --flag", ["no-codes", "--flag", "https://a.example/x?y=1&z", "https://b.example/"]),
@@ -93,13 +97,16 @@ import Testing
 
     @Test("field codes", arguments: expansions)
     func expands(_ row: (String, [String])) throws {
-        let context = ExecCommand.Context(urls: ["https://a.example/x?y=1&z", "https://b.example/"], icon: "web-browser",
-                                          name: "Fire Fox", desktopFile: "/apps/ff.desktop")
+        let context = ExecCommand.Context(
+            urls: ["https://a.example/x?y=1&z", "https://b.example/"], icon: "web-browser",
+            name: "Fire Fox", desktopFile: "/apps/ff.desktop")
         #expect(try ExecCommand(row.0).expanded(context) == row.1)
     }
 
     @Test func badCommands() {
-        for (exec, reason) in [("", "empty"), (#"browser "unclosed"#, "not closed"), (#"browser "\x""#, "not a valid escape")] {
+        for (exec, reason) in [
+            ("", "empty"), (#"browser "unclosed"#, "not closed"), (#"browser "\x""#, "not a valid escape"),
+        ] {
             #expect { _ = try ExecCommand(exec) } throws: { String(describing: $0).contains(reason) }
         }
     }

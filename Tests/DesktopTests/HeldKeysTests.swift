@@ -1,8 +1,8 @@
 import Desktop
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// Reading the held modifier keys over the X protocol: what the X server
 /// and the Xauthority file say is input like any other (a damaged or
@@ -11,21 +11,29 @@ import TestSupport
 /// (XvfbDesktopTests.holdingTheChosenKeyMakesALinkAsk).
 @Suite struct HeldKeysTests {
 
-    @Test(arguments: [
-        (":0", 0), (":1.0", 1), ("unix:2", 2), (":12.3", 12),
-        ("localhost:10.0", nil), (":", nil), (":a", nil), (":0.x", nil), (":1234567", nil), ("", nil), (":0 ", nil), ("wayland-0", nil),
-    ] as [(String, Int?)])
+    @Test(
+        arguments: [
+            (":0", 0), (":1.0", 1), ("unix:2", 2), (":12.3", 12),
+            ("localhost:10.0", nil), (":", nil), (":a", nil), (":0.x", nil), (":1234567", nil), ("", nil), (":0 ", nil),
+            ("wayland-0", nil),
+        ] as [(String, Int?)])
     func displaysAreReadWhenLocal(display: String, number: Int?) {
         #expect(HeldKeys.displayNumber(display) == number, "\(display)")
     }
 
     @Test func onlyX11SessionsCanBeRead() {
         #expect(HeldKeys.unreadable(environment: ["DISPLAY": ":0"]) == nil)
-        #expect(HeldKeys.unreadable(environment: ["DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"])?.contains("Wayland") == true)
-        #expect(HeldKeys.unreadable(environment: ["DISPLAY": ":0", "XDG_SESSION_TYPE": "wayland"])?.contains("Wayland") == true)
+        #expect(
+            HeldKeys.unreadable(environment: ["DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"])?.contains("Wayland")
+                == true)
+        #expect(
+            HeldKeys.unreadable(environment: ["DISPLAY": ":0", "XDG_SESSION_TYPE": "wayland"])?.contains("Wayland")
+                == true)
         #expect(HeldKeys.unreadable(environment: [:])?.contains("no X display") == true)
         #expect(HeldKeys.unreadable(environment: ["DISPLAY": "remote:0"])?.contains("not this machine's") == true)
-        #expect(HeldKeys.Modifier(named: "Control") == .ctrl && HeldKeys.Modifier(named: "SUPER") == .super && HeldKeys.Modifier(named: "caps") == nil)
+        #expect(
+            HeldKeys.Modifier(named: "Control") == .ctrl && HeldKeys.Modifier(named: "SUPER") == .super
+                && HeldKeys.Modifier(named: "caps") == nil)
     }
 
     /// An Xauthority record: family, address, display number, name, data.
@@ -36,7 +44,8 @@ import TestSupport
 
     @Test func theDisplaysCookieIsFoundInTheAuthorityFile() {
         let ours = [UInt8](repeating: 0xAB, count: 16), other = [UInt8](repeating: 0x11, count: 16)
-        let file = Self.record(number: "1", data: other) + Self.record(number: "0", name: "XDM-AUTHORIZATION-1", data: other)
+        let file =
+            Self.record(number: "1", data: other) + Self.record(number: "0", name: "XDM-AUTHORIZATION-1", data: other)
             + Self.record(number: "0", data: ours)
         #expect(HeldKeys.cookie(inAuthority: file, display: 0) == ours)
         #expect(HeldKeys.cookie(inAuthority: file, display: 1) == other)
@@ -55,8 +64,10 @@ import TestSupport
 
     /// A set-up reply shaped as Xvfb's: 32 fixed bytes, the vendor padded to
     /// 4, `formats` pixmap formats, then the first screen (its root first).
-    static func setupReply(status: UInt8 = 1, vendor: String = "The X.Org Foundation", formats: Int = 2, screens: UInt8 = 1,
-                           root: [UInt8] = [0x0D, 0x05, 0, 0]) -> (head: [UInt8], body: [UInt8]) {
+    static func setupReply(
+        status: UInt8 = 1, vendor: String = "The X.Org Foundation", formats: Int = 2, screens: UInt8 = 1,
+        root: [UInt8] = [0x0D, 0x05, 0, 0]
+    ) -> (head: [UInt8], body: [UInt8]) {
         var body = [UInt8](repeating: 0, count: 32)
         let name = Array(vendor.utf8)
         body[16] = UInt8(name.count & 0xFF)
@@ -93,13 +104,17 @@ import TestSupport
         }
         var authenticate = good
         authenticate.head[0] = 2
-        #expect(throws: HeldKeys.Failure.self) { try HeldKeys.rootWindow(head: authenticate.head, body: authenticate.body) }
+        #expect(throws: HeldKeys.Failure.self) {
+            try HeldKeys.rootWindow(head: authenticate.head, body: authenticate.body)
+        }
         var unknown = good
         unknown.head[0] = 9
         #expect(throws: HeldKeys.Failure.self) { try HeldKeys.rootWindow(head: unknown.head, body: unknown.body) }
         // Cut short anywhere, a vendor or format count pointing past the end, no screen.
         for cut in 0..<(32 + 20 + 16 + 4) {
-            #expect(throws: HeldKeys.Failure.self, "cut at \(cut)") { try HeldKeys.rootWindow(head: good.head, body: Array(good.body.prefix(cut))) }
+            #expect(throws: HeldKeys.Failure.self, "cut at \(cut)") {
+                try HeldKeys.rootWindow(head: good.head, body: Array(good.body.prefix(cut)))
+            }
         }
         var longVendor = good.body
         longVendor[16] = 0xFF
@@ -134,9 +149,13 @@ import TestSupport
                 _ = try HeldKeys.held(environment: ["DISPLAY": display.display, "HOME": "/nonexistent"])
             } throws: { error in
                 let text = "\(error)"
-                return hangUp ? text.contains("closed the connection") || text.contains("went away") : text.contains("did not answer within")
+                return hangUp
+                    ? text.contains("closed the connection") || text.contains("went away")
+                    : text.contains("did not answer within")
             }
-            #expect(Date().timeIntervalSince(started) < 2, "hang up \(hangUp): the read's budget is \(HeldKeys.timeoutMillis) ms")
+            #expect(
+                Date().timeIntervalSince(started) < 2,
+                "hang up \(hangUp): the read's budget is \(HeldKeys.timeoutMillis) ms")
             let checked = SessionDisplay.check(environment: ["DISPLAY": display.display])
             #expect(!checked.any && checked.problems.count == 1, "\(checked)")
         }
@@ -152,13 +171,17 @@ import TestSupport
         defer { compositor.stop() }
         let listening = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-1", "XDG_RUNTIME_DIR": folder])
         #expect(listening.wayland && listening.any && listening.problems.isEmpty, "\(listening)")
-        #expect(SessionDisplay.check(environment: ["WAYLAND_DISPLAY": folder + "/wayland-1"]).wayland, "an absolute WAYLAND_DISPLAY")
+        #expect(
+            SessionDisplay.check(environment: ["WAYLAND_DISPLAY": folder + "/wayland-1"]).wayland,
+            "an absolute WAYLAND_DISPLAY")
         // One that takes the connection and never answers.
         let frozen = try SilentDisplay(at: folder + "/wayland-2")
         defer { frozen.stop() }
         let started = Date()
         let silent = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-2", "XDG_RUNTIME_DIR": folder])
-        #expect(!silent.any && silent.problems.first?.contains("did not answer within") == true && Date().timeIntervalSince(started) < 2, "\(silent)")
+        #expect(
+            !silent.any && silent.problems.first?.contains("did not answer within") == true
+                && Date().timeIntervalSince(started) < 2, "\(silent)")
         let noFolder = SessionDisplay.check(environment: ["WAYLAND_DISPLAY": "wayland-9"])
         #expect(!noFolder.any && noFolder.problems.first?.contains("XDG_RUNTIME_DIR") == true, "\(noFolder)")
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Desktop
 
 @Suite struct PickerModelTests {
@@ -21,13 +22,16 @@ import Testing
     @Test func theDefaultStartsSelected() {
         var model = PickerModel(choices: ["a", "b", "c"], suggestedPattern: "x", selected: 2)
         #expect(model.handle(.enter) == .open(index: 2, rememberPattern: nil))
-        #expect(PickerModel(choices: ["a"], suggestedPattern: "x", selected: 5).selected == 0, "an index past the list selects the first")
+        #expect(
+            PickerModel(choices: ["a"], suggestedPattern: "x", selected: 5).selected == 0,
+            "an index past the list selects the first")
     }
 
     @Test func rememberingWithTheSuggestedOrAnEditedPattern() {
         #expect(feed([.character("r"), .enter]).0 == .open(index: 0, rememberPattern: "github.com"))
         #expect(feed([.character("r"), .character("r"), .enter]).0 == .open(index: 0, rememberPattern: nil))
-        let edited: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + "gitlab.com".map { .character($0) }
+        let edited: [PickerModel.Key] =
+            [.character("e")] + Array(repeating: .backspace, count: 10) + "gitlab.com".map { .character($0) }
             + [.enter, .down, .enter]
         #expect(feed(edited).0 == .open(index: 1, rememberPattern: "gitlab.com"))
         // Typing in the pattern field does not choose a browser.
@@ -40,7 +44,10 @@ import Testing
         let (none, model) = feed(empty)
         #expect(none == nil && model.editingPattern && model.message?.contains("type a pattern") == true)
         // An invalid one: the reason, then fixed and opened.
-        let invalid: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + "a b".map { .character($0) } + [.enter, .enter]
+        let invalid: [PickerModel.Key] =
+            [.character("e")] + Array(repeating: .backspace, count: 10) + "a b".map { .character($0) } + [
+                .enter, .enter,
+            ]
         let (stayed, shown) = feed(invalid)
         #expect(stayed == nil && shown.message?.contains("whitespace") == true, "\(String(describing: shown.message))")
         let fixed = invalid + [.backspace, .backspace, .character("."), .character("b"), .enter, .enter]
@@ -58,7 +65,9 @@ import Testing
     @Test func longURLsAreShortenedInTheMiddle() {
         let url = "https://example.com/" + String(repeating: "a", count: 100) + "/end"
         let short = PickerModel.shorten(url, to: 40)
-        #expect(short.count == 40 && short.hasPrefix("https://example.com/") && short.hasSuffix("/end") && short.contains("…"))
+        #expect(
+            short.count == 40 && short.hasPrefix("https://example.com/") && short.hasSuffix("/end")
+                && short.contains("…"))
         #expect(PickerModel.shorten("short", to: 40) == "short")
     }
 
@@ -70,7 +79,9 @@ import Testing
     /// Names synced from elsewhere cannot add lines or escape sequences to a menu.
     @Test func menuLinesShowNamesFromElsewhereSafely() {
         let lines = MenuPicker.lines(choices: ["Fire\nfox", "--help", "\u{1B}[2Jx"], suggestedPattern: "a\u{202E}b")
-        #expect(lines.count == 6 && !lines.contains { $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{202E}") })
+        #expect(
+            lines.count == 6
+                && !lines.contains { $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{202E}") })
         #expect(lines[1] == "--help", "kept as text; zenity gets it after '--'")
     }
 }

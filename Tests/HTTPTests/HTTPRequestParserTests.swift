@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTP
 
 /// Feeds `input` whole, byte by byte, and split at every position; every way
@@ -21,24 +22,47 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
 
 @Suite struct HTTPRequestParserTests {
     static let valid: [(String, HTTPRequest)] = [
-        ("GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n",
-         HTTPRequest(method: "GET", target: "/v1/health", headers: ["Host": "a"])),
-        ("GET /v1/pull?since=5&limit=2 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer x  \r\n\r\n",
-         HTTPRequest(method: "GET", target: "/v1/pull?since=5&limit=2", headers: ["Host": "a", "Authorization": "Bearer x"])),
-        ("POST /v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-         HTTPRequest(method: "POST", target: "/v1/push", headers: ["Host": "a", "Content-Length": "5"], body: Array("hello".utf8))),
-        ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
-         HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"], body: Array("hello world".utf8))),
+        (
+            "GET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n",
+            HTTPRequest(method: "GET", target: "/v1/health", headers: ["Host": "a"])
+        ),
+        (
+            "GET /v1/pull?since=5&limit=2 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer x  \r\n\r\n",
+            HTTPRequest(
+                method: "GET", target: "/v1/pull?since=5&limit=2", headers: ["Host": "a", "Authorization": "Bearer x"])
+        ),
+        (
+            "POST /v1/push HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+            HTTPRequest(
+                method: "POST", target: "/v1/push", headers: ["Host": "a", "Content-Length": "5"],
+                body: Array("hello".utf8))
+        ),
+        (
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
+            HTTPRequest(
+                method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"],
+                body: Array("hello world".utf8))
+        ),
         // RFC 9112's chunk-ext: whitespace around, a bare name, a quoted value with a quoted pair.
-        ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a ; b = \"x\\\"y\"\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
-         HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"], body: Array("hello world".utf8))),
-        ("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n",
-         HTTPRequest(method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "Chunked"], body: Array("0123456789".utf8))),
+        (
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a ; b = \"x\\\"y\"\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: t\r\n\r\n",
+            HTTPRequest(
+                method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"],
+                body: Array("hello world".utf8))
+        ),
+        (
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n",
+            HTTPRequest(
+                method: "POST", target: "/x", headers: ["Host": "a", "Transfer-Encoding": "Chunked"],
+                body: Array("0123456789".utf8))
+        ),
         ("GET / HTTP/1.0\r\n\r\n", HTTPRequest(method: "GET", target: "/", minorVersion: 0)),
         ("\r\nGET / HTTP/1.1\r\nhost: a\r\n\r\n", HTTPRequest(method: "GET", target: "/", headers: ["host": "a"])),
         ("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", HTTPRequest(method: "OPTIONS", target: "*", headers: ["Host": "a"])),
-        ("GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Tab:\tv\t\r\n\r\n",
-         HTTPRequest(method: "GET", target: "/", headers: ["Host": "a", "X-Empty": "", "X-Tab": "v"])),
+        (
+            "GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Tab:\tv\t\r\n\r\n",
+            HTTPRequest(method: "GET", target: "/", headers: ["Host": "a", "X-Empty": "", "X-Tab": "v"])
+        ),
     ]
 
     @Test("valid requests", arguments: valid)
@@ -52,15 +76,24 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
     }
 
     static let invalid: [(String, Int, String)] = [
-        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc", 400, "both Content-Length and Transfer-Encoding"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", 400, "more than one Content-Length"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc", 400,
+            "both Content-Length and Transfer-Encoding"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc", 400,
+            "more than one Content-Length"
+        ),
         ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3, 3\r\n\r\nabc", 400, "not a number"),
         ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", 400, "not a number"),
         ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400, "not a number"),
         ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", 400, "not a number"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "transfer coding"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400, "transfer coding"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "transfer coding"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+            "transfer coding"
+        ),
         ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, "HTTP/1.0"),
         ("GET / HTTP/1.1\nHost: a\r\n\r\n", 400, "bare LF"),
         ("GET / HTTP/1.1\r\nHost: a\n\r\n", 400, "bare LF"),
@@ -79,19 +112,34 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         ("GET / HTTP/1.1\r\n\r\n", 400, "no Host"),
         ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "invalid chunk size"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;\u{01}\u{7f}=\"\r\n", 400, "invalid chunk extensions"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a=\"open\r\n", 400, "invalid chunk extensions"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;\u{01}\u{7f}=\"\r\n", 400,
+            "invalid chunk extensions"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a=\"open\r\n", 400,
+            "invalid chunk extensions"
+        ),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;=v\r\n", 400, "invalid chunk extensions"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2 x\r\n", 400, "invalid chunk extensions"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a;b;c;d;e;f;g;h;i\r\n", 400, "invalid chunk extensions"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a;b;c;d;e;f;g;h;i\r\n", 400,
+            "invalid chunk extensions"
+        ),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400, "not followed by CRLF"),
         ("\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\n", 400, "empty lines"),
         // Chunk sizes that would wrap an Int (the top bit set crashed the server).
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", 413, "larger than"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n7fffffffffffffff\r\n", 413, "larger than"),
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n8000000000000000;x\r\n", 413, "larger than"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", 400, "invalid chunk size"),
-        ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0000000001000000\r\n", 413, "larger than"),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", 400,
+            "invalid chunk size"
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0000000001000000\r\n", 413,
+            "larger than"
+        ),
         // Unicode case folding is not HTTP's: the Kelvin sign is not a 'k'.
         ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\n", 400, "transfer coding"),
     ]
@@ -114,10 +162,15 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         limits.maxHeaderCount = 3
         limits.maxBodyBytes = 10
         let longLine = "GET /" + String(repeating: "a", count: 40) + " HTTP/1.1\r\nHost: a\r\n\r\n"
-        #expect(parseAllSplits(longLine, limits: limits).last == .failure(HTTPParseError(status: 414, reason: "the request line is longer than 32 bytes")))
+        #expect(
+            parseAllSplits(longLine, limits: limits).last
+                == .failure(HTTPParseError(status: 414, reason: "the request line is longer than 32 bytes")))
         // An unterminated long line is refused before it ends.
         var parser = HTTPRequestParser(limits: limits)
-        #expect(parser.feed(Array(("GET /" + String(repeating: "a", count: 100)).utf8)).first.map { if case .failure(let e) = $0 { return e.status } else { return 0 } } == 414)
+        #expect(
+            parser.feed(Array(("GET /" + String(repeating: "a", count: 100)).utf8)).first.map {
+                if case .failure(let e) = $0 { return e.status } else { return 0 }
+            } == 414)
 
         let bigHeaders = "GET / HTTP/1.1\r\nHost: a\r\nX-Long: " + String(repeating: "b", count: 80) + "\r\n\r\n"
         #expect(statusOf(parseAllSplits(bigHeaders, limits: limits)) == 431)
@@ -125,7 +178,8 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         #expect(statusOf(parseAllSplits(manyHeaders, limits: limits)) == 431)
         let bigBody = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\nhello world"
         #expect(statusOf(parseAllSplits(bigBody, limits: limits)) == 413)
-        let bigChunks = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n"
+        let bigChunks =
+            "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n5\r\nworld\r\n0\r\n\r\n"
         #expect(statusOf(parseAllSplits(bigChunks, limits: limits)) == 413)
         let hugeLength = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n"
         #expect(statusOf(parseAllSplits(hugeLength, limits: limits)) == 413)
@@ -147,7 +201,8 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
     }
 
     @Test func pipelinedRequestsComeOutInOrder() {
-        let input = "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        let input =
+            "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nPOST /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhiGET /3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
         let events = parseAllSplits(input)
         let targets = events.compactMap { event -> String? in
             if case .request(let request) = event { return request.target }
@@ -158,7 +213,8 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
     }
 
     @Test func theHeadOfARequestWithABodyComesFirst() {
-        let input = "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhiPOST /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\nGET /c HTTP/1.1\r\nHost: a\r\n\r\n"
+        let input =
+            "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhiPOST /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\nGET /c HTTP/1.1\r\nHost: a\r\n\r\n"
         let kinds = parseAllSplits(input).map { event -> String in
             switch event {
             case .head(let head): return "head \(head.target) \(head.body.count)"
@@ -206,7 +262,8 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         #expect(HTTPRequest(method: "GET", target: "/").keepAlive)
         #expect(!HTTPRequest(method: "GET", target: "/", headers: ["Connection": "close"]).keepAlive)
         #expect(!HTTPRequest(method: "GET", target: "/", minorVersion: 0).keepAlive)
-        #expect(HTTPRequest(method: "GET", target: "/", minorVersion: 0, headers: ["Connection": "Keep-Alive"]).keepAlive)
+        #expect(
+            HTTPRequest(method: "GET", target: "/", minorVersion: 0, headers: ["Connection": "Keep-Alive"]).keepAlive)
     }
 
     @Test func queryItems() {
@@ -220,7 +277,10 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
     @Test func responseSerialization() {
         let response = HTTPResponse.json(200, "{}")
         let text = String(decoding: response.serialized(keepAlive: false, dateMillis: 784_111_777_000), as: UTF8.self)
-        #expect(text == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        #expect(
+            text
+                == "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        )
     }
 
     /// An answer past the client's limit is named as too large, in both
@@ -233,7 +293,9 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
             return nil
         }
         #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\n")?.contains("larger than 4 MiB") == true)
-        #expect(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6400000\r\n")?.contains("larger than 4 MiB") == true)
+        #expect(
+            refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6400000\r\n")?.contains("larger than 4 MiB")
+                == true)
         #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n") == "a bad Content-Length in the response")
         #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc") == nil)
     }

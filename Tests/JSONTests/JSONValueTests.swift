@@ -1,7 +1,7 @@
 import Foundation
 import JSON
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct JSONValueTests {
     static let documents: [(String, JSONValue)] = [
@@ -19,7 +19,10 @@ import TestSupport
         ("\"ü 例\"", .string("ü 例")),
         ("[]", .array([])),
         ("[1, [2, []], {}]", .array([.int(1), .array([.int(2), .array([])]), .object([:])])),
-        (#"{"b": {"s": "x", "v": null}, "a": [true]}"#, .object(["a": .array([.bool(true)]), "b": .object(["s": .string("x"), "v": .null])])),
+        (
+            #"{"b": {"s": "x", "v": null}, "a": [true]}"#,
+            .object(["a": .array([.bool(true)]), "b": .object(["s": .string("x"), "v": .null])])
+        ),
     ]
 
     @Test("parses", arguments: documents)
@@ -87,8 +90,12 @@ import TestSupport
             case 1: return .bool(Bool.random(using: &random))
             case 2: return .int(Int64.random(in: -1_000_000...1_000_000, using: &random))
             case 3: return .double(Double(2 * Int.random(in: -1000...1000, using: &random) + 1) / 16) // never integral
-            case 4: return .string(String((0..<Int.random(in: 0..<8, using: &random)).map { _ in
-                    "aZ\"\\/\n\té例😀 ".randomElement(using: &random)! }))
+            case 4:
+                return .string(
+                    String(
+                        (0..<Int.random(in: 0..<8, using: &random)).map { _ in
+                            "aZ\"\\/\n\té例😀 ".randomElement(using: &random)!
+                        }))
             case 5: return .array((0..<Int.random(in: 0..<4, using: &random)).map { _ in make(depth + 1) })
             default:
                 var members: [String: JSONValue] = [:]
@@ -132,7 +139,8 @@ import TestSupport
     }
 
     static let sample = Outer(
-        id: 7, small: -3, big: Int64.max, unsigned: 4_000_000_000, flag: true, missing: nil, present: "here \u{2028} \"quoted\"",
+        id: 7, small: -3, big: Int64.max, unsigned: 4_000_000_000, flag: true, missing: nil,
+        present: "here \u{2028} \"quoted\"",
         inner: Inner(name: "a", tags: ["x", "y"], score: 1.5), list: [Inner(name: "b", tags: [], score: nil)],
         map: ["one": 1, "two": 2], nested: [[1, 2], [], [3]], value: .object(["k": .array([.null, .bool(false)])]),
         empty: [], emptyMap: [:])

@@ -1,11 +1,13 @@
 import Foundation
 import JSON
 import Testing
+
 @testable import Model
 
 @Suite struct CodecTests {
     @Test func browserRoundTripKeepsUnknownFields() throws {
-        let json = ##"{"id":"firefox","name":"Firefox","urlScheme":"firefox","urlFormat":"firefox://open-url?url={url}","enabled":false,"iconColor":"#ff0000","future":{"a":[1,2.5,null,true]}}"##
+        let json =
+            ##"{"id":"firefox","name":"Firefox","urlScheme":"firefox","urlFormat":"firefox://open-url?url={url}","enabled":false,"iconColor":"#ff0000","future":{"a":[1,2.5,null,true]}}"##
         let browser = try JSONDecoder().decode(Browser.self, from: Data(json.utf8))
         #expect(browser.enabled == false)
         #expect(browser.extra["iconColor"] == .string("#ff0000"))
@@ -17,7 +19,8 @@ import Testing
     }
 
     @Test func ruleAcceptsPhoneFieldNames() throws {
-        let json = #"{"pattern":"zoom.us","browserScheme":"googlechromes","priority":4,"createdAt":1700000000.5,"note":"x"}"#
+        let json =
+            #"{"pattern":"zoom.us","browserScheme":"googlechromes","priority":4,"createdAt":1700000000.5,"note":"x"}"#
         let rule = try JSONDecoder().decode(UrlRule.self, from: Data(json.utf8))
         #expect(rule.browser == "googlechromes")
         #expect(rule.priority == 4)
@@ -33,13 +36,20 @@ import Testing
     /// an origin and times before 1970 or past 9999 included.
     @Test func jsonValueIsWhatCodableWrites() throws {
         let rules = [
-            UrlRule(pattern: "zoom.us", browser: "chrome", priority: -3, createdAtMillis: 1_700_000_000_500,
-                    origin: "dev1", extra: ["keepTracking": .bool(true), "future": .array([.int(1), .null])]),
-            UrlRule(pattern: "from:slack *.example.com/x", browser: "firefox", priority: Int.max, createdAtMillis: -86_400_001),
+            UrlRule(
+                pattern: "zoom.us", browser: "chrome", priority: -3, createdAtMillis: 1_700_000_000_500,
+                origin: "dev1", extra: ["keepTracking": .bool(true), "future": .array([.int(1), .null])]),
+            UrlRule(
+                pattern: "from:slack *.example.com/x", browser: "firefox", priority: Int.max,
+                createdAtMillis: -86_400_001),
             UrlRule(pattern: "a.b", browser: "b", createdAtMillis: 300_000_000_000_000),
         ]
-        let browsers = [Browser(id: "firefox", name: "Firefox", urlScheme: "firefox", enabled: false, extra: ["iconColor": .string("#f00")]),
-                        Browser(id: "x", name: "X \u{202E}")]
+        let browsers = [
+            Browser(
+                id: "firefox", name: "Firefox", urlScheme: "firefox", enabled: false,
+                extra: ["iconColor": .string("#f00")]),
+            Browser(id: "x", name: "X \u{202E}"),
+        ]
         func viaFoundation(_ value: some Encodable) throws -> JSONValue {
             try JSONDecoder().decode(JSONValue.self, from: try JSONEncoder().encode(value))
         }
@@ -86,7 +96,8 @@ import Testing
 
     @Test func closeMatches() {
         #expect(Suggestions.closeMatches(to: "frefox", in: ["firefox", "chrome", "falkon"]) == ["firefox"])
-        #expect(Suggestions.closeMatches(to: "chrom", in: ["chrome", "chromium", "firefox"]) == ["chrome", "chromium"])
+        #expect(
+            Suggestions.closeMatches(to: "chrom", in: ["chrome", "chromium", "firefox"]) == ["chrome", "chromium"])
         #expect(Suggestions.closeMatches(to: "zzzzzz", in: ["chrome"]).isEmpty)
     }
 }

@@ -1,5 +1,6 @@
 import JSON
 import Testing
+
 @testable import Model
 
 @Suite struct DisplayTextTests {

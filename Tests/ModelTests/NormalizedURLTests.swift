@@ -1,5 +1,6 @@
-import Testing
 import TestSupport
+import Testing
+
 @testable import Model
 
 @Suite struct NormalizedURLTests {
@@ -35,7 +36,10 @@ import TestSupport
         ("https://XN--MNCHEN-3YA.de/", "https://xn--mnchen-3ya.de/"),
         ("https://a\u{094D}\u{200D}b.example/", "https://xn--ab-fsf014u.example/"),
         // Labels longer than 63 (VerifyDnsLength=false).
-        ("https://" + String(repeating: "a", count: 64) + ".com/", "https://" + String(repeating: "a", count: 64) + ".com/"),
+        (
+            "https://" + String(repeating: "a", count: 64) + ".com/",
+            "https://" + String(repeating: "a", count: 64) + ".com/"
+        ),
         ("https://exa%6Dple.com/", "https://example.com/"),
         // Empty labels stay, as in the URL Standard; one trailing dot goes
         // only after a label ("0x.." read back as "0x." was 0.0.0.0: the fuzzer).
@@ -124,7 +128,8 @@ import TestSupport
             _ = try NormalizedURL(hostile)
         } throws: { error in
             let text = String(describing: error)
-            return !text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E } && text.contains("exa\u{FFFD}]0;owned")
+            return !text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E }
+                && text.contains("exa\u{FFFD}]0;owned")
         }
     }
 
@@ -143,7 +148,10 @@ import TestSupport
     @Test func utf8IsValidatedWithoutNewerAPI() {
         #expect(String(validUTF8: Array("bücher ✓ 𝄞".utf8)) == "bücher ✓ 𝄞")
         #expect(String(validUTF8: [UInt8]()) == "")
-        for bad: [UInt8] in [[0xFF], [0xC3], [0xE2, 0x9C], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x61, 0x80, 0x62], [0xF4, 0x90, 0x80, 0x80]] {
+        for bad: [UInt8] in [
+            [0xFF], [0xC3], [0xE2, 0x9C], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x61, 0x80, 0x62],
+            [0xF4, 0x90, 0x80, 0x80],
+        ] {
             #expect(String(validUTF8: bad) == nil, "\(bad)")
         }
         // The replacement character itself is valid text.
@@ -153,12 +161,20 @@ import TestSupport
         // which are checked eight bytes at a time).
         var random = SeededRandom.fromEnvironment(fallback: 20_261_124)
         print("utf8 validation seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
-        let edges: [UInt8] = [0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        let edges: [UInt8] = [
+            0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF,
+            0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ]
         var samples: [[UInt8]] = []
-        for a in edges { for b in edges { samples.append([a, b, 0x80, 0x80]); samples.append([0x41, a, b, 0xBF, 0xBF]) } }
+        for a in edges {
+            for b in edges { samples.append([a, b, 0x80, 0x80]); samples.append([0x41, a, b, 0xBF, 0xBF]) }
+        }
         for _ in 0..<20_000 {
             let ascii = [UInt8](repeating: 0x61, count: Int.random(in: 0...20, using: &random))
-            let tail = (0..<Int.random(in: 0...6, using: &random)).map { _ in Bool.random(using: &random) ? edges.randomElement(using: &random)! : UInt8.random(in: 0...255, using: &random) }
+            let tail = (0..<Int.random(in: 0...6, using: &random)).map { _ in
+                Bool.random(using: &random)
+                    ? edges.randomElement(using: &random)! : UInt8.random(in: 0...255, using: &random)
+            }
             samples.append(ascii + tail + ascii)
         }
         for bytes in samples {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Model
 
 /// One row: a pattern, a URL, and whether it must match.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Model
 
 /// What a synced profile may make a machine run: its family's list, values
@@ -79,12 +80,19 @@ import Testing
         ("/usr/bin/firefox-esr %u", "/usr/bin/firefox-esr -P work %u"),
         ("firefox", "firefox -P work"),
         ("flatpak run org.mozilla.firefox %u", "flatpak run org.mozilla.firefox -P work %u"),
-        ("/usr/bin/flatpak run --branch=stable --arch=x86_64 --command=firefox --file-forwarding org.mozilla.firefox @@u %u @@",
-         "/usr/bin/flatpak run --branch=stable --arch=x86_64 --command=firefox --file-forwarding org.mozilla.firefox -P work @@u %u @@"),
+        (
+            "/usr/bin/flatpak run --branch=stable --arch=x86_64 --command=firefox --file-forwarding org.mozilla.firefox @@u %u @@",
+            "/usr/bin/flatpak run --branch=stable --arch=x86_64 --command=firefox --file-forwarding org.mozilla.firefox -P work @@u %u @@"
+        ),
         ("snap run firefox %u", "snap run firefox -P work %u"),
-        ("env BAMF_DESKTOP_FILE_HINT=/var/lib/snapd/desktop/applications/firefox_firefox.desktop /snap/bin/firefox %u",
-         "env BAMF_DESKTOP_FILE_HINT=/var/lib/snapd/desktop/applications/firefox_firefox.desktop /snap/bin/firefox -P work %u"),
-        ("env -i MOZ_ENABLE_WAYLAND=1 flatpak run org.mozilla.firefox %u", "env -i MOZ_ENABLE_WAYLAND=1 flatpak run org.mozilla.firefox -P work %u"),
+        (
+            "env BAMF_DESKTOP_FILE_HINT=/var/lib/snapd/desktop/applications/firefox_firefox.desktop /snap/bin/firefox %u",
+            "env BAMF_DESKTOP_FILE_HINT=/var/lib/snapd/desktop/applications/firefox_firefox.desktop /snap/bin/firefox -P work %u"
+        ),
+        (
+            "env -i MOZ_ENABLE_WAYLAND=1 flatpak run org.mozilla.firefox %u",
+            "env -i MOZ_ENABLE_WAYLAND=1 flatpak run org.mozilla.firefox -P work %u"
+        ),
         ("flatpak --verbose run org.mozilla.firefox", "flatpak --verbose run org.mozilla.firefox -P work"),
     ])
     func argumentsFollowTheBrowsersOwnProgram(exec: String, expected: String) throws {
@@ -104,7 +112,9 @@ import Testing
         let text = arguments.map(ExecCommand.quote).joined(separator: " ")
         #expect(try ExecCommand(text).arguments == arguments, "\(text.debugDescription)")
         let profile = try BrowserProfile(base: "firefox", arguments: Array(arguments.dropFirst()))
-        #expect(try ExecCommand(try profile.command(from: ExecCommand.quote(arguments[0]) + " %u")).arguments == arguments + ["%u"])
+        #expect(
+            try ExecCommand(try profile.command(from: ExecCommand.quote(arguments[0]) + " %u")).arguments == arguments
+                + ["%u"])
     }
 
     /// Launch commands where the arguments cannot be placed safely.
@@ -128,6 +138,8 @@ import Testing
     func commandsThatCannotTakeArguments(exec: String, reason: String) throws {
         let profile = try BrowserProfile(base: "firefox", arguments: ["-P", "work"])
         #expect(throws: ExecCommand.Problem.self) { try profile.command(from: exec) }
-        do { _ = try profile.command(from: exec) } catch { #expect(error.reason.contains(reason), "\(exec): \(error.reason)") }
+        do { _ = try profile.command(from: exec) } catch {
+            #expect(error.reason.contains(reason), "\(exec): \(error.reason)")
+        }
     }
 }

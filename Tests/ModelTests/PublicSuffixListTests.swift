@@ -1,11 +1,13 @@
 import Foundation
 import Testing
+
 @testable import Model
 
 @Suite struct PublicSuffixListTests {
     /// The system's copy (Debian `publicsuffix`, installed by .ci/run).
     static let list: PublicSuffixList = {
-        let text = (try? String(contentsOfFile: "/usr/share/publicsuffix/public_suffix_list.dat", encoding: .utf8)) ?? ""
+        let text =
+            (try? String(contentsOfFile: "/usr/share/publicsuffix/public_suffix_list.dat", encoding: .utf8)) ?? ""
         return (try? PublicSuffixList(text: text)) ?? (try! PublicSuffixList(text: "com"))
     }()
 
@@ -37,14 +39,15 @@ import Testing
     }
 
     @Test func smallListRules() throws {
-        let list = try PublicSuffixList(text: """
-            // comment
-            com
-            *.ck
-            !www.ck
-            // ===BEGIN PRIVATE DOMAINS===
-            github.io
-            """)
+        let list = try PublicSuffixList(
+            text: """
+                // comment
+                com
+                *.ck
+                !www.ck
+                // ===BEGIN PRIVATE DOMAINS===
+                github.io
+                """)
         #expect(list.registrableDomain(of: "a.b.com") == "b.com")
         #expect(list.registrableDomain(of: "a.b.c.ck") == "b.c.ck")
         #expect(list.registrableDomain(of: "www.ck") == "www.ck")

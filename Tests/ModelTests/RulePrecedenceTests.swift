@@ -1,5 +1,6 @@
-import Testing
 import TestSupport
+import Testing
+
 @testable import Model
 
 @Suite struct RulePrecedenceTests {
@@ -35,8 +36,10 @@ import TestSupport
     }
 
     @Test func newerBeatsOlderWhenEquallySpecific() throws {
-        let rules = [rule("a.example.com", "old", created: 1), rule("b.example.com", "x", created: 5),
-                     rule("*.example.com", "w", created: 9), rule("a.example.org", "y", created: 3)]
+        let rules = [
+            rule("a.example.com", "old", created: 1), rule("b.example.com", "x", created: 5),
+            rule("*.example.com", "w", created: 9), rule("a.example.org", "y", created: 3),
+        ]
         #expect(try decide(rules, "https://a.example.com/") == "old")
         let tie = [rule("example.com/a*", "old", created: 1), rule("example.com/*b", "new", created: 2)]
         #expect(try decide(tie, "https://example.com/ab") == "new")
@@ -81,15 +84,18 @@ import TestSupport
     @Test func collationTextSortsAsPrecedenceDoes() throws {
         var random = SeededRandom.fromEnvironment(fallback: 20_261_129)
         print("collationTextSortsAsPrecedenceDoes seed \(random.seed)")
-        let patterns = ["github.com", "*.github.com", "github.com/a/*", "github.com/a/**", "from:slack github.com",
-                        "from:slack *.example.com/x", "example.com:8443", "https://example.com", "file:///home/me/**",
-                        "ex\u{e9}mple.com/caf\u{e9}", "example.com/e\u{301}", "a.b.c.d.example.org/path?q=*", "*.co.uk"]
+        let patterns = [
+            "github.com", "*.github.com", "github.com/a/*", "github.com/a/**", "from:slack github.com",
+            "from:slack *.example.com/x", "example.com:8443", "https://example.com", "file:///home/me/**",
+            "ex\u{e9}mple.com/caf\u{e9}", "example.com/e\u{301}", "a.b.c.d.example.org/path?q=*", "*.co.uk",
+        ]
         let priorities = [Int.min, Int.min + 1, -1, 0, 1, 2, Int.max - 1, Int.max]
         let times: [Int64] = [Int64.min, -1, 0, 1, 1_700_000_000_000, Int64.max]
         let keys = try (0..<300).map { _ in
-            let rule = UrlRule(pattern: patterns.randomElement(using: &random)!, browser: "b",
-                               priority: priorities.randomElement(using: &random)!,
-                               createdAtMillis: times.randomElement(using: &random)!)
+            let rule = UrlRule(
+                pattern: patterns.randomElement(using: &random)!, browser: "b",
+                priority: priorities.randomElement(using: &random)!,
+                createdAtMillis: times.randomElement(using: &random)!)
             return RulePrecedence.SortKey(try CompiledRule(rule))
         }
         for a in keys {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Model
 
 /// Rules that name the app a link comes from: `from:APP PATTERN`.
@@ -39,11 +40,15 @@ import Testing
 
     @Test func aSourceRuleDecidesOnlyLinksFromItsAppAndBeforeAnyOther() throws {
         let url = try NormalizedURL("https://github.com/org/repo")
-        let rules = try [rule("github.com", "firefox", priority: 100), rule("from:com.slack.Slack github.com", "chrome"),
-                         rule("from:thunderbird *.com", "edge")].map(CompiledRule.init)
+        let rules = try [
+            rule("github.com", "firefox", priority: 100), rule("from:com.slack.Slack github.com", "chrome"),
+            rule("from:thunderbird *.com", "edge"),
+        ].map(CompiledRule.init)
         let index = RuleIndex(compiled: rules)
         #expect(index.decide(url)?.rule.browser == "firefox", "no source: source rules do not match")
-        #expect(index.decide(url, source: "com.slack.Slack")?.rule.browser == "chrome", "over a plain rule of higher priority")
+        #expect(
+            index.decide(url, source: "com.slack.Slack")?.rule.browser == "chrome",
+            "over a plain rule of higher priority")
         #expect(index.decide(url, source: "COM.SLACK.SLACK")?.rule.browser == "chrome", "ids compare without case")
         #expect(index.decide(url, source: "thunderbird")?.rule.browser == "edge")
         #expect(index.decide(url, source: "teams")?.rule.browser == "firefox")

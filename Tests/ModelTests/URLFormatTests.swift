@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Model
 
 @Suite struct URLFormatTests {
@@ -8,15 +9,20 @@ import Testing
     static let expected: [String: String] = [
         "safari": "https://example.com:8443/a%20b/c?x=1&y=%C3%BC#frag",
         "chrome": "googlechromes://example.com:8443/a%20b/c?x=1&y=%C3%BC#frag",
-        "chrome-callback": "googlechrome-x-callback://x-callback-url/open/?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
-        "firefox": "firefox://open-url?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
-        "firefox-focus": "firefox-focus://open-url?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
+        "chrome-callback":
+            "googlechrome-x-callback://x-callback-url/open/?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
+        "firefox":
+            "firefox://open-url?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
+        "firefox-focus":
+            "firefox-focus://open-url?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
         "brave": "brave://open-url?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
-        "edge": "microsoft-edge://open?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
+        "edge":
+            "microsoft-edge://open?url=https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
         "opera-mini": "opera-https://example.com:8443/a%20b/c?x=1&y=%C3%BC#frag",
         "opera": "touch-https://example.com:8443/a%20b/c?x=1&y=%C3%BC#frag",
         "duckduckgo": "ddgQuickLink://https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
-        "yandex": "yandexbrowser-open-url://https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
+        "yandex":
+            "yandexbrowser-open-url://https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
         "uc": "ucbrowser://https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
         "aloha": "alohabrowser://https%3A%2F%2Fexample.com%3A8443%2Fa%2520b%2Fc%3Fx%3D1%26y%3D%25C3%25BC%23frag",
         "onion": "onionhttps://example.com:8443/a%20b/c?x=1&y=%C3%BC#frag",
@@ -38,9 +44,11 @@ import Testing
 
     @Test func phoneBrowsersAreAllThere() {
         let ids = Set(BrowserCatalog.entries.map(\.id))
-        for id in ["safari", "chrome", "chrome-callback", "firefox", "firefox-focus", "brave", "edge", "opera-mini",
-                   "opera", "duckduckgo", "yandex", "uc", "aloha", "onion", "puffin", "chromium", "vivaldi",
-                   "librewolf", "epiphany", "falkon", "tor-browser", "zen", "floorp", "mullvad-browser"] {
+        for id in [
+            "safari", "chrome", "chrome-callback", "firefox", "firefox-focus", "brave", "edge", "opera-mini",
+            "opera", "duckduckgo", "yandex", "uc", "aloha", "onion", "puffin", "chromium", "vivaldi",
+            "librewolf", "epiphany", "falkon", "tor-browser", "zen", "floorp", "mullvad-browser",
+        ] {
             #expect(ids.contains(id), "\(id) missing from the catalog")
         }
         #expect(ids.count == BrowserCatalog.entries.count, "catalog ids are unique")

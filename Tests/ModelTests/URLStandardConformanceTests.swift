@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Model
 
 /// The URL parser against the URL Standard's own test data: the absolute
@@ -73,7 +74,9 @@ import Testing
             switch (result, row.href) {
             case (.success(let url), .some(let href)):
                 if url.absoluteString != Self.normalForm(href) {
-                    failures.append("\(row): got \(url.absoluteString.debugDescription), expected \(Self.normalForm(href).debugDescription)")
+                    failures.append(
+                        "\(row): got \(url.absoluteString.debugDescription), expected \(Self.normalForm(href).debugDescription)"
+                    )
                 }
             case (.success(let url), .none):
                 failures.append("\(row): accepted as \(url.absoluteString.debugDescription)")
@@ -84,8 +87,9 @@ import Testing
             }
         }
         let refusals = rows.filter { $0.failure == true }.count
-        print("URL Standard test data (absolute http, https and file inputs): \(rows.count - failures.count - differences) of \(rows.count) rows pass "
-              + "(\(refusals) must be refused), \(differences) differ on purpose (listed in the test)")
+        print(
+            "URL Standard test data (absolute http, https and file inputs): \(rows.count - failures.count - differences) of \(rows.count) rows pass "
+                + "(\(refusals) must be refused), \(differences) differ on purpose (listed in the test)")
         for failure in failures.prefix(80) { print("  " + failure) }
         #expect(differences == Self.knownDifferences.count)
         #expect(failures.isEmpty)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Model
 
 /// UTS #46 against Unicode's own conformance data (Tests/Data/IdnaTestV2.txt),
@@ -18,13 +19,16 @@ import Testing
         /// It holds a character whose status depends on UseSTD3ASCIIRules
         /// (the data is made with it true; the URL Standard sets it false).
         let dependsOnSTD3: Bool
-        var description: String { "line \(line): \(source.debugDescription) → \(errors.isEmpty ? expected.debugDescription : "error \(errors)")" }
+        var description: String {
+            "line \(line): \(source.debugDescription) → \(errors.isEmpty ? expected.debugDescription : "error \(errors)")"
+        }
     }
 
     /// Rows where a later Unicode decides otherwise than the 13.0 data, by line.
     static let knownDifferences: [Int: String] = [
         301: "15.1 added: with CheckHyphens=false a label must not begin with xn-- (here the decoded 'xn--a-ä')",
-        3075: "U+18C4E (Khitan Small Script) was not assigned when the data was made (13.0 beta, 2019-11-07); valid since 13.0",
+        3075:
+            "U+18C4E (Khitan Small Script) was not assigned when the data was made (13.0 beta, 2019-11-07); valid since 13.0",
         3076: "the same label, from its Punycode",
         3281: "its Punycode decodes to U+3F8CD (Small Seal Script), unassigned in 13.0, valid since 18.0",
         4098: "U+32931 (CJK Unified Ideographs Extension J), unassigned in 13.0, valid since 17.0",
@@ -46,20 +50,26 @@ import Testing
     static let allowedSince16: [ClosedRange<UInt32>] = [
         0x04C0...0x04C0, 0x10A0...0x10C5, 0x115F...0x1160, 0x17B4...0x17B5, 0x1806...0x1806, 0x180E...0x180E,
         0x2061...0x2063, 0x206A...0x206F, 0x2132...0x2132, 0x2183...0x2183, 0x3164...0x3164, 0xFFA0...0xFFA0,
-        0x1D173...0x1D17A, 0x2F868...0x2F868, 0x2F874...0x2F874, 0x2F91F...0x2F91F, 0x2F95F...0x2F95F, 0x2F9BF...0x2F9BF,
+        0x1D173...0x1D17A, 0x2F868...0x2F868, 0x2F874...0x2F874, 0x2F91F...0x2F91F, 0x2F95F...0x2F95F,
+        0x2F9BF...0x2F9BF,
     ]
 
     static func unescape(_ text: Substring) -> String {
         var output = String.UnicodeScalarView()
         var scalars = Array(text.unicodeScalars)[...]
         while let scalar = scalars.popFirst() {
-            if scalar == "\\", scalars.first == "u", scalars.count >= 5, let value = UInt32(String(String.UnicodeScalarView(scalars.dropFirst().prefix(4))), radix: 16),
-               let decoded = Unicode.Scalar(value) {
+            if scalar == "\\", scalars.first == "u", scalars.count >= 5,
+                let value = UInt32(String(String.UnicodeScalarView(scalars.dropFirst().prefix(4))), radix: 16),
+                let decoded = Unicode.Scalar(value)
+            {
                 output.append(decoded)
                 scalars = scalars.dropFirst(5)
-            } else if scalar == "\\", scalars.first == "x", scalars.dropFirst().first == "{", let close = scalars.firstIndex(of: "}"),
-                      let value = UInt32(String(String.UnicodeScalarView(scalars[(scalars.startIndex + 2)..<close])), radix: 16),
-                      let decoded = Unicode.Scalar(value) {
+            } else if scalar == "\\", scalars.first == "x", scalars.dropFirst().first == "{",
+                let close = scalars.firstIndex(of: "}"),
+                let value = UInt32(
+                    String(String.UnicodeScalarView(scalars[(scalars.startIndex + 2)..<close])), radix: 16),
+                let decoded = Unicode.Scalar(value)
+            {
                 output.append(decoded)
                 scalars = scalars[(close + 1)...]
             } else {
@@ -76,7 +86,8 @@ import Testing
         var rows: [Row] = []
         // Split by scalar, not by Character: U+0600 and other prepended marks
         // join the ';' after them into one Character.
-        for (number, line) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, line) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        {
             let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? []
             let columns = content.split(separator: ";", omittingEmptySubsequences: false)
                 .map { String(String.UnicodeScalarView($0)).trimmingCharacters(in: .whitespaces) }
@@ -85,10 +96,17 @@ import Testing
             let toUnicode = columns[1].isEmpty ? source : unescape(Substring(columns[1]))
             let toASCII = columns[3].isEmpty ? toUnicode : unescape(Substring(columns[3]))
             let status = columns[4].isEmpty ? columns[2] : columns[4]
-            let codes = status.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+            let codes = status.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).split(whereSeparator: {
+                $0 == " " || $0 == ","
+            }).map(String.init)
             // (≠, ≮ and ≯ decompose to = < > and a combining mark: STD3 too in 13.0.)
-            let std3 = (source + toUnicode).unicodeScalars.contains { NFC.decompose([$0.value]).contains(where: UTS46.isSTD3) }
-            rows.append(Row(line: number + 1, source: source, expected: toASCII, errors: codes.filter { !ignored.contains($0) }, dependsOnSTD3: std3))
+            let std3 = (source + toUnicode).unicodeScalars.contains {
+                NFC.decompose([$0.value]).contains(where: UTS46.isSTD3)
+            }
+            rows.append(
+                Row(
+                    line: number + 1, source: source, expected: toASCII, errors: codes.filter { !ignored.contains($0) },
+                    dependsOnSTD3: std3))
         }
         return rows
     }
@@ -102,7 +120,9 @@ import Testing
         // A row that expects a code point allowed since to be refused is left out.
         let allowedSince = rows.filter { row in
             row.errors.contains { $0 == "P1" || $0 == "V6" }
-                && row.source.unicodeScalars.contains { scalar in Self.allowedSince16.contains { $0.contains(scalar.value) } }
+                && row.source.unicodeScalars.contains { scalar in
+                    Self.allowedSince16.contains { $0.contains(scalar.value) }
+                }
         }
         let left = Set(allowedSince.map(\.line))
         let compared = rows.filter { (!$0.dependsOnSTD3 || $0.errors.isEmpty) && !left.contains($0.line) }
@@ -114,15 +134,20 @@ import Testing
             }
             switch UTS46.toASCII(row.source) {
             case .success(let ascii):
-                if !row.errors.isEmpty { failures.append("\(row): got \(ascii.debugDescription)") }
-                else if ascii != row.expected { failures.append("\(row): got \(ascii.debugDescription)") }
+                if !row.errors.isEmpty {
+                    failures.append("\(row): got \(ascii.debugDescription)")
+                } else if ascii != row.expected {
+                    failures.append("\(row): got \(ascii.debugDescription)")
+                }
             case .failure(let problem):
                 if row.errors.isEmpty { failures.append("\(row): refused (\(problem.reason))") }
             }
         }
-        print("IdnaTestV2 (Unicode 13.0.0 data, tables \(UTS46Data.unicodeVersion)): \(compared.count - failures.count - differences.count) of \(compared.count) rows pass, "
-              + "\(differences.count) differ as Unicode changed since the data (listed in the test), \(left.count) expect a code point "
-              + "refused that Unicode 16.0 allows, \(rows.count - compared.count - left.count) of \(rows.count) expect an error that depends on UseSTD3ASCIIRules")
+        print(
+            "IdnaTestV2 (Unicode 13.0.0 data, tables \(UTS46Data.unicodeVersion)): \(compared.count - failures.count - differences.count) of \(compared.count) rows pass, "
+                + "\(differences.count) differ as Unicode changed since the data (listed in the test), \(left.count) expect a code point "
+                + "refused that Unicode 16.0 allows, \(rows.count - compared.count - left.count) of \(rows.count) expect an error that depends on UseSTD3ASCIIRules"
+        )
         #expect(left.count < 700, "only the rows of the code points listed")
         #expect(differences.count == Self.knownDifferences.count)
         for failure in failures.prefix(60) { print("  " + failure) }
@@ -144,11 +169,15 @@ import Testing
         for row in rows {
             switch UTS46.toASCII(row.source) {
             case .success(let ascii) where ascii == row.toASCII: continue
-            case .success(let ascii): failures.append("line \(row.line): \(row.source.debugDescription) → \(ascii), not \(row.toASCII)")
-            case .failure(let problem): failures.append("line \(row.line): \(row.source.debugDescription) refused (\(problem.reason))")
+            case .success(let ascii):
+                failures.append("line \(row.line): \(row.source.debugDescription) → \(ascii), not \(row.toASCII)")
+            case .failure(let problem):
+                failures.append("line \(row.line): \(row.source.debugDescription) refused (\(problem.reason))")
             }
         }
-        print("IdnaTestV2 18.0.0, rows without error: \(rows.count - failures.count) of \(rows.count) pass (tables \(UTS46Data.unicodeVersion))")
+        print(
+            "IdnaTestV2 18.0.0, rows without error: \(rows.count - failures.count) of \(rows.count) pass (tables \(UTS46Data.unicodeVersion))"
+        )
         #expect(failures.isEmpty, "\(failures.prefix(20))")
     }
 }

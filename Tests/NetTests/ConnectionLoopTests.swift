@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import HTTP
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import Net
 
 /// The event loop holds connections that are not being answered without a
@@ -29,7 +30,9 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.maxConnectionsPerAddress = 1_000
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: Self.ok)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
@@ -63,7 +66,8 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let started = Atomic<Int>(0)
         var limits = HTTPLimits()
         limits.maxActiveRequests = 1
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits) { request, _ in
+        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits) {
+            request, _ in
             started.add(1, ordering: .relaxed)
             while !release.withLock({ $0 }) { usleep(5_000) }
             return HTTPResponse(status: 200, headers: [:], body: Array("slow".utf8))
@@ -72,10 +76,13 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let slow = ThreadJob { () -> Int in
-            (try? HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(method: "GET", target: "/slow").status) ?? -1
+            (try? HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(
+                method: "GET", target: "/slow"
+            ).status) ?? -1
         }
         for _ in 0..<500 where started.load(ordering: .relaxed) == 0 { usleep(5_000) }
-        let busy = try HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(method: "GET", target: "/")
+        let busy = try HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(
+            method: "GET", target: "/")
         #expect(busy.status == 503 && busy.headers["Retry-After"] == "1", "\(busy.status)")
         release.withLock { $0 = true }
         #expect(slow.wait() == 200)
@@ -91,12 +98,15 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let ended = Atomic<Int>(0)
         var limits = HTTPLimits()
         limits.maxConnectionsPerAddress = 1_000
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits) { request, context in
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits
+        ) { request, context in
             guard request.path.hasPrefix("/later") else { return Self.ok(request, context) }
             var response = HTTPResponse(status: 200)
-            let later = LaterAnswer(waitMilliseconds: request.path == "/later-short" ? 300 : 60_000,
-                                    make: { _ in HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
-                                    ended: { ended.add(1, ordering: .relaxed) })
+            let later = LaterAnswer(
+                waitMilliseconds: request.path == "/later-short" ? 300 : 60_000,
+                make: { _ in HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
+                ended: { ended.add(1, ordering: .relaxed) })
             pending.withLock { $0.append(later) }
             response.later = later
             return response
@@ -111,8 +121,13 @@ struct UncheckedBox<Value>: @unchecked Sendable {
                 return "\(answer.status) \(String(decoding: answer.body, as: UTF8.self))"
             }
         }
-        for _ in 0..<500 where pending.withLock({ $0.count }) < 40 || server.waitingConnections < 40 || server.activeRequests > 0 { usleep(10_000) }
-        #expect(server.waitingConnections == 40 && server.activeRequests == 0, "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
+        for _ in 0..<500
+        where pending.withLock({ $0.count }) < 40 || server.waitingConnections < 40 || server.activeRequests > 0 {
+            usleep(10_000)
+        }
+        #expect(
+            server.waitingConnections == 40 && server.activeRequests == 0,
+            "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
         for later in pending.withLock({ $0 }) { later.fire() }
         for job in jobs { #expect(job.wait() == "200 answered") }
         #expect(ended.load(ordering: .relaxed) == 40)
@@ -127,7 +142,9 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         // A client that goes away while it waits: let go, its connection closed.
         let deadline = Deadline.after(milliseconds: 5000)
         let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: deadline)
-        let gone = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: deadline)
+        let gone = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: deadline)
         try gone.write(Array("GET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8), deadline: deadline)
         for _ in 0..<500 where pending.withLock({ $0.count }) < 42 || server.waitingConnections < 1 { usleep(10_000) }
         gone.close()
@@ -143,7 +160,8 @@ struct UncheckedBox<Value>: @unchecked Sendable {
     @Test func ipv6PeersAreCountedByTheirSlash64() {
         #expect(HTTPServer.addressGroup(of: "[2001:db8:1:2:aaaa::1]:443") == "[2001:db8:1:2::/64]")
         #expect(HTTPServer.addressGroup(of: "[2001:db8:1:2:bbbb:cccc:dddd:eeee]:5") == "[2001:db8:1:2::/64]")
-        #expect(HTTPServer.addressGroup(of: "[2001:db8:1:3::1]:5") != HTTPServer.addressGroup(of: "[2001:db8:1:2::1]:5"))
+        #expect(
+            HTTPServer.addressGroup(of: "[2001:db8:1:3::1]:5") != HTTPServer.addressGroup(of: "[2001:db8:1:2::1]:5"))
         #expect(HTTPServer.addressGroup(of: "[::ffff:192.0.2.7]:80") == "::ffff:192.0.2.7")
         #expect(HTTPServer.addressGroup(of: "192.0.2.7:80") == "192.0.2.7")
     }

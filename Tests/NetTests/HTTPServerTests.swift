@@ -1,7 +1,8 @@
 import Foundation
 import HTTP
-import Testing
 import TestSupport
+import Testing
+
 @testable import Net
 
 /// A real server on 127.0.0.1 with an ephemeral port, TLS from a fresh CA.
@@ -29,8 +30,10 @@ final class TLSFixture: @unchecked Sendable {
     }
 
     func client(port: UInt16, serverName: String = "localhost", caFile: String? = nil) throws -> HTTPClient {
-        HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: serverName,
-                         tls: try TLSContext.client(caFile: caFile ?? self.caFile)))
+        HTTPClient(
+            .init(
+                address: SocketAddress(host: "127.0.0.1", port: port), serverName: serverName,
+                tls: try TLSContext.client(caFile: caFile ?? self.caFile)))
     }
 }
 
@@ -42,12 +45,16 @@ let slowRequestsStarted = LockedBox<Int>()
             slowRequestsStarted.set((slowRequestsStarted.get() ?? 0) + 1)
             usleep(300_000)
         }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.target) \(request.body.count)".utf8))
+        return HTTPResponse(
+            status: 200, headers: ["Content-Type": "text/plain"],
+            body: Array("\(request.method) \(request.target) \(request.body.count)".utf8))
     }
 
     @Test func servesOverTLSWithKeepAlive() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            handler: Self.echo)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let client = try fixture.client(port: port)
@@ -67,7 +74,9 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.idleTimeoutMilliseconds = 200
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: Self.echo)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let client = try fixture.client(port: port)
@@ -95,7 +104,9 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.maxBodyBytes = 100
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: Self.echo)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let cases: [(String, Int)] = [
@@ -116,12 +127,17 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.headerReadTimeoutMilliseconds = 1500
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: Self.echo)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         // The slow client sends part of a request and stalls.
-        let slow = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let slowStream = try TLSStream.connect(socket: slow, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 2000))
+        let slow = try Socket.connect(
+            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let slowStream = try TLSStream.connect(
+            socket: slow, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: .after(milliseconds: 2000))
         try slowStream.write(Array("GET / HTTP/1.1\r\nHo".utf8), deadline: .after(milliseconds: 1000))
         let started = Date()
         let fast = try fixture.client(port: port)
@@ -129,16 +145,23 @@ let slowRequestsStarted = LockedBox<Int>()
         #expect(Date().timeIntervalSince(started) < 1.0, "the fast client was served while the slow one stalled")
         // The stalled request is ended by the header-read timeout with 408.
         var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = try buffer.withUnsafeMutableBytes { try slowStream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+        let count =
+            try buffer.withUnsafeMutableBytes {
+                try slowStream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+            } ?? 0
         let answer = String(decoding: buffer[0..<count], as: UTF8.self)
         #expect(answer.hasPrefix("HTTP/1.1 408"))
         // Worded by the server itself: plain text unless the protocol above words it.
-        #expect(answer.contains("Content-Type: text/plain; charset=utf-8") && answer.hasSuffix("\r\n\r\nthe headers did not arrive in time\n"), "\(answer)")
+        #expect(
+            answer.contains("Content-Type: text/plain; charset=utf-8")
+                && answer.hasSuffix("\r\n\r\nthe headers did not arrive in time\n"), "\(answer)")
     }
 
     @Test func gracefulShutdownFinishesInFlightRequests() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            handler: Self.echo)
         let port = try server.start()[0]
         // Used by the one background task only.
         nonisolated(unsafe) let client = try fixture.client(port: port)
@@ -161,7 +184,9 @@ let slowRequestsStarted = LockedBox<Int>()
 
     @Test func untrustedServersAreRefusedWithTheReason() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.echo)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            handler: Self.echo)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let otherCA = try CertificateAuthority(name: "someone else")
@@ -194,9 +219,14 @@ let slowRequestsStarted = LockedBox<Int>()
                 guard let socket = accepted else { return }
                 if handshake {
                     // The handshake, the request read, then the socket closed without close_notify.
-                    guard let stream = try? TLSStream.accept(socket: socket, context: context, deadline: .after(milliseconds: 5000)) else { return }
+                    guard
+                        let stream = try? TLSStream.accept(
+                            socket: socket, context: context, deadline: .after(milliseconds: 5000))
+                    else { return }
                     var buffer = [UInt8](repeating: 0, count: 4096)
-                    _ = try? buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") }
+                    _ = try? buffer.withUnsafeMutableBytes {
+                        try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+                    }
                     _ = stream
                 }
                 socket.close()
@@ -204,8 +234,9 @@ let slowRequestsStarted = LockedBox<Int>()
         }
         afterHandshake.start()
         for _ in 0..<2 {
-            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: listener.localPort), serverName: "localhost",
-                                                         tls: try TLSContext.client(caFile: fixture.caFile))
+            var configuration = HTTPClient.Configuration(
+                address: SocketAddress(host: "127.0.0.1", port: listener.localPort), serverName: "localhost",
+                tls: try TLSContext.client(caFile: fixture.caFile))
             configuration.readTimeoutMilliseconds = 5000
             #expect {
                 _ = try HTTPClient(configuration).send(method: "GET", target: "/")
@@ -223,22 +254,31 @@ let slowRequestsStarted = LockedBox<Int>()
         let other = try fixture.authority.issue(hosts: ["localhost"])
         let otherKey = fixture.directory.file("other.key")
         try other.privateKeyPEM.write(toFile: otherKey, atomically: true, encoding: .utf8)
-        #expect { _ = try TLSContext.server(certificateChainFile: fixture.certificateFile, privateKeyFile: otherKey) } throws: {
+        #expect {
+            _ = try TLSContext.server(certificateChainFile: fixture.certificateFile, privateKeyFile: otherKey)
+        } throws: {
             String(describing: $0).contains("does not match")
         }
-        #expect { _ = try TLSContext.server(certificateChainFile: "/nonexistent.pem", privateKeyFile: fixture.keyFile) } throws: {
+        #expect {
+            _ = try TLSContext.server(certificateChainFile: "/nonexistent.pem", privateKeyFile: fixture.keyFile)
+        } throws: {
             String(describing: $0).contains("cannot read /nonexistent.pem")
         }
-        #expect { _ = try TLSContext.server(certificateChainFile: fixture.keyFile, privateKeyFile: fixture.keyFile) } throws: {
+        #expect {
+            _ = try TLSContext.server(certificateChainFile: fixture.keyFile, privateKeyFile: fixture.keyFile)
+        } throws: {
             String(describing: $0).contains("is not a PEM certificate chain")
         }
     }
 
     @Test func aPortInUseIsAnError() throws {
-        let first = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits(), handler: Self.echo)
+        let first = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: HTTPLimits(), handler: Self.echo)
         let port = try first.start()[0]
         defer { first.shutdown(graceMilliseconds: 1000) }
-        let second = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: port)], tls: nil, limits: HTTPLimits(), handler: Self.echo)
+        let second = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: port)], tls: nil, limits: HTTPLimits(),
+            handler: Self.echo)
         #expect { try second.start() } throws: { ($0 as? NetError)?.errnoCode == EADDRINUSE }
     }
 }
@@ -258,19 +298,25 @@ final class LockedBox<T>: @unchecked Sendable {
 
     @Test func servesIPv6AndNegotiatesALPNAndModernTLS() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "::1", port: 0), SocketAddress(host: "127.0.0.1", port: 0)],
-                                    tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "::1", port: 0), SocketAddress(host: "127.0.0.1", port: 0)],
+            tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.ok)
         let ports = try server.start()
         defer { server.shutdown(graceMilliseconds: 1000) }
-        let socket = try Socket.connect(to: SocketAddress(host: "::1", port: ports[0]), deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "::1",
-                                           deadline: .after(milliseconds: 2000))
+        let socket = try Socket.connect(
+            to: SocketAddress(host: "::1", port: ports[0]), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "::1",
+            deadline: .after(milliseconds: 2000))
         let negotiated = stream.negotiated
         #expect(negotiated.alpn == "http/1.1")
         #expect(negotiated.version == "TLSv1.3" || negotiated.version == "TLSv1.2")
         try stream.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: .after(milliseconds: 2000))
         var buffer = [UInt8](repeating: 0, count: 512)
-        let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 2000), wakeup: nil, what: "test") } ?? 0
+        let count =
+            try buffer.withUnsafeMutableBytes {
+                try stream.read(into: $0, deadline: .after(milliseconds: 2000), wakeup: nil, what: "test")
+            } ?? 0
         #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
         #expect(try fixture.client(port: ports[1]).send(method: "GET", target: "/").status == 200)
     }
@@ -281,12 +327,21 @@ final class LockedBox<T>: @unchecked Sendable {
             return
         }
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(), handler: Self.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            handler: Self.ok)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 1000) }
-        let old = try ProcessRunner.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-CAfile", fixture.caFile], stdin: "", timeout: 20)
+        let old = try ProcessRunner.run(
+            "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-CAfile", fixture.caFile],
+            stdin: "", timeout: 20)
         #expect(old.status != 0, "TLS 1.1 must fail: \(old.stdout.prefix(300))")
-        let modern = try ProcessRunner.run("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-CAfile", fixture.caFile, "-servername", "localhost"], stdin: "", timeout: 20)
+        let modern = try ProcessRunner.run(
+            "/usr/bin/openssl",
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-CAfile", fixture.caFile, "-servername",
+                "localhost",
+            ], stdin: "", timeout: 20)
         #expect(modern.stdout.contains("Verify return code: 0 (ok)"), "\(modern.stdout.suffix(400))")
         #expect(modern.stdout.contains("Compression: NONE"))
     }
@@ -294,7 +349,8 @@ final class LockedBox<T>: @unchecked Sendable {
     @Test func theConnectionCapRefusesTheExtraConnection() throws {
         var limits = HTTPLimits()
         limits.maxConnections = 2
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits, handler: Self.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits, handler: Self.ok)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 1000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
@@ -307,7 +363,9 @@ final class LockedBox<T>: @unchecked Sendable {
         #expect(refused.status == 503)
         first.close()
         for _ in 0..<200 where server.openConnections > 1 { usleep(10_000) }
-        #expect(try HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(method: "GET", target: "/").status == 200)
+        #expect(
+            try HTTPClient(.init(address: address, serverName: "localhost", tls: nil)).send(method: "GET", target: "/")
+                .status == 200)
     }
 
     /// Handshake, idle and body timeouts each end a connection that stalls.
@@ -317,7 +375,9 @@ final class LockedBox<T>: @unchecked Sendable {
         limits.tlsHandshakeTimeoutMilliseconds = 300
         limits.idleTimeoutMilliseconds = 300
         limits.bodyReadTimeoutMilliseconds = 300
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits, handler: Self.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: Self.ok)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 1000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
@@ -325,7 +385,9 @@ final class LockedBox<T>: @unchecked Sendable {
         // A client that never starts the handshake.
         let silent = try Socket.connect(to: address, deadline: .after(milliseconds: 1000))
         var byte = [UInt8](repeating: 0, count: 16)
-        let closedAfterHandshakeTimeout = try byte.withUnsafeMutableBytes { try silent.read(into: $0, deadline: .after(milliseconds: 3000), what: "test") }
+        let closedAfterHandshakeTimeout = try byte.withUnsafeMutableBytes {
+            try silent.read(into: $0, deadline: .after(milliseconds: 3000), what: "test")
+        }
         #expect(closedAfterHandshakeTimeout == 0)
 
         // An idle keep-alive connection.
@@ -337,10 +399,17 @@ final class LockedBox<T>: @unchecked Sendable {
 
         // A body that stops arriving.
         let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 1000))
-        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 1000))
-        try stream.write(Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part".utf8), deadline: .after(milliseconds: 1000))
+        let stream = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: .after(milliseconds: 1000))
+        try stream.write(
+            Array("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly part".utf8),
+            deadline: .after(milliseconds: 1000))
         var buffer = [UInt8](repeating: 0, count: 512)
-        let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test") } ?? 0
+        let count =
+            try buffer.withUnsafeMutableBytes {
+                try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test")
+            } ?? 0
         #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
     }
 }
@@ -348,14 +417,21 @@ final class LockedBox<T>: @unchecked Sendable {
 @Suite struct HTTPServerPipeliningTests {
     @Test func pipelinedRequestsAreAnsweredInOrder() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits()) { request, _ in
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits()
+        ) { request, _ in
             HTTPResponse(status: 200, body: Array(request.target.utf8))
         }
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 1000) }
-        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: .after(milliseconds: 2000))
-        let requests = (1...5).map { "GET /\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined() + "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let socket = try Socket.connect(
+            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: .after(milliseconds: 2000))
+        let requests =
+            (1...5).map { "GET /\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
+            + "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         try stream.write(Array(requests.utf8), deadline: .after(milliseconds: 2000))
         var parser = HTTPResponseParser()
         var bodies: [String] = []
@@ -363,7 +439,10 @@ final class LockedBox<T>: @unchecked Sendable {
         while bodies.count < 6 {
             while let response = try parser.next() { bodies.append(String(decoding: response.body, as: UTF8.self)) }
             if bodies.count == 6 { break }
-            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test") } ?? 0
+            let count =
+                try buffer.withUnsafeMutableBytes {
+                    try stream.read(into: $0, deadline: .after(milliseconds: 3000), wakeup: nil, what: "test")
+                } ?? 0
             if count == 0 { break }
             parser.feed(buffer[0..<count])
         }

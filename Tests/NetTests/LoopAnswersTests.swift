@@ -1,8 +1,9 @@
 import Glibc
 import HTTP
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import Net
 
 /// The event loops read requests themselves: headers still arriving cost
@@ -12,7 +13,8 @@ import TestSupport
 @Suite(.serialized) struct LoopAnswersTests {
     /// Answers `/quick` from "memory"; declines everything else.
     static func quick(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
-        request.path == "/quick" ? HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("quick".utf8)) : nil
+        request.path == "/quick"
+            ? HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("quick".utf8)) : nil
     }
 
     /// 60 TLS clients that send part of their headers and stall, against a
@@ -24,8 +26,9 @@ import TestSupport
         limits.maxActiveRequests = 2
         limits.maxConnectionsPerAddress = 1_000
         limits.headerReadTimeoutMilliseconds = 1_500
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-                                    handler: ConnectionLoopTests.ok)
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
+            handler: ConnectionLoopTests.ok)
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
@@ -33,7 +36,8 @@ import TestSupport
         var stalled: [TLSStream] = []
         for index in 0..<60 {
             let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
-            let stream = try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+            let stream = try TLSStream.connect(
+                socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
             // Some stop in the request line, some in the headers.
             let part = index % 2 == 0 ? "GET /slow" : "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: 1"
             try stream.write(Array(part.utf8), deadline: .after(milliseconds: 1000))
@@ -41,12 +45,17 @@ import TestSupport
         }
         let started = Deadline.now()
         for _ in 0..<200 where server.waitingConnections < 60 { usleep(10_000) }
-        #expect(server.waitingConnections == 60 && server.activeRequests == 0,
-                "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
-        #expect(try fixture.client(port: port).send(method: "GET", target: "/").status == 200, "a new client is answered")
+        #expect(
+            server.waitingConnections == 60 && server.activeRequests == 0,
+            "\(server.waitingConnections) waiting, \(server.activeRequests) on threads")
+        #expect(
+            try fixture.client(port: port).send(method: "GET", target: "/").status == 200, "a new client is answered")
         for stream in stalled {
             var buffer = [UInt8](repeating: 0, count: 1024)
-            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            let count =
+                try buffer.withUnsafeMutableBytes {
+                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+                } ?? 0
             #expect(String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 408"))
         }
         #expect(Deadline.now().milliseconds - started.milliseconds >= 1_000, "not before the header deadline")
@@ -63,10 +72,14 @@ import TestSupport
     @Test func answersFromMemoryStayOnTheLoop() throws {
         let fixture = try TLSFixture()
         let handled = Atomic<Int>(0)
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-                                    quick: Self.quick) { request, _ in
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            quick: Self.quick
+        ) { request, _ in
             handled.add(1, ordering: .relaxed)
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("thread \(request.method) \(request.target) \(request.body.count)".utf8))
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "text/plain"],
+                body: Array("thread \(request.method) \(request.target) \(request.body.count)".utf8))
         }
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
@@ -76,9 +89,14 @@ import TestSupport
             #expect(answer.status == 200 && answer.body == Array("quick".utf8) && answer.headers["Date"] != nil)
         }
         #expect(handled.load(ordering: .relaxed) == 0, "answered on the loop")
-        #expect(String(decoding: try client.send(method: "GET", target: "/other").body, as: UTF8.self) == "thread GET /other 0")
-        #expect(String(decoding: try client.send(method: "POST", target: "/quick", body: Array("abc".utf8)).body, as: UTF8.self) == "thread POST /quick 3",
-                "a body goes to a thread")
+        #expect(
+            String(decoding: try client.send(method: "GET", target: "/other").body, as: UTF8.self)
+                == "thread GET /other 0")
+        #expect(
+            String(
+                decoding: try client.send(method: "POST", target: "/quick", body: Array("abc".utf8)).body, as: UTF8.self
+            ) == "thread POST /quick 3",
+            "a body goes to a thread")
         #expect(try client.send(method: "GET", target: "/quick").body == Array("quick".utf8), "back on the loop")
         #expect(handled.load(ordering: .relaxed) == 2)
         #expect(server.openConnections == 1, "one connection carried them all")
@@ -87,21 +105,30 @@ import TestSupport
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let context = try TLSContext.client(caFile: fixture.caFile)
         let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
-        try stream.write(Array("GET /quick HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
-                         deadline: .after(milliseconds: 1000))
+        let stream = try TLSStream.connect(
+            socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+        try stream.write(
+            Array(
+                "GET /quick HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    .utf8),
+            deadline: .after(milliseconds: 1000))
         let both = try Self.readAll(stream)
-        #expect(both.hasPrefix("HTTP/1.1 200") && both.contains("\r\n\r\nthread GET /quick 0HTTP/1.1 200")
+        #expect(
+            both.hasPrefix("HTTP/1.1 200") && both.contains("\r\n\r\nthread GET /quick 0HTTP/1.1 200")
                 && both.hasSuffix("thread GET /second 0"), "\(both)")
 
         // A request, then the client's half-close: still answered.
         let closing = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
-        let closingStream = try TLSStream.connect(socket: closing, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
-        try closingStream.write(Array("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: .after(milliseconds: 1000))
+        let closingStream = try TLSStream.connect(
+            socket: closing, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+        try closingStream.write(
+            Array("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: .after(milliseconds: 1000))
         closingStream.finishWriting()
         // (On the loop, or on a thread when the end came in the same read.)
         let answer = try Self.readAll(closingStream)
-        #expect(answer.hasPrefix("HTTP/1.1 200") && (answer.hasSuffix("\r\n\r\nquick") || answer.hasSuffix("thread GET /quick 0")), "\(answer)")
+        #expect(
+            answer.hasPrefix("HTTP/1.1 200")
+                && (answer.hasSuffix("\r\n\r\nquick") || answer.hasSuffix("thread GET /quick 0")), "\(answer)")
     }
 
     /// A request answered later (a watch whose device the server
@@ -111,15 +138,18 @@ import TestSupport
         let fixture = try TLSFixture()
         let pending = Mutex<[LaterAnswer]>([])
         let handled = Atomic<Int>(0)
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-                                    quick: { request, _ in
-                                        guard request.path == "/later" else { return nil }
-                                        let later = LaterAnswer(waitMilliseconds: 60_000, make: { _ in HTTPResponse(status: 200, body: Array("fired".utf8)) })
-                                        pending.withLock { $0.append(later) }
-                                        var response = HTTPResponse(status: 200)
-                                        response.later = later
-                                        return response
-                                    }) { _, _ in
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            quick: { request, _ in
+                guard request.path == "/later" else { return nil }
+                let later = LaterAnswer(
+                    waitMilliseconds: 60_000, make: { _ in HTTPResponse(status: 200, body: Array("fired".utf8)) })
+                pending.withLock { $0.append(later) }
+                var response = HTTPResponse(status: 200)
+                response.later = later
+                return response
+            }
+        ) { _, _ in
             handled.add(1, ordering: .relaxed)
             return HTTPResponse(status: 200, body: Array("thread".utf8))
         }
@@ -128,7 +158,10 @@ import TestSupport
         let client = try fixture.client(port: port)
         #expect(String(decoding: try client.send(method: "GET", target: "/first").body, as: UTF8.self) == "thread")
         let handed = UncheckedBox(client)
-        let job = ThreadJob { (try? handed.value.send(method: "GET", target: "/later")).map { String(decoding: $0.body, as: UTF8.self) } ?? "failed" }
+        let job = ThreadJob {
+            (try? handed.value.send(method: "GET", target: "/later")).map { String(decoding: $0.body, as: UTF8.self) }
+                ?? "failed"
+        }
         for _ in 0..<500 where pending.withLock({ $0.count }) < 1 || server.waitingConnections < 1 { usleep(10_000) }
         #expect(server.waitingConnections == 1 && server.activeRequests == 0 && handled.load(ordering: .relaxed) == 1)
         for later in pending.withLock({ $0 }) { later.fire() }
@@ -141,22 +174,31 @@ import TestSupport
     /// request is answered on it; one that does not ask is closed.
     @Test func anHTTP10KeepAliveIsSaid() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-                                    quick: Self.quick) { _, _ in HTTPResponse(status: 200, body: Array("thread".utf8)) }
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
+            quick: Self.quick
+        ) { _, _ in HTTPResponse(status: 200, body: Array("thread".utf8)) }
         let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
-        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
-                                           deadline: .after(milliseconds: 2000))
+        let socket = try Socket.connect(
+            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
+        let stream = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: .after(milliseconds: 2000))
         func exchange(_ request: String) throws -> String {
             try stream.write(Array(request.utf8), deadline: .after(milliseconds: 1000))
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            let count =
+                try buffer.withUnsafeMutableBytes {
+                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+                } ?? 0
             return String(decoding: buffer[0..<count], as: UTF8.self)
         }
         for target in ["/quick", "/other", "/quick"] {
             let answer = try exchange("GET \(target) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains("Connection: keep-alive\r\n"), "\(target): \(answer)")
+            #expect(
+                answer.hasPrefix("HTTP/1.1 200") && answer.contains("Connection: keep-alive\r\n"),
+                "\(target): \(answer)")
         }
         let last = try exchange("GET /quick HTTP/1.0\r\n\r\n")
         #expect(last.contains("Connection: close\r\n"), "\(last)")
@@ -167,7 +209,10 @@ import TestSupport
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while received.count < 1 << 20 {
-            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            let count =
+                try buffer.withUnsafeMutableBytes {
+                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+                } ?? 0
             if count == 0 { break }
             received += buffer[0..<count]
         }

@@ -1,12 +1,13 @@
 import Foundation
 import Plumbing
-import Testing
 import TestSupport
+import Testing
 
 /// Starting programs: the one way every binary and test does it.
 @Suite struct ChildProcessTests {
     @Test func outputErrorsInputAndStatusAreCaptured() throws {
-        let result = try Subprocess.run(["/bin/sh", "-c", "cat; echo oops >&2; exit 3"], input: "hello\n", environment: .inherited)
+        let result = try Subprocess.run(
+            ["/bin/sh", "-c", "cat; echo oops >&2; exit 3"], input: "hello\n", environment: .inherited)
         #expect(result.output == "hello\n")
         #expect(result.errors == "oops\n")
         #expect(result.status == 3)
@@ -45,17 +46,20 @@ import TestSupport
     /// here calls setenv, which races with other tests starting programs.)
     @Test func theEnvironmentIsInheritedSetAndUnset() throws {
         let home = try #require(ProcessInfo.processInfo.environment["HOME"])
-        let inherited = try Subprocess.run(["/usr/bin/env"], environment: ChildProcess.Environment(set: ["CHILD_TEST_SET": "x=y"]))
+        let inherited = try Subprocess.run(
+            ["/usr/bin/env"], environment: ChildProcess.Environment(set: ["CHILD_TEST_SET": "x=y"]))
         let lines = Set(inherited.output.split(separator: "\n").map(String.init))
         #expect(lines.contains("CHILD_TEST_SET=x=y"))
         #expect(lines.contains("HOME=\(home)"))
         #expect(lines.contains { $0.hasPrefix("PATH=") })
-        let changed = try Subprocess.run(["/usr/bin/env"], environment: ChildProcess.Environment(set: ["HOME": "/elsewhere"], unset: ["PAT*"]))
+        let changed = try Subprocess.run(
+            ["/usr/bin/env"], environment: ChildProcess.Environment(set: ["HOME": "/elsewhere"], unset: ["PAT*"]))
         let changedLines = Set(changed.output.split(separator: "\n").map(String.init))
         #expect(changedLines.contains("HOME=/elsewhere") && !changedLines.contains("HOME=\(home)"))
         #expect(!changedLines.contains { $0.hasPrefix("PATH=") })
         let exact = try Subprocess.run(["/usr/bin/env"], environment: ChildProcess.Environment(unset: ["HOME", "PA"]))
-        #expect(!exact.output.contains("HOME=") && exact.output.contains("PATH="), "only a name ending in * is a prefix")
+        #expect(
+            !exact.output.contains("HOME=") && exact.output.contains("PATH="), "only a name ending in * is a prefix")
     }
 
     @Test func anOverrunningProgramIsKilled() throws {
@@ -69,21 +73,24 @@ import TestSupport
 
     /// Output beyond the limit is read and dropped: the program is never blocked.
     @Test func outputIsBounded() throws {
-        let result = try Subprocess.run(["/bin/sh", "-c", "head -c 300000 /dev/zero"], environment: .inherited, outputLimit: 1000)
+        let result = try Subprocess.run(
+            ["/bin/sh", "-c", "head -c 300000 /dev/zero"], environment: .inherited, outputLimit: 1000)
         #expect(result.output.utf8.count == 1000)
         #expect(result.status == 0)
     }
 
     /// A program that never reads its input still ends (EPIPE, not a hang).
     @Test func unreadInputDoesNotHang() throws {
-        let result = try Subprocess.run(["/bin/true"], input: String(repeating: "x", count: 1 << 20), environment: .inherited)
+        let result = try Subprocess.run(
+            ["/bin/true"], input: String(repeating: "x", count: 1 << 20), environment: .inherited)
         #expect(result.status == 0)
     }
 
     @Test func outputGoesToAFileAndErrorsWithIt() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/out"
-        let child = try ChildProcess(["/bin/sh", "-c", "echo one; echo two >&2"], output: .file(path), errors: .sameAsOutput)
+        let child = try ChildProcess(
+            ["/bin/sh", "-c", "echo one; echo two >&2"], output: .file(path), errors: .sameAsOutput)
         #expect(child.wait() == .exited(0))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "one\ntwo\n")
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
@@ -110,16 +117,20 @@ import TestSupport
     /// and none blocked.
     @Test func aProgramStartsWithDefaultSignals() throws {
         signal(SIGPIPE, SIG_IGN)
-        let result = try Subprocess.run(["/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"], environment: .inherited)
+        let result = try Subprocess.run(
+            ["/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"], environment: .inherited)
         // Bits of signals 1–31 (glibc keeps 32 and 33, its own, as the
         // test runner left them).
-        let masks = result.output.split(separator: "\n").compactMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
+        let masks = result.output.split(separator: "\n").compactMap {
+            UInt64($0.split(separator: "\t").last ?? "", radix: 16)
+        }
         #expect(masks.count == 2 && masks.allSatisfy { $0 & 0x7FFF_FFFF == 0 }, "\(result.output)")
     }
 
     /// A new session: the child leads it (it outlives a closed terminal).
     @Test func aLaunchedProgramLeadsASessionOfItsOwn() throws {
-        let child = try ChildProcess(["/bin/sh", "-c", "ps -o sid= -p $$ | tr -d ' '; echo $$"], output: .pipe, newSession: true)
+        let child = try ChildProcess(
+            ["/bin/sh", "-c", "ps -o sid= -p $$ | tr -d ' '; echo $$"], output: .pipe, newSession: true)
         var text: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256)
         while case let count = read(child.output!, &buffer, buffer.count), count > 0 { text += buffer[0..<count] }

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Plumbing
-import Testing
 import TestSupport
+import Testing
 
 /// The one way a secret is written and read: owner-only, replaced whole, and refused on read when anyone else could have read,
 /// planted or swapped it.
@@ -32,11 +32,14 @@ import TestSupport
     @Test func aSecretThatCannotBeWrittenSaysWhere() throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        #expect(throws: SecretFile.Failure.self) { try SecretFile.write([1], to: folder.path + "/no/such/folder/key", what: "the key") }
+        #expect(throws: SecretFile.Failure.self) {
+            try SecretFile.write([1], to: folder.path + "/no/such/folder/key", what: "the key")
+        }
         do {
             try SecretFile.write([1], to: folder.path + "/no/key", what: "the key")
         } catch {
-            #expect(error.kind == .unwritable && error.message.hasPrefix("cannot write the key at \(folder.path)/no/key:"))
+            #expect(
+                error.kind == .unwritable && error.message.hasPrefix("cannot write the key at \(folder.path)/no/key:"))
         }
     }
 
@@ -50,7 +53,9 @@ import TestSupport
         ("too large", .tooLarge, "is larger than 65536 bytes"),
     ]
 
-    @Test(arguments: refusals) func aSecretAnyoneElseCouldTouchIsRefused(made: String, kind: SecretFile.Failure.Kind, message: String) throws {
+    @Test(arguments: refusals) func aSecretAnyoneElseCouldTouchIsRefused(
+        made: String, kind: SecretFile.Failure.Kind, message: String
+    ) throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let path = folder.path + "/key"
@@ -63,13 +68,16 @@ import TestSupport
         case "mode 644", "mode 640":
             try SecretFile.write([7], to: path, what: "the key")
             chmod(path, made == "mode 644" ? 0o644 : 0o640)
-        default: try SecretFile.write([UInt8](repeating: 65, count: SecretFile.maximumBytes + 1), to: path, what: "the key")
+        default:
+            try SecretFile.write([UInt8](repeating: 65, count: SecretFile.maximumBytes + 1), to: path, what: "the key")
         }
         do {
             _ = try SecretFile.read(path, what: "the key")
             Issue.record("\(made) was read")
         } catch {
-            #expect(error.kind == kind && error.message.hasPrefix("the key at \(path) ") && error.message.contains(message), "\(error)")
+            #expect(
+                error.kind == kind && error.message.hasPrefix("the key at \(path) ") && error.message.contains(message),
+                "\(error)")
         }
     }
 
@@ -87,7 +95,9 @@ import TestSupport
             _ = try SecretFile.read(path, what: "the key")
             Issue.record("another user's file was read")
         } catch {
-            #expect(error.kind == .ownedByAnother && error.message.contains("belongs to another user (uid 65534)"), "\(error)")
+            #expect(
+                error.kind == .ownedByAnother && error.message.contains("belongs to another user (uid 65534)"),
+                "\(error)")
         }
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Postgres
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The libpq layer against a real PostgreSQL cluster started by the tests
 /// (TestSupport.PostgresCluster: initdb in a temporary folder, 127.0.0.1, a
@@ -28,8 +28,12 @@ import TestSupport
             (-1, "it's \"quoted\"; DROP TABLE t; --", [0, 0, 0], true),
         ]
         for (id, name, data, flag) in rows {
-            try connection.run("INSERT INTO t (id, name, data, flag) VALUES ($1, $2, $3, $4)",
-                               [.integer(id), name.map { .text($0) } ?? .null, data.map { .bytes($0) } ?? .null, flag.map { .bool($0) } ?? .null])
+            try connection.run(
+                "INSERT INTO t (id, name, data, flag) VALUES ($1, $2, $3, $4)",
+                [
+                    .integer(id), name.map { .text($0) } ?? .null, data.map { .bytes($0) } ?? .null,
+                    flag.map { .bool($0) } ?? .null,
+                ])
         }
         let read = try connection.query("SELECT id, name, data, flag FROM t ORDER BY id") { row in
             (row.int64(0), row.string(1), row.bytes(2), row.bool(3), row.isNull(1))
@@ -49,23 +53,39 @@ import TestSupport
     /// element exactly as sent, whatever they hold; a seeded random part too.
     @Test func arrayLiteralsRoundTrip() throws {
         let connection = try PostgresConnection(configuration)
-        var texts: [String?] = ["", "plain", "\"", "\\", "\\\"", "{a,b}", "NULL", "null", " lead and trail ", "a,b", "}{", "'",
-                                "Zürich 🌍 \u{202E}é", "\t\n\r", String(repeating: "\\\"{}", count: 300), nil, "[\"x\",{\"v\":\"\\u0000\"}]"]
+        var texts: [String?] = [
+            "", "plain", "\"", "\\", "\\\"", "{a,b}", "NULL", "null", " lead and trail ", "a,b", "}{", "'",
+            "Zürich 🌍 \u{202E}é", "\t\n\r", String(repeating: "\\\"{}", count: 300), nil, "[\"x\",{\"v\":\"\\u0000\"}]",
+        ]
         let seed = ProcessInfo.processInfo.environment["BRSYNC_TEST_SEED"].flatMap(UInt64.init) ?? 20_261_124
         print("PostgresConnectionTests.arrayLiteralsRoundTrip seed: \(seed)")
         var random = SeededRandom(seed: seed)
         let alphabet: [Unicode.Scalar] = ["\"", "\\", "{", "}", ",", " ", "a", "N", "\u{7F}", "\u{1}", "é", "🌍", "\n"]
         for _ in 0..<200 {
             var text = ""
-            for _ in 0..<Int.random(in: 0...12, using: &random) { text.unicodeScalars.append(alphabet.randomElement(using: &random)!) }
+            for _ in 0..<Int.random(in: 0...12, using: &random) {
+                text.unicodeScalars.append(alphabet.randomElement(using: &random)!)
+            }
             texts.append(text)
         }
-        let back = try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(texts))]) { $0.string(0) }
+        let back = try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(texts))]) {
+            $0.string(0)
+        }
         #expect(back == texts)
         let integers: [Int64] = [Int64.min, -1, 0, 1, Int64.max]
-        #expect(try connection.query("SELECT unnest($1::bigint[])", [.text(PostgresArray.integers(integers))]) { $0.int64(0) } == integers.map(Optional.init))
-        #expect(try connection.query("SELECT unnest($1::boolean[])", [.text(PostgresArray.booleans([true, false]))]) { $0.bool(0) } == [true, false])
-        #expect(throws: PostgresError.self) { try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(["a\u{0}b"]))]) { $0.string(0) } }
+        #expect(
+            try connection.query("SELECT unnest($1::bigint[])", [.text(PostgresArray.integers(integers))]) {
+                $0.int64(0)
+            } == integers.map(Optional.init))
+        #expect(
+            try connection.query("SELECT unnest($1::boolean[])", [.text(PostgresArray.booleans([true, false]))]) {
+                $0.bool(0)
+            } == [true, false])
+        #expect(throws: PostgresError.self) {
+            try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(["a\u{0}b"]))]) {
+                $0.string(0)
+            }
+        }
     }
 
     @Test func textWithANulIsRefusedAndNothingIsWritten() throws {
@@ -94,7 +114,8 @@ import TestSupport
                 try connection.run(sql, parameters)
             } throws: { error in
                 guard let error = error as? PostgresError else { return false }
-                return error.sqlState == state && error.description.contains("SQLSTATE \(state)") && !error.isConnectionFailure
+                return error.sqlState == state && error.description.contains("SQLSTATE \(state)")
+                    && !error.isConnectionFailure
             }
         }
         // The connection is still good after each failure.
@@ -131,12 +152,14 @@ import TestSupport
             return error.isAuthenticationFailure && !error.description.contains("not-the-password")
         }
         let closedPort = try PostgresCluster.freePortForTests()
-        let nowhere = try PostgresConfiguration(url: "postgres://brsync@127.0.0.1:\(closedPort)/postgres", password: cluster.password)
+        let nowhere = try PostgresConfiguration(
+            url: "postgres://brsync@127.0.0.1:\(closedPort)/postgres", password: cluster.password)
         #expect {
             _ = try PostgresConnection(nowhere, connectTimeoutSeconds: 5)
         } throws: { error in
             guard let error = error as? PostgresError else { return false }
-            return error.isConnectionFailure && error.description.contains("127.0.0.1") && !error.description.contains(cluster.password)
+            return error.isConnectionFailure && error.description.contains("127.0.0.1")
+                && !error.description.contains(cluster.password)
         }
     }
 
@@ -169,7 +192,9 @@ import TestSupport
                 return text.contains(reason) && !text.contains("secret")
             }
         }
-        #expect(throws: Never.self) { _ = try PostgresConfiguration(url: "postgresql://brsync@db.example:5433/brsync?sslmode=verify-full") }
+        #expect(throws: Never.self) {
+            _ = try PostgresConfiguration(url: "postgresql://brsync@db.example:5433/brsync?sslmode=verify-full")
+        }
     }
 
     @Test func thePasswordFileMustBeTheOwnersAlone() throws {

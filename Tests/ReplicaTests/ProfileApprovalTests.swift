@@ -3,8 +3,9 @@ import JSON
 import Model
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import Replica
 
 /// A profile's synced arguments run here only when they are ones synced data
@@ -14,12 +15,19 @@ import TestSupport
     static let other = "0123456789abcdef"
 
     /// A profile `id` of `base` with `arguments`, as another machine writes it.
-    static func pulled(_ fixture: ReplicaFixture, _ sequence: Int64, _ id: String, base: String, arguments: [String]) -> ChangeRecord {
+    static func pulled(
+        _ fixture: ReplicaFixture, _ sequence: Int64, _ id: String, base: String, arguments: [String]
+    ) -> ChangeRecord {
         let stamp = HLCTimestamp(wallMillis: fixture.wallMillis + sequence, counter: 0, device: other)
-        let fields: [String: JSONValue] = ["name": .string(id), "enabled": .bool(true), "deleted": .bool(false),
-                                           "profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string))]
-        return ChangeRecord(sequence: sequence, collection: .browsers, key: id,
-                            state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector([other: UInt64(sequence)])))
+        let fields: [String: JSONValue] = [
+            "name": .string(id), "enabled": .bool(true), "deleted": .bool(false),
+            "profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string)),
+        ]
+        return ChangeRecord(
+            sequence: sequence, collection: .browsers, key: id,
+            state: RecordState(
+                fields: fields.mapValues { StampedValue($0, stamp: stamp) },
+                versions: VersionVector([other: UInt64(sequence)])))
     }
 
     static func browser(_ fixture: ReplicaFixture, _ id: String) throws -> LocalBrowser {
@@ -32,8 +40,10 @@ import TestSupport
         try fixture.usable("firefox")
         _ = try fixture.replica.setDefaultBrowser(named: "firefox")
         var skipped: [String] = []
-        let page = [Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--renderer-cmd-prefix=touch /tmp/pwned"]),
-                    Self.pulled(fixture, 2, "home", base: "chromium", arguments: ["--profile-directory=Home"])]
+        let page = [
+            Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--renderer-cmd-prefix=touch /tmp/pwned"]),
+            Self.pulled(fixture, 2, "home", base: "chromium", arguments: ["--profile-directory=Home"]),
+        ]
         let applied = try fixture.replica.applyPulled(page, cursor: 2, epoch: "e", skipped: &skipped)
         _ = try fixture.replica.addRule(pattern: "work.example", browser: "work", priority: nil)
         // Kept, named, and never launched with its arguments; the ordinary one runs.
@@ -45,7 +55,9 @@ import TestSupport
         let url = try NormalizedURL("https://work.example/x")
         #expect(try fixture.replica.resolve(url).browser?.browser.id == "firefox")
         let note = try #require(try fixture.replica.heldProfileNote(url))
-        #expect(note.contains("work.example") && note.contains("wait for your approval") && note.contains("brsync browsers approve work"), "\(note)")
+        #expect(
+            note.contains("work.example") && note.contains("wait for your approval")
+                && note.contains("brsync browsers approve work"), "\(note)")
 
         // Approved here, for these arguments: it runs.
         try fixture.replica.approveProfile("work")
@@ -53,12 +65,16 @@ import TestSupport
         #expect(try fixture.replica.resolve(url).browser?.browser.id == "work")
         #expect(try fixture.replica.heldProfileNote(url) == nil)
         // Other arguments pulled later wait again; so does another base.
-        _ = try fixture.replica.applyPulled([Self.pulled(fixture, 3, "work", base: "chromium", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 3, epoch: "e",
-                                            skipped: &skipped)
+        _ = try fixture.replica.applyPulled(
+            [Self.pulled(fixture, 3, "work", base: "chromium", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 3,
+            epoch: "e",
+            skipped: &skipped)
         #expect(try Self.browser(fixture, "work").awaitsApproval)
         try fixture.replica.approveProfile("work")
-        _ = try fixture.replica.applyPulled([Self.pulled(fixture, 4, "work", base: "firefox", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 4, epoch: "e",
-                                            skipped: &skipped)
+        _ = try fixture.replica.applyPulled(
+            [Self.pulled(fixture, 4, "work", base: "firefox", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 4,
+            epoch: "e",
+            skipped: &skipped)
         #expect(try Self.browser(fixture, "work").awaitsApproval)
         // Withdrawn: waits again; unknown profiles and plain browsers cannot be approved.
         try fixture.replica.approveProfile("work")
@@ -75,12 +91,16 @@ import TestSupport
         let fixture = try ReplicaFixture()
         try fixture.usable("chromium")
         var skipped: [String] = []
-        let applied = try fixture.replica.applyPulled([Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--profile-directory=Work"]),
-                                                       Self.pulled(fixture, 2, "chain", base: "work", arguments: ["--gpu-launcher=/bin/sh"])],
-                                                      cursor: 2, epoch: "e", skipped: &skipped)
+        let applied = try fixture.replica.applyPulled(
+            [
+                Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--profile-directory=Work"]),
+                Self.pulled(fixture, 2, "chain", base: "work", arguments: ["--gpu-launcher=/bin/sh"]),
+            ],
+            cursor: 2, epoch: "e", skipped: &skipped)
         #expect(applied.awaitingApproval.isEmpty, "\(applied.awaitingApproval)")
         let chain = try Self.browser(fixture, "chain")
-        #expect(chain.exec == nil && !chain.awaitsApproval && chain.profileHeld?.contains("profiles of profiles") == true)
+        #expect(
+            chain.exec == nil && !chain.awaitsApproval && chain.profileHeld?.contains("profiles of profiles") == true)
         try fixture.replica.approveProfile("chain")
         #expect(try Self.browser(fixture, "chain").exec == nil, "approved or not, it does not run")
     }
@@ -89,12 +109,15 @@ import TestSupport
     /// browser outside the catalog too. Pulled elsewhere, both would wait.
     @Test func aProfileMadeHereRunsHere() throws {
         let fixture = try ReplicaFixture()
-        try fixture.replica.addBrowser(id: "mybrowser", name: nil, format: nil, scheme: nil, exec: "/opt/mybrowser/run %u")
+        try fixture.replica.addBrowser(
+            id: "mybrowser", name: nil, format: nil, scheme: nil, exec: "/opt/mybrowser/run %u")
         try fixture.usable("chromium")
-        try fixture.replica.addBrowser(id: "odd", name: nil, format: nil, scheme: nil, exec: nil,
-                                       profile: try BrowserProfile(base: "chromium", arguments: ["--enable-features=X"]))
-        try fixture.replica.addBrowser(id: "mine", name: nil, format: nil, scheme: nil, exec: nil,
-                                       profile: try BrowserProfile(base: "mybrowser", arguments: ["--new-window"]))
+        try fixture.replica.addBrowser(
+            id: "odd", name: nil, format: nil, scheme: nil, exec: nil,
+            profile: try BrowserProfile(base: "chromium", arguments: ["--enable-features=X"]))
+        try fixture.replica.addBrowser(
+            id: "mine", name: nil, format: nil, scheme: nil, exec: nil,
+            profile: try BrowserProfile(base: "mybrowser", arguments: ["--new-window"]))
         #expect(try Self.browser(fixture, "odd").exec == "chromium --enable-features=X %u")
         #expect(try Self.browser(fixture, "mine").exec == "/opt/mybrowser/run --new-window %u")
     }
@@ -104,14 +127,18 @@ import TestSupport
     @Test func anUpgradedReplicaKeepsItsOwnProfilesRunning() throws {
         let fixture = try ReplicaFixture()
         try fixture.usable("chromium")
-        try fixture.replica.addBrowser(id: "mine", name: nil, format: nil, scheme: nil, exec: nil,
-                                       profile: try BrowserProfile(base: "chromium", arguments: ["--enable-features=X"]))
+        try fixture.replica.addBrowser(
+            id: "mine", name: nil, format: nil, scheme: nil, exec: nil,
+            profile: try BrowserProfile(base: "chromium", arguments: ["--enable-features=X"]))
         var skipped: [String] = []
-        _ = try fixture.replica.applyPulled([Self.pulled(fixture, 1, "theirs", base: "chromium", arguments: ["--enable-features=Y"])],
-                                            cursor: 1, epoch: "e", skipped: &skipped)
+        _ = try fixture.replica.applyPulled(
+            [Self.pulled(fixture, 1, "theirs", base: "chromium", arguments: ["--enable-features=Y"])],
+            cursor: 1, epoch: "e", skipped: &skipped)
         // Back to schema 12: no approvals table.
         let database = try Database(path: fixture.file)
-        try database.execute("DROP TABLE profile_approvals; ALTER TABLE removed DROP COLUMN why; DROP INDEX records_by_precedence; ALTER TABLE records DROP COLUMN precedence; PRAGMA user_version = 12;")
+        try database.execute(
+            "DROP TABLE profile_approvals; ALTER TABLE removed DROP COLUMN why; DROP INDEX records_by_precedence; ALTER TABLE records DROP COLUMN precedence; PRAGMA user_version = 12;"
+        )
         let reopened = try Replica.open(home: fixture.home)
         #expect(try database.userVersion == ReplicaSchema.migrator.latestVersion)
         let browsers = try reopened.browsers()

@@ -4,8 +4,9 @@ import Model
 import Plumbing
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import Replica
 
 @Suite struct ReplicaSyncStateTests {
@@ -35,7 +36,9 @@ import TestSupport
         let fixture = try ReplicaFixture()
         let replica = fixture.replica
         let file = try Database(path: fixture.file)
-        func stored() throws -> String? { try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")?.stringValue }
+        func stored() throws -> String? {
+            try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")?.stringValue
+        }
         try replica.observeServerTime(fixture.wallMillis + 5_000)
         #expect(try stored() == nil, "not written by itself")
         #expect(try replica.syncState().clockOffsetMilliseconds == 5_000)
@@ -65,16 +68,22 @@ import TestSupport
         #expect(try fixture.replica.unpushedCount() == 0)
         // A pulled record from elsewhere merges in, with its cursor, and logs no local change.
         let other = HLCTimestamp(wallMillis: fixture.wallMillis + 5, counter: 0, device: "other")
-        let pulled = ChangeRecord(sequence: 7, collection: .rules, key: "b.example", state: RecordState(
-            fields: ["pattern": StampedValue(.string("b.example"), stamp: other), "browser": StampedValue(.string("firefox"), stamp: other)],
-            versions: VersionVector(["other": 1])))
+        let pulled = ChangeRecord(
+            sequence: 7, collection: .rules, key: "b.example",
+            state: RecordState(
+                fields: [
+                    "pattern": StampedValue(.string("b.example"), stamp: other),
+                    "browser": StampedValue(.string("firefox"), stamp: other),
+                ],
+                versions: VersionVector(["other": 1])))
         let before = try fixture.replica.changeCount()
         #expect(try fixture.replica.applyPulled([pulled], cursor: 7, epoch: "e1") == 1)
         #expect(try fixture.replica.changeCount() == before)
         #expect(try fixture.replica.syncState().pullCursor == 7)
         #expect(try fixture.replica.rules().map(\.pattern).contains("b.example"))
         // A failing page leaves the cursor where it was.
-        try fixture.replica.database.execute("CREATE TRIGGER refuse BEFORE INSERT ON records BEGIN SELECT RAISE(ABORT, 'no'); END")
+        try fixture.replica.database.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON records BEGIN SELECT RAISE(ABORT, 'no'); END")
         let next = ChangeRecord(sequence: 8, collection: .rules, key: "c.example", state: pulled.state)
         #expect(throws: (any Error).self) { try fixture.replica.applyPulled([next], cursor: 8, epoch: "e1") }
         #expect(try fixture.replica.syncState().pullCursor == 7)

@@ -2,6 +2,7 @@ import Foundation
 import Model
 import Storage
 import TestSupport
+
 @testable import Replica
 
 /// A replica in a temporary home with a controllable clock.
@@ -9,7 +10,9 @@ final class ReplicaFixture: @unchecked Sendable {
     // Used from one test at a time; the clock is only touched by that test's thread.
     let directory: TemporaryDirectory
     var wallMillis: Int64 = 1_700_000_000_000
-    lazy var replica: Replica = try! Replica.initialize(home: directory.path, deviceName: "test", now: { [unowned self] in wallMillis }).replica
+    lazy var replica: Replica = try! Replica.initialize(
+        home: directory.path, deviceName: "test", now: { [unowned self] in wallMillis }
+    ).replica
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "brsync-replica")

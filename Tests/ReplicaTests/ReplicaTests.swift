@@ -4,8 +4,9 @@ import Model
 import Plumbing
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import Replica
 
 @Suite struct ReplicaTests {
@@ -14,9 +15,14 @@ import TestSupport
     @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
         let fixture = try ReplicaFixture()
         let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "elsewhere")
-        func change(_ sequence: Int64, _ collection: RecordCollection, _ key: String, _ fields: [String: JSONValue]) -> ChangeRecord {
-            ChangeRecord(sequence: sequence, collection: collection, key: key,
-                         state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["elsewhere": 1])))
+        func change(
+            _ sequence: Int64, _ collection: RecordCollection, _ key: String, _ fields: [String: JSONValue]
+        ) -> ChangeRecord {
+            ChangeRecord(
+                sequence: sequence, collection: collection, key: key,
+                state: RecordState(
+                    fields: fields.mapValues { StampedValue($0, stamp: stamp) },
+                    versions: VersionVector(["elsewhere": 1])))
         }
         let page = [
             change(1, .browsers, "bad id with spaces", ["name": .string("x")]),
@@ -39,8 +45,10 @@ import TestSupport
         let fixture = try ReplicaFixture()
         let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "0123456789abcdef")
         func setting(_ sequence: Int64, _ key: String, _ value: JSONValue) -> ChangeRecord {
-            ChangeRecord(sequence: sequence, collection: .settings, key: key,
-                         state: RecordState(fields: ["value": StampedValue(value, stamp: stamp)], versions: VersionVector([stamp.device: 1])))
+            ChangeRecord(
+                sequence: sequence, collection: .settings, key: key,
+                state: RecordState(
+                    fields: ["value": StampedValue(value, stamp: stamp)], versions: VersionVector([stamp.device: 1])))
         }
         let page = [
             setting(1, "device_name/0123456789abcdef", .string("phone")),
@@ -52,10 +60,14 @@ import TestSupport
         #expect(skipped.count == 1 && skipped[0].contains("device_name/bbbbbbbbbbbbbbbb"), "\(skipped)")
         let names = try fixture.replica.deviceNames()
         #expect(names.names == ["0123456789abcdef": "phone", fixture.replica.deviceID: "test"])
-        #expect(names.display("0123456789abcdef") == "phone" && names.display("aaaaaaaaaaaaaaaa") == "device aaaaaaaaaaaaaaaa")
+        #expect(
+            names.display("0123456789abcdef") == "phone"
+                && names.display("aaaaaaaaaaaaaaaa") == "device aaaaaaaaaaaaaaaa")
         // Both applied records are in the log, newest first, by the device that wrote them.
         let log = try fixture.replica.changeLog(limit: 10)
-        #expect(log.map(\.key) == ["device_name/aaaaaaaaaaaaaaaa", "device_name/0123456789abcdef"] && log.allSatisfy(\.isPulled))
+        #expect(
+            log.map(\.key) == ["device_name/aaaaaaaaaaaaaaaa", "device_name/0123456789abcdef"]
+                && log.allSatisfy(\.isPulled))
         #expect(log.allSatisfy { $0.device == "0123456789abcdef" })
         // The same page again changes nothing and logs nothing.
         #expect(try fixture.replica.applyPulled(page, cursor: 3, epoch: "e", skipped: &skipped).changed == 0)
@@ -64,13 +76,21 @@ import TestSupport
         // made elsewhere, merged under the deletion) changes nothing anyone
         // sees: merged, neither counted nor logged.
         let deleted = HLCTimestamp(wallMillis: stamp.wallMillis + 10, counter: 0, device: "0123456789abcdef")
-        let tombstone = ChangeRecord(sequence: 4, collection: .settings, key: "device_name/0123456789abcdef", state: RecordState(
-            fields: ["value": StampedValue(.string("phone"), stamp: stamp), RecordState.deletedField: StampedValue(.bool(true), stamp: deleted)],
-            versions: VersionVector([stamp.device: 2])))
+        let tombstone = ChangeRecord(
+            sequence: 4, collection: .settings, key: "device_name/0123456789abcdef",
+            state: RecordState(
+                fields: [
+                    "value": StampedValue(.string("phone"), stamp: stamp),
+                    RecordState.deletedField: StampedValue(.bool(true), stamp: deleted),
+                ],
+                versions: VersionVector([stamp.device: 2])))
         #expect(try fixture.replica.applyPulled([tombstone], cursor: 4, epoch: "e", skipped: &skipped).changed == 1)
         let older = HLCTimestamp(wallMillis: stamp.wallMillis + 5, counter: 0, device: "aaaaaaaaaaaaaaaa")
-        let hidden = ChangeRecord(sequence: 5, collection: .settings, key: "device_name/0123456789abcdef", state: RecordState(
-            fields: ["value": StampedValue(.string("tablet"), stamp: older)], versions: VersionVector(["aaaaaaaaaaaaaaaa": 1])))
+        let hidden = ChangeRecord(
+            sequence: 5, collection: .settings, key: "device_name/0123456789abcdef",
+            state: RecordState(
+                fields: ["value": StampedValue(.string("tablet"), stamp: older)],
+                versions: VersionVector(["aaaaaaaaaaaaaaaa": 1])))
         let logged = try fixture.replica.changeLog(limit: 10).count
         #expect(try fixture.replica.applyPulled([hidden], cursor: 5, epoch: "e", skipped: &skipped).changed == 0)
         #expect(try fixture.replica.changeLog(limit: 10).count == logged)
@@ -104,10 +124,13 @@ import TestSupport
         for id in ["b", "c", "d"] { try replica.setHiddenInPicker(named: id, true) }
         #expect(try replica.pickerBrowsers().map(\.browser.id) == ["d", "b", "a", "c"])
         // Bad values from another client are ignored, not trusted.
-        for bad: JSONValue in [.string("1"), .int(0), .int(-3), .int(Int64(Browser.maxPickerOrder) + 1), .double(1.5), .null] {
+        for bad: JSONValue in [
+            .string("1"), .int(0), .int(-3), .int(Int64(Browser.maxPickerOrder) + 1), .double(1.5), .null,
+        ] {
             #expect(Browser(id: "x", name: "X", extra: [Browser.pickerOrderField: bad]).pickerOrder == nil, "\(bad)")
         }
-        #expect(Browser(id: "x", name: "X", extra: [Browser.pickerHiddenField: .string("true")]).isHiddenInPicker == false)
+        #expect(
+            Browser(id: "x", name: "X", extra: [Browser.pickerHiddenField: .string("true")]).isHiddenInPicker == false)
         #expect(throws: ReplicaError.self) { try replica.setPickerOrder(["nosuch"]) }
     }
 
@@ -118,15 +141,20 @@ import TestSupport
         try replica.recordReplacedKeyIDs([replaced])
         try replica.setSetting("defaultBrowser", "firefox")
         let exported = try replica.export()
-        #expect(exported.settings == ["defaultBrowser": "firefox"], "no device name, no replaced key id: \(exported.settings)")
+        #expect(
+            exported.settings == ["defaultBrowser": "firefox"],
+            "no device name, no replaced key id: \(exported.settings)")
 
         // An import that names the account's current key as replaced would
         // make this machine move the server off it: ignored, like device names.
         let other = try ReplicaFixture()
         let current = String(repeating: "b", count: 16)
-        let document = ExportDocument(browsers: [], rules: [], settings: [
-            Replica.replacedKeysSetting: current, Replica.deviceNamePrefix + "someone": "evil", "defaultBrowser": "chrome",
-        ])
+        let document = ExportDocument(
+            browsers: [], rules: [],
+            settings: [
+                Replica.replacedKeysSetting: current, Replica.deviceNamePrefix + "someone": "evil",
+                "defaultBrowser": "chrome",
+            ])
         let summary = try other.replica.importDocument(document)
         #expect(summary.settings == 1)
         #expect(try other.replica.replacedKeyIDs().isEmpty)
@@ -140,17 +168,24 @@ import TestSupport
     @Test func aHomeAndItsReplicaAreOwnerOnly() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        func mode(_ path: String) throws -> Int { try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1 }
+        func mode(_ path: String) throws -> Int {
+            try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1
+        }
         let home = directory.file("home")
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
         #expect(chmod(home, 0o777) == 0)
         let (replica, created) = try Replica.initialize(home: home, deviceName: "test")
         #expect(created)
-        try replica.write(.settings, key: "note", changes: ["value": .int(1)]) // the WAL and shared-memory files exist now
+        // the WAL and shared-memory files exist now
+        try replica.write(.settings, key: "note", changes: ["value": .int(1)])
         #expect(try mode(home) == 0o700)
-        for suffix in ["", "-wal", "-shm"] { #expect(try mode(home + "/replica.sqlite" + suffix) == 0o600, "\(suffix)") }
+        for suffix in ["", "-wal", "-shm"] {
+            #expect(try mode(home + "/replica.sqlite" + suffix) == 0o600, "\(suffix)")
+        }
         // Loosened by hand (or made by an older brsync under umask 022): tightened at the next open.
-        #expect(chmod(home, 0o755) == 0 && chmod(home + "/replica.sqlite", 0o644) == 0 && chmod(home + "/replica.sqlite-wal", 0o666) == 0)
+        #expect(
+            chmod(home, 0o755) == 0 && chmod(home + "/replica.sqlite", 0o644) == 0
+                && chmod(home + "/replica.sqlite-wal", 0o666) == 0)
         _ = try Replica.open(home: home)
         #expect(try mode(home) == 0o700)
         #expect(try mode(home + "/replica.sqlite") == 0o600 && mode(home + "/replica.sqlite-wal") == 0o600)
@@ -199,10 +234,13 @@ import TestSupport
         let fixture = try ReplicaFixture()
         let replica = fixture.replica
         try fixture.usable("firefox")
-        try replica.database.execute("""
+        try replica.database.execute(
+            """
             CREATE TRIGGER refuse_log BEFORE INSERT ON changes BEGIN SELECT RAISE(ABORT, 'log refused'); END
             """)
-        #expect(throws: (any Error).self) { try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil) }
+        #expect(throws: (any Error).self) {
+            try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        }
         #expect(try replica.record(.rules, key: "github.com") == nil)
         #expect(try replica.rules().isEmpty)
         try replica.database.execute("DROP TRIGGER refuse_log")
@@ -233,12 +271,15 @@ import TestSupport
         try fixture.usable("firefox")
         var random = SeededRandom.fromEnvironment(fallback: 20_261_129)
         print("rulesAreListedInTheOrderTheyDecide seed \(random.seed)")
-        let patterns = ["github.com", "*.github.com", "github.com/a/*", "from:slack github.com", "zoom.us", "*.zoom.us",
-                        "example.com/docs", "a.example.com", "example.com:8443", "file:///home/me/**"]
+        let patterns = [
+            "github.com", "*.github.com", "github.com/a/*", "from:slack github.com", "zoom.us", "*.zoom.us",
+            "example.com/docs", "a.example.com", "example.com:8443", "file:///home/me/**",
+        ]
         for round in 0..<4 {
             for pattern in patterns.shuffled(using: &random) {
                 fixture.wallMillis += Int64.random(in: 0...1, using: &random) // equal creation times too
-                try fixture.replica.addRule(pattern: pattern, browser: "firefox", priority: [nil, -1, 0, 3].randomElement(using: &random)!)
+                try fixture.replica.addRule(
+                    pattern: pattern, browser: "firefox", priority: [nil, -1, 0, 3].randomElement(using: &random)!)
             }
             if round % 2 == 1 { _ = try fixture.replica.removeRule(pattern: patterns.randomElement(using: &random)!) }
             let listed = try fixture.replica.rules()
@@ -246,12 +287,17 @@ import TestSupport
             #expect(listed == expected, "round \(round)")
         }
         let stamp = HLCTimestamp(wallMillis: fixture.wallMillis, counter: 0, device: "elsewhere")
-        let unreadable = RecordState(fields: ["pattern": StampedValue(.string("exa mple.com"), stamp: stamp),
-                                              "browser": StampedValue(.string("firefox"), stamp: stamp),
-                                              "priority": StampedValue(.int(1_000), stamp: stamp)],
-                                     versions: VersionVector(["elsewhere": 1]))
+        let unreadable = RecordState(
+            fields: [
+                "pattern": StampedValue(.string("exa mple.com"), stamp: stamp),
+                "browser": StampedValue(.string("firefox"), stamp: stamp),
+                "priority": StampedValue(.int(1_000), stamp: stamp),
+            ],
+            versions: VersionVector(["elsewhere": 1]))
         try fixture.replica.storeMerged(.rules, key: "exa mple.com", state: unreadable)
-        #expect(try fixture.replica.rules().last?.pattern == "exa mple.com", "a pattern that does not parse comes last, whatever its priority")
+        #expect(
+            try fixture.replica.rules().last?.pattern == "exa mple.com",
+            "a pattern that does not parse comes last, whatever its priority")
     }
 
     @Test func newRulesGetAPriorityAboveAllAndDeletedRulesComeBack() throws {
@@ -287,10 +333,14 @@ import TestSupport
         #expect { try fixture.replica.addRule(pattern: "a.com", browser: "brave", priority: nil) } throws: {
             String(describing: $0).contains("brsync browsers add brave")
         }
-        #expect { try fixture.replica.addBrowser(id: "Bad Id", name: nil, format: nil, scheme: nil, exec: nil) } throws: {
+        #expect {
+            try fixture.replica.addBrowser(id: "Bad Id", name: nil, format: nil, scheme: nil, exec: nil)
+        } throws: {
             String(describing: $0).contains("invalid browser id")
         }
-        #expect { try fixture.replica.addBrowser(id: "x", name: nil, format: "x://{uri}", scheme: nil, exec: nil) } throws: {
+        #expect {
+            try fixture.replica.addBrowser(id: "x", name: nil, format: "x://{uri}", scheme: nil, exec: nil)
+        } throws: {
             String(describing: $0).contains("{uri}")
         }
         #expect(try fixture.replica.browsers().map(\.browser.id) == ["firefox"])
@@ -310,7 +360,9 @@ import TestSupport
         let path = directory.file(Replica.fileName)
         try Data(String(repeating: "not sqlite ", count: 500).utf8).write(to: URL(fileURLWithPath: path))
         try expectUntouched(path, { _ = try Replica.open(home: directory.path) }, message: "not an SQLite database")
-        try expectUntouched(path, { _ = try Replica.initialize(home: directory.path, deviceName: nil) }, message: "not an SQLite database")
+        try expectUntouched(
+            path, { _ = try Replica.initialize(home: directory.path, deviceName: nil) },
+            message: "not an SQLite database")
     }
 
     /// A replica whose pages were overwritten says it is damaged and how to
@@ -358,7 +410,8 @@ import TestSupport
         let file = directory.file(Replica.fileName)
         do { _ = try Replica.initialize(home: directory.path, deviceName: nil) }
         let database = try Database(path: file)
-        try database.execute("""
+        try database.execute(
+            """
             INSERT INTO meta (key, value) VALUES ('e2e_key', '0123456789abcdef');
             ALTER TABLE changes DROP COLUMN manifest;
             ALTER TABLE changes DROP COLUMN replaced;
@@ -395,7 +448,8 @@ import TestSupport
         try fixture.usable("firefox")
         try fixture.usable("chrome")
         for (index, pattern) in ["zoom.us", "*.github.com", "a.example", "bank.example/login"].enumerated() {
-            try fixture.replica.addRule(pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index)
+            try fixture.replica.addRule(
+                pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index)
         }
         try fixture.replica.removeRule(pattern: "a.example")
         let url = try NormalizedURL("https://gist.github.com/x")
@@ -410,7 +464,8 @@ import TestSupport
         // Back to schema 9's table, as a replica made before this version has it.
         let database = try Database(path: fixture.file)
         let before = try rows(database)
-        try database.execute("""
+        try database.execute(
+            """
             BEGIN;
             CREATE TABLE records_clustered (
                 collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
@@ -428,28 +483,37 @@ import TestSupport
             PRAGMA user_version = 9;
             COMMIT;
             """)
-        #expect(throws: (any Error).self, "schema 9 has no row ids") { try database.execute("SELECT rowid FROM records") }
+        #expect(throws: (any Error).self, "schema 9 has no row ids") {
+            try database.execute("SELECT rowid FROM records")
+        }
 
         let reopened = try Replica.open(home: fixture.home)
         #expect(try database.userVersion == ReplicaSchema.migrator.latestVersion)
         #expect(try rows(database) == before)
         // Schema 15 gave every rule its place again: listed in the same order, without a NULL.
         #expect(try reopened.rules() == listedBefore)
-        #expect(try database.scalar("SELECT COUNT(*) FROM records WHERE collection = 'rules' AND deleted = 0 AND precedence IS NULL")?.intValue == 0)
+        #expect(
+            try database.scalar(
+                "SELECT COUNT(*) FROM records WHERE collection = 'rules' AND deleted = 0 AND precedence IS NULL")?
+                .intValue == 0)
         #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
         #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")
         #expect(try reopened.resolve(url).browser?.browser.id == resolvedBefore)
         #expect(try reopened.rules().map(\.pattern).sorted() == ["*.github.com", "bank.example/login", "zoom.us"])
         // The unique key still holds: the same pattern updates its record.
         try reopened.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
-        #expect(try database.scalar("SELECT COUNT(*) FROM records WHERE collection = 'rules' AND key = 'zoom.us'")?.intValue == 1)
+        #expect(
+            try database.scalar("SELECT COUNT(*) FROM records WHERE collection = 'rules' AND key = 'zoom.us'")?.intValue
+                == 1)
         #expect(try reopened.resolve(try NormalizedURL("https://zoom.us/j/1")).browser?.browser.id == "chrome")
     }
 
     @Test func aMissingReplica() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        #expect { _ = try Replica.open(home: directory.path) } throws: { String(describing: $0).contains("brsync init") }
+        #expect { _ = try Replica.open(home: directory.path) } throws: {
+            String(describing: $0).contains("brsync init")
+        }
     }
 
     @Test func aLockedReplicaWaitsThenSaysSo() throws {

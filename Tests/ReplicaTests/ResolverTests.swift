@@ -1,7 +1,8 @@
 import Foundation
 import Model
-import Testing
 import TestSupport
+import Testing
+
 @testable import Replica
 
 @Suite struct ResolverTests {
@@ -39,21 +40,26 @@ import TestSupport
         _ = try replica.removeBrowser(named: "firefox")
         #expect(try replica.resolve(url).source == .none)
         let (_, verdicts) = try replica.explain(url)
-        #expect(verdicts.map(\.outcome) == [
-            .skipped("browser 'brave' has no launch command on this machine"),
-            .skipped("browser 'chrome' is disabled"),
-            .skipped("browser 'firefox' is not known here (removed, or never added)"),
-        ])
+        #expect(
+            verdicts.map(\.outcome) == [
+                .skipped("browser 'brave' has no launch command on this machine"),
+                .skipped("browser 'chrome' is disabled"),
+                .skipped("browser 'firefox' is not known here (removed, or never added)"),
+            ])
     }
 
     @Test func phoneRulesNamingASchemeResolve() throws {
         let fixture = try ReplicaFixture()
         try fixture.usable("chrome")
-        let document = ExportDocument(browsers: [], rules: [
-            UrlRule(pattern: "meet.google.com", browser: "googlechromes", priority: 3, createdAtMillis: 5),
-        ], settings: [:])
+        let document = ExportDocument(
+            browsers: [],
+            rules: [
+                UrlRule(pattern: "meet.google.com", browser: "googlechromes", priority: 3, createdAtMillis: 5)
+            ], settings: [:])
         _ = try fixture.replica.importDocument(document)
-        #expect(try fixture.replica.resolve(try NormalizedURL("https://meet.google.com/abc")).browser?.browser.id == "chrome")
+        #expect(
+            try fixture.replica.resolve(try NormalizedURL("https://meet.google.com/abc")).browser?.browser.id
+                == "chrome")
     }
 
     @Test func explainSaysWhoWonAndWhy() throws {
@@ -66,9 +72,10 @@ import TestSupport
         try replica.addRule(pattern: "gitlab.com", browser: "chrome", priority: 3)
         let (resolution, verdicts) = try replica.explain(try NormalizedURL("https://github.com/work/repo"))
         #expect(resolution.rule?.pattern == "github.com/work/*")
-        #expect(verdicts.map(\.outcome) == [
-            .noMatch("the host differs"), .won, .lost(to: "github.com/work/*", because: "lower priority (1 < 2)"),
-        ])
+        #expect(
+            verdicts.map(\.outcome) == [
+                .noMatch("the host differs"), .won, .lost(to: "github.com/work/*", because: "lower priority (1 < 2)"),
+            ])
     }
 
     /// The indexed lookup through SQLite decides exactly as matching every rule would.
@@ -79,7 +86,10 @@ import TestSupport
         let replica = fixture.replica
         let browsers = ["firefox", "chrome", "brave"]
         for browser in browsers { try fixture.usable(browser) }
-        let hosts = ["example.com", "a.example.com", "b.a.example.com", "example.org", "www.example.com", "localhost:8080", "10.0.0.1"]
+        let hosts = [
+            "example.com", "a.example.com", "b.a.example.com", "example.org", "www.example.com", "localhost:8080",
+            "10.0.0.1",
+        ]
         let paths = ["", "/a", "/a/*", "/a/**", "/*/b", "/a?x=*"]
         var patterns: Set<String> = []
         for _ in 0..<150 {
@@ -95,16 +105,18 @@ import TestSupport
         }
         try replica.transaction {
             for pattern in patterns.sorted() {
-                try replica.addRule(pattern: pattern, browser: browsers.randomElement(using: &random)!,
-                                    priority: Int.random(in: 0..<4, using: &random))
+                try replica.addRule(
+                    pattern: pattern, browser: browsers.randomElement(using: &random)!,
+                    priority: Int.random(in: 0..<4, using: &random))
             }
         }
         let index = RuleIndex(rules: try replica.rules())
         #expect(index.invalid.isEmpty)
         for _ in 0..<300 {
             let host = hosts.randomElement(using: &random)!
-            let url = try NormalizedURL(["https://", "http://"].randomElement(using: &random)! + host
-                + ["/", "/a", "/a/b", "/a/b/c", "/x/b", "/a?x=1"].randomElement(using: &random)!)
+            let url = try NormalizedURL(
+                ["https://", "http://"].randomElement(using: &random)! + host
+                    + ["/", "/a", "/a/b", "/a/b/c", "/x/b", "/a?x=1"].randomElement(using: &random)!)
             let full = index.decide(url)?.rule.pattern
             #expect(try replica.resolve(url).rule?.pattern == full, "\(url), seed \(random.seed)")
         }
@@ -136,15 +148,19 @@ import TestSupport
     @Test func anImportedRuleWithoutItsTimeIsMadeNow() throws {
         let fixture = try ReplicaFixture()
         try fixture.usable("firefox")
-        let document = try JSONDecoder().decode(ExportDocument.self, from: Data(#"""
-            {"rules": [{"pattern": "no-time.example", "browser": "firefox"},
-                       {"pattern": "timed.example", "browser": "firefox", "createdAt": "2026-01-02T03:04:05.000Z"}]}
-            """#.utf8))
+        let document = try JSONDecoder().decode(
+            ExportDocument.self,
+            from: Data(
+                #"""
+                {"rules": [{"pattern": "no-time.example", "browser": "firefox"},
+                           {"pattern": "timed.example", "browser": "firefox", "createdAt": "2026-01-02T03:04:05.000Z"}]}
+                """#.utf8))
         _ = try fixture.replica.importDocument(document)
         let made = try #require(try fixture.replica.rules().first { $0.pattern == "no-time.example" }).createdAtMillis
         #expect(made == fixture.wallMillis)
         fixture.wallMillis += 60_000
-        #expect(try fixture.replica.rules().first { $0.pattern == "timed.example" }?.createdAtMillis == 1_767_323_045_000)
+        #expect(
+            try fixture.replica.rules().first { $0.pattern == "timed.example" }?.createdAtMillis == 1_767_323_045_000)
         #expect(try fixture.replica.importDocument(document) == Replica.ImportSummary(), "again: nothing changes")
         #expect(try fixture.replica.rules().first { $0.pattern == "no-time.example" }?.createdAtMillis == made)
     }
@@ -153,16 +169,20 @@ import TestSupport
         let fixture = try ReplicaFixture()
         let before = try fixture.replica.changeCount()
         let documents = [
-            ExportDocument(browsers: [Browser(id: "ok", name: "Ok")], rules: [
-                UrlRule(pattern: "good.example", browser: "ok", createdAtMillis: 0),
-                UrlRule(pattern: "bad pattern", browser: "ok", createdAtMillis: 0),
-            ], settings: [:]),
+            ExportDocument(
+                browsers: [Browser(id: "ok", name: "Ok")],
+                rules: [
+                    UrlRule(pattern: "good.example", browser: "ok", createdAtMillis: 0),
+                    UrlRule(pattern: "bad pattern", browser: "ok", createdAtMillis: 0),
+                ], settings: [:]),
             ExportDocument(browsers: [Browser(id: "Not Valid", name: "x")], rules: [], settings: [:]),
             ExportDocument(browsers: [Browser(id: "x", name: "x", urlFormat: "nothing")], rules: [], settings: [:]),
-            ExportDocument(browsers: [], rules: [
-                UrlRule(pattern: "a.example", browser: "x", createdAtMillis: 0),
-                UrlRule(pattern: "A.example/", browser: "y", createdAtMillis: 0),
-            ], settings: [:]),
+            ExportDocument(
+                browsers: [],
+                rules: [
+                    UrlRule(pattern: "a.example", browser: "x", createdAtMillis: 0),
+                    UrlRule(pattern: "A.example/", browser: "y", createdAtMillis: 0),
+                ], settings: [:]),
         ]
         for document in documents {
             #expect(throws: ReplicaError.self) { try fixture.replica.importDocument(document) }

@@ -1,8 +1,9 @@
 import HTTP
 import JSON
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// One account's timeline never moves another's: a cursor or a change number
@@ -23,12 +24,16 @@ import TestSupport
             #expect(try device.push([device.change("kept.example", ["browser": .string("firefox")])]).status == 200)
         }
         let (aliceBefore, bobBefore, storeBefore) = (try Self.epoch(alice), try Self.epoch(bob), fixture.store.epoch)
-        #expect(aliceBefore == bobBefore && aliceBefore == storeBefore, "no account has a timeline of its own yet (an upgrade changes nothing)")
+        #expect(
+            aliceBefore == bobBefore && aliceBefore == storeBefore,
+            "no account has a timeline of its own yet (an upgrade changes nothing)")
         // Alice's client says it has seen far past her account: a new epoch for her, and only her.
         let beyond = try alice.pull(since: 999_999_999)
         #expect(beyond.status == 200)
         let aliceAfter = try Self.epoch(alice)
-        #expect(aliceAfter != aliceBefore && aliceAfter.hasPrefix(storeBefore) && SessionRules.isPlainEpoch(aliceAfter), "\(aliceAfter)")
+        #expect(
+            aliceAfter != aliceBefore && aliceAfter.hasPrefix(storeBefore) && SessionRules.isPlainEpoch(aliceAfter),
+            "\(aliceAfter)")
         #expect(try Self.epoch(bob) == bobBefore)
         #expect(fixture.store.epoch == storeBefore)
         // Again and again: still only hers; her records stay.
@@ -43,7 +48,9 @@ import TestSupport
         carol.nextSequence = 5
         let gap = try carol.push([carol.change("b.example", ["browser": .string("firefox")])])
         #expect(gap.errorCode == .gap, "\(gap.text)")
-        #expect(try Self.epoch(carol) != carolBefore, "the store lost what it acknowledged to her: a rollback of her account")
+        #expect(
+            try Self.epoch(carol) != carolBefore,
+            "the store lost what it acknowledged to her: a rollback of her account")
         #expect(try Self.epoch(bob) == bobBefore)
     }
 
@@ -69,19 +76,25 @@ import TestSupport
 extension AccountTimelineTests {
     /// A GET of `target` with `token` as the bearer (a join code's secret, say).
     static func get(_ device: TestDevice, _ target: String, token: String) throws -> HTTPResponseParser.ParsedResponse {
-        try device.client.send(method: "GET", target: target, headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
+        try device.client.send(
+            method: "GET", target: target, headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
     }
 
-    @Test(arguments: StoreKind.allCases) func onlyAKeyHolderStartsAnEncryptedAccountsTimeline(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func onlyAKeyHolderStartsAnEncryptedAccountsTimeline(_ kind: StoreKind) throws
+    {
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
         #expect(try laptop.push([EncryptedAccountTests.sealed(laptop, "one")]).status == 200)
         let before = try Self.epoch(laptop)
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        let secret = try fixture.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
         // Twenty pulls from the future by a token without the key, twenty by a join code's secret: nothing moves.
         for _ in 0..<20 {
             let keyless = try desktop.pull(since: 999_999_999)
-            #expect(keyless.status == 409 && keyless.errorCode == .rollbackUnconfirmed && keyless.errorMessage.contains("key holder"), "\(keyless.text)")
+            #expect(
+                keyless.status == 409 && keyless.errorCode == .rollbackUnconfirmed
+                    && keyless.errorMessage.contains("key holder"), "\(keyless.text)")
             let joining = try Self.get(desktop, "/v1/pull?since=999999999", token: secret)
             #expect(joining.status == 409 && joining.errorCode == .rollbackUnconfirmed, "\(joining.text)")
             let noEpoch = try Self.get(desktop, "/v1/pull?since=123456&limit=5", token: desktop.token)
@@ -91,7 +104,9 @@ extension AccountTimelineTests {
         // A confirmation must be signed with the account key.
         let confirmation = TimelineRequest(since: 999_999_999, epoch: before).body
         #expect(try desktop.post("/v1/account/timeline", body: confirmation).errorCode == .signatureRequired)
-        #expect(try desktop.post("/v1/account/timeline", body: confirmation, signedBy: EncryptedAccountTests.secondSigner).errorCode == .signingKeyMismatch)
+        #expect(
+            try desktop.post("/v1/account/timeline", body: confirmation, signedBy: EncryptedAccountTests.secondSigner)
+                .errorCode == .signingKeyMismatch)
         #expect(try Self.get(desktop, "/v1/account/timeline", token: desktop.token).status == 405)
         #expect(try laptop.post("/v1/account/timeline", body: Array(#"{"since":-1,"epoch":"x"}"#.utf8)).status == 400)
         #expect(try Self.epoch(laptop) == before)
@@ -100,17 +115,23 @@ extension AccountTimelineTests {
         let answer = try TimelineResponse(json: try #require(confirmed.json))
         #expect(confirmed.status == 200 && answer.changed && answer.epoch != before, "\(confirmed.text)")
         #expect(try Self.epoch(laptop) == answer.epoch)
-        let replayed = try TimelineResponse(json: try #require(try laptop.post("/v1/account/timeline", body: confirmation).json))
+        let replayed = try TimelineResponse(
+            json: try #require(try laptop.post("/v1/account/timeline", body: confirmation).json))
         #expect(!replayed.changed && replayed.epoch == answer.epoch)
         let behind = try laptop.post("/v1/account/timeline", body: TimelineRequest(since: 1, epoch: answer.epoch).body)
-        #expect(try TimelineResponse(json: try #require(behind.json)) == TimelineResponse(epoch: answer.epoch, changed: false))
+        #expect(
+            try TimelineResponse(json: try #require(behind.json))
+                == TimelineResponse(epoch: answer.epoch, changed: false))
         // A readable account starts its timeline with the pull: no confirmation to give.
         let bob = try fixture.device("bob", "phone")
         bob.protocolVersion = Wire.protocolVersion
-        #expect(try bob.post("/v1/account/timeline", body: TimelineRequest(since: 5, epoch: before).body).errorCode == .notEncrypted)
+        #expect(
+            try bob.post("/v1/account/timeline", body: TimelineRequest(since: 5, epoch: before).body).errorCode
+                == .notEncrypted)
     }
 
-    @Test(arguments: StoreKind.allCases) func aReadableAccountsTimelineStartsAtMostOnceAMinute(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aReadableAccountsTimelineStartsAtMostOnceAMinute(_ kind: StoreKind) throws
+    {
         let fixture = try ServerFixture(kind)
         let bob = try fixture.device("bob", "phone")
         bob.protocolVersion = Wire.protocolVersion
@@ -121,7 +142,9 @@ extension AccountTimelineTests {
         #expect(started != before)
         // Again within the minute: refused, with when to come back; the timeline stays.
         let again = try bob.pull(since: 999_999_999)
-        #expect(again.status == 429 && again.errorCode == .timelineLimited && (Int(again.headers["Retry-After"] ?? "") ?? 0) > 0, "\(again.text)")
+        #expect(
+            again.status == 429 && again.errorCode == .timelineLimited
+                && (Int(again.headers["Retry-After"] ?? "") ?? 0) > 0, "\(again.text)")
         #expect(try Self.epoch(bob) == started)
         // Pushes from further than the store has the device wait as well.
         bob.nextSequence = 9
@@ -129,7 +152,9 @@ extension AccountTimelineTests {
         #expect(gap.status == 429 && gap.errorCode == .timelineLimited, "\(gap.text)")
         #expect(try Self.epoch(bob) == started)
         // A join code's secret never starts one.
-        let secret = try fixture.store.enroll(account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000).secret
+        let secret = try fixture.store.enroll(
+            account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000
+        ).secret
         #expect(try Self.get(bob, "/v1/pull?since=999999999", token: secret).errorCode == .rollbackUnconfirmed)
     }
 }

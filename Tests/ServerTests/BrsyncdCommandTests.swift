@@ -4,8 +4,9 @@ import Model
 import Net
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// The real `brsyncd` binary, in a temporary folder.
@@ -32,7 +33,9 @@ import TestSupport
         #expect(!list.stdout.contains(token), "tokens are never shown again")
         #expect(try run(["device", "revoke", "alice", "laptop"], db: db).status == 0)
         #expect(try run(["device", "list", "alice"], db: db).stdout.contains("revoked"))
-        #expect(try run(["account", "list"], db: db).stdout.contains("alice\t1/64 device(s)\t0/100000 record(s)\t0 KiB/128.0 MiB"))
+        #expect(
+            try run(["account", "list"], db: db).stdout.contains(
+                "alice\t1/64 device(s)\t0/100000 record(s)\t0 KiB/128.0 MiB"))
         #expect(try run(["account", "rm", "alice"], db: db).status == 0)
         #expect(try run(["account", "list"], db: db).stdout.contains("no accounts"))
         // The token hash is all the store holds.
@@ -90,12 +93,14 @@ import TestSupport
         ]
         for (arguments, reason) in cases {
             let result = try run(arguments)
-            #expect(result.status == 2 && result.stderr.contains(reason) && !result.stderr.contains("hunter2")
+            #expect(
+                result.status == 2 && result.stderr.contains(reason) && !result.stderr.contains("hunter2")
                     && result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result)")
         }
         // BRSYNCD_STORE wins over BRSYNCD_DB (the unit sets BRSYNCD_DB by default).
-        let both = try ProcessRunner.run(binary, ["account", "list"],
-                                         environment: ["BRSYNCD_DB": "/tmp/never.sqlite", "BRSYNCD_STORE": "postgres://u@127.0.0.1:1/d"])
+        let both = try ProcessRunner.run(
+            binary, ["account", "list"],
+            environment: ["BRSYNCD_DB": "/tmp/never.sqlite", "BRSYNCD_STORE": "postgres://u@127.0.0.1:1/d"])
         #expect(both.status == 2 && both.stderr.contains("cannot connect to postgres://u@127.0.0.1:1/d"), "\(both)")
     }
 
@@ -104,9 +109,13 @@ import TestSupport
         defer { directory.remove() }
         // A mistyped path: named, and no empty store is left behind; only the first `account add` makes one.
         let typo = directory.file("stroe.sqlite")
-        for arguments in [["device", "list", "alice"], ["account", "list"], ["device", "add", "alice", "phone"], ["backup", directory.file("out.sqlite")]] {
+        for arguments in [
+            ["device", "list", "alice"], ["account", "list"], ["device", "add", "alice", "phone"],
+            ["backup", directory.file("out.sqlite")],
+        ] {
             let result = try run(arguments, db: typo)
-            #expect(result.status == 2 && result.stderr.contains("there is no store at \(typo)"), "\(arguments): \(result)")
+            #expect(
+                result.status == 2 && result.stderr.contains("there is no store at \(typo)"), "\(arguments): \(result)")
             #expect(!FileManager.default.fileExists(atPath: typo))
         }
         #expect(try run(["account", "add", "alice"], db: typo).status == 0)
@@ -118,7 +127,9 @@ import TestSupport
         let newer = directory.file("newer.sqlite")
         _ = try SQLiteStore(path: newer)
         try Database(path: newer).execute("PRAGMA user_version = 99")
-        for (file, message) in [(garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 99")] {
+        for (file, message) in [
+            (garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 99"),
+        ] {
             let before = try Data(contentsOf: URL(fileURLWithPath: file))
             let result = try run(["account", "list"], db: file)
             #expect(result.status == 2 && result.stderr.contains(message), "\(result)")
@@ -134,17 +145,27 @@ import TestSupport
         let two = try authority.issue(hosts: ["localhost"])
         try one.certificatePEM.write(toFile: directory.file("one.pem"), atomically: true, encoding: .utf8)
         try two.privateKeyPEM.write(toFile: directory.file("two.key"), atomically: true, encoding: .utf8)
-        let mismatch = try run(["serve", "--cert", directory.file("one.pem"), "--key", directory.file("two.key")], db: directory.file("s.sqlite"))
+        let mismatch = try run(
+            ["serve", "--cert", directory.file("one.pem"), "--key", directory.file("two.key")],
+            db: directory.file("s.sqlite"))
         #expect(mismatch.status == 2 && mismatch.stderr.contains("does not match the certificate"), "\(mismatch)")
 
         let busy = try Socket.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
-        let inUse = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:\(busy.localPort)"], db: directory.file("s.sqlite"))
+        let inUse = try run(
+            ["serve", "--insecure-plaintext", "--listen", "127.0.0.1:\(busy.localPort)"], db: directory.file("s.sqlite")
+        )
         #expect(inUse.status == 2 && inUse.stderr.contains("the port is in use"), "\(inUse)")
         // The metrics listener: a bad address, or a port in use, stops the start (and the sync port is let go).
-        let badMetrics = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen", "nowhere"], db: directory.file("s.sqlite"))
+        let badMetrics = try run(
+            ["serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen", "nowhere"],
+            db: directory.file("s.sqlite"))
         #expect(badMetrics.status == 2 && badMetrics.stderr.contains("--metrics-listen"), "\(badMetrics)")
-        let metricsInUse = try run(["serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:\(busy.localPort)"],
-                                   db: directory.file("s.sqlite"))
+        let metricsInUse = try run(
+            [
+                "serve", "--insecure-plaintext", "--listen", "127.0.0.1:0", "--metrics-listen",
+                "127.0.0.1:\(busy.localPort)",
+            ],
+            db: directory.file("s.sqlite"))
         #expect(metricsInUse.status == 2 && metricsInUse.stderr.contains("the port is in use"), "\(metricsInUse)")
     }
 }
@@ -173,8 +194,10 @@ import TestSupport
     }
 
     func device(_ port: UInt16, caFile: String, token: String, id: String) throws -> TestDevice {
-        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
-                                      tls: try TLSContext.client(caFile: caFile)))
+        let client = HTTPClient(
+            .init(
+                address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                tls: try TLSContext.client(caFile: caFile)))
         return TestDevice(client: client, token: token, deviceID: id)
     }
 
@@ -195,8 +218,11 @@ import TestSupport
                 defer { group.leave() }
                 guard let device = try? device(port, caFile: caFile, token: token, id: "dev\(index)") else { return }
                 for round in 0..<400 {
-                    let changes = (0..<3).map { device.change("d\(index)-r\(round)-\($0).example", ["browser": .string("b")]) }
-                    guard let response = try? device.push(changes), response.status == 200 else { return } // the server died
+                    let changes = (0..<3).map {
+                        device.change("d\(index)-r\(round)-\($0).example", ["browser": .string("b")])
+                    }
+                    // the server died
+                    guard let response = try? device.push(changes), response.status == 200 else { return }
                     acknowledged.add(changes.map { "rules/\($0.key)" })
                 }
             }
@@ -225,8 +251,10 @@ import TestSupport
         let db = directory.file("store.sqlite")
         let running = try serve(directory, db: db)
         let health = { (caFile: String) throws -> Int in
-            let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: running.port), serverName: "localhost",
-                                          tls: try TLSContext.client(caFile: caFile)))
+            let client = HTTPClient(
+                .init(
+                    address: SocketAddress(host: "127.0.0.1", port: running.port), serverName: "localhost",
+                    tls: try TLSContext.client(caFile: caFile)))
             return try client.send(method: "GET", target: "/v1/health").status
         }
         #expect(try health(firstCA) == 200)
@@ -243,7 +271,8 @@ import TestSupport
         #expect(try health(directory.file("ca.pem")) == 200)
 
         // A bad token is logged without the token.
-        let stranger = try device(running.port, caFile: directory.file("ca.pem"), token: "brs_secret-never-logged", id: "x")
+        let stranger = try device(
+            running.port, caFile: directory.file("ca.pem"), token: "brs_secret-never-logged", id: "x")
         #expect(try stranger.pull().status == 401)
         #expect(running.process.stop(signal: SIGTERM) == 0)
         #expect(running.process.text.contains("stopped"))
@@ -259,7 +288,8 @@ import TestSupport
         let running = try serve(directory, db: db)
         defer { running.process.stop() }
         let device = try device(running.port, caFile: directory.file("ca.pem"), token: token, id: "laptop")
-        #expect(try device.push((0..<10).map { device.change("s\($0).example", ["browser": .string("x")]) }).status == 200)
+        #expect(
+            try device.push((0..<10).map { device.change("s\($0).example", ["browser": .string("x")]) }).status == 200)
         let backup = directory.file("backup.sqlite")
         let result = try ProcessRunner.run(binary, ["backup", backup, "--db", db])
         #expect(result.status == 0, "\(result)")
@@ -279,7 +309,8 @@ import TestSupport
         // The token is in a file the banner names, never on a command line it prints.
         let tokenFile = try process.waitFor(#"token:\s+in (\S+)"#)
         #expect(try process.waitFor(#"remote set \S+ --ca \S+ (--token-file \S+)"#) == "--token-file \(tokenFile)")
-        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let port = try #require(UInt16(url.split(separator: ":").last ?? ""))
         let device = try device(port, caFile: caFile, token: token, id: "laptop")
         #expect(try device.pull().status == 200)
@@ -288,12 +319,15 @@ import TestSupport
         // The administration commands, pointed at the dev store, as printed.
         let store = try process.waitFor(#"brsyncd device list dev --db (\S+)"#)
         let listed = try ProcessRunner.run(binary, ["device", "list", "dev", "--db", store])
-        #expect(listed.status == 0 && listed.stdout.contains("laptop\tactive") && listed.stdout.contains("machine-2\twaiting to join"), "\(listed)")
+        #expect(
+            listed.status == 0 && listed.stdout.contains("laptop\tactive")
+                && listed.stdout.contains("machine-2\twaiting to join"), "\(listed)")
         #expect(process.stop(signal: SIGINT) == 0)
 
         // Restarted: the paired machine keeps its token; the unused code's device is offered again.
         func restart() throws -> (BackgroundProcess, UInt16, String, String) {
-            let again = try BackgroundProcess(binary, ["dev", "--dir", directory.file("dev"), "--listen", "127.0.0.1:0"])
+            let again = try BackgroundProcess(
+                binary, ["dev", "--dir", directory.file("dev"), "--listen", "127.0.0.1:0"])
             let url = try again.waitFor(#"serving (https://127\.0\.0\.1:\d+)"#)
             let token = try String(contentsOfFile: try again.waitFor(#"token:\s+in (\S+)"#), encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -302,21 +336,26 @@ import TestSupport
         }
         let (second, secondPort, sameToken, stillJoining) = try restart()
         #expect(sameToken == token && stillJoining == "machine-2")
-        #expect(try self.device(secondPort, caFile: caFile, token: token, id: "laptop").pull().status == 200, "a paired machine keeps working")
+        #expect(
+            try self.device(secondPort, caFile: caFile, token: token, id: "laptop").pull().status == 200,
+            "a paired machine keeps working")
         // The first run's code still works: each start prints the same one until it is used or expires.
         let code = try JoinCode(parsing: try second.waitFor(#"echo '(brsync://[^']+)' \| \S*/brsync join"#))
         #expect(code.token == firstCode.token)
         let joined = Tokens.make()
         let joiner = try self.device(secondPort, caFile: caFile, token: code.token, id: "m2")
-        let answer = try joiner.client.send(method: "POST", target: "/v1/join", headers: ["Authorization": "Bearer \(code.token)"],
-                                            body: JoinRequest(token: joined).body)
+        let answer = try joiner.client.send(
+            method: "POST", target: "/v1/join", headers: ["Authorization": "Bearer \(code.token)"],
+            body: JoinRequest(token: joined).body)
         #expect(answer.status == 200, "\(answer.text)")
         #expect(second.stop(signal: SIGINT) == 0)
         // The next start's code is for another machine: the joined one keeps its token.
         let (third, thirdPort, _, nextJoining) = try restart()
         defer { third.stop() }
         #expect(nextJoining == "machine-3")
-        #expect(try self.device(thirdPort, caFile: caFile, token: joined, id: "m2").pull().status == 200, "a joined machine keeps working")
+        #expect(
+            try self.device(thirdPort, caFile: caFile, token: joined, id: "m2").pull().status == 200,
+            "a joined machine keeps working")
     }
 }
 
@@ -338,7 +377,8 @@ final class LockedKeys: @unchecked Sendable {
             Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
             return
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let unit = try String(contentsOf: root.appendingPathComponent("Deploy/brsyncd.service"), encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/local/bin/brsyncd serve"))
         let directory = try TemporaryDirectory()
@@ -349,8 +389,10 @@ final class LockedKeys: @unchecked Sendable {
         let result = try ProcessRunner.run(analyze, ["verify", file])
         #expect(result.status == 0, "\(result)")
         #expect(!result.stderr.contains("brsyncd.service"), "\(result.stderr)")
-        for setting in ["DynamicUser=yes", "StateDirectory=brsyncd", "ProtectSystem=strict", "NoNewPrivileges=yes",
-                        "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX"] {
+        for setting in [
+            "DynamicUser=yes", "StateDirectory=brsyncd", "ProtectSystem=strict", "NoNewPrivileges=yes",
+            "CapabilityBoundingSet=CAP_NET_BIND_SERVICE", "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
+        ] {
             #expect(unit.contains(setting), "\(setting)")
         }
     }
@@ -364,16 +406,21 @@ extension DeployTests {
             Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
             return
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let service = try String(contentsOf: root.appendingPathComponent("Deploy/brsync-sync.service"), encoding: .utf8)
-        #expect(service.contains("ExecStart=%h/.local/bin/brsync sync --quiet") && service.contains("SuccessExitStatus=4"))
+        #expect(
+            service.contains("ExecStart=%h/.local/bin/brsync sync --quiet") && service.contains("SuccessExitStatus=4"))
         try service.replacingOccurrences(of: "%h/.local/bin/brsync", with: ProcessRunner.binary("brsync"))
             .write(toFile: directory.file("brsync-sync.service"), atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(atPath: root.appendingPathComponent("Deploy/brsync-sync.timer").path, toPath: directory.file("brsync-sync.timer"))
-        let result = try ProcessRunner.run(analyze, ["--user", "verify", directory.file("brsync-sync.service"), directory.file("brsync-sync.timer")],
-                                           environment: ["XDG_RUNTIME_DIR": directory.path])
+        try FileManager.default.copyItem(
+            atPath: root.appendingPathComponent("Deploy/brsync-sync.timer").path,
+            toPath: directory.file("brsync-sync.timer"))
+        let result = try ProcessRunner.run(
+            analyze, ["--user", "verify", directory.file("brsync-sync.service"), directory.file("brsync-sync.timer")],
+            environment: ["XDG_RUNTIME_DIR": directory.path])
         #expect(result.status == 0, "\(result)")
     }
 }

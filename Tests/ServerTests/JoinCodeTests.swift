@@ -1,11 +1,12 @@
-import Glibc
 import Foundation
+import Glibc
 import HTTP
 import JSON
 import Net
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// Join codes are enrollment secrets: they read until `POST /v1/join`
@@ -13,8 +14,10 @@ import TestSupport
 /// machine made; a retry with that token is answered the same.
 @Suite struct JoinCodeTests {
     static func client(_ fixture: ServerFixture) throws -> HTTPClient {
-        HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: fixture.port), serverName: "localhost",
-                         tls: try TLSContext.client(caFile: fixture.caFile)))
+        HTTPClient(
+            .init(
+                address: SocketAddress(host: "127.0.0.1", port: fixture.port), serverName: "localhost",
+                tls: try TLSContext.client(caFile: fixture.caFile)))
     }
 
     static func headers(_ bearer: String) -> HTTPHeaders {
@@ -22,14 +25,17 @@ import TestSupport
     }
 
     static func join(_ client: HTTPClient, secret: String, token: String) throws -> HTTPResponseParser.ParsedResponse {
-        try client.send(method: "POST", target: "/v1/join", headers: headers(secret), body: JoinRequest(token: token).body)
+        try client.send(
+            method: "POST", target: "/v1/join", headers: headers(secret), body: JoinRequest(token: token).body)
     }
 
     @Test(arguments: StoreKind.allCases) func aJoinCodeWorksOnceForTheTokenItWasExchangedFor(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
         #expect(try owner.push([owner.change("a.example", ["browser": .string("firefox")])]).status == 200)
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        let secret = try fixture.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
         #expect(secret.hasPrefix("brj_") && secret.utf8.count == 47)
         let client = try Self.client(fixture)
 
@@ -37,8 +43,10 @@ import TestSupport
         // account and its recovery code first) and writes nothing.
         let read = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(secret))
         #expect(read.status == 200 && read.text.contains("a.example"), "\(read.text)")
-        let push = PushRequest(device: "phone-1", from: 1, to: 1, changes: [owner.change("b.example", ["browser": .string("x")])])
-        let written = try client.send(method: "POST", target: "/v1/push", headers: Self.headers(secret), body: push.body())
+        let push = PushRequest(
+            device: "phone-1", from: 1, to: 1, changes: [owner.change("b.example", ["browser": .string("x")])])
+        let written = try client.send(
+            method: "POST", target: "/v1/push", headers: Self.headers(secret), body: push.body())
         #expect(written.status == 401 && written.errorMessage.contains("only reads"), "\(written.text)")
         // Nor is the device seen by those reads: it has not joined (`brsyncd device list` says it waits).
         let phone = try #require(try fixture.store.devices(account: "alice").first { $0.name == "phone" })
@@ -70,15 +78,20 @@ import TestSupport
         let client = try Self.client(fixture)
         let token = Tokens.make()
 
-        let expired = try fixture.store.enroll(account: "alice", device: "old", adding: true, validMilliseconds: -1).secret
+        let expired = try fixture.store.enroll(account: "alice", device: "old", adding: true, validMilliseconds: -1)
+            .secret
         let late = try Self.join(client, secret: expired, token: token)
         #expect(late.status == 401 && late.errorMessage.contains("expired at"), "\(late.text)")
         let lateRead = try client.send(method: "GET", target: "/v1/pull?since=0", headers: Self.headers(expired))
         #expect(lateRead.status == 401 && lateRead.errorMessage.contains("expired at"), "\(lateRead.text)")
 
         // A newer code for the device replaces the older one.
-        let first = try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000).secret
-        let second = try fixture.store.enroll(account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000).secret
+        let first = try fixture.store.enroll(
+            account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000
+        ).secret
+        let second = try fixture.store.enroll(
+            account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000
+        ).secret
         #expect(try Self.join(client, secret: first, token: token).status == 401)
         // So does a plain token issued since.
         _ = try fixture.store.reissueToken(account: "alice", device: "tablet")
@@ -86,15 +99,21 @@ import TestSupport
         #expect(replaced.status == 401 && replaced.errorMessage.contains("no longer works"), "\(replaced.text)")
 
         // A device revoked before it joined stays revoked.
-        let revokedSecret = try fixture.store.enroll(account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000).secret
+        let revokedSecret = try fixture.store.enroll(
+            account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000
+        ).secret
         try fixture.store.revokeDevice(account: "alice", name: "lost")
         let revoked = try Self.join(client, secret: revokedSecret, token: token)
         #expect(revoked.status == 403 || revoked.errorCode == .revoked, "\(revoked.text)")
         #expect(throws: ServerError.self) { try fixture.store.authenticate(token: token) }
 
         // Adding a device that exists, or a code for one that does not: refused, nothing changed.
-        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "laptop", adding: true, validMilliseconds: 1000) }
-        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "nobody", adding: false, validMilliseconds: 1000) }
+        #expect(throws: ServerError.self) {
+            try fixture.store.enroll(account: "alice", device: "laptop", adding: true, validMilliseconds: 1000)
+        }
+        #expect(throws: ServerError.self) {
+            try fixture.store.enroll(account: "alice", device: "nobody", adding: false, validMilliseconds: 1000)
+        }
     }
 
     /// Bad exchanges change nothing: a device token or nothing as the
@@ -102,7 +121,9 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func badJoinRequestsAreRefused(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        let secret = try fixture.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
         let client = try Self.client(fixture)
         let token = Tokens.make()
         let rows: [(HTTPHeaders, [UInt8], Int, String)] = [
@@ -110,14 +131,22 @@ import TestSupport
             ([:], JoinRequest(token: token).body, 401, "Authorization"),
             (Self.headers(secret), Array("not json".utf8), 400, "not JSON"),
             (Self.headers(secret), Array(#"{"token": "brs_short"}"#.utf8), 400, "43 characters"),
-            (Self.headers(secret), Array(#"{"token": "brj_\#(String(repeating: "a", count: 43))"}"#.utf8), 400, "43 characters"),
+            (
+                Self.headers(secret), Array(#"{"token": "brj_\#(String(repeating: "a", count: 43))"}"#.utf8), 400,
+                "43 characters"
+            ),
             (Self.headers(secret), Array(#"{"token": 7}"#.utf8), 400, "43 characters"),
             (Self.headers(secret), Array(repeating: 0x20, count: 2000), 400, "at most 1024 bytes"),
-            (Self.headers("brj_" + String(repeating: "b", count: 43)), JoinRequest(token: token).body, 401, "not valid"),
+            (
+                Self.headers("brj_" + String(repeating: "b", count: 43)), JoinRequest(token: token).body, 401,
+                "not valid"
+            ),
         ]
         for (headers, body, status, message) in rows {
             let answer = try client.send(method: "POST", target: "/v1/join", headers: headers, body: body)
-            #expect(answer.status == status && answer.errorMessage.contains(message), "\(message): \(answer.status) \(answer.text)")
+            #expect(
+                answer.status == status && answer.errorMessage.contains(message),
+                "\(message): \(answer.status) \(answer.text)")
         }
         // The code still works after all that.
         #expect(try Self.join(client, secret: secret, token: token).status == 200)
@@ -134,14 +163,20 @@ import TestSupport
         let context = try TLSContext.client(caFile: fixture.caFile)
         func connect() throws -> TLSStream {
             let socket = try Socket.connect(to: address, deadline: .after(milliseconds: 2000))
-            return try TLSStream.connect(socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
+            return try TLSStream.connect(
+                socket: socket, context: context, serverName: "localhost", deadline: .after(milliseconds: 2000))
         }
         func head(_ secret: String, length: Int, expect: Bool = false) -> [UInt8] {
-            Array("POST /v1/join HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Length: \(length)\r\n\(expect ? "Expect: 100-continue\r\n" : "")\r\n".utf8)
+            Array(
+                "POST /v1/join HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Length: \(length)\r\n\(expect ? "Expect: 100-continue\r\n" : "")\r\n"
+                    .utf8)
         }
         func answer(_ stream: TLSStream) throws -> String {
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = try buffer.withUnsafeMutableBytes { try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test") } ?? 0
+            let count =
+                try buffer.withUnsafeMutableBytes {
+                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
+                } ?? 0
             return String(decoding: buffer[0..<count], as: UTF8.self)
         }
         let stranger = "brj_" + String(repeating: "x", count: 43)
@@ -152,7 +187,8 @@ import TestSupport
             waiting.append(stream)
         }
         usleep(300_000)
-        #expect(fixture.server.activeRequests == 0, "\(fixture.server.activeRequests) threads for 40 joins without a body")
+        #expect(
+            fixture.server.activeRequests == 0, "\(fixture.server.activeRequests) threads for 40 joins without a body")
         let owner = try fixture.device("alice", "laptop")
         #expect(try owner.pull().status == 200, "a device is served meanwhile")
         // Asking for 100 Continue: a thread reads the head, and refuses a secret never issued at once.
@@ -162,7 +198,9 @@ import TestSupport
         asking.close()
         for _ in 0..<300 where fixture.server.activeRequests > 0 { usleep(10_000) } // its thread drains and closes
         // A real code whose body comes slowly.
-        let secret = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
+        let secret = try fixture.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
         let body = JoinRequest(token: Tokens.make()).body
         let slow = try connect()
         try slow.write(head(secret, length: body.count) + body.prefix(10), deadline: .after(milliseconds: 1000))

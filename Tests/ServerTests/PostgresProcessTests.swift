@@ -2,10 +2,11 @@ import Foundation
 import HTTP
 import Model
 import Net
-import Synchronization
 import SyncCore
-import Testing
+import Synchronization
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// Several real `brsyncd` processes on one PostgreSQL database (the test
@@ -43,7 +44,9 @@ import TestSupport
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         _ = try TestCertificates(in: directory, authority: try CertificateAuthority())
-        let environment = ["BRSYNCD_STORE": try cluster.createDatabase(), "BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
+        let environment = [
+            "BRSYNCD_STORE": try cluster.createDatabase(), "BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile,
+        ]
 
         // Accounts and devices through the command line, like an operator.
         #expect(try run(["account", "add", "alice"], environment: environment).status == 0)
@@ -65,7 +68,10 @@ import TestSupport
         let instances = Instances(ports)
         let caFile = directory.file("ca.pem")
         @Sendable func client(_ port: UInt16) throws -> HTTPClient {
-            HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: try TLSContext.client(caFile: caFile)))
+            HTTPClient(
+                .init(
+                    address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                    tls: try TLSContext.client(caFile: caFile)))
         }
 
         let acknowledged = Mutex<Set<String>>([])
@@ -85,16 +91,23 @@ import TestSupport
             DispatchQueue.global().async {
                 defer { group.leave(); done.add(1, ordering: .relaxed) }
                 var random = SeededRandom(seed: seeds[writer])
-                let clockDevice = TestDevice(client: HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: 1), serverName: "localhost",
-                                                                     tls: nil)), token: tokens[writer + 1], deviceID: "dev\(writer)")
+                let clockDevice = TestDevice(
+                    client: HTTPClient(
+                        .init(
+                            address: SocketAddress(host: "127.0.0.1", port: 1), serverName: "localhost",
+                            tls: nil)), token: tokens[writer + 1], deviceID: "dev\(writer)")
                 for round in 0..<2000 {
                     if round >= 60 && killsDone.load(ordering: .relaxed) { break }
-                    let changes = (0..<3).map { clockDevice.change("w\(writer)-r\(round)-\($0).example", ["browser": .string("b\(round)")]) }
+                    let changes = (0..<3).map {
+                        clockDevice.change("w\(writer)-r\(round)-\($0).example", ["browser": .string("b\(round)")])
+                    }
                     var sent = false
                     for _ in 0..<200 where !sent {
                         let live = instances.live()
                         guard let port = live.isEmpty ? nil : live[Int(random.next() % UInt64(live.count))],
-                              let device = try? TestDevice(client: client(port), token: tokens[writer + 1], deviceID: "dev\(writer)") else {
+                            let device = try? TestDevice(
+                                client: client(port), token: tokens[writer + 1], deviceID: "dev\(writer)")
+                        else {
                             usleep(20_000)
                             continue
                         }
@@ -127,8 +140,11 @@ import TestSupport
             var cursor: Int64 = 0
             while done.load(ordering: .relaxed) < 3 {
                 let live = instances.live()
-                guard !live.isEmpty, let reader = try? TestDevice(client: client(live[Int(random.next() % UInt64(live.count))]),
-                                                                  token: tokens[0], deviceID: "reader") else {
+                guard !live.isEmpty,
+                    let reader = try? TestDevice(
+                        client: client(live[Int(random.next() % UInt64(live.count))]),
+                        token: tokens[0], deviceID: "reader")
+                else {
                     usleep(20_000)
                     continue
                 }
@@ -144,7 +160,9 @@ import TestSupport
         // Kill instances while they serve, and start them again.
         var acknowledgedAtKills: [Int] = []
         for victim in [1, 2, 0] {
-            for _ in 0..<500 where acknowledged.withLock({ $0.count }) < 60 * (victim == 1 ? 1 : victim == 2 ? 2 : 3) { usleep(10_000) }
+            for _ in 0..<500 where acknowledged.withLock({ $0.count }) < 60 * (victim == 1 ? 1 : victim == 2 ? 2 : 3) {
+                usleep(10_000)
+            }
             acknowledgedAtKills.append(acknowledged.withLock { $0.count })
             instances.set(victim, 0)
             processes[victim].stop(signal: SIGKILL)
@@ -160,8 +178,9 @@ import TestSupport
         let total = written.load(ordering: .relaxed)
         // Each kill came while the writers were still writing.
         #expect(acknowledgedAtKills.allSatisfy { $0 < total }, "\(acknowledgedAtKills) of \(total)")
-        print("PostgresProcessTests: instances killed with \(acknowledgedAtKills) of \(total) changes acknowledged; "
-              + "the reader saw \(seen.withLock { $0.count }) records while they were written")
+        print(
+            "PostgresProcessTests: instances killed with \(acknowledgedAtKills) of \(total) changes acknowledged; "
+                + "the reader saw \(seen.withLock { $0.count }) records while they were written")
         let acknowledgedKeys = acknowledged.withLock { $0 }
         #expect(acknowledgedKeys.count == total && total >= 3 * 60 * 3)
 
@@ -175,7 +194,8 @@ import TestSupport
         // Every instance serves the same records, all acknowledged ones among them.
         var views: [[String: ChangeRecord]] = []
         for port in instances.live() {
-            views.append(try TestDevice(client: client(port), token: tokens[0], deviceID: "reader").pullAll(limit: 100).records)
+            views.append(
+                try TestDevice(client: client(port), token: tokens[0], deviceID: "reader").pullAll(limit: 100).records)
         }
         #expect(views.count == 3)
         for view in views {

@@ -1,7 +1,8 @@
 import Foundation
 import Postgres
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// A PostgreSQL database that is not the one that served last (restored from
@@ -23,12 +24,14 @@ import TestSupport
 
         let copy = Self.name(url) + "_copy"
         try cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(Self.name(url))")
-        let copied = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
+        let copied = try PostgresStore(
+            try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
         defer { copied.close() }
         #expect(copied.epoch != epoch, "a copy of the database is another timeline")
         #expect(try copied.accounts().map(\.name) == ["alice"])
         let copiedEpoch = copied.epoch
-        let reopened = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
+        let reopened = try PostgresStore(
+            try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
         defer { reopened.close() }
         #expect(reopened.epoch == copiedEpoch, "the copy, opened again, keeps its own epoch")
     }
@@ -61,9 +64,12 @@ import TestSupport
     }
 
     @Test func identitiesDifferOnlyInPartsBothHave() {
-        #expect(DatabaseIdentity.differ("system=1/timeline=00000001/database=5", "system=1/timeline=00000002/database=5"))
+        #expect(
+            DatabaseIdentity.differ("system=1/timeline=00000001/database=5", "system=1/timeline=00000002/database=5"))
         #expect(DatabaseIdentity.differ("system=1/database=5", "system=1/database=6"))
-        #expect(!DatabaseIdentity.differ("system=1/timeline=00000001/database=5", "database=5"), "a part the server stopped showing is no change")
+        #expect(
+            !DatabaseIdentity.differ("system=1/timeline=00000001/database=5", "database=5"),
+            "a part the server stopped showing is no change")
         #expect(!DatabaseIdentity.differ("", "system=1/database=5"))
         #expect(!DatabaseIdentity.differ("garbage", "system=1"))
     }

@@ -2,13 +2,14 @@ import Foundation
 import HTTP
 import JSON
 import Logging
-@testable import Net
 import Plumbing
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
+@testable import Net
 
 /// A no-change pull is answered from memory (``Store/TokenCache``) while
 /// nothing was heard of the account: every change this process makes or
@@ -85,7 +86,9 @@ import TestSupport
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
         let cursor = try desktop.pullAll().cursor
-        #expect(WatchTests.changed(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == false)
+        #expect(
+            WatchTests.changed(
+                WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == false)
         let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
         let announced: Bool
         switch fixture.store {
@@ -96,7 +99,9 @@ import TestSupport
             try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
             announced = true
         }
-        #expect(WatchTests.changed(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == announced)
+        #expect(
+            WatchTests.changed(
+                WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == announced)
         try fixture.store.revokeDevice(account: "alice", name: "desktop")
         #expect(WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().0 == 401)
     }
@@ -121,21 +126,26 @@ import TestSupport
         #expect(Date().timeIntervalSince(started) < 5, "woken, not answered at the end of its wait")
         // The store's epoch changed behind its back (a restore gives the copy a new one).
         let before = fixture.store.epoch
-        let timeline = try #require(try laptop.pull(since: cursor).json.flatMap { json -> String? in
-            if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
-            return nil
-        })
-        let laptopWatch = WatchTests.watch(fixture, token: laptop.token, query: "since=\(cursor)&epoch=\(timeline)&wait=20")
+        let timeline = try #require(
+            try laptop.pull(since: cursor).json.flatMap { json -> String? in
+                if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
+                return nil
+            })
+        let laptopWatch = WatchTests.watch(
+            fixture, token: laptop.token, query: "since=\(cursor)&epoch=\(timeline)&wait=20")
         usleep(300_000)
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") {
-            let cli = try ProcessRunner.run("/usr/bin/sqlite3", [path, "UPDATE meta SET value = 'restored0123abcd' WHERE key = 'epoch';"])
+            let cli = try ProcessRunner.run(
+                "/usr/bin/sqlite3", [path, "UPDATE meta SET value = 'restored0123abcd' WHERE key = 'epoch';"])
             #expect(cli.status == 0, "\(cli)")
         } else {
             try Database(path: path).run("UPDATE meta SET value = 'restored0123abcd' WHERE key = 'epoch'")
         }
         let (status, body) = laptopWatch.wait()
         #expect(status == 200 && WatchTests.changed(body) == true, "\(String(describing: body))")
-        #expect(fixture.store.epoch != before && fixture.store.epoch.hasPrefix("restored0123abcd"), "\(fixture.store.epoch)")
+        #expect(
+            fixture.store.epoch != before && fixture.store.epoch.hasPrefix("restored0123abcd"), "\(fixture.store.epoch)"
+        )
     }
 
     /// One process serves an SQLite store: a second `serve` of the same file
@@ -168,8 +178,9 @@ import TestSupport
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
         let cursor = try desktop.pullAll().cursor
         func fromMemory(_ token: String, since: Int64) -> [UInt8]? {
-            fixture.store.pullFromMemory(token: token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
-                                         clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil)
+            fixture.store.pullFromMemory(
+                token: token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil)
         }
         func withoutClock(_ text: String) throws -> JSONValue {
             guard case .object(var object) = try JSONValue.parse(text) else { return .null }
@@ -204,10 +215,13 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
-        let api = SyncAPI(store: fixture.store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"))
+        let api = SyncAPI(
+            store: fixture.store, configuration: ServerConfiguration(), metrics: ServerMetrics(),
+            logger: Logger(label: "test"))
         func watch(_ token: String, _ query: String) -> HTTPResponse? {
-            api.quick(HTTPRequest(method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"]),
-                      HTTPServer.RequestContext(peer: "test"))
+            api.quick(
+                HTTPRequest(method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"]),
+                HTTPServer.RequestContext(peer: "test"))
         }
         #expect(watch(desktop.token, "since=0") == nil, "not remembered yet: a thread reads the store")
         let cursor = try desktop.pullAll().cursor

@@ -1,8 +1,9 @@
 import Foundation
 import JSON
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// No account fills the server for the others: what an account holds is
@@ -19,10 +20,19 @@ import TestSupport
         laptop.protocolVersion = Wire.protocolVersion
         #expect(try usage(fixture, "alice").limits == Store.Limits())
         try fixture.store.setLimits(account: "alice", records: 3, bytes: nil, devices: nil)
-        #expect(try laptop.push([laptop.change("one.example", ["browser": .string("a")]), laptop.change("two.example", ["browser": .string("a")])]).status == 200)
+        #expect(
+            try laptop.push([
+                laptop.change("one.example", ["browser": .string("a")]),
+                laptop.change("two.example", ["browser": .string("a")]),
+            ]).status == 200)
         // Two more would make four: refused whole, nothing applied, the limit named.
-        let refused = try laptop.push([laptop.change("three.example", ["browser": .string("a")]), laptop.change("four.example", ["browser": .string("a")])])
-        #expect(refused.status == 507 && refused.errorCode == .quotaExceeded && refused.errorMessage.contains("limit of 3"), "\(refused.text)")
+        let refused = try laptop.push([
+            laptop.change("three.example", ["browser": .string("a")]),
+            laptop.change("four.example", ["browser": .string("a")]),
+        ])
+        #expect(
+            refused.status == 507 && refused.errorCode == .quotaExceeded && refused.errorMessage.contains("limit of 3"),
+            "\(refused.text)")
         #expect(try laptop.pullAll().records.count == 2)
         #expect(try usage(fixture, "alice").records == 2)
         // One more fits; the same push again (a retry) is acknowledged.
@@ -39,12 +49,16 @@ import TestSupport
         // Bytes: a record larger than what is left.
         try fixture.store.setLimits(account: "alice", records: 100, bytes: 4096, devices: nil)
         laptop.nextSequence = 6 // the relayed record took no change number
-        let big = try laptop.push([laptop.change("big.example", ["browser": .string(String(repeating: "x", count: 5000))])])
+        let big = try laptop.push([
+            laptop.change("big.example", ["browser": .string(String(repeating: "x", count: 5000))])
+        ])
         #expect(big.status == 507 && big.errorMessage.contains("bytes"), "\(big.text)")
         #expect(try laptop.pullAll().records.count == 3)
         // Another account is not touched by alice's limits.
         let bob = try fixture.device("bob", "phone")
-        #expect(try bob.push([bob.change("bob.example", ["browser": .string(String(repeating: "y", count: 5000))])]).status == 200)
+        #expect(
+            try bob.push([bob.change("bob.example", ["browser": .string(String(repeating: "y", count: 5000))])]).status
+                == 200)
     }
 
     /// The counts stay exact whatever writes the records: pushes, edits,
@@ -57,14 +71,26 @@ import TestSupport
             let counted = try usage(fixture, "alice")
             let stored = try fixture.store.records(account: "alice")
             #expect(counted.records == Int64(stored.count), "\(what)")
-            let bytes = stored.reduce(Int64(0)) { $0 + Int64(RecordState.encodeFields($1.state.fields).utf8.count + RecordState.encodeVersions($1.state.versions).utf8.count) }
+            let bytes = stored.reduce(Int64(0)) {
+                $0
+                    + Int64(
+                        RecordState.encodeFields($1.state.fields).utf8.count
+                            + RecordState.encodeVersions($1.state.versions).utf8.count)
+            }
             #expect(counted.bytes == bytes, "\(what): counted \(counted.bytes), stored \(bytes)")
         }
-        #expect(try laptop.push((0..<20).map { laptop.change("site\($0).example", ["browser": .string("firefox")]) }).status == 200)
+        #expect(
+            try laptop.push((0..<20).map { laptop.change("site\($0).example", ["browser": .string("firefox")]) }).status
+                == 200)
         try check("a push")
-        #expect(try laptop.push((0..<5).map { laptop.change("site\($0).example", ["browser": .string("a much longer browser name")]) }).status == 200)
+        #expect(
+            try laptop.push(
+                (0..<5).map { laptop.change("site\($0).example", ["browser": .string("a much longer browser name")]) }
+            ).status == 200)
         try check("edits")
-        #expect(try laptop.push((5..<10).map { laptop.change("site\($0).example", ["deleted": .bool(true)]) }).status == 200)
+        #expect(
+            try laptop.push((5..<10).map { laptop.change("site\($0).example", ["deleted": .bool(true)]) }).status == 200
+        )
         let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("x")])])
         #expect(try laptop.post("/v1/relay", body: relay.body()).status == 200)
         try check("deletions and a relay")
@@ -87,12 +113,18 @@ import TestSupport
             guard case ServerError.quotaExceeded(let what, _, let limit) = error else { return false }
             return what == "devices" && limit == 2
         }
-        #expect(throws: ServerError.self) { try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 60_000) }
+        #expect(throws: ServerError.self) {
+            try fixture.store.enroll(account: "alice", device: "tablet", adding: true, validMilliseconds: 60_000)
+        }
         // A new join code for an existing device is not a device more.
         _ = try fixture.store.enroll(account: "alice", device: "desktop", adding: false, validMilliseconds: 60_000)
         // Limits are at least 1; an unknown account is named.
-        #expect(throws: ServerError.self) { try fixture.store.setLimits(account: "alice", records: 0, bytes: nil, devices: nil) }
-        #expect(throws: ServerError.self) { try fixture.store.setLimits(account: "nobody", records: 5, bytes: nil, devices: nil) }
+        #expect(throws: ServerError.self) {
+            try fixture.store.setLimits(account: "alice", records: 0, bytes: nil, devices: nil)
+        }
+        #expect(throws: ServerError.self) {
+            try fixture.store.setLimits(account: "nobody", records: 5, bytes: nil, devices: nil)
+        }
     }
 }
 
@@ -105,17 +137,25 @@ import TestSupport
         let device = try fixture.store.authenticate(token: try fixture.device("alice", "laptop").token)
         let stamp = HLCTimestamp(wallMillis: fixture.store.currentMillis(), counter: 0, device: "d0")
         func push(_ id: String) throws -> PushResponse {
-            let change = ChangeRecord(sequence: 1, collection: .rules, key: "k", state: RecordState(
-                fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(wallMillis: stamp.wallMillis, counter: 0, device: id))],
-                versions: VersionVector([id: 1])))
-            return try fixture.store.push(PushRequest(device: id, from: 1, to: 1, changes: [change]), from: device, authority: .unsigned, maxClockOffsetMilliseconds: 300_000)
+            let change = ChangeRecord(
+                sequence: 1, collection: .rules, key: "k",
+                state: RecordState(
+                    fields: [
+                        "browser": StampedValue(
+                            .string("x"), stamp: HLCTimestamp(wallMillis: stamp.wallMillis, counter: 0, device: id))
+                    ],
+                    versions: VersionVector([id: 1])))
+            return try fixture.store.push(
+                PushRequest(device: id, from: 1, to: 1, changes: [change]), from: device, authority: .unsigned,
+                maxClockOffsetMilliseconds: 300_000)
         }
         for index in 0..<Int(Store.maxStreamsPerAccount) { _ = try push("d\(index)") }
         #expect(throws: ServerError.self) { try push("one-more") }
         do {
             _ = try push("one-more")
         } catch let error as ServerError {
-            #expect(error.code == .quotaExceeded && error.description.contains("pushed under 1024 device ids"), "\(error)")
+            #expect(
+                error.code == .quotaExceeded && error.description.contains("pushed under 1024 device ids"), "\(error)")
         }
         // A stream it has goes on.
         #expect(try push("d0").acknowledged == 1)

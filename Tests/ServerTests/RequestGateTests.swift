@@ -1,9 +1,10 @@
 import HTTP
 import Logging
-@testable import Net
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
+@testable import Net
 
 /// One credential's requests in progress are bounded; others are not held back.
 @Suite struct RequestGateTests {
@@ -31,7 +32,8 @@ import TestSupport
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.file("store.sqlite"))
         defer { store.close() }
-        let api = SyncAPI(store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"))
+        let api = SyncAPI(
+            store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"))
         let request = HTTPRequest(method: "GET", target: "/v1/health", headers: ["Authorization": "Bearer brs_someone"])
         let context = HTTPServer.RequestContext(peer: "127.0.0.1")
         let first = api.handle(request, context), second = api.handle(request, context)

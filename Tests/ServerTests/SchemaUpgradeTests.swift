@@ -2,8 +2,9 @@ import Foundation
 import Model
 import Storage
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// A store made by an earlier brsyncd opens with this one: its schema moves
@@ -28,18 +29,27 @@ import TestSupport
             let stamp = clock.tick(wallMillis: 1_790_000_000_000 + sequence)
             var versions = VersionVector()
             versions.increment("laptop-1")
-            let fields = ["browser": StampedValue(.string(browser), stamp: stamp), "pattern": StampedValue(.string(key), stamp: stamp)]
-            return ChangeRecord(sequence: sequence, collection: .rules, key: key, state: RecordState(fields: fields, versions: versions))
+            let fields = [
+                "browser": StampedValue(.string(browser), stamp: stamp),
+                "pattern": StampedValue(.string(key), stamp: stamp),
+            ]
+            return ChangeRecord(
+                sequence: sequence, collection: .rules, key: key, state: RecordState(fields: fields, versions: versions)
+            )
         }
         func push(_ changes: [ChangeRecord], into store: SQLiteStore) throws -> PushResponse {
-            let request = PushRequest(device: "laptop-1", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
-                                      base: changes[0].sequence == 1 ? nil : chain)
+            let request = PushRequest(
+                device: "laptop-1", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
+                base: changes[0].sequence == 1 ? nil : chain)
             chain = ChangeRecord.chain(changes, after: chain).last!
-            return try store.push(request, from: try store.authenticate(token: token), maxClockOffsetMilliseconds: .max / 4)
+            return try store.push(
+                request, from: try store.authenticate(token: token), maxClockOffsetMilliseconds: .max / 4)
         }
         // Long values: records of about 1 KB, as sealed ones are.
         let long = String(repeating: "x", count: 900)
-        #expect(try push((0..<30).map { change("site\($0).example", "firefox" + ($0 % 3 == 0 ? long : "")) }, into: store!).applied == 30)
+        #expect(
+            try push((0..<30).map { change("site\($0).example", "firefox" + ($0 % 3 == 0 ? long : "")) }, into: store!)
+                .applied == 30)
         let before = try store!.records(account: "alice")
         let epoch = store!.epoch
         store!.close()
@@ -48,7 +58,8 @@ import TestSupport
         // Back to version 7's layout, as an earlier brsyncd left it.
         do {
             let database = try Database(path: path)
-            try database.execute("""
+            try database.execute(
+                """
                 CREATE TABLE records_v7 (
                     account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
                     collection TEXT NOT NULL, key TEXT NOT NULL, fields TEXT NOT NULL, versions TEXT NOT NULL,
@@ -75,21 +86,30 @@ import TestSupport
                 ALTER TABLE accounts DROP COLUMN max_devices;
                 PRAGMA user_version = 7;
                 """)
-            #expect(try database.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == true)
+            #expect(
+                try database.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains(
+                    "WITHOUT ROWID") == true)
         }
 
         let upgraded = try SQLiteStore(path: path)
         defer { upgraded.close() }
         let check = try Database(path: path)
         #expect(try check.userVersion == SQLiteStore.migrator.latestVersion)
-        #expect(try check.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains("WITHOUT ROWID") == false)
-        #expect(try check.scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_key', 'records_by_seq')")?.intValue == 2)
+        #expect(
+            try check.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains(
+                "WITHOUT ROWID") == false)
+        #expect(
+            try check.scalar(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_key', 'records_by_seq')"
+            )?.intValue == 2)
         #expect(try check.scalar("PRAGMA integrity_check")?.stringValue == "ok")
         #expect(try upgraded.records(account: "alice") == before)
         #expect(try upgraded.accounts().first?.records == 30, "the upgrade counts what the account holds")
         #expect(upgraded.epoch == epoch, "an upgrade is not a restore")
         // Nor does the account get a timeline of its own: its clients see the epoch they knew.
-        let page = try Wire.read(String(decoding: try upgraded.pullText(token: token, since: 30, limit: 10), as: UTF8.self), PullResponse.init(reading:))
+        let page = try Wire.read(
+            String(decoding: try upgraded.pullText(token: token, since: 30, limit: 10), as: UTF8.self),
+            PullResponse.init(reading:))
         #expect(page.epoch == epoch)
         // The stream goes on (no gap, no divergence); an update and a new record.
         let response = try push([change("site0.example", "chrome"), change("new.example", "firefox")], into: upgraded)

@@ -8,6 +8,7 @@ import Net
 import Postgres
 import SyncCore
 import TestSupport
+
 @testable import BrsyncServer
 
 /// A real brsyncd server in this process: an SQLite file in a temporary folder
@@ -34,7 +35,8 @@ final class ServerFixture: @unchecked Sendable {
             store = try SQLiteStore(path: directory.file("store.sqlite"))
         case .postgres:
             let cluster = try PostgresCluster.shared()
-            store = try PostgresStore(try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
+            store = try PostgresStore(
+                try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
         }
         (server, port) = try InProcessServer.start(store: store, certificates: directory, configure: configure)
     }
@@ -48,8 +50,10 @@ final class ServerFixture: @unchecked Sendable {
     func device(_ account: String, _ name: String, clientDevice: String? = nil) throws -> TestDevice {
         if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
         let token = try store.addDevice(account: account, name: name)
-        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
-                                      tls: try TLSContext.client(caFile: caFile)))
+        let client = HTTPClient(
+            .init(
+                address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
+                tls: try TLSContext.client(caFile: caFile)))
         return TestDevice(client: client, token: token, deviceID: clientDevice ?? "\(account)-\(name)")
     }
 }
@@ -78,10 +82,14 @@ final class TestDevice: @unchecked Sendable {
     var signingKey: Crypto.SigningKey?
 
     /// A POST, signed with ``signingKey`` when it is set.
-    func post(_ target: String, body: [UInt8], signedBy signer: Crypto.SigningKey? = nil) throws -> HTTPResponseParser.ParsedResponse {
+    func post(
+        _ target: String, body: [UInt8], signedBy signer: Crypto.SigningKey? = nil
+    ) throws -> HTTPResponseParser.ParsedResponse {
         var headers = authorization
         if let signer = signer ?? signingKey {
-            headers.add(WriteSignature.header, WriteAuthority.signatureHeader(by: signer, token: token, path: target, body: body))
+            headers.add(
+                WriteSignature.header,
+                WriteAuthority.signatureHeader(by: signer, token: token, path: target, body: body))
         }
         return try client.send(method: "POST", target: target, headers: headers, body: body)
     }
@@ -93,8 +101,11 @@ final class TestDevice: @unchecked Sendable {
     }
 
     /// A change to one record, stamped now (plus `skewMilliseconds`).
-    func change(_ key: String, _ fields: [String: JSONValue], collection: RecordCollection = .rules, skewMilliseconds: Int64 = 0,
-                versions: VersionVector? = nil) -> ChangeRecord {
+    func change(
+        _ key: String, _ fields: [String: JSONValue], collection: RecordCollection = .rules,
+        skewMilliseconds: Int64 = 0,
+        versions: VersionVector? = nil
+    ) -> ChangeRecord {
         let now = Int64(Date().timeIntervalSince1970 * 1000) + skewMilliseconds
         let stamp = clock.tick(wallMillis: now)
         var vector = versions ?? VersionVector()
@@ -111,10 +122,13 @@ final class TestDevice: @unchecked Sendable {
         let from = changes.first?.sequence ?? 1
         let base = chains[from - 1] ?? (from == 1 ? "" : nil)
         if let base {
-            for (change, chain) in zip(changes, ChangeRecord.chain(changes, after: base)) { chains[change.sequence] = chain }
+            for (change, chain) in zip(changes, ChangeRecord.chain(changes, after: base)) {
+                chains[change.sequence] = chain
+            }
         }
-        let request = PushRequest(device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
-                                  base: from == 1 ? nil : base, keyID: keyID)
+        let request = PushRequest(
+            device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
+            base: from == 1 ? nil : base, keyID: keyID)
         return try post("/v1/push", body: request.body())
     }
 
@@ -124,13 +138,18 @@ final class TestDevice: @unchecked Sendable {
     }
 
     /// Pulls every page from `since`; returns the records by key and the final cursor.
-    func pullAll(since: Int64 = 0, limit: Int = 100) throws -> (records: [String: ChangeRecord], cursor: Int64, pages: Int) {
+    func pullAll(
+        since: Int64 = 0, limit: Int = 100
+    ) throws -> (records: [String: ChangeRecord], cursor: Int64, pages: Int) {
         var cursor = since
         var records: [String: ChangeRecord] = [:]
         var pages = 0
         while true {
             let response = try pull(since: cursor, limit: limit)
-            guard response.status == 200 else { throw WireError(code: WireError.Code(rawValue: "status"), message: "\(response.status): \(response.text)") }
+            guard response.status == 200 else {
+                throw WireError(
+                    code: WireError.Code(rawValue: "status"), message: "\(response.status): \(response.text)")
+            }
             let page = try Wire.read(response.text, PullResponse.init(reading:))
             pages += 1
             for change in page.changes { records["\(change.collection.rawValue)/\(change.key)"] = change }

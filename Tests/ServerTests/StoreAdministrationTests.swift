@@ -1,8 +1,9 @@
 import Foundation
 import Net
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// Accounts, devices and tokens through the store core: the same answers and
@@ -28,7 +29,10 @@ import TestSupport
         let refusals: [(String, () throws -> Void)] = [
             ("the account 'alice' exists already", { try store.addAccount("alice") }),
             ("1 to 64 characters", { try store.addAccount(" ") }),
-            ("1 to 64 characters", { _ = try store.addDevice(account: "alice", name: String(repeating: "x", count: 65)) }),
+            (
+                "1 to 64 characters",
+                { _ = try store.addDevice(account: "alice", name: String(repeating: "x", count: 65)) }
+            ),
             ("no account named 'nobody'", { try store.removeAccount("nobody") }),
             ("no account named 'nobody'", { _ = try store.addDevice(account: "nobody", name: "x") }),
             ("no account named 'nobody'", { _ = try store.devices(account: "nobody") }),
@@ -37,13 +41,18 @@ import TestSupport
             ("no device named 'ghost'", { try store.revokeDevice(account: "alice", name: "ghost") }),
             ("no device named 'ghost'", { _ = try store.reissueToken(account: "alice", device: "ghost") }),
             ("no device named 'laptop'", { try store.revokeDevice(account: "bob", name: "laptop") }),
-            ("the token is not valid", { _ = try store.authenticate(token: "brs_" + String(repeating: "A", count: 43)) }),
+            (
+                "the token is not valid",
+                { _ = try store.authenticate(token: "brs_" + String(repeating: "A", count: 43)) }
+            ),
         ]
         for (expected, body) in refusals {
             let message = Self.message(body)
-            #expect(message?.contains(expected) == true, "\(kind): expected '\(expected)', got \(message ?? "no error")")
+            #expect(
+                message?.contains(expected) == true, "\(kind): expected '\(expected)', got \(message ?? "no error")")
         }
-        #expect(try store.accounts().count == 2 && store.devices(account: "alice").count == 2, "a refusal changes nothing")
+        #expect(
+            try store.accounts().count == 2 && store.devices(account: "alice").count == 2, "a refusal changes nothing")
 
         try store.revokeDevice(account: "alice", name: "laptop")
         #expect(Self.message { _ = try store.authenticate(token: token) }?.contains("revoked") == true)

@@ -3,8 +3,9 @@ import JSON
 import Model
 import Postgres
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// `brsyncd migrate --from sqlite:PATH --to postgres://…`, the real binary.
@@ -18,22 +19,33 @@ import TestSupport
         let desktop = try fixture.device("alice", "desktop")
         _ = try fixture.device("bob", "phone")
         for round in 0..<5 {
-            #expect(try laptop.push((0..<4).map { laptop.change("l\(round)-\($0).example", ["browser": .string("firefox")]) }).status == 200)
+            #expect(
+                try laptop.push(
+                    (0..<4).map { laptop.change("l\(round)-\($0).example", ["browser": .string("firefox")]) }
+                ).status == 200)
         }
         #expect(try desktop.push([desktop.change("l0-0.example", ["browser": .string("chrome")])]).status == 200)
         _ = try laptop.pullAll()
         // A join code not used yet, and one used already: both go along.
-        let unused = try fixture.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
-        let used = try fixture.store.enroll(account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000).secret
+        let unused = try fixture.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
+        let used = try fixture.store.enroll(
+            account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000
+        ).secret
         let tabletToken = Tokens.make()
         try fixture.store.join(secret: used, token: tabletToken)
         let sqlite = try #require(fixture.store as? SQLiteStore)
         let url = try cluster.createDatabase()
         let environment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
 
-        let migrated = try ProcessRunner.run(binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
+        let migrated = try ProcessRunner.run(
+            binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
         #expect(migrated.status == 0, "\(migrated)")
-        #expect(migrated.stdout.contains("copied 2 account(s), 5 device(s), 2 replica stream(s), 20 record(s), 2 join code(s)"), "\(migrated.stdout)")
+        #expect(
+            migrated.stdout.contains(
+                "copied 2 account(s), 5 device(s), 2 replica stream(s), 20 record(s), 2 join code(s)"),
+            "\(migrated.stdout)")
 
         let postgres = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
         defer { postgres.close() }
@@ -47,23 +59,32 @@ import TestSupport
         #expect(try postgres.join(secret: unused, token: phoneToken).name == "phone")
         #expect(try postgres.authenticate(token: phoneToken).name == "phone")
         for since in [Int64(0), 7, 21] {
-            let before = try Wire.read(String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self), PullResponse.init(reading:))
-            let after = try Wire.read(String(decoding: try postgres.pullText(token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
-                                                                             reconciling: false, clientProtocol: 2, clientKeyID: nil, clientSigningKey: nil, maxBytes: 1 << 20), as: UTF8.self),
-                                      PullResponse.init(reading:))
+            let before = try Wire.read(
+                String(decoding: try sqlite.pullText(token: desktop.token, since: since, limit: 100), as: UTF8.self),
+                PullResponse.init(reading:))
+            let after = try Wire.read(
+                String(
+                    decoding: try postgres.pullText(
+                        token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                        reconciling: false, clientProtocol: 2, clientKeyID: nil, clientSigningKey: nil,
+                        maxBytes: 1 << 20), as: UTF8.self),
+                PullResponse.init(reading:))
             #expect(before.changes == after.changes && before.next == after.next && before.epoch == after.epoch)
         }
         // The laptop goes on from its next change number: no gap, no divergence.
         let next = [laptop.change("after-the-move.example", ["browser": .string("firefox")])]
-        let request = PushRequest(device: laptop.deviceID, from: next[0].sequence, to: next[0].sequence, changes: next,
-                                  base: laptop.chains[next[0].sequence - 1])
-        let response = try postgres.push(request, from: try postgres.authenticate(token: laptop.token), maxClockOffsetMilliseconds: 300_000)
+        let request = PushRequest(
+            device: laptop.deviceID, from: next[0].sequence, to: next[0].sequence, changes: next,
+            base: laptop.chains[next[0].sequence - 1])
+        let response = try postgres.push(
+            request, from: try postgres.authenticate(token: laptop.token), maxClockOffsetMilliseconds: 300_000)
         #expect(response.acknowledged == next[0].sequence && response.applied == 1)
         // New devices get new ids.
         #expect(throws: Never.self) { _ = try postgres.addDevice(account: "alice", name: "tablet") }
 
         // A second copy into a store that holds accounts is refused, and changes nothing.
-        let again = try ProcessRunner.run(binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
+        let again = try ProcessRunner.run(
+            binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
         #expect(again.status == 2 && again.stderr.contains("holds 2 account(s) already"), "\(again)")
         #expect(try postgres.counts().records == 21)
     }

@@ -4,8 +4,9 @@ import JSON
 import Model
 import Net
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 @Suite struct SyncAPITests {
@@ -15,7 +16,8 @@ import TestSupport
         let anonymous = try device.client.send(method: "GET", target: "/v1/pull")
         #expect(anonymous.status == 401 && anonymous.errorCode == .unauthorized)
         #expect(anonymous.headers["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
-        let wrong = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Bearer brs_nope"])
+        let wrong = try device.client.send(
+            method: "GET", target: "/v1/pull", headers: ["Authorization": "Bearer brs_nope"])
         #expect(wrong.status == 401 && wrong.errorCode == .unauthorized)
         let basic = try device.client.send(method: "GET", target: "/v1/pull", headers: ["Authorization": "Basic YTpi"])
         #expect(basic.status == 401)
@@ -44,7 +46,8 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let first = device.change("twice.example", ["browser": .string("firefox"), "priority": .int(1)])
-        let second = device.change("twice.example", ["browser": .string("chrome")], versions: VersionVector([device.deviceID: 2]))
+        let second = device.change(
+            "twice.example", ["browser": .string("chrome")], versions: VersionVector([device.deviceID: 2]))
         let others = (0..<70).map { device.change("o\($0).example", ["browser": .string("b")]) }
         #expect(try device.push([first, second] + others).status == 200)
         let stored = try #require(try device.pullAll().records["rules/twice.example"])
@@ -56,8 +59,10 @@ import TestSupport
     @Test(arguments: StoreKind.allCases) func aRetriedPushIsAcknowledgedAndNotAppliedTwice(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
-        let changes = [device.change("a.com", ["browser": .string("x")]), device.change("b.com", ["browser": .string("y")]),
-                       device.change("c.com", ["browser": .string("z")])]
+        let changes = [
+            device.change("a.com", ["browser": .string("x")]), device.change("b.com", ["browser": .string("y")]),
+            device.change("c.com", ["browser": .string("z")]),
+        ]
         let first = try PushResponse(json: try #require(device.push(changes).json))
         #expect(first.acknowledged == 3 && first.applied == 3)
         let before = try device.pullAll()
@@ -76,18 +81,23 @@ import TestSupport
     /// acknowledged up to the first, nothing after it applies, and the
     /// client can relay every such record in one go instead of one request
     /// a record.
-    @Test(arguments: StoreKind.allCases) func everyEditOfARecordTheServerLacksIsNamedInOneAnswer(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func everyEditOfARecordTheServerLacksIsNamedInOneAnswer(
+        _ kind: StoreKind
+    ) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let elsewhere = VersionVector(["0123456789abcdef": 3, device.deviceID: 1])
-        let changes = [device.change("new.example", ["browser": .string("firefox")])]
+        let changes =
+            [device.change("new.example", ["browser": .string("firefox")])]
             + (0..<30).map { device.change("lacked\($0).example", ["browser": .string("chrome")], versions: elsewhere) }
             + [device.change("after.example", ["browser": .string("firefox")])]
         let answer = try PushResponse(json: try #require(device.push(changes).json))
         #expect(answer.acknowledged == 1 && answer.applied == 1)
         #expect(answer.needed == Array(2...31), "\(answer.needed)")
         let stored = try device.pullAll().records
-        #expect(stored["rules/new.example"] != nil && stored["rules/after.example"] == nil, "nothing after the first is applied")
+        #expect(
+            stored["rules/new.example"] != nil && stored["rules/after.example"] == nil,
+            "nothing after the first is applied")
     }
 
     @Test(arguments: StoreKind.allCases) func aGapIsRefused(_ kind: StoreKind) throws {
@@ -139,14 +149,18 @@ import TestSupport
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let minute: Int64 = 60_000
-        #expect(try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 4 * minute)]).status == 200)
+        #expect(
+            try device.push([device.change("a.com", ["browser": .string("x")], skewMilliseconds: 4 * minute)]).status
+                == 200)
         let walked = try device.push([device.change("b.com", ["browser": .string("x")], skewMilliseconds: 8 * minute)])
         #expect(walked.status == 422 && walked.errorCode == .clockSkew, "\(walked.text)")
         // The device's clock (an HLC) stays at the newest wall time it saw: taken.
         device.nextSequence = 2
         var seen = device.change("c.com", ["browser": .string("x")], skewMilliseconds: 4 * minute)
         let newest = try device.pullAll().records["rules/a.com"]!.state.fields["browser"]!.stamp
-        seen.state.fields["browser"] = StampedValue(.string("x"), stamp: HLCTimestamp(wallMillis: newest.wallMillis, counter: newest.counter + 1, device: device.deviceID))
+        seen.state.fields["browser"] = StampedValue(
+            .string("x"),
+            stamp: HLCTimestamp(wallMillis: newest.wallMillis, counter: newest.counter + 1, device: device.deviceID))
         seen.state.fields = seen.state.fields.filter { $0.key == "browser" }
         #expect(try device.push([seen]).status == 200)
         // Relays too: 23 hours ahead is taken (a fast clock's values after a restore), 46 are not.
@@ -168,7 +182,9 @@ import TestSupport
         let copy = TestDevice(client: device.client, token: device.token, deviceID: "other-replica")
         copy.nextSequence = 2
         let skipped = try copy.push([copy.change("b.com", ["browser": .string("y")])])
-        #expect(skipped.status == 409 && skipped.errorCode == .gap && skipped.text.contains(#""acknowledged":0"#), "\(skipped.text)")
+        #expect(
+            skipped.status == 409 && skipped.errorCode == .gap && skipped.text.contains(#""acknowledged":0"#),
+            "\(skipped.text)")
         copy.nextSequence = 1
         #expect(try copy.push([copy.change("b.com", ["browser": .string("y")])]).status == 200)
         // A stamp of another device inside a push is refused.
@@ -178,7 +194,9 @@ import TestSupport
         #expect(foreign.status == 422 && foreign.errorCode == .foreignStamp)
     }
 
-    @Test(arguments: StoreKind.allCases) func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func concurrentEditsMergeFieldByFieldAndTheLoserLearnsTheWinner(
+        _ kind: StoreKind
+    ) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         let desktop = try fixture.device("alice", "desktop")
@@ -205,18 +223,32 @@ import TestSupport
             (#"{"device":"d","from":1,"to":2,"changes":[]}"#, "is not the 0 change(s) sent"),
             (#"{"device":"d","from":1,"to":9223372036854775807,"changes":[]}"#, "is not the 0 change(s) sent"),
             (#"{"device":"d","from":1,"to":500000000,"changes":[]}"#, "is not the 0 change(s) sent"),
-            (#"{"device":"d","from":2,"to":2,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{},"versions":{}}]}"#, "numbered 2 to 2"),
+            (
+                #"{"device":"d","from":2,"to":2,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{},"versions":{}}]}"#,
+                "numbered 2 to 2"
+            ),
             (#"{"device":"d","from":0,"to":0,"changes":[]}"#, "1 <= from <= to"),
-            (#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"tabs","key":"k","fields":{},"versions":{}}]}"#, "browsers, rules or settings"),
-            (#"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{"a":{"v":1,"s":"bad"}},"versions":{}}]}"#, "HLC stamp"),
+            (
+                #"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"tabs","key":"k","fields":{},"versions":{}}]}"#,
+                "browsers, rules or settings"
+            ),
+            (
+                #"{"device":"d","from":1,"to":1,"changes":[{"seq":1,"collection":"rules","key":"k","fields":{"a":{"v":1,"s":"bad"}},"versions":{}}]}"#,
+                "HLC stamp"
+            ),
         ]
         for (body, message) in cases {
-            let response = try device.client.send(method: "POST", target: "/v1/push", headers: device.authorization, body: Array(body.utf8))
+            let response = try device.client.send(
+                method: "POST", target: "/v1/push", headers: device.authorization, body: Array(body.utf8))
             #expect(response.status == 400 && response.errorCode == .badRequest, "\(body)")
             #expect(response.text.contains(message), "\(response.text)")
         }
-        #expect(try device.client.send(method: "GET", target: "/v1/pull?since=-1", headers: device.authorization).status == 400)
-        #expect(try device.client.send(method: "GET", target: "/v1/pull?limit=0", headers: device.authorization).status == 400)
+        #expect(
+            try device.client.send(method: "GET", target: "/v1/pull?since=-1", headers: device.authorization).status
+                == 400)
+        #expect(
+            try device.client.send(method: "GET", target: "/v1/pull?limit=0", headers: device.authorization).status
+                == 400)
         #expect(try device.client.send(method: "GET", target: "/v1/push", headers: device.authorization).status == 405)
         #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
     }
@@ -226,26 +258,38 @@ import TestSupport
     /// applies, its number counts as pushed, and the device's chain goes on
     /// through it, so the device is never stuck behind it and a copied home
     /// is still told apart. A relay rejects such a record alone too.
-    @Test(arguments: StoreKind.allCases) func aChangeOverALimitIsRejectedAloneAndTheChainGoesOn(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aChangeOverALimitIsRejectedAloneAndTheChainGoesOn(
+        _ kind: StoreKind
+    ) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let huge = JSONValue.string(String(repeating: "x", count: Wire.maxValueBytes + 1))
-        let batch = [device.change("a.example", ["browser": .string("firefox")]), device.change("b.example", ["browser": huge]),
-                     device.change("c.example", ["browser": .string("chromium")])]
+        let batch = [
+            device.change("a.example", ["browser": .string("firefox")]), device.change("b.example", ["browser": huge]),
+            device.change("c.example", ["browser": .string("chromium")]),
+        ]
         let answer = try device.push(batch)
         let response = try PushResponse(json: try JSONValue.parse(answer.text))
-        #expect(answer.status == 200 && response.acknowledged == 3 && response.applied == 2, "\(answer.text.prefix(300))")
+        #expect(
+            answer.status == 200 && response.acknowledged == 3 && response.applied == 2, "\(answer.text.prefix(300))")
         #expect(response.rejected.map(\.sequence) == [2] && response.rejected.map(\.key) == ["b.example"])
         #expect(response.rejected.first?.reason == #"field "browser" of change 2: a value is larger than 65536 bytes"#)
         #expect(response.acknowledgedDigest == device.chains[3], "the chain goes on through the rejected change")
         // A retry is the same changes: acknowledged, nothing applied again.
-        let retried = try PushResponse(json: try JSONValue.parse(try device.post("/v1/push", body: PushRequest(
-            device: device.deviceID, from: 1, to: 3, changes: batch).body()).text))
+        let retried = try PushResponse(
+            json: try JSONValue.parse(
+                try device.post(
+                    "/v1/push",
+                    body: PushRequest(
+                        device: device.deviceID, from: 1, to: 3, changes: batch
+                    ).body()
+                ).text))
         #expect(retried.acknowledged == 3 && retried.applied == 0 && retried.rejected.isEmpty)
         // Another change 2 (a copied home) is still told apart, over a limit or not.
         var other = batch
         other[1].state.fields["browser"]?.value = .string(String(repeating: "y", count: Wire.maxValueBytes + 1))
-        let copied = try device.post("/v1/push", body: PushRequest(device: device.deviceID, from: 1, to: 3, changes: other).body())
+        let copied = try device.post(
+            "/v1/push", body: PushRequest(device: device.deviceID, from: 1, to: 3, changes: other).body())
         #expect(copied.status == 409 && copied.errorCode == .diverged, "\(copied.text.prefix(300))")
         // The device goes on from its own chain.
         let next = try device.push([device.change("d.example", ["browser": .string("firefox")])])
@@ -255,14 +299,20 @@ import TestSupport
         // A record's fields as text are bounded as a whole (a page holds the budget and one record).
         var large: [String: JSONValue] = [:]
         for index in 0..<9 { large["f\(index)"] = .string(String(repeating: "z", count: 60_000)) }
-        let tooLarge = try PushResponse(json: try JSONValue.parse(try device.push([device.change("large.example", large)]).text))
+        let tooLarge = try PushResponse(
+            json: try JSONValue.parse(try device.push([device.change("large.example", large)]).text))
         #expect(tooLarge.rejected.first?.reason.contains("larger than 512 KiB") == true, "\(tooLarge)")
         // A relay takes the rest and rejects the record over a limit by itself.
-        let relay = RelayRequest(records: [device.change("e.example", ["browser": .string("x")]), device.change(String(repeating: "k", count: 3000), ["browser": .string("x")])])
+        let relay = RelayRequest(records: [
+            device.change("e.example", ["browser": .string("x")]),
+            device.change(String(repeating: "k", count: 3000), ["browser": .string("x")]),
+        ])
         let relayed = try device.post("/v1/relay", body: relay.body())
         let relayAnswer = try PushResponse(json: try JSONValue.parse(relayed.text))
-        #expect(relayed.status == 200 && relayAnswer.applied == 1 && relayAnswer.rejected.first?.reason.contains("a key must be 1 to 2048 bytes") == true,
-                "\(relayed.text.prefix(300))")
+        #expect(
+            relayed.status == 200 && relayAnswer.applied == 1
+                && relayAnswer.rejected.first?.reason.contains("a key must be 1 to 2048 bytes") == true,
+            "\(relayed.text.prefix(300))")
     }
 
     /// Many small edits that lose to one large record make an answer that
@@ -288,8 +338,10 @@ import TestSupport
         let response = try PushResponse(json: try JSONValue.parse(answer.text))
         #expect(answer.status == 200 && response.acknowledged == 300, "\(answer.text.prefix(300))")
         #expect(answer.body.count < 2 << 20, "an answer of \(answer.body.count) bytes")
-        #expect(!response.lost.isEmpty && response.lostOmitted > 0 && response.lost.count + response.lostOmitted == 300 * 8)
-        #expect(response.lost.allSatisfy { $0.winner.value.stringValue?.count == 60_000 && $0.lost.value == .string("a") })
+        #expect(
+            !response.lost.isEmpty && response.lostOmitted > 0 && response.lost.count + response.lostOmitted == 300 * 8)
+        #expect(
+            response.lost.allSatisfy { $0.winner.value.stringValue?.count == 60_000 && $0.lost.value == .string("a") })
     }
 
     /// Health on the sync port; metrics only on a listener of their own
@@ -298,15 +350,27 @@ import TestSupport
         let fixture = try ServerFixture(kind) { $0.metricsListen = [SocketAddress(host: "127.0.0.1", port: 0)] }
         let device = try fixture.device("alice", "laptop")
         let health = try device.client.send(method: "GET", target: "/v1/health")
-        #expect(health.status == 200 && health.json == .object(["status": .string("ok"), "epoch": .string(fixture.store.epoch), "version": .string(brsyncdVersion)]))
+        #expect(
+            health.status == 200
+                && health.json
+                    == .object([
+                        "status": .string("ok"), "epoch": .string(fixture.store.epoch),
+                        "version": .string(brsyncdVersion),
+                    ])
+        )
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
         _ = try device.pull()
         let onSyncPort = try device.client.send(method: "GET", target: "/metrics")
         #expect(onSyncPort.status == 404 && !onSyncPort.text.contains("brsyncd_"), "\(onSyncPort.text)")
         let port = try #require(fixture.server.metricsPorts.first)
-        let scraper = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: nil))
-        #expect(try scraper.send(method: "GET", target: "/v1/health").status == 404, "the metrics listener serves /metrics only")
-        #expect(try scraper.send(method: "POST", target: "/metrics", body: Array("x".utf8)).status == 413, "it takes no body")
+        let scraper = HTTPClient(
+            .init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: nil))
+        #expect(
+            try scraper.send(method: "GET", target: "/v1/health").status == 404,
+            "the metrics listener serves /metrics only")
+        #expect(
+            try scraper.send(method: "POST", target: "/metrics", body: Array("x".utf8)).status == 413,
+            "it takes no body")
         let metrics = try scraper.send(method: "GET", target: "/metrics").text
         #expect(metrics.contains(#"brsyncd_requests_total{route="/v1/push",status="200"} 1"#))
         #expect(metrics.contains("brsyncd_records 1"))
@@ -324,8 +388,15 @@ import TestSupport
         let device = try fixture.device("alice", "laptop")
         // About 10 KB each (stored with their stamps), and one of about 60 KB.
         let big = String(repeating: "x", count: 3_000)
-        func small(_ index: Int) -> ChangeRecord { device.change("r\(index).example", ["a": .string(big), "b": .string(big), "c": .string(big)]) }
-        let changes = (0..<5).map(small) + [device.change("huge.example", Dictionary(uniqueKeysWithValues: (0..<20).map { ("f\($0)", JSONValue.string(big)) }))]
+        func small(_ index: Int) -> ChangeRecord {
+            device.change("r\(index).example", ["a": .string(big), "b": .string(big), "c": .string(big)])
+        }
+        let changes =
+            (0..<5).map(small) + [
+                device.change(
+                    "huge.example", Dictionary(uniqueKeysWithValues: (0..<20).map { ("f\($0)", JSONValue.string(big)) })
+                )
+            ]
             + (5..<12).map(small)
         let pushed = try device.push(changes)
         #expect(pushed.status == 200, "\(pushed.text.prefix(300))")
@@ -339,8 +410,12 @@ import TestSupport
             let page = try Wire.read(response.text, PullResponse.init(reading:))
             pages += 1
             #expect(!page.changes.isEmpty, "every page carries at least one record")
-            #expect(response.body.count < 40_000 + 70_000, "at most the budget and one record: \(response.body.count) bytes")
-            if page.changes.contains(where: { $0.key == "huge.example" }) { #expect(page.changes.count == 1 || page.changes.last?.key == "huge.example") }
+            #expect(
+                response.body.count < 40_000 + 70_000, "at most the budget and one record: \(response.body.count) bytes"
+            )
+            if page.changes.contains(where: { $0.key == "huge.example" }) {
+                #expect(page.changes.count == 1 || page.changes.last?.key == "huge.example")
+            }
             seen += page.changes.map(\.sequence)
             #expect(page.next > cursor)
             cursor = page.next
@@ -366,7 +441,10 @@ import TestSupport
                 defer { group.leave() }
                 for round in 0..<15 {
                     // Overlapping keys: writers also update each other's records.
-                    let changes = (0..<5).map { writer.change("site\((round * 5 + $0 + index) % 40).example", ["browser": .string("w\(index)-\(round)")]) }
+                    let changes = (0..<5).map {
+                        writer.change(
+                            "site\((round * 5 + $0 + index) % 40).example", ["browser": .string("w\(index)-\(round)")])
+                    }
                     _ = try? writer.push(changes)
                 }
             }
@@ -405,8 +483,10 @@ final class LockedFlag: @unchecked Sendable {
     @Test func directEncodingMatchesTheJSONValueForm() throws {
         let stamp = HLCTimestamp(wallMillis: 0x18b_cfe5_680a, counter: 0x2a, device: "dev-1")
         let fields: [String: StampedValue] = [
-            "browser": StampedValue(.string("fire\"fox\n"), stamp: stamp), "priority": StampedValue(.int(-3), stamp: stamp),
-            "deleted": StampedValue(.bool(false), stamp: stamp), "extra": StampedValue(.object(["b": .array([.null, .double(1.5)])]), stamp: stamp),
+            "browser": StampedValue(.string("fire\"fox\n"), stamp: stamp),
+            "priority": StampedValue(.int(-3), stamp: stamp),
+            "deleted": StampedValue(.bool(false), stamp: stamp),
+            "extra": StampedValue(.object(["b": .array([.null, .double(1.5)])]), stamp: stamp),
         ]
         let direct = RecordState.encodeFields(fields)
         #expect(direct == JSONValue.object(fields.mapValues(\.json)).jsonText)
@@ -421,12 +501,21 @@ extension StoredRecordTests {
     @Test(arguments: StoreKind.allCases) func pullTextIsThePullResponseOfWhatIsStored(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
-        #expect(try device.push((0..<7).map { device.change("s\($0).example", ["browser": .string("b\"\($0)"), "priority": .int(Int64($0))]) }).status == 200)
+        #expect(
+            try device.push(
+                (0..<7).map {
+                    device.change("s\($0).example", ["browser": .string("b\"\($0)"), "priority": .int(Int64($0))])
+                }
+            ).status == 200)
         let stored = try fixture.store.records(account: "alice")
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
-            let text = try fixture.store.pullText(token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
-                                                  reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil, maxBytes: 1 << 20)
-            let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
+            let text = try fixture.store.pullText(
+                token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
+                reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil,
+                maxBytes: 1 << 20)
+            let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+                try PullResponse(reading: bytes)
+            }
             let expected = Array(stored.filter { $0.sequence > since }.prefix(limit))
             #expect(page.changes == expected)
             #expect(page.more == (stored.filter { $0.sequence > since }.count > limit))
@@ -445,7 +534,8 @@ extension StoredRecordTests {
         #expect(try laptop.push([laptop.change("gone.example", ["deleted": .bool(true)])]).status == 200)
         #expect(try laptop.push([laptop.change("kept.example", ["browser": .string("y")])]).status == 200)
         _ = try laptop.pullAll()
-        #expect(try fixture.store.purgeTombstones(retentionMilliseconds: 0) == 0, "the desktop has not seen the deletion")
+        #expect(
+            try fixture.store.purgeTombstones(retentionMilliseconds: 0) == 0, "the desktop has not seen the deletion")
         let seen = try desktop.pullAll()
         #expect(seen.records["rules/gone.example"]?.state.isDeleted == true)
         // Cursors are acknowledged with the next pull.

@@ -2,8 +2,9 @@ import Foundation
 import HTTP
 import JSON
 import SyncCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
 
 /// A readable account's server refuses, record by record, a browser profile
@@ -12,8 +13,12 @@ import TestSupport
 /// always taken; an encrypted account's server cannot look, and its machines check.
 @Suite struct SyncedProfileRefusalTests {
     static func profile(_ device: TestDevice, _ id: String, base: String, arguments: [String]) -> ChangeRecord {
-        device.change(id, ["name": .string(id), "profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string)),
-                           "deleted": .bool(false)], collection: .browsers)
+        device.change(
+            id,
+            [
+                "name": .string(id), "profileOf": .string(base), "profileArgs": .array(arguments.map(JSONValue.string)),
+                "deleted": .bool(false),
+            ], collection: .browsers)
     }
 
     static func rejected(_ response: HTTPResponseParser.ParsedResponse) -> [String] {
@@ -24,7 +29,9 @@ import TestSupport
         }
     }
 
-    @Test(arguments: StoreKind.allCases) func aReadableAccountRefusesProfilesThatWouldRunOtherArguments(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aReadableAccountRefusesProfilesThatWouldRunOtherArguments(
+        _ kind: StoreKind
+    ) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop")
         laptop.protocolVersion = Wire.protocolVersion
@@ -36,20 +43,27 @@ import TestSupport
             Self.profile(laptop, "mine", base: "my-browser", arguments: ["--new-window"]),
         ])
         #expect(pushed.status == 200 && Self.rejected(pushed) == ["work", "path", "mine"], "\(pushed.text)")
-        #expect(pushed.text.contains("--renderer-cmd-prefix") && pushed.text.contains("is not a browser whose command line brsync knows"))
+        #expect(
+            pushed.text.contains("--renderer-cmd-prefix")
+                && pushed.text.contains("is not a browser whose command line brsync knows"))
         #expect(try fixture.store.records(account: "alice").map(\.key).sorted() == ["fx", "home"])
         // A field changed later cannot make an ordinary profile run something else.
-        let edit = laptop.change("home", ["profileArgs": .array([.string("--gpu-launcher=/bin/sh")])], collection: .browsers,
-                                 versions: VersionVector([laptop.deviceID: 2]))
+        let edit = laptop.change(
+            "home", ["profileArgs": .array([.string("--gpu-launcher=/bin/sh")])], collection: .browsers,
+            versions: VersionVector([laptop.deviceID: 2]))
         let refused = try laptop.push([edit])
         #expect(Self.rejected(refused) == ["home"], "\(refused.text)")
         // Deleting is always taken.
-        let gone = laptop.change("home", ["deleted": .bool(true), "profileArgs": .array([.string("--gpu-launcher=/bin/sh")])],
-                                 collection: .browsers, versions: VersionVector([laptop.deviceID: 3]))
+        let gone = laptop.change(
+            "home", ["deleted": .bool(true), "profileArgs": .array([.string("--gpu-launcher=/bin/sh")])],
+            collection: .browsers, versions: VersionVector([laptop.deviceID: 3]))
         let deleted = try laptop.push([gone])
         #expect(deleted.status == 200 && Self.rejected(deleted).isEmpty, "\(deleted.text)")
         // Relays are held to the same.
-        let relay = try laptop.post("/v1/relay", body: RelayRequest(records: [Self.profile(laptop, "work", base: "chromium", arguments: ["--no-sandbox"])]).body())
+        let relay = try laptop.post(
+            "/v1/relay",
+            body: RelayRequest(records: [Self.profile(laptop, "work", base: "chromium", arguments: ["--no-sandbox"])])
+                .body())
         #expect(Self.rejected(relay) == ["work"], "\(relay.text)")
     }
 }

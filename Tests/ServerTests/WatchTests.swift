@@ -2,14 +2,15 @@ import Foundation
 import HTTP
 import JSON
 import Logging
-@testable import Net
 import Postgres
 import Storage
 import SyncCore
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import BrsyncServer
+@testable import Net
 
 /// `GET /v1/watch`: a long poll answered as the account changes, by a push
 /// through this brsyncd or, on PostgreSQL, through another one.
@@ -22,10 +23,14 @@ import TestSupport
     static func watch(caFile: String, port: UInt16, token: String, query: String) -> ThreadJob<(Int, JSONValue?)> {
         ThreadJob {
             guard let tls = try? TLSContext.client(caFile: caFile) else { return (-1, nil) }
-            var configuration = HTTPClient.Configuration(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
+            var configuration = HTTPClient.Configuration(
+                address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls)
             configuration.readTimeoutMilliseconds = 70_000
             let client = HTTPClient(configuration)
-            guard let answer = try? client.send(method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"]) else { return (-2, nil) }
+            guard
+                let answer = try? client.send(
+                    method: "GET", target: "/v1/watch?" + query, headers: ["Authorization": "Bearer \(token)"])
+            else { return (-2, nil) }
             return (answer.status, answer.json)
         }
     }
@@ -51,10 +56,11 @@ import TestSupport
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
         let cursor = try desktop.pullAll().cursor
         #expect(cursor > 0)
-        let epoch = try #require(try desktop.pull(since: cursor).json.flatMap { json -> String? in
-            if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
-            return nil
-        })
+        let epoch = try #require(
+            try desktop.pull(since: cursor).json.flatMap { json -> String? in
+                if case .object(let page) = json, case .string(let epoch)? = page["epoch"] { return epoch }
+                return nil
+            })
 
         let waiting = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)&epoch=\(epoch)")
         let unrelated = Self.watch(fixture, token: other.token, query: "since=0&wait=2")
@@ -76,12 +82,17 @@ import TestSupport
         // Behind, or another timeline: at once.
         let behind = Self.watch(fixture, token: desktop.token, query: "since=\(cursor)").wait()
         #expect(Self.changed(behind.1) == true)
-        let otherTimeline = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=0123456789abcdef").wait()
+        let otherTimeline = Self.watch(
+            fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=0123456789abcdef"
+        ).wait()
         #expect(Self.changed(otherTimeline.1) == true)
         // A key the account does not use (it uses none): the client's pull will say what to do.
-        let otherKey = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&key=0123456789abcdef").wait()
+        let otherKey = Self.watch(
+            fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&key=0123456789abcdef"
+        ).wait()
         #expect(Self.changed(otherKey.1) == true)
-        let current = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&wait=1").wait()
+        let current = Self.watch(fixture, token: desktop.token, query: "since=\(cursor + 1)&epoch=\(epoch)&wait=1")
+            .wait()
         #expect(Self.changed(current.1) == false)
     }
 
@@ -102,7 +113,9 @@ import TestSupport
         _ = try store.withConnection { try $0.run("UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'") }
         let (status, body) = waiting.wait()
         #expect(status == 200 && Self.changed(body) == false, "\(String(describing: body))")
-        if case .object(let object)? = body { #expect(object["cursor"] == .int(cursor) && object["epoch"]?.stringValue?.isEmpty == false) }
+        if case .object(let object)? = body {
+            #expect(object["cursor"] == .int(cursor) && object["epoch"]?.stringValue?.isEmpty == false)
+        }
     }
 
     /// What lets a watch use the read that authenticated it: a change of
@@ -136,14 +149,21 @@ import TestSupport
     @Test func badWatchesAreRefusedAndWatchesAreBounded() throws {
         let fixture = try ServerFixture()
         let device = try fixture.device("alice", "laptop")
-        for (query, expected) in [("", 400), ("since=-1", 400), ("since=x", 400), ("since=0&wait=0", 400), ("since=0&wait=56", 400),
-                                  ("since=0&wait=1.5", 400), ("since=0&epoch=", 400), ("since=0&key=nothex", 400)] {
+        for (query, expected) in [
+            ("", 400), ("since=-1", 400), ("since=x", 400), ("since=0&wait=0", 400), ("since=0&wait=56", 400),
+            ("since=0&wait=1.5", 400), ("since=0&epoch=", 400), ("since=0&key=nothex", 400),
+        ] {
             let (status, body) = Self.watch(fixture, token: device.token, query: query).wait()
             #expect(status == expected, "\(query): \(status) \(String(describing: body))")
         }
         #expect(Self.watch(fixture, token: "brs_nope", query: "since=0").wait().0 == 401)
-        #expect(try device.client.send(method: "POST", target: "/v1/watch?since=0", headers: device.authorization, body: Array("{}".utf8)).status == 400)
-        #expect(try device.client.send(method: "DELETE", target: "/v1/watch?since=0", headers: device.authorization).status == 405)
+        #expect(
+            try device.client.send(
+                method: "POST", target: "/v1/watch?since=0", headers: device.authorization, body: Array("{}".utf8)
+            ).status == 400)
+        #expect(
+            try device.client.send(method: "DELETE", target: "/v1/watch?since=0", headers: device.authorization).status
+                == 405)
 
         // One at a time, as a machine opens them (a token has 2 requests in progress at most).
         let first = Self.watch(fixture, token: device.token, query: "since=0")
@@ -169,7 +189,9 @@ import TestSupport
     /// a new timeline of the account (a rollback another of its devices
     /// reported) answers a watch that named the old one; a watch whose
     /// client goes away mid-wait is forgotten.
-    @Test(arguments: StoreKind.allCases) func watchesAreAnsweredOnceAndForgottenWhenTheirClientGoes(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func watchesAreAnsweredOnceAndForgottenWhenTheirClientGoes(
+        _ kind: StoreKind
+    ) throws {
         let fixture = try ServerFixture(kind)
         let devices = try (0..<16).map { try fixture.device("alice", "machine\($0)") }
         let watches = devices.map { Self.watch(fixture, token: $0.token, query: "since=0&wait=30") }
@@ -195,8 +217,13 @@ import TestSupport
         let latest = try devices[3].pullAll().cursor
         let deadline = Deadline.after(milliseconds: 5000)
         let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: fixture.port), deadline: deadline)
-        let stream = try TLSStream.connect(socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost", deadline: deadline)
-        try stream.write(Array("GET /v1/watch?since=\(latest) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(devices[3].token)\r\n\r\n".utf8), deadline: deadline)
+        let stream = try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
+            deadline: deadline)
+        try stream.write(
+            Array(
+                "GET /v1/watch?since=\(latest) HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(devices[3].token)\r\n\r\n"
+                    .utf8), deadline: deadline)
         Self.waitUntil { fixture.store.watches.count == 1 }
         stream.close()
         Self.waitUntil { fixture.store.watches.count == 0 }
@@ -214,8 +241,9 @@ import TestSupport
         try store.addAccount("alice")
         let token = try store.addDevice(account: "alice", name: "laptop")
         let load = Atomic<Int>(0)
-        let api = SyncAPI(store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"),
-                          activeRequests: { load.load(ordering: .relaxed) })
+        let api = SyncAPI(
+            store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"),
+            activeRequests: { load.load(ordering: .relaxed) })
         let context = HTTPServer.RequestContext(peer: "127.0.0.1")
         let headers: HTTPHeaders = ["Authorization": "Bearer \(token)"]
         let quiet = api.handle(HTTPRequest(method: "GET", target: "/v1/watch?since=5", headers: headers), context)
@@ -224,7 +252,9 @@ import TestSupport
         load.store(ServerConfiguration().limits.maxActiveRequests * 3 / 4 + 1, ordering: .relaxed)
         let shed = api.handle(HTTPRequest(method: "GET", target: "/v1/watch?since=0", headers: headers), context)
         #expect(shed.status == 503 && shed.later == nil)
-        #expect(shed.headers.values("Retry-After").count == 1 && (1...5).contains(Int(shed.headers["Retry-After"] ?? "") ?? 0))
+        #expect(
+            shed.headers.values("Retry-After").count == 1
+                && (1...5).contains(Int(shed.headers["Retry-After"] ?? "") ?? 0))
         shed.whenWritten?.run()
         let pull = api.handle(HTTPRequest(method: "GET", target: "/v1/pull?since=0", headers: headers), context)
         #expect(pull.status == 200, "pulls are still served")
@@ -249,10 +279,16 @@ import TestSupport
         }
         Self.waitUntil { first.listening.load(ordering: .relaxed) && second.listening.load(ordering: .relaxed) }
         try first.addAccount("alice")
-        let (laptopToken, desktopToken) = (try first.addDevice(account: "alice", name: "laptop"), try first.addDevice(account: "alice", name: "desktop"))
-        let laptop = TestDevice(client: HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port1), serverName: "localhost",
-                                                          tls: try TLSContext.client(caFile: directory.file("ca.pem")))),
-                                token: laptopToken, deviceID: "laptop")
+        let (laptopToken, desktopToken) = (
+            try first.addDevice(account: "alice", name: "laptop"),
+            try first.addDevice(account: "alice", name: "desktop")
+        )
+        let laptop = TestDevice(
+            client: HTTPClient(
+                .init(
+                    address: SocketAddress(host: "127.0.0.1", port: port1), serverName: "localhost",
+                    tls: try TLSContext.client(caFile: directory.file("ca.pem")))),
+            token: laptopToken, deviceID: "laptop")
         let waiting = Self.watch(caFile: directory.file("ca.pem"), port: port2, token: desktopToken, query: "since=0")
         Self.waitUntil { second.watches.count == 1 }
         #expect(second.watches.count == 1)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import BrsyncServer
 
 /// Writers of a SQLite store take the write lock in the order they came:

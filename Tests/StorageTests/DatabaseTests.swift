@@ -1,8 +1,9 @@
 import CSQLite
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import Storage
 
 @Suite struct DatabaseTests {
@@ -151,11 +152,13 @@ import TestSupport
         let outcome = Mutex<Result<Int, any Error>?>(nil)
         let migrator = self.migrator
         let second = Thread {
-            outcome.withLock { $0 = Result { () throws -> Int in
-                let database = try Database(path: path, busyTimeoutMilliseconds: 10_000)
-                try migrator.migrate(database)
-                return try database.userVersion
-            } }
+            outcome.withLock {
+                $0 = Result { () throws -> Int in
+                    let database = try Database(path: path, busyTimeoutMilliseconds: 10_000)
+                    try migrator.migrate(database)
+                    return try database.userVersion
+                }
+            }
         }
         second.start()
         // The second has read version 0 and waits for the lock by now.
@@ -171,7 +174,9 @@ import TestSupport
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let database = try Database(path: directory.file("m.sqlite"))
-        let broken = Migrator([.init(version: 1, sql: "CREATE TABLE t (a)"), .init(version: 2, sql: "ALTER TABLE nope ADD b")])
+        let broken = Migrator([
+            .init(version: 1, sql: "CREATE TABLE t (a)"), .init(version: 2, sql: "ALTER TABLE nope ADD b"),
+        ])
         #expect(throws: DatabaseError.self) { try broken.migrate(database) }
         #expect(try database.userVersion == 1)
     }
@@ -183,7 +188,9 @@ import TestSupport
         for start in stride(from: 0, to: rows, by: 10) {
             try database.transaction {
                 for index in start..<min(rows, start + 10) {
-                    try database.run("INSERT INTO t (a, b) VALUES (?, ?)", [.integer(Int64(index)), .text(String(repeating: "x", count: 1000))])
+                    try database.run(
+                        "INSERT INTO t (a, b) VALUES (?, ?)",
+                        [.integer(Int64(index)), .text(String(repeating: "x", count: 1000))])
                 }
             }
         }
@@ -213,7 +220,9 @@ import TestSupport
         checkpointer.attach(database)
         let before = size(path)
         try write(database, rows: 400) // about 100 pages
-        for _ in 0..<200 where checkpointer.completed == 0 || size(path) < 300_000 { Thread.sleep(forTimeInterval: 0.02) }
+        for _ in 0..<200 where checkpointer.completed == 0 || size(path) < 300_000 {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
         #expect(checkpointer.completed > 0)
         #expect(size(path) > before + 300_000, "the rows reached the database file")
         #expect(try database.scalar("SELECT COUNT(*) FROM t")?.intValue == 400)

@@ -1,7 +1,7 @@
 import Foundation
-import Testing
-import TestSupport
 import Storage
+import TestSupport
+import Testing
 
 /// A store or replica tells its own file from a copy by ``FileIdentity``.
 @Suite struct FileIdentityTests {
@@ -20,7 +20,9 @@ import Storage
             try FileManager.default.removeItem(atPath: path)
             try FileManager.default.copyItem(atPath: saved, toPath: path)
             let after = try #require(FileIdentity.of(path))
-            if inode == (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64) { reusedInode += 1 }
+            if inode == (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64) {
+                reusedInode += 1
+            }
             #expect(!FileIdentity.matches(before, after), "\(before) vs \(after)")
         }
         print("FileIdentityTests: the copy reused the inode number \(reusedInode) of 5 times")

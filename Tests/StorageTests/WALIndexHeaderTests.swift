@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Storage
 
 /// The WAL index's header, read from SQLite's own mapping: every commit of
@@ -44,7 +45,9 @@ import TestSupport
         header.close()
         #expect(header.read() == nil)
         try writer.run("INSERT INTO t VALUES (4)")
-        #expect(try writer.scalar("SELECT count(*) FROM t")?.intValue == 4, "the writer is not disturbed by the header's connection closing")
+        #expect(
+            try writer.scalar("SELECT count(*) FROM t")?.intValue == 4,
+            "the writer is not disturbed by the header's connection closing")
     }
 
     @Test func aDatabaseWithoutAWriteAheadLogHasNone() throws {

@@ -1,7 +1,8 @@
 import JSON
 import Model
-import Testing
 import TestSupport
+import Testing
+
 @testable import SyncCore
 
 @Suite struct MergeTests {
@@ -31,8 +32,9 @@ import TestSupport
             let b = randomState(&random)
             let c = randomState(&random)
             #expect(a.merged(with: b).state == b.merged(with: a).state, "commutative, seed \(random.seed)")
-            #expect(a.merged(with: b).state.merged(with: c).state == a.merged(with: b.merged(with: c).state).state,
-                    "associative, seed \(random.seed)")
+            #expect(
+                a.merged(with: b).state.merged(with: c).state == a.merged(with: b.merged(with: c).state).state,
+                "associative, seed \(random.seed)")
             #expect(a.merged(with: a).state == a, "idempotent, seed \(random.seed)")
         }
     }
@@ -50,7 +52,9 @@ import TestSupport
             var state = randomState(&random)
             var counters = state.versions.counters
             let offset = Int.random(in: 0..<64, using: &random)
-            for index in 0..<(cap - counters.count) { counters[String(format: "%016x", offset + index)] = UInt64.random(in: 1...4, using: &random) }
+            for index in 0..<(cap - counters.count) {
+                counters[String(format: "%016x", offset + index)] = UInt64.random(in: 1...4, using: &random)
+            }
             state.versions = VersionVector(counters)
             return state
         }
@@ -59,10 +63,14 @@ import TestSupport
             let ab = a.merged(with: b).state
             #expect(ab.versions.counters.count <= cap, "seed \(random.seed)")
             #expect(ab == b.merged(with: a).state, "commutative, seed \(random.seed)")
-            #expect(ab.merged(with: c).state.fields == a.merged(with: b.merged(with: c).state).state.fields, "seed \(random.seed)")
+            #expect(
+                ab.merged(with: c).state.fields == a.merged(with: b.merged(with: c).state).state.fields,
+                "seed \(random.seed)")
             let (stampA, stampB) = (a.newestStamp ?? .zero(device: ""), b.newestStamp ?? .zero(device: ""))
             // Equal newest stamps are one write: only the devices both have are its writer's.
-            let kept = stampA == stampB ? a.versions.counters.filter { b.versions[$0.key] > 0 }
+            let kept =
+                stampA == stampB
+                ? a.versions.counters.filter { b.versions[$0.key] > 0 }
                 : (stampB > stampA ? b : a).versions.counters
             #expect(kept.allSatisfy { ab.versions[$0.key] >= $0.value }, "seed \(random.seed)")
         }
@@ -83,15 +91,19 @@ import TestSupport
     @Test func higherStampWinsAndLosersOfConcurrentEditsAreKept() {
         let early = HLCTimestamp(wallMillis: 10, counter: 0, device: "a")
         let late = HLCTimestamp(wallMillis: 20, counter: 0, device: "b")
-        let a = RecordState(fields: ["browser": StampedValue(.string("firefox"), stamp: early)], versions: VersionVector(["a": 1]))
-        let b = RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: late)], versions: VersionVector(["b": 1]))
+        let a = RecordState(
+            fields: ["browser": StampedValue(.string("firefox"), stamp: early)], versions: VersionVector(["a": 1]))
+        let b = RecordState(
+            fields: ["browser": StampedValue(.string("chrome"), stamp: late)], versions: VersionVector(["b": 1]))
         let (merged, lost) = a.merged(with: b)
         #expect(merged.values["browser"] == .string("chrome"))
         #expect(merged.versions == VersionVector(["a": 1, "b": 1]))
         #expect(lost.map(\.lost.value) == [.string("firefox")])
 
         // A later version that saw the first one is not a conflict.
-        let c = RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: late)], versions: VersionVector(["a": 1, "b": 1]))
+        let c = RecordState(
+            fields: ["browser": StampedValue(.string("chrome"), stamp: late)],
+            versions: VersionVector(["a": 1, "b": 1]))
         #expect(a.merged(with: c).lost.isEmpty)
     }
 

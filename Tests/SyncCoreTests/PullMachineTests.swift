@@ -1,10 +1,13 @@
 import Testing
+
 @testable import SyncCore
 
 /// The pull's decisions before a page is applied, from tables.
 @Suite struct PullMachineTests {
     static func page(reset: Bool = false, encrypted: Bool = false, encryptionReset: Bool = false) -> PullResponse {
-        var page = PullResponse(changes: [], next: 5, more: false, epoch: "e", clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"))
+        var page = PullResponse(
+            changes: [], next: 5, more: false, epoch: "e",
+            clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"))
         page.reset = reset
         page.encrypted = encrypted
         page.encryptionReset = encryptionReset
@@ -34,29 +37,51 @@ import Testing
         (page(encrypted: true), false, false, false, 9, .needKey),
     ]
 
-    @Test(arguments: rows) func aPageIsDecided(page: PullResponse, accountChanged: Bool, epochChanged: Bool, hasKey: Bool, cursor: Int64,
-                                                action: PullMachine.Action) {
+    @Test(arguments: rows) func aPageIsDecided(
+        page: PullResponse, accountChanged: Bool, epochChanged: Bool, hasKey: Bool, cursor: Int64,
+        action: PullMachine.Action
+    ) {
         var machine = PullMachine()
-        #expect(machine.decide(page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: hasKey, cursor: cursor) == action)
+        #expect(
+            machine.decide(
+                page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: hasKey, cursor: cursor)
+                == action)
     }
 
     /// A server that keeps starting over stops the pull after three times,
     /// counted together whatever the reason; a missing key never counts.
     @Test func startingOverIsBounded() {
         var machine = PullMachine()
-        #expect(machine.decide(Self.page(), accountChanged: false, epochChanged: true, hasKey: false, cursor: 1) == .pushThenStartOver(fullResync: false))
-        #expect(machine.decide(Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1) == .reconcile(fullResync: true))
-        #expect(machine.decide(Self.page(encrypted: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1) == .needKey)
-        #expect(machine.decide(Self.page(), accountChanged: false, epochChanged: false, hasKey: true, cursor: 1) == .encryptAgainAndStartOver)
-        #expect(machine.decide(Self.page(), accountChanged: false, epochChanged: false, hasKey: true, cursor: 1)
-            == .stop("the server keeps its account readable after it was encrypted (4 times during one pull)"))
+        #expect(
+            machine.decide(Self.page(), accountChanged: false, epochChanged: true, hasKey: false, cursor: 1)
+                == .pushThenStartOver(fullResync: false))
+        #expect(
+            machine.decide(Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1)
+                == .reconcile(fullResync: true))
+        #expect(
+            machine.decide(
+                Self.page(encrypted: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1)
+                == .needKey)
+        #expect(
+            machine.decide(Self.page(), accountChanged: false, epochChanged: false, hasKey: true, cursor: 1)
+                == .encryptAgainAndStartOver)
+        #expect(
+            machine.decide(Self.page(), accountChanged: false, epochChanged: false, hasKey: true, cursor: 1)
+                == .stop("the server keeps its account readable after it was encrypted (4 times during one pull)"))
         var epochs = PullMachine()
-        for _ in 0..<3 { _ = epochs.decide(Self.page(), accountChanged: true, epochChanged: false, hasKey: false, cursor: 1) }
-        #expect(epochs.decide(Self.page(), accountChanged: true, epochChanged: false, hasKey: false, cursor: 1)
-            == .stop("the server changed its epoch or account 4 times during one pull"))
+        for _ in 0..<3 {
+            _ = epochs.decide(Self.page(), accountChanged: true, epochChanged: false, hasKey: false, cursor: 1)
+        }
+        #expect(
+            epochs.decide(Self.page(), accountChanged: true, epochChanged: false, hasKey: false, cursor: 1)
+                == .stop("the server changed its epoch or account 4 times during one pull"))
         var resets = PullMachine()
-        for _ in 0..<3 { _ = resets.decide(Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1) }
-        #expect(resets.decide(Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1)
-            == .stop("the server asked to start over 4 times during one pull"))
+        for _ in 0..<3 {
+            _ = resets.decide(
+                Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1)
+        }
+        #expect(
+            resets.decide(Self.page(reset: true), accountChanged: false, epochChanged: false, hasKey: false, cursor: 1)
+                == .stop("the server asked to start over 4 times during one pull"))
     }
 }

@@ -20,8 +20,10 @@ import Testing
         PullRequest(),
         PullRequest(since: 42, limit: 500),
         PullRequest(since: 7, limit: 1, full: true, keyID: "0123456789abcdef"),
-        PullRequest(since: 9, limit: 100, keyID: "0123456789abcdef", signer: String(repeating: "A", count: 43),
-                    pusher: .init(device: "0123456789abcdef", pushed: 12, digest: "fedcba9876543210"), epoch: "1a2b3c4d5e6f7a8b"),
+        PullRequest(
+            since: 9, limit: 100, keyID: "0123456789abcdef", signer: String(repeating: "A", count: 43),
+            pusher: .init(device: "0123456789abcdef", pushed: 12, digest: "fedcba9876543210"), epoch: "1a2b3c4d5e6f7a8b"
+        ),
     ])
     func whatAClientWritesIsWhatTheServerReads(_ request: PullRequest) throws {
         #expect(request.target.hasPrefix("/v1/pull?since="))
@@ -31,7 +33,8 @@ import Testing
     @Test(arguments: [
         ("since=-1", "since"), ("since=x", "since"), ("limit=0", "limit"), ("limit=10001", "limit"),
         ("key=xyz", "key"), ("signer=short", "signer"), ("device=0123456789abcdef", "device"),
-        ("device=0123456789abcdef&pushed=1&digest=nothex", "device"), ("device=bad!&pushed=1&digest=fedcba9876543210", "device"),
+        ("device=0123456789abcdef&pushed=1&digest=nothex", "device"),
+        ("device=bad!&pushed=1&digest=fedcba9876543210", "device"),
         ("device=0123456789abcdef&pushed=-3&digest=fedcba9876543210", "device"),
         ("epoch=A%26B", "epoch"), ("epoch=", "epoch"), ("epoch=" + String(repeating: "a", count: 65), "epoch"),
     ])

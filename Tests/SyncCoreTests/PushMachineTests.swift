@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SyncCore
 
 /// The push's decisions, from tables: no server, no replica.
@@ -24,49 +25,71 @@ import Testing
         (refusal(.gap, acknowledged: 7, digest: theirs), nil, .fork),
         (refusal(.diverged, acknowledged: 7, digest: theirs), ours, .fork),
         // Stamps ahead of the server's clock: re-stamp what it does not have of ours.
-        (refusal(.clockSkew, acknowledged: 7, digest: ours), ours, .restamp(markPushedThrough: 7, relayStampedAhead: false)),
-        (refusal(.clockSkew, acknowledged: 7, digest: theirs), ours, .restamp(markPushedThrough: nil, relayStampedAhead: false)),
+        (
+            refusal(.clockSkew, acknowledged: 7, digest: ours), ours,
+            .restamp(markPushedThrough: 7, relayStampedAhead: false)
+        ),
+        (
+            refusal(.clockSkew, acknowledged: 7, digest: theirs), ours,
+            .restamp(markPushedThrough: nil, relayStampedAhead: false)
+        ),
         (refusal(.clockSkew), nil, .restamp(markPushedThrough: nil, relayStampedAhead: false)),
     ]
 
-    @Test(arguments: refusals) func aRefusalIsRepairedOnce(refusal: WireError, ourDigest: String?, action: PushMachine.Action) {
+    @Test(arguments: refusals) func aRefusalIsRepairedOnce(
+        refusal: WireError, ourDigest: String?, action: PushMachine.Action
+    ) {
         var machine = PushMachine()
         #expect(machine.refused(refusal, ourDigest: ourDigest) == action)
         // The same refusal again: the repair did not help. Stamps get a second
         // try, which first relays what was stamped ahead.
         if refusal.code == .clockSkew {
             guard case .restamp(let through, _) = action else { return }
-            #expect(machine.refused(refusal, ourDigest: ourDigest) == .restamp(markPushedThrough: through, relayStampedAhead: true))
+            #expect(
+                machine.refused(refusal, ourDigest: ourDigest)
+                    == .restamp(markPushedThrough: through, relayStampedAhead: true))
         }
         #expect(machine.refused(refusal, ourDigest: ourDigest) == .stop(refusal))
     }
 
     @Test func repairsAreCountedByKind() {
         var machine = PushMachine()
-        #expect(machine.refused(Self.refusal(.gap, acknowledged: 3, digest: Self.ours), ourDigest: Self.ours) == .rewind(to: 3))
+        #expect(
+            machine.refused(Self.refusal(.gap, acknowledged: 3, digest: Self.ours), ourDigest: Self.ours)
+                == .rewind(to: 3))
         #expect(machine.refused(Self.refusal(.diverged), ourDigest: nil) == .fork)
         #expect(machine.refused(Self.refusal(.notEncrypted), ourDigest: nil) == .encryptAgainAndRelayAll)
         // A fork after a refusal counts against the same repair as one found in an answer.
-        let answer = PushResponse(acknowledged: 5, applied: 0, clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"), epoch: "e",
-                                  lost: [], acknowledgedDigest: Self.theirs)
+        let answer = PushResponse(
+            acknowledged: 5, applied: 0, clock: HLCTimestamp(wallMillis: 1, counter: 0, device: "server"), epoch: "e",
+            lost: [], acknowledgedDigest: Self.theirs)
         // The stop is this client's own, worded as such (no refusal of the server's to name).
         guard case .stop(let stop)? = machine.checkAcknowledged(answer, ourChain: Self.ours, last: nil) else {
             Issue.record("a second fork did not stop")
             return
         }
-        #expect(stop.code == .diverged && stop.message.contains("acknowledging changes this machine did not make"), "\(stop.message)")
+        #expect(
+            stop.code == .diverged && stop.message.contains("acknowledging changes this machine did not make"),
+            "\(stop.message)")
     }
 
     @Test func anAnswerIsAcceptedWhenItsAcknowledgedChangeIsOurs() {
         let clock = HLCTimestamp(wallMillis: 1, counter: 0, device: "server")
         var machine = PushMachine()
-        var answer = PushResponse(acknowledged: 5, applied: 5, clock: clock, epoch: "e", lost: [], acknowledgedDigest: Self.ours)
+        var answer = PushResponse(
+            acknowledged: 5, applied: 5, clock: clock, epoch: "e", lost: [], acknowledgedDigest: Self.ours)
         #expect(machine.checkAcknowledged(answer, ourChain: Self.ours, last: nil) == nil)
         #expect(machine.accept(answer, last: nil) == .accept(relaying: []))
         // Nothing acknowledged, or no digest to compare: nothing to check.
-        #expect(machine.checkAcknowledged(PushResponse(acknowledged: 0, applied: 0, clock: clock, epoch: "e", lost: [], acknowledgedDigest: Self.theirs),
-                                          ourChain: nil, last: nil) == nil)
-        #expect(machine.checkAcknowledged(PushResponse(acknowledged: 5, applied: 0, clock: clock, epoch: "e", lost: []), ourChain: nil, last: nil) == nil)
+        #expect(
+            machine.checkAcknowledged(
+                PushResponse(
+                    acknowledged: 0, applied: 0, clock: clock, epoch: "e", lost: [], acknowledgedDigest: Self.theirs),
+                ourChain: nil, last: nil) == nil)
+        #expect(
+            machine.checkAcknowledged(
+                PushResponse(acknowledged: 5, applied: 0, clock: clock, epoch: "e", lost: []), ourChain: nil, last: nil)
+                == nil)
         // Another replica's change 5: fork, then stop if it happens again (naming the last refusal).
         answer.acknowledgedDigest = Self.theirs
         #expect(machine.checkAcknowledged(answer, ourChain: Self.ours, last: nil) == .fork)
@@ -80,8 +103,10 @@ import Testing
         let answer = PushResponse(acknowledged: 3, applied: 3, clock: clock, epoch: "e", lost: [], needed: [6, 4, 6])
         #expect(machine.accept(answer, last: nil) == .accept(relaying: [4, 6]))
         // Asked again for the same change: the relay was refused.
-        #expect(machine.accept(PushResponse(acknowledged: 3, applied: 0, clock: clock, epoch: "e", lost: [], needed: [9]), last: nil)
-            == .accept(relaying: [9]))
+        #expect(
+            machine.accept(
+                PushResponse(acknowledged: 3, applied: 0, clock: clock, epoch: "e", lost: [], needed: [9]), last: nil)
+                == .accept(relaying: [9]))
         guard case .stop(let stop) = machine.accept(answer, last: nil) else {
             Issue.record("a record asked for twice did not stop the push")
             return

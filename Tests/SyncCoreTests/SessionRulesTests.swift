@@ -1,4 +1,5 @@
 import Testing
+
 @testable import SyncCore
 
 /// The decisions a sync makes about the timeline, from tables.
@@ -14,7 +15,9 @@ import Testing
         ("a1", true, "a2", .otherAccount),
     ]
 
-    @Test(arguments: accounts) func anAccountIsChecked(account: String, hasKey: Bool, keyAccount: String?, step: SessionRules.AccountStep) {
+    @Test(arguments: accounts) func anAccountIsChecked(
+        account: String, hasKey: Bool, keyAccount: String?, step: SessionRules.AccountStep
+    ) {
         #expect(SessionRules.account(account, hasKey: hasKey, keyAccount: keyAccount) == step)
     }
 
@@ -44,8 +47,12 @@ import Testing
         ("k1", true, true, 3, SessionRules.Relay(encryptWith: "k1", skippingOwnUnpushed: false)),
     ]
 
-    @Test(arguments: relays) func whatGoesUpFirst(keyID: String?, pending: Bool, isSwitch: Bool, pushedThrough: Int64, relay: SessionRules.Relay?) {
-        #expect(SessionRules.relay(keyID: keyID, relayPending: pending, relayIsSwitch: isSwitch, pushedThrough: pushedThrough) == relay)
+    @Test(arguments: relays) func whatGoesUpFirst(
+        keyID: String?, pending: Bool, isSwitch: Bool, pushedThrough: Int64, relay: SessionRules.Relay?
+    ) {
+        #expect(
+            SessionRules.relay(
+                keyID: keyID, relayPending: pending, relayIsSwitch: isSwitch, pushedThrough: pushedThrough) == relay)
     }
 
     @Test func aServerKeyIsOursReplacedOrAnothers() {

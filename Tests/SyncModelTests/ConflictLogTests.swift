@@ -2,8 +2,8 @@ import Glibc
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// What `brsync log --conflicts` holds: values that really lost, and
 /// nothing a machine overwrote knowingly.
@@ -15,7 +15,9 @@ import TestSupport
     /// record names the vector its winning writer had: without a's deletion).
     /// Plain and end-to-end encrypted (where the writer's vector comes from
     /// the sealed manifest, not from the server).
-    @Test(arguments: StoreKind.allCases, [false, true]) func aMachineLogsOnlyWhatItHadNotSeen(_ kind: StoreKind, encrypted: Bool) throws {
+    @Test(arguments: StoreKind.allCases, [false, true]) func aMachineLogsOnlyWhatItHadNotSeen(
+        _ kind: StoreKind, encrypted: Bool
+    ) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "zoom.us")
@@ -35,16 +37,22 @@ import TestSupport
         let told = try world.sync(a)
         let expected = ["zoom.us deleted: bool(true) -> bool(false)"]
         for machine in [a, b] {
-            let logged = try machine.replica.conflicts(limit: 10).map { "\($0.key) \($0.field): \($0.lost.value) -> \($0.winner.value)" }
+            let logged = try machine.replica.conflicts(limit: 10).map {
+                "\($0.key) \($0.field): \($0.lost.value) -> \($0.winner.value)"
+            }
             #expect(logged == expected, "\(machine.name): \(logged)")
         }
         #expect(pushed.conflicts == 1 && told.conflicts == 1, "b's sync \(pushed.conflicts), a's \(told.conflicts)")
-        #expect(try SyncWorld.rules(a.replica) == ["zoom.us": "chrome"] && (try SyncWorld.rules(b.replica)) == ["zoom.us": "chrome"])
+        #expect(
+            try SyncWorld.rules(a.replica) == ["zoom.us": "chrome"]
+                && (try SyncWorld.rules(b.replica)) == ["zoom.us": "chrome"])
         // Told once: the next syncs, and a third machine that never wrote the
         // rule, log nothing more.
         #expect(try world.sync(a).conflicts == 0 && (try world.sync(b)).conflicts == 0)
         let c = try world.machine("c")
-        if encrypted { try AccountKeyFile.add(try #require(try AccountKeyFile.read(home: a.replica.home)), home: c.replica.home) }
+        if encrypted {
+            try AccountKeyFile.add(try #require(try AccountKeyFile.read(home: a.replica.home)), home: c.replica.home)
+        }
         #expect(try world.sync(c).conflicts == 0)
         #expect(try c.replica.conflicts(limit: 10).isEmpty)
     }
@@ -56,7 +64,9 @@ import TestSupport
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "qux.com")
-        for id in ["edge", "opera", "chrome"] { _ = try a.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: nil) }
+        for id in ["edge", "opera", "chrome"] {
+            _ = try a.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: nil)
+        }
         try world.sync(a)
         try world.sync(b)
         _ = try a.replica.addRule(pattern: "qux.com", browser: "chrome", priority: nil)
@@ -66,7 +76,9 @@ import TestSupport
         usleep(5_000)
         _ = try b.replica.addRule(pattern: "qux.com", browser: "opera", priority: nil)
         let synced = try world.sync(b)
-        let logged = try b.replica.conflicts(limit: 10).map { "\($0.field): \($0.lost.value) \($0.lost.stamp.device == b.replica.deviceID ? "b" : "a")" }
+        let logged = try b.replica.conflicts(limit: 10).map {
+            "\($0.field): \($0.lost.value) \($0.lost.stamp.device == b.replica.deviceID ? "b" : "a")"
+        }
         #expect(logged == ["browser: string(\"chrome\") a"], "\(logged)")
         #expect(synced.conflicts == 1)
         #expect(try SyncWorld.rules(b.replica) == ["qux.com": "opera"])
@@ -92,7 +104,9 @@ import TestSupport
         try world.sync(b)
         try world.sync(c)
         #expect(try world.sync(a).conflicts == 0)
-        #expect(try a.replica.conflicts(limit: 10).isEmpty, "a's deletion was seen by b, which brought the rule back on purpose")
+        #expect(
+            try a.replica.conflicts(limit: 10).isEmpty,
+            "a's deletion was seen by b, which brought the rule back on purpose")
         #expect(try SyncWorld.rules(a.replica) == ["zoom.us": "chrome"])
     }
 }

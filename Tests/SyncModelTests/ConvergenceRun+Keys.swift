@@ -74,7 +74,8 @@ extension Run {
     /// or this machine's own mark (it saw the account encrypted, or its key retired).
     static func waitsForACode(_ error: SyncError) -> Bool {
         switch error {
-        case .refused(let code, _), .stopped(let code, _): return [.keyNeeded, .encryptionRequired, .keyRotated].contains(code)
+        case .refused(let code, _), .stopped(let code, _):
+            return [.keyNeeded, .encryptionRequired, .keyRotated].contains(code)
         default: return false
         }
     }
@@ -89,7 +90,9 @@ extension Run {
         for round in 0..<4 {
             var added = false
             for machine in machines {
-                do { _ = try client(machine, direct: true).sync() } catch let error as SyncError where Self.waitsForACode(error) {
+                do { _ = try client(machine, direct: true).sync() } catch let error as SyncError
+                    where Self.waitsForACode(error)
+                {
                     // A machine that saw its key retired is given the newest code (a server
                     // restored from before still names the retired one: this machine moves it forward).
                     // A server restored from before `key init`, with no key holder left to encrypt it

@@ -5,11 +5,11 @@ import Logging
 import Model
 import Net
 import Replica
-import Synchronization
 import SyncClient
 import SyncCore
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 extension Run {
     /// The server's records, opened with the account's key when the run is
@@ -21,7 +21,9 @@ extension Run {
         // A record with no field (made by a change whose fields all left it) has nothing to open.
         return try records.filter { !$0.state.fields.isEmpty }.map { record in
             do { return try cipher.open(record) } catch {
-                Issue.record("the server's record \(record.collection.rawValue)/\(record.key) does not open: \(error), seed \(seed)")
+                Issue.record(
+                    "the server's record \(record.collection.rawValue)/\(record.key) does not open: \(error), seed \(seed)"
+                )
                 throw error
             }
         }
@@ -37,52 +39,85 @@ extension Run {
         for (record, fields) in serverState {
             for (field, register) in fields {
                 if !allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
-                   ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
-                    let near = allEdits.filter { $0.record == record && $0.field == field }.sorted { $0.stamp < $1.stamp }
-                    print("DEBUG \(record).\(field) server \(register.stamp) \(register.value.jsonText.prefix(20)); edits: \(near.map { "\($0.stamp)=\($0.value.jsonText.prefix(10))" })")
-                    for machine in machines + gone { print("DEBUG machine \(machine.name) device \(machine.replica.deviceID) home \(machine.replica.home)") }
+                    ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil
+                {
+                    let near = allEdits.filter { $0.record == record && $0.field == field }.sorted {
+                        $0.stamp < $1.stamp
+                    }
+                    print(
+                        "DEBUG \(record).\(field) server \(register.stamp) \(register.value.jsonText.prefix(20)); edits: \(near.map { "\($0.stamp)=\($0.value.jsonText.prefix(10))" })"
+                    )
+                    for machine in machines + gone {
+                        print(
+                            "DEBUG machine \(machine.name) device \(machine.replica.deviceID) home \(machine.replica.home)"
+                        )
+                    }
                 }
-                #expect(allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
-                        "\(record).\(field) = \(register.value.jsonText) at \(register.stamp) was never edited, seed \(seed)")
+                #expect(
+                    allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
+                    "\(record).\(field) = \(register.value.jsonText) at \(register.stamp) was never edited, seed \(seed)"
+                )
             }
         }
         // Nothing acknowledged lost unless a later edit overwrote it (a record
         // gone from the server was deleted by a later edit, and purged).
         for edit in mustSurvive {
             let now = serverState[edit.record]?[edit.field]
-            if now == nil, allEdits.contains(where: { $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true) && $0.stamp >= edit.stamp }) {
+            if now == nil,
+                allEdits.contains(where: {
+                    $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true)
+                        && $0.stamp >= edit.stamp
+                })
+            {
                 continue // deleted (by this edit or a later one), and the tombstone purged
             }
-            if now.map({ $0.stamp >= edit.stamp }) != true, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
-                print("DEBUG lost \(edit.record).\(edit.field)@\(edit.stamp); edits of the record: \(allEdits.filter { $0.record == edit.record && $0.field == edit.field || $0.record == edit.record && $0.field == "deleted" }.sorted { $0.stamp < $1.stamp }.map { "\($0.field)=\($0.value.jsonText.prefix(8))@\($0.stamp)" })")
+            if now.map({ $0.stamp >= edit.stamp }) != true,
+                ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil
+            {
+                print(
+                    "DEBUG lost \(edit.record).\(edit.field)@\(edit.stamp); edits of the record: \(allEdits.filter { $0.record == edit.record && $0.field == edit.field || $0.record == edit.record && $0.field == "deleted" }.sorted { $0.stamp < $1.stamp }.map { "\($0.field)=\($0.value.jsonText.prefix(8))@\($0.stamp)" })"
+                )
             }
-            #expect(now.map { $0.stamp >= edit.stamp } == true,
-                    "\(edit.record).\(edit.field) = \(edit.value.jsonText) at \(edit.stamp) was acknowledged and is lost (the server has \(now.map { "\($0.value.jsonText.prefix(12))@\($0.stamp)" } ?? "no such record")), seed \(seed)")
+            #expect(
+                now.map { $0.stamp >= edit.stamp } == true,
+                "\(edit.record).\(edit.field) = \(edit.value.jsonText) at \(edit.stamp) was acknowledged and is lost (the server has \(now.map { "\($0.value.jsonText.prefix(12))@\($0.stamp)" } ?? "no such record")), seed \(seed)"
+            )
         }
         // All replicas identical to the server, and to a machine that joins now.
         for machine in machines {
             var local: [String: [String: StampedValue]] = [:]
             for collection in RecordCollection.allCases {
-                for (key, state) in try machine.replica.records(collection) where serverState["\(collection.rawValue)/\(key)"] != nil || !state.isDeleted {
+                for (key, state) in try machine.replica.records(collection)
+                where serverState["\(collection.rawValue)/\(key)"] != nil || !state.isDeleted {
                     local["\(collection.rawValue)/\(key)"] = state.fields
                 }
             }
-            let live = { (state: [String: [String: StampedValue]]) in state.filter { $0.value[RecordState.deletedField]?.value != .bool(true) } }
+            let live = { (state: [String: [String: StampedValue]]) in
+                state.filter { $0.value[RecordState.deletedField]?.value != .bool(true) }
+            }
             let mine = live(local), theirs = live(serverState)
             let differing = Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted()
             if !differing.isEmpty, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
                 let sync = try machine.replica.syncState()
-                print("DEBUG \(machine.name) device \(machine.replica.deviceID) cursor \(sync.pullCursor) pushed \(sync.pushedThrough) epoch \(sync.epoch ?? "-"); server epoch \(store.epoch)")
+                print(
+                    "DEBUG \(machine.name) device \(machine.replica.deviceID) cursor \(sync.pullCursor) pushed \(sync.pushedThrough) epoch \(sync.epoch ?? "-"); server epoch \(store.epoch)"
+                )
                 for key in differing { print("DEBUG server row: \(serverRow(key))") }
             }
-            #expect(differing.isEmpty, "\(machine.name) differs from the server in \(differing.map { "\($0): here \(mine[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(theirs[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }), seed \(seed)")
+            #expect(
+                differing.isEmpty,
+                "\(machine.name) differs from the server in \(differing.map { "\($0): here \(mine[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(theirs[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }), seed \(seed)"
+            )
             #expect(try machine.replica.unpushedCount() == 0, "\(machine.name) has unpushed changes, seed \(seed)")
             // Each device's stamps increase with its change numbers.
             let log = try machine.replica.unpushedChanges(after: 0, limit: 1_000_000)
             var previous: HLCTimestamp?
             for change in log {
                 guard let stamp = change.state.fields.values.first?.stamp else { continue }
-                if let previous { #expect(stamp > previous, "\(machine.name)'s stamps go back at change \(change.sequence), seed \(seed)") }
+                if let previous {
+                    #expect(
+                        stamp > previous, "\(machine.name)'s stamps go back at change \(change.sequence), seed \(seed)")
+                }
                 previous = stamp
             }
         }
@@ -90,10 +125,15 @@ extension Run {
         let joined = try client(fresh, direct: true).sync()
         var freshState: [String: [String: StampedValue]] = [:]
         for collection in RecordCollection.allCases {
-            for (key, state) in try fresh.replica.records(collection) { freshState["\(collection.rawValue)/\(key)"] = state.fields }
+            for (key, state) in try fresh.replica.records(collection) {
+                freshState["\(collection.rawValue)/\(key)"] = state.fields
+            }
         }
         // Its first push names it (not in the state taken before).
         freshState.removeValue(forKey: "settings/device_name/\(fresh.replica.deviceID)")
-        #expect(freshState == serverState, "a new machine does not get the server's state (its sync: \(joined); key \(String(describing: (try? AccountKeyFile.read(home: fresh.replica.home))?.id)), server's \(String(describing: serverKey()?.id))), seed \(seed)")
+        #expect(
+            freshState == serverState,
+            "a new machine does not get the server's state (its sync: \(joined); key \(String(describing: (try? AccountKeyFile.read(home: fresh.replica.home))?.id)), server's \(String(describing: serverKey()?.id))), seed \(seed)"
+        )
     }
 }

@@ -1,7 +1,7 @@
 import BrsyncServer
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Server restores in a run, and what may be lost with them.
 extension Run {
@@ -11,7 +11,9 @@ extension Run {
     func keepOnlyHeldEdits(includingServer: Bool) {
         var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
         for machine in machines {
-            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) { for change in log { heldNow.formUnion(edits(of: change)) } }
+            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) {
+                for change in log { heldNow.formUnion(edits(of: change)) }
+            }
         }
         if includingServer, let records = try? serverRecords() {
             for change in records { heldNow.formUnion(edits(of: change)) }

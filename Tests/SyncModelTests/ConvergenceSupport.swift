@@ -7,11 +7,11 @@ import Model
 import Net
 import Plumbing
 import Replica
-import Synchronization
 import SyncClient
 import SyncCore
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// The server's clock, skewed by the test (set before start, jumped while serving).
 final class ServerClock: Sendable {

@@ -7,11 +7,11 @@ import Model
 import Net
 import Postgres
 import Replica
-import Synchronization
 import SyncClient
 import SyncCore
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// Model-based test: 3 to 6 machines make random edits and sync in random
 /// orders through a proxy that drops answers after commit, duplicates requests
@@ -82,10 +82,16 @@ import TestSupport
         var faults: [String: Int] = [:]
         let mode = encrypted ? "on" : "off"
         for seed in Self.seeds {
-            print("ConvergenceTests seed: \(seed) on \(kind), encryption \(mode) (re-run with BRSYNC_TEST_SEED=\(seed) BRSYNC_MODEL_STORE=\(kind) BRSYNC_MODEL_ENCRYPTION=\(mode))")
-            for (fault, count) in try Run(seed: seed, kind: kind, encrypted: encrypted).execute() { faults[fault, default: 0] += count }
+            print(
+                "ConvergenceTests seed: \(seed) on \(kind), encryption \(mode) (re-run with BRSYNC_TEST_SEED=\(seed) BRSYNC_MODEL_STORE=\(kind) BRSYNC_MODEL_ENCRYPTION=\(mode))"
+            )
+            for (fault, count) in try Run(seed: seed, kind: kind, encrypted: encrypted).execute() {
+                faults[fault, default: 0] += count
+            }
         }
-        print("ConvergenceTests on \(kind), encryption \(mode): \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print(
+            "ConvergenceTests on \(kind), encryption \(mode): \(Self.seeds.count) seed(s); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
+        )
     }
 }
 
@@ -155,10 +161,12 @@ final class Run: @unchecked Sendable {
             let cluster = try PostgresCluster.shared()
             target = .postgres(cluster: cluster, database: PostgresCluster.databaseName(try cluster.createDatabase()))
         }
-        serverClock.skew.store(Bool.random(using: &random) ? 0 : Int64.random(in: -600_000...600_000, using: &random), ordering: .relaxed)
+        serverClock.skew.store(
+            Bool.random(using: &random) ? 0 : Int64.random(in: -600_000...600_000, using: &random), ordering: .relaxed)
         (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
-        proxy = try FaultProxy(upstreamPort: serverPort, caFile: caFile, certificateFile: directory.file("server.pem"),
-                               keyFile: directory.file("server.key"), seed: seed &* 31, faultRate: 0.25)
+        proxy = try FaultProxy(
+            upstreamPort: serverPort, caFile: caFile, certificateFile: directory.file("server.pem"),
+            keyFile: directory.file("server.key"), seed: seed &* 31, faultRate: 0.25)
         try store.addAccount("alice")
     }
 
@@ -168,12 +176,16 @@ final class Run: @unchecked Sendable {
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_KEEP"] == nil { directory.remove() }
     }
 
-    static func startServer(_ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock) throws -> (any SyncStore, SyncServer, UInt16) {
+    static func startServer(
+        _ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock
+    ) throws -> (any SyncStore, SyncServer, UInt16) {
         let store: any SyncStore
         switch target {
         case .sqlite(let path): store = try SQLiteStore(path: path, clock: { clock.now() })
         case .postgres(let cluster, let database):
-            store = try PostgresStore(try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password), clock: { clock.now() })
+            store = try PostgresStore(
+                try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password),
+                clock: { clock.now() })
         }
         let (server, port) = try InProcessServer.start(store: store, certificates: directory) { configuration in
             configuration.defaultPullLimit = 3
@@ -204,11 +216,16 @@ final class Run: @unchecked Sendable {
         if accountKey != nil {
             // As `brsync sync` does first: a key change stopped half way is settled.
             try AccountKeyFile.settle(home: home) {
-                try SyncClient(replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile, options: options).accountKeyID()
+                try SyncClient(
+                    replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
+                    options: options
+                ).accountKeyID()
             }
         }
-        return try SyncClient(replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
-                              accountKey: try AccountKeyFile.read(home: home), olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
+        return try SyncClient(
+            replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
+            accountKey: try AccountKeyFile.read(home: home), olderKeys: try AccountKeyFile.readOlder(home: home),
+            options: options)
     }
 
     /// Syncs and records what the server acknowledged.
@@ -220,14 +237,20 @@ final class Run: @unchecked Sendable {
         switch kind {
         case 0: result = Result { try client.push() }
         case 1: result = Result { try client.pull() }
-        case 3: result = Result { _ = try client.pullPage(); return SyncClient.Summary() } // killed after one page
+        case 3:
+            result = Result {
+                _ = try client.pullPage(); return SyncClient.Summary()
+            } // killed after one page
         default: result = Result { try client.sync() }
         }
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
             switch result {
-            case .success(let summary) where !summary.problems.isEmpty || summary.newDeviceID != nil || summary.fullResync
+            case .success(let summary)
+            where !summary.problems.isEmpty || summary.newDeviceID != nil || summary.fullResync
                 || ProcessInfo.processInfo.environment["BRSYNC_MODEL_TRACE"] != nil:
-                print("DEBUG sync kind \(kind) \(machine.name) \(machine.replica.deviceID): \(summary.problems) new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped) through \((try? machine.replica.syncState().pushedThrough) ?? -1)")
+                print(
+                    "DEBUG sync kind \(kind) \(machine.name) \(machine.replica.deviceID): \(summary.problems) new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped) through \((try? machine.replica.syncState().pushedThrough) ?? -1)"
+                )
             case .failure(let error): print("DEBUG sync \(machine.name) \(machine.replica.deviceID) failed: \(error)")
             default: break
             }
@@ -238,22 +261,33 @@ final class Run: @unchecked Sendable {
     func acknowledge(_ machine: SimulatedMachine) {
         collectLog(machine.replica)
         guard let pushed = try? machine.replica.syncState().pushedThrough,
-              let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) else { return }
+            let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000)
+        else { return }
         for change in log where change.sequence <= pushed { mustSurvive.formUnion(edits(of: change)) }
     }
 
     func edits(of change: ChangeRecord) -> [Edit] {
-        change.state.fields.map { Edit(record: "\(change.collection.rawValue)/\(change.key)", field: $0.key, stamp: $0.value.stamp, value: $0.value.value) }
+        change.state.fields.map {
+            Edit(
+                record: "\(change.collection.rawValue)/\(change.key)", field: $0.key, stamp: $0.value.stamp,
+                value: $0.value.value)
+        }
     }
 
     /// Every local change-log entry of a home, under every device id it had.
     func collectLog(_ replica: Replica) {
-        let rows = (try? replica.database.query("SELECT collection, key, fields, versions FROM changes WHERE kind = 'local'") { row in
-            (row.string(0) ?? "", row.string(1) ?? "", try RecordState(fieldsJSON: row.string(2) ?? "{}", versionsJSON: row.string(3) ?? "{}"))
-        }) ?? []
+        let rows =
+            (try? replica.database.query("SELECT collection, key, fields, versions FROM changes WHERE kind = 'local'") {
+                row in
+                (
+                    row.string(0) ?? "", row.string(1) ?? "",
+                    try RecordState(fieldsJSON: row.string(2) ?? "{}", versionsJSON: row.string(3) ?? "{}")
+                )
+            }) ?? []
         for (collection, key, state) in rows {
             for (field, register) in state.fields {
-                allEdits.insert(Edit(record: "\(collection)/\(key)", field: field, stamp: register.stamp, value: register.value))
+                allEdits.insert(
+                    Edit(record: "\(collection)/\(key)", field: field, stamp: register.stamp, value: register.value))
             }
         }
     }
@@ -264,7 +298,10 @@ final class Run: @unchecked Sendable {
         for collection in RecordCollection.allCases {
             for (key, state) in (try? replica.records(collection)) ?? [] {
                 for (field, register) in state.fields {
-                    result.insert(Edit(record: "\(collection.rawValue)/\(key)", field: field, stamp: register.stamp, value: register.value))
+                    result.insert(
+                        Edit(
+                            record: "\(collection.rawValue)/\(key)", field: field, stamp: register.stamp,
+                            value: register.value))
                 }
             }
         }
@@ -274,11 +311,14 @@ final class Run: @unchecked Sendable {
     func newMachine(skew: Int64) throws -> SimulatedMachine {
         counter += 1
         let name = "m\(counter)"
-        let machine = try SimulatedMachine(name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
-                                           skewMilliseconds: skew)
+        let machine = try SimulatedMachine(
+            name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
+            skewMilliseconds: skew)
         // A machine joins with the code the account uses, as `brsync join`
         // checks it (the first machines of a run that starts keyed: its key).
-        if let key = serverKey() ?? (initialMachinesMade ? nil : newestKey) { try AccountKeyFile.write(key, home: machine.replica.home) }
+        if let key = serverKey() ?? (initialMachinesMade ? nil : newestKey) {
+            try AccountKeyFile.write(key, home: machine.replica.home)
+        }
         machines.append(machine)
         return machine
     }
@@ -298,10 +338,15 @@ final class Run: @unchecked Sendable {
         case 1: _ = try? replica.setBrowserEnabled(named: browser, Bool.random(using: &random))
         case 2: _ = try? replica.removeBrowser(named: browser)
         case 3, 4:
-            _ = try? replica.addRule(pattern: pattern, browser: browser, priority: Bool.random(using: &random) ? nil : Int.random(in: 0...5, using: &random))
+            _ = try? replica.addRule(
+                pattern: pattern, browser: browser,
+                priority: Bool.random(using: &random) ? nil : Int.random(in: 0...5, using: &random))
             // When the edit wrote something, its stamp is above every stamp the record had.
             if let seen, replica.lastStamp != stampBefore,
-               let written = (try? replica.record(.rules, key: key))??.fields.values.map(\.stamp).first(where: { $0 == replica.lastStamp }) {
+                let written = (try? replica.record(.rules, key: key))??.fields.values.map(\.stamp).first(where: {
+                    $0 == replica.lastStamp
+                })
+            {
                 #expect(written > seen, "an edit made after seeing a value is stamped above it, seed \(seed)")
                 note("edits checked against what they saw")
             }
@@ -312,11 +357,17 @@ final class Run: @unchecked Sendable {
             var fields: [String: JSONValue] = [:]
             for index in 0..<60 { fields["f\(index)"] = .int(Int64(index)) }
             _ = try? replica.write(.settings, key: "wide", changes: fields)
-            _ = try? replica.write(.settings, key: "long-" + String(repeating: "k", count: 2000), changes: ["value": .string("x")])
-            _ = try? replica.write(.settings, key: "big", changes: ["value": .string(String(repeating: "v", count: 60_000 + Int.random(in: 0..<1000, using: &random)))])
+            _ = try? replica.write(
+                .settings, key: "long-" + String(repeating: "k", count: 2000), changes: ["value": .string("x")])
+            _ = try? replica.write(
+                .settings, key: "big",
+                changes: [
+                    "value": .string(String(repeating: "v", count: 60_000 + Int.random(in: 0..<1000, using: &random)))
+                ])
             note("near-limit records")
         default:
-            _ = try? replica.write(.settings, key: "note", changes: ["value": .int(Int64.random(in: 0...9, using: &random))])
+            _ = try? replica.write(
+                .settings, key: "note", changes: ["value": .int(Int64.random(in: 0...9, using: &random))])
         }
     }
 
@@ -345,7 +396,9 @@ final class Run: @unchecked Sendable {
                 machine.setSkew(randomSkew())
                 note("machine clock jumps")
             case 27:
-                serverClock.skew.store(Bool.random(using: &random) ? 0 : Int64.random(in: -3_600_000...3_600_000, using: &random), ordering: .relaxed)
+                serverClock.skew.store(
+                    Bool.random(using: &random) ? 0 : Int64.random(in: -3_600_000...3_600_000, using: &random),
+                    ordering: .relaxed)
                 note("server clock jumps")
             case 28:
                 // Two syncs of one replica at once (two processes).
@@ -362,7 +415,9 @@ final class Run: @unchecked Sendable {
                 let editor = try Replica.open(home: machine.replica.home, now: { machine.clock.now() })
                 let background = BackgroundSync(try client(machine))
                 background.start()
-                for index in 0..<3 { _ = try? editor.write(.settings, key: "race", changes: ["value": .int(Int64(index))]) }
+                for index in 0..<3 {
+                    _ = try? editor.write(.settings, key: "race", changes: ["value": .int(Int64(index))])
+                }
                 background.wait()
                 acknowledge(machine)
                 note("syncs racing edits")
@@ -375,7 +430,8 @@ final class Run: @unchecked Sendable {
                 counter += 1
                 let path = directory.file("copy\(counter)")
                 try FileManager.default.copyItem(atPath: machine.replica.home, toPath: path)
-                let copy = SimulatedMachine(name: machine.name, replica: try Replica.open(home: path), token: machine.token)
+                let copy = SimulatedMachine(
+                    name: machine.name, replica: try Replica.open(home: path), token: machine.token)
                 if Bool.random(using: &random) {
                     // A block-level copy (a disk image, a VM snapshot) keeps the
                     // file's identity: only the server's digests can tell.
@@ -387,7 +443,8 @@ final class Run: @unchecked Sendable {
                     // of changes the server must have whole (more than a push's
                     // stalls), which an honest server must never be accused for.
                     for index in 0..<40 {
-                        _ = try? copy.replica.addRule(pattern: "bulk\(counter)-\(index).example", browser: "firefox", priority: nil)
+                        _ = try? copy.replica.addRule(
+                            pattern: "bulk\(counter)-\(index).example", browser: "firefox", priority: nil)
                     }
                     _ = try copy.replica.takeNewDeviceIDIfCopied()
                     note("copied homes importing in bulk, killed after their new id")
@@ -407,8 +464,11 @@ final class Run: @unchecked Sendable {
                 counter += 1
                 let restoredPath = directory.file("restored\(counter)")
                 try FileManager.default.copyItem(atPath: path, toPath: restoredPath)
-                machines[index] = SimulatedMachine(name: original.name, replica: try Replica.open(home: restoredPath), token: original.token)
-                if Bool.random(using: &random) { try machines[index].replica.database.run("DELETE FROM meta WHERE key = 'instance'") }
+                machines[index] = SimulatedMachine(
+                    name: original.name, replica: try Replica.open(home: restoredPath), token: original.token)
+                if Bool.random(using: &random) {
+                    try machines[index].replica.database.run("DELETE FROM meta WHERE key = 'instance'")
+                }
                 // An edit now held by neither the server nor any machine is gone with the old home.
                 keepOnlyHeldEdits(includingServer: true)
                 note("homes restored from older copies")
@@ -471,7 +531,9 @@ final class Run: @unchecked Sendable {
                 do {
                     let summary = try client(machine, direct: true).sync()
                     if ProcessInfo.processInfo.environment["BRSYNC_MODEL_TRACE"] != nil {
-                        print("DEBUG final sync \(round) \(machine.name) \(machine.replica.deviceID): new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped)")
+                        print(
+                            "DEBUG final sync \(round) \(machine.name) \(machine.replica.deviceID): new id \(summary.newDeviceID ?? "-") resync \(summary.fullResync) relayed \(summary.relayed) pushed \(summary.pushed) pulled \(summary.pulled) restamped \(summary.restamped)"
+                        )
                     }
                 } catch {
                     Issue.record("\(machine.name) is stuck: \(error), seed \(seed)")
@@ -485,7 +547,9 @@ final class Run: @unchecked Sendable {
         faults["answers dropped"] = counts.dropped
         faults["requests duplicated"] = counts.duplicated
         faults["503s"] = counts.busy
-        print("seed \(seed): \(machines.count) machines (\(gone.count) gone); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print(
+            "seed \(seed): \(machines.count) machines (\(gone.count) gone); faults: \(faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
+        )
         return faults
     }
 }

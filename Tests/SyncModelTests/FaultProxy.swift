@@ -29,7 +29,9 @@ final class FaultProxy: Sendable {
 
     func retarget(_ port: UInt16) { upstream.value.withLock { $0 = port } }
 
-    init(upstreamPort: UInt16, caFile: String, certificateFile: String, keyFile: String, seed: UInt64, faultRate: Double) throws {
+    init(
+        upstreamPort: UInt16, caFile: String, certificateFile: String, keyFile: String, seed: UInt64, faultRate: Double
+    ) throws {
         let random = Mutex(SeededRandom(seed: seed))
         upstream.value.withLock { $0 = upstreamPort }
         let target = upstream
@@ -43,7 +45,9 @@ final class FaultProxy: Sendable {
             let fault = roll < faultRate ? random.withLock { Int.random(in: 0..<3, using: &$0) } : -1
             if fault == 2 {
                 counts.withLock { $0.busy += 1 }
-                return HTTPResponse(status: 503, headers: ["Retry-After": "0"], body: Array(#"{"error":"busy","message":"injected"}"#.utf8))
+                return HTTPResponse(
+                    status: 503, headers: ["Retry-After": "0"],
+                    body: Array(#"{"error":"busy","message":"injected"}"#.utf8))
             }
             let port = target.value.withLock { $0 }
             func forward() -> HTTPResponse { Self.forward(request, to: port, tls: upstreamTLS) }
@@ -68,12 +72,17 @@ final class FaultProxy: Sendable {
     /// passes it back (JSON, with the server's clock and `Retry-After`);
     /// 502 when the server does not answer.
     static func forward(_ request: HTTPRequest, to port: UInt16, tls: TLSContext) -> HTTPResponse {
-        let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls))
+        let client = HTTPClient(
+            .init(address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost", tls: tls))
         var headers = HTTPHeaders()
-        for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length" {
+        for (name, value) in request.headers where name.lowercased() != "host" && name.lowercased() != "content-length"
+        {
             headers.add(name, value)
         }
-        guard let answer = try? client.send(method: request.method, target: request.target, headers: headers, body: request.body) else {
+        guard
+            let answer = try? client.send(
+                method: request.method, target: request.target, headers: headers, body: request.body)
+        else {
             return HTTPResponse(status: 502)
         }
         var passed: HTTPHeaders = ["Content-Type": "application/json"]

@@ -7,8 +7,8 @@ import Replica
 import Storage
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// Two histories that look alike: a replica whose copy used its change
 /// numbers, and a server store whose file copy was put back. Each was found

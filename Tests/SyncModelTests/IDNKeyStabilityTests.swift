@@ -3,8 +3,8 @@ import JSON
 import Model
 import Replica
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// Rule keys are the ASCII form of a pattern's host (UTS #46), so the
 /// Unicode tables decide them. brsync moved from Unicode 15.1 to 18.0: rules
@@ -38,7 +38,9 @@ import TestSupport
         #expect(corpus.count > 700)
         #expect(corpus.filter { !$0.key.hasPrefix("xn--") && !$0.key.contains(".xn--") }.isEmpty, "every key is an IDN")
         let changed = corpus.filter { (try? Pattern($0.pattern).key) != $0.key }
-        #expect(changed.isEmpty, "\(changed.prefix(10).map { "\($0.pattern): \($0.key) → \((try? Pattern($0.pattern).key) ?? "refused")" })")
+        #expect(
+            changed.isEmpty,
+            "\(changed.prefix(10).map { "\($0.pattern): \($0.key) → \((try? Pattern($0.pattern).key) ?? "refused")" })")
     }
 
     /// A machine on the 15.1 tables (its rules written under the keys those
@@ -50,13 +52,18 @@ import TestSupport
         let world = try SyncWorld(kind)
         let older = try world.machine("older")
         let newer = try world.machine("newer")
-        for machine in [older, newer] { _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil) }
+        for machine in [older, newer] {
+            _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        }
         for (index, entry) in corpus.enumerated() {
             // As the older brsync wrote it: the key its tables gave.
-            try older.replica.write(.rules, key: entry.key, changes: [
-                "pattern": .string(entry.pattern), "browser": .string("firefox"), "priority": .int(Int64(index)),
-                "createdAt": .int(1_700_000_000_000), "origin": .string(older.replica.deviceID), RecordState.deletedField: .bool(false),
-            ])
+            try older.replica.write(
+                .rules, key: entry.key,
+                changes: [
+                    "pattern": .string(entry.pattern), "browser": .string("firefox"), "priority": .int(Int64(index)),
+                    "createdAt": .int(1_700_000_000_000), "origin": .string(older.replica.deviceID),
+                    RecordState.deletedField: .bool(false),
+                ])
             try newer.replica.addRule(pattern: entry.pattern, browser: "firefox", priority: index)
         }
         try world.sync(older)

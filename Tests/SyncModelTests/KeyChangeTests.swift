@@ -6,8 +6,8 @@ import Net
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// Key changes, restores across them, account switches and purges never lose
 /// an acknowledged edit nor strand a machine: each scenario as a user meets it.
@@ -21,7 +21,8 @@ import TestSupport
 
     /// `brsync key init` (no key yet) or `key rotate` on `machine`: the new key.
     @discardableResult
-    static func changeKey(_ world: SyncWorld, _ machine: SimulatedMachine) throws -> (AccountKey, SyncClient.KeyChange) {
+    static func changeKey(_ world: SyncWorld, _ machine: SimulatedMachine) throws -> (AccountKey, SyncClient.KeyChange)
+    {
         let key = AccountKey.generate()
         var shown: AccountKey?
         let change = try world.client(machine).changeAccountKey(to: key) { shown = $0 }
@@ -48,7 +49,9 @@ import TestSupport
     /// c syncs an edit and is retired; a, which has not pulled it, encrypts
     /// the account (or rotates its key): the edit is pulled before the
     /// server deletes anything, and reaches every machine with the new key.
-    @Test(arguments: StoreKind.allCases, [false, true]) func aKeyChangeKeepsEditsTheChangerHadNotPulled(_ kind: StoreKind, _ rotating: Bool) throws {
+    @Test(arguments: StoreKind.allCases, [false, true]) func aKeyChangeKeepsEditsTheChangerHadNotPulled(
+        _ kind: StoreKind, _ rotating: Bool
+    ) throws {
         let world = try SyncWorld(kind)
         let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
         try Self.rule(a, "a-rule.com")
@@ -77,7 +80,9 @@ import TestSupport
 
     /// A key change names what its machine has pulled; a push that lands in
     /// between makes the server refuse it and delete nothing.
-    @Test(arguments: StoreKind.allCases) func aKeyChangeIsRefusedWhenTheAccountMovedAndChangesNothing(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aKeyChangeIsRefusedWhenTheAccountMovedAndChangesNothing(
+        _ kind: StoreKind
+    ) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rule(a, "a-rule.com")
@@ -91,8 +96,11 @@ import TestSupport
             #expect(throws: ServerError.self) {
                 let key = AccountKey.generate()
                 let request = EncryptRequest(keyID: key.id, seen: claimed, publicKey: key.signingPublicKey)
-                try world.store.encryptAccount(of: device, request, authority: try .signed(by: key.signingKey(), token: a.token,
-                                                                                           path: "/v1/account/encrypt", body: request.body))
+                try world.store.encryptAccount(
+                    of: device, request,
+                    authority: try .signed(
+                        by: key.signingKey(), token: a.token,
+                        path: "/v1/account/encrypt", body: request.body))
             }
         }
         #expect(try !world.store.authenticate(token: a.token).accountEncrypted)
@@ -266,7 +274,9 @@ import TestSupport
         #expect(try world.sync(b).movedForward)
         for machine in [c, a, b, c] { try world.sync(machine) }
         let expected = ["a-rule.com", "b-rule.com", "c-rule.com"]
-        for machine in [a, b, c] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)") }
+        for machine in [a, b, c] {
+            #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)")
+        }
         #expect(try Self.freshRules(world, key: k2) == expected)
     }
 
@@ -292,8 +302,11 @@ import TestSupport
         /// What `brsync sync` does first.
         func settle(_ machine: SimulatedMachine) throws -> Bool? {
             try AccountKeyFile.settle(home: machine.replica.home) {
-                try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"), token: machine.token,
-                               caFile: world.caFile).accountKeyID()
+                try SyncClient(
+                    replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+                    token: machine.token,
+                    caFile: world.caFile
+                ).accountKeyID()
             }
         }
         #expect(try settle(a) == false) // the server uses k0 again: k1 kept aside
@@ -323,7 +336,9 @@ import TestSupport
         #expect(switched.fullResync && switched.relayed >= 5, "\(switched)")
         let bobs = try world.machine("bobs-desktop", account: "bob")
         try world.sync(bobs)
-        #expect(try SyncWorld.rules(bobs.replica).keys.sorted() == ((0..<5).map { "site\($0).com" } + ["unpushed.com"]).sorted())
+        #expect(
+            try SyncWorld.rules(bobs.replica).keys.sorted()
+                == ((0..<5).map { "site\($0).com" } + ["unpushed.com"]).sorted())
     }
 
     /// A replica with a key pointed at another account (a token of bob's)
@@ -385,7 +400,9 @@ import TestSupport
     /// a and b hold `pattern` and `kept`; b is revoked (so it no longer
     /// holds the purge back; given a new token later), a deletes `pattern`,
     /// and its tombstone, the account's newest record, is purged.
-    static func purgedDeletion(_ kind: StoreKind, of pattern: String, keeping kept: [String]) throws -> (SyncWorld, SimulatedMachine, SimulatedMachine) {
+    static func purgedDeletion(
+        _ kind: StoreKind, of pattern: String, keeping kept: [String]
+    ) throws -> (SyncWorld, SimulatedMachine, SimulatedMachine) {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         for rule in kept + [pattern] { try Self.rule(a, rule) }

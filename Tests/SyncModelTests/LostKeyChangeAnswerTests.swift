@@ -6,8 +6,8 @@ import Net
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// A key change whose answer is lost after the server committed it.
 @Suite struct LostKeyChangeAnswerTests {
@@ -21,18 +21,30 @@ import TestSupport
         /// With the world's certificate (in `directory`) and its CA; each
         /// answer goes through `rewrite` (by default: key changes answered
         /// 502 once the server has answered, the rest as it is).
-        init(upstreamPort: UInt16, directory: TemporaryDirectory, caFile: String,
-             target: @escaping @Sendable (String) -> String = { $0 },
-             rewrite: @escaping @Sendable (HTTPRequest, HTTPResponse) -> HTTPResponse = Gateway.garbleKeyChanges) throws {
+        init(
+            upstreamPort: UInt16, directory: TemporaryDirectory, caFile: String,
+            target: @escaping @Sendable (String) -> String = { $0 },
+            rewrite: @escaping @Sendable (HTTPRequest, HTTPResponse) -> HTTPResponse = Gateway.garbleKeyChanges
+        ) throws {
             let upstreamTLS = try TLSContext.client(caFile: caFile)
             server = try HTTPServer(
                 addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
-                tls: TLSContext.server(certificateChainFile: directory.file("server.pem"), privateKeyFile: directory.file("server.key")), limits: HTTPLimits()
+                tls: TLSContext.server(
+                    certificateChainFile: directory.file("server.pem"), privateKeyFile: directory.file("server.key")),
+                limits: HTTPLimits()
             ) { request, _ in
-                let client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost", tls: upstreamTLS))
+                let client = HTTPClient(
+                    .init(
+                        address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost",
+                        tls: upstreamTLS))
                 var headers = HTTPHeaders()
-                for (name, value) in request.headers where !["host", "content-length"].contains(name.lowercased()) { headers.add(name, value) }
-                guard let answer = try? client.send(method: request.method, target: target(request.target), headers: headers, body: request.body) else {
+                for (name, value) in request.headers where !["host", "content-length"].contains(name.lowercased()) {
+                    headers.add(name, value)
+                }
+                guard
+                    let answer = try? client.send(
+                        method: request.method, target: target(request.target), headers: headers, body: request.body)
+                else {
                     return HTTPResponse(status: 502)
                 }
                 var forwarded: HTTPHeaders = ["Content-Type": "application/json"]
@@ -44,7 +56,8 @@ import TestSupport
 
         static let garbleKeyChanges: @Sendable (HTTPRequest, HTTPResponse) -> HTTPResponse = { request, answer in
             guard request.path == "/v1/account/encrypt" else { return answer }
-            return HTTPResponse(status: 502, headers: ["Content-Type": "text/html"], body: Array("<h1>502 Bad Gateway</h1>".utf8))
+            return HTTPResponse(
+                status: 502, headers: ["Content-Type": "text/html"], body: Array("<h1>502 Bad Gateway</h1>".utf8))
         }
 
         deinit { server.shutdown(graceMilliseconds: 1000) }
@@ -54,7 +67,9 @@ import TestSupport
     /// new key, the machine got a 502. The key stays pending (never deleted
     /// on an answer that is not a refusal), the next sync settles it, and
     /// every machine goes on with it.
-    @Test(arguments: StoreKind.allCases, [false, true]) func aKeyChangeWhoseAnswerIsLostKeepsTheKey(_ kind: StoreKind, _ rotating: Bool) throws {
+    @Test(arguments: StoreKind.allCases, [false, true]) func aKeyChangeWhoseAnswerIsLostKeepsTheKey(
+        _ kind: StoreKind, _ rotating: Bool
+    ) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "a-rule.com")
@@ -77,7 +92,9 @@ import TestSupport
             return true
         }
         world.port = serverPort
-        #expect(try AccountKeyFile.read(home: a.replica.home, pending: true) == key, "the key is kept until a definite refusal")
+        #expect(
+            try AccountKeyFile.read(home: a.replica.home, pending: true) == key,
+            "the key is kept until a definite refusal")
         #expect(try world.client(a).accountKeyID() == key.id, "the server took it")
         // The next sync settles it (as `brsync sync` does first), and a goes on with the new key.
         #expect(try AccountKeyFile.settle(home: a.replica.home) { try world.client(a).accountKeyID() } == true)
@@ -87,7 +104,10 @@ import TestSupport
         try KeyChangeTests.rule(b, "b-rule.com")
         try KeyChangeTests.addKey(world, b, key)
         try world.sync(a)
-        for machine in [a, b] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == ["a-rule.com", "b-rule.com"], "\(machine.name)") }
+        for machine in [a, b] {
+            #expect(
+                try SyncWorld.rules(machine.replica).keys.sorted() == ["a-rule.com", "b-rule.com"], "\(machine.name)")
+        }
     }
 
     /// A server that names the key a machine brings as the account's while
@@ -101,8 +121,10 @@ import TestSupport
         let (key, _) = try KeyChangeTests.changeKey(world, a)
         let other = AccountKey.generate()
         let (real, claimed) = (#""key":"\#(key.id)""#, #""key":"\#(other.id)""#)
-        let gateway = try Gateway(upstreamPort: world.port, directory: world.directory, caFile: world.caFile,
-                                  target: { $0.replacingOccurrences(of: other.id, with: key.id) }) { _, answer in
+        let gateway = try Gateway(
+            upstreamPort: world.port, directory: world.directory, caFile: world.caFile,
+            target: { $0.replacingOccurrences(of: other.id, with: key.id) }
+        ) { _, answer in
             // Claims the other key, and lets pulls that name it through as if they named the real one.
             let text = String(decoding: answer.body, as: UTF8.self).replacingOccurrences(of: real, with: claimed)
             return HTTPResponse(status: answer.status, headers: answer.headers, body: Array(text.utf8))

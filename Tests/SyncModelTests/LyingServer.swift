@@ -21,18 +21,24 @@ final class LyingServer: Sendable {
     let rewritten = Counter()
 
     /// - Parameter headers: rewrites every answer's headers too (a lying clock).
-    init(in world: SyncWorld, headers: (@Sendable (inout HTTPHeaders) -> Void)? = nil, rewrite: @escaping Rewrite) throws {
+    init(
+        in world: SyncWorld, headers: (@Sendable (inout HTTPHeaders) -> Void)? = nil, rewrite: @escaping Rewrite
+    ) throws {
         let upstream = world.port
         let upstreamTLS = try TLSContext.client(caFile: world.caFile)
         let count = rewritten
         server = try HTTPServer(
             addresses: [SocketAddress(host: "127.0.0.1", port: 0)],
-            tls: TLSContext.server(certificateChainFile: world.directory.file("server.pem"), privateKeyFile: world.directory.file("server.key")),
+            tls: TLSContext.server(
+                certificateChainFile: world.directory.file("server.pem"),
+                privateKeyFile: world.directory.file("server.key")),
             limits: HTTPLimits()
         ) { request, _ in
             var answer = FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
             headers?(&answer.headers)
-            if let changed = rewrite(request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self))) {
+            if let changed = rewrite(
+                request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self)))
+            {
                 answer.body = Array(changed.jsonText.utf8)
                 count.value.add(1, ordering: .relaxed)
             }

@@ -3,8 +3,8 @@ import Replica
 import SyncClient
 import SyncCore
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Records sealed as records (Deploy/SECURITY.md, "A lying server", 2): a
 /// machine that does not hold a record yet is never shown a state of it that
@@ -14,7 +14,9 @@ extension LyingServerTests {
     static func hiddenRuleKeys(_ replica: Replica, _ cipher: RecordCipher) throws -> [String: String] {
         var keys: [String: String] = [:]
         for (key, state) in try replica.records(.rules) {
-            if case .string(let pattern)? = state.fields["pattern"]?.value { keys[pattern] = cipher.hiddenKey(collection: "rules", key: key) }
+            if case .string(let pattern)? = state.fields["pattern"]?.value {
+                keys[pattern] = cipher.hiddenKey(collection: "rules", key: key)
+            }
         }
         return keys
     }
@@ -55,48 +57,54 @@ extension LyingServerTests {
 
         // The records as they are now, kept by the server to serve later.
         let old = Mutex<[String: JSONValue]>([:])
-        let recorder = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
-            old.withLock { for record in records { $0[Self.hiddenKey(record)] = record } }
-        })
+        let recorder = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                old.withLock { for record in records { $0[Self.hiddenKey(record)] = record } }
+            })
         defer { recorder.stop() }
         let b = try world.machine("b")
         try recorder.serving(world) { try KeyChangeTests.addKey(world, b, key) }
         #expect(old.withLock { $0.count } >= patterns.count)
 
         // a moves one, five and six to chrome and deletes two.
-        for pattern in ["one.example", "five.example", "six.example"] { _ = try a.replica.addRule(pattern: pattern, browser: "chrome", priority: nil) }
+        for pattern in ["one.example", "five.example", "six.example"] {
+            _ = try a.replica.addRule(pattern: pattern, browser: "chrome", priority: nil)
+        }
         _ = try a.replica.removeRule(pattern: "two.example")
         try world.sync(a)
 
-        let liar = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
-            let before = old.withLock { $0 }
-            for index in records.indices {
-                let record = records[index]
-                var fields = Self.fields(record)
-                switch Self.hiddenKey(record) {
-                case hidden["one.example"]:
-                    fields["browser"] = Self.fields(before[Self.hiddenKey(record)]!)["browser"]
-                case hidden["two.example"]:
-                    fields["deleted"] = nil
-                    fields["e2e.deleted"] = nil
-                case hidden["three.example"]:
-                    records[index] = Self.with(record, versions: [:])
-                    continue
-                case hidden["four.example"]:
-                    var versions = Self.versions(record)
-                    versions["feedfacefeedface"] = .int(3)
-                    records[index] = Self.with(record, versions: versions)
-                    continue
-                case hidden["five.example"]:
-                    fields["e2e.manifest"] = nil
-                case hidden["six.example"]:
-                    fields["e2e.manifest"] = Self.fields(before[Self.hiddenKey(record)]!)["e2e.manifest"]
-                default:
-                    continue
+        let liar = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                let before = old.withLock { $0 }
+                for index in records.indices {
+                    let record = records[index]
+                    var fields = Self.fields(record)
+                    switch Self.hiddenKey(record) {
+                    case hidden["one.example"]:
+                        fields["browser"] = Self.fields(before[Self.hiddenKey(record)]!)["browser"]
+                    case hidden["two.example"]:
+                        fields["deleted"] = nil
+                        fields["e2e.deleted"] = nil
+                    case hidden["three.example"]:
+                        records[index] = Self.with(record, versions: [:])
+                        continue
+                    case hidden["four.example"]:
+                        var versions = Self.versions(record)
+                        versions["feedfacefeedface"] = .int(3)
+                        records[index] = Self.with(record, versions: versions)
+                        continue
+                    case hidden["five.example"]:
+                        fields["e2e.manifest"] = nil
+                    case hidden["six.example"]:
+                        fields["e2e.manifest"] = Self.fields(before[Self.hiddenKey(record)]!)["e2e.manifest"]
+                    default:
+                        continue
+                    }
+                    records[index] = Self.with(record, fields: fields)
                 }
-                records[index] = Self.with(record, fields: fields)
-            }
-        })
+            })
         defer { liar.stop() }
         let c = try world.machine("c")
         let lied = try liar.serving(world) {
@@ -105,13 +113,17 @@ extension LyingServerTests {
         }
         let refused = lied.problems.filter { $0.contains("set aside record") }
         func refusal(_ pattern: String) -> String? { refused.first { $0.contains("'\(pattern)'") } }
-        #expect(refusal("one.example")?.contains("field \"browser\" was rolled back to an older value") == true, "\(refused)")
+        #expect(
+            refusal("one.example")?.contains("field \"browser\" was rolled back to an older value") == true,
+            "\(refused)")
         #expect(refusal("two.example")?.contains("its deletion flag was dropped") == true, "\(refused)")
         #expect(refusal("three.example")?.contains("its version vector hides a write") == true, "\(refused)")
         #expect(refusal("five.example")?.contains("carries no manifest") == true, "\(refused)")
         #expect(refusal("six.example")?.contains("came without a manifest") == true, "\(refused)")
         #expect(refused.count == 5, "\(refused)")
-        #expect(try SyncWorld.rules(c.replica) == ["four.example": "firefox"], "nothing of a refused record applied; a forged entry changes no value")
+        #expect(
+            try SyncWorld.rules(c.replica) == ["four.example": "firefox"],
+            "nothing of a refused record applied; a forged entry changes no value")
 
         // The honest server gives a new machine everything as a has it.
         let d = try world.machine("d")
@@ -121,7 +133,9 @@ extension LyingServerTests {
         }()
         #expect(!honest.problems.contains { $0.contains("set aside") }, "\(honest.problems)")
         #expect(try SyncWorld.rules(d.replica) == (try SyncWorld.rules(a.replica)))
-        #expect(try SyncWorld.rules(d.replica)["two.example"] == nil && (try SyncWorld.rules(d.replica)["one.example"]) == "chrome")
+        #expect(
+            try SyncWorld.rules(d.replica)["two.example"] == nil
+                && (try SyncWorld.rules(d.replica)["one.example"]) == "chrome")
     }
 }
 
@@ -135,8 +149,11 @@ extension LyingServerTests {
         try Self.rules(a, ["one.example"])
         try world.sync(a)
         let offset = try a.replica.syncState().clockOffsetMilliseconds
-        for lie in ["9223372036854775807", "9223372036854775806", "9223372036854000000", "0", "-9223372036854775808", "12x"] {
-            let liar = try LyingServer(in: world, headers: { $0.set(Wire.timeHeader, lie) }, rewrite: { _, _, _ in nil })
+        for lie in [
+            "9223372036854775807", "9223372036854775806", "9223372036854000000", "0", "-9223372036854775808", "12x",
+        ] {
+            let liar = try LyingServer(
+                in: world, headers: { $0.set(Wire.timeHeader, lie) }, rewrite: { _, _, _ in nil })
             defer { liar.stop() }
             _ = try a.replica.addRule(pattern: "two.example", browser: "firefox", priority: nil)
             _ = try liar.serving(world) { try world.sync(a) }
@@ -158,18 +175,21 @@ extension LyingServerTests {
     /// cursor by one and says more follow. The cursor passes the server's
     /// sequence, so the server starts a new epoch (it takes the client to be
     /// ahead of a restore): the liar keeps naming the one the machine knows.
-    static func endlessPages(_ records: @escaping @Sendable (_ page: [String: JSONValue], _ since: Int64) -> [JSONValue]) -> LyingServer.Rewrite {
+    static func endlessPages(
+        _ records: @escaping @Sendable (_ page: [String: JSONValue], _ since: Int64) -> [JSONValue]
+    ) -> LyingServer.Rewrite {
         { request, status, body in
             guard request.path == "/v1/pull", status == 200, case .object(var page)? = body else { return nil }
             let since = request.target.split(separator: "since=").last.flatMap { Int64($0.prefix { $0.isNumber }) } ?? 0
             if let epoch = request.target.split(separator: "epoch=").dropFirst().first?.prefix(while: { $0 != "&" }) {
                 page["epoch"] = .string(String(epoch))
             }
-            page["changes"] = .array(records(page, since).map { record in
-                guard case .object(var numbered) = record else { return record }
-                numbered["seq"] = .int(since + 1)
-                return .object(numbered)
-            })
+            page["changes"] = .array(
+                records(page, since).map { record in
+                    guard case .object(var numbered) = record else { return record }
+                    numbered["seq"] = .int(since + 1)
+                    return .object(numbered)
+                })
             page["more"] = .bool(true)
             page["next"] = .int(since + 1)
             return .object(page)
@@ -188,43 +208,61 @@ extension LyingServerTests {
         try world.sync(a)
 
         let flipping = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body, case .string(let epoch)? = page["epoch"] else { return nil }
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
+                case .string(let epoch)? = page["epoch"]
+            else { return nil }
             page["epoch"] = .string(String(epoch.reversed()))
             return .object(page)
         }
         defer { flipping.stop() }
         _ = try a.replica.addRule(pattern: "three.example", browser: "firefox", priority: nil)
-        #expect { _ = try flipping.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("times in one sync") }
+        #expect { _ = try flipping.serving(world) { try world.sync(a) } } throws: {
+            "\($0)".contains("times in one sync")
+        }
         #expect(flipping.rewritten.value.load(ordering: .relaxed) < 40)
         try world.sync(a) // the honest server's epoch again (a full re-sync)
 
         let endless = try LyingServer(in: world, rewrite: Self.endlessPages { _, _ in [] })
         defer { endless.stop() }
-        #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
-        #expect(endless.rewritten.value.load(ordering: .relaxed) <= 512 + 8, "the pull stops after 512 pages that change nothing")
+        #expect { _ = try endless.serving(world) { try world.sync(a) } } throws: {
+            "\($0)".contains("pages in a row that changed nothing here")
+        }
+        #expect(
+            endless.rewritten.value.load(ordering: .relaxed) <= 512 + 8,
+            "the pull stops after 512 pages that change nothing")
 
         // The same unchanged record on every page, under a new number each time.
         try world.sync(a)
         let replayed = Mutex<JSONValue?>(nil)
-        let repeating = try LyingServer(in: world, rewrite: Self.endlessPages { page, _ in
-            if case .array(let records)? = page["changes"], let first = records.first { replayed.withLock { $0 = $0 ?? first } }
-            return replayed.withLock { $0 }.map { [$0] } ?? []
-        })
+        let repeating = try LyingServer(
+            in: world,
+            rewrite: Self.endlessPages { page, _ in
+                if case .array(let records)? = page["changes"], let first = records.first {
+                    replayed.withLock { $0 = $0 ?? first }
+                }
+                return replayed.withLock { $0 }.map { [$0] } ?? []
+            })
         defer { repeating.stop() }
         let c = try world.machine("c")
-        #expect { _ = try repeating.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
+        #expect { _ = try repeating.serving(world) { try world.sync(c) } } throws: {
+            "\($0)".contains("pages in a row that changed nothing here")
+        }
         #expect(repeating.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
         // The same, with a version-vector counter that grows on every page:
         // a vector that only grew is no change here either.
-        let growing = try LyingServer(in: world, rewrite: Self.endlessPages { _, since in
-            guard case .object(var record)? = replayed.withLock({ $0 }) else { return [] }
-            var versions = Self.versions(.object(record))
-            versions["ffffffffffffffff"] = .int(1_000 + since)
-            record["versions"] = .object(versions)
-            return [.object(record)]
-        })
+        let growing = try LyingServer(
+            in: world,
+            rewrite: Self.endlessPages { _, since in
+                guard case .object(var record)? = replayed.withLock({ $0 }) else { return [] }
+                var versions = Self.versions(.object(record))
+                versions["ffffffffffffffff"] = .int(1_000 + since)
+                record["versions"] = .object(versions)
+                return [.object(record)]
+            })
         defer { growing.stop() }
-        #expect { _ = try growing.serving(world) { try world.sync(c) } } throws: { "\($0)".contains("pages in a row that changed nothing here") }
+        #expect { _ = try growing.serving(world) { try world.sync(c) } } throws: {
+            "\($0)".contains("pages in a row that changed nothing here")
+        }
         #expect(growing.rewritten.value.load(ordering: .relaxed) <= 512 + 8)
 
         // Pushes whose acknowledgement is always one short, or negative: the
@@ -233,20 +271,26 @@ extension LyingServerTests {
         for shift in [Int64(-1), -100] {
             let short = try LyingServer(in: world) { request, status, body in
                 guard request.path == "/v1/push", status == 200, case .object(var answer)? = body,
-                      case .int(let acknowledged)? = answer["acknowledged"] else { return nil }
+                    case .int(let acknowledged)? = answer["acknowledged"]
+                else { return nil }
                 answer["acknowledged"] = .int(shift == -1 ? acknowledged - 1 : shift)
                 return .object(answer)
             }
             defer { short.stop() }
             #expect(throws: SyncError.self, "\(shift)") { _ = try short.serving(world) { try world.sync(a) } }
-            #expect(short.rewritten.value.load(ordering: .relaxed) < 40, "\(shift): \(short.rewritten.value.load(ordering: .relaxed)) answers")
+            #expect(
+                short.rewritten.value.load(ordering: .relaxed) < 40,
+                "\(shift): \(short.rewritten.value.load(ordering: .relaxed)) answers")
         }
 
         // Honest again: everything syncs, nothing was lost.
         try world.sync(a)
         let b = try world.machine("b")
         try world.sync(b)
-        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["four.example", "one.example", "three.example", "two.example"])
+        #expect(
+            try SyncWorld.rules(b.replica).keys.sorted() == [
+                "four.example", "one.example", "three.example", "two.example",
+            ])
     }
 }
 
@@ -261,18 +305,26 @@ extension LyingServerTests {
         try world.sync(a)
         let liar = try LyingServer(in: world) { request, status, body in
             guard request.path == "/v1/push", status == 200, case .object(var answer)? = body,
-                  case .object(let pushed)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)), let from = pushed["from"] else { return nil }
+                case .object(let pushed)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
+                let from = pushed["from"]
+            else { return nil }
             let old = JSONValue.object(["s": .string("0000000000000001-00000000-aaaa"), "v": .string("chrome")])
             let mine = JSONValue.object(["s": .string("7000000000000000-00000000-bbbb"), "v": .string("firefox")])
-            answer["lost"] = .array([.object(["seq": from, "collection": .string("rules"), "key": .string("one.example"),
-                                              "field": .string("browser"), "lost": mine, "winner": old])])
+            answer["lost"] = .array([
+                .object([
+                    "seq": from, "collection": .string("rules"), "key": .string("one.example"),
+                    "field": .string("browser"), "lost": mine, "winner": old,
+                ])
+            ])
             return .object(answer)
         }
         defer { liar.stop() }
         _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 5)
         let lied = try liar.serving(world) { try world.sync(a) }
         #expect(try a.replica.conflicts(limit: 10).isEmpty)
-        #expect(lied.conflicts == 0 && lied.problems.contains { $0.contains("not newer than the value it beat") }, "\(lied.problems)")
+        #expect(
+            lied.conflicts == 0 && lied.problems.contains { $0.contains("not newer than the value it beat") },
+            "\(lied.problems)")
     }
 }
 
@@ -289,8 +341,12 @@ extension LyingServerTests {
             guard request.path == "/v1/push", status == 200, case .object(var answer)? = body else { return nil }
             let old = JSONValue.object(["s": .string("0000000000000001-00000000-aaaa"), "v": .string("chrome")])
             let new = JSONValue.object(["s": .string("0000000000000002-00000000-aaaa"), "v": .string("firefox")])
-            answer["lost"] = .array([.object(["seq": .int(1), "collection": .string("rules"), "key": .string("other.example"),
-                                              "field": .string("browser"), "lost": old, "winner": new])])
+            answer["lost"] = .array([
+                .object([
+                    "seq": .int(1), "collection": .string("rules"), "key": .string("other.example"),
+                    "field": .string("browser"), "lost": old, "winner": new,
+                ])
+            ])
             return .object(answer)
         }
         defer { liar.stop() }
@@ -316,7 +372,8 @@ extension LyingServerTests {
         defer { liar.stop() }
         let lied = try liar.serving(world) { try world.sync(a) }
         #expect(lied.problems.contains { $0.contains("more than they hold: not believed") }, "\(lied.problems)")
-        #expect(!lied.problems.contains { $0.contains("\(Int64.max)") && !$0.contains("not believed") }, "\(lied.problems)")
+        #expect(
+            !lied.problems.contains { $0.contains("\(Int64.max)") && !$0.contains("not believed") }, "\(lied.problems)")
     }
 }
 
@@ -335,17 +392,19 @@ extension LyingServerTests {
         let (key, _) = try KeyChangeTests.changeKey(world, a)
         let hidden = try Self.hiddenRuleKeys(a.replica, RecordCipher(key))
         let padded = Set(["one.example", "two.example"].compactMap { hidden[$0] })
-        let liar = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
-            for index in records.indices where padded.contains(Self.hiddenKey(records[index])) {
-                var versions = Self.versions(records[index])
-                var fake = 0
-                while versions.count < Wire.maxVersionEntries {
-                    versions[String(format: "%016x", fake)] = .int(7)
-                    fake += 1
+        let liar = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                for index in records.indices where padded.contains(Self.hiddenKey(records[index])) {
+                    var versions = Self.versions(records[index])
+                    var fake = 0
+                    while versions.count < Wire.maxVersionEntries {
+                        versions[String(format: "%016x", fake)] = .int(7)
+                        fake += 1
+                    }
+                    records[index] = Self.with(records[index], versions: versions)
                 }
-                records[index] = Self.with(records[index], versions: versions)
-            }
-        })
+            })
         defer { liar.stop() }
         let c = try world.machine("c")
         let lied = try liar.serving(world) {
@@ -372,19 +431,23 @@ extension LyingServerTests {
         _ = try d.replica.addRule(pattern: "one.example", browser: "firefox", priority: nil)
         for machine in [d, a, c] { #expect(try world.sync(machine).problems.isEmpty) }
         for machine in [a, c, d] {
-            #expect(try SyncWorld.rules(machine.replica) == ["one.example": "firefox", "three.example": "firefox"], "\(machine.name)")
+            #expect(
+                try SyncWorld.rules(machine.replica) == ["one.example": "firefox", "three.example": "firefox"],
+                "\(machine.name)")
         }
         // A liar sets c's own counter to the largest the wire carries: c's edits still go up.
         _ = try a.replica.addRule(pattern: "three.example", browser: "chrome", priority: nil)
         #expect(try world.sync(a).problems.isEmpty)
         let own = c.replica.deviceID
-        let maxing = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
-            for index in records.indices where Self.hiddenKey(records[index]) == hidden["three.example"] {
-                var versions = Self.versions(records[index])
-                versions[own] = .int(Int64.max)
-                records[index] = Self.with(records[index], versions: versions)
-            }
-        })
+        let maxing = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                for index in records.indices where Self.hiddenKey(records[index]) == hidden["three.example"] {
+                    var versions = Self.versions(records[index])
+                    versions[own] = .int(Int64.max)
+                    records[index] = Self.with(records[index], versions: versions)
+                }
+            })
         defer { maxing.stop() }
         let maxed = try maxing.serving(world) { try world.sync(c) }
         #expect(maxed.problems.isEmpty, "\(maxed.problems)")

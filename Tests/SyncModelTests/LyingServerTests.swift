@@ -1,12 +1,12 @@
 import BrsyncServer
 import HTTP
-import Synchronization
 import JSON
 import Replica
 import SyncClient
 import SyncCore
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// What a lying server can no longer do (Deploy/SECURITY.md, "A lying
 /// server"): each lie is refused or harmless, the record set intact, and the
@@ -71,7 +71,9 @@ import TestSupport
         try world.sync(a)
         let before = try SyncWorld.rules(b.replica)
         let liar = try LyingServer(in: world) { request, status, body in
-            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body, page["key"] != nil else { return nil }
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body, page["key"] != nil else {
+                return nil
+            }
             page["key"] = .string("00000000000000ff")
             return .object(page)
         }
@@ -89,7 +91,8 @@ import TestSupport
     static func rewritingRecords(_ change: @escaping @Sendable (inout [JSONValue]) -> Void) -> LyingServer.Rewrite {
         { request, status, body in
             guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
-                  case .array(var records)? = page["changes"], !records.isEmpty else { return nil }
+                case .array(var records)? = page["changes"], !records.isEmpty
+            else { return nil }
             change(&records)
             page["changes"] = .array(records)
             return .object(page)
@@ -119,7 +122,8 @@ import TestSupport
         try KeyChangeTests.addKey(world, b, key)
         // An old page, kept by the server to serve again later.
         let old = Mutex<[JSONValue]>([])
-        let recorder = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in old.withLock { $0 += records } })
+        let recorder = try LyingServer(
+            in: world, rewrite: Self.rewritingRecords { records in old.withLock { $0 += records } })
         defer { recorder.stop() }
         // a edits everything again; b pulls the new values through the recorder, which keeps the pages.
         for pattern in ["one.example", "two.example", "three.example"] {
@@ -133,30 +137,36 @@ import TestSupport
         // The old page's values again, beside the current ones: nothing changes.
         // (A server that left the current ones out would be withholding them:
         // it can, and the machine cannot tell; see Deploy/SECURITY.md.)
-        let replay = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in records = old.withLock { $0 } + records })
+        let replay = try LyingServer(
+            in: world, rewrite: Self.rewritingRecords { records in records = old.withLock { $0 } + records })
         defer { replay.stop() }
         _ = try a.replica.addRule(pattern: "four.example", browser: "firefox", priority: 1)
         try world.sync(a)
         try replay.serving(world) { try world.sync(b) }
         var expected = held
-        for (name, value) in try SyncWorld.state(b.replica) where name.contains("four.example") || name.hasPrefix("settings/") { expected[name] = value }
+        for (name, value) in try SyncWorld.state(b.replica)
+        where name.contains("four.example") || name.hasPrefix("settings/") { expected[name] = value }
         #expect(try SyncWorld.state(b.replica) == expected, "a replayed page changes nothing b holds")
 
         // Swapped values and a forged deletion: refused by name, the rest applies.
-        let liar = try LyingServer(in: world, rewrite: Self.rewritingRecords { records in
-            let rules = records.indices.filter { Self.fields(records[$0])["browser"] != nil }
-            if rules.count >= 2 {
-                var first = Self.fields(records[rules[0]]), second = Self.fields(records[rules[1]])
-                (first["browser"], second["browser"]) = (second["browser"], first["browser"])
-                records[rules[0]] = Self.with(records[rules[0]], fields: first)
-                records[rules[1]] = Self.with(records[rules[1]], fields: second)
-            }
-            if rules.count >= 4 {
-                var fields = Self.fields(records[rules[2]])
-                if case .object(var flag)? = fields["deleted"] { flag["v"] = .bool(true); fields["deleted"] = .object(flag) }
-                records[rules[2]] = Self.with(records[rules[2]], fields: fields)
-            }
-        })
+        let liar = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                let rules = records.indices.filter { Self.fields(records[$0])["browser"] != nil }
+                if rules.count >= 2 {
+                    var first = Self.fields(records[rules[0]]), second = Self.fields(records[rules[1]])
+                    (first["browser"], second["browser"]) = (second["browser"], first["browser"])
+                    records[rules[0]] = Self.with(records[rules[0]], fields: first)
+                    records[rules[1]] = Self.with(records[rules[1]], fields: second)
+                }
+                if rules.count >= 4 {
+                    var fields = Self.fields(records[rules[2]])
+                    if case .object(var flag)? = fields["deleted"] {
+                        flag["v"] = .bool(true); fields["deleted"] = .object(flag)
+                    }
+                    records[rules[2]] = Self.with(records[rules[2]], fields: fields)
+                }
+            })
         defer { liar.stop() }
         for pattern in ["one.example", "two.example", "three.example"] {
             _ = try a.replica.addRule(pattern: pattern, browser: "firefox", priority: 9)
@@ -167,9 +177,13 @@ import TestSupport
         let lied = try liar.serving(world) { try world.sync(b) }
         let refused = lied.problems.filter { $0.contains("set aside record") }
         #expect(refused.count == 3, "\(lied.problems)")
-        #expect(refused.allSatisfy { $0.contains("does not open") || $0.contains("not the one the device sealed") }, "\(refused)")
+        #expect(
+            refused.allSatisfy { $0.contains("does not open") || $0.contains("not the one the device sealed") },
+            "\(refused)")
         let after = try SyncWorld.rules(b.replica)
-        #expect(after.keys.sorted() == (before.keys.sorted() + ["five.example"]).sorted(), "nothing deleted; the honest record applied")
+        #expect(
+            after.keys.sorted() == (before.keys.sorted() + ["five.example"]).sorted(),
+            "nothing deleted; the honest record applied")
         // Honest again, b catches up with everything.
         try world.sync(b)
         #expect(try SyncWorld.rules(b.replica) == (try SyncWorld.rules(a.replica)))
@@ -187,7 +201,9 @@ import TestSupport
         let liar = try LyingServer(in: world, rewrite: Self.resetWithNothing())
         defer { liar.stop() }
         let lied = try liar.serving(world) { try world.sync(b) }
-        #expect(Set(lied.removed.filter { $0.collection == "rules" }.map(\.key)) == ["one.example", "two.example"], "\(lied)")
+        #expect(
+            Set(lied.removed.filter { $0.collection == "rules" }.map(\.key)) == ["one.example", "two.example"],
+            "\(lied)")
         #expect(try SyncWorld.rules(b.replica).isEmpty)
         for removed in try b.replica.removedRecords(limit: 10) { _ = try b.replica.restore(removed: removed.id) }
         #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "two.example"])

@@ -7,8 +7,8 @@ import Net
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// No account can hurt another: one account's token does everything it can
 /// to the server — moves its own timeline again and again, pushes records
@@ -27,14 +27,20 @@ import TestSupport
         var chain = ""
 
         init(world: SyncWorld, token: String) throws {
-            client = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
-                                      tls: try TLSContext.client(caFile: world.caFile)))
+            client = HTTPClient(
+                .init(
+                    address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
+                    tls: try TLSContext.client(caFile: world.caFile)))
             self.token = token
         }
 
-        var headers: HTTPHeaders { ["Authorization": "Bearer \(token)", Wire.protocolHeader: String(Wire.protocolVersion)] }
+        var headers: HTTPHeaders {
+            ["Authorization": "Bearer \(token)", Wire.protocolHeader: String(Wire.protocolVersion)]
+        }
 
-        func get(_ target: String) throws -> Int { try client.send(method: "GET", target: target, headers: headers).status }
+        func get(_ target: String) throws -> Int {
+            try client.send(method: "GET", target: target, headers: headers).status
+        }
 
         /// Pushes `count` changes made of `fields`, stamped `skew` ahead; the status.
         func push(count: Int, fields: [String: JSONValue], skew: Int64 = 0) throws -> Int {
@@ -44,14 +50,22 @@ import TestSupport
                 let stamp = clock.tick(wallMillis: now)
                 var versions = VersionVector()
                 versions.increment("noisy0000000001")
-                changes.append(ChangeRecord(sequence: next, collection: .settings, key: "noise\(next)",
-                                            state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: versions)))
+                changes.append(
+                    ChangeRecord(
+                        sequence: next, collection: .settings, key: "noise\(next)",
+                        state: RecordState(
+                            fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: versions)))
                 next += 1
             }
-            let request = PushRequest(device: "noisy0000000001", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
-                                      base: changes[0].sequence == 1 ? nil : chain)
+            let request = PushRequest(
+                device: "noisy0000000001", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
+                base: changes[0].sequence == 1 ? nil : chain)
             let answer = try client.send(method: "POST", target: "/v1/push", headers: headers, body: request.body())
-            if answer.status == 200, let last = ChangeRecord.chain(changes, after: chain).last { chain = last } else { next = changes[0].sequence }
+            if answer.status == 200, let last = ChangeRecord.chain(changes, after: chain).last {
+                chain = last
+            } else {
+                next = changes[0].sequence
+            }
             return answer.status
         }
     }
@@ -69,16 +83,22 @@ import TestSupport
         func bobIsUndisturbed(_ what: String) throws {
             for machine in [y1, y2] {
                 let summary = try world.sync(machine)
-                #expect(!summary.fullResync && summary.relayed == 0 && summary.newDeviceID == nil && summary.problems.isEmpty,
-                        "\(what): \(machine.name) \(summary)")
-                #expect(try SyncWorld.rules(machine.replica).keys.sorted() == ["one.example", "two.example"], "\(what)")
+                #expect(
+                    !summary.fullResync && summary.relayed == 0 && summary.newDeviceID == nil
+                        && summary.problems.isEmpty,
+                    "\(what): \(machine.name) \(summary)")
+                #expect(
+                    try SyncWorld.rules(machine.replica).keys.sorted() == ["one.example", "two.example"], "\(what)")
             }
         }
         // Her timeline, moved again and again.
         for _ in 0..<5 { #expect(try noisy.get("/v1/pull?since=999999999") == 200) }
         try bobIsUndisturbed("a cursor far past her account")
         // Records near every limit: 63 fields of 60 KB of JSON each (control characters escape to six bytes), one per push.
-        let wide = Dictionary(uniqueKeysWithValues: (0..<63).map { ("f\($0)", JSONValue.string(String(repeating: "\u{1}", count: 10 * 1024))) })
+        let wide = Dictionary(
+            uniqueKeysWithValues: (0..<63).map {
+                ("f\($0)", JSONValue.string(String(repeating: "\u{1}", count: 10 * 1024)))
+            })
         for _ in 0..<4 { #expect(try noisy.push(count: 1, fields: wide) == 200) }
         #expect(try noisy.get("/v1/pull?since=0&limit=5000") == 200)
         try bobIsUndisturbed("records near every limit")

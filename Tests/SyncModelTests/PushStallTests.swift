@@ -3,8 +3,8 @@ import JSON
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// The guard against a server whose answers never let a push finish
 /// follows from the work: answers that move the acknowledgement on are
@@ -51,8 +51,9 @@ import TestSupport
         for index in 0..<12 { try KeyChangeTests.rule(a, "r\(index).example") }
         let liar = try LyingServer(in: world) { request, status, body in
             guard request.target.hasPrefix("/v1/push"), status == 200, case .object(var answer)? = body,
-                  case .object(let pushed)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
-                  let from = pushed["from"]?.intValue else { return nil }
+                case .object(let pushed)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
+                let from = pushed["from"]?.intValue
+            else { return nil }
             answer["acknowledged"] = .int(from - 1)
             answer["digest"] = pushed["base"] ?? .string("")
             answer["applied"] = .int(0)

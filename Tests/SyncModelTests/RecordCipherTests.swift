@@ -12,7 +12,9 @@ import Testing
     @Test func aRecoveryCodeReadsBackAsTheKeyHoweverItIsTyped() throws {
         let key = AccountKey.generate()
         let code = key.recoveryCode
-        #expect(code.count == 55 + 10 && code.split(separator: "-").count == 11 && code.split(separator: "-").allSatisfy { $0.count == 5 })
+        #expect(
+            code.count == 55 + 10 && code.split(separator: "-").count == 11
+                && code.split(separator: "-").allSatisfy { $0.count == 5 })
         #expect(try AccountKey(recoveryCode: code) == key)
         #expect(try AccountKey(recoveryCode: code.lowercased().replacingOccurrences(of: "-", with: " ")) == key)
         // Read aloud or copied by hand: O for 0, I and L for 1.
@@ -47,7 +49,9 @@ import Testing
     @Test func everyOtherLastCharacterIsATypo() throws {
         let code = AccountKey.generate().recoveryCode
         for character in "0123456789ABCDEFGHJKMNPQRSTVWXYZ" where character != code.last {
-            #expect(throws: RecoveryCodeError.self) { try AccountKey(recoveryCode: String(code.dropLast()) + String(character)) }
+            #expect(throws: RecoveryCodeError.self) {
+                try AccountKey(recoveryCode: String(code.dropLast()) + String(character))
+            }
         }
     }
 
@@ -56,7 +60,10 @@ import Testing
         let cipher = RecordCipher(key)
         let hidden = cipher.hiddenKey(collection: "rules", key: "zoom.us")
         // The same pattern on two machines is one record.
-        #expect(hidden == RecordCipher(try AccountKey(recoveryCode: key.recoveryCode)).hiddenKey(collection: "rules", key: "zoom.us"))
+        #expect(
+            hidden
+                == RecordCipher(try AccountKey(recoveryCode: key.recoveryCode)).hiddenKey(
+                    collection: "rules", key: "zoom.us"))
         #expect(hidden.hasPrefix("h1.") && !hidden.contains("zoom"))
         #expect(hidden != cipher.hiddenKey(collection: "browsers", key: "zoom.us"))
         #expect(hidden != RecordCipher(AccountKey.generate()).hiddenKey(collection: "rules", key: "zoom.us"))
@@ -72,8 +79,10 @@ import Testing
         let key = try AccountKey(bytes: Array(0..<32))
         let signing = key.signingKey()
         #expect(Crypto.hex(signing.publicKey) == "b288a54cadd581e3883d0d2ee19a774e1f6f3bbdf59574111624b815f44b7ee5")
-        #expect(Crypto.hex(signing.sign(Array("brsync".utf8)))
-                == "5c6d0bcec444856ce04140537bd7b98b1c9e65ef8088d187e2b2bbe74494041e160a98e99879f53a5b88a0e74d251f2e1210c6edb56588b64a777c286e9dbc00")
+        #expect(
+            Crypto.hex(signing.sign(Array("brsync".utf8)))
+                == "5c6d0bcec444856ce04140537bd7b98b1c9e65ef8088d187e2b2bbe74494041e160a98e99879f53a5b88a0e74d251f2e1210c6edb56588b64a777c286e9dbc00"
+        )
         #expect(try AccountKey(recoveryCode: key.recoveryCode).signingKey().publicKey == signing.publicKey)
         #expect(AccountKey.generate().signingKey().publicKey != signing.publicKey)
     }
@@ -83,19 +92,22 @@ import Testing
         let cipher = RecordCipher(key)
         let hidden = cipher.hiddenKey(collection: "rules", key: "bank.example")
         let stamp = "0000018c2a5b3c00-00000001-laptop"
-        let sealed = cipher.seal(#""firefox-private""#, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp)
+        let sealed = cipher.seal(
+            #""firefox-private""#, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp)
         #expect(sealed.hasPrefix("e1.") && !sealed.contains("firefox"))
-        #expect(try cipher.open(sealed, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp) == #""firefox-private""#)
+        #expect(
+            try cipher.open(sealed, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp)
+                == #""firefox-private""#)
         let other = cipher.hiddenKey(collection: "rules", key: "other.example")
         var flipped = Array(sealed.utf8)
         flipped[10] = flipped[10] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         let attempts: [(RecordCipher, String, String, String, String)] = [
-            (RecordCipher(AccountKey.generate()), sealed, hidden, "browser", stamp),        // a wrong key
-            (cipher, sealed, other, "browser", stamp),                                       // moved to another record
-            (cipher, sealed, hidden, "priority", stamp),                                     // to another field
-            (cipher, sealed, hidden, "browser", "0000018c2a5b3c01-00000000-laptop"),         // replayed under a newer stamp
-            (cipher, String(decoding: flipped, as: UTF8.self), hidden, "browser", stamp),    // a byte changed
-            (cipher, #""firefox""#, hidden, "browser", stamp),                               // plaintext in an encrypted account
+            (RecordCipher(AccountKey.generate()), sealed, hidden, "browser", stamp), // a wrong key
+            (cipher, sealed, other, "browser", stamp), // moved to another record
+            (cipher, sealed, hidden, "priority", stamp), // to another field
+            (cipher, sealed, hidden, "browser", "0000018c2a5b3c01-00000000-laptop"), // replayed under a newer stamp
+            (cipher, String(decoding: flipped, as: UTF8.self), hidden, "browser", stamp), // a byte changed
+            (cipher, #""firefox""#, hidden, "browser", stamp), // plaintext in an encrypted account
             (cipher, "e1.!!", hidden, "browser", stamp),
             (cipher, "e1.AAAA", hidden, "browser", stamp),
         ]
@@ -114,10 +126,14 @@ import Testing
     }
 
     static func rule(_ pattern: String, _ browser: String, at millis: Int64, sequence: Int64 = 1) -> ChangeRecord {
-        ChangeRecord(sequence: sequence, collection: .rules, key: pattern,
-                     state: RecordState(fields: ["browser": StampedValue(.string(browser), stamp: stamp(millis)),
-                                                 "priority": StampedValue(.int(3), stamp: stamp(millis))],
-                                        versions: VersionVector(["laptop": UInt64(sequence)])))
+        ChangeRecord(
+            sequence: sequence, collection: .rules, key: pattern,
+            state: RecordState(
+                fields: [
+                    "browser": StampedValue(.string(browser), stamp: stamp(millis)),
+                    "priority": StampedValue(.int(3), stamp: stamp(millis)),
+                ],
+                versions: VersionVector(["laptop": UInt64(sequence)])))
     }
 
     /// A whole change sealed and opened: the server sees neither the pattern
@@ -125,16 +141,25 @@ import Testing
     /// sealing twice gives the same bytes (a retried push is the same push).
     @Test func aSealedChangeOpensToItselfAndShowsNothing() throws {
         let cipher = RecordCipher(AccountKey.generate())
-        let tombstone = ChangeRecord(sequence: 2, collection: .rules, key: "bank.example",
-                                     state: RecordState(fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(9))],
-                                                        versions: VersionVector(["laptop": 2])))
+        let tombstone = ChangeRecord(
+            sequence: 2, collection: .rules, key: "bank.example",
+            state: RecordState(
+                fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(9))],
+                versions: VersionVector(["laptop": 2])))
         var wide: [String: StampedValue] = [:]
-        for index in 0..<60 { wide["f\(index)"] = StampedValue(.object(["n": .int(Int64(index)), "s": .string("secret-\(index)")]), stamp: Self.stamp(Int64(index))) }
-        let settings = ChangeRecord(sequence: 3, collection: .settings, key: "wide", state: RecordState(fields: wide, versions: VersionVector(["laptop": 3])))
+        for index in 0..<60 {
+            wide["f\(index)"] = StampedValue(
+                .object(["n": .int(Int64(index)), "s": .string("secret-\(index)")]), stamp: Self.stamp(Int64(index)))
+        }
+        let settings = ChangeRecord(
+            sequence: 3, collection: .settings, key: "wide",
+            state: RecordState(fields: wide, versions: VersionVector(["laptop": 3])))
         for change in [Self.rule("health-clinic.example", "firefox-private", at: 5), tombstone, settings] {
             let sealed = try cipher.seal(change)
             let text = String(decoding: sealed.jsonBytes, as: UTF8.self)
-            for secret in ["health-clinic", "firefox-private", "bank.example", "secret-", "wide"] { #expect(!text.contains(secret), "\(secret) in \(text.prefix(200))") }
+            for secret in ["health-clinic", "firefox-private", "bank.example", "secret-", "wide"] {
+                #expect(!text.contains(secret), "\(secret) in \(text.prefix(200))")
+            }
             #expect(sealed.sequence == change.sequence && sealed.state.versions == change.state.versions)
             #expect(Set(sealed.state.fields.values.map(\.stamp)) == Set(change.state.fields.values.map(\.stamp)))
             #expect(try cipher.seal(change) == sealed, "deterministic")
@@ -142,9 +167,12 @@ import Testing
             // Through the wire and back.
             #expect(try cipher.open(try Wire.read(text, ChangeRecord.init(reading:))) == change)
         }
-        #expect(try cipher.seal(tombstone).state.isDeleted, "the server still sees a tombstone (it keeps and purges them)")
+        #expect(
+            try cipher.seal(tombstone).state.isDeleted, "the server still sees a tombstone (it keeps and purges them)")
         // Every sealed change has the form the server of an encrypted account takes.
-        for change in [Self.rule("a.example", "b", at: 1), tombstone, settings] { #expect(Wire.sealedProblem(try cipher.seal(change)) == nil) }
+        for change in [Self.rule("a.example", "b", at: 1), tombstone, settings] {
+            #expect(Wire.sealedProblem(try cipher.seal(change)) == nil)
+        }
     }
 
     /// The exact bytes of a sealed change, computed by an independent
@@ -155,21 +183,28 @@ import Testing
     @Test func aSealedChangeHasTheBytesTheSpecificationGives() throws {
         let cipher = RecordCipher(try AccountKey(bytes: Array(0..<32)))
         let stamp = try #require(HLCTimestamp(text: "000001a214472554-00000000-db22d30bcc46d6a9"))
-        let change = ChangeRecord(sequence: 1, collection: .rules, key: "zoom.us",
-                                  state: RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: stamp),
-                                                              "priority": StampedValue(.int(3), stamp: stamp),
-                                                              "deleted": StampedValue(.bool(false), stamp: stamp)],
-                                                     versions: VersionVector(["db22d30bcc46d6a9": 1])))
+        let change = ChangeRecord(
+            sequence: 1, collection: .rules, key: "zoom.us",
+            state: RecordState(
+                fields: [
+                    "browser": StampedValue(.string("chrome"), stamp: stamp),
+                    "priority": StampedValue(.int(3), stamp: stamp),
+                    "deleted": StampedValue(.bool(false), stamp: stamp),
+                ],
+                versions: VersionVector(["db22d30bcc46d6a9": 1])))
         let sealed = try cipher.seal(change)
         #expect(sealed.key == "h1.GJdIHsPPzMUG5SU1SNQBrte1MW3NBxzgDovvkVSZdzg")
         let expected: [String: JSONValue] = [
-            "browser": .string("e1.vQ0_7sWAb5yj9rtn2kidGK-BNvijKKy_NRgUkPj8MhNPDuTDXRQ2nfsjWLuizomKJthclLVhdUvRaOgA"), // padded to 32
+            // padded to 32
+            "browser": .string("e1.vQ0_7sWAb5yj9rtn2kidGK-BNvijKKy_NRgUkPj8MhNPDuTDXRQ2nfsjWLuizomKJthclLVhdUvRaOgA"),
             "priority": .string("e1.FmXdJbt4cPfSGVldq5eENXGw1h0ItI6T-YfB0TYMlGhJFSPVl6Yjh_ogIOA"),
             "deleted": .bool(false),
             "e2e.deleted": .string("e1.BZ0grid1QNqdw8_8jrE3HWQaaLJi9rfN-dngcKpWjmPRPS6krNGq6azQBGY"),
             "e2e.key": .string("e1.O08-NXXCApfDn7xAVmYNI0aHp0AO24Rm5H2dAEznHUJ5T4Fp07HQWJiTdO0"),
             // {"s":["browser","deleted","priority"],"v":{"db22d30bcc46d6a9":1}}, not padded
-            "e2e.manifest": .string("e1.5J5DqB0a4clvgoJ_UrmxSgepPMA-2ZPLB12Od_ztfHd9NQ7U6nK70dQnJQ6xa2zbE0dahEzcRbJfEBFiSxlVi3gL7QVbbhuuzAO8EuFuoyfXd83iC9k2BVU4whtl"),
+            "e2e.manifest": .string(
+                "e1.5J5DqB0a4clvgoJ_UrmxSgepPMA-2ZPLB12Od_ztfHd9NQ7U6nK70dQnJQ6xa2zbE0dahEzcRbJfEBFiSxlVi3gL7QVbbhuuzAO8EuFuoyfXd83iC9k2BVU4whtl"
+            ),
         ]
         #expect(sealed.state.fields.mapValues(\.value) == expected)
         #expect(sealed.state.fields.values.allSatisfy { $0.stamp == stamp })
@@ -181,51 +216,86 @@ import Testing
     /// up the classes; what is opened is the value, not its padding. A value
     /// sealed without padding (an older machine's) opens too.
     @Test func sealedSizesNameASizeClassNotAValue() throws {
-        #expect([0, 1, 16, 17, 32, 33, 64, 65, 200, 512, 513, 1024, 1025, 5000].map { RecordCipher.paddedLength($0) }
+        #expect(
+            [0, 1, 16, 17, 32, 33, 64, 65, 200, 512, 513, 1024, 1025, 5000].map { RecordCipher.paddedLength($0) }
                 == [16, 16, 16, 32, 32, 64, 64, 128, 256, 512, 1024, 1024, 2048, 5120])
         #expect(RecordCipher.paddedLength(RecordCipher.maxPaddedLength + 1) == RecordCipher.maxPaddedLength + 1)
         let cipher = RecordCipher(AccountKey.generate())
         let hidden = cipher.hiddenKey(collection: "rules", key: "a.example")
         let stamp = "0000018c2a5b3c00-00000001-laptop"
-        let sizes = Set(["zen", "edge", "tor-browser", "librewolf"].map {
-            cipher.seal(JSONValue.string($0).jsonText, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp).utf8.count
-        })
+        let sizes = Set(
+            ["zen", "edge", "tor-browser", "librewolf"].map {
+                cipher.seal(
+                    JSONValue.string($0).jsonText, collection: "rules", hiddenKey: hidden, field: "browser",
+                    stamp: stamp
+                ).utf8.count
+            })
         #expect(sizes.count == 1, "\(sizes)")
         for text in [#""tor-browser""#, "3", #"{"a":[1,2]}"#, #""trailing space ""#] {
             let sealed = cipher.seal(text, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp)
-            #expect(try cipher.open(sealed, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp) == text)
+            #expect(
+                try cipher.open(sealed, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp) == text)
         }
         // The largest value still seals within the wire's limit.
         let largest = JSONValue.string(String(repeating: "\u{1}", count: Wire.maxValueBytes)).jsonText
-        #expect(cipher.seal(largest, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp).utf8.count <= Wire.maxSealedValueBytes)
+        #expect(
+            cipher.seal(largest, collection: "rules", hiddenKey: hidden, field: "browser", stamp: stamp).utf8.count
+                <= Wire.maxSealedValueBytes)
         // Two keys of different lengths hide in one size class too.
-        let keys = ["a.b", "mail.example"].map { try? cipher.seal(ChangeRecord(sequence: 1, collection: .rules, key: $0, state: RecordState(
-            fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(text: stamp)!)]))).state.fields[RecordCipher.keyField]?.value }
-        #expect(keys.compactMap { $0?.stringValue?.utf8.count }.count == 2 && Set(keys.compactMap { $0?.stringValue?.utf8.count }).count == 1)
+        let keys = ["a.b", "mail.example"].map {
+            try? cipher.seal(
+                ChangeRecord(
+                    sequence: 1, collection: .rules, key: $0,
+                    state: RecordState(
+                        fields: ["browser": StampedValue(.string("x"), stamp: HLCTimestamp(text: stamp)!)]))
+            ).state.fields[RecordCipher.keyField]?.value
+        }
+        #expect(
+            keys.compactMap { $0?.stringValue?.utf8.count }.count == 2
+                && Set(keys.compactMap { $0?.stringValue?.utf8.count }).count == 1)
         // Which browser a rule opens, or which catalog browser a browser
         // record is, shows in no size: every catalog id seals to one size as
         // a rule's browser, and every catalog browser's record has the same
         // sizes, field by field.
         let at = HLCTimestamp(text: stamp)!
-        let ruleSizes = Set(BrowserCatalog.entries.map { entry in
-            try? cipher.seal(ChangeRecord(sequence: 1, collection: .rules, key: "a.example", state: RecordState(
-                fields: ["browser": StampedValue(.string(entry.id), stamp: at)]))).state.fields["browser"]?.value.stringValue?.utf8.count
-        })
+        let ruleSizes = Set(
+            BrowserCatalog.entries.map { entry in
+                try? cipher.seal(
+                    ChangeRecord(
+                        sequence: 1, collection: .rules, key: "a.example",
+                        state: RecordState(
+                            fields: ["browser": StampedValue(.string(entry.id), stamp: at)]))
+                ).state.fields["browser"]?.value.stringValue?.utf8.count
+            })
         #expect(ruleSizes.count == 1, "\(ruleSizes)")
-        let settingSizes = Set(BrowserCatalog.entries.map { entry in
-            try? cipher.seal(ChangeRecord(sequence: 1, collection: .settings, key: "default_browser", state: RecordState(
-                fields: ["value": StampedValue(.string(entry.id), stamp: at)]))).state.fields["value"]?.value.stringValue?.utf8.count
-        })
+        let settingSizes = Set(
+            BrowserCatalog.entries.map { entry in
+                try? cipher.seal(
+                    ChangeRecord(
+                        sequence: 1, collection: .settings, key: "default_browser",
+                        state: RecordState(
+                            fields: ["value": StampedValue(.string(entry.id), stamp: at)]))
+                ).state.fields["value"]?.value.stringValue?.utf8.count
+            })
         #expect(settingSizes.count == 1, "the default browser setting: \(settingSizes)")
-        let browserSizes = Set(BrowserCatalog.entries.map { entry -> [String: Int] in
-            let browser = entry.browser
-            let fields: [String: StampedValue] = ["name": StampedValue(.string(browser.name), stamp: at),
-                                                  "urlScheme": StampedValue(.string(browser.urlScheme), stamp: at),
-                                                  "urlFormat": StampedValue(.string(browser.urlFormat), stamp: at),
-                                                  "enabled": StampedValue(.bool(true), stamp: at), "deleted": StampedValue(.bool(false), stamp: at)]
-            let sealed = (try? cipher.seal(ChangeRecord(sequence: 1, collection: .browsers, key: entry.id, state: RecordState(fields: fields))))?.state.fields ?? [:]
-            return sealed.filter { $0.key != RecordCipher.manifestField }.mapValues { $0.value.stringValue?.utf8.count ?? 0 }
-        })
+        let browserSizes = Set(
+            BrowserCatalog.entries.map { entry -> [String: Int] in
+                let browser = entry.browser
+                let fields: [String: StampedValue] = [
+                    "name": StampedValue(.string(browser.name), stamp: at),
+                    "urlScheme": StampedValue(.string(browser.urlScheme), stamp: at),
+                    "urlFormat": StampedValue(.string(browser.urlFormat), stamp: at),
+                    "enabled": StampedValue(.bool(true), stamp: at), "deleted": StampedValue(.bool(false), stamp: at),
+                ]
+                let sealed =
+                    (try? cipher.seal(
+                        ChangeRecord(
+                            sequence: 1, collection: .browsers, key: entry.id, state: RecordState(fields: fields))))?
+                    .state.fields ?? [:]
+                return sealed.filter { $0.key != RecordCipher.manifestField }.mapValues {
+                    $0.value.stringValue?.utf8.count ?? 0
+                }
+            })
         #expect(browserSizes.count == 1, "\(browserSizes)")
     }
 
@@ -234,7 +304,9 @@ import Testing
     /// which the server takes and no client needs to open.
     @Test func aChangeWithNoFieldSealsToItsHiddenKeyAlone() throws {
         let cipher = RecordCipher(AccountKey.generate())
-        let empty = ChangeRecord(sequence: 4, collection: .rules, key: "zoom.us", state: RecordState(fields: [:], versions: VersionVector(["laptop": 4])))
+        let empty = ChangeRecord(
+            sequence: 4, collection: .rules, key: "zoom.us",
+            state: RecordState(fields: [:], versions: VersionVector(["laptop": 4])))
         let sealed = try cipher.seal(empty)
         #expect(sealed.state.fields.isEmpty && sealed.key == cipher.hiddenKey(collection: "rules", key: "zoom.us"))
         #expect(Wire.sealedProblem(sealed) == nil)
@@ -263,31 +335,53 @@ import Testing
         let cases: [(String, ChangeRecord, String)] = [
             ("a byte flipped", with(zoom, "browser", flipped(browser)), "browser"),
             ("another record's value", with(zoom, "browser", bank.state.fields["browser"]), "browser"),
-            ("an old value under a newer stamp", with(zoom, "browser", StampedValue(older.state.fields["browser"]!.value, stamp: browser.stamp)), "browser"),
-            ("a value moved to another field", with(zoom, "priority", StampedValue(browser.value, stamp: browser.stamp)), "priority"),
-            ("another record's key", with(zoom, RecordCipher.keyField, bank.state.fields[RecordCipher.keyField]), RecordCipher.keyField),
+            (
+                "an old value under a newer stamp",
+                with(zoom, "browser", StampedValue(older.state.fields["browser"]!.value, stamp: browser.stamp)),
+                "browser"
+            ),
+            (
+                "a value moved to another field",
+                with(zoom, "priority", StampedValue(browser.value, stamp: browser.stamp)), "priority"
+            ),
+            (
+                "another record's key", with(zoom, RecordCipher.keyField, bank.state.fields[RecordCipher.keyField]),
+                RecordCipher.keyField
+            ),
             ("no key", with(zoom, RecordCipher.keyField, nil), RecordCipher.keyField),
-            ("a deletion the device never wrote", with(zoom, "deleted", StampedValue(.bool(true), stamp: Self.stamp(99))), "deleted"),
-            ("a plaintext value", with(zoom, "browser", StampedValue(.string("chrome"), stamp: browser.stamp)), "browser"),
+            (
+                "a deletion the device never wrote",
+                with(zoom, "deleted", StampedValue(.bool(true), stamp: Self.stamp(99))), "deleted"
+            ),
+            (
+                "a plaintext value", with(zoom, "browser", StampedValue(.string("chrome"), stamp: browser.stamp)),
+                "browser"
+            ),
             ("a plaintext record", Self.rule("zoom.us", "chrome", at: 5), "not encrypted"),
         ]
         for (name, change, field) in cases {
             #expect(throws: RecordCipherError.self, "\(name)") { _ = try cipher.open(change) }
             do { _ = try cipher.open(change) } catch {
-                #expect(error.description.contains(field) && error.description.contains("rules") || field == "not encrypted", "\(name): \(error)")
+                #expect(
+                    error.description.contains(field) && error.description.contains("rules")
+                        || field == "not encrypted", "\(name): \(error)")
             }
         }
         #expect {
             _ = try RecordCipher(AccountKey.generate()).open(zoom)
         } throws: { "\($0)".contains("wrong account key") }
         // A deletion the device wrote opens.
-        let deleted = try cipher.seal(ChangeRecord(sequence: 3, collection: .rules, key: "zoom.us",
-                                                   state: RecordState(fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(7))])))
+        let deleted = try cipher.seal(
+            ChangeRecord(
+                sequence: 3, collection: .rules, key: "zoom.us",
+                state: RecordState(fields: ["deleted": StampedValue(.bool(true), stamp: Self.stamp(7))])))
         #expect(try cipher.open(deleted).state.isDeleted)
         // A field named like the cipher's own is refused when sealing.
         #expect(throws: RecordCipherError.self) {
-            _ = try cipher.seal(ChangeRecord(sequence: 1, collection: .settings, key: "x",
-                                             state: RecordState(fields: ["e2e.key": StampedValue(.int(1), stamp: Self.stamp(1))])))
+            _ = try cipher.seal(
+                ChangeRecord(
+                    sequence: 1, collection: .settings, key: "x",
+                    state: RecordState(fields: ["e2e.key": StampedValue(.int(1), stamp: Self.stamp(1))])))
         }
     }
 

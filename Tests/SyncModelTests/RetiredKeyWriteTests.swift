@@ -3,8 +3,8 @@ import Foundation
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// A retired key never writes again: when a server restored from before a
 /// rotation is moved forward, what it holds under the old key is taken only
@@ -16,8 +16,10 @@ import TestSupport
     /// x and y hold the first key and sync; the server is backed up; y is
     /// revoked and x rotates; the backup is restored (y's token and the first
     /// key with it). Returns the backup's new key and the first key.
-    static func rotateAcrossABackup(_ world: SyncWorld, _ x: SimulatedMachine, _ others: [SimulatedMachine],
-                                    revoking revoked: SimulatedMachine?) throws -> (first: AccountKey, second: AccountKey) {
+    static func rotateAcrossABackup(
+        _ world: SyncWorld, _ x: SimulatedMachine, _ others: [SimulatedMachine],
+        revoking revoked: SimulatedMachine?
+    ) throws -> (first: AccountKey, second: AccountKey) {
         try KeyChangeTests.rule(x, "before.example")
         let (first, _) = try KeyChangeTests.changeKey(world, x)
         for machine in others { try KeyChangeTests.addKey(world, machine, first) }
@@ -50,7 +52,8 @@ import TestSupport
         // Nothing of it reached the server, nor any machine with the new key.
         #expect(try !KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
         #expect(try KeyChangeTests.freshRules(world, key: second).contains("before.example"))
-        let deletion = try #require(try x.replica.removedRecords(limit: 10).first { $0.key == "before.example" && $0.why != nil })
+        let deletion = try #require(
+            try x.replica.removedRecords(limit: 10).first { $0.key == "before.example" && $0.why != nil })
         #expect(try deletion.state?.isDeleted == true && SyncWorld.rules(x.replica).keys.contains("before.example"))
         // Its user may still write them back, as edits of this machine: the rule, and the deletion.
         _ = try x.replica.restore(removed: set.id)
@@ -103,7 +106,9 @@ import TestSupport
         try world.sync(y)
         // The late machine syncs with the restored server (the old key is the account's there) and writes a rule of its own.
         try world.sync(late)
-        #expect(try SyncWorld.rules(late.replica).keys.contains("evil.example"), "taken in: it cannot tell it from anyone's")
+        #expect(
+            try SyncWorld.rules(late.replica).keys.contains("evil.example"), "taken in: it cannot tell it from anyone's"
+        )
         try KeyChangeTests.rule(late, "late.example")
         if !learnerMovesTheServer {
             let moved = try world.sync(x)
@@ -115,15 +120,20 @@ import TestSupport
         let learned = try world.sync(late)
         #expect(learnerMovesTheServer == learned.movedForward, "\(learned)")
         let evil = try #require(learned.setAside.first { $0.key == "evil.example" }, "\(learned)")
-        #expect(evil.why?.contains("learned of the rotation late") == true && evil.why?.contains("by y") == true, "\(evil)")
+        #expect(
+            evil.why?.contains("learned of the rotation late") == true && evil.why?.contains("by y") == true, "\(evil)")
         #expect(learned.setAside.contains { $0.key == "shared.example" }, "y's deletion too: \(learned)")
         #expect(try !SyncWorld.rules(late.replica).keys.contains("evil.example"))
         #expect(try SyncWorld.rules(late.replica).keys.contains("late.example"), "its own edit stays")
-        #expect(try late.replica.removedRecords(limit: 10).first { $0.id == evil.id }?.state?.fields["browser"]?.value == .string("firefox"))
+        #expect(
+            try late.replica.removedRecords(limit: 10).first { $0.id == evil.id }?.state?.fields["browser"]?.value
+                == .string("firefox"))
         // The machines with the new key sync: the revoked device's writes reach none of them, the late machine's edit reaches all.
         for _ in 0..<2 { for machine in [x, late] { try world.sync(machine) } }
         let expected = ["before.example", "late.example", "shared.example"]
-        for machine in [x, late] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)") }
+        for machine in [x, late] {
+            #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)")
+        }
         #expect(try KeyChangeTests.freshRules(world, key: second) == expected)
         // Its user may still write the set-aside rule back, as an edit of this machine.
         _ = try late.replica.restore(removed: evil.id)

@@ -3,11 +3,11 @@ import Cryptography
 import Model
 import Postgres
 import Replica
-import SyncClient
 import Storage
+import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// Signed writes as the machines live them: a key holder catches a signing
 /// key it did not register, the operator resets the account, and the
@@ -17,17 +17,24 @@ import TestSupport
     /// What someone holding a device token of the account (not the key) does
     /// to an account encrypted before signed writes: signs a key change with
     /// a key of its own, so the server takes that key first.
-    static func claim(_ world: SyncWorld, account: String, key: AccountKey, with token: String) throws -> Crypto.SigningKey {
+    static func claim(
+        _ world: SyncWorld, account: String, key: AccountKey, with token: String
+    ) throws -> Crypto.SigningKey {
         let bogus = Crypto.SigningKey(seed: Crypto.randomBytes(32))
         let request = EncryptRequest(keyID: key.id, publicKey: Crypto.base64URL(bogus.publicKey))
         let device = try world.store.authenticate(token: token)
         // The server verifies the request is signed with the key it names: it is (the bogus one).
-        _ = try world.store.encryptAccount(of: device, request, authority: try .signed(by: bogus, token: token, path: "/v1/account/encrypt",
-                                                                                       body: request.body))
+        _ = try world.store.encryptAccount(
+            of: device, request,
+            authority: try .signed(
+                by: bogus, token: token, path: "/v1/account/encrypt",
+                body: request.body))
         return bogus
     }
 
-    @Test(arguments: StoreKind.allCases) func aSigningKeyNobodyHereRegisteredStopsEveryKeyHolder(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aSigningKeyNobodyHereRegisteredStopsEveryKeyHolder(
+        _ kind: StoreKind
+    ) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "a-rule.com")
@@ -63,7 +70,8 @@ import TestSupport
         try KeyChangeTests.rule(a, "a-rule.com")
         let (key, _) = try KeyChangeTests.changeKey(world, a)
         for machine in [b, c] { try KeyChangeTests.addKey(world, machine, key) }
-        try KeyChangeTests.rule(c, "c-only.com") // pushed, then the reset deletes it from the server before anyone pulls it
+        // pushed, then the reset deletes it from the server before anyone pulls it
+        try KeyChangeTests.rule(c, "c-only.com")
         try world.sync(c)
         try KeyChangeTests.rule(b, "b-unpushed.com")
         #expect(try world.store.resetEncryption(account: "alice"))
@@ -88,7 +96,9 @@ import TestSupport
         }
         for machine in [a, b, c, a] { try world.sync(machine) }
         let expected = ["a-rule.com", "b-unpushed.com", "c-only.com"]
-        for machine in [a, b, c] { #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)") }
+        for machine in [a, b, c] {
+            #expect(try SyncWorld.rules(machine.replica).keys.sorted() == expected, "\(machine.name)")
+        }
         #expect(try KeyChangeTests.freshRules(world, key: next) == expected)
         // The reset key is never taken again.
         #expect(throws: SyncError.self) { try world.client(a).encryptAccount(with: key, replacing: next.id) }
@@ -125,7 +135,10 @@ import TestSupport
         // a encrypts the account again (a new key): c's edit is taken in first, and goes up sealed.
         let next = AccountKey.generate()
         _ = try world.client(a).changeAccountKey(to: next, afterReset: true) { _ in }
-        #expect(try KeyChangeTests.freshRules(world, key: next) == ["a-rule.com", "b-after.com", "b-rule.com", "c-rule.com"])
+        #expect(
+            try KeyChangeTests.freshRules(world, key: next) == [
+                "a-rule.com", "b-after.com", "b-rule.com", "c-rule.com",
+            ])
     }
 
     /// `brsync key forget` after a reset: the machine syncs readable, and

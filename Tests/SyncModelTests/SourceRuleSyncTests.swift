@@ -1,8 +1,8 @@
 import Foundation
 import Model
 import Replica
-import Testing
 import TestSupport
+import Testing
 
 /// A rule that names the app a link comes from syncs as a rule of its own
 /// (its key differs from the plain rule's for the same pattern) and decides
@@ -13,7 +13,9 @@ import TestSupport
         let laptop = try world.machine("laptop")
         let desktop = try world.machine("desktop")
         for machine in [laptop, desktop] {
-            for id in ["chrome", "firefox"] { _ = try machine.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "/bin/true %u") }
+            for id in ["chrome", "firefox"] {
+                _ = try machine.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: "/bin/true %u")
+            }
         }
         try laptop.replica.addRule(pattern: "github.com", browser: "firefox", priority: 10)
         try laptop.replica.addRule(pattern: "from:com.slack.Slack github.com", browser: "chrome", priority: 0)

@@ -7,8 +7,8 @@ import Plumbing
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// "No machine is ever stranded" and "no acknowledged write is lost", each
 /// scenario as a user meets it.
@@ -22,12 +22,15 @@ import TestSupport
         func client(_ machine: SimulatedMachine) throws -> SyncClient {
             var options = SyncClient.Options()
             options.pullLimit = 7
-            return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
-                                  token: machine.token, caFile: world.caFile, accountKey: key, options: options)
+            return try SyncClient(
+                replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+                token: machine.token, caFile: world.caFile, accountKey: key, options: options)
         }
         let writer = try world.machine("writer")
         _ = try writer.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
-        for index in 0..<60 { try writer.replica.addRule(pattern: "site\(index).example", browser: "firefox", priority: index % 5) }
+        for index in 0..<60 {
+            try writer.replica.addRule(pattern: "site\(index).example", browser: "firefox", priority: index % 5)
+        }
         _ = try writer.replica.removeRule(pattern: "site3.example")
         _ = try client(writer).sync()
         let ahead = try world.machine("ahead")
@@ -44,7 +47,8 @@ import TestSupport
         // for once (and, encrypted, the one request that checks the account's key).
         #expect(pulled.pulled == 62 && pulled.requests == 9 + (encrypted ? 1 : 0), "\(pulled)")
         // (Encrypted, the page-by-page machine pushed its name first: one record more.)
-        #expect(try ahead.replica.syncState().pullCursor + (encrypted ? 1 : 0) == stepwise.replica.syncState().pullCursor)
+        #expect(
+            try ahead.replica.syncState().pullCursor + (encrypted ? 1 : 0) == stepwise.replica.syncState().pullCursor)
     }
 
     /// A clock two hours fast before first contact: the edits are re-stamped
@@ -103,8 +107,10 @@ import TestSupport
         let second = try Replica.open(home: laptop.replica.home)
         // Another machine's edit, pulled by the first process, is 3 minutes ahead.
         let ahead = HLCTimestamp(wallMillis: Clock.wallMillis() + 180_000, counter: 7, device: "elsewhere")
-        let pulled = ChangeRecord(sequence: 1, collection: .settings, key: "x",
-                                  state: RecordState(fields: ["value": StampedValue(.string("a"), stamp: ahead)], versions: VersionVector(["elsewhere": 1])))
+        let pulled = ChangeRecord(
+            sequence: 1, collection: .settings, key: "x",
+            state: RecordState(
+                fields: ["value": StampedValue(.string("a"), stamp: ahead)], versions: VersionVector(["elsewhere": 1])))
         try laptop.replica.applyPulled([pulled], cursor: 1, epoch: "e")
         // The second process edits the same record after: its stamp is higher, so it wins.
         try second.write(.settings, key: "x", changes: ["value": .string("b")])
@@ -133,9 +139,10 @@ import TestSupport
             try world.sync(machine)
         }
         try laptop.replica.addRule(pattern: "pushed-before.example", browser: "firefox", priority: nil)
-        try world.sync(laptop)                                                          // desktop and tablet have not pulled it
-        try desktop.replica.addRule(pattern: "unpushed.example", browser: "firefox", priority: nil) // never pushed before the move
-        _ = try desktop.replica.removeRule(pattern: "laptop.example")   // pulled at its first sync
+        try world.sync(laptop) // desktop and tablet have not pulled it
+        // never pushed before the move
+        try desktop.replica.addRule(pattern: "unpushed.example", browser: "firefox", priority: nil)
+        _ = try desktop.replica.removeRule(pattern: "laptop.example") // pulled at its first sync
 
         try world.moveToPostgres()
         #expect(world.store is PostgresStore)
@@ -143,12 +150,18 @@ import TestSupport
         for _ in 0..<2 {
             for machine in [laptop, desktop, tablet] {
                 let summary = try world.sync(machine)
-                #expect(!summary.fullResync && summary.relayed == 0 && summary.newDeviceID == nil, "\(machine.name): \(summary)")
+                #expect(
+                    !summary.fullResync && summary.relayed == 0 && summary.newDeviceID == nil,
+                    "\(machine.name): \(summary)")
             }
         }
-        let expected = ["desktop.example", "tablet.example", "pushed-before.example", "unpushed.example", "after.example"]
+        let expected = [
+            "desktop.example", "tablet.example", "pushed-before.example", "unpushed.example", "after.example",
+        ]
         for machine in [laptop, desktop, tablet] {
-            #expect(try SyncWorld.rules(machine.replica) == Dictionary(uniqueKeysWithValues: expected.map { ($0, "firefox") }), "\(machine.name)")
+            #expect(
+                try SyncWorld.rules(machine.replica)
+                    == Dictionary(uniqueKeysWithValues: expected.map { ($0, "firefox") }), "\(machine.name)")
         }
         let states = try [laptop, desktop, tablet].map { try SyncWorld.state($0.replica) }
         #expect(states.allSatisfy { $0 == states[0] })
@@ -177,9 +190,11 @@ import TestSupport
         try world.sync(bob)
         let summary = try world.sync(laptop, token: bob.token)
         #expect(summary.fullResync, "\(summary)")
-        #expect(try SyncWorld.rules(laptop.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
+        #expect(
+            try SyncWorld.rules(laptop.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
         try world.sync(bob)
-        #expect(try SyncWorld.rules(bob.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
+        #expect(
+            try SyncWorld.rules(bob.replica).keys.sorted() == ["a.example", "b.example", "bob.example", "c.example"])
     }
 
     /// A home copied to a second machine (replica and token): both keep
@@ -245,7 +260,10 @@ import TestSupport
         let summary = try world.sync(machine)
         #expect(summary.newDeviceID != nil, "\(summary)")
         #expect(try SyncWorld.rules(restored).keys.sorted() == ["after-restore.example", "before-restore.example"])
-        #expect(try world.freshView().keys.filter { $0.hasPrefix("rules/") }.sorted() == ["rules/after-restore.example", "rules/before-restore.example"])
+        #expect(
+            try world.freshView().keys.filter { $0.hasPrefix("rules/") }.sorted() == [
+                "rules/after-restore.example", "rules/before-restore.example",
+            ])
     }
 
     /// The server restored from a file copy (twice) while one device is gone
@@ -256,7 +274,9 @@ import TestSupport
         let a = try world.machine("a")
         let b = try world.machine("b")
         let gone = try world.machine("gone")
-        for machine in [a, b, gone] { _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil) }
+        for machine in [a, b, gone] {
+            _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        }
         try a.replica.addRule(pattern: "a1.example", browser: "firefox", priority: nil)
         for machine in [a, b, gone, a, b] { try world.sync(machine) }
         world.stopServer()
@@ -284,7 +304,9 @@ import TestSupport
 
     /// A rule deleted long ago (the tombstone purged) and added again with the
     /// same pattern arrives whole on a new machine.
-    @Test(arguments: StoreKind.allCases) func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func aRuleAddedAgainAfterItsTombstoneWasPurgedArrivesWhole(
+        _ kind: StoreKind
+    ) throws {
         let world = try SyncWorld(kind)
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
@@ -333,7 +355,9 @@ import TestSupport
         let fresh = try world.machine("fresh")
         try world.sync(fresh)
         let edited = try #require(try fresh.replica.rules().first { $0.pattern == "edited.example" })
-        #expect(edited.browser == "firefox" && edited.priority == 9 && edited.createdAtMillis > 0, "whole, not partial: \(edited)")
+        #expect(
+            edited.browser == "firefox" && edited.priority == 9 && edited.createdAtMillis > 0,
+            "whole, not partial: \(edited)")
     }
 
     /// The newest stamp wins, deletions included: an edit made after a delete
@@ -363,7 +387,9 @@ import TestSupport
         let laptop = try world.machine("laptop")
         let other = try world.machine("other")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
-        for index in 0..<40 { try laptop.replica.addRule(pattern: "r\(index).example", browser: "firefox", priority: nil) }
+        for index in 0..<40 {
+            try laptop.replica.addRule(pattern: "r\(index).example", browser: "firefox", priority: nil)
+        }
         let first = try world.sync(laptop)
         #expect(first.pushed == 41 && first.pulled == 0, "\(first)")
         // Another machine's edit still comes down, and only it.
@@ -382,23 +408,26 @@ import TestSupport
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         #expect(throws: ReplicaError.self) {
-            try laptop.replica.addRule(pattern: "a.example/" + String(repeating: "p", count: 2100), browser: "firefox", priority: nil)
+            try laptop.replica.addRule(
+                pattern: "a.example/" + String(repeating: "p", count: 2100), browser: "firefox", priority: nil)
         }
         var wide: [String: JSONValue] = [:]
         for index in 0..<64 { wide["f\(index)"] = .int(1) }
         #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "wide", changes: wide) }
         #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "empty", changes: ["": .int(1)]) }
-        #expect(throws: ReplicaError.self) { try laptop.replica.write(.settings, key: "nul\u{0}key", changes: ["value": .int(1)]) }
+        #expect(throws: ReplicaError.self) {
+            try laptop.replica.write(.settings, key: "nul\u{0}key", changes: ["value": .int(1)])
+        }
         #expect(try laptop.replica.unpushedCount() == 1, "only the browser was written")
         // 1,000 records with a 9 KB field: about 9 MB, more than one request may carry.
         let note = JSONValue.string(String(repeating: "n", count: 9_000))
         for index in 0..<1000 { try laptop.replica.write(.settings, key: "big\(index)", changes: ["note": note]) }
         var options = SyncClient.Options()
         options.pushBatch = 1000
-        let client = try SyncClient(replica: laptop.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
-                                    token: laptop.token, caFile: world.caFile, options: options)
+        let client = try SyncClient(
+            replica: laptop.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+            token: laptop.token, caFile: world.caFile, options: options)
         let summary = try client.sync()
         #expect(summary.pushed == 1001 && summary.requests >= 4, "\(summary)")
     }
 }
-

@@ -7,8 +7,8 @@ import Postgres
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
 /// file replaced, and be started again, and machines with clocks of their own.
@@ -45,7 +45,9 @@ final class SyncWorld: @unchecked Sendable {
         directory.remove()
     }
 
-    static func start(storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory) throws -> (any SyncStore, SyncServer, UInt16) {
+    static func start(
+        storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory
+    ) throws -> (any SyncStore, SyncServer, UInt16) {
         let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? SQLiteStore(path: storePath)
         // Lying servers here change timelines as they like; the gate on honest ones is tested on its own.
         let (server, port) = try InProcessServer.start(store: store, certificates: directory) {
@@ -57,7 +59,9 @@ final class SyncWorld: @unchecked Sendable {
 
     func stopServer() { server.shutdown() }
 
-    func startServer() throws { (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory) }
+    func startServer() throws {
+        (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
+    }
 
     /// What `brsyncd migrate --from sqlite:… --to postgres://…` does, with
     /// the server stopped: the SQLite store copied into a new PostgreSQL
@@ -99,9 +103,10 @@ final class SyncWorld: @unchecked Sendable {
         options.backoffMilliseconds = 1
         // The account key, as `brsync` reads it: the machine's key file.
         let home = machine.replica.home
-        return try SyncClient(replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
-                              token: token ?? machine.token, caFile: caFile, accountKey: try AccountKeyFile.read(home: home),
-                              olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
+        return try SyncClient(
+            replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
+            token: token ?? machine.token, caFile: caFile, accountKey: try AccountKeyFile.read(home: home),
+            olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
     }
 
     /// The server's store as it is now, for ``restoreServer(_:)`` (SQLite:
@@ -123,7 +128,9 @@ final class SyncWorld: @unchecked Sendable {
         try startServer()
         for (name, machine) in machines where (try? store.authenticate(token: machine.token)) == nil {
             // A device added after the backup is added again.
-            machine.token = try (try? store.reissueToken(account: "alice", device: name)) ?? store.addDevice(account: "alice", name: name)
+            machine.token =
+                try (try? store.reissueToken(account: "alice", device: name))
+                ?? store.addDevice(account: "alice", name: name)
         }
     }
 

@@ -5,8 +5,8 @@ import Net
 import Replica
 import SyncClient
 import SyncCore
-import Testing
 import TestSupport
+import Testing
 
 /// A read-only credential never moves an encrypted account's timeline (so no
 /// key holder re-syncs for it), and a real rollback is still found: the key
@@ -21,19 +21,29 @@ import TestSupport
         _ = try KeyChangeTests.changeKey(world, a)
         try world.sync(a)
         let before = try #require(try a.replica.syncState().epoch)
-        let secret = try world.store.enroll(account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000).secret
-        let http = HTTPClient(.init(address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
-                                    tls: try TLSContext.client(caFile: world.caFile)))
+        let secret = try world.store.enroll(
+            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
+        ).secret
+        let http = HTTPClient(
+            .init(
+                address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
+                tls: try TLSContext.client(caFile: world.caFile)))
         for token in [b.token, secret] {
             for cursor in 0..<20 {
-                let answer = try http.send(method: "GET", target: "/v1/pull?since=\(999_999_000 + cursor)",
-                                           headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
-                #expect(answer.status == 409 && String(decoding: answer.body, as: UTF8.self).contains(WireError.Code.rollbackUnconfirmed.rawValue))
+                let answer = try http.send(
+                    method: "GET", target: "/v1/pull?since=\(999_999_000 + cursor)",
+                    headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
+                #expect(
+                    answer.status == 409
+                        && String(decoding: answer.body, as: UTF8.self).contains(
+                            WireError.Code.rollbackUnconfirmed.rawValue)
+                )
             }
         }
         // The key holder's next sync: one request, nothing new, the same timeline.
         let summary = try world.sync(a)
-        #expect(summary.pulled == 0 && !summary.fullResync && summary.relayed == 0 && summary.requests == 1, "\(summary)")
+        #expect(
+            summary.pulled == 0 && !summary.fullResync && summary.relayed == 0 && summary.requests == 1, "\(summary)")
         #expect(try a.replica.syncState().epoch == before)
     }
 

@@ -14,7 +14,9 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Starts `executable`; stdout and stderr are merged into ``text``.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        child = try ChildProcess([executable] + arguments, environment: ProcessRunner.environment(environment), output: .pipe, errors: .sameAsOutput)
+        child = try ChildProcess(
+            [executable] + arguments, environment: ProcessRunner.environment(environment), output: .pipe,
+            errors: .sameAsOutput)
         guard let descriptor = child.output else { throw BackgroundProcessError(message: "no output pipe") }
         // The reader owns a copy of the pipe's end, so it reads to the end
         // whatever happens to this value.
@@ -60,7 +62,8 @@ public final class BackgroundProcess: @unchecked Sendable {
         let expression = try NSRegularExpression(pattern: pattern)
         let deadline = Date().addingTimeInterval(timeout)
         func found(in current: String) -> String? {
-            guard let match = expression.firstMatch(in: current, range: NSRange(current.startIndex..., in: current)) else { return nil }
+            guard let match = expression.firstMatch(in: current, range: NSRange(current.startIndex..., in: current))
+            else { return nil }
             let range = match.numberOfRanges > 1 ? match.range(at: 1) : match.range
             return Range(range, in: current).map { String(current[$0]) }
         }
@@ -70,7 +73,8 @@ public final class BackgroundProcess: @unchecked Sendable {
                 // What it printed just before it exited may not have been read yet.
                 let all = drained()
                 if let found = found(in: all) { return found }
-                throw BackgroundProcessError(message: "the process exited (\(ended.code)) before printing /\(pattern)/:\n\(all)")
+                throw BackgroundProcessError(
+                    message: "the process exited (\(ended.code)) before printing /\(pattern)/:\n\(all)")
             }
             usleep(20_000)
         }

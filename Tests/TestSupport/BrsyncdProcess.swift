@@ -10,11 +10,18 @@ public struct BrsyncdProcess: Sendable {
     ///   - arguments: the store (``StoreKind/brsyncdStore(in:)``) and any other options.
     ///   - certificate: the certificate file in `directory` (the chain, for `brsync join`).
     ///   - port: 0 for an ephemeral port, or one a restarted server takes again.
-    public init(_ arguments: [String], certificates directory: TemporaryDirectory, certificate: String = "server.pem", port: UInt16 = 0,
-                environment: [String: String] = [:], binary: String = ProcessRunner.binary("brsyncd")) throws {
-        process = try BackgroundProcess(binary, ["serve"] + arguments + ["--listen", "127.0.0.1:\(port)", "--cert", directory.file(certificate),
-                                                                           "--key", directory.file("server.key")],
-                                        environment: environment)
+    public init(
+        _ arguments: [String], certificates directory: TemporaryDirectory, certificate: String = "server.pem",
+        port: UInt16 = 0,
+        environment: [String: String] = [:], binary: String = ProcessRunner.binary("brsyncd")
+    ) throws {
+        process = try BackgroundProcess(
+            binary,
+            ["serve"] + arguments + [
+                "--listen", "127.0.0.1:\(port)", "--cert", directory.file(certificate),
+                "--key", directory.file("server.key"),
+            ],
+            environment: environment)
         let listening = try process.waitFor(#"listening on https://127\.0\.0\.1:(\d+)"#)
         guard let port = UInt16(listening) else {
             process.stop()
@@ -36,7 +43,9 @@ extension StoreKind {
     /// brsyncd's options for a fresh store of this kind (`--db FILE` in
     /// `directory`, or `--store URL` of a new database in the shared
     /// cluster) and the environment they need (the password file).
-    public func brsyncdStore(in directory: TemporaryDirectory) throws -> (arguments: [String], environment: [String: String]) {
+    public func brsyncdStore(
+        in directory: TemporaryDirectory
+    ) throws -> (arguments: [String], environment: [String: String]) {
         switch self {
         case .sqlite: return (["--db", directory.file("store.sqlite")], [:])
         case .postgres:

@@ -34,10 +34,15 @@ public final class CapturingProxy: Sendable {
         let (listener, shared) = (listener, shared)
         accepting = ThreadJob {
             while !shared.stopping.load(ordering: .relaxed) {
-                guard (try? listener.wait(for: Int16(POLLIN), until: .after(milliseconds: 100), what: "accepting")) != nil,
-                      let (socket, _) = try? listener.accept() else { continue }
+                guard
+                    (try? listener.wait(for: Int16(POLLIN), until: .after(milliseconds: 100), what: "accepting"))
+                        != nil,
+                    let (socket, _) = try? listener.accept()
+                else { continue }
                 let job = ThreadJob {
-                    Self.relay(socket, serverTLS: serverTLS, upstreamPort: upstreamPort, upstreamTLS: upstreamTLS, shared: shared)
+                    Self.relay(
+                        socket, serverTLS: serverTLS, upstreamPort: upstreamPort, upstreamTLS: upstreamTLS,
+                        shared: shared)
                 }
                 shared.connections.withLock { $0.append(job) }
             }
@@ -64,11 +69,12 @@ public final class CapturingProxy: Sendable {
             while let end = Self.find([13, 10, 13, 10], in: rest) {
                 let head = String(decoding: rest[rest.startIndex..<end], as: UTF8.self)
                 rest = rest[(end + 4)...]
-                let length = head.split(separator: "\r\n").lazy.compactMap { line -> Int? in
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-                    return Int(parts[1].trimmingCharacters(in: .whitespaces))
-                }.first ?? 0
+                let length =
+                    head.split(separator: "\r\n").lazy.compactMap { line -> Int? in
+                        let parts = line.split(separator: ":", maxSplits: 1)
+                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                    }.first ?? 0
                 let startsRequest = ["GET ", "POST ", "HEAD ", "PUT "].contains { rest.starts(with: Array($0.utf8)) }
                 let body = length > 0 && !startsRequest ? Array(rest.prefix(length)) : []
                 rest = rest.dropFirst(body.count)
@@ -80,7 +86,9 @@ public final class CapturingProxy: Sendable {
 
     private static func find(_ needle: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
         guard bytes.count >= needle.count else { return nil }
-        return (bytes.startIndex...(bytes.endIndex - needle.count)).first { bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+        return (bytes.startIndex...(bytes.endIndex - needle.count)).first {
+            bytes[$0..<$0 + needle.count].elementsEqual(needle)
+        }
     }
 
     /// Whether `text` appears in what clients sent.
@@ -88,7 +96,9 @@ public final class CapturingProxy: Sendable {
         let needle = Array(text.utf8)
         let bytes = captured
         guard !needle.isEmpty, bytes.count >= needle.count else { return false }
-        return (0...(bytes.count - needle.count)).contains { bytes[$0] == needle[0] && bytes[$0..<$0 + needle.count].elementsEqual(needle) }
+        return (0...(bytes.count - needle.count)).contains {
+            bytes[$0] == needle[0] && bytes[$0..<$0 + needle.count].elementsEqual(needle)
+        }
     }
 
     /// Forgets what was captured so far.
@@ -106,13 +116,18 @@ public final class CapturingProxy: Sendable {
 
     /// One client's connection: TLS with the client, TLS to the server, bytes
     /// relayed both ways until either side closes or the proxy stops.
-    private static func relay(_ socket: Socket, serverTLS: TLSContext, upstreamPort: UInt16, upstreamTLS: TLSContext,
-                              shared: Shared) {
+    private static func relay(
+        _ socket: Socket, serverTLS: TLSContext, upstreamPort: UInt16, upstreamTLS: TLSContext,
+        shared: Shared
+    ) {
         let deadline = Deadline.after(milliseconds: 5_000)
         guard let client = try? TLSStream.accept(socket: socket, context: serverTLS, deadline: deadline) else { return }
         defer { client.close() }
-        guard let upstreamSocket = try? Socket.connect(to: SocketAddress(host: "127.0.0.1", port: upstreamPort), deadline: deadline),
-              let upstream = try? TLSStream.connect(socket: upstreamSocket, context: upstreamTLS, serverName: "localhost", deadline: deadline)
+        guard
+            let upstreamSocket = try? Socket.connect(
+                to: SocketAddress(host: "127.0.0.1", port: upstreamPort), deadline: deadline),
+            let upstream = try? TLSStream.connect(
+                socket: upstreamSocket, context: upstreamTLS, serverName: "localhost", deadline: deadline)
         else { return }
         defer { upstream.close() }
         let connection = shared.sent.withLock { sent in
@@ -129,7 +144,9 @@ public final class CapturingProxy: Sendable {
                 case .bytes(let count):
                     let bytes = Array(buffer[0..<count])
                     if record { shared.sent.withLock { $0[connection] += bytes } }
-                    guard (try? to.write(bytes, deadline: .after(milliseconds: 5_000))) != nil else { return (false, moved) }
+                    guard (try? to.write(bytes, deadline: .after(milliseconds: 5_000))) != nil else {
+                        return (false, moved)
+                    }
                     moved = true
                 case .nothing, .needsWait:
                     return (true, moved)
@@ -143,8 +160,10 @@ public final class CapturingProxy: Sendable {
             let down = pass(upstream, client, record: false)
             guard up.open, down.open else { return }
             if up.moved || down.moved { continue }
-            var descriptors = [pollfd(fd: client.socket.descriptor, events: Int16(POLLIN), revents: 0),
-                               pollfd(fd: upstream.socket.descriptor, events: Int16(POLLIN), revents: 0)]
+            var descriptors = [
+                pollfd(fd: client.socket.descriptor, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: upstream.socket.descriptor, events: Int16(POLLIN), revents: 0),
+            ]
             _ = poll(&descriptors, 2, 50)
         }
     }

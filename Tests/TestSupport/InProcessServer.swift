@@ -7,8 +7,10 @@ import Net
 /// with an ephemeral port, serving `store`, its log quiet. Stop it with
 /// `server.shutdown()`. (The binary as a process: ``BrsyncdProcess``.)
 public enum InProcessServer {
-    public static func start(store: any SyncStore, certificates directory: TemporaryDirectory,
-                             configure: (inout ServerConfiguration) -> Void = { _ in }) throws -> (server: SyncServer, port: UInt16) {
+    public static func start(
+        store: any SyncStore, certificates directory: TemporaryDirectory,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws -> (server: SyncServer, port: UInt16) {
         var configuration = ServerConfiguration()
         configuration.listen = [SocketAddress(host: "127.0.0.1", port: 0)]
         configuration.certificateFile = directory.file("server.pem")

@@ -46,7 +46,9 @@ public final class PostgresCluster: Sendable {
 
     init() throws {
         guard let binaries = Self.findBinaries() else {
-            throw PostgresClusterError(message: "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): apt-get install -y postgresql")
+            throw PostgresClusterError(
+                message:
+                    "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): apt-get install -y postgresql")
         }
         self.binaries = binaries
         runAs = getuid() == 0 ? "postgres" : nil
@@ -63,14 +65,23 @@ public final class PostgresCluster: Sendable {
         chmod(passwordFile, 0o600)
         if let runAs {
             guard let account = getpwnam(runAs) else {
-                throw PostgresClusterError(message: "the tests run as root and there is no '\(runAs)' user to run PostgreSQL as (Debian's postgresql package makes one)")
+                throw PostgresClusterError(
+                    message:
+                        "the tests run as root and there is no '\(runAs)' user to run PostgreSQL as (Debian's postgresql package makes one)"
+                )
             }
             chown(folder, account.pointee.pw_uid, account.pointee.pw_gid)
             chown(serverPassword, account.pointee.pw_uid, account.pointee.pw_gid)
             chmod(folder, 0o700)
         }
-        try run("initdb", ["-D", data, "-U", user, "--pwfile", serverPassword, "-A", "scram-sha-256", "-E", "UTF8", "--locale", "C", "--no-sync"])
-        let options = "-p \(port) -c listen_addresses=127.0.0.1 -k \(folder) -c fsync=off -c full_page_writes=off -c max_connections=200"
+        try run(
+            "initdb",
+            [
+                "-D", data, "-U", user, "--pwfile", serverPassword, "-A", "scram-sha-256", "-E", "UTF8", "--locale",
+                "C", "--no-sync",
+            ])
+        let options =
+            "-p \(port) -c listen_addresses=127.0.0.1 -k \(folder) -c fsync=off -c full_page_writes=off -c max_connections=200"
         try run("pg_ctl", ["-D", data, "-l", folder + "/server.log", "-w", "-t", "60", "-o", options, "start"])
     }
 
@@ -87,23 +98,31 @@ public final class PostgresCluster: Sendable {
 
     /// Runs SQL with `psql` (as the cluster's superuser).
     public func psql(_ sql: String, database: String = "postgres") throws {
-        let result = try execute(binaries + "/psql", ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", user, "-d", database, "-c", sql],
-                                 environment: ["PGPASSWORD": password], asServerUser: false)
+        let result = try execute(
+            binaries + "/psql",
+            [
+                "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", user, "-d", database,
+                "-c", sql,
+            ],
+            environment: ["PGPASSWORD": password], asServerUser: false)
         guard result.status == 0 else { throw PostgresClusterError(message: "psql failed: \(result.output)") }
     }
 
     /// Dumps a database with `pg_dump` (custom format; online, one snapshot).
     public func dump(database: String, to file: String) throws {
-        let result = try execute(binaries + "/pg_dump", ["-h", "127.0.0.1", "-p", String(port), "-U", user, "-Fc", "-f", file, database],
-                                 environment: ["PGPASSWORD": password], asServerUser: false)
+        let result = try execute(
+            binaries + "/pg_dump", ["-h", "127.0.0.1", "-p", String(port), "-U", user, "-Fc", "-f", file, database],
+            environment: ["PGPASSWORD": password], asServerUser: false)
         guard result.status == 0 else { throw PostgresClusterError(message: "pg_dump failed: \(result.output)") }
     }
 
     /// Restores a `pg_dump` file into a new database of that name.
     public func restore(_ file: String, into database: String) throws {
         try psql("CREATE DATABASE \(database)")
-        let result = try execute(binaries + "/pg_restore", ["-h", "127.0.0.1", "-p", String(port), "-U", user, "--exit-on-error", "-d", database, file],
-                                 environment: ["PGPASSWORD": password], asServerUser: false)
+        let result = try execute(
+            binaries + "/pg_restore",
+            ["-h", "127.0.0.1", "-p", String(port), "-U", user, "--exit-on-error", "-d", database, file],
+            environment: ["PGPASSWORD": password], asServerUser: false)
         guard result.status == 0 else { throw PostgresClusterError(message: "pg_restore failed: \(result.output)") }
     }
 
@@ -124,7 +143,9 @@ public final class PostgresCluster: Sendable {
         }
     }
 
-    private func execute(_ path: String, _ arguments: [String], environment: [String: String], asServerUser: Bool) throws -> (status: Int32, output: String) {
+    private func execute(
+        _ path: String, _ arguments: [String], environment: [String: String], asServerUser: Bool
+    ) throws -> (status: Int32, output: String) {
         var argv = [path] + arguments
         if asServerUser, let runAs { argv = ["/usr/sbin/runuser", "-u", runAs, "--"] + argv }
         // In "/": the server's user may not enter the tests' folder.
@@ -135,8 +156,10 @@ public final class PostgresCluster: Sendable {
         defer { unlink(outputPath) }
         let child: ChildProcess
         do {
-            child = try ChildProcess(argv, environment: ChildProcess.Environment(set: environment.merging(["LC_ALL": "C"]) { _, new in new }),
-                                     output: .file(outputPath), errors: .sameAsOutput)
+            child = try ChildProcess(
+                argv,
+                environment: ChildProcess.Environment(set: environment.merging(["LC_ALL": "C"]) { _, new in new }),
+                output: .file(outputPath), errors: .sameAsOutput)
         } catch {
             throw PostgresClusterError(message: "\(error)")
         }
@@ -147,8 +170,10 @@ public final class PostgresCluster: Sendable {
 
     static func findBinaries() -> String? {
         let root = "/usr/lib/postgresql"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
-        for version in versions.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init)
+            .sorted()
+        for version in versions.reversed()
+        where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
             return "\(root)/\(version)/bin"
         }
         return nil
@@ -163,7 +188,9 @@ public final class PostgresCluster: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw PostgresClusterError(message: "bind failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)

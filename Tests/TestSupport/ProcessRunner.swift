@@ -18,7 +18,9 @@ public enum ProcessRunner {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = executable.deletingLastPathComponent()
         // The test runner may live inside `X.xctest/` or be the bundle itself.
-        while directory.path != "/" && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("brsync").path) {
+        while directory.path != "/"
+            && !FileManager.default.fileExists(atPath: directory.appendingPathComponent("brsync").path)
+        {
             directory = directory.deletingLastPathComponent()
         }
         return directory
@@ -33,12 +35,16 @@ public enum ProcessRunner {
     /// Nothing a test starts touches the real home: `HOME` and the XDG base
     /// folders a test does not set are a scratch home of this test run's
     /// (``scratchHome``), never the user's.
-    public static func environment(_ environment: [String: String], unsetting more: [String] = []) -> ChildProcess.Environment {
+    public static func environment(
+        _ environment: [String: String], unsetting more: [String] = []
+    ) -> ChildProcess.Environment {
         var isolated = environment
         let home = environment["HOME"] ?? scratchHome
         isolated["HOME"] = home
-        for (name, folder) in [("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
-                               ("XDG_CACHE_HOME", ".cache")] where isolated[name] == nil && !more.contains(name) {
+        for (name, folder) in [
+            ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state"),
+            ("XDG_CACHE_HOME", ".cache"),
+        ] where isolated[name] == nil && !more.contains(name) {
             isolated[name] = "\(home)/\(folder)"
         }
         return ChildProcess.Environment(set: isolated, unset: ["BRSYNC_*"] + more)
@@ -48,7 +54,8 @@ public enum ProcessRunner {
     /// whose test gives them none.
     public static let scratchHome: String = {
         let path = "\(NSTemporaryDirectory())/brsync-test-home-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return path
     }()
 
@@ -58,8 +65,9 @@ public enum ProcessRunner {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
         timeout: TimeInterval = 60
     ) throws -> ProcessResult {
-        let result = try Subprocess.run([executable] + arguments, input: stdin ?? "", timeoutMilliseconds: Int(timeout * 1000),
-                                        environment: Self.environment(environment), outputLimit: 1 << 28, errorsLimit: 1 << 28)
+        let result = try Subprocess.run(
+            [executable] + arguments, input: stdin ?? "", timeoutMilliseconds: Int(timeout * 1000),
+            environment: Self.environment(environment), outputLimit: 1 << 28, errorsLimit: 1 << 28)
         return ProcessResult(status: result.termination.code, stdout: result.output, stderr: result.errors)
     }
 }

@@ -5,13 +5,19 @@ import Plumbing
 /// daemons behind (a tmux server), which would keep a pipe open.
 public enum Shell {
     /// Runs `command` with `/bin/sh -c`; returns its exit status and output.
-    public static func run(_ command: String, environment: [String: String] = [:], timeout: TimeInterval = 30) -> (status: Int32, output: String) {
-        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("brsync-shell-\(UUID().uuidString)").path
+    public static func run(
+        _ command: String, environment: [String: String] = [:], timeout: TimeInterval = 30
+    ) -> (status: Int32, output: String) {
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "brsync-shell-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: outputFile) }
         let child: ChildProcess
         do {
-            child = try ChildProcess(["/bin/sh", "-c", command], environment: ProcessRunner.environment(environment, unsetting: ["BRSYNC*", "TMUX"]),
-                                     output: .file(outputFile), errors: .sameAsOutput)
+            child = try ChildProcess(
+                ["/bin/sh", "-c", command],
+                environment: ProcessRunner.environment(environment, unsetting: ["BRSYNC*", "TMUX"]),
+                output: .file(outputFile), errors: .sameAsOutput)
         } catch {
             return (-1, "\(error)")
         }

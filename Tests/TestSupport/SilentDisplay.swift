@@ -19,7 +19,8 @@ public final class SilentDisplay: @unchecked Sendable {
         // A number no Xvfb of the tests takes (they pick from 0 up).
         var chosen = -1
         var socketPath = path ?? ""
-        for candidate in (700 + Int(getpid() % 200))..<1_000 where path == nil && !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(candidate)") {
+        for candidate in (700 + Int(getpid() % 200))..<1_000
+        where path == nil && !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(candidate)") {
             chosen = candidate
             socketPath = "/tmp/.X11-unix/X\(candidate)"
             break
@@ -35,7 +36,9 @@ public final class SilentDisplay: @unchecked Sendable {
             for (index, byte) in socketPath.utf8.enumerated() { raw[index] = byte }
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard descriptor >= 0, bound == 0, listen(descriptor, 64) == 0 else { throw POSIXError(.EADDRINUSE) }
         Thread.detachNewThread {
@@ -49,7 +52,9 @@ public final class SilentDisplay: @unchecked Sendable {
                 }
                 if let reply {
                     var request = [UInt8](repeating: 0, count: 64)
-                    if read(client, &request, request.count) > 0 { _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) } }
+                    if read(client, &request, request.count) > 0 {
+                        _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                    }
                 }
                 held.append(client)
             }

@@ -9,8 +9,10 @@ public struct TestCertificates {
     public let certificateFile: String
     public let keyFile: String
 
-    public init(in directory: TemporaryDirectory, authority: CertificateAuthority? = nil,
-                hosts: [String] = ["localhost", "127.0.0.1", "::1"]) throws {
+    public init(
+        in directory: TemporaryDirectory, authority: CertificateAuthority? = nil,
+        hosts: [String] = ["localhost", "127.0.0.1", "::1"]
+    ) throws {
         let authority = try authority ?? CertificateAuthority()
         let issued = try authority.issue(hosts: hosts)
         self.authority = authority

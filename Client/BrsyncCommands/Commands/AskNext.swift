@@ -34,15 +34,20 @@ public struct AskNext: ParsableCommand {
         let home = global.resolvedHome
         _ = try global.openReplica() // a replica, or the usual message
         if cancel {
-            print(try removeSetting(Self.path(home: home)) ? "taken back: the next link opens as its rules decide" : "no link was going to ask")
+            print(
+                try removeSetting(Self.path(home: home))
+                    ? "taken back: the next link opens as its rules decide" : "no link was going to ask")
             return
         }
         do throws(SecretFile.Failure) {
-            try SecretFile.write(Array(String(WatchWake.bootMillis()).utf8), to: Self.path(home: home), what: "the ask-next request")
+            try SecretFile.write(
+                Array(String(WatchWake.bootMillis()).utf8), to: Self.path(home: home), what: "the ask-next request")
         } catch {
             throw CLIFailure(message: error.message)
         }
-        print("the next link opened within a minute asks which browser opens it ('brsync ask-next --cancel' takes it back)")
+        print(
+            "the next link opened within a minute asks which browser opens it ('brsync ask-next --cancel' takes it back)"
+        )
     }
 
     /// Takes a request made within its lifetime, for one link: true when there
@@ -52,12 +57,15 @@ public struct AskNext: ParsableCommand {
         let file = path(home: home)
         let bytes: [UInt8]
         do throws(SecretFile.Failure) {
-            guard let read = try SecretFile.read(file, what: "the ask-next request", othersMayRead: true) else { return false }
+            guard let read = try SecretFile.read(file, what: "the ask-next request", othersMayRead: true) else {
+                return false
+            }
             bytes = read
         } catch {
             // Not one brsync made (a folder, a file others can change): said, and removed when it can be (it is for one link).
             let removed = (try? removeSetting(file)) == true
-            ExitStatus.warn("\(error.message): ignored\(removed ? " and removed" : "; remove it by hand (rm -r '\(file)')")")
+            ExitStatus.warn(
+                "\(error.message): ignored\(removed ? " and removed" : "; remove it by hand (rm -r '\(file)')")")
             return false
         }
         guard unlink(file) == 0 else { return false } // another link took it
@@ -76,7 +84,8 @@ public struct HoldToAsk: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "hold-to-ask",
-        abstract: "On X11, make links clicked while holding a key ask which browser opens them, even when a rule decides.",
+        abstract:
+            "On X11, make links clicked while holding a key ask which browser opens them, even when a rule decides.",
         discussion: """
             KEY is shift, ctrl, alt or super; 'off' stops it; no KEY says what is set. Keep the key down until the \
             picker shows (brsync reads it as it starts, 5 to 50 ms after the click). A Wayland session tells no \
@@ -85,7 +94,8 @@ public struct HoldToAsk: ParsableCommand {
             the usual choice.
             """)
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "shift, ctrl, alt, super, or off.", completion: .list(["shift", "ctrl", "alt", "super", "off"])) var key: String?
+    @Argument(help: "shift, ctrl, alt, super, or off.", completion: .list(["shift", "ctrl", "alt", "super", "off"]))
+    var key: String?
 
     static func path(home: String) -> String { "\(home)/hold-to-ask" }
 
@@ -98,25 +108,38 @@ public struct HoldToAsk: ParsableCommand {
                 print("off: links ask only when no rule decides, or after 'brsync ask-next'")
                 return
             }
-            print("links clicked while holding \(chosen.label) ask which browser opens them\(Self.sessionNote(environment))")
+            print(
+                "links clicked while holding \(chosen.label) ask which browser opens them\(Self.sessionNote(environment))"
+            )
             return
         }
         if key.lowercased() == "off" {
-            print(try removeSetting(Self.path(home: home)) ? "off: holding a key while clicking changes nothing" : "it was off")
+            print(
+                try removeSetting(Self.path(home: home))
+                    ? "off: holding a key while clicking changes nothing" : "it was off")
             return
         }
         guard let modifier = HeldKeys.Modifier(named: key) else {
-            throw CLIFailure(message: "'\(DisplayText.printable(key.prefix(40)))' is not a key brsync can read: use shift, ctrl, alt, super or off")
+            throw CLIFailure(
+                message:
+                    "'\(DisplayText.printable(key.prefix(40)))' is not a key brsync can read: use shift, ctrl, alt, super or off"
+            )
         }
         do throws(SecretFile.Failure) {
-            try SecretFile.write(Array(modifier.rawValue.utf8), to: Self.path(home: home), what: "the hold-to-ask setting")
+            try SecretFile.write(
+                Array(modifier.rawValue.utf8), to: Self.path(home: home), what: "the hold-to-ask setting")
         } catch {
             throw CLIFailure(message: error.message)
         }
-        print("links clicked while holding \(modifier.label) ask which browser opens them\(Self.sessionNote(environment))")
+        print(
+            "links clicked while holding \(modifier.label) ask which browser opens them\(Self.sessionNote(environment))"
+        )
         switch modifier {
-        case .ctrl: ExitStatus.warn("Ctrl+click is how many terminals and editors open links: every link clicked there will ask")
-        case .alt: ExitStatus.warn("many window managers take Alt+click to move a window, and the app never sees the click")
+        case .ctrl:
+            ExitStatus.warn(
+                "Ctrl+click is how many terminals and editors open links: every link clicked there will ask")
+        case .alt:
+            ExitStatus.warn("many window managers take Alt+click to move a window, and the app never sees the click")
         case .shift, .super: break
         }
     }
@@ -128,13 +151,18 @@ public struct HoldToAsk: ParsableCommand {
         do throws(SecretFile.Failure) {
             bytes = try SecretFile.read(path(home: home), what: "the hold-to-ask setting", othersMayRead: true)
         } catch {
-            throw CLIFailure(message: "\(error.message): 'brsync hold-to-ask off' removes it, 'brsync hold-to-ask shift' writes it anew")
+            throw CLIFailure(
+                message:
+                    "\(error.message): 'brsync hold-to-ask off' removes it, 'brsync hold-to-ask shift' writes it anew")
         }
         guard let bytes else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
         if text.lowercased() == "off" { return nil }
         guard let modifier = HeldKeys.Modifier(named: text) else {
-            throw CLIFailure(message: "\(path(home: home)) names no key ('\(DisplayText.printable(text.prefix(40)))'): run 'brsync hold-to-ask shift' or 'brsync hold-to-ask off'")
+            throw CLIFailure(
+                message:
+                    "\(path(home: home)) names no key ('\(DisplayText.printable(text.prefix(40)))'): run 'brsync hold-to-ask shift' or 'brsync hold-to-ask off'"
+            )
         }
         return modifier
     }
@@ -145,7 +173,9 @@ public struct HoldToAsk: ParsableCommand {
     /// - Parameter warn: told when the key is set but the keys cannot be read
     ///   (a display that closes the connection or does not answer): the click
     ///   goes on as the rules say, and the person must learn why it did not ask.
-    static func isHeld(home: String, environment: [String: String], warn: (String) -> Void = { ExitStatus.warn($0) }) -> HeldKeys.Modifier? {
+    static func isHeld(
+        home: String, environment: [String: String], warn: (String) -> Void = { ExitStatus.warn($0) }
+    ) -> HeldKeys.Modifier? {
         let modifier: HeldKeys.Modifier
         do {
             guard let chosen = try chosen(home: home) else { return nil }
@@ -154,7 +184,8 @@ public struct HoldToAsk: ParsableCommand {
             warn(Failures.message(of: error))
             return nil
         }
-        if HeldKeys.unreadable(environment: environment) != nil { return nil } // Wayland, no display: said by hold-to-ask and doctor
+        // Wayland, no display: said by hold-to-ask and doctor
+        if HeldKeys.unreadable(environment: environment) != nil { return nil }
         do throws(HeldKeys.Failure) {
             return try HeldKeys.held(environment: environment).contains(modifier) ? modifier : nil
         } catch {

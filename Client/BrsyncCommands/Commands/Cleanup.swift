@@ -10,7 +10,8 @@ public struct CleanupCommand: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "cleanup",
-        abstract: "Show or change link cleanup: wrapped links are unwrapped and tracking parameters dropped before rules decide.",
+        abstract:
+            "Show or change link cleanup: wrapped links are unwrapped and tracking parameters dropped before rules decide.",
         discussion: """
             Offline and the same on every machine: links wrapped by Microsoft Safe Links, Google, Facebook, Instagram,
             Slack, YouTube, LinkedIn, Steam, VK, Reddit and Tumblr are unwrapped (at most \(LinkCleanup.maxDepth) deep),
@@ -22,7 +23,8 @@ public struct CleanupCommand: ParsableCommand {
 
     public struct Show: ParsableCommand {
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the tracking parameters removed.")
+        public static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show the tracking parameters removed.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -31,17 +33,25 @@ public struct CleanupCommand: ParsableCommand {
             let cleanup = try replica.linkCleanup()
             let isDefault = try replica.setting(Replica.trackingParametersSetting) == nil
             if json {
-                Output.json(JSONValue.object(["parameters": .array(cleanup.parameters.map(JSONValue.string)), "default": .bool(isDefault)]))
+                Output.json(
+                    JSONValue.object([
+                        "parameters": .array(cleanup.parameters.map(JSONValue.string)), "default": .bool(isDefault),
+                    ]))
                 return
             }
-            print("tracking parameters removed (\(isDefault ? "the default list" : "synced list"), \(cleanup.parameters.count)):")
-            print(cleanup.parameters.isEmpty ? "  (none: links keep every parameter)" : "  " + cleanup.parameters.joined(separator: " "))
+            print(
+                "tracking parameters removed (\(isDefault ? "the default list" : "synced list"), \(cleanup.parameters.count)):"
+            )
+            print(
+                cleanup.parameters.isEmpty
+                    ? "  (none: links keep every parameter)" : "  " + cleanup.parameters.joined(separator: " "))
         }
     }
 
     public struct CleanURL: ParsableCommand {
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "url", abstract: "Print a URL cleaned (what rules decide on).")
+        public static let configuration = CommandConfiguration(
+            commandName: "url", abstract: "Print a URL cleaned (what rules decide on).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The URL.") var url: String
 
@@ -56,14 +66,23 @@ public struct CleanupCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(
             commandName: "params",
-            abstract: "Change the synced list of tracking parameters: --add and --remove names (NAME or PREFIX*), or --reset to the default.")
+            abstract:
+                "Change the synced list of tracking parameters: --add and --remove names (NAME or PREFIX*), or --reset to the default."
+        )
         @OptionGroup var global: GlobalOptions
-        @Option(name: .customLong("add"), help: "A parameter name to remove from links (PREFIX* for every name starting so).") var added: [String] = []
-        @Option(name: .customLong("remove"), help: "A name to take off the list.", completion: Completions.trackingParameters) var removed: [String] = []
+        @Option(
+            name: .customLong("add"),
+            help: "A parameter name to remove from links (PREFIX* for every name starting so).") var added: [String] =
+                []
+        @Option(
+            name: .customLong("remove"), help: "A name to take off the list.",
+            completion: Completions.trackingParameters) var removed: [String] = []
         @Flag(help: "Go back to the default list.") var reset = false
 
         public func validate() throws {
-            guard reset || !added.isEmpty || !removed.isEmpty else { throw ValidationError("say what to change: --add NAME, --remove NAME or --reset") }
+            guard reset || !added.isEmpty || !removed.isEmpty else {
+                throw ValidationError("say what to change: --add NAME, --remove NAME or --reset")
+            }
             guard !reset || (added.isEmpty && removed.isEmpty) else { throw ValidationError("--reset goes alone") }
             for name in added {
                 if let problem = LinkCleanup.problem(name: name) { throw ValidationError(problem) }
@@ -80,11 +99,14 @@ public struct CleanupCommand: ParsableCommand {
             var names = try replica.linkCleanup().parameters
             for name in removed {
                 guard let index = names.firstIndex(where: { $0.lowercased() == name.lowercased() }) else {
-                    throw CLIFailure(message: "'\(DisplayText.printable(name))' is not on the list; see 'brsync cleanup show'")
+                    throw CLIFailure(
+                        message: "'\(DisplayText.printable(name))' is not on the list; see 'brsync cleanup show'")
                 }
                 names.remove(at: index)
             }
-            for name in added where !names.contains(where: { $0.lowercased() == name.lowercased() }) { names.append(name) }
+            for name in added where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
+                names.append(name)
+            }
             guard names.count <= LinkCleanup.maxParameters else {
                 throw CLIFailure(message: "the list holds at most \(LinkCleanup.maxParameters) names")
             }

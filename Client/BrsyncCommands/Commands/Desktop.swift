@@ -11,7 +11,9 @@ public struct Detect: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "detect",
-        abstract: "Find installed browsers from their desktop entries (native, Flatpak, Snap) and record how to launch them here.")
+        abstract:
+            "Find installed browsers from their desktop entries (native, Flatpak, Snap) and record how to launch them here."
+    )
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
     @Flag(help: "Replace launch commands set by hand (--exec, profiles) with the detected ones.") var replace = false
@@ -30,30 +32,44 @@ public struct Detect: ParsableCommand {
             for browser in found {
                 let known = try replica.findBrowser(named: browser.browserID) != nil
                 if !known {
-                    try replica.addBrowser(id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
-                                           format: nil, scheme: nil, exec: nil)
+                    try replica.addBrowser(
+                        id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
+                        format: nil, scheme: nil, exec: nil)
                 }
-                if try !replica.setDetected(browser.browserID, exec: browser.exec, desktopEntry: browser.path, replacing: replace) {
+                if try !replica.setDetected(
+                    browser.browserID, exec: browser.exec, desktopEntry: browser.path, replacing: replace)
+                {
                     kept.append(browser.browserID)
                 }
             }
         }
         for id in kept {
-            ExitStatus.warn("kept the launch command set by hand for '\(id)' ('browsers detect --replace' uses the detected one)")
+            ExitStatus.warn(
+                "kept the launch command set by hand for '\(id)' ('browsers detect --replace' uses the detected one)")
         }
         if json {
-            Output.json(JSONValue.array(found.map { browser in
-                .object(["id": .string(browser.browserID), "name": .string(browser.name), "desktopID": .string(browser.desktopID),
-                         "path": .string(browser.path), "exec": .string(browser.exec), "catalog": .bool(browser.isCatalogBrowser),
-                         "actions": .array(browser.actions.map { .object(["id": .string($0.id), "name": .string($0.name), "exec": .string($0.exec)]) })])
-            }))
+            Output.json(
+                JSONValue.array(
+                    found.map { browser in
+                        .object([
+                            "id": .string(browser.browserID), "name": .string(browser.name),
+                            "desktopID": .string(browser.desktopID),
+                            "path": .string(browser.path), "exec": .string(browser.exec),
+                            "catalog": .bool(browser.isCatalogBrowser),
+                            "actions": .array(
+                                browser.actions.map {
+                                    .object(["id": .string($0.id), "name": .string($0.name), "exec": .string($0.exec)])
+                                }),
+                        ])
+                    }))
             return
         }
         if found.isEmpty {
             print("no browsers found in \(detector.directories.joined(separator: ", "))")
             return
         }
-        Output.table(["ID", "NAME", "DESKTOP ENTRY", "LAUNCH"], found.map { [$0.browserID, $0.name, $0.desktopID, $0.exec] })
+        Output.table(
+            ["ID", "NAME", "DESKTOP ENTRY", "LAUNCH"], found.map { [$0.browserID, $0.name, $0.desktopID, $0.exec] })
     }
 }
 
@@ -65,10 +81,13 @@ public struct Install: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "install",
         abstract: "Make brsync the default web browser (http, https, HTML files), remembering the previous default.",
-        discussion: "The desktop entry runs 'brsync open --home DIR' with this replica's folder. Refused until this machine has a replica and a usable browser.")
+        discussion:
+            "The desktop entry runs 'brsync open --home DIR' with this replica's folder. Refused until this machine has a replica and a usable browser."
+    )
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Install even when clicks could not be served yet (no replica, or no usable browser).") var force = false
+    @Flag(help: "Install even when clicks could not be served yet (no replica, or no usable browser).") var force =
+        false
 
     public func run() throws {
         let home = global.resolvedHome
@@ -78,16 +97,26 @@ public struct Install: ParsableCommand {
             do {
                 replica = try global.openReplica()
             } catch {
-                throw CLIFailure(message: "\(Failures.message(of: error)); run 'brsync init' and 'brsync browsers detect' first (or install --force)")
+                throw CLIFailure(
+                    message:
+                        "\(Failures.message(of: error)); run 'brsync init' and 'brsync browsers detect' first (or install --force)"
+                )
             }
             if try !replica.browsers().contains(where: \.isUsable) {
-                throw CLIFailure(message: "no browser is usable here, so no click could be opened: run 'brsync browsers detect' (or add one with --exec) first (or install --force)")
+                throw CLIFailure(
+                    message:
+                        "no browser is usable here, so no click could be opened: run 'brsync browsers detect' (or add one with --exec) first (or install --force)"
+                )
             }
         }
         let registration = DefaultBrowserRegistration(environment: ProcessEnvironment.all(), brsyncHome: home)
         let previous = try registration.install(executable: currentExecutable(), home: home)
         print("installed \(registration.desktopFile); brsync is the default browser")
-        if !previous.isEmpty { print("previous default: \(Set(previous.values).sorted().joined(separator: ", ")) ('brsync uninstall' puts it back)") }
+        if !previous.isEmpty {
+            print(
+                "previous default: \(Set(previous.values).sorted().joined(separator: ", ")) ('brsync uninstall' puts it back)"
+            )
+        }
     }
 }
 
@@ -98,13 +127,17 @@ public struct Uninstall: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     public func run() throws {
-        let registration = DefaultBrowserRegistration(environment: ProcessEnvironment.all(), brsyncHome: global.resolvedHome)
+        let registration = DefaultBrowserRegistration(
+            environment: ProcessEnvironment.all(), brsyncHome: global.resolvedHome)
         let previous = try registration.uninstall()
         let restored = Set(previous.values.filter { !$0.isEmpty }).sorted()
         if previous.isEmpty {
             print("uninstalled; brsync was not the default browser, so the defaults were left as they are")
         } else {
-            print(restored.isEmpty ? "uninstalled; no previous default to restore" : "uninstalled; default browser back to \(restored.joined(separator: ", "))")
+            print(
+                restored.isEmpty
+                    ? "uninstalled; no previous default to restore"
+                    : "uninstalled; default browser back to \(restored.joined(separator: ", "))")
         }
     }
 }

@@ -14,7 +14,8 @@ public struct DeviceCommand: ParsableCommand {
 
     public struct Show: ParsableCommand {
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "show", abstract: "This device, then every device named so far.")
+        public static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "This device, then every device named so far.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -26,10 +27,17 @@ public struct DeviceCommand: ParsableCommand {
                 .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
             func earlier(_ id: String) -> JSONValue { .array(names.earlierIDs(of: id).map { .string($0) }) }
             if json {
-                Output.json(JSONValue.object([
-                    "device": .string(replica.deviceID), "name": .string(replica.deviceName), "earlier": earlier(replica.deviceID),
-                    "others": .array(others.map { .object(["device": .string($0.key), "name": .string($0.value), "earlier": earlier($0.key)]) }),
-                ]))
+                Output.json(
+                    JSONValue.object([
+                        "device": .string(replica.deviceID), "name": .string(replica.deviceName),
+                        "earlier": earlier(replica.deviceID),
+                        "others": .array(
+                            others.map {
+                                .object([
+                                    "device": .string($0.key), "name": .string($0.value), "earlier": earlier($0.key),
+                                ])
+                            }),
+                    ]))
                 return
             }
             func earlierText(_ id: String) -> String {
@@ -57,7 +65,10 @@ public struct DeviceCommand: ParsableCommand {
             let replica = try global.openReplica()
             let old = replica.deviceName
             try replica.renameDevice(name)
-            print(old == name ? "this device is already named '\(name)'" : "this device is now '\(name)' (was '\(old)'); it reaches other machines at the next sync")
+            print(
+                old == name
+                    ? "this device is already named '\(name)'"
+                    : "this device is now '\(name)' (was '\(old)'); it reaches other machines at the next sync")
         }
     }
 }

@@ -1,18 +1,19 @@
 import ArgumentParser
 import Glibc
+import Plumbing
+import Replica
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Plumbing
-import Replica
 
 public struct Export: ParsableCommand {
 
     public init() {}
     public static let configuration = CommandConfiguration(
-            commandName: "export",
+        commandName: "export",
         abstract: "Print browsers, rules and settings as JSON (launch commands are device-local and left out).")
     @OptionGroup var global: GlobalOptions
 
@@ -25,8 +26,9 @@ public struct Import: ParsableCommand {
 
     public init() {}
     public static let configuration = CommandConfiguration(
-            commandName: "import",
-        abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing.")
+        commandName: "import",
+        abstract: "Import a JSON export ('-' reads standard input). All or nothing: any invalid record changes nothing."
+    )
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The file to import, or '-'.", completion: .file(extensions: ["json"])) var file: String
 
@@ -41,10 +43,14 @@ public struct Import: ParsableCommand {
         do {
             document = try JSONDecoder().decode(ExportDocument.self, from: data)
         } catch let error as DecodingError {
-            throw CLIFailure(message: "\(file == "-" ? "standard input" : file) is not a valid brsync export: \(Self.describe(error))")
+            throw CLIFailure(
+                message:
+                    "\(file == "-" ? "standard input" : file) is not a valid brsync export: \(Self.describe(error))")
         }
         let summary = try global.openReplica().importDocument(document)
-        print("imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed")
+        print(
+            "imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed"
+        )
     }
 
     private func readStandardInput() -> Data {
@@ -66,7 +72,8 @@ public struct Import: ParsableCommand {
         switch error {
         case .dataCorrupted(let context): return "\(context.debugDescription)\(path(context))"
         case .keyNotFound(let key, let context): return "missing \"\(key.stringValue)\"\(path(context))"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context): return "\(context.debugDescription)\(path(context))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(context.debugDescription)\(path(context))"
         @unknown default: return "\(error)"
         }
     }

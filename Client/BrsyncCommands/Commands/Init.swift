@@ -5,7 +5,7 @@ public struct Init: ParsableCommand {
 
     public init() {}
     public static let configuration = CommandConfiguration(
-            commandName: "init",
+        commandName: "init",
         abstract: "Create the replica and this machine's device id; running it again changes nothing.")
 
     @OptionGroup var global: GlobalOptions

@@ -7,17 +7,25 @@ import SyncCore
 public struct Log: ParsableCommand {
 
     public init() {}
-    public static let configuration = CommandConfiguration(commandName: "log", abstract: "Show what changed here, newest first: this device's edits and what pulls brought.")
+    public static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Show what changed here, newest first: this device's edits and what pulls brought.")
     @OptionGroup var global: GlobalOptions
     @Option(help: "How many entries.") var limit = 50
-    @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts = false
-    @Flag(help: "Show the records a sync removed because the server no longer had them (restore one with 'brsync restore --removed ID').")
+    @Flag(help: "Show the values that lost to concurrent edits (restore one with 'brsync restore ID').") var conflicts =
+        false
+    @Flag(
+        help:
+            "Show the records a sync removed because the server no longer had them (restore one with 'brsync restore --removed ID')."
+    )
     var removed = false
     @Flag(help: "Print JSON (an array, newest first).") var json = false
 
     public func validate() throws {
         guard limit > 0 else { throw ValidationError("--limit must be at least 1") }
-        guard !(conflicts && removed) else { throw ValidationError("--conflicts and --removed show two different lists: give one") }
+        guard !(conflicts && removed) else {
+            throw ValidationError("--conflicts and --removed show two different lists: give one")
+        }
     }
 
     public func run() throws {
@@ -27,18 +35,26 @@ public struct Log: ParsableCommand {
         if conflicts {
             let found = try replica.conflicts(limit: limit)
             if json {
-                Output.json(JSONValue.array(found.map { conflict in
-                    func register(_ value: StampedValue) -> JSONValue {
-                        .object(["value": value.value, "device": .string(value.stamp.device), "deviceName": nameJSON(value.stamp.device),
-                                 "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis))])
-                    }
-                    return .object([
-                        "id": .int(conflict.id), "recordedAt": .string(Timestamp.iso8601(millis: conflict.recordedAtMillis)),
-                        "collection": .string(conflict.collection), "key": .string(conflict.key), "field": .string(conflict.field),
-                        "lost": register(conflict.lost), "winner": register(conflict.winner),
-                        "restoredAt": conflict.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
-                    ])
-                }))
+                Output.json(
+                    JSONValue.array(
+                        found.map { conflict in
+                            func register(_ value: StampedValue) -> JSONValue {
+                                .object([
+                                    "value": value.value, "device": .string(value.stamp.device),
+                                    "deviceName": nameJSON(value.stamp.device),
+                                    "at": .string(Timestamp.iso8601(millis: value.stamp.wallMillis)),
+                                ])
+                            }
+                            return .object([
+                                "id": .int(conflict.id),
+                                "recordedAt": .string(Timestamp.iso8601(millis: conflict.recordedAtMillis)),
+                                "collection": .string(conflict.collection), "key": .string(conflict.key),
+                                "field": .string(conflict.field),
+                                "lost": register(conflict.lost), "winner": register(conflict.winner),
+                                "restoredAt": conflict.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) }
+                                    ?? .null,
+                            ])
+                        }))
                 return
             }
             if found.isEmpty { print("no conflicts") }
@@ -50,14 +66,18 @@ public struct Log: ParsableCommand {
                 let what: String
                 switch (conflict.field, conflict.lost.value, conflict.winner.value) {
                 case (RecordState.deletedField, .bool(true), .bool(false)):
-                    what = "its deletion \(by(conflict.lost)) was undone by an edit made without it \(by(conflict.winner))"
+                    what =
+                        "its deletion \(by(conflict.lost)) was undone by an edit made without it \(by(conflict.winner))"
                 case (RecordState.deletedField, .bool(false), .bool(true)):
                     what = "an edit \(by(conflict.lost)) lost to its deletion, made without it \(by(conflict.winner))"
                 default:
-                    what = "\(DisplayText.printable(conflict.field)): \(DisplayText.printable(conflict.lost.value.jsonText)) \(by(conflict.lost)) "
+                    what =
+                        "\(DisplayText.printable(conflict.field)): \(DisplayText.printable(conflict.lost.value.jsonText)) \(by(conflict.lost)) "
                         + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) \(by(conflict.winner))"
                 }
-                print("#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(what)\(restored)")
+                print(
+                    "#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(what)\(restored)"
+                )
             }
             return
         }
@@ -67,15 +87,19 @@ public struct Log: ParsableCommand {
         }
         let entries = try replica.changeLog(limit: limit)
         if json {
-            Output.json(JSONValue.array(entries.map { entry in
-                .object([
-                    "seq": .int(entry.sequence), "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
-                    "device": .string(entry.device), "deviceName": nameJSON(entry.device), "thisDevice": .bool(entry.device == replica.deviceID),
-                    "kind": .string(entry.kind),
-                    "collection": .string(entry.collection), "key": .string(entry.key),
-                    "fields": .object(entry.fields.mapValues(\.value)),
-                ])
-            }))
+            Output.json(
+                JSONValue.array(
+                    entries.map { entry in
+                        .object([
+                            "seq": .int(entry.sequence),
+                            "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
+                            "device": .string(entry.device), "deviceName": nameJSON(entry.device),
+                            "thisDevice": .bool(entry.device == replica.deviceID),
+                            "kind": .string(entry.kind),
+                            "collection": .string(entry.collection), "key": .string(entry.key),
+                            "fields": .object(entry.fields.mapValues(\.value)),
+                        ])
+                    }))
             return
         }
         if entries.isEmpty {
@@ -85,7 +109,9 @@ public struct Log: ParsableCommand {
         for entry in entries {
             let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value.value))" }
             let number = entry.isPulled ? "#p\(entry.sequence)" : "#\(entry.sequence)"
-            print("\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))")
+            print(
+                "\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))"
+            )
         }
     }
 
@@ -96,26 +122,38 @@ public struct Log: ParsableCommand {
             (record.state?.fields ?? [:]).filter { $0.key != RecordState.deletedField }.mapValues(\.value)
         }
         if json {
-            Output.json(JSONValue.array(found.map { record in
-                .object(["id": .int(record.id), "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
-                         "collection": .string(record.collection), "key": .string(record.key), "fields": .object(values(record)),
-                         "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) } ?? .null,
-                         "setAside": record.why.map { .string($0) } ?? .null, "deletion": .bool(record.state?.isDeleted == true),
-                         "heldNow": .bool((try? replica.isHeldNow(record)) == true)])
-            }))
+            Output.json(
+                JSONValue.array(
+                    found.map { record in
+                        .object([
+                            "id": .int(record.id),
+                            "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
+                            "collection": .string(record.collection), "key": .string(record.key),
+                            "fields": .object(values(record)),
+                            "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) }
+                                ?? .null,
+                            "setAside": record.why.map { .string($0) } ?? .null,
+                            "deletion": .bool(record.state?.isDeleted == true),
+                            "heldNow": .bool((try? replica.isHeldNow(record)) == true),
+                        ])
+                    }))
             return
         }
         if found.isEmpty { print("no removed records") }
         for record in found {
             // A set-aside deletion is shown as one: the values it carried are not what it would bring back.
             let deletion = record.state?.isDeleted == true && record.why != nil
-            let fields = deletion ? [] : values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
-            let restored = (deletion ? "(a deletion)" : "")
+            let fields =
+                deletion ? [] : values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
+            let restored =
+                (deletion ? "(a deletion)" : "")
                 + (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
-                + ((try? replica.isHeldNow(record)) == true && record.restoredAtMillis == nil ? " [held now: it arrived since from another machine]" : "")
+                + ((try? replica.isHeldNow(record)) == true && record.restoredAtMillis == nil
+                    ? " [held now: it arrived since from another machine]" : "")
                 + (record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? "")
-            print("#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
-                  + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
+            print(
+                "#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
+                    + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
         }
     }
 

@@ -10,7 +10,8 @@ public struct Open: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "open",
-        abstract: "Open a link or local file in the browser its rules decide (offline), else ask; what the desktop runs for every click.",
+        abstract:
+            "Open a link or local file in the browser its rules decide (offline), else ask; what the desktop runs for every click.",
         discussion: """
             A local path or file: URL opens as a file (only file:// patterns match it). When brsync cannot serve the
             click (no replica, no usable browser, a launch or picker that fails), it says so in a desktop notification
@@ -35,7 +36,8 @@ public struct Pick: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "pick",
-        abstract: "Ask which browser opens a link (on a terminal, in the picker window, or with a menu), and optionally remember the choice.",
+        abstract:
+            "Ask which browser opens a link (on a terminal, in the picker window, or with a menu), and optionally remember the choice.",
         discussion: """
             On a terminal: arrows or 1-9 to choose, Enter to open, r to remember, e to edit the pattern, Esc to cancel.
 
@@ -59,7 +61,8 @@ public struct Pick: ParsableCommand {
         // A link a rule decides: the picker (and any message) says which rule.
         let rule = try? replica.resolve(url).rule
         let why = rule.map { "the rule '\($0.pattern)' would open it in '\($0.browser)'" }
-        switch try Self.ask(url: url, replica: replica, excluding: nil, why: why, environment: ProcessEnvironment.all()) {
+        switch try Self.ask(url: url, replica: replica, excluding: nil, why: why, environment: ProcessEnvironment.all())
+        {
         case .opened: break
         case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.cancelled, isOutcome: true)
         case .unavailable(let reason): throw CLIFailure(message: reason, code: ExitStatus.pickerNeeded)
@@ -89,8 +92,11 @@ public struct Pick: ParsableCommand {
     ///   - suggestedPattern: the pattern "remember" offers (a rule's own, to replace it); else the suggested one.
     ///   - fromApp: the app the link came from, when known ("remember" can be for its links only).
     ///   - preselect: the browser selected first (the deciding rule's, when the person asked to choose anyway); else the default.
-    static func ask(url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil, suggestedPattern: String? = nil,
-                    fromApp: String? = nil, preselect: String? = nil, environment: [String: String]) throws -> Answer {
+    static func ask(
+        url: NormalizedURL, replica: Replica, excluding failed: String?, why: String? = nil,
+        suggestedPattern: String? = nil,
+        fromApp: String? = nil, preselect: String? = nil, environment: [String: String]
+    ) throws -> Answer {
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
         var excluded = failed.map { [$0] } ?? []
         var note = why
@@ -99,14 +105,22 @@ public struct Pick: ParsableCommand {
             let (usable, missing) = try offered(replica, excluding: excluded, path: path)
             guard !usable.isEmpty else {
                 if !launchFailures.isEmpty {
-                    return .launchFailed(CLIFailure(message: launchFailures.joined(separator: "; ") + "; no other browser here can start"))
+                    return .launchFailed(
+                        CLIFailure(
+                            message: launchFailures.joined(separator: "; ") + "; no other browser here can start"))
                 }
                 let notInstalled = missing.isEmpty ? "" : " (cannot start: \(missing.joined(separator: ", ")))"
-                return .unavailable(failed == nil && missing.isEmpty ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
-                                    : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'")
+                return .unavailable(
+                    failed == nil && missing.isEmpty
+                        ? "no browser is usable here: run 'brsync browsers detect' or add one with --exec"
+                        : "no other browser here can start\(notInstalled): install one, or give it a command with 'brsync browsers add ID --exec COMMAND'"
+                )
             }
-            switch try askOnce(url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern, fromApp: fromApp,
-                               preselect: preselect, path: path, environment: environment) {
+            switch try askOnce(
+                url: url, usable: usable, replica: replica, why: note, suggestedPattern: suggestedPattern,
+                fromApp: fromApp,
+                preselect: preselect, path: path, environment: environment)
+            {
             case .answered(let answer): return answer
             case .didNotStart(let browser, let failure):
                 // Asked again without it (and what shares its program).
@@ -121,11 +135,18 @@ public struct Pick: ParsableCommand {
     /// The browsers offered (``Replica/pickerBrowsers(excluding:)``), less
     /// those whose program is not installed here (named in `missing`) and
     /// those that run the program of one left out.
-    static func offered(_ replica: Replica, excluding excluded: [String], path: [String]) throws -> (usable: [LocalBrowser], missing: [String]) {
+    static func offered(
+        _ replica: Replica, excluding excluded: [String], path: [String]
+    ) throws -> (usable: [LocalBrowser], missing: [String]) {
         let all = try replica.pickerBrowsers(excluding: excluded)
         // The programs of those left out (read only once one is).
-        let failedPrograms = excluded.isEmpty ? []
-            : Set(try replica.browsers().filter { excluded.contains($0.browser.id) }.compactMap { Launcher.program($0.exec) })
+        let failedPrograms =
+            excluded.isEmpty
+            ? []
+            : Set(
+                try replica.browsers().filter { excluded.contains($0.browser.id) }.compactMap {
+                    Launcher.program($0.exec)
+                })
         var missing: [String] = []
         let usable = all.filter { browser in
             if let program = Launcher.program(browser.exec), failedPrograms.contains(program) { return false }
@@ -145,8 +166,10 @@ public struct Pick: ParsableCommand {
         case didNotStart(LocalBrowser, CLIFailure)
     }
 
-    private static func askOnce(url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why given: String?, suggestedPattern: String?,
-                                fromApp: String? = nil, preselect: String? = nil, path: [String], environment: [String: String]) throws -> Round {
+    private static func askOnce(
+        url: NormalizedURL, usable: [LocalBrowser], replica: Replica, why given: String?, suggestedPattern: String?,
+        fromApp: String? = nil, preselect: String? = nil, path: [String], environment: [String: String]
+    ) throws -> Round {
         // The browser selected first: the one asked for (said in the note, so Enter is no surprise), else the default.
         let preselected = preselect.flatMap { id in usable.firstIndex { $0.browser.id == id } }
         let selected = preselected ?? usable.firstIndex(where: \.isDefault) ?? 0
@@ -165,8 +188,11 @@ public struct Pick: ParsableCommand {
         var failures: [String] = []
         var notRemembered: String?
         var windowAnswer: WindowPicker.Answer?
-        if TerminalPicker.canAsk, let chosen = TerminalPicker.run(url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
-                                                                  selected: selected, note: why) {
+        if TerminalPicker.canAsk,
+            let chosen = TerminalPicker.run(
+                url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
+                selected: selected, note: why)
+        {
             outcome = chosen
         } else {
             // BRSYNC_PICKER first (a person's own choice), then the window,
@@ -174,10 +200,14 @@ public struct Pick: ParsableCommand {
             let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
             let configured = menus.prefix { $0.shellCommand != nil }
             let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
-            if window == nil, [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains(where: { !($0 ?? "").isEmpty }) {
+            if window == nil,
+                [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains(where: { !($0 ?? "").isEmpty })
+            {
                 failures.append("the picker window: \(WindowPicker.programName) is not beside \(currentExecutable())")
             }
-            let askers = configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? []) + menus.dropFirst(configured.count).map(Asker.menu)
+            let askers =
+                configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? [])
+                + menus.dropFirst(configured.count).map(Asker.menu)
             // Whether the displays answer, checked once before the first window or menu that needs one (a frozen one would hold the click).
             var checked: SessionDisplay?
             func display() -> SessionDisplay {
@@ -200,15 +230,19 @@ public struct Pick: ParsableCommand {
                     ExitStatus.warn(reason)
                     continue
                 case .menu(let menu):
-                    switch MenuPicker.run(menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: why) {
+                    switch MenuPicker.run(
+                        menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: why)
+                    {
                     case .chosen(let chosen): outcome = chosen
                     case .cancelled: outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
                     }
                 case .window(let program):
                     let answer = WindowPicker.run(program) {
-                        WindowPicker.Request(url: url.absoluteString, choices: windowChoices(usable, replica: replica), suggestedPattern: suggestion(),
-                                             note: why, fromApp: fromApp, selected: preselected)
+                        WindowPicker.Request(
+                            url: url.absoluteString, choices: windowChoices(usable, replica: replica),
+                            suggestedPattern: suggestion(),
+                            note: why, fromApp: fromApp, selected: preselected)
                     }
                     switch answer {
                     case .chosen(let answer):
@@ -217,7 +251,8 @@ public struct Pick: ParsableCommand {
                         windowAnswer = answer
                     case .cancelled: outcome = .cancel
                     case .unanswered:
-                        ExitStatus.warn("the picker window waited 10 minutes and nobody chose: it was closed, and nothing opened")
+                        ExitStatus.warn(
+                            "the picker window waited 10 minutes and nobody chose: it was closed, and nothing opened")
                         outcome = .cancel
                     case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
                     }
@@ -228,7 +263,10 @@ public struct Pick: ParsableCommand {
         guard let outcome else {
             let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
             let what = why ?? "no rule decides \(url)"
-            return .answered(.unavailable("\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)"))
+            return .answered(
+                .unavailable(
+                    "\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)"
+                ))
         }
         if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
         guard case .open(let index, let pattern) = outcome else { return .answered(.cancelled) }
@@ -245,14 +283,19 @@ public struct Pick: ParsableCommand {
             }
         } catch let failure as CLIFailure {
             // Remembered only once it opened: a rule for a browser that cannot start would lose every later link too.
-            if let pattern { ExitStatus.warn("not remembered: \(DisplayText.printable(pattern)) -> \(browser.browser.id) (it did not start)") }
+            if let pattern {
+                ExitStatus.warn(
+                    "not remembered: \(DisplayText.printable(pattern)) -> \(browser.browser.id) (it did not start)")
+            }
             return .didNotStart(browser, failure)
         }
         if let pattern {
             // The highest priority, also for a pattern that exists already.
             let highest = try replica.maximumRulePriority() ?? 0
             let existing = try replica.rule(pattern: pattern)
-            let priority = existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 } ?? highest + 1
+            let priority =
+                existing.map { $0.priority == highest && $0.browser == browser.browser.id ? highest : highest + 1 }
+                ?? highest + 1
             let (rule, _) = try replica.addRule(pattern: pattern, browser: browser.browser.id, priority: priority)
             print("remembered: \(DisplayText.printable(rule.pattern)) -> \(rule.browser) (priority \(rule.priority))")
         }
@@ -264,9 +307,13 @@ public struct Pick: ParsableCommand {
 /// the order they left the others in.
 func savePlaces(_ answer: WindowPicker.Answer, of shown: [LocalBrowser], replica: Replica) throws {
     for index in answer.hidden {
-        print("hidden from the picker: \(try replica.setHiddenInPicker(named: shown[index].browser.id, true)) (show it again with 'brsync browsers unhide')")
+        print(
+            "hidden from the picker: \(try replica.setHiddenInPicker(named: shown[index].browser.id, true)) (show it again with 'brsync browsers unhide')"
+        )
     }
-    guard let order = answer.order, order != Array(shown.indices).filter({ !answer.hidden.contains($0) }) else { return }
+    guard let order = answer.order, order != Array(shown.indices).filter({ !answer.hidden.contains($0) }) else {
+        return
+    }
     let moved = order.map { shown[$0].browser.id }
     try replica.setPickerOrder(try replica.pickerOrder(afterMoving: moved))
     print("picker order: \(moved.joined(separator: ", "))")
@@ -279,11 +326,14 @@ func savePlaces(_ answer: WindowPicker.Answer, of shown: [LocalBrowser], replica
 func privateWindowCommand(_ browser: LocalBrowser, among all: [LocalBrowser]) -> String? {
     // A profile held here (its arguments wait for approval) runs in no window.
     guard browser.profileHeld == nil else { return nil }
-    if let entry = browser.desktopEntry, let command = BrowserDetector.privateWindowCommand(ofEntryAt: entry) { return command }
+    if let entry = browser.desktopEntry, let command = BrowserDetector.privateWindowCommand(ofEntryAt: entry) {
+        return command
+    }
     let profile = browser.browser.profile
     let base = profile.flatMap { profile in all.first { $0.browser.id == profile.base && $0.browser.profile == nil } }
     if let profile, let entry = base?.desktopEntry, let action = BrowserDetector.privateWindowCommand(ofEntryAt: entry),
-       let command = try? profile.command(from: action) {
+        let command = try? profile.command(from: action)
+    {
         return command
     }
     guard let exec = browser.exec else { return nil }
@@ -304,13 +354,16 @@ func windowChoices(_ usable: [LocalBrowser], replica: Replica) -> [WindowPicker.
     func icon(_ browser: LocalBrowser) -> String? { browser.desktopEntry.flatMap(BrowserDetector.icon(ofEntryAt:)) }
     return usable.map { browser in
         var shown = icon(browser)
-        if shown == nil, let base = browser.browser.profile?.base ?? browser.execFrom, let found = all.first(where: { $0.browser.id == base }) {
+        if shown == nil, let base = browser.browser.profile?.base ?? browser.execFrom,
+            let found = all.first(where: { $0.browser.id == base })
+        {
             shown = icon(found)
         }
-        return WindowPicker.Request.Choice(id: browser.browser.id, name: browser.browser.name,
-                                           profile: browser.browser.profile.map { $0.arguments.joined(separator: " ") },
-                                           icon: shown, isDefault: browser.isDefault,
-                                           hasPrivateWindow: privateWindowCommand(browser, among: all) != nil)
+        return WindowPicker.Request.Choice(
+            id: browser.browser.id, name: browser.browser.name,
+            profile: browser.browser.profile.map { $0.arguments.joined(separator: " ") },
+            icon: shown, isDefault: browser.isDefault,
+            hasPrivateWindow: privateWindowCommand(browser, among: all) != nil)
     }
 }
 
@@ -319,13 +372,20 @@ func windowChoices(_ usable: [LocalBrowser], replica: Replica) -> [WindowPicker.
 /// `BRSYNC_OPENED`, so a command that hands the link back to brsync (the
 /// default browser) is caught as a loop instead of relaunching without end.
 func launch(_ browser: LocalBrowser, url: NormalizedURL, command given: String? = nil) throws {
-    guard let exec = given ?? browser.exec else { throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here") }
+    guard let exec = given ?? browser.exec else {
+        throw CLIFailure(message: "'\(browser.browser.id)' has no launch command here")
+    }
     do {
         let command = try ExecCommand(exec)
         if let loop = Click.loopProblem(command.arguments) {
-            throw CLIFailure(message: "'\(browser.browser.id)': \(loop); give it a browser's own command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'")
+            throw CLIFailure(
+                message:
+                    "'\(browser.browser.id)': \(loop); give it a browser's own command with 'brsync browsers add \(browser.browser.id) --exec COMMAND'"
+            )
         }
-        try start(command, url: url, browser: browser.browser.id, name: entryName(command, browser), desktopFile: browser.desktopEntry)
+        try start(
+            command, url: url, browser: browser.browser.id, name: entryName(command, browser),
+            desktopFile: browser.desktopEntry)
     } catch let problem as ExecCommand.Problem {
         throw CLIFailure(message: problem.description)
     } catch let failure as Launcher.Failure {
@@ -335,7 +395,9 @@ func launch(_ browser: LocalBrowser, url: NormalizedURL, command given: String? 
 
 /// Runs `command` for `url` (`%f` gets a file's local path), detached, with
 /// `BRSYNC_OPENED` naming `browser` and the link.
-func start(_ command: ExecCommand, url: NormalizedURL, browser: String, name: String?, desktopFile: String?) throws(Launcher.Failure) {
+func start(
+    _ command: ExecCommand, url: NormalizedURL, browser: String, name: String?, desktopFile: String?
+) throws(Launcher.Failure) {
     let arguments = expand(command, url: url, name: name, desktopFile: desktopFile)
     try Launcher.launch(arguments, environment: [Click.openedVariable: Click.openedValue(browser: browser, url: url)])
 }
@@ -351,7 +413,8 @@ func entryName(_ command: ExecCommand, _ browser: LocalBrowser) -> String? {
 
 /// The command line that starts `command` for `url` (`%f` gets a file's local path).
 func expand(_ command: ExecCommand, url: NormalizedURL, name: String?, desktopFile: String?) -> [String] {
-    command.expanded(.init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
+    command.expanded(
+        .init(urls: [url.absoluteString], files: url.localPath.map { [$0] }, name: name, desktopFile: desktopFile))
 }
 
 /// The command line `browser` is started with for `url` on this machine, or

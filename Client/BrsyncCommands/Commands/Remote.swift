@@ -5,6 +5,7 @@ import Model
 import Plumbing
 import Replica
 import SyncCore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -13,8 +14,8 @@ import Foundation
 
 public struct RemoteCommand: ParsableCommand {
     /// What a sync or key command says when this machine has no server yet.
-    public static let noRemote = "no remote: join a server with 'brsync join' (a join code from its operator), or set one with 'brsync remote set https://HOST --token-file FILE'"
-
+    public static let noRemote =
+        "no remote: join a server with 'brsync join' (a join code from its operator), or set one with 'brsync remote set https://HOST --token-file FILE'"
 
     public init() {}
     public static let configuration = CommandConfiguration(
@@ -25,28 +26,46 @@ public struct RemoteCommand: ParsableCommand {
 
         public init() {}
         public static let configuration = CommandConfiguration(
-            commandName: "set", abstract: "Use a sync server: its URL, this device's token, and optionally a pinned CA file.")
+            commandName: "set",
+            abstract: "Use a sync server: its URL, this device's token, and optionally a pinned CA file.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "https://HOST[:PORT]") var url: String
         @Option(help: "This device's token (from 'brsyncd device add').") var token: String?
-        @Option(help: ArgumentHelp("Read the token from a file (kept off the command line, where other users' 'ps' can see it).", valueName: "file"),
-                completion: .file())
+        @Option(
+            help: ArgumentHelp(
+                "Read the token from a file (kept off the command line, where other users' 'ps' can see it).",
+                valueName: "file"),
+            completion: .file())
         var tokenFile: String?
-        @Option(help: ArgumentHelp("A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"), completion: .file())
+        @Option(
+            help: ArgumentHelp(
+                "A PEM CA file to verify the server with, instead of the system CA store.", valueName: "file"),
+            completion: .file())
         var ca: String?
-        @Flag(help: "Verify the server with the system CA store, dropping a pinned CA (without --ca, the pinned CA stays for the same server).")
+        @Flag(
+            help:
+                "Verify the server with the system CA store, dropping a pinned CA (without --ca, the pinned CA stays for the same server)."
+        )
         var systemCa = false
 
         public func validate() throws {
             if systemCa && ca != nil { throw ValidationError("give --ca FILE or --system-ca, not both") }
-            if (token == nil) == (tokenFile == nil) { throw ValidationError("give the token with --token TOKEN or --token-file FILE (one of them)") }
+            if (token == nil) == (tokenFile == nil) {
+                throw ValidationError("give the token with --token TOKEN or --token-file FILE (one of them)")
+            }
         }
 
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
-            let token = try token ?? String(decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(4096),
-                                            as: UTF8.self).trimmingASCIIWhitespace()
-            guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace) else {
+            let token =
+                try token
+                ?? String(
+                    decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(
+                        4096),
+                    as: UTF8.self
+                ).trimmingASCIIWhitespace()
+            guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace)
+            else {
                 throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
             }
             // The CA is checked, then copied into the home: a file moved or
@@ -55,8 +74,13 @@ public struct RemoteCommand: ParsableCommand {
             if let ca {
                 let absolute = GlobalOptions.absolute(ca)
                 let bytes = [UInt8](try FileInput.read(absolute, what: "the CA file"))
-                guard bytes.count <= 1 << 20, String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
-                    throw CLIFailure(message: "the CA file \(absolute) holds no PEM certificate ('-----BEGIN CERTIFICATE-----'); nothing was changed")
+                guard bytes.count <= 1 << 20,
+                    String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+                else {
+                    throw CLIFailure(
+                        message:
+                            "the CA file \(absolute) holds no PEM certificate ('-----BEGIN CERTIFICATE-----'); nothing was changed"
+                    )
                 }
                 caBytes = bytes
             }
@@ -64,13 +88,17 @@ public struct RemoteCommand: ParsableCommand {
             var caPath: String?
             if let caBytes {
                 let pinned = "\(replica.home)/ca.pem"
-                do { try SecretFile.write(caBytes, to: pinned, what: "the CA") } catch { throw CLIFailure(message: "\(error)") }
+                do { try SecretFile.write(caBytes, to: pinned, what: "the CA") } catch {
+                    throw CLIFailure(message: "\(error)")
+                }
                 caPath = pinned
             } else if !systemCa {
                 // A new token for the same server (a dev server restarted, a
                 // token issued again) keeps the CA pinned for it.
                 let state = try replica.syncState()
-                if state.remoteURL == remote.text, let pinned = state.caFile, access(pinned, R_OK) == 0 { caPath = pinned }
+                if state.remoteURL == remote.text, let pinned = state.caFile, access(pinned, R_OK) == 0 {
+                    caPath = pinned
+                }
             }
             // The token it replaces for the same server is kept: `remote set`
             // cannot check a token offline, and a mistyped one must not cost
@@ -79,22 +107,32 @@ public struct RemoteCommand: ParsableCommand {
             // mistyped one must not push out the one that worked).
             let state = try replica.syncState()
             let sameServer = state.remoteURL == remote.text
-            let replaced = sameServer ? (try? TokenFile.read(home: replica.home)).flatMap { $0 == token ? nil : $0 } : nil
-            let provenSince = TokenFile.modifiedMillis(home: replica.home).map { set in (state.lastSyncMillis ?? 0) > set } ?? false
+            let replaced =
+                sameServer ? (try? TokenFile.read(home: replica.home)).flatMap { $0 == token ? nil : $0 } : nil
+            let provenSince =
+                TokenFile.modifiedMillis(home: replica.home).map { set in (state.lastSyncMillis ?? 0) > set } ?? false
             if let replaced, provenSince { try TokenFile.write(replaced, home: replica.home, previous: true) }
-            let kept = replaced != nil && (provenSince || access(TokenFile.path(home: replica.home, previous: true), F_OK) == 0)
+            let kept =
+                replaced != nil
+                && (provenSince || access(TokenFile.path(home: replica.home, previous: true), F_OK) == 0)
             try TokenFile.write(token, home: replica.home)
             try replica.setRemote(url: remote.text, caFile: caPath)
-            let trust = caPath.map { ca != nil ? " (CA pinned, copied to \($0))" : " (the CA pinned before, \($0), kept)" } ?? " (system CA store)"
-            print("remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))"
-                  + (kept ? "; the last token that synced is kept in \(TokenFile.path(home: replica.home, previous: true))" : ""))
+            let trust =
+                caPath.map { ca != nil ? " (CA pinned, copied to \($0))" : " (the CA pinned before, \($0), kept)" }
+                ?? " (system CA store)"
+            print(
+                "remote \(remote)\(trust); token saved in \(TokenFile.path(home: replica.home))"
+                    + (kept
+                        ? "; the last token that synced is kept in \(TokenFile.path(home: replica.home, previous: true))"
+                        : ""))
         }
     }
 
     public struct Show: ParsableCommand {
 
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "show", abstract: "Show the sync server (never the token).")
+        public static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show the sync server (never the token).")
         @OptionGroup var global: GlobalOptions
         public func run() throws {
             let state = try global.openReplica().syncState()
@@ -110,14 +148,17 @@ public struct RemoteCommand: ParsableCommand {
     public struct Remove: ParsableCommand {
 
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "rm", abstract: "Forget the sync server and the token; local data stays.")
+        public static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Forget the sync server and the token; local data stays.")
         @OptionGroup var global: GlobalOptions
         public func run() throws {
             let replica = try global.openReplica()
             let had = try replica.syncState().remoteURL
             try replica.removeRemote()
             TokenFile.remove(home: replica.home)
-            print(had == nil ? "there was no remote; nothing changed" : "remote removed; the replica keeps working offline")
+            print(
+                had == nil
+                    ? "there was no remote; nothing changed" : "remote removed; the replica keeps working offline")
         }
     }
 }
@@ -126,11 +167,14 @@ public struct RemoteCommand: ParsableCommand {
 public enum TokenFile {
     /// - Parameter previous: the token the last `remote set` replaced (kept
     ///   in case the new one is refused).
-    public static func path(home: String, previous: Bool = false) -> String { previous ? "\(home)/token.previous" : "\(home)/token" }
+    public static func path(home: String, previous: Bool = false) -> String {
+        previous ? "\(home)/token.previous" : "\(home)/token"
+    }
 
     public static func write(_ token: String, home: String, previous: Bool = false) throws {
         do throws(SecretFile.Failure) {
-            try SecretFile.write(Array((token + "\n").utf8), to: path(home: home, previous: previous), what: "the token")
+            try SecretFile.write(
+                Array((token + "\n").utf8), to: path(home: home, previous: previous), what: "the token")
         } catch {
             throw CLIFailure(message: error.message)
         }
@@ -145,10 +189,13 @@ public enum TokenFile {
             throw CLIFailure(message: error.message)
         }
         guard let bytes = read else {
-            throw CLIFailure(message: "cannot read the token (set it with 'brsync remote set') at \(file): no such file")
+            throw CLIFailure(
+                message: "cannot read the token (set it with 'brsync remote set') at \(file): no such file")
         }
         let token = String(decoding: bytes, as: UTF8.self).trimmingASCIIWhitespace()
-        guard !token.isEmpty else { throw CLIFailure(message: "the token file is empty; run 'brsync remote set' again") }
+        guard !token.isEmpty else {
+            throw CLIFailure(message: "the token file is empty; run 'brsync remote set' again")
+        }
         return token
     }
 
@@ -174,7 +221,8 @@ extension String {
 public struct Status: ParsableCommand {
 
     public init() {}
-    public static let configuration = CommandConfiguration(commandName: "status", abstract: "Device, server, epoch, last sync, unpushed changes, cursor.")
+    public static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Device, server, epoch, last sync, unpushed changes, cursor.")
     @OptionGroup var global: GlobalOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -189,15 +237,18 @@ public struct Status: ParsableCommand {
         let watching = watch?.isAlive(nowMillis: WatchWake.bootMillis()) == true
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
-            Output.json(JSONValue.object([
-                "device": .string(replica.deviceID), "deviceName": .string(replica.deviceName), "server": text(state.remoteURL),
-                "epoch": text(state.epoch), "lastSync": text(state.lastSyncMillis.map(Timestamp.iso8601(millis:))),
-                "unpushed": .int(Int64(unpushed)), "cursor": .int(state.pullCursor), "pushedThrough": .int(state.pushedThrough),
-                "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
-                "problem": state.problem.isEmpty ? .null : .string(state.problem),
-                "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
-                "encrypted": .bool(encrypted), "watching": .bool(watching),
-            ]))
+            Output.json(
+                JSONValue.object([
+                    "device": .string(replica.deviceID), "deviceName": .string(replica.deviceName),
+                    "server": text(state.remoteURL),
+                    "epoch": text(state.epoch), "lastSync": text(state.lastSyncMillis.map(Timestamp.iso8601(millis:))),
+                    "unpushed": .int(Int64(unpushed)), "cursor": .int(state.pullCursor),
+                    "pushedThrough": .int(state.pushedThrough),
+                    "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
+                    "problem": state.problem.isEmpty ? .null : .string(state.problem),
+                    "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
+                    "encrypted": .bool(encrypted), "watching": .bool(watching),
+                ]))
             return
         }
         print("device:    \(replica.deviceName) (\(replica.deviceID)); rename with 'brsync device name NAME'")
@@ -207,18 +258,29 @@ public struct Status: ParsableCommand {
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
-        let lockedOut = try state.problem.contains("this account is end-to-end encrypted") || replica.encryptionState().sawEncrypted
-        print("encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")")
+        let lockedOut =
+            try state.problem.contains("this account is end-to-end encrypted") || replica.encryptionState().sawEncrypted
+        print(
+            "encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")"
+        )
         let service = watch.map { Self.runsAsWatchService(pid: $0.pid) } ?? false
-        let watchText = watching ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
-                + (service ? "'journalctl --user -u brsync-watch')" : "where it was started, not as the brsync-watch service)")
-            : watch != nil ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; "
-                + (service ? "'systemctl --user restart brsync-watch'" : "stop it and start 'brsync watch' again")
-            : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
+        let watchText =
+            watching
+            ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
+                + (service
+                    ? "'journalctl --user -u brsync-watch')" : "where it was started, not as the brsync-watch service)")
+            : watch != nil
+                ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; "
+                    + (service ? "'systemctl --user restart brsync-watch'" : "stop it and start 'brsync watch' again")
+                : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
         print("watch:     \(watchText)")
-        print("clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.clockKnown || state.epoch != nil))")
+        print(
+            "clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.clockKnown || state.epoch != nil))"
+        )
         if !state.problem.isEmpty {
-            print("problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")")
+            print(
+                "problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
+            )
         }
     }
 }
@@ -236,8 +298,13 @@ extension Status {
         guard contacted else { return "not known yet (no contact with a server)" }
         let seconds = abs(offsetMilliseconds) / 1000
         guard seconds > 0 else { return "in step with the server (within 1 s)" }
-        let amount = seconds < 120 ? "\(seconds) s" : seconds < 7_200 ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3_600) h" : "\(seconds / 86_400) days"
-        return "this machine is \(amount) \(offsetMilliseconds > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)"
+        let amount =
+            seconds < 120
+            ? "\(seconds) s"
+            : seconds < 7_200
+                ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3_600) h" : "\(seconds / 86_400) days"
+        return
+            "this machine is \(amount) \(offsetMilliseconds > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)"
     }
 }
 
@@ -246,10 +313,14 @@ public struct Restore: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "restore",
-        abstract: "Write a value that lost a conflict back, or a record a sync removed, as a new edit (see 'brsync log --conflicts' and '--removed').")
+        abstract:
+            "Write a value that lost a conflict back, or a record a sync removed, as a new edit (see 'brsync log --conflicts' and '--removed')."
+    )
     @OptionGroup var global: GlobalOptions
     @Flag(help: "ID is a removed record's number ('brsync log --removed'), not a conflict's.") var removed = false
-    @Argument(help: "The conflict's number (or the removed record's, with --removed).", completion: Completions.conflictIDs) var id: Int64
+    @Argument(
+        help: "The conflict's number (or the removed record's, with --removed).", completion: Completions.conflictIDs)
+    var id: Int64
 
     public func run() throws {
         let replica = try global.openReplica()

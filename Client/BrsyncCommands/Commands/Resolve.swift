@@ -14,7 +14,8 @@ public struct Resolve: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
     @Flag(help: "Print one JSON object: browser, rule, url, open, source.") var json = false
-    @Option(name: .customLong("from-app"), help: "Decide as for a link clicked in this app (rules made with --from-app).")
+    @Option(
+        name: .customLong("from-app"), help: "Decide as for a link clicked in this app (rules made with --from-app).")
     var fromApp: String?
 
     public func run() throws {
@@ -27,9 +28,12 @@ public struct Resolve: ParsableCommand {
         guard var app else { return nil }
         if app.lowercased().hasSuffix(".desktop") {
             app = String(app.dropLast(8))
-            ExitStatus.warn("--from-app: apps are named without .desktop: taken as '\(DisplayText.printable(app.prefix(255)))'")
+            ExitStatus.warn(
+                "--from-app: apps are named without .desktop: taken as '\(DisplayText.printable(app.prefix(255)))'")
         }
-        if let problem = Pattern.sourceIDProblem(app) { throw CLIFailure(message: "--from-app: \(problem)", code: ExitStatus.error) }
+        if let problem = Pattern.sourceIDProblem(app) {
+            throw CLIFailure(message: "--from-app: \(problem)", code: ExitStatus.error)
+        }
         return app
     }
 
@@ -61,7 +65,10 @@ public struct Resolve: ParsableCommand {
             "browser": text(resolution.browser?.browser.id), "rule": text(resolution.rule?.pattern),
             "url": .string(resolution.target.absoluteString), "given": .string(resolution.url.absoluteString),
             "argv": argv.map { .array($0.map(JSONValue.string)) } ?? .null, "phone": text(resolution.phoneOpen),
-            "unwrapped": .array(resolution.cleanup.steps.map { .object(["wrapper": .string($0.wrapper), "from": .string($0.from.absoluteString)]) }),
+            "unwrapped": .array(
+                resolution.cleanup.steps.map {
+                    .object(["wrapper": .string($0.wrapper), "from": .string($0.from.absoluteString)])
+                }),
             "removed": .array(resolution.cleanup.removed.map(JSONValue.string)),
             "source": .string(resolution.source.rawValue),
         ])
@@ -71,7 +78,9 @@ public struct Resolve: ParsableCommand {
     /// a clicked link should not pay for parsing every command's options. Any
     /// other shape (help, unknown flags, a missing URL) returns nil and goes
     /// through the full parser, which gives the usual messages.
-    public static func fastPath(_ arguments: [String], command: String = "resolve") -> (home: String?, url: String, json: Bool)? {
+    public static func fastPath(
+        _ arguments: [String], command: String = "resolve"
+    ) -> (home: String?, url: String, json: Bool)? {
         guard arguments.first == command else { return nil }
         var home: String?
         var url: String?
@@ -106,7 +115,8 @@ public struct Explain: ParsableCommand {
         abstract: "Show every rule considered for a URL, and why it won, lost or was skipped.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL.") var url: String
-    @Flag(help: "Print one JSON object: what resolve --json prints, and 'rules', each with its verdict.") var json = false
+    @Flag(help: "Print one JSON object: what resolve --json prints, and 'rules', each with its verdict.") var json =
+        false
     @Option(name: .customLong("from-app"), help: "Explain as for a link clicked in this app.") var fromApp: String?
 
     public func run() throws {
@@ -116,17 +126,21 @@ public struct Explain: ParsableCommand {
         let (resolution, verdicts) = try replica.explain(url, from: source)
         if json {
             guard case .object(var object) = Resolve.json(resolution) else { return }
-            object["rules"] = .array(verdicts.map { verdict in
-                let (outcome, reason): (String, String?) = switch verdict.outcome {
-                case .won: ("won", nil)
-                case .lost(let winner, let because): ("lost", "to \(winner): \(because)")
-                case .noMatch(let why): ("noMatch", why)
-                case .skipped(let why): ("skipped", why)
-                }
-                return .object(["pattern": .string(verdict.rule.pattern), "browser": .string(verdict.rule.browser),
-                                "priority": .int(Int64(verdict.rule.priority)), "outcome": .string(outcome),
-                                "reason": reason.map(JSONValue.string) ?? .null])
-            })
+            object["rules"] = .array(
+                verdicts.map { verdict in
+                    let (outcome, reason): (String, String?) =
+                        switch verdict.outcome {
+                        case .won: ("won", nil)
+                        case .lost(let winner, let because): ("lost", "to \(winner): \(because)")
+                        case .noMatch(let why): ("noMatch", why)
+                        case .skipped(let why): ("skipped", why)
+                        }
+                    return .object([
+                        "pattern": .string(verdict.rule.pattern), "browser": .string(verdict.rule.browser),
+                        "priority": .int(Int64(verdict.rule.priority)), "outcome": .string(outcome),
+                        "reason": reason.map(JSONValue.string) ?? .null,
+                    ])
+                })
             Output.json(JSONValue.object(object))
             return
         }
@@ -149,13 +163,17 @@ public struct Explain: ParsableCommand {
         }
         if verdicts.isEmpty { print("  (no rules)") }
         switch resolution.source {
-        case .rule: print("decision: \(resolution.browser?.browser.id ?? "?") by rule \(resolution.rule?.pattern ?? "?")")
+        case .rule:
+            print("decision: \(resolution.browser?.browser.id ?? "?") by rule \(resolution.rule?.pattern ?? "?")")
         case .defaultBrowser: print("decision: \(resolution.browser?.browser.id ?? "?") (default browser)")
         case .none: print("decision: none; a picker would ask")
         }
         // A matching rule passed over for its browser: which, and what fixes it.
-        if verdicts.contains(where: { if case .skipped(let why) = $0.outcome { why.hasPrefix("browser '") } else { false } }),
-           let why = try replica.whyUndecided(url, from: source) {
+        if verdicts.contains(where: {
+            if case .skipped(let why) = $0.outcome { why.hasPrefix("browser '") } else { false }
+        }),
+            let why = try replica.whyUndecided(url, from: source)
+        {
             print("note: \(why)")
         }
         if let browser = resolution.browser {
@@ -174,11 +192,17 @@ public struct Explain: ParsableCommand {
 extension Explain {
     /// `argument` as a shell reads it back: unquoted when safe, else in single quotes.
     static func shellQuoted(_ argument: String) -> String {
-        let safe = !argument.isEmpty && argument.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || [UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "/"), UInt8(ascii: ":"),
-                    UInt8(ascii: ","), UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "@"), UInt8(ascii: "%")].contains(byte)
-        }
-        return safe ? argument : "'" + argument.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+        let safe =
+            !argument.isEmpty
+            && argument.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || [
+                        UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "/"), UInt8(ascii: ":"),
+                        UInt8(ascii: ","), UInt8(ascii: "+"), UInt8(ascii: "="), UInt8(ascii: "@"), UInt8(ascii: "%"),
+                    ].contains(byte)
+            }
+        return safe
+            ? argument
+            : "'" + argument.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 }

@@ -16,7 +16,8 @@ public struct RulesCommand: ParsableCommand {
     public struct List: ParsableCommand {
 
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "list", abstract: "List rules in the order they decide.")
+        public static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List rules in the order they decide.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -33,18 +34,27 @@ public struct RulesCommand: ParsableCommand {
             }
             // A rule whose browser cannot open links here decides nothing: said on its line, and how many below.
             var cannot: [String: String] = [:]
-            for (rule, reason, _) in try replica.rulesThatCannotDecide(among: rules) { cannot[rule.pattern] = "decides nothing: \(reason)" }
+            for (rule, reason, _) in try replica.rulesThatCannotDecide(among: rules) {
+                cannot[rule.pattern] = "decides nothing: \(reason)"
+            }
             let notes = rules.map { rule in
-                ([cannot[rule.pattern]] + [rule.keepsTracking ? "keeps tracking parameters" : nil]).compactMap { $0 }.joined(separator: "; ")
+                ([cannot[rule.pattern]] + [rule.keepsTracking ? "keeps tracking parameters" : nil]).compactMap { $0 }
+                    .joined(separator: "; ")
             }
             let anyNotes = notes.contains { !$0.isEmpty }
-            Output.table(["PRIORITY", "PATTERN", "BROWSER", "CREATED"] + (anyNotes ? ["NOTES"] : []), zip(rules, notes).map { rule, note in
-                [String(rule.priority), rule.pattern, rule.browser, rule.createdAtMillis == 0 ? "-" : Timestamp.iso8601(millis: rule.createdAtMillis)]
-                    + (anyNotes ? [note] : [])
-            })
+            Output.table(
+                ["PRIORITY", "PATTERN", "BROWSER", "CREATED"] + (anyNotes ? ["NOTES"] : []),
+                zip(rules, notes).map { rule, note in
+                    [
+                        String(rule.priority), rule.pattern, rule.browser,
+                        rule.createdAtMillis == 0 ? "-" : Timestamp.iso8601(millis: rule.createdAtMillis),
+                    ]
+                        + (anyNotes ? [note] : [])
+                })
             if !cannot.isEmpty {
-                print("\(cannot.count) rule(s) decide nothing here: the links they match go to the next rule, or the default browser "
-                      + "('brsync doctor' says how to fix it)")
+                print(
+                    "\(cannot.count) rule(s) decide nothing here: the links they match go to the next rule, or the default browser "
+                        + "('brsync doctor' says how to fix it)")
             }
         }
     }
@@ -82,27 +92,38 @@ public struct RulesCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern, e.g. github.com, *.google.com, github.com/user/*.") var pattern: String
         @Argument(help: "Browser id or scheme.", completion: Completions.browserIDs) var browser: String
-        @Option(name: .customLong("from-app"), help: "Only links clicked in this app (its desktop-file id, Flatpak id or program).")
+        @Option(
+            name: .customLong("from-app"),
+            help: "Only links clicked in this app (its desktop-file id, Flatpak id or program).")
         var fromApp: String?
         @Option(help: "Priority: higher decides first.") var priority: Int?
-        @Flag(inversion: .prefixedNo, help: "Open this rule's links with their tracking parameters (some sites need them); see 'brsync cleanup'.")
+        @Flag(
+            inversion: .prefixedNo,
+            help: "Open this rule's links with their tracking parameters (some sites need them); see 'brsync cleanup'.")
         var keepTracking: Bool?
 
         public func run() throws {
             let text = try Resolve.checkedApp(fromApp).map { "\(Pattern.sourcePrefix)\($0) \(pattern)" } ?? pattern
-            let (rule, created) = try global.openReplica().addRule(pattern: text, browser: browser, priority: priority, keepTracking: keepTracking)
-            print("\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))")
+            let (rule, created) = try global.openReplica().addRule(
+                pattern: text, browser: browser, priority: priority, keepTracking: keepTracking)
+            print(
+                "\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))"
+            )
         }
     }
 
     public struct Remove: ParsableCommand {
 
         public init() {}
-        public static let configuration = CommandConfiguration(commandName: "rm", abstract: "Remove the rule with this pattern.")
+        public static let configuration = CommandConfiguration(
+            commandName: "rm", abstract: "Remove the rule with this pattern.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).", completion: Completions.rulePatterns)
+        @Argument(
+            help: "The rule's pattern (compared in normal form: case and trailing '/' do not matter).",
+            completion: Completions.rulePatterns)
         var pattern: String
-        @Option(name: .customLong("from-app"), help: "The rule for this app's links (made with 'rules add --from-app').")
+        @Option(
+            name: .customLong("from-app"), help: "The rule for this app's links (made with 'rules add --from-app').")
         var fromApp: String?
 
         public func run() throws {
@@ -117,7 +138,8 @@ public struct RulesCommand: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(
             commandName: "test",
-            abstract: "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
+            abstract:
+                "Check a pattern against a URL: prints 'match' (exit 0) or 'no match' (exit 1); invalid input exits 2.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The pattern.", completion: Completions.rulePatterns) var pattern: String
         @Argument(help: "The URL.") var url: String

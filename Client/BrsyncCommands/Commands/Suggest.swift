@@ -1,18 +1,19 @@
 import ArgumentParser
 import Glibc
+import Model
+import Plumbing
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Model
-import Plumbing
 
 public struct Suggest: ParsableCommand {
 
     public init() {}
     public static let configuration = CommandConfiguration(
-            commandName: "suggest",
+        commandName: "suggest",
         abstract: "Print the pattern 'remember for this domain' proposes for a URL (its registrable domain).",
         discussion: """
             Reads the system's Public Suffix List (Debian package 'publicsuffix'):
@@ -32,7 +33,10 @@ public struct Suggest: ParsableCommand {
     static func loadList() throws -> PublicSuffixList {
         let path = ProcessEnvironment.value("BRSYNC_PUBLIC_SUFFIX_LIST") ?? Self.defaultListPath
         guard FileManager.default.fileExists(atPath: path) else {
-            throw CLIFailure(message: "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST")
+            throw CLIFailure(
+                message:
+                    "the Public Suffix List is missing at \(path): install the Debian package 'publicsuffix' or set BRSYNC_PUBLIC_SUFFIX_LIST"
+            )
         }
         let data = try FileInput.read(path, what: "the Public Suffix List")
         guard let text = String(data: data, encoding: .utf8) else {

@@ -29,7 +29,9 @@ func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(request.body.count <= limits.maxBodyBytes)
         if let pull = try? PullRequest(query: request.queryItems, maxLimit: 1000) {
             let again = HTTPRequest(method: "GET", target: pull.target)
-            precondition((try? PullRequest(query: again.queryItems, maxLimit: 1000)) == pull, "\(pull.target) does not read back")
+            precondition(
+                (try? PullRequest(query: again.queryItems, maxLimit: 1000)) == pull, "\(pull.target) does not read back"
+            )
         }
     }
     return 0

@@ -16,7 +16,8 @@ func fuzzJoinCode(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(Wire.SealedWith(header: claim.description) == claim, "a sealed-with claim changed in a round trip")
     }
     if let key = try? AccountKey(recoveryCode: text) {
-        precondition((try? AccountKey(recoveryCode: key.recoveryCode)) == key, "a recovery code changed in a round trip")
+        precondition(
+            (try? AccountKey(recoveryCode: key.recoveryCode)) == key, "a recovery code changed in a round trip")
     }
     if let change = try? Wire.read(text, ChangeRecord.init(reading:)) {
         // Either refused with a reason or in the sealed form; never a crash.

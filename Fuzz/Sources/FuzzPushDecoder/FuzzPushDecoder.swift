@@ -13,7 +13,9 @@ import SyncCore
 func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let isJSON = (try? JSONValue.parse(utf8: bytes)) != nil
-    func agrees<Message>(_ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message, _ what: String) -> Message? {
+    func agrees<Message>(
+        _ read: (UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) -> Message, _ what: String
+    ) -> Message? {
         do throws(Wire.ReadError) {
             let message = try read(bytes)
             precondition(isJSON, "the \(what) reader read what is not JSON")
@@ -26,52 +28,80 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let push = agrees(PushRequest.init(reading:), "push") {
         let count = push.changes.count + push.unreadable.count
         precondition(count <= Wire.maxPushChanges && push.to - push.from + 1 == Int64(count))
-        for change in push.changes { precondition(Wire.problem(state: change.state) == nil && Wire.problem(key: change.key) == nil) }
+        for change in push.changes {
+            precondition(Wire.problem(state: change.state) == nil && Wire.problem(key: change.key) == nil)
+        }
         // Changes over a limit are set aside numbered in the range, with a digest.
         let numbers = (push.changes.map(\.sequence) + push.unreadable.map(\.sequence)).sorted()
         precondition(numbers == Array(push.from...push.to), "a push's changes are not its range")
-        for unreadable in push.unreadable { precondition(Wire.isDigest(unreadable.digest) && !unreadable.reason.isEmpty) }
+        for unreadable in push.unreadable {
+            precondition(Wire.isDigest(unreadable.digest) && !unreadable.reason.isEmpty)
+        }
         // (What was set aside is not written back.)
         if push.unreadable.isEmpty {
-            let again = try? push.body().withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PushRequest(reading: bytes) }
+            let again = try? push.body().withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+                try PushRequest(reading: bytes)
+            }
             precondition(again == push, "a push changed in a round trip")
             precondition(again?.changes.map(\.digest) == push.changes.map(\.digest))
         }
     }
     if let relay = agrees(RelayRequest.init(reading:), "relay") {
-        let again = try? relay.body().withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try RelayRequest(reading: bytes) }
+        let again = try? relay.body().withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try RelayRequest(reading: bytes)
+        }
         precondition(again?.records == relay.records && again?.keyID == relay.keyID, "a relay changed in a round trip")
     }
     if let page = agrees(PullResponse.init(reading:), "page") {
-        let again = try? page.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
+        let again = try? page.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try PullResponse(reading: bytes)
+        }
         precondition(again?.changes == page.changes && again?.next == page.next, "a page changed in a round trip")
     }
     if let asked = agrees(EncryptRequest.init(reading:), "encrypt request") {
-        let again = try? asked.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try EncryptRequest(reading: bytes) }
+        let again = try? asked.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try EncryptRequest(reading: bytes)
+        }
         precondition(again == asked, "an encrypt request changed in a round trip")
     }
     if let json = try? JSONValue.parse(utf8: bytes), let answer = try? EncryptResponse(json: json) {
-        precondition(answer.signingKey.map(WriteSignature.isPublicKey) ?? true, "an encrypt answer took a signing key that is not a public key")
+        precondition(
+            answer.signingKey.map(WriteSignature.isPublicKey) ?? true,
+            "an encrypt answer took a signing key that is not a public key")
         precondition((try? EncryptResponse(json: answer.json)) == answer, "an encrypt answer changed in a round trip")
     }
     if let text = String(validUTF8: bytes) {
         if let signature = WriteSignature(headerValue: text) {
-            precondition(WriteSignature.isPublicKey(signature.publicKey) && WriteSignature.isSignature(signature.signature))
-            precondition(WriteSignature(headerValue: signature.headerValue) == signature, "a signature header changed in a round trip")
+            precondition(
+                WriteSignature.isPublicKey(signature.publicKey) && WriteSignature.isSignature(signature.signature))
+            precondition(
+                WriteSignature(headerValue: signature.headerValue) == signature,
+                "a signature header changed in a round trip")
         }
     }
     if let joining = agrees(JoinRequest.init(reading:), "join request") {
-        precondition(JoinRequest.isWellFormed(joining.token), "a join request took a token not of a device token's form")
-        let again = try? joining.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try JoinRequest(reading: bytes) }
+        precondition(
+            JoinRequest.isWellFormed(joining.token), "a join request took a token not of a device token's form")
+        let again = try? joining.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try JoinRequest(reading: bytes)
+        }
         precondition(again == joining, "a join request changed in a round trip")
     }
     // The input as a stored record's fields (and as its versions).
     if let text = String(validUTF8: bytes) {
         if let state = try? RecordState(fieldsJSON: text, versionsJSON: "{}") {
-            precondition(isJSON && (try? RecordState(fieldsJSON: RecordState.encodeFields(state.fields), versionsJSON: "{}")) == state)
+            precondition(
+                isJSON
+                    && (try? RecordState(fieldsJSON: RecordState.encodeFields(state.fields), versionsJSON: "{}"))
+                        == state
+            )
         }
         if let state = try? RecordState(fieldsJSON: "{}", versionsJSON: text) {
-            precondition(isJSON && (try? RecordState(fieldsJSON: "{}", versionsJSON: RecordState.encodeVersions(state.versions))) == state)
+            precondition(
+                isJSON
+                    && (try? RecordState(fieldsJSON: "{}", versionsJSON: RecordState.encodeVersions(state.versions)))
+                        == state
+            )
         }
     }
     return 0

@@ -25,33 +25,47 @@ func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(again == opened, "an opened record did not survive sealing again")
     }
     if let sealed = try? cipher.seal(change) {
-        let back = try? sealed.jsonBytes.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try ChangeRecord(reading: bytes) }
+        let back = try? sealed.jsonBytes.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try ChangeRecord(reading: bytes)
+        }
         precondition(back == sealed, "a sealed change changed in a round trip through its JSON")
         // A change with no field (re-stamping took them all) has no sealed key
         // to open by; the client skips such a record, holding nothing.
-        precondition(change.state.fields.isEmpty || (try? cipher.open(sealed)) == change, "a sealed change did not open to itself")
+        precondition(
+            change.state.fields.isEmpty || (try? cipher.open(sealed)) == change,
+            "a sealed change did not open to itself")
     }
     return 0
 }
 
 // MARK: - A hostile server with valid seals
 
-func stamp(_ millis: Int64, _ device: String) -> HLCTimestamp { HLCTimestamp(wallMillis: 1_790_000_000_000 + millis, counter: 0, device: device) }
+func stamp(_ millis: Int64, _ device: String) -> HLCTimestamp {
+    HLCTimestamp(wallMillis: 1_790_000_000_000 + millis, counter: 0, device: device)
+}
 
-func version(_ key: String, _ fields: [String: JSONValue], at millis: Int64, by device: String, counter: UInt64) -> ChangeRecord {
+func version(
+    _ key: String, _ fields: [String: JSONValue], at millis: Int64, by device: String, counter: UInt64
+) -> ChangeRecord {
     let at = stamp(millis, device)
-    return ChangeRecord(sequence: 1, collection: .rules, key: key,
-                        state: RecordState(fields: fields.mapValues { StampedValue($0, stamp: at) }, versions: VersionVector([device: counter])))
+    return ChangeRecord(
+        sequence: 1, collection: .rules, key: key,
+        state: RecordState(
+            fields: fields.mapValues { StampedValue($0, stamp: at) }, versions: VersionVector([device: counter])))
 }
 
 /// What key holders wrote: two records, each in several versions (an edit,
 /// a deletion, a revival), sealed. Every register of every version is a
 /// real seal the server holds and may replay anywhere.
 let written: [ChangeRecord] = [
-    version("zoom.us", ["browser": .string("firefox"), "priority": .int(3), "deleted": .bool(false)], at: 1, by: "laptop", counter: 1),
+    version(
+        "zoom.us", ["browser": .string("firefox"), "priority": .int(3), "deleted": .bool(false)], at: 1, by: "laptop",
+        counter: 1),
     version("zoom.us", ["browser": .string("tor-browser"), "deleted": .bool(false)], at: 5, by: "desktop", counter: 1),
     version("zoom.us", ["deleted": .bool(true)], at: 9, by: "laptop", counter: 2),
-    version("bank.example", ["browser": .string("chromium"), "priority": .int(1), "deleted": .bool(false)], at: 2, by: "desktop", counter: 2),
+    version(
+        "bank.example", ["browser": .string("chromium"), "priority": .int(1), "deleted": .bool(false)], at: 2,
+        by: "desktop", counter: 2),
     version("bank.example", ["browser": .string("firefox"), "deleted": .bool(false)], at: 7, by: "laptop", counter: 3),
 ]
 let sealedVersions = written.map { try! cipher.seal($0) }
@@ -60,7 +74,9 @@ let sealedVersions = written.map { try! cipher.seal($0) }
 let genuine: [String: JSONValue] = {
     var values: [String: JSONValue] = [:]
     for change in written {
-        for (name, register) in change.state.fields { values["\(change.key)|\(name)|\(register.stamp)"] = register.value }
+        for (name, register) in change.state.fields {
+            values["\(change.key)|\(name)|\(register.stamp)"] = register.value
+        }
     }
     return values
 }()
@@ -89,7 +105,8 @@ func hostileServer(_ bytes: UnsafeBufferPointer<UInt8>) {
             if !names.isEmpty { served.state.fields[names[Int(argument) % names.count]] = nil }
         case 2: // a field's register under another field's name
             if names.count >= 2 {
-                served.state.fields[names[Int(argument) % names.count]] = served.state.fields[names[Int(argument / 2 + 1) % names.count]]
+                served.state.fields[names[Int(argument) % names.count]] =
+                    served.state.fields[names[Int(argument / 2 + 1) % names.count]]
             }
         case 3: // another stamp on a register
             if !names.isEmpty, var register = served.state.fields[names[Int(argument) % names.count]] {
@@ -97,25 +114,37 @@ func hostileServer(_ bytes: UnsafeBufferPointer<UInt8>) {
                 served.state.fields[names[Int(argument) % names.count]] = register
             }
         case 4: // the readable deletion flag
-            served.state.fields["deleted"] = StampedValue(.bool(argument % 2 == 0), stamp: stamp(Int64(argument % 12), "laptop"))
+            served.state.fields["deleted"] = StampedValue(
+                .bool(argument % 2 == 0), stamp: stamp(Int64(argument % 12), "laptop"))
         default: // the version vector
             served.state.versions = VersionVector(["laptop": UInt64(argument % 4), "server": UInt64(argument / 4)])
         }
     }
     guard let opened = try? cipher.open(served, requiringManifest: false) else { return }
-    precondition(opened.key == written.first { cipher.hiddenKey(collection: "rules", key: $0.key) == served.key }?.key, "a record opened under another key")
+    precondition(
+        opened.key == written.first { cipher.hiddenKey(collection: "rules", key: $0.key) == served.key }?.key,
+        "a record opened under another key")
     for (name, register) in opened.state.fields {
         let sealed = genuine["\(opened.key)|\(name)|\(register.stamp)"]
-        precondition(sealed == register.value, "a value no key holder sealed opened: \(opened.key) \(name) at \(register.stamp)")
+        precondition(
+            sealed == register.value, "a value no key holder sealed opened: \(opened.key) \(name) at \(register.stamp)")
     }
     // Where every writer seals manifests, a record that opens is never one
     // its newest writer's version was cut from or rolled back in.
-    guard let strict = try? cipher.open(served, requiringManifest: true), let newest = strict.state.fields.values.map(\.stamp).max(),
-          let writer = written.first(where: { $0.key == strict.key && $0.state.fields.values.contains { $0.stamp == newest } }) else { return }
+    guard let strict = try? cipher.open(served, requiringManifest: true),
+        let newest = strict.state.fields.values.map(\.stamp).max(),
+        let writer = written.first(where: {
+            $0.key == strict.key && $0.state.fields.values.contains { $0.stamp == newest }
+        })
+    else { return }
     for (name, register) in writer.state.fields {
-        precondition(strict.state.fields[name].map { $0.stamp >= register.stamp } == true, "a record opened without \(name) as its newest writer sealed it")
+        precondition(
+            strict.state.fields[name].map { $0.stamp >= register.stamp } == true,
+            "a record opened without \(name) as its newest writer sealed it")
     }
-    precondition(strict.state.versions.compare(to: writer.state.versions) != .before, "a record opened hiding a write its newest writer saw")
+    precondition(
+        strict.state.versions.compare(to: writer.state.versions) != .before,
+        "a record opened hiding a write its newest writer saw")
 }
 
 // MARK: - A manifest's text
@@ -127,7 +156,11 @@ func manifest(_ bytes: UnsafeBufferPointer<UInt8>) {
     guard let json = try? JSONValue.parse(utf8: bytes) else { return }
     let at = stamp(5, "desktop")
     guard let manifest = try? RecordManifest(json: json, at: at) else { return }
-    precondition((try? RecordManifest(json: JSONValue.parse(manifest.text(at: at)), at: at)) == manifest, "a manifest changed through its text")
+    precondition(
+        (try? RecordManifest(json: JSONValue.parse(manifest.text(at: at)), at: at)) == manifest,
+        "a manifest changed through its text")
     let other = stamp(7, "laptop")
-    precondition((try? RecordManifest(json: JSONValue.parse(manifest.text(at: other)), at: other)) == manifest, "a manifest changed under another stamp")
+    precondition(
+        (try? RecordManifest(json: JSONValue.parse(manifest.text(at: other)), at: other)) == manifest,
+        "a manifest changed under another stamp")
 }

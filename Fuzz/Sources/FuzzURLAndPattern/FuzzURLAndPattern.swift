@@ -18,12 +18,16 @@ func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let again = try? NormalizedURL(url.absoluteString) else {
         preconditionFailure("the normal form \(url.absoluteString) of \(urlText.debugDescription) is refused")
     }
-    precondition(again == url, "normalising \(urlText.debugDescription) twice gives \(again.absoluteString), not \(url.absoluteString)")
+    precondition(
+        again == url,
+        "normalising \(urlText.debugDescription) twice gives \(again.absoluteString), not \(url.absoluteString)")
     // Link cleanup: its results are in normal form, and cleaning a cleaned
     // link (not stopped at the depth limit) changes nothing.
     let cleaned = LinkCleanup().clean(url)
     for result in [cleaned.url, cleaned.unwrapped] {
-        precondition((try? NormalizedURL(result.absoluteString)) == result, "cleaning \(url) gives \(result), not in normal form")
+        precondition(
+            (try? NormalizedURL(result.absoluteString)) == result, "cleaning \(url) gives \(result), not in normal form"
+        )
     }
     if cleaned.steps.count < LinkCleanup.maxDepth {
         precondition(LinkCleanup().clean(cleaned.url).url == cleaned.url, "cleaning \(url) twice does not settle")
@@ -31,15 +35,21 @@ func fuzzURLAndPattern(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let pattern = try? Pattern(patternText) else { return 0 }
     let matched = pattern.match(url).isMatch
     let index = RuleIndex(rules: [UrlRule(pattern: patternText, browser: "b", createdAtMillis: 0)])
-    precondition((index.decide(url) != nil) == matched, "the index and the pattern disagree on \(patternText.debugDescription) vs \(url)")
+    precondition(
+        (index.decide(url) != nil) == matched,
+        "the index and the pattern disagree on \(patternText.debugDescription) vs \(url)")
     // A rule for one app: the index and the pattern agree for a link from it,
     // and its normal text parses back to the same rule.
     if let source = pattern.source {
         precondition(!matched, "\(patternText.debugDescription) names an app and matched a link from none")
         let fromIt = pattern.match(MatchSubject(url, source: source)).isMatch
-        precondition((index.decide(url, source: source) != nil) == fromIt, "the index and the pattern disagree on \(patternText.debugDescription) from \(source)")
+        precondition(
+            (index.decide(url, source: source) != nil) == fromIt,
+            "the index and the pattern disagree on \(patternText.debugDescription) from \(source)")
     }
-    precondition((try? Pattern(pattern.text))?.key == pattern.key, "\(pattern.text.debugDescription) does not parse back to the key \(pattern.key)")
+    precondition(
+        (try? Pattern(pattern.text))?.key == pattern.key,
+        "\(pattern.text.debugDescription) does not parse back to the key \(pattern.key)")
     return 0
 }
 
@@ -57,14 +67,20 @@ func fuzzProfile(exec: String, arguments text: String) {
             // Byte by byte, as a browser reads its arguments.
             let bytes = Array(argument.utf8)
             let dots = bytes.count > 1 && (1..<bytes.count).contains { bytes[$0 - 1] == 0x2E && bytes[$0] == 0x2E }
-            precondition(!bytes.contains(0x2F) && !bytes.contains(0x5C) && !bytes.contains(0x25) && !dots && !bytes.contains { $0 < 0x20 },
-                         "\(argument.debugDescription) passed for \(base)")
+            precondition(
+                !bytes.contains(0x2F) && !bytes.contains(0x5C) && !bytes.contains(0x25) && !dots
+                    && !bytes.contains { $0 < 0x20 },
+                "\(argument.debugDescription) passed for \(base)")
         }
     }
     guard let profile = try? BrowserProfile(base: "firefox", arguments: arguments), let base = try? ExecCommand(exec),
-          let at = try? base.browserProgramIndex(), let command = try? profile.command(from: exec) else { return }
-    guard let built = try? ExecCommand(command).arguments else { preconditionFailure("\(command.debugDescription) does not read back") }
-    let expected = Array(base.arguments[...at]) + arguments.map { $0.replacing("%", with: "%%") } + base.arguments[(at + 1)...]
+        let at = try? base.browserProgramIndex(), let command = try? profile.command(from: exec)
+    else { return }
+    guard let built = try? ExecCommand(command).arguments else {
+        preconditionFailure("\(command.debugDescription) does not read back")
+    }
+    let expected =
+        Array(base.arguments[...at]) + arguments.map { $0.replacing("%", with: "%%") } + base.arguments[(at + 1)...]
     precondition(built == expected, "\(exec.debugDescription) + \(arguments) gave \(built)")
     let program = base.arguments[at].split(separator: "/").last.map(String.init) ?? ""
     precondition(!["env", "sh", "bash", "dash"].contains(program), "the arguments went to \(program)")

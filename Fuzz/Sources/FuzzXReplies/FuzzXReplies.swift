@@ -10,7 +10,9 @@ func fuzzXReplies(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     for display in [0, 1, 10] {
         if let cookie = HeldKeys.cookie(inAuthority: bytes, display: display) {
-            precondition(!cookie.isEmpty && cookie.count <= 255 && cookie.count <= bytes.count, "a cookie that is not one: \(cookie.count) bytes")
+            precondition(
+                !cookie.isEmpty && cookie.count <= 255 && cookie.count <= bytes.count,
+                "a cookie that is not one: \(cookie.count) bytes")
         }
     }
     if bytes.count >= 8 {
@@ -25,7 +27,9 @@ func fuzzXReplies(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let text = String(decoding: bytes, as: UTF8.self)
     if let number = HeldKeys.displayNumber(text) {
-        precondition(number >= 0 && text.contains(String(number).first ?? "?"), "display \(number) from \(text.debugDescription)")
+        precondition(
+            number >= 0 && text.contains(String(number).first ?? "?"), "display \(number) from \(text.debugDescription)"
+        )
     }
     return 0
 }

@@ -22,56 +22,83 @@ public enum BrowserCatalog {
     public static let entries: [Entry] = [
         // The phone app's table.
         Entry(id: "safari", name: "Safari", urlScheme: "", urlFormat: "{url}", otherSchemes: [], desktopIDs: []),
-        Entry(id: "chrome", name: "Chrome", urlScheme: "googlechromes", urlFormat: "googlechromes://{host}{path}",
-              otherSchemes: ["googlechrome"],
-              desktopIDs: ["google-chrome", "google-chrome-stable", "com.google.Chrome"]),
-        Entry(id: "chrome-callback", name: "Chrome (callback)", urlScheme: "googlechrome-x-callback",
-              urlFormat: "googlechrome-x-callback://x-callback-url/open/?url={url}", otherSchemes: [], desktopIDs: []),
-        Entry(id: "firefox", name: "Firefox", urlScheme: "firefox", urlFormat: "firefox://open-url?url={url}",
-              otherSchemes: [],
-              desktopIDs: ["firefox", "firefox-esr", "org.mozilla.firefox", "firefox_firefox"]),
-        Entry(id: "firefox-focus", name: "Firefox Focus", urlScheme: "firefox-focus",
-              urlFormat: "firefox-focus://open-url?url={url}", otherSchemes: [], desktopIDs: []),
-        Entry(id: "brave", name: "Brave", urlScheme: "brave", urlFormat: "brave://open-url?url={url}",
-              otherSchemes: [], desktopIDs: ["brave-browser", "brave-browser-stable", "com.brave.Browser", "brave_brave"]),
-        Entry(id: "edge", name: "Microsoft Edge", urlScheme: "microsoft-edge", urlFormat: "microsoft-edge://open?url={url}",
-              otherSchemes: ["microsoft-edge-https", "microsoft-edge-http"],
-              desktopIDs: ["microsoft-edge", "microsoft-edge-stable", "com.microsoft.Edge"]),
-        Entry(id: "opera-mini", name: "Opera Mini", urlScheme: "opera-https", urlFormat: "opera-https://{host}{path}",
-              otherSchemes: ["opera-http"], desktopIDs: []),
-        Entry(id: "opera", name: "Opera", urlScheme: "touch-https", urlFormat: "touch-https://{host}{path}",
-              otherSchemes: ["touch-http"], desktopIDs: ["opera", "com.opera.Opera", "opera_opera"]),
-        Entry(id: "duckduckgo", name: "DuckDuckGo", urlScheme: "ddgQuickLink", urlFormat: "ddgQuickLink://{url}",
-              otherSchemes: [], desktopIDs: []),
-        Entry(id: "yandex", name: "Yandex", urlScheme: "yandexbrowser-open-url", urlFormat: "yandexbrowser-open-url://{url}",
-              otherSchemes: [], desktopIDs: ["yandex-browser", "yandex-browser-stable"]),
-        Entry(id: "uc", name: "UC Browser", urlScheme: "ucbrowser", urlFormat: "ucbrowser://{url}",
-              otherSchemes: [], desktopIDs: []),
-        Entry(id: "aloha", name: "Aloha", urlScheme: "alohabrowser", urlFormat: "alohabrowser://{url}",
-              otherSchemes: [], desktopIDs: []),
-        Entry(id: "onion", name: "Onion Browser", urlScheme: "onionhttps", urlFormat: "onionhttps://{host}{path}",
-              otherSchemes: ["onionhttp"], desktopIDs: []),
-        Entry(id: "puffin", name: "Puffin", urlScheme: "puffin", urlFormat: "puffin://{url}",
-              otherSchemes: ["puffins"], desktopIDs: []),
+        Entry(
+            id: "chrome", name: "Chrome", urlScheme: "googlechromes", urlFormat: "googlechromes://{host}{path}",
+            otherSchemes: ["googlechrome"],
+            desktopIDs: ["google-chrome", "google-chrome-stable", "com.google.Chrome"]),
+        Entry(
+            id: "chrome-callback", name: "Chrome (callback)", urlScheme: "googlechrome-x-callback",
+            urlFormat: "googlechrome-x-callback://x-callback-url/open/?url={url}", otherSchemes: [], desktopIDs: []),
+        Entry(
+            id: "firefox", name: "Firefox", urlScheme: "firefox", urlFormat: "firefox://open-url?url={url}",
+            otherSchemes: [],
+            desktopIDs: ["firefox", "firefox-esr", "org.mozilla.firefox", "firefox_firefox"]),
+        Entry(
+            id: "firefox-focus", name: "Firefox Focus", urlScheme: "firefox-focus",
+            urlFormat: "firefox-focus://open-url?url={url}", otherSchemes: [], desktopIDs: []),
+        Entry(
+            id: "brave", name: "Brave", urlScheme: "brave", urlFormat: "brave://open-url?url={url}",
+            otherSchemes: [], desktopIDs: ["brave-browser", "brave-browser-stable", "com.brave.Browser", "brave_brave"]),
+        Entry(
+            id: "edge", name: "Microsoft Edge", urlScheme: "microsoft-edge",
+            urlFormat: "microsoft-edge://open?url={url}",
+            otherSchemes: ["microsoft-edge-https", "microsoft-edge-http"],
+            desktopIDs: ["microsoft-edge", "microsoft-edge-stable", "com.microsoft.Edge"]),
+        Entry(
+            id: "opera-mini", name: "Opera Mini", urlScheme: "opera-https", urlFormat: "opera-https://{host}{path}",
+            otherSchemes: ["opera-http"], desktopIDs: []),
+        Entry(
+            id: "opera", name: "Opera", urlScheme: "touch-https", urlFormat: "touch-https://{host}{path}",
+            otherSchemes: ["touch-http"], desktopIDs: ["opera", "com.opera.Opera", "opera_opera"]),
+        Entry(
+            id: "duckduckgo", name: "DuckDuckGo", urlScheme: "ddgQuickLink", urlFormat: "ddgQuickLink://{url}",
+            otherSchemes: [], desktopIDs: []),
+        Entry(
+            id: "yandex", name: "Yandex", urlScheme: "yandexbrowser-open-url",
+            urlFormat: "yandexbrowser-open-url://{url}",
+            otherSchemes: [], desktopIDs: ["yandex-browser", "yandex-browser-stable"]),
+        Entry(
+            id: "uc", name: "UC Browser", urlScheme: "ucbrowser", urlFormat: "ucbrowser://{url}",
+            otherSchemes: [], desktopIDs: []),
+        Entry(
+            id: "aloha", name: "Aloha", urlScheme: "alohabrowser", urlFormat: "alohabrowser://{url}",
+            otherSchemes: [], desktopIDs: []),
+        Entry(
+            id: "onion", name: "Onion Browser", urlScheme: "onionhttps", urlFormat: "onionhttps://{host}{path}",
+            otherSchemes: ["onionhttp"], desktopIDs: []),
+        Entry(
+            id: "puffin", name: "Puffin", urlScheme: "puffin", urlFormat: "puffin://{url}",
+            otherSchemes: ["puffins"], desktopIDs: []),
         // Linux browsers with no phone counterpart.
-        Entry(id: "chromium", name: "Chromium", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["chromium", "chromium-browser", "org.chromium.Chromium", "chromium_chromium"]),
-        Entry(id: "vivaldi", name: "Vivaldi", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["vivaldi-stable", "vivaldi", "com.vivaldi.Vivaldi", "vivaldi_vivaldi-stable"]),
-        Entry(id: "librewolf", name: "LibreWolf", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["librewolf", "io.gitlab.librewolf-community", "librewolf_librewolf"]),
-        Entry(id: "epiphany", name: "GNOME Web", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["org.gnome.Epiphany", "epiphany", "epiphany-browser", "epiphany_epiphany"]),
-        Entry(id: "falkon", name: "Falkon", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["org.kde.falkon", "falkon", "falkon_falkon"]),
-        Entry(id: "tor-browser", name: "Tor Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["torbrowser", "start-tor-browser", "org.torproject.torbrowser-launcher", "torbrowser-launcher"]),
-        Entry(id: "zen", name: "Zen Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["zen", "zen-browser", "app.zen_browser.zen"]),
-        Entry(id: "floorp", name: "Floorp", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["floorp", "one.ablaze.floorp", "floorp_floorp"]),
-        Entry(id: "mullvad-browser", name: "Mullvad Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-              desktopIDs: ["mullvad-browser", "mullvadbrowser", "net.mullvad.MullvadBrowser"]),
+        Entry(
+            id: "chromium", name: "Chromium", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["chromium", "chromium-browser", "org.chromium.Chromium", "chromium_chromium"]),
+        Entry(
+            id: "vivaldi", name: "Vivaldi", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["vivaldi-stable", "vivaldi", "com.vivaldi.Vivaldi", "vivaldi_vivaldi-stable"]),
+        Entry(
+            id: "librewolf", name: "LibreWolf", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["librewolf", "io.gitlab.librewolf-community", "librewolf_librewolf"]),
+        Entry(
+            id: "epiphany", name: "GNOME Web", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["org.gnome.Epiphany", "epiphany", "epiphany-browser", "epiphany_epiphany"]),
+        Entry(
+            id: "falkon", name: "Falkon", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["org.kde.falkon", "falkon", "falkon_falkon"]),
+        Entry(
+            id: "tor-browser", name: "Tor Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: [
+                "torbrowser", "start-tor-browser", "org.torproject.torbrowser-launcher", "torbrowser-launcher",
+            ]),
+        Entry(
+            id: "zen", name: "Zen Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["zen", "zen-browser", "app.zen_browser.zen"]),
+        Entry(
+            id: "floorp", name: "Floorp", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["floorp", "one.ablaze.floorp", "floorp_floorp"]),
+        Entry(
+            id: "mullvad-browser", name: "Mullvad Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+            desktopIDs: ["mullvad-browser", "mullvadbrowser", "net.mullvad.MullvadBrowser"]),
     ]
 
     private static let byName: [String: Entry] = {

@@ -65,8 +65,10 @@ public struct Pattern: Sendable, Hashable {
     /// - Throws: ``PatternProblem`` saying what is wrong (`invalid pattern: …`).
     public init(_ text: String) throws(PatternProblem) {
         // `from:APP PATTERN` (looked at only when the text could start so).
-        if let first = text.utf8.first, first == UInt8(ascii: "f") || first == UInt8(ascii: "F") || first <= 0x20 || first >= 0x80,
-           URLParser.trimmed(text).lowercased().hasPrefix(Self.sourcePrefix) {
+        if let first = text.utf8.first,
+            first == UInt8(ascii: "f") || first == UInt8(ascii: "F") || first <= 0x20 || first >= 0x80,
+            URLParser.trimmed(text).lowercased().hasPrefix(Self.sourcePrefix)
+        {
             try self.init(fromApp: text)
         } else {
             try self.init(plain: text)
@@ -94,10 +96,14 @@ public struct Pattern: Sendable, Hashable {
         // bytes (searching characters cost most of a parse); other text is
         // searched by character, as it always was.
         func first(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
-            isPlainASCII ? Self.index(of: UInt8(ascii: separator), in: text, last: false) : text.firstIndex(of: Character(separator))
+            isPlainASCII
+                ? Self.index(of: UInt8(ascii: separator), in: text, last: false)
+                : text.firstIndex(of: Character(separator))
         }
         func last(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
-            isPlainASCII ? Self.index(of: UInt8(ascii: separator), in: text, last: true) : text.lastIndex(of: Character(separator))
+            isPlainASCII
+                ? Self.index(of: UInt8(ascii: separator), in: text, last: true)
+                : text.lastIndex(of: Character(separator))
         }
 
         var rest = Substring(trimmed)
@@ -138,7 +144,7 @@ public struct Pattern: Sendable, Hashable {
         }
         if let portText, portText != "*", !portText.isEmpty {
             guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), portText.count <= 5, let number = Int(portText),
-                  (1...65535).contains(number)
+                (1...65535).contains(number)
             else { throw fail("the port '\(portText)' is not a number from 1 to 65535 or *") }
             port = number
         }
@@ -148,7 +154,9 @@ public struct Pattern: Sendable, Hashable {
             if portText != nil { throw fail("a file:// pattern has no port") }
             if hostPart.lowercased() == "localhost" { hostPart = "" }
         } else {
-            guard !hostPart.isEmpty else { throw fail("it has no host (a pattern starts with a domain, like example.com)") }
+            guard !hostPart.isEmpty else {
+                throw fail("it has no host (a pattern starts with a domain, like example.com)")
+            }
         }
 
         let host: String
@@ -156,7 +164,9 @@ public struct Pattern: Sendable, Hashable {
         if hostPart.isEmpty {
             host = ""
         } else if hostPart.hasPrefix("[") {
-            guard hostPart.hasSuffix("]"), let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast())) else {
+            guard hostPart.hasSuffix("]"),
+                let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast()))
+            else {
                 throw fail(HostProblem.invalidIPv6.message)
             }
             host = "[\(address)]"
@@ -169,7 +179,9 @@ public struct Pattern: Sendable, Hashable {
             }
             // A URL may name such a host (the URL Standard keeps it); a rule
             // that does is a typo.
-            if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+            if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(
+                where: \.isEmpty)
+            {
                 throw fail(HostProblem.emptyLabel.message)
             }
         }
@@ -183,7 +195,9 @@ public struct Pattern: Sendable, Hashable {
         includesFragment = path.contains("#")
         isHostOnly = path.isEmpty
         pathGlob = path.isEmpty || path == "/**" || path == "/*" ? nil : Glob(path.utf8)
-        bareHostGlob = host.hasPrefix("**.") ? Glob(host.utf8.dropFirst(3)) : host.hasPrefix("*.") ? Glob(host.utf8.dropFirst(2)) : nil
+        bareHostGlob =
+            host.hasPrefix("**.")
+            ? Glob(host.utf8.dropFirst(3)) : host.hasPrefix("*.") ? Glob(host.utf8.dropFirst(2)) : nil
 
         var key = scheme.map { "\($0)://" } ?? ""
         key += host
@@ -200,10 +214,14 @@ public struct Pattern: Sendable, Hashable {
         let utf8 = text.utf8
         let offset: Int?? = utf8.withContiguousStorageIfAvailable { bytes in
             guard bytes.count >= target.count else { return nil }
-            return (0...(bytes.count - target.count)).first { start in (0..<target.count).allSatisfy { bytes[start + $0] == target[$0] } }
+            return (0...(bytes.count - target.count)).first { start in
+                (0..<target.count).allSatisfy { bytes[start + $0] == target[$0] }
+            }
         }
         if let offset {
-            return offset.map { utf8.index(utf8.startIndex, offsetBy: $0)..<utf8.index(utf8.startIndex, offsetBy: $0 + target.count) }
+            return offset.map {
+                utf8.index(utf8.startIndex, offsetBy: $0)..<utf8.index(utf8.startIndex, offsetBy: $0 + target.count)
+            }
         }
         var index = utf8.startIndex
         while index != utf8.endIndex {
@@ -222,7 +240,9 @@ public struct Pattern: Sendable, Hashable {
     /// The first (or last) position of `byte` in `text`'s UTF-8.
     private static func index(of byte: UInt8, in text: Substring, last: Bool) -> String.Index? {
         let utf8 = text.utf8
-        let offset: Int?? = utf8.withContiguousStorageIfAvailable { last ? $0.lastIndex(of: byte) : $0.firstIndex(of: byte) }
+        let offset: Int?? = utf8.withContiguousStorageIfAvailable {
+            last ? $0.lastIndex(of: byte) : $0.firstIndex(of: byte)
+        }
         guard let offset else { return last ? utf8.lastIndex(of: byte) : utf8.firstIndex(of: byte) }
         return offset.map { utf8.index(utf8.startIndex, offsetBy: $0) }
     }
@@ -234,7 +254,9 @@ public struct Pattern: Sendable, Hashable {
         return table
     }()
 
-    private static func normalizeWildcardHost(_ text: String, fail: (String) -> PatternProblem) throws(PatternProblem) -> String {
+    private static func normalizeWildcardHost(
+        _ text: String, fail: (String) -> PatternProblem
+    ) throws(PatternProblem) -> String {
         var labels: [String] = []
         var body = text
         if body.hasSuffix(".") { body.removeLast() }
@@ -309,16 +331,21 @@ extension Pattern {
     /// Whether `id` can name an app: 1 to 255 of ASCII letters, digits, `.`,
     /// `_`, `-`, `+`, at least one of them a letter or digit.
     public static func isSourceID(_ id: some StringProtocol) -> Bool {
-        func isAlphanumeric(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
-        return !id.isEmpty && id.utf8.count <= 255 && id.utf8.contains(where: isAlphanumeric) && id.utf8.allSatisfy { byte in
-            isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+        func isAlphanumeric(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
         }
+        return !id.isEmpty && id.utf8.count <= 255 && id.utf8.contains(where: isAlphanumeric)
+            && id.utf8.allSatisfy { byte in
+                isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+            }
     }
 
     /// Why `id` cannot name an app, worded for the person who typed it; nil when it can.
     public static func sourceIDProblem(_ id: some StringProtocol) -> String? {
         guard !isSourceID(id) else { return nil }
-        return "'\(DisplayText.printable(id.prefix(80)))\(id.count > 80 ? "…" : "")' is not an app's id: a desktop file's name without .desktop, "
+        return
+            "'\(DisplayText.printable(id.prefix(80)))\(id.count > 80 ? "…" : "")' is not an app's id: a desktop file's name without .desktop, "
             + "a Flatpak id or a program's name (1 to 255 ASCII letters, digits, '.', '_', '-', '+', with a letter or digit)"
     }
 

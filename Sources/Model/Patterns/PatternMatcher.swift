@@ -74,7 +74,8 @@ extension Pattern {
         if let port, port != url.effectivePort { return .portDiffers }
         guard matchesHost(subject.host) else { return .hostDiffers }
         guard let pathGlob else { return .match }
-        let end = includesFragment ? subject.pathQueryFragment.count : includesQuery ? subject.queryEnd : subject.pathEnd
+        let end =
+            includesFragment ? subject.pathQueryFragment.count : includesQuery ? subject.queryEnd : subject.pathEnd
         let matched = subject.pathQueryFragment.withUnsafeBufferPointer { buffer -> Bool in
             let part = UnsafeBufferPointer(rebasing: buffer[0..<end])
             let ends = pathGlob.matchEnds(part)

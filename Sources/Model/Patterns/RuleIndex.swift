@@ -41,7 +41,9 @@ public struct RuleIndex: Sendable {
     /// are skipped, not fatal). A rule that names an app decides only links
     /// from `source`, and before any other rule.
     /// - Parameter source: the id of the app the link came from, when known.
-    public func decide(_ url: NormalizedURL, source: String? = nil, isUsable: (UrlRule) -> Bool = { _ in true }) -> CompiledRule? {
+    public func decide(
+        _ url: NormalizedURL, source: String? = nil, isUsable: (UrlRule) -> Bool = { _ in true }
+    ) -> CompiledRule? {
         // Prepared on the first candidate: most links have none.
         var subject: MatchSubject?
         var best: CompiledRule?

@@ -70,11 +70,21 @@ public enum RulePrecedence {
 
     /// Why `winner` decided before `loser`, in words (for `brsync explain`).
     public static func reason(_ winner: CompiledRule, before loser: CompiledRule) -> String {
-        if (winner.pattern.source == nil) != (loser.pattern.source == nil) { return "a rule for the app the link came from wins" }
-        if winner.rule.priority != loser.rule.priority { return "lower priority (\(loser.rule.priority) < \(winner.rule.priority))" }
-        if winner.pattern.hasExactHost != loser.pattern.hasExactHost { return "same priority, but a wildcard host loses to an exact host" }
-        if winner.pattern.literalLength != loser.pattern.literalLength { return "same priority, but a less specific pattern" }
-        if winner.rule.createdAtMillis != loser.rule.createdAtMillis { return "same priority and specificity, but older" }
+        if (winner.pattern.source == nil) != (loser.pattern.source == nil) {
+            return "a rule for the app the link came from wins"
+        }
+        if winner.rule.priority != loser.rule.priority {
+            return "lower priority (\(loser.rule.priority) < \(winner.rule.priority))"
+        }
+        if winner.pattern.hasExactHost != loser.pattern.hasExactHost {
+            return "same priority, but a wildcard host loses to an exact host"
+        }
+        if winner.pattern.literalLength != loser.pattern.literalLength {
+            return "same priority, but a less specific pattern"
+        }
+        if winner.rule.createdAtMillis != loser.rule.createdAtMillis {
+            return "same priority and specificity, but older"
+        }
         return "tie broken by pattern text"
     }
 }

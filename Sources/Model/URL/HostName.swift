@@ -74,7 +74,9 @@ enum HostName {
     /// when `a` is a number, and `.` would be no host at all).
     static func dropTrailingDot(_ bytes: inout [UInt8]) {
         let count = bytes.count
-        if count >= 2, bytes[count - 1] == UInt8(ascii: "."), bytes[count - 2] != UInt8(ascii: ".") { bytes.removeLast() }
+        if count >= 2, bytes[count - 1] == UInt8(ascii: "."), bytes[count - 2] != UInt8(ascii: ".") {
+            bytes.removeLast()
+        }
     }
 
     /// Decodes `%XX` escapes; nil when an escape is broken or the bytes are not UTF-8.

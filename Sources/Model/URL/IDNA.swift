@@ -21,7 +21,8 @@ enum IDNA {
         while let byte = iterator.next() {
             if atLabelStart, byte | 0x20 == UInt8(ascii: "x") {
                 if iterator.next().map({ $0 | 0x20 == UInt8(ascii: "n") }) == true,
-                   iterator.next() == UInt8(ascii: "-"), iterator.next() == UInt8(ascii: "-") {
+                    iterator.next() == UInt8(ascii: "-"), iterator.next() == UInt8(ascii: "-")
+                {
                     return true
                 }
                 atLabelStart = false
@@ -49,7 +50,12 @@ enum HostProblem: Error, Equatable {
         case .emptyLabel: return "the host has an empty label (two dots in a row, or a leading dot)"
         case .invalidDomain(let reason): return "the host is not a valid domain: \(reason)"
         case .forbiddenCharacter(let character):
-            let shown = character.unicodeScalars.first.map { $0.value < 0x20 || $0.value == 0x7F ? "U+" + String("000" + String($0.value, radix: 16, uppercase: true)).suffix(4) : String(character) } ?? "?"
+            let shown =
+                character.unicodeScalars.first.map {
+                    $0.value < 0x20 || $0.value == 0x7F
+                        ? "U+" + String("000" + String($0.value, radix: 16, uppercase: true)).suffix(4)
+                        : String(character)
+                } ?? "?"
             return "the host contains '\(shown)', which no host name may hold"
         case .invalidIPv4: return "the host looks like an IPv4 address but is not a valid one"
         case .invalidIPv6: return "the IPv6 address in brackets is not valid"

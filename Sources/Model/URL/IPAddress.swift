@@ -93,7 +93,7 @@ enum IPAddress {
                 var bytes: [UInt16] = []
                 for octet in octets {
                     guard !octet.isEmpty, octet.count <= 3, octet.allSatisfy({ $0.isASCII && $0.isNumber }),
-                          !(octet.count > 1 && octet.hasPrefix("0")), let number = UInt16(octet), number <= 255
+                        !(octet.count > 1 && octet.hasPrefix("0")), let number = UInt16(octet), number <= 255
                     else { return nil }
                     bytes.append(number)
                 }

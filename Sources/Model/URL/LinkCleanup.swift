@@ -51,12 +51,16 @@ public struct LinkCleanup: Sendable, Equatable {
     /// `A-Z a-z 0-9 . _ - [ ]`, optionally ending in `*` (a prefix).
     public static func problem(name: String) -> String? {
         let body = name.hasSuffix("*") ? name.dropLast() : Substring(name)
-        guard !body.isEmpty, name.utf8.count <= 64 else { return "'\(DisplayText.printable(name))': a parameter name has 1 to 64 characters" }
+        guard !body.isEmpty, name.utf8.count <= 64 else {
+            return "'\(DisplayText.printable(name))': a parameter name has 1 to 64 characters"
+        }
         let allowed = body.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == 0x2E || byte == 0x5F || byte == 0x2D || byte == 0x5B || byte == 0x5D
         }
-        return allowed ? nil : "'\(DisplayText.printable(name))': a parameter name holds only A-Z a-z 0-9 . _ - [ ] (and may end in *)"
+        return allowed
+            ? nil
+            : "'\(DisplayText.printable(name))': a parameter name holds only A-Z a-z 0-9 . _ - [ ] (and may end in *)"
     }
 
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -108,13 +112,17 @@ public struct LinkCleanup: Sendable, Equatable {
         var kept: [Substring] = []
         var removed: [String] = []
         for piece in query.split(separator: "&", omittingEmptySubsequences: false) {
-            let name = Self.formDecode(piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+            let name = Self.formDecode(
+                piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
             if !name.isEmpty, isTracking(name) { removed.append(String(piece)) } else { kept.append(piece) }
         }
         guard !removed.isEmpty else { return (url, []) }
         let newQuery = kept.joined(separator: "&")
-        return (NormalizedURL(scheme: url.scheme, host: url.host, port: url.port, path: url.path,
-                              query: newQuery.isEmpty ? nil : newQuery, fragment: url.fragment), removed)
+        return (
+            NormalizedURL(
+                scheme: url.scheme, host: url.host, port: url.port, path: url.path,
+                query: newQuery.isEmpty ? nil : newQuery, fragment: url.fragment), removed
+        )
     }
 
     /// Whether parameter `name` is in the list.
@@ -137,22 +145,31 @@ public struct LinkCleanup: Sendable, Equatable {
     }
 
     static let wrappers: [Wrapper] = [
-        Wrapper(name: "Microsoft Safe Links", host: { $0.hasSuffix(".safelinks.protection.outlook.com") }, path: { _ in true },
-                parameters: ["url"]),
-        Wrapper(name: "Microsoft Teams Safe Links", host: { $0 == "statics.teams.cdn.office.net" },
-                path: { $0.hasPrefix("/evergreen-assets/safelinks/") }, parameters: ["url"]),
+        Wrapper(
+            name: "Microsoft Safe Links", host: { $0.hasSuffix(".safelinks.protection.outlook.com") },
+            path: { _ in true },
+            parameters: ["url"]),
+        Wrapper(
+            name: "Microsoft Teams Safe Links", host: { $0 == "statics.teams.cdn.office.net" },
+            path: { $0.hasPrefix("/evergreen-assets/safelinks/") }, parameters: ["url"]),
         Wrapper(name: "Google", host: isGoogle, path: { $0 == "/url" }, parameters: ["q", "url"]),
-        Wrapper(name: "Facebook", host: { ["l.facebook.com", "lm.facebook.com", "l.messenger.com"].contains($0) },
-                path: { $0 == "/l.php" || $0 == "/" }, parameters: ["u"]),
+        Wrapper(
+            name: "Facebook", host: { ["l.facebook.com", "lm.facebook.com", "l.messenger.com"].contains($0) },
+            path: { $0 == "/l.php" || $0 == "/" }, parameters: ["u"]),
         Wrapper(name: "Instagram", host: { $0 == "l.instagram.com" }, path: { $0 == "/" }, parameters: ["u"]),
         Wrapper(name: "Slack", host: { $0 == "slack-redir.net" }, path: { $0 == "/link" }, parameters: ["url"]),
-        Wrapper(name: "YouTube", host: { ["www.youtube.com", "youtube.com", "m.youtube.com"].contains($0) },
-                path: { $0 == "/redirect" }, parameters: ["q"]),
-        Wrapper(name: "LinkedIn", host: { ["www.linkedin.com", "linkedin.com"].contains($0) },
-                path: { $0 == "/redir/redirect" || $0 == "/redir/redirect/" }, parameters: ["url"]),
-        Wrapper(name: "Steam", host: { $0 == "steamcommunity.com" }, path: { $0 == "/linkfilter/" || $0 == "/linkfilter" },
-                parameters: ["u", "url"]),
-        Wrapper(name: "VK", host: { $0 == "vk.com" || $0 == "away.vk.com" }, path: { $0 == "/away.php" }, parameters: ["to"]),
+        Wrapper(
+            name: "YouTube", host: { ["www.youtube.com", "youtube.com", "m.youtube.com"].contains($0) },
+            path: { $0 == "/redirect" }, parameters: ["q"]),
+        Wrapper(
+            name: "LinkedIn", host: { ["www.linkedin.com", "linkedin.com"].contains($0) },
+            path: { $0 == "/redir/redirect" || $0 == "/redir/redirect/" }, parameters: ["url"]),
+        Wrapper(
+            name: "Steam", host: { $0 == "steamcommunity.com" }, path: { $0 == "/linkfilter/" || $0 == "/linkfilter" },
+            parameters: ["u", "url"]),
+        Wrapper(
+            name: "VK", host: { $0 == "vk.com" || $0 == "away.vk.com" }, path: { $0 == "/away.php" }, parameters: ["to"]
+        ),
         Wrapper(name: "Reddit", host: { $0 == "out.reddit.com" }, path: { _ in true }, parameters: ["url"]),
         Wrapper(name: "Tumblr", host: { $0 == "t.umblr.com" }, path: { $0 == "/redirect" }, parameters: ["z"]),
     ]
@@ -180,7 +197,8 @@ public struct LinkCleanup: Sendable, Equatable {
                 // file, or another scheme a wrapper could be made to carry.
                 let lowered = value.lowercased()
                 guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"),
-                      let target = try? NormalizedURL(value), target.scheme != "file" else { return nil }
+                    let target = try? NormalizedURL(value), target.scheme != "file"
+                else { return nil }
                 return (wrapper.name, target)
             }
         }
@@ -198,7 +216,9 @@ public struct LinkCleanup: Sendable, Equatable {
             if byte == UInt8(ascii: "+") {
                 bytes.append(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%"), iterator.count >= 2,
-                      let high = HostName.hexDigit(iterator[iterator.startIndex]), let low = HostName.hexDigit(iterator[iterator.startIndex + 1]) {
+                let high = HostName.hexDigit(iterator[iterator.startIndex]),
+                let low = HostName.hexDigit(iterator[iterator.startIndex + 1])
+            {
                 bytes.append(high << 4 | low)
                 iterator = iterator.dropFirst(2)
             } else {

@@ -68,7 +68,9 @@ enum NFC {
         if first >= lBase && first < lBase + lCount && second >= vBase && second < vBase + vCount {
             return sBase + ((first - lBase) * vCount + (second - vBase)) * tCount
         }
-        if first >= sBase && first < sBase + sCount && (first - sBase) % tCount == 0 && second > tBase && second < tBase + tCount {
+        if first >= sBase && first < sBase + sCount && (first - sBase) % tCount == 0 && second > tBase
+            && second < tBase + tCount
+        {
             return first + (second - tBase)
         }
         let key = UInt64(first) << 21 | UInt64(second)

@@ -8,14 +8,17 @@ extension URLParser {
 
     /// An absolute local path (`/tmp/my page.html`) as `file:///tmp/my%20page.html`.
     static func localPath(_ bytes: ArraySlice<UInt8>) -> NormalizedURL {
-        NormalizedURL(scheme: "file", host: "", port: nil, path: removeDotSegments(percentEncode(bytes, keep: fileNameAllowed)),
-                      query: nil, fragment: nil)
+        NormalizedURL(
+            scheme: "file", host: "", port: nil, path: removeDotSegments(percentEncode(bytes, keep: fileNameAllowed)),
+            query: nil, fragment: nil)
     }
 
     /// `file:///path`, `file://localhost/path` (the same), `file:/path`, and
     /// `file://host/path` (a file on another machine, kept as written).
-    static func parseFileURL(_ bytes: inout [UInt8], from start: Int, to end: Int,
-                             fail: (String) -> URLProblem) throws(URLProblem) -> NormalizedURL {
+    static func parseFileURL(
+        _ bytes: inout [UInt8], from start: Int, to end: Int,
+        fail: (String) -> URLProblem
+    ) throws(URLProblem) -> NormalizedURL {
         // A special scheme: '\' reads as '/' before the query.
         var index = start
         while index < end, bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") {
@@ -27,11 +30,16 @@ extension URLParser {
         if cursor + 1 < end, bytes[cursor] == UInt8(ascii: "/"), bytes[cursor + 1] == UInt8(ascii: "/") {
             cursor += 2
             var authorityEnd = cursor
-            while authorityEnd < end, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd]) {
+            while authorityEnd < end,
+                ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd])
+            {
                 authorityEnd += 1
             }
             if authorityEnd > cursor, bytes[cursor] == UInt8(ascii: "["), bytes[authorityEnd - 1] == UInt8(ascii: "]") {
-                guard let address = IPAddress.canonicalIPv6(String(decoding: bytes[(cursor + 1)..<(authorityEnd - 1)], as: UTF8.self)) else {
+                guard
+                    let address = IPAddress.canonicalIPv6(
+                        String(decoding: bytes[(cursor + 1)..<(authorityEnd - 1)], as: UTF8.self))
+                else {
                     throw fail("the file URL's host: \(HostProblem.invalidIPv6.message)")
                 }
                 host = "[\(address)]"
@@ -60,7 +68,8 @@ extension NormalizedURL {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = HostName.hexDigit(bytes[index + 1]), let low = HostName.hexDigit(bytes[index + 2]) {
+                let high = HostName.hexDigit(bytes[index + 1]), let low = HostName.hexDigit(bytes[index + 2])
+            {
                 output.append(high << 4 | low)
                 index += 3
             } else {

@@ -34,7 +34,8 @@ enum URLParser {
         var cursor = start
         if let colon = bytes[start..<end].firstIndex(of: UInt8(ascii: ":")) {
             let name = String(decoding: bytes[start..<colon], as: UTF8.self).lowercased()
-            let hasSlashes = colon + 2 < end && bytes[colon + 1] == UInt8(ascii: "/") && bytes[colon + 2] == UInt8(ascii: "/")
+            let hasSlashes =
+                colon + 2 < end && bytes[colon + 1] == UInt8(ascii: "/") && bytes[colon + 2] == UInt8(ascii: "/")
             let nextIsDigit = colon + 1 < end && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[colon + 1])
             if name == "http" || name == "https" {
                 scheme = name
@@ -53,11 +54,16 @@ enum URLParser {
         var authorityEnd = cursor
         while authorityEnd < end {
             let byte = bytes[authorityEnd]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "\\") { break }
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#")
+                || byte == UInt8(ascii: "\\")
+            {
+                break
+            }
             authorityEnd += 1
         }
         var hostStart = cursor
-        if let at = bytes[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 } // userinfo is never the host
+        // userinfo is never the host
+        if let at = bytes[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 }
         guard hostStart < authorityEnd else { throw fail("it has no host") }
 
         var hostEnd = authorityEnd
@@ -81,12 +87,16 @@ enum URLParser {
             var number = 0
             for byte in bytes[portStart..<authorityEnd] {
                 guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), number <= 65535 else {
-                    throw fail("the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535")
+                    throw fail(
+                        "the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535"
+                    )
                 }
                 number = number * 10 + Int(byte - UInt8(ascii: "0"))
             }
             guard number <= 65535 else {
-                throw fail("the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535")
+                throw fail(
+                    "the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535"
+                )
             }
             port = number
         }
@@ -95,7 +105,10 @@ enum URLParser {
 
         let host: String
         if bytes[hostStart] == UInt8(ascii: "[") {
-            guard let address = IPAddress.canonicalIPv6(String(decoding: bytes[(hostStart + 1)..<(hostEnd - 1)], as: UTF8.self)) else {
+            guard
+                let address = IPAddress.canonicalIPv6(
+                    String(decoding: bytes[(hostStart + 1)..<(hostEnd - 1)], as: UTF8.self))
+            else {
                 throw fail(HostProblem.invalidIPv6.message)
             }
             host = "[\(address)]"
@@ -134,7 +147,7 @@ enum URLParser {
     static func trimmed(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
     }
@@ -142,7 +155,8 @@ enum URLParser {
     static func isSchemeName(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
         return name.unicodeScalars.allSatisfy {
-            $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == ".")
+            $0.isASCII
+                && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == ".")
         }
     }
 

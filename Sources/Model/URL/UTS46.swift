@@ -49,7 +49,9 @@ enum UTS46 {
     /// holds ASCII other than a-z, 0-9, '-' and '.'); valid or mapped here,
     /// where UseSTD3ASCIIRules=false. For the conformance test, whose data
     /// is made with it true.
-    static func isSTD3(_ scalar: UInt32) -> Bool { (run(UTS46Data.std3Starts, scalar) % 2 == 0) == UTS46Data.std3FirstIsSTD3 }
+    static func isSTD3(_ scalar: UInt32) -> Bool {
+        (run(UTS46Data.std3Starts, scalar) % 2 == 0) == UTS46Data.std3FirstIsSTD3
+    }
 
     /// The ASCII form of `domain`, or the first reason it is not a valid one.
     static func toASCII(_ domain: String) -> Result<String, Problem> {
@@ -62,7 +64,8 @@ enum UTS46 {
             case .valid, .deviation: mapped.append(scalar.value)
             case .mapped: mapped += replacement
             case .ignored: break
-            case .disallowed: return .failure(Problem(reason: "it contains \(describe(scalar.value)), which no domain may hold"))
+            case .disallowed:
+                return .failure(Problem(reason: "it contains \(describe(scalar.value)), which no domain may hold"))
             }
         }
         // 2. Normalise; 3. break into labels; 4. convert and check each.
@@ -76,11 +79,14 @@ enum UTS46 {
                     return .failure(Problem(reason: "the label '\(text(label))' starts with xn-- but is not ASCII"))
                 }
                 let encoded = String(decoding: label.dropFirst(4).map { UInt8($0) }, as: UTF8.self).lowercased()
-                guard let decoded = Punycode.decode(encoded), Punycode.encode(decoded.compactMap(Unicode.Scalar.init)) == encoded else {
+                guard let decoded = Punycode.decode(encoded),
+                    Punycode.encode(decoded.compactMap(Unicode.Scalar.init)) == encoded
+                else {
                     return .failure(Problem(reason: "'\(text(label))' is not valid Punycode"))
                 }
                 guard decoded.contains(where: { $0 >= 0x80 }) else {
-                    return .failure(Problem(reason: "'\(text(label))' encodes \(decoded.isEmpty ? "nothing" : "only ASCII")"))
+                    return .failure(
+                        Problem(reason: "'\(text(label))' encodes \(decoded.isEmpty ? "nothing" : "only ASCII")"))
                 }
                 if let problem = checkLabel(decoded, decodedFrom: true) { return .failure(problem) }
                 labels.append(decoded)
@@ -120,7 +126,8 @@ enum UTS46 {
             for scalar in label {
                 let (status, _) = status(scalar)
                 guard status == .valid || status == .deviation else {
-                    return Problem(reason: "the label '\(text(label))' holds \(describe(scalar)), which a domain may not")
+                    return Problem(
+                        reason: "the label '\(text(label))' holds \(describe(scalar)), which a domain may not")
                 }
             }
         }
@@ -130,7 +137,8 @@ enum UTS46 {
         for (index, scalar) in label.enumerated() where scalar == 0x200C || scalar == 0x200D {
             if index > 0, NFC.combiningClass(label[index - 1]) == 9 { continue } // after a virama
             if scalar == 0x200C, joinsAround(label, index) { continue }
-            return Problem(reason: "\(describe(scalar)) is not allowed where it is in '\(text(label))' (the CONTEXTJ rule)")
+            return Problem(
+                reason: "\(describe(scalar)) is not allowed where it is in '\(text(label))' (the CONTEXTJ rule)")
         }
         return nil
     }
@@ -160,11 +168,15 @@ enum UTS46 {
             let last = classes.lastIndex { $0 != 10 }.map { classes[$0] }
             switch classes[0] {
             case 1, 2: // right to left
-                guard classes.allSatisfy({ [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].contains($0) }) else { return fail("2: a character not allowed right to left") }
+                guard classes.allSatisfy({ [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].contains($0) }) else {
+                    return fail("2: a character not allowed right to left")
+                }
                 guard let last, [1, 2, 4, 3].contains(last) else { return fail("3: how it ends") }
                 if classes.contains(4) && classes.contains(3) { return fail("4: European and Arabic digits together") }
             case 0: // left to right
-                guard classes.allSatisfy({ [0, 4, 5, 6, 7, 8, 9, 10].contains($0) }) else { return fail("5: a character not allowed left to right") }
+                guard classes.allSatisfy({ [0, 4, 5, 6, 7, 8, 9, 10].contains($0) }) else {
+                    return fail("5: a character not allowed left to right")
+                }
                 guard let last, [0, 4].contains(last) else { return fail("6: how it ends") }
             default:
                 return fail("1: how it begins")
