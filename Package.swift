@@ -156,15 +156,15 @@ let package = Package(
         .target(
             name: "SyncCommands",
             dependencies: [
-                "BrsyncCommands", "Desktop", "JSON", "Model", "Plumbing", "Replica", "SyncClient", "SyncCore",
+                "BrsyncCommands", "CLinux", "Desktop", "JSON", "Model", "Net", "Plumbing", "Replica", "SyncClient",
+                "SyncCore",
             ],
             path: "Client/SyncCommands"
         ),
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "CLinux", "SyncClient", "SyncCommands", "Replica", "JSON", "Model", "SyncCore",
-                "Plumbing", "ProgramExit", "Desktop", "Net",
+                "BrsyncCommands", "SyncClient", "SyncCommands", "Replica", "SyncCore", "Plumbing", "ProgramExit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"

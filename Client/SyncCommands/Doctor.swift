@@ -3,10 +3,8 @@ import Desktop
 import Foundation
 import JSON
 import Model
-import Plumbing
 import Replica
 import SyncClient
-import SyncCore
 
 /// What `brsync doctor` checks: what a click and a sync need, one finding
 /// each, with the command that fixes what is wrong. It changes nothing

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BrsyncCommands
-import JSON
 import Plumbing
 import SyncCommands
 

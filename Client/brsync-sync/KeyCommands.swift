@@ -1,12 +1,9 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
-import Model
 import Plumbing
-import Replica
 import SyncClient
 import SyncCommands
-import SyncCore
 
 /// `brsync key …`: the account key of end-to-end encryption
 /// (Deploy/SECURITY.md). A recovery code is read from standard input or a
@@ -22,30 +19,33 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             let replica = try global.openReplica()
-            if let key = try AccountKeyFile.read(home: replica.home) {
-                try encryptAgain(global, options, replica, key: key)
-                return
+            switch try AccountKeys.startInit(replica) {
+            case .encryptAgain(let client):
+                try changeKey(
+                    client, global, options, rotating: false, afterReset: true,
+                    """
+                    This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
+                    the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
+                    Write it down and keep it apart from this machine.
+                    """,
+                    done: """
+                        This account is end-to-end encrypted again. Every other machine stops syncing until the new recovery code
+                        is added there; its edits are kept and go up then.
+                        """)
+            case .encrypt(let client):
+                try changeKey(
+                    client, global, options, rotating: false,
+                    """
+                    This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
+                    The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
+                    Write it down and keep it apart from this machine. Without it, and without a machine
+                    holding the key, the synced rules cannot be read by anyone.
+                    """,
+                    done: """
+                        This account is now end-to-end encrypted. Every machine without the key stops syncing until the
+                        recovery code is added there; its edits are kept and go up then.
+                        """)
             }
-            let client = try machineClient(replica, key: .given(nil)).client
-            // Asked before a code is made and shown (the change itself checks again).
-            if try client.accountKeyID() != nil {
-                throw CLIFailure(
-                    message:
-                        "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
-                    code: ExitStatus.refused)
-            }
-            try changeKey(
-                client, global, options, rotating: false,
-                """
-                This account is being end-to-end encrypted: the server will keep your rules sealed and cannot read them.
-                The recovery code below is what every other machine needs ('brsync key add' or 'brsync join').
-                Write it down and keep it apart from this machine. Without it, and without a machine
-                holding the key, the synced rules cannot be read by anyone.
-                """,
-                done: """
-                    This account is now end-to-end encrypted. Every machine without the key stops syncing until the
-                    recovery code is added there; its edits are kept and go up then.
-                    """)
         }
     }
 
@@ -57,57 +57,22 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             let replica = try global.openReplica()
-            guard let key = try AccountKeyFile.read(home: replica.home) else {
-                try forgetEncryptedMark(replica)
-                return
-            }
-            let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
-            if !force, let current {
-                throw CLIFailure(
-                    message:
-                        "the server keeps this account end-to-end encrypted (\(current == key.id ? "with this machine's key" : "with another key")): "
-                        + "without a key this machine could not sync it. Nothing was changed (--force forgets it anyway)",
-                    code: ExitStatus.refused)
-            }
-            let aside = AccountKeyFile.path(home: replica.home) + ".forgotten"
-            guard rename(AccountKeyFile.path(home: replica.home), aside) == 0 else {
-                throw CLIFailure(message: "cannot set the key file aside (\(SystemError.text())); nothing was changed")
-            }
-            AccountKeyFile.remove(home: replica.home, pending: true)
-            try replica.endEncryptedSync()
-            guard current == nil else {
-                // Without a key, nothing goes up readable to an account seen encrypted.
-                try replica.noteAccountEncrypted()
+            switch try AccountKeys.forget(replica, force: force) {
+            case .markCleared:
+                writeToStandardError(
+                    "the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
+                        + "readable from now on and sends its edits\n")
+            case .keySetAside(let aside, stillEncrypted: true):
                 writeToStandardError(
                     "account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "
                         + "this machine syncs again once its recovery code is added ('brsync key add'); its edits are kept\n"
                 )
                 return
+            case .keySetAside(let aside, stillEncrypted: false):
+                writeToStandardError(
+                    "account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n"
+                )
             }
-            writeToStandardError(
-                "account key forgotten (kept aside at \(aside), mode 600): this machine syncs readable from now on and sends every record it holds\n"
-            )
-            try transfer(global, options, "sync") { try $0.sync() }
-        }
-
-        /// `key forget` on a machine without a key: the mark that keeps its
-        /// edits from going up readable is cleared once the server says the
-        /// account is readable (the operator reset its encryption).
-        private func forgetEncryptedMark(_ replica: Replica) throws {
-            guard try replica.encryptionState().sawEncrypted else {
-                throw CLIFailure(message: "this machine has no account key; nothing to forget")
-            }
-            if try machineClient(replica, key: .given(nil)).client.accountKeyID() != nil {
-                throw CLIFailure(
-                    message:
-                        "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
-                        + "This machine keeps its edits and sends nothing readable (nothing was changed)",
-                    code: ExitStatus.refused)
-            }
-            try replica.clearAccountEncrypted()
-            writeToStandardError(
-                "the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
-                    + "readable from now on and sends its edits\n")
             try transfer(global, options, "sync") { try $0.sync() }
         }
     }
@@ -128,19 +93,9 @@ struct KeyCommand: ParsableCommand {
             }
             let replica = try global.openReplica()
             let key = try readRecoveryCode(file: file)
-            let existing = try AccountKeyFile.read(home: replica.home)
-            if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
-            if try replica.encryptionState().retiredKeyIDs.contains(key.id) {
-                throw CLIFailure(
-                    message: "this code's key was retired (the account was rotated away from it, as this machine saw): "
-                        + "nothing is sealed with it again. Add the account's current code (nothing was saved)",
-                    code: ExitStatus.refused)
-            }
-            // The code must be the account's key now; an older key here was rotated away.
-            try machineClient(replica, key: .given(nil)).client.checkKey(key)
-            try AccountKeyFile.add(key, home: replica.home)
+            let added = try AccountKeys.add(key, to: replica)
             writeToStandardError(
-                "account key \(existing == nil ? "added" : "replaced (the previous one is kept after it, never used to seal)") (\(AccountKeyFile.path(home: replica.home)), mode 600)\n"
+                "account key \(added.replaced ? "replaced (the previous one is kept after it, never used to seal)" : "added") (\(added.path), mode 600)\n"
             )
             try transfer(global, options, "sync", accountKey: key) { try $0.sync() }
         }
@@ -152,18 +107,7 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var options: TransferOptions
 
         func run() throws {
-            let replica = try global.openReplica()
-            guard let old = try AccountKeyFile.read(home: replica.home) else {
-                throw CLIFailure(message: "this machine has no account key; 'brsync key init' encrypts the account")
-            }
-            let client = try machineClient(replica, key: .given(old)).client
-            // Asked before a code is made and shown (the change itself checks again).
-            guard try client.accountKeyID() == old.id else {
-                throw CLIFailure(
-                    message:
-                        "this machine's account key is not the account's (rotated on another machine?): add the current one with 'brsync key add' first (nothing was changed)",
-                    code: ExitStatus.refused)
-            }
+            let client = try AccountKeys.startRotate(try global.openReplica())
             try changeKey(
                 client, global, options, rotating: true,
                 """
@@ -183,15 +127,8 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            let home = global.resolvedHome
-            let pending = try AccountKeyFile.read(home: home, pending: true)
-            guard let key = try AccountKeyFile.read(home: home) ?? pending else {
-                throw CLIFailure(
-                    message:
-                        "this machine has no account key; 'brsync key init' makes one, 'brsync key add' adds the account's"
-                )
-            }
-            if let pending, pending.id != key.id {
+            let (key, pending) = try AccountKeys.held(home: global.resolvedHome)
+            if let pending {
                 // A key change that stopped after the server may have taken it:
                 // that code may be the account's now. The next sync settles it.
                 writeToStandardError(
@@ -204,9 +141,7 @@ struct KeyCommand: ParsableCommand {
             }
             print(key.recoveryCode)
             // The last sync found the account on a newer key: this code opens nothing written since.
-            if let problem = try? global.openReplica().syncState().problem,
-                problem.contains("(\(WireError.Code.keyRotated.rawValue))")
-            {
+            if let replica = try? global.openReplica(), AccountKeys.rotatedAway(replica) {
                 throw CLIFailure(
                     message:
                         "the account was rotated to a newer key at the last sync: this code opens only what was written "
@@ -226,9 +161,9 @@ func changeKey(
     _ explanation: String, done: String
 ) throws {
     let change: SyncClient.KeyChange
-    let newKey = AccountKey.generate()
+    let newKey: AccountKey
     do {
-        change = try client.changeAccountKey(to: newKey, afterReset: afterReset) { key in
+        (change, newKey) = try AccountKeys.change(client, afterReset: afterReset) { key in
             writeToStandardError(explanation + "\n\n")
             if options.json {
                 // Standard output holds one JSON document, written at the end
@@ -243,8 +178,7 @@ func changeKey(
         }
     } catch {
         // The code is on the screen already: say whether it counts.
-        let home = global.resolvedHome
-        if (try? AccountKeyFile.read(home: home, pending: true)) != nil {
+        if AccountKeys.mayHaveChanged(home: global.resolvedHome) {
             writeToStandardError(
                 "brsync: the server may have taken the new key: the next 'brsync sync' settles it ('brsync key show' prints it meanwhile)\n"
             )
@@ -266,37 +200,6 @@ func changeKey(
     report(
         whole, rotating ? "key rotate" : "key init", options, encrypted: true, rotated: rotating,
         recoveryCode: newKey.recoveryCode)
-}
-
-/// `brsync key init` on a machine that has a key: after the operator reset
-/// the account's encryption (its key retired), the account is encrypted
-/// again with a new key, and every record goes up sealed.
-func encryptAgain(_ global: GlobalOptions, _ options: TransferOptions, _ replica: Replica, key: AccountKey) throws {
-    let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
-    if current == key.id {
-        throw CLIFailure(
-            message:
-                "this account is end-to-end encrypted with this machine's key already; 'brsync key show' prints its recovery code"
-        )
-    }
-    if current != nil {
-        throw CLIFailure(
-            message:
-                "this account is end-to-end encrypted with another key: add its recovery code with 'brsync key add' (nothing was changed)",
-            code: ExitStatus.refused)
-    }
-    try replica.clearEncryptionReset()
-    try changeKey(
-        try machineClient(replica, key: .given(key)).client, global, options, rotating: false, afterReset: true,
-        """
-        This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
-        the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
-        Write it down and keep it apart from this machine.
-        """,
-        done: """
-            This account is end-to-end encrypted again. Every other machine stops syncing until the new recovery code
-            is added there; its edits are kept and go up then.
-            """)
 }
 
 /// A recovery code from `file`, or from standard input (asked for, without

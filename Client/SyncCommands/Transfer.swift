@@ -1,0 +1,155 @@
+import BrsyncCommands
+import Desktop
+import JSON
+import Plumbing
+import Replica
+import SyncClient
+
+/// One push, pull or sync with this machine's client, and what it did in
+/// words and as JSON: what `brsync push|pull|sync` print, and what a window
+/// shows.
+public enum Transfer {
+    /// Runs `body` with this machine's client (its account key, or
+    /// `accountKey`), reporting progress to `progress`; with `notifying`, a
+    /// stop that waits for the user is shown on the desktop too
+    /// (``notifyStop(_:previous:)``).
+    /// - Throws: ``SyncError`` as the client throws it; a refused token
+    ///   when a replaced one is kept aside says how to put it back.
+    /// - Returns: what it did, and whether it was sealed.
+    public static func run(
+        _ replica: Replica, accountKey: AccountKey? = nil, progress: SyncClient.Progress? = nil,
+        notifying: Bool = false,
+        _ body: (SyncClient) throws -> SyncClient.Summary
+    ) throws -> (summary: SyncClient.Summary, encrypted: Bool) {
+        let state = try replica.syncState()
+        let (client, key) = try machineClient(
+            replica, key: accountKey.map { .given($0) } ?? .keyFile, progress: progress)
+        do {
+            return (try body(client), key != nil)
+        } catch let error as SyncError {
+            if notifying { notifyStop(error, previous: state.problem) }
+            if case .refused(let code, _) = error, code == .unauthorized, let url = state.remoteURL,
+                let replaced = try? TokenFile.read(home: replica.home, previous: true),
+                replaced != (try? TokenFile.read(home: replica.home))
+            {
+                let file = TokenFile.path(home: replica.home, previous: true)
+                throw CLIFailure(
+                    message: "\(error.description). The last token that synced here is kept in \(file): "
+                        + "put it back with: brsync remote set \(url) --token-file \(file)", code: ExitStatus.refused)
+            }
+            throw error
+        }
+    }
+
+    /// A stop that waits for the user (the timer's sync runs with nobody at
+    /// a terminal), shown as a desktop notification, once: not again while
+    /// the same stop repeats at every run.
+    /// - Parameter previous: the problem the replica recorded before this run.
+    public static func notifyStop(_ error: SyncError, previous: String) {
+        guard error.waitsForTheUser, error.description != previous else { return }
+        let path = (ProcessEnvironment.value("PATH") ?? "/usr/bin:/bin").split(separator: ":").map(String.init)
+        Notifier.notify(
+            summary: "brsync stopped syncing", body: "\(error.description). 'brsync status' shows it again.", path: path
+        )
+    }
+
+    /// What a transfer did, as `--json` prints it.
+    /// - Parameter recoveryCode: the new key's code, after a key change.
+    public static func json(_ summary: SyncClient.Summary, encrypted: Bool, recoveryCode: String? = nil) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)),
+            "applied": .int(Int64(summary.applied)),
+            "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
+            "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
+            "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
+            "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted),
+            "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
+            "movedForward": .bool(summary.movedForward),
+            "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
+            "problems": .array(summary.problems.map { .string($0) }),
+            "conflicts": .int(Int64(summary.conflicts)),
+            "awaitingApproval": .array(summary.awaitingApproval.keys.sorted().map { .string($0) }),
+            "removed": .array(
+                summary.removed.map {
+                    .object(["id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key)])
+                }),
+            "setAside": .array(
+                summary.setAside.map {
+                    .object([
+                        "id": .int($0.id), "collection": .string($0.collection), "key": .string($0.key),
+                        "why": .string($0.why ?? ""),
+                    ])
+                }),
+        ]
+        if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
+        return .object(object)
+    }
+
+    /// What a transfer named `name` (push, pull, sync, key rotate, …) did,
+    /// in one line.
+    /// - Parameter rotated: the transfer was the first with a rotated key.
+    public static func line(_ summary: SyncClient.Summary, _ name: String, rotated: Bool = false) -> String {
+        var parts: [String] = []
+        if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
+        if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
+        if summary.encryptionStarted {
+            let sent = summary.relayed > 0 ? ": \(summary.relayed) record(s) this machine held sent sealed" : ""
+            parts.append(
+                "\(rotated ? "switched to the new account key" : "syncing sealed with the account key from now on")\(sent)"
+            )
+        } else if summary.encryptionEnded {
+            parts.append(
+                "syncing readable from now on (this machine has no account key any more): \(summary.relayed) record(s) sent"
+            )
+        } else if summary.movedForward {
+            parts.append(
+                "the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed"
+            )
+        } else if summary.fullResync {
+            parts.append(
+                "the server's timeline changed: re-synced fully"
+                    + (summary.relayed > 0 ? " (\(summary.relayed) record(s) sent again)" : ""))
+        }
+        if summary.conflicts > 0 {
+            parts.append(
+                "\(summary.conflicts) value(s) lost to concurrent edits ('brsync log --conflicts' shows them, 'brsync restore ID' writes one back)"
+            )
+        }
+        if !summary.removed.isEmpty {
+            let names = summary.removed.prefix(5).map { "\($0.collection) '\($0.key)' (#\($0.id))" }.joined(
+                separator: ", ")
+            parts.append(
+                "removed \(summary.removed.count) record(s) deleted on another machine (the server no longer has them): \(names)"
+                    + (summary.removed.count > 5 ? ", …" : "")
+                    + "; 'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back")
+        }
+        if !summary.setAside.isEmpty {
+            let numbers = summary.setAside.prefix(5).map { "#\($0.id)" }.joined(separator: ", ")
+            parts.append(
+                "set aside \(summary.setAside.count) record(s) written with the retired account key after the account moved on from it "
+                    + "(by a machine offline across the rotation, or one that kept the old key), not applied: \(numbers)"
+                    + (summary.setAside.count > 5 ? ", …" : "")
+                    + "; 'brsync log --removed' shows them, 'brsync restore --removed ID' writes one back")
+        }
+        if summary.restamped > 0 {
+            parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)")
+        }
+        for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {
+            parts.append(
+                "profile '\(DisplayText.printable(id))' waits for your approval here, and opens nothing until then "
+                    + "(\(reason)): 'brsync browsers approve \(DisplayText.printable(id))' shows what it would run")
+        }
+        if let id = summary.newDeviceID {
+            // A key's first sync gives a new device id too (said above); only a copy needs saying.
+            if !summary.encryptionStarted && !summary.encryptionEnded {
+                parts.append("this replica was a copy of another and is now device \(id)")
+            }
+        }
+        return "\(name): " + parts.joined(separator: ", ")
+    }
+
+    /// The problems a transfer met but went past, as warnings.
+    public static func warnings(_ summary: SyncClient.Summary) -> [String] {
+        summary.problems.map { "brsync: warning: \(DisplayText.printable($0))" }
+    }
+}
