@@ -4,7 +4,8 @@ import Synchronization
 /// Counters and a latency histogram, rendered as Prometheus text at `/metrics`.
 /// Every counter is an atomic: request threads never wait on each other here.
 public final class ServerMetrics: Sendable {
-    static let routes = ["/v1/push", "/v1/pull", "/v1/watch", "/v1/health", "/metrics", "other"]
+    /// The labels of `brsyncd_requests_total`: the API's counted routes, `/metrics`, and `other`.
+    static let routes = Route.allCases.filter(\.counted).map(\.path) + ["/metrics", "other"]
     static let statuses = [200, 400, 401, 403, 404, 405, 408, 409, 413, 414, 422, 429, 431, 500, 503, 505]
     static let buckets: [Double] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000]
 
@@ -27,14 +28,7 @@ public final class ServerMetrics: Sendable {
 
     /// The index of a path's route label (one of the API's routes, or `other`).
     static func routeIndex(_ path: Substring) -> Int {
-        switch path {
-        case "/v1/push": return 0
-        case "/v1/pull": return 1
-        case "/v1/watch": return 2
-        case "/v1/health": return 3
-        case "/metrics": return 4
-        default: return 5
-        }
+        routes.firstIndex { $0 == path } ?? routes.count - 1
     }
 
     public func requestFinished(path: Substring, status: Int, milliseconds: Double) {

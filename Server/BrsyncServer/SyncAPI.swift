@@ -101,25 +101,28 @@ public final class SyncAPI: Sendable {
     /// without reading a byte of the body (the connection then closes).
     public func admit(_ head: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
         do {
-            switch head.path {
-            case "/v1/push", "/v1/relay", "/v1/account/encrypt", "/v1/account/timeline":
-                guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for \(head.path)") }
+            guard let route = Route(path: head.path) else {
+                throw ServerError.notFound("no such endpoint: \(head.path)")
+            }
+            guard route.takesBody else { throw ServerError.badRequest("\(head.path) takes no body") }
+            try route.check(method: head.method)
+            switch route {
+            case .push, .relay, .encrypt, .timeline:
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
                 let device = try authenticate(head)
                 _ = try Self.clientProtocol(head)
                 // Records readable for an encrypted account, or sealed with a
                 // key it left, are refused before they are sent (the client
                 // waits for `100 Continue`).
-                if head.path == "/v1/push" || head.path == "/v1/relay", let claim = try Self.sealedWith(head) {
+                if route == .push || route == .relay, let claim = try Self.sealedWith(head) {
                     try SyncEngine.checkSealing(claim, of: device)
                 }
                 return nil
-            case "/v1/join":
+            case .join:
                 // A secret the server never issued is refused on the headers;
                 // one it did is checked with the body (a retry after the
                 // exchange must be told it is done). The body is small: the
                 // event loop reads it, so a slow one holds no thread.
-                guard head.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
                 let secret = try bearerToken(head)
                 guard secret.hasPrefix(Tokens.joinPrefix) else {
                     throw ServerError.unauthorized(
@@ -134,10 +137,8 @@ public final class SyncAPI: Sendable {
                     throw ServerError.unauthorized("the token is not valid")
                 }
                 return nil
-            case "/v1/pull", "/v1/health", "/v1/watch":
-                throw ServerError.badRequest("\(head.path) takes no body")
-            default:
-                throw ServerError.notFound("no such endpoint: \(head.path)")
+            case .pull, .watch, .health:
+                return nil // no body: refused above
             }
         } catch let error as ServerError {
             logger.info(
@@ -160,42 +161,23 @@ public final class SyncAPI: Sendable {
     }
 
     private func route(_ request: HTTPRequest) throws -> HTTPResponse {
-        switch request.path {
-        case "/v1/push":
-            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/push") }
-            return try push(request)
-        case "/v1/relay":
-            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/relay") }
-            return try relay(request)
-        case "/v1/pull":
-            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/pull") }
-            return try pull(request)
-        case "/v1/account/encrypt":
-            guard request.method == "POST" else {
-                throw ServerError.methodNotAllowed("use POST for /v1/account/encrypt")
-            }
-            return try encrypt(request)
-        case "/v1/account/timeline":
-            guard request.method == "POST" else {
-                throw ServerError.methodNotAllowed("use POST for /v1/account/timeline")
-            }
-            return try confirmTimeline(request)
-        case "/v1/watch":
-            guard request.method == "GET" else { throw ServerError.methodNotAllowed("use GET for /v1/watch") }
-            return try watch(request)
-        case "/v1/join":
-            guard request.method == "POST" else { throw ServerError.methodNotAllowed("use POST for /v1/join") }
-            return try join(request)
-        case "/v1/health":
-            guard request.method == "GET" || request.method == "HEAD" else {
-                throw ServerError.methodNotAllowed("use GET for /v1/health")
-            }
+        guard let route = Route(path: request.path) else {
+            throw ServerError.notFound("no such endpoint: \(request.path)")
+        }
+        try route.check(method: request.method)
+        switch route {
+        case .push: return try push(request)
+        case .relay: return try relay(request)
+        case .pull: return try pull(request)
+        case .encrypt: return try encrypt(request)
+        case .timeline: return try confirmTimeline(request)
+        case .watch: return try watch(request)
+        case .join: return try join(request)
+        case .health:
             let body = JSONValue.object([
                 "status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion),
             ])
             return HTTPResponse.json(200, body.jsonText)
-        default:
-            throw ServerError.notFound("no such endpoint: \(request.path)")
         }
     }
 
@@ -387,8 +369,9 @@ public final class SyncAPI: Sendable {
     /// thread answers those, as ``handle(_:_:)``.
     public func quick(_ request: HTTPRequest, _ context: HTTPServer.RequestContext) -> HTTPResponse? {
         var response: HTTPResponse
-        switch (request.path, request.method) {
-        case ("/v1/pull", "GET"):
+        guard let route = Route(path: request.path), route.methods.contains(request.method) else { return nil }
+        switch route {
+        case .pull:
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
                 let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
                 let body = store.pullFromMemory(
@@ -398,12 +381,12 @@ public final class SyncAPI: Sendable {
             else { return nil }
             metrics.pulled()
             response = HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
-        case ("/v1/watch", "GET"):
+        case .watch:
             guard let watching = quickWatch(request) else { return nil }
             response = watching
-        case ("/v1/health", "GET"), ("/v1/health", "HEAD"):
-            response = (try? route(request)) ?? Self.answer(ServerError.storeUnusable("the health answer failed"))
-        default:
+        case .health:
+            response = (try? self.route(request)) ?? Self.answer(ServerError.storeUnusable("the health answer failed"))
+        case .push, .relay, .encrypt, .timeline, .join:
             return nil
         }
         response.headers.add(Wire.timeHeader, String(store.currentMillis()))
