@@ -75,7 +75,9 @@ extension Replica {
     public func setRemote(url: String, caFile: String?) throws {
         try transaction {
             if try meta("remote_url") != url {
-                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync", "account"] { try setMeta(key, nil) }
+                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync", "account", "server_device_name"] {
+                    try setMeta(key, nil)
+                }
             }
             try setMeta("remote_url", url)
             try setMeta("remote_ca", caFile)
@@ -83,9 +85,20 @@ extension Replica {
         WatchWake.poke(home: home) // a watch waiting for a server, or watching the old one
     }
 
+    /// The name the server gave this device at `brsync join` (what
+    /// `brsyncd device list` shows; this device's own name may differ), or
+    /// nil (not joined with a code).
+    public func serverDeviceName() throws -> String? { try read { try meta("server_device_name") } }
+
+    /// Keeps the name the server gave this device (``serverDeviceName()``).
+    public func setServerDeviceName(_ name: String?) throws { try setMeta("server_device_name", name) }
+
     public func removeRemote() throws {
         try transaction {
-            for key in ["remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account"] {
+            for key in [
+                "remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account",
+                "server_device_name",
+            ] {
                 try setMeta(key, nil)
             }
         }

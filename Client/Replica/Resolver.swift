@@ -81,7 +81,8 @@ extension Replica {
     public func whyUndecided(
         _ given: NormalizedURL, from source: String? = nil, only: (String) -> Bool = { _ in true }
     ) throws -> String? {
-        let (_, verdicts) = try explain(given, from: source)
+        // Only the rules that may match count here: those the index files under the URL's host.
+        let (_, verdicts) = try explain(given, from: source, onlyCandidates: true)
         for verdict in verdicts {
             guard case .skipped(let reason) = verdict.outcome, reason.hasPrefix("browser '"), only(reason) else {
                 continue
@@ -150,16 +151,20 @@ extension Replica {
     }
 
     /// Every rule considered for `url`, in precedence order, and why it won,
-    /// lost or was skipped. Looks at every rule, not just the indexed candidates.
+    /// lost or was skipped. Looks at every rule, not just the indexed
+    /// candidates, unless `onlyCandidates` (the rules filed under the URL's
+    /// host, which are all that may match it: 20,000 rules are not parsed
+    /// for that).
     public func explain(
-        _ given: NormalizedURL, from source: String? = nil
+        _ given: NormalizedURL, from source: String? = nil, onlyCandidates: Bool = false
     ) throws -> (resolution: Resolution, verdicts: [RuleVerdict]) {
         let browsers = try self.browsers()
         let resolution = try resolve(given, from: source)
         let subject = MatchSubject(resolution.cleanup.url, source: source)
         var compiled: [CompiledRule] = []
         var verdicts: [RuleVerdict] = []
-        for rule in try rules() {
+        let considered = try onlyCandidates ? candidateRules(forHost: resolution.cleanup.url.host).map(\.rule) : rules()
+        for rule in considered {
             do {
                 compiled.append(try CompiledRule(rule))
             } catch {

@@ -112,6 +112,7 @@ public enum Joining {
         // run again with the same token, which the server takes as done.
         var token = join.token
         let joiningToken = "\(home)/.join-token"
+        var serverName: String?
         if SyncClient.isJoinSecret(join.token) {
             do {
                 token =
@@ -124,6 +125,7 @@ public enum Joining {
                 throw CLIFailure(message: "\(error)")
             }
             let answer = try joinCodeChecked { try probe.exchangeJoinSecret(for: token) }
+            serverName = answer.device
             // A home made for this join goes by the name the server gave its device
             // (`brsyncd device list` and `brsync device` then name it alike).
             if created, Replica.problem(withDeviceName: answer.device) == nil {
@@ -140,6 +142,8 @@ public enum Joining {
         // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
         if previousRemote != nil { try replica.removeRemote() }
         try replica.setRemote(url: remote.text, caFile: caFile)
+        // `brsyncd device list` names this device so: `brsync device` says it beside its own name.
+        try replica.setServerDeviceName(serverName)
         if let key { try AccountKeyFile.write(key, home: home) }
         return Outcome(remote: remote, caFile: caFile, key: key, previousRemote: previousRemote)
     }

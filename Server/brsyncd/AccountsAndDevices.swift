@@ -199,8 +199,10 @@ struct DeviceCommand: ParsableCommand {
             let now = Clock.wallMillis()
             for device in devices {
                 let seen = device.lastSeenMillis.map { Timestamp.iso8601(millis: $0) } ?? "never"
+                // The replica's device id, as `brsync device` prints it: the two lists match by it.
+                let replica = "replica \(device.clientDevice ?? "-")"
                 print(
-                    "\(device.name)\t\(Self.state(device, now: now))\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)"
+                    "\(device.name)\t\(Self.state(device, now: now))\t\(replica)\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)"
                 )
             }
         }

@@ -127,6 +127,36 @@ extension EncryptionTests {
         #expect(try world.run(laptop, ["rules", "list"]).stdout.contains("from-phone.example"))
     }
 
+    /// A machine named before it joins keeps its name: `brsync device` says
+    /// what the server calls it, and `brsyncd device list` shows the replica
+    /// id `brsync device` prints, so the two lists match.
+    @Test func theServersNameForAMachineIsShownOnBothSides() throws {
+        let world = try CLIWorld()
+        let desk = world.directory.file("desk")
+        let made = try ProcessRunner.run(
+            world.brsync, ["init", "--device-name", "desk"], environment: ["BRSYNC_HOME": desk])
+        #expect(made.status == 0, "\(made)")
+        let join = try #require(try world.joinOutput("office").split(separator: "\n").last.map(String.init))
+        let joined = try ProcessRunner.run(
+            world.brsync, ["join"], environment: ["BRSYNC_HOME": desk], stdin: join + "\n")
+        #expect(joined.status == 0, "\(joined)")
+        let shown = try world.run(desk, ["device"]).stdout
+        guard case .object(let json) = try JSONValue.parse(try world.run(desk, ["device", "--json"]).stdout) else {
+            Issue.record("brsync device --json is not an object")
+            return
+        }
+        let id = try #require(json["device"]?.stringValue)
+        #expect(json["serverName"] == .string("office") && json["name"] == .string("desk"), "\(json)")
+        #expect(shown.contains("this device: desk (\(id)") && shown.contains("the server calls it office"), "\(shown)")
+        try world.mustRun(desk, ["sync"])
+        let listed = try ProcessRunner.run(
+            world.brsyncd, ["device", "list", "alice"] + world.storeArguments, environment: world.storeEnvironment)
+        #expect(listed.stdout.contains("office\tactive\treplica \(id)\t"), "\(listed)")
+        // Renamed here: still matched by the id; the server's name is the token's.
+        try world.mustRun(desk, ["device", "name", "work laptop"])
+        #expect(try world.run(desk, ["device"]).stdout.contains("the server calls it office"))
+    }
+
     @Test func joinCodesAndTheirOptionsAreChecked() throws {
         let world = try CLIWorld()
         // A readable account needs no recovery code; the code may be an argument.

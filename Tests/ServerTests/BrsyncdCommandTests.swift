@@ -29,7 +29,7 @@ import Testing
         let store = try SQLiteStore(path: db)
         #expect(try store.authenticate(token: token).name == "laptop")
         let list = try run(["device", "list", "alice"], db: db)
-        #expect(list.stdout.contains("laptop\tactive\tlast seen never"))
+        #expect(list.stdout.contains("laptop\tactive\treplica -\tlast seen never"))
         #expect(!list.stdout.contains(token), "tokens are never shown again")
         #expect(try run(["device", "revoke", "alice", "laptop"], db: db).status == 0)
         #expect(try run(["device", "list", "alice"], db: db).stdout.contains("revoked"))

@@ -30,6 +30,7 @@ public struct DeviceCommand: ParsableCommand {
                 Output.json(
                     JSONValue.object([
                         "device": .string(replica.deviceID), "name": .string(replica.deviceName),
+                        "serverName": try replica.serverDeviceName().map { .string($0) } ?? .null,
                         "earlier": earlier(replica.deviceID),
                         "others": .array(
                             others.map {
@@ -45,6 +46,12 @@ public struct DeviceCommand: ParsableCommand {
                 return ids.isEmpty ? "" : "; earlier \(ids.joined(separator: ", "))"
             }
             print("this device: \(replica.deviceName) (\(replica.deviceID)\(earlierText(replica.deviceID)))")
+            // The server names its devices by their tokens; `brsyncd device list` shows this id beside that name.
+            if let serverName = try replica.serverDeviceName(), serverName != replica.deviceName {
+                print(
+                    "             the server calls it \(serverName) ('brsyncd device list' shows it with \(replica.deviceID))"
+                )
+            }
             for (id, _) in others { print("other:       \(names.display(id)) (\(id)\(earlierText(id)))") }
             if others.isEmpty { print("no other device named yet (names arrive with 'brsync sync')") }
         }

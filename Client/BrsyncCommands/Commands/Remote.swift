@@ -66,7 +66,22 @@ public struct RemoteCommand: ParsableCommand {
                 ).trimmingASCIIWhitespace()
             guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace)
             else {
-                throw CLIFailure(message: "the token should look like brs_… (from 'brsyncd device add')")
+                // Say which part is wrong: a token that starts right may be cut short.
+                let what =
+                    !token.hasPrefix(JoinRequest.tokenPrefix)
+                    ? "it does not start with \(JoinRequest.tokenPrefix)"
+                    : token.contains(where: \.isWhitespace)
+                        ? "it contains white space"
+                        : "it is too short (\(token.count) characters; a token has at least 20)"
+                throw CLIFailure(
+                    message:
+                        "the token is not one 'brsyncd device add' prints: \(what); copy the whole line (nothing was changed)"
+                )
+            }
+            if self.token != nil {
+                ExitStatus.warn(
+                    "the token was given on the command line, where other users of this machine can read it ('ps') and "
+                        + "your shell's history keeps it: use --token-file FILE next time")
             }
             // The CA is checked, then copied into the home: a file moved or
             // deleted later does not stop the sync.
