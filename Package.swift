@@ -85,27 +85,30 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["JSON"], path: "Sources/HTTP"),
 
         // MARK: I/O layers
-        .target(name: "Plumbing", dependencies: ["JSON"], path: "Sources/Plumbing"),
+        .target(name: "SystemServices", dependencies: ["JSON"], path: "Sources/SystemServices"),
         // The exit funnel of the command-line programs: the only library that reads the argument parser's errors.
         .target(
             name: "ProgramExit",
-            dependencies: ["JSON", "Plumbing", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "JSON", "SystemServices", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/ProgramExit"
         ),
-        .target(name: "Storage", dependencies: ["CSQLite", "Plumbing"], path: "Sources/Storage"),
+        .target(name: "Storage", dependencies: ["CSQLite", "SystemServices"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
         .target(
-            name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "Plumbing"], path: "Sources/Net"),
-        .target(name: "Postgres", dependencies: ["CPostgres", "Plumbing"], path: "Sources/Postgres"),
+            name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "SystemServices"],
+            path: "Sources/Net"),
+        .target(name: "Postgres", dependencies: ["CPostgres", "SystemServices"], path: "Sources/Postgres"),
         .target(
             name: "Replica",
-            dependencies: ["JSON", "Model", "SyncCore", "Storage", "Plumbing"],
+            dependencies: ["JSON", "Model", "SyncCore", "Storage", "SystemServices"],
             path: "Client/Replica"
         ),
         .target(
             name: "BrsyncServer",
             dependencies: [
-                "JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "Plumbing",
+                "JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "SystemServices",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Server/BrsyncServer"
@@ -113,7 +116,8 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "Plumbing", "ProgramExit", "JSON",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "SystemServices", "ProgramExit",
+                "JSON",
                 "Model",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -122,14 +126,14 @@ let package = Package(
         ),
         .target(
             name: "SyncClient",
-            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "Plumbing"],
+            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "SystemServices"],
             path: "Client/SyncClient"
         ),
-        .target(name: "Desktop", dependencies: ["JSON", "Model", "Plumbing"], path: "Client/Desktop"),
+        .target(name: "Desktop", dependencies: ["JSON", "Model", "SystemServices"], path: "Client/Desktop"),
         .target(
             name: "BrsyncCommands",
             dependencies: [
-                "JSON", "Model", "Replica", "SyncCore", "Desktop", "Plumbing",
+                "JSON", "Model", "Replica", "SyncCore", "Desktop", "SystemServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/BrsyncCommands"
@@ -139,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "brsync",
             dependencies: [
-                "BrsyncCommands", "Plumbing", "ProgramExit",
+                "BrsyncCommands", "SystemServices", "ProgramExit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync"
@@ -148,7 +152,7 @@ let package = Package(
         // needed and a display is there.
         .executableTarget(
             name: "brsync-picker",
-            dependencies: ["CGtk", "Desktop", "JSON", "Model", "Plumbing"],
+            dependencies: ["CGtk", "Desktop", "JSON", "Model", "SystemServices"],
             path: "Client/brsync-picker"
         ),
         // The logic of brsync-sync's commands as library calls: the command
@@ -156,7 +160,8 @@ let package = Package(
         .target(
             name: "SyncCommands",
             dependencies: [
-                "BrsyncCommands", "CLinux", "Desktop", "JSON", "Model", "Net", "Plumbing", "Replica", "SyncClient",
+                "BrsyncCommands", "CLinux", "Desktop", "JSON", "Model", "Net", "SystemServices", "Replica",
+                "SyncClient",
                 "SyncCore",
             ],
             path: "Client/SyncCommands"
@@ -164,7 +169,7 @@ let package = Package(
         .executableTarget(
             name: "brsync-sync",
             dependencies: [
-                "BrsyncCommands", "SyncClient", "SyncCommands", "Replica", "SyncCore", "Plumbing", "ProgramExit",
+                "BrsyncCommands", "SyncClient", "SyncCommands", "Replica", "SyncCore", "SystemServices", "ProgramExit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/brsync-sync"
@@ -173,13 +178,13 @@ let package = Package(
         // MARK: Benchmarks (run by Benchmarks/*.sh in release; not tests)
         .executableTarget(
             name: "brsync-bench",
-            dependencies: ["Desktop", "Model", "Replica", "Plumbing"],
+            dependencies: ["Desktop", "Model", "Replica", "SystemServices"],
             path: "Benchmarks/SelectorBenchmark"
         ),
 
         .executableTarget(
             name: "brsyncd-bench",
-            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "Plumbing"],
+            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "SystemServices"],
             path: "Benchmarks/ServerBenchmark"
         ),
 
@@ -187,7 +192,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Net", "BrsyncServer", "Plumbing", "Cryptography", "SyncCore",
+                "Net", "BrsyncServer", "SystemServices", "Cryptography", "SyncCore",
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
@@ -196,14 +201,14 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "JSON", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
-        .testTarget(name: "PlumbingTests", dependencies: ["Plumbing", "TestSupport"]),
+        .testTarget(name: "SystemServicesTests", dependencies: ["SystemServices", "TestSupport"]),
         .testTarget(name: "NetTests", dependencies: ["Net", "HTTP", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(
-            name: "SyncModelTests",
+            name: "SyncEndToEndTests",
             dependencies: [
                 "JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model",
-                "Storage", "Postgres", "Plumbing", "TestSupport",
+                "Storage", "Postgres", "SystemServices", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -211,14 +216,14 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres",
-                "Cryptography", "Plumbing", "TestSupport",
+                "Cryptography", "SystemServices", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(
             name: "ReplicaTests",
-            dependencies: ["JSON", "Replica", "Storage", "Model", "SyncCore", "Plumbing", "TestSupport"]),
+            dependencies: ["JSON", "Replica", "Storage", "Model", "SyncCore", "SystemServices", "TestSupport"]),
         .testTarget(
             name: "CLITests",
             dependencies: [

@@ -1,8 +1,8 @@
 import Desktop
 import Foundation
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 // Selector benchmark (prints numbers; not a test). Run through Benchmarks/selector.sh,
 // which builds in release with --static-swift-stdlib and passes the binaries.

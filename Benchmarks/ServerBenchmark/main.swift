@@ -4,9 +4,9 @@ import HTTP
 import JSON
 import Model
 import Net
-import Plumbing
 import SyncCore
 import Synchronization
+import SystemServices
 
 // Server benchmark helper (prints numbers; not a test), driven by Benchmarks/server.sh:
 //   brsyncd-bench setup DIR                 certificates, a store with one account and device

@@ -1,8 +1,8 @@
 import Desktop
 import Glibc
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 /// A clicked link, served so that it never vanishes: decided by the rules or
 /// the picker; when brsync cannot serve it, opened in the browser that was the

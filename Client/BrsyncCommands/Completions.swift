@@ -1,7 +1,7 @@
 import ArgumentParser
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 /// Shell completions that read the replica: browser ids, rule patterns,
 /// conflict numbers, tracking parameters. The shell runs

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 /// What `brsync` and `brsync-sync` report of the errors of Model and the
 /// replica; ``ExitStatus/report(_:root:describe:)`` is the funnel.

@@ -1,5 +1,5 @@
 import Glibc
-import Plumbing
+import SystemServices
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

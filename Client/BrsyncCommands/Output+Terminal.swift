@@ -1,7 +1,7 @@
 import Desktop
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 /// Every line a command prints for a person goes through here: names,
 /// patterns and messages can come from another machine or the server, so

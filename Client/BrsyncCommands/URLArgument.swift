@@ -1,6 +1,6 @@
 import Glibc
 import Model
-import Plumbing
+import SystemServices
 
 extension NormalizedURL {
     /// A URL given on the command line. An absolute path is a local file (see

@@ -1,6 +1,6 @@
 import Glibc
 import Model
-import Plumbing
+import SystemServices
 
 /// Finds the web browsers installed on this machine from their XDG desktop
 /// entries: `$XDG_DATA_HOME/applications`, every `$XDG_DATA_DIRS/applications`,

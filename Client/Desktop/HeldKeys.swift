@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import JSON
-import Plumbing
+import SystemServices
 
 /// The modifier keys held right now, as the X server says (the mask of a
 /// QueryPointer request), read over the X protocol itself: one Unix socket,

@@ -1,7 +1,7 @@
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 /// Starts a browser: the expanded Exec arguments, without a shell, in a new
 /// session (detached from the terminal, outliving brsync), with standard

@@ -1,7 +1,7 @@
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 /// The picker without a terminal: a dmenu-style menu (`rofi -dmenu`,
 /// `wofi --dmenu`, `fuzzel --dmenu`, `bemenu`, `dmenu`) or `zenity`, the

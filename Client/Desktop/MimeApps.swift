@@ -1,5 +1,5 @@
 import Glibc
-import Plumbing
+import SystemServices
 
 /// The default-application settings of the MIME Applications Associations
 /// specification: `[Default Applications]` in `mimeapps.list`, the user's file

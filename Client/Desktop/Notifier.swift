@@ -1,7 +1,7 @@
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 /// Desktop notifications (the freedesktop Notifications interface): how a
 /// failure reaches a person who clicked a link and is not looking at a

@@ -1,6 +1,6 @@
 import Glibc
 import JSON
-import Plumbing
+import SystemServices
 
 /// Which of this session's displays answer now. Checked before a window or
 /// a menu is shown on one: a display that takes the connection and never

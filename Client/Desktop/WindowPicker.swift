@@ -1,7 +1,7 @@
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 /// The picker window, `brsync-picker` (GTK 4), beside `brsync`: started only
 /// when a picker is needed and the session has a display, so neither

@@ -1,9 +1,9 @@
 import Glibc
 import JSON
 import Model
-import Plumbing
 import Storage
 import SyncCore
+import SystemServices
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,5 +1,5 @@
 import Glibc
-import Plumbing
+import SystemServices
 
 /// How `brsync watch` runs once per replica and how an edit wakes it at
 /// once, with nothing another user of the machine can reach:

@@ -1,6 +1,6 @@
 import Glibc
-import Plumbing
 import Replica
+import SystemServices
 
 /// The account key on this machine: `HOME/account-key`, mode 0600, holding
 /// the recovery code (its checksum catches a damaged file) and, after it,

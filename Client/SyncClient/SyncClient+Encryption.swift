@@ -7,8 +7,8 @@ import SyncCore
 /// End-to-end encryption in the sync client (Deploy/SECURITY.md).
 extension SyncClient {
     /// What a sync without the account key of an encrypted account says.
-    static let keyNeeded = SyncError.refused(
-        code: .keyNeeded,
+    static let noAccountKey = SyncError.refused(
+        code: .noAccountKey,
         message:
             "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here). "
             + "If no machine of yours ran 'brsync key init', someone with a device token encrypted it: revoke that token and "
@@ -56,7 +56,7 @@ extension SyncClient {
     func checkRecordsMayLeave() throws {
         let state = try replica.encryptionState()
         if cipher == nil, state.sawEncrypted {
-            throw SyncError.stopped(code: .keyNeeded, message: Self.waitingForKeyMessage)
+            throw SyncError.stopped(code: .noAccountKey, message: Self.waitingForKeyMessage)
         }
         if let keyID, state.retiredKeyIDs.contains(keyID) {
             throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage)
@@ -78,7 +78,7 @@ extension SyncClient {
     /// Runs a sync; the stop it ends with is what `brsync status` shows,
     /// wherever in the sync it came. The server's refusal to take this key
     /// because the operator reset the account stops as a page saying so does.
-    func recordingTheStop<T>(_ body: () throws -> T) throws -> T {
+    func recordingStopForStatus<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch SyncError.refused(code: .encryptionReset, _) where cipher != nil {
@@ -263,7 +263,7 @@ extension SyncClient {
         var attempts = 0
         while true {
             attempts += 1
-            let seen = try oldKey.map { try takeInEverything(sealedWith: $0) }
+            let seen = try oldKey.map { try pullEveryRecord(sealedWith: $0) }
             do {
                 let answer = try encryptAccount(
                     with: accountKey, replacing: serverKeyID, seen: seen, certificates: chain)
@@ -305,7 +305,7 @@ extension SyncClient {
     /// (a rotation killed before it sent everything again loses nothing).
     func vouch(retired: String, key: AccountKey, movedHere: Bool) throws {
         var reference: [String: RecordState] = [:]
-        _ = try takeInEverything(sealedWith: key, retired: false) { change in
+        _ = try pullEveryRecord(sealedWith: key, retired: false) { change in
             reference["\(change.collection.rawValue)/\(change.key)"] = change.state
         }
         guard try movedHere || replica.wasMovedForward(from: retired) else { return try replica.clearVouch() }
@@ -322,7 +322,7 @@ extension SyncClient {
     ///   - retired: `key` is one the account moved on from: what adds to
     ///     what this machine holds is set aside, not applied.
     ///   - each: called with every record pulled (opened).
-    func takeInEverything(
+    func pullEveryRecord(
         sealedWith key: AccountKey?, retired: Bool = true, each: (ChangeRecord) -> Void = { _ in }
     ) throws -> Int64 {
         let cipher = key.map(RecordCipher.init)
@@ -332,7 +332,7 @@ extension SyncClient {
                 PullRequest(since: cursor, limit: options.pullLimit, full: true, keyID: key?.id).target)
             if cipher == nil, page.encrypted {
                 throw SyncError.refused(
-                    code: .keyNeeded,
+                    code: .noAccountKey,
                     message: "this account was encrypted again meanwhile (nothing was changed): "
                         + "add its recovery code with 'brsync key add'")
             }
@@ -381,7 +381,7 @@ extension SyncClient {
     /// Runs `body`; a refusal because the account uses another key moves a
     /// server restored from before a rotation forward (see
     /// ``moveAccountForward(from:)``) and runs `body` once more.
-    func movingForward<T>(_ body: () throws -> T) throws -> T {
+    func retryingAfterMovingForward<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch SyncError.refused(code: .keyRotated, _) where keyID != nil {
             guard let current = try accountKeyID(), current != keyID else { return try body() }
             try moveAccountForward(from: current)

@@ -56,7 +56,7 @@ extension SyncClient {
                     // pulled (readable); nothing goes up readable from here.
                     let seen: Int64
                     if afterReset {
-                        seen = try takeInEverything(sealedWith: nil)
+                        seen = try pullEveryRecord(sealedWith: nil)
                         change.before = summary
                     } else {
                         change.before = try sync()
@@ -73,7 +73,7 @@ extension SyncClient {
                         certificate = answer.certificate
                         guard answer.key == key.id else {
                             throw SyncError.refused(
-                                code: .keyNeeded,
+                                code: .noAccountKey,
                                 message:
                                     "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)"
                             )

@@ -1,9 +1,9 @@
 import JSON
 import Model
 import Net
-import Plumbing
 import Replica
 import SyncCore
+import SystemServices
 
 /// Pulling: pages applied one transaction each, and what a page can say
 /// about the server's timeline (a new epoch or account, a reset, an
@@ -23,7 +23,7 @@ extension SyncClient {
 
     @discardableResult
     public func pull() throws -> Summary {
-        try locked { try movingForward { try pullLocked() } }
+        try locked { try retryingAfterMovingForward { try pullLocked() } }
     }
 
     private func pullLocked() throws -> Summary {
@@ -37,7 +37,7 @@ extension SyncClient {
         // in between asks for that page again, and if a tombstone purge
         // passed it meanwhile the server says `reset` (the cursor is below
         // its purge point) and the replica reconciles: nothing is missed.
-        var ahead: PageAhead?
+        var ahead: PrefetchedPage?
         defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
         var idle = 0
         while true {
@@ -65,7 +65,7 @@ extension SyncClient {
     /// cannot be used are reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
         try locked {
-            var ahead: PageAhead?
+            var ahead: PrefetchedPage?
             return try pullNextPage(ahead: &ahead, fetchAhead: false)
         }
     }
@@ -73,7 +73,7 @@ extension SyncClient {
     /// Pulls and applies the next page; when the server's timeline changed,
     /// everything local goes up first (a push), and the pull starts over.
     /// - Returns: whether more pages are waiting.
-    private func pullNextPage(ahead: inout PageAhead?, fetchAhead: Bool) throws -> Bool {
+    private func pullNextPage(ahead: inout PrefetchedPage?, fetchAhead: Bool) throws -> Bool {
         while true {
             switch try pullPageLocked(ahead: &ahead, fetchAhead: fetchAhead) {
             case .applied(let more): return more
@@ -93,7 +93,7 @@ extension SyncClient {
     /// A page being fetched on a thread of its own, and the request it was
     /// fetched with: it is used only when the request the replica's state
     /// makes once the page before is applied is the same.
-    struct PageAhead {
+    struct PrefetchedPage {
         let target: String
         let job: ThreadJob<FetchedPage>
     }
@@ -154,7 +154,7 @@ extension SyncClient {
 
     /// - Parameter fetchAhead: when more pages wait, start fetching the next
     ///   one (into `ahead`) before applying this one.
-    private func pullPageLocked(ahead: inout PageAhead?, fetchAhead: Bool) throws -> PageStep {
+    private func pullPageLocked(ahead: inout PrefetchedPage?, fetchAhead: Bool) throws -> PageStep {
         // The decisions; this function carries them out.
         var machine = PullMachine()
         var confirmedRollback = false
@@ -203,7 +203,7 @@ extension SyncClient {
                 continue
             case .needKey:
                 try replica.noteAccountEncrypted()
-                throw Self.keyNeeded
+                throw Self.noAccountKey
             case .encryptionWasReset:
                 try replica.noteEncryptionReset()
                 throw Self.encryptionWasReset
@@ -240,7 +240,7 @@ extension SyncClient {
                 let next = try pullTarget(
                     cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
                 let (transport, cipher) = (transport, cipher)
-                ahead = PageAhead(
+                ahead = PrefetchedPage(
                     target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
             let started = Clock.monotonicMillis()

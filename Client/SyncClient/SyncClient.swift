@@ -171,8 +171,8 @@ public final class SyncClient {
     public func sync() throws -> Summary {
         try locked {
             try checkCopied()
-            return try recordingTheStop {
-                try movingForward {
+            return try recordingStopForStatus {
+                try retryingAfterMovingForward {
                     try prepareSync()
                     return try syncLocked()
                 }
@@ -256,7 +256,7 @@ public final class SyncClient {
     /// unpushed change, then this device's name. Holding the lock.
     func pushEverything() throws {
         try checkCopied()
-        try movingForward {
+        try retryingAfterMovingForward {
             try prepareSync()
             try pushLocked()
         }

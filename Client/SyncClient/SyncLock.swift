@@ -1,5 +1,5 @@
 import Glibc
-import Plumbing
+import SystemServices
 
 /// One sync at a time per replica: an advisory lock (flock) on
 /// `HOME/sync.lock`, held while pushing or pulling. A second `brsync sync`

@@ -1,8 +1,8 @@
 import Glibc
-import Plumbing
 import Replica
 import SyncClient
 import SyncCore
+import SystemServices
 
 /// What `brsync key …` decides and changes, as library calls: the account
 /// key of end-to-end encryption (Deploy/SECURITY.md). Each call checks what

@@ -1,10 +1,10 @@
 import BrsyncCommands
 import Glibc
 import Net
-import Plumbing
 import Replica
 import SyncClient
 import SyncCore
+import SystemServices
 
 /// What `brsync join CODE` does, as a library call: one-step pairing.
 public enum Joining {

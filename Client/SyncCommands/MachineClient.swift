@@ -1,7 +1,7 @@
 import BrsyncCommands
-import Plumbing
 import Replica
 import SyncClient
+import SystemServices
 
 /// The client of this machine's sync (every command's: the one factory):
 /// its server, token, pinned CA and account key (``ClientKey``).

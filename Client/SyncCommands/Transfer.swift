@@ -1,9 +1,9 @@
 import BrsyncCommands
 import Desktop
 import JSON
-import Plumbing
 import Replica
 import SyncClient
+import SystemServices
 
 /// One push, pull or sync with this machine's client, and what it did in
 /// words and as JSON: what `brsync push|pull|sync` print, and what a window

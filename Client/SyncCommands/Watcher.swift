@@ -1,8 +1,8 @@
 import CLinux
 import Glibc
-import Plumbing
 import Replica
 import SyncClient
+import SystemServices
 
 /// The watch's loop: sync, hold a watch on the server, sync again when it
 /// answers "changed" or an edit here wakes it; offline, retry with a

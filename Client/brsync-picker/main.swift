@@ -3,7 +3,7 @@ import Desktop
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 // brsync-picker: the window `brsync open` and `brsync pick` show when no rule
 // decides a link and the session has a display. It reads a

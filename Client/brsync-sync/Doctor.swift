@@ -1,7 +1,7 @@
 import ArgumentParser
 import BrsyncCommands
-import Plumbing
 import SyncCommands
+import SystemServices
 
 /// `brsync doctor`: checks what a click and a sync need, one line each, and
 /// says the command that fixes what is wrong. It changes nothing (the

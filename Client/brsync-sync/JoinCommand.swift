@@ -1,10 +1,10 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
-import Plumbing
 import SyncClient
 import SyncCommands
 import SyncCore
+import SystemServices
 
 /// `brsync join CODE`: one-step pairing.
 struct JoinCommand: ParsableCommand {

@@ -1,9 +1,9 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
-import Plumbing
 import SyncClient
 import SyncCommands
+import SystemServices
 
 /// `brsync key …`: the account key of end-to-end encryption
 /// (Deploy/SECURITY.md). A recovery code is read from standard input or a

@@ -1,10 +1,10 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
-import Plumbing
 import Replica
 import SyncClient
 import SyncCommands
+import SystemServices
 
 struct BrsyncSync: ParsableCommand {
     static let configuration = CommandConfiguration(

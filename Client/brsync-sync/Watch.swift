@@ -1,8 +1,8 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
-import Plumbing
 import SyncCommands
+import SystemServices
 
 /// `brsync watch`: see ``WatchConfiguration``.
 struct WatchCommand: ParsableCommand {

@@ -1,8 +1,8 @@
 import BrsyncCommands
 import Glibc
-import Plumbing
 import ProgramExit
 import SyncClient
+import SystemServices
 
 // The sync helper: `brsync push|pull|sync …` runs here (see Client/brsync/Brsync.swift).
 signal(SIGPIPE, SIG_IGN)

@@ -1,6 +1,6 @@
 import ArgumentParser
 import BrsyncCommands
-import Plumbing
+import SystemServices
 
 struct Brsync: ParsableCommand {
     static let configuration = CommandConfiguration(

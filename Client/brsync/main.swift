@@ -1,7 +1,7 @@
 import BrsyncCommands
 import Glibc
-import Plumbing
 import ProgramExit
+import SystemServices
 
 // Entry point: parse, run, and map every failure to one exit code and message
 // (see ExitStatus). SIGPIPE is ignored so `brsync rules list | head` ends quietly.

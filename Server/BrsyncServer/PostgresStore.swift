@@ -2,10 +2,10 @@ import Cryptography
 import Glibc
 import Model
 import Net
-import Plumbing
 import Postgres
 import SyncCore
 import Synchronization
+import SystemServices
 
 /// The PostgreSQL store, for deployments of several `brsyncd` processes
 /// behind a load balancer (docs/server.md, "Several `brsyncd` on PostgreSQL"). Nothing in it
@@ -23,10 +23,10 @@ public final class PostgresStore: StoreDialect {
     let pool: PostgresPool
     public let currentMillis: @Sendable () -> Int64
     /// The epoch as last read from the database (refreshed by every sync request).
-    public let epochCache: Store.EpochCache
-    public let bookkeeping = Store.Bookkeeping()
-    public let timelineGate = Store.TimelineGate()
-    public let tokenCache = Store.TokenCache()
+    public let epochCache: EpochCache
+    public let bookkeeping = Bookkeeping()
+    public let timelineGate = TimelineGate()
+    public let tokenCache = TokenCache()
     public let watches = WatchHub()
     /// Set at ``close()``: the listening thread ends.
     private let closing = Atomic<Bool>(false)
@@ -59,7 +59,7 @@ public final class PostgresStore: StoreDialect {
                 try first.run("SELECT pg_advisory_xact_lock($1)", [.integer(Self.migrationLock)])
                 return try Self.migrate(first)
             }
-            let shared = Store.EpochCache(epoch)
+            let shared = EpochCache(epoch)
             epochCache = shared
             pool = PostgresPool(configuration, size: connections) { connection in
                 if let fresh = try DatabaseIdentity.check(connection) { shared.set(fresh) }
@@ -118,7 +118,7 @@ public final class PostgresStore: StoreDialect {
     /// without it, such as CockroachDB) loses no write; the other
     /// processes' watches then answer at their timeout.
     /// Every writer `NOTIFY`s (``notifyOtherProcesses(account:)``): nothing to look at.
-    public func outsideWriteMarker() -> WriteMarker? { .announced }
+    public func commitState() -> CommitState? { .announced }
 
     public func notifyOtherProcesses(account: Int64) {
         _ = try? withConnection { connection in

@@ -2,10 +2,10 @@ import Cryptography
 import Glibc
 import Model
 import Net
-import Plumbing
 import Storage
 import SyncCore
 import Synchronization
+import SystemServices
 
 /// The server's SQLite store (WAL): accounts, devices with hashed tokens,
 /// records with their fields, stamps and version vectors, a per-account
@@ -227,7 +227,7 @@ public final class SQLiteStore: StoreDialect {
     private let pool: ConnectionPool
     /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
     private let checkpointer: BackgroundCheckpointer?
-    /// The WAL index's header, for ``outsideWriteMarker()`` (nil: the WAL file's status is asked instead).
+    /// The WAL index's header, for ``commitState()`` (nil: the WAL file's status is asked instead).
     private let walIndex: WALIndexHeader?
     /// The WAL index's change counter after this process's last commit (or
     /// the last outside one it took in): another value means another
@@ -237,13 +237,13 @@ public final class SQLiteStore: StoreDialect {
     private let closing = Atomic<Bool>(false)
     /// The lock file held while serving (``startListening()``), or -1.
     private let servingLock = Atomic<Int32>(-1)
-    public let bookkeeping = Store.Bookkeeping()
-    public let timelineGate = Store.TimelineGate()
-    public let tokenCache = Store.TokenCache()
+    public let bookkeeping = Bookkeeping()
+    public let timelineGate = TimelineGate()
+    public let tokenCache = TokenCache()
     public let watches = WatchHub()
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
-    public let epochCache: Store.EpochCache
+    public let epochCache: EpochCache
     /// Writers in the order they came (see ``WriterQueue``).
     let writers = WriterQueue()
 
@@ -301,7 +301,7 @@ public final class SQLiteStore: StoreDialect {
                 try first.run("INSERT INTO meta (key, value) VALUES ('epoch', ?)", [.text(fresh)])
                 return fresh
             }
-            epochCache = Store.EpochCache(epoch)
+            epochCache = EpochCache(epoch)
             // Checkpoints run on a thread of their own, not in the commit of
             // the push that fills the log; without a thread, SQLite's own
             // automatic checkpoint stays.
@@ -391,13 +391,13 @@ public final class SQLiteStore: StoreDialect {
     /// (``WALIndexHeader``: SQLite's own mapping of the `-shm` file, read
     /// without a system call). Without it, the WAL file's inode, size and
     /// modification time (nanoseconds, at the kernel's clock tick) tell one.
-    public func outsideWriteMarker() -> WriteMarker? {
+    public func commitState() -> CommitState? {
         if let walIndex, let header = walIndex.read() {
-            return WriteMarker(Int64(header.change), Int64(header.frames), Int64(header.salt1), Int64(header.salt2))
+            return CommitState(Int64(header.change), Int64(header.frames), Int64(header.salt1), Int64(header.salt2))
         }
         var status = stat()
         guard stat(path + "-wal", &status) == 0 else { return nil }
-        return WriteMarker(
+        return CommitState(
             Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec))
     }
     /// SQLite has no `NOTIFY`: four times a second a thread compares the WAL

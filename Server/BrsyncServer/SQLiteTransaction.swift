@@ -10,9 +10,9 @@ public struct SQLiteTransaction: StoreTransaction {
     let database: Database
     /// The store's epoch as this process holds it (one process writes an
     /// SQLite store); nil reads it from the file.
-    let epoch: Store.EpochCache?
+    let epoch: EpochCache?
 
-    init(database: Database, epoch: Store.EpochCache? = nil) {
+    init(database: Database, epoch: EpochCache? = nil) {
         self.database = database
         self.epoch = epoch
     }

@@ -1,5 +1,5 @@
-import Plumbing
 import SyncCore
+import SystemServices
 
 /// What the store core answers from memory (``Store/TokenCache``): a
 /// no-change pull, and a watch's authentication, while nothing was heard
@@ -13,11 +13,11 @@ extension StoreDialect {
     public func authenticateRemembered(token: String) throws -> Store.Device {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return try authenticate(token: token) }
         let hash = Tokens.hash(token)
-        if let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) {
+        if let entry = rememberedDevice(hash, lifetimeMillis: TokenCache.watchLifetimeMillis) {
             return try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         }
         let generation = watches.generation
-        let outsideWrites = outsideWriteMarker()
+        let outsideWrites = commitState()
         let found = try reading { try $0.device(tokenHash: hash) }
         let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
         if let found {
@@ -29,7 +29,7 @@ extension StoreDialect {
     public func rememberedWatcher(token: String) -> Store.Device? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
         let hash = Tokens.hash(token)
-        guard let entry = rememberedDevice(hash, lifetimeMillis: Store.TokenCache.watchLifetimeMillis) else {
+        guard let entry = rememberedDevice(hash, lifetimeMillis: TokenCache.watchLifetimeMillis) else {
             return nil
         }
         return try? Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
@@ -38,25 +38,25 @@ extension StoreDialect {
     /// Keeps `device`, read after `generation` and `outsideWrites` were
     /// taken, for ``rememberedDevice(_:lifetimeMillis:)``.
     func remember(
-        _ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: WriteMarker?
+        _ hash: [UInt8], _ device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: CommitState?
     ) {
         tokenCache.keep(
             hash,
-            Store.TokenCache.Entry(
+            TokenCache.Entry(
                 device: device, storedHash: storedHash, generation: generation,
-                outsideWrites: outsideWrites, atMillis: Plumbing.Clock.monotonicMillis()))
+                outsideWrites: outsideWrites, atMillis: SystemServices.Clock.monotonicMillis()))
     }
 
     /// The device remembered for a token hash while it still holds: young
     /// enough, nothing heard of its account since, no write of another process.
     func rememberedDevice(
-        _ hash: [UInt8], lifetimeMillis: Int64 = Store.TokenCache.lifetimeMillis
-    ) -> Store.TokenCache.Entry? {
+        _ hash: [UInt8], lifetimeMillis: Int64 = TokenCache.lifetimeMillis
+    ) -> TokenCache.Entry? {
         guard
             let entry = tokenCache.entry(
-                hash, nowMillis: Plumbing.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
+                hash, nowMillis: SystemServices.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
             !watches.changed(account: entry.device.accountID, since: entry.generation),
-            let marker = entry.outsideWrites, marker == outsideWriteMarker()
+            let marker = entry.outsideWrites, marker == commitState()
         else { return nil }
         return entry
     }

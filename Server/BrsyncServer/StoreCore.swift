@@ -180,7 +180,7 @@ extension StoreDialect {
         }
         // Taken before the read: a change heard of after it makes the read stale.
         let generation = watches.generation
-        let outsideWrites = outsideWriteMarker()
+        let outsideWrites = commitState()
         // The stream is read only for a replica that can prove its latest push.
         let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
         let snapshot = try reading {

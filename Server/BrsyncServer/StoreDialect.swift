@@ -18,19 +18,19 @@ public protocol StoreDialect: SyncStore {
     /// Runs `body` in a read transaction (one snapshot).
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T
     /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
-    var bookkeeping: Store.Bookkeeping { get }
+    var bookkeeping: Bookkeeping { get }
     /// Who may start a readable account's new timeline, how often (``Store/TimelineGate``).
-    var timelineGate: Store.TimelineGate { get }
+    var timelineGate: TimelineGate { get }
     /// Devices authenticated lately, for no-change pulls (``Store/TokenCache``).
-    var tokenCache: Store.TokenCache { get }
+    var tokenCache: TokenCache { get }
     /// What changes when any process commits to the store and that this
     /// process may not hear of otherwise (SQLite: the WAL file's inode,
     /// size and modification time; PostgreSQL: nothing, every writer
     /// `NOTIFY`s). Compared, never interpreted; nil when it cannot be told
     /// (then nothing is answered from memory).
-    func outsideWriteMarker() -> WriteMarker?
+    func commitState() -> CommitState?
     /// The epoch as this process knows it.
-    var epochCache: Store.EpochCache { get }
+    var epochCache: EpochCache { get }
     /// Wakes the watches of `account` in every other brsyncd sharing the
     /// database (PostgreSQL: `NOTIFY`; SQLite: one process serves a file,
     /// nothing to do). Best effort: a watch not woken answers at its timeout.

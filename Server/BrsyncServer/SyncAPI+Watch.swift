@@ -10,7 +10,7 @@ import Synchronization
 /// so a crowd of watches started together does not end together) with
 /// `"changed": false`. The answer: `{"changed": BOOL, "cursor": LATEST,
 /// "epoch": E}`. While it waits the request holds no thread and no slot of
-/// its token (``WatchHub``, ``LaterAnswer``).
+/// its token (``WatchHub``, ``DeferredResponse``).
 extension SyncAPI {
     /// The longest wait, below the 60 s at which common proxies give up on a quiet answer.
     static let maxWatchSeconds = 55
@@ -73,7 +73,7 @@ extension SyncAPI {
         // before is in the read, so none is missed.
         let holder = WatchHolder()
         let timeline = Mutex("")
-        let later = LaterAnswer(
+        let later = DeferredResponse(
             waitMilliseconds: waitMilliseconds,
             make: { [self] woken in
                 // Every change to the account, this process's or (through

@@ -3,8 +3,8 @@ import JSON
 import Logging
 import Model
 import Net
-import Plumbing
 import SyncCore
+import SystemServices
 
 /// The HTTP API: routes, authentication, and the mapping of errors to answers.
 ///

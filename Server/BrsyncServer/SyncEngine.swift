@@ -212,7 +212,7 @@ enum SyncEngine {
     static func push(
         _ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush,
         epoch: String, now: Int64,
-        maxClockOffsetMilliseconds: Int64, timelineGate: Store.TimelineGate? = nil,
+        maxClockOffsetMilliseconds: Int64, timelineGate: TimelineGate? = nil,
         in store: some SyncWriteTransaction
     ) throws -> (PushOutcome, timeline: String) {
         guard let revoked = try store.deviceRevoked(device.id) else {
@@ -237,7 +237,7 @@ enum SyncEngine {
     private static func push(
         _ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
         counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64,
-        timelineGate: Store.TimelineGate?,
+        timelineGate: TimelineGate?,
         in store: some SyncWriteTransaction
     ) throws -> PushOutcome {
         let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)

@@ -2,9 +2,9 @@ import Glibc
 import HTTP
 import Logging
 import Net
-import Plumbing
 import SyncCore
 import Synchronization
+import SystemServices
 
 /// The sync server: the store, the API and the HTTP server on its listeners.
 public final class SyncServer: Sendable {

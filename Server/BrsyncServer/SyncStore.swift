@@ -70,7 +70,7 @@ public protocol SyncStore: AnyObject, Sendable {
         of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority
     ) throws -> TimelineResponse
     /// Who may start a readable account's timeline, and how often.
-    var timelineGate: Store.TimelineGate { get }
+    var timelineGate: TimelineGate { get }
     /// Makes an account not encrypted again, for its operator (a lost key,
     /// or a signing key registered by someone without the key): its records
     /// are deleted, and every machine that holds a key stops with a message

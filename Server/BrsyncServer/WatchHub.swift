@@ -1,6 +1,6 @@
 import HTTP
-import Plumbing
 import Synchronization
+import SystemServices
 
 /// The watches (`GET /v1/watch`) waiting in this process, by account, in
 /// memory: a write of this process that changes an account wakes its
@@ -19,7 +19,7 @@ public final class WatchHub: Sendable {
     private struct Watcher {
         let id: UInt64
         let device: Int64
-        let later: LaterAnswer
+        let later: DeferredResponse
     }
 
     private struct State {
@@ -67,13 +67,13 @@ public final class WatchHub: Sendable {
     /// Adds a watch that `later` answers; fires the oldest of the device, or
     /// of the account, past its cap.
     /// - Returns: the watch's id, for ``remove(account:id:)``.
-    func add(account: Int64, device: Int64, later: LaterAnswer) -> UInt64 {
-        let (id, displaced) = state.withLock { state -> (UInt64, [LaterAnswer]) in
+    func add(account: Int64, device: Int64, later: DeferredResponse) -> UInt64 {
+        let (id, displaced) = state.withLock { state -> (UInt64, [DeferredResponse]) in
             let id = state.next
             state.next += 1
             var watchers = state.byAccount[account] ?? []
             watchers.append(Watcher(id: id, device: device, later: later))
-            var displaced: [LaterAnswer] = []
+            var displaced: [DeferredResponse] = []
             while watchers.count(where: { $0.device == device }) > maxPerDevice,
                 let oldest = watchers.firstIndex(where: { $0.device == device })
             {

@@ -3,7 +3,7 @@ import BrsyncServer
 import Glibc
 import JSON
 import Model
-import Plumbing
+import SystemServices
 
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

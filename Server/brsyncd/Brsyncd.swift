@@ -3,8 +3,8 @@ import BrsyncServer
 import Foundation
 import Glibc
 import Logging
-import Plumbing
 import Postgres
+import SystemServices
 
 struct Brsyncd: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,8 +3,8 @@ import BrsyncServer
 import Foundation
 import Glibc
 import Net
-import Plumbing
 import SyncCore
+import SystemServices
 
 struct Dev: ParsableCommand {
     static let configuration = CommandConfiguration(

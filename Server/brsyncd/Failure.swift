@@ -2,7 +2,7 @@ import ArgumentParser
 import BrsyncServer
 import Glibc
 import Net
-import Plumbing
+import SystemServices
 
 /// What `brsyncd` reports of its own errors; ``ExitStatus/report(_:root:describe:)``
 /// is the funnel (brsyncd exits 0 done, 2 any error).

@@ -4,8 +4,8 @@ import CQRencode
 import Glibc
 import JSON
 import Net
-import Plumbing
 import SyncCore
+import SystemServices
 
 /// The join code of `brsyncd device add` and `device token`: the server's
 /// URL, an enrollment secret (used once, by `brsync join`, before it

@@ -1,8 +1,8 @@
 import ArgumentParser
 import BrsyncServer
 import Foundation
-import Plumbing
 import Postgres
+import SystemServices
 
 /// `brsyncd migrate --from sqlite:PATH --to postgres://…`
 struct Migrate: ParsableCommand {

@@ -4,7 +4,7 @@ import Glibc
 import HTTP
 import Logging
 import Net
-import Plumbing
+import SystemServices
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(

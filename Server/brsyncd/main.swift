@@ -1,6 +1,6 @@
 import Glibc
-import Plumbing
 import ProgramExit
+import SystemServices
 
 // Entry point: parse, run, and map every failure to one exit code and message.
 signal(SIGPIPE, SIG_IGN)

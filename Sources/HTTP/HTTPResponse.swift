@@ -12,7 +12,7 @@ public struct HTTPResponse: Sendable, Equatable {
     /// Not the answer yet: the server waits for this one (a long poll).
     /// Status, headers and body of this response are not sent;
     /// `whenWritten` runs as the wait begins.
-    public var later: LaterAnswer?
+    public var later: DeferredResponse?
 
     /// An action, not part of what an answer is (two answers with different
     /// actions are equal).

@@ -1,4 +1,4 @@
-import Plumbing
+import SystemServices
 
 /// A point in time on the monotonic clock, in milliseconds.
 public struct Deadline: Sendable, Comparable {

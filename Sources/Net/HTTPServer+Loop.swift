@@ -1,8 +1,8 @@
 import CLinux
 import Glibc
 import HTTP
-import Plumbing
 import Synchronization
+import SystemServices
 
 /// One of the server's event loops (one per core): a thread and epoll hold
 /// the connections that are not being answered — accepting, in its TLS handshake, waiting for its
@@ -15,7 +15,7 @@ import Synchronization
 /// answered here, and any other gets a thread with the bytes read, and
 /// comes back here when its answer is written and nothing more waits on it
 /// (``HTTPServer/serve(_:peer:address:served:resuming:preread:)``).
-/// A request whose answer comes later (a long poll, ``LaterAnswer``) waits
+/// A request whose answer comes later (a long poll, ``DeferredResponse``) waits
 /// here too, without a thread, until it is fired, its time is up, or the
 /// client sends more; then a thread makes and writes its answer.
 final class ConnectionLoop: @unchecked Sendable {
@@ -29,7 +29,7 @@ final class ConnectionLoop: @unchecked Sendable {
     private let listeners: [Socket]
 
     /// A connection waiting here.
-    final class Waiting: @unchecked Sendable { // owned by one thread at a time, as HandedOver
+    final class Waiting: @unchecked Sendable { // owned by one thread at a time, as ConnectionHandoff
         let socket: Socket
         let stream: any ByteStream
         let peer: String
@@ -61,10 +61,10 @@ final class ConnectionLoop: @unchecked Sendable {
         }
     }
 
-    /// A request waiting for its answer (``LaterAnswer``).
+    /// A request waiting for its answer (``DeferredResponse``).
     struct Parked: Sendable {
         let request: HTTPRequest
-        let later: LaterAnswer
+        let later: DeferredResponse
     }
 
     private var waiting: [Int32: Waiting] = [:]
@@ -434,6 +434,6 @@ final class ConnectionLoop: @unchecked Sendable {
 /// A connection's stream passed to the thread that takes it over: one
 /// thread owns a connection at a time (the loop, a serving thread, a
 /// refusing one), so handing it on is safe though streams are not Sendable.
-struct HandedOver: @unchecked Sendable {
+struct ConnectionHandoff: @unchecked Sendable {
     let stream: any ByteStream
 }

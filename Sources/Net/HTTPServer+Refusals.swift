@@ -1,6 +1,6 @@
 import Glibc
 import HTTP
-import Plumbing
+import SystemServices
 
 /// How a connection ends without a thread of the pool: 503 past a cap,
 /// and the linger after a last answer.
@@ -52,7 +52,7 @@ extension HTTPServer {
         var busy = ownAnswers.make(503, .busy, "too many requests in progress; retry later")
         busy.headers.add("Retry-After", "1")
         let response = busy
-        let handed = HandedOver(stream: stream)
+        let handed = ConnectionHandoff(stream: stream)
         do {
             try startThread { [self] in
                 defer {

@@ -1,7 +1,7 @@
 import Glibc
 import HTTP
-import Plumbing
 import Synchronization
+import SystemServices
 
 /// An HTTP/1.1 server on sockets, with TLS through OpenSSL or (explicitly)
 /// plaintext. Event loops (``ConnectionLoop``, one per core) accept and hold
@@ -267,7 +267,7 @@ public final class HTTPServer: Sendable {
     /// Gives a connection whose request is arriving a thread, unless
     /// ``HTTPLimits/maxActiveRequests`` are in progress: then it is answered
     /// 503 with `Retry-After` (on the small refusal budget) and closed.
-    /// - Parameter resuming: a request whose answer was waited for (``LaterAnswer``): answered first.
+    /// - Parameter resuming: a request whose answer was waited for (``DeferredResponse``): answered first.
     /// - Parameter preread: what the loop read of the request already.
     func startServing(
         _ stream: any ByteStream, peer: String, address: String, served: Int, resuming: ConnectionLoop.Parked? = nil,
@@ -280,7 +280,7 @@ public final class HTTPServer: Sendable {
             refuse(stream: stream, address: address)
             return
         }
-        let handed = HandedOver(stream: stream)
+        let handed = ConnectionHandoff(stream: stream)
         do {
             try startThread { [self] in
                 serve(handed.stream, peer: peer, address: address, served: served, resuming: resuming, preread: preread)

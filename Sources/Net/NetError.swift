@@ -1,5 +1,5 @@
 import Glibc
-import Plumbing
+import SystemServices
 
 /// A network failure, with what the user or operator should know.
 public enum NetError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,7 +1,7 @@
 import COpenSSL
 import Cryptography
 import Glibc
-import Plumbing
+import SystemServices
 
 /// Trusting a server by the fingerprint of its CA certificate (one-step
 /// pairing): a join code carries the SHA-256 of the CA's

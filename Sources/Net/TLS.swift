@@ -1,6 +1,6 @@
 import COpenSSL
 import Glibc
-import Plumbing
+import SystemServices
 
 /// OpenSSL's error queue in words (and emptied).
 func openSSLErrors(_ fallback: String) -> String {

@@ -1,6 +1,6 @@
 import CPostgres
 import Glibc
-import Plumbing
+import SystemServices
 
 /// Where a PostgreSQL store is: a `postgres://` URL as libpq reads it
 /// (`postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full&sslrootcert=FILE`),

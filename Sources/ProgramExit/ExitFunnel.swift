@@ -1,6 +1,6 @@
 import ArgumentParser
 import JSON
-import Plumbing
+import SystemServices
 
 /// The exit funnel of the command-line programs (`brsync`, `brsync-sync`,
 /// `brsyncd`): the one module besides the programs that reads the argument

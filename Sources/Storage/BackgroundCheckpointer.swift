@@ -1,7 +1,7 @@
 import CSQLite
 import Glibc
-import Plumbing
 import Synchronization
+import SystemServices
 
 /// Checkpoints a database's write-ahead log on a thread of its own.
 ///

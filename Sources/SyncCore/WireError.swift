@@ -54,7 +54,7 @@ public struct WireError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let `internal` = Code(rawValue: "internal")
         /// Said by the client itself, never by a server: the account is
         /// encrypted and this machine has no key.
-        public static let keyNeeded = Code(rawValue: "encrypted")
+        public static let noAccountKey = Code(rawValue: "encrypted")
         /// The operator reset the account's encryption and this machine
         /// holds a key (said by the server to a request naming a key, and by
         /// the client when a page says so).

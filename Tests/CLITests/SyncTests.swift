@@ -9,7 +9,7 @@ import Testing
 
 /// A real `brsyncd` process over TLS on 127.0.0.1 with a fresh CA
 /// (``BrsyncdProcess``), and replicas in temporary homes driven by the real
-/// `brsync` binary. (In-process clients and servers: SyncModelTests' `SyncWorld`.)
+/// `brsync` binary. (In-process clients and servers: SyncEndToEndTests' `SyncWorld`.)
 final class CLIWorld: @unchecked Sendable {
     // Built in init; the server process is stopped in deinit.
     let directory: TemporaryDirectory

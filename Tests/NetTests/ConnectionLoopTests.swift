@@ -88,13 +88,13 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         #expect(slow.wait() == 200)
     }
 
-    /// Requests whose answer comes later (a long poll, ``LaterAnswer``) wait
+    /// Requests whose answer comes later (a long poll, ``DeferredResponse``) wait
     /// in the loop without a thread: fired, each is answered at once and its
     /// connection carries the next request; one never fired is answered
     /// when its time is up; one whose client went away is let go (`ended`).
     @Test func laterAnswersWaitWithoutAThread() throws {
         let fixture = try TLSFixture()
-        let pending = Mutex<[LaterAnswer]>([])
+        let pending = Mutex<[DeferredResponse]>([])
         let ended = Atomic<Int>(0)
         var limits = HTTPLimits()
         limits.maxConnectionsPerAddress = 1_000
@@ -103,7 +103,7 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         ) { request, context in
             guard request.path.hasPrefix("/later") else { return Self.ok(request, context) }
             var response = HTTPResponse(status: 200)
-            let later = LaterAnswer(
+            let later = DeferredResponse(
                 waitMilliseconds: request.path == "/later-short" ? 300 : 60_000,
                 make: { _ in HTTPResponse(status: 200, headers: [:], body: Array("answered".utf8)) },
                 ended: { ended.add(1, ordering: .relaxed) })

@@ -136,13 +136,13 @@ import Testing
     /// thread until its answer is due.
     @Test func aLaterAnswerFromMemoryWaitsWithoutEverTakingAThread() throws {
         let fixture = try TLSFixture()
-        let pending = Mutex<[LaterAnswer]>([])
+        let pending = Mutex<[DeferredResponse]>([])
         let handled = Atomic<Int>(0)
         let server = try HTTPServer(
             addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
             quick: { request, _ in
                 guard request.path == "/later" else { return nil }
-                let later = LaterAnswer(
+                let later = DeferredResponse(
                     waitMilliseconds: 60_000, make: { _ in HTTPResponse(status: 200, body: Array("fired".utf8)) })
                 pending.withLock { $0.append(later) }
                 var response = HTTPResponse(status: 200)

@@ -1,9 +1,9 @@
 import Foundation
 import JSON
 import Model
-import Plumbing
 import Storage
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 

@@ -2,9 +2,9 @@ import Foundation
 import HTTP
 import JSON
 import Logging
-import Plumbing
 import Storage
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 
@@ -59,7 +59,7 @@ import Testing
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
-        let remembered = Plumbing.Clock.monotonicMillis()
+        let remembered = SystemServices.Clock.monotonicMillis()
         let cursor = try desktop.pullAll().cursor
         #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor)
         let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
@@ -68,9 +68,9 @@ import Testing
             _ = try store.withConnection { try $0.run(behindItsBack) }
             let next = try Self.page(try desktop.pull(since: cursor)).next
             // Unless this (busy) machine took longer than the memory's lifetime to get here.
-            let young = Plumbing.Clock.monotonicMillis() - remembered < Store.TokenCache.lifetimeMillis
+            let young = SystemServices.Clock.monotonicMillis() - remembered < TokenCache.lifetimeMillis
             #expect(next == cursor || !young, "answered from memory")
-            usleep(UInt32(Store.TokenCache.lifetimeMillis + 300) * 1000)
+            usleep(UInt32(TokenCache.lifetimeMillis + 300) * 1000)
         default:
             try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
         }

@@ -1,5 +1,5 @@
 import Foundation
-import Plumbing
+import SystemServices
 
 /// A program started in the background (a server), whose output is collected
 /// as it comes, so a test can wait for a line and then talk to it.

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Plumbing
+import SystemServices
 
 /// A throw-away PostgreSQL cluster for the tests: `initdb` in a temporary
 /// folder, started on a free port of 127.0.0.1 with password (SCRAM)

@@ -1,5 +1,5 @@
 import Foundation
-import Plumbing
+import SystemServices
 
 /// The result of running a program to its end.
 public struct ProcessResult: Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import Foundation
-import Plumbing
+import SystemServices
 
 /// Runs a shell command, its output in a file: for programs that leave
 /// daemons behind (a tmux server), which would keep a pipe open.

@@ -2,8 +2,8 @@ import ArgumentParser
 import Desktop
 import Glibc
 import JSON
-import Plumbing
 import Replica
+import SystemServices
 
 /// `brsync ask-next`: the next link opened asks which browser opens it, even
 /// when a rule decides — a desktop shortcut's command, the same on X11 and

@@ -1,8 +1,8 @@
 import ArgumentParser
 import JSON
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 /// `brsync cleanup`: how links are cleaned before rules decide (see `LinkCleanup`).
 public struct CleanupCommand: ParsableCommand {

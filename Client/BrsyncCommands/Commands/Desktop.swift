@@ -3,8 +3,8 @@ import Desktop
 import Glibc
 import JSON
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 /// The environment as a dictionary, read once (detection and registration need several variables).
 public struct Detect: ParsableCommand {

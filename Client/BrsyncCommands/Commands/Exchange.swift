@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
-import Plumbing
 import Replica
+import SystemServices
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

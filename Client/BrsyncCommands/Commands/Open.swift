@@ -3,8 +3,8 @@ import Desktop
 import Glibc
 import JSON
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 public struct Open: ParsableCommand {
     public init() {}

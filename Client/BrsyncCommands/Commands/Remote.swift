@@ -2,9 +2,9 @@ import ArgumentParser
 import Glibc
 import JSON
 import Model
-import Plumbing
 import Replica
 import SyncCore
+import SystemServices
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -2,8 +2,8 @@ import ArgumentParser
 import Desktop
 import JSON
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 public struct Resolve: ParsableCommand {
 

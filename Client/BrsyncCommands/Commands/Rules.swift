@@ -1,8 +1,8 @@
 import ArgumentParser
 import JSON
 import Model
-import Plumbing
 import Replica
+import SystemServices
 
 public struct RulesCommand: ParsableCommand {
 

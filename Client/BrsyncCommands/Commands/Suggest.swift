@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 import Model
-import Plumbing
+import SystemServices
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,5 +1,5 @@
 import Foundation
-import Plumbing
+import SystemServices
 import TestSupport
 import Testing
 

@@ -1,4 +1,4 @@
-import Plumbing
+import SystemServices
 import Testing
 
 /// The XDG base directories by the spec's rules, read in one place for the

@@ -1,5 +1,5 @@
-import Plumbing
 import Replica
+import SystemServices
 
 /// A replica with a clock of its own (skewed, and sometimes set back).
 final class SimulatedMachine: @unchecked Sendable {

@@ -2,11 +2,11 @@ import BrsyncServer
 import Foundation
 import JSON
 import Model
-import Plumbing
 import Replica
 import Storage
 import SyncClient
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 

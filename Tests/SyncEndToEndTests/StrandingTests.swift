@@ -3,10 +3,10 @@ import Foundation
 import JSON
 import Model
 import Net
-import Plumbing
 import Replica
 import SyncClient
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 

@@ -75,7 +75,7 @@ extension Run {
     static func waitsForACode(_ error: SyncError) -> Bool {
         switch error {
         case .refused(let code, _), .stopped(let code, _):
-            return [.keyNeeded, .encryptionRequired, .keyRotated].contains(code)
+            return [.noAccountKey, .encryptionRequired, .keyRotated].contains(code)
         default: return false
         }
     }

@@ -7,7 +7,7 @@ import Synchronization
 /// writes it. ``end()`` runs once whatever happens (the answer made, the
 /// client gone, the server stopping), so whoever waits to fire it can
 /// forget it.
-public final class LaterAnswer: Sendable, Equatable {
+public final class DeferredResponse: Sendable, Equatable {
     public let waitMilliseconds: Int
     private let make: @Sendable (_ woken: Bool) -> HTTPResponse
     private let ended: @Sendable () -> Void
@@ -36,7 +36,7 @@ public final class LaterAnswer: Sendable, Equatable {
         self.ended = ended
     }
 
-    public static func == (left: LaterAnswer, right: LaterAnswer) -> Bool { left === right }
+    public static func == (left: DeferredResponse, right: DeferredResponse) -> Bool { left === right }
 
     /// The answer is ready to be made: the server wakes the connection.
     public func fire() {

@@ -1,6 +1,6 @@
 /// What changes when any process commits to a store
-/// (``StoreDialect/outsideWriteMarker()``). Compared, never interpreted.
-public struct WriteMarker: Sendable, Equatable {
+/// (``StoreDialect/commitState()``). Compared, never interpreted.
+public struct CommitState: Sendable, Equatable {
     private let parts: (Int64, Int64, Int64, Int64)
 
     init(_ first: Int64, _ second: Int64, _ third: Int64, _ fourth: Int64) {
@@ -8,9 +8,9 @@ public struct WriteMarker: Sendable, Equatable {
     }
 
     /// For a store whose every writer announces itself (PostgreSQL's `NOTIFY`).
-    public static let announced = WriteMarker(0, 0, 0, 0)
+    public static let announced = CommitState(0, 0, 0, 0)
 
-    public static func == (left: WriteMarker, right: WriteMarker) -> Bool {
+    public static func == (left: CommitState, right: CommitState) -> Bool {
         left.parts == right.parts
     }
 }

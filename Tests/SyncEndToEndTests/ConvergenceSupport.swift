@@ -5,11 +5,11 @@ import JSON
 import Logging
 import Model
 import Net
-import Plumbing
 import Replica
 import SyncClient
 import SyncCore
 import Synchronization
+import SystemServices
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Plumbing
+import SystemServices
 import TestSupport
 import Testing
 

@@ -1,8 +1,8 @@
 import Foundation
 import Model
-import Plumbing
 import Replica
 import SyncCore
+import SystemServices
 
 /// The convergence test's debugging output (see ``ConvergenceTests``).
 extension Run {
