@@ -1,5 +1,5 @@
-import SystemServices
 import Synchronization
+import SystemServices
 
 // The caches and gates a store keeps in this process beside its data (the
 // value types it reads and writes are in Store).
