@@ -42,7 +42,17 @@ public struct PickerModel: Sendable, Equatable {
             case .enter, .tab: editingPattern = false
             case .escape: editingPattern = false
             case .backspace: if !pattern.isEmpty { pattern.removeLast() }
-            case .character(let character): pattern.append(character)
+            // Ctrl-U clears the line, Ctrl-W takes the last word (as a shell's line editor);
+            // other control characters are not typed into a pattern.
+            case .character("\u{15}"): pattern = ""
+            case .character("\u{17}"):
+                while pattern.last?.isWhitespace == true { pattern.removeLast() }
+                while let last = pattern.last, !last.isWhitespace, last != "/", last != "." { pattern.removeLast() }
+                if pattern.last == "/" || pattern.last == "." { pattern.removeLast() }
+            case .character(let character)
+            where character.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }):
+                pattern.append(character)
+            case .character: break
             case .up, .down: editingPattern = false
             }
             return nil

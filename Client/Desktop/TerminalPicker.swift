@@ -46,24 +46,24 @@ public enum TerminalPicker {
             } else {
                 outcome = .cancel
             }
-            // The menu gives way to one line saying what was chosen.
-            write(
-                tty,
-                "\u{1B}[\(drawnLines)A\r\u{1B}[J"
-                    + String(summary(outcome, url: url, choices: choices).prefix(width(tty) - 1)))
+            // The menu gives way to one line saying what was chosen (a cancel
+            // is said once, by the command's own message).
+            let line = summary(outcome, url: url, choices: choices).map { String($0.prefix(width(tty) - 1)) }
+            write(tty, "\u{1B}[\(drawnLines)A\r\u{1B}[J" + (line ?? ""))
             return outcome
         }
     }
 
-    /// The line left on the terminal once the person chose.
-    static func summary(_ outcome: PickerModel.Outcome, url: String, choices: [String]) -> String {
+    /// The line left on the terminal once the person chose; nil for a
+    /// cancel, which the command says itself.
+    static func summary(_ outcome: PickerModel.Outcome, url: String, choices: [String]) -> String? {
         switch outcome {
         case .open(let index, let pattern):
             let name = choices.indices.contains(index) ? DisplayText.printable(choices[index]) : "?"
             return "opening \(PickerModel.shorten(DisplayText.printable(url), to: 60)) in \(name)"
                 + (pattern.map { ", and remembering \(DisplayText.printable($0))" } ?? "")
         case .cancel:
-            return "cancelled: nothing opened"
+            return nil
         }
     }
 

@@ -54,8 +54,13 @@ public enum Transfer {
     }
 
     /// What a transfer did, as `--json` prints it.
-    /// - Parameter recoveryCode: the new key's code, after a key change.
-    public static func json(_ summary: SyncClient.Summary, encrypted: Bool, recoveryCode: String? = nil) -> JSONValue {
+    /// - Parameters:
+    ///   - rotated: the transfer was the first with a rotated key (`keyRotated`;
+    ///     `encryptionStarted` says a key began sealing, the first or a new one).
+    ///   - recoveryCode: the new key's code, after a key change.
+    public static func json(
+        _ summary: SyncClient.Summary, encrypted: Bool, rotated: Bool = false, recoveryCode: String? = nil
+    ) -> JSONValue {
         var object: [String: JSONValue] = [
             "pushed": .int(Int64(summary.pushed)), "pulled": .int(Int64(summary.pulled)),
             "applied": .int(Int64(summary.applied)),
@@ -82,6 +87,7 @@ public enum Transfer {
                 }),
         ]
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
+        object["keyRotated"] = .bool(rotated)
         return .object(object)
     }
 

@@ -194,7 +194,7 @@ func changeKey(
         done + "\n" + """
             First this machine synced\(change.attempts > 1 ? " (\(change.attempts) times, as other machines wrote meanwhile)" : ""), so every \
             machine's synced edit is here. The server then deleted what it held \(rotating ? "under the old key" : "readable"); this machine \
-            kept every record and sent each one sealed (counted below).
+            kept every record and sent each one sealed (counted \(options.json ? "in the JSON" : "below")).
 
             """)
     report(

@@ -53,7 +53,7 @@ func report(
     recoveryCode: String? = nil
 ) {
     if options.json {
-        Output.json(Transfer.json(summary, encrypted: encrypted, recoveryCode: recoveryCode))
+        Output.json(Transfer.json(summary, encrypted: encrypted, rotated: rotated, recoveryCode: recoveryCode))
     } else if !options.quiet {
         print(Transfer.line(summary, name, rotated: rotated))
     }

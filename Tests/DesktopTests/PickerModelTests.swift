@@ -38,6 +38,22 @@ import Testing
         #expect(feed([.character("e"), .character("2")]).1.pattern == "github.com2")
     }
 
+    /// The pattern line edits as a shell's does: Ctrl-U clears it, Ctrl-W
+    /// takes the last part (up to a / or .); other control characters are
+    /// not typed into it.
+    @Test func controlKeysEditThePatternAndAreNeverTyped() {
+        func typed(_ keys: [PickerModel.Key]) -> String { feed([.character("e")] + keys).1.pattern }
+        let ctrlU = PickerModel.Key.character("\u{15}")
+        let ctrlW = PickerModel.Key.character("\u{17}")
+        #expect(typed([ctrlU]) == "")
+        #expect(typed([ctrlU] + "example.net/bad".map { .character($0) } + [ctrlW]) == "example.net")
+        #expect(typed([ctrlU] + "example.net/bad".map { .character($0) } + [ctrlW, ctrlW]) == "example")
+        #expect(typed([.character("\u{01}"), .character("\u{1B}"), .character("\u{7F}")]) == "github.com")
+        #expect(
+            feed([.character("e"), ctrlU] + "gitlab.com".map { .character($0) } + [.enter, .enter]).0
+                == .open(index: 0, rememberPattern: "gitlab.com"))
+    }
+
     @Test func rememberingNeedsAValidPattern() {
         // An empty pattern: the picker stays, editing it, and says why.
         let empty: [PickerModel.Key] = [.character("e")] + Array(repeating: .backspace, count: 10) + [.enter, .enter]

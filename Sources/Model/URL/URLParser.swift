@@ -44,9 +44,9 @@ enum URLParser {
                 return try parseFileURL(&bytes, from: colon + 1, to: end, fail: fail)
             } else if hasSlashes {
                 guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
-                throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
+                throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
             } else if isSchemeName(name), !name.contains("."), colon + 1 < end, !nextIsDigit {
-                throw fail("the scheme '\(name)' is not supported (only http and https links are opened)")
+                throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
             }
         }
         while cursor < end, bytes[cursor] == UInt8(ascii: "/") || bytes[cursor] == UInt8(ascii: "\\") { cursor += 1 }
