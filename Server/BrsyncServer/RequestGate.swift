@@ -1,4 +1,4 @@
-import Glibc
+import SystemServices
 
 /// How many requests each credential (a bearer token) has in progress: one
 /// device — or one stolen token — gets at most `limit` at once, so it
@@ -8,34 +8,17 @@ import Glibc
 ///
 /// Every request enters and leaves: the counts are split over 64 stripes by
 /// the credential's hash, each under a plain (non priority-inheriting)
-/// mutex, so requests of different devices rarely meet, and those of one
+/// mutex (``Locked``), so requests of different devices rarely meet, and those of one
 /// device queue without a system call per lock (Swift's `Mutex`, a
 /// priority-inheriting futex, took 28% of the server's time with 64
 /// connections of one token).
 public final class RequestGate: Sendable {
     public let limit: Int
 
-    /// One stripe: its counts, and the lock its users hold.
-    private final class Stripe: @unchecked Sendable {
-        // @unchecked: `counts` is only used by the thread holding `mutex`.
-        var counts: [String: Int] = [:]
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    /// One stripe: the counts of the credentials that hash to it.
+    private typealias Stripe = Locked<[String: Int]>
 
-        init() { pthread_mutex_init(mutex, nil) }
-
-        deinit {
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-        }
-
-        func withLock<T>(_ body: (inout [String: Int]) -> T) -> T {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return body(&counts)
-        }
-    }
-
-    private let stripes: [Stripe] = (0..<64).map { _ in Stripe() }
+    private let stripes: [Stripe] = (0..<64).map { _ in Stripe([:]) }
 
     /// - Parameter limit: requests in progress per credential (at least 1).
     public init(limit: Int) {

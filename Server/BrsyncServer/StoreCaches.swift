@@ -1,4 +1,3 @@
-import Synchronization
 import SystemServices
 
 // The caches and gates a store keeps in this process beside its data (the
@@ -13,7 +12,7 @@ public final class Bookkeeping: Sendable {
         var lastSeen: [Int64: Int64] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init() {}
 

@@ -3,6 +3,7 @@ import JSON
 import Net
 import SyncCore
 import Synchronization
+import SystemServices
 
 /// `GET /v1/watch?since=C[&epoch=E][&key=K][&wait=S]`: a long poll. Answered
 /// as soon as the account holds changes past cursor C (or its timeline is
@@ -72,7 +73,7 @@ extension SyncAPI {
         // change committed after the watch is registered fires it, and one
         // before is in the read, so none is missed.
         let holder = WatchHolder()
-        let timeline = Mutex("")
+        let timeline = Locked("")
         let later = DeferredResponse(
             waitMilliseconds: waitMilliseconds,
             make: { [self] woken in

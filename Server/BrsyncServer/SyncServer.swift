@@ -14,7 +14,7 @@ public final class SyncServer: Sendable {
     private let http: HTTPServer
     /// The metrics listener, when ``ServerConfiguration/metricsListen`` names one.
     private let metricsHTTP: HTTPServer?
-    private let boundMetricsPorts = Mutex<[UInt16]>([])
+    private let boundMetricsPorts = Locked<[UInt16]>([])
     private let logger: Logger
 
     /// Builds the server; nothing listens until ``start()``.

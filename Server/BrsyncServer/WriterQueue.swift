@@ -1,48 +1,26 @@
-import Glibc
+import SystemServices
 
 /// Writers of one SQLite store take its one write lock in the order they
 /// came (a ticket lock). SQLite's own wait is a sleep-and-retry loop that
 /// favours no one: under a flood of large pushes from one account, another
 /// account's small push could lose every retry for seconds. In turn, a
 /// writer waits for at most the writes queued before it.
-final class WriterQueue: @unchecked Sendable {
-    // Guarded by `mutex`.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let turn = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var next: UInt64 = 0
-    private var serving: UInt64 = 0
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(turn, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(turn)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-        turn.deallocate()
-    }
+final class WriterQueue: Sendable {
+    private let tickets = Locked((next: UInt64(0), serving: UInt64(0)))
 
     /// Writers in the queue, the one writing included.
-    var queued: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return Int(next - serving)
-    }
+    var queued: Int { tickets.withLock { Int($0.next - $0.serving) } }
 
     /// Runs `body` once every writer that came before has finished.
     func inTurn<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        let ticket = next
-        next += 1
-        while serving != ticket { pthread_cond_wait(turn, mutex) }
-        pthread_mutex_unlock(mutex)
+        let ticket = tickets.withLock { tickets in
+            defer { tickets.next += 1 }
+            return tickets.next
+        }
+        _ = tickets.wait { $0.serving == ticket ? true : nil }
         defer {
-            pthread_mutex_lock(mutex)
-            serving += 1
-            pthread_cond_broadcast(turn)
-            pthread_mutex_unlock(mutex)
+            tickets.withLock { $0.serving += 1 }
+            tickets.wakeAll()
         }
         return try body()
     }

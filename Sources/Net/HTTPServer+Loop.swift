@@ -73,7 +73,7 @@ final class ConnectionLoop: @unchecked Sendable {
     /// Connections given back by their threads, for the loop to take, and
     /// waiting ones whose answer was fired; once the loop has ended
     /// (`closed`), a thread closes its connection itself.
-    private let returned = Mutex<(queue: [Waiting], fired: [Waiting], closed: Bool)>(([], [], false))
+    private let returned = Locked<(queue: [Waiting], fired: [Waiting], closed: Bool)>(([], [], false))
     /// Connections waiting here now (for tests and metrics).
     let waitingCount = Atomic<Int>(0)
 

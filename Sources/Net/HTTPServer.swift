@@ -80,9 +80,9 @@ public final class HTTPServer: Sendable {
     let observer: Observer
     let ownAnswers: OwnAnswers
     /// Open connections per peer address (without the port).
-    let connectionsByAddress = Mutex<[String: Int]>([:])
+    let connectionsByAddress = Locked<[String: Int]>([:])
     let refusals = Atomic<Int>(0)
-    let tls: Mutex<TLSContext?>
+    let tls: Locked<TLSContext?>
     let usesTLS: Bool
     let connections = Atomic<Int>(0)
     /// The most connections open since memory was last given back (``giveBackAfterBurst()``).
@@ -102,7 +102,7 @@ public final class HTTPServer: Sendable {
     private let loopsRunning = Atomic<Int>(0)
     /// Written once at shutdown; every waiting thread polls its read end.
     let wakeup: (read: Int32, write: Int32)
-    let listeners: Mutex<[Socket]> = Mutex([])
+    let listeners: Locked<[Socket]> = Locked([])
 
     /// - Parameter tls: the server TLS context, or nil for plaintext (only
     ///   with `--insecure-plaintext`).
@@ -114,7 +114,7 @@ public final class HTTPServer: Sendable {
         self.ownAnswers = ownAnswers
         self.quick = quick
         self.addresses = addresses
-        self.tls = Mutex(tls)
+        self.tls = Locked(tls)
         usesTLS = tls != nil
         self.limits = limits
         self.observer = observer

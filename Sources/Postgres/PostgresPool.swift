@@ -1,4 +1,4 @@
-import Glibc
+import SystemServices
 
 /// A small pool of PostgreSQL connections for a server built on threads:
 /// a borrower gets an idle connection, or a new one while fewer than `size`
@@ -7,7 +7,8 @@ import Glibc
 /// dropped when it comes back, and the next borrower connects anew; one left
 /// inside a transaction is rolled back first.
 public final class PostgresPool: @unchecked Sendable {
-    // @unchecked: every field below is guarded by `mutex`.
+    // @unchecked: connections are not Sendable; each is used by one borrower
+    // at a time, and the idle ones only under `state`'s lock.
     public let configuration: PostgresConfiguration
     public let size: Int
     private let waitSeconds: Int
@@ -15,11 +16,14 @@ public final class PostgresPool: @unchecked Sendable {
     /// Run on every new connection before its first use (a connection it
     /// throws for is closed and the borrower gets the error).
     private let onConnect: (@Sendable (PostgresConnection) throws -> Void)?
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let returned = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var idle: [PostgresConnection] = []
-    private var open = 0
-    private var closed = false
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var open = 0
+        var closed = false
+    }
+
+    /// Woken when a connection comes back, one fails to open, or the pool closes.
+    private let state = Locked(State())
 
     public init(
         _ configuration: PostgresConfiguration, size: Int = 8, waitSeconds: Int = 30,
@@ -31,19 +35,6 @@ public final class PostgresPool: @unchecked Sendable {
         self.size = max(1, size)
         self.waitSeconds = waitSeconds
         self.applicationName = applicationName
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(returned, &attributes)
-        pthread_condattr_destroy(&attributes)
-    }
-
-    deinit {
-        pthread_cond_destroy(returned)
-        pthread_mutex_destroy(mutex)
-        returned.deallocate()
-        mutex.deallocate()
     }
 
     /// Runs `body` with a connection of its own.
@@ -64,67 +55,63 @@ public final class PostgresPool: @unchecked Sendable {
     /// Closes the idle connections; borrowed ones close when they come back.
     /// Later borrowers are refused.
     public func close() {
-        pthread_mutex_lock(mutex)
-        closed = true
-        open -= idle.count
-        idle.removeAll()
-        pthread_cond_broadcast(returned)
-        pthread_mutex_unlock(mutex)
+        state.withLock { state in
+            state.closed = true
+            state.open -= state.idle.count
+            state.idle.removeAll()
+        }
+        state.wakeAll()
     }
 
     /// How many connections are open (idle and borrowed).
-    public var openConnections: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return open
+    public var openConnections: Int { state.withLock { $0.open } }
+
+    /// What a borrower gets: an idle connection, the go-ahead to open one, or a refusal.
+    private enum Turn {
+        case idle(PostgresConnection)
+        case open
+        case closed
     }
 
     private func borrow() throws -> PostgresConnection {
-        pthread_mutex_lock(mutex)
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        deadline.tv_sec += waitSeconds
-        while true {
-            if closed {
-                pthread_mutex_unlock(mutex)
-                throw PostgresError(message: "the store is closed")
-            }
-            if let connection = idle.popLast() {
-                pthread_mutex_unlock(mutex)
+        let size = size
+        let turn = state.wait(deadlineMillis: Clock.monotonicMillis() + Int64(waitSeconds) * 1000) { state -> Turn? in
+            if state.closed { return .closed }
+            if let connection = state.idle.popLast() { return .idle(connection) }
+            guard state.open < size else { return nil }
+            state.open += 1
+            return .open
+        }
+        switch turn {
+        case .closed?:
+            throw PostgresError(message: "the store is closed")
+        case .idle(let connection)?:
+            return connection
+        case .open?:
+            do {
+                let connection = try PostgresConnection(configuration, applicationName: applicationName)
+                try onConnect?(connection)
                 return connection
+            } catch {
+                state.withLock { $0.open -= 1 }
+                state.wakeOne()
+                throw error
             }
-            if open < size {
-                open += 1
-                pthread_mutex_unlock(mutex)
-                do {
-                    let connection = try PostgresConnection(configuration, applicationName: applicationName)
-                    try onConnect?(connection)
-                    return connection
-                } catch {
-                    pthread_mutex_lock(mutex)
-                    open -= 1
-                    pthread_cond_signal(returned)
-                    pthread_mutex_unlock(mutex)
-                    throw error
-                }
-            }
-            if pthread_cond_timedwait(returned, mutex, &deadline) == ETIMEDOUT {
-                pthread_mutex_unlock(mutex)
-                throw PostgresError(message: "all \(size) connections to PostgreSQL stayed busy for \(waitSeconds) s")
-            }
+        case nil:
+            throw PostgresError(message: "all \(size) connections to PostgreSQL stayed busy for \(waitSeconds) s")
         }
     }
 
     private func giveBack(_ connection: PostgresConnection) {
         if connection.isUsable && connection.isInTransaction { try? connection.execute("ROLLBACK") }
         let keep = connection.isUsable && !connection.isInTransaction
-        pthread_mutex_lock(mutex)
-        if keep && !closed {
-            idle.append(connection)
-        } else {
-            open -= 1
+        state.withLock { state in
+            if keep && !state.closed {
+                state.idle.append(connection)
+            } else {
+                state.open -= 1
+            }
         }
-        pthread_cond_signal(returned)
-        pthread_mutex_unlock(mutex)
+        state.wakeOne()
     }
 }

@@ -1,5 +1,5 @@
-import Glibc
 import Synchronization
+import SystemServices
 
 /// SQLite connections shared by threads: each borrower has one to itself, so
 /// no connection is used by two threads at once (as GRDB's `DatabasePool`). WAL lets readers run
@@ -8,26 +8,8 @@ import Synchronization
 /// Striped: each connection has a lock of its own, and a borrower starts at a
 /// slot chosen by its thread, so threads rarely wait on each other's locks.
 public final class ConnectionPool: Sendable {
-    /// One connection and the lock that makes its borrower the only user.
-    private final class Slot: @unchecked Sendable {
-        // @unchecked: `database` is only used by the thread holding `mutex`.
-        var database: Database?
-        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-
-        init(_ database: Database) {
-            self.database = database
-            pthread_mutex_init(mutex, nil)
-        }
-
-        deinit {
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-        }
-
-        func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
-        func lock() { pthread_mutex_lock(mutex) }
-        func unlock() { pthread_mutex_unlock(mutex) }
-    }
+    /// One connection, locked so its borrower is its only user (nil once closed).
+    private typealias Slot = Locked<Database?>
 
     private let slots: [Slot]
     private let next = Atomic<Int>(0)
@@ -46,20 +28,17 @@ public final class ConnectionPool: Sendable {
     /// Runs `body` with a connection: a free one if any, else waits for one.
     public func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
         let start = next.add(1, ordering: .relaxed).newValue
-        var chosen: Slot?
-        for offset in 0..<slots.count where chosen == nil {
-            let slot = slots[(start &+ offset) % slots.count]
-            if slot.tryLock() { chosen = slot }
+        // A free connection if any; else the thread's own slot, waiting for it.
+        for offset in 0..<slots.count {
+            if let result = try slots[(start &+ offset) % slots.count].tryWithLock({ try use($0, body) }) {
+                return result
+            }
         }
-        let slot =
-            chosen
-            ?? {
-                let home = slots[start % slots.count]
-                home.lock()
-                return home
-            }()
-        defer { slot.unlock() }
-        guard let database = slot.database else { throw Closed() }
+        return try slots[start % slots.count].withLock { try use($0, body) }
+    }
+
+    private func use<T>(_ database: Database?, _ body: (Database) throws -> T) throws -> T {
+        guard let database else { throw Closed() }
         return try body(database)
     }
 
@@ -68,10 +47,6 @@ public final class ConnectionPool: Sendable {
     /// replaced (a restore) without an open connection of this process
     /// holding the old ones.
     public func close() {
-        for slot in slots {
-            slot.lock()
-            slot.database = nil
-            slot.unlock()
-        }
+        for slot in slots { slot.withLock { $0 = nil } }
     }
 }
