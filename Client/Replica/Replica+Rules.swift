@@ -24,17 +24,32 @@ extension Replica {
     }
 
     /// Every rule that is not deleted, in precedence order (deciding first):
-    /// read through the `precedence` index (see `ReplicaSchema`), so no
-    /// pattern is parsed and nothing is sorted; rules whose pattern this
-    /// version cannot parse come last, by key.
+    /// read through the `precedence` index from the columns each rule's row
+    /// carries (see ``RuleColumns``), so no pattern is parsed, nothing is
+    /// sorted and no stamped field is read; rules whose pattern this version
+    /// cannot parse come last, by key.
     public func rules() throws -> [UrlRule] {
-        try read {
+        let rows = try read {
             try database.query(
-                "SELECT key, fields FROM records INDEXED BY records_by_precedence WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence"
+                """
+                SELECT key, priority, rule_pattern, rule_browser, rule_created, rule_rest
+                FROM records INDEXED BY records_by_precedence WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence
+                """
             ) { row in
                 let key = row.string(0) ?? ""
-                return Self.rule(key: key, state: try RecordCoding.decodeFields(row, column: 1))
+                return (
+                    key,
+                    RuleColumns.rule(
+                        key: key, priority: row.int64(1), pattern: row.string(2), browser: row.string(3),
+                        created: row.int64(4), rest: row.string(5))
+                )
             }
+        }
+        // A row without its columns (a record the migration could not read) is read from its fields.
+        // (Deleted in between by another process: left out, as a listing a moment later would.)
+        return try rows.compactMap { key, rule in
+            if let rule { return rule }
+            return try record(.rules, key: key).flatMap { $0.isDeleted ? nil : Self.rule(key: key, state: $0) }
         }
     }
 

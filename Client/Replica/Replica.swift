@@ -416,45 +416,19 @@ public final class Replica {
     private func store(
         _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil
     ) throws {
-        var derived = (indexKey: DatabaseValue.null, priority: DatabaseValue.null, precedence: DatabaseValue.null)
-        if collection == .rules { derived = Self.ruleColumns(key: key, state: state) }
+        let derived = collection == .rules ? RuleColumns(key: key, state: state) : RuleColumns.none
         try database.run(
             """
-            INSERT INTO records (collection, key, fields, versions, deleted, index_key, priority, precedence)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (collection, key, fields, versions, deleted, \(RuleColumns.names.joined(separator: ", ")))
+            VALUES (?, ?, ?, ?, ?, \(RuleColumns.names.map { _ in "?" }.joined(separator: ", ")))
             ON CONFLICT (collection, key) DO UPDATE SET
                 fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
-                index_key = excluded.index_key, priority = excluded.priority, precedence = excluded.precedence
+                \(RuleColumns.names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
             """,
             [
                 .text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
                 .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
-                derived.indexKey, derived.priority, derived.precedence,
-            ])
-    }
-
-    /// The columns a rule's row carries beside its fields (see
-    /// `ReplicaSchema`): the index key resolving looks it up by, its
-    /// priority, and its place in the order rules decide.
-    static func ruleColumns(
-        key: String, state: RecordState
-    ) -> (indexKey: DatabaseValue, priority: DatabaseValue, precedence: DatabaseValue) {
-        let rule = rule(key: key, state: state)
-        let pattern = try? Pattern(rule.pattern)
-        // Deletions have no place; a pattern this version cannot parse comes after every rule that
-        // parses ("2" sorts after the "0" and "1" a collation text starts with), by key.
-        let precedence: DatabaseValue =
-            state.isDeleted
-            ? .null
-            : .text(
-                pattern.map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)).collationText } ?? "2" + key
-            )
-        // Such a pattern is filed under "" so it is still seen (and set aside).
-        return (.text(pattern?.indexKey ?? ""), .integer(Int64(rule.priority)), precedence)
-    }
-
-    static func precedence(key: String, state: RecordState) -> DatabaseValue {
-        ruleColumns(key: key, state: state).precedence
+            ] + derived.values)
     }
 
     // MARK: - Meta

@@ -96,6 +96,7 @@ enum ReplicaSchema {
         Migration4.profileApprovals,
         Migration4.setAside,
         Migration4.precedence,
+        Migration4.ruleColumns,
     ])
 
     enum Migration4 {
@@ -267,11 +268,40 @@ enum ReplicaSchema {
                 for (key, fields) in rows {
                     // A damaged record keeps NULL: reading it says what is wrong.
                     guard let state = try? RecordState(fieldsJSON: fields, versionsJSON: "{}"),
-                        case .text(let text) = Replica.precedence(key: key, state: state)
+                        case .text(let text) = RuleColumns(key: key, state: state).values[2]
                     else { continue }
                     try database.run(
                         "UPDATE records SET precedence = ? WHERE collection = 'rules' AND key = ?",
                         [.text(text), .text(key)])
+                }
+            })
+
+        /// Each live rule as listing shows it (`rule_pattern`, `rule_browser`,
+        /// `rule_created`, and `rule_rest`: its other fields as a JSON object,
+        /// NULL when none), written with its fields (`RuleColumns`): listing
+        /// 20,000 rules reads these instead of 120,000 stamped fields. Filled
+        /// here for the rules already stored; a damaged record keeps NULLs and
+        /// is read from its fields, which says what is wrong.
+        static let ruleColumns = Migrator.Migration(
+            version: 16,
+            sql: """
+                ALTER TABLE records ADD COLUMN rule_pattern TEXT;
+                ALTER TABLE records ADD COLUMN rule_browser TEXT;
+                ALTER TABLE records ADD COLUMN rule_created INTEGER;
+                ALTER TABLE records ADD COLUMN rule_rest TEXT;
+                """,
+            fill: { database in
+                let rows = try database.query(
+                    "SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0"
+                ) { row in
+                    (row.string(0) ?? "", row.string(1) ?? "{}")
+                }
+                let names = RuleColumns.names
+                for (key, fields) in rows {
+                    guard let state = try? RecordState(fieldsJSON: fields, versionsJSON: "{}") else { continue }
+                    try database.run(
+                        "UPDATE records SET \(names.map { "\($0) = ?" }.joined(separator: ", ")) WHERE collection = 'rules' AND key = ?",
+                        RuleColumns(key: key, state: state).values + [.text(key)])
                 }
             })
 

@@ -63,7 +63,13 @@ public struct Browser: Sendable, Hashable, Codable {
 }
 
 extension Browser: JSONRepresentable {
-    public var jsonValue: JSONValue { .object(Dictionary(jsonMembers, uniquingKeysWith: { $1 })) }
+    public var jsonValue: JSONValue {
+        let members = jsonMembers
+        var object: [String: JSONValue] = [:]
+        object.reserveCapacity(members.count)
+        for member in members { object[member.name] = member.value }
+        return .object(object)
+    }
 }
 
 extension Browser {

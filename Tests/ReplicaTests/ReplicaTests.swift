@@ -281,11 +281,25 @@ import Testing
                 try fixture.replica.addRule(
                     pattern: pattern, browser: "firefox", priority: [nil, -1, 0, 3].randomElement(using: &random)!)
             }
-            if round % 2 == 1 { _ = try fixture.replica.removeRule(pattern: patterns.randomElement(using: &random)!) }
+            if round == 1 { _ = try fixture.replica.removeRule(pattern: patterns.randomElement(using: &random)!) }
+            if round == 3 {
+                try fixture.replica.addRule(pattern: "github.com", browser: "firefox", priority: 7, keepTracking: true)
+            }
             let listed = try fixture.replica.rules()
             let expected = try listed.map { try CompiledRule($0) }.sorted(by: RulePrecedence.precedes).map(\.rule)
             #expect(listed == expected, "round \(round)")
+            // What the listing columns hold is each rule as its stamped fields say, extra fields included.
+            let fromFields = try fixture.replica.records(.rules).filter { !$0.state.isDeleted }
+                .map { Replica.rule(key: $0.key, state: $0.state) }
+            #expect(Set(listed) == Set(fromFields) && listed.count == fromFields.count, "round \(round)")
         }
+        #expect(try fixture.replica.rules().contains { $0.pattern == "github.com" && $0.keepsTracking })
+        // A row whose columns are missing (a record the migration could not read) is read from its fields.
+        let some = try #require(try fixture.replica.rules().last)
+        try fixture.replica.database.run(
+            "UPDATE records SET rule_pattern = NULL WHERE collection = 'rules' AND key = ?",
+            [.text(try Pattern(some.pattern).key)])
+        #expect(try fixture.replica.rules().last == some)
         let stamp = HLCTimestamp(wallMillis: fixture.wallMillis, counter: 0, device: "elsewhere")
         let unreadable = RecordState(
             fields: [
@@ -419,6 +433,10 @@ import Testing
             ALTER TABLE removed DROP COLUMN why;
             DROP INDEX records_by_precedence;
             ALTER TABLE records DROP COLUMN precedence;
+            ALTER TABLE records DROP COLUMN rule_pattern;
+            ALTER TABLE records DROP COLUMN rule_browser;
+            ALTER TABLE records DROP COLUMN rule_created;
+            ALTER TABLE records DROP COLUMN rule_rest;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -494,8 +512,9 @@ import Testing
         #expect(try reopened.rules() == listedBefore)
         #expect(
             try database.scalar(
-                "SELECT COUNT(*) FROM records WHERE collection = 'rules' AND deleted = 0 AND precedence IS NULL")?
-                .intValue == 0)
+                "SELECT COUNT(*) FROM records WHERE collection = 'rules' AND deleted = 0 AND (precedence IS NULL OR rule_pattern IS NULL)"
+            )?
+            .intValue == 0)
         #expect(try database.scalar("SELECT COUNT(id) FROM records")?.intValue == before.count)
         #expect(try database.scalar("PRAGMA integrity_check")?.stringValue == "ok")
         #expect(try reopened.resolve(url).browser?.browser.id == resolvedBefore)
