@@ -76,7 +76,12 @@ public enum TerminalPicker {
         let columns = width(tty)
         // The URL, names and pattern come from elsewhere: no escape sequences reach the terminal.
         var lines = ["Open " + PickerModel.shorten(DisplayText.printable(url), to: columns - 6)]
-        if let note { lines.append("  ! " + PickerModel.shorten(DisplayText.printable(note), to: columns - 6)) }
+        if let note {
+            // Wrapped, not cut: the note names the rule and the browser, which a cut in its middle lost.
+            for (index, part) in wrap(DisplayText.printable(note), width: columns - 6, maxLines: 4).enumerated() {
+                lines.append((index == 0 ? "  ! " : "    ") + part)
+            }
+        }
         for (index, choice) in model.choices.enumerated() {
             let marker = index == model.selected ? ">" : " "
             lines.append("\(marker) \(index < 9 ? "\(index + 1)" : " ") \(DisplayText.printable(choice))")
@@ -94,6 +99,31 @@ public enum TerminalPicker {
         for line in lines { output += "\r\u{1B}[2K" + String(line.prefix(columns - 1)) + "\r\n" }
         write(tty, output)
         return lines.count
+    }
+
+    /// `text` in lines of at most `width` characters, broken at spaces (a
+    /// word longer than a line is cut), at most `maxLines` of them (the last
+    /// shortened with an ellipsis when more is left).
+    static func wrap(_ text: String, width: Int, maxLines: Int) -> [String] {
+        let width = max(10, width)
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            let word = String(word.prefix(width))
+            if current.isEmpty {
+                current = word
+            } else if current.count + 1 + word.count <= width {
+                current += " " + word
+            } else {
+                lines.append(current)
+                current = word
+            }
+        }
+        if !current.isEmpty { lines.append(current) }
+        guard lines.count > maxLines else { return lines }
+        var kept = Array(lines.prefix(maxLines))
+        kept[maxLines - 1] = String(kept[maxLines - 1].prefix(width - 1)) + "…"
+        return kept
     }
 
     static func write(_ tty: Int32, _ text: String) {

@@ -26,3 +26,13 @@ extension KeyedEncodingContainer where K == AnyCodingKey {
         for member in members { try encode(member.value, forKey: AnyCodingKey(member.name)) }
     }
 }
+
+extension JSONValue {
+    /// The object of `members` (a later one of the same name wins).
+    static func object(members: [(name: String, value: JSONValue)]) -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        object.reserveCapacity(members.count)
+        for member in members { object[member.name] = member.value }
+        return .object(object)
+    }
+}

@@ -63,13 +63,7 @@ public struct Browser: Sendable, Hashable, Codable {
 }
 
 extension Browser: JSONRepresentable {
-    public var jsonValue: JSONValue {
-        let members = jsonMembers
-        var object: [String: JSONValue] = [:]
-        object.reserveCapacity(members.count)
-        for member in members { object[member.name] = member.value }
-        return .object(object)
-    }
+    public var jsonValue: JSONValue { .object(members: jsonMembers) }
 }
 
 extension Browser {

@@ -93,11 +93,5 @@ public struct UrlRule: Sendable, Hashable, Codable {
 }
 
 extension UrlRule: JSONRepresentable {
-    public var jsonValue: JSONValue {
-        let members = jsonMembers
-        var object: [String: JSONValue] = [:]
-        object.reserveCapacity(members.count)
-        for member in members { object[member.name] = member.value }
-        return .object(object)
-    }
+    public var jsonValue: JSONValue { .object(members: jsonMembers) }
 }

@@ -100,4 +100,14 @@ import Testing
                 && !lines.contains { $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{202E}") })
         #expect(lines[1] == "--help", "kept as text; zenity gets it after '--'")
     }
+
+    /// The terminal picker's note is wrapped at spaces, never cut in the
+    /// middle (it names the rule and the browser it would open).
+    @Test func theNoteIsWrappedNotCut() {
+        let note = "you asked to choose ('brsync ask-next'); the rule 'github.com' would open it in 'chrome'"
+        let lines = TerminalPicker.wrap(note, width: 40, maxLines: 4)
+        #expect(lines.allSatisfy { $0.count <= 40 } && lines.joined(separator: " ") == note, "\(lines)")
+        let long = TerminalPicker.wrap(String(repeating: "word ", count: 100), width: 20, maxLines: 3)
+        #expect(long.count == 3 && long[2].hasSuffix("…") && long.allSatisfy { $0.count <= 20 }, "\(long)")
+    }
 }
