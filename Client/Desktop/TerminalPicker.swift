@@ -26,7 +26,10 @@ public enum TerminalPicker {
         var original = termios()
         guard tcgetattr(tty, &original) == 0 else { return nil }
         var raw = original
-        raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+        // No signals from the keyboard either: Ctrl-C and Ctrl-\ come as keys and cancel, with
+        // the terminal put back as it was (a signal left it raw, the menu drawn and the cursor
+        // hidden); Ctrl-Z is ignored (a suspended picker came back without its raw mode).
+        raw.c_lflag &= ~tcflag_t(ICANON | ECHO | ISIG)
         raw.c_cc.6 = 1 // VMIN: one byte at a time
         raw.c_cc.5 = 0 // VTIME
         tcsetattr(tty, TCSANOW, &raw)
@@ -149,6 +152,16 @@ public enum TerminalPicker {
                 switch code {
                 case UInt8(ascii: "A"): return .up
                 case UInt8(ascii: "B"): return .down
+                case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    // Delete, Home, End, PgUp…: `ESC [ digits [; digits] ~`, read whole and ignored
+                    // (its last byte was typed into the pattern).
+                    var last = code
+                    var count = 0
+                    while last != UInt8(ascii: "~"), count < 8, let more = readByte(tty, timeoutMilliseconds: 50) {
+                        last = more
+                        count += 1
+                    }
+                    return readKey(tty)
                 default: return readKey(tty)
                 }
             }
@@ -156,7 +169,8 @@ public enum TerminalPicker {
         case 0x0D, 0x0A: return .enter
         case 0x7F, 0x08: return .backspace
         case 0x09: return .tab
-        case 0x03, 0x04: return .escape // Ctrl-C, Ctrl-D cancel
+        case 0x03, 0x04, 0x1C: return .escape // Ctrl-C, Ctrl-D, Ctrl-\ cancel
+        case 0x1A: return readKey(tty) // Ctrl-Z: the picker is not suspended
         default:
             var bytes = [byte]
             if byte >= 0xC0 { // the rest of a UTF-8 character

@@ -335,6 +335,34 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(world.waitForLaunch(count: 2).last?.hasSuffix("fakefox https://gist.github.com/y") == true)
     }
 
+    /// Keys a terminal sends as signals or as sequences reach the picker as
+    /// keys: Ctrl-C cancels like Esc (the terminal put back, the menu gone,
+    /// said once), Ctrl-Z does not suspend it, and Delete, Home and End type
+    /// nothing into the pattern.
+    @Test func terminalPickerTakesSignalKeysAndSequencesAsKeys() throws {
+        guard Self.hasTmux else { return }
+        let world = try DesktopWorld()
+        #expect(try world.run("init").status == 0)
+        #expect(try world.run("browsers", "detect").status == 0)
+        let editing = Terminal(world, command: "pick https://github.com/")
+        _ = editing.waitFor("remember for: github.com")
+        editing.keys("e", "C-z", "DC", "Home", "End", "PPage")
+        let edited = editing.waitFor("remember for: github.com_")
+        #expect(edited.contains("remember for: github.com_") && !edited.contains("~"), "\(edited)")
+        editing.keys("Enter", "Enter")
+        let opened = editing.waitFor("EXIT=")
+        editing.stop()
+        #expect(opened.contains("EXIT=0") && opened.contains("remembering github.com"), "\(opened)")
+        let cancelling = Terminal(world, command: "pick https://example.org/")
+        defer { cancelling.stop() }
+        _ = cancelling.waitFor("remember for")
+        cancelling.keys("C-c")
+        let text = cancelling.waitFor("EXIT=")
+        #expect(
+            text.contains("EXIT=1") && text.components(separatedBy: "nothing opened").count == 2
+                && !text.contains("remember for"), "Ctrl-C cancels, said once: \(text)")
+    }
+
     @Test func terminalPickerCancelOpensNothing() throws {
         guard Self.hasTmux else { return }
         let world = try DesktopWorld()
