@@ -344,8 +344,12 @@ final class DesktopWorld: @unchecked Sendable {
         let world = try DesktopWorld()
         #expect(try world.run("init").status == 0)
         #expect(try world.run("browsers", "detect").status == 0)
+        // A rule decides the link: `pick` selects its browser first, as the note says.
+        #expect(try world.run("rules", "add", "github.com", "firefox").status == 0)
         let editing = Terminal(world, command: "pick https://github.com/")
-        _ = editing.waitFor("remember for: github.com")
+        let asked = editing.waitFor("remember for: github.com")
+        let firefoxLine = asked.split(separator: "\n").first { $0.contains("Firefox (firefox)") } ?? ""
+        #expect(firefoxLine.hasPrefix(">") && asked.contains("would open it in 'firefox'"), "\(asked)")
         editing.keys("e", "C-z", "DC", "Home", "End", "PPage")
         let edited = editing.waitFor("remember for: github.com_")
         #expect(edited.contains("remember for: github.com_") && !edited.contains("~"), "\(edited)")

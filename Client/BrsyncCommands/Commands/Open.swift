@@ -59,9 +59,13 @@ public struct Pick: ParsableCommand {
         let replica = try global.openReplica()
         let url = try replica.linkCleanup().clean(given).url
         // A link a rule decides: the picker (and any message) says which rule.
-        let rule = try? replica.resolve(url).rule
-        let why = rule.map { "the rule '\($0.pattern)' would open it in '\($0.browser)'" }
-        switch try Self.ask(url: url, replica: replica, excluding: nil, why: why, environment: ProcessEnvironment.all())
+        let resolution = try? replica.resolve(url)
+        let why = resolution?.rule.map { "the rule '\($0.pattern)' would open it in '\($0.browser)'" }
+        // Selected first, as when asked anyway after ask-next: the browser the rule would open.
+        let preselect = resolution?.rule == nil ? nil : resolution?.browser?.browser.id
+        switch try Self.ask(
+            url: url, replica: replica, excluding: nil, why: why, preselect: preselect,
+            environment: ProcessEnvironment.all())
         {
         case .opened: break
         case .cancelled: throw CLIFailure(message: Click.cancelled, code: ExitStatus.cancelled, isOutcome: true)
@@ -231,7 +235,8 @@ public struct Pick: ParsableCommand {
                     continue
                 case .menu(let menu):
                     switch MenuPicker.run(
-                        menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: why)
+                        // A menu selects nothing first: its note is the reason alone.
+                        menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: given)
                     {
                     case .chosen(let chosen): outcome = chosen
                     case .cancelled: outcome = .cancel
@@ -262,7 +267,7 @@ public struct Pick: ParsableCommand {
         }
         guard let outcome else {
             let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
-            let what = why ?? "no rule decides \(url)"
+            let what = given ?? "no rule decides \(url)"
             return .answered(
                 .unavailable(
                     "\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)"
