@@ -7,6 +7,16 @@ import Testing
 @Suite struct BadInputTests {
     static let badCommands: [([String], String)] = [
         (["rules", "add", "", "firefox"], "invalid pattern"),
+        (["remote", "set", "https://127.0.0.1:9", "--token", "brs_abc"], "it is too short (7 characters"),
+        (["remote", "set", "https://127.0.0.1:9", "--token", "abc0123456789abcdef0123"], "does not start with brs_"),
+        (
+            ["remote", "set", "https://127.0.0.1:9", "--token", "brj_0123456789abcdef0123456789"],
+            "give it to 'brsync join'"
+        ),
+        (
+            ["remote", "set", "https://127.0.0.1:9", "--token", "brsync://join?server=x&token=brj_1"],
+            "a join code, not a token"
+        ),
         (["rules", "add", "exa mple.com", "firefox"], "whitespace"),
         (["rules", "add", "ftp://x.com", "firefox"], "scheme 'ftp'"),
         (["rules", "add", "x.com:99999", "firefox"], "port"),
@@ -118,8 +128,13 @@ import Testing
     @Test func aTokenFileOthersCouldReadOrSwapIsRefused() throws {
         let cli = try CLIHarness()
         try cli.standardSetup()
-        try cli.mustSucceed("remote", "set", "https://127.0.0.1:9", "--token", "brs_0123456789abcdef0123456789abcdef")
+        // Spaces around a pasted token are not part of it.
+        try cli.mustSucceed(
+            "remote", "set", "https://127.0.0.1:9", "--token", " brs_0123456789abcdef0123456789abcdef\n")
         let token = cli.home + "/token"
+        #expect(
+            try String(contentsOfFile: token, encoding: .utf8).trimmingCharacters(in: .newlines)
+                == "brs_0123456789abcdef0123456789abcdef")
         chmod(token, 0o644)
         let readable = try cli.run("sync")
         #expect(

@@ -58,7 +58,7 @@ public struct RemoteCommand: ParsableCommand {
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
             let token =
-                try token
+                try token?.trimmingASCIIWhitespace()
                 ?? String(
                     decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(
                         4096),
@@ -67,6 +67,13 @@ public struct RemoteCommand: ParsableCommand {
             guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace)
             else {
                 // Say which part is wrong: a token that starts right may be cut short.
+                // A join code (or its secret) pasted here is for 'brsync join', which makes a token from it.
+                if token.hasPrefix(JoinRequest.secretPrefix) || token.hasPrefix("brsync://join") {
+                    throw CLIFailure(
+                        message:
+                            "that is a join code, not a token: give it to 'brsync join' (it pins the server's CA and makes this machine's token); nothing was changed"
+                    )
+                }
                 let what =
                     !token.hasPrefix(JoinRequest.tokenPrefix)
                     ? "it does not start with \(JoinRequest.tokenPrefix)"
