@@ -234,6 +234,16 @@ enum ReplicaSchema {
                 INSERT OR IGNORE INTO meta (key, value) SELECT 'relay_all', '1' WHERE EXISTS (SELECT 1 FROM meta WHERE key = 'e2e_key');
                 """)
 
+        /// Records set aside rather than applied sit beside those a reconcile
+        /// removed, with why (NULL for a removed one): records written with an
+        /// account key the account had moved on from, found when a server
+        /// restored from before the rotation is moved forward. Restorable the same way.
+        static let setAside = Migrator.Migration(
+            version: 14,
+            sql: """
+                ALTER TABLE removed ADD COLUMN why TEXT;
+                """)
+
         /// Profiles whose arguments this machine's user approved
         /// (`brsync browsers approve`): synced data alone passes only what
         /// `ProfileArguments` lists. Device-local, never synced. Each approval
@@ -242,46 +252,49 @@ enum ReplicaSchema {
         /// approving again. Profiles made here before keep working here: those
         /// whose current base and arguments this machine wrote itself (its
         /// own edits in the change log).
-        /// Records set aside rather than applied sit beside those a reconcile
-        /// removed, with why (NULL for a removed one): records written with an
-        /// account key the account had moved on from, found when a server
-        /// restored from before the rotation is moved forward. Restorable the same way.
+        static let profileApprovals = Migrator.Migration(
+            version: 13,
+            sql: """
+                CREATE TABLE IF NOT EXISTS profile_approvals (
+                    id TEXT PRIMARY KEY,
+                    base TEXT NOT NULL,
+                    arguments TEXT NOT NULL
+                ) WITHOUT ROWID;
+                INSERT OR IGNORE INTO profile_approvals (id, base, arguments)
+                    SELECT r.key, json_extract(r.fields, '$.profileOf.v'), json_extract(r.fields, '$.profileArgs.v')
+                    FROM (SELECT key, CASE WHEN json_valid(fields) THEN fields END AS fields FROM records
+                          WHERE collection = 'browsers' AND deleted = 0) r
+                    WHERE json_type(r.fields, '$.profileOf.v') = 'text' AND json_type(r.fields, '$.profileArgs.v') = 'array'
+                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                                  WHERE json_extract(c.fields, '$.profileArgs.v') = json_extract(r.fields, '$.profileArgs.v'))
+                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
+                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
+                                  WHERE json_extract(c.fields, '$.profileOf.v') = json_extract(r.fields, '$.profileOf.v'));
+                """)
+
         /// Each live rule's place in the order rules decide
         /// (`RulePrecedence.SortKey.collationText`; "2" and the key for a
         /// pattern this version cannot parse, so it comes last), NULL for a
         /// deletion, with an index: listing 20,000 rules walks the index
-        /// instead of parsing every pattern and sorting. Filled here for the
-        /// rules already stored; a later change to the order's text must
-        /// recompute it the same way.
+        /// instead of parsing every pattern and sorting. Filled for the rules
+        /// already stored by the next migration, with every other rule column
+        /// (a replica at 14 takes both); a later change to the order's text
+        /// must recompute it the same way.
         static let precedence = Migrator.Migration(
             version: 15,
             sql: """
                 ALTER TABLE records ADD COLUMN precedence TEXT;
                 CREATE INDEX records_by_precedence ON records (collection, deleted, precedence);
-                """,
-            fill: { database in
-                let rows = try database.query(
-                    "SELECT key, fields FROM records WHERE collection = 'rules' AND deleted = 0"
-                ) { row in
-                    (row.string(0) ?? "", row.string(1) ?? "{}")
-                }
-                for (key, fields) in rows {
-                    // A damaged record keeps NULL: reading it says what is wrong.
-                    guard let state = try? RecordState(fieldsJSON: fields, versionsJSON: "{}"),
-                        case .text(let text) = RuleColumns(key: key, state: state).values[2]
-                    else { continue }
-                    try database.run(
-                        "UPDATE records SET precedence = ? WHERE collection = 'rules' AND key = ?",
-                        [.text(text), .text(key)])
-                }
-            })
+                """)
 
         /// Each live rule as listing shows it (`rule_pattern`, `rule_browser`,
         /// `rule_created`, and `rule_rest`: its other fields as a JSON object,
         /// NULL when none), written with its fields (`RuleColumns`): listing
         /// 20,000 rules reads these instead of 120,000 stamped fields. Filled
-        /// here for the rules already stored; a damaged record keeps NULLs and
-        /// is read from its fields, which says what is wrong.
+        /// here, with every rule column (`precedence` too), for the rules
+        /// already stored; a damaged record keeps NULLs and is read from its
+        /// fields, which says what is wrong.
         static let ruleColumns = Migrator.Migration(
             version: 16,
             sql: """
@@ -304,32 +317,5 @@ enum ReplicaSchema {
                         RuleColumns(key: key, state: state).values + [.text(key)])
                 }
             })
-
-        static let setAside = Migrator.Migration(
-            version: 14,
-            sql: """
-                ALTER TABLE removed ADD COLUMN why TEXT;
-                """)
-
-        static let profileApprovals = Migrator.Migration(
-            version: 13,
-            sql: """
-                CREATE TABLE IF NOT EXISTS profile_approvals (
-                    id TEXT PRIMARY KEY,
-                    base TEXT NOT NULL,
-                    arguments TEXT NOT NULL
-                ) WITHOUT ROWID;
-                INSERT OR IGNORE INTO profile_approvals (id, base, arguments)
-                    SELECT r.key, json_extract(r.fields, '$.profileOf.v'), json_extract(r.fields, '$.profileArgs.v')
-                    FROM (SELECT key, CASE WHEN json_valid(fields) THEN fields END AS fields FROM records
-                          WHERE collection = 'browsers' AND deleted = 0) r
-                    WHERE json_type(r.fields, '$.profileOf.v') = 'text' AND json_type(r.fields, '$.profileArgs.v') = 'array'
-                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
-                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
-                                  WHERE json_extract(c.fields, '$.profileArgs.v') = json_extract(r.fields, '$.profileArgs.v'))
-                      AND EXISTS (SELECT 1 FROM (SELECT CASE WHEN json_valid(fields) THEN fields END AS fields FROM changes
-                                                 WHERE kind = 'local' AND collection = 'browsers' AND key = r.key) c
-                                  WHERE json_extract(c.fields, '$.profileOf.v') = json_extract(r.fields, '$.profileOf.v'));
-                """)
     }
 }
