@@ -12,7 +12,8 @@
 # Usage: bash Benchmarks/listing.sh [COUNT] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install -y sqlite3)" >&2; exit 2; }
+source Benchmarks/needs.sh
+needs "apt-get install -y sqlite3" sqlite3
 count="${1:-20000}"
 runs="${2:-5}"
 flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)

@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials="${1:-30}"
-for tool in Xvfb xdotool xdg-open gio; do command -v "$tool" >/dev/null || { echo "needs $tool (scripts/setup installs it)" >&2; exit 2; }; done
+source Benchmarks/needs.sh
+needs "scripts/setup installs it" Xvfb xdotool xdg-open gio
 /usr/bin/python3 -c "import gi; gi.require_version('Gtk', '4.0')" 2>/dev/null || { echo "needs python3-gi and gir1.2-gtk-4.0" >&2; exit 2; }
 flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)
 swift build "${flags[@]}" --product brsync-bench >/dev/null

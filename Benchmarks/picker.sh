@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-20}"
-for tool in Xvfb xdotool; do command -v "$tool" >/dev/null || { echo "needs $tool (scripts/setup installs it)" >&2; exit 2; }; done
+source Benchmarks/needs.sh
+needs "scripts/setup installs it" Xvfb xdotool
 flags=(-c release --static-swift-stdlib)
 # (GTK's pkg-config flags make SwiftPM warn about -pthread; only errors are shown.)
 build() { local out; out="$(swift build "${flags[@]}" "$@" 2>&1)" || { echo "$out" >&2; exit 1; }; }

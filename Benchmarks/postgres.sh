@@ -11,11 +11,10 @@
 # Usage: bash Benchmarks/postgres.sh [seconds per wrk run, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/needs.sh
+needs "apt-get install -y wrk haproxy" wrk haproxy
+haproxy_bin="$(tool_path haproxy)"
 duration="${1:-5}"
-for tool in wrk haproxy; do
-  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk haproxy" >&2; exit 2; }
-done
-haproxy_bin="$(command -v haproxy || echo /usr/sbin/haproxy)"
 pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -x "$pg_bin/initdb" ] || { echo "needs PostgreSQL: apt-get install -y postgresql" >&2; exit 2; }
 ulimit -n 8192

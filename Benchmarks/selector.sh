@@ -5,7 +5,8 @@
 # Prints numbers; it is not a test. Usage: bash Benchmarks/selector.sh [--runs N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v sqlite3 >/dev/null || { echo "needs the sqlite3 CLI (apt-get install -y sqlite3)" >&2; exit 2; }
+source Benchmarks/needs.sh
+needs "apt-get install -y sqlite3" sqlite3
 # The release flags of README "Install": a static Swift runtime, and a non-PIE
 # executable, which spares the loader ~75,000 relocations at every start.
 flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)

@@ -15,11 +15,10 @@
 # Usage: bash Benchmarks/server.sh [seconds per wrk run, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source Benchmarks/needs.sh
+needs "apt-get install -y wrk nginx" wrk nginx
+nginx_bin="$(tool_path nginx)"
 duration="${1:-5}"
-for tool in wrk nginx; do
-  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "needs $tool: apt-get install -y wrk nginx" >&2; exit 2; }
-done
-nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
 ulimit -Hn 200000 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)"
 

@@ -4,48 +4,27 @@ import PackageDescription
 // libFuzzer targets for brsync's parsers and its merge. Built and run by
 // `scripts/fuzz` (with -sanitize=fuzzer,address and -parse-as-library: libFuzzer
 // supplies main); not part of the main build.
+
+/// A fuzz target: its folder under Sources/, FuzzSupport and the brsync
+/// products it reads with.
+func fuzzer(_ name: String, _ products: [String]) -> Target {
+    .executableTarget(
+        name: name, dependencies: ["FuzzSupport"] + products.map { .product(name: $0, package: "brsync") })
+}
+
 let package = Package(
     name: "brsync-fuzz",
     dependencies: [.package(name: "brsync", path: "..")],
     targets: [
         .target(name: "FuzzSupport"),
-        .executableTarget(
-            name: "FuzzHTTPRequestParser",
-            dependencies: [
-                "FuzzSupport", .product(name: "HTTP", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
-            ]),
-        .executableTarget(
-            name: "FuzzPushDecoder",
-            dependencies: [
-                "FuzzSupport", .product(name: "JSON", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
-                .product(name: "Model", package: "brsync"),
-            ]),
-        .executableTarget(
-            name: "FuzzURLAndPattern", dependencies: ["FuzzSupport", .product(name: "Model", package: "brsync")]),
-        .executableTarget(
-            name: "FuzzPickerProtocol", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
-        .executableTarget(
-            name: "FuzzXReplies", dependencies: ["FuzzSupport", .product(name: "Desktop", package: "brsync")]),
-        .executableTarget(
-            name: "FuzzRecordCipher",
-            dependencies: [
-                "FuzzSupport", .product(name: "SyncClient", package: "brsync"),
-                .product(name: "SyncCore", package: "brsync"),
-                .product(name: "Model", package: "brsync"),
-            ]),
-        .executableTarget(
-            name: "FuzzJoinCode",
-            dependencies: [
-                "FuzzSupport", .product(name: "SyncClient", package: "brsync"),
-                .product(name: "SyncCore", package: "brsync"),
-                .product(name: "Model", package: "brsync"),
-            ]),
-        .executableTarget(
-            name: "FuzzMerge",
-            dependencies: [
-                "FuzzSupport", .product(name: "JSON", package: "brsync"), .product(name: "SyncCore", package: "brsync"),
-                .product(name: "Model", package: "brsync"),
-            ]),
+        fuzzer("FuzzHTTPRequestParser", ["HTTP", "SyncCore"]),
+        fuzzer("FuzzPushDecoder", ["JSON", "SyncCore", "Model"]),
+        fuzzer("FuzzURLAndPattern", ["Model"]),
+        fuzzer("FuzzPickerProtocol", ["Desktop"]),
+        fuzzer("FuzzXReplies", ["Desktop"]),
+        fuzzer("FuzzRecordCipher", ["SyncClient", "SyncCore", "Model"]),
+        fuzzer("FuzzJoinCode", ["SyncClient", "SyncCore", "Model"]),
+        fuzzer("FuzzMerge", ["JSON", "SyncCore", "Model"]),
     ],
     swiftLanguageModes: [.v6]
 )

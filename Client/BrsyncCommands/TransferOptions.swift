@@ -12,3 +12,13 @@ public struct TransferOptions: ParsableArguments {
     )
     public var notify = false
 }
+
+/// `push`, `pull` and `sync` as `brsync --help` and the helper that runs them describe them.
+public enum TransferConfigurations {
+    public static let push = CommandConfiguration(
+        commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
+    public static let pull = CommandConfiguration(
+        commandName: "pull", abstract: "Fetch and apply every change from the server.")
+    public static let sync = CommandConfiguration(
+        commandName: "sync", abstract: "Push, then pull until nothing is left.")
+}

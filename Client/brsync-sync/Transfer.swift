@@ -61,24 +61,21 @@ func report(
 }
 
 struct Push: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "push", abstract: "Send this machine's unpushed changes to the server.")
+    static let configuration = TransferConfigurations.push
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
     func run() throws { try transfer(global, options, "push") { try $0.push() } }
 }
 
 struct Pull: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "pull", abstract: "Fetch and apply every change from the server.")
+    static let configuration = TransferConfigurations.pull
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
     func run() throws { try transfer(global, options, "pull") { try $0.pull() } }
 }
 
 struct SyncCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "sync", abstract: "Push, then pull until nothing is left.")
+    static let configuration = TransferConfigurations.sync
     @OptionGroup var global: GlobalOptions
     @OptionGroup var options: TransferOptions
     @Flag(help: WatchConfiguration.unlessWatchingHelp) var unlessWatching = false

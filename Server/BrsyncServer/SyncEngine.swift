@@ -251,10 +251,9 @@ enum SyncEngine {
         }
         // Each record once, with the number of the last change to it (the
         // numbers in between are simply not used, as when a record changes again).
-        try write(working, account: device.accountID, now: now, in: store)
-        let newest = newChanges.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
-        try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
-        try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
+        try commit(
+            working, of: newChanges, account: device.accountID, nextSequence: nextSequence, counters: counters,
+            now: now, in: store)
         let acknowledged = needed.first.map { $0 - 1 } ?? request.to
         // Changes over a limit were never read as records: rejected alone, their numbers counted.
         rejected += request.unreadable.filter { $0.sequence > last && $0.sequence <= acknowledged }.map(\.rejection)
@@ -296,8 +295,12 @@ enum SyncEngine {
 
     /// Writes each record of a push's or relay's working set once, in the
     /// order of their numbers.
-    private static func write(
-        _ working: [WorkingKey: WorkingRecord], account: Int64, now: Int64, in store: some SyncWriteTransaction
+    /// Writes a push's or a relay's records, moves the account's counters
+    /// past them (the next number, the newest stamp of `changes`), and
+    /// checks the account's quota against what the writes made of it.
+    private static func commit(
+        _ working: [WorkingKey: WorkingRecord], of changes: [ChangeRecord], account: Int64, nextSequence: Int64,
+        counters: Store.AccountCounters, now: Int64, in store: some SyncWriteTransaction
     ) throws {
         for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
             try store.upsertRecord(
@@ -306,6 +309,9 @@ enum SyncEngine {
                 fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
                 knownAfter: record.knownAfter, now: now)
         }
+        let newest = changes.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
+        try store.setAccountCounters(account, nextSequence: nextSequence, stampAtLeast: newest)
+        try checkQuota(before: counters, after: try store.accountUsage(account))
     }
 
     struct WorkingRecord {
@@ -405,10 +411,9 @@ enum SyncEngine {
             nextSequence += 1
             applied += 1
         }
-        try write(working, account: device.accountID, now: now, in: store)
-        let newest = usable.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
-        try store.setAccountCounters(device.accountID, nextSequence: nextSequence, stampAtLeast: newest)
-        try checkQuota(before: counters, after: try store.accountUsage(device.accountID))
+        try commit(
+            working, of: usable, account: device.accountID, nextSequence: nextSequence, counters: counters, now: now,
+            in: store)
         return (applied, rejected, counters.epoch)
     }
 

@@ -56,15 +56,7 @@ public struct EncryptRequest: Sendable, Equatable {
     /// Reads a request; its checks, in order: `key`, `replaces`, `account`,
     /// `seen`, `publicKey`, `certificates` (at most ``KeyCertificate/maxChain``), `afterReset`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
-        let json: JSONValue
-        do {
-            json = try JSONValue.parse(utf8: bytes)
-        } catch {
-            throw .notJSON(error)
-        }
-        guard case .object(let object) = json else {
-            throw .invalid(Wire.Problem(Self.needsKey))
-        }
+        let object = try Wire.object(bytes, else: Self.needsKey)
         do throws(Wire.Problem) {
             try self.init(object)
         } catch {

@@ -24,13 +24,8 @@ public struct JoinRequest: Sendable, Equatable {
         #"the body must be {"token": TOKEN} (a device token the joining machine made: "brs_" and 43 characters of base64url)"#
 
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
-        let json: JSONValue
-        do {
-            json = try JSONValue.parse(utf8: bytes)
-        } catch {
-            throw .notJSON(error)
-        }
-        guard case .object(let object) = json, let token = object["token"]?.stringValue, Self.isWellFormed(token) else {
+        let object = try Wire.object(bytes, else: Self.needsToken)
+        guard let token = object["token"]?.stringValue, Self.isWellFormed(token) else {
             throw .invalid(Wire.Problem(Self.needsToken))
         }
         self.init(token: token)

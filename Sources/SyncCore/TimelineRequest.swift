@@ -23,9 +23,8 @@ public struct TimelineRequest: Sendable, Equatable {
     private static let form = #"the body must be {"since": CURSOR, "epoch": EPOCH}"#
 
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
-        let json: JSONValue
-        do { json = try JSONValue.parse(utf8: bytes) } catch { throw .notJSON(error) }
-        guard case .object(let object) = json, let since = object["since"]?.intValue, since >= 0,
+        let object = try Wire.object(bytes, else: Self.form)
+        guard let since = object["since"]?.intValue, since >= 0,
             let epoch = object["epoch"]?.stringValue, !epoch.isEmpty, epoch.utf8.count <= 128,
             epoch.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else {

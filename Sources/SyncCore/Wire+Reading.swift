@@ -37,6 +37,16 @@ extension Wire {
         return try result.get()
     }
 
+    /// `bytes` as a JSON object, for a small request read as a tree; not an
+    /// object: `form`, the message that says what the body must be.
+    static func object(_ bytes: UnsafeBufferPointer<UInt8>, else form: String) throws(ReadError) -> [String: JSONValue]
+    {
+        let json: JSONValue
+        do { json = try JSONValue.parse(utf8: bytes) } catch { throw .notJSON(error) }
+        guard case .object(let object) = json else { throw .invalid(Problem(form)) }
+        return object
+    }
+
     /// `bytes` as one document read by `read`, which must read one value.
     static func document<Value>(
         _ bytes: UnsafeBufferPointer<UInt8>, _ read: (inout JSONScanner) throws(JSONValue.ParseError) -> Value

@@ -21,9 +21,7 @@ import Testing
     static func menuChoosingChromeAndRemembering(_ world: DesktopWorld) throws -> String {
         let menu = world.directory.file("bin/pick-chrome")
         let offered = world.directory.file("offered")
-        try "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n".write(
-            toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(menu, "#!/bin/sh\ntee '\(offered)' | grep '^Chrome (chrome) · remember'\n")
         world.environment["BRSYNC_PICKER"] = menu
         return offered
     }
@@ -91,8 +89,7 @@ import Testing
         #expect(try world.run("init").status == 0)
         #expect(try world.run("browsers", "detect").status == 0)
         let menu = world.directory.file("bin/cancel-menu")
-        try "#!/bin/sh\ncat >/dev/null\nexit 1\n".write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(menu, "#!/bin/sh\ncat >/dev/null\nexit 1\n")
         world.environment["BRSYNC_PICKER"] = menu
         let cancelled = try world.run("open", "https://undecided.example/")
         #expect(cancelled.status == 1 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
@@ -116,8 +113,7 @@ import Testing
         #expect(!noPicker.stderr.contains("no rule decides"), "\(noPicker)")
         // With a picker, it asks (the window and the terminal picker show why; a menu shows the list).
         let menu = world.directory.file("bin/pick-firefox")
-        try "#!/bin/sh\ngrep '^Firefox'\n".write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(menu, "#!/bin/sh\ngrep '^Firefox'\n")
         world.environment["BRSYNC_PICKER"] = menu
         let picked = try world.run("open", "https://decided.example/")
         #expect(picked.status == 0, "\(picked)")
@@ -133,19 +129,14 @@ import Testing
         let world = try Self.readyWorld()
         let noted = world.directory.file("noted")
         let menu = world.directory.file("bin/pick-noting")
-        try "#!/bin/sh\nprintf '%s\\n' \"$BRSYNC_NOTE\" >> '\(noted)'\ngrep -m1 '^Firefox'\n".write(
-            toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(menu, "#!/bin/sh\nprintf '%s\\n' \"$BRSYNC_NOTE\" >> '\(noted)'\ngrep -m1 '^Firefox'\n")
         world.environment["BRSYNC_PICKER"] = menu
         let app = world.directory.file("bin/mailapp")
-        try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: app, atomically: true, encoding: .utf8)
-        chmod(app, 0o755)
+        try writeScript(app, "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n")
         let opener = world.directory.file("bin/xdg-open")
-        try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: opener, atomically: true, encoding: .utf8)
-        chmod(opener, 0o755)
+        try writeScript(opener, "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n")
         let viaOpener = world.directory.file("bin/chatapp")
-        try "#!/bin/sh\n'\(opener)' \"$1\"\n".write(toFile: viaOpener, atomically: true, encoding: .utf8)
-        chmod(viaOpener, 0o755)
+        try writeScript(viaOpener, "#!/bin/sh\n'\(opener)' \"$1\"\n")
         // (The default browser decides these links: ask-next makes each ask.)
         #expect(try world.run("ask-next").status == 0)
         #expect(try ProcessRunner.run(app, ["https://undecided.example/1"], environment: world.environment).status == 0)
@@ -186,8 +177,7 @@ import Testing
             ("slack", "https://decided.example/from-slack"), ("mailapp", "https://decided.example/from-mail"),
         ] {
             let app = world.directory.file("bin/\(name)")
-            try "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n".write(toFile: app, atomically: true, encoding: .utf8)
-            chmod(app, 0o755)
+            try writeScript(app, "#!/bin/sh\n'\(world.brsync)' open \"$1\"\n")
             #expect(try ProcessRunner.run(app, [url], environment: world.environment).status == 0)
         }
         let launched = world.waitForLaunch(count: 2)
@@ -277,9 +267,8 @@ import Testing
         let world = try Self.readyWorld()
         // A command that hands the link to "the default browser", which is brsync.
         let relay = world.directory.file("bin/relay")
-        try "#!/bin/sh\nexec env BRSYNC_HOME='\(world.directory.file("brsync"))' \(world.brsync) open \"$1\"\n"
-            .write(toFile: relay, atomically: true, encoding: .utf8)
-        chmod(relay, 0o755)
+        try writeScript(
+            relay, "#!/bin/sh\nexec env BRSYNC_HOME='\(world.directory.file("brsync"))' \(world.brsync) open \"$1\"\n")
         #expect(try world.run("browsers", "add", "loop", "--exec", "relay %u").status == 0)
         #expect(try world.run("rules", "add", "loop.example", "loop").status == 0)
         #expect(try world.run("open", "https://loop.example/").status == 0) // started relay, which went back to brsync
@@ -307,9 +296,9 @@ import Testing
         let world = try Self.readyWorld()
         // A rofi that records being run: without a display it is never tried.
         let rofi = world.directory.file("bin/rofi")
-        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
-            .write(toFile: rofi, atomically: true, encoding: .utf8)
-        chmod(rofi, 0o755)
+        try writeScript(
+            rofi, "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
+        )
         let noDisplay = try world.run("pick", "https://example.org/")
         #expect(
             noDisplay.status == 3 && noDisplay.stderr.contains("no picker could ask")
@@ -327,9 +316,9 @@ import Testing
         unlink(rofi)
         let noWindow = try world.run("pick", "https://example.org/")
         #expect(noWindow.status == 3 && noWindow.stderr.contains("brsync-picker is not beside"), "\(noWindow)")
-        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
-            .write(toFile: rofi, atomically: true, encoding: .utf8)
-        chmod(rofi, 0o755)
+        try writeScript(
+            rofi, "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\ncat >/dev/null\necho 'Chrome (chrome)'\n"
+        )
         world.environment["BRSYNC_PICKER"] = "echo 'cannot open display' >&2; exit 1"
         let fellThrough = try world.run("pick", "https://example.org/")
         #expect(
@@ -384,9 +373,7 @@ import Testing
         defer { silent.stop() }
         world.environment["DISPLAY"] = silent.display
         let rofi = world.directory.file("bin/rofi")
-        try "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\nsleep 600\n".write(
-            toFile: rofi, atomically: true, encoding: .utf8)
-        chmod(rofi, 0o755)
+        try writeScript(rofi, "#!/bin/sh\necho ran >> \(world.directory.file("rofi-ran"))\nsleep 600\n")
         // The window on its own, with the display's connection checked by brsync first.
         let request =
             #"{"url":"https://example.org/","suggestedPattern":"example.org","choices":[{"id":"a","name":"A"}]}"#

@@ -20,13 +20,11 @@ final class DesktopWorld: @unchecked Sendable {
             atPath: directory.file("data/applications"), withIntermediateDirectories: true)
         let recorder = "#!/bin/sh\nprintf '%s\\n' \"$0 $*\" >> \(directory.file("launched"))\n"
         for program in ["fakefox", "fakechrome"] {
-            try recorder.write(toFile: "\(bin)/\(program)", atomically: true, encoding: .utf8)
-            chmod("\(bin)/\(program)", 0o755)
+            try writeScript("\(bin)/\(program)", recorder)
         }
         // A notification server stand-in: each notification is one line.
         let notifier = "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \(directory.file("notified"))\n"
-        try notifier.write(toFile: "\(bin)/notify-send", atomically: true, encoding: .utf8)
-        chmod("\(bin)/notify-send", 0o755)
+        try writeScript("\(bin)/notify-send", notifier)
         // Firefox has a private-window action (Chrome's fixture has none).
         try
             ("[Desktop Entry]\nType=Application\nName=Firefox\nExec=fakefox %u\nTryExec=fakefox\nMimeType=text/html;x-scheme-handler/http;x-scheme-handler/https;\n"
@@ -391,10 +389,10 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "detect").status == 0)
         // A dmenu stand-in that picks the "remember" line for Chrome.
         let menu = world.directory.file("bin/fake-dmenu")
-        try
+        try writeScript(
+            menu,
             "#!/bin/sh\ncat > \(world.directory.file("offered"))\ngrep 'Chrome (chrome) · remember' \(world.directory.file("offered"))\n"
-            .write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        )
         world.environment["BRSYNC_PICKER"] = menu
         let opened = try world.run("open", "https://news.bbc.co.uk/story")
         #expect(opened.status == 0 && opened.stdout.contains("remembered: bbc.co.uk -> chrome"), "\(opened)")
@@ -404,8 +402,7 @@ final class DesktopWorld: @unchecked Sendable {
         let offered = try String(contentsOfFile: world.directory.file("offered"), encoding: .utf8)
         #expect(offered.contains("Firefox (firefox)\n") && offered.contains("Chrome (chrome) · remember bbc.co.uk"))
         // A menu closed without a choice cancels.
-        try "#!/bin/sh\ncat >/dev/null\nexit 1\n".write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(menu, "#!/bin/sh\ncat >/dev/null\nexit 1\n")
         let cancelled = try world.run("pick", "https://example.org/")
         #expect(cancelled.status == 1 && cancelled.stderr.contains("cancelled"), "\(cancelled)")
         #expect(world.launched().count == 1)
@@ -422,18 +419,17 @@ final class DesktopWorld: @unchecked Sendable {
         #expect(try world.run("browsers", "detect").status == 0)
         let menu = world.directory.file("bin/fake-dmenu")
         let offered = world.directory.file("offered")
-        try """
-        #!/bin/sh
-        choices=$(cat)
-        printf '%s\\n--\\n' "$choices" >> '\(offered)'
-        printf '%s\\n' "$choices" | grep 'Chrome (chrome) · remember' || printf '%s\\n' "$choices" | grep -m1 '^Firefox (firefox)'
-        """.write(toFile: menu, atomically: true, encoding: .utf8)
-        chmod(menu, 0o755)
+        try writeScript(
+            menu,
+            """
+            #!/bin/sh
+            choices=$(cat)
+            printf '%s\\n--\\n' "$choices" >> '\(offered)'
+            printf '%s\\n' "$choices" | grep 'Chrome (chrome) · remember' || printf '%s\\n' "$choices" | grep -m1 '^Firefox (firefox)'
+            """)
         world.environment["BRSYNC_PICKER"] = menu
         // Found on PATH and executable, but it cannot be started (its interpreter is missing).
-        try "#!/nonexistent/interpreter\n".write(
-            toFile: world.directory.file("bin/fakechrome"), atomically: true, encoding: .utf8)
-        chmod(world.directory.file("bin/fakechrome"), 0o755)
+        try writeScript(world.directory.file("bin/fakechrome"), "#!/nonexistent/interpreter\n")
         let picked = try world.run("pick", "https://news.bbc.co.uk/story")
         #expect(picked.status == 0, "\(picked)")
         #expect(

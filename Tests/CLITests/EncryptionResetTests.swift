@@ -88,9 +88,7 @@ extension EncryptionResetTests {
         let bin = world.directory.file("bin")
         let shown = world.directory.file("shown")
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        try "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(shown)\n".write(
-            toFile: bin + "/notify-send", atomically: true, encoding: .utf8)
-        chmod(bin + "/notify-send", 0o755)
+        try writeScript(bin + "/notify-send", "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \(shown)\n")
         let environment = ["BRSYNC_HOME": laptop, "PATH": bin + ":/usr/bin:/bin"]
         for _ in 0..<3 {
             let stopped = try ProcessRunner.run(

@@ -221,8 +221,7 @@ import Testing
         guard Self.ready() else { return }
         let session = try Session()
         let app = session.world.directory.file("bin/mailapp")
-        try "#!/bin/sh\n'\(session.world.brsync)' \"$@\"\n".write(toFile: app, atomically: true, encoding: .utf8)
-        chmod(app, 0o755)
+        try writeScript(app, "#!/bin/sh\n'\(session.world.brsync)' \"$@\"\n")
         #expect(try session.world.run("ask-next").status == 0) // Firefox, the default, would decide
         let (process, window) = try session.ask(["open", "https://docs.example.org/a"], program: app)
         try session.press(window, "ctrl+r", "ctrl+f", "1")
@@ -267,8 +266,7 @@ import Testing
     /// editable text and Open pressed by its accessible action.
     @Test func screenReadersFindEveryControlNamed() throws {
         guard Self.ready() else { return }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Scripts/picker-accessibility.py").path
+        let script = Repository.file("Tests/Scripts/picker-accessibility.py")
         let atspi = try ProcessRunner.run(
             "/usr/bin/python3",
             ["-c", "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"])

@@ -8,9 +8,7 @@ import Testing
 /// `rules test`) must print that.
 @Suite struct ReadmeTests {
     static let readme: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
+        (try? String(contentsOfFile: Repository.file("README.md"), encoding: .utf8)) ?? ""
     }()
 
     /// The README's `sh` blocks, in order.

@@ -24,8 +24,7 @@ import Testing
             let recorder =
                 "#!/bin/sh\nline=\"$(basename \"$0\")\"\nfor a in \"$@\"; do line=\"$line [$a]\"; done\nprintf '%s\\n' \"$line\" >> '\(log)'\n"
             for program in ["fakechromium", "fakefox", "flatpak", "notify-send"] {
-                try recorder.write(toFile: "\(bin)/\(program)", atomically: true, encoding: .utf8)
-                chmod("\(bin)/\(program)", 0o755)
+                try writeScript("\(bin)/\(program)", recorder)
             }
         }
 

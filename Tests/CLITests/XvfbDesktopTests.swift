@@ -73,8 +73,7 @@ import Testing
         // is refused when given): the loop is caught and shown once.
         #expect(try world.run("browsers", "add", "loop", "--exec", "xdg-open %u").status == 2)
         let wrapper = world.directory.file("bin/open-wrapper")
-        try "#!/bin/sh\nexec xdg-open \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper, 0o755)
+        try writeScript(wrapper, "#!/bin/sh\nexec xdg-open \"$@\"\n")
         #expect(try world.run("browsers", "add", "loop", "--exec", "open-wrapper %u").status == 0)
         #expect(try world.run("rules", "add", "loop.example", "loop").status == 0)
         _ = try xdgOpen("https://loop.example/")

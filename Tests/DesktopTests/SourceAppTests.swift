@@ -20,8 +20,7 @@ import Testing
         throws -> (Process, Int32)
     {
         let script = directory.file(name)
-        try "#!/bin/sh\n\(body)\n".write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+        try writeScript(script, "#!/bin/sh\n\(body)\n")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: script)
         var merged = ProcessInfo.processInfo.environment
@@ -60,8 +59,7 @@ import Testing
         // The app runs the opener itself: named by its program (a script: its own name).
         #expect(try found("mailapp", Self.opener).map(\.id) == .success("mailapp"))
         // Through an xdg-open of its own: passed over.
-        try "#!/bin/sh\n\(Self.opener)\n".write(toFile: directory.file("xdg-open"), atomically: true, encoding: .utf8)
-        chmod(directory.file("xdg-open"), 0o755)
+        try writeScript(directory.file("xdg-open"), "#!/bin/sh\n\(Self.opener)\n")
         let viaOpener = try found("chatapp", "xdg-open https://example.com")
         #expect(viaOpener.map(\.id) == .success("chatapp"))
         #expect(viaOpener.map(\.kind) == .success(.executable))

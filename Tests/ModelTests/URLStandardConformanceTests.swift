@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Model
@@ -30,9 +31,8 @@ import Testing
     ]
 
     static func rows() throws -> [Row] {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Data/urltestdata-absolute.json")
-        return try JSONDecoder().decode([Row].self, from: Data(contentsOf: path))
+        let path = Repository.file("Tests/Data/urltestdata-absolute.json")
+        return try JSONDecoder().decode([Row].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     /// `href` (the standard's serialisation) in brsync's normal form.

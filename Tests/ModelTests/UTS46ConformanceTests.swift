@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Model
@@ -80,8 +81,7 @@ import Testing
     }
 
     static func rows() throws -> [Row] {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Data/IdnaTestV2.txt").path
+        let path = Repository.file("Tests/Data/IdnaTestV2.txt")
         let text = try String(contentsOfFile: path, encoding: .utf8)
         var rows: [Row] = []
         // Split by scalar, not by Character: U+0600 and other prepended marks
@@ -159,8 +159,7 @@ import Testing
     /// them (Tests/Data/IdnaTestV2-18.0.0-valid.json; the file itself is not
     /// installable here): each gives its ASCII form.
     @Test func idnaTestV2Version18ValidRows() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Data/IdnaTestV2-18.0.0-valid.json").path
+        let path = Repository.file("Tests/Data/IdnaTestV2-18.0.0-valid.json")
         struct Row: Decodable { let line: Int; let source: String; let toASCII: String }
         struct File: Decodable { let rows: [Row] }
         let rows = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: path))).rows

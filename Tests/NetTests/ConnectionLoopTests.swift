@@ -30,10 +30,7 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.maxConnectionsPerAddress = 1_000
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: Self.ok)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: Self.ok)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let before = Self.threads
@@ -66,13 +63,12 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let started = Atomic<Int>(0)
         var limits = HTTPLimits()
         limits.maxActiveRequests = 1
-        let server = try HTTPServer(addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits) {
+        let (server, port) = try TLSFixture.serve(limits: limits, tls: false) {
             request, _ in
             started.add(1, ordering: .relaxed)
             while !release.withLock({ $0 }) { usleep(5_000) }
             return HTTPResponse(status: 200, headers: [:], body: Array("slow".utf8))
         }
-        let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let slow = ThreadJob { () -> Int in
@@ -98,9 +94,7 @@ struct UncheckedBox<Value>: @unchecked Sendable {
         let ended = Atomic<Int>(0)
         var limits = HTTPLimits()
         limits.maxConnectionsPerAddress = 1_000
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits
-        ) { request, context in
+        let (server, port) = try fixture.serve(limits: limits) { request, context in
             guard request.path.hasPrefix("/later") else { return Self.ok(request, context) }
             var response = HTTPResponse(status: 200)
             let later = DeferredResponse(
@@ -111,7 +105,6 @@ struct UncheckedBox<Value>: @unchecked Sendable {
             response.later = later
             return response
         }
-        let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let clients = try (0..<40).map { _ in try fixture.client(port: port) }
         let jobs = clients.map { client in

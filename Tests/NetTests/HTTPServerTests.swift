@@ -9,24 +9,45 @@ import Testing
 final class TLSFixture: @unchecked Sendable {
     // Set up once in init, then only read.
     let directory: TemporaryDirectory
-    let authority: CertificateAuthority
-    let caFile: String
-    let certificateFile: String
-    let keyFile: String
+    let certificates: TestCertificates
+    var authority: CertificateAuthority { certificates.authority }
+    var caFile: String { certificates.caFile }
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "brsync-tls")
-        let certificates = try TestCertificates(in: directory)
-        authority = certificates.authority
-        caFile = certificates.caFile
-        certificateFile = certificates.certificateFile
-        keyFile = certificates.keyFile
+        certificates = try TestCertificates(in: directory)
     }
 
     deinit { directory.remove() }
 
     func serverContext() throws -> TLSContext {
-        try TLSContext.server(certificateChainFile: certificateFile, privateKeyFile: keyFile)
+        try TLSContext.server(
+            certificateChainFile: certificates.certificateFile, privateKeyFile: certificates.keyFile)
+    }
+
+    /// Starts a server on 127.0.0.1 (an ephemeral port) with this fixture's
+    /// certificate; the caller shuts it down.
+    func serve(
+        limits: HTTPLimits = HTTPLimits(), quick: HTTPServer.Quick? = nil, handler: @escaping HTTPServer.Handler
+    ) throws -> (server: HTTPServer, port: UInt16) {
+        try Self.serve(limits: limits, tls: serverContext(), quick: quick, handler: handler)
+    }
+
+    /// The same without TLS (`tls: false`).
+    static func serve(
+        limits: HTTPLimits = HTTPLimits(), tls: Bool, quick: HTTPServer.Quick? = nil,
+        handler: @escaping HTTPServer.Handler
+    ) throws -> (server: HTTPServer, port: UInt16) {
+        try serve(limits: limits, tls: nil as TLSContext?, quick: quick, handler: handler)
+    }
+
+    private static func serve(
+        limits: HTTPLimits, tls: TLSContext?, quick: HTTPServer.Quick?, handler: @escaping HTTPServer.Handler
+    ) throws -> (server: HTTPServer, port: UInt16) {
+        let server = try HTTPServer(
+            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: tls, limits: limits, quick: quick,
+            handler: handler)
+        return (server, try server.start()[0])
     }
 
     func client(port: UInt16, serverName: String = "localhost", caFile: String? = nil) throws -> HTTPClient {
@@ -52,10 +73,7 @@ let slowRequestsStarted = LockedBox<Int>()
 
     @Test func servesOverTLSWithKeepAlive() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let client = try fixture.client(port: port)
         for index in 0..<3 {
@@ -74,10 +92,7 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.idleTimeoutMilliseconds = 200
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let client = try fixture.client(port: port)
         for round in 0..<2 {
@@ -104,10 +119,7 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.maxBodyBytes = 100
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let cases: [(String, Int)] = [
             ("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
@@ -127,10 +139,7 @@ let slowRequestsStarted = LockedBox<Int>()
         let fixture = try TLSFixture()
         var limits = HTTPLimits()
         limits.headerReadTimeoutMilliseconds = 1500
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         // The slow client sends part of a request and stalls.
         let slow = try Socket.connect(
@@ -159,10 +168,7 @@ let slowRequestsStarted = LockedBox<Int>()
 
     @Test func gracefulShutdownFinishesInFlightRequests() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(handler: Self.echo)
         // Used by the one background task only.
         nonisolated(unsafe) let client = try fixture.client(port: port)
         let idle = try fixture.client(port: port)
@@ -184,10 +190,7 @@ let slowRequestsStarted = LockedBox<Int>()
 
     @Test func untrustedServersAreRefusedWithTheReason() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            handler: Self.echo)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let otherCA = try CertificateAuthority(name: "someone else")
         let otherFile = fixture.directory.file("other-ca.pem")
@@ -255,17 +258,20 @@ let slowRequestsStarted = LockedBox<Int>()
         let otherKey = fixture.directory.file("other.key")
         try other.privateKeyPEM.write(toFile: otherKey, atomically: true, encoding: .utf8)
         #expect {
-            _ = try TLSContext.server(certificateChainFile: fixture.certificateFile, privateKeyFile: otherKey)
+            _ = try TLSContext.server(
+                certificateChainFile: fixture.certificates.certificateFile, privateKeyFile: otherKey)
         } throws: {
             String(describing: $0).contains("does not match")
         }
         #expect {
-            _ = try TLSContext.server(certificateChainFile: "/nonexistent.pem", privateKeyFile: fixture.keyFile)
+            _ = try TLSContext.server(
+                certificateChainFile: "/nonexistent.pem", privateKeyFile: fixture.certificates.keyFile)
         } throws: {
             String(describing: $0).contains("cannot read /nonexistent.pem")
         }
         #expect {
-            _ = try TLSContext.server(certificateChainFile: fixture.keyFile, privateKeyFile: fixture.keyFile)
+            _ = try TLSContext.server(
+                certificateChainFile: fixture.certificates.keyFile, privateKeyFile: fixture.certificates.keyFile)
         } throws: {
             String(describing: $0).contains("is not a PEM certificate chain")
         }
@@ -327,10 +333,7 @@ final class LockedBox<T>: @unchecked Sendable {
             return
         }
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            handler: Self.ok)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(handler: Self.ok)
         defer { server.shutdown(graceMilliseconds: 1000) }
         let old = try ProcessRunner.run(
             "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-CAfile", fixture.caFile],
@@ -349,9 +352,7 @@ final class LockedBox<T>: @unchecked Sendable {
     @Test func theConnectionCapRefusesTheExtraConnection() throws {
         var limits = HTTPLimits()
         limits.maxConnections = 2
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: nil, limits: limits, handler: Self.ok)
-        let port = try server.start()[0]
+        let (server, port) = try TLSFixture.serve(limits: limits, tls: false, handler: Self.ok)
         defer { server.shutdown(graceMilliseconds: 1000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let first = HTTPClient(.init(address: address, serverName: "localhost", tls: nil))
@@ -375,10 +376,7 @@ final class LockedBox<T>: @unchecked Sendable {
         limits.tlsHandshakeTimeoutMilliseconds = 300
         limits.idleTimeoutMilliseconds = 300
         limits.bodyReadTimeoutMilliseconds = 300
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: Self.ok)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: Self.ok)
         defer { server.shutdown(graceMilliseconds: 1000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
 
@@ -417,12 +415,9 @@ final class LockedBox<T>: @unchecked Sendable {
 @Suite struct HTTPServerPipeliningTests {
     @Test func pipelinedRequestsAreAnsweredInOrder() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits()
-        ) { request, _ in
+        let (server, port) = try fixture.serve { request, _ in
             HTTPResponse(status: 200, body: Array(request.target.utf8))
         }
-        let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 1000) }
         let socket = try Socket.connect(
             to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))

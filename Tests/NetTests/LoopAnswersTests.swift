@@ -26,10 +26,7 @@ import Testing
         limits.maxActiveRequests = 2
         limits.maxConnectionsPerAddress = 1_000
         limits.headerReadTimeoutMilliseconds = 1_500
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: limits,
-            handler: ConnectionLoopTests.ok)
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(limits: limits, handler: ConnectionLoopTests.ok)
         defer { server.shutdown(graceMilliseconds: 2000) }
         let address = SocketAddress(host: "127.0.0.1", port: port)
         let context = try TLSContext.client(caFile: fixture.caFile)
@@ -72,16 +69,12 @@ import Testing
     @Test func answersFromMemoryStayOnTheLoop() throws {
         let fixture = try TLSFixture()
         let handled = Atomic<Int>(0)
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            quick: Self.quick
-        ) { request, _ in
+        let (server, port) = try fixture.serve(quick: Self.quick) { request, _ in
             handled.add(1, ordering: .relaxed)
             return HTTPResponse(
                 status: 200, headers: ["Content-Type": "text/plain"],
                 body: Array("thread \(request.method) \(request.target) \(request.body.count)".utf8))
         }
-        let port = try server.start()[0]
         defer { server.shutdown(graceMilliseconds: 2000) }
         let client = try fixture.client(port: port)
         for _ in 0..<50 {
@@ -174,11 +167,9 @@ import Testing
     /// request is answered on it; one that does not ask is closed.
     @Test func anHTTP10KeepAliveIsSaid() throws {
         let fixture = try TLSFixture()
-        let server = try HTTPServer(
-            addresses: [SocketAddress(host: "127.0.0.1", port: 0)], tls: fixture.serverContext(), limits: HTTPLimits(),
-            quick: Self.quick
-        ) { _, _ in HTTPResponse(status: 200, body: Array("thread".utf8)) }
-        let port = try server.start()[0]
+        let (server, port) = try fixture.serve(quick: Self.quick) { _, _ in
+            HTTPResponse(status: 200, body: Array("thread".utf8))
+        }
         defer { server.shutdown(graceMilliseconds: 2000) }
         let socket = try Socket.connect(
             to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
@@ -187,12 +178,7 @@ import Testing
             deadline: .after(milliseconds: 2000))
         func exchange(_ request: String) throws -> String {
             try stream.write(Array(request.utf8), deadline: .after(milliseconds: 1000))
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count =
-                try buffer.withUnsafeMutableBytes {
-                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
-                } ?? 0
-            return String(decoding: buffer[0..<count], as: UTF8.self)
+            return try stream.readText()
         }
         for target in ["/quick", "/other", "/quick"] {
             let answer = try exchange("GET \(target) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")

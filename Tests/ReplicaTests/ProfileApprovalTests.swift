@@ -15,6 +15,14 @@ import Testing
     static let other = "0123456789abcdef"
 
     /// A profile `id` of `base` with `arguments`, as another machine writes it.
+    /// Applies `records` as one pulled page, its cursor the last one's sequence.
+    @discardableResult
+    static func apply(_ fixture: ReplicaFixture, _ records: [ChangeRecord]) throws -> Replica.AppliedPage {
+        var skipped: [String] = []
+        return try fixture.replica.applyPulled(
+            records, cursor: records.last?.sequence ?? 0, epoch: "e", skipped: &skipped)
+    }
+
     static func pulled(
         _ fixture: ReplicaFixture, _ sequence: Int64, _ id: String, base: String, arguments: [String]
     ) -> ChangeRecord {
@@ -39,12 +47,11 @@ import Testing
         try fixture.usable("chromium")
         try fixture.usable("firefox")
         _ = try fixture.replica.setDefaultBrowser(named: "firefox")
-        var skipped: [String] = []
         let page = [
             Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--renderer-cmd-prefix=touch /tmp/pwned"]),
             Self.pulled(fixture, 2, "home", base: "chromium", arguments: ["--profile-directory=Home"]),
         ]
-        let applied = try fixture.replica.applyPulled(page, cursor: 2, epoch: "e", skipped: &skipped)
+        let applied = try Self.apply(fixture, page)
         _ = try fixture.replica.addRule(pattern: "work.example", browser: "work", priority: nil)
         // Kept, named, and never launched with its arguments; the ordinary one runs.
         #expect(applied.changed == 2 && applied.awaitingApproval.map(\.id) == ["work"], "\(applied.awaitingApproval)")
@@ -65,16 +72,12 @@ import Testing
         #expect(try fixture.replica.resolve(url).browser?.browser.id == "work")
         #expect(try fixture.replica.heldProfileNote(url) == nil)
         // Other arguments pulled later wait again; so does another base.
-        _ = try fixture.replica.applyPulled(
-            [Self.pulled(fixture, 3, "work", base: "chromium", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 3,
-            epoch: "e",
-            skipped: &skipped)
+        try Self.apply(
+            fixture, [Self.pulled(fixture, 3, "work", base: "chromium", arguments: ["--gpu-launcher=/bin/sh"])])
         #expect(try Self.browser(fixture, "work").awaitsApproval)
         try fixture.replica.approveProfile("work")
-        _ = try fixture.replica.applyPulled(
-            [Self.pulled(fixture, 4, "work", base: "firefox", arguments: ["--gpu-launcher=/bin/sh"])], cursor: 4,
-            epoch: "e",
-            skipped: &skipped)
+        try Self.apply(
+            fixture, [Self.pulled(fixture, 4, "work", base: "firefox", arguments: ["--gpu-launcher=/bin/sh"])])
         #expect(try Self.browser(fixture, "work").awaitsApproval)
         // Withdrawn: waits again; unknown profiles and plain browsers cannot be approved.
         try fixture.replica.approveProfile("work")
@@ -90,13 +93,12 @@ import Testing
     @Test func aProfileOfAProfileIsHeldNotOfferedForApproval() throws {
         let fixture = try ReplicaFixture()
         try fixture.usable("chromium")
-        var skipped: [String] = []
-        let applied = try fixture.replica.applyPulled(
+        let applied = try Self.apply(
+            fixture,
             [
                 Self.pulled(fixture, 1, "work", base: "chromium", arguments: ["--profile-directory=Work"]),
                 Self.pulled(fixture, 2, "chain", base: "work", arguments: ["--gpu-launcher=/bin/sh"]),
-            ],
-            cursor: 2, epoch: "e", skipped: &skipped)
+            ])
         #expect(applied.awaitingApproval.isEmpty, "\(applied.awaitingApproval)")
         let chain = try Self.browser(fixture, "chain")
         #expect(
@@ -130,10 +132,8 @@ import Testing
         try fixture.replica.addBrowser(
             id: "mine", name: nil, format: nil, scheme: nil, exec: nil,
             profile: try BrowserProfile(base: "chromium", arguments: ["--enable-features=X"]))
-        var skipped: [String] = []
-        _ = try fixture.replica.applyPulled(
-            [Self.pulled(fixture, 1, "theirs", base: "chromium", arguments: ["--enable-features=Y"])],
-            cursor: 1, epoch: "e", skipped: &skipped)
+        try Self.apply(
+            fixture, [Self.pulled(fixture, 1, "theirs", base: "chromium", arguments: ["--enable-features=Y"])])
         // Back to schema 12: no approvals table.
         let database = try Database(path: fixture.file)
         try database.execute(

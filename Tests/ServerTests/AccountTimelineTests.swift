@@ -86,9 +86,7 @@ extension AccountTimelineTests {
         let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
         #expect(try laptop.push([EncryptedAccountTests.sealed(laptop, "one")]).status == 200)
         let before = try Self.epoch(laptop)
-        let secret = try fixture.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try fixture.store.joinSecret("alice", "phone")
         // Twenty pulls from the future by a token without the key, twenty by a join code's secret: nothing moves.
         for _ in 0..<20 {
             let keyless = try desktop.pull(since: 999_999_999)
@@ -152,9 +150,7 @@ extension AccountTimelineTests {
         #expect(gap.status == 429 && gap.errorCode == .timelineLimited, "\(gap.text)")
         #expect(try Self.epoch(bob) == started)
         // A join code's secret never starts one.
-        let secret = try fixture.store.enroll(
-            account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try fixture.store.joinSecret("bob", "tablet")
         #expect(try Self.get(bob, "/v1/pull?since=999999999", token: secret).errorCode == .rollbackUnconfirmed)
     }
 }

@@ -369,17 +369,21 @@ final class LockedKeys: @unchecked Sendable {
 }
 
 @Suite struct DeployTests {
-    /// The systemd unit passes `systemd-analyze verify` (with ExecStart pointing
-    /// at the built binary, as an install would).
-    @Test func systemdUnitVerifies() throws {
+    /// systemd-analyze, or nil (recorded as an issue) when it is missing.
+    static func systemdAnalyze() -> String? {
         let analyze = "/usr/bin/systemd-analyze"
         guard FileManager.default.isExecutableFile(atPath: analyze) else {
             Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
-            return
+            return nil
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let unit = try String(contentsOf: root.appendingPathComponent("Deploy/brsyncd.service"), encoding: .utf8)
+        return analyze
+    }
+
+    /// The systemd unit passes `systemd-analyze verify` (with ExecStart pointing
+    /// at the built binary, as an install would).
+    @Test func systemdUnitVerifies() throws {
+        guard let analyze = Self.systemdAnalyze() else { return }
+        let unit = try String(contentsOfFile: Repository.file("Deploy/brsyncd.service"), encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/local/bin/brsyncd serve"))
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -401,22 +405,16 @@ final class LockedKeys: @unchecked Sendable {
 extension DeployTests {
     /// The user units that sync every few minutes pass `systemd-analyze --user verify`.
     @Test func syncUserUnitsVerify() throws {
-        let analyze = "/usr/bin/systemd-analyze"
-        guard FileManager.default.isExecutableFile(atPath: analyze) else {
-            Issue.record("systemd-analyze is missing (scripts/setup installs systemd)")
-            return
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+        guard let analyze = Self.systemdAnalyze() else { return }
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let service = try String(contentsOf: root.appendingPathComponent("Deploy/brsync-sync.service"), encoding: .utf8)
+        let service = try String(contentsOfFile: Repository.file("Deploy/brsync-sync.service"), encoding: .utf8)
         #expect(
             service.contains("ExecStart=%h/.local/bin/brsync sync --quiet") && service.contains("SuccessExitStatus=4"))
         try service.replacingOccurrences(of: "%h/.local/bin/brsync", with: ProcessRunner.binary("brsync"))
             .write(toFile: directory.file("brsync-sync.service"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(
-            atPath: root.appendingPathComponent("Deploy/brsync-sync.timer").path,
+            atPath: Repository.file("Deploy/brsync-sync.timer"),
             toPath: directory.file("brsync-sync.timer"))
         let result = try ProcessRunner.run(
             analyze, ["--user", "verify", directory.file("brsync-sync.service"), directory.file("brsync-sync.timer")],

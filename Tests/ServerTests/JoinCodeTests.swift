@@ -33,9 +33,7 @@ import Testing
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
         #expect(try owner.push([owner.change("a.example", ["browser": .string("firefox")])]).status == 200)
-        let secret = try fixture.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try fixture.store.joinSecret("alice", "phone")
         #expect(secret.hasPrefix("brj_") && secret.utf8.count == 47)
         let client = try Self.client(fixture)
 
@@ -86,12 +84,8 @@ import Testing
         #expect(lateRead.status == 401 && lateRead.errorMessage.contains("expired at"), "\(lateRead.text)")
 
         // A newer code for the device replaces the older one.
-        let first = try fixture.store.enroll(
-            account: "alice", device: "tablet", adding: true, validMilliseconds: 3_600_000
-        ).secret
-        let second = try fixture.store.enroll(
-            account: "alice", device: "tablet", adding: false, validMilliseconds: 3_600_000
-        ).secret
+        let first = try fixture.store.joinSecret("alice", "tablet")
+        let second = try fixture.store.joinSecret("alice", "tablet", adding: false)
         #expect(try Self.join(client, secret: first, token: token).status == 401)
         // So does a plain token issued since.
         _ = try fixture.store.reissueToken(account: "alice", device: "tablet")
@@ -99,9 +93,7 @@ import Testing
         #expect(replaced.status == 401 && replaced.errorMessage.contains("no longer works"), "\(replaced.text)")
 
         // A device revoked before it joined stays revoked.
-        let revokedSecret = try fixture.store.enroll(
-            account: "alice", device: "lost", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let revokedSecret = try fixture.store.joinSecret("alice", "lost")
         try fixture.store.revokeDevice(account: "alice", name: "lost")
         let revoked = try Self.join(client, secret: revokedSecret, token: token)
         #expect(revoked.status == 403 || revoked.errorCode == .revoked, "\(revoked.text)")
@@ -121,9 +113,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func badJoinRequestsAreRefused(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let owner = try fixture.device("alice", "laptop")
-        let secret = try fixture.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try fixture.store.joinSecret("alice", "phone")
         let client = try Self.client(fixture)
         let token = Tokens.make()
         let rows: [(HTTPHeaders, [UInt8], Int, String)] = [
@@ -171,14 +161,6 @@ import Testing
                 "POST /v1/join HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(secret)\r\nContent-Length: \(length)\r\n\(expect ? "Expect: 100-continue\r\n" : "")\r\n"
                     .utf8)
         }
-        func answer(_ stream: TLSStream) throws -> String {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count =
-                try buffer.withUnsafeMutableBytes {
-                    try stream.read(into: $0, deadline: .after(milliseconds: 5000), wakeup: nil, what: "test")
-                } ?? 0
-            return String(decoding: buffer[0..<count], as: UTF8.self)
-        }
         let stranger = "brj_" + String(repeating: "x", count: 43)
         var waiting: [TLSStream] = []
         for _ in 0..<40 {
@@ -194,20 +176,18 @@ import Testing
         // Asking for 100 Continue: a thread reads the head, and refuses a secret never issued at once.
         let asking = try connect()
         try asking.write(head(stranger, length: 200, expect: true), deadline: .after(milliseconds: 1000))
-        #expect(try answer(asking).hasPrefix("HTTP/1.1 401"))
+        #expect(try asking.readText().hasPrefix("HTTP/1.1 401"))
         asking.close()
         for _ in 0..<300 where fixture.server.activeRequests > 0 { usleep(10_000) } // its thread drains and closes
         // A real code whose body comes slowly.
-        let secret = try fixture.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try fixture.store.joinSecret("alice", "phone")
         let body = JoinRequest(token: Tokens.make()).body
         let slow = try connect()
         try slow.write(head(secret, length: body.count) + body.prefix(10), deadline: .after(milliseconds: 1000))
         usleep(200_000)
         #expect(fixture.server.activeRequests == 0)
         try slow.write(Array(body.dropFirst(10)), deadline: .after(milliseconds: 1000))
-        #expect(try answer(slow).hasPrefix("HTTP/1.1 200"))
+        #expect(try slow.readText().hasPrefix("HTTP/1.1 200"))
         for stream in waiting { stream.close() }
     }
 }

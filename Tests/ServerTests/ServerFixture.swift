@@ -18,8 +18,6 @@ final class ServerFixture: @unchecked Sendable {
     // Built in init, then only read (the server is Sendable on its own).
     let directory: TemporaryDirectory
     let caFile: String
-    let certificateFile: String
-    let keyFile: String
     let store: any SyncStore
     let server: SyncServer
     let port: UInt16
@@ -28,8 +26,6 @@ final class ServerFixture: @unchecked Sendable {
         directory = try TemporaryDirectory(prefix: "brsyncd-test")
         let certificates = try TestCertificates(in: directory)
         caFile = certificates.caFile
-        certificateFile = certificates.certificateFile
-        keyFile = certificates.keyFile
         switch kind {
         case .sqlite:
             store = try SQLiteStore(path: directory.file("store.sqlite"))

@@ -27,12 +27,8 @@ import Testing
         #expect(try desktop.push([desktop.change("l0-0.example", ["browser": .string("chrome")])]).status == 200)
         _ = try laptop.pullAll()
         // A join code not used yet, and one used already: both go along.
-        let unused = try fixture.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
-        let used = try fixture.store.enroll(
-            account: "bob", device: "tablet", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let unused = try fixture.store.joinSecret("alice", "phone")
+        let used = try fixture.store.joinSecret("bob", "tablet")
         let tabletToken = Tokens.make()
         try fixture.store.join(secret: used, token: tabletToken)
         let sqlite = try #require(fixture.store as? SQLiteStore)

@@ -26,9 +26,8 @@ import Testing
             let unicode: String
             let rules: [Entry]
         }
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Data/idn-rule-keys-15.1.json")
-        let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: path))
+        let path = Repository.file("Tests/Data/idn-rule-keys-15.1.json")
+        let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(file.unicode == "15.1.0")
         return file.rules
     }

@@ -21,9 +21,7 @@ import Testing
         _ = try KeyChangeTests.changeKey(world, a)
         try world.sync(a)
         let before = try #require(try a.replica.syncState().epoch)
-        let secret = try world.store.enroll(
-            account: "alice", device: "phone", adding: true, validMilliseconds: 3_600_000
-        ).secret
+        let secret = try world.store.joinSecret("alice", "phone")
         let http = HTTPClient(
             .init(
                 address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",

@@ -22,3 +22,11 @@ public enum InProcessServer {
         return (server, try server.start()[0])
     }
 }
+
+extension SyncStore {
+    /// A join code's secret for `device` of `account`, valid for an hour
+    /// (`adding`: the device is made; otherwise it exists).
+    public func joinSecret(_ account: String, _ device: String, adding: Bool = true) throws -> String {
+        try enroll(account: account, device: device, adding: adding, validMilliseconds: 3_600_000).secret
+    }
+}

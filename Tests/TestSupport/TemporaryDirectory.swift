@@ -16,3 +16,10 @@ public struct TemporaryDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Writes `text` to `path` as a program its owner may run (mode 755): the
+/// stand-ins tests put on PATH (a browser, a menu, notify-send).
+public func writeScript(_ path: String, _ text: String) throws {
+    try text.write(toFile: path, atomically: true, encoding: .utf8)
+    guard chmod(path, 0o755) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+}

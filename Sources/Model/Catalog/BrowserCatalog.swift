@@ -14,6 +14,11 @@ public enum BrowserCatalog {
         /// Desktop-entry ids (file names without `.desktop`) of this browser on Linux.
         public let desktopIDs: [String]
 
+        /// A Linux browser the phone does not have: it opens the link as it is.
+        static func linux(id: String, name: String, desktopIDs: [String]) -> Entry {
+            Entry(id: id, name: name, urlScheme: "", urlFormat: "{url}", otherSchemes: [], desktopIDs: desktopIDs)
+        }
+
         public var browser: Browser {
             Browser(id: id, name: name, urlScheme: urlScheme, urlFormat: urlFormat, enabled: true)
         }
@@ -70,34 +75,28 @@ public enum BrowserCatalog {
             id: "puffin", name: "Puffin", urlScheme: "puffin", urlFormat: "puffin://{url}",
             otherSchemes: ["puffins"], desktopIDs: []),
         // Linux browsers with no phone counterpart.
-        Entry(
-            id: "chromium", name: "Chromium", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(
+            id: "chromium", name: "Chromium",
             desktopIDs: ["chromium", "chromium-browser", "org.chromium.Chromium", "chromium_chromium"]),
-        Entry(
-            id: "vivaldi", name: "Vivaldi", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(
+            id: "vivaldi", name: "Vivaldi",
             desktopIDs: ["vivaldi-stable", "vivaldi", "com.vivaldi.Vivaldi", "vivaldi_vivaldi-stable"]),
-        Entry(
-            id: "librewolf", name: "LibreWolf", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(
+            id: "librewolf", name: "LibreWolf",
             desktopIDs: ["librewolf", "io.gitlab.librewolf-community", "librewolf_librewolf"]),
-        Entry(
-            id: "epiphany", name: "GNOME Web", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(
+            id: "epiphany", name: "GNOME Web",
             desktopIDs: ["org.gnome.Epiphany", "epiphany", "epiphany-browser", "epiphany_epiphany"]),
-        Entry(
-            id: "falkon", name: "Falkon", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-            desktopIDs: ["org.kde.falkon", "falkon", "falkon_falkon"]),
-        Entry(
-            id: "tor-browser", name: "Tor Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(id: "falkon", name: "Falkon", desktopIDs: ["org.kde.falkon", "falkon", "falkon_falkon"]),
+        Entry.linux(
+            id: "tor-browser", name: "Tor Browser",
             desktopIDs: [
                 "torbrowser", "start-tor-browser", "org.torproject.torbrowser-launcher", "torbrowser-launcher",
             ]),
-        Entry(
-            id: "zen", name: "Zen Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-            desktopIDs: ["zen", "zen-browser", "app.zen_browser.zen"]),
-        Entry(
-            id: "floorp", name: "Floorp", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
-            desktopIDs: ["floorp", "one.ablaze.floorp", "floorp_floorp"]),
-        Entry(
-            id: "mullvad-browser", name: "Mullvad Browser", urlScheme: "", urlFormat: "{url}", otherSchemes: [],
+        Entry.linux(id: "zen", name: "Zen Browser", desktopIDs: ["zen", "zen-browser", "app.zen_browser.zen"]),
+        Entry.linux(id: "floorp", name: "Floorp", desktopIDs: ["floorp", "one.ablaze.floorp", "floorp_floorp"]),
+        Entry.linux(
+            id: "mullvad-browser", name: "Mullvad Browser",
             desktopIDs: ["mullvad-browser", "mullvadbrowser", "net.mullvad.MullvadBrowser"]),
     ]
 

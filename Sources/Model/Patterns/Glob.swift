@@ -71,23 +71,16 @@ struct Glob: Sendable, Hashable {
                     next[index + 1] = true
                     any = true
                 }
-            case .star:
+            case .star, .globStar:
+                // `*` stops at a slash (it matches the slash, not past it); `**` does not.
+                let stopsAtSlash = token == .star
                 var reachable = false
                 for index in 0...count {
                     if current[index] { reachable = true }
                     if reachable {
                         next[index] = true
                         any = true
-                        if index < count && subject[index] == UInt8(ascii: "/") { reachable = false }
-                    }
-                }
-            case .globStar:
-                var reachable = false
-                for index in 0...count {
-                    if current[index] { reachable = true }
-                    if reachable {
-                        next[index] = true
-                        any = true
+                        if stopsAtSlash && index < count && subject[index] == UInt8(ascii: "/") { reachable = false }
                     }
                 }
             }
