@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "brsync", targets: ["brsync"]),
         .executable(name: "brsync-sync", targets: ["brsync-sync"]),
         .executable(name: "brsync-picker", targets: ["brsync-picker"]),
+        .executable(name: "brsync-settings", targets: ["brsync-settings"]),
         .executable(name: "brsyncd", targets: ["brsyncd"]),
         .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Model", targets: ["Model"]),
@@ -65,7 +66,7 @@ let package = Package(
             providers: [.apt(["libqrencode-dev"])]
         ),
 
-        // GTK 4, for the picker window only (brsync-picker); brsync never links it.
+        // GTK 4, for the windows only (brsync-picker, brsync-settings); brsync never links it.
         .systemLibrary(
             name: "CGtk",
             path: "Sources/CGtk",
@@ -155,6 +156,13 @@ let package = Package(
             dependencies: ["CGtk", "Desktop", "JSON", "Model", "SystemServices"],
             path: "Client/brsync-picker"
         ),
+        // The settings window (GTK 4), started by `brsync settings` or the
+        // application menu: the commands' library calls behind a window.
+        .executableTarget(
+            name: "brsync-settings",
+            dependencies: ["BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SystemServices"],
+            path: "Client/brsync-settings"
+        ),
         // The logic of brsync-sync's commands as library calls: the command
         // parses and prints, and a window can call the same functions.
         .target(
@@ -227,7 +235,8 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "JSON", "brsync", "brsync-sync", "brsync-picker", "brsyncd", "BrsyncServer", "SyncClient", "SyncCore",
+                "JSON", "brsync", "brsync-sync", "brsync-picker", "brsync-settings", "brsyncd", "BrsyncServer",
+                "SyncClient", "SyncCore",
                 "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport",
             ]),
     ],

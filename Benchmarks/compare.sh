@@ -46,6 +46,7 @@ numbers_of() {
     server) cat <<'EOF'
 pull req/s|^brsyncd pull: +median ([0-9,]+) req/s|high
 pull p99 ms|^brsyncd pull:.*p99 ([0-9.]+) ms|low
+pull / nginx (same run)|^ratio brsyncd / nginx: ([0-9.]+)x|high
 push records/s|^push: 10000 records.*: ([0-9]+) records/s|high
 push commit records/s|^push: merge and commit.*: ([0-9]+) records/s|high
 PushRequest read ms|^PushRequest\(reading:\): ([0-9.]+) ms|low

@@ -23,14 +23,7 @@ bin="$(swift build "${flags[@]}" --show-bin-path)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export BRSYNC_HOME="$work/home"
-python3 - "$count" >"$work/rules.json" <<'EOF'
-import json, sys
-count = int(sys.argv[1])
-rules = [{"browser": "firefox", "createdAt": "2026-01-01T00:00:00.000Z", "priority": i % 5,
-          "pattern": f"host{i}.example{i % 50}.com/path{i % 7}/*"} for i in range(count)]
-json.dump({"format": "brsync-export", "version": 1, "settings": {}, "rules": rules,
-           "browsers": [{"id": "firefox", "name": "Firefox", "enabled": True}]}, sys.stdout)
-EOF
+python3 Benchmarks/rules-export.py "$count" >"$work/rules.json"
 "$bin/brsync" init >/dev/null
 "$bin/brsync" import "$work/rules.json" >/dev/null
 

@@ -364,6 +364,13 @@ public final class Replica {
         clock.tick(wallMillis: try serverTimeMillis())
     }
 
+    /// A number that changes when another connection (a sync, a command in
+    /// another process) commits to the replica (SQLite's `data_version`):
+    /// a window that shows the replica reloads when it moves.
+    public func dataVersion() throws -> Int64 {
+        try database.scalar("PRAGMA data_version")?.int64Value ?? 0
+    }
+
     /// The stored state of a record, or nil.
     public func record(_ collection: RecordCollection, key: String) throws -> RecordState? {
         try read {

@@ -14,7 +14,7 @@ struct Brsync: ParsableCommand {
             Log.self, Export.self, Import.self, RemoteCommand.self, SyncHelper.Push.self, SyncHelper.Pull.self,
             SyncHelper.Sync.self, SyncHelper.Watch.self, SyncHelper.Key.self, SyncHelper.Join.self,
             SyncHelper.Doctor.self, Status.self, DeviceCommand.self, Restore.self, Open.self, Pick.self, AskNext.self,
-            HoldToAsk.self, Install.self, Uninstall.self,
+            HoldToAsk.self, Settings.self, Install.self, Uninstall.self,
         ]
     )
 }

@@ -127,7 +127,7 @@ import Testing
         let folder = cli.directory.file("a-folder")
         let plain = cli.directory.file("not-executable")
         mkdir(folder, 0o755)
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: plain, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o644])
         try cli.mustSucceed("browsers", "add", "dir", "--exec", folder + " %u")
         try cli.mustSucceed("browsers", "add", "file", "--exec", plain + " %u")

@@ -314,6 +314,7 @@ import Testing
         try FileManager.default.copyItem(atPath: world.brsync, toPath: alone + "/brsync")
         world.brsync = alone + "/brsync"
         unlink(rofi)
+        try world.hideSystemMenus()
         let noWindow = try world.run("pick", "https://example.org/")
         #expect(noWindow.status == 3 && noWindow.stderr.contains("brsync-picker is not beside"), "\(noWindow)")
         try writeScript(

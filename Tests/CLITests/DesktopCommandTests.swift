@@ -50,6 +50,21 @@ final class DesktopWorld: @unchecked Sendable {
         try ProcessRunner.run(brsync, arguments, environment: environment)
     }
 
+    /// The system's programs on PATH, less the menus brsync would ask in
+    /// (rofi, wofi, fuzzel, bemenu, dmenu, zenity): for a test of what happens
+    /// when no menu is installed, on a machine that has one.
+    func hideSystemMenus() throws {
+        let system = directory.file("system-bin")
+        try FileManager.default.createDirectory(atPath: system, withIntermediateDirectories: true)
+        let menus: Set = ["rofi", "wofi", "fuzzel", "bemenu", "dmenu", "zenity"]
+        for folder in ["/usr/bin", "/bin"] {
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder) where !menus.contains(name) {
+                _ = symlink("\(folder)/\(name)", "\(system)/\(name)") // the first of the two folders wins
+            }
+        }
+        environment["PATH"] = "\(directory.file("bin")):\(system)"
+    }
+
     func launched() -> [String] {
         (try? String(contentsOfFile: directory.file("launched"), encoding: .utf8))?.split(separator: "\n").map(
             String.init) ?? []

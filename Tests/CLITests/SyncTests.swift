@@ -84,6 +84,20 @@ final class CLIWorld: @unchecked Sendable {
         return home
     }
 
+    /// Encrypts the account end to end on `first` (`key init`) and adds the
+    /// key to each of `others` (`key add`, the recovery code on standard input).
+    /// - Returns: the recovery code.
+    @discardableResult
+    func encryptAccount(on first: String, sharingWith others: [String]) throws -> String {
+        let code = try #require(EncryptionTests.recoveryCode(try run(first, ["key", "init"]).stdout))
+        for home in others {
+            let added = try ProcessRunner.run(
+                brsync, ["key", "add"], environment: ["BRSYNC_HOME": home], stdin: code + "\n")
+            #expect(added.status == 0, "\(added)")
+        }
+        return code
+    }
+
     @discardableResult
     func run(_ home: String, _ arguments: [String]) throws -> ProcessResult {
         try ProcessRunner.run(brsync, arguments, environment: ["BRSYNC_HOME": home])

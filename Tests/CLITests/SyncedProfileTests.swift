@@ -56,11 +56,7 @@ import Testing
         let programs = try Programs(world)
         let (laptop, desktop) = (try world.replica("laptop"), try world.replica("desktop"))
         // The account is encrypted: its server cannot look at profiles, so every machine checks them.
-        let code = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
-        #expect(
-            try ProcessRunner.run(
-                world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n"
-            ).status == 0)
+        try world.encryptAccount(on: laptop, sharingWith: [desktop])
         // The laptop runs Chromium itself; the desktop runs it as a Flatpak.
         try world.mustRun(laptop, ["browsers", "add", "chromium", "--exec", "\(programs.bin)/fakechromium %u"])
         try world.mustRun(

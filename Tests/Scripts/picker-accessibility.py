@@ -6,9 +6,8 @@ folder of its own):
 
     picker-accessibility.py PICKER REQUEST_JSON
 
-It starts a D-Bus session bus of its own, in a process group of its own, and
-ends every process of that group when it is done (the accessibility bus
-launcher and registry the session bus starts would otherwise outlive it).
+It starts a D-Bus session bus of its own (accessibility_session.py, beside
+it), and ends every process it started when it is done.
 
 Starts PICKER with the request on its standard input, waits (bounded) for the
 application "brsync-picker" on the accessibility bus, prints every accessible in the
@@ -21,84 +20,14 @@ a description or of sensitivity on the bus, so what the field's check says
 as it changes is not read here: the window tests see it.) Needs python3-gi, gir1.2-atspi-2.0 and xdotool (Debian).
 """
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
-os.setpgrp()
-# A test runner may start this with signals blocked; the bus and what it
-# starts must be stoppable.
-signal.pthread_sigmask(signal.SIG_SETMASK, [])
-_bus = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"], stdout=subprocess.PIPE, text=True)
-os.environ["DBUS_SESSION_BUS_ADDRESS"] = _bus.stdout.readline().strip()
-
-
-def _end_group():
-    """Kills every other process of this group (the buses, the registry)."""
-    me, group = os.getpid(), os.getpgrp()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != me:
-            try:
-                if os.getpgid(int(entry)) == group:
-                    os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
-
-
-import gi  # noqa: E402
-
-gi.require_version("Atspi", "2.0")
-from gi.repository import Atspi  # noqa: E402
-
-
-def wait_for(predicate, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        found = predicate()
-        if found is not None:
-            return found
-        time.sleep(0.05)
-    print(f"ERROR no {what} within {seconds} s", flush=True)
-    sys.exit(3)
-
-
-def application(name):
-    desktop = Atspi.get_desktop(0)
-    for index in range(desktop.get_child_count()):
-        child = desktop.get_child_at_index(index)
-        if child is not None and child.get_name() == name and child.get_child_count() > 0:
-            return child
-    return None
-
-
-def nodes(node, depth=0):
-    yield node, depth
-    for index in range(node.get_child_count()):
-        child = node.get_child_at_index(index)
-        if child is not None:
-            yield from nodes(child, depth + 1)
-
-
-def describe(node, depth):
-    states = node.get_state_set()
-    return {
-        "depth": depth,
-        "role": node.get_role_name(),
-        "name": node.get_name() or "",
-        "description": node.get_description() or "",
-        "focusable": states.contains(Atspi.StateType.FOCUSABLE),
-        "sensitive": states.contains(Atspi.StateType.SENSITIVE),
-        "actions": [node.get_action_name(i) for i in range(node.get_n_actions())],
-    }
+from accessibility_session import Atspi, application, describe, end_group, find as find_node, nodes, wait_for
 
 
 def find(app, role, name):
-    for node, _ in nodes(app):
-        if node.get_role_name() == role and node.get_name() == name:
-            return node
-    return None
+    return find_node(app, lambda node: node.get_role_name() == role and node.get_name() == name)
 
 
 def main():
@@ -141,4 +70,4 @@ try:
     main()
 finally:
     sys.stdout.flush()
-    _end_group()
+    end_group()

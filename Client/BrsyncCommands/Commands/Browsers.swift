@@ -75,25 +75,11 @@ public struct BrowsersCommand: ParsableCommand {
             Output.table(
                 ["", "ID", "NAME", "STATE", "LAUNCH"],
                 browsers.map { item in
-                    var state =
-                        !item.browser.enabled
-                        ? "disabled"
-                        : item.isUsable
-                            ? "usable"
-                            : item.awaitsApproval
-                                ? "waits for approval ('brsync browsers approve \(item.browser.id)')"
-                                : item.profileHeld != nil ? "cannot run here" : "no launch command"
-                    if item.browser.enabled, item.isUsable, let problem = Self.programProblem(item.exec) {
-                        state =
-                            problem.hasSuffix("not found") ? "not installed (\(problem))" : "cannot start (\(problem))"
-                    }
+                    var state = Self.state(of: item)
                     if item.browser.isHiddenInPicker { state += ", hidden in picker" }
-                    let launch =
-                        item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
-                        ?? item.profileHeld.map { "- (profile of \(item.browser.profile?.base ?? "?"): \($0))" }
-                        ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" }
-                        ?? "-"
-                    return [item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, launch]
+                    return [
+                        item.isDefault ? "*" : "", item.browser.id, item.browser.name, state, Self.launch(of: item),
+                    ]
                 })
         }
     }
@@ -251,15 +237,7 @@ public struct BrowsersCommand: ParsableCommand {
                 )
                 return
             }
-            let base = try replica.browsers().first { $0.browser.id == profile.base && $0.browser.profile == nil }
-            let command = base?.exec.flatMap { try? profile.command(from: $0) }
-            print(
-                """
-                \(shownID) is a synced profile of \(DisplayText.printable(profile.base)). Here it would run:
-                  \(DisplayText.printable(command ?? "\(profile.base)'s command (none here yet) with \(arguments)"))
-                Its arguments are not ones synced data alone may choose: \(DisplayText.printable(problem)).
-                Approve only if you, on a machine of yours, made it so.
-                """)
+            print(try Self.question(browser, profile: profile, problem: problem, replica: replica))
             if !yes {
                 guard isatty(0) == 1 else {
                     throw CLIFailure(
@@ -393,5 +371,50 @@ public struct BrowsersCommand: ParsableCommand {
                 print("\(index + 1). \(item.browser.id)\(notes.isEmpty ? "" : " (\(notes.joined(separator: ", ")))")")
             }
         }
+    }
+}
+
+extension BrowsersCommand.Approve {
+    /// What approving `browser` (a synced profile whose arguments need an
+    /// approval: `problem` says why) would let run here, and the advice, as
+    /// the command and the settings window ask it.
+    public static func question(
+        _ browser: LocalBrowser, profile: BrowserProfile, problem: String, replica: Replica
+    ) throws -> String {
+        let shownID = DisplayText.printable(browser.browser.id)
+        let arguments = profile.arguments.map(ExecCommand.quote).joined(separator: " ")
+        let base = try replica.browsers().first { $0.browser.id == profile.base && $0.browser.profile == nil }
+        let command = base?.exec.flatMap { try? profile.command(from: $0) }
+        return """
+            \(shownID) is a synced profile of \(DisplayText.printable(profile.base)). Here it would run:
+              \(DisplayText.printable(command ?? "\(profile.base)'s command (none here yet) with \(arguments)"))
+            Its arguments are not ones synced data alone may choose: \(DisplayText.printable(problem)).
+            Approve only if you, on a machine of yours, made it so.
+            """
+    }
+}
+
+extension BrowsersCommand.List {
+    /// Whether `item` can open links here, or why not, as `browsers list`
+    /// and the settings window say it.
+    public static func state(of item: LocalBrowser) -> String {
+        if item.browser.enabled, item.isUsable, let problem = programProblem(item.exec) {
+            return problem.hasSuffix("not found") ? "not installed (\(problem))" : "cannot start (\(problem))"
+        }
+        return !item.browser.enabled
+            ? "disabled"
+            : item.isUsable
+                ? "usable"
+                : item.awaitsApproval
+                    ? "waits for approval ('brsync browsers approve \(item.browser.id)')"
+                    : item.profileHeld != nil ? "cannot run here" : "no launch command"
+    }
+
+    /// How `item` starts here (`-` when it has no command here, with why).
+    public static func launch(of item: LocalBrowser) -> String {
+        item.exec.map { exec in item.execFrom.map { "\(exec)  (profile of \($0))" } ?? exec }
+            ?? item.profileHeld.map { "- (profile of \(item.browser.profile?.base ?? "?"): \($0))" }
+            ?? item.browser.profile.map { "- (profile of \($0.base), which has no launch command here)" }
+            ?? "-"
     }
 }

@@ -19,30 +19,10 @@ public struct Detect: ParsableCommand {
     @Flag(help: "Replace launch commands set by hand (--exec, profiles) with the detected ones.") var replace = false
 
     public func run() throws {
-        let environment = ProcessEnvironment.all()
-        let detector = BrowserDetector(
-            directories: BrowserDetector.standardDirectories(environment: environment),
-            locale: environment["LC_ALL"] ?? environment["LC_MESSAGES"] ?? environment["LANG"],
-            path: (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
-        let (found, skipped) = detector.detect()
-        for skip in skipped { ExitStatus.warn("skipped \(skip.path): \(skip.reason)") }
+        let detector = Self.detector(environment: ProcessEnvironment.all())
         let replica = try global.openReplica()
-        var kept: [String] = []
-        try replica.transaction {
-            for browser in found {
-                let known = try replica.findBrowser(named: browser.browserID) != nil
-                if !known {
-                    try replica.addBrowser(
-                        id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
-                        format: nil, scheme: nil, exec: nil)
-                }
-                if try !replica.setDetected(
-                    browser.browserID, exec: browser.exec, desktopEntry: browser.path, replacing: replace)
-                {
-                    kept.append(browser.browserID)
-                }
-            }
-        }
+        let (found, skipped, kept) = try Self.recordInstalled(in: replica, detector: detector, replacing: replace)
+        for skip in skipped { ExitStatus.warn("skipped \(skip.path): \(skip.reason)") }
         for id in kept {
             ExitStatus.warn(
                 "kept the launch command set by hand for '\(id)' ('browsers detect --replace' uses the detected one)")
@@ -70,6 +50,42 @@ public struct Detect: ParsableCommand {
         }
         Output.table(
             ["ID", "NAME", "DESKTOP ENTRY", "LAUNCH"], found.map { [$0.browserID, $0.name, $0.desktopID, $0.exec] })
+    }
+}
+
+extension Detect {
+    /// The detector of the browsers installed for the session `environment` describes.
+    public static func detector(environment: [String: String]) -> BrowserDetector {
+        BrowserDetector(
+            directories: BrowserDetector.standardDirectories(environment: environment),
+            locale: environment["LC_ALL"] ?? environment["LC_MESSAGES"] ?? environment["LANG"],
+            path: (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map(String.init))
+    }
+
+    /// Finds the installed browsers and records them and how to start each
+    /// here (`replacing` launch commands set by hand, else keeping them).
+    /// - Returns: what was found, the desktop files passed over and why, and
+    ///   the ids whose launch command set by hand was kept.
+    public static func recordInstalled(
+        in replica: Replica, detector: BrowserDetector, replacing: Bool
+    ) throws -> (found: [BrowserDetector.Found], skipped: [BrowserDetector.Skipped], kept: [String]) {
+        let (found, skipped) = detector.detect()
+        var kept: [String] = []
+        try replica.transaction {
+            for browser in found {
+                if try replica.findBrowser(named: browser.browserID) == nil {
+                    try replica.addBrowser(
+                        id: browser.browserID, name: browser.isCatalogBrowser ? nil : browser.name,
+                        format: nil, scheme: nil, exec: nil)
+                }
+                if try !replica.setDetected(
+                    browser.browserID, exec: browser.exec, desktopEntry: browser.path, replacing: replacing)
+                {
+                    kept.append(browser.browserID)
+                }
+            }
+        }
+        return (found, skipped, kept)
     }
 }
 

@@ -144,13 +144,25 @@ public struct Explain: ParsableCommand {
             Output.json(JSONValue.object(object))
             return
         }
-        print("url: \(url)")
-        for step in resolution.cleanup.steps { print("  unwrapped: a \(step.wrapper) link (\(step.from))") }
-        if !resolution.cleanup.steps.isEmpty { print("  to: \(resolution.cleanup.unwrapped)") }
-        if !resolution.cleanup.removed.isEmpty {
-            print("  tracking parameters removed: \(resolution.cleanup.removed.joined(separator: " "))")
+        for line in try Self.lines(url, resolution: resolution, verdicts: verdicts, replica: replica, source: source) {
+            print(line)
         }
-        if resolution.cleanup.url != url { print("rules decide on: \(resolution.cleanup.url)") }
+    }
+
+    /// What `explain` prints for `url` (the settings window's "test a link"
+    /// shows the same): the cleanup, every rule's verdict, the decision, and
+    /// what would run.
+    public static func lines(
+        _ url: NormalizedURL, resolution: Resolution, verdicts: [RuleVerdict], replica: Replica, source: String?
+    ) throws -> [String] {
+        var lines: [String] = []
+        lines.append("url: \(url)")
+        for step in resolution.cleanup.steps { lines.append("  unwrapped: a \(step.wrapper) link (\(step.from))") }
+        if !resolution.cleanup.steps.isEmpty { lines.append("  to: \(resolution.cleanup.unwrapped)") }
+        if !resolution.cleanup.removed.isEmpty {
+            lines.append("  tracking parameters removed: \(resolution.cleanup.removed.joined(separator: " "))")
+        }
+        if resolution.cleanup.url != url { lines.append("rules decide on: \(resolution.cleanup.url)") }
         for verdict in verdicts {
             let text: String
             switch verdict.outcome {
@@ -159,14 +171,15 @@ public struct Explain: ParsableCommand {
             case .noMatch(let reason): text = "no match: \(reason)"
             case .skipped(let reason): text = "skipped: \(reason)"
             }
-            print("  [\(verdict.rule.priority)] \(verdict.rule.pattern) -> \(verdict.rule.browser): \(text)")
+            lines.append("  [\(verdict.rule.priority)] \(verdict.rule.pattern) -> \(verdict.rule.browser): \(text)")
         }
-        if verdicts.isEmpty { print("  (no rules)") }
+        if verdicts.isEmpty { lines.append("  (no rules)") }
         switch resolution.source {
         case .rule:
-            print("decision: \(resolution.browser?.browser.id ?? "?") by rule \(resolution.rule?.pattern ?? "?")")
-        case .defaultBrowser: print("decision: \(resolution.browser?.browser.id ?? "?") (default browser)")
-        case .none: print("decision: none; a picker would ask")
+            lines.append(
+                "decision: \(resolution.browser?.browser.id ?? "?") by rule \(resolution.rule?.pattern ?? "?")")
+        case .defaultBrowser: lines.append("decision: \(resolution.browser?.browser.id ?? "?") (default browser)")
+        case .none: lines.append("decision: none; a picker would ask")
         }
         // A matching rule passed over for its browser: which, and what fixes it.
         if verdicts.contains(where: {
@@ -174,18 +187,21 @@ public struct Explain: ParsableCommand {
         }),
             let why = try replica.whyUndecided(url, from: source)
         {
-            print("note: \(why)")
+            lines.append("note: \(why)")
         }
         if let browser = resolution.browser {
             if resolution.rule?.keepsTracking == true, !resolution.cleanup.removed.isEmpty {
-                print("the rule keeps tracking parameters")
+                lines.append("the rule keeps tracking parameters")
             }
-            print("open: \(resolution.target)")
+            lines.append("open: \(resolution.target)")
             if let argv = launchArguments(browser, url: resolution.target) {
-                print("launch: \(argv.map(Self.shellQuoted).joined(separator: " "))")
+                lines.append("launch: \(argv.map(Self.shellQuoted).joined(separator: " "))")
             }
-            if let phone = resolution.phoneOpen, phone != resolution.target.absoluteString { print("phone: \(phone)") }
+            if let phone = resolution.phoneOpen, phone != resolution.target.absoluteString {
+                lines.append("phone: \(phone)")
+            }
         }
+        return lines
     }
 }
 

@@ -1,0 +1,56 @@
+# Sourced by the window benchmarks (picker.sh, settings.sh), from the
+# repository's root: building brsync and a window in release, and timing a
+# window to the moment it is mapped, with `zenity --list` (a GTK 3 dialog) as
+# the baseline (after scripts/lib/xvfb.sh).
+# build_windows WINDOW: brsync and the WINDOW program in release (as README
+# "Install" builds them), $bin their folder.
+# now: nanoseconds. wait_mapped STARTED NAME: milliseconds from STARTED until
+# a visible window named NAME exists (polled every ~2 ms: `xdotool search
+# --sync` polls too slowly to time with). median: of the numbers on stdin.
+# zenity_baseline RUNS MEDIAN: prints zenity's median and the ratio to MEDIAN.
+source Benchmarks/needs.sh
+needs "scripts/setup installs it" Xvfb xdotool
+build_windows() {
+  local flags=(-c release --static-swift-stdlib) out
+  # (GTK's pkg-config flags make SwiftPM warn about -pthread; only errors are shown.)
+  out="$(swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync 2>&1)" || { echo "$out" >&2; exit 1; }
+  out="$(swift build "${flags[@]}" --product "$1" 2>&1)" || { echo "$out" >&2; exit 1; }
+  bin="$(swift build "${flags[@]}" --show-bin-path)"
+}
+now() { date +%s%N; }
+wait_mapped() {
+  local started="$1" name="$2"
+  for _ in $(seq 5000); do
+    if xdotool search --onlyvisible --name "$name" >/dev/null 2>&1; then echo $(( ($(now) - started) / 1000000 )); return; fi
+  done
+  echo "no window '$name'" >&2
+  return 1
+}
+# close_window PID NAME: Esc to the window until its program is gone (a key
+# sent while the window is still settling can be lost), then it is ended.
+close_window() {
+  local window
+  window="$(xdotool search --onlyvisible --name "$2" | head -1)"
+  for _ in $(seq 50); do
+    kill -0 "$1" 2>/dev/null || break
+    xdotool key --window "$window" Escape 2>/dev/null || true
+    sleep 0.1
+  done
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+zenity_baseline() {
+  local runs="$1" ours="$2" pid
+  command -v zenity >/dev/null || { echo "baseline: zenity is not installed (apt-get install -y zenity)"; return; }
+  : >"$work/zenity"
+  for _ in $(seq "$runs"); do
+    local started; started=$(now)
+    zenity --list --title=ZenityBaseline --column=Browser firefox chromium >/dev/null 2>&1 &
+    pid=$!
+    wait_mapped "$started" "^ZenityBaseline\$" >>"$work/zenity" 2>/dev/null || { echo "baseline: zenity shows no window here"; return; }
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  done
+  local theirs; theirs="$(median <"$work/zenity")"
+  echo "baseline: zenity --list -> window mapped, median of $runs: $theirs ms (ratio $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')x)"
+}

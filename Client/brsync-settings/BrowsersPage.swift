@@ -1,0 +1,199 @@
+import BrsyncCommands
+import CGtk
+import Desktop
+import JSON
+import Model
+import Replica
+import SystemServices
+
+/// Browsers: those in the replica (synced) with how each starts on this
+/// machine (this machine's own), each enabled or not, the default, hidden
+/// from the picker or not, in the picker's order; profiles another machine
+/// made wait for an approval that shows exactly what would run. Finding the
+/// browsers installed here is one button.
+final class BrowsersPage {
+    let root: Widget
+    private let context: SettingsContext
+    private let list: Widget
+    private let summary: Widget
+
+    init(context: SettingsContext) {
+        self.context = context
+        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
+        summary = Widgets.label("", classes: ["dim-label"], wrap: true)
+        let detectButton = Widgets.button("_Find installed browsers", key: "Ctrl+D")
+        let top = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        gtk_widget_set_hexpand(summary, 1)
+        gtk_widget_set_valign(detectButton, GTK_ALIGN_START)
+        Widgets.append(top, summary, detectButton)
+        list = gtk_list_box_new()!
+        gtk_list_box_set_selection_mode(brsync_list_box(list), GTK_SELECTION_NONE)
+        gtk_widget_add_css_class(list, "boxed-list")
+        brsync_accessible_label(list, "Browsers")
+        Widgets.append(root, top, Widgets.scrolled(list, name: "Browsers list"))
+        Signals.on(detectButton, "clicked") { [unowned self] in detect() }
+    }
+
+    func reload() {
+        while let child = gtk_widget_get_first_child(list) { gtk_list_box_remove(brsync_list_box(list), child) }
+        let browsers: [LocalBrowser]
+        do {
+            browsers = try context.replica.browsers()
+        } catch {
+            context.show(error: "Could not read the browsers: \(error)")
+            return
+        }
+        // In the picker's order: moving one moves it there.
+        let sorted = browsers.sorted { Browser.inPickerOrder($0.browser, $1.browser) }
+        let usable = browsers.filter { BrowsersCommand.List.state(of: $0) == "usable" }.count
+        Widgets.setText(
+            summary,
+            browsers.isEmpty
+                ? "No browsers yet: find those installed here."
+                : "\(browsers.count) browsers, \(usable) can open links here. Names, profiles and order sync; how each starts is this machine's own."
+        )
+        for (position, browser) in sorted.enumerated() {
+            let row = row(browser, position: position, count: sorted.count)
+            gtk_list_box_append(brsync_list_box(list), row)
+            // The list's own row around it takes the focus: it says which browser it is.
+            if let holder = gtk_widget_get_parent(row) {
+                brsync_accessible_label(
+                    holder, DisplayText.printable("\(browser.browser.name) (\(browser.browser.id))"))
+            }
+        }
+    }
+
+    private func row(_ local: LocalBrowser, position: Int, count: Int) -> Widget {
+        let browser = local.browser
+        let id = browser.id
+        let shown = DisplayText.printable("\(browser.name) (\(id))")
+        let row = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 4, margin: 10)
+        let name = Widgets.label(shown + (local.isDefault ? " — default" : ""), classes: ["heading"])
+        gtk_label_set_ellipsize(brsync_label(name), PANGO_ELLIPSIZE_END)
+        let launch = Widgets.label(
+            Self.launchText(local), classes: local.profileHeld == nil ? ["dim-label", "caption"] : ["warning"],
+            wrap: true)
+        Widgets.append(row, name, launch)
+        let controls = Widgets.flow()
+        let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
+        Widgets.setActive(enabled, browser.enabled)
+        Signals.on(enabled, "toggled") { [unowned self] in
+            apply("\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")") {
+                _ = try context.replica.setBrowserEnabled(named: id, Widgets.isActive(enabled))
+            }
+        }
+        let hidden = Widgets.check("_Hidden from the picker", name: "\(shown) hidden from the picker")
+        Widgets.setActive(hidden, browser.isHiddenInPicker)
+        Signals.on(hidden, "toggled") { [unowned self] in
+            apply("\(shown) \(Widgets.isActive(hidden) ? "hidden from" : "shown in") the picker") {
+                _ = try context.replica.setHiddenInPicker(named: id, Widgets.isActive(hidden))
+            }
+        }
+        Widgets.flowAppend(controls, enabled, hidden)
+        if !local.isDefault {
+            Widgets.flowAppend(
+                controls,
+                Widgets.button("Make _default", detail: "Make \(shown) the default") { [unowned self] in
+                    apply("\(shown) is the default browser") { _ = try context.replica.setDefaultBrowser(named: id) }
+                })
+        }
+        if position > 0 {
+            Widgets.flowAppend(
+                controls, Widgets.button("_Up", detail: "Move \(shown) up") { [unowned self] in move(id, by: -1) })
+        }
+        if position < count - 1 {
+            Widgets.flowAppend(
+                controls, Widgets.button("Do_wn", detail: "Move \(shown) down") { [unowned self] in move(id, by: 1) })
+        }
+        if local.awaitsApproval {
+            Widgets.flowAppend(
+                controls,
+                Widgets.button("_Approve…", detail: "Approve \(shown)…") { [unowned self] in askApproval(local) })
+        }
+        Widgets.flowAppend(
+            controls,
+            Widgets.button("Re_move", detail: "Remove \(shown)") { [unowned self] in remove(id, shown: shown) })
+        Widgets.append(row, controls)
+        brsync_accessible_label(row, "\(shown)\(local.isDefault ? ", the default" : ""). \(Self.launchText(local))")
+        return row
+    }
+
+    /// Whether the browser can open links here, and how it starts (the words of `brsync browsers list`).
+    static func launchText(_ local: LocalBrowser) -> String {
+        if let held = local.profileHeld {
+            return DisplayText.printable(
+                local.awaitsApproval
+                    ? "Waits for your approval before it opens links here: \(held)." : "Cannot run here: \(held).")
+        }
+        let state = BrowsersCommand.List.state(of: local)
+        let launch = BrowsersCommand.List.launch(of: local)
+        return DisplayText.printable(
+            (state == "usable" ? "Opens links here" : "Cannot open links here: \(state)")
+                + (launch == "-" ? "." : ". Starts with: \(launch)"))
+    }
+
+    /// Runs `change`, says `done` (or what went wrong), and shows the result.
+    private func apply(_ done: String, _ change: () throws -> Void) {
+        do {
+            try change()
+            context.show(done)
+        } catch {
+            context.show(error: "\(error)")
+        }
+        // A toggle's own handler must not rebuild the row it belongs to.
+        Signals.soon { [weak context] in context?.reload() }
+    }
+
+    private func move(_ id: String, by offset: Int) {
+        apply("Picker order changed") {
+            var order = try context.replica.browsers().sorted { Browser.inPickerOrder($0.browser, $1.browser) }
+                .map(\.browser.id)
+            guard let index = order.firstIndex(of: id) else { return }
+            let target = max(0, min(order.count - 1, index + offset))
+            order.swapAt(index, target)
+            _ = try context.replica.setPickerOrder(order)
+        }
+    }
+
+    private func remove(_ id: String, shown: String) {
+        apply("Removed \(shown): its rules decide nothing until it is back (Find installed browsers)") {
+            _ = try context.replica.removeBrowser(named: id)
+        }
+    }
+
+    func detectNow() { detect() }
+
+    private func detect() {
+        do {
+            let detector = Detect.detector(environment: ProcessEnvironment.all())
+            let found = try Detect.recordInstalled(in: context.replica, detector: detector, replacing: false).found
+            context.show(found.isEmpty ? "No installed browsers found." : "Found \(found.count) installed browser(s).")
+        } catch {
+            context.show(error: "\(error)")
+        }
+        context.reload()
+    }
+
+    /// Asks before approving, showing exactly what would run.
+    private func askApproval(_ local: LocalBrowser) {
+        guard let profile = local.browser.profile,
+            let problem = ProfileArguments.problem(profile.arguments, base: profile.base)
+        else { return }
+        let question: String
+        do {
+            question = try BrowsersCommand.Approve.question(
+                local, profile: profile, problem: problem, replica: context.replica)
+        } catch {
+            context.show(error: "\(error)")
+            return
+        }
+        Dialogs.confirm(
+            parent: context.window, title: "Approve this profile?", text: question, accept: "_Approve",
+            accessibleName: "Approve \(local.browser.id)"
+        ) { [unowned self] in
+            apply("Approved \(local.browser.id): it runs with its arguments on this machine") {
+                try context.replica.approveProfile(local.browser.id)
+            }
+        }
+    }
+}

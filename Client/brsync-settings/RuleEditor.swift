@@ -1,0 +1,214 @@
+import BrsyncCommands
+import CGtk
+import Desktop
+import JSON
+import Model
+import Replica
+
+/// Adds, changes and removes one rule: its pattern (checked as it is typed,
+/// with the messages of `brsync rules add`), its browser, the app it is for,
+/// its priority, and whether its links keep their tracking parameters.
+/// What was typed stays when something is wrong.
+final class RuleEditor {
+    let root: Widget
+    private let context: SettingsContext
+    /// Called with the saved rule's pattern.
+    var saved: (String) -> Void = { _ in }
+    var removed: () -> Void = {}
+
+    private let title: Widget
+    private let pattern: Widget
+    private let check: Widget
+    private let browser: Widget
+    private let app: Widget
+    private let priority: Widget
+    private let keepTracking: Widget
+    private let removeButton: Widget
+    private let message: Widget
+    /// The browsers the drop-down lists, by position.
+    private var browserIDs: [String] = []
+    /// The rule being changed; nil for a new one.
+    private var editing: UrlRule?
+
+    init(context: SettingsContext) {
+        self.context = context
+        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 6)
+        title = Widgets.heading("New rule")
+        pattern = Widgets.entry(name: "Pattern", placeholder: "github.com, *.google.com, github.com/me/*")
+        check = Widgets.label("", classes: ["dim-label"], wrap: true)
+        browser = Widgets.dropDown([], name: "Browser")
+        app = Widgets.entry(name: "Only links from app", placeholder: "any app (or com.slack.Slack, thunderbird…)")
+        priority = Widgets.entry(name: "Priority", placeholder: "automatic: above every rule")
+        keepTracking = Widgets.check("_Keep tracking parameters", name: "Keep tracking parameters")
+        message = Widgets.label("", wrap: true)
+        gtk_label_set_selectable(brsync_label(message), 1)
+        brsync_accessible_label(message, "Message")
+        let buttons = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        let saveButton = Widgets.button("_Save", key: "Ctrl+S")
+        gtk_widget_add_css_class(saveButton, "suggested-action")
+        removeButton = Widgets.button("_Remove", key: "Delete in the list")
+        let newButton = Widgets.button("_New rule", key: "Ctrl+N")
+        Widgets.append(buttons, saveButton, removeButton, newButton)
+        Widgets.append(
+            root, title, Self.caption("Pattern"), pattern, check, Self.caption("Browser"), browser,
+            Self.caption("Only links from app (optional)"), app, Self.caption("Priority (higher decides first)"),
+            priority, keepTracking, buttons, message)
+        Signals.on(saveButton, "clicked") { [unowned self] in save() }
+        Signals.on(removeButton, "clicked") { [unowned self] in removeShown() }
+        Signals.on(newButton, "clicked") { [unowned self] in
+            edit(nil)
+            focusPattern()
+        }
+        Signals.on(pattern, "changed") { [unowned self] in checkPattern() }
+        Signals.on(app, "changed") { [unowned self] in checkPattern() }
+        Signals.on(pattern, "activate") { [unowned self] in save() }
+        Signals.on(priority, "activate") { [unowned self] in save() }
+        edit(nil)
+    }
+
+    private static func caption(_ text: String) -> Widget { Widgets.label(text, classes: ["caption"]) }
+
+    /// The browsers may have changed: the drop-down lists them again,
+    /// keeping the one chosen.
+    func reload() {
+        let chosen =
+            browserIDs.indices.contains(Widgets.selected(browser)) ? browserIDs[Widgets.selected(browser)] : nil
+        let browsers = (try? context.replica.browsers()) ?? []
+        browserIDs = browsers.map(\.browser.id)
+        Widgets.replaceItems(
+            of: browser,
+            with: browsers.map { DisplayText.printable("\($0.browser.name) (\($0.browser.id))") })
+        let wanted = chosen ?? editing?.browser ?? browsers.first(where: \.isDefault)?.browser.id
+        Widgets.select(browser, wanted.flatMap { browserIDs.firstIndex(of: $0) } ?? (browserIDs.isEmpty ? -1 : 0))
+        if let rule = editing, (try? context.replica.rule(pattern: rule.pattern)) == nil {
+            // Removed elsewhere: what was typed stays, as a new rule.
+            editing = nil
+            showMode()
+        }
+    }
+
+    /// Shows `rule` for changing, or empty fields for a new one.
+    func edit(_ rule: UrlRule?) {
+        editing = rule
+        let text = rule.map { RuleText($0.pattern) }
+        Widgets.setText(ofEntry: pattern, text?.pattern ?? "")
+        Widgets.setText(ofEntry: app, text?.app ?? "")
+        Widgets.setText(ofEntry: priority, rule.map { String($0.priority) } ?? "")
+        Widgets.setActive(keepTracking, rule?.keepsTracking ?? false)
+        if let id = rule?.browser, let index = browserIDs.firstIndex(of: id) { Widgets.select(browser, index) }
+        Widgets.setText(message, "")
+        showMode()
+        checkPattern()
+    }
+
+    private func showMode() {
+        Widgets.setText(title, editing == nil ? "New rule" : "Edit rule")
+        gtk_widget_set_sensitive(removeButton, editing == nil ? 0 : 1)
+    }
+
+    func focusPattern() { gtk_widget_grab_focus(pattern) }
+
+    /// The pattern as a rule would hold it, with its app, or what is wrong
+    /// (the words of `brsync rules add`).
+    private func typedPattern() -> Result<String, RuleProblem> {
+        let text = WindowPicker.trimmed(Widgets.text(of: pattern))
+        var appText = WindowPicker.trimmed(Widgets.text(of: app))
+        if appText.lowercased().hasSuffix(".desktop") { appText = String(appText.dropLast(8)) }
+        if !appText.isEmpty, let problem = Pattern.sourceIDProblem(appText) {
+            return .failure(RuleProblem("App: \(problem)"))
+        }
+        let full = appText.isEmpty ? text : "\(Pattern.sourcePrefix)\(appText) \(text)"
+        do {
+            _ = try Pattern(full)
+            return .success(full)
+        } catch {
+            return .failure(RuleProblem(error.description))
+        }
+    }
+
+    private func checkPattern() {
+        if WindowPicker.trimmed(Widgets.text(of: pattern)).isEmpty {
+            Widgets.setText(check, "Type a pattern: a domain, a path (github.com/me/*), or https://… for one scheme.")
+            return
+        }
+        switch typedPattern() {
+        case .success(let full):
+            let reach = WindowPicker.Request.rememberLabel(for: full)
+                .replacingOccurrences(of: "Remember for ", with: "")
+            Widgets.setText(check, "Valid: the rule decides \(reach == "Remember" ? "these links" : reach).")
+            gtk_widget_remove_css_class(check, "error")
+        case .failure(let problem):
+            Widgets.setText(check, problem.message)
+            gtk_widget_add_css_class(check, "error")
+        }
+    }
+
+    func save() {
+        let full: String
+        switch typedPattern() {
+        case .success(let text): full = text
+        case .failure(let problem):
+            say(problem.message, error: true)
+            return
+        }
+        let priorityText = WindowPicker.trimmed(Widgets.text(of: priority))
+        var chosenPriority: Int?
+        if !priorityText.isEmpty {
+            guard let number = Int(priorityText) else {
+                say("Priority: a whole number (10, -5), or empty for above every rule.", error: true)
+                return
+            }
+            chosenPriority = number
+        }
+        let index = Widgets.selected(browser)
+        guard browserIDs.indices.contains(index) else {
+            say("Choose a browser (the Browsers page finds those installed here).", error: true)
+            return
+        }
+        let keep = Widgets.isActive(keepTracking)
+        do {
+            let (rule, created) = try context.replica.addRule(
+                pattern: full, browser: browserIDs[index], priority: chosenPriority,
+                keepTracking: keep ? true : (editing?.keepsTracking == true ? false : nil))
+            // A changed pattern is another rule: the old one goes once the new one is saved.
+            if let old = editing, let oldKey = try? Pattern(old.pattern).key, let newKey = try? Pattern(full).key,
+                oldKey != newKey
+            {
+                _ = try context.replica.removeRule(pattern: old.pattern)
+            }
+            editing = rule
+            showMode()
+            say(
+                "\(created ? "Added" : "Saved") rule \(rule.pattern) → \(rule.browser) (priority \(rule.priority)).",
+                error: false)
+            saved(rule.pattern)
+        } catch {
+            say("\(error)", error: true)
+        }
+    }
+
+    func removeShown() {
+        guard let rule = editing else { return }
+        do {
+            let gone = try context.replica.removeRule(pattern: rule.pattern)
+            editing = nil
+            showMode()
+            say("Removed rule \(gone.pattern) → \(gone.browser). Save puts it back.", error: false)
+            removed()
+        } catch {
+            say("\(error)", error: true)
+        }
+    }
+
+    private func say(_ text: String, error: Bool) {
+        Widgets.setText(message, text)
+        if error { gtk_widget_add_css_class(message, "error") } else { gtk_widget_remove_css_class(message, "error") }
+        brsync_accessible_label(message, text)
+        context.showMessage(text, error)
+    }
+}
+
+struct RuleProblem: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,90 @@
+import CGtk
+
+/// Swift closures as GLib signal handlers and timers. The connection owns the
+/// closure (retained here, released by GLib when the handler goes away), so
+/// a page can connect its own methods without a global.
+enum Signals {
+    /// A closure kept alive by the connection it serves.
+    private final class Box<Body> {
+        let body: Body
+        init(_ body: Body) { self.body = body }
+    }
+
+    private static let release: GClosureNotify = { data, _ in
+        guard let data else { return }
+        Unmanaged<AnyObject>.fromOpaque(data).release()
+    }
+
+    private static func connect<Body>(_ instance: gpointer, _ signal: String, _ trampoline: GCallback, _ body: Body) {
+        let data = Unmanaged.passRetained(Box(body) as AnyObject).toOpaque()
+        brsync_signal_connect_owned(instance, signal, trampoline, data, release)
+    }
+
+    private static func body<Body>(_ data: gpointer?) -> Body {
+        // Safe: `data` is the Box<Body> passed to `connect` with this trampoline.
+        (Unmanaged<AnyObject>.fromOpaque(data!).takeUnretainedValue() as! Box<Body>).body
+    }
+
+    /// A signal of no arguments and no result ("clicked", "changed", "activate", "toggled").
+    static func on(_ instance: gpointer, _ signal: String, _ body: @escaping () -> Void) {
+        let trampoline: @convention(c) (gpointer?, gpointer?) -> Void = { _, data in
+            (Self.body(data) as () -> Void)()
+        }
+        connect(instance, signal, unsafeBitCast(trampoline, to: GCallback.self), body)
+    }
+
+    /// A signal that answers whether it handled the event ("close-request").
+    static func handling(_ instance: gpointer, _ signal: String, _ body: @escaping () -> Bool) {
+        let trampoline: @convention(c) (gpointer?, gpointer?) -> gboolean = { _, data in
+            (Self.body(data) as () -> Bool)() ? 1 : 0
+        }
+        connect(instance, signal, unsafeBitCast(trampoline, to: GCallback.self), body)
+    }
+
+    /// A signal with one pointer argument: a list item factory's "setup" and
+    /// "bind" (the GtkListItem), "notify::…" (the property's spec).
+    static func withObject(_ instance: gpointer, _ signal: String, _ body: @escaping (gpointer) -> Void) {
+        let trampoline: @convention(c) (gpointer?, gpointer?, gpointer?) -> Void = { _, object, data in
+            guard let object else { return }
+            (Self.body(data) as (gpointer) -> Void)(object)
+        }
+        connect(instance, signal, unsafeBitCast(trampoline, to: GCallback.self), body)
+    }
+
+    /// "key-pressed" of a key controller: the key and whether Control, Shift
+    /// and Alt are held; true when handled.
+    static func keys(
+        _ controller: gpointer, _ body: @escaping (_ key: guint, _ control: Bool, _ shift: Bool, _ alt: Bool) -> Bool
+    ) {
+        let trampoline: @convention(c) (gpointer?, guint, guint, GdkModifierType, gpointer?) -> gboolean = {
+            _, key, _, state, data in
+            let handle = Self.body(data) as (guint, Bool, Bool, Bool) -> Bool
+            return handle(
+                key, state.rawValue & GDK_CONTROL_MASK.rawValue != 0,
+                state.rawValue & GDK_SHIFT_MASK.rawValue != 0, state.rawValue & GDK_ALT_MASK.rawValue != 0)
+                ? 1 : 0
+        }
+        connect(controller, "key-pressed", unsafeBitCast(trampoline, to: GCallback.self), body)
+    }
+
+    /// Runs `body` every `milliseconds` on the main loop while it returns true.
+    static func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
+        let data = Unmanaged.passRetained(Box(body) as AnyObject).toOpaque()
+        let trampoline: @convention(c) (gpointer?) -> gboolean = { data in
+            (Self.body(data) as () -> Bool)() ? 1 : 0
+        }
+        let destroy: GDestroyNotify = { data in
+            guard let data else { return }
+            Unmanaged<AnyObject>.fromOpaque(data).release()
+        }
+        g_timeout_add_full(G_PRIORITY_DEFAULT, milliseconds, trampoline, data, destroy)
+    }
+
+    /// Runs `body` once, when the main loop is next idle.
+    static func soon(_ body: @escaping () -> Void) {
+        every(milliseconds: 0) {
+            body()
+            return false
+        }
+    }
+}

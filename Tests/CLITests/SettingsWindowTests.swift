@@ -1,0 +1,246 @@
+import Foundation
+import JSON
+import TestSupport
+import Testing
+
+/// The settings window (`brsync-settings`, GTK 4) on a real X server (Xvfb),
+/// driven through AT-SPI as a screen reader user drives it
+/// (Tests/Scripts/settings-accessibility.py), with the real binaries and a
+/// real replica; what it did is then checked with the commands.
+@Suite(.serialized) struct SettingsWindowTests {
+    /// What the script printed, by kind.
+    struct Run {
+        let result: ProcessResult
+        var lines: [String] { result.stdout.split(separator: "\n").map(String.init) }
+        func values(_ kind: String) -> [String] {
+            lines.filter { $0.hasPrefix(kind + " ") }.map { String($0.dropFirst(kind.count + 1)) }
+        }
+        var nodes: [[String: JSONValue]] {
+            values("NODE").compactMap {
+                guard case .object(let object)? = try? JSONValue.parse($0) else { return nil }
+                return object
+            }
+        }
+        var exitStatus: String? { values("EXIT").first }
+    }
+
+    static func ready() -> Bool {
+        let needed = PickerWindowTests.tools + ["/usr/bin/dbus-daemon"]
+        let atspi = try? ProcessRunner.run(
+            "/usr/bin/python3",
+            ["-c", "import gi; gi.require_version('Atspi', '2.0'); from gi.repository import Atspi"])
+        guard needed.allSatisfy(FileManager.default.isExecutableFile(atPath:)), atspi?.status == 0 else {
+            Issue.record(
+                "Xvfb, xdotool, dbus-daemon and Python's AT-SPI bindings are needed (scripts/setup installs them)")
+            return false
+        }
+        return true
+    }
+
+    /// Opens the window on the replica in `home` and runs `steps` (see the script).
+    static func drive(home: String, path: String? = nil, _ steps: [String]) throws -> Run {
+        let server = try XvfbDesktopTests.XServer()
+        defer { server.stop() }
+        let runtime = try TemporaryDirectory(prefix: "brsync-a11y")
+        defer { runtime.remove() }
+        chmod(runtime.path, 0o700)
+        let result = try ProcessRunner.run(
+            "/usr/bin/timeout",
+            [
+                "-k", "5", "100", "/usr/bin/python3", "-W", "ignore",
+                Repository.file("Tests/Scripts/settings-accessibility.py"), ProcessRunner.binary("brsync-settings"),
+            ] + steps,
+            environment: [
+                "DISPLAY": server.display, "WAYLAND_DISPLAY": "", "GTK_A11Y": "atspi", "XDG_RUNTIME_DIR": runtime.path,
+                "NO_AT_BRIDGE": "0", "BRSYNC_HOME": home, "PATH": path ?? "/usr/bin:/bin",
+                // (XDG_DATA_DIRS stays the system's: the accessibility bus reads its settings schemas there.)
+                "HOME": runtime.path, "XDG_DATA_HOME": runtime.file("data"), "XDG_CONFIG_HOME": runtime.file("config"),
+            ], timeout: 110)
+        return Run(result: result)
+    }
+
+    /// A rule added in the window decides links at once: `resolve` (another
+    /// process) says so. A pattern that is none, and a priority that is no
+    /// number, are said in the window and change nothing; what was typed stays.
+    @Test func aRuleAddedInTheWindowDecidesLinks() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        #expect(try world.run("browsers", "default", "--clear").status == 0)
+        let before = try world.run("resolve", "https://news.example/story")
+        #expect(before.status != 0, "\(before)")
+        let rulesBefore = try world.run("rules", "list", "--json").stdout
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "text:Pattern=bad pattern", "press:Save", "find:label:it contains whitespace",
+                "text:Pattern=news.example", "text:Priority=high", "press:Save", "find:label:Status: Priority:",
+                "run:\(world.brsync) rules list --json > \(world.directory.file("unchanged"))",
+                "text:Priority=", "press:Save", "find:label:Status: Added rule news.example",
+                "find:panel:news.example, opens in",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let added = try #require(run.values("FOUND").first { $0.hasPrefix("Status: Added rule") }, "\(run.result)")
+        let unchanged = try String(contentsOfFile: world.directory.file("unchanged"), encoding: .utf8)
+        #expect(unchanged == rulesBefore, "bad input changed the rules")
+        let after = try world.run("resolve", "https://news.example/story")
+        #expect(after.status == 0, "\(after)")
+        // The browser the window said is the one resolve now names.
+        let browser = try #require(added.split(separator: "→").last?.split(separator: " ").first.map(String.init))
+        #expect(after.stdout.contains(browser) && after.stdout.contains("news.example"), "\(after) \(added)")
+    }
+
+    /// "Test a link" says which browser opens a link and why, for a link
+    /// clicked anywhere and in one app; a link that is none is said so.
+    @Test func testingALinkSaysWhatOpensItAndWhy() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
+        #expect(try world.run("rules", "add", "--from-app", "thunderbird", "github.com", "firefox").status == 0)
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "text:Link to test=https://www.github.com/me/x?utm_source=mail",
+                "find:label:Result: Opens in Chrome (chrome): the rule github.com decides.",
+                "find:label:url: https://www.github.com/me/x?utm_source=mail",
+                "text:Clicked in app=thunderbird",
+                "find:label:Result: Opens in Firefox (firefox): the rule from:thunderbird github.com decides.",
+                "text:Link to test=https://news.example/", "find:label:Result: Opens in Firefox (firefox), the default",
+                "text:Link to test=javascript:alert(1)", "find:label:Result: not a web URL",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        #expect(run.values("FOUND").count == 5, "\(run.result)")
+    }
+
+    /// Removing a browser in the window marks the rules that name it, as
+    /// `rules list` does.
+    @Test func removingABrowserMarksItsRules() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "key:ctrl+2", "press:Remove Chrome (chrome)", "find:label:Status: Removed Chrome (chrome)",
+                "key:ctrl+1",
+                "find:panel:github.com, opens in chrome, priority 0. Decides nothing here: browser 'chrome'",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let list = try world.run("rules", "list").stdout
+        #expect(list.contains("decides nothing"), "\(list)")
+    }
+
+    /// Edits made elsewhere (here a command in a terminal) show without
+    /// reopening the window.
+    @Test func editsMadeElsewhereShowInTheWindow() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let home = world.directory.file("brsync")
+        let run = try Self.drive(
+            home: home, path: world.environment["PATH"],
+            [
+                "find:label:0 rules",
+                "run:BRSYNC_HOME='\(home)' \(world.brsync) rules add elsewhere.example chrome",
+                "find:panel:elsewhere.example, opens in chrome", "find:label:1 rules",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+    }
+
+    /// What a screen reader finds: every control that takes the focus is
+    /// named, with no GTK class names and no mnemonic underscores; the rows
+    /// say their rule or browser; buttons can be pressed by their action.
+    @Test func everyControlIsNamedForScreenReaders() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"], ["dump", "key:ctrl+2", "dump"])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let nodes = run.nodes
+        #expect(nodes.count > 40, "\(run.result)")
+        // (What is on the page shown: GTK's own pop-ups, not shown, keep their class names.)
+        for node in nodes where node["focusable"] == .bool(true) && node["showing"] == .bool(true) {
+            let name = node["name"]?.stringValue ?? ""
+            #expect(!name.isEmpty && !name.hasPrefix("Gtk") && !name.contains("_"), "unnamed: \(node)")
+        }
+        func named(_ role: String) -> Set<String> {
+            Set(nodes.filter { $0["role"]?.stringValue == role }.compactMap { $0["name"]?.stringValue })
+        }
+        #expect(named("frame") == ["brsync Settings"])
+        #expect(named("text").isSuperset(of: ["Pattern", "Priority", "Only links from app", "Link to test"]))
+        #expect(named("entry").contains("Search rules"))
+        #expect(named("list").isSuperset(of: ["Rules", "Browsers"]))
+        #expect(named("panel").contains("github.com, opens in chrome, priority 0"), "\(named("panel"))")
+        #expect(named("check box").contains("Chrome (chrome) enabled"))
+        let descriptions = Set(nodes.compactMap { $0["description"]?.stringValue })
+        #expect(descriptions.isSuperset(of: ["Remove Chrome (chrome)", "Remove Firefox (firefox)"]), "\(descriptions)")
+        for node in nodes
+        where node["role"]?.stringValue == "push button" && node["showing"] == .bool(true) {
+            #expect(node["actions"] == .array([.string("click")]), "\(node)")
+        }
+    }
+
+    /// A profile another machine made, with arguments synced data alone may
+    /// not choose, waits in the window too; approving it shows exactly what
+    /// would run first, and only the second press approves it.
+    @Test func approvingAProfileMadeOnAnotherMachine() throws {
+        guard Self.ready() else { return }
+        let world = try CLIWorld(.sqlite)
+        let (laptop, desktop) = (try world.replica("laptop"), try world.replica("desktop"))
+        // An encrypted account: its server cannot look at profiles, so the machines check them.
+        try world.encryptAccount(on: laptop, sharingWith: [desktop])
+        for home in [laptop, desktop] {
+            try world.mustRun(home, ["browsers", "add", "chromium", "--exec", "/bin/true %u"])
+        }
+        try world.mustRun(
+            laptop,
+            ["browsers", "add", "work", "--from", "chromium", "--args", "--renderer-cmd-prefix=touch /tmp/pwned"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        #expect(try world.run(desktop, ["browsers", "list"]).stdout.contains("waits for approval"))
+        // Named after its base and arguments, as the laptop made it.
+        let shown = "Approve Chromium (--renderer-cmd-prefix=touch /tmp/pwned) (work)"
+        let run = try Self.drive(
+            home: desktop,
+            [
+                "key:ctrl+2", "find:label:Waits for your approval", "press:\(shown)…",
+                "find:label:work is a synced profile of chromium",
+                "run:BRSYNC_HOME='\(desktop)' \(world.brsync) browsers list > '\(world.directory.file("asked"))'",
+                "press:Approve work", "find:label:Status: Approved work",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        #expect(
+            run.values("FOUND").contains { $0.contains("/bin/true --renderer-cmd-prefix=touch /tmp/pwned") },
+            "\(run.result)")
+        let asked = try String(contentsOfFile: world.directory.file("asked"), encoding: .utf8)
+        #expect(asked.contains("waits for approval"), "approved before the second press: \(asked)")
+        let list = try world.run(desktop, ["browsers", "list"]).stdout
+        #expect(!list.contains("waits for approval"), "\(list)")
+    }
+
+    /// `brsync settings` starts the window beside it, for its --home; with no
+    /// display it says so and that every setting is a command.
+    @Test func theSettingsCommandNeedsADisplay() throws {
+        let world = try DesktopClickTests.readyWorld()
+        let refused = try world.run("settings")
+        #expect(refused.status == 2 && refused.stderr.contains("no display"), "\(refused)")
+    }
+
+    /// The application menu's entry (Deploy/brsync-settings.desktop, as
+    /// scripts/install writes it) passes desktop-file-validate and starts
+    /// `brsync settings` from where brsync is installed.
+    @Test func theMenuEntryIsValid() throws {
+        let validate = "/usr/bin/desktop-file-validate"
+        guard FileManager.default.isExecutableFile(atPath: validate) else {
+            Issue.record("desktop-file-validate is missing (scripts/setup installs desktop-file-utils)")
+            return
+        }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let template = try String(contentsOfFile: Repository.file("Deploy/brsync-settings.desktop"), encoding: .utf8)
+        let entry = template.replacingOccurrences(of: "@BINDIR@", with: "/home/someone/.local/bin")
+        #expect(entry.contains("Exec=/home/someone/.local/bin/brsync settings\n"), "\(entry)")
+        try entry.write(toFile: directory.file("brsync-settings.desktop"), atomically: true, encoding: .utf8)
+        let result = try ProcessRunner.run(validate, [directory.file("brsync-settings.desktop")])
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty, "\(result)")
+    }
+}
