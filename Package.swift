@@ -160,7 +160,9 @@ let package = Package(
         // application menu: the commands' library calls behind a window.
         .executableTarget(
             name: "brsync-settings",
-            dependencies: ["BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SystemServices"],
+            dependencies: [
+                "BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SyncCommands", "SystemServices",
+            ],
             path: "Client/brsync-settings"
         ),
         // The logic of brsync-sync's commands as library calls: the command

@@ -170,4 +170,36 @@ extension Replica {
     public func setTrackingParameters(_ cleanup: LinkCleanup?) throws {
         try setSetting(Self.trackingParametersSetting, cleanup?.settingText)
     }
+
+    /// Takes `removing` off the tracking parameter list (case does not
+    /// matter) and adds `adding` (NAME or PREFIX*) where not there yet, in
+    /// one write: `cleanup params` and the settings window.
+    /// - Returns: the list now.
+    /// - Throws: ``ReplicaError/invalidInput(_:)`` for a name that is none,
+    ///   one not on the list to remove, or a list past ``LinkCleanup/maxParameters``;
+    ///   nothing is written then.
+    @discardableResult
+    public func changeTrackingParameters(adding: [String], removing: [String]) throws -> [String] {
+        for name in adding {
+            if let problem = LinkCleanup.problem(name: name) { throw ReplicaError.invalidInput(problem) }
+        }
+        return try transaction {
+            var names = try linkCleanup().parameters
+            for name in removing {
+                guard let index = names.firstIndex(where: { $0.lowercased() == name.lowercased() }) else {
+                    throw ReplicaError.invalidInput(
+                        "'\(DisplayText.printable(name))' is not on the list; see 'brsync cleanup show'")
+                }
+                names.remove(at: index)
+            }
+            for name in adding where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
+                names.append(name)
+            }
+            guard names.count <= LinkCleanup.maxParameters else {
+                throw ReplicaError.invalidInput("the list holds at most \(LinkCleanup.maxParameters) names")
+            }
+            try setTrackingParameters(LinkCleanup(parameters: names))
+            return names
+        }
+    }
 }

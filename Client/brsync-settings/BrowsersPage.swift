@@ -78,14 +78,14 @@ final class BrowsersPage {
         let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
         Widgets.setActive(enabled, browser.enabled)
         Signals.on(enabled, "toggled") { [unowned self] in
-            apply("\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")") {
+            context.apply("\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")") {
                 _ = try context.replica.setBrowserEnabled(named: id, Widgets.isActive(enabled))
             }
         }
         let hidden = Widgets.check("_Hidden from the picker", name: "\(shown) hidden from the picker")
         Widgets.setActive(hidden, browser.isHiddenInPicker)
         Signals.on(hidden, "toggled") { [unowned self] in
-            apply("\(shown) \(Widgets.isActive(hidden) ? "hidden from" : "shown in") the picker") {
+            context.apply("\(shown) \(Widgets.isActive(hidden) ? "hidden from" : "shown in") the picker") {
                 _ = try context.replica.setHiddenInPicker(named: id, Widgets.isActive(hidden))
             }
         }
@@ -94,7 +94,9 @@ final class BrowsersPage {
             Widgets.flowAppend(
                 controls,
                 Widgets.button("Make _default", detail: "Make \(shown) the default") { [unowned self] in
-                    apply("\(shown) is the default browser") { _ = try context.replica.setDefaultBrowser(named: id) }
+                    context.apply("\(shown) is the default browser") {
+                        _ = try context.replica.setDefaultBrowser(named: id)
+                    }
                 })
         }
         if position > 0 {
@@ -132,20 +134,8 @@ final class BrowsersPage {
                 + (launch == "-" ? "." : ". Starts with: \(launch)"))
     }
 
-    /// Runs `change`, says `done` (or what went wrong), and shows the result.
-    private func apply(_ done: String, _ change: () throws -> Void) {
-        do {
-            try change()
-            context.show(done)
-        } catch {
-            context.show(error: "\(error)")
-        }
-        // A toggle's own handler must not rebuild the row it belongs to.
-        Signals.soon { [weak context] in context?.reload() }
-    }
-
     private func move(_ id: String, by offset: Int) {
-        apply("Picker order changed") {
+        context.apply("Picker order changed") {
             var order = try context.replica.browsers().sorted { Browser.inPickerOrder($0.browser, $1.browser) }
                 .map(\.browser.id)
             guard let index = order.firstIndex(of: id) else { return }
@@ -156,7 +146,7 @@ final class BrowsersPage {
     }
 
     private func remove(_ id: String, shown: String) {
-        apply("Removed \(shown): its rules decide nothing until it is back (Find installed browsers)") {
+        context.apply("Removed \(shown): its rules decide nothing until it is back (Find installed browsers)") {
             _ = try context.replica.removeBrowser(named: id)
         }
     }
@@ -191,7 +181,7 @@ final class BrowsersPage {
             parent: context.window, title: "Approve this profile?", text: question, accept: "_Approve",
             accessibleName: "Approve \(local.browser.id)"
         ) { [unowned self] in
-            apply("Approved \(local.browser.id): it runs with its arguments on this machine") {
+            context.apply("Approved \(local.browser.id): it runs with its arguments on this machine") {
                 try context.replica.approveProfile(local.browser.id)
             }
         }

@@ -38,6 +38,20 @@ final class SettingsContext {
         reload()
     }
 
+    /// Runs `change`, says `done` (or what went wrong: nothing else
+    /// changes, what was typed stays), and shows every page again once the
+    /// signal that asked for it has returned (a toggle must not rebuild the
+    /// row it sits in while its own handler runs).
+    func apply(_ done: String, _ change: () throws -> Void) {
+        do {
+            try change()
+            show(done)
+        } catch {
+            show(error: "\(error)")
+        }
+        Signals.soon { [weak self] in self?.reload() }
+    }
+
     func show(error: String) { showMessage(error, true) }
     func show(_ text: String) { showMessage(text, false) }
 

@@ -4,7 +4,7 @@ import SystemServices
 
 /// The window: its pages (a sidebar beside them when wide, a page menu above
 /// them when narrow), a line at the foot that says what the last action did,
-/// and the keys: Escape or Ctrl+W closes, Ctrl+1… picks a page, Ctrl+F
+/// and the keys: Escape or Ctrl+W closes, Ctrl+1…5 picks a page, Ctrl+F
 /// searches the rules, Ctrl+N starts a rule, Ctrl+S saves it, Ctrl+T tests
 /// a link, Ctrl+D finds installed browsers, Delete in the rules list removes
 /// the rule shown.
@@ -21,6 +21,9 @@ final class SettingsWindow {
     private let footer: Widget
     let rules: RulesPage
     let browsers: BrowsersPage
+    let cleanup: CleanupPage
+    let desktop: DesktopPage
+    let exchange: ExchangePage
     private let pages: [(id: String, title: String, root: Widget)]
     private(set) var closed = false
     private var wide: Bool?
@@ -42,9 +45,15 @@ final class SettingsWindow {
 
         rules = RulesPage(context: context)
         browsers = BrowsersPage(context: context)
+        cleanup = CleanupPage(context: context)
+        desktop = DesktopPage(context: context)
+        exchange = ExchangePage(context: context)
         pages = [
             ("rules", "Rules", rules.root),
             ("browsers", "Browsers", browsers.root),
+            ("cleanup", "Link cleanup", Widgets.scrolled(cleanup.root)),
+            ("desktop", "This desktop", Widgets.scrolled(desktop.root)),
+            ("exchange", "Import and export", Widgets.scrolled(exchange.root)),
         ]
         stack = gtk_stack_new()!
         gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
@@ -81,6 +90,8 @@ final class SettingsWindow {
         Widgets.append(outer, pageMenu, content, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), footer)
         gtk_window_set_child(brsync_window(window), outer)
 
+        desktop.showPage = { [unowned self] id in show(page: id) }
+        desktop.findBrowsers = { [unowned self] in browsers.detectNow() }
         context.showMessage = { [unowned self] text, isError in
             Widgets.setText(footer, text)
             brsync_accessible_label(footer, "Status: \(text)")
@@ -93,6 +104,8 @@ final class SettingsWindow {
         context.reloadPages = { [unowned self] in
             rules.reload()
             browsers.reload()
+            cleanup.reload()
+            desktop.reload()
         }
 
         Signals.handling(window, "close-request") { [unowned self] in

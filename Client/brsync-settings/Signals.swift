@@ -1,4 +1,5 @@
 import CGtk
+import Foundation
 
 /// Swift closures as GLib signal handlers and timers. The connection owns the
 /// closure (retained here, released by GLib when the handler goes away), so
@@ -51,6 +52,14 @@ enum Signals {
         connect(instance, signal, unsafeBitCast(trampoline, to: GCallback.self), body)
     }
 
+    /// A signal with one integer argument (a dialog's "response").
+    static func withInteger(_ instance: gpointer, _ signal: String, _ body: @escaping (Int32) -> Void) {
+        let trampoline: @convention(c) (gpointer?, gint, gpointer?) -> Void = { _, value, data in
+            (Self.body(data) as (Int32) -> Void)(value)
+        }
+        connect(instance, signal, unsafeBitCast(trampoline, to: GCallback.self), body)
+    }
+
     /// "key-pressed" of a key controller: the key and whether Control, Shift
     /// and Alt are held; true when handled.
     static func keys(
@@ -80,6 +89,25 @@ enum Signals {
         g_timeout_add_full(G_PRIORITY_DEFAULT, milliseconds, trampoline, data, destroy)
     }
 
+    /// Runs `work` on a thread of its own (a check that may wait on the
+    /// network), then `done` with its result on the main loop.
+    static func inBackground<Result>(_ work: @escaping @Sendable () -> Result, then done: @escaping (Result) -> Void) {
+        // Safe: the one value `work` made, of this type.
+        let hand = Hand { done($0 as! Result) }
+        let thread = Thread {
+            hand.result = work()
+            let data = Unmanaged.passRetained(hand as AnyObject).toOpaque()
+            g_idle_add(
+                { data in
+                    // Safe: `data` is the Hand retained just above, released here once.
+                    let hand = Unmanaged<AnyObject>.fromOpaque(data!).takeRetainedValue() as! Hand
+                    if let result = hand.result { hand.done(result) }
+                    return 0
+                }, data)
+        }
+        thread.start()
+    }
+
     /// Runs `body` once, when the main loop is next idle.
     static func soon(_ body: @escaping () -> Void) {
         every(milliseconds: 0) {
@@ -87,4 +115,13 @@ enum Signals {
             return false
         }
     }
+}
+
+/// A background result handed to the main loop: the worker writes `result`
+/// before it queues the main loop's call, which alone reads it and runs
+/// `done` (GLib orders the two, so no lock is needed).
+private final class Hand: @unchecked Sendable {
+    var result: Any?
+    let done: (Any) -> Void
+    init(_ done: @escaping (Any) -> Void) { self.done = done }
 }

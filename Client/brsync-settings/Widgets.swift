@@ -21,6 +21,7 @@ enum Widgets {
         gtk_flow_box_set_column_spacing(OpaquePointer(flow), 6)
         gtk_flow_box_set_row_spacing(OpaquePointer(flow), 6)
         gtk_flow_box_set_homogeneous(OpaquePointer(flow), 0)
+        gtk_widget_set_valign(flow, GTK_ALIGN_START)
         return flow
     }
 

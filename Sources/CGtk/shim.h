@@ -139,5 +139,7 @@ static inline void brsync_list_view_scroll_to(GtkWidget *list, guint position) {
 }
 
 static inline GtkEntry *brsync_entry(GtkWidget *widget) { return GTK_ENTRY(widget); }
+static inline GtkFileChooser *brsync_file_chooser(gpointer object) { return GTK_FILE_CHOOSER(object); }
+static inline GtkNativeDialog *brsync_native_dialog(gpointer object) { return GTK_NATIVE_DIALOG(object); }
 
 #endif

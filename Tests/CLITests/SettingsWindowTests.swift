@@ -38,7 +38,9 @@ import Testing
     }
 
     /// Opens the window on the replica in `home` and runs `steps` (see the script).
-    static func drive(home: String, path: String? = nil, _ steps: [String]) throws -> Run {
+    static func drive(
+        home: String, path: String? = nil, environment extra: [String: String] = [:], _ steps: [String]
+    ) throws -> Run {
         let server = try XvfbDesktopTests.XServer()
         defer { server.stop() }
         let runtime = try TemporaryDirectory(prefix: "brsync-a11y")
@@ -55,7 +57,7 @@ import Testing
                 "NO_AT_BRIDGE": "0", "BRSYNC_HOME": home, "PATH": path ?? "/usr/bin:/bin",
                 // (XDG_DATA_DIRS stays the system's: the accessibility bus reads its settings schemas there.)
                 "HOME": runtime.path, "XDG_DATA_HOME": runtime.file("data"), "XDG_CONFIG_HOME": runtime.file("config"),
-            ], timeout: 110)
+            ].merging(extra) { _, given in given }, timeout: 110)
         return Run(result: result)
     }
 
@@ -153,7 +155,8 @@ import Testing
         let world = try DesktopClickTests.readyWorld()
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"], ["dump", "key:ctrl+2", "dump"])
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            ["dump", "key:ctrl+2", "dump", "key:ctrl+3", "dump", "key:ctrl+4", "dump"])
         #expect(run.exitStatus == "0", "\(run.result)")
         let nodes = run.nodes
         #expect(nodes.count > 40, "\(run.result)")
@@ -242,5 +245,121 @@ import Testing
         try entry.write(toFile: directory.file("brsync-settings.desktop"), atomically: true, encoding: .utf8)
         let result = try ProcessRunner.run(validate, [directory.file("brsync-settings.desktop")])
         #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty, "\(result)")
+    }
+
+    /// The tracking parameters: one added, one removed, a name that is none
+    /// said as it is typed; `cleanup show` (another process) sees the list.
+    @Test func theTrackingParametersChangeInTheWindow() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "key:ctrl+3", "text:Parameter to take off links=bad name",
+                "find:label:a parameter name holds only A-Z",
+                "text:Parameter to take off links=tracker_id", "press:Add", "find:label:Status: Added tracker_id",
+                "find:push button:utm_*", "press:Remove utm_*", "find:label:Status: Removed utm_*",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let shown = try world.run("cleanup", "show").stdout
+        #expect(shown.contains("tracker_id") && !shown.contains("utm_*") && shown.contains("synced list"), "\(shown)")
+    }
+
+    /// "Make brsync the default browser" does what `brsync install` does: the
+    /// MIME defaults point at brsync.desktop, which opens links with this
+    /// replica; "Put the previous default back" restores the one there was.
+    @Test func theDefaultBrowserIsFixedFromTheWindow() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let config = world.directory.file("config")
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        try "[Default Applications]\nx-scheme-handler/http=firefox.desktop\nx-scheme-handler/https=firefox.desktop\n"
+            .write(toFile: config + "/mimeapps.list", atomically: true, encoding: .utf8)
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            environment: ["XDG_CONFIG_HOME": config, "XDG_DATA_HOME": world.directory.file("data")],
+            [
+                "key:ctrl+4", "find:label:web links (http): firefox",
+                "press:Make brsync the default browser", "find:label:Status: brsync is the default browser",
+                "find:label:brsync opens web links and HTML files here",
+                "run:cat '\(config)/mimeapps.list' '\(world.directory.file("data/applications/brsync.desktop"))' > '\(world.directory.file("installed"))'",
+                "press:Put the previous default back", "find:label:Status: The default browser is firefox again",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let installed = try String(contentsOfFile: world.directory.file("installed"), encoding: .utf8)
+        #expect(installed.contains("x-scheme-handler/https=brsync.desktop"), "\(installed)")
+        #expect(installed.contains("open --home \(world.directory.file("brsync")) %u"), "\(installed)")
+        let after = try String(contentsOfFile: config + "/mimeapps.list", encoding: .utf8)
+        #expect(after.contains("x-scheme-handler/https=firefox.desktop"), "\(after)")
+    }
+
+    /// Export to a file and import it into another replica, from the
+    /// window; a file that is no export is said so and changes nothing.
+    @Test func exportAndImportFromTheWindow() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
+        let exported = world.directory.file("exported.json")
+        let bad = world.directory.file("bad.json")
+        try "{\"rules\": 5}".write(toFile: bad, atomically: true, encoding: .utf8)
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "key:ctrl+5", "text:File=\(exported)", "press:Export to this file",
+                "find:label:Status: Exported 2 browser(s) and 1 rule(s)",
+                "text:File=\(bad)", "press:Import from this file", "find:label:is not a valid brsync export",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let text = try String(contentsOfFile: exported, encoding: .utf8)
+        #expect(text.contains("\"github.com\"") && text.contains("brsync-export"), "\(text)")
+        // The file reads back with the command, into a fresh replica.
+        let other = world.directory.file("other")
+        #expect(try ProcessRunner.run(world.brsync, ["--home", other, "init"]).status == 0)
+        let imported = try ProcessRunner.run(world.brsync, ["--home", other, "import", exported])
+        #expect(imported.status == 0 && imported.stdout.contains("1 rule(s)"), "\(imported)")
+        // And the window imports what the command exported.
+        let again = try Self.drive(
+            home: other, path: world.environment["PATH"],
+            ["key:ctrl+5", "text:File=\(exported)", "press:Import from this file", "find:label:Status: Imported"])
+        #expect(again.exitStatus == "0", "\(again.result)")
+    }
+
+    /// "Check this machine" lists doctor's findings, each problem with its
+    /// fix: here brsync is not the default browser, and the finding's button
+    /// makes it so (doctor, run after, finds nothing wrong there).
+    @Test func doctorsFindingsComeWithTheirFix() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            environment: [
+                "XDG_CONFIG_HOME": world.directory.file("config"), "XDG_DATA_HOME": world.directory.file("data"),
+            ],
+            [
+                "key:ctrl+4", "press:Check this machine", "find:label:Problem — default browser",
+                "press:Make brsync the default browser: default browser",
+                "find:label:Status: brsync is the default browser",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let doctor = try world.run("doctor")
+        #expect(
+            !doctor.stdout.contains("PROBLEM default browser") && doctor.stdout.contains("ok      default browser"),
+            "\(doctor)")
+    }
+
+    /// Light and dark follow the desktop: a settings portal that says dark
+    /// at start makes the window dark; switching it to light, while the
+    /// window is open, makes it light (its background, read from the screen).
+    @Test func lightAndDarkFollowTheDesktop() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            ["portal:1", "find:label:Status", "sleep:1", "pixel:300,600", "portal-switch", "sleep:1", "pixel:300,600"])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let pixels = run.values("PIXEL").map { $0.split(separator: " ").compactMap { Int($0) } }
+        try #require(pixels.count == 2 && pixels.allSatisfy { $0.count == 3 }, "\(run.result)")
+        let (dark, light) = (pixels[0].reduce(0, +) / 3, pixels[1].reduce(0, +) / 3)
+        #expect(dark < 100 && light > 180, "dark \(pixels[0]), light \(pixels[1])")
     }
 }

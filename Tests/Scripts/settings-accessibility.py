@@ -20,6 +20,10 @@ its window, then runs each STEP in turn, printing what it finds:
                           of its windows (a question asked in one of its own):
                           `FOUND name`
     run:COMMAND           runs COMMAND with /bin/sh (an edit made elsewhere)
+    portal:SCHEME         (first step only) a settings portal (fake-portal.py) on the
+                          bus before the window starts, saying color-scheme SCHEME
+    portal-switch         the portal switches dark and light, as a desktop does
+    pixel:X,Y             the screen's colour at X,Y: `PIXEL r g b` (0-255)
     sleep:SECONDS
 
 A step that cannot be done prints `ERROR …` and ends the run (exit 3); the
@@ -27,6 +31,9 @@ window is closed at the end with Ctrl+W and `EXIT status` printed. Needs
 python3-gi, gir1.2-atspi-2.0 and xdotool (Debian).
 """
 import json
+import os
+import signal
+import struct
 import subprocess
 import sys
 import time
@@ -42,8 +49,28 @@ def xdotool_window():
     return found.stdout.split()[0]
 
 
+def pixel(x, y):
+    """The screen's colour at x, y, from an xwd of the root window (24 or 32
+    bits a pixel, blue first, as Xvfb writes it)."""
+    shot = subprocess.run(["xwd", "-root", "-silent"], check=True, timeout=20, capture_output=True).stdout
+    header = struct.unpack(">25I", shot[:100])
+    header_size, bits_per_pixel, bytes_per_line, colours = header[0], header[11], header[12], header[19]
+    if bits_per_pixel not in (24, 32):
+        fail(f"the screen has {bits_per_pixel} bits a pixel, not 24 or 32")
+    offset = header_size + colours * 12 + y * bytes_per_line + x * (bits_per_pixel // 8)
+    blue, green, red = shot[offset], shot[offset + 1], shot[offset + 2]
+    return [red, green, blue]
+
+
 def main():
     settings, steps = sys.argv[1], sys.argv[2:]
+    portal = None
+    if steps and steps[0].startswith("portal:"):
+        portal = subprocess.Popen(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "fake-portal.py"),
+                                   steps[0].partition(":")[2]], stdout=subprocess.PIPE, text=True)
+        if portal.stdout.readline().strip() != "READY":
+            fail("the settings portal did not start")
+        steps = steps[1:]
     process = subprocess.Popen([settings], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         app = wait_for(lambda: application("brsync-settings"), 20, "application 'brsync-settings' on the accessibility bus")
@@ -79,6 +106,13 @@ def main():
             elif kind == "run":
                 done = subprocess.run(["/bin/sh", "-c", rest], capture_output=True, text=True, timeout=30)
                 print(f"RAN {done.returncode} {done.stdout.strip()} {done.stderr.strip()}".rstrip(), flush=True)
+            elif kind == "portal-switch":
+                if portal is None:
+                    fail("no portal was started (portal:SCHEME first)")
+                portal.send_signal(signal.SIGUSR1)
+            elif kind == "pixel":
+                x, _, y = rest.partition(",")
+                print("PIXEL " + " ".join(str(value) for value in pixel(int(x), int(y))), flush=True)
             elif kind == "sleep":
                 time.sleep(float(rest))
             else:

@@ -35,20 +35,29 @@ public struct AskNext: ParsableCommand {
         _ = try global.openReplica() // a replica, or the usual message
         if cancel {
             print(
-                try removeSetting(Self.path(home: home))
+                try Self.cancel(home: home)
                     ? "taken back: the next link opens as its rules decide" : "no link was going to ask")
             return
         }
-        do throws(SecretFile.Failure) {
-            try SecretFile.write(
-                Array(String(WatchWake.bootMillis()).utf8), to: Self.path(home: home), what: "the ask-next request")
-        } catch {
-            throw CLIFailure(message: error.message)
-        }
+        try Self.request(home: home)
         print(
             "the next link opened within a minute asks which browser opens it ('brsync ask-next --cancel' takes it back)"
         )
     }
+
+    /// Makes the next link opened within ``lifetimeMillis`` ask (the command
+    /// and the settings window's button).
+    public static func request(home: String) throws(CLIFailure) {
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(
+                Array(String(WatchWake.bootMillis()).utf8), to: path(home: home), what: "the ask-next request")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+    }
+
+    /// Takes the request back: true when there was one.
+    public static func cancel(home: String) throws -> Bool { try removeSetting(path(home: home)) }
 
     /// Takes a request made within its lifetime, for one link: true when there
     /// was one (a stale one is removed and says nothing). Only one process
@@ -115,7 +124,7 @@ public struct HoldToAsk: ParsableCommand {
         }
         if key.lowercased() == "off" {
             print(
-                try removeSetting(Self.path(home: home))
+                try Self.choose(nil, home: home)
                     ? "off: holding a key while clicking changes nothing" : "it was off")
             return
         }
@@ -125,12 +134,7 @@ public struct HoldToAsk: ParsableCommand {
                     "'\(DisplayText.printable(key.prefix(40)))' is not a key brsync can read: use shift, ctrl, alt, super or off"
             )
         }
-        do throws(SecretFile.Failure) {
-            try SecretFile.write(
-                Array(modifier.rawValue.utf8), to: Self.path(home: home), what: "the hold-to-ask setting")
-        } catch {
-            throw CLIFailure(message: error.message)
-        }
+        try Self.choose(modifier, home: home)
         print(
             "links clicked while holding \(modifier.label) ask which browser opens them\(Self.sessionNote(environment))"
         )
@@ -142,6 +146,19 @@ public struct HoldToAsk: ParsableCommand {
             ExitStatus.warn("many window managers take Alt+click to move a window, and the app never sees the click")
         case .shift, .super: break
         }
+    }
+
+    /// Makes `modifier` the key held to ask on this machine; nil turns it off.
+    /// - Returns: whether anything changed when turning it off (it was on).
+    @discardableResult
+    public static func choose(_ modifier: HeldKeys.Modifier?, home: String) throws -> Bool {
+        guard let modifier else { return try removeSetting(path(home: home)) }
+        do throws(SecretFile.Failure) {
+            try SecretFile.write(Array(modifier.rawValue.utf8), to: path(home: home), what: "the hold-to-ask setting")
+        } catch {
+            throw CLIFailure(message: error.message)
+        }
+        return true
     }
 
     /// The key chosen on this machine, or nil. A file that does not read or
@@ -195,7 +212,7 @@ public struct HoldToAsk: ParsableCommand {
     }
 
     /// Whether this session's keys can be read, tried now; else why not.
-    static func sessionNote(_ environment: [String: String]) -> String {
+    public static func sessionNote(_ environment: [String: String]) -> String {
         if let reason = HeldKeys.unreadable(environment: environment) { return " on X11; not here: \(reason)" }
         do throws(HeldKeys.Failure) {
             _ = try HeldKeys.held(environment: environment)

@@ -96,21 +96,7 @@ public struct CleanupCommand: ParsableCommand {
                 print("tracking parameters: the default list (\(LinkCleanup.defaultParameters.count) names)")
                 return
             }
-            var names = try replica.linkCleanup().parameters
-            for name in removed {
-                guard let index = names.firstIndex(where: { $0.lowercased() == name.lowercased() }) else {
-                    throw CLIFailure(
-                        message: "'\(DisplayText.printable(name))' is not on the list; see 'brsync cleanup show'")
-                }
-                names.remove(at: index)
-            }
-            for name in added where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
-                names.append(name)
-            }
-            guard names.count <= LinkCleanup.maxParameters else {
-                throw CLIFailure(message: "the list holds at most \(LinkCleanup.maxParameters) names")
-            }
-            try replica.setTrackingParameters(LinkCleanup(parameters: names))
+            let names = try replica.changeTrackingParameters(adding: added, removing: removed)
             print("tracking parameters (\(names.count)): \(names.joined(separator: " "))")
         }
     }

@@ -33,24 +33,30 @@ public struct Import: ParsableCommand {
     @Argument(help: "The file to import, or '-'.", completion: .file(extensions: ["json"])) var file: String
 
     public func run() throws {
-        let data: Data
-        if file == "-" {
-            data = readStandardInput()
-        } else {
-            data = try FileInput.read(file, what: "the file")
-        }
+        let data = file == "-" ? readStandardInput() : try FileInput.read(file, what: "the file")
+        let summary = try Self.importExport(
+            data, named: file == "-" ? "standard input" : file, into: global.openReplica())
+        print(
+            "imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed"
+        )
+    }
+
+    /// Imports `data`, an export read from `name`: all or nothing (the
+    /// command and the settings window).
+    /// - Throws: `CLIFailure` naming where an export that does not read
+    ///   went wrong; the replica's errors for a record it refuses.
+    public static func importExport(
+        _ data: Data, named name: String, into replica: Replica
+    ) throws
+        -> Replica.ImportSummary
+    {
         let document: ExportDocument
         do {
             document = try JSONDecoder().decode(ExportDocument.self, from: data)
         } catch let error as DecodingError {
-            throw CLIFailure(
-                message:
-                    "\(file == "-" ? "standard input" : file) is not a valid brsync export: \(Self.describe(error))")
+            throw CLIFailure(message: "\(name) is not a valid brsync export: \(describe(error))")
         }
-        let summary = try global.openReplica().importDocument(document)
-        print(
-            "imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed"
-        )
+        return try replica.importDocument(document)
     }
 
     private func readStandardInput() -> Data {
