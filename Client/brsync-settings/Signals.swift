@@ -108,6 +108,21 @@ enum Signals {
         thread.start()
     }
 
+    /// Runs `body` once, after what is waiting to be drawn has been drawn
+    /// (a low priority: GTK's layout and painting come first).
+    static func afterDrawing(_ body: @escaping () -> Void) {
+        let data = Unmanaged.passRetained(Box(body) as AnyObject).toOpaque()
+        let trampoline: @convention(c) (gpointer?) -> gboolean = { data in
+            (Self.body(data) as () -> Void)()
+            return 0
+        }
+        let destroy: GDestroyNotify = { data in
+            guard let data else { return }
+            Unmanaged<AnyObject>.fromOpaque(data).release()
+        }
+        g_idle_add_full(G_PRIORITY_LOW, trampoline, data, destroy)
+    }
+
     /// Runs `body` once, when the main loop is next idle.
     static func soon(_ body: @escaping () -> Void) {
         every(milliseconds: 0) {

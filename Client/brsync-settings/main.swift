@@ -44,8 +44,9 @@ do {
 }
 let context = SettingsContext(replica: opened.replica, home: home)
 let settings = SettingsWindow(context: context)
-context.reload()
 settings.present()
+// The window shows first; the replica (20,000 rules take ~100 ms) fills it right after.
+Signals.afterDrawing { context.reload() }
 if opened.created {
     context.show("Made a new replica in \(home). Find the browsers installed here on the Browsers page (Ctrl+D).")
 }
