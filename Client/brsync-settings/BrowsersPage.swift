@@ -74,6 +74,34 @@ final class BrowsersPage {
             Self.launchText(local), classes: local.profileHeld == nil ? ["dim-label", "caption"] : ["warning"],
             wrap: true)
         Widgets.append(row, name, launch)
+        // This machine's own command (never synced), for a browser that is not a profile.
+        if browser.profile == nil {
+            let command = Widgets.entry(name: "Launch command for \(shown) here", placeholder: "firefox %u")
+            Widgets.setText(ofEntry: command, local.exec ?? "")
+            gtk_widget_set_hexpand(command, 1)
+            let save = Widgets.button("_Save command", detail: "Save the launch command for \(shown)")
+            let line = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+            Widgets.append(line, command, save)
+            Widgets.append(
+                row, Widgets.label("Launch command here (this machine's own, never synced):", classes: ["caption"]),
+                line)
+            let saveCommand = { [unowned self] in
+                let text = WindowPicker.trimmed(Widgets.text(of: command))
+                guard !text.isEmpty else {
+                    context.show(error: "Type the command that starts \(shown) here (%u is the link).")
+                    return
+                }
+                do {
+                    let added = try BrowsersCommand.Add.add(to: context.replica, id: id, exec: text)
+                    context.show(([added.summary] + added.warnings).joined(separator: ". "))
+                } catch {
+                    context.show(error: "\(error)")
+                }
+                Signals.soon { [weak context] in context?.reload() }
+            }
+            Signals.on(save, "clicked", saveCommand)
+            Signals.on(command, "activate", saveCommand)
+        }
         let controls = Widgets.flow()
         let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
         Widgets.setActive(enabled, browser.enabled)
@@ -111,6 +139,13 @@ final class BrowsersPage {
             Widgets.flowAppend(
                 controls,
                 Widgets.button("_Approve…", detail: "Approve \(shown)…") { [unowned self] in askApproval(local) })
+        }
+        if browser.profile == nil {
+            Widgets.flowAppend(
+                controls,
+                Widgets.button("New _profile…", detail: "Make a profile of \(shown)…") { [unowned self] in
+                    makeProfile(of: id, shown: shown)
+                })
         }
         Widgets.flowAppend(
             controls,
@@ -162,6 +197,26 @@ final class BrowsersPage {
             context.show(error: "\(error)")
         }
         context.reload()
+    }
+
+    /// Makes a profile of a browser: its launch command with arguments added
+    /// (a profile name, a private window; others run here and wait for each
+    /// other machine's approval), as `browsers add ID --from BASE --args`.
+    private func makeProfile(of base: String, shown: String) {
+        Dialogs.form(
+            parent: context.window, title: "New profile of \(shown)",
+            text: "A profile is another browser for rules: \(shown)'s command with arguments added, such as -P work "
+                + "(Firefox) or --profile-directory=Work (Chrome). It syncs; each machine runs its own \(shown).",
+            fields: [("Profile id", "work"), ("Arguments", "-P work")], accept: "_Make profile"
+        ) { [unowned self] values in
+            let (id, args) = (WindowPicker.trimmed(values[0]), WindowPicker.trimmed(values[1]))
+            guard !id.isEmpty, !args.isEmpty else {
+                throw RuleProblem("Give the profile an id and its arguments.")
+            }
+            let added = try BrowsersCommand.Add.add(to: context.replica, id: id, from: base, args: args)
+            context.show(([added.summary] + added.warnings).joined(separator: ". "))
+            Signals.soon { [weak context] in context?.reload() }
+        }
     }
 
     /// Asks before approving, showing exactly what would run.

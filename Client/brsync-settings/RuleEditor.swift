@@ -208,7 +208,9 @@ final class RuleEditor {
     }
 }
 
-struct RuleProblem: Error {
+/// What is wrong with what was typed, in words for the person.
+struct RuleProblem: Error, CustomStringConvertible {
     let message: String
     init(_ message: String) { self.message = message }
+    var description: String { message }
 }

@@ -362,4 +362,27 @@ import Testing
         let (dark, light) = (pixels[0].reduce(0, +) / 3, pixels[1].reduce(0, +) / 3)
         #expect(dark < 100 && light > 180, "dark \(pixels[0]), light \(pixels[1])")
     }
+
+    /// This machine's launch command is changed, and a profile made, from the
+    /// Browsers page, with the command's checks: a profile with no id is said
+    /// in its form, which stays open with what was typed.
+    @Test func aLaunchCommandAndAProfileAreMadeInTheWindow() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "key:ctrl+2", "text:Launch command for Chrome (chrome) here=fakechrome --incognito %u",
+                "press:Save the launch command for Chrome (chrome)", "find:label:Status: browser chrome",
+                // (the page is rebuilt after a save: its buttons are new ones)
+                "sleep:0.5", "press:Make a profile of Firefox (firefox)…", "find:frame:New profile of Firefox",
+                "text:Arguments=-P work",
+                "press:Make profile", "find:label:Problem: Give the profile an id",
+                "text:Profile id=work", "press:Make profile", "find:label:Status: browser work: a profile of firefox",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let list = try world.run("browsers", "list").stdout
+        #expect(list.contains("fakechrome --incognito %u"), "\(list)")
+        #expect(list.contains("work") && list.contains("profile of firefox"), "\(list)")
+    }
 }

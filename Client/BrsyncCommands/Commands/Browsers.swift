@@ -123,8 +123,22 @@ public struct BrowsersCommand: ParsableCommand {
         }
 
         public func run() throws {
-            let replica = try global.openReplica()
-            let exec = self.exec
+            let added = try Self.add(
+                to: global.openReplica(), id: id, name: name, format: format, scheme: scheme, exec: exec, from: from,
+                args: args)
+            for warning in added.warnings { ExitStatus.warn(warning) }
+            print(added.summary)
+        }
+
+        /// Adds or updates a browser, or makes a profile of one (`from` and
+        /// `args`), with the command's checks (a command that would hand
+        /// links back to brsync is refused), as `browsers add` and the
+        /// settings window do it.
+        /// - Returns: the browser's id, what `browsers add` warns of, and its line.
+        public static func add(
+            to replica: Replica, id: String, name: String? = nil, format: String? = nil, scheme: String? = nil,
+            exec: String? = nil, from: String? = nil, args: String? = nil
+        ) throws -> (id: String, warnings: [String], summary: String) {
             // A command that hands the link to the default browser (brsync) would bring every link back here.
             if let exec, let arguments = try? ExecCommand(exec).arguments, let loop = Click.loopProblem(arguments) {
                 throw CLIFailure(
@@ -132,8 +146,8 @@ public struct BrowsersCommand: ParsableCommand {
                         "--exec: \(loop). Give the browser's own command ('brsync browsers detect' finds installed browsers)"
                 )
             }
-            var name = self.name
-            var format = self.format
+            var name = name
+            var format = format
             var profile: BrowserProfile?
             if let from, let args {
                 let base = try replica.requireBrowser(named: from)
@@ -152,33 +166,33 @@ public struct BrowsersCommand: ParsableCommand {
             let id = try replica.addBrowser(
                 id: id, name: name, format: format, scheme: scheme, exec: exec, profile: profile)
             let added = try replica.findBrowser(named: id)
+            var warnings: [String] = []
             if let profile, let problem = ProfileArguments.problem(profile.arguments, base: profile.base) {
                 // Approved here, as it was made here; elsewhere it waits for each machine's approval.
-                ExitStatus.warn(
+                warnings.append(
                     "these arguments run on this machine only, and on another once its user approves them there "
                         + "('brsync browsers approve \(id)'): \(problem)")
             }
             if let held = added?.profileHeld, added?.awaitsApproval == false {
-                ExitStatus.warn("\(id) cannot run here: \(held)")
+                warnings.append("\(id) cannot run here: \(held)")
             }
+            let summary: String
             if let profile, added?.execFrom != nil {
-                print(
+                summary =
                     "browser \(id): a profile of \(profile.base) (every machine runs its own \(profile.base) with \(profile.arguments.map(ExecCommand.quote).joined(separator: " ")))"
-                )
             } else if let profile {
-                print(
+                summary =
                     "browser \(id): a profile of \(profile.base), not usable here until \(profile.base) has a launch command ('brsync browsers detect')"
-                )
             } else {
-                print(
+                summary =
                     "browser \(id)\(added?.isUsable == true ? "" : " (not usable here until it has a launch command: --exec)")"
-                )
             }
             // Kept (another machine may have it, or it is installed later), but said now.
             if let exec, let problem = List.programProblem(exec) {
-                ExitStatus.warn(
+                warnings.append(
                     "\(id)'s command cannot start here yet: \(problem); the picker leaves it out until it can")
             }
+            return (id, warnings, summary)
         }
     }
 
