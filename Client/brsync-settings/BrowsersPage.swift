@@ -22,9 +22,9 @@ final class BrowsersPage {
         root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         summary = Widgets.label("", classes: ["dim-label"], wrap: true)
         let detectButton = Widgets.button("_Find installed browsers", key: "Ctrl+D")
-        let top = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
-        gtk_widget_set_hexpand(summary, 1)
-        gtk_widget_set_valign(detectButton, GTK_ALIGN_START)
+        // One above the other: the page fits a window 360 px wide.
+        let top = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 6)
+        gtk_widget_set_halign(detectButton, GTK_ALIGN_START)
         Widgets.append(top, summary, detectButton)
         list = gtk_list_box_new()!
         gtk_list_box_set_selection_mode(brsync_list_box(list), GTK_SELECTION_NONE)
@@ -75,16 +75,18 @@ final class BrowsersPage {
             wrap: true)
         Widgets.append(row, name, launch)
         // This machine's own command (never synced), for a browser that is not a profile.
+        var saveButton: Widget?
         if browser.profile == nil {
             let command = Widgets.entry(name: "Launch command for \(shown) here", placeholder: "firefox %u")
             Widgets.setText(ofEntry: command, local.exec ?? "")
             gtk_widget_set_hexpand(command, 1)
             let save = Widgets.button("_Save command", detail: "Save the launch command for \(shown)")
-            let line = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
-            Widgets.append(line, command, save)
             Widgets.append(
-                row, Widgets.label("Launch command here (this machine's own, never synced):", classes: ["caption"]),
-                line)
+                row,
+                Widgets.label(
+                    "Launch command here (this machine's own, never synced):", classes: ["caption"], wrap: true),
+                command)
+            saveButton = save
             let saveCommand = { [unowned self] in
                 let text = WindowPicker.trimmed(Widgets.text(of: command))
                 guard !text.isEmpty else {
@@ -94,15 +96,17 @@ final class BrowsersPage {
                 do {
                     let added = try BrowsersCommand.Add.add(to: context.replica, id: id, exec: text)
                     context.show(([added.summary] + added.warnings).joined(separator: ". "))
+                    Signals.soon { [weak context] in context?.reload() }
                 } catch {
-                    context.show(error: "\(error)")
+                    // What was typed stays in the field; the option's name means nothing here.
+                    context.show(error: "\(error)".replacingOccurrences(of: "--exec: ", with: "That command: "))
                 }
-                Signals.soon { [weak context] in context?.reload() }
             }
             Signals.on(save, "clicked", saveCommand)
             Signals.on(command, "activate", saveCommand)
         }
         let controls = Widgets.flow()
+        if let saveButton { Widgets.flowAppend(controls, saveButton) }
         let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
         Widgets.setActive(enabled, browser.enabled)
         Signals.on(enabled, "toggled") { [unowned self] in
@@ -118,7 +122,8 @@ final class BrowsersPage {
             }
         }
         Widgets.flowAppend(controls, enabled, hidden)
-        if !local.isDefault {
+        // A disabled browser opens nothing: it cannot be the default.
+        if !local.isDefault && browser.enabled {
             Widgets.flowAppend(
                 controls,
                 Widgets.button("Make _default", detail: "Make \(shown) the default") { [unowned self] in
@@ -181,6 +186,15 @@ final class BrowsersPage {
     }
 
     private func remove(_ id: String, shown: String) {
+        Dialogs.confirm(
+            parent: context.window, title: "Remove \(shown)?",
+            text: "Remove \(shown) from every machine? Its rules are kept but decide nothing until it is back "
+                + "(Find installed browsers, or on another machine).",
+            accept: "_Remove", accessibleName: "Remove \(shown) from every machine"
+        ) { [unowned self] in removeNow(id, shown: shown) }
+    }
+
+    private func removeNow(_ id: String, shown: String) {
         context.apply("Removed \(shown): its rules decide nothing until it is back (Find installed browsers)") {
             _ = try context.replica.removeBrowser(named: id)
         }

@@ -67,7 +67,9 @@ final class CleanupPage {
                     + "press one to take it off the list:")
         for parameter in cleanup.parameters {
             let shown = DisplayText.printable(parameter)
-            let button = Widgets.button(shown.replacingOccurrences(of: "_", with: "__"), detail: "Remove \(shown)")
+            // "×": pressing it takes the name off (said in the description too).
+            let button = Widgets.button(
+                shown.replacingOccurrences(of: "_", with: "__") + "  ×", detail: "Remove \(shown)")
             Signals.on(button, "clicked") { [unowned self] in
                 context.apply("Removed \(shown): links keep it.") {
                     try context.replica.changeTrackingParameters(adding: [], removing: [parameter])

@@ -118,22 +118,25 @@ final class DesktopPage {
     /// Runs doctor's checks on a thread of its own (the server's may wait on
     /// the network), then lists each problem and note with its fix: a button
     /// where the window can do it, the command otherwise.
-    private func check() {
+    private func check(announce: Bool = true) {
         gtk_widget_set_sensitive(checkButton, 0)
-        context.show("Checking this machine…")
+        if announce { context.show("Checking this machine…") }
         let (home, environment) = (context.home, ProcessEnvironment.all())
         Signals.inBackground({ Doctor.examine(home: home, environment: environment) }) { [weak self] found in
-            self?.show(found)
+            self?.show(found, announce: announce)
         }
     }
 
-    private func show(_ found: [Doctor.Finding]) {
+    private func show(_ found: [Doctor.Finding], announce: Bool) {
         gtk_widget_set_sensitive(checkButton, 1)
         while let child = gtk_widget_get_first_child(findings) { gtk_box_remove(brsync_box(findings), child) }
         let worth = found.filter { $0.state != .ok }
-        context.show(
-            worth.contains { $0.state == .problem }
-                ? "\(worth.filter { $0.state == .problem }.count) problem(s) found." : "Nothing wrong found.")
+        // After a fix the line at the foot keeps what the fix did.
+        if announce {
+            context.show(
+                worth.contains { $0.state == .problem }
+                    ? "\(worth.filter { $0.state == .problem }.count) problem(s) found." : "Nothing wrong found.")
+        }
         for finding in worth {
             let row = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 4)
             let text = "\(finding.state == .problem ? "Problem" : "Note") — \(finding.check): \(finding.detail)"
@@ -159,6 +162,18 @@ final class DesktopPage {
 
     /// The window's own way to do a fix doctor names as a command, when it has one.
     private func fixAction(_ fix: String) -> (String, () -> Void)? {
+        // Each fix checks again after it, so the list shows what is still wrong.
+        guard let (title, action) = plainFixAction(fix) else { return nil }
+        return (
+            title,
+            { [unowned self] in
+                action()
+                check(announce: false)
+            }
+        )
+    }
+
+    private func plainFixAction(_ fix: String) -> (String, () -> Void)? {
         if fix.hasPrefix("brsync install") || fix.hasPrefix("brsync --home") && fix.contains(" install") {
             return ("Make brsync the _default browser", { [unowned self] in makeDefault() })
         }

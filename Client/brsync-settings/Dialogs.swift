@@ -23,7 +23,7 @@ enum Dialogs {
 
     static func confirm(
         parent: Widget?, title: String, text: String, accept: String, accessibleName: String,
-        then action: @escaping () -> Void
+        cancel cancelTitle: String = "_Cancel", cancelled: @escaping () -> Void = {}, then action: @escaping () -> Void
     ) {
         let dialog = window(parent: parent, title: title)
         let box = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 12, margin: 18)
@@ -31,7 +31,10 @@ enum Dialogs {
         gtk_label_set_selectable(brsync_label(question), 1)
         let buttons = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
-        let cancel = Widgets.button("_Cancel") { gtk_window_destroy(brsync_window(dialog)) }
+        let cancel = Widgets.button(cancelTitle) {
+            gtk_window_destroy(brsync_window(dialog))
+            cancelled()
+        }
         let ok = Widgets.button(accept, detail: accessibleName) {
             gtk_window_destroy(brsync_window(dialog))
             action()

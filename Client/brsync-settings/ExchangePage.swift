@@ -23,19 +23,16 @@ final class ExchangePage {
         file = Widgets.entry(name: "File", placeholder: "~/brsync-export.json")
         Widgets.setText(ofEntry: file, "\(ProcessEnvironment.value("HOME") ?? "")/brsync-export.json")
         let choose = Widgets.button("_Choose…")
-        let row = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
-        gtk_widget_set_hexpand(file, 1)
-        Widgets.append(row, file, choose)
         let export = Widgets.button("_Export to this file")
         let importing = Widgets.button("_Import from this file")
         let buttons = Widgets.flow()
-        Widgets.flowAppend(buttons, export, importing)
+        Widgets.flowAppend(buttons, choose, export, importing)
         Widgets.append(
             root, Widgets.heading("Import and export"),
             Widgets.label(
                 "Browsers, rules and settings as JSON, the form 'brsync export' writes and the phone reads. "
                     + "Launch commands stay on this machine. An import changes nothing unless every record in it is valid.",
-                classes: ["dim-label"], wrap: true), row, buttons)
+                classes: ["dim-label"], wrap: true), file, buttons)
         Signals.on(choose, "clicked") { [unowned self] in chooseFile() }
         Signals.on(export, "clicked") { [unowned self] in exportAsked() }
         Signals.on(importing, "clicked") { [unowned self] in importFile() }

@@ -108,6 +108,25 @@ final class RuleEditor {
 
     func focusPattern() { gtk_widget_grab_focus(pattern) }
 
+    /// The rule shown, if any (nil while a new one is typed).
+    var shownRule: UrlRule? { editing }
+
+    /// Whether what the fields hold differs from the rule shown (or, for a
+    /// new rule, whether anything was typed): closing or moving to another
+    /// rule then asks first.
+    var hasUnsavedChanges: Bool {
+        let typed = (
+            WindowPicker.trimmed(Widgets.text(of: pattern)), WindowPicker.trimmed(Widgets.text(of: app)),
+            WindowPicker.trimmed(Widgets.text(of: priority))
+        )
+        guard let rule = editing else { return !typed.0.isEmpty || !typed.1.isEmpty || !typed.2.isEmpty }
+        let shown = RuleText(rule.pattern)
+        let index = Widgets.selected(browser)
+        return typed.0 != shown.pattern || typed.1 != (shown.app ?? "") || typed.2 != String(rule.priority)
+            || Widgets.isActive(keepTracking) != rule.keepsTracking
+            || (browserIDs.indices.contains(index) && browserIDs[index] != rule.browser)
+    }
+
     /// The pattern as a rule would hold it, with its app, or what is wrong
     /// (the words of `brsync rules add`).
     private func typedPattern() -> Result<String, RuleProblem> {
@@ -127,6 +146,8 @@ final class RuleEditor {
     }
 
     private func checkPattern() {
+        // What the last Save said no longer applies once the fields change.
+        Widgets.setText(message, "")
         if WindowPicker.trimmed(Widgets.text(of: pattern)).isEmpty {
             Widgets.setText(check, "Type a pattern: a domain, a path (github.com/me/*), or https://… for one scheme.")
             return
@@ -176,11 +197,13 @@ final class RuleEditor {
             {
                 _ = try context.replica.removeRule(pattern: old.pattern)
             }
-            editing = rule
-            showMode()
+            let renamed = editing.map { $0.pattern != rule.pattern } ?? false
+            let was = editing?.pattern
+            // The fields now show the rule as saved (its priority, when left to be chosen).
+            edit(rule)
             say(
-                "\(created ? "Added" : "Saved") rule \(rule.pattern) → \(rule.browser) (priority \(rule.priority)).",
-                error: false)
+                "\(created && !renamed ? "Added" : "Saved") rule \(rule.pattern) → \(rule.browser) (priority \(rule.priority))"
+                    + (renamed ? ", which replaces \(was ?? "")." : "."), error: false)
             saved(rule.pattern)
         } catch {
             say("\(error)", error: true)

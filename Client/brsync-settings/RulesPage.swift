@@ -205,10 +205,11 @@ final class RulesPage {
 
     private func updateCount() {
         let shown = g_list_model_get_n_items(brsync_list_model(UnsafeMutableRawPointer(selection)))
-        let text = words.isEmpty ? "\(rules.count) rules" : "\(shown) of \(rules.count)"
+        let all = rules.count == 1 ? "1 rule" : "\(rules.count) rules"
+        let text = words.isEmpty ? all : shown == 0 ? "none of \(all)" : "\(shown) of \(rules.count)"
         Widgets.setText(count, text)
         brsync_accessible_label(
-            count, words.isEmpty ? "\(rules.count) rules" : "\(shown) of \(rules.count) rules shown")
+            count, words.isEmpty ? all : shown == 0 ? "none of \(all)" : "\(shown) of \(all) shown")
     }
 
     // MARK: - Rows
@@ -260,8 +261,33 @@ final class RulesPage {
         return rules[index]
     }
 
+    /// Another rule chosen in the list: the editor shows it, unless what it
+    /// holds is not saved; then it asks first (Keep editing goes back to it).
     private func selectionChanged() {
-        if let rule = selectedRule { editor.edit(rule) }
+        guard let rule = selectedRule, rule.pattern != editor.shownRule?.pattern else { return }
+        guard editor.hasUnsavedChanges else { return editor.edit(rule) }
+        let current = editor.shownRule?.pattern
+        Dialogs.confirm(
+            parent: context.window, title: "Discard your changes?",
+            text: "The rule in the editor has changes that are not saved. Discard them and show "
+                + "\(DisplayText.printable(rule.pattern))?",
+            accept: "_Discard", accessibleName: "Discard the changes", cancel: "_Keep editing",
+            cancelled: { [unowned self] in
+                if let current { select(pattern: current) } else { unselect() }
+            }
+        ) { [unowned self] in editor.edit(rule) }
+    }
+
+    var hasUnsavedChanges: Bool { editor.hasUnsavedChanges }
+
+    /// Clears the search when it holds text and has the keyboard (Escape
+    /// there clears it, as in every search field): true when it did.
+    func clearSearchIfFocused() -> Bool {
+        guard let focus = gtk_root_get_focus(gtk_widget_get_root(search)),
+            focus == search || gtk_widget_is_ancestor(focus, search) != 0, !Widgets.text(of: search).isEmpty
+        else { return false }
+        Widgets.setText(ofEntry: search, "")
+        return true
     }
 
     private func unselect() {

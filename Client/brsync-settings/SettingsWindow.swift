@@ -4,7 +4,9 @@ import SystemServices
 
 /// The window: its pages (a sidebar beside them when wide, a page menu above
 /// them when narrow), a line at the foot that says what the last action did,
-/// and the keys: Escape or Ctrl+W closes, Ctrl+1…5 picks a page, Ctrl+F
+/// and the keys: Escape or Ctrl+W closes (asking first when a rule being
+/// edited is not saved; Escape in a search that holds text clears it),
+/// Ctrl+1…5 picks a page, Ctrl+F
 /// searches the rules, Ctrl+N starts a rule, Ctrl+S saves it, Ctrl+T tests
 /// a link, Ctrl+D finds installed browsers, Delete in the rules list removes
 /// the rule shown.
@@ -57,6 +59,8 @@ final class SettingsWindow {
         ]
         stack = gtk_stack_new()!
         gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
+        // Each page asks for its own width, not the widest page's.
+        gtk_stack_set_hhomogeneous(brsync_stack(stack), 0)
         for page in pages {
             gtk_stack_add_titled(brsync_stack(stack), page.root, page.id, page.title)
         }
@@ -108,9 +112,14 @@ final class SettingsWindow {
             desktop.reload()
         }
 
+        // Closed by the window manager's button: a rule being typed is not lost unasked.
         Signals.handling(window, "close-request") { [unowned self] in
-            closed = true
-            return false
+            guard rules.hasUnsavedChanges, !closing else {
+                closed = true
+                return false
+            }
+            askBeforeClosing()
+            return true
         }
         Signals.withObject(pageMenu, "notify::selected") { [unowned self] _ in
             let index = Widgets.selected(pageMenu)
@@ -190,11 +199,31 @@ final class SettingsWindow {
         rules.setWide(isWide)
     }
 
+    /// Set while closing after the person said so (the close request then goes through).
+    private var closing = false
+
+    func close() {
+        closing = true
+        closed = true
+        gtk_window_destroy(brsync_window(window))
+    }
+
+    /// The rule editor holds what was not saved: closing asks first.
+    private func askBeforeClosing() {
+        show(page: "rules")
+        Dialogs.confirm(
+            parent: window, title: "Close without saving?",
+            text: "The rule in the editor has changes that are not saved. Close the window and lose them?",
+            accept: "_Close without saving", accessibleName: "Close without saving", cancel: "_Keep editing"
+        ) { [unowned self] in close() }
+    }
+
     private func keyPressed(_ key: guint, control: Bool) -> Bool {
         switch (key, control) {
+        case (guint(GDK_KEY_Escape), false) where rules.clearSearchIfFocused():
+            return true
         case (guint(GDK_KEY_Escape), _), (guint(GDK_KEY_w), true), (guint(GDK_KEY_W), true):
-            closed = true
-            gtk_window_destroy(brsync_window(window))
+            if rules.hasUnsavedChanges { askBeforeClosing() } else { close() }
             return true
         case (guint(GDK_KEY_1)...guint(GDK_KEY_9), true):
             let index = Int(key - guint(GDK_KEY_1))

@@ -122,7 +122,8 @@ import Testing
         let run = try Self.drive(
             home: world.directory.file("brsync"), path: world.environment["PATH"],
             [
-                "key:ctrl+2", "press:Remove Chrome (chrome)", "find:label:Status: Removed Chrome (chrome)",
+                "key:ctrl+2", "press:Remove Chrome (chrome)", "find:frame:Remove Chrome (chrome)?",
+                "press:Remove Chrome (chrome) from every machine", "find:label:Status: Removed Chrome (chrome)",
                 "key:ctrl+1",
                 "find:panel:github.com, opens in chrome, priority 0. Decides nothing here: browser 'chrome'",
             ])
@@ -142,7 +143,7 @@ import Testing
             [
                 "find:label:0 rules",
                 "run:BRSYNC_HOME='\(home)' \(world.brsync) rules add elsewhere.example chrome",
-                "find:panel:elsewhere.example, opens in chrome", "find:label:1 rules",
+                "find:panel:elsewhere.example, opens in chrome", "find:label:1 rule",
             ])
         #expect(run.exitStatus == "0", "\(run.result)")
     }
@@ -384,5 +385,21 @@ import Testing
         let list = try world.run("browsers", "list").stdout
         #expect(list.contains("fakechrome --incognito %u"), "\(list)")
         #expect(list.contains("work") && list.contains("profile of firefox"), "\(list)")
+    }
+
+    /// Escape with a rule typed and not saved asks before closing (Keep
+    /// editing keeps it); Escape in a search that holds text clears it.
+    @Test func escapeAsksBeforeLosingARuleBeingTyped() throws {
+        guard Self.ready() else { return }
+        let world = try DesktopClickTests.readyWorld()
+        let run = try Self.drive(
+            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            [
+                "key:ctrl+f", "key:x", "find:label:none of 0 rules", "key:Escape", "find:label:0 rules",
+                "text:Pattern=important.example", "key:Escape", "find:frame:Close without saving?",
+                "press:Keep editing", "press:Save", "find:label:Status: Added rule important.example",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        #expect(try world.run("resolve", "https://important.example/").status == 0)
     }
 }
