@@ -110,7 +110,13 @@ final class BrowsersPage {
         let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
         Widgets.setActive(enabled, browser.enabled)
         Signals.on(enabled, "toggled") { [unowned self] in
-            context.apply("\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")") {
+            let disablingDefault = local.isDefault && !Widgets.isActive(enabled)
+            context.apply(
+                "\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")"
+                    + (disablingDefault
+                        ? ". It is the default browser: links no rule decides now ask which browser opens them "
+                            + "(make another the default to open them at once)" : "")
+            ) {
                 _ = try context.replica.setBrowserEnabled(named: id, Widgets.isActive(enabled))
             }
         }
