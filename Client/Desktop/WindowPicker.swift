@@ -262,9 +262,7 @@ public enum WindowPicker {
     public static func program(besides executable: String, environment: [String: String]) -> String? {
         let display = [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains { !($0 ?? "").isEmpty }
         guard display else { return nil }
-        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
-            separator: "/")
-        let program = (folder.isEmpty ? "." : folder) + "/" + programName
+        let program = ProcessEnvironment.beside(executable, named: programName)
         return access(program, X_OK) == 0 ? program : nil
     }
 

@@ -273,10 +273,5 @@ final class DesktopPage {
     }
 
     /// brsync beside this program (the desktop entry runs it for each click).
-    static var brsync: String {
-        let executable = ProcessEnvironment.executablePath()
-        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
-            separator: "/")
-        return (folder.isEmpty ? "." : folder) + "/brsync"
-    }
+    static var brsync: String { ProcessEnvironment.beside(named: "brsync") }
 }

@@ -121,17 +121,7 @@ final class RulesPage {
             context.show(error: "Could not read the rules: \(error)")
         }
         haystacks = rules.map { Array("\($0.pattern) \($0.browser)".lowercased().utf8) }
-        let strings = rules.indices.map { String($0) }
-        var pointers = strings.map { strdup($0) } + [nil]
-        defer { for pointer in pointers { free(pointer) } }
-        pointers.withUnsafeMutableBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
-                gtk_string_list_splice(
-                    positions, 0,
-                    guint(g_list_model_get_n_items(brsync_list_model(UnsafeMutableRawPointer(positions)))),
-                    $0)
-            }
-        }
+        Widgets.replaceAll(in: positions, with: rules.indices.map { String($0) })
         editor.reload()
         tester.retest()
         updateCount()

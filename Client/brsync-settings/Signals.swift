@@ -78,6 +78,21 @@ enum Signals {
 
     /// Runs `body` every `milliseconds` on the main loop while it returns true.
     static func every(milliseconds: UInt32, _ body: @escaping () -> Bool) {
+        addSource(priority: G_PRIORITY_DEFAULT, milliseconds: milliseconds, body)
+    }
+
+    /// Runs `body` once, after what is waiting to be drawn has been drawn
+    /// (a low priority: GTK's layout and painting come first).
+    static func afterDrawing(_ body: @escaping () -> Void) {
+        addSource(priority: G_PRIORITY_LOW, milliseconds: nil) {
+            body()
+            return false
+        }
+    }
+
+    /// A main-loop source (a timeout, or with no interval an idle one) that
+    /// owns `body` and runs it while it returns true.
+    private static func addSource(priority: Int32, milliseconds: UInt32?, _ body: @escaping () -> Bool) {
         let data = Unmanaged.passRetained(Box(body) as AnyObject).toOpaque()
         let trampoline: @convention(c) (gpointer?) -> gboolean = { data in
             (Self.body(data) as () -> Bool)() ? 1 : 0
@@ -86,7 +101,11 @@ enum Signals {
             guard let data else { return }
             Unmanaged<AnyObject>.fromOpaque(data).release()
         }
-        g_timeout_add_full(G_PRIORITY_DEFAULT, milliseconds, trampoline, data, destroy)
+        if let milliseconds {
+            g_timeout_add_full(priority, milliseconds, trampoline, data, destroy)
+        } else {
+            g_idle_add_full(priority, trampoline, data, destroy)
+        }
     }
 
     /// Runs `work` on a thread of its own (a check that may wait on the
@@ -106,21 +125,6 @@ enum Signals {
                 }, data)
         }
         thread.start()
-    }
-
-    /// Runs `body` once, after what is waiting to be drawn has been drawn
-    /// (a low priority: GTK's layout and painting come first).
-    static func afterDrawing(_ body: @escaping () -> Void) {
-        let data = Unmanaged.passRetained(Box(body) as AnyObject).toOpaque()
-        let trampoline: @convention(c) (gpointer?) -> gboolean = { data in
-            (Self.body(data) as () -> Void)()
-            return 0
-        }
-        let destroy: GDestroyNotify = { data in
-            guard let data else { return }
-            Unmanaged<AnyObject>.fromOpaque(data).release()
-        }
-        g_idle_add_full(G_PRIORITY_LOW, trampoline, data, destroy)
     }
 
     /// Runs `body` once, when the main loop is next idle.

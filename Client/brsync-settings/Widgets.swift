@@ -137,11 +137,24 @@ enum Widgets {
     }
 
     static func stringList(_ items: [String]) -> OpaquePointer {
+        withCStrings(items) { gtk_string_list_new($0) }
+    }
+
+    /// Every item of a GtkStringList replaced by `items`, in one change.
+    static func replaceAll(in list: OpaquePointer, with items: [String]) {
+        let count = g_list_model_get_n_items(brsync_list_model(UnsafeMutableRawPointer(list)))
+        withCStrings(items) { gtk_string_list_splice(list, 0, count, $0) }
+    }
+
+    /// `items` as the NULL-ended array of C strings GTK takes, for the length of `body`.
+    private static func withCStrings<Result>(
+        _ items: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> Result
+    ) -> Result {
         var pointers = items.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }
         return pointers.withUnsafeMutableBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
-                gtk_string_list_new($0)
+                body($0)
             }
         }
     }

@@ -30,13 +30,7 @@ do {
 
 /// Replaces this process with `brsync-sync` from the same folder.
 func runSyncHelper(_ arguments: [String]) throws -> Never {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    let executable =
-        length > 0
-        ? String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
-    let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-    let helper = (folder.isEmpty ? "." : folder) + "/brsync-sync"
+    let helper = ProcessEnvironment.beside(named: "brsync-sync")
     guard access(helper, X_OK) == 0 else {
         throw CLIFailure(message: "\(helper) is missing: it is installed beside brsync and runs push, pull and sync")
     }

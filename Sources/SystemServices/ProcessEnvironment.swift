@@ -12,6 +12,14 @@ public enum ProcessEnvironment {
         return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The program `name` in the folder of `executable` (by default this
+    /// program's): brsync's helpers and windows are installed beside it.
+    public static func beside(_ executable: String = executablePath(), named name: String) -> String {
+        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(
+            separator: "/")
+        return (folder.isEmpty ? "." : folder) + "/" + name
+    }
+
     /// One variable; nil when it is unset or empty.
     public static func value(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }

@@ -27,9 +27,7 @@ public struct Settings: ParsableCommand {
                     + "also a command (brsync --help)", code: ExitStatus.error)
         }
         let executable = currentExecutable()
-        let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-            .joined(separator: "/")
-        let program = (folder.isEmpty ? "." : folder) + "/" + Self.programName
+        let program = ProcessEnvironment.beside(executable, named: Self.programName)
         guard access(program, X_OK) == 0 else {
             throw CLIFailure(
                 message: "settings: \(Self.programName) is not beside \(executable) (install it with brsync)",
