@@ -425,18 +425,21 @@ public final class Replica {
     ) throws {
         let derived = collection == .rules ? RuleColumns(key: key, state: state) : RuleColumns.none
         try database.run(
-            """
-            INSERT INTO records (collection, key, fields, versions, deleted, \(RuleColumns.names.joined(separator: ", ")))
-            VALUES (?, ?, ?, ?, ?, \(RuleColumns.names.map { _ in "?" }.joined(separator: ", ")))
-            ON CONFLICT (collection, key) DO UPDATE SET
-                fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
-                \(RuleColumns.names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
-            """,
+            Self.storeStatement,
             [
                 .text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
                 .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
             ] + derived.values)
     }
+
+    /// Writes a record's row with its rule columns (built once: `store` runs for every record a pull applies).
+    private static let storeStatement = """
+        INSERT INTO records (collection, key, fields, versions, deleted, \(RuleColumns.names.joined(separator: ", ")))
+        VALUES (?, ?, ?, ?, ?, \(RuleColumns.names.map { _ in "?" }.joined(separator: ", ")))
+        ON CONFLICT (collection, key) DO UPDATE SET
+            fields = excluded.fields, versions = excluded.versions, deleted = excluded.deleted,
+            \(RuleColumns.names.map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
+        """
 
     // MARK: - Meta
 

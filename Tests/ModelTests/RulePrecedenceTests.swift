@@ -105,4 +105,36 @@ import Testing
             }
         }
     }
+
+    /// The text is the one replicas already store (`precedence`): a change
+    /// to how it is written must give the same bytes, or rules stored before
+    /// and after would list out of order. Checked against a row a replica
+    /// stored, and against the text as first written (string by string) at
+    /// the extremes of every field.
+    @Test func collationTextIsTheStoredOne() throws {
+        let stored = UrlRule(
+            pattern: "blwsivkk4998.example", browser: "b", priority: 0, createdAtMillis: 1_795_940_677_120)
+        #expect(
+            RulePrecedence.SortKey(try CompiledRule(stored)).collationText
+                == "17fffffffffffffff0ffffffffffffffeb7ffffe5dd99809ffblwsivkk4998.example")
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        func ascending(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
+        for pattern in ["from:slack *.example.com/x", "a.b", "*.co.uk", "ex\u{e9}mple.com/caf\u{e9}"] {
+            for priority in [Int.min, -1, 0, Int.max] {
+                for created: Int64 in [Int64.min, 0, Int64.max] {
+                    let compiled = try CompiledRule(
+                        UrlRule(pattern: pattern, browser: "b", priority: priority, createdAtMillis: created))
+                    let first =
+                        (compiled.pattern.source != nil ? "0" : "1") + hex(~ascending(Int64(priority)))
+                        + (compiled.pattern.hasExactHost ? "0" : "1")
+                        + hex(~UInt64(max(0, compiled.pattern.literalLength))) + hex(~ascending(created))
+                        + compiled.pattern.key
+                    #expect(RulePrecedence.SortKey(compiled).collationText == first)
+                }
+            }
+        }
+    }
 }

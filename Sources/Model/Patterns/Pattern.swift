@@ -180,7 +180,7 @@ public struct Pattern: Sendable, Hashable {
             // A URL may name such a host (the URL Standard keeps it); a rule
             // that does is a typo.
             if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(
-                where: \.isEmpty)
+                where: { $0.isEmpty })
             {
                 throw fail(HostProblem.emptyLabel.message)
             }

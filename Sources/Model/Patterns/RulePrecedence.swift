@@ -47,18 +47,27 @@ public enum RulePrecedence {
         /// ones offset so they order as unsigned numbers, then the key.
         /// Stored beside each rule, it lets the database list rules in the
         /// order they decide without parsing a pattern.
+        /// Written byte by byte: it is made for every rule a pull stores.
         public var collationText: String {
-            func hex(_ value: UInt64) -> String {
-                let digits = String(value, radix: 16)
-                return String(repeating: "0", count: 16 - digits.count) + digits
-            }
             func ascending(_ value: Int64) -> UInt64 { UInt64(bitPattern: value) ^ (1 << 63) }
-            return (fromApp ? "0" : "1")
-                + hex(~ascending(Int64(priority)))
-                + (exactHost ? "0" : "1")
-                + hex(~UInt64(max(0, literalLength)))
-                + hex(~ascending(createdAtMillis))
-                + key
+            let fixed = 1 + 16 + 1 + 16 + 16
+            let digits: StaticString = "0123456789abcdef"
+            var bytes = [UInt8](repeating: 0, count: fixed)
+            bytes.reserveCapacity(fixed + key.utf8.count)
+            bytes.withUnsafeMutableBufferPointer { out in
+                func hex(_ value: UInt64, at start: Int) {
+                    for position in 0..<16 {
+                        out[start + position] = digits.utf8Start[Int((value >> UInt64(60 - 4 * position)) & 0xF)]
+                    }
+                }
+                out[0] = UInt8(ascii: fromApp ? "0" : "1")
+                hex(~ascending(Int64(priority)), at: 1)
+                out[17] = UInt8(ascii: exactHost ? "0" : "1")
+                hex(~UInt64(max(0, literalLength)), at: 18)
+                hex(~ascending(createdAtMillis), at: 34)
+            }
+            bytes.append(contentsOf: key.utf8)
+            return String(decoding: bytes, as: UTF8.self)
         }
     }
 
