@@ -12,12 +12,9 @@ cd "$(dirname "$0")/.."
 runs="${1:-20}"
 source Benchmarks/windows.sh
 build_windows brsync-picker
-
-source scripts/lib/xvfb.sh 1280x800
-# The system's data folders stay (GTK's settings schemas and icon themes, as on
-# a desktop); the browsers are added by hand, so none is detected from them.
-export BRSYNC_HOME="$work/home" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
-unset WAYLAND_DISPLAY BRSYNC_PICKER
+desktop_session
+unset BRSYNC_PICKER
+# The browsers are added by hand, so none is detected from the system's entries.
 "$bin/brsync" init >/dev/null
 for id in firefox chromium; do "$bin/brsync" browsers add "$id" --exec "/bin/true %u" >/dev/null; done
 

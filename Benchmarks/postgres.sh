@@ -139,22 +139,18 @@ for round in $(seq "$rounds"); do
   done
 done
 python3 - "$work" "$rounds" <<'PY'
-import re, statistics, sys
+import sys
+sys.path.insert(0, "Benchmarks")
+from wrk_rounds import read
 work, rounds = sys.argv[1], int(sys.argv[2])
 labels = {"sqlite": "1 brsyncd, SQLite", "pg": "1 brsyncd, PostgreSQL", "haproxy-1": "1 brsyncd, PostgreSQL, HAProxy",
           "haproxy-3": "3 brsyncd, PostgreSQL, HAProxy"}
 results = {}
 for name in labels:
-    rps, p99, errors = [], [], []
-    for r in range(1, rounds + 1):
-        text = open(f"{work}/wrk-{name}-{r}.txt").read()
-        rps.append(float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)))
-        value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", text).groups()
-        p99.append(float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit])
-        errors += re.findall(r"(Non-2xx.*|Socket errors.*)", text)
-    results[name] = statistics.median(rps)
-    print(f"{labels[name]:32s} median {statistics.median(rps):8,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in rps)}), "
-          f"p99 {statistics.median(p99):.2f} ms {' '.join(errors)}")
+    median, p99, rps, errors = read(work, name, rounds)
+    results[name] = median
+    print(f"{labels[name]:32s} median {median:8,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in rps)}), "
+          f"p99 {p99:.2f} ms {' '.join(errors)}")
 print(f"ratio PostgreSQL / SQLite (one brsyncd): {results['pg'] / results['sqlite']:.2f}x; "
       f"3 instances / 1 instance behind HAProxy: {results['haproxy-3'] / results['haproxy-1']:.2f}x")
 PY

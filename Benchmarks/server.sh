@@ -85,19 +85,12 @@ for round in $(seq "$rounds"); do
   wrk -t2 -c64 -d"${duration}s" --latency "https://127.0.0.1:$nginx_port/pull.json" >"$work/wrk-nginx-$round.txt"
 done
 python3 - "$work" "$rounds" <<'PY'
-import re, statistics, sys
+import sys
+sys.path.insert(0, "Benchmarks")
+from wrk_rounds import read
 work, rounds = sys.argv[1], int(sys.argv[2])
-def read(name):
-    rps, p99, errors = [], [], []
-    for r in range(1, rounds + 1):
-        text = open(f"{work}/wrk-{name}-{r}.txt").read()
-        rps.append(float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1)))
-        value, unit = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", text).groups()
-        p99.append(float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit])
-        errors += re.findall(r"(Non-2xx.*|Socket errors.*)", text)
-    return statistics.median(rps), statistics.median(p99), rps, errors
-b, bp, ball, berr = read("brsyncd")
-n, np_, nall, nerr = read("nginx")
+b, bp, ball, berr = read(work, "brsyncd", rounds)
+n, np_, nall, nerr = read(work, "nginx", rounds)
 print(f"brsyncd pull:  median {b:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in ball)}), p99 {bp:.2f} ms {' '.join(berr)}")
 print(f"nginx static:  median {n:,.0f} req/s (rounds {', '.join(f'{x:,.0f}' for x in nall)}), p99 {np_:.2f} ms {' '.join(nerr)}")
 print(f"ratio brsyncd / nginx: {b / n:.2f}x, p99 {bp / np_:.2f}x nginx's (targets: >= 0.8x, p99 <= 1.5x)")

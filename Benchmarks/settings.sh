@@ -16,10 +16,8 @@ count="${1:-20000}"
 runs="${2:-10}"
 source Benchmarks/windows.sh
 build_windows brsync-settings
-
-source scripts/lib/xvfb.sh 1280x800
-export BRSYNC_HOME="$work/home" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
-unset WAYLAND_DISPLAY DBUS_SESSION_BUS_ADDRESS
+desktop_session
+unset DBUS_SESSION_BUS_ADDRESS
 python3 Benchmarks/rules-export.py "$count" >"$work/rules.json"
 "$bin/brsync" init >/dev/null
 "$bin/brsync" import "$work/rules.json" >/dev/null

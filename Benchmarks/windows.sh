@@ -17,6 +17,15 @@ build_windows() {
   out="$(swift build "${flags[@]}" --product "$1" 2>&1)" || { echo "$out" >&2; exit 1; }
   bin="$(swift build "${flags[@]}" --show-bin-path)"
 }
+# desktop_session: an X server of its own (scripts/lib/xvfb.sh, which makes
+# $work), brsync's home and the user's XDG folders in $work, no Wayland. The
+# system's data folders stay (GTK's settings schemas and icon themes, as on a
+# desktop).
+desktop_session() {
+  source scripts/lib/xvfb.sh 1280x800
+  export BRSYNC_HOME="$work/home" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
+  unset WAYLAND_DISPLAY
+}
 now() { date +%s%N; }
 wait_mapped() {
   local started="$1" name="$2"

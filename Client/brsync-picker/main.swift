@@ -11,19 +11,10 @@ import SystemServices
 // WindowPicker.Answer (JSON) on standard output. Exit status: 0 chosen,
 // 1 cancelled, 2 a request it cannot read, 4 no display to open.
 
-func fail(_ message: String, _ status: Int32) -> Never {
-    writeToStandardError("brsync-picker: \(DisplayText.printableLines(message))\n")
-    exit(status)
-}
-
-if CommandLine.arguments.count > 1 {
-    let usage = "brsync-picker reads a request on standard input; brsync runs it (see 'brsync pick --help')"
-    if ["-h", "--help"].contains(CommandLine.arguments[1]) {
-        print(usage)
-        exit(0)
-    }
-    fail(usage, 2)
-}
+let program = HelperProgram(
+    name: "brsync-picker",
+    usage: "brsync-picker reads a request on standard input; brsync runs it (see 'brsync pick --help')")
+program.refuseArguments()
 
 // GTK starts first (the longest part), while brsync writes the request. A
 // small dialog draws faster with the cairo renderer than by setting up GL
@@ -53,7 +44,7 @@ while true {
     if count <= 0 { break }
     bytes += buffer[0..<count]
     if bytes.count > WindowPicker.Request.maxBytes {
-        fail("the request is larger than \(WindowPicker.Request.maxBytes) bytes", 2)
+        program.fail("the request is larger than \(WindowPicker.Request.maxBytes) bytes", 2)
     }
 }
 let request: WindowPicker.Request
@@ -63,10 +54,10 @@ do {
     }
     request = try WindowPicker.Request(parsing: text)
 } catch {
-    fail("\(error)", 2)
+    program.fail(DisplayText.printableLines("\(error)"), 2)
 }
 
-guard hasDisplay else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
+guard hasDisplay else { program.fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
 picker = PickerWindow(request)
 picker.present()
 alarm(0) // shown: the person may take their time

@@ -12,14 +12,13 @@ import SystemServices
 /// made wait for an approval that shows exactly what would run. Finding the
 /// browsers installed here is one button.
 final class BrowsersPage {
-    let root: Widget
+    let root = Widgets.page()
     private let context: SettingsContext
     private let list: Widget
     private let summary: Widget
 
     init(context: SettingsContext) {
         self.context = context
-        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         summary = Widgets.label("", classes: ["dim-label"], wrap: true)
         let detectButton = Widgets.button("_Find installed browsers", key: "Ctrl+D")
         // One above the other: the page fits a window 360 px wide.
@@ -209,12 +208,10 @@ final class BrowsersPage {
     func detectNow() { detect() }
 
     private func detect() {
-        do {
+        context.attempt {
             let detector = Detect.detector(environment: ProcessEnvironment.all())
             let found = try Detect.recordInstalled(in: context.replica, detector: detector, replacing: false).found
-            context.show(found.isEmpty ? "No installed browsers found." : "Found \(found.count) installed browser(s).")
-        } catch {
-            context.show(error: "\(error)")
+            return found.isEmpty ? "No installed browsers found." : "Found \(found.count) installed browser(s)."
         }
         context.reload()
     }

@@ -9,7 +9,7 @@ import Replica
 /// its name checked as it is typed, the default list put back. A rule that
 /// must keep them says so in its own editor ("Keep tracking parameters").
 final class CleanupPage {
-    let root: Widget
+    let root = Widgets.page()
     private let context: SettingsContext
     private let summary: Widget
     private let list: Widget
@@ -19,7 +19,6 @@ final class CleanupPage {
 
     init(context: SettingsContext) {
         self.context = context
-        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         summary = Widgets.label("", wrap: true)
         let explanation = Widgets.label(
             "These parameters are taken off every link before rules decide and before it opens (utm_source, fbclid…). "

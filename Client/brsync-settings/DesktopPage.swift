@@ -12,7 +12,7 @@ import SystemServices
 /// puts the previous default back), the key held while clicking to be asked
 /// (`hold-to-ask`, X11), and asking for the next link (`ask-next`).
 final class DesktopPage {
-    let root: Widget
+    let root = Widgets.page()
     private let context: SettingsContext
     private let registrationState: Widget
     private let install: Widget
@@ -31,7 +31,6 @@ final class DesktopPage {
 
     init(context: SettingsContext) {
         self.context = context
-        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         registrationState = Widgets.label("", wrap: true)
         install = Widgets.button("Make brsync the _default browser")
         uninstall = Widgets.button("Put the _previous default back")
@@ -65,11 +64,9 @@ final class DesktopPage {
         Signals.on(uninstall, "clicked") { [unowned self] in putPreviousBack() }
         Signals.withObject(holdKey, "notify::selected") { [unowned self] _ in keyChosen() }
         Signals.on(askNext, "clicked") {
-            do {
+            context.attempt {
                 try AskNext.request(home: context.home)
-                context.show("The next link opened within a minute asks which browser opens it.")
-            } catch {
-                context.show(error: "\(error)")
+                return "The next link opened within a minute asks which browser opens it."
             }
         }
     }
@@ -193,11 +190,9 @@ final class DesktopPage {
             return (
                 "Turn hold-to-ask _off",
                 { [unowned self] in
-                    do {
+                    context.attempt {
                         try HoldToAsk.choose(nil, home: context.home)
-                        context.show("Holding a key changes nothing now.")
-                    } catch {
-                        context.show(error: "\(error)")
+                        return "Holding a key changes nothing now."
                     }
                     context.reload()
                 }
@@ -208,35 +203,27 @@ final class DesktopPage {
 
     /// What `brsync install` does, with its checks: a click must be able to open first.
     private func makeDefault() {
-        do {
+        context.attempt {
             guard try context.replica.browsers().contains(where: \.isUsable) else {
-                context.show(
-                    error: "No browser can open links here yet: find the installed ones on the Browsers page first.")
-                return
+                throw CLIFailure(
+                    message: "No browser can open links here yet: find the installed ones on the Browsers page first.")
             }
             let previous = try registration.install(executable: Self.brsync, home: context.home)
-            context.show(
-                "brsync is the default browser"
-                    + (previous.isEmpty
-                        ? "."
-                        : "; the previous default (\(Set(previous.values.map(Self.appName)).sorted().joined(separator: ", "))) is remembered.")
-            )
-        } catch {
-            context.show(error: "\(error)")
+            return "brsync is the default browser"
+                + (previous.isEmpty
+                    ? "."
+                    : "; the previous default (\(Set(previous.values.map(Self.appName)).sorted().joined(separator: ", "))) is remembered.")
         }
         context.reload()
     }
 
     private func putPreviousBack() {
-        do {
+        context.attempt {
             let restored = try registration.uninstall()
             let names = Set(restored.values.filter { !$0.isEmpty }.map(Self.appName)).sorted()
-            context.show(
-                names.isEmpty
-                    ? "brsync is no longer the default browser."
-                    : "The default browser is \(names.joined(separator: ", ")) again.")
-        } catch {
-            context.show(error: "\(error)")
+            return names.isEmpty
+                ? "brsync is no longer the default browser."
+                : "The default browser is \(names.joined(separator: ", ")) again."
         }
         context.reload()
     }
@@ -245,13 +232,10 @@ final class DesktopPage {
         guard !showingKey else { return }
         let index = Widgets.selected(holdKey)
         guard keys.indices.contains(index) else { return }
-        do {
+        context.attempt {
             try HoldToAsk.choose(keys[index], home: context.home)
-            context.show(
-                keys[index].map { "\($0.label)+click now asks which browser opens a link." }
-                    ?? "Holding a key changes nothing now.")
-        } catch {
-            context.show(error: "\(error)")
+            return keys[index].map { "\($0.label)+click now asks which browser opens a link." }
+                ?? "Holding a key changes nothing now."
         }
         Signals.soon { [weak context] in context?.reload() }
     }

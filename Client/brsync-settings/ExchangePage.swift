@@ -12,14 +12,13 @@ import SystemServices
 /// file chooser. An import is all or nothing; an export never replaces a file
 /// without asking.
 final class ExchangePage {
-    let root: Widget
+    let root = Widgets.page()
     private let context: SettingsContext
     private let file: Widget
     private var chooser: gpointer?
 
     init(context: SettingsContext) {
         self.context = context
-        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         file = Widgets.entry(name: "File", placeholder: "~/brsync-export.json")
         Widgets.setText(ofEntry: file, "\(ProcessEnvironment.value("HOME") ?? "")/brsync-export.json")
         let choose = Widgets.button("_Choose…")
@@ -53,27 +52,21 @@ final class ExchangePage {
     }
 
     private func export(to path: String) {
-        do {
+        context.attempt {
             let document = try context.replica.export()
             try DurableFile.write(try JSONValue(encoding: document).jsonText + "\n", to: path, mode: 0o644)
-            context.show(
+            return
                 "Exported \(document.browsers.count) browser(s) and \(document.rules.count) rule(s) to \(DisplayText.printable(path))."
-            )
-        } catch {
-            context.show(error: "\(error)")
         }
     }
 
     private func importFile() {
         let path = self.path
-        do {
+        context.attempt {
             let data = try FileInput.read(path, what: "the file")
             let summary = try Import.importExport(data, named: path, into: context.replica)
-            context.show(
+            return
                 "Imported \(summary.browsers) browser(s), \(summary.rules) rule(s), \(summary.settings) setting(s) that changed."
-            )
-        } catch {
-            context.show(error: "\(error)")
         }
         context.reload()
     }

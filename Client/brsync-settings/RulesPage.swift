@@ -17,7 +17,7 @@ import Replica
 /// GtkFilterListModel, asked the same, took ~70 ms to paint a keystroke
 /// that removed thousands of rows at 20,000 rules.)
 final class RulesPage {
-    let root: Widget
+    let root = Widgets.page()
     private let context: SettingsContext
 
     // The rules as loaded, and what the search compares and the rows show.
@@ -42,7 +42,6 @@ final class RulesPage {
 
     init(context: SettingsContext) {
         self.context = context
-        root = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12)
         search = gtk_search_entry_new()!
         brsync_accessible_label(search, "Search rules")
         gtk_widget_set_tooltip_text(search, "Search rules by pattern, browser or app (Ctrl+F)")

@@ -43,13 +43,16 @@ final class SettingsContext {
     /// signal that asked for it has returned (a toggle must not rebuild the
     /// row it sits in while its own handler runs).
     func apply(_ done: String, _ change: () throws -> Void) {
-        do {
+        attempt {
             try change()
-            show(done)
-        } catch {
-            show(error: "\(error)")
+            return done
         }
         Signals.soon { [weak self] in self?.reload() }
+    }
+
+    /// Runs `action` and shows the message it returns, or its error.
+    func attempt(_ action: () throws -> String) {
+        do { show(try action()) } catch { show(error: "\(error)") }
     }
 
     func show(error: String) { showMessage(error, true) }

@@ -218,6 +218,16 @@ final class SettingsWindow {
         ) { [unowned self] in close() }
     }
 
+    /// Ctrl+key shortcuts that go to a page and act there.
+    private var pageShortcuts: [guint: (page: String, action: () -> Void)] {
+        [
+            guint(GDK_KEY_f): ("rules", rules.focusSearch),
+            guint(GDK_KEY_n): ("rules", rules.startNewRule),
+            guint(GDK_KEY_t): ("rules", rules.focusTester),
+            guint(GDK_KEY_d): ("browsers", browsers.detectNow),
+        ]
+    }
+
     private func keyPressed(_ key: guint, control: Bool) -> Bool {
         switch (key, control) {
         case (guint(GDK_KEY_Escape), false) where rules.clearSearchIfFocused():
@@ -230,24 +240,13 @@ final class SettingsWindow {
             guard pages.indices.contains(index) else { return false }
             show(page: pages[index].id)
             return true
-        case (guint(GDK_KEY_f), true):
-            show(page: "rules")
-            rules.focusSearch()
-            return true
-        case (guint(GDK_KEY_n), true):
-            show(page: "rules")
-            rules.startNewRule()
-            return true
         case (guint(GDK_KEY_s), true) where visiblePage == "rules":
             rules.save()
             return true
-        case (guint(GDK_KEY_t), true):
-            show(page: "rules")
-            rules.focusTester()
-            return true
-        case (guint(GDK_KEY_d), true):
-            show(page: "browsers")
-            browsers.detectNow()
+        case (_, true):
+            guard let (page, action) = pageShortcuts[key] else { return false }
+            show(page: page)
+            action()
             return true
         case (guint(GDK_KEY_Delete), false) where visiblePage == "rules" && rules.listHasFocus:
             rules.removeSelected()

@@ -13,6 +13,9 @@ enum Widgets {
         return box
     }
 
+    /// A page's column: its parts stacked 8 px apart, 12 px in from the edges.
+    static func page() -> Widget { box(GTK_ORIENTATION_VERTICAL, spacing: 8, margin: 12) }
+
     /// A row of controls that wraps onto more lines when the window is narrow.
     static func flow() -> Widget {
         let flow = gtk_flow_box_new()!

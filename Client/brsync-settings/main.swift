@@ -10,24 +10,15 @@ import SystemServices
 // as the commands. Exit status: 0 closed, 2 no replica it can open, 4 no
 // display.
 
-func fail(_ message: String, _ status: Int32) -> Never {
-    writeToStandardError("brsync-settings: \(message)\n")
-    exit(status)
-}
-
-if CommandLine.arguments.count > 1 {
-    let usage = "brsync-settings opens the settings window for the replica in $BRSYNC_HOME; run it as 'brsync settings'"
-    if ["-h", "--help"].contains(CommandLine.arguments[1]) {
-        print(usage)
-        exit(0)
-    }
-    fail(usage, 2)
-}
+let program = HelperProgram(
+    name: "brsync-settings",
+    usage: "brsync-settings opens the settings window for the replica in $BRSYNC_HOME; run it as 'brsync settings'")
+program.refuseArguments()
 
 setenv("GSK_RENDERER", "cairo", 0) // a form draws faster with cairo than by setting up GL
 g_set_prgname("brsync-settings")
 g_set_application_name("brsync Settings")
-guard gtk_init_check() != 0 else { fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
+guard gtk_init_check() != 0 else { program.fail("cannot open a display (DISPLAY or WAYLAND_DISPLAY)", 4) }
 ColorScheme.follow()
 
 let home = GlobalOptions.home(flag: nil)

@@ -142,20 +142,6 @@ public enum Store {
         }
     }
 
-    /// Who pulls: a replica's device id, and the number and digest of its last
-    /// change the server acknowledged.
-    public struct PullingReplica: Sendable {
-        public let device: String
-        public let acknowledged: Int64
-        public let digest: String
-
-        public init(device: String, acknowledged: Int64, digest: String) {
-            self.device = device
-            self.acknowledged = acknowledged
-            self.digest = digest
-        }
-    }
-
     /// A stored record version as read for a pull: its fields and versions
     /// as stored (the wire's JSON), with the replica that made it from a
     /// version it had (`knownTo`) and that version's number.

@@ -62,7 +62,7 @@ extension StoreDialect {
     }
 
     public func pullFromMemory(
-        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
     ) -> [UInt8]? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
@@ -80,7 +80,7 @@ extension StoreDialect {
     /// - Parameter mayWrite: false for an answer that writes nothing: nil
     ///   when the device's bookkeeping is due a write.
     func noChangeFromMemory(
-        hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, mayWrite: Bool = true
     ) throws -> [UInt8]? {
         guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }

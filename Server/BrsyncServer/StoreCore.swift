@@ -162,7 +162,7 @@ extension StoreDialect {
     ///   - clientSigningKey: the signing key the client derives from it
     ///     (the answer names the account's only when it is another).
     public func pullText(
-        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica? = nil,
+        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher? = nil,
         clientEpoch: String? = nil,
         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
         clientSigningKey: String? = nil,
@@ -182,7 +182,7 @@ extension StoreDialect {
         let generation = watches.generation
         let outsideWrites = commitState()
         // The stream is read only for a replica that can prove its latest push.
-        let proving = clientDevice.flatMap { $0.acknowledged > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
+        let proving = clientDevice.flatMap { $0.pushed > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
         let snapshot = try reading {
             try $0.pullSnapshot(
                 tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes)

@@ -402,7 +402,7 @@ struct PullQuery {
     var limit: Int
     var keyID: String?
     var signingKey: String?
-    var replica: Store.PullingReplica?
+    var replica: PullRequest.Pusher?
     var epoch: String?
     var full: Bool
 
@@ -420,9 +420,7 @@ struct PullQuery {
         limit = request.limit ?? configuration.defaultPullLimit
         keyID = request.keyID
         signingKey = request.signer
-        replica = request.pusher.map {
-            Store.PullingReplica(device: $0.device, acknowledged: $0.pushed, digest: $0.digest)
-        }
+        replica = request.pusher
         epoch = request.epoch
         full = request.full
     }

@@ -424,14 +424,14 @@ enum SyncEngine {
     ///   account that purged deletions only for clients of protocol 2 (they
     ///   take `reset` at any cursor); older ones get the records.
     static func pullPage(
-        since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: Store.PullingReplica?,
+        since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: PullRequest.Pusher?,
         clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
         in store: some SyncReadTransaction
     ) throws -> Store.PulledPage {
         var clientDevice: String?
-        if let replica, replica.acknowledged > 0, !replica.digest.isEmpty,
+        if let replica, replica.pushed > 0, !replica.digest.isEmpty,
             let stream = try store.stream(account: device.accountID, clientDevice: replica.device),
-            stream.last == replica.acknowledged && stream.digest == replica.digest
+            stream.last == replica.pushed && stream.digest == replica.digest
         {
             clientDevice = replica.device
         }

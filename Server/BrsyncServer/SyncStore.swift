@@ -36,14 +36,14 @@ public protocol SyncStore: AnyObject, Sendable {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
     func pullText(
-        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int
     ) throws -> [UInt8]
     /// A no-change pull answered from memory alone (``Store/TokenCache``),
     /// reading and writing nothing, or nil when the store must be used (or
     /// the pull refused): an event loop answers with it without a thread.
     func pullFromMemory(
-        token: String, since cursor: Int64, limit: Int, clientDevice: Store.PullingReplica?, clientEpoch: String?,
+        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
     ) -> [UInt8]?
     /// Makes the device's account end-to-end encrypted with the request's

@@ -153,15 +153,12 @@ struct DeviceCommand: ParsableCommand {
                 twice or skipped. With --url and --ca (or BRSYNCD_URL and BRSYNCD_CA), a join code is printed instead of a token: \
                 'brsync join' exchanges it, once, for a token the machine makes itself.
                 """)
-        @OptionGroup var store: StoreOptions
-        @OptionGroup var join: JoinOptions
-        @Argument(help: "The account.") var account: String
-        @Argument(help: "The device's name.") var device: String
+        @OptionGroup var target: DeviceArguments
         func run() throws {
-            if try join.enroll(store, account: account, device: device, adding: false) { return }
-            let token = try store.open().reissueToken(account: account, device: device)
+            if try target.printedJoinCode(adding: false) { return }
+            let token = try target.store.open().reissueToken(account: target.account, device: target.device)
             print(
-                "issued a new token for device \(device) of account \(account); the old one no longer works. The new token (shown only now):"
+                "issued a new token for device \(target.device) of account \(target.account); the old one no longer works. The new token (shown only now):"
             )
             print(token)
         }
@@ -177,14 +174,11 @@ struct DeviceCommand: ParsableCommand {
                 --qr also draws it for the phone. The code works once, within --expires (24 hours by default): 'brsync join' \
                 exchanges it for a token the machine makes itself, and it reads nothing after that.
                 """)
-        @OptionGroup var store: StoreOptions
-        @OptionGroup var join: JoinOptions
-        @Argument(help: "The account.") var account: String
-        @Argument(help: "The device's name.") var device: String
+        @OptionGroup var target: DeviceArguments
         func run() throws {
-            if try join.enroll(store, account: account, device: device, adding: true) { return }
-            let token = try store.open().addDevice(account: account, name: device)
-            print("added device \(device) to account \(account); its token (shown only now):")
+            if try target.printedJoinCode(adding: true) { return }
+            let token = try target.store.open().addDevice(account: target.account, name: target.device)
+            print("added device \(target.device) to account \(target.account); its token (shown only now):")
             print(token)
         }
     }
@@ -256,5 +250,20 @@ struct Backup: ParsableCommand {
         }
         try SQLiteStore(path: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
+    }
+}
+
+/// The device `device add` and `device token` name, and how its first
+/// credential goes out: a token, or (with --url and --ca) a join code.
+struct DeviceArguments: ParsableArguments {
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var join: JoinOptions
+    @Argument(help: "The account.") var account: String
+    @Argument(help: "The device's name.") var device: String
+
+    /// Prints a join code instead of a token when --url and --ca ask for
+    /// one (the device added first when `adding`); true when it did.
+    func printedJoinCode(adding: Bool) throws -> Bool {
+        try join.enroll(store, account: account, device: device, adding: adding)
     }
 }

@@ -36,3 +36,31 @@ extension JSONValue {
         return .object(object)
     }
 }
+
+/// A synced type written the same way everywhere: its known members in a
+/// fixed order, then those newer clients wrote that this version keeps
+/// (`extra`, never a known name).
+public protocol ExtensibleJSON: JSONRepresentable {
+    /// The members this version knows, in the order they are written.
+    var knownMembers: [(name: String, value: JSONValue)] { get }
+    /// Members this version does not know, kept as they came.
+    var extra: [String: JSONValue] { get }
+    /// The names ``knownMembers`` may use.
+    static var knownKeys: Set<String> { get }
+}
+
+extension ExtensibleJSON {
+    /// The known members, then those kept from newer clients.
+    var jsonMembers: [(name: String, value: JSONValue)] {
+        var members = knownMembers
+        for (key, value) in extra where !Self.knownKeys.contains(key) { members.append((key, value)) }
+        return members
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: AnyCodingKey.self)
+        try container.encode(members: jsonMembers)
+    }
+
+    public var jsonValue: JSONValue { .object(members: jsonMembers) }
+}

@@ -32,7 +32,7 @@ public struct Browser: Sendable, Hashable, Codable {
         self.extra = extra
     }
 
-    static let knownKeys: Set<String> = ["id", "name", "urlScheme", "urlFormat", "enabled"]
+    public static let knownKeys: Set<String> = ["id", "name", "urlScheme", "urlFormat", "enabled"]
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -45,26 +45,16 @@ public struct Browser: Sendable, Hashable, Codable {
         extra = try container.unknownFields(excluding: Self.knownKeys)
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: AnyCodingKey.self)
-        try container.encode(members: jsonMembers)
-    }
-
-    /// The browser's JSON members, in the order they are written: the known
-    /// ones, then those kept from newer clients.
-    var jsonMembers: [(name: String, value: JSONValue)] {
-        var members: [(name: String, value: JSONValue)] = [
+    /// The browser's known JSON members, in the order they are written.
+    public var knownMembers: [(name: String, value: JSONValue)] {
+        [
             ("id", .string(id)), ("name", .string(name)), ("urlScheme", .string(urlScheme)),
             ("urlFormat", .string(urlFormat)), ("enabled", .bool(enabled)),
         ]
-        for (key, value) in extra where !Self.knownKeys.contains(key) { members.append((key, value)) }
-        return members
     }
 }
 
-extension Browser: JSONRepresentable {
-    public var jsonValue: JSONValue { .object(members: jsonMembers) }
-}
+extension Browser: ExtensibleJSON {}
 
 extension Browser {
     /// Why a browser id is not acceptable, or nil when it is.

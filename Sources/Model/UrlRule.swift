@@ -40,7 +40,9 @@ public struct UrlRule: Sendable, Hashable, Codable {
     /// `keepTracking`, so a client that does not know it keeps it.
     public var keepsTracking: Bool { extra["keepTracking"]?.boolValue ?? false }
 
-    static let knownKeys: Set<String> = ["pattern", "browser", "browserScheme", "priority", "createdAt", "origin"]
+    public static let knownKeys: Set<String> = [
+        "pattern", "browser", "browserScheme", "priority", "createdAt", "origin",
+    ]
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -74,24 +76,15 @@ public struct UrlRule: Sendable, Hashable, Codable {
         extra = try container.unknownFields(excluding: Self.knownKeys)
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: AnyCodingKey.self)
-        try container.encode(members: jsonMembers)
-    }
-
-    /// The rule's JSON members, in the order they are written: the known
-    /// ones, then those kept from newer clients.
-    var jsonMembers: [(name: String, value: JSONValue)] {
+    /// The rule's known JSON members, in the order they are written.
+    public var knownMembers: [(name: String, value: JSONValue)] {
         var members: [(name: String, value: JSONValue)] = [
             ("pattern", .string(pattern)), ("browser", .string(browser)), ("priority", .int(Int64(priority))),
             ("createdAt", .string(Timestamp.iso8601(millis: createdAtMillis))),
         ]
         if let origin { members.append(("origin", .string(origin))) }
-        for (key, value) in extra where !Self.knownKeys.contains(key) { members.append((key, value)) }
         return members
     }
 }
 
-extension UrlRule: JSONRepresentable {
-    public var jsonValue: JSONValue { .object(members: jsonMembers) }
-}
+extension UrlRule: ExtensibleJSON {}

@@ -38,6 +38,15 @@ import Testing
     }
 
     /// Opens the window on the replica in `home` and runs `steps` (see the script).
+    /// Drives the window on `world`'s replica, with its programs on PATH.
+    static func drive(
+        in world: DesktopWorld, environment extra: [String: String] = [:], _ steps: [String]
+    ) throws
+        -> Run
+    {
+        try drive(home: world.directory.file("brsync"), path: world.environment["PATH"], environment: extra, steps)
+    }
+
     static func drive(
         home: String, path: String? = nil, environment extra: [String: String] = [:], _ steps: [String]
     ) throws -> Run {
@@ -72,7 +81,7 @@ import Testing
         #expect(before.status != 0, "\(before)")
         let rulesBefore = try world.run("rules", "list", "--json").stdout
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "text:Pattern=bad pattern", "press:Save", "find:label:it contains whitespace",
                 "text:Pattern=news.example", "text:Priority=high", "press:Save", "find:label:Status: Priority:",
@@ -99,7 +108,7 @@ import Testing
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         #expect(try world.run("rules", "add", "--from-app", "thunderbird", "github.com", "firefox").status == 0)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "text:Link to test=https://www.github.com/me/x?utm_source=mail",
                 "find:label:Result: Opens in Chrome (chrome): the rule github.com decides.",
@@ -120,7 +129,7 @@ import Testing
         let world = try DesktopClickTests.readyWorld()
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "key:ctrl+2", "press:Remove Chrome (chrome)", "find:frame:Remove Chrome (chrome)?",
                 "press:Remove Chrome (chrome) from every machine", "find:label:Status: Removed Chrome (chrome)",
@@ -156,7 +165,7 @@ import Testing
         let world = try DesktopClickTests.readyWorld()
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             ["dump", "key:ctrl+2", "dump", "key:ctrl+3", "dump", "key:ctrl+4", "dump"])
         #expect(run.exitStatus == "0", "\(run.result)")
         let nodes = run.nodes
@@ -254,7 +263,7 @@ import Testing
         guard Self.ready() else { return }
         let world = try DesktopClickTests.readyWorld()
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "key:ctrl+3", "text:Parameter to take off links=bad name",
                 "find:label:a parameter name holds only A-Z",
@@ -277,7 +286,7 @@ import Testing
         try "[Default Applications]\nx-scheme-handler/http=firefox.desktop\nx-scheme-handler/https=firefox.desktop\n"
             .write(toFile: config + "/mimeapps.list", atomically: true, encoding: .utf8)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             environment: ["XDG_CONFIG_HOME": config, "XDG_DATA_HOME": world.directory.file("data")],
             [
                 "key:ctrl+4", "find:label:web links (http): firefox",
@@ -304,7 +313,7 @@ import Testing
         let bad = world.directory.file("bad.json")
         try "{\"rules\": 5}".write(toFile: bad, atomically: true, encoding: .utf8)
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "key:ctrl+5", "text:File=\(exported)", "press:Export to this file",
                 "find:label:Status: Exported 2 browser(s) and 1 rule(s)",
@@ -332,7 +341,7 @@ import Testing
         guard Self.ready() else { return }
         let world = try DesktopClickTests.readyWorld()
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             environment: [
                 "XDG_CONFIG_HOME": world.directory.file("config"), "XDG_DATA_HOME": world.directory.file("data"),
             ],
@@ -355,7 +364,7 @@ import Testing
         guard Self.ready() else { return }
         let world = try DesktopClickTests.readyWorld()
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             ["portal:1", "find:label:Status", "sleep:1", "pixel:300,600", "portal-switch", "sleep:1", "pixel:300,600"])
         #expect(run.exitStatus == "0", "\(run.result)")
         let pixels = run.values("PIXEL").map { $0.split(separator: " ").compactMap { Int($0) } }
@@ -371,7 +380,7 @@ import Testing
         guard Self.ready() else { return }
         let world = try DesktopClickTests.readyWorld()
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "key:ctrl+2", "text:Launch command for Chrome (chrome) here=fakechrome --incognito %u",
                 "press:Save the launch command for Chrome (chrome)", "find:label:Status: browser chrome",
@@ -393,7 +402,7 @@ import Testing
         guard Self.ready() else { return }
         let world = try DesktopClickTests.readyWorld()
         let run = try Self.drive(
-            home: world.directory.file("brsync"), path: world.environment["PATH"],
+            in: world,
             [
                 "key:ctrl+f", "key:x", "find:label:none of 0 rules", "key:Escape", "find:label:0 rules",
                 "text:Pattern=important.example", "key:Escape", "find:frame:Close without saving?",

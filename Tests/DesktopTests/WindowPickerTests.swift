@@ -88,18 +88,8 @@ import Testing
                 toFile: path, atomically: true, encoding: .utf8)
             return path
         }
-        let firefox = try entry(
-            "firefox.desktop",
-            """
-            Actions=new-window;new-private-window;
-            [Desktop Action new-window]
-            Name=New Window
-            Exec=firefox --new-window %u
-            [Desktop Action new-private-window]
-            Name=New Private Window
-            Exec=firefox --private-window %u
-
-            """)
+        let firefox = directory.file("firefox.desktop")
+        try DesktopEntryTests.firefox.write(toFile: firefox, atomically: true, encoding: .utf8)
         #expect(BrowserDetector.privateWindowCommand(ofEntryAt: firefox) == "firefox --private-window %u")
         // Debian's Chromium: the action is "incognito", with no field code.
         let chromium = try entry(

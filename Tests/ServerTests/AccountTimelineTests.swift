@@ -41,8 +41,7 @@ import Testing
         #expect(try Self.epoch(bob) == bobBefore)
         #expect(try alice.pullAll().records.count == 1 && bob.pullAll().records.count == 1)
         // A push past what the account applied (a stream the store lost) moves only that account too.
-        let carol = try fixture.device("carol", "desk")
-        carol.protocolVersion = Wire.protocolVersion
+        let carol = try fixture.device("carol", "desk", protocol: Wire.protocolVersion)
         #expect(try carol.push([carol.change("a.example", ["browser": .string("firefox")])]).status == 200)
         let carolBefore = try Self.epoch(carol)
         carol.nextSequence = 5
@@ -58,9 +57,8 @@ import Testing
     /// machine of it re-syncs and sends what it holds.
     @Test(arguments: StoreKind.allCases) func aResetMovesOnlyItsAccount(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let alice = try fixture.device("alice", "laptop")
-        let bob = try fixture.device("bob", "phone")
-        for device in [alice, bob] { device.protocolVersion = Wire.protocolVersion }
+        let alice = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
+        let bob = try fixture.device("bob", "phone", protocol: Wire.protocolVersion)
         alice.signingKey = EncryptedAccountTests.firstSigner
         #expect(try EncryptedAccountTests.encrypt(alice).status == 200)
         let (aliceBefore, bobBefore) = (try Self.epoch(alice), try Self.epoch(bob))
@@ -121,8 +119,7 @@ extension AccountTimelineTests {
             try TimelineResponse(json: try #require(behind.json))
                 == TimelineResponse(epoch: answer.epoch, changed: false))
         // A readable account starts its timeline with the pull: no confirmation to give.
-        let bob = try fixture.device("bob", "phone")
-        bob.protocolVersion = Wire.protocolVersion
+        let bob = try fixture.device("bob", "phone", protocol: Wire.protocolVersion)
         #expect(
             try bob.post("/v1/account/timeline", body: TimelineRequest(since: 5, epoch: before).body).errorCode
                 == .notEncrypted)
@@ -131,8 +128,7 @@ extension AccountTimelineTests {
     @Test(arguments: StoreKind.allCases) func aReadableAccountsTimelineStartsAtMostOnceAMinute(_ kind: StoreKind) throws
     {
         let fixture = try ServerFixture(kind)
-        let bob = try fixture.device("bob", "phone")
-        bob.protocolVersion = Wire.protocolVersion
+        let bob = try fixture.device("bob", "phone", protocol: Wire.protocolVersion)
         #expect(try bob.push([bob.change("kept.example", ["browser": .string("firefox")])]).status == 200)
         let before = try Self.epoch(bob)
         #expect(try bob.pull(since: 999_999_999).status == 200)

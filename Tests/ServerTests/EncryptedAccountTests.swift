@@ -36,9 +36,8 @@ import Testing
     /// Account alice, encrypted with ``firstKey`` by its laptop (protocol 3,
     /// signing with ``firstSigner``), and its desktop of protocol 3 without the key.
     static func encryptedAccount(_ fixture: ServerFixture) throws -> (keyHolder: TestDevice, keyless: TestDevice) {
-        let laptop = try fixture.device("alice", "laptop")
-        let desktop = try fixture.device("alice", "desktop")
-        for device in [laptop, desktop] { device.protocolVersion = Wire.protocolVersion }
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
+        let desktop = try fixture.device("alice", "desktop", protocol: Wire.protocolVersion)
         laptop.keyID = firstKey
         laptop.signingKey = firstSigner
         #expect(try encrypt(laptop).status == 200)
@@ -184,8 +183,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func anAccountNotEncryptedRefusesSealedChanges(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         // A client with a key names it: the whole request is refused, so it learns the account is not encrypted.
         laptop.keyID = Self.firstKey
         let answer = try laptop.push([Self.sealed(laptop, "one")])
@@ -268,8 +266,7 @@ import Testing
         desktop.keyID = nil
         desktop.nextSequence = 1
         #expect(try desktop.push([Self.sealed(desktop, "four")]).errorCode == .encryptionRequired)
-        let bob = try fixture.device("bob", "phone")
-        bob.protocolVersion = Wire.protocolVersion
+        let bob = try fixture.device("bob", "phone", protocol: Wire.protocolVersion)
         bob.keyID = Self.firstKey
         #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).errorCode == .notEncrypted)
         // The new key is taken.
@@ -289,8 +286,7 @@ import Testing
     /// Bad requests to encrypt: refused with what is wrong, and the account stays readable.
     @Test(arguments: StoreKind.allCases) func aBadEncryptionRequestChangesNothing(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         #expect(try laptop.push([laptop.change("kept.example", ["browser": .string("firefox")])]).status == 200)
         for (body, message) in [
             ("", "not JSON"), ("not json", "not JSON"), ("[]", "{\"key\": ID}"), ("{}", "{\"key\": ID}"),
@@ -332,8 +328,7 @@ import Testing
     /// the write-ahead log, not only from the table.
     @Test func theSQLiteFileKeepsNoReadableRecordAfterEncryption() throws {
         let fixture = try ServerFixture(.sqlite)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         let marker = "unmistakable-secret-pattern"
         let changes = (0..<200).map {
             laptop.change("\(marker)-\($0).example", ["browser": .string("\(marker)-browser-\($0)")])

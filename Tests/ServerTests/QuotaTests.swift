@@ -16,8 +16,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aPushOrRelayPastALimitIsRefusedWhole(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         #expect(try usage(fixture, "alice").limits == Store.Limits())
         try fixture.store.setLimits(account: "alice", records: 3, bytes: nil, devices: nil)
         #expect(
@@ -65,8 +64,7 @@ import Testing
     /// relays, a purge, the deletion of a key change, an account removed.
     @Test(arguments: StoreKind.allCases) func theCountsFollowEveryWrite(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         func check(_ what: String) throws {
             let counted = try usage(fixture, "alice")
             let stored = try fixture.store.records(account: "alice")

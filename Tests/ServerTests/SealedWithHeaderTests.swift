@@ -91,8 +91,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aHeadThatIsNotTheBodysOrNotAClaimIsRefused(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let bob = try fixture.device("bob", "laptop")
-        bob.protocolVersion = Wire.protocolVersion
+        let bob = try fixture.device("bob", "laptop", protocol: Wire.protocolVersion)
         let change = bob.change("a.example", ["browser": .string("firefox")])
         // A readable account: a claim of a key is refused on the head; "none" goes through.
         let named = try Self.send(
@@ -122,8 +121,7 @@ extension SealedWithHeaderTests {
     /// was retired.
     @Test(arguments: StoreKind.allCases) func everyRetiredKeyStaysRetired(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         func id(_ index: Int) -> String { String(repeating: "0", count: 14) + String(format: "%02x", index) }
         laptop.keyID = id(1)
         #expect(

@@ -43,14 +43,21 @@ final class ServerFixture: @unchecked Sendable {
     }
 
     /// A device in `account` (created if needed), with a client holding its token.
-    func device(_ account: String, _ name: String, clientDevice: String? = nil) throws -> TestDevice {
+    /// A device added to `account` (made when new), speaking `protocol` (nil: the oldest, no header).
+    func device(
+        _ account: String, _ name: String, clientDevice: String? = nil, protocol version: Int? = nil
+    ) throws
+        -> TestDevice
+    {
         if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
         let token = try store.addDevice(account: account, name: name)
         let client = HTTPClient(
             .init(
                 address: SocketAddress(host: "127.0.0.1", port: port), serverName: "localhost",
                 tls: try TLSContext.client(caFile: caFile)))
-        return TestDevice(client: client, token: token, deviceID: clientDevice ?? "\(account)-\(name)")
+        let device = TestDevice(client: client, token: token, deviceID: clientDevice ?? "\(account)-\(name)")
+        device.protocolVersion = version
+        return device
     }
 }
 

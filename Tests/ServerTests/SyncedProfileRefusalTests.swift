@@ -33,8 +33,7 @@ import Testing
         _ kind: StoreKind
     ) throws {
         let fixture = try ServerFixture(kind)
-        let laptop = try fixture.device("alice", "laptop")
-        laptop.protocolVersion = Wire.protocolVersion
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
         let pushed = try laptop.push([
             Self.profile(laptop, "work", base: "chromium", arguments: ["--renderer-cmd-prefix=touch /tmp/pwned"]),
             Self.profile(laptop, "home", base: "chromium", arguments: ["--profile-directory=Home"]),

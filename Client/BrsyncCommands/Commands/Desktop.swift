@@ -6,7 +6,7 @@ import Model
 import Replica
 import SystemServices
 
-/// The environment as a dictionary, read once (detection and registration need several variables).
+/// `brsync browsers detect`: the browsers installed here, found from their desktop entries.
 public struct Detect: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
