@@ -29,7 +29,7 @@ extension Replica {
         if let problem = Self.problem(withDeviceName: name) { throw ReplicaError.invalidInput(problem) }
         try transaction {
             try loadPersistedClock()
-            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_name', ?)", [.text(name)])
+            try database.setMeta("device_name", name)
             try setSetting(Self.deviceNamePrefix + deviceID, name)
         }
         deviceName = name

@@ -40,15 +40,11 @@ public struct Conflict: Sendable, Equatable {
 
 extension Replica {
     func meta(_ key: String) throws -> String? {
-        try read { try database.scalar("SELECT value FROM meta WHERE key = ?", [.text(key)])?.stringValue }
+        try read { try database.meta(key) }
     }
 
     func setMeta(_ key: String, _ value: String?) throws {
-        if let value {
-            try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [.text(key), .text(value)])
-        } else {
-            try database.run("DELETE FROM meta WHERE key = ?", [.text(key)])
-        }
+        try database.setMeta(key, value)
     }
 
     public func syncState() throws -> SyncState {

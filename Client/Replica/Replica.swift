@@ -92,10 +92,9 @@ public final class Replica {
             try ReplicaSchema.migrator.migrate(database)
             let name = deviceName ?? ProcessInfo.processInfo.hostName
             try database.transaction {
-                let insert = "INSERT INTO meta (key, value) VALUES (?, ?)"
-                try database.run(insert, ["device_id", .text(makeDeviceID())])
-                try database.run(insert, ["device_name", .text(name)])
-                try database.run(insert, ["created_at", .text(String(now()))])
+                try database.setMeta("device_id", makeDeviceID())
+                try database.setMeta("device_name", name)
+                try database.setMeta("created_at", String(now()))
             }
         }
         return (try Replica(home: home, database: database, busyTimeout: busyTimeout, now: now), true)
@@ -326,11 +325,11 @@ public final class Replica {
     /// device the replica now is.
     func loadPersistedClock() throws {
         // Another process may have given this replica a new device id (a fork).
-        if let id = try database.scalar("SELECT value FROM meta WHERE key = 'device_id'")?.stringValue, id != deviceID {
+        if let id = try database.meta("device_id"), id != deviceID {
             deviceID = id
             clock = HybridLogicalClock(device: id, last: clock.last)
         }
-        if let text = try database.scalar("SELECT value FROM meta WHERE key = 'hlc'")?.stringValue,
+        if let text = try database.meta("hlc"),
             let persisted = HLCTimestamp(text: text),
             persisted.wallMillis > clock.last.wallMillis
                 || (persisted.wallMillis == clock.last.wallMillis && persisted.counter > clock.last.counter)
@@ -342,7 +341,7 @@ public final class Replica {
     /// Persists the clock (inside the write transaction that called
     /// ``loadPersistedClock()``, so the value written is the maximum).
     func persistClock() throws {
-        try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('hlc', ?)", [.text(clock.last.description)])
+        try database.setMeta("hlc", clock.last.description)
     }
 
     /// Replaces the clock (re-stamping repairs a high-water mark that a wrong
@@ -353,9 +352,9 @@ public final class Replica {
 
     /// Takes a new device id (inside a transaction of the caller).
     func adoptDeviceID(_ id: String) throws {
-        try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('device_id', ?)", [.text(id)])
+        try database.setMeta("device_id", id)
         // Nothing was acknowledged under the new id.
-        try database.run("DELETE FROM meta WHERE key = 'acknowledged_high'")
+        try database.setMeta("acknowledged_high", nil)
         deviceID = id
         clock = HybridLogicalClock(device: id, last: clock.last)
     }

@@ -13,12 +13,7 @@ enum ReplicaSchema {
     static let migrator = Migrator([
         Migrator.Migration(
             version: 1,
-            sql: """
-                CREATE TABLE meta (
-                    key TEXT PRIMARY KEY,
-                    value TEXT NOT NULL
-                ) WITHOUT ROWID;
-
+            sql: Database.metaTable + """
                 CREATE TABLE records (
                     collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings')),
                     key TEXT NOT NULL,

@@ -17,11 +17,7 @@ public final class SQLiteStore: StoreDialect {
     static let migrator = Migrator([
         Migrator.Migration(
             version: 1,
-            sql: """
-                CREATE TABLE meta (
-                    key TEXT PRIMARY KEY,
-                    value TEXT NOT NULL
-                ) WITHOUT ROWID;
+            sql: Database.metaTable + """
                 CREATE TABLE accounts (
                     id INTEGER PRIMARY KEY,
                     name TEXT NOT NULL UNIQUE,
@@ -286,19 +282,15 @@ public final class SQLiteStore: StoreDialect {
             try Self.migrator.migrate(first)
             let identity = FileIdentity.of(path)
             let epoch: String = try first.transaction(.immediate) {
-                let known = try first.scalar("SELECT value FROM meta WHERE key = 'file_identity'")?.stringValue
-                if let identity, identity != known {
-                    try first.run(
-                        "INSERT INTO meta (key, value) VALUES ('file_identity', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                        [.text(identity)])
-                }
-                if let existing = try first.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue {
+                let known = try first.meta("file_identity")
+                if let identity, identity != known { try first.setMeta("file_identity", identity) }
+                if let existing = try first.meta("epoch") {
                     // A store that served from another file is a copy of it.
                     guard let identity, let known, !FileIdentity.matches(known, identity) else { return existing }
                     return try SQLiteTransaction(database: first).startNewEpoch()
                 }
                 let fresh = Crypto.hex(Crypto.randomBytes(8))
-                try first.run("INSERT INTO meta (key, value) VALUES ('epoch', ?)", [.text(fresh)])
+                try first.setMeta("epoch", fresh)
                 return fresh
             }
             epochCache = EpochCache(epoch)

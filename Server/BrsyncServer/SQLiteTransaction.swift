@@ -126,7 +126,7 @@ public struct SQLiteTransaction: StoreTransaction {
     }
 
     public func storedEpochForUpdate() throws -> String {
-        try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
+        try database.meta("epoch") ?? ""
     }
 
     /// Authenticates and reads the page in this read transaction; a revoked

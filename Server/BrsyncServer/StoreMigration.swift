@@ -152,7 +152,7 @@ public enum StoreMigration {
             ) { row in
                 (0..<5).map { value(row, $0) }
             }
-            epoch = try database.scalar("SELECT value FROM meta WHERE key = 'epoch'")?.stringValue ?? ""
+            epoch = try database.meta("epoch") ?? ""
         }
     }
 }

@@ -11,16 +11,36 @@ static inline gulong brsync_signal_connect(gpointer instance, const char *signal
     return g_signal_connect_data(instance, signal, handler, data, NULL, (GConnectFlags)0);
 }
 
-static inline GtkWindow *brsync_window(GtkWidget *widget) { return GTK_WINDOW(widget); }
-static inline GtkBox *brsync_box(GtkWidget *widget) { return GTK_BOX(widget); }
-static inline GtkLabel *brsync_label(GtkWidget *widget) { return GTK_LABEL(widget); }
-static inline GtkListBox *brsync_list_box(GtkWidget *widget) { return GTK_LIST_BOX(widget); }
-static inline GtkListBoxRow *brsync_list_box_row(GtkWidget *widget) { return GTK_LIST_BOX_ROW(widget); }
-static inline GtkCheckButton *brsync_check_button(GtkWidget *widget) { return GTK_CHECK_BUTTON(widget); }
-static inline GtkEditable *brsync_editable(GtkWidget *widget) { return GTK_EDITABLE(widget); }
-static inline GtkImage *brsync_image(GtkWidget *widget) { return GTK_IMAGE(widget); }
-static inline GtkWidget *brsync_widget(gpointer object) { return GTK_WIDGET(object); }
-static inline GtkEventController *brsync_event_controller(gpointer object) { return GTK_EVENT_CONTROLLER(object); }
+// The type casts, which GTK writes as macros: brsync_NAME(x) is GTK_NAME(x).
+#define BRSYNC_CAST(name, Type, CAST, Argument) \
+    static inline Type *brsync_##name(Argument object) { return CAST(object); }
+BRSYNC_CAST(window, GtkWindow, GTK_WINDOW, GtkWidget *)
+BRSYNC_CAST(box, GtkBox, GTK_BOX, GtkWidget *)
+BRSYNC_CAST(label, GtkLabel, GTK_LABEL, GtkWidget *)
+BRSYNC_CAST(list_box, GtkListBox, GTK_LIST_BOX, GtkWidget *)
+BRSYNC_CAST(list_box_row, GtkListBoxRow, GTK_LIST_BOX_ROW, GtkWidget *)
+BRSYNC_CAST(check_button, GtkCheckButton, GTK_CHECK_BUTTON, GtkWidget *)
+BRSYNC_CAST(editable, GtkEditable, GTK_EDITABLE, GtkWidget *)
+BRSYNC_CAST(image, GtkImage, GTK_IMAGE, GtkWidget *)
+BRSYNC_CAST(widget, GtkWidget, GTK_WIDGET, gpointer)
+BRSYNC_CAST(event_controller, GtkEventController, GTK_EVENT_CONTROLLER, gpointer)
+BRSYNC_CAST(stack, GtkStack, GTK_STACK, GtkWidget *)
+BRSYNC_CAST(orientable, GtkOrientable, GTK_ORIENTABLE, GtkWidget *)
+BRSYNC_CAST(scrolled_window, GtkScrolledWindow, GTK_SCROLLED_WINDOW, GtkWidget *)
+BRSYNC_CAST(list_view, GtkListView, GTK_LIST_VIEW, GtkWidget *)
+BRSYNC_CAST(drop_down, GtkDropDown, GTK_DROP_DOWN, GtkWidget *)
+BRSYNC_CAST(spin_button, GtkSpinButton, GTK_SPIN_BUTTON, GtkWidget *)
+BRSYNC_CAST(switch, GtkSwitch, GTK_SWITCH, GtkWidget *)
+BRSYNC_CAST(button, GtkButton, GTK_BUTTON, GtkWidget *)
+BRSYNC_CAST(grid, GtkGrid, GTK_GRID, GtkWidget *)
+BRSYNC_CAST(list_item, GtkListItem, GTK_LIST_ITEM, gpointer)
+BRSYNC_CAST(string_object, GtkStringObject, GTK_STRING_OBJECT, gpointer)
+BRSYNC_CAST(list_model, GListModel, G_LIST_MODEL, gpointer)
+BRSYNC_CAST(selection_model, GtkSelectionModel, GTK_SELECTION_MODEL, gpointer)
+BRSYNC_CAST(filter, GtkFilter, GTK_FILTER, gpointer)
+BRSYNC_CAST(entry, GtkEntry, GTK_ENTRY, GtkWidget *)
+BRSYNC_CAST(file_chooser, GtkFileChooser, GTK_FILE_CHOOSER, gpointer)
+BRSYNC_CAST(native_dialog, GtkNativeDialog, GTK_NATIVE_DIALOG, gpointer)
 
 // The name a screen reader reads for `widget`.
 static inline void brsync_accessible_label(GtkWidget *widget, const char *label) {
@@ -82,21 +102,6 @@ static inline gulong brsync_signal_connect_owned(
     return g_signal_connect_data(instance, signal, handler, data, destroy, (GConnectFlags)0);
 }
 
-static inline GtkStack *brsync_stack(GtkWidget *widget) { return GTK_STACK(widget); }
-static inline GtkOrientable *brsync_orientable(GtkWidget *widget) { return GTK_ORIENTABLE(widget); }
-static inline GtkScrolledWindow *brsync_scrolled_window(GtkWidget *widget) { return GTK_SCROLLED_WINDOW(widget); }
-static inline GtkListView *brsync_list_view(GtkWidget *widget) { return GTK_LIST_VIEW(widget); }
-static inline GtkDropDown *brsync_drop_down(GtkWidget *widget) { return GTK_DROP_DOWN(widget); }
-static inline GtkSpinButton *brsync_spin_button(GtkWidget *widget) { return GTK_SPIN_BUTTON(widget); }
-static inline GtkSwitch *brsync_switch(GtkWidget *widget) { return GTK_SWITCH(widget); }
-static inline GtkButton *brsync_button(GtkWidget *widget) { return GTK_BUTTON(widget); }
-static inline GtkGrid *brsync_grid(GtkWidget *widget) { return GTK_GRID(widget); }
-static inline GtkListItem *brsync_list_item(gpointer object) { return GTK_LIST_ITEM(object); }
-static inline GtkStringObject *brsync_string_object(gpointer object) { return GTK_STRING_OBJECT(object); }
-static inline GListModel *brsync_list_model(gpointer object) { return G_LIST_MODEL(object); }
-static inline GtkSelectionModel *brsync_selection_model(gpointer object) { return GTK_SELECTION_MODEL(object); }
-static inline GtkFilter *brsync_filter(gpointer object) { return GTK_FILTER(object); }
-
 // The freedesktop portal's org.freedesktop.appearance color-scheme (1 dark,
 // 2 light, 0 no preference; -1 not a number) from a Settings.Read reply or
 // a SettingChanged value: a uint32, boxed in one or two variants.
@@ -137,9 +142,5 @@ static inline int brsync_color_scheme_changed(GVariant *parameters) {
 static inline void brsync_list_view_scroll_to(GtkWidget *list, guint position) {
     gtk_widget_activate_action(list, "list.scroll-to-item", "u", position);
 }
-
-static inline GtkEntry *brsync_entry(GtkWidget *widget) { return GTK_ENTRY(widget); }
-static inline GtkFileChooser *brsync_file_chooser(gpointer object) { return GTK_FILE_CHOOSER(object); }
-static inline GtkNativeDialog *brsync_native_dialog(gpointer object) { return GTK_NATIVE_DIALOG(object); }
 
 #endif

@@ -61,6 +61,14 @@ public final class TLSContext: @unchecked Sendable {
         self.context = context
     }
 
+    /// A new context for `method` (server or client), TLS 1.2 at least.
+    private convenience init(method: OpaquePointer?) throws(NetError) {
+        ERR_clear_error()
+        guard let context = SSL_CTX_new(method) else { throw .tls(openSSLErrors("cannot create a TLS context")) }
+        self.init(context: context)
+        brsync_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+    }
+
     deinit { SSL_CTX_free(context) }
 
     /// A server context: TLS 1.2 minimum, modern ciphers, no compression, no
@@ -68,12 +76,8 @@ public final class TLSContext: @unchecked Sendable {
     /// - Throws: ``NetError/tls(_:)`` saying which file is wrong, or that the
     ///   key does not match the certificate.
     public static func server(certificateChainFile: String, privateKeyFile: String) throws(NetError) -> TLSContext {
-        ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw .tls(openSSLErrors("cannot create a TLS context"))
-        }
-        let tls = TLSContext(context: context)
-        brsync_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+        let tls = try TLSContext(method: TLS_server_method())
+        let context = tls.context
         brsync_SSL_CTX_set_server_options(context)
         guard SSL_CTX_set_cipher_list(context, modernTLS12Ciphers) == 1 else {
             throw .tls(openSSLErrors("cannot set the cipher list"))
@@ -111,12 +115,8 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     static func client(caFile: String?, loadSystemStore: Bool) throws(NetError) -> TLSContext {
-        ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw .tls(openSSLErrors("cannot create a TLS context"))
-        }
-        let tls = TLSContext(context: context)
-        brsync_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION)
+        let tls = try TLSContext(method: TLS_client_method())
+        let context = tls.context
         brsync_SSL_CTX_set_client_options(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let caFile {

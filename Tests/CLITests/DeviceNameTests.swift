@@ -9,8 +9,7 @@ import Testing
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
-        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.firefoxRule(laptop, "zoom.us", exec: "firefox %u")
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
 

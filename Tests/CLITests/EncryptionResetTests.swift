@@ -16,8 +16,7 @@ import Testing
         let world = try CLIWorld()
         let (laptop, desktop) = (try world.replica("laptop"), try world.replica("desktop"))
         for (home, site) in [(laptop, "laptop-site.example"), (desktop, "desktop-site.example")] {
-            try world.mustRun(home, ["browsers", "add", "firefox", "--exec", "true %u"])
-            try world.mustRun(home, ["rules", "add", site, "firefox"])
+            try world.firefoxRule(home, site)
         }
         let initialised = try world.run(laptop, ["key", "init"])
         let code = try #require(EncryptionTests.recoveryCode(initialised.stdout), "\(initialised)")

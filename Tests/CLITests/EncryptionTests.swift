@@ -268,8 +268,7 @@ extension EncryptionTests {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
-        try world.mustRun(laptop, ["rules", "add", "before.example", "firefox"])
+        try world.firefoxRule(laptop, "before.example")
         let oldCode = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
         #expect(
             try ProcessRunner.run(
@@ -408,8 +407,7 @@ extension EncryptionTests {
     @Test func aKeyFileThatIsNotRightStopsSyncWithAClearError() throws {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
-        try world.mustRun(laptop, ["rules", "add", "kept.example", "firefox"])
+        try world.firefoxRule(laptop, "kept.example")
         let code = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
         let keyFile = laptop + "/account-key"
         let good = try String(contentsOfFile: keyFile, encoding: .utf8)

@@ -40,8 +40,7 @@ extension EncryptionTests {
     @Test func aMachineJoinsAnEncryptedAccountWithOneCode() throws {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "true %u"])
-        try world.mustRun(laptop, ["rules", "add", "joined.example", "firefox"])
+        try world.firefoxRule(laptop, "joined.example")
         let code = try #require(Self.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
 
         // The code: the last line, the URL, a token and the CA's fingerprint (as openssl computes it).

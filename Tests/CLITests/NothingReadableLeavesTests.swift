@@ -188,8 +188,7 @@ import Testing
         let phone = world.directory.file("phone")
         let secret = Self.marker("qzj")
         try world.mustRun(phone, ["init", "--device-name", "phone"])
-        try world.mustRun(phone, ["browsers", "add", "firefox", "--exec", "true %u"])
-        try world.mustRun(phone, ["rules", "add", "\(secret).example", "firefox"])
+        try world.firefoxRule(phone, "\(secret).example")
 
         // The code alone, on standard input.
         let byCode = try ProcessRunner.run(

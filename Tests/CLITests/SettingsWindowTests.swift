@@ -24,6 +24,13 @@ import Testing
         var exitStatus: String? { values("EXIT").first }
     }
 
+    /// A ready world (``DesktopClickTests/readyWorld()``), or nil (recorded
+    /// as an issue) when this machine cannot drive the window.
+    static func readyWorld() throws -> DesktopWorld? {
+        guard ready() else { return nil }
+        return try DesktopClickTests.readyWorld()
+    }
+
     static func ready() -> Bool {
         let needed = PickerWindowTests.tools + ["/usr/bin/dbus-daemon"]
         let atspi = try? ProcessRunner.run(
@@ -74,8 +81,7 @@ import Testing
     /// process) says so. A pattern that is none, and a priority that is no
     /// number, are said in the window and change nothing; what was typed stays.
     @Test func aRuleAddedInTheWindowDecidesLinks() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         #expect(try world.run("browsers", "default", "--clear").status == 0)
         let before = try world.run("resolve", "https://news.example/story")
         #expect(before.status != 0, "\(before)")
@@ -103,8 +109,7 @@ import Testing
     /// "Test a link" says which browser opens a link and why, for a link
     /// clicked anywhere and in one app; a link that is none is said so.
     @Test func testingALinkSaysWhatOpensItAndWhy() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         #expect(try world.run("rules", "add", "--from-app", "thunderbird", "github.com", "firefox").status == 0)
         let run = try Self.drive(
@@ -125,8 +130,7 @@ import Testing
     /// Removing a browser in the window marks the rules that name it, as
     /// `rules list` does.
     @Test func removingABrowserMarksItsRules() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let run = try Self.drive(
             in: world,
@@ -144,8 +148,7 @@ import Testing
     /// Edits made elsewhere (here a command in a terminal) show without
     /// reopening the window.
     @Test func editsMadeElsewhereShowInTheWindow() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let home = world.directory.file("brsync")
         let run = try Self.drive(
             home: home, path: world.environment["PATH"],
@@ -161,8 +164,7 @@ import Testing
     /// named, with no GTK class names and no mnemonic underscores; the rows
     /// say their rule or browser; buttons can be pressed by their action.
     @Test func everyControlIsNamedForScreenReaders() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let run = try Self.drive(
             in: world,
@@ -260,8 +262,7 @@ import Testing
     /// The tracking parameters: one added, one removed, a name that is none
     /// said as it is typed; `cleanup show` (another process) sees the list.
     @Test func theTrackingParametersChangeInTheWindow() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let run = try Self.drive(
             in: world,
             [
@@ -279,8 +280,7 @@ import Testing
     /// MIME defaults point at brsync.desktop, which opens links with this
     /// replica; "Put the previous default back" restores the one there was.
     @Test func theDefaultBrowserIsFixedFromTheWindow() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let config = world.directory.file("config")
         try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
         try "[Default Applications]\nx-scheme-handler/http=firefox.desktop\nx-scheme-handler/https=firefox.desktop\n"
@@ -306,8 +306,7 @@ import Testing
     /// Export to a file and import it into another replica, from the
     /// window; a file that is no export is said so and changes nothing.
     @Test func exportAndImportFromTheWindow() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         #expect(try world.run("rules", "add", "github.com", "chrome").status == 0)
         let exported = world.directory.file("exported.json")
         let bad = world.directory.file("bad.json")
@@ -338,8 +337,7 @@ import Testing
     /// fix: here brsync is not the default browser, and the finding's button
     /// makes it so (doctor, run after, finds nothing wrong there).
     @Test func doctorsFindingsComeWithTheirFix() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let run = try Self.drive(
             in: world,
             environment: [
@@ -361,8 +359,7 @@ import Testing
     /// at start makes the window dark; switching it to light, while the
     /// window is open, makes it light (its background, read from the screen).
     @Test func lightAndDarkFollowTheDesktop() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let run = try Self.drive(
             in: world,
             ["portal:1", "find:label:Status", "sleep:1", "pixel:300,600", "portal-switch", "sleep:1", "pixel:300,600"])
@@ -377,8 +374,7 @@ import Testing
     /// Browsers page, with the command's checks: a profile with no id is said
     /// in its form, which stays open with what was typed.
     @Test func aLaunchCommandAndAProfileAreMadeInTheWindow() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let run = try Self.drive(
             in: world,
             [
@@ -399,8 +395,7 @@ import Testing
     /// Escape with a rule typed and not saved asks before closing (Keep
     /// editing keeps it); Escape in a search that holds text clears it.
     @Test func escapeAsksBeforeLosingARuleBeingTyped() throws {
-        guard Self.ready() else { return }
-        let world = try DesktopClickTests.readyWorld()
+        guard let world = try Self.readyWorld() else { return }
         let run = try Self.drive(
             in: world,
             [

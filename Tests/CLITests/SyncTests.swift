@@ -103,6 +103,12 @@ final class CLIWorld: @unchecked Sendable {
         try ProcessRunner.run(brsync, arguments, environment: ["BRSYNC_HOME": home])
     }
 
+    /// Firefox (launched as `exec`) and a rule opening `pattern` in it, made on `home`.
+    func firefoxRule(_ home: String, _ pattern: String, exec: String = "true %u") throws {
+        try mustRun(home, ["browsers", "add", "firefox", "--exec", exec])
+        try mustRun(home, ["rules", "add", pattern, "firefox"])
+    }
+
     func mustRun(_ home: String, _ arguments: [String]) throws {
         let result = try run(home, arguments)
         #expect(result.status == 0, "brsync \(arguments.joined(separator: " ")): \(result)")
@@ -128,8 +134,7 @@ final class CLIWorld: @unchecked Sendable {
         let world = try CLIWorld(store)
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
-        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.firefoxRule(laptop, "zoom.us", exec: "firefox %u")
         try world.mustRun(laptop, ["browsers", "default", "firefox"])
         let pushed = try world.run(laptop, ["sync", "--json"])
         #expect(pushed.status == 0 && pushed.stdout.contains(#""pushed":3"#), "\(pushed)")
@@ -333,8 +338,7 @@ final class CLIWorld: @unchecked Sendable {
     @Test func anInterruptedSyncSaysNothingIsLost() throws {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
-        try world.mustRun(laptop, ["rules", "add", "a.example", "firefox"])
+        try world.firefoxRule(laptop, "a.example", exec: "firefox %u")
         // A listener that never accepts: the kernel completes the connection, nobody answers.
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }

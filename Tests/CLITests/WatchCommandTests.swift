@@ -107,8 +107,7 @@ import Testing
         defer { watch.signal(SIGTERM) }
         _ = try watch.waitFor("has no server yet")
         let laptop = try world.replica("laptop")
-        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
-        try world.mustRun(laptop, ["rules", "add", "zoom.us", "firefox"])
+        try world.firefoxRule(laptop, "zoom.us", exec: "firefox %u")
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(
             home,

@@ -37,15 +37,26 @@ import Testing
         }
     }
 
+    /// An X server of its own, and a ready world (``DesktopClickTests/readyWorld()``) that uses it.
+    static func worldOnADisplay() throws -> (XServer, DesktopWorld) {
+        let server = try XServer()
+        do {
+            let world = try DesktopClickTests.readyWorld()
+            world.environment["DISPLAY"] = server.display
+            return (server, world)
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
     @Test func linksAndFilesClickedOnTheDesktopOpen() throws {
         guard Self.hasTools else {
             Issue.record("Xvfb and xdg-utils are needed (scripts/setup installs xvfb and xdg-utils)")
             return
         }
-        let server = try XServer()
+        let (server, world) = try Self.worldOnADisplay()
         defer { server.stop() }
-        let world = try DesktopClickTests.readyWorld()
-        world.environment["DISPLAY"] = server.display
         try FileManager.default.createDirectory(
             atPath: world.directory.file("config"), withIntermediateDirectories: true)
         try
@@ -99,10 +110,8 @@ import Testing
             Issue.record("Xvfb and xdotool are needed (scripts/setup installs xvfb and xdotool)")
             return
         }
-        let server = try XServer()
+        let (server, world) = try Self.worldOnADisplay()
         defer { server.stop() }
-        let world = try DesktopClickTests.readyWorld()
-        world.environment["DISPLAY"] = server.display
         world.environment["WAYLAND_DISPLAY"] = nil
         world.environment["XDG_SESSION_TYPE"] = nil
         func release(_ keys: [String]) throws {

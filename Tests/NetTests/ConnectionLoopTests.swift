@@ -134,10 +134,7 @@ struct UncheckedBox<Value>: @unchecked Sendable {
 
         // A client that goes away while it waits: let go, its connection closed.
         let deadline = Deadline.after(milliseconds: 5000)
-        let socket = try Socket.connect(to: SocketAddress(host: "127.0.0.1", port: port), deadline: deadline)
-        let gone = try TLSStream.connect(
-            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
-            deadline: deadline)
+        let gone = try fixture.stream(port: port, milliseconds: 5000)
         try gone.write(Array("GET /later HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8), deadline: deadline)
         for _ in 0..<500 where pending.withLock({ $0.count }) < 42 || server.waitingConnections < 1 { usleep(10_000) }
         gone.close()

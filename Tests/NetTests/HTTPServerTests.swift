@@ -25,6 +25,16 @@ final class TLSFixture: @unchecked Sendable {
             certificateChainFile: certificates.certificateFile, privateKeyFile: certificates.keyFile)
     }
 
+    /// A raw TLS stream to the server on 127.0.0.1:`port` (no HTTP client),
+    /// connected and shaken hands within `milliseconds`.
+    func stream(port: UInt16, milliseconds: Int = 2000) throws -> TLSStream {
+        let socket = try Socket.connect(
+            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: milliseconds))
+        return try TLSStream.connect(
+            socket: socket, context: TLSContext.client(caFile: caFile), serverName: "localhost",
+            deadline: .after(milliseconds: milliseconds))
+    }
+
     /// Starts a server on 127.0.0.1 (an ephemeral port) with this fixture's
     /// certificate; the caller shuts it down.
     func serve(
@@ -142,11 +152,7 @@ let slowRequestsStarted = LockedBox<Int>()
         let (server, port) = try fixture.serve(limits: limits, handler: Self.echo)
         defer { server.shutdown(graceMilliseconds: 2000) }
         // The slow client sends part of a request and stalls.
-        let slow = try Socket.connect(
-            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let slowStream = try TLSStream.connect(
-            socket: slow, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
-            deadline: .after(milliseconds: 2000))
+        let slowStream = try fixture.stream(port: port)
         try slowStream.write(Array("GET / HTTP/1.1\r\nHo".utf8), deadline: .after(milliseconds: 1000))
         let started = Date()
         let fast = try fixture.client(port: port)
@@ -419,11 +425,7 @@ final class LockedBox<T>: @unchecked Sendable {
             HTTPResponse(status: 200, body: Array(request.target.utf8))
         }
         defer { server.shutdown(graceMilliseconds: 1000) }
-        let socket = try Socket.connect(
-            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(
-            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
-            deadline: .after(milliseconds: 2000))
+        let stream = try fixture.stream(port: port)
         let requests =
             (1...5).map { "GET /\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
             + "GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"

@@ -171,11 +171,7 @@ import Testing
             HTTPResponse(status: 200, body: Array("thread".utf8))
         }
         defer { server.shutdown(graceMilliseconds: 2000) }
-        let socket = try Socket.connect(
-            to: SocketAddress(host: "127.0.0.1", port: port), deadline: .after(milliseconds: 2000))
-        let stream = try TLSStream.connect(
-            socket: socket, context: TLSContext.client(caFile: fixture.caFile), serverName: "localhost",
-            deadline: .after(milliseconds: 2000))
+        let stream = try fixture.stream(port: port)
         func exchange(_ request: String) throws -> String {
             try stream.write(Array(request.utf8), deadline: .after(milliseconds: 1000))
             return try stream.readText()

@@ -24,8 +24,7 @@ import Testing
         _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
         try world.sync(a)
         if encrypted {
-            let (key, _) = try KeyChangeTests.changeKey(world, a)
-            try KeyChangeTests.addKey(world, b, key)
+            try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         } else {
             try world.sync(b)
         }

@@ -38,6 +38,19 @@ import Testing
         try world.sync(machine)
     }
 
+    /// A key change on `machine` (``changeKey(_:_:)``), then every one of
+    /// `others` adds the new key and syncs (``addKey(_:_:_:)``): the new key.
+    @discardableResult
+    static func shareNewKey(
+        _ world: SyncWorld, from machine: SimulatedMachine, with others: [SimulatedMachine]
+    )
+        throws -> AccountKey
+    {
+        let (key, _) = try changeKey(world, machine)
+        for other in others { try addKey(world, other, key) }
+        return key
+    }
+
     /// The rules a new machine with `key` gets.
     static func freshRules(_ world: SyncWorld, key: AccountKey?) throws -> [String] {
         let fresh = try world.machine("fresh\(world.machines.count)")
@@ -57,8 +70,7 @@ import Testing
         try Self.rule(a, "a-rule.com")
         try world.sync(a)
         if rotating {
-            let (old, _) = try Self.changeKey(world, a)
-            for machine in [b, c] { try Self.addKey(world, machine, old) }
+            try Self.shareNewKey(world, from: a, with: [b, c])
         } else {
             for machine in [b, c] { try world.sync(machine) }
         }
@@ -125,8 +137,7 @@ import Testing
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rule(a, "a-rule.com")
         try world.sync(a)
-        let (old, _) = try Self.changeKey(world, a)
-        try Self.addKey(world, b, old)
+        try Self.shareNewKey(world, from: a, with: [b])
         let writer = Thread {
             for index in 0..<6 {
                 try? Self.rule(b, "b\(index).com")
@@ -156,8 +167,7 @@ import Testing
         try Self.rule(b, "b-rule.com")
         try world.sync(b) // a has not pulled it
         let backup = try world.backupServer()
-        let (key, _) = try Self.changeKey(world, a)
-        try Self.addKey(world, b, key)
+        let key = try Self.shareNewKey(world, from: a, with: [b])
         try world.restoreServer(backup)
         for _ in 0..<3 {
             for machine in [b, a] { try world.sync(machine) }
@@ -289,8 +299,7 @@ import Testing
         let world = try SyncWorld()
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rule(a, "a-rule.com")
-        let (k0, _) = try Self.changeKey(world, a)
-        try Self.addKey(world, b, k0)
+        let k0 = try Self.shareNewKey(world, from: a, with: [b])
         try world.sync(a)
         let backup = try world.backupServer()
         let k1 = AccountKey.generate()
@@ -350,8 +359,7 @@ import Testing
         let a = try world.machine("a")
         let alicesOther = try world.machine("a2")
         try Self.rule(a, "alice.com")
-        let (aliceKey, _) = try Self.changeKey(world, a)
-        try Self.addKey(world, alicesOther, aliceKey)
+        let aliceKey = try Self.shareNewKey(world, from: a, with: [alicesOther])
         try world.store.addAccount("bob")
         let y = try world.machine("y", account: "bob")
         try Self.rule(y, "bob.com")
@@ -386,8 +394,7 @@ import Testing
         #expect(try !world.store.authenticate(token: y.token).accountEncrypted)
         #expect(try SyncWorld.rules(y.replica).keys.sorted() == ["bob.com"])
         // bob's account encrypted on bob's machine; its code added here.
-        let (bobsKey, _) = try Self.changeKey(world, y)
-        try Self.addKey(world, a, bobsKey)
+        try Self.shareNewKey(world, from: y, with: [a])
         try world.sync(y)
         #expect(try SyncWorld.rules(y.replica).keys.sorted() == ["alice.com", "bob.com", "unpushed.com"])
         // Back to alice's account with bob's key: refused, alice's key untouched.
@@ -420,7 +427,7 @@ import Testing
     /// them reconciles once; its cursor then passes the purge point, so the
     /// syncs after it are ordinary (no `reset`, nothing pulled again).
     @Test(arguments: StoreKind.allCases) func aPurgeMeansOneReconcileNotOneEverySync(_ kind: StoreKind) throws {
-        let (world, a, b) = try Self.purgedDeletion(kind, of: "z.com", keeping: ["x.com", "y.com"])
+        let (world, _, b) = try Self.purgedDeletion(kind, of: "z.com", keeping: ["x.com", "y.com"])
         b.token = try world.store.reissueToken(account: "alice", device: "b")
         let first = try world.sync(b)
         #expect(first.fullResync && first.removed.map(\.collection) == ["rules"], "\(first)")

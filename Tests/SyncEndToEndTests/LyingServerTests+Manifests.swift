@@ -26,15 +26,10 @@ extension LyingServerTests {
         return key
     }
 
-    static func versions(_ record: JSONValue) -> [String: JSONValue] {
-        guard case .object(let object) = record, case .object(let versions)? = object["versions"] else { return [:] }
-        return versions
-    }
+    static func versions(_ record: JSONValue) -> [String: JSONValue] { member("versions", of: record) }
 
     static func with(_ record: JSONValue, versions: [String: JSONValue]) -> JSONValue {
-        guard case .object(var object) = record else { return record }
-        object["versions"] = .object(versions)
-        return .object(object)
+        with(record, "versions", versions)
     }
 
     /// A new machine is served records the server cut or mixed with their

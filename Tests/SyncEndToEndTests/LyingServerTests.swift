@@ -36,8 +36,7 @@ import Testing
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rules(a, ["one.example", "two.example", "gone.example"])
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        try KeyChangeTests.addKey(world, b, key)
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         _ = try a.replica.removeRule(pattern: "gone.example")
         try world.sync(a)
         try world.sync(b)
@@ -65,8 +64,7 @@ import Testing
         let world = try SyncWorld(.sqlite)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rules(a, ["one.example"])
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        try KeyChangeTests.addKey(world, b, key)
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         try Self.rules(a, ["two.example"])
         try world.sync(a)
         let before = try SyncWorld.rules(b.replica)
@@ -99,16 +97,22 @@ import Testing
         }
     }
 
-    static func fields(_ record: JSONValue) -> [String: JSONValue] {
-        guard case .object(let object) = record, case .object(let fields)? = object["fields"] else { return [:] }
-        return fields
+    /// The object a pulled record holds under `name` (`fields`, `versions`), or none.
+    static func member(_ name: String, of record: JSONValue) -> [String: JSONValue] {
+        guard case .object(let object) = record, case .object(let member)? = object[name] else { return [:] }
+        return member
     }
 
-    static func with(_ record: JSONValue, fields: [String: JSONValue]) -> JSONValue {
+    /// `record` with `value` under `name`.
+    static func with(_ record: JSONValue, _ name: String, _ value: [String: JSONValue]) -> JSONValue {
         guard case .object(var object) = record else { return record }
-        object["fields"] = .object(fields)
+        object[name] = .object(value)
         return .object(object)
     }
+
+    static func fields(_ record: JSONValue) -> [String: JSONValue] { member("fields", of: record) }
+
+    static func with(_ record: JSONValue, fields: [String: JSONValue]) -> JSONValue { with(record, "fields", fields) }
 
     /// Values swapped between two records, and a deletion flag set by the
     /// server: each record is refused by name, nothing of it applied, the
@@ -118,8 +122,7 @@ import Testing
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rules(a, ["one.example", "two.example", "three.example"])
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        try KeyChangeTests.addKey(world, b, key)
+        try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         // An old page, kept by the server to serve again later.
         let old = Mutex<[JSONValue]>([])
         let recorder = try LyingServer(

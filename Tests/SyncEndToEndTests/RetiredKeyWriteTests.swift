@@ -21,8 +21,7 @@ import Testing
         revoking revoked: SimulatedMachine?
     ) throws -> (first: AccountKey, second: AccountKey) {
         try KeyChangeTests.rule(x, "before.example")
-        let (first, _) = try KeyChangeTests.changeKey(world, x)
-        for machine in others { try KeyChangeTests.addKey(world, machine, first) }
+        let first = try KeyChangeTests.shareNewKey(world, from: x, with: others)
         try world.sync(x)
         let backup = try world.backupServer()
         if let revoked { try world.store.revokeDevice(account: "alice", name: revoked.name) }
@@ -150,8 +149,7 @@ import Testing
         let world = try SyncWorld(.sqlite)
         let (x, late) = (try world.machine("x"), try world.machine("late"))
         try KeyChangeTests.rule(x, "x.example")
-        let (first, _) = try KeyChangeTests.changeKey(world, x)
-        try KeyChangeTests.addKey(world, late, first)
+        try KeyChangeTests.shareNewKey(world, from: x, with: [late])
         try KeyChangeTests.rule(late, "late.example")
         try world.sync(late)
         try world.sync(x)
@@ -190,8 +188,7 @@ import Testing
         let world = try SyncWorld(.sqlite)
         let (x, y, m) = (try world.machine("x"), try world.machine("y"), try world.machine("m"))
         try KeyChangeTests.rule(x, "before.example")
-        let (first, _) = try KeyChangeTests.changeKey(world, x)
-        for machine in [y, m] { try KeyChangeTests.addKey(world, machine, first) }
+        try KeyChangeTests.shareNewKey(world, from: x, with: [y, m])
         try world.sync(x)
         let copy = world.directory.file("m-copy")
         try FileManager.default.copyItem(atPath: m.replica.home, toPath: copy)

@@ -38,8 +38,7 @@ import Testing
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try KeyChangeTests.rule(a, "a-rule.com")
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        try KeyChangeTests.addKey(world, b, key)
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         // An account encrypted by an earlier brsyncd: no signing key yet. The token holder registers one first.
         try world.runSQL("UPDATE accounts SET signing_key = ''")
         let stolen = try world.machine("stolen")
@@ -68,8 +67,7 @@ import Testing
         let world = try SyncWorld(kind)
         let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
         try KeyChangeTests.rule(a, "a-rule.com")
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        for machine in [b, c] { try KeyChangeTests.addKey(world, machine, key) }
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b, c])
         // pushed, then the reset deletes it from the server before anyone pulls it
         try KeyChangeTests.rule(c, "c-only.com")
         try world.sync(c)
@@ -112,8 +110,7 @@ import Testing
         let world = try SyncWorld(kind)
         let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
         try KeyChangeTests.rule(a, "a-rule.com")
-        let (key, _) = try KeyChangeTests.changeKey(world, a)
-        try KeyChangeTests.addKey(world, b, key)
+        try KeyChangeTests.shareNewKey(world, from: a, with: [b])
         try KeyChangeTests.rule(b, "b-rule.com")
         try world.sync(b)
         try world.sync(a)
