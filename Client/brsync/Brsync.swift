@@ -7,7 +7,7 @@ struct Brsync: ParsableCommand {
         commandName: "brsync",
         abstract: "Keep browser-selection rules in sync and resolve every link offline.",
         discussion: "The replica lives in --home, $BRSYNC_HOME, or $XDG_DATA_HOME/brsync.\n" + ExitStatus.help,
-        version: "0.1.0",
+        version: BrsyncVersion.current,
         subcommands: [
             Init.self, BrowsersCommand.self, RulesCommand.self, Resolve.self, Explain.self, Suggest.self,
             CleanupCommand.self,

@@ -175,7 +175,7 @@ public final class SyncAPI: Sendable {
         case .join: return try join(request)
         case .health:
             let body = JSONValue.object([
-                "status": .string("ok"), "epoch": .string(store.epoch), "version": .string(brsyncdVersion),
+                "status": .string("ok"), "epoch": .string(store.epoch), "version": .string(BrsyncVersion.current),
             ])
             return HTTPResponse.json(200, body.jsonText)
         }
@@ -426,4 +426,3 @@ struct PullQuery {
     }
 }
 
-public let brsyncdVersion = "0.1.0"

@@ -12,7 +12,7 @@ struct Brsyncd: ParsableCommand {
         abstract: "The brsync sync server: HTTPS, an SQLite (or PostgreSQL) store, accounts and devices.",
         discussion:
             "Every command takes --db PATH (or BRSYNCD_DB), or --store postgres://… (or BRSYNCD_STORE). Exit codes: 0 done, 2 error.",
-        version: brsyncdVersion,
+        version: BrsyncVersion.current,
         subcommands: [Serve.self, Dev.self, AccountCommand.self, DeviceCommand.self, Backup.self, Migrate.self]
     )
 }

@@ -4,6 +4,7 @@ import JSON
 import Model
 import Net
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 
@@ -355,7 +356,7 @@ import Testing
                 && health.json
                     == .object([
                         "status": .string("ok"), "epoch": .string(fixture.store.epoch),
-                        "version": .string(brsyncdVersion),
+                        "version": .string(BrsyncVersion.current),
                     ])
         )
         #expect(try device.push([device.change("a.com", ["browser": .string("x")])]).status == 200)
