@@ -389,14 +389,17 @@ extension Replica {
                 // will not push (no unpushed edit of the record): the server
                 // lost it (a restore, a purged tombstone brought back by an old
                 // copy). The whole record goes up at the next push.
-                if merged != change.state, try !hasUnpushedChange(change.collection, key: change.key) {
+                let takenAsItCame = merged == change.state
+                if !takenAsItCame, try !hasUnpushedChange(change.collection, key: change.key) {
                     try database.run(
                         "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
                         [.text(change.collection.rawValue), .text(change.key)])
                 }
                 guard merged != local else { continue }
                 // Written once: a new record's log entry holds all its fields.
-                let fieldsText = RecordState.encodeFields(merged.fields)
+                // A record taken as it came keeps the page's text (not written again).
+                let fieldsText =
+                    (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
                 try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
                 // Only a value counts as a change here: a version vector that
                 // grew alone is merged, but neither logged nor counted (a pull

@@ -34,12 +34,27 @@ struct RuleColumns {
         // One that does not parse comes after every rule that does ("2" sorts after
         // the "0" and "1" a collation text starts with), by key.
         let precedence = pattern.map { RulePrecedence.SortKey(CompiledRule(rule: rule, pattern: $0)).collationText }
-        var rest = rule.extra
-        if let origin = rule.origin { rest["origin"] = .string(origin) }
         self.init(values: [
             indexKey, priority, .text(precedence ?? "2" + key), .text(rule.pattern), .text(rule.browser),
-            .integer(rule.createdAtMillis), rest.isEmpty ? .null : .text(JSONValue.object(rest).jsonText),
+            .integer(rule.createdAtMillis), Self.rest(of: rule),
         ])
+    }
+
+    /// `rule_rest`: the rule's other fields as a JSON object, or NULL. Most
+    /// rules have an origin and nothing else, written without building the object.
+    private static func rest(of rule: UrlRule) -> DatabaseValue {
+        switch (rule.origin, rule.extra.isEmpty) {
+        case (nil, true): return .null
+        case (let origin?, true):
+            var bytes = Array(#"{"origin":"#.utf8)
+            JSONValue.writeString(origin, into: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+            return .text(String(decoding: bytes, as: UTF8.self))
+        case (let origin, false):
+            var rest = rule.extra
+            if let origin { rest["origin"] = .string(origin) }
+            return .text(JSONValue.object(rest).jsonText)
+        }
     }
 
     /// The rule a listing row holds (`rule_pattern` … `rule_rest`, after its

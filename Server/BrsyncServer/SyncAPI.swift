@@ -425,4 +425,3 @@ struct PullQuery {
         full = request.full
     }
 }
-

@@ -17,6 +17,19 @@ public struct JSONScanner {
         reader = JSONReader(bytes: bytes)
     }
 
+    /// Reads the next value with `read` and returns, beside what it made, the
+    /// value's text as it stood (from its first byte to its last, no white
+    /// space around it): a decoder that keeps the text need not write it again.
+    public mutating func withText<Result>(
+        _ read: (inout JSONScanner) throws(ParseError) -> Result
+    ) throws(ParseError) -> (Result, String) {
+        reader.skipWhitespace()
+        let start = reader.index
+        let result = try read(&self)
+        let text = String(decoding: UnsafeBufferPointer(rebasing: reader.bytes[start..<reader.index]), as: UTF8.self)
+        return (result, text)
+    }
+
     /// Whether the next byte (after white space) is `byte`; consumes it if so.
     private mutating func take(_ byte: UInt8) -> Bool {
         reader.skipWhitespace()

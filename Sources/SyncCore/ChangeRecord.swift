@@ -6,7 +6,15 @@ public struct ChangeRecord: Sendable, Equatable {
     public var sequence: Int64
     public var collection: RecordCollection
     public var key: String
-    public var state: RecordState
+    public var state: RecordState {
+        didSet { fieldsText = nil } // the text no longer reads as the state
+    }
+    /// A pulled record's fields as the page carried them (JSON that reads as
+    /// `state.fields`), so a replica that takes the record as it came stores
+    /// this text instead of writing the fields again; nil once `state`
+    /// changes, and for every record not read from a page (an opened sealed
+    /// record is a new one). Not part of equality: it is the same record.
+    public var fieldsText: String?
     /// What the writer's record held just after this change, when the
     /// change log kept it: ``RecordManifest/text(at:)`` at the change's
     /// stamp, sealed with the change as it is in an encrypted account (never
@@ -31,6 +39,11 @@ public struct ChangeRecord: Sendable, Equatable {
         self.state = state
         self.manifestText = manifestText
         self.writerVersions = writerVersions
+    }
+
+    public static func == (a: ChangeRecord, b: ChangeRecord) -> Bool {
+        a.sequence == b.sequence && a.collection == b.collection && a.key == b.key && a.state == b.state
+            && a.manifestText == b.manifestText && a.writerVersions == b.writerVersions
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,

@@ -302,6 +302,7 @@ extension ChangeRecord {
             flawed: nil)
         var versions: Reading<VersionVector> = .problem { "\($0) needs \"versions\", an object" }
         var writer: Reading<VersionVector>?
+        var fieldsText: String?
         var hasVersions = false
         if try scanner.beginObject() {
             repeat {
@@ -309,7 +310,7 @@ extension ChangeRecord {
                 case "seq": sequence = try scanner.value()
                 case "collection": collection = try scanner.value()
                 case "key": key = try scanner.value()
-                case "fields": fields = try RecordState.readFields(&scanner)
+                case "fields": (fields, fieldsText) = try scanner.withText(RecordState.readFields)
                 case "versions":
                     hasVersions = scanner.peek() == UInt8(ascii: "{")
                     versions = try RecordState.readVersions(&scanner)
@@ -338,9 +339,11 @@ extension ChangeRecord {
             if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
             let state = try RecordState.make(fields: fields.reading, versions: versions, context: "change \(number)")
             let writerVersions = try writer?.get("change \(number)")
-            return .success(
-                ChangeRecord(
-                    sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions))
+            var change = ChangeRecord(
+                sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions)
+            // The text is kept only when it reads as the state whole (no field set aside as flawed).
+            if fields.flawed == nil { change.fieldsText = fieldsText }
+            return .success(change)
         } catch {
             // Well formed, over a limit: still identified by its digest.
             var registers = fields.flawed

@@ -158,4 +158,30 @@ import Testing
             #expect(!Wire.isSealedValue(value), "\(value)")
         }
     }
+
+    /// A pulled record keeps its fields' text as the page carried it (a
+    /// replica that takes the record as it came stores it instead of writing
+    /// it again): text that reads as the same fields, white space around it
+    /// left out; changing the state drops it; equality does not look at it.
+    @Test func aPulledRecordKeepsItsFieldsText() throws {
+        let fields =
+            #"{"pattern":{"s":"000001a22667f600-00000004-d6ea9ebef2317a87","v":"x.com"}, "priority":{"s":"000001a22667f600-00000004-d6ea9ebef2317a87","v":3}}"#
+        let body =
+            #"{"changes":[{"seq":1,"collection":"rules","key":"x.com","fields": "# + fields
+            + #" ,"versions":{"d6ea9ebef2317a87":1}}],"next":1,"more":false,"epoch":"e1","#
+            + #""clock":"000001a22667f600-00000004-d6ea9ebef2317a87"}"#
+        let page = try Array(body.utf8).withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+            try PullResponse(reading: bytes)
+        }
+        var change = try #require(page.changes.first)
+        #expect(change.fieldsText == fields)
+        let reread = try RecordState(fieldsJSON: try #require(change.fieldsText), versionsJSON: "{}")
+        #expect(reread.fields == change.state.fields)
+        let same = change
+        change.state.versions = VersionVector()
+        #expect(change.fieldsText == nil)
+        var unchanged = same
+        unchanged.fieldsText = nil
+        #expect(unchanged == same)
+    }
 }
