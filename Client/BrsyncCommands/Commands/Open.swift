@@ -15,8 +15,8 @@ public struct Open: ParsableCommand {
         discussion: """
             A local path or file: URL opens as a file (only file:// patterns match it). When brsync cannot serve the
             click (no replica, no usable browser, a launch or picker that fails), it says so in a desktop notification
-            when no terminal shows its messages, and opens the link in the browser that was the default before
-            'brsync install'. Cancelling the picker opens nothing and exits 1; when no picker can ask it exits 3.
+            when no terminal shows its messages, and opens the link in the browser that was the default
+            before 'brsync install'. Cancelling the picker opens nothing and exits 1; when no picker can ask it exits 3.
             """)
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The URL or file.") var url: String
