@@ -145,7 +145,11 @@ public struct DefaultBrowserRegistration: Sendable {
 
     /// The desktop entry that hands links to `brsync open`, with the replica
     /// folder written in (a desktop session does not read the shell's
-    /// `BRSYNC_HOME`).
+    /// `BRSYNC_HOME`). `TryExec` names the program too: once it is removed
+    /// (`apt remove brsync` without `brsync uninstall`), desktops that read it
+    /// (GIO's, KDE's) take the entry as not installed, so the next click
+    /// opens in another browser instead of in nothing; `brsync doctor` says
+    /// that the entry runs a brsync that cannot start.
     public static func desktopEntry(executable: String, home: String) -> String {
         """
         [Desktop Entry]
@@ -153,6 +157,7 @@ public struct DefaultBrowserRegistration: Sendable {
         Name=brsync
         GenericName=Browser selector
         Comment=Open each link in the browser its rule names, or ask which one
+        TryExec=\(executable.replacing("\\", with: "\\\\"))
         Exec=\(execArgument(executable)) open --home \(execArgument(home)) %u
         Icon=web-browser
         Terminal=false

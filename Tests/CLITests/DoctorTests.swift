@@ -6,6 +6,34 @@ import Testing
 /// named with the command that fixes it, the exit status says whether all
 /// is well, and nothing is changed.
 @Suite struct DoctorTests {
+    /// brsync made the default browser, then removed without `brsync
+    /// uninstall` (a package removed, a copy deleted): the entry names the
+    /// program in TryExec, so desktops that read it skip the entry, and
+    /// doctor, run from a brsync still here, names the entry and the fix.
+    @Test func aDefaultBrowserWhoseBrsyncIsGoneIsNamed() throws {
+        let world = try CLIWorld(.sqlite)
+        let laptop = try world.replica("laptop")
+        let user = world.directory.file("user")
+        let gone = world.directory.file("gone")
+        try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: true)
+        for program in ["brsync", "brsync-sync"] {
+            try FileManager.default.copyItem(
+                atPath: ProcessRunner.binary(program), toPath: "\(gone)/\(program)")
+        }
+        let environment = ["BRSYNC_HOME": laptop, "HOME": user]
+        let installed = try ProcessRunner.run("\(gone)/brsync", ["install", "--force"], environment: environment)
+        try #require(installed.status == 0, "\(installed)")
+        let entry = try String(
+            contentsOfFile: "\(user)/.local/share/applications/brsync.desktop", encoding: .utf8)
+        #expect(entry.contains("TryExec=\(gone)/brsync\n"), "\(entry)")
+        try FileManager.default.removeItem(atPath: gone)
+        let doctor = try ProcessRunner.run(world.brsync, ["doctor"], environment: environment)
+        #expect(
+            doctor.status == 1 && doctor.stdout.contains("runs a brsync that cannot start")
+                && doctor.stdout.contains("fix: brsync install (from the brsync to use)"),
+            "\(doctor.stdout)")
+    }
+
     @Test func doctorNamesWhatIsWrongAndTheFix() throws {
         let world = try CLIWorld(.sqlite)
         let laptop = try world.replica("laptop")
