@@ -24,16 +24,16 @@ extension Replica {
     }
 
     /// Every rule that is not deleted, in precedence order (deciding first):
-    /// read through the `precedence` index from the columns each rule's row
-    /// carries (see ``RuleColumns``), so no pattern is parsed, nothing is
-    /// sorted and no stamped field is read; rules whose pattern this version
-    /// cannot parse come last, by key.
+    /// sorted by the `precedence` column, read from the columns each rule's row
+    /// carries (see ``RuleColumns``), so no pattern is parsed and no stamped
+    /// field is read; rules whose pattern this version cannot parse come
+    /// last, by key.
     public func rules() throws -> [UrlRule] {
         let rows = try read {
             try database.query(
                 """
                 SELECT key, priority, rule_pattern, rule_browser, rule_created, rule_rest
-                FROM records INDEXED BY records_by_precedence WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence
+                FROM records WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence
                 """
             ) { row in
                 let key = row.string(0) ?? ""

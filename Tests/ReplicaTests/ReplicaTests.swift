@@ -12,6 +12,19 @@ import Testing
 @Suite struct ReplicaTests {
     /// A pulled record is checked as strictly as local input: one that cannot
     /// be used is set aside with its reason, and the rest of the page applies.
+    /// A replica keeps no index on `precedence` (schema 17 drops the one 15
+    /// made): listing sorts, and writing a rule keeps one index less.
+    @Test func listingSortsWithoutAPrecedenceIndex() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try Replica.initialize(home: directory.path, deviceName: nil)
+        let database = try Database(path: directory.file("replica.sqlite"))
+        #expect(
+            try database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'records_by_precedence'")?.intValue
+                == 0)
+        #expect(try database.userVersion == 17)
+    }
+
     @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
         let fixture = try ReplicaFixture()
         let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "elsewhere")
@@ -431,7 +444,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN replaced;
             DROP TABLE profile_approvals;
             ALTER TABLE removed DROP COLUMN why;
-            DROP INDEX records_by_precedence;
+            DROP INDEX IF EXISTS records_by_precedence;
             ALTER TABLE records DROP COLUMN precedence;
             ALTER TABLE records DROP COLUMN rule_pattern;
             ALTER TABLE records DROP COLUMN rule_browser;
