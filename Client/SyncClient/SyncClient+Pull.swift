@@ -127,7 +127,15 @@ extension SyncClient {
         let opened = changes.compactMap { change -> ChangeRecord? in
             // A record with no field holds nothing to open or apply.
             if change.state.fields.isEmpty { return nil }
-            do { return try cipher.open(change, requiringManifest: requiringManifests) } catch {
+            do {
+                var opened = try cipher.open(change, requiringManifest: requiringManifests)
+                // Its fields as the replica stores them, written here: a
+                // page after the first is opened beside the apply of the one
+                // before it (``PrefetchedPage``), and a record taken as it
+                // came is stored with this text (as a readable page's are).
+                opened.fieldsText = RecordState.encodeFields(opened.state.fields)
+                return opened
+            } catch {
                 problems.append("set aside record #\(change.sequence) from the server: \(error)")
                 return nil
             }

@@ -15,6 +15,12 @@ public final class Database {
     let handle: OpaquePointer
     public let path: String
     private var statements: [String: Statement] = [:]
+    /// The statements used last, newest first, looked at before
+    /// `statements`: a pull runs a few long statements thousands of times,
+    /// and hashing their SQL text each time cost more than binding it (a
+    /// static SQL text compares equal to itself by storage, at once).
+    private var recent: [(sql: String, statement: Statement)] = []
+    private static let recentCount = 4
     /// Takes this connection's WAL checkpoints (see ``BackgroundCheckpointer/attach(_:)``);
     /// held so its hook's context lives as long as the connection.
     var checkpointer: BackgroundCheckpointer?
@@ -53,6 +59,7 @@ public final class Database {
     }()
 
     deinit {
+        recent.removeAll()
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -65,12 +72,20 @@ public final class Database {
 
     /// A prepared statement for `sql`, cached and reset for reuse.
     public func statement(_ sql: String) throws(DatabaseError) -> Statement {
+        for entry in recent where entry.sql == sql {
+            entry.statement.reset()
+            return entry.statement
+        }
+        let statement: Statement
         if let cached = statements[sql] {
             cached.reset()
-            return cached
+            statement = cached
+        } else {
+            statement = try Statement(database: self, sql: sql)
+            statements[sql] = statement
         }
-        let statement = try Statement(database: self, sql: sql)
-        statements[sql] = statement
+        if recent.count == Self.recentCount { recent.removeLast() }
+        recent.insert((sql, statement), at: 0)
         return statement
     }
 
