@@ -14,6 +14,8 @@ public struct ChangeEntry: Sendable {
     public let fields: [String: StampedValue]
     public let kind: String
     public let recordedAtMillis: Int64
+    /// Why the server refused this local edit (it was never applied there); nil when taken.
+    public var refused: String? = nil
 
     public var isPulled: Bool { kind == "pulled" }
 }
@@ -28,10 +30,11 @@ extension Replica {
         try read {
             try database.query(
                 """
-                SELECT * FROM (SELECT seq AS position, 0 AS pulled, seq AS id, device, collection, key, fields, kind, recorded_at
+                SELECT * FROM (SELECT seq AS position, 0 AS pulled, seq AS id, device, collection, key, fields, kind, recorded_at,
+                                      refused
                                FROM changes ORDER BY seq DESC LIMIT ?1)
                 UNION ALL
-                SELECT * FROM (SELECT after_seq, 1, id, device, collection, key, fields, 'pulled', recorded_at
+                SELECT * FROM (SELECT after_seq, 1, id, device, collection, key, fields, 'pulled', recorded_at, NULL
                                FROM received ORDER BY id DESC LIMIT ?1)
                 ORDER BY position DESC, pulled DESC, id DESC LIMIT ?1
                 """, [.integer(Int64(limit))]
@@ -40,7 +43,7 @@ extension Replica {
                 return ChangeEntry(
                     sequence: row.int64(2) ?? 0, device: row.string(3) ?? "", collection: row.string(4) ?? "",
                     key: row.string(5) ?? "", fields: fields, kind: row.string(7) ?? "local",
-                    recordedAtMillis: row.int64(8) ?? 0)
+                    recordedAtMillis: row.int64(8) ?? 0, refused: row.string(9))
             }
         }
     }

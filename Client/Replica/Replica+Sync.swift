@@ -26,6 +26,15 @@ public struct SyncState: Sendable, Equatable {
 }
 
 /// A value that lost a merge, kept so nothing is lost silently.
+/// The newest value of one device that pulls brought to this machine
+/// (``Replica/deviceWrites()``).
+public struct DeviceWrites: Sendable, Equatable {
+    public let device: String
+    public let newest: HLCTimestamp
+    /// When it came, by this machine's clock.
+    public let seenAtMillis: Int64
+}
+
 public struct Conflict: Sendable, Equatable {
     public let id: Int64
     public let collection: String
@@ -154,6 +163,22 @@ extension Replica {
             // a rewind (the server was restored) does not lower it.
             let acknowledged = Int64(try meta("acknowledged_high") ?? "") ?? 0
             try setMeta("acknowledged_high", String(max(acknowledged, sequence)))
+        }
+    }
+
+    /// Notes which of this device's changes `first` through `last`, all
+    /// answered by one push answer, the server refused, and why; the others
+    /// were taken (a change pushed again after a rewind is answered anew).
+    /// Call it inside the transaction that marks them pushed.
+    public func noteRefusals(first: Int64, last: Int64, _ refused: [Int64: String]) throws {
+        guard first <= last else { return }
+        try database.run(
+            "UPDATE changes SET refused = NULL WHERE device = ? AND device_seq BETWEEN ? AND ? AND refused IS NOT NULL",
+            [.text(deviceID), .integer(first), .integer(last)])
+        for (sequence, reason) in refused where sequence >= first && sequence <= last {
+            try database.run(
+                "UPDATE changes SET refused = ? WHERE device = ? AND device_seq = ?",
+                [.text(reason), .text(deviceID), .integer(sequence)])
         }
     }
 
@@ -353,6 +378,21 @@ extension Replica {
             try loadPersistedClock()
             let wall = try serverTimeMillis()
             var pulledHigh = Int64(try meta("pulled_high") ?? "") ?? 0
+            // The newest value of each device this page brings (``deviceWrites()``);
+            // the device of the values just seen is kept apart (a page's values
+            // mostly come from one device: no hashing for each).
+            var heard: [String: HLCTimestamp] = [:]
+            var current: HLCTimestamp?
+            func hear(_ stamp: HLCTimestamp) {
+                if let newest = current, newest.device == stamp.device {
+                    if stamp > newest { current = stamp }
+                    return
+                }
+                if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
+                    heard[newest.device] = newest
+                }
+                current = stamp
+            }
             let newestLocal = try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0
             for change in changes {
                 let local = try record(change.collection, key: change.key) ?? RecordState()
@@ -401,6 +441,10 @@ extension Replica {
                 let fieldsText =
                     (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
                 try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                let fresh = local.fields.isEmpty
+                for (name, register) in merged.fields where fresh || local.fields[name] != register {
+                    hear(register.stamp)
+                }
                 // Only a value counts as a change here: a version vector that
                 // grew alone is merged, but neither logged nor counted (a pull
                 // whose pages only do that is not making progress).
@@ -424,12 +468,38 @@ extension Replica {
                 }
             }
             if changed > 0 { try trimReceivedLog() }
+            if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
+                heard[newest.device] = newest
+            }
+            for (device, newest) in heard {
+                try database.run(
+                    """
+                    INSERT INTO device_writes (device, newest, seen_at) VALUES (?, ?, ?)
+                    ON CONFLICT (device) DO UPDATE SET newest = excluded.newest, seen_at = excluded.seen_at
+                    WHERE excluded.newest > device_writes.newest
+                    """, [.text(device), .text(newest.description), .integer(currentMillis)])
+            }
             try setMeta("pull_cursor", String(cursor))
             try setMeta("epoch", epoch)
             // The newest stamp the server has handed out: one it took.
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
             return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
+        }
+    }
+
+    /// Each device whose values pulls brought here: the newest stamp of
+    /// them, and when it came (this machine's clock), newest first. A device
+    /// whose writes stop arriving while its own status shows later ones is
+    /// being withheld (Deploy/SECURITY.md, "Fork and rejoin").
+    public func deviceWrites() throws -> [DeviceWrites] {
+        try read {
+            try database.query("SELECT device, newest, seen_at FROM device_writes ORDER BY newest DESC") { row in
+                guard let device = row.string(0), let newest = row.string(1).flatMap(HLCTimestamp.init(text:)) else {
+                    throw ReplicaError.notAReplica(path: path, reason: "a device's newest write is damaged")
+                }
+                return DeviceWrites(device: device, newest: newest, seenAtMillis: row.int64(2) ?? 0)
+            }
         }
     }
 

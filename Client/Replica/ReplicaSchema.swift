@@ -93,6 +93,7 @@ enum ReplicaSchema {
         Migration4.precedence,
         Migration4.ruleColumns,
         Migration4.noPrecedenceIndex,
+        Migration4.refusals,
     ])
 
     enum Migration4 {
@@ -323,6 +324,26 @@ enum ReplicaSchema {
             version: 17,
             sql: """
                 DROP INDEX IF EXISTS records_by_precedence;
+                """)
+
+        /// Why the server refused a change of this device (NULL: taken, or
+        /// not answered yet), as its push answer, or a retry's, named it
+        /// (the server keeps refusals and names them again on retries). A
+        /// refused change was never applied: `brsync log` says so, and only
+        /// applied changes count as this device's acknowledged writes.
+        /// And, for each device, the newest stamp of any value of it that a
+        /// pull brought here, and when (only ever raised: a later overwrite
+        /// does not lower it): `brsync status` shows when each device was
+        /// last heard from, which that device's own status can confirm.
+        static let refusals = Migrator.Migration(
+            version: 18,
+            sql: """
+                ALTER TABLE changes ADD COLUMN refused TEXT;
+                CREATE TABLE device_writes (
+                    device TEXT PRIMARY KEY,
+                    newest TEXT NOT NULL,
+                    seen_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
                 """)
     }
 }

@@ -439,7 +439,22 @@ public final class SyncClient {
                 }
                 try recordConflict(lost, key: shown(lost.collection, lost.key))
             }
+            // A refusal names a change of this batch the answer acknowledges,
+            // under its key: any other is the server's invention. A refused
+            // change was never applied, and the log keeps why.
+            var refused: [Int64: String] = [:]
             for rejected in response.rejected {
+                guard rejected.sequence >= first.sequence, rejected.sequence <= last.sequence,
+                    rejected.sequence <= response.acknowledged,
+                    changes[Int(rejected.sequence - first.sequence)].collection == rejected.collection,
+                    changes[Int(rejected.sequence - first.sequence)].key == rejected.key
+                else {
+                    summary.problems.append(
+                        "the server named as refused a change this push did not send (\(rejected.sequence)): not believed"
+                    )
+                    continue
+                }
+                refused[rejected.sequence] = rejected.reason
                 summary.problems.append(
                     "the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)"
                 )
@@ -475,6 +490,8 @@ public final class SyncClient {
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {
                 try replica.markPushed(through: response.acknowledged)
+                try replica.noteRefusals(
+                    first: first.sequence, last: min(last.sequence, response.acknowledged), refused)
                 // The chain through the last change acknowledged is kept: the next
                 // pull and push prove this replica's history by it without sealing
                 // the batch again. One in between, if a `gap` ever asks for it, is

@@ -50,6 +50,7 @@ public protocol SyncReplica: AnyObject {
     func storedChain(_ sequence: Int64) throws -> Replica.StoredChain
     func keepChains(_ chains: [(sequence: Int64, chain: String)]) throws
     func markPushed(through sequence: Int64) throws
+    func noteRefusals(first: Int64, last: Int64, _ refused: [Int64: String]) throws
     func rewindPushed(to sequence: Int64) throws
     func restampUnpushed() throws -> Int
     func publishDeviceName() throws -> Bool

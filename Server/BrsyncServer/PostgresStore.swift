@@ -36,7 +36,7 @@ public final class PostgresStore: StoreDialect {
     public let listening = Atomic<Bool>(false)
     /// The channel brsyncd processes tell each other on that an account changed (payload: its id).
     static let changesChannel = "brsync_changes"
-    static let schemaVersion = 7
+    static let schemaVersion = 8
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -268,6 +268,21 @@ public final class PostgresStore: StoreDialect {
         if version < 7 {
             // Each record's writer (see SQLiteStore's version 13).
             try connection.execute("ALTER TABLE records ADD COLUMN writer text")
+        }
+        if version < 8 {
+            // The changes a push refused (see SQLiteStore's version 14).
+            try connection.execute(
+                """
+                CREATE TABLE refusals (
+                    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    client_device text NOT NULL,
+                    seq bigint NOT NULL,
+                    collection text NOT NULL,
+                    key bytea NOT NULL,
+                    reason bytea NOT NULL,
+                    PRIMARY KEY (account_id, client_device, seq)
+                )
+                """)
         }
         if version < schemaVersion {
             try connection.run(

@@ -204,6 +204,42 @@ public final class PostgresTransaction: StoreTransaction {
             """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
     }
 
+    /// One statement for a push's refusals, their columns sent as arrays.
+    public func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
+        guard !refusals.isEmpty else { return }
+        try connection.run(
+            """
+            INSERT INTO refusals (account_id, client_device, seq, collection, key, reason)
+            SELECT $1::bigint, $2::text, * FROM unnest($3::bigint[], $4::text[], $5::bytea[], $6::bytea[])
+            ON CONFLICT (account_id, client_device, seq) DO NOTHING
+            """,
+            [
+                .integer(account), .text(clientDevice), .text(PostgresArray.integers(refusals.map(\.sequence))),
+                .text(PostgresArray.texts(refusals.map(\.collection.rawValue))),
+                .text(PostgresArray.byteStrings(refusals.map { Array($0.key.utf8) })),
+                .text(PostgresArray.byteStrings(refusals.map { Array($0.reason.utf8) })),
+            ])
+    }
+
+    public func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
+        try connection.query(
+            """
+            SELECT seq, collection, key, reason FROM refusals
+            WHERE account_id = $1 AND client_device = $2 AND seq BETWEEN $3 AND $4 ORDER BY seq
+            """, [.integer(account), .text(clientDevice), .integer(from), .integer(through)]
+        ) { row in
+            try StoredRecord.refusal(
+                sequence: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.bytes(2) ?? [],
+                reason: row.bytes(3) ?? [])
+        }
+    }
+
+    public func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
+        try connection.run(
+            "DELETE FROM refusals WHERE account_id = $1 AND client_device = $2 AND seq <= $3",
+            [.integer(account), .text(clientDevice), .integer(through)])
+    }
+
     public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
         try connection.run(
             "UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
@@ -353,6 +389,7 @@ public final class PostgresTransaction: StoreTransaction {
             ])
         try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM refusals WHERE account_id = $1", [.integer(account)])
     }
 
     public func registerSigningKey(account: Int64, _ publicKey: String) throws {
@@ -444,6 +481,7 @@ public final class PostgresTransaction: StoreTransaction {
     public func deleteAccount(_ account: Int64) throws {
         try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
+        try connection.run("DELETE FROM refusals WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM devices WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM accounts WHERE id = $1", [.integer(account)])
     }

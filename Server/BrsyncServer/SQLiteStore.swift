@@ -217,6 +217,25 @@ public final class SQLiteStore: StoreDialect {
             sql: """
                 ALTER TABLE records ADD COLUMN writer TEXT;
                 """),
+        // The changes a push refused, per replica stream: every answer to a
+        // push covering them names them again, a retry after a lost answer
+        // included, so a client always learns which of its changes were
+        // never applied (a device's ledger counts only applied ones). The
+        // key and reason are kept as bytes: a refused key may hold any
+        // character, NUL included (that is why it was refused).
+        Migrator.Migration(
+            version: 14,
+            sql: """
+                CREATE TABLE refusals (
+                    account_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                    client_device TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    collection TEXT NOT NULL,
+                    key BLOB NOT NULL,
+                    reason BLOB NOT NULL,
+                    PRIMARY KEY (account_id, client_device, seq)
+                ) WITHOUT ROWID;
+                """),
     ])
 
     public let path: String

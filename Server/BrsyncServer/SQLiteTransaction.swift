@@ -99,6 +99,43 @@ public struct SQLiteTransaction: StoreTransaction {
             """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
     }
 
+    public func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
+        for refusal in refusals {
+            try database.run(
+                """
+                INSERT INTO refusals (account_id, client_device, seq, collection, key, reason) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account_id, client_device, seq) DO NOTHING
+                """,
+                [
+                    .integer(account), .text(clientDevice), .integer(refusal.sequence),
+                    .text(refusal.collection.rawValue), .blob(Array(refusal.key.utf8)),
+                    .blob(Array(refusal.reason.utf8)),
+                ])
+        }
+    }
+
+    public func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
+        try database.query(
+            """
+            SELECT seq, collection, key, reason FROM refusals
+            WHERE account_id = ? AND client_device = ? AND seq BETWEEN ? AND ? ORDER BY seq
+            """, [.integer(account), .text(clientDevice), .integer(from), .integer(through)]
+        ) { row in
+            func bytes(_ column: Int) -> [UInt8] {
+                if case .blob(let bytes) = row[column] { return bytes }
+                return Array((row.string(column) ?? "").utf8)
+            }
+            return try StoredRecord.refusal(
+                sequence: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: bytes(2), reason: bytes(3))
+        }
+    }
+
+    public func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
+        try database.run(
+            "DELETE FROM refusals WHERE account_id = ? AND client_device = ? AND seq <= ?",
+            [.integer(account), .text(clientDevice), .integer(through)])
+    }
+
     public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
         try database.run(
             "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
@@ -224,6 +261,7 @@ public struct SQLiteTransaction: StoreTransaction {
             ])
         try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM refusals WHERE account_id = ?", [.integer(account)])
     }
 
     public func registerSigningKey(account: Int64, _ publicKey: String) throws {
@@ -306,6 +344,7 @@ public struct SQLiteTransaction: StoreTransaction {
     public func deleteAccount(_ account: Int64) throws {
         try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
+        try database.run("DELETE FROM refusals WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM devices WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM accounts WHERE id = ?", [.integer(account)])
     }

@@ -12,6 +12,11 @@ public enum Store {
 
     /// The most replica streams (device ids that pushed) an account keeps.
     public static let maxStreamsPerAccount: Int64 = 1_024
+    /// How far behind a stream's acknowledged change its refusals are kept
+    /// (``SyncWriteTransaction/keepRefusals(account:clientDevice:_:)``): a
+    /// retry reaches back one batch (at most 1,000 changes), so this is many
+    /// times what an honest client asks again. Never pruned by age alone.
+    public static let refusalsKept: Int64 = 10_000
 
     /// The device id the server's own clock stamps carry.
     public static let serverDevice = "server"

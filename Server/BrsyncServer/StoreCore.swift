@@ -77,7 +77,8 @@ extension StoreDialect {
     /// replica's last applied sequence are merged with the shared merge, each
     /// changed record gets the account's next sequence number, and the
     /// replica's last applied sequence and that change's digest are recorded
-    /// with them. A retried push is acknowledged and applies nothing; a gap is
+    /// with them. A retried push is acknowledged and applies nothing (its
+    /// refusals are told again, ``Store/refusalsKept``); a gap is
     /// refused with what the server has; reused numbers (a copied or restored
     /// replica) are refused as `diverged`. A change whose merged record would
     /// be unusable is rejected alone (reported; its number still counts).

@@ -146,6 +146,14 @@ public protocol SyncWriteTransaction {
     func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
     /// How many replica streams the account has.
     func streamCount(account: Int64) throws -> Int64
+    /// Keeps the changes of a replica's stream that a push refused (kept
+    /// until the stream is ``Store/refusalsKept`` changes past them), so that
+    /// every answer to a push covering them, a retry included, names them.
+    func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws
+    /// The refusals kept of a replica's stream, numbered `from` through `through`, in order.
+    func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange]
+    /// Forgets a stream's refusals numbered `through` or lower.
+    func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws
     /// The device's own record of its last push.
     func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
     /// Starts a new timeline for the whole store: the store is not the file

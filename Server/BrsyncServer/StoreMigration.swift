@@ -4,7 +4,8 @@ import Storage
 /// `brsyncd migrate`: copies an SQLite store into an empty PostgreSQL store,
 /// everything a client's place depends on kept as it was (account ids,
 /// identities and end-to-end encryption (key, signing key, retired keys), device token
-/// hashes, change numbers, the replicas' streams, the purge point, the
+/// hashes, change numbers, the replicas' streams and the changes refused
+/// in them, the purge point, the
 /// newest stamps and the epoch), so clients go on from
 /// their cursors without a full re-sync. The old server must be stopped first:
 /// what it accepts after the copy is not in the copy.
@@ -59,6 +60,11 @@ public enum StoreMigration {
                     "INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)",
                     row)
             }
+            for row in snapshot.refusals {
+                try connection.run(
+                    "INSERT INTO refusals (account_id, client_device, seq, collection, key, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+                    row)
+            }
             for row in snapshot.records {
                 try connection.run(
                     """
@@ -90,9 +96,11 @@ public enum StoreMigration {
                         records: $0.int(3) ?? -1,
                         enrollments: $0.int(4) ?? -1)
                 } ?? Counts()
-            guard counts == snapshot.counts else {
+            let refusals = try connection.queryFirst("SELECT count(*) FROM refusals") { $0.int(0) ?? -1 } ?? -1
+            guard counts == snapshot.counts, refusals == snapshot.refusals.count else {
                 throw ServerError.storeUnusable(
-                    "the copy holds \(counts), the SQLite store \(snapshot.counts); nothing was kept")
+                    "the copy holds \(counts) and \(refusals) refused change(s), the SQLite store \(snapshot.counts) "
+                        + "and \(snapshot.refusals.count); nothing was kept")
             }
             return counts
         }
@@ -106,6 +114,7 @@ public enum StoreMigration {
         var devices: [[PostgresValue]] = []
         var streams: [[PostgresValue]] = []
         var records: [[PostgresValue]] = []
+        var refusals: [[PostgresValue]] = []
         var enrollments: [[PostgresValue]] = []
         var epoch = ""
         var counts: Counts {
@@ -140,6 +149,11 @@ public enum StoreMigration {
             streams = try database.query("SELECT account_id, client_device, last_seq, last_digest FROM device_streams")
             { row in
                 (0..<4).map { value(row, $0) }
+            }
+            refusals = try database.query(
+                "SELECT account_id, client_device, seq, collection, key, reason FROM refusals"
+            ) { row in
+                (0..<6).map { value(row, $0) }
             }
             records = try database.query(
                 """

@@ -31,6 +31,14 @@ enum StoredRecord {
         return collection
     }
 
+    /// A kept refusal (``SyncWriteTransaction/refusals(account:clientDevice:from:through:)``).
+    /// Its key and reason are kept as bytes (a refused key may hold a NUL).
+    static func refusal(sequence: Int64, collection: String, key: [UInt8], reason: [UInt8]) throws -> RejectedChange {
+        RejectedChange(
+            sequence: sequence, collection: try Self.collection(collection), key: String(decoding: key, as: UTF8.self),
+            reason: String(decoding: reason, as: UTF8.self))
+    }
+
     /// A stored record version as change `sequence`.
     static func change(
         sequence: Int64?, collection: String?, key: String?, fields: String?, versions: String?

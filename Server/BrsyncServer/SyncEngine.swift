@@ -59,7 +59,8 @@ enum SyncEngine {
     /// after the replica's last applied sequence are merged with the shared
     /// merge, each changed record gets the account's next sequence number, and
     /// the replica's last applied sequence and the chain through it are
-    /// recorded with them. A retried push is acknowledged and applies nothing;
+    /// recorded with them. A retried push is acknowledged and applies nothing
+    /// (its refusals, kept, are told again);
     /// a gap is refused with what the server has; reused numbers (a copied or
     /// restored replica) are refused as `diverged`. A change whose merged
     /// record would be unusable is rejected alone (reported; its number still
@@ -146,9 +147,13 @@ enum SyncEngine {
             }
         }
         guard request.to > last else {
-            // A retry of changes applied already; the client checks the digest.
+            // A retry of changes applied already; the client checks the
+            // digest, and is told again which of them were refused.
+            let refused = try store.refusals(
+                account: device.accountID, clientDevice: request.device, from: request.from, through: request.to)
             return .applied(
-                acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: [], needed: [])
+                acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: refused,
+                needed: [])
         }
         // Stamps are judged only on changes not applied yet (a retried
         // batch may hold applied ones), and the refusal says where this
@@ -258,8 +263,21 @@ enum SyncEngine {
         // Changes over a limit were never read as records: rejected alone, their numbers counted.
         rejected += request.unreadable.filter { $0.sequence > last && $0.sequence <= acknowledged }.map(\.rejection)
         rejected.sort { $0.sequence < $1.sequence }
+        // Kept, so that a retry is told them too; and the refusals of the
+        // changes this request retries (applied before) are told again.
+        try store.keepRefusals(account: device.accountID, clientDevice: request.device, rejected)
+        if request.from <= last {
+            rejected.insert(
+                contentsOf: try store.refusals(
+                    account: device.accountID, clientDevice: request.device, from: request.from, through: last),
+                at: 0)
+        }
         let digest = acknowledged == last ? lastDigest : chain(through: acknowledged) ?? ""
         if acknowledged > last {
+            if acknowledged > Store.refusalsKept {
+                try store.forgetRefusals(
+                    account: device.accountID, clientDevice: request.device, through: acknowledged - Store.refusalsKept)
+            }
             try store.setStream(
                 account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
             try store.notePush(

@@ -28,6 +28,25 @@ public enum PostgresArray {
         texts(values.lazy.map { Optional($0) })
     }
 
+    /// `{"\\x6162",…}`: each element `bytea`'s hex form, any byte (NUL too).
+    public static func byteStrings(_ values: some Sequence<[UInt8]>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = Array("{".utf8)
+        var first = true
+        for value in values {
+            if !first { output.append(UInt8(ascii: ",")) }
+            first = false
+            output += Array(#""\\x"#.utf8)
+            for byte in value {
+                output.append(digits[Int(byte >> 4)])
+                output.append(digits[Int(byte & 15)])
+            }
+            output.append(UInt8(ascii: "\""))
+        }
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
+    }
+
     /// `{1,-2,3}`.
     public static func integers(_ values: some Sequence<Int64>) -> String {
         "{" + values.map(String.init).joined(separator: ",") + "}"

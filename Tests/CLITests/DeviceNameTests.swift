@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import TestSupport
 import Testing
 
@@ -44,6 +45,43 @@ import Testing
         #expect(try world.run(desktop, ["log", "--limit", "3"]).stdout.contains("work laptop [pulled]"))
         let status = try world.run(laptop, ["status"]).stdout
         #expect(status.contains("device:    work laptop ("), "\(status)")
+    }
+
+    /// `brsync status` says when each other device was last heard from: its
+    /// newest edit a pull brought, by name; a later overwrite does not make
+    /// it forget (the newest is only ever raised).
+    @Test func statusSaysWhenEachDeviceWasLastHeardFrom() throws {
+        let world = try CLIWorld()
+        let laptop = try world.replica("laptop")
+        let desktop = try world.replica("desktop")
+        #expect(!(try world.run(desktop, ["status"]).stdout.contains("heard:")))
+        try world.firefoxRule(laptop, "zoom.us", exec: "firefox %u")
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        let status = try world.run(desktop, ["status"]).stdout
+        let heard = status.split(separator: "\n").filter { $0.hasPrefix("heard:") }
+        #expect(heard.count == 1 && heard[0].contains(" laptop: newest edit 20"), "\(status)")
+        /// `status --json`'s `heardFrom`, each device's object.
+        func heardFrom(_ home: String) throws -> [[String: JSONValue]] {
+            let json = try JSONValue.parse(try world.run(home, ["status", "--json"]).stdout)
+            guard case .object(let members) = json, case .array(let devices)? = members["heardFrom"] else {
+                Issue.record("no heardFrom: \(json)")
+                return []
+            }
+            return devices.compactMap { if case .object(let device) = $0 { device } else { nil } }
+        }
+        let devices = try heardFrom(desktop)
+        #expect(devices.count == 1 && devices.first?["deviceName"] == .string("laptop"), "\(devices)")
+        let newest = devices.first?["newestStamp"]?.stringValue
+        // The desktop overwrites the laptop's rule: the laptop's newest write is kept.
+        try world.mustRun(desktop, ["rules", "add", "zoom.us", "firefox", "--priority", "3"])
+        try world.mustRun(desktop, ["sync"])
+        let later = try heardFrom(desktop)
+        #expect(later.count == 1 && newest != nil && later.first?["newestStamp"]?.stringValue == newest, "\(later)")
+        // The laptop hears from the desktop in turn, and not from itself.
+        try world.mustRun(laptop, ["sync"])
+        let laptopView = try world.run(laptop, ["status"]).stdout
+        #expect(laptopView.contains(" desktop: newest edit ") && !laptopView.contains("laptop (this device): newest"))
     }
 
     @Test func conflictsNameBothDevices() throws {

@@ -159,6 +159,14 @@ import Testing
         #expect(
             pushed.status == 0 && pushed.stderr.contains("the server did not take browsers 'work'")
                 && pushed.stderr.contains("--renderer-cmd-prefix"), "\(pushed)")
+        // The maker's log keeps which edit the server refused, and why.
+        let log = try world.run(laptop, ["log"]).stdout
+        #expect(
+            log.split(separator: "\n").filter { $0.contains("refused by the server, never applied") }.map {
+                $0.contains("browsers/work: ") && $0.contains("--renderer-cmd-prefix")
+            } == [true], "\(log)")
+        let logJSON = try world.run(laptop, ["log", "--json"]).stdout
+        #expect(logJSON.contains(#""refusedByServer":"#), "\(logJSON)")
         try world.mustRun(desktop, ["sync"])
         let list = try world.run(desktop, ["browsers", "list", "--json"]).stdout
         #expect(list.contains(#""id":"home""#) && !list.contains(#""id":"work""#), "\(list)")

@@ -22,7 +22,7 @@ import Testing
         #expect(
             try database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'records_by_precedence'")?.intValue
                 == 0)
-        #expect(try database.userVersion == 17)
+        #expect(try database.userVersion >= 17)
     }
 
     @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
@@ -450,6 +450,8 @@ import Testing
             ALTER TABLE records DROP COLUMN rule_browser;
             ALTER TABLE records DROP COLUMN rule_created;
             ALTER TABLE records DROP COLUMN rule_rest;
+            ALTER TABLE changes DROP COLUMN refused;
+            DROP TABLE device_writes;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -511,6 +513,8 @@ import Testing
             DROP TABLE removed;
             ALTER TABLE changes DROP COLUMN manifest;
             ALTER TABLE changes DROP COLUMN replaced;
+            ALTER TABLE changes DROP COLUMN refused;
+            DROP TABLE device_writes;
             PRAGMA user_version = 9;
             COMMIT;
             """)

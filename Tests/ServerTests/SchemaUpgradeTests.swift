@@ -84,6 +84,7 @@ import Testing
                 ALTER TABLE accounts DROP COLUMN max_records;
                 ALTER TABLE accounts DROP COLUMN max_bytes;
                 ALTER TABLE accounts DROP COLUMN max_devices;
+                DROP TABLE refusals;
                 PRAGMA user_version = 7;
                 """)
             #expect(
@@ -103,6 +104,7 @@ import Testing
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_key', 'records_by_seq')"
             )?.intValue == 2)
         #expect(try check.scalar("PRAGMA integrity_check")?.stringValue == "ok")
+        #expect(try check.scalar("SELECT COUNT(*) FROM refusals")?.intValue == 0, "the refusals table is made")
         #expect(try upgraded.records(account: "alice") == before)
         #expect(try upgraded.accounts().first?.records == 30, "the upgrade counts what the account holds")
         #expect(upgraded.epoch == epoch, "an upgrade is not a restore")

@@ -254,6 +254,18 @@ import Testing
         #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
     }
 
+    /// A value one byte over the limit: its change is rejected alone.
+    static let overALimit = JSONValue.string(String(repeating: "x", count: Wire.maxValueBytes + 1))
+
+    /// Three changes, the second over a limit.
+    static func secondOverALimit(_ device: TestDevice) -> [ChangeRecord] {
+        [
+            device.change("a.example", ["browser": .string("firefox")]),
+            device.change("b.example", ["browser": overALimit]),
+            device.change("c.example", ["browser": .string("chromium")]),
+        ]
+    }
+
     /// A change that is well formed but over a limit (a value, a key, a
     /// name, a version vector) is rejected alone: the rest of its push
     /// applies, its number counts as pushed, and the device's chain goes on
@@ -264,11 +276,8 @@ import Testing
     ) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
-        let huge = JSONValue.string(String(repeating: "x", count: Wire.maxValueBytes + 1))
-        let batch = [
-            device.change("a.example", ["browser": .string("firefox")]), device.change("b.example", ["browser": huge]),
-            device.change("c.example", ["browser": .string("chromium")]),
-        ]
+        let huge = Self.overALimit
+        let batch = Self.secondOverALimit(device)
         let answer = try device.push(batch)
         let response = try PushResponse(json: try JSONValue.parse(answer.text))
         #expect(
@@ -285,7 +294,9 @@ import Testing
                         device: device.deviceID, from: 1, to: 3, changes: batch
                     ).body()
                 ).text))
-        #expect(retried.acknowledged == 3 && retried.applied == 0 && retried.rejected.isEmpty)
+        // It is told the refusal again: a client whose first answer was lost
+        // learns which of its changes were never applied.
+        #expect(retried.acknowledged == 3 && retried.applied == 0 && retried.rejected == response.rejected)
         // Another change 2 (a copied home) is still told apart, over a limit or not.
         var other = batch
         other[1].state.fields["browser"]?.value = .string(String(repeating: "y", count: Wire.maxValueBytes + 1))
@@ -314,6 +325,65 @@ import Testing
             relayed.status == 200 && relayAnswer.applied == 1
                 && relayAnswer.rejected.first?.reason.contains("a key must be 1 to 2048 bytes") == true,
             "\(relayed.text.prefix(300))")
+    }
+
+    /// The server keeps a push's refusals and names them in every answer to
+    /// a push that covers them: a retry of the whole batch, a retry that
+    /// overlaps it and goes on, and not once its stream is
+    /// ``Store/refusalsKept`` changes past them. Without this a client whose
+    /// answer was lost would count a refused change as applied.
+    @Test(arguments: StoreKind.allCases) func refusalsAreToldAgainOnRetriesUntilFarBehind(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        let huge = Self.overALimit
+        let batch = Self.secondOverALimit(device)
+        let first = try PushResponse(json: try JSONValue.parse(try device.push(batch).text))
+        #expect(first.rejected.map(\.sequence) == [2])
+        func answer(_ changes: [ChangeRecord], base: String? = nil) throws -> PushResponse {
+            let sent = try device.post(
+                "/v1/push",
+                body: PushRequest(
+                    device: device.deviceID, from: changes[0].sequence, to: changes[changes.count - 1].sequence,
+                    changes: changes, base: base ?? device.chains[changes[0].sequence - 1]
+                ).body())
+            #expect(sent.status == 200, "\(sent.text.prefix(300))")
+            return try PushResponse(json: try JSONValue.parse(sent.text))
+        }
+        // A retry that overlaps and goes on: the old refusal, then the new one.
+        let more = [
+            device.change("d.example", ["browser": .string("x")]), device.change("e.example", ["browser": huge]),
+        ]
+        let overlapping = try answer(batch + more)
+        #expect(overlapping.acknowledged == 5 && overlapping.applied == 1)
+        #expect(
+            overlapping.rejected.map(\.sequence) == [2, 5]
+                && overlapping.rejected.map(\.key) == ["b.example", "e.example"])
+        #expect(overlapping.rejected.first == first.rejected.first, "the refusal is told as it was")
+        // A retry of the later part only names the refusals it covers.
+        #expect(try answer(more).rejected.map(\.sequence) == [5])
+        #expect(try answer(Array(batch[2...])).rejected.isEmpty)
+        // Far behind the stream, refusals are forgotten: kept through
+        // refusalsKept changes past them, not one more.
+        let filler = Int(Store.refusalsKept) - 4
+        var sent = 0
+        while sent < filler {
+            let count = min(1_000, filler - sent)
+            let part = (0..<count).map { device.change("f\(sent + $0).example", ["browser": .string("b")]) }
+            #expect(try device.push(part).status == 200)
+            sent += count
+        }
+        #expect(device.nextSequence - 1 == Store.refusalsKept + 1)
+        #expect(try answer(batch).rejected.map(\.sequence) == [2], "kept while the stream is refusalsKept past it")
+        #expect(try answer(more).rejected.map(\.sequence) == [5])
+        let last = try PushResponse(
+            json: try JSONValue.parse(try device.push([device.change("g.example", ["browser": .string("b")])]).text))
+        #expect(try answer(batch).rejected.isEmpty, "forgotten one change later")
+        #expect(try answer(more).rejected.map(\.sequence) == [5])
+        // A refused key holding any character (a NUL, here) is told again as it came.
+        let odd = [device.change("nul\u{0}key.example", ["browser": .string("b")])]
+        let oddFirst = try answer(odd, base: last.acknowledgedDigest)
+        #expect(oddFirst.rejected.map(\.key) == ["nul\u{0}key.example"], "\(oddFirst)")
+        #expect(try answer(odd, base: last.acknowledgedDigest).rejected == oddFirst.rejected)
     }
 
     /// Many small edits that lose to one large record make an answer that

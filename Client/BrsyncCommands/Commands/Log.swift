@@ -90,7 +90,7 @@ public struct Log: ParsableCommand {
             Output.json(
                 JSONValue.array(
                     entries.map { entry in
-                        .object([
+                        var object: [String: JSONValue] = [
                             "seq": .int(entry.sequence),
                             "recordedAt": .string(Timestamp.iso8601(millis: entry.recordedAtMillis)),
                             "device": .string(entry.device), "deviceName": nameJSON(entry.device),
@@ -98,7 +98,9 @@ public struct Log: ParsableCommand {
                             "kind": .string(entry.kind),
                             "collection": .string(entry.collection), "key": .string(entry.key),
                             "fields": .object(entry.fields.mapValues(\.value)),
-                        ])
+                        ]
+                        if let refused = entry.refused { object["refusedByServer"] = .string(refused) }
+                        return .object(object)
                     }))
             return
         }
@@ -109,8 +111,10 @@ public struct Log: ParsableCommand {
         for entry in entries {
             let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value.value))" }
             let number = entry.isPulled ? "#p\(entry.sequence)" : "#\(entry.sequence)"
+            let refused =
+                entry.refused.map { " (refused by the server, never applied: \(DisplayText.printable($0)))" } ?? ""
             print(
-                "\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))"
+                "\(number) \(Timestamp.iso8601(millis: entry.recordedAtMillis)) \(names.display(entry.device)) [\(entry.kind)] \(entry.collection)/\(entry.key): \(fields.joined(separator: " "))\(refused)"
             )
         }
     }

@@ -257,6 +257,8 @@ public struct Status: ParsableCommand {
         let encrypted = access(keyFile, F_OK) == 0
         let watch = WatchWake.status(home: replica.home)
         let watching = watch?.isAlive(nowMillis: WatchWake.bootMillis()) == true
+        let heard = try replica.deviceWrites().filter { $0.device != replica.deviceID }
+        let names = try replica.deviceNames()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(
@@ -270,6 +272,15 @@ public struct Status: ParsableCommand {
                     "problem": state.problem.isEmpty ? .null : .string(state.problem),
                     "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
                     "encrypted": .bool(encrypted), "watching": .bool(watching),
+                    "heardFrom": .array(
+                        heard.map {
+                            .object([
+                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
+                                "newestWrite": .string(Timestamp.iso8601(millis: $0.newest.wallMillis)),
+                                "newestStamp": .string($0.newest.description),
+                                "pulledAt": .string(Timestamp.iso8601(millis: $0.seenAtMillis)),
+                            ])
+                        }),
                 ]))
             return
         }
@@ -299,6 +310,18 @@ public struct Status: ParsableCommand {
         print(
             "clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.clockKnown || state.epoch != nil))"
         )
+        // When each other device was last heard from: its own status, on
+        // that machine, shows its own newest edit; a gap is worth a look.
+        for (index, device) in heard.prefix(Self.devicesShown).enumerated() {
+            print(
+                "\(index == 0 ? "heard:    " : "          ") \(DisplayText.printable(names.display(device.device))): newest edit "
+                    + "\(Timestamp.iso8601(millis: device.newest.wallMillis)), pulled \(Timestamp.iso8601(millis: device.seenAtMillis))"
+            )
+        }
+        if heard.count > Self.devicesShown {
+            print(
+                "           and \(heard.count - Self.devicesShown) more device(s) ('brsync status --json' lists them)")
+        }
         if !state.problem.isEmpty {
             print(
                 "problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
@@ -308,6 +331,9 @@ public struct Status: ParsableCommand {
 }
 
 extension Status {
+    /// How many devices the text form lists as heard from (newest first).
+    static let devicesShown = 8
+
     /// How this machine's clock stands against the server's, in words.
     /// Whether process `pid` runs as the `brsync-watch` systemd user service
     /// (its cgroup names the unit), not started by hand in a terminal.
