@@ -25,6 +25,44 @@ import Testing
         #expect(try database.userVersion >= 17)
     }
 
+    /// What a pull brought is logged with its stamp once when every value
+    /// came with one write (the stamp each field carried, read back the
+    /// same), and stamped field by field otherwise; both read back whole.
+    @Test func theReceivedLogKeepsOneWritesStampOnce() throws {
+        let fixture = try ReplicaFixture()
+        let first = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "0123456789abcdef")
+        let second = HLCTimestamp(wallMillis: first.wallMillis + 5, counter: 3, device: "aaaaaaaaaaaaaaaa")
+        let one: [String: StampedValue] = [
+            "pattern": StampedValue(.string("one.example"), stamp: first),
+            "browser": StampedValue(.string("fire\"fox"), stamp: first),
+            "priority": StampedValue(.int(2), stamp: first), "createdAt": StampedValue(.int(1), stamp: first),
+            "s": StampedValue(.object(["v": .int(1), "s": .string("x")]), stamp: first),
+        ]
+        var two = one
+        two["browser"] = StampedValue(.string("chrome"), stamp: second)
+        let page = [
+            ChangeRecord(
+                sequence: 1, collection: .rules, key: "one.example",
+                state: RecordState(fields: one, versions: VersionVector([first.device: 1]))),
+            ChangeRecord(
+                sequence: 2, collection: .rules, key: "two.example",
+                state: RecordState(
+                    fields: two, versions: VersionVector([first.device: 1, second.device: 1]))),
+        ]
+        var skipped: [String] = []
+        #expect(try fixture.replica.applyPulled(page, cursor: 2, epoch: "e", skipped: &skipped).changed == 2)
+        let stored = try Database(path: fixture.file).query("SELECT key, fields FROM received ORDER BY id") {
+            ($0.string(0) ?? "", $0.string(1) ?? "")
+        }
+        #expect(
+            stored.count == 2 && stored[0].1.hasPrefix(#"{"s":""#) && !stored[1].1.hasPrefix(#"{"s":""#), "\(stored)")
+        #expect(stored[0].1.utf8.count < RecordState.encodeFields(one).utf8.count / 2, "\(stored[0].1)")
+        let log = try fixture.replica.changeLog(limit: 10)
+        #expect(log.first { $0.key == "one.example" }?.fields == one)
+        #expect(log.first { $0.key == "two.example" }?.fields == two)
+        #expect(log.first { $0.key == "two.example" }?.device == second.device)
+    }
+
     @Test func pulledRecordsThatCannotBeUsedAreSetAside() throws {
         let fixture = try ReplicaFixture()
         let stamp = HLCTimestamp(wallMillis: Clock.wallMillis(), counter: 0, device: "elsewhere")
