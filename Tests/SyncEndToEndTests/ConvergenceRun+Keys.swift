@@ -80,16 +80,40 @@ extension Run {
         }
     }
 
+    /// After a step: when it moved a server restored from before a rotation
+    /// forward (the server's key became the newest one the run already
+    /// had), the server dropped what it held under the old key unread.
+    /// Writers in use send theirs again; what only a machine gone wrote, and
+    /// no machine in use holds, went with it (SECURITY.md, "What is left").
+    func afterPossibleMoveForward(keyBefore: String?, newestBefore: String?) {
+        guard let now = serverKey()?.id, now != keyBefore, now == newestBefore, !gone.isEmpty else { return }
+        let inUse = Set(machines.map(\.replica.deviceID))
+        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
+        for machine in machines {
+            for change in (try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000)) ?? [] {
+                heldNow.formUnion(edits(of: change))
+            }
+        }
+        let kept = mustSurvive.filter { inUse.contains($0.stamp.device) || heldNow.contains($0) }
+        if kept.count < mustSurvive.count { note("edits of a machine gone, dropped with a restored server's old key") }
+        mustSurvive = kept
+    }
+
     func settleKeys() throws {
         guard accountKey != nil else { return }
         for machine in machines where newestKey == nil { initialise(machine, direct: true) }
         #expect(newestKey != nil, "no machine could encrypt the account, seed \(seed)")
-        // Until a round adds no code: a code added lets that machine encrypt
-        // the account again (after a restore from before `key init`), which
-        // the machines before it in the round learn only at their next sync.
-        for round in 0..<4 {
+        // Until a round adds no code and leaves the server's key as it was: a
+        // code added lets that machine encrypt the account again (after a
+        // restore from before `key init`) or move a restored server forward
+        // at its next sync, which the machines before it in the round learn
+        // only at theirs.
+        for round in 0..<6 {
             var added = false
+            let keyBefore = serverKey()?.id
             for machine in machines {
+                let (keyBefore, newestBefore) = (serverKey()?.id, newestKey?.id)
+                defer { afterPossibleMoveForward(keyBefore: keyBefore, newestBefore: newestBefore) }
                 do { _ = try client(machine, direct: true).sync() } catch let error as SyncError
                     where Self.waitsForACode(error)
                 {
@@ -105,7 +129,7 @@ extension Run {
                 } catch {}
                 acknowledge(machine)
             }
-            if round > 0, !added { break }
+            if round > 0, !added, serverKey()?.id == keyBefore { break }
         }
     }
 }

@@ -388,6 +388,8 @@ final class Run: @unchecked Sendable {
             let machine = machines.randomElement(using: &random)!
             let operation = Int.random(in: 0..<40, using: &random)
             defer { trace(step: step, operation: operation, on: machine, futureReported: &futureReported) }
+            let (keyBefore, newestBefore) = (serverKey()?.id, newestKey?.id)
+            defer { afterPossibleMoveForward(keyBefore: keyBefore, newestBefore: newestBefore) }
             if let initStep, step >= initStep, newestKey == nil { initialise(machine) }
             switch operation {
             case 0..<16: edit(machine)
@@ -528,6 +530,8 @@ final class Run: @unchecked Sendable {
         var reported = true
         for round in 0..<3 {
             for machine in machines where !isLive(machine) || liveWantsSync(machine, direct: true) {
+                let (keyBefore, newestBefore) = (serverKey()?.id, newestKey?.id)
+                defer { afterPossibleMoveForward(keyBefore: keyBefore, newestBefore: newestBefore) }
                 do {
                     let summary = try client(machine, direct: true).sync()
                     if ProcessInfo.processInfo.environment["BRSYNC_MODEL_TRACE"] != nil {
