@@ -358,13 +358,18 @@ extension Replica {
         }
     }
 
+    /// - Parameter aside: records of the page set aside before they came
+    ///   here (they did not open, or failed their manifest): kept with the
+    ///   page (``pulledAside(limit:)``), as those this replica sets aside are.
     @discardableResult
     public func applyPulled(
-        _ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside] = [], skipped: inout [String]
     ) throws -> AppliedPage {
         var setAside: [String] = []
         defer { skipped += setAside }
         return try transaction {
+            var kept = aside
+            let clearing = try anyPulledAside()
             var changed = 0
             var conflicts = 0
             var awaitingApproval: [(id: String, reason: String)] = []
@@ -405,8 +410,13 @@ extension Replica {
                     ?? Self.problem(of: change.collection, key: change.key, state: merged)
                 {
                     setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
+                    kept.append(
+                        PulledAside(
+                            collection: change.collection.rawValue, filedKey: change.filedKey ?? change.key,
+                            shownKey: change.key, sequence: change.sequence, why: problem))
                     continue
                 }
+                if clearing { try clearPulledAside(change) }
                 var losses = lost
                 if let writer = change.writerVersions {
                     // This machine's own values that lost to a write that had
@@ -484,6 +494,7 @@ extension Replica {
             // The newest stamp the server has handed out: one it took.
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
+            try keepPulledAside(kept)
             return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
         }
     }

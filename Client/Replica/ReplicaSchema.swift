@@ -94,6 +94,7 @@ enum ReplicaSchema {
         Migration4.ruleColumns,
         Migration4.noPrecedenceIndex,
         Migration4.refusals,
+        Migration4.pulledAside,
     ])
 
     enum Migration4 {
@@ -343,6 +344,28 @@ enum ReplicaSchema {
                     device TEXT PRIMARY KEY,
                     newest TEXT NOT NULL,
                     seen_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+
+        /// Records a pull set aside rather than applied (one that does not
+        /// open, fails its manifest, or holds what this machine cannot use),
+        /// by the key the server files it under, with the key as the user
+        /// knows it when it opened that far, why, when it was first and last
+        /// seen, and when it was last asked for again (NULL: never). An entry
+        /// leaves when a pull applies the record; `brsync status` shows them.
+        static let pulledAside = Migrator.Migration(
+            version: 19,
+            sql: """
+                CREATE TABLE pulled_aside (
+                    collection TEXT NOT NULL,
+                    filed_key TEXT NOT NULL,
+                    shown_key TEXT,
+                    sequence INTEGER NOT NULL,
+                    why TEXT NOT NULL,
+                    first_at INTEGER NOT NULL,
+                    last_at INTEGER NOT NULL,
+                    asked_at INTEGER,
+                    PRIMARY KEY (collection, filed_key)
                 ) WITHOUT ROWID;
                 """)
     }

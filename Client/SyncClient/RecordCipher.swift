@@ -379,9 +379,11 @@ extension RecordCipher {
                 change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
             // The writer as its sealed manifest says, never as the server does.
             let writer = manifest.map(\.versions).flatMap { $0 == state.versions ? nil : $0 }
-            return ChangeRecord(
+            var opened = ChangeRecord(
                 sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
             )
+            opened.filedKey = hidden
+            return opened
         } catch {
             // Once its key is open, the record is named as the user knows it
             // (its hidden key, which the message named, means nothing to them).

@@ -341,7 +341,7 @@ extension SyncClient {
             {
                 throw SyncError.stopped(code: .otherAccount, message: Self.otherAccountMessage)
             }
-            let opened = cipher.map { Self.open(page.changes, with: $0) } ?? (changes: page.changes, problems: [])
+            let opened = cipher.map { Self.open(page.changes, with: $0) } ?? Opened(changes: page.changes)
             summary.problems += opened.problems
             var changes = opened.changes
             changes.forEach(each)
@@ -360,7 +360,7 @@ extension SyncClient {
                 summary.setAside += sorted.setAside
             }
             let applied = try replica.applyPulled(
-                changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+                changes, cursor: page.next, epoch: page.epoch, aside: opened.aside, skipped: &summary.problems)
             summary.take(applied)
             summary.pulled += page.changes.count
             // Every page moves the cursor on, so this ends whatever the server answers.

@@ -103,7 +103,7 @@ extension SyncClient {
     struct FetchedPage: Sendable {
         var exchange: Exchange
         var page: PullResponse?
-        var opened: (changes: [ChangeRecord], problems: [String])?
+        var opened: Opened?
 
         static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?) -> FetchedPage {
             let (exchange, page) = transport.fetchPage(target)
@@ -119,11 +119,20 @@ extension SyncClient {
     /// - Parameter requiringManifests: false only to prove a key opens
     ///   records (``checkKey(_:)``); a record without a manifest is never
     ///   applied (Deploy/SECURITY.md, "Records sealed as records").
+    /// A sealed page's records opened: those that opened and passed their
+    /// checks, and those set aside, named (`problems`) and kept (`aside`).
+    struct Opened {
+        var changes: [ChangeRecord]
+        var problems: [String] = []
+        var aside: [PulledAside] = []
+    }
+
     static func open(
         _ changes: [ChangeRecord], with cipher: RecordCipher,
         requiringManifests: Bool = true
-    ) -> (changes: [ChangeRecord], problems: [String]) {
+    ) -> Opened {
         var problems: [String] = []
+        var aside: [PulledAside] = []
         let opened = changes.compactMap { change -> ChangeRecord? in
             // A record with no field holds nothing to open or apply.
             if change.state.fields.isEmpty { return nil }
@@ -137,10 +146,14 @@ extension SyncClient {
                 return opened
             } catch {
                 problems.append("set aside record #\(change.sequence) from the server: \(error)")
+                aside.append(
+                    PulledAside(
+                        collection: change.collection.rawValue, filedKey: change.key, shownKey: nil,
+                        sequence: change.sequence, why: "\(error)"))
                 return nil
             }
         }
-        return (opened, problems)
+        return Opened(changes: opened, problems: problems, aside: aside)
     }
 
     /// The pull request for the page after `cursor`.
@@ -236,7 +249,9 @@ extension SyncClient {
                 summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
             }
             var changes = page.changes
+            var aside: [PulledAside] = []
             if let opened = current.opened {
+                aside = opened.aside
                 // Sealed (this client has the key, checked above): a record that
                 // does not open is set aside, named; the rest of the page is applied.
                 changes = opened.changes
@@ -253,7 +268,7 @@ extension SyncClient {
             }
             let started = Clock.monotonicMillis()
             let applied = try replica.applyPulled(
-                changes, cursor: page.next, epoch: page.epoch, skipped: &summary.problems)
+                changes, cursor: page.next, epoch: page.epoch, aside: aside, skipped: &summary.problems)
             summary.take(applied)
             summary.applyMilliseconds += Clock.monotonicMillis() - started
             summary.pulled += page.changes.count

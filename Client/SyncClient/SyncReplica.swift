@@ -65,7 +65,7 @@ public protocol SyncReplica: AnyObject {
 
     // MARK: Pulling
     func applyPulled(
-        _ changes: [ChangeRecord], cursor: Int64, epoch: String, skipped: inout [String]
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside], skipped: inout [String]
     ) throws -> Replica.AppliedPage
     func setAsideUnvouched(
         reference: [String: RecordState], why: (_ writer: String) -> String

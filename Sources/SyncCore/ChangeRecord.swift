@@ -28,6 +28,9 @@ public struct ChangeRecord: Sendable, Equatable {
     /// encrypted account it comes from the sealed manifest, never from the
     /// server. Pushes never carry it (a pushed change is its own writer).
     public var writerVersions: VersionVector?
+    /// In an opened (sealed) record, the key the server files it under, its
+    /// hidden key; nil when that is `key`. Not part of equality.
+    public var filedKey: String?
 
     public init(
         sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,

@@ -87,6 +87,7 @@ import Testing
             ALTER TABLE records DROP COLUMN rule_rest;
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
+            DROP TABLE pulled_aside;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -150,6 +151,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN replaced;
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
+            DROP TABLE pulled_aside;
             PRAGMA user_version = 9;
             COMMIT;
             """)

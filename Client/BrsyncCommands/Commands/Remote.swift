@@ -259,6 +259,8 @@ public struct Status: ParsableCommand {
         let watching = watch?.isAlive(nowMillis: WatchWake.bootMillis()) == true
         let heard = try replica.deviceWrites().filter { $0.device != replica.deviceID }
         let names = try replica.deviceNames()
+        let asideCount = try replica.pulledAsideCount()
+        let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(
@@ -279,6 +281,16 @@ public struct Status: ParsableCommand {
                                 "newestWrite": .string(Timestamp.iso8601(millis: $0.newest.wallMillis)),
                                 "newestStamp": .string($0.newest.description),
                                 "pulledAt": .string(Timestamp.iso8601(millis: $0.seenAtMillis)),
+                            ])
+                        }),
+                    "setAsideFromServer": .int(Int64(asideCount)),
+                    "setAside": .array(
+                        aside.map {
+                            .object([
+                                "collection": .string($0.collection), "key": text($0.shownKey),
+                                "filedKey": .string($0.filedKey), "sequence": .int($0.sequence), "why": .string($0.why),
+                                "firstSetAside": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
+                                "lastSetAside": .string(Timestamp.iso8601(millis: $0.lastAtMillis)),
                             ])
                         }),
                 ]))
@@ -322,6 +334,13 @@ public struct Status: ParsableCommand {
             print(
                 "           and \(heard.count - Self.devicesShown) more device(s) ('brsync status --json' lists them)")
         }
+        if let newest = aside.first {
+            print(
+                "set aside: \(asideCount) record(s) the server sent were never applied here (they come in when a "
+                    + "pull brings them whole; 'brsync status --json' lists them); newest: "
+                    + "\(DisplayText.printable(newest.shown)): \(DisplayText.printable(newest.why)) "
+                    + "(\(Timestamp.iso8601(millis: newest.lastAtMillis)))")
+        }
         if !state.problem.isEmpty {
             print(
                 "problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
@@ -333,6 +352,8 @@ public struct Status: ParsableCommand {
 extension Status {
     /// How many devices the text form lists as heard from (newest first).
     static let devicesShown = 8
+    /// How many records set aside `--json` lists (newest first; `setAsideFromServer` counts them all).
+    static let asideListed = 1_000
 
     /// How this machine's clock stands against the server's, in words.
     /// Whether process `pid` runs as the `brsync-watch` systemd user service

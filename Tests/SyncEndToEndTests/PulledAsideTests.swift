@@ -1,0 +1,81 @@
+import JSON
+import Replica
+import SyncClient
+import SyncCore
+import TestSupport
+import Testing
+
+/// Records a pull sets aside are kept in the replica with why, not only
+/// named in the sync's message (Deploy/SECURITY.md, "A device's own writes,
+/// counted": a record set aside never meets a ledger entry, and is asked for
+/// again), until a pull applies them.
+extension LyingServerTests {
+    /// A lying server drops one record's manifest: the record is set aside,
+    /// kept with why under the key the server files it by, and shown by
+    /// `brsync status` (text and JSON); seeing it again keeps when it was
+    /// first set aside. Once the honest server brings the record (its writer
+    /// edits it), the pull applies it and the entry leaves.
+    @Test(arguments: StoreKind.allCases) func aRecordSetAsideIsKeptUntilAPullAppliesIt(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example", "two.example"])
+        let (key, _) = try KeyChangeTests.changeKey(world, a)
+        let hidden = try Self.hiddenRuleKeys(a.replica, RecordCipher(key))
+        let target = try #require(hidden["one.example"])
+        let liar = try LyingServer(
+            in: world,
+            rewrite: Self.rewritingRecords { records in
+                for index in records.indices where Self.hiddenKey(records[index]) == target {
+                    var fields = Self.fields(records[index])
+                    fields["e2e.manifest"] = nil
+                    records[index] = Self.with(records[index], fields: fields)
+                }
+            })
+        defer { liar.stop() }
+        let b = try world.machine("b")
+        let lied = try liar.serving(world) {
+            try AccountKeyFile.add(key, home: b.replica.home)
+            return try world.sync(b)
+        }
+        #expect(lied.problems.contains { $0.contains("carries no manifest") }, "\(lied.problems)")
+        var aside = try b.replica.pulledAside()
+        #expect(aside.count == 1, "\(aside)")
+        #expect(aside.first?.collection == "rules" && aside.first?.filedKey == target, "\(aside)")
+        #expect(aside.first?.why.contains("carries no manifest") == true, "\(aside)")
+        #expect(try SyncWorld.rules(b.replica) == ["two.example": "firefox"])
+        let first = aside.first?.firstAtMillis ?? 0
+
+        // `brsync status` says so, and its JSON lists it.
+        let brsync = ProcessRunner.binary("brsync")
+        let status = try ProcessRunner.run(brsync, ["status", "--home", b.replica.home])
+        #expect(
+            status.stdout.contains("set aside: 1 record(s) the server sent were never applied here")
+                && status.stdout.contains("carries no manifest"), "\(status.stdout)\(status.stderr)")
+        let json = try JSONValue.parse(
+            try ProcessRunner.run(brsync, ["status", "--json", "--home", b.replica.home]).stdout)
+        guard case .object(let members) = json, case .array(let listed)? = members["setAside"] else {
+            Issue.record("no setAside: \(json)")
+            return
+        }
+        #expect(members["setAsideFromServer"] == .int(1) && listed.count == 1, "\(json)")
+        if case .object(let entry)? = listed.first {
+            #expect(entry["filedKey"] == .string(target) && entry["collection"] == .string("rules"), "\(entry)")
+        }
+
+        // Served the same again (a pull from zero): one entry, first seen as before.
+        try b.replica.beginReconcile()
+        _ = try liar.serving(world) { try world.sync(b) }
+        aside = try b.replica.pulledAside()
+        #expect(aside.count == 1 && aside.first?.firstAtMillis == first, "\(aside)")
+
+        // The writer edits it; the honest server brings it whole: applied, no longer set aside.
+        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 2)
+        try world.sync(a)
+        let honest = try world.sync(b)
+        #expect(!honest.problems.contains { $0.contains("set aside") }, "\(honest.problems)")
+        #expect(try b.replica.pulledAside().isEmpty)
+        #expect(try b.replica.pulledAsideCount() == 0)
+        #expect(try SyncWorld.rules(b.replica) == ["one.example": "firefox", "two.example": "firefox"])
+        #expect(!(try ProcessRunner.run(brsync, ["status", "--home", b.replica.home]).stdout.contains("set aside:")))
+    }
+}
