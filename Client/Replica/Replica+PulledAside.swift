@@ -48,21 +48,49 @@ extension Replica {
                 """
                 SELECT collection, filed_key, shown_key, sequence, why, first_at, last_at
                 FROM pulled_aside ORDER BY last_at DESC, collection, filed_key LIMIT ?
-                """, [.integer(Int64(limit))]
-            ) { row in
-                var entry = PulledAside(
-                    collection: row.string(0) ?? "", filedKey: row.string(1) ?? "", shownKey: row.string(2),
-                    sequence: row.int64(3) ?? 0, why: row.string(4) ?? "")
-                entry.firstAtMillis = row.int64(5) ?? 0
-                entry.lastAtMillis = row.int64(6) ?? 0
-                return entry
-            }
+                """, [.integer(Int64(limit))], Self.pulledAsideEntry)
         }
+    }
+
+    /// A row of `SELECT collection, filed_key, shown_key, sequence, why, first_at, last_at`.
+    private static func pulledAsideEntry(_ row: Row) -> PulledAside {
+        var entry = PulledAside(
+            collection: row.string(0) ?? "", filedKey: row.string(1) ?? "", shownKey: row.string(2),
+            sequence: row.int64(3) ?? 0, why: row.string(4) ?? "")
+        entry.firstAtMillis = row.int64(5) ?? 0
+        entry.lastAtMillis = row.int64(6) ?? 0
+        return entry
     }
 
     /// How many records are set aside (``pulledAside(limit:)``).
     public func pulledAsideCount() throws -> Int {
         try read { Int(try database.scalar("SELECT COUNT(*) FROM pulled_aside")?.int64Value ?? 0) }
+    }
+
+    /// The records set aside whose turn to be asked for again has come:
+    /// `every` after they were first set aside, or after they were last
+    /// asked for (either way: a clock set back by more than that does not
+    /// hold them off), longest waiting first.
+    public func pulledAsideDue(every milliseconds: Int64, limit: Int) throws -> [PulledAside] {
+        try read {
+            try database.query(
+                """
+                SELECT collection, filed_key, shown_key, sequence, why, first_at, last_at
+                FROM pulled_aside WHERE abs(? - COALESCE(asked_at, first_at)) >= ?
+                ORDER BY COALESCE(asked_at, first_at), collection, filed_key LIMIT ?
+                """, [.integer(currentMillis), .integer(milliseconds), .integer(Int64(limit))], Self.pulledAsideEntry)
+        }
+    }
+
+    /// Notes that `entries` were asked for again now.
+    public func noteAskedAgain(_ entries: [PulledAside]) throws {
+        try transaction {
+            for entry in entries {
+                try database.run(
+                    "UPDATE pulled_aside SET asked_at = ? WHERE collection = ? AND filed_key = ?",
+                    [.integer(currentMillis), .text(entry.collection), .text(entry.filedKey)])
+            }
+        }
     }
 
     /// Keeps `entries` set aside (inside the transaction of the page that

@@ -43,7 +43,10 @@ extension SyncClient {
         while true {
             let before = try replica.syncState().pullCursor
             let applied = summary.applied
-            guard try pullNextPage(ahead: &ahead, fetchAhead: true) else { return summary }
+            guard try pullNextPage(ahead: &ahead, fetchAhead: true) else {
+                askAgainForSetAside()
+                return summary
+            }
             idle = summary.applied == applied ? idle + 1 : 0
             if idle >= Self.maxIdlePages {
                 throw SyncError.badAnswer(

@@ -67,6 +67,8 @@ public protocol SyncReplica: AnyObject {
     func applyPulled(
         _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside], skipped: inout [String]
     ) throws -> Replica.AppliedPage
+    func pulledAsideDue(every milliseconds: Int64, limit: Int) throws -> [PulledAside]
+    func noteAskedAgain(_ entries: [PulledAside]) throws
     func setAsideUnvouched(
         reference: [String: RecordState], why: (_ writer: String) -> String
     ) throws -> [RemovedRecord]

@@ -206,6 +206,38 @@ extension StoreDialect {
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }
 
+    /// The records a pull set aside, asked for again by hidden key
+    /// (``PullRequest/asked``): each one the device's account has, as it is
+    /// now, in change-number order, in a page that moves no cursor (`next` is
+    /// the account's latest sequence, `more` false) and changes nothing here.
+    /// Authenticated and checked as a pull is.
+    public func pullAskedText(
+        token: String, asked: [PullRequest.Asked], clientProtocol: Int = Wire.protocolVersion,
+        clientKeyID: String? = nil, clientSigningKey: String? = nil
+    ) throws -> [UInt8] {
+        let device = try authenticate(token: token)
+        try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
+        var seen = Set<PullRequest.Asked>()
+        let unique = asked.filter { seen.insert($0).inserted }
+        let rows = try reading { transaction in
+            try unique.compactMap { item -> Store.PulledRow? in
+                guard
+                    let found = try transaction.record(
+                        account: device.accountID, collection: item.collection, key: item.key)
+                else { return nil }
+                return Store.PulledRow(
+                    sequence: found.sequence, collection: item.collection, key: item.key,
+                    fields: RecordState.encodeFields(found.state.fields),
+                    versions: RecordState.encodeVersions(found.state.versions),
+                    writer: found.writer.map(RecordState.encodeVersions), knownTo: nil, knownAfter: 0)
+            }
+        }
+        let page = Store.PulledPage(
+            rows: rows.sorted { $0.sequence < $1.sequence }, next: device.accountNextSequence - 1, more: false,
+            epoch: Store.epoch(store: epoch, account: device.accountEpoch), rollback: false)
+        return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
+    }
+
     /// The device's bookkeeping after a page; starts a new epoch for the
     /// device's account on a rollback (other accounts are not touched), when
     /// the credential may: a device of a readable account, as often as the

@@ -353,6 +353,13 @@ public final class SyncAPI: Sendable {
             _ = try store.authenticate(token: token)
             throw ServerError.badRequest(error.message)
         }
+        if !query.asked.isEmpty {
+            let body = try store.pullAskedText(
+                token: token, asked: query.asked, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+                clientSigningKey: query.signingKey)
+            metrics.pulled()
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+        }
         let body = try store.pullText(
             token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
             reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
@@ -374,6 +381,7 @@ public final class SyncAPI: Sendable {
         case .pull:
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
                 let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
+                query.asked.isEmpty,
                 let body = store.pullFromMemory(
                     token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
                     clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
@@ -396,7 +404,7 @@ public final class SyncAPI: Sendable {
 
 /// A pull's parameters, as its query gives them
 /// (`since`, `limit`, `key`, `signer`, `device` with `pushed` and `digest`,
-/// `epoch`, `full`).
+/// `epoch`, `full`, `keys`).
 struct PullQuery {
     var since: Int64 = 0
     var limit: Int
@@ -405,6 +413,8 @@ struct PullQuery {
     var replica: PullRequest.Pusher?
     var epoch: String?
     var full: Bool
+    /// Records asked for again (``PullRequest/asked``): answered by key, not from the cursor.
+    var asked: [PullRequest.Asked]
 
     struct Problem: Error {
         let message: String
@@ -423,5 +433,6 @@ struct PullQuery {
         replica = request.pusher
         epoch = request.epoch
         full = request.full
+        asked = request.asked
     }
 }

@@ -39,6 +39,11 @@ public protocol SyncStore: AnyObject, Sendable {
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int
     ) throws -> [UInt8]
+    /// Records asked for again by hidden key (``PullRequest/asked``), as
+    /// they are now, in a page that moves no cursor.
+    func pullAskedText(
+        token: String, asked: [PullRequest.Asked], clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
+    ) throws -> [UInt8]
     /// A no-change pull answered from memory alone (``Store/TokenCache``),
     /// reading and writing nothing, or nil when the store must be used (or
     /// the pull refused): an event loop answers with it without a thread.

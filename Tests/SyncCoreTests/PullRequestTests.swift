@@ -1,3 +1,4 @@
+import Foundation
 import SyncCore
 import Testing
 
@@ -28,6 +29,36 @@ import Testing
     func whatAClientWritesIsWhatTheServerReads(_ request: PullRequest) throws {
         #expect(request.target.hasPrefix("/v1/pull?since="))
         #expect(try PullRequest(query: Self.items(request.target), maxLimit: 10_000) == request)
+    }
+
+    static let hidden = "h1." + String(repeating: "A", count: 42) + "_"
+
+    /// Records asked for again: the most one request may name fit the
+    /// server's request line (8 KiB) with every other item.
+    @Test func recordsAskedForAgainReadBack() throws {
+        var request = PullRequest(since: 9, keyID: "0123456789abcdef", signer: String(repeating: "A", count: 43))
+        request.asked = (0..<PullRequest.maxAsked).map { index in
+            PullRequest.Asked(
+                collection: .settings,
+                key: "h1." + String(repeating: "-", count: 40) + String(format: "%03d", index))
+        }
+        #expect(request.target.utf8.count < 8 * 1024 - 64)
+        #expect(try PullRequest(query: Self.items(request.target), maxLimit: 10_000) == request)
+        request.asked = [PullRequest.Asked(collection: .rules, key: Self.hidden)]
+        #expect(request.target.hasSuffix("&keys=rules:\(Self.hidden)"))
+        #expect(try PullRequest(query: Self.items(request.target), maxLimit: 10_000) == request)
+    }
+
+    @Test(arguments: [
+        "keys=", "keys=rules", "keys=rules:", "keys=people:HIDDEN", "keys=rules:h1.short", "keys=rules:HIDDEN,",
+        "keys=rules:HIDDEN,,rules:HIDDEN", "keys=rules:plain.example", "keys=rules:HIDDEN:extra",
+        "keys=" + Array(repeating: "rules:HIDDEN", count: PullRequest.maxAsked + 1).joined(separator: ","),
+    ])
+    func aWrongRecordAskedForIsNamed(query: String) {
+        let query = query.replacingOccurrences(of: "HIDDEN", with: Self.hidden)
+        #expect { try PullRequest(query: Self.items("/v1/pull?" + query), maxLimit: 10_000) } throws: { error in
+            (error as? Wire.Problem)?.message.hasPrefix("keys") == true
+        }
     }
 
     @Test(arguments: [

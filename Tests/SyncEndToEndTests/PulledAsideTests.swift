@@ -2,6 +2,7 @@ import JSON
 import Replica
 import SyncClient
 import SyncCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -13,8 +14,10 @@ extension LyingServerTests {
     /// A lying server drops one record's manifest: the record is set aside,
     /// kept with why under the key the server files it by, and shown by
     /// `brsync status` (text and JSON); seeing it again keeps when it was
-    /// first set aside. Once the honest server brings the record (its writer
-    /// edits it), the pull applies it and the entry leaves.
+    /// first set aside. A day later it is asked for again by its hidden key
+    /// (`pull?keys=`), once a day at most: a lying answer keeps it set aside
+    /// and records not asked for are left out; the honest answer applies it
+    /// and the entry leaves, as it does when an ordinary pull brings it.
     @Test(arguments: StoreKind.allCases) func aRecordSetAsideIsKeptUntilAPullAppliesIt(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let a = try world.machine("a")
@@ -68,14 +71,65 @@ extension LyingServerTests {
         aside = try b.replica.pulledAside()
         #expect(aside.count == 1 && aside.first?.firstAtMillis == first, "\(aside)")
 
-        // The writer edits it; the honest server brings it whole: applied, no longer set aside.
-        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 2)
-        try world.sync(a)
+        // Asked for again only once its day has come: not at the next sync.
+        let day: Int64 = 86_400_000
+        _ = try world.sync(b)
+        #expect(try b.replica.pulledAsideCount() == 1)
+        #expect(try b.replica.pulledAsideDue(every: day, limit: 100).isEmpty)
+
+        // A day later it is asked for by its hidden key. The lying server
+        // strips it again and adds a record nobody asked for: still set
+        // aside, the extra record left out, and not due again for a day.
+        let other = try #require(hidden["two.example"])
+        let extra = Mutex<JSONValue?>(nil)
+        let asking = Mutex<[String]>([])
+        let worse = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
+                case .array(var records)? = page["changes"]
+            else { return nil }
+            let asked = request.target.contains("keys=")
+            if asked { asking.withLock { $0.append(request.target) } }
+            for index in records.indices {
+                if Self.hiddenKey(records[index]) == other { extra.withLock { $0 = records[index] } }
+                guard Self.hiddenKey(records[index]) == target else { continue }
+                var fields = Self.fields(records[index])
+                fields["e2e.manifest"] = nil
+                records[index] = Self.with(records[index], fields: fields)
+            }
+            if asked, let added = extra.withLock({ $0 }) { records.append(added) }
+            page["changes"] = .array(records)
+            return .object(page)
+        }
+        defer { worse.stop() }
+        try b.replica.beginReconcile() // so the liar sees two.example's record to add later
+        _ = try worse.serving(world) { try world.sync(b) }
+        b.clock.skew += day + 3_600_000
+        let stillLying = try worse.serving(world) { try world.sync(b) }
+        #expect(asking.withLock { $0.count } == 1, "\(asking.withLock { $0 })")
+        #expect(asking.withLock { $0.first?.contains("keys=rules:\(target)") } == true)
+        #expect(
+            stillLying.problems.contains { $0.contains("records not asked for: left out") }, "\(stillLying.problems)")
+        #expect(try b.replica.pulledAsideCount() == 1)
+        #expect(try b.replica.pulledAsideDue(every: day, limit: 100).isEmpty)
+        #expect(try SyncWorld.rules(b.replica) == ["two.example": "firefox"])
+
+        // Another day, the honest server: the record opens and passes, and is applied.
+        b.clock.skew += day + 3_600_000
         let honest = try world.sync(b)
         #expect(!honest.problems.contains { $0.contains("set aside") }, "\(honest.problems)")
         #expect(try b.replica.pulledAside().isEmpty)
-        #expect(try b.replica.pulledAsideCount() == 0)
         #expect(try SyncWorld.rules(b.replica) == ["one.example": "firefox", "two.example": "firefox"])
         #expect(!(try ProcessRunner.run(brsync, ["status", "--home", b.replica.home]).stdout.contains("set aside:")))
+
+        // Kept until a pull applies it either way: set aside again, then the
+        // writer edits it and an ordinary pull brings it whole.
+        try b.replica.beginReconcile()
+        _ = try liar.serving(world) { try world.sync(b) }
+        #expect(try b.replica.pulledAsideCount() == 1)
+        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 2)
+        try world.sync(a)
+        let edited = try world.sync(b)
+        #expect(!edited.problems.contains { $0.contains("set aside") }, "\(edited.problems)")
+        #expect(try b.replica.pulledAsideCount() == 0)
     }
 }

@@ -1,0 +1,70 @@
+import SyncCore
+
+/// Records a pull set aside, asked for again (Deploy/SECURITY.md, "Records
+/// sealed as records"): a record that did not open or failed its manifest
+/// may have been a server's passing lie, or a copy it has since replaced.
+extension SyncClient {
+    /// How long a record set aside waits before it is asked for again, and
+    /// between two asks: a sync with nothing due stays one request.
+    static let askAgainMilliseconds: Int64 = 86_400_000
+
+    /// Asks the server, by hidden key, for the records set aside whose turn
+    /// has come (``askAgainMilliseconds``; up to ``PullRequest/maxAsked``),
+    /// and applies what now opens and passes its checks; what fails again
+    /// stays set aside with the new reason. Only what was asked is taken, in
+    /// the timeline and account this replica is in; the cursor stays where
+    /// it is. An encrypted account's only (a readable account's records are
+    /// not filed by hidden keys). A failure is one of the sync's problems,
+    /// never its end: the records stay set aside and are asked again later.
+    func askAgainForSetAside() {
+        guard let cipher, let keyID else { return }
+        do {
+            let due = try replica.pulledAsideDue(every: Self.askAgainMilliseconds, limit: PullRequest.maxAsked)
+            guard !due.isEmpty else { return }
+            // Noted first: a server that never answers is asked once a day, not at every sync.
+            try replica.noteAskedAgain(due)
+            let asked = due.compactMap { entry -> PullRequest.Asked? in
+                guard let collection = RecordCollection(rawValue: entry.collection), Wire.isHiddenKey(entry.filedKey)
+                else { return nil }
+                return PullRequest.Asked(collection: collection, key: entry.filedKey)
+            }
+            guard !asked.isEmpty else { return }
+            var request = PullRequest(keyID: keyID)
+            request.signer = signingPublicKey
+            request.asked = asked
+            let fetched = FetchedPage.fetch(request.target, transport: transport, cipher: cipher)
+            try takeIn(fetched.exchange)
+            guard let page = fetched.page else {
+                throw SyncError.badAnswer("the answer to GET \(request.target.prefix(40))… holds no page")
+            }
+            let state = try replica.syncState()
+            let account = try replica.keyAccount()
+            guard page.encrypted, page.keyID == nil || page.keyID == keyID, let epoch = state.epoch,
+                page.epoch == epoch, account == nil || page.account == account
+            else {
+                throw SyncError.badAnswer(
+                    "its answer is not of this account, timeline and key (a restore or a key change meanwhile?): nothing of it applied"
+                )
+            }
+            let wanted = Set(asked)
+            func wasAsked(_ collection: RecordCollection, _ key: String?) -> Bool {
+                key.map { wanted.contains(PullRequest.Asked(collection: collection, key: $0)) } ?? false
+            }
+            let opened = fetched.opened ?? Opened(changes: [])
+            let changes = opened.changes.filter { wasAsked($0.collection, $0.filedKey) }
+            let aside = opened.aside.filter { entry in
+                RecordCollection(rawValue: entry.collection).map { wasAsked($0, entry.filedKey) } ?? false
+            }
+            if changes.count < opened.changes.count || aside.count < opened.aside.count {
+                summary.problems.append(
+                    "asking again for records set aside, the server answered with records not asked for: left out")
+            }
+            summary.problems += opened.problems
+            let applied = try replica.applyPulled(
+                changes, cursor: state.pullCursor, epoch: epoch, aside: aside, skipped: &summary.problems)
+            summary.take(applied)
+        } catch {
+            summary.problems.append("asking the server again for records set aside: \(error)")
+        }
+    }
+}
