@@ -29,20 +29,22 @@ extension Replica {
     /// field is read; rules whose pattern this version cannot parse come
     /// last, by key.
     public func rules() throws -> [UrlRule] {
-        let rows = try read {
-            try database.query(
-                """
-                SELECT key, priority, rule_pattern, rule_browser, rule_created, rule_rest
-                FROM records WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence
-                """
-            ) { row in
-                let key = row.string(0) ?? ""
-                return (
-                    key,
-                    RuleColumns.rule(
-                        key: key, priority: row.int64(1), pattern: row.string(2), browser: row.string(3),
-                        created: row.int64(4), rest: row.string(5))
-                )
+        let rows = try withLargePageCache {
+            try read {
+                try database.query(
+                    """
+                    SELECT key, priority, rule_pattern, rule_browser, rule_created, rule_rest
+                    FROM records WHERE collection = 'rules' AND deleted = 0 ORDER BY precedence
+                    """
+                ) { row in
+                    let key = row.string(0) ?? ""
+                    return (
+                        key,
+                        RuleColumns.rule(
+                            key: key, priority: row.int64(1), pattern: row.string(2), browser: row.string(3),
+                            created: row.int64(4), rest: row.string(5))
+                    )
+                }
             }
         }
         // A row without its columns (a record the migration could not read) is read from its fields.
