@@ -28,18 +28,19 @@ public struct PulledAside: Sendable, Equatable {
         self.why = why
     }
 
-    /// How the record is named to the user: its key when it opened that far.
+    /// How the record is named to the user: its key when it opened that
+    /// far, else its number, as the sync named it ("set aside record #N").
     public var shown: String {
-        "\(collection) '\(shownKey ?? String(filedKey.prefix(24)) + (filedKey.count > 24 ? "…" : ""))'"
+        shownKey.map { "\(collection) '\($0)'" } ?? "\(collection) record #\(sequence)"
     }
 }
 
 extension Replica {
     /// The most records kept set aside: past it the oldest leave (a hostile
     /// server could otherwise fill the replica with made-up records).
-    static let pulledAsideKept = 10_000
+    static let pulledAsideKept = 1_000
     /// The longest reason kept for one.
-    static let pulledAsideWhyBytes = 1_000
+    static let pulledAsideWhyBytes = 500
 
     /// The records pulls set aside and no pull applied since, newest first.
     public func pulledAside(limit: Int = 1_000) throws -> [PulledAside] {
@@ -70,10 +71,15 @@ extension Replica {
     /// The records set aside whose turn to be asked for again has come:
     /// `every` after they were first set aside, or after they were last
     /// asked for (either way: a clock set back by more than that does not
-    /// hold them off), longest waiting first.
+    /// hold them off), longest waiting first; none while the last ask of any
+    /// is less than `every` ago, so a server that sets aside many records
+    /// adds one request in that time, not one a sync.
     public func pulledAsideDue(every milliseconds: Int64, limit: Int) throws -> [PulledAside] {
         try read {
-            try database.query(
+            if let last = Int64(try meta("pulled_aside_asked") ?? ""), abs(currentMillis - last) < milliseconds {
+                return []
+            }
+            return try database.query(
                 """
                 SELECT collection, filed_key, shown_key, sequence, why, first_at, last_at
                 FROM pulled_aside WHERE abs(? - COALESCE(asked_at, first_at)) >= ?
@@ -85,6 +91,7 @@ extension Replica {
     /// Notes that `entries` were asked for again now.
     public func noteAskedAgain(_ entries: [PulledAside]) throws {
         try transaction {
+            try setMeta("pulled_aside_asked", String(currentMillis))
             for entry in entries {
                 try database.run(
                     "UPDATE pulled_aside SET asked_at = ? WHERE collection = ? AND filed_key = ?",

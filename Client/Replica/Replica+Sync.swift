@@ -369,6 +369,9 @@ extension Replica {
         defer { skipped += setAside }
         return try transaction {
             var kept = aside
+            // Records of the page that passed: a second copy of one that did
+            // not (a lying page holding both) does not list it as set aside.
+            var passed = Set<String>()
             let clearing = try anyPulledAside()
             var changed = 0
             var conflicts = 0
@@ -417,6 +420,7 @@ extension Replica {
                     continue
                 }
                 if clearing { try clearPulledAside(change) }
+                if !kept.isEmpty { passed.insert("\(change.collection.rawValue)/\(change.filedKey ?? change.key)") }
                 var losses = lost
                 if let writer = change.writerVersions {
                     // This machine's own values that lost to a write that had
@@ -494,7 +498,7 @@ extension Replica {
             // The newest stamp the server has handed out: one it took.
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
-            try keepPulledAside(kept)
+            try keepPulledAside(kept.filter { !passed.contains("\($0.collection)/\($0.filedKey)") })
             return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
         }
     }

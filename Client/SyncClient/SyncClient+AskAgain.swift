@@ -46,7 +46,13 @@ extension SyncClient {
                     "its answer is not of this account, timeline and key (a restore or a key change meanwhile?): nothing of it applied"
                 )
             }
-            let wanted = Set(asked)
+            // Each record asked for, once: one not asked for, or answered
+            // twice (which copy would be the record?), is left out.
+            var answered: [PullRequest.Asked: Int] = [:]
+            for change in page.changes {
+                answered[PullRequest.Asked(collection: change.collection, key: change.key), default: 0] += 1
+            }
+            let wanted = Set(asked).filter { answered[$0] == 1 }
             func wasAsked(_ collection: RecordCollection, _ key: String?) -> Bool {
                 key.map { wanted.contains(PullRequest.Asked(collection: collection, key: $0)) } ?? false
             }
@@ -55,11 +61,14 @@ extension SyncClient {
             let aside = opened.aside.filter { entry in
                 RecordCollection(rawValue: entry.collection).map { wasAsked($0, entry.filedKey) } ?? false
             }
-            if changes.count < opened.changes.count || aside.count < opened.aside.count {
+            if changes.count + aside.count < page.changes.count {
                 summary.problems.append(
-                    "asking again for records set aside, the server answered with records not asked for: left out")
+                    "asking again for records set aside, the server answered with records not asked for, or one "
+                        + "twice: left out")
             }
-            summary.problems += opened.problems
+            for entry in aside {
+                summary.problems.append("set aside record #\(entry.sequence) from the server again: \(entry.why)")
+            }
             let applied = try replica.applyPulled(
                 changes, cursor: state.pullCursor, epoch: epoch, aside: aside, skipped: &summary.problems)
             summary.take(applied)

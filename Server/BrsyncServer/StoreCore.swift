@@ -209,31 +209,43 @@ extension StoreDialect {
     /// The records a pull set aside, asked for again by hidden key
     /// (``PullRequest/asked``): each one the device's account has, as it is
     /// now, in change-number order, in a page that moves no cursor (`next` is
-    /// the account's latest sequence, `more` false) and changes nothing here.
+    /// the account's latest sequence) and changes nothing here; within the
+    /// page's byte budget (`more` then says some were left out).
     /// Authenticated and checked as a pull is.
     public func pullAskedText(
         token: String, asked: [PullRequest.Asked], clientProtocol: Int = Wire.protocolVersion,
-        clientKeyID: String? = nil, clientSigningKey: String? = nil
+        clientKeyID: String? = nil, clientSigningKey: String? = nil, maxBytes: Int = Store.defaultPageBytes
     ) throws -> [UInt8] {
         let device = try authenticate(token: token)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         var seen = Set<PullRequest.Asked>()
         let unique = asked.filter { seen.insert($0).inserted }
+        // Within the page's byte budget, as a pull's page is (the first record always):
+        // `more` says the rest were left out; the machine asks for them another day.
+        var bytes = 0
+        var cut = false
         let rows = try reading { transaction in
             try unique.compactMap { item -> Store.PulledRow? in
-                guard
+                guard !cut,
                     let found = try transaction.record(
                         account: device.accountID, collection: item.collection, key: item.key)
                 else { return nil }
-                return Store.PulledRow(
+                let row = Store.PulledRow(
                     sequence: found.sequence, collection: item.collection, key: item.key,
                     fields: RecordState.encodeFields(found.state.fields),
                     versions: RecordState.encodeVersions(found.state.versions),
                     writer: found.writer.map(RecordState.encodeVersions), knownTo: nil, knownAfter: 0)
+                let size = row.fields.utf8.count + row.versions.utf8.count
+                if bytes > 0, bytes + size > maxBytes {
+                    cut = true
+                    return nil
+                }
+                bytes += size
+                return row
             }
         }
         let page = Store.PulledPage(
-            rows: rows.sorted { $0.sequence < $1.sequence }, next: device.accountNextSequence - 1, more: false,
+            rows: rows.sorted { $0.sequence < $1.sequence }, next: device.accountNextSequence - 1, more: cut,
             epoch: Store.epoch(store: epoch, account: device.accountEpoch), rollback: false)
         return Self.pullJSON(page, device: device, clientSigningKey: clientSigningKey, clock: clockStamp())
     }

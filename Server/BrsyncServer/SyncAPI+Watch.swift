@@ -49,7 +49,8 @@ extension SyncAPI {
         let remembered =
             fromMemoryOnly ? store.rememberedWatcher(token: token) : try store.authenticateRemembered(token: token)
         guard let device = remembered else { return nil }
-        let query = request.queryItems
+        let query: [String: String]
+        do { query = try request.queryItems() } catch { throw ServerError.badRequest(error.message) }
         guard let sinceText = query["since"], let since = Int64(sinceText), since >= 0 else {
             throw ServerError.badRequest("since must be a cursor (a number 0 or more): the one the last pull ended at")
         }

@@ -348,7 +348,11 @@ public final class SyncAPI: Sendable {
             throw error
         }
         let query: PullQuery
-        do { query = try PullQuery(request.queryItems, configuration: configuration) } catch {
+        do throws(PullQuery.Problem) {
+            let items: [String: String]
+            do { items = try request.queryItems() } catch { throw PullQuery.Problem(message: error.message) }
+            query = try PullQuery(items, configuration: configuration)
+        } catch {
             // Strangers learn nothing, not even about parameters: the token is checked before a refusal.
             _ = try store.authenticate(token: token)
             throw ServerError.badRequest(error.message)
@@ -356,7 +360,7 @@ public final class SyncAPI: Sendable {
         if !query.asked.isEmpty {
             let body = try store.pullAskedText(
                 token: token, asked: query.asked, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-                clientSigningKey: query.signingKey)
+                clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
             metrics.pulled()
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
         }
@@ -380,7 +384,8 @@ public final class SyncAPI: Sendable {
         switch route {
         case .pull:
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
-                let query = try? PullQuery(request.queryItems, configuration: configuration), !query.full,
+                let items = try? request.queryItems(),
+                let query = try? PullQuery(items, configuration: configuration), !query.full,
                 query.asked.isEmpty,
                 let body = store.pullFromMemory(
                     token: token, since: query.since, limit: query.limit, clientDevice: query.replica,

@@ -42,7 +42,8 @@ public protocol SyncStore: AnyObject, Sendable {
     /// Records asked for again by hidden key (``PullRequest/asked``), as
     /// they are now, in a page that moves no cursor.
     func pullAskedText(
-        token: String, asked: [PullRequest.Asked], clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
+        token: String, asked: [PullRequest.Asked], clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?,
+        maxBytes: Int
     ) throws -> [UInt8]
     /// A no-change pull answered from memory alone (``Store/TokenCache``),
     /// reading and writing nothing, or nil when the store must be used (or

@@ -30,7 +30,11 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     /// The target's query parameters, percent-decoded (`+` is a space).
-    public var queryItems: [String: String] {
+    /// - Throws: ``QueryError`` for a name or value whose percent-encoding
+    ///   is broken or does not decode to UTF-8, and for a name given twice:
+    ///   a request that cannot be read one way only is refused, never read
+    ///   with the item left out or with one of its values.
+    public func queryItems() throws(QueryError) -> [String: String] {
         guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")),
             target.utf8.index(after: mark) < target.utf8.endIndex
         else { return [:] }
@@ -38,11 +42,21 @@ public struct HTTPRequest: Sendable, Equatable {
         var items: [String: String] = [:]
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = percentDecoded(parts[0]) else { continue }
-            guard let value = parts.count > 1 ? percentDecoded(parts[1]) : "" else { continue }
-            items[name] = value
+            guard let name = percentDecoded(parts[0]), let value = parts.count > 1 ? percentDecoded(parts[1]) : ""
+            else {
+                throw QueryError(
+                    message: "the query item '\(parts[0].prefix(40))' is not percent-encoded UTF-8")
+            }
+            guard items.updateValue(value, forKey: name) == nil else {
+                throw QueryError(message: "the query item '\(name.prefix(40))' is given twice")
+            }
         }
         return items
+    }
+
+    /// Why a request's query cannot be read (``queryItems()``).
+    public struct QueryError: Error, Sendable {
+        public let message: String
     }
 
     private func percentDecoded(_ text: Substring) -> String? {

@@ -355,12 +355,17 @@ extension Unicode.Scalar {
     /// Whether showing this scalar on a terminal or in another program's
     /// window could change what is shown: a control character (which can move
     /// the cursor, retitle the terminal or hide text through escape sequences)
-    /// or a bidirectional control (which reorders the text around it). JSON
+    /// or a bidirectional control (which reorders the text around it), or an
+    /// invisible character that hides where one name ends (zero width
+    /// space, word joiner, byte order mark). JSON
     /// text escapes these, and Model's `DisplayText` replaces them.
     public var isUnsafeToDisplay: Bool {
         switch value {
         case 0..<0x20, 0x7F...0x9F: return true
-        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C: return true
+        // Invisible characters that join or hide nothing a reader needs (zero
+        // width joiners and non-joiners stay: scripts and emoji need them).
+        case 0x200B, 0x2060...0x2064, 0xFEFF, 0x180E: return true
         // Line and paragraph separators: a line break to some terminals and viewers.
         case 0x2028, 0x2029: return true
         default: return false

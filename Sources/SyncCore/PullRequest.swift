@@ -70,8 +70,16 @@ public struct PullRequest: Sendable, Equatable {
     }
 
     /// The request target a client sends (every value is a number, hex,
-    /// base64url or an id: nothing needs escaping).
+    /// base64url or an id: nothing needs escaping); records asked for by key
+    /// (``asked``) carry only those, the key id and the signer.
     public var target: String {
+        if !asked.isEmpty {
+            // Asked by key: no cursor, page size or timeline (the answer moves none).
+            var target = "/v1/pull?keys=" + asked.map { "\($0.collection.rawValue):\($0.key)" }.joined(separator: ",")
+            if let keyID { target += "&key=\(keyID)" }
+            if let signer { target += "&signer=\(signer)" }
+            return target
+        }
         var target = "/v1/pull?since=\(since)"
         if let limit { target += "&limit=\(limit)" }
         if full { target += "&full=1" }
@@ -79,9 +87,6 @@ public struct PullRequest: Sendable, Equatable {
         if let keyID { target += "&key=\(keyID)" }
         if let signer { target += "&signer=\(signer)" }
         if let epoch { target += "&epoch=\(epoch)" }
-        if !asked.isEmpty {
-            target += "&keys=" + asked.map { "\($0.collection.rawValue):\($0.key)" }.joined(separator: ",")
-        }
         return target
     }
 
@@ -143,6 +148,11 @@ public struct PullRequest: Sendable, Equatable {
                     )
                 }
                 asked.append(Asked(collection: collection, key: String(parts[1])))
+            }
+            // One request, one meaning: records by key, or a page after a cursor.
+            guard ["since", "limit", "full", "device", "pushed", "digest", "epoch"].allSatisfy({ query[$0] == nil })
+            else {
+                throw Wire.Problem("keys asks for records by key: it takes no since, limit, full, device or epoch")
             }
         }
     }

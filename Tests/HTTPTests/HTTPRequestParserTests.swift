@@ -269,12 +269,24 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
             HTTPRequest(method: "GET", target: "/", minorVersion: 0, headers: ["Connection": "Keep-Alive"]).keepAlive)
     }
 
-    @Test func queryItems() {
-        let request = HTTPRequest(method: "GET", target: "/v1/pull?since=12&limit=50&x=a%20b+c&bad=%zz")
+    @Test func queryItems() throws {
+        let request = HTTPRequest(method: "GET", target: "/v1/pull?since=12&limit=50&x=a%20b+c&empty&y=%2C%3A")
         #expect(request.path == "/v1/pull")
-        #expect(request.queryItems["since"] == "12")
-        #expect(request.queryItems["x"] == "a b c")
-        #expect(request.queryItems["bad"] == nil)
+        let items = try request.queryItems()
+        #expect(items["since"] == "12" && items["x"] == "a b c" && items["empty"] == "" && items["y"] == ",:")
+        #expect(try HTTPRequest(method: "GET", target: "/v1/pull").queryItems().isEmpty)
+    }
+
+    /// A query that cannot be read one way only is refused, naming the item:
+    /// broken percent-encoding, bytes that are not UTF-8, a name given twice
+    /// (never read with the item left out, or with one of its values).
+    @Test(arguments: [
+        "bad=%zz", "since=1%", "since=%2", "%zz=1", "x=%ff%fe", "key=a&key=b", "since=1&since=1", "a=1&a",
+    ])
+    func aQueryThatCannotBeReadOneWayIsRefused(query: String) {
+        #expect(throws: HTTPRequest.QueryError.self) {
+            try HTTPRequest(method: "GET", target: "/v1/pull?" + query).queryItems()
+        }
     }
 
     @Test func responseSerialization() {

@@ -13,6 +13,10 @@ import Testing
         ("isolate\u{2066}x\u{2069}", "isolate\u{FFFD}x\u{FFFD}"),
         ("del\u{7F}", "del\u{FFFD}"),
         ("Zürich 浏览器", "Zürich 浏览器"),
+        ("h1.\u{202E}\u{200B}مممم", "h1.\u{FFFD}\u{FFFD}مممم"),
+        ("hidden\u{2060}\u{FEFF}\u{061C}x", "hidden\u{FFFD}\u{FFFD}\u{FFFD}x"),
+        // Joiners stay: scripts and emoji sequences need them.
+        ("👩\u{200D}💻 क्\u{200C}ष", "👩\u{200D}💻 क्\u{200C}ष"),
     ]
 
     @Test("control characters and bidi overrides are shown as �", arguments: rows)
@@ -26,7 +30,9 @@ import Testing
 
     /// JSON output escapes what a terminal would act on, and reads back unchanged.
     @Test func jsonEscapesTerminalControls() throws {
-        for text in ["esc\u{1B}[31m", "c1\u{9B}", "bidi\u{202E}x", "del\u{7F}", "plain ü 浏览器", "line\u{2028}"] {
+        for text in [
+            "esc\u{1B}[31m", "c1\u{9B}", "bidi\u{202E}x", "del\u{7F}", "plain ü 浏览器", "line\u{2028}", "zw\u{200B}",
+        ] {
             let json = JSONValue.string(text).jsonText
             #expect(!json.unicodeScalars.contains { $0.isUnsafeToDisplay }, "\(json.debugDescription)")
             #expect(try JSONValue.parse(json) == .string(text))

@@ -10,7 +10,7 @@ import Testing
 /// for the records its pulls set aside, and gets each as it is now.
 @Suite struct AskedRecordsTests {
     static func ask(_ device: TestDevice, _ items: [String]) throws -> HTTPResponseParser.ParsedResponse {
-        let target = "/v1/pull?since=0&key=\(EncryptedAccountTests.firstKey)&keys=" + items.joined(separator: ",")
+        let target = "/v1/pull?key=\(EncryptedAccountTests.firstKey)&keys=" + items.joined(separator: ",")
         return try device.client.send(method: "GET", target: target, headers: device.authorization)
     }
 
@@ -64,8 +64,33 @@ import Testing
                 refused.status == 400 && refused.errorCode == .badRequest && refused.errorMessage.hasPrefix("keys"),
                 "\(items.prefix(2)): \(refused.text)")
         }
+        for query in [
+            "keys=rules:\(hidden[0])&since=0", "keys=rules:\(hidden[0])&full=1", "keys=rules:\(hidden[0])%",
+            "keys=rules:\(hidden[0])&keys=rules:\(hidden[1])", "keys=%zz", "since=%zz", "key=a&key=b",
+        ] {
+            let refused = try laptop.client.send(
+                method: "GET", target: "/v1/pull?" + query, headers: laptop.authorization)
+            #expect(refused.status == 400 && refused.errorCode == .badRequest, "\(query): \(refused.text)")
+        }
         let stranger = try laptop.client.send(
             method: "GET", target: "/v1/pull?keys=rules:\(hidden[0])", headers: ["Authorization": "Bearer nope"])
         #expect(stranger.status == 401)
+    }
+
+    /// An answer keeps to the page byte budget, as a pull's page does: the
+    /// first record always, then as many as fit; `more` says some were left out.
+    @Test func anAnswerKeepsToThePageBudget() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        let records = ["one", "two", "three"].map { EncryptedAccountTests.sealed(laptop, $0) }
+        #expect(try laptop.push(records).status == 200)
+        let asked = records.map { PullRequest.Asked(collection: .rules, key: $0.key) }
+        for (budget, count, more) in [(1, 1, true), (1 << 20, 3, false)] {
+            let text = try fixture.store.pullAskedText(
+                token: laptop.token, asked: asked, clientProtocol: Wire.protocolVersion, clientKeyID: nil,
+                clientSigningKey: nil, maxBytes: budget)
+            let page = try Wire.read(String(decoding: text, as: UTF8.self), PullResponse.init(reading:))
+            #expect(page.changes.count == count && page.more == more, "\(budget)")
+        }
     }
 }

@@ -78,10 +78,12 @@ extension LyingServerTests {
         #expect(try b.replica.pulledAsideDue(every: day, limit: 100).isEmpty)
 
         // A day later it is asked for by its hidden key. The lying server
-        // strips it again and adds a record nobody asked for: still set
-        // aside, the extra record left out, and not due again for a day.
+        // strips it again, adds a good copy of it after that (which copy is
+        // the record?) and a record nobody asked for: still set aside, the
+        // rest left out, and nothing due again for a day.
         let other = try #require(hidden["two.example"])
         let extra = Mutex<JSONValue?>(nil)
+        let honestTarget = Mutex<JSONValue?>(nil)
         let asking = Mutex<[String]>([])
         let worse = try LyingServer(in: world) { request, status, body in
             guard request.path == "/v1/pull", status == 200, case .object(var page)? = body,
@@ -92,11 +94,14 @@ extension LyingServerTests {
             for index in records.indices {
                 if Self.hiddenKey(records[index]) == other { extra.withLock { $0 = records[index] } }
                 guard Self.hiddenKey(records[index]) == target else { continue }
+                if !asked { honestTarget.withLock { $0 = records[index] } }
                 var fields = Self.fields(records[index])
                 fields["e2e.manifest"] = nil
                 records[index] = Self.with(records[index], fields: fields)
             }
             if asked, let added = extra.withLock({ $0 }) { records.append(added) }
+            // And the record asked for twice: a good copy after the stripped one.
+            if asked, let good = honestTarget.withLock({ $0 }) { records.append(good) }
             page["changes"] = .array(records)
             return .object(page)
         }
@@ -108,7 +113,8 @@ extension LyingServerTests {
         #expect(asking.withLock { $0.count } == 1, "\(asking.withLock { $0 })")
         #expect(asking.withLock { $0.first?.contains("keys=rules:\(target)") } == true)
         #expect(
-            stillLying.problems.contains { $0.contains("records not asked for: left out") }, "\(stillLying.problems)")
+            stillLying.problems.contains { $0.contains("records not asked for, or one twice: left out") },
+            "\(stillLying.problems)")
         #expect(try b.replica.pulledAsideCount() == 1)
         #expect(try b.replica.pulledAsideDue(every: day, limit: 100).isEmpty)
         #expect(try SyncWorld.rules(b.replica) == ["two.example": "firefox"])

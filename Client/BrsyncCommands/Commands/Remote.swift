@@ -338,7 +338,7 @@ public struct Status: ParsableCommand {
             print(
                 "set aside: \(asideCount) record(s) the server sent were never applied here (they come in when a "
                     + "pull brings them whole; 'brsync status --json' lists them); newest: "
-                    + "\(DisplayText.printable(newest.shown)): \(DisplayText.printable(newest.why)) "
+                    + "\(DisplayText.printable(newest.shown)): \(DisplayText.printable(String(newest.why.prefix(300)))) "
                     + "(\(Timestamp.iso8601(millis: newest.lastAtMillis)))")
         }
         if !state.problem.isEmpty {
