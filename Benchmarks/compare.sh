@@ -8,15 +8,17 @@
 # than 5%. A shared machine's neighbours change within minutes; alternating
 # spreads that over both sides.
 # Each side runs its own copy of the benchmark script, so BASE's scripts must
-# print the numbers named below (they have since the benchmarks were written).
-# Usage: bash Benchmarks/compare.sh BASE [ROUNDS, default 5] [server sync selector listing …]
+# print the numbers named below (they have since the benchmarks were written);
+# a benchmark script BASE lacks (pull.sh is newer than some bases) runs from
+# HEAD's copy on BASE's build.
+# Usage: bash Benchmarks/compare.sh BASE [ROUNDS, default 5] [server sync selector listing pull …]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="${1:?usage: bash Benchmarks/compare.sh BASE [ROUNDS] [BENCHMARK...]}"
 rounds="${2:-5}"
 shift $(($# < 2 ? $# : 2))
 benchmarks=("$@")
-[ ${#benchmarks[@]} -gt 0 ] || benchmarks=(server sync selector listing)
+[ ${#benchmarks[@]} -gt 0 ] || benchmarks=(server sync selector listing pull)
 git rev-parse --verify -q "$base^{commit}" >/dev/null || { echo "compare: no commit '$base'" >&2; exit 2; }
 
 work="$(mktemp -d)"
@@ -28,6 +30,7 @@ cleanup() {
 trap cleanup EXIT
 git worktree add -q --detach "$work/base" "$base"
 git worktree add -q --detach "$work/this" HEAD
+for script in Benchmarks/*.sh; do [ -e "$work/base/$script" ] || cp "$work/this/$script" "$work/base/$script"; done
 echo "compare: before $(git rev-parse --short "$base"), after $(git rev-parse --short HEAD)" >&2
 
 # The command a benchmark runs, and the numbers it prints: NAME|REGEX|BETTER,
@@ -38,7 +41,8 @@ command_of() {
     sync) echo "bash Benchmarks/sync.sh 10000 1" ;;
     selector) echo "bash Benchmarks/selector.sh" ;;
     listing) echo "bash Benchmarks/listing.sh 20000 3" ;;
-    *) echo "compare: no benchmark '$1' (server, sync, selector, listing)" >&2; exit 2 ;;
+    pull) echo "bash Benchmarks/pull.sh 10000 plaintext; bash Benchmarks/pull.sh 10000 encrypted" ;;
+    *) echo "compare: no benchmark '$1' (server, sync, selector, listing, pull)" >&2; exit 2 ;;
   esac
 }
 numbers_of() {
@@ -65,6 +69,15 @@ EOF
 resolve 10000 rules µs/URL|^rules +10000: +([0-9.]+) µs per URL|low
 brsync resolve --json ms|^brsync resolve --json: median ([0-9.]+) ms|low
 brsync open ms|^brsync open: +median ([0-9.]+) ms|low
+EOF
+    ;;
+    pull) cat <<'EOF'
+plain apply ms|^pull plaintext: .*apply ([0-9]+) ms|low
+plain whole pull ms|^pull plaintext: .*whole pull ([0-9]+) ms|low
+plain peak MB|^pull plaintext: .*peak ([0-9.]+) MB|low
+encrypted apply ms|^pull encrypted: .*apply ([0-9]+) ms|low
+encrypted whole pull ms|^pull encrypted: .*whole pull ([0-9]+) ms|low
+encrypted peak MB|^pull encrypted: .*peak ([0-9.]+) MB|low
 EOF
     ;;
     listing) cat <<'EOF'

