@@ -388,7 +388,8 @@ extension RecordCipher {
             // Once its key is open, the record is named as the user knows it
             // (its hidden key, which the message named, means nothing to them).
             let message = error.message.replacing("\(collection)/\(shown) ", with: "")
-            throw RecordCipherError(message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(message)")
+            throw RecordCipherError(
+                message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(message)", shownKey: key)
         }
     }
 
@@ -471,5 +472,12 @@ extension RecordCipher {
 
 public struct RecordCipherError: Error, Sendable, CustomStringConvertible {
     public let message: String
+    /// The record's key as the user knows it, when it opened that far.
+    public var shownKey: String?
     public var description: String { message }
+
+    public init(message: String, shownKey: String? = nil) {
+        self.message = message
+        self.shownKey = shownKey
+    }
 }

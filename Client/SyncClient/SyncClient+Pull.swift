@@ -151,7 +151,8 @@ extension SyncClient {
                 problems.append("set aside record #\(change.sequence) from the server: \(error)")
                 aside.append(
                     PulledAside(
-                        collection: change.collection.rawValue, filedKey: change.key, shownKey: nil,
+                        collection: change.collection.rawValue, filedKey: change.key,
+                        shownKey: (error as? RecordCipherError)?.shownKey,
                         sequence: change.sequence, why: "\(error)"))
                 return nil
             }

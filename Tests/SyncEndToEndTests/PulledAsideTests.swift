@@ -44,6 +44,8 @@ extension LyingServerTests {
         var aside = try b.replica.pulledAside()
         #expect(aside.count == 1, "\(aside)")
         #expect(aside.first?.collection == "rules" && aside.first?.filedKey == target, "\(aside)")
+        // Its key opened before its manifest failed: it is named as the user knows it.
+        #expect(aside.first?.shownKey == "one.example" && aside.first?.shown == "rules 'one.example'", "\(aside)")
         #expect(aside.first?.why.contains("carries no manifest") == true, "\(aside)")
         #expect(try SyncWorld.rules(b.replica) == ["two.example": "firefox"])
         let first = aside.first?.firstAtMillis ?? 0
@@ -63,6 +65,7 @@ extension LyingServerTests {
         #expect(members["setAsideFromServer"] == .int(1) && listed.count == 1, "\(json)")
         if case .object(let entry)? = listed.first {
             #expect(entry["filedKey"] == .string(target) && entry["collection"] == .string("rules"), "\(entry)")
+            #expect(entry["key"] == .string("one.example"), "\(entry)")
         }
 
         // Served the same again (a pull from zero): one entry, first seen as before.
