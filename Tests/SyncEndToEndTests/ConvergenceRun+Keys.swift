@@ -88,12 +88,7 @@ extension Run {
     func afterPossibleMoveForward(keyBefore: String?, newestBefore: String?) {
         guard let now = serverKey()?.id, now != keyBefore, now == newestBefore, !gone.isEmpty else { return }
         let inUse = Set(machines.map(\.replica.deviceID))
-        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
-        for machine in machines {
-            for change in (try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000)) ?? [] {
-                heldNow.formUnion(edits(of: change))
-            }
-        }
+        let heldNow = heldByMachinesInUse()
         let kept = mustSurvive.filter { inUse.contains($0.stamp.device) || heldNow.contains($0) }
         if kept.count < mustSurvive.count { note("edits of a machine gone, dropped with a restored server's old key") }
         mustSurvive = kept

@@ -9,16 +9,23 @@ extension Run {
     /// restore, an edit held by nobody but gone machines (or only by a home
     /// just replaced by an older copy) is lost with them.
     func keepOnlyHeldEdits(includingServer: Bool) {
-        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
-        for machine in machines {
-            if let log = try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000) {
-                for change in log { heldNow.formUnion(edits(of: change)) }
-            }
-        }
+        var heldNow = heldByMachinesInUse()
         if includingServer, let records = try? serverRecords() {
             for change in records { heldNow.formUnion(edits(of: change)) }
         }
         mustSurvive = mustSurvive.intersection(heldNow)
+    }
+
+    /// Every edit a machine in use holds: in its records, or in its change
+    /// log not pushed yet.
+    func heldByMachinesInUse() -> Set<Edit> {
+        var heldNow = machines.reduce(into: Set<Edit>()) { $0.formUnion(held($1.replica)) }
+        for machine in machines {
+            for change in (try? machine.replica.unpushedChanges(after: 0, limit: 1_000_000)) ?? [] {
+                heldNow.formUnion(edits(of: change))
+            }
+        }
+        return heldNow
     }
 
     func restoreServer(from copy: ServerCopy) throws {
