@@ -1,16 +1,19 @@
 # Sourced by the sync benchmarks (sync.sh, pull.sh): release builds of the
 # client and the server, and two machines of one account on a fresh server.
-# build_clients: builds brsync (without PIE, as shipped), brsync-sync,
-#   brsyncd, brsyncd-bench and brsync-bench in release; sets $bin.
+# build_clients: builds brsync, brsync-sync,
+#   brsyncd, brsyncd-bench and brsync-bench in release, all without PIE (as
+#   brsync ships); sets $bin.
 # two_machines DIR MODE: a fresh server with its store in DIR/server, serving
 #   on a free port ($pid), and homes DIR/a (the laptop) and DIR/b (the
 #   desktop) of its account, synced once. MODE "encrypted": B encrypts the
 #   empty account first and A holds the key, so what is timed afterwards is
 #   steady-state sealing and opening, not the switch.
 build_clients() {
-  local flags=(-c release --static-swift-stdlib)
-  swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync >/dev/null
-  for product in brsync-sync brsyncd brsyncd-bench brsync-bench; do swift build "${flags[@]}" --product "$product" >/dev/null; done
+  # Every product with the same flags: SwiftPM builds everything again when
+  # they change, so brsync without PIE and the rest with it rebuilt the whole
+  # package twice for every run of a benchmark.
+  local flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)
+  for product in brsync brsync-sync brsyncd brsyncd-bench brsync-bench; do swift build "${flags[@]}" --product "$product" >/dev/null; done
   bin="$(swift build "${flags[@]}" --show-bin-path)"
 }
 

@@ -20,9 +20,9 @@ pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -x "$pg_bin/initdb" ] || { echo "needs PostgreSQL: apt-get install -y postgresql" >&2; exit 2; }
 ulimit -n "$(ulimit -Hn)"
 
-flags=(-c release --static-swift-stdlib)
-swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync >/dev/null
-for product in brsyncd brsyncd-bench brsync-sync; do swift build "${flags[@]}" --product "$product" >/dev/null; done
+# Every product with the same flags (changed flags rebuild everything).
+flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)
+for product in brsync brsyncd brsyncd-bench brsync-sync; do swift build "${flags[@]}" --product "$product" >/dev/null; done
 bin="$(swift build "${flags[@]}" --show-bin-path)"
 
 work="$(mktemp -d)"

@@ -11,9 +11,10 @@
 source Benchmarks/needs.sh
 needs "scripts/setup installs it" Xvfb xdotool
 build_windows() {
-  local flags=(-c release --static-swift-stdlib) out
+  # Every product with the same flags (changed flags rebuild everything).
+  local flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie) out
   # (GTK's pkg-config flags make SwiftPM warn about -pthread; only errors are shown.)
-  out="$(swift build "${flags[@]}" -Xswiftc -Xclang-linker -Xswiftc -no-pie --product brsync 2>&1)" || { echo "$out" >&2; exit 1; }
+  out="$(swift build "${flags[@]}" --product brsync 2>&1)" || { echo "$out" >&2; exit 1; }
   out="$(swift build "${flags[@]}" --product "$1" 2>&1)" || { echo "$out" >&2; exit 1; }
   bin="$(swift build "${flags[@]}" --show-bin-path)"
 }
