@@ -25,6 +25,7 @@ let package = Package(
         fuzzer("FuzzRecordCipher", ["SyncClient", "SyncCore", "Model"]),
         fuzzer("FuzzJoinCode", ["SyncClient", "SyncCore", "Model"]),
         fuzzer("FuzzMerge", ["JSON", "SyncCore", "Model"]),
+        fuzzer("FuzzLedger", ["SyncCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -95,6 +95,7 @@ enum ReplicaSchema {
         Migration4.noPrecedenceIndex,
         Migration4.refusals,
         Migration4.pulledAside,
+        Migration4.recordTags,
     ])
 
     enum Migration4 {
@@ -367,6 +368,23 @@ enum ReplicaSchema {
                     asked_at INTEGER,
                     PRIMARY KEY (collection, filed_key)
                 ) WITHOUT ROWID;
+                """)
+
+        /// Records by tag, the first 8 bytes of their hidden key, under the
+        /// account key `tags_key` names (``Replica/tagRecords(keyID:tag:)``):
+        /// how a device's ledger names them. Filled when a check needs it,
+        /// not when a record is written; a row whose record is gone names
+        /// nothing (looked up joined with `records`).
+        static let recordTags = Migrator.Migration(
+            version: 20,
+            sql: """
+                CREATE TABLE record_tags (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    tag INTEGER NOT NULL,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX record_tags_by_tag ON record_tags (tag);
                 """)
     }
 }

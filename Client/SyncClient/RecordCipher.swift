@@ -22,14 +22,25 @@ public struct RecordCipher: Sendable {
     /// HMAC-SHA256 of the collection and the key. The same pattern written on
     /// two machines is still one record; the server cannot read it.
     public func hiddenKey(collection: String, key: String) -> String {
+        var output = Array("h1.".utf8)
+        Crypto.base64URL(nameCode(collection: collection, key: key), into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// A record's tag, as a device's ledger names it (``Ledger/Entry/tag``):
+    /// the first 8 bytes of its hidden key's HMAC, big-endian.
+    public func tag(collection: String, key: String) -> UInt64 {
+        nameCode(collection: collection, key: key).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The HMAC-SHA256 of the collection and the key that names a record.
+    private func nameCode(collection: String, key: String) -> [UInt8] {
         var message: [UInt8] = []
         message.reserveCapacity(collection.utf8.count + 1 + key.utf8.count)
         message += collection.utf8
         message.append(0)
         message += key.utf8
-        var output = Array("h1.".utf8)
-        Crypto.base64URL(nameKey.code(message), into: &output)
-        return String(decoding: output, as: UTF8.self)
+        return nameKey.code(message)
     }
 
     /// The data a sealed value is bound to (its associated data): the server

@@ -88,6 +88,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
             DROP TABLE pulled_aside;
+            DROP TABLE record_tags;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -152,6 +153,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
             DROP TABLE pulled_aside;
+            DROP TABLE record_tags;
             PRAGMA user_version = 9;
             COMMIT;
             """)

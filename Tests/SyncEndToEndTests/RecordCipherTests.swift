@@ -71,6 +71,33 @@ import Testing
         #expect(cipher.hiddenKey(collection: "a", key: "bc") != cipher.hiddenKey(collection: "ab", key: "c"))
     }
 
+    /// A ledger names a record by its tag: the first 8 bytes of the HMAC
+    /// its hidden key carries, so a machine finds it from the key alone.
+    @Test func aRecordsTagIsItsHiddenKeysFirstEightBytes() throws {
+        let cipher = RecordCipher(AccountKey.generate())
+        for key in ["zoom.us", "github.com", "*.example.org"] {
+            let hidden = cipher.hiddenKey(collection: "rules", key: key)
+            let bytes = try #require(Crypto.base64URLDecode(String(hidden.dropFirst(3))))
+            #expect(cipher.tag(collection: "rules", key: key) == bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) })
+        }
+    }
+
+    /// The head's hash of its shards, as docs/protocol.md describes it: the
+    /// expected value was computed independently (Python's struct and hashlib).
+    @Test func theShardsHashIsAsDescribed() {
+        let shard = Ledger.Shard(
+            index: 1, shardCount: 2,
+            entries: [
+                .init(
+                    tag: 0x8123_4567_89AB_CDEF,
+                    groups: [.init(known: 1, stamp: .init(wallMillis: 1_790_000_000_000, counter: 4))])
+            ])
+        #expect(Crypto.hex(shard.bytes) == "530101000200018123456789abcdef0001000001a0c4506c0000000004")
+        let held = LedgerCheck.Held(
+            shard, stamp: HLCTimestamp(wallMillis: 1_790_000_000_001, counter: 0, device: "laptop"))
+        #expect(Ledger.shardsHash([(index: 1, shard: held)]) == 0x43EC_6D23_8A44_ADB0)
+    }
+
     /// The signing key pair is derived from the account key alone (HKDF
     /// info "signing", then RFC 8032): the same on every holder. The
     /// expected values were computed independently (Python's hmac and

@@ -1,0 +1,59 @@
+import Storage
+import SyncCore
+
+/// Records by tag: the first 8 bytes of the key the server files a record
+/// under in an encrypted account (an HMAC under the account key), which is
+/// how a device's ledger names the records it wrote (Deploy/SECURITY.md,
+/// "A device's own writes, counted"). A table of its own, filled only when
+/// a check needs it (``tagRecords(keyID:tag:)``), so writing a record pays
+/// nothing for it; the tags of one key only (a key change empties it).
+extension Replica {
+    /// Tags every record that has none yet under the key `keyID` (all of
+    /// them, after a key change), with `tag` giving a record's tag; returns
+    /// how many were tagged. One transaction: a process killed half-way
+    /// leaves the tags of the records it reached, or none.
+    @discardableResult
+    public func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int {
+        try transaction {
+            if try meta("tags_key") != keyID {
+                try database.run("DELETE FROM record_tags")
+                try setMeta("tags_key", keyID)
+            }
+            let untagged = try database.query(
+                """
+                SELECT r.collection, r.key FROM records r
+                WHERE NOT EXISTS (SELECT 1 FROM record_tags t WHERE t.collection = r.collection AND t.key = r.key)
+                """
+            ) { row in (row.string(0) ?? "", row.string(1) ?? "") }
+            for (collectionName, key) in untagged {
+                guard let collection = RecordCollection(rawValue: collectionName) else { continue }
+                try database.run(
+                    "INSERT INTO record_tags (collection, key, tag) VALUES (?, ?, ?)",
+                    [.text(collectionName), .text(key), .integer(Int64(bitPattern: tag(collection, key)))])
+            }
+            return untagged.count
+        }
+    }
+
+    /// The records held that are tagged `tag` under the key the tags were
+    /// made with (``tagRecords(keyID:tag:)``): one, or none; two only when
+    /// two keys' HMACs share their first 8 bytes. A tag whose record left
+    /// (a record the server removed) names nothing, and names it again if
+    /// it comes back (its key, hence its tag, is the same).
+    public func records(tagged tag: UInt64) throws -> [(collection: RecordCollection, key: String)] {
+        try read {
+            try database.query(
+                """
+                SELECT t.collection, t.key FROM record_tags t JOIN records r USING (collection, key)
+                WHERE t.tag = ? ORDER BY t.collection, t.key
+                """,
+                [.integer(Int64(bitPattern: tag))]
+            ) { row in
+                RecordCollection(rawValue: row.string(0) ?? "").map { ($0, row.string(1) ?? "") }
+            }.compactMap { $0 }
+        }
+    }
+
+    /// The key id the records' tags were made under, or nil before any.
+    public func tagsKeyID() throws -> String? { try meta("tags_key") }
+}

@@ -1,0 +1,23 @@
+import SyncCore
+
+/// Reads the input as each of the ledger's packed records (a shard, a
+/// pending record, a head) and as a ledger record's key: the readers are
+/// strict, so whatever reads must write back as the same bytes.
+func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    if let shard = try? Ledger.Shard(bytes: bytes) {
+        precondition(shard.bytes == bytes, "a shard changed in a round trip")
+        precondition(shard.entries.allSatisfy { $0.shard(of: shard.shardCount) == shard.index })
+    }
+    if let pending = try? Ledger.Pending(bytes: bytes) {
+        precondition(pending.bytes == bytes, "a pending record changed in a round trip")
+    }
+    if let head = try? Ledger.Head(bytes: bytes) {
+        precondition(head.bytes == bytes, "a head changed in a round trip")
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    if let key = Ledger.Key(text) {
+        precondition(key.description == text, "a ledger key changed in a round trip")
+    }
+    return 0
+}

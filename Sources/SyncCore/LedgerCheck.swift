@@ -1,0 +1,206 @@
+/// The checks a machine runs on a device's ledger at the end of a pull that
+/// reached the server's head (Deploy/SECURITY.md, "A device's own writes,
+/// counted", checks 0–3): given the ledger records of device D it holds and
+/// the registers it holds, which of D's acknowledged writes the server left
+/// out. Pure: the caller reads the replica and keeps what failed, holding
+/// each failure before it alarms.
+public enum LedgerCheck {
+    /// A ledger record held, with the stamp of the write that made it (its
+    /// register's); a record the device deleted (a folded pending record, a
+    /// shard no longer in use) is not held.
+    public struct Held<Value: Sendable & Hashable>: Sendable, Hashable {
+        public var value: Value
+        public var stamp: HLCTimestamp
+
+        public init(_ value: Value, stamp: HLCTimestamp) {
+            self.value = value
+            self.stamp = stamp
+        }
+    }
+
+    /// Device D's ledger records this machine holds.
+    public struct Ledgers: Sendable, Hashable {
+        public var head: Held<Ledger.Head>?
+        public var shards: [Int: Held<Ledger.Shard>]
+        public var pending: [Int: Held<Ledger.Pending>]
+
+        public init(
+            head: Held<Ledger.Head>? = nil, shards: [Int: Held<Ledger.Shard>] = [:],
+            pending: [Int: Held<Ledger.Pending>] = [:]
+        ) {
+            self.head = head
+            self.shards = shards
+            self.pending = pending
+        }
+
+        public var isEmpty: Bool { head == nil && shards.isEmpty && pending.isEmpty }
+
+        /// The pending records the head has not folded, oldest first (a
+        /// pending record relayed again after the head folded it is ignored).
+        public var unfolded: [(slot: Int, record: Held<Ledger.Pending>)] {
+            let folded = head?.value.folded
+            return pending.filter { _, record in
+                guard let folded else { return true }
+                return Ledger.Stamp(record.stamp) > folded.stamp
+            }.map { (slot: $0.key, record: $0.value) }.sorted { $0.record.stamp < $1.record.stamp }
+        }
+
+        /// The newest stamp the ledger covers: its head's or its newest
+        /// unfolded pending record's (the stamps of the writes that made
+        /// them, which come after every change they describe).
+        public var newestStamp: HLCTimestamp? {
+            ([head?.stamp] + unfolded.map { $0.record.stamp }).compactMap { $0 }.max()
+        }
+    }
+
+    /// What a machine holds of a record a ledger entry names.
+    public enum Register: Sendable, Hashable {
+        /// Applied: the stamp of each field's register.
+        case applied([String: HLCTimestamp])
+        /// Set aside (it did not open, failed its manifest, …): it meets no entry.
+        case setAside
+    }
+
+    /// A check that failed, naming what is missing.
+    public enum Failure: Sendable, Hashable, CustomStringConvertible {
+        /// Check 0: the unfolded pending records do not form one chain from
+        /// the head held (one is withheld, or a newer head is).
+        case brokenChain(slot: Int, reason: String)
+        /// Check 1: a write the ledger names is not held: the record (by
+        /// tag) is missing or set aside, or its field is older than written.
+        case unmet(tag: UInt64, fields: [String], stamp: HLCTimestamp, setAside: Bool)
+        /// Check 2: the shards held are not the ones the head counts.
+        case shardsDiffer(reason: String)
+        /// Check 3: a register of the device newer than its whole ledger
+        /// (its ledger is withheld, or the device writes without one).
+        case writtenPastLedger(newest: HLCTimestamp, ledger: HLCTimestamp?)
+
+        public var description: String {
+            switch self {
+            case .brokenChain(let slot, let reason): return "its pending record \(slot) \(reason)"
+            case .unmet(_, let fields, let stamp, let setAside):
+                let what = fields.joined(separator: ", ")
+                return setAside
+                    ? "a record it wrote (\(what), \(stamp)) is set aside here"
+                    : "its write of \(what) (\(stamp)) is missing here"
+            case .shardsDiffer(let reason): return "its ledger's shards \(reason)"
+            case .writtenPastLedger(let newest, let ledger):
+                return ledger.map { "it wrote at \(newest), past its ledger (\($0))" }
+                    ?? "it wrote at \(newest) and has no ledger here"
+            }
+        }
+    }
+
+    /// Runs checks 0–3 on device `device`'s ledgers.
+    /// - Parameters:
+    ///   - register: what this machine holds of the record with a tag, nil
+    ///     for nothing.
+    ///   - newestRegister: the newest stamp of any register of `device`
+    ///     this machine ever applied (kept as applied, so an overwrite does
+    ///     not erase it); nil for none.
+    ///   - shardsHash: the hash of the shards of `ledgers` in use, as the
+    ///     head's ``Ledger/Head/shardsHash`` is made (SHA-256 is the
+    ///     caller's: this module has no cryptography).
+    public static func failures(
+        device: String, ledgers: Ledgers, register: (UInt64) -> Register?, newestRegister: HLCTimestamp?,
+        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64
+    ) -> [Failure] {
+        var failures: [Failure] = []
+        let unfolded = ledgers.unfolded
+
+        // 0. The chain is whole.
+        var previous: (slot: Int, stamp: HLCTimestamp)? = nil
+        for (slot, record) in unfolded {
+            let pending = record.value
+            if let previous {
+                let expected = Ledger.Link(slot: previous.slot, stamp: Ledger.Stamp(previous.stamp))
+                if pending.previous != expected {
+                    failures.append(
+                        .brokenChain(
+                            slot: slot,
+                            reason: pending.previous.map { "follows slot \($0.slot) at \($0.stamp), which is not held" }
+                                ?? "starts a chain again after slot \(previous.slot)"))
+                }
+            } else if pending.previous != nil {
+                failures.append(.brokenChain(slot: slot, reason: "follows a pending record that is not held"))
+            }
+            let held = ledgers.head.map { Ledger.Stamp($0.stamp) }
+            if pending.base != held {
+                failures.append(
+                    .brokenChain(
+                        slot: slot,
+                        reason: pending.base.map { "builds on a head written at \($0), not the one held" }
+                            ?? "builds on no head, though one is held"))
+            }
+            previous = (slot, record.stamp)
+        }
+
+        // 1. Every entry is met, field by field.
+        func names(_ group: Ledger.Group) -> [String] {
+            var names: [String] = []
+            for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
+                names.append(name)
+            }
+            let others = ledgers.head?.value.fieldNames ?? []
+            for index in group.others { names.append(Int(index) < others.count ? others[Int(index)] : "#\(index)") }
+            return names
+        }
+        func writer(_ group: Ledger.Group) -> String {
+            guard group.device != 0 else { return device }
+            let ids = ledgers.head?.value.ids ?? []
+            return Int(group.device) <= ids.count ? ids[Int(group.device) - 1] : "\(device)#\(group.device)"
+        }
+        let entries =
+            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap(\.value.entries)
+            + unfolded.flatMap(\.record.value.entries)
+        for entry in entries {
+            let held = register(entry.tag)
+            for group in entry.groups {
+                let stamp = group.stamp.timestamp(device: writer(group))
+                let fields = names(group)
+                switch held {
+                case .applied(let registers):
+                    let missing = fields.filter { name in registers[name].map { $0 < stamp } ?? true }
+                    if !missing.isEmpty {
+                        failures.append(.unmet(tag: entry.tag, fields: missing, stamp: stamp, setAside: false))
+                    }
+                case .setAside:
+                    failures.append(.unmet(tag: entry.tag, fields: fields, stamp: stamp, setAside: true))
+                case nil:
+                    failures.append(.unmet(tag: entry.tag, fields: fields, stamp: stamp, setAside: false))
+                }
+            }
+        }
+
+        // 2. Every shard the head counts is held, as counted.
+        if let head = ledgers.head?.value {
+            let inUse = (0..<head.shardCount).compactMap { index in ledgers.shards[index].map { (index, $0) } }
+            let counted = inUse.reduce(0) { $0 + $1.1.value.entries.count }
+            if inUse.count < head.shardCount {
+                let missing = (0..<head.shardCount).filter { ledgers.shards[$0] == nil }
+                failures.append(
+                    .shardsDiffer(
+                        reason: "\(missing.map(String.init).joined(separator: ", ")) of \(head.shardCount) are not held"
+                    ))
+            } else if let other = inUse.first(where: { $0.1.value.shardCount != head.shardCount }) {
+                failures.append(
+                    .shardsDiffer(
+                        reason: "are of \(other.1.value.shardCount) shards, where the head counts \(head.shardCount)"))
+            } else if counted != head.entryCount {
+                failures.append(
+                    .shardsDiffer(reason: "hold \(counted) entries, where the head counts \(head.entryCount)"))
+            } else if shardsHash(inUse.map { (index: $0.0, shard: $0.1) }) != head.shardsHash {
+                failures.append(.shardsDiffer(reason: "are not the ones the head sums up"))
+            }
+        }
+
+        // 3. Nothing of the device newer than its ledger.
+        if let newestRegister {
+            let ledger = ledgers.newestStamp
+            if ledger.map({ newestRegister > $0 }) ?? true {
+                failures.append(.writtenPastLedger(newest: newestRegister, ledger: ledger))
+            }
+        }
+        return failures
+    }
+}

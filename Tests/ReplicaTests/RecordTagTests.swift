@@ -1,0 +1,53 @@
+import SyncCore
+import Testing
+
+@testable import Replica
+
+/// Records found by their tag (``Replica/tagRecords(keyID:tag:)``), the way
+/// a device's ledger names them.
+struct RecordTagTests {
+    /// A stand-in for the account key's HMAC: the tag must depend on the key
+    /// id, the collection and the key, as the real one does.
+    static func tag(_ keyID: String) -> (RecordCollection, String) -> UInt64 {
+        { collection, key in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in (keyID + "\0" + collection.rawValue + "\0" + key).utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+            return hash
+        }
+    }
+
+    @Test func recordsAreFoundByTagUnderTheKeyTheyWereTaggedWith() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        try replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
+        let first = Self.tag("0123456789abcdef")
+        #expect(try replica.tagsKeyID() == nil)
+        // Browsers and settings are records too.
+        let tagged = try replica.tagRecords(keyID: "0123456789abcdef", tag: first)
+        #expect(tagged >= 3)
+        #expect(try replica.tagRecords(keyID: "0123456789abcdef", tag: first) == 0, "tags are made once")
+        let github = try replica.records(tagged: first(.rules, "github.com"))
+        #expect(github.map(\.collection) == [.rules] && github.map(\.key) == ["github.com"])
+        #expect(try replica.records(tagged: first(.rules, "gitlab.com")).isEmpty)
+
+        // A new record is tagged at the next call, and only it.
+        try replica.addRule(pattern: "gitlab.com", browser: "firefox", priority: nil)
+        #expect(try replica.tagRecords(keyID: "0123456789abcdef", tag: first) == 1)
+        #expect(try replica.records(tagged: first(.rules, "gitlab.com")).map(\.key) == ["gitlab.com"])
+
+        // A deleted rule is still a record (its tombstone): still found.
+        try replica.removeRule(pattern: "zoom.us")
+        #expect(try replica.records(tagged: first(.rules, "zoom.us")).map(\.key) == ["zoom.us"])
+
+        // Another key: every tag made again, the old ones name nothing.
+        let second = Self.tag("fedcba9876543210")
+        #expect(try replica.tagRecords(keyID: "fedcba9876543210", tag: second) == tagged + 1)
+        #expect(try replica.tagsKeyID() == "fedcba9876543210")
+        #expect(try replica.records(tagged: first(.rules, "github.com")).isEmpty)
+        #expect(try replica.records(tagged: second(.rules, "github.com")).map(\.key) == ["github.com"])
+    }
+}
