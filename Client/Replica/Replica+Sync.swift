@@ -531,6 +531,9 @@ extension Replica {
     /// fields), or nil. Unknown fields are kept (a newer client's); a pattern
     /// this version cannot parse is kept and set aside at resolve time.
     static func problem(of collection: RecordCollection, key: String, state: RecordState) -> String? {
+        // Sent only to clients that keep ledgers, which this one does not
+        // yet; a deleted one (an emptied pending slot) is not kept either.
+        if collection == .ledger { return ledgerProblem }
         guard !state.isDeleted else { return nil }
         let values = state.values
         func expect(_ field: String, _ isValid: (JSONValue) -> Bool, _ what: String) -> String? {
@@ -555,8 +558,12 @@ extension Replica {
         case .settings:
             if key == SettingName.defaultBrowser { return expect("value", isString, "a browser id") }
             return key.hasPrefix(deviceNamePrefix) ? expect("value", isString, "a string") : nil
+        case .ledger:
+            return ledgerProblem
         }
     }
+
+    static let ledgerProblem = "a device's ledger, which this version of brsync does not keep"
 
     public func recordSync() throws {
         try transaction { try setMeta("last_sync", String(currentMillis)) }

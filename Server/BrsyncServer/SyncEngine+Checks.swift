@@ -79,10 +79,18 @@ extension SyncEngine {
     /// encrypted account it must be sealed (a hidden key, the sealed key,
     /// every value but the deletion flag sealed); in one that is not, it
     /// must not carry encryption's fields; in any, its deletion flag is
-    /// true or false. Such a change is rejected alone (reported in
-    /// `rejected`, its number still counted): the rest of the batch applies.
-    static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters) -> String? {
+    /// true or false. A ledger record is taken only into an encrypted
+    /// account, from a client of ``Wire/ledgerProtocol`` or later. Such a
+    /// change is rejected alone (reported in `rejected`, its number still
+    /// counted): the rest of the batch applies.
+    static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters, clientProtocol: Int) -> String? {
         if let problem = Wire.recordSizeProblem(change.state) { return problem }
+        if change.collection == .ledger {
+            guard account.encrypted else { return "a ledger is kept in end-to-end encrypted accounts only" }
+            guard clientProtocol >= Wire.ledgerProtocol else {
+                return "a ledger record needs a client of protocol \(Wire.ledgerProtocol)"
+            }
+        }
         if account.encrypted {
             return Wire.sealedProblem(change).map {
                 "the account is end-to-end encrypted and takes sealed records only: \($0)"

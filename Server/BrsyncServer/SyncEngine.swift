@@ -92,7 +92,8 @@ enum SyncEngine {
             try store.registerSigningKey(account: device.accountID, first)
         }
         let outcome = try push(
-            request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters, now: now,
+            request, from: device, prepared: prepared, storeEpoch: epoch, counters: counters,
+            clientProtocol: authority.clientProtocol, now: now,
             maxClockOffsetMilliseconds: maxClockOffsetMilliseconds,
             timelineGate: counters.encrypted ? nil : timelineGate, in: store)
         if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
@@ -101,7 +102,7 @@ enum SyncEngine {
 
     private static func push(
         _ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
-        counters: Store.AccountCounters, now: Int64, maxClockOffsetMilliseconds: Int64,
+        counters: Store.AccountCounters, clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64,
         timelineGate: TimelineGate?,
         in store: some SyncWriteTransaction
     ) throws -> PushOutcome {
@@ -185,7 +186,7 @@ enum SyncEngine {
             // client sends all those records whole in one go (one request a
             // record, before, made a copied home's push of 300 such changes
             // look like a server that never lets it finish).
-            if needed.isEmpty, let problem = recordProblem(change, account: counters) {
+            if needed.isEmpty, let problem = recordProblem(change, account: counters, clientProtocol: clientProtocol) {
                 rejected.append(
                     RejectedChange(
                         sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
@@ -384,7 +385,7 @@ enum SyncEngine {
         var usable: [ChangeRecord] = []
         rejected += request.unreadable.map(\.rejection)
         for record in request.records {
-            if let problem = recordProblem(record, account: counters) {
+            if let problem = recordProblem(record, account: counters, clientProtocol: authority.clientProtocol) {
                 rejected.append(
                     RejectedChange(
                         sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
@@ -484,8 +485,12 @@ enum SyncEngine {
         // Records this replica's own push made are not sent back: only when its
         // cursor covers the version the push merged into (identical copies can
         // both prove the push; only the cursor says which had that version).
+        // Ledger records go to clients that keep ledgers only (the cursor
+        // passes them for the others, which never read them).
+        let sendsLedgers = clientProtocol >= Wire.ledgerProtocol
         let rows = scannedRows.prefix(limit).filter { row in
             !(clientDevice != nil && row.knownTo == clientDevice && row.knownAfter <= cursor)
+                && (sendsLedgers || row.collection != .ledger)
         }
         return Store.PulledPage(rows: rows, next: next, more: more, epoch: epoch, rollback: false)
     }

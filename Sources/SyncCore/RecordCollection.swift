@@ -3,6 +3,12 @@ public enum RecordCollection: String, Sendable, CaseIterable {
     case browsers
     case rules
     case settings
+    /// Devices' ledgers of their own writes (Deploy/SECURITY.md, "A device's
+    /// own writes, counted"): encrypted accounts only, written and read by
+    /// clients of ``Wire/ledgerProtocol`` and later (the server sends them
+    /// to no other), keyed by ``Ledger/Key`` and never listed, exported or
+    /// imported.
+    case ledger
 }
 
 /// Names of the settings collection's records.

@@ -15,6 +15,13 @@ extension Wire {
     /// The first protocol that signs writes: an encrypted account takes
     /// writes from it only.
     public static let signedWritesProtocol = 3
+    /// The first protocol that keeps devices' ledgers (the ``RecordCollection/ledger``
+    /// collection): the server takes and sends ledger records to it only.
+    /// This build's server speaks it; its client does not write ledgers yet
+    /// and says ``protocolVersion``.
+    public static let ledgerProtocol = 4
+    /// The one sealed field of a ledger record: its packed bytes (``Ledger``).
+    public static let ledgerField = "ledger"
 
     /// The request header of a push or relay naming the key its records are
     /// sealed with, or `none` for readable records (``SealedWith``). The
@@ -120,6 +127,7 @@ extension Wire {
     public static func sealedProblem(_ change: ChangeRecord) -> String? {
         // Built only for a refusal: checking 10,000 sealed changes builds none.
         var shown: String { DisplayText.printable(change.key.prefix(60)) }
+        if change.collection == .ledger { return ledgerProblem(change) }
         guard isHiddenKey(change.key) else { return "\(change.collection.rawValue) '\(shown)' has a readable key" }
         // A change whose fields all left it (re-stamped after they were
         // overwritten) keeps its number and holds nothing to seal.
@@ -137,6 +145,31 @@ extension Wire {
             guard isSealedValue(register.value) else {
                 return
                     "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
+            }
+        }
+        return nil
+    }
+
+    /// Why `change` is not a ledger record in the sealed form, or nil: a
+    /// readable key naming a device's shard, head or pending slot
+    /// (``Ledger/Key``), and no field but the sealed ``ledgerField`` and the
+    /// deletion flag.
+    static func ledgerProblem(_ change: ChangeRecord) -> String? {
+        var shown: String { DisplayText.printable(change.key.prefix(60)) }
+        guard Ledger.Key(change.key) != nil else {
+            return "ledger '\(shown)' is not DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT"
+        }
+        for (name, register) in change.state.fields {
+            switch name {
+            case RecordState.deletedField:
+                guard case .bool = register.value else {
+                    return "ledger '\(shown)': its deletion flag is not true or false"
+                }
+            case ledgerField:
+                guard isSealedValue(register.value) else { return "ledger '\(shown)' is readable" }
+            default:
+                return
+                    "ledger '\(shown)' has a field \"\(DisplayText.printable(name.prefix(60)))\" besides \"\(ledgerField)\""
             }
         }
         return nil

@@ -1,0 +1,79 @@
+import HTTP
+import JSON
+import SyncCore
+import TestSupport
+import Testing
+
+@testable import BrsyncServer
+
+/// The `ledger` collection on the server (Deploy/SECURITY.md, "A device's
+/// own writes, counted"): taken only into encrypted accounts, only from
+/// clients that keep ledgers, only in its sealed form, and sent only to them.
+@Suite struct LedgerCollectionTests {
+    static func ledger(_ device: TestDevice, _ key: String, extra: [String: JSONValue] = [:]) -> ChangeRecord {
+        device.change(
+            key, ["ledger": .string("e1." + String(repeating: "Ab0-_", count: 12))].merging(extra) { $1 },
+            collection: .ledger)
+    }
+
+    static func rejections(_ response: HTTPResponseParser.ParsedResponse) throws -> [String] {
+        #expect(response.status == 200, "\(response.text)")
+        return try PushResponse(json: try #require(response.json)).rejected.map(\.reason)
+    }
+
+    @Test(arguments: StoreKind.allCases) func ledgersGoToClientsThatKeepThemOnly(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
+        desktop.keyID = EncryptedAccountTests.firstKey
+        desktop.signingKey = EncryptedAccountTests.firstSigner
+        laptop.protocolVersion = Wire.ledgerProtocol
+        let rule = EncryptedAccountTests.sealed(laptop, "rule")
+        let head = Self.ledger(laptop, "\(laptop.deviceID)/head")
+        let pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0", extra: ["deleted": .bool(false)])
+        #expect(try Self.rejections(try laptop.push([rule, head, pending])).isEmpty)
+
+        // A client that keeps ledgers pulls them with the records; one that
+        // does not never sees them, and its cursor passes them.
+        let keeper = try laptop.pullAll().records
+        #expect(
+            keeper.keys.sorted() == [
+                "ledger/\(laptop.deviceID)/head", "ledger/\(laptop.deviceID)/pending/0", "rules/\(rule.key)",
+            ])
+        let older = try desktop.pullAll()
+        #expect(older.records.keys.sorted() == ["rules/\(rule.key)"])
+        #expect(older.cursor == (try laptop.pullAll()).cursor)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aLedgerRecordOutOfPlaceIsRefusedAlone(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        // From a client that does not keep ledgers.
+        let early = try Self.rejections(try laptop.push([Self.ledger(laptop, "\(laptop.deviceID)/head")]))
+        #expect(early == ["a ledger record needs a client of protocol \(Wire.ledgerProtocol)"])
+        laptop.protocolVersion = Wire.ledgerProtocol
+        // Not in the sealed form a ledger record has.
+        let cases: [(ChangeRecord, String)] = [
+            (Self.ledger(laptop, "laptop/257"), "is not DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT"),
+            (Self.ledger(laptop, "h1." + String(repeating: "A", count: 43)), "is not DEVICE/SHARD"),
+            (
+                laptop.change("laptop/head", ["ledger": JSONValue.string("readable")], collection: .ledger),
+                "is readable"
+            ),
+            (Self.ledger(laptop, "laptop/head", extra: ["note": .string("e1.AAAA")]), "has a field \"note\""),
+            (
+                Self.ledger(laptop, "laptop/head", extra: ["deleted": .string("yes")]),
+                "deletion flag is not true or false"
+            ),
+        ]
+        for (change, reason) in cases {
+            let rejected = try Self.rejections(try laptop.push([change]))
+            #expect(rejected.count == 1 && rejected[0].contains(reason), "\(rejected)")
+        }
+        #expect(try laptop.pullAll().records.isEmpty, "nothing of them was taken")
+
+        // Into an account that is not encrypted.
+        let readable = try fixture.device("bob", "laptop", protocol: Wire.ledgerProtocol)
+        let refused = try Self.rejections(try readable.push([Self.ledger(readable, "\(readable.deviceID)/head")]))
+        #expect(refused == ["a ledger is kept in end-to-end encrypted accounts only"])
+    }
+}
