@@ -432,10 +432,15 @@ extension Replica {
                     )
                     .filter { own in !lost.contains { $0.field == own.field } }
                 }
+                // A ledger record is kept and relayed like any other, but it
+                // is no one's rule: no conflict, log entry or count, and its
+                // stamps are not the writes `device_writes` keeps.
+                let isLedger = change.collection == .ledger
                 for value in losses
-                where try recordConflict(
-                    collection: change.collection, key: change.key, field: value.field, lost: value.lost,
-                    winner: value.winner)
+                where try !isLedger
+                    && recordConflict(
+                        collection: change.collection, key: change.key, field: value.field, lost: value.lost,
+                        winner: value.winner)
                 {
                     conflicts += 1
                 }
@@ -455,6 +460,7 @@ extension Replica {
                 let fieldsText =
                     (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
                 try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                if isLedger { continue }
                 let fresh = local.fields.isEmpty
                 for (name, register) in merged.fields where fresh || local.fields[name] != register {
                     hear(register.stamp)
@@ -531,9 +537,7 @@ extension Replica {
     /// fields), or nil. Unknown fields are kept (a newer client's); a pattern
     /// this version cannot parse is kept and set aside at resolve time.
     static func problem(of collection: RecordCollection, key: String, state: RecordState) -> String? {
-        // Sent only to clients that keep ledgers, which this one does not
-        // yet; a deleted one (an emptied pending slot) is not kept either.
-        if collection == .ledger { return ledgerProblem }
+        if collection == .ledger { return ledgerProblem(key: key, state: state) }
         guard !state.isDeleted else { return nil }
         let values = state.values
         func expect(_ field: String, _ isValid: (JSONValue) -> Bool, _ what: String) -> String? {
@@ -559,11 +563,34 @@ extension Replica {
             if key == SettingName.defaultBrowser { return expect("value", isString, "a browser id") }
             return key.hasPrefix(deviceNamePrefix) ? expect("value", isString, "a string") : nil
         case .ledger:
-            return ledgerProblem
+            return ledgerProblem(key: key, state: state)
         }
     }
 
-    static let ledgerProblem = "a device's ledger, which this version of brsync does not keep"
+    /// Why a ledger record (opened) cannot be kept, or nil: its key names a
+    /// device's shard, head or pending slot, and it holds its packed bytes
+    /// (base64url text, as the cipher opens them) and its deletion flag only.
+    static func ledgerProblem(key: String, state: RecordState) -> String? {
+        guard Ledger.Key(key) != nil else { return "not a ledger record's key" }
+        for (name, register) in state.fields {
+            switch name {
+            case RecordState.deletedField:
+                guard register.value.boolValue != nil else { return "its deletion flag is not true or false" }
+            case Wire.ledgerField:
+                guard case .string(let text) = register.value, Self.isBase64URL(text) else {
+                    return "its ledger is not packed bytes"
+                }
+            default:
+                return "a ledger record holds a field \"\(DisplayText.printable(name.prefix(60)))\""
+            }
+        }
+        return nil
+    }
+
+    /// Whether `text` is unpadded base64url (the packed bytes of a ledger record).
+    static func isBase64URL(_ text: String) -> Bool {
+        text.utf8.count % 4 != 1 && text.utf8.allSatisfy(Wire.isBase64URL)
+    }
 
     public func recordSync() throws {
         try transaction { try setMeta("last_sync", String(currentMillis)) }

@@ -96,6 +96,7 @@ enum ReplicaSchema {
         Migration4.refusals,
         Migration4.pulledAside,
         Migration4.recordTags,
+        Migration4.ledgerRecords,
     ])
 
     enum Migration4 {
@@ -385,6 +386,40 @@ enum ReplicaSchema {
                     PRIMARY KEY (collection, key)
                 ) WITHOUT ROWID;
                 CREATE INDEX record_tags_by_tag ON record_tags (tag);
+                """)
+
+        /// Devices' ledgers (the `ledger` collection) are records too, kept
+        /// and relayed like the others, never listed: the collection check
+        /// takes them. SQLite changes a check only by building the table
+        /// again: every row keeps its id, so the record order and the rule
+        /// columns stay as they were.
+        static let ledgerRecords = Migrator.Migration(
+            version: 21,
+            sql: """
+                CREATE TABLE records_with_ledgers (
+                    id INTEGER PRIMARY KEY,
+                    collection TEXT NOT NULL CHECK (collection IN ('browsers', 'rules', 'settings', 'ledger')),
+                    key TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    versions TEXT NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    index_key TEXT,
+                    priority INTEGER,
+                    precedence TEXT,
+                    rule_pattern TEXT,
+                    rule_browser TEXT,
+                    rule_created INTEGER,
+                    rule_rest TEXT,
+                    UNIQUE (collection, key)
+                );
+                INSERT INTO records_with_ledgers (
+                    id, collection, key, fields, versions, deleted, index_key, priority, precedence,
+                    rule_pattern, rule_browser, rule_created, rule_rest)
+                SELECT id, collection, key, fields, versions, deleted, index_key, priority, precedence,
+                    rule_pattern, rule_browser, rule_created, rule_rest FROM records ORDER BY id;
+                DROP TABLE records;
+                ALTER TABLE records_with_ledgers RENAME TO records;
+                CREATE INDEX records_by_index_key ON records (collection, index_key);
                 """)
     }
 }

@@ -198,8 +198,11 @@ public struct RecordCipher: Sendable {
             binding = Binding(collection: collection, hiddenKey: hiddenKey)
         }
 
-        /// The bytes sealed for `field` under `stamp` (its text's bytes).
-        mutating func open(_ sealed: String, field: String, stamp: [UInt8]) throws(RecordCipherError) -> [UInt8] {
+        /// The bytes sealed for `field` under `stamp` (its text's bytes);
+        /// `padded`: a JSON text padded with spaces, which are dropped.
+        mutating func open(
+            _ sealed: String, field: String, stamp: [UInt8], padded: Bool = true
+        ) throws(RecordCipherError) -> [UInt8] {
             var sealed = sealed
             let combined = sealed.withUTF8 { utf8 in
                 utf8.starts(with: RecordCipher.sealedPrefix)
@@ -215,7 +218,7 @@ public struct RecordCipher: Sendable {
                 var opened = try cipher.valueKey.open(
                     combined, authenticated: binding.bytes(field: field, stamp: stamp))
                 // The padding (spaces, which JSON ignores after a value).
-                while opened.last == UInt8(ascii: " ") { opened.removeLast() }
+                while padded, opened.last == UInt8(ascii: " ") { opened.removeLast() }
                 return opened
             } catch {
                 throw RecordCipherError(
@@ -309,6 +312,7 @@ extension RecordCipher {
     /// - Throws: ``RecordCipherError`` for a field named like the cipher's
     ///   own (`e2e.` and a name).
     public func seal(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
+        if change.collection == .ledger { return try sealLedger(change) }
         let collection = change.collection.rawValue
         let hidden = hiddenKey(collection: collection, key: change.key)
         var sealer = Sealer(self, collection: collection, hiddenKey: hidden)
@@ -366,6 +370,7 @@ extension RecordCipher {
     ///   and the field: not sealed at all, sealed with another key, or changed,
     ///   moved, replayed, dropped or rolled back by the server.
     public func open(_ change: ChangeRecord, requiringManifest: Bool = true) throws(RecordCipherError) -> ChangeRecord {
+        if change.collection == .ledger { return try openLedger(change) }
         let collection = change.collection.rawValue
         let hidden = change.key
         var shown: String { DisplayText.printable(hidden.prefix(80)) }

@@ -154,7 +154,7 @@ extension Wire {
     /// readable key naming a device's shard, head or pending slot
     /// (``Ledger/Key``), and no field but the sealed ``ledgerField`` and the
     /// deletion flag.
-    static func ledgerProblem(_ change: ChangeRecord) -> String? {
+    public static func ledgerProblem(_ change: ChangeRecord) -> String? {
         var shown: String { DisplayText.printable(change.key.prefix(60)) }
         guard Ledger.Key(change.key) != nil else {
             return "ledger '\(shown)' is not DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT"

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 import Testing
 
@@ -49,5 +50,46 @@ struct RecordTagTests {
         #expect(try replica.tagsKeyID() == "fedcba9876543210")
         #expect(try replica.records(tagged: first(.rules, "github.com")).isEmpty)
         #expect(try replica.records(tagged: second(.rules, "github.com")).map(\.key) == ["github.com"])
+    }
+}
+
+/// Devices' ledgers pulled into the replica: kept like records, never
+/// listed, logged or counted, and a malformed one set aside with why.
+struct PulledLedgerTests {
+    static func ledger(
+        _ key: String, _ fields: [String: JSONValue], wall: Int64 = 1_700_000_000_500
+    )
+        -> ChangeRecord
+    {
+        let stamp = HLCTimestamp(wallMillis: wall, counter: 0, device: "laptop")
+        return ChangeRecord(
+            sequence: 1, collection: .ledger, key: key,
+            state: RecordState(
+                fields: fields.mapValues { StampedValue($0, stamp: stamp) }, versions: VersionVector(["laptop": 1])))
+    }
+
+    @Test func ledgerRecordsAreKeptAndNothingElse() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        var skipped: [String] = []
+        let page = try replica.applyPulled(
+            [
+                Self.ledger("laptop/head", ["ledger": .string("SAEAAA"), "deleted": .bool(false)]),
+                Self.ledger("laptop/pending/3", ["ledger": .string("UAEAAAA")]),
+                Self.ledger("laptop/9999", ["ledger": .string("UAEAAAA")]),
+                Self.ledger("laptop/0", ["ledger": .string("not base64!")]),
+                Self.ledger("laptop/1", ["ledger": .string("UAEA"), "note": .string("x")]),
+            ], cursor: 5, epoch: "e", skipped: &skipped)
+        #expect(page.changed == 0 && page.conflicts == 0, "a ledger is no one's rule")
+        #expect(try replica.records(.ledger).map(\.key).sorted() == ["laptop/head", "laptop/pending/3"])
+        #expect(try replica.deviceWrites().isEmpty, "a ledger's own stamps are not the device's writes")
+        #expect(
+            skipped.sorted() == [
+                "ledger 'laptop/0': its ledger is not packed bytes",
+                "ledger 'laptop/1': a ledger record holds a field \"note\"",
+                "ledger 'laptop/9999': not a ledger record's key",
+            ], "\(skipped)")
+        #expect(try replica.pulledAsideCount() == 3)
+        #expect(try replica.rules().isEmpty)
     }
 }

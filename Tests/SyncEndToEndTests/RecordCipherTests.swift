@@ -98,6 +98,45 @@ import Testing
         #expect(Ledger.shardsHash([(index: 1, shard: held)]) == 0x43EC_6D23_8A44_ADB0)
     }
 
+    /// A ledger record keeps its readable key and seals its packed bytes as
+    /// bytes, bound to its key, field and stamp: it opens to the same bytes,
+    /// and a server that moves, re-stamps or rewrites it is caught.
+    @Test func aLedgerRecordIsSealedAsBytesUnderItsReadableKey() throws {
+        let cipher = RecordCipher(AccountKey.generate())
+        let stamp = HLCTimestamp(wallMillis: 1_790_000_000_000, counter: 1, device: "laptop")
+        // Bytes ending in spaces: nothing is taken for padding.
+        let bytes: [UInt8] = Ledger.Head(newest: nil, folded: nil, shardCount: 1, entryCount: 0, shardsHash: 0x20).bytes
+        #expect(bytes.last == 0x20)
+        let change = ChangeRecord(
+            sequence: 3, collection: .ledger, key: "laptop/head",
+            state: RecordState(
+                fields: [
+                    "ledger": StampedValue(.string(Crypto.base64URL(bytes)), stamp: stamp),
+                    "deleted": StampedValue(.bool(false), stamp: stamp),
+                ], versions: VersionVector(["laptop": 3])))
+        let sealed = try cipher.seal(change)
+        #expect(sealed.key == "laptop/head" && Wire.sealedProblem(sealed) == nil)
+        #expect(sealed.state.fields["ledger"]?.value.stringValue?.hasPrefix("e1.") == true)
+        #expect(sealed.state.fields.count == 2, "no sealed key, twin or manifest")
+        let opened = try cipher.open(sealed)
+        #expect(opened.state == change.state && opened.key == change.key)
+
+        var moved = sealed
+        moved.key = "laptop/0"
+        #expect(throws: RecordCipherError.self) { try cipher.open(moved) }
+        var restamped = sealed
+        restamped.state.fields["ledger"]?.stamp = HLCTimestamp(
+            wallMillis: 1_790_000_000_001, counter: 1, device: "laptop")
+        #expect(throws: RecordCipherError.self) { try cipher.open(restamped) }
+        #expect(throws: RecordCipherError.self) { try RecordCipher(AccountKey.generate()).open(sealed) }
+        var readable = sealed
+        readable.state.fields["ledger"]?.value = .string("readable")
+        #expect(throws: RecordCipherError.self) { try cipher.open(readable) }
+        var extra = change
+        extra.state.fields["note"] = StampedValue(.string("x"), stamp: stamp)
+        #expect(throws: RecordCipherError.self) { try cipher.seal(extra) }
+    }
+
     /// The signing key pair is derived from the account key alone (HKDF
     /// info "signing", then RFC 8032): the same on every holder. The
     /// expected values were computed independently (Python's hmac and
