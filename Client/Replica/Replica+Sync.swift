@@ -569,13 +569,13 @@ extension Replica {
 
     /// Why a ledger record (opened) cannot be kept, or nil: its key names a
     /// device's shard, head or pending slot, and it holds its packed bytes
-    /// (base64url text, as the cipher opens them) and its deletion flag only.
+    /// (base64url text, as the cipher opens them) only: never a deletion.
     static func ledgerProblem(key: String, state: RecordState) -> String? {
         guard Ledger.Key(key) != nil else { return "not a ledger record's key" }
         for (name, register) in state.fields {
             switch name {
             case RecordState.deletedField:
-                guard register.value.boolValue != nil else { return "its deletion flag is not true or false" }
+                return "a ledger record is never deleted"
             case Wire.ledgerField:
                 guard case .string(let text) = register.value, Self.isBase64URL(text) else {
                     return "its ledger is not packed bytes"

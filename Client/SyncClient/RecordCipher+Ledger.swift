@@ -9,9 +9,10 @@ import SyncCore
 /// bound like every sealed value to the collection, the key, the field and
 /// the stamp. They are not padded: how many entries a ledger record holds
 /// tells the server no more than the records it stores, whose writers their
-/// stamps name. No sealed key, deletion twin or manifest: a ledger record
-/// changed, dropped, rolled back or marked deleted by a server breaks the
-/// ledger's chain or hash, which the checks name.
+/// stamps name. No deletion flag (a ledger record is never deleted), sealed
+/// key or manifest: a ledger record changed, dropped or rolled back by a
+/// server breaks the ledger's chain or hash, or leaves a write newer than
+/// what the ledger describes, which the checks name.
 /// In the replica the bytes are base64url text (``Wire/ledgerField``).
 extension RecordCipher {
     func sealLedger(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
@@ -20,8 +21,6 @@ extension RecordCipher {
         var fields: [String: StampedValue] = [:]
         for (name, register) in change.state.fields {
             switch name {
-            case RecordState.deletedField:
-                fields[name] = register
             case Wire.ledgerField:
                 guard case .string(let text) = register.value, let bytes = Crypto.base64URLDecode(text) else {
                     throw RecordCipherError(
@@ -46,10 +45,8 @@ extension RecordCipher {
         var stamps = HLCTimestamp.TextCache()
         var fields: [String: StampedValue] = [:]
         for (name, register) in change.state.fields {
-            guard name == Wire.ledgerField, case .string(let sealed) = register.value else {
-                fields[name] = register // the deletion flag, checked above
-                continue
-            }
+            // Checked above: the one field, a sealed string.
+            guard case .string(let sealed) = register.value else { continue }
             let bytes = try opener.open(sealed, field: name, stamp: stamps.text(of: register.stamp), padded: false)
             fields[name] = StampedValue(.string(Crypto.base64URL(bytes)), stamp: register.stamp)
         }

@@ -36,7 +36,7 @@ public final class PostgresStore: StoreDialect {
     public let listening = Atomic<Bool>(false)
     /// The channel brsyncd processes tell each other on that an account changed (payload: its id).
     static let changesChannel = "brsync_changes"
-    static let schemaVersion = 8
+    static let schemaVersion = 9
     /// The advisory lock keys: schema changes and the tombstone purge.
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
@@ -282,6 +282,41 @@ public final class PostgresStore: StoreDialect {
                     reason bytea NOT NULL,
                     PRIMARY KEY (account_id, client_device, seq)
                 )
+                """)
+        }
+        if version < 9 {
+            // Ledgers outside the quotas (see SQLiteStore's version 15).
+            try connection.execute(
+                """
+                CREATE OR REPLACE FUNCTION brsync_count_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP = 'INSERT' THEN
+                        UPDATE accounts a SET record_count = a.record_count + d.records, byte_count = a.byte_count + d.bytes
+                        FROM (SELECT account_id, count(*) AS records, sum(octet_length(fields) + octet_length(versions)) AS bytes
+                              FROM new_rows WHERE collection <> 'ledger' GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    ELSIF TG_OP = 'DELETE' THEN
+                        UPDATE accounts a SET record_count = a.record_count - d.records, byte_count = a.byte_count - d.bytes
+                        FROM (SELECT account_id, count(*) AS records, sum(octet_length(fields) + octet_length(versions)) AS bytes
+                              FROM old_rows WHERE collection <> 'ledger' GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    ELSE
+                        UPDATE accounts a SET byte_count = a.byte_count + d.bytes
+                        FROM (SELECT account_id, sum(bytes) AS bytes FROM (
+                                  SELECT account_id, octet_length(fields) + octet_length(versions) AS bytes FROM new_rows
+                                  WHERE collection <> 'ledger'
+                                  UNION ALL
+                                  SELECT account_id, -(octet_length(fields) + octet_length(versions)) FROM old_rows
+                                  WHERE collection <> 'ledger') changed
+                              GROUP BY account_id) d
+                        WHERE a.id = d.account_id;
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                UPDATE accounts a SET
+                    record_count = (SELECT count(*) FROM records r WHERE r.account_id = a.id AND r.collection <> 'ledger'),
+                    byte_count = (SELECT COALESCE(sum(octet_length(fields) + octet_length(versions)), 0)
+                                  FROM records r WHERE r.account_id = a.id AND r.collection <> 'ledger');
                 """)
         }
         if version < schemaVersion {

@@ -236,6 +236,38 @@ public final class SQLiteStore: StoreDialect {
                     PRIMARY KEY (account_id, client_device, seq)
                 ) WITHOUT ROWID;
                 """),
+        // Devices' ledgers sit outside the account's record and byte quotas
+        // (a full account still takes the ledger of what it took); they are
+        // bounded by their keys instead: 273 a device id that pushed, and at
+        // most ``Store/maxStreamsPerAccount`` ids.
+        Migrator.Migration(
+            version: 15,
+            sql: """
+                DROP TRIGGER records_counted_insert;
+                DROP TRIGGER records_counted_update;
+                DROP TRIGGER records_counted_delete;
+                CREATE TRIGGER records_counted_insert AFTER INSERT ON records WHEN NEW.collection <> 'ledger' BEGIN
+                    UPDATE accounts SET record_count = record_count + 1,
+                        byte_count = byte_count + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                    WHERE id = NEW.account_id;
+                END;
+                CREATE TRIGGER records_counted_update AFTER UPDATE OF fields, versions ON records
+                WHEN NEW.collection <> 'ledger' BEGIN
+                    UPDATE accounts SET byte_count = byte_count
+                        - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                        + LENGTH(CAST(NEW.fields AS BLOB)) + LENGTH(CAST(NEW.versions AS BLOB))
+                    WHERE id = NEW.account_id;
+                END;
+                CREATE TRIGGER records_counted_delete AFTER DELETE ON records WHEN OLD.collection <> 'ledger' BEGIN
+                    UPDATE accounts SET record_count = record_count - 1,
+                        byte_count = byte_count - LENGTH(CAST(OLD.fields AS BLOB)) - LENGTH(CAST(OLD.versions AS BLOB))
+                    WHERE id = OLD.account_id;
+                END;
+                UPDATE accounts SET
+                    record_count = (SELECT COUNT(*) FROM records WHERE account_id = accounts.id AND collection <> 'ledger'),
+                    byte_count = (SELECT COALESCE(SUM(LENGTH(CAST(fields AS BLOB)) + LENGTH(CAST(versions AS BLOB))), 0)
+                                  FROM records WHERE account_id = accounts.id AND collection <> 'ledger');
+                """),
     ])
 
     public let path: String

@@ -1,3 +1,4 @@
+import JSON
 import Model
 import SyncCore
 
@@ -42,7 +43,7 @@ extension SyncEngine {
     /// only if that passes), and inside the write transaction, after the
     /// account is locked, against the body's key, so no push slips past an
     /// encryption. Each change is then checked by itself
-    /// (``recordProblem(_:account:)``).
+    /// (``recordProblem(_:account:clientProtocol:)``).
     static func checkSealing(
         _ claim: Wire.SealedWith, encrypted: Bool, keyID: String, retiredKeys: [String], reset: Bool
     ) throws(ServerError) {
@@ -100,6 +101,25 @@ extension SyncEngine {
             return "it carries end-to-end encryption's fields, and the account is not encrypted"
         }
         return Wire.deletionFlagProblem(change.state)
+    }
+
+    /// Why a ledger record (of a request whose records passed
+    /// ``recordProblem(_:account:clientProtocol:)``) cannot be written by
+    /// it, or nil: a push writes its own device's ledger only (`pusher`);
+    /// a relay (nil) carries ledgers of device ids that pushed to the
+    /// account. So an account keeps at most 273 ledger records an id, and
+    /// ``Store/maxStreamsPerAccount`` ids, outside its quotas.
+    static func ledgerWriterProblem(
+        _ change: ChangeRecord, pusher: String?, account: Int64, in store: some SyncWriteTransaction
+    ) throws -> String? {
+        guard change.collection == .ledger, let key = Ledger.Key(change.key) else { return nil }
+        var named: String { DisplayText.printable(key.device.prefix(60)) }
+        if let pusher {
+            return key.device == pusher
+                ? nil : "a device writes only its own ledger, and this one is device '\(named)'s"
+        }
+        return try store.stream(account: account, clientDevice: key.device) == nil
+            ? "a ledger of device '\(named)', which never pushed to this account" : nil
     }
 
     /// Why a merge's result cannot be stored, or nil: fields and values were

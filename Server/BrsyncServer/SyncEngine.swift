@@ -186,7 +186,10 @@ enum SyncEngine {
             // client sends all those records whole in one go (one request a
             // record, before, made a copied home's push of 300 such changes
             // look like a server that never lets it finish).
-            if needed.isEmpty, let problem = recordProblem(change, account: counters, clientProtocol: clientProtocol) {
+            if needed.isEmpty,
+                let problem = try recordProblem(change, account: counters, clientProtocol: clientProtocol)
+                    ?? ledgerWriterProblem(change, pusher: request.device, account: device.accountID, in: store)
+            {
                 rejected.append(
                     RejectedChange(
                         sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
@@ -385,7 +388,9 @@ enum SyncEngine {
         var usable: [ChangeRecord] = []
         rejected += request.unreadable.map(\.rejection)
         for record in request.records {
-            if let problem = recordProblem(record, account: counters, clientProtocol: authority.clientProtocol) {
+            if let problem = try recordProblem(record, account: counters, clientProtocol: authority.clientProtocol)
+                ?? ledgerWriterProblem(record, pusher: nil, account: device.accountID, in: store)
+            {
                 rejected.append(
                     RejectedChange(
                         sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))

@@ -181,20 +181,30 @@ public enum Ledger {
     }
 
     /// One batch's pending record (`DEVICE/pending/SLOT`), committed with the
-    /// batch: its changes' entries, the head the device had last written,
-    /// and the pending record before it not yet folded.
+    /// batch: its changes' entries, the newest of those writes, the head the
+    /// device had last written, the pending record before it not yet
+    /// folded, and the field names its entries name by index.
     public struct Pending: Sendable, Hashable {
         /// The stamp of the head the device had last written; nil before its first.
         public var base: Stamp?
         /// The pending record before this one, nil when this is the first
         /// after a fold.
         public var previous: Link?
+        /// The newest stamp of the writes it describes (check 3 compares
+        /// a device's newest write with it); nil for none.
+        public var newest: Stamp?
+        /// Field names outside ``Ledger/knownFields`` that its groups name by
+        /// index (the device's list when it was written: a head may not list
+        /// them yet).
+        public var fieldNames: [String]
         /// Ascending by tag, one entry a tag.
         public var entries: [Entry]
 
-        public init(base: Stamp?, previous: Link?, entries: [Entry]) {
+        public init(base: Stamp?, previous: Link?, newest: Stamp? = nil, fieldNames: [String] = [], entries: [Entry]) {
             self.base = base
             self.previous = previous
+            self.newest = newest
+            self.fieldNames = fieldNames
             self.entries = entries
         }
 
@@ -204,6 +214,8 @@ public enum Ledger {
             var writer = Writer(magic: Self.magic)
             writer.optionalStamp(base)
             writer.optionalLink(previous)
+            writer.optionalStamp(newest)
+            writer.names(fieldNames)
             writer.entries(entries)
             return writer.bytes
         }
@@ -212,6 +224,8 @@ public enum Ledger {
             var reader = try Reader(bytes, magic: Self.magic)
             base = try reader.optionalStamp()
             previous = try reader.optionalLink()
+            newest = try reader.optionalStamp()
+            fieldNames = try reader.fieldNames()
             entries = try reader.entries()
             try reader.end()
         }
@@ -268,10 +282,7 @@ public enum Ledger {
             newest = try reader.optionalStamp()
             folded = try reader.optionalLink()
             ids = try reader.names()
-            fieldNames = try reader.names()
-            for name in fieldNames where Ledger.knownFields.contains(name) {
-                throw Problem("the field '\(name)' is listed though it has a bit of its own")
-            }
+            fieldNames = try reader.fieldNames()
             shardCount = try reader.shardCount()
             entryCount = Int(try reader.u32())
             shardsHash = try reader.u64()
@@ -361,14 +372,14 @@ extension Ledger {
             }
         }
         mutating func names(_ names: [String]) {
-            u8(UInt8(names.count))
+            u8(UInt8(clamping: names.count)) // at most maxNames, each a field name or device id (≤ 128 bytes)
             for name in names {
-                u8(UInt8(name.utf8.count))
+                u8(UInt8(clamping: name.utf8.count))
                 bytes += name.utf8
             }
         }
         mutating func entries(_ entries: [Entry]) {
-            u16(UInt16(entries.count))
+            u16(UInt16(clamping: entries.count)) // the book keeps within maxEntries; readers refuse more
             for entry in entries {
                 u64(entry.tag)
                 for (index, group) in entry.groups.enumerated() {
@@ -456,6 +467,14 @@ extension Ledger {
                 }
                 guard !names.contains(name) else { throw Problem("the name '\(name)' is listed twice") }
                 names.append(name)
+            }
+            return names
+        }
+        /// Field names other than the known ones.
+        mutating func fieldNames() throws(Problem) -> [String] {
+            let names = try names()
+            for name in names where Ledger.knownFields.contains(name) {
+                throw Problem("the field '\(name)' is listed though it has a bit of its own")
             }
             return names
         }

@@ -3,15 +3,17 @@
 /// last sent of them. Pure: the caller gives each write's record tag and
 /// keeps the book in its replica.
 ///
-/// Writing goes in two steps, as pushes do. Every batch of a push carries a
-/// ``Ledger/Pending`` record of its writes (``pending(for:)``), chained to
-/// the one before; once the push is answered, the acknowledged writes are
-/// folded into the entries (``fold(_:)``) and the ledger request sends the
-/// shards that changed and a head (``ledgerRequest(at:shardsHash:)``),
-/// which empties the chain.
+/// Writing follows the push. Every batch carries a ``Ledger/Pending``
+/// record of its writes (``pending(for:stamps:)``), chained to the one
+/// before; each batch's answer folds the writes it acknowledged into the
+/// entries (``answered(acknowledging:)``); then the ledger request sends the
+/// shards that changed and a head that folds the whole chain
+/// (``ledgerRequest(at:shardsHash:)``), until the server confirms it
+/// (``confirmed()``). A request whose answer was lost is sent again, the
+/// same, before any new batch: a new pending record built on a head the
+/// server may hold would break the chain.
 public struct LedgerBook: Sendable, Equatable {
-    /// One acknowledged write of this device: the record's tag and the
-    /// stamp of each field it set.
+    /// One write of this device: the record's tag and the stamp of each field it set.
     public struct Write: Sendable, Hashable {
         public var tag: UInt64
         public var fields: [String: Ledger.Stamp]
@@ -22,18 +24,31 @@ public struct LedgerBook: Sendable, Equatable {
         }
     }
 
+    /// Why the book cannot make a ledger request.
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
     /// Every entry, by tag.
     public private(set) var entries: [UInt64: Ledger.Entry] = [:]
     /// Field names outside ``Ledger/knownFields`` the entries name by index.
     public private(set) var fieldNames: [String] = []
+    /// Fields written past the ``Ledger/maxNames``th other name: a ledger
+    /// cannot name them, so their writes go uncounted (no brsync writes
+    /// such fields; a newer client's records might).
+    public private(set) var uncountedFields = 0
     /// Earlier ids whose entries this ledger inherited (device index N is `ids[N - 1]`).
     public private(set) var ids: [String] = []
     /// The newest stamp of this device's own writes folded in.
     public private(set) var newest: Ledger.Stamp?
-    /// The stamp of the head last sent, which pending records build on.
+    /// The stamp of the head last confirmed, which pending records build on.
     public private(set) var headStamp: Ledger.Stamp?
     /// The pending records sent since the last head, oldest first.
     public private(set) var chain: [Ledger.Link] = []
+    /// Batches whose pending records were made and whose answer has not come.
+    public private(set) var unanswered = 0
+    /// The ledger request made and not confirmed yet.
+    public private(set) var unconfirmed: Request?
     /// The pending record the last head folded (the newest of its chain).
     public private(set) var lastFolded: Ledger.Link?
     /// The shards the last head counted, and the tags whose entries changed since.
@@ -48,34 +63,30 @@ public struct LedgerBook: Sendable, Equatable {
 
     // MARK: Pending records
 
-    /// The entries of `writes` alone (a pending record describes its batch,
-    /// not the whole ledger), ascending by tag.
-    public mutating func batchEntries(_ writes: [Write]) -> [Ledger.Entry] {
-        var batch: [UInt64: Ledger.Entry] = [:]
-        for write in writes { batch[write.tag] = Self.entry(batch[write.tag], adding: write, names: &fieldNames) }
-        return batch.values.sorted { $0.tag < $1.tag }
-    }
-
     /// The pending records of a batch of `writes`, each with the slot it goes
     /// in, chained to the pending record before (the batch's entries split
-    /// over consecutive slots when they do not fit one record). `stamp`
+    /// over consecutive slots when they do not fit one record). `stamps`
     /// gives the stamp each record is written with, in order.
-    /// Returns nil when the chain would need more than ``Ledger/pendingSlots``
-    /// unfolded slots: send a ledger request first.
+    /// Returns nil while a ledger request waits for its confirmation, or
+    /// when the chain would need more than ``Ledger/pendingSlots`` unfolded
+    /// slots: send the ledger request first.
     public mutating func pending(
         for writes: [Write], stamps: () -> Ledger.Stamp
     ) -> [(slot: Int, record: Ledger.Pending)]? {
-        let entries = batchEntries(writes)
+        guard unconfirmed == nil else { return nil }
+        var batch: [UInt64: Ledger.Entry] = [:]
+        for write in writes {
+            if let entry = entry(batch[write.tag], adding: write, counting: false) { batch[write.tag] = entry }
+        }
+        let entries = batch.values.sorted { $0.tag < $1.tag }
+        // Before its entries: kind, format, base, previous, newest, the names.
+        let header = 2 + 13 + 14 + 13 + 1 + fieldNames.reduce(0) { $0 + 1 + $1.utf8.count } + 2
         var parts: [[Ledger.Entry]] = []
         var part: [Ledger.Entry] = []
-        // A pending record's bytes before its entries: kind, format, base, previous, count.
-        let header = 2 + 13 + 14 + 2
         var bytes = header
         for entry in entries {
-            let size =
-                8
-                + entry.groups.reduce(0) { $0 + 14 + ($1.device != 0 || !$1.others.isEmpty ? 2 + $1.others.count : 0) }
-            if bytes + size > Ledger.maxBytes || part.count == Ledger.maxEntries {
+            let size = Self.packedSize(entry)
+            if !part.isEmpty && (bytes + size > Ledger.maxBytes || part.count == Ledger.maxEntries) {
                 parts.append(part)
                 part = []
                 bytes = header
@@ -87,54 +98,80 @@ public struct LedgerBook: Sendable, Equatable {
         guard chain.count + parts.count <= Ledger.pendingSlots else { return nil }
         var records: [(slot: Int, record: Ledger.Pending)] = []
         for part in parts {
-            let slot =
-                chain.last.map { ($0.slot + 1) % Ledger.pendingSlots } ?? lastFolded.map {
-                    ($0.slot + 1) % Ledger.pendingSlots
-                } ?? 0
-            let record = Ledger.Pending(base: headStamp, previous: chain.last, entries: part)
+            let slot = ((chain.last ?? lastFolded).map { $0.slot + 1 } ?? 0) % Ledger.pendingSlots
+            let newest = part.flatMap { $0.groups.filter { $0.device == 0 }.map(\.stamp) }.max()
+            let record = Ledger.Pending(
+                base: headStamp, previous: chain.last, newest: newest, fieldNames: fieldNames, entries: part)
             chain.append(Ledger.Link(slot: slot, stamp: stamps()))
             records.append((slot, record))
         }
+        unanswered += 1
         return records
     }
 
-    // MARK: Folding and the ledger request
+    /// The answer to a batch came: the writes it acknowledged (applied, not
+    /// refused) go into the entries; refused ones never do.
+    public mutating func answered(acknowledging writes: [Write]) {
+        if unanswered > 0 { unanswered -= 1 }
+        fold(writes)
+    }
 
-    /// Takes acknowledged (applied, not refused) writes into the entries.
+    /// Takes acknowledged writes into the entries (``answered(acknowledging:)``
+    /// for a batch's; directly for writes a first ledger starts from).
     public mutating func fold(_ writes: [Write]) {
         for write in writes {
-            entries[write.tag] = Self.entry(entries[write.tag], adding: write, names: &fieldNames)
+            guard let entry = entry(entries[write.tag], adding: write, counting: true) else { continue }
+            entries[write.tag] = entry
             changedTags.insert(write.tag)
-            for stamp in write.fields.values where newest.map({ stamp > $0 }) ?? true { newest = stamp }
+            for group in entry.groups where group.device == 0 && newest.map({ group.stamp > $0 }) ?? true {
+                newest = group.stamp
+            }
         }
     }
 
+    // MARK: The ledger request
+
     /// What a ledger request sends: every shard whose entries changed (all
-    /// of them when the shard count changes), the head summing them up, and
-    /// the pending slots it empties, every record written at one stamp.
+    /// of them when the shard count changes) and the head summing them up
+    /// and folding the chain, every record written at one stamp.
     public struct Request: Sendable, Equatable {
         /// The shards to write (entries are never dropped, so the shard
         /// count only grows, and every shard in use is rewritten when it does).
         public var shards: [Ledger.Shard]
-        /// The pending records the head folds, whose slots it empties.
+        /// The pending records the head folds.
         public var folded: [Ledger.Link]
         public var head: Ledger.Head
         /// The stamp the request's records are written with.
         public var stamp: Ledger.Stamp
     }
 
-    /// The ledger request, its records written at `stamp`. `shardsHash`
-    /// makes the head's hash (``Ledger/Head/shardsHash``) of every shard in
-    /// use with the stamp it will hold: the request's for those it sends,
-    /// the one each was last sent with for the others.
-    public func ledgerRequest(
+    /// The ledger request, its records written at `stamp`; the one made
+    /// before, the same, while it waits for its confirmation (its answer
+    /// lost). `shardsHash` makes the head's hash (``Ledger/Head/shardsHash``)
+    /// of every shard in use with the stamp it will hold.
+    /// Returns nil while a batch waits for its answer (its writes are in
+    /// neither a shard nor, once folded, a pending record).
+    /// - Throws: ``Problem`` when a shard would not fit a ledger record (256
+    ///   shards of entries too many or too large).
+    public mutating func ledgerRequest(
         at stamp: Ledger.Stamp, shardsHash: ([(index: Int, shard: LedgerCheck.Held<Ledger.Shard>)]) -> UInt64
-    ) -> Request {
+    ) throws(Problem) -> Request? {
+        if let unconfirmed { return unconfirmed }
+        guard unanswered == 0 else { return nil }
         let count = Ledger.shardCount(forEntries: entries.count)
         var byShard = [[Ledger.Entry]](repeating: [], count: count)
         for entry in entries.values { byShard[entry.shard(of: count)].append(entry) }
         let all = byShard.enumerated().map { index, list in
             Ledger.Shard(index: index, shardCount: count, entries: list.sorted { $0.tag < $1.tag })
+        }
+        for shard in all {
+            let size = 2 + 1 + 2 + 2 + shard.entries.reduce(0) { $0 + Self.packedSize($1) }
+            guard size <= Ledger.maxBytes, shard.entries.count <= Ledger.maxEntries else {
+                throw Problem(
+                    description:
+                        "this device's ledger has outgrown its \(count) shards (\(entries.count) records): shard \(shard.index) would hold \(size) bytes"
+                )
+            }
         }
         let changed =
             count != shardCount || shardStamps.isEmpty
@@ -146,53 +183,63 @@ public struct LedgerBook: Sendable, Equatable {
         let head = Ledger.Head(
             newest: newest, folded: chain.last ?? lastFolded, ids: ids, fieldNames: fieldNames, shardCount: count,
             entryCount: entries.count, shardsHash: shardsHash(held))
-        return Request(shards: all.filter { changed.contains($0.index) }, folded: chain, head: head, stamp: stamp)
+        let request = Request(
+            shards: all.filter { changed.contains($0.index) }, folded: chain, head: head, stamp: stamp)
+        unconfirmed = request
+        return request
     }
 
-    /// Notes that the server took `request`.
-    public mutating func sent(_ request: Request) {
+    /// The server took the ledger request: the chain starts again on its head.
+    public mutating func confirmed() {
+        guard let request = unconfirmed else { return }
         headStamp = request.stamp
         lastFolded = request.head.folded
         chain = []
         shardCount = request.head.shardCount
         for shard in request.shards { shardStamps[shard.index] = request.stamp }
         changedTags = []
+        unconfirmed = nil
     }
 
     // MARK: Entries
 
+    /// The bytes an entry packs to.
+    static func packedSize(_ entry: Ledger.Entry) -> Int {
+        8 + entry.groups.reduce(0) { $0 + 14 + ($1.device != 0 || !$1.others.isEmpty ? 2 + $1.others.count : 0) }
+    }
+
     /// `entry` with `write` taken in: each field the write set leaves the
-    /// group it was in when the write is newer, and joins the write's group.
-    static func entry(_ entry: Ledger.Entry?, adding write: Write, names: inout [String]) -> Ledger.Entry {
+    /// group it was in when the write is newer, and joins the write's
+    /// group. Nil when the result names no field (a write of encryption's
+    /// own fields only): an entry of no group packs to nothing a reader takes.
+    mutating func entry(_ entry: Ledger.Entry?, adding write: Write, counting: Bool) -> Ledger.Entry? {
         var groups = entry?.groups ?? []
         for (name, stamp) in write.fields where !name.hasPrefix(Wire.sealedFieldPrefix) {
             let known = Ledger.Group.bit(of: name)
             var other: UInt8?
             if known == nil {
-                if let index = names.firstIndex(of: name) {
+                if let index = fieldNames.firstIndex(of: name) {
                     other = UInt8(index)
-                } else if names.count < Ledger.maxNames {
-                    names.append(name)
-                    other = UInt8(names.count - 1)
+                } else if fieldNames.count < Ledger.maxNames {
+                    fieldNames.append(name)
+                    other = UInt8(fieldNames.count - 1)
                 } else {
-                    continue // more field names than a head lists: this one goes uncounted
+                    if counting { uncountedFields += 1 }
+                    continue
                 }
             }
             func holds(_ group: Ledger.Group) -> Bool {
                 known.map { group.known & $0 != 0 } ?? group.others.contains(other!)
             }
-            if let current = groups.firstIndex(where: { $0.device == 0 && holds($0) }) {
-                guard groups[current].stamp < stamp else { continue }
-                if let known {
-                    groups[current].known &= ~known
-                } else {
-                    groups[current].others.removeAll { $0 == other }
-                }
-            }
-            // An inherited group naming the field is superseded by this device's own write.
-            for index in groups.indices where groups[index].device != 0 && holds(groups[index]) {
+            func drop(from index: Int) {
                 if let known { groups[index].known &= ~known } else { groups[index].others.removeAll { $0 == other } }
             }
+            if let current = groups.firstIndex(where: { $0.device == 0 && holds($0) }) {
+                guard groups[current].stamp < stamp else { continue }
+                drop(from: current)
+            }
+            // An inherited group naming the field is superseded by this device's own write.
+            for index in groups.indices where groups[index].device != 0 && holds(groups[index]) { drop(from: index) }
             if let target = groups.firstIndex(where: { $0.device == 0 && $0.stamp == stamp }) {
                 if let known {
                     groups[target].known |= known
@@ -204,6 +251,7 @@ public struct LedgerBook: Sendable, Equatable {
             }
         }
         groups.removeAll { $0.known == 0 && $0.others.isEmpty }
+        guard !groups.isEmpty else { return nil }
         groups.sort { ($0.stamp, $0.device) < ($1.stamp, $1.device) }
         return Ledger.Entry(tag: write.tag, groups: groups)
     }

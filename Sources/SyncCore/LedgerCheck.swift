@@ -6,8 +6,10 @@
 /// each failure before it alarms.
 public enum LedgerCheck {
     /// A ledger record held, with the stamp of the write that made it (its
-    /// register's); a record the device deleted (a folded pending record, a
-    /// shard no longer in use) is not held.
+    /// register's). A device never deletes its ledger records (slots and
+    /// shard keys are written over; a head's fold is what retires pending
+    /// records), and servers and replicas refuse a ledger record's deletion
+    /// flag, so a server cannot make one look retired.
     public struct Held<Value: Sendable & Hashable>: Sendable, Hashable {
         public var value: Value
         public var stamp: HLCTimestamp
@@ -45,11 +47,13 @@ public enum LedgerCheck {
             }.map { (slot: $0.key, record: $0.value) }.sorted { $0.record.stamp < $1.record.stamp }
         }
 
-        /// The newest stamp the ledger covers: its head's or its newest
-        /// unfolded pending record's (the stamps of the writes that made
-        /// them, which come after every change they describe).
-        public var newestStamp: HLCTimestamp? {
-            ([head?.stamp] + unfolded.map { $0.record.stamp }).compactMap { $0 }.max()
+        /// The newest write of the device the ledger describes: its head's
+        /// `newest` or an unfolded pending record's (not the stamps of the
+        /// ledger records themselves, which come after every write they
+        /// describe: a batch shown in part would pass).
+        public func covered(device: String) -> HLCTimestamp? {
+            ([head?.value.newest] + unfolded.map { $0.record.value.newest }).compactMap { $0 }.max()
+                .map { $0.timestamp(device: device) }
         }
     }
 
@@ -71,8 +75,9 @@ public enum LedgerCheck {
         case unmet(tag: UInt64, fields: [String], stamp: HLCTimestamp, setAside: Bool)
         /// Check 2: the shards held are not the ones the head counts.
         case shardsDiffer(reason: String)
-        /// Check 3: a register of the device newer than its whole ledger
-        /// (its ledger is withheld, or the device writes without one).
+        /// Check 3: a register of the device newer than every write its
+        /// ledger describes (part of it is withheld, or the device writes
+        /// without one).
         case writtenPastLedger(newest: HLCTimestamp, ledger: HLCTimestamp?)
 
         public var description: String {
@@ -85,7 +90,7 @@ public enum LedgerCheck {
                     : "its write of \(what) (\(stamp)) is missing here"
             case .shardsDiffer(let reason): return "its ledger's shards \(reason)"
             case .writtenPastLedger(let newest, let ledger):
-                return ledger.map { "it wrote at \(newest), past its ledger (\($0))" }
+                return ledger.map { "it wrote at \(newest), past what its ledger describes (\($0))" }
                     ?? "it wrote at \(newest) and has no ledger here"
             }
         }
@@ -136,12 +141,11 @@ public enum LedgerCheck {
         }
 
         // 1. Every entry is met, field by field.
-        func names(_ group: Ledger.Group) -> [String] {
+        func names(_ group: Ledger.Group, others: [String]) -> [String] {
             var names: [String] = []
             for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
                 names.append(name)
             }
-            let others = ledgers.head?.value.fieldNames ?? []
             for index in group.others { names.append(Int(index) < others.count ? others[Int(index)] : "#\(index)") }
             return names
         }
@@ -150,14 +154,19 @@ public enum LedgerCheck {
             let ids = ledgers.head?.value.ids ?? []
             return Int(group.device) <= ids.count ? ids[Int(group.device) - 1] : "\(device)#\(group.device)"
         }
+        // Shard entries name other fields by the head's list, a pending
+        // record's by its own.
+        let headNames = ledgers.head?.value.fieldNames ?? []
         let entries =
-            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap(\.value.entries)
-            + unfolded.flatMap(\.record.value.entries)
-        for entry in entries {
+            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap {
+                $0.value.entries.map { ($0, headNames) }
+            }
+            + unfolded.flatMap { pending in pending.record.value.entries.map { ($0, pending.record.value.fieldNames) } }
+        for (entry, others) in entries {
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
-                let fields = names(group)
+                let fields = names(group, others: others)
                 switch held {
                 case .applied(let registers):
                     let missing = fields.filter { name in registers[name].map { $0 < stamp } ?? true }
@@ -194,9 +203,9 @@ public enum LedgerCheck {
             }
         }
 
-        // 3. Nothing of the device newer than its ledger.
+        // 3. Nothing of the device newer than what its ledger describes.
         if let newestRegister {
-            let ledger = ledgers.newestStamp
+            let ledger = ledgers.covered(device: device)
             if ledger.map({ newestRegister > $0 }) ?? true {
                 failures.append(.writtenPastLedger(newest: newestRegister, ledger: ledger))
             }

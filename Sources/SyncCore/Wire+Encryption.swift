@@ -152,8 +152,10 @@ extension Wire {
 
     /// Why `change` is not a ledger record in the sealed form, or nil: a
     /// readable key naming a device's shard, head or pending slot
-    /// (``Ledger/Key``), and no field but the sealed ``ledgerField`` and the
-    /// deletion flag.
+    /// (``Ledger/Key``), and no field but the sealed ``ledgerField``. A
+    /// ledger record is never deleted (its slot or shard is written over):
+    /// a deletion flag would let a server that sets it retire a record
+    /// that names what it withholds.
     public static func ledgerProblem(_ change: ChangeRecord) -> String? {
         var shown: String { DisplayText.printable(change.key.prefix(60)) }
         guard Ledger.Key(change.key) != nil else {
@@ -162,9 +164,7 @@ extension Wire {
         for (name, register) in change.state.fields {
             switch name {
             case RecordState.deletedField:
-                guard case .bool = register.value else {
-                    return "ledger '\(shown)': its deletion flag is not true or false"
-                }
+                return "ledger '\(shown)': a ledger record is never deleted"
             case ledgerField:
                 guard isSealedValue(register.value) else { return "ledger '\(shown)' is readable" }
             default:

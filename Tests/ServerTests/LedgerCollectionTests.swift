@@ -29,7 +29,7 @@ import Testing
         laptop.protocolVersion = Wire.ledgerProtocol
         let rule = EncryptedAccountTests.sealed(laptop, "rule")
         let head = Self.ledger(laptop, "\(laptop.deviceID)/head")
-        let pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0", extra: ["deleted": .bool(false)])
+        let pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0")
         #expect(try Self.rejections(try laptop.push([rule, head, pending])).isEmpty)
 
         // A client that keeps ledgers pulls them with the records; one that
@@ -61,8 +61,8 @@ import Testing
             ),
             (Self.ledger(laptop, "laptop/head", extra: ["note": .string("e1.AAAA")]), "has a field \"note\""),
             (
-                Self.ledger(laptop, "laptop/head", extra: ["deleted": .string("yes")]),
-                "deletion flag is not true or false"
+                Self.ledger(laptop, "laptop/head", extra: ["deleted": .bool(true)]),
+                "a ledger record is never deleted"
             ),
         ]
         for (change, reason) in cases {
@@ -75,5 +75,35 @@ import Testing
         let readable = try fixture.device("bob", "laptop", protocol: Wire.ledgerProtocol)
         let refused = try Self.rejections(try readable.push([Self.ledger(readable, "\(readable.deviceID)/head")]))
         #expect(refused == ["a ledger is kept in end-to-end encrypted accounts only"])
+    }
+
+    /// A device writes its own ledger only; a relay carries ledgers of
+    /// devices that pushed to the account; ledgers sit outside the quotas.
+    @Test(arguments: StoreKind.allCases) func ledgersAreBoundedByTheirDevicesNotTheQuota(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
+        laptop.protocolVersion = Wire.ledgerProtocol
+        desktop.protocolVersion = Wire.ledgerProtocol
+        desktop.keyID = EncryptedAccountTests.firstKey
+        desktop.signingKey = EncryptedAccountTests.firstSigner
+        #expect(try Self.rejections(try laptop.push([EncryptedAccountTests.sealed(laptop, "one")])).isEmpty)
+
+        let others = try Self.rejections(try laptop.push([Self.ledger(laptop, "\(desktop.deviceID)/head")]))
+        #expect(others == ["a device writes only its own ledger, and this one is device '\(desktop.deviceID)'s"])
+
+        // A full account still takes ledgers, and nothing else.
+        try fixture.store.setLimits(account: "alice", records: 1, bytes: nil, devices: nil)
+        let ledgers = (0..<20).map { Self.ledger(laptop, "\(laptop.deviceID)/\($0)") }
+        #expect(try Self.rejections(try laptop.push(ledgers)).isEmpty)
+        let full = try laptop.push([EncryptedAccountTests.sealed(laptop, "two")])
+        #expect(full.status == 507 && full.errorCode == .quotaExceeded, "\(full.text)")
+
+        // Relayed: the laptop's ledger (it pushed) is taken; a made-up device's is not.
+        let relay = RelayRequest(
+            records: [Self.ledger(desktop, "\(laptop.deviceID)/pending/2"), Self.ledger(desktop, "nobody/head")],
+            keyID: EncryptedAccountTests.firstKey)
+        let relayed = try desktop.post("/v1/relay", body: relay.body())
+        #expect(try Self.rejections(relayed) == ["a ledger of device 'nobody', which never pushed to this account"])
+        #expect(try laptop.pullAll().records.keys.contains("ledger/\(laptop.deviceID)/pending/2"))
     }
 }

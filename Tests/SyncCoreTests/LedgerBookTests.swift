@@ -42,17 +42,25 @@ import Testing
         let secondRecords = book.pending(for: [.init(tag: 2, fields: ["deleted": Self.stamp(11)])], stamps: next)
         let second = try #require(secondRecords)
         #expect(second[0].slot == 1 && second[0].record.previous == .init(slot: 0, stamp: Self.stamp(101)))
-        book.fold([
-            .init(tag: 1, fields: ["deleted": Self.stamp(10)]), .init(tag: 2, fields: ["deleted": Self.stamp(11)]),
-        ])
-        let request = book.ledgerRequest(at: Self.stamp(200)) { _ in 42 }
+        let early = try book.ledgerRequest(at: Self.stamp(200)) { _ in 42 }
+        #expect(early == nil, "batches wait for their answers")
+        book.answered(acknowledging: [.init(tag: 1, fields: ["deleted": Self.stamp(10)])])
+        book.answered(acknowledging: [.init(tag: 2, fields: ["deleted": Self.stamp(11)])])
+        let made = try book.ledgerRequest(at: Self.stamp(200)) { _ in 42 }
+        let request = try #require(made)
         #expect(request.folded.map(\.slot) == [0, 1])
         #expect(request.head.folded == .init(slot: 1, stamp: Self.stamp(102)) && request.head.entryCount == 2)
-        book.sent(request)
+        // Its answer lost: no new batch, and the same request again.
+        let waiting = book.pending(for: [.init(tag: 3, fields: ["deleted": Self.stamp(12)])], stamps: next)
+        #expect(waiting == nil)
+        let again = try book.ledgerRequest(at: Self.stamp(300)) { _ in 0 }
+        #expect(again == request)
+        book.confirmed()
         // After the head: a new chain, in the next slot, building on it.
         let thirdRecords = book.pending(for: [.init(tag: 3, fields: ["deleted": Self.stamp(12)])], stamps: next)
         let third = try #require(thirdRecords)
         #expect(third[0].slot == 2 && third[0].record.previous == nil && third[0].record.base == Self.stamp(200))
+        #expect(third[0].record.newest == Self.stamp(12))
         for index in 0..<15 {
             let records = book.pending(
                 for: [.init(tag: UInt64(10 + index), fields: ["deleted": Self.stamp(13)])], stamps: next)
@@ -62,16 +70,18 @@ import Testing
         #expect(seventeenth == nil, "a seventeenth unfolded slot waits for a ledger request")
     }
 
-    @Test func shardsGrowAndOnlyChangedOnesAreSent() {
+    @Test func shardsGrowAndOnlyChangedOnesAreSent() throws {
         var book = LedgerBook(device: Self.device)
         var random = SeededRandom.fromEnvironment(fallback: 5151)
         print("LedgerBookTests.shardsGrow seed \(random.seed)")
         book.fold((0..<65).map { _ in .init(tag: random.next(), fields: ["deleted": Self.stamp(1)]) })
-        let grown = book.ledgerRequest(at: Self.stamp(2)) { _ in 0 }
+        let growing = try book.ledgerRequest(at: Self.stamp(2)) { _ in 0 }
+        let grown = try #require(growing)
         #expect(grown.head.shardCount == 2 && grown.shards.map(\.index) == [0, 1])
-        book.sent(grown)
+        book.confirmed()
         book.fold([.init(tag: 1, fields: ["deleted": Self.stamp(3)])])
-        #expect(book.ledgerRequest(at: Self.stamp(4)) { _ in 0 }.shards.map(\.index) == [0])
+        let next = try book.ledgerRequest(at: Self.stamp(4)) { _ in 0 }
+        #expect(next?.shards.map(\.index) == [0])
     }
 
     /// A random history of one device's writes, its ledger as it sends it,
@@ -105,7 +115,8 @@ import Testing
                         writes.append(
                             .init(tag: tag, fields: Dictionary(uniqueKeysWithValues: written.map { ($0, stamp) })))
                     }
-                    // Sixteen unfolded slots: the device sends its ledger request first (below).
+                    // Sixteen unfolded slots, or a ledger request unconfirmed:
+                    // the device sends its ledger request first (below).
                     guard let pending = book.pending(for: writes, stamps: next) else { break }
                     for write in writes {
                         for (name, stamp) in write.fields {
@@ -116,16 +127,16 @@ import Testing
                         let link = book.chain.last { $0.slot == slot }!
                         ledgers.pending[slot] = .init(record, stamp: link.stamp.timestamp(device: Self.device))
                     }
-                    book.fold(writes)
+                    book.answered(acknowledging: writes)
                 }
-                // The ledger request, most of the time (a push cut short leaves the chain).
-                if random.next() % 4 != 0 {
-                    let request = book.ledgerRequest(at: next(), shardsHash: Self.hash)
+                // The ledger request, most of the time (a push cut short
+                // leaves the chain); committed, its answer sometimes lost
+                // (sent again, the same, at the next push).
+                if random.next() % 4 != 0, let request = try book.ledgerRequest(at: next(), shardsHash: Self.hash) {
                     let written = request.stamp.timestamp(device: Self.device)
                     for shard in request.shards { ledgers.shards[shard.index] = .init(shard, stamp: written) }
-                    for link in request.folded { ledgers.pending[link.slot] = nil }
                     ledgers.head = .init(request.head, stamp: written)
-                    book.sent(request)
+                    if random.next() % 5 != 0 { book.confirmed() }
                 }
             }
             let newest = registers.values.flatMap(\.values).max()
@@ -154,6 +165,84 @@ import Testing
                     }, "seed \(seed): a deletion left out is named")
             }
         }
+    }
+
+    // MARK: Found by the outside review
+
+    static func check(
+        _ ledgers: LedgerCheck.Ledgers, _ registers: [UInt64: [String: HLCTimestamp]]
+    )
+        -> [LedgerCheck.Failure]
+    {
+        LedgerCheck.failures(
+            device: device, ledgers: ledgers, register: { registers[$0].map { .applied($0) } },
+            newestRegister: registers.values.flatMap(\.values).max(), shardsHash: hash)
+    }
+    static func held(_ wall: Int64) -> HLCTimestamp { stamp(wall).timestamp(device: device) }
+
+    /// A push's last batch shown in part (its pending record and a deletion
+    /// withheld, a newer write of it shown) fails check 3: a ledger covers
+    /// the writes it describes, not the time its records were written.
+    @Test func aBatchShownInPartFails() throws {
+        var book = LedgerBook(device: Self.device)
+        var ledgers = LedgerCheck.Ledgers()
+        let firstRequest = try book.ledgerRequest(at: Self.stamp(50), shardsHash: Self.hash)
+        let first = try #require(firstRequest)
+        for shard in first.shards { ledgers.shards[shard.index] = .init(shard, stamp: Self.held(50)) }
+        ledgers.head = .init(first.head, stamp: Self.held(50))
+        book.confirmed()
+        let made = LedgerBook.Write(tag: 1, fields: ["pattern": Self.stamp(100)])
+        let deletion = LedgerBook.Write(tag: 2, fields: ["deleted": Self.stamp(101)])
+        let later = LedgerBook.Write(tag: 3, fields: ["pattern": Self.stamp(102)])
+        var wall: Int64 = 109
+        let oneRecords = book.pending(
+            for: [made],
+            stamps: {
+                wall += 1; return Self.stamp(wall)
+            })
+        let one = try #require(oneRecords)
+        let twoRecords = book.pending(
+            for: [deletion, later],
+            stamps: {
+                wall += 1; return Self.stamp(wall)
+            })
+        let two = try #require(twoRecords)
+        ledgers.pending[one[0].slot] = .init(one[0].record, stamp: Self.held(110))
+        var honest = ledgers
+        honest.pending[two[0].slot] = .init(two[0].record, stamp: Self.held(111))
+        let all: [UInt64: [String: HLCTimestamp]] = [
+            1: ["pattern": Self.held(100)], 2: ["deleted": Self.held(101)], 3: ["pattern": Self.held(102)],
+        ]
+        #expect(Self.check(honest, all).isEmpty)
+        var withheld = all
+        withheld[2] = nil
+        #expect(Self.check(ledgers, withheld) == [.writtenPastLedger(newest: Self.held(102), ledger: Self.held(100))])
+    }
+
+    /// A field outside the known ones, named by a pending record before any
+    /// head lists it, is met on an honest server.
+    @Test func aPendingRecordNamesItsOwnFields() throws {
+        var book = LedgerBook(device: Self.device)
+        let made = book.pending(for: [.init(tag: 9, fields: ["colour": Self.stamp(100)])], stamps: { Self.stamp(110) })
+        let records = try #require(made)
+        var ledgers = LedgerCheck.Ledgers()
+        ledgers.pending[records[0].slot] = .init(records[0].record, stamp: Self.held(110))
+        #expect(records[0].record.fieldNames == ["colour"])
+        #expect(Self.check(ledgers, [9: ["colour": Self.held(100)]]).isEmpty)
+        #expect(
+            Self.check(ledgers, [9: ["colour": Self.held(99)]])
+                == [.unmet(tag: 9, fields: ["colour"], stamp: Self.held(100), setAside: false)])
+    }
+
+    /// A write of encryption's own fields only makes no entry (an entry of
+    /// no group packs to bytes no reader takes).
+    @Test func aWriteOfNoCountedFieldMakesNoEntry() throws {
+        var book = LedgerBook(device: Self.device)
+        book.fold([.init(tag: 5, fields: ["e2e.key": Self.stamp(1)]), .init(tag: 6, fields: [:])])
+        #expect(book.entries.isEmpty)
+        let made = try book.ledgerRequest(at: Self.stamp(2), shardsHash: Self.hash)
+        let request = try #require(made)
+        #expect(throws: Never.self) { try Ledger.Shard(bytes: request.shards[0].bytes) }
     }
 
     /// A hash of the shards in use standing in for the client's SHA-256.

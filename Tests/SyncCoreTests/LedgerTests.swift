@@ -18,8 +18,8 @@ import Testing
             groups: [.init(known: Self.pattern | Self.browser, stamp: Stamp(wallMillis: 1_790_000_000_000, counter: 3))]
         )
         let pending = Ledger.Pending(base: nil, previous: nil, entries: [entry])
-        // Magic, format, two absent flags, the count, the entry.
-        #expect(pending.bytes.count == 2 + 2 + 2 + 22)
+        // Magic, format, three absent flags, no names, the count, the entry.
+        #expect(pending.bytes.count == 2 + 3 + 1 + 2 + 22)
         #expect(try Ledger.Pending(bytes: pending.bytes) == pending)
     }
 
@@ -168,12 +168,12 @@ import Testing
         #expect(refusal(entries([othersUnsorted])) == "a group's other fields are not in ascending order")
         // An extended group with nothing more: rewrite the mask of a plain one.
         var extended = entries([Self.oneEntry])
-        extended[4 + 2 + 8] |= 0x80
+        extended[6 + 2 + 8] |= 0x80
         #expect(refusal(extended) == "it ends early")
         #expect(refusal(extended + [0, 0]) == "a group is marked extended but says nothing more")
         // A time past what a stamp holds.
         var future = entries([Self.oneEntry])
-        future[4 + 2 + 8 + 2] = 0x80
+        future[6 + 2 + 8 + 2] = 0x80
         #expect(refusal(future) == "a stamp's time is out of range")
     }
 

@@ -110,14 +110,12 @@ import Testing
         let change = ChangeRecord(
             sequence: 3, collection: .ledger, key: "laptop/head",
             state: RecordState(
-                fields: [
-                    "ledger": StampedValue(.string(Crypto.base64URL(bytes)), stamp: stamp),
-                    "deleted": StampedValue(.bool(false), stamp: stamp),
-                ], versions: VersionVector(["laptop": 3])))
+                fields: ["ledger": StampedValue(.string(Crypto.base64URL(bytes)), stamp: stamp)],
+                versions: VersionVector(["laptop": 3])))
         let sealed = try cipher.seal(change)
         #expect(sealed.key == "laptop/head" && Wire.sealedProblem(sealed) == nil)
         #expect(sealed.state.fields["ledger"]?.value.stringValue?.hasPrefix("e1.") == true)
-        #expect(sealed.state.fields.count == 2, "no sealed key, twin or manifest")
+        #expect(sealed.state.fields.count == 1, "no deletion flag, sealed key or manifest")
         let opened = try cipher.open(sealed)
         #expect(opened.state == change.state && opened.key == change.key)
 
@@ -135,6 +133,14 @@ import Testing
         var extra = change
         extra.state.fields["note"] = StampedValue(.string("x"), stamp: stamp)
         #expect(throws: RecordCipherError.self) { try cipher.seal(extra) }
+        var deleted = change
+        deleted.state.fields["deleted"] = StampedValue(.bool(true), stamp: stamp)
+        #expect(throws: RecordCipherError.self) { try cipher.seal(deleted) }
+        var forged = sealed
+        forged.state.fields["deleted"] = StampedValue(.bool(true), stamp: stamp)
+        #expect(throws: RecordCipherError.self, "a server's deletion of a ledger record is refused") {
+            try cipher.open(forged)
+        }
     }
 
     /// The signing key pair is derived from the account key alone (HKDF
