@@ -180,6 +180,10 @@ enum SyncEngine {
         // end: a push that edits one large record a thousand times reads and
         // writes it once, not a thousand times, under the write lock.
         var working: [WorkingKey: WorkingRecord] = [:]
+        try applyLedger(
+            request, account: device.accountID, counters: counters, clientProtocol: clientProtocol, now: now,
+            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working, nextSequence: &nextSequence,
+            in: store)
         for change in newChanges {
             // Past the first change whose record this store lacks, nothing
             // more is applied: the others like it are only named, so the
@@ -261,8 +265,9 @@ enum SyncEngine {
         // Each record once, with the number of the last change to it (the
         // numbers in between are simply not used, as when a record changes again).
         try commit(
-            working, of: newChanges, account: device.accountID, nextSequence: nextSequence, counters: counters,
-            now: now, in: store)
+            working, of: request.ledger.isEmpty ? newChanges : newChanges + request.ledger, account: device.accountID,
+            nextSequence: nextSequence,
+            counters: counters, now: now, in: store)
         let acknowledged = needed.first.map { $0 - 1 } ?? request.to
         // Changes over a limit were never read as records: rejected alone, their numbers counted.
         rejected += request.unreadable.filter { $0.sequence > last && $0.sequence <= acknowledged }.map(\.rejection)

@@ -19,6 +19,12 @@ public struct PushRequest: Sendable, Equatable {
     /// encryption): an encrypted account refuses changes sealed with a key
     /// it no longer uses (rotated).
     public var keyID: String?
+    /// The pushing device's own ledger records that go with this batch (its
+    /// pending records, Deploy/SECURITY.md "A device's own writes,
+    /// counted"): no change numbers; the server applies them first and
+    /// whole, with the batch, or refuses the push. At most
+    /// ``Ledger/pendingSlots``; written only when there are some.
+    public var ledger: [ChangeRecord] = []
     /// Read from a push: the changes in the range that are well formed but
     /// over a limit, each rejected alone (``ChangeRecord/Unreadable``);
     /// ``changes`` holds the others. Never written by ``body(changeTexts:)``.
@@ -68,6 +74,14 @@ public struct PushRequest: Sendable, Equatable {
         if let keyID {
             output += #","key":"#.utf8
             JSONValue.writeString(keyID, into: &output)
+        }
+        if !ledger.isEmpty {
+            output += #","ledger":["#.utf8
+            for (index, record) in ledger.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                record.write(into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
         }
         if let since {
             output += #","since":"#.utf8
@@ -123,7 +137,31 @@ public struct PushRequest: Sendable, Equatable {
         self.init(
             device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
             keyID: try Wire.keyID(in: object))
+        ledger = try Self.ledger(in: object)
         unreadable = reading.unreadable
+    }
+
+    /// The optional `"ledger"`: at most ``Ledger/pendingSlots`` records of
+    /// the `ledger` collection, each read as a change.
+    private static func ledger(in object: [String: JSONValue]) throws(Wire.Problem) -> [ChangeRecord] {
+        guard let value = object["ledger"] else { return [] }
+        guard case .array(let items) = value, items.count <= Ledger.pendingSlots else {
+            throw Wire.Problem("\"ledger\" must be an array of at most \(Ledger.pendingSlots) ledger records")
+        }
+        var records: [ChangeRecord] = []
+        for item in items {
+            let record: ChangeRecord
+            do throws(Wire.ReadError) {
+                record = try Wire.read(item.jsonText, ChangeRecord.init(reading:))
+            } catch {
+                throw Wire.Problem("a record of \"ledger\": \(error)")
+            }
+            guard record.collection == .ledger else {
+                throw Wire.Problem("\"ledger\" holds records of the ledger collection only")
+            }
+            records.append(record)
+        }
+        return records
     }
 
     /// The changes read, valid or over a limit, numbered `from` on in order

@@ -106,4 +106,39 @@ import Testing
         #expect(try Self.rejections(relayed) == ["a ledger of device 'nobody', which never pushed to this account"])
         #expect(try laptop.pullAll().records.keys.contains("ledger/\(laptop.deviceID)/pending/2"))
     }
+
+    /// A batch's pending record goes with it, unnumbered, applied with it
+    /// or not at all: one that is not the pusher's own refuses the push.
+    @Test(arguments: StoreKind.allCases) func aPendingRecordGoesWithItsBatchWhole(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        laptop.protocolVersion = Wire.ledgerProtocol
+        func push(_ change: ChangeRecord, ledger: [ChangeRecord]) throws -> HTTPResponseParser.ParsedResponse {
+            var request = PushRequest(
+                device: laptop.deviceID, from: change.sequence, to: change.sequence, changes: [change],
+                keyID: laptop.keyID)
+            request.ledger = ledger
+            let body = request.body()
+            #expect(try Wire.read(String(decoding: body, as: UTF8.self), PushRequest.init(reading:)) == request)
+            return try laptop.post("/v1/push", body: body)
+        }
+        let rule = EncryptedAccountTests.sealed(laptop, "rule")
+        var someoneElses = Self.ledger(laptop, "desktop-id/pending/0")
+        someoneElses.sequence = 0
+        let refused = try push(rule, ledger: [someoneElses])
+        #expect(
+            refused.status == 400 && refused.errorMessage.contains("the push is refused whole"),
+            "\(refused.status) \(refused.text)")
+        #expect(try laptop.pullAll().records.isEmpty, "nothing of it applied")
+
+        var pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0")
+        pending.sequence = 0
+        laptop.protocolVersion = Wire.protocolVersion
+        let early = try push(rule, ledger: [pending])
+        #expect(early.status == 400 && early.errorMessage.contains("protocol \(Wire.ledgerProtocol)"), "\(early.text)")
+        laptop.protocolVersion = Wire.ledgerProtocol
+        #expect(try Self.rejections(try push(rule, ledger: [pending])).isEmpty)
+        let held = try laptop.pullAll().records
+        #expect(held.keys.sorted() == ["ledger/\(laptop.deviceID)/pending/0", "rules/\(rule.key)"])
+    }
 }

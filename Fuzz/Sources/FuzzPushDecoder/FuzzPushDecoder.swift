@@ -31,6 +31,7 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         for change in push.changes {
             precondition(Wire.problem(state: change.state) == nil && Wire.problem(key: change.key) == nil)
         }
+        precondition(push.ledger.count <= Ledger.pendingSlots && push.ledger.allSatisfy { $0.collection == .ledger })
         // Changes over a limit are set aside numbered in the range, with a digest.
         let numbers = (push.changes.map(\.sequence) + push.unreadable.map(\.sequence)).sorted()
         precondition(numbers == Array(push.from...push.to), "a push's changes are not its range")
