@@ -122,50 +122,6 @@ extension SyncEngine {
             ? "a ledger of device '\(named)', which never pushed to this account" : nil
     }
 
-    /// The push's own ledger records (``PushRequest/ledger``), merged into
-    /// `working` before its changes, all of them or none: one that is not
-    /// the pushing device's own, not in a ledger record's form, stamped too
-    /// far ahead or unusable once merged refuses the whole push (400), so a
-    /// batch is never applied without the pending record that describes it.
-    static func applyLedger(
-        _ request: PushRequest, account: Int64, counters: Store.AccountCounters, clientProtocol: Int, now: Int64,
-        maxClockOffsetMilliseconds: Int64, into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64,
-        in store: some SyncWriteTransaction
-    ) throws {
-        guard !request.ledger.isEmpty else { return }
-        func refuse(_ record: ChangeRecord, _ problem: String) -> ServerError {
-            .badRequest(
-                "ledger record '\(DisplayText.printable(record.key.prefix(80)))': \(problem); the push is refused whole"
-            )
-        }
-        try checkStamps(
-            of: request.ledger, ownDevice: request.device, now: now, newest: counters.stampHigh,
-            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
-        for record in request.ledger {
-            if let problem = try recordProblem(record, account: counters, clientProtocol: clientProtocol)
-                ?? ledgerWriterProblem(record, pusher: request.device, account: account, in: store)
-            {
-                throw refuse(record, problem)
-            }
-            let place = WorkingKey(collection: record.collection, key: record.key)
-            let existing =
-                try working[place].map {
-                    Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer)
-                }
-                ?? store.record(account: account, collection: record.collection, key: record.key)
-            let base = existing?.state ?? RecordState()
-            let merged = base.merged(with: record.state).state
-            if let problem = mergeProblem(merged, collection: record.collection, account: counters) {
-                throw refuse(record, problem)
-            }
-            guard merged != base else { continue }
-            working[place] = WorkingRecord(
-                state: merged, writer: writer(of: merged, base: existing, change: record.state),
-                sequence: nextSequence, fieldsText: nil, knownTo: nil, knownAfter: 0)
-            nextSequence += 1
-        }
-    }
-
     /// Why a merge's result cannot be stored, or nil: fields and values were
     /// checked when the change was read; a merge can make a record too wide
     /// or too large, and, in a readable account, a browser profile that would

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 
 /// The sync protocol's decisions and the merge, written once for every store
@@ -418,32 +419,86 @@ enum SyncEngine {
         // As a push: each record read and written once, whatever the relay repeats.
         var working: [WorkingKey: WorkingRecord] = [:]
         for record in usable {
-            let place = WorkingKey(collection: record.collection, key: record.key)
-            let existing =
-                try working[place].map {
-                    Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer)
-                }
-                ?? store.record(account: device.accountID, collection: record.collection, key: record.key)
-            let base = existing?.state ?? RecordState()
-            let merged = base.merged(with: record.state).state
-            if let problem = Self.mergeProblem(merged, collection: record.collection, account: counters) {
+            switch try mergeWhole(
+                record, account: device.accountID, counters: counters, into: &working, nextSequence: &nextSequence,
+                in: store)
+            {
+            case .merged: applied += 1
+            case .unchanged: break
+            case .unusable(let problem):
                 rejected.append(
                     RejectedChange(
                         sequence: record.sequence, collection: record.collection, key: record.key, reason: problem))
-                continue
             }
-            guard merged != base else { continue }
-            working[place] = WorkingRecord(
-                state: merged, writer: Self.writer(of: merged, base: existing, change: record.state),
-                sequence: nextSequence,
-                fieldsText: nil, knownTo: nil, knownAfter: 0)
-            nextSequence += 1
-            applied += 1
         }
         try commit(
             working, of: usable, account: device.accountID, nextSequence: nextSequence, counters: counters, now: now,
             in: store)
         return (applied, rejected, counters.epoch)
+    }
+
+    /// What merging a whole record into a write's working set did.
+    enum WholeMerge {
+        case merged, unchanged
+        /// The merge would make an unusable record (``mergeProblem(_:collection:account:)``): nothing changed.
+        case unusable(String)
+    }
+
+    /// Merges a whole record (relayed, or a push's ledger record: stamps and
+    /// versions its own, no change number of the client's) into `working`,
+    /// read from the store the first time, with the next sequence.
+    static func mergeWhole(
+        _ record: ChangeRecord, account: Int64, counters: Store.AccountCounters,
+        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some SyncWriteTransaction
+    ) throws -> WholeMerge {
+        let place = WorkingKey(collection: record.collection, key: record.key)
+        let existing =
+            try working[place].map { Store.RecordVersion(state: $0.state, sequence: $0.sequence, writer: $0.writer) }
+            ?? store.record(account: account, collection: record.collection, key: record.key)
+        let base = existing?.state ?? RecordState()
+        let merged = base.merged(with: record.state).state
+        if let problem = mergeProblem(merged, collection: record.collection, account: counters) {
+            return .unusable(problem)
+        }
+        guard merged != base else { return .unchanged }
+        working[place] = WorkingRecord(
+            state: merged, writer: writer(of: merged, base: existing, change: record.state), sequence: nextSequence,
+            fieldsText: nil, knownTo: nil, knownAfter: 0)
+        nextSequence += 1
+        return .merged
+    }
+
+    /// The push's own ledger records (``PushRequest/ledger``), merged into
+    /// `working` before its changes, all of them or none: one that is not
+    /// the pushing device's own, not in a ledger record's form, stamped too
+    /// far ahead or unusable once merged refuses the whole push (400), so a
+    /// batch is never applied without the pending record that describes it.
+    static func applyLedger(
+        _ request: PushRequest, account: Int64, counters: Store.AccountCounters, clientProtocol: Int, now: Int64,
+        maxClockOffsetMilliseconds: Int64, into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64,
+        in store: some SyncWriteTransaction
+    ) throws {
+        guard !request.ledger.isEmpty else { return }
+        func refuse(_ record: ChangeRecord, _ problem: String) -> ServerError {
+            .badRequest(
+                "ledger record '\(DisplayText.printable(record.key.prefix(80)))': \(problem); the push is refused whole"
+            )
+        }
+        try checkStamps(
+            of: request.ledger, ownDevice: request.device, now: now, newest: counters.stampHigh,
+            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
+        for record in request.ledger {
+            if let problem = try recordProblem(record, account: counters, clientProtocol: clientProtocol)
+                ?? ledgerWriterProblem(record, pusher: request.device, account: account, in: store)
+            {
+                throw refuse(record, problem)
+            }
+            if case .unusable(let problem) = try mergeWhole(
+                record, account: account, counters: counters, into: &working, nextSequence: &nextSequence, in: store)
+            {
+                throw refuse(record, problem)
+            }
+        }
     }
 
     /// One page of a pull, inside the store's read transaction.
