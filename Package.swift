@@ -238,7 +238,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "JSON", "brsync", "brsync-sync", "brsync-picker", "brsync-settings", "brsyncd", "BrsyncServer",
-                "SyncClient", "SyncCore",
+                "SyncClient", "SyncCore", "Replica",
                 "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport",
             ]),
     ],

@@ -124,6 +124,7 @@ extension Replica {
             try retireDeviceID(old, successor: id)
             try database.run("UPDATE changes SET chain = NULL")
             try database.run("DELETE FROM reconcile_seen")
+            try dropLedgers()
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")
             try setMeta("e2e_key", keyID)

@@ -97,6 +97,7 @@ enum ReplicaSchema {
         Migration4.pulledAside,
         Migration4.recordTags,
         Migration4.ledgerRecords,
+        Migration4.ledgerBook,
     ])
 
     enum Migration4 {
@@ -420,6 +421,34 @@ enum ReplicaSchema {
                 DROP TABLE records;
                 ALTER TABLE records_with_ledgers RENAME TO records;
                 CREATE INDEX records_by_index_key ON records (collection, index_key);
+                """)
+
+        /// This machine's own ledger as it writes it (``LedgerBook``), under
+        /// the device id it belongs to: the small state packed, and one row
+        /// an entry (`changed`: since the last head the server confirmed).
+        /// A new device id starts an empty book. And the other devices'
+        /// ledgers that failed their checks, held before they alarm
+        /// (``Replica/noteLedgerChecks(_:now:)``).
+        static let ledgerBook = Migrator.Migration(
+            version: 22,
+            sql: """
+                CREATE TABLE ledger_book (
+                    device TEXT PRIMARY KEY,
+                    state BLOB NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE ledger_entries (
+                    device TEXT NOT NULL,
+                    tag INTEGER NOT NULL,
+                    entry BLOB NOT NULL,
+                    changed INTEGER NOT NULL,
+                    PRIMARY KEY (device, tag)
+                ) WITHOUT ROWID;
+                CREATE TABLE ledger_failures (
+                    device TEXT PRIMARY KEY,
+                    first_at INTEGER NOT NULL,
+                    pulls INTEGER NOT NULL,
+                    what TEXT NOT NULL
+                ) WITHOUT ROWID;
                 """)
     }
 }

@@ -28,7 +28,19 @@ extension SyncClient {
                 else { return nil }
                 return PullRequest.Asked(collection: collection, key: entry.filedKey)
             }
-            guard !asked.isEmpty else { return }
+            try askAgain(asked, for: "records set aside")
+        } catch {
+            summary.problems.append("asking the server again for records set aside: \(error)")
+        }
+    }
+
+    /// Asks the server for `asked` (hidden keys, at most
+    /// ``PullRequest/maxAsked``) as they are now, and applies what opens
+    /// and passes its checks (see ``askAgainForSetAside()``); `what` names
+    /// them in the sync's problems.
+    func askAgain(_ asked: [PullRequest.Asked], for what: String) throws {
+        guard let cipher, let keyID, !asked.isEmpty else { return }
+        do {
             var request = PullRequest(keyID: keyID)
             request.signer = signingPublicKey
             request.asked = asked
@@ -63,7 +75,7 @@ extension SyncClient {
             }
             if changes.count + aside.count < page.changes.count {
                 summary.problems.append(
-                    "asking again for records set aside, the server answered with records not asked for, or one "
+                    "asking again for \(what), the server answered with records not asked for, or one "
                         + "twice: left out")
             }
             for entry in aside {
@@ -72,8 +84,6 @@ extension SyncClient {
             let applied = try replica.applyPulled(
                 changes, cursor: state.pullCursor, epoch: epoch, aside: aside, skipped: &summary.problems)
             summary.take(applied)
-        } catch {
-            summary.problems.append("asking the server again for records set aside: \(error)")
         }
     }
 }

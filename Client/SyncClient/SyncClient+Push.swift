@@ -40,6 +40,8 @@ extension SyncClient {
             try pushLocked()
             summary.pushed = max(edits, summary.pushed - 1)
         }
+        // Every batch answered: the ledger's shards and head, in one request.
+        try finishLedger()
     }
 
     @discardableResult
@@ -52,6 +54,9 @@ extension SyncClient {
         // Whole records the server still needs from an earlier sync go first.
         let undelivered = try replica.undeliveredRecords()
         if !undelivered.isEmpty { try relay(undelivered, needed: true) }
+        // A ledger request whose answer was lost goes again, the same,
+        // before any batch builds a pending record on the head it writes.
+        if var book = try ledgerBook(), book.unconfirmed != nil { try sendLedgerRequest(&book) }
         // The chain through the last change the server acknowledged, carried
         // from batch to batch (the log's stored chains are the fallback).
         var carried: (sequence: Int64, chain: String)?
@@ -107,9 +112,18 @@ extension SyncClient {
                 }
                 return try storedChain(sequence)
             }
-            let request = PushRequest(
+            var request = PushRequest(
                 device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
                 base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
+            // The batch's pending record, made now (not while the batch
+            // before was in flight); the book as it was is put back when the
+            // server refuses the request whole: the record made again takes
+            // the same slot with a newer stamp, over whatever was committed.
+            var book = try ledgerBook()
+            let bookBefore = book
+            if book != nil { request.ledger = try pendingLedgerRecords(for: plain, book: &book!) }
+            currentLedgerBook = book
+            func refusedWhole() { currentLedgerBook = bookBefore }
             let answer: JSONValue
             var prepared: Batch?
             do {
@@ -148,18 +162,21 @@ extension SyncClient {
                 case .accept:
                     preconditionFailure("a refusal is never accepted")
                 }
+                refusedWhole()
                 try stalled()
                 continue
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             if try noteAccount(response.account) {
+                refusedWhole()
                 summary.fullResync = true
                 try prepareSync()
                 try stalled()
                 continue
             }
             if try handleEpoch(response.epoch) {
+                refusedWhole()
                 try stalled()
                 continue
             }
@@ -170,6 +187,7 @@ extension SyncClient {
             case .stop(let refusal)?:
                 throw SyncError.stop(refusal, server: lastRefusal)
             case .fork?:
+                refusedWhole()
                 try fork()
                 try stalled()
                 continue
@@ -257,6 +275,14 @@ extension SyncClient {
             let delivered = changes.lazy.filter {
                 $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough
             }.count
+            // The writes the server applied go into this device's ledger (a
+            // refused change never does), kept with the acknowledgement.
+            let ledgerWrites =
+                book == nil
+                ? []
+                : ledgerWrites(
+                    plain.lazy.filter { $0.sequence <= response.acknowledged && refused[$0.sequence] == nil })
+            if book != nil { book!.answered(acknowledging: ledgerWrites) }
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {
@@ -272,6 +298,7 @@ extension SyncClient {
                     let through = min(response.acknowledged, last.sequence)
                     try replica.keepChains([(through, chains[Int(through - first.sequence)])])
                 }
+                if let book { try keepLedgerBook(book, tags: ledgerWrites.map(\.tag)) }
             }
             state.pushedThrough = response.acknowledged
             if response.acknowledged > mark { mark = response.acknowledged } else { stalls += 1 }

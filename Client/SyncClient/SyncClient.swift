@@ -25,6 +25,10 @@ public final class SyncClient {
         public var backoffMilliseconds = 250
         public var connectTimeoutMilliseconds = 10_000
         public var readTimeoutMilliseconds = 30_000
+        /// Whether a pull ends with the ledger checks (Deploy/SECURITY.md, "A
+        /// device's own writes, counted"). Default on; off only shows what a
+        /// lying server gets away with without them (the tests do).
+        public var checksLedgers = true
         public init() {}
     }
 
@@ -231,6 +235,8 @@ public final class SyncClient {
 
     /// The server's refusal behind the last ``SyncError/refused(code:message:)``.
     var lastRefusal: WireError?
+    /// This device's ledger book as this client last kept it (``ledgerBook()``).
+    var currentLedgerBook: LedgerBook?
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).

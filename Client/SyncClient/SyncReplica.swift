@@ -54,6 +54,11 @@ public protocol SyncReplica: AnyObject {
     func rewindPushed(to sequence: Int64) throws
     func restampUnpushed() throws -> Int
     func publishDeviceName() throws -> Bool
+    func ledgerBookRows(device: String) throws -> (state: [UInt8], entries: [(bytes: [UInt8], changed: Bool)])?
+    func keepLedgerBook(
+        device: String, state: [UInt8], entries: [(tag: UInt64, bytes: [UInt8], changed: Bool)], confirmed: Bool
+    ) throws
+    func ledgerStamp() throws -> HLCTimestamp
 
     // MARK: Whole records (relays)
     func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord]
@@ -76,6 +81,17 @@ public protocol SyncReplica: AnyObject {
         _ changes: [ChangeRecord], why: (ChangeRecord) -> String
     ) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
     func deviceNames() throws -> DeviceNames
+    func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)]
+    @discardableResult func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int
+    func registersByTag() throws -> [UInt64: (
+        collection: RecordCollection, key: String, fields: [String: HLCTimestamp]
+    )]
+    func pulledAside(limit: Int) throws -> [PulledAside]
+    func deviceWrites() throws -> [DeviceWrites]
+    @discardableResult func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure]
+    func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
+    /// This machine's clock (ms): how long a failure has been held.
+    var currentMillis: Int64 { get }
     func beginReconcile() throws
     func finishReconcile(keep: Bool) throws -> Replica.ReconcileOutcome
     func recordConflict(

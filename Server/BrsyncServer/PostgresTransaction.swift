@@ -71,6 +71,14 @@ public final class PostgresTransaction: StoreTransaction {
         } ?? 0
     }
 
+    public func ledgerDevices(account: Int64) throws -> Set<String> {
+        Set(
+            try connection.query(
+                "SELECT DISTINCT split_part(key, '/', 1) FROM records WHERE account_id = $1 AND collection = 'ledger'",
+                [.integer(account)]
+            ) { $0.string(0) ?? "" })
+    }
+
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try connection.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",

@@ -28,6 +28,16 @@ public struct SQLiteTransaction: StoreTransaction {
             ?? 0
     }
 
+    public func ledgerDevices(account: Int64) throws -> Set<String> {
+        Set(
+            try database.query(
+                """
+                SELECT DISTINCT substr(key, 1, instr(key, '/') - 1) FROM records
+                WHERE account_id = ? AND collection = 'ledger'
+                """, [.integer(account)]
+            ) { $0.string(0) ?? "" })
+    }
+
     public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try database.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",

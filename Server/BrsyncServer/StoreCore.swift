@@ -219,7 +219,10 @@ extension StoreDialect {
         let device = try authenticate(token: token)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         var seen = Set<PullRequest.Asked>()
-        let unique = asked.filter { seen.insert($0).inserted }
+        // Ledger records go to clients that keep them only, as in a pull.
+        let unique = asked.filter {
+            seen.insert($0).inserted && (clientProtocol >= Wire.ledgerProtocol || $0.collection != .ledger)
+        }
         // Within the page's byte budget, as a pull's page is (the first record always):
         // `more` says the rest were left out; the machine asks for them another day.
         var bytes = 0

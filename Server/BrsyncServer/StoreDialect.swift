@@ -146,6 +146,9 @@ public protocol SyncWriteTransaction {
     func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws
     /// How many replica streams the account has.
     func streamCount(account: Int64) throws -> Int64
+    /// The device ids whose ledger records the account holds (the part of
+    /// a ledger record's key before its first `/`).
+    func ledgerDevices(account: Int64) throws -> Set<String>
     /// Keeps the changes of a replica's stream that a push refused (kept
     /// until the stream is ``Store/refusalsKept`` changes past them), so that
     /// every answer to a push covering them, a retry included, names them.

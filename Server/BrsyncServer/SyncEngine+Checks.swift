@@ -107,8 +107,12 @@ extension SyncEngine {
     /// ``recordProblem(_:account:clientProtocol:)``) cannot be written by
     /// it, or nil: a push writes its own device's ledger only (`pusher`);
     /// a relay (nil) carries ledgers of device ids that pushed to the
-    /// account. So an account keeps at most 273 ledger records an id, and
-    /// ``Store/maxStreamsPerAccount`` ids, outside its quotas.
+    /// account, or whose ledger it holds, or of a new id while fewer than
+    /// ``Store/maxStreamsPerAccount`` ids have one (a server restored from
+    /// before a device pushed takes its ledger back from the machines that
+    /// hold it). So an account keeps at most 273 ledger records an id, and
+    /// about ``Store/maxStreamsPerAccount`` ids (twice that at most, with
+    /// the streams), outside its quotas.
     static func ledgerWriterProblem(
         _ change: ChangeRecord, pusher: String?, account: Int64, in store: some SyncWriteTransaction
     ) throws -> String? {
@@ -118,8 +122,12 @@ extension SyncEngine {
             return key.device == pusher
                 ? nil : "a device writes only its own ledger, and this one is device '\(named)'s"
         }
-        return try store.stream(account: account, clientDevice: key.device) == nil
-            ? "a ledger of device '\(named)', which never pushed to this account" : nil
+        guard try store.stream(account: account, clientDevice: key.device) == nil else { return nil }
+        let held = try store.ledgerDevices(account: account)
+        return held.contains(key.device) || held.count < Store.maxStreamsPerAccount
+            ? nil
+            : "a ledger of device '\(named)', which never pushed to this account, "
+                + "and \(held.count) devices' ledgers are held already"
     }
 
     /// Why a merge's result cannot be stored, or nil: fields and values were

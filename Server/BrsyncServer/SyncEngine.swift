@@ -150,7 +150,22 @@ enum SyncEngine {
         }
         guard request.to > last else {
             // A retry of changes applied already; the client checks the
-            // digest, and is told again which of them were refused.
+            // digest, and is told again which of them were refused. Its
+            // pending records (made again, in the same slots, by a client
+            // that never heard the first answer) describe those changes:
+            // they are taken, so that the chain its next batch builds on is
+            // the one held.
+            if !request.ledger.isEmpty {
+                var working: [WorkingKey: WorkingRecord] = [:]
+                var nextSequence = counters.nextSequence
+                try applyLedger(
+                    request, account: device.accountID, counters: counters, clientProtocol: clientProtocol, now: now,
+                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working,
+                    nextSequence: &nextSequence, in: store)
+                try commit(
+                    working, of: request.ledger, account: device.accountID, nextSequence: nextSequence,
+                    counters: counters, now: now, in: store)
+            }
             let refused = try store.refusals(
                 account: device.accountID, clientDevice: request.device, from: request.from, through: request.to)
             return .applied(
@@ -326,7 +341,7 @@ enum SyncEngine {
     /// Writes a push's or a relay's records, moves the account's counters
     /// past them (the next number, the newest stamp of `changes`), and
     /// checks the account's quota against what the writes made of it.
-    private static func commit(
+    static func commit(
         _ working: [WorkingKey: WorkingRecord], of changes: [ChangeRecord], account: Int64, nextSequence: Int64,
         counters: Store.AccountCounters, now: Int64, in store: some SyncWriteTransaction
     ) throws {
@@ -390,6 +405,13 @@ enum SyncEngine {
         try checkSealing(keyID: request.keyID, account: counters)
         if let first = try authorize(authority, account: counters) {
             try store.registerSigningKey(account: device.accountID, first)
+        }
+        if let owner = request.ledgerOf {
+            let applied = try applyLedgerRequest(
+                request, of: owner, account: device.accountID, counters: counters,
+                clientProtocol: authority.clientProtocol, now: now,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: store)
+            return (applied, [], counters.epoch)
         }
         var usable: [ChangeRecord] = []
         rejected += request.unreadable.map(\.rejection)
@@ -466,39 +488,6 @@ enum SyncEngine {
             fieldsText: nil, knownTo: nil, knownAfter: 0)
         nextSequence += 1
         return .merged
-    }
-
-    /// The push's own ledger records (``PushRequest/ledger``), merged into
-    /// `working` before its changes, all of them or none: one that is not
-    /// the pushing device's own, not in a ledger record's form, stamped too
-    /// far ahead or unusable once merged refuses the whole push (400), so a
-    /// batch is never applied without the pending record that describes it.
-    static func applyLedger(
-        _ request: PushRequest, account: Int64, counters: Store.AccountCounters, clientProtocol: Int, now: Int64,
-        maxClockOffsetMilliseconds: Int64, into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64,
-        in store: some SyncWriteTransaction
-    ) throws {
-        guard !request.ledger.isEmpty else { return }
-        func refuse(_ record: ChangeRecord, _ problem: String) -> ServerError {
-            .badRequest(
-                "ledger record '\(DisplayText.printable(record.key.prefix(80)))': \(problem); the push is refused whole"
-            )
-        }
-        try checkStamps(
-            of: request.ledger, ownDevice: request.device, now: now, newest: counters.stampHigh,
-            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
-        for record in request.ledger {
-            if let problem = try recordProblem(record, account: counters, clientProtocol: clientProtocol)
-                ?? ledgerWriterProblem(record, pusher: request.device, account: account, in: store)
-            {
-                throw refuse(record, problem)
-            }
-            if case .unusable(let problem) = try mergeWhole(
-                record, account: account, counters: counters, into: &working, nextSequence: &nextSequence, in: store)
-            {
-                throw refuse(record, problem)
-            }
-        }
     }
 
     /// One page of a pull, inside the store's read transaction.

@@ -30,32 +30,32 @@ public struct LedgerBook: Sendable, Equatable {
     }
 
     /// Every entry, by tag.
-    public private(set) var entries: [UInt64: Ledger.Entry] = [:]
+    public internal(set) var entries: [UInt64: Ledger.Entry] = [:]
     /// Field names outside ``Ledger/knownFields`` the entries name by index.
-    public private(set) var fieldNames: [String] = []
+    public internal(set) var fieldNames: [String] = []
     /// Fields written past the ``Ledger/maxNames``th other name: a ledger
     /// cannot name them, so their writes go uncounted (no brsync writes
     /// such fields; a newer client's records might).
-    public private(set) var uncountedFields = 0
+    public internal(set) var uncountedFields = 0
     /// Earlier ids whose entries this ledger inherited (device index N is `ids[N - 1]`).
-    public private(set) var ids: [String] = []
+    public internal(set) var ids: [String] = []
     /// The newest stamp of this device's own writes folded in.
-    public private(set) var newest: Ledger.Stamp?
+    public internal(set) var newest: Ledger.Stamp?
     /// The stamp of the head last confirmed, which pending records build on.
-    public private(set) var headStamp: Ledger.Stamp?
+    public internal(set) var headStamp: Ledger.Stamp?
     /// The pending records sent since the last head, oldest first.
-    public private(set) var chain: [Ledger.Link] = []
+    public internal(set) var chain: [Ledger.Link] = []
     /// Batches whose pending records were made and whose answer has not come.
-    public private(set) var unanswered = 0
+    public internal(set) var unanswered = 0
     /// The ledger request made and not confirmed yet.
-    public private(set) var unconfirmed: Request?
+    public internal(set) var unconfirmed: Request?
     /// The pending record the last head folded (the newest of its chain).
-    public private(set) var lastFolded: Ledger.Link?
+    public internal(set) var lastFolded: Ledger.Link?
     /// The shards the last head counted, and the tags whose entries changed since.
-    public private(set) var shardCount = 1
-    public private(set) var changedTags: Set<UInt64> = []
+    public internal(set) var shardCount = 1
+    public internal(set) var changedTags: Set<UInt64> = []
     /// The stamp each shard in use was last sent with.
-    public private(set) var shardStamps: [Int: Ledger.Stamp] = [:]
+    public internal(set) var shardStamps: [Int: Ledger.Stamp] = [:]
     /// The device whose ledger this is.
     public let device: String
 

@@ -28,7 +28,8 @@ public struct PullRequest: Sendable, Equatable {
     public var asked: [Asked] = []
 
     /// A record asked for again: its collection and hidden key
-    /// (``Wire/isHiddenKey(_:)``, URL-safe as it is).
+    /// (``Wire/isHiddenKey(_:)``, URL-safe as it is), or a ledger record's
+    /// readable key (``Ledger/Key``).
     public struct Asked: Sendable, Hashable {
         public var collection: RecordCollection
         public var key: String
@@ -141,10 +142,11 @@ public struct PullRequest: Sendable, Equatable {
             for item in items {
                 let parts = item.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, let collection = RecordCollection(rawValue: String(parts[0])),
-                    Wire.isHiddenKey(String(parts[1]))
+                    collection == .ledger
+                        ? Ledger.Key(String(parts[1])) != nil : Wire.isHiddenKey(String(parts[1]))
                 else {
                     throw Wire.Problem(
-                        "keys must be records as COLLECTION:HIDDEN_KEY, separated by commas (a hidden key is h1. and 43 base64url characters)"
+                        "keys must be records as COLLECTION:HIDDEN_KEY, separated by commas (a hidden key is h1. and 43 base64url characters; a ledger record's key is DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT)"
                     )
                 }
                 asked.append(Asked(collection: collection, key: String(parts[1])))

@@ -225,6 +225,12 @@ public struct RelayRequest: Sendable, Equatable {
     public var records: [ChangeRecord]
     /// As ``PushRequest/keyID``.
     public var keyID: String?
+    /// Set, the relay is that device's **ledger request** (Deploy/SECURITY.md,
+    /// "A device's own writes, counted"): its own ledger records only (its
+    /// changed shards and its head), which the server applies all together
+    /// or refuses whole (400), never one by one. At most
+    /// ``Ledger/maxShards`` + 1 records.
+    public var ledgerOf: String?
     /// Read from a relay: the records that are well formed but over a
     /// limit, each rejected alone; ``records`` holds the others.
     public var unreadable: [ChangeRecord.Unreadable] = []
@@ -238,14 +244,18 @@ public struct RelayRequest: Sendable, Equatable {
     /// them (``ChangeRecord/jsonBytes``, one per record, in order).
     public func body(recordTexts: [[UInt8]]? = nil) -> [UInt8] {
         precondition(recordTexts == nil || recordTexts!.count == records.count, "one text per record")
-        var output: [UInt8] = []
-        if let keyID {
-            output += #"{"key":"#.utf8
-            JSONValue.writeString(keyID, into: &output)
-            output += #","records":["#.utf8
-        } else {
-            output += #"{"records":["#.utf8
+        var output: [UInt8] = [UInt8(ascii: "{")]
+        if let ledgerOf {
+            output += #""device":"#.utf8
+            JSONValue.writeString(ledgerOf, into: &output)
+            output.append(UInt8(ascii: ","))
         }
+        if let keyID {
+            output += #""key":"#.utf8
+            JSONValue.writeString(keyID, into: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        output += #""records":["#.utf8
         for (index, record) in records.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
             if let recordTexts { output += recordTexts[index] } else { record.write(into: &output) }
@@ -256,7 +266,7 @@ public struct RelayRequest: Sendable, Equatable {
 
     /// Reads a relay (see ``Wire/ReadError``): `records`, an array of at
     /// most ``Wire/maxPushChanges`` records, each valid or over a limit
-    /// only (``unreadable``), then `key`.
+    /// only (``unreadable``), then `key`, then `device` (a ledger request).
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let reading = try MessageReading.read(
             bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
@@ -270,6 +280,16 @@ public struct RelayRequest: Sendable, Equatable {
             if let refusal = reading.refusal { throw refusal }
             self.init(records: reading.changes, keyID: try Wire.keyID(in: reading.members))
             unreadable = reading.unreadable
+            if let device = reading.members["device"] {
+                guard let device = device.stringValue, HLCTimestamp.isValidDevice(device) else {
+                    throw Wire.Problem(
+                        "a ledger request's \"device\" is the device's id (1 to 64 of A-Z a-z 0-9 . _ : -)")
+                }
+                guard reading.count <= Ledger.maxShards + 1 else {
+                    throw Wire.Problem("a ledger request holds at most \(Ledger.maxShards + 1) records")
+                }
+                ledgerOf = device
+            }
         } catch {
             throw .invalid(error)
         }

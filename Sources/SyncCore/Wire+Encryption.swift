@@ -10,15 +10,14 @@ extension Wire {
     /// can encrypt send `2` or more; a request without it is protocol 1.
     public static let protocolHeader = "Brsync-Protocol"
     /// The protocol of this build: 2 knows end-to-end encryption; 3 signs
-    /// every write to an encrypted account (``WriteSignature``).
-    public static let protocolVersion = 3
+    /// every write to an encrypted account (``WriteSignature``); 4 keeps
+    /// devices' ledgers (``ledgerProtocol``).
+    public static let protocolVersion = 4
     /// The first protocol that signs writes: an encrypted account takes
     /// writes from it only.
     public static let signedWritesProtocol = 3
     /// The first protocol that keeps devices' ledgers (the ``RecordCollection/ledger``
     /// collection): the server takes and sends ledger records to it only.
-    /// This build's server speaks it; its client does not write ledgers yet
-    /// and says ``protocolVersion``.
     public static let ledgerProtocol = 4
     /// The one sealed field of a ledger record: its packed bytes (``Ledger``).
     public static let ledgerField = "ledger"

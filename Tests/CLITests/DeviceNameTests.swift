@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Replica
 import TestSupport
 import Testing
 
@@ -82,6 +83,46 @@ import Testing
         try world.mustRun(laptop, ["sync"])
         let laptopView = try world.run(laptop, ["status"]).stdout
         #expect(laptopView.contains(" desktop: newest edit ") && !laptopView.contains("laptop (this device): newest"))
+    }
+
+    /// `brsync status` shows another device's ledger that fails its checks
+    /// (Deploy/SECURITY.md, "A device's own writes, counted"): held at first,
+    /// with what it can mean; an alarm once it stands 15 minutes and two
+    /// pulls, with what to do; gone once it passes.
+    @Test func statusShowsADevicesLedgerThatFailsItsChecks() throws {
+        let world = try CLIWorld()
+        let desktop = try world.replica("desktop")
+        let replica = try Replica.open(home: desktop)
+        let now = replica.currentMillis
+        let what = "its deletion of rules 'two.example' (2026-11-29T20:10:29.453Z) is missing here"
+        // First seen by a pull 15 minutes ago.
+        try replica.noteLedgerChecks(["0123456789abcdef": what], now: now - Replica.ledgerAlarmAfterMillis)
+        let held = try world.run(desktop, ["status"]).stdout
+        #expect(
+            held.contains("checking:  device 0123456789abcdef's ledger names writes not here yet: \(what)")
+                && held.contains("an alarm if it still stands after 15 minutes and a second pull")
+                && !held.contains("withheld:"), "\(held)")
+        func failures() throws -> [[String: JSONValue]] {
+            let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
+            guard case .object(let members) = json, case .array(let list)? = members["ledgerFailures"] else {
+                Issue.record("no ledgerFailures: \(json)")
+                return []
+            }
+            return list.compactMap { if case .object(let failure) = $0 { failure } else { nil } }
+        }
+        let listed = try failures()
+        #expect(listed.count == 1 && listed.first?["alarm"] == .bool(false) && listed.first?["what"] == .string(what))
+        // A second pull, now, that still fails: an alarm.
+        try replica.noteLedgerChecks(["0123456789abcdef": what], now: now)
+        let alarm = try world.run(desktop, ["status"]).stdout
+        #expect(
+            alarm.contains("withheld:  the server may be withholding writes of device 0123456789abcdef: \(what)")
+                && alarm.contains("Run 'brsync sync' on that device"), "\(alarm)")
+        #expect(try failures().first?["alarm"] == .bool(true))
+        // The first pull after which it passes: gone.
+        try replica.noteLedgerChecks(["0123456789abcdef": nil], now: now)
+        #expect(try failures().isEmpty)
+        #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 
     @Test func conflictsNameBothDevices() throws {

@@ -36,8 +36,8 @@ import Testing
     /// Account alice, encrypted with ``firstKey`` by its laptop (protocol 3,
     /// signing with ``firstSigner``), and its desktop of protocol 3 without the key.
     static func encryptedAccount(_ fixture: ServerFixture) throws -> (keyHolder: TestDevice, keyless: TestDevice) {
-        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
-        let desktop = try fixture.device("alice", "desktop", protocol: Wire.protocolVersion)
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.signedWritesProtocol)
+        let desktop = try fixture.device("alice", "desktop", protocol: Wire.signedWritesProtocol)
         laptop.keyID = firstKey
         laptop.signingKey = firstSigner
         #expect(try encrypt(laptop).status == 200)

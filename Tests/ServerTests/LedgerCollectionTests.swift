@@ -98,13 +98,29 @@ import Testing
         let full = try laptop.push([EncryptedAccountTests.sealed(laptop, "two")])
         #expect(full.status == 507 && full.errorCode == .quotaExceeded, "\(full.text)")
 
-        // Relayed: the laptop's ledger (it pushed) is taken; a made-up device's is not.
+        // Relayed: the laptop's ledger (it pushed) is taken, and so is a
+        // device's that never pushed here (a server restored from before it
+        // did takes it back), up to as many devices' ledgers as an account
+        // has streams.
         let relay = RelayRequest(
             records: [Self.ledger(desktop, "\(laptop.deviceID)/pending/2"), Self.ledger(desktop, "nobody/head")],
             keyID: EncryptedAccountTests.firstKey)
         let relayed = try desktop.post("/v1/relay", body: relay.body())
-        #expect(try Self.rejections(relayed) == ["a ledger of device 'nobody', which never pushed to this account"])
+        #expect(try Self.rejections(relayed).isEmpty)
         #expect(try laptop.pullAll().records.keys.contains("ledger/\(laptop.deviceID)/pending/2"))
+        let madeUp = (0..<Store.maxStreamsPerAccount - 2).map { Self.ledger(desktop, "other\($0)/head") }
+        for part in stride(from: 0, to: madeUp.count, by: 500) {
+            let batch = RelayRequest(
+                records: Array(madeUp[part..<min(part + 500, madeUp.count)]), keyID: EncryptedAccountTests.firstKey)
+            #expect(try Self.rejections(try desktop.post("/v1/relay", body: batch.body())).isEmpty)
+        }
+        let past = RelayRequest(
+            records: [Self.ledger(desktop, "nobody/pending/1"), Self.ledger(desktop, "onemore/head")],
+            keyID: EncryptedAccountTests.firstKey)
+        #expect(
+            try Self.rejections(try desktop.post("/v1/relay", body: past.body())) == [
+                "a ledger of device 'onemore', which never pushed to this account, and \(Store.maxStreamsPerAccount) devices' ledgers are held already"
+            ])
     }
 
     /// A batch's pending record goes with it, unnumbered, applied with it
@@ -133,12 +149,69 @@ import Testing
 
         var pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0")
         pending.sequence = 0
-        laptop.protocolVersion = Wire.protocolVersion
+        laptop.protocolVersion = Wire.signedWritesProtocol
         let early = try push(rule, ledger: [pending])
         #expect(early.status == 400 && early.errorMessage.contains("protocol \(Wire.ledgerProtocol)"), "\(early.text)")
         laptop.protocolVersion = Wire.ledgerProtocol
         #expect(try Self.rejections(try push(rule, ledger: [pending])).isEmpty)
         let held = try laptop.pullAll().records
         #expect(held.keys.sorted() == ["ledger/\(laptop.deviceID)/pending/0", "rules/\(rule.key)"])
+
+        // A retry of the applied batch (its first answer lost) carries its
+        // pending record made again, in the same slot with a newer stamp:
+        // taken, so the next batch builds on the record held.
+        var again = Self.ledger(laptop, "\(laptop.deviceID)/pending/0", extra: [:])
+        again.sequence = 0
+        let retried = try push(rule, ledger: [again])
+        let retriedRejections = try Self.rejections(retried)
+        #expect(retriedRejections.isEmpty, "\(retried.text)")
+        let after = try laptop.pullAll().records["ledger/\(laptop.deviceID)/pending/0"]
+        #expect(after?.state.fields["ledger"]?.stamp == again.state.fields["ledger"]?.stamp)
+    }
+
+    /// A device's ledger request (a relay naming the device): its own
+    /// ledger records, all taken or none.
+    @Test(arguments: StoreKind.allCases) func aLedgerRequestIsTakenWholeOrRefusedWhole(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        laptop.protocolVersion = Wire.ledgerProtocol
+        #expect(try Self.rejections(try laptop.push([EncryptedAccountTests.sealed(laptop, "rule")])).isEmpty)
+        func request(_ records: [ChangeRecord], of device: String? = nil) throws -> HTTPResponseParser.ParsedResponse {
+            var relay = RelayRequest(records: records, keyID: laptop.keyID)
+            relay.ledgerOf = device ?? laptop.deviceID
+            let body = relay.body()
+            if records.count <= Ledger.maxShards + 1 {
+                #expect(try Wire.read(String(decoding: body, as: UTF8.self), RelayRequest.init(reading:)) == relay)
+            }
+            return try laptop.post("/v1/relay", body: body)
+        }
+        let shard = Self.ledger(laptop, "\(laptop.deviceID)/0")
+        let head = Self.ledger(laptop, "\(laptop.deviceID)/head")
+        let ledgerKeys = { try laptop.pullAll().records.keys.filter { $0.hasPrefix("ledger/") }.sorted() }
+        for (records, why) in [
+            ([shard, Self.ledger(laptop, "desktop-id/head")], "device 'alice-laptop's own ledger records only"),
+            ([shard, EncryptedAccountTests.sealed(laptop, "two")], "own ledger records only"),
+            (
+                [shard, Self.ledger(laptop, "\(laptop.deviceID)/head", extra: ["deleted": .bool(true)])],
+                "never deleted"
+            ),
+        ] {
+            let refused = try request(records)
+            #expect(refused.status == 400, "\(refused.text)")
+            #expect(refused.errorMessage.contains(why), "\(refused.errorMessage)")
+            #expect(refused.errorMessage.contains("the ledger request is refused whole"), "\(refused.errorMessage)")
+            #expect(try ledgerKeys().isEmpty, "nothing of it applied")
+        }
+        // A device that never pushed here has no ledger to send.
+        let stranger = try request([Self.ledger(laptop, "stranger/head")], of: "stranger")
+        #expect(stranger.status == 400, "\(stranger.text)")
+        // Too many records for one device's ledger: refused on reading.
+        let many = (0...Ledger.maxShards).map { Self.ledger(laptop, "\(laptop.deviceID)/\($0 % 256)") } + [head]
+        #expect(try request(many).status == 400)
+
+        let taken = try request([shard, head])
+        let takenRejections = try Self.rejections(taken)
+        #expect(takenRejections.isEmpty, "\(taken.text)")
+        #expect(try ledgerKeys() == ["ledger/\(laptop.deviceID)/0", "ledger/\(laptop.deviceID)/head"])
     }
 }

@@ -35,8 +35,9 @@ extension Run {
         let serverRecords = try self.serverRecords()
         var serverState: [String: [String: StampedValue]] = [:]
         for change in serverRecords { serverState["\(change.collection.rawValue)/\(change.key)"] = change.state.fields }
-        // Every value traced to an edit.
-        for (record, fields) in serverState {
+        // Every value traced to an edit (a ledger record is no one's edit:
+        // its values are what the ledger checks read).
+        for (record, fields) in serverState where !record.hasPrefix("\(RecordCollection.ledger.rawValue)/") {
             for (field, register) in fields {
                 if !allEdits.contains(Edit(record: record, field: field, stamp: register.stamp, value: register.value)),
                     ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil
@@ -131,6 +132,12 @@ extension Run {
                 "\(machine.name) differs from the server in \(differing.map { "\($0): here \(mine[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(theirs[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }), seed \(seed)"
             )
             #expect(try machine.replica.unpushedCount() == 0, "\(machine.name) has unpushed changes, seed \(seed)")
+            // An honest server: every device's ledger is met here, nothing held.
+            let failures = try machine.replica.ledgerFailures()
+            #expect(
+                failures.isEmpty,
+                "\(machine.name) (\(machine.replica.deviceID)) holds ledger failures from an honest server: \(failures.map { "\($0.device): \($0.what)" }), seed \(seed)"
+            )
             // Each device's stamps increase with its change numbers.
             let log = try machine.replica.unpushedChanges(after: 0, limit: 1_000_000)
             var previous: HLCTimestamp?
@@ -151,11 +158,16 @@ extension Run {
                 freshState["\(collection.rawValue)/\(key)"] = state.fields
             }
         }
-        // Its first push names it (not in the state taken before).
+        // Its first push names it, and starts its ledger (not in the state taken before).
         freshState.removeValue(forKey: "settings/device_name/\(fresh.replica.deviceID)")
+        for key in freshState.keys where key.hasPrefix("\(RecordCollection.ledger.rawValue)/\(fresh.replica.deviceID)/")
+        {
+            freshState.removeValue(forKey: key)
+        }
+        let freshDiffers = Set(freshState.keys).union(serverState.keys).filter { freshState[$0] != serverState[$0] }
         #expect(
             freshState == serverState,
-            "a new machine does not get the server's state (its sync: \(joined); key \(String(describing: (try? AccountKeyFile.read(home: fresh.replica.home))?.id)), server's \(String(describing: serverKey()?.id))), seed \(seed)"
+            "a new machine does not get the server's state (differing: \(freshDiffers.sorted().map { "\($0): here \(freshState[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? []), server \(serverState[$0].map { $0.mapValues { "\($0.value.jsonText.prefix(12))@\($0.stamp)" }.sorted { $0.key < $1.key } } ?? [])" }); its sync: \(joined); key \(String(describing: (try? AccountKeyFile.read(home: fresh.replica.home))?.id)), server's \(String(describing: serverKey()?.id))), seed \(seed)"
         )
     }
 }

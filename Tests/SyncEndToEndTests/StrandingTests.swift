@@ -43,12 +43,20 @@ import Testing
         #expect(try SyncWorld.state(ahead.replica) == SyncWorld.state(writer.replica))
         #expect(try SyncWorld.state(stepwise.replica) == SyncWorld.state(writer.replica))
         #expect(try SyncWorld.rules(ahead.replica).count == 59)
-        // 60 rules, a browser and the writer's name, in pages of 7, each asked
-        // for once (and, encrypted, the one request that checks the account's key).
-        #expect(pulled.pulled == 62 && pulled.requests == 9 + (encrypted ? 1 : 0), "\(pulled)")
-        // (Encrypted, the page-by-page machine pushed its name first: one record more.)
+        // 60 rules, a browser and the writer's name (and, encrypted, the
+        // writer's ledger), in pages of 7, each asked for once (and,
+        // encrypted, the one request that checks the account's key).
+        let ledgers = try ahead.replica.records(.ledger).count
+        #expect(encrypted == (ledgers > 0))
         #expect(
-            try ahead.replica.syncState().pullCursor + (encrypted ? 1 : 0) == stepwise.replica.syncState().pullCursor)
+            pulled.pulled == 62 + ledgers && pulled.requests == (62 + ledgers + 6) / 7 + (encrypted ? 1 : 0),
+            "\(pulled)")
+        // (Encrypted, the page-by-page machine pushed its name first, and its
+        // ledger: records more.)
+        let own = try stepwise.replica.records(.ledger).filter { $0.key.hasPrefix("\(stepwise.replica.deviceID)/") }
+        #expect(
+            try ahead.replica.syncState().pullCursor + Int64(encrypted ? 1 + own.count : 0)
+                == stepwise.replica.syncState().pullCursor)
     }
 
     /// A clock two hours fast before first contact: the edits are re-stamped

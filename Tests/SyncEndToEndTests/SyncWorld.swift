@@ -149,7 +149,8 @@ final class SyncWorld: @unchecked Sendable {
     /// at its first push, left out; `DeviceNameTests` checks those).
     static func state(_ replica: Replica) throws -> [String: [String: StampedValue]] {
         var result: [String: [String: StampedValue]] = [:]
-        for collection in RecordCollection.allCases {
+        // What its user holds: not the names of devices, nor devices' ledgers.
+        for collection in RecordCollection.allCases where collection != .ledger {
             for (key, state) in try replica.records(collection) where !key.hasPrefix("device_name/") {
                 result["\(collection.rawValue)/\(key)"] = state.fields
             }

@@ -261,6 +261,7 @@ public struct Status: ParsableCommand {
         let names = try replica.deviceNames()
         let asideCount = try replica.pulledAsideCount()
         let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
+        let ledgerFailures = try replica.ledgerFailures()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(
@@ -281,6 +282,15 @@ public struct Status: ParsableCommand {
                                 "newestWrite": .string(Timestamp.iso8601(millis: $0.newest.wallMillis)),
                                 "newestStamp": .string($0.newest.description),
                                 "pulledAt": .string(Timestamp.iso8601(millis: $0.seenAtMillis)),
+                            ])
+                        }),
+                    "ledgerFailures": .array(
+                        ledgerFailures.map {
+                            .object([
+                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
+                                "what": .string($0.what), "alarm": .bool($0.alarming),
+                                "since": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
+                                "pulls": .int(Int64($0.pulls)),
                             ])
                         }),
                     "setAsideFromServer": .int(Int64(asideCount)),
@@ -333,6 +343,19 @@ public struct Status: ParsableCommand {
         if heard.count > Self.devicesShown {
             print(
                 "           and \(heard.count - Self.devicesShown) more device(s) ('brsync status --json' lists them)")
+        }
+        // Another device's writes its ledger names and this machine lacks.
+        for failure in ledgerFailures {
+            let device = DisplayText.printable(names.display(failure.device))
+            let what = DisplayText.printable(String(failure.what.prefix(300)))
+            let since = Timestamp.iso8601(millis: failure.firstAtMillis)
+            print(
+                failure.alarming
+                    ? "withheld:  the server may be withholding writes of \(device): \(what) (since \(since)). "
+                        + "Run 'brsync sync' on that device; if this still stands, ask the server's operator or use "
+                        + "another server. Everything here is kept."
+                    : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
+                        + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
         }
         if let newest = aside.first {
             print(

@@ -1,8 +1,9 @@
 import SyncCore
 
 /// Reads the input as each of the ledger's packed records (a shard, a
-/// pending record, a head) and as a ledger record's key: the readers are
-/// strict, so whatever reads must write back as the same bytes.
+/// pending record, a head), as a device's book as its replica keeps it, and
+/// as a ledger record's key: the readers are strict, so whatever reads must
+/// write back as the same bytes.
 func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if let shard = try? Ledger.Shard(bytes: bytes) {
@@ -14,6 +15,18 @@ func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     if let head = try? Ledger.Head(bytes: bytes) {
         precondition(head.bytes == bytes, "a head changed in a round trip")
+    }
+    // A device's book as its replica keeps it: the state alone, or with
+    // its second half read as one entry's row; what reads writes back the same.
+    let half = bytes.count / 2
+    for (state, rows) in [(bytes, []), (Array(bytes[..<half]), [(bytes: Array(bytes[half...]), changed: true)])] {
+        if let book = try? LedgerBook(device: "fuzz", state: state, entries: rows, shardsHash: { _ in 0 }) {
+            precondition(book.stateBytes == state, "a book's state changed in a round trip")
+            precondition(book.chain.count <= Ledger.pendingSlots)
+            for row in rows {
+                precondition(book.entries.values.map(LedgerBook.entryBytes).contains(row.bytes))
+            }
+        }
     }
     let text = String(decoding: bytes, as: UTF8.self)
     if let key = Ledger.Key(text) {

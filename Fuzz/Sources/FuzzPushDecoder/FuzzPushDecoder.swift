@@ -51,7 +51,12 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let again = try? relay.body().withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
             try RelayRequest(reading: bytes)
         }
-        precondition(again?.records == relay.records && again?.keyID == relay.keyID, "a relay changed in a round trip")
+        precondition(
+            again?.records == relay.records && again?.keyID == relay.keyID && again?.ledgerOf == relay.ledgerOf,
+            "a relay changed in a round trip")
+        // A ledger request names a device and holds at most a whole ledger's shards and head.
+        precondition(relay.ledgerOf.map { HLCTimestamp.isValidDevice($0) } ?? true)
+        precondition(relay.ledgerOf == nil || relay.records.count + relay.unreadable.count <= Ledger.maxShards + 1)
     }
     if let page = agrees(PullResponse.init(reading:), "page") {
         let again = try? page.body.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in

@@ -1,0 +1,171 @@
+import Storage
+import SyncCore
+
+/// This machine's own ledger as it writes it (Deploy/SECURITY.md, "A
+/// device's own writes, counted"): the book (``LedgerBook``) kept under the
+/// device id it belongs to, so that a new id (a copied home, a key change)
+/// starts an empty one; and the stamps its ledger records are written with.
+extension Replica {
+    /// The book of `device` as it was last kept: its packed state and its
+    /// entries (each packed, and whether it changed since the last head the
+    /// server confirmed); nil before any.
+    public func ledgerBookRows(device: String) throws -> (state: [UInt8], entries: [(bytes: [UInt8], changed: Bool)])? {
+        try read {
+            guard
+                case .blob(let state)? = try database.queryFirst(
+                    "SELECT state FROM ledger_book WHERE device = ?", [.text(device)], { $0[0] })
+            else { return nil }
+            let entries = try database.query(
+                "SELECT entry, changed FROM ledger_entries WHERE device = ? ORDER BY tag", [.text(device)]
+            ) { row -> (bytes: [UInt8], changed: Bool) in
+                guard case .blob(let bytes) = row[0] else { return ([], false) }
+                return (bytes, row.int(1) == 1)
+            }
+            return (state, entries)
+        }
+    }
+
+    /// Keeps the book of `device`: its packed state and the entries that
+    /// changed since it was last kept (`changed`: since the last head the
+    /// server confirmed); `confirmed` when the server confirmed a head (no
+    /// entry has changed since). Books of other ids are dropped: they belong
+    /// to an id this replica no longer writes under. In the caller's
+    /// transaction when there is one.
+    public func keepLedgerBook(
+        device: String, state: [UInt8], entries: [(tag: UInt64, bytes: [UInt8], changed: Bool)], confirmed: Bool
+    ) throws {
+        try transaction {
+            try database.run("DELETE FROM ledger_book WHERE device <> ?", [.text(device)])
+            try database.run("DELETE FROM ledger_entries WHERE device <> ?", [.text(device)])
+            try database.run(
+                "INSERT INTO ledger_book (device, state) VALUES (?, ?) ON CONFLICT (device) DO UPDATE SET state = excluded.state",
+                [.text(device), .blob(state)])
+            if confirmed {
+                try database.run(
+                    "UPDATE ledger_entries SET changed = 0 WHERE device = ? AND changed = 1", [.text(device)])
+            }
+            for entry in entries {
+                try database.run(
+                    """
+                    INSERT INTO ledger_entries (device, tag, entry, changed) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (device, tag) DO UPDATE SET entry = excluded.entry, changed = excluded.changed
+                    """,
+                    [.text(device), .integer(Int64(bitPattern: entry.tag)), .blob(entry.bytes), .init(entry.changed)])
+            }
+        }
+    }
+
+    /// A stamp for a ledger record of this device: the clock's next tick,
+    /// kept at once, so that a slot or shard written again after a restart
+    /// always carries a newer stamp than the one the server may hold.
+    public func ledgerStamp() throws -> HLCTimestamp {
+        try transaction {
+            try loadPersistedClock()
+            let stamp = try tickClock()
+            try persistClock()
+            return stamp
+        }
+    }
+
+    /// Every ledger of the key generation this replica leaves (a key
+    /// change starts every ledger over): the ledger records it holds, its
+    /// own book and the records' tags. In the caller's transaction.
+    func dropLedgers() throws {
+        try database.run("DELETE FROM records WHERE collection = 'ledger'")
+        try database.run("DELETE FROM undelivered WHERE collection = 'ledger'")
+        try database.run("DELETE FROM ledger_book")
+        try database.run("DELETE FROM ledger_entries")
+        try database.run("DELETE FROM record_tags")
+        try database.run("DELETE FROM ledger_failures")
+        try setMeta("tags_key", nil)
+    }
+}
+
+/// Another device's ledger that failed its checks at the end of a pull
+/// (Deploy/SECURITY.md, "What fails, and how it ends"): held first, an
+/// alarm once it still fails at least ``Replica/ledgerAlarmAfterMillis``
+/// after it was first seen and at a second pull; it clears at the first
+/// pull after which it passes.
+public struct LedgerFailure: Sendable, Equatable {
+    public var device: String
+    /// What failed, in words (the records, the fields).
+    public var what: String
+    /// When a pull first saw it fail (this machine's clock), and how many pulls did.
+    public var firstAtMillis: Int64
+    public var pulls: Int
+    /// Whether it alarms now (else it is held).
+    public var alarming: Bool
+}
+
+extension Replica {
+    /// How long a failure is held before it alarms (15 minutes).
+    public static let ledgerAlarmAfterMillis: Int64 = 15 * 60 * 1000
+
+    /// Every record held (not ledgers), by the tag its key has under the
+    /// key the tags were made with (``tagRecords(keyID:tag:)``): where it
+    /// is, and each field's stamp.
+    public func registersByTag() throws -> [UInt64: (
+        collection: RecordCollection, key: String, fields: [String: HLCTimestamp]
+    )] {
+        try read {
+            var result: [UInt64: (collection: RecordCollection, key: String, fields: [String: HLCTimestamp])] = [:]
+            try database.forEachRow(
+                """
+                SELECT t.tag, r.collection, r.key, r.fields FROM record_tags t JOIN records r USING (collection, key)
+                WHERE r.collection <> 'ledger'
+                """
+            ) { row in
+                guard let collection = RecordCollection(rawValue: row.string(1) ?? "") else { return true }
+                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
+                let state = try RecordCoding.decodeFields(row, column: 3)
+                var fields = result[tag]?.fields ?? [:]
+                // Two records of one tag (8 bytes of an HMAC alike): each field's newest.
+                for (name, register) in state.fields where fields[name].map({ $0 < register.stamp }) ?? true {
+                    fields[name] = register.stamp
+                }
+                result[tag] = (collection, row.string(2) ?? "", fields)
+                return true
+            }
+            return result
+        }
+    }
+
+    /// Keeps what the ledger checks of a pull found, by device (nil: it
+    /// passed): a failure seen again keeps when it was first seen and
+    /// counts the pull; one that passed, or of a device no longer checked,
+    /// is gone. A clock set back starts a failure's wait again.
+    /// - Returns: every failure standing, held or alarming.
+    @discardableResult
+    public func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure] {
+        try transaction {
+            let failing = results.compactMapValues { $0 }
+            for device in try database.query("SELECT device FROM ledger_failures", [], { $0.string(0) ?? "" })
+            where failing[device] == nil {
+                try database.run("DELETE FROM ledger_failures WHERE device = ?", [.text(device)])
+            }
+            for (device, what) in failing {
+                try database.run(
+                    """
+                    INSERT INTO ledger_failures (device, first_at, pulls, what) VALUES (?, ?, 1, ?)
+                    ON CONFLICT (device) DO UPDATE SET pulls = pulls + 1, what = excluded.what,
+                        first_at = CASE WHEN first_at > excluded.first_at THEN excluded.first_at ELSE first_at END
+                    """, [.text(device), .integer(now), .text(what)])
+            }
+            return try ledgerFailures(now: now)
+        }
+    }
+
+    /// The other devices' ledgers that fail their checks, held or alarming.
+    public func ledgerFailures(now: Int64? = nil) throws -> [LedgerFailure] {
+        let now = now ?? currentMillis
+        return try read {
+            try database.query("SELECT device, what, first_at, pulls FROM ledger_failures ORDER BY device") { row in
+                let first = row.int64(2) ?? now
+                let pulls = row.int(3) ?? 1
+                return LedgerFailure(
+                    device: row.string(0) ?? "", what: row.string(1) ?? "", firstAtMillis: first, pulls: pulls,
+                    alarming: pulls >= 2 && now - first >= Self.ledgerAlarmAfterMillis)
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Cryptography
+import Replica
+import SyncCore
+
+/// This device's own ledger as a push writes it (Deploy/SECURITY.md, "A
+/// device's own writes, counted"): every batch carries its pending record,
+/// made just before the batch is sent; each answer folds the writes it
+/// acknowledged into the book, kept in the replica in the same commit; and
+/// after the push, one ledger request sends the shards that changed and a
+/// head. Encrypted accounts only: a readable account keeps no ledger.
+extension SyncClient {
+    /// This device's book: the one in memory while the device id is the
+    /// same, else the replica's (an empty one before any, or for a new id).
+    /// Nil in a readable account.
+    func ledgerBook() throws -> LedgerBook? {
+        guard cipher != nil else { return nil }
+        let device = replica.deviceID
+        if let book = currentLedgerBook, book.device == device { return book }
+        var book = LedgerBook(device: device)
+        if let rows = try replica.ledgerBookRows(device: device) {
+            do {
+                book = try LedgerBook(
+                    device: device, state: rows.state, entries: rows.entries, shardsHash: Ledger.shardsHash)
+            } catch {
+                // Its next ledger request starts it again from what it
+                // writes from now on; other machines see a new head.
+                summary.problems.append("this machine's ledger could not be read (\(error)): it starts again")
+            }
+        }
+        currentLedgerBook = book
+        return book
+    }
+
+    /// Keeps `book` as this client's and in the replica (its state and the
+    /// entries of `tags`), in the caller's transaction when there is one.
+    func keepLedgerBook(_ book: LedgerBook, tags: some Sequence<UInt64>, confirmed: Bool = false) throws {
+        currentLedgerBook = book
+        let entries = Set(tags).compactMap { tag in
+            book.entries[tag].map { (tag: tag, bytes: LedgerBook.entryBytes($0), changed: true) }
+        }
+        try replica.keepLedgerBook(device: book.device, state: book.stateBytes, entries: entries, confirmed: confirmed)
+    }
+
+    /// The writes `changes` make, as the ledger names them: each record's
+    /// tag and the stamp of each field this device wrote.
+    func ledgerWrites(_ changes: some Sequence<ChangeRecord>) -> [LedgerBook.Write] {
+        guard let cipher else { return [] }
+        let device = replica.deviceID
+        return changes.map { change in
+            var fields: [String: Ledger.Stamp] = [:]
+            for (name, register) in change.state.fields where register.stamp.device == device {
+                fields[name] = Ledger.Stamp(register.stamp)
+            }
+            return LedgerBook.Write(
+                tag: cipher.tag(collection: change.collection.rawValue, key: change.key), fields: fields)
+        }
+    }
+
+    /// The pending records of a batch of `plain` changes, sealed, chained in
+    /// `book`; the ledger request goes first when the chain is full (or a
+    /// request waits for its confirmation).
+    func pendingLedgerRecords(for plain: [ChangeRecord], book: inout LedgerBook) throws -> [ChangeRecord] {
+        let writes = ledgerWrites(plain)
+        var records = try pending(writes, in: &book)
+        if records == nil {
+            try sendLedgerRequest(&book)
+            records = try pending(writes, in: &book)
+        }
+        guard let records else {
+            summary.problems.append("the server did not take this machine's ledger: this push goes without its part")
+            return []
+        }
+        let links = book.chain.suffix(records.count)
+        return try zip(records, links).map { record, link in
+            try sealedLedgerRecord(
+                .pending(device: book.device, slot: record.slot), bytes: record.record.bytes, stamp: link.stamp,
+                device: book.device)
+        }
+    }
+
+    private func pending(
+        _ writes: [LedgerBook.Write], in book: inout LedgerBook
+    ) throws -> [(slot: Int, record: Ledger.Pending)]? {
+        var failure: (any Error)?
+        let records = book.pending(for: writes) {
+            do { return Ledger.Stamp(try replica.ledgerStamp()) } catch {
+                failure = error
+                return Ledger.Stamp(wallMillis: 0, counter: 0)
+            }
+        }
+        if let failure { throw failure }
+        return records
+    }
+
+    /// The ledger request, when the book has anything to send (a chain to
+    /// fold, entries that changed, a request whose answer was lost): kept
+    /// before it goes (so a lost answer is followed by the same request),
+    /// and confirmed once the server took every record. A server that
+    /// refuses it leaves the book as it was, the pending chain covering the
+    /// writes, and the sync says so.
+    func sendLedgerRequest(_ book: inout LedgerBook) throws {
+        guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
+        let stamp = try book.unconfirmed?.stamp ?? Ledger.Stamp(replica.ledgerStamp())
+        let request: LedgerBook.Request
+        do {
+            guard let made = try book.ledgerRequest(at: stamp, shardsHash: Ledger.shardsHash) else { return }
+            request = made
+        } catch {
+            summary.problems.append("this machine's ledger is not written: \(error)")
+            return
+        }
+        try keepLedgerBook(book, tags: [])
+        let device = book.device
+        var records = try request.shards.map { shard in
+            try sealedLedgerRecord(
+                .shard(device: device, index: shard.index), bytes: shard.bytes, stamp: request.stamp, device: device)
+        }
+        records.append(
+            try sealedLedgerRecord(
+                .head(device: device), bytes: request.head.bytes, stamp: request.stamp, device: device))
+        var relay = RelayRequest(records: records, keyID: keyID)
+        relay.ledgerOf = device
+        let response: PushResponse
+        do {
+            let answer = try sendRecords(to: "/v1/relay", body: relay.body())
+            response = try PushResponse(json: answer)
+        } catch let error as SyncError {
+            guard case .refused = error else { throw error }
+            summary.problems.append("the server did not take this machine's ledger: \(error)")
+            return
+        } catch {
+            throw SyncError.badAnswer("\(error)")
+        }
+        guard response.rejected.isEmpty else {
+            let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
+            summary.problems.append("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
+            return
+        }
+        book.confirmed()
+        try keepLedgerBook(book, tags: [], confirmed: true)
+    }
+
+    /// After a push: the ledger request, if this device's book has one to send.
+    func finishLedger() throws {
+        guard var book = try ledgerBook() else { return }
+        try sendLedgerRequest(&book)
+    }
+
+    /// One of this device's ledger records, written at `stamp`, sealed.
+    private func sealedLedgerRecord(
+        _ key: Ledger.Key, bytes: [UInt8], stamp: Ledger.Stamp, device: String
+    ) throws -> ChangeRecord {
+        let record = ChangeRecord(
+            sequence: 0, collection: .ledger, key: key.description,
+            state: RecordState(
+                fields: [
+                    Wire.ledgerField: StampedValue(
+                        .string(Crypto.base64URL(bytes)), stamp: stamp.timestamp(device: device))
+                ],
+                versions: VersionVector([device: 1])))
+        guard let cipher else { return record }
+        do { return try cipher.seal(record) } catch { throw SyncError.usage("\(error)") }
+    }
+}

@@ -1,0 +1,163 @@
+import Cryptography
+import JSON
+import Replica
+import SyncCore
+
+/// The ledger checks at the end of a pull (Deploy/SECURITY.md, "A device's
+/// own writes, counted"): for every other device whose ledger this machine
+/// holds, checks 0–3 (``LedgerCheck``) against what it holds; a failure is
+/// held, then alarms, and clears at the first pull after which it passes.
+/// They change nothing held and block nothing: the sync goes on, and
+/// `brsync status` says what stands and what to do.
+extension SyncClient {
+    /// Runs the checks when this pull brought anything (`moved`: the cursor
+    /// moved on) or a failure is held (it may clear, or come of age); an
+    /// idle sync reads nothing more. A failure that alarms is said in the
+    /// sync's problems.
+    func checkLedgers(moved: Bool) throws {
+        guard options.checksLedgers, let cipher, let keyID else { return }
+        let standing = try replica.ledgerFailures(now: replica.currentMillis)
+        guard moved || !standing.isEmpty else { return }
+        var (results, missing) = try ledgerResults(cipher: cipher, keyID: keyID)
+        // What a failing ledger names and this machine lacks (the pull's
+        // cursor passed it), asked for again and checked again with what
+        // came: twice at most a sync (a ledger that came may name records
+        // to ask for), and only while something fails.
+        var asked: Set<PullRequest.Asked> = []
+        for _ in 0..<2 {
+            let next = missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked)
+            guard !next.isEmpty else { break }
+            asked.formUnion(next)
+            do {
+                try askAgain(Array(next), for: "records a device's ledger names")
+                (results, missing) = try ledgerResults(cipher: cipher, keyID: keyID)
+            } catch {
+                summary.problems.append("asking the server again for records a device's ledger names: \(error)")
+                break
+            }
+        }
+        // This machine's clock, not the server's: a server cannot hold its
+        // failures off by saying the time.
+        let failures = try replica.noteLedgerChecks(results, now: replica.currentMillis)
+        let names = try replica.deviceNames()
+        for failure in failures where failure.alarming {
+            summary.problems.append(Self.alarm(failure, names: names))
+        }
+    }
+
+    /// Checks 0–3 on every other device's ledger held: what failed, by
+    /// device (nil: it passed), and what to ask for again: the records held
+    /// here whose writes a ledger names and this machine lacks, and the
+    /// failing devices' ledger records.
+    private func ledgerResults(
+        cipher: RecordCipher, keyID: String
+    ) throws -> (results: [String: String?], missing: [PullRequest.Asked]) {
+        let held = try replica.records(.ledger)
+        var ledgers: [String: LedgerCheck.Ledgers] = [:]
+        var damaged: [String: String] = [:]
+        for (key, state) in held {
+            guard let parsed = Ledger.Key(key) else { continue }
+            let device = parsed.device
+            guard device != replica.deviceID else { continue }
+            do throws(Ledger.Problem) {
+                guard let register = state.fields[Wire.ledgerField], case .string(let text) = register.value,
+                    let bytes = Crypto.base64URLDecode(text)
+                else { throw Ledger.Problem("it holds no packed ledger") }
+                var ledger = ledgers[device] ?? LedgerCheck.Ledgers()
+                switch parsed {
+                case .head:
+                    ledger.head = .init(try Ledger.Head(bytes: bytes), stamp: register.stamp)
+                case .shard(_, let index):
+                    let shard = try Ledger.Shard(bytes: bytes)
+                    guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
+                    ledger.shards[index] = .init(shard, stamp: register.stamp)
+                case .pending(_, let slot):
+                    ledger.pending[slot] = .init(try Ledger.Pending(bytes: bytes), stamp: register.stamp)
+                }
+                ledgers[device] = ledger
+            } catch {
+                damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
+            }
+        }
+        var results: [String: String?] = [:]
+        var missing: Set<PullRequest.Asked> = []
+        guard !ledgers.isEmpty || !damaged.isEmpty else { return (results, []) }
+        try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
+        let registers = try replica.registersByTag()
+        let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
+        let newest = Dictionary(
+            try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
+        for (device, ledger) in ledgers {
+            let failures = LedgerCheck.failures(
+                device: device, ledgers: ledger,
+                register: { tag in
+                    setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0.fields) }
+                },
+                newestRegister: newest[device], shardsHash: Ledger.shardsHash)
+            results[device] = failures.isEmpty ? nil : Self.describe(failures, registers: registers)
+            guard !failures.isEmpty else { continue }
+            // Its ledger as the server holds it now (a head, pending records
+            // or shards the pull's cursor passed), and the records it names.
+            let shards = max(ledger.head?.value.shardCount ?? 1, (ledger.shards.keys.max() ?? 0) + 1)
+            let keys: [Ledger.Key] =
+                [.head(device: device)] + (0..<Ledger.pendingSlots).map { .pending(device: device, slot: $0) }
+                + (0..<shards).map { .shard(device: device, index: $0) }
+            for key in keys { missing.insert(PullRequest.Asked(collection: .ledger, key: key.description)) }
+            for case .unmet(let tag, _, _, false) in failures {
+                guard let record = registers[tag] else { continue }
+                missing.insert(
+                    PullRequest.Asked(
+                        collection: record.collection,
+                        key: cipher.hiddenKey(collection: record.collection.rawValue, key: record.key)))
+            }
+        }
+        for (device, what) in damaged { results[device] = what }
+        // Records first, then ledgers: the records are what the user holds.
+        return (
+            results,
+            missing.sorted {
+                ($0.collection == .ledger ? 1 : 0, $0.collection.rawValue, $0.key)
+                    < ($1.collection == .ledger ? 1 : 0, $1.collection.rawValue, $1.key)
+            }
+        )
+    }
+
+    /// What an alarm says: whose writes, which, what it can mean, what to do.
+    static func alarm(_ failure: LedgerFailure, names: DeviceNames) -> String {
+        """
+        the server may be withholding writes of \(names.display(failure.device)): \(failure.what). \
+        Its last push may have been cut short: run 'brsync sync' on that device; if this still stands, \
+        the server withholds its writes (ask its operator, or use another server). Everything here is kept.
+        """
+    }
+
+    /// The failures of one device in words: the first few, by record where it is held.
+    static func describe(
+        _ failures: [LedgerCheck.Failure],
+        registers: [UInt64: (collection: RecordCollection, key: String, fields: [String: HLCTimestamp])]
+    ) -> String {
+        func word(_ failure: LedgerCheck.Failure) -> String {
+            guard case .unmet(let tag, let fields, let stamp, let setAside) = failure else {
+                return failure.description
+            }
+            let what =
+                fields == [RecordState.deletedField] ? "its deletion" : "its write of \(fields.joined(separator: ", "))"
+            guard let record = registers[tag] else {
+                return "\(what) (\(Timestamp.iso8601(millis: stamp.wallMillis))) of a record not held here"
+            }
+            let named = "\(record.collection.rawValue) '\(record.key)'"
+            return setAside
+                ? "\(named) is set aside here"
+                : "\(what) of \(named) (\(Timestamp.iso8601(millis: stamp.wallMillis))) is missing here"
+        }
+        let shown = failures.prefix(3).map(word).joined(separator: "; ")
+        return failures.count > 3 ? "\(shown), and \(failures.count - 3) more" : shown
+    }
+
+    /// A record's tag from the hidden key the server files it under (`h1.` and base64url), or nil.
+    static func tag(ofHiddenKey key: String) -> UInt64? {
+        guard key.hasPrefix("h1."), let bytes = Crypto.base64URLDecode(String(key.dropFirst(3))), bytes.count >= 8
+        else { return nil }
+        return bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

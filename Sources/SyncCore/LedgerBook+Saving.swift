@@ -1,0 +1,91 @@
+/// A device's ledger book as its replica keeps it: the small state as one
+/// packed value, each entry as a row of its own, so an answer rewrites the
+/// entries it changed and nothing else. The same strict packing as ledger
+/// records (``Ledger``), with a kind of its own (`B`).
+extension LedgerBook {
+    static let stateMagic = UInt8(ascii: "B")
+
+    /// Everything but the entries, packed. A batch's answer that never came
+    /// is not kept: another process never receives it, and the pending
+    /// record it was made with is made again, in the same slot, by the next
+    /// push (see ``init(device:state:entries:shardsHash:)``).
+    public var stateBytes: [UInt8] {
+        var writer = Ledger.Writer(magic: Self.stateMagic)
+        writer.names(fieldNames)
+        writer.u32(UInt32(clamping: uncountedFields))
+        writer.names(ids)
+        writer.optionalStamp(newest)
+        writer.optionalStamp(headStamp)
+        writer.u8(UInt8(chain.count))
+        for link in chain { writer.optionalLink(link) }
+        writer.optionalStamp(unconfirmed?.stamp)
+        writer.optionalLink(lastFolded)
+        writer.u16(UInt16(shardCount))
+        writer.u16(UInt16(shardStamps.count))
+        for (index, stamp) in shardStamps.sorted(by: { $0.key < $1.key }) {
+            writer.u8(UInt8(index))
+            writer.stamp(stamp)
+        }
+        return writer.bytes
+    }
+
+    /// One entry as its replica row keeps it.
+    public static func entryBytes(_ entry: Ledger.Entry) -> [UInt8] {
+        Ledger.Shard(index: 0, shardCount: 1, entries: [entry]).bytes
+    }
+
+    /// The book as `stateBytes` and its entries' rows left it (each entry's
+    /// bytes and whether it changed since the last head). A ledger request
+    /// made and not confirmed is made again from its stamp (a request is a
+    /// function of the book and its stamp), so a lost answer is followed by
+    /// the same request.
+    /// - Throws: ``Ledger/Problem`` for bytes this version did not write.
+    public init(
+        device: String, state: [UInt8], entries rows: [(bytes: [UInt8], changed: Bool)],
+        shardsHash: ([(index: Int, shard: LedgerCheck.Held<Ledger.Shard>)]) -> UInt64
+    ) throws(Ledger.Problem) {
+        self.init(device: device)
+        var reader = try Ledger.Reader(state, magic: Self.stateMagic)
+        fieldNames = try reader.fieldNames()
+        uncountedFields = Int(try reader.u32())
+        ids = try reader.names()
+        newest = try reader.optionalStamp()
+        headStamp = try reader.optionalStamp()
+        let links = Int(try reader.u8())
+        guard links <= Ledger.pendingSlots else { throw Ledger.Problem("a chain of \(links) pending records") }
+        for _ in 0..<links {
+            guard let link = try reader.optionalLink() else { throw Ledger.Problem("a chain's link is missing") }
+            chain.append(link)
+        }
+        let unconfirmedStamp = try reader.optionalStamp()
+        lastFolded = try reader.optionalLink()
+        shardCount = try reader.shardCount()
+        let stamps = Int(try reader.u16())
+        var last = -1
+        for _ in 0..<stamps {
+            // Ascending, once each, within the shard count: as written.
+            let index = Int(try reader.u8())
+            guard index > last, index < shardCount else {
+                throw Ledger.Problem("shard stamps are not ascending shards of \(shardCount)")
+            }
+            last = index
+            shardStamps[index] = try reader.stamp()
+        }
+        try reader.end()
+        for row in rows {
+            let shard = try Ledger.Shard(bytes: row.bytes)
+            guard shard.entries.count == 1, let entry = shard.entries.first else {
+                throw Ledger.Problem("an entry's row holds \(shard.entries.count) entries")
+            }
+            entries[entry.tag] = entry
+            if row.changed { changedTags.insert(entry.tag) }
+        }
+        if let unconfirmedStamp {
+            do {
+                _ = try ledgerRequest(at: unconfirmedStamp, shardsHash: shardsHash)
+            } catch {
+                throw Ledger.Problem(error.description)
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import BrsyncServer
+import JSON
+import Replica
+import SyncClient
+import SyncCore
+import TestSupport
+import Testing
+
+/// What a lying server can still hide, narrowed by each device's ledger
+/// (Deploy/SECURITY.md, "A device's own writes, counted"): a device's write
+/// left out is named with the device; each case also without the checks,
+/// where the lie goes unseen.
+extension LyingServerTests {
+    /// A server that leaves out of every page the records filed under `hidden` (hidden keys).
+    static func withholding(_ hidden: Set<String>) -> LyingServer.Rewrite {
+        rewritingRecords { records in
+            records.removeAll { record in
+                guard case .object(let object) = record, case .string(let key)? = object["key"] else { return false }
+                return hidden.contains(key)
+            }
+        }
+    }
+
+    /// A sync of `machine` with the ledger checks on or off.
+    static func sync(_ world: SyncWorld, _ machine: SimulatedMachine, checks: Bool) throws -> SyncClient.Summary {
+        var options = SyncClient.Options()
+        options.checksLedgers = checks
+        options.attempts = 2
+        options.backoffMilliseconds = 1
+        let home = machine.replica.home
+        return try SyncClient(
+            replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+            token: machine.token, caFile: world.caFile, accountKey: try AccountKeyFile.read(home: home),
+            options: options
+        ).sync()
+    }
+
+    /// One device's deletion withheld from one machine, alone and with a
+    /// rule the device made after it shown (a mix of times): named, with
+    /// the device, held, then an alarm after 15 minutes and a second pull;
+    /// cleared by the first honest pull. Without the checks, unseen.
+    @Test(arguments: StoreKind.allCases, [true, false])
+    func aDeletionWithheldFromOneMachineIsNamed(_ kind: StoreKind, checks: Bool) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example", "two.example", "three.example"])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"))
+        _ = try a.replica.removeRule(pattern: "two.example")
+        try world.sync(a)
+        try Self.rules(a, ["four.example"]) // made after the deletion, shown
+        try world.sync(a)
+
+        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
+        let liar = try LyingServer(in: world, rewrite: Self.withholding([hidden]))
+        defer { liar.stop() }
+        let lied = try liar.serving(world) { try Self.sync(world, b, checks: checks) }
+        #expect(liar.rewritten.value.load(ordering: .relaxed) > 0)
+        let rules = try SyncWorld.rules(b.replica)
+        #expect(rules.keys.contains("two.example") && rules.keys.contains("four.example"), "the lie took")
+        let held = try b.replica.ledgerFailures()
+        guard checks else {
+            #expect(held.isEmpty, "without the checks the withheld deletion goes unseen")
+            return
+        }
+        try #require(held.count == 1, "\(held)")
+        #expect(held[0].device == a.replica.deviceID && !held[0].alarming)
+        #expect(held[0].what.contains("its deletion of rules 'two.example'"), "\(held[0].what)")
+        #expect(!lied.problems.contains { $0.contains("withholding") }, "held, not yet an alarm: \(lied.problems)")
+
+        // Still withheld at a pull 16 minutes later: an alarm, in the sync's words.
+        b.clock.skew += 16 * 60_000
+        let later = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        let alarm = try b.replica.ledgerFailures()
+        #expect(alarm.count == 1 && alarm[0].alarming && alarm[0].pulls == 2, "\(alarm)")
+        #expect(
+            later.problems.contains {
+                $0.contains("the server may be withholding writes of a") && $0.contains("rules 'two.example'")
+                    && $0.contains("run 'brsync sync' on that device")
+            }, "\(later.problems)")
+        #expect(try SyncWorld.rules(b.replica) == rules, "an alarm changes nothing held")
+
+        // The honest server: the deletion arrives and the failure clears.
+        try world.sync(b)
+        #expect(try !SyncWorld.rules(b.replica).keys.contains("two.example"))
+        #expect(try b.replica.ledgerFailures().isEmpty)
+    }
+
+    /// The deletion withheld with the ledger records that name it (the
+    /// pending record of its batch, the shards and head after it): the next
+    /// write of that device that is shown, with its own ledger, names the
+    /// gap (the chain, or a write past what the ledger describes).
+    @Test(arguments: StoreKind.allCases) func aDeletionWithheldWithItsLedgerIsNamedAtTheNextWrite(
+        _ kind: StoreKind
+    ) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example", "two.example"])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        // Everything the deletion's push wrote is left out of b's pages: the
+        // record and every ledger record of a written then.
+        func serverHolds() throws -> [String: RecordState] {
+            Dictionary(try world.store.records(account: "alice").map { ($0.key, $0.state) }) { $1 }
+        }
+        let before = try serverHolds()
+        _ = try a.replica.removeRule(pattern: "two.example")
+        try world.sync(a)
+        let after = try serverHolds()
+        let deletionPush = Set(after.keys.filter { after[$0] != before[$0] })
+        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
+        #expect(deletionPush.contains(hidden) && deletionPush.contains { $0.hasPrefix("\(a.replica.deviceID)/") })
+        let liar = try LyingServer(in: world, rewrite: Self.withholding(deletionPush))
+        defer { liar.stop() }
+        try liar.serving(world) { _ = try Self.sync(world, b, checks: true) }
+        // The freeze alone is not seen (Deploy/SECURITY.md: a device's
+        // writes withheld from some point on) …
+        #expect(try b.replica.ledgerFailures().isEmpty)
+        // … until a later write of the device is shown.
+        try Self.rules(a, ["three.example"])
+        try world.sync(a)
+        try liar.serving(world) { _ = try Self.sync(world, b, checks: true) }
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.map(\.device) == [a.replica.deviceID], "\(failures)")
+        #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"), "the lie took")
+        let honest = try world.sync(b)
+        let left = try b.replica.ledgerFailures()
+        #expect(left.isEmpty, "\(left) \(honest)")
+    }
+
+    /// A fork that rejoins: while the server shows b nothing of a, b cannot
+    /// tell a withholding server from a switched-off laptop; once it shows
+    /// everything again, every write is there. Not caught, as
+    /// Deploy/SECURITY.md states; what b last heard from a is in its status.
+    @Test func aForkThatRejoinsIsNotCaught() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example"])
+        try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        let heard = try #require(try b.replica.deviceWrites().first { $0.device == a.replica.deviceID })
+        // Forked: b is shown the account as it was, nothing a writes from
+        // now on (its pages say nothing is new past its cursor).
+        let device = a.replica.deviceID
+        let cursor = try b.replica.syncState().pullCursor
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/pull", !request.target.contains("keys="), status == 200,
+                case .object(var page)? = body
+            else { return nil }
+            page["changes"] = .array([])
+            page["next"] = .int(cursor)
+            page["more"] = .bool(false)
+            return .object(page)
+        }
+        defer { liar.stop() }
+        try Self.rules(a, ["two.example"])
+        _ = try a.replica.removeRule(pattern: "one.example")
+        try world.sync(a)
+        try liar.serving(world) { _ = try Self.sync(world, b, checks: true) }
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example"])
+        #expect(try b.replica.ledgerFailures().isEmpty, "a fork is not caught")
+        #expect(try b.replica.deviceWrites().first { $0.device == device }?.newest == heard.newest)
+        // Rejoined: everything is there, and nothing was ever named.
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["two.example"])
+        #expect(try b.replica.ledgerFailures().isEmpty)
+    }
+}
