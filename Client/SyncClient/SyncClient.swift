@@ -227,7 +227,10 @@ public final class SyncClient {
     /// answers meanwhile is written before it returns (see
     /// ``Replica/observeServerTime(_:ageMilliseconds:)``).
     func locked<T>(_ body: () throws -> T) throws -> T {
-        try lock.withLock {
+        // Another client (a sync while a watch runs) may have written this
+        // device's ledger since this one last held the lock: read again.
+        if !lock.isHeld { currentLedgerBook = nil }
+        return try lock.withLock {
             defer { try? replica.persistServerTime() }
             return try body()
         }

@@ -21,6 +21,9 @@ final class SyncLock {
     }
 
     /// Runs `body` holding the lock (re-entrant within one client).
+    /// Whether this process holds the lock now (a call inside ``withLock(_:)``).
+    var isHeld: Bool { depth > 0 }
+
     func withLock<T>(_ body: () throws -> T) throws -> T {
         if depth == 0 {
             descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)

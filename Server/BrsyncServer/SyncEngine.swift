@@ -151,21 +151,9 @@ enum SyncEngine {
         guard request.to > last else {
             // A retry of changes applied already; the client checks the
             // digest, and is told again which of them were refused. Its
-            // pending records (made again, in the same slots, by a client
-            // that never heard the first answer) describe those changes:
-            // they are taken, so that the chain its next batch builds on is
-            // the one held.
-            if !request.ledger.isEmpty {
-                var working: [WorkingKey: WorkingRecord] = [:]
-                var nextSequence = counters.nextSequence
-                try applyLedger(
-                    request, account: device.accountID, counters: counters, clientProtocol: clientProtocol, now: now,
-                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working,
-                    nextSequence: &nextSequence, in: store)
-                try commit(
-                    working, of: request.ledger, account: device.accountID, nextSequence: nextSequence,
-                    counters: counters, now: now, in: store)
-            }
+            // pending records are not taken: a retry is also how a home
+            // restored from an older copy of itself first speaks (its
+            // client forks at this answer), and its ledger is as old.
             let refused = try store.refusals(
                 account: device.accountID, clientDevice: request.device, from: request.from, through: request.to)
             return .applied(

@@ -1,4 +1,5 @@
 import BrsyncServer
+import Cryptography
 import Foundation
 import HTTP
 import Logging
@@ -134,6 +135,25 @@ extension Run {
             #expect(try machine.replica.unpushedCount() == 0, "\(machine.name) has unpushed changes, seed \(seed)")
             // An honest server: every device's ledger is met here, nothing held.
             let failures = try machine.replica.ledgerFailures()
+            if !failures.isEmpty, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+                for (key, state) in try machine.replica.records(.ledger) where key.hasPrefix(failures[0].device) {
+                    guard case .string(let text)? = state.fields["ledger"]?.value,
+                        let bytes = Crypto.base64URLDecode(text)
+                    else { continue }
+                    let stamp = state.fields["ledger"]?.stamp.description ?? "-"
+                    if let head = try? Ledger.Head(bytes: bytes) {
+                        print(
+                            "DEBUG ledger \(key) @\(stamp): folded \(String(describing: head.folded)) newest \(String(describing: head.newest))"
+                        )
+                    } else if let pending = try? Ledger.Pending(bytes: bytes) {
+                        print(
+                            "DEBUG ledger \(key) @\(stamp): base \(String(describing: pending.base)) previous \(String(describing: pending.previous)) entries \(pending.entries.count)"
+                        )
+                    } else {
+                        print("DEBUG ledger \(key) @\(stamp)")
+                    }
+                }
+            }
             #expect(
                 failures.isEmpty,
                 "\(machine.name) (\(machine.replica.deviceID)) holds ledger failures from an honest server: \(failures.map { "\($0.device): \($0.what)" }), seed \(seed)"
