@@ -138,6 +138,7 @@ extension Replica {
     @discardableResult
     public func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure] {
         try transaction {
+            try setMeta("ledger_check_due", nil)
             let failing = results.compactMapValues { $0 }
             for device in try database.query("SELECT device FROM ledger_failures", [], { $0.string(0) ?? "" })
             where failing[device] == nil {
@@ -154,6 +155,11 @@ extension Replica {
             return try ledgerFailures(now: now)
         }
     }
+
+    /// Whether a pull stored records since the ledger checks last ran: set
+    /// in the page's own transaction, so neither a server that names no new
+    /// cursor nor a process killed before the checks can skip them.
+    public func ledgerChecksDue() throws -> Bool { try read { try meta("ledger_check_due") != nil } }
 
     /// The other devices' ledgers that fail their checks, held or alarming.
     public func ledgerFailures(now: Int64? = nil) throws -> [LedgerFailure] {

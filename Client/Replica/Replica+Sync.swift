@@ -375,6 +375,7 @@ extension Replica {
             let clearing = try anyPulledAside()
             var changed = 0
             var conflicts = 0
+            var stored = false
             var awaitingApproval: [(id: String, reason: String)] = []
             if try meta("reconcile") != nil {
                 for change in changes {
@@ -460,6 +461,8 @@ extension Replica {
                 let fieldsText =
                     (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
                 try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                // The ledger checks are due (cleared once they ran: ``noteLedgerChecks(_:now:)``).
+                stored = true
                 if isLedger { continue }
                 let fresh = local.fields.isEmpty
                 for (name, register) in merged.fields where fresh || local.fields[name] != register {
@@ -505,6 +508,7 @@ extension Replica {
             if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
             try persistClock()
             try keepPulledAside(kept.filter { !passed.contains("\($0.collection)/\($0.filedKey)") })
+            if stored { try setMeta("ledger_check_due", "1") }
             return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
         }
     }

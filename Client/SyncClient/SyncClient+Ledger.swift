@@ -56,17 +56,20 @@ extension SyncClient {
         }
     }
 
+    /// Sends the ledger request first when `book` could not chain a batch of
+    /// `plain` changes (the chain is full, or a request waits for its
+    /// confirmation).
+    func makeRoomForPending(_ plain: [ChangeRecord], book: inout LedgerBook) throws {
+        var trial = book
+        guard trial.pending(for: ledgerWrites(plain), stamps: { Ledger.Stamp(wallMillis: 0, counter: 0) }) == nil
+        else { return }
+        try sendLedgerRequest(&book)
+    }
+
     /// The pending records of a batch of `plain` changes, sealed, chained in
-    /// `book`; the ledger request goes first when the chain is full (or a
-    /// request waits for its confirmation).
+    /// `book` (none when it has no room: ``makeRoomForPending(_:book:)``).
     func pendingLedgerRecords(for plain: [ChangeRecord], book: inout LedgerBook) throws -> [ChangeRecord] {
-        let writes = ledgerWrites(plain)
-        var records = try pending(writes, in: &book)
-        if records == nil {
-            try sendLedgerRequest(&book)
-            records = try pending(writes, in: &book)
-        }
-        guard let records else {
+        guard let records = try pending(ledgerWrites(plain), in: &book) else {
             summary.problems.append("the server did not take this machine's ledger: this push goes without its part")
             return []
         }
@@ -82,14 +85,28 @@ extension SyncClient {
         _ writes: [LedgerBook.Write], in book: inout LedgerBook
     ) throws -> [(slot: Int, record: Ledger.Pending)]? {
         var failure: (any Error)?
+        var last = book.lastStamp
         let records = book.pending(for: writes) {
-            do { return Ledger.Stamp(try replica.ledgerStamp()) } catch {
+            do {
+                let stamp = try nextLedgerStamp(after: last)
+                last = stamp
+                return stamp
+            } catch {
                 failure = error
                 return Ledger.Stamp(wallMillis: 0, counter: 0)
             }
         }
         if let failure { throw failure }
         return records
+    }
+
+    /// The clock's next tick, and never at or below `last` (a clock set back
+    /// by a re-stamp would otherwise write a slot or the head below the
+    /// record the server holds there, and lose the merge).
+    private func nextLedgerStamp(after last: Ledger.Stamp?) throws -> Ledger.Stamp {
+        let stamp = Ledger.Stamp(try replica.ledgerStamp())
+        guard let last, stamp <= last else { return stamp }
+        return Ledger.Stamp(wallMillis: last.wallMillis, counter: last.counter &+ 1)
     }
 
     /// The ledger request, when the book has anything to send (a chain to
@@ -100,7 +117,11 @@ extension SyncClient {
     /// writes, and the sync says so.
     func sendLedgerRequest(_ book: inout LedgerBook) throws {
         guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
-        let stamp = try book.unconfirmed?.stamp ?? Ledger.Stamp(replica.ledgerStamp())
+        // A new request only once a push answer in this sync showed that the
+        // server's chain of this device is this replica's: a home restored
+        // from an older copy of itself (its book as old) forks first.
+        guard book.unconfirmed != nil || ledgerChainConfirmed else { return }
+        let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: book.lastStamp)
         let request: LedgerBook.Request
         do {
             guard let made = try book.ledgerRequest(at: stamp, shardsHash: Ledger.shardsHash) else { return }
@@ -126,12 +147,17 @@ extension SyncClient {
             response = try PushResponse(json: answer)
         } catch let error as SyncError {
             guard case .refused = error else { throw error }
+            // Refused whole: none of it was taken; the next is made afresh.
+            book.abandonRequest()
+            try keepLedgerBook(book, tags: [])
             summary.problems.append("the server did not take this machine's ledger: \(error)")
             return
         } catch {
             throw SyncError.badAnswer("\(error)")
         }
         guard response.rejected.isEmpty else {
+            book.abandonRequest()
+            try keepLedgerBook(book, tags: [])
             let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
             summary.problems.append("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
             return

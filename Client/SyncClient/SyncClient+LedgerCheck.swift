@@ -10,14 +10,15 @@ import SyncCore
 /// They change nothing held and block nothing: the sync goes on, and
 /// `brsync status` says what stands and what to do.
 extension SyncClient {
-    /// Runs the checks when this pull brought anything (`moved`: the cursor
-    /// moved on) or a failure is held (it may clear, or come of age); an
-    /// idle sync reads nothing more. A failure that alarms is said in the
-    /// sync's problems.
-    func checkLedgers(moved: Bool) throws {
+    /// Runs the checks when a pull stored anything since they last ran
+    /// (``Replica/ledgerChecksDue()``: kept with the pages, whatever cursor
+    /// the server names) or a failure is held (it may clear, or come of
+    /// age); an idle sync reads nothing more. A failure that alarms is said
+    /// in the sync's problems.
+    func checkLedgers() throws {
         guard options.checksLedgers, let cipher, let keyID else { return }
         let standing = try replica.ledgerFailures(now: replica.currentMillis)
-        guard moved || !standing.isEmpty else { return }
+        guard try replica.ledgerChecksDue() || !standing.isEmpty else { return }
         var (results, missing) = try ledgerResults(cipher: cipher, keyID: keyID)
         // What a failing ledger names and this machine lacks (the pull's
         // cursor passed it), asked for again and checked again with what
@@ -81,6 +82,7 @@ extension SyncClient {
         }
         var results: [String: String?] = [:]
         var missing: Set<PullRequest.Asked> = []
+        var ledgerKeys: [PullRequest.Asked] = []
         guard !ledgers.isEmpty || !damaged.isEmpty else { return (results, []) }
         try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
         let registers = try replica.registersByTag()
@@ -102,7 +104,7 @@ extension SyncClient {
             let keys: [Ledger.Key] =
                 [.head(device: device)] + (0..<Ledger.pendingSlots).map { .pending(device: device, slot: $0) }
                 + (0..<shards).map { .shard(device: device, index: $0) }
-            for key in keys { missing.insert(PullRequest.Asked(collection: .ledger, key: key.description)) }
+            ledgerKeys += keys.map { PullRequest.Asked(collection: .ledger, key: $0.description) }
             for case .unmet(let tag, _, _, false) in failures {
                 guard let record = registers[tag] else { continue }
                 missing.insert(
@@ -112,13 +114,10 @@ extension SyncClient {
             }
         }
         for (device, what) in damaged { results[device] = what }
-        // Records first, then ledgers: the records are what the user holds.
+        // Records first (they are what the user holds), then each failing
+        // ledger's head and pending records before its shards.
         return (
-            results,
-            missing.sorted {
-                ($0.collection == .ledger ? 1 : 0, $0.collection.rawValue, $0.key)
-                    < ($1.collection == .ledger ? 1 : 0, $1.collection.rawValue, $1.key)
-            }
+            results, missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
         )
     }
 

@@ -28,7 +28,6 @@ extension SyncClient {
 
     private func pullLocked() throws -> Summary {
         try prepareSync()
-        let startedAt = try replica.syncState().pullCursor
         var stalled = 0
         // The next page, fetched (and opened) on a thread of its own while
         // this one applies the page before. It is waited for on every way
@@ -47,7 +46,7 @@ extension SyncClient {
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else {
                 askAgainForSetAside()
                 // At the server's head: what each device's ledger says it wrote is here.
-                try checkLedgers(moved: try replica.syncState().pullCursor != startedAt)
+                try checkLedgers()
                 return summary
             }
             idle = summary.applied == applied ? idle + 1 : 0

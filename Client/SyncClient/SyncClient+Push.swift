@@ -116,14 +116,15 @@ extension SyncClient {
                 device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
                 base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
             // The batch's pending record, made now (not while the batch
-            // before was in flight); the book as it was is put back when the
-            // server refuses the request whole: the record made again takes
-            // the same slot with a newer stamp, over whatever was committed.
+            // before was in flight). The book this client keeps changes only
+            // with an accepted answer: a refusal (or an error) leaves it as
+            // it was, and the record made again takes the same slot with a
+            // newer stamp, over whatever was committed.
             var book = try ledgerBook()
-            let bookBefore = book
-            if book != nil { request.ledger = try pendingLedgerRecords(for: plain, book: &book!) }
-            currentLedgerBook = book
-            func refusedWhole() { currentLedgerBook = bookBefore }
+            if book != nil {
+                try makeRoomForPending(plain, book: &book!)
+                request.ledger = try pendingLedgerRecords(for: plain, book: &book!)
+            }
             let answer: JSONValue
             var prepared: Batch?
             do {
@@ -162,21 +163,18 @@ extension SyncClient {
                 case .accept:
                     preconditionFailure("a refusal is never accepted")
                 }
-                refusedWhole()
                 try stalled()
                 continue
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             if try noteAccount(response.account) {
-                refusedWhole()
                 summary.fullResync = true
                 try prepareSync()
                 try stalled()
                 continue
             }
             if try handleEpoch(response.epoch) {
-                refusedWhole()
                 try stalled()
                 continue
             }
@@ -187,12 +185,12 @@ extension SyncClient {
             case .stop(let refusal)?:
                 throw SyncError.stop(refusal, server: lastRefusal)
             case .fork?:
-                refusedWhole()
                 try fork()
                 try stalled()
                 continue
             case nil:
-                break
+                // The server's chain of this device is this replica's: its ledger may be written.
+                if let ours, ours == response.acknowledgedDigest { ledgerChainConfirmed = true }
             default:
                 preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
@@ -282,7 +280,10 @@ extension SyncClient {
                 ? []
                 : ledgerWrites(
                     plain.lazy.filter { $0.sequence <= response.acknowledged && refused[$0.sequence] == nil })
-            if book != nil { book!.answered(acknowledging: ledgerWrites) }
+            if book != nil {
+                book!.answered(
+                    acknowledging: ledgerWrites, pendingTaken: !request.ledger.isEmpty && response.ledgerTaken == true)
+            }
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {

@@ -229,7 +229,10 @@ public final class SyncClient {
     func locked<T>(_ body: () throws -> T) throws -> T {
         // Another client (a sync while a watch runs) may have written this
         // device's ledger since this one last held the lock: read again.
-        if !lock.isHeld { currentLedgerBook = nil }
+        if !lock.isHeld {
+            currentLedgerBook = nil
+            ledgerChainConfirmed = false
+        }
         return try lock.withLock {
             defer { try? replica.persistServerTime() }
             return try body()
@@ -240,6 +243,10 @@ public final class SyncClient {
     var lastRefusal: WireError?
     /// This device's ledger book as this client last kept it (``ledgerBook()``).
     var currentLedgerBook: LedgerBook?
+    /// Whether a push answer since this client took the sync lock showed the
+    /// server's chain of this device to be this replica's (a new ledger
+    /// request waits for it).
+    var ledgerChainConfirmed = false
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).

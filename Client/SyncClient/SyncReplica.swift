@@ -90,6 +90,7 @@ public protocol SyncReplica: AnyObject {
     func deviceWrites() throws -> [DeviceWrites]
     @discardableResult func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
+    func ledgerChecksDue() throws -> Bool
     /// This machine's clock (ms): how long a failure has been held.
     var currentMillis: Int64 { get }
     func beginReconcile() throws

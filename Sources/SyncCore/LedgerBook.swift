@@ -47,6 +47,8 @@ public struct LedgerBook: Sendable, Equatable {
     public internal(set) var chain: [Ledger.Link] = []
     /// Batches whose pending records were made and whose answer has not come.
     public internal(set) var unanswered = 0
+    /// How many links the last batch's pending records added to the chain.
+    var lastPendingLinks = 0
     /// The ledger request made and not confirmed yet.
     public internal(set) var unconfirmed: Request?
     /// The pending record the last head folded (the newest of its chain).
@@ -96,24 +98,43 @@ public struct LedgerBook: Sendable, Equatable {
         }
         parts.append(part)
         guard chain.count + parts.count <= Ledger.pendingSlots else { return nil }
+        // The batch's newest write goes in its last part only: a later part
+        // withheld then leaves the batch's newest writes uncovered (check
+        // 3), whichever part holds them.
+        let newest = entries.flatMap { $0.groups.filter { $0.device == 0 }.map(\.stamp) }.max()
         var records: [(slot: Int, record: Ledger.Pending)] = []
-        for part in parts {
+        for (index, part) in parts.enumerated() {
             let slot = ((chain.last ?? lastFolded).map { $0.slot + 1 } ?? 0) % Ledger.pendingSlots
-            let newest = part.flatMap { $0.groups.filter { $0.device == 0 }.map(\.stamp) }.max()
             let record = Ledger.Pending(
-                base: headStamp, previous: chain.last, newest: newest, fieldNames: fieldNames, entries: part)
+                base: headStamp, previous: chain.last, newest: index == parts.count - 1 ? newest : nil,
+                fieldNames: fieldNames, entries: part)
             chain.append(Ledger.Link(slot: slot, stamp: stamps()))
             records.append((slot, record))
         }
         unanswered += 1
+        lastPendingLinks = records.count
         return records
     }
 
     /// The answer to a batch came: the writes it acknowledged (applied, not
-    /// refused) go into the entries; refused ones never do.
-    public mutating func answered(acknowledging writes: [Write]) {
+    /// refused) go into the entries; refused ones never do. Its pending
+    /// records leave the chain when the server did not take them
+    /// (`pendingTaken` false: a retry of changes it had applied already).
+    public mutating func answered(acknowledging writes: [Write], pendingTaken: Bool = true) {
         if unanswered > 0 { unanswered -= 1 }
+        if !pendingTaken { chain.removeLast(min(lastPendingLinks, chain.count)) }
+        lastPendingLinks = 0
         fold(writes)
+    }
+
+    /// The server refused the ledger request: it took none of it, so the
+    /// next one is made afresh, from the book as it is then.
+    public mutating func abandonRequest() { unconfirmed = nil }
+
+    /// The newest stamp this book has written a ledger record with: the next
+    /// is newer, whatever the clock says after it was set back.
+    public var lastStamp: Ledger.Stamp? {
+        ([headStamp, lastFolded?.stamp, unconfirmed?.stamp] + chain.map(\.stamp)).compactMap { $0 }.max()
     }
 
     /// Takes acknowledged writes into the entries (``answered(acknowledging:)``

@@ -87,6 +87,42 @@ extension LyingServerTests {
         #expect(try b.replica.ledgerFailures().isEmpty)
     }
 
+    /// The same lie told on a page whose cursor does not move (the server
+    /// names the machine's old cursor, nothing more to come): the checks run
+    /// all the same, because the page stored records (an outside review
+    /// found they were skipped when the server pinned the cursor).
+    @Test func aDeletionWithheldOnAPageThatKeepsTheCursorIsNamed() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example", "two.example"])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        let cursor = try b.replica.syncState().pullCursor
+        _ = try a.replica.removeRule(pattern: "two.example")
+        try world.sync(a)
+        try Self.rules(a, ["three.example"])
+        try world.sync(a)
+        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
+        let withhold = Self.withholding([hidden])
+        let liar = try LyingServer(in: world) { request, status, body in
+            let withheld = withhold(request, status, body)
+            guard request.path == "/v1/pull", !request.target.contains("keys="),
+                case .object(var page)? = withheld ?? body
+            else { return withheld }
+            page["next"] = .int(cursor)
+            page["more"] = .bool(false)
+            return .object(page)
+        }
+        defer { liar.stop() }
+        for _ in 0..<2 { try liar.serving(world) { _ = try Self.sync(world, b, checks: true) } }
+        #expect(try b.replica.syncState().pullCursor == cursor, "the cursor stayed")
+        let rules = try SyncWorld.rules(b.replica)
+        #expect(rules.keys.contains("two.example") && rules.keys.contains("three.example"), "the lie took")
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.map(\.device) == [a.replica.deviceID], "\(failures)")
+        #expect(failures.first?.what.contains("its deletion of rules 'two.example'") == true, "\(failures)")
+    }
+
     /// The deletion withheld with the ledger records that name it (the
     /// pending record of its batch, the shards and head after it): the next
     /// write of that device that is shown, with its own ledger, names the
