@@ -117,10 +117,14 @@ extension SyncClient {
     /// writes, and the sync says so.
     func sendLedgerRequest(_ book: inout LedgerBook) throws {
         guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
-        // A new request only once a push answer in this sync showed that the
-        // server's chain of this device is this replica's: a home restored
-        // from an older copy of itself (its book as old) forks first.
-        guard book.unconfirmed != nil || ledgerChainConfirmed else { return }
+        // A new request only from a book known to be current: a push answer
+        // in this sync showed the server's chain of this device to be this
+        // replica's, or a pull reached the server's head and holds no head of
+        // this device newer than the book's (a home restored from an older
+        // copy of itself, its book as old, forks at its next push instead).
+        guard try book.unconfirmed != nil || ledgerChainConfirmed || (ledgerPulledHead && !isStale(book)) else {
+            return
+        }
         let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: book.lastStamp)
         let request: LedgerBook.Request
         do {
@@ -164,6 +168,35 @@ extension SyncClient {
         }
         book.confirmed()
         try keepLedgerBook(book, tags: [], confirmed: true)
+    }
+
+    /// Whether the replica holds a head of the book's device newer than any
+    /// the book wrote (and not the one it waits to hear about).
+    private func isStale(_ book: LedgerBook) throws -> Bool {
+        guard let held = try replica.record(.ledger, key: Ledger.Key.head(device: book.device).description),
+            let stamp = held.fields[Wire.ledgerField]?.stamp
+        else { return false }
+        let written = Ledger.Stamp(stamp)
+        return written != book.unconfirmed?.stamp && book.headStamp.map { written > $0 } ?? true
+    }
+
+    /// Records the server took in a relay: this device's writes in them go
+    /// into its ledger as acknowledged writes (a relay carries writes made
+    /// for it, such as a key moved forward, and every record after a key
+    /// change: its first ledger then covers every register it relays).
+    /// Never while a request waits: that one goes first, the same.
+    func ledgerRelayed(_ records: [ChangeRecord]) throws {
+        guard var book = try ledgerBook() else { return }
+        let writes = ledgerWrites(records.filter { $0.collection != .ledger }).filter { !$0.fields.isEmpty }
+        guard !writes.isEmpty else { return }
+        if book.unconfirmed != nil { try sendLedgerRequest(&book) }
+        guard book.unconfirmed == nil else { return }
+        book.fold(writes)
+        try keepLedgerBook(book, tags: writes.map(\.tag))
+        // At once, when the book is known to be current: a relay carries no
+        // pending record, so until a head covers these writes a machine that
+        // pulls them holds registers its ledger does not describe.
+        try sendLedgerRequest(&book)
     }
 
     /// After a push: the ledger request, if this device's book has one to send.

@@ -26,7 +26,13 @@ extension SyncClient {
         // to ask for), and only while something fails.
         var asked: Set<PullRequest.Asked> = []
         for _ in 0..<2 {
-            let next = missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked)
+            // At most ``PullRequest/maxAsked`` records, and within the
+            // server's request line (ledger keys name devices of up to 64 characters).
+            var bytes = 0
+            let next = missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked).prefix { item in
+                bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
+                return bytes <= 6_000
+            }
             guard !next.isEmpty else { break }
             asked.formUnion(next)
             do {

@@ -46,6 +46,7 @@ extension SyncClient {
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else {
                 askAgainForSetAside()
                 // At the server's head: what each device's ledger says it wrote is here.
+                ledgerPulledHead = true
                 try checkLedgers()
                 return summary
             }

@@ -280,10 +280,10 @@ extension SyncClient {
                 ? []
                 : ledgerWrites(
                     plain.lazy.filter { $0.sequence <= response.acknowledged && refused[$0.sequence] == nil })
-            if book != nil {
-                book!.answered(
-                    acknowledging: ledgerWrites, pendingTaken: !request.ledger.isEmpty && response.ledgerTaken == true)
-            }
+            // The batch's pending records stay in the chain even when a retry
+            // of applied changes did not take them: the first try did, and the
+            // head that folds the chain must fold them.
+            if book != nil { book!.answered(acknowledging: ledgerWrites) }
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {

@@ -49,8 +49,11 @@ extension SyncClient {
                 // Said once however often a sync relays the record.
                 if !summary.problems.contains(problem) { summary.problems.append(problem) }
             }
+            let refusedKeys = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
+            try ledgerRelayed(
+                batch.filter { !refusedKeys.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }.map(\.plain))
             if needed {
-                let refused = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
+                let refused = refusedKeys
                 try replica.markUndelivered(
                     batch.filter { !refused.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
                         .map { ($0.plain.collection, $0.plain.key) }, false)

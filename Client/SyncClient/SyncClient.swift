@@ -210,6 +210,9 @@ public final class SyncClient {
                 try pushEverything()
                 try pull()
             }
+            // A ledger request the push could not send yet (its book not
+            // known to be current until the pull reached the server's head).
+            if refusal == nil { try finishLedger() }
         } catch {
             try? replica.recordSyncProblem("\(error)")
             throw error
@@ -232,6 +235,7 @@ public final class SyncClient {
         if !lock.isHeld {
             currentLedgerBook = nil
             ledgerChainConfirmed = false
+            ledgerPulledHead = false
         }
         return try lock.withLock {
             defer { try? replica.persistServerTime() }
@@ -247,6 +251,8 @@ public final class SyncClient {
     /// server's chain of this device to be this replica's (a new ledger
     /// request waits for it).
     var ledgerChainConfirmed = false
+    /// Whether a pull reached the server's head since this client took the sync lock.
+    var ledgerPulledHead = false
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).

@@ -91,6 +91,7 @@ public protocol SyncReplica: AnyObject {
     @discardableResult func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
     func ledgerChecksDue() throws -> Bool
+    func record(_ collection: RecordCollection, key: String) throws -> RecordState?
     /// This machine's clock (ms): how long a failure has been held.
     var currentMillis: Int64 { get }
     func beginReconcile() throws

@@ -101,7 +101,7 @@ extension StoreDialect {
             return (outcome, timeline, storeEpoch)
         }
         epochCache.set(storeEpoch)
-        if case .applied(_, _, let applied, _, _, _, _, _) = outcome, applied > 0 {
+        if case .applied(_, _, let applied, _, _, _, _) = outcome, applied > 0 {
             changed(device.accountID)
         } else {
             watches.touched(account: device.accountID)
@@ -111,14 +111,11 @@ extension StoreDialect {
             throw ServerError.gap(expected: expected, got: request.from, digest: digest)
         case .diverged(let acknowledged, let digest):
             throw ServerError.diverged(acknowledged: acknowledged, digest: digest)
-        case .applied(
-            let acknowledged, let digest, let applied, let lost, let lostOmitted, let rejected, let needed,
-            let ledgerTaken):
+        case .applied(let acknowledged, let digest, let applied, let lost, let lostOmitted, let rejected, let needed):
             var response = PushResponse(
                 acknowledged: acknowledged, applied: applied, clock: clockStamp(), epoch: epoch, lost: lost,
                 acknowledgedDigest: digest, rejected: rejected, account: device.accountUID, needed: needed)
             response.lostOmitted = lostOmitted
-            if !request.ledger.isEmpty { response.ledgerTaken = ledgerTaken }
             return response
         }
     }

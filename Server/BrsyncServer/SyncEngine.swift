@@ -8,11 +8,9 @@ enum SyncEngine {
     /// What a push transaction decided; errors are thrown after it ends, so
     /// a detected rollback's new epoch is committed.
     enum PushOutcome {
-        /// `ledgerTaken`: the request's pending records were applied (not
-        /// on a retry of changes applied already).
         case applied(
             acknowledged: Int64, digest: String, applied: Int, lost: [LostField], lostOmitted: Int,
-            rejected: [RejectedChange], needed: [Int64], ledgerTaken: Bool)
+            rejected: [RejectedChange], needed: [Int64])
         case gap(expected: Int64, digest: String, newEpoch: String?)
         case diverged(acknowledged: Int64, digest: String)
     }
@@ -160,7 +158,7 @@ enum SyncEngine {
                 account: device.accountID, clientDevice: request.device, from: request.from, through: request.to)
             return .applied(
                 acknowledged: last, digest: lastDigest, applied: 0, lost: [], lostOmitted: 0, rejected: refused,
-                needed: [], ledgerTaken: false)
+                needed: [])
         }
         // Stamps are judged only on changes not applied yet (a retried
         // batch may hold applied ones), and the refusal says where this
@@ -300,7 +298,7 @@ enum SyncEngine {
         }
         return .applied(
             acknowledged: acknowledged, digest: digest, applied: applied, lost: lost.fields, lostOmitted: lost.omitted,
-            rejected: rejected, needed: needed, ledgerTaken: !request.ledger.isEmpty)
+            rejected: rejected, needed: needed)
     }
 
     /// The writer of `merged` (``Store/RecordVersion/writer``): the

@@ -47,8 +47,6 @@ public struct LedgerBook: Sendable, Equatable {
     public internal(set) var chain: [Ledger.Link] = []
     /// Batches whose pending records were made and whose answer has not come.
     public internal(set) var unanswered = 0
-    /// How many links the last batch's pending records added to the chain.
-    var lastPendingLinks = 0
     /// The ledger request made and not confirmed yet.
     public internal(set) var unconfirmed: Request?
     /// The pending record the last head folded (the newest of its chain).
@@ -112,18 +110,15 @@ public struct LedgerBook: Sendable, Equatable {
             records.append((slot, record))
         }
         unanswered += 1
-        lastPendingLinks = records.count
         return records
     }
 
     /// The answer to a batch came: the writes it acknowledged (applied, not
     /// refused) go into the entries; refused ones never do. Its pending
-    /// records leave the chain when the server did not take them
-    /// (`pendingTaken` false: a retry of changes it had applied already).
-    public mutating func answered(acknowledging writes: [Write], pendingTaken: Bool = true) {
+    /// records stay in the chain (a retry's answer may not have taken them,
+    /// but then the first try did: the head folds them either way).
+    public mutating func answered(acknowledging writes: [Write]) {
         if unanswered > 0 { unanswered -= 1 }
-        if !pendingTaken { chain.removeLast(min(lastPendingLinks, chain.count)) }
-        lastPendingLinks = 0
         fold(writes)
     }
 

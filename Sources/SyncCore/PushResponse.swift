@@ -63,11 +63,6 @@ public struct PushResponse: Sendable, Equatable {
     public var needed: [Int64]
     /// Lost values past the answer's budget for them: counted, not listed.
     public var lostOmitted = 0
-    /// Whether the push's pending records (``PushRequest/ledger``) were
-    /// applied: said only to a push that carried some (`"ledger"`); false
-    /// for a retry of changes applied already, which takes none. Nil from
-    /// a server that does not say (an older one: none were taken).
-    public var ledgerTaken: Bool?
 
     public init(
         acknowledged: Int64, applied: Int, clock: HLCTimestamp, epoch: String, lost: [LostField],
@@ -92,7 +87,6 @@ public struct PushResponse: Sendable, Equatable {
             "needed": .array(needed.map { .int($0) }),
         ]
         if lostOmitted > 0 { object["lostOmitted"] = .int(Int64(lostOmitted)) }
-        if let ledgerTaken { object["ledger"] = .bool(ledgerTaken) }
         return .object(object)
     }
 
@@ -120,6 +114,5 @@ public struct PushResponse: Sendable, Equatable {
             acknowledgedDigest: object["digest"]?.stringValue ?? "", rejected: rejected,
             account: object["account"]?.stringValue ?? "", needed: needed)
         lostOmitted = max(0, Int(object["lostOmitted"]?.intValue ?? 0))
-        ledgerTaken = object["ledger"]?.boolValue
     }
 }

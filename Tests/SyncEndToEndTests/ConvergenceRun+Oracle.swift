@@ -136,6 +136,13 @@ extension Run {
             // An honest server: every device's ledger is met here, nothing held.
             let failures = try machine.replica.ledgerFailures()
             if !failures.isEmpty, ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+                for collection in RecordCollection.allCases where collection != .ledger {
+                    for (key, state) in try machine.replica.records(collection) {
+                        for (field, register) in state.fields where register.stamp.device == failures[0].device {
+                            print("DEBUG register \(collection.rawValue)/\(key).\(field) @\(register.stamp)")
+                        }
+                    }
+                }
                 for (key, state) in try machine.replica.records(.ledger) where key.hasPrefix(failures[0].device) {
                     guard case .string(let text)? = state.fields["ledger"]?.value,
                         let bytes = Crypto.base64URLDecode(text)
