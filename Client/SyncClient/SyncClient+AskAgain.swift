@@ -17,7 +17,7 @@ extension SyncClient {
     /// not filed by hidden keys). A failure is one of the sync's problems,
     /// never its end: the records stay set aside and are asked again later.
     func askAgainForSetAside() {
-        guard let cipher, let keyID else { return }
+        guard cipher != nil, keyID != nil else { return }
         do {
             let due = try replica.pulledAsideDue(every: Self.askAgainMilliseconds, limit: PullRequest.maxAsked)
             guard !due.isEmpty else { return }

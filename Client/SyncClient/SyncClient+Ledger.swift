@@ -183,20 +183,19 @@ extension SyncClient {
     /// Records the server took in a relay: this device's writes in them go
     /// into its ledger as acknowledged writes (a relay carries writes made
     /// for it, such as a key moved forward, and every record after a key
-    /// change: its first ledger then covers every register it relays).
-    /// Never while a request waits: that one goes first, the same.
+    /// change: its first ledger then covers every register it relays); the
+    /// sync's ledger request covers them. Never while a request waits: that
+    /// one goes first, the same.
     func ledgerRelayed(_ records: [ChangeRecord]) throws {
-        guard var book = try ledgerBook() else { return }
+        // Inside a push (records it asks for whole, a re-stamp's relay) the
+        // push's own answers fold these writes, into the book it holds.
+        guard !pushingBatches, var book = try ledgerBook() else { return }
         let writes = ledgerWrites(records.filter { $0.collection != .ledger }).filter { !$0.fields.isEmpty }
         guard !writes.isEmpty else { return }
         if book.unconfirmed != nil { try sendLedgerRequest(&book) }
         guard book.unconfirmed == nil else { return }
         book.fold(writes)
         try keepLedgerBook(book, tags: writes.map(\.tag))
-        // At once, when the book is known to be current: a relay carries no
-        // pending record, so until a head covers these writes a machine that
-        // pulls them holds registers its ledger does not describe.
-        try sendLedgerRequest(&book)
     }
 
     /// After a push: the ledger request, if this device's book has one to send.

@@ -46,6 +46,8 @@ extension SyncClient {
 
     @discardableResult
     private func pushLocked() throws -> Summary {
+        pushingBatches = true
+        defer { pushingBatches = false }
         // The decisions; this function carries them out.
         var machine = PushMachine()
         var state = try replica.syncState()

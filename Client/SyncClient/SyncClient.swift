@@ -253,6 +253,8 @@ public final class SyncClient {
     var ledgerChainConfirmed = false
     /// Whether a pull reached the server's head since this client took the sync lock.
     var ledgerPulledHead = false
+    /// Whether a push is sending batches (its answers fold this device's writes into the book it holds).
+    var pushingBatches = false
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).
