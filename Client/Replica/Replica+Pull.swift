@@ -1,0 +1,277 @@
+import JSON
+import Model
+import Storage
+import SyncCore
+
+/// Pulling: a page's records merged into the replica (conflicts kept, what
+/// cannot be used set aside, what each device was last heard to write), and
+/// how a received record is checked before it is used.
+extension Replica {
+    /// Applies one pulled page and its cursor in one transaction: each record
+    /// is merged with the local one (the same merge as everywhere); values that
+    /// lost to a concurrent edit go to the conflicts table.
+    /// - Returns: how many records changed here (a value; a version vector
+    ///   that only grew is merged but not counted).
+    /// A pulled record that would make an unusable record here (see
+    /// ``Wire/problem(state:)``) is not applied; its key and reason are added
+    /// to `skipped`, and the rest of the page is applied.
+    @discardableResult
+    public func applyPulled(_ changes: [ChangeRecord], cursor: Int64, epoch: String) throws -> Int {
+        var skipped: [String] = []
+        return try applyPulled(changes, cursor: cursor, epoch: epoch, skipped: &skipped).changed
+    }
+
+    /// What applying a pulled page did.
+    public struct AppliedPage: Sendable, Equatable {
+        /// Records whose values changed here.
+        public var changed = 0
+        /// Values that lost to a concurrent edit, newly kept for `brsync log --conflicts`.
+        public var conflicts = 0
+        /// Profiles this page changed whose arguments wait for this
+        /// machine's approval (never launched with them until then), with why.
+        public var awaitingApproval: [(id: String, reason: String)] = []
+
+        public static func == (first: AppliedPage, second: AppliedPage) -> Bool {
+            first.changed == second.changed && first.conflicts == second.conflicts
+                && first.awaitingApproval.map(\.id) == second.awaitingApproval.map(\.id)
+        }
+    }
+
+    /// - Parameter aside: records of the page set aside before they came
+    ///   here (they did not open, or failed their manifest): kept with the
+    ///   page (``pulledAside(limit:)``), as those this replica sets aside are.
+    @discardableResult
+    public func applyPulled(
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside] = [], skipped: inout [String]
+    ) throws -> AppliedPage {
+        var setAside: [String] = []
+        defer { skipped += setAside }
+        return try transaction {
+            var kept = aside
+            // Records of the page that passed: a second copy of one that did
+            // not (a lying page holding both) does not list it as set aside.
+            var passed = Set<String>()
+            let clearing = try anyPulledAside()
+            var changed = 0
+            var conflicts = 0
+            var stored = false
+            var awaitingApproval: [(id: String, reason: String)] = []
+            if try meta("reconcile") != nil {
+                for change in changes {
+                    try database.run(
+                        "INSERT OR IGNORE INTO reconcile_seen (collection, key) VALUES (?, ?)",
+                        [.text(change.collection.rawValue), .text(change.key)])
+                }
+            }
+            try loadPersistedClock()
+            let wall = try serverTimeMillis()
+            var pulledHigh = Int64(try meta("pulled_high") ?? "") ?? 0
+            // The newest value of each device this page brings (``deviceWrites()``);
+            // the device of the values just seen is kept apart (a page's values
+            // mostly come from one device: no hashing for each).
+            var heard: [String: HLCTimestamp] = [:]
+            var current: HLCTimestamp?
+            func hear(_ stamp: HLCTimestamp) {
+                if let newest = current, newest.device == stamp.device {
+                    if stamp > newest { current = stamp }
+                    return
+                }
+                if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
+                    heard[newest.device] = newest
+                }
+                current = stamp
+            }
+            let newestLocal = try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0
+            for change in changes {
+                let local = try record(change.collection, key: change.key) ?? RecordState()
+                let (merged, lost) = local.merged(with: change.state)
+                if let newest = change.state.newestStamp {
+                    clockObserve(newest, wallMillis: wall)
+                    pulledHigh = max(pulledHigh, newest.wallMillis)
+                }
+                if let problem = Wire.problem(state: merged)
+                    ?? Self.problem(of: change.collection, key: change.key, state: merged)
+                {
+                    setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
+                    kept.append(
+                        PulledAside(
+                            collection: change.collection.rawValue, filedKey: change.filedKey ?? change.key,
+                            shownKey: change.key, sequence: change.sequence, why: problem))
+                    continue
+                }
+                if clearing { try clearPulledAside(change) }
+                if !kept.isEmpty { passed.insert("\(change.collection.rawValue)/\(change.filedKey ?? change.key)") }
+                var losses = lost
+                if let writer = change.writerVersions {
+                    // This machine's own values that lost to a write that had
+                    // not seen them: the merged vector covers this machine's
+                    // writes, the writer's does not (a delete here lost to a
+                    // later edit made elsewhere without it).
+                    losses += try ownValuesUnseen(
+                        by: writer, local: local, merged: merged, collection: change.collection, key: change.key
+                    )
+                    .filter { own in !lost.contains { $0.field == own.field } }
+                }
+                // A ledger record is kept and relayed like any other, but it
+                // is no one's rule: no conflict, log entry or count, and its
+                // stamps are not the writes `device_writes` keeps.
+                let isLedger = change.collection == .ledger
+                for value in losses
+                where try !isLedger
+                    && recordConflict(
+                        collection: change.collection, key: change.key, field: value.field, lost: value.lost,
+                        winner: value.winner)
+                {
+                    conflicts += 1
+                }
+                // The server's version lacks something this replica holds and
+                // will not push (no unpushed edit of the record): the server
+                // lost it (a restore, a purged tombstone brought back by an old
+                // copy). The whole record goes up at the next push.
+                let takenAsItCame = merged == change.state
+                if !takenAsItCame, try !hasUnpushedChange(change.collection, key: change.key) {
+                    try database.run(
+                        "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
+                        [.text(change.collection.rawValue), .text(change.key)])
+                }
+                guard merged != local else { continue }
+                // Written once: a new record's log entry holds all its fields.
+                // A record taken as it came keeps the page's text (not written again).
+                let fieldsText =
+                    (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
+                try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                // The ledger checks are due (cleared once they ran: ``noteLedgerChecks(_:now:)``).
+                stored = true
+                if isLedger { continue }
+                let fresh = local.fields.isEmpty
+                for (name, register) in merged.fields where fresh || local.fields[name] != register {
+                    hear(register.stamp)
+                }
+                // Only a value counts as a change here: a version vector that
+                // grew alone is merged, but neither logged nor counted (a pull
+                // whose pages only do that is not making progress).
+                // Nor does a value of a record deleted here and still deleted:
+                // nothing anyone sees changed.
+                guard merged.fields != local.fields, !(local.isDeleted && merged.isDeleted) else { continue }
+                try logReceived(
+                    change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
+                    afterSequence: newestLocal)
+                changed += 1
+                // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
+                if change.collection == .browsers, !merged.isDeleted,
+                    let profile = Self.browser(key: change.key, state: merged).profile,
+                    try record(.browsers, key: profile.base).map({
+                        Self.browser(key: profile.base, state: $0).profile == nil
+                    }) ?? true,
+                    let reason = try Self.approvalProblem(
+                        Self.browser(key: change.key, state: merged), approved: approvedProfiles)
+                {
+                    awaitingApproval.append((change.key, reason))
+                }
+            }
+            if changed > 0 { try trimReceivedLog() }
+            if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
+                heard[newest.device] = newest
+            }
+            for (device, newest) in heard {
+                try database.run(
+                    """
+                    INSERT INTO device_writes (device, newest, seen_at) VALUES (?, ?, ?)
+                    ON CONFLICT (device) DO UPDATE SET newest = excluded.newest, seen_at = excluded.seen_at
+                    WHERE excluded.newest > device_writes.newest
+                    """, [.text(device), .text(newest.description), .integer(currentMillis)])
+            }
+            try setMeta("pull_cursor", String(cursor))
+            try setMeta("epoch", epoch)
+            // The newest stamp the server has handed out: one it took.
+            if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
+            try persistClock()
+            try keepPulledAside(kept.filter { !passed.contains("\($0.collection)/\($0.filedKey)") })
+            if stored { try setMeta("ledger_check_due", "1") }
+            return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
+        }
+    }
+
+    /// Each device whose values pulls brought here: the newest stamp of
+    /// them, and when it came (this machine's clock), newest first. A device
+    /// whose writes stop arriving while its own status shows later ones is
+    /// being withheld (Deploy/SECURITY.md, "Fork and rejoin").
+    public func deviceWrites() throws -> [DeviceWrites] {
+        try read {
+            try database.query("SELECT device, newest, seen_at FROM device_writes ORDER BY newest DESC") { row in
+                guard let device = row.string(0), let newest = row.string(1).flatMap(HLCTimestamp.init(text:)) else {
+                    throw ReplicaError.notAReplica(path: path, reason: "a device's newest write is damaged")
+                }
+                return DeviceWrites(device: device, newest: newest, seenAtMillis: row.int64(2) ?? 0)
+            }
+        }
+    }
+
+    /// Whether this replica has an edit of the record that it has not pushed.
+    func hasUnpushedChange(_ collection: RecordCollection, key: String) throws -> Bool {
+        let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+        return try database.scalar(
+            "SELECT 1 FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND collection = ? AND key = ? LIMIT 1",
+            [.text(deviceID), .integer(pushed), .text(collection.rawValue), .text(key)]) != nil
+    }
+
+    /// Why a record received from elsewhere cannot be used here, checked as
+    /// strictly as local input (browser ids, URL formats, the types of known
+    /// fields), or nil. Unknown fields are kept (a newer client's); a pattern
+    /// this version cannot parse is kept and set aside at resolve time.
+    static func problem(of collection: RecordCollection, key: String, state: RecordState) -> String? {
+        if collection == .ledger { return ledgerProblem(key: key, state: state) }
+        guard !state.isDeleted else { return nil }
+        let values = state.values
+        func expect(_ field: String, _ isValid: (JSONValue) -> Bool, _ what: String) -> String? {
+            guard let value = values[field], !isValid(value) else { return nil }
+            return "\"\(field)\" must be \(what)"
+        }
+        let isString: (JSONValue) -> Bool = { $0.stringValue != nil }
+        switch collection {
+        case .browsers:
+            if let problem = Browser.problem(withID: key) { return problem }
+            if let format = values["urlFormat"]?.stringValue, let problem = URLFormat.problem(with: format) {
+                return problem
+            }
+            return expect("name", isString, "a string") ?? expect("urlScheme", isString, "a string")
+                ?? expect("urlFormat", isString, "a string") ?? expect(
+                    "enabled", { $0.boolValue != nil }, "true or false")
+                ?? expect(RecordState.deletedField, { $0.boolValue != nil }, "true or false")
+        case .rules:
+            return expect("pattern", isString, "a string") ?? expect("browser", isString, "a string")
+                ?? expect("priority", { $0.intValue != nil }, "a whole number")
+                ?? expect("createdAt", { $0.intValue != nil }, "a whole number")
+        case .settings:
+            if key == SettingName.defaultBrowser { return expect("value", isString, "a browser id") }
+            return key.hasPrefix(deviceNamePrefix) ? expect("value", isString, "a string") : nil
+        case .ledger:
+            return ledgerProblem(key: key, state: state)
+        }
+    }
+
+    /// Why a ledger record (opened) cannot be kept, or nil: its key names a
+    /// device's shard, head or pending slot, and it holds its packed bytes
+    /// (base64url text, as the cipher opens them) only: never a deletion.
+    static func ledgerProblem(key: String, state: RecordState) -> String? {
+        guard Ledger.Key(key) != nil else { return "not a ledger record's key" }
+        for (name, register) in state.fields {
+            switch name {
+            case RecordState.deletedField:
+                return "a ledger record is never deleted"
+            case Wire.ledgerField:
+                guard case .string(let text) = register.value, Self.isBase64URL(text) else {
+                    return "its ledger is not packed bytes"
+                }
+            default:
+                return "a ledger record holds a field \"\(DisplayText.printable(name.prefix(60)))\""
+            }
+        }
+        return nil
+    }
+
+    /// Whether `text` is unpadded base64url (the packed bytes of a ledger record).
+    static func isBase64URL(_ text: String) -> Bool {
+        text.utf8.count % 4 != 1 && text.utf8.allSatisfy(Wire.isBase64URL)
+    }
+}
