@@ -55,6 +55,22 @@ extension Replica {
         }
     }
 
+    /// Keeps ledger records of this device's that the server took (a
+    /// confirmed ledger request, a batch's or a relay's pending records) as
+    /// pulled ones are kept, merged by stamp: a relay after a restore then
+    /// carries them as they were written, and the records they count with
+    /// them. In the caller's transaction when there is one.
+    public func keepOwnLedgerRecords(_ records: [ChangeRecord]) throws {
+        try transaction {
+            for record in records where record.collection == .ledger {
+                let local = try self.record(.ledger, key: record.key) ?? RecordState()
+                let merged = local.merged(with: record.state).state
+                guard merged != local, Wire.problem(state: merged) == nil else { continue }
+                try storeMerged(.ledger, key: record.key, state: merged)
+            }
+        }
+    }
+
     /// A stamp for a ledger record of this device: the clock's next tick,
     /// kept at once, so that a slot or shard written again after a restart
     /// always carries a newer stamp than the one the server may hold.

@@ -56,37 +56,42 @@ extension SyncClient {
         }
     }
 
-    /// Sends the ledger request first when `book` could not chain a batch of
-    /// `plain` changes (the chain is full, or a request waits for its
-    /// confirmation).
-    func makeRoomForPending(_ plain: [ChangeRecord], book: inout LedgerBook) throws {
-        var trial = book
-        guard trial.pending(for: ledgerWrites(plain), stamps: { Ledger.Stamp(wallMillis: 0, counter: 0) }) == nil
-        else { return }
-        try sendLedgerRequest(&book)
-    }
-
-    /// The pending records of a batch of `plain` changes, sealed, chained in
-    /// `book` (none when it has no room: ``makeRoomForPending(_:book:)``).
-    func pendingLedgerRecords(for plain: [ChangeRecord], book: inout LedgerBook) throws -> [ChangeRecord] {
-        guard let records = try pending(ledgerWrites(plain), in: &book) else {
-            summary.problems.append("the server did not take this machine's ledger: this push goes without its part")
+    /// The pending records of a batch's `writes` (``ledgerWrites(_:)``,
+    /// readable: seal them with ``sealed(_:)`` to send), chained in `book`.
+    /// When the book has no room (the chain is full, or a request waits for
+    /// its confirmation), the ledger request goes first; none when it still
+    /// has none.
+    func pendingLedgerRecords(
+        for writes: [LedgerBook.Write], book: inout LedgerBook, quietly: Bool = false
+    ) throws -> [ChangeRecord] {
+        var made = try pending(writes, in: &book)
+        if made == nil {
+            try sendLedgerRequest(&book)
+            made = try pending(writes, in: &book)
+        }
+        guard let records = made else {
+            if !quietly {
+                summary.problems.append(
+                    "the server did not take this machine's ledger: this push goes without its part")
+            }
             return []
         }
         let links = book.chain.suffix(records.count)
-        return try zip(records, links).map { record, link in
-            try sealedLedgerRecord(
+        return zip(records, links).map { record, link in
+            ledgerRecord(
                 .pending(device: book.device, slot: record.slot), bytes: record.record.bytes, stamp: link.stamp,
                 device: book.device)
         }
     }
 
+    /// `book`'s pending records for `writes`, or nil (the book left as it was).
     private func pending(
         _ writes: [LedgerBook.Write], in book: inout LedgerBook
     ) throws -> [(slot: Int, record: Ledger.Pending)]? {
         var failure: (any Error)?
         var last = book.lastStamp
-        let records = book.pending(for: writes) {
+        var trial = book
+        let records = trial.pending(for: writes) {
             do {
                 let stamp = try nextLedgerStamp(after: last)
                 last = stamp
@@ -97,6 +102,7 @@ extension SyncClient {
             }
         }
         if let failure { throw failure }
+        if records != nil { book = trial }
         return records
     }
 
@@ -136,14 +142,13 @@ extension SyncClient {
         }
         try keepLedgerBook(book, tags: [])
         let device = book.device
-        var records = try request.shards.map { shard in
-            try sealedLedgerRecord(
+        var records = request.shards.map { shard in
+            ledgerRecord(
                 .shard(device: device, index: shard.index), bytes: shard.bytes, stamp: request.stamp, device: device)
         }
         records.append(
-            try sealedLedgerRecord(
-                .head(device: device), bytes: request.head.bytes, stamp: request.stamp, device: device))
-        var relay = RelayRequest(records: records, keyID: keyID)
+            ledgerRecord(.head(device: device), bytes: request.head.bytes, stamp: request.stamp, device: device))
+        var relay = RelayRequest(records: try sealed(records), keyID: keyID)
         relay.ledgerOf = device
         let response: PushResponse
         do {
@@ -167,7 +172,10 @@ extension SyncClient {
             return
         }
         book.confirmed()
-        try keepLedgerBook(book, tags: [], confirmed: true)
+        try replica.transaction {
+            try keepLedgerBook(book, tags: [], confirmed: true)
+            try replica.keepOwnLedgerRecords(records)
+        }
     }
 
     /// Whether the replica holds a head of the book's device newer than any
@@ -198,17 +206,43 @@ extension SyncClient {
         try keepLedgerBook(book, tags: writes.map(\.tag))
     }
 
+    /// The pending records a relay of `records` carries: when they hold
+    /// writes of this device its book does not hold yet (new writes, such
+    /// as a key moved forward or unpushed edits relayed after a restore),
+    /// records describing those, chained in the book returned (kept once
+    /// the relay's answer comes; readable, as
+    /// ``pendingLedgerRecords(for:book:quietly:)``). Nil when there are none
+    /// to describe, from a book not known to be current, inside a push (its batches' pending records count what it relays),
+    /// or while the book cannot chain one (a request waits for its
+    /// confirmation): then the writes are folded once taken
+    /// (``ledgerRelayed(_:)``), as relays of writes held before are.
+    func relayLedger(for records: [ChangeRecord]) throws -> (book: LedgerBook, records: [ChangeRecord])? {
+        // Only from a book known to be current (as a new ledger request): a
+        // copy of this home under the same id may have written a newer head,
+        // and a pending record built on an older one would break the chain
+        // for good once the ids part.
+        guard !pushingBatches, var book = try ledgerBook(),
+            try ledgerChainConfirmed || (ledgerPulledHead && !isStale(book))
+        else { return nil }
+        let own = ledgerWrites(records.filter { $0.collection != .ledger }).filter {
+            !$0.fields.isEmpty && !book.holds($0)
+        }
+        guard !own.isEmpty else { return nil }
+        if book.unconfirmed != nil { try sendLedgerRequest(&book) }
+        guard book.unconfirmed == nil else { return nil }
+        let pending = try pendingLedgerRecords(for: own, book: &book, quietly: true)
+        return pending.isEmpty ? nil : (book, pending)
+    }
+
     /// After a push: the ledger request, if this device's book has one to send.
     func finishLedger() throws {
         guard var book = try ledgerBook() else { return }
         try sendLedgerRequest(&book)
     }
 
-    /// One of this device's ledger records, written at `stamp`, sealed.
-    private func sealedLedgerRecord(
-        _ key: Ledger.Key, bytes: [UInt8], stamp: Ledger.Stamp, device: String
-    ) throws -> ChangeRecord {
-        let record = ChangeRecord(
+    /// One of this device's ledger records, written at `stamp`.
+    private func ledgerRecord(_ key: Ledger.Key, bytes: [UInt8], stamp: Ledger.Stamp, device: String) -> ChangeRecord {
+        ChangeRecord(
             sequence: 0, collection: .ledger, key: key.description,
             state: RecordState(
                 fields: [
@@ -216,7 +250,11 @@ extension SyncClient {
                         .string(Crypto.base64URL(bytes)), stamp: stamp.timestamp(device: device))
                 ],
                 versions: VersionVector([device: 1])))
-        guard let cipher else { return record }
-        do { return try cipher.seal(record) } catch { throw SyncError.usage("\(error)") }
+    }
+
+    /// Ledger records as they go to the server: sealed in an encrypted account.
+    func sealed(_ records: [ChangeRecord]) throws -> [ChangeRecord] {
+        guard let cipher else { return records }
+        do { return try records.map { try cipher.seal($0) } } catch { throw SyncError.usage("\(error)") }
     }
 }

@@ -123,10 +123,10 @@ extension SyncClient {
             // it was, and the record made again takes the same slot with a
             // newer stamp, over whatever was committed.
             var book = try ledgerBook()
-            if book != nil {
-                try makeRoomForPending(plain, book: &book!)
-                request.ledger = try pendingLedgerRecords(for: plain, book: &book!)
-            }
+            // Each change's write as the ledger names it (its record's tag,
+            // an HMAC), made once for the pending record and the answer.
+            let writes = book == nil ? [] : ledgerWrites(plain)
+            if book != nil { request.ledger = try sealed(try pendingLedgerRecords(for: writes, book: &book!)) }
             let answer: JSONValue
             var prepared: Batch?
             do {
@@ -277,11 +277,9 @@ extension SyncClient {
             }.count
             // The writes the server applied go into this device's ledger (a
             // refused change never does), kept with the acknowledgement.
-            let ledgerWrites =
-                book == nil
-                ? []
-                : ledgerWrites(
-                    plain.lazy.filter { $0.sequence <= response.acknowledged && refused[$0.sequence] == nil })
+            let ledgerWrites = zip(plain, writes).filter { change, _ in
+                change.sequence <= response.acknowledged && refused[change.sequence] == nil
+            }.map(\.1)
             // The batch's pending records stay in the chain even when a retry
             // of applied changes did not take them: the first try did, and the
             // head that folds the chain must fold them.

@@ -1,3 +1,4 @@
+import JSON
 import Replica
 import SyncCore
 
@@ -12,17 +13,23 @@ extension SyncClient {
     ///   alone when none of its changes is pushed yet (right after the switch
     ///   to encryption): the push that follows carries them, and the server
     ///   asks for the whole record (`needed`) if it must.
+    /// This device's own ledger records go last, after the writes they
+    /// count (as a push's head follows its batches).
     func relayEverything(skippingOwnUnpushed: Bool = false) throws {
         var after: (RecordCollection?, String) = (nil, "")
         let own = replica.deviceID
+        var ownLedger: [ChangeRecord] = []
         while true {
             let candidates = try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch)
-            guard let last = candidates.last else { return }
+            guard let last = candidates.last else { break }
             after = (last.collection, last.key)
-            let records =
+            var records =
                 skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
+            ownLedger += records.filter { $0.collection == .ledger && Ledger.Key($0.key)?.device == own }
+            records.removeAll { $0.collection == .ledger && Ledger.Key($0.key)?.device == own }
             if !records.isEmpty { try relay(records) }
         }
+        if !ownLedger.isEmpty { try relay(ownLedger) }
     }
 
     /// Sends whole records for the server to merge, in batches by bytes.
@@ -36,8 +43,22 @@ extension SyncClient {
             let batch = remaining.prefix(byteBatch(remaining.lazy.map(\.text.count)))
             remaining = remaining.dropFirst(batch.count)
             let wire = batch.map(\.wire)
-            let answer = try sendRecords(
-                to: "/v1/relay", body: RelayRequest(records: wire, keyID: keyID).body(recordTexts: batch.map(\.text)))
+            var request = RelayRequest(records: wire, keyID: keyID)
+            var ledger = try relayLedger(for: batch.map(\.plain))
+            request.ledger = try sealed(ledger?.records ?? [])
+            let answer: JSONValue
+            do {
+                answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
+            } catch SyncError.refused(_, let message) where ledger != nil {
+                // Refused, perhaps for its pending records (a clock too far
+                // ahead, an account past its ledgers' bound): the records go
+                // without them, their writes folded once taken, as a relay of
+                // writes held before (a refusal of the relay itself comes again).
+                summary.problems.append("the server did not take this machine's ledger with a relay: \(message)")
+                ledger = nil
+                request.ledger = []
+                answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
+            }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
             // Rejections name the records as sent (hidden keys when sealed).
@@ -50,8 +71,17 @@ extension SyncClient {
                 if !summary.problems.contains(problem) { summary.problems.append(problem) }
             }
             let refusedKeys = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
-            try ledgerRelayed(
-                batch.filter { !refusedKeys.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }.map(\.plain))
+            let taken = batch.filter { !refusedKeys.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
+            if var book = ledger?.book {
+                let writes = ledgerWrites(taken.map(\.plain).filter { $0.collection != .ledger })
+                book.answered(acknowledging: writes.filter { !$0.fields.isEmpty })
+                try replica.transaction {
+                    try keepLedgerBook(book, tags: writes.map(\.tag))
+                    try replica.keepOwnLedgerRecords(ledger?.records ?? [])
+                }
+            } else {
+                try ledgerRelayed(taken.map(\.plain))
+            }
             if needed {
                 let refused = refusedKeys
                 try replica.markUndelivered(

@@ -58,6 +58,7 @@ public protocol SyncReplica: AnyObject {
     func keepLedgerBook(
         device: String, state: [UInt8], entries: [(tag: UInt64, bytes: [UInt8], changed: Bool)], confirmed: Bool
     ) throws
+    func keepOwnLedgerRecords(_ records: [ChangeRecord]) throws
     func ledgerStamp() throws -> HLCTimestamp
 
     // MARK: Whole records (relays)

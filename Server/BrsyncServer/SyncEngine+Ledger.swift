@@ -6,28 +6,32 @@ import SyncCore
 /// its batch, and a device's ledger request (its shards and head), all
 /// together or refused whole. Either way a device writes only its own.
 extension SyncEngine {
-    /// The push's own ledger records (``PushRequest/ledger``), merged into
-    /// `working` before its changes, all of them or none: one that is not
-    /// the pushing device's own, not in a ledger record's form, stamped too
-    /// far ahead or unusable once merged refuses the whole push (400), so a
-    /// batch is never applied without the pending record that describes it.
+    /// A write's own ledger records (a push's ``PushRequest/ledger``, a
+    /// relay's ``RelayRequest/ledger``): `device`'s pending records, merged
+    /// into `working` before the write's records, all of them or none: one
+    /// that is not `device`'s own, not in a ledger record's form, stamped too
+    /// far ahead or unusable once merged refuses the whole write (400), so
+    /// writes are never applied without the pending record that describes
+    /// them. `write` names the write in the refusal ("push", "relay").
     static func applyLedger(
-        _ request: PushRequest, account: Int64, counters: Store.AccountCounters, clientProtocol: Int, now: Int64,
-        maxClockOffsetMilliseconds: Int64, into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64,
-        in store: some SyncWriteTransaction
+        _ ledger: [ChangeRecord], of device: String, write: String, account: Int64,
+        counters: Store.AccountCounters, clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64,
+        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some SyncWriteTransaction
     ) throws {
-        guard !request.ledger.isEmpty else { return }
+        guard !ledger.isEmpty else { return }
         func refuse(_ record: ChangeRecord, _ problem: String) -> ServerError {
             .badRequest(
-                "ledger record '\(DisplayText.printable(record.key.prefix(80)))': \(problem); the push is refused whole"
+                "ledger record '\(DisplayText.printable(record.key.prefix(80)))': \(problem); the \(write) is refused whole"
             )
         }
+        // A stamp too far ahead is refused as a change's is (the client
+        // re-stamps on that code), the whole write with it.
         try checkStamps(
-            of: request.ledger, ownDevice: request.device, now: now, newest: counters.stampHigh,
+            of: ledger, ownDevice: device, now: now, newest: counters.stampHigh,
             maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
-        for record in request.ledger {
+        for record in ledger {
             if let problem = try recordProblem(record, account: counters, clientProtocol: clientProtocol)
-                ?? ledgerWriterProblem(record, pusher: request.device, account: account, in: store)
+                ?? ledgerWriterProblem(record, pusher: device, account: account, in: store)
             {
                 throw refuse(record, problem)
             }

@@ -185,7 +185,8 @@ enum SyncEngine {
         // writes it once, not a thousand times, under the write lock.
         var working: [WorkingKey: WorkingRecord] = [:]
         try applyLedger(
-            request, account: device.accountID, counters: counters, clientProtocol: clientProtocol, now: now,
+            request.ledger, of: request.device, write: "push", account: device.accountID, counters: counters,
+            clientProtocol: clientProtocol, now: now,
             maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working, nextSequence: &nextSequence,
             in: store)
         for change in newChanges {
@@ -381,7 +382,8 @@ enum SyncEngine {
     /// Whole records a client relays (after a restore), inside the store's
     /// write transaction: the same merge, no change numbers minted for the
     /// client. A record with a stamp too far ahead, or whose merge would be
-    /// unusable, is rejected alone.
+    /// unusable, is rejected alone; the relaying device's pending records
+    /// (``RelayRequest/ledger``) go first, all or the relay is refused.
     static func relay(
         _ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64,
         maxClockOffsetMilliseconds: Int64,
@@ -400,6 +402,16 @@ enum SyncEngine {
                 clientProtocol: authority.clientProtocol, now: now,
                 maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: store)
             return (applied, [], counters.epoch)
+        }
+        var nextSequence = counters.nextSequence
+        // As a push: each record read and written once, whatever the relay repeats.
+        var working: [WorkingKey: WorkingRecord] = [:]
+        if !request.ledger.isEmpty {
+            try applyLedger(
+                request.ledger, of: try RelayRequest.pendingDevice(of: request.ledger), write: "relay",
+                account: device.accountID, counters: counters, clientProtocol: authority.clientProtocol, now: now,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working, nextSequence: &nextSequence,
+                in: store)
         }
         var usable: [ChangeRecord] = []
         rejected += request.unreadable.map(\.rejection)
@@ -424,10 +436,7 @@ enum SyncEngine {
                         reason: error.description))
             }
         }
-        var nextSequence = counters.nextSequence
         try store.prefetch(account: device.accountID, keys: usable.map { (collection: $0.collection, key: $0.key) })
-        // As a push: each record read and written once, whatever the relay repeats.
-        var working: [WorkingKey: WorkingRecord] = [:]
         for record in usable {
             switch try mergeWhole(
                 record, account: device.accountID, counters: counters, into: &working, nextSequence: &nextSequence,
@@ -442,8 +451,8 @@ enum SyncEngine {
             }
         }
         try commit(
-            working, of: usable, account: device.accountID, nextSequence: nextSequence, counters: counters, now: now,
-            in: store)
+            working, of: request.ledger.isEmpty ? usable : usable + request.ledger, account: device.accountID,
+            nextSequence: nextSequence, counters: counters, now: now, in: store)
         return (applied, rejected, counters.epoch)
     }
 

@@ -145,6 +145,13 @@ public struct LedgerBook: Sendable, Equatable {
         }
     }
 
+    /// Whether the entries hold `write` already: folding it would change
+    /// nothing (a write relayed again after a restore, not a new one).
+    public func holds(_ write: Write) -> Bool {
+        var trial = self
+        return trial.entry(entries[write.tag], adding: write, counting: false) == entries[write.tag]
+    }
+
     // MARK: The ledger request
 
     /// What a ledger request sends: every shard whose entries changed (all

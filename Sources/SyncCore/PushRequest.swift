@@ -143,7 +143,7 @@ public struct PushRequest: Sendable, Equatable {
 
     /// The optional `"ledger"`: at most ``Ledger/pendingSlots`` records of
     /// the `ledger` collection, each read as a change.
-    private static func ledger(in object: [String: JSONValue]) throws(Wire.Problem) -> [ChangeRecord] {
+    static func ledger(in object: [String: JSONValue]) throws(Wire.Problem) -> [ChangeRecord] {
         guard let value = object["ledger"] else { return [] }
         guard case .array(let items) = value, items.count <= Ledger.pendingSlots else {
             throw Wire.Problem("\"ledger\" must be an array of at most \(Ledger.pendingSlots) ledger records")
@@ -231,6 +231,14 @@ public struct RelayRequest: Sendable, Equatable {
     /// or refuses whole (400), never one by one. At most
     /// ``Ledger/maxShards`` + 1 records.
     public var ledgerOf: String?
+    /// The relaying device's own pending records that describe its writes in
+    /// ``records`` the server has not acknowledged before (a key moved
+    /// forward, its unpushed edits after a restore): the server applies them
+    /// first and whole, with the records, or refuses the relay (400), so no
+    /// machine sees those writes without the record that counts them. At
+    /// most ``Ledger/pendingSlots``, all one device's pending records;
+    /// written only when there are some, never with ``ledgerOf``.
+    public var ledger: [ChangeRecord] = []
     /// Read from a relay: the records that are well formed but over a
     /// limit, each rejected alone; ``records`` holds the others.
     public var unreadable: [ChangeRecord.Unreadable] = []
@@ -255,6 +263,14 @@ public struct RelayRequest: Sendable, Equatable {
             JSONValue.writeString(keyID, into: &output)
             output.append(UInt8(ascii: ","))
         }
+        if !ledger.isEmpty {
+            output += #""ledger":["#.utf8
+            for (index, record) in ledger.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                record.write(into: &output)
+            }
+            output += "],".utf8
+        }
         output += #""records":["#.utf8
         for (index, record) in records.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -264,9 +280,27 @@ public struct RelayRequest: Sendable, Equatable {
         return output
     }
 
+    /// The device whose pending records `ledger` holds (``ledger``): all of
+    /// them pending records of one device, in slots of their own.
+    public static func pendingDevice(of ledger: [ChangeRecord]) throws(Wire.Problem) -> String {
+        var device: String?
+        var slots: Set<Int> = []
+        for record in ledger {
+            guard case .pending(let owner, let slot) = Ledger.Key(record.key), device == nil || device == owner,
+                slots.insert(slot).inserted
+            else {
+                throw Wire.Problem("a relay's \"ledger\" holds one device's pending records, each slot once")
+            }
+            device = owner
+        }
+        guard let device else { throw Wire.Problem("a relay's \"ledger\" holds at least one pending record") }
+        return device
+    }
+
     /// Reads a relay (see ``Wire/ReadError``): `records`, an array of at
     /// most ``Wire/maxPushChanges`` records, each valid or over a limit
-    /// only (``unreadable``), then `key`, then `device` (a ledger request).
+    /// only (``unreadable``), then `key`, then `device` (a ledger request),
+    /// then `ledger` (the relaying device's pending records).
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         let reading = try MessageReading.read(
             bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
@@ -289,6 +323,13 @@ public struct RelayRequest: Sendable, Equatable {
                     throw Wire.Problem("a ledger request holds at most \(Ledger.maxShards + 1) records")
                 }
                 ledgerOf = device
+            }
+            ledger = try PushRequest.ledger(in: reading.members)
+            if !ledger.isEmpty {
+                guard ledgerOf == nil else {
+                    throw Wire.Problem("a ledger request carries no \"ledger\": its records are the ledger")
+                }
+                _ = try Self.pendingDevice(of: ledger)
             }
         } catch {
             throw .invalid(error)

@@ -214,4 +214,49 @@ import Testing
         #expect(takenRejections.isEmpty, "\(taken.text)")
         #expect(try ledgerKeys() == ["ledger/\(laptop.deviceID)/0", "ledger/\(laptop.deviceID)/head"])
     }
+
+    /// A relay of a device's new writes carries the pending records that
+    /// count them: applied first and whole with it, or the relay is refused.
+    @Test(arguments: StoreKind.allCases) func aRelaysPendingRecordsGoWithItWhole(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        laptop.protocolVersion = Wire.ledgerProtocol
+        #expect(try Self.rejections(try laptop.push([EncryptedAccountTests.sealed(laptop, "rule")])).isEmpty)
+        func relay(
+            _ records: [ChangeRecord], ledger: [ChangeRecord], of device: String? = nil
+        ) throws
+            -> HTTPResponseParser.ParsedResponse
+        {
+            var relay = RelayRequest(records: records, keyID: laptop.keyID)
+            relay.ledger = ledger
+            relay.ledgerOf = device
+            return try laptop.post("/v1/relay", body: relay.body())
+        }
+        func pending(_ device: String, _ slot: Int, extra: [String: JSONValue] = [:]) -> ChangeRecord {
+            var record = Self.ledger(laptop, "\(device)/pending/\(slot)", extra: extra)
+            record.sequence = 0
+            return record
+        }
+        let moved = EncryptedAccountTests.sealed(laptop, "moved")
+        let held = { try laptop.pullAll().records.keys.sorted() }
+        let before = try held()
+        for (ledger, device, why) in [
+            ([pending(laptop.deviceID, 1), pending("desktop-id", 2)], nil, "one device's pending records"),
+            ([pending(laptop.deviceID, 1), pending(laptop.deviceID, 1)], nil, "each slot once"),
+            ([Self.ledger(laptop, "\(laptop.deviceID)/head")], nil, "one device's pending records"),
+            ([pending(laptop.deviceID, 1)], laptop.deviceID, "a ledger request carries no"),
+            ([pending(laptop.deviceID, 1, extra: ["deleted": .bool(true)])], nil, "the relay is refused whole"),
+        ] as [([ChangeRecord], String?, String)] {
+            let refused = try relay([moved], ledger: ledger, of: device)
+            #expect(refused.status == 400, "\(refused.text)")
+            #expect(refused.errorMessage.contains(why), "\(refused.errorMessage)")
+            #expect(try held() == before, "nothing of it applied")
+        }
+        let taken = try relay([moved], ledger: [pending(laptop.deviceID, 1)])
+        #expect(try Self.rejections(taken).isEmpty, "\(taken.text)")
+        #expect(
+            try held()
+                == (before + ["ledger/\(laptop.deviceID)/pending/1", "\(moved.collection.rawValue)/\(moved.key)"])
+                .sorted())
+    }
 }

@@ -63,7 +63,13 @@ import Testing
     /// - 8400: an edit acknowledged under a stamp from a fast clock, then lost
     ///   to a server restore, was re-stamped below another device's later
     ///   value when pushed again (now its record is relayed first).
-    static let regressionSeeds: [UInt64] = [8400]
+    /// - 96005 (encrypted): a device's relayed writes were pulled before
+    ///   any ledger record counting them; the server was restored from a
+    ///   copy taken in between, and the device's home from an older copy:
+    ///   its writes stayed uncounted for good, an honest server's false
+    ///   alarm (now new writes relay with their pending record, and a
+    ///   device relays its confirmed ledger records after its writes).
+    static let regressionSeeds: [UInt64] = [8400, 96005]
 
     static var stores: [StoreKind] {
         let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]

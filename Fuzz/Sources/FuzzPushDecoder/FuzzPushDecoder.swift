@@ -52,8 +52,12 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             try RelayRequest(reading: bytes)
         }
         precondition(
-            again?.records == relay.records && again?.keyID == relay.keyID && again?.ledgerOf == relay.ledgerOf,
+            again?.records == relay.records && again?.keyID == relay.keyID && again?.ledgerOf == relay.ledgerOf
+                && again?.ledger == relay.ledger,
             "a relay changed in a round trip")
+        // A relay's own pending records: one device's, never with a ledger request.
+        precondition(relay.ledger.isEmpty || (relay.ledgerOf == nil && relay.ledger.count <= Ledger.pendingSlots))
+        precondition(relay.ledger.isEmpty || (try? RelayRequest.pendingDevice(of: relay.ledger)) != nil)
         // A ledger request names a device and holds at most a whole ledger's shards and head.
         precondition(relay.ledgerOf.map { HLCTimestamp.isValidDevice($0) } ?? true)
         precondition(relay.ledgerOf == nil || relay.records.count + relay.unreadable.count <= Ledger.maxShards + 1)
