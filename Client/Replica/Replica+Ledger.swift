@@ -118,28 +118,35 @@ extension Replica {
     public static let ledgerAlarmAfterMillis: Int64 = 15 * 60 * 1000
 
     /// Every record held (not ledgers), by the tag its key has under the
-    /// key the tags were made with (``tagRecords(keyID:tag:)``): where it
-    /// is, and each field's stamp.
-    public func registersByTag() throws -> [UInt64: (
-        collection: RecordCollection, key: String, fields: [String: HLCTimestamp]
-    )] {
+    /// key the tags were made with (``tagRecords(keyID:tag:)``): each
+    /// field's stamp (read without the values: the checks compare stamps
+    /// only; ``records(tagged:)`` says which record a tag names).
+    public func registersByTag() throws -> [UInt64: [String: HLCTimestamp]] {
         try read {
-            var result: [UInt64: (collection: RecordCollection, key: String, fields: [String: HLCTimestamp])] = [:]
+            var result: [UInt64: [String: HLCTimestamp]] = [:]
+            var reader = HLCTimestamp.Reader()
             try database.forEachRow(
                 """
-                SELECT t.tag, r.collection, r.key, r.fields FROM record_tags t JOIN records r USING (collection, key)
+                SELECT t.tag, r.fields FROM record_tags t JOIN records r USING (collection, key)
                 WHERE r.collection <> 'ledger'
                 """
             ) { row in
-                guard let collection = RecordCollection(rawValue: row.string(1) ?? "") else { return true }
                 let tag = UInt64(bitPattern: row.int64(0) ?? 0)
-                let state = try RecordCoding.decodeFields(row, column: 3)
-                var fields = result[tag]?.fields ?? [:]
-                // Two records of one tag (8 bytes of an HMAC alike): each field's newest.
-                for (name, register) in state.fields where fields[name].map({ $0 < register.stamp }) ?? true {
-                    fields[name] = register.stamp
+                let stamps: [String: HLCTimestamp]
+                do {
+                    stamps = try row.withText(1) { bytes throws(Wire.Problem) in
+                        try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
+                    }
+                } catch {
+                    throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")
                 }
-                result[tag] = (collection, row.string(2) ?? "", fields)
+                guard var fields = result[tag] else {
+                    result[tag] = stamps
+                    return true
+                }
+                // Two records of one tag (8 bytes of an HMAC alike): each field's newest.
+                for (name, stamp) in stamps where fields[name].map({ $0 < stamp }) ?? true { fields[name] = stamp }
+                result[tag] = fields
                 return true
             }
             return result

@@ -41,16 +41,32 @@ extension Replica {
     /// (a record the server removed) names nothing, and names it again if
     /// it comes back (its key, hence its tag, is the same).
     public func records(tagged tag: UInt64) throws -> [(collection: RecordCollection, key: String)] {
-        try read {
-            try database.query(
+        try records(tagged: [tag])[tag] ?? []
+    }
+
+    /// ``records(tagged:)`` for several tags, in one pass over the tags
+    /// (they have no index: keeping one cost more, at every tagging, than
+    /// these lookups, made only for checks that fail).
+    public func records(
+        tagged tags: Set<UInt64>
+    ) throws -> [UInt64: [(collection: RecordCollection, key: String)]] {
+        guard !tags.isEmpty else { return [:] }
+        return try read {
+            var found: [UInt64: [(collection: RecordCollection, key: String)]] = [:]
+            try database.forEachRow(
                 """
-                SELECT t.collection, t.key FROM record_tags t JOIN records r USING (collection, key)
-                WHERE t.tag = ? ORDER BY t.collection, t.key
-                """,
-                [.integer(Int64(bitPattern: tag))]
+                SELECT t.tag, t.collection, t.key FROM record_tags t JOIN records r USING (collection, key)
+                ORDER BY t.collection, t.key
+                """
             ) { row in
-                RecordCollection(rawValue: row.string(0) ?? "").map { ($0, row.string(1) ?? "") }
-            }.compactMap { $0 }
+                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
+                guard tags.contains(tag), let collection = RecordCollection(rawValue: row.string(1) ?? "") else {
+                    return true
+                }
+                found[tag, default: []].append((collection, row.string(2) ?? ""))
+                return true
+            }
+            return found
         }
     }
 

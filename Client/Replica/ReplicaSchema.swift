@@ -98,6 +98,7 @@ enum ReplicaSchema {
         Migration4.recordTags,
         Migration4.ledgerRecords,
         Migration4.ledgerBook,
+        Migration4.noTagIndex,
     ])
 
     enum Migration4 {
@@ -449,6 +450,16 @@ enum ReplicaSchema {
                     pulls INTEGER NOT NULL,
                     what TEXT NOT NULL
                 ) WITHOUT ROWID;
+                """)
+
+        /// Records' tags without an index by tag: tagging the 10,000
+        /// records of a first pull wrote their random tags all over it, a
+        /// third of the ledger checks' time, for lookups made only when a
+        /// check fails (``Replica/records(tagged:)``, one pass for all).
+        static let noTagIndex = Migrator.Migration(
+            version: 23,
+            sql: """
+                DROP INDEX IF EXISTS record_tags_by_tag;
                 """)
     }
 }

@@ -43,16 +43,22 @@ extension SyncClient {
 
     /// The writes `changes` make, as the ledger names them: each record's
     /// tag and the stamp of each field this device wrote.
-    func ledgerWrites(_ changes: some Sequence<ChangeRecord>) -> [LedgerBook.Write] {
+    /// - Parameter sealed: the changes as sealed, in order, when the caller
+    ///   has them: each one's tag is read from its hidden key (no HMAC
+    ///   made again).
+    func ledgerWrites(_ changes: [ChangeRecord], sealed: [ChangeRecord]? = nil) -> [LedgerBook.Write] {
         guard let cipher else { return [] }
         let device = replica.deviceID
-        return changes.map { change in
+        return changes.indices.map { index in
+            let change = changes[index]
             var fields: [String: Ledger.Stamp] = [:]
             for (name, register) in change.state.fields where register.stamp.device == device {
                 fields[name] = Ledger.Stamp(register.stamp)
             }
-            return LedgerBook.Write(
-                tag: cipher.tag(collection: change.collection.rawValue, key: change.key), fields: fields)
+            let tag =
+                sealed.flatMap { $0.indices.contains(index) ? Self.tag(ofHiddenKey: $0[index].key) : nil }
+                ?? cipher.tag(collection: change.collection.rawValue, key: change.key)
+            return LedgerBook.Write(tag: tag, fields: fields)
         }
     }
 

@@ -99,10 +99,17 @@ extension SyncClient {
             let failures = LedgerCheck.failures(
                 device: device, ledgers: ledger,
                 register: { tag in
-                    setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0.fields) }
+                    setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0) }
                 },
                 newestRegister: newest[device], shardsHash: Ledger.shardsHash)
-            results[device] = failures.isEmpty ? nil : Self.describe(failures, registers: registers)
+            // The records failures name (held ones), as many as a sync asks for again.
+            var tags: Set<UInt64> = []
+            for case .unmet(let tag, _, _, _) in failures
+            where registers[tag] != nil && tags.count < PullRequest.maxAsked {
+                tags.insert(tag)
+            }
+            let named = try replica.records(tagged: tags).compactMapValues(\.first)
+            results[device] = failures.isEmpty ? nil : Self.describe(failures, named: named)
             guard !failures.isEmpty else { continue }
             // Its ledger as the server holds it now (a head, pending records
             // or shards the pull's cursor passed), and the records it names.
@@ -112,7 +119,7 @@ extension SyncClient {
                 + (0..<shards).map { .shard(device: device, index: $0) }
             ledgerKeys += keys.map { PullRequest.Asked(collection: .ledger, key: $0.description) }
             for case .unmet(let tag, _, _, false) in failures {
-                guard let record = registers[tag] else { continue }
+                guard let record = named[tag] else { continue }
                 missing.insert(
                     PullRequest.Asked(
                         collection: record.collection,
@@ -138,8 +145,7 @@ extension SyncClient {
 
     /// The failures of one device in words: the first few, by record where it is held.
     static func describe(
-        _ failures: [LedgerCheck.Failure],
-        registers: [UInt64: (collection: RecordCollection, key: String, fields: [String: HLCTimestamp])]
+        _ failures: [LedgerCheck.Failure], named: [UInt64: (collection: RecordCollection, key: String)]
     ) -> String {
         func word(_ failure: LedgerCheck.Failure) -> String {
             guard case .unmet(let tag, let fields, let stamp, let setAside) = failure else {
@@ -147,7 +153,7 @@ extension SyncClient {
             }
             let what =
                 fields == [RecordState.deletedField] ? "its deletion" : "its write of \(fields.joined(separator: ", "))"
-            guard let record = registers[tag] else {
+            guard let record = named[tag] else {
                 return "\(what) (\(Timestamp.iso8601(millis: stamp.wallMillis))) of a record not held here"
             }
             let named = "\(record.collection.rawValue) '\(record.key)'"

@@ -125,7 +125,7 @@ extension SyncClient {
             var book = try ledgerBook()
             // Each change's write as the ledger names it (its record's tag,
             // an HMAC), made once for the pending record and the answer.
-            let writes = book == nil ? [] : ledgerWrites(plain)
+            let writes = book == nil ? [] : ledgerWrites(plain, sealed: changes)
             if book != nil { request.ledger = try sealed(try pendingLedgerRecords(for: writes, book: &book!)) }
             let answer: JSONValue
             var prepared: Batch?

@@ -84,9 +84,8 @@ public protocol SyncReplica: AnyObject {
     func deviceNames() throws -> DeviceNames
     func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)]
     @discardableResult func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int
-    func registersByTag() throws -> [UInt64: (
-        collection: RecordCollection, key: String, fields: [String: HLCTimestamp]
-    )]
+    func registersByTag() throws -> [UInt64: [String: HLCTimestamp]]
+    func records(tagged tags: Set<UInt64>) throws -> [UInt64: [(collection: RecordCollection, key: String)]]
     func pulledAside(limit: Int) throws -> [PulledAside]
     func deviceWrites() throws -> [DeviceWrites]
     @discardableResult func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure]

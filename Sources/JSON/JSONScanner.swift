@@ -106,6 +106,13 @@ public struct JSONScanner {
         return try reader.readValue(depth: depth)
     }
 
+    /// Passes over any value, keeping nothing (its structure is checked as
+    /// ``value()`` checks it; a string's contents are not).
+    public mutating func skipValue() throws(ParseError) {
+        reader.skipWhitespace()
+        try reader.skipValue(depth: depth)
+    }
+
     /// A string value.
     public mutating func string() throws(ParseError) -> String {
         reader.skipWhitespace()

@@ -174,6 +174,71 @@ struct JSONReader {
         }
     }
 
+    /// Passes over one value as ``readValue(depth:)`` would read it, keeping
+    /// nothing: its structure is checked, a string's bytes are not decoded.
+    mutating func skipValue(depth: Int) throws(ParseError) {
+        guard depth < Self.maximumDepth else { throw fail("nested deeper than \(Self.maximumDepth) levels") }
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            let closing = bytes[index] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            let isObject = closing == UInt8(ascii: "}")
+            index += 1
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == closing {
+                index += 1
+                return
+            }
+            while true {
+                skipWhitespace()
+                if isObject {
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                        throw fail("expected a string key")
+                    }
+                    try skipString()
+                    skipWhitespace()
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                    index += 1
+                    skipWhitespace()
+                }
+                try skipValue(depth: depth + 1)
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == closing {
+                    index += 1
+                    return
+                }
+                throw fail(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+            }
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try expect("true")
+        case UInt8(ascii: "f"): try expect("false")
+        case UInt8(ascii: "n"): try expect("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try readNumber()
+        default: throw fail("unexpected character")
+        }
+    }
+
+    /// Passes over a string: to its closing quote, past escapes; no control character inside.
+    mutating func skipString() throws(ParseError) {
+        index += 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                index += 1
+                return
+            case UInt8(ascii: "\\"): index += 2
+            case 0..<0x20: throw fail("a control character in a string")
+            default: index += 1
+            }
+        }
+        throw fail("unexpected end of input")
+    }
+
     mutating func expect(_ word: StaticString) throws(ParseError) {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw fail("unexpected end of input") }

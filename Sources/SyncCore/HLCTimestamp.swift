@@ -82,6 +82,54 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
         }
     }
 
+    /// Reads stamps' text forms one after another, sharing each device id's
+    /// string among the stamps that name it (a record's registers mostly
+    /// name one or two devices): no string is made for a device seen before.
+    public struct Reader {
+        private var devices: [(bytes: [UInt8], id: String)] = []
+
+        public init() {}
+
+        /// ``HLCTimestamp/init(utf8:)``.
+        public mutating func stamp(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HLCTimestamp? {
+            guard bytes.count > 26, bytes.count - 26 <= 64 else { return nil }
+            let device = UnsafeBufferPointer(rebasing: bytes[26...])
+            guard let known = devices.first(where: { $0.bytes.elementsEqual(device) }) else {
+                guard let stamp = HLCTimestamp(utf8: bytes) else { return nil }
+                if devices.count < 16 { devices.append((Array(device), stamp.device)) }
+                return stamp
+            }
+            guard let stamp = HLCTimestamp(utf8: UnsafeBufferPointer(rebasing: bytes[..<26]), device: known.id)
+            else { return nil }
+            return stamp
+        }
+    }
+
+    /// The text form's milliseconds and counter (its first 26 bytes,
+    /// through the second '-') with `device`, known to be valid.
+    init?(utf8 prefix: UnsafeBufferPointer<UInt8>, device: String) {
+        guard prefix.count == 26, prefix[16] == UInt8(ascii: "-"), prefix[25] == UInt8(ascii: "-"),
+            let wall = Self.hex(prefix, 0..<16), wall <= UInt64(Int64.max), let counter = Self.hex(prefix, 17..<25)
+        else { return nil }
+        self.init(wallMillis: Int64(wall), counter: UInt32(counter), device: device)
+    }
+
+    private static func hex(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> UInt64? {
+        var value: UInt64 = 0
+        for index in range {
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
+    }
+
     /// Parses the text form; nil when malformed.
     /// How a stamp is written, for a message about one that is not.
     public static let form =
@@ -98,22 +146,7 @@ public struct HLCTimestamp: Sendable, Hashable, Comparable, CustomStringConverti
     public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         let parsed = { () -> (UInt64, UInt32, String)? in
             guard bytes.count > 26, bytes[16] == UInt8(ascii: "-"), bytes[25] == UInt8(ascii: "-") else { return nil }
-            func hex(_ range: Range<Int>) -> UInt64? {
-                var value: UInt64 = 0
-                for index in range {
-                    let byte = bytes[index]
-                    let digit: UInt8
-                    switch byte {
-                    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                    default: return nil
-                    }
-                    value = value << 4 | UInt64(digit)
-                }
-                return value
-            }
-            guard let wall = hex(0..<16), wall <= UInt64(Int64.max), let counter = hex(17..<25),
+            guard let wall = Self.hex(bytes, 0..<16), wall <= UInt64(Int64.max), let counter = Self.hex(bytes, 17..<25),
                 bytes.count - 26 <= 64, bytes[26...].allSatisfy(HLCTimestamp.isDeviceByte)
             else { return nil }
             return (wall, UInt32(counter), String(decoding: UnsafeBufferPointer(rebasing: bytes[26...]), as: UTF8.self))

@@ -166,17 +166,32 @@ public enum LedgerCheck {
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
-                let fields = names(group, others: others)
                 switch held {
                 case .applied(let registers):
-                    let missing = fields.filter { name in registers[name].map { $0 < stamp } ?? true }
-                    if !missing.isEmpty {
-                        failures.append(.unmet(tag: entry.tag, fields: missing, stamp: stamp, setAside: false))
+                    // Every entry of an honest ledger is met: its names are
+                    // listed only when one is not.
+                    func unmet(_ name: String) -> Bool { registers[name].map { $0 < stamp } ?? true }
+                    var met = true
+                    for (bit, name) in Ledger.knownFields.enumerated()
+                    where group.known & (1 << UInt16(bit)) != 0 && unmet(name) {
+                        met = false
+                        break
                     }
+                    if met {
+                        for index in group.others where Int(index) >= others.count || unmet(others[Int(index)]) {
+                            met = false
+                            break
+                        }
+                    }
+                    guard !met else { continue }
+                    let missing = names(group, others: others).filter(unmet)
+                    failures.append(.unmet(tag: entry.tag, fields: missing, stamp: stamp, setAside: false))
                 case .setAside:
-                    failures.append(.unmet(tag: entry.tag, fields: fields, stamp: stamp, setAside: true))
+                    failures.append(
+                        .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: true))
                 case nil:
-                    failures.append(.unmet(tag: entry.tag, fields: fields, stamp: stamp, setAside: false))
+                    failures.append(
+                        .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: false))
                 }
             }
         }

@@ -272,6 +272,55 @@ extension RecordState {
     }
 }
 
+extension RecordState {
+    /// The stamp of each field of a stored record's fields text (the wire's
+    /// form, which a replica keeps), without reading the values (passed
+    /// over, their structure checked): what the ledger checks compare, for
+    /// every record held. Device ids are shared through `reader`.
+    /// - Throws: when the text is not a fields object of registers with stamps.
+    public static func fieldStamps(
+        fieldsUTF8 bytes: UnsafeBufferPointer<UInt8>, reader: inout HLCTimestamp.Reader
+    ) throws(Wire.Problem) -> [String: HLCTimestamp] {
+        var scanner = JSONScanner(bytes)
+        var stamps: [String: HLCTimestamp] = [:]
+        // What is wrong with the text, or nil.
+        func read() throws(JSONValue.ParseError) -> String? {
+            guard scanner.peek() == UInt8(ascii: "{") else { return "a stored record's fields are not an object" }
+            if try scanner.beginObject() {
+                repeat {
+                    let name = try scanner.name()
+                    var shown: String { DisplayText.printable(name.prefix(40)) }
+                    guard scanner.peek() == UInt8(ascii: "{") else {
+                        return "field \"\(shown)\" of a stored record is not a register"
+                    }
+                    var stamp: HLCTimestamp?
+                    if try scanner.beginObject() {
+                        repeat {
+                            if try scanner.name() == "s", scanner.peek() == UInt8(ascii: "\"") {
+                                stamp = try scanner.withStringBytes { reader.stamp(utf8: $0) }
+                            } else {
+                                try scanner.skipValue()
+                            }
+                        } while try scanner.nextMember()
+                    }
+                    guard let stamp else { return "field \"\(shown)\" of a stored record has no stamp" }
+                    stamps[name] = stamp
+                } while try scanner.nextMember()
+            }
+            try scanner.end()
+            return nil
+        }
+        let problem: String?
+        do throws(JSONValue.ParseError) {
+            problem = try read()
+        } catch {
+            throw Wire.Problem("a stored record is not JSON: \(error)")
+        }
+        if let problem { throw Wire.Problem(problem) }
+        return stamps
+    }
+}
+
 extension VersionVector {
     /// A version vector from its stored JSON text (``RecordState/encodeVersions(_:)``).
     public init(json: String) throws(Wire.Problem) {

@@ -277,6 +277,57 @@ import Testing
         }
     }
 
+    /// The ledger checks read only the stamps of a stored record's fields:
+    /// the same stamps the whole reader reads, values of any shape passed
+    /// over, and a clear error for text that is not registers.
+    @Test func aStoredRecordsStampsReadAlone() throws {
+        func stamps(_ text: String) throws(Wire.Problem) -> [String: HLCTimestamp] {
+            var text = text
+            var reader = HLCTimestamp.Reader()
+            let result = text.withUTF8 { bytes in
+                Result { () throws(Wire.Problem) in try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader) }
+            }
+            return try result.get()
+        }
+        let other = "000001a2297e9f5b-00000003-laptop"
+        let text = #"""
+            { "a": {"v": {"x": [1, -2.5e3, true, null, "q\"u\u00e9"], "y": {}}, "s": "\#(Self.stamp)"},
+              "b": {"s": "\#(other)", "v": "plain"}, "c": {"s": "\#(Self.stamp)", "v": [], "extra": false} }
+            """#
+        let read = try stamps(text)
+        #expect(
+            read == [
+                "a": HLCTimestamp(text: Self.stamp)!, "b": HLCTimestamp(text: other)!,
+                "c": HLCTimestamp(text: Self.stamp)!,
+            ])
+        let whole = try RecordState(
+            fieldsJSON: #"{"a":{"s":"\#(Self.stamp)","v":{"x":[1]}},"b":{"s":"\#(other)","v":"p"}}"#, versionsJSON: "{}"
+        )
+        #expect(
+            try stamps(#"{"a":{"s":"\#(Self.stamp)","v":{"x":[1]}},"b":{"s":"\#(other)","v":"p"}}"#)
+                == whole.fields.mapValues(\.stamp))
+        #expect(try stamps("{}").isEmpty)
+        for (bad, why) in [
+            ("", "a stored record's fields are not an object"),
+            ("[]", "a stored record's fields are not an object"),
+            (#"{"a":"v"}"#, #"field "a" of a stored record is not a register"#),
+            (#"{"a":{"v":1}}"#, #"field "a" of a stored record has no stamp"#),
+            (#"{"a":{"s":"yesterday","v":1}}"#, #"field "a" of a stored record has no stamp"#),
+            (#"{"a":{"s":"\#(Self.stamp)","v":[1,}}"#, "a stored record is not JSON"),
+            (#"{"a":{"s":"\#(Self.stamp)","v":"\#u{01}"}}"#, "a stored record is not JSON"),
+            (#"{"a":{"s":"\#(Self.stamp)","v":1}} x"#, "a stored record is not JSON"),
+            (String(repeating: "[", count: 80), "a stored record's fields are not an object"),
+            (#"{"a":{"s":"\#(Self.stamp)","v":"# + String(repeating: "[", count: 80), "nested deeper than 64"),
+        ] {
+            #expect(throws: Wire.Problem.self, "\(bad)") { try stamps(bad) }
+            do {
+                _ = try stamps(bad)
+            } catch {
+                #expect(error.description.contains(why), "\(bad): \(error)")
+            }
+        }
+    }
+
     @Test func anEncryptRequestSaysWhatIsWrong() throws {
         func message(_ text: String) -> String? { Self.message(text, EncryptRequest.init(reading:)) }
         let asked = EncryptRequest(keyID: "0123456789abcdef", replacing: "fedcba9876543210", seen: 12, account: "acct")

@@ -3,7 +3,8 @@ import Model
 import SyncCore
 
 /// Reads the input as a push, a relay, a pull page, an encrypt request (and
-/// its answer), a join request, a stored record, a `Brsync-Signature` header
+/// its answer), a join request, a stored record (whole, and its stamps
+/// alone), a `Brsync-Signature` header
 /// the
 /// way the server and the client read them. The readers skip the JSON tree,
 /// so they must agree with it on what JSON is: text the tree parser refuses
@@ -97,9 +98,14 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         precondition(again == joining, "a join request changed in a round trip")
     }
+    // The input as a stored record's fields read for their stamps alone (the
+    // ledger checks): never a crash, and what the whole reader reads, it reads alike.
+    var reader = HLCTimestamp.Reader()
+    let stamps = try? RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
     // The input as a stored record's fields (and as its versions).
     if let text = String(validUTF8: bytes) {
         if let state = try? RecordState(fieldsJSON: text, versionsJSON: "{}") {
+            precondition(stamps == state.fields.mapValues(\.stamp), "the stamps alone read otherwise")
             precondition(
                 isJSON
                     && (try? RecordState(fieldsJSON: RecordState.encodeFields(state.fields), versionsJSON: "{}"))
