@@ -199,13 +199,21 @@ extension SyncClient {
     /// for it, such as a key moved forward, and every record after a key
     /// change: its first ledger then covers every register it relays); the
     /// sync's ledger request covers them. Never while a request waits: that
-    /// one goes first, the same.
+    /// one goes first, the same. Inside a push, kept for its next answer or
+    /// its end to fold (``relayedInPush``).
     func ledgerRelayed(_ records: [ChangeRecord]) throws {
-        // Inside a push (records it asks for whole, a re-stamp's relay) the
-        // push's own answers fold these writes, into the book it holds.
-        guard !pushingBatches, var book = try ledgerBook() else { return }
+        guard cipher != nil else { return }
         let writes = ledgerWrites(records.filter { $0.collection != .ledger }).filter { !$0.fields.isEmpty }
         guard !writes.isEmpty else { return }
+        // Inside a push (records it asks for whole, a relay after a restore
+        // found mid-push) the push folds these writes into the book it
+        // holds: kept until then (a batch's answer may not acknowledge them).
+        if pushingBatches {
+            let device = replica.deviceID
+            relayedInPush = (device, (relayedInPush?.device == device ? relayedInPush?.writes ?? [] : []) + writes)
+            return
+        }
+        guard var book = try ledgerBook() else { return }
         if book.unconfirmed != nil { try sendLedgerRequest(&book) }
         guard book.unconfirmed == nil else { return }
         book.fold(writes)
@@ -218,10 +226,10 @@ extension SyncClient {
     /// records describing those, chained in the book returned (kept once
     /// the relay's answer comes; readable, as
     /// ``pendingLedgerRecords(for:book:quietly:)``). Nil when there are none
-    /// to describe, from a book not known to be current, inside a push (its batches' pending records count what it relays),
-    /// or while the book cannot chain one (a request waits for its
-    /// confirmation): then the writes are folded once taken
-    /// (``ledgerRelayed(_:)``), as relays of writes held before are.
+    /// to describe, from a book not known to be current, inside a push (its
+    /// answers fold what it relays), or while the book cannot chain one (a
+    /// request waits for its confirmation): then the writes are folded once
+    /// taken (``ledgerRelayed(_:)``), as relays of writes held before are.
     func relayLedger(for records: [ChangeRecord]) throws -> (book: LedgerBook, records: [ChangeRecord])? {
         // Only from a book known to be current (as a new ledger request): a
         // copy of this home under the same id may have written a newer head,
@@ -243,6 +251,16 @@ extension SyncClient {
     /// After a push: the ledger request, if this device's book has one to send.
     func finishLedger() throws {
         guard var book = try ledgerBook() else { return }
+        // Writes relayed inside the push that no batch's answer acknowledged.
+        let left = relayedInPush?.device == book.device ? relayedInPush?.writes.filter { !book.holds($0) } ?? [] : []
+        relayedInPush = nil
+        if !left.isEmpty {
+            if book.unconfirmed != nil { try sendLedgerRequest(&book) }
+            if book.unconfirmed == nil {
+                book.fold(left)
+                try keepLedgerBook(book, tags: left.map(\.tag))
+            }
+        }
         try sendLedgerRequest(&book)
     }
 

@@ -283,7 +283,11 @@ extension SyncClient {
             // The batch's pending records stay in the chain even when a retry
             // of applied changes did not take them: the first try did, and the
             // head that folds the chain must fold them.
-            if book != nil { book!.answered(acknowledging: ledgerWrites) }
+            // With this device's writes relayed inside the push so far (records
+            // the server asked for whole): taken, whatever the answer acknowledged.
+            let relayed = book != nil && relayedInPush?.device == book?.device ? relayedInPush?.writes ?? [] : []
+            if book != nil { relayedInPush = nil }
+            if book != nil { book!.answered(acknowledging: ledgerWrites + relayed) }
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.
             try replica.transaction {
@@ -299,7 +303,7 @@ extension SyncClient {
                     let through = min(response.acknowledged, last.sequence)
                     try replica.keepChains([(through, chains[Int(through - first.sequence)])])
                 }
-                if let book { try keepLedgerBook(book, tags: ledgerWrites.map(\.tag)) }
+                if let book { try keepLedgerBook(book, tags: (ledgerWrites + relayed).map(\.tag)) }
             }
             state.pushedThrough = response.acknowledged
             if response.acknowledged > mark { mark = response.acknowledged } else { stalls += 1 }

@@ -236,6 +236,7 @@ public final class SyncClient {
             currentLedgerBook = nil
             ledgerChainConfirmed = false
             ledgerPulledHead = false
+            relayedInPush = nil
         }
         return try lock.withLock {
             defer { try? replica.persistServerTime() }
@@ -255,6 +256,12 @@ public final class SyncClient {
     var ledgerPulledHead = false
     /// Whether a push is sending batches (its answers fold this device's writes into the book it holds).
     var pushingBatches = false
+    /// This device's writes that relays inside a push carried (records the
+    /// server asked for whole, everything after a restore found mid-push):
+    /// folded into the book with the next batch's answer, or at the end of
+    /// the push (``finishLedger()``), whichever comes first; only into the
+    /// book of the device id that wrote them (a fork in between drops them).
+    var relayedInPush: (device: String, writes: [LedgerBook.Write])?
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).
