@@ -277,9 +277,18 @@ extension SyncClient {
             }.count
             // The writes the server applied go into this device's ledger (a
             // refused change never does), kept with the acknowledgement.
-            let ledgerWrites = zip(plain, writes).filter { change, _ in
+            var ledgerWrites = zip(plain, writes).filter { change, _ in
                 change.sequence <= response.acknowledged && refused[change.sequence] == nil
             }.map(\.1)
+            // Changes past the batch the server says it applied (an earlier
+            // try of them whose answer was not taken: the account's epoch
+            // changed in it, a restore was found): applied, and no batch of
+            // this push sends them again to fold them.
+            if book != nil, response.acknowledged > last.sequence {
+                ledgerWrites += self.ledgerWrites(
+                    try replica.unpushedChanges(
+                        after: last.sequence, limit: Int(min(response.acknowledged - last.sequence, 100_000))))
+            }
             // The batch's pending records stay in the chain even when a retry
             // of applied changes did not take them: the first try did, and the
             // head that folds the chain must fold them.

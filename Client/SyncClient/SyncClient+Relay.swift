@@ -14,17 +14,30 @@ extension SyncClient {
     ///   to encryption): the push that follows carries them, and the server
     ///   asks for the whole record (`needed`) if it must.
     /// This device's own ledger records go last, after the writes they
-    /// count (as a push's head follows its batches).
+    /// count (as a push's head follows its batches). Inside a push (a
+    /// restore found by its answer), records holding a change of this
+    /// device not pushed yet wait for the push's batches, which carry the
+    /// change with its pending record, after the push has decided whether
+    /// this replica forks (relayed first, an edit reached the server under
+    /// an id the fork then left, counted by no ledger).
     func relayEverything(skippingOwnUnpushed: Bool = false) throws {
         var after: (RecordCollection?, String) = (nil, "")
         let own = replica.deviceID
         var ownLedger: [ChangeRecord] = []
+        let unpushed: Set<String> =
+            cipher == nil || !pushingBatches
+            ? []
+            : Set(
+                try replica.unpushedChanges(after: try replica.syncState().pushedThrough, limit: Int(Int32.max)).map {
+                    "\($0.collection.rawValue)/\($0.key)"
+                })
         while true {
             let candidates = try replica.allRecords(afterCollection: after.0, key: after.1, limit: options.pushBatch)
             guard let last = candidates.last else { break }
             after = (last.collection, last.key)
             var records =
                 skippingOwnUnpushed ? candidates.filter { Array($0.state.versions.counters.keys) != [own] } : candidates
+            if !unpushed.isEmpty { records.removeAll { unpushed.contains("\($0.collection.rawValue)/\($0.key)") } }
             ownLedger += records.filter { $0.collection == .ledger && Ledger.Key($0.key)?.device == own }
             records.removeAll { $0.collection == .ledger && Ledger.Key($0.key)?.device == own }
             if !records.isEmpty { try relay(records) }

@@ -74,7 +74,12 @@ import Testing
     ///   acknowledged went into no ledger; other machines held them past
     ///   what its ledger described, for good (now a push folds what it
     ///   relayed with its next answer, or at its end).
-    static let regressionSeeds: [UInt64] = [8400, 96005, 96100]
+    /// - 96131 (encrypted): a home restored from an older copy relayed its
+    ///   new edit inside its push (a restore found by the push's answer),
+    ///   then forked: the old id's ledger never counted the edit (now such
+    ///   a relay leaves unpushed edits to the push's batches, and an answer
+    ///   that acknowledges past its batch folds those changes too).
+    static let regressionSeeds: [UInt64] = [8400, 96005, 96100, 96131]
 
     static var stores: [StoreKind] {
         let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]
