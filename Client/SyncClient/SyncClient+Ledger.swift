@@ -62,6 +62,19 @@ extension SyncClient {
         }
     }
 
+    /// The writes of this device in whole records (relayed): their
+    /// ledger writes, without ledger records and records it wrote nothing of.
+    func ownWrites(in records: [ChangeRecord]) -> [LedgerBook.Write] {
+        ledgerWrites(records.filter { $0.collection != .ledger }).filter { !$0.fields.isEmpty }
+    }
+
+    /// The writes relayed inside the push (``relayedInPush``) that go into
+    /// `book`: those of its id (none after a fork), taken once.
+    func takeRelayedInPush(into book: LedgerBook) -> [LedgerBook.Write] {
+        defer { relayedInPush = nil }
+        return relayedInPush?.device == book.device ? relayedInPush?.writes ?? [] : []
+    }
+
     /// The pending records of a batch's `writes` (``ledgerWrites(_:)``,
     /// readable: seal them with ``sealed(_:)`` to send), chained in `book`.
     /// When the book has no room (the chain is full, or a request waits for
@@ -203,7 +216,7 @@ extension SyncClient {
     /// its end to fold (``relayedInPush``).
     func ledgerRelayed(_ records: [ChangeRecord]) throws {
         guard cipher != nil else { return }
-        let writes = ledgerWrites(records.filter { $0.collection != .ledger }).filter { !$0.fields.isEmpty }
+        let writes = ownWrites(in: records)
         guard !writes.isEmpty else { return }
         // Inside a push (records it asks for whole, a relay after a restore
         // found mid-push) the push folds these writes into the book it
@@ -238,9 +251,7 @@ extension SyncClient {
         guard !pushingBatches, var book = try ledgerBook(),
             try ledgerChainConfirmed || (ledgerPulledHead && !isStale(book))
         else { return nil }
-        let own = ledgerWrites(records.filter { $0.collection != .ledger }).filter {
-            !$0.fields.isEmpty && !book.holds($0)
-        }
+        let own = ownWrites(in: records).filter { !book.holds($0) }
         guard !own.isEmpty else { return nil }
         if book.unconfirmed != nil { try sendLedgerRequest(&book) }
         guard book.unconfirmed == nil else { return nil }
@@ -252,8 +263,7 @@ extension SyncClient {
     func finishLedger() throws {
         guard var book = try ledgerBook() else { return }
         // Writes relayed inside the push that no batch's answer acknowledged.
-        let left = relayedInPush?.device == book.device ? relayedInPush?.writes.filter { !book.holds($0) } ?? [] : []
-        relayedInPush = nil
+        let left = takeRelayedInPush(into: book).filter { !book.holds($0) }
         if !left.isEmpty {
             if book.unconfirmed != nil { try sendLedgerRequest(&book) }
             if book.unconfirmed == nil {

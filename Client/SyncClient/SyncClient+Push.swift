@@ -294,8 +294,7 @@ extension SyncClient {
             // head that folds the chain must fold them.
             // With this device's writes relayed inside the push so far (records
             // the server asked for whole): taken, whatever the answer acknowledged.
-            let relayed = book != nil && relayedInPush?.device == book?.device ? relayedInPush?.writes ?? [] : []
-            if book != nil { relayedInPush = nil }
+            let relayed = book.map(takeRelayedInPush(into:)) ?? []
             if book != nil { book!.answered(acknowledging: ledgerWrites + relayed) }
             // One commit with what the acknowledgement moves (and the clock
             // offset of the answer): each commit waits for a disk flush.

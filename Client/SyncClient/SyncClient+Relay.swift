@@ -86,8 +86,8 @@ extension SyncClient {
             let refusedKeys = Set(response.rejected.map { "\($0.collection.rawValue)/\($0.key)" })
             let taken = batch.filter { !refusedKeys.contains("\($0.wire.collection.rawValue)/\($0.wire.key)") }
             if var book = ledger?.book {
-                let writes = ledgerWrites(taken.map(\.plain).filter { $0.collection != .ledger })
-                book.answered(acknowledging: writes.filter { !$0.fields.isEmpty })
+                let writes = ownWrites(in: taken.map(\.plain))
+                book.answered(acknowledging: writes)
                 try replica.transaction {
                     try keepLedgerBook(book, tags: writes.map(\.tag))
                     try replica.keepOwnLedgerRecords(ledger?.records ?? [])
