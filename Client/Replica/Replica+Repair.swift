@@ -138,6 +138,16 @@ extension Replica {
     /// This machine's clock in the server's time (the offset last learned).
     public func serverTime() throws -> Int64 { try serverTimeMillis() }
 
+    /// The furthest wall time (ms) a stamp the server holds can have, as far
+    /// as this machine can tell: `ahead` past the server's clock (four
+    /// minutes: a push's stamps), or the newest stamp pulled from it. A stamp
+    /// further ahead was made while a clock ran fast and never taken (the
+    /// server refuses such stamps), or was lost to a restore: a new write
+    /// need not go above it.
+    public func stampCeiling(ahead: Int64 = 240_000) throws -> Int64 {
+        max(try serverTimeMillis() + ahead, Int64(try meta("pulled_high") ?? "") ?? 0)
+    }
+
     /// Notes whole records the server needs and has not taken (or has, now).
     public func markUndelivered(_ keys: [(RecordCollection, String)], _ undelivered: Bool) throws {
         guard !keys.isEmpty else { return }
@@ -210,7 +220,7 @@ extension Replica {
             // below the edits (unless it was one of them). A stamp further
             // ahead than the server's clock and everything pulled from it was
             // never the server's: the edit need not (and could not) go above it.
-            let acceptable = max(try serverTimeMillis() + 240_000, Int64(try meta("pulled_high") ?? "") ?? 0)
+            let acceptable = try stampCeiling()
             for text in try database.query(
                 "SELECT overwrote FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND overwrote IS NOT NULL",
                 [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" })

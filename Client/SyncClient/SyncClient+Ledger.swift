@@ -108,7 +108,7 @@ extension SyncClient {
         _ writes: [LedgerBook.Write], in book: inout LedgerBook
     ) throws -> [(slot: Int, record: Ledger.Pending)]? {
         var failure: (any Error)?
-        var last = book.lastStamp
+        var last = try lastLedgerStamp(of: book)
         var trial = book
         let records = trial.pending(for: writes) {
             do {
@@ -127,11 +127,34 @@ extension SyncClient {
 
     /// The clock's next tick, and never at or below `last` (a clock set back
     /// by a re-stamp would otherwise write a slot or the head below the
-    /// record the server holds there, and lose the merge).
+    /// record the server holds there, and lose the merge). Once the server
+    /// refused a stamp for its clock, the clock's tick goes no further than
+    /// a push may be ahead (``SyncReplica/stampCeiling(ahead:)``): the clock
+    /// may still run fast.
     private func nextLedgerStamp(after last: Ledger.Stamp?) throws -> Ledger.Stamp {
-        let stamp = Ledger.Stamp(try replica.ledgerStamp())
+        var stamp = Ledger.Stamp(try replica.ledgerStamp())
+        if clockRefused {
+            let ceiling = try replica.stampCeiling(ahead: 240_000)
+            if stamp.wallMillis > ceiling { stamp = Ledger.Stamp(wallMillis: ceiling, counter: 0) }
+        }
         guard let last, stamp <= last else { return stamp }
         return Ledger.Stamp(wallMillis: last.wallMillis, counter: last.counter &+ 1)
+    }
+
+    /// How far past the server's clock a ledger record it took may have
+    /// been stamped: a day, as far as a relay's stamps may be (a ledger
+    /// request is a relay).
+    static let ledgerStampAllowance: Int64 = 86_400_000
+
+    /// The stamp the book's next record must be newer than: its newest
+    /// (``LedgerBook/lastStamp``); once the server refused a stamp for its
+    /// clock, its newest the server can hold (a day past its clock, or the
+    /// newest stamp pulled). Records stamped further ahead were never taken
+    /// (they were written while the clock ran years fast), or were lost to a
+    /// restore: after them, every later record would be refused too.
+    private func lastLedgerStamp(of book: LedgerBook) throws -> Ledger.Stamp? {
+        guard clockRefused else { return book.lastStamp }
+        return book.lastStamp(notAfter: try replica.stampCeiling(ahead: Self.ledgerStampAllowance))
     }
 
     /// The ledger request, when the book has anything to send (a chain to
@@ -150,7 +173,7 @@ extension SyncClient {
         guard try book.unconfirmed != nil || ledgerChainConfirmed || (ledgerPulledHead && !isStale(book)) else {
             return
         }
-        let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: book.lastStamp)
+        let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: lastLedgerStamp(of: book))
         let request: LedgerBook.Request
         do {
             guard let made = try book.ledgerRequest(at: stamp, shardsHash: Ledger.shardsHash) else { return }
@@ -174,10 +197,15 @@ extension SyncClient {
             let answer = try sendRecords(to: "/v1/relay", body: relay.body())
             response = try PushResponse(json: answer)
         } catch let error as SyncError {
-            guard case .refused = error else { throw error }
-            // Refused whole: none of it was taken; the next is made afresh.
+            guard case .refused(let code, _) = error else { throw error }
+            // Refused whole: none of it was taken; the next is made afresh,
+            // at once when its stamp was too far ahead (now no further than
+            // the server takes).
+            let ceiling = try replica.stampCeiling(ahead: Self.ledgerStampAllowance)
+            let restamp = code == .clockSkew && (book.unconfirmed?.stamp.wallMillis ?? 0) > ceiling
             book.abandonRequest()
             try keepLedgerBook(book, tags: [])
+            if restamp { return try sendLedgerRequest(&book) }
             summary.problems.append("the server did not take this machine's ledger: \(error)")
             return
         } catch {

@@ -236,6 +236,7 @@ extension SyncClient {
         }
         if let refusal = exchange.refusal {
             lastRefusal = refusal
+            if refusal.code == .clockSkew { clockRefused = true }
             try noteMarks(refusal)
         }
         if let error = exchange.error { throw error }

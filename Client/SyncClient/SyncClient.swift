@@ -254,6 +254,10 @@ public final class SyncClient {
     var ledgerChainConfirmed = false
     /// Whether a pull reached the server's head since this client took the sync lock.
     var ledgerPulledHead = false
+    /// Whether the server refused a stamp of this client's for its clock
+    /// (`clock_skew`): ledger records are then stamped no further ahead than
+    /// it takes (``SyncReplica/stampCeiling(ahead:)``).
+    var clockRefused = false
     /// Whether a push is sending batches (its answers fold this device's writes into the book it holds).
     var pushingBatches = false
     /// This device's writes that relays inside a push carried (records the

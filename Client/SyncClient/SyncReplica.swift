@@ -20,6 +20,8 @@ public protocol SyncReplica: AnyObject {
     func keyCertificates() throws -> [KeyCertificate]
     /// The server's wall clock as this machine last learned it (ms).
     func serverTime() throws -> Int64
+    /// The furthest wall time (ms) a stamp the server holds can have (``Replica/stampCeiling(ahead:)``).
+    func stampCeiling(ahead: Int64) throws -> Int64
 
     // MARK: The timeline (account, epoch, device id, encryption)
     func takeNewDeviceIDIfCopied() throws -> String?

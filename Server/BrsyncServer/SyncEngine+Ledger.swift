@@ -46,8 +46,8 @@ extension SyncEngine {
     /// A device's ledger request (``RelayRequest/ledgerOf``): its own ledger
     /// records, each in a ledger record's form, from a device id that
     /// pushed to the account, stamped within the clock's allowance, all merged in
-    /// one write or none (400, naming the first that is not): a head is
-    /// never taken without the shards it counts.
+    /// one write or none (400, naming the first that is not; 422 `clock_skew`
+    /// for a stamp too far ahead): a head is never taken without the shards it counts.
     /// - Returns: how many records changed.
     static func applyLedgerRequest(
         _ request: RelayRequest, of owner: String, account: Int64, counters: Store.AccountCounters,
@@ -77,11 +77,14 @@ extension SyncEngine {
                 throw refuse(record.key, problem)
             }
         }
+        // A stamp too far ahead keeps the clock's code (422), as a push's
+        // does: the client then stamps its next request from its clock.
         do {
             try checkStamps(
                 of: request.records, ownDevice: owner, now: now, newest: counters.stampHigh,
                 maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
         } catch let error as ServerError {
+            if case .clockSkew = error { throw error }
             throw ServerError.badRequest("\(error.description); the ledger request is refused whole")
         }
         var working: [WorkingKey: WorkingRecord] = [:]

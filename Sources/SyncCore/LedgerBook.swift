@@ -128,8 +128,13 @@ public struct LedgerBook: Sendable, Equatable {
 
     /// The newest stamp this book has written a ledger record with: the next
     /// is newer, whatever the clock says after it was set back.
-    public var lastStamp: Ledger.Stamp? {
-        ([headStamp, lastFolded?.stamp, unconfirmed?.stamp] + chain.map(\.stamp)).compactMap { $0 }.max()
+    public var lastStamp: Ledger.Stamp? { lastStamp(notAfter: .max) }
+
+    /// The newest stamp this book has written a ledger record with at or
+    /// before `wallMillis`.
+    public func lastStamp(notAfter wallMillis: Int64) -> Ledger.Stamp? {
+        ([headStamp, lastFolded?.stamp, unconfirmed?.stamp] + chain.map(\.stamp)).compactMap { $0 }
+            .filter { $0.wallMillis <= wallMillis }.max()
     }
 
     /// Takes acknowledged writes into the entries (``answered(acknowledging:)``

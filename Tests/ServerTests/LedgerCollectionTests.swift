@@ -10,10 +10,12 @@ import Testing
 /// own writes, counted"): taken only into encrypted accounts, only from
 /// clients that keep ledgers, only in its sealed form, and sent only to them.
 @Suite struct LedgerCollectionTests {
-    static func ledger(_ device: TestDevice, _ key: String, extra: [String: JSONValue] = [:]) -> ChangeRecord {
+    static func ledger(
+        _ device: TestDevice, _ key: String, extra: [String: JSONValue] = [:], skewMilliseconds: Int64 = 0
+    ) -> ChangeRecord {
         device.change(
             key, ["ledger": .string("e1." + String(repeating: "Ab0-_", count: 12))].merging(extra) { $1 },
-            collection: .ledger)
+            collection: .ledger, skewMilliseconds: skewMilliseconds)
     }
 
     static func rejections(_ response: HTTPResponseParser.ParsedResponse) throws -> [String] {
@@ -213,6 +215,18 @@ import Testing
         let takenRejections = try Self.rejections(taken)
         #expect(takenRejections.isEmpty, "\(taken.text)")
         #expect(try ledgerKeys() == ["ledger/\(laptop.deviceID)/0", "ledger/\(laptop.deviceID)/head"])
+
+        // Stamped two days ahead (a relay may be a day ahead): refused with the clock's code, as a push is
+        // (the client stamps its next request no further than the server
+        // takes), nothing of it applied.
+        let before = try laptop.pullAll().records.filter { $0.key.hasPrefix("ledger/") }
+        let ahead = try request([
+            Self.ledger(laptop, "\(laptop.deviceID)/0", skewMilliseconds: 2 * 86_400_000),
+            Self.ledger(laptop, "\(laptop.deviceID)/head", skewMilliseconds: 2 * 86_400_000),
+        ])
+        #expect(ahead.status == 422, "\(ahead.text)")
+        #expect(ahead.errorCode == .clockSkew, "\(ahead.text)")
+        #expect(try laptop.pullAll().records.filter { $0.key.hasPrefix("ledger/") } == before)
     }
 
     /// A relay of a device's new writes carries the pending records that

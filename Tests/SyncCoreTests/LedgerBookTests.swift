@@ -70,6 +70,25 @@ import Testing
         #expect(seventeenth == nil, "a seventeenth unfolded slot waits for a ledger request")
     }
 
+    /// The newest stamp the book wrote with, and its newest at or before a
+    /// wall time (stamps further ahead were refused for the clock, or lost).
+    @Test func theBooksLastStampAllAndUpToAWallTime() throws {
+        var book = LedgerBook(device: Self.device)
+        #expect(book.lastStamp == nil && book.lastStamp(notAfter: .max) == nil)
+        var walls: [Int64] = [100, 5_000]
+        _ = try #require(
+            book.pending(for: [.init(tag: 1, fields: ["deleted": Self.stamp(1)])]) {
+                Self.stamp(walls.removeFirst())
+            })
+        _ = try #require(
+            book.pending(for: [.init(tag: 2, fields: ["deleted": Self.stamp(2)])]) {
+                Self.stamp(walls.removeFirst())
+            })
+        #expect(book.lastStamp == Self.stamp(5_000))
+        #expect(book.lastStamp(notAfter: 4_999) == Self.stamp(100))
+        #expect(book.lastStamp(notAfter: 99) == nil)
+    }
+
     @Test func shardsGrowAndOnlyChangedOnesAreSent() throws {
         var book = LedgerBook(device: Self.device)
         var random = SeededRandom.fromEnvironment(fallback: 5151)

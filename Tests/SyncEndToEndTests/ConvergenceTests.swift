@@ -79,7 +79,15 @@ import Testing
     ///   then forked: the old id's ledger never counted the edit (now such
     ///   a relay leaves unpushed edits to the push's batches, and an answer
     ///   that acknowledges past its batch folds those changes too).
-    static let regressionSeeds: [UInt64] = [8400, 96005, 96100, 96131]
+    /// - 96157 (encrypted): a device's pending records, stamped while its
+    ///   clock ran a year fast, were taken and then lost to a restore; each
+    ///   later ledger record was stamped after them, refused for the clock,
+    ///   and the device stuck for good (now, once the server refuses a stamp
+    ///   for its clock, ledger records go no further ahead than it takes);
+    ///   96166 guards that fix: a head the server took four minutes ahead
+    ///   of its clock (a ledger request may be a day ahead) still holds the
+    ///   next records above it (stamped below it, they were ignored).
+    static let regressionSeeds: [UInt64] = [8400, 96005, 96100, 96131, 96157, 96166]
 
     static var stores: [StoreKind] {
         let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]
