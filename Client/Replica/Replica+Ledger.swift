@@ -93,6 +93,7 @@ extension Replica {
         try database.run("DELETE FROM ledger_entries")
         try database.run("DELETE FROM record_tags")
         try database.run("DELETE FROM ledger_failures")
+        try database.run("DELETE FROM ledger_checked")
         try setMeta("tags_key", nil)
     }
 }
@@ -131,37 +132,149 @@ extension Replica {
                 WHERE r.collection <> 'ledger'
                 """
             ) { row in
-                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
-                let stamps: [String: HLCTimestamp]
-                do {
-                    stamps = try row.withText(1) { bytes throws(Wire.Problem) in
-                        try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
-                    }
-                } catch {
-                    throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")
-                }
-                guard var fields = result[tag] else {
-                    result[tag] = stamps
-                    return true
-                }
-                // Two records of one tag (8 bytes of an HMAC alike): each field's newest.
-                for (name, stamp) in stamps where fields[name].map({ $0 < stamp }) ?? true { fields[name] = stamp }
-                result[tag] = fields
+                try Self.addRegisters(row, into: &result, reader: &reader)
                 return true
             }
             return result
         }
     }
 
+    /// ``registersByTag()`` of the records tagged `tags` only: one pass over
+    /// the tags (not the records), then each record read by its key.
+    public func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]] {
+        guard !tags.isEmpty else { return [:] }
+        return try read {
+            var keys: [(tag: UInt64, collection: String, key: String)] = []
+            try database.forEachRow("SELECT tag, collection, key FROM record_tags WHERE collection <> 'ledger'") {
+                row in
+                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
+                if tags.contains(tag) { keys.append((tag, row.string(1) ?? "", row.string(2) ?? "")) }
+                return true
+            }
+            var result: [UInt64: [String: HLCTimestamp]] = [:]
+            var reader = HLCTimestamp.Reader()
+            for (tag, collection, key) in keys {
+                try database.forEachRow(
+                    "SELECT ?, fields FROM records WHERE collection = ? AND key = ?",
+                    [.integer(Int64(bitPattern: tag)), .text(collection), .text(key)]
+                ) { row in
+                    try Self.addRegisters(row, into: &result, reader: &reader)
+                    return true
+                }
+            }
+            return result
+        }
+    }
+
+    /// Adds a row of (tag, fields) to registers by tag: each field's stamp;
+    /// two records of one tag (8 bytes of an HMAC alike) give each field's newest.
+    private static func addRegisters(
+        _ row: Row, into result: inout [UInt64: [String: HLCTimestamp]], reader: inout HLCTimestamp.Reader
+    ) throws {
+        let tag = UInt64(bitPattern: row.int64(0) ?? 0)
+        let stamps: [String: HLCTimestamp]
+        do {
+            stamps = try row.withText(1) { bytes throws(Wire.Problem) in
+                try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
+            }
+        } catch {
+            throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")
+        }
+        guard var fields = result[tag] else {
+            result[tag] = stamps
+            return
+        }
+        for (name, stamp) in stamps where fields[name].map({ $0 < stamp }) ?? true { fields[name] = stamp }
+        result[tag] = fields
+    }
+
+    /// What the last ledger check a device passed read of its ledger: the
+    /// identity of its head's meaning (the ids and field names its entries
+    /// refer to, its shard count) and each shard's stamp. An entry of a
+    /// shard held at the same stamp under the same identity was met then
+    /// and stays met: what a machine holds of a record only moves forward,
+    /// except where it sets records aside (which makes the next check
+    /// whole, ``ledgerCheckMustBeWhole(now:)``).
+    public struct LedgerChecked: Sendable, Equatable {
+        public var head: UInt64
+        public var shards: [Int: HLCTimestamp]
+
+        public init(head: UInt64, shards: [Int: HLCTimestamp]) {
+            self.head = head
+            self.shards = shards
+        }
+    }
+
+    /// How long the checks may go on reading only what changed before one
+    /// reads every ledger whole again (a day, this machine's clock).
+    public static let ledgerWholeCheckEveryMillis: Int64 = 86_400_000
+
+    /// What each device's last passing check read (``LedgerChecked``); a
+    /// row that does not read is left out (its device is checked whole).
+    public func ledgerChecked() throws -> [String: LedgerChecked] {
+        try read {
+            var result: [String: LedgerChecked] = [:]
+            try database.forEachRow("SELECT device, head, shards FROM ledger_checked") { row in
+                var shards: [Int: HLCTimestamp] = [:]
+                for item in (row.string(2) ?? "").split(separator: " ") {
+                    let parts = item.split(separator: "=", maxSplits: 1)
+                    guard parts.count == 2, let index = Int(parts[0]), let stamp = HLCTimestamp(text: String(parts[1]))
+                    else { return true }
+                    shards[index] = stamp
+                }
+                result[row.string(0) ?? ""] = LedgerChecked(
+                    head: UInt64(bitPattern: row.int64(1) ?? 0), shards: shards)
+                return true
+            }
+            return result
+        }
+    }
+
+    /// Whether the next ledger check reads every ledger whole: records were
+    /// set aside since the last whole one (an entry met then may not be
+    /// now), none ran yet, or the last ran a day ago or more (or the clock
+    /// went back past it).
+    public func ledgerCheckMustBeWhole(now: Int64) throws -> Bool {
+        try read {
+            guard try meta("ledger_check_whole") == nil, let last = Int64(try meta("ledger_whole_at") ?? "") else {
+                return true
+            }
+            return now < last || now - last >= Self.ledgerWholeCheckEveryMillis
+        }
+    }
+
+    /// Notes that an entry met before may not be met now (records were set
+    /// aside or removed): the next ledger check reads every ledger whole.
+    /// In the caller's transaction.
+    func noteLedgerCheckMustBeWhole() throws { try setMeta("ledger_check_whole", "1") }
+
     /// Keeps what the ledger checks of a pull found, by device (nil: it
     /// passed): a failure seen again keeps when it was first seen and
     /// counts the pull; one that passed, or of a device no longer checked,
     /// is gone. A clock set back starts a failure's wait again.
     /// - Returns: every failure standing, held or alarming.
+    /// - Parameters:
+    ///   - checked: what the check read of each device's ledger that passed
+    ///     (the next check reads only what changed since); every other
+    ///     device's is forgotten (it is checked whole).
+    ///   - whole: whether this check read every ledger whole.
     @discardableResult
-    public func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure] {
+    public func noteLedgerChecks(
+        _ results: [String: String?], checked: [String: LedgerChecked] = [:], whole: Bool = true, now: Int64
+    ) throws -> [LedgerFailure] {
         try transaction {
             try setMeta("ledger_check_due", nil)
+            if whole {
+                try setMeta("ledger_check_whole", nil)
+                try setMeta("ledger_whole_at", String(now))
+            }
+            try database.run("DELETE FROM ledger_checked")
+            for (device, read) in checked {
+                let shards = read.shards.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                try database.run(
+                    "INSERT INTO ledger_checked (device, head, shards) VALUES (?, ?, ?)",
+                    [.text(device), .integer(Int64(bitPattern: read.head)), .text(shards.joined(separator: " "))])
+            }
             let failing = results.compactMapValues { $0 }
             for device in try database.query("SELECT device FROM ledger_failures", [], { $0.string(0) ?? "" })
             where failing[device] == nil {

@@ -175,6 +175,8 @@ extension Replica {
                 setAside.append(removed)
             }
             try setMeta("e2e_vouch", nil)
+            // What a device's ledger names may be gone from here now.
+            if !setAside.isEmpty { try noteLedgerCheckMustBeWhole() }
             return setAside
         }
     }

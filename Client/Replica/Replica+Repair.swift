@@ -82,6 +82,8 @@ extension Replica {
                 ) { row in
                     RemovedRecord(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "")
                 }
+                // What a device's ledger names may be gone from here now.
+                if !outcome.removed.isEmpty { try noteLedgerCheckMustBeWhole() }
             }
             try database.run("DELETE FROM reconcile_seen")
             try setMeta("reconcile", nil)

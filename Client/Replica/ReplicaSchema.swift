@@ -99,6 +99,7 @@ enum ReplicaSchema {
         Migration4.ledgerRecords,
         Migration4.ledgerBook,
         Migration4.noTagIndex,
+        Migration4.ledgerChecked,
     ])
 
     enum Migration4 {
@@ -460,6 +461,19 @@ enum ReplicaSchema {
             version: 23,
             sql: """
                 DROP INDEX IF EXISTS record_tags_by_tag;
+                """)
+
+        /// What the last ledger check a device passed read of its ledger
+        /// (``Replica/LedgerChecked``): the next check reads only the entries
+        /// of shards written since, and its pending records.
+        static let ledgerChecked = Migrator.Migration(
+            version: 24,
+            sql: """
+                CREATE TABLE ledger_checked (
+                    device TEXT PRIMARY KEY,
+                    head INTEGER NOT NULL,
+                    shards TEXT NOT NULL
+                ) WITHOUT ROWID;
                 """)
     }
 }

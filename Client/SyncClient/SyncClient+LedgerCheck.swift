@@ -3,6 +3,15 @@ import JSON
 import Replica
 import SyncCore
 
+/// What a run of the ledger checks read: whether every entry of every
+/// ledger (else, of some devices, only what changed since their last
+/// passing check), how many devices' ledgers, and how many records' registers.
+public struct LedgerCheckRead: Sendable, Equatable {
+    public var whole = true
+    public var ledgers = 0
+    public var registers = 0
+}
+
 /// The ledger checks at the end of a pull (Deploy/SECURITY.md, "A device's
 /// own writes, counted"): for every other device whose ledger this machine
 /// holds, checks 0–3 (``LedgerCheck``) against what it holds; a failure is
@@ -19,7 +28,8 @@ extension SyncClient {
         guard options.checksLedgers, let cipher, let keyID else { return }
         let standing = try replica.ledgerFailures(now: replica.currentMillis)
         guard try replica.ledgerChecksDue() || !standing.isEmpty else { return }
-        var (results, missing) = try ledgerResults(cipher: cipher, keyID: keyID)
+        let whole = try replica.ledgerCheckMustBeWhole(now: replica.currentMillis)
+        var run = try ledgerResults(cipher: cipher, keyID: keyID, whole: whole)
         // What a failing ledger names and this machine lacks (the pull's
         // cursor passed it), asked for again and checked again with what
         // came: twice at most a sync (a ledger that came may name records
@@ -29,7 +39,7 @@ extension SyncClient {
             // At most ``PullRequest/maxAsked`` records, and within the
             // server's request line (ledger keys name devices of up to 64 characters).
             var bytes = 0
-            let next = missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked).prefix { item in
+            let next = run.missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked).prefix { item in
                 bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
                 return bytes <= 6_000
             }
@@ -37,7 +47,7 @@ extension SyncClient {
             asked.formUnion(next)
             do {
                 try askAgain(Array(next), for: "records a device's ledger names")
-                (results, missing) = try ledgerResults(cipher: cipher, keyID: keyID)
+                run = try ledgerResults(cipher: cipher, keyID: keyID, whole: whole)
             } catch {
                 summary.problems.append("asking the server again for records a device's ledger names: \(error)")
                 break
@@ -45,20 +55,33 @@ extension SyncClient {
         }
         // This machine's clock, not the server's: a server cannot hold its
         // failures off by saying the time.
-        let failures = try replica.noteLedgerChecks(results, now: replica.currentMillis)
+        summary.ledgerCheck = run.read
+        let failures = try replica.noteLedgerChecks(
+            run.results, checked: run.checked, whole: run.read.whole, now: replica.currentMillis)
         let names = try replica.deviceNames()
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
         }
     }
 
-    /// Checks 0–3 on every other device's ledger held: what failed, by
-    /// device (nil: it passed), and what to ask for again: the records held
-    /// here whose writes a ledger names and this machine lacks, and the
-    /// failing devices' ledger records.
-    private func ledgerResults(
-        cipher: RecordCipher, keyID: String
-    ) throws -> (results: [String: String?], missing: [PullRequest.Asked]) {
+    /// What one run of the checks found: what failed, by device (nil: it
+    /// passed); what to ask for again (the records held here whose writes a
+    /// ledger names and this machine lacks, and the failing devices' ledger
+    /// records); what it read of each ledger that passed
+    /// (``Replica/LedgerChecked``), and how much it read.
+    private struct LedgerRun {
+        var results: [String: String?] = [:]
+        var missing: [PullRequest.Asked] = []
+        var checked: [String: Replica.LedgerChecked] = [:]
+        var read = LedgerCheckRead()
+    }
+
+    /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
+    /// device whose last check passed under the same head identity
+    /// (``LedgerCheck/identity(of:)``), only the entries of shards written
+    /// since, of its pending records, and of records set aside here; of
+    /// every other device, every entry (all of them when `whole`).
+    private func ledgerResults(cipher: RecordCipher, keyID: String, whole: Bool) throws -> LedgerRun {
         let held = try replica.records(.ledger)
         var ledgers: [String: LedgerCheck.Ledgers] = [:]
         var damaged: [String: String] = [:]
@@ -86,22 +109,47 @@ extension SyncClient {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
             }
         }
-        var results: [String: String?] = [:]
+        var run = LedgerRun()
         var missing: Set<PullRequest.Asked> = []
         var ledgerKeys: [PullRequest.Asked] = []
-        guard !ledgers.isEmpty || !damaged.isEmpty else { return (results, []) }
+        guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
         try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
-        let registers = try replica.registersByTag()
         let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
         let newest = Dictionary(
             try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
+        // Which entries each device's check reads (nil: all of them).
+        let before = whole ? [:] : try replica.ledgerChecked()
+        var checking: [String: (Int?, UInt64) -> Bool] = [:]
+        var tags: Set<UInt64> = []
+        for (device, ledger) in ledgers {
+            guard let prior = before[device], prior.head == LedgerCheck.identity(of: ledger.head?.value) else {
+                continue
+            }
+            let written = Set(ledger.shards.filter { prior.shards[$0.key] != $0.value.stamp }.keys)
+            let reads: (Int?, UInt64) -> Bool = { shard, tag in
+                shard.map { written.contains($0) } ?? true || setAside.contains(tag)
+            }
+            checking[device] = reads
+            for (index, shard) in ledger.shards {
+                for entry in shard.value.entries where reads(index, entry.tag) { tags.insert(entry.tag) }
+            }
+            for pending in ledger.unfolded { for entry in pending.record.value.entries { tags.insert(entry.tag) } }
+        }
+        // Many records to read by key cost more than one pass over them all.
+        let partly = checking.count == ledgers.count && tags.count <= 2_000
+        let registers = partly ? try replica.registers(tagged: tags) : try replica.registersByTag()
+        run.read = LedgerCheckRead(whole: checking.isEmpty, ledgers: ledgers.count, registers: registers.count)
         for (device, ledger) in ledgers {
             let failures = LedgerCheck.failures(
                 device: device, ledgers: ledger,
                 register: { tag in
                     setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0) }
                 },
-                newestRegister: newest[device], shardsHash: Ledger.shardsHash)
+                newestRegister: newest[device], shardsHash: Ledger.shardsHash, checking: checking[device])
+            if failures.isEmpty {
+                run.checked[device] = Replica.LedgerChecked(
+                    head: LedgerCheck.identity(of: ledger.head?.value), shards: ledger.shards.mapValues(\.stamp))
+            }
             // The records failures name (held ones), as many as a sync asks for again.
             var tags: Set<UInt64> = []
             for case .unmet(let tag, _, _, _) in failures
@@ -109,7 +157,7 @@ extension SyncClient {
                 tags.insert(tag)
             }
             let named = try replica.records(tagged: tags).compactMapValues(\.first)
-            results[device] = failures.isEmpty ? nil : Self.describe(failures, named: named)
+            run.results[device] = failures.isEmpty ? nil : Self.describe(failures, named: named)
             guard !failures.isEmpty else { continue }
             // Its ledger as the server holds it now (a head, pending records
             // or shards the pull's cursor passed), and the records it names.
@@ -126,12 +174,12 @@ extension SyncClient {
                         key: cipher.hiddenKey(collection: record.collection.rawValue, key: record.key)))
             }
         }
-        for (device, what) in damaged { results[device] = what }
+        for (device, what) in damaged { run.results[device] = what }
         // Records first (they are what the user holds), then each failing
         // ledger's head and pending records before its shards.
-        return (
-            results, missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
-        )
+        run.missing =
+            missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
+        return run
     }
 
     /// What an alarm says: whose writes, which, what it can mean, what to do.

@@ -75,6 +75,9 @@ public final class SyncClient {
         /// rotated it forward to its key (every record goes up again).
         public var movedForward = false
 
+        /// What the ledger checks of this sync read, when they ran.
+        public var ledgerCheck: LedgerCheckRead?
+
         public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
         public var applyMilliseconds: Int64 = 0
@@ -97,6 +100,7 @@ public final class SyncClient {
             setAside += other.setAside
             conflicts += other.conflicts
             awaitingApproval.merge(other.awaitingApproval) { _, later in later }
+            ledgerCheck = other.ledgerCheck ?? ledgerCheck
             encryptionStarted = encryptionStarted || other.encryptionStarted
             encryptionEnded = encryptionEnded || other.encryptionEnded
             movedForward = movedForward || other.movedForward

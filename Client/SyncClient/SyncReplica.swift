@@ -87,10 +87,15 @@ public protocol SyncReplica: AnyObject {
     func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)]
     @discardableResult func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int
     func registersByTag() throws -> [UInt64: [String: HLCTimestamp]]
+    func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]]
+    func ledgerChecked() throws -> [String: Replica.LedgerChecked]
+    func ledgerCheckMustBeWhole(now: Int64) throws -> Bool
     func records(tagged tags: Set<UInt64>) throws -> [UInt64: [(collection: RecordCollection, key: String)]]
     func pulledAside(limit: Int) throws -> [PulledAside]
     func deviceWrites() throws -> [DeviceWrites]
-    @discardableResult func noteLedgerChecks(_ results: [String: String?], now: Int64) throws -> [LedgerFailure]
+    @discardableResult func noteLedgerChecks(
+        _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
+    ) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
     func ledgerChecksDue() throws -> Bool
     func record(_ collection: RecordCollection, key: String) throws -> RecordState?

@@ -106,9 +106,14 @@ public enum LedgerCheck {
     ///   - shardsHash: the hash of the shards of `ledgers` in use, as the
     ///     head's ``Ledger/Head/shardsHash`` is made (SHA-256 is the
     ///     caller's: this module has no cryptography).
+    ///   - checking: which entries check 1 reads, by the shard holding them
+    ///     (nil for a pending record's) and their tag; nil for all. An entry
+    ///     left out is taken as met (a caller leaves out only entries met at
+    ///     a check before, of a shard not written since).
     public static func failures(
         device: String, ledgers: Ledgers, register: (UInt64) -> Register?, newestRegister: HLCTimestamp?,
-        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64
+        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64,
+        checking: ((_ shard: Int?, _ tag: UInt64) -> Bool)? = nil
     ) -> [Failure] {
         var failures: [Failure] = []
         let unfolded = ledgers.unfolded
@@ -158,11 +163,14 @@ public enum LedgerCheck {
         // record's by its own.
         let headNames = ledgers.head?.value.fieldNames ?? []
         let entries =
-            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap {
-                $0.value.entries.map { ($0, headNames) }
+            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap { shard in
+                shard.value.entries.map { ($0, headNames, Optional(shard.value.index)) }
             }
-            + unfolded.flatMap { pending in pending.record.value.entries.map { ($0, pending.record.value.fieldNames) } }
-        for (entry, others) in entries {
+            + unfolded.flatMap { pending in
+                pending.record.value.entries.map { ($0, pending.record.value.fieldNames, Int?.none) }
+            }
+        for (entry, others, shard) in entries {
+            if let checking, !checking(shard, entry.tag) { continue }
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
@@ -226,5 +234,29 @@ public enum LedgerCheck {
             }
         }
         return failures
+    }
+
+    /// What gives a device's shard entries their meaning, as one number: the
+    /// ids and field names its head lists (an entry refers to them by
+    /// index) and its shard count. Entries met under one identity are met
+    /// under it again (``Replica/LedgerChecked``); FNV-1a, not a secret.
+    public static func identity(of head: Ledger.Head?) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func add(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        func add(_ text: String) {
+            for byte in text.utf8 { add(byte) }
+            add(0)
+        }
+        guard let head else { return hash }
+        add(1)
+        for id in head.ids { add(id) }
+        add(2)
+        for name in head.fieldNames { add(name) }
+        add(3)
+        add(String(head.shardCount))
+        return hash
     }
 }

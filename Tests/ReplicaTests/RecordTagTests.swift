@@ -51,6 +51,55 @@ struct RecordTagTests {
         #expect(try replica.records(tagged: first(.rules, "github.com")).isEmpty)
         #expect(try replica.records(tagged: second(.rules, "github.com")).map(\.key) == ["github.com"])
     }
+
+    /// Registers read by tag for a few tags are the ones the full read
+    /// gives for them, and nothing else.
+    @Test func registersOfSomeTagsAreTheFullReadsOfThem() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        for pattern in ["github.com", "zoom.us", "gitlab.com"] {
+            try replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
+        }
+        try replica.removeRule(pattern: "zoom.us")
+        let tag = Self.tag("0123456789abcdef")
+        try replica.tagRecords(keyID: "0123456789abcdef", tag: tag)
+        let all = try replica.registersByTag()
+        let some: Set<UInt64> = [tag(.rules, "github.com"), tag(.rules, "zoom.us"), tag(.rules, "absent.example")]
+        let read = try replica.registers(tagged: some)
+        #expect(Set(read.keys) == [tag(.rules, "github.com"), tag(.rules, "zoom.us")])
+        #expect(read == all.filter { some.contains($0.key) })
+        #expect(read[tag(.rules, "zoom.us")]?["deleted"] != nil, "a tombstone's registers")
+        #expect(try replica.registers(tagged: []).isEmpty)
+    }
+
+    /// What a passing check read is kept by device, and the next check is
+    /// whole until one ran, once records are set aside, a day after the
+    /// last whole one, or with the clock set back past it.
+    @Test func whatAPassingCheckReadIsKeptAndWhenTheNextIsWhole() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let now: Int64 = 1_800_000_000_000
+        #expect(try replica.ledgerCheckMustBeWhole(now: now), "none ran yet")
+        let stamp = HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 3, device: "0123456789abcdef")
+        let read = Replica.LedgerChecked(head: 42, shards: [0: stamp, 7: stamp])
+        try replica.noteLedgerChecks(
+            ["0123456789abcdef": nil, "fedcba9876543210": "its write is missing here"],
+            checked: ["0123456789abcdef": read], whole: true, now: now)
+        #expect(try replica.ledgerChecked() == ["0123456789abcdef": read])
+        #expect(try !replica.ledgerCheckMustBeWhole(now: now + 1))
+        #expect(try replica.ledgerCheckMustBeWhole(now: now + Replica.ledgerWholeCheckEveryMillis))
+        #expect(try replica.ledgerCheckMustBeWhole(now: now - 1), "a clock set back")
+        // A check that read only part does not move the last whole one.
+        try replica.noteLedgerChecks(["0123456789abcdef": nil], checked: [:], whole: false, now: now + 10)
+        #expect(try replica.ledgerChecked().isEmpty, "a device not passing now is checked whole next")
+        #expect(try replica.ledgerCheckMustBeWhole(now: now + Replica.ledgerWholeCheckEveryMillis))
+        // Records set aside: whole at the next check.
+        try replica.transaction { try replica.noteLedgerCheckMustBeWhole() }
+        #expect(try replica.ledgerCheckMustBeWhole(now: now + 1))
+        try replica.noteLedgerChecks([:], checked: [:], whole: true, now: now + 2)
+        #expect(try !replica.ledgerCheckMustBeWhole(now: now + 3))
+    }
 }
 
 /// Devices' ledgers pulled into the replica: kept like records, never

@@ -85,6 +85,50 @@ import Testing
             ).isEmpty)
     }
 
+    /// A check that reads only some entries (a shard not written since a
+    /// check it passed): what it leaves out is taken as met, what it reads
+    /// fails as always, and a pending record's entries are read whatever
+    /// the filter says of shards.
+    @Test func aCheckReadsOnlyTheEntriesItIsGiven() {
+        var world = World()
+        world.registers[0x11] = .applied(["pattern": Self.stamp(100), "browser": Self.stamp(100)])
+        world.registers[0x22] = nil
+        func failures(_ checking: @escaping (Int?, UInt64) -> Bool) -> [LedgerCheck.Failure] {
+            LedgerCheck.failures(
+                device: Self.device, ledgers: world.ledgers, register: { world.registers[$0] },
+                newestRegister: world.newest, shardsHash: Self.hash, checking: checking)
+        }
+        let missing = LedgerCheck.Failure.unmet(
+            tag: 0x22, fields: ["pattern", "browser"], stamp: Self.stamp(400), setAside: false)
+        #expect(failures { shard, _ in shard == nil } == [missing], "shard 0 left out, its deletion taken as met")
+        #expect(
+            failures { _, _ in true } == [
+                .unmet(tag: 0x11, fields: ["deleted"], stamp: Self.stamp(200), setAside: false), missing,
+            ])
+        #expect(failures { shard, tag in shard == nil && tag == 0x33 } == [], "only what it is given")
+        #expect(world.failures == failures { _, _ in true }, "no filter reads every entry")
+    }
+
+    /// The identity under which a device's shard entries were checked
+    /// changes with what gives them their meaning, and only with that.
+    @Test func aHeadsIdentityFollowsTheNamesItsEntriesUse() {
+        let head = World().ledgers.head!.value
+        var other = head
+        other.entryCount += 1
+        other.newest = Self.ledgerStamp(999)
+        #expect(LedgerCheck.identity(of: other) == LedgerCheck.identity(of: head), "a new fold, the same meaning")
+        for change in [
+            { (head: inout Ledger.Head) in head.ids.append("desktop") },
+            { (head: inout Ledger.Head) in head.fieldNames.append("note") },
+            { (head: inout Ledger.Head) in head.shardCount = 2 },
+        ] {
+            var changed = head
+            change(&changed)
+            #expect(LedgerCheck.identity(of: changed) != LedgerCheck.identity(of: head))
+        }
+        #expect(LedgerCheck.identity(of: nil) != LedgerCheck.identity(of: head))
+    }
+
     @Test func aDeletionWithheldFailsItsOwnField() {
         var world = World()
         // The rule is shown as it was made, its deletion left out.

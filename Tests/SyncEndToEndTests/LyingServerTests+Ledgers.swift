@@ -65,6 +65,8 @@ extension LyingServerTests {
             return
         }
         try #require(held.count == 1, "\(held)")
+        // Caught by a check that read only what changed since b's last one.
+        #expect(lied.ledgerCheck?.whole == false, "\(String(describing: lied.ledgerCheck))")
         #expect(held[0].device == a.replica.deviceID && !held[0].alarming)
         #expect(held[0].what.contains("its deletion of rules 'two.example'"), "\(held[0].what)")
         #expect(!lied.problems.contains { $0.contains("withholding") }, "held, not yet an alarm: \(lied.problems)")
