@@ -88,6 +88,7 @@ extension Replica {
     /// own book and the records' tags. In the caller's transaction.
     func dropLedgers() throws {
         try database.run("DELETE FROM records WHERE collection = 'ledger'")
+        try setMeta("tags_through", nil)
         try database.run("DELETE FROM undelivered WHERE collection = 'ledger'")
         try database.run("DELETE FROM ledger_book")
         try database.run("DELETE FROM ledger_entries")
@@ -243,10 +244,15 @@ extension Replica {
         }
     }
 
-    /// Notes that an entry met before may not be met now (records were set
-    /// aside or removed): the next ledger check reads every ledger whole.
-    /// In the caller's transaction.
-    func noteLedgerCheckMustBeWhole() throws { try setMeta("ledger_check_whole", "1") }
+    /// Notes that records were set aside or removed: an entry met before may
+    /// not be met now, so the next ledger check reads every ledger whole, and
+    /// a removed record's row id may be used again, so the next tagging
+    /// looks at every record (``tagRecords(keyID:tag:)``). In the caller's
+    /// transaction.
+    func noteRecordsRemoved() throws {
+        try setMeta("ledger_check_whole", "1")
+        try setMeta("tags_through", nil)
+    }
 
     /// Keeps what the ledger checks of a pull found, by device (nil: it
     /// passed): a failure seen again keeps when it was first seen and

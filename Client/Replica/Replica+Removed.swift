@@ -176,7 +176,7 @@ extension Replica {
             }
             try setMeta("e2e_vouch", nil)
             // What a device's ledger names may be gone from here now.
-            if !setAside.isEmpty { try noteLedgerCheckMustBeWhole() }
+            if !setAside.isEmpty { try noteRecordsRemoved() }
             return setAside
         }
     }

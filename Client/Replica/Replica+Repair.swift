@@ -83,7 +83,7 @@ extension Replica {
                     RemovedRecord(id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "")
                 }
                 // What a device's ledger names may be gone from here now.
-                if !outcome.removed.isEmpty { try noteLedgerCheckMustBeWhole() }
+                if !outcome.removed.isEmpty { try noteRecordsRemoved() }
             }
             try database.run("DELETE FROM reconcile_seen")
             try setMeta("reconcile", nil)

@@ -12,25 +12,36 @@ extension Replica {
     /// them, after a key change), with `tag` giving a record's tag; returns
     /// how many were tagged. One transaction: a process killed half-way
     /// leaves the tags of the records it reached, or none.
+    ///
+    /// Only records stored after the newest one tagged are looked at (a
+    /// record keeps its row id when it changes; a new one takes a higher
+    /// id), unless records were removed since (``noteRecordsRemoved()``: a
+    /// row id may then be used again), when every record is.
     @discardableResult
     public func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int {
         try transaction {
             if try meta("tags_key") != keyID {
                 try database.run("DELETE FROM record_tags")
                 try setMeta("tags_key", keyID)
+                try setMeta("tags_through", nil)
             }
+            let through = Int64(try meta("tags_through") ?? "") ?? 0
+            var newest = through
             let untagged = try database.query(
                 """
-                SELECT r.collection, r.key FROM records r
-                WHERE NOT EXISTS (SELECT 1 FROM record_tags t WHERE t.collection = r.collection AND t.key = r.key)
-                """
-            ) { row in (row.string(0) ?? "", row.string(1) ?? "") }
-            for (collectionName, key) in untagged {
+                SELECT r.id, r.collection, r.key FROM records r WHERE r.id > ?
+                AND NOT EXISTS (SELECT 1 FROM record_tags t WHERE t.collection = r.collection AND t.key = r.key)
+                """, [.integer(through)]
+            ) { row in (row.int64(0) ?? 0, row.string(1) ?? "", row.string(2) ?? "") }
+            for (id, collectionName, key) in untagged {
+                newest = max(newest, id)
                 guard let collection = RecordCollection(rawValue: collectionName) else { continue }
                 try database.run(
                     "INSERT INTO record_tags (collection, key, tag) VALUES (?, ?, ?)",
                     [.text(collectionName), .text(key), .integer(Int64(bitPattern: tag(collection, key)))])
             }
+            let last = try database.scalar("SELECT MAX(id) FROM records")?.int64Value ?? 0
+            if max(newest, last) != through { try setMeta("tags_through", String(max(newest, last))) }
             return untagged.count
         }
     }

@@ -162,15 +162,7 @@ public enum LedgerCheck {
         // Shard entries name other fields by the head's list, a pending
         // record's by its own.
         let headNames = ledgers.head?.value.fieldNames ?? []
-        let entries =
-            ledgers.shards.values.sorted { $0.value.index < $1.value.index }.flatMap { shard in
-                shard.value.entries.map { ($0, headNames, Optional(shard.value.index)) }
-            }
-            + unfolded.flatMap { pending in
-                pending.record.value.entries.map { ($0, pending.record.value.fieldNames, Int?.none) }
-            }
-        for (entry, others, shard) in entries {
-            if let checking, !checking(shard, entry.tag) { continue }
+        func check(_ entry: Ledger.Entry, others: [String]) {
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
@@ -201,6 +193,17 @@ public enum LedgerCheck {
                     failures.append(
                         .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: false))
                 }
+            }
+        }
+        for index in ledgers.shards.keys.sorted() {
+            guard let shard = ledgers.shards[index]?.value else { continue }
+            for entry in shard.entries where checking?(shard.index, entry.tag) ?? true {
+                check(entry, others: headNames)
+            }
+        }
+        for pending in unfolded {
+            for entry in pending.record.value.entries where checking?(nil, entry.tag) ?? true {
+                check(entry, others: pending.record.value.fieldNames)
             }
         }
 

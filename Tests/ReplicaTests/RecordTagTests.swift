@@ -40,6 +40,22 @@ struct RecordTagTests {
         #expect(try replica.tagRecords(keyID: "0123456789abcdef", tag: first) == 1)
         #expect(try replica.records(tagged: first(.rules, "gitlab.com")).map(\.key) == ["gitlab.com"])
 
+        // The newest record removed (set aside): its row id may be used
+        // again by the next new record, which is tagged all the same.
+        let removedID = try #require(
+            try replica.database.scalar("SELECT id FROM records WHERE collection = 'rules' AND key = 'gitlab.com'")?
+                .int64Value)
+        try replica.transaction {
+            try replica.database.run("DELETE FROM records WHERE collection = 'rules' AND key = 'gitlab.com'")
+            try replica.noteRecordsRemoved()
+        }
+        try replica.addRule(pattern: "codeberg.org", browser: "firefox", priority: nil)
+        #expect(
+            try replica.database.scalar("SELECT id FROM records WHERE collection = 'rules' AND key = 'codeberg.org'")?
+                .int64Value == removedID, "the row id is used again")
+        #expect(try replica.tagRecords(keyID: "0123456789abcdef", tag: first) == 1)
+        #expect(try replica.records(tagged: first(.rules, "codeberg.org")).map(\.key) == ["codeberg.org"])
+
         // A deleted rule is still a record (its tombstone): still found.
         try replica.removeRule(pattern: "zoom.us")
         #expect(try replica.records(tagged: first(.rules, "zoom.us")).map(\.key) == ["zoom.us"])
@@ -95,7 +111,7 @@ struct RecordTagTests {
         #expect(try replica.ledgerChecked().isEmpty, "a device not passing now is checked whole next")
         #expect(try replica.ledgerCheckMustBeWhole(now: now + Replica.ledgerWholeCheckEveryMillis))
         // Records set aside: whole at the next check.
-        try replica.transaction { try replica.noteLedgerCheckMustBeWhole() }
+        try replica.transaction { try replica.noteRecordsRemoved() }
         #expect(try replica.ledgerCheckMustBeWhole(now: now + 1))
         try replica.noteLedgerChecks([:], checked: [:], whole: true, now: now + 2)
         #expect(try !replica.ledgerCheckMustBeWhole(now: now + 3))
