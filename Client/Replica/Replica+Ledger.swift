@@ -140,24 +140,18 @@ extension Replica {
         }
     }
 
-    /// ``registersByTag()`` of the records tagged `tags` only: one pass over
-    /// the tags (not the records), then each record read by its key.
+    /// ``registersByTag()`` of the records tagged `tags` only, each looked up by its tag.
     public func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]] {
         guard !tags.isEmpty else { return [:] }
         return try read {
-            var keys: [(tag: UInt64, collection: String, key: String)] = []
-            try database.forEachRow("SELECT tag, collection, key FROM record_tags WHERE collection <> 'ledger'") {
-                row in
-                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
-                if tags.contains(tag) { keys.append((tag, row.string(1) ?? "", row.string(2) ?? "")) }
-                return true
-            }
             var result: [UInt64: [String: HLCTimestamp]] = [:]
             var reader = HLCTimestamp.Reader()
-            for (tag, collection, key) in keys {
+            for tag in tags {
                 try database.forEachRow(
-                    "SELECT ?, fields FROM records WHERE collection = ? AND key = ?",
-                    [.integer(Int64(bitPattern: tag)), .text(collection), .text(key)]
+                    """
+                    SELECT t.tag, r.fields FROM record_tags t JOIN records r USING (collection, key)
+                    WHERE t.tag = ? AND r.collection <> 'ledger'
+                    """, [.integer(Int64(bitPattern: tag))]
                 ) { row in
                     try Self.addRegisters(row, into: &result, reader: &reader)
                     return true

@@ -27,22 +27,22 @@ extension Replica {
             }
             let through = Int64(try meta("tags_through") ?? "") ?? 0
             var newest = through
-            let untagged = try database.query(
-                """
-                SELECT r.id, r.collection, r.key FROM records r WHERE r.id > ?
-                AND NOT EXISTS (SELECT 1 FROM record_tags t WHERE t.collection = r.collection AND t.key = r.key)
-                """, [.integer(through)]
+            let candidates = try database.query(
+                "SELECT id, collection, key FROM records WHERE id > ?", [.integer(through)]
             ) { row in (row.int64(0) ?? 0, row.string(1) ?? "", row.string(2) ?? "") }
-            for (id, collectionName, key) in untagged {
+            var tagged = 0
+            for (id, collectionName, key) in candidates {
                 newest = max(newest, id)
                 guard let collection = RecordCollection(rawValue: collectionName) else { continue }
+                // Tagged before (all records are looked at after a removal): kept.
                 try database.run(
-                    "INSERT INTO record_tags (collection, key, tag) VALUES (?, ?, ?)",
-                    [.text(collectionName), .text(key), .integer(Int64(bitPattern: tag(collection, key)))])
+                    "INSERT OR IGNORE INTO record_tags (tag, collection, key) VALUES (?, ?, ?)",
+                    [.integer(Int64(bitPattern: tag(collection, key))), .text(collectionName), .text(key)])
+                tagged += database.changes
             }
             let last = try database.scalar("SELECT MAX(id) FROM records")?.int64Value ?? 0
             if max(newest, last) != through { try setMeta("tags_through", String(max(newest, last))) }
-            return untagged.count
+            return tagged
         }
     }
 
@@ -55,27 +55,24 @@ extension Replica {
         try records(tagged: [tag])[tag] ?? []
     }
 
-    /// ``records(tagged:)`` for several tags, in one pass over the tags
-    /// (they have no index: keeping one cost more, at every tagging, than
-    /// these lookups, made only for checks that fail).
+    /// ``records(tagged:)`` for several tags, each looked up by its tag.
     public func records(
         tagged tags: Set<UInt64>
     ) throws -> [UInt64: [(collection: RecordCollection, key: String)]] {
         guard !tags.isEmpty else { return [:] }
         return try read {
             var found: [UInt64: [(collection: RecordCollection, key: String)]] = [:]
-            try database.forEachRow(
-                """
-                SELECT t.tag, t.collection, t.key FROM record_tags t JOIN records r USING (collection, key)
-                ORDER BY t.collection, t.key
-                """
-            ) { row in
-                let tag = UInt64(bitPattern: row.int64(0) ?? 0)
-                guard tags.contains(tag), let collection = RecordCollection(rawValue: row.string(1) ?? "") else {
+            for tag in tags {
+                try database.forEachRow(
+                    """
+                    SELECT t.collection, t.key FROM record_tags t JOIN records r USING (collection, key)
+                    WHERE t.tag = ? ORDER BY t.collection, t.key
+                    """, [.integer(Int64(bitPattern: tag))]
+                ) { row in
+                    guard let collection = RecordCollection(rawValue: row.string(0) ?? "") else { return true }
+                    found[tag, default: []].append((collection, row.string(1) ?? ""))
                     return true
                 }
-                found[tag, default: []].append((collection, row.string(2) ?? ""))
-                return true
             }
             return found
         }

@@ -100,6 +100,7 @@ enum ReplicaSchema {
         Migration4.ledgerBook,
         Migration4.noTagIndex,
         Migration4.ledgerChecked,
+        Migration4.tagsByTag,
     ])
 
     enum Migration4 {
@@ -474,6 +475,25 @@ enum ReplicaSchema {
                     head INTEGER NOT NULL,
                     shards TEXT NOT NULL
                 ) WITHOUT ROWID;
+                """)
+
+        /// Records' tags kept by tag (one table, no index): a ledger check
+        /// that reads only what changed looks its few tags up instead of
+        /// passing over every record's, and tagging writes one tree as
+        /// before. Which records are tagged is known by row id
+        /// (``Replica/tagRecords(keyID:tag:)``), not by looking each up.
+        static let tagsByTag = Migrator.Migration(
+            version: 25,
+            sql: """
+                CREATE TABLE record_tags_by_tag (
+                    tag INTEGER NOT NULL,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    PRIMARY KEY (tag, collection, key)
+                ) WITHOUT ROWID;
+                INSERT INTO record_tags_by_tag (tag, collection, key) SELECT tag, collection, key FROM record_tags;
+                DROP TABLE record_tags;
+                ALTER TABLE record_tags_by_tag RENAME TO record_tags;
                 """)
     }
 }

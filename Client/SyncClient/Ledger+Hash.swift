@@ -7,17 +7,21 @@ extension Ledger {
     /// index (1 byte), the stamp of the write that made it (its text's UTF-8,
     /// after a 2-byte length) and its packed bytes (after a 4-byte length).
     /// A machine recomputes it from the shards it holds (check 2).
-    public static func shardsHash(_ shards: [(index: Int, shard: LedgerCheck.Held<Shard>)]) -> UInt64 {
+    /// - Parameter packed: each shard's packed bytes as held, by index,
+    ///   where the caller has them (else they are packed again).
+    public static func shardsHash(
+        _ shards: [(index: Int, shard: LedgerCheck.Held<Shard>)], packed: [Int: [UInt8]] = [:]
+    ) -> UInt64 {
         var bytes: [UInt8] = []
         for (index, held) in shards.sorted(by: { $0.index < $1.index }) {
             let stamp = Array(held.stamp.description.utf8)
-            let packed = held.value.bytes
+            let shardBytes = packed[index] ?? held.value.bytes
             bytes.append(UInt8(truncatingIfNeeded: index))
             bytes += [UInt8(truncatingIfNeeded: stamp.count >> 8), UInt8(truncatingIfNeeded: stamp.count)]
             bytes += stamp
-            let length = UInt32(packed.count)
+            let length = UInt32(shardBytes.count)
             bytes += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
-            bytes += packed
+            bytes += shardBytes
         }
         return Crypto.sha256(bytes).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }

@@ -20,7 +20,7 @@ extension SyncClient {
         if let rows = try replica.ledgerBookRows(device: device) {
             do {
                 book = try LedgerBook(
-                    device: device, state: rows.state, entries: rows.entries, shardsHash: Ledger.shardsHash)
+                    device: device, state: rows.state, entries: rows.entries, shardsHash: { Ledger.shardsHash($0) })
             } catch {
                 // Its next ledger request starts it again from what it
                 // writes from now on; other machines see a new head.
@@ -176,7 +176,7 @@ extension SyncClient {
         let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: lastLedgerStamp(of: book))
         let request: LedgerBook.Request
         do {
-            guard let made = try book.ledgerRequest(at: stamp, shardsHash: Ledger.shardsHash) else { return }
+            guard let made = try book.ledgerRequest(at: stamp, shardsHash: { Ledger.shardsHash($0) }) else { return }
             request = made
         } catch {
             summary.problems.append("this machine's ledger is not written: \(error)")

@@ -84,6 +84,8 @@ extension SyncClient {
     private func ledgerResults(cipher: RecordCipher, keyID: String, whole: Bool) throws -> LedgerRun {
         let held = try replica.records(.ledger)
         var ledgers: [String: LedgerCheck.Ledgers] = [:]
+        // Each shard's bytes as held (check 2 hashes them, not packed again).
+        var packed: [String: [Int: [UInt8]]] = [:]
         var damaged: [String: String] = [:]
         for (key, state) in held {
             guard let parsed = Ledger.Key(key) else { continue }
@@ -101,6 +103,7 @@ extension SyncClient {
                     let shard = try Ledger.Shard(bytes: bytes)
                     guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
                     ledger.shards[index] = .init(shard, stamp: register.stamp)
+                    packed[device, default: [:]][index] = bytes
                 case .pending(_, let slot):
                     ledger.pending[slot] = .init(try Ledger.Pending(bytes: bytes), stamp: register.stamp)
                 }
@@ -117,35 +120,36 @@ extension SyncClient {
         let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
         let newest = Dictionary(
             try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
-        // Which entries each device's check reads (nil: all of them).
+        // Which entries each device's check reads (none here: all of them).
         let before = whole ? [:] : try replica.ledgerChecked()
-        var checking: [String: (Int?, UInt64) -> Bool] = [:]
+        var reading: [String: LedgerCheck.Reading] = [:]
         var tags: Set<UInt64> = []
         for (device, ledger) in ledgers {
             guard let prior = before[device], prior.head == LedgerCheck.identity(of: ledger.head?.value) else {
                 continue
             }
-            let written = Set(ledger.shards.filter { prior.shards[$0.key] != $0.value.stamp }.keys)
-            let reads: (Int?, UInt64) -> Bool = { shard, tag in
-                shard.map { written.contains($0) } ?? true || setAside.contains(tag)
-            }
-            checking[device] = reads
+            let read = LedgerCheck.Reading(
+                shards: Set(ledger.shards.filter { prior.shards[$0.key] != $0.value.stamp }.keys), tags: setAside)
+            reading[device] = read
             for (index, shard) in ledger.shards {
-                for entry in shard.value.entries where reads(index, entry.tag) { tags.insert(entry.tag) }
+                for entry in shard.value.entries where read.shards.contains(index) || setAside.contains(entry.tag) {
+                    tags.insert(entry.tag)
+                }
             }
             for pending in ledger.unfolded { for entry in pending.record.value.entries { tags.insert(entry.tag) } }
         }
         // Many records to read by key cost more than one pass over them all.
-        let partly = checking.count == ledgers.count && tags.count <= 2_000
+        let partly = reading.count == ledgers.count && tags.count <= 2_000
         let registers = partly ? try replica.registers(tagged: tags) : try replica.registersByTag()
-        run.read = LedgerCheckRead(whole: checking.isEmpty, ledgers: ledgers.count, registers: registers.count)
+        run.read = LedgerCheckRead(whole: reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
         for (device, ledger) in ledgers {
             let failures = LedgerCheck.failures(
                 device: device, ledgers: ledger,
                 register: { tag in
                     setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0) }
                 },
-                newestRegister: newest[device], shardsHash: Ledger.shardsHash, checking: checking[device])
+                newestRegister: newest[device],
+                shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device])
             if failures.isEmpty {
                 run.checked[device] = Replica.LedgerChecked(
                     head: LedgerCheck.identity(of: ledger.head?.value), shards: ledger.shards.mapValues(\.stamp))

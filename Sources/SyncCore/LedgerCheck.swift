@@ -57,6 +57,19 @@ public enum LedgerCheck {
         }
     }
 
+    /// Which entries check 1 reads when not all of them: every entry of the
+    /// shards `shards` and of the unfolded pending records, and in any other
+    /// shard the entries of `tags`.
+    public struct Reading: Sendable, Equatable {
+        public var shards: Set<Int>
+        public var tags: Set<UInt64>
+
+        public init(shards: Set<Int>, tags: Set<UInt64> = []) {
+            self.shards = shards
+            self.tags = tags
+        }
+    }
+
     /// What a machine holds of a record a ledger entry names.
     public enum Register: Sendable, Hashable {
         /// Applied: the stamp of each field's register.
@@ -106,14 +119,12 @@ public enum LedgerCheck {
     ///   - shardsHash: the hash of the shards of `ledgers` in use, as the
     ///     head's ``Ledger/Head/shardsHash`` is made (SHA-256 is the
     ///     caller's: this module has no cryptography).
-    ///   - checking: which entries check 1 reads, by the shard holding them
-    ///     (nil for a pending record's) and their tag; nil for all. An entry
-    ///     left out is taken as met (a caller leaves out only entries met at
-    ///     a check before, of a shard not written since).
+    ///   - reading: which entries check 1 reads; nil for all. An entry left
+    ///     out is taken as met (a caller leaves out only entries met at a
+    ///     check before, of a shard not written since).
     public static func failures(
         device: String, ledgers: Ledgers, register: (UInt64) -> Register?, newestRegister: HLCTimestamp?,
-        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64,
-        checking: ((_ shard: Int?, _ tag: UInt64) -> Bool)? = nil
+        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64, reading: Reading? = nil
     ) -> [Failure] {
         var failures: [Failure] = []
         let unfolded = ledgers.unfolded
@@ -197,14 +208,16 @@ public enum LedgerCheck {
         }
         for index in ledgers.shards.keys.sorted() {
             guard let shard = ledgers.shards[index]?.value else { continue }
-            for entry in shard.entries where checking?(shard.index, entry.tag) ?? true {
-                check(entry, others: headNames)
+            if let reading, !reading.shards.contains(index) {
+                // A shard not read whole: only the entries of the tags named.
+                guard !reading.tags.isEmpty else { continue }
+                for entry in shard.entries where reading.tags.contains(entry.tag) { check(entry, others: headNames) }
+            } else {
+                for entry in shard.entries { check(entry, others: headNames) }
             }
         }
         for pending in unfolded {
-            for entry in pending.record.value.entries where checking?(nil, entry.tag) ?? true {
-                check(entry, others: pending.record.value.fieldNames)
-            }
+            for entry in pending.record.value.entries { check(entry, others: pending.record.value.fieldNames) }
         }
 
         // 2. Every shard the head counts is held, as counted.

@@ -87,26 +87,27 @@ import Testing
 
     /// A check that reads only some entries (a shard not written since a
     /// check it passed): what it leaves out is taken as met, what it reads
-    /// fails as always, and a pending record's entries are read whatever
-    /// the filter says of shards.
+    /// fails as always, a pending record's entries are always read, and a
+    /// tag named is read in any shard.
     @Test func aCheckReadsOnlyTheEntriesItIsGiven() {
         var world = World()
         world.registers[0x11] = .applied(["pattern": Self.stamp(100), "browser": Self.stamp(100)])
         world.registers[0x22] = nil
-        func failures(_ checking: @escaping (Int?, UInt64) -> Bool) -> [LedgerCheck.Failure] {
+        func failures(_ reading: LedgerCheck.Reading?) -> [LedgerCheck.Failure] {
             LedgerCheck.failures(
                 device: Self.device, ledgers: world.ledgers, register: { world.registers[$0] },
-                newestRegister: world.newest, shardsHash: Self.hash, checking: checking)
+                newestRegister: world.newest, shardsHash: Self.hash, reading: reading)
         }
         let missing = LedgerCheck.Failure.unmet(
             tag: 0x22, fields: ["pattern", "browser"], stamp: Self.stamp(400), setAside: false)
-        #expect(failures { shard, _ in shard == nil } == [missing], "shard 0 left out, its deletion taken as met")
-        #expect(
-            failures { _, _ in true } == [
-                .unmet(tag: 0x11, fields: ["deleted"], stamp: Self.stamp(200), setAside: false), missing,
-            ])
-        #expect(failures { shard, tag in shard == nil && tag == 0x33 } == [], "only what it is given")
-        #expect(world.failures == failures { _, _ in true }, "no filter reads every entry")
+        let deletion = LedgerCheck.Failure.unmet(
+            tag: 0x11, fields: ["deleted"], stamp: Self.stamp(200), setAside: false)
+        #expect(failures(.init(shards: [])) == [missing], "shard 0 left out, its deletion taken as met")
+        #expect(failures(.init(shards: [0])) == [deletion, missing])
+        #expect(failures(.init(shards: [], tags: [0x11])) == [deletion, missing], "a tag named is read in any shard")
+        #expect(failures(.init(shards: [], tags: [0x99])) == [missing])
+        #expect(failures(nil) == [deletion, missing], "all of it")
+        #expect(world.failures == failures(nil))
     }
 
     /// The identity under which a device's shard entries were checked
