@@ -103,6 +103,14 @@ struct RecordTagTests {
             ["0123456789abcdef": nil, "fedcba9876543210": "its write is missing here"],
             checked: ["0123456789abcdef": read], whole: true, now: now)
         #expect(try replica.ledgerChecked() == ["0123456789abcdef": read])
+        // A row that does not read (a damaged file) is left out: that device is checked whole.
+        for damaged in ["0=", "x=000001a22a1767f8-00000000-0123456789abcdef", "0=not-a-stamp", "7"] {
+            try replica.database.run(
+                "INSERT OR REPLACE INTO ledger_checked (device, head, shards) VALUES ('damaged', 1, ?)",
+                [.text(damaged)])
+            #expect(try replica.ledgerChecked() == ["0123456789abcdef": read], "\(damaged)")
+        }
+        try replica.database.run("DELETE FROM ledger_checked WHERE device = 'damaged'")
         #expect(try !replica.ledgerCheckMustBeWhole(now: now + 1))
         #expect(try replica.ledgerCheckMustBeWhole(now: now + Replica.ledgerWholeCheckEveryMillis))
         #expect(try replica.ledgerCheckMustBeWhole(now: now - 1), "a clock set back")
