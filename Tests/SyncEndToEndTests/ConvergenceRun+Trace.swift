@@ -30,8 +30,22 @@ extension Run {
         }
     }
 
-    /// The watched record on the server and on every machine.
+    /// The watched record on the server and on every machine; a watch
+    /// ending in `*` watches every record whose id starts with the rest
+    /// (`settings/device_name/*`: device ids differ from run to run).
     func traceLines(_ watch: String) -> [String] {
+        if watch.hasSuffix("*") {
+            let prefix = String(watch.dropLast())
+            let ids = Set(
+                ((try? store.records(account: "alice")) ?? []).map { "\($0.collection.rawValue)/\($0.key)" }
+                    + machines.flatMap { machine in
+                        RecordCollection.allCases.flatMap { collection in
+                            ((try? machine.replica.records(collection)) ?? []).map { "\(collection.rawValue)/\($0.key)" }
+                        }
+                    }
+            ).filter { $0.hasPrefix(prefix) }.sorted()
+            return ids.flatMap { id in ["\(id):"] + traceLines(id) }
+        }
         let environment = ProcessInfo.processInfo.environment
         func show(_ state: RecordState?) -> String {
             guard let state else { return "-" }
