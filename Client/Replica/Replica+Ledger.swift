@@ -95,7 +95,9 @@ extension Replica {
         try database.run("DELETE FROM record_tags")
         try database.run("DELETE FROM ledger_failures")
         try database.run("DELETE FROM ledger_checked")
-        try setMeta("tags_key", nil)
+        for key in ["tags_key", "own_ledger_refused_syncs", "own_ledger_refused_since", "own_ledger_refused_why"] {
+            try setMeta(key, nil)
+        }
     }
 }
 
@@ -309,5 +311,70 @@ extension Replica {
                     alarming: pulls >= 2 && now - first >= Self.ledgerAlarmAfterMillis)
             }
         }
+    }
+}
+
+/// This device's own ledger not taken by the server (Deploy/SECURITY.md,
+/// "What fails, and how it ends"): in how many syncs in a row, since when
+/// (this machine's clock), and the server's last word.
+public struct OwnLedgerNotTaken: Sendable, Equatable {
+    public var syncs: Int
+    public var firstAtMillis: Int64
+    public var why: String
+    /// Whether the device warns its own user: three syncs or more, over 15
+    /// minutes or more (a clock set back starts the wait again).
+    public var warns: Bool
+}
+
+extension Replica {
+    /// Syncs in a row whose ledger the server did not take before the
+    /// device warns its user (over ``ledgerAlarmAfterMillis`` at least).
+    public static let ownLedgerWarnAfterSyncs = 3
+
+    /// Notes a sync whose ledger the server did not take (`why`, its words).
+    /// - Returns: where it stands now.
+    @discardableResult
+    public func noteOwnLedgerNotTaken(_ why: String, now: Int64) throws -> OwnLedgerNotTaken {
+        try transaction {
+            var syncs = (Int(try meta("own_ledger_refused_syncs") ?? "") ?? 0) + 1
+            var first = Int64(try meta("own_ledger_refused_since") ?? "") ?? now
+            // A clock set back past the first: the wait starts again.
+            if now < first {
+                syncs = 1
+                first = now
+            }
+            try setMeta("own_ledger_refused_syncs", String(syncs))
+            try setMeta("own_ledger_refused_since", String(first))
+            try setMeta("own_ledger_refused_why", String(why.prefix(1_000)))
+            return Self.ownLedgerNotTaken(syncs: syncs, first: first, why: why, now: now)
+        }
+    }
+
+    /// Notes a sync whose ledger request the server took: no warning stands.
+    public func noteOwnLedgerTaken() throws {
+        try transaction {
+            for key in ["own_ledger_refused_syncs", "own_ledger_refused_since", "own_ledger_refused_why"] {
+                try setMeta(key, nil)
+            }
+        }
+    }
+
+    /// Where this device's own ledger stands, when the server did not take
+    /// it at the last sync that sent it; nil when it did.
+    public func ownLedgerNotTaken(now: Int64? = nil) throws -> OwnLedgerNotTaken? {
+        let now = now ?? currentMillis
+        return try read {
+            guard let syncs = Int(try meta("own_ledger_refused_syncs") ?? ""),
+                let first = Int64(try meta("own_ledger_refused_since") ?? "")
+            else { return nil }
+            return Self.ownLedgerNotTaken(
+                syncs: syncs, first: first, why: try meta("own_ledger_refused_why") ?? "", now: now)
+        }
+    }
+
+    private static func ownLedgerNotTaken(syncs: Int, first: Int64, why: String, now: Int64) -> OwnLedgerNotTaken {
+        OwnLedgerNotTaken(
+            syncs: syncs, firstAtMillis: first, why: why,
+            warns: syncs >= ownLedgerWarnAfterSyncs && now >= first && now - first >= ledgerAlarmAfterMillis)
     }
 }

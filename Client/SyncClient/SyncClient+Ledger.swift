@@ -1,4 +1,5 @@
 import Cryptography
+import JSON
 import Replica
 import SyncCore
 
@@ -90,8 +91,7 @@ extension SyncClient {
         }
         guard let records = made else {
             if !quietly {
-                summary.problems.append(
-                    "the server did not take this machine's ledger: this push goes without its part")
+                ledgerNotTaken("the server did not take this machine's ledger: this push goes without its part")
             }
             return []
         }
@@ -206,7 +206,7 @@ extension SyncClient {
             book.abandonRequest()
             try keepLedgerBook(book, tags: [])
             if restamp { return try sendLedgerRequest(&book) }
-            summary.problems.append("the server did not take this machine's ledger: \(error)")
+            ledgerNotTaken("the server did not take this machine's ledger: \(error)")
             return
         } catch {
             throw SyncError.badAnswer("\(error)")
@@ -215,10 +215,11 @@ extension SyncClient {
             book.abandonRequest()
             try keepLedgerBook(book, tags: [])
             let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
-            summary.problems.append("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
+            ledgerNotTaken("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
             return
         }
         book.confirmed()
+        ownLedgerTaken = true
         try replica.transaction {
             try keepLedgerBook(book, tags: [], confirmed: true)
             try replica.keepOwnLedgerRecords(records)
@@ -318,5 +319,38 @@ extension SyncClient {
     func sealed(_ records: [ChangeRecord]) throws -> [ChangeRecord] {
         guard let cipher else { return records }
         do { return try records.map { try cipher.seal($0) } } catch { throw SyncError.usage("\(error)") }
+    }
+
+    /// Says in the sync's problems that the server did not take this
+    /// device's ledger, and keeps it for ``noteOwnLedger()``.
+    func ledgerNotTaken(_ message: String) {
+        summary.problems.append(message)
+        ownLedgerNotTaken = message
+    }
+
+    /// At the end of a sync or push that sent this device's ledger: a
+    /// request the server confirmed clears what stood; one it did not take
+    /// is counted, and from the third sync in a row over 15 minutes the
+    /// device warns its own user (other machines then see its writes past
+    /// its ledger, and cannot tell a withheld one).
+    func noteOwnLedger() throws {
+        if ownLedgerTaken, ownLedgerNotTaken == nil {
+            try replica.noteOwnLedgerTaken()
+            return
+        }
+        guard let why = ownLedgerNotTaken, !ownLedgerTaken else { return }
+        let standing = try replica.noteOwnLedgerNotTaken(why, now: replica.currentMillis)
+        if standing.warns { summary.problems.append(Self.ownLedgerWarning(standing)) }
+    }
+
+    /// What the device's own warning says: what stands, what it means, what to do.
+    static func ownLedgerWarning(_ standing: OwnLedgerNotTaken) -> String {
+        """
+        the server does not take this machine's ledger (\(standing.syncs) syncs in a row since \
+        \(Timestamp.iso8601(millis: standing.firstAtMillis))): your other machines cannot tell whether it withholds \
+        this machine's edits, and will say this machine writes past its ledger. A brsyncd older than this brsync \
+        does so (ask its operator to upgrade it); otherwise the server refuses on purpose: ask its operator, or use \
+        another server. Everything here is kept and syncs on. The server's last words: \(standing.why)
+        """
     }
 }

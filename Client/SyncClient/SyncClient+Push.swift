@@ -20,6 +20,7 @@ extension SyncClient {
     public func push() throws -> Summary {
         try locked {
             try pushEverything()
+            try noteOwnLedger()
             return summary
         }
     }

@@ -67,7 +67,7 @@ extension SyncClient {
                 // ahead, an account past its ledgers' bound): the records go
                 // without them, their writes folded once taken, as a relay of
                 // writes held before (a refusal of the relay itself comes again).
-                summary.problems.append("the server did not take this machine's ledger with a relay: \(message)")
+                ledgerNotTaken("the server did not take this machine's ledger with a relay: \(message)")
                 ledger = nil
                 request.ledger = []
                 answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))

@@ -217,6 +217,7 @@ public final class SyncClient {
             // A ledger request the push could not send yet (its book not
             // known to be current until the pull reached the server's head).
             if refusal == nil { try finishLedger() }
+            try noteOwnLedger()
         } catch {
             try? replica.recordSyncProblem("\(error)")
             throw error
@@ -241,6 +242,8 @@ public final class SyncClient {
             ledgerChainConfirmed = false
             ledgerPulledHead = false
             relayedInPush = nil
+            ownLedgerNotTaken = nil
+            ownLedgerTaken = false
         }
         return try lock.withLock {
             defer { try? replica.persistServerTime() }
@@ -262,6 +265,11 @@ public final class SyncClient {
     /// (`clock_skew`): ledger records are then stamped no further ahead than
     /// it takes (``SyncReplica/stampCeiling(ahead:)``).
     var clockRefused = false
+    /// This sync's ledger outcome: the server's last words when it did not
+    /// take this device's ledger, and whether it confirmed a ledger request
+    /// (``noteOwnLedger()``).
+    var ownLedgerNotTaken: String?
+    var ownLedgerTaken = false
     /// Whether a push is sending batches (its answers fold this device's writes into the book it holds).
     var pushingBatches = false
     /// This device's writes that relays inside a push carried (records the

@@ -97,6 +97,8 @@ public protocol SyncReplica: AnyObject {
         _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
     ) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
+    @discardableResult func noteOwnLedgerNotTaken(_ why: String, now: Int64) throws -> OwnLedgerNotTaken
+    func noteOwnLedgerTaken() throws
     func ledgerChecksDue() throws -> Bool
     func record(_ collection: RecordCollection, key: String) throws -> RecordState?
     /// This machine's clock (ms): how long a failure has been held.

@@ -125,6 +125,40 @@ import Testing
         #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 
+    /// `brsync status` shows this machine's own ledger when the server did
+    /// not take it: counted at first, a warning once it stands three syncs
+    /// over 15 minutes, gone once a sync's ledger is taken.
+    @Test func statusShowsThisMachinesLedgerTheServerDidNotTake() throws {
+        let world = try CLIWorld()
+        let desktop = try world.replica("desktop")
+        let replica = try Replica.open(home: desktop)
+        let now = replica.currentMillis
+        try replica.noteOwnLedgerNotTaken("ledgers are not taken here", now: now - 20 * 60_000)
+        let counted = try world.run(desktop, ["status"]).stdout
+        #expect(
+            counted.contains("ledger:    the server did not take this machine's ledger at the last 1 sync(s)")
+                && counted.contains("Last: ledgers are not taken here"), "\(counted)")
+        func ownJSON() throws -> JSONValue? {
+            let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
+            guard case .object(let members) = json else { return nil }
+            return members["ownLedgerNotTaken"]
+        }
+        func own() throws -> [String: JSONValue]? {
+            guard case .object(let members)? = try ownJSON() else { return nil }
+            return members
+        }
+        #expect(try own()?["warning"] == .bool(false) && own()?["syncs"] == .int(1))
+        for _ in 0..<2 { try replica.noteOwnLedgerNotTaken("ledgers are not taken here", now: now) }
+        let warning = try world.run(desktop, ["status"]).stdout
+        #expect(
+            warning.contains("ledger:    the server does not take this machine's ledger (3 syncs in a row since")
+                && warning.contains("use another server"), "\(warning)")
+        #expect(try own()?["warning"] == .bool(true))
+        try replica.noteOwnLedgerTaken()
+        #expect(try ownJSON() == .null)
+        #expect(!(try world.run(desktop, ["status"]).stdout.contains("ledger:")))
+    }
+
     @Test func conflictsNameBothDevices() throws {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")

@@ -168,3 +168,27 @@ struct PulledLedgerTests {
         #expect(try replica.rules().isEmpty)
     }
 }
+
+/// This device's own ledger not taken by the server: counted sync by sync,
+/// a warning from the third over 15 minutes, cleared by a sync it took.
+struct OwnLedgerNotTakenTests {
+    @Test func aWarningComesAtTheThirdSyncOverFifteenMinutesAndClears() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let now: Int64 = 1_800_000_000_000
+        #expect(try replica.ownLedgerNotTaken(now: now) == nil)
+        let minute: Int64 = 60_000
+        #expect(try !replica.noteOwnLedgerNotTaken("refused", now: now).warns)
+        #expect(try !replica.noteOwnLedgerNotTaken("refused", now: now + minute).warns)
+        let third = try replica.noteOwnLedgerNotTaken("refused again", now: now + 2 * minute)
+        #expect(third.syncs == 3 && third.firstAtMillis == now && !third.warns, "three syncs, not yet 15 minutes")
+        let fourth = try replica.noteOwnLedgerNotTaken("refused again", now: now + 15 * minute)
+        #expect(fourth.syncs == 4 && fourth.warns && fourth.why == "refused again")
+        #expect(try replica.ownLedgerNotTaken(now: now + 15 * minute) == fourth)
+        // A clock set back past the first: the wait starts again.
+        let back = try replica.noteOwnLedgerNotTaken("refused", now: now - minute)
+        #expect(back.syncs == 1 && back.firstAtMillis == now - minute && !back.warns)
+        try replica.noteOwnLedgerTaken()
+        #expect(try replica.ownLedgerNotTaken(now: now) == nil)
+    }
+}

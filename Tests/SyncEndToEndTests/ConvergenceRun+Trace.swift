@@ -40,7 +40,9 @@ extension Run {
                 ((try? store.records(account: "alice")) ?? []).map { "\($0.collection.rawValue)/\($0.key)" }
                     + machines.flatMap { machine in
                         RecordCollection.allCases.flatMap { collection in
-                            ((try? machine.replica.records(collection)) ?? []).map { "\(collection.rawValue)/\($0.key)" }
+                            ((try? machine.replica.records(collection)) ?? []).map {
+                                "\(collection.rawValue)/\($0.key)"
+                            }
                         }
                     }
             ).filter { $0.hasPrefix(prefix) }.sorted()

@@ -89,6 +89,49 @@ extension LyingServerTests {
         #expect(try b.replica.ledgerFailures().isEmpty)
     }
 
+    /// A server that never takes a device's ledger request (it answers
+    /// each with a refusal): the device says so at each sync, and from the
+    /// third in a row over 15 minutes warns its own user, in the sync's
+    /// words and in `brsync status`; the first sync the server takes clears it.
+    @Test func aDeviceWhoseLedgerTheServerRefusesWarnsItsUser() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example"])
+        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let liar = try LyingServer(in: world) { request, _, body in
+            // A ledger request is a relay naming the device.
+            guard request.path == "/v1/relay",
+                case .object(let sent)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
+                sent["device"] != nil, case .object(var answer)? = body
+            else { return nil }
+            answer["rejected"] = .array([
+                .object([
+                    "seq": .int(0), "collection": .string("ledger"), "key": .string("x"),
+                    "reason": .string("ledgers are not taken here"),
+                ])
+            ])
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        var warnings: [Bool] = []
+        for index in 0..<4 {
+            try Self.rules(a, ["refused\(index).example"])
+            let summary = try liar.serving(world) { try world.sync(a) }
+            #expect(
+                summary.problems.contains { $0.contains("did not take this machine's ledger") }, "\(summary.problems)")
+            warnings.append(summary.problems.contains { $0.contains("the server does not take this machine's ledger") })
+            a.clock.skew += 8 * 60_000
+        }
+        #expect(warnings == [false, false, true, true], "the third sync, 16 minutes on, and after")
+        let standing = try #require(try a.replica.ownLedgerNotTaken())
+        #expect(standing.syncs == 4 && standing.warns && standing.why.contains("ledgers are not taken here"))
+        // The honest server takes the next request: the warning is gone.
+        try Self.rules(a, ["taken.example"])
+        let honest = try world.sync(a)
+        #expect(!honest.problems.contains { $0.contains("ledger") }, "\(honest.problems)")
+        #expect(try a.replica.ownLedgerNotTaken() == nil)
+    }
+
     /// The same lie told on a page whose cursor does not move (the server
     /// names the machine's old cursor, nothing more to come): the checks run
     /// all the same, because the page stored records (an outside review

@@ -262,6 +262,7 @@ public struct Status: ParsableCommand {
         let asideCount = try replica.pulledAsideCount()
         let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
         let ledgerFailures = try replica.ledgerFailures()
+        let ownLedger = try replica.ownLedgerNotTaken()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
             Output.json(
@@ -293,6 +294,13 @@ public struct Status: ParsableCommand {
                                 "pulls": .int(Int64($0.pulls)),
                             ])
                         }),
+                    "ownLedgerNotTaken": ownLedger.map {
+                        .object([
+                            "syncs": .int(Int64($0.syncs)),
+                            "since": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
+                            "why": .string($0.why), "warning": .bool($0.warns),
+                        ])
+                    } ?? .null,
                     "setAsideFromServer": .int(Int64(asideCount)),
                     "setAside": .array(
                         aside.map {
@@ -356,6 +364,18 @@ public struct Status: ParsableCommand {
                         + "another server. Everything here is kept."
                     : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
                         + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
+        }
+        // This machine's own ledger, when the server did not take it.
+        if let own = ownLedger {
+            let since = Timestamp.iso8601(millis: own.firstAtMillis)
+            let why = DisplayText.printable(String(own.why.prefix(300)))
+            print(
+                own.warns
+                    ? "ledger:    the server does not take this machine's ledger (\(own.syncs) syncs in a row since "
+                        + "\(since)): your other machines cannot tell whether it withholds this machine's edits. Ask "
+                        + "its operator (an older brsyncd does so), or use another server. Last: \(why)"
+                    : "ledger:    the server did not take this machine's ledger at the last \(own.syncs) sync(s) "
+                        + "(since \(since)): a warning if it still does not at the third, 15 minutes on. Last: \(why)")
         }
         if let newest = aside.first {
             print(
