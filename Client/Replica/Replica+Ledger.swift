@@ -74,12 +74,43 @@ extension Replica {
     /// A stamp for a ledger record of this device: the clock's next tick,
     /// kept at once, so that a slot or shard written again after a restart
     /// always carries a newer stamp than the one the server may hold.
-    public func ledgerStamp() throws -> HLCTimestamp {
+    /// - Parameters:
+    /// - Parameter ceiling: when given (ms; the server refused a stamp for
+    ///   its clock), no further ahead than that (the clock may run fast),
+    ///   and above every stamp held back so before, so that no two ledger
+    ///   records share a stamp (the clock's own ticks never repeat).
+    public func ledgerStamp(ceiling: Int64? = nil) throws -> HLCTimestamp {
         try transaction {
             try loadPersistedClock()
-            let stamp = try tickClock()
+            var stamp = try tickClock()
             try persistClock()
+            guard let ceiling, stamp.wallMillis > ceiling else { return stamp }
+            // Every stamp held back takes a counter of its own: two never
+            // meet, whichever way the ceiling (the server's clock) moves.
+            let counter = (UInt32(try meta("ledger_held_back") ?? "") ?? 0) &+ 1
+            try setMeta("ledger_held_back", String(counter))
+            stamp = HLCTimestamp(wallMillis: ceiling, counter: counter, device: deviceID)
             return stamp
+        }
+    }
+
+    /// The newest stamp of this device's own ledger records held here (the
+    /// ones the server confirmed), or nil.
+    public func ownLedgerStampHigh() throws -> HLCTimestamp? {
+        try read {
+            var newest: HLCTimestamp?
+            var reader = HLCTimestamp.Reader()
+            try database.forEachRow(
+                "SELECT fields FROM records WHERE collection = 'ledger' AND key >= ? AND key < ?",
+                [.text(deviceID + "/"), .text(deviceID + "0")]
+            ) { row in
+                let stamps = try? row.withText(0) { bytes throws(Wire.Problem) in
+                    try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
+                }
+                for stamp in (stamps ?? [:]).values where newest.map({ stamp > $0 }) ?? true { newest = stamp }
+                return true
+            }
+            return newest
         }
     }
 
@@ -187,16 +218,17 @@ extension Replica {
 
     /// What the last ledger check a device passed read of its ledger: the
     /// identity of its head's meaning (the ids and field names its entries
-    /// refer to, its shard count) and each shard's stamp. An entry of a
-    /// shard held at the same stamp under the same identity was met then
-    /// and stays met: what a machine holds of a record only moves forward,
-    /// except where it sets records aside (which makes the next check
-    /// whole, ``ledgerCheckMustBeWhole(now:)``).
+    /// refer to, its shard count) and a digest of each shard (its stamp and
+    /// its bytes: two shards under one stamp still differ). An entry of a
+    /// shard held the same under the same identity was met then and stays
+    /// met: what a machine holds of a record only moves forward, except
+    /// where it sets records aside (which makes the next check whole,
+    /// ``ledgerCheckMustBeWhole(now:)``).
     public struct LedgerChecked: Sendable, Equatable {
         public var head: UInt64
-        public var shards: [Int: HLCTimestamp]
+        public var shards: [Int: UInt64]
 
-        public init(head: UInt64, shards: [Int: HLCTimestamp]) {
+        public init(head: UInt64, shards: [Int: UInt64]) {
             self.head = head
             self.shards = shards
         }
@@ -212,12 +244,12 @@ extension Replica {
         try read {
             var result: [String: LedgerChecked] = [:]
             try database.forEachRow("SELECT device, head, shards FROM ledger_checked") { row in
-                var shards: [Int: HLCTimestamp] = [:]
+                var shards: [Int: UInt64] = [:]
                 for item in (row.string(2) ?? "").split(separator: " ") {
                     let parts = item.split(separator: "=", maxSplits: 1)
-                    guard parts.count == 2, let index = Int(parts[0]), let stamp = HLCTimestamp(text: String(parts[1]))
+                    guard parts.count == 2, let index = Int(parts[0]), let digest = UInt64(parts[1], radix: 16)
                     else { return true }
-                    shards[index] = stamp
+                    shards[index] = digest
                 }
                 result[row.string(0) ?? ""] = LedgerChecked(
                     head: UInt64(bitPattern: row.int64(1) ?? 0), shards: shards)
@@ -272,7 +304,7 @@ extension Replica {
             }
             try database.run("DELETE FROM ledger_checked")
             for (device, read) in checked {
-                let shards = read.shards.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                let shards = read.shards.sorted { $0.key < $1.key }.map { "\($0.key)=\(String($0.value, radix: 16))" }
                 try database.run(
                     "INSERT INTO ledger_checked (device, head, shards) VALUES (?, ?, ?)",
                     [.text(device), .integer(Int64(bitPattern: read.head)), .text(shards.joined(separator: " "))])

@@ -233,6 +233,12 @@ extension Replica {
                     seen = stamp
                 }
             }
+            // Above every stamp pulled: an edit that won here over a write
+            // pulled since stays above it (its register never moves back
+            // below what a ledger check found met).
+            if let pulled = Int64(try meta("pulled_high") ?? ""), pulled >= seen.wallMillis {
+                seen = HLCTimestamp(wallMillis: pulled + 1, counter: 0, device: deviceID)
+            }
             resetClock(to: seen)
             try restamp(pending, asDevice: nil)
             try persistClock()

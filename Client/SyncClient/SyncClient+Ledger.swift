@@ -127,16 +127,14 @@ extension SyncClient {
 
     /// The clock's next tick, and never at or below `last` (a clock set back
     /// by a re-stamp would otherwise write a slot or the head below the
-    /// record the server holds there, and lose the merge). Once the server
-    /// refused a stamp for its clock, the clock's tick goes no further than
-    /// a push may be ahead (``SyncReplica/stampCeiling(ahead:)``): the clock
-    /// may still run fast.
+    /// record the server holds there, and lose the merge), nor at a stamp
+    /// issued before (``SyncReplica/ledgerStamp(ceiling:)``).
+    /// Once the server refused a stamp for its clock, the clock's tick goes
+    /// no further than a push may be ahead (``SyncReplica/stampCeiling(ahead:)``):
+    /// the clock may still run fast.
     private func nextLedgerStamp(after last: Ledger.Stamp?) throws -> Ledger.Stamp {
-        var stamp = Ledger.Stamp(try replica.ledgerStamp())
-        if clockRefused {
-            let ceiling = try replica.stampCeiling(ahead: 240_000)
-            if stamp.wallMillis > ceiling { stamp = Ledger.Stamp(wallMillis: ceiling, counter: 0) }
-        }
+        let stamp = Ledger.Stamp(
+            try replica.ledgerStamp(ceiling: clockRefused ? try replica.stampCeiling(ahead: 240_000) : nil))
         guard let last, stamp <= last else { return stamp }
         return Ledger.Stamp(wallMillis: last.wallMillis, counter: last.counter &+ 1)
     }
@@ -147,14 +145,20 @@ extension SyncClient {
     static let ledgerStampAllowance: Int64 = 86_400_000
 
     /// The stamp the book's next record must be newer than: its newest
-    /// (``LedgerBook/lastStamp``); once the server refused a stamp for its
-    /// clock, its newest the server can hold (a day past its clock, or the
-    /// newest stamp pulled). Records stamped further ahead were never taken
-    /// (they were written while the clock ran years fast), or were lost to a
-    /// restore: after them, every later record would be refused too.
+    /// (``LedgerBook/lastStamp``). Once the server refused a stamp for its
+    /// clock: the head it confirmed and this device's ledger records kept
+    /// here (the server took them; below them a new record loses the
+    /// merge), and the book's other stamps the server can hold (a day past
+    /// its clock, or the newest stamp pulled). Pending records stamped
+    /// further ahead were written while the clock ran years fast and lost
+    /// to a restore: after them, every later record would be refused too.
     private func lastLedgerStamp(of book: LedgerBook) throws -> Ledger.Stamp? {
         guard clockRefused else { return book.lastStamp }
-        return book.lastStamp(notAfter: try replica.stampCeiling(ahead: Self.ledgerStampAllowance))
+        let kept = try replica.ownLedgerStampHigh().map(Ledger.Stamp.init)
+        return [
+            book.lastStamp(notAfter: try replica.stampCeiling(ahead: Self.ledgerStampAllowance)), book.headStamp,
+            book.lastFolded?.stamp, kept,
+        ].compactMap { $0 }.max()
     }
 
     /// The ledger request, when the book has anything to send (a chain to
@@ -163,7 +167,9 @@ extension SyncClient {
     /// and confirmed once the server took every record. A server that
     /// refuses it leaves the book as it was, the pending chain covering the
     /// writes, and the sync says so.
-    func sendLedgerRequest(_ book: inout LedgerBook) throws {
+    /// - Parameter again: whether this is the request made again at once
+    ///   after the server refused one for its clock (only once).
+    func sendLedgerRequest(_ book: inout LedgerBook, again: Bool = false) throws {
         guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
         // A new request only from a book known to be current: a push answer
         // in this sync showed the server's chain of this device to be this
@@ -202,10 +208,10 @@ extension SyncClient {
             // at once when its stamp was too far ahead (now no further than
             // the server takes).
             let ceiling = try replica.stampCeiling(ahead: Self.ledgerStampAllowance)
-            let restamp = code == .clockSkew && (book.unconfirmed?.stamp.wallMillis ?? 0) > ceiling
+            let restamp = !again && code == .clockSkew && (book.unconfirmed?.stamp.wallMillis ?? 0) > ceiling
             book.abandonRequest()
             try keepLedgerBook(book, tags: [])
-            if restamp { return try sendLedgerRequest(&book) }
+            if restamp { return try sendLedgerRequest(&book, again: true) }
             ledgerNotTaken("the server did not take this machine's ledger: \(error)")
             return
         } catch {

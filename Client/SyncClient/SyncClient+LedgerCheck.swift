@@ -128,8 +128,9 @@ extension SyncClient {
             guard let prior = before[device], prior.head == LedgerCheck.identity(of: ledger.head?.value) else {
                 continue
             }
+            let digests = Self.shardDigests(ledger, packed: packed[device] ?? [:])
             let read = LedgerCheck.Reading(
-                shards: Set(ledger.shards.filter { prior.shards[$0.key] != $0.value.stamp }.keys), tags: setAside)
+                shards: Set(ledger.shards.keys.filter { prior.shards[$0] != digests[$0] }), tags: setAside)
             reading[device] = read
             for (index, shard) in ledger.shards {
                 for entry in shard.value.entries where read.shards.contains(index) || setAside.contains(entry.tag) {
@@ -150,9 +151,10 @@ extension SyncClient {
                 },
                 newestRegister: newest[device],
                 shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device])
-            if failures.isEmpty {
+            if failures.isEmpty, damaged[device] == nil {
                 run.checked[device] = Replica.LedgerChecked(
-                    head: LedgerCheck.identity(of: ledger.head?.value), shards: ledger.shards.mapValues(\.stamp))
+                    head: LedgerCheck.identity(of: ledger.head?.value),
+                    shards: Self.shardDigests(ledger, packed: packed[device] ?? [:]))
             }
             // The records failures name (held ones), as many as a sync asks for again.
             var tags: Set<UInt64> = []
@@ -184,6 +186,20 @@ extension SyncClient {
         run.missing =
             missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
         return run
+    }
+
+    /// Each shard's digest (``Replica/LedgerChecked``): FNV-1a over its
+    /// stamp and its bytes as held (packed again where not given). Not a
+    /// secret: the shard is sealed by its device, so a server cannot choose
+    /// bytes to collide.
+    static func shardDigests(_ ledger: LedgerCheck.Ledgers, packed: [Int: [UInt8]]) -> [Int: UInt64] {
+        ledger.shards.reduce(into: [:]) { digests, item in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in Array(item.value.stamp.description.utf8) + [0] + (packed[item.key] ?? item.value.value.bytes) {
+                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+            }
+            digests[item.key] = hash
+        }
     }
 
     /// What an alarm says: whose writes, which, what it can mean, what to do.

@@ -61,7 +61,8 @@ public protocol SyncReplica: AnyObject {
         device: String, state: [UInt8], entries: [(tag: UInt64, bytes: [UInt8], changed: Bool)], confirmed: Bool
     ) throws
     func keepOwnLedgerRecords(_ records: [ChangeRecord]) throws
-    func ledgerStamp() throws -> HLCTimestamp
+    func ledgerStamp(ceiling: Int64?) throws -> HLCTimestamp
+    func ownLedgerStampHigh() throws -> HLCTimestamp?
 
     // MARK: Whole records (relays)
     func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord]

@@ -97,14 +97,13 @@ struct RecordTagTests {
         let replica = fixture.replica
         let now: Int64 = 1_800_000_000_000
         #expect(try replica.ledgerCheckMustBeWhole(now: now), "none ran yet")
-        let stamp = HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 3, device: "0123456789abcdef")
-        let read = Replica.LedgerChecked(head: 42, shards: [0: stamp, 7: stamp])
+        let read = Replica.LedgerChecked(head: 42, shards: [0: 0xfedc_ba98_7654_3210, 7: 1])
         try replica.noteLedgerChecks(
             ["0123456789abcdef": nil, "fedcba9876543210": "its write is missing here"],
             checked: ["0123456789abcdef": read], whole: true, now: now)
         #expect(try replica.ledgerChecked() == ["0123456789abcdef": read])
         // A row that does not read (a damaged file) is left out: that device is checked whole.
-        for damaged in ["0=", "x=000001a22a1767f8-00000000-0123456789abcdef", "0=not-a-stamp", "7"] {
+        for damaged in ["0=", "x=12ab", "0=not-a-digest", "7", "0=1ffffffffffffffff"] {
             try replica.database.run(
                 "INSERT OR REPLACE INTO ledger_checked (device, head, shards) VALUES ('damaged', 1, ?)",
                 [.text(damaged)])
@@ -190,5 +189,63 @@ struct OwnLedgerNotTakenTests {
         #expect(back.syncs == 1 && back.firstAtMillis == now - minute && !back.warns)
         try replica.noteOwnLedgerTaken()
         #expect(try replica.ownLedgerNotTaken(now: now) == nil)
+    }
+}
+
+/// Ledger stamps once the server refused one for its clock: held back, and
+/// never issued twice.
+struct LedgerStampTests {
+    @Test func stampsHeldBackAreNeverIssuedTwice() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let ceiling = replica.currentMillis - 86_400_000
+        let first = try replica.ledgerStamp(ceiling: ceiling)
+        let second = try replica.ledgerStamp(ceiling: ceiling)
+        #expect(first.wallMillis == ceiling && second.wallMillis == ceiling && second.counter > first.counter)
+        // Without a ceiling: the clock's tick, above both.
+        let free = try replica.ledgerStamp(ceiling: nil)
+        #expect(free > second)
+        // A ceiling that moved (the server's clock read again): its own stamps.
+        let lower = ceiling - 3_600_000
+        let third = try replica.ledgerStamp(ceiling: lower)
+        let fourth = try replica.ledgerStamp(ceiling: lower)
+        #expect(third.wallMillis == lower && fourth > third)
+        #expect(try replica.ledgerStamp(ceiling: ceiling) > second, "back at the first ceiling, above what it issued")
+    }
+}
+
+/// Edits re-stamped because this machine's clock ran fast
+/// (``Replica/restampUnpushed()``).
+struct RestampTests {
+    /// A write pulled since that lost to the fast edit here (its own clock
+    /// four minutes fast, within what a server allows): the edit, stamped
+    /// again from the server's time, stays above it, as this machine showed
+    /// it (below it, the register here moved back under a write another
+    /// device's ledger names).
+    @Test func aReStampedEditStaysAboveAWritePulledSince() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        try fixture.usable("chrome")
+        let now = replica.currentMillis
+        try replica.observeServerTime(now + 3_600_000)
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        let fast = try #require(try replica.record(.rules, key: "github.com")?.fields["browser"]?.stamp)
+        let pulled = HLCTimestamp(wallMillis: now + 240_000, counter: 0, device: "0123456789abcdef")
+        var skipped: [String] = []
+        _ = try replica.applyPulled(
+            [
+                ChangeRecord(
+                    sequence: 1, collection: .rules, key: "github.com",
+                    state: RecordState(
+                        fields: ["browser": StampedValue(.string("chrome"), stamp: pulled)],
+                        versions: VersionVector(["0123456789abcdef": 1])))
+            ], cursor: 1, epoch: "e1", aside: [], skipped: &skipped)
+        #expect(try replica.record(.rules, key: "github.com")?.fields["browser"]?.stamp == fast, "the fast edit won")
+        try replica.observeServerTime(now)
+        #expect(try replica.restampUnpushed() > 0)
+        let restamped = try #require(try replica.record(.rules, key: "github.com")?.fields["browser"])
+        #expect(restamped.value == .string("firefox") && restamped.stamp > pulled, "\(restamped.stamp)")
+        #expect(restamped.stamp.wallMillis < now + 3_600_000, "no longer an hour ahead")
     }
 }

@@ -1,5 +1,7 @@
+import HTTP
 import Replica
 import SyncCore
+import SystemServices
 import TestSupport
 import Testing
 
@@ -29,6 +31,53 @@ import Testing
         try world.sync(a)
         try world.sync(b)
         #expect(try SyncWorld.rules(b.replica).keys.sorted() == ["one.example", "two.example"])
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    /// A server that refuses a push for its clock and says its time is two
+    /// days back (a lie, or a clock set back): the device's next ledger
+    /// records still go above the head the server took (below it, they lose
+    /// the merge everywhere and every machine's check of the device fails),
+    /// and the other machine counts its new write.
+    @Test func aClockRefusalWithAnEarlyTimeKeepsTheLedgerAboveWhatTheServerTook() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try LyingServerTests.rules(a, ["one.example"])
+        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        // A head confirmed at the end of a sync, after its pull: nothing
+        // this machine pulled is as new (the clock refusal below comes first).
+        try LyingServerTests.rules(a, ["between.example"])
+        try world.sync(a)
+        let headKey = Ledger.Key.head(device: a.replica.deviceID).description
+        let taken = try #require(try a.replica.record(.ledger, key: headKey)?.fields.values.first?.stamp)
+        // Nothing pulled since is as new as the head (its pull brought this
+        // machine's own pending records, often in the head's millisecond).
+        try a.replica.database.run(
+            "UPDATE meta SET value = ? WHERE key = 'pulled_high'", [.text(String(taken.wallMillis - 1_000))])
+        let early = String(Clock.wallMillis() - 2 * 86_400_000)
+        let refused = LyingServer.Counter()
+        let liar = try LyingServer(
+            in: world, headers: { $0.set(Wire.timeHeader, early) },
+            answering: { request in
+                guard request.path == "/v1/push", refused.value.add(1, ordering: .relaxed).oldValue == 0 else {
+                    return nil
+                }
+                return HTTPResponse(
+                    status: 422, headers: ["Content-Type": "application/json"],
+                    body: Array(
+                        #"{"error":"clock_skew","message":"a stamp is 172800 s ahead of the server's clock"}"#.utf8))
+            }, rewrite: { _, _, _ in nil })
+        defer { liar.stop() }
+        try LyingServerTests.rules(a, ["two.example"])
+        let lied = try liar.serving(world) { try world.sync(a) }
+        #expect(refused.value.load(ordering: .relaxed) > 0)
+        #expect(lied.newDeviceID == nil && lied.problems.isEmpty, "\(lied)")
+        let head = try #require(try a.replica.record(.ledger, key: headKey)?.fields.values.first?.stamp)
+        #expect(head > taken, "the new head went above the one taken: \(head) \(taken)")
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"))
         let failures = try b.replica.ledgerFailures()
         #expect(failures.isEmpty, "\(failures)")
     }

@@ -20,9 +20,13 @@ final class LyingServer: Sendable {
     final class Counter: Sendable { let value = Atomic<Int>(0) }
     let rewritten = Counter()
 
-    /// - Parameter headers: rewrites every answer's headers too (a lying clock).
+    /// - Parameters:
+    ///   - headers: rewrites every answer's headers too (a lying clock).
+    ///   - answering: may answer a request itself (the real server never
+    ///     sees it); `headers` and `rewrite` still apply.
     init(
-        in world: SyncWorld, headers: (@Sendable (inout HTTPHeaders) -> Void)? = nil, rewrite: @escaping Rewrite
+        in world: SyncWorld, headers: (@Sendable (inout HTTPHeaders) -> Void)? = nil,
+        answering: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil, rewrite: @escaping Rewrite
     ) throws {
         let upstream = world.port
         let upstreamTLS = try TLSContext.client(caFile: world.caFile)
@@ -34,7 +38,9 @@ final class LyingServer: Sendable {
                 privateKeyFile: world.directory.file("server.key")),
             limits: HTTPLimits()
         ) { request, _ in
-            var answer = FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
+            let own = answering?(request)
+            if own != nil { count.value.add(1, ordering: .relaxed) }
+            var answer = own ?? FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
             headers?(&answer.headers)
             if let changed = rewrite(
                 request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self)))
