@@ -146,19 +146,43 @@ extension SyncClient {
 
     /// The stamp the book's next record must be newer than: its newest
     /// (``LedgerBook/lastStamp``). Once the server refused a stamp for its
-    /// clock: the head it confirmed and this device's ledger records kept
-    /// here (the server took them; below them a new record loses the
-    /// merge), and the book's other stamps the server can hold (a day past
-    /// its clock, or the newest stamp pulled). Pending records stamped
-    /// further ahead were written while the clock ran years fast and lost
-    /// to a restore: after them, every later record would be refused too.
+    /// clock: the book's stamps the server can hold (a day past its clock,
+    /// as far as a relay's may be, or the newest stamp pulled), and the head
+    /// it confirmed and this device's ledger records kept here (the server
+    /// took them: below them, a new record loses the merge) unless they are
+    /// further ahead than that and the server, asked, holds an older head
+    /// (it lost them to a restore: after them, every record would be
+    /// refused too), when the head it holds is the floor.
     private func lastLedgerStamp(of book: LedgerBook) throws -> Ledger.Stamp? {
         guard clockRefused else { return book.lastStamp }
+        let ceiling = try replica.stampCeiling(ahead: Self.ledgerStampAllowance)
+        var floors = [book.lastStamp(notAfter: ceiling)]
         let kept = try replica.ownLedgerStampHigh().map(Ledger.Stamp.init)
-        return [
-            book.lastStamp(notAfter: try replica.stampCeiling(ahead: Self.ledgerStampAllowance)), book.headStamp,
-            book.lastFolded?.stamp, kept,
-        ].compactMap { $0 }.max()
+        if let confirmed = [book.headStamp, book.lastFolded?.stamp, kept].compactMap({ $0 }).max() {
+            if confirmed.wallMillis <= ceiling {
+                floors.append(confirmed)
+            } else if let held = try serverHeadStamp(device: book.device) {
+                floors.append(min(held, confirmed))
+            }
+        }
+        return floors.compactMap { $0 }.max()
+    }
+
+    /// The stamp of `device`'s head as the server holds it now (asked once
+    /// a sync), nil for none.
+    private func serverHeadStamp(device: String) throws -> Ledger.Stamp? {
+        if let serverHead { return serverHead }
+        guard let cipher, let keyID else { return nil }
+        let key = Ledger.Key.head(device: device).description
+        var request = PullRequest(keyID: keyID)
+        request.signer = signingPublicKey
+        request.asked = [PullRequest.Asked(collection: .ledger, key: key)]
+        let fetched = FetchedPage.fetch(request.target, transport: transport, cipher: cipher)
+        try takeIn(fetched.exchange)
+        let head = fetched.opened?.changes.first { $0.collection == .ledger && $0.key == key }?
+            .state.fields[Wire.ledgerField].map { Ledger.Stamp($0.stamp) }
+        serverHead = .some(head)
+        return head
     }
 
     /// The ledger request, when the book has anything to send (a chain to

@@ -244,6 +244,7 @@ public final class SyncClient {
             relayedInPush = nil
             ownLedgerNotTaken = nil
             ownLedgerTaken = false
+            serverHead = nil
         }
         return try lock.withLock {
             defer { try? replica.persistServerTime() }
@@ -270,6 +271,9 @@ public final class SyncClient {
     /// (``noteOwnLedger()``).
     var ownLedgerNotTaken: String?
     var ownLedgerTaken = false
+    /// This device's head as the server held it when asked in this sync
+    /// (``serverHeadStamp()``): nil when not asked yet.
+    var serverHead: Ledger.Stamp??
     /// Whether a push is sending batches (its answers fold this device's writes into the book it holds).
     var pushingBatches = false
     /// This device's writes that relays inside a push carried (records the
