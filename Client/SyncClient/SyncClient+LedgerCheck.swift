@@ -2,6 +2,7 @@ import Cryptography
 import JSON
 import Replica
 import SyncCore
+import SystemServices
 
 /// What a run of the ledger checks read: whether every entry of every
 /// ledger (else, of some devices, only what changed since their last
@@ -10,6 +11,8 @@ public struct LedgerCheckRead: Sendable, Equatable {
     public var whole = true
     public var ledgers = 0
     public var registers = 0
+    /// How long the checks took, asking again included (ms).
+    public var milliseconds: Int64 = 0
 }
 
 /// The ledger checks at the end of a pull (Deploy/SECURITY.md, "A device's
@@ -28,6 +31,7 @@ extension SyncClient {
         guard options.checksLedgers, let cipher, let keyID else { return }
         let standing = try replica.ledgerFailures(now: replica.currentMillis)
         guard try replica.ledgerChecksDue() || !standing.isEmpty else { return }
+        let started = Clock.monotonicMillis()
         let whole = try replica.ledgerCheckMustBeWhole(now: replica.currentMillis)
         var run = try ledgerResults(cipher: cipher, keyID: keyID, whole: whole)
         // What a failing ledger names and this machine lacks (the pull's
@@ -56,6 +60,7 @@ extension SyncClient {
         // This machine's clock, not the server's: a server cannot hold its
         // failures off by saying the time.
         summary.ledgerCheck = run.read
+        summary.ledgerCheck?.milliseconds = Clock.monotonicMillis() - started
         let failures = try replica.noteLedgerChecks(
             run.results, checked: run.checked, whole: run.read.whole, now: replica.currentMillis)
         let names = try replica.deviceNames()

@@ -67,6 +67,12 @@ public enum Transfer {
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
             "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
+            "ledgerCheck": summary.ledgerCheck.map {
+                .object([
+                    "whole": .bool($0.whole), "ledgers": .int(Int64($0.ledgers)),
+                    "registers": .int(Int64($0.registers)), "milliseconds": .int($0.milliseconds),
+                ])
+            } ?? .null,
             "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted),
             "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
             "movedForward": .bool(summary.movedForward),

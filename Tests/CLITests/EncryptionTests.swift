@@ -94,6 +94,16 @@ import Testing
         try world.mustRun(laptop, ["rules", "add", "oncology-\(marker).example", "\(marker)browser"])
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
+        // A later sync's ledger checks read only what changed (`--json` says what they read).
+        try world.mustRun(laptop, ["rules", "add", "later-\(marker).example", "chrome"])
+        try world.mustRun(laptop, ["sync"])
+        let later = try JSONValue.parse(try world.run(desktop, ["sync", "--json"]).stdout)
+        guard case .object(let summary) = later, case .object(let check)? = summary["ledgerCheck"] else {
+            Issue.record("no ledgerCheck in \(later)")
+            return
+        }
+        #expect(check["whole"] == .bool(false) && check["ledgers"] == .int(1), "\(check)")
+        #expect(check["milliseconds"]?.intValue.map { $0 >= 0 } == true, "\(check)")
         try world.mustRun(desktop, ["browsers", "add", "\(marker)browser", "--exec", "true %u"])
         for home in [laptop, desktop] {
             for (url, browser) in [
