@@ -283,6 +283,10 @@ extension RecordState {
     ) throws(Wire.Problem) -> [String: HLCTimestamp] {
         var scanner = JSONScanner(bytes)
         var stamps: [String: HLCTimestamp] = [:]
+        // What is wrong with each field, by name. A name met twice is read
+        // as the whole reader reads it: the last one counts (an earlier
+        // one's problem goes with it), and so does a register's last "s".
+        var problems: [String: String] = [:]
         // What is wrong with the text, or nil.
         func read() throws(JSONValue.ParseError) -> String? {
             guard scanner.peek() == UInt8(ascii: "{") else { return "a stored record's fields are not an object" }
@@ -290,25 +294,33 @@ extension RecordState {
                 repeat {
                     let name = try scanner.name()
                     var shown: String { DisplayText.printable(name.prefix(40)) }
+                    stamps[name] = nil
                     guard scanner.peek() == UInt8(ascii: "{") else {
-                        return "field \"\(shown)\" of a stored record is not a register"
+                        problems[name] = "field \"\(shown)\" of a stored record is not a register"
+                        try scanner.skipValue()
+                        continue
                     }
                     var stamp: HLCTimestamp?
                     if try scanner.beginObject() {
                         repeat {
-                            if try scanner.name() == "s", scanner.peek() == UInt8(ascii: "\"") {
+                            guard try scanner.name() == "s" else {
+                                try scanner.skipValue()
+                                continue
+                            }
+                            if scanner.peek() == UInt8(ascii: "\"") {
                                 stamp = try scanner.withStringBytes { reader.stamp(utf8: $0) }
                             } else {
+                                stamp = nil
                                 try scanner.skipValue()
                             }
                         } while try scanner.nextMember()
                     }
-                    guard let stamp else { return "field \"\(shown)\" of a stored record has no stamp" }
                     stamps[name] = stamp
+                    problems[name] = stamp == nil ? "field \"\(shown)\" of a stored record has no stamp" : nil
                 } while try scanner.nextMember()
             }
             try scanner.end()
-            return nil
+            return problems.min { $0.key < $1.key }?.value
         }
         let problem: String?
         do throws(JSONValue.ParseError) {

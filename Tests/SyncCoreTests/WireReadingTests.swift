@@ -307,6 +307,18 @@ import Testing
             try stamps(#"{"a":{"s":"\#(Self.stamp)","v":{"x":[1]}},"b":{"s":"\#(other)","v":"p"}}"#)
                 == whole.fields.mapValues(\.stamp))
         #expect(try stamps("{}").isEmpty)
+        // A name met twice, as the whole reader reads it: the last counts,
+        // an earlier one's problem with it (found by FuzzPushDecoder).
+        for twice in [
+            #"{"a":{"s":"nonsense","v":1},"a":{"s":"\#(other)","v":2}}"#,
+            #"{"a":"v","a":{"s":"\#(other)","v":2}}"#,
+            #"{"a":{"v":1},"a":{"s":"\#(other)","v":2},"b":{"s":"\#(Self.stamp)","v":3}}"#,
+        ] {
+            let state = try RecordState(fieldsJSON: twice, versionsJSON: "{}")
+            #expect(try stamps(twice) == state.fields.mapValues(\.stamp), "\(twice)")
+        }
+        #expect(throws: Wire.Problem.self) { try stamps(#"{"a":{"s":"\#(other)","v":1},"a":{"v":2}}"#) }
+        #expect(throws: Wire.Problem.self) { try stamps(#"{"a":{"s":"\#(other)","s":5,"v":1}}"#) }
         for (bad, why) in [
             ("", "a stored record's fields are not an object"),
             ("[]", "a stored record's fields are not an object"),
