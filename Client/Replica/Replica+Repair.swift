@@ -191,8 +191,9 @@ extension Replica {
     /// Re-stamps every unpushed change (the server refused a stamp as too far
     /// ahead: this machine's clock was fast when they were made). Nobody has
     /// seen them, so they get new stamps from the server-corrected clock, in
-    /// their order, above every stamp this replica holds that is not theirs;
-    /// the records and the persisted clock are repaired with them.
+    /// their order, above every stamp this replica holds that is not theirs
+    /// (``restampFloor(pending:pushed:)``); the records and the persisted
+    /// clock are repaired with them.
     /// - Returns: how many changes were re-stamped.
     @discardableResult
     public func restampUnpushed() throws -> Int {
@@ -200,50 +201,86 @@ extension Replica {
             try loadPersistedClock()
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
-            let pendingStamps = Set(pending.flatMap { $0.state.fields.values.map(\.stamp) })
-            // The highest stamp seen that is not one of the unpushed changes'.
-            var seen = HLCTimestamp.zero(device: deviceID)
-            for collection in RecordCollection.allCases {
-                for (_, state) in try records(collection) {
-                    for register in state.fields.values
-                    where !pendingStamps.contains(register.stamp) && register.stamp > seen {
-                        seen = register.stamp
-                    }
-                }
-            }
-            for change in try database.query(
-                "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND device_seq <= ?",
-                [.text(deviceID), .integer(pushed)],
-                { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") })
-            {
-                for register in change.fields.values where register.stamp > seen { seen = register.stamp }
-            }
-            // What the unpushed edits overwrote: gone from the records, still
-            // below the edits (unless it was one of them). A stamp further
-            // ahead than the server's clock and everything pulled from it was
-            // never the server's: the edit need not (and could not) go above it.
-            let acceptable = try stampCeiling()
-            for text in try database.query(
-                "SELECT overwrote FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND overwrote IS NOT NULL",
-                [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" })
-            {
-                if let stamp = HLCTimestamp(text: text), !pendingStamps.contains(stamp), stamp > seen,
-                    stamp.wallMillis <= acceptable
-                {
-                    seen = stamp
-                }
-            }
-            // Above every stamp pulled: an edit that won here over a write
-            // pulled since stays above it (its register never moves back
-            // below what a ledger check found met).
-            if let pulled = Int64(try meta("pulled_high") ?? ""), pulled >= seen.wallMillis {
-                seen = HLCTimestamp(wallMillis: pulled + 1, counter: 0, device: deviceID)
-            }
-            resetClock(to: seen)
+            resetClock(to: try restampFloor(pending: pending, pushed: pushed))
             try restamp(pending, asDevice: nil)
             try persistClock()
             return pending.count
         }
+    }
+
+    /// The stamp re-stamped changes go above: the highest this replica holds
+    /// that is not one of the unpushed changes' own (`pending`, after
+    /// `pushed`), nor further ahead than the server could hold.
+    private func restampFloor(pending: [ChangeRecord], pushed: Int64) throws -> HLCTimestamp {
+        let pendingStamps = Set(pending.flatMap { $0.state.fields.values.map(\.stamp) })
+        var seen = HLCTimestamp.zero(device: deviceID)
+        for collection in RecordCollection.allCases {
+            for (_, state) in try records(collection) {
+                for register in state.fields.values
+                where !pendingStamps.contains(register.stamp) && register.stamp > seen {
+                    seen = register.stamp
+                }
+            }
+        }
+        for change in try database.query(
+            "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND device_seq <= ?",
+            [.text(deviceID), .integer(pushed)],
+            { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: $0.string(1) ?? "{}") })
+        {
+            for register in change.fields.values where register.stamp > seen { seen = register.stamp }
+        }
+        // A stamp further ahead than the server's clock and everything pulled
+        // from it was never the server's: nothing need (or could) go above it.
+        let acceptable = try stampCeiling()
+        // The unpushed changes' own stamps the server may hold (an account
+        // that started over unpushes every change, and other machines may
+        // hold them too): not that far ahead, or acknowledged (a server
+        // takes stamps up to a day ahead of its clock). An edit is never
+        // re-stamped below what it was then, or a write made between the two
+        // stamps would win over it.
+        if let taken = try stampsTheServerMayHold(pending) { seen = max(seen, taken) }
+        // The same, for changes that took a new id since (``forkDeviceID()``).
+        if let kept = try meta("restamp_floor").flatMap(HLCTimestamp.init(text:)), kept > seen,
+            kept.wallMillis <= (try stampCeiling(ahead: Self.serverStampAllowance))
+        {
+            seen = kept
+        }
+        // What the unpushed edits overwrote: gone from the records, still
+        // below the edits (unless it was one of them).
+        for text in try database.query(
+            "SELECT overwrote FROM changes WHERE device = ? AND kind = 'local' AND device_seq > ? AND overwrote IS NOT NULL",
+            [.text(deviceID), .integer(pushed)], { $0.string(0) ?? "" })
+        {
+            if let stamp = HLCTimestamp(text: text), !pendingStamps.contains(stamp), stamp > seen,
+                stamp.wallMillis <= acceptable
+            {
+                seen = stamp
+            }
+        }
+        // Above every stamp pulled: an edit that won here over a write pulled
+        // since stays above it (its register never moves back below what a
+        // ledger check found met).
+        if let pulled = Int64(try meta("pulled_high") ?? ""), pulled >= seen.wallMillis {
+            seen = HLCTimestamp(wallMillis: pulled + 1, counter: 0, device: deviceID)
+        }
+        return seen
+    }
+
+    /// How far ahead of its clock a server takes a stamp (brsyncd's default).
+    static let serverStampAllowance: Int64 = 86_400_000
+
+    /// The highest of the stamps of `pending` (this device's unpushed
+    /// changes) that the server may hold: no further ahead than a push's
+    /// (``stampCeiling(ahead:)``), or of a change it acknowledged once and no
+    /// further ahead than it takes; nil for none.
+    private func stampsTheServerMayHold(_ pending: [ChangeRecord]) throws -> HLCTimestamp? {
+        let acknowledged = Int64(try meta("acknowledged_high") ?? "") ?? 0
+        let (near, day) = (try stampCeiling(), try stampCeiling(ahead: Self.serverStampAllowance))
+        return pending.flatMap { change in
+            change.state.fields.values.map(\.stamp).filter {
+                $0.wallMillis <= near || (change.sequence <= acknowledged && $0.wallMillis <= day)
+            }
+        }.max()
     }
 
     /// Gives this replica a new device id, because the server has this
@@ -251,7 +288,8 @@ extension Replica {
     /// another (a copied home) or was restored from an older copy. Its
     /// unpushed changes are minted again under the new id (new stamps, numbered
     /// from 1), so nothing either copy wrote is lost; the other copy keeps the
-    /// old id.
+    /// old id. The changes' first stamps that the server may hold are kept as
+    /// a floor for a later ``restampUnpushed()``.
     /// - Returns: the new device id.
     @discardableResult
     public func forkDeviceID() throws -> String {
@@ -262,6 +300,13 @@ extension Replica {
             guard deviceID == decidedAs else { return deviceID }
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            // The changes' stamps the server may hold: a later re-stamp goes
+            // above them, though the changes carry new stamps from here (from
+            // a clock that may have run fast, which the server refuses).
+            let kept = try meta("restamp_floor").flatMap(HLCTimestamp.init(text:))
+            if let taken = try stampsTheServerMayHold(pending), kept.map({ taken > $0 }) ?? true {
+                try setMeta("restamp_floor", taken.description)
+            }
             let old = deviceID
             try adoptDeviceID(Self.makeDeviceID())
             try restamp(pending, asDevice: old)

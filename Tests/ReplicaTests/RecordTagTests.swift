@@ -248,4 +248,31 @@ struct RestampTests {
         #expect(restamped.value == .string("firefox") && restamped.stamp > pulled, "\(restamped.stamp)")
         #expect(restamped.stamp.wallMillis < now + 3_600_000, "no longer an hour ahead")
     }
+
+    /// An edit the server could have taken (an account that starts over
+    /// unpushes every change) is never stamped again below what it was, even
+    /// when the server's clock now reads earlier: a write made between the
+    /// two stamps would otherwise win over it. `forked`: the replica took a
+    /// new id first (a copied home, a key change) while its clock's
+    /// high-water mark was a year ahead, so its changes were minted again
+    /// from that mark, which the server refuses.
+    @Test(arguments: [false, true]) func anEditIsNeverReStampedBelowItsOwnStamp(forked: Bool) throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        let now = replica.currentMillis
+        try replica.observeServerTime(now)
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: nil)
+        let first = try #require(try replica.record(.rules, key: "github.com")?.fields["browser"]?.stamp)
+        try replica.observeServerTime(now + 365 * 86_400_000)
+        try replica.addRule(pattern: "zoom.us", browser: "firefox", priority: nil)
+        try replica.observeServerTime(now - 60_000)
+        let old = replica.deviceID
+        if forked { #expect(try replica.forkDeviceID() != old) }
+        #expect(try replica.restampUnpushed() > 0)
+        let github = try #require(try replica.record(.rules, key: "github.com")?.fields["browser"]?.stamp)
+        let zoom = try #require(try replica.record(.rules, key: "zoom.us")?.fields["browser"]?.stamp)
+        #expect(github > first && github.device == replica.deviceID, "\(github) against \(first)")
+        #expect(zoom > github && zoom.wallMillis < now + 86_400_000, "no longer a year ahead: \(zoom)")
+    }
 }

@@ -87,7 +87,13 @@ import Testing
     ///   96166 guards that fix: a head the server took four minutes ahead
     ///   of its clock (a ledger request may be a day ahead) still holds the
     ///   next records above it (stamped below it, they were ignored).
-    static let regressionSeeds: [UInt64] = [8400, 96005, 96100, 96131, 96157, 96166]
+    /// - 96025 (encrypted, SQLite): a home with a clock a year fast took a
+    ///   new id at a key change and minted its unpushed changes again from
+    ///   that clock; the server refused them, and the re-stamp that followed
+    ///   put its device name under the stamp the server had acknowledged
+    ///   (now a fork brings such a clock back first, and no re-stamp goes
+    ///   below a change's own stamp the server could have taken).
+    static let regressionSeeds: [UInt64] = [8400, 96005, 96025, 96100, 96131, 96157, 96166]
 
     static var stores: [StoreKind] {
         let only = ProcessInfo.processInfo.environment["BRSYNC_MODEL_STORE"]
