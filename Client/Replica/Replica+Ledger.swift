@@ -126,9 +126,8 @@ extension Replica {
         try database.run("DELETE FROM record_tags")
         try database.run("DELETE FROM ledger_failures")
         try database.run("DELETE FROM ledger_checked")
-        for key in ["tags_key", "own_ledger_refused_syncs", "own_ledger_refused_since", "own_ledger_refused_why"] {
-            try setMeta(key, nil)
-        }
+        try setMeta("tags_key", nil)
+        try forgetOwnLedgerNotTaken()
     }
 }
 
@@ -384,10 +383,13 @@ extension Replica {
 
     /// Notes a sync whose ledger request the server took: no warning stands.
     public func noteOwnLedgerTaken() throws {
-        try transaction {
-            for key in ["own_ledger_refused_syncs", "own_ledger_refused_since", "own_ledger_refused_why"] {
-                try setMeta(key, nil)
-            }
+        try transaction { try forgetOwnLedgerNotTaken() }
+    }
+
+    /// Clears what ``noteOwnLedgerNotTaken(_:now:)`` noted (inside the caller's transaction).
+    private func forgetOwnLedgerNotTaken() throws {
+        for key in ["own_ledger_refused_syncs", "own_ledger_refused_since", "own_ledger_refused_why"] {
+            try setMeta(key, nil)
         }
     }
 

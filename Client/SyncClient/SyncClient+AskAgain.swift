@@ -1,3 +1,4 @@
+import Replica
 import SyncCore
 
 /// Records a pull set aside, asked for again (Deploy/SECURITY.md, "Records
@@ -39,51 +40,77 @@ extension SyncClient {
     /// and passes its checks (see ``askAgainForSetAside()``); `what` names
     /// them in the sync's problems.
     func askAgain(_ asked: [PullRequest.Asked], for what: String) throws {
-        guard let cipher, let keyID, !asked.isEmpty else { return }
-        do {
-            var request = PullRequest(keyID: keyID)
-            request.signer = signingPublicKey
-            request.asked = asked
-            let fetched = FetchedPage.fetch(request.target, transport: transport, cipher: cipher)
-            try takeIn(fetched.exchange)
-            guard let page = fetched.page else {
-                throw SyncError.badAnswer("the answer to GET \(request.target.prefix(40))… holds no page")
-            }
-            let state = try replica.syncState()
-            let account = try replica.keyAccount()
-            guard page.encrypted, page.keyID == nil || page.keyID == keyID, let epoch = state.epoch,
-                page.epoch == epoch, account == nil || page.account == account
-            else {
-                throw SyncError.badAnswer(
-                    "its answer is not of this account, timeline and key (a restore or a key change meanwhile?): nothing of it applied"
-                )
-            }
-            // Each record asked for, once: one not asked for, or answered
-            // twice (which copy would be the record?), is left out.
-            var answered: [PullRequest.Asked: Int] = [:]
-            for change in page.changes {
-                answered[PullRequest.Asked(collection: change.collection, key: change.key), default: 0] += 1
-            }
-            let wanted = Set(asked).filter { answered[$0] == 1 }
-            func wasAsked(_ collection: RecordCollection, _ key: String?) -> Bool {
-                key.map { wanted.contains(PullRequest.Asked(collection: collection, key: $0)) } ?? false
-            }
-            let opened = fetched.opened ?? Opened(changes: [])
-            let changes = opened.changes.filter { wasAsked($0.collection, $0.filedKey) }
-            let aside = opened.aside.filter { entry in
-                RecordCollection(rawValue: entry.collection).map { wasAsked($0, entry.filedKey) } ?? false
-            }
-            if changes.count + aside.count < page.changes.count {
-                summary.problems.append(
-                    "asking again for \(what), the server answered with records not asked for, or one "
-                        + "twice: left out")
-            }
-            for entry in aside {
-                summary.problems.append("set aside record #\(entry.sequence) from the server again: \(entry.why)")
-            }
-            let applied = try replica.applyPulled(
-                changes, cursor: state.pullCursor, epoch: epoch, aside: aside, skipped: &summary.problems)
-            summary.take(applied)
+        guard let answer = try fetchAsked(asked, inTimeline: true), let epoch = answer.epoch else { return }
+        if answer.leftOut {
+            summary.problems.append(
+                "asking again for \(what), the server answered with records not asked for, or one "
+                    + "twice: left out")
         }
+        for entry in answer.aside {
+            summary.problems.append("set aside record #\(entry.sequence) from the server again: \(entry.why)")
+        }
+        let applied = try replica.applyPulled(
+            answer.changes, cursor: answer.cursor, epoch: epoch, aside: answer.aside,
+            skipped: &summary.problems)
+        summary.take(applied)
+    }
+
+    /// What the server answered to records asked for by hidden key.
+    struct AskedAnswer {
+        /// The records asked for that opened and passed their checks.
+        var changes: [ChangeRecord]
+        /// The records asked for that did not.
+        var aside: [PulledAside]
+        /// Whether the answer held records not asked for, or one twice (left out).
+        var leftOut: Bool
+        /// This replica's timeline (nil before its first pull) and cursor (which stays).
+        var epoch: String?
+        var cursor: Int64
+    }
+
+    /// Asks the server for `asked` (hidden keys, at most
+    /// ``PullRequest/maxAsked``) as they are now, in one request. Only what
+    /// was asked is taken, each record once, in the account and key this
+    /// replica is in, and (`inTimeline`: records to apply) the timeline; an
+    /// answer of another is refused whole.
+    /// - Returns: nil when this replica has no key, or nothing is asked.
+    func fetchAsked(_ asked: [PullRequest.Asked], inTimeline: Bool) throws -> AskedAnswer? {
+        guard let cipher, let keyID, !asked.isEmpty else { return nil }
+        var request = PullRequest(keyID: keyID)
+        request.signer = signingPublicKey
+        request.asked = asked
+        let fetched = FetchedPage.fetch(request.target, transport: transport, cipher: cipher)
+        try takeIn(fetched.exchange)
+        guard let page = fetched.page else {
+            throw SyncError.badAnswer("the answer to GET \(request.target.prefix(40))… holds no page")
+        }
+        let state = try replica.syncState()
+        let account = try replica.keyAccount()
+        guard page.encrypted, page.keyID == nil || page.keyID == keyID, account == nil || page.account == account,
+            !inTimeline || (state.epoch != nil && page.epoch == state.epoch)
+        else {
+            throw SyncError.badAnswer(
+                "its answer is not of this account, timeline and key (a restore or a key change meanwhile?): nothing of it applied"
+            )
+        }
+        // Each record asked for, once: one not asked for, or answered
+        // twice (which copy would be the record?), is left out.
+        var answered: [PullRequest.Asked: Int] = [:]
+        for change in page.changes {
+            answered[PullRequest.Asked(collection: change.collection, key: change.key), default: 0] += 1
+        }
+        let wanted = Set(asked).filter { answered[$0] == 1 }
+        func wasAsked(_ collection: RecordCollection, _ key: String?) -> Bool {
+            key.map { wanted.contains(PullRequest.Asked(collection: collection, key: $0)) } ?? false
+        }
+        let opened = fetched.opened ?? Opened(changes: [])
+        let changes = opened.changes.filter { wasAsked($0.collection, $0.filedKey) }
+        let aside = opened.aside.filter { entry in
+            RecordCollection(rawValue: entry.collection).map { wasAsked($0, entry.filedKey) } ?? false
+        }
+        return AskedAnswer(
+            changes: changes, aside: aside, leftOut: changes.count + aside.count < page.changes.count,
+            epoch: state.epoch,
+            cursor: state.pullCursor)
     }
 }

@@ -172,14 +172,11 @@ extension SyncClient {
     /// a sync), nil for none.
     private func serverHeadStamp(device: String) throws -> Ledger.Stamp? {
         if let serverHead { return serverHead }
-        guard let cipher, let keyID else { return nil }
         let key = Ledger.Key.head(device: device).description
-        var request = PullRequest(keyID: keyID)
-        request.signer = signingPublicKey
-        request.asked = [PullRequest.Asked(collection: .ledger, key: key)]
-        let fetched = FetchedPage.fetch(request.target, transport: transport, cipher: cipher)
-        try takeIn(fetched.exchange)
-        let head = fetched.opened?.changes.first { $0.collection == .ledger && $0.key == key }?
+        guard let answer = try fetchAsked([PullRequest.Asked(collection: .ledger, key: key)], inTimeline: false) else {
+            return nil
+        }
+        let head = answer.changes.first { $0.collection == .ledger && $0.key == key }?
             .state.fields[Wire.ledgerField].map { Ledger.Stamp($0.stamp) }
         serverHead = .some(head)
         return head

@@ -129,11 +129,14 @@ extension SyncClient {
         let before = whole ? [:] : try replica.ledgerChecked()
         var reading: [String: LedgerCheck.Reading] = [:]
         var tags: Set<UInt64> = []
+        // Each shard's digest as held now: what changed since, and what a passing check keeps.
+        var digests: [String: [Int: UInt64]] = [:]
+        for (device, ledger) in ledgers { digests[device] = Self.shardDigests(ledger, packed: packed[device] ?? [:]) }
         for (device, ledger) in ledgers {
             guard let prior = before[device], prior.head == LedgerCheck.identity(of: ledger.head?.value) else {
                 continue
             }
-            let digests = Self.shardDigests(ledger, packed: packed[device] ?? [:])
+            let digests = digests[device] ?? [:]
             let read = LedgerCheck.Reading(
                 shards: Set(ledger.shards.keys.filter { prior.shards[$0] != digests[$0] }), tags: setAside)
             reading[device] = read
@@ -159,7 +162,7 @@ extension SyncClient {
             if failures.isEmpty, damaged[device] == nil {
                 run.checked[device] = Replica.LedgerChecked(
                     head: LedgerCheck.identity(of: ledger.head?.value),
-                    shards: Self.shardDigests(ledger, packed: packed[device] ?? [:]))
+                    shards: digests[device] ?? [:])
             }
             // The records failures name (held ones), as many as a sync asks for again.
             var tags: Set<UInt64> = []
