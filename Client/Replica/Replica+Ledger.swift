@@ -126,6 +126,7 @@ extension Replica {
         try database.run("DELETE FROM record_tags")
         try database.run("DELETE FROM ledger_failures")
         try database.run("DELETE FROM ledger_checked")
+        try database.run("DELETE FROM forgotten_devices")
         try setMeta("tags_key", nil)
         try forgetOwnLedgerNotTaken()
     }

@@ -101,6 +101,7 @@ enum ReplicaSchema {
         Migration4.noTagIndex,
         Migration4.ledgerChecked,
         Migration4.tagsByTag,
+        Migration4.forgottenDevices,
     ])
 
     enum Migration4 {
@@ -494,6 +495,19 @@ enum ReplicaSchema {
                 INSERT INTO record_tags_by_tag (tag, collection, key) SELECT tag, collection, key FROM record_tags;
                 DROP TABLE record_tags;
                 ALTER TABLE record_tags_by_tag RENAME TO record_tags;
+                """)
+
+        /// Devices whose ledger this machine no longer checks (`brsync
+        /// device forget`): each with the newest stamp of its ledger records
+        /// held then (a newer one arriving ends it; ``ForgottenDevice``).
+        static let forgottenDevices = Migrator.Migration(
+            version: 26,
+            sql: """
+                CREATE TABLE forgotten_devices (
+                    device TEXT PRIMARY KEY,
+                    ledger_high TEXT NOT NULL,
+                    at INTEGER NOT NULL
+                ) WITHOUT ROWID;
                 """)
     }
 }

@@ -92,10 +92,15 @@ extension SyncClient {
         // Each shard's bytes as held (check 2 hashes them, not packed again).
         var packed: [String: [Int: [UInt8]]] = [:]
         var damaged: [String: String] = [:]
+        // The newest stamp among each device's ledger records (a device forgotten here is checked again past it).
+        var high: [String: HLCTimestamp] = [:]
         for (key, state) in held {
             guard let parsed = Ledger.Key(key) else { continue }
             let device = parsed.device
             guard device != replica.deviceID else { continue }
+            for register in state.fields.values where high[device].map({ register.stamp > $0 }) ?? true {
+                high[device] = register.stamp
+            }
             do throws(Ledger.Problem) {
                 guard let register = state.fields[Wire.ledgerField], case .string(let text) = register.value,
                     let bytes = Crypto.base64URLDecode(text)
@@ -115,6 +120,16 @@ extension SyncClient {
                 ledgers[device] = ledger
             } catch {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
+            }
+        }
+        // Devices forgotten here (`brsync device forget`) are not checked
+        // while nothing newer of their ledgers arrived; one that did synced again.
+        for (device, forgotten) in try replica.forgottenDevices() {
+            if let newest = high[device], newest > forgotten.ledgerHigh {
+                try replica.rememberDevice(device)
+            } else {
+                ledgers[device] = nil
+                damaged[device] = nil
             }
         }
         var run = LedgerRun()

@@ -98,6 +98,8 @@ public protocol SyncReplica: AnyObject {
         _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
     ) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
+    func forgottenDevices() throws -> [String: ForgottenDevice]
+    func rememberDevice(_ device: String) throws
     @discardableResult func noteOwnLedgerNotTaken(_ why: String, now: Int64) throws -> OwnLedgerNotTaken
     func noteOwnLedgerTaken() throws
     func ledgerChecksDue() throws -> Bool

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Replica
+import SyncCore
 import TestSupport
 import Testing
 
@@ -122,6 +123,49 @@ import Testing
         // The first pull after which it passes: gone.
         try replica.noteLedgerChecks(["0123456789abcdef": nil], now: now)
         #expect(try failures().isEmpty)
+        #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
+    }
+
+    /// `brsync device forget ID` stops checking a device whose ledger this
+    /// machine holds (a lost laptop): its failure ends and `status` no
+    /// longer shows it. An id that starts several devices' ids, this
+    /// device's own, or no device's changes nothing.
+    @Test func deviceForgetEndsADevicesFailure() throws {
+        let world = try CLIWorld()
+        let desktop = try world.replica("desktop")
+        let replica = try Replica.open(home: desktop)
+        let now = replica.currentMillis
+        // Two devices' ledger heads, as a pull would have stored them.
+        let ledgers = ["0123456789abcdef", "0123aaaaaaaaaaaa"].enumerated().map { index, device in
+            ChangeRecord(
+                sequence: Int64(index + 1), collection: .ledger, key: "\(device)/head",
+                state: RecordState(
+                    fields: [
+                        Wire.ledgerField: StampedValue(
+                            .string("AA"), stamp: HLCTimestamp(wallMillis: now, counter: 0, device: device))
+                    ],
+                    versions: VersionVector([device: 1])))
+        }
+        _ = try replica.applyPulled(ledgers, cursor: 2, epoch: "e1")
+        let what = "its deletion of rules 'two.example' is missing here"
+        try replica.noteLedgerChecks(["0123456789abcdef": what], now: now - Replica.ledgerAlarmAfterMillis)
+        try replica.noteLedgerChecks(["0123456789abcdef": what], now: now)
+        #expect(try world.run(desktop, ["status"]).stdout.contains("withheld:"))
+
+        let ambiguous = try world.run(desktop, ["device", "forget", "0123"])
+        #expect(
+            ambiguous.status == 2 && ambiguous.stderr.contains("'0123' starts the ids of 2 devices"), "\(ambiguous)")
+        let own = try world.run(desktop, ["device", "forget", replica.deviceID])
+        #expect(own.status == 2 && own.stderr.contains("is this device"), "\(own)")
+        #expect(try replica.ledgerFailures().count == 1, "nothing changed")
+
+        let forgot = try world.run(desktop, ["device", "forget", "0123456789AB"])
+        #expect(
+            forgot.status == 0 && forgot.stdout.contains("no longer checking device 0123456789abcdef")
+                && forgot.stdout.contains("its failure ended (\(what))")
+                && forgot.stdout.contains("Checks start again if it writes again"), "\(forgot)")
+        #expect(try replica.ledgerFailures().isEmpty)
+        #expect(try replica.forgottenDevices().keys.sorted() == ["0123456789abcdef"])
         #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 

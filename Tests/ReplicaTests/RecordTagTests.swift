@@ -276,3 +276,24 @@ struct RestampTests {
         #expect(zoom > github && zoom.wallMillis < now + 86_400_000, "no longer a year ahead: \(zoom)")
     }
 }
+
+/// Devices whose ledger this machine no longer checks
+/// (``Replica/forgetDevice(_:ledgerHigh:now:)``).
+struct ForgottenDeviceTests {
+    @Test func aDeviceIsForgottenUntilRememberedAndADamagedRowForgetsNothing() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let high = HLCTimestamp(wallMillis: 1_800_000_000_000, counter: 3, device: "0123456789abcdef")
+        try replica.noteLedgerChecks(["0123456789abcdef": "its rule is missing here"], now: 1)
+        let forgotten = try replica.forgetDevice("0123456789abcdef", ledgerHigh: high, now: 5)
+        #expect(try replica.forgottenDevices() == ["0123456789abcdef": forgotten])
+        #expect(try replica.ledgerFailures().isEmpty, "its failure ended")
+        #expect(throws: ReplicaError.self) { try replica.forgetDevice(replica.deviceID, ledgerHigh: high, now: 5) }
+        try replica.rememberDevice("0123456789abcdef")
+        #expect(try replica.forgottenDevices().isEmpty)
+        // A row that does not read (a damaged file) forgets nothing: that device is checked.
+        try replica.forgetDevice("0123456789abcdef", ledgerHigh: high, now: 5)
+        try replica.database.run("UPDATE forgotten_devices SET ledger_high = 'not a stamp'")
+        #expect(try replica.forgottenDevices().isEmpty)
+    }
+}

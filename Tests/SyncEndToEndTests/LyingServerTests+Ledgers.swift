@@ -89,6 +89,50 @@ extension LyingServerTests {
         #expect(try b.replica.ledgerFailures().isEmpty)
     }
 
+    /// A device forgotten here (`brsync device forget`: a lost laptop
+    /// whose failure would stand for good) is not checked while nothing
+    /// newer of its ledger arrives, though other records do; once it
+    /// writes again it is checked again, and the lie still told is named.
+    @Test func aForgottenDeviceIsCheckedAgainOnceItWrites() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        try Self.rules(a, ["one.example", "two.example"])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b, c])
+        try world.sync(b)
+        _ = try a.replica.removeRule(pattern: "two.example")
+        try world.sync(a)
+        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
+        let liar = try LyingServer(in: world, rewrite: Self.withholding([hidden]))
+        defer { liar.stop() }
+        _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        try #require(try b.replica.ledgerFailures().map(\.device) == [a.replica.deviceID])
+
+        let high = try #require(try b.replica.heldLedgerDevices()[a.replica.deviceID])
+        try b.replica.forgetDevice(a.replica.deviceID, ledgerHigh: high, now: b.replica.currentMillis)
+        #expect(try b.replica.ledgerFailures().isEmpty, "forgetting ends the failure")
+        #expect(throws: ReplicaError.self) {
+            try b.replica.forgetDevice(b.replica.deviceID, ledgerHigh: high, now: 0)
+        }
+        // Another device's write arrives (the checks run): a stays unchecked, 16 minutes on too.
+        try Self.rules(c, ["c.example"])
+        try world.sync(c)
+        b.clock.skew += 16 * 60_000
+        let quiet = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        #expect(quiet.ledgerCheck != nil, "the checks ran")
+        #expect(try SyncWorld.rules(b.replica).keys.contains("c.example"))
+        #expect(try b.replica.ledgerFailures().isEmpty && quiet.problems.isEmpty, "\(quiet.problems)")
+        #expect(try b.replica.forgottenDevices().keys.sorted() == [a.replica.deviceID])
+
+        // a writes again: a newer ledger of it arrives, and it is checked again.
+        try Self.rules(a, ["three.example"])
+        try world.sync(a)
+        _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        #expect(try b.replica.forgottenDevices().isEmpty)
+        let again = try b.replica.ledgerFailures()
+        #expect(again.count == 1 && again.first?.device == a.replica.deviceID, "\(again)")
+        #expect(again.first?.what.contains("its deletion of rules 'two.example'") == true)
+    }
+
     /// A server that never takes a device's ledger request (it answers
     /// each with a refusal): the device says so at each sync, and from the
     /// third in a row over 15 minutes warns its own user, in the sync's

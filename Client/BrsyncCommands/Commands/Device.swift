@@ -10,7 +10,7 @@ public struct DeviceCommand: ParsableCommand {
     public init() {}
     public static let configuration = CommandConfiguration(
         commandName: "device", abstract: "Show or rename this device; list the devices this replica knows.",
-        subcommands: [Show.self, Name.self], defaultSubcommand: Show.self)
+        subcommands: [Show.self, Name.self, Forget.self], defaultSubcommand: Show.self)
 
     public struct Show: ParsableCommand {
         public init() {}
@@ -76,6 +76,65 @@ public struct DeviceCommand: ParsableCommand {
                 old == name
                     ? "this device is already named '\(name)'"
                     : "this device is now '\(name)' (was '\(old)'); it reaches other machines at the next sync")
+        }
+    }
+
+    /// `brsync device forget ID`: stops checking the ledger of a device that
+    /// will never sync again (a lost laptop whose last push was cut short,
+    /// which would keep its failure standing for good), until it writes
+    /// again (``ForgottenDevice``).
+    public struct Forget: ParsableCommand {
+        public init() {}
+        public static let configuration = CommandConfiguration(
+            commandName: "forget",
+            abstract: "Stop checking the ledger of a device that will never sync again (a lost laptop).",
+            discussion: """
+                'brsync status' names a device whose ledger fails its checks. When that device is gone \
+                for good, its failure would stand for ever: this stops checking it, and ends the failure. \
+                Checks start again by themselves if the device writes again. Nothing synced is changed.
+                """)
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The device's id, or its first digits (at least 4), as 'brsync status' shows it.")
+        var device: String
+
+        public func validate() throws {
+            guard (4...16).contains(device.utf8.count), device.utf8.allSatisfy({ Self.hexDigits.contains($0) }) else {
+                throw ValidationError(
+                    "a device id is 16 hex digits (or at least its first 4), as 'brsync status' shows it; got '\(DisplayText.printable(device.prefix(40)))'"
+                )
+            }
+        }
+
+        static let hexDigits = Set("0123456789abcdefABCDEF".utf8)
+
+        public func run() throws {
+            let replica = try global.openReplica()
+            let prefix = device.lowercased()
+            if replica.deviceID.hasPrefix(prefix) {
+                throw ReplicaError.invalidInput(
+                    "\(replica.deviceID) is this device: its own ledger is not checked here (nothing changed)")
+            }
+            let held = try replica.heldLedgerDevices()
+            let matches = held.keys.filter { $0.hasPrefix(prefix) }.sorted()
+            let names = try replica.deviceNames()
+            guard matches.count == 1, let id = matches.first, let high = held[id] else {
+                if matches.isEmpty {
+                    let known = held.keys.sorted().prefix(8).map { "\(names.display($0)) (\($0))" }
+                    throw ReplicaError.notFound(
+                        "no ledger of a device '\(prefix)' is held here, so it is not checked: nothing to forget"
+                            + (known.isEmpty ? "" : " (ledgers held: \(known.joined(separator: ", ")))"))
+                }
+                throw ReplicaError.invalidInput(
+                    "'\(prefix)' starts the ids of \(matches.count) devices (\(matches.prefix(8).joined(separator: ", "))): give more of the id (nothing changed)"
+                )
+            }
+            let failing = try replica.ledgerFailures().first { $0.device == id }
+            try replica.forgetDevice(id, ledgerHigh: high, now: replica.currentMillis)
+            print(
+                "no longer checking \(names.display(id)) (\(id))"
+                    + (failing.map { ": its failure ended (\(DisplayText.printable(String($0.what.prefix(200)))))" }
+                        ?? "")
+                    + ". Checks start again if it writes again. Nothing synced was changed.")
         }
     }
 }

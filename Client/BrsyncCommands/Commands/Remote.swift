@@ -361,7 +361,8 @@ public struct Status: ParsableCommand {
                 failure.alarming
                     ? "withheld:  the server may be withholding writes of \(device): \(what) (since \(since)). "
                         + "Run 'brsync sync' on that device; if this still stands, ask the server's operator or use "
-                        + "another server. Everything here is kept."
+                        + "another server. Everything here is kept. A device that will never sync again: "
+                        + "'brsync device forget \(failure.device)'."
                     : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
                         + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
         }
