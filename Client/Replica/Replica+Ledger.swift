@@ -1,3 +1,4 @@
+import JSON
 import Storage
 import SyncCore
 
@@ -118,6 +119,7 @@ extension Replica {
     /// change starts every ledger over): the ledger records it holds, its
     /// own book and the records' tags. In the caller's transaction.
     func dropLedgers() throws {
+        try keepFailuresEndedByKeyChange()
         try database.run("DELETE FROM records WHERE collection = 'ledger'")
         try setMeta("tags_through", nil)
         try database.run("DELETE FROM undelivered WHERE collection = 'ledger'")
@@ -129,6 +131,57 @@ extension Replica {
         try database.run("DELETE FROM forgotten_devices")
         try setMeta("tags_key", nil)
         try forgetOwnLedgerNotTaken()
+    }
+}
+
+/// A ledger failure that a key change ended (its ledger went with the old
+/// key): kept for `brsync status` to say, since nothing checks it any more.
+public struct EndedLedgerFailure: Sendable, Equatable {
+    public var failure: LedgerFailure
+    /// When the key change ended it (this machine's clock).
+    public var endedAtMillis: Int64
+}
+
+extension Replica {
+    /// How long `brsync status` shows a failure a key change ended (30 days).
+    public static let endedFailuresShownMillis: Int64 = 30 * 86_400_000
+
+    /// The ledger failures the last key change ended (``EndedLedgerFailure``),
+    /// within ``endedFailuresShownMillis``; what does not read is left out.
+    public func ledgerFailuresEnded(now: Int64? = nil) throws -> [EndedLedgerFailure] {
+        let now = now ?? currentMillis
+        guard let text = try read({ try meta("ledger_failures_ended") }),
+            case .object(let kept)? = try? JSONValue.parse(text), case .int(let ended)? = kept["ended"],
+            case .array(let items)? = kept["failures"], now >= ended, now - ended < Self.endedFailuresShownMillis
+        else { return [] }
+        return items.compactMap { item in
+            guard case .object(let failure) = item, case .string(let device)? = failure["device"],
+                case .string(let what)? = failure["what"], case .int(let since)? = failure["since"],
+                case .int(let pulls)? = failure["pulls"], case .bool(let alarming)? = failure["alarm"]
+            else { return nil }
+            return EndedLedgerFailure(
+                failure: LedgerFailure(
+                    device: device, what: what, firstAtMillis: since, pulls: Int(pulls), alarming: alarming),
+                endedAtMillis: ended)
+        }
+    }
+
+    /// Keeps the failures held now as ended by a key change (inside the
+    /// caller's transaction, before the ledgers are dropped); none held
+    /// leaves what an earlier key change ended.
+    private func keepFailuresEndedByKeyChange() throws {
+        let failures = try ledgerFailures()
+        guard !failures.isEmpty else { return }
+        let items = failures.prefix(64).map { failure in
+            JSONValue.object([
+                "device": .string(failure.device), "what": .string(String(failure.what.prefix(1_000))),
+                "since": .int(failure.firstAtMillis), "pulls": .int(Int64(failure.pulls)),
+                "alarm": .bool(failure.alarming),
+            ])
+        }
+        try setMeta(
+            "ledger_failures_ended",
+            JSONValue.object(["ended": .int(currentMillis), "failures": .array(Array(items))]).jsonText)
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import JSON
 import Replica
 import SyncClient
 import SyncCore
@@ -71,10 +72,22 @@ public enum AccountKeys {
     /// code. After a failure, ``mayHaveChanged(home:)`` says whether the
     /// shown code counts.
     public static func change(
-        _ client: SyncClient, afterReset: Bool, announce: (AccountKey) -> Void
+        _ client: SyncClient, afterReset: Bool, despiteHeldChecks: Bool = false, announce: (AccountKey) -> Void
     ) throws -> (change: SyncClient.KeyChange, key: AccountKey) {
         let newKey = AccountKey.generate()
-        return (try client.changeAccountKey(to: newKey, afterReset: afterReset, announce: announce), newKey)
+        let change = try client.changeAccountKey(
+            to: newKey, afterReset: afterReset, despiteHeldChecks: despiteHeldChecks, announce: announce)
+        return (change, newKey)
+    }
+
+    /// What a key change made since `since` (this machine's clock) ended of
+    /// this machine's checks of other devices' ledgers, a line each, in words.
+    public static func endedChecks(_ replica: Replica, since: Int64) throws -> [String] {
+        let names = try replica.deviceNames()
+        return try replica.ledgerFailuresEnded().filter { $0.endedAtMillis >= since }.map {
+            "the rotation ended the check of \(DisplayText.printable(names.display($0.failure.device))): "
+                + "\(DisplayText.printable(String($0.failure.what.prefix(300)))) ('brsync status' keeps it)"
+        }
     }
 
     /// After a key change failed: whether the server may have taken the new

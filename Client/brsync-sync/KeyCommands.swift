@@ -1,6 +1,7 @@
 import ArgumentParser
 import BrsyncCommands
 import Glibc
+import Replica
 import SyncClient
 import SyncCommands
 import SystemServices
@@ -105,11 +106,15 @@ struct KeyCommand: ParsableCommand {
         static let configuration = KeyConfigurations.rotate
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.yesHelp) var yes = false
 
         func run() throws {
-            let client = try AccountKeys.startRotate(try global.openReplica())
+            let replica = try global.openReplica()
+            let started = replica.currentMillis
+            try Self.confirmDespiteHeldChecks(replica, yes: yes)
+            let client = try AccountKeys.startRotate(replica)
             try changeKey(
-                client, global, options, rotating: true,
+                client, global, options, rotating: true, despiteHeldChecks: true,
                 """
                 The account key is being rotated: what is synced from now on is sealed with a new key, which the old
                 recovery code (and any machine that only has it, such as a revoked one) cannot open.
@@ -119,6 +124,27 @@ struct KeyCommand: ParsableCommand {
                     The account key was rotated. Every other machine stops syncing until the new recovery code
                     is added there ('brsync key add'); its edits are kept and go up then.
                     """)
+            for line in try AccountKeys.endedChecks(replica, since: started) {
+                writeToStandardError("brsync: \(line)\n")
+            }
+        }
+
+        /// The failing checks of other devices' ledgers this machine holds
+        /// (a rotation would end them): none, or `yes`, goes on. On a
+        /// terminal they are listed and the person is asked; otherwise the
+        /// rotation is refused, saying so (nothing changed).
+        static func confirmDespiteHeldChecks(_ replica: Replica, yes: Bool) throws {
+            let held = try replica.ledgerFailures()
+            guard !held.isEmpty, !yes else { return }
+            let message = SyncClient.heldChecksMessage(held, names: try replica.deviceNames())
+            guard isatty(0) == 1, isatty(2) == 1 else { throw CLIFailure(message: message) }
+            writeToStandardError("brsync: \(message).\nRotate anyway? [y/N] ")
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            while line.count < 64, Glibc.read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+            guard ["y", "yes"].contains(String(decoding: line, as: UTF8.self).lowercased()) else {
+                throw CLIFailure(message: "the key was not rotated (nothing was changed)")
+            }
         }
     }
 
@@ -158,12 +184,14 @@ struct KeyCommand: ParsableCommand {
 /// in the JSON at the end), then what was kept and sent.
 func changeKey(
     _ client: SyncClient, _ global: GlobalOptions, _ options: TransferOptions, rotating: Bool, afterReset: Bool = false,
-    _ explanation: String, done: String
+    despiteHeldChecks: Bool = false, _ explanation: String, done: String
 ) throws {
     let change: SyncClient.KeyChange
     let newKey: AccountKey
     do {
-        (change, newKey) = try AccountKeys.change(client, afterReset: afterReset) { key in
+        (change, newKey) = try AccountKeys.change(
+            client, afterReset: afterReset, despiteHeldChecks: despiteHeldChecks
+        ) { key in
             writeToStandardError(explanation + "\n\n")
             if options.json {
                 // Standard output holds one JSON document, written at the end

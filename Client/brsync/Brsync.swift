@@ -91,6 +91,7 @@ enum SyncHelper {
         static let configuration = KeyConfigurations.rotate
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.yesHelp) var yes = false
     }
 
     struct KeyShow: ParsableCommand {

@@ -169,6 +169,32 @@ import Testing
         #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 
+    /// A key change ends this machine's failing checks of other devices'
+    /// ledgers (their ledgers go with the old key): `brsync status` keeps
+    /// them, as `ended:` and `ledgerChecksEnded`.
+    @Test func statusKeepsTheChecksAKeyChangeEnded() throws {
+        let world = try CLIWorld()
+        let desktop = try world.replica("desktop")
+        let replica = try Replica.open(home: desktop)
+        let what = "its deletion of rules 'two.example' is missing here"
+        try replica.noteLedgerChecks(["0123456789abcdef": what], now: replica.currentMillis)
+        try replica.beginEncryptedSync(keyID: "00112233445566ff")
+        #expect(try replica.ledgerFailures().isEmpty)
+        let status = try world.run(desktop, ["status"]).stdout
+        #expect(
+            status.contains("ended:     a key change (")
+                && status.contains("ended the check of device 0123456789abcdef")
+                && status.contains(what), "\(status)")
+        let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
+        guard case .object(let members) = json, case .array(let ended)? = members["ledgerChecksEnded"],
+            case .object(let first)? = ended.first
+        else {
+            Issue.record("no ledgerChecksEnded: \(json)")
+            return
+        }
+        #expect(ended.count == 1 && first["device"] == .string("0123456789abcdef") && first["what"] == .string(what))
+    }
+
     /// `brsync status` shows this machine's own ledger when the server did
     /// not take it: counted at first, a warning once it stands three syncs
     /// over 15 minutes, gone once a sync's ledger is taken.

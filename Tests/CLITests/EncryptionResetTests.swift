@@ -1,4 +1,5 @@
 import Foundation
+import Replica
 import SyncClient
 import TestSupport
 import Testing
@@ -10,6 +11,27 @@ import Testing
 @Suite(.serialized) struct EncryptionResetTests {
     func brsyncd(_ world: CLIWorld, _ arguments: [String]) throws -> ProcessResult {
         try ProcessRunner.run(world.brsyncd, arguments + world.storeArguments, environment: world.storeEnvironment)
+    }
+
+    /// `brsync key rotate` while this machine's check of another device's
+    /// ledger fails: refused without a terminal (exit 2, saying why and
+    /// `--yes`), nothing changed; with `--yes` it rotates.
+    @Test func keyRotateWaitsWhileACheckFails() throws {
+        let world = try CLIWorld()
+        let laptop = try world.replica("laptop")
+        try world.firefoxRule(laptop, "laptop-site.example")
+        let code = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
+        let replica = try Replica.open(home: laptop)
+        try replica.noteLedgerChecks(
+            ["0123456789abcdef": "its deletion of rules 'two.example' is missing here"], now: replica.currentMillis)
+        let refused = try world.run(laptop, ["key", "rotate"])
+        #expect(
+            refused.status == 2 && refused.stderr.contains("checks of 1 other device(s) are failing")
+                && refused.stderr.contains("two.example") && refused.stderr.contains("--yes"), "\(refused)")
+        #expect(try world.run(laptop, ["key", "show"]).stdout.contains(code), "nothing changed")
+        let rotated = try world.run(laptop, ["key", "rotate", "--yes"])
+        let newCode = try #require(EncryptionTests.recoveryCode(rotated.stdout), "\(rotated)")
+        #expect(rotated.status == 0 && newCode != code, "\(rotated)")
     }
 
     @Test func aResetAccountIsEncryptedAgainOrForgottenWithoutLosingARule() throws {

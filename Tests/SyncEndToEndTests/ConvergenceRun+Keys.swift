@@ -39,10 +39,10 @@ extension Run {
         guard let current = serverKey() else { return }
         switch Int.random(in: 0..<4, using: &random) {
         case 0 where holds == current.id:
-            // `brsync key rotate`.
+            // `brsync key rotate --yes` (a held check does not stop it here).
             let key = AccountKey.generate()
             keys[key.id] = key
-            _ = try? client(machine).changeAccountKey(to: key) { _ in }
+            _ = try? client(machine).changeAccountKey(to: key, despiteHeldChecks: true) { _ in }
             if serverKey() == key { newestKey = key }
             acknowledge(machine)
             note("key rotations")

@@ -89,23 +89,39 @@ extension LyingServerTests {
         #expect(try b.replica.ledgerFailures().isEmpty)
     }
 
+    /// Machines a and b (and `others`) share a key; a deletes a rule, and
+    /// the liar returned withholds that deletion from b, whose check of a's
+    /// ledger now fails (held).
+    static func deletionWithheldFromB(
+        _ world: SyncWorld, alsoSharing others: [SimulatedMachine] = []
+    ) throws -> (a: SimulatedMachine, b: SimulatedMachine, key: AccountKey, liar: LyingServer) {
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example", "two.example"])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b] + others)
+        try world.sync(b)
+        _ = try a.replica.removeRule(pattern: "two.example")
+        try world.sync(a)
+        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
+        let liar = try LyingServer(in: world, rewrite: Self.withholding([hidden]))
+        do {
+            _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+            try #require(try b.replica.ledgerFailures().map(\.device) == [a.replica.deviceID])
+        } catch {
+            liar.stop()
+            throw error
+        }
+        return (a, b, key, liar)
+    }
+
     /// A device forgotten here (`brsync device forget`: a lost laptop
     /// whose failure would stand for good) is not checked while nothing
     /// newer of its ledger arrives, though other records do; once it
     /// writes again it is checked again, and the lie still told is named.
     @Test func aForgottenDeviceIsCheckedAgainOnceItWrites() throws {
         let world = try SyncWorld(.sqlite)
-        let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
-        try Self.rules(a, ["one.example", "two.example"])
-        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b, c])
-        try world.sync(b)
-        _ = try a.replica.removeRule(pattern: "two.example")
-        try world.sync(a)
-        let hidden = RecordCipher(key).hiddenKey(collection: "rules", key: "two.example")
-        let liar = try LyingServer(in: world, rewrite: Self.withholding([hidden]))
+        let c = try world.machine("c")
+        let (a, b, _, liar) = try Self.deletionWithheldFromB(world, alsoSharing: [c])
         defer { liar.stop() }
-        _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
-        try #require(try b.replica.ledgerFailures().map(\.device) == [a.replica.deviceID])
 
         let high = try #require(try b.replica.heldLedgerDevices()[a.replica.deviceID])
         try b.replica.forgetDevice(a.replica.deviceID, ledgerHigh: high, now: b.replica.currentMillis)
@@ -131,6 +147,51 @@ extension LyingServerTests {
         let again = try b.replica.ledgerFailures()
         #expect(again.count == 1 && again.first?.device == a.replica.deviceID, "\(again)")
         #expect(again.first?.what.contains("its deletion of rules 'two.example'") == true)
+    }
+
+    /// `key rotate` waits while this machine's checks of another device's
+    /// ledger fail (the rotation would carry what this machine holds and
+    /// end them): refused, nothing changed. Told to go on, it rotates, and
+    /// the check it ended is kept; the device, given the new code, sends
+    /// its writes again and the withheld deletion arrives.
+    @Test func aRotationWaitsOnFailingChecksAndKeepsWhatItEnded() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b, key, liar) = try Self.deletionWithheldFromB(world)
+        defer { liar.stop() }
+        let held = try b.replica.ledgerFailures()
+
+        func rotate(despite: Bool) throws -> SyncClient.KeyChange {
+            let client = try SyncClient(
+                replica: b.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(world.port)"),
+                token: b.token, caFile: world.caFile, accountKey: key)
+            return try client.changeAccountKey(to: AccountKey.generate(), despiteHeldChecks: despite) { _ in }
+        }
+        let refused = try liar.serving(world) { Result { try rotate(despite: false) } }
+        guard case .failure(SyncError.usage(let message)) = refused else {
+            Issue.record("not refused: \(refused)")
+            return
+        }
+        #expect(message.contains("checks of 1 other device(s) are failing") && message.contains("--yes"), "\(message)")
+        #expect(try AccountKeyFile.read(home: b.replica.home)?.id == key.id, "nothing changed")
+        #expect(try AccountKeyFile.read(home: b.replica.home, pending: true) == nil)
+        #expect(try b.replica.ledgerFailures() == held)
+
+        let started = b.replica.currentMillis
+        _ = try liar.serving(world) { try rotate(despite: true) }
+        let newKey = try #require(try AccountKeyFile.read(home: b.replica.home))
+        #expect(newKey.id != key.id)
+        #expect(try b.replica.ledgerFailures().isEmpty, "the rotation ended the check")
+        let ended = try b.replica.ledgerFailuresEnded()
+        #expect(ended.map(\.failure.device) == [a.replica.deviceID] && ended.allSatisfy { $0.endedAtMillis >= started })
+        #expect(ended.first?.failure.what.contains("its deletion of rules 'two.example'") == true)
+        #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"), "carried as b held it")
+
+        // a, given the new code, sends its records again: the deletion reaches b.
+        try AccountKeyFile.add(newKey, home: a.replica.home)
+        try world.sync(a)
+        try world.sync(b)
+        #expect(try !SyncWorld.rules(b.replica).keys.contains("two.example"))
+        #expect(try b.replica.ledgerFailuresEnded(now: started + Replica.endedFailuresShownMillis + 60_000).isEmpty)
     }
 
     /// A server that never takes a device's ledger request (it answers

@@ -262,6 +262,7 @@ public struct Status: ParsableCommand {
         let asideCount = try replica.pulledAsideCount()
         let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
         let ledgerFailures = try replica.ledgerFailures()
+        let endedFailures = try replica.ledgerFailuresEnded()
         let ownLedger = try replica.ownLedgerNotTaken()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
@@ -292,6 +293,16 @@ public struct Status: ParsableCommand {
                                 "what": .string($0.what), "alarm": .bool($0.alarming),
                                 "since": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
                                 "pulls": .int(Int64($0.pulls)),
+                            ])
+                        }),
+                    "ledgerChecksEnded": .array(
+                        endedFailures.map {
+                            .object([
+                                "device": .string($0.failure.device),
+                                "deviceName": text(names.name(of: $0.failure.device)),
+                                "what": .string($0.failure.what), "alarm": .bool($0.failure.alarming),
+                                "since": .string(Timestamp.iso8601(millis: $0.failure.firstAtMillis)),
+                                "ended": .string(Timestamp.iso8601(millis: $0.endedAtMillis)),
                             ])
                         }),
                     "ownLedgerNotTaken": ownLedger.map {
@@ -365,6 +376,15 @@ public struct Status: ParsableCommand {
                         + "'brsync device forget \(failure.device)'."
                     : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
                         + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
+        }
+        // Failures a key change ended (nothing checks them any more).
+        for ended in endedFailures {
+            let device = DisplayText.printable(names.display(ended.failure.device))
+            let what = DisplayText.printable(String(ended.failure.what.prefix(300)))
+            print(
+                "ended:     a key change (\(Timestamp.iso8601(millis: ended.endedAtMillis))) ended the check of \(device), "
+                    + "failing since \(Timestamp.iso8601(millis: ended.failure.firstAtMillis)): \(what). If that "
+                    + "device's writes are still missing, it sends them again once it has the new code.")
         }
         // This machine's own ledger, when the server did not take it.
         if let own = ownLedger {
