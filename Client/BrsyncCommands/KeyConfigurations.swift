@@ -39,7 +39,7 @@ public enum KeyConfigurations {
     public static let forceHelp: ArgumentHelp =
         "Forget the key even though the server keeps the account encrypted (this machine then cannot sync it)."
     public static let yesHelp: ArgumentHelp =
-        "Rotate even while this machine's checks of other devices' ledgers fail (the rotation ends them; 'brsync status' keeps them)."
+        "Change the key even while this machine's checks of other devices' ledgers fail (the change ends them; 'brsync status' keeps them)."
     public static let show = CommandConfiguration(
         commandName: "show",
         abstract: "Print the recovery code of this machine's account key (for another machine to join).")

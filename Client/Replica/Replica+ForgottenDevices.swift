@@ -5,17 +5,37 @@ import SyncCore
 /// Deploy/SECURITY.md, "What fails, and how it ends"): a device that will
 /// never sync again (a lost laptop whose last push was cut short) leaves a
 /// ledger that names writes nobody will send, and its failure would stand
-/// for good. Forgetting it stops its checks for the ledger held now, and
-/// ends its failure. Checks start again by themselves when any of its
-/// ledger records arrives newer than what was held then: the device synced
-/// again after all, and a server cannot keep it forgotten by writing for it
-/// (only the device's key holders seal its ledger records).
+/// for good. Forgetting it ends the failure and stops its checks for the
+/// ledger and the writes held now. Checks start again by themselves when a
+/// newer ledger record or a newer write of it arrives: the device synced
+/// again after all. A server that shows its new writes and hides its new
+/// ledger records therefore gets it checked again, and named.
 public struct ForgottenDevice: Sendable, Equatable {
     public var device: String
     /// The newest stamp among its ledger records held when it was forgotten.
     public var ledgerHigh: HLCTimestamp
+    /// The newest of its writes held then (``DeviceWrites``), if any.
+    public var writesHigh: HLCTimestamp?
+    /// The failure forgetting it ended, in words.
+    public var what: String
     /// When it was forgotten (this machine's clock).
     public var atMillis: Int64
+
+    public init(device: String, ledgerHigh: HLCTimestamp, writesHigh: HLCTimestamp?, what: String, atMillis: Int64) {
+        self.device = device
+        self.ledgerHigh = ledgerHigh
+        self.writesHigh = writesHigh
+        self.what = what
+        self.atMillis = atMillis
+    }
+
+    /// Whether `device` showed itself since: a ledger record newer than
+    /// ``ledgerHigh``, or a write newer than ``writesHigh``.
+    public func wroteSince(ledgerHigh ledger: HLCTimestamp?, writesHigh writes: HLCTimestamp?) -> Bool {
+        if let ledger, ledger > ledgerHigh { return true }
+        guard let writes else { return false }
+        return writesHigh.map { writes > $0 } ?? true
+    }
 }
 
 extension Replica {
@@ -32,21 +52,34 @@ extension Replica {
         return high
     }
 
-    /// Stops checking `device`'s ledger as long as none of its ledger
-    /// records held is newer than `ledgerHigh` (what is held now), and ends
-    /// its failure, in one transaction.
+    /// Stops checking `device`, whose check fails here, as long as neither a
+    /// ledger record newer than `ledgerHigh` nor a write newer than the
+    /// newest of its held now arrives; ends its failure, in one transaction.
+    /// - Throws: ``ReplicaError/invalidInput(_:)`` for this device, or one
+    ///   whose check does not fail here (nothing to forget).
     @discardableResult
     public func forgetDevice(_ device: String, ledgerHigh: HLCTimestamp, now: Int64) throws -> ForgottenDevice {
         guard device != deviceID else {
             throw ReplicaError.invalidInput("\(device) is this device: its own ledger is not checked here")
         }
         return try transaction {
+            guard let failure = try ledgerFailures(now: now).first(where: { $0.device == device }) else {
+                throw ReplicaError.invalidInput(
+                    "the check of device \(device) does not fail here: there is nothing to forget (nothing changed)")
+            }
+            let writes = try deviceWrites().filter { $0.device == device }.map(\.newest).max()
+            let forgotten = ForgottenDevice(
+                device: device, ledgerHigh: ledgerHigh, writesHigh: writes, what: String(failure.what.prefix(1_000)),
+                atMillis: now)
             try database.run(
-                "INSERT OR REPLACE INTO forgotten_devices (device, ledger_high, at) VALUES (?, ?, ?)",
-                [.text(device), .text(ledgerHigh.description), .integer(now)])
+                "INSERT OR REPLACE INTO forgotten_devices (device, ledger_high, writes_high, what, at) VALUES (?, ?, ?, ?, ?)",
+                [
+                    .text(device), .text(ledgerHigh.description), writes.map { .text($0.description) } ?? .null,
+                    .text(forgotten.what), .integer(now),
+                ])
             try database.run("DELETE FROM ledger_failures WHERE device = ?", [.text(device)])
             try database.run("DELETE FROM ledger_checked WHERE device = ?", [.text(device)])
-            return ForgottenDevice(device: device, ledgerHigh: ledgerHigh, atMillis: now)
+            return forgotten
         }
     }
 
@@ -54,19 +87,22 @@ extension Replica {
     /// (a damaged file) forgets nothing: that device is checked.
     public func forgottenDevices() throws -> [String: ForgottenDevice] {
         try read {
-            let rows = try database.query("SELECT device, ledger_high, at FROM forgotten_devices") { row in
-                (row.string(0) ?? "", row.string(1).flatMap(HLCTimestamp.init(text:)), row.int64(2) ?? 0)
+            let rows = try database.query("SELECT device, ledger_high, writes_high, what, at FROM forgotten_devices") {
+                row -> ForgottenDevice? in
+                guard let device = row.string(0), let high = row.string(1).flatMap(HLCTimestamp.init(text:)) else {
+                    return nil
+                }
+                let writes = row.string(2).map(HLCTimestamp.init(text:))
+                guard writes != .some(nil) else { return nil }
+                return ForgottenDevice(
+                    device: device, ledgerHigh: high, writesHigh: writes ?? nil, what: row.string(3) ?? "",
+                    atMillis: row.int64(4) ?? 0)
             }
-            var forgotten: [String: ForgottenDevice] = [:]
-            for (device, high, at) in rows {
-                guard let high else { continue }
-                forgotten[device] = ForgottenDevice(device: device, ledgerHigh: high, atMillis: at)
-            }
-            return forgotten
+            return Dictionary(rows.compactMap { $0 }.map { ($0.device, $0) }, uniquingKeysWith: { first, _ in first })
         }
     }
 
-    /// Checks `device` again (a newer ledger record of it arrived).
+    /// Checks `device` again (a newer ledger record or write of it arrived).
     public func rememberDevice(_ device: String) throws {
         try transaction { try database.run("DELETE FROM forgotten_devices WHERE device = ?", [.text(device)]) }
     }

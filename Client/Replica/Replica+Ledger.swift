@@ -146,18 +146,25 @@ extension Replica {
     /// How long `brsync status` shows a failure a key change ended (30 days).
     public static let endedFailuresShownMillis: Int64 = 30 * 86_400_000
 
-    /// The ledger failures the last key change ended (``EndedLedgerFailure``),
-    /// within ``endedFailuresShownMillis``; what does not read is left out.
+    /// The ledger failures key changes ended (``EndedLedgerFailure``) in the
+    /// last ``endedFailuresShownMillis``, oldest first; what does not read
+    /// is left out.
     public func ledgerFailuresEnded(now: Int64? = nil) throws -> [EndedLedgerFailure] {
         let now = now ?? currentMillis
-        guard let text = try read({ try meta("ledger_failures_ended") }),
-            case .object(let kept)? = try? JSONValue.parse(text), case .int(let ended)? = kept["ended"],
-            case .array(let items)? = kept["failures"], now >= ended, now - ended < Self.endedFailuresShownMillis
+        return try read { try keptEndedFailures() }.filter {
+            now >= $0.endedAtMillis && now - $0.endedAtMillis < Self.endedFailuresShownMillis
+        }
+    }
+
+    /// Every ended failure kept (`ledger_failures_ended`), as written.
+    private func keptEndedFailures() throws -> [EndedLedgerFailure] {
+        guard let text = try meta("ledger_failures_ended"), case .array(let items)? = try? JSONValue.parse(text)
         else { return [] }
         return items.compactMap { item in
             guard case .object(let failure) = item, case .string(let device)? = failure["device"],
                 case .string(let what)? = failure["what"], case .int(let since)? = failure["since"],
-                case .int(let pulls)? = failure["pulls"], case .bool(let alarming)? = failure["alarm"]
+                case .int(let pulls)? = failure["pulls"], case .bool(let alarming)? = failure["alarm"],
+                case .int(let ended)? = failure["ended"]
             else { return nil }
             return EndedLedgerFailure(
                 failure: LedgerFailure(
@@ -167,21 +174,24 @@ extension Replica {
     }
 
     /// Keeps the failures held now as ended by a key change (inside the
-    /// caller's transaction, before the ledgers are dropped); none held
-    /// leaves what an earlier key change ended.
+    /// caller's transaction, before the ledgers are dropped), after those
+    /// ended before that are still shown (the newest 64 in all).
     private func keepFailuresEndedByKeyChange() throws {
         let failures = try ledgerFailures()
         guard !failures.isEmpty else { return }
-        let items = failures.prefix(64).map { failure in
+        let now = currentMillis
+        let earlier = try keptEndedFailures().filter {
+            now >= $0.endedAtMillis && now - $0.endedAtMillis < Self.endedFailuresShownMillis
+        }
+        let all = earlier + failures.map { EndedLedgerFailure(failure: $0, endedAtMillis: now) }
+        let items = all.suffix(64).map { ended in
             JSONValue.object([
-                "device": .string(failure.device), "what": .string(String(failure.what.prefix(1_000))),
-                "since": .int(failure.firstAtMillis), "pulls": .int(Int64(failure.pulls)),
-                "alarm": .bool(failure.alarming),
+                "device": .string(ended.failure.device), "what": .string(String(ended.failure.what.prefix(1_000))),
+                "since": .int(ended.failure.firstAtMillis), "pulls": .int(Int64(ended.failure.pulls)),
+                "alarm": .bool(ended.failure.alarming), "ended": .int(ended.endedAtMillis),
             ])
         }
-        try setMeta(
-            "ledger_failures_ended",
-            JSONValue.object(["ended": .int(currentMillis), "failures": .array(Array(items))]).jsonText)
+        try setMeta("ledger_failures_ended", JSONValue.array(Array(items)).jsonText)
     }
 }
 

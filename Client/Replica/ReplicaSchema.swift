@@ -498,14 +498,17 @@ enum ReplicaSchema {
                 """)
 
         /// Devices whose ledger this machine no longer checks (`brsync
-        /// device forget`): each with the newest stamp of its ledger records
-        /// held then (a newer one arriving ends it; ``ForgottenDevice``).
+        /// device forget`): each with the newest stamps of its ledger records
+        /// and of its writes held then (a newer one of either arriving ends
+        /// it; ``ForgottenDevice``), and the failure it ended.
         static let forgottenDevices = Migrator.Migration(
             version: 26,
             sql: """
                 CREATE TABLE forgotten_devices (
                     device TEXT PRIMARY KEY,
                     ledger_high TEXT NOT NULL,
+                    writes_high TEXT,
+                    what TEXT NOT NULL,
                     at INTEGER NOT NULL
                 ) WITHOUT ROWID;
                 """)

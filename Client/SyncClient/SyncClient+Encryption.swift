@@ -120,6 +120,7 @@ extension SyncClient {
     func prepareSync() throws {
         if try replica.encryptionState().resetNoted { try checkStillReset() }
         let replicaKeyID = try replica.encryptionState().keyID
+        let keyChangedAt = replica.currentMillis
         if let keyID, SessionRules.startsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
             // Synced with another key until now, and this machine did not ask
             // for this one: it learned of a rotation made elsewhere, late.
@@ -127,9 +128,11 @@ extension SyncClient {
             let late = replicaKeyID != nil && madeHere != keyID
             summary.newDeviceID = try replica.beginEncryptedSync(keyID: keyID, vouchingFor: late ? replicaKeyID : nil)
             summary.encryptionStarted = true
+            try sayWhatTheKeyChangeEnded(since: keyChangedAt)
         } else if SessionRules.endsEncryptedSync(keyID: keyID, replicaKeyID: replicaKeyID) {
             summary.newDeviceID = try replica.endEncryptedSync()
             summary.encryptionEnded = true
+            try sayWhatTheKeyChangeEnded(since: keyChangedAt)
         }
         let state = try replica.encryptionState()
         guard
@@ -152,6 +155,19 @@ extension SyncClient {
         }
         try relayEverything(skippingOwnUnpushed: relay.skippingOwnUnpushed)
         try replica.finishFullRelay()
+    }
+
+    /// A key change drops every ledger with the old key, and with them
+    /// this machine's failing checks of other devices: each is one of the
+    /// sync's problems (kept in `brsync status` as ended, 30 days).
+    private func sayWhatTheKeyChangeEnded(since: Int64) throws {
+        let names = try replica.deviceNames()
+        for ended in try replica.ledgerFailuresEnded(now: nil) where ended.endedAtMillis >= since {
+            summary.problems.append(
+                "the key change ended this machine's check of \(names.display(ended.failure.device)), failing since "
+                    + "\(Timestamp.iso8601(millis: ended.failure.firstAtMillis)): \(ended.failure.what) "
+                    + "('brsync status' keeps it; the device sends its writes again once it has the new code)")
+        }
     }
 
     static let otherAccountMessage =

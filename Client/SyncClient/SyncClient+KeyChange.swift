@@ -41,16 +41,16 @@ extension SyncClient {
     /// - Parameter afterReset: the operator reset the account's encryption
     ///   and this client holds the retired key: nothing is synced first (it
     ///   would not be, readable), and the account is encrypted with `key`.
-    /// - Parameter despiteHeldChecks: rotate even while this machine holds
-    ///   failures of other devices' ledgers (Deploy/SECURITY.md: the
-    ///   rotation carries what this machine holds and ends those checks,
+    /// - Parameter despiteHeldChecks: change the key even while this machine
+    ///   holds failures of other devices' ledgers (Deploy/SECURITY.md: the
+    ///   change carries what this machine holds and ends those checks,
     ///   which are kept as ended, ``Replica/ledgerFailuresEnded(now:)``);
-    ///   without it such a rotation is refused before anything is done.
+    ///   without it such a change is refused before anything is done.
     public func changeAccountKey(
         to key: AccountKey, afterReset: Bool = false, despiteHeldChecks: Bool = false,
         announce: (AccountKey) -> Void
     ) throws -> KeyChange {
-        if accountKey != nil, !afterReset, !despiteHeldChecks {
+        if !despiteHeldChecks {
             let held = try replica.ledgerFailures(now: nil)
             if !held.isEmpty { throw SyncError.usage(try Self.heldChecksMessage(held, names: replica.deviceNames())) }
         }
@@ -117,15 +117,17 @@ extension SyncClient {
 }
 
 extension SyncClient {
-    /// Why a rotation waits while `held` (this machine's failing checks of
-    /// other devices' ledgers) stand.
+    /// Why a key change waits while `held` (this machine's failing checks
+    /// of other devices' ledgers) stand.
     public static func heldChecksMessage(_ held: [LedgerFailure], names: DeviceNames) -> String {
         let listed = held.prefix(5).map {
             "\(DisplayText.printable(names.display($0.device))): \(DisplayText.printable(String($0.what.prefix(200))))"
         }
         return
             "this machine's checks of \(held.count) other device(s) are failing (\(listed.joined(separator: "; "))): "
-            + "a rotation now would carry what this machine holds into the new key and end those checks. Run "
-            + "'brsync sync' on those devices and let the checks clear, or rotate anyway with --yes (nothing was changed)"
+            + "a key change now would carry what this machine holds into the new key and end those checks. Run "
+            + "'brsync sync' on those devices and let the checks clear (a check held may clear by itself at the next "
+            + "pull; a device that will never sync again: 'brsync device forget DEVICE'), or go on anyway with --yes "
+            + "(nothing was changed)"
     }
 }

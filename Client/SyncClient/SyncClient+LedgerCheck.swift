@@ -122,10 +122,14 @@ extension SyncClient {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
             }
         }
+        let newest = Dictionary(
+            try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
         // Devices forgotten here (`brsync device forget`) are not checked
-        // while nothing newer of their ledgers arrived; one that did synced again.
+        // while nothing newer of their ledgers or writes arrived; one that
+        // did synced again, and is checked (a server that shows its writes
+        // and hides its ledger gets it named).
         for (device, forgotten) in try replica.forgottenDevices() {
-            if let newest = high[device], newest > forgotten.ledgerHigh {
+            if forgotten.wroteSince(ledgerHigh: high[device], writesHigh: newest[device]) {
                 try replica.rememberDevice(device)
             } else {
                 ledgers[device] = nil
@@ -138,8 +142,6 @@ extension SyncClient {
         guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
         try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
         let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
-        let newest = Dictionary(
-            try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
         // Which entries each device's check reads (none here: all of them).
         let before = whole ? [:] : try replica.ledgerChecked()
         var reading: [String: LedgerCheck.Reading] = [:]

@@ -99,6 +99,7 @@ public protocol SyncReplica: AnyObject {
     ) throws -> [LedgerFailure]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
     func forgottenDevices() throws -> [String: ForgottenDevice]
+    func ledgerFailuresEnded(now: Int64?) throws -> [EndedLedgerFailure]
     func rememberDevice(_ device: String) throws
     @discardableResult func noteOwnLedgerNotTaken(_ why: String, now: Int64) throws -> OwnLedgerNotTaken
     func noteOwnLedgerTaken() throws

@@ -1,5 +1,4 @@
 import Glibc
-import JSON
 import Replica
 import SyncClient
 import SyncCore
@@ -78,16 +77,6 @@ public enum AccountKeys {
         let change = try client.changeAccountKey(
             to: newKey, afterReset: afterReset, despiteHeldChecks: despiteHeldChecks, announce: announce)
         return (change, newKey)
-    }
-
-    /// What a key change made since `since` (this machine's clock) ended of
-    /// this machine's checks of other devices' ledgers, a line each, in words.
-    public static func endedChecks(_ replica: Replica, since: Int64) throws -> [String] {
-        let names = try replica.deviceNames()
-        return try replica.ledgerFailuresEnded().filter { $0.endedAtMillis >= since }.map {
-            "the rotation ended the check of \(DisplayText.printable(names.display($0.failure.device))): "
-                + "\(DisplayText.printable(String($0.failure.what.prefix(300)))) ('brsync status' keeps it)"
-        }
     }
 
     /// After a key change failed: whether the server may have taken the new

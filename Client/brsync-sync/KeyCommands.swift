@@ -17,13 +17,15 @@ struct KeyCommand: ParsableCommand {
         static let configuration = KeyConfigurations.initialise
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.yesHelp) var yes = false
 
         func run() throws {
             let replica = try global.openReplica()
             switch try AccountKeys.startInit(replica) {
             case .encryptAgain(let client):
+                try confirmDespiteHeldChecks(replica, yes: yes)
                 try changeKey(
-                    client, global, options, rotating: false, afterReset: true,
+                    client, global, options, rotating: false, afterReset: true, despiteHeldChecks: true,
                     """
                     This account is being end-to-end encrypted again (its encryption was reset on the server), with a new key:
                     the old one is never taken again. The recovery code below is what every other machine needs ('brsync key add').
@@ -110,8 +112,7 @@ struct KeyCommand: ParsableCommand {
 
         func run() throws {
             let replica = try global.openReplica()
-            let started = replica.currentMillis
-            try Self.confirmDespiteHeldChecks(replica, yes: yes)
+            try confirmDespiteHeldChecks(replica, yes: yes)
             let client = try AccountKeys.startRotate(replica)
             try changeKey(
                 client, global, options, rotating: true, despiteHeldChecks: true,
@@ -124,28 +125,8 @@ struct KeyCommand: ParsableCommand {
                     The account key was rotated. Every other machine stops syncing until the new recovery code
                     is added there ('brsync key add'); its edits are kept and go up then.
                     """)
-            for line in try AccountKeys.endedChecks(replica, since: started) {
-                writeToStandardError("brsync: \(line)\n")
-            }
         }
 
-        /// The failing checks of other devices' ledgers this machine holds
-        /// (a rotation would end them): none, or `yes`, goes on. On a
-        /// terminal they are listed and the person is asked; otherwise the
-        /// rotation is refused, saying so (nothing changed).
-        static func confirmDespiteHeldChecks(_ replica: Replica, yes: Bool) throws {
-            let held = try replica.ledgerFailures()
-            guard !held.isEmpty, !yes else { return }
-            let message = SyncClient.heldChecksMessage(held, names: try replica.deviceNames())
-            guard isatty(0) == 1, isatty(2) == 1 else { throw CLIFailure(message: message) }
-            writeToStandardError("brsync: \(message).\nRotate anyway? [y/N] ")
-            var line: [UInt8] = []
-            var byte: UInt8 = 0
-            while line.count < 64, Glibc.read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-            guard ["y", "yes"].contains(String(decoding: line, as: UTF8.self).lowercased()) else {
-                throw CLIFailure(message: "the key was not rotated (nothing was changed)")
-            }
-        }
     }
 
     struct Show: ParsableCommand {
@@ -174,6 +155,24 @@ struct KeyCommand: ParsableCommand {
                         + "before; add the current code with 'brsync key add'", code: ExitStatus.refused)
             }
         }
+    }
+}
+
+/// Before a key change (`key rotate`, `key init` after a reset): the failing
+/// checks of other devices' ledgers this machine holds, which the change
+/// would end. None, or `yes`, goes on. On a terminal they are listed and the
+/// person is asked; otherwise the change is refused, saying so (nothing changed).
+func confirmDespiteHeldChecks(_ replica: Replica, yes: Bool) throws {
+    let held = try replica.ledgerFailures()
+    guard !held.isEmpty, !yes else { return }
+    let message = SyncClient.heldChecksMessage(held, names: try replica.deviceNames())
+    guard isatty(0) == 1, isatty(2) == 1 else { throw CLIFailure(message: message) }
+    writeToStandardError("brsync: \(message).\nChange the key anyway? [y/N] ")
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    while line.count < 64, Glibc.read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+    guard ["y", "yes"].contains(String(decoding: line, as: UTF8.self).lowercased()) else {
+        throw CLIFailure(message: "the key was not changed (nothing was changed)")
     }
 }
 

@@ -78,6 +78,7 @@ enum SyncHelper {
         static let configuration = KeyConfigurations.initialise
         @OptionGroup var global: GlobalOptions
         @OptionGroup var options: TransferOptions
+        @Flag(help: KeyConfigurations.yesHelp) var yes = false
     }
 
     struct KeyAdd: ParsableCommand {

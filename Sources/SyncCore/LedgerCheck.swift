@@ -1,3 +1,5 @@
+import JSON
+
 /// The checks a machine runs on a device's ledger at the end of a pull that
 /// reached the server's head (Deploy/SECURITY.md, "A device's own writes,
 /// counted", checks 0–3): given the ledger records of device D it holds and
@@ -98,13 +100,16 @@ public enum LedgerCheck {
             case .brokenChain(let slot, let reason): return "its pending record \(slot) \(reason)"
             case .unmet(_, let fields, let stamp, let setAside):
                 let what = fields.joined(separator: ", ")
+                let when = Timestamp.iso8601(millis: stamp.wallMillis)
                 return setAside
-                    ? "a record it wrote (\(what), \(stamp)) is set aside here"
-                    : "its write of \(what) (\(stamp)) is missing here"
+                    ? "a record it wrote (\(what), \(when)) is set aside here"
+                    : "its write of \(what) (\(when)) is missing here"
             case .shardsDiffer(let reason): return "its ledger's shards \(reason)"
             case .writtenPastLedger(let newest, let ledger):
-                return ledger.map { "it wrote at \(newest), past what its ledger describes (\($0))" }
-                    ?? "it wrote at \(newest) and has no ledger here"
+                let when = Timestamp.iso8601(millis: newest.wallMillis)
+                return ledger.map {
+                    "it wrote at \(when), past what its ledger describes (written \(Timestamp.iso8601(millis: $0.wallMillis)))"
+                } ?? "it wrote at \(when) and has no ledger here"
             }
         }
     }

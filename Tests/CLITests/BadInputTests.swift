@@ -50,8 +50,8 @@ import Testing
         (["log", "--limit", "0"], "--limit"),
         (["import", "/nonexistent.json"], "no such file"),
         (["frobnicate"], "Unexpected argument"),
-        (["device", "forget", "xyz"], "a device id is 16 hex digits (or at least its first 4)"),
-        (["device", "forget", "0123"], "no ledger of a device '0123' is held here"),
+        (["device", "forget", " "], "give the device's id (or its first 4 hex digits or more) or its name"),
+        (["device", "forget", "0123"], "no device '0123' whose ledger is held here"),
     ]
 
     @Test("errors exit 2 with one line and change nothing", arguments: badCommands)

@@ -126,47 +126,67 @@ import Testing
         #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 
-    /// `brsync device forget ID` stops checking a device whose ledger this
-    /// machine holds (a lost laptop): its failure ends and `status` no
-    /// longer shows it. An id that starts several devices' ids, this
-    /// device's own, or no device's changes nothing.
+    /// `brsync device forget DEVICE` (an id, its start, or a name) stops
+    /// checking a device whose check fails here (a lost laptop): its failure
+    /// ends and `status` lists it as unchecked instead. A start of several
+    /// devices' ids, a device whose check passes, this device's own id, or
+    /// no device changes nothing.
     @Test func deviceForgetEndsADevicesFailure() throws {
         let world = try CLIWorld()
         let desktop = try world.replica("desktop")
         let replica = try Replica.open(home: desktop)
         let now = replica.currentMillis
-        // Two devices' ledger heads, as a pull would have stored them.
-        let ledgers = ["0123456789abcdef", "0123aaaaaaaaaaaa"].enumerated().map { index, device in
+        // Two devices' ledger heads and one's name, as a pull would have stored them.
+        func stamp(_ device: String) -> HLCTimestamp { HLCTimestamp(wallMillis: now, counter: 0, device: device) }
+        var pulled = ["0123456789abcdef", "0123aaaaaaaaaaaa"].enumerated().map { index, device in
             ChangeRecord(
                 sequence: Int64(index + 1), collection: .ledger, key: "\(device)/head",
                 state: RecordState(
-                    fields: [
-                        Wire.ledgerField: StampedValue(
-                            .string("AA"), stamp: HLCTimestamp(wallMillis: now, counter: 0, device: device))
-                    ],
+                    fields: [Wire.ledgerField: StampedValue(.string("AA"), stamp: stamp(device))],
                     versions: VersionVector([device: 1])))
         }
-        _ = try replica.applyPulled(ledgers, cursor: 2, epoch: "e1")
+        pulled.append(
+            ChangeRecord(
+                sequence: 3, collection: .settings, key: "device_name/0123456789abcdef",
+                state: RecordState(
+                    fields: ["value": StampedValue(.string("old laptop"), stamp: stamp("0123456789abcdef"))],
+                    versions: VersionVector(["0123456789abcdef": 2]))))
+        _ = try replica.applyPulled(pulled, cursor: 3, epoch: "e1")
         let what = "its deletion of rules 'two.example' is missing here"
         try replica.noteLedgerChecks(["0123456789abcdef": what], now: now - Replica.ledgerAlarmAfterMillis)
         try replica.noteLedgerChecks(["0123456789abcdef": what], now: now)
         #expect(try world.run(desktop, ["status"]).stdout.contains("withheld:"))
 
-        let ambiguous = try world.run(desktop, ["device", "forget", "0123"])
-        #expect(
-            ambiguous.status == 2 && ambiguous.stderr.contains("'0123' starts the ids of 2 devices"), "\(ambiguous)")
-        let own = try world.run(desktop, ["device", "forget", replica.deviceID])
-        #expect(own.status == 2 && own.stderr.contains("is this device"), "\(own)")
+        for (arguments, message) in [
+            (["0123"], "'0123' names 2 devices"),
+            (["0123aaaa"], "the check of device 0123aaaaaaaaaaaa does not fail here: there is nothing to forget"),
+            ([replica.deviceID], "is this device"),
+            (["someone else"], "no device 'someone else' whose ledger is held here"),
+        ] {
+            let refused = try world.run(desktop, ["device", "forget"] + arguments)
+            #expect(refused.status == 2 && refused.stderr.contains(message), "\(arguments): \(refused)")
+        }
         #expect(try replica.ledgerFailures().count == 1, "nothing changed")
 
-        let forgot = try world.run(desktop, ["device", "forget", "0123456789AB"])
+        let forgot = try world.run(desktop, ["device", "forget", "old laptop"])
         #expect(
-            forgot.status == 0 && forgot.stdout.contains("no longer checking device 0123456789abcdef")
+            forgot.status == 0 && forgot.stdout.contains("no longer checking old laptop (0123456789abcdef)")
                 && forgot.stdout.contains("its failure ended (\(what))")
-                && forgot.stdout.contains("Checks start again if it writes again"), "\(forgot)")
+                && forgot.stdout.contains("Checks start again as soon as a newer write or ledger record"), "\(forgot)")
         #expect(try replica.ledgerFailures().isEmpty)
         #expect(try replica.forgottenDevices().keys.sorted() == ["0123456789abcdef"])
-        #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
+        let status = try world.run(desktop, ["status"]).stdout
+        #expect(
+            !status.contains("withheld:") && status.contains("unchecked: old laptop (forgotten ")
+                && status.contains("its failure then: \(what)"), "\(status)")
+        let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
+        guard case .object(let members) = json, case .array(let listed)? = members["forgottenDevices"],
+            case .object(let first)? = listed.first
+        else {
+            Issue.record("no forgottenDevices: \(json)")
+            return
+        }
+        #expect(first["device"] == .string("0123456789abcdef") && first["what"] == .string(what))
     }
 
     /// A key change ends this machine's failing checks of other devices'

@@ -13,10 +13,11 @@ import Testing
         try ProcessRunner.run(world.brsyncd, arguments + world.storeArguments, environment: world.storeEnvironment)
     }
 
-    /// `brsync key rotate` while this machine's check of another device's
-    /// ledger fails: refused without a terminal (exit 2, saying why and
-    /// `--yes`), nothing changed; with `--yes` it rotates.
-    @Test func keyRotateWaitsWhileACheckFails() throws {
+    /// `brsync key rotate`, and `key init` after a reset, while this
+    /// machine's check of another device's ledger fails: refused without a
+    /// terminal (exit 2, saying why and `--yes`), nothing changed; with
+    /// `--yes` the key changes, and the output names the check it ended.
+    @Test func keyChangesWaitWhileACheckFails() throws {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         try world.firefoxRule(laptop, "laptop-site.example")
@@ -32,6 +33,20 @@ import Testing
         let rotated = try world.run(laptop, ["key", "rotate", "--yes"])
         let newCode = try #require(EncryptionTests.recoveryCode(rotated.stdout), "\(rotated)")
         #expect(rotated.status == 0 && newCode != code, "\(rotated)")
+
+        // `key init` after the operator's reset waits the same way (a server
+        // could claim a reset to have the checks ended).
+        try replica.noteLedgerChecks(
+            ["0123456789abcdef": "its deletion of rules 'three.example' is missing here"], now: replica.currentMillis)
+        #expect(try brsyncd(world, ["account", "reset-encryption", "alice"]).status == 0)
+        let waits = try world.run(laptop, ["key", "init"])
+        #expect(
+            waits.status == 2 && waits.stderr.contains("checks of 1 other device(s) are failing")
+                && waits.stderr.contains("three.example"), "\(waits)")
+        let again = try world.run(laptop, ["key", "init", "--yes"])
+        #expect(again.status == 0 && again.stderr.contains("encrypted again"), "\(again)")
+        #expect(
+            again.stderr.contains("the key change ended this machine's check of device 0123456789abcdef"), "\(again)")
     }
 
     @Test func aResetAccountIsEncryptedAgainOrForgottenWithoutLosingARule() throws {

@@ -278,22 +278,63 @@ struct RestampTests {
 }
 
 /// Devices whose ledger this machine no longer checks
-/// (``Replica/forgetDevice(_:ledgerHigh:now:)``).
+/// (``Replica/forgetDevice(_:ledgerHigh:now:)``), and the failures key
+/// changes ended (``Replica/ledgerFailuresEnded(now:)``).
 struct ForgottenDeviceTests {
-    @Test func aDeviceIsForgottenUntilRememberedAndADamagedRowForgetsNothing() throws {
+    static let device = "0123456789abcdef"
+
+    static func stamp(_ millis: Int64, _ device: String = device) -> HLCTimestamp {
+        HLCTimestamp(wallMillis: millis, counter: 0, device: device)
+    }
+
+    @Test func aDeviceIsForgottenUntilItWritesAgainAndADamagedRowForgetsNothing() throws {
         let fixture = try ReplicaFixture()
         let replica = fixture.replica
-        let high = HLCTimestamp(wallMillis: 1_800_000_000_000, counter: 3, device: "0123456789abcdef")
-        try replica.noteLedgerChecks(["0123456789abcdef": "its rule is missing here"], now: 1)
-        let forgotten = try replica.forgetDevice("0123456789abcdef", ledgerHigh: high, now: 5)
-        #expect(try replica.forgottenDevices() == ["0123456789abcdef": forgotten])
+        let high = Self.stamp(1_800_000_000_000)
+        #expect(throws: ReplicaError.self, "no failure: nothing to forget") {
+            try replica.forgetDevice(Self.device, ledgerHigh: high, now: 5)
+        }
+        try replica.noteLedgerChecks([Self.device: "its rule is missing here"], now: 1)
+        let forgotten = try replica.forgetDevice(Self.device, ledgerHigh: high, now: 5)
+        #expect(forgotten.what == "its rule is missing here" && forgotten.writesHigh == nil)
+        #expect(try replica.forgottenDevices() == [Self.device: forgotten])
         #expect(try replica.ledgerFailures().isEmpty, "its failure ended")
         #expect(throws: ReplicaError.self) { try replica.forgetDevice(replica.deviceID, ledgerHigh: high, now: 5) }
-        try replica.rememberDevice("0123456789abcdef")
+        // It wrote again: a newer ledger record, or any write when none was held.
+        #expect(!forgotten.wroteSince(ledgerHigh: high, writesHigh: nil))
+        #expect(forgotten.wroteSince(ledgerHigh: Self.stamp(1_800_000_000_001), writesHigh: nil))
+        #expect(forgotten.wroteSince(ledgerHigh: high, writesHigh: Self.stamp(1)))
+        var withWrites = forgotten
+        withWrites.writesHigh = Self.stamp(10)
+        #expect(!withWrites.wroteSince(ledgerHigh: nil, writesHigh: Self.stamp(10)))
+        #expect(withWrites.wroteSince(ledgerHigh: nil, writesHigh: Self.stamp(11)))
+        try replica.rememberDevice(Self.device)
         #expect(try replica.forgottenDevices().isEmpty)
         // A row that does not read (a damaged file) forgets nothing: that device is checked.
-        try replica.forgetDevice("0123456789abcdef", ledgerHigh: high, now: 5)
-        try replica.database.run("UPDATE forgotten_devices SET ledger_high = 'not a stamp'")
-        #expect(try replica.forgottenDevices().isEmpty)
+        for damage in ["ledger_high = 'not a stamp'", "writes_high = 'not a stamp'"] {
+            try replica.noteLedgerChecks([Self.device: "its rule is missing here"], now: 1)
+            try replica.forgetDevice(Self.device, ledgerHigh: high, now: 5)
+            try replica.database.run("UPDATE forgotten_devices SET \(damage)")
+            #expect(try replica.forgottenDevices().isEmpty, "\(damage)")
+        }
+    }
+
+    /// Each key change adds the failures it ends to those kept, each shown
+    /// 30 days from its own key change (an outside review found a second key
+    /// change replaced the first one's).
+    @Test func failuresEndedByKeyChangesAreKeptEachForThirtyDays() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try replica.noteLedgerChecks([Self.device: "its deletion of rules 'v.com' is missing here"], now: 1)
+        try replica.beginEncryptedSync(keyID: "00112233445566aa")
+        try replica.noteLedgerChecks(["fedcba9876543210": "it wrote past what its ledger describes"], now: 2)
+        try replica.beginEncryptedSync(keyID: "00112233445566bb")
+        let ended = try replica.ledgerFailuresEnded()
+        #expect(ended.map(\.failure.device) == [Self.device, "fedcba9876543210"], "\(ended)")
+        #expect(ended.first?.failure.what == "its deletion of rules 'v.com' is missing here")
+        let later = (ended.map(\.endedAtMillis).max() ?? 0) + Replica.endedFailuresShownMillis
+        #expect(try replica.ledgerFailuresEnded(now: later).isEmpty)
+        try replica.database.run("UPDATE meta SET value = 'not JSON' WHERE key = 'ledger_failures_ended'")
+        #expect(try replica.ledgerFailuresEnded().isEmpty, "what does not read is left out")
     }
 }

@@ -1,3 +1,4 @@
+import JSON
 import SyncCore
 import Testing
 
@@ -203,6 +204,8 @@ import Testing
             device: Self.device, ledgers: .init(), register: { _ in nil }, newestRegister: Self.stamp(5),
             shardsHash: Self.hash)
         #expect(none == [.writtenPastLedger(newest: Self.stamp(5), ledger: nil)])
-        #expect(none.first?.description == "it wrote at \(Self.stamp(5)) and has no ledger here")
+        #expect(
+            none.first?.description
+                == "it wrote at \(Timestamp.iso8601(millis: Self.stamp(5).wallMillis)) and has no ledger here")
     }
 }

@@ -24,7 +24,7 @@ extension Run {
     /// run's account key.
     func initialise(_ machine: SimulatedMachine, direct: Bool = false) {
         guard let accountKey else { return }
-        _ = try? client(machine, direct: direct).changeAccountKey(to: accountKey) { _ in }
+        _ = try? client(machine, direct: direct).changeAccountKey(to: accountKey, despiteHeldChecks: true) { _ in }
         acknowledge(machine)
         if serverKey() == accountKey {
             newestKey = accountKey

@@ -79,10 +79,10 @@ public struct DeviceCommand: ParsableCommand {
         }
     }
 
-    /// `brsync device forget ID`: stops checking the ledger of a device that
-    /// will never sync again (a lost laptop whose last push was cut short,
-    /// which would keep its failure standing for good), until it writes
-    /// again (``ForgottenDevice``).
+    /// `brsync device forget DEVICE`: stops checking the ledger of a device
+    /// that will never sync again (a lost laptop whose last push was cut
+    /// short, which would keep its failure standing for good), until it
+    /// writes again (``ForgottenDevice``).
     public struct Forget: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(
@@ -90,51 +90,62 @@ public struct DeviceCommand: ParsableCommand {
             abstract: "Stop checking the ledger of a device that will never sync again (a lost laptop).",
             discussion: """
                 'brsync status' names a device whose ledger fails its checks. When that device is gone \
-                for good, its failure would stand for ever: this stops checking it, and ends the failure. \
-                Checks start again by themselves if the device writes again. Nothing synced is changed.
+                for good, its failure would stand for ever: this ends the failure and stops checking it. \
+                Checks start again by themselves as soon as a newer write or ledger record of it arrives \
+                (it synced again after all). 'brsync status' lists it meanwhile. Nothing synced is changed.
                 """)
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The device's id, or its first digits (at least 4), as 'brsync status' shows it.")
+        @Argument(
+            help: "The device: its id, its first hex digits (at least 4), or its name, as 'brsync status' shows it.")
         var device: String
 
         public func validate() throws {
-            guard (4...16).contains(device.utf8.count), device.utf8.allSatisfy({ Self.hexDigits.contains($0) }) else {
+            guard !device.isBlank, device.count <= 64 else {
                 throw ValidationError(
-                    "a device id is 16 hex digits (or at least its first 4), as 'brsync status' shows it; got '\(DisplayText.printable(device.prefix(40)))'"
-                )
+                    "give the device's id (or its first 4 hex digits or more) or its name, as 'brsync status' shows it")
             }
         }
 
-        static let hexDigits = Set("0123456789abcdefABCDEF".utf8)
+        static let hexDigits = Set("0123456789abcdef".utf8)
+
+        /// The ids of `held` (devices whose ledger is held here) that `given`
+        /// names: ids it starts (at least 4 hex digits), else ids of that name.
+        static func matches(_ given: String, held: [String], names: DeviceNames) -> [String] {
+            let prefix = given.lowercased()
+            if (4...16).contains(prefix.utf8.count), prefix.utf8.allSatisfy({ hexDigits.contains($0) }) {
+                let byID = held.filter { $0.hasPrefix(prefix) }
+                if !byID.isEmpty { return byID.sorted() }
+            }
+            return held.filter { names.name(of: $0) == given }.sorted()
+        }
 
         public func run() throws {
             let replica = try global.openReplica()
-            let prefix = device.lowercased()
-            if replica.deviceID.hasPrefix(prefix) {
+            let names = try replica.deviceNames()
+            let shown = DisplayText.printable(device.prefix(64))
+            if Self.matches(device, held: [replica.deviceID], names: names) == [replica.deviceID] {
                 throw ReplicaError.invalidInput(
-                    "\(replica.deviceID) is this device: its own ledger is not checked here (nothing changed)")
+                    "'\(shown)' is this device: its own ledger is not checked here (nothing changed)")
             }
             let held = try replica.heldLedgerDevices()
-            let matches = held.keys.filter { $0.hasPrefix(prefix) }.sorted()
-            let names = try replica.deviceNames()
+            let matches = Self.matches(device, held: Array(held.keys), names: names)
             guard matches.count == 1, let id = matches.first, let high = held[id] else {
                 if matches.isEmpty {
                     let known = held.keys.sorted().prefix(8).map { "\(names.display($0)) (\($0))" }
                     throw ReplicaError.notFound(
-                        "no ledger of a device '\(prefix)' is held here, so it is not checked: nothing to forget"
+                        "no device '\(shown)' whose ledger is held here, so none is checked: nothing to forget"
                             + (known.isEmpty ? "" : " (ledgers held: \(known.joined(separator: ", ")))"))
                 }
                 throw ReplicaError.invalidInput(
-                    "'\(prefix)' starts the ids of \(matches.count) devices (\(matches.prefix(8).joined(separator: ", "))): give more of the id (nothing changed)"
+                    "'\(shown)' names \(matches.count) devices (\(matches.prefix(8).joined(separator: ", "))): give more of the id (nothing changed)"
                 )
             }
-            let failing = try replica.ledgerFailures().first { $0.device == id }
-            try replica.forgetDevice(id, ledgerHigh: high, now: replica.currentMillis)
+            let forgotten = try replica.forgetDevice(id, ledgerHigh: high, now: replica.currentMillis)
             print(
-                "no longer checking \(names.display(id)) (\(id))"
-                    + (failing.map { ": its failure ended (\(DisplayText.printable(String($0.what.prefix(200)))))" }
-                        ?? "")
-                    + ". Checks start again if it writes again. Nothing synced was changed.")
+                "no longer checking \(names.display(id)) (\(id)): its failure ended "
+                    + "(\(DisplayText.printable(String(forgotten.what.prefix(200))))). Checks start again as soon as "
+                    + "a newer write or ledger record of it arrives; 'brsync status' lists it meanwhile. "
+                    + "Nothing synced was changed.")
         }
     }
 }

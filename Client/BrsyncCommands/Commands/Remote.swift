@@ -263,6 +263,7 @@ public struct Status: ParsableCommand {
         let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
         let ledgerFailures = try replica.ledgerFailures()
         let endedFailures = try replica.ledgerFailuresEnded()
+        let forgotten = try replica.forgottenDevices().values.sorted { $0.device < $1.device }
         let ownLedger = try replica.ownLedgerNotTaken()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
@@ -303,6 +304,13 @@ public struct Status: ParsableCommand {
                                 "what": .string($0.failure.what), "alarm": .bool($0.failure.alarming),
                                 "since": .string(Timestamp.iso8601(millis: $0.failure.firstAtMillis)),
                                 "ended": .string(Timestamp.iso8601(millis: $0.endedAtMillis)),
+                            ])
+                        }),
+                    "forgottenDevices": .array(
+                        forgotten.map {
+                            .object([
+                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
+                                "what": .string($0.what), "since": .string(Timestamp.iso8601(millis: $0.atMillis)),
                             ])
                         }),
                     "ownLedgerNotTaken": ownLedger.map {
@@ -376,6 +384,13 @@ public struct Status: ParsableCommand {
                         + "'brsync device forget \(failure.device)'."
                     : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
                         + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
+        }
+        // Devices forgotten here ('brsync device forget'): not checked until they write again.
+        for device in forgotten {
+            print(
+                "unchecked: \(DisplayText.printable(names.display(device.device))) (forgotten "
+                    + "\(Timestamp.iso8601(millis: device.atMillis)); its failure then: "
+                    + "\(DisplayText.printable(String(device.what.prefix(300))))): checked again once it writes again")
         }
         // Failures a key change ended (nothing checks them any more).
         for ended in endedFailures {
