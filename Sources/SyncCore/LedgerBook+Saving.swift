@@ -77,6 +77,11 @@ extension LedgerBook {
             guard shard.entries.count == 1, let entry = shard.entries.first else {
                 throw Ledger.Problem("an entry's row holds \(shard.entries.count) entries")
             }
+            // Written as shard 0 of 1 (``entryBytes(_:)``): anything else was not written here.
+            guard shard.index == 0, shard.shardCount == 1 else {
+                throw Ledger.Problem(
+                    "an entry's row is packed as shard \(shard.index) of \(shard.shardCount), not 0 of 1")
+            }
             entries[entry.tag] = entry
             if row.changed { changedTags.insert(entry.tag) }
         }

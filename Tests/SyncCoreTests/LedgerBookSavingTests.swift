@@ -119,6 +119,19 @@ import Testing
                     )
                 ]
             ),
+            // One entry, packed as another shard than the one a row is
+            // written as (found by FuzzLedger: it read, and wrote back otherwise).
+            (
+                state,
+                [
+                    (
+                        bytes: Ledger.Shard(
+                            index: 0, shardCount: 2,
+                            entries: [.init(tag: 6, groups: [.init(known: 1, stamp: Self.stamp(1))])]
+                        ).bytes, changed: true
+                    )
+                ]
+            ),
         ] {
             #expect(throws: Ledger.Problem.self) {
                 _ = try LedgerBook(device: "laptop", state: damaged, entries: rows, shardsHash: Self.hash)
