@@ -42,9 +42,16 @@ extension Replica {
     /// The other devices whose ledger records this replica holds, each with
     /// the newest stamp among them.
     public func heldLedgerDevices() throws -> [String: HLCTimestamp] {
+        Self.ledgerHighs(try records(.ledger), except: deviceID)
+    }
+
+    /// Of ledger records `held`, each device's newest stamp (but `except`'s).
+    public static func ledgerHighs(
+        _ held: [(key: String, state: RecordState)], except: String
+    ) -> [String: HLCTimestamp] {
         var high: [String: HLCTimestamp] = [:]
-        for (key, state) in try records(.ledger) {
-            guard let device = Ledger.Key(key)?.device, device != deviceID else { continue }
+        for (key, state) in held {
+            guard let device = Ledger.Key(key)?.device, device != except else { continue }
             for register in state.fields.values where high[device].map({ register.stamp > $0 }) ?? true {
                 high[device] = register.stamp
             }

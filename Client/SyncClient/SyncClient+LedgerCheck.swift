@@ -92,15 +92,10 @@ extension SyncClient {
         // Each shard's bytes as held (check 2 hashes them, not packed again).
         var packed: [String: [Int: [UInt8]]] = [:]
         var damaged: [String: String] = [:]
-        // The newest stamp among each device's ledger records (a device forgotten here is checked again past it).
-        var high: [String: HLCTimestamp] = [:]
         for (key, state) in held {
             guard let parsed = Ledger.Key(key) else { continue }
             let device = parsed.device
             guard device != replica.deviceID else { continue }
-            for register in state.fields.values where high[device].map({ register.stamp > $0 }) ?? true {
-                high[device] = register.stamp
-            }
             do throws(Ledger.Problem) {
                 guard let register = state.fields[Wire.ledgerField], case .string(let text) = register.value,
                     let bytes = Crypto.base64URLDecode(text)
@@ -122,6 +117,8 @@ extension SyncClient {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
             }
         }
+        // The newest stamp among each device's ledger records (a device forgotten here is checked again past it).
+        let high = Replica.ledgerHighs(held, except: replica.deviceID)
         let newest = Dictionary(
             try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
         // Devices forgotten here (`brsync device forget`) are not checked

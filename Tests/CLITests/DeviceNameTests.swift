@@ -86,6 +86,16 @@ import Testing
         #expect(laptopView.contains(" desktop: newest edit ") && !laptopView.contains("laptop (this device): newest"))
     }
 
+    /// The objects of the list `name` in `brsync status --json` (recorded as an issue when it is not one).
+    static func statusList(_ world: CLIWorld, _ home: String, _ name: String) throws -> [[String: JSONValue]] {
+        let json = try JSONValue.parse(try world.run(home, ["status", "--json"]).stdout)
+        guard case .object(let members) = json, case .array(let list)? = members[name] else {
+            Issue.record("no \(name): \(json)")
+            return []
+        }
+        return list.compactMap { if case .object(let item) = $0 { item } else { nil } }
+    }
+
     /// `brsync status` shows another device's ledger that fails its checks
     /// (Deploy/SECURITY.md, "A device's own writes, counted"): held at first,
     /// with what it can mean; an alarm once it stands 15 minutes and two
@@ -103,14 +113,7 @@ import Testing
             held.contains("checking:  device 0123456789abcdef's ledger names writes not here yet: \(what)")
                 && held.contains("an alarm if it still stands after 15 minutes and a second pull")
                 && !held.contains("withheld:"), "\(held)")
-        func failures() throws -> [[String: JSONValue]] {
-            let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
-            guard case .object(let members) = json, case .array(let list)? = members["ledgerFailures"] else {
-                Issue.record("no ledgerFailures: \(json)")
-                return []
-            }
-            return list.compactMap { if case .object(let failure) = $0 { failure } else { nil } }
-        }
+        func failures() throws -> [[String: JSONValue]] { try Self.statusList(world, desktop, "ledgerFailures") }
         let listed = try failures()
         #expect(listed.count == 1 && listed.first?["alarm"] == .bool(false) && listed.first?["what"] == .string(what))
         // A second pull, now, that still fails: an alarm.
@@ -179,11 +182,9 @@ import Testing
         #expect(
             !status.contains("withheld:") && status.contains("unchecked: old laptop (forgotten ")
                 && status.contains("its failure then: \(what)"), "\(status)")
-        let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
-        guard case .object(let members) = json, case .array(let listed)? = members["forgottenDevices"],
-            case .object(let first)? = listed.first
-        else {
-            Issue.record("no forgottenDevices: \(json)")
+        let listed = try Self.statusList(world, desktop, "forgottenDevices")
+        guard let first = listed.first else {
+            Issue.record("no forgottenDevices")
             return
         }
         #expect(first["device"] == .string("0123456789abcdef") && first["what"] == .string(what))
@@ -205,11 +206,9 @@ import Testing
             status.contains("ended:     a key change (")
                 && status.contains("ended the check of device 0123456789abcdef")
                 && status.contains(what), "\(status)")
-        let json = try JSONValue.parse(try world.run(desktop, ["status", "--json"]).stdout)
-        guard case .object(let members) = json, case .array(let ended)? = members["ledgerChecksEnded"],
-            case .object(let first)? = ended.first
-        else {
-            Issue.record("no ledgerChecksEnded: \(json)")
+        let ended = try Self.statusList(world, desktop, "ledgerChecksEnded")
+        guard let first = ended.first else {
+            Issue.record("no ledgerChecksEnded")
             return
         }
         #expect(ended.count == 1 && first["device"] == .string("0123456789abcdef") && first["what"] == .string(what))
