@@ -215,28 +215,7 @@ extension Replica {
     /// How long a failure is held before it alarms (15 minutes).
     public static let ledgerAlarmAfterMillis: Int64 = 15 * 60 * 1000
 
-    /// Every record held (not ledgers), by the tag its key has under the
-    /// key the tags were made with (``tagRecords(keyID:tag:)``): each
-    /// field's stamp (read without the values: the checks compare stamps
-    /// only; ``records(tagged:)`` says which record a tag names).
-    public func registersByTag() throws -> [UInt64: [String: HLCTimestamp]] {
-        try read {
-            var result: [UInt64: [String: HLCTimestamp]] = [:]
-            var reader = HLCTimestamp.Reader()
-            try database.forEachRow(
-                """
-                SELECT t.tag, r.fields FROM record_tags t JOIN records r USING (collection, key)
-                WHERE r.collection <> 'ledger'
-                """
-            ) { row in
-                try Self.addRegisters(row, into: &result, reader: &reader)
-                return true
-            }
-            return result
-        }
-    }
-
-    /// ``registersByTag()`` of the records tagged `tags` only, each looked up by its tag.
+    /// ``tagAndReadRegisters(keyID:tag:tagOfFiledKey:)``'s registers of the records tagged `tags` only, each looked up by its tag.
     public func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]] {
         guard !tags.isEmpty else { return [:] }
         return try read {
@@ -257,20 +236,33 @@ extension Replica {
         }
     }
 
-    /// Adds a row of (tag, fields) to registers by tag: each field's stamp;
-    /// two records of one tag (8 bytes of an HMAC alike) give each field's newest.
+    /// Adds a row of (tag, fields) to registers by tag.
     private static func addRegisters(
         _ row: Row, into result: inout [UInt64: [String: HLCTimestamp]], reader: inout HLCTimestamp.Reader
     ) throws {
-        let tag = UInt64(bitPattern: row.int64(0) ?? 0)
-        let stamps: [String: HLCTimestamp]
+        add(
+            try fieldStamps(of: row, column: 1, reader: &reader), tag: UInt64(bitPattern: row.int64(0) ?? 0),
+            into: &result)
+    }
+
+    /// Each field's stamp of a stored record's fields text in `column` of `row`.
+    static func fieldStamps(
+        of row: Row, column: Int, reader: inout HLCTimestamp.Reader
+    ) throws -> [String: HLCTimestamp] {
         do {
-            stamps = try row.withText(1) { bytes throws(Wire.Problem) in
+            return try row.withText(column) { bytes throws(Wire.Problem) in
                 try RecordState.fieldStamps(fieldsUTF8: bytes, reader: &reader)
             }
         } catch {
             throw ReplicaError.notAReplica(path: "replica", reason: "a stored record is damaged: \(error)")
         }
+    }
+
+    /// Adds a record's stamps to registers by tag: two records of one tag
+    /// (8 bytes of an HMAC alike) give each field's newest.
+    static func add(
+        _ stamps: [String: HLCTimestamp], tag: UInt64, into result: inout [UInt64: [String: HLCTimestamp]]
+    ) {
         guard var fields = result[tag] else {
             result[tag] = stamps
             return

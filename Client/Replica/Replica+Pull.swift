@@ -139,7 +139,9 @@ extension Replica {
                 // A record taken as it came keeps the page's text (not written again).
                 let fieldsText =
                     (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
-                try storeMerged(change.collection, key: change.key, state: merged, fieldsText: fieldsText)
+                try storeMerged(
+                    change.collection, key: change.key, state: merged, fieldsText: fieldsText,
+                    filedKey: change.filedKey)
                 // The ledger checks are due (cleared once they ran: ``noteLedgerChecks(_:now:)``).
                 stored = true
                 if isLedger { continue }

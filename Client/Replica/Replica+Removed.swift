@@ -154,6 +154,7 @@ extension Replica {
                         try database.run(
                             "DELETE FROM records WHERE collection = ? AND key = ?",
                             [.text(record.collection), .text(record.key)])
+                        storedStamps?.records[StoredStamps.Key(collection: collection, key: record.key)] = nil
                     } else {
                         try storeMerged(collection, key: record.key, state: account)
                     }

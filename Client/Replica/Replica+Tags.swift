@@ -20,30 +20,115 @@ extension Replica {
     @discardableResult
     public func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int {
         try transaction {
-            if try meta("tags_key") != keyID {
-                try database.run("DELETE FROM record_tags")
-                try setMeta("tags_key", keyID)
-                try setMeta("tags_through", nil)
-            }
-            let through = Int64(try meta("tags_through") ?? "") ?? 0
-            var newest = through
+            let through = try tagsThrough(keyID: keyID)
             let candidates = try database.query(
                 "SELECT id, collection, key FROM records WHERE id > ?", [.integer(through)]
             ) { row in (row.int64(0) ?? 0, row.string(1) ?? "", row.string(2) ?? "") }
-            var tagged = 0
-            for (id, collectionName, key) in candidates {
-                newest = max(newest, id)
+            var untagged: [(tag: UInt64, collection: String, key: String)] = []
+            for (_, collectionName, key) in candidates {
                 guard let collection = RecordCollection(rawValue: collectionName) else { continue }
-                // Tagged before (all records are looked at after a removal): kept.
-                try database.run(
-                    "INSERT OR IGNORE INTO record_tags (tag, collection, key) VALUES (?, ?, ?)",
-                    [.integer(Int64(bitPattern: tag(collection, key))), .text(collectionName), .text(key)])
-                tagged += database.changes
+                untagged.append((tag(collection, key), collectionName, key))
             }
-            let last = try database.scalar("SELECT MAX(id) FROM records")?.int64Value ?? 0
-            if max(newest, last) != through { try setMeta("tags_through", String(max(newest, last))) }
-            return tagged
+            return try insertTags(untagged, through: through, newest: candidates.map(\.0).max() ?? through)
         }
+    }
+
+    /// Tags every record (``tagRecords(keyID:tag:)``) and returns every
+    /// record held (not ledgers) by its tag: each field's stamp (read
+    /// without the values: the checks compare stamps only;
+    /// ``records(tagged:)`` says which record a tag names). One pass over
+    /// the records.
+    /// A record this object stored while its stamps were kept
+    /// (``keepStoredStamps(keyID:)``: a pull that just wrote it) is not read back;
+    /// any other is read as stored.
+    /// - Parameter tagOfFiledKey: a record's tag from the key the server
+    ///   files it under, when a pull stored it opened under `keyID`.
+    public func tagAndReadRegisters(
+        keyID: String, tag: (RecordCollection, String) -> UInt64, tagOfFiledKey: (String) -> UInt64? = { _ in nil }
+    ) throws -> [UInt64: [String: HLCTimestamp]] {
+        try transaction {
+            let through = try tagsThrough(keyID: keyID)
+            let kept = try storedStampsIfCurrent()
+            let stored = kept?.records
+            let filedKeysTag = kept?.keyID == keyID
+            var untagged: [(tag: UInt64, collection: String, key: String)] = []
+            var newest = through
+            var result: [UInt64: [String: HLCTimestamp]] = [:]
+            result.reserveCapacity(stored?.count ?? 0)
+            var reader = HLCTimestamp.Reader()
+            try database.forEachRow("SELECT id, collection, key, fields FROM records") { row in
+                let id = row.int64(0) ?? 0
+                guard let collectionName = row.string(1), let collection = RecordCollection(rawValue: collectionName),
+                    let key = row.string(2)
+                else { return true }
+                let held = stored?[StoredStamps.Key(collection: collection, key: key)]
+                let recordTag =
+                    (filedKeysTag ? held?.filedKey.flatMap(tagOfFiledKey) : nil) ?? tag(collection, key)
+                if id > through {
+                    untagged.append((recordTag, collectionName, key))
+                    newest = max(newest, id)
+                }
+                guard collection != .ledger else { return true }
+                let stamps = try held?.stamps ?? Self.fieldStamps(of: row, column: 3, reader: &reader)
+                Self.add(stamps, tag: recordTag, into: &result)
+                return true
+            }
+            try insertTags(untagged, through: through, newest: newest)
+            return result
+        }
+    }
+
+    /// The newest row id tagged under `keyID` (0: none); every tag dropped
+    /// first when they were made under another key. In the caller's transaction.
+    private func tagsThrough(keyID: String) throws -> Int64 {
+        if try meta("tags_key") != keyID {
+            try database.run("DELETE FROM record_tags")
+            try setMeta("tags_key", keyID)
+            try setMeta("tags_through", nil)
+        }
+        return Int64(try meta("tags_through") ?? "") ?? 0
+    }
+
+    /// Adds `tags` (in tag order: the table's own, so each goes in beside
+    /// the one before) and keeps the newest row id looked at; returns how
+    /// many were new. In the caller's transaction.
+    @discardableResult
+    private func insertTags(
+        _ tags: [(tag: UInt64, collection: String, key: String)], through: Int64, newest: Int64
+    ) throws -> Int {
+        var tagged = 0
+        // Tagged before (all records are looked at after a removal): kept.
+        // Up to ``tagsPerInsert`` rows a statement (one statement a row was
+        // a third of a 10,000-record first check's tagging).
+        let sorted = tags.sorted { Int64(bitPattern: $0.tag) < Int64(bitPattern: $1.tag) }
+        var start = 0
+        while start < sorted.count {
+            let rows = sorted[start..<min(start + Self.tagsPerInsert, sorted.count)]
+            let statement =
+                rows.count == Self.tagsPerInsert
+                ? Self.fullTagsInsert : Self.tagsInsert(rows: rows.count)
+            var arguments: [DatabaseValue] = []
+            arguments.reserveCapacity(rows.count * 3)
+            for item in rows {
+                arguments += [.integer(Int64(bitPattern: item.tag)), .text(item.collection), .text(item.key)]
+            }
+            try database.run(statement, arguments)
+            tagged += database.changes
+            start += rows.count
+        }
+        let last = try database.scalar("SELECT MAX(id) FROM records")?.int64Value ?? 0
+        if max(newest, last) != through { try setMeta("tags_through", String(max(newest, last))) }
+        return tagged
+    }
+
+    /// Rows a statement of ``insertTags(_:through:newest:)`` adds at most
+    /// (3 arguments each, within SQLite's 32,766).
+    static let tagsPerInsert = 256
+    static let fullTagsInsert = tagsInsert(rows: tagsPerInsert)
+
+    static func tagsInsert(rows: Int) -> String {
+        "INSERT OR IGNORE INTO record_tags (tag, collection, key) VALUES "
+            + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
     }
 
     /// The records held that are tagged `tag` under the key the tags were

@@ -193,9 +193,16 @@ public final class Replica {
             defer { inTransaction = false }
             // The clock offset of the last answer goes with the first write after it.
             let offset = pendingClockOffset
-            let result = try database.transaction(.immediate) {
-                if let offset { try setMeta("clock_offset", String(offset)) }
-                return try body()
+            let result: T
+            do {
+                result = try database.transaction(.immediate) {
+                    if let offset { try setMeta("clock_offset", String(offset)) }
+                    return try body()
+                }
+            } catch {
+                // Stamps of records it stored are not what the file holds.
+                storedStamps = nil
+                throw error
             }
             if pendingClockOffset == offset { pendingClockOffset = nil }
             // A running `brsync watch` pushes the edit at once.
@@ -205,6 +212,9 @@ public final class Replica {
     }
 
     private var inTransaction = false
+    /// Each field's stamp of the records this object stored while
+    /// ``keepStoredStamps(keyID:)`` was on (``tagAndReadRegisters(keyID:tag:tagOfFiledKey:)``); nil when off.
+    var storedStamps: StoredStamps?
     /// The transaction logged a local edit (``write(_:key:changes:)``).
     private var wroteLocalChange = false
     /// See ``observeServerTime(_:ageMilliseconds:)``.
@@ -422,13 +432,18 @@ public final class Replica {
 
     /// Stores a merged state (from a pull): no stamp, no version bump, no log entry.
     /// - Parameter fieldsText: `RecordState.encodeFields(state.fields)` when the caller has it.
-    func storeMerged(_ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil) throws
-    {
-        try store(collection, key: key, state: state, fieldsText: fieldsText)
+    /// - Parameter filedKey: the key the server files a pulled record
+    ///   under (kept with its stamps while they are kept, ``keepStoredStamps(keyID:)``).
+    func storeMerged(
+        _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil,
+        filedKey: String? = nil
+    ) throws {
+        try store(collection, key: key, state: state, fieldsText: fieldsText, filedKey: filedKey)
     }
 
     private func store(
-        _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil
+        _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil,
+        filedKey: String? = nil
     ) throws {
         let derived = collection == .rules ? RuleColumns(key: key, state: state) : RuleColumns.none
         try database.run(
@@ -437,6 +452,10 @@ public final class Replica {
                 .text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
                 .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
             ] + derived.values)
+        if storedStamps != nil, collection != .ledger {
+            storedStamps?.records[StoredStamps.Key(collection: collection, key: key)] = StoredStamps.Stored(
+                stamps: state.fields.mapValues(\.stamp), filedKey: filedKey)
+        }
     }
 
     /// Writes a record's row with its rule columns (built once: `store` runs for every record a pull applies).

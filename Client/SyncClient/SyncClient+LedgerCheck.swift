@@ -137,7 +137,6 @@ extension SyncClient {
         var missing: Set<PullRequest.Asked> = []
         var ledgerKeys: [PullRequest.Asked] = []
         guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
-        try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
         let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
         // Which entries each device's check reads (none here: all of them).
         let before = whole ? [:] : try replica.ledgerChecked()
@@ -163,7 +162,16 @@ extension SyncClient {
         }
         // Many records to read by key cost more than one pass over them all.
         let partly = reading.count == ledgers.count && tags.count <= 2_000
-        let registers = partly ? try replica.registers(tagged: tags) : try replica.registersByTag()
+        let tag = { (collection: RecordCollection, key: String) in cipher.tag(collection: collection.rawValue, key: key)
+        }
+        let registers: [UInt64: [String: HLCTimestamp]]
+        if partly {
+            try replica.tagRecords(keyID: keyID, tag: tag)
+            registers = try replica.registers(tagged: tags)
+        } else {
+            // A record a pull opened was checked to be filed under its hidden key: its tag is read from it.
+            registers = try replica.tagAndReadRegisters(keyID: keyID, tag: tag, tagOfFiledKey: Self.tag(ofHiddenKey:))
+        }
         run.read = LedgerCheckRead(whole: reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
         for (device, ledger) in ledgers {
             let failures = LedgerCheck.failures(

@@ -28,6 +28,9 @@ extension SyncClient {
 
     private func pullLocked() throws -> Summary {
         try prepareSync()
+        // What the pages store, kept for the ledger checks at the head (they need not read it back).
+        if options.checksLedgers, cipher != nil { try replica.keepStoredStamps(keyID: keyID) }
+        defer { replica.dropStoredStamps() }
         var stalled = 0
         // The next page, fetched (and opened) on a thread of its own while
         // this one applies the page before. It is waited for on every way

@@ -87,7 +87,11 @@ public protocol SyncReplica: AnyObject {
     func deviceNames() throws -> DeviceNames
     func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)]
     @discardableResult func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int
-    func registersByTag() throws -> [UInt64: [String: HLCTimestamp]]
+    func tagAndReadRegisters(
+        keyID: String, tag: (RecordCollection, String) -> UInt64, tagOfFiledKey: (String) -> UInt64?
+    ) throws -> [UInt64: [String: HLCTimestamp]]
+    func keepStoredStamps(keyID: String?) throws
+    func dropStoredStamps()
     func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]]
     func ledgerChecked() throws -> [String: Replica.LedgerChecked]
     func ledgerCheckMustBeWhole(now: Int64) throws -> Bool

@@ -79,14 +79,135 @@ struct RecordTagTests {
         }
         try replica.removeRule(pattern: "zoom.us")
         let tag = Self.tag("0123456789abcdef")
-        try replica.tagRecords(keyID: "0123456789abcdef", tag: tag)
-        let all = try replica.registersByTag()
+        let all = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
         let some: Set<UInt64> = [tag(.rules, "github.com"), tag(.rules, "zoom.us"), tag(.rules, "absent.example")]
         let read = try replica.registers(tagged: some)
         #expect(Set(read.keys) == [tag(.rules, "github.com"), tag(.rules, "zoom.us")])
         #expect(read == all.filter { some.contains($0.key) })
         #expect(read[tag(.rules, "zoom.us")]?["deleted"] != nil, "a tombstone's registers")
         #expect(try replica.registers(tagged: []).isEmpty)
+    }
+
+    /// Registers of records this object stored while it kept their stamps
+    /// come from memory (a pull's ledger check reads nothing back), and
+    /// equal what is stored; once another connection wrote the file, or a
+    /// transaction that stored rolled back, the stored ones are read instead.
+    @Test func keptStampsAreWhatIsStoredUntilAnotherWriterOrARollback() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        try replica.addRule(pattern: "before.example", browser: "firefox", priority: nil)
+        let tag = Self.tag("0123456789abcdef")
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        defer { replica.dropStoredStamps() }
+        for pattern in ["github.com", "zoom.us"] {
+            try replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
+        }
+        try replica.removeRule(pattern: "zoom.us")
+        let kept = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        replica.dropStoredStamps()
+        let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        #expect(kept == read && kept.count >= 4, "kept stamps are the stored ones")
+        #expect(kept[tag(.rules, "zoom.us")]?["deleted"] != nil, "a tombstone's registers")
+
+        // A row changed behind the store function (the test's own hand) is
+        // not seen while the stamps are kept: they are what is used.
+        let github = tag(.rules, "github.com")
+        func forgeGitHubStamps() throws {
+            try replica.database.run(
+                """
+                UPDATE records SET fields = '{"pattern":{"v":"github.com","s":"00000000000000ff-00000000-forged"}}'
+                WHERE collection = 'rules' AND key = 'github.com'
+                """)
+        }
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: 3)
+        let stored = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)[github]
+        try forgeGitHubStamps()
+        #expect(try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)[github] == stored)
+
+        // Another connection's commit: the file is read.
+        let other = try Replica.open(home: fixture.home)
+        try other.addRule(pattern: "other.example", browser: "firefox", priority: nil)
+        #expect(
+            try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)[github]?["pattern"]?.device == "forged"
+        )
+
+        // A transaction that stored and rolled back: the file is read.
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        try replica.addRule(pattern: "github.com", browser: "firefox", priority: 4)
+        try forgeGitHubStamps()
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try replica.transaction {
+                try replica.addRule(pattern: "github.com", browser: "firefox", priority: 5)
+                throw Stop()
+            }
+        }
+        #expect(
+            try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)[github]?["pattern"]?.device == "forged"
+        )
+    }
+
+    /// Many records are tagged in statements of many rows: every one, the
+    /// last statement's short remainder too, and each found by its tag.
+    @Test func manyRecordsAreTaggedEveryOne() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let stamp = HLCTimestamp(wallMillis: 1_700_000_000_500, counter: 0, device: "laptop")
+        let count = Replica.tagsPerInsert * 2 + 17
+        let changes = (0..<count).map { index in
+            ChangeRecord(
+                sequence: Int64(index + 1), collection: .settings, key: "setting-\(index)",
+                state: RecordState(
+                    fields: ["value": StampedValue(.string("on"), stamp: stamp)], versions: VersionVector(["laptop": 1])
+                ))
+        }
+        var skipped: [String] = []
+        try replica.applyPulled(changes, cursor: Int64(count), epoch: "e", skipped: &skipped)
+        let tag = Self.tag("0123456789abcdef")
+        let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        #expect(read.count == count)
+        #expect(try replica.tagRecords(keyID: "0123456789abcdef", tag: tag) == 0, "every one tagged")
+        #expect(try replica.database.scalar("SELECT COUNT(*) FROM record_tags")?.intValue == count)
+        for index in [0, Replica.tagsPerInsert - 1, Replica.tagsPerInsert, count - 1] {
+            #expect(try replica.records(tagged: tag(.settings, "setting-\(index)")).map(\.key) == ["setting-\(index)"])
+        }
+    }
+
+    /// A pulled record's tag comes from the key the server files it under
+    /// (the cipher checked it) when it was opened under the key the tags
+    /// are made with; under another key, or stored by another way, it is made again.
+    @Test func aPulledRecordsTagComesFromItsFiledKeyUnderTheSameKeyOnly() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let tag = Self.tag("0123456789abcdef")
+        let stamp = HLCTimestamp(wallMillis: 1_700_000_000_500, counter: 0, device: "laptop")
+        func pulled(_ key: String) -> ChangeRecord {
+            var change = ChangeRecord(
+                sequence: 1, collection: .settings, key: key,
+                state: RecordState(
+                    fields: ["value": StampedValue(.string("on"), stamp: stamp)], versions: VersionVector(["laptop": 1])
+                ))
+            change.filedKey = "h1.filed-\(key)"
+            return change
+        }
+        let fromFiledKey: (String) -> UInt64? = { $0 == "h1.filed-one" ? 42 : nil }
+        var skipped: [String] = []
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        try replica.applyPulled([pulled("one"), pulled("two")], cursor: 2, epoch: "e", skipped: &skipped)
+        let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag, tagOfFiledKey: fromFiledKey)
+        #expect(read[42]?["value"] == stamp && read[tag(.settings, "one")] == nil, "the filed key's tag")
+        #expect(read[tag(.settings, "two")]?["value"] == stamp, "no tag in its filed key: made")
+        #expect(try replica.records(tagged: 42).map(\.key) == ["one"])
+
+        // Opened under another key than the tags': every tag made.
+        try replica.keepStoredStamps(keyID: "fedcba9876543210")
+        try replica.applyPulled([pulled("three")], cursor: 3, epoch: "e", skipped: &skipped)
+        let other = try replica.tagAndReadRegisters(
+            keyID: "0123456789abcdef", tag: tag, tagOfFiledKey: { _ in 7 })
+        #expect(other[7] == nil && other[tag(.settings, "three")]?["value"] == stamp)
+        replica.dropStoredStamps()
     }
 
     /// What a passing check read is kept by device, and the next check is
