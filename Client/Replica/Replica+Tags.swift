@@ -98,37 +98,15 @@ extension Replica {
     ) throws -> Int {
         var tagged = 0
         // Tagged before (all records are looked at after a removal): kept.
-        // Up to ``tagsPerInsert`` rows a statement (one statement a row was
-        // a third of a 10,000-record first check's tagging).
-        let sorted = tags.sorted { Int64(bitPattern: $0.tag) < Int64(bitPattern: $1.tag) }
-        var start = 0
-        while start < sorted.count {
-            let rows = sorted[start..<min(start + Self.tagsPerInsert, sorted.count)]
-            let statement =
-                rows.count == Self.tagsPerInsert
-                ? Self.fullTagsInsert : Self.tagsInsert(rows: rows.count)
-            var arguments: [DatabaseValue] = []
-            arguments.reserveCapacity(rows.count * 3)
-            for item in rows {
-                arguments += [.integer(Int64(bitPattern: item.tag)), .text(item.collection), .text(item.key)]
-            }
-            try database.run(statement, arguments)
+        for item in tags.sorted(by: { Int64(bitPattern: $0.tag) < Int64(bitPattern: $1.tag) }) {
+            try database.run(
+                "INSERT OR IGNORE INTO record_tags (tag, collection, key) VALUES (?, ?, ?)",
+                [.integer(Int64(bitPattern: item.tag)), .text(item.collection), .text(item.key)])
             tagged += database.changes
-            start += rows.count
         }
         let last = try database.scalar("SELECT MAX(id) FROM records")?.int64Value ?? 0
         if max(newest, last) != through { try setMeta("tags_through", String(max(newest, last))) }
         return tagged
-    }
-
-    /// Rows a statement of ``insertTags(_:through:newest:)`` adds at most
-    /// (3 arguments each, within SQLite's 32,766).
-    static let tagsPerInsert = 256
-    static let fullTagsInsert = tagsInsert(rows: tagsPerInsert)
-
-    static func tagsInsert(rows: Int) -> String {
-        "INSERT OR IGNORE INTO record_tags (tag, collection, key) VALUES "
-            + Array(repeating: "(?, ?, ?)", count: rows).joined(separator: ", ")
     }
 
     /// The records held that are tagged `tag` under the key the tags were
