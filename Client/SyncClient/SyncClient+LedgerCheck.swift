@@ -162,8 +162,7 @@ extension SyncClient {
         }
         // Many records to read by key cost more than one pass over them all.
         let partly = reading.count == ledgers.count && tags.count <= 2_000
-        let tag = { (collection: RecordCollection, key: String) in cipher.tag(collection: collection.rawValue, key: key)
-        }
+        let tag: (RecordCollection, String) -> UInt64 = { cipher.tag(collection: $0.rawValue, key: $1) }
         let registers: [UInt64: [String: HLCTimestamp]]
         if partly {
             try replica.tagRecords(keyID: keyID, tag: tag)
