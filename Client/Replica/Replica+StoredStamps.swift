@@ -11,9 +11,23 @@ import SyncCore
 /// since they were first kept (SQLite's `data_version`). A record it does
 /// not hold is read as stored.
 struct StoredStamps {
+    /// A record by its collection and its key's bytes. Not Swift's string
+    /// equality, which takes canonically equivalent keys ("é" and "e" with
+    /// a combining accent) for one: they are two records in the file, and
+    /// one's stamps must never stand for the other's.
     struct Key: Hashable {
         var collection: RecordCollection
         var key: String
+
+        static func == (first: Key, second: Key) -> Bool {
+            first.collection == second.collection && first.key.utf8.elementsEqual(second.key.utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(collection)
+            var key = key
+            key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// A record's stamps, and the key the server files it under when a

@@ -174,6 +174,34 @@ struct RecordTagTests {
         }
     }
 
+    /// Two keys that Swift's strings take as equal (canonically equivalent)
+    /// are two records in the file: the stamps kept for one never stand
+    /// for the other's.
+    @Test func keptStampsOfOneKeyNeverStandForAnEquivalentOne() throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        func pulled(_ key: String, wall: Int64) -> ChangeRecord {
+            let stamp = HLCTimestamp(wallMillis: wall, counter: 0, device: "laptop")
+            return ChangeRecord(
+                sequence: 1, collection: .settings, key: key,
+                state: RecordState(
+                    fields: ["value": StampedValue(.string("on"), stamp: stamp)], versions: VersionVector(["laptop": 1])
+                ))
+        }
+        var skipped: [String] = []
+        try replica.applyPulled([pulled(composed, wall: 1_700_000_000_500)], cursor: 1, epoch: "e", skipped: &skipped)
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        defer { replica.dropStoredStamps() }
+        try replica.applyPulled([pulled(decomposed, wall: 1_700_000_009_000)], cursor: 2, epoch: "e", skipped: &skipped)
+        let tag = Self.tag("0123456789abcdef")
+        let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        #expect(read[tag(.settings, composed)]?["value"]?.wallMillis == 1_700_000_000_500, "its own, from the file")
+        #expect(read[tag(.settings, decomposed)]?["value"]?.wallMillis == 1_700_000_009_000)
+    }
+
     /// A pulled record's tag comes from the key the server files it under
     /// (the cipher checked it) when it was opened under the key the tags
     /// are made with; under another key, or stored by another way, it is made again.
