@@ -65,6 +65,11 @@ public struct RecordState: Sendable, Hashable {
     /// sides have), then the highest counters
     /// (``VersionVector/capped(at:keeping:)``).
     public func merged(with other: RecordState) -> (state: RecordState, lost: [LostValue]) {
+        // Nothing held here (a record a pull brings for the first time):
+        // the merge is `other` itself, taken without rebuilding its fields.
+        if fields.isEmpty, versions.counters.isEmpty, other.versions.counters.count <= Wire.maxVersionEntries {
+            return (other, [])
+        }
         let concurrent = versions.compare(to: other.versions) == .concurrent
         var fields = self.fields
         var lost: [LostValue] = []

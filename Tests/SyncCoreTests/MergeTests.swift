@@ -39,6 +39,28 @@ import Testing
         }
     }
 
+    /// A merge into a state holding nothing (a record pulled for the first
+    /// time) is the other state, losing nothing, the same both ways round;
+    /// a vector past the cap is still cut.
+    @Test func aMergeIntoNothingIsTheOtherState() {
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_130)
+        print("MergeTests empty seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
+        let empty = RecordState()
+        for _ in 0..<500 {
+            let other = randomState(&random)
+            let (merged, lost) = empty.merged(with: other)
+            #expect(merged == other && lost.isEmpty, "seed \(random.seed)")
+            #expect(other.merged(with: empty).state == merged, "seed \(random.seed)")
+        }
+        var padded = randomState(&random)
+        padded.fields["name"] = StampedValue(.string("n"), stamp: .zero(device: "a"))
+        padded.versions = VersionVector(
+            (0..<(Wire.maxVersionEntries + 5)).reduce(into: [:]) { $0[String(format: "%016x", $1)] = 1 })
+        let cut = empty.merged(with: padded).state
+        #expect(cut.versions.counters.count == Wire.maxVersionEntries && cut.fields == padded.fields)
+        #expect(cut == padded.merged(with: empty).state)
+    }
+
     /// Vectors padded near the cap (as a lying server can pad them): a merge
     /// never refuses and never passes ``Wire/maxVersionEntries``; it stays
     /// commutative, its values associative; and it keeps every device of the
