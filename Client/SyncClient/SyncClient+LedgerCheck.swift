@@ -100,19 +100,22 @@ extension SyncClient {
                 guard let register = state.fields[Wire.ledgerField], case .string(let text) = register.value,
                     let bytes = Crypto.base64URLDecode(text)
                 else { throw Ledger.Problem("it holds no packed ledger") }
-                var ledger = ledgers[device] ?? LedgerCheck.Ledgers()
+                // Each record is put in place (a copy of the device's
+                // ledgers taken out and put back copied every shard held so
+                // far, for each record: a fifth of a live pull's check).
                 switch parsed {
                 case .head:
-                    ledger.head = .init(try Ledger.Head(bytes: bytes), stamp: register.stamp)
+                    ledgers[device, default: LedgerCheck.Ledgers()].head = .init(
+                        try Ledger.Head(bytes: bytes), stamp: register.stamp)
                 case .shard(_, let index):
                     let shard = try Ledger.Shard(bytes: bytes)
                     guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
-                    ledger.shards[index] = .init(shard, stamp: register.stamp)
+                    ledgers[device, default: LedgerCheck.Ledgers()].shards[index] = .init(shard, stamp: register.stamp)
                     packed[device, default: [:]][index] = bytes
                 case .pending(_, let slot):
-                    ledger.pending[slot] = .init(try Ledger.Pending(bytes: bytes), stamp: register.stamp)
+                    ledgers[device, default: LedgerCheck.Ledgers()].pending[slot] = .init(
+                        try Ledger.Pending(bytes: bytes), stamp: register.stamp)
                 }
-                ledgers[device] = ledger
             } catch {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
             }
