@@ -42,19 +42,17 @@ extension Replica {
     /// The other devices whose ledger records this replica holds, each with
     /// the newest stamp among them.
     public func heldLedgerDevices() throws -> [String: HLCTimestamp] {
-        Self.ledgerHighs(try records(.ledger), except: deviceID)
+        Self.ledgerHighs(try ledgerRows(), except: deviceID)
     }
 
     /// Of ledger records `held`, each device's newest stamp (but `except`'s).
-    public static func ledgerHighs(
-        _ held: [(key: String, state: RecordState)], except: String
-    ) -> [String: HLCTimestamp] {
+    public static func ledgerHighs(_ held: [LedgerRow], except: String) -> [String: HLCTimestamp] {
         var high: [String: HLCTimestamp] = [:]
-        for (key, state) in held {
-            guard let device = Ledger.Key(key)?.device, device != except else { continue }
-            for register in state.fields.values where high[device].map({ register.stamp > $0 }) ?? true {
-                high[device] = register.stamp
+        for row in held {
+            guard let newest = row.fields.newest, let device = Ledger.Key(row.key)?.device, device != except else {
+                continue
             }
+            if high[device].map({ newest > $0 }) ?? true { high[device] = newest }
         }
         return high
     }

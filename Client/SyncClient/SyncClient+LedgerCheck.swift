@@ -87,18 +87,19 @@ extension SyncClient {
     /// since, of its pending records, and of records set aside here; of
     /// every other device, every entry (all of them when `whole`).
     private func ledgerResults(cipher: RecordCipher, keyID: String, whole: Bool) throws -> LedgerRun {
-        let held = try replica.records(.ledger)
+        let held = try replica.ledgerRows()
         var ledgers: [String: LedgerCheck.Ledgers] = [:]
         // Each shard's bytes as held (check 2 hashes them, not packed again).
         var packed: [String: [Int: [UInt8]]] = [:]
         var damaged: [String: String] = [:]
-        for (key, state) in held {
+        for row in held {
+            let key = row.key
             guard let parsed = Ledger.Key(key) else { continue }
             let device = parsed.device
             guard device != replica.deviceID else { continue }
             do throws(Ledger.Problem) {
-                guard let register = state.fields[Wire.ledgerField], case .string(let text) = register.value,
-                    let bytes = Crypto.base64URLDecode(text)
+                guard let stamp = row.fields.stamp, let text = row.fields.text,
+                    let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
                 else { throw Ledger.Problem("it holds no packed ledger") }
                 // Each record is put in place (a copy of the device's
                 // ledgers taken out and put back copied every shard held so
@@ -106,15 +107,15 @@ extension SyncClient {
                 switch parsed {
                 case .head:
                     ledgers[device, default: LedgerCheck.Ledgers()].head = .init(
-                        try Ledger.Head(bytes: bytes), stamp: register.stamp)
+                        try Ledger.Head(bytes: bytes), stamp: stamp)
                 case .shard(_, let index):
                     let shard = try Ledger.Shard(bytes: bytes)
                     guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
-                    ledgers[device, default: LedgerCheck.Ledgers()].shards[index] = .init(shard, stamp: register.stamp)
+                    ledgers[device, default: LedgerCheck.Ledgers()].shards[index] = .init(shard, stamp: stamp)
                     packed[device, default: [:]][index] = bytes
                 case .pending(_, let slot):
                     ledgers[device, default: LedgerCheck.Ledgers()].pending[slot] = .init(
-                        try Ledger.Pending(bytes: bytes), stamp: register.stamp)
+                        try Ledger.Pending(bytes: bytes), stamp: stamp)
                 }
             } catch {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"

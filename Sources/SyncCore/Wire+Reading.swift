@@ -281,6 +281,17 @@ extension RecordState {
     public static func fieldStamps(
         fieldsUTF8 bytes: UnsafeBufferPointer<UInt8>, reader: inout HLCTimestamp.Reader
     ) throws(Wire.Problem) -> [String: HLCTimestamp] {
+        try registerStamps(fieldsUTF8: bytes, reader: &reader) { _, _ throws(JSONValue.ParseError) in false }
+    }
+
+    /// ``fieldStamps(fieldsUTF8:reader:)``, handing each register's value
+    /// to `value` (the field's name, the scanner at the value): it reads
+    /// the value and returns true, or returns false and the value is passed
+    /// over.
+    static func registerStamps(
+        fieldsUTF8 bytes: UnsafeBufferPointer<UInt8>, reader: inout HLCTimestamp.Reader,
+        value: (String, inout JSONScanner) throws(JSONValue.ParseError) -> Bool
+    ) throws(Wire.Problem) -> [String: HLCTimestamp] {
         var scanner = JSONScanner(bytes)
         var stamps: [String: HLCTimestamp] = [:]
         // What is wrong with each field, by name. A name met twice is read
@@ -303,14 +314,17 @@ extension RecordState {
                     var stamp: HLCTimestamp?
                     if try scanner.beginObject() {
                         repeat {
-                            guard try scanner.name() == "s" else {
-                                try scanner.skipValue()
-                                continue
-                            }
-                            if scanner.peek() == UInt8(ascii: "\"") {
-                                stamp = try scanner.withStringBytes { reader.stamp(utf8: $0) }
-                            } else {
-                                stamp = nil
+                            switch try scanner.name() {
+                            case "s":
+                                if scanner.peek() == UInt8(ascii: "\"") {
+                                    stamp = try scanner.withStringBytes { reader.stamp(utf8: $0) }
+                                } else {
+                                    stamp = nil
+                                    try scanner.skipValue()
+                                }
+                            case "v":
+                                if try !value(name, &scanner) { try scanner.skipValue() }
+                            default:
                                 try scanner.skipValue()
                             }
                         } while try scanner.nextMember()
@@ -330,6 +344,49 @@ extension RecordState {
         }
         if let problem { throw Wire.Problem(problem) }
         return stamps
+    }
+}
+
+extension Ledger {
+    /// A ledger record's fields as a replica stores them, read for the
+    /// checks without building a record: the stamp and value text of its
+    /// `ledger` register, and the newest stamp of any register.
+    public struct StoredFields: Sendable, Equatable {
+        /// The `ledger` register's stamp, and its value as stored (the
+        /// base64url text, no quotes), nil when there is none or it is no string.
+        public var stamp: HLCTimestamp?
+        public var text: [UInt8]?
+        /// The newest stamp of any register of the record.
+        public var newest: HLCTimestamp?
+
+        public init(stamp: HLCTimestamp? = nil, text: [UInt8]? = nil, newest: HLCTimestamp? = nil) {
+            self.stamp = stamp
+            self.text = text
+            self.newest = newest
+        }
+
+        /// Reads `{"NAME":{"s":STAMP,"v":VALUE},…}` as strictly as
+        /// ``RecordState/fieldStamps(fieldsUTF8:reader:)`` does (every field
+        /// a register with a stamp; of a name met twice, the last counts).
+        public init(
+            fieldsUTF8 bytes: UnsafeBufferPointer<UInt8>, reader: inout HLCTimestamp.Reader
+        )
+            throws(Wire.Problem)
+        {
+            var text: [UInt8]?
+            let stamps = try RecordState.registerStamps(fieldsUTF8: bytes, reader: &reader) {
+                name, scanner throws(JSONValue.ParseError) in
+                guard name == Wire.ledgerField else { return false }
+                guard scanner.peek() == UInt8(ascii: "\"") else {
+                    text = nil
+                    return false
+                }
+                text = try scanner.withStringBytes { Array($0) }
+                return true
+            }
+            let stamp = stamps[Wire.ledgerField]
+            self.init(stamp: stamp, text: stamp == nil ? nil : text, newest: stamps.values.max())
+        }
     }
 }
 

@@ -410,4 +410,25 @@ import Testing
         }
         #expect(try fixture.replica.browsers().map(\.browser.id) == ["firefox"])
     }
+
+    /// Ledger records as the checks read them (``Replica/ledgerRows()``):
+    /// each one's `ledger` register and newest stamp; a stored record that
+    /// does not read is a damaged replica, as reading it as a record says.
+    @Test func ledgerRowsReadWhatTheRecordsHoldAndRefuseADamagedOne() throws {
+        let fixture = try ReplicaFixture()
+        let stamp = HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 1, device: "0123456789abcdef")
+        let fields = RecordState.encodeFields([Wire.ledgerField: StampedValue(.string("SGk"), stamp: stamp)])
+        _ = fixture.replica // the replica made first
+        let database = try Database(path: fixture.file)
+        try database.run(
+            "INSERT INTO records (collection, key, fields, versions, deleted) VALUES ('ledger', 'd/head', ?, '{}', 0)",
+            [.text(fields)])
+        #expect(
+            try fixture.replica.ledgerRows() == [
+                LedgerRow(
+                    key: "d/head", fields: Ledger.StoredFields(stamp: stamp, text: Array("SGk".utf8), newest: stamp))
+            ])
+        try database.run("UPDATE records SET fields = '{\"ledger\":3}' WHERE collection = 'ledger'")
+        #expect(throws: ReplicaError.self) { try fixture.replica.ledgerRows() }
+    }
 }

@@ -204,4 +204,36 @@ import Testing
         bytes[bytes.count - 8 - 4 - 2 - 1] = 1 // a field name count of 1 with no name after it
         #expect(throws: Ledger.Problem.self) { try Ledger.Head(bytes: bytes) }
     }
+
+    /// A stored ledger record read for the checks (``Ledger/StoredFields``)
+    /// says what reading it as a record says: its `ledger` register's stamp
+    /// and text, its newest stamp; and it refuses what a record's reading refuses.
+    @Test func storedFieldsReadAsTheRecordReads() throws {
+        let first = HLCTimestamp(wallMillis: 1_700_000_000_000, counter: 2, device: "0123456789abcdef")
+        let later = HLCTimestamp(wallMillis: 1_700_000_000_005, counter: 0, device: "0123456789abcdef")
+        func read(_ text: String) throws -> Ledger.StoredFields {
+            var reader = HLCTimestamp.Reader()
+            let bytes = Array(text.utf8)
+            return try bytes.withUnsafeBufferPointer { try Ledger.StoredFields(fieldsUTF8: $0, reader: &reader) }
+        }
+        let fields: [String: StampedValue] = [
+            Wire.ledgerField: StampedValue(.string("SGVsbG8"), stamp: first),
+            "other": StampedValue(.object(["a": .int(1)]), stamp: later),
+        ]
+        let stored = try read(RecordState.encodeFields(fields))
+        #expect(stored == Ledger.StoredFields(stamp: first, text: Array("SGVsbG8".utf8), newest: later))
+        // Not a string: no text, the stamp all the same.
+        let number = try read(RecordState.encodeFields([Wire.ledgerField: StampedValue(.int(3), stamp: first)]))
+        #expect(number == Ledger.StoredFields(stamp: first, text: nil, newest: first))
+        #expect(try read("{}") == Ledger.StoredFields())
+        // A name met twice: the last counts, as a record's reading has it.
+        let twice = #"{"ledger":{"s":"\#(later)","v":"QQ"},"ledger":{"s":"\#(first)","v":"Qg"}}"#
+        #expect(try read(twice) == Ledger.StoredFields(stamp: first, text: Array("Qg".utf8), newest: first))
+        for bad in [
+            "", "[]", #"{"ledger":3}"#, #"{"ledger":{"v":"QQ"}}"#, #"{"ledger":{"s":"nope","v":"QQ"}}"#,
+            #"{"ledger":{"s":"\#(first)","v":"QQ"}} x"#, #"{"ledger":{"s":"\#(first)","v":"QQ""#,
+        ] {
+            #expect(throws: Wire.Problem.self, "\(bad)") { try read(bad) }
+        }
+    }
 }

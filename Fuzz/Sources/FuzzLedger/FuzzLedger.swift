@@ -2,7 +2,7 @@ import SyncCore
 
 /// Reads the input as each of the ledger's packed records (a shard, a
 /// pending record, a head), as a device's book as its replica keeps it, and
-/// as a ledger record's key: the readers are strict, so whatever reads must
+/// as a ledger record's key, and as a stored ledger record's fields: the readers are strict, so whatever reads must
 /// write back as the same bytes.
 func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -26,6 +26,22 @@ func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             for row in rows {
                 precondition(book.entries.values.map(LedgerBook.entryBytes).contains(row.bytes))
             }
+        }
+    }
+    // A stored ledger record read for the checks agrees with the record's
+    // reading wherever that reads (it may read more: it keeps less).
+    bytes.withUnsafeBufferPointer { buffer in
+        guard let state = try? RecordState(fieldsUTF8: buffer, versionsJSON: "{}") else { return }
+        var reader = HLCTimestamp.Reader()
+        guard let stored = try? Ledger.StoredFields(fieldsUTF8: buffer, reader: &reader) else {
+            preconditionFailure("a record's fields read, and not for the ledger checks")
+        }
+        let register = state.fields[Wire.ledgerField]
+        precondition(stored.stamp == register?.stamp && stored.newest == state.fields.values.map(\.stamp).max())
+        if case .string(let text)? = register?.value {
+            precondition(stored.text == Array(text.utf8), "the ledger register's text differs")
+        } else {
+            precondition(stored.text == nil)
         }
     }
     let text = String(decoding: bytes, as: UTF8.self)
