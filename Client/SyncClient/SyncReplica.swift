@@ -85,7 +85,6 @@ public protocol SyncReplica: AnyObject {
         _ changes: [ChangeRecord], why: (ChangeRecord) -> String
     ) throws -> (held: [ChangeRecord], setAside: [RemovedRecord])
     func deviceNames() throws -> DeviceNames
-    func records(_ collection: RecordCollection) throws -> [(key: String, state: RecordState)]
     /// Every ledger record held, as the checks read them.
     func ledgerRows() throws -> [LedgerRow]
     @discardableResult func tagRecords(keyID: String, tag: (RecordCollection, String) -> UInt64) throws -> Int
