@@ -92,11 +92,19 @@ extension SyncClient {
         // Each shard's bytes as held (check 2 hashes them, not packed again).
         var packed: [String: [Int: [UInt8]]] = [:]
         var damaged: [String: String] = [:]
-        for row in held {
+        // Heads first: a pending record its device's head folded is passed
+        // over unread (the checks leave it out: ``LedgerCheck/Ledgers/unfolded``).
+        let rows = held.compactMap { row in Ledger.Key(row.key).map { (row, $0) } }
+        let heads = rows.filter { if case .head = $0.1 { true } else { false } }
+        for (row, parsed) in heads + rows.filter({ if case .head = $0.1 { false } else { true } }) {
             let key = row.key
-            guard let parsed = Ledger.Key(key) else { continue }
             let device = parsed.device
             guard device != replica.deviceID else { continue }
+            if case .pending = parsed, let stamp = row.fields.stamp,
+                let folded = ledgers[device]?.head?.value.folded, Ledger.Stamp(stamp) <= folded.stamp
+            {
+                continue
+            }
             do throws(Ledger.Problem) {
                 guard let stamp = row.fields.stamp, let text = row.fields.text,
                     let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
