@@ -81,4 +81,33 @@ import Testing
         let failures = try b.replica.ledgerFailures()
         #expect(failures.isEmpty, "\(failures)")
     }
+
+    /// A pending record its device's head folded is passed over by the
+    /// checks, unread: one damaged here (written over with text that is no
+    /// ledger, under its own stamp) neither fails the device's check nor
+    /// stops it from checking what came after.
+    @Test func aPendingRecordItsHeadFoldedIsNotRead() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try LyingServerTests.rules(a, ["one.example"])
+        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try LyingServerTests.rules(a, ["two.example"])
+        try world.sync(a)
+        try world.sync(b)
+        let device = a.replica.deviceID
+        let rows = try b.replica.ledgerRows().filter { $0.key.hasPrefix(device + "/pending/") }
+        #expect(!rows.isEmpty, "b holds a's pending records")
+        for row in rows {
+            let stamp = try #require(row.fields.stamp)
+            try b.replica.database.run(
+                "UPDATE records SET fields = ? WHERE collection = 'ledger' AND key = ?",
+                [.text(#"{"ledger":{"s":"\#(stamp)","v":"!"}}"#), .text(row.key)])
+        }
+        try LyingServerTests.rules(a, ["three.example"])
+        try world.sync(a)
+        let pulled = try world.sync(b)
+        #expect(pulled.ledgerCheck != nil, "the checks ran")
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.isEmpty, "\(failures)")
+    }
 }
