@@ -94,9 +94,9 @@ extension SyncClient {
         var damaged: [String: String] = [:]
         // Heads first: a pending record its device's head folded is passed
         // over unread (the checks leave it out: ``LedgerCheck/Ledgers/unfolded``).
+        func isHead(_ key: Ledger.Key) -> Bool { if case .head = key { true } else { false } }
         let rows = held.compactMap { row in Ledger.Key(row.key).map { (row, $0) } }
-        let heads = rows.filter { if case .head = $0.1 { true } else { false } }
-        for (row, parsed) in heads + rows.filter({ if case .head = $0.1 { false } else { true } }) {
+        for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
             let key = row.key
             let device = parsed.device
             guard device != replica.deviceID else { continue }
