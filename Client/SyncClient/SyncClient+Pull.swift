@@ -26,6 +26,20 @@ extension SyncClient {
         try locked { try retryingAfterMovingForward { try pullLocked() } }
     }
 
+    /// Where the server holds this replica's own stream of changes, asked
+    /// with a pull of one record that changes nothing on either side
+    /// (``PullRequest/chainOf``): this replica's chain, behind it (a restored
+    /// server), ahead of what it was told (a lost answer), another home's
+    /// under the same id, or unknown (a server that does not say).
+    public func ownChainStanding() throws -> ChainEcho.Standing {
+        try locked {
+            let page = try fetchPage(PullRequest(limit: 1, chainOf: replica.deviceID).target)
+            guard let chain = page.chain else { return .unknown }
+            let pushedThrough = try replica.syncState().pushedThrough
+            return try chain.standing(pushedThrough: pushedThrough) { try storedChain($0) }
+        }
+    }
+
     private func pullLocked() throws -> Summary {
         try prepareSync()
         // What the pages store, kept for the ledger checks at the head (they need not read it back).

@@ -5,6 +5,7 @@ import JSON
 import Model
 import Replica
 import SyncClient
+import SyncCore
 
 /// What `brsync doctor` checks: what a click and a sync need, one finding
 /// each, with the command that fixes what is wrong. It changes nothing
@@ -270,6 +271,33 @@ public enum Doctor {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
+    /// Where the server holds this machine's own changes, when it is not
+    /// simply this machine's chain (nothing to say then, or when the server
+    /// does not say).
+    static func ownChain(_ standing: ChainEcho.Standing) -> Finding? {
+        switch standing {
+        case .ours, .unknown:
+            return nil
+        case .behind(let last):
+            return Finding(
+                check: "this machine's changes", state: .note,
+                detail:
+                    "the server holds them only through change \(last): it was restored from an older copy, and the next sync sends the rest again",
+                fix: "brsync sync")
+        case .ahead(let last):
+            return Finding(
+                check: "this machine's changes", state: .note,
+                detail: "the server took them through change \(last), further than it answered (an answer was lost)",
+                fix: "brsync sync (it confirms them)")
+        case .another:
+            return Finding(
+                check: "this machine's changes", state: .problem,
+                detail:
+                    "the server holds changes under this machine's device id that this machine did not make: a copy of this home (a restored backup, a cloned disk) syncs under it, or the server mixes up devices; nothing here is lost",
+                fix: "brsync sync after an edit: the machine that did not make them takes a device id of its own")
+        }
+    }
+
     /// The server, its certificate and this machine's token, asked once.
     static func sync(_ replica: Replica) -> [Finding] {
         guard let state = try? replica.syncState(), let url = state.remoteURL else {
@@ -293,6 +321,7 @@ public enum Doctor {
                 Finding(
                     check: "server", state: .ok,
                     detail: "\(url) answered; its certificate and this machine's token were accepted"))
+            if let finding = ownChain(try client.ownChainStanding()) { findings.append(finding) }
             if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {
                 findings.append(
                     Finding(

@@ -207,6 +207,8 @@ public enum Store {
         var rollback: Bool
         /// The cursor is below a purged tombstone: the replica reconciles from zero.
         var reset = false
+        /// The asking replica's stream, echoed when it asked (``PullRequest/chainOf``).
+        var chain: ChainEcho?
     }
 
     /// What a pull reads in one snapshot: the device the token names (with

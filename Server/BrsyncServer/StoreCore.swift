@@ -166,12 +166,12 @@ extension StoreDialect {
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher? = nil,
         clientEpoch: String? = nil,
         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
-        clientSigningKey: String? = nil,
+        clientSigningKey: String? = nil, chainOf: String? = nil,
         maxBytes: Int = Store.defaultPageBytes
     ) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         let joining = token.hasPrefix(Tokens.joinPrefix)
-        if !joining, !reconciling,
+        if !joining, !reconciling, chainOf == nil,
             let answer = try noChangeFromMemory(
                 hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
                 clientEpoch: clientEpoch, clientProtocol: clientProtocol,
@@ -182,8 +182,10 @@ extension StoreDialect {
         // Taken before the read: a change heard of after it makes the read stale.
         let generation = watches.generation
         let outsideWrites = commitState()
-        // The stream is read only for a replica that can prove its latest push.
-        let proving = clientDevice.flatMap { $0.pushed > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
+        // The stream is read only for a replica that can prove its latest
+        // push, or that asks where it stands (the same id, when both are given).
+        let proving =
+            chainOf ?? clientDevice.flatMap { $0.pushed > 0 && !$0.digest.isEmpty ? $0.device : nil } ?? ""
         let snapshot = try reading {
             try $0.pullSnapshot(
                 tokenHash: hash, clientDevice: proving, after: cursor, limit: limit + 1, maxBytes: maxBytes)
@@ -198,6 +200,11 @@ extension StoreDialect {
             clientProtocol: clientProtocol,
             in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: joining)
+        // Only the chain of the id this token's device last pushed under: one
+        // device's token does not learn where another device stands.
+        if let chainOf, !joining, chainOf == device.clientDevice {
+            page.chain = ChainEcho(last: snapshot.stream?.last ?? 0, digest: snapshot.stream?.digest ?? "")
+        }
         // One lock per pull at most: the cache is shared by every connection.
         if !snapshot.epochIsCached { epochCache.set(snapshot.epoch) }
         if !joining {
@@ -321,7 +328,7 @@ extension StoreDialect {
             account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
             keyID: device.accountEncrypted ? device.accountKeyID : nil,
             signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
-            encryptionReset: device.accountEncryptionReset, next: page.next, into: &output
+            encryptionReset: device.accountEncryptionReset, chain: page.chain, next: page.next, into: &output
         ) { output in
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }

@@ -367,7 +367,7 @@ public final class SyncAPI: Sendable {
         let body = try store.pullText(
             token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
             reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-            clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
+            clientSigningKey: query.signingKey, chainOf: query.chainOf, maxBytes: configuration.maxPageBytes)
         metrics.pulled()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
     }
@@ -386,7 +386,7 @@ public final class SyncAPI: Sendable {
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
                 let items = try? request.queryItems(),
                 let query = try? PullQuery(items, configuration: configuration), !query.full,
-                query.asked.isEmpty,
+                query.asked.isEmpty, query.chainOf == nil,
                 let body = store.pullFromMemory(
                     token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
                     clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
@@ -420,6 +420,8 @@ struct PullQuery {
     var full: Bool
     /// Records asked for again (``PullRequest/asked``): answered by key, not from the cursor.
     var asked: [PullRequest.Asked]
+    /// The device id whose stream the answer echoes (``PullRequest/chainOf``).
+    var chainOf: String?
 
     struct Problem: Error {
         let message: String
@@ -439,5 +441,6 @@ struct PullQuery {
         epoch = request.epoch
         full = request.full
         asked = request.asked
+        chainOf = request.chainOf
     }
 }

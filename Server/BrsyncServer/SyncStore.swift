@@ -35,9 +35,13 @@ public protocol SyncStore: AnyObject, Sendable {
     ) throws
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     /// - Parameter maxBytes: the page's byte budget (see ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
+    /// - Parameter chainOf: a device id whose stream the answer echoes
+    ///   (``PullRequest/chainOf``): only the one the token's device last
+    ///   pushed under; such a pull is never answered from memory.
     func pullText(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
-        reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, maxBytes: Int
+        reconciling: Bool, clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, chainOf: String?,
+        maxBytes: Int
     ) throws -> [UInt8]
     /// Records asked for again by hidden key (``PullRequest/asked``), as
     /// they are now, in a page that moves no cursor.

@@ -21,6 +21,11 @@ public struct PullRequest: Sendable, Equatable {
     public var pusher: Pusher?
     /// The timeline the cursor belongs to.
     public var epoch: String?
+    /// A device id whose stream the answer should say where the server
+    /// holds it (``PullResponse/chain``): the asking replica's own. The
+    /// server answers it only for the id the token's device last pushed
+    /// under, and never from memory, so a machine asks only when it needs it.
+    public var chainOf: String?
     /// Records asked for again by their hidden keys (records a pull set
     /// aside): the answer holds each one the account has, as it is now, and
     /// its cursor means nothing (the asking replica's stays where it is).
@@ -59,7 +64,7 @@ public struct PullRequest: Sendable, Equatable {
 
     public init(
         since: Int64 = 0, limit: Int? = nil, full: Bool = false, keyID: String? = nil, signer: String? = nil,
-        pusher: Pusher? = nil, epoch: String? = nil
+        pusher: Pusher? = nil, epoch: String? = nil, chainOf: String? = nil
     ) {
         self.since = since
         self.limit = limit
@@ -68,6 +73,7 @@ public struct PullRequest: Sendable, Equatable {
         self.signer = signer
         self.pusher = pusher
         self.epoch = epoch
+        self.chainOf = chainOf
     }
 
     /// The request target a client sends (every value is a number, hex,
@@ -88,6 +94,7 @@ public struct PullRequest: Sendable, Equatable {
         if let keyID { target += "&key=\(keyID)" }
         if let signer { target += "&signer=\(signer)" }
         if let epoch { target += "&epoch=\(epoch)" }
+        if let chainOf { target += "&chain=\(chainOf)" }
         return target
     }
 
@@ -133,6 +140,12 @@ public struct PullRequest: Sendable, Equatable {
             }
             epoch = text
         }
+        if let device = query["chain"] {
+            guard HLCTimestamp.isValidDevice(device), pusher.map({ $0.device == device }) ?? true else {
+                throw Wire.Problem("chain must be a device id, the one device names when both are given")
+            }
+            chainOf = device
+        }
         full = query["full"] == "1"
         if let text = query["keys"] {
             let items = text.split(separator: ",", omittingEmptySubsequences: false)
@@ -152,9 +165,13 @@ public struct PullRequest: Sendable, Equatable {
                 asked.append(Asked(collection: collection, key: String(parts[1])))
             }
             // One request, one meaning: records by key, or a page after a cursor.
-            guard ["since", "limit", "full", "device", "pushed", "digest", "epoch"].allSatisfy({ query[$0] == nil })
+            guard
+                ["since", "limit", "full", "device", "pushed", "digest", "epoch", "chain"].allSatisfy({
+                    query[$0] == nil
+                })
             else {
-                throw Wire.Problem("keys asks for records by key: it takes no since, limit, full, device or epoch")
+                throw Wire.Problem(
+                    "keys asks for records by key: it takes no since, limit, full, device, epoch or chain")
             }
         }
     }

@@ -31,6 +31,10 @@ public struct PullResponse: Sendable, Equatable {
     /// The account's encryption was reset by the server's operator (it is not
     /// encrypted now): a machine holding a key stops and says so.
     public var encryptionReset = false
+    /// Where the server holds the asking replica's stream, when the pull
+    /// asked (``PullRequest/chainOf``) and the server may say: nil from a
+    /// server that does not, or for an id the token's device did not push under.
+    public var chain: ChainEcho?
 
     public init(
         changes: [ChangeRecord], next: Int64, more: Bool, epoch: String, clock: HLCTimestamp, account: String = ""
@@ -47,7 +51,7 @@ public struct PullResponse: Sendable, Equatable {
         lhs.changes == rhs.changes && lhs.next == rhs.next && lhs.more == rhs.more && lhs.epoch == rhs.epoch
             && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset
             && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
-            && lhs.signingKey == rhs.signingKey && lhs.encryptionReset == rhs.encryptionReset
+            && lhs.signingKey == rhs.signingKey && lhs.encryptionReset == rhs.encryptionReset && lhs.chain == rhs.chain
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence)
             && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
@@ -58,7 +62,8 @@ public struct PullResponse: Sendable, Equatable {
         Self.write(
             account: account, clock: clock, epoch: epoch, more: more, reset: reset,
             keyID: encrypted ? keyID ?? "" : nil,
-            signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, next: next, into: &output
+            signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, chain: chain, next: next,
+            into: &output
         ) { output in
             for (index, change) in changes.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -75,13 +80,21 @@ public struct PullResponse: Sendable, Equatable {
     ///   - signingKey: the account's registered signing public key ("" for
     ///     none), or nil to leave it out.
     ///   - encryptionReset: the operator reset the account's encryption.
+    ///   - chain: the asking replica's stream as the server holds it, when asked.
     public static func write(
         account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
-        signingKey: String? = nil, encryptionReset: Bool = false, next: Int64,
+        signingKey: String? = nil, encryptionReset: Bool = false, chain: ChainEcho? = nil, next: Int64,
         into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void
     ) {
         output += #"{"account":"#.utf8
         JSONValue.writeString(account, into: &output)
+        if let chain {
+            output += #","chain":{"digest":"#.utf8
+            JSONValue.writeString(chain.digest, into: &output)
+            output += #","last":"#.utf8
+            output += String(chain.last).utf8
+            output.append(UInt8(ascii: "}"))
+        }
         output += #","changes":["#.utf8
         writeChanges(&output)
         output += #"],"clock":""#.utf8
@@ -131,5 +144,14 @@ public struct PullResponse: Sendable, Equatable {
             signingKey = text
         }
         encryptionReset = object["encryptionReset"]?.boolValue ?? false
+        if let value = object["chain"] {
+            guard case .object(let echo) = value, let last = echo["last"]?.intValue, last >= 0,
+                let digest = echo["digest"]?.stringValue,
+                digest.isEmpty || Wire.isDigest(digest)
+            else {
+                throw .invalid(Wire.Problem("the page's chain is not a change number and its digest"))
+            }
+            chain = ChainEcho(last: last, digest: digest)
+        }
     }
 }

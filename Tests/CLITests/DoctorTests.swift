@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import TestSupport
 import Testing
 
@@ -125,6 +126,44 @@ import Testing
 }
 
 extension DoctorTests {
+    /// A block-level copy of this home (same file identity, same device id)
+    /// that made the next change under the id first: doctor, run on the
+    /// machine that did not make it, says so and what to do; on the one that
+    /// did, nothing; asking changes nothing.
+    @Test func aCopyOfThisHomeSyncingUnderItsIdIsNamed() throws {
+        let world = try CLIWorld(.sqlite)
+        let laptop = try world.replica("laptop")
+        let user = world.directory.file("user")
+        func run(_ arguments: [String], home: String) throws -> ProcessResult {
+            try ProcessRunner.run(world.brsync, arguments, environment: ["BRSYNC_HOME": home, "HOME": user])
+        }
+        func mustRun(_ arguments: [String], home: String) throws {
+            let result = try run(arguments, home: home)
+            #expect(result.status == 0, "\(arguments): \(result)")
+        }
+        try mustRun(["browsers", "add", "firefox", "--exec", "/bin/true %u"], home: laptop)
+        try mustRun(["rules", "add", "one.example", "firefox"], home: laptop)
+        try mustRun(["sync"], home: laptop)
+        let copy = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop, toPath: copy)
+        try Database(path: copy + "/replica.sqlite").run("DELETE FROM meta WHERE key = 'instance'")
+        try mustRun(["rules", "add", "two.example", "firefox"], home: laptop)
+        try mustRun(["rules", "add", "three.example", "firefox"], home: copy)
+        try mustRun(["sync"], home: laptop)
+        let before = try run(["rules", "list"], home: copy).stdout
+        let copied = try run(["doctor"], home: copy)
+        #expect(
+            copied.status == 1
+                && copied.stdout.contains(
+                    "PROBLEM this machine's changes: the server holds changes under this machine's device id that this machine did not make"
+                ) && copied.stdout.contains("fix: brsync sync after an edit"), "\(copied.stdout)")
+        #expect(try run(["rules", "list"], home: copy).stdout == before, "doctor changes nothing")
+        #expect(!(try run(["doctor"], home: laptop).stdout.contains("this machine's changes")))
+        // Its next sync takes an id of its own; then all is said.
+        try mustRun(["sync"], home: copy)
+        #expect(!(try run(["doctor"], home: copy).stdout.contains("this machine's changes")))
+    }
+
     /// After `browsers rm`, the rules that still name the browser are
     /// marked in `rules list`, explained by `explain`, and reported by
     /// `doctor` (a problem, with the fix); a browser only disabled is a note.

@@ -43,6 +43,7 @@ extension StoredRecordTests {
             let text = try fixture.store.pullText(
                 token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
                 reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil,
+                chainOf: nil,
                 maxBytes: 1 << 20)
             let page = try text.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
                 try PullResponse(reading: bytes)

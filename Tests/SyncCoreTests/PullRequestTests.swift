@@ -25,6 +25,10 @@ import Testing
             since: 9, limit: 100, keyID: "0123456789abcdef", signer: String(repeating: "A", count: 43),
             pusher: .init(device: "0123456789abcdef", pushed: 12, digest: "fedcba9876543210"), epoch: "1a2b3c4d5e6f7a8b"
         ),
+        PullRequest(limit: 1, chainOf: "0123456789abcdef"),
+        PullRequest(
+            since: 3, pusher: .init(device: "0123456789abcdef", pushed: 2, digest: "fedcba9876543210"),
+            chainOf: "0123456789abcdef"),
     ])
     func whatAClientWritesIsWhatTheServerReads(_ request: PullRequest) throws {
         #expect(request.target.hasPrefix("/v1/pull?since="))
@@ -58,6 +62,7 @@ import Testing
         "keys=" + Array(repeating: "rules:HIDDEN", count: PullRequest.maxAsked + 1).joined(separator: ","),
         "keys=rules:HIDDEN&since=0", "keys=rules:HIDDEN&full=1", "keys=rules:HIDDEN&limit=5",
         "keys=rules:HIDDEN&epoch=abc", "keys=rules:HIDDEN&device=0123456789abcdef&pushed=1&digest=fedcba9876543210",
+        "keys=rules:HIDDEN&chain=0123456789abcdef",
     ])
     func aWrongRecordAskedForIsNamed(query: String) {
         let query = query.replacingOccurrences(of: "HIDDEN", with: Self.hidden)
@@ -72,6 +77,8 @@ import Testing
         ("device=0123456789abcdef&pushed=1&digest=nothex", "device"),
         ("device=bad!&pushed=1&digest=fedcba9876543210", "device"),
         ("device=0123456789abcdef&pushed=-3&digest=fedcba9876543210", "device"),
+        ("chain=", "chain"), ("chain=bad!", "chain"), ("chain=" + String(repeating: "a", count: 65), "chain"),
+        ("chain=0123456789abcdef&device=fedcba9876543210&pushed=1&digest=fedcba9876543210", "chain"),
         ("epoch=A%26B", "epoch"), ("epoch=", "epoch"), ("epoch=" + String(repeating: "a", count: 65), "epoch"),
     ])
     func aWrongItemIsNamed(query: String, item: String) {

@@ -103,6 +103,10 @@ import Testing
                 page.encrypted = true
                 page.keyID = "fedcba9876543210"
             }
+            page.chain = [
+                nil, ChainEcho(last: 0, digest: ""), ChainEcho(last: Int64(round), digest: "0123456789abcdef"),
+            ]
+            .randomElement(using: &random)!
             // What is valid reads back as written.
             let valid = changes.filter {
                 Wire.problem(key: $0.key) == nil && Wire.problem(state: $0.state) == nil
