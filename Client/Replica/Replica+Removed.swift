@@ -84,6 +84,46 @@ extension Replica {
         }
     }
 
+    /// Values taken out of a record (`taken`, by field) are gone from what
+    /// this device's unpushed changes of it said the record held just after
+    /// them (their manifests): each names, instead, what the record holds now
+    /// at or before its stamp, or nothing. Else a change would go up claiming
+    /// a value that the server never gets, and every machine would set the
+    /// record aside as one the server cut.
+    private func forgetInUnpushedManifests(
+        _ taken: [String: StampedValue], collection: RecordCollection, key: String, now: RecordState
+    ) throws {
+        let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
+        let changes = try database.query(
+            """
+            SELECT device_seq, fields, manifest FROM changes
+            WHERE device = ? AND kind = 'local' AND device_seq > ? AND collection = ? AND key = ? AND manifest IS NOT NULL
+            """, [.text(deviceID), .integer(pushed), .text(collection.rawValue), .text(key)]
+        ) { row in
+            (
+                sequence: row.int64(0) ?? 0,
+                stamp: try RecordCoding.decodeState(fields: row.string(1) ?? "{}", versions: "{}").newestStamp,
+                manifest: row.string(2) ?? ""
+            )
+        }
+        for change in changes {
+            guard let stamp = change.stamp, let json = try? JSONValue.parse(change.manifest),
+                let manifest = try? RecordManifest(json: json, at: stamp)
+            else { continue }
+            var stamps = manifest.stamps
+            for (name, register) in taken where stamps[name] == register.stamp {
+                stamps[name] = now.fields[name].map(\.stamp).flatMap { $0 <= stamp ? $0 : nil }
+            }
+            guard stamps != manifest.stamps else { continue }
+            try database.run(
+                "UPDATE changes SET manifest = ? WHERE device = ? AND device_seq = ?",
+                [
+                    .text(RecordManifest(stamps: stamps, versions: manifest.versions).text(at: stamp)),
+                    .text(deviceID), .integer(change.sequence),
+                ])
+        }
+    }
+
     /// A machine that learns of a rotation late (it synced with the old key,
     /// maybe with a server restored from before the rotation, and its user
     /// added the new code) checks what it holds against `reference`, the
@@ -161,6 +201,9 @@ extension Replica {
                 } else {
                     try storeMerged(collection, key: record.key, state: kept)
                 }
+                try forgetInUnpushedManifests(
+                    taken, collection: collection, key: record.key,
+                    now: try self.record(collection, key: record.key) ?? RecordState())
                 let writer = taken.values.max { $1.wins(over: $0) }?.stamp.device ?? ""
                 let reason = why(writer)
                 try database.run(

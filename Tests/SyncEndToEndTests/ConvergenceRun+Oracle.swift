@@ -22,6 +22,19 @@ extension Run {
         // A record with no field (made by a change whose fields all left it) has nothing to open.
         return try records.filter { !$0.state.fields.isEmpty }.map { record in
             do { return try cipher.open(record) } catch {
+                // What each side holds of it: the stamps say who wrote what, and when.
+                if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+                    print(
+                        "DEBUG not opened: server \(record.key) seq \(record.sequence) versions \(record.state.versions.counters) fields \(record.state.fields.map { "\($0.key)@\($0.value.stamp)" }.sorted())"
+                    )
+                    for machine in machines + gone {
+                        let held = try? machine.replica.record(
+                            record.collection, key: (error as? RecordCipherError)?.shownKey ?? "")
+                        print(
+                            "DEBUG not opened: \(machine.name)/\(machine.replica.deviceID): versions \(held?.versions.counters ?? [:]) fields \(held?.fields.map { "\($0.key)@\($0.value.stamp)" }.sorted() ?? [])"
+                        )
+                    }
+                }
                 Issue.record(
                     "the server's record \(record.collection.rawValue)/\(record.key) does not open: \(error), seed \(seed)"
                 )

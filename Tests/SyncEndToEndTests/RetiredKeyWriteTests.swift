@@ -140,6 +140,37 @@ import Testing
         #expect(try KeyChangeTests.freshRules(world, key: second).contains("evil.example"))
     }
 
+    /// The late machine edits another field of a record whose value the
+    /// revoked device wrote: learning of the rotation, it sets that value
+    /// aside, and its unpushed edit no longer says the record held it (its
+    /// manifest), so the edit goes up and every machine with the new key
+    /// takes it, with the account's value beside it. (Found by the
+    /// convergence suite, seed 97508: the edit went up claiming the value,
+    /// and every machine set the record aside as one the server had cut.)
+    @Test func aLateMachinesEditBesideAValueItSetsAsideGoesUp() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y, late) = (try world.machine("x"), try world.machine("y"), try world.machine("late"))
+        try KeyChangeTests.rule(x, "shared.example")
+        let (_, second) = try Self.rotateAcrossABackup(world, x, [y, late], revoking: y)
+        let key = try #require(try x.replica.records(.rules).first?.key)
+        _ = try y.replica.write(.rules, key: key, changes: ["browser": .string("chrome")])
+        try world.sync(y)
+        try world.sync(late)
+        #expect(try late.replica.record(.rules, key: key)?.fields["browser"]?.value == .string("chrome"))
+        _ = try late.replica.write(.rules, key: key, changes: ["priority": .int(7)])
+        #expect(try world.sync(x).movedForward)
+        try AccountKeyFile.add(second, home: late.replica.home)
+        let learned = try world.sync(late)
+        #expect(learned.setAside.contains { $0.key == key }, "\(learned)")
+        for _ in 0..<2 { for machine in [x, late] { try world.sync(machine) } }
+        for machine in [x, late] {
+            let rule = try machine.replica.record(.rules, key: key)
+            #expect(rule?.fields["priority"]?.value == .int(7), "\(machine.name): \(String(describing: rule))")
+            #expect(rule?.fields["browser"]?.value == .string("firefox"), "\(machine.name)")
+            #expect(try machine.replica.pulledAside().isEmpty, "\(machine.name)")
+        }
+    }
+
     /// No restore: the rotating machine is stopped right after the server
     /// took the new key, before it sent anything again, and never comes
     /// back. A machine given the new code late holds what the account held
