@@ -209,6 +209,18 @@ extension Replica {
         }
     }
 
+    /// The stamp of this device's latest change (a device's changes are
+    /// stamped in order, re-stamped ones too), nil before its first.
+    public func lastOwnChangeStamp() throws -> HLCTimestamp? {
+        try refreshDeviceID()
+        return try read {
+            try database.queryFirst(
+                "SELECT fields FROM changes WHERE device = ? AND kind = 'local' ORDER BY device_seq DESC LIMIT 1",
+                [.text(deviceID)]
+            ) { try RecordCoding.decodeState(fields: $0.string(0) ?? "{}", versions: "{}").newestStamp } ?? nil
+        }
+    }
+
     /// Whether this replica has an edit of the record that it has not pushed.
     func hasUnpushedChange(_ collection: RecordCollection, key: String) throws -> Bool {
         let pushed = Int64(try meta("pushed_through") ?? "") ?? 0

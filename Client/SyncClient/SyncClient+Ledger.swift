@@ -33,11 +33,14 @@ extension SyncClient {
     }
 
     /// Keeps `book` as this client's and in the replica (its state and the
-    /// entries of `tags`), in the caller's transaction when there is one.
+    /// entries of `tags`, each marked changed when the book says so), in the
+    /// caller's transaction when there is one.
     func keepLedgerBook(_ book: LedgerBook, tags: some Sequence<UInt64>, confirmed: Bool = false) throws {
         currentLedgerBook = book
         let entries = Set(tags).compactMap { tag in
-            book.entries[tag].map { (tag: tag, bytes: LedgerBook.entryBytes($0), changed: true) }
+            book.entries[tag].map {
+                (tag: tag, bytes: LedgerBook.entryBytes($0), changed: book.changedTags.contains(tag))
+            }
         }
         try replica.keepLedgerBook(device: book.device, state: book.stateBytes, entries: entries, confirmed: confirmed)
     }
@@ -190,17 +193,27 @@ extension SyncClient {
     /// writes, and the sync says so.
     /// - Parameter again: whether this is the request made again at once
     ///   after the server refused one for its clock (only once).
-    func sendLedgerRequest(_ book: inout LedgerBook, again: Bool = false) throws {
+    /// - Parameter above: a stamp the request must be newer than (every
+    ///   record held under the id, when another home's ledger was taken in):
+    ///   the book is then written whatever it may seem to lack.
+    func sendLedgerRequest(_ book: inout LedgerBook, again: Bool = false, above: Ledger.Stamp? = nil) throws {
         guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
         // A new request only from a book known to be current: a push answer
         // in this sync showed the server's chain of this device to be this
         // replica's, or a pull reached the server's head and holds no head of
         // this device newer than the book's (a home restored from an older
         // copy of itself, its book as old, forks at its next push instead).
-        guard try book.unconfirmed != nil || ledgerChainConfirmed || (ledgerPulledHead && !isStale(book)) else {
+        // Or one that takes in another home's ledger under this id (`above`).
+        // (The first case lets a stale book write: Deploy/SECURITY.md, "Two
+        // live homes under one id", says what that leaves open.)
+        guard
+            try above != nil || book.unconfirmed != nil || ledgerChainConfirmed || (ledgerPulledHead && !isStale(book))
+        else {
             return
         }
-        let stamp = try book.unconfirmed?.stamp ?? nextLedgerStamp(after: lastLedgerStamp(of: book))
+        let stamp =
+            try book.unconfirmed?.stamp
+            ?? nextLedgerStamp(after: [lastLedgerStamp(of: book), above].compactMap { $0 }.max())
         let request: LedgerBook.Request
         do {
             guard let made = try book.ledgerRequest(at: stamp, shardsHash: { Ledger.shardsHash($0) }) else { return }
@@ -232,7 +245,7 @@ extension SyncClient {
             let restamp = !again && code == .clockSkew && (book.unconfirmed?.stamp.wallMillis ?? 0) > ceiling
             book.abandonRequest()
             try keepLedgerBook(book, tags: [])
-            if restamp { return try sendLedgerRequest(&book, again: true) }
+            if restamp { return try sendLedgerRequest(&book, again: true, above: above) }
             ledgerNotTaken("the server did not take this machine's ledger: \(error)")
             return
         } catch {

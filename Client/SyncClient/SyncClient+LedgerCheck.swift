@@ -67,6 +67,76 @@ extension SyncClient {
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
         }
+        try noteWrittenElsewhere(run.own)
+    }
+
+    /// Whether another home writes under this device's id: a record held
+    /// under it that this device's book did not write; if so, where the
+    /// server holds the id's stream (one request more), noted in the
+    /// summary, and the other home's ledger taken in (Deploy/SECURITY.md,
+    /// "Two live homes under one id", steps 2 and 3).
+    private func noteWrittenElsewhere(_ held: LedgerBook.Held) throws {
+        guard let book = try ledgerBook(),
+            let reason = book.notWrittenHere(
+                held, ownNewest: try replica.lastOwnChangeStamp().map(Ledger.Stamp.init))
+        else { return }
+        let standing: ChainEcho.Standing
+        do { standing = try chainStanding() } catch { standing = .unknown }
+        summary.writtenElsewhere = Summary.WrittenElsewhere(reason: reason, standing: standing)
+        // The server says where the id's chain stands: the home whose chain
+        // it is not forks at its next push; either mends the id's ledger,
+        // the first to see the other's writes writing a ledger of both, the
+        // other taking that one as its own (so two homes write once each).
+        if standing != .unknown, options.takesInOtherHomes { try takeInWrittenElsewhere(book) }
+    }
+
+    /// Step 3: what the other home's ledger names and this machine holds
+    /// goes into this device's book, and its next ledger request (sent now)
+    /// writes every shard again and a head above every record held under
+    /// the id. Nothing is written when that cannot be done safely; the
+    /// sync says why.
+    private func takeInWrittenElsewhere(_ book: LedgerBook) throws {
+        guard let cipher, let keyID else { return }
+        let device = replica.deviceID
+        var other = LedgerCheck.Ledgers()
+        var packed: [Int: [UInt8]] = [:]
+        for row in try replica.ledgerRows() {
+            guard let key = Ledger.Key(row.key), key.device == device else { continue }
+            do throws(Ledger.Problem) {
+                if let shard = try Self.place(row, key, into: &other) { packed[shard.index] = shard.packed }
+            } catch {
+                summary.problems.append(
+                    "this machine's id holds a damaged ledger record '\(row.key)' (\(error.reason)): its ledger is not written again"
+                )
+                return
+            }
+        }
+        var tags: Set<UInt64> = []
+        for shard in other.shards.values { for entry in shard.value.entries { tags.insert(entry.tag) } }
+        for pending in other.pending.values { for entry in pending.value.entries { tags.insert(entry.tag) } }
+        try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
+        let registers = try replica.registers(tagged: tags)
+        // Whole (its shards the ones its head counts) and covering this
+        // book: it is this book's head from now on, and nothing is written.
+        let whole = !LedgerCheck.failures(
+            device: device, ledgers: other, register: { _ in nil }, newestRegister: nil,
+            shardsHash: { Ledger.shardsHash($0, packed: packed) }
+        ).contains { if case .shardsDiffer = $0 { true } else { false } }
+        if whole, book.isCovered(by: other) {
+            var adopted = book
+            adopted.adopt(other)
+            try keepLedgerBook(adopted, tags: adopted.entries.keys, confirmed: true)
+            return
+        }
+        var union = book
+        if let why = union.takeIn(other, held: { registers[$0] }) {
+            summary.problems.append(
+                "another home wrote under this machine's id and its ledger cannot be taken in yet: \(why)")
+            return
+        }
+        try keepLedgerBook(union, tags: union.changedTags)
+        let high = try replica.ownLedgerStampHigh().map(Ledger.Stamp.init)
+        try sendLedgerRequest(&union, above: high)
     }
 
     /// What one run of the checks found: what failed, by device (nil: it
@@ -79,6 +149,8 @@ extension SyncClient {
         var missing: [PullRequest.Asked] = []
         var checked: [String: Replica.LedgerChecked] = [:]
         var read = LedgerCheckRead()
+        /// What is held under this device's own id (``LedgerBook/notWrittenHere(_:ownNewest:)``).
+        var own = LedgerBook.Held()
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -96,34 +168,32 @@ extension SyncClient {
         // over unread (the checks leave it out: ``LedgerCheck/Ledgers/unfolded``).
         func isHead(_ key: Ledger.Key) -> Bool { if case .head = key { true } else { false } }
         let rows = held.compactMap { row in Ledger.Key(row.key).map { (row, $0) } }
+        // This device's own records are not checked: only their stamps are
+        // read, to see whether another home wrote any.
+        var own = LedgerBook.Held()
         for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
             let key = row.key
             let device = parsed.device
-            guard device != replica.deviceID else { continue }
+            guard device != replica.deviceID else {
+                guard let stamp = row.fields.stamp.map(Ledger.Stamp.init) else { continue }
+                switch parsed {
+                case .head: own.head = stamp
+                case .shard(_, let index): own.shards[index] = stamp
+                case .pending(_, let slot): own.pending[slot] = stamp
+                }
+                continue
+            }
             if case .pending = parsed, let stamp = row.fields.stamp,
                 let folded = ledgers[device]?.head?.value.folded, Ledger.Stamp(stamp) <= folded.stamp
             {
                 continue
             }
             do throws(Ledger.Problem) {
-                guard let stamp = row.fields.stamp, let text = row.fields.text,
-                    let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
-                else { throw Ledger.Problem("it holds no packed ledger") }
                 // Each record is put in place (a copy of the device's
                 // ledgers taken out and put back copied every shard held so
                 // far, for each record: a fifth of a live pull's check).
-                switch parsed {
-                case .head:
-                    ledgers[device, default: LedgerCheck.Ledgers()].head = .init(
-                        try Ledger.Head(bytes: bytes), stamp: stamp)
-                case .shard(_, let index):
-                    let shard = try Ledger.Shard(bytes: bytes)
-                    guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
-                    ledgers[device, default: LedgerCheck.Ledgers()].shards[index] = .init(shard, stamp: stamp)
-                    packed[device, default: [:]][index] = bytes
-                case .pending(_, let slot):
-                    ledgers[device, default: LedgerCheck.Ledgers()].pending[slot] = .init(
-                        try Ledger.Pending(bytes: bytes), stamp: stamp)
+                if let bytes = try Self.place(row, parsed, into: &ledgers[device, default: LedgerCheck.Ledgers()]) {
+                    packed[device, default: [:]][bytes.index] = bytes.packed
                 }
             } catch {
                 damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
@@ -146,6 +216,8 @@ extension SyncClient {
             }
         }
         var run = LedgerRun()
+        own.newestWrite = newest[replica.deviceID].map(Ledger.Stamp.init)
+        run.own = own
         var missing: Set<PullRequest.Asked> = []
         var ledgerKeys: [PullRequest.Asked] = []
         guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
@@ -227,6 +299,28 @@ extension SyncClient {
         run.missing =
             missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
         return run
+    }
+
+    /// Reads one ledger row into `ledgers` (a head, a shard or a pending
+    /// record of one device). - Returns: a shard's index and packed bytes.
+    static func place(
+        _ row: LedgerRow, _ key: Ledger.Key, into ledgers: inout LedgerCheck.Ledgers
+    ) throws(Ledger.Problem) -> (index: Int, packed: [UInt8])? {
+        guard let stamp = row.fields.stamp, let text = row.fields.text,
+            let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
+        else { throw Ledger.Problem("it holds no packed ledger") }
+        switch key {
+        case .head:
+            ledgers.head = .init(try Ledger.Head(bytes: bytes), stamp: stamp)
+        case .shard(_, let index):
+            let shard = try Ledger.Shard(bytes: bytes)
+            guard shard.index == index else { throw Ledger.Problem("shard \(shard.index) under key \(index)") }
+            ledgers.shards[index] = .init(shard, stamp: stamp)
+            return (index, bytes)
+        case .pending(_, let slot):
+            ledgers.pending[slot] = .init(try Ledger.Pending(bytes: bytes), stamp: stamp)
+        }
+        return nil
     }
 
     /// Each shard's digest (``Replica/LedgerChecked``): FNV-1a over its

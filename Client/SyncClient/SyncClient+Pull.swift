@@ -32,12 +32,15 @@ extension SyncClient {
     /// server), ahead of what it was told (a lost answer), another home's
     /// under the same id, or unknown (a server that does not say).
     public func ownChainStanding() throws -> ChainEcho.Standing {
-        try locked {
-            let page = try fetchPage(PullRequest(limit: 1, chainOf: replica.deviceID).target)
-            guard let chain = page.chain else { return .unknown }
-            let pushedThrough = try replica.syncState().pushedThrough
-            return try chain.standing(pushedThrough: pushedThrough) { try storedChain($0) }
-        }
+        try locked { try chainStanding() }
+    }
+
+    /// ``ownChainStanding()``, holding the lock.
+    func chainStanding() throws -> ChainEcho.Standing {
+        let page = try fetchPage(PullRequest(limit: 1, chainOf: replica.deviceID).target)
+        guard let chain = page.chain else { return .unknown }
+        let pushedThrough = try replica.syncState().pushedThrough
+        return try chain.standing(pushedThrough: pushedThrough) { try storedChain($0) }
     }
 
     private func pullLocked() throws -> Summary {

@@ -29,6 +29,10 @@ public final class SyncClient {
         /// device's own writes, counted"). Default on; off only shows what a
         /// lying server gets away with without them (the tests do).
         public var checksLedgers = true
+        /// Whether another home's ledger records under this device's id are
+        /// taken into its own (Deploy/SECURITY.md, "Two live homes under one
+        /// id"). Default on; off only shows the false alarm they end (the tests do).
+        public var takesInOtherHomes = true
         public init() {}
     }
 
@@ -77,6 +81,15 @@ public final class SyncClient {
 
         /// What the ledger checks of this sync read, when they ran.
         public var ledgerCheck: LedgerCheckRead?
+        /// A record held under this device's id that its own ledger did not
+        /// write (another home writes under it), and where the server holds
+        /// the id's stream. Noted only: nothing acts on it yet.
+        public var writtenElsewhere: WrittenElsewhere?
+
+        public struct WrittenElsewhere: Sendable, Equatable {
+            public var reason: String
+            public var standing: ChainEcho.Standing
+        }
 
         public init() {}
         /// Time spent merging pulled pages into the replica (each page one transaction).
@@ -101,6 +114,7 @@ public final class SyncClient {
             conflicts += other.conflicts
             awaitingApproval.merge(other.awaitingApproval) { _, later in later }
             ledgerCheck = other.ledgerCheck ?? ledgerCheck
+            writtenElsewhere = other.writtenElsewhere ?? writtenElsewhere
             encryptionStarted = encryptionStarted || other.encryptionStarted
             encryptionEnded = encryptionEnded || other.encryptionEnded
             movedForward = movedForward || other.movedForward

@@ -99,6 +99,8 @@ public protocol SyncReplica: AnyObject {
     func records(tagged tags: Set<UInt64>) throws -> [UInt64: [(collection: RecordCollection, key: String)]]
     func pulledAside(limit: Int) throws -> [PulledAside]
     func deviceWrites() throws -> [DeviceWrites]
+    /// The stamp of this device's latest change, nil before its first.
+    func lastOwnChangeStamp() throws -> HLCTimestamp?
     @discardableResult func noteLedgerChecks(
         _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
     ) throws -> [LedgerFailure]

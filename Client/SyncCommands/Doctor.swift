@@ -321,7 +321,10 @@ public enum Doctor {
                 Finding(
                     check: "server", state: .ok,
                     detail: "\(url) answered; its certificate and this machine's token were accepted"))
-            if let finding = ownChain(try client.ownChainStanding()) { findings.append(finding) }
+            // An answer that cannot be read says nothing of this machine's changes.
+            if let standing = try? client.ownChainStanding(), let finding = ownChain(standing) {
+                findings.append(finding)
+            }
             if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {
                 findings.append(
                     Finding(

@@ -3,6 +3,7 @@ import Desktop
 import JSON
 import Replica
 import SyncClient
+import SyncCore
 import SystemServices
 
 /// One push, pull or sync with this machine's client, and what it did in
@@ -92,9 +93,25 @@ public enum Transfer {
                     ])
                 }),
         ]
+        if let elsewhere = summary.writtenElsewhere {
+            object["writtenElsewhere"] = .object([
+                "reason": .string(elsewhere.reason), "serverChain": .string(Self.word(elsewhere.standing)),
+            ])
+        }
         if let recoveryCode { object["recoveryCode"] = .string(recoveryCode) }
         object["keyRotated"] = .bool(rotated)
         return .object(object)
+    }
+
+    /// Where the server holds this machine's id's chain, in a word.
+    static func word(_ standing: ChainEcho.Standing) -> String {
+        switch standing {
+        case .ours: "this machine's"
+        case .behind: "behind this machine's"
+        case .ahead: "ahead of what this machine was told"
+        case .another: "another home's"
+        case .unknown: "unknown"
+        }
     }
 
     /// What a transfer named `name` (push, pull, sync, key rotate, …) did,
@@ -145,6 +162,12 @@ public enum Transfer {
         }
         if summary.restamped > 0 {
             parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)")
+        }
+        if let elsewhere = summary.writtenElsewhere {
+            parts.append(
+                "another home writes under this machine's device id (\(elsewhere.reason); the server's chain of it: "
+                    + "\(Self.word(elsewhere.standing))): a copy of this home syncs; the one whose chain it is not "
+                    + "takes an id of its own at its next edit, and nothing is lost")
         }
         for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {
             parts.append(

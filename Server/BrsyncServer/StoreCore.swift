@@ -200,9 +200,10 @@ extension StoreDialect {
             clientProtocol: clientProtocol,
             in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: joining)
-        // Only the chain of the id this token's device last pushed under: one
-        // device's token does not learn where another device stands.
-        if let chainOf, !joining, chainOf == device.clientDevice {
+        // Of any id in the account (homes copied with their token share
+        // it), to a token whose device pushed: in an encrypted account only a
+        // key holder's can, and a push's `gap` answer tells it as much.
+        if chainOf != nil, !joining, !device.accountEncrypted || device.clientDevice != nil {
             page.chain = ChainEcho(last: snapshot.stream?.last ?? 0, digest: snapshot.stream?.digest ?? "")
         }
         // One lock per pull at most: the cache is shared by every connection.

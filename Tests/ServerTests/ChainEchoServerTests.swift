@@ -7,8 +7,7 @@ import Testing
 @testable import BrsyncServer
 
 /// A pull that asks (`chain=ID`) is told where the server holds the
-/// stream of that id: only the id the token's device last pushed under, and
-/// never from memory.
+/// stream of that id in the token's account, never from memory.
 @Suite struct ChainEchoServerTests {
     static func page(_ device: TestDevice, _ target: String) throws -> PullResponse {
         let response = try device.client.send(method: "GET", target: target, headers: device.authorization)
@@ -20,8 +19,8 @@ import Testing
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         let asking = PullRequest(limit: 1, chainOf: laptop.deviceID).target
-        // Nothing pushed under the id yet: the token's device has no stream to be told of.
-        #expect(try Self.page(laptop, asking).chain == nil)
+        // Nothing pushed under the id yet: none.
+        #expect(try Self.page(laptop, asking).chain == ChainEcho(last: 0, digest: ""))
         #expect(
             try laptop.push([
                 laptop.change("one.example", ["browser": .string("firefox")]),
@@ -38,15 +37,29 @@ import Testing
         let cursor = try laptop.pullAll().cursor
         for _ in 0..<3 { #expect(try Self.page(laptop, "/v1/pull?since=\(cursor)").chain == nil) }
         #expect(try Self.page(laptop, PullRequest(since: cursor, chainOf: laptop.deviceID).target).chain == expected)
-        // Another device's token is not told where the laptop stands, nor
-        // where its own stream would be under an id it never pushed under.
-        #expect(try Self.page(desktop, asking).chain == nil)
-        #expect(try Self.page(desktop, PullRequest(limit: 1, chainOf: desktop.deviceID).target).chain == nil)
+        // Any token of the account is told (homes copied with their token
+        // share it; a push's `gap` answer says as much to any of them).
+        #expect(try Self.page(desktop, asking).chain == expected)
         #expect(try desktop.push([desktop.change("three.example", ["browser": .string("epiphany")])]).status == 200)
         #expect(
             try Self.page(desktop, PullRequest(limit: 1, chainOf: desktop.deviceID).target).chain
                 == ChainEcho(last: 1, digest: try #require(desktop.chains[1])))
-        #expect(try Self.page(desktop, asking).chain == nil)
+        // Another account's token is told nothing of this account's streams.
+        let stranger = try fixture.device("bob", "phone")
+        #expect(try Self.page(stranger, asking).chain == ChainEcho(last: 0, digest: ""))
+    }
+
+    /// In an encrypted account, a token whose device never pushed (only a
+    /// key holder's can: pushes are signed) is not told where a stream
+    /// stands; a key holder's is.
+    @Test(arguments: StoreKind.allCases) func aTokenThatCannotWriteIsNotToldWhereStreamsStand(_ kind: StoreKind) throws
+    {
+        let fixture = try ServerFixture(kind)
+        let (keyHolder, keyless) = try EncryptedAccountTests.encryptedAccount(fixture)
+        #expect(try keyHolder.push([EncryptedAccountTests.sealed(keyHolder, "one")]).status == 200)
+        let asking = PullRequest(limit: 1, keyID: EncryptedAccountTests.firstKey, chainOf: keyHolder.deviceID).target
+        #expect(try Self.page(keyless, asking).chain == nil)
+        #expect(try Self.page(keyHolder, asking).chain?.last == 1)
     }
 
     /// A chain that is no device id, or not the one the proof names, is a 400

@@ -13,8 +13,8 @@ import Testing
     @Test func aMachineIsToldWhereTheServerHoldsItsChanges() throws {
         let world = try SyncWorld()
         let laptop = try world.machine("laptop")
-        // Nothing pushed yet: the server has no stream of this token's to tell of.
-        #expect(try world.client(laptop).ownChainStanding() == .unknown)
+        // Nothing pushed yet, and the server holds nothing of it.
+        #expect(try world.client(laptop).ownChainStanding() == .ours)
         try laptop.replica.write(.settings, key: "note", changes: ["value": .int(1)])
         try world.sync(laptop)
         #expect(try world.client(laptop).ownChainStanding() == .ours)
@@ -48,5 +48,8 @@ import Testing
         let summary = try world.sync(copyMachine)
         #expect(summary.newDeviceID != nil, "\(summary)")
         #expect(try world.client(copyMachine).ownChainStanding() == .ours)
+        // The laptop shares the copy's token, whose last push was under the
+        // copy's new id: it is still told where its own id stands.
+        #expect(try world.client(laptop).ownChainStanding() == .ours)
     }
 }

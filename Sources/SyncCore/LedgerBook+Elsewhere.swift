@@ -1,0 +1,178 @@
+/// Whether another home writes under this device's id (Deploy/SECURITY.md,
+/// "Two live homes under one id"): a record held under the id that the
+/// device's own book did not write. Nothing of the device's own making
+/// fires it (a request whose answer was lost is the book's, the same; a
+/// pending record made again after a refusal takes its slot at a newer
+/// stamp), and records set aside are not held, so they do not either.
+extension LedgerBook {
+    /// What a replica holds under this book's device id: the stamp of each
+    /// ledger record (its head, its shards by index, its pending records by
+    /// slot) and of the newest write of the id it pulled.
+    public struct Held: Sendable, Equatable {
+        public var head: Ledger.Stamp?
+        public var shards: [Int: Ledger.Stamp] = [:]
+        public var pending: [Int: Ledger.Stamp] = [:]
+        /// The newest value stamped with this id that a pull brought here.
+        public var newestWrite: Ledger.Stamp?
+
+        public init(head: Ledger.Stamp? = nil, newestWrite: Ledger.Stamp? = nil) {
+            self.head = head
+            self.newestWrite = newestWrite
+        }
+    }
+
+    /// The first record of `held` the book did not write, said in words, or
+    /// nil when it wrote them all.
+    /// - Parameter ownNewest: the newest stamp of this device's own changes,
+    ///   pushed or not (a value of its own that a pull brings back, an
+    ///   answer lost, is not newer).
+    public func notWrittenHere(_ held: Held, ownNewest: Ledger.Stamp?) -> String? {
+        let waiting = unconfirmed?.stamp
+        if let head = held.head, head != waiting, headStamp.map({ head > $0 }) ?? true {
+            return "a head written at \(head), which this machine did not write"
+        }
+        for (index, stamp) in held.shards.sorted(by: { $0.key < $1.key })
+        where stamp != waiting && shardStamps[index].map({ stamp > $0 }) ?? true {
+            return "shard \(index) written at \(stamp), which this machine did not write"
+        }
+        for (slot, stamp) in held.pending.sorted(by: { $0.key < $1.key })
+        where lastFolded.map({ stamp > $0.stamp }) ?? true
+            && !chain.contains(where: { $0.slot == slot && $0.stamp >= stamp })
+        {
+            return "a pending record in slot \(slot) written at \(stamp), which this machine did not write"
+        }
+        if let write = held.newestWrite, [newest, ownNewest].compactMap({ $0 }).max().map({ write > $0 }) ?? true {
+            return "a write at \(write), newer than any this machine made"
+        }
+        return nil
+    }
+}
+
+extension LedgerBook {
+    /// Takes in what another home wrote under this book's id (Deploy/SECURITY.md,
+    /// "Two live homes under one id", step 3): every write of the id that
+    /// `other` (its ledger as held here) names, folded as this device's
+    /// own, and its head's fold when it is past every link of this book.
+    /// The next ledger request then writes every shard again and a head
+    /// that folds both. Only when this machine holds every one of those
+    /// writes (`held`: a record's registers by tag; a field held at the
+    /// write's stamp or a newer one): a write the server holds back from
+    /// this machine must not leave the id's ledger, where other machines
+    /// would miss it. Entries `other` inherited from earlier ids are left
+    /// out (they only widen what check 1 reads).
+    /// - Returns: nil when done; else why it cannot be done (yet), nothing
+    ///   changed: a write the other ledger names that is not held here; a
+    ///   pending record of the other home held above its head's fold (the
+    ///   union's head would retire it unread); a request of this book
+    ///   waiting for its answer, or a batch for its answer.
+    public mutating func takeIn(
+        _ other: LedgerCheck.Ledgers, held: (UInt64) -> [String: HLCTimestamp]?
+    ) -> String? {
+        guard unconfirmed == nil, unanswered == 0 else { return "this machine's own ledger request waits" }
+        let folded = other.head?.value.folded
+        if let tail = other.unfolded.first {
+            return "the other home's pending record in slot \(tail.slot) is not folded by its head"
+        }
+        // The first write named that is not held here, said in words.
+        var unmet: String?
+        func writes(_ entries: [Ledger.Entry], names: [String]) -> [Write] {
+            entries.compactMap { entry in
+                let registers = held(entry.tag) ?? [:]
+                var fields: [String: Ledger.Stamp] = [:]
+                for group in entry.groups where group.device == 0 {
+                    var groupNames: [String] = []
+                    for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
+                        groupNames.append(name)
+                    }
+                    groupNames += group.others.compactMap { Int($0) < names.count ? names[Int($0)] : nil }
+                    for name in groupNames {
+                        if registers[name].map({ Ledger.Stamp($0) >= group.stamp }) != true {
+                            unmet = unmet ?? "its write of \(name) at \(group.stamp) is not held here"
+                        }
+                        fields[name] = group.stamp
+                    }
+                }
+                return fields.isEmpty ? nil : Write(tag: entry.tag, fields: fields)
+            }
+        }
+        let names = other.head?.value.fieldNames ?? []
+        var taken: [Write] = []
+        for (_, shard) in other.shards.sorted(by: { $0.key < $1.key }) {
+            taken += writes(shard.value.entries, names: names)
+        }
+        for (_, pending) in other.pending.sorted(by: { $0.key < $1.key }) {
+            taken += writes(pending.value.entries, names: pending.value.fieldNames)
+        }
+        if let unmet { return "the other home's ledger names a write this machine lacks: \(unmet)" }
+        fold(taken)
+        // Its head's fold goes into this book's when it is past it; this
+        // book's own chain goes on after the union's head either way.
+        let mine = chain.last ?? lastFolded
+        if let folded, mine.map({ folded.stamp > $0.stamp }) ?? true {
+            lastFolded = folded
+            chain = []
+        }
+        // Every shard is written again (the other home's win the keys this
+        // book did not write since).
+        shardStamps = [:]
+        return nil
+    }
+}
+
+extension LedgerBook {
+    /// Each entry's own writes (device 0's groups) as field → stamp, by tag.
+    static func ownWrites(_ entries: [Ledger.Entry], names: [String]) -> [UInt64: [String: Ledger.Stamp]] {
+        var result: [UInt64: [String: Ledger.Stamp]] = [:]
+        for entry in entries {
+            for group in entry.groups where group.device == 0 {
+                for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
+                    result[entry.tag, default: [:]][name] = group.stamp
+                }
+                for index in group.others where Int(index) < names.count {
+                    result[entry.tag, default: [:]][names[Int(index)]] = group.stamp
+                }
+            }
+        }
+        return result
+    }
+
+    /// Whether `other` (another home's ledger of this id, as held) already
+    /// names every write of this book, at its stamp or a newer one: then
+    /// this book takes it as its own (``adopt(_:)``) and writes nothing.
+    public func isCovered(by other: LedgerCheck.Ledgers) -> Bool {
+        guard other.head != nil else { return false }
+        let theirs = Self.ownWrites(
+            other.shards.values.flatMap(\.value.entries), names: other.head?.value.fieldNames ?? [])
+        let mine = Self.ownWrites(Array(entries.values), names: fieldNames)
+        return mine.allSatisfy { tag, fields in
+            fields.allSatisfy { name, stamp in theirs[tag]?[name].map { $0 >= stamp } ?? false }
+        }
+    }
+
+    /// Takes `other` (another home's ledger of this id, covering this book:
+    /// ``isCovered(by:)``, and whole: its shards are the ones its head
+    /// counts) as this book's last confirmed head: its entries, names, ids
+    /// and shards, so the next request writes on from it.
+    public mutating func adopt(_ other: LedgerCheck.Ledgers) {
+        guard let head = other.head, unconfirmed == nil, unanswered == 0 else { return }
+        entries = [:]
+        for index in 0..<head.value.shardCount {
+            for entry in other.shards[index]?.value.entries ?? [] { entries[entry.tag] = entry }
+        }
+        fieldNames = head.value.fieldNames
+        ids = head.value.ids
+        if let theirs = head.value.newest, newest.map({ theirs > $0 }) ?? true { newest = theirs }
+        headStamp = Ledger.Stamp(head.stamp)
+        let mine = chain.last ?? lastFolded
+        if let folded = head.value.folded, mine.map({ folded.stamp >= $0.stamp }) ?? true {
+            lastFolded = folded
+            chain = []
+        }
+        shardCount = head.value.shardCount
+        shardStamps = [:]
+        for index in 0..<head.value.shardCount {
+            if let shard = other.shards[index] { shardStamps[index] = Ledger.Stamp(shard.stamp) }
+        }
+        changedTags = []
+    }
+}

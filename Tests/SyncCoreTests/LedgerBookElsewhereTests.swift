@@ -1,0 +1,151 @@
+import SyncCore
+import Testing
+
+/// A record held under a device's own id that its book did not write
+/// (``LedgerBook/notWrittenHere(_:ownNewest:)``): nothing of the book's own
+/// making is named, and each kind of record another home writes is.
+@Suite struct LedgerBookElsewhereTests {
+    typealias Stamp = Ledger.Stamp
+    static func stamp(_ wall: Int64, _ counter: UInt32 = 0) -> Stamp { Stamp(wallMillis: wall, counter: counter) }
+
+    /// A book whose first request (at 200: shard 0 and the head) was
+    /// confirmed, with one batch after it (slot 2 at 301) answered, and a
+    /// second request (at 400) made and not confirmed; its newest write is at 20.
+    static func book() throws -> LedgerBook {
+        var book = LedgerBook(device: "laptop")
+        var wall: Int64 = 100
+        func next() -> Stamp {
+            wall += 1
+            return stamp(wall)
+        }
+        for tag in UInt64(1)...2 {
+            let records = book.pending(
+                for: [.init(tag: tag, fields: ["deleted": stamp(Int64(tag) * 10)])], stamps: next)
+            #expect(records != nil)
+            book.answered(acknowledging: [.init(tag: tag, fields: ["deleted": stamp(Int64(tag) * 10)])])
+        }
+        let first = try book.ledgerRequest(at: stamp(200)) { _ in 1 }
+        #expect(first != nil)
+        book.confirmed()
+        wall = 300
+        let third = book.pending(for: [.init(tag: 3, fields: ["deleted": stamp(20)])], stamps: next)
+        #expect(third != nil)
+        book.answered(acknowledging: [.init(tag: 3, fields: ["deleted": stamp(20)])])
+        let second = try book.ledgerRequest(at: stamp(400)) { _ in 2 }
+        #expect(second != nil)
+        return book
+    }
+
+    @Test func whatTheBookWroteIsNotNamed() throws {
+        let book = try Self.book()
+        #expect(book.headStamp == Self.stamp(200) && book.chain.map(\.slot) == [2])
+        var held = LedgerBook.Held(head: Self.stamp(200), newestWrite: Self.stamp(20))
+        held.shards = [0: Self.stamp(200)]
+        held.pending = [0: Self.stamp(101), 1: Self.stamp(102), 2: Self.stamp(301)]
+        #expect(book.notWrittenHere(held, ownNewest: Self.stamp(20)) == nil)
+        // The request waiting for its answer, taken by the server.
+        held.head = Self.stamp(400)
+        held.shards = [0: Self.stamp(400)]
+        #expect(book.notWrittenHere(held, ownNewest: nil) == nil)
+        // An older head of its own (a restored server's), a pending record
+        // made again after a refusal (the chain's link is newer), and a
+        // value of its own pulled back newer than the book's (a lost answer).
+        held.head = Self.stamp(150)
+        held.pending[2] = Self.stamp(300, 5)
+        held.newestWrite = Self.stamp(25)
+        #expect(book.notWrittenHere(held, ownNewest: Self.stamp(25)) == nil)
+        #expect(LedgerBook(device: "fresh").notWrittenHere(LedgerBook.Held(), ownNewest: nil) == nil)
+    }
+
+    @Test(arguments: [
+        ("head", "a head written at"), ("shard", "shard 0 written at"), ("new shard", "shard 3 written at"),
+        ("pending", "a pending record in slot 2"), ("other slot", "a pending record in slot 5"),
+        ("write", "a write at"),
+    ])
+    func eachRecordAnotherHomeWritesIsNamed(what: String, named: String) throws {
+        let book = try Self.book()
+        var held = LedgerBook.Held(head: Self.stamp(200), newestWrite: Self.stamp(20))
+        held.shards = [0: Self.stamp(200)]
+        switch what {
+        case "head": held.head = Self.stamp(250)
+        case "shard": held.shards[0] = Self.stamp(250)
+        case "new shard": held.shards[3] = Self.stamp(100)
+        case "pending": held.pending[2] = Self.stamp(302)
+        case "other slot": held.pending[5] = Self.stamp(201)
+        default: held.newestWrite = Self.stamp(21)
+        }
+        let reason = book.notWrittenHere(held, ownNewest: Self.stamp(20))
+        #expect(reason?.hasPrefix(named) == true, "\(String(describing: reason))")
+        // A fresh book (a device that never wrote) names any write of its id.
+        let fresh = LedgerBook(device: "laptop")
+        #expect(fresh.notWrittenHere(LedgerBook.Held(newestWrite: Self.stamp(1)), ownNewest: nil) != nil)
+    }
+}
+
+/// Another home's ledger of the same id taken in (``LedgerBook/takeIn(_:held:)``)
+/// or taken as this book's own when it covers it (``LedgerBook/adopt(_:)``).
+@Suite struct LedgerBookTakeInTests {
+    typealias Stamp = Ledger.Stamp
+    static func stamp(_ wall: Int64) -> Stamp { Stamp(wallMillis: wall, counter: 0) }
+    static func held(_ wall: Int64) -> HLCTimestamp { HLCTimestamp(wallMillis: wall, counter: 0, device: "laptop") }
+
+    /// A book of `writes` (tag → the stamp of its `deleted` field), its
+    /// request at `at` confirmed, and the ledger records that request wrote.
+    static func written(_ writes: [UInt64: Int64], at: Int64) throws -> (LedgerBook, LedgerCheck.Ledgers) {
+        var book = LedgerBook(device: "laptop")
+        book.fold(writes.map { .init(tag: $0.key, fields: ["deleted": stamp($0.value)]) })
+        let made = try book.ledgerRequest(at: stamp(at)) { _ in 7 }
+        let request = try #require(made)
+        book.confirmed()
+        var ledgers = LedgerCheck.Ledgers(head: .init(request.head, stamp: held(at)))
+        for shard in request.shards { ledgers.shards[shard.index] = .init(shard, stamp: held(at)) }
+        return (book, ledgers)
+    }
+
+    @Test func theWritesOfBothHomesThatAreHeldGoIntoOneLedger() throws {
+        // This home wrote tags 1 and 2; the other, under the same id, 2 again (later) and 3 and 4.
+        let (mine, _) = try Self.written([1: 10, 2: 11], at: 100)
+        let (_, theirs) = try Self.written([2: 20, 3: 21, 4: 22], at: 200)
+        #expect(!mine.isCovered(by: theirs))
+        var union = mine
+        // Tag 4's write is not held here (a server may hold it back): nothing is taken yet.
+        var registers: [UInt64: [String: HLCTimestamp]] = [
+            2: ["deleted": Self.held(20)], 3: ["deleted": Self.held(25)],
+        ]
+        let waiting = union.takeIn(theirs, held: { registers[$0] })
+        #expect(waiting?.contains("lacks") == true, "\(String(describing: waiting))")
+        #expect(union == mine)
+        registers[4] = ["deleted": Self.held(22)]
+        #expect(union.takeIn(theirs, held: { registers[$0] }) == nil)
+        #expect(Set(union.entries.keys) == [1, 2, 3, 4])
+        #expect(union.newest == Self.stamp(22))
+        // Every shard is written again.
+        let made = try union.ledgerRequest(at: Self.stamp(300)) { _ in 9 }
+        let request = try #require(made)
+        #expect(request.shards.count == request.head.shardCount && request.head.entryCount == 4)
+        // The other home, holding that ledger, is covered by it: it writes nothing.
+        var ledgers = LedgerCheck.Ledgers(head: .init(request.head, stamp: Self.held(300)))
+        for shard in request.shards { ledgers.shards[shard.index] = .init(shard, stamp: Self.held(300)) }
+        let (other, _) = try Self.written([2: 20, 3: 21], at: 200)
+        #expect(other.isCovered(by: ledgers))
+        var adopted = other
+        adopted.adopt(ledgers)
+        #expect(adopted.headStamp == Self.stamp(300) && adopted.shardStamps[0] == Self.stamp(300))
+        #expect(adopted.changedTags.isEmpty && Set(adopted.entries.keys) == [1, 2, 3, 4])
+        // Nothing held under the id is then not its own.
+        var held = LedgerBook.Held(head: Self.stamp(300))
+        held.shards = [0: Self.stamp(300)]
+        #expect(adopted.notWrittenHere(held, ownNewest: Self.stamp(21)) == nil)
+    }
+
+    @Test func aPendingRecordTheOtherHeadDidNotFoldStopsIt() throws {
+        let (mine, _) = try Self.written([1: 10], at: 100)
+        var (_, theirs) = try Self.written([3: 21], at: 200)
+        theirs.pending[4] = .init(
+            Ledger.Pending(base: Self.stamp(200), previous: nil, entries: []), stamp: Self.held(250))
+        var union = mine
+        let why = union.takeIn(theirs, held: { _ in nil })
+        #expect(why?.contains("slot 4") == true, "\(String(describing: why))")
+        #expect(union == mine, "nothing taken")
+    }
+}
