@@ -200,14 +200,16 @@ extension SyncClient {
         guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
         // A new request only from a book known to be current: a push answer
         // in this sync showed the server's chain of this device to be this
-        // replica's, or a pull reached the server's head and holds no head of
-        // this device newer than the book's (a home restored from an older
-        // copy of itself, its book as old, forks at its next push instead).
-        // Or one that takes in another home's ledger under this id (`above`).
-        // (The first case lets a stale book write: Deploy/SECURITY.md, "Two
-        // live homes under one id", says what that leaves open.)
+        // replica's, or a pull reached the server's head; and it holds no
+        // head of this device newer than the book's. One that does was
+        // written by another home under this id: the pull's end takes that
+        // home's ledger in (`above` then) or takes it as this book's own; a
+        // request from the book alone would overwrite it and hide the other
+        // home's older writes from every machine. (A home restored from an
+        // older copy of itself, its book as old, forks at its next push.)
         guard
-            try above != nil || book.unconfirmed != nil || ledgerChainConfirmed || (ledgerPulledHead && !isStale(book))
+            try above != nil || book.unconfirmed != nil
+                || ((ledgerChainConfirmed || ledgerPulledHead) && !isStale(book))
         else {
             return
         }
