@@ -67,7 +67,7 @@ extension SyncClient {
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
         }
-        try noteWrittenElsewhere(run.own)
+        try noteWrittenElsewhere(run.own, rows: run.ownRows)
     }
 
     /// Whether another home writes under this device's id: a record held
@@ -75,7 +75,7 @@ extension SyncClient {
     /// server holds the id's stream (one request more), noted in the
     /// summary, and the other home's ledger taken in (Deploy/SECURITY.md,
     /// "Two live homes under one id", steps 2 and 3).
-    private func noteWrittenElsewhere(_ held: LedgerBook.Held) throws {
+    private func noteWrittenElsewhere(_ held: LedgerBook.Held, rows: [(row: LedgerRow, key: Ledger.Key)]) throws {
         guard let book = try ledgerBook(),
             let reason = book.notWrittenHere(
                 held, ownNewest: try replica.lastOwnChangeStamp().map(Ledger.Stamp.init))
@@ -87,7 +87,7 @@ extension SyncClient {
         // it is not forks at its next push; either mends the id's ledger,
         // the first to see the other's writes writing a ledger of both, the
         // other taking that one as its own (so two homes write once each).
-        if standing != .unknown, options.takesInOtherHomes { try takeInWrittenElsewhere(book) }
+        if standing != .unknown, options.takesInOtherHomes { try takeInWrittenElsewhere(book, rows: rows) }
     }
 
     /// Step 3: what the other home's ledger names and this machine holds
@@ -95,13 +95,12 @@ extension SyncClient {
     /// writes every shard again and a head above every record held under
     /// the id. Nothing is written when that cannot be done safely; the
     /// sync says why.
-    private func takeInWrittenElsewhere(_ book: LedgerBook) throws {
+    private func takeInWrittenElsewhere(_ book: LedgerBook, rows: [(row: LedgerRow, key: Ledger.Key)]) throws {
         guard let cipher, let keyID else { return }
         let device = replica.deviceID
         var other = LedgerCheck.Ledgers()
         var packed: [Int: [UInt8]] = [:]
-        for row in try replica.ledgerRows() {
-            guard let key = Ledger.Key(row.key), key.device == device else { continue }
+        for (row, key) in rows {
             do throws(Ledger.Problem) {
                 if let shard = try Self.place(row, key, into: &other) { packed[shard.index] = shard.packed }
             } catch {
@@ -149,8 +148,10 @@ extension SyncClient {
         var missing: [PullRequest.Asked] = []
         var checked: [String: Replica.LedgerChecked] = [:]
         var read = LedgerCheckRead()
-        /// What is held under this device's own id (``LedgerBook/notWrittenHere(_:ownNewest:)``).
+        /// What is held under this device's own id (``LedgerBook/notWrittenHere(_:ownNewest:)``),
+        /// and its rows, read once (the take-in parses them).
         var own = LedgerBook.Held()
+        var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -171,10 +172,12 @@ extension SyncClient {
         // This device's own records are not checked: only their stamps are
         // read, to see whether another home wrote any.
         var own = LedgerBook.Held()
+        var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
         for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
             let key = row.key
             let device = parsed.device
             guard device != replica.deviceID else {
+                ownRows.append((row, parsed))
                 guard let stamp = row.fields.stamp.map(Ledger.Stamp.init) else { continue }
                 switch parsed {
                 case .head: own.head = stamp
@@ -218,6 +221,7 @@ extension SyncClient {
         var run = LedgerRun()
         own.newestWrite = newest[replica.deviceID].map(Ledger.Stamp.init)
         run.own = own
+        run.ownRows = ownRows
         var missing: Set<PullRequest.Asked> = []
         var ledgerKeys: [PullRequest.Asked] = []
         guard !ledgers.isEmpty || !damaged.isEmpty else { return run }

@@ -76,23 +76,13 @@ extension LedgerBook {
         // The first write named that is not held here, said in words.
         var unmet: String?
         func writes(_ entries: [Ledger.Entry], names: [String]) -> [Write] {
-            entries.compactMap { entry in
-                let registers = held(entry.tag) ?? [:]
-                var fields: [String: Ledger.Stamp] = [:]
-                for group in entry.groups where group.device == 0 {
-                    var groupNames: [String] = []
-                    for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
-                        groupNames.append(name)
-                    }
-                    groupNames += group.others.compactMap { Int($0) < names.count ? names[Int($0)] : nil }
-                    for name in groupNames {
-                        if registers[name].map({ Ledger.Stamp($0) >= group.stamp }) != true {
-                            unmet = unmet ?? "its write of \(name) at \(group.stamp) is not held here"
-                        }
-                        fields[name] = group.stamp
-                    }
+            Self.ownWrites(entries, names: names).sorted { $0.key < $1.key }.map { tag, fields in
+                let registers = held(tag) ?? [:]
+                for (name, stamp) in fields.sorted(by: { $0.key < $1.key })
+                where registers[name].map({ Ledger.Stamp($0) >= stamp }) != true {
+                    unmet = unmet ?? "its write of \(name) at \(stamp) is not held here"
                 }
-                return fields.isEmpty ? nil : Write(tag: entry.tag, fields: fields)
+                return Write(tag: tag, fields: fields)
             }
         }
         let names = other.head?.value.fieldNames ?? []
