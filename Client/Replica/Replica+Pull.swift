@@ -148,6 +148,12 @@ extension Replica {
                 let fresh = local.fields.isEmpty
                 for (name, register) in merged.fields where fresh || local.fields[name] != register {
                     hear(register.stamp)
+                    // A value under this device's id that it did not hold:
+                    // another home's (``writesFromElsewhere()``).
+                    if register.stamp.device == deviceID {
+                        try noteWriteFromElsewhere(
+                            change.collection, key: change.key, field: name, stamp: register.stamp)
+                    }
                 }
                 // Only a value counts as a change here: a version vector that
                 // grew alone is merged, but neither logged nor counted (a pull

@@ -373,6 +373,8 @@ public final class Replica {
         try database.setMeta("device_id", id)
         // Nothing was acknowledged under the new id.
         try database.setMeta("acknowledged_high", nil)
+        // The old id's writes made elsewhere are another device's now.
+        try database.run("DELETE FROM writes_from_elsewhere")
         deviceID = id
         clock = HybridLogicalClock(device: id, last: clock.last)
     }

@@ -102,6 +102,7 @@ enum ReplicaSchema {
         Migration4.ledgerChecked,
         Migration4.tagsByTag,
         Migration4.forgottenDevices,
+        Migration4.writesFromElsewhere,
     ])
 
     enum Migration4 {
@@ -510,6 +511,22 @@ enum ReplicaSchema {
                     writes_high TEXT,
                     what TEXT NOT NULL,
                     at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+
+        /// Writes under this device's id that a pull brought and this
+        /// replica did not hold (``Replica/writesFromElsewhere()``): another
+        /// home's, whatever their stamps. Each field keeps the newest one
+        /// heard until this device's ledger names it.
+        static let writesFromElsewhere = Migrator.Migration(
+            version: 27,
+            sql: """
+                CREATE TABLE writes_from_elsewhere (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    stamp TEXT NOT NULL,
+                    PRIMARY KEY (collection, key, field)
                 ) WITHOUT ROWID;
                 """)
     }

@@ -67,7 +67,7 @@ extension SyncClient {
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
         }
-        try noteWrittenElsewhere(run.own, rows: run.ownRows)
+        try noteWrittenElsewhere(run.own, rows: run.ownRows, fromElsewhere: run.fromElsewhere)
     }
 
     /// Whether another home writes under this device's id: a record held
@@ -75,11 +75,18 @@ extension SyncClient {
     /// server holds the id's stream (one request more), noted in the
     /// summary, and the other home's ledger taken in (Deploy/SECURITY.md,
     /// "Two live homes under one id", steps 2 and 3).
-    private func noteWrittenElsewhere(_ held: LedgerBook.Held, rows: [(row: LedgerRow, key: Ledger.Key)]) throws {
-        guard let book = try ledgerBook(),
+    private func noteWrittenElsewhere(
+        _ held: LedgerBook.Held, rows: [(row: LedgerRow, key: Ledger.Key)], fromElsewhere: [WriteFromElsewhere]
+    ) throws {
+        guard let book = try ledgerBook() else { return }
+        guard
             let reason = book.notWrittenHere(
                 held, ownNewest: try replica.lastOwnChangeStamp().map(Ledger.Stamp.init))
-        else { return }
+        else {
+            // This device's ledger names every write of its id pulls brought.
+            try replica.forgetWritesFromElsewhere(fromElsewhere)
+            return
+        }
         let standing: ChainEcho.Standing
         do { standing = try chainStanding() } catch { standing = .unknown }
         summary.writtenElsewhere = Summary.WrittenElsewhere(reason: reason, standing: standing)
@@ -87,7 +94,11 @@ extension SyncClient {
         // it is not forks at its next push; either mends the id's ledger,
         // the first to see the other's writes writing a ledger of both, the
         // other taking that one as its own (so two homes write once each).
-        if standing != .unknown, options.takesInOtherHomes { try takeInWrittenElsewhere(book, rows: rows) }
+        if standing != .unknown, options.takesInOtherHomes,
+            try takeInWrittenElsewhere(book, rows: rows, fromElsewhere: held.fromElsewhere)
+        {
+            try replica.forgetWritesFromElsewhere(fromElsewhere)
+        }
     }
 
     /// Step 3: what the other home's ledger names and this machine holds
@@ -95,8 +106,13 @@ extension SyncClient {
     /// writes every shard again and a head above every record held under
     /// the id. Nothing is written when that cannot be done safely; the
     /// sync says why.
-    private func takeInWrittenElsewhere(_ book: LedgerBook, rows: [(row: LedgerRow, key: Ledger.Key)]) throws {
-        guard let cipher, let keyID else { return }
+    /// - Parameter fromElsewhere: writes of the id that pulls brought (``LedgerBook/Held/fromElsewhere``).
+    /// - Returns: whether this device's book names all of them now.
+    private func takeInWrittenElsewhere(
+        _ book: LedgerBook, rows: [(row: LedgerRow, key: Ledger.Key)],
+        fromElsewhere: [UInt64: [String: Ledger.Stamp]]
+    ) throws -> Bool {
+        guard let cipher, let keyID else { return false }
         let device = replica.deviceID
         var other = LedgerCheck.Ledgers()
         var packed: [Int: [UInt8]] = [:]
@@ -107,12 +123,13 @@ extension SyncClient {
                 summary.problems.append(
                     "this machine's id holds a damaged ledger record '\(row.key)' (\(error.reason)): its ledger is not written again"
                 )
-                return
+                return false
             }
         }
         var tags: Set<UInt64> = []
         for shard in other.shards.values { for entry in shard.value.entries { tags.insert(entry.tag) } }
         for pending in other.pending.values { for entry in pending.value.entries { tags.insert(entry.tag) } }
+        tags.formUnion(fromElsewhere.keys)
         try replica.tagRecords(keyID: keyID) { cipher.tag(collection: $0.rawValue, key: $1) }
         let registers = try replica.registers(tagged: tags)
         // Whole (its shards the ones its head counts) and covering this
@@ -121,21 +138,22 @@ extension SyncClient {
             device: device, ledgers: other, register: { _ in nil }, newestRegister: nil,
             shardsHash: { Ledger.shardsHash($0, packed: packed) }
         ).contains { if case .shardsDiffer = $0 { true } else { false } }
-        if whole, book.isCovered(by: other) {
+        if whole, book.isCovered(by: other, fromElsewhere: fromElsewhere) {
             var adopted = book
             adopted.adopt(other)
             try keepLedgerBook(adopted, tags: adopted.entries.keys, confirmed: true)
-            return
+            return true
         }
         var union = book
-        if let why = union.takeIn(other, held: { registers[$0] }) {
+        if let why = union.takeIn(other, fromElsewhere: fromElsewhere, held: { registers[$0] }) {
             summary.problems.append(
                 "another home wrote under this machine's id and its ledger cannot be taken in yet: \(why)")
-            return
+            return false
         }
         try keepLedgerBook(union, tags: union.changedTags)
         let high = try replica.ownLedgerStampHigh().map(Ledger.Stamp.init)
         try sendLedgerRequest(&union, above: high)
+        return true
     }
 
     /// What one run of the checks found: what failed, by device (nil: it
@@ -152,6 +170,8 @@ extension SyncClient {
         /// and its rows, read once (the take-in parses them).
         var own = LedgerBook.Held()
         var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
+        /// The writes of this device's id that pulls brought, as read (``Replica/writesFromElsewhere()``).
+        var fromElsewhere: [WriteFromElsewhere] = []
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -220,6 +240,11 @@ extension SyncClient {
         }
         var run = LedgerRun()
         own.newestWrite = newest[replica.deviceID].map(Ledger.Stamp.init)
+        run.fromElsewhere = try replica.writesFromElsewhere()
+        for write in run.fromElsewhere {
+            own.fromElsewhere[cipher.tag(collection: write.collection.rawValue, key: write.key), default: [:]][
+                write.field] = Ledger.Stamp(write.stamp)
+        }
         run.own = own
         run.ownRows = ownRows
         var missing: Set<PullRequest.Asked> = []

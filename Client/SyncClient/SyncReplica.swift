@@ -101,6 +101,8 @@ public protocol SyncReplica: AnyObject {
     func deviceWrites() throws -> [DeviceWrites]
     /// The stamp of this device's latest change, nil before its first.
     func lastOwnChangeStamp() throws -> HLCTimestamp?
+    func writesFromElsewhere() throws -> [WriteFromElsewhere]
+    func forgetWritesFromElsewhere(_ writes: [WriteFromElsewhere]) throws
     @discardableResult func noteLedgerChecks(
         _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
     ) throws -> [LedgerFailure]

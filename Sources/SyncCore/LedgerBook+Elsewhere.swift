@@ -14,6 +14,10 @@ extension LedgerBook {
         public var pending: [Int: Ledger.Stamp] = [:]
         /// The newest value stamped with this id that a pull brought here.
         public var newestWrite: Ledger.Stamp?
+        /// Values stamped with this id that pulls brought and this replica
+        /// did not hold (another home's, whatever their stamps): each
+        /// field's stamp, by the record's tag.
+        public var fromElsewhere: [UInt64: [String: Ledger.Stamp]] = [:]
 
         public init(head: Ledger.Stamp? = nil, newestWrite: Ledger.Stamp? = nil) {
             self.head = head
@@ -41,10 +45,29 @@ extension LedgerBook {
         {
             return "a pending record in slot \(slot) written at \(stamp), which this machine did not write"
         }
+        if let (_, field, stamp) = unnamed(held.fromElsewhere).first {
+            return "a write of \(field) at \(stamp), which this machine did not make"
+        }
         if let write = held.newestWrite, [newest, ownNewest].compactMap({ $0 }).max().map({ write > $0 }) ?? true {
             return "a write at \(write), newer than any this machine made"
         }
         return nil
+    }
+
+    /// The writes of `writes` (field → stamp, by tag) this book does not
+    /// name at their stamp or a newer one, oldest first.
+    public func unnamed(
+        _ writes: [UInt64: [String: Ledger.Stamp]]
+    ) -> [(tag: UInt64, field: String, stamp: Ledger.Stamp)] {
+        guard !writes.isEmpty else { return [] }
+        let named = Self.ownWrites(writes.keys.compactMap { entries[$0] }, names: fieldNames)
+        var result: [(tag: UInt64, field: String, stamp: Ledger.Stamp)] = []
+        for (tag, fields) in writes {
+            for (field, stamp) in fields where named[tag]?[field].map({ $0 >= stamp }) != true {
+                result.append((tag, field, stamp))
+            }
+        }
+        return result.sorted { ($0.stamp, $0.tag, $0.field) < ($1.stamp, $1.tag, $1.field) }
     }
 }
 
@@ -60,13 +83,18 @@ extension LedgerBook {
     /// this machine must not leave the id's ledger, where other machines
     /// would miss it. Entries `other` inherited from earlier ids are left
     /// out (they only widen what check 1 reads).
+    /// - Parameter fromElsewhere: writes of the id that pulls brought
+    ///   (``Held/fromElsewhere``), folded too when this book does not name
+    ///   them and they are held: the other home's shards, written over by
+    ///   this book's, may name them nowhere.
     /// - Returns: nil when done; else why it cannot be done (yet), nothing
     ///   changed: a write the other ledger names that is not held here; a
     ///   pending record of the other home held above its head's fold (the
     ///   union's head would retire it unread); a request of this book
     ///   waiting for its answer, or a batch for its answer.
     public mutating func takeIn(
-        _ other: LedgerCheck.Ledgers, held: (UInt64) -> [String: HLCTimestamp]?
+        _ other: LedgerCheck.Ledgers, fromElsewhere: [UInt64: [String: Ledger.Stamp]] = [:],
+        held: (UInt64) -> [String: HLCTimestamp]?
     ) -> String? {
         guard unconfirmed == nil, unanswered == 0 else { return "this machine's own ledger request waits" }
         let folded = other.head?.value.folded
@@ -94,6 +122,13 @@ extension LedgerBook {
             taken += writes(pending.value.entries, names: pending.value.fieldNames)
         }
         if let unmet { return "the other home's ledger names a write this machine lacks: \(unmet)" }
+        // Writes of the id pulls brought, named by no ledger held here (the
+        // other home's shards were written over by this book's): each as
+        // held still (a value set aside since is no one's to name).
+        for (tag, field, stamp) in unnamed(fromElsewhere)
+        where held(tag)?[field].map({ Ledger.Stamp($0) >= stamp }) == true {
+            taken.append(Write(tag: tag, fields: [field: stamp]))
+        }
         fold(taken)
         // Its head's fold goes into this book's when it is past it; this
         // book's own chain goes on after the union's head either way.
@@ -127,15 +162,19 @@ extension LedgerBook {
     }
 
     /// Whether `other` (another home's ledger of this id, as held) already
-    /// names every write of this book, at its stamp or a newer one: then
-    /// this book takes it as its own (``adopt(_:)``) and writes nothing.
-    public func isCovered(by other: LedgerCheck.Ledgers) -> Bool {
+    /// names every write of this book, at its stamp or a newer one, and
+    /// every write of `fromElsewhere`: then this book takes it as its own
+    /// (``adopt(_:)``) and writes nothing.
+    public func isCovered(by other: LedgerCheck.Ledgers, fromElsewhere: [UInt64: [String: Ledger.Stamp]] = [:]) -> Bool
+    {
         guard other.head != nil else { return false }
         let theirs = Self.ownWrites(
             other.shards.values.flatMap(\.value.entries), names: other.head?.value.fieldNames ?? [])
         let mine = Self.ownWrites(Array(entries.values), names: fieldNames)
-        return mine.allSatisfy { tag, fields in
-            fields.allSatisfy { name, stamp in theirs[tag]?[name].map { $0 >= stamp } ?? false }
+        return [mine, fromElsewhere].allSatisfy { writes in
+            writes.allSatisfy { tag, fields in
+                fields.allSatisfy { name, stamp in theirs[tag]?[name].map { $0 >= stamp } ?? false }
+            }
         }
     }
 

@@ -44,6 +44,8 @@ import Testing
         #expect(
             devices.stdout.contains("this device: desktop (") && devices.stdout.contains("other:       work laptop ("),
             "\(devices)")
+        // `device list` is `device show`, as `rules list` and `browsers list` are lists.
+        #expect(try world.run(desktop, ["device", "list"]).stdout == devices.stdout)
         #expect(try world.run(desktop, ["log", "--limit", "3"]).stdout.contains("work laptop [pulled]"))
         let status = try world.run(laptop, ["status"]).stdout
         #expect(status.contains("device:    work laptop ("), "\(status)")

@@ -80,6 +80,25 @@ import Testing
         let fresh = LedgerBook(device: "laptop")
         #expect(fresh.notWrittenHere(LedgerBook.Held(newestWrite: Self.stamp(1)), ownNewest: nil) != nil)
     }
+
+    /// A write of the id that a pull brought is named whatever its stamp,
+    /// older than this home's newest too (the other home's ledger was
+    /// written over by this one's); one the book names at its stamp or a
+    /// newer one is not.
+    @Test func aWriteFromElsewhereOlderThanTheBooksOwnIsNamed() throws {
+        let book = try Self.book()
+        var held = LedgerBook.Held(head: Self.stamp(200), newestWrite: Self.stamp(15))
+        held.shards = [0: Self.stamp(200)]
+        // Tag 2's `deleted` at 20: the book names it at 20. Tag 1's at 5: at 10.
+        held.fromElsewhere = [2: ["deleted": Self.stamp(20)], 1: ["deleted": Self.stamp(5)]]
+        #expect(book.notWrittenHere(held, ownNewest: Self.stamp(20)) == nil)
+        // Tag 1's `name` at 15 (the book has no `name` of it), and tag 9, which the book never wrote.
+        held.fromElsewhere[1]?["name"] = Self.stamp(15)
+        held.fromElsewhere[9] = ["deleted": Self.stamp(12)]
+        let reason = book.notWrittenHere(held, ownNewest: Self.stamp(20))
+        #expect(reason == "a write of deleted at \(Self.stamp(12)), which this machine did not make")
+        #expect(book.unnamed(held.fromElsewhere).map(\.tag) == [9, 1])
+    }
 }
 
 /// Another home's ledger of the same id taken in (``LedgerBook/takeIn(_:held:)``)
@@ -136,6 +155,32 @@ import Testing
         var held = LedgerBook.Held(head: Self.stamp(300))
         held.shards = [0: Self.stamp(300)]
         #expect(adopted.notWrittenHere(held, ownNewest: Self.stamp(21)) == nil)
+    }
+
+    /// This home wrote its ledger over the other home's (its head newer)
+    /// before the other's writes came: they are named by no ledger held
+    /// here, and go into this book from what pulls brought, each as held.
+    @Test func writesThatNoLedgerHeldNamesAreTakenFromWhatPullsBrought() throws {
+        let (mine, ours) = try Self.written([1: 10, 2: 11], at: 300)
+        // Tag 2's `name` at 15 and tag 3's `deleted` at 12, from the other home; tag 5's, set aside here since.
+        let pulled: [UInt64: [String: Stamp]] = [
+            2: ["name": Self.stamp(15)], 3: ["deleted": Self.stamp(12)], 5: ["deleted": Self.stamp(13)],
+        ]
+        #expect(!mine.isCovered(by: ours, fromElsewhere: pulled))
+        let registers: [UInt64: [String: HLCTimestamp]] = [
+            1: ["deleted": Self.held(10)], 2: ["deleted": Self.held(11), "name": Self.held(40)],
+            3: ["deleted": Self.held(12)],
+        ]
+        var union = mine
+        #expect(union.takeIn(ours, fromElsewhere: pulled, held: { registers[$0] }) == nil)
+        #expect(Set(union.entries.keys) == [1, 2, 3])
+        #expect(union.unnamed(pulled).map(\.tag) == [5], "only the write no longer held is left out")
+        // Its next request names them, and a book holding that ledger is covered.
+        let made = try union.ledgerRequest(at: Self.stamp(400)) { _ in 9 }
+        let request = try #require(made)
+        var ledgers = LedgerCheck.Ledgers(head: .init(request.head, stamp: Self.held(400)))
+        for shard in request.shards { ledgers.shards[shard.index] = .init(shard, stamp: Self.held(400)) }
+        #expect(mine.isCovered(by: ledgers, fromElsewhere: pulled.filter { $0.key != 5 }))
     }
 
     @Test func aPendingRecordTheOtherHeadDidNotFoldStopsIt() throws {

@@ -75,7 +75,7 @@ extension Run {
     static func waitsForACode(_ error: SyncError) -> Bool {
         switch error {
         case .refused(let code, _), .stopped(let code, _):
-            return [.noAccountKey, .encryptionRequired, .keyRotated].contains(code)
+            return [.noAccountKey, .encryptionRequired, .keyRotated, .keyRetired].contains(code)
         default: return false
         }
     }
@@ -116,7 +116,12 @@ extension Run {
                     // restored from before still names the retired one: this machine moves it forward).
                     // A server restored from before `key init`, with no key holder left to encrypt it
                     // again, is readable: the person adds the code they were given last.
-                    let retired = if case .stopped(code: .keyRotated, _) = error { true } else { false }
+                    // So is one whose writes the server refuses under a retired key.
+                    let retired =
+                        switch error {
+                        case .stopped(code: .keyRotated, _), .refused(code: .keyRetired, _): true
+                        default: false
+                        }
                     guard let current = retired ? newestKey : serverKey() ?? newestKey else { continue }
                     try AccountKeyFile.add(current, home: machine.replica.home)
                     added = true

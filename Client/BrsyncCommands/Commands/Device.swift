@@ -15,7 +15,7 @@ public struct DeviceCommand: ParsableCommand {
     public struct Show: ParsableCommand {
         public init() {}
         public static let configuration = CommandConfiguration(
-            commandName: "show", abstract: "This device, then every device named so far.")
+            commandName: "show", abstract: "This device, then every device named so far.", aliases: ["list"])
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
