@@ -85,6 +85,9 @@ extension SyncClient {
             try replica.noteEncryptionReset()
             try? replica.recordSyncProblem(Self.encryptionWasReset.description)
             throw Self.encryptionWasReset
+        } catch SyncError.cancelled {
+            // Stopped by whoever started it: nothing is wrong.
+            throw SyncError.cancelled
         } catch let error as SyncError {
             try? replica.recordSyncProblem(error.description)
             throw error

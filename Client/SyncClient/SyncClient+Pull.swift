@@ -207,6 +207,8 @@ extension SyncClient {
         var machine = PullMachine()
         var confirmedRollback = false
         while true {
+            // Before each page, whether fetched ahead or not.
+            try checkStopRequested()
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
             let target = try pullTarget(

@@ -186,6 +186,7 @@ extension SyncClient {
 
     /// A page of `GET target` (see ``Transport/fetchPage(_:)``).
     func fetchPage(_ target: String) throws -> PullResponse {
+        try checkStopRequested()
         let (exchange, page) = transport.fetchPage(target)
         try takeIn(exchange)
         // An exchange without an error holds a page.
@@ -201,6 +202,7 @@ extension SyncClient {
         method: String, target: String, body: [UInt8] = [], signedBy: Crypto.SigningKey? = nil,
         sealedWith: Wire.SealedWith? = nil, whileWaiting: (() -> Void)? = nil
     ) throws -> [UInt8] {
+        try checkStopRequested()
         let signer = signedBy ?? (method == "POST" ? signingKey : nil)
         let exchange = transport.exchange(
             method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith,
@@ -221,6 +223,11 @@ extension SyncClient {
             method: "POST", target: target, body: body, sealedWith: Wire.SealedWith(keyID: keyID),
             whileWaiting: whileWaiting)
         return try Self.json(answer, "the answer to POST \(target)")
+    }
+
+    /// Stops the sync before its next request when asked to (``Options/stopRequested``).
+    func checkStopRequested() throws(SyncError) {
+        if options.stopRequested?() == true { throw .cancelled }
     }
 
     /// Takes what a request did into the summary and the replica (the

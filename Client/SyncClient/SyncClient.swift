@@ -33,6 +33,10 @@ public final class SyncClient {
         /// taken into its own (Deploy/SECURITY.md, "Two live homes under one
         /// id"). Default on; off only shows the false alarm they end (the tests do).
         public var takesInOtherHomes = true
+        /// Asked before each request: true stops the sync there
+        /// (``SyncError/cancelled``), nothing in flight, what came before
+        /// kept. A window's Stop sets it; nil never stops.
+        public var stopRequested: (@Sendable () -> Bool)?
         public init() {}
     }
 
@@ -218,7 +222,11 @@ public final class SyncClient {
         do {
             try pushEverything()
         } catch let error as SyncError {
-            guard error.waitsForTheUser else { try? replica.recordSyncProblem(error.description); throw error }
+            guard error.waitsForTheUser else {
+                // A stop asked for is no problem to show.
+                if error != .cancelled { try? replica.recordSyncProblem(error.description) }
+                throw error
+            }
             refusal = error
         }
         do {
@@ -233,7 +241,7 @@ public final class SyncClient {
             if refusal == nil { try finishLedger() }
             try noteOwnLedger()
         } catch {
-            try? replica.recordSyncProblem("\(error)")
+            if error as? SyncError != .cancelled { try? replica.recordSyncProblem("\(error)") }
             throw error
         }
         if let refusal {

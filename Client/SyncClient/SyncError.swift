@@ -16,6 +16,10 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case stopped(code: WireError.Code, message: String)
     /// The server answered something that is not the protocol (exit 6).
     case badAnswer(String)
+    /// Whoever started the sync stopped it (a window's Stop), between two
+    /// requests: what came before is kept, and the next sync goes on from
+    /// there (exit 1).
+    case cancelled
 
     /// The stop after `refusal`: the server's own (`server`, its last
     /// refusal) is ``refused(code:message:)``; one this client made up from
@@ -31,7 +35,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var waitsForTheUser: Bool {
         switch self {
         case .refused, .stopped: return true
-        case .usage, .unreachable, .badAnswer: return false
+        case .usage, .unreachable, .badAnswer, .cancelled: return false
         }
     }
 
@@ -55,6 +59,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
         case .stopped(let code, let message): return "sync stopped (\(code)): \(message)"
         case .badAnswer(let message): return "the server's answer is not brsync's protocol: \(message)"
+        case .cancelled: return "stopped before the sync was done; what came before is kept, and the next sync goes on"
         }
     }
 }

@@ -6,7 +6,8 @@ import SystemServices
 /// The client of this machine's sync (every command's: the one factory):
 /// its server, token, pinned CA and account key (``ClientKey``).
 public func machineClient(
-    _ replica: Replica, key choice: ClientKey = .keyFile, progress: SyncClient.Progress? = nil
+    _ replica: Replica, key choice: ClientKey = .keyFile, options: SyncClient.Options = SyncClient.Options(),
+    progress: SyncClient.Progress? = nil
 ) throws -> (client: SyncClient, key: AccountKey?) {
     let state = try replica.syncState()
     guard let url = state.remoteURL else { throw CLIFailure(message: RemoteCommand.noRemote) }
@@ -26,11 +27,11 @@ public func machineClient(
     }
     let client = try SyncClient(
         replica: replica, remote: remote, token: token, caFile: state.caFile, accountKey: key,
-        olderKeys: try AccountKeyFile.readOlder(home: replica.home), progress: progress)
+        olderKeys: try AccountKeyFile.readOlder(home: replica.home), options: options, progress: progress)
     return (client, key)
 }
 
-/// The account key a machine's client seals with (``machineClient(_:key:progress:)``).
+/// The account key a machine's client seals with (``machineClient(_:key:options:progress:)``).
 public enum ClientKey: Sendable {
     /// The key file's, after settling a key change left half done.
     case keyFile

@@ -18,13 +18,13 @@ public enum Transfer {
     ///   when a replaced one is kept aside says how to put it back.
     /// - Returns: what it did, and whether it was sealed.
     public static func run(
-        _ replica: Replica, accountKey: AccountKey? = nil, progress: SyncClient.Progress? = nil,
-        notifying: Bool = false,
+        _ replica: Replica, accountKey: AccountKey? = nil, options: SyncClient.Options = SyncClient.Options(),
+        progress: SyncClient.Progress? = nil, notifying: Bool = false,
         _ body: (SyncClient) throws -> SyncClient.Summary
     ) throws -> (summary: SyncClient.Summary, encrypted: Bool) {
         let state = try replica.syncState()
         let (client, key) = try machineClient(
-            replica, key: accountKey.map { .given($0) } ?? .keyFile, progress: progress)
+            replica, key: accountKey.map { .given($0) } ?? .keyFile, options: options, progress: progress)
         do {
             return (try body(client), key != nil)
         } catch let error as SyncError {
@@ -40,6 +40,22 @@ public enum Transfer {
             }
             throw error
         }
+    }
+
+    /// One sync of the replica in `home`, as a window runs it on a thread of
+    /// its own (with its own connection to the replica): progress goes to
+    /// `progress`, and it stops before its next request once `stop` says
+    /// so (``SyncError/cancelled``), keeping what came before.
+    /// - Returns: what it did, in the line `brsync sync` prints, with its warnings.
+    /// - Throws: what `brsync sync` says when it fails.
+    public static func syncNow(
+        home: String, progress: @escaping SyncClient.Progress, stop: @escaping @Sendable () -> Bool
+    ) throws -> [String] {
+        let replica = try Replica.open(home: home)
+        var options = SyncClient.Options()
+        options.stopRequested = stop
+        let (summary, _) = try run(replica, options: options, progress: progress) { try $0.sync() }
+        return [line(summary, "sync")] + warnings(summary)
     }
 
     /// A stop that waits for the user (the timer's sync runs with nobody at

@@ -16,7 +16,7 @@ struct BrsyncSync: ParsableCommand {
         ])
 }
 
-/// Runs one transfer (``Transfer/run(_:accountKey:progress:_:)``) with a
+/// Runs one transfer (``Transfer/run(_:accountKey:options:progress:notifying:_:)``) with a
 /// progress line on a terminal, and reports it.
 /// The account key is this machine's (``AccountKeyFile``) unless given.
 func transfer(

@@ -30,6 +30,7 @@ extension SyncError {
         case .unreachable: return CLIFailure(message: description, code: ExitStatus.unreachable)
         case .refused, .stopped: return CLIFailure(message: description, code: ExitStatus.refused)
         case .badAnswer: return CLIFailure(message: description, code: ExitStatus.badAnswer)
+        case .cancelled: return CLIFailure(message: description, code: ExitStatus.cancelled)
         }
     }
 }

@@ -95,8 +95,11 @@ final class SyncWorld: @unchecked Sendable {
         return machine
     }
 
-    func client(_ machine: SimulatedMachine, token: String? = nil) throws -> SyncClient {
+    func client(
+        _ machine: SimulatedMachine, token: String? = nil, stopRequested: (@Sendable () -> Bool)? = nil
+    ) throws -> SyncClient {
         var options = SyncClient.Options()
+        options.stopRequested = stopRequested
         options.pushBatch = 5
         options.pullLimit = 7
         options.attempts = 2
