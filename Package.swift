@@ -161,7 +161,8 @@ let package = Package(
         .executableTarget(
             name: "brsync-settings",
             dependencies: [
-                "BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SyncCommands", "SystemServices",
+                "BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SyncCommands", "SyncCore",
+                "SystemServices",
             ],
             path: "Client/brsync-settings"
         ),
@@ -170,9 +171,8 @@ let package = Package(
         .target(
             name: "SyncCommands",
             dependencies: [
-                "BrsyncCommands", "CLinux", "Desktop", "JSON", "Model", "Net", "SystemServices", "Replica",
-                "SyncClient",
-                "SyncCore",
+                "BrsyncCommands", "CLinux", "Cryptography", "Desktop", "JSON", "Model", "Net", "SystemServices",
+                "Replica", "SyncClient", "SyncCore",
             ],
             path: "Client/SyncCommands"
         ),

@@ -299,7 +299,7 @@ public enum Doctor {
     }
 
     /// The server, its certificate and this machine's token, asked once.
-    static func sync(_ replica: Replica) -> [Finding] {
+    public static func sync(_ replica: Replica) -> [Finding] {
         guard let state = try? replica.syncState(), let url = state.remoteURL else {
             return [
                 Finding(

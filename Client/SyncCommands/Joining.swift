@@ -1,4 +1,5 @@
 import BrsyncCommands
+import Cryptography
 import Glibc
 import Net
 import Replica
@@ -167,5 +168,31 @@ public enum Joining {
                     "the server refused this join code (\(message)): it was mistyped, or the server was set up anew. "
                     + "Ask the server's operator for a new join code; nothing was saved", code: ExitStatus.refused)
         }
+    }
+
+    /// ``join(home:code:replace:recoveryGiven:recoveryCode:)`` with the
+    /// recovery code as typed beside the join code (a window asks for both
+    /// at once; empty: none given).
+    public static func join(home: String, code: JoinCode, replace: Bool, recoveryText: String) throws -> Outcome {
+        try join(
+            home: home, code: code, replace: replace, recoveryGiven: { !recoveryText.isEmpty },
+            recoveryCode: {
+                guard !recoveryText.isEmpty else {
+                    throw CLIFailure(
+                        message:
+                            "this account is end-to-end encrypted: type its recovery code under the join code "
+                            + "(nothing was saved)")
+                }
+                do { return try AccountKey(recoveryCode: recoveryText) } catch {
+                    throw CLIFailure(message: "not a recovery code: \(error)")
+                }
+            })
+    }
+
+    /// The SHA-256 fingerprint (hex) of the first certificate of the CA
+    /// file a replica pins, as a join code names it; nil when it cannot be read.
+    public static func fingerprint(caFile: String) -> String? {
+        guard let der = try? CertificatePinning.certificates(pemFile: caFile).first else { return nil }
+        return Crypto.hex(CertificatePinning.fingerprint(der: der))
     }
 }

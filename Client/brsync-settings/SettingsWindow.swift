@@ -6,7 +6,7 @@ import SystemServices
 /// them when narrow), a line at the foot that says what the last action did,
 /// and the keys: Escape or Ctrl+W closes (asking first when a rule being
 /// edited is not saved; Escape in a search that holds text clears it),
-/// Ctrl+1…5 picks a page, Ctrl+F
+/// Ctrl+1…6 picks a page, Ctrl+F
 /// searches the rules, Ctrl+N starts a rule, Ctrl+S saves it, Ctrl+T tests
 /// a link, Ctrl+D finds installed browsers, Delete in the rules list removes
 /// the rule shown.
@@ -26,6 +26,7 @@ final class SettingsWindow {
     let cleanup: CleanupPage
     let desktop: DesktopPage
     let exchange: ExchangePage
+    let sync: SyncPage
     private let pages: [(id: String, title: String, root: Widget)]
     private(set) var closed = false
     private var wide: Bool?
@@ -50,12 +51,14 @@ final class SettingsWindow {
         cleanup = CleanupPage(context: context)
         desktop = DesktopPage(context: context)
         exchange = ExchangePage(context: context)
+        sync = SyncPage(context: context)
         pages = [
             ("rules", "Rules", rules.root),
             ("browsers", "Browsers", browsers.root),
             ("cleanup", "Link cleanup", Widgets.scrolled(cleanup.root)),
             ("desktop", "This desktop", Widgets.scrolled(desktop.root)),
             ("exchange", "Import and export", Widgets.scrolled(exchange.root)),
+            ("sync", "Sync", Widgets.scrolled(sync.root)),
         ]
         stack = gtk_stack_new()!
         gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
@@ -110,6 +113,7 @@ final class SettingsWindow {
             browsers.reload()
             cleanup.reload()
             desktop.reload()
+            sync.reload()
         }
 
         // Closed by the window manager's button: a rule being typed is not lost unasked.

@@ -1,0 +1,284 @@
+import BrsyncCommands
+import CGtk
+import Glibc
+import JSON
+import Replica
+import SyncCommands
+import SyncCore
+import Synchronization
+import SystemServices
+
+/// Sync: the server this machine syncs with (its address, the certificate
+/// authority it pins, and whether it answers), pairing with a join code
+/// (as `brsync join`), the last sync and "Sync now" (its progress, and a
+/// Stop that keeps what came before), whether live sync runs, and the
+/// account's devices by name. Everything that may wait on the network runs
+/// on a thread of its own, with a replica connection of its own.
+final class SyncPage {
+    let root = Widgets.page()
+    private let context: SettingsContext
+    private let server: Widget
+    private let authority: Widget
+    private let answer: Widget
+    private let checkButton: Widget
+    private let joinHeading: Widget
+    private let code: Widget
+    private let recovery: Widget
+    private let replace: Widget
+    private let joinButton: Widget
+    private let lastSync: Widget
+    private let syncButton: Widget
+    private let stopButton: Widget
+    private let progress: Widget
+    private let live: Widget
+    private let devices: Widget
+    /// The sync or join running now, if any: what its thread reports, and its stop.
+    private var running: Running?
+
+    /// What a running sync's thread shares with the window: its stop, and
+    /// the last progress it reported (the window shows it every 200 ms).
+    final class Running: Sendable {
+        let stop = Atomic<Bool>(false)
+        let said = Mutex<String?>(nil)
+    }
+
+    init(context: SettingsContext) {
+        self.context = context
+        server = Widgets.label("", wrap: true)
+        gtk_label_set_selectable(brsync_label(server), 1)
+        authority = Widgets.label("", classes: ["dim-label"], wrap: true)
+        gtk_label_set_selectable(brsync_label(authority), 1)
+        answer = Widgets.label("", wrap: true)
+        checkButton = Widgets.button("C_heck the server", detail: "Ask the server whether it answers this machine")
+        joinHeading = Widgets.heading("Join a server")
+        code = Widgets.entry(name: "Join code", placeholder: "brsync://join?server=…")
+        recovery = Widgets.entry(name: "Recovery code", placeholder: "only for an end-to-end encrypted account")
+        gtk_entry_set_visibility(brsync_entry(recovery), 0)
+        replace = Widgets.check("Instead of the server this machine syncs with now")
+        joinButton = Widgets.button("_Join", detail: "Join the server the code names, then sync")
+        lastSync = Widgets.label("", wrap: true)
+        syncButton = Widgets.button("_Sync now", detail: "Send this machine's edits and fetch everyone else's")
+        stopButton = Widgets.button("S_top", detail: "Stop the sync before its next request; nothing is lost")
+        progress = Widgets.label("", classes: ["dim-label"], wrap: true)
+        brsync_accessible_label(progress, "Sync progress")
+        live = Widgets.label("", wrap: true)
+        devices = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 4)
+        brsync_accessible_label(devices, "Devices")
+        let syncButtons = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        Widgets.append(syncButtons, syncButton, stopButton)
+        for widget in [checkButton, joinButton, replace] { gtk_widget_set_halign(widget, GTK_ALIGN_START) }
+        Widgets.append(
+            root, Widgets.heading("Server"), server, authority, answer, checkButton,
+            gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), Widgets.heading("Syncing"), lastSync, syncButtons,
+            progress, live, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), joinHeading,
+            Widgets.label(
+                "A join code is made on the server, by its operator: brsyncd device add ACCOUNT DEVICE --url URL "
+                    + "--ca CA.pem. It works once. Paste it here; an end-to-end encrypted account also needs its "
+                    + "recovery code.", classes: ["dim-label"], wrap: true),
+            Self.caption("Join code", for: code), code,
+            Self.caption("Recovery code (an end-to-end encrypted account's)", for: recovery), recovery, replace,
+            joinButton, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL),
+            Widgets.heading("Devices"), devices)
+        gtk_widget_set_sensitive(stopButton, 0)
+        Signals.on(checkButton, "clicked") { [unowned self] in checkServer() }
+        Signals.on(syncButton, "clicked") { [unowned self] in syncNow() }
+        Signals.on(stopButton, "clicked") { [unowned self] in stop() }
+        Signals.on(joinButton, "clicked") { [unowned self] in join() }
+        Signals.on(code, "activate") { [unowned self] in join() }
+        Signals.on(recovery, "activate") { [unowned self] in join() }
+    }
+
+    func reload() {
+        let replica = context.replica
+        let state = try? replica.syncState()
+        if let url = state?.remoteURL {
+            Widgets.setText(server, "This machine syncs with \(url).")
+            Widgets.setText(authority, Self.authorityText(caFile: state?.caFile))
+            Widgets.setText(joinHeading, "Join another server")
+        } else {
+            Widgets.setText(server, "This machine does not sync yet: join a server with a join code below.")
+            Widgets.setText(authority, "")
+            Widgets.setText(joinHeading, "Join a server")
+        }
+        gtk_widget_set_visible(replace, state?.remoteURL != nil ? 1 : 0)
+        gtk_widget_set_visible(checkButton, state?.remoteURL != nil ? 1 : 0)
+        let last = state?.lastSyncMillis.map { "Last sync: \(Timestamp.iso8601(millis: $0))." } ?? "Never synced."
+        let problem = (state?.problem).flatMap { $0.isEmpty ? nil : DisplayText.printable($0) }
+        Widgets.setText(lastSync, problem.map { "\(last) It stopped: \($0)" } ?? last)
+        gtk_widget_remove_css_class(lastSync, "error")
+        if problem != nil { gtk_widget_add_css_class(lastSync, "error") }
+        if running == nil { gtk_widget_set_sensitive(syncButton, state?.remoteURL != nil ? 1 : 0) }
+        let watch = Watcher.statusText(home: context.home)
+        Widgets.setText(
+            live,
+            watch.alive
+                ? "Live sync runs (brsync watch): edits go up at once, and others' arrive as they are made."
+                : "Live sync does not run: edits go up at the next sync ('brsync watch', or its user service, "
+                    + "syncs live).")
+        showDevices(replica)
+    }
+
+    /// A field's caption above it (the field is named for screen readers on its own).
+    static func caption(_ text: String, for field: Widget) -> Widget { Widgets.label(text, classes: ["caption"]) }
+
+    /// The certificate authority the replica pins for the server, with its
+    /// SHA-256 fingerprint (the one a join code names), or the system's.
+    static func authorityText(caFile: String?) -> String {
+        guard let caFile else { return "Its certificate is checked against the system's certificate authorities." }
+        guard let hex = Joining.fingerprint(caFile: caFile) else {
+            return "Its certificate authority is pinned in \(caFile), which cannot be read now."
+        }
+        return "Its certificate authority is pinned: \(caFile) (SHA-256 \(hex))."
+    }
+
+    private func showDevices(_ replica: Replica) {
+        while let child = gtk_widget_get_first_child(devices) { gtk_box_remove(brsync_box(devices), child) }
+        guard let names = try? replica.deviceNames() else { return }
+        Widgets.append(
+            devices, Widgets.label("This machine: \(replica.deviceName) (\(replica.deviceID))", wrap: true))
+        let others = names.names.filter { $0.key != replica.deviceID && names.current($0.key) == $0.key }
+            .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+        for (id, _) in others { Widgets.append(devices, Widgets.label("\(names.display(id)) (\(id))", wrap: true)) }
+        if others.isEmpty {
+            Widgets.append(
+                devices,
+                Widgets.label(
+                    "No other device is named yet: names arrive with a sync.", classes: ["dim-label"], wrap: true))
+        }
+    }
+
+    /// Asks the server, as `brsync doctor` does: its certificate, this
+    /// machine's token, and where it holds this machine's changes.
+    private func checkServer() {
+        gtk_widget_set_sensitive(checkButton, 0)
+        Widgets.setText(answer, "Asking the server…")
+        let home = context.home
+        Signals.inBackground({ () -> [String] in
+            guard let replica = try? Replica.open(home: home) else { return ["Problem: the replica cannot open"] }
+            return Doctor.sync(replica).filter { $0.check != "last sync" }.map { finding in
+                let state = finding.state == .ok ? "" : finding.state == .problem ? "Problem: " : "Note: "
+                return "\(state)\(finding.detail)" + (finding.fix.map { " — fix: \($0)" } ?? "")
+            }
+        }) { [weak self] lines in
+            guard let self else { return }
+            gtk_widget_set_sensitive(checkButton, 1)
+            Widgets.setText(answer, lines.joined(separator: "\n"))
+            gtk_widget_remove_css_class(answer, "error")
+            if lines.contains(where: { $0.hasPrefix("Problem") }) { gtk_widget_add_css_class(answer, "error") }
+        }
+    }
+
+    /// Syncs on a thread of its own; the window stays live, shows its
+    /// progress, and Stop ends it before its next request.
+    private func syncNow(after joined: String? = nil) {
+        guard running == nil else { return }
+        let run = Running()
+        running = run
+        started()
+        context.show(joined.map { "\($0) Syncing…" } ?? "Syncing…")
+        let home = context.home
+        inBackground({
+            try Transfer.syncNow(
+                home: home,
+                progress: { what, done, total in
+                    run.said.withLock { $0 = "\(what): \(done)\(total.map { " of \($0)" } ?? "")" }
+                }, stop: { run.stop.load(ordering: .relaxed) })
+        }) { [weak self] lines in
+            // After a join, the line keeps what the join did.
+            self?.context.show(([joined].compactMap { $0 } + lines).joined(separator: " "))
+            self?.context.reload()
+        }
+        watchProgress(run)
+    }
+
+    /// A failure's words, handed from a sync's thread.
+    struct Failure: Error, Sendable { let message: String }
+
+    /// Runs `work` on a thread of its own; then, on the main loop, `done`
+    /// with what it gave, or its error said at the window's foot (the page
+    /// shown again, which may show a stop the sync recorded).
+    private func inBackground<Value: Sendable>(
+        _ work: @escaping @Sendable () throws -> Value, then done: @escaping (Value) -> Void
+    ) {
+        Signals.inBackground({ () -> Result<Value, Failure> in
+            do { return .success(try work()) } catch { return .failure(Failure(message: Failures.message(of: error))) }
+        }) { [weak self] result in
+            guard let self else { return }
+            finished()
+            switch result {
+            case .success(let value): done(value)
+            case .failure(let failure):
+                context.show(error: failure.message)
+                context.reload()
+            }
+        }
+    }
+
+    /// Joins the server a pasted join code names, then syncs; a code that is
+    /// none, used already or for another CA, and a wrong recovery code, are
+    /// said as `brsync join` says them, and what was typed stays.
+    private func join() {
+        guard running == nil else { return }
+        let text = Widgets.text(of: code).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else {
+            context.show(error: "Paste a join code first (its operator makes it: brsyncd device add).")
+            return
+        }
+        let joinCode: JoinCode
+        do { joinCode = try JoinCode(parsing: text) } catch {
+            context.show(error: "That is not a join code: \(error)")
+            return
+        }
+        let recoveryText = Widgets.text(of: recovery).trimmingCharacters(in: .whitespacesAndNewlines)
+        let replacing = Widgets.isActive(replace)
+        let run = Running()
+        running = run
+        started()
+        context.show("Joining \(joinCode.server)…")
+        let home = context.home
+        inBackground({
+            let outcome = try Joining.join(home: home, code: joinCode, replace: replacing, recoveryText: recoveryText)
+            let sealed = outcome.key != nil ? ", end-to-end encrypted" : ""
+            return "Joined \(outcome.remote) (its CA pinned in \(outcome.caFile))\(sealed)."
+        }) { [weak self] joined in
+            guard let self else { return }
+            // The code works once: it is cleared; the recovery code too (a secret).
+            Widgets.setText(ofEntry: code, "")
+            Widgets.setText(ofEntry: recovery, "")
+            Widgets.setActive(replace, false)
+            context.reload()
+            syncNow(after: joined)
+        }
+    }
+
+    private func stop() {
+        guard let running else { return }
+        running.stop.store(true, ordering: .relaxed)
+        gtk_widget_set_sensitive(stopButton, 0)
+        Widgets.setText(progress, "Stopping after the request under way…")
+    }
+
+    private func started() {
+        for widget in [syncButton, joinButton] { gtk_widget_set_sensitive(widget, 0) }
+        gtk_widget_set_sensitive(stopButton, 1)
+        Widgets.setText(progress, "Starting…")
+    }
+
+    private func finished() {
+        running = nil
+        for widget in [syncButton, joinButton] { gtk_widget_set_sensitive(widget, 1) }
+        gtk_widget_set_sensitive(stopButton, 0)
+        Widgets.setText(progress, "")
+    }
+
+    /// Shows what the running sync last reported, every 200 ms, while it runs.
+    private func watchProgress(_ run: Running) {
+        Signals.every(milliseconds: 200) { [weak self] in
+            guard let self, running === run else { return false }
+            if let said = run.said.withLock({ $0 }), !run.stop.load(ordering: .relaxed) {
+                Widgets.setText(progress, said)
+            }
+            return true
+        }
+    }
+}
