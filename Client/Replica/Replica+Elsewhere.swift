@@ -59,3 +59,52 @@ extension Replica {
         }
     }
 }
+
+/// A write a device's ledger named that this machine did not hold when its
+/// check ran (Deploy/SECURITY.md, "What fails, and how it ends"): kept
+/// until it is held here (or a newer value of the field is), so that a
+/// newer head of the device that no longer names it (a lying server that
+/// also rolled the device's stream back, under a home put back from a
+/// backup) does not end the failure. Forgotten with the device (`brsync
+/// device forget`), at a key change (every ledger starts over) and at a new
+/// epoch (a restored server: what it lost comes back by relays, or is lost
+/// for everyone).
+public typealias LedgerUnmet = (tag: UInt64, field: String, stamp: HLCTimestamp)
+
+extension Replica {
+    /// The writes each device's ledger named and this machine has not held since (``LedgerUnmet``).
+    public func ledgerUnmet() throws -> [String: [LedgerUnmet]] {
+        try read {
+            var result: [String: [LedgerUnmet]] = [:]
+            try database.forEachRow("SELECT device, tag, field, stamp FROM ledger_unmet ORDER BY device, tag, field") {
+                row in
+                guard let device = row.string(0), let field = row.string(2),
+                    let stamp = row.string(3).flatMap(HLCTimestamp.init(text:))
+                else { throw ReplicaError.notAReplica(path: path, reason: "a ledger's unmet write is damaged") }
+                result[device, default: []].append((UInt64(bitPattern: row.int64(1) ?? 0), field, stamp))
+                return true
+            }
+            return result
+        }
+    }
+
+    /// Keeps `unmet` (the newest stamp of each field); forgets every
+    /// unmet write of the devices in `met`. In the caller's transaction.
+    func keepLedgerUnmet(_ unmet: [String: [LedgerUnmet]], met: some Sequence<String>) throws {
+        for device in met { try database.run("DELETE FROM ledger_unmet WHERE device = ?", [.text(device)]) }
+        for (device, writes) in unmet {
+            for write in writes {
+                try database.run(
+                    """
+                    INSERT INTO ledger_unmet (device, tag, field, stamp) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (device, tag, field) DO UPDATE SET stamp = excluded.stamp
+                        WHERE excluded.stamp > ledger_unmet.stamp
+                    """,
+                    [
+                        .text(device), .integer(Int64(bitPattern: write.tag)), .text(write.field),
+                        .text(write.stamp.description),
+                    ])
+            }
+        }
+    }
+}

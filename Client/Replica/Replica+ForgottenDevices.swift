@@ -83,6 +83,7 @@ extension Replica {
                     .text(forgotten.what), .integer(now),
                 ])
             try database.run("DELETE FROM ledger_failures WHERE device = ?", [.text(device)])
+            try database.run("DELETE FROM ledger_unmet WHERE device = ?", [.text(device)])
             try database.run("DELETE FROM ledger_checked WHERE device = ?", [.text(device)])
             return forgotten
         }

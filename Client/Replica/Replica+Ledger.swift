@@ -162,6 +162,7 @@ extension Replica {
         try database.run("DELETE FROM ledger_entries")
         try database.run("DELETE FROM record_tags")
         try database.run("DELETE FROM ledger_failures")
+        try database.run("DELETE FROM ledger_unmet")
         try database.run("DELETE FROM ledger_checked")
         try database.run("DELETE FROM forgotten_devices")
         try setMeta("tags_key", nil)
@@ -383,10 +384,14 @@ extension Replica {
     ///     device's is forgotten (it is checked whole).
     ///   - whole: whether this check read every ledger whole.
     @discardableResult
+    ///   - unmet: the writes failing ledgers named and this machine lacks
+    ///     (``LedgerUnmet``); a device that passed forgets its own.
     public func noteLedgerChecks(
-        _ results: [String: String?], checked: [String: LedgerChecked] = [:], whole: Bool = true, now: Int64
+        _ results: [String: String?], checked: [String: LedgerChecked] = [:], whole: Bool = true,
+        unmet: [String: [LedgerUnmet]] = [:], now: Int64
     ) throws -> [LedgerFailure] {
         try transaction {
+            try keepLedgerUnmet(unmet, met: results.filter { $0.value == nil }.keys)
             try setMeta("ledger_check_due", nil)
             if whole {
                 try setMeta("ledger_check_whole", nil)

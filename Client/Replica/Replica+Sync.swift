@@ -318,6 +318,8 @@ extension Replica {
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
             try setMeta("relay_all", "1")
+            // A restored server: what it lost comes back by relays, or is lost for everyone.
+            try database.run("DELETE FROM ledger_unmet")
         }
     }
 

@@ -103,6 +103,7 @@ enum ReplicaSchema {
         Migration4.tagsByTag,
         Migration4.forgottenDevices,
         Migration4.writesFromElsewhere,
+        Migration4.ledgerUnmet,
     ])
 
     enum Migration4 {
@@ -527,6 +528,21 @@ enum ReplicaSchema {
                     field TEXT NOT NULL,
                     stamp TEXT NOT NULL,
                     PRIMARY KEY (collection, key, field)
+                ) WITHOUT ROWID;
+                """)
+
+        /// Writes a device's ledger named that this machine did not hold
+        /// (``Replica/ledgerUnmet()``): kept until they are held, so a newer
+        /// head of the device that stops naming them does not end the failure.
+        static let ledgerUnmet = Migrator.Migration(
+            version: 28,
+            sql: """
+                CREATE TABLE ledger_unmet (
+                    device TEXT NOT NULL,
+                    tag INTEGER NOT NULL,
+                    field TEXT NOT NULL,
+                    stamp TEXT NOT NULL,
+                    PRIMARY KEY (device, tag, field)
                 ) WITHOUT ROWID;
                 """)
     }

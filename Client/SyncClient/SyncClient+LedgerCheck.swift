@@ -62,7 +62,7 @@ extension SyncClient {
         summary.ledgerCheck = run.read
         summary.ledgerCheck?.milliseconds = Clock.monotonicMillis() - started
         let failures = try replica.noteLedgerChecks(
-            run.results, checked: run.checked, whole: run.read.whole, now: replica.currentMillis)
+            run.results, checked: run.checked, whole: run.read.whole, unmet: run.unmet, now: replica.currentMillis)
         let names = try replica.deviceNames()
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
@@ -172,6 +172,8 @@ extension SyncClient {
         var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
         /// The writes of this device's id that pulls brought, as read (``Replica/writesFromElsewhere()``).
         var fromElsewhere: [WriteFromElsewhere] = []
+        /// The writes each failing ledger names and this machine lacks (``LedgerUnmet``).
+        var unmet: [String: [LedgerUnmet]] = [:]
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -285,6 +287,10 @@ extension SyncClient {
             registers = try replica.tagAndReadRegisters(keyID: keyID, tag: tag, tagOfFiledKey: Self.tag(ofHiddenKey:))
         }
         run.read = LedgerCheckRead(whole: reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
+        // Writes earlier checks found missing: a ledger that passes now
+        // must not have passed by no longer naming them.
+        let stored = try replica.ledgerUnmet()
+        let storedRegisters = try replica.registers(tagged: Set(stored.values.flatMap { $0.map(\.tag) }))
         for (device, ledger) in ledgers {
             let failures = LedgerCheck.failures(
                 device: device, ledgers: ledger,
@@ -293,6 +299,29 @@ extension SyncClient {
                 },
                 newestRegister: newest[device],
                 shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device])
+            // Still unmet: an earlier failure's write neither held here now
+            // (nor a newer value of its field) nor set aside here.
+            let dropped = (stored[device] ?? []).filter { write in
+                !setAside.contains(write.tag)
+                    && storedRegisters[write.tag]?[write.field].map { $0 >= write.stamp } != true
+            }
+            if failures.isEmpty, damaged[device] == nil, !dropped.isEmpty {
+                run.unmet[device] = dropped
+                let named = try replica.records(tagged: Set(dropped.map(\.tag))).compactMapValues(\.first)
+                run.results[device] =
+                    "a newer ledger of it no longer names writes an earlier one named, which never arrived here: "
+                    + Self.describe(
+                        dropped.map { .unmet(tag: $0.tag, fields: [$0.field], stamp: $0.stamp, setAside: false) },
+                        named: named)
+                // Asked for again, as a failing check's records are.
+                for record in named.values {
+                    missing.insert(
+                        PullRequest.Asked(
+                            collection: record.collection,
+                            key: cipher.hiddenKey(collection: record.collection.rawValue, key: record.key)))
+                }
+                continue
+            }
             if failures.isEmpty, damaged[device] == nil {
                 run.checked[device] = Replica.LedgerChecked(
                     head: LedgerCheck.identity(of: ledger.head?.value),
@@ -314,6 +343,24 @@ extension SyncClient {
                 [.head(device: device)] + (0..<Ledger.pendingSlots).map { .pending(device: device, slot: $0) }
                 + (0..<shards).map { .shard(device: device, index: $0) }
             ledgerKeys += keys.map { PullRequest.Asked(collection: .ledger, key: $0.description) }
+            // Kept: the unmet writes a shard names (a head confirmed them:
+            // acknowledged writes, which an honest head of the id keeps
+            // naming); a pending record's may be refused changes, which the
+            // next head rightly leaves out.
+            var confirmed: Set<[UInt64]> = []
+            for shard in ledger.shards.values {
+                for entry in shard.value.entries {
+                    for group in entry.groups {
+                        confirmed.insert([
+                            entry.tag, UInt64(bitPattern: group.stamp.wallMillis), UInt64(group.stamp.counter),
+                        ])
+                    }
+                }
+            }
+            for case .unmet(let tag, let fields, let stamp, false) in failures
+            where confirmed.contains([tag, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)]) {
+                run.unmet[device, default: []] += fields.map { (tag, $0, stamp) }
+            }
             for case .unmet(let tag, _, _, false) in failures {
                 guard let record = named[tag] else { continue }
                 missing.insert(

@@ -104,8 +104,10 @@ public protocol SyncReplica: AnyObject {
     func writesFromElsewhere() throws -> [WriteFromElsewhere]
     func forgetWritesFromElsewhere(_ writes: [WriteFromElsewhere]) throws
     @discardableResult func noteLedgerChecks(
-        _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool, now: Int64
+        _ results: [String: String?], checked: [String: Replica.LedgerChecked], whole: Bool,
+        unmet: [String: [LedgerUnmet]], now: Int64
     ) throws -> [LedgerFailure]
+    func ledgerUnmet() throws -> [String: [LedgerUnmet]]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
     func forgottenDevices() throws -> [String: ForgottenDevice]
     func ledgerFailuresEnded(now: Int64?) throws -> [EndedLedgerFailure]

@@ -375,3 +375,42 @@ extension LyingServerTests {
         #expect(try b.replica.ledgerFailures().isEmpty)
     }
 }
+
+extension LyingServerTests {
+    /// A failure that names a write a device's confirmed ledger named ends
+    /// only when the write is held here, never because a newer head of the
+    /// device stops naming it (an outside review: a lying server that also
+    /// rolled the device's stream back under its home put back from a
+    /// backup made the device write such a head, and the alarm went quiet).
+    /// The device's book here loses the entry as a home put back would.
+    @Test func aNewerLedgerThatStopsNamingAWithheldWriteDoesNotEndItsFailure() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b, key, liar) = try Self.deletionWithheldFromB(world)
+        defer { liar.stop() }
+        // a's ledger request after the deletion's batch named it in a shard.
+        try Self.rules(a, ["three.example"])
+        try world.sync(a)
+        _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        try #require(try b.replica.ledgerUnmet()[a.replica.deviceID]?.isEmpty == false, "kept as unmet")
+        // a's book forgets the deletion's entry; its next request writes every shard without it.
+        let tag = RecordCipher(key).tag(collection: "rules", key: "two.example")
+        try a.replica.database.run(
+            "DELETE FROM ledger_entries WHERE device = ? AND tag = ?",
+            [.text(a.replica.deviceID), .integer(Int64(bitPattern: tag))])
+        try a.replica.database.run("UPDATE ledger_entries SET changed = 1")
+        try Self.rules(a, ["four.example"])
+        try world.sync(a)
+        _ = try liar.serving(world) { try Self.sync(world, b, checks: true) }
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.map(\.device) == [a.replica.deviceID], "the failure stands: \(failures)")
+        #expect(
+            failures.first?.what.contains("no longer names writes an earlier one named") == true
+                && failures.first?.what.contains("rules 'two.example'") == true, "\(failures)")
+        // The honest server: the deletion arrives, and the failure ends.
+        liar.stop()
+        try world.sync(b)
+        #expect(try !SyncWorld.rules(b.replica).keys.contains("two.example"))
+        #expect(try b.replica.ledgerFailures().isEmpty)
+        #expect(try b.replica.ledgerUnmet().isEmpty)
+    }
+}
