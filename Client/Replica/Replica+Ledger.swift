@@ -82,22 +82,14 @@ extension Replica {
     ///   and above every stamp held back so before, so that no two ledger
     ///   records share a stamp (the clock's own ticks never repeat).
     public func ledgerStamp(ceiling: Int64? = nil) throws -> HLCTimestamp {
-        // Two homes under one id (a copied home carries the clock and the
-        // counter below) would mint the same stamps in the same millisecond,
-        // and the server would keep one home's head beside the other's
-        // shards: each ledger stamp's counter leaps a random step, so
-        // theirs part (Deploy/SECURITY.md, "Two live homes under one id").
-        let leap = UInt32.random(in: 1...4_096)
-        return try transaction {
+        try transaction {
             try loadPersistedClock()
             var stamp = try tickClock()
-            stamp = HLCTimestamp(wallMillis: stamp.wallMillis, counter: stamp.counter &+ leap, device: deviceID)
-            resetClock(to: stamp)
             try persistClock()
             guard let ceiling, stamp.wallMillis > ceiling else { return stamp }
             // Every stamp held back takes a counter of its own: two never
             // meet, whichever way the ceiling (the server's clock) moves.
-            let counter = (UInt32(try meta("ledger_held_back") ?? "") ?? 0) &+ leap
+            let counter = (UInt32(try meta("ledger_held_back") ?? "") ?? 0) &+ 1
             try setMeta("ledger_held_back", String(counter))
             stamp = HLCTimestamp(wallMillis: ceiling, counter: counter, device: deviceID)
             return stamp
@@ -383,9 +375,9 @@ extension Replica {
     ///     (the next check reads only what changed since); every other
     ///     device's is forgotten (it is checked whole).
     ///   - whole: whether this check read every ledger whole.
-    @discardableResult
     ///   - unmet: the writes failing ledgers named and this machine lacks
     ///     (``LedgerUnmet``); a device that passed forgets its own.
+    @discardableResult
     public func noteLedgerChecks(
         _ results: [String: String?], checked: [String: LedgerChecked] = [:], whole: Bool = true,
         unmet: [String: [LedgerUnmet]] = [:], now: Int64
