@@ -75,8 +75,8 @@ final class SyncPage {
                 "A join code is made on the server, by its operator: brsyncd device add ACCOUNT DEVICE --url URL "
                     + "--ca CA.pem. It works once. Paste it here; an end-to-end encrypted account also needs its "
                     + "recovery code.", classes: ["dim-label"], wrap: true),
-            Self.caption("Join code", for: code), code,
-            Self.caption("Recovery code (an end-to-end encrypted account's)", for: recovery), recovery, replace,
+            Widgets.label("Join code", classes: ["caption"]), code,
+            Widgets.label("Recovery code (an end-to-end encrypted account's)", classes: ["caption"]), recovery, replace,
             joinButton, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL),
             Widgets.heading("Devices"), devices)
         gtk_widget_set_sensitive(stopButton, 0)
@@ -117,9 +117,6 @@ final class SyncPage {
                     + "syncs live).")
         showDevices(replica)
     }
-
-    /// A field's caption above it (the field is named for screen readers on its own).
-    static func caption(_ text: String, for field: Widget) -> Widget { Widgets.label(text, classes: ["caption"]) }
 
     /// The certificate authority the replica pins for the server, with its
     /// SHA-256 fingerprint (the one a join code names), or the system's.
