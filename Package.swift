@@ -97,6 +97,8 @@ let package = Package(
         ),
         .target(name: "Storage", dependencies: ["CSQLite", "SystemServices"], path: "Sources/Storage"),
         .target(name: "Cryptography", dependencies: ["COpenSSL"], path: "Sources/Cryptography"),
+        // A QR code's modules (libqrencode): brsyncd's join codes, the settings window's recovery code.
+        .target(name: "QRCode", dependencies: ["CQRencode"], path: "Sources/QRCode"),
         .target(
             name: "Net", dependencies: ["CLinux", "COpenSSL", "Cryptography", "HTTP", "SystemServices"],
             path: "Sources/Net"),
@@ -117,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "CQRencode", "SystemServices", "ProgramExit",
+                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "QRCode", "SystemServices", "ProgramExit",
                 "JSON",
                 "Model",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -161,8 +163,8 @@ let package = Package(
         .executableTarget(
             name: "brsync-settings",
             dependencies: [
-                "BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "Replica", "SyncCommands", "SyncCore",
-                "SystemServices",
+                "BrsyncCommands", "CGtk", "Desktop", "JSON", "Model", "QRCode", "Replica", "SyncClient", "SyncCommands",
+                "SyncCore", "SystemServices",
             ],
             path: "Client/brsync-settings"
         ),

@@ -21,6 +21,14 @@ public struct SyncState: Sendable, Equatable {
     /// Why the last sync did not finish, or records it had to set aside ("" when it did).
     public var problem: String
     public var problemAtMillis: Int64?
+    /// The stable code of the refusal or stop the last sync ended with
+    /// (docs/protocol.md's error codes: `key_rotated`, `encrypted`, …), when
+    /// it ended with one (what a window offers to do about it);
+    /// ``finishedCode`` when the sync finished and `problem` is what it said.
+    public var problemCode: String?
+    public static let finishedCode = "finished"
+    /// Whether the last sync stopped before it was done (not: finished, saying `problem`).
+    public var stopped: Bool { !problem.isEmpty && problemCode != Self.finishedCode }
     /// Whether any answer (a refusal too) told this machine the server's time.
     public var clockKnown: Bool = false
 }
@@ -63,15 +71,17 @@ extension Replica {
             pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
             lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
             account: try meta("account"), problem: try meta("sync_problem") ?? "",
-            problemAtMillis: Int64(try meta("sync_problem_at") ?? ""),
+            problemAtMillis: Int64(try meta("sync_problem_at") ?? ""), problemCode: try meta("sync_problem_code"),
             clockKnown: try pendingClockOffset != nil || meta("clock_offset") != nil)
     }
 
-    /// Remembers why a sync did not finish (nil: it did), for `brsync status`.
-    public func recordSyncProblem(_ problem: String?) throws {
+    /// Remembers why a sync did not finish (nil: it did), for `brsync status`,
+    /// with the code of the refusal or stop it ended with, if any.
+    public func recordSyncProblem(_ problem: String?, code: String? = nil) throws {
         try transaction {
             try setMeta("sync_problem", problem)
             try setMeta("sync_problem_at", problem.map { _ in String(currentMillis) })
+            try setMeta("sync_problem_code", problem == nil ? nil : code)
         }
     }
 

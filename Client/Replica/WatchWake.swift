@@ -180,6 +180,28 @@ public enum WatchWake {
         return Running(pid: request.l_pid, lastBeatMillis: beat)
     }
 
+    /// Whether process `pid` runs as the `brsync-watch` systemd user service
+    /// (its cgroup names the unit), not started by hand or by a window.
+    public static func runsAsService(pid: Int32) -> Bool {
+        String(decoding: procFile(pid: pid, "cgroup"), as: UTF8.self).contains("/brsync-watch.service")
+    }
+
+    /// Whether process `pid` is a `brsync … watch`, by its command line.
+    public static func isWatchProcess(pid: Int32) -> Bool {
+        let words = procFile(pid: pid, "cmdline").split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        return words.contains("watch") && words.contains { $0.hasSuffix("brsync") || $0.hasSuffix("brsync-sync") }
+    }
+
+    /// The first 16 KiB of `/proc/PID/NAME` (nothing when it cannot be read).
+    private static func procFile(pid: Int32, _ name: String) -> [UInt8] {
+        let descriptor = open("/proc/\(pid)/\(name)", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        let count = read(descriptor, &buffer, buffer.count)
+        return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
     /// Whether a watch runs for the replica in `home` and gave a sign of
     /// life lately (the sync timer stands down only then).
     public static func isWatching(home: String) -> Bool {

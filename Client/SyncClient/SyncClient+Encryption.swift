@@ -83,13 +83,14 @@ extension SyncClient {
             return try body()
         } catch SyncError.refused(code: .encryptionReset, _) where cipher != nil {
             try replica.noteEncryptionReset()
-            try? replica.recordSyncProblem(Self.encryptionWasReset.description)
+            try? replica.recordSyncProblem(
+                Self.encryptionWasReset.description, code: WireError.Code.encryptionReset.rawValue)
             throw Self.encryptionWasReset
         } catch SyncError.cancelled {
             // Stopped by whoever started it: nothing is wrong.
             throw SyncError.cancelled
         } catch let error as SyncError {
-            try? replica.recordSyncProblem(error.description)
+            try? replica.recordSyncProblem(error.description, code: error.code?.rawValue)
             throw error
         }
     }

@@ -224,7 +224,9 @@ public final class SyncClient {
         } catch let error as SyncError {
             guard error.waitsForTheUser else {
                 // A stop asked for is no problem to show.
-                if error != .cancelled { try? replica.recordSyncProblem(error.description) }
+                if error != .cancelled {
+                    try? replica.recordSyncProblem(error.description, code: error.code?.rawValue)
+                }
                 throw error
             }
             refusal = error
@@ -241,15 +243,19 @@ public final class SyncClient {
             if refusal == nil { try finishLedger() }
             try noteOwnLedger()
         } catch {
-            if error as? SyncError != .cancelled { try? replica.recordSyncProblem("\(error)") }
+            if error as? SyncError != .cancelled {
+                try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
+            }
             throw error
         }
         if let refusal {
-            try? replica.recordSyncProblem("\(refusal)")
+            try? replica.recordSyncProblem("\(refusal)", code: (refusal as? SyncError)?.code?.rawValue)
             throw refusal
         }
         try replica.recordSync()
-        try replica.recordSyncProblem(summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "))
+        try replica.recordSyncProblem(
+            summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "),
+            code: SyncState.finishedCode)
         return summary
     }
 

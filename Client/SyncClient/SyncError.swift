@@ -39,6 +39,14 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The stable code of a refusal or stop (nil for the others).
+    public var code: WireError.Code? {
+        switch self {
+        case .refused(let code, _), .stopped(let code, _): return code
+        case .usage, .unreachable, .badAnswer, .cancelled: return nil
+        }
+    }
+
     public var description: String {
         switch self {
         case .usage(let message): return message

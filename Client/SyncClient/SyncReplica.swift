@@ -128,7 +128,7 @@ public protocol SyncReplica: AnyObject {
     func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64) throws
     func persistServerTime() throws
     func recordSync() throws
-    func recordSyncProblem(_ problem: String?) throws
+    func recordSyncProblem(_ problem: String?, code: String?) throws
 }
 
 extension Replica: SyncReplica {}

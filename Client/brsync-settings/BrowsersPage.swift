@@ -237,7 +237,7 @@ final class BrowsersPage {
     }
 
     /// Asks before approving, showing exactly what would run.
-    private func askApproval(_ local: LocalBrowser) {
+    func askApproval(_ local: LocalBrowser) {
         guard let profile = local.browser.profile,
             let problem = ProfileArguments.problem(profile.arguments, base: profile.base)
         else { return }

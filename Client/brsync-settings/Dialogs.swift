@@ -1,4 +1,5 @@
 import CGtk
+import QRCode
 
 /// A question in a small window of its own, over the settings window: its
 /// text (selectable), Cancel (Escape) and the action.
@@ -108,5 +109,57 @@ enum Dialogs {
         for entry in entries { Signals.on(entry, "activate", act) }
         gtk_window_present(brsync_window(dialog))
         if let first = entries.first { gtk_widget_grab_focus(first) }
+    }
+
+    /// A recovery code over the settings window: `text`, the code (in
+    /// groups, selectable), a Copy button, and its QR code for a phone's
+    /// camera. Close (Escape) ends it; nothing keeps the code after.
+    static func recoveryCode(parent: Widget?, title: String, text: String, code: String) {
+        let dialog = window(parent: parent, title: title)
+        let box = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 12, margin: 18)
+        let words = Widgets.label(text, wrap: true)
+        let shown = Widgets.label(code, classes: ["monospace", "title-3"], wrap: true)
+        gtk_label_set_selectable(brsync_label(shown), 1)
+        brsync_accessible_label(shown, "Recovery code: \(code)")
+        let buttons = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        gtk_widget_set_halign(buttons, GTK_ALIGN_END)
+        let copy = Widgets.button("C_opy the code", detail: "Copy the recovery code to the clipboard") {
+            gdk_clipboard_set_text(gtk_widget_get_clipboard(shown), code)
+        }
+        let close = Widgets.button("_Close") { gtk_window_destroy(brsync_window(dialog)) }
+        Widgets.append(buttons, copy, close)
+        Widgets.append(box, words, shown)
+        if let picture = qrPicture(code) { Widgets.append(box, picture) }
+        Widgets.append(box, buttons)
+        gtk_window_set_child(brsync_window(dialog), box)
+        gtk_window_present(brsync_window(dialog))
+        gtk_widget_grab_focus(close)
+        gtk_label_select_region(brsync_label(shown), 0, 0) // shown, not selected
+    }
+
+    /// `text`'s QR code as a picture, each module a square of pixels (dark on
+    /// white whatever the theme, as scanners expect), named for screen readers.
+    static func qrPicture(_ text: String, pixelsPerModule: Int = 6) -> Widget? {
+        guard let modules = QRCode.modules(text) else { return nil }
+        let size = modules.count * pixelsPerModule
+        var pixels = [UInt8](repeating: 255, count: size * size * 3)
+        for (row, line) in modules.enumerated() {
+            for (column, dark) in line.enumerated() where dark {
+                for y in 0..<pixelsPerModule {
+                    let start = ((row * pixelsPerModule + y) * size + column * pixelsPerModule) * 3
+                    for offset in start..<(start + pixelsPerModule * 3) { pixels[offset] = 0 }
+                }
+            }
+        }
+        let bytes = pixels.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
+        defer { g_bytes_unref(bytes) }
+        guard let texture = gdk_memory_texture_new(Int32(size), Int32(size), GDK_MEMORY_R8G8B8, bytes, gsize(size * 3))
+        else { return nil }
+        defer { g_object_unref(UnsafeMutableRawPointer(texture)) }
+        let picture = gtk_picture_new_for_paintable(brsync_paintable(UnsafeMutableRawPointer(texture)))!
+        gtk_picture_set_can_shrink(brsync_picture(picture), 0)
+        gtk_widget_set_halign(picture, GTK_ALIGN_CENTER)
+        brsync_accessible_label(picture, "The recovery code as a QR code")
+        return picture
     }
 }

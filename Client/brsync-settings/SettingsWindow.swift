@@ -6,7 +6,7 @@ import SystemServices
 /// them when narrow), a line at the foot that says what the last action did,
 /// and the keys: Escape or Ctrl+W closes (asking first when a rule being
 /// edited is not saved; Escape in a search that holds text clears it),
-/// Ctrl+1…6 picks a page, Ctrl+F
+/// Ctrl+1…7 picks a page, Ctrl+F
 /// searches the rules, Ctrl+N starts a rule, Ctrl+S saves it, Ctrl+T tests
 /// a link, Ctrl+D finds installed browsers, Delete in the rules list removes
 /// the rule shown.
@@ -27,6 +27,7 @@ final class SettingsWindow {
     let desktop: DesktopPage
     let exchange: ExchangePage
     let sync: SyncPage
+    let encryption: EncryptionPage
     private let pages: [(id: String, title: String, root: Widget)]
     private(set) var closed = false
     private var wide: Bool?
@@ -52,6 +53,7 @@ final class SettingsWindow {
         desktop = DesktopPage(context: context)
         exchange = ExchangePage(context: context)
         sync = SyncPage(context: context)
+        encryption = EncryptionPage(context: context)
         pages = [
             ("rules", "Rules", rules.root),
             ("browsers", "Browsers", browsers.root),
@@ -59,6 +61,7 @@ final class SettingsWindow {
             ("desktop", "This desktop", Widgets.scrolled(desktop.root)),
             ("exchange", "Import and export", Widgets.scrolled(exchange.root)),
             ("sync", "Sync", Widgets.scrolled(sync.root)),
+            ("encryption", "Encryption", Widgets.scrolled(encryption.root)),
         ]
         stack = gtk_stack_new()!
         gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
@@ -99,6 +102,11 @@ final class SettingsWindow {
 
         desktop.showPage = { [unowned self] id in show(page: id) }
         desktop.findBrowsers = { [unowned self] in browsers.detectNow() }
+        sync.attention.showEncryption = { [unowned self] in
+            show(page: "encryption")
+            encryption.focusCode()
+        }
+        sync.attention.approveProfile = { [unowned self] local in browsers.askApproval(local) }
         context.showMessage = { [unowned self] text, isError in
             Widgets.setText(footer, text)
             brsync_accessible_label(footer, "Status: \(text)")
@@ -114,6 +122,7 @@ final class SettingsWindow {
             cleanup.reload()
             desktop.reload()
             sync.reload()
+            encryption.reload()
         }
 
         // Closed by the window manager's button: a rule being typed is not lost unasked.

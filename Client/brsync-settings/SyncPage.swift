@@ -11,8 +11,9 @@ import SystemServices
 /// Sync: the server this machine syncs with (its address, the certificate
 /// authority it pins, and whether it answers), pairing with a join code
 /// (as `brsync join`), the last sync and "Sync now" (its progress, and a
-/// Stop that keeps what came before), whether live sync runs, and the
-/// account's devices by name. Everything that may wait on the network runs
+/// Stop that keeps what came before), live sync and its switch, this
+/// machine's name and the account's other devices, and what waits for the
+/// person (``SyncAttention``). Everything that may wait on the network runs
 /// on a thread of its own, with a replica connection of its own.
 final class SyncPage {
     let root = Widgets.page()
@@ -31,7 +32,14 @@ final class SyncPage {
     private let stopButton: Widget
     private let progress: Widget
     private let live: Widget
+    private let liveSwitch: Widget
+    private let machineName: Widget
     private let devices: Widget
+    let attention: SyncAttention
+    /// Set while the page moves the switch itself (not the person).
+    private var settingSwitch = false
+    /// The name the entry was last given from the replica.
+    private var shownName: String?
     /// The sync or join running now, if any: what its thread reports, and its stop.
     private var running: Running?
 
@@ -62,15 +70,29 @@ final class SyncPage {
         progress = Widgets.label("", classes: ["dim-label"], wrap: true)
         brsync_accessible_label(progress, "Sync progress")
         live = Widgets.label("", wrap: true)
+        liveSwitch = gtk_switch_new()! // named by its caption (its mnemonic label), for screen readers too
+        gtk_widget_set_valign(liveSwitch, GTK_ALIGN_CENTER)
+        machineName = Widgets.entry(name: "This machine's name")
         devices = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 4)
         brsync_accessible_label(devices, "Devices")
+        attention = SyncAttention(context: context)
         let syncButtons = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
         Widgets.append(syncButtons, syncButton, stopButton)
+        let liveRow = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        let liveCaption = Widgets.label("_Live sync")
+        gtk_label_set_use_underline(brsync_label(liveCaption), 1)
+        gtk_label_set_mnemonic_widget(brsync_label(liveCaption), liveSwitch)
+        Widgets.append(liveRow, liveCaption, liveSwitch)
+        let nameRow = Widgets.box(GTK_ORIENTATION_HORIZONTAL)
+        gtk_widget_set_hexpand(machineName, 1)
+        let renameButton = Widgets.button("_Rename", detail: "Rename this machine (the name syncs)")
+        Widgets.append(nameRow, machineName, renameButton)
         for widget in [checkButton, joinButton, replace] { gtk_widget_set_halign(widget, GTK_ALIGN_START) }
         Widgets.append(
-            root, Widgets.heading("Server"), server, authority, answer, checkButton,
+            root, Widgets.heading("Needs you"), attention.root, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL),
+            Widgets.heading("Server"), server, authority, answer, checkButton,
             gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), Widgets.heading("Syncing"), lastSync, syncButtons,
-            progress, live, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), joinHeading,
+            progress, liveRow, live, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), joinHeading,
             Widgets.label(
                 "A join code is made on the server, by its operator: brsyncd device add ACCOUNT DEVICE --url URL "
                     + "--ca CA.pem. It works once. Paste it here; an end-to-end encrypted account also needs its "
@@ -78,7 +100,7 @@ final class SyncPage {
             Widgets.label("Join code", classes: ["caption"]), code,
             Widgets.label("Recovery code (an end-to-end encrypted account's)", classes: ["caption"]), recovery, replace,
             joinButton, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL),
-            Widgets.heading("Devices"), devices)
+            Widgets.heading("Devices"), Widgets.label("This machine's name", classes: ["caption"]), nameRow, devices)
         gtk_widget_set_sensitive(stopButton, 0)
         Signals.on(checkButton, "clicked") { [unowned self] in checkServer() }
         Signals.on(syncButton, "clicked") { [unowned self] in syncNow() }
@@ -86,6 +108,17 @@ final class SyncPage {
         Signals.on(joinButton, "clicked") { [unowned self] in join() }
         Signals.on(code, "activate") { [unowned self] in join() }
         Signals.on(recovery, "activate") { [unowned self] in join() }
+        Signals.on(renameButton, "clicked") { [unowned self] in rename() }
+        Signals.on(machineName, "activate") { [unowned self] in rename() }
+        Signals.withObject(liveSwitch, "notify::active") { [unowned self] _ in
+            if !settingSwitch { switchLiveSync(on: gtk_switch_get_active(brsync_switch(liveSwitch)) != 0) }
+        }
+        attention.syncNow = { [unowned self] in syncNow() }
+        attention.joinAgain = { [unowned self] in
+            Widgets.setActive(replace, true)
+            gtk_widget_grab_focus(code)
+            context.show("Paste a join code from the server's operator (brsyncd device add) and press Join.")
+        }
     }
 
     func reload() {
@@ -103,19 +136,23 @@ final class SyncPage {
         gtk_widget_set_visible(replace, state?.remoteURL != nil ? 1 : 0)
         gtk_widget_set_visible(checkButton, state?.remoteURL != nil ? 1 : 0)
         let last = state?.lastSyncMillis.map { "Last sync: \(Timestamp.iso8601(millis: $0))." } ?? "Never synced."
-        let problem = (state?.problem).flatMap { $0.isEmpty ? nil : DisplayText.printable($0) }
-        Widgets.setText(lastSync, problem.map { "\(last) It stopped: \($0)" } ?? last)
+        // What the last sync met is said once, under Needs you, with what to do.
+        let said =
+            state?.stopped == true
+            ? " The last attempt stopped: Needs you, above, says why."
+            : (state?.problem.isEmpty == false ? " It left a note: see Needs you, above." : "")
+        Widgets.setText(lastSync, last + said)
         gtk_widget_remove_css_class(lastSync, "error")
-        if problem != nil { gtk_widget_add_css_class(lastSync, "error") }
+        if state?.stopped == true { gtk_widget_add_css_class(lastSync, "error") }
         if running == nil { gtk_widget_set_sensitive(syncButton, state?.remoteURL != nil ? 1 : 0) }
-        let watch = Watcher.statusText(home: context.home)
-        Widgets.setText(
-            live,
-            watch.alive
-                ? "Live sync runs (brsync watch): edits go up at once, and others' arrive as they are made."
-                : "Live sync does not run: edits go up at the next sync ('brsync watch', or its user service, "
-                    + "syncs live).")
+        showLiveSync()
+        // What was typed stays until it is saved; untouched, the entry follows the name.
+        if shownName == nil || Widgets.text(of: machineName) == shownName {
+            Widgets.setText(ofEntry: machineName, replica.deviceName)
+        }
+        shownName = replica.deviceName
         showDevices(replica)
+        attention.reload()
     }
 
     /// The certificate authority the replica pins for the server, with its
@@ -245,6 +282,60 @@ final class SyncPage {
             Widgets.setActive(replace, false)
             context.reload()
             syncNow(after: joined)
+        }
+    }
+
+    /// Renames this machine (the name syncs); a name that is none is said,
+    /// and what was typed stays.
+    private func rename() {
+        let name = Widgets.text(of: machineName)
+        if let problem = Replica.problem(withDeviceName: name) {
+            context.show(error: "That name cannot be this machine's: \(problem)")
+            return
+        }
+        let old = context.replica.deviceName
+        guard name != old else {
+            context.show("This machine is already named '\(name)'.")
+            return
+        }
+        context.apply("This machine is now '\(name)' (was '\(old)'); other machines learn it at the next sync") {
+            try context.replica.renameDevice(name)
+        }
+    }
+
+    /// The switch and the words of live sync, as the watch's lock says.
+    private func showLiveSync() {
+        let standing = LiveSync.standing(home: context.home)
+        settingSwitch = true
+        gtk_switch_set_active(brsync_switch(liveSwitch), standing.alive ? 1 : 0)
+        gtk_switch_set_state(brsync_switch(liveSwitch), standing.alive ? 1 : 0)
+        settingSwitch = false
+        Widgets.setText(
+            live,
+            standing.alive
+                ? "Live sync runs\(standing.asService ? " (the brsync-watch user service)" : ""): edits go up at once, "
+                    + "and others' arrive as they are made."
+                : "Live sync is off: edits go up at the next sync (the sync timer's, or Sync now).")
+    }
+
+    /// Starts or stops live sync on a thread of its own (it waits for the
+    /// watch to answer); the switch then shows what is true.
+    private func switchLiveSync(on: Bool) {
+        gtk_widget_set_sensitive(liveSwitch, 0)
+        let home = context.home
+        let brsync = ProcessEnvironment.beside(named: "brsync")
+        Signals.inBackground({ () -> Result<String, Failure> in
+            do {
+                return .success(on ? try LiveSync.start(home: home, brsync: brsync) : try LiveSync.stop(home: home))
+            } catch { return .failure(Failure(message: Failures.message(of: error))) }
+        }) { [weak self] result in
+            guard let self else { return }
+            gtk_widget_set_sensitive(liveSwitch, 1)
+            switch result {
+            case .success(let said): context.show(said)
+            case .failure(let failure): context.show(error: failure.message)
+            }
+            showLiveSync()
         }
     }
 

@@ -1,9 +1,9 @@
 import ArgumentParser
 import BrsyncServer
-import CQRencode
 import Glibc
 import JSON
 import Net
+import QRCode
 import SyncCore
 import SystemServices
 
@@ -128,26 +128,12 @@ struct JoinOptions: ParsableArguments {
 /// on black forced with ANSI colours (so it scans on light and dark
 /// terminals alike), with the four-module quiet zone the standard asks for.
 enum QRText {
-    static let quietZone = 4
-
-    /// The modules of `text`'s QR code (error correction M, byte mode): true is dark.
-    static func modules(_ text: String) throws -> [[Bool]] {
-        guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_M) else {
+    static func render(_ text: String) throws -> String {
+        guard let modules = QRCode.modules(text) else {
             throw CLIFailure(message: "cannot draw the join code as a QR code: \(SystemError.text())")
         }
-        defer { QRcode_free(code) }
-        let width = Int(code.pointee.width)
-        let data = UnsafeBufferPointer(start: code.pointee.data, count: width * width)
-        return (0..<width).map { row in (0..<width).map { column in data[row * width + column] & 1 == 1 } }
-    }
-
-    static func render(_ text: String) throws -> String {
-        let inner = try modules(text)
-        let size = inner.count + 2 * quietZone
-        func dark(_ row: Int, _ column: Int) -> Bool {
-            let r = row - quietZone, c = column - quietZone
-            return r >= 0 && r < inner.count && c >= 0 && c < inner.count && inner[r][c]
-        }
+        let size = modules.count
+        func dark(_ row: Int, _ column: Int) -> Bool { modules[row][column] }
         var output = ""
         for row in stride(from: 0, to: size, by: 2) {
             output += "\u{1B}[97;40m" // white blocks on black: light modules are drawn

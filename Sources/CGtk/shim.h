@@ -41,6 +41,8 @@ BRSYNC_CAST(filter, GtkFilter, GTK_FILTER, gpointer)
 BRSYNC_CAST(entry, GtkEntry, GTK_ENTRY, GtkWidget *)
 BRSYNC_CAST(file_chooser, GtkFileChooser, GTK_FILE_CHOOSER, gpointer)
 BRSYNC_CAST(native_dialog, GtkNativeDialog, GTK_NATIVE_DIALOG, gpointer)
+BRSYNC_CAST(picture, GtkPicture, GTK_PICTURE, GtkWidget *)
+BRSYNC_CAST(paintable, GdkPaintable, GDK_PAINTABLE, gpointer)
 
 // The name a screen reader reads for `widget`.
 static inline void brsync_accessible_label(GtkWidget *widget, const char *label) {

@@ -60,24 +60,9 @@ public struct Log: ParsableCommand {
             if found.isEmpty { print("no conflicts") }
             for conflict in found {
                 let restored = conflict.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? ""
-                func by(_ value: StampedValue) -> String {
-                    "(\(names.display(value.stamp.device)), \(Timestamp.iso8601(millis: value.stamp.wallMillis)))"
-                }
-                let what: String
-                switch (conflict.field, conflict.lost.value, conflict.winner.value) {
-                case (RecordState.deletedField, .bool(true), .bool(false)):
-                    what =
-                        "its deletion \(by(conflict.lost)) was undone by an edit made without it \(by(conflict.winner))"
-                case (RecordState.deletedField, .bool(false), .bool(true)):
-                    what = "an edit \(by(conflict.lost)) lost to its deletion, made without it \(by(conflict.winner))"
-                default:
-                    what =
-                        "\(DisplayText.printable(conflict.field)): \(DisplayText.printable(conflict.lost.value.jsonText)) \(by(conflict.lost)) "
-                        + "lost to \(DisplayText.printable(conflict.winner.value.jsonText)) \(by(conflict.winner))"
-                }
                 print(
-                    "#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(conflict.collection)/\(DisplayText.printable(conflict.key)) \(what)\(restored)"
-                )
+                    "#\(conflict.id) \(Timestamp.iso8601(millis: conflict.recordedAtMillis)) \(RecordWords.record(conflict)) "
+                        + "\(RecordWords.conflict(conflict, names: names))\(restored)")
             }
             return
         }
@@ -109,7 +94,7 @@ public struct Log: ParsableCommand {
             return
         }
         for entry in entries {
-            let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value.value))" }
+            let fields = entry.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(RecordWords.show($0.value.value))" }
             let number = entry.isPulled ? "#p\(entry.sequence)" : "#\(entry.sequence)"
             let refused =
                 entry.refused.map { " (refused by the server, never applied: \(DisplayText.printable($0)))" } ?? ""
@@ -122,9 +107,6 @@ public struct Log: ParsableCommand {
     /// `--removed`: each record with its values as it was dropped, or set aside (with why).
     private func showRemoved(_ replica: Replica) throws {
         let found = try replica.removedRecords(limit: limit)
-        func values(_ record: RemovedRecord) -> [String: JSONValue] {
-            (record.state?.fields ?? [:]).filter { $0.key != RecordState.deletedField }.mapValues(\.value)
-        }
         if json {
             Output.json(
                 JSONValue.array(
@@ -133,7 +115,7 @@ public struct Log: ParsableCommand {
                             "id": .int(record.id),
                             "removedAt": .string(Timestamp.iso8601(millis: record.removedAtMillis)),
                             "collection": .string(record.collection), "key": .string(record.key),
-                            "fields": .object(values(record)),
+                            "fields": .object(RecordWords.values(record)),
                             "restoredAt": record.restoredAtMillis.map { .string(Timestamp.iso8601(millis: $0)) }
                                 ?? .null,
                             "setAside": record.why.map { .string($0) } ?? .null,
@@ -145,30 +127,10 @@ public struct Log: ParsableCommand {
         }
         if found.isEmpty { print("no removed records") }
         for record in found {
-            // A set-aside deletion is shown as one: the values it carried are not what it would bring back.
-            let deletion = record.state?.isDeleted == true && record.why != nil
-            let fields =
-                deletion ? [] : values(record).sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.show($0.value))" }
-            let restored =
-                (deletion ? "(a deletion)" : "")
-                + (record.why.map { " [set aside: \(DisplayText.printable($0))]" } ?? "")
-                + ((try? replica.isHeldNow(record)) == true && record.restoredAtMillis == nil
-                    ? " [held now: it arrived since from another machine]" : "")
-                + (record.restoredAtMillis.map { " [restored \(Timestamp.iso8601(millis: $0))]" } ?? "")
+            let held = (try? replica.isHeldNow(record)) == true
             print(
-                "#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) \(record.collection)/\(DisplayText.printable(record.key)): "
-                    + "\(DisplayText.printable(fields.joined(separator: " ")))\(restored)")
-        }
-    }
-
-    static func show(_ value: JSONValue) -> String {
-        switch value {
-        case .null: return "null"
-        case .bool(let flag): return String(flag)
-        case .int(let number): return String(number)
-        case .double(let number): return String(number)
-        case .string(let text): return "\"\(text)\""
-        case .array, .object: return value.jsonText
+                "#\(record.id) \(Timestamp.iso8601(millis: record.removedAtMillis)) "
+                    + RecordWords.removed(record, heldNow: held))
         }
     }
 }

@@ -345,7 +345,7 @@ public struct Status: ParsableCommand {
         print(
             "encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")"
         )
-        let service = watch.map { Self.runsAsWatchService(pid: $0.pid) } ?? false
+        let service = watch.map { WatchWake.runsAsService(pid: $0.pid) } ?? false
         let watchText =
             watching
             ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
@@ -435,13 +435,6 @@ extension Status {
     static let asideListed = 1_000
 
     /// How this machine's clock stands against the server's, in words.
-    /// Whether process `pid` runs as the `brsync-watch` systemd user service
-    /// (its cgroup names the unit), not started by hand in a terminal.
-    static func runsAsWatchService(pid: Int32) -> Bool {
-        guard let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return false }
-        return cgroup.contains("/brsync-watch.service")
-    }
-
     static func clockText(offsetMilliseconds: Int64, contacted: Bool) -> String {
         guard contacted else { return "not known yet (no contact with a server)" }
         let seconds = abs(offsetMilliseconds) / 1000
