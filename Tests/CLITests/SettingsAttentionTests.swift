@@ -46,6 +46,10 @@ extension SettingsWindowTests {
                 "text:This machine's name=desk-2", "press:Rename", "find:label:Status: This machine is now 'desk-2'",
                 "toggle:Live sync", "find:label:Live sync runs", "find:label:Status: Live sync runs until",
                 "run:\(world.brsync) --home '\(desk)' status --json",
+                // Live: a rule made on the laptop shows in the desk's window, nothing pressed.
+                "run:\(world.brsync) --home '\(laptop)' rules add live.example chrome && "
+                    + "\(world.brsync) --home '\(laptop)' sync",
+                "key:ctrl+1", "find:panel:live.example, opens in chrome", "key:ctrl+6",
                 "toggle:Live sync", "find:label:Live sync is off", "find:label:Status: Live sync stopped",
             ])
         #expect(run.exitStatus == "0", "\(run.result)")
@@ -60,6 +64,18 @@ extension SettingsWindowTests {
             #expect(resolved.contains(#""browser":"firefox""#), "\(home): \(resolved)")
         }
         #expect(try world.run(desk, ["log", "--conflicts"]).stdout.contains("[restored"))
+
+        // A server that is down: said in the window as `brsync sync` says it, with "Try again".
+        world.stop()
+        let down = try Self.drive(
+            home: desk,
+            [
+                "key:ctrl+6", "press:Sync now", "find:label:The last sync stopped: cannot reach the server",
+                "find:label:Status: cannot reach the server", "press:Sync now",
+                "find:label:The last attempt stopped",
+            ])
+        #expect(down.exitStatus == "0", "\(down.result)")
+        #expect(try world.run(desk, ["rules", "list"]).stdout.contains("github.com"), "nothing was lost")
     }
 
     /// Ends a watch a failed run left behind (a process of its own session).
