@@ -335,6 +335,19 @@ public final class Replica {
         }
     }
 
+    /// Takes the device id and name another process gave this replica since
+    /// this one opened it (a join, a key change, `brsync device name`): a
+    /// window that stays open shows who it is now.
+    public func refreshIdentity() throws {
+        try read {
+            if let id = try database.meta("device_id"), id != deviceID {
+                deviceID = id
+                clock = HybridLogicalClock(device: id, last: clock.last)
+            }
+            if let name = try database.meta("device_name") { deviceName = name }
+        }
+    }
+
     /// Takes the persisted device id, and the persisted high-water mark if it
     /// is ahead of this process's clock. Called inside write transactions:
     /// another process (a sync, an edit) may have moved the clock or forked the

@@ -91,7 +91,14 @@ public enum AccountKeys {
     @discardableResult
     public static func add(_ key: AccountKey, to replica: Replica) throws -> (replaced: Bool, path: String) {
         let existing = try AccountKeyFile.read(home: replica.home)
-        if existing?.id == key.id { throw CLIFailure(message: "this machine has this account key already") }
+        if existing?.id == key.id {
+            throw CLIFailure(
+                message: rotatedAway(replica)
+                    ? "this is the code of the key this machine has, which the account was rotated away from: add the "
+                        + "new code, from the machine that rotated it (its Encryption page shows it, or 'brsync key show' "
+                        + "there). Nothing was saved"
+                    : "this machine has this account key already")
+        }
         if try replica.encryptionState().retiredKeyIDs.contains(key.id) {
             throw CLIFailure(
                 message: "this code's key was retired (the account was rotated away from it, as this machine saw): "

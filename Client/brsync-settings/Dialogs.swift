@@ -47,6 +47,7 @@ enum Dialogs {
         // Cancel is where the keyboard starts: approving takes a deliberate choice.
         gtk_window_present(brsync_window(dialog))
         gtk_widget_grab_focus(cancel)
+        gtk_label_select_region(brsync_label(question), 0, 0) // read, not selected
     }
 
     /// A message alone, for when the settings cannot open: returns once it is closed.

@@ -19,6 +19,7 @@ final class EncryptionPage {
     private let turnOn: Widget
     private let code: Widget
     private let codeCheck: Widget
+    private let reveal: Widget
     private let addButton: Widget
     private let holder: Widget
     private let showButton: Widget
@@ -36,6 +37,7 @@ final class EncryptionPage {
         gtk_entry_set_visibility(brsync_entry(code), 0)
         codeCheck = Widgets.label("", classes: ["dim-label"], wrap: true)
         brsync_accessible_label(codeCheck, "Recovery code check")
+        reveal = Self.revealCheck(code)
         addButton = Widgets.button("A_dd the code", detail: "Add this recovery code to this machine, then sync")
         holder = Widgets.box(GTK_ORIENTATION_VERTICAL, spacing: 8)
         showButton = Widgets.button("_Show the recovery code…", detail: "Show this account's recovery code")
@@ -54,7 +56,7 @@ final class EncryptionPage {
                 "A machine that holds the account's key shows its recovery code (here, or 'brsync key show'). Type it "
                     + "here: its last characters are a checksum, so a typo is caught as you type.",
                 classes: ["dim-label"], wrap: true),
-            Widgets.label("Recovery code", classes: ["caption"]), code, codeCheck, addButton)
+            Widgets.label("Recovery code", classes: ["caption"]), code, reveal, codeCheck, addButton)
         Signals.on(turnOn, "clicked") { [unowned self] in askTurnOn() }
         Signals.on(addButton, "clicked") { [unowned self] in add() }
         Signals.on(code, "activate") { [unowned self] in add() }
@@ -101,8 +103,9 @@ final class EncryptionPage {
                 + "is sent readable. Add the account's recovery code below."
         case (_, nil, false):
             text =
-                "This machine syncs readable: the server can read its rules. Turn on end-to-end encryption to keep "
-                + "them sealed from the server."
+                "This machine syncs readable, as its last sync saw the account: the server can read its rules. "
+                + "Turn on end-to-end encryption to keep them sealed from the server (if another machine turned it on "
+                + "since, the next sync says so, and this machine then needs its code)."
         }
         Widgets.setText(standing, text)
         gtk_widget_set_visible(
@@ -110,28 +113,44 @@ final class EncryptionPage {
         gtk_widget_set_visible(holder, held != nil ? 1 : 0)
         gtk_widget_set_visible(rotateButton, held != nil && !reset ? 1 : 0)
         gtk_widget_set_visible(forgetButton, held != nil || seen ? 1 : 0)
-        for widget in [turnOn, addButton, showButton, rotateButton, forgetButton] {
+        for widget in [turnOn, showButton, rotateButton, forgetButton] {
             gtk_widget_set_sensitive(widget, busy ? 0 : 1)
         }
+        // A code is checked against the account: a machine that syncs with none has nowhere to check it.
+        gtk_widget_set_sensitive(addButton, !busy && state?.remoteURL != nil ? 1 : 0)
     }
 
     func focusCode() { gtk_widget_grab_focus(code) }
 
     /// Says, as the code is typed, whether its checksum holds.
-    private func checkAsTyped() {
-        let text = Widgets.text(of: code).trimmingCharacters(in: .whitespacesAndNewlines)
-        gtk_widget_remove_css_class(codeCheck, "error")
+    private func checkAsTyped() { Self.check(code, into: codeCheck) }
+
+    /// Says in `label`, as a recovery code is typed in `entry`, whether its
+    /// checksum holds (a typo is caught before the server is asked).
+    static func check(_ entry: Widget, into label: Widget) {
+        let text = Widgets.text(of: entry).trimmingCharacters(in: .whitespacesAndNewlines)
+        gtk_widget_remove_css_class(label, "error")
         guard !text.isEmpty else {
-            Widgets.setText(codeCheck, "")
+            Widgets.setText(label, "")
             return
         }
         do {
             _ = try AccountKey(recoveryCode: text)
-            Widgets.setText(codeCheck, "The code's checksum holds: it was typed as it was shown.")
+            Widgets.setText(label, "The code's checksum holds: it was typed as it was shown.")
         } catch {
-            Widgets.setText(codeCheck, "Not a recovery code yet: \(error)")
-            gtk_widget_add_css_class(codeCheck, "error")
+            Widgets.setText(label, "Not a recovery code yet: \(error)")
+            gtk_widget_add_css_class(label, "error")
         }
+    }
+
+    /// A check box that shows what is typed in `entry` (hidden at first: a
+    /// code on the screen is a code seen), to compare it with its paper copy.
+    static func revealCheck(_ entry: Widget) -> Widget {
+        let reveal = Widgets.check("Sho_w the code as typed", name: "Show the recovery code as typed")
+        Signals.on(reveal, "toggled") {
+            gtk_entry_set_visibility(brsync_entry(entry), Widgets.isActive(reveal) ? 1 : 0)
+        }
+        return reveal
     }
 
     /// Adds the code typed (checked against the account, as `key add`), then

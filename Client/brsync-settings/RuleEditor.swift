@@ -80,11 +80,47 @@ final class RuleEditor {
             with: browsers.map { DisplayText.printable("\($0.browser.name) (\($0.browser.id))") })
         let wanted = chosen ?? editing?.browser ?? browsers.first(where: \.isDefault)?.browser.id
         Widgets.select(browser, wanted.flatMap { browserIDs.firstIndex(of: $0) } ?? (browserIDs.isEmpty ? -1 : 0))
-        if let rule = editing, (try? context.replica.rule(pattern: rule.pattern)) == nil {
+        guard let rule = editing else { return }
+        guard let current = try? context.replica.rule(pattern: rule.pattern) else {
             // Removed elsewhere: what was typed stays, as a new rule.
             editing = nil
             showMode()
+            return
         }
+        if current != rule { takeChanges(from: current) }
+    }
+
+    /// The rule shown changed elsewhere (a sync, a terminal): each field the
+    /// person did not touch shows its new value, each one typed keeps what
+    /// was typed, and the person is told. Save then writes only what was
+    /// typed: another machine's change is never put back unasked.
+    private func takeChanges(from current: UrlRule) {
+        guard let base = editing else { return }
+        let typed = hasUnsavedChanges
+        let was = RuleText(base.pattern)
+        let now = RuleText(current.pattern)
+        func follow(_ entry: Widget, _ old: String, _ new: String) {
+            if WindowPicker.trimmed(Widgets.text(of: entry)) == old { Widgets.setText(ofEntry: entry, new) }
+        }
+        follow(pattern, was.pattern, now.pattern)
+        follow(app, was.app ?? "", now.app ?? "")
+        follow(priority, String(base.priority), String(current.priority))
+        if Widgets.isActive(keepTracking) == base.keepsTracking {
+            Widgets.setActive(keepTracking, current.keepsTracking)
+        }
+        let index = Widgets.selected(browser)
+        if browserIDs.indices.contains(index), browserIDs[index] == base.browser,
+            let moved = browserIDs.firstIndex(of: current.browser)
+        {
+            Widgets.select(browser, moved)
+        }
+        editing = current
+        say(
+            typed
+                ? "This rule changed elsewhere while you edited it (now: \(current.browser), priority \(current.priority)). "
+                    + "The fields you did not touch show it as it is now; Save writes what you typed over it."
+                : "This rule changed elsewhere: it is shown as it is now (\(current.browser), priority \(current.priority)).",
+            error: typed)
     }
 
     /// Shows `rule` for changing, or empty fields for a new one.

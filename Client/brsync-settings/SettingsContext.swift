@@ -17,7 +17,7 @@ final class SettingsContext {
     var window: Widget?
     /// `BRSYNC_SETTINGS_TIMING`: prints how long each search took to reach
     /// the screen, on standard error (the settings benchmark reads it).
-    private let timing = !(ProcessEnvironment.value("BRSYNC_SETTINGS_TIMING") ?? "").isEmpty
+    let timing = !(ProcessEnvironment.value("BRSYNC_SETTINGS_TIMING") ?? "").isEmpty
     private var pendingPaint: (what: String, started: Int)?
     private var lastDataVersion: Int64 = -1
 
@@ -28,6 +28,7 @@ final class SettingsContext {
 
     func reload() {
         lastDataVersion = (try? replica.dataVersion()) ?? -1
+        try? replica.refreshIdentity() // a join or a key change elsewhere gives this machine a new id
         reloadPages()
     }
 

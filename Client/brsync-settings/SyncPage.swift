@@ -25,6 +25,7 @@ final class SyncPage {
     private let joinHeading: Widget
     private let code: Widget
     private let recovery: Widget
+    private let recoveryCheck: Widget
     private let replace: Widget
     private let joinButton: Widget
     private let lastSync: Widget
@@ -62,6 +63,8 @@ final class SyncPage {
         code = Widgets.entry(name: "Join code", placeholder: "brsync://join?server=…")
         recovery = Widgets.entry(name: "Recovery code", placeholder: "only for an end-to-end encrypted account")
         gtk_entry_set_visibility(brsync_entry(recovery), 0)
+        recoveryCheck = Widgets.label("", classes: ["dim-label"], wrap: true)
+        brsync_accessible_label(recoveryCheck, "Recovery code check")
         replace = Widgets.check("Instead of the server this machine syncs with now")
         joinButton = Widgets.button("_Join", detail: "Join the server the code names, then sync")
         lastSync = Widgets.label("", wrap: true)
@@ -98,7 +101,8 @@ final class SyncPage {
                     + "--ca CA.pem. It works once. Paste it here; an end-to-end encrypted account also needs its "
                     + "recovery code.", classes: ["dim-label"], wrap: true),
             Widgets.label("Join code", classes: ["caption"]), code,
-            Widgets.label("Recovery code (an end-to-end encrypted account's)", classes: ["caption"]), recovery, replace,
+            Widgets.label("Recovery code (an end-to-end encrypted account's)", classes: ["caption"]), recovery,
+            EncryptionPage.revealCheck(recovery), recoveryCheck, replace,
             joinButton, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL),
             Widgets.heading("Devices"), Widgets.label("This machine's name", classes: ["caption"]), nameRow, devices)
         gtk_widget_set_sensitive(stopButton, 0)
@@ -108,6 +112,7 @@ final class SyncPage {
         Signals.on(joinButton, "clicked") { [unowned self] in join() }
         Signals.on(code, "activate") { [unowned self] in join() }
         Signals.on(recovery, "activate") { [unowned self] in join() }
+        Signals.on(recovery, "changed") { [unowned self] in EncryptionPage.check(recovery, into: recoveryCheck) }
         Signals.on(renameButton, "clicked") { [unowned self] in rename() }
         Signals.on(machineName, "activate") { [unowned self] in rename() }
         Signals.withObject(liveSwitch, "notify::active") { [unowned self] _ in
@@ -145,7 +150,7 @@ final class SyncPage {
         gtk_widget_remove_css_class(lastSync, "error")
         if state?.stopped == true { gtk_widget_add_css_class(lastSync, "error") }
         if running == nil { gtk_widget_set_sensitive(syncButton, state?.remoteURL != nil ? 1 : 0) }
-        showLiveSync()
+        showLiveSync(stopped: state?.stopped == true)
         // What was typed stays until it is saved; untouched, the entry follows the name.
         if shownName == nil || Widgets.text(of: machineName) == shownName {
             Widgets.setText(ofEntry: machineName, replica.deviceName)
@@ -223,6 +228,29 @@ final class SyncPage {
             self?.context.reload()
         }
         watchProgress(run)
+        if context.timing { measureStalls(run) }
+    }
+
+    /// `BRSYNC_SETTINGS_TIMING`: how long "Sync now" took to the page shown
+    /// again, and the window's longest stall meanwhile (the gap between two
+    /// ticks of a 10 ms timer: how long a click or a key would have waited),
+    /// on standard error (the settings benchmark reads it).
+    private func measureStalls(_ run: Running) {
+        let started = g_get_monotonic_time()
+        var last = started
+        var longest = 0
+        Signals.every(milliseconds: 10) { [weak self] in
+            let now = g_get_monotonic_time()
+            longest = max(longest, now - last)
+            last = now
+            guard let self, running === run else {
+                writeToStandardError(
+                    "sync now: \(String(format: "%.1f", Double(now - started) / 1000)) ms; the window's longest "
+                        + "stall meanwhile: \(String(format: "%.1f", Double(longest) / 1000)) ms\n")
+                return false
+            }
+            return true
+        }
     }
 
     /// A failure's words, handed from a sync's thread.
@@ -304,7 +332,7 @@ final class SyncPage {
     }
 
     /// The switch and the words of live sync, as the watch's lock says.
-    private func showLiveSync() {
+    private func showLiveSync(stopped: Bool) {
         let standing = LiveSync.standing(home: context.home)
         settingSwitch = true
         gtk_switch_set_active(brsync_switch(liveSwitch), standing.alive ? 1 : 0)
@@ -312,10 +340,13 @@ final class SyncPage {
         settingSwitch = false
         Widgets.setText(
             live,
-            standing.alive
-                ? "Live sync runs\(standing.asService ? " (the brsync-watch user service)" : ""): edits go up at once, "
-                    + "and others' arrive as they are made."
-                : "Live sync is off: edits go up at the next sync (the sync timer's, or Sync now).")
+            standing.alive && stopped
+                ? "Live sync runs, but syncing has stopped: Needs you, above, says why (live sync tries again by "
+                    + "itself; edits wait here meanwhile)."
+                : standing.alive
+                    ? "Live sync runs\(standing.asService ? " (the brsync-watch user service)" : ""): edits go up at once, "
+                        + "and others' arrive as they are made."
+                    : "Live sync is off: edits go up at the next sync (the sync timer's, or Sync now).")
     }
 
     /// Starts or stops live sync on a thread of its own (it waits for the
@@ -335,7 +366,7 @@ final class SyncPage {
             case .success(let said): context.show(said)
             case .failure(let failure): context.show(error: failure.message)
             }
-            showLiveSync()
+            showLiveSync(stopped: (try? context.replica.syncState())?.stopped == true)
         }
     }
 

@@ -325,7 +325,9 @@ extension EncryptionTests {
         // The old code is refused, here and for a machine joining with it.
         let stale = try ProcessRunner.run(
             world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: oldCode + "\n")
-        #expect(stale.status == 2 && stale.stderr.contains("this machine has this account key already"), "\(stale)")
+        #expect(
+            stale.status == 2 && stale.stderr.contains("which the account was rotated away from: add the new code"),
+            "\(stale)")
         let join = try #require(try world.joinOutput("tablet").split(separator: "\n").last.map(String.init))
         let tablet = world.directory.file("tablet")
         let staleJoin = try ProcessRunner.run(

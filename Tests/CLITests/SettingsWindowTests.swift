@@ -106,6 +106,32 @@ import Testing
         #expect(after.stdout.contains(browser) && after.stdout.contains("news.example"), "\(after) \(added)")
     }
 
+    /// The rule in the editor changes elsewhere (a sync, a terminal): the
+    /// fields follow it while nothing was typed; once something was typed,
+    /// the untouched fields follow and the typed ones stay, the person is
+    /// told, and Save writes only what was typed (the other change is kept).
+    @Test func aRuleChangedElsewhereWhileShownIsNeverPutBack() throws {
+        guard let world = try Self.readyWorld() else { return }
+        let home = world.directory.file("brsync")
+        let brsync = "BRSYNC_HOME='\(home)' \(world.brsync)"
+        let run = try Self.drive(
+            in: world,
+            [
+                "text:Pattern=news.example", "text:Priority=5", "press:Save",
+                "find:label:Status: Added rule news.example",
+                "run:\(brsync) rules add news.example chrome --priority 50",
+                "find:label:Status: This rule changed elsewhere: it is shown as it is now (chrome, priority 50)",
+                "text:Priority=7", "run:\(brsync) rules add news.example firefox --priority 60",
+                "find:label:Status: This rule changed elsewhere while you edited it (now: firefox, priority 60)",
+                "press:Save", "find:label:Status: Saved rule news.example → firefox (priority 7)",
+            ])
+        #expect(run.exitStatus == "0", "\(run.result)")
+        let rules = try world.run("rules", "list", "--json").stdout
+        #expect(
+            rules.contains(#""pattern":"news.example""#) && rules.contains(#""browser":"firefox""#)
+                && rules.contains(#""priority":7"#), "\(rules)")
+    }
+
     /// "Test a link" says which browser opens a link and why, for a link
     /// clicked anywhere and in one app; a link that is none is said so.
     @Test func testingALinkSaysWhatOpensItAndWhy() throws {
