@@ -43,11 +43,18 @@ close_window() {
   window="$(xdotool search --onlyvisible --name "$2" | head -1)"
   for _ in $(seq 50); do
     kill -0 "$1" 2>/dev/null || break
+    # Ended, not yet waited for (a zombie answers kill -0): no more keys,
+    # which would land in the next window once this one's id is reused.
+    [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ] && break
     xdotool key --window "$window" Escape 2>/dev/null || true
     sleep 0.1
   done
   kill "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
+  # A window that closed on the key's press never saw its release: the X
+  # server holds Escape down and repeats it into the next window (which
+  # then closes at once). Let it go.
+  xdotool keyup Escape 2>/dev/null || true
 }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 zenity_baseline() {

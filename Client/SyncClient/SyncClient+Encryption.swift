@@ -11,7 +11,7 @@ extension SyncClient {
         code: .noAccountKey,
         message:
             "this account is end-to-end encrypted: add its recovery code with 'brsync key add' (nothing was changed here). "
-            + "If no machine of yours ran 'brsync key init', someone with a device token encrypted it: revoke that token and "
+            + "If no machine of yours turned encryption on ('brsync key init', or the settings window's Encryption page), someone with a device token encrypted it: revoke that token and "
             + "ask the server's operator to reset the account's encryption ('brsyncd account reset-encryption')")
 
     /// What a key holder says when the server keeps another signing key.

@@ -293,6 +293,15 @@ final class SyncPage {
         }
         let recoveryText = Widgets.text(of: recovery).trimmingCharacters(in: .whitespacesAndNewlines)
         let replacing = Widgets.isActive(replace)
+        // Said in this window's words (the command's would name --replace).
+        if !replacing, let current = (try? context.replica.syncState())?.remoteURL {
+            context.show(
+                error:
+                    "This machine syncs with \(current) already: tick \"Instead of the server this machine syncs with "
+                    + "now\" to use this code instead (its rules and unpushed edits stay and go up). Nothing was changed."
+            )
+            return
+        }
         let run = Running()
         running = run
         started()
@@ -309,6 +318,11 @@ final class SyncPage {
             Widgets.setText(ofEntry: recovery, "")
             Widgets.setActive(replace, false)
             context.reload()
+            // Stop, pressed while joining (one exchange, which ends first): no first sync.
+            guard !run.stop.load(ordering: .relaxed) else {
+                context.show("\(joined) The first sync was not started (you pressed Stop): Sync now starts it.")
+                return
+            }
             syncNow(after: joined)
         }
     }

@@ -166,7 +166,8 @@ import Testing
             try world.sync(a)
         } throws: { error in
             guard case SyncError.refused(let code, let message) = error else { return false }
-            return code == .noAccountKey && message.contains("If no machine of yours ran 'brsync key init'")
+            return code == .noAccountKey
+                && message.contains("If no machine of yours turned encryption on ('brsync key init'")
         }
         #expect(try SyncWorld.rules(a.replica).keys.sorted() == ["a-rule.com"], "the rules stay here")
     }
