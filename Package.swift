@@ -240,7 +240,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "JSON", "brsync", "brsync-sync", "brsync-picker", "brsync-settings", "brsyncd", "BrsyncServer",
-                "SyncClient", "SyncCore", "Replica",
+                "SyncClient", "SyncCommands", "SyncCore", "Replica",
                 "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport",
             ]),
     ],

@@ -46,7 +46,7 @@ public enum Transfer {
     /// its own (with its own connection to the replica): progress goes to
     /// `progress`, and it stops before its next request once `stop` says
     /// so (``SyncError/cancelled``), keeping what came before.
-    /// - Returns: what it did, in the line `brsync sync` prints, with its warnings.
+    /// - Returns: what it did, as `brsync sync` says it (in the window's words: where to act is a page, not a command), with its warnings.
     /// - Throws: what `brsync sync` says when it fails.
     public static func syncNow(
         home: String, progress: @escaping SyncClient.Progress, stop: @escaping @Sendable () -> Bool
@@ -55,7 +55,7 @@ public enum Transfer {
         var options = SyncClient.Options()
         options.stopRequested = stop
         let (summary, _) = try run(replica, options: options, progress: progress) { try $0.sync() }
-        return [line(summary, "sync")] + warnings(summary)
+        return [line(summary, "sync", wording: .window)] + warnings(summary)
     }
 
     /// A stop that waits for the user (the timer's sync runs with nobody at
@@ -130,10 +130,36 @@ public enum Transfer {
         }
     }
 
+    /// Where the person acts on what a line reports: the commands in a
+    /// terminal, or the settings window (its pages and buttons).
+    public enum Wording: Sendable {
+        case commands
+        case window
+
+        /// What to do about `what`, in this wording.
+        func action(_ what: Action, id: String = "") -> String {
+            switch (self, what) {
+            case (.commands, .conflicts): "'brsync log --conflicts' shows them, 'brsync restore ID' writes one back"
+            case (.window, .conflicts): "Needs you, on the Sync page, lists them with Restore this value"
+            case (.commands, .removed):
+                "'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back"
+            case (.window, .removed): "Needs you, on the Sync page, lists them with Restore"
+            case (.commands, .approve): "'brsync browsers approve \(id)' shows what it would run"
+            case (.window, .approve): "Approve…, under Needs you or on the Browsers page, shows what it would run"
+            }
+        }
+
+        enum Action { case conflicts, removed, approve }
+    }
+
     /// What a transfer named `name` (push, pull, sync, key rotate, …) did,
     /// in one line.
-    /// - Parameter rotated: the transfer was the first with a rotated key.
-    public static func line(_ summary: SyncClient.Summary, _ name: String, rotated: Bool = false) -> String {
+    /// - Parameters:
+    ///   - rotated: the transfer was the first with a rotated key.
+    ///   - wording: where the person acts on what it reports.
+    public static func line(
+        _ summary: SyncClient.Summary, _ name: String, rotated: Bool = false, wording: Wording = .commands
+    ) -> String {
         var parts: [String] = []
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
@@ -157,7 +183,7 @@ public enum Transfer {
         }
         if summary.conflicts > 0 {
             parts.append(
-                "\(summary.conflicts) value(s) lost to concurrent edits ('brsync log --conflicts' shows them, 'brsync restore ID' writes one back)"
+                "\(summary.conflicts) value(s) lost to concurrent edits (\(wording.action(.conflicts)))"
             )
         }
         if !summary.removed.isEmpty {
@@ -166,7 +192,7 @@ public enum Transfer {
             parts.append(
                 "removed \(summary.removed.count) record(s) deleted on another machine (the server no longer has them): \(names)"
                     + (summary.removed.count > 5 ? ", …" : "")
-                    + "; 'brsync log --removed' lists them, 'brsync restore --removed ID' brings one back")
+                    + "; \(wording.action(.removed))")
         }
         if !summary.setAside.isEmpty {
             let numbers = summary.setAside.prefix(5).map { "#\($0.id)" }.joined(separator: ", ")
@@ -174,7 +200,7 @@ public enum Transfer {
                 "set aside \(summary.setAside.count) record(s) written with the retired account key after the account moved on from it "
                     + "(by a machine offline across the rotation, or one that kept the old key), not applied: \(numbers)"
                     + (summary.setAside.count > 5 ? ", …" : "")
-                    + "; 'brsync log --removed' shows them, 'brsync restore --removed ID' writes one back")
+                    + "; \(wording.action(.removed))")
         }
         if summary.restamped > 0 {
             parts.append("\(summary.restamped) change(s) re-stamped (this machine's clock was ahead)")
@@ -188,7 +214,7 @@ public enum Transfer {
         for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {
             parts.append(
                 "profile '\(DisplayText.printable(id))' waits for your approval here, and opens nothing until then "
-                    + "(\(reason)): 'brsync browsers approve \(DisplayText.printable(id))' shows what it would run")
+                    + "(\(reason)): \(wording.action(.approve, id: DisplayText.printable(id)))")
         }
         if let id = summary.newDeviceID {
             // A key's first sync gives a new device id too (said above); only a copy needs saying.

@@ -215,8 +215,8 @@ final class EncryptionPage {
         let announced = Mutex<String?>(nil)
         run(
             rotating
-                ? "Rotating the key: syncing, then sending every record sealed anew…"
-                : "Encrypting: syncing, then sending every record sealed…"
+                ? "Rotating the key: syncing, then sending every record sealed anew (a key change cannot stop halfway)…"
+                : "Encrypting: syncing, then sending every record sealed (a key change cannot stop halfway)…"
         ) { home in
             let replica = try Replica.open(home: home)
             let client: SyncClient
@@ -237,7 +237,8 @@ final class EncryptionPage {
                 }
                 var whole = change.before
                 whole.add(change.after)
-                return key.recoveryCode + "\n" + Transfer.line(whole, rotating ? "key rotate" : "key init")
+                return key.recoveryCode + "\n"
+                    + Transfer.line(whole, rotating ? "key rotate" : "key init", wording: .window)
             } catch {
                 // The code may count: the next sync settles it, and Show shows it meanwhile.
                 if AccountKeys.mayHaveChanged(home: home), let code = announced.withLock({ $0 }) {

@@ -1,0 +1,26 @@
+import Replica
+import SyncClient
+import SyncCommands
+import Testing
+
+/// The line a sync says, in a terminal and in the settings window: the
+/// same facts, and where to act on them (a command, or a page and its button).
+@Suite struct TransferLineTests {
+    @Test func theWindowsLineNamesItsPagesWhereTheTerminalsNamesCommands() {
+        var summary = SyncClient.Summary()
+        summary.pushed = 1
+        summary.conflicts = 2
+        summary.removed = [RemovedRecord(id: 4, collection: "rules", key: "a.example")]
+        summary.awaitingApproval = ["work": "its arguments are not ones synced data may choose"]
+        let commands = Transfer.line(summary, "sync")
+        #expect(
+            commands.contains("2 value(s) lost to concurrent edits ('brsync log --conflicts' shows them")
+                && commands.contains("'brsync restore --removed ID' brings one back")
+                && commands.contains("'brsync browsers approve work' shows what it would run"), "\(commands)")
+        let window = Transfer.line(summary, "sync", wording: .window)
+        #expect(
+            window.contains("2 value(s) lost to concurrent edits (Needs you, on the Sync page, lists them")
+                && window.contains("rules 'a.example' (#4)") && window.contains("Approve…")
+                && !window.contains("'brsync"), "\(window)")
+    }
+}
