@@ -25,13 +25,23 @@ struct Transport: @unchecked Sendable {
     let backoffMilliseconds: Int
     /// The hex SHA-256 of the token, which every ``WriteSignature`` covers.
     let tokenHash: String
+    /// Asked between attempts, every 100 ms of a wait: true ends the
+    /// exchange as ``SyncError/cancelled`` (a window's Stop).
+    let stopRequested: (@Sendable () -> Bool)?
+    /// Told of each attempt after the first: why, its number, how many.
+    let retrying: SyncClient.Progress?
 
-    init(http: HTTPClient, token: String, remote: String, attempts: Int, backoffMilliseconds: Int) {
+    init(
+        http: HTTPClient, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
+        stopRequested: (@Sendable () -> Bool)? = nil, retrying: SyncClient.Progress? = nil
+    ) {
         self.http = http
         self.token = token
         self.remote = remote
         self.attempts = attempts
         self.backoffMilliseconds = backoffMilliseconds
+        self.stopRequested = stopRequested
+        self.retrying = retrying
         tokenHash = Crypto.hex(Crypto.sha256(Array(token.utf8)))
     }
 
@@ -69,8 +79,19 @@ struct Transport: @unchecked Sendable {
         var lastProblem = ""
         for attempt in 1...max(1, attempts) {
             if attempt > 1 {
+                retrying?("the server did not answer (\(lastProblem)); attempt", attempt, attempts)
                 let jitter = Int.random(in: 0...max(1, delay / 2))
-                usleep(useconds_t(min(5_000, delay + jitter) * 1000))
+                // The wait, in slices: a stop asked for meanwhile ends it at once.
+                var left = min(5_000, delay + jitter)
+                while left > 0 {
+                    if stopRequested?() == true {
+                        result.error = .cancelled
+                        return result
+                    }
+                    let slice = min(left, 100)
+                    usleep(useconds_t(slice * 1000))
+                    left -= slice
+                }
                 delay = min(5_000, delay * 2)
             }
             let response: HTTPResponseParser.ParsedResponse

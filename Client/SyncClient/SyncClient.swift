@@ -188,7 +188,7 @@ public final class SyncClient {
         configuration.readTimeoutMilliseconds = options.readTimeoutMilliseconds
         transport = Transport(
             http: HTTPClient(configuration), token: token, remote: remote.description, attempts: options.attempts,
-            backoffMilliseconds: options.backoffMilliseconds)
+            backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress)
     }
 
     /// Push, then pull until nothing is left. A refused push does not stop

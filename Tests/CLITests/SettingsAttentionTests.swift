@@ -73,6 +73,9 @@ extension SettingsWindowTests {
                 "key:ctrl+6", "press:Sync now", "find:label:The last sync stopped: cannot reach the server",
                 "find:label:Status: cannot reach the server", "press:Sync now",
                 "find:label:The last attempt stopped",
+                // Stop acts between two attempts at once, not after the retries (~20 s, past find's 10 s).
+                "sleep:1", "press:Sync now", "sleep:1.5", "press:Stop",
+                "find:label:Status: stopped before the sync was done",
             ])
         #expect(down.exitStatus == "0", "\(down.result)")
         #expect(try world.run(desk, ["rules", "list"]).stdout.contains("github.com"), "nothing was lost")
