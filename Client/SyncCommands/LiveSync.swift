@@ -15,9 +15,6 @@ public enum LiveSync {
         public var alive: Bool
         /// It runs as the `brsync-watch` user service.
         public var asService: Bool
-        /// The user service can run live sync for this replica (a systemd
-        /// user session, the unit installed, and this the default replica).
-        public var serviceAvailable: Bool
     }
 
     public static let unit = "brsync-watch.service"
@@ -25,9 +22,10 @@ public enum LiveSync {
     public static func standing(home: String) -> Standing {
         let running = WatchWake.status(home: home)
         let alive = running?.isAlive(nowMillis: WatchWake.bootMillis()) == true
-        return Standing(
-            alive: alive, asService: running.map { WatchWake.runsAsService(pid: $0.pid) } ?? false,
-            serviceAvailable: serviceAvailable(home: home))
+        // Read from the watch's lock and /proc only: a window asks at every
+        // reload, so whether systemd could run it (a process to start) is
+        // asked only when switching.
+        return Standing(alive: alive, asService: running.map { WatchWake.runsAsService(pid: $0.pid) } ?? false)
     }
 
     /// Starts live sync for the replica in `home`, and waits (up to 5 s) for
