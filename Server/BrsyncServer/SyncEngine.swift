@@ -184,11 +184,19 @@ enum SyncEngine {
         // end: a push that edits one large record a thousand times reads and
         // writes it once, not a thousand times, under the write lock.
         var working: [WorkingKey: WorkingRecord] = [:]
-        try applyLedger(
-            request.ledger, of: request.device, write: "push", account: device.accountID, counters: counters,
-            clientProtocol: clientProtocol, now: now,
-            maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working, nextSequence: &nextSequence,
-            in: store)
+        do {
+            try applyLedger(
+                request.ledger, of: request.device, write: "push", account: device.accountID, counters: counters,
+                clientProtocol: clientProtocol, now: now,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, into: &working, nextSequence: &nextSequence,
+                in: store)
+        } catch ServerError.clockSkew(let ahead, let maximum, _, _) {
+            // A pending record's stamp too far ahead says where this device
+            // stands too: without it, a client that found the server
+            // restored would re-stamp changes the server holds, and fork.
+            throw ServerError.clockSkew(
+                aheadMilliseconds: ahead, maximumMilliseconds: maximum, acknowledged: last, digest: lastDigest)
+        }
         for change in newChanges {
             // Past the first change whose record this store lacks, nothing
             // more is applied: the others like it are only named, so the

@@ -18,6 +18,20 @@ import Testing
             collection: .ledger, skewMilliseconds: skewMilliseconds)
     }
 
+    /// A push of one change with `ledger` as its pending records (its body
+    /// read back as the server reads it first).
+    static func push(
+        _ device: TestDevice, _ change: ChangeRecord, ledger: [ChangeRecord]
+    ) throws -> HTTPResponseParser.ParsedResponse {
+        var request = PushRequest(
+            device: device.deviceID, from: change.sequence, to: change.sequence, changes: [change],
+            keyID: device.keyID)
+        request.ledger = ledger
+        let body = request.body()
+        #expect(try Wire.read(String(decoding: body, as: UTF8.self), PushRequest.init(reading:)) == request)
+        return try device.post("/v1/push", body: body)
+    }
+
     static func rejections(_ response: HTTPResponseParser.ParsedResponse) throws -> [String] {
         #expect(response.status == 200, "\(response.text)")
         return try PushResponse(json: try #require(response.json)).rejected.map(\.reason)
@@ -132,13 +146,7 @@ import Testing
         let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
         laptop.protocolVersion = Wire.ledgerProtocol
         func push(_ change: ChangeRecord, ledger: [ChangeRecord]) throws -> HTTPResponseParser.ParsedResponse {
-            var request = PushRequest(
-                device: laptop.deviceID, from: change.sequence, to: change.sequence, changes: [change],
-                keyID: laptop.keyID)
-            request.ledger = ledger
-            let body = request.body()
-            #expect(try Wire.read(String(decoding: body, as: UTF8.self), PushRequest.init(reading:)) == request)
-            return try laptop.post("/v1/push", body: body)
+            try Self.push(laptop, change, ledger: ledger)
         }
         let rule = EncryptedAccountTests.sealed(laptop, "rule")
         var someoneElses = Self.ledger(laptop, "desktop-id/pending/0")
@@ -169,6 +177,38 @@ import Testing
         #expect(retriedRejections.isEmpty, "\(retried.text)")
         let after = try laptop.pullAll().records["ledger/\(laptop.deviceID)/pending/0"]
         #expect(after?.state.fields["ledger"]?.stamp == pending.state.fields["ledger"]?.stamp)
+    }
+
+    /// A batch refused for its pending record's clock says which of the
+    /// device's changes the server holds, as a refusal for a change's
+    /// clock does: a client that found the server restored re-stamps only
+    /// the changes after those (re-stamping one the server holds made it
+    /// fork, and left the old id's last writes out of every ledger).
+    @Test(arguments: StoreKind.allCases) func aPendingRecordTooFarAheadSaysWhereTheDeviceStands(
+        _ kind: StoreKind
+    ) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
+        laptop.protocolVersion = Wire.ledgerProtocol
+        func push(_ change: ChangeRecord, ledger: [ChangeRecord]) throws -> HTTPResponseParser.ParsedResponse {
+            try Self.push(laptop, change, ledger: ledger)
+        }
+        let first = EncryptedAccountTests.sealed(laptop, "first")
+        var pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0")
+        pending.sequence = 0
+        let taken = try push(first, ledger: [pending])
+        #expect(try Self.rejections(taken).isEmpty, "\(taken.text)")
+        let digest = try PushResponse(json: try #require(taken.json)).acknowledgedDigest
+
+        var second = EncryptedAccountTests.sealed(laptop, "second")
+        second.sequence = first.sequence + 1 // the pending record took a number
+        var ahead = Self.ledger(laptop, "\(laptop.deviceID)/pending/1", skewMilliseconds: 2 * 86_400_000)
+        ahead.sequence = 0
+        let refused = try push(second, ledger: [ahead])
+        #expect(refused.status == 422, "\(refused.text)")
+        let error = try #require(refused.json.flatMap(WireError.init(json:)), "\(refused.text)")
+        #expect(error.code == .clockSkew && error.acknowledged == 1 && error.digest == digest, "\(refused.text)")
+        #expect(try laptop.pullAll().records["rules/\(second.key)"] == nil, "nothing of the batch applied")
     }
 
     /// A device's ledger request (a relay naming the device): its own
