@@ -7,10 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/needs.sh
 needs "apt-get install -y sqlite3" sqlite3
-# The release flags of README "Install": a static Swift runtime, and a non-PIE
-# executable, which spares the loader ~75,000 relocations at every start.
-flags=(-c release --static-swift-stdlib -Xswiftc -Xclang-linker -Xswiftc -no-pie)
-swift build "${flags[@]}" --product brsync >/dev/null
+# The release build of README "Install": a static Swift runtime, and brsync
+# (what a click runs) a static executable, built in a folder of its own.
+flags=(-c release --static-swift-stdlib)
+selector=(-c release --scratch-path .build/selector --static-swift-stdlib -Xswiftc -static-executable)
+swift build "${selector[@]}" --product brsync >/dev/null
 swift build "${flags[@]}" --product brsync-bench >/dev/null
 bin="$(swift build "${flags[@]}" --show-bin-path)"
-"$bin/brsync-bench" --brsync "$bin/brsync" --sqlite3 "$(command -v sqlite3)" "$@"
+"$bin/brsync-bench" --brsync "$(swift build "${selector[@]}" --show-bin-path)/brsync" --sqlite3 "$(command -v sqlite3)" "$@"

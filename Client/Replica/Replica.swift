@@ -103,8 +103,10 @@ public final class Replica {
         home: String, busyTimeout: Int32 = defaultBusyTimeoutMilliseconds, now: @escaping () -> Int64 = Clock.wallMillis
     ) throws -> Replica {
         let path = "\(home)/\(fileName)"
-        guard FileManager.default.fileExists(atPath: path) else { throw ReplicaError.notInitialized(home: home) }
-        guard FileManager.default.isReadableFile(atPath: path) else {
+        // Plain system calls: a resolve (a clicked link) opens the replica
+        // first thing, and Foundation's file manager costs its start-up.
+        guard access(path, F_OK) == 0 else { throw ReplicaError.notInitialized(home: home) }
+        guard access(path, R_OK) == 0 else {
             throw ReplicaError.unreadable(path: path, reason: "permission denied")
         }
         try makePrivate(home: home, path: path)

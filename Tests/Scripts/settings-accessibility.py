@@ -108,7 +108,7 @@ def main():
             elif kind == "find":
                 role, _, text = rest.partition(":")
                 node = wait_for(lambda: find(app, lambda n: n.get_role_name() == role and text in (n.get_name() or "")),
-                                10, f"{role} named …{text!r}…")
+                                30, f"{role} named …{text!r}…")  # a key change in a debug build, under load
                 print("FOUND " + node.get_name().replace("\n", " "), flush=True)
             elif kind == "run":
                 done = subprocess.run(["/bin/sh", "-c", rest], capture_output=True, text=True, timeout=30)
