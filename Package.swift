@@ -24,6 +24,7 @@ let package = Package(
         // For the fuzz targets in Fuzz/ (a package of their own, built with libFuzzer).
         .library(name: "SyncCore", targets: ["SyncCore"]),
         .library(name: "HTTP", targets: ["HTTP"]),
+        .library(name: "ContentCoding", targets: ["ContentCoding"]),
         .library(name: "Desktop", targets: ["Desktop"]),
         .library(name: "SyncClient", targets: ["SyncClient"]),
         .executable(name: "brsync-bench", targets: ["brsync-bench"]),
@@ -65,6 +66,12 @@ let package = Package(
             pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]
         ),
+        .systemLibrary(
+            name: "CDeflate",
+            path: "Sources/CDeflate",
+            pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"])]
+        ),
 
         // GTK 4, for the windows only (brsync-picker, brsync-settings); brsync never links it.
         .systemLibrary(
@@ -84,6 +91,8 @@ let package = Package(
         .target(name: "SyncCore", dependencies: ["JSON"], path: "Sources/SyncCore"),
         // JSON: the UTC calendar of the Date header
         .target(name: "HTTP", dependencies: ["JSON"], path: "Sources/HTTP"),
+        // gzip bodies of readable accounts (libdeflate): the client's transport and the server's API.
+        .target(name: "ContentCoding", dependencies: ["CDeflate"], path: "Sources/ContentCoding"),
 
         // MARK: I/O layers
         .target(name: "SystemServices", dependencies: ["JSON"], path: "Sources/SystemServices"),
@@ -112,7 +121,7 @@ let package = Package(
             name: "BrsyncServer",
             dependencies: [
                 "JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "SystemServices",
-                .product(name: "Logging", package: "swift-log"),
+                "ContentCoding", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Server/BrsyncServer"
         ),
@@ -129,7 +138,10 @@ let package = Package(
         ),
         .target(
             name: "SyncClient",
-            dependencies: ["JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "SystemServices"],
+            dependencies: [
+                "JSON", "Replica", "SyncCore", "Model", "Net", "Cryptography", "HTTP", "SystemServices",
+                "ContentCoding",
+            ],
             path: "Client/SyncClient"
         ),
         .target(name: "Desktop", dependencies: ["JSON", "Model", "SystemServices"], path: "Client/Desktop"),
@@ -210,7 +222,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["JSON", "SyncCore", "Model", "TestSupport"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "ContentCoding"]),
         .testTarget(name: "DesktopTests", dependencies: ["Desktop", "Model", "JSON", "TestSupport"]),
         .testTarget(name: "CryptographyTests", dependencies: ["Cryptography"]),
         .testTarget(name: "SystemServicesTests", dependencies: ["SystemServices", "TestSupport"]),
@@ -220,7 +232,7 @@ let package = Package(
             name: "SyncEndToEndTests",
             dependencies: [
                 "JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model",
-                "Storage", "Postgres", "SystemServices", "TestSupport",
+                "Storage", "Postgres", "SystemServices", "TestSupport", "ContentCoding",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -228,7 +240,7 @@ let package = Package(
             name: "ServerTests",
             dependencies: [
                 "JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres",
-                "Cryptography", "SystemServices", "TestSupport",
+                "Cryptography", "SystemServices", "TestSupport", "ContentCoding",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

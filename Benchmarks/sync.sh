@@ -64,7 +64,7 @@ for mode in ("plaintext", "encrypted"):
           f"{m('pullRequests'):.0f} requests); end to end {m('e2e'):.2f} s (target < 2 s)")
     print(f"{mode}: push {m('pushed') / m('push'):,.0f} changes/s; pull {m('pulled') / m('pull'):,.0f} records/s for the whole "
           f"process, {m('pulled') / m('apply'):,.0f} records/s applied (target >= 50,000)")
-    print(f"{mode}: wire: {m('sentPerChange'):.0f} bytes/change sent, {m('receivedPerRecord'):.0f} bytes/record received (JSON bodies)")
+    print(f"{mode}: wire: {m('sentPerChange'):.0f} bytes/change sent, {m('receivedPerRecord'):.0f} bytes/record received (bodies as sent: gzip for readable accounts, target <= 300)")
     print(f"{mode}: no-change sync: {m('idleRequests'):.0f} request(s), {m('idleSent'):.0f} bytes sent, "
           f"{m('idleReceived'):.0f} bytes received (target: one request each way, < 200 bytes of body)")
 ratio = lambda key: median("encrypted", key) / median("plaintext", key)

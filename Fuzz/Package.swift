@@ -26,6 +26,7 @@ let package = Package(
         fuzzer("FuzzJoinCode", ["SyncClient", "SyncCore", "Model"]),
         fuzzer("FuzzMerge", ["JSON", "SyncCore", "Model"]),
         fuzzer("FuzzLedger", ["SyncCore"]),
+        fuzzer("FuzzGzip", ["ContentCoding"]),
     ],
     swiftLanguageModes: [.v6]
 )

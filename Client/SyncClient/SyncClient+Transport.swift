@@ -1,3 +1,4 @@
+import ContentCoding
 import Cryptography
 import Glibc
 import HTTP
@@ -30,6 +31,19 @@ struct Transport: @unchecked Sendable {
     let stopRequested: (@Sendable () -> Bool)?
     /// Told of each attempt after the first: why, its number, how many.
     let retrying: SyncClient.Progress?
+    /// What this client learned of the server's content codings.
+    let coding = Coding()
+
+    /// Whether the server takes gzip request bodies: it said so
+    /// (`Accept-Encoding: gzip` on an answer, RFC 7694) since this client
+    /// began. Used by one thread at a time, as ``http`` is.
+    final class Coding: @unchecked Sendable {
+        var serverTakesGzip = false
+    }
+
+    /// The most bytes a compressed answer may inflate to: what the parser
+    /// takes of a body as it is.
+    static let maxAnswerBytes = 64 * 1024 * 1024
 
     init(
         http: HTTPClient, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
@@ -63,9 +77,17 @@ struct Transport: @unchecked Sendable {
         var waiting = whileWaiting
         var headers: HTTPHeaders = [
             "Authorization": "Bearer \(token)", "Accept": "application/json",
-            Wire.protocolHeader: String(Wire.protocolVersion),
+            Wire.protocolHeader: String(Wire.protocolVersion), "Accept-Encoding": Gzip.name,
         ]
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
+        // A readable account's records go compressed once the server said
+        // it takes gzip; an encrypted account's never (their sizes would
+        // tell what compression found alike).
+        var body = body
+        if sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes, coding.serverTakesGzip {
+            body = Gzip.compress(body)
+            headers.add("Content-Encoding", Gzip.name)
+        }
         if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
         if let signer {
             let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -94,7 +116,7 @@ struct Transport: @unchecked Sendable {
                 }
                 delay = min(5_000, delay * 2)
             }
-            let response: HTTPResponseParser.ParsedResponse
+            var response: HTTPResponseParser.ParsedResponse
             do {
                 let work = waiting
                 waiting = nil
@@ -119,6 +141,20 @@ struct Transport: @unchecked Sendable {
             result.requests += 1
             result.bytesSent += body.count
             result.bytesReceived += response.body.count
+            if response.headers.contains("Accept-Encoding", token: Gzip.name) { coding.serverTakesGzip = true }
+            if let content = response.headers["Content-Encoding"] {
+                guard content.asciiLowercased() == Gzip.name else {
+                    result.error = .badAnswer(
+                        "\(remote) answered in a content coding it was not asked for ('\(content)')")
+                    return result
+                }
+                do {
+                    response.body = try Gzip.decompress(response.body, limit: Self.maxAnswerBytes)
+                } catch {
+                    result.error = .badAnswer("\(remote) answered with a damaged compressed body: \(error)")
+                    return result
+                }
+            }
             // Every answer, errors too, carries the server's wall clock.
             if let time = response.headers[Wire.timeHeader].flatMap(Int64.init), time > 0 {
                 result.serverTime = (time, Deadline.now().milliseconds)

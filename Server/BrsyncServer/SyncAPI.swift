@@ -51,6 +51,7 @@ public final class SyncAPI: Sendable {
         // The server's wall clock on every answer (errors too: a client
         // refused for its clock learns the right time).
         response.headers.add(Wire.timeHeader, String(store.currentMillis()))
+        Self.advertiseCoding(&response)
         return response
     }
 
@@ -106,6 +107,11 @@ public final class SyncAPI: Sendable {
             }
             guard route.takesBody else { throw ServerError.badRequest("\(head.path) takes no body") }
             try route.check(method: head.method)
+            if head.headers["Content-Encoding"] != nil {
+                try Self.checkCoding(
+                    head, route: route,
+                    device: route == .push || route == .relay ? try authenticate(head) : nil)
+            }
             switch route {
             case .push, .relay, .encrypt, .timeline:
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
@@ -315,6 +321,7 @@ public final class SyncAPI: Sendable {
 
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
+        let request = try decoded(request)
         let relay = try read(request, RelayRequest.init(reading:))
         try Self.checkSealedWith(request, body: relay.keyID)
         let result = try store.relay(
@@ -326,6 +333,7 @@ public final class SyncAPI: Sendable {
 
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
+        let request = try decoded(request)
         let push = try read(request, PushRequest.init(reading:))
         try Self.checkSealedWith(request, body: push.keyID)
         let started = Deadline.now()
@@ -362,14 +370,18 @@ public final class SyncAPI: Sendable {
                 token: token, asked: query.asked, clientProtocol: clientProtocol, clientKeyID: query.keyID,
                 clientSigningKey: query.signingKey, maxBytes: configuration.maxPageBytes)
             metrics.pulled()
-            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+            return try encoded(
+                HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body), for: request,
+                token: token)
         }
         let body = try store.pullText(
             token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
             reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
             clientSigningKey: query.signingKey, chainOf: query.chainOf, maxBytes: configuration.maxPageBytes)
         metrics.pulled()
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+        return try encoded(
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body), for: request,
+            token: token)
     }
 
     /// Answers from memory, on the event loop that read the request
@@ -403,6 +415,7 @@ public final class SyncAPI: Sendable {
             return nil
         }
         response.headers.add(Wire.timeHeader, String(store.currentMillis()))
+        Self.advertiseCoding(&response)
         return response
     }
 }

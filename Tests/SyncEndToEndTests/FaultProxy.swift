@@ -69,7 +69,8 @@ final class FaultProxy: Sendable {
     func stop() { server.shutdown(graceMilliseconds: 1000) }
 
     /// `request` sent on to the server at `port`, and its answer as a proxy
-    /// passes it back (JSON, with the server's clock and `Retry-After`);
+    /// passes it back (JSON, with the server's clock, `Retry-After` and its
+    /// content coding: compressed, what `Accept-Encoding` it takes);
     /// 502 when the server does not answer.
     static func forward(_ request: HTTPRequest, to port: UInt16, tls: TLSContext) -> HTTPResponse {
         let client = HTTPClient(
@@ -86,7 +87,9 @@ final class FaultProxy: Sendable {
             return HTTPResponse(status: 502)
         }
         var passed: HTTPHeaders = ["Content-Type": "application/json"]
-        for name in [Wire.timeHeader, "Retry-After"] { if let value = answer.headers[name] { passed.add(name, value) } }
+        for name in [Wire.timeHeader, "Retry-After", "Content-Encoding", "Vary", "Accept-Encoding"] {
+            if let value = answer.headers[name] { passed.add(name, value) }
+        }
         return HTTPResponse(status: answer.status, headers: passed, body: answer.body)
     }
 }

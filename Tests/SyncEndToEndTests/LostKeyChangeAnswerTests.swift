@@ -33,23 +33,9 @@ import Testing
                     certificateChainFile: directory.file("server.pem"), privateKeyFile: directory.file("server.key")),
                 limits: HTTPLimits()
             ) { request, _ in
-                let client = HTTPClient(
-                    .init(
-                        address: SocketAddress(host: "127.0.0.1", port: upstreamPort), serverName: "localhost",
-                        tls: upstreamTLS))
-                var headers = HTTPHeaders()
-                for (name, value) in request.headers where !["host", "content-length"].contains(name.lowercased()) {
-                    headers.add(name, value)
-                }
-                guard
-                    let answer = try? client.send(
-                        method: request.method, target: target(request.target), headers: headers, body: request.body)
-                else {
-                    return HTTPResponse(status: 502)
-                }
-                var forwarded: HTTPHeaders = ["Content-Type": "application/json"]
-                if let time = answer.headers[Wire.timeHeader] { forwarded.add(Wire.timeHeader, time) }
-                return rewrite(request, HTTPResponse(status: answer.status, headers: forwarded, body: answer.body))
+                var sent = request
+                sent.target = target(request.target)
+                return rewrite(request, FaultProxy.forward(sent, to: upstreamPort, tls: upstreamTLS))
             }
             port = try server.start()[0]
         }

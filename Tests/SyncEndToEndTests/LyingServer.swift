@@ -1,3 +1,4 @@
+import ContentCoding
 import Foundation
 import HTTP
 import JSON
@@ -38,12 +39,28 @@ final class LyingServer: Sendable {
                 privateKeyFile: world.directory.file("server.key")),
             limits: HTTPLimits()
         ) { request, _ in
-            let own = answering?(request)
+            // What a readable account's push or relay says, read as sent
+            // (it may come compressed); forwarded as it came.
+            var read = request
+            if request.headers["Content-Encoding"] == Gzip.name,
+                let plain = try? Gzip.decompress(request.body, limit: 1 << 26)
+            {
+                read.body = plain
+                read.headers.remove("Content-Encoding")
+            }
+            let own = answering?(read)
             if own != nil { count.value.add(1, ordering: .relaxed) }
             var answer = own ?? FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
+            // A readable account's page may come compressed: read, and sent on, as plain JSON.
+            if answer.headers["Content-Encoding"] == Gzip.name,
+                let plain = try? Gzip.decompress(answer.body, limit: 1 << 26)
+            {
+                answer.body = plain
+                answer.headers.remove("Content-Encoding")
+            }
             headers?(&answer.headers)
             if let changed = rewrite(
-                request, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self)))
+                read, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self)))
             {
                 answer.body = Array(changed.jsonText.utf8)
                 count.value.add(1, ordering: .relaxed)
