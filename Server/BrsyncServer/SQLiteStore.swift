@@ -384,7 +384,16 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func writing<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try writers.inTurn {
+        try write(account: nil, body)
+    }
+
+    public func writing<T>(account: Int64, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try write(account: account, body)
+    }
+
+    /// One write transaction, in `account`'s turn (nil: a write of no account).
+    private func write<T>(account: Int64?, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+        try writers.inTurn(account: account) {
             // Under the write lock no other process commits: what the counter
             // says before this transaction's commit is every commit so far.
             var before: UInt32?

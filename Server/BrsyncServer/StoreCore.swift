@@ -90,7 +90,8 @@ extension StoreDialect {
         // Each change's stored text, digest and chain (see
         // ``ChangeRecord/chained(after:)``), computed outside the write lock.
         let prepared = SyncEngine.PreparedPush(request)
-        let (outcome, epoch, storeEpoch) = try writing { transaction -> (SyncEngine.PushOutcome, String, String) in
+        let (outcome, epoch, storeEpoch) = try writing(account: device.accountID) {
+            transaction -> (SyncEngine.PushOutcome, String, String) in
             // The account is locked first; the epoch is read under the lock,
             // so a new epoch started by another process is seen.
             let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
@@ -130,7 +131,7 @@ extension StoreDialect {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     {
         let now = currentMillis()
-        let (applied, rejected, accountEpoch) = try writing { transaction in
+        let (applied, rejected, accountEpoch) = try writing(account: device.accountID) { transaction in
             try SyncEngine.relay(
                 request, from: device, authority: authority, now: now,
                 maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
@@ -280,7 +281,7 @@ extension StoreDialect {
                 because:
                     "its pull's cursor \(cursor) is past the account's latest record \(device.accountNextSequence - 1)")
             let seen = page.epoch
-            page.epoch = try writing { transaction in
+            page.epoch = try writing(account: device.accountID) { transaction in
                 let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
                 // Another request, of this process or another, may have started it already.
                 let stored = Store.epoch(
@@ -306,7 +307,9 @@ extension StoreDialect {
         // queue on the write lock.
         let now = currentMillis()
         if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now) {
-            try writing { try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now) }
+            try writing(account: device.accountID) {
+                try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now)
+            }
         }
     }
 
@@ -352,7 +355,7 @@ extension StoreDialect {
     public func confirmTimeline(
         of device: Store.Device, _ request: TimelineRequest, authority: WriteAuthority
     ) throws -> TimelineResponse {
-        let answer = try writing { transaction -> TimelineResponse in
+        let answer = try writing(account: device.accountID) { transaction -> TimelineResponse in
             let storeEpoch = try transaction.lockAccountReadingEpoch(device.accountID)
             guard let counters = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
@@ -383,7 +386,7 @@ extension StoreDialect {
     public func encryptAccount(
         of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority
     ) throws -> EncryptResponse {
-        let result = try writing { transaction -> EncryptResponse in
+        let result = try writing(account: device.accountID) { transaction -> EncryptResponse in
             guard try transaction.deviceRevoked(device.id) == false else { throw ServerError.revoked }
             guard let current = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")

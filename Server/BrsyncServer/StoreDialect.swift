@@ -15,6 +15,11 @@ public protocol StoreDialect: SyncStore {
     /// returns. A dialect may run `body` again when the database says it lost
     /// a race; the store's errors become ``ServerError``s.
     func writing<T>(_ body: (Transaction) throws -> T) throws -> T
+    /// ``writing(_:)`` for a write of `account`'s: where a store's writers
+    /// queue for one lock (SQLite), they take turns account by account
+    /// (``WriterQueue``), so a flood of one account's large writes does not
+    /// hold up another's small one behind all of them.
+    func writing<T>(account: Int64, _ body: (Transaction) throws -> T) throws -> T
     /// Runs `body` in a read transaction (one snapshot).
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T
     /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
@@ -185,4 +190,10 @@ protocol SyncReadTransaction {
     func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow]
     /// Whether those records were cut by the page's byte budget (more follow).
     var truncated: Bool { get }
+}
+
+extension StoreDialect {
+    /// Writers that do not queue (PostgreSQL: each account's row lock
+    /// serialises its own writes only) need no turns.
+    public func writing<T>(account: Int64, _ body: (Transaction) throws -> T) throws -> T { try writing(body) }
 }
