@@ -39,6 +39,10 @@ struct Transport: @unchecked Sendable {
     /// began. Used by one thread at a time, as ``http`` is.
     final class Coding: @unchecked Sendable {
         var serverTakesGzip = false
+        /// This machine holds the account's key: nothing is asked or sent
+        /// compressed, and a compressed answer is refused (a proxy that
+        /// compresses on its own would show the sizes compression finds).
+        var encrypted = false
     }
 
     /// The most bytes a compressed answer may inflate to: what the parser
@@ -77,14 +81,17 @@ struct Transport: @unchecked Sendable {
         var waiting = whileWaiting
         var headers: HTTPHeaders = [
             "Authorization": "Bearer \(token)", "Accept": "application/json",
-            Wire.protocolHeader: String(Wire.protocolVersion), "Accept-Encoding": Gzip.name,
+            Wire.protocolHeader: String(Wire.protocolVersion),
         ]
+        if !coding.encrypted { headers.add("Accept-Encoding", Gzip.name) }
         if !body.isEmpty { headers.add("Content-Type", "application/json") }
         // A readable account's records go compressed once the server said
         // it takes gzip; an encrypted account's never (their sizes would
         // tell what compression found alike).
         var body = body
-        if sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes, coding.serverTakesGzip {
+        if !coding.encrypted, sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes,
+            coding.serverTakesGzip
+        {
             body = Gzip.compress(body)
             headers.add("Content-Encoding", Gzip.name)
         }
@@ -143,6 +150,12 @@ struct Transport: @unchecked Sendable {
             result.bytesReceived += response.body.count
             if response.headers.contains("Accept-Encoding", token: Gzip.name) { coding.serverTakesGzip = true }
             if let content = response.headers["Content-Encoding"] {
+                guard !coding.encrypted else {
+                    result.error = .badAnswer(
+                        "\(remote) compressed an end-to-end encrypted account's answer, which this machine never asks for "
+                            + "(a proxy in front of brsyncd that compresses? Deploy/OPERATIONS.md)")
+                    return result
+                }
                 guard content.asciiLowercased() == Gzip.name else {
                     result.error = .badAnswer(
                         "\(remote) answered in a content coding it was not asked for ('\(content)')")

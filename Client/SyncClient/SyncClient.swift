@@ -189,6 +189,7 @@ public final class SyncClient {
         transport = Transport(
             http: HTTPClient(configuration), token: token, remote: remote.description, attempts: options.attempts,
             backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress)
+        transport.coding.encrypted = cipher != nil
     }
 
     /// Push, then pull until nothing is left. A refused push does not stop

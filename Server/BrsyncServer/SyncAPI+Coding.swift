@@ -56,6 +56,9 @@ extension SyncAPI {
     /// A pull's answer, compressed when the client takes gzip, the page is
     /// worth it and the account is readable.
     func encoded(_ response: HTTPResponse, for request: HTTPRequest, token: String) throws -> HTTPResponse {
+        var response = response
+        // Chosen by Accept-Encoding, compressed or not (RFC 9110 §12.5.5).
+        response.headers.add("Vary", "Accept-Encoding")
         guard response.status == 200, response.body.count >= Gzip.minimumBytes,
             Gzip.isAccepted(by: request.headers["Accept-Encoding"]),
             !(try store.authenticate(token: token)).accountEncrypted
@@ -63,7 +66,6 @@ extension SyncAPI {
         var compressed = response
         compressed.body = Gzip.compress(response.body)
         compressed.headers.add("Content-Encoding", Gzip.name)
-        compressed.headers.add("Vary", "Accept-Encoding")
         return compressed
     }
 }

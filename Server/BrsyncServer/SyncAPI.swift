@@ -152,6 +152,7 @@ public final class SyncAPI: Sendable {
             )
             var response = Self.answer(error)
             response.headers.add(Wire.timeHeader, String(store.currentMillis()))
+            Self.advertiseCoding(&response)
             return response
         } catch {
             return Self.answer(ServerError.storeUnusable("\(error)"))

@@ -48,11 +48,16 @@ public enum Gzip {
     public static func decompress(_ bytes: [UInt8], limit: Int) throws(Problem) -> [UInt8] {
         // The smallest member: a 10-byte header, an empty deflate block, the 8-byte trailer.
         guard bytes.count >= 18, bytes[0] == 0x1F, bytes[1] == 0x8B else { throw Problem("not gzip data") }
+        // FHCRC: a header checksum libdeflate skips unchecked; nothing
+        // brsync talks to writes one, so it is refused, not taken unread.
+        guard bytes[3] & 0x02 == 0 else { throw Problem("a gzip header checksum (FHCRC) is not taken") }
         // ISIZE, the trailer's last field: the size mod 2^32. A claim only:
         // what the member really holds must fill exactly that much.
         let claimed = bytes[(bytes.count - 4)...].reversed().reduce(0) { $0 << 8 | Int($1) }
         guard claimed <= limit else {
-            throw Problem("it would hold \(claimed) bytes, more than the \(limit) allowed")
+            throw Problem(
+                "its trailer says it holds \(claimed) bytes, more than the \(limit) allowed (or it is not one whole gzip member)"
+            )
         }
         guard let decompressor = libdeflate_alloc_decompressor() else { fatalError("out of memory (libdeflate)") }
         defer { libdeflate_free_decompressor(decompressor) }
@@ -88,9 +93,10 @@ public enum Gzip {
         var star = false
         for item in field.split(separator: ",") {
             let parts = item.split(separator: ";").map { $0.trimmingSpaces.lowercased() }
-            guard let coding = parts.first, coding == name || coding == "x-gzip" || coding == "*" else { continue }
+            guard let coding = parts.first, coding == name || coding == "*" else { continue }
             let weight = parts.dropFirst().first { $0.hasPrefix("q=") }.map { String($0.dropFirst(2)) }
-            let refused = weight.map { Double($0).map { $0 <= 0 } ?? true } ?? false
+            // A weight is 0 to 1 with up to three decimals; anything else refuses.
+            let refused = weight.map { isWeight($0).map { $0 == 0 } ?? true } ?? false
             if coding == "*" {
                 star = !refused
             } else {
@@ -99,6 +105,18 @@ public enum Gzip {
         }
         return star
     }
+}
+
+/// A qvalue's value (RFC 9110 §12.4.2: `0[.ddd]` or `1[.000]`), nil when it is none.
+private func isWeight(_ text: String) -> Double? {
+    let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+    guard let whole = parts.first, whole == "0" || whole == "1" else { return nil }
+    if parts.count == 2 {
+        let decimals = parts[1]
+        guard decimals.count <= 3, decimals.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        if whole == "1", decimals.contains(where: { $0 != "0" }) { return nil }
+    }
+    return Double(text)
 }
 
 extension Substring {

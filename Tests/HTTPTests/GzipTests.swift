@@ -26,6 +26,11 @@ import Testing
             ("empty", [], 1 << 20, "not gzip data"),
             ("not gzip", Self.text, 1 << 20, "not gzip data"),
             ("past the limit", member, Self.text.count - 1, "more than the \(Self.text.count - 1) allowed"),
+            (
+                "a header checksum",
+                Array(member[..<3]) + [member[3] | 0x02] + Array(member[4..<10]) + [0, 0] + Array(member[10...]),
+                1 << 20, "FHCRC"
+            ),
             ("cut short", Array(member.dropLast(12)) + Array(member.suffix(4)), 1 << 20, ""),
             ("a bit flipped", flipped, 1 << 20, ""),
             ("a trailer claiming less", lyingSmaller, 1 << 20, "damaged gzip data"), // libdeflate checks ISIZE too
@@ -47,7 +52,8 @@ import Testing
         arguments: [
             (nil, false), ("", false), ("gzip", true), ("GZIP", true), ("deflate, gzip;q=0.5", true),
             ("gzip;q=0", false), ("gzip; q=0.000", false), ("*", true), ("*;q=0", false), ("br, *", true),
-            ("gzip;q=0, *", false), ("identity", false), ("x-gzip", true), ("gzip;q=nonsense", false),
+            ("gzip;q=0, *", false), ("identity", false), ("x-gzip", false), ("gzip;q=nonsense", false),
+            ("gzip;q=1.5", false), ("gzip;q=0.5000", false), ("gzip;q=1.000", true), ("gzip;q=0.001", true),
         ] as [(String?, Bool)])
     func acceptEncodingIsReadAsRFC9110Says(_ field: String?, _ accepted: Bool) {
         #expect(Gzip.isAccepted(by: field) == accepted, "\(field ?? "nil")")

@@ -51,8 +51,9 @@ final class LyingServer: Sendable {
             let own = answering?(read)
             if own != nil { count.value.add(1, ordering: .relaxed) }
             var answer = own ?? FaultProxy.forward(request, to: upstream, tls: upstreamTLS)
-            // A readable account's page may come compressed: read, and sent on, as plain JSON.
-            if answer.headers["Content-Encoding"] == Gzip.name,
+            // A readable account's page may come compressed: read, and sent on, as plain JSON
+            // (an answer of its own goes as it was made).
+            if own == nil, answer.headers["Content-Encoding"] == Gzip.name,
                 let plain = try? Gzip.decompress(answer.body, limit: 1 << 26)
             {
                 answer.body = plain
