@@ -87,7 +87,8 @@ public final class SyncServer: Sendable {
     public var metricsPorts: [UInt16] { boundMetricsPorts.withLock { $0 } }
 
     /// The answers the HTTP layer makes itself, as every other error of the
-    /// API: `{"error": CODE, "message": TEXT}` (docs/protocol.md).
+    /// API: `{"error": CODE, "message": TEXT}` (docs/protocol.md), saying
+    /// too that gzip bodies are taken.
     static let ownAnswers = HTTPServer.OwnAnswers { status, reason, message in
         let code: WireError.Code =
             switch reason {
@@ -95,7 +96,9 @@ public final class SyncServer: Sendable {
             case .timeout: .timeout
             case .badRequest: .badRequest
             }
-        return HTTPResponse.json(status, WireError(code: code, message: message).json.jsonText)
+        var answer = HTTPResponse.json(status, WireError(code: code, message: message).json.jsonText)
+        SyncAPI.advertiseCoding(&answer)
+        return answer
     }
 
     static func loadTLS(_ configuration: ServerConfiguration) throws -> TLSContext? {

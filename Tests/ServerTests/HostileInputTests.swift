@@ -264,6 +264,8 @@ final class BinaryServer: @unchecked Sendable {
         connection.close()
         #expect(answer.hasPrefix("HTTP/1.1 \(row.status) "), "\(row.name): \(answer.prefix(300))")
         #expect(answer.contains(row.text), "\(row.name): \(answer.prefix(300))")
+        // Every answer, the HTTP layer's own refusals too, says gzip bodies are taken (RFC 7694).
+        #expect(answer.contains("\r\nAccept-Encoding: gzip\r\n"), "\(row.name): \(answer.prefix(300))")
         try expectServing(port: server.port, caFile: server.caFile, device)
     }
 
