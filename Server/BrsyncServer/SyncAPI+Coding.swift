@@ -17,7 +17,8 @@ extension SyncAPI {
 
     /// Checks a request's `Content-Encoding` on its head, before its body
     /// is read: gzip only, and only for a push or relay of a readable
-    /// account (`device` is nil for any other request).
+    /// account (`device`: the request's, authenticated already; nil when
+    /// it has none).
     static func checkCoding(_ head: HTTPRequest, route: Route, device: Store.Device?) throws(ServerError) {
         let codings = head.headers.values("Content-Encoding")
         guard !codings.isEmpty else { return }

@@ -107,16 +107,12 @@ public final class SyncAPI: Sendable {
             }
             guard route.takesBody else { throw ServerError.badRequest("\(head.path) takes no body") }
             try route.check(method: head.method)
-            if head.headers["Content-Encoding"] != nil {
-                try Self.checkCoding(
-                    head, route: route,
-                    device: route == .push || route == .relay ? try authenticate(head) : nil)
-            }
             switch route {
             case .push, .relay, .encrypt, .timeline:
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
                 let device = try authenticate(head)
                 _ = try Self.clientProtocol(head)
+                try Self.checkCoding(head, route: route, device: device)
                 // Records readable for an encrypted account, or sealed with a
                 // key it left, are refused before they are sent (the client
                 // waits for `100 Continue`).
@@ -125,6 +121,7 @@ public final class SyncAPI: Sendable {
                 }
                 return nil
             case .join:
+                try Self.checkCoding(head, route: route, device: nil)
                 // A secret the server never issued is refused on the headers;
                 // one it did is checked with the body (a retry after the
                 // exchange must be told it is done). The body is small: the
