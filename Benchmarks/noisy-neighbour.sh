@@ -11,20 +11,35 @@
 # writes: the quiet account pushes one rule a request, quiet, then while four
 # devices of the noisy account relay 7.3 MB each over and over; the median
 # and p99 of those pushes and their ratio (target: median within 2x).
-# Usage: bash Benchmarks/noisy-neighbour.sh [seconds per run, default 10]
+# With "postgres" as the second argument, the same runs on a throw-away
+# PostgreSQL cluster on 127.0.0.1 (the store copied there with `brsyncd
+# migrate`), whose writers do not queue for one lock.
+# Usage: bash Benchmarks/noisy-neighbour.sh [seconds per run, default 10] [sqlite|postgres]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
+kind="${2:-sqlite}"
 source Benchmarks/release-server.sh
 build_server
 prepare_store
-"$bin/brsyncd" account add noisy --db "$work/store.sqlite" >/dev/null
-noisy_token="$("$bin/brsyncd" device add noisy x --db "$work/store.sqlite" | tail -1)"
+store_args=(--db "$work/store.sqlite")
+if [ "$kind" = postgres ]; then
+  pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  [ -x "$pg_bin/initdb" ] || { echo "needs PostgreSQL: apt-get install -y postgresql" >&2; exit 2; }
+  chmod 755 "$work"
+  source Benchmarks/postgres-cluster.sh
+  trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true; stop_cluster; rm -rf "$work"' EXIT
+  "$bin/brsyncd" migrate --from "sqlite:$work/store.sqlite" --to "$pg_url" >/dev/null
+  store_args=(--store "$pg_url")
+fi
+echo "store: $kind"
+"$bin/brsyncd" account add noisy "${store_args[@]}" >/dev/null
+noisy_token="$("$bin/brsyncd" device add noisy x "${store_args[@]}" | tail -1)"
 # Four more devices of the noisy account, one for each relaying process
 # (a token has at most 2 requests in progress).
 relay_tokens=""
 for index in 1 2 3 4; do
-  relay_tokens="$relay_tokens,$("$bin/brsyncd" device add noisy "relay$index" --db "$work/store.sqlite" | tail -1)"
+  relay_tokens="$relay_tokens,$("$bin/brsyncd" device add noisy "relay$index" "${store_args[@]}" | tail -1)"
 done
 start_server --max-connections-per-address 256
 
