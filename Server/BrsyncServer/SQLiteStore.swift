@@ -391,8 +391,38 @@ public final class SQLiteStore: StoreDialect {
         try write(account: account, body)
     }
 
-    /// One write transaction, in `account`'s turn (nil: a write of no account).
-    private func write<T>(account: Int64?, _ body: (SQLiteTransaction) throws -> T) throws -> T {
+    public func writing<T>(
+        account: Int64, readAhead: Store.ReadAhead?, _ body: (SQLiteTransaction) throws -> T
+    ) throws -> T {
+        try write(account: account, readAhead: readAhead, body)
+    }
+
+    /// The records read in a read transaction of their own, before the write
+    /// lock is queued for: a relay's large records are read and decoded
+    /// while other writers write, and the write only checks that each is
+    /// still the version read (``SQLiteTransaction/record(account:collection:key:)``).
+    public func readAhead(
+        account: Int64, keys: [(collection: RecordCollection, key: String)]
+    ) throws
+        -> Store.ReadAhead?
+    {
+        try reading { transaction in
+            var ahead = Store.ReadAhead(account: account)
+            for (collection, key) in keys {
+                ahead.records[Store.ReadAhead.Place(collection: collection, key: key)] = .some(
+                    try transaction.record(account: account, collection: collection, key: key))
+            }
+            return ahead
+        }
+    }
+
+    /// One write transaction, in `account`'s turn (nil: a write of no
+    /// account), with records read ahead for it when they can be trusted:
+    /// never after another process committed (a restore may reuse change
+    /// numbers), nor where such commits cannot be told.
+    private func write<T>(
+        account: Int64?, readAhead: Store.ReadAhead? = nil, _ body: (SQLiteTransaction) throws -> T
+    ) throws -> T {
         try writers.inTurn(account: account) {
             // Under the write lock no other process commits: what the counter
             // says before this transaction's commit is every commit so far.
@@ -406,7 +436,8 @@ public final class SQLiteStore: StoreDialect {
                         outside = true
                         epochCache.set(try SQLiteTransaction(database: database).storedEpochForUpdate())
                     }
-                    return try body(SQLiteTransaction(database: database, epoch: epochCache))
+                    let trusted = before != nil && !outside ? readAhead : nil
+                    return try body(SQLiteTransaction(database: database, epoch: epochCache, readAhead: trusted))
                 }
             }
             let after = walIndex?.read()?.change

@@ -11,10 +11,13 @@ public struct SQLiteTransaction: StoreTransaction {
     /// The store's epoch as this process holds it (one process writes an
     /// SQLite store); nil reads it from the file.
     let epoch: EpochCache?
+    /// Records read before this write transaction began (``SQLiteStore/readAhead(account:keys:)``).
+    let readAhead: Store.ReadAhead?
 
-    init(database: Database, epoch: EpochCache? = nil) {
+    init(database: Database, epoch: EpochCache? = nil, readAhead: Store.ReadAhead? = nil) {
         self.database = database
         self.epoch = epoch
+        self.readAhead = readAhead
     }
 
     // MARK: - Sync
@@ -61,8 +64,29 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// A record read ahead is taken when it is still what the store holds,
+    /// told without reading its fields: a record written since has a new
+    /// change number (they are unique in an account and only grow), and one
+    /// absent then is absent still when its key is (one index lookup each).
     public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
-        try database.queryFirst(
+        if let readAhead, readAhead.account == account,
+            let read = readAhead.records[Store.ReadAhead.Place(collection: collection, key: key)]
+        {
+            if let read {
+                let same = try database.queryFirst(
+                    "SELECT collection = ? AND key = ? FROM records WHERE account_id = ? AND seq = ?",
+                    [.text(collection.rawValue), .text(key), .integer(account), .integer(read.sequence)]
+                ) { $0.int(0) == 1 }
+                if same == true { return read }
+            } else {
+                let held = try database.queryFirst(
+                    "SELECT 1 FROM records WHERE account_id = ? AND collection = ? AND key = ?",
+                    [.integer(account), .text(collection.rawValue), .text(key)]
+                ) { _ in true }
+                if held == nil { return nil }
+            }
+        }
+        return try database.queryFirst(
             "SELECT fields, versions, seq, writer FROM records WHERE account_id = ? AND collection = ? AND key = ?",
             [.integer(account), .text(collection.rawValue), .text(key)]
         ) { row in

@@ -22,6 +22,10 @@ public enum Store {
     public static let serverDevice = "server"
     /// A pull page's default byte budget (see ``ServerConfiguration/maxPageBytes``).
     public static let defaultPageBytes = 1 << 20
+    /// How much of a relay (its records' fields as text) one write
+    /// transaction merges: a relay of megabytes is cut into parts, so a write
+    /// of another account waits for one part at most, not for the whole.
+    public static let relayPartBytes = 128 * 1024
 
     /// A join code's enrollment: the device it joins, until when, and
     /// whether (and for which token) it was exchanged.
@@ -178,6 +182,18 @@ public enum Store {
     }
 
     /// A stored record as a push or relay merges into it.
+    /// Records of one account read before a write queues for the lock
+    /// (``StoreDialect/readAhead(account:keys:)``), by place; nil where the
+    /// record was absent.
+    public struct ReadAhead: Sendable {
+        public struct Place: Hashable, Sendable {
+            let collection: RecordCollection
+            let key: String
+        }
+        let account: Int64
+        var records: [Place: RecordVersion?] = [:]
+    }
+
     public struct RecordVersion: Sendable {
         public var state: RecordState
         public var sequence: Int64

@@ -131,10 +131,23 @@ extension StoreDialect {
         -> (applied: Int, rejected: [RejectedChange], response: PushResponse)
     {
         let now = currentMillis()
-        let (applied, rejected, accountEpoch) = try writing(account: device.accountID) { transaction in
-            try SyncEngine.relay(
-                request, from: device, authority: authority, now: now,
-                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+        var applied = 0
+        var rejected: [RejectedChange] = []
+        var accountEpoch = ""
+        // A large relay is merged a part at a time, each part a transaction
+        // of its own, so another account's write waits for one part, not for
+        // megabytes (``Store/relayPartBytes``).
+        for part in Self.relayParts(request) {
+            let prepared = SyncEngine.PreparedRelay(part)
+            let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
+            let merged = try writing(account: device.accountID, readAhead: ahead) { transaction in
+                try SyncEngine.relay(
+                    part, prepared: prepared, from: device, authority: authority, now: now,
+                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            }
+            applied += merged.applied
+            rejected += merged.rejected
+            accountEpoch = merged.accountEpoch
         }
         if applied > 0 { changed(device.accountID) } else { watches.touched(account: device.accountID) }
         let response = PushResponse(
@@ -142,6 +155,35 @@ extension StoreDialect {
             epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
             rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
+    }
+
+    /// `request` cut into parts of about ``Store/relayPartBytes`` of fields'
+    /// text each (a larger record is a part alone), in order. Each record's
+    /// merge stands alone (a relay's records are whole, and merging one
+    /// again changes nothing), so a relay cut short after some parts (the
+    /// process killed, a key rotated between them) left every record either
+    /// merged or not, and the client's retry sends the whole relay again.
+    /// A ledger request, and a relay carrying pending ledger records (which
+    /// go with the writes they count), stay one part.
+    static func relayParts(_ request: RelayRequest) -> [RelayRequest] {
+        guard request.ledgerOf == nil, request.ledger.isEmpty, request.records.count > 1 else { return [request] }
+        var parts: [RelayRequest] = []
+        var part = request
+        part.records = []
+        var bytes = 0
+        for record in request.records {
+            let size = record.key.utf8.count + (record.fieldsText?.utf8.count ?? Store.relayPartBytes)
+            if !part.records.isEmpty, bytes + size > Store.relayPartBytes {
+                parts.append(part)
+                part.records = []
+                part.unreadable = [] // each rejected once, with the first part
+                bytes = 0
+            }
+            part.records.append(record)
+            bytes += size
+        }
+        parts.append(part)
+        return parts
     }
 
     /// Authenticates `token` and answers a pull for its device, as the JSON

@@ -20,6 +20,15 @@ public protocol StoreDialect: SyncStore {
     /// (``WriterQueue``), so a flood of one account's large writes does not
     /// hold up another's small one behind all of them.
     func writing<T>(account: Int64, _ body: (Transaction) throws -> T) throws -> T
+    /// ``writing(account:_:)`` with records read ahead for it
+    /// (``readAhead(account:keys:)``), which the transaction takes where
+    /// they are still current.
+    func writing<T>(account: Int64, readAhead: Store.ReadAhead?, _ body: (Transaction) throws -> T) throws -> T
+    /// Reads the records a write of `account` will merge into before it
+    /// queues for the write lock, or nil where a store reads them as cheaply
+    /// inside the write (PostgreSQL: writers do not wait on one lock, and
+    /// its ``StoreTransaction/prefetch(account:keys:)`` reads them in one statement).
+    func readAhead(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws -> Store.ReadAhead?
     /// Runs `body` in a read transaction (one snapshot).
     func reading<T>(_ body: (Transaction) throws -> T) throws -> T
     /// What pulls of this process last wrote (see ``Store/Bookkeeping``).
@@ -196,4 +205,16 @@ extension StoreDialect {
     /// Writers that do not queue (PostgreSQL: each account's row lock
     /// serialises its own writes only) need no turns.
     public func writing<T>(account: Int64, _ body: (Transaction) throws -> T) throws -> T { try writing(body) }
+
+    public func writing<T>(
+        account: Int64, readAhead: Store.ReadAhead?, _ body: (Transaction) throws -> T
+    ) throws -> T {
+        try writing(account: account, body)
+    }
+
+    public func readAhead(
+        account: Int64, keys: [(collection: RecordCollection, key: String)]
+    ) throws
+        -> Store.ReadAhead?
+    { nil }
 }

@@ -84,8 +84,15 @@ extension SyncEngine {
     /// account, from a client of ``Wire/ledgerProtocol`` or later. Such a
     /// change is rejected alone (reported in `rejected`, its number still
     /// counted): the rest of the batch applies.
-    static func recordProblem(_ change: ChangeRecord, account: Store.AccountCounters, clientProtocol: Int) -> String? {
-        if let problem = Wire.recordSizeProblem(change.state) { return problem }
+    /// - Parameter fieldsBytes: the length of the change's fields as
+    ///   ``RecordState/encodeFields(_:)`` writes them, when the caller wrote
+    ///   them already (outside the write lock: ``PreparedPush``, ``PreparedRelay``).
+    static func recordProblem(
+        _ change: ChangeRecord, account: Store.AccountCounters, clientProtocol: Int, fieldsBytes: Int? = nil
+    ) -> String? {
+        if let problem = fieldsBytes.map(Wire.recordSizeProblem(textBytes:)) ?? Wire.recordSizeProblem(change.state) {
+            return problem
+        }
         if change.collection == .ledger {
             guard account.encrypted else { return "a ledger is kept in end-to-end encrypted accounts only" }
             guard clientProtocol >= Wire.ledgerProtocol else {
@@ -136,11 +143,14 @@ extension SyncEngine {
     /// make other machines run arguments synced data may not choose
     /// (``ProfileArguments``; machines that predate that check would run
     /// them). Deleting such a profile is always taken.
+    /// - Parameter fieldsBytes: as in ``recordProblem(_:account:clientProtocol:fieldsBytes:)``, of `merged`.
     static func mergeProblem(
-        _ merged: RecordState, collection: RecordCollection, account: Store.AccountCounters
+        _ merged: RecordState, collection: RecordCollection, account: Store.AccountCounters, fieldsBytes: Int? = nil
     ) -> String? {
         if Wire.fieldCountProblem(merged) != nil { return "the record would have more than \(Wire.maxFields) fields" }
-        if let problem = Wire.recordSizeProblem(merged) { return "the record would be too large: \(problem)" }
+        if let problem = fieldsBytes.map(Wire.recordSizeProblem(textBytes:)) ?? Wire.recordSizeProblem(merged) {
+            return "the record would be too large: \(problem)"
+        }
         if collection == .browsers, !account.encrypted, !merged.isDeleted,
             let profile = BrowserProfile(fields: merged.values),
             let problem = ProfileArguments.problem(profile.arguments, base: profile.base)

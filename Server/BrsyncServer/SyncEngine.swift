@@ -56,6 +56,18 @@ enum SyncEngine {
         }
     }
 
+    /// What a relay's records are worth computing once, before the write
+    /// transaction (outside its lock): each record's fields as stored text
+    /// (``RecordState/encodeFields(_:)``), which also settles its size; a
+    /// record that wins every field it holds is stored as this text.
+    struct PreparedRelay {
+        let fieldsTexts: [String]
+
+        init(_ request: RelayRequest) {
+            fieldsTexts = request.records.map { RecordState.encodeFields($0.state.fields) }
+        }
+    }
+
     /// A push from `device`, inside the store's write transaction: the changes
     /// after the replica's last applied sequence are merged with the shared
     /// merge, each changed record gets the account's next sequence number, and
@@ -204,7 +216,9 @@ enum SyncEngine {
             // record, before, made a copied home's push of 300 such changes
             // look like a server that never lets it finish).
             if needed.isEmpty,
-                let problem = try recordProblem(change, account: counters, clientProtocol: clientProtocol)
+                let problem = try recordProblem(
+                    change, account: counters, clientProtocol: clientProtocol,
+                    fieldsBytes: prepared.fieldsTexts[Int(change.sequence - request.from)].utf8.count)
                     ?? ledgerWriterProblem(change, pusher: request.device, account: device.accountID, in: store)
             {
                 rejected.append(
@@ -234,7 +248,11 @@ enum SyncEngine {
             let base = existing?.state ?? RecordState()
             // Merged into nothing, a change is itself.
             let (merged, concurrentLosers) = existing == nil ? (change.state, []) : base.merged(with: change.state)
-            if let problem = Self.mergeProblem(merged, collection: change.collection, account: counters) {
+            if let problem = Self.mergeProblem(
+                merged, collection: change.collection, account: counters,
+                fieldsBytes: existing == nil
+                    ? prepared.fieldsTexts[Int(change.sequence - request.from)].utf8.count : nil)
+            {
                 rejected.append(
                     RejectedChange(
                         sequence: change.sequence, collection: change.collection, key: change.key, reason: problem))
@@ -393,10 +411,11 @@ enum SyncEngine {
     /// unusable, is rejected alone; the relaying device's pending records
     /// (``RelayRequest/ledger``) go first, all or the relay is refused.
     static func relay(
-        _ request: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64,
-        maxClockOffsetMilliseconds: Int64,
+        _ request: RelayRequest, prepared: PreparedRelay? = nil, from device: Store.Device, authority: WriteAuthority,
+        now: Int64, maxClockOffsetMilliseconds: Int64,
         in store: some SyncWriteTransaction
     ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
+        let prepared = prepared ?? PreparedRelay(request)
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
@@ -422,9 +441,11 @@ enum SyncEngine {
                 in: store)
         }
         var usable: [ChangeRecord] = []
+        var texts: [String] = []
         rejected += request.unreadable.map(\.rejection)
-        for record in request.records {
-            if let problem = try recordProblem(record, account: counters, clientProtocol: authority.clientProtocol)
+        for (record, text) in zip(request.records, prepared.fieldsTexts) {
+            if let problem = try recordProblem(
+                record, account: counters, clientProtocol: authority.clientProtocol, fieldsBytes: text.utf8.count)
                 ?? ledgerWriterProblem(record, pusher: nil, account: device.accountID, in: store)
             {
                 rejected.append(
@@ -437,6 +458,7 @@ enum SyncEngine {
                     of: [record], ownDevice: nil, now: now, newest: counters.stampHigh,
                     maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
                 usable.append(record)
+                texts.append(text)
             } catch let error as ServerError {
                 rejected.append(
                     RejectedChange(
@@ -445,10 +467,10 @@ enum SyncEngine {
             }
         }
         try store.prefetch(account: device.accountID, keys: usable.map { (collection: $0.collection, key: $0.key) })
-        for record in usable {
+        for (record, text) in zip(usable, texts) {
             switch try mergeWhole(
-                record, account: device.accountID, counters: counters, into: &working, nextSequence: &nextSequence,
-                in: store)
+                record, fieldsText: text, account: device.accountID, counters: counters, into: &working,
+                nextSequence: &nextSequence, in: store)
             {
             case .merged: applied += 1
             case .unchanged: break
@@ -474,8 +496,12 @@ enum SyncEngine {
     /// Merges a whole record (relayed, or a push's ledger record: stamps and
     /// versions its own, no change number of the client's) into `working`,
     /// read from the store the first time, with the next sequence.
+    /// - Parameter fieldsText: the record's fields as
+    ///   ``RecordState/encodeFields(_:)`` writes them, when the caller wrote
+    ///   them (outside the write lock): a merge that takes the record's
+    ///   fields whole is sized and stored by it, not written again.
     static func mergeWhole(
-        _ record: ChangeRecord, account: Int64, counters: Store.AccountCounters,
+        _ record: ChangeRecord, fieldsText: String? = nil, account: Int64, counters: Store.AccountCounters,
         into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some SyncWriteTransaction
     ) throws -> WholeMerge {
         let place = WorkingKey(collection: record.collection, key: record.key)
@@ -484,13 +510,16 @@ enum SyncEngine {
             ?? store.record(account: account, collection: record.collection, key: record.key)
         let base = existing?.state ?? RecordState()
         let merged = base.merged(with: record.state).state
-        if let problem = mergeProblem(merged, collection: record.collection, account: counters) {
+        let text = fieldsText.flatMap { merged.fields == record.state.fields ? $0 : nil }
+        if let problem = mergeProblem(
+            merged, collection: record.collection, account: counters, fieldsBytes: text?.utf8.count)
+        {
             return .unusable(problem)
         }
         guard merged != base else { return .unchanged }
         working[place] = WorkingRecord(
             state: merged, writer: writer(of: merged, base: existing, change: record.state), sequence: nextSequence,
-            fieldsText: nil, knownTo: nil, knownAfter: 0)
+            fieldsText: text, knownTo: nil, knownAfter: 0)
         nextSequence += 1
         return .merged
     }

@@ -146,10 +146,15 @@ public enum Wire {
         for (name, register) in state.fields where bound <= maxRecordBytes {
             bound += 6 * name.utf8.count + 64 + 6 * size(of: register.value, limit: maxRecordBytes)
         }
-        guard bound > maxRecordBytes, RecordState.encodeFieldBytes(state.fields).count > maxRecordBytes else {
-            return nil
-        }
-        return "a record's fields are larger than \(maxRecordBytes / 1024) KiB as text"
+        guard bound > maxRecordBytes else { return nil }
+        return recordSizeProblem(textBytes: RecordState.encodeFieldBytes(state.fields).count)
+    }
+
+    /// ``recordSizeProblem(_:)`` from the length of the fields' text as
+    /// ``RecordState/encodeFields(_:)`` writes it, for a caller that wrote it
+    /// already (never a text as a client sent it, which may be shorter).
+    public static func recordSizeProblem(textBytes: Int) -> String? {
+        textBytes > maxRecordBytes ? "a record's fields are larger than \(maxRecordBytes / 1024) KiB as text" : nil
     }
 
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {

@@ -1,0 +1,139 @@
+import JSON
+import SyncCore
+import TestSupport
+import Testing
+
+@testable import BrsyncServer
+
+/// A large relay is merged a part at a time (``Store/relayPartBytes`` of
+/// fields' text each, each part a write transaction of its own), so another
+/// account's write waits for one part, never for megabytes. Every record is
+/// merged, rejections are told once, and a relay whose parts must go
+/// together (a ledger request, pending ledger records) stays whole.
+@Suite struct RelayPartsTests {
+    /// A relay's request as the server reads it from `records` (each record's fields' text kept).
+    static func read(_ request: RelayRequest) throws -> RelayRequest {
+        try Wire.read(String(decoding: request.body(), as: UTF8.self), RelayRequest.init(reading:))
+    }
+
+    /// A record of about `bytes` of fields' text, in values of 32 KiB at most.
+    static func record(_ device: TestDevice, _ key: String, bytes: Int) -> ChangeRecord {
+        var fields: [String: JSONValue] = ["browser": .string("firefox")]
+        for index in 0..<(bytes + 32767) / 32768 {
+            fields["note\(index)"] = .string(String(repeating: "n", count: min(32768, bytes - index * 32768)))
+        }
+        return device.change(key, fields)
+    }
+
+    @Test func aLargeRelayIsCutIntoPartsInOrder() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let part = Store.relayPartBytes
+        // Three records of 0.45 of a part each: two fit a part, the third starts the next.
+        let records = (0..<5).map { Self.record(device, "r\($0).example", bytes: part * 45 / 100) }
+        let parts = SQLiteStore.relayParts(try Self.read(RelayRequest(records: records, keyID: "0123456789abcdef")))
+        #expect(
+            parts.map { $0.records.map(\.key) } == [
+                ["r0.example", "r1.example"], ["r2.example", "r3.example"], ["r4.example"],
+            ])
+        #expect(parts.allSatisfy { $0.keyID == "0123456789abcdef" })
+        // A record larger than a part is a part alone; small records share one.
+        let large = Self.record(device, "large.example", bytes: part * 2)
+        let small = (0..<50).map { Self.record(device, "s\($0).example", bytes: 100) }
+        let mixed = SQLiteStore.relayParts(try Self.read(RelayRequest(records: small + [large] + small)))
+        #expect(mixed.map(\.records.count) == [50, 1, 50])
+        // A relay carrying pending ledger records, and a ledger request, stay whole.
+        var withLedger = try Self.read(RelayRequest(records: records))
+        withLedger.ledger = [Self.record(device, "pending", bytes: 10)]
+        #expect(SQLiteStore.relayParts(withLedger).count == 1)
+        var ledgerRequest = try Self.read(RelayRequest(records: records))
+        ledgerRequest.ledgerOf = device.deviceID
+        #expect(SQLiteStore.relayParts(ledgerRequest).count == 1)
+    }
+
+    @Test func recordsOverALimitAreRejectedOnceWithTheFirstPart() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        var records = (0..<4).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 3 / 4) }
+        records.insert(
+            device.change("big.example", ["note": .string(String(repeating: "v", count: Wire.maxValueBytes + 1))]),
+            at: 2)
+        let request = try Self.read(RelayRequest(records: records))
+        #expect(request.unreadable.count == 1)
+        let parts = SQLiteStore.relayParts(request)
+        #expect(parts.count == 4)
+        #expect(parts.map(\.unreadable.count) == [1, 0, 0, 0])
+    }
+
+    /// Through the server, on both stores: every record of a relay cut into
+    /// parts is merged and pulled, a record refused in a later part is named
+    /// once, and relaying the same again changes nothing.
+    @Test(arguments: StoreKind.allCases) func aRelayInPartsMergesEveryRecord(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        var records = (0..<6).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 4 / 10) }
+        // In the third part: a key over the limit, refused alone.
+        records.insert(device.change(String(repeating: "k", count: 3000), ["browser": .string("x")]), at: 5)
+        let body = RelayRequest(records: records).body()
+        #expect(SQLiteStore.relayParts(try Self.read(RelayRequest(records: records))).count == 3)
+        let answer = try device.post("/v1/relay", body: body)
+        #expect(answer.status == 200, "\(answer.text.prefix(300))")
+        let relayed = try PushResponse(json: try JSONValue.parse(answer.text))
+        #expect(relayed.applied == 6)
+        #expect(relayed.rejected.count == 1)
+        #expect(relayed.rejected.first?.reason.contains("a key must be 1 to 2048 bytes") == true)
+        let pulled = try device.pullAll().records
+        #expect(Set(pulled.keys) == Set((0..<6).map { "rules/r\($0).example" }))
+        for record in records.prefix(5) + records.suffix(1) {
+            #expect(pulled["rules/\(record.key)"]?.state == record.state)
+        }
+        // The same relay again (a retry whose answer was lost): nothing more merged.
+        let again = try PushResponse(json: try JSONValue.parse(try device.post("/v1/relay", body: body).text))
+        #expect(again.applied == 0)
+        #expect(again.rejected.count == 1)
+    }
+
+    /// A record read ahead of a write (outside SQLite's write lock) is used
+    /// only while it is still the stored version: one written since, or
+    /// made since where it was absent, is read again inside the write.
+    @Test func aRecordReadAheadIsTakenOnlyWhileItIsStillStored() throws {
+        let fixture = try ServerFixture()
+        let store = try #require(fixture.store as? SQLiteStore)
+        let device = try fixture.device("alice", "laptop")
+        #expect(try device.push([device.change("kept.example", ["browser": .string("firefox")])]).status == 200)
+        #expect(try device.push([device.change("moved.example", ["browser": .string("firefox")])]).status == 200)
+        let account = try #require(try store.accounts().first { $0.name == "alice" }).id
+        let places: [(collection: RecordCollection, key: String)] = [
+            (.rules, "kept.example"), (.rules, "moved.example"), (.rules, "new.example"), (.rules, "absent.example"),
+        ]
+        var ahead = try #require(try store.readAhead(account: account, keys: places))
+        // Written after the read: a new version, and a record where there was none.
+        #expect(try device.push([device.change("moved.example", ["browser": .string("chrome")])]).status == 200)
+        #expect(try device.push([device.change("new.example", ["browser": .string("chrome")])]).status == 200)
+        // The version read ahead of "kept.example", marked so that taking it shows.
+        let keptPlace = Store.ReadAhead.Place(collection: .rules, key: "kept.example")
+        var marked = try #require(ahead.records[keptPlace] ?? nil)
+        marked.state.fields["marked"] = StampedValue(.bool(true), stamp: marked.state.fields["browser"]!.stamp)
+        ahead.records[keptPlace] = .some(marked)
+        let (kept, moved, new, absent) = try store.writing(account: account, readAhead: ahead) { transaction in
+            (
+                try transaction.record(account: account, collection: .rules, key: "kept.example"),
+                try transaction.record(account: account, collection: .rules, key: "moved.example"),
+                try transaction.record(account: account, collection: .rules, key: "new.example"),
+                try transaction.record(account: account, collection: .rules, key: "absent.example")
+            )
+        }
+        #expect(kept?.state.fields["marked"] != nil, "the version read ahead, still stored, is taken as read")
+        #expect(moved?.state.fields["browser"]?.value == .string("chrome"))
+        #expect(new?.state.fields["browser"]?.value == .string("chrome"))
+        #expect(absent == nil)
+        // Another account's write never takes this account's reads.
+        let other = try fixture.device("bob", "laptop")
+        #expect(try other.push([other.change("kept.example", ["browser": .string("x")])]).status == 200)
+        let bob = try #require(try store.accounts().first { $0.name == "bob" }).id
+        let theirs = try store.writing(account: bob, readAhead: ahead) { transaction in
+            try transaction.record(account: bob, collection: .rules, key: "kept.example")
+        }
+        #expect(theirs?.state.fields["browser"]?.value == .string("x"))
+    }
+}
