@@ -8,7 +8,8 @@ import Testing
 
 /// No account fills the server for the others: what an account holds is
 /// counted whatever writes it, and a push or relay past a limit is refused
-/// whole, nothing applied.
+/// whole, nothing applied (a relay committed in parts, at the part that
+/// crosses it: `RelayPartsTests`).
 @Suite struct QuotaTests {
     func usage(_ fixture: ServerFixture, _ account: String) throws -> Store.Account {
         try #require(try fixture.store.accounts().first { $0.name == account })

@@ -136,4 +136,19 @@ import Testing
         }
         #expect(theirs?.state.fields["browser"]?.value == .string("x"))
     }
+
+    /// A relay of several parts past a limit is refused (507) at the part
+    /// that crosses it; the parts before stay merged, as after a crash
+    /// between them, and the account holds no more than its limit.
+    @Test(arguments: StoreKind.allCases) func aRelayInPartsPastALimitKeepsThePartsBefore(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        try fixture.store.setLimits(account: "alice", records: 3, bytes: nil, devices: nil)
+        let records = (0..<6).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 4 / 10) }
+        let answer = try device.post("/v1/relay", body: RelayRequest(records: records).body())
+        #expect(answer.status == 507 && answer.errorCode == .quotaExceeded, "\(answer.text.prefix(300))")
+        let pulled = try device.pullAll().records
+        #expect(Set(pulled.keys) == ["rules/r0.example", "rules/r1.example"])
+        #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 2)
+    }
 }
