@@ -181,7 +181,6 @@ public enum Store {
         }
     }
 
-    /// A stored record as a push or relay merges into it.
     /// Records of one account read before a write queues for the lock
     /// (``StoreDialect/readAhead(account:keys:)``), by place; nil where the
     /// record was absent.
@@ -194,6 +193,7 @@ public enum Store {
         var records: [Place: RecordVersion?] = [:]
     }
 
+    /// A stored record as a push or relay merges into it.
     public struct RecordVersion: Sendable {
         public var state: RecordState
         public var sequence: Int64
