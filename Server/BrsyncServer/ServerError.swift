@@ -54,6 +54,9 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// A push or relay that would take the account past one of its limits
     /// (records or bytes), or a device past its device limit.
     case quotaExceeded(what: String, would: Int64, limit: Int64)
+    /// ``quotaExceeded(what:would:limit:)`` met by a part of a relay after
+    /// `applied` records of the parts before it were merged (``Store/relayPartBytes``).
+    case quotaExceededInRelay(what: String, would: Int64, limit: Int64, applied: Int)
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -70,7 +73,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return 409
         case .clockSkew, .foreignStamp: return 422
         case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
-        case .quotaExceeded: return 507
+        case .quotaExceeded, .quotaExceededInRelay: return 507
         case .keyRetired, .encryptionReset, .rollbackUnconfirmed: return 409
         case .timelineLimited: return 429
         case .unavailable: return 503
@@ -105,7 +108,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .encryptionReset: return .encryptionReset
         case .rollbackUnconfirmed: return .rollbackUnconfirmed
         case .timelineLimited: return .timelineLimited
-        case .quotaExceeded: return .quotaExceeded
+        case .quotaExceeded, .quotaExceededInRelay: return .quotaExceeded
         case .unavailable: return .unavailable
         case .database(let error) where error.isBusy: return .busy
         case .database, .storeUnusable, .newerSchema: return .`internal`
@@ -160,6 +163,12 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return
                 "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
                 + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "
+                + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
+        case .quotaExceededInRelay(let what, let would, let limit, let applied):
+            return
+                "this account would hold \(would) \(what), past its limit of \(limit): this relay was merged in parts, and "
+                + "\(applied) record(s) of the parts before this one were applied; the rest were not (they stay on the machine). "
+                + "Remove what is no longer needed, or ask the server's operator to raise the limit "
                 + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
         case .encryptionReset:
             return

@@ -140,10 +140,22 @@ extension StoreDialect {
         for part in Self.relayParts(request) {
             let prepared = SyncEngine.PreparedRelay(part)
             let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
-            let merged = try writing(account: device.accountID, readAhead: ahead) { transaction in
-                try SyncEngine.relay(
-                    part, prepared: prepared, from: device, authority: authority, now: now,
-                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+            let merged: (applied: Int, rejected: [RejectedChange], accountEpoch: String)
+            do {
+                merged = try writing(account: device.accountID, readAhead: ahead) { transaction in
+                    try SyncEngine.relay(
+                        part, prepared: prepared, from: device, authority: authority, now: now,
+                        maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+                }
+            } catch {
+                // The parts before stay merged: watches hear of them, and a
+                // limit's answer says so, not "nothing applied".
+                guard applied > 0 else { throw error }
+                changed(device.accountID)
+                if case ServerError.quotaExceeded(let what, let would, let limit) = error {
+                    throw ServerError.quotaExceededInRelay(what: what, would: would, limit: limit, applied: applied)
+                }
+                throw error
             }
             applied += merged.applied
             rejected += merged.rejected
@@ -172,7 +184,10 @@ extension StoreDialect {
         part.records = []
         var bytes = 0
         for record in request.records {
-            let size = record.key.utf8.count + (record.fieldsText?.utf8.count ?? Store.relayPartBytes)
+            // What the record is stored as: its key, fields and versions
+            // (a vector of a thousand long device ids weighs more than a rule).
+            let versions = record.state.versions.counters.reduce(0) { $0 + $1.key.utf8.count + 24 }
+            let size = record.key.utf8.count + versions + (record.fieldsText?.utf8.count ?? Store.relayPartBytes)
             if !part.records.isEmpty, bytes + size > Store.relayPartBytes {
                 parts.append(part)
                 part.records = []

@@ -53,7 +53,8 @@ extension AccountCommand {
             abstract: "Show or change what an account may hold: records, their bytes, devices.",
             discussion: """
                 A push or relay that would take the account past a limit is refused whole (nothing applied; the machine keeps \
-                its edits and says so); one that shrinks an account already past a lowered limit is taken. Defaults: \
+                its edits and says so; a relay of more than 128 KiB is merged in parts, and refused at the part that crosses \
+                the limit, the parts before it applied, as its answer says); one that shrinks an account already past a lowered limit is taken. Defaults: \
                 \(Store.Limits.defaultRecords) records, \(size(Store.Limits.defaultBytes)), \(Store.Limits.defaultDevices) devices \
                 (revoked ones count). 'default' sets a limit back to its default.
                 """)

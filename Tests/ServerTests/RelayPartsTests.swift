@@ -46,6 +46,13 @@ import Testing
         var withLedger = try Self.read(RelayRequest(records: records))
         withLedger.ledger = [Self.record(device, "pending", bytes: 10)]
         #expect(SQLiteStore.relayParts(withLedger).count == 1)
+        // A record's versions count: a vector of many long device ids makes a record a part alone.
+        var wide = (0..<3).map { Self.record(device, "v\($0).example", bytes: 100) }
+        for index in wide.indices {
+            wide[index].state.versions = VersionVector(
+                Dictionary(uniqueKeysWithValues: (0..<1024).map { ("d\($0)" + String(repeating: "y", count: 55), 1) }))
+        }
+        #expect(SQLiteStore.relayParts(try Self.read(RelayRequest(records: wide))).count == 3)
         var ledgerRequest = try Self.read(RelayRequest(records: records))
         ledgerRequest.ledgerOf = device.deviceID
         #expect(SQLiteStore.relayParts(ledgerRequest).count == 1)
@@ -147,6 +154,7 @@ import Testing
         let records = (0..<6).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 4 / 10) }
         let answer = try device.post("/v1/relay", body: RelayRequest(records: records).body())
         #expect(answer.status == 507 && answer.errorCode == .quotaExceeded, "\(answer.text.prefix(300))")
+        #expect(answer.errorMessage.contains("2 record(s) of the parts before this one were applied"), "\(answer.text)")
         let pulled = try device.pullAll().records
         #expect(Set(pulled.keys) == ["rules/r0.example", "rules/r1.example"])
         #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 2)
