@@ -93,10 +93,7 @@ enum SyncEngine {
         maxClockOffsetMilliseconds: Int64, timelineGate: TimelineGate? = nil,
         in store: some SyncWriteTransaction
     ) throws -> (PushOutcome, timeline: String) {
-        guard let revoked = try store.deviceRevoked(device.id) else {
-            throw ServerError.unauthorized("the device no longer exists")
-        }
-        if revoked { throw ServerError.revoked }
+        try requireLive(device, in: store)
         // Locks the account (in a store shared by processes) before anything
         // of it is read: pushes of one account are serialised.
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
@@ -111,6 +108,16 @@ enum SyncEngine {
             timelineGate: counters.encrypted ? nil : timelineGate, in: store)
         if case .gap(_, _, let newEpoch?) = outcome { return (outcome, newEpoch) }
         return (outcome, Store.epoch(store: epoch, account: counters.epoch))
+    }
+
+    /// Throws unless `device` still exists and is not revoked, read inside
+    /// the write: a request authenticated before a revocation writes nothing
+    /// after it.
+    static func requireLive(_ device: Store.Device, in store: some SyncWriteTransaction) throws {
+        guard let revoked = try store.deviceRevoked(device.id) else {
+            throw ServerError.unauthorized("the device no longer exists")
+        }
+        if revoked { throw ServerError.revoked }
     }
 
     private static func push(
@@ -416,6 +423,9 @@ enum SyncEngine {
         in store: some SyncWriteTransaction
     ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         let prepared = prepared ?? PreparedRelay(request)
+        // In every part's transaction: a relay authenticated before its
+        // device was revoked merges nothing after the revocation.
+        try requireLive(device, in: store)
         var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()

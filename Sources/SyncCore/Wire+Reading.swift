@@ -454,9 +454,11 @@ extension ChangeRecord {
             return .failure(ChangeProblem(sequence: number, problem: Wire.Problem("a change needs \"key\", a string")))
         }
         do throws(Wire.Problem) {
-            if let problem = Wire.problem(key: key) { throw Wire.Problem("change \(number): \(problem)") }
-            let state = try RecordState.make(fields: fields.reading, versions: versions, context: "change \(number)")
-            let writerVersions = try writer?.get("change \(number)")
+            // A relay's records carry no change number (0): named by their collection.
+            let context = number == 0 ? "a relayed \(collection.rawValue) record" : "change \(number)"
+            if let problem = Wire.problem(key: key) { throw Wire.Problem("\(context): \(problem)") }
+            let state = try RecordState.make(fields: fields.reading, versions: versions, context: context)
+            let writerVersions = try writer?.get(context)
             var change = ChangeRecord(
                 sequence: number, collection: collection, key: key, state: state, writerVersions: writerVersions)
             // The text is kept only when it reads as the state whole (no field set aside as flawed).

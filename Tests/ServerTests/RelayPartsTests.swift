@@ -159,4 +159,30 @@ import Testing
         #expect(Set(pulled.keys) == ["rules/r0.example", "rules/r1.example"])
         #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 2)
     }
+
+    /// A relay checks its device in every part's transaction: one
+    /// authenticated before the device was revoked (a large relay still
+    /// being merged) merges nothing after the revocation.
+    @Test(arguments: StoreKind.allCases) func aRelayAuthenticatedBeforeARevocationMergesNothing(
+        _ kind: StoreKind
+    ) throws {
+        let fixture = try ServerFixture(kind)
+        let device = try fixture.device("alice", "laptop")
+        let other = try fixture.device("alice", "desktop")
+        let authenticated = try fixture.store.authenticate(token: device.token)
+        try fixture.store.revokeDevice(account: "alice", name: "laptop")
+        let records = (0..<3).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 6 / 10) }
+        let request = try Self.read(RelayRequest(records: records))
+        #expect(SQLiteStore.relayParts(request).count == 3)
+        let error = #expect(throws: ServerError.self) {
+            _ = try fixture.store.relay(
+                request, from: authenticated, authority: .unsigned, maxClockOffsetMilliseconds: 60_000)
+        }
+        if case .revoked = error {
+        } else {
+            Issue.record("expected revoked, got \(String(describing: error))")
+        }
+        #expect(try other.pullAll().records.isEmpty)
+        #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 0)
+    }
 }
