@@ -138,15 +138,11 @@ extension StoreDialect {
         // of its own, so another account's write waits for one part, not for
         // megabytes (``Store/relayPartBytes``).
         for part in Self.relayParts(request) {
-            let prepared = SyncEngine.PreparedRelay(part)
-            let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
             let merged: (applied: Int, rejected: [RejectedChange], accountEpoch: String)
             do {
-                merged = try writing(account: device.accountID, readAhead: ahead) { transaction in
-                    try SyncEngine.relay(
-                        part, prepared: prepared, from: device, authority: authority, now: now,
-                        maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
-                }
+                merged = try relayPart(
+                    part, from: device, authority: authority, now: now,
+                    maxClockOffsetMilliseconds: maxClockOffsetMilliseconds)
             } catch {
                 // The parts before stay merged: watches hear of them, and a
                 // limit's answer says so, not "nothing applied".
@@ -167,6 +163,21 @@ extension StoreDialect {
             epoch: Store.epoch(store: epoch, account: accountEpoch), lost: [],
             rejected: rejected, account: device.accountUID)
         return (applied, rejected, response)
+    }
+
+    /// One part of a relay, in a write transaction of its own: its fields'
+    /// text written and its records read ahead before the account's turn.
+    private func relayPart(
+        _ part: RelayRequest, from device: Store.Device, authority: WriteAuthority, now: Int64,
+        maxClockOffsetMilliseconds: Int64
+    ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
+        let prepared = SyncEngine.PreparedRelay(part)
+        let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
+        return try writing(account: device.accountID, readAhead: ahead) { transaction in
+            try SyncEngine.relay(
+                part, prepared: prepared, from: device, authority: authority, now: now,
+                maxClockOffsetMilliseconds: maxClockOffsetMilliseconds, in: transaction)
+        }
     }
 
     /// `request` cut into parts of about ``Store/relayPartBytes`` of fields'

@@ -426,7 +426,6 @@ enum SyncEngine {
         // In every part's transaction: a relay authenticated before its
         // device was revoked merges nothing after the revocation.
         try requireLive(device, in: store)
-        var applied = 0
         var rejected: [RejectedChange] = []
         let counters = try store.accountCounters(device.accountID) ?? Store.AccountCounters()
         try checkSealing(keyID: request.keyID, account: counters)
@@ -477,12 +476,14 @@ enum SyncEngine {
             }
         }
         try store.prefetch(account: device.accountID, keys: usable.map { (collection: $0.collection, key: $0.key) })
+        // Records changed, each counted once however often the relay repeats it.
+        var merged: Set<WorkingKey> = []
         for (record, text) in zip(usable, texts) {
             switch try mergeWhole(
                 record, fieldsText: text, account: device.accountID, counters: counters, into: &working,
                 nextSequence: &nextSequence, in: store)
             {
-            case .merged: applied += 1
+            case .merged: merged.insert(WorkingKey(collection: record.collection, key: record.key))
             case .unchanged: break
             case .unusable(let problem):
                 rejected.append(
@@ -493,7 +494,7 @@ enum SyncEngine {
         try commit(
             working, of: request.ledger.isEmpty ? usable : usable + request.ledger, account: device.accountID,
             nextSequence: nextSequence, counters: counters, now: now, in: store)
-        return (applied, rejected, counters.epoch)
+        return (merged.count, rejected, counters.epoch)
     }
 
     /// What merging a whole record into a write's working set did.

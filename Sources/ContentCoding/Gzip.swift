@@ -76,12 +76,15 @@ public enum Gzip {
         case LIBDEFLATE_SUCCESS:
             break
         case LIBDEFLATE_INSUFFICIENT_SPACE:
-            throw Problem("it holds more than its trailer says (\(claimed) bytes)")
+            // The claim is the body's last 4 bytes: a trailer that lies, or bytes after the member.
+            throw Problem(
+                "it holds more than the \(claimed) bytes its last 4 bytes claim (a damaged member, or bytes after it)")
         default:
             throw Problem("damaged gzip data")
         }
-        guard made == claimed else { throw Problem("it holds \(made) bytes, not the \(claimed) its trailer says") }
+        // Bytes after the member first: the "trailer" read above was theirs.
         guard used == bytes.count else { throw Problem("\(bytes.count - used) bytes follow the gzip data") }
+        guard made == claimed else { throw Problem("it holds \(made) bytes, not the \(claimed) its trailer says") }
         out.removeLast()
         return out
     }

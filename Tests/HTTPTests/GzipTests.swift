@@ -37,6 +37,12 @@ import Testing
             ("a trailer claiming more", lyingLarger, 1 << 20, "damaged gzip data"),
             ("bytes after it", member + member.suffix(4), 1 << 20, "4 bytes follow"),
             ("two members", member + member, 1 << 20, "follow the gzip data"),
+            // Junk whose last 4 bytes claim more than the member holds, or less.
+            (
+                "bytes after it claiming more", member + [0x6A, 0x75, 0x6E, 0x6B, 0x00, 0x00, 0x01, 0x00], 1 << 20,
+                "8 bytes follow"
+            ),
+            ("bytes after it claiming less", member + [0x01, 0x00, 0x00, 0x00], 1 << 20, "or bytes after it"),
         ]
         for (what, bytes, limit, words) in cases {
             #expect(throws: Gzip.Problem.self, "\(what)") { try Gzip.decompress(bytes, limit: limit) }

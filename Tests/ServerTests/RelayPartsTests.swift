@@ -185,4 +185,18 @@ import Testing
         #expect(try other.pullAll().records.isEmpty)
         #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 0)
     }
+
+    /// A relay's `applied` counts records changed: one key relayed three
+    /// times (each copy newer) is one record.
+    @Test func aRecordRelayedThreeTimesIsAppliedOnce() throws {
+        let fixture = try ServerFixture()
+        let device = try fixture.device("alice", "laptop")
+        let copies = ["firefox", "chrome", "brave"].map { device.change("repeat.example", ["browser": .string($0)]) }
+        let other = device.change("other.example", ["browser": .string("firefox")])
+        let answer = try device.post("/v1/relay", body: RelayRequest(records: copies + [other]).body())
+        #expect(answer.status == 200, "\(answer.text.prefix(300))")
+        #expect(try PushResponse(json: try JSONValue.parse(answer.text)).applied == 2)
+        #expect(
+            try device.pullAll().records["rules/repeat.example"]?.state.fields["browser"]?.value == .string("brave"))
+    }
 }
