@@ -44,6 +44,14 @@ final class ConnectionLoop: @unchecked Sendable {
         var parser: HTTPRequestParser?
         /// The request whose answer it waits for, if it waits for one.
         let parked: Parked?
+        /// Its last answer is written and its sending side closed: what the
+        /// client still sends is read and discarded until it closes too
+        /// (``HTTPServer/linger(_:milliseconds:)``, without a thread), and
+        /// how many bytes so far.
+        var lingering = false
+        var discarded = 0
+        /// Registered for writability (a handshake waiting to write), not readability.
+        var watchingWrite = false
 
         init(
             socket: Socket, stream: any ByteStream, peer: String, address: String, served: Int, handshaking: Bool,
@@ -278,6 +286,10 @@ final class ConnectionLoop: @unchecked Sendable {
     /// The socket of a waiting connection is ready (or, with `flags` 0, may be).
     private func ready(_ entry: Waiting, flags: UInt32) {
         let descriptor = entry.socket.descriptor
+        if entry.lingering {
+            discard(entry)
+            return
+        }
         if entry.parked != nil {
             // The client sent more (its next request, or the end of the
             // connection): the waiting request is answered first.
@@ -291,17 +303,19 @@ final class ConnectionLoop: @unchecked Sendable {
         if entry.handshaking {
             guard let tls = entry.stream as? TLSStream else { drop(descriptor, entry); return }
             do {
+                // Registered anew only when what it waits for changes: a
+                // handshake costs its reads and writes, not epoll calls.
                 switch try tls.acceptStep() {
                 case .wantRead:
-                    register(descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    watch(entry, write: false)
                     return
                 case .wantWrite:
-                    register(descriptor, events: UInt32(EPOLLOUT.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    watch(entry, write: true)
                     return
                 case .done:
                     entry.handshaking = false
                     entry.deadline = .after(milliseconds: server.limits.idleTimeoutMilliseconds)
-                    register(descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: false)
+                    watch(entry, write: false)
                     guard tls.hasBufferedInput else { return }
                 }
             } catch .closed {
@@ -394,13 +408,14 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     /// Answers `request` here when the server can from memory
-    /// (``HTTPServer/Quick``) and the connection stays open after it; the
-    /// answer is written without waiting (a client with more than a socket
-    /// buffer of answers unread is dropped). False: a thread answers it.
+    /// (``HTTPServer/Quick``); the answer is written without waiting (a
+    /// client with more than a socket buffer of answers unread is dropped).
+    /// A last answer (`Connection: close`, or the connection's last
+    /// request) is followed by the linger, here too. False: a thread
+    /// answers it.
     private func answerHere(_ entry: Waiting, _ request: HTTPRequest) -> Bool {
-        guard let quick = server.quick, request.keepAlive, entry.served + 1 < server.limits.maxRequestsPerConnection,
-            !server.shuttingDown.load(ordering: .relaxed)
-        else { return false }
+        guard let quick = server.quick, !server.shuttingDown.load(ordering: .relaxed) else { return false }
+        let keepAlive = request.keepAlive && entry.served + 1 < server.limits.maxRequestsPerConnection
         let started = Deadline.now()
         guard let response = quick(request, HTTPServer.RequestContext(peer: entry.peer)) else { return false }
         entry.served += 1
@@ -414,7 +429,7 @@ final class ConnectionLoop: @unchecked Sendable {
             return true
         }
         let bytes = response.serialized(
-            keepAlive: true, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD",
+            keepAlive: keepAlive, dateMillis: Clock.wallMillis(), includeBody: request.method != "HEAD",
             toHTTP10: request.minorVersion == 0)
         let written = (try? entry.stream.write(bytes, deadline: .now())) != nil
         response.whenWritten?.run()
@@ -426,8 +441,43 @@ final class ConnectionLoop: @unchecked Sendable {
         }
         entry.pending = []
         entry.parser = nil
+        guard keepAlive else {
+            // The sending side ends; what the client still sends is drained
+            // before the close, so no reset destroys the answer unread.
+            entry.stream.finishWriting()
+            entry.lingering = true
+            entry.deadline = .after(milliseconds: server.limits.lingerMilliseconds)
+            discard(entry)
+            return true
+        }
         entry.deadline = .after(milliseconds: server.limits.idleTimeoutMilliseconds)
         return true
+    }
+
+    /// Waits for `entry`'s socket to become writable, or readable.
+    private func watch(_ entry: Waiting, write: Bool) {
+        guard entry.watchingWrite != write else { return }
+        entry.watchingWrite = write
+        let events = (write ? UInt32(EPOLLOUT.rawValue) : UInt32(EPOLLIN.rawValue)) | UInt32(EPOLLRDHUP.rawValue)
+        register(entry.socket.descriptor, events: events, add: false)
+    }
+
+    /// Reads and discards what a lingering connection's client sends, never
+    /// waiting; closes it once the client has closed (or failed), or past
+    /// ``HTTPLimits/lingerMaxBytes``. Its deadline closes it otherwise.
+    private func discard(_ entry: Waiting) {
+        while entry.discarded < server.limits.lingerMaxBytes {
+            let count = scratch.withUnsafeMutableBytes {
+                Glibc.read(entry.socket.descriptor, $0.baseAddress, $0.count)
+            }
+            if count > 0 {
+                entry.discarded += count
+                continue
+            }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+            break // closed by the client, or failed
+        }
+        drop(entry.socket.descriptor, entry)
     }
 }
 

@@ -186,6 +186,59 @@ import Testing
         #expect(last.contains("Connection: close\r\n"), "\(last)")
     }
 
+    /// A last answer from memory (`Connection: close`, a new TLS connection
+    /// for one request) is written on the loop, never taking a thread; the
+    /// loop then lingers without one: bytes the client sends after its
+    /// request are drained, so no reset destroys the answer unread, and the
+    /// connection ends when the client closes, or at the linger's deadline
+    /// when it never does.
+    @Test func aLastAnswerFromMemoryAndItsLingerTakeNoThread() throws {
+        let fixture = try TLSFixture()
+        let handled = Atomic<Int>(0)
+        var limits = HTTPLimits()
+        limits.lingerMilliseconds = 600
+        let (server, port) = try fixture.serve(limits: limits, quick: Self.quick) { _, _ in
+            handled.add(1, ordering: .relaxed)
+            return HTTPResponse(status: 200, body: Array("thread".utf8))
+        }
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        let close = Array("GET /quick HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+        for _ in 0..<20 {
+            let stream = try fixture.stream(port: port)
+            try stream.write(close, deadline: .after(milliseconds: 1000))
+            let answer = try Self.readAll(stream)
+            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains("Connection: close\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("\r\n\r\nquick"), "\(answer)")
+            stream.close()
+        }
+        #expect(handled.load(ordering: .relaxed) == 0, "answered on the loop")
+
+        // The client sends 256 KiB more after its request, before reading:
+        // drained while lingering, and the answer arrives whole.
+        let talker = try fixture.stream(port: port)
+        try talker.write(close, deadline: .after(milliseconds: 1000))
+        usleep(100_000) // the answer is written (the loop lingers) before the rest comes
+        try talker.write([UInt8](repeating: UInt8(ascii: "x"), count: 256 * 1024), deadline: .after(milliseconds: 3000))
+        let answer = try Self.readAll(talker)
+        #expect(answer.hasPrefix("HTTP/1.1 200") && answer.hasSuffix("\r\n\r\nquick"), "\(answer)")
+        talker.close()
+        #expect(handled.load(ordering: .relaxed) == 0)
+
+        // A client that never closes: the linger's deadline ends it.
+        let silent = try fixture.stream(port: port)
+        try silent.write(close, deadline: .after(milliseconds: 1000))
+        let started = Deadline.now()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = try buffer.withUnsafeMutableBytes {
+            try silent.read(into: $0, deadline: .after(milliseconds: 2000), wakeup: nil, what: "test")
+        }
+        for _ in 0..<300 where server.openConnections > 0 { usleep(10_000) }
+        #expect(server.openConnections == 0, "closed at the linger's deadline")
+        #expect(Deadline.now().milliseconds - started.milliseconds < 2_500)
+        #expect(server.activeRequests == 0 && handled.load(ordering: .relaxed) == 0)
+        silent.close()
+    }
+
     /// Everything the server sends until it closes.
     static func readAll(_ stream: TLSStream) throws -> String {
         var received: [UInt8] = []
