@@ -137,6 +137,30 @@ final class ConnectionLoop: @unchecked Sendable {
         _ = write(wake, &one, 8)
     }
 
+    /// Takes a connection whose last answer a thread wrote, for the linger
+    /// (``HTTPServer/linger(_:milliseconds:)``, here without a thread): its
+    /// sending side ends, and what the client still sends is discarded
+    /// until it closes, or the linger's time or bytes are up.
+    func linger(_ stream: any ByteStream, peer: String, address: String) {
+        stream.finishWriting()
+        let entry = Waiting(
+            socket: stream.socket, stream: stream, peer: peer, address: address, served: 0, handshaking: false,
+            deadline: .after(milliseconds: server.limits.lingerMilliseconds))
+        entry.lingering = true
+        let taken = returned.withLock { state -> Bool in
+            if state.closed { return false }
+            state.queue.append(entry)
+            return true
+        }
+        guard taken else {
+            stream.close()
+            server.release(address)
+            return
+        }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
+    }
+
     /// A waiting request's answer was fired (any thread).
     private func fired(_ entry: Waiting) {
         let taken = returned.withLock { state -> Bool in
@@ -258,6 +282,10 @@ final class ConnectionLoop: @unchecked Sendable {
         register(entry.socket.descriptor, events: UInt32(EPOLLIN.rawValue | EPOLLRDHUP.rawValue), add: true)
         if let parked = entry.parked, parked.later.hold(wake: { [weak self] in self?.fired(entry) }) {
             resume(entry) // fired before it got here
+            return
+        }
+        if entry.lingering {
+            discard(entry) // what came before it got here
             return
         }
         if entry.handshaking || entry.stream.hasBufferedInput { ready(entry, flags: 0) }

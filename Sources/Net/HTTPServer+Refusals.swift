@@ -55,14 +55,18 @@ extension HTTPServer {
         let handed = ConnectionHandoff(stream: stream)
         do {
             try startThread { [self] in
-                defer {
-                    refusals.subtract(1, ordering: .relaxed)
-                    release(address)
-                }
+                defer { refusals.subtract(1, ordering: .relaxed) }
                 let deadline = Deadline.after(milliseconds: limits.refusalTimeoutMilliseconds)
                 try? handed.stream.write(
                     response.serialized(keepAlive: false, dateMillis: Clock.wallMillis()), deadline: deadline)
-                linger(handed.stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
+                // The linger on the loop: the refusal budget is for answers.
+                if let loop = loop(for: handed.stream) {
+                    loop.linger(handed.stream, peer: "", address: address)
+                } else {
+                    linger(
+                        handed.stream, milliseconds: min(limits.lingerMilliseconds, limits.refusalTimeoutMilliseconds))
+                    release(address)
+                }
             }
         } catch {
             refusals.subtract(1, ordering: .relaxed)

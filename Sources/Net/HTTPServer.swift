@@ -199,7 +199,7 @@ public final class HTTPServer: Sendable {
     static let maxLoops = 8
 
     /// The loop that takes `stream` back (nil before start).
-    private func loop(for stream: any ByteStream) -> ConnectionLoop? {
+    func loop(for stream: any ByteStream) -> ConnectionLoop? {
         loops.withLock { $0.isEmpty ? nil : $0[Int(stream.socket.descriptor) % $0.count] }
     }
     /// Requests being read or answered on threads now.
@@ -325,8 +325,19 @@ public final class HTTPServer: Sendable {
         var givenBack = false
         defer {
             if !givenBack {
-                if lingerAfter { linger(stream, milliseconds: limits.lingerMilliseconds) } else { stream.close() }
-                release(address)
+                if lingerAfter {
+                    // The linger goes to the loop: a client that never
+                    // closes holds neither this thread nor a request slot.
+                    if let loop = loop(for: stream) {
+                        loop.linger(stream, peer: peer, address: address)
+                    } else {
+                        linger(stream, milliseconds: limits.lingerMilliseconds)
+                        release(address)
+                    }
+                } else {
+                    stream.close()
+                    release(address)
+                }
             }
         }
         var parser = HTTPRequestParser(limits: limits)

@@ -239,6 +239,44 @@ import Testing
         silent.close()
     }
 
+    /// A last answer a thread made (`Connection: close`) lingers on the
+    /// loop, not on its thread: clients that never close hold neither a
+    /// thread nor a request slot, so with 2 slots ten of them are all
+    /// answered, and a new client after them too; each is closed at the
+    /// linger's deadline.
+    @Test func aThreadsLastAnswerLingersOnTheLoop() throws {
+        let fixture = try TLSFixture()
+        var limits = HTTPLimits()
+        limits.maxActiveRequests = 2
+        limits.lingerMilliseconds = 1_500
+        let (server, port) = try fixture.serve(limits: limits) { _, _ in
+            HTTPResponse(status: 404, body: Array("none".utf8))
+        }
+        defer { server.shutdown(graceMilliseconds: 2000) }
+        var held: [TLSStream] = []
+        for index in 0..<10 {
+            let stream = try fixture.stream(port: port)
+            try stream.write(
+                Array("GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+                deadline: .after(milliseconds: 1000))
+            let answer = try stream.readText()
+            #expect(answer.hasPrefix("HTTP/1.1 404"), "client \(index): \(answer)")
+            held.append(stream) // never closed by the client
+        }
+        for _ in 0..<100 where server.activeRequests > 0 { usleep(10_000) }
+        #expect(server.activeRequests == 0, "no thread or slot held while they linger")
+        #expect(server.openConnections == 10, "still lingering: \(server.openConnections)")
+        let fresh = try fixture.stream(port: port)
+        try fresh.write(
+            Array("GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
+            deadline: .after(milliseconds: 1000))
+        #expect(try fresh.readText().hasPrefix("HTTP/1.1 404"))
+        fresh.close()
+        for _ in 0..<400 where server.openConnections > 0 { usleep(10_000) }
+        #expect(server.openConnections == 0, "closed at the linger's deadline")
+        for stream in held { stream.close() }
+    }
+
     /// Everything the server sends until it closes.
     static func readAll(_ stream: TLSStream) throws -> String {
         var received: [UInt8] = []
