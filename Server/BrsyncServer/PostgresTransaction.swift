@@ -59,9 +59,9 @@ public final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    public func deviceRevoked(_ device: Int64) throws -> Bool? {
-        try connection.queryFirst("SELECT revoked FROM devices WHERE id = $1", [.integer(device)]) {
-            $0.bool(0) ?? false
+    public func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
+        try connection.queryFirst("SELECT revoked, token_hash FROM devices WHERE id = $1", [.integer(device)]) {
+            ($0.bool(0) ?? false, $0.bytes(1) ?? [])
         }
     }
 

@@ -43,6 +43,8 @@ enum Route: CaseIterable, Sendable {
 
     /// Refuses a method this route does not take.
     func check(method: String) throws(ServerError) {
-        guard methods.contains(method) else { throw ServerError.methodNotAllowed("use \(methods[0]) for \(path)") }
+        guard methods.contains(method) else {
+            throw ServerError.methodNotAllowed("use \(methods[0]) for \(path)", allow: methods)
+        }
     }
 }

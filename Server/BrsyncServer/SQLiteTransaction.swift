@@ -22,8 +22,12 @@ public struct SQLiteTransaction: StoreTransaction {
 
     // MARK: - Sync
 
-    public func deviceRevoked(_ device: Int64) throws -> Bool? {
-        try database.queryFirst("SELECT revoked FROM devices WHERE id = ?", [.integer(device)]) { $0.int(0) == 1 }
+    public func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
+        try database.queryFirst("SELECT revoked, token_hash FROM devices WHERE id = ?", [.integer(device)]) {
+            row -> (revoked: Bool, tokenHash: [UInt8]) in
+            guard case .blob(let stored) = row[1] else { return (row.int(0) == 1, []) }
+            return (row.int(0) == 1, stored)
+        }
     }
 
     public func streamCount(account: Int64) throws -> Int64 {

@@ -9,7 +9,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case revoked
     case badRequest(String)
     case notFound(String)
-    case methodNotAllowed(String)
+    /// 405, with the methods the endpoint takes (its `Allow`, RFC 9110 §15.5.6).
+    case methodNotAllowed(String, allow: [String])
     case gap(expected: Int64, got: Int64, digest: String)
     /// The device's change numbers were reused for other content (a copied home
     /// or one restored from an older copy): the client takes a new device id.
@@ -57,6 +58,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// ``quotaExceeded(what:would:limit:)`` met by a part of a relay after
     /// `applied` records of the parts before it were merged (``Store/relayPartBytes``).
     case quotaExceededInRelay(what: String, would: Int64, limit: Int64, applied: Int)
+    /// Another refusal (the device revoked, its token replaced) met by a
+    /// part of a relay after `applied` records of the parts before it were
+    /// merged: its status and code, its message saying so.
+    indirect case inRelay(ServerError, applied: Int)
     case unavailable(String)
     case database(DatabaseError)
     case storeUnusable(String)
@@ -64,6 +69,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
 
     public var httpStatus: Int {
         switch self {
+        case .inRelay(let refusal, _): return refusal.httpStatus
         case .unauthorized, .revoked: return 401
         case .badRequest: return 400
         case .notFound: return 404
@@ -85,6 +91,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     /// Stable error codes clients rely on.
     public var code: WireError.Code {
         switch self {
+        case .inRelay(let refusal, _): return refusal.code
         case .unauthorized: return .unauthorized
         case .revoked: return .revoked
         case .badRequest: return .badRequest
@@ -118,7 +125,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unauthorized(let message), .badRequest(let message), .notFound(let message),
-            .methodNotAllowed(let message),
+            .methodNotAllowed(let message, _),
             .foreignStamp(let message), .conflict(let message), .unavailable(let message), .storeUnusable(let message),
             .badSignature(let message):
             return message
@@ -183,6 +190,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return
                 "this account's timeline was started anew moments ago: another start waits \(seconds) s (nothing was changed)"
         case .revoked: return "this device's token was revoked"
+        case .inRelay(let refusal, let applied):
+            return
+                "\(refusal.description) (this relay was merged in parts: \(applied) record(s) of the parts before this one "
+                + "were applied, the rest were not)"
         case .gap(let expected, let got, _):
             return
                 "the push starts at device sequence \(got), but the server expects \(expected): push the changes in between first"

@@ -117,6 +117,10 @@ public enum Store {
         /// was read (a pull checks its cursor against them).
         public var accountNextSequence: Int64 = 1
         public var accountPurgedThrough: Int64 = 0
+        /// The hash of the token the request authenticated with (set by
+        /// ``StoreCore``'s check): a write checks it again inside its
+        /// transaction, so a token replaced meanwhile writes nothing more.
+        public var tokenHash: [UInt8]?
         /// Whether the account is end-to-end encrypted (it takes sealed records only).
         public var accountEncrypted = false
         /// The id of the account key its records are sealed with ("" when not encrypted).

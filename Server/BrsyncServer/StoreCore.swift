@@ -68,8 +68,9 @@ extension StoreDialect {
 
     /// The lookup is by hash; compare again in constant time before trusting it.
     static func check(_ device: Store.Device?, storedHash: [UInt8]?, hash: [UInt8]) throws -> Store.Device {
-        guard let device, let storedHash, Crypto.constantTimeEqual(storedHash, hash) else { throw invalidToken }
+        guard var device, let storedHash, Crypto.constantTimeEqual(storedHash, hash) else { throw invalidToken }
         guard !device.revoked else { throw ServerError.revoked }
+        device.tokenHash = hash
         return device
     }
 
@@ -150,6 +151,10 @@ extension StoreDialect {
                 changed(device.accountID)
                 if case ServerError.quotaExceeded(let what, let would, let limit) = error {
                     throw ServerError.quotaExceededInRelay(what: what, would: would, limit: limit, applied: applied)
+                }
+                // The device revoked or its token replaced between parts.
+                if let refusal = error as? ServerError, refusal.httpStatus == 401 {
+                    throw ServerError.inRelay(refusal, applied: applied)
                 }
                 throw error
             }
@@ -455,7 +460,7 @@ extension StoreDialect {
         of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority
     ) throws -> EncryptResponse {
         let result = try writing(account: device.accountID) { transaction -> EncryptResponse in
-            guard try transaction.deviceRevoked(device.id) == false else { throw ServerError.revoked }
+            try SyncEngine.requireLive(device, in: transaction)
             guard let current = try transaction.accountCounters(device.accountID) else {
                 throw ServerError.unauthorized("the device's account no longer exists")
             }

@@ -125,8 +125,9 @@ public protocol StoreTransaction: SyncWriteTransaction {
 /// SQLite's `BEGIN IMMEDIATE` takes the one write lock; a store shared by
 /// several processes locks the account's row in ``accountCounters(_:)``.
 public protocol SyncWriteTransaction {
-    /// Whether the device is revoked; nil when it no longer exists.
-    func deviceRevoked(_ device: Int64) throws -> Bool?
+    /// Whether the device is revoked, and the hash of its token now; nil
+    /// when it no longer exists.
+    func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])?
     /// A replica's stream: its last applied change number and the chain through it.
     func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
     /// The account's next change number, the newest stamp it holds and

@@ -161,6 +161,7 @@ public final class SyncAPI: Sendable {
         if error.httpStatus == 401 { response.headers.add("WWW-Authenticate", "Bearer realm=\"brsyncd\"") }
         if error.httpStatus == 503 { response.headers.add("Retry-After", "1") }
         if case .timelineLimited(let seconds) = error { response.headers.add("Retry-After", String(seconds)) }
+        if case .methodNotAllowed(_, let allow) = error { response.headers.add("Allow", allow.joined(separator: ", ")) }
         return response
     }
 
@@ -403,7 +404,9 @@ public final class SyncAPI: Sendable {
                     clientSigningKey: query.signingKey)
             else { return nil }
             metrics.pulled()
-            response = HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body)
+            // As a thread's answer says (``encoded(_:for:token:)``): chosen by Accept-Encoding.
+            response = HTTPResponse(
+                status: 200, headers: ["Content-Type": "application/json", "Vary": "Accept-Encoding"], body: body)
         case .watch:
             guard let watching = quickWatch(request) else { return nil }
             response = watching

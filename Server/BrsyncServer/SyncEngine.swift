@@ -1,3 +1,4 @@
+import Cryptography
 import JSON
 import SyncCore
 
@@ -110,14 +111,19 @@ enum SyncEngine {
         return (outcome, Store.epoch(store: epoch, account: counters.epoch))
     }
 
-    /// Throws unless `device` still exists and is not revoked, read inside
-    /// the write: a request authenticated before a revocation writes nothing
-    /// after it.
+    /// Throws unless `device` still exists, is not revoked and still has
+    /// the token the request came with, read inside the write: a request
+    /// authenticated before `device revoke` or `device token` writes
+    /// nothing after it.
     static func requireLive(_ device: Store.Device, in store: some SyncWriteTransaction) throws {
-        guard let revoked = try store.deviceRevoked(device.id) else {
+        guard let standing = try store.deviceStanding(device.id) else {
             throw ServerError.unauthorized("the device no longer exists")
         }
-        if revoked { throw ServerError.revoked }
+        if standing.revoked { throw ServerError.revoked }
+        if let hash = device.tokenHash, !Crypto.constantTimeEqual(hash, standing.tokenHash) {
+            throw ServerError.unauthorized(
+                "this device was given a new token: the one this request came with no longer works")
+        }
     }
 
     private static func push(

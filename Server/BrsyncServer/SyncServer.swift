@@ -67,7 +67,7 @@ public final class SyncServer: Sendable {
             return SyncAPI.answer(ServerError.notFound("the metrics listener serves /metrics only"))
         }
         guard request.method == "GET" else {
-            return SyncAPI.answer(ServerError.methodNotAllowed("use GET for /metrics"))
+            return SyncAPI.answer(ServerError.methodNotAllowed("use GET for /metrics", allow: ["GET"]))
         }
         do {
             let counts = try store.counts()

@@ -198,6 +198,8 @@ import Testing
         let overHTTP = try desktop.pull(since: cursor)
         let answered = try withoutClock(overHTTP.text)
         #expect(overHTTP.status == 200 && answered == expected)
+        // Headers as a thread's answer has them: chosen by Accept-Encoding.
+        #expect(fromStore.headers["Vary"] == "Accept-Encoding" && overHTTP.headers["Vary"] == "Accept-Encoding")
         #expect(fromMemory(desktop.token, since: cursor - 1) == nil, "a cursor behind reads the store")
         #expect(fromMemory("not-a-token", since: cursor) == nil)
         #expect(fromMemory(laptop.token + "x", since: cursor) == nil)

@@ -160,30 +160,63 @@ import Testing
         #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 2)
     }
 
-    /// A relay checks its device in every part's transaction: one
-    /// authenticated before the device was revoked (a large relay still
-    /// being merged) merges nothing after the revocation.
-    @Test(arguments: StoreKind.allCases) func aRelayAuthenticatedBeforeARevocationMergesNothing(
-        _ kind: StoreKind
+    /// How a device is cut off while its request is under way.
+    enum CutOff: CaseIterable, Sendable { case revoked, newToken }
+
+    /// A relay (in every part's transaction) and a push check their device
+    /// and its token inside the write: one authenticated before `device
+    /// revoke` or `device token` (a large relay still being merged) writes
+    /// nothing after it.
+    @Test(arguments: StoreKind.allCases, CutOff.allCases)
+    func aRequestAuthenticatedBeforeItsDeviceIsCutOffWritesNothing(
+        _ kind: StoreKind, _ cut: CutOff
     ) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
         let other = try fixture.device("alice", "desktop")
         let authenticated = try fixture.store.authenticate(token: device.token)
-        try fixture.store.revokeDevice(account: "alice", name: "laptop")
-        let records = (0..<3).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 6 / 10) }
-        let request = try Self.read(RelayRequest(records: records))
-        #expect(SQLiteStore.relayParts(request).count == 3)
-        let error = #expect(throws: ServerError.self) {
-            _ = try fixture.store.relay(
-                request, from: authenticated, authority: .unsigned, maxClockOffsetMilliseconds: 60_000)
+        switch cut {
+        case .revoked: try fixture.store.revokeDevice(account: "alice", name: "laptop")
+        case .newToken: _ = try fixture.store.reissueToken(account: "alice", device: "laptop")
         }
-        if case .revoked = error {
-        } else {
-            Issue.record("expected revoked, got \(String(describing: error))")
+        let records = (0..<3).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 6 / 10) }
+        let relay = try Self.read(RelayRequest(records: records))
+        #expect(SQLiteStore.relayParts(relay).count == 3)
+        let change = device.change("p.example", ["browser": .string("x")])
+        let push = PushRequest(device: device.deviceID, from: change.sequence, to: change.sequence, changes: [change])
+        let refusals = [
+            #expect(throws: ServerError.self) {
+                _ = try fixture.store.relay(
+                    relay, from: authenticated, authority: .unsigned, maxClockOffsetMilliseconds: 60_000)
+            },
+            #expect(throws: ServerError.self) {
+                _ = try fixture.store.push(
+                    try Wire.read(String(decoding: push.body(), as: UTF8.self), PushRequest.init(reading:)),
+                    from: authenticated, authority: .unsigned, maxClockOffsetMilliseconds: 60_000)
+            },
+        ]
+        for error in refusals {
+            switch (cut, error) {
+            case (.revoked, .revoked?): break
+            case (.newToken, .unauthorized(let message)?) where message.contains("was given a new token"): break
+            default: Issue.record("\(cut): \(String(describing: error))")
+            }
         }
         #expect(try other.pullAll().records.isEmpty)
         #expect(try #require(try fixture.store.accounts().first { $0.name == "alice" }).records == 0)
+    }
+
+    /// A relay stopped between parts (its device revoked, its token
+    /// replaced) says how many records the parts before applied, with the
+    /// refusal's own status and code.
+    @Test func aRefusalBetweenPartsSaysWhatWasApplied() {
+        for refusal in [ServerError.revoked, .unauthorized("this device was given a new token")] {
+            let stopped = ServerError.inRelay(refusal, applied: 7)
+            #expect(stopped.httpStatus == 401 && stopped.code == refusal.code)
+            #expect(stopped.wire.message.hasPrefix(refusal.description))
+            #expect(stopped.wire.message.contains("7 record(s) of the parts before this one were applied"))
+            #expect(SyncAPI.answer(stopped).headers["WWW-Authenticate"] != nil)
+        }
     }
 
     /// A relay's `applied` counts records changed: one key relayed three

@@ -250,7 +250,14 @@ import Testing
         #expect(
             try device.client.send(method: "GET", target: "/v1/pull?limit=0", headers: device.authorization).status
                 == 400)
-        #expect(try device.client.send(method: "GET", target: "/v1/push", headers: device.authorization).status == 405)
+        // 405 names what the endpoint takes (RFC 9110 §15.5.6), on the head and on the whole request.
+        let wrongMethod = try device.client.send(method: "GET", target: "/v1/push", headers: device.authorization)
+        #expect(wrongMethod.status == 405 && wrongMethod.headers["Allow"] == "POST", "\(wrongMethod.headers)")
+        let wrongWithBody = try device.client.send(
+            method: "PUT", target: "/v1/relay", headers: device.authorization, body: Array("{}".utf8))
+        #expect(wrongWithBody.status == 405 && wrongWithBody.headers["Allow"] == "POST", "\(wrongWithBody.headers)")
+        let health = try device.client.send(method: "DELETE", target: "/v1/health")
+        #expect(health.status == 405 && health.headers["Allow"] == "GET, HEAD", "\(health.headers)")
         #expect(try device.client.send(method: "GET", target: "/nope").status == 404)
     }
 
