@@ -122,15 +122,21 @@ final class ConnectionLoop: @unchecked Sendable {
         let entry = Waiting(
             socket: stream.socket, stream: stream, peer: peer, address: address, served: served, handshaking: false,
             deadline: .after(milliseconds: wait), parked: parked)
+        take(entry)
+    }
+
+    /// Queues a connection for the loop to take and wakes it; once the loop
+    /// has ended, closes it here instead.
+    private func take(_ entry: Waiting) {
         let taken = returned.withLock { state -> Bool in
             if state.closed { return false }
             state.queue.append(entry)
             return true
         }
         guard taken else {
-            parked?.later.end()
-            stream.close()
-            server.release(address)
+            entry.parked?.later.end()
+            entry.stream.close()
+            server.release(entry.address)
             return
         }
         var one: UInt64 = 1
@@ -147,18 +153,7 @@ final class ConnectionLoop: @unchecked Sendable {
             socket: stream.socket, stream: stream, peer: peer, address: address, served: 0, handshaking: false,
             deadline: .after(milliseconds: server.limits.lingerMilliseconds))
         entry.lingering = true
-        let taken = returned.withLock { state -> Bool in
-            if state.closed { return false }
-            state.queue.append(entry)
-            return true
-        }
-        guard taken else {
-            stream.close()
-            server.release(address)
-            return
-        }
-        var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        take(entry)
     }
 
     /// A waiting request's answer was fired (any thread).
