@@ -157,6 +157,7 @@ extension Replica {
         try database.run("DELETE FROM ledger_unmet")
         try database.run("DELETE FROM ledger_checked")
         try database.run("DELETE FROM forgotten_devices")
+        try setMeta(Self.formerIDsMeta, nil)
         try setMeta("tags_key", nil)
         try forgetOwnLedgerNotTaken()
     }

@@ -309,6 +309,7 @@ extension Replica {
             }
             let old = deviceID
             try adoptDeviceID(Self.makeDeviceID())
+            try noteFormerID(old)
             try restamp(pending, asDevice: old)
             try persistClock()
             try setMeta("pushed_through", "0")

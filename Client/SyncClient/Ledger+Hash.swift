@@ -26,3 +26,11 @@ extension Ledger {
         return Crypto.sha256(bytes).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 }
+
+extension Ledger {
+    /// What a withdrawal binds a pending record by (``Ledger/Withdrawal/Record/hash``):
+    /// the first 8 bytes (big-endian) of a SHA-256 over its packed bytes.
+    public static func pendingHash(_ pending: Pending) -> UInt64 {
+        Crypto.sha256(pending.bytes).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

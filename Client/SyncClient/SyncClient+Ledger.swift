@@ -135,7 +135,7 @@ extension SyncClient {
     /// Once the server refused a stamp for its clock, the clock's tick goes
     /// no further than a push may be ahead (``SyncReplica/stampCeiling(ahead:)``):
     /// the clock may still run fast.
-    private func nextLedgerStamp(after last: Ledger.Stamp?) throws -> Ledger.Stamp {
+    func nextLedgerStamp(after last: Ledger.Stamp?) throws -> Ledger.Stamp {
         let stamp = Ledger.Stamp(
             try replica.ledgerStamp(ceiling: clockRefused ? try replica.stampCeiling(ahead: 240_000) : nil))
         guard let last, stamp <= last else { return stamp }
@@ -346,7 +346,7 @@ extension SyncClient {
     }
 
     /// One of this device's ledger records, written at `stamp`.
-    private func ledgerRecord(_ key: Ledger.Key, bytes: [UInt8], stamp: Ledger.Stamp, device: String) -> ChangeRecord {
+    func ledgerRecord(_ key: Ledger.Key, bytes: [UInt8], stamp: Ledger.Stamp, device: String) -> ChangeRecord {
         ChangeRecord(
             sequence: 0, collection: .ledger, key: key.description,
             state: RecordState(

@@ -63,6 +63,8 @@ extension SyncClient {
         summary.ledgerCheck?.milliseconds = Clock.monotonicMillis() - started
         let failures = try replica.noteLedgerChecks(
             run.results, checked: run.checked, whole: run.read.whole, unmet: run.unmet, now: replica.currentMillis)
+        try sendWithdrawals(
+            run.withdrawable.filter { run.results[$0.key] ?? nil != nil }, failingBefore: Set(standing.map(\.device)))
         let names = try replica.deviceNames()
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
@@ -174,6 +176,9 @@ extension SyncClient {
         var fromElsewhere: [WriteFromElsewhere] = []
         /// The writes each failing ledger names and this machine lacks (``LedgerUnmet``).
         var unmet: [String: [LedgerUnmet]] = [:]
+        /// What this machine would withdraw of each earlier id of its own
+        /// (``withdrawable(former:ledger:registers:setAside:changedHere:)``).
+        var withdrawable: [String: Ledger.Withdrawal] = [:]
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -195,9 +200,20 @@ extension SyncClient {
         // read, to see whether another home wrote any.
         var own = LedgerBook.Held()
         var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
+        // Withdrawals, by the earlier id whose writes they withdraw (this
+        // device's own too: its checks of its earlier ids honour them).
+        var withdrawals: [String: [Ledger.Withdrawal]] = [:]
         for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
             let key = row.key
             let device = parsed.device
+            if case .withdrawal = parsed {
+                if let withdrawal = Self.withdrawal(row), withdrawal.former != device {
+                    withdrawals[withdrawal.former, default: []].append(withdrawal)
+                } else if device != replica.deviceID {
+                    damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (not a withdrawal)"
+                }
+                continue
+            }
             guard device != replica.deviceID else {
                 ownRows.append((row, parsed))
                 guard let stamp = row.fields.stamp.map(Ledger.Stamp.init) else { continue }
@@ -205,6 +221,7 @@ extension SyncClient {
                 case .head: own.head = stamp
                 case .shard(_, let index): own.shards[index] = stamp
                 case .pending(_, let slot): own.pending[slot] = stamp
+                case .withdrawal: break // read above
                 }
                 continue
             }
@@ -298,7 +315,8 @@ extension SyncClient {
                     setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0) }
                 },
                 newestRegister: newest[device],
-                shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device])
+                shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device],
+                withdrawn: Self.withdrawn(withdrawals[device] ?? [], from: ledger))
             // Still unmet: an earlier failure's write neither held here now
             // (nor a newer value of its field) nor set aside here.
             let dropped = (stored[device] ?? []).filter { write in
@@ -370,6 +388,18 @@ extension SyncClient {
             }
         }
         for (device, what) in damaged { run.results[device] = what }
+        for (former, _) in try replica.formerDeviceIDs() {
+            guard let ledger = ledgers[former], damaged[former] == nil else { continue }
+            var changedHere: Set<[UInt64]> = []
+            for write in try replica.writesLoggedHere(device: former) {
+                let tagged = tag(write.collection, write.key)
+                for stamp in write.stamps {
+                    changedHere.insert([tagged, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)])
+                }
+            }
+            run.withdrawable[former] = Self.withdrawable(
+                former: former, ledger: ledger, registers: registers, setAside: setAside, changedHere: changedHere)
+        }
         // Records first (they are what the user holds), then each failing
         // ledger's head and pending records before its shards.
         run.missing =
@@ -395,6 +425,8 @@ extension SyncClient {
             return (index, bytes)
         case .pending(_, let slot):
             ledgers.pending[slot] = .init(try Ledger.Pending(bytes: bytes), stamp: stamp)
+        case .withdrawal:
+            break
         }
         return nil
     }

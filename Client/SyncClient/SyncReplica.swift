@@ -110,6 +110,12 @@ public protocol SyncReplica: AnyObject {
     func ledgerUnmet() throws -> [String: [LedgerUnmet]]
     func ledgerFailures(now: Int64?) throws -> [LedgerFailure]
     func forgottenDevices() throws -> [String: ForgottenDevice]
+    /// The ids this replica went by before its current one, with their withdrawal slots.
+    func formerDeviceIDs() throws -> [(id: String, slot: Int)]
+    /// The writes this replica made itself under `device`: records and their fields' stamps.
+    func writesLoggedHere(
+        device: String
+    ) throws -> [(collection: RecordCollection, key: String, stamps: [HLCTimestamp])]
     func ledgerFailuresEnded(now: Int64?) throws -> [EndedLedgerFailure]
     func rememberDevice(_ device: String) throws
     @discardableResult func noteOwnLedgerNotTaken(_ why: String, now: Int64) throws -> OwnLedgerNotTaken

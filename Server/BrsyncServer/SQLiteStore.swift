@@ -238,7 +238,7 @@ public final class SQLiteStore: StoreDialect {
                 """),
         // Devices' ledgers sit outside the account's record and byte quotas
         // (a full account still takes the ledger of what it took); they are
-        // bounded by their keys instead: 273 a device id that pushed, and at
+        // bounded by their keys instead: 289 a device id that pushed, and at
         // most ``Store/maxStreamsPerAccount`` ids.
         Migrator.Migration(
             version: 15,

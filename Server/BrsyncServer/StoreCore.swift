@@ -303,7 +303,7 @@ extension StoreDialect {
         var seen = Set<PullRequest.Asked>()
         // Ledger records go to clients that keep them only, as in a pull.
         let unique = asked.filter {
-            seen.insert($0).inserted && (clientProtocol >= Wire.ledgerProtocol || $0.collection != .ledger)
+            seen.insert($0).inserted && Wire.sends(collection: $0.collection, key: $0.key, toProtocol: clientProtocol)
         }
         // Within the page's byte budget, as a pull's page is (the first record always):
         // `more` says the rest were left out; the machine asks for them another day.

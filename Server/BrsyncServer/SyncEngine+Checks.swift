@@ -81,7 +81,8 @@ extension SyncEngine {
     /// every value but the deletion flag sealed); in one that is not, it
     /// must not carry encryption's fields; in any, its deletion flag is
     /// true or false. A ledger record is taken only into an encrypted
-    /// account, from a client of ``Wire/ledgerProtocol`` or later. Such a
+    /// account, from a client of ``Wire/ledgerProtocol`` or later (a
+    /// withdrawal, ``Wire/withdrawalProtocol``). Such a
     /// change is rejected alone (reported in `rejected`, its number still
     /// counted): the rest of the batch applies.
     /// - Parameter fieldsBytes: the length of the change's fields as
@@ -97,6 +98,9 @@ extension SyncEngine {
             guard account.encrypted else { return "a ledger is kept in end-to-end encrypted accounts only" }
             guard clientProtocol >= Wire.ledgerProtocol else {
                 return "a ledger record needs a client of protocol \(Wire.ledgerProtocol)"
+            }
+            if case .withdrawal? = Ledger.Key(change.key), clientProtocol < Wire.withdrawalProtocol {
+                return "a withdrawal needs a client of protocol \(Wire.withdrawalProtocol)"
             }
         }
         if account.encrypted {
@@ -117,7 +121,7 @@ extension SyncEngine {
     /// account, or whose ledger it holds, or of a new id while fewer than
     /// ``Store/maxStreamsPerAccount`` ids have one (a server restored from
     /// before a device pushed takes its ledger back from the machines that
-    /// hold it). So an account keeps at most 273 ledger records an id, and
+    /// hold it). So an account keeps at most 289 ledger records an id, and
     /// about ``Store/maxStreamsPerAccount`` ids (twice that at most, with
     /// the streams), outside its quotas.
     static func ledgerWriterProblem(

@@ -457,10 +457,9 @@ enum SyncEngine {
         // both prove the push; only the cursor says which had that version).
         // Ledger records go to clients that keep ledgers only (the cursor
         // passes them for the others, which never read them).
-        let sendsLedgers = clientProtocol >= Wire.ledgerProtocol
         let rows = scannedRows.prefix(limit).filter { row in
             !(clientDevice != nil && row.knownTo == clientDevice && row.knownAfter <= cursor)
-                && (sendsLedgers || row.collection != .ledger)
+                && Wire.sends(collection: row.collection, key: row.key, toProtocol: clientProtocol)
         }
         return Store.PulledPage(rows: rows, next: next, more: more, epoch: epoch, rollback: false)
     }

@@ -24,6 +24,9 @@ public enum Ledger {
     public static let shardCapacity = 64
     /// Slots of pending records, reused in turn.
     public static let pendingSlots = 16
+    /// Earlier ids of a device (a restored or copied home took a new one)
+    /// it keeps, and so withdrawals it writes (``Withdrawal``), at most.
+    public static let maxFormerIDs = 16
     /// The most bytes of one packed ledger record (it is sealed as one
     /// value, whose plaintext a record holds at most ``Wire/maxValueBytes``).
     public static let maxBytes = 60_000
@@ -295,10 +298,14 @@ public enum Ledger {
         case shard(device: String, index: Int)
         case head(device: String)
         case pending(device: String, slot: Int)
+        /// A withdrawal (``Withdrawal``) by `device` of writes of one of its
+        /// earlier ids, in one of ``Ledger/maxFormerIDs`` slots.
+        case withdrawal(device: String, slot: Int)
 
         public var device: String {
             switch self {
-            case .shard(let device, _), .head(let device), .pending(let device, _): return device
+            case .shard(let device, _), .head(let device), .pending(let device, _), .withdrawal(let device, _):
+                return device
             }
         }
 
@@ -307,6 +314,7 @@ public enum Ledger {
             case .shard(let device, let index): return "\(device)/\(index)"
             case .head(let device): return "\(device)/head"
             case .pending(let device, let slot): return "\(device)/pending/\(slot)"
+            case .withdrawal(let device, let slot): return "\(device)/withdrawn/\(slot)"
             }
         }
 
@@ -325,8 +333,13 @@ public enum Ledger {
                 return value
             }
             if parts.count == 3 {
-                guard parts[1] == "pending", let slot = number(parts[2], below: Ledger.pendingSlots) else { return nil }
-                self = .pending(device: device, slot: slot)
+                if parts[1] == "pending", let slot = number(parts[2], below: Ledger.pendingSlots) {
+                    self = .pending(device: device, slot: slot)
+                } else if parts[1] == "withdrawn", let slot = number(parts[2], below: Ledger.maxFormerIDs) {
+                    self = .withdrawal(device: device, slot: slot)
+                } else {
+                    return nil
+                }
             } else if parts[1] == "head" {
                 self = .head(device: device)
             } else if let index = number(parts[1], below: Ledger.maxShards) {

@@ -127,9 +127,14 @@ public enum LedgerCheck {
     ///   - reading: which entries check 1 reads; nil for all. An entry left
     ///     out is taken as met (a caller leaves out only entries met at a
     ///     check before, of a shard not written since).
+    ///   - withdrawn: groups of unfolded pending records, by slot, that a
+    ///     later id of the device withdrew (``Ledger/Withdrawal``, bound to
+    ///     the records held): one not held here is excused; one set aside
+    ///     here is not (something of it was shown).
     public static func failures(
         device: String, ledgers: Ledgers, register: (UInt64) -> Register?, newestRegister: HLCTimestamp?,
-        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64, reading: Reading? = nil
+        shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64, reading: Reading? = nil,
+        withdrawn: [Int: [Ledger.Entry]] = [:]
     ) -> [Failure] {
         var failures: [Failure] = []
         let unfolded = ledgers.unfolded
@@ -178,10 +183,11 @@ public enum LedgerCheck {
         // Shard entries name other fields by the head's list, a pending
         // record's by its own.
         let headNames = ledgers.head?.value.fieldNames ?? []
-        func check(_ entry: Ledger.Entry, others: [String]) {
+        func check(_ entry: Ledger.Entry, others: [String], excused: [Ledger.Entry] = []) {
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
+                let isExcused = excused.contains { $0.tag == entry.tag && $0.groups.contains(group) }
                 switch held {
                 case .applied(let registers):
                     // Every entry of an honest ledger is met: its names are
@@ -199,13 +205,14 @@ public enum LedgerCheck {
                             break
                         }
                     }
-                    guard !met else { continue }
+                    guard !met, !isExcused else { continue }
                     let missing = names(group, others: others).filter(unmet)
                     failures.append(.unmet(tag: entry.tag, fields: missing, stamp: stamp, setAside: false))
                 case .setAside:
                     failures.append(
                         .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: true))
                 case nil:
+                    guard !isExcused else { continue }
                     failures.append(
                         .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: false))
                 }
@@ -222,7 +229,10 @@ public enum LedgerCheck {
             }
         }
         for pending in unfolded {
-            for entry in pending.record.value.entries { check(entry, others: pending.record.value.fieldNames) }
+            let excused = withdrawn[pending.slot] ?? []
+            for entry in pending.record.value.entries {
+                check(entry, others: pending.record.value.fieldNames, excused: excused)
+            }
         }
 
         // 2. Every shard the head counts is held, as counted.

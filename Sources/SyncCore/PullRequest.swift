@@ -159,7 +159,7 @@ public struct PullRequest: Sendable, Equatable {
                         ? Ledger.Key(String(parts[1])) != nil : Wire.isHiddenKey(String(parts[1]))
                 else {
                     throw Wire.Problem(
-                        "keys must be records as COLLECTION:HIDDEN_KEY, separated by commas (a hidden key is h1. and 43 base64url characters; a ledger record's key is DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT)"
+                        "keys must be records as COLLECTION:HIDDEN_KEY, separated by commas (a hidden key is h1. and 43 base64url characters; a ledger record's key is DEVICE/SHARD, DEVICE/head, DEVICE/pending/SLOT or DEVICE/withdrawn/SLOT)"
                     )
                 }
                 asked.append(Asked(collection: collection, key: String(parts[1])))

@@ -11,14 +11,33 @@ extension Wire {
     public static let protocolHeader = "Brsync-Protocol"
     /// The protocol of this build: 2 knows end-to-end encryption; 3 signs
     /// every write to an encrypted account (``WriteSignature``); 4 keeps
-    /// devices' ledgers (``ledgerProtocol``).
-    public static let protocolVersion = 4
+    /// devices' ledgers (``ledgerProtocol``); 5 withdraws writes of a
+    /// device's earlier id that every holder lost (``withdrawalProtocol``).
+    public static let protocolVersion = 5
     /// The first protocol that signs writes: an encrypted account takes
     /// writes from it only.
     public static let signedWritesProtocol = 3
     /// The first protocol that keeps devices' ledgers (the ``RecordCollection/ledger``
     /// collection): the server takes and sends ledger records to it only.
     public static let ledgerProtocol = 4
+    /// The first protocol that reads withdrawals (``Ledger/Withdrawal``,
+    /// `DEVICE/withdrawn/SLOT`): the server takes and sends them to it only
+    /// (a client of protocol 4 would set them aside as damaged).
+    public static let withdrawalProtocol = 5
+    /// Whether a server sends a record to a client of protocol
+    /// `clientProtocol`: ledger records to clients that keep ledgers,
+    /// withdrawals to clients that read them (the cursor passes the rest
+    /// for the others, which never read them).
+    public static func sends(collection: RecordCollection, key: String, toProtocol clientProtocol: Int) -> Bool {
+        guard collection == .ledger else { return true }
+        guard clientProtocol >= withdrawalProtocol else {
+            guard clientProtocol >= ledgerProtocol else { return false }
+            if case .withdrawal? = Ledger.Key(key) { return false }
+            return true
+        }
+        return true
+    }
+
     /// The one sealed field of a ledger record: its packed bytes (``Ledger``).
     public static let ledgerField = "ledger"
 
@@ -158,7 +177,7 @@ extension Wire {
     public static func ledgerProblem(_ change: ChangeRecord) -> String? {
         var shown: String { DisplayText.printable(change.key.prefix(60)) }
         guard Ledger.Key(change.key) != nil else {
-            return "ledger '\(shown)' is not DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT"
+            return "ledger '\(shown)' is not DEVICE/SHARD, DEVICE/head, DEVICE/pending/SLOT or DEVICE/withdrawn/SLOT"
         }
         for (name, register) in change.state.fields {
             switch name {

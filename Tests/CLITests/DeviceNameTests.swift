@@ -131,6 +131,31 @@ import Testing
         #expect(!(try world.run(desktop, ["status"]).stdout.contains("withheld:")))
     }
 
+    /// A withdrawal held (a device withdrew writes its earlier id made that
+    /// every holder lost) is named in `status`, text and JSON: it ends
+    /// checks, so who wrote it is shown.
+    @Test func statusNamesADeviceThatWithdrewWrites() throws {
+        let world = try CLIWorld()
+        let desktop = try world.replica("desktop")
+        let replica = try Replica.open(home: desktop)
+        #expect(!(try world.run(desktop, ["status"]).stdout.contains("withdrawn:")))
+        let stamp = HLCTimestamp(wallMillis: replica.currentMillis, counter: 0, device: "0123456789abcdef")
+        try replica.keepOwnLedgerRecords([
+            ChangeRecord(
+                sequence: 0, collection: .ledger, key: "0123456789abcdef/withdrawn/0",
+                state: RecordState(
+                    fields: [Wire.ledgerField: StampedValue(.string("Vw"), stamp: stamp)],
+                    versions: VersionVector(["0123456789abcdef": 1])))
+        ])
+        let text = try world.run(desktop, ["status"]).stdout
+        #expect(
+            text.contains("withdrawn: device 0123456789abcdef withdrew writes an earlier id of its own made")
+                && text.contains("every holder lost"), "\(text)")
+        let listed = try Self.statusList(world, desktop, "withdrawnBy")
+        #expect(listed.count == 1 && listed.first?["device"] == .string("0123456789abcdef"))
+        #expect(listed.first?["withdrawals"] == .int(1))
+    }
+
     /// `brsync device forget DEVICE` (an id, its start, or a name) stops
     /// checking a device whose check fails here (a lost laptop): its failure
     /// ends and `status` lists it as unchecked instead. A start of several

@@ -37,12 +37,20 @@ import Testing
         return try PushResponse(json: try #require(response.json)).rejected.map(\.reason)
     }
 
-    @Test(arguments: StoreKind.allCases) func ledgersGoToClientsThatKeepThemOnly(_ kind: StoreKind) throws {
+    /// An encrypted account with a laptop that keeps ledgers (protocol 4)
+    /// and a desktop holding the key.
+    static func laptopAndDesktop(_ kind: StoreKind) throws -> (ServerFixture, TestDevice, TestDevice) {
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = try EncryptedAccountTests.encryptedAccount(fixture)
         desktop.keyID = EncryptedAccountTests.firstKey
         desktop.signingKey = EncryptedAccountTests.firstSigner
         laptop.protocolVersion = Wire.ledgerProtocol
+        return (fixture, laptop, desktop)
+    }
+
+    @Test(arguments: StoreKind.allCases) func ledgersGoToClientsThatKeepThemOnly(_ kind: StoreKind) throws {
+        let (fixture, laptop, desktop) = try Self.laptopAndDesktop(kind)
+        defer { _ = fixture }
         let rule = EncryptedAccountTests.sealed(laptop, "rule")
         let head = Self.ledger(laptop, "\(laptop.deviceID)/head")
         let pending = Self.ledger(laptop, "\(laptop.deviceID)/pending/0")
@@ -60,6 +68,35 @@ import Testing
         #expect(older.cursor == (try laptop.pullAll()).cursor)
     }
 
+    /// Withdrawals (`DEVICE/withdrawn/SLOT`) are taken from and sent to
+    /// clients of ``Wire/withdrawalProtocol`` only: one of protocol 4 would
+    /// set them aside as damaged ledger records.
+    @Test(arguments: StoreKind.allCases) func withdrawalsGoToClientsThatReadThemOnly(_ kind: StoreKind) throws {
+        let (fixture, laptop, desktop) = try Self.laptopAndDesktop(kind)
+        defer { _ = fixture }
+        let rule = EncryptedAccountTests.sealed(laptop, "rule")
+        let withdrawal = Self.ledger(laptop, "\(laptop.deviceID)/withdrawn/0")
+        #expect(
+            try Self.rejections(try laptop.push([rule, withdrawal]))
+                == ["a withdrawal needs a client of protocol \(Wire.withdrawalProtocol)"])
+        laptop.protocolVersion = Wire.withdrawalProtocol
+        let again = Self.ledger(laptop, "\(laptop.deviceID)/withdrawn/0")
+        #expect(try Self.rejections(try laptop.push([again])).isEmpty)
+        #expect(
+            try laptop.pullAll().records.keys.sorted() == [
+                "ledger/\(laptop.deviceID)/withdrawn/0", "rules/\(rule.key)",
+            ])
+        desktop.protocolVersion = Wire.ledgerProtocol
+        let older = try desktop.pullAll()
+        #expect(older.records.keys.sorted() == ["rules/\(rule.key)"], "a client of protocol 4 never sees one")
+        #expect(older.cursor == (try laptop.pullAll()).cursor)
+        #expect(Wire.sends(collection: .ledger, key: "d/withdrawn/1", toProtocol: Wire.withdrawalProtocol))
+        #expect(!Wire.sends(collection: .ledger, key: "d/withdrawn/1", toProtocol: Wire.ledgerProtocol))
+        #expect(Wire.sends(collection: .ledger, key: "d/head", toProtocol: Wire.ledgerProtocol))
+        #expect(!Wire.sends(collection: .ledger, key: "d/head", toProtocol: Wire.ledgerProtocol - 1))
+        #expect(Wire.sends(collection: .rules, key: "h1.x", toProtocol: 1))
+    }
+
     @Test(arguments: StoreKind.allCases) func aLedgerRecordOutOfPlaceIsRefusedAlone(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let (laptop, _) = try EncryptedAccountTests.encryptedAccount(fixture)
@@ -69,7 +106,10 @@ import Testing
         laptop.protocolVersion = Wire.ledgerProtocol
         // Not in the sealed form a ledger record has.
         let cases: [(ChangeRecord, String)] = [
-            (Self.ledger(laptop, "laptop/257"), "is not DEVICE/SHARD, DEVICE/head or DEVICE/pending/SLOT"),
+            (
+                Self.ledger(laptop, "laptop/257"),
+                "is not DEVICE/SHARD, DEVICE/head, DEVICE/pending/SLOT or DEVICE/withdrawn/SLOT"
+            ),
             (Self.ledger(laptop, "h1." + String(repeating: "A", count: 43)), "is not DEVICE/SHARD"),
             (
                 laptop.change("laptop/head", ["ledger": JSONValue.string("readable")], collection: .ledger),

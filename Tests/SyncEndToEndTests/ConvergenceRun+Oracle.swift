@@ -188,7 +188,7 @@ extension Run {
             }
             #expect(
                 failures.isEmpty,
-                "\(machine.name) (\(machine.replica.deviceID)) holds ledger failures from an honest server: \(failures.map { "\($0.device): \($0.what)" }), seed \(seed)"
+                "\(machine.name) (\(machine.replica.deviceID), earlier \((try? machine.replica.formerDeviceIDs().map(\.id)) ?? []); gone: \(gone.map { "\($0.replica.deviceID) \((try? $0.replica.formerDeviceIDs().map(\.id)) ?? [])" })) holds ledger failures from an honest server: \(failures.map { "\($0.device): \($0.what)" }), seed \(seed)"
             )
             // Each device's stamps increase with its change numbers.
             let log = try machine.replica.unpushedChanges(after: 0, limit: 1_000_000)

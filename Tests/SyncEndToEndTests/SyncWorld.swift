@@ -24,6 +24,8 @@ final class SyncWorld: @unchecked Sendable {
 
     /// The PostgreSQL database, for a world on PostgreSQL.
     var postgres: PostgresConfiguration?
+    /// Its cluster and database name (backups are copies of it).
+    var postgresDatabase: (cluster: PostgresCluster, name: String)?
 
     init(_ kind: StoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-world")
@@ -34,7 +36,9 @@ final class SyncWorld: @unchecked Sendable {
             postgres = nil
         case .postgres:
             let cluster = try PostgresCluster.shared()
-            postgres = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+            let url = try cluster.createDatabase()
+            postgres = try PostgresConfiguration(url: url, password: cluster.password)
+            postgresDatabase = (cluster, PostgresCluster.databaseName(url))
         }
         (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
         try store.addAccount("alice")
@@ -69,7 +73,8 @@ final class SyncWorld: @unchecked Sendable {
     func moveToPostgres() throws {
         stopServer()
         let cluster = try PostgresCluster.shared()
-        let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+        let url = try cluster.createDatabase()
+        let configuration = try PostgresConfiguration(url: url, password: cluster.password)
         let source = try SQLiteStore(path: storePath)
         let target = try PostgresStore(configuration)
         defer {
@@ -78,6 +83,7 @@ final class SyncWorld: @unchecked Sendable {
         }
         try StoreMigration.copy(from: source, to: target)
         postgres = configuration
+        postgresDatabase = (cluster, PostgresCluster.databaseName(url))
         try startServer()
     }
 
@@ -112,12 +118,19 @@ final class SyncWorld: @unchecked Sendable {
             olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
     }
 
-    /// The server's store as it is now, for ``restoreServer(_:)`` (SQLite:
-    /// a copy of the stopped server's file).
+    /// The server's store as it is now, for ``restoreServer(_:)``: a copy
+    /// of the stopped server's file (SQLite) or database (PostgreSQL).
     func backupServer() throws -> String {
         stopServer()
-        let copy = directory.file("server-backup-\(UInt32.random(in: 0...UInt32.max)).sqlite")
-        try StoreFiles.copy(storePath, to: copy)
+        let suffix = UInt32.random(in: 0...UInt32.max)
+        let copy: String
+        if let database = postgresDatabase {
+            copy = "\(database.name)_backup\(suffix)"
+            try database.cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(database.name)")
+        } else {
+            copy = directory.file("server-backup-\(suffix).sqlite")
+            try StoreFiles.copy(storePath, to: copy)
+        }
         try startServer()
         return copy
     }
@@ -127,7 +140,12 @@ final class SyncWorld: @unchecked Sendable {
     /// again), as an administrator would.
     func restoreServer(_ copy: String) throws {
         stopServer()
-        try StoreFiles.putBack(copy, over: storePath)
+        if let database = postgresDatabase {
+            try database.cluster.psql("DROP DATABASE \(database.name) WITH (FORCE)")
+            try database.cluster.psql("CREATE DATABASE \(database.name) TEMPLATE \(copy)")
+        } else {
+            try StoreFiles.putBack(copy, over: storePath)
+        }
         try startServer()
         for (name, machine) in machines where (try? store.authenticate(token: machine.token)) == nil {
             // A device added after the backup is added again.

@@ -264,6 +264,7 @@ public struct Status: ParsableCommand {
         let ledgerFailures = try replica.ledgerFailures()
         let endedFailures = try replica.ledgerFailuresEnded()
         let forgotten = try replica.forgottenDevices().values.sorted { $0.device < $1.device }
+        let withdrawers = try replica.withdrawingDevices()
         let ownLedger = try replica.ownLedgerNotTaken()
         if json {
             func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
@@ -311,6 +312,13 @@ public struct Status: ParsableCommand {
                             .object([
                                 "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
                                 "what": .string($0.what), "since": .string(Timestamp.iso8601(millis: $0.atMillis)),
+                            ])
+                        }),
+                    "withdrawnBy": .array(
+                        withdrawers.map {
+                            .object([
+                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
+                                "withdrawals": .int(Int64($0.count)),
                             ])
                         }),
                     "ownLedgerNotTaken": ownLedger.map {
@@ -391,6 +399,13 @@ public struct Status: ParsableCommand {
                 "unchecked: \(DisplayText.printable(names.display(device.device))) (forgotten "
                     + "\(Timestamp.iso8601(millis: device.atMillis)); its failure then: "
                     + "\(DisplayText.printable(String(device.what.prefix(300))))): checked again once it writes again")
+        }
+        // Writes an earlier id lost everywhere, withdrawn by the device that went by it.
+        for withdrawer in withdrawers {
+            print(
+                "withdrawn: \(DisplayText.printable(names.display(withdrawer.device))) withdrew writes an earlier id of "
+                    + "its own made that every holder lost (its home was restored from an older copy): checks here "
+                    + "excuse those writes")
         }
         // Failures a key change ended (nothing checks them any more).
         for ended in endedFailures {

@@ -1,7 +1,7 @@
 import SyncCore
 
 /// Reads the input as each of the ledger's packed records (a shard, a
-/// pending record, a head), as a device's book as its replica keeps it, and
+/// pending record, a head, a withdrawal), as a device's book as its replica keeps it, and
 /// as a ledger record's key, and as a stored ledger record's fields: the readers are strict, so whatever reads must
 /// write back as the same bytes.
 func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -15,6 +15,10 @@ func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     if let head = try? Ledger.Head(bytes: bytes) {
         precondition(head.bytes == bytes, "a head changed in a round trip")
+    }
+    if let withdrawal = try? Ledger.Withdrawal(bytes: bytes) {
+        precondition(withdrawal.bytes == bytes, "a withdrawal changed in a round trip")
+        precondition(!withdrawal.records.isEmpty && withdrawal.records.allSatisfy { !$0.entries.isEmpty })
     }
     // A device's book as its replica keeps it: the state alone, or with
     // its second half read as one entry's row; what reads writes back the same.

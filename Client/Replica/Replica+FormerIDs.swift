@@ -1,0 +1,64 @@
+import SyncCore
+
+/// The ids this replica went by before its current one, under the current
+/// key (Deploy/SECURITY.md, "Writes every holder lost"): a home restored
+/// from an older copy, or copied, takes a new id, and may later withdraw
+/// writes of the old one that it finds nowhere. Each keeps a slot of its
+/// own (``Ledger/Key/withdrawal(device:slot:)``); at most
+/// ``Ledger/maxFormerIDs``, the oldest giving way. A key change forgets them
+/// with the ledgers.
+extension Replica {
+    static let formerIDsMeta = "former_ids"
+
+    /// The earlier ids, oldest first, each with its withdrawal slot.
+    public func formerDeviceIDs() throws -> [(id: String, slot: Int)] {
+        guard let text = try meta(Self.formerIDsMeta) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let slot = Int(parts[0]), slot >= 0, slot < Ledger.maxFormerIDs else { return nil }
+            return (String(parts[1]), slot)
+        }
+    }
+
+    /// Notes `old` as an id this replica went by (inside the caller's
+    /// transaction): the slot after the newest one's, in turn.
+    func noteFormerID(_ old: String) throws {
+        var ids = try formerDeviceIDs().filter { $0.id != old }
+        let slot = ids.last.map { ($0.slot + 1) % Ledger.maxFormerIDs } ?? 0
+        ids.removeAll { $0.slot == slot }
+        ids.append((old, slot))
+        try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
+    }
+
+    /// The devices whose withdrawals (``Ledger/Key/withdrawal(device:slot:)``)
+    /// this replica holds, each with how many, by id: `brsync status` names
+    /// them, since a withdrawal ends checks (only a key holder can write one).
+    public func withdrawingDevices() throws -> [(device: String, count: Int)] {
+        var counts: [String: Int] = [:]
+        for row in try ledgerRows() {
+            if case .withdrawal(let device, _)? = Ledger.Key(row.key) { counts[device, default: 0] += 1 }
+        }
+        return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// The writes this replica made itself under `device`: each change its
+    /// log keeps under that id (pushed changes keep their device after a
+    /// fork), as its record and the stamps of its fields.
+    public func writesLoggedHere(
+        device: String
+    ) throws -> [(
+        collection: RecordCollection, key: String, stamps: [HLCTimestamp]
+    )] {
+        try read {
+            try database.query(
+                "SELECT collection, key, fields FROM changes WHERE device = ? AND kind = 'local'", [.text(device)]
+            ) { row -> (collection: RecordCollection, key: String, stamps: [HLCTimestamp])? in
+                guard let name = row.string(0), let collection = RecordCollection(rawValue: name),
+                    let key = row.string(1)
+                else { return nil }
+                let state = try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: "{}")
+                return (collection, key, state.fields.values.map(\.stamp))
+            }.compactMap { $0 }
+        }
+    }
+}
