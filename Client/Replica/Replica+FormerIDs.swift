@@ -30,6 +30,15 @@ extension Replica {
         try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
     }
 
+    /// When the server last refused this machine's withdrawal (this
+    /// machine's clock), nil for never: it is not sent again that day.
+    public func withdrawalRefusedAt() throws -> Int64? { Int64(try meta("withdrawal_refused_at") ?? "") }
+
+    /// Notes that the server refused this machine's withdrawal now (nil: it took one).
+    public func noteWithdrawalRefused(at millis: Int64?) throws {
+        try setMeta("withdrawal_refused_at", millis.map(String.init))
+    }
+
     /// The devices whose withdrawals (``Ledger/Key/withdrawal(device:slot:)``)
     /// this replica holds, each with how many, by id: `brsync status` names
     /// them, since a withdrawal ends checks (only a key holder can write one).

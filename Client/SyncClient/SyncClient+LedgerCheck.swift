@@ -63,13 +63,12 @@ extension SyncClient {
         summary.ledgerCheck?.milliseconds = Clock.monotonicMillis() - started
         let failures = try replica.noteLedgerChecks(
             run.results, checked: run.checked, whole: run.read.whole, unmet: run.unmet, now: replica.currentMillis)
-        try sendWithdrawals(
-            run.withdrawable.filter { run.results[$0.key] ?? nil != nil }, failingBefore: Set(standing.map(\.device)))
         let names = try replica.deviceNames()
         for failure in failures where failure.alarming {
             summary.problems.append(Self.alarm(failure, names: names))
         }
         try noteWrittenElsewhere(run.own, rows: run.ownRows, fromElsewhere: run.fromElsewhere)
+        sendWithdrawals(run.withdrawals, failingBefore: Set(standing.map(\.device)))
     }
 
     /// Whether another home writes under this device's id: a record held
@@ -176,9 +175,9 @@ extension SyncClient {
         var fromElsewhere: [WriteFromElsewhere] = []
         /// The writes each failing ledger names and this machine lacks (``LedgerUnmet``).
         var unmet: [String: [LedgerUnmet]] = [:]
-        /// What this machine would withdraw of each earlier id of its own
-        /// (``withdrawable(former:ledger:registers:setAside:changedHere:)``).
-        var withdrawable: [String: Ledger.Withdrawal] = [:]
+        /// What to withdraw of each earlier id of this device's whose check
+        /// fails, or that it withdrew writes of before.
+        var withdrawals: [String: WithdrawalDecision] = [:]
     }
 
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
@@ -203,14 +202,15 @@ extension SyncClient {
         // Withdrawals, by the earlier id whose writes they withdraw (this
         // device's own too: its checks of its earlier ids honour them).
         var withdrawals: [String: [Ledger.Withdrawal]] = [:]
+        var ownWithdrawals: [String: (withdrawal: Ledger.Withdrawal, stamp: HLCTimestamp?)] = [:]
         for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
             let key = row.key
             let device = parsed.device
             if case .withdrawal = parsed {
+                // One that does not read (a later format) withdraws nothing.
                 if let withdrawal = Self.withdrawal(row), withdrawal.former != device {
                     withdrawals[withdrawal.former, default: []].append(withdrawal)
-                } else if device != replica.deviceID {
-                    damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (not a withdrawal)"
+                    if device == replica.deviceID { ownWithdrawals[withdrawal.former] = (withdrawal, row.fields.stamp) }
                 }
                 continue
             }
@@ -306,6 +306,8 @@ extension SyncClient {
         run.read = LedgerCheckRead(whole: reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
         // Writes earlier checks found missing: a ledger that passes now
         // must not have passed by no longer naming them.
+        let formerIDs = Set(try replica.formerDeviceIDs().map(\.id))
+        var formerFailures: [String: [LedgerCheck.Failure]] = [:]
         let stored = try replica.ledgerUnmet()
         let storedRegisters = try replica.registers(tagged: Set(stored.values.flatMap { $0.map(\.tag) }))
         for (device, ledger) in ledgers {
@@ -317,6 +319,7 @@ extension SyncClient {
                 newestRegister: newest[device],
                 shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device],
                 withdrawn: Self.withdrawn(withdrawals[device] ?? [], from: ledger))
+            if formerIDs.contains(device) { formerFailures[device] = failures }
             // Still unmet: an earlier failure's write neither held here now
             // (nor a newer value of its field) nor set aside here.
             let dropped = (stored[device] ?? []).filter { write in
@@ -388,18 +391,9 @@ extension SyncClient {
             }
         }
         for (device, what) in damaged { run.results[device] = what }
-        for (former, _) in try replica.formerDeviceIDs() {
-            guard let ledger = ledgers[former], damaged[former] == nil else { continue }
-            var changedHere: Set<[UInt64]> = []
-            for write in try replica.writesLoggedHere(device: former) {
-                let tagged = tag(write.collection, write.key)
-                for stamp in write.stamps {
-                    changedHere.insert([tagged, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)])
-                }
-            }
-            run.withdrawable[former] = Self.withdrawable(
-                former: former, ledger: ledger, registers: registers, setAside: setAside, changedHere: changedHere)
-        }
+        run.withdrawals = try withdrawalDecisions(
+            ledgers.filter { formerIDs.contains($0.key) && damaged[$0.key] == nil }, failures: formerFailures,
+            kept: ownWithdrawals, registers: registers, tag: tag)
         // Records first (they are what the user holds), then each failing
         // ledger's head and pending records before its shards.
         run.missing =

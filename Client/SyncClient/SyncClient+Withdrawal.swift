@@ -82,45 +82,115 @@ extension SyncClient {
         return names
     }
 
-    /// Sends this machine's withdrawal of each earlier id whose check failed
-    /// here at an earlier pull too and still fails (its records were asked
-    /// for again in between), when it differs from the one the server last
-    /// took: one relay of this device's ledger, holding the one record. A
-    /// server that refuses it (one older than ``Wire/withdrawalProtocol``)
-    /// is named in the sync's problems; nothing else changes.
-    func sendWithdrawals(_ withdrawable: [String: Ledger.Withdrawal], failingBefore: Set<String>) throws {
-        guard !withdrawable.isEmpty else { return }
-        let slots = Dictionary(try replica.formerDeviceIDs().map { ($0.id, $0.slot) }, uniquingKeysWith: { $1 })
-        let device = replica.deviceID
-        for (former, withdrawal) in withdrawable.sorted(by: { $0.key < $1.key }) {
-            guard failingBefore.contains(former), let slot = slots[former] else { continue }
-            let key = Ledger.Key.withdrawal(device: device, slot: slot)
-            let kept = try replica.record(.ledger, key: key.description)
-            let keptStamp = kept?.fields[Wire.ledgerField]?.stamp
-            if let kept = kept?.fields[Wire.ledgerField], case .string(let text) = kept.value,
-                let bytes = Array(text.utf8).withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) }),
-                (try? Ledger.Withdrawal(bytes: bytes)) == withdrawal
-            {
-                continue
-            }
-            let stamp = try nextLedgerStamp(after: keptStamp.map(Ledger.Stamp.init))
-            let record = ledgerRecord(key, bytes: withdrawal.bytes, stamp: stamp, device: device)
-            var relay = RelayRequest(records: try sealed([record]), keyID: keyID)
-            relay.ledgerOf = device
-            do {
-                let response = try PushResponse(json: try sendRecords(to: "/v1/relay", body: relay.body()))
-                guard response.rejected.isEmpty else {
-                    let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
-                    summary.problems.append(
-                        "the server did not take this machine's withdrawal of writes lost: \(reasons)")
-                    continue
+    /// The decisions about this device's earlier ids whose ledgers
+    /// `ledgers` are (each failing here, or withdrawn from before), from
+    /// their checks' `failures` (withdrawals honoured) and the withdrawals
+    /// this device wrote (`kept`).
+    func withdrawalDecisions(
+        _ ledgers: [String: LedgerCheck.Ledgers], failures: [String: [LedgerCheck.Failure]],
+        kept: [String: (withdrawal: Ledger.Withdrawal, stamp: HLCTimestamp?)],
+        registers: [UInt64: [String: HLCTimestamp]], tag: (RecordCollection, String) -> UInt64
+    ) throws -> [String: WithdrawalDecision] {
+        let due = ledgers.filter { !(failures[$0.key] ?? []).isEmpty || kept[$0.key] != nil }
+        guard !due.isEmpty else { return [:] }
+        // Every record set aside here, by tag (not only the newest: a flood
+        // of unreadable records must not push one out and make it "missing").
+        let setAside = Set(try replica.pulledAside(limit: 1_000_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
+        var decisions: [String: WithdrawalDecision] = [:]
+        for (former, ledger) in due {
+            var changedHere: Set<[UInt64]> = []
+            for write in try replica.writesLoggedHere(device: former) {
+                let tagged = tag(write.collection, write.key)
+                for stamp in write.stamps {
+                    changedHere.insert([tagged, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)])
                 }
-            } catch let error as SyncError {
-                guard case .refused = error else { throw error }
-                summary.problems.append("the server did not take this machine's withdrawal of writes lost: \(error)")
-                continue
             }
-            try replica.keepOwnLedgerRecords([record])
+            let wanted = Self.withdrawable(
+                former: former, ledger: ledger, registers: registers, setAside: setAside, changedHere: changedHere)
+            let groups = wanted?.groups ?? []
+            let left = failures[former] ?? []
+            let mayWiden =
+                !left.isEmpty
+                && left.allSatisfy { failure in
+                    guard case .unmet(let tag, _, let stamp, false) = failure else { return false }
+                    return groups.contains { $0.tag == tag && $0.group.stamp == Ledger.Stamp(stamp) }
+                }
+            decisions[former] = WithdrawalDecision(wanted: wanted, kept: kept[former], mayWiden: mayWiden)
         }
+        return decisions
+    }
+
+    /// What one run of the checks decided about an earlier id of this
+    /// device: what it would withdraw now (nil: nothing is missing), what it
+    /// withdrew last (the server took it), and whether it may withdraw more
+    /// than that: only when every failure of the id's check is a write it
+    /// would withdraw (the chain whole, the shards as counted).
+    struct WithdrawalDecision {
+        var wanted: Ledger.Withdrawal?
+        var kept: (withdrawal: Ledger.Withdrawal, stamp: HLCTimestamp?)?
+        var mayWiden: Bool
+    }
+
+    /// How long after the server refused a withdrawal the next is tried.
+    static let withdrawalRetryMillis: Int64 = 86_400_000
+
+    /// Sends this machine's withdrawal of each earlier id whose decision
+    /// differs from the one the server last took, as one relay of this
+    /// device's ledger holding the one record: more than before only when
+    /// the id's check also failed at an earlier pull (its records were asked
+    /// for again in between); less (writes found after all, one of no
+    /// records when none is missing) at any time. Only once this id has
+    /// pushed, and not again the same day after a refusal (a server older
+    /// than ``Wire/withdrawalProtocol``). Nothing it meets stops the sync:
+    /// each failure is one of its problems.
+    func sendWithdrawals(_ decisions: [String: WithdrawalDecision], failingBefore: Set<String>) {
+        do {
+            guard !decisions.isEmpty, try replica.syncState().pushedThrough > 0 else { return }
+            if let refused = try replica.withdrawalRefusedAt(),
+                abs(replica.currentMillis - refused) < Self.withdrawalRetryMillis
+            {
+                return
+            }
+            let slots = Dictionary(try replica.formerDeviceIDs().map { ($0.id, $0.slot) }, uniquingKeysWith: { $1 })
+            for (former, decision) in decisions.sorted(by: { $0.key < $1.key }) {
+                guard let slot = slots[former], decision.wanted != nil || decision.kept != nil else { continue }
+                let wanted = decision.wanted ?? Ledger.Withdrawal(former: former, records: [])
+                guard wanted != decision.kept?.withdrawal else { continue }
+                let widens = !wanted.groups.isSubset(of: decision.kept?.withdrawal.groups ?? [])
+                if widens, !(decision.mayWiden && failingBefore.contains(former)) { continue }
+                guard try sendWithdrawal(wanted, slot: slot, after: decision.kept?.stamp) else { return }
+            }
+        } catch {
+            summary.problems.append("this machine's withdrawal of writes lost was not sent: \(error)")
+        }
+    }
+
+    /// Sends one withdrawal and keeps it once taken. - Returns: false when
+    /// the server refused it (noted: not tried again that day).
+    private func sendWithdrawal(_ withdrawal: Ledger.Withdrawal, slot: Int, after kept: HLCTimestamp?) throws -> Bool {
+        let device = replica.deviceID
+        let stamp = try nextLedgerStamp(after: kept.map(Ledger.Stamp.init))
+        let record = ledgerRecord(
+            .withdrawal(device: device, slot: slot), bytes: withdrawal.bytes, stamp: stamp, device: device)
+        var relay = RelayRequest(records: try sealed([record]), keyID: keyID)
+        relay.ledgerOf = device
+        let refusal: String
+        do {
+            let response = try PushResponse(json: try sendRecords(to: "/v1/relay", body: relay.body()))
+            guard !response.rejected.isEmpty else {
+                try replica.transaction {
+                    try replica.keepOwnLedgerRecords([record])
+                    try replica.noteWithdrawalRefused(at: nil)
+                }
+                return true
+            }
+            refusal = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
+        } catch SyncError.refused(let code, let message) {
+            refusal = "\(code): \(message)"
+        }
+        try replica.noteWithdrawalRefused(at: replica.currentMillis)
+        summary.problems.append(
+            "the server did not take this machine's withdrawal of writes lost (tried again in a day): \(refusal)")
+        return false
     }
 }

@@ -7,7 +7,8 @@ extension Ledger {
     /// Each withdrawn entry is bound to the pending record that names it (its
     /// slot, stamp and the hash of its bytes): a checker excuses it only
     /// while it holds that very record, unfolded. Entries a head folded into
-    /// a shard are never withdrawn.
+    /// a shard are never withdrawn. A withdrawal of no records takes back an
+    /// earlier one (its writes were found after all).
     public struct Withdrawal: Sendable, Hashable {
         /// The earlier id whose writes are withdrawn.
         public var former: String
@@ -61,8 +62,8 @@ extension Ledger {
             }
             self.former = former
             let count = Int(try reader.u8())
-            guard count >= 1, count <= Ledger.pendingSlots else {
-                throw Problem("a withdrawal of \(count) pending records, not 1 to \(Ledger.pendingSlots)")
+            guard count <= Ledger.pendingSlots else {
+                throw Problem("a withdrawal of \(count) pending records, more than \(Ledger.pendingSlots)")
             }
             records = []
             for _ in 0..<count {
@@ -80,6 +81,28 @@ extension Ledger {
                 records.append(Record(slot: slot, stamp: stamp, hash: hash, entries: entries))
             }
             try reader.end()
+        }
+
+        /// Every group withdrawn, as (slot, tag, group).
+        public var groups: Set<WithdrawnGroup> {
+            var groups: Set<WithdrawnGroup> = []
+            for record in records {
+                for entry in record.entries {
+                    for group in entry.groups {
+                        groups.insert(
+                            WithdrawnGroup(slot: record.slot, stamp: record.stamp, tag: entry.tag, group: group))
+                    }
+                }
+            }
+            return groups
+        }
+
+        /// One group withdrawn, from the pending record in `slot` written at `stamp`.
+        public struct WithdrawnGroup: Sendable, Hashable {
+            public var slot: Int
+            public var stamp: Stamp
+            public var tag: UInt64
+            public var group: Group
         }
 
         /// Of the unfolded pending records `unfolded` of ``former`` (with the

@@ -187,7 +187,8 @@ public enum LedgerCheck {
             let held = register(entry.tag)
             for group in entry.groups {
                 let stamp = group.stamp.timestamp(device: writer(group))
-                let isExcused = excused.contains { $0.tag == entry.tag && $0.groups.contains(group) }
+                let isExcused =
+                    group.device == 0 && excused.contains { $0.tag == entry.tag && $0.groups.contains(group) }
                 switch held {
                 case .applied(let registers):
                     // Every entry of an honest ledger is met: its names are

@@ -40,6 +40,12 @@ import Testing
     @Test func aWithdrawalReadsBackAsWritten() throws {
         let withdrawal = Self.withdrawal(World())
         #expect(try Ledger.Withdrawal(bytes: withdrawal.bytes) == withdrawal)
+        // One of no records takes an earlier one back.
+        let retracted = Ledger.Withdrawal(former: "laptop", records: [])
+        #expect(try Ledger.Withdrawal(bytes: retracted.bytes) == retracted)
+        var tooMany = Array(retracted.bytes.dropLast())
+        tooMany.append(17)
+        #expect(throws: Ledger.Problem.self) { try Ledger.Withdrawal(bytes: tooMany) }
         #expect(withdrawal.bytes.first == UInt8(ascii: "W"))
         #expect(Ledger.Key("laptop/withdrawn/15") == .withdrawal(device: "laptop", slot: 15))
         #expect(Ledger.Key.withdrawal(device: "laptop", slot: 3).description == "laptop/withdrawn/3")
@@ -59,8 +65,6 @@ import Testing
             } catch { return error.reason }
         }
         // magic, version, 1 name ("laptop", 6 bytes), the count at 10, a slot at 11, its stamp, hash, entries
-        var noRecords = Array(good.prefix(2 + 1 + 1 + 6))
-        noRecords.append(0)
         var twoNames = Array(good.prefix(2))
         twoNames += [2, 1, UInt8(ascii: "a"), 1, UInt8(ascii: "b"), 1]
         var slotTooHigh = good
@@ -73,7 +77,6 @@ import Testing
         let cases: [([UInt8], String)] = [
             (Array(good.dropLast()), "it ends early"),
             (good + [0], "1 bytes follow its end"),
-            (noRecords, "a withdrawal of 0 pending records"),
             (twoNames, "names 2 earlier ids"),
             (slotTooHigh, "pending slot 16, not below 16"),
             (twice, "withdrawn from twice"),

@@ -63,8 +63,9 @@ import Testing
     func writesEveryHolderLostAreWithdrawnByTheHomeThatMadeThem(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let (a, b, c) = (try world.machine("a"), try world.machine("b"), try world.machine("c"))
+        let e = try world.machine("e")
         try LyingServerTests.rules(a, ["one.example"])
-        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b, c])
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b, c, e])
         try world.sync(b)
         // a's home as a backup holds it now.
         let copyHome = world.directory.file("a-backup")
@@ -72,6 +73,7 @@ import Testing
         try LyingServerTests.rules(a, ["two.example"])
         try world.sync(a)
         try world.sync(c)
+        try world.sync(e)
         let serverBackup = try world.backupServer()
         try LyingServerTests.rules(a, ["lost.example"])
         try world.sync(a)
@@ -83,6 +85,12 @@ import Testing
             in: world, rewrite: LyingServerTests.withholding([hidden, "\(device)/head", "\(device)/0"]))
         _ = try liar.serving(world) { try world.sync(c) }
         liar.stop()
+        // e holds the rule (not the head either), and goes offline.
+        let shardsOnly = try LyingServer(
+            in: world, rewrite: LyingServerTests.withholding(["\(device)/head", "\(device)/0"]))
+        _ = try shardsOnly.serving(world) { try world.sync(e) }
+        shardsOnly.stop()
+        #expect(try SyncWorld.rules(e.replica).keys.contains("lost.example"))
         #expect(try c.replica.ledgerRows().contains { $0.key.hasPrefix("\(device)/pending/") })
         #expect(try !SyncWorld.rules(c.replica).keys.contains("lost.example"))
 
@@ -123,5 +131,18 @@ import Testing
         #expect(third.problems.isEmpty && third.pushed == 0, "\(third)")
         #expect(try restored.replica.ledgerFailures().isEmpty)
         #expect(try restored.replica.ledgerRows().first { $0.key == withdrawalKey } == kept)
+
+        // e comes back and sends the server what it lacks, the rule among
+        // it: found after all, the withdrawal is taken back (none left).
+        try world.sync(e)
+        let found = try world.sync(restored)
+        #expect(found.problems.isEmpty, "\(found.problems)")
+        #expect(try SyncWorld.rules(restored.replica).keys.contains("lost.example"))
+        let taken = try #require(try restored.replica.ledgerRows().first { $0.key == withdrawalKey })
+        #expect(try #require(SyncClient.withdrawal(taken)).records.isEmpty, "retracted")
+        for machine in [b, c, e, restored] {
+            let summary = try world.sync(machine)
+            #expect(try machine.replica.ledgerFailures().isEmpty, "\(machine.name): \(summary.problems)")
+        }
     }
 }
