@@ -30,13 +30,13 @@ extension Replica {
         try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
     }
 
-    /// When the server last refused this machine's withdrawal (this
-    /// machine's clock), nil for never: it is not sent again that day.
-    public func withdrawalRefusedAt() throws -> Int64? { Int64(try meta("withdrawal_refused_at") ?? "") }
+    /// When the server last refused this machine's withdrawal in `slot`
+    /// (this machine's clock), nil for never: it is not sent again that day.
+    public func withdrawalRefusedAt(slot: Int) throws -> Int64? { Int64(try meta("withdrawal_refused_\(slot)") ?? "") }
 
-    /// Notes that the server refused this machine's withdrawal now (nil: it took one).
-    public func noteWithdrawalRefused(at millis: Int64?) throws {
-        try setMeta("withdrawal_refused_at", millis.map(String.init))
+    /// Notes that the server refused this machine's withdrawal in `slot` now (nil: it took one).
+    public func noteWithdrawalRefused(slot: Int, at millis: Int64?) throws {
+        try setMeta("withdrawal_refused_\(slot)", millis.map(String.init))
     }
 
     /// The devices whose withdrawals (``Ledger/Key/withdrawal(device:slot:)``)

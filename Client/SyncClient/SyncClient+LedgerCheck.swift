@@ -269,7 +269,13 @@ extension SyncClient {
         var missing: Set<PullRequest.Asked> = []
         var ledgerKeys: [PullRequest.Asked] = []
         guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
-        let setAside = Set(try replica.pulledAside(limit: 1_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
+        // Every record set aside when a withdrawal is held (a flood of
+        // unreadable records must not push one out, to be excused as held
+        // nowhere); the newest 1,000 otherwise.
+        let setAside = Set(
+            try replica.pulledAside(limit: withdrawals.isEmpty ? 1_000 : 1_000_000).compactMap {
+                Self.tag(ofHiddenKey: $0.filedKey)
+            })
         // Which entries each device's check reads (none here: all of them).
         let before = whole ? [:] : try replica.ledgerChecked()
         var reading: [String: LedgerCheck.Reading] = [:]
@@ -393,7 +399,7 @@ extension SyncClient {
         for (device, what) in damaged { run.results[device] = what }
         run.withdrawals = try withdrawalDecisions(
             ledgers.filter { formerIDs.contains($0.key) && damaged[$0.key] == nil }, failures: formerFailures,
-            kept: ownWithdrawals, registers: registers, tag: tag)
+            kept: ownWithdrawals, registers: registers, setAside: setAside, tag: tag)
         // Records first (they are what the user holds), then each failing
         // ledger's head and pending records before its shards.
         run.missing =

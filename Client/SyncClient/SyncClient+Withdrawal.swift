@@ -89,13 +89,13 @@ extension SyncClient {
     func withdrawalDecisions(
         _ ledgers: [String: LedgerCheck.Ledgers], failures: [String: [LedgerCheck.Failure]],
         kept: [String: (withdrawal: Ledger.Withdrawal, stamp: HLCTimestamp?)],
-        registers: [UInt64: [String: HLCTimestamp]], tag: (RecordCollection, String) -> UInt64
+        registers: [UInt64: [String: HLCTimestamp]], setAside: Set<UInt64>, tag: (RecordCollection, String) -> UInt64
     ) throws -> [String: WithdrawalDecision] {
-        let due = ledgers.filter { !(failures[$0.key] ?? []).isEmpty || kept[$0.key] != nil }
+        // A retracted withdrawal (no records) is done with.
+        let due = ledgers.filter {
+            !(failures[$0.key] ?? []).isEmpty || !(kept[$0.key]?.withdrawal.records.isEmpty ?? true)
+        }
         guard !due.isEmpty else { return [:] }
-        // Every record set aside here, by tag (not only the newest: a flood
-        // of unreadable records must not push one out and make it "missing").
-        let setAside = Set(try replica.pulledAside(limit: 1_000_000).compactMap { Self.tag(ofHiddenKey: $0.filedKey) })
         var decisions: [String: WithdrawalDecision] = [:]
         for (former, ledger) in due {
             var changedHere: Set<[UInt64]> = []
@@ -112,7 +112,9 @@ extension SyncClient {
             let mayWiden =
                 !left.isEmpty
                 && left.allSatisfy { failure in
-                    guard case .unmet(let tag, _, let stamp, false) = failure else { return false }
+                    guard case .unmet(let tag, _, let stamp, false) = failure, stamp.device == former else {
+                        return false
+                    }
                     return groups.contains { $0.tag == tag && $0.group.stamp == Ledger.Stamp(stamp) }
                 }
             decisions[former] = WithdrawalDecision(wanted: wanted, kept: kept[former], mayWiden: mayWiden)
@@ -138,36 +140,44 @@ extension SyncClient {
     /// differs from the one the server last took, as one relay of this
     /// device's ledger holding the one record: more than before only when
     /// the id's check also failed at an earlier pull (its records were asked
-    /// for again in between); less (writes found after all, one of no
-    /// records when none is missing) at any time. Only once this id has
-    /// pushed, and not again the same day after a refusal (a server older
-    /// than ``Wire/withdrawalProtocol``). Nothing it meets stops the sync:
-    /// each failure is one of its problems.
+    /// for again in between) with nothing but such writes; otherwise only
+    /// what is still missing of what it withdrew (writes found after all; one
+    /// of no records when none is) at any time. Only once this id has pushed
+    /// (a fork's first sync publishes its name), and in a slot whose last
+    /// withdrawal the server refused (a server older than
+    /// ``Wire/withdrawalProtocol``) not again that day. Nothing it meets
+    /// stops the sync: each failure is one of its problems.
     func sendWithdrawals(_ decisions: [String: WithdrawalDecision], failingBefore: Set<String>) {
         do {
             guard !decisions.isEmpty, try replica.syncState().pushedThrough > 0 else { return }
-            if let refused = try replica.withdrawalRefusedAt(),
-                abs(replica.currentMillis - refused) < Self.withdrawalRetryMillis
-            {
-                return
-            }
             let slots = Dictionary(try replica.formerDeviceIDs().map { ($0.id, $0.slot) }, uniquingKeysWith: { $1 })
             for (former, decision) in decisions.sorted(by: { $0.key < $1.key }) {
                 guard let slot = slots[former], decision.wanted != nil || decision.kept != nil else { continue }
-                let wanted = decision.wanted ?? Ledger.Withdrawal(former: former, records: [])
-                guard wanted != decision.kept?.withdrawal else { continue }
-                let widens = !wanted.groups.isSubset(of: decision.kept?.withdrawal.groups ?? [])
-                if widens, !(decision.mayWiden && failingBefore.contains(former)) { continue }
-                guard try sendWithdrawal(wanted, slot: slot, after: decision.kept?.stamp) else { return }
+                if let refused = try replica.withdrawalRefusedAt(slot: slot),
+                    abs(replica.currentMillis - refused) < Self.withdrawalRetryMillis
+                {
+                    continue
+                }
+                var wanted = decision.wanted ?? Ledger.Withdrawal(former: former, records: [])
+                let kept = decision.kept?.withdrawal
+                if !wanted.groups.isSubset(of: kept?.groups ?? []),
+                    !(decision.mayWiden && failingBefore.contains(former))
+                {
+                    // Not more: only what is still missing of what was withdrawn.
+                    guard let kept else { continue }
+                    wanted = kept.keeping(wanted)
+                }
+                guard wanted != kept else { continue }
+                try sendWithdrawal(wanted, slot: slot, after: decision.kept?.stamp)
             }
         } catch {
             summary.problems.append("this machine's withdrawal of writes lost was not sent: \(error)")
         }
     }
 
-    /// Sends one withdrawal and keeps it once taken. - Returns: false when
-    /// the server refused it (noted: not tried again that day).
-    private func sendWithdrawal(_ withdrawal: Ledger.Withdrawal, slot: Int, after kept: HLCTimestamp?) throws -> Bool {
+    /// Sends one withdrawal and keeps it once taken; a refusal is noted (the
+    /// slot is not tried again that day) and named in the sync's problems.
+    private func sendWithdrawal(_ withdrawal: Ledger.Withdrawal, slot: Int, after kept: HLCTimestamp?) throws {
         let device = replica.deviceID
         let stamp = try nextLedgerStamp(after: kept.map(Ledger.Stamp.init))
         let record = ledgerRecord(
@@ -180,17 +190,16 @@ extension SyncClient {
             guard !response.rejected.isEmpty else {
                 try replica.transaction {
                     try replica.keepOwnLedgerRecords([record])
-                    try replica.noteWithdrawalRefused(at: nil)
+                    try replica.noteWithdrawalRefused(slot: slot, at: nil)
                 }
-                return true
+                return
             }
             refusal = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
         } catch SyncError.refused(let code, let message) {
             refusal = "\(code): \(message)"
         }
-        try replica.noteWithdrawalRefused(at: replica.currentMillis)
+        try replica.noteWithdrawalRefused(slot: slot, at: replica.currentMillis)
         summary.problems.append(
             "the server did not take this machine's withdrawal of writes lost (tried again in a day): \(refusal)")
-        return false
     }
 }

@@ -112,9 +112,9 @@ public protocol SyncReplica: AnyObject {
     func forgottenDevices() throws -> [String: ForgottenDevice]
     /// The ids this replica went by before its current one, with their withdrawal slots.
     func formerDeviceIDs() throws -> [(id: String, slot: Int)]
-    /// When the server last refused this machine's withdrawal, nil for never.
-    func withdrawalRefusedAt() throws -> Int64?
-    func noteWithdrawalRefused(at millis: Int64?) throws
+    /// When the server last refused this machine's withdrawal in a slot, nil for never.
+    func withdrawalRefusedAt(slot: Int) throws -> Int64?
+    func noteWithdrawalRefused(slot: Int, at millis: Int64?) throws
     /// The writes this replica made itself under `device`: records and their fields' stamps.
     func writesLoggedHere(
         device: String

@@ -97,6 +97,29 @@ extension Ledger {
             return groups
         }
 
+        /// This withdrawal less every group `other` does not withdraw too
+        /// (the same pending record, by slot, stamp and hash).
+        public func keeping(_ other: Withdrawal) -> Withdrawal {
+            let kept = other.groups
+            var narrowed = Withdrawal(former: former, records: [])
+            for record in records {
+                guard other.records.contains(where: { $0.slot == record.slot && $0.hash == record.hash }) else {
+                    continue
+                }
+                let entries = record.entries.compactMap { entry -> Entry? in
+                    let groups = entry.groups.filter {
+                        kept.contains(WithdrawnGroup(slot: record.slot, stamp: record.stamp, tag: entry.tag, group: $0))
+                    }
+                    return groups.isEmpty ? nil : Entry(tag: entry.tag, groups: groups)
+                }
+                if !entries.isEmpty {
+                    narrowed.records.append(
+                        Record(slot: record.slot, stamp: record.stamp, hash: record.hash, entries: entries))
+                }
+            }
+            return narrowed
+        }
+
         /// One group withdrawn, from the pending record in `slot` written at `stamp`.
         public struct WithdrawnGroup: Sendable, Hashable {
             public var slot: Int

@@ -89,6 +89,28 @@ import Testing
         }
     }
 
+    /// What is still missing of a withdrawal, when more may not be withdrawn:
+    /// its own groups that the new decision names too, and nothing else.
+    @Test func aWithdrawalNarrowsToWhatIsStillMissing() {
+        let world = World()
+        let one = Self.withdrawal(world)
+        let other = Ledger.Withdrawal(
+            former: one.former,
+            records: [
+                .init(
+                    slot: 1, stamp: Self.ledgerStamp(510), hash: one.records[0].hash,
+                    entries: [.init(tag: 0x44, groups: [.init(known: Self.made, stamp: Self.ledgerStamp(505))])])
+            ])
+        var both = one
+        both.records[0].entries.append(other.records[0].entries[0])
+        #expect(one.keeping(other).records.isEmpty, "found after all, and something else missing: none kept")
+        #expect(one.keeping(both) == one)
+        #expect(both.keeping(one) == one)
+        var rehashed = one
+        rehashed.records[0].hash ^= 1
+        #expect(one.keeping(rehashed).records.isEmpty, "another record in the slot")
+    }
+
     /// The honest case: rule 0x33 was lost by every holder, its pending
     /// record survived. Withdrawn, it is excused, and nothing else is.
     @Test func aWithdrawnWriteNotHeldAnywhereIsExcused() {
