@@ -407,14 +407,19 @@ extension SyncClient {
         return run
     }
 
+    /// A ledger row's packed bytes (its register's text, base64url), nil for none.
+    static func packedBytes(_ row: LedgerRow) -> [UInt8]? {
+        row.fields.text?.withUnsafeBufferPointer { Crypto.base64URLDecode(utf8: $0) }
+    }
+
     /// Reads one ledger row into `ledgers` (a head, a shard or a pending
     /// record of one device). - Returns: a shard's index and packed bytes.
     static func place(
         _ row: LedgerRow, _ key: Ledger.Key, into ledgers: inout LedgerCheck.Ledgers
     ) throws(Ledger.Problem) -> (index: Int, packed: [UInt8])? {
-        guard let stamp = row.fields.stamp, let text = row.fields.text,
-            let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
-        else { throw Ledger.Problem("it holds no packed ledger") }
+        guard let stamp = row.fields.stamp, let bytes = packedBytes(row) else {
+            throw Ledger.Problem("it holds no packed ledger")
+        }
         switch key {
         case .head:
             ledgers.head = .init(try Ledger.Head(bytes: bytes), stamp: stamp)

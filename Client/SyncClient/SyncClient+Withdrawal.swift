@@ -1,4 +1,3 @@
-import Cryptography
 import Replica
 import SyncCore
 
@@ -16,9 +15,7 @@ extension SyncClient {
     /// A withdrawal held (another device's, or this one's), read from its
     /// row; nil for a record that is not one.
     public static func withdrawal(_ row: LedgerRow) -> Ledger.Withdrawal? {
-        guard let text = row.fields.text,
-            let bytes = text.withUnsafeBufferPointer({ Crypto.base64URLDecode(utf8: $0) })
-        else { return nil }
+        guard let bytes = packedBytes(row) else { return nil }
         return try? Ledger.Withdrawal(bytes: bytes)
     }
 
@@ -58,7 +55,7 @@ extension SyncClient {
                     let stamp = group.stamp
                     let logged = [entry.tag, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)]
                     guard group.device == 0, !changedHere.contains(logged) else { return false }
-                    return names(of: group, others: pending.fieldNames).contains { name in
+                    return group.fieldNames(others: pending.fieldNames).contains { name in
                         applied[name].map { Ledger.Stamp($0) < stamp } ?? true
                     }
                 }
@@ -70,16 +67,6 @@ extension SyncClient {
                     slot: slot, stamp: Ledger.Stamp(held.stamp), hash: Ledger.pendingHash(pending), entries: entries))
         }
         return records.isEmpty ? nil : Ledger.Withdrawal(former: former, records: records)
-    }
-
-    /// The field names a group names (its known bits, then its others by `others`).
-    private static func names(of group: Ledger.Group, others: [String]) -> [String] {
-        var names: [String] = []
-        for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
-            names.append(name)
-        }
-        for index in group.others { names.append(Int(index) < others.count ? others[Int(index)] : "#\(index)") }
-        return names
     }
 
     /// The decisions about this device's earlier ids whose ledgers

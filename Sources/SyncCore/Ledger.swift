@@ -100,6 +100,17 @@ public enum Ledger {
         static let moreFlag: UInt16 = 0x4000
         static let extendedFlag: UInt16 = 0x8000
 
+        /// The field names it sets: its known bits in ``Ledger/knownFields``
+        /// order, then its others by `others` (an index past them as `#N`).
+        public func fieldNames(others: [String]) -> [String] {
+            var names: [String] = []
+            for (bit, name) in Ledger.knownFields.enumerated() where known & (1 << UInt16(bit)) != 0 {
+                names.append(name)
+            }
+            for index in self.others { names.append(Int(index) < others.count ? others[Int(index)] : "#\(index)") }
+            return names
+        }
+
         /// Whether two groups name a field in common.
         func overlaps(_ other: Group) -> Bool {
             known & other.known != 0 || others.contains(where: other.others.contains)

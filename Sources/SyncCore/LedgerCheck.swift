@@ -167,14 +167,6 @@ public enum LedgerCheck {
         }
 
         // 1. Every entry is met, field by field.
-        func names(_ group: Ledger.Group, others: [String]) -> [String] {
-            var names: [String] = []
-            for (bit, name) in Ledger.knownFields.enumerated() where group.known & (1 << UInt16(bit)) != 0 {
-                names.append(name)
-            }
-            for index in group.others { names.append(Int(index) < others.count ? others[Int(index)] : "#\(index)") }
-            return names
-        }
         func writer(_ group: Ledger.Group) -> String {
             guard group.device != 0 else { return device }
             let ids = ledgers.head?.value.ids ?? []
@@ -207,15 +199,15 @@ public enum LedgerCheck {
                         }
                     }
                     guard !met, !isExcused else { continue }
-                    let missing = names(group, others: others).filter(unmet)
+                    let missing = group.fieldNames(others: others).filter(unmet)
                     failures.append(.unmet(tag: entry.tag, fields: missing, stamp: stamp, setAside: false))
                 case .setAside:
                     failures.append(
-                        .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: true))
+                        .unmet(tag: entry.tag, fields: group.fieldNames(others: others), stamp: stamp, setAside: true))
                 case nil:
                     guard !isExcused else { continue }
                     failures.append(
-                        .unmet(tag: entry.tag, fields: names(group, others: others), stamp: stamp, setAside: false))
+                        .unmet(tag: entry.tag, fields: group.fieldNames(others: others), stamp: stamp, setAside: false))
                 }
             }
         }
