@@ -234,9 +234,10 @@ extension SyncClient {
     static let forkedRotationMessage =
         "ALARM: the server's account key is none this machine knows, and the server does not know "
         + "this machine's key as one it left: a server restored from before your rotation was rotated by whoever kept an older key "
-        + "(a revoked device?). Do not add a recovery code you did not make yourself. Ask the server's operator to revoke that "
-        + "device again and reset the account's encryption ('brsyncd account reset-encryption'), then run 'brsync key init' on one "
-        + "of your machines; every machine keeps its edits meanwhile"
+        + "(one of your machines that missed your rotation, or a revoked device). Do not add a recovery code you did not make "
+        + "yourself. If you rotated the key on another machine since, add that code here with 'brsync key add'; if not, ask the "
+        + "server's operator to revoke that device again and reset the account's encryption ('brsyncd account reset-encryption'), "
+        + "then run 'brsync key init' on one of your machines; every machine keeps its edits meanwhile"
 
     static let cannotMoveForwardMessage =
         "the server was restored from before a rotation of the account key, and this machine can "

@@ -37,6 +37,11 @@ extension Run {
         let home = machine.replica.home
         let holds = (try? AccountKeyFile.read(home: home))?.id
         guard let current = serverKey() else { return }
+        if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+            print(
+                "DEBUG key operation on \(machine.name): holds \(holds?.prefix(8) ?? "-"), the server's \(current.id.prefix(8))"
+            )
+        }
         switch Int.random(in: 0..<4, using: &random) {
         case 0 where holds == current.id:
             // `brsync key rotate --yes` (a held check does not stop it here).
@@ -117,12 +122,21 @@ extension Run {
                     // A server restored from before `key init`, with no key holder left to encrypt it
                     // again, is readable: the person adds the code they were given last.
                     // So is one whose writes the server refuses under a retired key.
-                    let retired =
-                        switch error {
-                        case .stopped(code: .keyRotated, _), .refused(code: .keyRetired, _): true
-                        default: false
-                        }
-                    guard let current = retired ? newestKey : serverKey() ?? newestKey else { continue }
+                    // A machine that raised the alarm (a server restored from before a rotation
+                    // was rotated by a machine that kept the old key, and then maybe moved forward
+                    // along the other branch) is given the code the account uses: every rotation
+                    // in this run is the person's own, so they made that code themselves.
+                    let retired: Bool, alarm: Bool
+                    switch error {
+                    case .stopped(code: .keyRotated, let message):
+                        (retired, alarm) = (true, message.hasPrefix("ALARM"))
+                    case .refused(code: .keyRetired, _): (retired, alarm) = (true, false)
+                    default: (retired, alarm) = (false, false)
+                    }
+                    guard let current = alarm ? serverKey() : retired ? newestKey : serverKey() ?? newestKey else {
+                        continue
+                    }
+                    if alarm { note("alarms of a rotation on a restored server, ended by the code the person made") }
                     try AccountKeyFile.add(current, home: machine.replica.home)
                     added = true
                     note("codes added before the final syncs")

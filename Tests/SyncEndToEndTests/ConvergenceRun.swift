@@ -112,7 +112,12 @@ final class Run: @unchecked Sendable {
         return (store, server, port)
     }
 
-    func note(_ fault: String) { faults[fault, default: 0] += 1 }
+    func note(_ fault: String) {
+        faults[fault, default: 0] += 1
+        if ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
+            print("DEBUG fault: \(fault) (the server's key \(serverKey()?.id.prefix(8) ?? "-"))")
+        }
+    }
 
     /// A clock error from a few seconds to years, either way.
     func randomSkew() -> Int64 {

@@ -211,6 +211,26 @@ import Testing
         #expect(try SyncWorld.rules(x.replica) == before, "nothing changed here")
     }
 
+    /// The same alarm when the machine that kept the old key is the user's
+    /// own (it never learned of the rotation): they made the new code, so
+    /// they add it, and the machine syncs again with everything it held.
+    @Test func theAlarmEndsWhenItsUserAddsTheCodeTheyMade() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y) = (try world.machine("x"), try world.machine("y"))
+        _ = try Self.rotateAcrossABackup(world, x, [y], revoking: nil)
+        let (third, _) = try KeyChangeTests.changeKey(world, y)
+        try KeyChangeTests.rule(x, "offline.example")
+        #expect { _ = try world.sync(x) } throws: { error in
+            guard case SyncError.stopped(.keyRotated, let message) = error else { return false }
+            return message.hasPrefix("ALARM")
+        }
+        try AccountKeyFile.add(third, home: x.replica.home)
+        try world.sync(x)
+        try world.sync(y)
+        #expect(try SyncWorld.rules(y.replica).keys.contains("offline.example"))
+        #expect(try SyncWorld.rules(y.replica) == SyncWorld.rules(x.replica))
+    }
+
     /// A machine that holds both keys but never synced with the new one (its
     /// home put back from a copy made before the rotation) cannot tell a
     /// revoked device's write from an old record it lacks: it sets both
