@@ -1,3 +1,4 @@
+import Glibc
 import SystemServices
 
 /// Writers of one SQLite store take its one write lock in turn, account by
@@ -12,7 +13,8 @@ import SystemServices
 /// queued. An account goes to the back of the round when its write ends,
 /// not when it starts, so one that arrives meanwhile goes before its next.
 /// Writes of no account (administration, purges) take their turn as one
-/// more account.
+/// more account. Beyond turns, an account's time holding the lock is
+/// metered while others write (``WriteShare``).
 final class WriterQueue: Sendable {
     private struct State {
         var nextTicket: UInt64 = 0
@@ -25,15 +27,29 @@ final class WriterQueue: Sendable {
         var writing: Int64??
         /// Writers queued, the one writing included.
         var count = 0
+        var share: WriteShare
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
+    private let now: @Sendable () -> Int64
+
+    /// - Parameter share: the accounts' meter; `now`: monotonic microseconds.
+    init(share: WriteShare = WriteShare(), now: @escaping @Sendable () -> Int64 = { Clock.monotonicMicros() }) {
+        state = Locked(State(share: share))
+        self.now = now
+    }
 
     /// Writers in the queue, the one writing included.
     var queued: Int { state.withLock { $0.count } }
 
     /// Runs `body` in `account`'s turn (nil: a write of no account).
     func inTurn<T>(account: Int64? = nil, _ body: () throws -> T) rethrows -> T {
+        // Over its share: waits holding nothing, in steps (the meter fills meanwhile).
+        for _ in 0..<100 {
+            let delay = state.withLock { $0.share.delay(account: account, now: now()) }
+            guard delay > 0 else { break }
+            usleep(UInt32(min(delay, 100_000)))
+        }
         let ticket = state.withLock { state in
             let ticket = state.nextTicket
             state.nextTicket += 1
@@ -54,8 +70,11 @@ final class WriterQueue: Sendable {
             state.writing = .some(next)
             return true
         }
+        let started = now()
         defer {
+            let ended = now()
             state.withLock { state in
+                state.share.wrote(account: account, started: started, ended: ended)
                 state.writing = nil
                 state.count -= 1
                 if state.waiting[account]?.isEmpty == false { state.round.append(account) }

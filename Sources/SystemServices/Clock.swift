@@ -13,6 +13,13 @@ public enum Clock {
     /// never goes back.
     public static func monotonicMillis() -> Int64 { read(CLOCK_MONOTONIC) }
 
+    /// The same clock in microseconds, for durations of a few milliseconds.
+    public static func monotonicMicros() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
+    }
+
     private static func read(_ clock: clockid_t) -> Int64 {
         var spec = timespec()
         clock_gettime(clock, &spec)

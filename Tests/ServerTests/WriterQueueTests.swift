@@ -64,3 +64,88 @@ import Testing
         #expect(Self.order(of: writers) == ["a1", "b1", "c1", "a2", "b2", "a3", "a4"])
     }
 }
+
+/// An account's time holding the write lock, metered while others write
+/// (microseconds of a clock the test keeps).
+@Suite struct WriteShareTests {
+    /// `account` writes back to back from `from` for `for`, in writes of `each`.
+    static func flood(
+        _ meter: inout WriteShare, account: Int64, from: Int64, for duration: Int64, each: Int64 = 5_000
+    )
+        -> Int64
+    {
+        var now = from
+        while now < from + duration {
+            meter.wrote(account: account, started: now, ended: now + each)
+            now += each
+        }
+        return now
+    }
+
+    @Test func anAccountAloneIsNeverSlowed() {
+        var meter = WriteShare()
+        let end = Self.flood(&meter, account: 1, from: 0, for: 10_000_000)
+        #expect(meter.delay(account: 1, now: end) == 0)
+    }
+
+    @Test func aFloodOverItsShareWaitsWhileAnotherAccountWrites() {
+        var meter = WriteShare()
+        meter.wrote(account: 2, started: 0, ended: 800)
+        let end = Self.flood(&meter, account: 1, from: 1_000, for: 1_000_000)
+        // A second of lock time against a burst of 0.25 s and 0.4 s earned:
+        // 0.35 s overspent, of which a burst is owed, repaid at the share's rate.
+        let delay = meter.delay(account: 1, now: end)
+        #expect(delay == Int64(Double(meter.burstMicros) / meter.share), "\(delay)")
+        #expect(meter.delay(account: 1, now: end + delay / 2) > 0)
+        #expect(meter.delay(account: 1, now: end + delay) == 0)
+        #expect(meter.delay(account: 2, now: end) == 0, "the quiet account never waits")
+    }
+
+    @Test func writesWithinTheShareNeverWait() {
+        var meter = WriteShare()
+        meter.wrote(account: 2, started: 0, ended: 500)
+        var now: Int64 = 1_000
+        for _ in 0..<2_000 {
+            // 3 ms of every 10: a third of the time.
+            #expect(meter.delay(account: 1, now: now) == 0)
+            meter.wrote(account: 1, started: now, ended: now + 3_000)
+            meter.wrote(account: 2, started: now + 4_000, ended: now + 4_500)
+            now += 10_000
+        }
+    }
+
+    @Test func theShareEndsWhenNoOtherAccountWroteForAWindow() {
+        var meter = WriteShare()
+        meter.wrote(account: 2, started: 0, ended: 500)
+        let end = Self.flood(&meter, account: 1, from: 1_000, for: 11_000_000)
+        #expect(meter.delay(account: 1, now: end) == 0)
+    }
+
+    @Test func writesOfNoAccountAreNeitherMeteredNorANeighbour() {
+        var meter = WriteShare()
+        meter.wrote(account: nil, started: 0, ended: 5_000_000)
+        #expect(meter.delay(account: nil, now: 5_000_000) == 0)
+        let end = Self.flood(&meter, account: 1, from: 5_000_000, for: 1_000_000)
+        #expect(meter.delay(account: 1, now: end) == 0)
+    }
+
+    @Test func oneLongWriteOwesAtMostABurst() {
+        var meter = WriteShare()
+        meter.wrote(account: 2, started: 0, ended: 500)
+        meter.wrote(account: 1, started: 1_000, ended: 60_000_000)
+        meter.wrote(account: 2, started: 60_000_000, ended: 60_000_500)
+        let delay = meter.delay(account: 1, now: 60_001_000)
+        #expect(delay > 0 && delay <= Int64(Double(meter.burstMicros) / meter.share) + 1, "\(delay)")
+    }
+
+    @Test func manyQuietAccountsAreForgotten() {
+        var meter = WriteShare()
+        for account in 0..<1_000 { meter.wrote(account: Int64(account), started: 0, ended: 100) }
+        // Twenty seconds on, one write: every account that owes nothing and
+        // wrote a window ago is dropped, so none of them is a neighbour.
+        meter.wrote(account: 5_000, started: 20_000_000, ended: 20_000_100)
+        let end = Self.flood(&meter, account: 7, from: 20_000_200, for: 1_000_000)
+        #expect(meter.delay(account: 7, now: end) > 0, "account 5,000 wrote a second ago")
+        #expect(meter.delay(account: 7, now: end + 11_000_000) == 0)
+    }
+}

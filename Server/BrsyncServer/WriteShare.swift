@@ -1,0 +1,75 @@
+/// How much of a SQLite store's one write lock each account may hold while
+/// another account writes too. Turns (``WriterQueue``) bound what a quiet
+/// account's push waits for to one write of each other account, but a
+/// flood's writes come back to back: a part of a large relay holds the lock
+/// for 5–6 ms (nearly all of it the fsync of a commit), so a small push
+/// nearly always arrived behind one. So an account's time holding the lock
+/// is metered: it may hold it for `burst` at once (a large import, a key
+/// change's relay), and beyond that for `share` of the time while another
+/// account has written in the last `neighbourWindow`. An account over its
+/// share waits, holding nothing, before it queues; the others find the lock
+/// free most of the time. A store that one account uses is never slowed,
+/// and writes of no account (administration, purges) are not metered.
+struct WriteShare: Sendable {
+    /// The fraction of the time an account may hold the lock while others write.
+    var share = 0.4
+    /// What an account may hold the lock for beyond its share, at once.
+    var burstMicros: Int64 = 250_000
+    /// How recently another account must have written for the share to apply.
+    var neighbourWindowMicros: Int64 = 10_000_000
+
+    private struct Meter {
+        /// Lock time left to spend, in microseconds (negative: overspent).
+        var left: Double
+        /// When `left` was last brought up to date.
+        var at: Int64
+        /// When the account's last write ended.
+        var lastWrite: Int64
+    }
+
+    private var meters: [Int64: Meter] = [:]
+
+    /// How long `account` waits before it queues, in microseconds: zero
+    /// within its share, or while no other account wrote recently.
+    mutating func delay(account: Int64?, now: Int64) -> Int64 {
+        guard let account, var meter = meters[account] else { return 0 }
+        refill(&meter, now: now)
+        meters[account] = meter
+        guard meter.left < 0, neighbourWrote(besides: account, now: now) else { return 0 }
+        return Int64((-meter.left / share).rounded(.up))
+    }
+
+    /// Counts a write of `account` that held the lock from `started` to `ended`.
+    mutating func wrote(account: Int64?, started: Int64, ended: Int64) {
+        guard let account else { return }
+        var meter = meters[account] ?? Meter(left: Double(burstMicros), at: started, lastWrite: ended)
+        refill(&meter, now: ended)
+        // One long write owes at most a burst: the wait stays under burst / share.
+        meter.left = max(-Double(burstMicros), meter.left - Double(max(0, ended - started)))
+        meter.lastWrite = ended
+        meters[account] = meter
+        forgetQuiet(now: ended)
+    }
+
+    private func refill(_ meter: inout Meter, now: Int64) {
+        let elapsed = Double(max(0, now - meter.at))
+        meter.left = min(Double(burstMicros), meter.left + elapsed * share)
+        meter.at = max(meter.at, now)
+    }
+
+    private func neighbourWrote(besides account: Int64, now: Int64) -> Bool {
+        meters.contains { $0.key != account && now - $0.value.lastWrite < neighbourWindowMicros }
+    }
+
+    /// Drops the meters of accounts that have not written for a window and
+    /// owe nothing (a full meter is what a new one starts with), so the
+    /// table holds the accounts writing now, not every account ever.
+    private mutating func forgetQuiet(now: Int64) {
+        guard meters.count > 64 else { return }
+        meters = meters.filter { _, meter in
+            var meter = meter
+            refill(&meter, now: now)
+            return now - meter.lastWrite < neighbourWindowMicros || meter.left < Double(burstMicros)
+        }
+    }
+}
