@@ -177,13 +177,44 @@ final class SyncPage {
             devices, Widgets.label("This machine: \(replica.deviceName) (\(replica.deviceID))", wrap: true))
         let others = names.names.filter { $0.key != replica.deviceID && names.current($0.key) == $0.key }
             .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
-        for (id, _) in others { Widgets.append(devices, Widgets.label("\(names.display(id)) (\(id))", wrap: true)) }
+        let notes = Self.deviceNotes(replica)
+        for (id, _) in others {
+            Widgets.append(devices, Widgets.label("\(names.display(id)) (\(id))", wrap: true))
+            for note in notes[id] ?? [] {
+                Widgets.append(devices, Widgets.label(note, classes: ["dim-label"], wrap: true))
+            }
+        }
         if others.isEmpty {
             Widgets.append(
                 devices,
                 Widgets.label(
                     "No other device is named yet: names arrive with a sync.", classes: ["dim-label"], wrap: true))
         }
+    }
+
+    /// What the checks of each other device's writes say, by id, as
+    /// `brsync status` does: a check not passing yet (an alarm is under
+    /// "Needs you"), a device forgotten here, a device that withdrew writes
+    /// an earlier id of its own lost everywhere.
+    static func deviceNotes(_ replica: Replica) -> [String: [String]] {
+        var notes: [String: [String]] = [:]
+        for failure in (try? replica.ledgerFailures()) ?? [] where !failure.alarming {
+            notes[failure.device, default: []].append(
+                "Its ledger names writes not here yet (since \(Timestamp.iso8601(millis: failure.firstAtMillis))): its "
+                    + "last push may have been cut short. It becomes an alarm if it still stands after 15 minutes and a "
+                    + "second pull.")
+        }
+        for device in ((try? replica.forgottenDevices()) ?? [:]).values {
+            notes[device.device, default: []].append(
+                "Forgotten here on \(Timestamp.iso8601(millis: device.atMillis)): its writes are not checked until it "
+                    + "writes again.")
+        }
+        for withdrawer in (try? replica.withdrawingDevices()) ?? [] {
+            notes[withdrawer.device, default: []].append(
+                "It withdrew writes an earlier id of its own made that every holder lost (its home was restored from "
+                    + "an older copy): checks here excuse those writes.")
+        }
+        return notes
     }
 
     /// Asks the server, as `brsync doctor` does: its certificate, this
