@@ -28,6 +28,8 @@ struct WriteShare: Sendable {
     }
 
     private var meters: [Int64: Meter] = [:]
+    /// When the meters were last looked through for quiet accounts.
+    private var sweptAt: Int64?
 
     /// How long `account` waits before it queues, in microseconds: zero
     /// within its share, or while no other account wrote recently.
@@ -63,9 +65,11 @@ struct WriteShare: Sendable {
 
     /// Drops the meters of accounts that have not written for a window and
     /// owe nothing (a full meter is what a new one starts with), so the
-    /// table holds the accounts writing now, not every account ever.
+    /// table holds the accounts writing now, not every account ever; once a
+    /// second at most.
     private mutating func forgetQuiet(now: Int64) {
-        guard meters.count > 64 else { return }
+        guard meters.count > 64, sweptAt.map({ now < $0 || now - $0 >= 1_000_000 }) ?? true else { return }
+        sweptAt = now
         meters = meters.filter { _, meter in
             var meter = meter
             refill(&meter, now: now)
