@@ -42,6 +42,9 @@ final class WriterQueue: Sendable {
     /// Writers in the queue, the one writing included.
     var queued: Int { state.withLock { $0.count } }
 
+    /// Accounts whose time holding the lock is metered now.
+    var metered: Int { state.withLock { $0.share.metered } }
+
     /// Runs `body` in `account`'s turn (nil: a write of no account).
     func inTurn<T>(account: Int64? = nil, _ body: () throws -> T) rethrows -> T {
         // Over its share: waits holding nothing, in steps (the meter fills meanwhile).
@@ -50,7 +53,12 @@ final class WriterQueue: Sendable {
             guard delay > 0 else { break }
             usleep(UInt32(min(delay, 100_000)))
         }
-        let ticket = state.withLock { state in
+        let (ticket, contended) = state.withLock { state in
+            // Behind another account's write, or its writes queued: this one contends.
+            let contended =
+                account != nil
+                && state.count > state.waiting[account, default: []].count
+                    + (state.writing == .some(account) ? 1 : 0)
             let ticket = state.nextTicket
             state.nextTicket += 1
             state.count += 1
@@ -58,7 +66,7 @@ final class WriterQueue: Sendable {
             state.waiting[account, default: []].append(ticket)
             // A writing account joins the round again when its write ends.
             if idle, state.writing != .some(account) { state.round.append(account) }
-            return ticket
+            return (ticket, contended)
         }
         _ = state.wait { state -> Bool? in
             guard state.writing == nil, let next = state.round.first, state.waiting[next]?.first == ticket else {
@@ -74,7 +82,7 @@ final class WriterQueue: Sendable {
         defer {
             let ended = now()
             state.withLock { state in
-                state.share.wrote(account: account, started: started, ended: ended)
+                state.share.wrote(account: account, started: started, ended: ended, contended: contended)
                 state.writing = nil
                 state.count -= 1
                 if state.waiting[account]?.isEmpty == false { state.round.append(account) }
