@@ -71,3 +71,17 @@ extension Replica {
         }
     }
 }
+
+extension Replica {
+    static let withdrawalsReadMeta = "withdrawals_read"
+
+    /// Whether pulls may have passed withdrawals this replica was never
+    /// sent: a brsync older than ``Wire/withdrawalProtocol`` pulled it (the
+    /// server sent it none, and its cursor went past them). Replica schema
+    /// 29 notes a replica that had pulled nothing as having them all; one
+    /// that had pulled is noted once it asked.
+    public func withdrawalsMayBeMissed() throws -> Bool { try meta(Self.withdrawalsReadMeta) == nil }
+
+    /// Notes that this replica has every withdrawal its pulls passed.
+    public func noteWithdrawalsRead() throws { try setMeta(Self.withdrawalsReadMeta, "1") }
+}

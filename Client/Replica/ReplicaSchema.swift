@@ -104,6 +104,7 @@ enum ReplicaSchema {
         Migration4.forgottenDevices,
         Migration4.writesFromElsewhere,
         Migration4.ledgerUnmet,
+        Migration4.withdrawalsRead,
     ])
 
     enum Migration4 {
@@ -544,6 +545,16 @@ enum ReplicaSchema {
                     stamp TEXT NOT NULL,
                     PRIMARY KEY (device, tag, field)
                 ) WITHOUT ROWID;
+                """)
+
+        /// Whether this replica has every withdrawal its pulls passed
+        /// (``Replica/withdrawalsMayBeMissed()``): so when it has pulled
+        /// nothing yet; one an older brsync pulled asks for them once.
+        static let withdrawalsRead = Migrator.Migration(
+            version: 29,
+            sql: """
+                INSERT OR IGNORE INTO meta (key, value) SELECT 'withdrawals_read', '1'
+                WHERE COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'pull_cursor'), 0) = 0;
                 """)
     }
 }

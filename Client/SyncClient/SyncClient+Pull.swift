@@ -65,6 +65,7 @@ extension SyncClient {
             let applied = summary.applied
             guard try pullNextPage(ahead: &ahead, fetchAhead: true) else {
                 askAgainForSetAside()
+                askForWithdrawalsMissed()
                 // At the server's head: what each device's ledger says it wrote is here.
                 ledgerPulledHead = true
                 try checkLedgers()

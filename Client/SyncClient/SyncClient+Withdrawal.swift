@@ -190,3 +190,36 @@ extension SyncClient {
             "the server did not take this machine's withdrawal of writes lost (tried again in a day): \(refusal)")
     }
 }
+
+extension SyncClient {
+    /// At the server's head, once: a replica an older brsync pulled (see
+    /// ``Replica/withdrawalsMayBeMissed()``) asks for every withdrawal of
+    /// the devices whose ledgers it holds (every slot of each), so a check
+    /// the withdrawal excuses does not fail here for good. A server that
+    /// refuses the question knows no withdrawals (it is older too): nothing
+    /// was missed. Nothing it meets stops the sync; what is not answered is
+    /// asked at the next.
+    func askForWithdrawalsMissed() {
+        do {
+            guard try replica.withdrawalsMayBeMissed() else { return }
+            guard cipher != nil else { return try replica.noteWithdrawalsRead() }
+            let devices = try replica.heldLedgerDevices().keys.sorted()
+            let asked = devices.flatMap { device in
+                (0..<Ledger.maxFormerIDs).map { slot in
+                    PullRequest.Asked(
+                        collection: .ledger, key: Ledger.Key.withdrawal(device: device, slot: slot).description)
+                }
+            }
+            for start in stride(from: 0, to: asked.count, by: PullRequest.maxAsked) {
+                try askAgain(
+                    Array(asked[start..<min(asked.count, start + PullRequest.maxAsked)]),
+                    for: "the withdrawals an older brsync was not sent")
+            }
+            try replica.noteWithdrawalsRead()
+        } catch SyncError.refused {
+            try? replica.noteWithdrawalsRead()
+        } catch {
+            summary.problems.append("the withdrawals an older brsync was not sent were not asked for: \(error)")
+        }
+    }
+}

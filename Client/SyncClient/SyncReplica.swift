@@ -115,6 +115,11 @@ public protocol SyncReplica: AnyObject {
     /// When the server last refused this machine's withdrawal in a slot, nil for never.
     func withdrawalRefusedAt(slot: Int) throws -> Int64?
     func noteWithdrawalRefused(slot: Int, at millis: Int64?) throws
+    /// Whether an older brsync's pulls may have passed withdrawals never sent; noted once asked for.
+    func withdrawalsMayBeMissed() throws -> Bool
+    func noteWithdrawalsRead() throws
+    /// Each other device whose ledger is held here, with its newest stamp.
+    func heldLedgerDevices() throws -> [String: HLCTimestamp]
     /// The writes this replica made itself under `device`: records and their fields' stamps.
     func writesLoggedHere(
         device: String

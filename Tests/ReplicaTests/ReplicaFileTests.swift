@@ -95,6 +95,25 @@ import Testing
         #expect(try database.scalar("SELECT value FROM meta WHERE key = 'relay_all'")?.stringValue == "1")
     }
 
+    /// Schema 29: a replica an older brsync had pulled with (its cursor
+    /// past the start) may lack withdrawals its pulls passed, and asks for
+    /// them once; one that had pulled nothing, or a new one, lacks none.
+    @Test(arguments: [("0", false), ("17", true), (nil, false)])
+    func aReplicaOfSchema28PulledBeforeMayLackWithdrawals(cursor: String?, mayLack: Bool) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file(Replica.fileName)
+        #expect(try !Replica.initialize(home: directory.path, deviceName: nil).replica.withdrawalsMayBeMissed())
+        let database = try Database(path: file)
+        try database.execute(
+            "DELETE FROM meta WHERE key IN ('withdrawals_read', 'pull_cursor'); PRAGMA user_version = 28;")
+        if let cursor { try database.run("INSERT INTO meta (key, value) VALUES ('pull_cursor', ?)", [.text(cursor)]) }
+        let upgraded = try Replica.open(home: directory.path)
+        #expect(try upgraded.withdrawalsMayBeMissed() == mayLack)
+        try upgraded.noteWithdrawalsRead()
+        #expect(try !Replica.open(home: directory.path).withdrawalsMayBeMissed())
+    }
+
     @Test func anotherProgramsDatabase() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

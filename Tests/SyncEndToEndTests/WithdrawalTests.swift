@@ -122,10 +122,20 @@ import Testing
         #expect(withdrawal.former == device)
         let lostTag = RecordCipher(key).tag(collection: "rules", key: "lost.example")
         #expect(withdrawal.records.flatMap(\.entries).map(\.tag) == [lostTag], "only the lost rule")
+        // b pulls as a brsync older than withdrawals did: the server sends
+        // it none, and its cursor passes the withdrawal. When a brsync that
+        // reads them first syncs that home, it asks for them once.
+        let older = try LyingServer(in: world, rewrite: LyingServerTests.withholding([withdrawalKey]))
+        _ = try older.serving(world) { try world.sync(b) }
+        older.stop()
+        #expect(try b.replica.ledgerFailures().map(\.device) == [device], "its cursor passed the withdrawal")
+        try b.replica.database.run("DELETE FROM meta WHERE key = 'withdrawals_read'")
+        #expect(try b.replica.withdrawalsMayBeMissed())
         for machine in [b, c] {
             let summary = try world.sync(machine)
             #expect(try machine.replica.ledgerFailures().isEmpty, "\(machine.name): \(summary.problems)")
         }
+        #expect(try b.replica.ledgerRows().contains { $0.key == withdrawalKey } && !b.replica.withdrawalsMayBeMissed())
         // Its own check passes from its next pull; nothing is sent again.
         let third = try world.sync(restored)
         #expect(third.problems.isEmpty && third.pushed == 0, "\(third)")
