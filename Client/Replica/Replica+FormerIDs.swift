@@ -83,5 +83,19 @@ extension Replica {
     public func withdrawalsMayBeMissed() throws -> Bool { try meta(Self.withdrawalsReadMeta) == nil }
 
     /// Notes that this replica has every withdrawal its pulls passed.
-    public func noteWithdrawalsRead() throws { try setMeta(Self.withdrawalsReadMeta, "1") }
+    public func noteWithdrawalsRead() throws {
+        try transaction {
+            try setMeta(Self.withdrawalsReadMeta, "1")
+            try setMeta("withdrawals_asked_at", nil)
+        }
+    }
+
+    /// When this replica last asked for the withdrawals it may lack (this
+    /// machine's clock), nil for never.
+    public func withdrawalsAskedAt() throws -> Int64? { Int64(try meta("withdrawals_asked_at") ?? "") }
+
+    /// Notes that this replica asks for the withdrawals it may lack now.
+    public func noteWithdrawalsAsked(at millis: Int64) throws {
+        try setMeta("withdrawals_asked_at", String(millis))
+    }
 }

@@ -39,8 +39,16 @@ extension SyncClient {
     /// ``PullRequest/maxAsked``) as they are now, and applies what opens
     /// and passes its checks (see ``askAgainForSetAside()``); `what` names
     /// them in the sync's problems.
-    func askAgain(_ asked: [PullRequest.Asked], for what: String) throws {
-        guard let answer = try fetchAsked(asked, inTimeline: true), let epoch = answer.epoch else { return }
+    /// - Returns: the records answered (applied or set aside), and whether
+    ///   the server cut its answer short (its page's budget): those not
+    ///   answered are to be asked again. Nil when nothing was asked.
+    @discardableResult
+    func askAgain(
+        _ asked: [PullRequest.Asked], for what: String
+    ) throws -> (
+        answered: Set<PullRequest.Asked>, cut: Bool
+    )? {
+        guard let answer = try fetchAsked(asked, inTimeline: true), let epoch = answer.epoch else { return nil }
         if answer.leftOut {
             summary.problems.append(
                 "asking again for \(what), the server answered with records not asked for, or one "
@@ -53,6 +61,7 @@ extension SyncClient {
             answer.changes, cursor: answer.cursor, epoch: epoch, aside: answer.aside,
             skipped: &summary.problems)
         summary.take(applied)
+        return (answer.answered, answer.cut)
     }
 
     /// What the server answered to records asked for by hidden key.
@@ -63,6 +72,10 @@ extension SyncClient {
         var aside: [PulledAside]
         /// Whether the answer held records not asked for, or one twice (left out).
         var leftOut: Bool
+        /// The records asked for that were answered (applied or set aside).
+        var answered: Set<PullRequest.Asked>
+        /// Whether the server cut its answer short (`more`): some asked for may not be answered.
+        var cut: Bool
         /// This replica's timeline (nil before its first pull) and cursor (which stays).
         var epoch: String?
         var cursor: Int64
@@ -110,6 +123,7 @@ extension SyncClient {
         }
         return AskedAnswer(
             changes: changes, aside: aside, leftOut: changes.count + aside.count < page.changes.count,
+            answered: wanted, cut: page.more,
             epoch: state.epoch,
             cursor: state.pullCursor)
     }

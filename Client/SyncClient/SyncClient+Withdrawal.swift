@@ -192,32 +192,51 @@ extension SyncClient {
 }
 
 extension SyncClient {
-    /// At the server's head, once: a replica an older brsync pulled (see
+    /// At the server's head: a replica an older brsync pulled (see
     /// ``Replica/withdrawalsMayBeMissed()``) asks for every withdrawal of
     /// the devices whose ledgers it holds (every slot of each), so a check
-    /// the withdrawal excuses does not fail here for good. A server that
-    /// refuses the question knows no withdrawals (it is older too): nothing
-    /// was missed. Nothing it meets stops the sync; what is not answered is
-    /// asked at the next.
+    /// a withdrawal excuses does not fail here for good. In parts within
+    /// ``PullRequest/maxAsked`` keys and the server's request line; what a
+    /// cut answer left out is asked again. Done once every key was
+    /// answered, or when the server does not know a withdrawal's key (a
+    /// `bad_request` to the first part: it is older, and holds none).
+    /// Otherwise tried again a day later, not at every sync; nothing it
+    /// meets stops the sync (a failure is one of its problems).
     func askForWithdrawalsMissed() {
         do {
             guard try replica.withdrawalsMayBeMissed() else { return }
             guard cipher != nil else { return try replica.noteWithdrawalsRead() }
-            let devices = try replica.heldLedgerDevices().keys.sorted()
-            let asked = devices.flatMap { device in
+            if let tried = try replica.withdrawalsAskedAt(),
+                abs(replica.currentMillis - tried) < Self.withdrawalRetryMillis
+            {
+                return
+            }
+            try replica.noteWithdrawalsAsked(at: replica.currentMillis)
+            var left = try replica.heldLedgerDevices().keys.sorted().flatMap { device in
                 (0..<Ledger.maxFormerIDs).map { slot in
                     PullRequest.Asked(
                         collection: .ledger, key: Ledger.Key.withdrawal(device: device, slot: slot).description)
                 }
             }
-            for start in stride(from: 0, to: asked.count, by: PullRequest.maxAsked) {
-                try askAgain(
-                    Array(asked[start..<min(asked.count, start + PullRequest.maxAsked)]),
-                    for: "the withdrawals an older brsync was not sent")
+            // Each part answers at least one key, or the rest waits a day.
+            for part in 0..<(left.count + 1) where !left.isEmpty {
+                var bytes = 0
+                let next = left.prefix(PullRequest.maxAsked).prefix { item in
+                    bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
+                    return bytes <= 6_000
+                }
+                let answer: (answered: Set<PullRequest.Asked>, cut: Bool)?
+                do {
+                    answer = try askAgain(Array(next), for: "the withdrawals an older brsync was not sent")
+                } catch SyncError.refused(code: .badRequest, _) where part == 0 {
+                    return try replica.noteWithdrawalsRead()
+                }
+                guard let answer else { return }
+                let done = answer.cut ? answer.answered : Set(next)
+                guard !done.isEmpty else { return }
+                left.removeAll { done.contains($0) }
             }
-            try replica.noteWithdrawalsRead()
-        } catch SyncError.refused {
-            try? replica.noteWithdrawalsRead()
+            if left.isEmpty { try replica.noteWithdrawalsRead() }
         } catch {
             summary.problems.append("the withdrawals an older brsync was not sent were not asked for: \(error)")
         }

@@ -118,6 +118,8 @@ public protocol SyncReplica: AnyObject {
     /// Whether an older brsync's pulls may have passed withdrawals never sent; noted once asked for.
     func withdrawalsMayBeMissed() throws -> Bool
     func noteWithdrawalsRead() throws
+    func withdrawalsAskedAt() throws -> Int64?
+    func noteWithdrawalsAsked(at millis: Int64) throws
     /// Each other device whose ledger is held here, with its newest stamp.
     func heldLedgerDevices() throws -> [String: HLCTimestamp]
     /// The writes this replica made itself under `device`: records and their fields' stamps.
