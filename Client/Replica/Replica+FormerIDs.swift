@@ -74,6 +74,7 @@ extension Replica {
 
 extension Replica {
     static let withdrawalsReadMeta = "withdrawals_read"
+    static let withdrawalsAskedMeta = "withdrawals_asked_at"
 
     /// Whether pulls may have passed withdrawals this replica was never
     /// sent: a brsync older than ``Wire/withdrawalProtocol`` pulled it (the
@@ -86,16 +87,16 @@ extension Replica {
     public func noteWithdrawalsRead() throws {
         try transaction {
             try setMeta(Self.withdrawalsReadMeta, "1")
-            try setMeta("withdrawals_asked_at", nil)
+            try setMeta(Self.withdrawalsAskedMeta, nil)
         }
     }
 
     /// When this replica last asked for the withdrawals it may lack (this
     /// machine's clock), nil for never.
-    public func withdrawalsAskedAt() throws -> Int64? { Int64(try meta("withdrawals_asked_at") ?? "") }
+    public func withdrawalsAskedAt() throws -> Int64? { Int64(try meta(Self.withdrawalsAskedMeta) ?? "") }
 
     /// Notes that this replica asks for the withdrawals it may lack now.
     public func noteWithdrawalsAsked(at millis: Int64) throws {
-        try setMeta("withdrawals_asked_at", String(millis))
+        try setMeta(Self.withdrawalsAskedMeta, String(millis))
     }
 }

@@ -64,6 +64,18 @@ extension SyncClient {
         return (answer.answered, answer.cut)
     }
 
+    /// The first part of `items` one request may ask for: at most
+    /// ``PullRequest/maxAsked`` records, within the server's request line
+    /// (ledger keys name devices of up to 64 characters).
+    static func askedPart(_ items: some Collection<PullRequest.Asked>) -> [PullRequest.Asked] {
+        var bytes = 0
+        return Array(
+            items.prefix(PullRequest.maxAsked).prefix { item in
+                bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
+                return bytes <= 6_000
+            })
+    }
+
     /// What the server answered to records asked for by hidden key.
     struct AskedAnswer {
         /// The records asked for that opened and passed their checks.

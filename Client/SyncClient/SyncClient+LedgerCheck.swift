@@ -40,17 +40,11 @@ extension SyncClient {
         // to ask for), and only while something fails.
         var asked: Set<PullRequest.Asked> = []
         for _ in 0..<2 {
-            // At most ``PullRequest/maxAsked`` records, and within the
-            // server's request line (ledger keys name devices of up to 64 characters).
-            var bytes = 0
-            let next = run.missing.filter { !asked.contains($0) }.prefix(PullRequest.maxAsked).prefix { item in
-                bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
-                return bytes <= 6_000
-            }
+            let next = Self.askedPart(run.missing.filter { !asked.contains($0) })
             guard !next.isEmpty else { break }
             asked.formUnion(next)
             do {
-                try askAgain(Array(next), for: "records a device's ledger names")
+                try askAgain(next, for: "records a device's ledger names")
                 run = try ledgerResults(cipher: cipher, keyID: keyID, whole: whole)
             } catch {
                 summary.problems.append("asking the server again for records a device's ledger names: \(error)")

@@ -220,14 +220,10 @@ extension SyncClient {
             }
             // Each part answers at least one key, or the rest waits a day.
             for part in 0..<(left.count + 1) where !left.isEmpty {
-                var bytes = 0
-                let next = left.prefix(PullRequest.maxAsked).prefix { item in
-                    bytes += item.collection.rawValue.utf8.count + item.key.utf8.count + 2
-                    return bytes <= 6_000
-                }
+                let next = Self.askedPart(left)
                 let answer: (answered: Set<PullRequest.Asked>, cut: Bool)?
                 do {
-                    answer = try askAgain(Array(next), for: "the withdrawals an older brsync was not sent")
+                    answer = try askAgain(next, for: "the withdrawals an older brsync was not sent")
                 } catch SyncError.refused(code: .badRequest, _) where part == 0 {
                     return try replica.noteWithdrawalsRead()
                 }
