@@ -197,14 +197,16 @@ public final class SyncAPI: Sendable {
             throw ServerError.unauthorized("this endpoint needs 'Authorization: Bearer TOKEN'")
         }
         // One credential per request: with two, which one counts would be a guess.
-        guard request.headers.values("Authorization").count == 1 else {
+        guard request.headers.count("Authorization") == 1 else {
             throw ServerError.unauthorized("send one Authorization header, not several")
         }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].asciiLowercased() == "bearer", !parts[1].isEmpty else {
-            throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'")
-        }
-        return String(parts[1])
+        // The scheme, one space, and the token (as `split(separator: " ",
+        // maxSplits: 1)` cuts it, without the array).
+        let text = header.drop { $0 == " " }
+        guard let space = text.firstIndex(of: " "), text[..<space].equalsIgnoringASCIICase("bearer"),
+            text.index(after: space) < text.endIndex
+        else { throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'") }
+        return String(text[text.index(after: space)...])
     }
 
     /// The protocol the client speaks: `Brsync-Protocol`, 1 without it.

@@ -28,6 +28,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
+    /// How many fields are named `name`.
+    public func count(_ name: String) -> Int {
+        var count = 0
+        for field in fields where field.name.equalsIgnoringASCIICase(name) { count += 1 }
+        return count
+    }
+
     /// The first value of the field named `name`.
     public subscript(name: String) -> String? { fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value }
 
@@ -48,7 +55,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 extension StringProtocol {
     /// Whether the two are equal when ASCII letters are compared without case
     /// (HTTP field names and tokens), without allocating.
+    @inlinable
     public func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
         var mine = utf8.makeIterator()
         var theirs = other.utf8.makeIterator()
         while true {
@@ -63,6 +72,7 @@ extension StringProtocol {
 
     /// Lower case for ASCII letters only: HTTP tokens are ASCII, and Unicode
     /// case mapping would take `\u{212A}` (Kelvin sign) for `k`.
+    @inlinable
     public func asciiLowercased() -> String {
         String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
     }

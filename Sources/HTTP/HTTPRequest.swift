@@ -40,16 +40,31 @@ public struct HTTPRequest: Sendable, Equatable {
         else { return [:] }
         let query = target[target.utf8.index(after: mark)...]
         var items: [String: String] = [:]
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = percentDecoded(parts[0]), let value = parts.count > 1 ? percentDecoded(parts[1]) : ""
-            else {
+        let ascii = query.utf8.allSatisfy { $0 < 0x80 }
+        func take(_ pair: Substring) throws(QueryError) {
+            // name=value, or a name alone (its value empty). In ASCII a byte
+            // is a character: found without grapheme breaking.
+            let equals = ascii ? pair.utf8.firstIndex(of: UInt8(ascii: "=")) : pair.firstIndex(of: "=")
+            let nameText = equals.map { pair[..<$0] } ?? pair
+            let valueText = equals.map { pair[pair.utf8.index(after: $0)...] } ?? ""
+            guard let name = percentDecoded(nameText), let value = percentDecoded(valueText) else {
                 throw QueryError(
-                    message: "the query item '\(parts[0].prefix(40))' is not percent-encoded UTF-8")
+                    message: "the query item '\(nameText.prefix(40))' is not percent-encoded UTF-8")
             }
             guard items.updateValue(value, forKey: name) == nil else {
                 throw QueryError(message: "the query item '\(name.prefix(40))' is given twice")
             }
+        }
+        let bytes = query.utf8
+        if ascii { // every target read from the wire
+            var start = bytes.startIndex
+            while start < bytes.endIndex {
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+                if start < end { try take(query[start..<end]) }
+                start = end < bytes.endIndex ? bytes.index(after: end) : end
+            }
+        } else {
+            for pair in query.split(separator: "&") { try take(pair) }
         }
         return items
     }
@@ -60,6 +75,8 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     private func percentDecoded(_ text: Substring) -> String? {
+        // Most names and values need no decoding: taken as they are.
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) { return String(text) }
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {

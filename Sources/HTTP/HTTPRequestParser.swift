@@ -87,6 +87,18 @@ public struct HTTPRequestParser: Sendable {
     public mutating func feed(_ bytes: some Collection<UInt8>) -> [Event] {
         guard state != .failed else { return [] }
         buffer.append(contentsOf: bytes)
+        return advance()
+    }
+
+    /// ``feed(_:)`` for the slice of a read buffer that the servers and the
+    /// client pass: copied without going through a generic collection.
+    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [Event] {
+        guard state != .failed else { return [] }
+        buffer.append(contentsOf: bytes)
+        return advance()
+    }
+
+    private mutating func advance() -> [Event] {
         var events: [Event] = []
         do {
             while let event = try step() {
@@ -122,7 +134,7 @@ public struct HTTPRequestParser: Sendable {
                 guard
                     let line = try nextLine(
                         limit: limits.maxRequestLineBytes,
-                        tooLong: fail(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes"))
+                        tooLong: .requestLine)
                 else { return nil }
                 if line.isEmpty {
                     // RFC 9112 §2.2: ignore a few empty lines before a request.
@@ -137,7 +149,7 @@ public struct HTTPRequestParser: Sendable {
                 guard
                     let line = try nextLine(
                         limit: remaining,
-                        tooLong: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes"))
+                        tooLong: .headerSection)
                 else { return nil }
                 headerBytes += line.count + 2
                 if line.isEmpty {
@@ -167,7 +179,7 @@ public struct HTTPRequestParser: Sendable {
             case .chunkSize:
                 guard
                     let line = try nextLine(
-                        limit: limits.maxRequestLineBytes, tooLong: fail(400, "a chunk-size line is too long"))
+                        limit: limits.maxRequestLineBytes, tooLong: .chunkSizeLine)
                 else { return nil }
                 let sizeText = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
                 guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
@@ -213,7 +225,7 @@ public struct HTTPRequestParser: Sendable {
                 state = .chunkSize
             case .trailers:
                 let remaining = limits.maxHeaderBytes - headerBytes
-                guard let line = try nextLine(limit: remaining, tooLong: fail(431, "the trailer section is too large"))
+                guard let line = try nextLine(limit: remaining, tooLong: .trailerSection)
                 else { return nil }
                 headerBytes += line.count + 2
                 if line.isEmpty { return .request(complete()) }
@@ -223,10 +235,26 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// Which line ran past its limit (the error is made only then).
+    private enum LongLine {
+        case requestLine, headerSection, chunkSizeLine, trailerSection
+    }
+
+    private func tooLongError(_ line: LongLine) -> HTTPParseError {
+        switch line {
+        case .requestLine: fail(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
+        case .headerSection: fail(431, "the header section is larger than \(limits.maxHeaderBytes) bytes")
+        case .chunkSizeLine: fail(400, "a chunk-size line is too long")
+        case .trailerSection: fail(431, "the trailer section is too large")
+        }
+    }
+
     /// The next CRLF-terminated line without its CRLF, or nil when incomplete.
     /// A bare CR or LF is an error; a line (or an unterminated one) longer than
     /// `limit` throws `tooLong`.
-    private mutating func nextLine(limit: Int, tooLong: HTTPParseError) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+    private mutating func nextLine(
+        limit: Int, tooLong: LongLine
+    ) throws(HTTPParseError) -> ArraySlice<UInt8>? {
         // Bytes before `scanned` were checked by an earlier call and hold no LF;
         // the CR check looks one byte back, so resume there.
         var index = max(position, scanned - 1)
@@ -236,14 +264,14 @@ public struct HTTPRequestParser: Sendable {
             // Decided in byte order, so the answer never depends on how the
             // bytes were split: past `limit` bytes and a CRLF, the line is too
             // long, whatever comes after.
-            if index - position > limit + 1 { throw tooLong }
+            if index - position > limit + 1 { throw tooLongError(tooLong) }
             let byte = buffer[index]
             if byte == 0x0A {
                 guard index > position, buffer[index - 1] == 0x0D else {
                     throw fail(400, "a bare LF (lines end with CRLF)")
                 }
                 let line = buffer[position..<(index - 1)]
-                if line.count > limit { throw tooLong }
+                if line.count > limit { throw tooLongError(tooLong) }
                 position = index + 1
                 scanned = position
                 return line
@@ -258,22 +286,28 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) {
-        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
-            throw fail(400, "the request line is not 'METHOD TARGET HTTP/1.1'")
-        }
-        guard parts[0].allSatisfy(isTokenByte) else { throw fail(400, "an invalid method") }
-        guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw fail(400, "an invalid request target") }
-        guard parts[1].first == UInt8(ascii: "/") || (parts[1].elementsEqual("*".utf8)) else {
+        // Three parts, split at exactly two spaces (a request without a
+        // method or a target, or with a third space, is no request line).
+        let space = UInt8(ascii: " ")
+        guard let firstSpace = line.firstIndex(of: space),
+            let secondSpace = line[(firstSpace + 1)...].firstIndex(of: space),
+            !line[(secondSpace + 1)...].contains(space), firstSpace > line.startIndex, secondSpace > firstSpace + 1
+        else { throw fail(400, "the request line is not 'METHOD TARGET HTTP/1.1'") }
+        let method = line[..<firstSpace]
+        let target = line[(firstSpace + 1)..<secondSpace]
+        let version = line[(secondSpace + 1)...]
+        guard method.allSatisfy(isTokenByte) else { throw fail(400, "an invalid method") }
+        guard target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw fail(400, "an invalid request target") }
+        guard target.first == UInt8(ascii: "/") || target.elementsEqual("*".utf8) else {
             throw fail(400, "the request target must be a path")
         }
-        let version = Array(parts[2])
-        guard version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
-            let major = digitValue(version[5]), let minor = digitValue(version[7])
+        let start = version.startIndex
+        guard version.count == 8, version.starts(with: "HTTP/".utf8), version[start + 6] == UInt8(ascii: "."),
+            let major = digitValue(version[start + 5]), let minor = digitValue(version[start + 7])
         else { throw fail(400, "an invalid HTTP version") }
         guard major == 1, minor <= 1 else { throw fail(505, "HTTP/\(major).\(minor) is not supported") }
         request = HTTPRequest(
-            method: String(decoding: parts[0], as: UTF8.self), target: String(decoding: parts[1], as: UTF8.self),
+            method: String(decoding: method, as: UTF8.self), target: String(decoding: target, as: UTF8.self),
             minorVersion: minor)
         headerBytes = 0
         headerCount = 0
@@ -301,13 +335,22 @@ public struct HTTPRequestParser: Sendable {
 
     /// Decides how the body is framed once the headers are complete.
     private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
-        let headers = request.headers
-        let hosts = headers.values("Host")
-        if request.minorVersion == 1 && hosts.count != 1 {
-            throw fail(400, hosts.isEmpty ? "no Host header" : "more than one Host header")
+        // One pass over the fields, matching by length first: most requests
+        // carry none of the framing fields, and then nothing is allocated.
+        var hosts = 0
+        var transferEncodings: [String] = []
+        var contentLengths: [String] = []
+        for (name, value) in request.headers.fields {
+            switch name.utf8.count {
+            case 4 where name.equalsIgnoringASCIICase("Host"): hosts += 1
+            case 14 where name.equalsIgnoringASCIICase("Content-Length"): contentLengths.append(value)
+            case 17 where name.equalsIgnoringASCIICase("Transfer-Encoding"): transferEncodings.append(value)
+            default: break
+            }
         }
-        let transferEncodings = headers.values("Transfer-Encoding")
-        let contentLengths = headers.values("Content-Length")
+        if request.minorVersion == 1 && hosts != 1 {
+            throw fail(400, hosts == 0 ? "no Host header" : "more than one Host header")
+        }
         if !transferEncodings.isEmpty {
             guard contentLengths.isEmpty else { throw fail(400, "both Content-Length and Transfer-Encoding") }
             guard request.minorVersion == 1 else { throw fail(400, "Transfer-Encoding in an HTTP/1.0 request") }

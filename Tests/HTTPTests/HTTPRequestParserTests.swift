@@ -110,6 +110,8 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
         ("GET / http/1.1\r\nHost: a\r\n\r\n", 400, "invalid HTTP version"),
         ("GET / HTTP/1.1 \r\nHost: a\r\n\r\n", 400, "not 'METHOD TARGET"),
         ("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "not 'METHOD TARGET"),
+        (" GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "not 'METHOD TARGET"),
+        ("GET /HTTP/1.1\r\nHost: a\r\n\r\n", 400, "not 'METHOD TARGET"),
         ("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"),
         ("GET http://evil/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, "must be a path"),
         ("GET / HTTP/1.1\r\n\r\n", 400, "no Host"),
@@ -270,11 +272,18 @@ func parseAllSplits(_ input: String, limits: HTTPLimits = HTTPLimits()) -> [HTTP
     }
 
     @Test func queryItems() throws {
-        let request = HTTPRequest(method: "GET", target: "/v1/pull?since=12&limit=50&x=a%20b+c&empty&y=%2C%3A")
+        let request = HTTPRequest(method: "GET", target: "/v1/pull?since=12&limit=50&x=a%20b+c&empty&y=%2C%3A&z=a=b")
         #expect(request.path == "/v1/pull")
         let items = try request.queryItems()
-        #expect(items["since"] == "12" && items["x"] == "a b c" && items["empty"] == "" && items["y"] == ",:")
+        #expect(
+            items["since"] == "12" && items["x"] == "a b c" && items["empty"] == "" && items["y"] == ",:"
+                && items["z"] == "a=b")
         #expect(try HTTPRequest(method: "GET", target: "/v1/pull").queryItems().isEmpty)
+        // Not from the wire (its targets are ASCII), read by characters all the same.
+        #expect(
+            try HTTPRequest(method: "GET", target: "/p?a=é&b=1&&c=%C3%A9").queryItems() == [
+                "a": "é", "b": "1", "c": "é",
+            ])
     }
 
     /// A query that cannot be read one way only is refused, naming the item:

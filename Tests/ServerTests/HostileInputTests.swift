@@ -203,6 +203,20 @@ final class BinaryServer: @unchecked Sendable {
                 "GET /v1/pull?since=0 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer TOKEN\r\nAuthorization: Bearer brs_other\r\nConnection: close\r\n\r\n",
             status: 401, text: "one Authorization header"),
         Row(
+            name: "a scheme other than Bearer",
+            request:
+                "GET /v1/pull?since=0 HTTP/1.1\r\nHost: a\r\nAuthorization: Basic TOKEN\r\nConnection: close\r\n\r\n",
+            status: 401, text: "must be 'Bearer TOKEN'"),
+        Row(
+            name: "Bearer without a token",
+            request: "GET /v1/pull?since=0 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \r\nConnection: close\r\n\r\n",
+            status: 401, text: "must be 'Bearer TOKEN'"),
+        Row(
+            name: "the scheme in another case",
+            request:
+                "GET /v1/pull?since=0 HTTP/1.1\r\nHost: a\r\nAuthorization: bEARER TOKEN\r\nConnection: close\r\n\r\n",
+            status: 200, text: "\"changes\""),
+        Row(
             name: "a body with two Authorization headers",
             request:
                 "POST /v1/push HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer TOKEN\r\nAuthorization: Bearer TOKEN\r\nContent-Length: 8000000\r\n\r\n",

@@ -27,6 +27,9 @@ func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for event in expected {
         guard case .request(let request) = event else { continue }
         precondition(request.body.count <= limits.maxBodyBytes)
+        precondition(
+            (try? request.queryItems()) == referenceQueryItems(request.target),
+            "the query of \(request.target) reads otherwise than by characters")
         if let items = try? request.queryItems(), let pull = try? PullRequest(query: items, maxLimit: 1000) {
             let again = HTTPRequest(method: "GET", target: pull.target)
             precondition(
@@ -36,4 +39,41 @@ func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// The query read the plain way, by characters (`split`, then `%` and `+`
+/// decoded): what `queryItems()`, which cuts an ASCII query by bytes, must
+/// agree with. Nil where it refuses.
+func referenceQueryItems(_ target: String) -> [String: String]? {
+    guard let mark = target.firstIndex(of: "?") else { return [:] }
+    var items: [String: String] = [:]
+    for pair in target[target.index(after: mark)...].split(separator: "&") {
+        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        func decoded(_ text: Substring) -> String? {
+            var bytes: [UInt8] = []
+            var iterator = text.utf8.makeIterator()
+            while let byte = iterator.next() {
+                if byte == UInt8(ascii: "+") {
+                    bytes.append(UInt8(ascii: " "))
+                } else if byte == UInt8(ascii: "%") {
+                    let digits = Array("0123456789abcdef".utf8)
+                    let lowered = { (byte: UInt8) in
+                        (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte) ? byte + 32 : byte
+                    }
+                    guard let high = iterator.next().flatMap({ digits.firstIndex(of: lowered($0)) }),
+                        let low = iterator.next().flatMap({ digits.firstIndex(of: lowered($0)) })
+                    else { return nil }
+                    let value = UInt8(high << 4 | low)
+                    bytes.append(value)
+                } else {
+                    bytes.append(byte)
+                }
+            }
+            return String(validating: bytes, as: UTF8.self)
+        }
+        guard let name = decoded(parts[0]), let value = parts.count > 1 ? decoded(parts[1]) : "",
+            items.updateValue(value, forKey: name) == nil
+        else { return nil }
+    }
+    return items
 }
