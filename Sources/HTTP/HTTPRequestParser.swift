@@ -90,8 +90,8 @@ public struct HTTPRequestParser: Sendable {
         return advance()
     }
 
-    /// ``feed(_:)`` for the slice of a read buffer that the servers and the
-    /// client pass: copied without going through a generic collection.
+    /// ``feed(_:)`` for the slice of a read buffer that the servers pass:
+    /// copied without going through a generic collection.
     public mutating func feed(_ bytes: ArraySlice<UInt8>) -> [Event] {
         guard state != .failed else { return [] }
         buffer.append(contentsOf: bytes)
