@@ -204,9 +204,9 @@ public final class SyncAPI: Sendable {
         // maxSplits: 1)` cuts it, without the array).
         let text = header.drop { $0 == " " }
         guard let space = text.firstIndex(of: " "), text[..<space].equalsIgnoringASCIICase("bearer"),
-            text.index(after: space) < text.endIndex
+            case let token = text[text.index(after: space)...], !token.isEmpty
         else { throw ServerError.unauthorized("the Authorization header must be 'Bearer TOKEN'") }
-        return String(text[text.index(after: space)...])
+        return String(token)
     }
 
     /// The protocol the client speaks: `Brsync-Protocol`, 1 without it.

@@ -335,17 +335,19 @@ public struct HTTPRequestParser: Sendable {
 
     /// Decides how the body is framed once the headers are complete.
     private mutating func finishHead() throws(HTTPParseError) -> HTTPRequest? {
-        // One pass over the fields, matching by length first: most requests
-        // carry none of the framing fields, and then nothing is allocated.
+        // One pass over the fields (a name of another length is passed over
+        // at once): most requests carry none of the framing fields, and then
+        // nothing is allocated.
         var hosts = 0
         var transferEncodings: [String] = []
         var contentLengths: [String] = []
         for (name, value) in request.headers.fields {
-            switch name.utf8.count {
-            case 4 where name.equalsIgnoringASCIICase("Host"): hosts += 1
-            case 14 where name.equalsIgnoringASCIICase("Content-Length"): contentLengths.append(value)
-            case 17 where name.equalsIgnoringASCIICase("Transfer-Encoding"): transferEncodings.append(value)
-            default: break
+            if name.equalsIgnoringASCIICase("Host") {
+                hosts += 1
+            } else if name.equalsIgnoringASCIICase("Content-Length") {
+                contentLengths.append(value)
+            } else if name.equalsIgnoringASCIICase("Transfer-Encoding") {
+                transferEncodings.append(value)
             }
         }
         if request.minorVersion == 1 && hosts != 1 {
