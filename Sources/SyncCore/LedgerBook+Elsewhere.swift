@@ -40,9 +40,7 @@ extension LedgerBook {
             return "shard \(index) written at \(stamp), which this machine did not write"
         }
         for (slot, stamp) in held.pending.sorted(by: { $0.key < $1.key })
-        where lastFolded.map({ stamp > $0.stamp }) ?? true
-            && !chain.contains(where: { $0.slot == slot && $0.stamp >= stamp })
-        {
+        where lastFolded.map({ stamp > $0.stamp }) ?? true && !isInChain(slot, at: stamp) {
             return "a pending record in slot \(slot) written at \(stamp), which this machine did not write"
         }
         if let (_, field, stamp) = unnamed(held.fromElsewhere).first {
@@ -52,6 +50,14 @@ extension LedgerBook {
             return "a write at \(write), newer than any this machine made"
         }
         return nil
+    }
+
+    /// Whether a pending record held in `slot` at `stamp` is this book's
+    /// own: its chain wrote that slot at that stamp or a newer one (a
+    /// pending record made again after a refusal takes its slot at a newer
+    /// stamp).
+    func isInChain(_ slot: Int, at stamp: Ledger.Stamp) -> Bool {
+        chain.contains { $0.slot == slot && $0.stamp >= stamp }
     }
 
     /// The writes of `writes` (field → stamp, by tag) this book does not
@@ -98,7 +104,9 @@ extension LedgerBook {
     ) -> String? {
         guard unconfirmed == nil, unanswered == 0 else { return "this machine's own ledger request waits" }
         let folded = other.head?.value.folded
-        if let tail = other.unfolded.first {
+        // This book's own chain above the other head's fold is no one
+        // else's: the union's head folds it.
+        if let tail = other.unfolded.first(where: { !isInChain($0.slot, at: Ledger.Stamp($0.record.stamp)) }) {
             return "the other home's pending record in slot \(tail.slot) is not folded by its head"
         }
         // The first write named that is not held here, said in words.

@@ -183,6 +183,32 @@ import Testing
         #expect(mine.isCovered(by: ledgers, fromElsewhere: pulled.filter { $0.key != 5 }))
     }
 
+    /// Seed 101003: this home's own pending records sit above the other
+    /// head's fold (it wrote them after the homes parted, and its head
+    /// after them waited on the take-in). They are this book's chain, not
+    /// the other home's: the union's head folds them.
+    @Test func thisHomesOwnPendingRecordsAboveTheOtherHeadDoNotStopIt() throws {
+        var (mine, _) = try Self.written([1: 10], at: 100)
+        let made = mine.pending(for: [.init(tag: 5, fields: ["deleted": Self.stamp(150)])]) { Self.stamp(160) }
+        let records = try #require(made)
+        mine.answered(acknowledging: [.init(tag: 5, fields: ["deleted": Self.stamp(150)])])
+        var (_, theirs) = try Self.written([3: 21], at: 140)
+        for (slot, record) in records { theirs.pending[slot] = .init(record, stamp: Self.held(160)) }
+        let registers: [UInt64: [String: HLCTimestamp]] = [
+            3: ["deleted": Self.held(21)], 5: ["deleted": Self.held(150)],
+        ]
+        var union = mine
+        #expect(union.takeIn(theirs, held: { registers[$0] }) == nil)
+        #expect(Set(union.entries.keys) == [1, 3, 5])
+        let request = try #require(try union.ledgerRequest(at: Self.stamp(300)) { _ in 9 })
+        #expect(request.head.folded == mine.chain.last, "the union's head folds this home's own chain")
+        // Another record in that slot, newer than this book wrote there, is the other home's.
+        let slot = try #require(records.last?.slot)
+        theirs.pending[slot]?.stamp = Self.held(170)
+        union = mine
+        #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
+    }
+
     @Test func aPendingRecordTheOtherHeadDidNotFoldStopsIt() throws {
         let (mine, _) = try Self.written([1: 10], at: 100)
         var (_, theirs) = try Self.written([3: 21], at: 200)
