@@ -30,13 +30,17 @@ extension Replica {
         try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
     }
 
-    /// When the server last refused this machine's withdrawal in `slot`
-    /// (this machine's clock), nil for never: it is not sent again that day.
-    public func withdrawalRefusedAt(slot: Int) throws -> Int64? { Int64(try meta("withdrawal_refused_\(slot)") ?? "") }
+    /// When sending this machine's withdrawal in `slot` last met `setback`
+    /// (this machine's clock), nil for never: it waits before the next try
+    /// (``WithdrawalSetback``).
+    public func withdrawalSetback(_ setback: WithdrawalSetback, slot: Int) throws -> Int64? {
+        Int64(try meta(setback.metaKey(slot: slot)) ?? "")
+    }
 
-    /// Notes that the server refused this machine's withdrawal in `slot` now (nil: it took one).
-    public func noteWithdrawalRefused(slot: Int, at millis: Int64?) throws {
-        try setMeta("withdrawal_refused_\(slot)", millis.map(String.init))
+    /// Notes that sending this machine's withdrawal in `slot` met `setback`
+    /// now (nil: it was taken, or tried again).
+    public func noteWithdrawalSetback(_ setback: WithdrawalSetback, slot: Int, at millis: Int64?) throws {
+        try setMeta(setback.metaKey(slot: slot), millis.map(String.init))
     }
 
     /// The devices whose withdrawals (``Ledger/Key/withdrawal(device:slot:)``)
@@ -99,4 +103,15 @@ extension Replica {
     public func noteWithdrawalsAsked(at millis: Int64) throws {
         try setMeta(Self.withdrawalsAskedMeta, String(millis))
     }
+}
+
+/// What stopped this machine's withdrawal from reaching the server, which
+/// decides how long the next try waits.
+public enum WithdrawalSetback: String, Sendable, CaseIterable {
+    /// The server answered no (an older server, which knows no withdrawal).
+    case refused
+    /// No answer came (a dropped connection, an answer that did not read).
+    case failed
+
+    func metaKey(slot: Int) -> String { "withdrawal_\(rawValue)_\(slot)" }
 }

@@ -120,8 +120,20 @@ extension SyncClient {
         var mayWiden: Bool
     }
 
-    /// How long after the server refused a withdrawal the next is tried.
+    /// How long after the server refused a withdrawal the next is tried
+    /// (also how long the ask for withdrawals missed waits).
     static let withdrawalRetryMillis: Int64 = 86_400_000
+
+    /// How long the next try of a withdrawal waits after each setback: a
+    /// day after a refusal (an older server says no again); an hour after
+    /// no answer came, so a server that drops the request cannot have it
+    /// sent at every sync, and an honest dropped connection is soon over.
+    static func withdrawalWait(after setback: WithdrawalSetback) -> Int64 {
+        switch setback {
+        case .refused: withdrawalRetryMillis
+        case .failed: 3_600_000
+        }
+    }
 
     /// Sends this machine's withdrawal of each earlier id whose decision
     /// differs from the one the server last took, as one relay of this
@@ -140,11 +152,14 @@ extension SyncClient {
             let slots = Dictionary(try replica.formerDeviceIDs().map { ($0.id, $0.slot) }, uniquingKeysWith: { $1 })
             for (former, decision) in decisions.sorted(by: { $0.key < $1.key }) {
                 guard let slot = slots[former], decision.wanted != nil || decision.kept != nil else { continue }
-                if let refused = try replica.withdrawalRefusedAt(slot: slot),
-                    abs(replica.currentMillis - refused) < Self.withdrawalRetryMillis
-                {
-                    continue
+                // After a setback, not again until its wait is over (a clock
+                // set back counts as within it).
+                let waiting = try WithdrawalSetback.allCases.contains { setback in
+                    try replica.withdrawalSetback(setback, slot: slot).map {
+                        abs(replica.currentMillis - $0) < Self.withdrawalWait(after: setback)
+                    } ?? false
                 }
+                guard !waiting else { continue }
                 var wanted = decision.wanted ?? Ledger.Withdrawal(former: former, records: [])
                 let kept = decision.kept?.withdrawal
                 if !wanted.groups.isSubset(of: kept?.groups ?? []),
@@ -162,8 +177,9 @@ extension SyncClient {
         }
     }
 
-    /// Sends one withdrawal and keeps it once taken; a refusal is noted (the
-    /// slot is not tried again that day) and named in the sync's problems.
+    /// Sends one withdrawal and keeps it once taken. A refusal (the slot is
+    /// not tried again that day) and no answer (not within the hour) are
+    /// named in the sync's problems.
     private func sendWithdrawal(_ withdrawal: Ledger.Withdrawal, slot: Int, after kept: HLCTimestamp?) throws {
         let device = replica.deviceID
         let stamp = try nextLedgerStamp(after: kept.map(Ledger.Stamp.init))
@@ -171,21 +187,33 @@ extension SyncClient {
             .withdrawal(device: device, slot: slot), bytes: withdrawal.bytes, stamp: stamp, device: device)
         var relay = RelayRequest(records: try sealed([record]), keyID: keyID)
         relay.ledgerOf = device
-        let refusal: String
+        let response: PushResponse
         do {
-            let response = try PushResponse(json: try sendRecords(to: "/v1/relay", body: relay.body()))
-            guard !response.rejected.isEmpty else {
-                try replica.transaction {
-                    try replica.keepOwnLedgerRecords([record])
-                    try replica.noteWithdrawalRefused(slot: slot, at: nil)
-                }
-                return
-            }
-            refusal = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
+            response = try PushResponse(json: try sendRecords(to: "/v1/relay", body: relay.body()))
         } catch SyncError.refused(let code, let message) {
-            refusal = "\(code): \(message)"
+            return try noteRefused(slot: slot, "\(code): \(message)")
+        } catch {
+            try replica.noteWithdrawalSetback(.failed, slot: slot, at: replica.currentMillis)
+            summary.problems.append(
+                "this machine's withdrawal of writes lost was not sent (tried again in an hour): \(error)")
+            return
         }
-        try replica.noteWithdrawalRefused(slot: slot, at: replica.currentMillis)
+        guard response.rejected.isEmpty else {
+            return try noteRefused(slot: slot, Set(response.rejected.map(\.reason)).sorted().joined(separator: "; "))
+        }
+        try replica.transaction {
+            try replica.keepOwnLedgerRecords([record])
+            for setback in WithdrawalSetback.allCases {
+                try replica.noteWithdrawalSetback(setback, slot: slot, at: nil)
+            }
+        }
+    }
+
+    private func noteRefused(slot: Int, _ refusal: String) throws {
+        try replica.transaction {
+            try replica.noteWithdrawalSetback(.refused, slot: slot, at: replica.currentMillis)
+            try replica.noteWithdrawalSetback(.failed, slot: slot, at: nil)
+        }
         summary.problems.append(
             "the server did not take this machine's withdrawal of writes lost (tried again in a day): \(refusal)")
     }

@@ -112,9 +112,9 @@ public protocol SyncReplica: AnyObject {
     func forgottenDevices() throws -> [String: ForgottenDevice]
     /// The ids this replica went by before its current one, with their withdrawal slots.
     func formerDeviceIDs() throws -> [(id: String, slot: Int)]
-    /// When the server last refused this machine's withdrawal in a slot, nil for never.
-    func withdrawalRefusedAt(slot: Int) throws -> Int64?
-    func noteWithdrawalRefused(slot: Int, at millis: Int64?) throws
+    /// When sending this machine's withdrawal in a slot last met a setback, nil for never.
+    func withdrawalSetback(_ setback: WithdrawalSetback, slot: Int) throws -> Int64?
+    func noteWithdrawalSetback(_ setback: WithdrawalSetback, slot: Int, at millis: Int64?) throws
     /// Whether an older brsync's pulls may have passed withdrawals never sent; noted once asked for.
     func withdrawalsMayBeMissed() throws -> Bool
     func noteWithdrawalsRead() throws

@@ -1,7 +1,9 @@
 import Foundation
+import HTTP
 import Replica
 import SyncClient
 import SyncCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -114,7 +116,28 @@ import Testing
         #expect(
             try restored.replica.record(.ledger, key: withdrawalKey) == nil, "nothing withdrawn at the first failure")
 
-        // Its next sync: still missing after asking again, so withdrawn.
+        // Its next sync would withdraw it, but the request is dropped: one of
+        // the sync's problems, and not sent again within the hour.
+        let sends = Mutex(0)
+        let dropping = try LyingServer(
+            in: world,
+            answering: { request in
+                guard request.target == "/v1/relay",
+                    String(decoding: request.body, as: UTF8.self).contains("/withdrawn/")
+                else { return nil }
+                sends.withLock { $0 += 1 }
+                return HTTPResponse(status: 0)
+            }, rewrite: { _, _, _ in nil })
+        let dropped = try dropping.serving(world) { try world.sync(restored) }
+        #expect(dropped.problems.contains { $0.contains("not sent (tried again in an hour)") }, "\(dropped.problems)")
+        let tried = sends.withLock { $0 }
+        _ = try dropping.serving(world) { try world.sync(restored) }
+        dropping.stop()
+        #expect(tried > 0 && sends.withLock { $0 } == tried, "not again within the hour")
+        #expect(try restored.replica.record(.ledger, key: withdrawalKey) == nil)
+        try restored.replica.noteWithdrawalSetback(.failed, slot: 0, at: restored.replica.currentMillis - 3_600_001)
+
+        // An hour later (as if): still missing after asking again, so withdrawn.
         let second = try world.sync(restored)
         #expect(second.problems.isEmpty, "\(second.problems)")
         let kept = try #require(try restored.replica.ledgerRows().first { $0.key == withdrawalKey })
