@@ -52,10 +52,12 @@ extension LedgerBook {
         return nil
     }
 
-    /// Whether a pending record held in `slot` at `stamp` is this book's
-    /// own: its chain wrote that slot at that stamp or a newer one (a
-    /// pending record made again after a refusal takes its slot at a newer
-    /// stamp).
+    /// Whether a pending record held in `slot` at `stamp` is taken as this
+    /// book's own: its chain wrote that slot at that stamp or a newer one
+    /// (a batch sent again after its answer was lost takes its slot at a
+    /// newer stamp, and the server may hold the first). Both homes share
+    /// the slots, so it may be the other home's older one: the take-in
+    /// then leaves its writes to what pulls brought (``Held/fromElsewhere``).
     func isInChain(_ slot: Int, at stamp: Ledger.Stamp) -> Bool {
         chain.contains { $0.slot == slot && $0.stamp >= stamp }
     }
@@ -104,9 +106,12 @@ extension LedgerBook {
     ) -> String? {
         guard unconfirmed == nil, unanswered == 0 else { return "this machine's own ledger request waits" }
         let folded = other.head?.value.folded
-        // This book's own chain above the other head's fold is no one
-        // else's: the union's head folds it.
-        if let tail = other.unfolded.first(where: { !isInChain($0.slot, at: Ledger.Stamp($0.record.stamp)) }) {
+        // This book's own chain above the other head's fold does not stop
+        // it: the union's head folds it.
+        func isOwn(_ slot: Int, _ record: LedgerCheck.Held<Ledger.Pending>) -> Bool {
+            isInChain(slot, at: Ledger.Stamp(record.stamp))
+        }
+        if let tail = other.unfolded.first(where: { !isOwn($0.slot, $0.record) }) {
             return "the other home's pending record in slot \(tail.slot) is not folded by its head"
         }
         // The first write named that is not held here, said in words.
@@ -126,7 +131,10 @@ extension LedgerBook {
         for (_, shard) in other.shards.sorted(by: { $0.key < $1.key }) {
             taken += writes(shard.value.entries, names: names)
         }
-        for (_, pending) in other.pending.sorted(by: { $0.key < $1.key }) {
+        // Not this book's own chain: its acknowledged writes are in the
+        // entries already, and a write the server refused (still held here)
+        // must not be named.
+        for (slot, pending) in other.pending.sorted(by: { $0.key < $1.key }) where !isOwn(slot, pending) {
             taken += writes(pending.value.entries, names: pending.value.fieldNames)
         }
         if let unmet { return "the other home's ledger names a write this machine lacks: \(unmet)" }

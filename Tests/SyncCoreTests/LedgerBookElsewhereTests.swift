@@ -186,16 +186,21 @@ import Testing
     /// Seed 101003: this home's own pending records sit above the other
     /// head's fold (it wrote them after the homes parted, and its head
     /// after them waited on the take-in). They are this book's chain, not
-    /// the other home's: the union's head folds them.
+    /// the other home's: the union's head folds them, and only the writes
+    /// the server acknowledged are named (tag 6's was refused, and is
+    /// still held here).
     @Test func thisHomesOwnPendingRecordsAboveTheOtherHeadDoNotStopIt() throws {
         var (mine, _) = try Self.written([1: 10], at: 100)
-        let made = mine.pending(for: [.init(tag: 5, fields: ["deleted": Self.stamp(150)])]) { Self.stamp(160) }
+        let sent: [LedgerBook.Write] = [
+            .init(tag: 5, fields: ["deleted": Self.stamp(150)]), .init(tag: 6, fields: ["deleted": Self.stamp(151)]),
+        ]
+        let made = mine.pending(for: sent) { Self.stamp(160) }
         let records = try #require(made)
-        mine.answered(acknowledging: [.init(tag: 5, fields: ["deleted": Self.stamp(150)])])
+        mine.answered(acknowledging: [sent[0]])
         var (_, theirs) = try Self.written([3: 21], at: 140)
         for (slot, record) in records { theirs.pending[slot] = .init(record, stamp: Self.held(160)) }
         let registers: [UInt64: [String: HLCTimestamp]] = [
-            3: ["deleted": Self.held(21)], 5: ["deleted": Self.held(150)],
+            3: ["deleted": Self.held(21)], 5: ["deleted": Self.held(150)], 6: ["deleted": Self.held(151)],
         ]
         var union = mine
         #expect(union.takeIn(theirs, held: { registers[$0] }) == nil)
