@@ -88,12 +88,17 @@ extension SyncClient {
         for writes: [LedgerBook.Write], book: inout LedgerBook, quietly: Bool = false
     ) throws -> [ChangeRecord] {
         var made = try pending(writes, in: &book)
+        var heldBack: String?
         if made == nil {
-            try sendLedgerRequest(&book)
+            heldBack = try sendLedgerRequest(&book)
             made = try pending(writes, in: &book)
         }
         guard let records = made else {
-            if !quietly {
+            if !quietly, let heldBack {
+                // Not the server's doing: not counted against it.
+                summary.problems.append(
+                    "this push goes without its part of this machine's ledger, which is not written yet: \(heldBack)")
+            } else if !quietly {
                 ledgerNotTaken("the server did not take this machine's ledger: this push goes without its part")
             }
             return []
@@ -196,8 +201,15 @@ extension SyncClient {
     /// - Parameter above: a stamp the request must be newer than (every
     ///   record held under the id, when another home's ledger was taken in):
     ///   the book is then written whatever it may seem to lack.
-    func sendLedgerRequest(_ book: inout LedgerBook, again: Bool = false, above: Ledger.Stamp? = nil) throws {
-        guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else { return }
+    /// - Returns: why no request went to the server, nil when one went
+    ///   (whatever its answer).
+    @discardableResult
+    func sendLedgerRequest(
+        _ book: inout LedgerBook, again: Bool = false, above: Ledger.Stamp? = nil
+    ) throws -> String? {
+        guard book.unconfirmed != nil || !book.chain.isEmpty || !book.changedTags.isEmpty else {
+            return "it has nothing new"
+        }
         // A new request only from a book known to be current: a push answer
         // in this sync showed the server's chain of this device to be this
         // replica's, or a pull reached the server's head; and it holds no
@@ -211,18 +223,23 @@ extension SyncClient {
             try above != nil || book.unconfirmed != nil
                 || ((ledgerChainConfirmed || ledgerPulledHead) && !isStale(book))
         else {
-            return
+            return try isStale(book)
+                ? "another home wrote a newer head under this machine's id, and this machine writes its ledger only by "
+                    + "taking that one in"
+                : "this sync has not yet shown the server's chain of this device to be this machine's"
         }
         let stamp =
             try book.unconfirmed?.stamp
             ?? nextLedgerStamp(after: [lastLedgerStamp(of: book), above].compactMap { $0 }.max())
         let request: LedgerBook.Request
         do {
-            guard let made = try book.ledgerRequest(at: stamp, shardsHash: { Ledger.shardsHash($0) }) else { return }
+            guard let made = try book.ledgerRequest(at: stamp, shardsHash: { Ledger.shardsHash($0) }) else {
+                return "a batch waits for its answer"
+            }
             request = made
         } catch {
             summary.problems.append("this machine's ledger is not written: \(error)")
-            return
+            return "\(error)"
         }
         try keepLedgerBook(book, tags: [])
         let device = book.device
@@ -249,7 +266,7 @@ extension SyncClient {
             try keepLedgerBook(book, tags: [])
             if restamp { return try sendLedgerRequest(&book, again: true, above: above) }
             ledgerNotTaken("the server did not take this machine's ledger: \(error)")
-            return
+            return nil
         } catch {
             throw SyncError.badAnswer("\(error)")
         }
@@ -258,7 +275,7 @@ extension SyncClient {
             try keepLedgerBook(book, tags: [])
             let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
             ledgerNotTaken("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
-            return
+            return nil
         }
         book.confirmed()
         ownLedgerTaken = true
@@ -266,6 +283,7 @@ extension SyncClient {
             try keepLedgerBook(book, tags: [], confirmed: true)
             try replica.keepOwnLedgerRecords(records)
         }
+        return nil
     }
 
     /// Whether the replica holds a head of the book's device newer than any

@@ -259,6 +259,36 @@ extension LyingServerTests {
         #expect(try a.replica.ownLedgerNotTaken() == nil)
     }
 
+    /// A push whose pending chain is full while this machine may not write
+    /// its head (it holds a newer head of its id, another home's, and
+    /// writes its ledger only by taking that in) goes without its part of
+    /// the ledger, and says why: not as the server's refusal, and not
+    /// counted toward the warning that blames the server.
+    @Test func aLedgerHeldBackHereIsNotTheServersRefusal() throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rules(a, ["one.example"])
+        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(a)
+        // A head of its id, newer than any it wrote, as another home's would be.
+        let device = a.replica.deviceID
+        let key = Ledger.Key.head(device: device).description
+        var head = try #require(try a.replica.record(.ledger, key: key))
+        let written = try #require(head.fields[Wire.ledgerField])
+        let newer = HLCTimestamp(wallMillis: written.stamp.wallMillis + 60_000, counter: 0, device: device)
+        head.fields[Wire.ledgerField] = StampedValue(written.value, stamp: newer)
+        try a.replica.keepOwnLedgerRecords([ChangeRecord(sequence: 0, collection: .ledger, key: key, state: head)])
+        // More batches (of 5) than the chain's 16 slots.
+        try Self.rules(a, (0..<(5 * Ledger.pendingSlots + 5)).map { "held\($0).example" })
+        let summary = try world.client(a).push()
+        #expect(
+            summary.problems.contains {
+                $0.contains("goes without its part of this machine's ledger, which is not written yet: another home")
+            }, "\(summary.problems)")
+        #expect(!summary.problems.contains { $0.contains("did not take this machine's ledger") }, "\(summary.problems)")
+        #expect(try a.replica.ownLedgerNotTaken() == nil)
+    }
+
     /// The same lie told on a page whose cursor does not move (the server
     /// names the machine's old cursor, nothing more to come): the checks run
     /// all the same, because the page stored records (an outside review
