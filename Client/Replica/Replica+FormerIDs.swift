@@ -27,6 +27,8 @@ extension Replica {
         let slot = ids.last.map { ($0.slot + 1) % Ledger.maxFormerIDs } ?? 0
         ids.removeAll { $0.slot == slot }
         ids.append((old, slot))
+        // A slot taken by another id starts without the last one's setbacks.
+        for setback in WithdrawalSetback.allCases { try noteWithdrawalSetback(setback, slot: slot, at: nil) }
         try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
     }
 
@@ -35,6 +37,13 @@ extension Replica {
     /// (``WithdrawalSetback``).
     public func withdrawalSetback(_ setback: WithdrawalSetback, slot: Int) throws -> Int64? {
         Int64(try meta(setback.metaKey(slot: slot)) ?? "")
+    }
+
+    /// Forgets every slot's setbacks (the former ids are forgotten with them).
+    func forgetWithdrawalSetbacks() throws {
+        for slot in 0..<Ledger.maxFormerIDs {
+            for setback in WithdrawalSetback.allCases { try noteWithdrawalSetback(setback, slot: slot, at: nil) }
+        }
     }
 
     /// Notes that sending this machine's withdrawal in `slot` met `setback`

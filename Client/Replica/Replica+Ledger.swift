@@ -158,6 +158,7 @@ extension Replica {
         try database.run("DELETE FROM ledger_checked")
         try database.run("DELETE FROM forgotten_devices")
         try setMeta(Self.formerIDsMeta, nil)
+        try forgetWithdrawalSetbacks()
         try setMeta("tags_key", nil)
         try forgetOwnLedgerNotTaken()
     }

@@ -1,3 +1,4 @@
+import JSON
 import Replica
 import SyncCore
 
@@ -143,9 +144,11 @@ extension SyncClient {
     /// what is still missing of what it withdrew (writes found after all; one
     /// of no records when none is) at any time. Only once this id has pushed
     /// (a fork's first sync publishes its name), and in a slot whose last
-    /// withdrawal the server refused (a server older than
-    /// ``Wire/withdrawalProtocol``) not again that day. Nothing it meets
-    /// stops the sync: each failure is one of its problems.
+    /// withdrawal met a setback not again until its wait is over
+    /// (``withdrawalWait(after:)``: a day after a refusal, as a server
+    /// older than ``Wire/withdrawalProtocol`` gives; an hour after no
+    /// answer). Nothing it meets stops the sync: each failure is one of its
+    /// problems.
     func sendWithdrawals(_ decisions: [String: WithdrawalDecision], failingBefore: Set<String>) {
         do {
             guard !decisions.isEmpty, try replica.syncState().pushedThrough > 0 else { return }
@@ -153,7 +156,8 @@ extension SyncClient {
             for (former, decision) in decisions.sorted(by: { $0.key < $1.key }) {
                 guard let slot = slots[former], decision.wanted != nil || decision.kept != nil else { continue }
                 // After a setback, not again until its wait is over (a clock
-                // set back counts as within it).
+                // moved by less than the wait, either way, counts as within
+                // it; by more, the next try is at once).
                 let waiting = try WithdrawalSetback.allCases.contains { setback in
                     try replica.withdrawalSetback(setback, slot: slot).map {
                         abs(replica.currentMillis - $0) < Self.withdrawalWait(after: setback)
@@ -187,17 +191,25 @@ extension SyncClient {
             .withdrawal(device: device, slot: slot), bytes: withdrawal.bytes, stamp: stamp, device: device)
         var relay = RelayRequest(records: try sealed([record]), keyID: keyID)
         relay.ledgerOf = device
-        let response: PushResponse
-        do {
-            response = try PushResponse(json: try sendRecords(to: "/v1/relay", body: relay.body()))
-        } catch SyncError.refused(let code, let message) {
-            return try noteRefused(slot: slot, "\(code): \(message)")
-        } catch {
+        // No answer, or one that does not read: the slot waits an hour. Any
+        // other error (this machine's database, a stop) ends the sending.
+        func noAnswer(_ error: any Error) throws {
             try replica.noteWithdrawalSetback(.failed, slot: slot, at: replica.currentMillis)
             summary.problems.append(
                 "this machine's withdrawal of writes lost was not sent (tried again in an hour): \(error)")
-            return
         }
+        let answer: JSONValue
+        do {
+            answer = try sendRecords(to: "/v1/relay", body: relay.body())
+        } catch SyncError.refused(let code, let message) {
+            return try noteRefused(slot: slot, "\(code): \(message)")
+        } catch let error as SyncError where error == .cancelled || error.waitsForTheUser {
+            throw error
+        } catch let error as SyncError {
+            return try noAnswer(error) // unreachable, or not the protocol
+        }
+        let response: PushResponse
+        do { response = try PushResponse(json: answer) } catch { return try noAnswer(error) }
         guard response.rejected.isEmpty else {
             return try noteRefused(slot: slot, Set(response.rejected.map(\.reason)).sorted().joined(separator: "; "))
         }

@@ -140,6 +140,7 @@ import Testing
         // An hour later (as if): still missing after asking again, so withdrawn.
         let second = try world.sync(restored)
         #expect(second.problems.isEmpty, "\(second.problems)")
+        #expect(try restored.replica.withdrawalSetback(.failed, slot: 0) == nil, "taken: the setback is over")
         let kept = try #require(try restored.replica.ledgerRows().first { $0.key == withdrawalKey })
         let withdrawal = try #require(SyncClient.withdrawal(kept))
         #expect(withdrawal.former == device)
