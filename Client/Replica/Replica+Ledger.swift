@@ -96,6 +96,24 @@ extension Replica {
         }
     }
 
+    /// The stamps of this device's last ledger requests the server refused
+    /// (newest last, at most 8): a head or shard held at one was written
+    /// here, though the server said it did not take it, and not by another
+    /// home under this id.
+    public func abandonedLedgerStamps() throws -> [Ledger.Stamp] {
+        (try meta(Self.abandonedLedgerMeta) ?? "").split(separator: "\n").compactMap { line in
+            HLCTimestamp(text: "\(line)-\(deviceID)").map(Ledger.Stamp.init)
+        }
+    }
+
+    /// Notes a ledger request's stamp the server refused (``abandonedLedgerStamps()``).
+    public func noteAbandonedLedgerStamp(_ stamp: Ledger.Stamp) throws {
+        let kept = try abandonedLedgerStamps().filter { $0 != stamp }.suffix(7) + [stamp]
+        try setMeta(Self.abandonedLedgerMeta, kept.map(\.description).joined(separator: "\n"))
+    }
+
+    static let abandonedLedgerMeta = "ledger_abandoned_stamps"
+
     /// The newest stamp of this device's own ledger records held here (the
     /// ones the server confirmed), or nil.
     public func ownLedgerStampHigh() throws -> HLCTimestamp? {
@@ -158,6 +176,7 @@ extension Replica {
         try database.run("DELETE FROM ledger_checked")
         try database.run("DELETE FROM forgotten_devices")
         try setMeta(Self.formerIDsMeta, nil)
+        try setMeta(Self.abandonedLedgerMeta, nil)
         try forgetWithdrawalSetbacks()
         try setMeta("tags_key", nil)
         try forgetOwnLedgerNotTaken()

@@ -262,8 +262,7 @@ extension SyncClient {
             // the server takes).
             let ceiling = try replica.stampCeiling(ahead: Self.ledgerStampAllowance)
             let restamp = !again && code == .clockSkew && (book.unconfirmed?.stamp.wallMillis ?? 0) > ceiling
-            book.abandonRequest()
-            try keepLedgerBook(book, tags: [])
+            try abandon(&book)
             if restamp { return try sendLedgerRequest(&book, again: true, above: above) }
             ledgerNotTaken("the server did not take this machine's ledger: \(error)")
             return nil
@@ -271,8 +270,7 @@ extension SyncClient {
             throw SyncError.badAnswer("\(error)")
         }
         guard response.rejected.isEmpty else {
-            book.abandonRequest()
-            try keepLedgerBook(book, tags: [])
+            try abandon(&book)
             let reasons = Set(response.rejected.map(\.reason)).sorted().joined(separator: "; ")
             ledgerNotTaken("the server did not take this machine's ledger (an older brsyncd?): \(reasons)")
             return nil
@@ -286,14 +284,27 @@ extension SyncClient {
         return nil
     }
 
+    /// The server refused the book's request: it is made afresh next time,
+    /// and its stamp is remembered (a server that kept it anyway and sends
+    /// it back shows this machine's own head, not another home's).
+    private func abandon(_ book: inout LedgerBook) throws {
+        try replica.transaction {
+            if let stamp = book.unconfirmed?.stamp { try replica.noteAbandonedLedgerStamp(stamp) }
+            book.abandonRequest()
+            try keepLedgerBook(book, tags: [])
+        }
+    }
+
     /// Whether the replica holds a head of the book's device newer than any
-    /// the book wrote (and not the one it waits to hear about).
+    /// the book wrote (and not the one it waits to hear about, nor one the
+    /// server refused).
     private func isStale(_ book: LedgerBook) throws -> Bool {
         guard let held = try replica.record(.ledger, key: Ledger.Key.head(device: book.device).description),
             let stamp = held.fields[Wire.ledgerField]?.stamp
         else { return false }
         let written = Ledger.Stamp(stamp)
-        return written != book.unconfirmed?.stamp && book.headStamp.map { written > $0 } ?? true
+        guard written != book.unconfirmed?.stamp, book.headStamp.map({ written > $0 }) ?? true else { return false }
+        return try !replica.abandonedLedgerStamps().contains(written)
     }
 
     /// Records the server took in a relay: this device's writes in them go

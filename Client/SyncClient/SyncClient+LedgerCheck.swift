@@ -62,7 +62,7 @@ extension SyncClient {
             summary.problems.append(Self.alarm(failure, names: names))
         }
         try noteWrittenElsewhere(run.own, rows: run.ownRows, fromElsewhere: run.fromElsewhere)
-        sendWithdrawals(run.withdrawals, failingBefore: Set(standing.map(\.device)))
+        try sendWithdrawals(run.withdrawals, failingBefore: Set(standing.map(\.device)))
     }
 
     /// Whether another home writes under this device's id: a record held
@@ -76,7 +76,8 @@ extension SyncClient {
         guard let book = try ledgerBook() else { return }
         guard
             let reason = book.notWrittenHere(
-                held, ownNewest: try replica.lastOwnChangeStamp().map(Ledger.Stamp.init))
+                held, ownNewest: try replica.lastOwnChangeStamp().map(Ledger.Stamp.init),
+                refused: try replica.abandonedLedgerStamps())
         else {
             // This device's ledger names every write of its id pulls brought.
             try replica.forgetWritesFromElsewhere(fromElsewhere)

@@ -147,9 +147,9 @@ extension SyncClient {
     /// withdrawal met a setback not again until its wait is over
     /// (``withdrawalWait(after:)``: a day after a refusal, as a server
     /// older than ``Wire/withdrawalProtocol`` gives; an hour after no
-    /// answer). Nothing it meets stops the sync: each failure is one of its
-    /// problems.
-    func sendWithdrawals(_ decisions: [String: WithdrawalDecision], failingBefore: Set<String>) {
+    /// answer). Nothing it meets stops the sync (each failure is one of its
+    /// problems) but a stop asked for (``SyncError/cancelled``), thrown.
+    func sendWithdrawals(_ decisions: [String: WithdrawalDecision], failingBefore: Set<String>) throws {
         do {
             guard !decisions.isEmpty, try replica.syncState().pushedThrough > 0 else { return }
             let slots = Dictionary(try replica.formerDeviceIDs().map { ($0.id, $0.slot) }, uniquingKeysWith: { $1 })
@@ -176,6 +176,8 @@ extension SyncClient {
                 guard wanted != kept else { continue }
                 try sendWithdrawal(wanted, slot: slot, after: decision.kept?.stamp)
             }
+        } catch SyncError.cancelled {
+            throw SyncError.cancelled
         } catch {
             summary.problems.append("this machine's withdrawal of writes lost was not sent: \(error)")
         }

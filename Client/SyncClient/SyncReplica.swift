@@ -63,6 +63,9 @@ public protocol SyncReplica: AnyObject {
     func keepOwnLedgerRecords(_ records: [ChangeRecord]) throws
     func ledgerStamp(ceiling: Int64?) throws -> HLCTimestamp
     func ownLedgerStampHigh() throws -> HLCTimestamp?
+    /// The stamps of this device's last ledger requests the server refused.
+    func abandonedLedgerStamps() throws -> [Ledger.Stamp]
+    func noteAbandonedLedgerStamp(_ stamp: Ledger.Stamp) throws
 
     // MARK: Whole records (relays)
     func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord]

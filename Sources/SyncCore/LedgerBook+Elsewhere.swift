@@ -30,13 +30,16 @@ extension LedgerBook {
     /// - Parameter ownNewest: the newest stamp of this device's own changes,
     ///   pushed or not (a value of its own that a pull brings back, an
     ///   answer lost, is not newer).
-    public func notWrittenHere(_ held: Held, ownNewest: Ledger.Stamp?) -> String? {
+    /// - Parameter refused: the stamps of this book's requests the server
+    ///   refused: a server may keep one anyway and send it back.
+    public func notWrittenHere(_ held: Held, ownNewest: Ledger.Stamp?, refused: [Ledger.Stamp] = []) -> String? {
         let waiting = unconfirmed?.stamp
-        if let head = held.head, head != waiting, headStamp.map({ head > $0 }) ?? true {
+        func isOwnRequest(_ stamp: Ledger.Stamp) -> Bool { stamp == waiting || refused.contains(stamp) }
+        if let head = held.head, !isOwnRequest(head), headStamp.map({ head > $0 }) ?? true {
             return "a head written at \(head), which this machine did not write"
         }
         for (index, stamp) in held.shards.sorted(by: { $0.key < $1.key })
-        where stamp != waiting && shardStamps[index].map({ stamp > $0 }) ?? true {
+        where !isOwnRequest(stamp) && shardStamps[index].map({ stamp > $0 }) ?? true {
             return "shard \(index) written at \(stamp), which this machine did not write"
         }
         for (slot, stamp) in held.pending.sorted(by: { $0.key < $1.key })
@@ -52,14 +55,23 @@ extension LedgerBook {
         return nil
     }
 
-    /// Whether a pending record held in `slot` at `stamp` is taken as this
+    /// Whether a pending record held in `slot` at `stamp` may be this
     /// book's own: its chain wrote that slot at that stamp or a newer one
     /// (a batch sent again after its answer was lost takes its slot at a
     /// newer stamp, and the server may hold the first). Both homes share
-    /// the slots, so it may be the other home's older one: the take-in
-    /// then leaves its writes to what pulls brought (``Held/fromElsewhere``).
+    /// the slots, so it may be the other home's older one.
     func isInChain(_ slot: Int, at stamp: Ledger.Stamp) -> Bool {
         chain.contains { $0.slot == slot && $0.stamp >= stamp }
+    }
+
+    /// Whether a pending record held in `slot` at `stamp` is this book's
+    /// own, read whole: in its chain (``isInChain(_:at:)``) and built as the
+    /// chain built that slot's, on the book's head and after the link
+    /// before it. The other home's record in a shared slot builds on its
+    /// own head.
+    func isOwnPending(_ slot: Int, _ record: Ledger.Pending, at stamp: Ledger.Stamp) -> Bool {
+        guard let index = chain.firstIndex(where: { $0.slot == slot && $0.stamp >= stamp }) else { return false }
+        return record.base == headStamp && record.previous == (index > 0 ? chain[index - 1] : nil)
     }
 
     /// The writes of `writes` (field → stamp, by tag) this book does not
@@ -109,7 +121,7 @@ extension LedgerBook {
         // This book's own chain above the other head's fold does not stop
         // it: the union's head folds it.
         func isOwn(_ slot: Int, _ record: LedgerCheck.Held<Ledger.Pending>) -> Bool {
-            isInChain(slot, at: Ledger.Stamp(record.stamp))
+            isOwnPending(slot, record.value, at: Ledger.Stamp(record.stamp))
         }
         if let tail = other.unfolded.first(where: { !isOwn($0.slot, $0.record) }) {
             return "the other home's pending record in slot \(tail.slot) is not folded by its head"

@@ -207,9 +207,14 @@ import Testing
         #expect(Set(union.entries.keys) == [1, 3, 5])
         let request = try #require(try union.ledgerRequest(at: Self.stamp(300)) { _ in 9 })
         #expect(request.head.folded == mine.chain.last, "the union's head folds this home's own chain")
-        // Another record in that slot, newer than this book wrote there, is the other home's.
+        // Another record in that slot, newer than this book wrote there, is the other home's;
+        // so is an older one built on another head.
         let slot = try #require(records.last?.slot)
         theirs.pending[slot]?.stamp = Self.held(170)
+        union = mine
+        #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
+        theirs.pending[slot] = .init(
+            Ledger.Pending(base: Self.stamp(140), previous: nil, entries: []), stamp: Self.held(155))
         union = mine
         #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
     }

@@ -220,12 +220,32 @@ extension LyingServerTests {
     /// each with a refusal): the device says so at each sync, and from the
     /// third in a row over 15 minutes warns its own user, in the sync's
     /// words and in `brsync status`; the first sync the server takes clears it.
-    @Test func aDeviceWhoseLedgerTheServerRefusesWarnsItsUser() throws {
+    /// A world of two machines sharing a new key, a with one rule: a's.
+    static func keyedWorld() throws -> (SyncWorld, SimulatedMachine) {
         let world = try SyncWorld(.sqlite)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         try Self.rules(a, ["one.example"])
         _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
-        let liar = try LyingServer(in: world) { request, _, body in
+        return (world, a)
+    }
+
+    /// Holds a head of `machine`'s own id at `stamp` (its bytes the head it
+    /// holds), as a page would bring one.
+    static func holdOwnHead(_ machine: SimulatedMachine, at stamp: (Ledger.Stamp) -> Ledger.Stamp) throws {
+        let device = machine.replica.deviceID
+        let key = Ledger.Key.head(device: device).description
+        var head = try #require(try machine.replica.record(.ledger, key: key))
+        let written = try #require(head.fields[Wire.ledgerField])
+        head.fields[Wire.ledgerField] = StampedValue(
+            written.value, stamp: stamp(Ledger.Stamp(written.stamp)).timestamp(device: device))
+        try machine.replica.keepOwnLedgerRecords([ChangeRecord(sequence: 0, collection: .ledger, key: key, state: head)]
+        )
+    }
+
+    /// A server that takes every ledger request (the real one behind it
+    /// stores it) and answers that it refused its records.
+    static func refusingLedgers(_ world: SyncWorld) throws -> LyingServer {
+        try LyingServer(in: world) { request, _, body in
             // A ledger request is a relay naming the device.
             guard request.path == "/v1/relay",
                 case .object(let sent)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
@@ -239,6 +259,11 @@ extension LyingServerTests {
             ])
             return .object(answer)
         }
+    }
+
+    @Test func aDeviceWhoseLedgerTheServerRefusesWarnsItsUser() throws {
+        let (world, a) = try Self.keyedWorld()
+        let liar = try Self.refusingLedgers(world)
         defer { liar.stop() }
         var warnings: [Bool] = []
         for index in 0..<4 {
@@ -265,19 +290,10 @@ extension LyingServerTests {
     /// the ledger, and says why: not as the server's refusal, and not
     /// counted toward the warning that blames the server.
     @Test func aLedgerHeldBackHereIsNotTheServersRefusal() throws {
-        let world = try SyncWorld(.sqlite)
-        let (a, b) = (try world.machine("a"), try world.machine("b"))
-        try Self.rules(a, ["one.example"])
-        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let (world, a) = try Self.keyedWorld()
         try world.sync(a)
         // A head of its id, newer than any it wrote, as another home's would be.
-        let device = a.replica.deviceID
-        let key = Ledger.Key.head(device: device).description
-        var head = try #require(try a.replica.record(.ledger, key: key))
-        let written = try #require(head.fields[Wire.ledgerField])
-        let newer = HLCTimestamp(wallMillis: written.stamp.wallMillis + 60_000, counter: 0, device: device)
-        head.fields[Wire.ledgerField] = StampedValue(written.value, stamp: newer)
-        try a.replica.keepOwnLedgerRecords([ChangeRecord(sequence: 0, collection: .ledger, key: key, state: head)])
+        try Self.holdOwnHead(a) { Ledger.Stamp(wallMillis: $0.wallMillis + 60_000, counter: 0) }
         // More batches (of 5) than the chain's 16 slots.
         try Self.rules(a, (0..<(5 * Ledger.pendingSlots + 5)).map { "held\($0).example" })
         let summary = try world.client(a).push()
@@ -287,6 +303,28 @@ extension LyingServerTests {
             }, "\(summary.problems)")
         #expect(!summary.problems.contains { $0.contains("did not take this machine's ledger") }, "\(summary.problems)")
         #expect(try a.replica.ownLedgerNotTaken() == nil)
+    }
+
+    /// The server says it refused the ledger request, keeps it, and sends
+    /// its head back: still the server's refusal, counted toward the
+    /// warning, not another home's head that holds this machine's ledger
+    /// back for good (an outside review found that silenced the warning).
+    @Test func aRefusedHeadTheServerSendsBackIsNotAnotherHomes() throws {
+        let (world, a) = try Self.keyedWorld()
+        let liar = try Self.refusingLedgers(world)
+        defer { liar.stop() }
+        try Self.rules(a, ["refused.example"])
+        _ = try liar.serving(world) { try world.sync(a) }
+        let refused = try #require(try a.replica.abandonedLedgerStamps().last)
+        // The head it kept, as its next page brings it back.
+        try Self.holdOwnHead(a) { _ in refused }
+        try Self.rules(a, (0..<(5 * Ledger.pendingSlots + 5)).map { "after\($0).example" })
+        let summary = try liar.serving(world) { try world.sync(a) }
+        #expect(summary.writtenElsewhere == nil, "\(String(describing: summary.writtenElsewhere))")
+        #expect(
+            summary.problems.contains { $0.contains("did not take this machine's ledger") }, "\(summary.problems)")
+        #expect(!summary.problems.contains { $0.contains("not written yet") }, "\(summary.problems)")
+        #expect(try a.replica.ownLedgerNotTaken()?.syncs == 2)
     }
 
     /// The same lie told on a page whose cursor does not move (the server
