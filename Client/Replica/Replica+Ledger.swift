@@ -96,10 +96,10 @@ extension Replica {
         }
     }
 
-    /// The stamps of this device's last ledger requests the server refused
-    /// (newest last, at most 8): a head or shard held at one was written
-    /// here, though the server said it did not take it, and not by another
-    /// home under this id.
+    /// The stamps of this device's ledger requests the server refused since
+    /// it last confirmed one (newest last; at most 4,096): a head or shard
+    /// held at one was written here, though the server said it did not
+    /// take it, and not by another home under this id.
     public func abandonedLedgerStamps() throws -> [Ledger.Stamp] {
         (try meta(Self.abandonedLedgerMeta) ?? "").split(separator: "\n").compactMap { line in
             HLCTimestamp(text: "\(line)-\(deviceID)").map(Ledger.Stamp.init)
@@ -108,8 +108,16 @@ extension Replica {
 
     /// Notes a ledger request's stamp the server refused (``abandonedLedgerStamps()``).
     public func noteAbandonedLedgerStamp(_ stamp: Ledger.Stamp) throws {
-        let kept = try abandonedLedgerStamps().filter { $0 != stamp }.suffix(7) + [stamp]
+        let kept = try abandonedLedgerStamps().filter { $0 != stamp }.suffix(4_095) + [stamp]
         try setMeta(Self.abandonedLedgerMeta, kept.map(\.description).joined(separator: "\n"))
+    }
+
+    /// The server confirmed a ledger request at `stamp`: the refused ones
+    /// before it no longer matter (a head held at one is older than the
+    /// book's).
+    public func forgetAbandonedLedgerStamps(through stamp: Ledger.Stamp) throws {
+        let kept = try abandonedLedgerStamps().filter { $0 > stamp }
+        try setMeta(Self.abandonedLedgerMeta, kept.isEmpty ? nil : kept.map(\.description).joined(separator: "\n"))
     }
 
     static let abandonedLedgerMeta = "ledger_abandoned_stamps"

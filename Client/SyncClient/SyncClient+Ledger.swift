@@ -280,6 +280,7 @@ extension SyncClient {
         try replica.transaction {
             try keepLedgerBook(book, tags: [], confirmed: true)
             try replica.keepOwnLedgerRecords(records)
+            try replica.forgetAbandonedLedgerStamps(through: request.stamp)
         }
         return nil
     }

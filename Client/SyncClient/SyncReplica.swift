@@ -66,6 +66,7 @@ public protocol SyncReplica: AnyObject {
     /// The stamps of this device's last ledger requests the server refused.
     func abandonedLedgerStamps() throws -> [Ledger.Stamp]
     func noteAbandonedLedgerStamp(_ stamp: Ledger.Stamp) throws
+    func forgetAbandonedLedgerStamps(through stamp: Ledger.Stamp) throws
 
     // MARK: Whole records (relays)
     func allRecords(afterCollection collection: RecordCollection?, key: String, limit: Int) throws -> [ChangeRecord]

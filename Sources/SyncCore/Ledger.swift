@@ -443,6 +443,8 @@ extension Ledger {
             }
         }
 
+        var isAtEnd: Bool { offset == bytes.count }
+
         mutating func u8() throws(Problem) -> UInt8 {
             guard offset < bytes.count else { throw Problem("it ends early") }
             defer { offset += 1 }

@@ -71,7 +71,8 @@ extension LedgerBook {
     /// own head.
     func isOwnPending(_ slot: Int, _ record: Ledger.Pending, at stamp: Ledger.Stamp) -> Bool {
         guard let index = chain.firstIndex(where: { $0.slot == slot && $0.stamp >= stamp }) else { return false }
-        return record.base == headStamp && record.previous == (index > 0 ? chain[index - 1] : nil)
+        return (record.base == headStamp || (chainBase != nil && record.base == chainBase))
+            && record.previous == (index > 0 ? chain[index - 1] : nil)
     }
 
     /// The writes of `writes` (field → stamp, by tag) this book does not
@@ -219,11 +220,14 @@ extension LedgerBook {
         fieldNames = head.value.fieldNames
         ids = head.value.ids
         if let theirs = head.value.newest, newest.map({ theirs > $0 }) ?? true { newest = theirs }
+        let before = headStamp
         headStamp = Ledger.Stamp(head.stamp)
         let mine = chain.last ?? lastFolded
         if let folded = head.value.folded, mine.map({ folded.stamp >= $0.stamp }) ?? true {
             lastFolded = folded
             chain = []
+        } else if !chain.isEmpty, chainBase == nil {
+            chainBase = before
         }
         shardCount = head.value.shardCount
         shardStamps = [:]

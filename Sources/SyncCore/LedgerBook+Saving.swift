@@ -26,6 +26,8 @@ extension LedgerBook {
             writer.u8(UInt8(index))
             writer.stamp(stamp)
         }
+        // Written only when there is one (books kept before it read as they were).
+        if let chainBase { writer.optionalStamp(chainBase) }
         return writer.bytes
     }
 
@@ -70,6 +72,10 @@ extension LedgerBook {
             }
             last = index
             shardStamps[index] = try reader.stamp()
+        }
+        if !reader.isAtEnd {
+            chainBase = try reader.optionalStamp()
+            guard chainBase != nil, !chain.isEmpty else { throw Ledger.Problem("a chain's base without a chain") }
         }
         try reader.end()
         for row in rows {

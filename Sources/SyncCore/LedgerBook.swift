@@ -44,7 +44,13 @@ public struct LedgerBook: Sendable, Equatable {
     /// The stamp of the head last confirmed, which pending records build on.
     public internal(set) var headStamp: Ledger.Stamp?
     /// The pending records sent since the last head, oldest first.
-    public internal(set) var chain: [Ledger.Link] = []
+    public internal(set) var chain: [Ledger.Link] = [] {
+        didSet { if chain.isEmpty { chainBase = nil } }
+    }
+    /// The head the chain's first records were built on when it is not
+    /// ``headStamp``: a chain kept through ``adopt(_:)`` goes on from the
+    /// other home's head.
+    public internal(set) var chainBase: Ledger.Stamp?
     /// Batches whose pending records were made and whose answer has not come.
     public internal(set) var unanswered = 0
     /// The ledger request made and not confirmed yet.

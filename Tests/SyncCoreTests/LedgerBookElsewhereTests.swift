@@ -219,6 +219,33 @@ import Testing
         #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
     }
 
+    /// A chain kept through an adoption was built on this book's earlier
+    /// head: its records are still this home's (an outside review found
+    /// the take-in stopped on them), and the book keeps that base.
+    @Test func aChainKeptThroughAnAdoptionIsStillThisHomes() throws {
+        var (mine, _) = try Self.written([1: 10], at: 100)
+        let write = LedgerBook.Write(tag: 5, fields: ["deleted": Self.stamp(150)])
+        let records = try #require(mine.pending(for: [write]) { Self.stamp(160) })
+        mine.answered(acknowledging: [write])
+        // The other home's ledger names both writes, its head folding nothing: adopted, the chain kept.
+        let (_, covering) = try Self.written([1: 10, 5: 150], at: 200)
+        #expect(mine.isCovered(by: covering))
+        mine.adopt(covering)
+        #expect(mine.headStamp == Self.stamp(200) && mine.chainBase == Self.stamp(100) && mine.chain.count == 1)
+        let rows = mine.entries.values.map { (bytes: LedgerBook.entryBytes($0), changed: false) }
+        let reread = try LedgerBook(device: "laptop", state: mine.stateBytes, entries: rows) { _ in 7 }
+        #expect(reread.chainBase == mine.chainBase && reread.chain == mine.chain)
+        // A newer head of the other home, this home's record above its fold.
+        var (_, newer) = try Self.written([1: 10, 5: 150, 3: 21], at: 300)
+        for (slot, record) in records { newer.pending[slot] = .init(record, stamp: Self.held(160)) }
+        let registers: [UInt64: [String: HLCTimestamp]] = [
+            1: ["deleted": Self.held(10)], 3: ["deleted": Self.held(21)], 5: ["deleted": Self.held(150)],
+        ]
+        var union = mine
+        #expect(union.takeIn(newer, held: { registers[$0] }) == nil)
+        #expect(union.chain == mine.chain)
+    }
+
     @Test func aPendingRecordTheOtherHeadDidNotFoldStopsIt() throws {
         let (mine, _) = try Self.written([1: 10], at: 100)
         var (_, theirs) = try Self.written([3: 21], at: 200)
