@@ -28,7 +28,7 @@ extension Replica {
         ids.removeAll { $0.slot == slot }
         ids.append((old, slot))
         // A slot taken by another id starts without the last one's setbacks.
-        for setback in WithdrawalSetback.allCases { try noteWithdrawalSetback(setback, slot: slot, at: nil) }
+        try forgetWithdrawalSetbacks(slot: slot)
         try setMeta(Self.formerIDsMeta, ids.map { "\($0.slot) \($0.id)" }.joined(separator: "\n"))
     }
 
@@ -41,9 +41,12 @@ extension Replica {
 
     /// Forgets every slot's setbacks (the former ids are forgotten with them).
     func forgetWithdrawalSetbacks() throws {
-        for slot in 0..<Ledger.maxFormerIDs {
-            for setback in WithdrawalSetback.allCases { try noteWithdrawalSetback(setback, slot: slot, at: nil) }
-        }
+        for slot in 0..<Ledger.maxFormerIDs { try forgetWithdrawalSetbacks(slot: slot) }
+    }
+
+    /// Forgets `slot`'s setbacks, of every kind (its withdrawal was taken, or the slot has a new id).
+    public func forgetWithdrawalSetbacks(slot: Int) throws {
+        for setback in WithdrawalSetback.allCases { try noteWithdrawalSetback(setback, slot: slot, at: nil) }
     }
 
     /// Notes that sending this machine's withdrawal in `slot` met `setback`

@@ -217,9 +217,7 @@ extension SyncClient {
         }
         try replica.transaction {
             try replica.keepOwnLedgerRecords([record])
-            for setback in WithdrawalSetback.allCases {
-                try replica.noteWithdrawalSetback(setback, slot: slot, at: nil)
-            }
+            try replica.forgetWithdrawalSetbacks(slot: slot)
         }
     }
 

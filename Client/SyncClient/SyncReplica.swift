@@ -119,6 +119,7 @@ public protocol SyncReplica: AnyObject {
     /// When sending this machine's withdrawal in a slot last met a setback, nil for never.
     func withdrawalSetback(_ setback: WithdrawalSetback, slot: Int) throws -> Int64?
     func noteWithdrawalSetback(_ setback: WithdrawalSetback, slot: Int, at millis: Int64?) throws
+    func forgetWithdrawalSetbacks(slot: Int) throws
     /// Whether an older brsync's pulls may have passed withdrawals never sent; noted once asked for.
     func withdrawalsMayBeMissed() throws -> Bool
     func noteWithdrawalsRead() throws
