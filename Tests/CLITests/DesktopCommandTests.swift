@@ -277,7 +277,9 @@ final class DesktopWorld: @unchecked Sendable {
 
         init(_ world: DesktopWorld, command: String) {
             self.world = world
-            socket = world.directory.file("tmux.sock")
+            // A socket of its own: a server being stopped may still hold,
+            // or remove, an earlier terminal's socket in the same folder.
+            socket = world.directory.file("tmux-\(UUID().uuidString.prefix(8)).sock")
             let environment = world.environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
             // $? for the inner shell; the pane stays readable
             let script = "env \(environment) \(world.brsync) \(command); echo EXIT=\\$?; sleep 10"
