@@ -4,24 +4,37 @@ public enum PostgresArray {
     /// `{"a","b\"c",NULL}`: every element quoted, `"` and `\` escaped with a
     /// backslash, nil as NULL. Text holding NUL cannot be sent (PostgreSQL
     /// text cannot hold it), as for a single text parameter.
+    /// Written as bytes: `"` and `\` are ASCII, and no byte of a multi-byte
+    /// UTF-8 sequence is ASCII, so escaping byte by byte is escaping by
+    /// character. (A push's 1,000 records go as arrays of their texts: built
+    /// by appending characters to a `String`, this was a third of the
+    /// server's time for a push on PostgreSQL.)
     public static func texts(_ values: some Sequence<String?>) -> String {
-        var output = "{"
+        var output: [UInt8] = []
+        output.reserveCapacity(values.underestimatedCount * 64)
+        output.append(UInt8(ascii: "{"))
         var first = true
         for value in values {
-            if !first { output += "," }
+            if !first { output.append(UInt8(ascii: ",")) }
             first = false
-            guard let value else {
-                output += "NULL"
+            guard var value else {
+                output.append(contentsOf: "NULL".utf8)
                 continue
             }
-            output += "\""
-            for character in value.unicodeScalars {
-                if character == "\"" || character == "\\" { output += "\\" }
-                output.unicodeScalars.append(character)
+            output.append(UInt8(ascii: "\""))
+            value.withUTF8 { bytes in
+                var start = 0
+                for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    output.append(contentsOf: bytes[start..<index])
+                    output.append(UInt8(ascii: "\\"))
+                    start = index
+                }
+                output.append(contentsOf: bytes[start...])
             }
-            output += "\""
+            output.append(UInt8(ascii: "\""))
         }
-        return output + "}"
+        output.append(UInt8(ascii: "}"))
+        return String(decoding: output, as: UTF8.self)
     }
 
     public static func texts(_ values: some Sequence<String>) -> String {
