@@ -79,7 +79,7 @@ end_to_end() { # end_to_end LABEL ROUND PORT STORE-ARGS...: prints "push-seconds
   t2="$(now)"
   python3 -c "import json,sys; p=json.load(open('$home-pull.json')); assert p['pulled'] >= 10000, p; print($t1 - $t0, $t2 - $t1)"
 }
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
   end_to_end sqlite "$round" "$sqlite_port" --db "$work/store.sqlite" >>"$work/e2e-sqlite.txt"
   end_to_end pg "$round" "${pg_ports[0]}" --store "$pg_url" >>"$work/e2e-pg.txt"
 done
