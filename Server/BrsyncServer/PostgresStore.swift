@@ -326,13 +326,21 @@ public final class PostgresStore: StoreDialect {
             // records. The check locks each account it names (FOR KEY
             // SHARE, as the foreign key did) and refuses a record of an
             // account that does not exist with the foreign key's error;
-            // deleting an account deletes its records, as the cascade did.
+            // deleting (or truncating) an account deletes its records, as
+            // the cascade did, and an account with records keeps its id.
+            // The tables are locked in a push's order (accounts, then
+            // records) before the key is dropped, which locks both: a
+            // push of another brsyncd still running waits, and neither waits
+            // on the other.
             try connection.execute(
                 """
+                LOCK TABLE accounts, records IN ACCESS EXCLUSIVE MODE;
                 DO $$
                 DECLARE foreign_key text;
                 BEGIN
-                    FOR foreign_key IN SELECT conname FROM pg_constraint WHERE conrelid = 'records'::regclass AND contype = 'f' LOOP
+                    FOR foreign_key IN SELECT conname FROM pg_constraint
+                        WHERE conrelid = 'records'::regclass AND contype = 'f' AND confrelid = 'accounts'::regclass
+                    LOOP
                         EXECUTE format('ALTER TABLE records DROP CONSTRAINT %I', foreign_key);
                     END LOOP;
                 END $$;
@@ -359,6 +367,22 @@ public final class PostgresStore: StoreDialect {
                 END $$;
                 CREATE TRIGGER accounts_delete_records AFTER DELETE ON accounts
                     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_delete_account_records();
+                CREATE FUNCTION brsync_truncate_records() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    TRUNCATE records;
+                    RETURN NULL;
+                END $$;
+                CREATE TRIGGER accounts_truncate_records AFTER TRUNCATE ON accounts
+                    FOR EACH STATEMENT EXECUTE FUNCTION brsync_truncate_records();
+                CREATE FUNCTION brsync_account_id_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.id <> OLD.id AND EXISTS (SELECT 1 FROM records WHERE account_id = OLD.id) THEN
+                        RAISE EXCEPTION 'an account with records keeps its id' USING ERRCODE = 'foreign_key_violation';
+                    END IF;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER accounts_id_kept BEFORE UPDATE OF id ON accounts
+                    FOR EACH ROW EXECUTE FUNCTION brsync_account_id_kept();
                 """)
         }
         if version < schemaVersion {

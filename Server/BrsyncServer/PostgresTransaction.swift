@@ -9,7 +9,7 @@ public final class PostgresTransaction: StoreTransaction {
     let connection: PostgresConnection
     /// Records read ahead (nil: known to be absent), kept current by
     /// ``upsertRecord``; the account's row lock keeps other writers out.
-    private var cache: [String: Store.RecordVersion?] = [:]
+    private var cache: [CacheKey: Store.RecordVersion?] = [:]
     /// Keys per read-ahead statement.
     static let prefetchChunk = 1000
 
@@ -17,16 +17,23 @@ public final class PostgresTransaction: StoreTransaction {
         self.connection = connection
     }
 
-    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> String {
-        collection.rawValue + "\u{0}" + key
+    private static func cacheKey(_ collection: RecordCollection, _ key: String) -> CacheKey {
+        CacheKey(collection: collection, key: key)
     }
+
+    /// By the key's bytes, as PostgreSQL compares it (``Store/RecordPlace``).
+    typealias CacheKey = Store.RecordPlace
 
     /// Reads the records a push will merge into, up to 1,000 per statement:
     /// the keys go as two arrays, spread by `unnest` and joined to the
     /// primary key (one statement shape, a nested loop of index lookups
     /// whatever plan PostgreSQL caches for it).
     public func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
-        let wanted = keys.filter { cache[Self.cacheKey($0.collection, $0.key)] == nil }
+        var named = Set<CacheKey>()
+        let wanted = keys.filter {
+            let place = Self.cacheKey($0.collection, $0.key)
+            return cache[place] == nil && named.insert(place).inserted
+        }
         guard wanted.count > 1 else { return }
         let sql = """
             SELECT r.collection, r.key, r.fields, r.versions, r.seq, r.writer
@@ -52,7 +59,8 @@ public final class PostgresTransaction: StoreTransaction {
                 )
             }
             for row in rows {
-                cache[row.collection + "\u{0}" + row.key] = try StoredRecord.version(
+                guard let collection = RecordCollection(rawValue: row.collection) else { continue }
+                cache[Self.cacheKey(collection, row.key)] = try StoredRecord.version(
                     fields: row.fields, versions: row.versions, sequence: row.sequence,
                     writer: row.writer)
             }
@@ -122,8 +130,8 @@ public final class PostgresTransaction: StoreTransaction {
 
     /// Records written, kept until ``flush()`` sends them in one statement
     /// (the last write of a key wins; the order of first writes is kept).
-    private var pending: [String: PendingRecord] = [:]
-    private var pendingOrder: [String] = []
+    private var pending: [CacheKey: PendingRecord] = [:]
+    private var pendingOrder: [CacheKey] = []
 
     struct PendingRecord {
         let account: Int64

@@ -189,12 +189,29 @@ public enum Store {
     /// (``StoreDialect/readAhead(account:keys:)``), by place; nil where the
     /// record was absent.
     public struct ReadAhead: Sendable {
-        public struct Place: Hashable, Sendable {
-            let collection: RecordCollection
-            let key: String
-        }
+        public typealias Place = RecordPlace
         let account: Int64
         var records: [Place: RecordVersion?] = [:]
+    }
+
+    /// Where a record is filed: its collection and key, the key compared by
+    /// its bytes as the databases compare it. (Swift's `String` equals a
+    /// canonically equivalent one, "é" as one scalar or as two, which a
+    /// table holds as two records: a push naming both would have merged
+    /// them into one here, and a read ahead of one taken for the other.)
+    public struct RecordPlace: Hashable, Sendable {
+        let collection: RecordCollection
+        let key: String
+
+        public static func == (first: RecordPlace, second: RecordPlace) -> Bool {
+            first.collection == second.collection && first.key.utf8.elementsEqual(second.key.utf8)
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(collection)
+            var key = key
+            key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     /// A stored record as a push or relay merges into it.

@@ -347,10 +347,7 @@ enum SyncEngine {
     }
 
     /// A record as a push has merged it so far (see the push's working set).
-    struct WorkingKey: Hashable {
-        let collection: RecordCollection
-        let key: String
-    }
+    typealias WorkingKey = Store.RecordPlace
 
     /// Writes each record of a push's or relay's working set once, in the
     /// order of their numbers.

@@ -11,8 +11,8 @@ import Testing
     /// Version 10 checks a record's account once a statement instead of by a
     /// foreign key (a lookup a row). A version-9 store keeps its records and
     /// goes on taking pushes; a record of no account is still refused with
-    /// the foreign key's error, and deleting an account still deletes its
-    /// records, whoever deletes it.
+    /// the foreign key's error, an account with records keeps its id, and
+    /// deleting an account still deletes its records, whoever deletes it.
     @Test func aVersion9StoreChecksAccountsOnceAStatement() throws {
         let cluster = try PostgresCluster.shared()
         let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
@@ -67,8 +67,12 @@ import Testing
             DROP TRIGGER records_have_accounts_insert ON records;
             DROP TRIGGER records_have_accounts_update ON records;
             DROP TRIGGER accounts_delete_records ON accounts;
+            DROP TRIGGER accounts_truncate_records ON accounts;
+            DROP TRIGGER accounts_id_kept ON accounts;
             DROP FUNCTION brsync_records_have_accounts();
             DROP FUNCTION brsync_delete_account_records();
+            DROP FUNCTION brsync_truncate_records();
+            DROP FUNCTION brsync_account_id_kept();
             ALTER TABLE records ADD FOREIGN KEY (account_id) REFERENCES accounts (id) ON DELETE CASCADE;
             UPDATE brsync_meta SET value = '9' WHERE key = 'schema_version';
             """)
@@ -113,9 +117,27 @@ import Testing
         }
         #expect(try upgraded.records(account: "alice").count == 21, "nothing changed")
 
-        // Deleting an account deletes its records: through brsyncd, and by hand.
+        // An account with records keeps its id.
+        do {
+            try connection.execute("UPDATE accounts SET id = id + 5000 WHERE name = 'bob'")
+            Issue.record("bob's id changed under his records")
+        } catch let error as PostgresError {
+            #expect(error.sqlState == "23503", "\(error)")
+        }
+        // Deleting an account deletes its records: through brsyncd, by hand,
+        // and by truncating the accounts.
+        let count = "SELECT count(*) FROM records"
         try upgraded.removeAccount("alice")
+        #expect(try connection.scalar(count) == .text("1"))
         try connection.execute("DELETE FROM accounts WHERE name = 'bob'")
-        #expect(try connection.scalar("SELECT count(*) FROM records") == .text("0"))
+        #expect(try connection.scalar(count) == .text("0"))
+        try upgraded.addAccount("carol")
+        let carolToken = try upgraded.addDevice(account: "carol", name: "tablet")
+        #expect(
+            try push(["carol.example"], browser: "chrome", as: "tablet-1", token: carolToken, into: upgraded).applied
+                == 1)
+        #expect(try connection.scalar(count) == .text("1"))
+        try connection.execute("TRUNCATE accounts CASCADE")
+        #expect(try connection.scalar(count) == .text("0"))
     }
 }
