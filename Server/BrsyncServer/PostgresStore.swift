@@ -369,7 +369,12 @@ public final class PostgresStore: StoreDialect {
                     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION brsync_delete_account_records();
                 CREATE FUNCTION brsync_truncate_records() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
-                    TRUNCATE records;
+                    BEGIN
+                        TRUNCATE records;
+                    EXCEPTION WHEN object_in_use THEN
+                        -- A TRUNCATE naming both tables holds records open.
+                        DELETE FROM records;
+                    END;
                     RETURN NULL;
                 END $$;
                 CREATE TRIGGER accounts_truncate_records AFTER TRUNCATE ON accounts

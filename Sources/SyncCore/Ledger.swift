@@ -329,13 +329,15 @@ public enum Ledger {
             }
         }
 
-        /// Reads a ledger record's key; nil for anything ``description`` does not write.
+        /// Reads a ledger record's key; nil for anything ``description`` does
+        /// not write, and for a device that is not a device id
+        /// (``HLCTimestamp/isValidDevice(_:)``: ASCII, so no two ids differ
+        /// only in bytes, as "K" and the Kelvin sign do).
         public init?(_ text: String) {
             let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count == 2 || parts.count == 3, !parts[0].isEmpty, parts[0].utf8.count <= 128 else {
-                return nil
-            }
+            guard parts.count == 2 || parts.count == 3 else { return nil }
             let device = String(parts[0])
+            guard HLCTimestamp.isValidDevice(device) else { return nil }
             func number(_ part: Substring, below limit: Int) -> Int? {
                 guard let first = part.utf8.first, part.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                     first != UInt8(ascii: "0") || part.utf8.count == 1, part.utf8.count <= 3, let value = Int(part),

@@ -116,6 +116,8 @@ import Testing
         "laptop/pending/", "laptop/pending/01", "laptop/pending", "laptop/Head", "laptop/head/0", "a/b/c/d",
         "laptop/1e2",
         "laptop/٣",
+        // Not device ids: the Kelvin sign (canonically "K"), a space, 65 bytes.
+        "\u{212A}1/head", "lap top/head", String(repeating: "d", count: 65) + "/head",
     ])
     func otherKeysAreNotLedgerKeys(_ text: String) {
         #expect(Ledger.Key(text) == nil)
