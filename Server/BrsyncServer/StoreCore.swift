@@ -300,10 +300,12 @@ extension StoreDialect {
     ) throws -> [UInt8] {
         let device = try authenticate(token: token)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
-        var seen = Set<PullRequest.Asked>()
+        // Told apart by the key's bytes, as the table tells them (``Store/RecordPlace``).
+        var seen = Set<Store.RecordPlace>()
         // Ledger records go to clients that keep them only, as in a pull.
         let unique = asked.filter {
-            seen.insert($0).inserted && Wire.sends(collection: $0.collection, key: $0.key, toProtocol: clientProtocol)
+            seen.insert(Store.RecordPlace(collection: $0.collection, key: $0.key)).inserted
+                && Wire.sends(collection: $0.collection, key: $0.key, toProtocol: clientProtocol)
         }
         // Within the page's byte budget, as a pull's page is (the first record always):
         // `more` says the rest were left out; the machine asks for them another day.

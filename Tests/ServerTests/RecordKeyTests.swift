@@ -24,7 +24,8 @@ import Testing
     /// "é" as one scalar and as "e" with a combining accent: equal as Swift
     /// strings, two keys to the databases. They stay two records, in one
     /// push and when a later push of 1,202 changes (two read-ahead batches
-    /// on PostgreSQL, one form in each) updates both.
+    /// on PostgreSQL, one form in each) updates both, and when a machine
+    /// asks for records by key.
     @Test(arguments: StoreKind.allCases) func keysThatDifferInBytesAreTwoRecords(_ kind: StoreKind) throws {
         let fixture = try ServerFixture(kind)
         let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
@@ -50,5 +51,13 @@ import Testing
         #expect(second.status == 200, "\(second.text)")
         #expect(try browsers() == [Array(composed.utf8): .string("four"), Array(decomposed.utf8): .string("three")])
         #expect(try fixture.store.accounts().first { $0.name == "alice" }?.records == 1202)
+        // Asked for by key, each form is its own record.
+        let asked = try fixture.store.pullAskedText(
+            token: laptop.token,
+            asked: [composed, decomposed, composed].map { PullRequest.Asked(collection: .rules, key: $0) },
+            clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil, maxBytes: 1 << 20)
+        let page = try Wire.read(String(decoding: asked, as: UTF8.self), PullResponse.init(reading:))
+        #expect(Set(page.changes.map { Array($0.key.utf8) }) == [Array(composed.utf8), Array(decomposed.utf8)])
+        #expect(page.changes.count == 2)
     }
 }
