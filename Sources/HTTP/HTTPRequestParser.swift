@@ -124,115 +124,149 @@ public struct HTTPRequestParser: Sendable {
         HTTPParseError(status: status, reason: reason)
     }
 
+    /// What reading in one state did.
+    private enum Progress {
+        /// The state changed, and the next one may read on.
+        case advanced
+        /// The buffered bytes end inside this state.
+        case needsBytes
+        /// A head or a request is complete.
+        case emitted(Event)
+    }
+
     /// Advances as far as the buffered bytes allow; returns a request when one completes.
     private mutating func step() throws(HTTPParseError) -> Event? {
         while true {
+            let progress: Progress
             switch state {
-            case .failed:
-                return nil
-            case .requestLine:
-                guard
-                    let line = try nextLine(
-                        limit: limits.maxRequestLineBytes,
-                        tooLong: .requestLine)
-                else { return nil }
-                if line.isEmpty {
-                    // RFC 9112 §2.2: ignore a few empty lines before a request.
-                    emptyLinesSkipped += 1
-                    if emptyLinesSkipped > 4 { throw fail(400, "empty lines instead of a request") }
-                    continue
-                }
-                try parseRequestLine(line)
-                state = .headers
-            case .headers:
-                let remaining = limits.maxHeaderBytes - headerBytes
-                guard
-                    let line = try nextLine(
-                        limit: remaining,
-                        tooLong: .headerSection)
-                else { return nil }
-                headerBytes += line.count + 2
-                if line.isEmpty {
-                    if let complete = try finishHead() { return .request(complete) }
-                    var head = request
-                    head.body = []
-                    return .head(head)
-                }
-                var headers = request.headers
-                request.headers = HTTPHeaders() // keep one reference, so appending does not copy
-                try parseHeaderLine(line, into: &headers)
-                request.headers = headers
-            case .body(let remaining):
-                let available = buffer.count - position
-                let take = min(available, remaining)
-                // The whole body is reserved only once more than the first
-                // read's worth has arrived, which is after the server admitted
-                // the head: a stranger's Content-Length reserves nothing.
-                if request.body.count + take > 16 * 1024 && request.body.capacity < bodyLength {
-                    request.body.reserveCapacity(bodyLength)
-                }
-                request.body += buffer[position..<position + take]
-                position += take
-                if take == remaining { return .request(complete()) }
-                state = .body(remaining: remaining - take)
-                return nil
-            case .chunkSize:
-                guard
-                    let line = try nextLine(
-                        limit: limits.maxRequestLineBytes, tooLong: .chunkSizeLine)
-                else { return nil }
-                let sizeText = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
-                guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
-                guard validChunkExtensions(line[sizeText.endIndex...]) else {
-                    throw fail(
-                        400,
-                        "invalid chunk extensions (';' name[=value], a token or a quoted string, at most \(maxChunkExtensions))"
-                    )
-                }
-                // Checked before every shift: 16 hex digits would wrap an Int.
-                var size = 0
-                for byte in sizeText {
-                    guard let digit = hexValue(byte) else { throw fail(400, "an invalid chunk size") }
-                    guard size <= limits.maxBodyBytes >> 4 else {
-                        throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
-                    }
-                    size = size << 4 | Int(digit)
-                }
-                if size == 0 {
-                    state = .trailers
-                } else {
-                    guard size <= limits.maxBodyBytes - request.body.count else {
-                        throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
-                    }
-                    state = .chunkData(remaining: size)
-                }
-            case .chunkData(let remaining):
-                let available = buffer.count - position
-                let take = min(available, remaining)
-                request.body += buffer[position..<position + take]
-                position += take
-                if take < remaining {
-                    state = .chunkData(remaining: remaining - take)
-                    return nil
-                }
-                state = .chunkDataEnd
-            case .chunkDataEnd:
-                guard buffer.count - position >= 2 else { return nil }
-                guard buffer[position] == 0x0D && buffer[position + 1] == 0x0A else {
-                    throw fail(400, "chunk data is not followed by CRLF")
-                }
-                position += 2
-                state = .chunkSize
-            case .trailers:
-                let remaining = limits.maxHeaderBytes - headerBytes
-                guard let line = try nextLine(limit: remaining, tooLong: .trailerSection)
-                else { return nil }
-                headerBytes += line.count + 2
-                if line.isEmpty { return .request(complete()) }
-                var ignored = HTTPHeaders()
-                try parseHeaderLine(line, into: &ignored) // validated, then dropped
+            case .failed: return nil
+            case .requestLine: progress = try readRequestLine()
+            case .headers: progress = try readHeaderLine()
+            case .body(let remaining): progress = readBody(remaining: remaining)
+            case .chunkSize: progress = try readChunkSize()
+            case .chunkData(let remaining): progress = readChunkData(remaining: remaining)
+            case .chunkDataEnd: progress = try readChunkDataEnd()
+            case .trailers: progress = try readTrailerLine()
+            }
+            switch progress {
+            case .advanced: continue
+            case .needsBytes: return nil
+            case .emitted(let event): return event
             }
         }
+    }
+
+    private mutating func readRequestLine() throws(HTTPParseError) -> Progress {
+        guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: .requestLine) else {
+            return .needsBytes
+        }
+        if line.isEmpty {
+            // RFC 9112 §2.2: ignore a few empty lines before a request.
+            emptyLinesSkipped += 1
+            if emptyLinesSkipped > 4 { throw fail(400, "empty lines instead of a request") }
+            return .advanced
+        }
+        try parseRequestLine(line)
+        state = .headers
+        return .advanced
+    }
+
+    private mutating func readHeaderLine() throws(HTTPParseError) -> Progress {
+        let remaining = limits.maxHeaderBytes - headerBytes
+        guard let line = try nextLine(limit: remaining, tooLong: .headerSection) else { return .needsBytes }
+        headerBytes += line.count + 2
+        if line.isEmpty {
+            if let complete = try finishHead() { return .emitted(.request(complete)) }
+            var head = request
+            head.body = []
+            return .emitted(.head(head))
+        }
+        var headers = request.headers
+        request.headers = HTTPHeaders() // keep one reference, so appending does not copy
+        try parseHeaderLine(line, into: &headers)
+        request.headers = headers
+        return .advanced
+    }
+
+    private mutating func readBody(remaining: Int) -> Progress {
+        let available = buffer.count - position
+        let take = min(available, remaining)
+        // The whole body is reserved only once more than the first
+        // read's worth has arrived, which is after the server admitted
+        // the head: a stranger's Content-Length reserves nothing.
+        if request.body.count + take > 16 * 1024 && request.body.capacity < bodyLength {
+            request.body.reserveCapacity(bodyLength)
+        }
+        request.body += buffer[position..<position + take]
+        position += take
+        if take == remaining { return .emitted(.request(complete())) }
+        state = .body(remaining: remaining - take)
+        return .needsBytes
+    }
+
+    private mutating func readChunkSize() throws(HTTPParseError) -> Progress {
+        guard let line = try nextLine(limit: limits.maxRequestLineBytes, tooLong: .chunkSizeLine) else {
+            return .needsBytes
+        }
+        let sizeText = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
+        guard !sizeText.isEmpty, sizeText.count <= 16 else { throw fail(400, "an invalid chunk size") }
+        guard validChunkExtensions(line[sizeText.endIndex...]) else {
+            throw fail(
+                400,
+                "invalid chunk extensions (';' name[=value], a token or a quoted string, at most \(maxChunkExtensions))"
+            )
+        }
+        // Checked before every shift: 16 hex digits would wrap an Int.
+        var size = 0
+        for byte in sizeText {
+            guard let digit = hexValue(byte) else { throw fail(400, "an invalid chunk size") }
+            guard size <= limits.maxBodyBytes >> 4 else {
+                throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
+            }
+            size = size << 4 | Int(digit)
+        }
+        if size == 0 {
+            state = .trailers
+        } else {
+            guard size <= limits.maxBodyBytes - request.body.count else {
+                throw fail(413, "the body is larger than \(limits.maxBodyBytes) bytes")
+            }
+            state = .chunkData(remaining: size)
+        }
+        return .advanced
+    }
+
+    private mutating func readChunkData(remaining: Int) -> Progress {
+        let available = buffer.count - position
+        let take = min(available, remaining)
+        request.body += buffer[position..<position + take]
+        position += take
+        if take < remaining {
+            state = .chunkData(remaining: remaining - take)
+            return .needsBytes
+        }
+        state = .chunkDataEnd
+        return .advanced
+    }
+
+    private mutating func readChunkDataEnd() throws(HTTPParseError) -> Progress {
+        guard buffer.count - position >= 2 else { return .needsBytes }
+        guard buffer[position] == 0x0D && buffer[position + 1] == 0x0A else {
+            throw fail(400, "chunk data is not followed by CRLF")
+        }
+        position += 2
+        state = .chunkSize
+        return .advanced
+    }
+
+    private mutating func readTrailerLine() throws(HTTPParseError) -> Progress {
+        let remaining = limits.maxHeaderBytes - headerBytes
+        guard let line = try nextLine(limit: remaining, tooLong: .trailerSection) else { return .needsBytes }
+        headerBytes += line.count + 2
+        if line.isEmpty { return .emitted(.request(complete())) }
+        var ignored = HTTPHeaders()
+        try parseHeaderLine(line, into: &ignored) // validated, then dropped
+        return .advanced
     }
 
     /// Which line ran past its limit (the error is made only then).
