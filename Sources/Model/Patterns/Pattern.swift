@@ -92,32 +92,11 @@ public struct Pattern: Sendable, Hashable {
         }
         if Self.find("***", in: trimmed) != nil { throw fail("'***' is not a wildcard; use * or **") }
 
-        // Plain ASCII has one byte per character: separators are found as
-        // bytes (searching characters cost most of a parse); other text is
-        // searched by character, as it always was.
         func first(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
-            isPlainASCII
-                ? Self.index(of: UInt8(ascii: separator), in: text, last: false)
-                : text.firstIndex(of: Character(separator))
-        }
-        func last(_ separator: Unicode.Scalar, in text: Substring) -> String.Index? {
-            isPlainASCII
-                ? Self.index(of: UInt8(ascii: separator), in: text, last: true)
-                : text.lastIndex(of: Character(separator))
+            Self.index(of: separator, in: text, plainASCII: isPlainASCII, last: false)
         }
 
-        var rest = Substring(trimmed)
-        var scheme: String?
-        if let separator = Self.find("://", in: trimmed) {
-            let name = trimmed[..<separator.lowerBound].lowercased()
-            switch name {
-            case "http", "https", "file": scheme = name
-            case "*", "http*", "http?": scheme = nil
-            default:
-                throw fail("the scheme '\(name)' is not supported; write http://, https://, file:// or no scheme")
-            }
-            rest = trimmed[separator.upperBound...]
-        }
+        let (scheme, rest) = try Self.readScheme(trimmed, fail: fail)
         self.scheme = scheme
 
         let slash = first("/", in: rest) ?? rest.endIndex
@@ -129,26 +108,9 @@ public struct Pattern: Sendable, Hashable {
         }
         if first("@", in: hostPart) != nil { throw fail("a pattern's host must not contain '@'") }
 
-        var port: Int?
-        var portText: Substring?
-        if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
-            let after = hostPart[hostPart.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 address") }
-                portText = after.dropFirst()
-                hostPart = hostPart[...close]
-            }
-        } else if let colon = last(":", in: hostPart) {
-            portText = hostPart[hostPart.index(after: colon)...]
-            hostPart = hostPart[..<colon]
-        }
-        if let portText, portText != "*", !portText.isEmpty {
-            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), portText.count <= 5, let number = Int(portText),
-                (1...65535).contains(number)
-            else { throw fail("the port '\(portText)' is not a number from 1 to 65535 or *") }
-            port = number
-        }
-        self.port = port
+        let portText: Substring?
+        (hostPart, portText) = try Self.splitPort(hostPart, plainASCII: isPlainASCII, fail: fail)
+        port = try Self.readPort(portText, fail: fail)
         if scheme == "file" {
             // Local files: `file:///dir/**` (or `file://localhost/…`); no port.
             if portText != nil { throw fail("a file:// pattern has no port") }
@@ -158,33 +120,8 @@ public struct Pattern: Sendable, Hashable {
                 throw fail("it has no host (a pattern starts with a domain, like example.com)")
             }
         }
-
-        let host: String
         let hasWildcard = first("*", in: hostPart) != nil || first("?", in: hostPart) != nil
-        if hostPart.isEmpty {
-            host = ""
-        } else if hostPart.hasPrefix("[") {
-            guard hostPart.hasSuffix("]"),
-                let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast()))
-            else {
-                throw fail(HostProblem.invalidIPv6.message)
-            }
-            host = "[\(address)]"
-        } else if hasWildcard {
-            host = try Self.normalizeWildcardHost(String(hostPart), fail: fail)
-        } else {
-            switch HostName.normalize(bytes: ArraySlice(hostPart.utf8)) {
-            case .success(let normal): host = normal
-            case .failure(let problem): throw fail(problem.message)
-            }
-            // A URL may name such a host (the URL Standard keeps it); a rule
-            // that does is a typo.
-            if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(
-                where: { $0.isEmpty })
-            {
-                throw fail(HostProblem.emptyLabel.message)
-            }
-        }
+        let host = try Self.normalizeHost(hostPart, hasWildcard: hasWildcard, fail: fail)
         self.host = host
         hostGlob = hasWildcard ? Glob(host.utf8) : nil
 
@@ -206,6 +143,90 @@ public struct Pattern: Sendable, Hashable {
         self.key = key
         literalLength = (hostGlob?.literalCount ?? host.utf8.count) + (pathGlob?.literalCount ?? 0)
         indexKey = Self.indexKey(forHost: host, isWildcard: hasWildcard)
+    }
+
+    /// Plain ASCII has one byte per character: separators are found as bytes
+    /// (searching characters cost most of a parse); other text is searched by
+    /// character, as it always was.
+    private static func index(
+        of separator: Unicode.Scalar, in text: Substring, plainASCII: Bool, last: Bool
+    ) -> String.Index? {
+        if plainASCII { return index(of: UInt8(ascii: separator), in: text, last: last) }
+        return last ? text.lastIndex(of: Character(separator)) : text.firstIndex(of: Character(separator))
+    }
+
+    /// The scheme written before `://` (nil for none, `*://`, `http*://` and
+    /// `http?://`: either of http and https) and the text after it.
+    private static func readScheme(
+        _ trimmed: String, fail: (String) -> PatternProblem
+    ) throws(PatternProblem) -> (scheme: String?, rest: Substring) {
+        guard let separator = find("://", in: trimmed) else { return (nil, Substring(trimmed)) }
+        let name = trimmed[..<separator.lowerBound].lowercased()
+        switch name {
+        case "http", "https", "file": return (name, trimmed[separator.upperBound...])
+        case "*", "http*", "http?": return (nil, trimmed[separator.upperBound...])
+        default:
+            throw fail("the scheme '\(name)' is not supported; write http://, https://, file:// or no scheme")
+        }
+    }
+
+    /// The host part without its port, and the port's text (nil when none is
+    /// written). An IPv6 address keeps its brackets.
+    private static func splitPort(
+        _ hostPart: Substring, plainASCII: Bool, fail: (String) -> PatternProblem
+    ) throws(PatternProblem) -> (host: Substring, portText: Substring?) {
+        if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+            let after = hostPart[hostPart.index(after: close)...]
+            guard !after.isEmpty else { return (hostPart, nil) }
+            guard after.hasPrefix(":") else { throw fail("unexpected text after the IPv6 address") }
+            return (hostPart[...close], after.dropFirst())
+        }
+        if let colon = index(of: ":", in: hostPart, plainASCII: plainASCII, last: true) {
+            return (hostPart[..<colon], hostPart[hostPart.index(after: colon)...])
+        }
+        return (hostPart, nil)
+    }
+
+    /// The port a pattern requires: nil for any (none written, empty or `*`).
+    private static func readPort(
+        _ portText: Substring?, fail: (String) -> PatternProblem
+    ) throws(PatternProblem) -> Int? {
+        guard let portText, portText != "*", !portText.isEmpty else { return nil }
+        guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), portText.count <= 5, let number = Int(portText),
+            (1...65535).contains(number)
+        else { throw fail("the port '\(portText)' is not a number from 1 to 65535 or *") }
+        return number
+    }
+
+    /// The host part in its normal form: an IPv6 address canonical, a
+    /// wildcard host lower-cased and punycoded label by label, a literal name
+    /// as the URL Standard's host parser leaves it.
+    private static func normalizeHost(
+        _ hostPart: Substring, hasWildcard: Bool, fail: (String) -> PatternProblem
+    ) throws(PatternProblem) -> String {
+        if hostPart.isEmpty { return "" }
+        if hostPart.hasPrefix("[") {
+            guard hostPart.hasSuffix("]"),
+                let address = IPAddress.canonicalIPv6(String(hostPart.dropFirst().dropLast()))
+            else {
+                throw fail(HostProblem.invalidIPv6.message)
+            }
+            return "[\(address)]"
+        }
+        if hasWildcard { return try normalizeWildcardHost(String(hostPart), fail: fail) }
+        let host: String
+        switch HostName.normalize(bytes: ArraySlice(hostPart.utf8)) {
+        case .success(let normal): host = normal
+        case .failure(let problem): throw fail(problem.message)
+        }
+        // A URL may name such a host (the URL Standard keeps it); a rule
+        // that does is a typo.
+        if host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains(where: {
+            $0.isEmpty
+        }) {
+            throw fail(HostProblem.emptyLabel.message)
+        }
+        return host
     }
 
     /// The range of an ASCII `needle` in `text`, searched as bytes.

@@ -8,20 +8,7 @@ enum URLParser {
         // Work on bytes: every delimiter of a URL is ASCII, and Character-level
         // string operations would cost more than the whole parse.
         var bytes = Array(input.utf8)
-        if bytes.first.map({ $0 >= 0x80 }) == true || bytes.last.map({ $0 >= 0x80 }) == true {
-            bytes = Array(trimmed(input).utf8) // Unicode white space at an end
-        }
-        // The URL Standard: C0 controls and spaces at either end go, then
-        // every ASCII tab and newline (a link wrapped by a mail client or
-        // pasted across lines, `http://example\t.\norg`, is example.org).
-        var start = 0
-        var end = bytes.count
-        while start < end, bytes[start] <= 0x20 { start += 1 }
-        while end > start, bytes[end - 1] <= 0x20 { end -= 1 }
-        if bytes[start..<end].contains(where: isTabOrNewline) {
-            bytes = Array(bytes[start..<end].filter { !isTabOrNewline($0) })
-            (start, end) = (0, bytes.count)
-        }
+        let (start, end) = strip(&bytes, of: input)
         guard start < end else { throw fail("it is blank") }
         // Other control characters stay: a path, query or fragment holds them
         // percent-encoded, and a host refuses them (forbidden code points).
@@ -30,24 +17,11 @@ enum URLParser {
         if bytes[start] == UInt8(ascii: "/"), start + 1 == end || bytes[start + 1] != UInt8(ascii: "/") {
             return localPath(bytes[start..<end])
         }
-        var scheme = "https"
-        var cursor = start
-        if let colon = bytes[start..<end].firstIndex(of: UInt8(ascii: ":")) {
-            let name = String(decoding: bytes[start..<colon], as: UTF8.self).lowercased()
-            let hasSlashes =
-                colon + 2 < end && bytes[colon + 1] == UInt8(ascii: "/") && bytes[colon + 2] == UInt8(ascii: "/")
-            let nextIsDigit = colon + 1 < end && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[colon + 1])
-            if name == "http" || name == "https" {
-                scheme = name
-                cursor = colon + 1
-            } else if name == "file" {
-                return try parseFileURL(&bytes, from: colon + 1, to: end, fail: fail)
-            } else if hasSlashes {
-                guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
-                throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
-            } else if isSchemeName(name), !name.contains("."), colon + 1 < end, !nextIsDigit {
-                throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
-            }
+        let scheme: String
+        var cursor: Int
+        switch try readScheme(bytes, from: start, to: end, fail: fail) {
+        case .web(let name, let after): (scheme, cursor) = (name, after)
+        case .file(let after): return try parseFileURL(&bytes, from: after, to: end, fail: fail)
         }
         while cursor < end, bytes[cursor] == UInt8(ascii: "/") || bytes[cursor] == UInt8(ascii: "\\") { cursor += 1 }
 
@@ -61,66 +35,134 @@ enum URLParser {
             }
             authorityEnd += 1
         }
-        var hostStart = cursor
-        // userinfo is never the host
-        if let at = bytes[cursor..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 }
+        let (host, port) = try readAuthority(bytes[cursor..<authorityEnd], scheme: scheme, fail: fail)
+        let (path, query, fragment) = pathQueryFragment(&bytes, from: authorityEnd, to: end)
+        return NormalizedURL(scheme: scheme, host: host, port: port, path: path, query: query, fragment: fragment)
+    }
+
+    /// The bounds of the URL in `bytes` once what the URL Standard strips is
+    /// gone: C0 controls and spaces at either end, then every ASCII tab and
+    /// newline (a link wrapped by a mail client or pasted across lines,
+    /// `http://example\t.\norg`, is example.org). `bytes` is rewritten when
+    /// that takes more than moving the bounds.
+    private static func strip(_ bytes: inout [UInt8], of input: String) -> (start: Int, end: Int) {
+        if bytes.first.map({ $0 >= 0x80 }) == true || bytes.last.map({ $0 >= 0x80 }) == true {
+            bytes = Array(trimmed(input).utf8) // Unicode white space at an end
+        }
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] <= 0x20 { start += 1 }
+        while end > start, bytes[end - 1] <= 0x20 { end -= 1 }
+        if bytes[start..<end].contains(where: isTabOrNewline) {
+            bytes = Array(bytes[start..<end].filter { !isTabOrNewline($0) })
+            (start, end) = (0, bytes.count)
+        }
+        return (start, end)
+    }
+
+    /// Where a URL's scheme leads.
+    private enum SchemeReading {
+        /// http or https (the default when none is written), read on from `after`.
+        case web(scheme: String, after: Int)
+        /// `file:`, whose rest starts at `after`.
+        case file(after: Int)
+    }
+
+    /// The scheme of `bytes[start..<end]`. A scheme other than http, https and
+    /// file is refused; text that only looks like one (`example.org:8080`,
+    /// `localhost:3000/a`) is a host with no scheme written.
+    private static func readScheme(
+        _ bytes: [UInt8], from start: Int, to end: Int, fail: (String) -> URLProblem
+    ) throws(URLProblem) -> SchemeReading {
+        guard let colon = bytes[start..<end].firstIndex(of: UInt8(ascii: ":")) else {
+            return .web(scheme: "https", after: start)
+        }
+        let name = String(decoding: bytes[start..<colon], as: UTF8.self).lowercased()
+        let hasSlashes =
+            colon + 2 < end && bytes[colon + 1] == UInt8(ascii: "/") && bytes[colon + 2] == UInt8(ascii: "/")
+        let nextIsDigit = colon + 1 < end && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[colon + 1])
+        if name == "http" || name == "https" {
+            return .web(scheme: name, after: colon + 1)
+        } else if name == "file" {
+            return .file(after: colon + 1)
+        } else if hasSlashes {
+            guard isSchemeName(name) else { throw fail("'\(name)' is not a URL scheme") }
+            throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
+        } else if isSchemeName(name), !name.contains("."), colon + 1 < end, !nextIsDigit {
+            throw fail("the scheme '\(name)' is not supported (brsync opens http and https links, and local files)")
+        }
+        return .web(scheme: "https", after: start)
+    }
+
+    /// The normalised host and the port (nil when it is the scheme's default)
+    /// of an authority; userinfo before an `@` is never the host.
+    private static func readAuthority(
+        _ authority: ArraySlice<UInt8>, scheme: String, fail: (String) -> URLProblem
+    ) throws(URLProblem) -> (host: String, port: Int?) {
+        let authorityEnd = authority.endIndex
+        var hostStart = authority.startIndex
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { hostStart = at + 1 }
         guard hostStart < authorityEnd else { throw fail("it has no host") }
 
         var hostEnd = authorityEnd
         var portStart: Int?
-        if bytes[hostStart] == UInt8(ascii: "[") {
-            guard let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else {
+        if authority[hostStart] == UInt8(ascii: "[") {
+            guard let close = authority[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else {
                 throw fail("the IPv6 address has no closing ']'")
             }
             hostEnd = close + 1
             if hostEnd < authorityEnd {
-                guard bytes[hostEnd] == UInt8(ascii: ":") else { throw fail("unexpected text after the IPv6 address") }
+                guard authority[hostEnd] == UInt8(ascii: ":") else {
+                    throw fail("unexpected text after the IPv6 address")
+                }
                 portStart = hostEnd + 1
             }
-        } else if let colon = bytes[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
+        } else if let colon = authority[hostStart..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
             hostEnd = colon
             portStart = colon + 1
         }
-
         var port: Int?
         if let portStart, portStart < authorityEnd {
-            var number = 0
-            for byte in bytes[portStart..<authorityEnd] {
-                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), number <= 65535 else {
-                    throw fail(
-                        "the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535"
-                    )
-                }
-                number = number * 10 + Int(byte - UInt8(ascii: "0"))
-            }
-            guard number <= 65535 else {
-                throw fail(
-                    "the port '\(String(decoding: bytes[portStart..<authorityEnd], as: UTF8.self))' is not a number from 0 to 65535"
-                )
-            }
-            port = number
+            port = try readPort(authority[portStart..<authorityEnd], fail: fail)
         }
         if port == (scheme == "http" ? 80 : 443) { port = nil }
         guard hostStart < hostEnd else { throw fail("it has no host") }
+        return (try readHost(authority[hostStart..<hostEnd], fail: fail), port)
+    }
 
-        let host: String
-        if bytes[hostStart] == UInt8(ascii: "[") {
+    /// A port: decimal digits, 0 to 65535.
+    private static func readPort(
+        _ digits: ArraySlice<UInt8>, fail: (String) -> URLProblem
+    ) throws(URLProblem) -> Int {
+        func notAPort() -> URLProblem {
+            fail("the port '\(String(decoding: digits, as: UTF8.self))' is not a number from 0 to 65535")
+        }
+        var number = 0
+        for byte in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), number <= 65535 else { throw notAPort() }
+            number = number * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        guard number <= 65535 else { throw notAPort() }
+        return number
+    }
+
+    /// A host: a bracketed IPv6 address in its canonical form, or a name or
+    /// IPv4 address normalised as the URL Standard's host parser does.
+    private static func readHost(_ bytes: ArraySlice<UInt8>, fail: (String) -> URLProblem) throws(URLProblem) -> String
+    {
+        if bytes.first == UInt8(ascii: "[") {
             guard
                 let address = IPAddress.canonicalIPv6(
-                    String(decoding: bytes[(hostStart + 1)..<(hostEnd - 1)], as: UTF8.self))
+                    String(decoding: bytes[(bytes.startIndex + 1)..<(bytes.endIndex - 1)], as: UTF8.self))
             else {
                 throw fail(HostProblem.invalidIPv6.message)
             }
-            host = "[\(address)]"
-        } else {
-            switch HostName.normalize(bytes: bytes[hostStart..<hostEnd]) {
-            case .success(let normal): host = normal
-            case .failure(let problem): throw fail(problem.message)
-            }
+            return "[\(address)]"
         }
-
-        let (path, query, fragment) = pathQueryFragment(&bytes, from: authorityEnd, to: end)
-        return NormalizedURL(scheme: scheme, host: host, port: port, path: path, query: query, fragment: fragment)
+        switch HostName.normalize(bytes: bytes) {
+        case .success(let normal): return normal
+        case .failure(let problem): throw fail(problem.message)
+        }
     }
 
     /// The normalised path (`\\` read as `/`, dot segments resolved), query and
