@@ -57,55 +57,13 @@ public struct RemoteCommand: ParsableCommand {
 
         public func run() throws {
             let remote = try RemoteURL(parsing: url)
-            let token =
-                try token?.trimmingASCIIWhitespace()
-                ?? String(
-                    decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(
-                        4096),
-                    as: UTF8.self
-                ).trimmingASCIIWhitespace()
-            guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace)
-            else {
-                // Say which part is wrong: a token that starts right may be cut short.
-                // A join code (or its secret) pasted here is for 'brsync join', which makes a token from it.
-                if token.hasPrefix(JoinRequest.secretPrefix) || token.hasPrefix("brsync://join") {
-                    throw CLIFailure(
-                        message:
-                            "that is a join code, not a token: give it to 'brsync join' (it pins the server's CA and makes this machine's token); nothing was changed"
-                    )
-                }
-                let what =
-                    !token.hasPrefix(JoinRequest.tokenPrefix)
-                    ? "it does not start with \(JoinRequest.tokenPrefix)"
-                    : token.contains(where: \.isWhitespace)
-                        ? "it contains white space"
-                        : "it is too short (\(token.count) characters; a token has at least 20)"
-                throw CLIFailure(
-                    message:
-                        "the token is not one 'brsyncd device add' prints: \(what); copy the whole line (nothing was changed)"
-                )
-            }
+            let token = try readToken()
             if self.token != nil {
                 ExitStatus.warn(
                     "the token was given on the command line, where other users of this machine can read it ('ps') and "
                         + "your shell's history keeps it: use --token-file FILE next time")
             }
-            // The CA is checked, then copied into the home: a file moved or
-            // deleted later does not stop the sync.
-            var caBytes: [UInt8]?
-            if let ca {
-                let absolute = GlobalOptions.absolute(ca)
-                let bytes = [UInt8](try FileInput.read(absolute, what: "the CA file"))
-                guard bytes.count <= 1 << 20,
-                    String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
-                else {
-                    throw CLIFailure(
-                        message:
-                            "the CA file \(absolute) holds no PEM certificate ('-----BEGIN CERTIFICATE-----'); nothing was changed"
-                    )
-                }
-                caBytes = bytes
-            }
+            let caBytes = try readCA()
             let replica = try global.openReplica()
             var caPath: String?
             if let caBytes {
@@ -147,6 +105,60 @@ public struct RemoteCommand: ParsableCommand {
                     + (kept
                         ? "; the last token that synced is kept in \(TokenFile.path(home: replica.home, previous: true))"
                         : ""))
+        }
+
+        /// The token given, checked to be one `brsyncd device add` prints.
+        private func readToken() throws -> String {
+            let token =
+                try token?.trimmingASCIIWhitespace()
+                ?? String(
+                    decoding: FileInput.read(GlobalOptions.absolute(tokenFile ?? ""), what: "the token file").prefix(
+                        4096),
+                    as: UTF8.self
+                ).trimmingASCIIWhitespace()
+            guard token.hasPrefix(JoinRequest.tokenPrefix), token.count >= 20, !token.contains(where: \.isWhitespace)
+            else {
+                // Say which part is wrong: a token that starts right may be cut short.
+                // A join code (or its secret) pasted here is for 'brsync join', which makes a token from it.
+                if token.hasPrefix(JoinRequest.secretPrefix) || token.hasPrefix("brsync://join") {
+                    throw CLIFailure(
+                        message:
+                            "that is a join code, not a token: give it to 'brsync join' (it pins the server's CA and makes this machine's token); nothing was changed"
+                    )
+                }
+                let what =
+                    !token.hasPrefix(JoinRequest.tokenPrefix)
+                    ? "it does not start with \(JoinRequest.tokenPrefix)"
+                    : token.contains(where: \.isWhitespace)
+                        ? "it contains white space"
+                        : "it is too short (\(token.count) characters; a token has at least 20)"
+                throw CLIFailure(
+                    message:
+                        "the token is not one 'brsyncd device add' prints: \(what); copy the whole line (nothing was changed)"
+                )
+            }
+            return token
+        }
+
+        /// The CA file's bytes, checked to hold a PEM certificate, or nil
+        /// when none is given.
+        private func readCA() throws -> [UInt8]? {
+            // The CA is checked, then copied into the home: a file moved or
+            // deleted later does not stop the sync.
+            if let ca {
+                let absolute = GlobalOptions.absolute(ca)
+                let bytes = [UInt8](try FileInput.read(absolute, what: "the CA file"))
+                guard bytes.count <= 1 << 20,
+                    String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+                else {
+                    throw CLIFailure(
+                        message:
+                            "the CA file \(absolute) holds no PEM certificate ('-----BEGIN CERTIFICATE-----'); nothing was changed"
+                    )
+                }
+                return bytes
+            }
+            return nil
         }
     }
 
@@ -237,230 +249,6 @@ public enum TokenFile {
 extension String {
     func trimmingASCIIWhitespace() -> String {
         String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
-    }
-}
-
-public struct Status: ParsableCommand {
-
-    public init() {}
-    public static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Device, server, epoch, last sync, unpushed changes, cursor.")
-    @OptionGroup var global: GlobalOptions
-    @Flag(help: "Print JSON.") var json = false
-
-    public func run() throws {
-        let replica = try global.openReplica()
-        let state = try replica.syncState()
-        let unpushed = try replica.unpushedCount()
-        // Whether this machine syncs end to end encrypted: it holds the account key (brsync-sync reads it).
-        let keyFile = "\(replica.home)/account-key"
-        let encrypted = access(keyFile, F_OK) == 0
-        let watch = WatchWake.status(home: replica.home)
-        let watching = watch?.isAlive(nowMillis: WatchWake.bootMillis()) == true
-        let heard = try replica.deviceWrites().filter { $0.device != replica.deviceID }
-        let names = try replica.deviceNames()
-        let asideCount = try replica.pulledAsideCount()
-        let aside = try replica.pulledAside(limit: json ? Self.asideListed : 1)
-        let ledgerFailures = try replica.ledgerFailures()
-        let endedFailures = try replica.ledgerFailuresEnded()
-        let forgotten = try replica.forgottenDevices().values.sorted { $0.device < $1.device }
-        let withdrawers = try replica.withdrawingDevices()
-        let ownLedger = try replica.ownLedgerNotTaken()
-        if json {
-            func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
-            Output.json(
-                JSONValue.object([
-                    "device": .string(replica.deviceID), "deviceName": .string(replica.deviceName),
-                    "server": text(state.remoteURL),
-                    "epoch": text(state.epoch), "lastSync": text(state.lastSyncMillis.map(Timestamp.iso8601(millis:))),
-                    "unpushed": .int(Int64(unpushed)), "cursor": .int(state.pullCursor),
-                    "pushedThrough": .int(state.pushedThrough),
-                    "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
-                    "problem": state.problem.isEmpty ? .null : .string(state.problem),
-                    "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
-                    "encrypted": .bool(encrypted), "watching": .bool(watching),
-                    "heardFrom": .array(
-                        heard.map {
-                            .object([
-                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
-                                "newestWrite": .string(Timestamp.iso8601(millis: $0.newest.wallMillis)),
-                                "newestStamp": .string($0.newest.description),
-                                "pulledAt": .string(Timestamp.iso8601(millis: $0.seenAtMillis)),
-                            ])
-                        }),
-                    "ledgerFailures": .array(
-                        ledgerFailures.map {
-                            .object([
-                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
-                                "what": .string($0.what), "alarm": .bool($0.alarming),
-                                "since": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
-                                "pulls": .int(Int64($0.pulls)),
-                            ])
-                        }),
-                    "ledgerChecksEnded": .array(
-                        endedFailures.map {
-                            .object([
-                                "device": .string($0.failure.device),
-                                "deviceName": text(names.name(of: $0.failure.device)),
-                                "what": .string($0.failure.what), "alarm": .bool($0.failure.alarming),
-                                "since": .string(Timestamp.iso8601(millis: $0.failure.firstAtMillis)),
-                                "ended": .string(Timestamp.iso8601(millis: $0.endedAtMillis)),
-                            ])
-                        }),
-                    "forgottenDevices": .array(
-                        forgotten.map {
-                            .object([
-                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
-                                "what": .string($0.what), "since": .string(Timestamp.iso8601(millis: $0.atMillis)),
-                            ])
-                        }),
-                    "withdrawnBy": .array(
-                        withdrawers.map {
-                            .object([
-                                "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
-                                "withdrawals": .int(Int64($0.count)),
-                            ])
-                        }),
-                    "ownLedgerNotTaken": ownLedger.map {
-                        .object([
-                            "syncs": .int(Int64($0.syncs)),
-                            "since": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
-                            "why": .string($0.why), "warning": .bool($0.warns),
-                        ])
-                    } ?? .null,
-                    "setAsideFromServer": .int(Int64(asideCount)),
-                    "setAside": .array(
-                        aside.map {
-                            .object([
-                                "collection": .string($0.collection), "key": text($0.shownKey),
-                                "filedKey": .string($0.filedKey), "sequence": .int($0.sequence), "why": .string($0.why),
-                                "firstSetAside": .string(Timestamp.iso8601(millis: $0.firstAtMillis)),
-                                "lastSetAside": .string(Timestamp.iso8601(millis: $0.lastAtMillis)),
-                            ])
-                        }),
-                ]))
-            return
-        }
-        print("device:    \(replica.deviceName) (\(replica.deviceID)); rename with 'brsync device name NAME'")
-        print("server:    \(state.remoteURL ?? "none")")
-        print("epoch:     \(state.epoch ?? "-")")
-        print("last sync: \(state.lastSyncMillis.map(Timestamp.iso8601(millis:)) ?? "never")")
-        print("unpushed:  \(unpushed) change(s)")
-        print("cursor:    \(state.pullCursor)")
-        // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
-        let lockedOut =
-            try state.problem.contains("this account is end-to-end encrypted") || replica.encryptionState().sawEncrypted
-        print(
-            "encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")"
-        )
-        let service = watch.map { WatchWake.runsAsService(pid: $0.pid) } ?? false
-        let watchText =
-            watching
-            ? "running (pid \(watch?.pid ?? 0)): edits sync as they are made ('brsync watch'; its log: "
-                + (service
-                    ? "'journalctl --user -u brsync-watch')" : "where it was started, not as the brsync-watch service)")
-            : watch != nil
-                ? "stopped answering (pid \(watch?.pid ?? 0), no sign of life for over 3 minutes): the sync timer syncs meanwhile; "
-                    + (service ? "'systemctl --user restart brsync-watch'" : "stop it and start 'brsync watch' again")
-                : "not running: this machine syncs at 'brsync sync' and the sync timer ('brsync watch' syncs live)"
-        print("watch:     \(watchText)")
-        print(
-            "clock:     \(Self.clockText(offsetMilliseconds: state.clockOffsetMilliseconds, contacted: state.clockKnown || state.epoch != nil))"
-        )
-        // When each other device was last heard from: its own status, on
-        // that machine, shows its own newest edit; a gap is worth a look.
-        for (index, device) in heard.prefix(Self.devicesShown).enumerated() {
-            print(
-                "\(index == 0 ? "heard:    " : "          ") \(DisplayText.printable(names.display(device.device))): newest edit "
-                    + "\(Timestamp.iso8601(millis: device.newest.wallMillis)), pulled \(Timestamp.iso8601(millis: device.seenAtMillis))"
-            )
-        }
-        if heard.count > Self.devicesShown {
-            print(
-                "           and \(heard.count - Self.devicesShown) more device(s) ('brsync status --json' lists them)")
-        }
-        // Another device's writes its ledger names and this machine lacks.
-        for failure in ledgerFailures {
-            let device = DisplayText.printable(names.display(failure.device))
-            let what = DisplayText.printable(String(failure.what.prefix(300)))
-            let since = Timestamp.iso8601(millis: failure.firstAtMillis)
-            print(
-                failure.alarming
-                    ? "withheld:  the server may be withholding writes of \(device): \(what) (since \(since)). "
-                        + "Run 'brsync sync' on that device; if this still stands, ask the server's operator or use "
-                        + "another server. Everything here is kept. A device that will never sync again: "
-                        + "'brsync device forget \(failure.device)'."
-                    : "checking:  \(device)'s ledger names writes not here yet: \(what) (since \(since); its last push "
-                        + "may have been cut short: an alarm if it still stands after 15 minutes and a second pull)")
-        }
-        // Devices forgotten here ('brsync device forget'): not checked until they write again.
-        for device in forgotten {
-            print(
-                "unchecked: \(DisplayText.printable(names.display(device.device))) (forgotten "
-                    + "\(Timestamp.iso8601(millis: device.atMillis)); its failure then: "
-                    + "\(DisplayText.printable(String(device.what.prefix(300))))): checked again once it writes again")
-        }
-        // Writes an earlier id lost everywhere, withdrawn by the device that went by it.
-        for withdrawer in withdrawers {
-            print(
-                "withdrawn: \(DisplayText.printable(names.display(withdrawer.device))) withdrew writes an earlier id of "
-                    + "its own made that every holder lost (its home was restored from an older copy): checks here "
-                    + "excuse those writes")
-        }
-        // Failures a key change ended (nothing checks them any more).
-        for ended in endedFailures {
-            let device = DisplayText.printable(names.display(ended.failure.device))
-            let what = DisplayText.printable(String(ended.failure.what.prefix(300)))
-            print(
-                "ended:     a key change (\(Timestamp.iso8601(millis: ended.endedAtMillis))) ended the check of \(device), "
-                    + "failing since \(Timestamp.iso8601(millis: ended.failure.firstAtMillis)): \(what). If that "
-                    + "device's writes are still missing, it sends them again once it has the new code.")
-        }
-        // This machine's own ledger, when the server did not take it.
-        if let own = ownLedger {
-            let since = Timestamp.iso8601(millis: own.firstAtMillis)
-            let why = DisplayText.printable(String(own.why.prefix(300)))
-            print(
-                own.warns
-                    ? "ledger:    the server does not take this machine's ledger (\(own.syncs) syncs in a row since "
-                        + "\(since)): your other machines cannot tell whether it withholds this machine's edits. Ask "
-                        + "its operator (an older brsyncd does so), or use another server. Last: \(why)"
-                    : "ledger:    the server did not take this machine's ledger at the last \(own.syncs) sync(s) "
-                        + "(since \(since)): a warning if it still does not at the third, 15 minutes on. Last: \(why)")
-        }
-        if let newest = aside.first {
-            print(
-                "set aside: \(asideCount) record(s) the server sent were never applied here (they come in when a "
-                    + "pull brings them whole; 'brsync status --json' lists them); newest: "
-                    + "\(DisplayText.printable(newest.shown)): \(DisplayText.printable(String(newest.why.prefix(300)))) "
-                    + "(\(Timestamp.iso8601(millis: newest.lastAtMillis)))")
-        }
-        if !state.problem.isEmpty {
-            print(
-                "problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
-            )
-        }
-    }
-}
-
-extension Status {
-    /// How many devices the text form lists as heard from (newest first).
-    static let devicesShown = 8
-    /// How many records set aside `--json` lists (newest first; `setAsideFromServer` counts them all).
-    static let asideListed = 1_000
-
-    /// How this machine's clock stands against the server's, in words.
-    static func clockText(offsetMilliseconds: Int64, contacted: Bool) -> String {
-        guard contacted else { return "not known yet (no contact with a server)" }
-        let seconds = abs(offsetMilliseconds) / 1000
-        guard seconds > 0 else { return "in step with the server (within 1 s)" }
-        let amount =
-            seconds < 120
-            ? "\(seconds) s"
-            : seconds < 7_200
-                ? "\(seconds / 60) min" : seconds < 172_800 ? "\(seconds / 3_600) h" : "\(seconds / 86_400) days"
-        return
-            "this machine is \(amount) \(offsetMilliseconds > 0 ? "behind" : "ahead of") the server (edits are stamped in the server's time)"
     }
 }
 
