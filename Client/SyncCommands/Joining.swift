@@ -63,16 +63,7 @@ public enum Joining {
         }
 
         // The CA, pinned by the code's fingerprint, in a file of its own until everything checked out.
-        let ca: [UInt8]
-        do {
-            ca = try CertificatePinning.fetchCA(
-                address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host,
-                fingerprint: join.caFingerprint)
-        } catch .tls(let message) {
-            throw SyncError.unreachable("\(remote) is not trusted: \(message)")
-        } catch {
-            throw SyncError.unreachable("\(remote): \(error)")
-        }
+        let ca = try fetchCA(remote, pinnedBy: join)
         let caFile = "\(home)/ca.pem"
         let pending = "\(home)/.ca.pem.joining"
         do {
@@ -83,7 +74,46 @@ public enum Joining {
 
         // The token and, for an encrypted account, the recovery code are checked before anything is kept.
         let probe = try SyncClient(replica: replica, remote: remote, token: join.token, caFile: pending)
-        var key: AccountKey?
+        let key = try checkEncryption(
+            probe, code: join, recoveryGiven: recoveryGiven, recoveryCode: recoveryCode)
+        let joiningToken = "\(home)/.join-token"
+        let (token, serverName) = try deviceToken(
+            for: join, probe: probe, keptAside: joiningToken, replica: replica, homeMadeForJoin: created)
+        defer { if saved { unlink(joiningToken) } }
+        joined = true
+        guard rename(pending, caFile) == 0 else {
+            throw CLIFailure(message: "cannot write \(caFile): \(SystemError.text())")
+        }
+        saved = true
+        try TokenFile.write(token, home: home)
+        // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
+        if previousRemote != nil { try replica.removeRemote() }
+        try replica.setRemote(url: remote.text, caFile: caFile)
+        // `brsyncd device list` names this device so: `brsync device` says it beside its own name.
+        try replica.setServerDeviceName(serverName)
+        if let key { try AccountKeyFile.write(key, home: home) }
+        return Outcome(remote: remote, caFile: caFile, key: key, previousRemote: previousRemote)
+    }
+
+    /// The server's CA, fetched and checked against the fingerprint the
+    /// join code names.
+    private static func fetchCA(_ remote: RemoteURL, pinnedBy join: JoinCode) throws -> [UInt8] {
+        do {
+            return try CertificatePinning.fetchCA(
+                address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host,
+                fingerprint: join.caFingerprint)
+        } catch .tls(let message) {
+            throw SyncError.unreachable("\(remote) is not trusted: \(message)")
+        } catch {
+            throw SyncError.unreachable("\(remote): \(error)")
+        }
+    }
+
+    /// Whether the account is end-to-end encrypted, checked against what the
+    /// code and the user claim; its key, checked with the server, when it is.
+    private static func checkEncryption(
+        _ probe: SyncClient, code join: JoinCode, recoveryGiven: () -> Bool, recoveryCode: () throws -> AccountKey
+    ) throws -> AccountKey? {
         let encrypted = try joinCodeChecked { try probe.accountKeyID() } != nil
         // Whoever says the account is encrypted (the code itself, or the user
         // with a recovery code, however it came) is believed over a server
@@ -105,14 +135,22 @@ public enum Joining {
         if encrypted {
             let recovery = try recoveryCode()
             try probe.checkKey(recovery)
-            key = recovery
+            return recovery
         }
+        return nil
+    }
+
+    /// The token this device syncs with, and the device name the server
+    /// gave it (nil for a code of an older server).
+    private static func deviceToken(
+        for join: JoinCode, probe: SyncClient, keptAside joiningToken: String, replica: Replica,
+        homeMadeForJoin created: Bool
+    ) throws -> (token: String, serverName: String?) {
         // A join code's secret is exchanged, once, for a token made here; a
         // code of an older server holds the device's token itself.
         // The token is kept aside first: a join whose answer never came is
         // run again with the same token, which the server takes as done.
         var token = join.token
-        let joiningToken = "\(home)/.join-token"
         var serverName: String?
         if SyncClient.isJoinSecret(join.token) {
             do {
@@ -133,20 +171,7 @@ public enum Joining {
                 try replica.renameDevice(answer.device)
             }
         }
-        defer { if saved { unlink(joiningToken) } }
-        joined = true
-        guard rename(pending, caFile) == 0 else {
-            throw CLIFailure(message: "cannot write \(caFile): \(SystemError.text())")
-        }
-        saved = true
-        try TokenFile.write(token, home: home)
-        // Replacing: the old server's cursors and acknowledgements go; every local edit is sent again (the server takes each once).
-        if previousRemote != nil { try replica.removeRemote() }
-        try replica.setRemote(url: remote.text, caFile: caFile)
-        // `brsyncd device list` names this device so: `brsync device` says it beside its own name.
-        try replica.setServerDeviceName(serverName)
-        if let key { try AccountKeyFile.write(key, home: home) }
-        return Outcome(remote: remote, caFile: caFile, key: key, previousRemote: previousRemote)
+        return (token, serverName)
     }
 
     /// Runs a request made with the join code's token: a refusal of it says

@@ -113,15 +113,12 @@ public final class Watcher {
         writeToStandardError(prefix + message + "\n")
     }
 
-    public func run() throws -> Never {
-        if wake < 0 {
-            log(
-                .warning,
-                "no private place for the wake-up socket: edits made here go up at the next answer of the server (within a minute)"
-            )
-        }
+    /// What the loop decides on, carried from one round to the next.
+    private struct LoopState {
         var needSync = true
+        /// The pause before the next try after a failed sync, in ms.
         var pause = 0
+        /// Why the server did not answer, while it does not (said once per outage).
         var offline: String?
         var watching: SyncClient?
         var remote: String?
@@ -136,123 +133,153 @@ public final class Watcher {
         /// more slowly then, not in a loop.
         var quickRounds = 0
         /// Said once per run, each: the two warnings about a server that lies or fails.
-        var (saidEmpty, saidQuick) = (false, false)
-        let quick = min(2_000, (serverWait ?? 55) * 500)
+        var saidEmpty = false
+        var saidQuick = false
+        /// A watch that answers "no change" sooner than this (ms) ended at once.
+        let quick: Int
+    }
+
+    public func run() throws -> Never {
+        if wake < 0 {
+            log(
+                .warning,
+                "no private place for the wake-up socket: edits made here go up at the next answer of the server (within a minute)"
+            )
+        }
+        var state = LoopState(quick: min(2_000, (serverWait ?? 55) * 500))
         while true {
             WatchWake.beat(lock)
-            // Which server: set (or changed, or removed) while the watch runs, it wakes the watch.
-            let current = try replica.syncState().remoteURL
-            if current != remote || current == nil {
-                remote = current
-                watching = nil
-                guard let current else {
-                    log(.notice, "this replica has no server yet: waiting for 'brsync join' or 'brsync remote set'")
-                    while (try replica.syncState().remoteURL) == nil { _ = waitForEvents(milliseconds: 3_600_000) }
-                    continue
-                }
-                log(.notice, "watching \(current) for changes of this replica's account")
-                needSync = true
-            }
-            if needSync {
-                do {
-                    let summary = try syncOnce()
-                    needSync = false
-                    pause = 0
-                    workLeft = (try? machineClient(replica).client.hasWorkToSend()) ?? false
-                    if let problem = offline {
-                        log(.notice, "the server answers again (it did not: \(problem))")
-                        offline = nil
-                    }
-                    report(summary)
-                    // One empty wake follows each push of this machine's (its own change); more in a row are the server's doing.
-                    emptyWakes = wokenByServer && summary.pulled == 0 ? emptyWakes + 1 : 0
-                    wokenByServer = false
-                    if emptyWakes >= 3 {
-                        let wait = min(60_000, 1_000 << min(6, emptyWakes - 3))
-                        if emptyWakes == 3 && !saidEmpty {
-                            log(
-                                .warning,
-                                "the server keeps saying the account changed but has nothing new: watching again more slowly"
-                            )
-                            saidEmpty = true // once: a server that does it does it again
-                        }
-                        _ = waitForEvents(milliseconds: wait)
-                    }
-                } catch let error as SyncError {
-                    watching = nil
-                    switch error {
-                    case .unreachable(let message) where message.contains("is busy"):
-                        // Not offline: the server asks to come back (a herd after its restart); soon, spread.
-                        pause = Int.random(in: 1_000...5_000)
-                    case .unreachable(let message):
-                        // Said once per outage, not at every retry.
-                        if offline == nil { log(.warning, "offline: \(message); retrying") }
-                        offline = message
-                        pause = pause == 0 ? 1_000 : min(60_000, pause * 2)
-                    default:
-                        log(.error, "\(error.description); trying again in 5 minutes, or at the next edit here")
-                        pause = 300_000
-                    }
-                    _ = waitForEvents(milliseconds: pause + Int.random(in: 0...(pause / 4)))
-                    continue
-                } catch {
-                    log(.error, "\(error); trying again in a minute")
-                    _ = waitForEvents(milliseconds: 60_000)
-                    continue
-                }
-            }
-            do {
-                if watching == nil { watching = try machineClient(replica).client }
-                // Work no change on the server announces (a key change finished here, a relay due): sync first.
-                if !workLeft, try watching!.hasWorkToSend() {
-                    needSync = true
-                    continue
-                }
-                // A resume from suspend fires this (it counts the time asleep); so does a server that never answers.
-                arm(milliseconds: (serverWait.map { $0 * 1000 } ?? 55_000) + 10_000)
-                let started = Clock.monotonicMillis()
-                switch try watching!.watch(wakeup: events, waitSeconds: serverWait) {
-                case .changed:
-                    needSync = true
-                    wokenByServer = true
-                    quickRounds = 0
-                case .unchanged:
-                    quickRounds = Clock.monotonicMillis() - started < quick ? quickRounds + 1 : 0
-                case .interrupted:
-                    if drain().contains(.edit) {
-                        // Edits made together go up together.
-                        usleep(30_000)
-                        _ = drain()
-                    }
-                    // A new connection: on the network as it is now, to the server as it is set now.
-                    watching = nil
-                    needSync = true
-                case .unsupported:
-                    log(
-                        .warning,
-                        "the server has no watch (an older brsyncd): syncing every 5 minutes and at every edit here")
-                    _ = waitForEvents(milliseconds: 300_000)
-                    needSync = true
-                }
-            } catch SyncError.unreachable(let message) where message.contains("is busy") {
-                // The server sheds watches first when it is loaded: back in a few seconds, without a sync.
-                watching = nil
-                _ = waitForEvents(milliseconds: Int.random(in: 1_000...5_000))
-            } catch {
-                watching = nil
-                needSync = true
-                quickRounds += 1
-            }
-            if quickRounds >= 3 {
-                if quickRounds == 3 && !saidQuick {
+            guard try followServer(&state) else { continue }
+            if state.needSync, !syncRound(&state) { continue }
+            guard watchRound(&state) else { continue }
+            if state.quickRounds >= 3 {
+                if state.quickRounds == 3 && !state.saidQuick {
                     log(
                         .warning,
                         "the server's watch keeps ending at once (no change, or an error): watching again more slowly")
-                    saidQuick = true
+                    state.saidQuick = true
                 }
-                _ = waitForEvents(milliseconds: min(60_000, 1_000 << min(6, quickRounds - 3)))
+                _ = waitForEvents(milliseconds: min(60_000, 1_000 << min(6, state.quickRounds - 3)))
             }
         }
+    }
+
+    /// Follows which server is set: set (or changed, or removed) while the
+    /// watch runs, it wakes the watch. False when the round waited for one.
+    private func followServer(_ state: inout LoopState) throws -> Bool {
+        let current = try replica.syncState().remoteURL
+        guard current != state.remote || current == nil else { return true }
+        state.remote = current
+        state.watching = nil
+        guard let current else {
+            log(.notice, "this replica has no server yet: waiting for 'brsync join' or 'brsync remote set'")
+            while (try replica.syncState().remoteURL) == nil { _ = waitForEvents(milliseconds: 3_600_000) }
+            return false
+        }
+        log(.notice, "watching \(current) for changes of this replica's account")
+        state.needSync = true
+        return true
+    }
+
+    /// One sync, with what its outcome says about the server: false when it
+    /// failed (after the pause it calls for).
+    private func syncRound(_ state: inout LoopState) -> Bool {
+        do {
+            let summary = try syncOnce()
+            state.needSync = false
+            state.pause = 0
+            state.workLeft = (try? machineClient(replica).client.hasWorkToSend()) ?? false
+            if let problem = state.offline {
+                log(.notice, "the server answers again (it did not: \(problem))")
+                state.offline = nil
+            }
+            report(summary)
+            // One empty wake follows each push of this machine's (its own change); more in a row are the server's doing.
+            state.emptyWakes = state.wokenByServer && summary.pulled == 0 ? state.emptyWakes + 1 : 0
+            state.wokenByServer = false
+            if state.emptyWakes >= 3 {
+                let wait = min(60_000, 1_000 << min(6, state.emptyWakes - 3))
+                if state.emptyWakes == 3 && !state.saidEmpty {
+                    log(
+                        .warning,
+                        "the server keeps saying the account changed but has nothing new: watching again more slowly"
+                    )
+                    state.saidEmpty = true // once: a server that does it does it again
+                }
+                _ = waitForEvents(milliseconds: wait)
+            }
+            return true
+        } catch let error as SyncError {
+            state.watching = nil
+            switch error {
+            case .unreachable(let message) where message.contains("is busy"):
+                // Not offline: the server asks to come back (a herd after its restart); soon, spread.
+                state.pause = Int.random(in: 1_000...5_000)
+            case .unreachable(let message):
+                // Said once per outage, not at every retry.
+                if state.offline == nil { log(.warning, "offline: \(message); retrying") }
+                state.offline = message
+                state.pause = state.pause == 0 ? 1_000 : min(60_000, state.pause * 2)
+            default:
+                log(.error, "\(error.description); trying again in 5 minutes, or at the next edit here")
+                state.pause = 300_000
+            }
+            _ = waitForEvents(milliseconds: state.pause + Int.random(in: 0...(state.pause / 4)))
+            return false
+        } catch {
+            log(.error, "\(error); trying again in a minute")
+            _ = waitForEvents(milliseconds: 60_000)
+            return false
+        }
+    }
+
+    /// Holds one watch on the server, or waits for what ends it here (an
+    /// edit, the network, a resume). False when work waits to be sent first.
+    private func watchRound(_ state: inout LoopState) -> Bool {
+        do {
+            let watching = try state.watching ?? machineClient(replica).client
+            state.watching = watching
+            // Work no change on the server announces (a key change finished here, a relay due): sync first.
+            if !state.workLeft, try watching.hasWorkToSend() {
+                state.needSync = true
+                return false
+            }
+            // A resume from suspend fires this (it counts the time asleep); so does a server that never answers.
+            arm(milliseconds: (serverWait.map { $0 * 1000 } ?? 55_000) + 10_000)
+            let started = Clock.monotonicMillis()
+            switch try watching.watch(wakeup: events, waitSeconds: serverWait) {
+            case .changed:
+                state.needSync = true
+                state.wokenByServer = true
+                state.quickRounds = 0
+            case .unchanged:
+                state.quickRounds = Clock.monotonicMillis() - started < state.quick ? state.quickRounds + 1 : 0
+            case .interrupted:
+                if drain().contains(.edit) {
+                    // Edits made together go up together.
+                    usleep(30_000)
+                    _ = drain()
+                }
+                // A new connection: on the network as it is now, to the server as it is set now.
+                state.watching = nil
+                state.needSync = true
+            case .unsupported:
+                log(
+                    .warning,
+                    "the server has no watch (an older brsyncd): syncing every 5 minutes and at every edit here")
+                _ = waitForEvents(milliseconds: 300_000)
+                state.needSync = true
+            }
+        } catch SyncError.unreachable(let message) where message.contains("is busy") {
+            // The server sheds watches first when it is loaded: back in a few seconds, without a sync.
+            state.watching = nil
+            _ = waitForEvents(milliseconds: Int.random(in: 1_000...5_000))
+        } catch {
+            state.watching = nil
+            state.needSync = true
+            state.quickRounds += 1
+        }
+        return true
     }
 
     /// One sync, as `brsync sync` does it.

@@ -188,94 +188,122 @@ public struct Pick: ParsableCommand {
             return made
         }
         let names = usable.map { "\($0.browser.name) (\($0.browser.id))" }
-        var outcome: PickerModel.Outcome?
-        var failures: [String] = []
-        var notRemembered: String?
-        var windowAnswer: WindowPicker.Answer?
+        var asked = Asked()
         if TerminalPicker.canAsk,
             let chosen = TerminalPicker.run(
                 url: url.absoluteString, choices: names, suggestedPattern: suggestion(),
                 selected: selected, note: why)
         {
-            outcome = chosen
+            asked.outcome = chosen
         } else {
-            // BRSYNC_PICKER first (a person's own choice), then the window,
-            // then the menus; one that cannot start is named and skipped.
-            let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
-            let configured = menus.prefix { $0.shellCommand != nil }
-            let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
-            if window == nil,
-                [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains(where: { !($0 ?? "").isEmpty })
-            {
-                failures.append("the picker window: \(WindowPicker.programName) is not beside \(currentExecutable())")
-            }
-            let askers =
-                configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? [])
-                + menus.dropFirst(configured.count).map(Asker.menu)
-            // Whether the displays answer, checked once before the first window or menu that needs one (a frozen one would hold the click).
-            var checked: SessionDisplay?
-            func display() -> SessionDisplay {
-                if let checked { return checked }
-                let found = SessionDisplay.check(environment: environment)
-                checked = found
-                return found
-            }
-            for asker in askers {
-                let reason: String
-                switch asker {
-                case .menu(let menu) where !menu.canShow(on: display()):
-                    reason = "\(menu.name) cannot show: \(display().problems.joined(separator: "; "))"
-                    failures.append(reason)
-                    ExitStatus.warn(reason)
-                    continue
-                case .window where !display().any:
-                    reason = "the picker window cannot show: \(display().problems.joined(separator: "; "))"
-                    failures.append(reason)
-                    ExitStatus.warn(reason)
-                    continue
-                case .menu(let menu):
-                    switch MenuPicker.run(
-                        // A menu selects nothing first: its note is the reason alone.
-                        menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: given)
-                    {
-                    case .chosen(let chosen): outcome = chosen
-                    case .cancelled: outcome = .cancel
-                    case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
-                    }
-                case .window(let program):
-                    let answer = WindowPicker.run(program) {
-                        WindowPicker.Request(
-                            url: url.absoluteString, choices: windowChoices(usable, replica: replica),
-                            suggestedPattern: suggestion(),
-                            note: why, fromApp: fromApp, selected: preselected)
-                    }
-                    switch answer {
-                    case .chosen(let answer):
-                        outcome = .open(index: answer.choice, rememberPattern: answer.remember)
-                        notRemembered = answer.notRemembered
-                        windowAnswer = answer
-                    case .cancelled: outcome = .cancel
-                    case .unanswered:
-                        ExitStatus.warn(
-                            "the picker window waited 10 minutes and nobody chose: it was closed, and nothing opened")
-                        outcome = .cancel
-                    case .failed(let why): reason = why; failures.append(reason); ExitStatus.warn(reason); continue
-                    }
-                }
-                break
-            }
+            asked = askOutsideTerminal(
+                url: url, usable: usable, replica: replica, names: names, suggestion: suggestion, why: why,
+                given: given, fromApp: fromApp, preselected: preselected, path: path, environment: environment)
         }
-        guard let outcome else {
-            let tried = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
+        guard let outcome = asked.outcome else {
+            let tried = asked.failures.isEmpty ? "" : " (\(asked.failures.joined(separator: "; ")))"
             let what = given ?? "no rule decides \(url)"
             return .answered(
                 .unavailable(
                     "\(what), and no picker could ask\(tried): run in a terminal, or install rofi, wofi, fuzzel, bemenu, dmenu or zenity (or set BRSYNC_PICKER)"
                 ))
         }
-        if let notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
+        if let notRemembered = asked.notRemembered { ExitStatus.warn("not remembered: \(notRemembered)") }
         guard case .open(let index, let pattern) = outcome else { return .answered(.cancelled) }
-        let browser = usable[index]
+        return try open(
+            usable[index], url: url, remembering: pattern, windowAnswer: asked.windowAnswer, shown: usable,
+            replica: replica)
+    }
+
+    /// What a round of asking got: the person's choice (nil when no picker
+    /// could ask), why pickers could not, and the window's extras.
+    private struct Asked {
+        var outcome: PickerModel.Outcome?
+        var failures: [String] = []
+        var notRemembered: String?
+        var windowAnswer: WindowPicker.Answer?
+    }
+
+    /// Asks without a terminal: `BRSYNC_PICKER` first (a person's own
+    /// choice), then the window, then the menus; one that cannot start is
+    /// named and skipped.
+    private static func askOutsideTerminal(
+        url: NormalizedURL, usable: [LocalBrowser], replica: Replica, names: [String], suggestion: () -> String,
+        why: String?, given: String?, fromApp: String?, preselected: Int?, path: [String],
+        environment: [String: String]
+    ) -> Asked {
+        var asked = Asked()
+        let menus = MenuPicker.menus(configured: environment["BRSYNC_PICKER"], path: path, environment: environment)
+        let configured = menus.prefix { $0.shellCommand != nil }
+        let window = WindowPicker.program(besides: currentExecutable(), environment: environment)
+        if window == nil,
+            [environment["DISPLAY"], environment["WAYLAND_DISPLAY"]].contains(where: { !($0 ?? "").isEmpty })
+        {
+            asked.failures.append("the picker window: \(WindowPicker.programName) is not beside \(currentExecutable())")
+        }
+        let askers =
+            configured.map(Asker.menu) + (window.map { [Asker.window($0)] } ?? [])
+            + menus.dropFirst(configured.count).map(Asker.menu)
+        // Whether the displays answer, checked once before the first window or menu that needs one (a frozen one would hold the click).
+        var checked: SessionDisplay?
+        func display() -> SessionDisplay {
+            if let checked { return checked }
+            let found = SessionDisplay.check(environment: environment)
+            checked = found
+            return found
+        }
+        for asker in askers {
+            let reason: String
+            switch asker {
+            case .menu(let menu) where !menu.canShow(on: display()):
+                reason = "\(menu.name) cannot show: \(display().problems.joined(separator: "; "))"
+                asked.failures.append(reason)
+                ExitStatus.warn(reason)
+                continue
+            case .window where !display().any:
+                reason = "the picker window cannot show: \(display().problems.joined(separator: "; "))"
+                asked.failures.append(reason)
+                ExitStatus.warn(reason)
+                continue
+            case .menu(let menu):
+                switch MenuPicker.run(
+                    // A menu selects nothing first: its note is the reason alone.
+                    menu, url: url.absoluteString, choices: names, suggestedPattern: suggestion(), note: given)
+                {
+                case .chosen(let chosen): asked.outcome = chosen
+                case .cancelled: asked.outcome = .cancel
+                case .failed(let why): reason = why; asked.failures.append(reason); ExitStatus.warn(reason); continue
+                }
+            case .window(let program):
+                let answer = WindowPicker.run(program) {
+                    WindowPicker.Request(
+                        url: url.absoluteString, choices: windowChoices(usable, replica: replica),
+                        suggestedPattern: suggestion(),
+                        note: why, fromApp: fromApp, selected: preselected)
+                }
+                switch answer {
+                case .chosen(let answer):
+                    asked.outcome = .open(index: answer.choice, rememberPattern: answer.remember)
+                    asked.notRemembered = answer.notRemembered
+                    asked.windowAnswer = answer
+                case .cancelled: asked.outcome = .cancel
+                case .unanswered:
+                    ExitStatus.warn(
+                        "the picker window waited 10 minutes and nobody chose: it was closed, and nothing opened")
+                    asked.outcome = .cancel
+                case .failed(let why): reason = why; asked.failures.append(reason); ExitStatus.warn(reason); continue
+                }
+            }
+            break
+        }
+        return asked
+    }
+
+    /// Opens the chosen browser and, once it started, remembers the pattern.
+    private static func open(
+        _ browser: LocalBrowser, url: NormalizedURL, remembering pattern: String?, windowAnswer: WindowPicker.Answer?,
+        shown usable: [LocalBrowser], replica: Replica
+    ) throws -> Round {
         if let windowAnswer { try savePlaces(windowAnswer, of: usable, replica: replica) }
         do {
             if windowAnswer?.privateWindow == true {
