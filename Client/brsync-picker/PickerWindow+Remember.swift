@@ -7,6 +7,36 @@ import Model
 /// for the link's app, and the line under them that says what will be
 /// remembered (or why nothing will), as it is typed.
 extension PickerWindow {
+    /// "Remember for …", the pattern's entry and, when the request names
+    /// the app, "Only links from APP", appended to `outer`.
+    static func rememberSection(
+        _ request: WindowPicker.Request, in outer: Widget
+    ) -> (remember: Widget, pattern: Widget, onlyFromApp: Widget?) {
+        // A suggestion for this link's app (a rule for it decided) shows as
+        // the plain pattern with the app's box ticked, as the person would make it.
+        let suggested = splitSource(request.suggestedPattern, app: request.fromApp)
+        // Its words follow the pattern (a domain, some pages, files), as it is typed.
+        let rememberWords = WindowPicker.Request.rememberLabel(for: suggested.pattern)
+        let remember = gtk_check_button_new_with_mnemonic("_" + rememberWords)!
+        gtk_widget_set_tooltip_text(remember, "Ctrl+R")
+        // (GTK 4.8 names a mnemonic button "_Open Open" for screen readers.)
+        brsync_accessible_label(remember, rememberWords)
+        gtk_box_append(brsync_box(outer), remember)
+        let pattern = gtk_entry_new()!
+        gtk_editable_set_text(brsync_editable(pattern), suggested.pattern)
+        gtk_widget_set_tooltip_text(pattern, "The pattern remembered (Ctrl+E to edit)")
+        brsync_accessible_label(pattern, "Pattern to remember")
+        gtk_widget_set_sensitive(pattern, 0)
+        gtk_box_append(brsync_box(outer), pattern)
+        guard let app = request.fromApp else { return (remember, pattern, nil) }
+        let only = gtk_check_button_new_with_label("Only links from \(shownApp(app)) (Ctrl+F)")!
+        brsync_accessible_label(only, "Remember only for links from \(app)")
+        gtk_widget_set_sensitive(only, 0)
+        gtk_check_button_set_active(brsync_check_button(only), suggested.forApp ? 1 : 0)
+        gtk_box_append(brsync_box(outer), only)
+        return (remember, pattern, only)
+    }
+
     func toggleRemember() {
         let active = gtk_check_button_get_active(brsync_check_button(remember)) != 0
         gtk_check_button_set_active(brsync_check_button(remember), active ? 0 : 1)

@@ -60,33 +60,10 @@ final class PickerWindow {
 
         let heading = Self.label("Open this link with:", classes: ["heading"])
         gtk_box_append(brsync_box(outer), heading)
-        // The whole URL on up to three lines, ellipsized in the middle past
-        // them, selectable (copying takes all of it). No tooltip: it would
-        // cover the browsers (as would the rows' own; their keys are in the
-        // line under the pattern).
-        link = Self.label(request.url, classes: ["dim-label"])
-        gtk_label_set_selectable(brsync_label(link), 1)
-        gtk_label_set_wrap(brsync_label(link), 1)
-        gtk_label_set_wrap_mode(brsync_label(link), PANGO_WRAP_CHAR)
-        // No hyphen where a line breaks: it would read as part of the URL.
-        let attributes = pango_attr_list_new()
-        pango_attr_list_insert(attributes, pango_attr_insert_hyphens_new(0))
-        gtk_label_set_attributes(brsync_label(link), attributes)
-        pango_attr_list_unref(attributes)
-        gtk_label_set_lines(brsync_label(link), Int32(Self.linkLines))
-        gtk_label_set_ellipsize(brsync_label(link), PANGO_ELLIPSIZE_MIDDLE)
-        gtk_label_set_width_chars(brsync_label(link), 40)
-        gtk_label_set_max_width_chars(brsync_label(link), Int32(Self.linkLineCharacters))
-        brsync_accessible_label(link, "Link: \(request.url)")
+        link = Self.linkLabel(request.url)
         gtk_box_append(brsync_box(outer), link)
         // Why it asks, when a rule decided: its browser did not start.
-        if let note = request.note {
-            let sentence = note.prefix(1).uppercased() + note.dropFirst() + (note.hasSuffix(".") ? "" : ".")
-            let why = Self.label(sentence, classes: ["warning"])
-            Self.wrapWithin(why, lines: 4)
-            brsync_accessible_label(why, sentence)
-            gtk_box_append(brsync_box(outer), why)
-        }
+        if let note = request.note { gtk_box_append(brsync_box(outer), Self.noteLabel(note)) }
 
         list = gtk_list_box_new()
         gtk_list_box_set_selection_mode(brsync_list_box(list), GTK_SELECTION_SINGLE)
@@ -95,32 +72,7 @@ final class PickerWindow {
         brsync_accessible_label(list, "Browsers")
         gtk_box_append(brsync_box(outer), list)
 
-        // A suggestion for this link's app (a rule for it decided) shows as
-        // the plain pattern with the app's box ticked, as the person would make it.
-        let suggested = Self.splitSource(request.suggestedPattern, app: request.fromApp)
-        // Its words follow the pattern (a domain, some pages, files), as it is typed.
-        let rememberWords = WindowPicker.Request.rememberLabel(for: suggested.pattern)
-        remember = gtk_check_button_new_with_mnemonic("_" + rememberWords)
-        gtk_widget_set_tooltip_text(remember, "Ctrl+R")
-        // (GTK 4.8 names a mnemonic button "_Open Open" for screen readers.)
-        brsync_accessible_label(remember, rememberWords)
-        gtk_box_append(brsync_box(outer), remember)
-        pattern = gtk_entry_new()
-        gtk_editable_set_text(brsync_editable(pattern), suggested.pattern)
-        gtk_widget_set_tooltip_text(pattern, "The pattern remembered (Ctrl+E to edit)")
-        brsync_accessible_label(pattern, "Pattern to remember")
-        gtk_widget_set_sensitive(pattern, 0)
-        gtk_box_append(brsync_box(outer), pattern)
-        if let app = request.fromApp {
-            let only = gtk_check_button_new_with_label("Only links from \(Self.shownApp(app)) (Ctrl+F)")!
-            brsync_accessible_label(only, "Remember only for links from \(app)")
-            gtk_widget_set_sensitive(only, 0)
-            gtk_check_button_set_active(brsync_check_button(only), suggested.forApp ? 1 : 0)
-            gtk_box_append(brsync_box(outer), only)
-            onlyFromApp = only
-        } else {
-            onlyFromApp = nil
-        }
+        (remember, pattern, onlyFromApp) = Self.rememberSection(request, in: outer)
         reason = Self.label("", classes: ["dim-label"])
         Self.wrapWithin(reason, lines: 4)
         gtk_box_append(brsync_box(outer), reason)
@@ -128,23 +80,54 @@ final class PickerWindow {
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
         cancelButton = brsync_mnemonic_button("_Cancel")!
-        let cancel = cancelButton
         privateButton = brsync_mnemonic_button("_Private window")!
         gtk_widget_set_tooltip_text(privateButton, "Open in a private window (Shift+Enter)")
         openButton = brsync_mnemonic_button("_Open")!
-        let open = openButton
-        gtk_widget_add_css_class(open, "suggested-action")
-        gtk_box_append(brsync_box(buttons), cancel)
-        gtk_box_append(brsync_box(buttons), privateButton)
-        gtk_box_append(brsync_box(buttons), open)
+        gtk_widget_add_css_class(openButton, "suggested-action")
+        for button in [cancelButton, privateButton, openButton] { gtk_box_append(brsync_box(buttons), button) }
         gtk_box_append(brsync_box(outer), buttons)
-        gtk_window_set_default_widget(brsync_window(window), open)
+        gtk_window_set_default_widget(brsync_window(window), openButton)
 
         for (index, choice) in request.choices.enumerated() { appendRow(index, choice) }
         renumber()
+        connectSignals()
+        checkPattern()
+    }
 
-        connect(cancel, "clicked", Callbacks.cancel)
-        connect(open, "clicked", Callbacks.openSelected)
+    /// The whole URL on up to three lines, ellipsized in the middle past
+    /// them, selectable (copying takes all of it). No tooltip: it would
+    /// cover the browsers (as would the rows' own; their keys are in the
+    /// line under the pattern).
+    private static func linkLabel(_ url: String) -> Widget {
+        let link = label(url, classes: ["dim-label"])
+        gtk_label_set_selectable(brsync_label(link), 1)
+        gtk_label_set_wrap(brsync_label(link), 1)
+        gtk_label_set_wrap_mode(brsync_label(link), PANGO_WRAP_CHAR)
+        // No hyphen where a line breaks: it would read as part of the URL.
+        let attributes = pango_attr_list_new()
+        pango_attr_list_insert(attributes, pango_attr_insert_hyphens_new(0))
+        gtk_label_set_attributes(brsync_label(link), attributes)
+        pango_attr_list_unref(attributes)
+        gtk_label_set_lines(brsync_label(link), Int32(linkLines))
+        gtk_label_set_ellipsize(brsync_label(link), PANGO_ELLIPSIZE_MIDDLE)
+        gtk_label_set_width_chars(brsync_label(link), 40)
+        gtk_label_set_max_width_chars(brsync_label(link), Int32(linkLineCharacters))
+        brsync_accessible_label(link, "Link: \(url)")
+        return link
+    }
+
+    /// Why the picker asks, as a sentence.
+    private static func noteLabel(_ note: String) -> Widget {
+        let sentence = note.prefix(1).uppercased() + note.dropFirst() + (note.hasSuffix(".") ? "" : ".")
+        let why = label(sentence, classes: ["warning"])
+        wrapWithin(why, lines: 4)
+        brsync_accessible_label(why, sentence)
+        return why
+    }
+
+    private func connectSignals() {
+        connect(cancelButton, "clicked", Callbacks.cancel)
+        connect(openButton, "clicked", Callbacks.openSelected)
         connect(privateButton, "clicked", Callbacks.openPrivately)
         connect(list, "row-activated", Callbacks.rowActivated)
         connect(list, "row-selected", Callbacks.rowSelected)
@@ -158,7 +141,6 @@ final class PickerWindow {
             brsync_event_controller(UnsafeMutableRawPointer(keys)), GTK_PHASE_CAPTURE)
         gtk_widget_add_controller(window, brsync_event_controller(UnsafeMutableRawPointer(keys)))
         connect(keys, "key-pressed", Callbacks.keyPressed)
-        checkPattern()
     }
 
     private func connect<T>(_ instance: UnsafeMutablePointer<T>, _ signal: String, _ callback: GCallback) {

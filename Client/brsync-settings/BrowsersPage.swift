@@ -74,58 +74,10 @@ final class BrowsersPage {
             wrap: true)
         Widgets.append(row, name, launch)
         // This machine's own command (never synced), for a browser that is not a profile.
-        var saveButton: Widget?
-        if browser.profile == nil {
-            let command = Widgets.entry(name: "Launch command for \(shown) here", placeholder: "firefox %u")
-            Widgets.setText(ofEntry: command, local.exec ?? "")
-            gtk_widget_set_hexpand(command, 1)
-            let save = Widgets.button("_Save command", detail: "Save the launch command for \(shown)")
-            Widgets.append(
-                row,
-                Widgets.label(
-                    "Launch command here (this machine's own, never synced):", classes: ["caption"], wrap: true),
-                command)
-            saveButton = save
-            let saveCommand = { [unowned self] in
-                let text = WindowPicker.trimmed(Widgets.text(of: command))
-                guard !text.isEmpty else {
-                    context.show(error: "Type the command that starts \(shown) here (%u is the link).")
-                    return
-                }
-                do {
-                    let added = try BrowsersCommand.Add.add(to: context.replica, id: id, exec: text)
-                    context.show(([added.summary] + added.warnings).joined(separator: ". "))
-                    Signals.soon { [weak context] in context?.reload() }
-                } catch {
-                    // What was typed stays in the field; the option's name means nothing here.
-                    context.show(error: "\(error)".replacingOccurrences(of: "--exec: ", with: "That command: "))
-                }
-            }
-            Signals.on(save, "clicked", saveCommand)
-            Signals.on(command, "activate", saveCommand)
-        }
+        let saveButton = browser.profile == nil ? commandEditor(local, shown: shown, in: row) : nil
         let controls = Widgets.flow()
         if let saveButton { Widgets.flowAppend(controls, saveButton) }
-        let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
-        Widgets.setActive(enabled, browser.enabled)
-        Signals.on(enabled, "toggled") { [unowned self] in
-            let disablingDefault = local.isDefault && !Widgets.isActive(enabled)
-            context.apply(
-                "\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")"
-                    + (disablingDefault
-                        ? ". It is the default browser: links no rule decides now ask which browser opens them "
-                            + "(make another the default to open them at once)" : "")
-            ) {
-                _ = try context.replica.setBrowserEnabled(named: id, Widgets.isActive(enabled))
-            }
-        }
-        let hidden = Widgets.check("_Hidden from the picker", name: "\(shown) hidden from the picker")
-        Widgets.setActive(hidden, browser.isHiddenInPicker)
-        Signals.on(hidden, "toggled") { [unowned self] in
-            context.apply("\(shown) \(Widgets.isActive(hidden) ? "hidden from" : "shown in") the picker") {
-                _ = try context.replica.setHiddenInPicker(named: id, Widgets.isActive(hidden))
-            }
-        }
+        let (enabled, hidden) = toggles(local, shown: shown)
         Widgets.flowAppend(controls, enabled, hidden)
         // A disabled browser opens nothing: it cannot be the default.
         if !local.isDefault && browser.enabled {
@@ -163,6 +115,66 @@ final class BrowsersPage {
         Widgets.append(row, controls)
         brsync_accessible_label(row, "\(shown)\(local.isDefault ? ", the default" : ""). \(Self.launchText(local))")
         return row
+    }
+
+    /// The field for this machine's launch command, appended to `row`, and
+    /// its Save button (for the row's controls).
+    private func commandEditor(_ local: LocalBrowser, shown: String, in row: Widget) -> Widget {
+        let id = local.browser.id
+        let command = Widgets.entry(name: "Launch command for \(shown) here", placeholder: "firefox %u")
+        Widgets.setText(ofEntry: command, local.exec ?? "")
+        gtk_widget_set_hexpand(command, 1)
+        let save = Widgets.button("_Save command", detail: "Save the launch command for \(shown)")
+        Widgets.append(
+            row,
+            Widgets.label(
+                "Launch command here (this machine's own, never synced):", classes: ["caption"], wrap: true),
+            command)
+        let saveCommand = { [unowned self] in
+            let text = WindowPicker.trimmed(Widgets.text(of: command))
+            guard !text.isEmpty else {
+                context.show(error: "Type the command that starts \(shown) here (%u is the link).")
+                return
+            }
+            do {
+                let added = try BrowsersCommand.Add.add(to: context.replica, id: id, exec: text)
+                context.show(([added.summary] + added.warnings).joined(separator: ". "))
+                Signals.soon { [weak context] in context?.reload() }
+            } catch {
+                // What was typed stays in the field; the option's name means nothing here.
+                context.show(error: "\(error)".replacingOccurrences(of: "--exec: ", with: "That command: "))
+            }
+        }
+        Signals.on(save, "clicked", saveCommand)
+        Signals.on(command, "activate", saveCommand)
+        return save
+    }
+
+    /// "Enabled" and "Hidden from the picker", each saved as it is toggled.
+    private func toggles(_ local: LocalBrowser, shown: String) -> (enabled: Widget, hidden: Widget) {
+        let browser = local.browser
+        let id = browser.id
+        let enabled = Widgets.check("_Enabled", name: "\(shown) enabled")
+        Widgets.setActive(enabled, browser.enabled)
+        Signals.on(enabled, "toggled") { [unowned self] in
+            let disablingDefault = local.isDefault && !Widgets.isActive(enabled)
+            context.apply(
+                "\(shown) \(Widgets.isActive(enabled) ? "enabled" : "disabled")"
+                    + (disablingDefault
+                        ? ". It is the default browser: links no rule decides now ask which browser opens them "
+                            + "(make another the default to open them at once)" : "")
+            ) {
+                _ = try context.replica.setBrowserEnabled(named: id, Widgets.isActive(enabled))
+            }
+        }
+        let hidden = Widgets.check("_Hidden from the picker", name: "\(shown) hidden from the picker")
+        Widgets.setActive(hidden, browser.isHiddenInPicker)
+        Signals.on(hidden, "toggled") { [unowned self] in
+            context.apply("\(shown) \(Widgets.isActive(hidden) ? "hidden from" : "shown in") the picker") {
+                _ = try context.replica.setHiddenInPicker(named: id, Widgets.isActive(hidden))
+            }
+        }
+        return (enabled, hidden)
     }
 
     /// Whether the browser can open links here, and how it starts (the words of `brsync browsers list`).

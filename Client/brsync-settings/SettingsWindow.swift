@@ -63,29 +63,8 @@ final class SettingsWindow {
             ("sync", "Sync", Widgets.scrolled(sync.root)),
             ("encryption", "Encryption", Widgets.scrolled(encryption.root)),
         ]
-        stack = gtk_stack_new()!
-        gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
-        // Each page asks for its own width, not the widest page's.
-        gtk_stack_set_hhomogeneous(brsync_stack(stack), 0)
-        for page in pages {
-            gtk_stack_add_titled(brsync_stack(stack), page.root, page.id, page.title)
-        }
-        gtk_widget_set_hexpand(stack, 1)
-        gtk_widget_set_vexpand(stack, 1)
-        // The pages as a list of their own (not GtkStackSidebar: its rows cannot be named for screen readers).
-        sidebar = gtk_list_box_new()!
-        gtk_list_box_set_selection_mode(brsync_list_box(sidebar), GTK_SELECTION_BROWSE)
-        gtk_widget_add_css_class(sidebar, "navigation-sidebar")
-        gtk_widget_set_size_request(sidebar, 140, -1)
-        brsync_accessible_label(sidebar, "Pages")
-        for (index, page) in pages.enumerated() {
-            let label = Widgets.label(page.title)
-            Widgets.setMargins(label, 8)
-            gtk_list_box_append(brsync_list_box(sidebar), label)
-            if let row = gtk_widget_get_parent(label) {
-                brsync_accessible_label(row, "\(page.title) (Ctrl+\(index + 1))")
-            }
-        }
+        stack = Self.pageStack(pages)
+        sidebar = Self.pageSidebar(pages)
         pageMenu = Widgets.dropDown(pages.map(\.title), name: "Page")
         Widgets.setMargins(pageMenu, 6)
 
@@ -100,6 +79,45 @@ final class SettingsWindow {
         Widgets.append(outer, pageMenu, content, gtk_separator_new(GTK_ORIENTATION_HORIZONTAL), footer)
         gtk_window_set_child(brsync_window(window), outer)
 
+        connectPages()
+        connectSignals()
+        fitWidth()
+    }
+
+    /// The pages, one shown at a time.
+    private static func pageStack(_ pages: [(id: String, title: String, root: Widget)]) -> Widget {
+        let stack = gtk_stack_new()!
+        gtk_stack_set_transition_type(brsync_stack(stack), GTK_STACK_TRANSITION_TYPE_NONE)
+        // Each page asks for its own width, not the widest page's.
+        gtk_stack_set_hhomogeneous(brsync_stack(stack), 0)
+        for page in pages {
+            gtk_stack_add_titled(brsync_stack(stack), page.root, page.id, page.title)
+        }
+        gtk_widget_set_hexpand(stack, 1)
+        gtk_widget_set_vexpand(stack, 1)
+        return stack
+    }
+
+    private static func pageSidebar(_ pages: [(id: String, title: String, root: Widget)]) -> Widget {
+        // The pages as a list of their own (not GtkStackSidebar: its rows cannot be named for screen readers).
+        let sidebar = gtk_list_box_new()!
+        gtk_list_box_set_selection_mode(brsync_list_box(sidebar), GTK_SELECTION_BROWSE)
+        gtk_widget_add_css_class(sidebar, "navigation-sidebar")
+        gtk_widget_set_size_request(sidebar, 140, -1)
+        brsync_accessible_label(sidebar, "Pages")
+        for (index, page) in pages.enumerated() {
+            let label = Widgets.label(page.title)
+            Widgets.setMargins(label, 8)
+            gtk_list_box_append(brsync_list_box(sidebar), label)
+            if let row = gtk_widget_get_parent(label) {
+                brsync_accessible_label(row, "\(page.title) (Ctrl+\(index + 1))")
+            }
+        }
+        return sidebar
+    }
+
+    /// What the pages ask of each other and of the window.
+    private func connectPages() {
         desktop.showPage = { [unowned self] id in show(page: id) }
         desktop.findBrowsers = { [unowned self] in browsers.detectNow() }
         sync.attention.showEncryption = { [unowned self] in
@@ -124,7 +142,10 @@ final class SettingsWindow {
             sync.reload()
             encryption.reload()
         }
+    }
 
+    /// The window's own signals: closing, the page menu and sidebar, its width, the keys.
+    private func connectSignals() {
         // Closed by the window manager's button: a rule being typed is not lost unasked.
         Signals.handling(window, "close-request") { [unowned self] in
             guard rules.hasUnsavedChanges, !closing else {
@@ -160,7 +181,6 @@ final class SettingsWindow {
         Signals.keys(UnsafeMutableRawPointer(keys)) { [unowned self] key, control, _, _ in
             keyPressed(key, control: control)
         }
-        fitWidth()
     }
 
     /// The first monitor's size (the whole X screen under Xvfb); 1920×1080 when none is known.
