@@ -38,45 +38,7 @@ public enum StoreMigration {
                 throw ServerError.conflict(
                     "the PostgreSQL store holds \(existing) account(s) already; migrate copies into an empty store")
             }
-            for row in snapshot.accounts {
-                try connection.run(
-                    """
-                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
-                                          signing_key, retired_keys, encryption_reset, epoch,
-                                          max_records, max_bytes, max_devices)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-                    """, row)
-            }
-            for row in snapshot.devices {
-                try connection.run(
-                    """
-                    INSERT INTO devices (id, account_id, name, token_hash, client_device, revoked, created_at, last_seen,
-                                         last_device_seq, acknowledged_cursor)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                    """, row)
-            }
-            for row in snapshot.streams {
-                try connection.run(
-                    "INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)",
-                    row)
-            }
-            for row in snapshot.refusals {
-                try connection.run(
-                    "INSERT INTO refusals (account_id, client_device, seq, collection, key, reason) VALUES ($1, $2, $3, $4, $5, $6)",
-                    row)
-            }
-            for row in snapshot.records {
-                try connection.run(
-                    """
-                    INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                    """, row)
-            }
-            for row in snapshot.enrollments {
-                try connection.run(
-                    "INSERT INTO enrollments (secret_hash, device_id, expires_at, used_at, token_hash) VALUES ($1, $2, $3, $4, $5)",
-                    row)
-            }
+            try insert(snapshot, with: connection)
             // New accounts and devices are numbered after the copied ones.
             try connection.execute(
                 """
@@ -84,19 +46,7 @@ public enum StoreMigration {
                 SELECT setval(pg_get_serial_sequence('devices', 'id'), COALESCE((SELECT MAX(id) FROM devices), 0) + 1, false);
                 """)
             try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(snapshot.epoch)])
-            let counts =
-                try connection.queryFirst(
-                    """
-                    SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM devices),
-                           (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records), (SELECT count(*) FROM enrollments)
-                    """
-                ) {
-                    Counts(
-                        accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1,
-                        records: $0.int(3) ?? -1,
-                        enrollments: $0.int(4) ?? -1)
-                } ?? Counts()
-            let refusals = try connection.queryFirst("SELECT count(*) FROM refusals") { $0.int(0) ?? -1 } ?? -1
+            let (counts, refusals) = try copiedCounts(with: connection)
             guard counts == snapshot.counts, refusals == snapshot.refusals.count else {
                 throw ServerError.storeUnusable(
                     "the copy holds \(counts) and \(refusals) refused change(s), the SQLite store \(snapshot.counts) "
@@ -106,6 +56,68 @@ public enum StoreMigration {
         }
         target.epochCache.set(snapshot.epoch)
         return copied
+    }
+
+    /// The snapshot's rows, written into the target's tables.
+    private static func insert(_ snapshot: Snapshot, with connection: PostgresConnection) throws {
+        for row in snapshot.accounts {
+            try connection.run(
+                """
+                INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, encrypted, key_id,
+                                      signing_key, retired_keys, encryption_reset, epoch,
+                                      max_records, max_bytes, max_devices)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                """, row)
+        }
+        for row in snapshot.devices {
+            try connection.run(
+                """
+                INSERT INTO devices (id, account_id, name, token_hash, client_device, revoked, created_at, last_seen,
+                                     last_device_seq, acknowledged_cursor)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                """, row)
+        }
+        for row in snapshot.streams {
+            try connection.run(
+                "INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)",
+                row)
+        }
+        for row in snapshot.refusals {
+            try connection.run(
+                "INSERT INTO refusals (account_id, client_device, seq, collection, key, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+                row)
+        }
+        for row in snapshot.records {
+            try connection.run(
+                """
+                INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                """, row)
+        }
+        for row in snapshot.enrollments {
+            try connection.run(
+                "INSERT INTO enrollments (secret_hash, device_id, expires_at, used_at, token_hash) VALUES ($1, $2, $3, $4, $5)",
+                row)
+        }
+    }
+
+    /// What the target holds after the copy: the counts of its tables, and
+    /// its refused changes.
+    private static func copiedCounts(with connection: PostgresConnection) throws -> (Counts, refusals: Int) {
+        let counts =
+            try connection.queryFirst(
+                """
+                SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM devices),
+                       (SELECT count(*) FROM device_streams), (SELECT count(*) FROM records), (SELECT count(*) FROM enrollments)
+                """
+            ) {
+                Counts(
+                    accounts: $0.int(0) ?? -1, devices: $0.int(1) ?? -1, streams: $0.int(2) ?? -1,
+                    records: $0.int(3) ?? -1,
+                    enrollments: $0.int(4) ?? -1)
+            } ?? Counts()
+        let refusals = try connection.queryFirst("SELECT count(*) FROM refusals") { $0.int(0) ?? -1 } ?? -1
+        return (counts, refusals)
     }
 
     /// The source's rows, as parameters for the target's inserts.

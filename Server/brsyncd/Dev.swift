@@ -32,34 +32,8 @@ struct Dev: ParsableCommand {
         guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
             throw CLIFailure(message: "cannot create \(folder): \(SystemError.text())")
         }
-        let caFile = "\(folder)/ca.pem"
-        let certificateFile = "\(folder)/server.pem"
-        let keyFile = "\(folder)/server.key"
-        if access(caFile, R_OK) != 0 || access(certificateFile, R_OK) != 0 || access(keyFile, R_OK) != 0 {
-            let authority = try CertificateAuthority(name: "brsyncd dev CA")
-            let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
-            try Self.write(authority.certificatePEM, to: caFile, mode: 0o644)
-            // The chain holds the CA too, so `brsync join` can pin it by fingerprint.
-            try Self.write(issued.certificatePEM + authority.certificatePEM, to: certificateFile, mode: 0o644)
-            do throws(SecretFile.Failure) {
-                try SecretFile.write(Array(issued.privateKeyPEM.utf8), to: keyFile, what: "the TLS key")
-            } catch {
-                throw CLIFailure(message: error.message)
-            }
-        }
-        let chain: [[UInt8]], authority: [[UInt8]]
-        do {
-            chain = try CertificatePinning.certificates(pemFile: certificateFile)
-            authority = try CertificatePinning.certificates(pemFile: caFile)
-        } catch {
-            throw CLIFailure(message: "\(error)")
-        }
-        if chain.count == 1, let pem = try? String(contentsOfFile: certificateFile, encoding: .utf8),
-            let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8)
-        {
-            try Self.write(pem + caPEM, to: certificateFile, mode: 0o644) // a folder of an older brsyncd dev
-        }
-        let fingerprint = CertificatePinning.fingerprint(der: authority[0])
+        let (caFile, certificateFile, keyFile) = ("\(folder)/ca.pem", "\(folder)/server.pem", "\(folder)/server.key")
+        let fingerprint = try Self.certificates(caFile: caFile, certificateFile: certificateFile, keyFile: keyFile)
         let address: SocketAddress
         do { address = try SocketAddress(parsing: listen) } catch { throw CLIFailure(message: "--listen \(error)") }
         var configuration = ServerConfiguration()
@@ -83,37 +57,77 @@ struct Dev: ParsableCommand {
                 return
             }
             let url = "https://\(SocketAddress(host: address.host, port: ports.first ?? address.port))"
-            // The commands name the client beside this brsyncd (where `swift build` puts both), or say how to build it.
-            let tools = ProcessEnvironment.executablePath().split(separator: "/").dropLast().joined(separator: "/")
-            let brsync = "/\(tools)/brsync"
-            let build =
-                access(brsync, X_OK) == 0 && access("/\(tools)/brsync-sync", X_OK) == 0
-                ? ""
-                : "First build the client (it is not beside this brsyncd yet): swift build -c release\n"
-            let code =
-                (try? JoinCode(
-                    server: url, token: joinSecret.secret, caFingerprint: fingerprint,
-                    encrypted: joinSecret.accountEncrypted
-                ).description) ?? "?"
-            print(
-                """
-                brsyncd dev is serving \(url)
-                  CA file:  \(caFile)
-                  account:  dev, device: laptop
-                  token:    in \(folder)/laptop.token
-                  store:    \(folder)/brsyncd.sqlite
-                Try:  curl --cacert \(caFile) \(url)/v1/health
-                \(build)Point a replica at it (as device 'laptop'; the token is read from its file, never typed on a command line):
-                  \(brsync) remote set \(url) --ca \(caFile) --token-file \(folder)/laptop.token
-                or join another machine in one step (as device '\(joining)'; the CA pinned by its fingerprint, no file
-                to copy). The code works once, within a day; every start prints the same one until it is used or expires:
-                  echo '\(code)' | \(brsync) join
-                Manage it with brsyncd's commands on its store, e.g.:
-                  \(ProcessEnvironment.executablePath()) device list dev --db \(folder)/brsyncd.sqlite
-                Stop with Ctrl-C.
-                """)
+            Self.printBanner(
+                url: url, folder: folder, caFile: caFile, joining: joining, joinSecret: joinSecret,
+                fingerprint: fingerprint)
             fflush(nil) // all output streams: the banner must show before serving blocks
         }
+    }
+
+    /// The dev CA, and the server's certificate and key it issued, made in
+    /// the folder when any is missing; the CA's fingerprint (for join codes).
+    private static func certificates(caFile: String, certificateFile: String, keyFile: String) throws -> [UInt8] {
+        if access(caFile, R_OK) != 0 || access(certificateFile, R_OK) != 0 || access(keyFile, R_OK) != 0 {
+            let authority = try CertificateAuthority(name: "brsyncd dev CA")
+            let issued = try authority.issue(hosts: ["localhost", "127.0.0.1", "::1"])
+            try write(authority.certificatePEM, to: caFile, mode: 0o644)
+            // The chain holds the CA too, so `brsync join` can pin it by fingerprint.
+            try write(issued.certificatePEM + authority.certificatePEM, to: certificateFile, mode: 0o644)
+            do throws(SecretFile.Failure) {
+                try SecretFile.write(Array(issued.privateKeyPEM.utf8), to: keyFile, what: "the TLS key")
+            } catch {
+                throw CLIFailure(message: error.message)
+            }
+        }
+        let chain: [[UInt8]], authority: [[UInt8]]
+        do {
+            chain = try CertificatePinning.certificates(pemFile: certificateFile)
+            authority = try CertificatePinning.certificates(pemFile: caFile)
+        } catch {
+            throw CLIFailure(message: "\(error)")
+        }
+        if chain.count == 1, let pem = try? String(contentsOfFile: certificateFile, encoding: .utf8),
+            let caPEM = try? String(contentsOfFile: caFile, encoding: .utf8)
+        {
+            try write(pem + caPEM, to: certificateFile, mode: 0o644) // a folder of an older brsyncd dev
+        }
+        return CertificatePinning.fingerprint(der: authority[0])
+    }
+
+    /// What the dev server serves and how to point a replica at it.
+    private static func printBanner(
+        url: String, folder: String, caFile: String, joining: String, joinSecret: Store.JoinSecret,
+        fingerprint: [UInt8]
+    ) {
+        // The commands name the client beside this brsyncd (where `swift build` puts both), or say how to build it.
+        let tools = ProcessEnvironment.executablePath().split(separator: "/").dropLast().joined(separator: "/")
+        let brsync = "/\(tools)/brsync"
+        let build =
+            access(brsync, X_OK) == 0 && access("/\(tools)/brsync-sync", X_OK) == 0
+            ? ""
+            : "First build the client (it is not beside this brsyncd yet): swift build -c release\n"
+        let code =
+            (try? JoinCode(
+                server: url, token: joinSecret.secret, caFingerprint: fingerprint,
+                encrypted: joinSecret.accountEncrypted
+            ).description) ?? "?"
+        print(
+            """
+            brsyncd dev is serving \(url)
+              CA file:  \(caFile)
+              account:  dev, device: laptop
+              token:    in \(folder)/laptop.token
+              store:    \(folder)/brsyncd.sqlite
+            Try:  curl --cacert \(caFile) \(url)/v1/health
+            \(build)Point a replica at it (as device 'laptop'; the token is read from its file, never typed on a command line):
+              \(brsync) remote set \(url) --ca \(caFile) --token-file \(folder)/laptop.token
+            or join another machine in one step (as device '\(joining)'; the CA pinned by its fingerprint, no file
+            to copy). The code works once, within a day; every start prints the same one until it is used or expires:
+              echo '\(code)' | \(brsync) join
+            Manage it with brsyncd's commands on its store, e.g.:
+              \(ProcessEnvironment.executablePath()) device list dev --db \(folder)/brsyncd.sqlite
+            Stop with Ctrl-C.
+            """)
     }
 
     /// The first device's token, kept in the dev folder (owner-only, like
