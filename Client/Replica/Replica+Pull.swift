@@ -47,15 +47,7 @@ extension Replica {
         var setAside: [String] = []
         defer { skipped += setAside }
         return try transaction {
-            var kept = aside
-            // Records of the page that passed: a second copy of one that did
-            // not (a lying page holding both) does not list it as set aside.
-            var passed = Set<String>()
             let clearing = try anyPulledAside()
-            var changed = 0
-            var conflicts = 0
-            var stored = false
-            var awaitingApproval: [(id: String, reason: String)] = []
             if try meta("reconcile") != nil {
                 for change in changes {
                     try database.run(
@@ -64,140 +56,213 @@ extension Replica {
                 }
             }
             try loadPersistedClock()
-            let wall = try serverTimeMillis()
-            var pulledHigh = Int64(try meta("pulled_high") ?? "") ?? 0
-            // The newest value of each device this page brings (``deviceWrites()``);
-            // the device of the values just seen is kept apart (a page's values
-            // mostly come from one device: no hashing for each).
-            var heard: [String: HLCTimestamp] = [:]
-            var current: HLCTimestamp?
-            func hear(_ stamp: HLCTimestamp) {
-                if let newest = current, newest.device == stamp.device {
-                    if stamp > newest { current = stamp }
-                    return
-                }
-                if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
-                    heard[newest.device] = newest
-                }
-                current = stamp
-            }
-            let newestLocal = try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0
+            var page = PageProgress(
+                kept: aside, clearing: clearing, wall: try serverTimeMillis(),
+                pulledHigh: Int64(try meta("pulled_high") ?? "") ?? 0,
+                newestLocal: try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0)
             for change in changes {
-                let local = try record(change.collection, key: change.key) ?? RecordState()
-                let (merged, lost) = local.merged(with: change.state)
-                if let newest = change.state.newestStamp {
-                    clockObserve(newest, wallMillis: wall)
-                    pulledHigh = max(pulledHigh, newest.wallMillis)
-                }
-                if let problem = Wire.problem(state: merged)
-                    ?? Self.problem(of: change.collection, key: change.key, state: merged)
-                {
-                    setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
-                    kept.append(
-                        PulledAside(
-                            collection: change.collection.rawValue, filedKey: change.filedKey ?? change.key,
-                            shownKey: change.key, sequence: change.sequence, why: problem))
-                    continue
-                }
-                if clearing { try clearPulledAside(change) }
-                if !kept.isEmpty { passed.insert("\(change.collection.rawValue)/\(change.filedKey ?? change.key)") }
-                var losses = lost
-                if let writer = change.writerVersions {
-                    // This machine's own values that lost to a write that had
-                    // not seen them: the merged vector covers this machine's
-                    // writes, the writer's does not (a delete here lost to a
-                    // later edit made elsewhere without it).
-                    losses += try ownValuesUnseen(
-                        by: writer, local: local, merged: merged, collection: change.collection, key: change.key
-                    )
-                    .filter { own in !lost.contains { $0.field == own.field } }
-                }
-                // A ledger record is kept and relayed like any other, but it
-                // is no one's rule: no conflict, log entry or count, and its
-                // stamps are not the writes `device_writes` keeps.
-                let isLedger = change.collection == .ledger
-                for value in losses
-                where try !isLedger
-                    && recordConflict(
-                        collection: change.collection, key: change.key, field: value.field, lost: value.lost,
-                        winner: value.winner)
-                {
-                    conflicts += 1
-                }
-                // The server's version lacks something this replica holds and
-                // will not push (no unpushed edit of the record): the server
-                // lost it (a restore, a purged tombstone brought back by an old
-                // copy). The whole record goes up at the next push.
-                let takenAsItCame = merged == change.state
-                if !takenAsItCame, try !hasUnpushedChange(change.collection, key: change.key) {
-                    try database.run(
-                        "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
-                        [.text(change.collection.rawValue), .text(change.key)])
-                }
-                guard merged != local else { continue }
-                // Written once: a new record's log entry holds all its fields.
-                // A record taken as it came keeps the page's text (not written again).
-                let fieldsText =
-                    (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
-                try storeMerged(
-                    change.collection, key: change.key, state: merged, fieldsText: fieldsText,
-                    filedKey: change.filedKey)
-                // The ledger checks are due (cleared once they ran: ``noteLedgerChecks(_:now:)``).
-                stored = true
-                if isLedger { continue }
-                let fresh = local.fields.isEmpty
-                for (name, register) in merged.fields where fresh || local.fields[name] != register {
-                    hear(register.stamp)
-                    // A value under this device's id that it did not hold:
-                    // another home's (``writesFromElsewhere()``).
-                    if register.stamp.device == deviceID {
-                        try noteWriteFromElsewhere(
-                            change.collection, key: change.key, field: name, stamp: register.stamp)
-                    }
-                }
-                // Only a value counts as a change here: a version vector that
-                // grew alone is merged, but neither logged nor counted (a pull
-                // whose pages only do that is not making progress).
-                // Nor does a value of a record deleted here and still deleted:
-                // nothing anyone sees changed.
-                guard merged.fields != local.fields, !(local.isDeleted && merged.isDeleted) else { continue }
-                try logReceived(
-                    change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
-                    afterSequence: newestLocal)
-                changed += 1
-                // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
-                if change.collection == .browsers, !merged.isDeleted,
-                    let profile = Self.browser(key: change.key, state: merged).profile,
-                    try record(.browsers, key: profile.base).map({
-                        Self.browser(key: profile.base, state: $0).profile == nil
-                    }) ?? true,
-                    let reason = try Self.approvalProblem(
-                        Self.browser(key: change.key, state: merged), approved: approvedProfiles)
-                {
-                    awaitingApproval.append((change.key, reason))
-                }
+                try applyPulledChange(change, to: &page, setAside: &setAside)
             }
-            if changed > 0 { try trimReceivedLog() }
+            try finishPulledPage(page, cursor: cursor, epoch: epoch)
+            return AppliedPage(
+                changed: page.changed, conflicts: page.conflicts, awaitingApproval: page.awaitingApproval)
+        }
+    }
+
+    /// A pulled page while it is applied: what it did so far.
+    private struct PageProgress {
+        /// Records of the page set aside, to keep with it.
+        var kept: [PulledAside]
+        /// Records of the page that passed: a second copy of one that did
+        /// not (a lying page holding both) does not list it as set aside.
+        var passed = Set<String>()
+        /// Whether records set aside before may be cleared as they pass.
+        let clearing: Bool
+        let wall: Int64
+        var pulledHigh: Int64
+        /// The newest change number of this replica's log before the page.
+        let newestLocal: Int64
+        var changed = 0
+        var conflicts = 0
+        /// Whether a record was stored (the ledger checks are then due).
+        var stored = false
+        var awaitingApproval: [(id: String, reason: String)] = []
+        var heard = HeardWriters()
+
+        init(kept: [PulledAside], clearing: Bool, wall: Int64, pulledHigh: Int64, newestLocal: Int64) {
+            self.kept = kept
+            self.clearing = clearing
+            self.wall = wall
+            self.pulledHigh = pulledHigh
+            self.newestLocal = newestLocal
+        }
+    }
+
+    /// The newest value of each device a page brings (``deviceWrites()``);
+    /// the device of the values just seen is kept apart (a page's values
+    /// mostly come from one device: no hashing for each).
+    private struct HeardWriters {
+        private var heard: [String: HLCTimestamp] = [:]
+        private var current: HLCTimestamp?
+
+        mutating func hear(_ stamp: HLCTimestamp) {
+            if let newest = current, newest.device == stamp.device {
+                if stamp > newest { current = stamp }
+                return
+            }
+            settleCurrent()
+            current = stamp
+        }
+
+        private mutating func settleCurrent() {
             if let newest = current, heard[newest.device].map({ newest > $0 }) ?? true {
                 heard[newest.device] = newest
             }
-            for (device, newest) in heard {
-                try database.run(
-                    """
-                    INSERT INTO device_writes (device, newest, seen_at) VALUES (?, ?, ?)
-                    ON CONFLICT (device) DO UPDATE SET newest = excluded.newest, seen_at = excluded.seen_at
-                    WHERE excluded.newest > device_writes.newest
-                    """, [.text(device), .text(newest.description), .integer(currentMillis)])
-            }
-            try setMeta("pull_cursor", String(cursor))
-            try setMeta("epoch", epoch)
-            // The newest stamp the server has handed out: one it took.
-            if pulledHigh > 0 { try setMeta("pulled_high", String(pulledHigh)) }
-            try persistClock()
-            try keepPulledAside(kept.filter { !passed.contains("\($0.collection)/\($0.filedKey)") })
-            if stored { try setMeta("ledger_check_due", "1") }
-            return AppliedPage(changed: changed, conflicts: conflicts, awaitingApproval: awaitingApproval)
         }
+
+        /// Each device heard from, with its newest stamp.
+        var newest: [String: HLCTimestamp] {
+            var all = self
+            all.settleCurrent()
+            return all.heard
+        }
+    }
+
+    /// Merges one pulled record into the replica, or sets it aside.
+    private func applyPulledChange(
+        _ change: ChangeRecord, to page: inout PageProgress, setAside: inout [String]
+    ) throws {
+        let local = try record(change.collection, key: change.key) ?? RecordState()
+        let (merged, lost) = local.merged(with: change.state)
+        if let newest = change.state.newestStamp {
+            clockObserve(newest, wallMillis: page.wall)
+            page.pulledHigh = max(page.pulledHigh, newest.wallMillis)
+        }
+        if let problem = Wire.problem(state: merged)
+            ?? Self.problem(of: change.collection, key: change.key, state: merged)
+        {
+            setAside.append("\(change.collection.rawValue) '\(change.key)': \(problem)")
+            page.kept.append(
+                PulledAside(
+                    collection: change.collection.rawValue, filedKey: change.filedKey ?? change.key,
+                    shownKey: change.key, sequence: change.sequence, why: problem))
+            return
+        }
+        if page.clearing { try clearPulledAside(change) }
+        if !page.kept.isEmpty { page.passed.insert("\(change.collection.rawValue)/\(change.filedKey ?? change.key)") }
+        page.conflicts += try keepLosses(lost, of: change, local: local, merged: merged)
+        // The server's version lacks something this replica holds and
+        // will not push (no unpushed edit of the record): the server
+        // lost it (a restore, a purged tombstone brought back by an old
+        // copy). The whole record goes up at the next push.
+        let takenAsItCame = merged == change.state
+        if !takenAsItCame, try !hasUnpushedChange(change.collection, key: change.key) {
+            try database.run(
+                "INSERT OR IGNORE INTO undelivered (collection, key) VALUES (?, ?)",
+                [.text(change.collection.rawValue), .text(change.key)])
+        }
+        guard merged != local else { return }
+        // Written once: a new record's log entry holds all its fields.
+        // A record taken as it came keeps the page's text (not written again).
+        let fieldsText = (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
+        try storeMerged(
+            change.collection, key: change.key, state: merged, fieldsText: fieldsText, filedKey: change.filedKey)
+        // The ledger checks are due (cleared once they ran: ``noteLedgerChecks(_:now:)``).
+        page.stored = true
+        // A ledger record is kept and relayed like any other, but it
+        // is no one's rule: no conflict, log entry or count, and its
+        // stamps are not the writes `device_writes` keeps.
+        if change.collection == .ledger { return }
+        try noteStoredChange(change, local: local, merged: merged, fieldsText: fieldsText, page: &page)
+    }
+
+    /// Keeps the values that lost to the pulled record as conflicts; how many
+    /// were newly kept.
+    private func keepLosses(
+        _ lost: [RecordState.LostValue], of change: ChangeRecord, local: RecordState, merged: RecordState
+    ) throws -> Int {
+        var losses = lost
+        if let writer = change.writerVersions {
+            // This machine's own values that lost to a write that had
+            // not seen them: the merged vector covers this machine's
+            // writes, the writer's does not (a delete here lost to a
+            // later edit made elsewhere without it).
+            losses += try ownValuesUnseen(
+                by: writer, local: local, merged: merged, collection: change.collection, key: change.key
+            )
+            .filter { own in !lost.contains { $0.field == own.field } }
+        }
+        // A ledger record is no one's rule: its losses are no conflicts.
+        guard change.collection != .ledger else { return 0 }
+        var kept = 0
+        for value in losses
+        where try recordConflict(
+            collection: change.collection, key: change.key, field: value.field, lost: value.lost,
+            winner: value.winner)
+        {
+            kept += 1
+        }
+        return kept
+    }
+
+    /// What a stored rule or browser record tells: who wrote it, the log
+    /// entry and count of a changed value, a profile awaiting approval.
+    private func noteStoredChange(
+        _ change: ChangeRecord, local: RecordState, merged: RecordState, fieldsText: String,
+        page: inout PageProgress
+    ) throws {
+        let fresh = local.fields.isEmpty
+        for (name, register) in merged.fields where fresh || local.fields[name] != register {
+            page.heard.hear(register.stamp)
+            // A value under this device's id that it did not hold:
+            // another home's (``writesFromElsewhere()``).
+            if register.stamp.device == deviceID {
+                try noteWriteFromElsewhere(change.collection, key: change.key, field: name, stamp: register.stamp)
+            }
+        }
+        // Only a value counts as a change here: a version vector that
+        // grew alone is merged, but neither logged nor counted (a pull
+        // whose pages only do that is not making progress).
+        // Nor does a value of a record deleted here and still deleted:
+        // nothing anyone sees changed.
+        guard merged.fields != local.fields, !(local.isDeleted && merged.isDeleted) else { return }
+        try logReceived(
+            change.collection, key: change.key, before: local, after: merged, afterFieldsText: fieldsText,
+            afterSequence: page.newestLocal)
+        page.changed += 1
+        // A profile whose arguments synced data may not choose: kept, never launched with them until approved here.
+        if change.collection == .browsers, !merged.isDeleted,
+            let profile = Self.browser(key: change.key, state: merged).profile,
+            try record(.browsers, key: profile.base).map({
+                Self.browser(key: profile.base, state: $0).profile == nil
+            }) ?? true,
+            let reason = try Self.approvalProblem(
+                Self.browser(key: change.key, state: merged), approved: approvedProfiles)
+        {
+            page.awaitingApproval.append((change.key, reason))
+        }
+    }
+
+    /// What a page leaves besides its records: the received log trimmed,
+    /// the devices heard from, the cursor and epoch, the clock, the records
+    /// set aside.
+    private func finishPulledPage(_ page: PageProgress, cursor: Int64, epoch: String) throws {
+        if page.changed > 0 { try trimReceivedLog() }
+        for (device, newest) in page.heard.newest {
+            try database.run(
+                """
+                INSERT INTO device_writes (device, newest, seen_at) VALUES (?, ?, ?)
+                ON CONFLICT (device) DO UPDATE SET newest = excluded.newest, seen_at = excluded.seen_at
+                WHERE excluded.newest > device_writes.newest
+                """, [.text(device), .text(newest.description), .integer(currentMillis)])
+        }
+        try setMeta("pull_cursor", String(cursor))
+        try setMeta("epoch", epoch)
+        // The newest stamp the server has handed out: one it took.
+        if page.pulledHigh > 0 { try setMeta("pulled_high", String(page.pulledHigh)) }
+        try persistClock()
+        try keepPulledAside(page.kept.filter { !page.passed.contains("\($0.collection)/\($0.filedKey)") })
+        if page.stored { try setMeta("ledger_check_due", "1") }
     }
 
     /// Each device whose values pulls brought here: the newest stamp of

@@ -144,24 +144,7 @@ extension Replica {
         reference: [String: RecordState], why: (_ writer: String) -> String
     ) throws -> [RemovedRecord] {
         try transaction {
-            // This machine's own writes: the newest of each field in its change log.
-            var own: [String: [String: StampedValue]] = [:]
-            var ownDevices = Set<String>()
-            let local = try database.query(
-                "SELECT collection, key, fields, versions, device FROM changes WHERE kind = 'local'"
-            ) { row in
-                (
-                    id: "\(row.string(0) ?? "")/\(row.string(1) ?? "")", device: row.string(4) ?? "",
-                    state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}")
-                )
-            }
-            for change in local {
-                ownDevices.insert(change.device)
-                for (name, register) in change.state.fields {
-                    if let known = own[change.id]?[name], !register.wins(over: known) { continue }
-                    own[change.id, default: [:]][name] = register
-                }
-            }
+            let own = try ownNewestWrites()
             let held = try database.query(
                 "SELECT collection, key, fields, versions FROM records ORDER BY collection, key"
             ) { row in
@@ -179,50 +162,88 @@ extension Replica {
                 var taken: [String: StampedValue] = [:]
                 for (name, register) in record.state.fields {
                     if let theirs = account.fields[name], theirs == register || theirs.wins(over: register) { continue }
-                    if own[id]?[name] == register { continue }
+                    if own.fields[id]?[name] == register { continue }
                     taken[name] = register
-                    let candidates = [account.fields[name], own[id]?[name]].compactMap { $0 }
+                    let candidates = [account.fields[name], own.fields[id]?[name]].compactMap { $0 }
                     kept.fields[name] = candidates.max { $1.wins(over: $0) }
                 }
                 guard !taken.isEmpty else { continue }
                 kept.versions = account.versions.merged(
-                    with: VersionVector(record.state.versions.counters.filter { ownDevices.contains($0.key) }))
-                if kept.fields.isEmpty || Wire.problem(state: kept) != nil
-                    || Self.problem(of: collection, key: record.key, state: kept) != nil
-                {
-                    if account.fields.isEmpty {
-                        try database.run(
-                            "DELETE FROM records WHERE collection = ? AND key = ?",
-                            [.text(record.collection), .text(record.key)])
-                        storedStamps?.records[StoredStamps.Key(collection: collection, key: record.key)] = nil
-                    } else {
-                        try storeMerged(collection, key: record.key, state: account)
-                    }
-                } else {
-                    try storeMerged(collection, key: record.key, state: kept)
-                }
-                try forgetInUnpushedManifests(
-                    taken, collection: collection, key: record.key,
-                    now: try self.record(collection, key: record.key) ?? RecordState())
-                let writer = taken.values.max { $1.wins(over: $0) }?.stamp.device ?? ""
-                let reason = why(writer)
-                try database.run(
-                    "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        .text(record.collection), .text(record.key), .text(RecordState.encodeFields(taken)),
-                        .text(RecordState.encodeVersions(record.state.versions)), .integer(currentMillis),
-                        .text(reason),
-                    ])
-                var removed = RemovedRecord(
-                    id: database.lastInsertRowID, collection: record.collection, key: record.key)
-                removed.why = reason
-                setAside.append(removed)
+                    with: VersionVector(record.state.versions.counters.filter { own.devices.contains($0.key) }))
+                try keepUnvouched(collection, key: record.key, kept: kept, account: account)
+                setAside.append(
+                    try keepTakenOut(taken, of: collection, key: record.key, versions: record.state.versions, why: why))
             }
             try setMeta("e2e_vouch", nil)
             // What a device's ledger names may be gone from here now.
             if !setAside.isEmpty { try noteRecordsRemoved() }
             return setAside
         }
+    }
+
+    /// This machine's own writes: the newest of each field in its change
+    /// log, by `collection/key`, and the device ids it wrote under.
+    private func ownNewestWrites() throws -> (fields: [String: [String: StampedValue]], devices: Set<String>) {
+        var own: [String: [String: StampedValue]] = [:]
+        var ownDevices = Set<String>()
+        let local = try database.query(
+            "SELECT collection, key, fields, versions, device FROM changes WHERE kind = 'local'"
+        ) { row in
+            (
+                id: "\(row.string(0) ?? "")/\(row.string(1) ?? "")", device: row.string(4) ?? "",
+                state: try RecordCoding.decodeState(fields: row.string(2) ?? "{}", versions: row.string(3) ?? "{}")
+            )
+        }
+        for change in local {
+            ownDevices.insert(change.device)
+            for (name, register) in change.state.fields {
+                if let known = own[change.id]?[name], !register.wins(over: known) { continue }
+                own[change.id, default: [:]][name] = register
+            }
+        }
+        return (own, ownDevices)
+    }
+
+    /// Stores what is left of a record once unvouched values are taken out:
+    /// `kept`, or the account's version when that would not be a usable
+    /// record (or nothing when the account has none).
+    private func keepUnvouched(
+        _ collection: RecordCollection, key: String, kept: RecordState, account: RecordState
+    ) throws {
+        if kept.fields.isEmpty || Wire.problem(state: kept) != nil
+            || Self.problem(of: collection, key: key, state: kept) != nil
+        {
+            if account.fields.isEmpty {
+                try database.run(
+                    "DELETE FROM records WHERE collection = ? AND key = ?", [.text(collection.rawValue), .text(key)])
+                storedStamps?.records[StoredStamps.Key(collection: collection, key: key)] = nil
+            } else {
+                try storeMerged(collection, key: key, state: account)
+            }
+        } else {
+            try storeMerged(collection, key: key, state: kept)
+        }
+    }
+
+    /// Keeps the values taken out of a record in `removed`, restorable, and
+    /// takes them out of the unpushed manifests.
+    private func keepTakenOut(
+        _ taken: [String: StampedValue], of collection: RecordCollection, key: String, versions: VersionVector,
+        why: (_ writer: String) -> String
+    ) throws -> RemovedRecord {
+        try forgetInUnpushedManifests(
+            taken, collection: collection, key: key, now: try self.record(collection, key: key) ?? RecordState())
+        let writer = taken.values.max { $1.wins(over: $0) }?.stamp.device ?? ""
+        let reason = why(writer)
+        try database.run(
+            "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .text(collection.rawValue), .text(key), .text(RecordState.encodeFields(taken)),
+                .text(RecordState.encodeVersions(versions)), .integer(currentMillis), .text(reason),
+            ])
+        var removed = RemovedRecord(id: database.lastInsertRowID, collection: collection.rawValue, key: key)
+        removed.why = reason
+        return removed
     }
 
     /// Whether what was set aside (``RemovedRecord/why``) is in the replica

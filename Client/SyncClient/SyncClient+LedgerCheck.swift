@@ -152,165 +152,48 @@ extension SyncClient {
         return true
     }
 
-    /// What one run of the checks found: what failed, by device (nil: it
-    /// passed); what to ask for again (the records held here whose writes a
-    /// ledger names and this machine lacks, and the failing devices' ledger
-    /// records); what it read of each ledger that passed
-    /// (``Replica/LedgerChecked``), and how much it read.
-    private struct LedgerRun {
-        var results: [String: String?] = [:]
-        var missing: [PullRequest.Asked] = []
-        var checked: [String: Replica.LedgerChecked] = [:]
-        var read = LedgerCheckRead()
-        /// What is held under this device's own id (``LedgerBook/notWrittenHere(_:ownNewest:)``),
-        /// and its rows, read once (the take-in parses them).
-        var own = LedgerBook.Held()
-        var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
-        /// The writes of this device's id that pulls brought, as read (``Replica/writesFromElsewhere()``).
-        var fromElsewhere: [WriteFromElsewhere] = []
-        /// The writes each failing ledger names and this machine lacks (``LedgerUnmet``).
-        var unmet: [String: [LedgerUnmet]] = [:]
-        /// What to withdraw of each earlier id of this device's whose check
-        /// fails, or that it withdrew writes of before.
-        var withdrawals: [String: WithdrawalDecision] = [:]
-    }
-
     /// Checks 0–3 on every other device's ledger held. Check 1 reads, of a
     /// device whose last check passed under the same head identity
     /// (``LedgerCheck/identity(of:)``), only the entries of shards written
     /// since, of its pending records, and of records set aside here; of
     /// every other device, every entry (all of them when `whole`).
     private func ledgerResults(cipher: RecordCipher, keyID: String, whole: Bool) throws -> LedgerRun {
-        let held = try replica.ledgerRows()
-        var ledgers: [String: LedgerCheck.Ledgers] = [:]
-        // Each shard's bytes as held (check 2 hashes them, not packed again).
-        var packed: [String: [Int: [UInt8]]] = [:]
-        var damaged: [String: String] = [:]
-        // Heads first: a pending record its device's head folded is passed
-        // over unread (the checks leave it out: ``LedgerCheck/Ledgers/unfolded``).
-        func isHead(_ key: Ledger.Key) -> Bool { if case .head = key { true } else { false } }
-        let rows = held.compactMap { row in Ledger.Key(row.key).map { (row, $0) } }
-        // This device's own records are not checked: only their stamps are
-        // read, to see whether another home wrote any.
-        var own = LedgerBook.Held()
-        var ownRows: [(row: LedgerRow, key: Ledger.Key)] = []
-        // Withdrawals, by the earlier id whose writes they withdraw (this
-        // device's own too: its checks of its earlier ids honour them).
-        var withdrawals: [String: [Ledger.Withdrawal]] = [:]
-        var ownWithdrawals: [String: (withdrawal: Ledger.Withdrawal, stamp: HLCTimestamp?)] = [:]
-        for (row, parsed) in rows.filter({ isHead($0.1) }) + rows.filter({ !isHead($0.1) }) {
-            let key = row.key
-            let device = parsed.device
-            if case .withdrawal = parsed {
-                // One that does not read (a later format) withdraws nothing.
-                if let withdrawal = Self.withdrawal(row), withdrawal.former != device {
-                    withdrawals[withdrawal.former, default: []].append(withdrawal)
-                    if device == replica.deviceID { ownWithdrawals[withdrawal.former] = (withdrawal, row.fields.stamp) }
-                }
-                continue
-            }
-            guard device != replica.deviceID else {
-                ownRows.append((row, parsed))
-                guard let stamp = row.fields.stamp.map(Ledger.Stamp.init) else { continue }
-                switch parsed {
-                case .head: own.head = stamp
-                case .shard(_, let index): own.shards[index] = stamp
-                case .pending(_, let slot): own.pending[slot] = stamp
-                case .withdrawal: break // read above
-                }
-                continue
-            }
-            if case .pending = parsed, let stamp = row.fields.stamp,
-                let folded = ledgers[device]?.head?.value.folded, Ledger.Stamp(stamp) <= folded.stamp
-            {
-                continue
-            }
-            do throws(Ledger.Problem) {
-                // Each record is put in place (a copy of the device's
-                // ledgers taken out and put back copied every shard held so
-                // far, for each record: a fifth of a live pull's check).
-                if let bytes = try Self.place(row, parsed, into: &ledgers[device, default: LedgerCheck.Ledgers()]) {
-                    packed[device, default: [:]][bytes.index] = bytes.packed
-                }
-            } catch {
-                damaged[device] = damaged[device] ?? "its ledger record '\(key)' is damaged (\(error.reason))"
-            }
-        }
+        let heldRows = try replica.ledgerRows()
+        var held = readLedgers(heldRows)
         // The newest stamp among each device's ledger records (a device forgotten here is checked again past it).
-        let high = Replica.ledgerHighs(held, except: replica.deviceID)
+        let high = Replica.ledgerHighs(heldRows, except: replica.deviceID)
         let newest = Dictionary(
             try replica.deviceWrites().map { ($0.device, $0.newest) }, uniquingKeysWith: { max($0, $1) })
-        // Devices forgotten here (`brsync device forget`) are not checked
-        // while nothing newer of their ledgers or writes arrived; one that
-        // did synced again, and is checked (a server that shows its writes
-        // and hides its ledger gets it named).
-        for (device, forgotten) in try replica.forgottenDevices() {
-            if forgotten.wroteSince(ledgerHigh: high[device], writesHigh: newest[device]) {
-                try replica.rememberDevice(device)
-            } else {
-                ledgers[device] = nil
-                damaged[device] = nil
-            }
-        }
+        try leaveOutForgotten(&held, ledgerHighs: high, writesHighs: newest)
         var run = LedgerRun()
-        own.newestWrite = newest[replica.deviceID].map(Ledger.Stamp.init)
+        held.own.newestWrite = newest[replica.deviceID].map(Ledger.Stamp.init)
         run.fromElsewhere = try replica.writesFromElsewhere()
         for write in run.fromElsewhere {
-            own.fromElsewhere[cipher.tag(collection: write.collection.rawValue, key: write.key), default: [:]][
+            held.own.fromElsewhere[cipher.tag(collection: write.collection.rawValue, key: write.key), default: [:]][
                 write.field] = Ledger.Stamp(write.stamp)
         }
-        run.own = own
-        run.ownRows = ownRows
-        var missing: Set<PullRequest.Asked> = []
-        var ledgerKeys: [PullRequest.Asked] = []
-        guard !ledgers.isEmpty || !damaged.isEmpty else { return run }
+        run.own = held.own
+        run.ownRows = held.ownRows
+        let ledgers = held.ledgers
+        guard !ledgers.isEmpty || !held.damaged.isEmpty else { return run }
         // Every record set aside when a withdrawal is held (a flood of
         // unreadable records must not push one out, to be excused as held
         // nowhere); the newest 1,000 otherwise.
         let setAside = Set(
-            try replica.pulledAside(limit: withdrawals.isEmpty ? 1_000 : 1_000_000).compactMap {
+            try replica.pulledAside(limit: held.withdrawals.isEmpty ? 1_000 : 1_000_000).compactMap {
                 Self.tag(ofHiddenKey: $0.filedKey)
             })
-        // Which entries each device's check reads (none here: all of them).
-        let before = whole ? [:] : try replica.ledgerChecked()
-        var reading: [String: LedgerCheck.Reading] = [:]
-        var tags: Set<UInt64> = []
-        // Each shard's digest as held now: what changed since, and what a passing check keeps.
-        var digests: [String: [Int: UInt64]] = [:]
-        for (device, ledger) in ledgers { digests[device] = Self.shardDigests(ledger, packed: packed[device] ?? [:]) }
-        for (device, ledger) in ledgers {
-            guard let prior = before[device], prior.head == LedgerCheck.identity(of: ledger.head?.value) else {
-                continue
-            }
-            let digests = digests[device] ?? [:]
-            let read = LedgerCheck.Reading(
-                shards: Set(ledger.shards.keys.filter { prior.shards[$0] != digests[$0] }), tags: setAside)
-            reading[device] = read
-            for (index, shard) in ledger.shards {
-                for entry in shard.value.entries where read.shards.contains(index) || setAside.contains(entry.tag) {
-                    tags.insert(entry.tag)
-                }
-            }
-            for pending in ledger.unfolded { for entry in pending.record.value.entries { tags.insert(entry.tag) } }
-        }
-        // Many records to read by key cost more than one pass over them all.
-        let partly = reading.count == ledgers.count && tags.count <= 2_000
+        let plan = try readingPlan(held, setAside: setAside, whole: whole)
         let tag: (RecordCollection, String) -> UInt64 = { cipher.tag(collection: $0.rawValue, key: $1) }
-        let registers: [UInt64: [String: HLCTimestamp]]
-        if partly {
-            try replica.tagRecords(keyID: keyID, tag: tag)
-            registers = try replica.registers(tagged: tags)
-        } else {
-            // A record a pull opened was checked to be filed under its hidden key: its tag is read from it.
-            registers = try replica.tagAndReadRegisters(keyID: keyID, tag: tag, tagOfFiledKey: Self.tag(ofHiddenKey:))
-        }
-        run.read = LedgerCheckRead(whole: reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
+        let registers = try registers(for: plan, ledgers: ledgers.count, keyID: keyID, tag: tag)
+        run.read = LedgerCheckRead(whole: plan.reading.isEmpty, ledgers: ledgers.count, registers: registers.count)
         // Writes earlier checks found missing: a ledger that passes now
         // must not have passed by no longer naming them.
         let formerIDs = Set(try replica.formerDeviceIDs().map(\.id))
         var formerFailures: [String: [LedgerCheck.Failure]] = [:]
         let stored = try replica.ledgerUnmet()
         let storedRegisters = try replica.registers(tagged: Set(stored.values.flatMap { $0.map(\.tag) }))
+        var asking = AskingAgain(cipher: cipher)
         for (device, ledger) in ledgers {
             let failures = LedgerCheck.failures(
                 device: device, ledgers: ledger,
@@ -318,8 +201,9 @@ extension SyncClient {
                     setAside.contains(tag) ? .setAside : registers[tag].map { .applied($0) }
                 },
                 newestRegister: newest[device],
-                shardsHash: { Ledger.shardsHash($0, packed: packed[device] ?? [:]) }, reading: reading[device],
-                withdrawn: Self.withdrawn(withdrawals[device] ?? [], from: ledger))
+                shardsHash: { Ledger.shardsHash($0, packed: held.packed[device] ?? [:]) },
+                reading: plan.reading[device],
+                withdrawn: Self.withdrawn(held.withdrawals[device] ?? [], from: ledger))
             if formerIDs.contains(device) { formerFailures[device] = failures }
             // Still unmet: an earlier failure's write neither held here now
             // (nor a newer value of its field) nor set aside here.
@@ -327,78 +211,25 @@ extension SyncClient {
                 !setAside.contains(write.tag)
                     && storedRegisters[write.tag]?[write.field].map { $0 >= write.stamp } != true
             }
-            if failures.isEmpty, damaged[device] == nil, !dropped.isEmpty {
-                run.unmet[device] = dropped
-                let named = try replica.records(tagged: Set(dropped.map(\.tag))).compactMapValues(\.first)
-                run.results[device] =
-                    "a newer ledger of it no longer names writes an earlier one named, which never arrived here: "
-                    + Self.describe(
-                        dropped.map { .unmet(tag: $0.tag, fields: [$0.field], stamp: $0.stamp, setAside: false) },
-                        named: named)
-                // Asked for again, as a failing check's records are.
-                for record in named.values {
-                    missing.insert(
-                        PullRequest.Asked(
-                            collection: record.collection,
-                            key: cipher.hiddenKey(collection: record.collection.rawValue, key: record.key)))
-                }
+            if failures.isEmpty, held.damaged[device] == nil, !dropped.isEmpty {
+                try noteDropped(device, dropped, run: &run, asking: &asking)
                 continue
             }
-            if failures.isEmpty, damaged[device] == nil {
+            if failures.isEmpty, held.damaged[device] == nil {
                 run.checked[device] = Replica.LedgerChecked(
-                    head: LedgerCheck.identity(of: ledger.head?.value),
-                    shards: digests[device] ?? [:])
+                    head: LedgerCheck.identity(of: ledger.head?.value), shards: plan.digests[device] ?? [:])
             }
-            // The records failures name (held ones), as many as a sync asks for again.
-            var tags: Set<UInt64> = []
-            for case .unmet(let tag, _, _, _) in failures
-            where registers[tag] != nil && tags.count < PullRequest.maxAsked {
-                tags.insert(tag)
-            }
-            let named = try replica.records(tagged: tags).compactMapValues(\.first)
-            run.results[device] = failures.isEmpty ? nil : Self.describe(failures, named: named)
-            guard !failures.isEmpty else { continue }
-            // Its ledger as the server holds it now (a head, pending records
-            // or shards the pull's cursor passed), and the records it names.
-            let shards = max(ledger.head?.value.shardCount ?? 1, (ledger.shards.keys.max() ?? 0) + 1)
-            let keys: [Ledger.Key] =
-                [.head(device: device)] + (0..<Ledger.pendingSlots).map { .pending(device: device, slot: $0) }
-                + (0..<shards).map { .shard(device: device, index: $0) }
-            ledgerKeys += keys.map { PullRequest.Asked(collection: .ledger, key: $0.description) }
-            // Kept: the unmet writes a shard names (a head confirmed them:
-            // acknowledged writes, which an honest head of the id keeps
-            // naming); a pending record's may be refused changes, which the
-            // next head rightly leaves out.
-            var confirmed: Set<[UInt64]> = []
-            for shard in ledger.shards.values {
-                for entry in shard.value.entries {
-                    for group in entry.groups {
-                        confirmed.insert([
-                            entry.tag, UInt64(bitPattern: group.stamp.wallMillis), UInt64(group.stamp.counter),
-                        ])
-                    }
-                }
-            }
-            for case .unmet(let tag, let fields, let stamp, false) in failures
-            where confirmed.contains([tag, UInt64(bitPattern: stamp.wallMillis), UInt64(stamp.counter)]) {
-                run.unmet[device, default: []] += fields.map { (tag, $0, stamp) }
-            }
-            for case .unmet(let tag, _, _, false) in failures {
-                guard let record = named[tag] else { continue }
-                missing.insert(
-                    PullRequest.Asked(
-                        collection: record.collection,
-                        key: cipher.hiddenKey(collection: record.collection.rawValue, key: record.key)))
-            }
+            try noteResult(device, ledger, failures, registers: registers, run: &run, asking: &asking)
         }
-        for (device, what) in damaged { run.results[device] = what }
+        for (device, what) in held.damaged { run.results[device] = what }
         run.withdrawals = try withdrawalDecisions(
-            ledgers.filter { formerIDs.contains($0.key) && damaged[$0.key] == nil }, failures: formerFailures,
-            kept: ownWithdrawals, registers: registers, setAside: setAside, tag: tag)
+            ledgers.filter { formerIDs.contains($0.key) && held.damaged[$0.key] == nil }, failures: formerFailures,
+            kept: held.ownWithdrawals, registers: registers, setAside: setAside, tag: tag)
         // Records first (they are what the user holds), then each failing
         // ledger's head and pending records before its shards.
         run.missing =
-            missing.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) } + ledgerKeys
+            asking.records.sorted { ($0.collection.rawValue, $0.key) < ($1.collection.rawValue, $1.key) }
+            + asking.ledgerKeys
         return run
     }
 

@@ -79,47 +79,17 @@ struct Transport: @unchecked Sendable {
     ) -> Exchange {
         var result = Exchange()
         var waiting = whileWaiting
-        var headers: HTTPHeaders = [
-            "Authorization": "Bearer \(token)", "Accept": "application/json",
-            Wire.protocolHeader: String(Wire.protocolVersion),
-        ]
-        if !coding.encrypted { headers.add("Accept-Encoding", Gzip.name) }
-        if !body.isEmpty { headers.add("Content-Type", "application/json") }
-        // A readable account's records go compressed once the server said
-        // it takes gzip; an encrypted account's never (their sizes would
-        // tell what compression found alike).
-        var body = body
-        if !coding.encrypted, sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes,
-            coding.serverTakesGzip
-        {
-            body = Gzip.compress(body)
-            headers.add("Content-Encoding", Gzip.name)
-        }
-        if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
-        if let signer {
-            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            let message = WriteSignature.message(
-                tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
-            let signature = WriteSignature(
-                publicKey: Crypto.base64URL(signer.publicKey), signature: Crypto.base64URL(signer.sign(message)))
-            headers.add(WriteSignature.header, signature.headerValue)
-        }
+        let (headers, body) = prepare(
+            method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith)
         var delay = backoffMilliseconds
         var lastProblem = ""
         for attempt in 1...max(1, attempts) {
             if attempt > 1 {
                 retrying?("the server did not answer (\(lastProblem)); attempt", attempt, attempts)
                 let jitter = Int.random(in: 0...max(1, delay / 2))
-                // The wait, in slices: a stop asked for meanwhile ends it at once.
-                var left = min(5_000, delay + jitter)
-                while left > 0 {
-                    if stopRequested?() == true {
-                        result.error = .cancelled
-                        return result
-                    }
-                    let slice = min(left, 100)
-                    usleep(useconds_t(slice * 1000))
-                    left -= slice
+                guard pause(milliseconds: min(5_000, delay + jitter)) else {
+                    result.error = .cancelled
+                    return result
                 }
                 delay = min(5_000, delay * 2)
             }
@@ -149,24 +119,9 @@ struct Transport: @unchecked Sendable {
             result.bytesSent += body.count
             result.bytesReceived += response.body.count
             if response.headers.contains("Accept-Encoding", token: Gzip.name) { coding.serverTakesGzip = true }
-            if let content = response.headers["Content-Encoding"] {
-                guard !coding.encrypted else {
-                    result.error = .badAnswer(
-                        "\(remote) compressed an end-to-end encrypted account's answer, which this machine never asks for "
-                            + "(a proxy in front of brsyncd that compresses? Deploy/OPERATIONS.md)")
-                    return result
-                }
-                guard content.asciiLowercased() == Gzip.name else {
-                    result.error = .badAnswer(
-                        "\(remote) answered in a content coding it was not asked for ('\(content)')")
-                    return result
-                }
-                do {
-                    response.body = try Gzip.decompress(response.body, limit: Self.maxAnswerBytes)
-                } catch {
-                    result.error = .badAnswer("\(remote) answered with a damaged compressed body: \(error)")
-                    return result
-                }
+            if let problem = decode(&response) {
+                result.error = problem
+                return result
             }
             // Every answer, errors too, carries the server's wall clock.
             if let time = response.headers[Wire.timeHeader].flatMap(Int64.init), time > 0 {
@@ -195,6 +150,74 @@ struct Transport: @unchecked Sendable {
         }
         result.error = .unreachable("\(remote): \(lastProblem) (after \(attempts) attempts)")
         return result
+    }
+
+    /// The request's headers and body: the token and protocol version; the
+    /// body compressed where that is safe; what records are sealed with;
+    /// the write's signature.
+    private func prepare(
+        method: String, target: String, body: [UInt8], signedBy signer: Crypto.SigningKey?,
+        sealedWith: Wire.SealedWith?
+    ) -> (HTTPHeaders, [UInt8]) {
+        var headers: HTTPHeaders = [
+            "Authorization": "Bearer \(token)", "Accept": "application/json",
+            Wire.protocolHeader: String(Wire.protocolVersion),
+        ]
+        if !coding.encrypted { headers.add("Accept-Encoding", Gzip.name) }
+        if !body.isEmpty { headers.add("Content-Type", "application/json") }
+        // A readable account's records go compressed once the server said
+        // it takes gzip; an encrypted account's never (their sizes would
+        // tell what compression found alike).
+        var body = body
+        if !coding.encrypted, sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes,
+            coding.serverTakesGzip
+        {
+            body = Gzip.compress(body)
+            headers.add("Content-Encoding", Gzip.name)
+        }
+        if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
+        if let signer {
+            let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let message = WriteSignature.message(
+                tokenHash: tokenHash, method: method, path: String(path), bodyDigest: Crypto.hex(Crypto.sha256(body)))
+            let signature = WriteSignature(
+                publicKey: Crypto.base64URL(signer.publicKey), signature: Crypto.base64URL(signer.sign(message)))
+            headers.add(WriteSignature.header, signature.headerValue)
+        }
+        return (headers, body)
+    }
+
+    /// Waits before a retry, in slices: a stop asked for meanwhile ends it at
+    /// once (false).
+    private func pause(milliseconds: Int) -> Bool {
+        var left = milliseconds
+        while left > 0 {
+            if stopRequested?() == true { return false }
+            let slice = min(left, 100)
+            usleep(useconds_t(slice * 1000))
+            left -= slice
+        }
+        return true
+    }
+
+    /// Undoes the answer's content coding (gzip, and only for a readable
+    /// account); the problem when it cannot be or should not be there.
+    private func decode(_ response: inout HTTPResponseParser.ParsedResponse) -> SyncError? {
+        guard let content = response.headers["Content-Encoding"] else { return nil }
+        guard !coding.encrypted else {
+            return .badAnswer(
+                "\(remote) compressed an end-to-end encrypted account's answer, which this machine never asks for "
+                    + "(a proxy in front of brsyncd that compresses? Deploy/OPERATIONS.md)")
+        }
+        guard content.asciiLowercased() == Gzip.name else {
+            return .badAnswer("\(remote) answered in a content coding it was not asked for ('\(content)')")
+        }
+        do {
+            response.body = try Gzip.decompress(response.body, limit: Self.maxAnswerBytes)
+        } catch {
+            return .badAnswer("\(remote) answered with a damaged compressed body: \(error)")
+        }
+        return nil
     }
 
     /// A pull page; an answer that is not one is a bad answer, and records

@@ -136,12 +136,18 @@ public enum LedgerCheck {
         shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64, reading: Reading? = nil,
         withdrawn: [Int: [Ledger.Entry]] = [:]
     ) -> [Failure] {
-        var failures: [Failure] = []
-        let unfolded = ledgers.unfolded
+        chainFailures(ledgers)
+            + unmetEntries(
+                device: device, ledgers: ledgers, register: register, reading: reading, withdrawn: withdrawn)
+            + shardFailures(ledgers, shardsHash: shardsHash)
+            + writtenPastLedger(device: device, ledgers: ledgers, newestRegister: newestRegister)
+    }
 
-        // 0. The chain is whole.
+    /// 0. The chain of unfolded pending records is whole, and builds on the head held.
+    private static func chainFailures(_ ledgers: Ledgers) -> [Failure] {
+        var failures: [Failure] = []
         var previous: (slot: Int, stamp: HLCTimestamp)? = nil
-        for (slot, record) in unfolded {
+        for (slot, record) in ledgers.unfolded {
             let pending = record.value
             if let previous {
                 let expected = Ledger.Link(slot: previous.slot, stamp: Ledger.Stamp(previous.stamp))
@@ -165,8 +171,15 @@ public enum LedgerCheck {
             }
             previous = (slot, record.stamp)
         }
+        return failures
+    }
 
-        // 1. Every entry is met, field by field.
+    /// 1. Every entry is met, field by field.
+    private static func unmetEntries(
+        device: String, ledgers: Ledgers, register: (UInt64) -> Register?, reading: Reading?,
+        withdrawn: [Int: [Ledger.Entry]]
+    ) -> [Failure] {
+        var failures: [Failure] = []
         func writer(_ group: Ledger.Group) -> String {
             guard group.device != 0 else { return device }
             let ids = ledgers.head?.value.ids ?? []
@@ -221,14 +234,20 @@ public enum LedgerCheck {
                 for entry in shard.entries { check(entry, others: headNames) }
             }
         }
-        for pending in unfolded {
+        for pending in ledgers.unfolded {
             let excused = withdrawn[pending.slot] ?? []
             for entry in pending.record.value.entries {
                 check(entry, others: pending.record.value.fieldNames, excused: excused)
             }
         }
+        return failures
+    }
 
-        // 2. Every shard the head counts is held, as counted.
+    /// 2. Every shard the head counts is held, as counted.
+    private static func shardFailures(
+        _ ledgers: Ledgers, shardsHash: ([(index: Int, shard: Held<Ledger.Shard>)]) -> UInt64
+    ) -> [Failure] {
+        var failures: [Failure] = []
         if let head = ledgers.head?.value {
             let inUse = (0..<head.shardCount).compactMap { index in ledgers.shards[index].map { (index, $0) } }
             let counted = inUse.reduce(0) { $0 + $1.1.value.entries.count }
@@ -249,8 +268,14 @@ public enum LedgerCheck {
                 failures.append(.shardsDiffer(reason: "are not the ones the head sums up"))
             }
         }
+        return failures
+    }
 
-        // 3. Nothing of the device newer than what its ledger describes.
+    /// 3. Nothing of the device newer than what its ledger describes.
+    private static func writtenPastLedger(
+        device: String, ledgers: Ledgers, newestRegister: HLCTimestamp?
+    ) -> [Failure] {
+        var failures: [Failure] = []
         if let newestRegister {
             let ledger = ledgers.covered(device: device)
             if ledger.map({ newestRegister > $0 }) ?? true {
