@@ -32,6 +32,8 @@ final class SyncPage {
     private let syncButton: Widget
     private let stopButton: Widget
     private let progress: Widget
+    /// What the progress line says now (it is set again only when that changes).
+    private var shownProgress = ""
     private let live: Widget
     private let liveSwitch: Widget
     private let machineName: Widget
@@ -419,28 +421,37 @@ final class SyncPage {
         guard let running else { return }
         running.stop.store(true, ordering: .relaxed)
         gtk_widget_set_sensitive(stopButton, 0)
-        Widgets.setText(progress, "Stopping after the request under way…")
+        showProgress("Stopping after the request under way…")
     }
 
     private func started() {
         for widget in [syncButton, joinButton] { gtk_widget_set_sensitive(widget, 0) }
         gtk_widget_set_sensitive(stopButton, 1)
-        Widgets.setText(progress, "Starting…")
+        showProgress("Starting…")
     }
 
     private func finished() {
         running = nil
         for widget in [syncButton, joinButton] { gtk_widget_set_sensitive(widget, 1) }
         gtk_widget_set_sensitive(stopButton, 0)
-        Widgets.setText(progress, "")
+        showProgress("")
     }
 
     /// Shows what the running sync last reported, every 200 ms, while it runs.
+    /// The progress line, said to screen readers as it changes (its name
+    /// alone would be "Sync progress").
+    private func showProgress(_ text: String) {
+        guard text != shownProgress else { return }
+        shownProgress = text
+        Widgets.setText(progress, text)
+        brsync_accessible_label(progress, text.isEmpty ? "Sync progress" : "Sync progress: \(text)")
+    }
+
     private func watchProgress(_ run: Running) {
         Signals.every(milliseconds: 200) { [weak self] in
             guard let self, running === run else { return false }
             if let said = run.said.withLock({ $0 }), !run.stop.load(ordering: .relaxed) {
-                Widgets.setText(progress, said)
+                showProgress(said)
             }
             return true
         }
