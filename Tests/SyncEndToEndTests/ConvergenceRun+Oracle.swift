@@ -113,6 +113,26 @@ extension Run {
             {
                 continue // deleted (by this edit or a later one), and the tombstone purged
             }
+            // A re-minted change (a fork re-stamps a copy's unpushed changes)
+            // leaves out a field written since, the record's deletion flag
+            // included: its values, though stamped later, never said the
+            // record was alive. When the deletion flag the server took last
+            // says deleted, the tombstone went with them, purged.
+            if now == nil,
+                !allEdits.contains(where: {
+                    $0.record == edit.record && $0.stamp == edit.stamp && $0.field == RecordState.deletedField
+                }),
+                let deletion = allEdits.filter({
+                    $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(true)
+                }).map(\.stamp).max(),
+                !mustSurvive.contains(where: {
+                    $0.record == edit.record && $0.field == RecordState.deletedField && $0.value == .bool(false)
+                        && $0.stamp > deletion
+                })
+            {
+                note("values of a re-minted change without its deletion flag, purged with the tombstone")
+                continue
+            }
             if now.map({ $0.stamp >= edit.stamp }) != true,
                 setAsideLate.contains("\(edit.record).\(edit.field)@\(edit.stamp)"),
                 !machines.contains(where: { $0.replica.deviceID == edit.stamp.device })
