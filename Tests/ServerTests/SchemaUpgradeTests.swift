@@ -95,7 +95,7 @@ import Testing
         let upgraded = try SQLiteStore(path: path)
         defer { upgraded.close() }
         let check = try Database(path: path)
-        #expect(try check.userVersion == SQLiteStore.migrator.latestVersion)
+        #expect(try check.userVersion == StoreSchema.sqlite.latestVersion)
         #expect(
             try check.scalar("SELECT sql FROM sqlite_master WHERE name = 'records'")?.stringValue?.contains(
                 "WITHOUT ROWID") == false)

@@ -116,6 +116,21 @@ public final class PostgresCluster: Sendable {
         guard result.status == 0 else { throw PostgresClusterError(message: "pg_dump failed: \(result.output)") }
     }
 
+    /// A database as plain SQL (`pg_dump`, rows as `INSERT`s, no owners or grants).
+    public func dumpSQL(database: String) throws -> String {
+        let file = NSTemporaryDirectory() + "brsync-pg-dump-\(UUID().uuidString).sql"
+        defer { unlink(file) }
+        let result = try execute(
+            binaries + "/pg_dump",
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-U", user, "--inserts", "--no-owner", "--no-privileges",
+                "-f", file, database,
+            ],
+            environment: ["PGPASSWORD": password], asServerUser: false)
+        guard result.status == 0 else { throw PostgresClusterError(message: "pg_dump failed: \(result.output)") }
+        return try String(contentsOfFile: file, encoding: .utf8)
+    }
+
     /// Restores a `pg_dump` file into a new database of that name.
     public func restore(_ file: String, into database: String) throws {
         try psql("CREATE DATABASE \(database)")
