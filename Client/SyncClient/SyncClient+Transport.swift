@@ -8,8 +8,9 @@ import Net
 import SyncCore
 
 /// One request's connection work, with its retries: connection errors, 429
-/// and 503 are retried with exponential backoff and jitter (honouring
-/// Retry-After); other answers are not. It touches neither the replica nor the
+/// and 503 are retried with exponential backoff and jitter (up to 5 s), or
+/// after the wait the server asks for (`Retry-After`, up to 30 s); other
+/// answers are not. It touches neither the replica nor the
 /// summary, so a pull can fetch its next page on a thread of its own while
 /// the client's thread applies the page before; what happened comes back as
 /// an ``Exchange`` the client takes in on its own thread.
@@ -83,15 +84,27 @@ struct Transport: @unchecked Sendable {
             method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith)
         var delay = backoffMilliseconds
         var lastProblem = ""
+        // The last answer, when it said the server is busy (429 or 503),
+        // and the wait it asked for (`Retry-After`).
+        var busy: (status: Int, refusal: WireError?)?
+        var asked: Int?
         for attempt in 1...max(1, attempts) {
             if attempt > 1 {
-                retrying?("the server did not answer (\(lastProblem)); attempt", attempt, attempts)
-                let jitter = Int.random(in: 0...max(1, delay / 2))
-                guard pause(milliseconds: min(5_000, delay + jitter)) else {
+                retrying?(
+                    busy == nil ? "the server did not answer (\(lastProblem)); attempt" : "\(lastProblem); attempt",
+                    attempt, attempts)
+                // The server's own wait (up to 30 s), spread a little so a
+                // herd it sent away does not come back at once; else the
+                // backoff's, up to 5 s.
+                let wait =
+                    asked.map { $0 + Int.random(in: 0...max(1, $0 / 10)) }
+                    ?? min(5_000, delay + Int.random(in: 0...max(1, delay / 2)))
+                guard pause(milliseconds: wait) else {
                     result.error = .cancelled
                     return result
                 }
                 delay = min(5_000, delay * 2)
+                asked = nil
             }
             var response: HTTPResponseParser.ParsedResponse
             do {
@@ -113,6 +126,7 @@ struct Transport: @unchecked Sendable {
                 return result
             } catch {
                 lastProblem = "\(error)"
+                busy = nil
                 continue
             }
             result.requests += 1
@@ -134,9 +148,11 @@ struct Transport: @unchecked Sendable {
             let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
             let wire = json.flatMap(WireError.init(json:))
             if response.status == 429 || response.status == 503 {
-                lastProblem = "the server is busy (\(response.status))"
+                busy = (response.status, wire)
+                lastProblem =
+                    "the server is busy (\(response.status)\(wire.map { " \($0.code): \($0.message)" } ?? ""))"
                 if let retryAfter = response.headers["Retry-After"].flatMap(Int.init), retryAfter > 0 {
-                    delay = min(30_000, retryAfter * 1000)
+                    asked = min(30, retryAfter) * 1000
                 }
                 continue
             }
@@ -148,7 +164,12 @@ struct Transport: @unchecked Sendable {
             result.error = .refused(code: wire.code, message: wire.message)
             return result
         }
-        result.error = .unreachable("\(remote): \(lastProblem) (after \(attempts) attempts)")
+        if let busy {
+            let said = busy.refusal.map { "\($0.code): \($0.message)" } ?? "HTTP \(busy.status)"
+            result.error = .busy("\(remote) answered \(said) (after \(attempts) attempts)")
+        } else {
+            result.error = .unreachable("\(remote): \(lastProblem) (after \(attempts) attempts)")
+        }
         return result
     }
 

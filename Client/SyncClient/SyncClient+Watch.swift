@@ -74,7 +74,7 @@ extension SyncClient {
         case 404:
             return .unsupported
         case 429, 503:
-            throw SyncError.unreachable("\(remote): the server is busy (\(response.status))")
+            throw SyncError.busy("\(remote) answered HTTP \(response.status) to a watch")
         default:
             guard let wire = json.flatMap(WireError.init(json:)) else {
                 throw SyncError.badAnswer("HTTP \(response.status) without a brsync error body")

@@ -7,6 +7,10 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The server could not be reached, or is not the server it claims to be
     /// (exit 4); the replica is unchanged and fully usable offline.
     case unreachable(String)
+    /// The server answered, and kept answering that it is busy or limits
+    /// this account for now (429 or 503) until the tries ran out (exit 4,
+    /// as a server out of reach); the replica is unchanged.
+    case busy(String)
     /// The server refused: bad or revoked token, a change it will not take
     /// (exit 5), with its message.
     case refused(code: WireError.Code, message: String)
@@ -35,7 +39,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var waitsForTheUser: Bool {
         switch self {
         case .refused, .stopped: return true
-        case .usage, .unreachable, .badAnswer, .cancelled: return false
+        case .usage, .unreachable, .busy, .badAnswer, .cancelled: return false
         }
     }
 
@@ -43,7 +47,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: WireError.Code? {
         switch self {
         case .refused(let code, _), .stopped(let code, _): return code
-        case .usage, .unreachable, .badAnswer, .cancelled: return nil
+        case .usage, .unreachable, .busy, .badAnswer, .cancelled: return nil
         }
     }
 
@@ -51,6 +55,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .usage(let message): return message
         case .unreachable(let message): return "cannot reach the server: \(message)"
+        case .busy(let message):
+            return "the server is busy: \(message); nothing changed here, the next sync tries again"
         case .refused(let code, let message) where code == .unauthorized:
             return
                 "the server refused (\(code)): \(message). This machine's token is not one the server knows (issued again, or the "

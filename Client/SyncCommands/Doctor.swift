@@ -342,6 +342,8 @@ public enum Doctor {
             case .unreachable:
                 fix =
                     "check that the server runs and that this machine reaches it (the address: brsync remote); nothing is lost meanwhile"
+            case .busy:
+                fix = "wait a minute and run brsync sync; nothing is lost meanwhile"
             case .refused(let code, _) where code == .unauthorized || code == .revoked:
                 fix = "ask the server's operator for a join code, then brsync join --replace"
             default: fix = "brsync sync (the message says what else to do)"

@@ -212,7 +212,7 @@ public final class Watcher {
         } catch let error as SyncError {
             state.watching = nil
             switch error {
-            case .unreachable(let message) where message.contains("is busy"):
+            case .busy:
                 // Not offline: the server asks to come back (a herd after its restart); soon, spread.
                 state.pause = Int.random(in: 1_000...5_000)
             case .unreachable(let message):
