@@ -15,15 +15,9 @@ public final class SQLiteStore: StoreDialect {
     static let applicationID: Int32 = 0x6272_7364 // "brsd"
 
     public let path: String
-    private let pool: ConnectionPool
-    /// Checkpoints the WAL off the requests' path (nil: SQLite's automatic checkpoint).
-    private let checkpointer: BackgroundCheckpointer?
-    /// The WAL index's header, for ``commitState()`` (nil: the WAL file's status is asked instead).
-    private let walIndex: WALIndexHeader?
-    /// The WAL index's change counter after this process's last commit (or
-    /// the last outside one it took in): another value means another
-    /// process committed since (see ``startListening()``).
-    private let ownChange: Locked<UInt32?>
+    /// The connections, the one writer at a time (accounts in turn), the
+    /// WAL checkpoints and other processes' commits (``DatabasePool``).
+    private let pool: DatabasePool
     /// Set by ``close()``: the outside-commit watch ends.
     private let closing = Atomic<Bool>(false)
     /// The lock file held while serving (``startListening()``), or -1.
@@ -35,8 +29,6 @@ public final class SQLiteStore: StoreDialect {
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
     public let epochCache: EpochCache
-    /// Writers in the order they came (see ``WriterQueue``).
-    let writers = WriterQueue()
 
     /// The server's wall clock in milliseconds (tests run it skewed).
     public let currentMillis: @Sendable () -> Int64
@@ -90,28 +82,13 @@ public final class SQLiteStore: StoreDialect {
             }
             epochCache = EpochCache(epoch)
             // Checkpoints run on a thread of their own, not in the commit of
-            // the push that fills the log; without a thread, SQLite's own
-            // automatic checkpoint stays.
-            let checkpointer = try? BackgroundCheckpointer(path: path)
-            self.checkpointer = checkpointer
-            let walIndex = WALIndexHeader(path: path)
-            self.walIndex = walIndex
-            ownChange = Locked(walIndex?.read()?.change)
-            var handedFirst = false
-            pool = try ConnectionPool(path: path, size: max(1, connections)) {
-                let database: Database
-                if !handedFirst {
-                    handedFirst = true
-                    database = first
-                } else {
-                    database = try Database(
-                        path: path, mode: .readWrite, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
-                }
+            // the push that fills the log (``BackgroundCheckpointer``).
+            pool = try DatabasePool(
+                path: path, size: connections, first: first, busyTimeoutMilliseconds: busyTimeoutMilliseconds
+            ) { database in
                 // 16 MiB of page cache per connection (SQLite keeps 2 MiB by default): a push
                 // of 10,000 sealed records reads its B-tree pages back from the cache, not with pread.
                 try database.execute("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -16384")
-                checkpointer?.attach(database)
-                return database
             }
         } catch let error as DatabaseError {
             if error.isNotADatabase {
@@ -167,29 +144,20 @@ public final class SQLiteStore: StoreDialect {
     private func write<T>(
         account: Int64?, readAhead: Store.ReadAhead? = nil, _ body: (SQLiteTransaction) throws -> T
     ) throws -> T {
-        try writers.inTurn(account: account) {
-            // Under the write lock no other process commits: what the counter
-            // says before this transaction's commit is every commit so far.
-            var before: UInt32?
-            var outside = false
-            let result = try withDatabase { database in
-                try database.transaction(.immediate) {
-                    before = walIndex?.read()?.change
-                    if let before, before != ownChange.withLock({ $0 }) {
-                        // Another process committed (a restore, an administration command): the store's epoch as it is now.
-                        outside = true
-                        epochCache.set(try SQLiteTransaction(database: database).storedEpochForUpdate())
-                    }
-                    let trusted = before != nil && !outside ? readAhead : nil
-                    return try body(SQLiteTransaction(database: database, epoch: epochCache, readAhead: trusted))
+        var outside = false
+        let result = try database { pool in
+            try pool.write(turn: account) { database, since in
+                if since == .committed {
+                    // Another process committed (a restore, an administration command): the store's epoch as it is now.
+                    outside = true
+                    epochCache.set(try SQLiteTransaction(database: database).storedEpochForUpdate())
                 }
+                let trusted = since == .none ? readAhead : nil
+                return try body(SQLiteTransaction(database: database, epoch: epochCache, readAhead: trusted))
             }
-            let after = walIndex?.read()?.change
-            // This commit alone (one more), or none: known; anything else, another process's right after it.
-            ownChange.withLock { $0 = (after == before || (before.map { $0 &+ 1 } == after)) ? after : nil }
-            if outside { watches.changedAll() }
-            return result
         }
+        if outside { watches.changedAll() }
+        return result
     }
 
     /// Another process's commit, seen by the watch below: the store's epoch
@@ -202,8 +170,8 @@ public final class SQLiteStore: StoreDialect {
     }
 
     public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try withDatabase { database in
-            try database.transaction(.deferred) { try body(SQLiteTransaction(database: database, epoch: epochCache)) }
+        try database { pool in
+            try pool.read { database in try body(SQLiteTransaction(database: database, epoch: epochCache)) }
         }
     }
 
@@ -219,7 +187,7 @@ public final class SQLiteStore: StoreDialect {
     /// without a system call). Without it, the WAL file's inode, size and
     /// modification time (nanoseconds, at the kernel's clock tick) tell one.
     public func commitState() -> CommitState? {
-        if let walIndex, let header = walIndex.read() {
+        if let header = pool.commitReading() {
             return CommitState(Int64(header.change), Int64(header.frames), Int64(header.salt1), Int64(header.salt2))
         }
         var status = stat()
@@ -255,16 +223,10 @@ public final class SQLiteStore: StoreDialect {
         let pid = Array("\(getpid())\n".utf8)
         _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         servingLock.store(descriptor, ordering: .relaxed)
-        guard walIndex != nil else { return }
+        guard pool.seesOutsideCommits else { return }
         try? startThread { [weak self] in
             while let store = self, !store.closing.load(ordering: .relaxed) {
-                store.writers.inTurn {
-                    guard let now = store.walIndex?.read()?.change, now != store.ownChange.withLock({ $0 }) else {
-                        return
-                    }
-                    store.ownChange.withLock { $0 = now }
-                    store.tookInOutsideCommit()
-                }
+                store.pool.takeInOutsideCommit { store.tookInOutsideCommit() }
                 usleep(250_000)
             }
         }
@@ -287,8 +249,13 @@ public final class SQLiteStore: StoreDialect {
     }
 
     func withDatabase<T>(_ body: (Database) throws -> T) throws -> T {
+        try database { pool in try pool.withConnection(body) }
+    }
+
+    /// Runs `body` with the pool, its errors the store's.
+    private func database<T>(_ body: (DatabasePool) throws -> T) throws -> T {
         do {
-            return try pool.withConnection(body)
+            return try body(pool)
         } catch let error as DatabaseError {
             throw ServerError.database(error)
         } catch is ConnectionPool.Closed {
@@ -298,9 +265,7 @@ public final class SQLiteStore: StoreDialect {
 
     public func close() {
         closing.store(true, ordering: .relaxed)
-        walIndex?.close()
         pool.close()
-        checkpointer?.stop()
         let lock = servingLock.exchange(-1, ordering: .relaxed)
         if lock >= 0 { Glibc.close(lock) } // the claim ends with it
     }

@@ -17,7 +17,7 @@ public protocol StoreDialect: SyncStore {
     func writing<T>(_ body: (Transaction) throws -> T) throws -> T
     /// ``writing(_:)`` for a write of `account`'s: where a store's writers
     /// queue for one lock (SQLite), they take turns account by account
-    /// (``WriterQueue``), so a flood of one account's large writes does not
+    /// (Storage's ``WriterQueue``), so a flood of one account's large writes does not
     /// hold up another's small one behind all of them.
     func writing<T>(account: Int64, _ body: (Transaction) throws -> T) throws -> T
     /// ``writing(account:_:)`` with records read ahead for it

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import BrsyncServer
+@testable import Storage
 
 /// Writers of a SQLite store take the write lock in turn, account by
 /// account: within an account in the order they came; across accounts, a

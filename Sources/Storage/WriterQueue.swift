@@ -13,7 +13,8 @@ import SystemServices
 /// queued. An account goes to the back of the round when its write ends,
 /// not when it starts, so one that arrives meanwhile goes before its next.
 /// Writes of no account (administration, purges) take their turn as one
-/// more account. Beyond turns, an account's time holding the lock is
+/// more account. (An account is any Int64 its owner names a turn by:
+/// brsyncd's accounts, through ``DatabasePool/write(turn:_:)``.) Beyond turns, an account's time holding the lock is
 /// metered while others write (``WriteShare``).
 final class WriterQueue: Sendable {
     private struct State {
