@@ -11,7 +11,7 @@
 # print the numbers named below (they have since the benchmarks were written);
 # a benchmark script BASE lacks (pull.sh is newer than some bases) runs from
 # HEAD's copy on BASE's build.
-# Usage: bash Benchmarks/compare.sh BASE [ROUNDS, default 5] [server sync selector listing pull …]
+# Usage: bash Benchmarks/compare.sh BASE [ROUNDS, default 5] [server sync selector listing pull noisy …]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="${1:?usage: bash Benchmarks/compare.sh BASE [ROUNDS] [BENCHMARK...]}"
@@ -42,7 +42,8 @@ command_of() {
     selector) echo "bash Benchmarks/selector.sh" ;;
     listing) echo "bash Benchmarks/listing.sh 20000 3" ;;
     pull) echo "bash Benchmarks/pull.sh 10000 plaintext; bash Benchmarks/pull.sh 10000 encrypted" ;;
-    *) echo "compare: no benchmark '$1' (server, sync, selector, listing, pull)" >&2; exit 2 ;;
+    noisy) echo "bash Benchmarks/noisy-neighbour.sh 10" ;;
+    *) echo "compare: no benchmark '$1' (server, sync, selector, listing, pull, noisy)" >&2; exit 2 ;;
   esac
 }
 numbers_of() {
@@ -69,6 +70,13 @@ EOF
 resolve 10000 rules µs/URL|^rules +10000: +([0-9.]+) µs per URL|low
 brsync resolve --json ms|^brsync resolve --json: median ([0-9.]+) ms|low
 brsync open ms|^brsync open: +median ([0-9.]+) ms|low
+EOF
+    ;;
+    noisy) cat <<'EOF'
+quiet pull ms|^quiet account, pull of 500 records: quiet server median ([0-9.]+) ms|low
+pull while flooded ms|^same, while the noisy account made.*: median ([0-9.]+) ms|low
+quiet push ms|^quiet account, push of one rule: quiet server median ([0-9.]+) ms|low
+push while flooded ms|^same, while the noisy account relayed.*: median ([0-9.]+) ms|low
 EOF
     ;;
     pull) cat <<'EOF'
