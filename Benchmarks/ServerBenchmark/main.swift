@@ -124,7 +124,7 @@ do {
         try authority.certificatePEM.write(toFile: "\(directory)/ca.pem", atomically: true, encoding: .utf8)
         try issued.certificatePEM.write(toFile: "\(directory)/server.pem", atomically: true, encoding: .utf8)
         try issued.privateKeyPEM.write(toFile: "\(directory)/server.key", atomically: true, encoding: .utf8)
-        let store = try SQLiteStore(path: "\(directory)/store.sqlite")
+        let store = try SyncStore(sqlite: "\(directory)/store.sqlite")
         try store.addAccount("bench")
         try store.addDevice(account: "bench", name: "laptop").write(
             toFile: "\(directory)/token", atomically: true, encoding: .utf8)
@@ -249,7 +249,7 @@ do {
 
     case "setup-watchers":
         guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else { fail("setup-watchers DIR N") }
-        let store = try SQLiteStore(path: "\(directory)/store.sqlite")
+        let store = try SyncStore(sqlite: "\(directory)/store.sqlite")
         try store.addDevice(account: "bench", name: "desktop").write(
             toFile: "\(directory)/token-desktop", atomically: true, encoding: .utf8)
         var tokens: [String] = []

@@ -18,7 +18,7 @@ extension PostgresTransaction {
     /// the keys go as two arrays, spread by `unnest` and joined to the
     /// primary key (one statement shape, a nested loop of index lookups
     /// whatever plan PostgreSQL caches for it).
-    public func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
+    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {
         var named = Set<CacheKey>()
         let wanted = keys.filter {
             let place = Self.cacheKey($0.collection, $0.key)
@@ -57,7 +57,7 @@ extension PostgresTransaction {
         }
     }
 
-    public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
         if let cached = cache[Self.cacheKey(collection, key)] { return cached }
         let row = try connection.queryFirst(
             "SELECT fields, versions, seq, writer FROM records WHERE account_id = $1 AND collection = $2 AND key = $3",
@@ -90,7 +90,7 @@ extension PostgresTransaction {
         let isNew: Bool
     }
 
-    public func upsertRecord(
+    func upsertRecord(
         account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
         fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
     ) throws {

@@ -5,7 +5,7 @@ import SyncCore
 
 /// The PostgreSQL store's SQL (see ``StoreTransaction``), inside a
 /// transaction (reads outside one run statement by statement).
-public final class PostgresTransaction: StoreTransaction {
+final class PostgresTransaction: StoreTransaction {
     let connection: PostgresConnection
     /// Records read ahead (nil: known to be absent), kept current by
     /// ``upsertRecord``; the account's row lock keeps other writers out.
@@ -19,19 +19,19 @@ public final class PostgresTransaction: StoreTransaction {
         self.connection = connection
     }
 
-    public func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
+    func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
         try connection.queryFirst("SELECT revoked, token_hash FROM devices WHERE id = $1", [.integer(device)]) {
             ($0.bool(0) ?? false, $0.bytes(1) ?? [])
         }
     }
 
-    public func streamCount(account: Int64) throws -> Int64 {
+    func streamCount(account: Int64) throws -> Int64 {
         try connection.queryFirst("SELECT count(*) FROM device_streams WHERE account_id = $1", [.integer(account)]) {
             $0.int64(0) ?? 0
         } ?? 0
     }
 
-    public func ledgerDevices(account: Int64) throws -> Set<String> {
+    func ledgerDevices(account: Int64) throws -> Set<String> {
         Set(
             try connection.query(
                 "SELECT DISTINCT split_part(key, '/', 1) FROM records WHERE account_id = $1 AND collection = 'ledger'",
@@ -39,7 +39,7 @@ public final class PostgresTransaction: StoreTransaction {
             ) { $0.string(0) ?? "" })
     }
 
-    public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try connection.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = $1 AND client_device = $2",
             [.integer(account), .text(clientDevice)]
@@ -48,7 +48,7 @@ public final class PostgresTransaction: StoreTransaction {
 
     /// Locks the account's row until the transaction ends: the pushes of one
     /// account, from any process, are serialised here.
-    public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
+    func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
         try connection.queryFirst(
             "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
                 + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = $1 FOR UPDATE",
@@ -73,13 +73,13 @@ public final class PostgresTransaction: StoreTransaction {
         return value
     }
 
-    public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
         try connection.run(
             "UPDATE accounts SET next_seq = $1, stamp_high = GREATEST(stamp_high, $2) WHERE id = $3",
             [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
     }
 
-    public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
         try connection.run(
             """
             INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES ($1, $2, $3, $4)
@@ -88,7 +88,7 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     /// One statement for a push's refusals, their columns sent as arrays.
-    public func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
+    func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
         guard !refusals.isEmpty else { return }
         try connection.run(
             """
@@ -104,7 +104,7 @@ public final class PostgresTransaction: StoreTransaction {
             ])
     }
 
-    public func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
+    func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
         try connection.query(
             """
             SELECT seq, collection, key, reason FROM refusals
@@ -117,19 +117,19 @@ public final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    public func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
+    func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
         try connection.run(
             "DELETE FROM refusals WHERE account_id = $1 AND client_device = $2 AND seq <= $3",
             [.integer(account), .text(clientDevice), .integer(through)])
     }
 
-    public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
         try connection.run(
             "UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
             [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
     }
 
-    public func startNewEpoch() throws -> String {
+    func startNewEpoch() throws -> String {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try connection.run("UPDATE brsync_meta SET value = $1 WHERE key = 'epoch'", [.text(fresh)])
         try connection.run("UPDATE devices SET acknowledged_cursor = 0")
@@ -137,7 +137,7 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     /// The account's row is locked already (``accountCounters(_:)``).
-    public func startNewAccountEpoch(_ account: Int64) throws -> String {
+    func startNewAccountEpoch(_ account: Int64) throws -> String {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try connection.run("UPDATE accounts SET epoch = $1 WHERE id = $2", [.text(fresh), .integer(account)])
         try connection.run("UPDATE devices SET acknowledged_cursor = 0 WHERE account_id = $1", [.integer(account)])
@@ -146,21 +146,21 @@ public final class PostgresTransaction: StoreTransaction {
 
     /// Locks the account's row, then reads the epoch: pushes of the account
     /// queue on the lock, and each sees the epoch as it is when it holds it.
-    public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
+    func lockAccountReadingEpoch(_ account: Int64) throws -> String {
         _ = try connection.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [.integer(account)]) {
             $0.int64(0)
         }
-        return try PostgresStore.readEpoch(connection)
+        return try PostgresDialect.readEpoch(connection)
     }
 
-    public func storedEpochForUpdate() throws -> String {
+    func storedEpochForUpdate() throws -> String {
         _ = try connection.query("SELECT value FROM brsync_meta WHERE key = 'epoch' FOR UPDATE") { $0.string(0) }
-        return try PostgresStore.readEpoch(connection)
+        return try PostgresDialect.readEpoch(connection)
     }
 
     /// A pull in one round trip: one statement (one snapshot, even in READ
     /// COMMITTED) reads the device, the epoch, the replica's stream and the page.
-    public func pullSnapshot(
+    func pullSnapshot(
         tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int
     ) throws -> Store.PullSnapshot? {
         struct Row {
@@ -250,20 +250,20 @@ public final class PostgresTransaction: StoreTransaction {
             acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
-    public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
+    func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
         try connection.queryFirst("\(Self.deviceColumns) WHERE d.token_hash = $1", [.bytes(tokenHash)]) {
             (device: Self.authenticatedDevice($0), storedHash: $0.bytes(9) ?? [])
         }
     }
 
-    public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
         try connection.run(
             "UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
             [.integer(cursor), .integer(now), .integer(device)])
     }
 
     /// The account's row is locked already (``accountCounters(_:)``).
-    public func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
+    func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
         try connection.run(
             "UPDATE accounts SET encrypted = $1, key_id = $2, signing_key = $3, retired_keys = $4, encryption_reset = $5 WHERE id = $6",
             [
@@ -275,7 +275,7 @@ public final class PostgresTransaction: StoreTransaction {
         try connection.run("DELETE FROM refusals WHERE account_id = $1", [.integer(account)])
     }
 
-    public func registerSigningKey(account: Int64, _ publicKey: String) throws {
+    func registerSigningKey(account: Int64, _ publicKey: String) throws {
         try connection.run(
             "UPDATE accounts SET signing_key = $1 WHERE id = $2 AND signing_key = ''",
             [.text(publicKey), .integer(account)])
@@ -284,8 +284,8 @@ public final class PostgresTransaction: StoreTransaction {
     /// One purge at a time, whichever process runs it: the next waits for it
     /// (and then finds little left to do). Skipping instead would make an
     /// explicit purge return having done nothing.
-    public func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
-        _ = try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresStore.purgeLock)]) { _ in () }
+    func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
+        _ = try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresDialect.purgeLock)]) { _ in () }
         try connection.run(
             """
             UPDATE accounts SET purged_through = GREATEST(purged_through, (
@@ -304,7 +304,7 @@ public final class PostgresTransaction: StoreTransaction {
             """, [.integer(cutoff)])
     }
 
-    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+    func counts() throws -> (records: Int, devices: Int, accounts: Int) {
         try connection.queryFirst(
             "SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM devices), (SELECT count(*) FROM accounts)"
         ) {
@@ -314,17 +314,17 @@ public final class PostgresTransaction: StoreTransaction {
 
     // MARK: - Administration
 
-    public func accountID(named name: String) throws -> Int64? {
+    func accountID(named name: String) throws -> Int64? {
         try connection.queryFirst("SELECT id FROM accounts WHERE name = $1", [.text(name)], { $0.int64(0) }) ?? nil
     }
 
-    public func insertAccount(name: String, uid: String, now: Int64) throws {
+    func insertAccount(name: String, uid: String, now: Int64) throws {
         try connection.run(
             "INSERT INTO accounts (name, created_at, uid) VALUES ($1, $2, $3)",
             [.text(name), .integer(now), .text(uid)])
     }
 
-    public func accountSummaries() throws -> [Store.Account] {
+    func accountSummaries() throws -> [Store.Account] {
         try connection.query(
             """
             SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
@@ -340,7 +340,7 @@ public final class PostgresTransaction: StoreTransaction {
     }
 
     /// The pending records are written first: the triggers count them.
-    public func accountUsage(_ account: Int64) throws -> Store.Usage {
+    func accountUsage(_ account: Int64) throws -> Store.Usage {
         try flush()
         return try connection.queryFirst(
             "SELECT record_count, byte_count FROM accounts WHERE id = $1", [.integer(account)]
@@ -349,19 +349,19 @@ public final class PostgresTransaction: StoreTransaction {
         } ?? Store.Usage(records: 0, bytes: 0)
     }
 
-    public func setLimits(account: Int64, _ limits: Store.Limits) throws {
+    func setLimits(account: Int64, _ limits: Store.Limits) throws {
         try connection.run(
             "UPDATE accounts SET max_records = $1, max_bytes = $2, max_devices = $3 WHERE id = $4",
             [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
     }
 
-    public func deviceCount(account: Int64) throws -> Int64 {
+    func deviceCount(account: Int64) throws -> Int64 {
         try connection.queryFirst("SELECT count(*) FROM devices WHERE account_id = $1", [.integer(account)]) {
             $0.int64(0) ?? 0
         } ?? 0
     }
 
-    public func deleteAccount(_ account: Int64) throws {
+    func deleteAccount(_ account: Int64) throws {
         try connection.run("DELETE FROM records WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM device_streams WHERE account_id = $1", [.integer(account)])
         try connection.run("DELETE FROM refusals WHERE account_id = $1", [.integer(account)])
@@ -369,19 +369,19 @@ public final class PostgresTransaction: StoreTransaction {
         try connection.run("DELETE FROM accounts WHERE id = $1", [.integer(account)])
     }
 
-    public func deviceExists(account: Int64, name: String) throws -> Bool {
+    func deviceExists(account: Int64, name: String) throws -> Bool {
         try connection.queryFirst(
             "SELECT 1 FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)], { _ in true }
         ) != nil
     }
 
-    public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
+    func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
         try connection.run(
             "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)",
             [.integer(account), .text(name), .bytes(tokenHash), .integer(now)])
     }
 
-    public func devices(account: Int64) throws -> [Store.Device] {
+    func devices(account: Int64) throws -> [Store.Device] {
         try connection.query(
             """
             SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid,
@@ -395,37 +395,37 @@ public final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
+    func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
         try connection.run(
             "UPDATE devices SET token_hash = $1, revoked = false WHERE account_id = $2 AND name = $3",
             [.bytes(tokenHash), .integer(account), .text(name)]) == 1
     }
 
-    public func revoke(account: Int64, device name: String) throws -> Bool {
+    func revoke(account: Int64, device name: String) throws -> Bool {
         try connection.run(
             "UPDATE devices SET revoked = true WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)])
             == 1
     }
 
-    public func deviceID(account: Int64, name: String) throws -> Int64? {
+    func deviceID(account: Int64, name: String) throws -> Int64? {
         try connection.queryFirst(
             "SELECT id FROM devices WHERE account_id = $1 AND name = $2", [.integer(account), .text(name)]
         ) { $0.int64(0) } ?? nil
     }
 
-    public func setToken(device: Int64, tokenHash: [UInt8]) throws {
+    func setToken(device: Int64, tokenHash: [UInt8]) throws {
         _ = try connection.run(
             "UPDATE devices SET token_hash = $1, revoked = false WHERE id = $2", [.bytes(tokenHash), .integer(device)])
     }
 
-    public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
+    func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
         _ = try connection.run("DELETE FROM enrollments WHERE device_id = $1", [.integer(device)])
         _ = try connection.run(
             "INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES ($1, $2, $3)",
             [.bytes(secretHash), .integer(device), .integer(expiresAt)])
     }
 
-    public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
+    func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
         try connection.queryFirst(
             "SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = $1",
             [.bytes(secretHash)]
@@ -436,13 +436,13 @@ public final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
+    func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
         _ = try connection.run(
             "UPDATE enrollments SET used_at = $1, token_hash = $2 WHERE secret_hash = $3",
             [.integer(now), .bytes(tokenHash), .bytes(secretHash)])
     }
 
-    public func allRecords(account: Int64) throws -> [ChangeRecord] {
+    func allRecords(account: Int64) throws -> [ChangeRecord] {
         try connection.query(
             "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = $1 ORDER BY seq",
             [.integer(account)]

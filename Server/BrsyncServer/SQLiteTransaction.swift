@@ -6,12 +6,12 @@ import SyncCore
 /// The SQLite store's SQL (see ``StoreTransaction``), on a connection inside
 /// a transaction (a write transaction is `BEGIN IMMEDIATE`: SQLite's one
 /// write lock serialises it).
-public struct SQLiteTransaction: StoreTransaction {
+struct SQLiteTransaction: StoreTransaction {
     let database: Database
     /// The store's epoch as this process holds it (one process writes an
     /// SQLite store); nil reads it from the file.
     let epoch: EpochCache?
-    /// Records read before this write transaction began (``SQLiteStore/readAhead(account:keys:)``).
+    /// Records read before this write transaction began (``SQLiteDialect/readAhead(account:keys:)``).
     let readAhead: Store.ReadAhead?
 
     init(database: Database, epoch: EpochCache? = nil, readAhead: Store.ReadAhead? = nil) {
@@ -22,7 +22,7 @@ public struct SQLiteTransaction: StoreTransaction {
 
     // MARK: - Sync
 
-    public func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
+    func deviceStanding(_ device: Int64) throws -> (revoked: Bool, tokenHash: [UInt8])? {
         try database.queryFirst("SELECT revoked, token_hash FROM devices WHERE id = ?", [.integer(device)]) {
             row -> (revoked: Bool, tokenHash: [UInt8]) in
             guard case .blob(let stored) = row[1] else { return (row.int(0) == 1, []) }
@@ -30,12 +30,12 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func streamCount(account: Int64) throws -> Int64 {
+    func streamCount(account: Int64) throws -> Int64 {
         try database.scalar("SELECT COUNT(*) FROM device_streams WHERE account_id = ?", [.integer(account)])?.int64Value
             ?? 0
     }
 
-    public func ledgerDevices(account: Int64) throws -> Set<String> {
+    func ledgerDevices(account: Int64) throws -> Set<String> {
         Set(
             try database.query(
                 """
@@ -45,14 +45,14 @@ public struct SQLiteTransaction: StoreTransaction {
             ) { $0.string(0) ?? "" })
     }
 
-    public func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
+    func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)? {
         try database.queryFirst(
             "SELECT last_seq, last_digest FROM device_streams WHERE account_id = ? AND client_device = ?",
             [.integer(account), .text(clientDevice)]
         ) { (last: $0.int64(0) ?? 0, digest: $0.string(1) ?? "") }
     }
 
-    public func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
+    func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
         try database.queryFirst(
             "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
                 + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = ?",
@@ -72,7 +72,7 @@ public struct SQLiteTransaction: StoreTransaction {
     /// told without reading its fields: a record written since has a new
     /// change number (they are unique in an account and only grow), and one
     /// absent then is absent still when its key is (one index lookup each).
-    public func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
+    func record(account: Int64, collection: RecordCollection, key: String) throws -> Store.RecordVersion? {
         if let readAhead, readAhead.account == account,
             let read = readAhead.records[Store.ReadAhead.Place(collection: collection, key: key)]
         {
@@ -100,7 +100,7 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func upsertRecord(
+    func upsertRecord(
         account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
         fieldsText: String?,
         sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
@@ -123,13 +123,13 @@ public struct SQLiteTransaction: StoreTransaction {
             ])
     }
 
-    public func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
+    func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
         try database.run(
             "UPDATE accounts SET next_seq = ?, stamp_high = MAX(stamp_high, ?) WHERE id = ?",
             [.integer(nextSequence), .integer(stampAtLeast), .integer(account)])
     }
 
-    public func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
+    func setStream(account: Int64, clientDevice: String, last: Int64, digest: String) throws {
         try database.run(
             """
             INSERT INTO device_streams (account_id, client_device, last_seq, last_digest) VALUES (?, ?, ?, ?)
@@ -137,7 +137,7 @@ public struct SQLiteTransaction: StoreTransaction {
             """, [.integer(account), .text(clientDevice), .integer(last), .text(digest)])
     }
 
-    public func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
+    func keepRefusals(account: Int64, clientDevice: String, _ refusals: [RejectedChange]) throws {
         for refusal in refusals {
             try database.run(
                 """
@@ -152,7 +152,7 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
+    func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange] {
         try database.query(
             """
             SELECT seq, collection, key, reason FROM refusals
@@ -168,26 +168,26 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
+    func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws {
         try database.run(
             "DELETE FROM refusals WHERE account_id = ? AND client_device = ? AND seq <= ?",
             [.integer(account), .text(clientDevice), .integer(through)])
     }
 
-    public func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
         try database.run(
             "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
             [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
     }
 
-    public func startNewEpoch() throws -> String {
+    func startNewEpoch() throws -> String {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try database.run("UPDATE meta SET value = ? WHERE key = 'epoch'", [.text(fresh)])
         try database.run("UPDATE devices SET acknowledged_cursor = 0")
         return fresh
     }
 
-    public func startNewAccountEpoch(_ account: Int64) throws -> String {
+    func startNewAccountEpoch(_ account: Int64) throws -> String {
         let fresh = Crypto.hex(Crypto.randomBytes(8))
         try database.run("UPDATE accounts SET epoch = ? WHERE id = ?", [.text(fresh), .integer(account)])
         try database.run("UPDATE devices SET acknowledged_cursor = 0 WHERE account_id = ?", [.integer(account)])
@@ -196,17 +196,17 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// The write lock is held already (`BEGIN IMMEDIATE`); the epoch is the
     /// one this process holds (no other process writes the file).
-    public func lockAccountReadingEpoch(_ account: Int64) throws -> String {
+    func lockAccountReadingEpoch(_ account: Int64) throws -> String {
         try epoch?.current ?? storedEpochForUpdate()
     }
 
-    public func storedEpochForUpdate() throws -> String {
+    func storedEpochForUpdate() throws -> String {
         try database.meta("epoch") ?? ""
     }
 
     /// Authenticates and reads the page in this read transaction; a revoked
     /// device's records are not read.
-    public func pullSnapshot(
+    func pullSnapshot(
         tokenHash: [UInt8], clientDevice: String, after cursor: Int64, limit: Int, maxBytes: Int
     ) throws -> Store.PullSnapshot? {
         guard let (device, storedHash) = try device(tokenHash: tokenHash) else { return nil }
@@ -249,7 +249,7 @@ public struct SQLiteTransaction: StoreTransaction {
             knownAfter: row.int64(6) ?? 0)
     }
 
-    public func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
+    func device(tokenHash: [UInt8]) throws -> (device: Store.Device, storedHash: [UInt8])? {
         try database.queryFirst(
             """
             SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
@@ -279,7 +279,7 @@ public struct SQLiteTransaction: StoreTransaction {
             acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
-    public func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
         try database.run(
             "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
             [.integer(cursor), .integer(now), .integer(device)])
@@ -287,7 +287,7 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// The deleted rows are overwritten with zeros (`secure_delete`), so the
     /// readable records do not linger in free pages of the file.
-    public func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
+    func setEncryption(account: Int64, _ encryption: Store.Encryption) throws {
         try database.execute("PRAGMA secure_delete = ON")
         defer { try? database.execute("PRAGMA secure_delete = OFF") }
         try database.run(
@@ -302,7 +302,7 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.run("DELETE FROM refusals WHERE account_id = ?", [.integer(account)])
     }
 
-    public func registerSigningKey(account: Int64, _ publicKey: String) throws {
+    func registerSigningKey(account: Int64, _ publicKey: String) throws {
         try database.run(
             "UPDATE accounts SET signing_key = ? WHERE id = ? AND signing_key = ''",
             [.text(publicKey), .integer(account)])
@@ -310,7 +310,7 @@ public struct SQLiteTransaction: StoreTransaction {
 
     /// One purge at a time: the write lock. Encrypted accounts keep their
     /// tombstones (a record leaves a machine only with a sealed deletion).
-    public func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
+    func purgeTombstones(updatedAtOrBefore cutoff: Int64) throws -> Int {
         try database.run(
             """
             UPDATE accounts SET purged_through = MAX(purged_through, (
@@ -329,7 +329,7 @@ public struct SQLiteTransaction: StoreTransaction {
         return database.changes
     }
 
-    public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
+    func counts() throws -> (records: Int, devices: Int, accounts: Int) {
         (
             try database.scalar("SELECT COUNT(*) FROM records")?.intValue ?? 0,
             try database.scalar("SELECT COUNT(*) FROM devices")?.intValue ?? 0,
@@ -339,16 +339,16 @@ public struct SQLiteTransaction: StoreTransaction {
 
     // MARK: - Administration
 
-    public func accountID(named name: String) throws -> Int64? {
+    func accountID(named name: String) throws -> Int64? {
         try database.scalar("SELECT id FROM accounts WHERE name = ?", [.text(name)])?.int64Value
     }
 
-    public func insertAccount(name: String, uid: String, now: Int64) throws {
+    func insertAccount(name: String, uid: String, now: Int64) throws {
         try database.run(
             "INSERT INTO accounts (name, created_at, uid) VALUES (?, ?, ?)", [.text(name), .integer(now), .text(uid)])
     }
 
-    public func accountSummaries() throws -> [Store.Account] {
+    func accountSummaries() throws -> [Store.Account] {
         try database.query(
             """
             SELECT a.id, a.name, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
@@ -363,23 +363,23 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func accountUsage(_ account: Int64) throws -> Store.Usage {
+    func accountUsage(_ account: Int64) throws -> Store.Usage {
         try database.queryFirst("SELECT record_count, byte_count FROM accounts WHERE id = ?", [.integer(account)]) {
             Store.Usage(records: $0.int64(0) ?? 0, bytes: $0.int64(1) ?? 0)
         } ?? Store.Usage(records: 0, bytes: 0)
     }
 
-    public func setLimits(account: Int64, _ limits: Store.Limits) throws {
+    func setLimits(account: Int64, _ limits: Store.Limits) throws {
         try database.run(
             "UPDATE accounts SET max_records = ?, max_bytes = ?, max_devices = ? WHERE id = ?",
             [.integer(limits.records), .integer(limits.bytes), .integer(limits.devices), .integer(account)])
     }
 
-    public func deviceCount(account: Int64) throws -> Int64 {
+    func deviceCount(account: Int64) throws -> Int64 {
         try database.scalar("SELECT COUNT(*) FROM devices WHERE account_id = ?", [.integer(account)])?.int64Value ?? 0
     }
 
-    public func deleteAccount(_ account: Int64) throws {
+    func deleteAccount(_ account: Int64) throws {
         try database.run("DELETE FROM records WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM device_streams WHERE account_id = ?", [.integer(account)])
         try database.run("DELETE FROM refusals WHERE account_id = ?", [.integer(account)])
@@ -387,18 +387,18 @@ public struct SQLiteTransaction: StoreTransaction {
         try database.run("DELETE FROM accounts WHERE id = ?", [.integer(account)])
     }
 
-    public func deviceExists(account: Int64, name: String) throws -> Bool {
+    func deviceExists(account: Int64, name: String) throws -> Bool {
         try database.scalar(
             "SELECT 1 FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)]) != nil
     }
 
-    public func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
+    func insertDevice(account: Int64, name: String, tokenHash: [UInt8], now: Int64) throws {
         try database.run(
             "INSERT INTO devices (account_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
             [.integer(account), .text(name), .blob(tokenHash), .integer(now)])
     }
 
-    public func devices(account: Int64) throws -> [Store.Device] {
+    func devices(account: Int64) throws -> [Store.Device] {
         try database.query(
             """
             SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
@@ -413,37 +413,37 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
+    func setToken(account: Int64, device name: String, tokenHash: [UInt8]) throws -> Bool {
         try database.run(
             "UPDATE devices SET token_hash = ?, revoked = 0 WHERE account_id = ? AND name = ?",
             [.blob(tokenHash), .integer(account), .text(name)])
         return database.changes == 1
     }
 
-    public func revoke(account: Int64, device name: String) throws -> Bool {
+    func revoke(account: Int64, device name: String) throws -> Bool {
         try database.run(
             "UPDATE devices SET revoked = 1 WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])
         return database.changes == 1
     }
 
-    public func deviceID(account: Int64, name: String) throws -> Int64? {
+    func deviceID(account: Int64, name: String) throws -> Int64? {
         try database.scalar(
             "SELECT id FROM devices WHERE account_id = ? AND name = ?", [.integer(account), .text(name)])?.int64Value
     }
 
-    public func setToken(device: Int64, tokenHash: [UInt8]) throws {
+    func setToken(device: Int64, tokenHash: [UInt8]) throws {
         try database.run(
             "UPDATE devices SET token_hash = ?, revoked = 0 WHERE id = ?", [.blob(tokenHash), .integer(device)])
     }
 
-    public func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
+    func insertEnrollment(device: Int64, secretHash: [UInt8], expiresAt: Int64) throws {
         try database.run("DELETE FROM enrollments WHERE device_id = ?", [.integer(device)])
         try database.run(
             "INSERT INTO enrollments (secret_hash, device_id, expires_at) VALUES (?, ?, ?)",
             [.blob(secretHash), .integer(device), .integer(expiresAt)])
     }
 
-    public func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
+    func enrollment(secretHash: [UInt8]) throws -> Store.Enrollment? {
         try database.queryFirst(
             "SELECT device_id, expires_at, used_at, token_hash FROM enrollments WHERE secret_hash = ?",
             [.blob(secretHash)]
@@ -456,13 +456,13 @@ public struct SQLiteTransaction: StoreTransaction {
         }
     }
 
-    public func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
+    func markEnrollmentUsed(secretHash: [UInt8], tokenHash: [UInt8], now: Int64) throws {
         try database.run(
             "UPDATE enrollments SET used_at = ?, token_hash = ? WHERE secret_hash = ?",
             [.integer(now), .blob(tokenHash), .blob(secretHash)])
     }
 
-    public func allRecords(account: Int64) throws -> [ChangeRecord] {
+    func allRecords(account: Int64) throws -> [ChangeRecord] {
         try database.query(
             "SELECT seq, collection, key, fields, versions FROM records WHERE account_id = ? ORDER BY seq",
             [.integer(account)]

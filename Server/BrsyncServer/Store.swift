@@ -13,7 +13,7 @@ public enum Store {
     /// The most replica streams (device ids that pushed) an account keeps.
     public static let maxStreamsPerAccount: Int64 = 1_024
     /// How far behind a stream's acknowledged change its refusals are kept
-    /// (``SyncWriteTransaction/keepRefusals(account:clientDevice:_:)``): a
+    /// (``StoreTransaction/keepRefusals(account:clientDevice:_:)``): a
     /// retry reaches back one batch (at most 1,000 changes), so this is many
     /// times what an honest client asks again. Never pruned by age alone.
     public static let refusalsKept: Int64 = 10_000
@@ -118,7 +118,7 @@ public enum Store {
         public var accountNextSequence: Int64 = 1
         public var accountPurgedThrough: Int64 = 0
         /// The hash of the token the request authenticated with (set by
-        /// ``StoreCore``'s check): a write checks it again inside its
+        /// ``SyncStore``'s check): a write checks it again inside its
         /// transaction, so a token replaced meanwhile writes nothing more.
         public var tokenHash: [UInt8]?
         /// Whether the account is end-to-end encrypted (it takes sealed records only).
@@ -136,7 +136,7 @@ public enum Store {
         /// clients see the store's epoch followed by it (``Store/epoch(store:account:)``).
         public var accountEpoch = ""
         /// When the device's unused join code expires (nil when it has none;
-        /// read by ``StoreCore/devices(account:)`` only, for listings).
+        /// read by ``SyncStore/devices(account:)`` only, for listings).
         public var joinExpiresMillis: Int64?
 
         public init(

@@ -21,17 +21,22 @@ public enum StoreMigration {
         }
     }
 
-    /// Copies `source` into `target` in one transaction and checks the counts.
-    /// - Throws: ``ServerError/conflict(_:)`` when the target holds accounts
+    /// Copies `source` (an SQLite store) into `target` (a PostgreSQL store)
+    /// in one transaction and checks the counts.
+    /// - Throws: ``ServerError/badRequest(_:)`` for stores of other kinds;
+    ///   ``ServerError/conflict(_:)`` when the target holds accounts
     ///   already (nothing is written); ``ServerError/storeUnusable(_:)`` when
     ///   the copy's counts differ from the source's (nothing is kept).
     @discardableResult
-    public static func copy(from source: SQLiteStore, to target: PostgresStore) throws -> Counts {
+    public static func copy(from source: SyncStore, to target: SyncStore) throws -> Counts {
+        guard let sqlite = source.sqlite, let postgres = target.postgres else {
+            throw ServerError.badRequest("migrate copies an SQLite store into a PostgreSQL store")
+        }
         // One read transaction: a consistent snapshot of the source.
-        let snapshot = try source.withDatabase { database in
+        let snapshot = try sqlite.withDatabase { database in
             try database.transaction(.deferred) { try Snapshot(database) }
         }
-        let copied = try target.write { connection -> Counts in
+        let copied = try postgres.write { connection -> Counts in
             _ = try connection.run("LOCK TABLE accounts IN EXCLUSIVE MODE")
             let existing = try connection.queryFirst("SELECT count(*) FROM accounts") { $0.int(0) ?? 0 } ?? 0
             guard existing == 0 else {

@@ -31,7 +31,7 @@ enum StoredRecord {
         return collection
     }
 
-    /// A kept refusal (``SyncWriteTransaction/refusals(account:clientDevice:from:through:)``).
+    /// A kept refusal (``StoreTransaction/refusals(account:clientDevice:from:through:)``).
     /// Its key and reason are kept as bytes (a refused key may hold a NUL).
     static func refusal(sequence: Int64, collection: String, key: [UInt8], reason: [UInt8]) throws -> RejectedChange {
         RejectedChange(

@@ -24,7 +24,7 @@ import SystemServices
 /// (``WriteSignature``, ``WriteAuthority``); a token alone only reads.
 /// | `GET /metrics` | none | Prometheus text |
 public final class SyncAPI: Sendable {
-    public let store: any SyncStore
+    public let store: SyncStore
     public let configuration: ServerConfiguration
     public let metrics: ServerMetrics
     let logger: Logger
@@ -34,7 +34,7 @@ public final class SyncAPI: Sendable {
     let gate: RequestGate
 
     public init(
-        store: any SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
+        store: SyncStore, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
         activeRequests: @escaping @Sendable () -> Int = { 0 }
     ) {
         self.activeRequests = activeRequests

@@ -125,7 +125,7 @@ extension SyncEngine {
     /// about ``Store/maxStreamsPerAccount`` ids (twice that at most, with
     /// the streams), outside its quotas.
     static func ledgerWriterProblem(
-        _ change: ChangeRecord, pusher: String?, account: Int64, in store: some SyncWriteTransaction
+        _ change: ChangeRecord, pusher: String?, account: Int64, in store: some StoreTransaction
     ) throws -> String? {
         guard change.collection == .ledger, let key = Ledger.Key(change.key) else { return nil }
         var named: String { DisplayText.printable(key.device.prefix(60)) }

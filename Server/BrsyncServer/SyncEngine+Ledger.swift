@@ -16,7 +16,7 @@ extension SyncEngine {
     static func applyLedger(
         _ ledger: [ChangeRecord], of device: String, write: String, account: Int64,
         counters: Store.AccountCounters, clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64,
-        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some SyncWriteTransaction
+        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some StoreTransaction
     ) throws {
         guard !ledger.isEmpty else { return }
         func refuse(_ record: ChangeRecord, _ problem: String) -> ServerError {
@@ -51,7 +51,7 @@ extension SyncEngine {
     /// - Returns: how many records changed.
     static func applyLedgerRequest(
         _ request: RelayRequest, of owner: String, account: Int64, counters: Store.AccountCounters,
-        clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64, in store: some SyncWriteTransaction
+        clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64, in store: some StoreTransaction
     ) throws -> Int {
         func refuse(_ key: String, _ problem: String) -> ServerError {
             .badRequest(

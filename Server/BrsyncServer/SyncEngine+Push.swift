@@ -8,7 +8,7 @@ extension SyncEngine {
         _ request: PushRequest, from device: Store.Device, prepared: PreparedPush, storeEpoch: String,
         counters: Store.AccountCounters, clientProtocol: Int, now: Int64, maxClockOffsetMilliseconds: Int64,
         timelineGate: TimelineGate?,
-        in store: some SyncWriteTransaction
+        in store: some StoreTransaction
     ) throws -> PushOutcome {
         let epoch = Store.epoch(store: storeEpoch, account: counters.epoch)
         let stream = try store.stream(account: device.accountID, clientDevice: request.device)
@@ -103,7 +103,7 @@ extension SyncEngine {
         /// already; nil for a push that goes on.
         func answerWithoutApplying(
             _ request: PushRequest, from device: Store.Device, epoch: String, storeEpoch: String,
-            timelineGate: TimelineGate?, in store: some SyncWriteTransaction
+            timelineGate: TimelineGate?, in store: some StoreTransaction
         ) throws -> PushOutcome? {
             if request.from > last + 1 {
                 // The replica had this stream acknowledged further than the
@@ -181,7 +181,7 @@ extension SyncEngine {
     /// names its record as needed.
     private static func merge(
         _ change: ChangeRecord, _ context: PushContext, into merging: inout MergingPush,
-        in store: some SyncWriteTransaction
+        in store: some StoreTransaction
     ) throws {
         let request = context.request
         let account = context.device.accountID
@@ -282,7 +282,7 @@ extension SyncEngine {
     /// and makes the answer.
     private static func acknowledge(
         _ merging: MergingPush, of request: PushRequest, from device: Store.Device, position: StreamPosition,
-        now: Int64, in store: some SyncWriteTransaction
+        now: Int64, in store: some StoreTransaction
     ) throws -> PushOutcome {
         let last = position.last
         let acknowledged = merging.needed.first.map { $0 - 1 } ?? request.to

@@ -2,7 +2,7 @@ import JSON
 import SyncCore
 
 /// Whole records merged as they are (no change numbers of the client's):
-/// a relay, a part at a time (``StoreCore/relayParts(_:)``), and a
+/// a relay, a part at a time (``SyncStore/relayParts(_:)``), and a
 /// push's ledger records (``mergeWhole(_:fieldsText:account:counters:into:nextSequence:in:)``).
 extension SyncEngine {
     /// What a relay's records are worth computing once, before the write
@@ -25,7 +25,7 @@ extension SyncEngine {
     static func relay(
         _ request: RelayRequest, prepared: PreparedRelay? = nil, from device: Store.Device, authority: WriteAuthority,
         now: Int64, maxClockOffsetMilliseconds: Int64,
-        in store: some SyncWriteTransaction
+        in store: some StoreTransaction
     ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         let prepared = prepared ?? PreparedRelay(request)
         // In every part's transaction: a relay authenticated before its
@@ -118,7 +118,7 @@ extension SyncEngine {
     ///   fields whole is sized and stored by it, not written again.
     static func mergeWhole(
         _ record: ChangeRecord, fieldsText: String? = nil, account: Int64, counters: Store.AccountCounters,
-        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some SyncWriteTransaction
+        into working: inout [WorkingKey: WorkingRecord], nextSequence: inout Int64, in store: some StoreTransaction
     ) throws -> WholeMerge {
         let place = WorkingKey(collection: record.collection, key: record.key)
         let existing =

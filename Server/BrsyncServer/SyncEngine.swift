@@ -80,7 +80,7 @@ enum SyncEngine {
         _ request: PushRequest, from device: Store.Device, authority: WriteAuthority, prepared: PreparedPush,
         epoch: String, now: Int64,
         maxClockOffsetMilliseconds: Int64, timelineGate: TimelineGate? = nil,
-        in store: some SyncWriteTransaction
+        in store: some StoreTransaction
     ) throws -> (PushOutcome, timeline: String) {
         try requireLive(device, in: store)
         // Locks the account (in a store shared by processes) before anything
@@ -103,7 +103,7 @@ enum SyncEngine {
     /// the token the request came with, read inside the write: a request
     /// authenticated before `device revoke` or `device token` writes
     /// nothing after it.
-    static func requireLive(_ device: Store.Device, in store: some SyncWriteTransaction) throws {
+    static func requireLive(_ device: Store.Device, in store: some StoreTransaction) throws {
         guard let standing = try store.deviceStanding(device.id) else {
             throw ServerError.unauthorized("the device no longer exists")
         }
@@ -141,7 +141,7 @@ enum SyncEngine {
     /// checks the account's quota against what the writes made of it.
     static func commit(
         _ working: [WorkingKey: WorkingRecord], of changes: [ChangeRecord], account: Int64, nextSequence: Int64,
-        counters: Store.AccountCounters, now: Int64, in store: some SyncWriteTransaction
+        counters: Store.AccountCounters, now: Int64, in store: some StoreTransaction
     ) throws {
         for (place, record) in working.sorted(by: { $0.value.sequence < $1.value.sequence }) {
             try store.upsertRecord(

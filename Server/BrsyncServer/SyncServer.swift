@@ -9,7 +9,7 @@ import SystemServices
 /// The sync server: the store, the API and the HTTP server on its listeners.
 public final class SyncServer: Sendable {
     public let configuration: ServerConfiguration
-    public let store: any SyncStore
+    public let store: SyncStore
     public let metrics = ServerMetrics()
     private let http: HTTPServer
     /// The metrics listener, when ``ServerConfiguration/metricsListen`` names one.
@@ -19,7 +19,7 @@ public final class SyncServer: Sendable {
 
     /// Builds the server; nothing listens until ``start()``.
     /// - Throws: ``NetError`` for unusable certificate files.
-    public init(configuration: ServerConfiguration, store: any SyncStore, logger: Logger) throws {
+    public init(configuration: ServerConfiguration, store: SyncStore, logger: Logger) throws {
         self.configuration = configuration
         self.store = store
         self.logger = logger
@@ -61,7 +61,7 @@ public final class SyncServer: Sendable {
 
     /// `GET /metrics` on the metrics listener: Prometheus text. Nothing else is served there.
     static func metricsAnswer(
-        _ request: HTTPRequest, store: any SyncStore, metrics: ServerMetrics, box: ServerBox
+        _ request: HTTPRequest, store: SyncStore, metrics: ServerMetrics, box: ServerBox
     ) -> HTTPResponse {
         guard request.path == "/metrics" else {
             return SyncAPI.answer(ServerError.notFound("the metrics listener serves /metrics only"))

@@ -5,7 +5,7 @@ import SystemServices
 /// The watches (`GET /v1/watch`) waiting in this process, by account, in
 /// memory: a write of this process that changes an account wakes its
 /// watches as it commits; with PostgreSQL, so does another brsyncd's (its
-/// `NOTIFY`, which ``PostgresStore`` listens for). Nothing polls the store.
+/// `NOTIFY`, which ``PostgresDialect`` listens for). Nothing polls the store.
 ///
 /// A device keeps at most ``maxPerDevice`` watches and an account at most
 /// ``maxPerAccount``: a new one past either answers the oldest ("no

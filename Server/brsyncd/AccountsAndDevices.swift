@@ -249,7 +249,7 @@ struct Backup: ParsableCommand {
         guard access(path, F_OK) == 0 else {
             throw CLIFailure(message: "there is no store at \(path) to back up: check --db (or BRSYNCD_DB)")
         }
-        try SQLiteStore(path: path, connections: 2).backup(to: out)
+        try SyncStore(sqlite: path, connections: 2).backup(to: out)
         print("backed up to \(out)")
     }
 }

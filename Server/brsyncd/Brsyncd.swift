@@ -65,7 +65,7 @@ struct StoreOptions: ParsableArguments {
     /// - Parameter creating: whether a missing SQLite file is made (the
     ///   first `account add`, `serve`); every other command refuses it, so
     ///   a mistyped `--db` never leaves an empty store behind.
-    func open(connections: Int = 2, creating: Bool = false) throws -> any SyncStore {
+    func open(connections: Int = 2, creating: Bool = false) throws -> SyncStore {
         switch try location() {
         case .sqlite(let path):
             if !creating, access(path, F_OK) != 0 {
@@ -74,11 +74,11 @@ struct StoreOptions: ParsableArguments {
                         "there is no store at \(path): check --db (or BRSYNCD_DB); 'brsyncd account add NAME' makes a new one"
                 )
             }
-            return try SQLiteStore(path: path, connections: connections)
+            return try SyncStore(sqlite: path, connections: connections)
         case .postgres(let url):
             let configuration = try PostgresConfiguration.fromEnvironment(
                 url: url, environment: ProcessEnvironment.all())
-            return try PostgresStore(configuration, connections: connections)
+            return try SyncStore(postgres: configuration, connections: connections)
         }
     }
 }

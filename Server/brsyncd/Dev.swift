@@ -40,7 +40,7 @@ struct Dev: ParsableCommand {
         configuration.listen = [address]
         configuration.certificateFile = certificateFile
         configuration.keyFile = keyFile
-        let store = try SQLiteStore(path: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
+        let store = try SyncStore(sqlite: "\(folder)/brsyncd.sqlite", connections: configuration.storeConnections)
         if !(try store.accounts().contains { $0.name == "dev" }) { try store.addAccount("dev") }
         let server = try SyncServer(configuration: configuration, store: store, logger: logger)
         try runUntilSignalled(server, logger: logger) { ports in
@@ -133,7 +133,7 @@ struct Dev: ParsableCommand {
     /// The first device's token, kept in the dev folder (owner-only, like
     /// the TLS key) so a replica paired with it keeps working across
     /// restarts; issued when there is none or it no longer authenticates.
-    static func laptopToken(store: SQLiteStore, folder: String) throws -> String {
+    static func laptopToken(store: SyncStore, folder: String) throws -> String {
         let file = "\(folder)/laptop.token"
         if let kept = try? String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines),
@@ -158,8 +158,7 @@ struct Dev: ParsableCommand {
     /// start enrolled when its code was not used (its token is still that
     /// code's secret, kept in the dev folder), else a new `machine-N`. A code
     /// never replaces the token of a machine that joined.
-    static func joinSecret(store: SQLiteStore, folder: String) throws -> (device: String, enrollment: Store.JoinSecret)
-    {
+    static func joinSecret(store: SyncStore, folder: String) throws -> (device: String, enrollment: Store.JoinSecret) {
         let file = "\(folder)/join.pending"
         let valid = JoinOptions.defaultValidMilliseconds
         let pending = (try? String(contentsOfFile: file, encoding: .utf8))?.split(separator: " ").map(String.init)

@@ -31,10 +31,10 @@ struct Migrate: ParsableCommand {
         guard to.hasPrefix("postgres://") || to.hasPrefix("postgresql://") else {
             throw CLIFailure(message: "--to must be postgres://USER@HOST:PORT/DATABASE")
         }
-        let source = try SQLiteStore(path: path, connections: 1)
+        let source = try SyncStore(sqlite: path, connections: 1)
         defer { source.close() }
-        let target = try PostgresStore(
-            try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessEnvironment.all()),
+        let target = try SyncStore(
+            postgres: try PostgresConfiguration.fromEnvironment(url: to, environment: ProcessEnvironment.all()),
             connections: 1)
         defer { target.close() }
         let counts = try StoreMigration.copy(from: source, to: target)

@@ -27,7 +27,7 @@ import Testing
         for _ in 0..<2 { try world.mustRun(laptop, ["sync"]) }
         let port = world.port
         world.stop()
-        let store = try SQLiteStore(path: world.db)
+        let store = try SyncStore(sqlite: world.db)
         #expect(try store.purgeTombstones(retentionMilliseconds: 0) == 1)
         store.close()
         try world.start(port: port)

@@ -26,7 +26,7 @@ import Testing
         #expect(added.status == 0)
         let token = try #require(added.stdout.split(separator: "\n").last.map(String.init))
         #expect(token.hasPrefix("brs_") && token.count == 47)
-        let store = try SQLiteStore(path: db)
+        let store = try SyncStore(sqlite: db)
         #expect(try store.authenticate(token: token).name == "laptop")
         let list = try run(["device", "list", "alice"], db: db)
         #expect(list.stdout.contains("laptop\tactive\treplica -\tlast seen never"))
@@ -125,7 +125,7 @@ import Testing
         let other = directory.file("other.sqlite")
         try Database(path: other).execute("CREATE TABLE photos (x)")
         let newer = directory.file("newer.sqlite")
-        _ = try SQLiteStore(path: newer)
+        _ = try SyncStore(sqlite: newer)
         try Database(path: newer).execute("PRAGMA user_version = 99")
         for (file, message) in [
             (garbage, "not an SQLite database"), (other, "not a brsyncd database"), (newer, "schema version 99"),
@@ -186,7 +186,7 @@ import Testing
     func prepareStore(_ directory: TemporaryDirectory, devices: [String]) throws -> (String, [String], String) {
         try writeCertificates(directory, authority: try CertificateAuthority())
         let db = directory.file("store.sqlite")
-        let store = try SQLiteStore(path: db)
+        let store = try SyncStore(sqlite: db)
         try store.addAccount("alice")
         let tokens = try devices.map { try store.addDevice(account: "alice", name: $0) }
         store.close()
@@ -293,7 +293,7 @@ import Testing
         let backup = directory.file("backup.sqlite")
         let result = try ProcessRunner.run(binary, ["backup", backup, "--db", db])
         #expect(result.status == 0, "\(result)")
-        let copy = try SQLiteStore(path: backup)
+        let copy = try SyncStore(sqlite: backup)
         #expect(copy.epoch != epoch, "a restored backup is a new epoch")
         #expect(try copy.counts().records == 10)
         #expect(try ProcessRunner.run(binary, ["backup", backup, "--db", db]).stderr.contains("exists already"))

@@ -334,7 +334,7 @@ import Testing
             laptop.change("\(marker)-\($0).example", ["browser": .string("\(marker)-browser-\($0)")])
         }
         #expect(try laptop.push(changes).status == 200)
-        let path = try #require((fixture.store as? SQLiteStore)?.path)
+        let path = try #require(fixture.store.sqlite).path
         func holdsMarker() throws -> Bool {
             try [path, path + "-wal"].contains { file in
                 guard let bytes = FileManager.default.contents(atPath: file) else { return false }

@@ -510,7 +510,7 @@ final class BinaryServer: @unchecked Sendable {
         defer { directory.remove() }
         let previous = umask(0o022)
         defer { umask(previous) }
-        let store = try SQLiteStore(path: directory.file("store.sqlite"))
+        let store = try SyncStore(sqlite: directory.file("store.sqlite"))
         try store.addAccount("alice")
         try store.backup(to: directory.file("backup.sqlite"))
         store.close()

@@ -14,24 +14,24 @@ import Testing
     @Test func theSameDatabaseKeepsItsEpochAndACopyStartsANewOne() throws {
         let cluster = try PostgresCluster.shared()
         let url = try cluster.createDatabase()
-        let first = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let first = try SyncStore(postgres: try PostgresConfiguration(url: url, password: cluster.password))
         try first.addAccount("alice")
         let epoch = first.epoch
         first.close()
-        let again = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let again = try SyncStore(postgres: try PostgresConfiguration(url: url, password: cluster.password))
         #expect(again.epoch == epoch, "opening the same database again is no restore")
         again.close()
 
         let copy = Self.name(url) + "_copy"
         try cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(Self.name(url))")
-        let copied = try PostgresStore(
-            try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
+        let copied = try SyncStore(
+            postgres: try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
         defer { copied.close() }
         #expect(copied.epoch != epoch, "a copy of the database is another timeline")
         #expect(try copied.accounts().map(\.name) == ["alice"])
         let copiedEpoch = copied.epoch
-        let reopened = try PostgresStore(
-            try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
+        let reopened = try SyncStore(
+            postgres: try PostgresConfiguration(url: cluster.url(database: copy), password: cluster.password))
         defer { reopened.close() }
         #expect(reopened.epoch == copiedEpoch, "the copy, opened again, keeps its own epoch")
     }
@@ -42,7 +42,8 @@ import Testing
         let cluster = try PostgresCluster.shared()
         let url = try cluster.createDatabase()
         let name = Self.name(url)
-        let store = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password), connections: 2)
+        let store = try SyncStore(
+            postgres: try PostgresConfiguration(url: url, password: cluster.password), connections: 2)
         defer { store.close() }
         try store.addAccount("alice")
         _ = try store.addDevice(account: "alice", name: "laptop")
@@ -50,7 +51,8 @@ import Testing
         store.close() // the copy needs the database to itself (a stopped server)
         try cluster.psql("CREATE DATABASE \(name)_old TEMPLATE \(name)")
 
-        let serving = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password), connections: 2)
+        let serving = try SyncStore(
+            postgres: try PostgresConfiguration(url: url, password: cluster.password), connections: 2)
         defer { serving.close() }
         #expect(serving.epoch == epoch)
         _ = try serving.addDevice(account: "alice", name: "desktop")

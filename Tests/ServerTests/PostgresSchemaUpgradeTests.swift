@@ -16,7 +16,7 @@ import Testing
     @Test func aVersion9StoreChecksAccountsOnceAStatement() throws {
         let cluster = try PostgresCluster.shared()
         let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
-        var store: PostgresStore? = try PostgresStore(configuration, connections: 2)
+        var store: SyncStore? = try SyncStore(postgres: configuration, connections: 2)
         try store!.addAccount("alice")
         try store!.addAccount("bob")
         let token = try store!.addDevice(account: "alice", name: "laptop")
@@ -25,7 +25,7 @@ import Testing
         var chains: [String: String] = [:]
         var sequences: [String: Int64] = [:]
         func push(
-            _ keys: [String], browser: String, as device: String, token: String, into store: PostgresStore
+            _ keys: [String], browser: String, as device: String, token: String, into store: SyncStore
         ) throws
             -> PushResponse
         {
@@ -80,7 +80,7 @@ import Testing
             "SELECT count(*) FROM pg_constraint WHERE conrelid = 'records'::regclass AND contype = 'f'"
         #expect(try connection.scalar(foreignKeys) == .text("1"))
 
-        let upgraded = try PostgresStore(configuration, connections: 2)
+        let upgraded = try SyncStore(postgres: configuration, connections: 2)
         defer { upgraded.close() }
         #expect(try connection.scalar("SELECT value FROM brsync_meta WHERE key = 'schema_version'") == .text("10"))
         #expect(try connection.scalar(foreignKeys) == .text("0"))

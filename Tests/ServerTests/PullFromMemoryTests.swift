@@ -63,15 +63,15 @@ import Testing
         let cursor = try desktop.pullAll().cursor
         #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor)
         let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
-        switch fixture.store {
-        case let store as PostgresStore:
+        switch fixture.store.postgres {
+        case let store?:
             _ = try store.withConnection { try $0.run(behindItsBack) }
             let next = try Self.page(try desktop.pull(since: cursor)).next
             // Unless this (busy) machine took longer than the memory's lifetime to get here.
             let young = SystemServices.Clock.monotonicMillis() - remembered < TokenCache.lifetimeMillis
             #expect(next == cursor || !young, "answered from memory")
             usleep(UInt32(TokenCache.lifetimeMillis + 300) * 1000)
-        default:
+        case nil:
             try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
         }
         #expect(try Self.page(try desktop.pull(since: cursor)).next == cursor + 1, "read from the store")
@@ -91,11 +91,11 @@ import Testing
                 WatchTests.watch(fixture, token: desktop.token, query: "since=\(cursor)&wait=1").wait().1) == false)
         let behindItsBack = "UPDATE accounts SET next_seq = next_seq + 1 WHERE name = 'alice'"
         let announced: Bool
-        switch fixture.store {
-        case let store as PostgresStore:
+        switch fixture.store.postgres {
+        case let store?:
             _ = try store.withConnection { try $0.run(behindItsBack) }
             announced = false
-        default:
+        case nil:
             try Database(path: fixture.directory.file("store.sqlite")).run(behindItsBack)
             announced = true
         }
@@ -154,9 +154,9 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = directory.file("store.sqlite")
-        let first = try SQLiteStore(path: path, connections: 1)
+        let first = try SyncStore(sqlite: path, connections: 1)
         try first.startListening()
-        let second = try SQLiteStore(path: path, connections: 1)
+        let second = try SyncStore(sqlite: path, connections: 1)
         #expect {
             try second.startListening()
         } throws: { error in

@@ -31,7 +31,7 @@ import Testing
         let part = Store.relayPartBytes
         // Three records of 0.45 of a part each: two fit a part, the third starts the next.
         let records = (0..<5).map { Self.record(device, "r\($0).example", bytes: part * 45 / 100) }
-        let parts = SQLiteStore.relayParts(try Self.read(RelayRequest(records: records, keyID: "0123456789abcdef")))
+        let parts = SyncStore.relayParts(try Self.read(RelayRequest(records: records, keyID: "0123456789abcdef")))
         #expect(
             parts.map { $0.records.map(\.key) } == [
                 ["r0.example", "r1.example"], ["r2.example", "r3.example"], ["r4.example"],
@@ -40,22 +40,22 @@ import Testing
         // A record larger than a part is a part alone; small records share one.
         let large = Self.record(device, "large.example", bytes: part * 2)
         let small = (0..<50).map { Self.record(device, "s\($0).example", bytes: 100) }
-        let mixed = SQLiteStore.relayParts(try Self.read(RelayRequest(records: small + [large] + small)))
+        let mixed = SyncStore.relayParts(try Self.read(RelayRequest(records: small + [large] + small)))
         #expect(mixed.map(\.records.count) == [50, 1, 50])
         // A relay carrying pending ledger records, and a ledger request, stay whole.
         var withLedger = try Self.read(RelayRequest(records: records))
         withLedger.ledger = [Self.record(device, "pending", bytes: 10)]
-        #expect(SQLiteStore.relayParts(withLedger).count == 1)
+        #expect(SyncStore.relayParts(withLedger).count == 1)
         // A record's versions count: a vector of many long device ids makes a record a part alone.
         var wide = (0..<3).map { Self.record(device, "v\($0).example", bytes: 100) }
         for index in wide.indices {
             wide[index].state.versions = VersionVector(
                 Dictionary(uniqueKeysWithValues: (0..<1024).map { ("d\($0)" + String(repeating: "y", count: 55), 1) }))
         }
-        #expect(SQLiteStore.relayParts(try Self.read(RelayRequest(records: wide))).count == 3)
+        #expect(SyncStore.relayParts(try Self.read(RelayRequest(records: wide))).count == 3)
         var ledgerRequest = try Self.read(RelayRequest(records: records))
         ledgerRequest.ledgerOf = device.deviceID
-        #expect(SQLiteStore.relayParts(ledgerRequest).count == 1)
+        #expect(SyncStore.relayParts(ledgerRequest).count == 1)
     }
 
     @Test func recordsOverALimitAreRejectedOnceWithTheFirstPart() throws {
@@ -67,7 +67,7 @@ import Testing
             at: 2)
         let request = try Self.read(RelayRequest(records: records))
         #expect(request.unreadable.count == 1)
-        let parts = SQLiteStore.relayParts(request)
+        let parts = SyncStore.relayParts(request)
         #expect(parts.count == 4)
         #expect(parts.map(\.unreadable.count) == [1, 0, 0, 0])
     }
@@ -82,7 +82,7 @@ import Testing
         // In the third part: a key over the limit, refused alone.
         records.insert(device.change(String(repeating: "k", count: 3000), ["browser": .string("x")]), at: 5)
         let body = RelayRequest(records: records).body()
-        #expect(SQLiteStore.relayParts(try Self.read(RelayRequest(records: records))).count == 3)
+        #expect(SyncStore.relayParts(try Self.read(RelayRequest(records: records))).count == 3)
         let answer = try device.post("/v1/relay", body: body)
         #expect(answer.status == 200, "\(answer.text.prefix(300))")
         let relayed = try PushResponse(json: try JSONValue.parse(answer.text))
@@ -105,7 +105,7 @@ import Testing
     /// made since where it was absent, is read again inside the write.
     @Test func aRecordReadAheadIsTakenOnlyWhileItIsStillStored() throws {
         let fixture = try ServerFixture()
-        let store = try #require(fixture.store as? SQLiteStore)
+        let store = fixture.store
         let device = try fixture.device("alice", "laptop")
         #expect(try device.push([device.change("kept.example", ["browser": .string("firefox")])]).status == 200)
         #expect(try device.push([device.change("moved.example", ["browser": .string("firefox")])]).status == 200)
@@ -113,7 +113,7 @@ import Testing
         let places: [(collection: RecordCollection, key: String)] = [
             (.rules, "kept.example"), (.rules, "moved.example"), (.rules, "new.example"), (.rules, "absent.example"),
         ]
-        var ahead = try #require(try store.readAhead(account: account, keys: places))
+        var ahead = try #require(try store.dialect.readAhead(account: account, keys: places))
         // Written after the read: a new version, and a record where there was none.
         #expect(try device.push([device.change("moved.example", ["browser": .string("chrome")])]).status == 200)
         #expect(try device.push([device.change("new.example", ["browser": .string("chrome")])]).status == 200)
@@ -181,7 +181,7 @@ import Testing
         }
         let records = (0..<3).map { Self.record(device, "r\($0).example", bytes: Store.relayPartBytes * 6 / 10) }
         let relay = try Self.read(RelayRequest(records: records))
-        #expect(SQLiteStore.relayParts(relay).count == 3)
+        #expect(SyncStore.relayParts(relay).count == 3)
         let change = device.change("p.example", ["browser": .string("x")])
         let push = PushRequest(device: device.deviceID, from: change.sequence, to: change.sequence, changes: [change])
         let refusals = [

@@ -30,7 +30,7 @@ import Testing
     @Test func aSlotIsGivenBackOnlyOnceTheAnswerIsWritten() throws {
         let directory = try TemporaryDirectory(prefix: "brsync-slots")
         defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.file("store.sqlite"))
+        let store = try SyncStore(sqlite: directory.file("store.sqlite"))
         defer { store.close() }
         let api = SyncAPI(
             store: store, configuration: ServerConfiguration(), metrics: ServerMetrics(), logger: Logger(label: "test"))

@@ -18,7 +18,7 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "brsyncd-upgrade")
         defer { directory.remove() }
         let path = directory.file("store.sqlite")
-        var store: SQLiteStore? = try SQLiteStore(path: path)
+        var store: SyncStore? = try SyncStore(sqlite: path)
         try store!.addAccount("alice")
         let token = try store!.addDevice(account: "alice", name: "laptop")
         var clock = HybridLogicalClock(device: "laptop-1")
@@ -37,7 +37,7 @@ import Testing
                 sequence: sequence, collection: .rules, key: key, state: RecordState(fields: fields, versions: versions)
             )
         }
-        func push(_ changes: [ChangeRecord], into store: SQLiteStore) throws -> PushResponse {
+        func push(_ changes: [ChangeRecord], into store: SyncStore) throws -> PushResponse {
             let request = PushRequest(
                 device: "laptop-1", from: changes[0].sequence, to: changes.last!.sequence, changes: changes,
                 base: changes[0].sequence == 1 ? nil : chain)
@@ -92,7 +92,7 @@ import Testing
                     "WITHOUT ROWID") == true)
         }
 
-        let upgraded = try SQLiteStore(path: path)
+        let upgraded = try SyncStore(sqlite: path)
         defer { upgraded.close() }
         let check = try Database(path: path)
         #expect(try check.userVersion == StoreSchema.sqlite.latestVersion)

@@ -18,7 +18,7 @@ final class ServerFixture: @unchecked Sendable {
     // Built in init, then only read (the server is Sendable on its own).
     let directory: TemporaryDirectory
     let caFile: String
-    let store: any SyncStore
+    let store: SyncStore
     let server: SyncServer
     let port: UInt16
 
@@ -28,11 +28,11 @@ final class ServerFixture: @unchecked Sendable {
         caFile = certificates.caFile
         switch kind {
         case .sqlite:
-            store = try SQLiteStore(path: directory.file("store.sqlite"))
+            store = try SyncStore(sqlite: directory.file("store.sqlite"))
         case .postgres:
             let cluster = try PostgresCluster.shared()
-            store = try PostgresStore(
-                try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
+            store = try SyncStore(
+                postgres: try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
         }
         (server, port) = try InProcessServer.start(store: store, certificates: directory, configure: configure)
     }

@@ -221,20 +221,13 @@ import Testing
     }
 
     /// What an account encrypted by an earlier brsyncd looks like: a key id, no signing key.
-    static func forgetSigningKey(_ store: any SyncStore, account: String) throws {
-        func forget(_ store: some StoreDialect) throws {
-            try store.writing { transaction in
-                guard let id = try transaction.accountID(named: account),
-                    let counters = try transaction.accountCounters(id)
-                else { return }
-                try transaction.setEncryption(
-                    account: id,
-                    Store.Encryption(keyID: counters.keyID, signingKey: "", retiredKeys: counters.retiredKeys))
-            }
+    static func forgetSigningKey(_ store: SyncStore, account: String) throws {
+        try store.writing { transaction in
+            guard let id = try transaction.accountID(named: account),
+                let counters = try transaction.accountCounters(id)
+            else { return }
+            try transaction.setEncryption(
+                account: id, Store.Encryption(keyID: counters.keyID, signingKey: "", retiredKeys: counters.retiredKeys))
         }
-        guard let dialect = store as? any StoreDialect else {
-            throw WireError(code: .internal, message: "not a store dialect")
-        }
-        try forget(dialect)
     }
 }

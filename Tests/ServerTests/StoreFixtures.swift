@@ -185,7 +185,7 @@ enum StoreFixtures {
         let dump = dumped.output
         let header = """
             -- A brsyncd SQLite store of schema version \(version) (StoreFixtures.swift; never rewritten).
-            PRAGMA application_id = \(SQLiteStore.applicationID);
+            PRAGMA application_id = \(SQLiteDialect.applicationID);
             PRAGMA user_version = \(version);
 
             """

@@ -31,19 +31,20 @@ import Testing
         let used = try fixture.store.joinSecret("bob", "tablet")
         let tabletToken = Tokens.make()
         try fixture.store.join(secret: used, token: tabletToken)
-        let sqlite = try #require(fixture.store as? SQLiteStore)
+        let sqlite = fixture.store
+        let sqlitePath = try #require(fixture.store.sqlite).path
         let url = try cluster.createDatabase()
         let environment = ["BRSYNCD_STORE_PASSWORD_FILE": cluster.passwordFile]
 
         let migrated = try ProcessRunner.run(
-            binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
+            binary, ["migrate", "--from", "sqlite:" + sqlitePath, "--to", url], environment: environment)
         #expect(migrated.status == 0, "\(migrated)")
         #expect(
             migrated.stdout.contains(
                 "copied 2 account(s), 5 device(s), 2 replica stream(s), 20 record(s), 2 join code(s)"),
             "\(migrated.stdout)")
 
-        let postgres = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let postgres = try SyncStore(postgres: try PostgresConfiguration(url: url, password: cluster.password))
         defer { postgres.close() }
         #expect(try postgres.accounts() == sqlite.accounts())
         #expect(postgres.epoch == sqlite.epoch)
@@ -80,7 +81,7 @@ import Testing
 
         // A second copy into a store that holds accounts is refused, and changes nothing.
         let again = try ProcessRunner.run(
-            binary, ["migrate", "--from", "sqlite:" + sqlite.path, "--to", url], environment: environment)
+            binary, ["migrate", "--from", "sqlite:" + sqlitePath, "--to", url], environment: environment)
         #expect(again.status == 2 && again.stderr.contains("holds 2 account(s) already"), "\(again)")
         #expect(try postgres.counts().records == 21)
     }

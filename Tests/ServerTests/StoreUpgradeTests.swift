@@ -27,13 +27,13 @@ import Testing
             try database.execute(fixture)
             #expect(try database.userVersion == version)
         }
-        let store = try SQLiteStore(path: path)
+        let store = try SyncStore(sqlite: path)
         try checkHoldings(of: store, joinCodes: fixture.contains("INSERT INTO enrollments"), version: version)
         #expect(store.epoch == StoreFixtures.epoch)
         store.close()
 
         let freshPath = directory.file("fresh.sqlite")
-        try SQLiteStore(path: freshPath).close()
+        try SyncStore(sqlite: freshPath).close()
         func schema(_ path: String) throws -> [String] {
             let database = try Database(path: path)
             return try database.query(
@@ -54,12 +54,12 @@ import Testing
             let connection = try PostgresConnection(configuration)
             try connection.execute(fixture)
         }
-        let store = try PostgresStore(configuration, connections: 2)
+        let store = try SyncStore(postgres: configuration, connections: 2)
         try checkHoldings(of: store, joinCodes: fixture.contains("INSERT INTO public.enrollments"), version: version)
         store.close()
 
         let fresh = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
-        try PostgresStore(fresh, connections: 1).close()
+        try SyncStore(postgres: fresh, connections: 1).close()
         #expect(try postgresSchema(configuration) == postgresSchema(fresh), "version \(version)")
         let stored = try PostgresConnection(configuration).scalar(
             "SELECT value FROM brsync_meta WHERE key = 'schema_version'")
@@ -67,7 +67,7 @@ import Testing
     }
 
     /// What the fixture's account holds, read and written through the store.
-    func checkHoldings(of store: some StoreDialect, joinCodes: Bool, version: Int) throws {
+    func checkHoldings(of store: SyncStore, joinCodes: Bool, version: Int) throws {
         let expected = StoreFixtures.records
         let held = try store.records(account: "alice").sorted { $0.key < $1.key }
         #expect(held.map(\.key) == expected.map(\.key).sorted(), "version \(version)")

@@ -104,7 +104,7 @@ import Testing
     /// it: PullFromMemoryTests.aChangeBehindTheServersBackIsSeen).
     @Test func aWatchThatRanOutIsAnsweredFromMemory() throws {
         let fixture = try ServerFixture(.postgres)
-        let store = try #require(fixture.store as? PostgresStore)
+        let store = try #require(fixture.store.postgres)
         let (laptop, desktop) = (try fixture.device("alice", "laptop"), try fixture.device("alice", "desktop"))
         #expect(try laptop.push([laptop.change("one.example", ["browser": .string("firefox")])]).status == 200)
         let cursor = try desktop.pullAll().cursor
@@ -236,7 +236,7 @@ import Testing
     @Test func aLoadedServerShedsWatchesFirst() throws {
         let directory = try TemporaryDirectory(prefix: "brsync-shed")
         defer { directory.remove() }
-        let store = try SQLiteStore(path: directory.file("store.sqlite"))
+        let store = try SyncStore(sqlite: directory.file("store.sqlite"))
         defer { store.close() }
         try store.addAccount("alice")
         let token = try store.addDevice(account: "alice", name: "laptop")
@@ -269,15 +269,18 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "brsyncd-watch")
         defer { directory.remove() }
         _ = try TestCertificates(in: directory)
-        let first = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
-        let second = try PostgresStore(try PostgresConfiguration(url: url, password: cluster.password))
+        let first = try SyncStore(postgres: try PostgresConfiguration(url: url, password: cluster.password))
+        let second = try SyncStore(postgres: try PostgresConfiguration(url: url, password: cluster.password))
         let (server1, port1) = try InProcessServer.start(store: first, certificates: directory)
         let (server2, port2) = try InProcessServer.start(store: second, certificates: directory)
         defer {
             server1.shutdown()
             server2.shutdown()
         }
-        Self.waitUntil { first.listening.load(ordering: .relaxed) && second.listening.load(ordering: .relaxed) }
+        let (firstDialect, secondDialect) = (try #require(first.postgres), try #require(second.postgres))
+        Self.waitUntil {
+            firstDialect.listening.load(ordering: .relaxed) && secondDialect.listening.load(ordering: .relaxed)
+        }
         try first.addAccount("alice")
         let (laptopToken, desktopToken) = (
             try first.addDevice(account: "alice", name: "laptop"),

@@ -40,7 +40,7 @@ final class Run: @unchecked Sendable {
     /// Where the server keeps its store.
     let target: ModelStore
     let serverClock = ServerClock()
-    var store: any SyncStore
+    var store: SyncStore
     var server: SyncServer
     var serverPort: UInt16
     let proxy: FaultProxy
@@ -96,13 +96,13 @@ final class Run: @unchecked Sendable {
 
     static func startServer(
         _ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock
-    ) throws -> (any SyncStore, SyncServer, UInt16) {
-        let store: any SyncStore
+    ) throws -> (SyncStore, SyncServer, UInt16) {
+        let store: SyncStore
         switch target {
-        case .sqlite(let path): store = try SQLiteStore(path: path, clock: { clock.now() })
+        case .sqlite(let path): store = try SyncStore(sqlite: path, clock: { clock.now() })
         case .postgres(let cluster, let database):
-            store = try PostgresStore(
-                try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password),
+            store = try SyncStore(
+                postgres: try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password),
                 clock: { clock.now() })
         }
         let (server, port) = try InProcessServer.start(store: store, certificates: directory) { configuration in
@@ -430,7 +430,7 @@ final class Run: @unchecked Sendable {
                 switch target {
                 case .sqlite:
                     let copy = directory.file("server-backup\(serverCopies.count).sqlite")
-                    try (store as? SQLiteStore)?.backup(to: copy)
+                    try store.backup(to: copy)
                     serverCopies.append(.file(copy))
                 case .postgres(let cluster, let database):
                     let copy = directory.file("server-backup\(serverCopies.count).dump")

@@ -72,6 +72,7 @@ final class LyingServer: Sendable {
     }
 
     /// Points the world's machines at this server for `body`, then back.
+    @discardableResult
     func serving<T>(_ world: SyncWorld, _ body: () throws -> T) rethrows -> T {
         let honest = world.port
         world.port = port

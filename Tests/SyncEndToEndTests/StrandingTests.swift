@@ -153,7 +153,7 @@ import Testing
         _ = try desktop.replica.removeRule(pattern: "laptop.example") // pulled at its first sync
 
         try world.moveToPostgres()
-        #expect(world.store is PostgresStore)
+        #expect(world.store.kind == .postgres)
         try laptop.replica.addRule(pattern: "after.example", browser: "firefox", priority: nil)
         for _ in 0..<2 {
             for machine in [laptop, desktop, tablet] {

@@ -16,7 +16,7 @@ final class SyncWorld: @unchecked Sendable {
     // Used by one test thread.
     let directory: TemporaryDirectory
     let caFile: String
-    var store: any SyncStore
+    var store: SyncStore
     var server: SyncServer
     var port: UInt16
     var machines: [String: SimulatedMachine] = [:]
@@ -51,8 +51,8 @@ final class SyncWorld: @unchecked Sendable {
 
     static func start(
         storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory
-    ) throws -> (any SyncStore, SyncServer, UInt16) {
-        let store: any SyncStore = try postgres.map { try PostgresStore($0) } ?? SQLiteStore(path: storePath)
+    ) throws -> (SyncStore, SyncServer, UInt16) {
+        let store: SyncStore = try postgres.map { try SyncStore(postgres: $0) } ?? SyncStore(sqlite: storePath)
         // Lying servers here change timelines as they like; the gate on honest ones is tested on its own.
         let (server, port) = try InProcessServer.start(store: store, certificates: directory) {
             $0.defaultPullLimit = 7
@@ -75,8 +75,8 @@ final class SyncWorld: @unchecked Sendable {
         let cluster = try PostgresCluster.shared()
         let url = try cluster.createDatabase()
         let configuration = try PostgresConfiguration(url: url, password: cluster.password)
-        let source = try SQLiteStore(path: storePath)
-        let target = try PostgresStore(configuration)
+        let source = try SyncStore(sqlite: storePath)
+        let target = try SyncStore(postgres: configuration)
         defer {
             source.close()
             target.close()
@@ -85,11 +85,6 @@ final class SyncWorld: @unchecked Sendable {
         postgres = configuration
         postgresDatabase = (cluster, PostgresCluster.databaseName(url))
         try startServer()
-    }
-
-    /// The SQLite store, for what only SQLite has (file copies, `pull`).
-    var sqliteStore: SQLiteStore {
-        get throws { try #require(store as? SQLiteStore) }
     }
 
     @discardableResult

@@ -8,7 +8,7 @@ import Net
 /// `server.shutdown()`. (The binary as a process: ``BrsyncdProcess``.)
 public enum InProcessServer {
     public static func start(
-        store: any SyncStore, certificates directory: TemporaryDirectory,
+        store: SyncStore, certificates directory: TemporaryDirectory,
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws -> (server: SyncServer, port: UInt16) {
         var configuration = ServerConfiguration()

@@ -6,7 +6,7 @@ import SyncCore
 import Synchronization
 import SystemServices
 
-/// The PostgreSQL store, for deployments of several `brsyncd` processes
+/// The store's PostgreSQL dialect, for deployments of several `brsyncd` processes
 /// behind a load balancer (docs/server.md, "Several `brsyncd` on PostgreSQL"). Nothing in it
 /// assumes one process: a push locks its account's row (pushes of an account
 /// are serialised, so change numbers commit in order and a pull never skips
@@ -17,22 +17,19 @@ import SystemServices
 /// SQL is kept to what PostgreSQL and CockroachDB both accept (no
 /// PostgreSQL-only types or functions beyond advisory locks, which the purge
 /// does without on CockroachDB: see docs/server.md).
-public final class PostgresStore: StoreDialect {
-    public let configuration: PostgresConfiguration
+final class PostgresDialect: StoreDialect {
+    let configuration: PostgresConfiguration
     let pool: PostgresPool
-    public let currentMillis: @Sendable () -> Int64
     /// The epoch as last read from the database (refreshed by every sync request).
-    public let epochCache: EpochCache
-    public let bookkeeping = Bookkeeping()
-    public let timelineGate = TimelineGate()
-    public let tokenCache = TokenCache()
-    public let watches = WatchHub()
+    let epochCache: EpochCache
+    /// The store's watches, woken when another process tells of a change.
+    let watches: WatchHub
     /// Set at ``close()``: the listening thread ends.
     private let closing = Atomic<Bool>(false)
     /// Whether the listening thread runs (it is started by a serving brsyncd only).
     private let listenerRunning = Atomic<Bool>(false)
     /// Whether the listening connection is up (for tests and logs).
-    public let listening = Atomic<Bool>(false)
+    let listening = Atomic<Bool>(false)
     /// The channel brsyncd processes tell each other on that an account changed (payload: its id).
     static let changesChannel = "brsync_changes"
     /// The newest `schema_version` (``StoreSchema``).
@@ -41,18 +38,10 @@ public final class PostgresStore: StoreDialect {
     static let migrationLock: Int64 = 0x6272_7364_0001
     static let purgeLock: Int64 = 0x6272_7364_0002
 
-    /// Connects and creates or upgrades the schema. Every connection the
-    /// store opens first checks that the database is the one that served
-    /// last (``DatabaseIdentity``): one restored from a backup, promoted
-    /// from a standby or copied starts a new epoch.
-    /// - Throws: ``ServerError`` when the database cannot be reached or was
-    ///   made by a newer brsyncd.
-    public init(
-        _ configuration: PostgresConfiguration, connections: Int = 8,
-        clock: @escaping @Sendable () -> Int64 = Clock.wallMillis
-    ) throws {
+    /// Connects and creates or upgrades the schema: see ``SyncStore/init(postgres:connections:clock:)``.
+    init(_ configuration: PostgresConfiguration, connections: Int, watches: WatchHub) throws {
         self.configuration = configuration
-        currentMillis = clock
+        self.watches = watches
         do {
             let first = try PostgresConnection(configuration)
             let epoch = try first.transaction {
@@ -74,7 +63,7 @@ public final class PostgresStore: StoreDialect {
 
     /// Starts listening for the other processes' changes (a serving
     /// brsyncd; the administration commands do not).
-    public func startListening() {
+    func startListening() {
         guard !listenerRunning.exchange(true, ordering: .relaxed) else { return }
         do {
             try startThread { [self] in
@@ -118,9 +107,9 @@ public final class PostgresStore: StoreDialect {
     /// without it, such as CockroachDB) loses no write; the other
     /// processes' watches then answer at their timeout.
     /// Every writer `NOTIFY`s (``notifyOtherProcesses(account:)``): nothing to look at.
-    public func commitState() -> CommitState? { .announced }
+    func commitState() -> CommitState? { .announced }
 
-    public func notifyOtherProcesses(account: Int64) {
+    func notifyOtherProcesses(account: Int64) {
         _ = try? withConnection { connection in
             try connection.run("SELECT pg_notify($1, $2)", [.text(Self.changesChannel), .text(String(account))])
         }
@@ -157,7 +146,7 @@ public final class PostgresStore: StoreDialect {
         return epoch
     }
 
-    public func close() {
+    func close() {
         closing.store(true, ordering: .relaxed)
         // The listener ends within its half-second wait (a connection attempt: its timeout).
         for _ in 0..<200 where listenerRunning.load(ordering: .relaxed) { usleep(10_000) }
@@ -175,17 +164,26 @@ public final class PostgresStore: StoreDialect {
         }
     }
 
-    public func writing<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
+    /// Writers do not queue (each account's row lock serialises its own
+    /// writes only): no turns, and records are read inside the write
+    /// (``StoreTransaction/prefetch(account:keys:)``), not ahead.
+    func writing<T>(
+        account: Int64?, readAhead: Store.ReadAhead?, _ body: (any StoreTransaction) throws -> T
+    ) throws -> T {
         try write { connection in try PostgresTransaction.run(connection, body) }
     }
 
-    public func reading<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
+    func readAhead(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws -> Store.ReadAhead? {
+        nil
+    }
+
+    func reading<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try withConnection { connection in try body(PostgresTransaction(connection: connection)) }
     }
 
     /// PostgreSQL keeps the deleted row versions until a vacuum reuses their
     /// space (Deploy/SECURITY.md says how to scrub them).
-    public func scrubAfterEncrypting() {}
+    func scrubAfterEncrypting() {}
 
     /// A write transaction, retried when PostgreSQL (or CockroachDB, which
     /// serialises everything) says it lost a race.

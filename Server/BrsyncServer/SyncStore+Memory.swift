@@ -4,7 +4,7 @@ import SystemServices
 /// What the store core answers from memory (``Store/TokenCache``): a
 /// no-change pull, and a watch's authentication, while nothing was heard
 /// of the account since the device was read.
-extension StoreDialect {
+extension SyncStore {
     /// ``authenticate(token:)`` for a watch, answered from memory
     /// (``Store/TokenCache``) when this process authenticated the token
     /// within ``Store/TokenCache/watchLifetimeMillis`` and nothing was heard
@@ -17,7 +17,7 @@ extension StoreDialect {
             return try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         }
         let generation = watches.generation
-        let outsideWrites = commitState()
+        let outsideWrites = dialect.commitState()
         let found = try reading { try $0.device(tokenHash: hash) }
         let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
         if let found {
@@ -25,7 +25,9 @@ extension StoreDialect {
         }
         return device
     }
-
+    /// The device of `token` if this process remembers it for a watch
+    /// (as ``authenticateRemembered(token:)``), reading nothing; nil when
+    /// the store would have to be read (or the token refused).
     public func rememberedWatcher(token: String) -> Store.Device? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
         let hash = Tokens.hash(token)
@@ -56,11 +58,13 @@ extension StoreDialect {
             let entry = tokenCache.entry(
                 hash, nowMillis: SystemServices.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
             !watches.changed(account: entry.device.accountID, since: entry.generation),
-            let marker = entry.outsideWrites, marker == commitState()
+            let marker = entry.outsideWrites, marker == dialect.commitState()
         else { return nil }
         return entry
     }
-
+    /// A no-change pull answered from memory alone (``Store/TokenCache``),
+    /// reading and writing nothing, or nil when the store must be used (or
+    /// the pull refused): an event loop answers with it without a thread.
     public func pullFromMemory(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?

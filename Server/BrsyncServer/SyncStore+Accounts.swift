@@ -4,8 +4,8 @@ import SyncCore
 
 /// The store core's administration (brsyncd's commands): accounts, their
 /// limits, devices, tokens, join codes and revocation, written once for both
-/// dialects as the sync operations are (StoreCore.swift).
-extension StoreDialect {
+/// dialects as the sync operations are (SyncStore+Sync.swift).
+extension SyncStore {
 
     public func addAccount(_ name: String) throws {
         try Store.validateName(name, what: "account")
@@ -20,7 +20,8 @@ extension StoreDialect {
     public func accounts() throws -> [Store.Account] {
         try reading { try $0.accountSummaries() }
     }
-
+    /// Every record of an account as stored, tombstones included, in change
+    /// order (the server's side of a comparison; the tests' oracle reads it).
     public func records(account: String) throws -> [ChangeRecord] {
         try reading { transaction in try transaction.allRecords(account: try Self.account(account, in: transaction)) }
     }
@@ -38,7 +39,7 @@ extension StoreDialect {
     /// A device more would take the account past its device limit (revoked
     /// devices count: remove an account's device for good by revoking it
     /// and reusing its name with `device token`).
-    private static func checkDeviceLimit(account: Int64, in transaction: Transaction) throws {
+    private static func checkDeviceLimit(account: Int64, in transaction: any StoreTransaction) throws {
         let limit = try transaction.accountCounters(account)?.limits.devices ?? Store.Limits.defaultDevices
         let count = try transaction.deviceCount(account: account)
         if count >= limit { throw ServerError.quotaExceeded(what: "devices", would: count + 1, limit: limit) }
@@ -46,6 +47,7 @@ extension StoreDialect {
 
     /// Changes an account's limits (nil: unchanged); each at least 1.
     /// - Returns: the limits now.
+    @discardableResult
     public func setLimits(account name: String, records: Int64?, bytes: Int64?, devices: Int64?) throws -> Store.Limits
     {
         for (what, value) in [("records", records), ("bytes", bytes), ("devices", devices)] {
@@ -62,7 +64,7 @@ extension StoreDialect {
         }
     }
 
-    static func account(_ name: String, in transaction: Transaction) throws -> Int64 {
+    static func account(_ name: String, in transaction: any StoreTransaction) throws -> Int64 {
         guard let id = try transaction.accountID(named: name) else {
             throw ServerError.notFound("no account named '\(name)'")
         }
@@ -105,7 +107,14 @@ extension StoreDialect {
         changed(id) // the old token no longer works: not even from memory
         return token
     }
-
+    /// A join code's enrollment secret for the named device: added when it
+    /// does not exist (with no token anyone knows), or, when it does, its
+    /// token replaced by the secret (the old one stops working; a revoked
+    /// device is reinstated). The secret reads until `join` exchanges it,
+    /// once, at most `validMilliseconds` from now; a newer code of the device
+    /// replaces it.
+    /// - Parameter adding: whether the device must be new (`device add`) or must exist (`device token`).
+    /// - Returns: the secret, and whether the account was end-to-end encrypted then (the join code says so).
     public func enroll(
         account: String, device name: String, adding: Bool, validMilliseconds: Int64
     ) throws -> Store.JoinSecret {
@@ -137,7 +146,14 @@ extension StoreDialect {
         changed(id) // a device's old token no longer works: not even from memory
         return Store.JoinSecret(secret: secret, accountEncrypted: encrypted)
     }
-
+    /// Exchanges a join code's secret for `token`, made by the joining
+    /// machine: the device's token from now on, and the secret no longer
+    /// works. Asked again with the same token (an answer lost on the way),
+    /// it answers the same.
+    /// - Throws: ``ServerError/unauthorized(_:)`` for a secret that is not
+    ///   valid, expired or used (for another token); ``ServerError/badRequest(_:)``
+    ///   for a token not of a device token's form.
+    @discardableResult
     public func join(secret: String, token: String) throws -> Store.Device {
         guard secret.hasPrefix(Tokens.joinPrefix) else {
             throw ServerError.unauthorized("this is not a join code's secret")

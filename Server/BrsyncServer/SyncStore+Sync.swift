@@ -4,19 +4,18 @@ import Model
 import Net
 import SyncCore
 
-/// The store core: every ``SyncStore`` operation, written once for both
-/// dialects. It decides (with ``SyncEngine`` for the merge and the pull's
-/// page) and maps outcomes to answers and errors; the dialect only runs its
-/// SQL in the transactions it is handed.
-extension StoreDialect {
-    public var epoch: String { epochCache.current }
-
+/// The store's sync operations (authentication, push, relay, pull, key
+/// changes, purges), written once for both dialects. They decide (with
+/// ``SyncEngine`` for the merge and the pull's page) and map outcomes to
+/// answers and errors; the dialect only runs its SQL in the transactions it
+/// hands out.
+extension SyncStore {
     /// Wakes the account's watches: this process's, and with PostgreSQL
     /// every other brsyncd's (after the commit: a watch woken reads what
     /// was committed).
     func changed(_ account: Int64) {
         watches.changed(account: account)
-        notifyOtherProcesses(account: account)
+        dialect.notifyOtherProcesses(account: account)
     }
 
     public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
@@ -58,7 +57,8 @@ extension StoreDialect {
         }
         return nil
     }
-
+    /// Whether `secret` is a join code's secret this server issued (used,
+    /// expired or not): one it never issued is refused on the headers.
     public func joinSecretIssued(_ secret: String) throws -> Bool {
         guard secret.hasPrefix(Tokens.joinPrefix) else { return false }
         return try reading { try $0.enrollment(secretHash: Tokens.hash(secret)) } != nil
@@ -83,6 +83,7 @@ extension StoreDialect {
     /// refused with what the server has; reused numbers (a copied or restored
     /// replica) are refused as `diverged`. A change whose merged record would
     /// be unusable is rejected alone (reported; its number still counts).
+    /// - Parameter authority: what the request brings to write (see ``SyncEngine/authorize(_:account:)``).
     public func push(
         _ request: PushRequest, from device: Store.Device, authority: WriteAuthority = .unsigned,
         maxClockOffsetMilliseconds: Int64
@@ -177,7 +178,7 @@ extension StoreDialect {
         maxClockOffsetMilliseconds: Int64
     ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         let prepared = SyncEngine.PreparedRelay(part)
-        let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
+        let ahead = try dialect.readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
         return try writing(account: device.accountID, readAhead: ahead) { transaction in
             try SyncEngine.relay(
                 part, prepared: prepared, from: device, authority: authority, now: now,
@@ -236,6 +237,11 @@ extension StoreDialect {
     ///     account no longer uses is refused (`key_rotated`).
     ///   - clientSigningKey: the signing key the client derives from it
     ///     (the answer names the account's only when it is another).
+    ///   - chainOf: a device id whose stream the answer echoes
+    ///     (``PullRequest/chainOf``): only the one the token's device last
+    ///     pushed under; such a pull is never answered from memory.
+    ///   - maxBytes: the page's byte budget (see
+    ///     ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
     public func pullText(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher? = nil,
         clientEpoch: String? = nil,
@@ -255,7 +261,7 @@ extension StoreDialect {
         }
         // Taken before the read: a change heard of after it makes the read stale.
         let generation = watches.generation
-        let outsideWrites = commitState()
+        let outsideWrites = dialect.commitState()
         // The stream is read only for a replica that can prove its latest
         // push, or that asks where it stands (the same id, when both are given).
         let proving =
@@ -454,9 +460,25 @@ extension StoreDialect {
         return answer
     }
 
-    /// See ``SyncStore/encryptAccount(of:_:authority:)``. The account is
-    /// locked as a push locks it, so no push of the account slips past; the
-    /// dialect then scrubs what the deletion left (see
+    /// Makes the device's account end-to-end encrypted with the request's
+    /// key, or, with `replaces`, rotates its key from that one, in one
+    /// transaction: the key id and its signing key are set and the account's
+    /// records and replica streams are deleted (no readable record, or
+    /// record sealed with the old key, stays); every device with the key
+    /// sends its records again, sealed. Who may ask, and what a retry gets:
+    /// ``SyncEngine/keyChange(_:authority:account:accountUID:)``.
+    /// The request's `seen` is the account sequence the asking device has
+    /// pulled through; a change is refused while the account holds later
+    /// records. Without it the check is skipped (a device that re-encrypts
+    /// an account restored from before its switch cannot read it).
+    /// - Returns: whether the account's records were deleted, the key it uses
+    ///   now and its signing key (nil while none is registered).
+    /// - Throws: ``ServerError/keyRotated`` for a rotation from a key the
+    ///   account no longer uses; ``ServerError/accountMoved(seen:latest:)``
+    ///   when records arrived after `seen`; the refusals of a signature.
+    ///
+    /// The account is locked as a push locks it, so no push of the account
+    /// slips past; the dialect then scrubs what the deletion left (see
     /// ``StoreDialect/scrubAfterEncrypting()``).
     public func encryptAccount(
         of device: Store.Device, _ request: EncryptRequest, authority: WriteAuthority
@@ -483,13 +505,20 @@ extension StoreDialect {
         }
         if result.changed {
             changed(device.accountID)
-            scrubAfterEncrypting()
+            dialect.scrubAfterEncrypting()
         } else {
             changed(device.accountID) // a signing key registered: every instance's memory of the account goes
         }
         return result
     }
-
+    /// Makes an account not encrypted again, for its operator (a lost key,
+    /// or a signing key registered by someone without the key): its records
+    /// are deleted, and every machine that holds a key stops with a message
+    /// until it encrypts the account again (`brsync key init`) or forgets
+    /// its key. Its key is retired (never taken again: `key init` makes a
+    /// new one), as are the keys it was rotated away from.
+    /// - Returns: whether the account was encrypted.
+    @discardableResult
     public func resetEncryption(account name: String) throws -> Bool {
         let reset = try writing { transaction -> Int64? in
             let id = try Self.account(name, in: transaction)
@@ -509,7 +538,7 @@ extension StoreDialect {
         }
         guard let reset else { return false }
         changed(reset)
-        scrubAfterEncrypting()
+        dialect.scrubAfterEncrypting()
         return true
     }
 

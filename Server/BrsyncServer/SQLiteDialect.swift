@@ -7,14 +7,13 @@ import SyncCore
 import Synchronization
 import SystemServices
 
-/// The server's SQLite store (WAL): accounts, devices with hashed tokens,
-/// records with their fields, stamps and version vectors, a per-account
-/// sequence number assigned at commit, each device's last applied sequence,
-/// and the epoch. A push is acknowledged only after its transaction commits.
-public final class SQLiteStore: StoreDialect {
+/// The store's SQLite dialect (the embedded default): one file in WAL mode,
+/// served by one process, its writers taking turns account by account
+/// (Storage's ``DatabasePool``).
+final class SQLiteDialect: StoreDialect {
     static let applicationID: Int32 = 0x6272_7364 // "brsd"
 
-    public let path: String
+    let path: String
     /// The connections, the one writer at a time (accounts in turn), the
     /// WAL checkpoints and other processes' commits (``DatabasePool``).
     private let pool: DatabasePool
@@ -22,29 +21,16 @@ public final class SQLiteStore: StoreDialect {
     private let closing = Atomic<Bool>(false)
     /// The lock file held while serving (``startListening()``), or -1.
     private let servingLock = Atomic<Int32>(-1)
-    public let bookkeeping = Bookkeeping()
-    public let timelineGate = TimelineGate()
-    public let tokenCache = TokenCache()
-    public let watches = WatchHub()
+    /// The store's watches, woken when another process commits.
+    let watches: WatchHub
     /// The timeline's id, kept in the database (`meta.epoch`); a new one is
     /// started when a rollback is detected.
-    public let epochCache: EpochCache
+    let epochCache: EpochCache
 
-    /// The server's wall clock in milliseconds (tests run it skewed).
-    public let currentMillis: @Sendable () -> Int64
-
-    /// Opens (or creates) the store at `path`. A store file that is not the
-    /// one that last served (a file copy put back, a backup restored twice,
-    /// the store moved to another machine) starts a new epoch: its change
-    /// numbers may already have been handed out with other content.
-    /// - Throws: ``ServerError`` when the file is not a brsyncd store, is from
-    ///   a newer brsyncd (left untouched), or cannot be opened.
-    public init(
-        path: String, connections: Int = 8, busyTimeoutMilliseconds: Int32 = 10_000,
-        clock: @escaping @Sendable () -> Int64 = Clock.wallMillis
-    ) throws {
+    /// Opens (or creates) the store at `path`: see ``SyncStore/init(sqlite:connections:busyTimeoutMilliseconds:clock:)``.
+    init(path: String, connections: Int, busyTimeoutMilliseconds: Int32, watches: WatchHub) throws {
         self.path = path
-        currentMillis = clock
+        self.watches = watches
         let exists = access(path, F_OK) == 0
         // The store holds token hashes and every account's rules: 0600 whatever
         // the umask (SQLite gives its -wal and -shm files the same mode).
@@ -104,25 +90,11 @@ public final class SQLiteStore: StoreDialect {
         }
     }
 
-    public func writing<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try write(account: nil, body)
-    }
-
-    public func writing<T>(account: Int64, _ body: (SQLiteTransaction) throws -> T) throws -> T {
-        try write(account: account, body)
-    }
-
-    public func writing<T>(
-        account: Int64, readAhead: Store.ReadAhead?, _ body: (SQLiteTransaction) throws -> T
-    ) throws -> T {
-        try write(account: account, readAhead: readAhead, body)
-    }
-
     /// The records read in a read transaction of their own, before the write
     /// lock is queued for: a relay's large records are read and decoded
     /// while other writers write, and the write only checks that each is
     /// still the version read (``SQLiteTransaction/record(account:collection:key:)``).
-    public func readAhead(
+    func readAhead(
         account: Int64, keys: [(collection: RecordCollection, key: String)]
     ) throws
         -> Store.ReadAhead?
@@ -141,8 +113,8 @@ public final class SQLiteStore: StoreDialect {
     /// account), with records read ahead for it when they can be trusted:
     /// never after another process committed (a restore may reuse change
     /// numbers), nor where such commits cannot be told.
-    private func write<T>(
-        account: Int64?, readAhead: Store.ReadAhead? = nil, _ body: (SQLiteTransaction) throws -> T
+    func writing<T>(
+        account: Int64?, readAhead: Store.ReadAhead?, _ body: (any StoreTransaction) throws -> T
     ) throws -> T {
         var outside = false
         let result = try database { pool in
@@ -169,7 +141,7 @@ public final class SQLiteStore: StoreDialect {
         watches.changedAll()
     }
 
-    public func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+    func reading<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try database { pool in
             try pool.read { database in try body(SQLiteTransaction(database: database, epoch: epochCache)) }
         }
@@ -180,13 +152,13 @@ public final class SQLiteStore: StoreDialect {
     /// truncated now, so the readable records do not linger in old log
     /// frames either (backups made before keep them: Deploy/SECURITY.md).
     /// One process serves a store file: its watches are woken in memory.
-    public func notifyOtherProcesses(account: Int64) {}
+    func notifyOtherProcesses(account: Int64) {}
 
     /// Every commit, of any process, moves the WAL index's change counter
     /// (``WALIndexHeader``: SQLite's own mapping of the `-shm` file, read
     /// without a system call). Without it, the WAL file's inode, size and
     /// modification time (nanoseconds, at the kernel's clock tick) tell one.
-    public func commitState() -> CommitState? {
+    func commitState() -> CommitState? {
         if let header = pool.commitReading() {
             return CommitState(Int64(header.change), Int64(header.frames), Int64(header.salt1), Int64(header.salt2))
         }
@@ -206,7 +178,7 @@ public final class SQLiteStore: StoreDialect {
     ///   The claim is an exclusive `flock` of `PATH-serving` (a file of its
     ///   own: a descriptor of the database file itself, once closed, would
     ///   drop the locks SQLite holds on it in this process).
-    public func startListening() throws {
+    func startListening() throws {
         let lockPath = path + "-serving"
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw ServerError.storeUnusable("cannot open \(lockPath): \(SystemError.text())") }
@@ -232,7 +204,7 @@ public final class SQLiteStore: StoreDialect {
         }
     }
 
-    public func scrubAfterEncrypting() {
+    func scrubAfterEncrypting() {
         try? withDatabase { database in Self.truncateLog(database) }
     }
 
@@ -263,7 +235,7 @@ public final class SQLiteStore: StoreDialect {
         }
     }
 
-    public func close() {
+    func close() {
         closing.store(true, ordering: .relaxed)
         pool.close()
         let lock = servingLock.exchange(-1, ordering: .relaxed)
@@ -282,7 +254,7 @@ public final class SQLiteStore: StoreDialect {
     /// Copies the store to `destination` with SQLite's online backup (safe while
     /// serving) and gives the copy a new epoch: a restored backup is another
     /// timeline, and clients re-sync fully when they see it.
-    public func backup(to destination: String) throws {
+    func backup(to destination: String) throws {
         guard access(destination, F_OK) != 0 else {
             throw ServerError.conflict("\(destination) exists already; choose a new file")
         }
