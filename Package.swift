@@ -118,9 +118,14 @@ let package = Package(
             path: "Client/Replica"
         ),
         .target(
+            name: "ServerStore",
+            dependencies: ["Model", "SyncCore", "Storage", "Postgres", "Net", "Cryptography", "SystemServices"],
+            path: "Server/ServerStore"
+        ),
+        .target(
             name: "BrsyncServer",
             dependencies: [
-                "JSON", "Model", "SyncCore", "Storage", "Postgres", "HTTP", "Net", "Cryptography", "SystemServices",
+                "JSON", "Model", "SyncCore", "ServerStore", "HTTP", "Net", "Cryptography", "SystemServices",
                 "ContentCoding", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Server/BrsyncServer"
@@ -128,7 +133,8 @@ let package = Package(
         .executableTarget(
             name: "brsyncd",
             dependencies: [
-                "BrsyncServer", "Net", "HTTP", "Postgres", "SyncCore", "QRCode", "SystemServices", "ProgramExit",
+                "BrsyncServer", "ServerStore", "Net", "HTTP", "Postgres", "SyncCore", "QRCode", "SystemServices",
+                "ProgramExit",
                 "JSON",
                 "Model",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,7 +214,9 @@ let package = Package(
 
         .executableTarget(
             name: "brsyncd-bench",
-            dependencies: ["JSON", "BrsyncServer", "Net", "HTTP", "SyncCore", "Model", "SystemServices"],
+            dependencies: [
+                "JSON", "BrsyncServer", "ServerStore", "Net", "HTTP", "SyncCore", "Model", "SystemServices",
+            ],
             path: "Benchmarks/ServerBenchmark"
         ),
 
@@ -216,7 +224,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Net", "BrsyncServer", "SystemServices", "Cryptography", "SyncCore",
+                "Net", "BrsyncServer", "ServerStore", "SystemServices", "Cryptography", "SyncCore",
                 .product(name: "Logging", package: "swift-log"),
             ], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
@@ -231,7 +239,9 @@ let package = Package(
         .testTarget(
             name: "SyncEndToEndTests",
             dependencies: [
-                "JSON", "SyncClient", "Replica", "BrsyncServer", "Net", "Cryptography", "HTTP", "SyncCore", "Model",
+                "JSON", "SyncClient", "Replica", "BrsyncServer", "ServerStore", "Net", "Cryptography", "HTTP",
+                "SyncCore",
+                "Model",
                 "Storage", "Postgres", "SystemServices", "TestSupport", "ContentCoding",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -239,7 +249,8 @@ let package = Package(
         .testTarget(
             name: "ServerTests",
             dependencies: [
-                "JSON", "BrsyncServer", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage", "Postgres",
+                "JSON", "BrsyncServer", "ServerStore", "brsyncd", "Net", "HTTP", "SyncCore", "Model", "Storage",
+                "Postgres",
                 "Cryptography", "SystemServices", "TestSupport", "ContentCoding",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -252,6 +263,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "JSON", "brsync", "brsync-sync", "brsync-picker", "brsync-settings", "brsyncd", "BrsyncServer",
+                "ServerStore",
                 "SyncClient", "SyncCommands", "SyncCore", "Replica",
                 "Desktop", "Model", "Storage", "Net", "HTTP", "TestSupport",
             ]),

@@ -4,6 +4,7 @@ import HTTP
 import JSON
 import Model
 import Net
+import ServerStore
 import SyncCore
 import Synchronization
 import SystemServices

@@ -1,3 +1,5 @@
+import ServerStore
+
 /// Every endpoint of the sync API, once: its path, the methods it takes,
 /// whether a request body comes with it, and whether `/metrics` counts it
 /// under its own label. ``SyncAPI`` admits, routes and answers from memory

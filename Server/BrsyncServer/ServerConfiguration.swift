@@ -1,5 +1,6 @@
 import HTTP
 import Net
+import ServerStore
 
 /// Everything `brsyncd serve` is configured with, and the defaults.
 public struct ServerConfiguration: Sendable {

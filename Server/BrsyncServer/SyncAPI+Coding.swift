@@ -1,6 +1,7 @@
 import ContentCoding
 import HTTP
 import JSON
+import ServerStore
 
 /// gzip bodies (`Content-Encoding: gzip`), for readable accounts only
 /// (docs/protocol.md, "Compressed bodies"; Deploy/SECURITY.md says why

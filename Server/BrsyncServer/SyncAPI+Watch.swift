@@ -1,6 +1,7 @@
 import HTTP
 import JSON
 import Net
+import ServerStore
 import SyncCore
 import Synchronization
 import SystemServices
@@ -91,7 +92,7 @@ extension SyncAPI {
                 response.headers.add(Wire.timeHeader, String(store.currentMillis()))
                 return response
             }, ended: { hub.remove(account: device.accountID, id: holder.id) })
-        holder.id = hub.add(account: device.accountID, device: device.id, later: later)
+        holder.id = hub.add(account: device.accountID, device: device.id) { later.fire() }
         let heard = hub.changed(account: device.accountID, since: generation)
         if heard && fromMemoryOnly {
             later.end()

@@ -3,6 +3,7 @@ import JSON
 import Logging
 import Model
 import Net
+import ServerStore
 import SyncCore
 import SystemServices
 

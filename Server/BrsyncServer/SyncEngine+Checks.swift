@@ -1,5 +1,6 @@
 import JSON
 import Model
+import ServerStore
 import SyncCore
 
 /// What a write must pass before it is applied: its stamps, its sealing,

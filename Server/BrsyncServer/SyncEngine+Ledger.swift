@@ -1,4 +1,5 @@
 import JSON
+import ServerStore
 import SyncCore
 
 /// Ledger records (Deploy/SECURITY.md, "A device's own writes, counted")

@@ -1,3 +1,4 @@
+import ServerStore
 import SyncCore
 
 /// A push, once the account is locked and the request may write: where the

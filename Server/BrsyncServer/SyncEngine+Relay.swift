@@ -1,4 +1,5 @@
 import JSON
+import ServerStore
 import SyncCore
 
 /// Whole records merged as they are (no change numbers of the client's):

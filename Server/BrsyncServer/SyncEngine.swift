@@ -1,5 +1,6 @@
 import Cryptography
 import JSON
+import ServerStore
 import SyncCore
 
 /// The sync protocol's decisions and the merge, written once for every store
@@ -244,5 +245,22 @@ enum SyncEngine {
                 && Wire.sends(collection: row.collection, key: row.key, toProtocol: clientProtocol)
         }
         return Store.PulledPage(rows: rows, next: next, more: more, epoch: epoch, rollback: false)
+    }
+}
+
+extension Store {
+    /// One page: the rows to send, the cursor after every row looked at
+    /// (skipped ones included), whether more wait, and the epoch it belongs to.
+    struct PulledPage {
+        var rows: [PulledRow]
+        var next: Int64
+        var more: Bool
+        var epoch: String
+        /// The cursor is beyond what this store has: it was rolled back.
+        var rollback: Bool
+        /// The cursor is below a purged tombstone: the replica reconciles from zero.
+        var reset = false
+        /// The asking replica's stream, echoed when it asked (``PullRequest/chainOf``).
+        var chain: ChainEcho?
     }
 }

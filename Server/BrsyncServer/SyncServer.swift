@@ -2,6 +2,7 @@ import Glibc
 import HTTP
 import Logging
 import Net
+import ServerStore
 import SyncCore
 import Synchronization
 import SystemServices

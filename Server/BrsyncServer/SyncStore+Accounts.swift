@@ -1,5 +1,6 @@
 import Cryptography
 import JSON
+import ServerStore
 import SyncCore
 
 /// The store core's administration (brsyncd's commands): accounts, their

@@ -1,3 +1,4 @@
+import ServerStore
 import SyncCore
 import SystemServices
 
@@ -17,7 +18,7 @@ extension SyncStore {
             return try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
         }
         let generation = watches.generation
-        let outsideWrites = dialect.commitState()
+        let outsideWrites = commitState()
         let found = try reading { try $0.device(tokenHash: hash) }
         let device = try Self.check(found?.device, storedHash: found?.storedHash, hash: hash)
         if let found {
@@ -58,7 +59,7 @@ extension SyncStore {
             let entry = tokenCache.entry(
                 hash, nowMillis: SystemServices.Clock.monotonicMillis(), lifetimeMillis: lifetimeMillis),
             !watches.changed(account: entry.device.accountID, since: entry.generation),
-            let marker = entry.outsideWrites, marker == dialect.commitState()
+            let marker = entry.outsideWrites, marker == commitState()
         else { return nil }
         return entry
     }

@@ -2,6 +2,7 @@ import Cryptography
 import JSON
 import Model
 import Net
+import ServerStore
 import SyncCore
 
 /// The store's sync operations (authentication, push, relay, pull, key
@@ -15,7 +16,7 @@ extension SyncStore {
     /// was committed).
     func changed(_ account: Int64) {
         watches.changed(account: account)
-        dialect.notifyOtherProcesses(account: account)
+        notifyOtherProcesses(account: account)
     }
 
     public func counts() throws -> (records: Int, devices: Int, accounts: Int) {
@@ -178,7 +179,7 @@ extension SyncStore {
         maxClockOffsetMilliseconds: Int64
     ) throws -> (applied: Int, rejected: [RejectedChange], accountEpoch: String) {
         let prepared = SyncEngine.PreparedRelay(part)
-        let ahead = try dialect.readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
+        let ahead = try readAhead(account: device.accountID, keys: part.records.map { ($0.collection, $0.key) })
         return try writing(account: device.accountID, readAhead: ahead) { transaction in
             try SyncEngine.relay(
                 part, prepared: prepared, from: device, authority: authority, now: now,
@@ -261,7 +262,7 @@ extension SyncStore {
         }
         // Taken before the read: a change heard of after it makes the read stale.
         let generation = watches.generation
-        let outsideWrites = dialect.commitState()
+        let outsideWrites = commitState()
         // The stream is read only for a replica that can prove its latest
         // push, or that asks where it stands (the same id, when both are given).
         let proving =
@@ -505,7 +506,7 @@ extension SyncStore {
         }
         if result.changed {
             changed(device.accountID)
-            dialect.scrubAfterEncrypting()
+            scrubAfterEncrypting()
         } else {
             changed(device.accountID) // a signing key registered: every instance's memory of the account goes
         }
@@ -538,7 +539,7 @@ extension SyncStore {
         }
         guard let reset else { return false }
         changed(reset)
-        dialect.scrubAfterEncrypting()
+        scrubAfterEncrypting()
         return true
     }
 

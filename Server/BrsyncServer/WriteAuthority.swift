@@ -1,4 +1,5 @@
 import Cryptography
+import ServerStore
 import SyncCore
 
 /// What a write request brings to prove it comes from a holder of the

@@ -3,6 +3,7 @@ import BrsyncServer
 import Glibc
 import JSON
 import Model
+import ServerStore
 import SystemServices
 
 struct AccountCommand: ParsableCommand {

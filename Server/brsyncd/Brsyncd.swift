@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import Postgres
+import ServerStore
 import SystemServices
 
 struct Brsyncd: ParsableCommand {

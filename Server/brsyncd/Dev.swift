@@ -3,6 +3,7 @@ import BrsyncServer
 import Foundation
 import Glibc
 import Net
+import ServerStore
 import SyncCore
 import SystemServices
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import BrsyncServer
 import Glibc
 import Net
+import ServerStore
 import SystemServices
 
 /// What `brsyncd` reports of its own errors; ``ExitStatus/report(_:root:describe:)``

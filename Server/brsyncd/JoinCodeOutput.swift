@@ -4,6 +4,7 @@ import Glibc
 import JSON
 import Net
 import QRCode
+import ServerStore
 import SyncCore
 import SystemServices
 

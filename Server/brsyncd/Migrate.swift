@@ -2,6 +2,7 @@ import ArgumentParser
 import BrsyncServer
 import Foundation
 import Postgres
+import ServerStore
 import SystemServices
 
 /// `brsyncd migrate --from sqlite:PATH --to postgres://…`

@@ -1,5 +1,6 @@
 import BrsyncServer
 import Foundation
+import ServerStore
 import TestSupport
 import Testing
 

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// The real `brsyncd` binary, in a temporary folder.
 @Suite struct BrsyncdCommandTests {

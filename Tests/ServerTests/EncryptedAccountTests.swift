@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// The server's side of end-to-end encryption: it cannot open a
 /// record, but it keeps an encrypted account sealed (readable changes and

@@ -9,6 +9,7 @@ import Testing
 
 @testable import BrsyncServer
 @testable import Net
+@testable import ServerStore
 
 /// A TLS connection that sends raw bytes and reads whatever comes back, for
 /// requests no well-behaved client would send.

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// Join codes are enrollment secrets: they read until `POST /v1/join`
 /// exchanges them, once and before they expire, for a token the joining

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// The `ledger` collection on the server (Deploy/SECURITY.md, "A device's
 /// own writes, counted"): taken only into encrypted accounts, only from

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A PostgreSQL database that is not the one that served last (restored from
 /// a dump, copied, put back under the same name) starts a new epoch, as a

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A PostgreSQL store made by an earlier brsyncd opens with this one.
 @Suite struct PostgresSchemaUpgradeTests {

@@ -10,6 +10,7 @@ import Testing
 
 @testable import BrsyncServer
 @testable import Net
+@testable import ServerStore
 
 /// A no-change pull is answered from memory (``Store/TokenCache``) while
 /// nothing was heard of the account: every change this process makes or

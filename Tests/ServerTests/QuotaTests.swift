@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// No account fills the server for the others: what an account holds is
 /// counted whatever writes it, and a push or relay past a limit is refused

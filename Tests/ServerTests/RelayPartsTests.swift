@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A large relay is merged a part at a time (``Store/relayPartBytes`` of
 /// fields' text each, each part a write transaction of its own), so another

@@ -5,6 +5,7 @@ import Testing
 
 @testable import BrsyncServer
 @testable import Net
+@testable import ServerStore
 
 /// One credential's requests in progress are bounded; others are not held back.
 @Suite struct RequestGateTests {

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A store made by an earlier brsyncd opens with this one: its schema moves
 /// up, and nothing it holds changes meaning.

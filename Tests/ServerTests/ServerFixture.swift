@@ -10,6 +10,7 @@ import SyncCore
 import TestSupport
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A real brsyncd server in this process: an SQLite file in a temporary folder
 /// (or a fresh PostgreSQL database), TLS from a fresh CA, listening on

@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// Only key holders write (Deploy/SECURITY.md, "Who may do what"): a device
 /// token without the account key — the one inside every join code — reads

@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// Stores of every earlier schema version, kept as SQL text in
 /// Tests/Data/StoreFixtures (`sqlite-vN.sql`, `postgres-vN.sql`), each

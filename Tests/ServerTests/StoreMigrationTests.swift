@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// `brsyncd migrate --from sqlite:PATH --to postgres://…`, the real binary.
 @Suite struct StoreMigrationTests {

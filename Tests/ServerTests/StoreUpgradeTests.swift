@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 /// A store of every earlier schema version (``StoreFixtures``), SQLite and
 /// PostgreSQL, opens with this brsyncd: it ends at the newest version with

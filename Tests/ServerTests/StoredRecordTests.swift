@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 @Suite struct StoredRecordTests {
     @Test func directEncodingMatchesTheJSONValueForm() throws {

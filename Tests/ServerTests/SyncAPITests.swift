@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import BrsyncServer
+@testable import ServerStore
 
 @Suite struct SyncAPITests {
     @Test(arguments: StoreKind.allCases) func authenticationIsRequiredAndChecked(_ kind: StoreKind) throws {

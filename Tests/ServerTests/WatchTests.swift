@@ -11,6 +11,7 @@ import Testing
 
 @testable import BrsyncServer
 @testable import Net
+@testable import ServerStore
 
 /// `GET /v1/watch`: a long poll answered as the account changes, by a push
 /// through this brsyncd or, on PostgreSQL, through another one.

@@ -7,6 +7,7 @@ import Model
 import Net
 import Postgres
 import Replica
+import ServerStore
 import SyncClient
 import SyncCore
 import Synchronization

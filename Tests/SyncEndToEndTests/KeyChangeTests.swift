@@ -4,6 +4,7 @@ import HTTP
 import Model
 import Net
 import Replica
+import ServerStore
 import SyncClient
 import SyncCore
 import TestSupport

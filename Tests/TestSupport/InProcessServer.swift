@@ -1,6 +1,7 @@
 import BrsyncServer
 import Logging
 import Net
+import ServerStore
 
 /// A real brsyncd server in the test's own process: the sync API over TLS
 /// (the certificates of ``TestCertificates`` in `directory`) on 127.0.0.1

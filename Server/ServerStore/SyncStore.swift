@@ -25,13 +25,13 @@ public final class SyncStore: Sendable {
     /// The watches waiting for this store's accounts to change (`GET /v1/watch`).
     public let watches: WatchHub
     /// The epoch as this process knows it (the dialect's, shared).
-    let epochCache: EpochCache
+    package let epochCache: EpochCache
     /// What pulls of this process last wrote (see ``Bookkeeping``).
-    let bookkeeping = Bookkeeping()
+    package let bookkeeping = Bookkeeping()
     /// Who may start a readable account's new timeline, and how often.
     public let timelineGate = TimelineGate()
     /// Devices authenticated lately, for no-change pulls (``TokenCache``).
-    let tokenCache = TokenCache()
+    package let tokenCache = TokenCache()
 
     init(dialect: any StoreDialect, watches: WatchHub, clock: @escaping @Sendable () -> Int64) {
         self.dialect = dialect
@@ -84,16 +84,35 @@ public final class SyncStore: Sendable {
 
     /// Runs `body` in a write transaction, in `account`'s turn (see
     /// ``StoreDialect/writing(account:readAhead:_:)``).
-    func writing<T>(
+    package func writing<T>(
         account: Int64? = nil, readAhead: Store.ReadAhead? = nil, _ body: (any StoreTransaction) throws -> T
     ) throws -> T {
         try dialect.writing(account: account, readAhead: readAhead, body)
     }
 
     /// Runs `body` in a read transaction (one snapshot).
-    func reading<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+    package func reading<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
         try dialect.reading(body)
     }
+
+    /// Reads ahead the records a write of `account` will merge into (see
+    /// ``StoreDialect/readAhead(account:keys:)``).
+    package func readAhead(
+        account: Int64, keys: [(collection: RecordCollection, key: String)]
+    ) throws -> Store.ReadAhead? {
+        try dialect.readAhead(account: account, keys: keys)
+    }
+
+    /// What changes when any process commits (``StoreDialect/commitState()``).
+    package func commitState() -> CommitState? { dialect.commitState() }
+
+    /// Wakes `account`'s watches in the other brsyncd processes sharing the
+    /// database (``StoreDialect/notifyOtherProcesses(account:)``).
+    package func notifyOtherProcesses(account: Int64) { dialect.notifyOtherProcesses(account: account) }
+
+    /// Scrubs what deleting an account's records left behind, where the
+    /// database can (``StoreDialect/scrubAfterEncrypting()``).
+    package func scrubAfterEncrypting() { dialect.scrubAfterEncrypting() }
 
     /// The database a store keeps its data in.
     public enum Kind: Sendable {

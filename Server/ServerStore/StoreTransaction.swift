@@ -9,7 +9,7 @@ import SyncCore
 /// A store's write transaction must serialise the writes of one account:
 /// SQLite's `BEGIN IMMEDIATE` takes the one write lock; a store shared by
 /// several processes locks the account's row in ``accountCounters(_:)``.
-protocol StoreTransaction {
+package protocol StoreTransaction {
     /// Everything a pull reads, in one snapshot (see ``Store/PullSnapshot``);
     /// nil when no device has a token with this hash.
     /// The records stop at `limit`, or once those taken hold `maxBytes` of
@@ -134,12 +134,12 @@ protocol StoreTransaction {
 }
 
 extension StoreTransaction {
-    func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {}
+    package func prefetch(account: Int64, keys: [(collection: RecordCollection, key: String)]) throws {}
 }
 
 /// What a pull's page needs (``SyncEngine/pullPage``): a read transaction,
 /// or what one statement read ahead.
-protocol SyncReadTransaction {
+package protocol SyncReadTransaction {
     func stream(account: Int64, clientDevice: String) throws -> (last: Int64, digest: String)?
     /// Up to `limit` records of the account after `cursor`, in change-number order.
     func records(account: Int64, after cursor: Int64, limit: Int) throws -> [Store.PulledRow]

@@ -20,12 +20,12 @@ public final class Bookkeeping: Sendable {
     /// acknowledged cursor and last-seen time, claiming the write: only
     /// when something moved (a no-change pull stays a pure read), once per
     /// device and value, and last-seen at most once a minute.
-    func shouldWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
+    package func shouldWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
         writes(device: device, cursor: cursor, now: now, claim: true)
     }
 
     /// Whether ``shouldWrite(device:cursor:now:)`` would write, claiming nothing.
-    func needsWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
+    package func needsWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
         writes(device: device, cursor: cursor, now: now, claim: false)
     }
 
@@ -59,27 +59,37 @@ public final class Bookkeeping: Sendable {
 /// an SQLite store while brsyncd serves it). The lifetime bounds what
 /// slips past both.
 public final class TokenCache: Sendable {
-    struct Entry: Sendable {
-        let device: Store.Device
-        let storedHash: [UInt8]
-        let generation: UInt64
+    package struct Entry: Sendable {
+        package let device: Store.Device
+        package let storedHash: [UInt8]
+        package let generation: UInt64
         /// ``StoreDialect/commitState()`` before the device was read.
-        let outsideWrites: CommitState?
+        package let outsideWrites: CommitState?
         let atMillis: Int64
+
+        package init(
+            device: Store.Device, storedHash: [UInt8], generation: UInt64, outsideWrites: CommitState?, atMillis: Int64
+        ) {
+            self.device = device
+            self.storedHash = storedHash
+            self.generation = generation
+            self.outsideWrites = outsideWrites
+            self.atMillis = atMillis
+        }
     }
 
-    static let lifetimeMillis: Int64 = 5_000
+    package static let lifetimeMillis: Int64 = 5_000
     /// For a watch's arrival (each machine's comes every minute or so):
     /// past its longest wait, so a remembered device serves the next one.
     /// A watch's answer carries no data, only "look" or "no change".
-    static let watchLifetimeMillis: Int64 = 65_000
+    package static let watchLifetimeMillis: Int64 = 65_000
     /// Tokens remembered at most (about 1 KB each); past it, forgotten all at once.
     let maxEntries: Int
     private let entries = Locked<[[UInt8]: Entry]>([:])
 
     public init(maxEntries: Int = 100_000) { self.maxEntries = maxEntries }
 
-    func entry(_ hash: [UInt8], nowMillis: Int64, lifetimeMillis: Int64 = lifetimeMillis) -> Entry? {
+    package func entry(_ hash: [UInt8], nowMillis: Int64, lifetimeMillis: Int64 = lifetimeMillis) -> Entry? {
         entries.withLock { entries in
             guard let entry = entries[hash], nowMillis - entry.atMillis < lifetimeMillis,
                 nowMillis >= entry.atMillis
@@ -88,7 +98,7 @@ public final class TokenCache: Sendable {
         }
     }
 
-    func keep(_ hash: [UInt8], _ entry: Entry) {
+    package func keep(_ hash: [UInt8], _ entry: Entry) {
         entries.withLock { entries in
             if entries.count >= maxEntries, entries[hash] == nil { entries.removeAll(keepingCapacity: true) }
             entries[hash] = entry
@@ -129,7 +139,7 @@ public final class TimelineGate: Sendable {
 
     /// Lets `device` start its account's timeline now, or throws.
     /// - Throws: ``ServerError/timelineLimited(retryAfterSeconds:)`` within ``interval`` of the last start.
-    func admit(_ device: Store.Device, because reason: String) throws(ServerError) {
+    package func admit(_ device: Store.Device, because reason: String) throws(ServerError) {
         let now = SystemServices.Clock.monotonicMillis()
         let interval = self.interval.withLock { $0 }
         let waited: Int64? = lastStart.withLock { starts in

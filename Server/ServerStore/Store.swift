@@ -200,8 +200,13 @@ public enum Store {
     /// table holds as two records: a push naming both would have merged
     /// them into one here, and a read ahead of one taken for the other.)
     public struct RecordPlace: Hashable, Sendable {
-        let collection: RecordCollection
-        let key: String
+        package let collection: RecordCollection
+        package let key: String
+
+        package init(collection: RecordCollection, key: String) {
+            self.collection = collection
+            self.key = key
+        }
 
         public static func == (first: RecordPlace, second: RecordPlace) -> Bool {
             first.collection == second.collection && first.key.utf8.elementsEqual(second.key.utf8)
@@ -231,21 +236,6 @@ public enum Store {
             self.sequence = sequence
             self.writer = writer
         }
-    }
-
-    /// One page: the rows to send, the cursor after every row looked at
-    /// (skipped ones included), whether more wait, and the epoch it belongs to.
-    struct PulledPage {
-        var rows: [PulledRow]
-        var next: Int64
-        var more: Bool
-        var epoch: String
-        /// The cursor is beyond what this store has: it was rolled back.
-        var rollback: Bool
-        /// The cursor is below a purged tombstone: the replica reconciles from zero.
-        var reset = false
-        /// The asking replica's stream, echoed when it asked (``PullRequest/chainOf``).
-        var chain: ChainEcho?
     }
 
     /// What a pull reads in one snapshot: the device the token names (with
@@ -354,7 +344,7 @@ public enum Store {
         }
     }
 
-    static func validateName(_ name: String, what: String) throws {
+    package static func validateName(_ name: String, what: String) throws {
         guard !name.isBlank, name.utf8.count <= 64,
             !name.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true })
         else {

@@ -1,4 +1,3 @@
-import HTTP
 import Synchronization
 import SystemServices
 
@@ -19,7 +18,8 @@ public final class WatchHub: Sendable {
     private struct Watcher {
         let id: UInt64
         let device: Int64
-        let later: DeferredResponse
+        /// Answers the watch (its deferred response fired).
+        let wake: @Sendable () -> Void
     }
 
     private struct State {
@@ -50,11 +50,11 @@ public final class WatchHub: Sendable {
     /// The changes heard of so far: taken before an account is read, it
     /// tells whether a change may have come after the read
     /// (``changed(account:since:)``).
-    var generation: UInt64 { currentGeneration.load(ordering: .acquiring) }
+    package var generation: UInt64 { currentGeneration.load(ordering: .acquiring) }
 
     /// Whether a change of `account` was heard of after `generation` was
     /// taken (true when that is too long ago to know).
-    func changed(account: Int64, since generation: UInt64) -> Bool {
+    package func changed(account: Int64, since generation: UInt64) -> Bool {
         if generation == currentGeneration.load(ordering: .acquiring) { return false }
         return state.withLock { state in
             generation < state.forgottenThrough || (state.changedAt[account] ?? 0) > generation
@@ -64,32 +64,32 @@ public final class WatchHub: Sendable {
     /// Watches waiting now.
     public var count: Int { state.withLock { $0.count } }
 
-    /// Adds a watch that `later` answers; fires the oldest of the device, or
+    /// Adds a watch that `wake` answers; answers the oldest of the device, or
     /// of the account, past its cap.
     /// - Returns: the watch's id, for ``remove(account:id:)``.
-    func add(account: Int64, device: Int64, later: DeferredResponse) -> UInt64 {
-        let (id, displaced) = state.withLock { state -> (UInt64, [DeferredResponse]) in
+    package func add(account: Int64, device: Int64, wake: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, displaced) = state.withLock { state -> (UInt64, [@Sendable () -> Void]) in
             let id = state.next
             state.next += 1
             var watchers = state.byAccount[account] ?? []
-            watchers.append(Watcher(id: id, device: device, later: later))
-            var displaced: [DeferredResponse] = []
+            watchers.append(Watcher(id: id, device: device, wake: wake))
+            var displaced: [@Sendable () -> Void] = []
             while watchers.count(where: { $0.device == device }) > maxPerDevice,
                 let oldest = watchers.firstIndex(where: { $0.device == device })
             {
-                displaced.append(watchers.remove(at: oldest).later)
+                displaced.append(watchers.remove(at: oldest).wake)
             }
-            while watchers.count > maxPerAccount { displaced.append(watchers.removeFirst().later) }
+            while watchers.count > maxPerAccount { displaced.append(watchers.removeFirst().wake) }
             state.count += 1 - displaced.count
             state.byAccount[account] = watchers
             return (id, displaced)
         }
-        for later in displaced { later.fire() }
+        for wake in displaced { wake() }
         return id
     }
 
     /// Forgets a watch (answered, or its client gone); nothing if it is gone already.
-    func remove(account: Int64, id: UInt64) {
+    package func remove(account: Int64, id: UInt64) {
         state.withLock { state in
             guard var watchers = state.byAccount[account], let index = watchers.firstIndex(where: { $0.id == id })
             else { return }
@@ -103,13 +103,13 @@ public final class WatchHub: Sendable {
     public func changed(account: Int64) {
         touched(account: account)
         let woken = state.withLock { $0.byAccount[account] ?? [] }
-        for watcher in woken { watcher.later.fire() }
+        for watcher in woken { watcher.wake() }
     }
 
     /// Notes that `account` was written (a push that changed no record, a
     /// signing key registered) without waking its watches: what was read
     /// of it before is not used again (``changed(account:since:)``).
-    func touched(account: Int64) {
+    package func touched(account: Int64) {
         state.withLock { state in
             state.generation += 1
             currentGeneration.store(state.generation, ordering: .releasing)
@@ -131,6 +131,6 @@ public final class WatchHub: Sendable {
             state.forgottenThrough = state.generation
             return state.byAccount.values.flatMap { $0 }
         }
-        for watcher in woken { watcher.later.fire() }
+        for watcher in woken { watcher.wake() }
     }
 }
