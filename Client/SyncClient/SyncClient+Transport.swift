@@ -82,95 +82,131 @@ struct Transport: @unchecked Sendable {
         var waiting = whileWaiting
         let (headers, body) = prepare(
             method: method, target: target, body: body, signedBy: signer, sealedWith: sealedWith)
-        var delay = backoffMilliseconds
-        var lastProblem = ""
-        // The last answer, when it said the server is busy (429 or 503),
-        // and the wait it asked for (`Retry-After`).
-        var busy: (status: Int, refusal: WireError?)?
-        var asked: Int?
+        var retry = Retry(delay: backoffMilliseconds)
         for attempt in 1...max(1, attempts) {
             if attempt > 1 {
-                retrying?(
-                    busy == nil ? "the server did not answer (\(lastProblem)); attempt" : "\(lastProblem); attempt",
-                    attempt, attempts)
-                // The server's own wait (up to 30 s), spread a little so a
-                // herd it sent away does not come back at once; else the
-                // backoff's, up to 5 s.
-                let wait =
-                    asked.map { $0 + Int.random(in: 0...max(1, $0 / 10)) }
-                    ?? min(5_000, delay + Int.random(in: 0...max(1, delay / 2)))
-                guard pause(milliseconds: wait) else {
+                retrying?(retry.retryingText, attempt, attempts)
+                guard pause(milliseconds: retry.nextWait()) else {
                     result.error = .cancelled
                     return result
                 }
-                delay = min(5_000, delay * 2)
-                asked = nil
             }
-            var response: HTTPResponseParser.ParsedResponse
-            do {
-                let work = waiting
-                waiting = nil
-                response = try http.send(
-                    method: method, target: target, headers: headers, body: body, expectContinue: sealedWith != nil,
-                    whileWaiting: work)
-            } catch .tls(let message) {
-                result.error = .unreachable("\(remote) is not trusted: \(message)")
-                return result
-            } catch .badAddress(let message) where message.contains("not HTTP") {
-                // The parser's reason after the client's prefix: "not an HTTP response", "a response larger than 64 MiB…".
-                let reason = message.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? message
-                result.error = .badAnswer(
-                    reason.hasPrefix("not an HTTP")
-                        ? "\(remote) did not answer HTTP (is it a brsyncd server?)"
-                        : "\(remote) answered with \(reason) (is it a brsyncd server?)")
-                return result
-            } catch {
-                lastProblem = "\(error)"
-                busy = nil
-                continue
-            }
-            result.requests += 1
-            result.bytesSent += body.count
-            result.bytesReceived += response.body.count
-            if response.headers.contains("Accept-Encoding", token: Gzip.name) { coding.serverTakesGzip = true }
-            if let problem = decode(&response) {
-                result.error = problem
+            let work = waiting
+            waiting = nil
+            let request = (method: method, target: target, headers: headers, body: body)
+            if tryOnce(request, expectContinue: sealedWith != nil, whileWaiting: work, into: &result, retry: &retry) {
                 return result
             }
-            // Every answer, errors too, carries the server's wall clock.
-            if let time = response.headers[Wire.timeHeader].flatMap(Int64.init), time > 0 {
-                result.serverTime = (time, Deadline.now().milliseconds)
-            }
-            if response.status == 200 {
-                result.body = response.body
-                return result
-            }
-            let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
-            let wire = json.flatMap(WireError.init(json:))
-            if response.status == 429 || response.status == 503 {
-                busy = (response.status, wire)
-                lastProblem =
-                    "the server is busy (\(response.status)\(wire.map { " \($0.code): \($0.message)" } ?? ""))"
-                if let retryAfter = response.headers["Retry-After"].flatMap(Int.init), retryAfter > 0 {
-                    asked = min(30, retryAfter) * 1000
-                }
-                continue
-            }
-            guard let wire else {
-                result.error = .badAnswer("HTTP \(response.status) without a brsync error body")
-                return result
-            }
-            result.refusal = wire
-            result.error = .refused(code: wire.code, message: wire.message)
-            return result
         }
-        if let busy {
-            let said = busy.refusal.map { "\($0.code): \($0.message)" } ?? "HTTP \(busy.status)"
-            result.error = .busy("\(remote) answered \(said) (after \(attempts) attempts)")
-        } else {
-            result.error = .unreachable("\(remote): \(lastProblem) (after \(attempts) attempts)")
-        }
+        result.error = retry.exhausted(remote: remote, attempts: attempts)
         return result
+    }
+
+    /// Why an exchange tries again, and how long it waits first.
+    private struct Retry {
+        /// The backoff's next wait, doubled after each (up to 5 s).
+        var delay: Int
+        /// What went wrong with the last attempt, in words.
+        var problem = ""
+        /// The last answer, when it said the server is busy (429 or 503).
+        var busy: (status: Int, refusal: WireError?)?
+        /// The wait the busy server asked for (`Retry-After`), in milliseconds.
+        var asked: Int?
+
+        /// What the `retrying` report says before the attempt's number.
+        var retryingText: String {
+            busy == nil ? "the server did not answer (\(problem)); attempt" : "\(problem); attempt"
+        }
+
+        /// The last attempt failed without an answer.
+        mutating func failed(_ problem: String) {
+            self.problem = problem
+            busy = nil
+        }
+
+        /// The server answered that it is busy.
+        mutating func busy(_ status: Int, _ refusal: WireError?, retryAfterSeconds: Int?) {
+            busy = (status, refusal)
+            problem = "the server is busy (\(status)\(refusal.map { " \($0.code): \($0.message)" } ?? ""))"
+            if let retryAfterSeconds, retryAfterSeconds > 0 { asked = min(30, retryAfterSeconds) * 1000 }
+        }
+
+        /// The wait before the next attempt: the server's own (up to 30 s),
+        /// spread a little so a herd it sent away does not come back at
+        /// once; else the backoff's, up to 5 s.
+        mutating func nextWait() -> Int {
+            let wait =
+                asked.map { $0 + Int.random(in: 0...max(1, $0 / 10)) }
+                ?? min(5_000, delay + Int.random(in: 0...max(1, delay / 2)))
+            delay = min(5_000, delay * 2)
+            asked = nil
+            return wait
+        }
+
+        /// What an exchange that ran out of attempts ends with.
+        func exhausted(remote: String, attempts: Int) -> SyncError {
+            guard let busy else { return .unreachable("\(remote): \(problem) (after \(attempts) attempts)") }
+            let said = busy.refusal.map { "\($0.code): \($0.message)" } ?? "HTTP \(busy.status)"
+            return .busy("\(remote) answered \(said) (after \(attempts) attempts)")
+        }
+    }
+
+    /// One attempt of an exchange, its outcome put in `result`.
+    /// - Returns: whether the exchange ends with it (an answer, or a failure
+    ///   that trying again cannot mend); false to try again (`retry` says why).
+    private func tryOnce(
+        _ request: (method: String, target: String, headers: HTTPHeaders, body: [UInt8]), expectContinue: Bool,
+        whileWaiting: (() -> Void)?, into result: inout Exchange, retry: inout Retry
+    ) -> Bool {
+        var response: HTTPResponseParser.ParsedResponse
+        do {
+            response = try http.send(
+                method: request.method, target: request.target, headers: request.headers, body: request.body,
+                expectContinue: expectContinue, whileWaiting: whileWaiting)
+        } catch .tls(let message) {
+            result.error = .unreachable("\(remote) is not trusted: \(message)")
+            return true
+        } catch .badAddress(let message) where message.contains("not HTTP") {
+            // The parser's reason after the client's prefix: "not an HTTP response", "a response larger than 64 MiB…".
+            let reason = message.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? message
+            result.error = .badAnswer(
+                reason.hasPrefix("not an HTTP")
+                    ? "\(remote) did not answer HTTP (is it a brsyncd server?)"
+                    : "\(remote) answered with \(reason) (is it a brsyncd server?)")
+            return true
+        } catch {
+            retry.failed("\(error)")
+            return false
+        }
+        result.requests += 1
+        result.bytesSent += request.body.count
+        result.bytesReceived += response.body.count
+        if response.headers.contains("Accept-Encoding", token: Gzip.name) { coding.serverTakesGzip = true }
+        if let problem = decode(&response) {
+            result.error = problem
+            return true
+        }
+        // Every answer, errors too, carries the server's wall clock.
+        if let time = response.headers[Wire.timeHeader].flatMap(Int64.init), time > 0 {
+            result.serverTime = (time, Deadline.now().milliseconds)
+        }
+        if response.status == 200 {
+            result.body = response.body
+            return true
+        }
+        let json = try? response.body.withUnsafeBufferPointer { try JSONValue.parse(utf8: $0) }
+        let wire = json.flatMap(WireError.init(json:))
+        if response.status == 429 || response.status == 503 {
+            retry.busy(response.status, wire, retryAfterSeconds: response.headers["Retry-After"].flatMap(Int.init))
+            return false
+        }
+        guard let wire else {
+            result.error = .badAnswer("HTTP \(response.status) without a brsync error body")
+            return true
+        }
+        result.refusal = wire
+        result.error = .refused(code: wire.code, message: wire.message)
+        return true
     }
 
     /// The request's headers and body: the token and protocol version; the
