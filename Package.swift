@@ -224,8 +224,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Net", "BrsyncServer", "ServerStore", "SystemServices", "Cryptography", "SyncCore",
-                .product(name: "Logging", package: "swift-log"),
+                "Net", "BrsyncServer", "ServerStore", "Postgres", "Replica", "SyncClient", "SystemServices",
+                "Cryptography", "SyncCore", .product(name: "Logging", package: "swift-log"),
             ], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),

@@ -28,20 +28,9 @@ extension Run {
         return heldNow
     }
 
-    func restoreServer(from copy: ServerCopy) throws {
+    func restoreServer(from copy: TestServer.Copy) throws {
         keepOnlyHeldEdits(includingServer: false)
-        server.shutdown()
-        switch (target, copy) {
-        case (.sqlite(let path), .file(let file)): try StoreFiles.putBack(file, over: path)
-        case (.postgres(let cluster, let database), .database(let name)):
-            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
-            try cluster.psql("CREATE DATABASE \(database) TEMPLATE \(name)")
-        case (.postgres(let cluster, let database), .dump(let file)):
-            try cluster.psql("DROP DATABASE \(database) WITH (FORCE)")
-            try cluster.restore(file, into: database)
-        default: Issue.record("a server copy of another kind of store")
-        }
-        (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
+        try host.restore(copy)
         proxy.retarget(serverPort)
         // The restored store has the tokens of its time: the administrator
         // issues a new one to every device given one since.

@@ -77,7 +77,7 @@ extension Run {
     /// The server's bookkeeping of record `collection/key`, read with the
     /// sqlite3 program (when there is one).
     func serverRow(_ watch: String) -> String {
-        guard case .sqlite(let storePath) = target else { return "" }
+        guard case .sqlite(let storePath) = host.place else { return "" }
         let key = watch.split(separator: "/", maxSplits: 1).last.map(String.init) ?? watch
         let query =
             "SELECT 'seq ' || seq || ', known to ' || ifnull(known_to, '-') || ' after ' || known_after || ', next ' || (SELECT next_seq FROM accounts) || ', epoch ' || (SELECT value FROM meta WHERE key = 'epoch') FROM records WHERE key = '\(key.replacingOccurrences(of: "'", with: "''"))'"

@@ -14,36 +14,18 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Where a run's server keeps its store.
-enum ModelStore {
-    case sqlite(path: String)
-    /// A database of the test process's cluster.
-    case postgres(cluster: PostgresCluster, database: String)
-}
-
-/// A copy of the server's store, to restore later.
-enum ServerCopy {
-    /// A copy of the SQLite file (and its WAL) or an online backup.
-    case file(String)
-    /// `CREATE DATABASE … TEMPLATE` of the stopped server's database.
-    case database(String)
-    /// A `pg_dump` of the serving database.
-    case dump(String)
-}
-
 /// One seeded run.
 final class Run: @unchecked Sendable {
     // Used by the test thread (and, for concurrent syncs, by threads it joins).
     let seed: UInt64
     var random: SeededRandom
     let directory: TemporaryDirectory
-    let caFile: String
-    /// Where the server keeps its store.
-    let target: ModelStore
     let serverClock = ServerClock()
-    var store: SyncStore
-    var server: SyncServer
-    var serverPort: UInt16
+    /// The server, its store and its copies.
+    let host: TestServer
+    var caFile: String { host.caFile }
+    var store: SyncStore { host.store }
+    var serverPort: UInt16 { host.port }
     let proxy: FaultProxy
     var machines: [SimulatedMachine] = []
     var gone: [SimulatedMachine] = []
@@ -51,7 +33,7 @@ final class Run: @unchecked Sendable {
     var allEdits: Set<Edit> = []
     /// Edits the server acknowledged to their machine: none may be lost.
     var mustSurvive: Set<Edit> = []
-    var serverCopies: [ServerCopy] = []
+    var serverCopies: [TestServer.Copy] = []
     var homeCopies: [(machine: SimulatedMachine, path: String)] = []
     var faults: [String: Int] = [:]
     var counter = 0
@@ -73,44 +55,23 @@ final class Run: @unchecked Sendable {
         if let accountKey { keys[accountKey.id] = accountKey }
         random = SeededRandom(seed: seed)
         directory = try TemporaryDirectory(prefix: "brsync-model")
-        caFile = try TestCertificates(in: directory).caFile
-        switch kind {
-        case .sqlite: target = .sqlite(path: directory.file("server.sqlite"))
-        case .postgres:
-            let cluster = try PostgresCluster.shared()
-            target = .postgres(cluster: cluster, database: PostgresCluster.databaseName(try cluster.createDatabase()))
-        }
         serverClock.skew.store(
             Bool.random(using: &random) ? 0 : Int64.random(in: -600_000...600_000, using: &random), ordering: .relaxed)
-        (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
+        let clock = serverClock
+        host = try TestServer(kind, in: directory, clock: { clock.now() }) { configuration in
+            configuration.defaultPullLimit = 3
+            configuration.limits.lingerMilliseconds = 200
+        }
         proxy = try FaultProxy(
-            upstreamPort: serverPort, caFile: caFile, certificateFile: directory.file("server.pem"),
+            upstreamPort: host.port, caFile: host.caFile, certificateFile: directory.file("server.pem"),
             keyFile: directory.file("server.key"), seed: seed &* 31, faultRate: 0.25)
         try store.addAccount("alice")
     }
 
     deinit {
         proxy.stop()
-        server.shutdown()
+        host.stop()
         if ProcessInfo.processInfo.environment["BRSYNC_MODEL_KEEP"] == nil { directory.remove() }
-    }
-
-    static func startServer(
-        _ target: ModelStore, _ directory: TemporaryDirectory, _ clock: ServerClock
-    ) throws -> (SyncStore, SyncServer, UInt16) {
-        let store: SyncStore
-        switch target {
-        case .sqlite(let path): store = try SyncStore(sqlite: path, clock: { clock.now() })
-        case .postgres(let cluster, let database):
-            store = try SyncStore(
-                postgres: try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password),
-                clock: { clock.now() })
-        }
-        let (server, port) = try InProcessServer.start(store: store, certificates: directory) { configuration in
-            configuration.defaultPullLimit = 3
-            configuration.limits.lingerMilliseconds = 200
-        }
-        return (store, server, port)
     }
 
     func note(_ fault: String) {
@@ -134,22 +95,10 @@ final class Run: @unchecked Sendable {
         options.attempts = 8
         options.backoffMilliseconds = 1
         options.pushBatchBytes = 96 * 1024
-        let port = direct ? serverPort : proxy.port
-        let remote = try RemoteURL(parsing: "https://127.0.0.1:\(port)")
-        let home = (replica ?? machine.replica).home
-        if accountKey != nil {
-            // As `brsync sync` does first: a key change stopped half way is settled.
-            try AccountKeyFile.settle(home: home) {
-                try SyncClient(
-                    replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
-                    options: options
-                ).accountKeyID()
-            }
-        }
-        return try SyncClient(
-            replica: replica ?? machine.replica, remote: remote, token: machine.token, caFile: caFile,
-            accountKey: try AccountKeyFile.read(home: home), olderKeys: try AccountKeyFile.readOlder(home: home),
-            options: options)
+        // With a key, as `brsync sync` does first: a key change stopped half way is settled.
+        return try host.client(
+            replica ?? machine.replica, token: machine.token, port: direct ? serverPort : proxy.port,
+            options: options, settlingKeyChange: accountKey != nil)
     }
 
     /// Syncs and records what the server acknowledged.
@@ -413,31 +362,10 @@ final class Run: @unchecked Sendable {
                 keepOnlyHeldEdits(includingServer: true)
                 note("homes restored from older copies")
             case 34 where serverCopies.count < 3:
-                server.shutdown() // a copy of a stopped server's store
-                switch target {
-                case .sqlite(let path):
-                    let copy = directory.file("server-copy\(serverCopies.count).sqlite")
-                    try StoreFiles.copy(path, to: copy)
-                    serverCopies.append(.file(copy))
-                case .postgres(let cluster, let database):
-                    let copy = "\(database)_copy\(serverCopies.count)"
-                    try cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(database)")
-                    serverCopies.append(.database(copy))
-                }
-                (store, server, serverPort) = try Self.startServer(target, directory, serverClock)
+                serverCopies.append(try host.copy(online: false)) // a copy of a stopped server's store
                 proxy.retarget(serverPort)
             case 35 where serverCopies.count < 3:
-                // An online backup of the serving store.
-                switch target {
-                case .sqlite:
-                    let copy = directory.file("server-backup\(serverCopies.count).sqlite")
-                    try store.backup(to: copy)
-                    serverCopies.append(.file(copy))
-                case .postgres(let cluster, let database):
-                    let copy = directory.file("server-backup\(serverCopies.count).dump")
-                    try cluster.dump(database: database, to: copy)
-                    serverCopies.append(.dump(copy))
-                }
+                serverCopies.append(try host.copy(online: true)) // an online backup of the serving store
             case 36 where !serverCopies.isEmpty && faults["server restores", default: 0] < 2:
                 let keyBefore = serverKey()?.id
                 try restoreServer(from: serverCopies.randomElement(using: &random)!)

@@ -44,20 +44,3 @@ struct Edit: Hashable {
     let stamp: HLCTimestamp
     let value: JSONValue
 }
-
-/// A server store's files (the database and its WAL), handled as an
-/// administrator would with the server stopped.
-enum StoreFiles {
-    /// Copies the store at `source` to `destination`.
-    static func copy(_ source: String, to destination: String) throws {
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: source + suffix) {
-            try FileManager.default.copyItem(atPath: source + suffix, toPath: destination + suffix)
-        }
-    }
-
-    /// Puts the copy at `source` in place of the store at `destination` (new files).
-    static func putBack(_ source: String, over destination: String) throws {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: destination + suffix) }
-        try copy(source, to: destination)
-    }
-}

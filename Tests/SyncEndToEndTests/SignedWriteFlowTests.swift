@@ -181,11 +181,13 @@ extension SyncWorld {
     /// Runs `sql` on the server's database as an operator (or an earlier
     /// brsyncd) could: what no API does.
     func runSQL(_ sql: String) throws {
-        if let postgres {
-            let connection = try PostgresConnection(postgres)
+        switch host.place {
+        case .postgres(let cluster, let database):
+            let connection = try PostgresConnection(
+                try PostgresConfiguration(url: cluster.url(database: database), password: cluster.password))
             try connection.execute(sql)
-        } else {
-            try Database(path: storePath).execute(sql)
+        case .sqlite(let path):
+            try Database(path: path).execute(sql)
         }
     }
 }

@@ -11,82 +11,54 @@ import SyncCore
 import TestSupport
 import Testing
 
-/// A real server (SQLite file, TLS on 127.0.0.1) that can be stopped, have its
-/// file replaced, and be started again, and machines with clocks of their own.
+/// A real server (``TestServer``: an SQLite file or a PostgreSQL database,
+/// TLS on 127.0.0.1) that can be stopped, have its store replaced, and be
+/// started again, and machines with clocks of their own.
 final class SyncWorld: @unchecked Sendable {
     // Used by one test thread.
     let directory: TemporaryDirectory
-    let caFile: String
-    var store: SyncStore
-    var server: SyncServer
-    var port: UInt16
+    /// The server, its store and its copies.
+    let host: TestServer
     var machines: [String: SimulatedMachine] = [:]
+    /// The SQLite store's file (a world on SQLite).
     let storePath: String
 
-    /// The PostgreSQL database, for a world on PostgreSQL.
-    var postgres: PostgresConfiguration?
-    /// Its cluster and database name (backups are copies of it).
-    var postgresDatabase: (cluster: PostgresCluster, name: String)?
+    var caFile: String { host.caFile }
+    var store: SyncStore { host.store }
+    var server: SyncServer { host.server }
+    /// Where the world's clients connect: the server's port, or a stand-in's
+    /// (a lying server, a gateway) while a test points them at one.
+    var port: UInt16 {
+        get { redirected ?? host.port }
+        set { redirected = newValue == host.port ? nil : newValue }
+    }
+    private var redirected: UInt16?
 
     init(_ kind: StoreKind = .sqlite) throws {
         directory = try TemporaryDirectory(prefix: "brsync-world")
-        caFile = try TestCertificates(in: directory).caFile
         storePath = directory.file("server.sqlite")
-        switch kind {
-        case .sqlite:
-            postgres = nil
-        case .postgres:
-            let cluster = try PostgresCluster.shared()
-            let url = try cluster.createDatabase()
-            postgres = try PostgresConfiguration(url: url, password: cluster.password)
-            postgresDatabase = (cluster, PostgresCluster.databaseName(url))
-        }
-        (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
+        // Lying servers here change timelines as they like; the gate on honest ones is tested on its own.
+        host = try TestServer(
+            kind, in: directory,
+            configure: {
+                $0.defaultPullLimit = 7
+                $0.timelineStartIntervalMilliseconds = 0
+            })
         try store.addAccount("alice")
     }
 
     deinit {
-        server.shutdown()
+        host.stop()
         directory.remove()
     }
 
-    static func start(
-        storePath: String, postgres: PostgresConfiguration?, directory: TemporaryDirectory
-    ) throws -> (SyncStore, SyncServer, UInt16) {
-        let store: SyncStore = try postgres.map { try SyncStore(postgres: $0) } ?? SyncStore(sqlite: storePath)
-        // Lying servers here change timelines as they like; the gate on honest ones is tested on its own.
-        let (server, port) = try InProcessServer.start(store: store, certificates: directory) {
-            $0.defaultPullLimit = 7
-            $0.timelineStartIntervalMilliseconds = 0
-        }
-        return (store, server, port)
-    }
+    func stopServer() { host.stop() }
 
-    func stopServer() { server.shutdown() }
-
-    func startServer() throws {
-        (store, server, port) = try Self.start(storePath: storePath, postgres: postgres, directory: directory)
-    }
+    func startServer() throws { try host.start() }
 
     /// What `brsyncd migrate --from sqlite:… --to postgres://…` does, with
-    /// the server stopped: the SQLite store copied into a new PostgreSQL
-    /// database, then the server started on it.
-    func moveToPostgres() throws {
-        stopServer()
-        let cluster = try PostgresCluster.shared()
-        let url = try cluster.createDatabase()
-        let configuration = try PostgresConfiguration(url: url, password: cluster.password)
-        let source = try SyncStore(sqlite: storePath)
-        let target = try SyncStore(postgres: configuration)
-        defer {
-            source.close()
-            target.close()
-        }
-        try StoreMigration.copy(from: source, to: target)
-        postgres = configuration
-        postgresDatabase = (cluster, PostgresCluster.databaseName(url))
-        try startServer()
-    }
+    /// the server stopped (``TestServer/moveToPostgres()``).
+    func moveToPostgres() throws { try host.moveToPostgres() }
 
     @discardableResult
     func machine(_ name: String, account: String = "alice", skew: Int64 = 0) throws -> SimulatedMachine {
@@ -106,43 +78,20 @@ final class SyncWorld: @unchecked Sendable {
         options.pullLimit = 7
         options.attempts = 2
         options.backoffMilliseconds = 1
-        // The account key, as `brsync` reads it: the machine's key file.
-        let home = machine.replica.home
-        return try SyncClient(
-            replica: machine.replica, remote: try RemoteURL(parsing: "https://127.0.0.1:\(port)"),
-            token: token ?? machine.token, caFile: caFile, accountKey: try AccountKeyFile.read(home: home),
-            olderKeys: try AccountKeyFile.readOlder(home: home), options: options)
+        return try host.client(machine.replica, token: token ?? machine.token, port: port, options: options)
     }
 
     /// The server's store as it is now, for ``restoreServer(_:)``: a copy
     /// of the stopped server's file (SQLite) or database (PostgreSQL).
-    func backupServer() throws -> String {
-        stopServer()
-        let suffix = UInt32.random(in: 0...UInt32.max)
-        let copy: String
-        if let database = postgresDatabase {
-            copy = "\(database.name)_backup\(suffix)"
-            try database.cluster.psql("CREATE DATABASE \(copy) TEMPLATE \(database.name)")
-        } else {
-            copy = directory.file("server-backup-\(suffix).sqlite")
-            try StoreFiles.copy(storePath, to: copy)
-        }
-        try startServer()
-        return copy
+    func backupServer() throws -> TestServer.Copy {
+        try host.copy(online: false)
     }
 
     /// Puts a copy from ``backupServer()`` back and starts the server on it;
     /// tokens issued since are issued again (devices added since are added
     /// again), as an administrator would.
-    func restoreServer(_ copy: String) throws {
-        stopServer()
-        if let database = postgresDatabase {
-            try database.cluster.psql("DROP DATABASE \(database.name) WITH (FORCE)")
-            try database.cluster.psql("CREATE DATABASE \(database.name) TEMPLATE \(copy)")
-        } else {
-            try StoreFiles.putBack(copy, over: storePath)
-        }
-        try startServer()
+    func restoreServer(_ copy: TestServer.Copy) throws {
+        try host.restore(copy)
         for (name, machine) in machines where (try? store.authenticate(token: machine.token)) == nil {
             // A device added after the backup is added again.
             machine.token =
