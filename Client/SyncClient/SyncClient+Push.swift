@@ -138,34 +138,7 @@ extension SyncClient {
             } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
                 // The exchange kept the refusal whole (with what the server has of this device).
                 let refusal = lastRefusal ?? WireError(code: code, message: "")
-                switch machine.refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0)) {
-                case .encryptAgainAndRelayAll:
-                    try replica.requireFullRelay()
-                    try prepareSync()
-                case .rewind(let sequence):
-                    try replica.rewindPushed(to: sequence)
-                case .fork:
-                    try fork()
-                case .restamp(let markPushedThrough, let relayStampedAhead):
-                    if let markPushedThrough { try replica.markPushed(through: markPushedThrough) }
-                    // Changes the server had acknowledged before it was restored
-                    // keep their stamps: their records go up whole first (a
-                    // relay takes stamps further ahead), so re-stamping them
-                    // below what others wrote since loses nothing.
-                    let accepted = try replica.onceAcknowledgedRecords()
-                    if !accepted.isEmpty { try relay(accepted) }
-                    // Refused again after re-stamping: the edits are above values
-                    // this replica holds that the server does not (stamped while
-                    // a clock ran fast, then lost to a restore). Those go up first.
-                    if relayStampedAhead {
-                        try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
-                    }
-                    summary.restamped += try replica.restampUnpushed()
-                case .stop(let refusal):
-                    throw SyncError.stop(refusal, server: lastRefusal)
-                case .accept:
-                    preconditionFailure("a refusal is never accepted")
-                }
+                try carryOut(machine.refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0)))
                 try stalled()
                 continue
             }
@@ -194,74 +167,22 @@ extension SyncClient {
             case nil:
                 // The server's chain of this device is this replica's: its ledger may be written.
                 if let ours, ours == response.acknowledgedDigest { ledgerChainConfirmed = true }
-            default:
-                preconditionFailure("checkAcknowledged(_:ourChain:last:) forks or stops")
             }
-            /// Whether the answer names a change of this batch, under its key:
-            /// a conflict or a refusal of any other is the server's invention
-            /// (it would be logged, and restorable, under a hidden key).
-            func sent(_ sequence: Int64, _ collection: RecordCollection, _ key: String) -> Bool {
-                guard sequence >= first.sequence, sequence <= last.sequence else { return false }
-                let change = changes[Int(sequence - first.sequence)]
-                return change.collection == collection && change.key == key
+            // What the answer reports, checked against the batch before any of it is believed.
+            let review = try PushMachine.review(
+                response, sent: changes, device: replica.deviceID, shown: shown,
+                replacedStamp: { try replica.replacedStamps(ofChange: $0)[$1] })
+            for finding in review.findings {
+                switch finding {
+                case .conflict(let lost): try recordConflict(lost, key: shown(lost.collection, lost.key))
+                case .problem(let problem): summary.problems.append(problem)
+                }
             }
-            for lost in response.lost {
-                guard sent(lost.sequence, lost.collection, lost.key) else {
-                    summary.problems.append(
-                        "the server reported a conflict on a record this push did not change: not kept")
-                    continue
-                }
-                // A "winner" the merge would not have chosen is no conflict: the server made it up.
-                guard lost.winner.wins(over: lost.lost) else {
-                    summary.problems.append(
-                        "the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
-                            + "whose winner is not newer than the value it beat: not kept")
-                    continue
-                }
-                // This device's own value replaced by its own later edit (two
-                // edits of a field between syncs) is no conflict.
-                if lost.lost.stamp.device == replica.deviceID && lost.winner.stamp.device == replica.deviceID {
-                    continue
-                }
-                // Another device's value this push overwrote is a conflict only
-                // if this device had not seen it when it edited.
-                if lost.lost.stamp.device != replica.deviceID,
-                    try replica.replacedStamps(ofChange: lost.sequence)[lost.field] == lost.lost.stamp
-                {
-                    continue
-                }
-                try recordConflict(lost, key: shown(lost.collection, lost.key))
-            }
-            // A refusal names a change of this batch the answer acknowledges.
-            // A refused change was never applied, and the log keeps why.
-            var refused: [Int64: String] = [:]
-            for rejected in response.rejected {
-                guard sent(rejected.sequence, rejected.collection, rejected.key),
-                    rejected.sequence <= response.acknowledged
-                else {
-                    summary.problems.append(
-                        "the server named as refused a change this push did not send (\(rejected.sequence)): not believed"
-                    )
-                    continue
-                }
-                refused[rejected.sequence] = rejected.reason
-                summary.problems.append(
-                    "the server did not take \(rejected.collection.rawValue) '\(shown(rejected.collection, rejected.key))': \(rejected.reason)"
-                )
-            }
-            if response.lostOmitted > changes.count * (Wire.maxFields + Wire.maxSealedExtraFields) {
-                summary.problems.append(
-                    "the server counts \(response.lostOmitted) unlisted values lost for a push of \(changes.count) change(s), "
-                        + "more than they hold: not believed")
-            } else if response.lostOmitted > 0 {
-                summary.problems.append(
-                    "\(response.lostOmitted) more value(s) lost to newer ones; the server did not list them")
-            }
+            let refused = review.refused
             let needed: Set<Int64>
             switch machine.accept(response, last: lastRefusal) {
             case .accept(let relaying): needed = relaying
             case .stop(let refusal): throw SyncError.stop(refusal, server: lastRefusal)
-            default: preconditionFailure("accept(_:last:) accepts or stops")
             }
             if !needed.isEmpty {
                 let keys = plain.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
@@ -330,6 +251,37 @@ extension SyncClient {
     /// refusal and its repair, a new epoch, an answer that takes nothing)
     /// before it stops: an honest server needs a few.
     public static let maxPushStalls = 24
+
+    /// Carries out the repair ``PushMachine`` chose for a refused batch;
+    /// the push then goes on from where the repair left the log.
+    private func carryOut(_ repair: PushMachine.Repair) throws {
+        switch repair {
+        case .encryptAgainAndRelayAll:
+            try replica.requireFullRelay()
+            try prepareSync()
+        case .rewind(let sequence):
+            try replica.rewindPushed(to: sequence)
+        case .fork:
+            try fork()
+        case .restamp(let markPushedThrough, let relayStampedAhead):
+            if let markPushedThrough { try replica.markPushed(through: markPushedThrough) }
+            // Changes the server had acknowledged before it was restored
+            // keep their stamps: their records go up whole first (a
+            // relay takes stamps further ahead), so re-stamping them
+            // below what others wrote since loses nothing.
+            let accepted = try replica.onceAcknowledgedRecords()
+            if !accepted.isEmpty { try relay(accepted) }
+            // Refused again after re-stamping: the edits are above values
+            // this replica holds that the server does not (stamped while
+            // a clock ran fast, then lost to a restore). Those go up first.
+            if relayStampedAhead {
+                try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
+            }
+            summary.restamped += try replica.restampUnpushed()
+        case .stop(let refusal):
+            throw SyncError.stop(refusal, server: lastRefusal)
+        }
+    }
 
     /// The next unpushed changes, at most a batch by count and by bytes (one
     /// change alone may exceed the byte budget; the server's limits still hold).

@@ -5,8 +5,8 @@
 /// tried a bounded number of times, so a server that keeps refusing stops
 /// the push instead of looping.
 public struct PushMachine: Sendable {
-    /// What the driver does next.
-    public enum Action: Sendable, Equatable {
+    /// What the driver does after the server refused a batch (``refused(_:ourDigest:)``).
+    public enum Repair: Sendable, Equatable {
         /// The server's account is readable (restored from before the switch
         /// to encryption): encrypt it again and send every record sealed.
         case encryptAgainAndRelayAll
@@ -22,41 +22,65 @@ public struct PushMachine: Sendable {
         /// refused again after re-stamping) relaying first the records this
         /// replica stamped ahead of the server's clock.
         case restamp(markPushedThrough: Int64?, relayStampedAhead: Bool)
-        /// The batch was taken: mark it pushed through the acknowledged
-        /// change, after relaying whole the records of the changes in
-        /// `relaying` (edits of records the server no longer has).
-        case accept(relaying: Set<Int64>)
         /// The server keeps refusing: stop the push with this refusal.
+        case stop(WireError)
+    }
+
+    /// What the driver does when the change a taken batch's answer
+    /// acknowledges is not this replica's (``checkAcknowledged(_:ourChain:last:)``).
+    public enum Mismatch: Sendable, Equatable {
+        /// Another replica used this device id and its numbers: take a new id.
+        case fork
+        /// Forking did not help: stop the push with this refusal.
+        case stop(WireError)
+    }
+
+    /// What the driver does with a batch the server took (``accept(_:last:)``).
+    public enum Acceptance: Sendable, Equatable {
+        /// Mark it pushed through the acknowledged change, after relaying
+        /// whole the records of the changes in `relaying` (edits of records
+        /// the server no longer has).
+        case accept(relaying: Set<Int64>)
+        /// The server keeps asking for the same record: stop the push with this refusal.
         case stop(WireError)
     }
 
     /// The refusals a push repairs; any other stops it.
     public static let repairable: Set<WireError.Code> = [.gap, .diverged, .clockSkew, .notEncrypted]
 
+    /// A repair, counted per push.
+    enum Attempt: Hashable {
+        /// The repair of a refusal with this code (an acknowledgement of
+        /// another replica's change counts as `diverged`).
+        case refusal(WireError.Code)
+        /// The relay of a change's whole record the server asked for.
+        case needed(Int64)
+    }
+
     /// How many times each repair was tried in this push.
-    private var repairs: [String: Int] = [:]
+    private var attempts: [Attempt: Int] = [:]
 
     public init() {}
 
-    /// Counts one try of `repair`; the refusal to stop with once it was
-    /// tried more than `times` (`last`, the server's last refusal, when there is one).
-    /// - Parameter stop: the stop when there is no refusal of the server's
-    ///   to name (this client decides from what the server answered).
+    /// Counts one try of `attempt`; nil while it was tried at most `times`,
+    /// else the refusal to stop with: `last`, the server's last refusal in
+    /// this client, when there is one, else `stop`.
     private mutating func attempt(
-        _ repair: String, times: Int = 1, last: WireError?, stop: @autoclosure () -> WireError? = nil
+        _ attempt: Attempt, times: Int = 1, last: WireError?, stop: @autoclosure () -> WireError
     ) -> WireError? {
-        repairs[repair, default: 0] += 1
-        guard repairs[repair, default: 0] > times else { return nil }
+        attempts[attempt, default: 0] += 1
+        guard attempts[attempt, default: 0] > times else { return nil }
         return last ?? stop()
-            ?? WireError(code: WireError.Code(rawValue: repair), message: "the server keeps refusing (\(repair))")
     }
 
     /// After the server refused a batch with a ``repairable`` refusal.
     /// - Parameter ourDigest: this replica's digest of the change the
     ///   refusal names as acknowledged (`refusal.acknowledged`), when it has one.
-    public mutating func refused(_ refusal: WireError, ourDigest: String?) -> Action {
+    public mutating func refused(_ refusal: WireError, ourDigest: String?) -> Repair {
         let code = refusal.code
-        if let stop = attempt(code.rawValue, times: code == .clockSkew ? 2 : 1, last: refusal) { return .stop(stop) }
+        if let stop = attempt(.refusal(code), times: code == .clockSkew ? 2 : 1, last: refusal, stop: refusal) {
+            return .stop(stop)
+        }
         let acknowledged = refusal.acknowledged ?? 0
         let digest = refusal.digest ?? ""
         switch code {
@@ -72,7 +96,8 @@ public struct PushMachine: Sendable {
             // retried batch may have been applied): only later ones are re-stamped.
             let ours = acknowledged > 0 && !digest.isEmpty && ourDigest == digest
             return .restamp(
-                markPushedThrough: ours ? acknowledged : nil, relayStampedAhead: repairs[code.rawValue, default: 0] > 1)
+                markPushedThrough: ours ? acknowledged : nil,
+                relayStampedAhead: attempts[.refusal(code), default: 0] > 1)
         default:
             return .fork
         }
@@ -80,11 +105,11 @@ public struct PushMachine: Sendable {
 
     /// After the server took a batch: nil when the change it acknowledged
     /// is this replica's; else another replica used this device id and its
-    /// numbers (``Action/fork``, or ``Action/stop(_:)`` when forking did not help).
+    /// numbers (``Mismatch/fork``, or ``Mismatch/stop(_:)`` when forking did not help).
     /// - Parameters:
     ///   - ourChain: this replica's chain through the acknowledged change.
     ///   - last: the server's last refusal in this client, if any (named when stopping).
-    public mutating func checkAcknowledged(_ response: PushResponse, ourChain: String?, last: WireError?) -> Action? {
+    public mutating func checkAcknowledged(_ response: PushResponse, ourChain: String?, last: WireError?) -> Mismatch? {
         guard !response.acknowledgedDigest.isEmpty, response.acknowledged > 0, ourChain != response.acknowledgedDigest
         else { return nil }
         let stop = WireError(
@@ -92,23 +117,23 @@ public struct PushMachine: Sendable {
             message: "the server keeps acknowledging changes this machine did not make under its "
                 + "device id, even under a new one (another copy of this home syncing, or a server that mixes up devices); "
                 + "every edit is kept here")
-        if let stop = attempt(WireError.Code.diverged.rawValue, last: last, stop: stop) { return .stop(stop) }
+        if let stop = attempt(.refusal(.diverged), last: last, stop: stop) { return .stop(stop) }
         return .fork
     }
 
     /// After the server took a batch whose acknowledged change is ours:
-    /// ``Action/accept(relaying:)``, with the changes whose records the
+    /// ``Acceptance/accept(relaying:)``, with the changes whose records the
     /// server no longer has (the record goes up whole, then the push goes on
     /// from that change; acknowledged stops before it). Asked twice for the
-    /// same change, the relay was refused: ``Action/stop(_:)``.
-    public mutating func accept(_ response: PushResponse, last: WireError?) -> Action {
+    /// same change, the relay was refused: ``Acceptance/stop(_:)``.
+    public mutating func accept(_ response: PushResponse, last: WireError?) -> Acceptance {
         let needed = Set(response.needed)
         for sequence in needed.sorted() {
             let stop = WireError(
                 code: .conflict,
                 message: "the server asks again for the whole record of change \(sequence), "
                     + "which was sent to it: it does not keep it; the edit is kept here")
-            if let stop = attempt("needed \(sequence)", last: last, stop: stop) { return .stop(stop) }
+            if let stop = attempt(.needed(sequence), last: last, stop: stop) { return .stop(stop) }
         }
         return .accept(relaying: needed)
     }

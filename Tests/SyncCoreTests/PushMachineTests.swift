@@ -13,7 +13,7 @@ import Testing
 
     /// Each row: the refusal, this replica's digest of the change it names,
     /// and what the push does.
-    static let refusals: [(WireError, String?, PushMachine.Action)] = [
+    static let refusals: [(WireError, String?, PushMachine.Repair)] = [
         (refusal(.notEncrypted), nil, .encryptAgainAndRelayAll),
         // The server has our changes through 7: go on after them.
         (refusal(.gap, acknowledged: 7, digest: ours), ours, .rewind(to: 7)),
@@ -37,7 +37,7 @@ import Testing
     ]
 
     @Test(arguments: refusals) func aRefusalIsRepairedOnce(
-        refusal: WireError, ourDigest: String?, action: PushMachine.Action
+        refusal: WireError, ourDigest: String?, action: PushMachine.Repair
     ) {
         var machine = PushMachine()
         #expect(machine.refused(refusal, ourDigest: ourDigest) == action)
