@@ -23,7 +23,7 @@ extension SyncClient {
 
     @discardableResult
     public func pull() throws -> Summary {
-        try locked { try retryingAfterMovingForward { try pullLocked() } }
+        try locked { try run(.pull) }
     }
 
     /// Where the server holds this replica's own stream of changes, asked
@@ -43,12 +43,22 @@ extension SyncClient {
         return try chain.standing(pushedThrough: pushedThrough) { try storedChain($0) }
     }
 
-    private func pullLocked() throws -> Summary {
-        try prepareSync()
-        // What the pages store, kept for the ledger checks at the head (they need not read it back).
-        if options.checksLedgers, cipher != nil { try replica.keepStoredStamps(keyID: keyID) }
-        defer { replica.dropStoredStamps() }
-        var stalled = 0
+    /// How a pull phase ended.
+    enum PullEnd {
+        /// At the server's head (or, pulling one page, no more waiting).
+        case atHead
+        /// One page pulled, and more are waiting.
+        case more
+        /// Another timeline (a new account or epoch): what is local goes up
+        /// first, then the pull starts over (``SyncMachine``).
+        case timelineChanged
+    }
+
+    /// Pulls and applies pages up to the server's head, each in one
+    /// transaction with its cursor, then checks what the head shows (the
+    /// ledgers, records set aside); with `onePage`, one page only.
+    /// Holding the lock, the server brought in line before.
+    func pullPhase(onePage: Bool) throws -> PullEnd {
         // The next page, fetched (and opened) on a thread of its own while
         // this one applies the page before. It is waited for on every way
         // out: the connection is only this thread's again after that.
@@ -59,17 +69,32 @@ extension SyncClient {
         // its purge point) and the replica reconciles: nothing is missed.
         var ahead: PrefetchedPage?
         defer { if let ahead { try? takeIn(ahead.job.wait().exchange.countsOnly) } }
+        if onePage {
+            switch try pullPageLocked(ahead: &ahead, fetchAhead: false) {
+            case .applied(let more): return more ? .more : .atHead
+            case .pushFirst: return .timelineChanged
+            }
+        }
+        // What the pages store, kept for the ledger checks at the head (they need not read it back).
+        if options.checksLedgers, cipher != nil { try replica.keepStoredStamps(keyID: keyID) }
+        defer { replica.dropStoredStamps() }
+        var stalled = 0
         var idle = 0
         while true {
             let before = try replica.syncState().pullCursor
             let applied = summary.applied
-            guard try pullNextPage(ahead: &ahead, fetchAhead: true) else {
+            switch try pullPageLocked(ahead: &ahead, fetchAhead: true) {
+            case .pushFirst:
+                return .timelineChanged
+            case .applied(more: false):
                 askAgainForSetAside()
                 askForWithdrawalsMissed()
                 // At the server's head: what each device's ledger says it wrote is here.
                 ledgerPulledHead = true
                 try checkLedgers()
-                return summary
+                return .atHead
+            case .applied(more: true):
+                break
             }
             idle = summary.applied == applied ? idle + 1 : 0
             if idle >= Self.maxIdlePages {
@@ -87,26 +112,13 @@ extension SyncClient {
         }
     }
 
-    /// Pulls and applies one page; returns whether more are waiting. (A client
-    /// stopped between pages resumes from the stored cursor.) Records that
-    /// cannot be used are reported and skipped; the rest is applied.
+    /// Pulls and applies one page (the server brought in line first, and
+    /// what is local pushed first when the page is on another timeline);
+    /// returns whether more are waiting. (A client stopped between pages
+    /// resumes from the stored cursor.) Records that cannot be used are
+    /// reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
-        try locked {
-            var ahead: PrefetchedPage?
-            return try pullNextPage(ahead: &ahead, fetchAhead: false)
-        }
-    }
-
-    /// Pulls and applies the next page; when the server's timeline changed,
-    /// everything local goes up first (a push), and the pull starts over.
-    /// - Returns: whether more pages are waiting.
-    private func pullNextPage(ahead: inout PrefetchedPage?, fetchAhead: Bool) throws -> Bool {
-        while true {
-            switch try pullPageLocked(ahead: &ahead, fetchAhead: fetchAhead) {
-            case .applied(let more): return more
-            case .pushFirst: try pushEverything()
-            }
-        }
+        try locked { try drive(.pull, onePage: true) }
     }
 
     /// What pulling a page came to.
@@ -237,56 +249,15 @@ extension SyncClient {
             }
             let accountChanged = try noteAccount(page.account)
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
-            switch machine.decide(
+            let action = machine.decide(
                 page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil,
                 cursor: state.pullCursor)
-            {
-            case .pushThenStartOver(let fullResync):
-                if fullResync { summary.fullResync = true }
-                return .pushFirst
-            case .reconcile(let fullResync):
-                if fullResync { summary.fullResync = true }
-                try replica.beginReconcile()
-                continue
-            case .encryptAgainAndStartOver:
-                try replica.requireFullRelay()
-                try prepareSync()
-                continue
-            case .needKey:
-                try replica.noteAccountEncrypted()
-                throw Self.noAccountKey
-            case .encryptionWasReset:
-                try replica.noteEncryptionReset()
-                throw Self.encryptionWasReset
-            case .stop(let message):
-                throw SyncError.badAnswer(message)
-            case .apply:
-                break
+            switch try carryOut(action) {
+            case .pushFirst: return .pushFirst
+            case .again: continue
+            case .apply: break
             }
-            if cipher != nil, page.encrypted {
-                // The server took this request naming this machine's key (a key it
-                // no longer uses is refused): a page under another is a lie.
-                if let named = page.keyID, named != keyID {
-                    throw SyncError.badAnswer(
-                        """
-                        the server's page says the account is sealed with key \(DisplayText.printable(named.prefix(16))), though it took \
-                        this request naming this machine's key \(keyID ?? ""): stopped, nothing of the page applied
-                        """)
-                }
-                if page.keyID == keyID { try checkSigningKey(page.signingKey) }
-            }
-            for (sequence, reason) in page.unusable {
-                summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
-            }
-            var changes = page.changes
-            var aside: [PulledAside] = []
-            if let opened = current.opened {
-                aside = opened.aside
-                // Sealed (this client has the key, checked above): a record that
-                // does not open is set aside, named; the rest of the page is applied.
-                changes = opened.changes
-                summary.problems += opened.problems
-            }
+            try checkPageKey(page)
             if fetchAhead && page.more {
                 // The request the replica's state makes once this page is applied
                 // (its cursor and epoch are the page's); checked when it is used.
@@ -296,17 +267,85 @@ extension SyncClient {
                 ahead = PrefetchedPage(
                     target: next, job: ThreadJob { FetchedPage.fetch(next, transport: transport, cipher: cipher) })
             }
-            let started = Clock.monotonicMillis()
-            let applied = try replica.applyPulled(
-                changes, cursor: page.next, epoch: page.epoch, aside: aside, skipped: &summary.problems)
-            summary.take(applied)
-            summary.applyMilliseconds += Clock.monotonicMillis() - started
-            summary.pulled += page.changes.count
-            pulledSoFar += page.changes.count
-            if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
+            try apply(page, opened: current.opened)
             if !page.more && reconciling { try finishReconcile() }
             return .applied(more: page.more)
         }
+    }
+
+    /// What carrying out a page's decision leaves the pull to do.
+    private enum AfterDecision {
+        case apply
+        /// Fetch the page again (the replica's state changed).
+        case again
+        case pushFirst
+    }
+
+    /// Carries out what ``PullMachine`` decided for a page, before it is applied.
+    private func carryOut(_ action: PullMachine.Action) throws -> AfterDecision {
+        switch action {
+        case .pushThenStartOver(let fullResync):
+            if fullResync { summary.fullResync = true }
+            return .pushFirst
+        case .reconcile(let fullResync):
+            if fullResync { summary.fullResync = true }
+            try replica.beginReconcile()
+            return .again
+        case .encryptAgainAndStartOver:
+            try replica.requireFullRelay()
+            try prepareSync()
+            return .again
+        case .needKey:
+            try replica.noteAccountEncrypted()
+            throw Self.noAccountKey
+        case .encryptionWasReset:
+            try replica.noteEncryptionReset()
+            throw Self.encryptionWasReset
+        case .stop(let message):
+            throw SyncError.badAnswer(message)
+        case .apply:
+            return .apply
+        }
+    }
+
+    /// A sealed page for this machine (it has the key) is under its key,
+    /// and names the account's signing key as this machine knows it.
+    private func checkPageKey(_ page: PullResponse) throws {
+        guard cipher != nil, page.encrypted else { return }
+        // The server took this request naming this machine's key (a key it
+        // no longer uses is refused): a page under another is a lie.
+        if let named = page.keyID, named != keyID {
+            throw SyncError.badAnswer(
+                """
+                the server's page says the account is sealed with key \(DisplayText.printable(named.prefix(16))), though it took \
+                this request naming this machine's key \(keyID ?? ""): stopped, nothing of the page applied
+                """)
+        }
+        if page.keyID == keyID { try checkSigningKey(page.signingKey) }
+    }
+
+    /// Applies a page with its cursor, in one transaction: what could not
+    /// be used named, a sealed page's records as opened (one that did not
+    /// open set aside, the rest applied).
+    private func apply(_ page: PullResponse, opened: Opened?) throws {
+        for (sequence, reason) in page.unusable {
+            summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
+        }
+        var changes = page.changes
+        var aside: [PulledAside] = []
+        if let opened {
+            aside = opened.aside
+            changes = opened.changes
+            summary.problems += opened.problems
+        }
+        let started = Clock.monotonicMillis()
+        let applied = try replica.applyPulled(
+            changes, cursor: page.next, epoch: page.epoch, aside: aside, skipped: &summary.problems)
+        summary.take(applied)
+        summary.applyMilliseconds += Clock.monotonicMillis() - started
+        summary.pulled += page.changes.count
+        pulledSoFar += page.changes.count
+        if !page.changes.isEmpty { progress?("pulled", pulledSoFar, nil) }
     }
 
     /// Confirms, signed with the account key, that the account was rolled

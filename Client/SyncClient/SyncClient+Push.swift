@@ -18,21 +18,14 @@ extension SyncClient {
     /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
-        try locked {
-            try pushEverything()
-            try noteOwnLedger()
-            return summary
-        }
+        try locked { try run(.push) }
     }
 
-    /// Brings the server in line (see ``prepareSync()``) and sends every
-    /// unpushed change, then this device's name. Holding the lock.
-    func pushEverything() throws {
-        try checkCopied()
-        try retryingAfterMovingForward {
-            try prepareSync()
-            try pushLocked()
-        }
+    /// Sends every unpushed change, then this device's name, then the
+    /// ledger request; the server brought in line before (``prepareSync()``).
+    /// Holding the lock.
+    func pushPhase() throws {
+        try pushLocked()
         // Once the server has taken this device's edits, its name goes up
         // too (the first push, a replica made before names synced, a copy
         // that took a new id). Not counted: `pushed` counts edits.
@@ -45,12 +38,11 @@ extension SyncClient {
         try finishLedger()
     }
 
-    @discardableResult
-    private func pushLocked() throws -> Summary {
+    /// The push's driver: ``PushSession`` decides, this carries out each
+    /// action and feeds back what came of it.
+    private func pushLocked() throws {
         pushingBatches = true
         defer { pushingBatches = false }
-        // The decisions; this function carries them out.
-        var machine = PushMachine()
         var state = try replica.syncState()
         let total = try replica.unpushedCount()
         var done = 0
@@ -60,197 +52,236 @@ extension SyncClient {
         // A ledger request whose answer was lost goes again, the same,
         // before any batch builds a pending record on the head it writes.
         if var book = try ledgerBook(), book.unconfirmed != nil { try sendLedgerRequest(&book) }
-        // The chain through the last change the server acknowledged, carried
-        // from batch to batch (the log's stored chains are the fallback).
-        var carried: (sequence: Int64, chain: String)?
+        var session = PushSession(pushedThrough: state.pushedThrough, unpushed: total)
+        var input = PushSession.Input.begin
         // The batch after the one in flight, prepared while the server works
         // on it (reading, sealing and writing 1,000 changes takes about as
         // long as the server's merge); used only when the server took the
         // whole batch in flight and nothing was repaired.
         var upcoming: Batch?
-        // An honest server moves the acknowledgement on at almost every
-        // answer, by a batch (or up to the records it asks for whole); what
-        // does not is a stall: a refusal and its repair (a rewind, a fork, a
-        // re-stamp), a new epoch or account, an answer that takes nothing.
-        // Each answer that is no stall moves the mark on by a change at
-        // least, and the mark goes back only with a repair (each bounded by
-        // ``PushMachine``), so the push ends; answers that never let it
-        // finish (an acknowledgement always one short) stop it here, however
-        // many batches or records the work takes.
-        var requests = 0
-        var stalls = 0
-        var mark = state.pushedThrough
-        func stalled() throws {
-            stalls += 1
-            state = try replica.syncState()
-            mark = state.pushedThrough
-        }
+        var flight: InFlight?
         while true {
-            requests += 1
-            if stalls > Self.maxPushStalls {
-                throw SyncError.badAnswer(
-                    """
-                    the server's answers never let this push finish (\(requests - 1) requests for \(total) change(s)): \
-                    stopped; every edit is kept for the next sync
-                    """)
-            }
-            let batch = try upcoming.take() ?? nextBatch(after: state.pushedThrough)
-            let (plain, changes, texts, digests) = (batch.plain, batch.wire, batch.texts, batch.digests)
-            guard let first = changes.first, let last = changes.last else { break }
-            // What the server answers about is named by hidden keys when sealed.
-            let readable = Self.readableKeys(wire: changes, plain: plain)
-            func shown(_ collection: RecordCollection, _ key: String) -> String {
-                readable["\(collection.rawValue)/\(key)"] ?? key
-            }
-            let base = carried?.sequence == first.sequence - 1 ? carried?.chain : try storedChain(first.sequence - 1)
-            carried = nil // a repair below rewrites what follows it
-            let chains = (base ?? (first.sequence == 1 ? "" : nil)).map {
-                ChangeRecord.chain(digests: digests, after: $0)
-            }
-            /// Our chain through `sequence`: the base or this batch's when they hold it, else the log's.
-            func ourChain(_ sequence: Int64) throws -> String? {
-                if sequence == first.sequence - 1, let base { return base }
-                if let chains, sequence >= first.sequence, sequence <= last.sequence {
-                    return chains[Int(sequence - first.sequence)]
+            switch session.next(input) {
+            case .send(let after, let carried):
+                let batch = try upcoming.take() ?? nextBatch(after: after)
+                guard !batch.wire.isEmpty else {
+                    input = .nothingLeft
+                    continue
                 }
-                return try storedChain(sequence)
-            }
-            var request = PushRequest(
-                device: replica.deviceID, from: first.sequence, to: last.sequence, changes: changes,
-                base: base, since: state.pullCursor, epoch: state.epoch, keyID: keyID)
-            // The batch's pending record, made now (not while the batch
-            // before was in flight). The book this client keeps changes only
-            // with an accepted answer: a refusal (or an error) leaves it as
-            // it was, and the record made again takes the same slot with a
-            // newer stamp, over whatever was committed.
-            var book = try ledgerBook()
-            // Each change's write as the ledger names it (its record's tag,
-            // an HMAC), made once for the pending record and the answer.
-            let writes = book == nil ? [] : ledgerWrites(plain, sealed: changes)
-            if book != nil { request.ledger = try sealed(try pendingLedgerRecords(for: writes, book: &book!)) }
-            let answer: JSONValue
-            var prepared: Batch?
-            do {
-                answer = try sendRecords(to: "/v1/push", body: request.body(changeTexts: texts)) {
-                    // A failure here is met again, and reported, when the batch is read for real.
-                    prepared = try? self.nextBatch(after: last.sequence)
-                }
-            } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
-                // The exchange kept the refusal whole (with what the server has of this device).
-                let refusal = lastRefusal ?? WireError(code: code, message: "")
-                try carryOut(machine.refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0)))
-                try stalled()
-                continue
-            }
-            let response: PushResponse
-            do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
-            if try noteAccount(response.account) {
-                summary.fullResync = true
-                try prepareSync()
-                try stalled()
-                continue
-            }
-            if try handleEpoch(response.epoch) {
-                try stalled()
-                continue
-            }
-            let ours =
-                response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty
-                ? try ourChain(response.acknowledged) : nil
-            switch machine.checkAcknowledged(response, ourChain: ours, last: lastRefusal) {
-            case .stop(let refusal)?:
-                throw SyncError.stop(refusal, server: lastRefusal)
-            case .fork?:
+                var sent = try InFlight(batch, carried: carried, client: self)
+                input = try send(&sent, state: state)
+                flight = sent
+            case .repair(let repair):
+                try carryOut(repair)
+                state = try replica.syncState()
+                input = .repaired(pushedThrough: state.pushedThrough)
+            case .fork:
                 try fork()
-                try stalled()
-                continue
-            case nil:
-                // The server's chain of this device is this replica's: its ledger may be written.
-                if let ours, ours == response.acknowledgedDigest { ledgerChainConfirmed = true }
-            }
-            // What the answer reports, checked against the batch before any of it is believed.
-            let review = try PushMachine.review(
-                response, sent: changes, device: replica.deviceID, shown: shown,
-                replacedStamp: { try replica.replacedStamps(ofChange: $0)[$1] })
-            for finding in review.findings {
-                switch finding {
-                case .conflict(let lost): try recordConflict(lost, key: shown(lost.collection, lost.key))
-                case .problem(let problem): summary.problems.append(problem)
+                state = try replica.syncState()
+                input = .repaired(pushedThrough: state.pushedThrough)
+            case .review:
+                guard var sent = flight else { throw Self.pushOutOfStep }
+                try review(&sent)
+                flight = sent
+                input = .reviewed
+            case .keep(let acknowledged, let relaying):
+                guard let sent = flight else { throw Self.pushOutOfStep }
+                let relayed = try keep(sent, through: acknowledged, relaying: relaying)
+                if relaying.isEmpty, acknowledged == sent.last, let prepared = sent.prepared,
+                    prepared.wire.first.map({ $0.sequence == sent.last + 1 }) ?? true
+                {
+                    upcoming = prepared
                 }
+                let delivered = sent.batch.wire.lazy.filter {
+                    $0.sequence <= acknowledged && $0.sequence > session.pushedThrough
+                }.count
+                done += delivered
+                summary.pushed += delivered
+                progress?("pushed", min(done, total), total)
+                state.pushedThrough = acknowledged
+                let chain = acknowledged > 0 ? try sent.chain(through: acknowledged, client: self) : nil
+                input = .kept(chain: chain, relayed: relayed)
+            case .stop(let refusal):
+                throw SyncError.stop(refusal, server: lastRefusal)
+            case .giveUp(let message):
+                throw SyncError.badAnswer(message)
+            case .finished:
+                return
             }
-            let refused = review.refused
-            let needed: Set<Int64>
-            switch machine.accept(response, last: lastRefusal) {
-            case .accept(let relaying): needed = relaying
-            case .stop(let refusal): throw SyncError.stop(refusal, server: lastRefusal)
-            }
-            if !needed.isEmpty {
-                let keys = plain.filter { needed.contains($0.sequence) }.map { ($0.collection, $0.key) }
-                try replica.markUndelivered(keys, true)
-                try relay(try replica.wholeRecords(keys), needed: true)
-            }
-            if needed.isEmpty && response.acknowledged == last.sequence, let prepared,
-                prepared.wire.first.map({ $0.sequence == last.sequence + 1 }) ?? true
-            {
-                upcoming = prepared
-            }
-            let delivered = changes.lazy.filter {
-                $0.sequence <= response.acknowledged && $0.sequence > state.pushedThrough
-            }.count
-            // The writes the server applied go into this device's ledger (a
-            // refused change never does), kept with the acknowledgement.
-            var ledgerWrites = zip(plain, writes).filter { change, _ in
-                change.sequence <= response.acknowledged && refused[change.sequence] == nil
-            }.map(\.1)
-            // Changes past the batch the server says it applied (an earlier
-            // try of them whose answer was not taken: the account's epoch
-            // changed in it, a restore was found): applied, and no batch of
-            // this push sends them again to fold them.
-            if book != nil, response.acknowledged > last.sequence {
-                ledgerWrites += self.ledgerWrites(
-                    try replica.unpushedChanges(
-                        after: last.sequence, limit: Int(min(response.acknowledged - last.sequence, 100_000))))
-            }
-            // The batch's pending records stay in the chain even when a retry
-            // of applied changes did not take them: the first try did, and the
-            // head that folds the chain must fold them.
-            // With this device's writes relayed inside the push so far (records
-            // the server asked for whole): taken, whatever the answer acknowledged.
-            let relayed = book.map(takeRelayedInPush(into:)) ?? []
-            if book != nil { book!.answered(acknowledging: ledgerWrites + relayed) }
-            // One commit with what the acknowledgement moves (and the clock
-            // offset of the answer): each commit waits for a disk flush.
-            try replica.transaction {
-                try replica.markPushed(through: response.acknowledged)
-                try replica.noteRefusals(
-                    first: first.sequence, last: min(last.sequence, response.acknowledged), refused)
-                // The chain through the last change acknowledged is kept: the next
-                // pull and push prove this replica's history by it without sealing
-                // the batch again. One in between, if a `gap` ever asks for it, is
-                // computed from the one kept before (one row written, not 1,000:
-                // writing them all took a fifth of the time between batches).
-                if let chains, response.acknowledged >= first.sequence {
-                    let through = min(response.acknowledged, last.sequence)
-                    try replica.keepChains([(through, chains[Int(through - first.sequence)])])
-                }
-                if let book { try keepLedgerBook(book, tags: (ledgerWrites + relayed).map(\.tag)) }
-            }
-            state.pushedThrough = response.acknowledged
-            if response.acknowledged > mark { mark = response.acknowledged } else { stalls += 1 }
-            if response.acknowledged > 0, let chain = try ourChain(response.acknowledged) {
-                carried = (response.acknowledged, chain)
-            }
-            done += delivered
-            summary.pushed += delivered
-            progress?("pushed", min(done, total), total)
         }
-        return summary
     }
 
-    /// Answers of one push that do not move the acknowledgement on (a
-    /// refusal and its repair, a new epoch, an answer that takes nothing)
-    /// before it stops: an honest server needs a few.
-    public static let maxPushStalls = 24
+    /// The session asked about an answer the driver does not hold (never: a bug here).
+    static let pushOutOfStep = SyncError.badAnswer("the push lost track of the batch in flight (a bug in brsync)")
+
+    /// Answers of one push that do not move the acknowledgement on and
+    /// come with no work the push decided, before it stops (``PushSession/maxStalls``).
+    public static let maxPushStalls = PushSession.maxStalls
+
+    /// A batch sent, and what its answer is checked and kept with.
+    struct InFlight {
+        let batch: Batch
+        var first: Int64 { batch.wire[0].sequence }
+        var last: Int64 { batch.wire[batch.wire.count - 1].sequence }
+        /// The chain through the change before the batch (nil when unknown).
+        let base: String?
+        /// The chain through each change of the batch, when the base is known.
+        let chains: [String]?
+        /// What the server answers about is named by hidden keys when sealed.
+        let readable: [String: String]
+        /// This device's ledger book, with the batch's pending record (nil
+        /// in a readable account).
+        var book: LedgerBook?
+        /// Each change's write as the ledger names it (its record's tag, an
+        /// HMAC), made once for the pending record and the answer.
+        var writes: [LedgerBook.Write] = []
+        /// The batch after this one, read while the server worked.
+        var prepared: Batch?
+        var response: PushResponse?
+        /// The changes the server refused, by sequence, with why.
+        var refused: [Int64: String] = [:]
+
+        init(_ batch: Batch, carried: PushSession.Carried?, client: SyncClient) throws {
+            self.batch = batch
+            let first = batch.wire[0].sequence
+            readable = SyncClient.readableKeys(wire: batch.wire, plain: batch.plain)
+            base = carried?.sequence == first - 1 ? carried?.chain : try client.storedChain(first - 1)
+            chains = (base ?? (first == 1 ? "" : nil)).map { ChangeRecord.chain(digests: batch.digests, after: $0) }
+        }
+
+        func shown(_ collection: RecordCollection, _ key: String) -> String {
+            readable["\(collection.rawValue)/\(key)"] ?? key
+        }
+
+        /// This replica's chain through `sequence`: the base or this batch's
+        /// when they hold it, else the log's.
+        func chain(through sequence: Int64, client: SyncClient) throws -> String? {
+            if sequence == first - 1, let base { return base }
+            if let chains, sequence >= first, sequence <= last { return chains[Int(sequence - first)] }
+            return try client.storedChain(sequence)
+        }
+    }
+
+    /// Sends the batch in flight (reading the next one meanwhile).
+    /// - Returns: what came of it: refused, on another timeline, or answered.
+    private func send(_ flight: inout InFlight, state: SyncState) throws -> PushSession.Input {
+        let (batch, last) = (flight.batch, flight.last)
+        var request = PushRequest(
+            device: replica.deviceID, from: flight.first, to: last, changes: batch.wire, base: flight.base,
+            since: state.pullCursor, epoch: state.epoch, keyID: keyID)
+        // The batch's pending record, made now (not while the batch before
+        // was in flight). The book this client keeps changes only with an
+        // accepted answer: a refusal (or an error) leaves it as it was, and
+        // the record made again takes the same slot with a newer stamp, over
+        // whatever was committed.
+        flight.book = try ledgerBook()
+        if flight.book != nil {
+            flight.writes = ledgerWrites(batch.plain, sealed: batch.wire)
+            request.ledger = try sealed(try pendingLedgerRecords(for: flight.writes, book: &flight.book!))
+        }
+        let answer: JSONValue
+        var prepared: Batch?
+        do {
+            answer = try sendRecords(to: "/v1/push", body: request.body(changeTexts: batch.texts)) {
+                // A failure here is met again, and reported, when the batch is read for real.
+                prepared = try? self.nextBatch(after: last)
+            }
+        } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
+            // The exchange kept the refusal whole (with what the server has of this device).
+            let refusal = lastRefusal ?? WireError(code: code, message: "")
+            return .refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0))
+        }
+        flight.prepared = prepared
+        let response: PushResponse
+        do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+        flight.response = response
+        if try noteAccount(response.account) {
+            summary.fullResync = true
+            try prepareSync()
+            return .timelineChanged(pushedThrough: try replica.syncState().pushedThrough)
+        }
+        if try handleEpoch(response.epoch) {
+            return .timelineChanged(pushedThrough: try replica.syncState().pushedThrough)
+        }
+        let ours =
+            response.acknowledged > 0 && !response.acknowledgedDigest.isEmpty
+            ? try flight.chain(through: response.acknowledged, client: self) : nil
+        // The server's chain of this device is this replica's: its ledger may be written.
+        if let ours, ours == response.acknowledgedDigest { ledgerChainConfirmed = true }
+        return .answered(response, ourChain: ours, last: lastRefusal)
+    }
+
+    /// What the answer reports, checked against the batch before any of it
+    /// is believed (``PushMachine/review``); what it finds is recorded in
+    /// the answer's order.
+    private func review(_ flight: inout InFlight) throws {
+        guard let response = flight.response else { throw Self.pushOutOfStep }
+        let sent = flight
+        let review = try PushMachine.review(
+            response, sent: sent.batch.wire, device: replica.deviceID, shown: sent.shown,
+            replacedStamp: { try replica.replacedStamps(ofChange: $0)[$1] })
+        for finding in review.findings {
+            switch finding {
+            case .conflict(let lost): try recordConflict(lost, key: sent.shown(lost.collection, lost.key))
+            case .problem(let problem): summary.problems.append(problem)
+            }
+        }
+        flight.refused = review.refused
+    }
+
+    /// Keeps what the answer to the batch in flight acknowledged, in one
+    /// commit, after relaying whole the records of the changes in
+    /// `relaying` (edits of records the server no longer has).
+    /// - Returns: how many records went up whole.
+    private func keep(_ flight: InFlight, through acknowledged: Int64, relaying: Set<Int64>) throws -> Int {
+        let (plain, first, last) = (flight.batch.plain, flight.first, flight.last)
+        var relayedWhole = 0
+        if !relaying.isEmpty {
+            let keys = plain.filter { relaying.contains($0.sequence) }.map { ($0.collection, $0.key) }
+            try replica.markUndelivered(keys, true)
+            let records = try replica.wholeRecords(keys)
+            relayedWhole = records.count
+            try relay(records, needed: true)
+        }
+        // The writes the server applied go into this device's ledger (a
+        // refused change never does), kept with the acknowledgement.
+        var ledgerWrites = zip(plain, flight.writes).filter { change, _ in
+            change.sequence <= acknowledged && flight.refused[change.sequence] == nil
+        }.map(\.1)
+        // Changes past the batch the server says it applied (an earlier try
+        // of them whose answer was not taken: the account's epoch changed in
+        // it, a restore was found): applied, and no batch of this push sends
+        // them again to fold them.
+        if flight.book != nil, acknowledged > last {
+            ledgerWrites += self.ledgerWrites(
+                try replica.unpushedChanges(after: last, limit: Int(min(acknowledged - last, 100_000))))
+        }
+        // The batch's pending records stay in the chain even when a retry of
+        // applied changes did not take them: the first try did, and the head
+        // that folds the chain must fold them.
+        // With this device's writes relayed inside the push so far (records
+        // the server asked for whole): taken, whatever the answer acknowledged.
+        var book = flight.book
+        let relayed = book.map(takeRelayedInPush(into:)) ?? []
+        if book != nil { book!.answered(acknowledging: ledgerWrites + relayed) }
+        // One commit with what the acknowledgement moves (and the clock
+        // offset of the answer): each commit waits for a disk flush.
+        try replica.transaction {
+            try replica.markPushed(through: acknowledged)
+            try replica.noteRefusals(first: first, last: min(last, acknowledged), flight.refused)
+            // The chain through the last change acknowledged is kept: the next
+            // pull and push prove this replica's history by it without sealing
+            // the batch again. One in between, if a `gap` ever asks for it, is
+            // computed from the one kept before (one row written, not 1,000:
+            // writing them all took a fifth of the time between batches).
+            if let chains = flight.chains, acknowledged >= first {
+                let through = min(acknowledged, last)
+                try replica.keepChains([(through, chains[Int(through - first)])])
+            }
+            if let book { try keepLedgerBook(book, tags: (ledgerWrites + relayed).map(\.tag)) }
+        }
+        return relayedWhole
+    }
 
     /// Carries out the repair ``PushMachine`` chose for a refused batch;
     /// the push then goes on from where the repair left the log.

@@ -196,15 +196,7 @@ public final class SyncClient {
     /// the pull (this machine still gets everyone else's rules); the refusal is
     /// thrown after it, and kept for `brsync status`.
     public func sync() throws -> Summary {
-        try locked {
-            try checkCopied()
-            return try recordingStopForStatus {
-                try retryingAfterMovingForward {
-                    try prepareSync()
-                    return try syncLocked()
-                }
-            }
-        }
+        try locked { try recordingStopForStatus { try run(.sync) } }
     }
 
     /// A copied or restored replica file takes a new device id before syncing.
@@ -217,48 +209,6 @@ public final class SyncClient {
     var pulledSoFar = 0
     /// Whether this client asked the server to register its signing key.
     var askedToRegister = false
-
-    private func syncLocked() throws -> Summary {
-        var refusal: (any Error)?
-        do {
-            try pushEverything()
-        } catch let error as SyncError {
-            guard error.waitsForTheUser else {
-                // A stop asked for is no problem to show.
-                if error != .cancelled {
-                    try? replica.recordSyncProblem(error.description, code: error.code?.rawValue)
-                }
-                throw error
-            }
-            refusal = error
-        }
-        do {
-            try pull()
-            // Records the pull showed the server lacks go up at once.
-            if refusal == nil, try !replica.undeliveredRecords().isEmpty {
-                try pushEverything()
-                try pull()
-            }
-            // A ledger request the push could not send yet (its book not
-            // known to be current until the pull reached the server's head).
-            if refusal == nil { try finishLedger() }
-            try noteOwnLedger()
-        } catch {
-            if error as? SyncError != .cancelled {
-                try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
-            }
-            throw error
-        }
-        if let refusal {
-            try? replica.recordSyncProblem("\(refusal)", code: (refusal as? SyncError)?.code?.rawValue)
-            throw refusal
-        }
-        try replica.recordSync()
-        try replica.recordSyncProblem(
-            summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "),
-            code: SyncState.finishedCode)
-        return summary
-    }
 
     /// Runs `body` holding the sync lock; the clock offset learned from the
     /// answers meanwhile is written before it returns (see

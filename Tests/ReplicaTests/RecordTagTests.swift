@@ -57,7 +57,7 @@ struct RecordTagTests {
         #expect(try replica.records(tagged: first(.rules, "codeberg.org")).map(\.key) == ["codeberg.org"])
 
         // A deleted rule is still a record (its tombstone): still found.
-        try replica.removeRule(pattern: "zoom.us")
+        _ = try replica.removeRule(pattern: "zoom.us")
         #expect(try replica.records(tagged: first(.rules, "zoom.us")).map(\.key) == ["zoom.us"])
 
         // Another key: every tag made again, the old ones name nothing.
@@ -77,7 +77,7 @@ struct RecordTagTests {
         for pattern in ["github.com", "zoom.us", "gitlab.com"] {
             try replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
         }
-        try replica.removeRule(pattern: "zoom.us")
+        _ = try replica.removeRule(pattern: "zoom.us")
         let tag = Self.tag("0123456789abcdef")
         let all = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
         let some: Set<UInt64> = [tag(.rules, "github.com"), tag(.rules, "zoom.us"), tag(.rules, "absent.example")]
@@ -103,7 +103,7 @@ struct RecordTagTests {
         for pattern in ["github.com", "zoom.us"] {
             try replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
         }
-        try replica.removeRule(pattern: "zoom.us")
+        _ = try replica.removeRule(pattern: "zoom.us")
         let kept = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
         replica.dropStoredStamps()
         let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)

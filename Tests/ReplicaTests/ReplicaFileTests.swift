@@ -140,7 +140,7 @@ import Testing
             try fixture.replica.addRule(
                 pattern: pattern, browser: index % 2 == 0 ? "firefox" : "chrome", priority: index)
         }
-        try fixture.replica.removeRule(pattern: "a.example")
+        _ = try fixture.replica.removeRule(pattern: "a.example")
         let url = try NormalizedURL("https://gist.github.com/x")
         let resolvedBefore = try fixture.replica.resolve(url).browser?.browser.id
         let listedBefore = try fixture.replica.rules()

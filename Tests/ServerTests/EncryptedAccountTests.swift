@@ -337,7 +337,7 @@ import Testing
         #expect(try laptop.push(changes).status == 200)
         let path = try #require(fixture.store.sqlite).path
         func holdsMarker() throws -> Bool {
-            try [path, path + "-wal"].contains { file in
+            [path, path + "-wal"].contains { file in
                 guard let bytes = FileManager.default.contents(atPath: file) else { return false }
                 return bytes.range(of: Data(marker.utf8)) != nil
             }

@@ -284,7 +284,6 @@ import Testing
     ) throws {
         let fixture = try ServerFixture(kind)
         let device = try fixture.device("alice", "laptop")
-        let huge = Self.overALimit
         let batch = Self.secondOverALimit(device)
         let answer = try device.push(batch)
         let response = try PushResponse(json: try JSONValue.parse(answer.text))

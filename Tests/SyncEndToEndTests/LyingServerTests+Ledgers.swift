@@ -184,7 +184,7 @@ extension LyingServerTests {
                 token: b.token, caFile: world.caFile, accountKey: key)
             return try client.changeAccountKey(to: AccountKey.generate(), despiteHeldChecks: despite) { _ in }
         }
-        let refused = try liar.serving(world) { Result { try rotate(despite: false) } }
+        let refused = liar.serving(world) { Result { try rotate(despite: false) } }
         guard case .failure(SyncError.usage(let message)) = refused else {
             Issue.record("not refused: \(refused)")
             return

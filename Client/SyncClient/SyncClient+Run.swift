@@ -1,0 +1,76 @@
+import Replica
+import SyncCore
+
+/// The driver of a sync's phases: ``SyncMachine`` says which phase comes
+/// next, this carries it out and feeds back what came of it.
+extension SyncClient {
+    /// Runs the sequence for `goal`, holding the lock.
+    func run(_ goal: SyncMachine.Goal) throws -> Summary {
+        _ = try drive(goal, onePage: false)
+        return summary
+    }
+
+    /// ``run(_:)``; with `onePage`, its pulls take one page.
+    /// - Returns: whether more pages wait (only a one-page pull stops short).
+    func drive(_ goal: SyncMachine.Goal, onePage: Bool) throws -> Bool {
+        var machine = SyncMachine(goal)
+        var outcome = SyncMachine.Outcome.done
+        // The push's refusal a sync ends with, after its pull.
+        var refusal: SyncError?
+        var more = false
+        while true {
+            let step = machine.next(outcome)
+            outcome = .done
+            do {
+                switch step {
+                case .takeNewIDIfCopied:
+                    try checkCopied()
+                case .prepare:
+                    try retryingAfterMovingForward { try prepareSync() }
+                case .push:
+                    do {
+                        try retryingAfterMovingForward { try pushPhase() }
+                    } catch let error as SyncError where error.waitsForTheUser {
+                        refusal = error
+                        outcome = .pushRefused
+                    }
+                case .pull:
+                    switch try retryingAfterMovingForward({ try pullPhase(onePage: onePage) }) {
+                    case .atHead: more = false
+                    case .more: more = true
+                    case .timelineChanged: outcome = .timelineChanged
+                    }
+                case .checkUndelivered:
+                    outcome = .undelivered(try !replica.undeliveredRecords().isEmpty)
+                case .finishLedger:
+                    try finishLedger()
+                case .noteOwnLedger:
+                    try noteOwnLedger()
+                case .stopWithRefusal:
+                    if let refusal { throw refusal }
+                    return more
+                case .finish(let record, let refused):
+                    if refused, let refusal { throw refusal }
+                    if record { try recordFinishedSync() }
+                    return more
+                }
+            } catch {
+                // A sync keeps why it stopped for `brsync status` (a stop
+                // asked for is no problem to show).
+                if goal == .sync, error as? SyncError != .cancelled {
+                    try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Keeps a sync that ran to its end for `brsync status`, with the
+    /// problems it met.
+    private func recordFinishedSync() throws {
+        try replica.recordSync()
+        try replica.recordSyncProblem(
+            summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "),
+            code: SyncState.finishedCode)
+    }
+}
