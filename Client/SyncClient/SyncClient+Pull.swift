@@ -112,13 +112,13 @@ extension SyncClient {
         }
     }
 
-    /// Pulls and applies one page (the server brought in line first, and
-    /// what is local pushed first when the page is on another timeline);
-    /// returns whether more are waiting. (A client stopped between pages
+    /// Pulls and applies one page as the replica stands (what is local
+    /// pushed first when the page is on another timeline); returns whether
+    /// more are waiting. (A client stopped between pages
     /// resumes from the stored cursor.) Records that cannot be used are
     /// reported and skipped; the rest is applied.
     public func pullPage() throws -> Bool {
-        try locked { try drive(.pull, onePage: true) }
+        try locked { try drive(.pullPage) }
     }
 
     /// What pulling a page came to.

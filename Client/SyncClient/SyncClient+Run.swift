@@ -6,13 +6,14 @@ import SyncCore
 extension SyncClient {
     /// Runs the sequence for `goal`, holding the lock.
     func run(_ goal: SyncMachine.Goal) throws -> Summary {
-        _ = try drive(goal, onePage: false)
+        _ = try drive(goal)
         return summary
     }
 
-    /// ``run(_:)``; with `onePage`, its pulls take one page.
+    /// ``run(_:)``, or for ``SyncMachine/Goal/pullPage``, one page.
     /// - Returns: whether more pages wait (only a one-page pull stops short).
-    func drive(_ goal: SyncMachine.Goal, onePage: Bool) throws -> Bool {
+    func drive(_ goal: SyncMachine.Goal) throws -> Bool {
+        let onePage = goal == .pullPage
         var machine = SyncMachine(goal)
         var outcome = SyncMachine.Outcome.done
         // The push's refusal a sync ends with, after its pull.
@@ -35,7 +36,12 @@ extension SyncClient {
                         outcome = .pushRefused
                     }
                 case .pull:
-                    switch try retryingAfterMovingForward({ try pullPhase(onePage: onePage) }) {
+                    // One page is taken as it stands (a refusal is its answer).
+                    let pulled =
+                        onePage
+                        ? try pullPhase(onePage: true)
+                        : try retryingAfterMovingForward { try pullPhase(onePage: false) }
+                    switch pulled {
                     case .atHead: more = false
                     case .more: more = true
                     case .timelineChanged: outcome = .timelineChanged

@@ -194,9 +194,13 @@ public final class SyncClient {
 
     /// Push, then pull until nothing is left. A refused push does not stop
     /// the pull (this machine still gets everyone else's rules); the refusal is
-    /// thrown after it, and kept for `brsync status`.
+    /// thrown after it, and kept for `brsync status`. A push refused because
+    /// the account uses another key runs the sync once more after the pull
+    /// (``retryingAfterMovingForward(_:)``): the pull may have moved a
+    /// restored server forward, and this device's writes since (the record
+    /// that says so) go up with its ledger then.
     public func sync() throws -> Summary {
-        try locked { try recordingStopForStatus { try run(.sync) } }
+        try locked { try recordingStopForStatus { try retryingAfterMovingForward { try run(.sync) } } }
     }
 
     /// A copied or restored replica file takes a new device id before syncing.

@@ -16,6 +16,11 @@ public struct SyncMachine: Sendable, Equatable {
         case push
         /// Take in every page after the cursor (`brsync pull`).
         case pull
+        /// Take in the next page only, as it stands: no preparing, and a
+        /// refusal is the answer (a pull stopped after its first page, as
+        /// the tests stop one; what is local still goes up first when the
+        /// page is on another timeline).
+        case pullPage
         /// Push, then pull until nothing is left (`brsync sync`, the watch).
         case sync
     }
@@ -81,6 +86,8 @@ public struct SyncMachine: Sendable, Equatable {
             steps = [.takeNewIDIfCopied, .prepare, .push, .noteOwnLedger, .finish(record: false, refused: false)]
         case .pull:
             steps = [.prepare, .pull, .finish(record: false, refused: false)]
+        case .pullPage:
+            steps = [.pull, .finish(record: false, refused: false)]
         case .sync:
             steps = [
                 .takeNewIDIfCopied, .prepare, .push, .pull, .checkUndelivered, .finishLedger, .noteOwnLedger,

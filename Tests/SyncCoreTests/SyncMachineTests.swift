@@ -39,6 +39,7 @@ import Testing
     @Test func eachGoalRunsEachStepOnceWhenNothingHappens() {
         #expect(Self.trace(.push) == [.takeNewIDIfCopied, .prepare, .push, .noteOwnLedger, Self.finished])
         #expect(Self.trace(.pull) == [.prepare, .pull, Self.finished])
+        #expect(Self.trace(.pullPage) == [.pull, Self.finished])
         #expect(
             Self.trace(.sync, [.checkUndelivered: .undelivered(false)]) == [
                 .takeNewIDIfCopied, .prepare, .push, .pull, .checkUndelivered, .finishLedger, .noteOwnLedger,
@@ -78,6 +79,10 @@ import Testing
         #expect(
             Self.trace(.pull, each: [.done, .timelineChanged]) == [
                 .prepare, .pull, .takeNewIDIfCopied, .prepare, .push, .pull, Self.finished,
+            ])
+        #expect(
+            Self.trace(.pullPage, each: [.timelineChanged]) == [
+                .pull, .takeNewIDIfCopied, .prepare, .push, .pull, Self.finished,
             ])
         #expect(
             Self.trace(.sync, each: [.done, .done, .done, .timelineChanged, .done, .done, .done, .undelivered(false)])
