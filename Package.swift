@@ -255,6 +255,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(
+            name: "SyncClientTests",
+            dependencies: ["SyncClient", "Replica", "SyncCore", "Net", "HTTP", "JSON", "SystemServices", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "TestSupport"]),
         .testTarget(
             name: "ReplicaTests",

@@ -75,26 +75,6 @@ extension SyncClient {
         if refusal.code == .keyRotated, refusal.retired, let keyID { try replica.noteKeyRetired(keyID) }
     }
 
-    /// Runs a sync; the stop it ends with is what `brsync status` shows,
-    /// wherever in the sync it came. The server's refusal to take this key
-    /// because the operator reset the account stops as a page saying so does.
-    func recordingStopForStatus<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch SyncError.refused(code: .encryptionReset, _) where cipher != nil {
-            try replica.noteEncryptionReset()
-            try? replica.recordSyncProblem(
-                Self.encryptionWasReset.description, code: WireError.Code.encryptionReset.rawValue)
-            throw Self.encryptionWasReset
-        } catch SyncError.cancelled {
-            // Stopped by whoever started it: nothing is wrong.
-            throw SyncError.cancelled
-        } catch let error as SyncError {
-            try? replica.recordSyncProblem(error.description, code: error.code?.rawValue)
-            throw error
-        }
-    }
-
     /// What a key holder does with the signing key the server keeps for the
     /// account: goes on with its own, registers its own when there is none
     /// (an account encrypted before signed writes: before anyone else can),

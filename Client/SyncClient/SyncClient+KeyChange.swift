@@ -108,8 +108,9 @@ extension SyncClient {
         // Every machine that syncs with the new key learns what it replaced.
         if let keyID { try replica.recordReplacedKeyIDs([keyID] + olderKeys.map(\.id)) }
         if let certificate { try replica.recordKeyCertificates([certificate]) }
-        let next = try SyncClient(
-            replica: replica, remote: remote, token: token, caFile: caFile, accountKey: key,
+        // The same connection: the new key changes what is sealed, not where it goes.
+        let next = SyncClient(
+            replica: replica, http: transport.http, remote: remote, token: token, accountKey: key,
             olderKeys: (accountKey.map { [$0] } ?? []) + olderKeys, options: options, progress: progress)
         change.after = try next.sync()
         return change

@@ -43,7 +43,6 @@ extension SyncClient {
     private func pushLocked() throws {
         pushingBatches = true
         defer { pushingBatches = false }
-        var state = try replica.syncState()
         let total = try replica.unpushedCount()
         var done = 0
         // Whole records the server still needs from an earlier sync go first.
@@ -52,7 +51,7 @@ extension SyncClient {
         // A ledger request whose answer was lost goes again, the same,
         // before any batch builds a pending record on the head it writes.
         if var book = try ledgerBook(), book.unconfirmed != nil { try sendLedgerRequest(&book) }
-        var session = PushSession(pushedThrough: state.pushedThrough, unpushed: total)
+        var session = PushSession(pushedThrough: try replica.syncState().pushedThrough, unpushed: total)
         var input = PushSession.Input.begin
         // The batch after the one in flight, prepared while the server works
         // on it (reading, sealing and writing 1,000 changes takes about as
@@ -69,16 +68,11 @@ extension SyncClient {
                     continue
                 }
                 var sent = try InFlight(batch, carried: carried, client: self)
-                input = try send(&sent, state: state)
+                input = try send(&sent)
                 flight = sent
             case .repair(let repair):
                 try carryOut(repair)
-                state = try replica.syncState()
-                input = .repaired(pushedThrough: state.pushedThrough)
-            case .fork:
-                try fork()
-                state = try replica.syncState()
-                input = .repaired(pushedThrough: state.pushedThrough)
+                input = .repaired(pushedThrough: try replica.syncState().pushedThrough)
             case .review:
                 guard var sent = flight else { throw Self.pushOutOfStep }
                 try review(&sent)
@@ -98,7 +92,6 @@ extension SyncClient {
                 done += delivered
                 summary.pushed += delivered
                 progress?("pushed", min(done, total), total)
-                state.pushedThrough = acknowledged
                 let chain = acknowledged > 0 ? try sent.chain(through: acknowledged, client: self) : nil
                 input = .kept(chain: chain, relayed: relayed)
             case .stop(let refusal):
@@ -164,8 +157,10 @@ extension SyncClient {
 
     /// Sends the batch in flight (reading the next one meanwhile).
     /// - Returns: what came of it: refused, on another timeline, or answered.
-    private func send(_ flight: inout InFlight, state: SyncState) throws -> PushSession.Input {
+    private func send(_ flight: inout InFlight) throws -> PushSession.Input {
         let (batch, last) = (flight.batch, flight.last)
+        // Read for each batch: a repair or a new timeline moves the cursor and the epoch.
+        let state = try replica.syncState()
         var request = PushRequest(
             device: replica.deviceID, from: flight.first, to: last, changes: batch.wire, base: flight.base,
             since: state.pullCursor, epoch: state.epoch, keyID: keyID)

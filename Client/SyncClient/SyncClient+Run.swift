@@ -22,53 +22,61 @@ extension SyncClient {
         while true {
             let step = machine.next(outcome)
             outcome = .done
-            do {
-                switch step {
-                case .takeNewIDIfCopied:
-                    try checkCopied()
-                case .prepare:
-                    try retryingAfterMovingForward { try prepareSync() }
-                case .push:
-                    do {
-                        try retryingAfterMovingForward { try pushPhase() }
-                    } catch let error as SyncError where error.waitsForTheUser {
-                        refusal = error
-                        outcome = .pushRefused
-                    }
-                case .pull:
-                    // One page is taken as it stands (a refusal is its answer).
-                    let pulled =
-                        onePage
-                        ? try pullPhase(onePage: true)
-                        : try retryingAfterMovingForward { try pullPhase(onePage: false) }
-                    switch pulled {
-                    case .atHead: more = false
-                    case .more: more = true
-                    case .timelineChanged: outcome = .timelineChanged
-                    }
-                case .checkUndelivered:
-                    outcome = .undelivered(try !replica.undeliveredRecords().isEmpty)
-                case .finishLedger:
-                    try finishLedger()
-                case .noteOwnLedger:
-                    try noteOwnLedger()
-                case .stopWithRefusal:
-                    if let refusal { throw refusal }
-                    return more
-                case .finish(let record, let refused):
-                    if refused, let refusal { throw refusal }
-                    if record { try recordFinishedSync() }
-                    return more
+            switch step {
+            case .takeNewIDIfCopied:
+                try checkCopied()
+            case .prepare:
+                try retryingAfterMovingForward { try prepareSync() }
+            case .push:
+                do {
+                    try retryingAfterMovingForward { try pushPhase() }
+                } catch let error as SyncError where error.waitsForTheUser {
+                    refusal = error
+                    outcome = .pushRefused
                 }
-            } catch {
-                // A sync keeps why it stopped for `brsync status` (a stop
-                // asked for is no problem to show).
-                if goal == .sync, error as? SyncError != .cancelled {
-                    try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
+            case .pull:
+                // One page is taken as it stands (a refusal is its answer).
+                let pulled =
+                    onePage
+                    ? try pullPhase(onePage: true)
+                    : try retryingAfterMovingForward { try pullPhase(onePage: false) }
+                switch pulled {
+                case .atHead: more = false
+                case .more: more = true
+                case .timelineChanged: outcome = .timelineChanged
                 }
-                throw error
+            case .checkUndelivered:
+                outcome = .undelivered(try !replica.undeliveredRecords().isEmpty)
+            case .finishLedger:
+                try finishLedger()
+            case .noteOwnLedger:
+                try noteOwnLedger()
+            case .stopWithRefusal:
+                if let refusal { throw refusal }
+                return more
+            case .finish(let record, let refused):
+                if refused, let refusal { throw refusal }
+                if record { try recordFinishedSync() }
+                return more
             }
         }
+    }
+
+    /// Keeps why a sync stopped for `brsync status`, wherever in the sync
+    /// it came (a stop asked for is no problem to show); the error to end
+    /// with. The server's refusal to take this key because the operator
+    /// reset the account stops as a page saying so does.
+    func stopped(by error: any Error) throws -> any Error {
+        if case SyncError.refused(code: .encryptionReset, _) = error, cipher != nil {
+            try replica.noteEncryptionReset()
+            try? replica.recordSyncProblem(
+                Self.encryptionWasReset.description, code: WireError.Code.encryptionReset.rawValue)
+            return Self.encryptionWasReset
+        }
+        if error as? SyncError != .cancelled {
+            try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
+        }
+        return error
     }
 
     /// Keeps a sync that ran to its end for `brsync status`, with the

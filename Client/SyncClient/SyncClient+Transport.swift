@@ -19,7 +19,7 @@ import SyncCore
 /// time, handed to a page fetch and taken back only after waiting for it
 /// (``SyncClient/pull()``).
 struct Transport: @unchecked Sendable {
-    let http: HTTPClient
+    let http: any HTTPSending
     let token: String
     /// The server as the user named it, for messages.
     let remote: String
@@ -51,7 +51,7 @@ struct Transport: @unchecked Sendable {
     static let maxAnswerBytes = 64 * 1024 * 1024
 
     init(
-        http: HTTPClient, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
+        http: any HTTPSending, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
         stopRequested: (@Sendable () -> Bool)? = nil, retrying: SyncClient.Progress? = nil
     ) {
         self.http = http
@@ -162,7 +162,7 @@ struct Transport: @unchecked Sendable {
         do {
             response = try http.send(
                 method: request.method, target: request.target, headers: request.headers, body: request.body,
-                expectContinue: expectContinue, whileWaiting: whileWaiting)
+                expectContinue: expectContinue, whileWaiting: whileWaiting, wakeup: nil, readTimeoutMilliseconds: nil)
         } catch .tls(let message) {
             result.error = .unreachable("\(remote) is not trusted: \(message)")
             return true

@@ -52,7 +52,8 @@ extension SyncClient {
         let response: HTTPResponseParser.ParsedResponse
         do {
             response = try transport.http.send(
-                method: "GET", target: target, headers: headers, wakeup: wakeup,
+                method: "GET", target: target, headers: headers, body: [], expectContinue: false, whileWaiting: nil,
+                wakeup: wakeup,
                 readTimeoutMilliseconds: Self.watchReadMilliseconds)
         } catch .interrupted {
             return .interrupted

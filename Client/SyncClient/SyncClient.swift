@@ -158,15 +158,30 @@ public final class SyncClient {
     /// server sealed with one of them was restored from before a rotation.
     /// Never used to seal.
     let olderKeys: [AccountKey]
-    /// What the client was made with, for the client of a new key.
-    let caFile: String?
 
     /// - Parameter olderKeys: keys this machine held before `accountKey`
     ///   (see ``AccountKeyFile/readOlder(home:)``).
-    public init(
+    public convenience init(
         replica: any SyncReplica, remote: RemoteURL, token: String, caFile: String?, accountKey: AccountKey? = nil,
         olderKeys: [AccountKey] = [], options: Options = Options(), progress: Progress? = nil
     ) throws(SyncError) {
+        let tls: TLSContext
+        do { tls = try TLSContext.client(caFile: caFile) } catch { throw .usage("\(error)") }
+        var configuration = HTTPClient.Configuration(
+            address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
+        configuration.connectTimeoutMilliseconds = options.connectTimeoutMilliseconds
+        configuration.readTimeoutMilliseconds = options.readTimeoutMilliseconds
+        self.init(
+            replica: replica, http: HTTPClient(configuration), remote: remote, token: token, accountKey: accountKey,
+            olderKeys: olderKeys, options: options, progress: progress)
+    }
+
+    /// A client whose requests go through `http`: a connection to `remote`,
+    /// or a table of answers (the driver's tests, with no server).
+    init(
+        replica: any SyncReplica, http: any HTTPSending, remote: RemoteURL, token: String, accountKey: AccountKey?,
+        olderKeys: [AccountKey], options: Options, progress: Progress?
+    ) {
         self.replica = replica
         cipher = accountKey.map(RecordCipher.init)
         keyID = accountKey?.id
@@ -174,20 +189,13 @@ public final class SyncClient {
         signingKey = accountKey?.signingKey()
         signingPublicKey = signingKey.map { Crypto.base64URL($0.publicKey) }
         self.olderKeys = olderKeys.filter { $0.id != accountKey?.id }
-        self.caFile = caFile
         self.remote = remote
         self.token = token
         self.options = options
         self.progress = progress
         lock = SyncLock(home: replica.home)
-        let tls: TLSContext
-        do { tls = try TLSContext.client(caFile: caFile) } catch { throw .usage("\(error)") }
-        var configuration = HTTPClient.Configuration(
-            address: SocketAddress(host: remote.host, port: remote.port), serverName: remote.host, tls: tls)
-        configuration.connectTimeoutMilliseconds = options.connectTimeoutMilliseconds
-        configuration.readTimeoutMilliseconds = options.readTimeoutMilliseconds
         transport = Transport(
-            http: HTTPClient(configuration), token: token, remote: remote.description, attempts: options.attempts,
+            http: http, token: token, remote: remote.description, attempts: options.attempts,
             backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress)
         transport.coding.encrypted = cipher != nil
     }
@@ -200,7 +208,9 @@ public final class SyncClient {
     /// restored server forward, and this device's writes since (the record
     /// that says so) go up with its ledger then.
     public func sync() throws -> Summary {
-        try locked { try recordingStopForStatus { try retryingAfterMovingForward { try run(.sync) } } }
+        try locked {
+            do { return try retryingAfterMovingForward { try run(.sync) } } catch { throw try stopped(by: error) }
+        }
     }
 
     /// A copied or restored replica file takes a new device id before syncing.

@@ -6,6 +6,13 @@ public struct HTTPResponseParser: Sendable {
         public var headers: HTTPHeaders
         public var body: [UInt8]
         public var keepAlive: Bool
+
+        public init(status: Int, headers: HTTPHeaders, body: [UInt8], keepAlive: Bool = true) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.keepAlive = keepAlive
+        }
     }
 
     private var buffer: [UInt8] = []

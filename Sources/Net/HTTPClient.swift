@@ -1,5 +1,18 @@
 import HTTP
 
+/// What sends one request and reads its answer: ``HTTPClient`` over a
+/// connection, or, in tests that drive a sync with no server, a table of
+/// answers. Used by one thread at a time.
+public protocol HTTPSending: AnyObject {
+    /// See ``HTTPClient/send(method:target:headers:body:expectContinue:whileWaiting:wakeup:readTimeoutMilliseconds:)``.
+    func send(
+        method: String, target: String, headers: HTTPHeaders, body: [UInt8], expectContinue: Bool,
+        whileWaiting: (() -> Void)?, wakeup: Int32?, readTimeoutMilliseconds: Int?
+    ) throws(NetError) -> HTTPResponseParser.ParsedResponse
+}
+
+extension HTTPClient: HTTPSending {}
+
 /// A small HTTP/1.1 client over this package's TLS layer: one keep-alive
 /// connection to one server, reopened when the server closes it.
 public final class HTTPClient {

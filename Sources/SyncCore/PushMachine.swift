@@ -26,15 +26,6 @@ public struct PushMachine: Sendable {
         case stop(WireError)
     }
 
-    /// What the driver does when the change a taken batch's answer
-    /// acknowledges is not this replica's (``checkAcknowledged(_:ourChain:last:)``).
-    public enum Mismatch: Sendable, Equatable {
-        /// Another replica used this device id and its numbers: take a new id.
-        case fork
-        /// Forking did not help: stop the push with this refusal.
-        case stop(WireError)
-    }
-
     /// What the driver does with a batch the server took (``accept(_:last:)``).
     public enum Acceptance: Sendable, Equatable {
         /// Mark it pushed through the acknowledged change, after relaying
@@ -105,11 +96,12 @@ public struct PushMachine: Sendable {
 
     /// After the server took a batch: nil when the change it acknowledged
     /// is this replica's; else another replica used this device id and its
-    /// numbers (``Mismatch/fork``, or ``Mismatch/stop(_:)`` when forking did not help).
+    /// numbers (``Repair/fork``, or ``Repair/stop(_:)`` when forking did not
+    /// help), counted with the `diverged` refusals.
     /// - Parameters:
     ///   - ourChain: this replica's chain through the acknowledged change.
     ///   - last: the server's last refusal in this client, if any (named when stopping).
-    public mutating func checkAcknowledged(_ response: PushResponse, ourChain: String?, last: WireError?) -> Mismatch? {
+    public mutating func checkAcknowledged(_ response: PushResponse, ourChain: String?, last: WireError?) -> Repair? {
         guard !response.acknowledgedDigest.isEmpty, response.acknowledged > 0, ourChain != response.acknowledgedDigest
         else { return nil }
         let stop = WireError(

@@ -34,7 +34,7 @@ public struct PushSession: Sendable {
         case answered(PushResponse, ourChain: String?, last: WireError?)
         /// The driver recorded what the answer reports (``Action/review``).
         case reviewed
-        /// A repair or a fork was carried out; `pushedThrough` as the log stands now.
+        /// A repair was carried out; `pushedThrough` as the log stands now.
         case repaired(pushedThrough: Int64)
         /// The driver kept the answer (``Action/keep(acknowledged:relaying:)``);
         /// `chain`: this replica's chain through the acknowledged change,
@@ -47,10 +47,9 @@ public struct PushSession: Sendable {
         /// Send the unpushed changes after `after`, a batch. `carried`: the
         /// chain through a change this push knows without reading the log.
         case send(after: Int64, carried: Carried?)
-        /// Carry out this repair of a refused batch, then say where the log stands.
+        /// Carry out this repair (of a refused batch, or a fork after an
+        /// acknowledgement not ours), then say where the log stands.
         case repair(PushMachine.Repair)
-        /// Another replica used this device id: take a new one.
-        case fork
         /// The acknowledged change is this replica's: check what the answer
         /// reports (its conflicts and refusals) against the batch sent.
         case review
@@ -113,13 +112,11 @@ public struct PushSession: Sendable {
             restart(at: pushedThrough)
             return send()
         case .answered(let response, let ourChain, let last):
-            switch machine.checkAcknowledged(response, ourChain: ourChain, last: last) {
-            case .stop(let refusal)?: return stop(refusal)
-            case .fork?: return .fork
-            case nil:
-                answer = (response, last)
-                return .review
+            if let repair = machine.checkAcknowledged(response, ourChain: ourChain, last: last) {
+                return decided(repair)
             }
+            answer = (response, last)
+            return .review
         case .reviewed:
             guard let (response, last) = answer else { return send() }
             switch machine.accept(response, last: last) {

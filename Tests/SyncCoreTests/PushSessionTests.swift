@@ -61,12 +61,12 @@ import Testing
                 }
             case .repair(.rewind(let sequence)):
                 input = .repaired(pushedThrough: sequence)
-            case .repair:
-                input = .repaired(pushedThrough: session.pushedThrough)
-            case .fork:
+            case .repair(.fork):
                 // A new id: every change numbered again from 1.
                 end -= session.pushedThrough
                 input = .repaired(pushedThrough: 0)
+            case .repair:
+                input = .repaired(pushedThrough: session.pushedThrough)
             case .review:
                 input = .reviewed
             case .keep(let acknowledged, let relaying):
@@ -173,14 +173,14 @@ import Testing
         let (actions, _) = Self.push(unpushed: 4) { request, _, last in
             request == 1 ? .answer(Self.answer(last, digest: "theirs")) : .answer(Self.answer(last))
         }
-        #expect(actions.prefix(2) == [.send(after: 0, carried: nil), .fork])
+        #expect(actions.prefix(2) == [.send(after: 0, carried: nil), .repair(.fork)])
         #expect(actions.last == .finished)
         let (again, _) = Self.push(unpushed: 4) { _, _, last in .answer(Self.answer(last, digest: "theirs")) }
         guard case .stop(let refusal)? = again.last else {
             Issue.record("\(again)")
             return
         }
-        #expect(refusal.code == .diverged && again.filter { $0 == .fork }.count == 1)
+        #expect(refusal.code == .diverged && again.filter { $0 == .repair(.fork) }.count == 1)
     }
 
     /// A clock refusal re-stamps twice (the second time relaying what was
