@@ -132,7 +132,16 @@ extension Replica {
         let pattern: Pattern
         do { pattern = try Pattern(text) } catch { throw ReplicaError.invalidInput(error.description) }
         return try transaction {
-            guard let state = try record(.rules, key: pattern.key), !state.isDeleted else {
+            // A rule is kept under its pattern's normal form; one another
+            // client wrote under another key (the server does not read a
+            // rule's fields) is found by the pattern it shows.
+            let own = try record(.rules, key: pattern.key).flatMap { $0.isDeleted ? nil : pattern.key }
+            let key =
+                try own
+                ?? liveRecords(.rules).first { _, state in
+                    state.fields["pattern"]?.value.stringValue.flatMap { try? Pattern($0).key } == pattern.key
+                }?.key ?? pattern.key
+            guard let state = try record(.rules, key: key), !state.isDeleted else {
                 let patterns = try rules().map(\.pattern)
                 // The same pattern in rules for one app: name them with the option that reaches them.
                 let forApps =
@@ -152,8 +161,8 @@ extension Replica {
                         ? "see 'brsync rules list'" : "did you mean \(close.map { "'\($0)'" }.joined(separator: ", "))?"
                 throw ReplicaError.notFound("no rule with the pattern '\(text)'; \(hint)")
             }
-            try write(.rules, key: pattern.key, changes: [RecordState.deletedField: .bool(true)])
-            return Self.rule(key: pattern.key, state: state)
+            try write(.rules, key: key, changes: [RecordState.deletedField: .bool(true)])
+            return Self.rule(key: key, state: state)
         }
     }
 

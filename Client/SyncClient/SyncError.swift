@@ -56,7 +56,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .usage(let message): return message
         case .unreachable(let message): return "cannot reach the server: \(message)"
         case .busy(let message):
-            return "the server is busy: \(message); nothing changed here, the next sync tries again"
+            return "the server is busy: \(message); what did not go through waits for the next sync"
         case .refused(let code, let message) where code == .unauthorized:
             return
                 "the server refused (\(code)): \(message). This machine's token is not one the server knows (issued again, or the "

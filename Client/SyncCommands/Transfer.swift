@@ -217,9 +217,13 @@ public enum Transfer {
                     + "(\(reason)): \(wording.action(.approve, id: DisplayText.printable(id)))")
         }
         if let id = summary.newDeviceID {
-            // A key's first sync gives a new device id too (said above); only a copy needs saying.
+            // A key's first sync gives a new device id too (said above); only a fork needs saying.
+            // Its cause is told as it is known: a copy of this home, or a
+            // server whose answers claim so (one that lies forks a replica too).
             if !summary.encryptionStarted && !summary.encryptionEnded {
-                parts.append("this replica was a copy of another and is now device \(id)")
+                parts.append(
+                    "this replica is now device \(id): its file was copied, or the server holds other changes "
+                        + "under its old id (another copy of this home, or a server that lies)")
             }
         }
         return "\(name): " + parts.joined(separator: ", ")

@@ -123,8 +123,9 @@ public struct PushMachine: Sendable {
         for sequence in needed.sorted() {
             let stop = WireError(
                 code: .conflict,
-                message: "the server asks again for the whole record of change \(sequence), "
-                    + "which was sent to it: it does not keep it; the edit is kept here")
+                message: "the server asked twice in one push for the whole record of change \(sequence) "
+                    + "(it does not keep what it is sent, or names a change the push did not send); "
+                    + "the edit is kept here")
             if let stop = attempt(.needed(sequence), last: last, stop: stop) { return .stop(stop) }
         }
         return .accept(relaying: needed)

@@ -25,6 +25,34 @@ import Testing
         #expect(try database.userVersion >= 17)
     }
 
+    /// A rule another client wrote under a key that is not its pattern's
+    /// normal form (the server does not read a rule's fields) is removed by
+    /// the pattern `brsync rules list` shows; a rule kept under its own key
+    /// still comes first, and the mis-keyed one stays until asked for again.
+    @Test func aRuleKeptUnderAnotherKeyIsRemovedByThePatternItShows() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (replica, _) = try Replica.initialize(home: directory.path, deviceName: nil)
+        _ = try replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        _ = try replica.write(
+            .rules, key: "keyonly.example",
+            changes: ["pattern": .string("shown.example"), "browser": .string("firefox"), "priority": .int(0)])
+        #expect(try replica.rules().map(\.pattern) == ["shown.example"])
+        #expect(try replica.removeRule(pattern: "shown.example").pattern == "shown.example")
+        #expect(try replica.rules().isEmpty)
+        #expect(try replica.record(.rules, key: "keyonly.example")?.isDeleted == true)
+
+        _ = try replica.write(
+            .rules, key: "other.example",
+            changes: ["pattern": .string("both.example"), "browser": .string("firefox"), "priority": .int(0)])
+        try replica.addRule(pattern: "both.example", browser: "firefox", priority: nil)
+        _ = try replica.removeRule(pattern: "both.example")
+        #expect(try replica.record(.rules, key: "both.example")?.isDeleted == true)
+        #expect(try replica.record(.rules, key: "other.example")?.isDeleted == false)
+        _ = try replica.removeRule(pattern: "both.example")
+        #expect(try replica.rules().isEmpty)
+    }
+
     /// What a pull brought is logged with its stamp once when every value
     /// came with one write (the stamp each field carried, read back the
     /// same), and stamped field by field otherwise; both read back whole.

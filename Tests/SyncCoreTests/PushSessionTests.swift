@@ -137,7 +137,9 @@ import Testing
             Issue.record("\(actions)")
             return
         }
-        #expect(refusal.code == .conflict && refusal.message.contains("asks again for the whole record of change 1"))
+        #expect(
+            refusal.code == .conflict
+                && refusal.message.contains("asked twice in one push for the whole record of change 1"))
     }
 
     /// A gap rewinds to where the server stands and the push goes on from
