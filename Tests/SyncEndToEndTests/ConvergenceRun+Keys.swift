@@ -90,12 +90,19 @@ extension Run {
     /// had), the server dropped what it held under the old key unread.
     /// Writers in use send theirs again; what only a machine gone wrote, and
     /// no machine in use holds, went with it (SECURITY.md, "What is left").
+    /// So did what a writer wrote before its home was replaced by an older
+    /// copy of itself (the copy goes by its id but keeps none of it) and
+    /// nobody else holds.
     func afterPossibleMoveForward(keyBefore: String?, newestBefore: String?) {
-        guard let now = serverKey()?.id, now != keyBefore, now == newestBefore, !gone.isEmpty else { return }
-        let inUse = Set(machines.map(\.replica.deviceID))
+        guard let now = serverKey()?.id, now != keyBefore, now == newestBefore,
+            !gone.isEmpty || !restoredHomeIDs.isEmpty
+        else { return }
+        let inUse = Set(machines.map(\.replica.deviceID)).subtracting(restoredHomeIDs)
         let heldNow = heldByMachinesInUse()
         let kept = mustSurvive.filter { inUse.contains($0.stamp.device) || heldNow.contains($0) }
-        if kept.count < mustSurvive.count { note("edits of a machine gone, dropped with a restored server's old key") }
+        if kept.count < mustSurvive.count {
+            note("edits held by nobody (a machine gone, a home put back), dropped with a restored server's old key")
+        }
         mustSurvive = kept
     }
 

@@ -35,6 +35,9 @@ final class Run: @unchecked Sendable {
     var mustSurvive: Set<Edit> = []
     var serverCopies: [TestServer.Copy] = []
     var homeCopies: [(machine: SimulatedMachine, path: String)] = []
+    /// The ids of homes replaced by an older copy of themselves: the copy
+    /// goes by the same id, and holds none of what the id wrote since.
+    var restoredHomeIDs: Set<String> = []
     var faults: [String: Int] = [:]
     var counter = 0
     /// What `BRSYNC_MODEL_TRACE` printed last.
@@ -355,6 +358,7 @@ final class Run: @unchecked Sendable {
                 try FileManager.default.copyItem(atPath: path, toPath: restoredPath)
                 machines[index] = SimulatedMachine(
                     name: original.name, replica: try Replica.open(home: restoredPath), token: original.token)
+                restoredHomeIDs.insert(original.replica.deviceID)
                 if Bool.random(using: &random) {
                     try machines[index].replica.database.run("DELETE FROM meta WHERE key = 'instance'")
                 }
