@@ -51,8 +51,10 @@ public struct RecordCipher: Sendable {
         private var bytes: [UInt8]
         private let recordPart: Int
 
-        init(collection: String, hiddenKey: String) {
-            bytes = Array("brsync-e2e-v1".utf8)
+        /// - Parameter label: `brsync-e2e-v1` binds a value (and its field),
+        ///   `brsync-e2e-v2` a box (``RecordCipher/sealBox(_:collection:hiddenKey:stamp:)``).
+        init(collection: String, hiddenKey: String, label: String = "brsync-e2e-v1") {
+            bytes = Array(label.utf8)
             bytes.reserveCapacity(bytes.count + 16 + collection.utf8.count + hiddenKey.utf8.count + 96)
             Self.append(collection.utf8, to: &bytes)
             Self.append(hiddenKey.utf8, to: &bytes)
@@ -63,6 +65,14 @@ public struct RecordCipher: Sendable {
         mutating func bytes(field: String, stamp: [UInt8]) -> [UInt8] {
             bytes.removeSubrange(recordPart...)
             Self.append(field.utf8, to: &bytes)
+            Self.append(stamp, to: &bytes)
+            return bytes
+        }
+
+        /// The binding of a box sealed under `stamp` (its text's bytes): no
+        /// field, the names are inside the sealed text.
+        mutating func bytes(stamp: [UInt8]) -> [UInt8] {
+            bytes.removeSubrange(recordPart...)
             Self.append(stamp, to: &bytes)
             return bytes
         }
@@ -111,10 +121,10 @@ public struct RecordCipher: Sendable {
 
         private let collection: String
 
-        init(_ cipher: RecordCipher, collection: String, hiddenKey: String) {
+        init(_ cipher: RecordCipher, collection: String, hiddenKey: String, label: String = "brsync-e2e-v1") {
             self.cipher = cipher
             self.collection = collection
-            binding = Binding(collection: collection, hiddenKey: hiddenKey)
+            binding = Binding(collection: collection, hiddenKey: hiddenKey, label: label)
         }
 
         /// `text` sealed for `field` under `stamp` (its text's bytes),
@@ -131,8 +141,17 @@ public struct RecordCipher: Sendable {
                     text.count, minimum: RecordCipher.smallestClass(collection: collection, field: field))
                 padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - text.count))
             }
-            let plaintext = padded
-            let binding = binding.bytes(field: field, stamp: stamp)
+            return seal(padded, binding: binding.bytes(field: field, stamp: stamp), prefix: RecordCipher.sealedPrefix)
+        }
+
+        /// A box: `text` (padded inside already) sealed under `stamp`.
+        mutating func sealBox(_ text: [UInt8], stamp: [UInt8]) -> String {
+            seal(text, binding: binding.bytes(stamp: stamp), prefix: RecordCipher.boxPrefix)
+        }
+
+        /// `plaintext` sealed with `binding` as its associated data: `prefix`
+        /// and the base64url of nonce, ciphertext and tag.
+        private mutating func seal(_ plaintext: [UInt8], binding: [UInt8], prefix: [UInt8]) -> String {
             let total = 12 + plaintext.count + 16
             if combined.count < total { combined = [UInt8](repeating: 0, count: total) }
             let cipher = cipher
@@ -148,8 +167,7 @@ public struct RecordCipher: Sendable {
                             cipher.valueKey.seal(
                                 plaintext, authenticated: binding, nonce: code.baseAddress!, into: output)
                         }
-                        return Crypto.base64URLString(
-                            prefix: RecordCipher.sealedPrefix, UnsafeBufferPointer(start: output, count: total))
+                        return Crypto.base64URLString(prefix: prefix, UnsafeBufferPointer(start: output, count: total))
                     }
                 }
             }
@@ -191,11 +209,11 @@ public struct RecordCipher: Sendable {
         let hiddenKey: String
         private var binding: Binding
 
-        init(_ cipher: RecordCipher, collection: String, hiddenKey: String) {
+        init(_ cipher: RecordCipher, collection: String, hiddenKey: String, label: String = "brsync-e2e-v1") {
             self.cipher = cipher
             self.collection = collection
             self.hiddenKey = hiddenKey
-            binding = Binding(collection: collection, hiddenKey: hiddenKey)
+            binding = Binding(collection: collection, hiddenKey: hiddenKey, label: label)
         }
 
         /// The bytes sealed for `field` under `stamp` (its text's bytes);
@@ -203,29 +221,46 @@ public struct RecordCipher: Sendable {
         mutating func open(
             _ sealed: String, field: String, stamp: [UInt8], padded: Bool = true
         ) throws(RecordCipherError) -> [UInt8] {
+            guard
+                var opened = open(
+                    sealed, prefix: RecordCipher.sealedPrefix, binding: binding.bytes(field: field, stamp: stamp))
+            else {
+                throw RecordCipherError(
+                    message: Self.sealedForm(sealed, RecordCipher.sealedPrefix)
+                        ? "\(RecordCipher.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp"
+                        : "\(RecordCipher.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)"
+                )
+            }
+            // The padding (spaces, which JSON ignores after a value).
+            while padded, opened.last == UInt8(ascii: " ") { opened.removeLast() }
+            return opened
+        }
+
+        /// The bytes of a box sealed under `stamp` (its text's bytes), padding
+        /// included (JSON ignores it); nil when it does not open (or is not a box).
+        mutating func openBox(_ sealed: String, stamp: [UInt8]) -> [UInt8]? {
+            open(sealed, prefix: RecordCipher.boxPrefix, binding: binding.bytes(stamp: stamp))
+        }
+
+        /// Whether `sealed` is `prefix` and base64url.
+        static func sealedForm(_ sealed: String, _ prefix: [UInt8]) -> Bool {
+            var sealed = sealed
+            return sealed.withUTF8 { utf8 in
+                utf8.starts(with: prefix)
+                    && Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[prefix.count...])) != nil
+            }
+        }
+
+        /// What `sealed` (`prefix` and base64url) holds when it opens with
+        /// `binding` as its associated data; nil when it is not that form or does not open.
+        private func open(_ sealed: String, prefix: [UInt8], binding: [UInt8]) -> [UInt8]? {
             var sealed = sealed
             let combined = sealed.withUTF8 { utf8 in
-                utf8.starts(with: RecordCipher.sealedPrefix)
-                    ? Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[3...])) : nil
+                utf8.starts(with: prefix)
+                    ? Crypto.base64URLDecode(utf8: UnsafeBufferPointer(rebasing: utf8[prefix.count...])) : nil
             }
-            guard let combined else {
-                throw RecordCipherError(
-                    message:
-                        "\(RecordCipher.place(collection, hiddenKey, field)): not a sealed value (a plaintext value in an encrypted account?)"
-                )
-            }
-            do {
-                var opened = try cipher.valueKey.open(
-                    combined, authenticated: binding.bytes(field: field, stamp: stamp))
-                // The padding (spaces, which JSON ignores after a value).
-                while padded, opened.last == UInt8(ascii: " ") { opened.removeLast() }
-                return opened
-            } catch {
-                throw RecordCipherError(
-                    message:
-                        "\(RecordCipher.place(collection, hiddenKey, field)) does not open: a wrong account key, or the value was changed, moved to another record or field, or replayed under another stamp"
-                )
-            }
+            guard let combined else { return nil }
+            return try? cipher.valueKey.open(combined, authenticated: binding)
         }
 
         /// A JSON value sealed for `field` under `stamp`, parsed from the opened bytes (the parser checks their UTF-8).
@@ -244,6 +279,8 @@ public struct RecordCipher: Sendable {
     }
 
     static let sealedPrefix = Array("e1.".utf8)
+    /// A box's prefix (sealed format 2: one write of a record).
+    static let boxPrefix = Array("e2.".utf8)
 
     /// The length a value's JSON text of `count` bytes is padded to before
     /// it is sealed, with spaces (JSON ignores them after a value): 16, 32,

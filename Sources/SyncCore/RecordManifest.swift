@@ -86,18 +86,9 @@ public struct RecordManifest: Sendable, Equatable {
     public func write(at stamp: HLCTimestamp, into output: inout [UInt8]) {
         let names = stamps.keys.sorted()
         output.append(UInt8(ascii: "{"))
-        var first = true
-        for name in names where stamps[name]! != stamp {
-            if first { output += #""f":{"#.utf8 } else { output.append(UInt8(ascii: ",")) }
-            first = false
-            JSONValue.string(name).write(into: &output)
-            output += #":""#.utf8
-            stamps[name]!.write(into: &output)
-            output.append(UInt8(ascii: "\""))
-        }
-        if !first { output += "},".utf8 }
+        writeOthers(names.filter { stamps[$0]! != stamp }, into: &output)
         output += #""s":["#.utf8
-        first = true
+        var first = true
         for name in names where stamps[name]! == stamp {
             if !first { output.append(UInt8(ascii: ",")) }
             first = false
@@ -106,6 +97,61 @@ public struct RecordManifest: Sendable, Equatable {
         output += #"],"v":"#.utf8
         RecordState.writeVersions(versions, into: &output)
         output.append(UInt8(ascii: "}"))
+    }
+
+    /// The manifest as a box holds it (sealed format 2, whose box is sealed
+    /// under `stamp`): `{"f":{name: stamp below it},"v":{device: counter}}`,
+    /// `f` left out when empty, names in order. The fields stamped `stamp`
+    /// are not written: they are the box's own (its write's fields).
+    public func writeBoxed(at stamp: HLCTimestamp, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        writeOthers(stamps.keys.sorted().filter { stamps[$0]! < stamp }, into: &output)
+        output += #""v":"#.utf8
+        RecordState.writeVersions(versions, into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `"f":{NAME:STAMP,…},` for `names` (in order), nothing when there are none.
+    private func writeOthers(_ names: [String], into output: inout [UInt8]) {
+        guard !names.isEmpty else { return }
+        output += #""f":{"#.utf8
+        for (index, name) in names.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.string(name).write(into: &output)
+            output += #":""#.utf8
+            stamps[name]!.write(into: &output)
+            output.append(UInt8(ascii: "\""))
+        }
+        output += "},".utf8
+    }
+
+    /// Reads ``writeBoxed(at:into:)`` of the box sealed under `stamp`
+    /// whose write stamped the fields `own`.
+    /// - Throws: ``Wire/Problem`` saying what is wrong: not an object of
+    ///   `v` and maybe `f`, a bad field name, a stamp not below the box's,
+    ///   a name also among the box's own, a bad version vector.
+    public init(boxed json: JSONValue, at stamp: HLCTimestamp, own: some Collection<String>) throws(Wire.Problem) {
+        guard case .object(let object) = json, let versions = object["v"],
+            object.count == (object["f"] == nil ? 1 : 2), case .object(let others) = object["f"] ?? .object([:])
+        else {
+            throw Wire.Problem("a box's manifest is an object of \"v\" and maybe \"f\"")
+        }
+        guard others.count + own.count <= Wire.maxFields + 1 else {
+            throw Wire.Problem("a manifest names more fields than a record has")
+        }
+        var stamps: [String: HLCTimestamp] = [:]
+        for name in own { stamps[name] = stamp }
+        for (name, text) in others {
+            guard Wire.problem(fieldName: name) == nil, !name.hasPrefix(Wire.sealedFieldPrefix),
+                let text = text.stringValue, let other = HLCTimestamp(text: text), other < stamp,
+                stamps.updateValue(other, forKey: name) == nil
+            else {
+                throw Wire.Problem(
+                    "a manifest's field \"\(DisplayText.printable(name.prefix(80)))\" has no valid name and earlier stamp, or is the box's own"
+                )
+            }
+        }
+        self.init(stamps: stamps, versions: try Self.versions(versions))
     }
 
     /// Reads ``text(at:)`` of a manifest sealed under `stamp`.
@@ -139,6 +185,11 @@ public struct RecordManifest: Sendable, Equatable {
                 throw Wire.Problem("a manifest names a field twice, or a field that cannot be")
             }
         }
+        self.init(stamps: stamps, versions: try Self.versions(versions))
+    }
+
+    /// A manifest's version vector (`v`).
+    private static func versions(_ versions: JSONValue) throws(Wire.Problem) -> VersionVector {
         guard case .object(let entries) = versions, entries.count <= Wire.maxVersionEntries else {
             throw Wire.Problem(
                 "a manifest's version vector is not an object of at most \(Wire.maxVersionEntries) devices")
@@ -151,6 +202,6 @@ public struct RecordManifest: Sendable, Equatable {
             }
             counters[device] = UInt64(value)
         }
-        self.init(stamps: stamps, versions: VersionVector(counters))
+        return VersionVector(counters)
     }
 }

@@ -117,7 +117,13 @@ extension RecordState {
     }
 
     /// Appends ``encodeFields(_:)``.
+    /// Fields that hold boxes (sealed format 2) are written grouped, each
+    /// box once (``writeBoxedFields(_:boxes:into:)``).
     public static func writeFields(_ fields: [String: StampedValue], into output: inout [UInt8]) {
+        if fields.values.contains(where: { isBox($0.value) }) {
+            writeBoxedFields(fields, boxes: boxes(of: fields), into: &output)
+            return
+        }
         output.append(UInt8(ascii: "{"))
         var stamps = HLCTimestamp.TextCache()
         for (index, name) in fields.keys.sorted().enumerated() {

@@ -202,9 +202,10 @@ extension Wire {
         return "its deletion flag \"\(RecordState.deletedField)\" is not true or false"
     }
 
-    /// Whether `change` carries end-to-end encryption's fields: such a change
-    /// does not belong in an account that is not encrypted.
+    /// Whether `change` carries end-to-end encryption's fields, or a box
+    /// (sealed format 2, ``RecordState/isBox(_:)``): such a change does not
+    /// belong in an account that is not encrypted.
     public static func looksSealed(_ change: ChangeRecord) -> Bool {
-        change.state.fields.keys.contains { $0.hasPrefix(sealedFieldPrefix) }
+        change.state.fields.contains { $0.key.hasPrefix(sealedFieldPrefix) || RecordState.isBox($0.value.value) }
     }
 }

@@ -146,14 +146,19 @@ extension RecordState {
         // Registers that are well formed but break a limit, and the names of those that are not.
         var flawed: [String: StampedValue] = [:]
         var malformed: Set<String> = []
+        // Sealed format 2: the boxes, when the object starts with them.
+        var grouping = BoxGrouping()
+        var first = true
         if try scanner.beginObject() {
             repeat {
                 let name = try scanner.name()
+                defer { first = false }
+                if try grouping.readBoxes(name: name, first: first, &scanner) { continue }
                 guard fields.count + problems.count <= limit else {
                     _ = try scanner.value()
                     continue
                 }
-                let register = try StampedValue.read(&scanner)
+                let (register, twin) = try grouping.register(&scanner, name: name, fields: fields)
                 // A repeated name counts once, its last value.
                 if !problems.isEmpty {
                     problems[name] = nil
@@ -181,9 +186,11 @@ extension RecordState {
                 case .value(let stamped): if problems[name] != nil { flawed[name] = stamped }
                 }
                 if !problems.isEmpty, problems[name] != nil { fields[name] = nil }
+                if let twin { fields[deletedTwinField] = twin }
             } while try scanner.nextMember()
         }
         if fields.count + problems.count > limit { return FieldsReading(reading: notFields, flawed: nil) }
+        if let problem = grouping.problem { return FieldsReading(reading: problem, flawed: nil) }
         // Of several, the first by name: one document, one message.
         if let first = problems.min(by: { $0.key < $1.key }) {
             return FieldsReading(

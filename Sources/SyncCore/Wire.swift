@@ -80,6 +80,8 @@ public enum Wire {
             guard count > maxValueBytes else { return nil }
             // A sealed value is larger than what it seals.
             if count <= maxSealedValueBytes && text.hasPrefix("e1.") { return nil }
+            // A box holds a whole write (sealed format 2).
+            if count <= maxSealedBoxBytes && text.hasPrefix("e2.") { return nil }
             return "a value is larger than \(maxValueBytes) bytes"
         case .array, .object:
             if depth(of: value) > maxValueDepth { return "a value is nested deeper than \(maxValueDepth) levels" }

@@ -155,6 +155,7 @@ func hostileServer(_ bytes: UnsafeBufferPointer<UInt8>) {
 func manifest(_ bytes: UnsafeBufferPointer<UInt8>) {
     guard let json = try? JSONValue.parse(utf8: bytes) else { return }
     let at = stamp(5, "desktop")
+    boxedManifest(json, at: at)
     guard let manifest = try? RecordManifest(json: json, at: at) else { return }
     precondition(
         (try? RecordManifest(json: JSONValue.parse(manifest.text(at: at)), at: at)) == manifest,
@@ -163,4 +164,22 @@ func manifest(_ bytes: UnsafeBufferPointer<UInt8>) {
     precondition(
         (try? RecordManifest(json: JSONValue.parse(manifest.text(at: other)), at: other)) == manifest,
         "a manifest changed under another stamp")
+}
+
+/// The input as the manifest a box of sealed format 2 holds (its own
+/// fields are the box's): what reads writes back to the same text's
+/// meaning, never naming a stamp at or above the box's but its own fields.
+func boxedManifest(_ json: JSONValue, at: HLCTimestamp) {
+    let own = ["browser", "deleted"]
+    guard let manifest = try? RecordManifest(boxed: json, at: at, own: own) else { return }
+    precondition(own.allSatisfy { manifest.stamps[$0] == at }, "a boxed manifest lost the box's own fields")
+    precondition(
+        manifest.stamps.allSatisfy { own.contains($0.key) || $0.value < at },
+        "a boxed manifest names a stamp not below its box")
+    var text: [UInt8] = []
+    manifest.writeBoxed(at: at, into: &text)
+    precondition(
+        (try? RecordManifest(boxed: JSONValue.parse(String(decoding: text, as: UTF8.self)), at: at, own: own))
+            == manifest,
+        "a boxed manifest changed through its text")
 }

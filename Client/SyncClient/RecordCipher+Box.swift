@@ -1,0 +1,151 @@
+import JSON
+import Model
+import SyncCore
+
+/// Sealed format 2 (docs/sealed-format-v2.md): one box per write of a
+/// record, holding everything the writer stamped with one stamp, the
+/// record's readable key and, at a change's newest stamp, its manifest.
+extension RecordCipher {
+    /// One write of one record, as a box holds it.
+    public struct Write: Sendable, Equatable {
+        /// The record's readable key.
+        public var key: String
+        /// Every field the write stamped, the deletion flag included (never
+        /// one of encryption's own, `e2e.`).
+        public var fields: [String: JSONValue]
+        /// The change's manifest, in the box at its newest stamp only.
+        public var manifest: RecordManifest?
+
+        public init(key: String, fields: [String: JSONValue], manifest: RecordManifest? = nil) {
+            self.key = key
+            self.fields = fields
+            self.manifest = manifest
+        }
+    }
+
+    /// The text a box seals: `{"k":KEY,"f":{NAME:VALUE,…},"m":MANIFEST}`,
+    /// the key and every value followed by spaces up to its size class
+    /// (``paddedLength(_:minimum:)``, from ``smallestClass(collection:field:)``),
+    /// names ascending bytewise, the manifest unpadded and only when there is one.
+    static func boxText(_ write: Write, collection: String, stamp: HLCTimestamp) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(64 + write.fields.count * 48)
+        output += #"{"k":"#.utf8
+        appendPadded(.string(write.key), minimum: smallestClass(collection: collection, field: keyField), to: &output)
+        output += #","f":{"#.utf8
+        // Bytewise order of the names (Swift's String order is by scalars, which for UTF-8 is the same).
+        for (index, name) in write.fields.keys.sorted().enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            JSONValue.string(name).write(into: &output)
+            output.append(UInt8(ascii: ":"))
+            appendPadded(
+                write.fields[name]!, minimum: smallestClass(collection: collection, field: name), to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+        if let manifest = write.manifest {
+            output += #","m":"#.utf8
+            manifest.writeBoxed(at: stamp, into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// `value`'s JSON text, then spaces up to its size class.
+    private static func appendPadded(_ value: JSONValue, minimum: Int, to output: inout [UInt8]) {
+        let start = output.count
+        value.write(into: &output)
+        let count = output.count - start
+        output.append(
+            contentsOf: repeatElement(UInt8(ascii: " "), count: paddedLength(count, minimum: minimum) - count))
+    }
+
+    /// `write` sealed as a box of the record `hiddenKey` under `stamp`:
+    /// `e2.` and the base64url of nonce, ciphertext and tag, bound to
+    /// `brsync-e2e-v2`, the collection, the hidden key and the stamp. The
+    /// nonce is synthetic (as a value's), so the same write seals to the same box.
+    public func sealBox(_ write: Write, collection: String, hiddenKey: String, stamp: HLCTimestamp) -> String {
+        var sealer = Sealer(self, collection: collection, hiddenKey: hiddenKey, label: Self.boxLabel)
+        return sealer.sealBox(Self.boxText(write, collection: collection, stamp: stamp), stamp: Self.bytes(of: stamp))
+    }
+
+    /// The write a box holds, when this key sealed it for the record
+    /// `hiddenKey` under `stamp`, and it is one: its key hashes to the hidden
+    /// key, its fields are not encryption's own and keep the wire's limits,
+    /// its manifest reads.
+    /// - Throws: ``RecordCipherError`` naming the record and what is wrong.
+    public func openBox(
+        _ sealed: String, collection: String, hiddenKey: String, stamp: HLCTimestamp
+    ) throws(RecordCipherError) -> Write {
+        var opener = Opener(self, collection: collection, hiddenKey: hiddenKey, label: Self.boxLabel)
+        let place = "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) box \(stamp)"
+        guard let text = opener.openBox(sealed, stamp: Self.bytes(of: stamp)) else {
+            throw RecordCipherError(
+                message: Opener.sealedForm(sealed, Self.boxPrefix)
+                    ? "\(place) does not open: a wrong account key, or the box was changed, or moved to another record or stamp"
+                    : "\(place): not a box (a plaintext value in an encrypted account?)")
+        }
+        let json: JSONValue
+        do {
+            json = try text.withUnsafeBufferPointer { buffer throws(JSONValue.ParseError) in
+                try JSONValue.parse(utf8: buffer)
+            }
+        } catch {
+            throw RecordCipherError(message: "\(place): the opened box is not JSON")
+        }
+        do throws(Wire.Problem) {
+            let write = try Self.write(in: json, stamp: stamp)
+            guard self.hiddenKey(collection: collection, key: write.key) == hiddenKey else {
+                throw Wire.Problem("its key is not the key the record is filed under")
+            }
+            return write
+        } catch {
+            throw RecordCipherError(message: "\(place): \(error.message)")
+        }
+    }
+
+    /// The write an opened box's JSON holds: an object of `k` (a string),
+    /// `f` (an object of at least one field) and maybe `m` (a boxed manifest), nothing else.
+    private static func write(in json: JSONValue, stamp: HLCTimestamp) throws(Wire.Problem) -> Write {
+        guard case .object(let object) = json, case .string(let key)? = object["k"],
+            case .object(let fields)? = object["f"], object.count == (object["m"] == nil ? 2 : 3)
+        else {
+            throw Wire.Problem("the opened box is not an object of \"k\", \"f\" and maybe \"m\"")
+        }
+        guard !fields.isEmpty, fields.count <= Wire.maxFields else {
+            throw Wire.Problem("the opened box holds no field, or more than a record has")
+        }
+        if let problem = Wire.problem(key: key) { throw Wire.Problem("its key: \(problem)") }
+        for (name, value) in fields {
+            if let problem = Wire.problem(fieldName: name) ?? Wire.problem(value: value) {
+                throw Wire.Problem("field \"\(DisplayText.printable(name.prefix(80)))\": \(problem)")
+            }
+            if name.hasPrefix(Wire.sealedFieldPrefix) {
+                throw Wire.Problem(
+                    "it holds a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are encryption's own"
+                )
+            }
+        }
+        if let deleted = fields[RecordState.deletedField], deleted.boolValue == nil {
+            throw Wire.Problem("its deletion flag is not true or false")
+        }
+        let manifest: RecordManifest?
+        if let boxed = object["m"] {
+            do { manifest = try RecordManifest(boxed: boxed, at: stamp, own: fields.keys) } catch {
+                throw Wire.Problem("its manifest is not one: \(error.message)")
+            }
+        } else {
+            manifest = nil
+        }
+        return Write(key: key, fields: fields, manifest: manifest)
+    }
+
+    /// A stamp's text, as its bytes.
+    private static func bytes(of stamp: HLCTimestamp) -> [UInt8] {
+        var bytes: [UInt8] = []
+        stamp.write(into: &bytes)
+        return bytes
+    }
+
+    /// What a box's associated data starts with (a value's is `brsync-e2e-v1`).
+    static let boxLabel = "brsync-e2e-v2"
+}
