@@ -41,14 +41,18 @@ def fail(message):
     sys.exit(3)
 
 
-def wait_for(predicate, seconds, what):
-    """predicate's first answer that is not None, asked every 50 ms for `seconds`; else fails."""
+def wait_for(predicate, seconds, what, seen=None):
+    """predicate's first answer that is not None, asked every 50 ms for `seconds`; else fails,
+    first printing `SEEN text` for each thing `seen` lists (what there was instead)."""
     deadline = time.time() + seconds
     while time.time() < deadline:
         found = predicate()
         if found is not None:
             return found
         time.sleep(0.05)
+    if seen is not None:
+        for text in seen():
+            print("SEEN " + text.replace("\n", " "), flush=True)
     fail(f"no {what} within {seconds} s")
 
 

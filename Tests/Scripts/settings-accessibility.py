@@ -89,6 +89,13 @@ def main():
                     fail(f"no text field named {name!r}")
                 if not field.get_editable_text_iface().set_text_contents(value):
                     fail(f"the field {name!r} took no text")
+                # The next step may press a button at once: wait until the
+                # field reads back what was put in it.
+                def field_text():
+                    text = field.get_text_iface()
+                    return text.get_text(0, text.get_character_count())
+                wait_for(lambda: True if field_text() == value else None, 10,
+                         f"text {value!r} in the field {name!r}", seen=lambda: [repr(field_text())])
             elif kind == "press":
                 button = find(app, lambda n: n.get_role_name() == "push button"
                               and rest in (n.get_name(), n.get_description()))
@@ -108,7 +115,9 @@ def main():
             elif kind == "find":
                 role, _, text = rest.partition(":")
                 node = wait_for(lambda: find(app, lambda n: n.get_role_name() == role and text in (n.get_name() or "")),
-                                30, f"{role} named …{text!r}…")  # a key change in a debug build, under load
+                                30, f"{role} named …{text!r}…",  # a key change in a debug build, under load
+                                seen=lambda: [n.get_name() for n, _ in nodes(window)
+                                              if n.get_role_name() == role and (n.get_name() or "").strip()])
                 print("FOUND " + node.get_name().replace("\n", " "), flush=True)
             elif kind == "run":
                 done = subprocess.run(["/bin/sh", "-c", rest], capture_output=True, text=True, timeout=30)
