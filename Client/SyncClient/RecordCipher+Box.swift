@@ -139,6 +139,80 @@ extension RecordCipher {
         return Write(key: key, fields: fields, manifest: manifest)
     }
 
+    /// `change` sealed in format 2: one box per stamp its fields carry, each
+    /// holding the fields of that stamp and the key, the newest one the
+    /// change's manifest; each field (and `e2e.key`, `e2e.manifest`, the
+    /// deletion flag's twin) the register (its stamp, its box). The same
+    /// change always seals to the same boxes.
+    func sealBoxes(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
+        let collection = change.collection.rawValue
+        let hidden = hiddenKey(collection: collection, key: change.key)
+        var byStamp: [HLCTimestamp: [String: JSONValue]] = [:]
+        for (name, register) in change.state.fields { byStamp[register.stamp, default: [:]][name] = register.value }
+        guard let newest = byStamp.keys.max() else {
+            // Nothing to seal (re-stamping took every field): the hidden key alone, as format 1.
+            return ChangeRecord(
+                sequence: change.sequence, collection: change.collection, key: hidden,
+                state: RecordState(fields: [:], versions: change.state.versions))
+        }
+        let manifest = Self.manifest(of: change, newest: newest)
+        var sealer = Sealer(self, collection: collection, hiddenKey: hidden, label: Self.boxLabel)
+        var fields = [String: StampedValue](minimumCapacity: change.state.fields.count + 3)
+        for (stamp, values) in byStamp {
+            let write = Write(key: change.key, fields: values, manifest: stamp == newest ? manifest : nil)
+            let box = StampedValue(
+                .string(
+                    sealer.sealBox(
+                        Self.boxText(write, collection: collection, stamp: stamp), stamp: Self.bytes(of: stamp))),
+                stamp: stamp)
+            for name in values.keys { fields[name] = box }
+            if let flag = change.state.fields[RecordState.deletedField], flag.stamp == stamp {
+                fields[RecordState.deletedField] = flag
+                fields[Self.deletedTwinField] = box
+            }
+            if stamp == newest {
+                fields[Self.keyField] = box
+                fields[Self.manifestField] = box
+            }
+        }
+        return ChangeRecord(
+            sequence: change.sequence, collection: change.collection, key: hidden,
+            state: RecordState(fields: fields, versions: change.state.versions))
+    }
+
+    /// The write of each box `change`'s fields name, each opened once.
+    func openBoxes(_ change: ChangeRecord) throws(RecordCipherError) -> [StampedValue: Write] {
+        var writes: [StampedValue: Write] = [:]
+        for register in change.state.fields.values where writes[register] == nil && RecordState.isBox(register.value) {
+            writes[register] = try openBox(
+                register.value.stringValue!, collection: change.collection.rawValue, hiddenKey: change.key,
+                stamp: register.stamp)
+        }
+        return writes
+    }
+
+    /// Refuses `state` when a field a write holds is missing from it, or
+    /// held at an older stamp than the write's: an honest merge only moves
+    /// a field forward, and keeps a box only while some field names it.
+    static func checkWritesHeld(_ writes: [StampedValue: Write], in state: RecordState) throws(RecordCipherError) {
+        for (box, write) in writes {
+            for name in write.fields.keys.sorted() {
+                guard let held = state.fields[name] else {
+                    throw RecordCipherError(
+                        message:
+                            "field \"\(DisplayText.printable(name.prefix(80)))\" of the write of \(box.stamp) was dropped (by the server?)"
+                    )
+                }
+                if held.stamp < box.stamp {
+                    throw RecordCipherError(
+                        message:
+                            "field \"\(DisplayText.printable(name.prefix(80)))\" was rolled back to older than the write of \(box.stamp) (by the server?)"
+                    )
+                }
+            }
+        }
+    }
+
     /// A stamp's text, as its bytes.
     private static func bytes(of stamp: HLCTimestamp) -> [UInt8] {
         var bytes: [UInt8] = []

@@ -280,7 +280,7 @@ public struct RecordCipher: Sendable {
 
     static let sealedPrefix = Array("e1.".utf8)
     /// A box's prefix (sealed format 2: one write of a record).
-    static let boxPrefix = Array("e2.".utf8)
+    static let boxPrefix = Array(RecordState.boxPrefix.utf8)
 
     /// The length a value's JSON text of `count` bytes is padded to before
     /// it is sealed, with spaces (JSON ignores them after a value): 16, 32,
@@ -328,12 +328,12 @@ extension RecordCipher {
     /// sees only the hidden key). It is stamped with the change's newest
     /// stamp; every copy holds the same key, so whichever wins a merge opens
     /// to it.
-    public static let keyField = "e2e.key"
+    public static let keyField = Wire.sealedKeyField
     /// The sealed twin of the deletion flag: the flag stays readable (the
     /// server keeps tombstones and purges them), and the twin, sealed under
     /// the same stamp, proves the device wrote it (a server cannot delete a
     /// record by setting the flag).
-    public static let deletedTwinField = "e2e.deleted"
+    public static let deletedTwinField = RecordState.deletedTwinField
     /// The sealed ``RecordManifest`` of a change, stamped with its newest
     /// stamp like ``keyField``: the merged record keeps its newest writer's.
     public static let manifestField = "e2e.manifest"
@@ -346,10 +346,15 @@ extension RecordCipher {
     /// A change with no field (re-stamping took them all; it keeps its
     /// number) gets only its hidden key: there is nothing to seal, and no
     /// client opens a record without fields (nothing to apply).
+    /// - Parameter format: format 2 seals each write of the change once, in
+    ///   a box (``sealBoxes(_:)``); the ledger is sealed in format 1 either way.
     /// - Throws: ``RecordCipherError`` for a field named like the cipher's
     ///   own (`e2e.` and a name).
-    public func seal(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
+    public func seal(_ change: ChangeRecord, format: Wire.SealedFormat = .one) throws(RecordCipherError) -> ChangeRecord
+    {
         if change.collection == .ledger { return try sealLedger(change) }
+        try Self.checkOwnNames(change)
+        if format == .two { return try sealBoxes(change) }
         let collection = change.collection.rawValue
         let hidden = hiddenKey(collection: collection, key: change.key)
         var sealer = Sealer(self, collection: collection, hiddenKey: hidden)
@@ -358,12 +363,6 @@ extension RecordCipher {
         var value: [UInt8] = []
         var newest: HLCTimestamp?
         for (name, register) in change.state.fields {
-            guard !name.hasPrefix("e2e.") else {
-                throw RecordCipherError(
-                    message:
-                        "\(collection) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own"
-                )
-            }
             if newest.map({ register.stamp > $0 }) ?? true { newest = register.stamp }
             value.removeAll(keepingCapacity: true)
             register.value.write(into: &value)
@@ -388,7 +387,7 @@ extension RecordCipher {
             if let text = change.manifestText {
                 value += text.utf8
             } else {
-                RecordManifest(of: change.state, through: newest).write(at: newest, into: &value)
+                Self.manifest(of: change, newest: newest).write(at: newest, into: &value)
             }
             fields[Self.manifestField] = StampedValue(
                 .string(sealer.seal(value, field: Self.manifestField, stamp: stamp, padding: false)), stamp: newest)
@@ -396,6 +395,30 @@ extension RecordCipher {
         return ChangeRecord(
             sequence: change.sequence, collection: change.collection, key: hidden,
             state: RecordState(fields: fields, versions: change.state.versions))
+    }
+
+    /// Refuses a change with a field named like the cipher's own (`e2e.` and a name).
+    static func checkOwnNames(_ change: ChangeRecord) throws(RecordCipherError) {
+        guard let name = change.state.fields.keys.first(where: { $0.hasPrefix(Wire.sealedFieldPrefix) }) else {
+            return
+        }
+        throw RecordCipherError(
+            message:
+                "\(change.collection.rawValue) '\(DisplayText.printable(change.key.prefix(80)))' has a field named \"\(DisplayText.printable(name.prefix(80)))\": names starting with e2e. are end-to-end encryption's own"
+        )
+    }
+
+    /// The manifest of `change`, whose newest stamp is `newest`: the one the
+    /// log kept (the record just after the edit), else the change's own
+    /// fields and versions (a whole record relayed, a change logged before
+    /// manifests were kept).
+    static func manifest(of change: ChangeRecord, newest: HLCTimestamp) -> RecordManifest {
+        if let text = change.manifestText, let json = try? JSONValue.parse(text),
+            let kept = try? RecordManifest(json: json, at: newest)
+        {
+            return kept
+        }
+        return RecordManifest(of: change.state, through: newest)
     }
 
     /// The readable change a sealed one holds, checked against its manifest
@@ -421,15 +444,30 @@ extension RecordCipher {
         }
         var opener = Opener(self, collection: collection, hiddenKey: hidden)
         var stamps = HLCTimestamp.TextCache()
-        let keyValue = try opener.openValue(sealedKey, field: Self.keyField, stamp: stamps.text(of: keyRegister.stamp))
-        guard case .string(let key) = keyValue, hiddenKey(collection: collection, key: key) == hidden else {
-            throw RecordCipherError(message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
+        // Format 2: each box once (its key hashes to the hidden key, or it does not open).
+        let writes = try openBoxes(change)
+        let key: String
+        if let write = writes[keyRegister] {
+            key = write.key
+        } else {
+            let keyValue = try opener.openValue(
+                sealedKey, field: Self.keyField, stamp: stamps.text(of: keyRegister.stamp))
+            guard case .string(let opened) = keyValue, hiddenKey(collection: collection, key: opened) == hidden else {
+                throw RecordCipherError(
+                    message: "\(collection)/\(shown): its sealed key is not the key it is filed under")
+            }
+            key = opened
+        }
+        if writes.values.contains(where: { $0.key != key }) {
+            throw RecordCipherError(
+                message: "\(collection)/\(shown): its writes do not all hold the key it is filed under")
         }
         do {
-            let fields = try openFields(change, opener: &opener, stamps: &stamps)
+            let fields = try openFields(change, writes: writes, opener: &opener, stamps: &stamps)
             let state = RecordState(fields: fields, versions: change.state.versions)
+            try Self.checkWritesHeld(writes, in: state)
             let manifest = try checkManifest(
-                change, state, opener: &opener, stamps: &stamps, required: requiringManifest)
+                change, state, writes: writes, opener: &opener, stamps: &stamps, required: requiringManifest)
             // The writer as its sealed manifest says, never as the server does.
             let writer = manifest.map(\.versions).flatMap { $0 == state.versions ? nil : $0 }
             var opened = ChangeRecord(
@@ -450,8 +488,8 @@ extension RecordCipher {
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
     /// - Returns: the manifest (nil when there is none and none is required).
     private func checkManifest(
-        _ change: ChangeRecord, _ state: RecordState, opener: inout Opener, stamps: inout HLCTimestamp.TextCache,
-        required: Bool
+        _ change: ChangeRecord, _ state: RecordState, writes: [StampedValue: Write], opener: inout Opener,
+        stamps: inout HLCTimestamp.TextCache, required: Bool
     ) throws(RecordCipherError) -> RecordManifest? {
         let newest = state.newestStamp
         guard let register = change.state.fields[Self.manifestField] else {
@@ -464,13 +502,20 @@ extension RecordCipher {
             }
             return nil
         }
-        guard case .string(let sealed) = register.value else {
-            throw RecordCipherError(message: "its manifest is not a sealed value")
-        }
-        let json = try opener.openValue(sealed, field: Self.manifestField, stamp: stamps.text(of: register.stamp))
         let manifest: RecordManifest
-        do { manifest = try RecordManifest(json: json, at: register.stamp) } catch {
-            throw RecordCipherError(message: "its manifest is not one: \(error.message)")
+        if let write = writes[register] {
+            guard let boxed = write.manifest else {
+                throw RecordCipherError(message: "its manifest names a write that holds none (by the server?)")
+            }
+            manifest = boxed
+        } else {
+            guard case .string(let sealed) = register.value else {
+                throw RecordCipherError(message: "its manifest is not a sealed value")
+            }
+            let json = try opener.openValue(sealed, field: Self.manifestField, stamp: stamps.text(of: register.stamp))
+            do { manifest = try RecordManifest(json: json, at: register.stamp) } catch {
+                throw RecordCipherError(message: "its manifest is not one: \(error.message)")
+            }
         }
         if let problem = manifest.problem(with: state) {
             throw RecordCipherError(message: "\(problem), against what its last writer sealed (by the server?)")
@@ -485,7 +530,8 @@ extension RecordCipher {
     }
 
     private func openFields(
-        _ change: ChangeRecord, opener: inout Opener, stamps: inout HLCTimestamp.TextCache
+        _ change: ChangeRecord, writes: [StampedValue: Write], opener: inout Opener,
+        stamps: inout HLCTimestamp.TextCache
     ) throws(RecordCipherError) -> [String: StampedValue] {
         let (collection, hidden) = (opener.collection, opener.hiddenKey)
         var shown: String { DisplayText.printable(hidden.prefix(80)) }
@@ -505,9 +551,24 @@ extension RecordCipher {
                 else {
                     throw forged
                 }
-                let opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
+                let opened: JSONValue?
+                if let write = writes[twin] {
+                    opened = write.fields[name]
+                } else {
+                    opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
+                }
                 guard opened == register.value else { throw forged }
                 fields[name] = register
+                continue
+            }
+            if let write = writes[register] {
+                guard let value = write.fields[name] else {
+                    throw RecordCipherError(
+                        message:
+                            "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\" is not in the write it names (moved by the server?)"
+                    )
+                }
+                fields[name] = StampedValue(value, stamp: register.stamp)
                 continue
             }
             guard case .string(let sealed) = register.value else {

@@ -12,20 +12,28 @@ extension RecordState {
     /// The member of a fields object that lists its boxes.
     public static let boxesMember = "e2e.boxes"
     /// The sealed twin of the deletion flag.
-    static let deletedTwinField = "e2e.deleted"
+    public static let deletedTwinField = "e2e.deleted"
+    /// How a box's text starts.
+    public static let boxPrefix = "e2."
+    /// The fewest bytes a box's text has: the prefix and 60 base64url
+    /// characters (a nonce, a tag and the smallest write, sealed).
+    static let minimumBoxBytes = 63
 
-    /// Whether `value` is a box's text: `e2.` and at least 60 base64url
-    /// characters (a nonce, a tag and the smallest write, sealed); nothing
-    /// readable a user writes looks like one.
+    /// Whether `value` is a box's text: ``boxPrefix`` and at least 60
+    /// base64url characters; nothing readable a user writes looks like one.
     public static func isBox(_ value: JSONValue) -> Bool {
-        guard case .string(var text) = value else { return false }
-        return text.withUTF8 { isBoxText($0) }
+        // Most values are short or readable: settled by the count and the first byte, no copy.
+        guard case .string(let text) = value, text.utf8.count >= minimumBoxBytes,
+            text.utf8.first == UInt8(ascii: "e")
+        else { return false }
+        return text.utf8.withContiguousStorageIfAvailable(isBoxText)
+            ?? Array(text.utf8).withUnsafeBufferPointer(isBoxText)
     }
 
     /// ``isBox(_:)`` of a string's UTF-8 bytes.
     static func isBoxText(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        utf8.count >= 63 && utf8[0] == UInt8(ascii: "e") && utf8[1] == UInt8(ascii: "2")
-            && utf8[2] == UInt8(ascii: ".") && Wire.allBase64URL(UnsafeBufferPointer(rebasing: utf8[3...]))
+        utf8.count >= minimumBoxBytes && utf8.starts(with: boxPrefix.utf8)
+            && Wire.allBase64URL(UnsafeBufferPointer(rebasing: utf8[boxPrefix.utf8.count...]))
     }
 
     /// The boxes `fields` hold, each once, ascending by stamp then text bytewise.

@@ -81,6 +81,15 @@ extension Wire {
     /// Field names starting with this are encryption's own.
     public static let sealedFieldPrefix = "e2e."
 
+    /// How an encrypted account's changes are sealed (docs/sealed-format-v2.md):
+    /// format 1 seals each value by itself, format 2 each write once, in a box.
+    public enum SealedFormat: Int, Sendable, Comparable {
+        case one = 1
+        case two = 2
+
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
+
     /// Whether `text` is an account key's id: 16 lower-case hex digits
     /// (HKDF-derived; it reveals nothing of the key).
     public static func isKeyID(_ text: String) -> Bool { isDigest(text) }
