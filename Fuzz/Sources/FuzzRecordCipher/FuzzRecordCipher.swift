@@ -20,20 +20,22 @@ func fuzzRecordCipher(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     hostileServer(bytes)
     manifest(bytes)
     guard let change = try? ChangeRecord(reading: bytes) else { return 0 }
-    if let opened = try? cipher.open(change) {
-        let again = try? cipher.open(try cipher.seal(opened))
-        precondition(again == opened, "an opened record did not survive sealing again")
-    }
-    if let sealed = try? cipher.seal(change) {
-        let back = try? sealed.jsonBytes.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
-            try ChangeRecord(reading: bytes)
+    for format in [Wire.SealedFormat.one, .two] {
+        if let opened = try? cipher.open(change) {
+            let again = try? cipher.open(try cipher.seal(opened, format: format))
+            precondition(again == opened, "an opened record did not survive sealing again in format \(format)")
         }
-        precondition(back == sealed, "a sealed change changed in a round trip through its JSON")
-        // A change with no field (re-stamping took them all) has no sealed key
-        // to open by; the client skips such a record, holding nothing.
-        precondition(
-            change.state.fields.isEmpty || (try? cipher.open(sealed)) == change,
-            "a sealed change did not open to itself")
+        if let sealed = try? cipher.seal(change, format: format) {
+            let back = try? sealed.jsonBytes.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+                try ChangeRecord(reading: bytes)
+            }
+            precondition(back == sealed, "a sealed change changed in a round trip through its JSON (format \(format))")
+            // A change with no field (re-stamping took them all) has no sealed key
+            // to open by; the client skips such a record, holding nothing.
+            precondition(
+                change.state.fields.isEmpty || (try? cipher.open(sealed)) == change,
+                "a sealed change did not open to itself in format \(format)")
+        }
     }
     return 0
 }
@@ -55,8 +57,9 @@ func version(
 }
 
 /// What key holders wrote: two records, each in several versions (an edit,
-/// a deletion, a revival), sealed. Every register of every version is a
-/// real seal the server holds and may replay anywhere.
+/// a deletion, a revival), sealed in both formats (a value by itself, and
+/// one box per write). Every register of every version is a real seal the
+/// server holds and may replay anywhere.
 let written: [ChangeRecord] = [
     version(
         "zoom.us", ["browser": .string("firefox"), "priority": .int(3), "deleted": .bool(false)], at: 1, by: "laptop",
@@ -68,7 +71,7 @@ let written: [ChangeRecord] = [
         by: "desktop", counter: 2),
     version("bank.example", ["browser": .string("firefox"), "deleted": .bool(false)], at: 7, by: "laptop", counter: 3),
 ]
-let sealedVersions = written.map { try! cipher.seal($0) }
+let sealedVersions = written.map { try! cipher.seal($0) } + written.map { try! cipher.seal($0, format: .two) }
 
 /// Every (record, field, stamp) a key holder sealed, and the value it sealed.
 let genuine: [String: JSONValue] = {
