@@ -444,7 +444,7 @@ extension SyncStore {
             }
             guard counters.encrypted else {
                 throw ServerError.notEncrypted(
-                    "a readable account's timeline starts with the pull that finds it rolled back")
+                    "its timeline starts anew with the pull that finds it rolled back, not with this request")
             }
             if let first = try SyncEngine.authorize(authority, account: counters) {
                 try transaction.registerSigningKey(account: device.accountID, first)

@@ -23,7 +23,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case conflict(String)
     /// A readable change for an end-to-end encrypted account.
     case encryptionRequired(String)
-    /// A sealed change for an account that is not encrypted.
+    /// A sealed change, or a request only an encrypted account takes, for
+    /// an account that is not encrypted; the text says what (after "and").
     case notEncrypted(String)
     /// A client of protocol 1 for an encrypted account: it cannot read it.
     case upgradeRequired
@@ -133,7 +134,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
             return
                 "this account is end-to-end encrypted and takes sealed records only (\(what)): add the account's recovery code with 'brsync key add'"
         case .notEncrypted(let what):
-            return "this account is not end-to-end encrypted, and the request holds sealed records (\(what))"
+            return "this account is not end-to-end encrypted, and \(what)"
         case .keyRotated:
             return
                 "this account's key was rotated on another machine: add the new recovery code with 'brsync key add' (this machine's edits are kept and go up then)"
