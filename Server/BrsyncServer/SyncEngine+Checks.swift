@@ -179,12 +179,30 @@ extension SyncEngine {
         }
     }
 
+    /// An encrypted account marked format 2 takes no write of a client
+    /// older than ``Wire/sealedFormatProtocol`` (checked under the
+    /// account's lock, as it is now).
+    static func checkSealedFormat(_ clientProtocol: Int, account: Store.AccountCounters) throws(ServerError) {
+        if account.encrypted && account.sealedFormat >= 2 && clientProtocol < Wire.sealedFormatProtocol {
+            throw sealedFormatUpgrade(since: account.sealedFormatSince)
+        }
+    }
+
+    /// The refusal of an older client by an account marked format 2 at
+    /// `since` (ms since 1970), naming the day.
+    static func sealedFormatUpgrade(since: Int64?) -> ServerError {
+        .sealedFormatUpgrade(since: since.map { String(Timestamp.iso8601(millis: $0).prefix(10)) })
+    }
+
     /// A client of protocol 1 cannot read an encrypted account: it is told
     /// to upgrade instead of being sent what it cannot open.
     /// A client that names its key (a pull's `key=`) must name the
     /// account's: one with a rotated key learns it before opening anything.
     static func checkProtocol(_ clientProtocol: Int, keyID: String? = nil, of device: Store.Device) throws {
         if device.accountEncrypted && clientProtocol < 2 { throw ServerError.upgradeRequired }
+        if device.accountEncrypted && device.accountSealedFormat >= 2 && clientProtocol < Wire.sealedFormatProtocol {
+            throw sealedFormatUpgrade(since: device.accountSealedFormatSince)
+        }
         if device.accountEncrypted, let keyID, keyID != device.accountKeyID {
             throw ServerError.keyRotated(retired: device.accountRetiredKeys.contains(keyID))
         }

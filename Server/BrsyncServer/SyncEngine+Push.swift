@@ -70,7 +70,9 @@ extension SyncEngine {
         try commit(
             merging.working, of: request.ledger.isEmpty ? newChanges : newChanges + request.ledger,
             account: device.accountID, nextSequence: merging.nextSequence, counters: counters, now: now, in: store)
-        return try acknowledge(merging, of: request, from: device, position: position, now: now, in: store)
+        return try acknowledge(
+            merging, of: request, from: device, position: position, clientProtocol: clientProtocol, now: now,
+            in: store)
     }
 
     /// Where the pushing device's stream stands in the store, and the chain
@@ -283,7 +285,7 @@ extension SyncEngine {
     /// and makes the answer.
     private static func acknowledge(
         _ merging: MergingPush, of request: PushRequest, from device: Store.Device, position: StreamPosition,
-        now: Int64, in store: some StoreTransaction
+        clientProtocol: Int, now: Int64, in store: some StoreTransaction
     ) throws -> PushOutcome {
         let last = position.last
         let acknowledged = merging.needed.first.map { $0 - 1 } ?? request.to
@@ -309,7 +311,9 @@ extension SyncEngine {
             try store.setStream(
                 account: device.accountID, clientDevice: request.device, last: acknowledged, digest: digest)
             try store.notePush(
-                device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now)
+                device: device.id, lastDeviceSequence: acknowledged, clientDevice: request.device, now: now,
+                protocol: clientProtocol)
+            _ = try SyncStore.markSealedFormat(device, clientProtocol: clientProtocol, now: now, in: store)
         }
         return .applied(
             acknowledged: acknowledged, digest: digest, applied: merging.applied, lost: merging.lost.fields,

@@ -100,8 +100,11 @@ extension SyncStore {
             clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
         if mayWrite {
-            try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: false)
-        } else if bookkeeping.needsWrite(device: device, cursor: cursor, now: currentMillis()) {
+            try finishPull(
+                &page, since: cursor, device: device, clientEpoch: clientEpoch, clientProtocol: clientProtocol,
+                joining: false)
+        } else if bookkeeping.needsWrite(device: device, cursor: cursor, now: currentMillis(), protocol: clientProtocol)
+        {
             // finishPull would write (and does nothing else for a page like this one).
             return nil
         }

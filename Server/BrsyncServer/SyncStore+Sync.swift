@@ -280,7 +280,9 @@ extension SyncStore {
             epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling,
             clientProtocol: clientProtocol,
             in: ReadAhead(snapshot: snapshot, clientDevice: proving))
-        try finishPull(&page, since: cursor, device: device, clientEpoch: clientEpoch, joining: joining)
+        try finishPull(
+            &page, since: cursor, device: device, clientEpoch: clientEpoch, clientProtocol: clientProtocol,
+            joining: joining)
         // Of any id in the account (homes copied with their token share
         // it), to a token whose device pushed: in an encrypted account only a
         // key holder's can, and a push's `gap` answer tells it as much.
@@ -352,7 +354,8 @@ extension SyncStore {
     /// code's secret never starts one.
     /// - Throws: `rollback_unconfirmed` or `timeline_limited`, nothing changed.
     func finishPull(
-        _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?, joining: Bool
+        _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?,
+        clientProtocol: Int, joining: Bool
     ) throws {
         if page.rollback {
             if joining || device.accountEncrypted {
@@ -384,15 +387,30 @@ extension SyncStore {
         if joining { return }
         // Bookkeeping writes only when something moved: a no-change pull
         // (the common case, every few minutes per machine) stays a pure read.
-        // `acknowledged_cursor` and `last_seen` are written once per device and
-        // value (last_seen at most once a minute), so concurrent pulls do not
-        // queue on the write lock.
+        // `acknowledged_cursor`, `last_seen` and `protocol` are written once
+        // per device and value (last_seen at most once a minute), so
+        // concurrent pulls do not queue on the write lock.
         let now = currentMillis()
-        if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now) {
-            try writing(account: device.accountID) {
-                try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now)
+        if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now, protocol: clientProtocol) {
+            let marked = try writing(account: device.accountID) {
+                try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now, protocol: clientProtocol)
+                return try Self.markSealedFormat(device, clientProtocol: clientProtocol, now: now, in: $0)
             }
+            if marked { changed(device.accountID) }
         }
+    }
+
+    /// Marks `device`'s account format 2 when this request of protocol
+    /// `clientProtocol` is the last its devices needed
+    /// (``StoreTransaction/markSealedFormat(account:now:seenSince:)``).
+    /// - Returns: whether it was marked now (its devices' cached reads are then stale).
+    static func markSealedFormat(
+        _ device: Store.Device, clientProtocol: Int, now: Int64, in transaction: some StoreTransaction
+    ) throws -> Bool {
+        guard device.accountEncrypted, device.accountSealedFormat < 2, clientProtocol >= Wire.sealedFormatProtocol
+        else { return false }
+        return try transaction.markSealedFormat(
+            account: device.accountID, now: now, seenSince: now - Wire.sealedFormatWindowMillis)
     }
 
     /// A pull's answer as the JSON text of a ``PullResponse``, with the stored
@@ -414,7 +432,9 @@ extension SyncStore {
             account: device.accountUID, clock: clock, epoch: page.epoch, more: page.more, reset: page.reset,
             keyID: device.accountEncrypted ? device.accountKeyID : nil,
             signingKey: clientSigningKey == device.accountSigningKey ? nil : device.accountSigningKey,
-            encryptionReset: device.accountEncryptionReset, chain: page.chain, next: page.next, into: &output
+            encryptionReset: device.accountEncryptionReset,
+            sealedFormat: device.accountEncrypted && device.accountSealedFormat >= 2 ? .two : .one, chain: page.chain,
+            next: page.next, into: &output
         ) { output in
             for (index, row) in page.rows.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }

@@ -75,6 +75,7 @@ extension SyncEngine {
     static func authorize(_ authority: WriteAuthority, account: Store.AccountCounters) throws(ServerError) -> String? {
         guard account.encrypted else { return nil }
         guard authority.clientProtocol >= Wire.signedWritesProtocol else { throw .upgradeRequired }
+        try SyncEngine.checkSealedFormat(authority.clientProtocol, account: account)
         guard let signature = authority.signature else { throw .signatureRequired }
         if !account.signingKey.isEmpty, signature.publicKey != account.signingKey { throw .signingKeyMismatch }
         guard authority.isSigned(by: signature.publicKey) else {
@@ -110,6 +111,7 @@ extension SyncEngine {
             throw .badRequest(
                 "a key change needs a client of protocol \(Wire.signedWritesProtocol) (signed writes): upgrade brsync")
         }
+        if account.encrypted { try SyncEngine.checkSealedFormat(authority.clientProtocol, account: account) }
         guard let publicKey = request.publicKey else {
             throw .badRequest(#"a key change names the new key's signing public key ("publicKey")"#)
         }

@@ -51,7 +51,8 @@ final class PostgresTransaction: StoreTransaction {
     func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
         try connection.queryFirst(
             "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
-                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = $1 FOR UPDATE",
+                + "record_count, byte_count, max_records, max_bytes, max_devices, sealed_format, sealed_format_since "
+                + "FROM accounts WHERE id = $1 FOR UPDATE",
             [.integer(account)]
         ) {
             Store.AccountCounters(
@@ -60,7 +61,8 @@ final class PostgresTransaction: StoreTransaction {
                 signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)),
                 encryptionReset: $0.bool(6) ?? false, epoch: $0.string(7) ?? "",
                 usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
-                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
+                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0),
+                sealedFormat: Int($0.int64(13) ?? 1), sealedFormatSince: $0.int64(14))
         }
     }
 
@@ -123,10 +125,13 @@ final class PostgresTransaction: StoreTransaction {
             [.integer(account), .text(clientDevice), .integer(through)])
     }
 
-    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64, protocol: Int) throws {
         try connection.run(
-            "UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3 WHERE id = $4",
-            [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+            "UPDATE devices SET last_device_seq = $1, client_device = $2, last_seen = $3, protocol = $4 WHERE id = $5",
+            [
+                .integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(Int64(`protocol`)),
+                .integer(device),
+            ])
     }
 
     func startNewEpoch() throws -> String {
@@ -197,17 +202,17 @@ final class PostgresTransaction: StoreTransaction {
             ]
         ) { row -> Row in
             var record: Store.PulledRow?
-            if let sequence = row.int64(21) {
+            if let sequence = row.int64(24) {
                 record = Store.PulledRow(
-                    sequence: sequence, collection: try StoredRecord.collection(row.string(22)),
-                    key: row.string(23) ?? "", fields: row.string(24) ?? "{}",
-                    versions: row.string(25) ?? "{}", writer: row.string(29), knownTo: row.string(26),
-                    knownAfter: row.int64(27) ?? 0)
+                    sequence: sequence, collection: try StoredRecord.collection(row.string(25)),
+                    key: row.string(26) ?? "", fields: row.string(27) ?? "{}",
+                    versions: row.string(28) ?? "{}", writer: row.string(32), knownTo: row.string(29),
+                    knownAfter: row.int64(30) ?? 0)
             }
             return Row(
-                device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(18) ?? "",
-                stream: row.int64(19).map { (last: $0, digest: row.string(20) ?? "") }, record: record,
-                scanned: row.int64(28) ?? 0)
+                device: Self.authenticatedDevice(row), tokenHash: row.bytes(9) ?? [], epoch: row.string(21) ?? "",
+                stream: row.int64(22).map { (last: $0, digest: row.string(23) ?? "") }, record: record,
+                scanned: row.int64(31) ?? 0)
         }
         guard let first = rows.first else { return nil }
         let records = rows.compactMap(\.record)
@@ -218,15 +223,12 @@ final class PostgresTransaction: StoreTransaction {
         return snapshot
     }
 
-    /// The device columns (0 to 16: the device, the account's identity, the
-    /// token hash, the account's counters and encryption) that
-    /// ``authenticatedDevice(_:)`` reads, for a query that adds its own after them.
     /// The device and its account, as ``authenticatedDevice(_:)`` reads
-    /// them: columns 0–17 (a query that adds its own numbers them from 18).
+    /// them: columns 0–20 (a query that adds its own numbers them from 21).
     static let deviceColumns = """
         SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor,
                a.uid, d.token_hash, a.next_seq, a.purged_through, a.encrypted, a.key_id, a.signing_key, a.encryption_reset, a.epoch AS account_epoch,
-               a.retired_keys
+               a.retired_keys, d.protocol, a.sealed_format, a.sealed_format_since
         FROM devices d JOIN accounts a ON a.id = d.account_id
         """
 
@@ -240,6 +242,9 @@ final class PostgresTransaction: StoreTransaction {
         device.accountEncryptionReset = row.bool(15) ?? false
         device.accountEpoch = row.string(16) ?? ""
         device.accountRetiredKeys = Store.AccountCounters.retiredKeys(text: row.string(17))
+        device.clientProtocol = Int(row.int64(18) ?? 0)
+        device.accountSealedFormat = Int(row.int64(19) ?? 1)
+        device.accountSealedFormatSince = row.int64(20)
         return device
     }
 
@@ -256,10 +261,22 @@ final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws {
         try connection.run(
-            "UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2 WHERE id = $3",
-            [.integer(cursor), .integer(now), .integer(device)])
+            """
+            UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2, protocol = $3
+            WHERE id = $4
+            """, [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device)])
+    }
+
+    func markSealedFormat(account: Int64, now: Int64, seenSince: Int64) throws -> Bool {
+        try connection.run(
+            """
+            UPDATE accounts SET sealed_format = 2, sealed_format_since = $1
+            WHERE id = $2 AND encrypted AND sealed_format < 2 AND NOT EXISTS (
+                SELECT 1 FROM devices WHERE account_id = accounts.id AND NOT revoked AND protocol < $3 AND last_seen >= $4)
+            """, [.integer(now), .integer(account), .integer(Int64(Wire.sealedFormatProtocol)), .integer(seenSince)])
+            > 0
     }
 
     /// The account's row is locked already (``accountCounters(_:)``).
@@ -385,12 +402,13 @@ final class PostgresTransaction: StoreTransaction {
         try connection.query(
             """
             SELECT d.id, d.account_id, d.name, d.client_device, d.revoked, d.last_seen, d.last_device_seq, d.acknowledged_cursor, a.uid,
-                   (SELECT MAX(e.expires_at) FROM enrollments e WHERE e.device_id = d.id AND e.used_at IS NULL)
+                   (SELECT MAX(e.expires_at) FROM enrollments e WHERE e.device_id = d.id AND e.used_at IS NULL), d.protocol
             FROM devices d JOIN accounts a ON a.id = d.account_id WHERE d.account_id = $1 ORDER BY d.name
             """, [.integer(account)]
         ) { row in
             var device = Self.device(row)
             device.joinExpiresMillis = row.int64(9)
+            device.clientProtocol = Int(row.int64(10) ?? 0)
             return device
         }
     }

@@ -55,7 +55,8 @@ struct SQLiteTransaction: StoreTransaction {
     func accountCounters(_ account: Int64) throws -> Store.AccountCounters? {
         try database.queryFirst(
             "SELECT next_seq, stamp_high, encrypted, key_id, signing_key, retired_keys, encryption_reset, epoch, "
-                + "record_count, byte_count, max_records, max_bytes, max_devices FROM accounts WHERE id = ?",
+                + "record_count, byte_count, max_records, max_bytes, max_devices, sealed_format, sealed_format_since "
+                + "FROM accounts WHERE id = ?",
             [.integer(account)]
         ) {
             Store.AccountCounters(
@@ -64,7 +65,8 @@ struct SQLiteTransaction: StoreTransaction {
                 signingKey: $0.string(4) ?? "", retiredKeys: Store.AccountCounters.retiredKeys(text: $0.string(5)),
                 encryptionReset: $0.int(6) == 1, epoch: $0.string(7) ?? "",
                 usage: Store.Usage(records: $0.int64(8) ?? 0, bytes: $0.int64(9) ?? 0),
-                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0))
+                limits: Store.Limits(records: $0.int64(10) ?? 0, bytes: $0.int64(11) ?? 0, devices: $0.int64(12) ?? 0),
+                sealedFormat: Int($0.int64(13) ?? 1), sealedFormatSince: $0.int64(14))
         }
     }
 
@@ -174,10 +176,13 @@ struct SQLiteTransaction: StoreTransaction {
             [.integer(account), .text(clientDevice), .integer(through)])
     }
 
-    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws {
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64, protocol: Int) throws {
         try database.run(
-            "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ? WHERE id = ?",
-            [.integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(device)])
+            "UPDATE devices SET last_device_seq = ?, client_device = ?, last_seen = ?, protocol = ? WHERE id = ?",
+            [
+                .integer(lastDeviceSequence), .text(clientDevice), .integer(now), .integer(Int64(`protocol`)),
+                .integer(device),
+            ])
     }
 
     func startNewEpoch() throws -> String {
@@ -254,7 +259,8 @@ struct SQLiteTransaction: StoreTransaction {
             """
             SELECT devices.id, account_id, devices.name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
                    accounts.uid, token_hash, accounts.next_seq, accounts.purged_through, accounts.encrypted, accounts.key_id,
-                   accounts.signing_key, accounts.encryption_reset, accounts.epoch, accounts.retired_keys
+                   accounts.signing_key, accounts.encryption_reset, accounts.epoch, accounts.retired_keys,
+                   devices.protocol, accounts.sealed_format, accounts.sealed_format_since
             FROM devices JOIN accounts ON accounts.id = devices.account_id WHERE token_hash = ?
             """, [.blob(tokenHash)]
         ) { row in
@@ -267,6 +273,9 @@ struct SQLiteTransaction: StoreTransaction {
             device.accountEncryptionReset = row.int(15) == 1
             device.accountEpoch = row.string(16) ?? ""
             device.accountRetiredKeys = Store.AccountCounters.retiredKeys(text: row.string(17))
+            device.clientProtocol = Int(row.int64(18) ?? 0)
+            device.accountSealedFormat = Int(row.int64(19) ?? 1)
+            device.accountSealedFormatSince = row.int64(20)
             guard case .blob(let stored) = row[9] else { return (device, []) }
             return (device, stored)
         }
@@ -279,10 +288,20 @@ struct SQLiteTransaction: StoreTransaction {
             acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws {
         try database.run(
-            "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ? WHERE id = ?",
-            [.integer(cursor), .integer(now), .integer(device)])
+            "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ?, protocol = ? WHERE id = ?",
+            [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device)])
+    }
+
+    func markSealedFormat(account: Int64, now: Int64, seenSince: Int64) throws -> Bool {
+        try database.run(
+            """
+            UPDATE accounts SET sealed_format = 2, sealed_format_since = ?
+            WHERE id = ? AND encrypted = 1 AND sealed_format < 2 AND NOT EXISTS (
+                SELECT 1 FROM devices WHERE account_id = accounts.id AND revoked = 0 AND protocol < ? AND last_seen >= ?)
+            """, [.integer(now), .integer(account), .integer(Int64(Wire.sealedFormatProtocol)), .integer(seenSince)])
+        return database.changes > 0
     }
 
     /// The deleted rows are overwritten with zeros (`secure_delete`), so the
@@ -403,12 +422,14 @@ struct SQLiteTransaction: StoreTransaction {
             """
             SELECT id, account_id, name, client_device, revoked, last_seen, last_device_seq, acknowledged_cursor,
                    (SELECT uid FROM accounts WHERE accounts.id = devices.account_id),
-                   (SELECT MAX(expires_at) FROM enrollments WHERE enrollments.device_id = devices.id AND used_at IS NULL)
+                   (SELECT MAX(expires_at) FROM enrollments WHERE enrollments.device_id = devices.id AND used_at IS NULL),
+                   protocol
             FROM devices WHERE account_id = ? ORDER BY name
             """, [.integer(account)]
         ) { row in
             var device = Self.device(row)
             device.joinExpiresMillis = row.int64(9)
+            device.clientProtocol = Int(row.int64(10) ?? 0)
             return device
         }
     }

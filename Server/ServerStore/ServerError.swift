@@ -28,6 +28,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
     case notEncrypted(String)
     /// A client of protocol 1 for an encrypted account: it cannot read it.
     case upgradeRequired
+    /// A client older than ``Wire/sealedFormatProtocol`` for an encrypted
+    /// account marked format 2 (since that day, `YYYY-MM-DD`, when known):
+    /// it would not read its records, nor write as its machines do.
+    case sealedFormatUpgrade(since: String?)
     /// Changes, a pull or a rotation under an account key the account no
     /// longer uses (it was rotated on another machine). `retired`: the
     /// request's key is one the account was rotated away from, so its
@@ -75,8 +79,8 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .badRequest: return 400
         case .notFound: return 404
         case .methodNotAllowed: return 405
-        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .keyRotated,
-            .accountMoved, .otherAccount:
+        case .gap, .diverged, .conflict, .encryptionRequired, .notEncrypted, .upgradeRequired, .sealedFormatUpgrade,
+            .keyRotated, .accountMoved, .otherAccount:
             return 409
         case .clockSkew, .foreignStamp: return 422
         case .signatureRequired, .badSignature, .signingKeyMismatch: return 403
@@ -105,7 +109,7 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .conflict: return .conflict
         case .encryptionRequired: return .encryptionRequired
         case .notEncrypted: return .notEncrypted
-        case .upgradeRequired: return .upgradeRequired
+        case .upgradeRequired, .sealedFormatUpgrade: return .upgradeRequired
         case .keyRotated: return .keyRotated
         case .accountMoved: return .accountMoved
         case .otherAccount: return .otherAccount
@@ -147,6 +151,10 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .upgradeRequired:
             return
                 "this account is end-to-end encrypted: this brsync is too old to sync it; upgrade brsync, then add the recovery code with 'brsync key add'"
+        case .sealedFormatUpgrade(let since):
+            let date = since.map { " since \($0)" } ?? ""
+            return
+                "this account's records are sealed in format 2\(date), which this brsync (or app) does not read: upgrade it on this machine"
         case .signatureRequired:
             return
                 "writes to an end-to-end encrypted account are signed with the account key's signing key: a device token alone only reads"

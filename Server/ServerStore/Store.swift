@@ -135,6 +135,14 @@ public enum Store {
         /// The account's own timeline ("" until its first rollback or reset):
         /// clients see the store's epoch followed by it (``Store/epoch(store:account:)``).
         public var accountEpoch = ""
+        /// The protocol of the device's latest request, as stored (0 before
+        /// any request since the store kept it).
+        public var clientProtocol = 0
+        /// How the account's changes are sealed: 2 once it is marked
+        /// (docs/sealed-format-v2.md), else 1.
+        public var accountSealedFormat = 1
+        /// When the account was marked (ms since 1970), nil while it is not.
+        public var accountSealedFormatSince: Int64?
         /// When the device's unused join code expires (nil when it has none;
         /// read by ``SyncStore/devices(account:)`` only, for listings).
         public var joinExpiresMillis: Int64?
@@ -316,6 +324,10 @@ public enum Store {
         public var encryptionReset = false
         /// The account's own timeline ("" until its first rollback or reset).
         public var epoch = ""
+        /// How its changes are sealed: 2 once marked, else 1 (``Device/accountSealedFormat``).
+        public var sealedFormat = 1
+        /// When it was marked (ms since 1970), nil while it is not.
+        public var sealedFormatSince: Int64?
         /// What it holds and may hold, when the account was locked.
         public var usage = Usage(records: 0, bytes: 0)
         public var limits = Limits()
@@ -324,8 +336,11 @@ public enum Store {
             nextSequence: Int64 = 1, stampHigh: Int64 = 0, encrypted: Bool = false, keyID: String = "",
             signingKey: String = "",
             retiredKeys: [String] = [], encryptionReset: Bool = false, epoch: String = "",
-            usage: Store.Usage = Store.Usage(records: 0, bytes: 0), limits: Store.Limits = Store.Limits()
+            usage: Store.Usage = Store.Usage(records: 0, bytes: 0), limits: Store.Limits = Store.Limits(),
+            sealedFormat: Int = 1, sealedFormatSince: Int64? = nil
         ) {
+            self.sealedFormat = sealedFormat
+            self.sealedFormatSince = sealedFormatSince
             self.encryptionReset = encryptionReset
             self.epoch = epoch
             self.usage = usage

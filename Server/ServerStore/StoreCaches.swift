@@ -10,27 +10,35 @@ public final class Bookkeeping: Sendable {
     private struct State {
         var acknowledged: [Int64: Int64] = [:]
         var lastSeen: [Int64: Int64] = [:]
+        var protocols: [Int64: Int] = [:]
     }
 
     private let state = Locked(State())
 
     public init() {}
 
-    /// Whether a pull of `device` at `cursor` should write its
-    /// acknowledged cursor and last-seen time, claiming the write: only
-    /// when something moved (a no-change pull stays a pure read), once per
-    /// device and value, and last-seen at most once a minute.
-    package func shouldWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
-        writes(device: device, cursor: cursor, now: now, claim: true)
+    /// Whether a pull of `device` at `cursor`, in protocol `clientProtocol`,
+    /// should write its acknowledged cursor, last-seen time and protocol,
+    /// claiming the write: only when something moved (a no-change pull
+    /// stays a pure read), once per device and value, and last-seen at most
+    /// once a minute.
+    package func shouldWrite(device: Store.Device, cursor: Int64, now: Int64, protocol clientProtocol: Int) -> Bool {
+        writes(device: device, cursor: cursor, now: now, protocol: clientProtocol, claim: true)
     }
 
-    /// Whether ``shouldWrite(device:cursor:now:)`` would write, claiming nothing.
-    package func needsWrite(device: Store.Device, cursor: Int64, now: Int64) -> Bool {
-        writes(device: device, cursor: cursor, now: now, claim: false)
+    /// Whether ``shouldWrite(device:cursor:now:protocol:)`` would write, claiming nothing.
+    package func needsWrite(device: Store.Device, cursor: Int64, now: Int64, protocol clientProtocol: Int) -> Bool {
+        writes(device: device, cursor: cursor, now: now, protocol: clientProtocol, claim: false)
     }
 
-    private func writes(device: Store.Device, cursor: Int64, now: Int64, claim: Bool) -> Bool {
-        let mayWrite = cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+    private func writes(
+        device: Store.Device, cursor: Int64, now: Int64, protocol clientProtocol: Int, claim: Bool
+    )
+        -> Bool
+    {
+        let mayWrite =
+            cursor > device.acknowledgedCursor || now - (device.lastSeenMillis ?? 0) > 60_000
+            || clientProtocol != device.clientProtocol
         return mayWrite
             && state.withLock { state -> Bool in
                 var write = false
@@ -40,6 +48,10 @@ public final class Bookkeeping: Sendable {
                 }
                 if now - (device.lastSeenMillis ?? 0) > 60_000 && now - (state.lastSeen[device.id] ?? 0) > 60_000 {
                     if claim { state.lastSeen[device.id] = now }
+                    write = true
+                }
+                if clientProtocol != device.clientProtocol && state.protocols[device.id] != clientProtocol {
+                    if claim { state.protocols[device.id] = clientProtocol }
                     write = true
                 }
                 return write

@@ -11,7 +11,7 @@ import Storage
 /// A database's schema version counts the steps it has statements for,
 /// applied in order: SQLite's `PRAGMA user_version` and PostgreSQL's
 /// `brsync_meta.schema_version` keep the numbers every earlier brsyncd wrote
-/// (SQLite 1–15, PostgreSQL 1–10), and one too new for this brsyncd is
+/// (SQLite 1–16, PostgreSQL 1–11), and one too new for this brsyncd is
 /// refused before anything is changed. A new step goes at the end, with
 /// statements for both databases unless one of them truly has nothing to
 /// do; a step that has shipped is never edited (stores made by it exist),
@@ -510,6 +510,22 @@ enum StoreSchema {
                 END $$;
                 CREATE TRIGGER accounts_id_kept BEFORE UPDATE OF id ON accounts
                     FOR EACH ROW EXECUTE FUNCTION brsync_account_id_kept();
+                """),
+        // Sealed format 2 (docs/sealed-format-v2.md): the protocol of each
+        // device's latest request (0: none since this step), and the
+        // encrypted account's mark, set once every device seen in the last
+        // 30 days speaks protocol 6, with when it was set. A store restored
+        // from before the mark is marked again by its next such request.
+        Step(
+            sqlite: """
+                ALTER TABLE devices ADD COLUMN protocol INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE accounts ADD COLUMN sealed_format INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE accounts ADD COLUMN sealed_format_since INTEGER;
+                """,
+            postgres: """
+                ALTER TABLE devices ADD COLUMN protocol integer NOT NULL DEFAULT 0;
+                ALTER TABLE accounts ADD COLUMN sealed_format integer NOT NULL DEFAULT 1,
+                    ADD COLUMN sealed_format_since bigint;
                 """),
     ]
 

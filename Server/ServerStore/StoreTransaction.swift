@@ -26,8 +26,15 @@ package protocol StoreTransaction {
     func lockAccountReadingEpoch(_ account: Int64) throws -> String
     /// The epoch as stored, locked until the end of the transaction.
     func storedEpochForUpdate() throws -> String
-    /// Raises a device's acknowledged cursor (never lowers it) and sets its last-seen time.
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64) throws
+    /// Raises a device's acknowledged cursor (never lowers it) and sets its
+    /// last-seen time and the protocol of its latest request.
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws
+    /// Marks an encrypted account format 2 (``Wire/sealedFormatProtocol``),
+    /// since `now`, when every device of it that is not revoked and was
+    /// seen since `seenSince` said that protocol or later at its latest request.
+    /// - Returns: whether it was marked now (false: marked already, not
+    ///   encrypted, or a device holds it back).
+    func markSealedFormat(account: Int64, now: Int64, seenSince: Int64) throws -> Bool
     /// Sets the account's encryption (a key, or none after an operator's
     /// reset) and deletes its records and replica streams: nothing readable,
     /// or sealed with another key, stays.
@@ -117,8 +124,8 @@ package protocol StoreTransaction {
     func refusals(account: Int64, clientDevice: String, from: Int64, through: Int64) throws -> [RejectedChange]
     /// Forgets a stream's refusals numbered `through` or lower.
     func forgetRefusals(account: Int64, clientDevice: String, through: Int64) throws
-    /// The device's own record of its last push.
-    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64) throws
+    /// The device's own record of its last push, with the protocol it spoke.
+    func notePush(device: Int64, lastDeviceSequence: Int64, clientDevice: String, now: Int64, protocol: Int) throws
     /// Starts a new timeline for the whole store: the store is not the file
     /// or database that last served (restored or copied as a whole). Every
     /// client of every account then re-syncs fully and relays what it holds;

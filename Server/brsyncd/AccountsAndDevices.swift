@@ -197,8 +197,10 @@ struct DeviceCommand: ParsableCommand {
                 let seen = device.lastSeenMillis.map { Timestamp.iso8601(millis: $0) } ?? "never"
                 // The replica's device id, as `brsync device` prints it: the two lists match by it.
                 let replica = "replica \(device.clientDevice ?? "-")"
+                // The protocol of its latest request: one below 6 holds an encrypted account in sealed format 1.
+                let spoke = device.clientProtocol > 0 ? String(device.clientProtocol) : "-"
                 print(
-                    "\(device.name)\t\(Self.state(device, now: now))\t\(replica)\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)"
+                    "\(device.name)\t\(Self.state(device, now: now))\t\(replica)\tlast seen \(seen)\tpushed through \(device.lastDeviceSequence)\tcursor \(device.acknowledgedCursor)\tprotocol \(spoke)"
                 )
             }
         }

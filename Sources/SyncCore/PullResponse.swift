@@ -31,6 +31,10 @@ public struct PullResponse: Sendable, Equatable {
     /// The account's encryption was reset by the server's operator (it is not
     /// encrypted now): a machine holding a key stops and says so.
     public var encryptionReset = false
+    /// How the encrypted account's changes are sealed: `.two` once the
+    /// server marked it (`"sealedFormat": 2`, docs/sealed-format-v2.md).
+    /// Not a trust boundary: both formats bind every value to the account key.
+    public var sealedFormat = Wire.SealedFormat.one
     /// Where the server holds the asking replica's stream, when the pull
     /// asked (``PullRequest/chainOf``) and the server may say: nil from a
     /// server that does not, or for an id the token's device did not push under.
@@ -52,6 +56,7 @@ public struct PullResponse: Sendable, Equatable {
             && lhs.clock == rhs.clock && lhs.account == rhs.account && lhs.reset == rhs.reset
             && lhs.encrypted == rhs.encrypted && lhs.keyID == rhs.keyID
             && lhs.signingKey == rhs.signingKey && lhs.encryptionReset == rhs.encryptionReset && lhs.chain == rhs.chain
+            && lhs.sealedFormat == rhs.sealedFormat
             && lhs.unusable.map(\.sequence) == rhs.unusable.map(\.sequence)
             && lhs.unusable.map(\.reason) == rhs.unusable.map(\.reason)
     }
@@ -62,8 +67,8 @@ public struct PullResponse: Sendable, Equatable {
         Self.write(
             account: account, clock: clock, epoch: epoch, more: more, reset: reset,
             keyID: encrypted ? keyID ?? "" : nil,
-            signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset, chain: chain, next: next,
-            into: &output
+            signingKey: encrypted ? signingKey : nil, encryptionReset: encryptionReset,
+            sealedFormat: encrypted ? sealedFormat : .one, chain: chain, next: next, into: &output
         ) { output in
             for (index, change) in changes.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -80,10 +85,13 @@ public struct PullResponse: Sendable, Equatable {
     ///   - signingKey: the account's registered signing public key ("" for
     ///     none), or nil to leave it out.
     ///   - encryptionReset: the operator reset the account's encryption.
+    ///   - sealedFormat: how the (encrypted) account's changes are sealed;
+    ///     written only when it is format 2.
     ///   - chain: the asking replica's stream as the server holds it, when asked.
     public static func write(
         account: String, clock: HLCTimestamp, epoch: String, more: Bool, reset: Bool, keyID: String?,
-        signingKey: String? = nil, encryptionReset: Bool = false, chain: ChainEcho? = nil, next: Int64,
+        signingKey: String? = nil, encryptionReset: Bool = false, sealedFormat: Wire.SealedFormat = .one,
+        chain: ChainEcho? = nil, next: Int64,
         into output: inout [UInt8], changes writeChanges: (inout [UInt8]) -> Void
     ) {
         output += #"{"account":"#.utf8
@@ -107,6 +115,7 @@ public struct PullResponse: Sendable, Equatable {
         if let keyID {
             output += #","encrypted":true,"key":"#.utf8
             JSONValue.writeString(keyID, into: &output)
+            if sealedFormat == .two { output += #","sealedFormat":2"#.utf8 }
             if let signingKey {
                 output += #","signingKey":"#.utf8
                 JSONValue.writeString(signingKey, into: &output)
@@ -144,6 +153,13 @@ public struct PullResponse: Sendable, Equatable {
             signingKey = text
         }
         encryptionReset = object["encryptionReset"]?.boolValue ?? false
+        if let value = object["sealedFormat"] {
+            // A later format than 2 is one this client does not know: it keeps writing the newest it knows.
+            guard let format = value.intValue, format >= 1 else {
+                throw .invalid(Wire.Problem("the page's sealedFormat is not a format number"))
+            }
+            sealedFormat = format >= 2 ? .two : .one
+        }
         if let value = object["chain"] {
             guard case .object(let echo) = value, let last = echo["last"]?.intValue, last >= 0,
                 let digest = echo["digest"]?.stringValue,

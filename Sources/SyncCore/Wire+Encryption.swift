@@ -24,6 +24,13 @@ extension Wire {
     /// `DEVICE/withdrawn/SLOT`): the server takes and sends them to it only
     /// (a client of protocol 4 would set them aside as damaged).
     public static let withdrawalProtocol = 5
+    /// The first protocol that reads and writes sealed format 2
+    /// (docs/sealed-format-v2.md): an encrypted account is marked format 2
+    /// once every device seen in the last ``sealedFormatWindowMillis``
+    /// speaks it, and then takes no request of an older one.
+    public static let sealedFormatProtocol = 6
+    /// How recently a device must have been seen to hold its account in format 1: 30 days.
+    public static let sealedFormatWindowMillis: Int64 = 30 * 24 * 3_600_000
     /// Whether a server sends a record to a client of protocol
     /// `clientProtocol`: ledger records to clients that keep ledgers,
     /// withdrawals to clients that read them (the cursor passes the rest

@@ -75,6 +75,8 @@ import Testing
             DROP FUNCTION brsync_truncate_records();
             DROP FUNCTION brsync_account_id_kept();
             ALTER TABLE records ADD FOREIGN KEY (account_id) REFERENCES accounts (id) ON DELETE CASCADE;
+            ALTER TABLE devices DROP COLUMN protocol;
+            ALTER TABLE accounts DROP COLUMN sealed_format, DROP COLUMN sealed_format_since;
             UPDATE brsync_meta SET value = '9' WHERE key = 'schema_version';
             """)
         let foreignKeys =
@@ -83,7 +85,9 @@ import Testing
 
         let upgraded = try SyncStore(postgres: configuration, connections: 2)
         defer { upgraded.close() }
-        #expect(try connection.scalar("SELECT value FROM brsync_meta WHERE key = 'schema_version'") == .text("10"))
+        #expect(
+            try connection.scalar("SELECT value FROM brsync_meta WHERE key = 'schema_version'")
+                == .text(String(StoreSchema.postgresVersion)))
         #expect(try connection.scalar(foreignKeys) == .text("0"))
         #expect(try upgraded.records(account: "alice") == before)
         #expect(try upgraded.accounts().first { $0.name == "alice" }?.records == 20)

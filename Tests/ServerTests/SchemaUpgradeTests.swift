@@ -86,6 +86,9 @@ import Testing
                 ALTER TABLE accounts DROP COLUMN max_bytes;
                 ALTER TABLE accounts DROP COLUMN max_devices;
                 DROP TABLE refusals;
+                ALTER TABLE devices DROP COLUMN protocol;
+                ALTER TABLE accounts DROP COLUMN sealed_format;
+                ALTER TABLE accounts DROP COLUMN sealed_format_since;
                 PRAGMA user_version = 7;
                 """)
             #expect(

@@ -1,0 +1,111 @@
+import Foundation
+import HTTP
+import JSON
+import SyncCore
+import TestSupport
+import Testing
+
+@testable import BrsyncServer
+@testable import ServerStore
+
+/// The switch to sealed format 2 (docs/sealed-format-v2.md, "Older clients
+/// and the switch"), on the server: each device's protocol is kept, an
+/// encrypted account is marked once every device seen lately speaks
+/// protocol 6, its pulls then say so, and an older client is told to
+/// upgrade before anything is read or written.
+@Suite struct SealedFormatMarkTests {
+    typealias Accounts = EncryptedAccountTests
+
+    /// The page a pull answers, read.
+    static func page(_ device: TestDevice) throws -> PullResponse {
+        let response = try device.pull()
+        #expect(response.status == 200, "\(response.text)")
+        return try Wire.read(response.text, PullResponse.init(reading:))
+    }
+
+    static func protocols(_ fixture: ServerFixture, _ account: String) throws -> [String: Int] {
+        let id = try #require(try fixture.store.accounts().first { $0.name == account }?.id)
+        return try fixture.store.reading { transaction in
+            try transaction.devices(account: id).reduce(into: [:]) { $0[$1.name] = $1.clientProtocol }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func anAccountTurnsToFormat2OnceEveryRecentDeviceSpeaksIt(
+        _ kind: StoreKind
+    ) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try Accounts.encryptedAccount(fixture)
+        // A device added but never used, and one revoked, hold nothing back.
+        _ = try fixture.device("alice", "unused")
+        let old = try fixture.device("alice", "old", protocol: Wire.withdrawalProtocol)
+        #expect(try Self.page(old).sealedFormat == .one)
+        try fixture.store.revokeDevice(account: "alice", name: "old")
+
+        laptop.protocolVersion = Wire.withdrawalProtocol
+        desktop.protocolVersion = Wire.withdrawalProtocol
+        #expect(try Self.page(laptop).sealedFormat == .one)
+        #expect(try Self.page(desktop).sealedFormat == .one)
+        #expect(try Self.protocols(fixture, "alice")["laptop"] == 5)
+
+        // The laptop upgrades: the desktop, seen lately at 5, holds the account in format 1.
+        laptop.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try Self.page(laptop).sealedFormat == .one)
+        #expect(try Self.page(laptop).sealedFormat == .one)
+        #expect(try Self.protocols(fixture, "alice")["laptop"] == 6)
+
+        // The desktop upgrades: the account is marked, and every pull says so from then on.
+        desktop.protocolVersion = Wire.sealedFormatProtocol
+        _ = try Self.page(desktop)
+        #expect(try Self.page(desktop).sealedFormat == .two)
+        #expect(try Self.page(laptop).sealedFormat == .two)
+        let raw = try laptop.pull()
+        #expect(raw.text.contains(#""sealedFormat":2"#), "\(raw.text)")
+
+        // An older client is told to upgrade, with the date, and reads or writes nothing.
+        laptop.protocolVersion = Wire.withdrawalProtocol
+        let refused = try laptop.pull()
+        #expect(refused.status == 409 && refused.errorCode == .upgradeRequired, "\(refused.text)")
+        #expect(refused.errorMessage.contains("sealed in format 2 since 20"), "\(refused.errorMessage)")
+        let push = try laptop.push([Accounts.sealed(laptop, "late")])
+        #expect(push.status == 409 && push.errorCode == .upgradeRequired, "\(push.text)")
+        laptop.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try Self.page(laptop).changes.isEmpty, "the older client's push applied nothing")
+        // The mark stays: a device speaking 5 again does not undo it.
+        #expect(try Self.page(desktop).sealedFormat == .two)
+    }
+
+    /// A readable account is never marked, and its pulls never carry the field.
+    @Test(arguments: StoreKind.allCases) func aReadableAccountStaysFormat1(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let phone = try fixture.device("bob", "phone", protocol: Wire.sealedFormatProtocol)
+        #expect(try Self.page(phone).sealedFormat == .one)
+        #expect(!(try phone.pull().text.contains("sealedFormat")))
+        phone.protocolVersion = Wire.withdrawalProtocol
+        #expect(try phone.pull().status == 200)
+    }
+
+    /// Only devices seen in the last 30 days count: one dormant longer does
+    /// not hold the account back (it meets `upgrade_required` on its return).
+    @Test(arguments: StoreKind.allCases) func aDormantDeviceDoesNotHoldTheAccountBack(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try Accounts.encryptedAccount(fixture)
+        desktop.protocolVersion = Wire.withdrawalProtocol
+        _ = try Self.page(desktop)
+        laptop.protocolVersion = Wire.sealedFormatProtocol
+        _ = try Self.page(laptop)
+        let account = try #require(try fixture.store.accounts().first { $0.name == "alice" }?.id)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // Checked as of 29 days on, the desktop was seen within the window; as of 31, it was not.
+        for (days, marked) in [(29, false), (31, true)] {
+            let later = now + Int64(days) * 86_400_000
+            let done = try fixture.store.writing(account: account) {
+                try $0.markSealedFormat(account: account, now: later, seenSince: later - Wire.sealedFormatWindowMillis)
+            }
+            #expect(done == marked, "\(days) days on")
+        }
+        fixture.store.changed(account) // as a request that marks it does: cached reads of its devices are stale
+        desktop.protocolVersion = Wire.withdrawalProtocol
+        let back = try desktop.pull()
+        #expect(back.status == 409 && back.errorCode == .upgradeRequired, "\(back.text)")
+    }
+}
