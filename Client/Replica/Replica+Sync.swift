@@ -90,7 +90,10 @@ extension Replica {
     public func setRemote(url: String, caFile: String?) throws {
         try transaction {
             if try meta("remote_url") != url {
-                for key in ["epoch", "pull_cursor", "pushed_through", "last_sync", "account", "server_device_name"] {
+                for key in [
+                    "epoch", "pull_cursor", "pushed_through", "last_sync", "account", "server_device_name",
+                    "sealed_format",
+                ] {
                     try setMeta(key, nil)
                 }
             }
@@ -112,7 +115,7 @@ extension Replica {
         try transaction {
             for key in [
                 "remote_url", "remote_ca", "epoch", "pull_cursor", "pushed_through", "last_sync", "account",
-                "server_device_name",
+                "server_device_name", "sealed_format",
             ] {
                 try setMeta(key, nil)
             }
@@ -126,19 +129,50 @@ extension Replica {
         return try read {
             try database.query(
                 """
-                SELECT device_seq, collection, key, fields, versions, manifest FROM changes
+                SELECT device_seq, collection, key, fields, versions, manifest, sealed_format FROM changes
                 WHERE device = ? AND kind = 'local' AND device_seq > ? ORDER BY device_seq LIMIT ?
                 """, [.text(deviceID), .integer(sequence), .integer(Int64(limit))]
             ) { row in
                 guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
                     throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
                 }
-                return ChangeRecord(
+                var change = ChangeRecord(
                     sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
                     state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
                     manifestText: row.string(5))
+                // A format this brsync does not know (a later one's) is sent as the newest it knows.
+                change.sealedFormat = row.int64(6).map { $0 >= 2 ? .two : .one }
+                return change
             }
         }
+    }
+
+    /// Pins the sealed format of this device's changes numbered
+    /// `sequences` (through the highest of them) that have none yet (never
+    /// sent) to `format`, before they are first sent: one statement.
+    public func pinSealedFormat(_ format: Wire.SealedFormat, of sequences: [Int64]) throws {
+        guard let first = sequences.min(), let last = sequences.max() else { return }
+        try refreshDeviceID()
+        try transaction {
+            try database.run(
+                """
+                UPDATE changes SET sealed_format = ?
+                WHERE device = ? AND kind = 'local' AND device_seq BETWEEN ? AND ? AND sealed_format IS NULL
+                """, [.integer(Int64(format.rawValue)), .text(deviceID), .integer(first), .integer(last)])
+        }
+    }
+
+    /// How this machine seals its changes in an encrypted account: `.two`
+    /// once a pull said the server marked the account (never taken back by
+    /// a server's word; a new server starts over).
+    public func sealedFormat() throws -> Wire.SealedFormat {
+        try read { try meta("sealed_format") } == "2" ? .two : .one
+    }
+
+    /// Keeps that the account is marked format 2 (``sealedFormat()``).
+    public func noteSealedFormat(_ format: Wire.SealedFormat) throws {
+        guard format == .two, try sealedFormat() != .two else { return }
+        try transaction { try setMeta("sealed_format", "2") }
     }
 
     /// The stamps of the registers this device's change `sequence` replaced

@@ -105,6 +105,7 @@ enum ReplicaSchema {
         Migration4.writesFromElsewhere,
         Migration4.ledgerUnmet,
         Migration4.withdrawalsRead,
+        Migration4.sealedFormats,
     ])
 
     enum Migration4 {
@@ -555,6 +556,17 @@ enum ReplicaSchema {
             sql: """
                 INSERT OR IGNORE INTO meta (key, value) SELECT 'withdrawals_read', '1'
                 WHERE COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'pull_cursor'), 0) = 0;
+                """)
+
+        /// The sealed format each change of the log was first sent in
+        /// (``ChangeRecord/sealedFormat``; NULL: never sent): a retry sends
+        /// the same bytes, whatever the account turned to since. Every
+        /// change logged before this version may have been sent, in format 1.
+        static let sealedFormats = Migrator.Migration(
+            version: 30,
+            sql: """
+                ALTER TABLE changes ADD COLUMN sealed_format INTEGER;
+                UPDATE changes SET sealed_format = 1;
                 """)
     }
 }

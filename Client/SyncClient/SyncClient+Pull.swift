@@ -322,6 +322,10 @@ extension SyncClient {
                 """)
         }
         if page.keyID == keyID { try checkSigningKey(page.signingKey) }
+        // The account's mark, kept: this machine's changes are sealed in format 2 from then on.
+        if page.sealedFormat == .two, options.protocolVersion >= Wire.sealedFormatProtocol {
+            try replica.noteSealedFormat(.two)
+        }
     }
 
     /// Applies a page with its cursor, in one transaction: what could not

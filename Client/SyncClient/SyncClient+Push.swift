@@ -315,12 +315,24 @@ extension SyncClient {
     ///   (sealed in an encrypted account), in the same order, with the JSON
     ///   text and the digest of each as sent.
     private func nextBatch(after sequence: Int64) throws -> Batch {
-        let candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
+        var candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
+        if cipher != nil { try pinSealedFormats(&candidates) }
         let prepared = try Self.wireChanges(candidates, cipher: cipher)
         let batch = prepared.prefix(byteBatch(prepared.lazy.map(\.text.count)))
         return Batch(
             plain: Array(candidates.prefix(batch.count)), wire: batch.map(\.wire), texts: batch.map(\.text),
             digests: batch.map(\.digest))
+    }
+
+    /// Gives each change never sent the format the account is sealed in
+    /// now, kept in the log before it goes out: a retry after a lost answer
+    /// sends the same bytes, whatever the account turned to since.
+    private func pinSealedFormats(_ changes: inout [ChangeRecord]) throws {
+        let unpinned = changes.indices.filter { changes[$0].sealedFormat == nil }
+        guard !unpinned.isEmpty else { return }
+        let format = options.protocolVersion >= Wire.sealedFormatProtocol ? try replica.sealedFormat() : .one
+        try replica.pinSealedFormat(format, of: unpinned.map { changes[$0].sequence })
+        for index in unpinned { changes[index].sealedFormat = format }
     }
 
     /// Changes to push: as the replica holds them and as they are sent, with
@@ -348,8 +360,10 @@ extension SyncClient {
         let text: [UInt8]
         let digest: String
 
+        /// A change of the log in the format it was first sent in (never
+        /// sent: format 1; ``SyncClient/pinSealedFormats(_:)`` pins it first).
         init(_ change: ChangeRecord, cipher: RecordCipher?) throws(RecordCipherError) {
-            wire = try cipher?.seal(change) ?? change
+            wire = try cipher?.seal(change, format: change.sealedFormat ?? .one) ?? change
             (text, digest) = wire.jsonBytesAndDigest
         }
     }

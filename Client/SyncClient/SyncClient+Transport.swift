@@ -32,6 +32,8 @@ struct Transport: @unchecked Sendable {
     let stopRequested: (@Sendable () -> Bool)?
     /// Told of each attempt after the first: why, its number, how many.
     let retrying: SyncClient.Progress?
+    /// The protocol every request says (``SyncClient/Options/protocolVersion``).
+    let protocolVersion: Int
     /// What this client learned of the server's content codings.
     let coding = Coding()
 
@@ -52,8 +54,10 @@ struct Transport: @unchecked Sendable {
 
     init(
         http: any HTTPSending, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
-        stopRequested: (@Sendable () -> Bool)? = nil, retrying: SyncClient.Progress? = nil
+        stopRequested: (@Sendable () -> Bool)? = nil, retrying: SyncClient.Progress? = nil,
+        protocolVersion: Int = Wire.protocolVersion
     ) {
+        self.protocolVersion = protocolVersion
         self.http = http
         self.token = token
         self.remote = remote
@@ -218,7 +222,7 @@ struct Transport: @unchecked Sendable {
     ) -> (HTTPHeaders, [UInt8]) {
         var headers: HTTPHeaders = [
             "Authorization": "Bearer \(token)", "Accept": "application/json",
-            Wire.protocolHeader: String(Wire.protocolVersion),
+            Wire.protocolHeader: String(protocolVersion),
         ]
         if !coding.encrypted { headers.add("Accept-Encoding", Gzip.name) }
         if !body.isEmpty { headers.add("Content-Type", "application/json") }

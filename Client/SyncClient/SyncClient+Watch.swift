@@ -47,7 +47,7 @@ extension SyncClient {
         if let waitSeconds { target += "&wait=\(waitSeconds)" }
         let headers: HTTPHeaders = [
             "Authorization": "Bearer \(token)", "Accept": "application/json",
-            Wire.protocolHeader: String(Wire.protocolVersion),
+            Wire.protocolHeader: String(options.protocolVersion),
         ]
         let response: HTTPResponseParser.ParsedResponse
         do {

@@ -37,6 +37,11 @@ public final class SyncClient {
         /// (``SyncError/cancelled``), nothing in flight, what came before
         /// kept. A window's Stop sets it; nil never stops.
         public var stopRequested: (@Sendable () -> Bool)?
+        /// The protocol the client says it speaks (`Brsync-Protocol`).
+        /// Default ``Wire/protocolVersion``; ``Wire/sealedFormatProtocol``
+        /// reads and writes sealed format 2 (the tests turn it on before
+        /// this build says it by default).
+        public var protocolVersion = Wire.protocolVersion
         public init() {}
     }
 
@@ -196,7 +201,8 @@ public final class SyncClient {
         lock = SyncLock(home: replica.home)
         transport = Transport(
             http: http, token: token, remote: remote.description, attempts: options.attempts,
-            backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress)
+            backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress,
+            protocolVersion: options.protocolVersion)
         transport.coding.encrypted = cipher != nil
     }
 

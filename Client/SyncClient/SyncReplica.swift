@@ -51,6 +51,9 @@ public protocol SyncReplica: AnyObject {
     func unpushedChanges(after sequence: Int64, limit: Int) throws -> [ChangeRecord]
     func storedChain(_ sequence: Int64) throws -> Replica.StoredChain
     func keepChains(_ chains: [(sequence: Int64, chain: String)]) throws
+    func pinSealedFormat(_ format: Wire.SealedFormat, of sequences: [Int64]) throws
+    func sealedFormat() throws -> Wire.SealedFormat
+    func noteSealedFormat(_ format: Wire.SealedFormat) throws
     func markPushed(through sequence: Int64) throws
     func noteRefusals(first: Int64, last: Int64, _ refused: [Int64: String]) throws
     func rewindPushed(to sequence: Int64) throws

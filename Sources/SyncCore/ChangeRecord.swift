@@ -31,6 +31,11 @@ public struct ChangeRecord: Sendable, Equatable {
     /// In an opened (sealed) record, the key the server files it under, its
     /// hidden key; nil when that is `key`. Not part of equality.
     public var filedKey: String?
+    /// In an encrypted account, the sealed format this change of the log was
+    /// first sent in (docs/sealed-format-v2.md: a retry sends the same
+    /// bytes); nil while it was never sent, and for anything not from the
+    /// log. Not part of equality.
+    public var sealedFormat: Wire.SealedFormat?
 
     public init(
         sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,

@@ -156,8 +156,8 @@ extension Wire {
 
     /// Why `change` is not in the sealed form an encrypted account takes, or
     /// nil when it is: a hidden key, the sealed key field, and every value
-    /// sealed except the deletion flag (which the server keeps readable to
-    /// keep and purge tombstones).
+    /// sealed (by itself, or in a box) except the deletion flag (which the
+    /// server keeps readable to keep and purge tombstones).
     public static func sealedProblem(_ change: ChangeRecord) -> String? {
         // Built only for a refusal: checking 10,000 sealed changes builds none.
         var shown: String { DisplayText.printable(change.key.prefix(60)) }
@@ -176,7 +176,8 @@ extension Wire {
                 }
                 continue
             }
-            guard isSealedValue(register.value) else {
+            // Sealed by itself (format 1) or in a box (format 2).
+            guard isSealedValue(register.value) || RecordState.isBox(register.value) else {
                 return
                     "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
             }

@@ -137,7 +137,7 @@ import Testing
         // Back to schema 12: no approvals table.
         let database = try Database(path: fixture.file)
         try database.execute(
-            "DROP TABLE profile_approvals; ALTER TABLE removed DROP COLUMN why; DROP INDEX IF EXISTS records_by_precedence; ALTER TABLE records DROP COLUMN precedence; ALTER TABLE records DROP COLUMN rule_pattern; ALTER TABLE records DROP COLUMN rule_browser; ALTER TABLE records DROP COLUMN rule_created; ALTER TABLE records DROP COLUMN rule_rest; ALTER TABLE changes DROP COLUMN refused; DROP TABLE device_writes; DROP TABLE pulled_aside; DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; PRAGMA user_version = 12;"
+            "DROP TABLE profile_approvals; ALTER TABLE removed DROP COLUMN why; DROP INDEX IF EXISTS records_by_precedence; ALTER TABLE records DROP COLUMN precedence; ALTER TABLE records DROP COLUMN rule_pattern; ALTER TABLE records DROP COLUMN rule_browser; ALTER TABLE records DROP COLUMN rule_created; ALTER TABLE records DROP COLUMN rule_rest; ALTER TABLE changes DROP COLUMN refused; DROP TABLE device_writes; DROP TABLE pulled_aside; DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; ALTER TABLE changes DROP COLUMN sealed_format; PRAGMA user_version = 12;"
         )
         let reopened = try Replica.open(home: fixture.home)
         #expect(try database.userVersion == ReplicaSchema.migrator.latestVersion)

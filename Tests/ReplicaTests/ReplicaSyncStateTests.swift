@@ -88,4 +88,36 @@ import Testing
         #expect(throws: (any Error).self) { try fixture.replica.applyPulled([next], cursor: 8, epoch: "e1") }
         #expect(try fixture.replica.syncState().pullCursor == 7)
     }
+
+    /// Each change keeps the sealed format it was first sent in: a change
+    /// pinned to format 1 stays so after the account turns to format 2
+    /// (its retry sends the same bytes); one never sent takes the format of
+    /// its first push. The account's mark is kept, never taken back by a
+    /// later answer, and a new server starts over.
+    @Test func aChangeKeepsTheSealedFormatItWasFirstSentIn() throws {
+        let fixture = try ReplicaFixture()
+        try fixture.usable("firefox")
+        try fixture.replica.addRule(pattern: "a.example", browser: "firefox", priority: nil)
+        func formats() throws -> [Wire.SealedFormat?] {
+            try fixture.replica.unpushedChanges(after: 0, limit: 10).map(\.sealedFormat)
+        }
+        #expect(try formats().allSatisfy { $0 == nil }, "never sent")
+        let first = try fixture.replica.unpushedChanges(after: 0, limit: 10).map(\.sequence)
+        try fixture.replica.pinSealedFormat(.one, of: first)
+        try fixture.replica.pinSealedFormat(.two, of: first)
+        #expect(try formats().allSatisfy { $0 == .one })
+
+        #expect(try fixture.replica.sealedFormat() == .one)
+        try fixture.replica.noteSealedFormat(.two)
+        try fixture.replica.noteSealedFormat(.one)
+        #expect(try fixture.replica.sealedFormat() == .two, "the mark is kept")
+        try fixture.replica.addRule(pattern: "b.example", browser: "firefox", priority: nil)
+        let second = try fixture.replica.unpushedChanges(after: first.last!, limit: 10).map(\.sequence)
+        try fixture.replica.pinSealedFormat(.two, of: second)
+        #expect(try formats() == first.map { _ in .one } + second.map { _ in .two })
+
+        try fixture.replica.setRemote(url: "https://a.example:8443", caFile: nil)
+        try fixture.replica.setRemote(url: "https://b.example:8443", caFile: nil)
+        #expect(try fixture.replica.sealedFormat() == .one, "a new server starts over")
+    }
 }

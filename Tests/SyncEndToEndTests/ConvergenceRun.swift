@@ -50,9 +50,19 @@ final class Run: @unchecked Sendable {
     var newestKey: AccountKey?
     /// The machines a run starts with are made (later ones join as `join` would).
     var initialMachinesMade = false
+    /// Sealed format 2: in an encrypted run its machines are upgraded to
+    /// protocol 6 one by one (by name: a home's copies with it), and once
+    /// one is, machines made later start upgraded; the server marks the
+    /// account when every machine seen lately speaks 6, and records then mix
+    /// both formats. `BRSYNC_MODEL_UPGRADES=on` or `off`; by default the
+    /// encrypted runs of even seeds.
+    let upgrades: Bool
+    var upgraded: Set<String> = []
 
     init(seed: UInt64, kind: StoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
+        let upgrading = ProcessInfo.processInfo.environment["BRSYNC_MODEL_UPGRADES"]
+        upgrades = encrypted && upgrading != "off" && (upgrading == "on" || seed % 2 == 0)
         accountKey = encrypted ? AccountKey.generate() : nil
         newestKey = accountKey
         if let accountKey { keys[accountKey.id] = accountKey }
@@ -98,6 +108,7 @@ final class Run: @unchecked Sendable {
         options.attempts = 8
         options.backoffMilliseconds = 1
         options.pushBatchBytes = 96 * 1024
+        options.protocolVersion = upgraded.contains(machine.name) ? Wire.sealedFormatProtocol : Wire.protocolVersion
         // With a key, as `brsync sync` does first: a key change stopped half way is settled.
         return try host.client(
             replica ?? machine.replica, token: machine.token, port: direct ? serverPort : proxy.port,
@@ -133,6 +144,7 @@ final class Run: @unchecked Sendable {
         }
         noteWrittenElsewhere(result, machine)
         acknowledge(machine)
+        if upgrades, (try? machine.replica.sealedFormat()) == .two { note("syncs of a machine writing format 2") }
     }
 
     /// Counts the syncs that found records under a machine's own id that it
@@ -201,6 +213,7 @@ final class Run: @unchecked Sendable {
     func newMachine(skew: Int64) throws -> SimulatedMachine {
         counter += 1
         let name = "m\(counter)"
+        if upgrades && !upgraded.isEmpty { upgraded.insert(name) }
         let machine = try SimulatedMachine(
             name: name, home: directory.file(name), token: try store.addDevice(account: "alice", name: name),
             skewMilliseconds: skew)
@@ -281,6 +294,10 @@ final class Run: @unchecked Sendable {
             let (keyBefore, newestBefore) = (serverKey()?.id, newestKey?.id)
             defer { afterPossibleMoveForward(keyBefore: keyBefore, newestBefore: newestBefore) }
             if let initStep, step >= initStep, newestKey == nil { initialise(machine) }
+            if upgrades, !upgraded.contains(machine.name), Int.random(in: 0..<4, using: &random) == 0 {
+                upgraded.insert(machine.name)
+                note("machines upgraded to protocol 6")
+            }
             switch operation {
             case 0..<16: edit(machine)
             case 16..<25: sync(machine, Int.random(in: 0...3, using: &random))
@@ -382,6 +399,13 @@ final class Run: @unchecked Sendable {
                 // What it alone held (a restore took the server's copy) is gone with it.
                 keepOnlyHeldEdits(includingServer: true)
                 note("machines gone")
+                // Where machines upgrade, the operator removes a lost machine
+                // (no copy of its home left): else it holds the account in
+                // format 1 for 30 days, as it should.
+                if upgrades, !machines.contains(where: { $0.name == machine.name }) {
+                    try store.revokeDevice(account: "alice", name: machine.name)
+                    note("lost machines revoked")
+                }
             case 38:
                 _ = try? store.purgeTombstones(retentionMilliseconds: 0)
                 note("tombstone purges")

@@ -33,7 +33,10 @@ import Testing
 /// `BRSYNC_MODEL_ENCRYPTION=on` or `off` runs them with end-to-end encryption
 /// or without it only (both by default: every machine holds the account key,
 /// the first sync encrypts the account, and the oracle opens the server's
-/// records to compare them).
+/// records to compare them); `BRSYNC_MODEL_UPGRADES=on` or `off` upgrades
+/// the machines of an encrypted run to protocol 6 during it, or never (by
+/// default the encrypted runs of even seeds: the account turns to sealed
+/// format 2 once all have, and its records mix both formats).
 ///
 /// On PostgreSQL, the server's file copies are `CREATE DATABASE … TEMPLATE`
 /// copies of the stopped server's database, its online backups are

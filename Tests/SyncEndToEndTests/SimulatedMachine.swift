@@ -1,4 +1,5 @@
 import Replica
+import SyncCore
 import SystemServices
 
 /// A replica with a clock of its own (skewed, and sometimes set back).
@@ -9,6 +10,8 @@ final class SimulatedMachine: @unchecked Sendable {
     var token: String
     var skewMilliseconds: Int64
     let clock: SkewedClock
+    /// The protocol its syncs say (``SyncClient/Options/protocolVersion``).
+    var protocolVersion = Wire.protocolVersion
 
     init(name: String, home: String, token: String, skewMilliseconds: Int64) throws {
         self.name = name

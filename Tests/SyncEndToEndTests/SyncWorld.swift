@@ -78,6 +78,7 @@ final class SyncWorld: @unchecked Sendable {
         options.pullLimit = 7
         options.attempts = 2
         options.backoffMilliseconds = 1
+        options.protocolVersion = machine.protocolVersion
         return try host.client(machine.replica, token: token ?? machine.token, port: port, options: options)
     }
 

@@ -1,0 +1,97 @@
+import JSON
+import Replica
+import SyncClient
+import SyncCore
+import TestSupport
+import Testing
+
+/// Sealed format 2 end to end (docs/sealed-format-v2.md): machines that
+/// speak protocol 6 turn an encrypted account to format 2 once all of them
+/// do, seal their new writes as one box each, and read records that mix
+/// both formats; a machine left at protocol 5 is told to upgrade and keeps
+/// its edits.
+@Suite struct SealedFormat2Tests {
+    /// Whether the server holds `pattern`'s record with boxes (format 2), by its hidden key.
+    static func isBoxed(
+        _ world: SyncWorld, _ cipher: RecordCipher, _ pattern: String, on machine: SimulatedMachine
+    ) throws -> Bool {
+        let hidden = try #require(try LyingServerTests.hiddenRuleKeys(machine.replica, cipher)[pattern])
+        let record = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        return record.state.fields.values.contains { RecordState.isBox($0.value) }
+    }
+
+    /// `pattern` → `browser` on `machine`, with the browsers it names.
+    static func rule(_ machine: SimulatedMachine, _ pattern: String, _ browser: String, priority: Int? = nil) throws {
+        for id in ["firefox", "chrome"] where try machine.replica.browsers().allSatisfy({ $0.browser.id != id }) {
+            _ = try machine.replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: nil)
+        }
+        _ = try machine.replica.addRule(pattern: pattern, browser: browser, priority: priority)
+    }
+
+    @Test(arguments: StoreKind.allCases) func anAccountWhoseMachinesAllUpgradeWritesBoxes(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "before.example", "firefox")
+        #expect(try world.sync(a).problems.isEmpty)
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let cipher = RecordCipher(key)
+        #expect(try !Self.isBoxed(world, cipher, "before.example", on: a))
+
+        // a upgrades: b, seen lately at 5, holds the account in format 1.
+        a.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try world.sync(a).problems.isEmpty)
+        try Self.rule(a, "one.example", "firefox")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try a.replica.sealedFormat() == .one)
+        #expect(try !Self.isBoxed(world, cipher, "one.example", on: a))
+
+        // b upgrades: the account is marked; each machine learns it at its next pull.
+        b.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try world.sync(b).problems.isEmpty)
+        #expect(try world.sync(b).problems.isEmpty)
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try a.replica.sealedFormat() == .two && b.replica.sealedFormat() == .two)
+
+        // New writes go up as boxes; an edit of a format 1 record makes it mixed.
+        try Self.rule(a, "two.example", "chrome")
+        try Self.rule(a, "before.example", "chrome", priority: 50)
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try Self.isBoxed(world, cipher, "two.example", on: a))
+        #expect(try Self.isBoxed(world, cipher, "before.example", on: a))
+        #expect(try world.sync(b).problems.isEmpty)
+        #expect(try SyncWorld.rules(b.replica) == SyncWorld.rules(a.replica))
+        #expect(try SyncWorld.rules(b.replica)["two.example"] == "chrome")
+        #expect(try SyncWorld.rules(b.replica)["before.example"] == "chrome")
+        #expect(try b.replica.rule(pattern: "before.example")?.priority == 50)
+
+        // A new machine with the key reads every record, whatever its format.
+        let fresh = try world.machine("fresh")
+        fresh.protocolVersion = Wire.sealedFormatProtocol
+        try AccountKeyFile.add(key, home: fresh.replica.home)
+        #expect(try world.sync(fresh).problems.isEmpty)
+        #expect(try SyncWorld.rules(fresh.replica) == SyncWorld.rules(a.replica))
+
+        // A machine still at protocol 5 is told to upgrade; its edit stays for later.
+        let c = try world.machine("c")
+        try AccountKeyFile.add(key, home: c.replica.home)
+        try Self.rule(c, "old.example", "firefox")
+        #expect {
+            try world.sync(c)
+        } throws: { error in
+            "\(error)".contains("sealed in format 2") && "\(error)".contains("upgrade")
+        }
+        #expect(try c.replica.unpushedCount() == 3, "the rule and the two browsers it added")
+        // Upgraded, it sends them in the format they were pinned to when the
+        // refused push first took them (format 1: it had not pulled the mark
+        // yet), so a retry is the same push; its next edit is a box.
+        c.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try world.sync(c).problems.isEmpty)
+        #expect(try c.replica.unpushedCount() == 0 && c.replica.sealedFormat() == .two)
+        #expect(try !Self.isBoxed(world, cipher, "old.example", on: c))
+        try Self.rule(c, "old.example", "chrome")
+        #expect(try world.sync(c).problems.isEmpty)
+        #expect(try Self.isBoxed(world, cipher, "old.example", on: c))
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try SyncWorld.rules(a.replica)["old.example"] == "chrome")
+    }
+}
