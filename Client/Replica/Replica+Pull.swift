@@ -133,7 +133,9 @@ extension Replica {
         _ change: ChangeRecord, to page: inout PageProgress, setAside: inout [String]
     ) throws {
         let local = try record(change.collection, key: change.key) ?? RecordState()
-        let (merged, lost) = local.merged(with: change.state)
+        // The server's register wins a tie (one stamp, two texts): every
+        // machine ends with the server's choice (docs/sealed-format-v2.md).
+        let (merged, lost) = local.merged(with: change.state, tiesToOther: true)
         if let newest = change.state.newestStamp {
             clockObserve(newest, wallMillis: page.wall)
             page.pulledHigh = max(page.pulledHigh, newest.wallMillis)

@@ -64,7 +64,17 @@ public struct RecordState: Sendable, Hashable {
     /// manifest the record then carries; with equal stamps, the devices both
     /// sides have), then the highest counters
     /// (``VersionVector/capped(at:keeping:)``).
-    public func merged(with other: RecordState) -> (state: RecordState, lost: [LostValue]) {
+    ///
+    /// Two registers of one stamp (a re-seal of one write, or a copied
+    /// home's two writes) are settled so every machine ends with the
+    /// server's choice (docs/sealed-format-v2.md, "Ties"): by the value's
+    /// text, bytewise, except that a readable deletion flag follows its
+    /// sealed twin (``deletedTwinField``: of two flags of one stamp, the one
+    /// whose twin wins); with `tiesToOther` (a machine merging what it
+    /// pulled) `other`'s register wins every tie.
+    public func merged(
+        with other: RecordState, tiesToOther: Bool = false
+    ) -> (state: RecordState, lost: [LostValue]) {
         // Nothing held here (a record a pull brings for the first time):
         // the merge is `other` itself, taken without rebuilding its fields.
         if fields.isEmpty, versions.counters.isEmpty, other.versions.counters.count <= Wire.maxVersionEntries {
@@ -79,7 +89,7 @@ public struct RecordState: Sendable, Hashable {
                 continue
             }
             if mine == theirs { continue }
-            let winner = theirs.wins(over: mine) ? theirs : mine
+            let winner = theirsWins(name, mine: mine, theirs: theirs, other: other, tiesToOther) ? theirs : mine
             let loser = winner == theirs ? mine : theirs
             fields[name] = winner
             if concurrent && loser.value != winner.value {
@@ -97,6 +107,22 @@ public struct RecordState: Sendable, Hashable {
             merged = merged.capped(keeping: kept)
         }
         return (RecordState(fields: fields, versions: merged), lost.sorted { $0.field < $1.field })
+    }
+
+    /// Whether `other`'s register of field `name` wins over this state's
+    /// (``merged(with:tiesToOther:)``).
+    private func theirsWins(
+        _ name: String, mine: StampedValue, theirs: StampedValue, other: RecordState, _ tiesToOther: Bool
+    ) -> Bool {
+        guard mine.stamp == theirs.stamp else { return theirs.stamp > mine.stamp }
+        if tiesToOther { return true }
+        if name == Self.deletedField, let myTwin = fields[Self.deletedTwinField],
+            let theirTwin = other.fields[Self.deletedTwinField], myTwin.stamp == mine.stamp,
+            theirTwin.stamp == theirs.stamp, myTwin != theirTwin
+        {
+            return theirTwin.wins(over: myTwin)
+        }
+        return theirs.wins(over: mine)
     }
 }
 

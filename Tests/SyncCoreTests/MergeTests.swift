@@ -137,6 +137,85 @@ import Testing
         #expect(deleted.isDeleted)
         #expect(!deleted.merged(with: revived).state.isDeleted)
     }
+
+    /// A random encrypted record as copied homes leave it: writes whose
+    /// stamps repeat, two writes of one stamp holding different values, and
+    /// the deletion flag always beside its sealed twin of the same write.
+    func tiedState(_ random: inout SeededRandom) -> RecordState {
+        var state = RecordState()
+        func stamp() -> HLCTimestamp {
+            HLCTimestamp(wallMillis: Int64.random(in: 0...2, using: &random), counter: 0, device: "a")
+        }
+        // Which of a stamp's two writes: its values and its twin's text.
+        func write() -> Int { Int.random(in: 0...1, using: &random) }
+        if Bool.random(using: &random) {
+            let (at, which) = (stamp(), write())
+            state.fields["browser"] = StampedValue(.string("b\(at.wallMillis)/\(which)"), stamp: at)
+        }
+        if Bool.random(using: &random) {
+            let (at, which) = (stamp(), write())
+            // Write 0 of wall 1 deletes, write 1 of it does not: the twin's
+            // text orders the writes the other way round from the flag's.
+            let flag = at.wallMillis == 1 ? which == 0 : at.wallMillis == 2
+            state.fields[RecordState.deletedField] = StampedValue(.bool(flag), stamp: at)
+            state.fields[RecordState.deletedTwinField] = StampedValue(
+                .string("e1.twin\(at.wallMillis)/\(which)"), stamp: at)
+        }
+        return state
+    }
+
+    /// Rule 1 (docs/sealed-format-v2.md, "Ties"): of two deletion flags of
+    /// one stamp, the one whose sealed twin wins, so the flag never parts
+    /// from its twin; the merge stays commutative, associative, idempotent.
+    @Test func aDeletionFlagFollowsItsTwinAtATie() {
+        var random = SeededRandom.fromEnvironment(fallback: 20_261_203)
+        print("MergeTests tie seed: \(random.seed) (re-run with BRSYNC_TEST_SEED=\(random.seed))")
+        for _ in 0..<2000 {
+            let (a, b, c) = (tiedState(&random), tiedState(&random), tiedState(&random))
+            let ab = a.merged(with: b).state
+            #expect(ab == b.merged(with: a).state, "commutative, seed \(random.seed)")
+            #expect(
+                ab.merged(with: c).state == a.merged(with: b.merged(with: c).state).state,
+                "associative, seed \(random.seed)")
+            #expect(a.merged(with: a).state == a, "idempotent, seed \(random.seed)")
+            let abc = ab.merged(with: c).state
+            if let flag = abc.fields[RecordState.deletedField] {
+                let twin = abc.fields[RecordState.deletedTwinField]!
+                let source = [a, b, c].first { $0.fields[RecordState.deletedTwinField] == twin }!
+                #expect(source.fields[RecordState.deletedField] == flag, "the flag of its twin's write")
+            }
+        }
+        // The case itself: the flag's own text would pick `true`; the twin picks `false`.
+        let stamp = HLCTimestamp(wallMillis: 1, counter: 0, device: "a")
+        func write(_ deleted: Bool, _ twin: String) -> RecordState {
+            RecordState(fields: [
+                RecordState.deletedField: StampedValue(.bool(deleted), stamp: stamp),
+                RecordState.deletedTwinField: StampedValue(.string(twin), stamp: stamp),
+            ])
+        }
+        let merged = write(true, "e1.AAAA").merged(with: write(false, "e1.BBBB")).state
+        #expect(!merged.isDeleted && merged.fields[RecordState.deletedTwinField]?.value == .string("e1.BBBB"))
+    }
+
+    /// Rule 2: a machine takes the pulled register at a tie, whatever it
+    /// holds, so machines that merged one stamp's two writes in different
+    /// orders all end with the server's choice; other fields merge as ever.
+    @Test func aPulledRegisterWinsATie() {
+        let tie = HLCTimestamp(wallMillis: 5, counter: 0, device: "a")
+        let later = HLCTimestamp(wallMillis: 6, counter: 0, device: "b")
+        let server = RecordState(fields: [
+            "browser": StampedValue(.string("chrome"), stamp: tie),
+            "priority": StampedValue(.int(1), stamp: tie),
+        ])
+        let machine = RecordState(fields: [
+            "browser": StampedValue(.string("edge"), stamp: tie), // "edge" > "chrome": the text would keep it
+            "priority": StampedValue(.int(9), stamp: later),
+        ])
+        #expect(machine.merged(with: server).state.values["browser"] == .string("edge"))
+        let pulled = machine.merged(with: server, tiesToOther: true).state
+        #expect(pulled.values == ["browser": .string("chrome"), "priority": .int(9)])
+        #expect(pulled.merged(with: server, tiesToOther: true).state == pulled, "the next pull changes nothing")
+    }
 }
 
 @Suite struct ClockTests {
