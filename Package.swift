@@ -225,7 +225,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "Net", "BrsyncServer", "ServerStore", "Postgres", "Replica", "SyncClient", "SystemServices",
-                "Cryptography", "SyncCore", .product(name: "Logging", package: "swift-log"),
+                "Cryptography", "SyncCore", "JSON", .product(name: "Logging", package: "swift-log"),
             ], path: "Tests/TestSupport"),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"]),
         .testTarget(name: "ModelTests", dependencies: ["Model", "JSON", "TestSupport"]),

@@ -535,6 +535,15 @@ extension SyncClient {
             guard case .string(let sealed) = register.value else {
                 throw RecordCipherError(message: "a lost value of '\(key)' is not sealed")
             }
+            if RecordState.isBox(register.value) {
+                // Format 2: the field's value is in the write's box.
+                let write = try cipher.openBox(
+                    sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, stamp: register.stamp)
+                guard let value = write.fields[lost.field] else {
+                    throw RecordCipherError(message: "a lost value of '\(key)' names a box without it")
+                }
+                return StampedValue(value, stamp: register.stamp)
+            }
             let text = try cipher.open(
                 sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, field: lost.field,
                 stamp: register.stamp.description)

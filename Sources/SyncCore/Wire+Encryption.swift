@@ -12,8 +12,9 @@ extension Wire {
     /// The protocol of this build: 2 knows end-to-end encryption; 3 signs
     /// every write to an encrypted account (``WriteSignature``); 4 keeps
     /// devices' ledgers (``ledgerProtocol``); 5 withdraws writes of a
-    /// device's earlier id that every holder lost (``withdrawalProtocol``).
-    public static let protocolVersion = 5
+    /// device's earlier id that every holder lost (``withdrawalProtocol``);
+    /// 6 reads and writes sealed format 2 (``sealedFormatProtocol``).
+    public static let protocolVersion = 6
     /// The first protocol that signs writes: an encrypted account takes
     /// writes from it only.
     public static let signedWritesProtocol = 3
@@ -90,7 +91,7 @@ extension Wire {
 
     /// How an encrypted account's changes are sealed (docs/sealed-format-v2.md):
     /// format 1 seals each value by itself, format 2 each write once, in a box.
-    public enum SealedFormat: Int, Sendable, Comparable {
+    public enum SealedFormat: Int, Sendable, Comparable, CaseIterable {
         case one = 1
         case two = 2
 

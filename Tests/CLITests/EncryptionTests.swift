@@ -194,48 +194,57 @@ extension EncryptionTests {
             }
             return object
         }
-        // The value "replayed" had before its edit.
-        let oldBrowser = try fields(try Database(path: world.db, mode: .readOnly), "replayed.example")["browser"]
+        // What "replayed" held before its edit.
+        let oldFields = try fields(try Database(path: world.db, mode: .readOnly), "replayed.example")
+        let oldBrowser = oldFields["browser"]
         usleep(5_000)
         try world.mustRun(laptop, ["rules", "add", "replayed.example", "two"])
         try world.mustRun(laptop, ["sync"])
 
         let port = world.port
         world.stop()
+        var boxed = false
         do {
             let database = try Database(path: world.db)
             func store(_ pattern: String, _ object: [String: JSONValue]) throws {
                 try database.run(
                     "UPDATE records SET fields = ? WHERE key = ?",
-                    [.text(JSONValue.object(object).jsonText), .text(hidden(pattern))])
+                    [.text(WireText.of(.object(object))), .text(hidden(pattern))])
             }
-            // One character of the sealed value changed.
-            var flipped = try fields(database, "flipped.example")
-            guard case .object(var register)? = flipped["browser"], case .string(let sealed)? = register["v"] else {
-                Issue.record("unexpected stored form: \(flipped)")
-                return
+            // In sealed format 2 (what this brsync writes once the server
+            // marks the account) the same tampering, with boxes.
+            boxed = try fields(database, "flipped.example")[RecordState.boxesMember] != nil
+            if boxed {
+                try Self.tamperWithBoxes(read: { try fields(database, $0) }, store: store, before: oldFields)
+            } else {
+                // One character of the sealed value changed.
+                var flipped = try fields(database, "flipped.example")
+                guard case .object(var register)? = flipped["browser"], case .string(let sealed)? = register["v"] else {
+                    Issue.record("unexpected stored form: \(flipped)")
+                    return
+                }
+                var characters = Array(sealed)
+                characters[20] = characters[20] == "A" ? "B" : "A"
+                register["v"] = .string(String(characters))
+                flipped["browser"] = .object(register)
+                try store("flipped.example", flipped)
+                // Two records' values swapped.
+                var a = try fields(database, "swap-a.example")
+                var b = try fields(database, "swap-b.example")
+                (a["browser"], b["browser"]) = (b["browser"], a["browser"])
+                try store("swap-a.example", a)
+                try store("swap-b.example", b)
+                // The old value under the new stamp.
+                var replayed = try fields(database, "replayed.example")
+                guard case .object(var newer)? = replayed["browser"], case .object(let older)? = oldBrowser else {
+                    Issue.record("unexpected stored form: \(replayed)")
+                    return
+                }
+                #expect(newer["s"] != older["s"])
+                newer["v"] = older["v"]
+                replayed["browser"] = .object(newer)
+                try store("replayed.example", replayed)
             }
-            var characters = Array(sealed)
-            characters[20] = characters[20] == "A" ? "B" : "A"
-            register["v"] = .string(String(characters))
-            flipped["browser"] = .object(register)
-            try store("flipped.example", flipped)
-            // Two records' values swapped.
-            var a = try fields(database, "swap-a.example")
-            var b = try fields(database, "swap-b.example")
-            (a["browser"], b["browser"]) = (b["browser"], a["browser"])
-            try store("swap-a.example", a)
-            try store("swap-b.example", b)
-            // The old value under the new stamp.
-            var replayed = try fields(database, "replayed.example")
-            guard case .object(var newer)? = replayed["browser"], case .object(let older)? = oldBrowser else {
-                Issue.record("unexpected stored form: \(replayed)")
-                return
-            }
-            #expect(newer["s"] != older["s"])
-            newer["v"] = older["v"]
-            replayed["browser"] = .object(newer)
-            try store("replayed.example", replayed)
             // The server's next change numbers, so every client pulls them again.
             try database.run(
                 "UPDATE records SET seq = seq + 1000 WHERE key IN (?, ?, ?, ?)",
@@ -250,8 +259,11 @@ extension EncryptionTests {
             world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
         #expect(joined.status == 0, "\(joined)")
         for pattern in ["flipped.example", "swap-a.example", "swap-b.example", "replayed.example"] {
+            // A box that does not open hides the rule's name too: a new
+            // machine names the record by its hidden key.
+            let named = boxed ? "rules/\(hidden(pattern)) box" : "rules '\(pattern)'"
             #expect(
-                joined.stderr.contains("warning: set aside record") && joined.stderr.contains("rules '\(pattern)'"),
+                joined.stderr.contains("warning: set aside record") && joined.stderr.contains(named),
                 "\(pattern): \(joined.stderr)")
         }
         let rules = try world.run(desktop, ["rules", "list"])
@@ -269,6 +281,59 @@ extension EncryptionTests {
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
         #expect(try world.run(desktop, ["rules", "list"]).stdout.contains("later.example"))
+    }
+}
+
+extension EncryptionTests {
+    /// The first test's tampering in sealed format 2, where a record's
+    /// fields name its writes' boxes (`e2e.boxes`, each `{"s", "b"}`): a
+    /// character of a box changed; two records' boxes swapped; the box of
+    /// the write before the edit served under the edit's stamp.
+    struct Unexpected: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func tamperWithBoxes(
+        read: (String) throws -> [String: JSONValue], store: (String, [String: JSONValue]) throws -> Void,
+        before: [String: JSONValue]
+    ) throws {
+        func boxes(_ fields: [String: JSONValue]) throws -> [JSONValue] {
+            guard case .array(let list)? = fields[RecordState.boxesMember] else {
+                throw Unexpected(description: "no boxes in \(fields)")
+            }
+            return list
+        }
+        func text(_ box: JSONValue) throws -> String {
+            guard case .object(let entry) = box, case .string(let text)? = entry["b"] else {
+                throw Unexpected(description: "not a box entry: \(box)")
+            }
+            return text
+        }
+        func with(_ box: JSONValue, text: String) -> JSONValue {
+            guard case .object(var entry) = box else { return box }
+            entry["b"] = .string(text)
+            return .object(entry)
+        }
+        var flipped = try read("flipped.example")
+        var list = try boxes(flipped)
+        var characters = Array(try text(list[0]))
+        characters[20] = characters[20] == "A" ? "B" : "A"
+        list[0] = with(list[0], text: String(characters))
+        flipped[RecordState.boxesMember] = .array(list)
+        try store("flipped.example", flipped)
+        var (a, b) = (try read("swap-a.example"), try read("swap-b.example"))
+        (a[RecordState.boxesMember], b[RecordState.boxesMember]) = (
+            b[RecordState.boxesMember], a[RecordState.boxesMember]
+        )
+        try store("swap-a.example", a)
+        try store("swap-b.example", b)
+        var replayed = try read("replayed.example")
+        var newer = try boxes(replayed)
+        let older = try boxes(before)
+        #expect(newer.count > older.count, "the edit wrote a box of its own")
+        newer[newer.count - 1] = with(newer[newer.count - 1], text: try text(older[older.count - 1]))
+        replayed[RecordState.boxesMember] = .array(newer)
+        try store("replayed.example", replayed)
     }
 }
 

@@ -50,12 +50,14 @@ final class Run: @unchecked Sendable {
     var newestKey: AccountKey?
     /// The machines a run starts with are made (later ones join as `join` would).
     var initialMachinesMade = false
-    /// Sealed format 2: in an encrypted run its machines are upgraded to
-    /// protocol 6 one by one (by name: a home's copies with it), and once
-    /// one is, machines made later start upgraded; the server marks the
-    /// account when every machine seen lately speaks 6, and records then mix
-    /// both formats. `BRSYNC_MODEL_UPGRADES=on` or `off`; by default the
-    /// encrypted runs of even seeds.
+    /// Sealed format 2: in an encrypted run with upgrades its machines start
+    /// at protocol 5 (format 1) and are upgraded to 6 one by one (by name: a
+    /// home's copies with it), and once one is, machines made later start
+    /// upgraded; the server marks the account when every machine seen
+    /// lately speaks 6, and records then mix both formats. Without
+    /// upgrades every machine speaks this build's protocol from the start
+    /// (format 2 from the first pull). `BRSYNC_MODEL_UPGRADES=on` or `off`;
+    /// by default the encrypted runs of even seeds.
     let upgrades: Bool
     var upgraded: Set<String> = []
 
@@ -108,7 +110,8 @@ final class Run: @unchecked Sendable {
         options.attempts = 8
         options.backoffMilliseconds = 1
         options.pushBatchBytes = 96 * 1024
-        options.protocolVersion = upgraded.contains(machine.name) ? Wire.sealedFormatProtocol : Wire.protocolVersion
+        options.protocolVersion =
+            !upgrades || upgraded.contains(machine.name) ? Wire.protocolVersion : Wire.sealedFormatProtocol - 1
         // With a key, as `brsync sync` does first: a key change stopped half way is settled.
         return try host.client(
             replica ?? machine.replica, token: machine.token, port: direct ? serverPort : proxy.port,

@@ -63,7 +63,7 @@ final class LyingServer: Sendable {
             if let changed = rewrite(
                 read, answer.status, try? JSONValue.parse(String(decoding: answer.body, as: UTF8.self)))
             {
-                answer.body = Array(changed.jsonText.utf8)
+                answer.body = Array(WireText.of(changed).utf8)
                 count.value.add(1, ordering: .relaxed)
             }
             return answer

@@ -11,6 +11,9 @@ import Testing
 /// both formats; a machine left at protocol 5 is told to upgrade and keeps
 /// its edits.
 @Suite struct SealedFormat2Tests {
+    /// The protocol before format 2 (a brsync not yet upgraded).
+    static let older = Wire.sealedFormatProtocol - 1
+
     /// Whether the server holds `pattern`'s record with boxes (format 2), by its hidden key.
     static func isBoxed(
         _ world: SyncWorld, _ cipher: RecordCipher, _ pattern: String, on machine: SimulatedMachine
@@ -31,6 +34,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func anAccountWhoseMachinesAllUpgradeWritesBoxes(_ kind: StoreKind) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
+        (a.protocolVersion, b.protocolVersion) = (Self.older, Self.older)
         try Self.rule(a, "before.example", "firefox")
         #expect(try world.sync(a).problems.isEmpty)
         let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
@@ -73,6 +77,7 @@ import Testing
 
         // A machine still at protocol 5 is told to upgrade; its edit stays for later.
         let c = try world.machine("c")
+        c.protocolVersion = Self.older
         try AccountKeyFile.add(key, home: c.replica.home)
         try Self.rule(c, "old.example", "firefox")
         #expect {

@@ -20,6 +20,8 @@ final class SyncWorld: @unchecked Sendable {
     /// The server, its store and its copies.
     let host: TestServer
     var machines: [String: SimulatedMachine] = [:]
+    /// The protocol machines made from now on speak (an older one writes sealed format 1).
+    var protocolVersion = Wire.protocolVersion
     /// The SQLite store's file (a world on SQLite).
     let storePath: String
 
@@ -65,6 +67,7 @@ final class SyncWorld: @unchecked Sendable {
         if !(try store.accounts().contains { $0.name == account }) { try store.addAccount(account) }
         let token = try store.addDevice(account: account, name: name)
         let machine = try SimulatedMachine(name: name, home: directory.file(name), token: token, skewMilliseconds: skew)
+        machine.protocolVersion = protocolVersion
         machines[name] = machine
         return machine
     }

@@ -30,7 +30,7 @@ import Testing
             for cursor in 0..<20 {
                 let answer = try http.send(
                     method: "GET", target: "/v1/pull?since=\(999_999_000 + cursor)",
-                    headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: "3"])
+                    headers: ["Authorization": "Bearer \(token)", Wire.protocolHeader: String(Wire.protocolVersion)])
                 #expect(
                     answer.status == 409
                         && String(decoding: answer.body, as: UTF8.self).contains(
