@@ -181,10 +181,11 @@ extension RecordCipher {
     }
 
     /// The write of each box `change`'s fields name, each opened once.
-    func openBoxes(_ change: ChangeRecord) throws(RecordCipherError) -> [StampedValue: Write] {
-        var writes: [StampedValue: Write] = [:]
-        for register in change.state.fields.values where writes[register] == nil && RecordState.isBox(register.value) {
-            writes[register] = try openBox(
+    func openBoxes(_ change: ChangeRecord) throws(RecordCipherError) -> [RecordState.BoxKey: Write] {
+        var writes: [RecordState.BoxKey: Write] = [:]
+        for register in change.state.fields.values
+        where writes[RecordState.BoxKey(register)] == nil && RecordState.isBox(register.value) {
+            writes[RecordState.BoxKey(register)] = try openBox(
                 register.value.stringValue!, collection: change.collection.rawValue, hiddenKey: change.key,
                 stamp: register.stamp)
         }
@@ -194,8 +195,11 @@ extension RecordCipher {
     /// Refuses `state` when a field a write holds is missing from it, or
     /// held at an older stamp than the write's: an honest merge only moves
     /// a field forward, and keeps a box only while some field names it.
-    static func checkWritesHeld(_ writes: [StampedValue: Write], in state: RecordState) throws(RecordCipherError) {
-        for (box, write) in writes {
+    static func checkWritesHeld(
+        _ writes: [RecordState.BoxKey: Write], in state: RecordState
+    ) throws(RecordCipherError) {
+        for (key, write) in writes {
+            let box = key.register
             for name in write.fields.keys.sorted() {
                 guard let held = state.fields[name] else {
                     throw RecordCipherError(

@@ -447,7 +447,7 @@ extension RecordCipher {
         // Format 2: each box once (its key hashes to the hidden key, or it does not open).
         let writes = try openBoxes(change)
         let key: String
-        if let write = writes[keyRegister] {
+        if let write = writes[RecordState.BoxKey(keyRegister)] {
             key = write.key
         } else {
             let keyValue = try opener.openValue(
@@ -488,7 +488,7 @@ extension RecordCipher {
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
     /// - Returns: the manifest (nil when there is none and none is required).
     private func checkManifest(
-        _ change: ChangeRecord, _ state: RecordState, writes: [StampedValue: Write], opener: inout Opener,
+        _ change: ChangeRecord, _ state: RecordState, writes: [RecordState.BoxKey: Write], opener: inout Opener,
         stamps: inout HLCTimestamp.TextCache, required: Bool
     ) throws(RecordCipherError) -> RecordManifest? {
         let newest = state.newestStamp
@@ -503,7 +503,7 @@ extension RecordCipher {
             return nil
         }
         let manifest: RecordManifest
-        if let write = writes[register] {
+        if let write = writes[RecordState.BoxKey(register)] {
             guard let boxed = write.manifest else {
                 throw RecordCipherError(message: "its manifest names a write that holds none (by the server?)")
             }
@@ -530,7 +530,7 @@ extension RecordCipher {
     }
 
     private func openFields(
-        _ change: ChangeRecord, writes: [StampedValue: Write], opener: inout Opener,
+        _ change: ChangeRecord, writes: [RecordState.BoxKey: Write], opener: inout Opener,
         stamps: inout HLCTimestamp.TextCache
     ) throws(RecordCipherError) -> [String: StampedValue] {
         let (collection, hidden) = (opener.collection, opener.hiddenKey)
@@ -552,7 +552,7 @@ extension RecordCipher {
                     throw forged
                 }
                 let opened: JSONValue?
-                if let write = writes[twin] {
+                if let write = writes[RecordState.BoxKey(twin)] {
                     opened = write.fields[name]
                 } else {
                     opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
@@ -561,7 +561,7 @@ extension RecordCipher {
                 fields[name] = register
                 continue
             }
-            if let write = writes[register] {
+            if let write = writes[RecordState.BoxKey(register)] {
                 guard let value = write.fields[name] else {
                     throw RecordCipherError(
                         message:

@@ -36,11 +36,30 @@ extension RecordState {
             && Wire.allBase64URL(UnsafeBufferPointer(rebasing: utf8[boxPrefix.utf8.count...]))
     }
 
+    /// A box's register as a set member or dictionary key: hashed by its
+    /// stamp alone (a record's boxes have a stamp each, mostly, and a box's
+    /// text is hundreds of bytes that a hash would read for every field
+    /// naming it), equal when stamp and text are.
+    public struct BoxKey: Hashable, Sendable {
+        public let register: StampedValue
+
+        public init(_ register: StampedValue) { self.register = register }
+
+        public func hash(into hasher: inout Hasher) { hasher.combine(register.stamp) }
+
+        public static func == (a: BoxKey, b: BoxKey) -> Bool { a.register == b.register }
+    }
+
     /// The boxes `fields` hold, each once, ascending by stamp then text bytewise.
     static func boxes(of fields: [String: StampedValue]) -> [StampedValue] {
-        var seen = Set<StampedValue>()
-        for register in fields.values where isBox(register.value) { seen.insert(register) }
-        return seen.sorted { a, b in
+        var seen = Set<BoxKey>()
+        for register in fields.values {
+            // The fields of one write name one box: its text is read once.
+            let key = BoxKey(register)
+            if !seen.isEmpty && seen.contains(key) { continue }
+            if isBox(register.value) { seen.insert(key) }
+        }
+        return seen.map(\.register).sorted { a, b in
             if a.stamp != b.stamp { return a.stamp < b.stamp }
             return a.value.stringValue!.utf8.lexicographicallyPrecedes(b.value.stringValue!.utf8)
         }
@@ -60,7 +79,7 @@ extension RecordState {
         _ fields: [String: StampedValue], boxes: [StampedValue], into output: inout [UInt8]
     ) {
         var stamps = HLCTimestamp.TextCache()
-        var index: [StampedValue: Int] = [:]
+        var index: [BoxKey: Int] = [:]
         // `{"s":STAMP,"MEMBER":VALUE}`: a box (member `b`), or a register as format 1 writes it (`v`).
         func append(_ register: StampedValue, as member: StaticString) {
             output += #"{"s":""#.utf8
@@ -73,7 +92,7 @@ extension RecordState {
         }
         output += #"{"e2e.boxes":["#.utf8
         for (position, box) in boxes.enumerated() {
-            index[box] = position
+            index[BoxKey(box)] = position
             if position > 0 { output.append(UInt8(ascii: ",")) }
             append(box, as: "b")
         }
@@ -88,9 +107,9 @@ extension RecordState {
                 output += #"{"v":"#.utf8
                 register.value.write(into: &output)
                 output += #","b":"#.utf8
-                output += String(index[fields[deletedTwinField]!]!).utf8
+                output += String(index[BoxKey(fields[deletedTwinField]!)]!).utf8
                 output.append(UInt8(ascii: "}"))
-            } else if let position = index[register] {
+            } else if let position = index[BoxKey(register)] {
                 output += String(position).utf8
             } else {
                 append(register, as: "v")

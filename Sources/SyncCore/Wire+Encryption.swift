@@ -170,6 +170,8 @@ extension Wire {
         guard change.state.fields[sealedKeyField] != nil else {
             return "\(change.collection.rawValue) '\(shown)' has no sealed key"
         }
+        // The box last found: the fields of one write name it, read once.
+        var box: StampedValue?
         for (name, register) in change.state.fields {
             if name == RecordState.deletedField {
                 guard case .bool = register.value else {
@@ -177,8 +179,13 @@ extension Wire {
                 }
                 continue
             }
+            if register == box { continue }
+            if RecordState.isBox(register.value) {
+                box = register
+                continue
+            }
             // Sealed by itself (format 1) or in a box (format 2).
-            guard isSealedValue(register.value) || RecordState.isBox(register.value) else {
+            guard isSealedValue(register.value) else {
                 return
                     "\(change.collection.rawValue) '\(shown)' field \"\(DisplayText.printable(name.prefix(60)))\" is readable"
             }

@@ -146,13 +146,16 @@ public enum Wire {
     /// once however many fields name it.
     public static func recordSizeProblem(_ state: RecordState) -> String? {
         var bound = 2
-        var boxes = Set<StampedValue>()
+        var boxes = Set<RecordState.BoxKey>()
         for (name, register) in state.fields where bound <= maxRecordBytes {
             bound += 6 * name.utf8.count + 64
+            // A box counted already (the fields of one write name one box).
+            if !boxes.isEmpty, boxes.contains(RecordState.BoxKey(register)) { continue }
             if RecordState.isBox(register.value) {
                 // `"e2e.boxes":[…]` once, and `{"s":STAMP,"b":TEXT}` once a box (the 64 above holds the stamp).
                 if boxes.isEmpty { bound += 32 }
-                if boxes.insert(register).inserted { bound += 64 + size(of: register.value, limit: maxRecordBytes) }
+                boxes.insert(RecordState.BoxKey(register))
+                bound += 64 + size(of: register.value, limit: maxRecordBytes)
             } else {
                 bound += 6 * size(of: register.value, limit: maxRecordBytes)
             }
