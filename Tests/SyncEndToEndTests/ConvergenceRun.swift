@@ -60,6 +60,11 @@ final class Run: @unchecked Sendable {
     /// by default the encrypted runs of even seeds.
     let upgrades: Bool
     var upgraded: Set<String> = []
+    /// The protocol of upgraded machines (and of all, without upgrades):
+    /// this build's, or `BRSYNC_MODEL_PROTOCOL` (5 replays a seed in format
+    /// 1 with the same draws, to tell a format's fault from another).
+    let newestProtocol =
+        ProcessInfo.processInfo.environment["BRSYNC_MODEL_PROTOCOL"].flatMap(Int.init) ?? Wire.protocolVersion
 
     init(seed: UInt64, kind: StoreKind = .sqlite, encrypted: Bool = false) throws {
         self.seed = seed
@@ -111,7 +116,7 @@ final class Run: @unchecked Sendable {
         options.backoffMilliseconds = 1
         options.pushBatchBytes = 96 * 1024
         options.protocolVersion =
-            !upgrades || upgraded.contains(machine.name) ? Wire.protocolVersion : Wire.sealedFormatProtocol - 1
+            !upgrades || upgraded.contains(machine.name) ? newestProtocol : Wire.sealedFormatProtocol - 1
         // With a key, as `brsync sync` does first: a key change stopped half way is settled.
         return try host.client(
             replica ?? machine.replica, token: machine.token, port: direct ? serverPort : proxy.port,

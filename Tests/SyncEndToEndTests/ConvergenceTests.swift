@@ -33,10 +33,13 @@ import Testing
 /// `BRSYNC_MODEL_ENCRYPTION=on` or `off` runs them with end-to-end encryption
 /// or without it only (both by default: every machine holds the account key,
 /// the first sync encrypts the account, and the oracle opens the server's
-/// records to compare them); `BRSYNC_MODEL_UPGRADES=on` or `off` upgrades
-/// the machines of an encrypted run to protocol 6 during it, or never (by
+/// records to compare them); `BRSYNC_MODEL_UPGRADES=on` starts the machines
+/// of an encrypted run at protocol 5 and upgrades them to 6 during it (by
 /// default the encrypted runs of even seeds: the account turns to sealed
-/// format 2 once all have, and its records mix both formats).
+/// format 2 once all have, and its records mix both formats), `off` runs
+/// every machine at this build's protocol from the start;
+/// `BRSYNC_MODEL_PROTOCOL=5` makes that protocol 5 (the same draws in
+/// format 1).
 ///
 /// On PostgreSQL, the server's file copies are `CREATE DATABASE … TEMPLATE`
 /// copies of the stopped server's database, its online backups are
