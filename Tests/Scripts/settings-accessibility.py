@@ -14,7 +14,8 @@ its window, then runs each STEP in turn, printing what it finds:
     dump                  every accessible in the window: `NODE {json}`
     text:NAME=VALUE       puts VALUE in the text field named NAME (editable text)
     press:NAME            presses the button named NAME, or described so (a
-                          row's "Remove" is described "Remove Firefox (firefox)")
+                          row's "Remove" is described "Remove Firefox (firefox)"),
+                          once it can be pressed (up to 30 s while greyed out)
     toggle:NAME           flips the switch or check box named NAME
     key:KEYS              presses KEYS (xdotool names) in the window
     find:ROLE:TEXT        waits up to 10 s for a ROLE whose name holds TEXT, in any
@@ -39,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from accessibility_session import application, describe, end_group, fail, find, nodes, wait_for
+from accessibility_session import Atspi, application, describe, end_group, fail, find, nodes, wait_for
 
 TITLE = "brsync Settings"
 
@@ -101,6 +102,10 @@ def main():
                               and rest in (n.get_name(), n.get_description()))
                 if button is None:
                     fail(f"no button named {rest!r}")
+                # As a user: a greyed-out button cannot be pressed (a sync's
+                # Stop turns on once the sync has started), so wait for it.
+                wait_for(lambda: True if button.get_state_set().contains(Atspi.StateType.SENSITIVE) else None,
+                         30, f"button {rest!r} that can be pressed")
                 button.do_action(0)
             elif kind == "toggle":
                 switch = find(app, lambda n: n.get_role_name() in ("toggle button", "check box", "switch")
