@@ -192,6 +192,34 @@ extension RecordCipher {
         return writes
     }
 
+    /// The value of field `field` that `register` holds, whichever format
+    /// sealed it: the field of its write's box, or a value sealed by itself.
+    /// - Throws: ``RecordCipherError`` when it does not open, is not sealed,
+    ///   or names a box without the field.
+    public func openField(
+        _ register: StampedValue, field: String, collection: String, hiddenKey: String
+    ) throws(RecordCipherError) -> JSONValue {
+        guard case .string(let sealed) = register.value else {
+            throw RecordCipherError(
+                message: "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(field)\" is not sealed"
+            )
+        }
+        guard RecordState.isBox(register.value) else {
+            return try openValue(
+                sealed, collection: collection, hiddenKey: hiddenKey, field: field, stamp: register.stamp.description)
+        }
+        guard
+            let value = try openBox(sealed, collection: collection, hiddenKey: hiddenKey, stamp: register.stamp)
+                .fields[field]
+        else {
+            throw RecordCipherError(
+                message:
+                    "\(collection)/\(DisplayText.printable(hiddenKey.prefix(80))) field \"\(field)\" names a write without it"
+            )
+        }
+        return value
+    }
+
     /// Refuses `state` when a field a write holds is missing from it, or
     /// held at an older stamp than the write's: an honest merge only moves
     /// a field forward, and keeps a box only while some field names it.

@@ -532,24 +532,8 @@ extension SyncClient {
         guard !lost.field.hasPrefix(Wire.sealedFieldPrefix) else { return }
         func opened(_ register: StampedValue) throws -> StampedValue {
             if lost.field == RecordState.deletedField { return register } // readable by design
-            guard case .string(let sealed) = register.value else {
-                throw RecordCipherError(message: "a lost value of '\(key)' is not sealed")
-            }
-            if RecordState.isBox(register.value) {
-                // Format 2: the field's value is in the write's box.
-                let write = try cipher.openBox(
-                    sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, stamp: register.stamp)
-                guard let value = write.fields[lost.field] else {
-                    throw RecordCipherError(message: "a lost value of '\(key)' names a box without it")
-                }
-                return StampedValue(value, stamp: register.stamp)
-            }
-            let text = try cipher.open(
-                sealed, collection: lost.collection.rawValue, hiddenKey: lost.key, field: lost.field,
-                stamp: register.stamp.description)
-            guard let value = try? JSONValue.parse(text) else {
-                throw RecordCipherError(message: "a lost value of '\(key)' is not JSON")
-            }
+            let value = try cipher.openField(
+                register, field: lost.field, collection: lost.collection.rawValue, hiddenKey: lost.key)
             return StampedValue(value, stamp: register.stamp)
         }
         do {
