@@ -153,6 +153,7 @@ extension Replica {
         if page.clearing { try clearPulledAside(change) }
         if !page.kept.isEmpty { page.passed.insert("\(change.collection.rawValue)/\(change.filedKey ?? change.key)") }
         page.conflicts += try keepLosses(lost, of: change, local: local, merged: merged)
+        try keepBoxes(of: change, local: local, merged: merged)
         // The server's version lacks something this replica holds and
         // will not push (no unpushed edit of the record): the server
         // lost it (a restore, a purged tombstone brought back by an old

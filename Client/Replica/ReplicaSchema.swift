@@ -106,6 +106,7 @@ enum ReplicaSchema {
         Migration4.ledgerUnmet,
         Migration4.withdrawalsRead,
         Migration4.sealedFormats,
+        Migration4.keptBoxes,
     ])
 
     enum Migration4 {
@@ -567,6 +568,21 @@ enum ReplicaSchema {
             sql: """
                 ALTER TABLE changes ADD COLUMN sealed_format INTEGER;
                 UPDATE changes SET sealed_format = 1;
+                """)
+
+        /// The boxes of sealed format 2 a pull brought (``Replica/keptBoxes(_:key:)``):
+        /// one per record and stamp a field of it holds, as the writer sealed
+        /// it, so a relay sends the write whole and never seals it again.
+        static let keptBoxes = Migrator.Migration(
+            version: 31,
+            sql: """
+                CREATE TABLE boxes (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    stamp TEXT NOT NULL,
+                    sealed TEXT NOT NULL,
+                    PRIMARY KEY (collection, key, stamp)
+                ) WITHOUT ROWID;
                 """)
     }
 }

@@ -65,7 +65,7 @@ extension RecordCipher {
     /// nonce is synthetic (as a value's), so the same write seals to the same box.
     public func sealBox(_ write: Write, collection: String, hiddenKey: String, stamp: HLCTimestamp) -> String {
         var sealer = Sealer(self, collection: collection, hiddenKey: hiddenKey, label: Self.boxLabel)
-        return sealer.sealBox(Self.boxText(write, collection: collection, stamp: stamp), stamp: Self.bytes(of: stamp))
+        return sealer.box(write, stamp: stamp)
     }
 
     /// The write a box holds, when this key sealed it for the record
@@ -160,11 +160,7 @@ extension RecordCipher {
         var fields = [String: StampedValue](minimumCapacity: change.state.fields.count + 3)
         for (stamp, values) in byStamp {
             let write = Write(key: change.key, fields: values, manifest: stamp == newest ? manifest : nil)
-            let box = StampedValue(
-                .string(
-                    sealer.sealBox(
-                        Self.boxText(write, collection: collection, stamp: stamp), stamp: Self.bytes(of: stamp))),
-                stamp: stamp)
+            let box = StampedValue(.string(sealer.box(write, stamp: stamp)), stamp: stamp)
             for name in values.keys { fields[name] = box }
             if let flag = change.state.fields[RecordState.deletedField], flag.stamp == stamp {
                 fields[RecordState.deletedField] = flag
@@ -178,6 +174,67 @@ extension RecordCipher {
         return ChangeRecord(
             sequence: change.sequence, collection: change.collection, key: hidden,
             state: RecordState(fields: fields, versions: change.state.versions))
+    }
+
+    /// A whole record relayed in format 2 (docs/protocol.md, "Relays of
+    /// boxes"): each field in the box its writer sealed, when `kept` holds
+    /// one at the field's stamp that opens under this key and holds the
+    /// field with the value the record holds; the other fields (values that
+    /// came in format 1, this machine's own writes) in a box per stamp
+    /// sealed here, under their own stamps. The key and the manifest name
+    /// the kept box at the newest stamp when it carries a manifest, else a
+    /// box sealed here at that stamp, holding every field of it and the
+    /// record itself as manifest. The same record and boxes always seal to
+    /// the same boxes.
+    public func sealRelayed(_ record: ChangeRecord, kept: [StampedValue]) throws(RecordCipherError) -> ChangeRecord {
+        if record.collection == .ledger { return try sealLedger(record) }
+        try Self.checkOwnNames(record)
+        guard let newest = record.state.newestStamp else { return try sealBoxes(record) }
+        let collection = record.collection.rawValue
+        let hidden = hiddenKey(collection: collection, key: record.key)
+        let held = record.state.fields
+        let stamps = Set(held.values.map(\.stamp))
+        var boxes: [HLCTimestamp: (box: StampedValue, write: Write)] = [:]
+        for box in kept where stamps.contains(box.stamp) {
+            guard case .string(let sealed) = box.value,
+                let write = try? openBox(sealed, collection: collection, hiddenKey: hidden, stamp: box.stamp)
+            else { continue } // sealed under an older key, or damaged: sealed again below
+            boxes[box.stamp] = (box, write)
+        }
+        let carrier = boxes[newest].flatMap { $0.write.manifest == nil ? nil : $0.box }
+        var fields = [String: StampedValue](minimumCapacity: held.count + 3)
+        var unboxed: [HLCTimestamp: [String: JSONValue]] = [:]
+        for (name, register) in held {
+            if let box = boxes[register.stamp], box.write.fields[name] == register.value,
+                carrier != nil || register.stamp != newest
+            {
+                fields[name] = box.box
+            } else {
+                unboxed[register.stamp, default: [:]][name] = register.value
+            }
+        }
+        var sealer = Sealer(self, collection: collection, hiddenKey: hidden, label: Self.boxLabel)
+        for (stamp, values) in unboxed {
+            let manifest = stamp == newest && carrier == nil ? RecordManifest(of: record.state, through: newest) : nil
+            let write = Write(key: record.key, fields: values, manifest: manifest)
+            let box = StampedValue(.string(sealer.box(write, stamp: stamp)), stamp: stamp)
+            for name in values.keys { fields[name] = box }
+            if manifest != nil {
+                fields[Self.keyField] = box
+                fields[Self.manifestField] = box
+            }
+        }
+        if let carrier {
+            fields[Self.keyField] = carrier
+            fields[Self.manifestField] = carrier
+        }
+        if let flag = held[RecordState.deletedField] {
+            fields[Self.deletedTwinField] = fields[RecordState.deletedField]
+            fields[RecordState.deletedField] = flag
+        }
+        return ChangeRecord(
+            sequence: record.sequence, collection: record.collection, key: hidden,
+            state: RecordState(fields: fields, versions: record.state.versions))
     }
 
     /// The write of each box `change`'s fields name, each opened once.

@@ -149,6 +149,13 @@ public struct RecordCipher: Sendable {
             seal(text, binding: binding.bytes(stamp: stamp), prefix: RecordCipher.boxPrefix)
         }
 
+        /// `write` sealed as the box of `stamp`.
+        mutating func box(_ write: RecordCipher.Write, stamp: HLCTimestamp) -> String {
+            var stampBytes: [UInt8] = []
+            stamp.write(into: &stampBytes)
+            return sealBox(RecordCipher.boxText(write, collection: collection, stamp: stamp), stamp: stampBytes)
+        }
+
         /// `plaintext` sealed with `binding` as its associated data: `prefix`
         /// and the base64url of nonce, ciphertext and tag.
         private mutating func seal(_ plaintext: [UInt8], binding: [UInt8], prefix: [UInt8]) -> String {
@@ -474,6 +481,7 @@ extension RecordCipher {
                 sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
             )
             opened.filedKey = hidden
+            opened.boxes = writes.keys.map(\.register)
             return opened
         } catch {
             // Once its key is open, the record is named as the user knows it

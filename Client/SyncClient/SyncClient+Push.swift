@@ -366,6 +366,12 @@ extension SyncClient {
             wire = try cipher?.seal(change, format: change.sealedFormat ?? .one) ?? change
             (text, digest) = wire.jsonBytesAndDigest
         }
+
+        /// A change already as it is sent.
+        init(sent: ChangeRecord) {
+            wire = sent
+            (text, digest) = sent.jsonBytesAndDigest
+        }
     }
 
     /// Each change as it is sent (see ``WireChange``); a change the cipher

@@ -49,7 +49,7 @@ extension SyncClient {
     /// With `needed`, records the server takes are no longer undelivered, and
     /// those it refuses stay so (sent again at the next sync).
     func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
-        var remaining = zip(records, try Self.wireChanges(records, cipher: cipher)).map {
+        var remaining = zip(records, try relayedWire(records)).map {
             (plain: $0, wire: $1.wire, text: $1.text)
         }[...]
         while !remaining.isEmpty {
@@ -102,6 +102,21 @@ extension SyncClient {
                         .map { ($0.plain.collection, $0.plain.key) }, false)
             }
             summary.relayed += batch.count
+        }
+    }
+
+    /// Whole records as a relay sends them: in an account sealed in format
+    /// 2, each write in the box its writer sealed when this replica kept it
+    /// (``RecordCipher/sealRelayed(_:kept:)``), never sealed again by
+    /// itself in format 1; otherwise sealed as a change never sent is.
+    private func relayedWire(_ records: [ChangeRecord]) throws -> [WireChange] {
+        guard let cipher, options.protocolVersion >= Wire.sealedFormatProtocol, try replica.sealedFormat() == .two
+        else { return try Self.wireChanges(records, cipher: cipher) }
+        return try records.map { record in
+            let kept = record.collection == .ledger ? [] : try replica.keptBoxes(record.collection, key: record.key)
+            do { return WireChange(sent: try cipher.sealRelayed(record, kept: kept)) } catch {
+                throw SyncError.usage("\(error)")
+            }
         }
     }
 }

@@ -36,6 +36,11 @@ public struct ChangeRecord: Sendable, Equatable {
     /// bytes); nil while it was never sent, and for anything not from the
     /// log. Not part of equality.
     public var sealedFormat: Wire.SealedFormat?
+    /// In an opened record of sealed format 2, the boxes its fields named,
+    /// as the server sent them: a replica keeps them, and a relay sends a
+    /// write in the box its writer sealed (docs/protocol.md, "Relays of
+    /// boxes"). Empty otherwise. Not part of equality.
+    public var boxes: [StampedValue] = []
 
     public init(
         sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,

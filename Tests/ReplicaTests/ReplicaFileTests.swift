@@ -88,7 +88,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
             DROP TABLE pulled_aside;
-            DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet;
+            DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; DROP TABLE boxes;
             ALTER TABLE changes DROP COLUMN sealed_format;
             PRAGMA user_version = 11;
             """)
@@ -107,7 +107,7 @@ import Testing
         #expect(try !Replica.initialize(home: directory.path, deviceName: nil).replica.withdrawalsMayBeMissed())
         let database = try Database(path: file)
         try database.execute(
-            "DELETE FROM meta WHERE key IN ('withdrawals_read', 'pull_cursor'); ALTER TABLE changes DROP COLUMN sealed_format; PRAGMA user_version = 28;"
+            "DELETE FROM meta WHERE key IN ('withdrawals_read', 'pull_cursor'); ALTER TABLE changes DROP COLUMN sealed_format; DROP TABLE boxes; PRAGMA user_version = 28;"
         )
         if let cursor { try database.run("INSERT INTO meta (key, value) VALUES ('pull_cursor', ?)", [.text(cursor)]) }
         let upgraded = try Replica.open(home: directory.path)
@@ -174,7 +174,7 @@ import Testing
             ALTER TABLE changes DROP COLUMN refused;
             DROP TABLE device_writes;
             DROP TABLE pulled_aside;
-            DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet;
+            DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; DROP TABLE boxes;
             ALTER TABLE changes DROP COLUMN sealed_format;
             PRAGMA user_version = 9;
             COMMIT;

@@ -169,4 +169,65 @@ import Testing
             do { _ = try Self.opened(lied) } catch { #expect("\(error)".contains(reason), "\(what): \(error)") }
         }
     }
+
+    /// A relayed record carries each write in the box its writer sealed
+    /// (the relaying machine kept it when it pulled the record). Sealing the
+    /// fields again by themselves, as format 1 relays did, handed a lying
+    /// server a field without its write: with a concurrent writer's older
+    /// manifest it could roll the write's other field back unseen (the
+    /// outside review's F1). With the writer's box, that rollback is refused.
+    @Test func aRelayCarriesTheWritersBoxesSoNoFieldLeavesItsWrite() throws {
+        let other = "0a0b0c0d0e0f1011"
+        let newer = HLCTimestamp(text: "000001a214480000-00000000-\(other)")!
+        // Made at `older`; device 1 then writes browser and priority together;
+        // device 2, not having seen that, writes origin.
+        let made = Self.change("zoom.us", Self.madeRule(at: Self.older).state.fields, counter: 1)
+        var edited = made.state.fields
+        edited["browser"] = StampedValue(.string("firefox"), stamp: Self.stamp)
+        edited["priority"] = StampedValue(.int(20), stamp: Self.stamp)
+        let edit = Self.change("zoom.us", edited, counter: 2)
+        var concurrentFields = made.state.fields
+        concurrentFields["origin"] = StampedValue(.string("phone"), stamp: newer)
+        var concurrent = Self.change("zoom.us", concurrentFields, counter: 1)
+        concurrent.state.versions = VersionVector([Self.device: 1, other: 1])
+        concurrent.manifestText = RecordManifest(of: concurrent.state, through: newer).text(at: newer)
+        let pulled = try [edit, concurrent].map {
+            try Self.cipher.open(try Self.overTheWire(try Self.cipher.seal($0, format: .two)))
+        }
+        let (merged, _) = pulled[0].state.merged(with: pulled[1].state)
+        let record = ChangeRecord(sequence: 0, collection: .rules, key: "zoom.us", state: merged)
+
+        let relayed = try Self.cipher.sealRelayed(record, kept: pulled.flatMap(\.boxes))
+        let editBox = try Self.cipher.seal(edit, format: .two).state.fields["priority"]!
+        let concurrentBox = try Self.cipher.seal(concurrent, format: .two).state.fields["origin"]!
+        #expect(relayed.state.fields["priority"] == editBox && relayed.state.fields["browser"] == editBox)
+        #expect(
+            relayed.state.fields["origin"] == concurrentBox && relayed.state.fields["e2e.manifest"] == concurrentBox)
+        #expect(try Self.opened(relayed).state == merged)
+        #expect(try Self.cipher.sealRelayed(record, kept: pulled.flatMap(\.boxes)) == relayed, "the same bytes again")
+
+        // The lie: browser served from the made write, under device 2's manifest (which allows it).
+        let madeBox = relayed.state.fields["pattern"]!
+        var lied = relayed
+        lied.state.fields["browser"] = madeBox
+        #expect {
+            _ = try Self.opened(lied)
+        } throws: { error in
+            "\(error)".contains("rolled back")
+        }
+        // Format 1's relay: each field sealed by itself gave the server priority without its write.
+        var formatOne = try Self.cipher.seal(record, format: .one)
+        formatOne.state.fields["browser"] = madeBox
+        formatOne.state.fields["e2e.manifest"] = concurrentBox
+        formatOne.state.fields["e2e.key"] = concurrentBox
+        #expect(
+            try Self.opened(formatOne).state.fields["browser"]?.value == .string("chrome"), "the hole kept boxes close")
+
+        // Kept boxes that do not open (an older key), or name stamps no
+        // longer held, are left out: those writes are sealed here again.
+        let stale = try RecordCipher(AccountKey.generate()).seal(edit, format: .two).state.fields["priority"]!
+        let fresh = try Self.cipher.sealRelayed(record, kept: [stale])
+        #expect(fresh.state.fields["priority"] != stale && fresh.state.fields["priority"]?.stamp == Self.stamp)
+        #expect(try Self.opened(fresh).state == merged)
+    }
 }

@@ -99,4 +99,44 @@ import Testing
         #expect(try world.sync(a).problems.isEmpty)
         #expect(try SyncWorld.rules(a.replica)["old.example"] == "chrome")
     }
+
+    /// A machine keeps the boxes it pulls, and its relay sends each write in
+    /// the box its writer sealed: after a restore lost a record, the server
+    /// holds it again exactly as its writer sent it, never sealed anew by
+    /// the relaying machine (a field without its write is what the outside
+    /// review's F1 rolled back). Boxes of stamps a record no longer holds go.
+    @Test(arguments: StoreKind.allCases) func aRelaySendsTheBoxesTheirWritersSealed(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let cipher = RecordCipher(key)
+        for machine in [a, b, a] { #expect(try world.sync(machine).problems.isEmpty) }
+        #expect(try a.replica.sealedFormat() == .two && b.replica.sealedFormat() == .two)
+        let copy = try world.backupServer()
+        try Self.rule(a, "relay.example", "firefox")
+        #expect(try world.sync(a).problems.isEmpty)
+        let hidden = try #require(try LyingServerTests.hiddenRuleKeys(a.replica, cipher)["relay.example"])
+        let written = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        #expect(try world.sync(b).problems.isEmpty)
+        let ruleKey = try #require(
+            try b.replica.records(.rules).first { $0.1.fields["pattern"]?.value == .string("relay.example") }?.0)
+        let kept = try b.replica.keptBoxes(.rules, key: ruleKey)
+        #expect(kept.count == 1 && kept.first.map { written.state.fields.values.contains($0) } == true)
+
+        try world.restoreServer(copy)
+        _ = try world.sync(b)
+        let relayed = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        #expect(relayed.state.fields == written.state.fields, "the record as its writer sent it")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try world.sync(b).problems.isEmpty)
+        #expect(try SyncWorld.rules(a.replica) == SyncWorld.rules(b.replica))
+
+        // An edit elsewhere moves the rule on: b keeps the new write's box, not the old one.
+        try Self.rule(a, "relay.example", "chrome")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try world.sync(b).problems.isEmpty)
+        let now = try b.replica.keptBoxes(.rules, key: ruleKey)
+        let record = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        #expect(!now.isEmpty && now.allSatisfy { record.state.fields.values.contains($0) } && now != kept)
+    }
 }

@@ -1,0 +1,49 @@
+import Storage
+import SyncCore
+
+/// The boxes of sealed format 2 this replica keeps (docs/protocol.md,
+/// "Relays of boxes"): a write of another device travels whole, as its
+/// writer sealed it, when this machine relays the record.
+extension Replica {
+    /// Keeps each box of the pulled `change` that a field of `merged` took
+    /// from it (its stamp, its value), one per stamp; and, when the record
+    /// held fields before, drops the boxes of stamps no field holds now.
+    func keepBoxes(of change: ChangeRecord, local: RecordState, merged: RecordState) throws {
+        guard change.collection != .ledger, change.filedKey != nil else { return }
+        for box in change.boxes
+        where merged.fields.contains(where: { name, register in
+            register.stamp == box.stamp && change.state.fields[name] == register
+        }) {
+            guard case .string(let sealed) = box.value else { continue }
+            try database.run(
+                "INSERT OR REPLACE INTO boxes (collection, key, stamp, sealed) VALUES (?, ?, ?, ?)",
+                [.text(change.collection.rawValue), .text(change.key), .text(box.stamp.description), .text(sealed)])
+        }
+        guard !local.fields.isEmpty, merged != local else { return }
+        let held = Set(merged.fields.values.map(\.stamp.description)).sorted()
+        try database.run(
+            """
+            DELETE FROM boxes WHERE collection = ? AND key = ?
+            AND stamp NOT IN (\(held.map { _ in "?" }.joined(separator: ", ")))
+            """,
+            [.text(change.collection.rawValue), .text(change.key)] + held.map { .text($0) })
+    }
+
+    /// The boxes kept for a record (``keepBoxes(of:local:merged:)``), each
+    /// under its stamp, ascending; some may name stamps the record no
+    /// longer holds (a local edit moved on), which a relay leaves out. A
+    /// row that does not read (a damaged file) is no box: the relay seals
+    /// the write again, as for a value that came in format 1.
+    public func keptBoxes(_ collection: RecordCollection, key: String) throws -> [StampedValue] {
+        try read {
+            try database.query(
+                "SELECT stamp, sealed FROM boxes WHERE collection = ? AND key = ? ORDER BY stamp",
+                [.text(collection.rawValue), .text(key)]
+            ) { row -> StampedValue? in
+                guard let text = row.string(0), let stamp = HLCTimestamp(text: text), let sealed = row.string(1)
+                else { return nil }
+                return StampedValue(.string(sealed), stamp: stamp)
+            }
+        }.compactMap { $0 }
+    }
+}
