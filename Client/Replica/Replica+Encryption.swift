@@ -124,6 +124,8 @@ extension Replica {
             try retireDeviceID(old, successor: id)
             try database.run("UPDATE changes SET chain = NULL")
             try database.run("DELETE FROM reconcile_seen")
+            // Boxes sealed with the key synced until now open under no other.
+            try database.run("DELETE FROM boxes")
             try dropLedgers()
             try setMeta("reconcile", nil)
             try setMeta("pull_cursor", "0")

@@ -28,26 +28,41 @@ extension RecordCipher {
     /// (``paddedLength(_:minimum:)``, from ``smallestClass(collection:field:)``),
     /// names ascending bytewise, the manifest unpadded and only when there is one.
     static func boxText(_ write: Write, collection: String, stamp: HLCTimestamp) -> [UInt8] {
+        boxText(
+            key: write.key, fields: write.fields.sorted { bytewise($0.key, $1.key) }, manifest: write.manifest,
+            collection: collection, stamp: stamp)
+    }
+
+    /// ``boxText(_:collection:stamp:)`` of a write's key, its fields with
+    /// their names in ascending bytewise order, and its manifest.
+    static func boxText(
+        key: String, fields: some Collection<(key: String, value: JSONValue)>, manifest: RecordManifest?,
+        collection: String, stamp: HLCTimestamp
+    ) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(64 + write.fields.count * 48)
+        output.reserveCapacity(64 + fields.count * 48)
         output += #"{"k":"#.utf8
-        appendPadded(.string(write.key), minimum: smallestClass(collection: collection, field: keyField), to: &output)
+        appendPadded(.string(key), minimum: smallestClass(collection: collection, field: keyField), to: &output)
         output += #","f":{"#.utf8
-        // Bytewise order of the names (Swift's String order is by scalars, which for UTF-8 is the same).
-        for (index, name) in write.fields.keys.sorted().enumerated() {
+        for (index, field) in fields.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
-            JSONValue.string(name).write(into: &output)
+            JSONValue.writeString(field.key, into: &output)
             output.append(UInt8(ascii: ":"))
-            appendPadded(
-                write.fields[name]!, minimum: smallestClass(collection: collection, field: name), to: &output)
+            appendPadded(field.value, minimum: smallestClass(collection: collection, field: field.key), to: &output)
         }
         output.append(UInt8(ascii: "}"))
-        if let manifest = write.manifest {
+        if let manifest {
             output += #","m":"#.utf8
             manifest.writeBoxed(at: stamp, into: &output)
         }
         output.append(UInt8(ascii: "}"))
         return output
+    }
+
+    /// Whether name `a` comes before `b` by their UTF-8 bytes (not by
+    /// Swift's `String` order, which compares canonical equivalents equal).
+    static func bytewise(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     /// `value`'s JSON text, then spaces up to its size class.
@@ -147,9 +162,17 @@ extension RecordCipher {
     func sealBoxes(_ change: ChangeRecord) throws(RecordCipherError) -> ChangeRecord {
         let collection = change.collection.rawValue
         let hidden = hiddenKey(collection: collection, key: change.key)
-        var byStamp: [HLCTimestamp: [String: JSONValue]] = [:]
-        for (name, register) in change.state.fields { byStamp[register.stamp, default: [:]][name] = register.value }
-        guard let newest = byStamp.keys.max() else {
+        // Each stamp once with its fields, names ascending bytewise: a change
+        // mostly holds one or two stamps (no dictionary per stamp).
+        var writes: [(stamp: HLCTimestamp, fields: [(key: String, value: JSONValue)])] = []
+        for (name, register) in change.state.fields.sorted(by: { Self.bytewise($0.key, $1.key) }) {
+            if let index = writes.firstIndex(where: { $0.stamp == register.stamp }) {
+                writes[index].fields.append((name, register.value))
+            } else {
+                writes.append((register.stamp, [(name, register.value)]))
+            }
+        }
+        guard let newest = writes.lazy.map(\.stamp).max() else {
             // Nothing to seal (re-stamping took every field): the hidden key alone, as format 1.
             return ChangeRecord(
                 sequence: change.sequence, collection: change.collection, key: hidden,
@@ -158,18 +181,20 @@ extension RecordCipher {
         let manifest = Self.manifest(of: change, newest: newest)
         var sealer = Sealer(self, collection: collection, hiddenKey: hidden, label: Self.boxLabel)
         var fields = [String: StampedValue](minimumCapacity: change.state.fields.count + 3)
-        for (stamp, values) in byStamp {
-            let write = Write(key: change.key, fields: values, manifest: stamp == newest ? manifest : nil)
-            let box = StampedValue(.string(sealer.box(write, stamp: stamp)), stamp: stamp)
-            for name in values.keys { fields[name] = box }
-            if let flag = change.state.fields[RecordState.deletedField], flag.stamp == stamp {
-                fields[RecordState.deletedField] = flag
-                fields[Self.deletedTwinField] = box
-            }
+        for (stamp, values) in writes {
+            let text = Self.boxText(
+                key: change.key, fields: values, manifest: stamp == newest ? manifest : nil, collection: collection,
+                stamp: stamp)
+            let box = StampedValue(.string(sealer.sealBox(text, stamp: stamp)), stamp: stamp)
+            for (name, _) in values { fields[name] = box }
             if stamp == newest {
                 fields[Self.keyField] = box
                 fields[Self.manifestField] = box
             }
+        }
+        if let flag = change.state.fields[RecordState.deletedField] {
+            fields[Self.deletedTwinField] = fields[RecordState.deletedField]
+            fields[RecordState.deletedField] = flag
         }
         return ChangeRecord(
             sequence: change.sequence, collection: change.collection, key: hidden,
@@ -283,9 +308,15 @@ extension RecordCipher {
     static func checkWritesHeld(
         _ writes: [RecordState.BoxKey: Write], in state: RecordState
     ) throws(RecordCipherError) {
-        for (key, write) in writes {
+        // Every record a pull brings is checked: names are sorted (for the
+        // message to name the first) only when something is wrong.
+        let fine = writes.allSatisfy { key, write in
+            write.fields.keys.allSatisfy { state.fields[$0].map { $0.stamp >= key.register.stamp } == true }
+        }
+        if fine { return }
+        for (key, write) in writes.sorted(by: { $0.key.register.stamp < $1.key.register.stamp }) {
             let box = key.register
-            for name in write.fields.keys.sorted() {
+            for name in write.fields.keys.sorted(by: bytewise) {
                 guard let held = state.fields[name] else {
                     throw RecordCipherError(
                         message:

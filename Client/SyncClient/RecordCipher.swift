@@ -118,6 +118,7 @@ public struct RecordCipher: Sendable {
         private var binding: Binding
         private var combined: [UInt8] = []
         private var padded: [UInt8] = []
+        private var stampBytes: [UInt8] = []
 
         private let collection: String
 
@@ -145,15 +146,15 @@ public struct RecordCipher: Sendable {
         }
 
         /// A box: `text` (padded inside already) sealed under `stamp`.
-        mutating func sealBox(_ text: [UInt8], stamp: [UInt8]) -> String {
-            seal(text, binding: binding.bytes(stamp: stamp), prefix: RecordCipher.boxPrefix)
+        mutating func sealBox(_ text: [UInt8], stamp: HLCTimestamp) -> String {
+            stampBytes.removeAll(keepingCapacity: true)
+            stamp.write(into: &stampBytes)
+            return seal(text, binding: binding.bytes(stamp: stampBytes), prefix: RecordCipher.boxPrefix)
         }
 
         /// `write` sealed as the box of `stamp`.
         mutating func box(_ write: RecordCipher.Write, stamp: HLCTimestamp) -> String {
-            var stampBytes: [UInt8] = []
-            stamp.write(into: &stampBytes)
-            return sealBox(RecordCipher.boxText(write, collection: collection, stamp: stamp), stamp: stampBytes)
+            sealBox(RecordCipher.boxText(write, collection: collection, stamp: stamp), stamp: stamp)
         }
 
         /// `plaintext` sealed with `binding` as its associated data: `prefix`

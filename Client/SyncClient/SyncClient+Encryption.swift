@@ -510,8 +510,11 @@ extension SyncClient {
 
     /// Keeps a value that lost to a concurrent edit, opened, for
     /// `brsync log --conflicts` and `brsync restore`. The server reports it
-    /// as it holds it: sealed, under the hidden key.
-    func recordConflict(_ lost: LostField, key: String) throws {
+    /// as it holds it: sealed, under the hidden key. A lost deletion flag
+    /// is readable by design: it counts only with its sealed `twin`, lost
+    /// under the same stamp and opening to the same flag (else the server
+    /// could show a deletion that was never made).
+    func recordConflict(_ lost: LostField, key: String, twin: LostField? = nil) throws {
         // A value that lost to the same value lost nothing (two machines
         // both saying "not deleted"): not a conflict anyone needs to see.
         // Nor does a rule's provenance (when and where it was first made).
@@ -530,8 +533,19 @@ extension SyncClient {
         }
         // The sealed key and the deletion flag's twin are encryption's own.
         guard !lost.field.hasPrefix(Wire.sealedFieldPrefix) else { return }
+        if lost.field == RecordState.deletedField {
+            let sealed = try? twin.map {
+                try cipher.openField(
+                    $0.lost, field: lost.field, collection: lost.collection.rawValue, hiddenKey: lost.key)
+            }
+            guard let twin, twin.lost.stamp == lost.lost.stamp, sealed == lost.lost.value else {
+                summary.problems.append(
+                    "the server reported a lost deletion flag of '\(key)' without its sealed twin: not kept")
+                return
+            }
+        }
         func opened(_ register: StampedValue) throws -> StampedValue {
-            if lost.field == RecordState.deletedField { return register } // readable by design
+            if lost.field == RecordState.deletedField { return register } // its twin says the same (above)
             let value = try cipher.openField(
                 register, field: lost.field, collection: lost.collection.rawValue, hiddenKey: lost.key)
             return StampedValue(value, stamp: register.stamp)

@@ -217,7 +217,13 @@ extension SyncClient {
             replacedStamp: { try replica.replacedStamps(ofChange: $0)[$1] })
         for finding in review.findings {
             switch finding {
-            case .conflict(let lost): try recordConflict(lost, key: sent.shown(lost.collection, lost.key))
+            case .conflict(let lost):
+                // A lost deletion flag counts with its sealed twin (an encrypted account's).
+                let twin = response.lost.first {
+                    $0.field == RecordState.deletedTwinField && $0.sequence == lost.sequence
+                        && $0.collection == lost.collection && $0.key == lost.key
+                }
+                try recordConflict(lost, key: sent.shown(lost.collection, lost.key), twin: twin)
             case .problem(let problem): summary.problems.append(problem)
             }
         }

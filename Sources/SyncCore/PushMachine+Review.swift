@@ -29,8 +29,9 @@ extension PushMachine {
 
     /// Checks the conflicts and refusals `response` reports against the
     /// batch sent: each must name a change of the batch under its key
-    /// (sealed: the hidden key sent); a conflict's winner must win the merge
-    /// over the value it beat; a refusal must be of a change the answer
+    /// (sealed: the hidden key sent); one of a conflict's two values must be
+    /// the register the change sent, and its winner must win the merge over
+    /// the value it beat; a refusal must be of a change the answer
     /// acknowledges. A value this device replaced by its own later edit, or
     /// another device's value this device had seen when it edited, is no
     /// conflict.
@@ -46,16 +47,19 @@ extension PushMachine {
         replacedStamp: (_ sequence: Int64, _ field: String) throws -> HLCTimestamp?
     ) rethrows -> Review {
         var review = Review()
-        /// Whether the answer names a change of this batch, under its key.
-        func isSent(_ sequence: Int64, _ collection: RecordCollection, _ key: String) -> Bool {
+        /// The change of this batch the answer names, under its key.
+        func sentChange(_ sequence: Int64, _ collection: RecordCollection, _ key: String) -> ChangeRecord? {
             guard let first = sent.first, sequence >= first.sequence, sequence - first.sequence < sent.count else {
-                return false
+                return nil
             }
             let change = sent[Int(sequence - first.sequence)]
-            return change.collection == collection && change.key == key
+            return change.collection == collection && change.key == key ? change : nil
+        }
+        func isSent(_ sequence: Int64, _ collection: RecordCollection, _ key: String) -> Bool {
+            sentChange(sequence, collection, key) != nil
         }
         for lost in response.lost {
-            guard isSent(lost.sequence, lost.collection, lost.key) else {
+            guard let change = sentChange(lost.sequence, lost.collection, lost.key) else {
                 review.findings.append(
                     .problem("the server reported a conflict on a record this push did not change: not kept"))
                 continue
@@ -66,6 +70,15 @@ extension PushMachine {
                     .problem(
                         "the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
                             + "whose winner is not newer than the value it beat: not kept"))
+                continue
+            }
+            // One side is this push's own register (a pushed value that lost,
+            // or one that overwrote): the server cannot name two others.
+            guard let pushed = change.state.fields[lost.field], pushed == lost.winner || pushed == lost.lost else {
+                review.findings.append(
+                    .problem(
+                        "the server reported a conflict on '\(shown(lost.collection, lost.key))' field \"\(lost.field)\" "
+                            + "of which neither value is what this push sent: not kept"))
                 continue
             }
             // This device's own value replaced by its own later edit (two

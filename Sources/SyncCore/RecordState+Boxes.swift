@@ -52,14 +52,16 @@ extension RecordState {
 
     /// The boxes `fields` hold, each once, ascending by stamp then text bytewise.
     static func boxes(of fields: [String: StampedValue]) -> [StampedValue] {
-        var seen = Set<BoxKey>()
-        for register in fields.values {
-            // The fields of one write name one box: its text is read once.
-            let key = BoxKey(register)
-            if !seen.isEmpty && seen.contains(key) { continue }
-            if isBox(register.value) { seen.insert(key) }
+        // A record holds a box or two: a list searched by stamp first beats
+        // hashing, and each box's text is read once (``isBox(_:)``).
+        var boxes: [StampedValue] = []
+        for register in fields.values
+        where !boxes.contains(where: { $0.stamp == register.stamp && $0.value == register.value })
+            && isBox(register.value)
+        {
+            boxes.append(register)
         }
-        return seen.map(\.register).sorted { a, b in
+        return boxes.sorted { a, b in
             if a.stamp != b.stamp { return a.stamp < b.stamp }
             return a.value.stringValue!.utf8.lexicographicallyPrecedes(b.value.stringValue!.utf8)
         }
@@ -79,7 +81,6 @@ extension RecordState {
         _ fields: [String: StampedValue], boxes: [StampedValue], into output: inout [UInt8]
     ) {
         var stamps = HLCTimestamp.TextCache()
-        var index: [BoxKey: Int] = [:]
         // `{"s":STAMP,"MEMBER":VALUE}`: a box (member `b`), or a register as format 1 writes it (`v`).
         func append(_ register: StampedValue, as member: StaticString) {
             output += #"{"s":""#.utf8
@@ -91,14 +92,18 @@ extension RecordState {
             output.append(UInt8(ascii: "}"))
         }
         output += #"{"e2e.boxes":["#.utf8
+        // A field's box by stamp first (a record holds a box or two).
+        func index(of register: StampedValue) -> Int? {
+            boxes.firstIndex { $0.stamp == register.stamp && $0.value == register.value }
+        }
         for (position, box) in boxes.enumerated() {
-            index[BoxKey(box)] = position
             if position > 0 { output.append(UInt8(ascii: ",")) }
             append(box, as: "b")
         }
         output.append(UInt8(ascii: "]"))
         let coupled = deletedInBox(fields)
-        for name in fields.keys.sorted() where !(coupled && name == deletedTwinField) {
+        for name in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        where !(coupled && name == deletedTwinField) {
             let register = fields[name]! // name comes from fields.keys
             output.append(UInt8(ascii: ","))
             JSONValue.writeString(name, into: &output)
@@ -107,9 +112,9 @@ extension RecordState {
                 output += #"{"v":"#.utf8
                 register.value.write(into: &output)
                 output += #","b":"#.utf8
-                output += String(index[BoxKey(fields[deletedTwinField]!)]!).utf8
+                output += String(index(of: fields[deletedTwinField]!)!).utf8
                 output.append(UInt8(ascii: "}"))
-            } else if let position = index[BoxKey(register)] {
+            } else if let position = index(of: register) {
                 output += String(position).utf8
             } else {
                 append(register, as: "v")
@@ -172,9 +177,11 @@ extension RecordState {
 
     /// A field of a grouped fields object: a box's index, or
     /// `{"v": VALUE, "b": INDEX}` (the deletion flag with its twin in the
-    /// box), or a register as format 1 writes it. `used` marks the boxes named.
+    /// box), or a register as format 1 writes it. `used` marks the boxes
+    /// named; `stray` is set for what no writer makes: a member other than
+    /// those, or a box written as a register's value instead of by its index.
     static func readBoxedRegister(
-        _ scanner: inout JSONScanner, name: String, boxes: [StampedValue], used: inout [Bool]
+        _ scanner: inout JSONScanner, name: String, boxes: [StampedValue], used: inout [Bool], stray: inout Bool
     ) throws(JSONValue.ParseError) -> (register: Reading<StampedValue>, twin: StampedValue?) {
         func box(_ value: JSONValue?) -> StampedValue? {
             guard let index = value?.intValue, index >= 0, index < boxes.count else { return nil }
@@ -192,11 +199,16 @@ extension RecordState {
                     case "s": stamp = try scanner.value()
                     case "v": value = try scanner.value()
                     case "b": index = try scanner.value()
-                    default: try scanner.skipValue()
+                    default:
+                        try scanner.skipValue()
+                        stray = true
                     }
                 } while try scanner.nextMember()
             }
-            guard let index else { return (StampedValue.reading(stamp: stamp, value: value), nil) }
+            guard let index else {
+                if let value, isBox(value) { stray = true }
+                return (StampedValue.reading(stamp: stamp, value: value), nil)
+            }
             guard name == deletedField, stamp == nil, case .bool? = value, let twin = box(index) else {
                 return (notABox, nil)
             }
@@ -219,8 +231,12 @@ extension RecordState {
         /// Which boxes a field named.
         private var used: [Bool] = []
         /// Something no writer makes: boxes not well formed or out of order,
-        /// listed twice, or a twin written twice.
+        /// listed twice, or a twin written twice; fields out of order (by
+        /// their names' bytes) or named twice; a register with a member of
+        /// its own, or a box as a register's value.
         private var broken = false
+        /// The last field's name read after the boxes.
+        private var lastName: String?
 
         /// Reads member `name` as the boxes when it is them (the object's
         /// `first`); false, reading nothing, when it is a field.
@@ -247,7 +263,13 @@ extension RecordState {
             _ scanner: inout JSONScanner, name: String, fields: [String: StampedValue]
         ) throws(JSONValue.ParseError) -> (Reading<StampedValue>, twin: StampedValue?) {
             guard let boxes else { return (try StampedValue.read(&scanner), nil) }
-            let (register, twin) = try readBoxedRegister(&scanner, name: name, boxes: boxes, used: &used)
+            // In order by bytes, and once even as Swift compares names (canonical equivalents are one key).
+            if let lastName, !lastName.utf8.lexicographicallyPrecedes(name.utf8) || fields[name] != nil {
+                broken = true
+            }
+            lastName = name
+            let (register, twin) = try readBoxedRegister(
+                &scanner, name: name, boxes: boxes, used: &used, stray: &broken)
             // The twin once: with its flag, or by itself.
             if (twin != nil || name == deletedTwinField) && fields[deletedTwinField] != nil { broken = true }
             return (register, twin)

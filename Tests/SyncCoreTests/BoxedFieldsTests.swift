@@ -92,6 +92,15 @@ import Testing
             // the twin twice
             #"{\#(boxes),"deleted":{"v":true,"b":0},"e2e.deleted":0}"#,
             #"{\#(boxes),"e2e.deleted":0,"deleted":{"v":true,"b":0}}"#,
+            // fields out of their names' bytewise order, or named twice
+            #"{\#(boxes),"pattern":0,"browser":0}"#,
+            #"{\#(boxes),"pattern":0,"pattern":0}"#,
+            #"{\#(boxes),"e\u0301":0,"\u00e9":0}"#,
+            // a member of its own in a register
+            #"{\#(boxes),"pattern":0,"x":{"s":"\#(early)","v":1,"y":2}}"#,
+            #"{\#(boxes),"deleted":{"v":true,"b":0,"x":1}}"#,
+            // a box as a register's value, not by its index
+            #"{\#(boxes),"pattern":0,"x":{"s":"\#(early)","v":"\#(boxB)"}}"#,
         ]
     }()
 

@@ -14,9 +14,12 @@ import Testing
         HLCTimestamp(wallMillis: millis, counter: 0, device: device)
     }
 
-    /// Changes 3…5 of this device, of rules `a.example`…`c.example`.
+    /// Changes 3…5 of this device, of rules `a.example`…`c.example`, each
+    /// setting `browser` to "chrome" at 70.
     static let sent: [ChangeRecord] = ["a.example", "b.example", "c.example"].enumerated().map { index, key in
-        ChangeRecord(sequence: Int64(3 + index), collection: .rules, key: key, state: RecordState())
+        ChangeRecord(
+            sequence: Int64(3 + index), collection: .rules, key: key,
+            state: RecordState(fields: ["browser": StampedValue(.string("chrome"), stamp: stamp(70, me))]))
     }
 
     static func lost(
@@ -57,6 +60,13 @@ import Testing
         (
             lost(3, "b.example", lost: stamp(60, other), winner: stamp(70, me)),
             .problem("the server reported a conflict on a record this push did not change: not kept")
+        ),
+        // Neither value is the register this push sent (the server may not name two others).
+        (
+            lost(3, "a.example", lost: stamp(60, other), winner: stamp(75, me)),
+            .problem(
+                "the server reported a conflict on 'shown:a.example' field \"browser\" of which neither value is what this push sent: not kept"
+            )
         ),
         // A winner the merge would not have chosen.
         (

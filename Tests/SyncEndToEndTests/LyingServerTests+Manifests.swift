@@ -316,12 +316,7 @@ extension LyingServerTests {
             return .object(answer)
         }
         defer { liar.stop() }
-        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 5)
-        let lied = try liar.serving(world) { try world.sync(a) }
-        #expect(try a.replica.conflicts(limit: 10).isEmpty)
-        #expect(
-            lied.conflicts == 0 && lied.problems.contains { $0.contains("not newer than the value it beat") },
-            "\(lied.problems)")
+        try Self.editSeeingNoConflictKept(world, a, through: liar, saying: "not newer than the value it beat")
     }
 }
 
@@ -454,5 +449,49 @@ extension LyingServerTests {
         #expect(pushed2.problems.isEmpty && pushed2.pushed > 0, "\(pushed2.problems)")
         #expect(try world.sync(a).problems.isEmpty)
         #expect(try SyncWorld.rules(a.replica)["three.example"] == "firefox")
+    }
+}
+
+extension LyingServerTests {
+    /// A push answer's `lost` entry naming a deletion flag without its
+    /// sealed twin, in an encrypted account (the flag is readable, so the
+    /// server could show a deletion no machine made, and `brsync restore`
+    /// would make it): not kept, and the user is told. With this push's own
+    /// register as the winner, so only the twin is missing.
+    @Test func aLostDeletionFlagWithoutItsTwinIsNotKept() throws {
+        let world = try SyncWorld(.sqlite)
+        let a = try world.machine("a")
+        try Self.rules(a, ["one.example"])
+        _ = try KeyChangeTests.changeKey(world, a)
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path == "/v1/push", status == 200, case .object(var answer)? = body,
+                let pushed = try? Wire.read(String(decoding: request.body, as: UTF8.self), PushRequest.init(reading:)),
+                let change = pushed.changes.first, let flag = change.state.fields[RecordState.deletedField]
+            else { return nil }
+            let deleted = JSONValue.object(["s": .string("0000000000000001-00000000-bbbb"), "v": .bool(true)])
+            answer["lost"] = .array([
+                .object([
+                    "seq": .int(change.sequence), "collection": .string(change.collection.rawValue),
+                    "key": .string(change.key), "field": .string(RecordState.deletedField), "lost": deleted,
+                    "winner": flag.json,
+                ])
+            ])
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        try Self.editSeeingNoConflictKept(world, a, through: liar, saying: "without its sealed twin: not kept")
+    }
+}
+
+extension LyingServerTests {
+    /// Edits `one.example` on `a` through `liar`: the conflict its answer
+    /// makes up is not kept, and the sync says `why`.
+    static func editSeeingNoConflictKept(
+        _ world: SyncWorld, _ a: SimulatedMachine, through liar: LyingServer, saying why: String
+    ) throws {
+        _ = try a.replica.addRule(pattern: "one.example", browser: "firefox", priority: 5)
+        let lied = try liar.serving(world) { try world.sync(a) }
+        #expect(try a.replica.conflicts(limit: 10).isEmpty)
+        #expect(lied.conflicts == 0 && lied.problems.contains { $0.contains(why) }, "\(lied.problems)")
     }
 }
