@@ -482,7 +482,12 @@ extension RecordCipher {
                 sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
             )
             opened.filedKey = hidden
-            opened.boxes = writes.keys.map(\.register)
+            // Ascending by stamp then text (the replica keeps the last of a stamp: the greatest, every run).
+            opened.boxes = writes.keys.map(\.register).sorted { a, b in
+                a.stamp != b.stamp
+                    ? a.stamp < b.stamp
+                    : a.value.stringValue!.utf8.lexicographicallyPrecedes(b.value.stringValue!.utf8)
+            }
             return opened
         } catch {
             // Once its key is open, the record is named as the user knows it

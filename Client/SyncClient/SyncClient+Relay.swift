@@ -105,15 +105,21 @@ extension SyncClient {
         }
     }
 
-    /// Whole records as a relay sends them: in an account sealed in format
-    /// 2, each write in the box its writer sealed when this replica kept it
-    /// (``RecordCipher/sealRelayed(_:kept:)``), never sealed again by
-    /// itself in format 1; otherwise sealed as a change never sent is.
+    /// Whole records as a relay sends them: each write in the box its
+    /// writer sealed when this replica kept it (``RecordCipher/sealRelayed(_:kept:)``)
+    /// in an account sealed in format 2, and for any record with a kept box
+    /// whatever the server says of the account (a box that opened is the
+    /// account's format 2, mark or not: a field that came in a box is never
+    /// sealed again by itself). Other records are sealed as a change never
+    /// sent is.
     private func relayedWire(_ records: [ChangeRecord]) throws -> [WireChange] {
-        guard let cipher, options.protocolVersion >= Wire.sealedFormatProtocol, try replica.sealedFormat() == .two
-        else { return try Self.wireChanges(records, cipher: cipher) }
+        guard let cipher, options.protocolVersion >= Wire.sealedFormatProtocol else {
+            return try Self.wireChanges(records, cipher: cipher)
+        }
+        let marked = try replica.sealedFormat() == .two
         return try records.map { record in
             let kept = record.collection == .ledger ? [] : try replica.keptBoxes(record.collection, key: record.key)
+            guard marked || !kept.isEmpty else { return try Self.wireChanges([record], cipher: cipher)[0] }
             do { return WireChange(sent: try cipher.sealRelayed(record, kept: kept)) } catch {
                 throw SyncError.usage("\(error)")
             }

@@ -1,5 +1,6 @@
 import JSON
 import Replica
+import Storage
 import SyncClient
 import SyncCore
 import TestSupport
@@ -123,8 +124,20 @@ import Testing
         let kept = try b.replica.keptBoxes(.rules, key: ruleKey)
         #expect(kept.count == 1 && kept.first.map { written.state.fields.values.contains($0) } == true)
 
+        // b does not know the mark (a server that never sends it): its boxes go as they came all the same.
+        try Database(path: b.replica.home + "/replica.sqlite").execute("DELETE FROM meta WHERE key = 'sealed_format'")
+        #expect(try b.replica.sealedFormat() == .one)
         try world.restoreServer(copy)
-        _ = try world.sync(b)
+        let liar = try LyingServer(in: world) { request, status, body in
+            guard request.path.hasPrefix("/v1/pull"), status == 200, case .object(var answer)? = body else {
+                return nil
+            }
+            answer["sealedFormat"] = nil
+            return .object(answer)
+        }
+        defer { liar.stop() }
+        _ = try liar.serving(world) { try world.sync(b) }
+        #expect(try b.replica.sealedFormat() == .one)
         let relayed = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
         #expect(relayed.state.fields == written.state.fields, "the record as its writer sent it")
         #expect(try world.sync(a).problems.isEmpty)
