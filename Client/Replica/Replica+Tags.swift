@@ -55,8 +55,11 @@ extension Replica {
             var newest = through
             var result: [UInt64: [String: HLCTimestamp]] = [:]
             result.reserveCapacity(stored?.count ?? 0)
-            var reader = HLCTimestamp.Reader()
-            try database.forEachRow("SELECT id, collection, key, fields FROM records") { row in
+            // The keys from the (collection, key) index, without reading the
+            // rows: a pull's check holds the stamps of what it stored, and the
+            // rows (their fields' text) are most of the file.
+            var unread: [Int64: UInt64] = [:]
+            try database.forEachRow("SELECT id, collection, key FROM records") { row in
                 let id = row.int64(0) ?? 0
                 guard let collectionName = row.string(1), let collection = RecordCollection(rawValue: collectionName),
                     let key = row.string(2)
@@ -69,12 +72,38 @@ extension Replica {
                     newest = max(newest, id)
                 }
                 guard collection != .ledger else { return true }
-                let stamps = try held?.stamps ?? Self.fieldStamps(of: row, column: 3, reader: &reader)
-                Self.add(stamps, tag: recordTag, into: &result)
+                if let held {
+                    Self.add(held.stamps, tag: recordTag, into: &result)
+                } else {
+                    unread[id] = recordTag
+                }
                 return true
             }
+            try readStamps(of: unread, into: &result)
             try insertTags(untagged, through: through, newest: newest)
             return result
+        }
+    }
+
+    /// Adds the stamps of the records `unread` names (row id → tag), read
+    /// from their fields' text: one by one when they are few, else in one
+    /// pass over the table. In the caller's transaction.
+    private func readStamps(of unread: [Int64: UInt64], into result: inout [UInt64: [String: HLCTimestamp]]) throws {
+        guard !unread.isEmpty else { return }
+        var reader = HLCTimestamp.Reader()
+        if unread.count <= 512 {
+            for (id, tag) in unread.sorted(by: { $0.key < $1.key }) {
+                try database.forEachRow("SELECT fields FROM records WHERE id = ?", [.integer(id)]) { row in
+                    Self.add(try Self.fieldStamps(of: row, column: 0, reader: &reader), tag: tag, into: &result)
+                    return false
+                }
+            }
+            return
+        }
+        try database.forEachRow("SELECT id, fields FROM records") { row in
+            guard let tag = unread[row.int64(0) ?? 0] else { return true }
+            Self.add(try Self.fieldStamps(of: row, column: 1, reader: &reader), tag: tag, into: &result)
+            return true
         }
     }
 

@@ -107,6 +107,7 @@ enum ReplicaSchema {
         Migration4.withdrawalsRead,
         Migration4.sealedFormats,
         Migration4.keptBoxes,
+        Migration4.boxesInOrder,
     ])
 
     enum Migration4 {
@@ -583,6 +584,29 @@ enum ReplicaSchema {
                     sealed TEXT NOT NULL,
                     PRIMARY KEY (collection, key, stamp)
                 ) WITHOUT ROWID;
+                """)
+
+        /// The kept boxes in a table with row ids and an index of their
+        /// records and stamps: a pull appends each box (hundreds of bytes)
+        /// at the end instead of inserting it among the others in the order
+        /// of its key (a WITHOUT ROWID table), which rewrote pages all over
+        /// the table and spilled them from the cache mid-transaction (a pull
+        /// of 10,000 sealed rules applied in twice the time it took without boxes).
+        static let boxesInOrder = Migrator.Migration(
+            version: 32,
+            sql: """
+                CREATE TABLE boxes_kept (
+                    id INTEGER PRIMARY KEY,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    stamp TEXT NOT NULL,
+                    sealed TEXT NOT NULL,
+                    UNIQUE (collection, key, stamp)
+                );
+                INSERT INTO boxes_kept (collection, key, stamp, sealed)
+                SELECT collection, key, stamp, sealed FROM boxes ORDER BY collection, key, stamp;
+                DROP TABLE boxes;
+                ALTER TABLE boxes_kept RENAME TO boxes;
                 """)
     }
 }

@@ -88,6 +88,30 @@ struct RecordTagTests {
         #expect(try replica.registers(tagged: []).isEmpty)
     }
 
+    /// A check that holds the stamps of some records reads the others from
+    /// the file, one by one when they are few and in one pass when they are
+    /// many; either way it gives what a read of them all gives.
+    @Test(arguments: [(before: 40, during: 600), (before: 600, during: 40)])
+    func keptAndReadStampsTogetherAreTheFullRead(before: Int, during: Int) throws {
+        let fixture = try ReplicaFixture()
+        let replica = fixture.replica
+        try fixture.usable("firefox")
+        for index in 0..<before {
+            try replica.addRule(pattern: "before\(index).example", browser: "firefox", priority: nil)
+        }
+        let tag = Self.tag("0123456789abcdef")
+        try replica.keepStoredStamps(keyID: "0123456789abcdef")
+        defer { replica.dropStoredStamps() }
+        for index in 0..<during {
+            try replica.addRule(pattern: "during\(index).example", browser: "firefox", priority: nil)
+        }
+        let mixed = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        replica.dropStoredStamps()
+        let read = try replica.tagAndReadRegisters(keyID: "0123456789abcdef", tag: tag)
+        #expect(mixed.count >= before + during)
+        #expect(mixed == read)
+    }
+
     /// Registers of records this object stored while it kept their stamps
     /// come from memory (a pull's ledger check reads nothing back), and
     /// equal what is stored; once another connection wrote the file, or a

@@ -116,6 +116,41 @@ import Testing
         #expect(try !Replica.open(home: directory.path).withdrawalsMayBeMissed())
     }
 
+    /// Schema 32: the boxes a replica of schema 31 kept (a table without
+    /// row ids) are kept as they were, each under its record and stamp.
+    @Test func aReplicaOfSchema31KeepsItsBoxes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try Replica.initialize(home: directory.path, deviceName: nil)
+        let database = try Database(path: directory.file(Replica.fileName))
+        let stamps = ["0000019a00000001-00000000-aaaaaaaaaaaaaaaa", "0000019a00000002-00000000-bbbbbbbbbbbbbbbb"]
+        try database.execute(
+            """
+            DROP TABLE boxes;
+            CREATE TABLE boxes (
+                collection TEXT NOT NULL, key TEXT NOT NULL, stamp TEXT NOT NULL, sealed TEXT NOT NULL,
+                PRIMARY KEY (collection, key, stamp)
+            ) WITHOUT ROWID;
+            INSERT INTO boxes VALUES ('rules', 'zoom.us', '\(stamps[1])', 'e2.second');
+            INSERT INTO boxes VALUES ('rules', 'zoom.us', '\(stamps[0])', 'e2.first');
+            INSERT INTO boxes VALUES ('browsers', 'zoom.us', '\(stamps[0])', 'e2.browser');
+            PRAGMA user_version = 31;
+            """)
+        let upgraded = try Replica.open(home: directory.path)
+        #expect(
+            try upgraded.keptBoxes(.rules, key: "zoom.us")
+                == [
+                    StampedValue(.string("e2.first"), stamp: HLCTimestamp(text: stamps[0])!),
+                    StampedValue(.string("e2.second"), stamp: HLCTimestamp(text: stamps[1])!),
+                ])
+        #expect(try upgraded.keptBoxes(.browsers, key: "zoom.us").map(\.value) == [.string("e2.browser")])
+        #expect(try database.scalar("PRAGMA user_version")?.intValue == ReplicaSchema.migrator.latestVersion)
+        #expect(
+            try database.scalar(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'boxes' AND sql LIKE '%WITHOUT ROWID%'")?
+                .intValue == 0)
+    }
+
     @Test func anotherProgramsDatabase() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
