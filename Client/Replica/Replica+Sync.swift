@@ -149,7 +149,9 @@ extension Replica {
 
     /// Pins the sealed format of this device's changes numbered
     /// `sequences` (through the highest of them) that have none yet (never
-    /// sent) to `format`, before they are first sent: one statement.
+    /// sent) to `format`, before they are first sent: one statement. A
+    /// change logged while the account was marked format 2 was pinned to
+    /// it then (``sealedFormat()``; the mark never turns back).
     public func pinSealedFormat(_ format: Wire.SealedFormat, of sequences: [Int64]) throws {
         guard let first = sequences.min(), let last = sequences.max() else { return }
         try refreshDeviceID()

@@ -321,8 +321,8 @@ public final class Replica {
                     "SELECT MAX(device_seq) FROM changes WHERE device = ?", [.text(deviceID)])?.int64Value ?? 0) + 1
             try database.run(
                 """
-                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest, replaced)
-                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?, ?)
+                INSERT INTO changes (device, device_seq, collection, key, fields, versions, kind, recorded_at, overwrote, manifest, replaced, sealed_format)
+                VALUES (?, ?, ?, ?, ?, ?, 'local', ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(deviceID), .integer(sequence), .text(collection.rawValue), .text(key),
@@ -331,6 +331,10 @@ public final class Replica {
                     overwrote.map { .text($0.description) } ?? .null,
                     .text(RecordManifest(of: state, through: stamp).text(at: stamp)),
                     .text(JSONValue.object(replaced).jsonText),
+                    // Pinned now when the account is sealed in format 2
+                    // (it never turns back): the push need not pin it
+                    // (``pinSealedFormat(_:of:)``), one row at a time.
+                    try meta("sealed_format") == "2" ? .integer(2) : .null,
                 ])
             try persistClock()
             return .written(stamp: stamp, deviceSequence: sequence)
