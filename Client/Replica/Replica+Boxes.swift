@@ -6,18 +6,27 @@ import SyncCore
 /// writer sealed it, when this machine relays the record.
 extension Replica {
     /// Keeps each box of the pulled `change` that a field of `merged` took
-    /// from it (its stamp, its value), one per stamp; and, when the record
-    /// held fields before, drops the boxes of stamps no field holds now.
+    /// from it (its stamp, its value), one per stamp: of two boxes of one
+    /// stamp the heavier (``ChangeRecord/PulledBox/weight``), the one kept
+    /// first when they weigh the same; and, when the record held fields
+    /// before, drops the boxes of stamps no field holds now.
     func keepBoxes(of change: ChangeRecord, local: RecordState, merged: RecordState) throws {
         guard change.collection != .ledger, change.filedKey != nil else { return }
         for box in change.boxes
         where merged.fields.contains(where: { name, register in
-            register.stamp == box.stamp && change.state.fields[name] == register
+            register.stamp == box.register.stamp && change.state.fields[name] == register
         }) {
-            guard case .string(let sealed) = box.value else { continue }
+            guard case .string(let sealed) = box.register.value else { continue }
             try database.run(
-                "INSERT OR REPLACE INTO boxes (collection, key, stamp, sealed) VALUES (?, ?, ?, ?)",
-                [.text(change.collection.rawValue), .text(change.key), .text(box.stamp.description), .text(sealed)])
+                """
+                INSERT INTO boxes (collection, key, stamp, sealed, weight) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (collection, key, stamp) DO UPDATE SET sealed = excluded.sealed, weight = excluded.weight
+                WHERE excluded.weight > boxes.weight
+                """,
+                [
+                    .text(change.collection.rawValue), .text(change.key), .text(box.register.stamp.description),
+                    .text(sealed), .integer(Int64(box.weight)),
+                ])
         }
         guard !local.fields.isEmpty, merged != local else { return }
         let held = Set(merged.fields.values.map(\.stamp.description)).sorted()

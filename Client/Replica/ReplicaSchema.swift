@@ -108,6 +108,7 @@ enum ReplicaSchema {
         Migration4.sealedFormats,
         Migration4.keptBoxes,
         Migration4.boxesInOrder,
+        Migration4.boxWeights,
     ])
 
     enum Migration4 {
@@ -607,6 +608,17 @@ enum ReplicaSchema {
                 SELECT collection, key, stamp, sealed FROM boxes ORDER BY collection, key, stamp;
                 DROP TABLE boxes;
                 ALTER TABLE boxes_kept RENAME TO boxes;
+                """)
+
+        /// How much of its write each kept box holds
+        /// (``ChangeRecord/PulledBox/weight``): a pull keeps the heavier of
+        /// two boxes of one stamp, never a relay's part of a write over the
+        /// writer's whole box. A box kept before weighs 0 (any box of its
+        /// stamp may take its place, as before).
+        static let boxWeights = Migrator.Migration(
+            version: 33,
+            sql: """
+                ALTER TABLE boxes ADD COLUMN weight INTEGER NOT NULL DEFAULT 0;
                 """)
     }
 }

@@ -59,11 +59,20 @@ extension RecordCipher {
                 sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
             )
             opened.filedKey = hidden
-            // Ascending by stamp then text (the replica keeps the last of a stamp: the greatest, every run).
-            opened.boxes = writes.keys.map(\.register).sorted { a, b in
-                a.stamp != b.stamp
-                    ? a.stamp < b.stamp
-                    : a.value.stringValue!.utf8.lexicographicallyPrecedes(b.value.stringValue!.utf8)
+            // Only boxes the record's own fields name (the deletion flag's
+            // through its twin): a box named by e2e.key or e2e.manifest alone
+            // is the server's choice, never kept. Ascending by stamp then text.
+            var named = Set<RecordState.BoxKey>()
+            for (name, register) in change.state.fields
+            where !name.hasPrefix(Wire.sealedFieldPrefix) || name == Self.deletedTwinField {
+                named.insert(RecordState.BoxKey(register))
+            }
+            opened.boxes = writes.filter { named.contains($0.key) }.map { box, write in
+                ChangeRecord.PulledBox(box.register, weight: write.fields.count * 2 + (write.manifest == nil ? 0 : 1))
+            }.sorted { a, b in
+                a.register.stamp != b.register.stamp
+                    ? a.register.stamp < b.register.stamp
+                    : a.register.value.stringValue!.utf8.lexicographicallyPrecedes(b.register.value.stringValue!.utf8)
             }
             return opened
         } catch {

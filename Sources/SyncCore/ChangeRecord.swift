@@ -36,11 +36,29 @@ public struct ChangeRecord: Sendable, Equatable {
     /// bytes); nil while it was never sent, and for anything not from the
     /// log. Not part of equality.
     public var sealedFormat: Wire.SealedFormat?
-    /// In an opened record of sealed format 2, the boxes its fields named,
-    /// as the server sent them: a replica keeps them, and a relay sends a
-    /// write in the box its writer sealed (docs/protocol.md, "Relays of
-    /// boxes"). Empty otherwise. Not part of equality.
-    public var boxes: [StampedValue] = []
+    /// In an opened record of sealed format 2, the boxes its own fields
+    /// named (not only `e2e.key` or `e2e.manifest`), as the server sent
+    /// them: a replica keeps them, and a relay sends a write in the box its
+    /// writer sealed (docs/protocol.md, "Relays of boxes"). Empty
+    /// otherwise. Not part of equality.
+    public var boxes: [PulledBox] = []
+
+    /// A box of sealed format 2 as a pull brought it.
+    public struct PulledBox: Sendable, Hashable {
+        /// Its stamp and sealed text.
+        public var register: StampedValue
+        /// Twice the fields its write holds, one more when it carries a
+        /// manifest. A relay's box of a stamp (the fields it still held at
+        /// that stamp) never weighs more than its writer's (every field it
+        /// stamped), so a replica keeps the heavier of two (a lying server
+        /// cannot make it trade the writer's box for a part of it).
+        public var weight: Int
+
+        public init(_ register: StampedValue, weight: Int) {
+            self.register = register
+            self.weight = weight
+        }
+    }
 
     public init(
         sequence: Int64, collection: RecordCollection, key: String, state: RecordState, manifestText: String? = nil,

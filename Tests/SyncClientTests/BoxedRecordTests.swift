@@ -197,14 +197,16 @@ import Testing
         let (merged, _) = pulled[0].state.merged(with: pulled[1].state)
         let record = ChangeRecord(sequence: 0, collection: .rules, key: "zoom.us", state: merged)
 
-        let relayed = try Self.cipher.sealRelayed(record, kept: pulled.flatMap(\.boxes))
+        let relayed = try Self.cipher.sealRelayed(record, kept: pulled.flatMap { $0.boxes.map(\.register) })
         let editBox = try Self.cipher.seal(edit, format: .two).state.fields["priority"]!
         let concurrentBox = try Self.cipher.seal(concurrent, format: .two).state.fields["origin"]!
         #expect(relayed.state.fields["priority"] == editBox && relayed.state.fields["browser"] == editBox)
         #expect(
             relayed.state.fields["origin"] == concurrentBox && relayed.state.fields["e2e.manifest"] == concurrentBox)
         #expect(try Self.opened(relayed).state == merged)
-        #expect(try Self.cipher.sealRelayed(record, kept: pulled.flatMap(\.boxes)) == relayed, "the same bytes again")
+        #expect(
+            try Self.cipher.sealRelayed(record, kept: pulled.flatMap { $0.boxes.map(\.register) }) == relayed,
+            "the same bytes again")
 
         // The lie: browser served from the made write, under device 2's manifest (which allows it).
         let madeBox = relayed.state.fields["pattern"]!
@@ -229,5 +231,34 @@ import Testing
         let fresh = try Self.cipher.sealRelayed(record, kept: [stale])
         #expect(fresh.state.fields["priority"] != stale && fresh.state.fields["priority"]?.stamp == Self.stamp)
         #expect(try Self.opened(fresh).state == merged)
+    }
+
+    /// The boxes an opened record offers its replica to keep are those its
+    /// own fields name, each weighing twice its fields and one more with a
+    /// manifest. A lying server that names a relay's part of the write
+    /// (genuine: a relay sealed it) by `e2e.key` offers nothing more, and
+    /// where a field names the part, the writer's whole box still weighs
+    /// more (the replica keeps the heavier: the outside review's F1 again).
+    @Test func theBoxesOfferedToKeepAreTheFieldsOwnAndWeighTheirWrites() throws {
+        let made = Self.madeRule()
+        let sealed = try Self.cipher.seal(made, format: .two)
+        let whole = sealed.state.fields["pattern"]!
+        let honest = try Self.opened(sealed).boxes
+        #expect(honest == [ChangeRecord.PulledBox(whole, weight: 7 * 2 + 1)])
+
+        let hidden = sealed.key
+        let part = StampedValue(
+            .string(
+                Self.cipher.sealBox(
+                    RecordCipher.Write(key: "zoom.us", fields: ["pattern": .string("zoom.us")]), collection: "rules",
+                    hiddenKey: hidden, stamp: Self.stamp)),
+            stamp: Self.stamp)
+        var byKey = sealed
+        byKey.state.fields["e2e.key"] = part
+        #expect(try Self.opened(byKey).boxes == honest, "a box named by e2e.key alone is not offered")
+        var byField = sealed
+        byField.state.fields["pattern"] = part
+        let offered = try Self.opened(byField).boxes
+        #expect(Set(offered) == [honest[0], ChangeRecord.PulledBox(part, weight: 2)])
     }
 }

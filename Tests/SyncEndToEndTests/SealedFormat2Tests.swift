@@ -152,4 +152,53 @@ import Testing
         let record = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
         #expect(!now.isEmpty && now.allSatisfy { record.state.fields.values.contains($0) } && now != kept)
     }
+
+    /// A lying server cannot make a machine trade the box its writer sealed
+    /// for a relay's part of it (genuine: a relay seals the fields it still
+    /// holds at a stamp, and the server may keep either): the part opens
+    /// (its field is the write's), but the machine keeps the writer's box,
+    /// which holds more of the write.
+    @Test(arguments: StoreKind.allCases) func aMachineKeepsTheWritersBoxOverAPartOfIt(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let cipher = RecordCipher(key)
+        for machine in [a, b, a] { #expect(try world.sync(machine).problems.isEmpty) }
+        try Self.rule(a, "part.example", "firefox")
+        #expect(try world.sync(a).problems.isEmpty)
+        #expect(try world.sync(b).problems.isEmpty)
+        let hidden = try #require(try LyingServerTests.hiddenRuleKeys(a.replica, cipher)["part.example"])
+        let written = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        let ruleKey = try #require(
+            try b.replica.records(.rules).first { $0.1.fields["pattern"]?.value == .string("part.example") }?.0)
+        let whole = try #require(written.state.fields["pattern"])
+        #expect(try b.replica.keptBoxes(.rules, key: ruleKey) == [whole])
+
+        // The server serves the record again (b pulls from the start) with
+        // its pattern in a part of the write: the pattern alone.
+        let part = StampedValue(
+            .string(
+                cipher.sealBox(
+                    RecordCipher.Write(key: ruleKey, fields: ["pattern": .string("part.example")]),
+                    collection: "rules", hiddenKey: hidden, stamp: whole.stamp)),
+            stamp: whole.stamp)
+        var lied = written.state.fields
+        lied["pattern"] = part
+        let liedFields = try JSONValue.parse(RecordState.encodeFields(lied))
+        let liar = try LyingServer(
+            in: world,
+            rewrite: LyingServerTests.rewritingRecords { records in
+                for (index, record) in records.enumerated() where LyingServerTests.hiddenKey(record) == hidden {
+                    guard case .object(let fields) = liedFields else { return }
+                    records[index] = LyingServerTests.with(record, fields: fields)
+                }
+            })
+        defer { liar.stop() }
+        try Database(path: b.replica.home + "/replica.sqlite").execute(
+            "UPDATE meta SET value = '0' WHERE key = 'pull_cursor'")
+        _ = try liar.serving(world) { try world.sync(b) }
+        #expect(liar.rewritten.value.load(ordering: .relaxed) > 0)
+        #expect(try b.replica.keptBoxes(.rules, key: ruleKey) == [whole], "the writer's box, not the part")
+        #expect(try SyncWorld.rules(b.replica)["part.example"] == "firefox")
+    }
 }
