@@ -122,7 +122,10 @@ extension Replica {
             let old = deviceID
             let id = try forkDeviceID()
             try retireDeviceID(old, successor: id)
-            try database.run("UPDATE changes SET chain = NULL")
+            // Every change goes afresh (no retry of a push to the old
+            // account), sealed as the account says from now on.
+            try database.run("UPDATE changes SET chain = NULL, sealed_format = NULL")
+            try setMeta("sealed_format", nil)
             try database.run("DELETE FROM reconcile_seen")
             // Boxes sealed with the key synced until now open under no other.
             try database.run("DELETE FROM boxes")

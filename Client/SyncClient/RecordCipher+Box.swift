@@ -21,6 +21,17 @@ extension RecordCipher {
             self.fields = fields
             self.manifest = manifest
         }
+
+        /// The value of field `name`, its name matched byte for byte: Swift's
+        /// `String` equality takes canonically equivalent spellings as one, and
+        /// a server could otherwise file a sealed field under another spelling
+        /// of its name (outside review of format 2, finding 2).
+        func value(named name: String) -> JSONValue? {
+            guard let index = fields.index(forKey: name), fields[index].key.utf8.elementsEqual(name.utf8) else {
+                return nil
+            }
+            return fields[index].value
+        }
     }
 
     /// The text a box seals: `{"k":KEY,"f":{NAME:VALUE,…},"m":MANIFEST}`,
@@ -230,7 +241,7 @@ extension RecordCipher {
         var fields = [String: StampedValue](minimumCapacity: held.count + 3)
         var unboxed: [HLCTimestamp: [String: JSONValue]] = [:]
         for (name, register) in held {
-            if let box = boxes[register.stamp], box.write.fields[name] == register.value,
+            if let box = boxes[register.stamp], box.write.value(named: name) == register.value,
                 carrier != nil || register.stamp != newest
             {
                 fields[name] = box.box

@@ -153,7 +153,7 @@ extension RecordCipher {
                 }
                 let opened: JSONValue?
                 if let write = writes[RecordState.BoxKey(twin)] {
-                    opened = write.fields[name]
+                    opened = write.value(named: name)
                 } else {
                     opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
                 }
@@ -162,7 +162,7 @@ extension RecordCipher {
                 continue
             }
             if let write = writes[RecordState.BoxKey(register)] {
-                guard let value = write.fields[name] else {
+                guard let value = write.value(named: name) else {
                     throw RecordCipherError(
                         message:
                             "\(collection)/\(shown) field \"\(DisplayText.printable(name.prefix(80)))\" is not in the write it names (moved by the server?)"

@@ -36,6 +36,10 @@ struct Transport: @unchecked Sendable {
     let protocolVersion: Int
     /// What this client learned of the server's content codings.
     let coding = Coding()
+    /// The account's signing key, when this machine holds the account key:
+    /// its pulls are signed too, so the protocol they say counts toward the
+    /// account's sealed format (a token alone cannot raise it: Deploy/SECURITY.md).
+    let pullSigner: Crypto.SigningKey?
 
     /// Whether the server takes gzip request bodies: it said so
     /// (`Accept-Encoding: gzip` on an answer, RFC 7694) since this client
@@ -55,8 +59,9 @@ struct Transport: @unchecked Sendable {
     init(
         http: any HTTPSending, token: String, remote: String, attempts: Int, backoffMilliseconds: Int,
         stopRequested: (@Sendable () -> Bool)? = nil, retrying: SyncClient.Progress? = nil,
-        protocolVersion: Int = Wire.protocolVersion
+        protocolVersion: Int = Wire.protocolVersion, pullSigner: Crypto.SigningKey? = nil
     ) {
+        self.pullSigner = pullSigner
         self.protocolVersion = protocolVersion
         self.http = http
         self.token = token
@@ -284,7 +289,7 @@ struct Transport: @unchecked Sendable {
     /// A pull page; an answer that is not one is a bad answer, and records
     /// that are not valid are set aside (``PullResponse/unusable``).
     func fetchPage(_ target: String) -> (Exchange, PullResponse?) {
-        var exchange = exchange(method: "GET", target: target)
+        var exchange = exchange(method: "GET", target: target, signedBy: pullSigner)
         guard exchange.error == nil else { return (exchange, nil) }
         let page = exchange.body.withUnsafeBufferPointer { bytes in
             Result { () throws(Wire.ReadError) in try PullResponse(reading: bytes) }

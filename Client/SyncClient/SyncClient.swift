@@ -202,7 +202,7 @@ public final class SyncClient {
         transport = Transport(
             http: http, token: token, remote: remote.description, attempts: options.attempts,
             backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress,
-            protocolVersion: options.protocolVersion)
+            protocolVersion: options.protocolVersion, pullSigner: signingKey)
         transport.coding.encrypted = cipher != nil
     }
 

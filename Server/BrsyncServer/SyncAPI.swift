@@ -282,6 +282,22 @@ public final class SyncAPI: Sendable {
         return HTTPResponse.json(200, answer.json.jsonText)
     }
 
+    /// A pull's signature, when it came signed (a key holder's brsync signs
+    /// its pulls): only then does the protocol it says raise its device's
+    /// (``SyncStore/countedProtocol(_:of:proof:verify:)``).
+    private func pullProof(_ request: HTTPRequest) throws -> WriteAuthority? {
+        request.headers[WriteSignature.header] == nil ? nil : try writeAuthority(request)
+    }
+
+    /// ``pullProof(_:)`` for an event loop: nil when a thread must answer
+    /// (a signature header that does not read is refused there), `.some(nil)`
+    /// for an unsigned pull.
+    private func quickProof(_ request: HTTPRequest) -> WriteAuthority?? {
+        guard request.headers[WriteSignature.header] != nil else { return .some(nil) }
+        guard let proof = try? pullProof(request) else { return nil }
+        return .some(proof)
+    }
+
     /// What a write request brings to prove it comes from a key holder.
     private func writeAuthority(_ request: HTTPRequest) throws -> WriteAuthority {
         try WriteAuthority(
@@ -353,7 +369,11 @@ public final class SyncAPI: Sendable {
     private func pull(_ request: HTTPRequest) throws -> HTTPResponse {
         let token = try bearerToken(request)
         let clientProtocol: Int
-        do { clientProtocol = try Self.clientProtocol(request) } catch {
+        let proof: WriteAuthority?
+        do {
+            clientProtocol = try Self.clientProtocol(request)
+            proof = try pullProof(request)
+        } catch {
             _ = try store.authenticate(token: token)
             throw error
         }
@@ -379,7 +399,8 @@ public final class SyncAPI: Sendable {
         let body = try store.pullText(
             token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
             reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-            clientSigningKey: query.signingKey, chainOf: query.chainOf, maxBytes: configuration.maxPageBytes)
+            clientSigningKey: query.signingKey, chainOf: query.chainOf, maxBytes: configuration.maxPageBytes,
+            proof: proof)
         metrics.pulled()
         return try encoded(
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: body), for: request,
@@ -400,11 +421,11 @@ public final class SyncAPI: Sendable {
             guard let token = try? bearerToken(request), let clientProtocol = try? Self.clientProtocol(request),
                 let items = try? request.queryItems(),
                 let query = try? PullQuery(items, configuration: configuration), !query.full,
-                query.asked.isEmpty, query.chainOf == nil,
+                query.asked.isEmpty, query.chainOf == nil, let proof = quickProof(request),
                 let body = store.pullFromMemory(
                     token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
                     clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
-                    clientSigningKey: query.signingKey)
+                    clientSigningKey: query.signingKey, proof: proof)
             else { return nil }
             metrics.pulled()
             // As a thread's answer says (``encoded(_:for:token:)``): chosen by Accept-Encoding.

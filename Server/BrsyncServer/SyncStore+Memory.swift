@@ -68,13 +68,13 @@ extension SyncStore {
     /// the pull refused): an event loop answers with it without a thread.
     public func pullFromMemory(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
-        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?
+        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, proof: WriteAuthority? = nil
     ) -> [UInt8]? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
         return try? noChangeFromMemory(
             hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, clientEpoch: clientEpoch,
             clientProtocol: clientProtocol, clientKeyID: clientKeyID, clientSigningKey: clientSigningKey,
-            mayWrite: false)
+            proof: proof, mayWrite: false)
     }
 
     /// A pull at the account's latest cursor answered from memory
@@ -86,7 +86,8 @@ extension SyncStore {
     ///   when the device's bookkeeping is due a write.
     func noChangeFromMemory(
         hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
-        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, mayWrite: Bool = true
+        clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, proof: WriteAuthority?,
+        mayWrite: Bool = true
     ) throws -> [UInt8]? {
         guard let entry = rememberedDevice(hash), cursor == entry.device.accountNextSequence - 1 else { return nil }
         let device = try Self.check(entry.device, storedHash: entry.storedHash, hash: hash)
@@ -101,9 +102,11 @@ extension SyncStore {
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
         if mayWrite {
             try finishPull(
-                &page, since: cursor, device: device, clientEpoch: clientEpoch, clientProtocol: clientProtocol,
-                joining: false)
-        } else if bookkeeping.needsWrite(device: device, cursor: cursor, now: currentMillis(), protocol: clientProtocol)
+                &page, since: cursor, device: device, clientEpoch: clientEpoch,
+                clientProtocol: countedProtocol(clientProtocol, of: device, proof: proof), joining: false)
+        } else if bookkeeping.needsWrite(
+            device: device, cursor: cursor, now: currentMillis(),
+            protocol: countedProtocol(clientProtocol, of: device, proof: proof, verify: false))
         {
             // finishPull would write (and does nothing else for a page like this one).
             return nil

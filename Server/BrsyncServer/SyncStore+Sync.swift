@@ -243,12 +243,15 @@ extension SyncStore {
     ///     pushed under; such a pull is never answered from memory.
     ///   - maxBytes: the page's byte budget (see
     ///     ``StoreTransaction/pullSnapshot(tokenHash:clientDevice:after:limit:maxBytes:)``).
+    ///   - proof: the request's signature, if it came signed: only a signed
+    ///     pull raises an encrypted account's device's protocol
+    ///     (``countedProtocol(_:of:proof:verify:)``).
     public func pullText(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher? = nil,
         clientEpoch: String? = nil,
         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
         clientSigningKey: String? = nil, chainOf: String? = nil,
-        maxBytes: Int = Store.defaultPageBytes
+        maxBytes: Int = Store.defaultPageBytes, proof: WriteAuthority? = nil
     ) throws -> [UInt8] {
         let hash = Tokens.hash(token)
         let joining = token.hasPrefix(Tokens.joinPrefix)
@@ -256,7 +259,7 @@ extension SyncStore {
             let answer = try noChangeFromMemory(
                 hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
                 clientEpoch: clientEpoch, clientProtocol: clientProtocol,
-                clientKeyID: clientKeyID, clientSigningKey: clientSigningKey)
+                clientKeyID: clientKeyID, clientSigningKey: clientSigningKey, proof: proof)
         {
             return answer
         }
@@ -281,8 +284,8 @@ extension SyncStore {
             clientProtocol: clientProtocol,
             in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(
-            &page, since: cursor, device: device, clientEpoch: clientEpoch, clientProtocol: clientProtocol,
-            joining: joining)
+            &page, since: cursor, device: device, clientEpoch: clientEpoch,
+            clientProtocol: countedProtocol(clientProtocol, of: device, proof: proof), joining: joining)
         // Of any id in the account (homes copied with their token share
         // it), to a token whose device pushed: in an encrypted account only a
         // key holder's can, and a push's `gap` answer tells it as much.
@@ -398,6 +401,26 @@ extension SyncStore {
             }
             if marked { changed(device.accountID) }
         }
+    }
+
+    /// The protocol a pull of `device` that says `claimed` counts as (its
+    /// device's, toward the account's sealed format: Deploy/SECURITY.md,
+    /// "Who may do what"): what it says, except that in an encrypted account
+    /// only a request signed with the account's signing key raises it. A
+    /// token alone may hold the account in format 1 (an older protocol said
+    /// unsigned counts), never mark it ahead of its devices, which would
+    /// lock an older one out.
+    /// - Parameter verify: false to take a signature as given (an event
+    ///   loop asking whether a write is due; the thread that writes checks it).
+    func countedProtocol(
+        _ claimed: Int, of device: Store.Device, proof: WriteAuthority?, verify: Bool = true
+    ) -> Int {
+        let last = bookkeeping.lastProtocol(of: device)
+        guard device.accountEncrypted, claimed > last else { return claimed }
+        guard let proof, proof.signature != nil, !device.accountSigningKey.isEmpty,
+            !verify || proof.isSigned(by: device.accountSigningKey)
+        else { return last }
+        return claimed
     }
 
     /// Marks `device`'s account format 2 when this request of protocol

@@ -26,6 +26,12 @@ public final class Bookkeeping: Sendable {
         writes(device: device, cursor: cursor, now: now, protocol: clientProtocol, claim: true)
     }
 
+    /// The protocol `device` last said as this process knows it: what it
+    /// wrote since `device` was read, else what `device` holds.
+    package func lastProtocol(of device: Store.Device) -> Int {
+        state.withLock { $0.protocols[device.id] } ?? device.clientProtocol
+    }
+
     /// Whether ``shouldWrite(device:cursor:now:protocol:)`` would write, claiming nothing.
     package func needsWrite(device: Store.Device, cursor: Int64, now: Int64, protocol clientProtocol: Int) -> Bool {
         writes(device: device, cursor: cursor, now: now, protocol: clientProtocol, claim: false)

@@ -32,7 +32,7 @@ extension JSONValue {
         return value
     }
 
-    /// Compact JSON text; object keys sorted, so equal values give equal text.
+    /// Compact JSON text; object keys sorted by their bytes, so equal values give equal text.
     public var jsonText: String {
         var output: [UInt8] = []
         output.reserveCapacity(64)
@@ -57,7 +57,9 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            // By the names' UTF-8 bytes (docs/protocol.md, "Canonical JSON"):
+            // `String`'s own order puts a name not in NFC elsewhere.
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
                 Self.writeString(key, into: &output)
                 output.append(UInt8(ascii: ":"))

@@ -123,5 +123,15 @@ import Testing
         try fixture.replica.setRemote(url: "https://a.example:8443", caFile: nil)
         try fixture.replica.setRemote(url: "https://b.example:8443", caFile: nil)
         #expect(try fixture.replica.sealedFormat() == .one, "a new server starts over")
+        #expect(
+            try formats() == first.map { _ in .one } + second.map { _ in .two },
+            "pins hold: the same server under another name gets the same bytes")
+
+        // Starting over on the server (a new key, or `key forget`) sends
+        // every change afresh: the mark and the pins are the old account's.
+        try fixture.replica.noteSealedFormat(.two)
+        try fixture.replica.endEncryptedSync()
+        #expect(try fixture.replica.sealedFormat() == .one)
+        #expect(try formats().allSatisfy { $0 == nil })
     }
 }

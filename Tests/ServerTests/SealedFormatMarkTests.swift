@@ -1,3 +1,4 @@
+import Cryptography
 import Foundation
 import HTTP
 import JSON
@@ -35,6 +36,7 @@ import Testing
     ) throws {
         let fixture = try ServerFixture(kind)
         let (laptop, desktop) = try Accounts.encryptedAccount(fixture)
+        desktop.signingKey = Accounts.firstSigner // a key holder too: its pulls are signed
         // A device added but never used, and one revoked, hold nothing back.
         _ = try fixture.device("alice", "unused")
         let old = try fixture.device("alice", "old", protocol: Wire.withdrawalProtocol)
@@ -107,5 +109,48 @@ import Testing
         desktop.protocolVersion = Wire.withdrawalProtocol
         let back = try desktop.pull()
         #expect(back.status == 409 && back.errorCode == .upgradeRequired, "\(back.text)")
+    }
+
+    /// A token alone (a stolen or photographed device token, without the
+    /// account key) cannot mark the account ahead of its device: a pull
+    /// saying protocol 6 unsigned, or signed with another key, counts as the
+    /// device's last signed word (an older brsync's device would then be
+    /// locked out by `upgrade_required`). Saying an older protocol still
+    /// counts: a token can hold the account in format 1, as the device
+    /// itself would by running an older brsync.
+    @Test(arguments: StoreKind.allCases) func aTokenAloneCannotMarkTheAccount(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let (laptop, desktop) = try Accounts.encryptedAccount(fixture)
+        desktop.signingKey = Accounts.firstSigner
+        desktop.protocolVersion = Wire.withdrawalProtocol
+        _ = try Self.page(desktop)
+        laptop.protocolVersion = Wire.sealedFormatProtocol
+        #expect(try Self.page(laptop).sealedFormat == .one)
+        #expect(try Self.protocols(fixture, "alice")["desktop"] == 5)
+
+        // The desktop's token, without its key: unsigned, then signed by a key of the thief's own.
+        let thief = TestDevice(client: desktop.client, token: desktop.token, deviceID: desktop.deviceID)
+        thief.protocolVersion = Wire.sealedFormatProtocol
+        for signer in [nil, Crypto.SigningKey(seed: Array(repeating: 7, count: 32))] {
+            thief.signingKey = signer
+            #expect(try Self.page(thief).sealedFormat == .one)
+            #expect(try Self.protocols(fixture, "alice")["desktop"] == 5)
+        }
+        var malformed = thief.authorization
+        malformed.add(WriteSignature.header, "not a signature")
+        let refused = try thief.client.send(method: "GET", target: "/v1/pull?since=0", headers: malformed)
+        #expect(refused.status == 400, "\(refused.text)")
+
+        // Saying less is taken unsigned: the laptop's token holds the account back.
+        let laptopThief = TestDevice(client: laptop.client, token: laptop.token, deviceID: laptop.deviceID)
+        laptopThief.protocolVersion = Wire.withdrawalProtocol
+        _ = try Self.page(laptopThief)
+        #expect(try Self.protocols(fixture, "alice")["laptop"] == 5)
+
+        // The devices themselves, signed, move it on.
+        desktop.protocolVersion = Wire.sealedFormatProtocol
+        _ = try Self.page(desktop)
+        _ = try Self.page(laptop)
+        #expect(try Self.page(laptop).sealedFormat == .two)
     }
 }

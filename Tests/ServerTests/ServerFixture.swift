@@ -136,9 +136,16 @@ final class TestDevice: @unchecked Sendable {
         return try post("/v1/push", body: request.body())
     }
 
+    /// A pull, signed with ``signingKey`` when it is set (as a key holder's brsync signs its pulls).
     func pull(since: Int64 = 0, limit: Int? = nil) throws -> HTTPResponseParser.ParsedResponse {
         let target = "/v1/pull?since=\(since)" + (limit.map { "&limit=\($0)" } ?? "")
-        return try client.send(method: "GET", target: target, headers: authorization)
+        var headers = authorization
+        if let signingKey {
+            headers.add(
+                WriteSignature.header,
+                WriteAuthority.signatureHeader(by: signingKey, token: token, path: "/v1/pull", body: [], method: "GET"))
+        }
+        return try client.send(method: "GET", target: target, headers: headers)
     }
 
     /// Pulls every page from `since`; returns the records by key and the final cursor.

@@ -261,4 +261,26 @@ import Testing
         let offered = try Self.opened(byField).boxes
         #expect(Set(offered) == [honest[0], ChangeRecord.PulledBox(part, weight: 2)])
     }
+
+    /// A field's name is matched by its bytes against the names its box
+    /// holds: a server that files a sealed field under another spelling of
+    /// its name (canonically equivalent, which Swift's `String` takes as
+    /// equal) is refused by name.
+    @Test func aFieldRenamedToAnotherSpellingIsRefused() throws {
+        var fields = Self.madeRule().state.fields
+        let composed = "caf\u{e9}", decomposed = "cafe\u{301}"
+        #expect(composed == decomposed && !composed.utf8.elementsEqual(decomposed.utf8))
+        fields[composed] = StampedValue(.string("latte"), stamp: Self.stamp)
+        let sealed = try Self.cipher.seal(Self.change("zoom.us", fields, counter: 1), format: .two)
+        #expect(try Self.opened(sealed).state.fields[composed]?.value == .string("latte"))
+        var renamed = sealed
+        let register = renamed.state.fields.removeValue(forKey: composed)!
+        renamed.state.fields[decomposed] = register
+        #expect(renamed.state.fields.keys.contains { $0.utf8.elementsEqual(decomposed.utf8) })
+        #expect {
+            _ = try Self.opened(renamed)
+        } throws: { error in
+            "\(error)".contains("is not in the write it names")
+        }
+    }
 }

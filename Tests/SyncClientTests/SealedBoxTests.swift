@@ -36,6 +36,40 @@ import Testing
         #expect(cipher.sealBox(Self.write(), collection: "rules", hiddenKey: hidden, stamp: Self.stamp) == box)
     }
 
+    /// The same for text that needs escaping (docs/protocol.md, "Canonical
+    /// JSON"): a quote, a backslash, a tab, a line feed, C0 and C1 controls,
+    /// DEL, a bidirectional control and U+2028 in values; a non-ASCII key;
+    /// non-ASCII names ordered by their bytes; an object value, its members
+    /// ordered by their bytes (a name not in NFC too); a manifest naming fields that need escaping.
+    @Test func aBoxOfTextThatNeedsEscapingHasTheBytesTheDesignGives() throws {
+        let cipher = RecordCipher(try AccountKey(bytes: Array(0..<32)))
+        let key = "b\u{fc}cher.example"
+        let hidden = cipher.hiddenKey(collection: "rules", key: key)
+        #expect(hidden == "h1.sERbNtG9lqEacVjEvfqB3TYIhouctpTBf1SqexYeE3E")
+        let odd = "na\"me\u{e9}"
+        let write = RecordCipher.Write(
+            key: key,
+            fields: [
+                "browser": .string("fire\"fox\\\t\u{1}\u{7f}\u{200e}\u{2028}\u{e9}"), "origin": .string("a\nb"),
+                "\u{e9}t\u{e9}": .int(1),
+                "zone": .object([
+                    "b": .array([.int(1), .string("\u{85}")]), "a": .null, "f": .int(0), "e\u{301}": .int(2),
+                ]),
+            ],
+            manifest: RecordManifest(
+                stamps: [
+                    "pattern": Self.older, odd: Self.older, "browser": Self.stamp, "origin": Self.stamp,
+                    "\u{e9}t\u{e9}": Self.stamp, "zone": Self.stamp,
+                ],
+                versions: VersionVector(["db22d30bcc46d6a9": 2, "0a0b0c0d0e0f1011": 1])))
+        let box = cipher.sealBox(write, collection: "rules", hiddenKey: hidden, stamp: Self.stamp)
+        #expect(
+            box
+                == "e2.yTVtaUR4MoaFKzz05yQgW2oybUqU9xfTYEz0iCEKZ-re9SUeKi8Sj_ZtucCfpW30tmuW--uQ7tBJRnrB-DF1z4JIcpPlRSbJ-6i-WNoDUDY5hz4Snx0vwrtlor_Q66gsbptbbg_w-Pw--KAO573djO_lUGLn3XhwJMFtbKXl6kAFxNq8AVd-tHhul71CFuK6hjZI8WrfQisdG-bSMiTcNtOdKXeFuv3eoZBv0VtO0BIaD5TXOtFcPMSg-0L41wsU2ffj0aXo3ikx9t0bv-1hOJgfjSnPRDTH2TfGYOS7EMVX6hCExQd6-hPX_9aklIPpDo5za4AyyOshgn5ZOt71Uvc8gjv3Y04_3nQmoCxMSl_Bq9MEYHvEowCfGNfoBTbPgVTe0KxjYfwImv68kiNZCw5xsCn1_G-kv7poYdBxmwcebniLbrcfaBUp9JkGZWpANXODPk_bqy5J8yxzOp2ZHkIZm3KbbSD4gJasO55z1sq3k6g_xCw7mZX3iHYlVnk7QiTqEpnwC0QV1VheAJeeeFsWZZU9VRw6JcNgxQ_QjvYQQG7TUkDDVtsz7lxOTVaTFHgyr2y5oFvS"
+        )
+        #expect(try cipher.openBox(box, collection: "rules", hiddenKey: hidden, stamp: Self.stamp) == write)
+    }
+
     /// A box opens only where it was sealed: moved to another record or
     /// stamp, changed by a byte, or opened with another key, it is refused
     /// by name; a format 1 value is not a box.
