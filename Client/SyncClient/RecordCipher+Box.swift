@@ -303,7 +303,7 @@ extension RecordCipher {
         }
         guard
             let value = try openBox(sealed, collection: collection, hiddenKey: hiddenKey, stamp: register.stamp)
-                .fields[field]
+                .value(named: field)
         else {
             throw RecordCipherError(
                 message:

@@ -75,12 +75,19 @@ extension JSONValue {
     /// an escape sequence or reorder what is shown; the value is unchanged.
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// Whether `byte` may lead a scalar ``Unicode/Scalar/isUnsafeToDisplay``
+    /// takes above U+007E: C2 (C1 controls), D8 (U+061C), E1 (U+180E), E2
+    /// (U+200B…U+2069) and EF (U+FEFF).
+    private static func mayLead(_ byte: UInt8) -> Bool {
+        byte == 0xC2 || byte == 0xD8 || byte == 0xE1 || byte == 0xE2 || byte == 0xEF
+    }
+
     public static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape at all (keys, ids, base64): copied in one go.
         let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
             for byte in bytes
-            where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte == 0xC2 || byte == 0xE2 {
+            where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F || byte >= 0xC2 && Self.mayLead(byte) {
                 return false
             }
             output.append(contentsOf: bytes)
@@ -93,7 +100,7 @@ extension JSONValue {
         let hex = hexDigits
         let utf8 = text.utf8
         // Most strings have none of the escaped scalars above U+007E: one pass of bytes.
-        if utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) {
+        if utf8.contains(where: { $0 == 0x7F || Self.mayLead($0) }) {
             for scalar in text.unicodeScalars {
                 if scalar.value >= 0x7F && scalar.isUnsafeToDisplay {
                     let value = Int(scalar.value)

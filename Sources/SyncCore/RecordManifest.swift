@@ -49,7 +49,7 @@ public struct RecordManifest: Sendable, Equatable {
             stamps.allSatisfy { name, stamp in state.fields[name].map { $0.stamp >= stamp } == true }
             && versions.counters.allSatisfy { state.versions[$0.key] >= $0.value }
         if fine { return nil }
-        for name in stamps.keys.sorted() {
+        for name in stamps.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let stamp = stamps[name]!
             var shown: String { DisplayText.printable(name.prefix(80)) }
             guard let held = state.fields[name] else {
@@ -84,7 +84,7 @@ public struct RecordManifest: Sendable, Equatable {
 
     /// Appends ``text(at:)``.
     public func write(at stamp: HLCTimestamp, into output: inout [UInt8]) {
-        let names = stamps.keys.sorted()
+        let names = stamps.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         output.append(UInt8(ascii: "{"))
         writeOthers(names.filter { stamps[$0]! != stamp }, into: &output)
         output += #""s":["#.utf8
@@ -105,7 +105,9 @@ public struct RecordManifest: Sendable, Equatable {
     /// are not written: they are the box's own (its write's fields).
     public func writeBoxed(at stamp: HLCTimestamp, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
-        writeOthers(stamps.keys.sorted().filter { stamps[$0]! < stamp }, into: &output)
+        writeOthers(
+            stamps.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).filter { stamps[$0]! < stamp },
+            into: &output)
         output += #""v":"#.utf8
         RecordState.writeVersions(versions, into: &output)
         output.append(UInt8(ascii: "}"))

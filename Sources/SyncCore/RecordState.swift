@@ -152,7 +152,7 @@ extension RecordState {
         }
         output.append(UInt8(ascii: "{"))
         var stamps = HLCTimestamp.TextCache()
-        for (index, name) in fields.keys.sorted().enumerated() {
+        for (index, name) in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
             let register = fields[name]! // name comes from fields.keys
             if index > 0 { output.append(UInt8(ascii: ",")) }
             JSONValue.writeString(name, into: &output)
@@ -175,7 +175,9 @@ extension RecordState {
     /// Appends ``encodeVersions(_:)`` (sorted device ids, as through ``JSONValue``).
     public static func writeVersions(_ versions: VersionVector, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
-        for (index, device) in versions.counters.keys.sorted().enumerated() {
+        for (index, device) in versions.counters.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            .enumerated()
+        {
             if index > 0 { output.append(UInt8(ascii: ",")) }
             JSONValue.writeString(device, into: &output)
             output.append(UInt8(ascii: ":"))

@@ -162,4 +162,16 @@ import Testing
         #expect(throws: EncodingError.self) { try JSONValue(encoding: ["x": Double.nan]) }
         #expect(throws: EncodingError.self) { try JSONValue(encoding: Float.infinity) }
     }
+
+    /// Every scalar the canonical text escapes is escaped whether or not the
+    /// string holds anything else to escape (docs/protocol.md, "Canonical
+    /// JSON"); object members go by their names' bytes.
+    @Test func everyUnsafeScalarIsEscapedAlone() {
+        for scalar in ["\u{61c}", "\u{180e}", "\u{feff}", "\u{200b}", "\u{2028}", "\u{85}", "\u{7f}"] {
+            let text = JSONValue.string("a" + scalar + "b").jsonText
+            #expect(!text.unicodeScalars.contains { $0.value >= 0x7F }, "\(text.unicodeScalars.map(\.value))")
+        }
+        #expect(JSONValue.string("\u{e9}\u{4e2d}").jsonText == "\"\u{e9}\u{4e2d}\"", "other scalars as they are")
+        #expect(JSONValue.object(["f": .int(0), "e\u{301}": .int(1)]).jsonText == "{\"e\u{301}\":1,\"f\":0}")
+    }
 }

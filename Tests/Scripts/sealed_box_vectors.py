@@ -143,7 +143,7 @@ def main() -> None:
     # manifest naming fields that need escaping too.
     vector(
         "escapes (aBoxOfTextThatNeedsEscapingHasTheBytesTheDesignGives)", "rules", "b\u00fccher.example",
-        {"browser": 'fire"fox\\\t\u0001\u007f\u200e\u2028\u00e9', "origin": "a\nb", "\u00e9t\u00e9": 1,
+        {"browser": 'fire"fox\\\t\u0001\u007f\u200e\u2028\u00e9', "origin": "a\nb\u061c\u180e\ufeff", "\u00e9t\u00e9": 1,
          "zone": {"b": [1, "\u0085"], "a": None, "f": 0, "e\u0301": 2}},
         stamp, {"pattern": older, 'na"me\u00e9': older}, {"db22d30bcc46d6a9": 2, "0a0b0c0d0e0f1011": 1})
 

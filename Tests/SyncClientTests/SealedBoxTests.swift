@@ -38,7 +38,7 @@ import Testing
 
     /// The same for text that needs escaping (docs/protocol.md, "Canonical
     /// JSON"): a quote, a backslash, a tab, a line feed, C0 and C1 controls,
-    /// DEL, a bidirectional control and U+2028 in values; a non-ASCII key;
+    /// DEL, bidirectional controls, U+180E, U+FEFF and U+2028 in values; a non-ASCII key;
     /// non-ASCII names ordered by their bytes; an object value, its members
     /// ordered by their bytes (a name not in NFC too); a manifest naming fields that need escaping.
     @Test func aBoxOfTextThatNeedsEscapingHasTheBytesTheDesignGives() throws {
@@ -50,7 +50,8 @@ import Testing
         let write = RecordCipher.Write(
             key: key,
             fields: [
-                "browser": .string("fire\"fox\\\t\u{1}\u{7f}\u{200e}\u{2028}\u{e9}"), "origin": .string("a\nb"),
+                "browser": .string("fire\"fox\\\t\u{1}\u{7f}\u{200e}\u{2028}\u{e9}"),
+                "origin": .string("a\nb\u{61c}\u{180e}\u{feff}"),
                 "\u{e9}t\u{e9}": .int(1),
                 "zone": .object([
                     "b": .array([.int(1), .string("\u{85}")]), "a": .null, "f": .int(0), "e\u{301}": .int(2),
@@ -65,7 +66,7 @@ import Testing
         let box = cipher.sealBox(write, collection: "rules", hiddenKey: hidden, stamp: Self.stamp)
         #expect(
             box
-                == "e2.yTVtaUR4MoaFKzz05yQgW2oybUqU9xfTYEz0iCEKZ-re9SUeKi8Sj_ZtucCfpW30tmuW--uQ7tBJRnrB-DF1z4JIcpPlRSbJ-6i-WNoDUDY5hz4Snx0vwrtlor_Q66gsbptbbg_w-Pw--KAO573djO_lUGLn3XhwJMFtbKXl6kAFxNq8AVd-tHhul71CFuK6hjZI8WrfQisdG-bSMiTcNtOdKXeFuv3eoZBv0VtO0BIaD5TXOtFcPMSg-0L41wsU2ffj0aXo3ikx9t0bv-1hOJgfjSnPRDTH2TfGYOS7EMVX6hCExQd6-hPX_9aklIPpDo5za4AyyOshgn5ZOt71Uvc8gjv3Y04_3nQmoCxMSl_Bq9MEYHvEowCfGNfoBTbPgVTe0KxjYfwImv68kiNZCw5xsCn1_G-kv7poYdBxmwcebniLbrcfaBUp9JkGZWpANXODPk_bqy5J8yxzOp2ZHkIZm3KbbSD4gJasO55z1sq3k6g_xCw7mZX3iHYlVnk7QiTqEpnwC0QV1VheAJeeeFsWZZU9VRw6JcNgxQ_QjvYQQG7TUkDDVtsz7lxOTVaTFHgyr2y5oFvS"
+                == "e2.TIhCHC7F7xWRy2lwWn7ZMm76IwSwxv10FAA1M7YpmWHB5kwmlaTj5zZuhMWHiXTVQzGFJdqAJFSbcdmSjEl6B8JPMK7_-ZVg_1utqoOtNtBhWfcPs_I9YyYQG3LFp0KpU5xFT5Omqxm7ySBzH2AY2DtjYkE5GAcjsYwYSEsLc67Bn3ywJPFqyNKnq7EfKupw7iMwTp35-uguxd1ZKCZccdaWvr4a40mZELJXjS6EOsJ3gl1Dm6_EDdteevMoLITrir8eGd_Q9FRY5XGNMQJZoeNphYJv9XWX8IFIfJjcZre26JkJ-z6Gg7CHpbO9HvCDtxAKLB4fi03cTlfpuJqGrmgM7NXsJUsFp_y02x5zvZhh-CMQ8gRy0BFlc6u8P0XW0qmZ6YxmokezOHOhn_rvNn1uyCyKTKJ231yFC3vemGw-72r5fN1lNux0YoYPmpVxgEz-tuIM43dvy3hW79LovNx99cE16KbqHzItJ1nEj3EGWLb4w9c4Yw9TYv4kpFc5EN0SpmwfuH7id77Wxh0F3PcbmtBRVj4nAIwIj7iLHdL3UHwrwK3jizQ4HkORU_4wHqDQ6vWW5VkKmtm47e6ksZg9xTzo4nGCbA"
         )
         #expect(try cipher.openBox(box, collection: "rules", hiddenKey: hidden, stamp: Self.stamp) == write)
     }
