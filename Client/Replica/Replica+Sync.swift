@@ -132,19 +132,37 @@ extension Replica {
                 SELECT device_seq, collection, key, fields, versions, manifest, sealed_format FROM changes
                 WHERE device = ? AND kind = 'local' AND device_seq > ? ORDER BY device_seq LIMIT ?
                 """, [.text(deviceID), .integer(sequence), .integer(Int64(limit))]
-            ) { row in
-                guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
-                    throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
-                }
-                var change = ChangeRecord(
-                    sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
-                    state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
-                    manifestText: row.string(5))
-                // A format this brsync does not know (a later one's) is sent as the newest it knows.
-                change.sealedFormat = row.int64(6).map { $0 >= 2 ? .two : .one }
-                return change
-            }
+            ) { try ownChange($0) }
         }
+    }
+
+    /// Every write this machine made of the record `key` of `collection`,
+    /// under whichever device id it had then, oldest first: what its pushes
+    /// sealed (a relay sends each write it still holds in the same whole box).
+    public func ownWrites(_ collection: RecordCollection, key: String) throws -> [ChangeRecord] {
+        try read {
+            try database.query(
+                """
+                SELECT device_seq, collection, key, fields, versions, manifest, sealed_format FROM changes
+                WHERE collection = ? AND key = ? AND kind = 'local' ORDER BY seq
+                """, [.text(collection.rawValue), .text(key)]
+            ) { try ownChange($0) }
+        }
+    }
+
+    /// A change-log row of this machine's own (`device_seq, collection, key,
+    /// fields, versions, manifest, sealed_format`) as the push sends it.
+    private func ownChange(_ row: Row) throws -> ChangeRecord {
+        guard let collection = row.string(1).flatMap(RecordCollection.init(rawValue:)) else {
+            throw ReplicaError.notAReplica(path: path, reason: "a change-log entry has an unknown collection")
+        }
+        var change = ChangeRecord(
+            sequence: row.int64(0) ?? 0, collection: collection, key: row.string(2) ?? "",
+            state: try RecordCoding.decodeState(fields: row.string(3) ?? "{}", versions: row.string(4) ?? "{}"),
+            manifestText: row.string(5))
+        // A format this brsync does not know (a later one's) is sent as the newest it knows.
+        change.sealedFormat = row.int64(6).map { $0 >= 2 ? .two : .one }
+        return change
     }
 
     /// Pins the sealed format of this device's changes numbered

@@ -105,9 +105,9 @@ extension SyncClient {
         }
     }
 
-    /// Whole records as a relay sends them: each write in the box its
-    /// writer sealed when this replica kept it (``RecordCipher/sealRelayed(_:kept:)``)
-    /// in an account sealed in format 2, and for any record with a kept box
+    /// Whole records as a relay sends them: each write in a whole box
+    /// (``RecordCipher/sealRelayed(_:kept:)``, ``relayedBoxes(of:cipher:marked:)``)
+    /// in an account sealed in format 2, and for any record with such a box
     /// whatever the server says of the account (a box that opened is the
     /// account's format 2, mark or not: a field that came in a box is never
     /// sealed again by itself). Other records are sealed as a change never
@@ -118,11 +118,38 @@ extension SyncClient {
         }
         let marked = try replica.sealedFormat() == .two
         return try records.map { record in
-            let kept = record.collection == .ledger ? [] : try replica.keptBoxes(record.collection, key: record.key)
-            guard marked || !kept.isEmpty else { return try Self.wireChanges([record], cipher: cipher)[0] }
-            do { return WireChange(sent: try cipher.sealRelayed(record, kept: kept)) } catch {
+            let boxes = record.collection == .ledger ? [] : try relayedBoxes(of: record, cipher: cipher, marked: marked)
+            guard marked || !boxes.isEmpty else { return try Self.wireChanges([record], cipher: cipher)[0] }
+            do { return WireChange(sent: try cipher.sealRelayed(record, kept: boxes)) } catch {
                 throw SyncError.usage("\(error)")
             }
         }
+    }
+
+    /// The whole boxes a relay of `record` sends, one per stamp a field of
+    /// it holds: this machine's own write of that stamp in the box its push
+    /// sealed (the log keeps the write and its manifest, and a box's nonce
+    /// is synthetic: the same bytes) when that push was in format 2 or the
+    /// account is; else the box a pull kept. Never a part of a write sealed
+    /// anew (a server could serve a part with a sibling rolled back behind
+    /// it, under another write's manifest: re-review of format 2, F1).
+    private func relayedBoxes(of record: ChangeRecord, cipher: RecordCipher, marked: Bool) throws -> [StampedValue] {
+        let held = Set(record.state.fields.values.map(\.stamp))
+        var boxes: [HLCTimestamp: StampedValue] = [:]
+        for box in try replica.keptBoxes(record.collection, key: record.key) where held.contains(box.stamp) {
+            boxes[box.stamp] = box
+        }
+        for write in try replica.ownWrites(record.collection, key: record.key)
+        where (marked || write.sealedFormat == .two)
+            && write.state.fields.values.contains(where: { held.contains($0.stamp) })
+        {
+            let sealed: ChangeRecord
+            do { sealed = try cipher.seal(write, format: .two) } catch { throw SyncError.usage("\(error)") }
+            for register in sealed.state.fields.values
+            where held.contains(register.stamp) && RecordState.isBox(register.value) {
+                boxes[register.stamp] = register
+            }
+        }
+        return boxes.values.sorted { $0.stamp < $1.stamp }
     }
 }

@@ -54,6 +54,7 @@ public protocol SyncReplica: AnyObject {
     func pinSealedFormat(_ format: Wire.SealedFormat, of sequences: [Int64]) throws
     func sealedFormat() throws -> Wire.SealedFormat
     func keptBoxes(_ collection: RecordCollection, key: String) throws -> [StampedValue]
+    func ownWrites(_ collection: RecordCollection, key: String) throws -> [ChangeRecord]
     func noteSealedFormat(_ format: Wire.SealedFormat) throws
     func markPushed(through sequence: Int64) throws
     func noteRefusals(first: Int64, last: Int64, _ refused: [Int64: String]) throws

@@ -90,6 +90,7 @@ import Testing
             DROP TABLE pulled_aside;
             DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; DROP TABLE boxes;
             ALTER TABLE changes DROP COLUMN sealed_format;
+            DROP INDEX changes_by_record;
             PRAGMA user_version = 11;
             """)
         #expect(try Replica.open(home: directory.path).encryptionState().relayPending)
@@ -107,7 +108,7 @@ import Testing
         #expect(try !Replica.initialize(home: directory.path, deviceName: nil).replica.withdrawalsMayBeMissed())
         let database = try Database(path: file)
         try database.execute(
-            "DELETE FROM meta WHERE key IN ('withdrawals_read', 'pull_cursor'); ALTER TABLE changes DROP COLUMN sealed_format; DROP TABLE boxes; PRAGMA user_version = 28;"
+            "DELETE FROM meta WHERE key IN ('withdrawals_read', 'pull_cursor'); ALTER TABLE changes DROP COLUMN sealed_format; DROP TABLE boxes; DROP INDEX changes_by_record; PRAGMA user_version = 28;"
         )
         if let cursor { try database.run("INSERT INTO meta (key, value) VALUES ('pull_cursor', ?)", [.text(cursor)]) }
         let upgraded = try Replica.open(home: directory.path)
@@ -126,6 +127,7 @@ import Testing
         let stamps = ["0000019a00000001-00000000-aaaaaaaaaaaaaaaa", "0000019a00000002-00000000-bbbbbbbbbbbbbbbb"]
         try database.execute(
             """
+            DROP INDEX changes_by_record;
             DROP TABLE boxes;
             CREATE TABLE boxes (
                 collection TEXT NOT NULL, key TEXT NOT NULL, stamp TEXT NOT NULL, sealed TEXT NOT NULL,
@@ -211,6 +213,7 @@ import Testing
             DROP TABLE pulled_aside;
             DROP TABLE record_tags; DROP TABLE ledger_book; DROP TABLE ledger_entries; DROP TABLE ledger_failures; DROP TABLE ledger_checked; DROP TABLE forgotten_devices; DROP TABLE writes_from_elsewhere; DROP TABLE ledger_unmet; DROP TABLE boxes;
             ALTER TABLE changes DROP COLUMN sealed_format;
+            DROP INDEX changes_by_record;
             PRAGMA user_version = 9;
             COMMIT;
             """)

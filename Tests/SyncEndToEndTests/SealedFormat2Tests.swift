@@ -3,6 +3,7 @@ import Replica
 import Storage
 import SyncClient
 import SyncCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -200,5 +201,53 @@ import Testing
         #expect(liar.rewritten.value.load(ordering: .relaxed) > 0)
         #expect(try b.replica.keptBoxes(.rules, key: ruleKey) == [whole], "the writer's box, not the part")
         #expect(try SyncWorld.rules(b.replica)["part.example"] == "firefox")
+    }
+
+    /// A writer's relay of its own write sends the whole box its push
+    /// sealed (the same bytes), not the part of the write the record still
+    /// holds once a later edit took some fields over: a part without the
+    /// write's manifest is what a server could serve with a sibling rolled
+    /// back behind it (re-review of format 2, F1), and an honest server
+    /// might keep it over the whole box by its tie rule.
+    @Test(arguments: StoreKind.allCases) func aWritersRelaySendsItsOwnWritesWhole(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        let cipher = RecordCipher(key)
+        for machine in [a, b, a] { #expect(try world.sync(machine).problems.isEmpty) }
+        #expect(try a.replica.sealedFormat() == .two)
+        try Self.rule(a, "own.example", "firefox")
+        #expect(try world.sync(a).problems.isEmpty)
+        let hidden = try #require(try LyingServerTests.hiddenRuleKeys(a.replica, cipher)["own.example"])
+        let first = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        let whole = try #require(first.state.fields["pattern"])
+        try Self.rule(a, "own.example", "chrome")
+        #expect(try world.sync(a).problems.isEmpty)
+        let second = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        #expect(second.state.fields["pattern"] == whole && second.state.fields["browser"]!.stamp > whole.stamp)
+
+        let sent = Mutex<[JSONValue]>([])
+        let recorder = try LyingServer(in: world) { request, _, _ in
+            if request.path == "/v1/relay",
+                case .object(let body)? = try? JSONValue.parse(String(decoding: request.body, as: UTF8.self)),
+                case .array(let records)? = body["records"]
+            {
+                sent.withLock { $0 += records.filter { LyingServerTests.hiddenKey($0) == hidden } }
+            }
+            return nil
+        }
+        defer { recorder.stop() }
+        try a.replica.requireFullRelay()
+        #expect(try recorder.serving(world) { try world.sync(a) }.problems.isEmpty)
+        let relayed = try #require(sent.withLock { $0 }.first, "a relayed the rule")
+        guard case .object(let written) = try JSONValue.parse(RecordState.encodeFields(second.state.fields)) else {
+            Issue.record("fields are an object")
+            return
+        }
+        #expect(LyingServerTests.fields(relayed) == written, "every write in the box its push sealed")
+        let held = try #require(try world.store.records(account: "alice").first { $0.key == hidden })
+        #expect(held.state.fields == second.state.fields)
+        #expect(try world.sync(b).problems.isEmpty)
+        #expect(try SyncWorld.rules(b.replica)["own.example"] == "chrome")
     }
 }
