@@ -55,4 +55,52 @@ extension Replica {
             }
         }.compactMap { $0 }
     }
+
+    /// A kept box as its row holds it (``unweighedBoxes(limit:)``).
+    public struct KeptBox: Sendable, Equatable {
+        public var collection: String
+        public var key: String
+        public var stamp: String
+        public var sealed: String
+    }
+
+    /// Up to `limit` boxes kept before boxes had weights (replica schema
+    /// 33 gave them 0, so any box of their stamp a pull brought could take
+    /// their place: re-review of format 2, F2); none, without reading the
+    /// table, once ``weighBoxes(_:)`` weighed the last of them.
+    public func unweighedBoxes(limit: Int) throws -> [KeptBox] {
+        try read {
+            guard try meta("boxes_unweighed") != nil else { return [] }
+            return try database.query(
+                "SELECT collection, key, stamp, sealed FROM boxes WHERE weight = 0 ORDER BY id LIMIT ?",
+                [.integer(Int64(limit))]
+            ) { row in
+                KeptBox(
+                    collection: row.string(0) ?? "", key: row.string(1) ?? "", stamp: row.string(2) ?? "",
+                    sealed: row.string(3) ?? "")
+            }
+        }
+    }
+
+    /// Gives each box its weight, or drops it (nil: it does not open, so a
+    /// relay would seal its fields again anyway), in one transaction; when
+    /// no box is left unweighed, ``unweighedBoxes(limit:)`` stops looking.
+    public func weighBoxes(_ weights: [(box: KeptBox, weight: Int?)]) throws {
+        try transaction {
+            for (box, weight) in weights {
+                let row: [DatabaseValue] = [.text(box.collection), .text(box.key), .text(box.stamp)]
+                if let weight {
+                    try database.run(
+                        "UPDATE boxes SET weight = ? WHERE collection = ? AND key = ? AND stamp = ? AND weight = 0",
+                        [.integer(Int64(max(1, weight)))] + row)
+                } else {
+                    try database.run(
+                        "DELETE FROM boxes WHERE collection = ? AND key = ? AND stamp = ? AND weight = 0", row)
+                }
+            }
+            if try database.scalar("SELECT 1 FROM boxes WHERE weight = 0 LIMIT 1") == nil {
+                try setMeta("boxes_unweighed", nil)
+            }
+        }
+    }
 }

@@ -66,10 +66,14 @@ extension ReplicaSchema.Migration4 {
 
     /// This machine's own writes of a record, found by the record
     /// (``Replica/ownWrites(_:key:)``): a relay sends each of them in
-    /// the whole box its push sealed, never a part of it.
+    /// the whole box its push sealed, never a part of it. And whether
+    /// boxes kept before schema 33 (weight 0) wait to be weighed
+    /// (``Replica/unweighedBoxes(limit:)``: the client opens them, with the key).
     static let ownWritesByRecord = Migrator.Migration(
         version: 34,
         sql: """
             CREATE INDEX changes_by_record ON changes (collection, key) WHERE kind = 'local';
+            INSERT OR REPLACE INTO meta (key, value) SELECT 'boxes_unweighed', '1'
+            WHERE EXISTS (SELECT 1 FROM boxes WHERE weight = 0);
             """)
 }

@@ -22,6 +22,10 @@ extension RecordCipher {
             self.manifest = manifest
         }
 
+        /// How much of its write a box holds (``ChangeRecord/PulledBox/weight``):
+        /// twice its fields, one more with a manifest.
+        public var weight: Int { fields.count * 2 + (manifest == nil ? 0 : 1) }
+
         /// The value of field `name`, its name matched byte for byte: Swift's
         /// `String` equality takes canonically equivalent spellings as one, and
         /// a server could otherwise file a sealed field under another spelling

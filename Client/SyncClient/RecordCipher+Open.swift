@@ -68,7 +68,7 @@ extension RecordCipher {
                 named.insert(RecordState.BoxKey(register))
             }
             opened.boxes = writes.filter { named.contains($0.key) }.map { box, write in
-                ChangeRecord.PulledBox(box.register, weight: write.fields.count * 2 + (write.manifest == nil ? 0 : 1))
+                ChangeRecord.PulledBox(box.register, weight: write.weight)
             }.sorted { a, b in
                 a.register.stamp != b.register.stamp
                     ? a.register.stamp < b.register.stamp

@@ -59,6 +59,8 @@ extension SyncClient {
     /// ledgers, records set aside); with `onePage`, one page only.
     /// Holding the lock, the server brought in line before.
     func pullPhase(onePage: Bool) throws -> PullEnd {
+        // A pull keeps the heavier of two boxes of a stamp: boxes kept before they had weights get theirs first.
+        try weighKeptBoxes()
         // The next page, fetched (and opened) on a thread of its own while
         // this one applies the page before. It is waited for on every way
         // out: the connection is only this thread's again after that.

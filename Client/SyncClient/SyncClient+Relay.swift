@@ -152,4 +152,28 @@ extension SyncClient {
         }
         return boxes.values.sorted { $0.stamp < $1.stamp }
     }
+
+    /// Weighs the boxes this replica kept before boxes had weights (replica
+    /// schema 33 gave them 0, so one box of their stamp a pull brought, a
+    /// relay's part of the write too, took their place: re-review of format
+    /// 2, F2), once: each opened with the account key to count what it
+    /// holds; one that does not open (a key since replaced, a damaged row)
+    /// goes, as a relay would seal its fields again anyway. Each round
+    /// weighs or drops every box it read, so the loop ends.
+    func weighKeptBoxes() throws {
+        guard let cipher else { return }
+        while true {
+            let boxes = try replica.unweighedBoxes(limit: 1_000)
+            if boxes.isEmpty { return }
+            try replica.weighBoxes(
+                boxes.map { box in
+                    guard let stamp = HLCTimestamp(text: box.stamp),
+                        let write = try? cipher.openBox(
+                            box.sealed, collection: box.collection,
+                            hiddenKey: cipher.hiddenKey(collection: box.collection, key: box.key), stamp: stamp)
+                    else { return (box, nil) }
+                    return (box, write.weight)
+                })
+        }
+    }
 }

@@ -55,6 +55,8 @@ public protocol SyncReplica: AnyObject {
     func sealedFormat() throws -> Wire.SealedFormat
     func keptBoxes(_ collection: RecordCollection, key: String) throws -> [StampedValue]
     func ownWrites(_ collection: RecordCollection, key: String) throws -> [ChangeRecord]
+    func unweighedBoxes(limit: Int) throws -> [Replica.KeptBox]
+    func weighBoxes(_ weights: [(box: Replica.KeptBox, weight: Int?)]) throws
     func noteSealedFormat(_ format: Wire.SealedFormat) throws
     func markPushed(through sequence: Int64) throws
     func noteRefusals(first: Int64, last: Int64, _ refused: [Int64: String]) throws

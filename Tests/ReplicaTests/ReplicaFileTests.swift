@@ -151,6 +151,14 @@ import Testing
             try database.scalar(
                 "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'boxes' AND sql LIKE '%WITHOUT ROWID%'")?
                 .intValue == 0)
+        // Kept before weights (schema 33): each waits to be weighed (schema 34), until weighed or dropped.
+        let unweighed = try upgraded.unweighedBoxes(limit: 10)
+        #expect(unweighed.map(\.sealed).sorted() == ["e2.browser", "e2.first", "e2.second"])
+        try upgraded.weighBoxes(unweighed.map { ($0, $0.sealed == "e2.first" ? nil : 5) })
+        #expect(try upgraded.unweighedBoxes(limit: 10).isEmpty)
+        #expect(try upgraded.keptBoxes(.rules, key: "zoom.us").map(\.value) == [.string("e2.second")])
+        #expect(try database.scalar("SELECT COUNT(*) FROM boxes WHERE weight = 5")?.intValue == 2)
+        #expect(try database.scalar("SELECT COUNT(*) FROM meta WHERE key = 'boxes_unweighed'")?.intValue == 0)
     }
 
     @Test func anotherProgramsDatabase() throws {

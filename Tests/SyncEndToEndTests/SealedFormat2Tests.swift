@@ -158,8 +158,11 @@ import Testing
     /// for a relay's part of it (genuine: a relay seals the fields it still
     /// holds at a stamp, and the server may keep either): the part opens
     /// (its field is the write's), but the machine keeps the writer's box,
-    /// which holds more of the write.
-    @Test(arguments: StoreKind.allCases) func aMachineKeepsTheWritersBoxOverAPartOfIt(_ kind: StoreKind) throws {
+    /// which holds more of the write. A box kept before boxes had weights
+    /// (replica schema 33 gave it 0) is weighed first, once, with the key
+    /// (re-review of format 2, F2); a kept row that does not open goes.
+    @Test(arguments: StoreKind.allCases, [false, true])
+    func aMachineKeepsTheWritersBoxOverAPartOfIt(_ kind: StoreKind, keptBeforeWeights: Bool) throws {
         let world = try SyncWorld(kind)
         let (a, b) = (try world.machine("a"), try world.machine("b"))
         let key = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
@@ -176,15 +179,22 @@ import Testing
         #expect(try b.replica.keptBoxes(.rules, key: ruleKey) == [whole])
 
         // The server serves the record again (b pulls from the start) with
-        // its pattern in a part of the write: the pattern alone.
+        // the write's fields in a part of it: every field, no manifest (the
+        // key and the manifest still name the writer's box, which is then
+        // offered to keep by no field of the record's own).
+        let write = try cipher.openBox(
+            try #require(whole.value.stringValue), collection: "rules", hiddenKey: hidden, stamp: whole.stamp)
         let part = StampedValue(
             .string(
                 cipher.sealBox(
-                    RecordCipher.Write(key: ruleKey, fields: ["pattern": .string("part.example")]),
-                    collection: "rules", hiddenKey: hidden, stamp: whole.stamp)),
+                    RecordCipher.Write(key: write.key, fields: write.fields), collection: "rules", hiddenKey: hidden,
+                    stamp: whole.stamp)),
             stamp: whole.stamp)
         var lied = written.state.fields
-        lied["pattern"] = part
+        for (name, register) in lied
+        where register == whole && name != RecordCipher.keyField && name != RecordCipher.manifestField {
+            lied[name] = part
+        }
         let liedFields = try JSONValue.parse(RecordState.encodeFields(lied))
         let liar = try LyingServer(
             in: world,
@@ -195,12 +205,24 @@ import Testing
                 }
             })
         defer { liar.stop() }
-        try Database(path: b.replica.home + "/replica.sqlite").execute(
-            "UPDATE meta SET value = '0' WHERE key = 'pull_cursor'")
+        let file = try Database(path: b.replica.home + "/replica.sqlite")
+        try file.execute("UPDATE meta SET value = '0' WHERE key = 'pull_cursor'")
+        if keptBeforeWeights {
+            try file.execute(
+                """
+                UPDATE boxes SET weight = 0;
+                INSERT INTO boxes (collection, key, stamp, sealed, weight)
+                VALUES ('rules', 'gone.example', '\(whole.stamp)', 'e2.not-a-box', 0);
+                INSERT OR REPLACE INTO meta (key, value) VALUES ('boxes_unweighed', '1');
+                """)
+        }
         _ = try liar.serving(world) { try world.sync(b) }
         #expect(liar.rewritten.value.load(ordering: .relaxed) > 0)
         #expect(try b.replica.keptBoxes(.rules, key: ruleKey) == [whole], "the writer's box, not the part")
         #expect(try SyncWorld.rules(b.replica)["part.example"] == "firefox")
+        #expect(try file.scalar("SELECT COUNT(*) FROM boxes WHERE weight = 0")?.intValue == 0)
+        #expect(try file.scalar("SELECT COUNT(*) FROM boxes WHERE key = 'gone.example'")?.intValue == 0)
+        #expect(try file.scalar("SELECT COUNT(*) FROM meta WHERE key = 'boxes_unweighed'")?.intValue == 0)
     }
 
     /// A writer's relay of its own write sends the whole box its push
