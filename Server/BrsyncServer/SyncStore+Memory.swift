@@ -106,7 +106,7 @@ extension SyncStore {
                 clientProtocol: countedProtocol(clientProtocol, of: device, proof: proof), joining: false)
         } else if bookkeeping.needsWrite(
             device: device, cursor: cursor, now: currentMillis(),
-            protocol: countedProtocol(clientProtocol, of: device, proof: proof, verify: false))
+            protocol: countedProtocol(clientProtocol, of: device, proof: proof, verify: false).value)
         {
             // finishPull would write (and does nothing else for a page like this one).
             return nil

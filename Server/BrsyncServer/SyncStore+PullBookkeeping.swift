@@ -15,7 +15,7 @@ extension SyncStore {
     /// - Throws: `rollback_unconfirmed` or `timeline_limited`, nothing changed.
     func finishPull(
         _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?,
-        clientProtocol: Int, joining: Bool
+        clientProtocol: CountedProtocol, joining: Bool
     ) throws {
         if page.rollback {
             if joining || device.accountEncrypted {
@@ -51,33 +51,50 @@ extension SyncStore {
         // per device and value (last_seen at most once a minute), so
         // concurrent pulls do not queue on the write lock.
         let now = currentMillis()
-        if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now, protocol: clientProtocol) {
+        if bookkeeping.shouldWrite(device: device, cursor: cursor, now: now, protocol: clientProtocol.value) {
             let marked = try writing(account: device.accountID) {
-                try $0.noteAcknowledged(device: device.id, cursor: cursor, now: now, protocol: clientProtocol)
-                return try Self.markSealedFormat(device, clientProtocol: clientProtocol, now: now, in: $0)
+                try $0.noteAcknowledged(
+                    device: device.id, cursor: cursor, now: now, protocol: clientProtocol.claimed,
+                    raising: clientProtocol.mayRaise)
+                return try Self.markSealedFormat(device, clientProtocol: clientProtocol.value, now: now, in: $0)
             }
             if marked { changed(device.accountID) }
         }
     }
 
-    /// The protocol a pull of `device` that says `claimed` counts as (its
-    /// device's, toward the account's sealed format: Deploy/SECURITY.md,
-    /// "Who may do what"): what it says, except that in an encrypted account
-    /// only a request signed with the account's signing key raises it. A
-    /// token alone may hold the account in format 1 (an older protocol said
-    /// unsigned counts), never mark it ahead of its devices, which would
-    /// lock an older one out.
+    /// The protocol a pull says, as it counts toward its device's (and so
+    /// the account's sealed format: Deploy/SECURITY.md, "Who may do what").
+    struct CountedProtocol: Sendable, Equatable {
+        /// What the request said.
+        var claimed: Int
+        /// Whether it may raise the stored one; else the store keeps the
+        /// lower of the two, decided in the statement that writes it (so
+        /// neither a lowering another brsyncd wrote since this one read the
+        /// device, nor a raise, is undone by a stale read).
+        var mayRaise: Bool
+        /// The protocol this process expects stored after the request (what
+        /// its bookkeeping compares, to write once per device and value).
+        var value: Int
+    }
+
+    /// The protocol a pull of `device` that says `claimed` counts as: what
+    /// it says, except that in an encrypted account only a request signed
+    /// with the account's signing key raises it. A token alone may hold the
+    /// account in format 1 (an older protocol said unsigned counts), never
+    /// mark it ahead of its devices, which would lock an older one out.
     /// - Parameter verify: false to take a signature as given (an event
     ///   loop asking whether a write is due; the thread that writes checks it).
     func countedProtocol(
         _ claimed: Int, of device: Store.Device, proof: WriteAuthority?, verify: Bool = true
-    ) -> Int {
-        let last = bookkeeping.lastProtocol(of: device)
-        guard device.accountEncrypted, claimed > last else { return claimed }
+    ) -> CountedProtocol {
+        guard device.accountEncrypted else { return CountedProtocol(claimed: claimed, mayRaise: true, value: claimed) }
+        // As this process knows it; the store then decides against what it holds.
+        let held = bookkeeping.lastProtocol(of: device, now: currentMillis())
+        guard claimed > held else { return CountedProtocol(claimed: claimed, mayRaise: false, value: claimed) }
         guard let proof, proof.signature != nil, !device.accountSigningKey.isEmpty,
             !verify || proof.isSigned(by: device.accountSigningKey)
-        else { return last }
-        return claimed
+        else { return CountedProtocol(claimed: claimed, mayRaise: false, value: held) }
+        return CountedProtocol(claimed: claimed, mayRaise: true, value: claimed)
     }
 
     /// Marks `device`'s account format 2 when this request of protocol

@@ -457,6 +457,10 @@ extension SyncStore {
                 return EncryptResponse(changed: false, keyID: current.keyID, signingKey: publicKey)
             case .change(let encryption):
                 try transaction.setEncryption(account: device.accountID, encryption)
+                // Turned encrypted: protocols said unsigned while it was readable no longer count.
+                if !current.encrypted {
+                    try transaction.capProtocols(account: device.accountID, at: Wire.sealedFormatProtocol - 1)
+                }
                 return EncryptResponse(changed: true, keyID: encryption.keyID, signingKey: encryption.signingKey)
             }
         }

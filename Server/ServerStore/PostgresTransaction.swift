@@ -261,12 +261,19 @@ final class PostgresTransaction: StoreTransaction {
         }
     }
 
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int, raising: Bool) throws {
         try connection.run(
             """
-            UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2, protocol = $3
+            UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2,
+                protocol = CASE WHEN $5 THEN $3 ELSE LEAST(protocol, $3) END
             WHERE id = $4
-            """, [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device)])
+            """, [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device), .bool(raising)])
+    }
+
+    func capProtocols(account: Int64, at highest: Int) throws {
+        try connection.run(
+            "UPDATE devices SET protocol = LEAST(protocol, $1) WHERE account_id = $2",
+            [.integer(Int64(highest)), .integer(account)])
     }
 
     func markSealedFormat(account: Int64, now: Int64, seenSince: Int64) throws -> Bool {

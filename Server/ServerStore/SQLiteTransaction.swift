@@ -288,10 +288,20 @@ struct SQLiteTransaction: StoreTransaction {
             acknowledgedCursor: row.int64(7) ?? 0, accountUID: row.string(8) ?? "")
     }
 
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws {
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int, raising: Bool) throws {
         try database.run(
-            "UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?), last_seen = ?, protocol = ? WHERE id = ?",
-            [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device)])
+            """
+            UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?1), last_seen = ?2,
+                protocol = CASE WHEN ?5 THEN ?3 ELSE MIN(protocol, ?3) END
+            WHERE id = ?4
+            """,
+            [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device), .integer(raising ? 1 : 0)])
+    }
+
+    func capProtocols(account: Int64, at highest: Int) throws {
+        try database.run(
+            "UPDATE devices SET protocol = MIN(protocol, ?) WHERE account_id = ?",
+            [.integer(Int64(highest)), .integer(account)])
     }
 
     func markSealedFormat(account: Int64, now: Int64, seenSince: Int64) throws -> Bool {

@@ -10,7 +10,12 @@ public final class Bookkeeping: Sendable {
     private struct State {
         var acknowledged: [Int64: Int64] = [:]
         var lastSeen: [Int64: Int64] = [:]
-        var protocols: [Int64: Int] = [:]
+        /// The protocol written for a device, with the one it was read with
+        /// then and when: concurrent pulls of a device read alike and write
+        /// once. Not trusted past a minute, nor once a read shows another
+        /// protocol (written elsewhere, or capped when its account turned
+        /// encrypted), so a value the store changed is written again.
+        var protocols: [Int64: (read: Int, wrote: Int, at: Int64)] = [:]
     }
 
     private let state = Locked(State())
@@ -26,10 +31,15 @@ public final class Bookkeeping: Sendable {
         writes(device: device, cursor: cursor, now: now, protocol: clientProtocol, claim: true)
     }
 
-    /// The protocol `device` last said as this process knows it: what it
-    /// wrote since `device` was read, else what `device` holds.
-    package func lastProtocol(of device: Store.Device) -> Int {
-        state.withLock { $0.protocols[device.id] } ?? device.clientProtocol
+    /// The protocol `device` holds as this process knows it at `now`: what
+    /// it wrote for it within the last minute since `device` was read (a
+    /// cached read can be older than this process's own write), else what
+    /// `device` was read with.
+    package func lastProtocol(of device: Store.Device, now: Int64) -> Int {
+        guard let known = state.withLock({ $0.protocols[device.id] }), known.read == device.clientProtocol,
+            now - known.at < 60_000
+        else { return device.clientProtocol }
+        return known.wrote
     }
 
     /// Whether ``shouldWrite(device:cursor:now:protocol:)`` would write, claiming nothing.
@@ -56,8 +66,13 @@ public final class Bookkeeping: Sendable {
                     if claim { state.lastSeen[device.id] = now }
                     write = true
                 }
-                if clientProtocol != device.clientProtocol && state.protocols[device.id] != clientProtocol {
-                    if claim { state.protocols[device.id] = clientProtocol }
+                let known = state.protocols[device.id]
+                let written =
+                    known.map {
+                        $0.read == device.clientProtocol && $0.wrote == clientProtocol && now - $0.at < 60_000
+                    } ?? false
+                if clientProtocol != device.clientProtocol && !written {
+                    if claim { state.protocols[device.id] = (device.clientProtocol, clientProtocol, now) }
                     write = true
                 }
                 return write

@@ -527,6 +527,20 @@ enum StoreSchema {
                 ALTER TABLE accounts ADD COLUMN sealed_format integer NOT NULL DEFAULT 1,
                     ADD COLUMN sealed_format_since bigint;
                 """),
+        // In an encrypted account not yet marked, only a key holder's signed
+        // request raises a device's protocol (docs/protocol.md): what its
+        // devices said before that rule, or unsigned while the account was
+        // readable, counts no more than protocol 5 (each key holder's next
+        // signed pull says 6 again).
+        Step(
+            sqlite: """
+                UPDATE devices SET protocol = MIN(protocol, 5)
+                WHERE account_id IN (SELECT id FROM accounts WHERE encrypted = 1 AND sealed_format < 2);
+                """,
+            postgres: """
+                UPDATE devices SET protocol = LEAST(protocol, 5)
+                WHERE account_id IN (SELECT id FROM accounts WHERE encrypted AND sealed_format < 2);
+                """),
     ]
 
     /// SQLite's migrations: the steps with SQLite statements, numbered from 1.

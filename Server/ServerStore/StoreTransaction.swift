@@ -27,8 +27,15 @@ package protocol StoreTransaction {
     /// The epoch as stored, locked until the end of the transaction.
     func storedEpochForUpdate() throws -> String
     /// Raises a device's acknowledged cursor (never lowers it) and sets its
-    /// last-seen time and the protocol of its latest request.
-    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int) throws
+    /// last-seen time and the protocol of its latest request: `protocol` as
+    /// said when `raising` (a readable account's request, a key holder's
+    /// signed one), else no higher than the stored one (decided in the
+    /// statement, so another brsyncd's write in between is not undone).
+    func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int, raising: Bool) throws
+    /// Lowers every device of the account to at most protocol `highest`
+    /// (an account turned encrypted: what its devices said unsigned while
+    /// it was readable no longer counts toward its sealed format).
+    func capProtocols(account: Int64, at highest: Int) throws
     /// Marks an encrypted account format 2 (``Wire/sealedFormatProtocol``),
     /// since `now`, when every device of it that is not revoked and was
     /// seen since `seenSince` said that protocol or later at its latest request.

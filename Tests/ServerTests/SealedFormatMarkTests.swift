@@ -2,6 +2,7 @@ import Cryptography
 import Foundation
 import HTTP
 import JSON
+import Storage
 import SyncCore
 import TestSupport
 import Testing
@@ -152,5 +153,65 @@ import Testing
         _ = try Self.page(desktop)
         _ = try Self.page(laptop)
         #expect(try Self.page(laptop).sealedFormat == .two)
+    }
+
+    /// What devices said unsigned while their account was readable counts
+    /// no more than protocol 5 once it is encrypted (re-review of format 2,
+    /// F3): a token that said 6 then cannot mark the account ahead of its
+    /// device; each key holder's next signed pull says 6 again, and this
+    /// process's memory of what it wrote does not hide the capped value.
+    @Test(arguments: StoreKind.allCases) func protocolsSaidWhileReadableCountNoMoreOnceEncrypted(
+        _ kind: StoreKind
+    ) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.sealedFormatProtocol)
+        let desktop = try fixture.device("alice", "desktop", protocol: Wire.sealedFormatProtocol)
+        _ = try Self.page(laptop)
+        _ = try Self.page(desktop)
+        #expect(try Self.protocols(fixture, "alice") == ["laptop": 6, "desktop": 6])
+        laptop.keyID = Accounts.firstKey
+        laptop.signingKey = Accounts.firstSigner
+        #expect(try Accounts.encrypt(laptop).status == 200)
+        #expect(try Self.protocols(fixture, "alice") == ["laptop": 5, "desktop": 5])
+
+        // The desktop's token, unsigned, says 6 again: not counted.
+        #expect(try Self.page(desktop).sealedFormat == .one)
+        #expect(try Self.page(laptop).sealedFormat == .one)
+        #expect(try Self.protocols(fixture, "alice") == ["laptop": 6, "desktop": 5])
+
+        // Signed by the account's key, it counts, and the account is marked.
+        desktop.signingKey = Accounts.firstSigner
+        _ = try Self.page(desktop)
+        #expect(try Self.protocols(fixture, "alice") == ["laptop": 6, "desktop": 6])
+        #expect(try Self.page(laptop).sealedFormat == .two)
+    }
+
+    /// A store from before signed protocols: in an encrypted account not
+    /// yet marked, every device counts as protocol 5 after the upgrade;
+    /// a marked or readable account's devices keep theirs.
+    @Test func aStoreFromBeforeSignedProtocolsCapsThem() throws {
+        let directory = try TemporaryDirectory(prefix: "brsyncd-protocols")
+        defer { directory.remove() }
+        let path = directory.file("store.sqlite")
+        do {
+            let database = try Database(path: path, mode: .readWriteCreate)
+            try database.execute("PRAGMA application_id = \(SQLiteDialect.applicationID)")
+            try Migrator(Array(StoreSchema.sqlite.migrations.dropLast())).migrate(database)
+            for (id, name, encrypted, format) in [(1, "sealed", 1, 1), (2, "marked", 1, 2), (3, "readable", 0, 1)] {
+                try database.execute(
+                    """
+                    INSERT INTO accounts (id, name, uid, next_seq, purged_through, stamp_high, created_at, key_id, epoch, encrypted, sealed_format)
+                    VALUES (\(id), '\(name)', '\(id)123456789abcdef', 1, 0, 0, 0, '\(encrypted == 1 ? "k" : "")', 'e', \(encrypted), \(format));
+                    INSERT INTO devices (id, account_id, name, token_hash, revoked, created_at, protocol)
+                    VALUES (\(id), \(id), 'laptop', X'0\(id)', 0, 0, 6);
+                    """)
+            }
+        }
+        let store = try SyncStore(sqlite: path)
+        store.close()
+        let protocols = try Database(path: path).query("SELECT account_id, protocol FROM devices ORDER BY account_id") {
+            "\($0.int64(0) ?? 0):\($0.int64(1) ?? 0)"
+        }
+        #expect(protocols == ["1:5", "2:6", "3:6"])
     }
 }
