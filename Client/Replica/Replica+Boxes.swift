@@ -58,6 +58,7 @@ extension Replica {
 
     /// A kept box as its row holds it (``unweighedBoxes(limit:)``).
     public struct KeptBox: Sendable, Equatable {
+        public var id: Int64
         public var collection: String
         public var key: String
         public var stamp: String
@@ -72,12 +73,12 @@ extension Replica {
         try read {
             guard try meta("boxes_unweighed") != nil else { return [] }
             return try database.query(
-                "SELECT collection, key, stamp, sealed FROM boxes WHERE weight = 0 ORDER BY id LIMIT ?",
+                "SELECT id, collection, key, stamp, sealed FROM boxes WHERE weight = 0 ORDER BY id LIMIT ?",
                 [.integer(Int64(limit))]
             ) { row in
                 KeptBox(
-                    collection: row.string(0) ?? "", key: row.string(1) ?? "", stamp: row.string(2) ?? "",
-                    sealed: row.string(3) ?? "")
+                    id: row.int64(0) ?? 0, collection: row.string(1) ?? "", key: row.string(2) ?? "",
+                    stamp: row.string(3) ?? "", sealed: row.string(4) ?? "")
             }
         }
     }
@@ -88,14 +89,12 @@ extension Replica {
     public func weighBoxes(_ weights: [(box: KeptBox, weight: Int?)]) throws {
         try transaction {
             for (box, weight) in weights {
-                let row: [DatabaseValue] = [.text(box.collection), .text(box.key), .text(box.stamp)]
                 if let weight {
                     try database.run(
-                        "UPDATE boxes SET weight = ? WHERE collection = ? AND key = ? AND stamp = ? AND weight = 0",
-                        [.integer(Int64(max(1, weight)))] + row)
+                        "UPDATE boxes SET weight = ? WHERE id = ? AND weight = 0",
+                        [.integer(Int64(max(1, weight))), .integer(box.id)])
                 } else {
-                    try database.run(
-                        "DELETE FROM boxes WHERE collection = ? AND key = ? AND stamp = ? AND weight = 0", row)
+                    try database.run("DELETE FROM boxes WHERE id = ? AND weight = 0", [.integer(box.id)])
                 }
             }
             if try database.scalar("SELECT 1 FROM boxes WHERE weight = 0 LIMIT 1") == nil {

@@ -146,8 +146,8 @@ extension Replica {
                 SELECT device_seq, collection, key, fields, versions, manifest, sealed_format FROM changes
                 WHERE collection = ? AND key = ? AND kind = 'local' ORDER BY seq
                 """, [.text(collection.rawValue), .text(key)]
-            ) { try ownChange($0) }
-        }
+            ) { try? ownChange($0) } // an entry that does not read is no box: the relay seals anew
+        }.compactMap { $0 }
     }
 
     /// A change-log row of this machine's own (`device_seq, collection, key,

@@ -143,6 +143,14 @@ extension SyncClient {
         where (marked || write.sealedFormat == .two)
             && write.state.fields.values.contains(where: { held.contains($0.stamp) })
         {
+            // Only a write that is what the record holds at its stamp (a copied
+            // home may mint the stamp again with other values, a damaged log
+            // may differ): else the kept box, if any, stays.
+            let matches = record.state.fields.allSatisfy { name, register in
+                write.state.fields[name].map { $0.stamp != register.stamp || $0 == register }
+                    ?? !write.state.fields.values.contains { $0.stamp == register.stamp }
+            }
+            guard matches else { continue }
             let sealed: ChangeRecord
             do { sealed = try cipher.seal(write, format: .two) } catch { throw SyncError.usage("\(error)") }
             for register in sealed.state.fields.values
@@ -162,9 +170,12 @@ extension SyncClient {
     /// weighs or drops every box it read, so the loop ends.
     func weighKeptBoxes() throws {
         guard let cipher else { return }
+        var seen = Set<Int64>()
         while true {
+            // A row weighed or dropped is not read again; one read again (a
+            // row the statements cannot change) ends the loop.
             let boxes = try replica.unweighedBoxes(limit: 1_000)
-            if boxes.isEmpty { return }
+            guard !boxes.isEmpty, boxes.contains(where: { seen.insert($0.id).inserted }) else { return }
             try replica.weighBoxes(
                 boxes.map { box in
                     guard let stamp = HLCTimestamp(text: box.stamp),

@@ -67,7 +67,9 @@ extension SyncStore {
     struct CountedProtocol: Sendable, Equatable {
         /// What the request said.
         var claimed: Int
-        /// Whether it may raise the stored one; else the store keeps the
+        /// Whether it may raise the stored one (signed with the account's
+        /// key; a readable account's request raises it too, as the store
+        /// finds the account when it writes); else the store keeps the
         /// lower of the two, decided in the statement that writes it (so
         /// neither a lowering another brsyncd wrote since this one read the
         /// device, nor a raise, is undone by a stale read).
@@ -87,7 +89,9 @@ extension SyncStore {
     func countedProtocol(
         _ claimed: Int, of device: Store.Device, proof: WriteAuthority?, verify: Bool = true
     ) -> CountedProtocol {
-        guard device.accountEncrypted else { return CountedProtocol(claimed: claimed, mayRaise: true, value: claimed) }
+        // Readable as read: the store raises it only if the account still is
+        // readable when it writes (a switch to encryption may come between).
+        guard device.accountEncrypted else { return CountedProtocol(claimed: claimed, mayRaise: false, value: claimed) }
         // As this process knows it; the store then decides against what it holds.
         let held = bookkeeping.lastProtocol(of: device, now: currentMillis())
         guard claimed > held else { return CountedProtocol(claimed: claimed, mayRaise: false, value: claimed) }

@@ -262,10 +262,19 @@ final class PostgresTransaction: StoreTransaction {
     }
 
     func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int, raising: Bool) throws {
+        // Whether the account is readable is read under its row's key-share
+        // lock: a switch to encryption (which locks the row for update and
+        // caps its devices' protocols) commits first, and this statement,
+        // with a snapshot taken after, sees it (READ COMMITTED).
+        _ = try connection.query(
+            "SELECT a.id FROM accounts a JOIN devices d ON d.account_id = a.id WHERE d.id = $1 FOR KEY SHARE OF a",
+            [.integer(device)]
+        ) { $0.int64(0) }
         try connection.run(
             """
             UPDATE devices SET acknowledged_cursor = GREATEST(acknowledged_cursor, $1), last_seen = $2,
-                protocol = CASE WHEN $5 THEN $3 ELSE LEAST(protocol, $3) END
+                protocol = CASE WHEN $5 OR NOT (SELECT encrypted FROM accounts WHERE id = devices.account_id)
+                    THEN $3 ELSE LEAST(protocol, $3) END
             WHERE id = $4
             """, [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device), .bool(raising)])
     }

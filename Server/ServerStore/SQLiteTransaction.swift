@@ -292,7 +292,8 @@ struct SQLiteTransaction: StoreTransaction {
         try database.run(
             """
             UPDATE devices SET acknowledged_cursor = MAX(acknowledged_cursor, ?1), last_seen = ?2,
-                protocol = CASE WHEN ?5 THEN ?3 ELSE MIN(protocol, ?3) END
+                protocol = CASE WHEN ?5 OR (SELECT encrypted FROM accounts WHERE id = devices.account_id) = 0
+                    THEN ?3 ELSE MIN(protocol, ?3) END
             WHERE id = ?4
             """,
             [.integer(cursor), .integer(now), .integer(Int64(`protocol`)), .integer(device), .integer(raising ? 1 : 0)])

@@ -28,9 +28,11 @@ package protocol StoreTransaction {
     func storedEpochForUpdate() throws -> String
     /// Raises a device's acknowledged cursor (never lowers it) and sets its
     /// last-seen time and the protocol of its latest request: `protocol` as
-    /// said when `raising` (a readable account's request, a key holder's
-    /// signed one), else no higher than the stored one (decided in the
-    /// statement, so another brsyncd's write in between is not undone).
+    /// said when `raising` (a request signed with the account's key) or
+    /// when the account is readable as the statement finds it, else no
+    /// higher than the stored one (decided in the statement, so neither
+    /// another brsyncd's write in between nor a switch to encryption that
+    /// capped it is undone by a stale read).
     func noteAcknowledged(device: Int64, cursor: Int64, now: Int64, protocol: Int, raising: Bool) throws
     /// Lowers every device of the account to at most protocol `highest`
     /// (an account turned encrypted: what its devices said unsigned while

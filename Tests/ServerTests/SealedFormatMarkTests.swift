@@ -158,8 +158,9 @@ import Testing
     /// What devices said unsigned while their account was readable counts
     /// no more than protocol 5 once it is encrypted (re-review of format 2,
     /// F3): a token that said 6 then cannot mark the account ahead of its
-    /// device; each key holder's next signed pull says 6 again, and this
-    /// process's memory of what it wrote does not hide the capped value.
+    /// device; each key holder's next signed pull says 6 again. (A device
+    /// read at 5 that wrote 6 just before the switch is remembered at 6 by
+    /// this process for up to a minute: its signed 6 is written then.)
     @Test(arguments: StoreKind.allCases) func protocolsSaidWhileReadableCountNoMoreOnceEncrypted(
         _ kind: StoreKind
     ) throws {

@@ -213,6 +213,7 @@ import Testing
                 UPDATE boxes SET weight = 0;
                 INSERT INTO boxes (collection, key, stamp, sealed, weight)
                 VALUES ('rules', 'gone.example', '\(whole.stamp)', 'e2.not-a-box', 0);
+                INSERT INTO boxes (collection, key, stamp, sealed, weight) VALUES (X'00ff', X'00', X'ff', X'00', 0);
                 INSERT OR REPLACE INTO meta (key, value) VALUES ('boxes_unweighed', '1');
                 """)
         }
