@@ -146,9 +146,9 @@ extension SyncClient {
             // Only a write that is what the record holds at its stamp (a copied
             // home may mint the stamp again with other values, a damaged log
             // may differ): else the kept box, if any, stays.
+            let stamps = Set(write.state.fields.values.map(\.stamp))
             let matches = record.state.fields.allSatisfy { name, register in
-                write.state.fields[name].map { $0.stamp != register.stamp || $0 == register }
-                    ?? !write.state.fields.values.contains { $0.stamp == register.stamp }
+                !stamps.contains(register.stamp) || write.state.fields[name] == register
             }
             guard matches else { continue }
             let sealed: ChangeRecord

@@ -36,10 +36,18 @@ public final class Bookkeeping: Sendable {
     /// cached read can be older than this process's own write), else what
     /// `device` was read with.
     package func lastProtocol(of device: Store.Device, now: Int64) -> Int {
-        guard let known = state.withLock({ $0.protocols[device.id] }), known.read == device.clientProtocol,
-            now - known.at < 60_000
-        else { return device.clientProtocol }
-        return known.wrote
+        state.withLock { Self.trusted($0.protocols[device.id], device: device, now: now)?.wrote }
+            ?? device.clientProtocol
+    }
+
+    /// `known` while it still says what `device` holds: written since
+    /// `device` was read with the protocol it was written over, within the
+    /// last minute.
+    private static func trusted(
+        _ known: (read: Int, wrote: Int, at: Int64)?, device: Store.Device, now: Int64
+    ) -> (read: Int, wrote: Int, at: Int64)? {
+        guard let known, known.read == device.clientProtocol, now - known.at < 60_000 else { return nil }
+        return known
     }
 
     /// Whether ``shouldWrite(device:cursor:now:protocol:)`` would write, claiming nothing.
@@ -67,10 +75,7 @@ public final class Bookkeeping: Sendable {
                     write = true
                 }
                 let known = state.protocols[device.id]
-                let written =
-                    known.map {
-                        $0.read == device.clientProtocol && $0.wrote == clientProtocol && now - $0.at < 60_000
-                    } ?? false
+                let written = Self.trusted(known, device: device, now: now)?.wrote == clientProtocol
                 if clientProtocol != device.clientProtocol && !written {
                     if claim { state.protocols[device.id] = (device.clientProtocol, clientProtocol, now) }
                     write = true
