@@ -140,9 +140,17 @@ def main():
                 fail(f"unknown step {step!r}")
         # Ctrl+W closes the window; a question still open over it (a press
         # that closes one lands a moment later) takes the first: up to 3 tries.
+        # A window already closing (the last press, a slow exit under load)
+        # is not found again: then the process is given time to end.
         for attempt in range(3):
-            subprocess.run(["xdotool", "windowfocus", "--sync", xdotool_window()], check=True, timeout=20)
-            subprocess.run(["xdotool", "key", "--clearmodifiers", "ctrl+w"], check=True, timeout=20)
+            if process.poll() is not None:
+                break
+            try:
+                subprocess.run(["xdotool", "windowfocus", "--sync", xdotool_window()], check=True, timeout=20)
+                subprocess.run(["xdotool", "key", "--clearmodifiers", "ctrl+w"], check=True, timeout=20)
+            except subprocess.CalledProcessError:
+                process.wait(timeout=20)
+                break
             try:
                 process.wait(timeout=5 if attempt < 2 else 10)
                 break
