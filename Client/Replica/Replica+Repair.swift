@@ -137,6 +137,28 @@ extension Replica {
         return try wholeRecords(keys)
     }
 
+    /// The stamps of this device's changes the server never acknowledged
+    /// (past both what is marked pushed and the highest acknowledgement):
+    /// writes only a push carries, with its pending ledger record.
+    public func unacknowledgedOwnStamps() throws -> Set<HLCTimestamp> {
+        try refreshDeviceID()
+        let after = try read {
+            max(Int64(try meta("pushed_through") ?? "") ?? 0, Int64(try meta("acknowledged_high") ?? "") ?? 0)
+        }
+        return Set(
+            try unpushedChanges(after: after, limit: Int(Int32.max)).flatMap { $0.state.fields.values.map(\.stamp) })
+    }
+
+    /// Keeps `stamp`, of an edit of this device the server took before its
+    /// push did (a relay with its pending records), as a floor for a later
+    /// ``restampUnpushed()``: the edit re-stamped below it would lose to it.
+    public func raiseRestampFloor(to stamp: HLCTimestamp) throws {
+        try transaction {
+            let kept = try meta("restamp_floor").flatMap(HLCTimestamp.init(text:))
+            if kept.map({ stamp > $0 }) ?? true { try setMeta("restamp_floor", stamp.description) }
+        }
+    }
+
     /// This machine's clock in the server's time (the offset last learned).
     public func serverTime() throws -> Int64 { try serverTimeMillis() }
 
@@ -204,6 +226,12 @@ extension Replica {
             resetClock(to: try restampFloor(pending: pending, pushed: pushed))
             try restamp(pending, asDevice: nil)
             try persistClock()
+            // Re-stamped, the changes a restored server once acknowledged
+            // are new writes: none of their stamps was taken (a later repair
+            // neither relays them as acknowledged nor keeps a floor above them).
+            if let acknowledged = Int64(try meta("acknowledged_high") ?? ""), acknowledged > pushed, !pending.isEmpty {
+                try setMeta("acknowledged_high", String(pushed))
+            }
             return pending.count
         }
     }

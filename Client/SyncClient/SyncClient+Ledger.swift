@@ -348,9 +348,12 @@ extension SyncClient {
         // Only from a book known to be current (as a new ledger request): a
         // copy of this home under the same id may have written a newer head,
         // and a pending record built on an older one would break the chain
-        // for good once the ids part.
-        guard !pushingBatches, var book = try ledgerBook(),
-            try ledgerChainConfirmed || (ledgerPulledHead && !isStale(book))
+        // for good once the ids part. Between a push's batches, the server
+        // holding the very head the book last wrote (none, for a new id)
+        // shows it too: the relay then need not leave its edits behind.
+        guard !pushingBatches, var book = try ledgerBook(), try !isStale(book),
+            try ledgerChainConfirmed || ledgerPulledHead
+                || (relayingBetweenBatches && serverHeadStamp(device: book.device) == book.headStamp)
         else { return nil }
         let own = ownWrites(in: records).filter { !book.holds($0) }
         guard !own.isEmpty else { return nil }

@@ -47,7 +47,7 @@ extension SyncClient {
         var done = 0
         // Whole records the server still needs from an earlier sync go first.
         let undelivered = try replica.undeliveredRecords()
-        if !undelivered.isEmpty { try relay(undelivered, needed: true) }
+        if !undelivered.isEmpty { try betweenBatches { try relay(undelivered, needed: true) } }
         // A ledger request whose answer was lost goes again, the same,
         // before any batch builds a pending record on the head it writes.
         if var book = try ledgerBook(), book.unconfirmed != nil { try sendLedgerRequest(&book) }
@@ -99,6 +99,13 @@ extension SyncClient {
             case .giveUp(let message):
                 throw SyncError.badAnswer(message)
             case .finished:
+                // Records the server asked for whole that held an edit not
+                // pushed yet: every edit is acknowledged now.
+                if relaysHeldBack {
+                    relaysHeldBack = false
+                    let waiting = try replica.undeliveredRecords()
+                    if !waiting.isEmpty { try betweenBatches { try relay(waiting, needed: true) } }
+                }
                 return
             }
         }
@@ -184,7 +191,17 @@ extension SyncClient {
         } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
             // The exchange kept the refusal whole (with what the server has of this device).
             let refusal = lastRefusal ?? WireError(code: code, message: "")
-            return .refused(refusal, ourDigest: try storedChain(refusal.acknowledged ?? 0))
+            let ours = try storedChain(refusal.acknowledged ?? 0)
+            // A clock refusal that stands where this replica's chain does
+            // confirms it, as an answer would (the repair's relays may then
+            // carry pending records); not one behind it (a restored server:
+            // a ledger written now would count writes it lost).
+            if code == .clockSkew, let ours, !ours.isEmpty, refusal.digest == ours,
+                let acknowledged = refusal.acknowledged, acknowledged >= (try replica.syncState().pushedThrough)
+            {
+                ledgerChainConfirmed = true
+            }
+            return .refused(refusal, ourDigest: ours)
         }
         flight.prepared = prepared
         let response: PushResponse
@@ -301,18 +318,35 @@ extension SyncClient {
             // keep their stamps: their records go up whole first (a
             // relay takes stamps further ahead), so re-stamping them
             // below what others wrote since loses nothing.
-            let accepted = try replica.onceAcknowledgedRecords()
-            if !accepted.isEmpty { try relay(accepted) }
-            // Refused again after re-stamping: the edits are above values
-            // this replica holds that the server does not (stamped while
-            // a clock ran fast, then lost to a restore). Those go up first.
-            if relayStampedAhead {
-                try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
+            // No batch is in flight: these relays go as outside a push, each
+            // write of this device in them described by pending records of
+            // its own (or folded into the book at once when it cannot have
+            // them), never left for an answer that may not come.
+            try betweenBatches {
+                let accepted = try replica.onceAcknowledgedRecords()
+                if !accepted.isEmpty { try relay(accepted) }
+                // Refused again after re-stamping: the edits are above values
+                // this replica holds that the server does not (stamped while
+                // a clock ran fast, then lost to a restore). Those go up first.
+                if relayStampedAhead {
+                    try relay(try replica.recordsStamped(after: try replica.serverTime() + 60_000))
+                }
             }
             summary.restamped += try replica.restampUnpushed()
         case .stop(let refusal):
             throw SyncError.stop(refusal, server: lastRefusal)
         }
+    }
+
+    /// Runs `body`'s relays as outside a push, with no batch in flight
+    /// (before the first, between a refusal and the next, which builds its
+    /// pending record on the book then kept), yet never with a bare write of
+    /// this device (``relay(_:needed:)``): no answer may come to fold it.
+    private func betweenBatches(_ body: () throws -> Void) throws {
+        let pushing = pushingBatches
+        (pushingBatches, relayingBetweenBatches) = (false, true)
+        defer { (pushingBatches, relayingBetweenBatches) = (pushing, false) }
+        try body()
     }
 
     /// The next unpushed changes, at most a batch by count and by bytes (one

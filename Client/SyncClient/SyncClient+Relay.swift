@@ -49,16 +49,20 @@ extension SyncClient {
     /// With `needed`, records the server takes are no longer undelivered, and
     /// those it refuses stay so (sent again at the next sync).
     func relay(_ records: [ChangeRecord], needed: Bool = false) throws {
+        let unacknowledged = try unacknowledgedWritesGuarded()
         var remaining = zip(records, try relayedWire(records)).map {
             (plain: $0, wire: $1.wire, text: $1.text)
         }[...]
         while !remaining.isEmpty {
-            let batch = remaining.prefix(byteBatch(remaining.lazy.map(\.text.count)))
+            var batch = remaining.prefix(byteBatch(remaining.lazy.map(\.text.count)))
             remaining = remaining.dropFirst(batch.count)
-            let wire = batch.map(\.wire)
-            var request = RelayRequest(records: wire, keyID: keyID)
+            var request = RelayRequest(records: batch.map(\.wire), keyID: keyID)
             var ledger = try relayLedger(for: batch.map(\.plain))
             request.ledger = try sealed(ledger?.records ?? [])
+            if ledger == nil, heldBack(&batch, unacknowledged, needed: needed) {
+                guard !batch.isEmpty else { continue }
+                request.records = batch.map(\.wire)
+            }
             let answer: JSONValue
             do {
                 answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
@@ -70,6 +74,10 @@ extension SyncClient {
                 ledgerNotTaken("the server did not take this machine's ledger with a relay: \(message)")
                 ledger = nil
                 request.ledger = []
+                if heldBack(&batch, unacknowledged, needed: needed) {
+                    guard !batch.isEmpty else { continue }
+                    request.records = batch.map(\.wire)
+                }
                 answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
             }
             let response: PushResponse
@@ -88,9 +96,15 @@ extension SyncClient {
             if var book = ledger?.book {
                 let writes = ownWrites(in: taken.map(\.plain))
                 book.answered(acknowledging: writes)
+                // Edits not pushed yet that went up here: the server holds
+                // them, so a later re-stamp of them goes above.
+                let carried = taken.flatMap { $0.plain.state.fields.values.map(\.stamp) }.filter {
+                    unacknowledged.contains($0)
+                }
                 try replica.transaction {
                     try keepLedgerBook(book, tags: writes.map(\.tag))
                     try replica.keepOwnLedgerRecords(ledger?.records ?? [])
+                    if let highest = carried.max() { try replica.raiseRestampFloor(to: highest) }
                 }
             } else {
                 try ledgerRelayed(taken.map(\.plain))
@@ -103,6 +117,37 @@ extension SyncClient {
             }
             summary.relayed += batch.count
         }
+    }
+
+    /// The stamps of this device's writes the server has not acknowledged,
+    /// when a relay must not carry them without pending records of their own
+    /// (between a push's batches, in an encrypted account: no answer may come
+    /// to fold them); empty otherwise. (Records a batch's answer asks for are
+    /// relayed whole: that answer folds their writes into the book it keeps.)
+    private func unacknowledgedWritesGuarded() throws -> Set<HLCTimestamp> {
+        guard cipher != nil, relayingBetweenBatches else { return [] }
+        return try replica.unacknowledgedOwnStamps()
+    }
+
+    /// Takes out of `batch` the records holding a write of this device the
+    /// server has not acknowledged (`unacknowledged`), when they would go
+    /// with no pending record: only a push carries such a write, with its
+    /// own. Relayed bare, it would reach the server under this id described
+    /// by no ledger if the push were then refused for good or forked (the
+    /// id left behind, its write counted by nothing, would fail every
+    /// machine's check of it). Those the server asked for (`needed`) stay
+    /// undelivered, sent once the push has taken every edit
+    /// (``relaysHeldBack``), or at the next sync. - Returns: whether any was.
+    private func heldBack(
+        _ batch: inout ArraySlice<(plain: ChangeRecord, wire: ChangeRecord, text: [UInt8])>,
+        _ unacknowledged: Set<HLCTimestamp>, needed: Bool
+    ) -> Bool {
+        guard !unacknowledged.isEmpty else { return false }
+        let kept = batch.filter { !$0.plain.state.fields.values.contains { unacknowledged.contains($0.stamp) } }
+        guard kept.count < batch.count else { return false }
+        if needed { relaysHeldBack = true }
+        batch = kept[...]
+        return true
     }
 
     /// Whole records as a relay sends them: each write in a whole box

@@ -241,6 +241,8 @@ public final class SyncClient {
             ledgerChainConfirmed = false
             ledgerPulledHead = false
             relayedInPush = nil
+            relaysHeldBack = false
+            relayingBetweenBatches = false
             ownLedgerNotTaken = nil
             ownLedgerTaken = false
             serverHead = nil
@@ -281,6 +283,11 @@ public final class SyncClient {
     /// the push (``finishLedger()``), whichever comes first; only into the
     /// book of the device id that wrote them (a fork in between drops them).
     var relayedInPush: (device: String, writes: [LedgerBook.Write])?
+    /// Whether a relay inside this push held back a record the server asked
+    /// for, holding an edit the push had not delivered yet (sent at its end).
+    var relaysHeldBack = false
+    /// Whether a push relays between its batches (``betweenBatches(_:)``).
+    var relayingBetweenBatches = false
     /// The retired key this client moved a restored server forward from, in
     /// this sync: said to the account once the records may leave (see
     /// ``Replica/recordMovedForward(from:)``).

@@ -82,6 +82,8 @@ public protocol SyncReplica: AnyObject {
     func markUndelivered(_ keys: [(RecordCollection, String)], _ undelivered: Bool) throws
     func onceAcknowledgedRecords() throws -> [ChangeRecord]
     func recordsStamped(after wallMillis: Int64) throws -> [ChangeRecord]
+    func unacknowledgedOwnStamps() throws -> Set<HLCTimestamp>
+    func raiseRestampFloor(to stamp: HLCTimestamp) throws
 
     // MARK: Pulling
     func applyPulled(

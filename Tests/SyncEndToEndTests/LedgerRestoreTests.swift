@@ -1,4 +1,5 @@
 import HTTP
+import JSON
 import Replica
 import SyncCore
 import SystemServices
@@ -80,6 +81,86 @@ import Testing
         #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"))
         let failures = try b.replica.ledgerFailures()
         #expect(failures.isEmpty, "\(failures)")
+    }
+
+    /// What a server refusing every push for its clock tells of this
+    /// device's ledger (``pushesRefusedForTheClockLeaveNoWriteUncounted(_:)``).
+    enum ClockRefusal: String, CaseIterable, CustomTestStringConvertible {
+        /// Where it stands on the device's chain, as brsyncd's refusals do.
+        case standing
+        /// Nothing: the device's head, asked, shows the book current.
+        case bare
+        /// Nothing, and the device's head, asked, is not the book's.
+        case headHidden
+
+        var testDescription: String { rawValue }
+    }
+
+    /// A server that refuses every push for its clock, two days back: the
+    /// repairs re-stamp the unpushed edit and relay what is stamped ahead,
+    /// but a relay carries a write of this device the server did not
+    /// acknowledge only with pending records of its own (a push's answer
+    /// that would fold it never comes), or not at all while the book is not
+    /// known to be current: the edit then waits for a push, and goes up with
+    /// the next sync. A machine that pulls finds its checks of the device
+    /// met. (Relayed bare, the re-stamped edit reached the server under the
+    /// device's id counted by no ledger: with the device never pushing again
+    /// under that id, every machine's check of it failed for good,
+    /// convergence seed 656.)
+    @Test(arguments: ClockRefusal.allCases)
+    func pushesRefusedForTheClockLeaveNoWriteUncounted(_ refusalKind: ClockRefusal) throws {
+        let world = try SyncWorld(.sqlite)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try LyingServerTests.rules(a, ["one.example"])
+        _ = try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        try world.sync(b)
+        try world.sync(a)
+        var refusal: [String: JSONValue] = [
+            "error": .string("clock_skew"), "message": .string("a stamp is 172800 s ahead of the server's clock"),
+        ]
+        if refusalKind == .standing {
+            let pushed = try a.replica.syncState().pushedThrough
+            guard case .known(let chain) = try a.replica.storedChain(pushed) else {
+                Issue.record("no chain kept through \(pushed)")
+                return
+            }
+            (refusal["acknowledged"], refusal["digest"]) = (.int(pushed), .string(chain))
+        }
+        let body = Array(JSONValue.object(refusal).jsonText.utf8)
+        let early = String(Clock.wallMillis() - 2 * 86_400_000)
+        let refused = LyingServer.Counter()
+        let hidesHead = refusalKind == .headHidden
+        let liar = try LyingServer(
+            in: world, headers: { $0.set(Wire.timeHeader, early) },
+            answering: { request in
+                guard request.path == "/v1/push" else { return nil }
+                refused.value.add(1, ordering: .relaxed)
+                return HTTPResponse(status: 422, headers: ["Content-Type": "application/json"], body: body)
+            },
+            rewrite: { request, _, answer in
+                guard hidesHead, request.target.contains("keys=ledger:"), case .object(var page)? = answer else {
+                    return nil
+                }
+                page["changes"] = .array([])
+                return .object(page)
+            })
+        defer { liar.stop() }
+        try LyingServerTests.rules(a, ["two.example"])
+        #expect(throws: (any Error).self) { try liar.serving(world) { try world.sync(a) } }
+        #expect(refused.value.load(ordering: .relaxed) > 1, "the push was refused after a repair too")
+        #expect(try a.replica.unpushedCount() > 0, "the edit waits here")
+        try world.sync(b)
+        #expect(
+            try SyncWorld.rules(b.replica).keys.contains("two.example") != hidesHead,
+            "relayed with its pending records, or left for the push")
+        let failures = try b.replica.ledgerFailures()
+        #expect(failures.isEmpty, "\(failures)")
+        // Nothing lost: the next sync, the server honest, takes the edit.
+        try world.sync(a)
+        try world.sync(b)
+        #expect(try SyncWorld.rules(b.replica).keys.contains("two.example"))
+        let after = try b.replica.ledgerFailures()
+        #expect(after.isEmpty, "\(after)")
     }
 
     /// A pending record its device's head folded is passed over by the
