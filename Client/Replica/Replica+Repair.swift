@@ -149,9 +149,11 @@ extension Replica {
             try unpushedChanges(after: after, limit: Int(Int32.max)).flatMap { $0.state.fields.values.map(\.stamp) })
     }
 
-    /// Keeps `stamp`, of an edit of this device the server took before its
-    /// push did (a relay with its pending records), as a floor for a later
-    /// ``restampUnpushed()``: the edit re-stamped below it would lose to it.
+    /// Keeps `stamp` as a floor for a later ``restampUnpushed()`` (unless
+    /// one as high is kept): a stamp of this device the server may hold
+    /// (an edit a relay took with its pending records before the push did,
+    /// changes left behind by a fork), which an edit re-stamped below would
+    /// lose to.
     public func raiseRestampFloor(to stamp: HLCTimestamp) throws {
         try transaction {
             let kept = try meta("restamp_floor").flatMap(HLCTimestamp.init(text:))
@@ -331,10 +333,7 @@ extension Replica {
             // The changes' stamps the server may hold: a later re-stamp goes
             // above them, though the changes carry new stamps from here (from
             // a clock that may have run fast, which the server refuses).
-            let kept = try meta("restamp_floor").flatMap(HLCTimestamp.init(text:))
-            if let taken = try stampsTheServerMayHold(pending), kept.map({ taken > $0 }) ?? true {
-                try setMeta("restamp_floor", taken.description)
-            }
+            if let taken = try stampsTheServerMayHold(pending) { try raiseRestampFloor(to: taken) }
             let old = deviceID
             try adoptDeviceID(Self.makeDeviceID())
             try noteFormerID(old)

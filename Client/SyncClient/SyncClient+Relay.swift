@@ -59,10 +59,7 @@ extension SyncClient {
             var request = RelayRequest(records: batch.map(\.wire), keyID: keyID)
             var ledger = try relayLedger(for: batch.map(\.plain))
             request.ledger = try sealed(ledger?.records ?? [])
-            if ledger == nil, heldBack(&batch, unacknowledged, needed: needed) {
-                guard !batch.isEmpty else { continue }
-                request.records = batch.map(\.wire)
-            }
+            if ledger == nil, holdBack(&batch, in: &request, unacknowledged, needed: needed) { continue }
             let answer: JSONValue
             do {
                 answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
@@ -74,10 +71,7 @@ extension SyncClient {
                 ledgerNotTaken("the server did not take this machine's ledger with a relay: \(message)")
                 ledger = nil
                 request.ledger = []
-                if heldBack(&batch, unacknowledged, needed: needed) {
-                    guard !batch.isEmpty else { continue }
-                    request.records = batch.map(\.wire)
-                }
+                if holdBack(&batch, in: &request, unacknowledged, needed: needed) { continue }
                 answer = try sendRecords(to: "/v1/relay", body: request.body(recordTexts: batch.map(\.text)))
             }
             let response: PushResponse
@@ -137,17 +131,19 @@ extension SyncClient {
     /// id left behind, its write counted by nothing, would fail every
     /// machine's check of it). Those the server asked for (`needed`) stay
     /// undelivered, sent once the push has taken every edit
-    /// (``relaysHeldBack``), or at the next sync. - Returns: whether any was.
-    private func heldBack(
+    /// (``relaysHeldBack``), or at the next sync. `request` is left sending
+    /// what remains. - Returns: whether nothing remains to send.
+    private func holdBack(
         _ batch: inout ArraySlice<(plain: ChangeRecord, wire: ChangeRecord, text: [UInt8])>,
-        _ unacknowledged: Set<HLCTimestamp>, needed: Bool
+        in request: inout RelayRequest, _ unacknowledged: Set<HLCTimestamp>, needed: Bool
     ) -> Bool {
         guard !unacknowledged.isEmpty else { return false }
         let kept = batch.filter { !$0.plain.state.fields.values.contains { unacknowledged.contains($0.stamp) } }
         guard kept.count < batch.count else { return false }
         if needed { relaysHeldBack = true }
         batch = kept[...]
-        return true
+        request.records = batch.map(\.wire)
+        return batch.isEmpty
     }
 
     /// Whole records as a relay sends them: each write in a whole box
