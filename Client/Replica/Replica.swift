@@ -221,6 +221,27 @@ public final class Replica {
     private var wroteLocalChange = false
     /// See ``observeServerTime(_:ageMilliseconds:)``.
     var pendingClockOffset: Int64?
+    /// Takes this connection's checkpoints while ``startCheckpointsAside()`` is on.
+    private var checkpointsAside: BackgroundCheckpointer?
+
+    /// Hands this replica's write-ahead log checkpoints to a thread of
+    /// their own (``BackgroundCheckpointer``) until ``endCheckpointsAside()``:
+    /// a pull of many pages then never waits in a commit while the log is
+    /// copied back (10,000 rules fill it past 1,000 pages three times). Where
+    /// no thread can start, the commits checkpoint as always.
+    public func startCheckpointsAside() {
+        guard checkpointsAside == nil, let checkpointer = try? BackgroundCheckpointer(path: path) else { return }
+        checkpointer.attach(database)
+        checkpointsAside = checkpointer
+    }
+
+    /// Ends ``startCheckpointsAside()``: its thread ends, and this
+    /// connection's commits checkpoint again.
+    public func endCheckpointsAside() {
+        guard let checkpointer = checkpointsAside.take() else { return }
+        checkpointer.stop()
+        BackgroundCheckpointer.detach(database)
+    }
 
     /// Runs a read with SQLite errors mapped.
     func read<T>(_ body: () throws -> T) throws -> T {

@@ -36,6 +36,8 @@ extension SyncClient {
     /// entries of `tags`, each marked changed when the book says so), in the
     /// caller's transaction when there is one.
     func keepLedgerBook(_ book: LedgerBook, tags: some Sequence<UInt64>, confirmed: Bool = false) throws {
+        // A push answer left waiting holds an older state of the book: it goes first.
+        try commitAnswerWaiting()
         currentLedgerBook = book
         let entries = Set(tags).compactMap { tag in
             book.entries[tag].map {

@@ -83,6 +83,7 @@ extension SyncClient {
         defer { replica.dropStoredStamps() }
         var stalled = 0
         var idle = 0
+        defer { replica.endCheckpointsAside() }
         while true {
             let before = try replica.syncState().pullCursor
             let applied = summary.applied
@@ -97,7 +98,8 @@ extension SyncClient {
                 try checkLedgers()
                 return .atHead
             case .applied(more: true):
-                break
+                // More pages follow: the log they fill is copied back beside them.
+                replica.startCheckpointsAside()
             }
             idle = summary.applied == applied ? idle + 1 : 0
             if idle >= Self.maxIdlePages {

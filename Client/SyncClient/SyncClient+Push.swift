@@ -59,17 +59,24 @@ extension SyncClient {
         // whole batch in flight and nothing was repaired.
         var upcoming: Batch?
         var flight: InFlight?
+        // An answer settled and not committed yet is committed on every way
+        // out (``commitAnswerWaiting()``; each path below commits it first).
+        defer { try? commitAnswerWaiting() }
         while true {
-            switch session.next(input) {
+            let action = session.next(input)
+            // An answer waiting to be committed is, before anything but the
+            // batch that carries it (``committing(_:)``).
+            if case .send = action {} else { try commitAnswerWaiting() }
+            switch action {
             case .send(let after, let carried):
-                let batch = try upcoming.take() ?? nextBatch(after: after)
-                guard !batch.wire.isEmpty else {
-                    input = .nothingLeft
-                    continue
+                var sent: InFlight?
+                input = try committing { whileWaiting in
+                    let batch = try upcoming.take() ?? nextBatch(after: after)
+                    guard !batch.wire.isEmpty else { return .nothingLeft }
+                    sent = try InFlight(batch, carried: carried, client: self)
+                    return try send(&sent!, beforePreparing: whileWaiting)
                 }
-                var sent = try InFlight(batch, carried: carried, client: self)
-                input = try send(&sent)
-                flight = sent
+                if sent != nil { flight = sent }
             case .repair(let repair):
                 try carryOut(repair)
                 input = .repaired(pushedThrough: try replica.syncState().pushedThrough)
@@ -80,12 +87,8 @@ extension SyncClient {
                 input = .reviewed
             case .keep(let acknowledged, let relaying):
                 guard let sent = flight else { throw Self.pushOutOfStep }
-                let relayed = try keep(sent, through: acknowledged, relaying: relaying)
-                if relaying.isEmpty, acknowledged == sent.last, let prepared = sent.prepared,
-                    prepared.wire.first.map({ $0.sequence == sent.last + 1 }) ?? true
-                {
-                    upcoming = prepared
-                }
+                let (kept, next) = try keepAnswer(sent, through: acknowledged, relaying: relaying)
+                if let next { upcoming = next }
                 let delivered = sent.batch.wire.lazy.filter {
                     $0.sequence <= acknowledged && $0.sequence > session.pushedThrough
                 }.count
@@ -93,7 +96,7 @@ extension SyncClient {
                 summary.pushed += delivered
                 progress?("pushed", min(done, total), total)
                 let chain = acknowledged > 0 ? try sent.chain(through: acknowledged, client: self) : nil
-                input = .kept(chain: chain, relayed: relayed)
+                input = .kept(chain: chain, relayed: kept.relayedWhole)
             case .stop(let refusal):
                 throw SyncError.stop(refusal, server: lastRefusal)
             case .giveUp(let message):
@@ -163,8 +166,10 @@ extension SyncClient {
     }
 
     /// Sends the batch in flight (reading the next one meanwhile).
+    /// - Parameter beforePreparing: run once the batch is written, before
+    ///   the next one is read (an answer waiting to be committed).
     /// - Returns: what came of it: refused, on another timeline, or answered.
-    private func send(_ flight: inout InFlight) throws -> PushSession.Input {
+    private func send(_ flight: inout InFlight, beforePreparing: @escaping () -> Void) throws -> PushSession.Input {
         let (batch, last) = (flight.batch, flight.last)
         // Read for each batch: a repair or a new timeline moves the cursor and the epoch.
         let state = try replica.syncState()
@@ -185,6 +190,7 @@ extension SyncClient {
         var prepared: Batch?
         do {
             answer = try sendRecords(to: "/v1/push", body: request.body(changeTexts: batch.texts)) {
+                beforePreparing()
                 // A failure here is met again, and reported, when the batch is read for real.
                 prepared = try? self.nextBatch(after: last)
             }
@@ -247,11 +253,27 @@ extension SyncClient {
         flight.refused = review.refused
     }
 
-    /// Keeps what the answer to the batch in flight acknowledged, in one
-    /// commit, after relaying whole the records of the changes in
-    /// `relaying` (edits of records the server no longer has).
-    /// - Returns: how many records went up whole.
-    private func keep(_ flight: InFlight, through acknowledged: Int64, relaying: Set<Int64>) throws -> Int {
+    /// What the answer to a batch acknowledged, settled (its relays made,
+    /// the book folded) and ready to be committed in one transaction.
+    struct Kept {
+        let first: Int64
+        let last: Int64
+        let acknowledged: Int64
+        let refused: [Int64: String]
+        /// The chain through the last change of the batch acknowledged, kept.
+        let chain: (sequence: Int64, chain: String)?
+        /// This device's ledger book with the writes acknowledged folded
+        /// (nil in a readable account), and the entries they touched.
+        let book: LedgerBook?
+        let tags: [UInt64]
+        /// How many records went up whole.
+        let relayedWhole: Int
+    }
+
+    /// Settles what the answer to the batch in flight acknowledged, after
+    /// relaying whole the records of the changes in `relaying` (edits of
+    /// records the server no longer has); ``commit(_:)`` keeps it.
+    private func settle(_ flight: InFlight, through acknowledged: Int64, relaying: Set<Int64>) throws -> Kept {
         let (plain, first, last) = (flight.batch.plain, flight.first, flight.last)
         var relayedWhole = 0
         if !relaying.isEmpty {
@@ -282,23 +304,91 @@ extension SyncClient {
         var book = flight.book
         let relayed = book.map(takeRelayedInPush(into:)) ?? []
         if book != nil { book!.answered(acknowledging: ledgerWrites + relayed) }
-        // One commit with what the acknowledgement moves (and the clock
-        // offset of the answer): each commit waits for a disk flush.
-        try replica.transaction {
-            try replica.markPushed(through: acknowledged)
-            try replica.noteRefusals(first: first, last: min(last, acknowledged), flight.refused)
-            // The chain through the last change acknowledged is kept: the next
-            // pull and push prove this replica's history by it without sealing
-            // the batch again. One in between, if a `gap` ever asks for it, is
-            // computed from the one kept before (one row written, not 1,000:
-            // writing them all took a fifth of the time between batches).
-            if let chains = flight.chains, acknowledged >= first {
-                let through = min(acknowledged, last)
-                try replica.keepChains([(through, chains[Int(through - first)])])
-            }
-            if let book { try keepLedgerBook(book, tags: (ledgerWrites + relayed).map(\.tag)) }
+        // The chain through the last change acknowledged is kept: the next
+        // pull and push prove this replica's history by it without sealing
+        // the batch again. One in between, if a `gap` ever asks for it, is
+        // computed from the one kept before (one row written, not 1,000:
+        // writing them all took a fifth of the time between batches).
+        var chain: (sequence: Int64, chain: String)?
+        if let chains = flight.chains, acknowledged >= first {
+            let through = min(acknowledged, last)
+            chain = (through, chains[Int(through - first)])
         }
-        return relayedWhole
+        return Kept(
+            first: first, last: last, acknowledged: acknowledged, refused: flight.refused, chain: chain, book: book,
+            tags: (ledgerWrites + relayed).map(\.tag), relayedWhole: relayedWhole)
+    }
+
+    /// Keeps a settled answer in one commit, with what the acknowledgement
+    /// moves (and the clock offset of the answer): each commit waits for a
+    /// disk flush.
+    private func commit(_ kept: Kept) throws {
+        do {
+            try replica.transaction {
+                try replica.markPushed(through: kept.acknowledged)
+                try replica.noteRefusals(first: kept.first, last: min(kept.last, kept.acknowledged), kept.refused)
+                if let chain = kept.chain { try replica.keepChains([(chain.sequence, chain.chain)]) }
+                if let book = kept.book { try keepLedgerBook(book, tags: kept.tags) }
+            }
+        } catch {
+            // The book is read again from the replica, which did not take this one.
+            currentLedgerBook = nil
+            throw error
+        }
+    }
+
+    /// Settles the answer to the batch in flight and commits it, or, when
+    /// the server took the whole batch and the next one is read, leaves it
+    /// to be committed while that batch is in flight (``committing(_:)``).
+    /// - Returns: what was settled, and the batch to send next when it goes at once.
+    private func keepAnswer(
+        _ sent: InFlight, through acknowledged: Int64, relaying: Set<Int64>
+    ) throws -> (Kept, next: Batch?) {
+        let kept = try settle(sent, through: acknowledged, relaying: relaying)
+        guard relaying.isEmpty, acknowledged == sent.last, let prepared = sent.prepared,
+            prepared.wire.first.map({ $0.sequence == sent.last + 1 }) ?? true
+        else {
+            try commit(kept)
+            return (kept, nil)
+        }
+        if prepared.wire.isEmpty {
+            try commit(kept)
+        } else {
+            // The next batch's pending record is made on this book.
+            if let book = kept.book { currentLedgerBook = book }
+            answerWaiting = kept
+        }
+        return (kept, prepared)
+    }
+
+    /// Commits the answer left waiting (``keepAnswer(_:through:relaying:)``),
+    /// if any; before anything else keeps this device's book or its pushed mark.
+    func commitAnswerWaiting() throws {
+        guard let kept = answerWaiting.take() else { return }
+        try commit(kept)
+    }
+
+    /// Runs `body`, which sends a batch, with the answer to the batch before
+    /// it committed on every way out: inside it, once the batch is written
+    /// (the server works on it meanwhile), or after it when the batch never
+    /// went or was refused on its head. A process stopped before the commit
+    /// has lost that answer: the next push sends the batch again, and the
+    /// server's acknowledgement past it is taken as after any lost answer.
+    private func committing(
+        _ body: (_ whileWaiting: @escaping () -> Void) throws -> PushSession.Input
+    ) throws -> PushSession.Input {
+        guard answerWaiting != nil else { return try body({}) }
+        final class Failure { var error: (any Error)? }
+        let failure = Failure()
+        let result = Result {
+            try body { [self] in
+                do { try commitAnswerWaiting() } catch { failure.error = error }
+            }
+        }
+        try commitAnswerWaiting()
+        // A commit that failed loses the answer it kept, and the one after it.
+        if let error = failure.error { throw error }
+        return try result.get()
     }
 
     /// Carries out the repair ``PushMachine`` chose for a refused batch;

@@ -286,6 +286,10 @@ public final class SyncClient {
     /// Whether a relay inside this push held back a record the server asked
     /// for, holding an edit the push had not delivered yet (sent at its end).
     var relaysHeldBack = false
+    /// The answer to a push batch, settled and not committed yet: committed
+    /// while the next batch is in flight, and before anything else keeps
+    /// this device's book or its pushed mark (``commitAnswerWaiting()``).
+    var answerWaiting: Kept?
     /// Whether a push relays between its batches (``betweenBatches(_:)``).
     var relayingBetweenBatches = false
     /// The retired key this client moved a restored server forward from, in

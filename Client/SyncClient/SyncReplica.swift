@@ -106,6 +106,8 @@ public protocol SyncReplica: AnyObject {
     ) throws -> [UInt64: [String: HLCTimestamp]]
     func keepStoredStamps(keyID: String?) throws
     func dropStoredStamps()
+    func startCheckpointsAside()
+    func endCheckpointsAside()
     func registers(tagged tags: Set<UInt64>) throws -> [UInt64: [String: HLCTimestamp]]
     func ledgerChecked() throws -> [String: Replica.LedgerChecked]
     func ledgerCheckMustBeWhole(now: Int64) throws -> Bool

@@ -139,6 +139,15 @@ public final class BackgroundCheckpointer: Sendable {
     }
 }
 
+extension BackgroundCheckpointer {
+    /// Gives `connection` back SQLite's automatic checkpoint (every 1,000
+    /// pages, in the commit), after ``attach(_:)``.
+    public static func detach(_ connection: Database) {
+        sqlite3_wal_autocheckpoint(connection.handle, 1000)
+        connection.checkpointer = nil
+    }
+}
+
 public struct CheckpointerError: Error, Sendable, CustomStringConvertible {
     public let message: String
     public var description: String { message }
