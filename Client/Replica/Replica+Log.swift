@@ -58,20 +58,31 @@ extension Replica {
     /// the fields whose value or stamp differ from what was here.
     /// - Parameter afterFieldsText: `RecordState.encodeFields(after.fields)`,
     ///   the entry's text when every field changed (a new record).
+    /// - Parameter newEntry: the entry of `after` new here (`before` holds
+    ///   no field), made beforehand (``PreparedRow/newEntry``).
     func logReceived(
         _ collection: RecordCollection, key: String, before: RecordState, after: RecordState,
         afterFieldsText: String? = nil,
-        afterSequence: Int64
+        afterSequence: Int64, newEntry: PreparedRow.Entry? = nil
     ) throws {
-        let changed = after.fields.filter { before.fields[$0.key] != $0.value }
-        guard let newest = changed.values.map(\.stamp).max() else { return }
-        let text =
-            Self.oneStampEntry(changed, stamp: newest)
-            ?? (changed.count == after.fields.count ? afterFieldsText : nil) ?? RecordState.encodeFields(changed)
+        let entry: (newest: HLCTimestamp, text: String)
+        if before.fields.isEmpty, let newEntry {
+            entry = (newEntry.newest, newEntry.text ?? afterFieldsText ?? RecordState.encodeFields(after.fields))
+        } else {
+            let changed = after.fields.filter { before.fields[$0.key] != $0.value }
+            guard let newest = changed.values.map(\.stamp).max() else { return }
+            entry = (
+                newest,
+                Self.oneStampEntry(changed, stamp: newest)
+                    ?? (changed.count == after.fields.count ? afterFieldsText : nil)
+                    ?? RecordState.encodeFields(changed)
+            )
+        }
         try database.run(
             "INSERT INTO received (after_seq, device, collection, key, fields, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                .integer(afterSequence), .text(newest.device), .text(collection.rawValue), .text(key), .text(text),
+                .integer(afterSequence), .text(entry.newest.device), .text(collection.rawValue), .text(key),
+                .text(entry.text),
                 .integer(currentMillis),
             ])
     }

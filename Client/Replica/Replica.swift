@@ -476,23 +476,27 @@ public final class Replica {
     /// - Parameter fieldsText: `RecordState.encodeFields(state.fields)` when the caller has it.
     /// - Parameter filedKey: the key the server files a pulled record
     ///   under (kept with its stamps while they are kept, ``keepStoredStamps(keyID:)``).
+    /// - Parameter prepared: what storing `state` writes beside its fields,
+    ///   made beforehand (``PreparedRow``) for this very state.
     func storeMerged(
         _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil,
-        filedKey: String? = nil
+        filedKey: String? = nil, prepared: PreparedRow? = nil
     ) throws {
-        try store(collection, key: key, state: state, fieldsText: fieldsText, filedKey: filedKey)
+        try store(collection, key: key, state: state, fieldsText: fieldsText, filedKey: filedKey, prepared: prepared)
     }
 
     private func store(
         _ collection: RecordCollection, key: String, state: RecordState, fieldsText: String? = nil,
-        filedKey: String? = nil
+        filedKey: String? = nil, prepared: PreparedRow? = nil
     ) throws {
-        let derived = collection == .rules ? RuleColumns(key: key, state: state) : RuleColumns.none
+        let derived =
+            prepared?.columns ?? (collection == .rules ? RuleColumns(key: key, state: state) : RuleColumns.none)
         try database.run(
             Self.storeStatement,
             [
                 .text(collection.rawValue), .text(key), .text(fieldsText ?? RecordState.encodeFields(state.fields)),
-                .text(RecordState.encodeVersions(state.versions)), DatabaseValue(state.isDeleted),
+                .text(prepared?.versionsText ?? RecordState.encodeVersions(state.versions)),
+                DatabaseValue(state.isDeleted),
             ] + derived.values)
         if storedStamps != nil, collection != .ledger {
             storedStamps?.records[StoredStamps.Key(collection: collection, key: key)] = StoredStamps.Stored(

@@ -10,7 +10,7 @@ import SyncCore
 /// rule itself as listing shows it, so 20,000 rules are listed without
 /// reading their stamped fields. NULL for other collections; a deletion
 /// keeps its index key and priority only.
-struct RuleColumns {
+struct RuleColumns: Sendable {
     static let names = [
         "index_key", "priority", "precedence", "rule_pattern", "rule_browser", "rule_created", "rule_rest",
     ]

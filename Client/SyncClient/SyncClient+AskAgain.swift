@@ -58,7 +58,7 @@ extension SyncClient {
             summary.problems.append("set aside record #\(entry.sequence) from the server again: \(entry.why)")
         }
         let applied = try replica.applyPulled(
-            answer.changes, cursor: answer.cursor, epoch: epoch, aside: answer.aside,
+            answer.changes, cursor: answer.cursor, epoch: epoch, aside: answer.aside, prepared: nil,
             skipped: &summary.problems)
         summary.take(applied)
         return (answer.answered, answer.cut)

@@ -361,7 +361,8 @@ extension SyncClient {
                 summary.setAside += sorted.setAside
             }
             let applied = try replica.applyPulled(
-                changes, cursor: page.next, epoch: page.epoch, aside: opened.aside, skipped: &summary.problems)
+                changes, cursor: page.next, epoch: page.epoch, aside: opened.aside, prepared: nil,
+                skipped: &summary.problems)
             summary.take(applied)
             summary.pulled += page.changes.count
             // Every page moves the cursor on, so this ends whatever the server answers.

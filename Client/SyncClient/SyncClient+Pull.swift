@@ -160,11 +160,15 @@ extension SyncClient {
         var exchange: Exchange
         var page: PullResponse?
         var opened: Opened?
+        /// What storing each record to apply (as opened, when sealed) writes
+        /// beside its fields, made here (``Replica/PreparedRow``).
+        var prepared: [Replica.PreparedRow]?
 
         static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?) -> FetchedPage {
             let (exchange, page) = transport.fetchPage(target)
             var fetched = FetchedPage(exchange: exchange, page: page)
             if let cipher, let page, page.encrypted { fetched.opened = SyncClient.open(page.changes, with: cipher) }
+            if let page { fetched.prepared = Replica.prepareRows(fetched.opened?.changes ?? page.changes) }
             return fetched
         }
     }
@@ -297,7 +301,7 @@ extension SyncClient {
                         return fetched
                     })
             }
-            try apply(page, opened: current.opened)
+            try apply(page, opened: current.opened, prepared: current.prepared)
             spent = current
             if !page.more && reconciling { try finishReconcile() }
             return .applied(more: page.more)
@@ -362,7 +366,7 @@ extension SyncClient {
     /// Applies a page with its cursor, in one transaction: what could not
     /// be used named, a sealed page's records as opened (one that did not
     /// open set aside, the rest applied).
-    private func apply(_ page: PullResponse, opened: Opened?) throws {
+    private func apply(_ page: PullResponse, opened: Opened?, prepared: [Replica.PreparedRow]?) throws {
         for (sequence, reason) in page.unusable {
             summary.problems.append("set aside record #\(sequence) from the server: \(reason)")
         }
@@ -375,7 +379,7 @@ extension SyncClient {
         }
         let started = Clock.monotonicMillis()
         let applied = try replica.applyPulled(
-            changes, cursor: page.next, epoch: page.epoch, aside: aside, skipped: &summary.problems)
+            changes, cursor: page.next, epoch: page.epoch, aside: aside, prepared: prepared, skipped: &summary.problems)
         summary.take(applied)
         summary.applyMilliseconds += Clock.monotonicMillis() - started
         summary.pulled += page.changes.count

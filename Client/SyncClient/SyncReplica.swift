@@ -87,7 +87,8 @@ public protocol SyncReplica: AnyObject {
 
     // MARK: Pulling
     func applyPulled(
-        _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside], skipped: inout [String]
+        _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside],
+        prepared: [Replica.PreparedRow]?, skipped: inout [String]
     ) throws -> Replica.AppliedPage
     func pulledAsideDue(every milliseconds: Int64, limit: Int) throws -> [PulledAside]
     func noteAskedAgain(_ entries: [PulledAside]) throws
