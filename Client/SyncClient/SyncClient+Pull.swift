@@ -83,11 +83,14 @@ extension SyncClient {
         defer { replica.dropStoredStamps() }
         var stalled = 0
         var idle = 0
+        var first = true
         defer { replica.endCheckpointsAside() }
         while true {
             let before = try replica.syncState().pullCursor
             let applied = summary.applied
-            switch try pullPageLocked(ahead: &ahead, spent: &spent, fetchAhead: true) {
+            let step = try pullPageLocked(ahead: &ahead, spent: &spent, fetchAhead: true, first: first)
+            first = false
+            switch step {
             case .pushFirst:
                 return .timelineChanged
             case .applied(more: false):
@@ -221,8 +224,12 @@ extension SyncClient {
     /// Records this replica's own pushes made are skipped, when it proves it
     /// made the stream's latest push (number and digest); while reconciling,
     /// every record the server has must come.
-    private func pullTarget(cursor: Int64, pushedThrough: Int64, epoch: String?, reconciling: Bool) throws -> String {
-        var request = PullRequest(since: cursor, limit: options.pullLimit, keyID: keyID)
+    /// - Parameter first: the first page of a pull of several (``Options/firstBatch``).
+    private func pullTarget(
+        cursor: Int64, pushedThrough: Int64, epoch: String?, reconciling: Bool, first: Bool = false
+    ) throws -> String {
+        let limit = first ? min(options.firstBatch, options.pullLimit) : options.pullLimit
+        var request = PullRequest(since: cursor, limit: max(1, limit), keyID: keyID)
         if reconciling {
             request.full = true // the cursor passes below the purge point on the way
         } else if pushedThrough > 0, let digest = try storedChain(pushedThrough) {
@@ -239,8 +246,9 @@ extension SyncClient {
     ///     (into `ahead`) before applying this one.
     ///   - spent: the page applied last, which the thread that fetches the
     ///     next one lets go of; the page applied here is left in it.
+    ///   - first: the first page of a pull that goes on to the head: a small one.
     private func pullPageLocked(
-        ahead: inout PrefetchedPage?, spent: inout FetchedPage?, fetchAhead: Bool
+        ahead: inout PrefetchedPage?, spent: inout FetchedPage?, fetchAhead: Bool, first: Bool = false
     ) throws -> PageStep {
         // The decisions; this function carries them out.
         var machine = PullMachine()
@@ -252,7 +260,7 @@ extension SyncClient {
             let reconciling = try replica.isReconciling()
             let target = try pullTarget(
                 cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch,
-                reconciling: reconciling)
+                reconciling: reconciling, first: first)
             var fetched: FetchedPage?
             if let waiting = ahead.take() {
                 let result = waiting.job.wait()

@@ -71,7 +71,8 @@ extension SyncClient {
             case .send(let after, let carried):
                 var sent: InFlight?
                 input = try committing { whileWaiting in
-                    let batch = try upcoming.take() ?? nextBatch(after: after)
+                    // The push's first batch is small (``Options/firstBatch``).
+                    let batch = try upcoming.take() ?? nextBatch(after: after, first: flight == nil)
                     guard !batch.wire.isEmpty else { return .nothingLeft }
                     sent = try InFlight(batch, carried: carried, client: self)
                     return try send(&sent!, beforePreparing: whileWaiting)
@@ -444,8 +445,9 @@ extension SyncClient {
     /// - Returns: the changes as the replica holds them and as they are sent
     ///   (sealed in an encrypted account), in the same order, with the JSON
     ///   text and the digest of each as sent.
-    private func nextBatch(after sequence: Int64) throws -> Batch {
-        var candidates = try replica.unpushedChanges(after: sequence, limit: options.pushBatch)
+    private func nextBatch(after sequence: Int64, first: Bool = false) throws -> Batch {
+        let limit = first ? min(options.firstBatch, options.pushBatch) : options.pushBatch
+        var candidates = try replica.unpushedChanges(after: sequence, limit: max(1, limit))
         if cipher != nil { try pinSealedFormats(&candidates) }
         let prepared = try Self.wireChanges(candidates, cipher: cipher)
         let batch = prepared.prefix(byteBatch(prepared.lazy.map(\.text.count)))

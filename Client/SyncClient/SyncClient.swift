@@ -19,6 +19,12 @@ public final class SyncClient {
         public var pushBatchBytes = 4 * 1024 * 1024
         /// Records per pull page. Default 1,000.
         public var pullLimit = 1000
+        /// At most this many changes in a push's first batch and records in a
+        /// pull's first page (no more than ``pushBatch`` and ``pullLimit``):
+        /// the server starts on a small one while the client reads the next,
+        /// instead of waiting for a whole batch to be read, or the first
+        /// records to apply for a whole page to be made. Default 250.
+        public var firstBatch = 250
         /// Attempts for one request on connection errors, 429 and 503. Default 5.
         public var attempts = 5
         /// First backoff; doubled each retry, with jitter, at most 5 s. Default 250 ms.
