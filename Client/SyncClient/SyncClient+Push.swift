@@ -380,16 +380,15 @@ extension SyncClient {
         _ body: (_ whileWaiting: @escaping () -> Void) throws -> PushSession.Input
     ) throws -> PushSession.Input {
         guard answerWaiting != nil else { return try body({}) }
-        final class Failure { var error: (any Error)? }
-        let failure = Failure()
+        var failure: (any Error)?
         let result = Result {
             try body { [self] in
-                do { try commitAnswerWaiting() } catch { failure.error = error }
+                do { try commitAnswerWaiting() } catch { failure = error }
             }
         }
         try commitAnswerWaiting()
         // A commit that failed loses the answer it kept, and the one after it.
-        if let error = failure.error { throw error }
+        if let failure { throw failure }
         return try result.get()
     }
 
