@@ -340,7 +340,9 @@ public final class SyncAPI: Sendable {
     private func relay(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let request = try decoded(request)
-        let relay = try read(request, RelayRequest.init(reading:))
+        let relay = try read(request) { bytes throws(Wire.ReadError) in
+            try RelayRequest(reading: bytes, secondThread: SyncEngine.secondThread)
+        }
         try Self.checkSealedWith(request, body: relay.keyID)
         let result = try store.relay(
             relay, from: device, authority: try writeAuthority(request),
@@ -352,7 +354,9 @@ public final class SyncAPI: Sendable {
     private func push(_ request: HTTPRequest) throws -> HTTPResponse {
         let device = try authenticateSpeaking(request)
         let request = try decoded(request)
-        let push = try read(request, PushRequest.init(reading:))
+        let push = try read(request) { bytes throws(Wire.ReadError) in
+            try PushRequest(reading: bytes, secondThread: SyncEngine.secondThread)
+        }
         try Self.checkSealedWith(request, body: push.keyID)
         let started = Deadline.now()
         let response = try store.push(

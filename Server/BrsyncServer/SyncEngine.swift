@@ -1,5 +1,6 @@
 import Cryptography
 import JSON
+import Net
 import ServerStore
 import SyncCore
 
@@ -22,28 +23,41 @@ enum SyncEngine {
     /// (``RecordState/encodeFields(_:)``; a new record is stored as pushed),
     /// its ``ChangeRecord/digest`` over that text, and the chain through each
     /// change after the push's base.
+    /// A push or relay of many changes is read, and a push digested, in two
+    /// halves, the second on a spare thread (``SecondThread``).
+    static let secondThread = SecondThread(start: SpareThreads.start)
+
     struct PreparedPush {
         let fieldsTexts: [String]
         let digests: [String]
         let chains: [String]?
 
-        init(_ request: PushRequest) {
+        /// - Parameter secondThread: digests a long push in two halves at once, when given.
+        init(_ request: PushRequest, secondThread: SecondThread? = SyncEngine.secondThread) {
             var fieldsTexts: [String] = []
             var digests: [String] = []
             fieldsTexts.reserveCapacity(request.changes.count)
             digests.reserveCapacity(request.changes.count)
+            let changes = request.changes
+            let each: [Digested]
+            if let secondThread, changes.count >= secondThread.worthSplitting {
+                let middle = changes.count / 2
+                let (first, second) = secondThread.both(
+                    { Self.digest(changes[..<middle]) }, { Self.digest(changes[middle...]) })
+                each = first + second
+            } else {
+                each = Self.digest(changes[...])
+            }
             // In the push's order, the changes over a limit among them (digested as sent, stored never).
             var unreadable = request.unreadable.makeIterator(), nextUnreadable = unreadable.next()
-            for change in request.changes {
+            for (change, digested) in zip(changes, each) {
                 while let skipped = nextUnreadable, skipped.sequence < change.sequence {
                     digests.append(skipped.digest)
                     fieldsTexts.append("")
                     nextUnreadable = unreadable.next()
                 }
-                let bytes = RecordState.encodeFieldBytes(change.state.fields)
-                digests.append(
-                    ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
-                fieldsTexts.append(String(decoding: bytes, as: UTF8.self))
+                digests.append(digested.digest)
+                fieldsTexts.append(digested.fieldsText)
             }
             while let skipped = nextUnreadable {
                 digests.append(skipped.digest)
@@ -55,6 +69,21 @@ enum SyncEngine {
             // A push from the first change starts the chain.
             let base = request.base ?? (request.from == 1 ? "" : nil)
             chains = base.map { ChangeRecord.chain(digests: digests, after: $0) }
+        }
+
+        /// A change's fields as stored text, and its digest.
+        private struct Digested: Sendable {
+            let fieldsText: String
+            let digest: String
+        }
+
+        private static func digest(_ changes: ArraySlice<ChangeRecord>) -> [Digested] {
+            changes.map { change in
+                let bytes = RecordState.encodeFieldBytes(change.state.fields)
+                return Digested(
+                    fieldsText: String(decoding: bytes, as: UTF8.self),
+                    digest: ChangeRecord.digest(collection: change.collection, key: change.key, fieldsText: bytes[...]))
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Starts a detached POSIX thread running `body`. Blocking socket work runs on
 /// threads of its own, never on Swift concurrency's cooperative pool.
@@ -66,5 +67,32 @@ public final class ThreadJob<Value: Sendable>: @unchecked Sendable {
             finished = true
         }
         return value!
+    }
+}
+
+/// Threads lent to one piece of work's second half (SyncCore's
+/// `SecondThread`): a large push read and digested, a page read, in two
+/// halves at once. At most one fewer than the cores are lent at a time,
+/// so a busy server does not double its threads; work that finds none
+/// spare runs whole on its own thread.
+public enum SpareThreads {
+    private static let lent = Atomic<Int>(0)
+    private static let limit = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) - 1)
+
+    /// Starts `body` on a lent thread and returns what waits for it; nil
+    /// when none is spare (or no thread can be made).
+    public static func start(_ body: @escaping @Sendable () -> Void) -> (@Sendable () -> Void)? {
+        guard lent.add(1, ordering: .relaxed).newValue <= limit else {
+            lent.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        let job = ThreadJob<Bool> {
+            body()
+            return true
+        }
+        return {
+            _ = job.wait()
+            lent.subtract(1, ordering: .relaxed)
+        }
     }
 }

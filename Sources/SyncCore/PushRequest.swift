@@ -99,8 +99,13 @@ public struct PushRequest: Sendable, Equatable {
     /// valid or over a limit only: see ``unreadable``), then `base`,
     /// `since`, `epoch` and `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        try self.init(reading: bytes, secondThread: nil)
+    }
+
+    /// - Parameter secondThread: reads a long push in two halves at once, when given.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>, secondThread: SecondThread?) throws(Wire.ReadError) {
         let reading = try MessageReading.read(
-            bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true)
+            bytes, changesName: "changes", limit: Wire.maxPushChanges, untilProblem: true, secondThread: secondThread)
         do throws(Wire.Problem) {
             try self.init(reading)
         } catch {
@@ -302,8 +307,13 @@ public struct RelayRequest: Sendable, Equatable {
     /// only (``unreadable``), then `key`, then `device` (a ledger request),
     /// then `ledger` (the relaying device's pending records).
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
+        try self.init(reading: bytes, secondThread: nil)
+    }
+
+    /// - Parameter secondThread: reads a long relay in two halves at once, when given.
+    public init(reading bytes: UnsafeBufferPointer<UInt8>, secondThread: SecondThread?) throws(Wire.ReadError) {
         let reading = try MessageReading.read(
-            bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true)
+            bytes, changesName: "records", limit: Wire.maxPushChanges, untilProblem: true, secondThread: secondThread)
         do throws(Wire.Problem) {
             guard reading.isObject, reading.hasChanges else {
                 throw Wire.Problem("a relay needs \"records\", an array")

@@ -26,6 +26,36 @@ func fuzzPushDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             return nil
         }
     }
+    // Read in two halves (the second half "beside", here on this thread,
+    // split from two changes on), a push and a relay read exactly as in order.
+    let halves = SecondThread(worthSplitting: 2) { body in
+        body()
+        return {}
+    }
+    func outcome<Message>(_ read: () throws(Wire.ReadError) -> Message) -> Result<Message, Wire.ReadError> {
+        Result { () throws(Wire.ReadError) in try read() }
+    }
+    let pushInHalves = outcome { () throws(Wire.ReadError) in try PushRequest(reading: bytes, secondThread: halves) }
+    let pushInOrder = outcome { () throws(Wire.ReadError) in try PushRequest(reading: bytes) }
+    switch (pushInOrder, pushInHalves) {
+    case (.success(let inOrder), .success(let inHalves)):
+        precondition(inOrder == inHalves, "a push read in halves differs")
+    case (.failure(let inOrder), .failure(let inHalves)):
+        precondition("\(inOrder)" == "\(inHalves)", "a push read in halves fails otherwise")
+    default: preconditionFailure("a push read in halves reads where in order it does not, or the other way")
+    }
+    let relayInHalves = outcome { () throws(Wire.ReadError) in try RelayRequest(reading: bytes, secondThread: halves) }
+    let relayInOrder = outcome { () throws(Wire.ReadError) in try RelayRequest(reading: bytes) }
+    switch (relayInOrder, relayInHalves) {
+    case (.success(let inOrder), .success(let inHalves)):
+        precondition(
+            inOrder.records == inHalves.records && inOrder.unreadable == inHalves.unreadable
+                && inOrder.ledger == inHalves.ledger && inOrder.ledgerOf == inHalves.ledgerOf
+                && inOrder.keyID == inHalves.keyID, "a relay read in halves differs")
+    case (.failure(let inOrder), .failure(let inHalves)):
+        precondition("\(inOrder)" == "\(inHalves)", "a relay read in halves fails otherwise")
+    default: preconditionFailure("a relay read in halves reads where in order it does not, or the other way")
+    }
     if let push = agrees(PushRequest.init(reading:), "push") {
         let count = push.changes.count + push.unreadable.count
         precondition(count <= Wire.maxPushChanges && push.to - push.from + 1 == Int64(count))
