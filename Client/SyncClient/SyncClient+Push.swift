@@ -60,6 +60,8 @@ extension SyncClient {
         // whole batch in flight and nothing was repaired.
         var upcoming: Batch?
         var flight: InFlight?
+        // The batch answered before the one in flight, freed while the server works on the next.
+        var retired: InFlight?
         // An answer settled and not committed yet is committed on every way
         // out (``commitAnswerWaiting()``; each path below commits it first).
         defer { try? commitAnswerWaiting() }
@@ -76,9 +78,12 @@ extension SyncClient {
                     let batch = try upcoming.take() ?? nextBatch(after: after, first: flight == nil)
                     guard !batch.wire.isEmpty else { return .nothingLeft }
                     sent = try InFlight(batch, carried: carried, client: self)
-                    return try send(&sent!, beforePreparing: whileWaiting)
+                    return try send(&sent!) {
+                        _ = retired.take()
+                        whileWaiting()
+                    }
                 }
-                if sent != nil { flight = sent }
+                if sent != nil { (retired, flight) = (flight, sent) }
             case .repair(let repair):
                 try carryOut(repair)
                 input = .repaired(pushedThrough: try replica.syncState().pushedThrough)
@@ -149,9 +154,12 @@ extension SyncClient {
         init(_ batch: Batch, carried: PushSession.Carried?, client: SyncClient) throws {
             self.batch = batch
             let first = batch.wire[0].sequence
-            readable = SyncClient.readableKeys(wire: batch.wire, plain: batch.plain)
+            readable = batch.readable
             base = carried?.sequence == first - 1 ? carried?.chain : try client.storedChain(first - 1)
-            chains = (base ?? (first == 1 ? "" : nil)).map { ChangeRecord.chain(digests: batch.digests, after: $0) }
+            chains = (base ?? (first == 1 ? "" : nil)).map { base in
+                batch.ahead.flatMap { $0.base == base ? $0.chains : nil }
+                    ?? ChangeRecord.chain(digests: batch.digests, after: base)
+            }
         }
 
         func shown(_ collection: RecordCollection, _ key: String) -> String {
@@ -190,11 +198,16 @@ extension SyncClient {
         }
         let answer: JSONValue
         var prepared: Batch?
+        let sentFlight = flight
         do {
-            answer = try sendRecords(to: "/v1/push", body: request.body(changeTexts: batch.texts)) {
+            // The body written while the batch before was in flight, when this is the request it was written for.
+            let body =
+                batch.ahead.flatMap { $0.request == request ? $0.body : nil } ?? request.body(changeTexts: batch.texts)
+            answer = try sendRecords(to: "/v1/push", body: body) {
                 beforePreparing()
                 // A failure here is met again, and reported, when the batch is read for real.
                 prepared = try? self.nextBatch(after: last)
+                if prepared != nil { self.writeAhead(&prepared!, after: sentFlight, request: request) }
             }
         } catch SyncError.refused(let code, _) where PushMachine.repairable.contains(code) {
             // The exchange kept the refusal whole (with what the server has of this device).
@@ -451,9 +464,10 @@ extension SyncClient {
         if cipher != nil { try pinSealedFormats(&candidates) }
         let prepared = try Self.wireChanges(candidates, cipher: cipher)
         let batch = prepared.prefix(byteBatch(prepared.lazy.map(\.text.count)))
+        let (plain, wire) = (Array(candidates.prefix(batch.count)), batch.map(\.wire))
         return Batch(
-            plain: Array(candidates.prefix(batch.count)), wire: batch.map(\.wire), texts: batch.map(\.text),
-            digests: batch.map(\.digest))
+            plain: plain, wire: wire, texts: batch.map(\.text), digests: batch.map(\.digest),
+            readable: Self.readableKeys(wire: wire, plain: plain))
     }
 
     /// Gives each change never sent the format the account is sealed in
@@ -474,6 +488,42 @@ extension SyncClient {
         let wire: [ChangeRecord]
         let texts: [[UInt8]]
         let digests: [String]
+        /// ``readableKeys(wire:plain:)``, made with the batch.
+        let readable: [String: String]
+        /// What was made ahead for it while the batch before was in flight.
+        var ahead: Ahead?
+    }
+
+    /// What the next batch needs when it goes on from the one in flight,
+    /// made while that one is: its chain after the batch in flight's, and in
+    /// a readable account its request's body (compressed too). Made between
+    /// an answer and the next request, they took about 3 ms of the 30 a
+    /// readable batch of 1,000 changes takes. Each is used only when the
+    /// batch goes on from that chain, and the request is the one written for.
+    struct Ahead {
+        let base: String
+        let chains: [String]
+        let request: PushRequest?
+        let body: [UInt8]
+    }
+
+    /// Makes ``Ahead`` for `next`, read while `flight` (sent as `request`) is.
+    private func writeAhead(_ next: inout Batch, after flight: InFlight, request: PushRequest) {
+        guard let base = flight.chains?.last, let first = next.wire.first?.sequence, first == flight.last + 1 else {
+            return
+        }
+        let chains = ChangeRecord.chain(digests: next.digests, after: base)
+        guard cipher == nil, request.ledger.isEmpty else {
+            next.ahead = Ahead(base: base, chains: chains, request: nil, body: [])
+            return
+        }
+        var upcoming = request
+        (upcoming.from, upcoming.to, upcoming.changes, upcoming.base) = (
+            first, next.wire[next.wire.count - 1].sequence, next.wire, base
+        )
+        let body = upcoming.body(changeTexts: next.texts)
+        transport.compressAhead(body)
+        next.ahead = Ahead(base: base, chains: chains, request: upcoming, body: body)
     }
 
     /// The readable key of each record as sent, by `collection/key` as the

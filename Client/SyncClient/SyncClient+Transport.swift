@@ -50,6 +50,9 @@ struct Transport: @unchecked Sendable {
         /// compressed, and a compressed answer is refused (a proxy that
         /// compresses on its own would show the sizes compression finds).
         var encrypted = false
+        /// A body compressed ahead (``Transport/compressAhead(_:)``), with
+        /// what it compresses: taken by the next request if it is that body.
+        var compressedAhead: (body: [UInt8], compressed: [UInt8])?
     }
 
     /// The most bytes a compressed answer may inflate to: what the parser
@@ -235,10 +238,11 @@ struct Transport: @unchecked Sendable {
         // it takes gzip; an encrypted account's never (their sizes would
         // tell what compression found alike).
         var body = body
+        let ahead = coding.compressedAhead.take()
         if !coding.encrypted, sealedWith == Wire.SealedWith.none, signer == nil, body.count >= Gzip.minimumBytes,
             coding.serverTakesGzip
         {
-            body = Gzip.compress(body)
+            body = ahead.flatMap { $0.body == body ? $0.compressed : nil } ?? Gzip.compress(body)
             headers.add("Content-Encoding", Gzip.name)
         }
         if let sealedWith { headers.add(Wire.sealedWithHeader, sealedWith.description) }
@@ -251,6 +255,13 @@ struct Transport: @unchecked Sendable {
             headers.add(WriteSignature.header, signature.headerValue)
         }
         return (headers, body)
+    }
+
+    /// Compresses `body` now, for the next request to take when it sends
+    /// that body compressed (a push's next batch, while one is in flight).
+    func compressAhead(_ body: [UInt8]) {
+        guard !coding.encrypted, body.count >= Gzip.minimumBytes, coding.serverTakesGzip else { return }
+        coding.compressedAhead = (body, Gzip.compress(body))
     }
 
     /// Waits before a retry, in slices: a stop asked for meanwhile ends it at
