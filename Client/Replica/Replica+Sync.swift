@@ -27,10 +27,20 @@ public struct SyncState: Sendable, Equatable {
     /// ``finishedCode`` when the sync finished and `problem` is what it said.
     public var problemCode: String?
     public static let finishedCode = "finished"
+    /// Which run kept `problem`: a sync, or a push or pull alone (a kept
+    /// problem is cleared by the next of the same part that finishes without
+    /// one, and by a sync; older replicas kept it for a sync).
+    public var problemIn: SyncPart = .sync
     /// Whether the last sync stopped before it was done (not: finished, saying `problem`).
     public var stopped: Bool { !problem.isEmpty && problemCode != Self.finishedCode }
     /// Whether any answer (a refusal too) told this machine the server's time.
     public var clockKnown: Bool = false
+}
+
+/// What a kept problem came from: a sync, or a push or a pull alone (a
+/// sync's problem met while it pushed or pulled is that part's).
+public enum SyncPart: String, Sendable, Equatable {
+    case sync, push, pull
 }
 
 /// A value that lost a merge, kept so nothing is lost silently.
@@ -72,16 +82,29 @@ extension Replica {
             lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
             account: try meta("account"), problem: try meta("sync_problem") ?? "",
             problemAtMillis: Int64(try meta("sync_problem_at") ?? ""), problemCode: try meta("sync_problem_code"),
+            problemIn: try meta("sync_problem_in").flatMap(SyncPart.init(rawValue:)) ?? .sync,
             clockKnown: try pendingClockOffset != nil || meta("clock_offset") != nil)
     }
 
-    /// Remembers why a sync did not finish (nil: it did), for `brsync status`,
-    /// with the code of the refusal or stop it ended with, if any.
-    public func recordSyncProblem(_ problem: String?, code: String? = nil) throws {
+    /// Remembers why a sync, push or pull (`part`) did not finish, or what
+    /// it said when it did (nil: nothing), for `brsync status`, with the code
+    /// of the refusal or stop it ended with, if any.
+    public func recordSyncProblem(_ problem: String?, code: String? = nil, in part: SyncPart = .sync) throws {
         try transaction {
             try setMeta("sync_problem", problem)
             try setMeta("sync_problem_at", problem.map { _ in String(currentMillis) })
             try setMeta("sync_problem_code", problem == nil ? nil : code)
+            try setMeta("sync_problem_in", problem == nil ? nil : part.rawValue)
+        }
+    }
+
+    /// A push or pull (`part`) that finished: its own problem, kept before,
+    /// is over; what another part kept stays until that part (or a sync)
+    /// finishes.
+    public func clearSyncProblem(from part: SyncPart) throws {
+        try transaction {
+            let kept = try meta("sync_problem_in").flatMap(SyncPart.init(rawValue:)) ?? .sync
+            if kept == part, try meta("sync_problem") != nil { try recordSyncProblem(nil) }
         }
     }
 

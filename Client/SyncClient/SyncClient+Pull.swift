@@ -23,7 +23,7 @@ extension SyncClient {
 
     @discardableResult
     public func pull() throws -> Summary {
-        try locked { try run(.pull) }
+        try locked { try runAlone(.pull) }
     }
 
     /// Where the server holds this replica's own stream of changes, asked

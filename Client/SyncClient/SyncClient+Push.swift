@@ -19,7 +19,7 @@ extension SyncClient {
     /// push, so a server that keeps refusing cannot make this loop.
     @discardableResult
     public func push() throws -> Summary {
-        try locked { try run(.push) }
+        try locked { try runAlone(.push) }
     }
 
     /// Sends every unpushed change, then this device's name, then the

@@ -15,6 +15,7 @@ extension SyncClient {
     func drive(_ goal: SyncMachine.Goal) throws -> Bool {
         let onePage = goal == .pullPage
         var machine = SyncMachine(goal)
+        partUnderWay = Self.part(of: .finish(record: false, refused: false), in: goal)
         var outcome = SyncMachine.Outcome.done
         // The push's refusal a sync ends with, after its pull.
         var refusal: SyncError?
@@ -22,6 +23,7 @@ extension SyncClient {
         while true {
             let step = machine.next(outcome)
             outcome = .done
+            partUnderWay = Self.part(of: step, in: goal)
             switch step {
             case .takeNewIDIfCopied:
                 try checkCopied()
@@ -62,19 +64,54 @@ extension SyncClient {
         }
     }
 
-    /// Keeps why a sync stopped for `brsync status`, wherever in the sync
-    /// it came (a stop asked for is no problem to show); the error to end
-    /// with. The server's refusal to take this key because the operator
+    /// The part of a run a step is: a push or pull alone is all that part;
+    /// in a sync, pushing (and the refusal it ends with) is the push's, pulling
+    /// the pull's, the rest the sync's own.
+    private static func part(of step: SyncMachine.Step, in goal: SyncMachine.Goal) -> SyncPart {
+        switch (goal, step) {
+        case (.push, _): .push
+        case (.pull, _), (.pullPage, _): .pull
+        case (_, .push), (_, .stopWithRefusal), (_, .finish(_, refused: true)): .push
+        case (_, .pull), (_, .checkUndelivered): .pull
+        default: .sync
+        }
+    }
+
+    /// Runs a push or a pull alone (`goal`), keeping how it ended for
+    /// `brsync status`: a problem it stopped with, or what it said when it
+    /// finished; one finished without any ends the problem its part kept.
+    func runAlone(_ goal: SyncMachine.Goal) throws -> Summary {
+        let part = Self.part(of: .finish(record: false, refused: false), in: goal)
+        partUnderWay = part
+        do {
+            let summary = try run(goal)
+            if summary.problems.isEmpty {
+                try replica.clearSyncProblem(from: part)
+            } else {
+                try replica.recordSyncProblem(
+                    summary.problems.joined(separator: "; "), code: SyncState.finishedCode, in: part)
+            }
+            return summary
+        } catch {
+            throw try stopped(by: error)
+        }
+    }
+
+    /// Keeps why a sync, push or pull stopped for `brsync status`, with the
+    /// part it stopped in (a stop asked for is no problem to show); the
+    /// error to end with. The server's refusal to take this key because the operator
     /// reset the account stops as a page saying so does.
     func stopped(by error: any Error) throws -> any Error {
         if case SyncError.refused(code: .encryptionReset, _) = error, cipher != nil {
             try replica.noteEncryptionReset()
             try? replica.recordSyncProblem(
-                Self.encryptionWasReset.description, code: WireError.Code.encryptionReset.rawValue)
+                Self.encryptionWasReset.description, code: WireError.Code.encryptionReset.rawValue,
+                in: partUnderWay)
             return Self.encryptionWasReset
         }
         if error as? SyncError != .cancelled {
-            try? replica.recordSyncProblem("\(error)", code: (error as? SyncError)?.code?.rawValue)
+            try? replica.recordSyncProblem(
+                "\(error)", code: (error as? SyncError)?.code?.rawValue, in: partUnderWay)
         }
         return error
     }
@@ -85,6 +122,6 @@ extension SyncClient {
         try replica.recordSync()
         try replica.recordSyncProblem(
             summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "),
-            code: SyncState.finishedCode)
+            code: SyncState.finishedCode, in: .sync)
     }
 }

@@ -43,6 +43,11 @@ public final class SyncClient {
         /// (``SyncError/cancelled``), nothing in flight, what came before
         /// kept. A window's Stop sets it; nil never stops.
         public var stopRequested: (@Sendable () -> Bool)?
+        /// How long a sync waits for another sync of the same replica (a
+        /// timer's, a watch's, one by hand) before it gives up
+        /// (``SyncError/replicaBusy(_:)``), saying meanwhile which process
+        /// it waits for. Default 5 minutes.
+        public var lockWaitMilliseconds = 300_000
         /// The protocol the client says it speaks (`Brsync-Protocol`).
         /// Default ``Wire/protocolVersion``; ``Wire/sealedFormatProtocol``
         /// reads and writes sealed format 2 (the tests turn it on before
@@ -204,7 +209,15 @@ public final class SyncClient {
         self.token = token
         self.options = options
         self.progress = progress
-        lock = SyncLock(home: replica.home)
+        lock = SyncLock(
+            home: replica.home,
+            waiting: SyncLock.Waiting(
+                limitMilliseconds: options.lockWaitMilliseconds, stopRequested: options.stopRequested,
+                told: progress.map { progress in
+                    { holder, waited, limit in
+                        progress("waiting for another sync here (\(holder)) up to \(limit) s:", waited, nil)
+                    }
+                }))
         transport = Transport(
             http: http, token: token, remote: remote.description, attempts: options.attempts,
             backoffMilliseconds: options.backoffMilliseconds, stopRequested: options.stopRequested, retrying: progress,
@@ -231,6 +244,8 @@ public final class SyncClient {
     }
 
     let lock: SyncLock
+    /// The part of the run under way: where a problem it stops with is kept (``stopped(by:)``).
+    var partUnderWay = SyncPart.sync
     /// Records pulled so far by this client (for progress).
     var pulledSoFar = 0
     /// Whether this client asked the server to register its signing key.

@@ -20,6 +20,10 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case stopped(code: WireError.Code, message: String)
     /// The server answered something that is not the protocol (exit 6).
     case badAnswer(String)
+    /// Another sync of this replica held it past the wait
+    /// (``SyncClient/Options/lockWaitMilliseconds``): exit 4, as a server out
+    /// of reach, for the timer to try again; nothing was done.
+    case replicaBusy(String)
     /// Whoever started the sync stopped it (a window's Stop), between two
     /// requests: what came before is kept, and the next sync goes on from
     /// there (exit 1).
@@ -39,7 +43,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var waitsForTheUser: Bool {
         switch self {
         case .refused, .stopped: return true
-        case .usage, .unreachable, .busy, .badAnswer, .cancelled: return false
+        case .usage, .unreachable, .busy, .replicaBusy, .badAnswer, .cancelled: return false
         }
     }
 
@@ -47,7 +51,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: WireError.Code? {
         switch self {
         case .refused(let code, _), .stopped(let code, _): return code
-        case .usage, .unreachable, .busy, .badAnswer, .cancelled: return nil
+        case .usage, .unreachable, .busy, .replicaBusy, .badAnswer, .cancelled: return nil
         }
     }
 
@@ -73,6 +77,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused(let code, let message): return "the server refused (\(code)): \(message)"
         case .stopped(let code, let message): return "sync stopped (\(code)): \(message)"
         case .badAnswer(let message): return "the server's answer is not brsync's protocol: \(message)"
+        case .replicaBusy(let message): return message
         case .cancelled: return "stopped before the sync was done; what came before is kept, and the next sync goes on"
         }
     }

@@ -161,7 +161,8 @@ public protocol SyncReplica: AnyObject {
     func observeServerTime(_ serverMillis: Int64, ageMilliseconds: Int64) throws
     func persistServerTime() throws
     func recordSync() throws
-    func recordSyncProblem(_ problem: String?, code: String?) throws
+    func recordSyncProblem(_ problem: String?, code: String?, in part: SyncPart) throws
+    func clearSyncProblem(from part: SyncPart) throws
 }
 
 extension Replica: SyncReplica {}

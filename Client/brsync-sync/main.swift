@@ -22,12 +22,13 @@ do {
 }
 
 extension SyncError {
-    /// The failure the CLI reports: only "unreachable" and "busy" are 4,
-    /// which the sync timer takes as "offline, try later".
+    /// The failure the CLI reports: only "unreachable", "busy" and a
+    /// replica another sync holds are 4, which the sync timer takes as
+    /// "offline, try later".
     var failure: CLIFailure {
         switch self {
         case .usage: return CLIFailure(message: description)
-        case .unreachable, .busy: return CLIFailure(message: description, code: ExitStatus.unreachable)
+        case .unreachable, .busy, .replicaBusy: return CLIFailure(message: description, code: ExitStatus.unreachable)
         case .refused, .stopped: return CLIFailure(message: description, code: ExitStatus.refused)
         case .badAnswer: return CLIFailure(message: description, code: ExitStatus.badAnswer)
         case .cancelled: return CLIFailure(message: description, code: ExitStatus.cancelled)

@@ -22,6 +22,7 @@ extension Status.Report {
             "clockOffsetMilliseconds": .int(state.clockOffsetMilliseconds),
             "problem": state.problem.isEmpty ? .null : .string(state.problem),
             "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
+            "problemIn": state.problem.isEmpty ? .null : .string(state.problemIn.rawValue),
             "encrypted": .bool(encrypted), "watching": .bool(watching),
         ]
     }
@@ -216,7 +217,7 @@ extension Status.Report {
         }
         if !state.problem.isEmpty {
             print(
-                "problem:   \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
+                "problem (\(state.problemIn.rawValue)): \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
             )
         }
     }
