@@ -8,13 +8,19 @@ import Testing
 /// Device names travel with sync, so the log and the conflicts say "laptop"
 /// where stamps hold a hex id; the log shows what pulls brought.
 @Suite struct DeviceNameTests {
-    @Test func theLogShowsPulledChangesByTheirDevicesName() throws {
+    /// A laptop's rule, synced to a desktop.
+    static func laptopRuleOnTheDesktop() throws -> (world: CLIWorld, laptop: String, desktop: String) {
         let world = try CLIWorld()
         let laptop = try world.replica("laptop")
         let desktop = try world.replica("desktop")
         try world.firefoxRule(laptop, "zoom.us", exec: "firefox %u")
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
+        return (world, laptop, desktop)
+    }
+
+    @Test func theLogShowsPulledChangesByTheirDevicesName() throws {
+        let (world, laptop, desktop) = try Self.laptopRuleOnTheDesktop()
 
         let log = try world.run(desktop, ["log"])
         #expect(log.status == 0)
@@ -86,6 +92,24 @@ import Testing
         try world.mustRun(laptop, ["sync"])
         let laptopView = try world.run(laptop, ["status"]).stdout
         #expect(laptopView.contains(" desktop: newest edit ") && !laptopView.contains("laptop (this device): newest"))
+    }
+
+    /// A machine that turns encryption on writes under a new id from then
+    /// on (its old one is left behind): another machine's `status` still
+    /// shows it once, by its newest edit.
+    @Test func aMachineHeardUnderTwoIdsIsShownOnce() throws {
+        let (world, laptop, desktop) = try Self.laptopRuleOnTheDesktop()
+        let code = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
+        let added = try ProcessRunner.run(
+            world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": desktop], stdin: code + "\n")
+        #expect(added.status == 0, "\(added)")
+        try world.mustRun(laptop, ["rules", "add", "later.example", "firefox"])
+        try world.mustRun(laptop, ["sync"])
+        try world.mustRun(desktop, ["sync"])
+        let ids = try Self.statusList(world, desktop, "heardFrom").compactMap { $0["device"]?.stringValue }
+        let status = try world.run(desktop, ["status"]).stdout
+        let heard = status.split(separator: "\n").filter { $0.contains(": newest edit ") }
+        #expect(heard.count == 1 && heard[0].contains(" laptop: newest edit "), "\(ids): \(status)")
     }
 
     /// The objects of the list `name` in `brsync status --json` (recorded as an issue when it is not one).

@@ -122,7 +122,7 @@ final class CLIWorld: @unchecked Sendable {
             // What the replica learns of the server's time and why a sync failed is
             // bookkeeping for `status`, not data.
             + database.query(
-                "SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'sync_problem_code', 'instance') ORDER BY 1"
+                "SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'sync_problem_code', 'sync_problem_in', 'instance') ORDER BY 1"
             ) { $0.string(0) ?? "" }
             + database.query("SELECT COUNT(*) FROM changes") { "changes \($0.int(0) ?? 0)" }
     }

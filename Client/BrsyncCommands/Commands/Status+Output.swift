@@ -140,6 +140,11 @@ extension Status.Report {
     private func printHeard() {
         // When each other device was last heard from: its own status, on
         // that machine, shows its own newest edit; a gap is worth a look.
+        // One line a machine: an id it left behind (a key change gives it a
+        // new one) is that machine, whose newest edit is the first listed;
+        // this machine's own earlier ids are not another device.
+        var machines: Set<String> = [names.thisDevice]
+        let heard = heard.filter { machines.insert(names.current($0.device)).inserted }
         for (index, device) in heard.prefix(Status.devicesShown).enumerated() {
             print(
                 "\(index == 0 ? "heard:    " : "          ") \(DisplayText.printable(names.display(device.device))): newest edit "
