@@ -103,6 +103,24 @@ do {
         let pushRead = try medianSeconds(rounds) {
             _ = try push.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PushRequest(reading: bytes) }
         }
+        // As brsyncd reads a push: 1,000 changes at most, the second half on a spare thread.
+        var batches: [[UInt8]] = []
+        for first in stride(from: 0, to: count, by: 1000) {
+            let last = min(count, first + 1000)
+            let batch = PushRequest(
+                device: "bench-laptop", from: Int64(first + 1), to: Int64(last), changes: Array(changes[first..<last]))
+            batches.append(batch.body())
+        }
+        let secondThread = SecondThread(start: SpareThreads.start)
+        func readBatches(_ secondThread: SecondThread?) throws {
+            for batch in batches {
+                _ = try batch.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in
+                    try PushRequest(reading: bytes, secondThread: secondThread)
+                }
+            }
+        }
+        let batchesRead = try medianSeconds(rounds) { try readBatches(nil) }
+        let batchesInHalves = try medianSeconds(rounds) { try readBatches(secondThread) }
         let pageRead = try medianSeconds(rounds) {
             _ = try page.withUnsafeBufferPointer { bytes throws(Wire.ReadError) in try PullResponse(reading: bytes) }
         }
@@ -115,6 +133,10 @@ do {
         print("read: \(count) records, push body \(push.count) bytes, median of \(rounds)")
         print(line("JSON tree parse of the push (baseline)", tree))
         print(line("PushRequest(reading:)", pushRead) + String(format: " (%.2fx the tree parse)", pushRead / tree))
+        print(line("PushRequest(reading:), batches of 1,000", batchesRead))
+        print(
+            line("PushRequest(reading:), batches of 1,000 in two halves at once", batchesInHalves)
+                + String(format: " (%.2fx in order)", batchesInHalves / batchesRead))
         print(line("PullResponse(reading:)", pageRead))
         print(line("RecordState(fieldsJSON:versionsJSON:), each record", storedRead))
 
