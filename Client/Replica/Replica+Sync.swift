@@ -27,20 +27,38 @@ public struct SyncState: Sendable, Equatable {
     /// ``finishedCode`` when the sync finished and `problem` is what it said.
     public var problemCode: String?
     public static let finishedCode = "finished"
-    /// Which run kept `problem`: a sync, or a push or pull alone (a kept
-    /// problem is cleared by the next of the same part that finishes without
-    /// one, and by a sync; older replicas kept it for a sync).
+    /// Which part kept `problem` (the newest of ``problems``).
     public var problemIn: SyncPart = .sync
+    /// Every problem kept, newest first: one a part at most (a push's, a
+    /// pull's, a sync's own), each ended by the next push or pull that
+    /// finishes without one (which ends the sync's own too: it ran what a
+    /// sync runs besides) and all by a sync; `problem` is the first.
+    public var problems: [KeptProblem] = []
     /// Whether the last sync stopped before it was done (not: finished, saying `problem`).
     public var stopped: Bool { !problem.isEmpty && problemCode != Self.finishedCode }
     /// Whether any answer (a refusal too) told this machine the server's time.
     public var clockKnown: Bool = false
 }
 
-/// What a kept problem came from: a sync, or a push or a pull alone (a
-/// sync's problem met while it pushed or pulled is that part's).
-public enum SyncPart: String, Sendable, Equatable {
+/// What a kept problem came from: a push, a pull (alone, or a sync's
+/// pushing or pulling), or the rest of a sync.
+public enum SyncPart: String, Sendable, Equatable, CaseIterable {
     case sync, push, pull
+
+    /// Its meta keys: the message, when, the code (a sync's are the keys
+    /// every problem was kept under before parts were).
+    var keys: (problem: String, at: String, code: String) {
+        ("\(rawValue)_problem", "\(rawValue)_problem_at", "\(rawValue)_problem_code")
+    }
+}
+
+/// One problem kept for `brsync status` (``SyncState/problems``).
+public struct KeptProblem: Sendable, Equatable {
+    public let part: SyncPart
+    public let message: String
+    public let atMillis: Int64?
+    /// The refusal's or stop's code, or ``SyncState/finishedCode``.
+    public let code: String?
 }
 
 /// A value that lost a merge, kept so nothing is lost silently.
@@ -75,36 +93,49 @@ extension Replica {
     }
 
     public func syncState() throws -> SyncState {
-        SyncState(
+        let problems = try keptProblems()
+        return SyncState(
             remoteURL: try meta("remote_url"), caFile: try meta("remote_ca"), epoch: try meta("epoch"),
             pullCursor: Int64(try meta("pull_cursor") ?? "") ?? 0,
             pushedThrough: Int64(try meta("pushed_through") ?? "") ?? 0,
             lastSyncMillis: Int64(try meta("last_sync") ?? ""), clockOffsetMilliseconds: try clockOffset(),
-            account: try meta("account"), problem: try meta("sync_problem") ?? "",
-            problemAtMillis: Int64(try meta("sync_problem_at") ?? ""), problemCode: try meta("sync_problem_code"),
-            problemIn: try meta("sync_problem_in").flatMap(SyncPart.init(rawValue:)) ?? .sync,
+            account: try meta("account"), problem: problems.first?.message ?? "",
+            problemAtMillis: problems.first?.atMillis, problemCode: problems.first?.code,
+            problemIn: problems.first?.part ?? .sync, problems: problems,
             clockKnown: try pendingClockOffset != nil || meta("clock_offset") != nil)
     }
 
-    /// Remembers why a sync, push or pull (`part`) did not finish, or what
-    /// it said when it did (nil: nothing), for `brsync status`, with the code
-    /// of the refusal or stop it ended with, if any.
+    /// The problems kept, newest first.
+    private func keptProblems() throws -> [KeptProblem] {
+        try SyncPart.allCases.compactMap { part in
+            guard let message = try meta(part.keys.problem) else { return nil }
+            return KeptProblem(
+                part: part, message: message, atMillis: Int64(try meta(part.keys.at) ?? ""),
+                code: try meta(part.keys.code))
+        }
+        .sorted { ($0.atMillis ?? 0) > ($1.atMillis ?? 0) }
+    }
+
+    /// Remembers why a push, a pull or the rest of a sync (`part`) did not
+    /// finish, or what it said when it did (nil: nothing), for `brsync
+    /// status`, with the code of the refusal or stop it ended with, if any.
+    /// Only that part's problem is replaced.
     public func recordSyncProblem(_ problem: String?, code: String? = nil, in part: SyncPart = .sync) throws {
         try transaction {
-            try setMeta("sync_problem", problem)
-            try setMeta("sync_problem_at", problem.map { _ in String(currentMillis) })
-            try setMeta("sync_problem_code", problem == nil ? nil : code)
-            try setMeta("sync_problem_in", problem == nil ? nil : part.rawValue)
+            try setMeta(part.keys.problem, problem)
+            try setMeta(part.keys.at, problem.map { _ in String(currentMillis) })
+            try setMeta(part.keys.code, problem == nil ? nil : code)
         }
     }
 
-    /// A push or pull (`part`) that finished: its own problem, kept before,
-    /// is over; what another part kept stays until that part (or a sync)
-    /// finishes.
-    public func clearSyncProblem(from part: SyncPart) throws {
+    /// A push or pull (`part`) that finished ends its own problem and the
+    /// sync's own (it ran what a sync runs besides pushing or pulling); a
+    /// sync ends every one.
+    public func clearSyncProblems(after part: SyncPart) throws {
         try transaction {
-            let kept = try meta("sync_problem_in").flatMap(SyncPart.init(rawValue:)) ?? .sync
-            if kept == part, try meta("sync_problem") != nil { try recordSyncProblem(nil) }
+            for kept in SyncPart.allCases where part == .sync || kept == part || kept == .sync {
+                try recordSyncProblem(nil, in: kept)
+            }
         }
     }
 

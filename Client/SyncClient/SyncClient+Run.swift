@@ -79,15 +79,15 @@ extension SyncClient {
 
     /// Runs a push or a pull alone (`goal`), keeping how it ended for
     /// `brsync status`: a problem it stopped with, or what it said when it
-    /// finished; one finished without any ends the problem its part kept.
+    /// finished; finished, it ends the problems its part and the sync's own
+    /// kept (``Replica/clearSyncProblems(after:)``).
     func runAlone(_ goal: SyncMachine.Goal) throws -> Summary {
         let part = Self.part(of: .finish(record: false, refused: false), in: goal)
         partUnderWay = part
         do {
             let summary = try run(goal)
-            if summary.problems.isEmpty {
-                try replica.clearSyncProblem(from: part)
-            } else {
+            try replica.clearSyncProblems(after: part)
+            if !summary.problems.isEmpty {
                 try replica.recordSyncProblem(
                     summary.problems.joined(separator: "; "), code: SyncState.finishedCode, in: part)
             }
@@ -120,8 +120,10 @@ extension SyncClient {
     /// problems it met.
     private func recordFinishedSync() throws {
         try replica.recordSync()
-        try replica.recordSyncProblem(
-            summary.problems.isEmpty ? nil : summary.problems.joined(separator: "; "),
-            code: SyncState.finishedCode, in: .sync)
+        try replica.clearSyncProblems(after: .sync)
+        if !summary.problems.isEmpty {
+            try replica.recordSyncProblem(
+                summary.problems.joined(separator: "; "), code: SyncState.finishedCode, in: .sync)
+        }
     }
 }

@@ -56,7 +56,8 @@ public final class SyncClient {
         public init() {}
     }
 
-    /// Progress of a long transfer: (what, done, total or nil).
+    /// Progress of a long transfer: (what, done, total or nil); a `done`
+    /// below 0 is a notice with no count (a sync waiting for another).
     public typealias Progress = (String, Int, Int?) -> Void
 
     public struct Summary: Sendable, Equatable {
@@ -214,8 +215,9 @@ public final class SyncClient {
             waiting: SyncLock.Waiting(
                 limitMilliseconds: options.lockWaitMilliseconds, stopRequested: options.stopRequested,
                 told: progress.map { progress in
-                    { holder, waited, limit in
-                        progress("waiting for another sync here (\(holder)) up to \(limit) s:", waited, nil)
+                    { holder, limit in
+                        progress(
+                            "waiting for another sync of this replica (\(holder)) to end, up to \(limit) s", -1, nil)
                     }
                 }))
         transport = Transport(

@@ -19,13 +19,13 @@ final class SyncLock {
     private var depth = 0
     private let waiting: Waiting
 
-    /// How a wait for the lock goes: at most `limitMilliseconds`, told to
-    /// `told` (what holds it, seconds waited, seconds at most) about once
-    /// a second, ended when `stopRequested` says so.
+    /// How a wait for the lock goes: at most `limitMilliseconds`, told
+    /// once to `told` (what holds it, seconds at most), ended when
+    /// `stopRequested` says so.
     struct Waiting {
         var limitMilliseconds: Int
         var stopRequested: (@Sendable () -> Bool)?
-        var told: ((_ holder: String, _ waitedSeconds: Int, _ limitSeconds: Int) -> Void)?
+        var told: ((_ holder: String, _ limitSeconds: Int) -> Void)?
     }
 
     init(home: String, waiting: Waiting) {
@@ -43,7 +43,8 @@ final class SyncLock {
     /// Runs `body` holding the lock (re-entrant within one client).
     func withLock<T>(_ body: () throws -> T) throws -> T {
         if depth == 0 {
-            descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+            // Never through a link: the lock is the home's own file.
+            descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard descriptor >= 0 else { throw SyncError.usage("cannot open \(path): \(SystemError.text())") }
             do {
                 try take()
@@ -72,7 +73,7 @@ final class SyncLock {
     /// Takes the lock, waiting as ``Waiting`` says.
     private func take() throws {
         let started = Clock.monotonicMillis()
-        var toldAt: Int64 = -1
+        var told = false
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
                 throw SyncError.usage("cannot lock \(path): \(SystemError.text())")
@@ -84,20 +85,24 @@ final class SyncLock {
                     "another sync of this replica (\(holder())) has held it for \(waited / 1000) s; it may be stuck "
                         + "(stopped, or on a network that does not answer): end it, or try again once it is done")
             }
-            if waited / 1000 > toldAt {
-                toldAt = waited / 1000
-                waiting.told?(holder(), Int(toldAt), waiting.limitMilliseconds / 1000)
+            if !told {
+                told = true
+                waiting.told?(holder(), waiting.limitMilliseconds / 1000)
             }
             usleep(50_000)
         }
     }
 
-    /// The process that holds the lock, as it wrote itself in the file.
+    /// The process that holds the lock, as it wrote itself in the file
+    /// (a brsync does); one that is gone wrote it before, and another
+    /// program holds the lock now.
     private func holder() -> String {
         var bytes = [UInt8](repeating: 0, count: 32)
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         let text = count > 0 ? String(decoding: bytes.prefix(count), as: UTF8.self) : ""
-        guard let line = text.split(separator: "\n").first, let pid = Int32(line) else { return "process unknown" }
+        guard let line = text.split(separator: "\n").first, let pid = Int32(line), pid > 0,
+            kill(pid, 0) == 0 || errno == EPERM
+        else { return "a process that is not a brsync" }
         return "process \(pid)"
     }
 }

@@ -162,7 +162,7 @@ public protocol SyncReplica: AnyObject {
     func persistServerTime() throws
     func recordSync() throws
     func recordSyncProblem(_ problem: String?, code: String?, in part: SyncPart) throws
-    func clearSyncProblem(from part: SyncPart) throws
+    func clearSyncProblems(after part: SyncPart) throws
 }
 
 extension Replica: SyncReplica {}

@@ -308,23 +308,33 @@ public enum Doctor {
             ]
         }
         var findings: [Finding] = []
-        if !state.problem.isEmpty {
+        for kept in state.problems {
+            let said = kept.code == SyncState.finishedCode ? "it finished saying" : "it stopped"
             findings.append(
                 Finding(
-                    check: "last sync", state: .problem, detail: "it stopped: \(DisplayText.printable(state.problem))",
-                    fix: "brsync sync (the message says what else to do)"))
+                    check: "last \(kept.part.rawValue)", state: .problem,
+                    detail: "\(said): \(DisplayText.printable(kept.message))",
+                    fix: "brsync \(kept.part.rawValue) (the message says what else to do)"))
         }
         do {
-            let client = try machineClient(replica, key: .given(nil)).client
+            // Doctor is run when syncing seems stuck: it does not wait behind a sync that is.
+            var options = SyncClient.Options()
+            options.lockWaitMilliseconds = 2_000
+            let client = try machineClient(replica, key: .given(nil), options: options).client
             let encrypted = try client.accountKeyID() != nil
             findings.append(
                 Finding(
                     check: "server", state: .ok,
                     detail: "\(url) answered; its certificate and this machine's token were accepted"))
             // An answer that cannot be read says nothing of this machine's changes.
-            if let standing = try? client.ownChainStanding(), let finding = ownChain(standing) {
-                findings.append(finding)
-            }
+            do {
+                if let finding = ownChain(try client.ownChainStanding()) { findings.append(finding) }
+            } catch SyncError.replicaBusy(let message) {
+                findings.append(
+                    Finding(
+                        check: "sync", state: .problem, detail: message,
+                        fix: "if it does not end, stop that process (kill PID); nothing is lost"))
+            } catch {}
             if encrypted, (try? AccountKeyFile.read(home: replica.home)) == nil {
                 findings.append(
                     Finding(

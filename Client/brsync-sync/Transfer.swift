@@ -30,6 +30,7 @@ func transfer(
     let progress: SyncClient.Progress? =
         onTerminal
         ? { what, done, total in
+            guard done >= 0 else { return line.draw(what) }
             let seconds = max(0.001, Double(Clock.monotonicMillis() - started) / 1000)
             let rate = Int(Double(done) / seconds)
             line.draw("\(what) \(done)\(total.map { " of \($0)" } ?? "") (\(rate)/s)")

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Storage
 import TestSupport
 import Testing
@@ -162,6 +163,26 @@ extension DoctorTests {
         // Its next sync takes an id of its own; then all is said.
         try mustRun(["sync"], home: copy)
         #expect(!(try run(["doctor"], home: copy).stdout.contains("this machine's changes")))
+    }
+
+    /// Doctor is run when syncing seems stuck: behind a sync that holds the
+    /// replica it does not wait (a couple of seconds), and names the process.
+    @Test func aSyncThatHoldsTheReplicaIsNamed() throws {
+        let world = try CLIWorld(.sqlite)
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["sync"])
+        let lock = open("\(laptop)/sync.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        defer { close(lock) }
+        #expect(lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) == 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pid.withUnsafeBytes { pwrite(lock, $0.baseAddress, $0.count, 0) }
+        let started = Date()
+        let doctor = try world.run(laptop, ["doctor"])
+        #expect(Date().timeIntervalSince(started) < 30, "doctor waited behind the sync")
+        #expect(
+            doctor.status == 1
+                && doctor.stdout.contains("PROBLEM sync: another sync of this replica (process \(getpid()))"),
+            "\(doctor.stdout)")
     }
 
     /// After `browsers rm`, the rules that still name the browser are

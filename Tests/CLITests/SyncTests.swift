@@ -122,7 +122,7 @@ final class CLIWorld: @unchecked Sendable {
             // What the replica learns of the server's time and why a sync failed is
             // bookkeeping for `status`, not data.
             + database.query(
-                "SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'sync_problem_code', 'sync_problem_in', 'instance') ORDER BY 1"
+                "SELECT key || '=' || value FROM meta WHERE key NOT IN ('clock_offset', 'sync_problem', 'sync_problem_at', 'sync_problem_code', 'push_problem', 'push_problem_at', 'push_problem_code', 'pull_problem', 'pull_problem_at', 'pull_problem_code', 'instance') ORDER BY 1"
             ) { $0.string(0) ?? "" }
             + database.query("SELECT COUNT(*) FROM changes") { "changes \($0.int(0) ?? 0)" }
     }
@@ -357,17 +357,22 @@ final class CLIWorld: @unchecked Sendable {
         let token = laptop + "/token"
         try world.mustRun(
             laptop, ["remote", "set", silent, "--token-file", token, "--ca", world.directory.file("ca.pem")])
-        let sync = try BackgroundProcess(world.brsync, ["sync"], environment: ["BRSYNC_HOME": laptop])
-        // Interrupted once it is waiting for the server (its connection is queued on the listener).
-        var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&waiting, 1, 20_000) == 1, "the sync connected")
-        sync.signal(SIGINT)
-        let status = sync.wait(timeout: 20)
-        #expect(
-            status == 128 + SIGINT
-                && sync.text.contains(
-                    "brsync: interrupted; nothing is lost: the next sync goes on from where this one stopped"),
-            "\(String(describing: status)) \(sync.text)")
+        // Ctrl-C, and a `kill` (systemd stopping the timer's sync) alike.
+        for (number, said) in [(SIGINT, "interrupted"), (SIGTERM, "stopped")] {
+            let sync = try BackgroundProcess(world.brsync, ["sync"], environment: ["BRSYNC_HOME": laptop])
+            // Interrupted once it is waiting for the server (its connection is queued on the listener).
+            var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            #expect(poll(&waiting, 1, 20_000) == 1, "the sync connected")
+            sync.signal(number)
+            let status = sync.wait(timeout: 20)
+            #expect(
+                status == 128 + number
+                    && sync.text.contains(
+                        "brsync: \(said); nothing is lost: the next sync goes on from where this one stopped"),
+                "\(String(describing: status)) \(sync.text)")
+            // The connection it left queued is taken off, for the next to be seen.
+            close(accept(listener, nil, nil))
+        }
         try world.mustRun(
             laptop, ["remote", "set", world.url, "--token-file", token, "--ca", world.directory.file("ca.pem")])
         let next = try world.run(laptop, ["sync", "--json"])

@@ -76,6 +76,27 @@ import Testing
         }
     }
 
+    /// A push refused, then a pull that cannot get through: both are kept,
+    /// the pull's newest; the pull that then finishes leaves the push's
+    /// refusal, which still holds, shown.
+    @Test func aPullThatFinishesLeavesAPushRefusalShown() throws {
+        let (world, a, pushes) = try Self.editWaitingBehindARefusingServer()
+        defer { pushes.liar.stop() }
+        let pulls = try Refusing("/v1/pull", in: world)
+        defer { pulls.liar.stop() }
+        try pushes.liar.serving(world) {
+            #expect(throws: SyncError.self) { try world.client(a).push() }
+        }
+        try pulls.liar.serving(world) {
+            #expect(throws: SyncError.self) { try world.client(a).pull() }
+        }
+        var state = try a.replica.syncState()
+        #expect(state.problems.map(\.part) == [.pull, .push] && state.problemIn == .pull, "\(state.problems)")
+        try world.client(a).pull()
+        state = try a.replica.syncState()
+        #expect(state.problems.map(\.part) == [.push] && state.problem.contains("quota_exceeded"), "\(state.problems)")
+    }
+
     /// A sync whose push is refused pulls, then stops with the refusal: the
     /// push's problem, which the next push that finishes ends.
     @Test func aSyncRefusedInItsPushKeepsThePushsProblem() throws {

@@ -50,7 +50,7 @@ import Testing
         let world = try SyncWorld()
         let a = try world.machine("a")
         try a.replica.write(.settings, key: "one", changes: ["value": .int(1)])
-        let holder = try Holder(home: a.replica.home, pid: 424_242)
+        let holder = try Holder(home: a.replica.home, pid: getpid())
         defer { holder.release() }
         let told = Told()
         let started = Date()
@@ -63,12 +63,15 @@ import Testing
                 return
             }
             #expect(
-                message.contains("process 424242") && message.contains("another sync of this replica"), "\(message)")
+                message.contains("process \(getpid())") && message.contains("another sync of this replica"),
+                "\(message)")
         }
         #expect(Date().timeIntervalSince(started) >= 1.1)
         // Told while it waited, naming the process.
         let lines = told.lines.withLock { $0 }
-        #expect(lines.contains { $0.contains("waiting for another sync here (process 424242)") }, "\(lines)")
+        #expect(
+            lines.contains { $0.contains("waiting for another sync of this replica (process \(getpid()))") }, "\(lines)"
+        )
         // Nothing was done, and no problem is kept for a sync that never started.
         #expect(try a.replica.unpushedCount() == 1)
         #expect(try a.replica.syncState().problem.isEmpty)
@@ -95,6 +98,21 @@ import Testing
         defer { holder.release() }
         #expect(throws: SyncError.cancelled) {
             try Self.client(world, a, waitMilliseconds: 60_000, told: Told(), stop: { true }).sync()
+        }
+    }
+
+    /// A pid left in the file by a brsync that is gone (another program
+    /// holds the lock now) is not named as the holder.
+    @Test func aGoneProcessIsNotNamed() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        let holder = try Holder(home: a.replica.home, pid: Int32.max - 1)
+        defer { holder.release() }
+        do {
+            _ = try Self.client(world, a, waitMilliseconds: 100, told: Told()).sync()
+            Issue.record("the sync did not wait for the lock")
+        } catch SyncError.replicaBusy(let message) {
+            #expect(message.contains("a process that is not a brsync") && !message.contains("\(Int32.max - 1)"))
         }
     }
 }

@@ -23,6 +23,13 @@ extension Status.Report {
             "problem": state.problem.isEmpty ? .null : .string(state.problem),
             "problemAt": text(state.problemAtMillis.map(Timestamp.iso8601(millis:))),
             "problemIn": state.problem.isEmpty ? .null : .string(state.problemIn.rawValue),
+            "problems": .array(
+                state.problems.map {
+                    .object([
+                        "in": .string($0.part.rawValue), "problem": .string($0.message),
+                        "at": text($0.atMillis.map(Timestamp.iso8601(millis:))), "code": text($0.code),
+                    ])
+                }),
             "encrypted": .bool(encrypted), "watching": .bool(watching),
         ]
     }
@@ -220,9 +227,9 @@ extension Status.Report {
                     + "\(DisplayText.printable(newest.shown)): \(DisplayText.printable(String(newest.why.prefix(300)))) "
                     + "(\(Timestamp.iso8601(millis: newest.lastAtMillis)))")
         }
-        if !state.problem.isEmpty {
+        for kept in state.problems {
             print(
-                "problem (\(state.problemIn.rawValue)): \(DisplayText.printable(state.problem))\(state.problemAtMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
+                "problem (\(kept.part.rawValue)): \(DisplayText.printable(kept.message))\(kept.atMillis.map { " (\(Timestamp.iso8601(millis: $0)))" } ?? "")"
             )
         }
     }
