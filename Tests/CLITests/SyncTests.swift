@@ -357,9 +357,10 @@ final class CLIWorld: @unchecked Sendable {
         let token = laptop + "/token"
         try world.mustRun(
             laptop, ["remote", "set", silent, "--token-file", token, "--ca", world.directory.file("ca.pem")])
-        // Ctrl-C, and a `kill` (systemd stopping the timer's sync) alike.
-        for (number, said) in [(SIGINT, "interrupted"), (SIGTERM, "stopped")] {
-            let sync = try BackgroundProcess(world.brsync, ["sync"], environment: ["BRSYNC_HOME": laptop])
+        // Ctrl-C, and a `kill` (systemd stopping the timer's sync) alike; a
+        // script that asked for JSON reads one document (stdout and stderr are one text here).
+        for (number, said, arguments) in [(SIGINT, "interrupted", ["sync"]), (SIGTERM, "stopped", ["sync", "--json"])] {
+            let sync = try BackgroundProcess(world.brsync, arguments, environment: ["BRSYNC_HOME": laptop])
             // Interrupted once it is waiting for the server (its connection is queued on the listener).
             var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             #expect(poll(&waiting, 1, 20_000) == 1, "the sync connected")
@@ -370,6 +371,12 @@ final class CLIWorld: @unchecked Sendable {
                     && sync.text.contains(
                         "brsync: \(said); nothing is lost: the next sync goes on from where this one stopped"),
                 "\(String(describing: status)) \(sync.text)")
+            let document = sync.text.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
+            #expect(
+                arguments.contains("--json") == (try? JSONValue.parse(document))?.objectMember("exit").map {
+                    $0 == .int(Int64(128 + number))
+                } ?? false,
+                "\(sync.text)")
             // The connection it left queued is taken off, for the next to be seen.
             close(accept(listener, nil, nil))
         }
