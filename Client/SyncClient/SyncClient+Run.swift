@@ -83,7 +83,6 @@ extension SyncClient {
     /// kept (``Replica/clearSyncProblems(after:)``).
     func runAlone(_ goal: SyncMachine.Goal) throws -> Summary {
         let part = Self.part(of: .finish(record: false, refused: false), in: goal)
-        partUnderWay = part
         do {
             let summary = try run(goal)
             try replica.clearSyncProblems(after: part)
