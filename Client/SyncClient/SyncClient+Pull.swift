@@ -226,7 +226,7 @@ extension SyncClient {
     /// every record the server has must come.
     /// - Parameter first: the first page of a pull of several (``Options/firstBatch``).
     private func pullTarget(
-        cursor: Int64, pushedThrough: Int64, epoch: String?, reconciling: Bool, first: Bool = false
+        cursor: Int64, pushedThrough: Int64, origin: CursorOrigin, reconciling: Bool, first: Bool = false
     ) throws -> String {
         let limit = first ? min(options.firstBatch, options.pullLimit) : options.pullLimit
         var request = PullRequest(since: cursor, limit: max(1, limit), keyID: keyID)
@@ -237,7 +237,10 @@ extension SyncClient {
         }
         // The server names its signing key in the answer only when it is not this one.
         request.signer = signingPublicKey
-        if let epoch, SessionRules.isPlainEpoch(epoch) { request.epoch = epoch }
+        if let epoch = origin.epoch, SessionRules.isPlainEpoch(epoch) { request.epoch = epoch }
+        // The account too: a home pointed at another account's token brings a
+        // cursor that must not restart that account's timeline (``CursorOrigin``).
+        if let account = origin.account, CursorOrigin.isAccountID(account) { request.account = account }
         return request.target
     }
 
@@ -259,8 +262,9 @@ extension SyncClient {
             let state = try replica.syncState()
             let reconciling = try replica.isReconciling()
             let target = try pullTarget(
-                cursor: state.pullCursor, pushedThrough: state.pushedThrough, epoch: state.epoch,
-                reconciling: reconciling, first: first)
+                cursor: state.pullCursor, pushedThrough: state.pushedThrough,
+                origin: CursorOrigin(epoch: state.epoch, account: state.account), reconciling: reconciling,
+                first: first)
             var fetched: FetchedPage?
             if let waiting = ahead.take() {
                 let result = waiting.job.wait()
@@ -282,6 +286,7 @@ extension SyncClient {
                 throw SyncError.badAnswer("the answer to GET \(target) holds no page")
             }
             let accountChanged = try noteAccount(page.account)
+            if accountChanged { summary.accountChanged = true }
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             let action = machine.decide(
                 page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil,
@@ -296,7 +301,10 @@ extension SyncClient {
                 // The request the replica's state makes once this page is applied
                 // (its cursor and epoch are the page's); checked when it is used.
                 let next = try pullTarget(
-                    cursor: page.next, pushedThrough: state.pushedThrough, epoch: page.epoch, reconciling: reconciling)
+                    cursor: page.next, pushedThrough: state.pushedThrough,
+                    origin: CursorOrigin(
+                        epoch: page.epoch, account: page.account.isEmpty ? state.account : page.account),
+                    reconciling: reconciling)
                 let (transport, cipher) = (transport, cipher)
                 // Freeing a page's records (a sealed page's as sent and as
                 // opened) took a tenth of the applying thread's time.

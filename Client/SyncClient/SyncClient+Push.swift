@@ -186,6 +186,7 @@ extension SyncClient {
         var request = PushRequest(
             device: replica.deviceID, from: flight.first, to: last, changes: batch.wire, base: flight.base,
             since: state.pullCursor, epoch: state.epoch, keyID: keyID)
+        request.account = state.account.flatMap { CursorOrigin.isAccountID($0) ? $0 : nil }
         // The batch's pending record, made now (not while the batch before
         // was in flight). The book this client keeps changes only with an
         // accepted answer: a refusal (or an error) leaves it as it was, and

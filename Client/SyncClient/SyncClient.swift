@@ -68,6 +68,10 @@ public final class SyncClient {
         public var bytesSent = 0
         public var bytesReceived = 0
         public var fullResync = false
+        /// The server's answers named another account than the one this
+        /// replica synced with (its token was set to another account's): it
+        /// started over there as a new machine (``fullResync`` too).
+        public var accountChanged = false
         /// Records relayed to the server after it was restored.
         public var relayed = 0
         /// Changes the server did not apply, and pulled records set aside, each with why.
@@ -126,6 +130,7 @@ public final class SyncClient {
             bytesSent += other.bytesSent
             bytesReceived += other.bytesReceived
             fullResync = fullResync || other.fullResync
+            accountChanged = accountChanged || other.accountChanged
             relayed += other.relayed
             problems += other.problems
             newDeviceID = other.newDeviceID ?? newDeviceID

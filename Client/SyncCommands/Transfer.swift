@@ -83,6 +83,7 @@ public enum Transfer {
             "applied": .int(Int64(summary.applied)),
             "requests": .int(Int64(summary.requests)), "bytesSent": .int(Int64(summary.bytesSent)),
             "bytesReceived": .int(Int64(summary.bytesReceived)), "fullResync": .bool(summary.fullResync),
+            "accountChanged": .bool(summary.accountChanged),
             "applyMilliseconds": .int(summary.applyMilliseconds), "relayed": .int(Int64(summary.relayed)),
             "ledgerCheck": summary.ledgerCheck.map {
                 .object([
@@ -176,6 +177,10 @@ public enum Transfer {
             parts.append(
                 "the server was restored from before a key rotation and now uses this machine's key again: \(summary.relayed) record(s) sent sealed"
             )
+        } else if summary.accountChanged {
+            parts.append(
+                "this machine's token is of another account than the one it synced with: it joined that account as a new machine"
+                    + (summary.relayed > 0 ? " (\(summary.relayed) record(s) this machine held sent there)" : ""))
         } else if summary.fullResync {
             parts.append(
                 "the server's timeline changed: re-synced fully"

@@ -401,7 +401,7 @@ public final class SyncAPI: Sendable {
                 token: token)
         }
         let body = try store.pullText(
-            token: token, since: query.since, limit: query.limit, clientDevice: query.replica, clientEpoch: query.epoch,
+            token: token, since: query.since, limit: query.limit, clientDevice: query.replica, origin: query.origin,
             reconciling: query.full, clientProtocol: clientProtocol, clientKeyID: query.keyID,
             clientSigningKey: query.signingKey, chainOf: query.chainOf, maxBytes: configuration.maxPageBytes,
             proof: proof)
@@ -413,7 +413,7 @@ public final class SyncAPI: Sendable {
 
     /// Answers from memory, on the event loop that read the request
     /// (``HTTPServer/Quick``): a pull with nothing new that the store
-    /// remembers (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``),
+    /// remembers (``SyncStore/pullFromMemory(token:since:limit:clientDevice:origin:clientProtocol:clientKeyID:clientSigningKey:)``),
     /// a watch whose device it remembers (it then waits on the loop), and
     /// `/v1/health`. Nil for everything else, and for anything to refuse: a
     /// thread answers those, as ``handle(_:_:)``.
@@ -428,7 +428,7 @@ public final class SyncAPI: Sendable {
                 query.asked.isEmpty, query.chainOf == nil, let proof = quickProof(request),
                 let body = store.pullFromMemory(
                     token: token, since: query.since, limit: query.limit, clientDevice: query.replica,
-                    clientEpoch: query.epoch, clientProtocol: clientProtocol, clientKeyID: query.keyID,
+                    origin: query.origin, clientProtocol: clientProtocol, clientKeyID: query.keyID,
                     clientSigningKey: query.signingKey, proof: proof)
             else { return nil }
             metrics.pulled()
@@ -459,11 +459,15 @@ struct PullQuery {
     var signingKey: String?
     var replica: PullRequest.Pusher?
     var epoch: String?
+    /// The account the cursor belongs to (``PullRequest/account``).
+    var account: String?
     var full: Bool
     /// Records asked for again (``PullRequest/asked``): answered by key, not from the cursor.
     var asked: [PullRequest.Asked]
     /// The device id whose stream the answer echoes (``PullRequest/chainOf``).
     var chainOf: String?
+    /// Where the cursor comes from.
+    var origin: CursorOrigin { CursorOrigin(epoch: epoch, account: account) }
 
     struct Problem: Error {
         let message: String
@@ -481,6 +485,7 @@ struct PullQuery {
         signingKey = request.signer
         replica = request.pusher
         epoch = request.epoch
+        account = request.account
         full = request.full
         asked = request.asked
         chainOf = request.chainOf

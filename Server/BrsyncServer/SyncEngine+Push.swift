@@ -60,8 +60,12 @@ extension SyncEngine {
         }
         let context = PushContext(
             request: request, device: device, prepared: prepared, counters: counters, clientProtocol: clientProtocol,
-            // A cursor of 0 belongs to every timeline; another one only to its epoch.
-            pusherIsCurrent: request.since == 0 || (request.since != nil && request.epoch == epoch))
+            // A cursor of 0 belongs to every timeline; another one only to its
+            // epoch, of this account.
+            pusherIsCurrent: request.since == 0
+                || (request.since != nil && request.epoch == epoch
+                    && request.origin.isOf(epoch: epoch, account: device.accountUID))
+        )
         for change in newChanges {
             try merge(change, context, into: &merging, in: store)
         }
@@ -115,7 +119,7 @@ extension SyncEngine {
                 // (another request started it, or the store's own changed) is
                 // only told where the store stands.
                 var newEpoch: String?
-                if !isNew, request.epoch == nil || request.epoch == epoch {
+                if !isNew, request.origin.isOf(epoch: epoch, account: device.accountUID) {
                     try timelineGate?.admit(
                         device,
                         because: "it pushed from change \(request.from) of a device the store has through \(last)")

@@ -226,7 +226,7 @@ enum SyncEngine {
     ///   take `reset` at any cursor); older ones get the records.
     static func pullPage(
         since cursor: Int64, limit: Int, device: Store.Device, clientDevice replica: PullRequest.Pusher?,
-        clientEpoch: String?, epoch: String, reconciling: Bool, clientProtocol: Int,
+        origin: CursorOrigin, epoch: String, reconciling: Bool, clientProtocol: Int,
         in store: some SyncReadTransaction
     ) throws -> Store.PulledPage {
         var clientDevice: String?
@@ -238,7 +238,9 @@ enum SyncEngine {
         }
         // Read with the device when it authenticated, in this transaction.
         let (accountNext, purged) = (device.accountNextSequence, device.accountPurgedThrough)
-        let sameTimeline = clientEpoch == nil || clientEpoch == epoch
+        // A cursor of another account is not of this one's timeline, even
+        // where both accounts share their store's epoch.
+        let sameTimeline = origin.isOf(epoch: epoch, account: device.accountUID)
         if cursor > 0 && sameTimeline && cursor > accountNext - 1 {
             return Store.PulledPage(rows: [], next: 0, more: true, epoch: epoch, rollback: true)
         }

@@ -67,12 +67,12 @@ extension SyncStore {
     /// reading and writing nothing, or nil when the store must be used (or
     /// the pull refused): an event loop answers with it without a thread.
     public func pullFromMemory(
-        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
+        token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, origin: CursorOrigin,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, proof: WriteAuthority? = nil
     ) -> [UInt8]? {
         guard !token.hasPrefix(Tokens.joinPrefix) else { return nil }
         return try? noChangeFromMemory(
-            hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            hash: Tokens.hash(token), since: cursor, limit: limit, clientDevice: clientDevice, origin: origin,
             clientProtocol: clientProtocol, clientKeyID: clientKeyID, clientSigningKey: clientSigningKey,
             proof: proof, mayWrite: false)
     }
@@ -85,7 +85,7 @@ extension SyncStore {
     /// - Parameter mayWrite: false for an answer that writes nothing: nil
     ///   when the device's bookkeeping is due a write.
     func noChangeFromMemory(
-        hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, clientEpoch: String?,
+        hash: [UInt8], since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher?, origin: CursorOrigin,
         clientProtocol: Int, clientKeyID: String?, clientSigningKey: String?, proof: WriteAuthority?,
         mayWrite: Bool = true
     ) throws -> [UInt8]? {
@@ -96,13 +96,13 @@ extension SyncStore {
             device: device, tokenHash: entry.storedHash, epoch: epochCache.current, stream: nil, records: [],
             epochIsCached: true)
         var page = try SyncEngine.pullPage(
-            since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            since: cursor, limit: limit, device: device, clientDevice: clientDevice, origin: origin,
             epoch: Store.epoch(store: known.epoch, account: device.accountEpoch), reconciling: false,
             clientProtocol: clientProtocol, in: ReadAhead(snapshot: known, clientDevice: ""))
         guard page.rows.isEmpty, !page.more, !page.rollback, !page.reset else { return nil }
         if mayWrite {
             try finishPull(
-                &page, since: cursor, device: device, clientEpoch: clientEpoch,
+                &page, since: cursor, device: device, origin: origin,
                 clientProtocol: countedProtocol(clientProtocol, of: device, proof: proof), joining: false)
         } else if bookkeeping.needsWrite(
             device: device, cursor: cursor, now: currentMillis(),

@@ -14,7 +14,7 @@ extension SyncStore {
     /// code's secret never starts one.
     /// - Throws: `rollback_unconfirmed` or `timeline_limited`, nothing changed.
     func finishPull(
-        _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, clientEpoch: String?,
+        _ page: inout Store.PulledPage, since cursor: Int64, device: Store.Device, origin: CursorOrigin,
         clientProtocol: CountedProtocol, joining: Bool
     ) throws {
         if page.rollback {
@@ -38,9 +38,9 @@ extension SyncStore {
             page.more = false
             return
         }
-        // A cursor of another timeline says nothing about this one, and one
-        // below a purge is being given up.
-        if let clientEpoch, clientEpoch != page.epoch { return }
+        // A cursor of another timeline or account says nothing about this
+        // one, and one below a purge is being given up.
+        if !origin.isOf(epoch: page.epoch, account: device.accountUID) { return }
         if page.reset { return }
         // A join code's secret reads (a joining machine checks the account
         // first): the device has not joined, and is not seen by it.

@@ -228,8 +228,8 @@ extension SyncStore {
     ///     (from versions it had pulled) are skipped, but only when it proves
     ///     it is the replica that made the stream's latest push (a copy of its
     ///     home shares its device id, not its history).
-    ///   - clientEpoch: the epoch the cursor belongs to; a cursor of another
-    ///     timeline is not recorded, and a cursor beyond this store's
+    ///   - origin: the epoch and account the cursor belongs to; a cursor of
+    ///     another timeline or account is not recorded, and a cursor beyond this store's
     ///     high-water mark starts a new epoch (the store was rolled back).
     ///   - reconciling: the replica is pulling everything after a `reset`.
     ///   - clientProtocol: the client's protocol (``Wire/protocolHeader``);
@@ -248,7 +248,7 @@ extension SyncStore {
     ///     (``countedProtocol(_:of:proof:verify:)``).
     public func pullText(
         token: String, since cursor: Int64, limit: Int, clientDevice: PullRequest.Pusher? = nil,
-        clientEpoch: String? = nil,
+        origin: CursorOrigin = CursorOrigin(),
         reconciling: Bool = false, clientProtocol: Int = Wire.protocolVersion, clientKeyID: String? = nil,
         clientSigningKey: String? = nil, chainOf: String? = nil,
         maxBytes: Int = Store.defaultPageBytes, proof: WriteAuthority? = nil
@@ -258,7 +258,7 @@ extension SyncStore {
         if !joining, !reconciling, chainOf == nil,
             let answer = try noChangeFromMemory(
                 hash: hash, since: cursor, limit: limit, clientDevice: clientDevice,
-                clientEpoch: clientEpoch, clientProtocol: clientProtocol,
+                origin: origin, clientProtocol: clientProtocol,
                 clientKeyID: clientKeyID, clientSigningKey: clientSigningKey, proof: proof)
         {
             return answer
@@ -279,12 +279,12 @@ extension SyncStore {
         let device = try Self.check(snapshot.device, storedHash: snapshot.tokenHash, hash: hash)
         try SyncEngine.checkProtocol(clientProtocol, keyID: clientKeyID, of: device)
         var page = try SyncEngine.pullPage(
-            since: cursor, limit: limit, device: device, clientDevice: clientDevice, clientEpoch: clientEpoch,
+            since: cursor, limit: limit, device: device, clientDevice: clientDevice, origin: origin,
             epoch: Store.epoch(store: snapshot.epoch, account: device.accountEpoch), reconciling: reconciling,
             clientProtocol: clientProtocol,
             in: ReadAhead(snapshot: snapshot, clientDevice: proving))
         try finishPull(
-            &page, since: cursor, device: device, clientEpoch: clientEpoch,
+            &page, since: cursor, device: device, origin: origin,
             clientProtocol: countedProtocol(clientProtocol, of: device, proof: proof), joining: joining)
         // Of any id in the account (homes copied with their token share
         // it), to a token whose device pushed: in an encrypted account only a

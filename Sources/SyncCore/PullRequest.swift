@@ -21,6 +21,10 @@ public struct PullRequest: Sendable, Equatable {
     public var pusher: Pusher?
     /// The timeline the cursor belongs to.
     public var epoch: String?
+    /// The account the cursor belongs to (``PullResponse/account`` of the
+    /// answer that gave it): a cursor of another account starts no new
+    /// timeline here (``CursorOrigin``).
+    public var account: String?
     /// A device id whose stream the answer should say where the server
     /// holds it (``PullResponse/chain``): the asking replica's own. The
     /// server answers it only for the id the token's device last pushed
@@ -44,6 +48,9 @@ public struct PullRequest: Sendable, Equatable {
             self.key = key
         }
     }
+
+    /// Where the cursor comes from (``epoch`` and ``account``).
+    public var origin: CursorOrigin { CursorOrigin(epoch: epoch, account: account) }
 
     /// The most records one request asks for again (~5.6 KB of target, within
     /// the server's 8 KiB request line).
@@ -94,6 +101,7 @@ public struct PullRequest: Sendable, Equatable {
         if let keyID { target += "&key=\(keyID)" }
         if let signer { target += "&signer=\(signer)" }
         if let epoch { target += "&epoch=\(epoch)" }
+        if let account { target += "&account=\(account)" }
         if let chainOf { target += "&chain=\(chainOf)" }
         return target
     }
@@ -140,6 +148,12 @@ public struct PullRequest: Sendable, Equatable {
             }
             epoch = text
         }
+        if let text = query["account"] {
+            guard CursorOrigin.isAccountID(text) else {
+                throw Wire.Problem("account must be the account id an answer named (lowercase letters and digits)")
+            }
+            account = text
+        }
         if let device = query["chain"] {
             guard HLCTimestamp.isValidDevice(device), pusher.map({ $0.device == device }) ?? true else {
                 throw Wire.Problem("chain must be a device id, the one device names when both are given")
@@ -166,12 +180,12 @@ public struct PullRequest: Sendable, Equatable {
             }
             // One request, one meaning: records by key, or a page after a cursor.
             guard
-                ["since", "limit", "full", "device", "pushed", "digest", "epoch", "chain"].allSatisfy({
+                ["since", "limit", "full", "device", "pushed", "digest", "epoch", "account", "chain"].allSatisfy({
                     query[$0] == nil
                 })
             else {
                 throw Wire.Problem(
-                    "keys asks for records by key: it takes no since, limit, full, device, epoch or chain")
+                    "keys asks for records by key: it takes no since, limit, full, device, epoch, account or chain")
             }
         }
     }

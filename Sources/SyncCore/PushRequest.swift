@@ -15,6 +15,12 @@ public struct PushRequest: Sendable, Equatable {
     /// to it by its next pull.
     public var since: Int64?
     public var epoch: String?
+    /// The account the client last met (``PullResponse/account``): a push
+    /// from further than the store has its device starts a new timeline only
+    /// when it names this account, or none (``CursorOrigin``).
+    public var account: String?
+    /// Where ``since`` comes from (``epoch`` and ``account``).
+    public var origin: CursorOrigin { CursorOrigin(epoch: epoch, account: account) }
     /// The id of the account key the changes are sealed with (end-to-end
     /// encryption): an encrypted account refuses changes sealed with a key
     /// it no longer uses (rotated).
@@ -53,6 +59,11 @@ public struct PushRequest: Sendable, Equatable {
         var output: [UInt8] = []
         output.reserveCapacity(256 + (changeTexts?.reduce(0) { $0 + $1.count + 1 } ?? 600 * changes.count))
         output.append(UInt8(ascii: "{"))
+        if let account {
+            output += #""account":"#.utf8
+            JSONValue.writeString(account, into: &output)
+            output.append(UInt8(ascii: ","))
+        }
         if let base {
             output += #""base":"#.utf8
             JSONValue.writeString(base, into: &output)
@@ -97,7 +108,7 @@ public struct PushRequest: Sendable, Equatable {
     /// device, the range, the changes (an array of at most
     /// ``Wire/maxPushChanges``, exactly the range, numbered in order, each
     /// valid or over a limit only: see ``unreadable``), then `base`,
-    /// `since`, `epoch` and `key`.
+    /// `since`, `epoch`, `account` and `key`.
     public init(reading bytes: UnsafeBufferPointer<UInt8>) throws(Wire.ReadError) {
         try self.init(reading: bytes, secondThread: nil)
     }
@@ -139,9 +150,14 @@ public struct PushRequest: Sendable, Equatable {
         if let since, since < 0 { throw Wire.Problem("\"since\" must be a cursor (0 or more)") }
         let epoch = object["epoch"]?.stringValue
         if let epoch, epoch.utf8.count > 64 { throw Wire.Problem("\"epoch\" is at most 64 bytes") }
+        let account = object["account"]
+        if let account, account.stringValue.map(CursorOrigin.isAccountID) != true {
+            throw Wire.Problem("\"account\" must be the account id an answer named (lowercase letters and digits)")
+        }
         self.init(
             device: device, from: from, to: to, changes: reading.changes, base: base, since: since, epoch: epoch,
             keyID: try Wire.keyID(in: object))
+        self.account = account?.stringValue
         ledger = try Self.ledger(in: object)
         unreadable = reading.unreadable
     }

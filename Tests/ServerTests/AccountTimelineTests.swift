@@ -153,3 +153,69 @@ extension AccountTimelineTests {
         #expect(try Self.get(bob, "/v1/pull?since=999999999", token: secret).errorCode == .rollbackUnconfirmed)
     }
 }
+
+/// A home pointed at another account's token brings that account's cursor:
+/// it restarts nothing here (two accounts that never started a timeline of
+/// their own share the store's epoch, so only the account tells them apart).
+extension AccountTimelineTests {
+    static func page(_ device: TestDevice) throws -> PullResponse {
+        try Wire.read(try device.pull().text, PullResponse.init(reading:))
+    }
+
+    @Test(arguments: StoreKind.allCases) func aCursorOfAnotherAccountStartsNoTimeline(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let alice = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
+        let bob = try fixture.device("bob", "phone", protocol: Wire.protocolVersion)
+        #expect(try alice.push([alice.change("a.example", ["browser": .string("firefox")])]).status == 200)
+        #expect(
+            try bob.push((1...5).map { bob.change("b\($0).example", ["browser": .string("firefox")]) }).status == 200)
+        let (alicePage, bobPage) = (try Self.page(alice), try Self.page(bob))
+        #expect(alicePage.epoch == bobPage.epoch && alicePage.account != bobPage.account)
+        // Alice's token in a home that synced with Bob's account: his cursor 5, his epoch, his account.
+        alice.origin = CursorOrigin(epoch: bobPage.epoch, account: bobPage.account)
+        let pulled = try alice.pull(since: 5)
+        #expect(pulled.status == 200, "\(pulled.text)")
+        let answer = try Wire.read(pulled.text, PullResponse.init(reading:))
+        #expect(answer.account == alicePage.account && answer.epoch == alicePage.epoch)
+        #expect(try Self.page(alice).epoch == alicePage.epoch, "a cursor of Bob's account restarted Alice's")
+        // Nor does a push that names Bob's account from further than Alice's stream.
+        alice.nextSequence = 9
+        let gap = try alice.push([alice.change("b.example", ["browser": .string("firefox")])])
+        #expect(gap.errorCode == .gap, "\(gap.text)")
+        #expect(try Self.page(alice).epoch == alicePage.epoch)
+        // Her own account's cursor past her records still does (the server was rolled back).
+        alice.origin = CursorOrigin(epoch: alicePage.epoch, account: alicePage.account)
+        #expect(try alice.pull(since: 5).status == 200)
+        #expect(try Self.page(alice).epoch != alicePage.epoch)
+        #expect(try Self.page(bob).epoch == bobPage.epoch)
+    }
+
+    /// What a client sends as its account is checked like its epoch.
+    @Test func anAccountThatIsNoIdIsRefused() throws {
+        var clock = HybridLogicalClock(device: "d")
+        var vector = VersionVector()
+        vector.increment("d")
+        let stamp = clock.tick(wallMillis: 1_700_000_000_000)
+        let change = ChangeRecord(
+            sequence: 1, collection: .rules, key: "a.example",
+            state: RecordState(fields: ["browser": StampedValue(.string("firefox"), stamp: stamp)], versions: vector))
+        var push = PushRequest(device: "d", from: 1, to: 1, changes: [change])
+        push.account = "0123abcdef"
+        #expect(try Wire.read(String(decoding: push.body(), as: UTF8.self), PushRequest.init(reading:)) == push)
+        #expect(try PullRequest(query: ["since": "1", "account": "0123abcdef"], maxLimit: 10).account == "0123abcdef")
+        for bad in ["", "ABC", "a/b", String(repeating: "a", count: 65), "a b"] {
+            #expect(throws: Wire.Problem.self) { try PullRequest(query: ["since": "1", "account": bad], maxLimit: 10) }
+            push.account = bad
+            let body = String(decoding: push.body(), as: UTF8.self)
+            #expect(throws: Wire.ReadError.self, "\(body)") { try Wire.read(body, PushRequest.init(reading:)) }
+        }
+        // Not a string at all.
+        let number = String(decoding: push.body(), as: UTF8.self).replacingOccurrences(
+            of: #""account":"a b""#, with: #""account":12"#)
+        #expect(throws: Wire.ReadError.self) { try Wire.read(number, PushRequest.init(reading:)) }
+        #expect(
+            throws: Wire.Problem.self,
+            "records by key take no account"
+        ) { try PullRequest(query: ["keys": "rules:h1.x", "account": "0123"], maxLimit: 10) }
+    }
+}

@@ -169,7 +169,7 @@ import Testing
     }
 
     /// The event loops answer a no-change pull from memory alone
-    /// (``SyncStore/pullFromMemory(token:since:limit:clientDevice:clientEpoch:clientProtocol:clientKeyID:clientSigningKey:)``):
+    /// (``SyncStore/pullFromMemory(token:since:limit:clientDevice:origin:clientProtocol:clientKeyID:clientSigningKey:)``):
     /// the same answer a thread makes from the store, but for the clock;
     /// nothing for a cursor behind, a token not seen, a join secret or a
     /// revoked device, which go to a thread.
@@ -185,7 +185,7 @@ import Testing
         let cursor = try desktop.pullAll().cursor
         func fromMemory(_ token: String, since: Int64) -> [UInt8]? {
             fixture.store.pullFromMemory(
-                token: token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                token: token, since: since, limit: 100, clientDevice: nil, origin: CursorOrigin(),
                 clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil)
         }
         func withoutClock(_ text: String) throws -> JSONValue {

@@ -70,6 +70,8 @@ final class TestDevice: @unchecked Sendable {
     let deviceID: String
     var clock: HybridLogicalClock
     var nextSequence: Int64 = 1
+    /// The account and epoch its pushes and pulls name (``CursorOrigin``); nil: none, as older clients.
+    var origin = CursorOrigin()
 
     init(client: HTTPClient, token: String, deviceID: String) {
         self.client = client
@@ -132,13 +134,17 @@ final class TestDevice: @unchecked Sendable {
         }
         let request = PushRequest(
             device: deviceID, from: from, to: changes.last?.sequence ?? 1, changes: changes,
-            base: from == 1 ? nil : base, keyID: keyID)
-        return try post("/v1/push", body: request.body())
+            base: from == 1 ? nil : base, epoch: origin.epoch, keyID: keyID)
+        var named = request
+        named.account = origin.account
+        return try post("/v1/push", body: named.body())
     }
 
     /// A pull, signed with ``signingKey`` when it is set (as a key holder's brsync signs its pulls).
     func pull(since: Int64 = 0, limit: Int? = nil) throws -> HTTPResponseParser.ParsedResponse {
-        let target = "/v1/pull?since=\(since)" + (limit.map { "&limit=\($0)" } ?? "")
+        var request = PullRequest(since: since, limit: limit, epoch: origin.epoch)
+        request.account = origin.account
+        let target = request.target
         var headers = authorization
         if let signingKey {
             headers.add(

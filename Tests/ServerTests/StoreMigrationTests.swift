@@ -63,7 +63,7 @@ import Testing
             let after = try Wire.read(
                 String(
                     decoding: try postgres.pullText(
-                        token: desktop.token, since: since, limit: 100, clientDevice: nil, clientEpoch: nil,
+                        token: desktop.token, since: since, limit: 100, clientDevice: nil, origin: CursorOrigin(),
                         reconciling: false, clientProtocol: 2, clientKeyID: nil, clientSigningKey: nil,
                         maxBytes: 1 << 20), as: UTF8.self),
                 PullResponse.init(reading:))

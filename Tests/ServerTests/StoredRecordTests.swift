@@ -42,7 +42,7 @@ extension StoredRecordTests {
         let stored = try fixture.store.records(account: "alice")
         for (since, limit) in [(Int64(0), 3), (3, 3), (6, 3), (7, 3), (0, 100)] {
             let text = try fixture.store.pullText(
-                token: device.token, since: since, limit: limit, clientDevice: nil, clientEpoch: nil,
+                token: device.token, since: since, limit: limit, clientDevice: nil, origin: CursorOrigin(),
                 reconciling: false, clientProtocol: Wire.protocolVersion, clientKeyID: nil, clientSigningKey: nil,
                 chainOf: nil,
                 maxBytes: 1 << 20)

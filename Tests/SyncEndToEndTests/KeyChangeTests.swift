@@ -398,8 +398,13 @@ import Testing
                 Issue.record("\(error)")
             }
         }
+        let (bobEpoch, aliceCursor) = (try y.replica.syncState().epoch, try a.replica.syncState().pullCursor)
+        #expect(aliceCursor > (try y.replica.syncState().pullCursor), "alice's cursor is past bob's records")
         refusedAsOtherAccount(a)
-        try world.sync(y)
+        // Bob's timeline stays: a cursor of alice's account says nothing about his.
+        let bobs = try world.sync(y)
+        #expect(!bobs.fullResync && bobs.relayed == 0, "\(bobs)")
+        #expect(try y.replica.syncState().epoch == bobEpoch)
         #expect(try !world.store.authenticate(token: y.token).accountEncrypted)
         #expect(try SyncWorld.rules(y.replica).keys.sorted() == ["bob.com"])
         // bob's account encrypted on bob's machine; its code added here.

@@ -70,3 +70,33 @@ import Testing
         #expect(try KeyChangeTests.freshRules(world, key: key) == ["a.example", "b.example"])
     }
 }
+
+/// A home pointed at another account's token (a mistake, or a move) brings
+/// the cursor of the account it synced with: the account it now reaches
+/// keeps its timeline, so its other machines do not re-sync.
+extension TimelineConfirmationTests {
+    @Test(arguments: StoreKind.allCases) func aHomeOfAnotherAccountRestartsNothingThere(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, a2) = (try world.machine("a"), try world.machine("a2"))
+        try KeyChangeTests.rule(a, "alice.example")
+        try world.sync(a)
+        try world.sync(a2)
+        try world.store.addAccount("bob")
+        let y = try world.machine("y", account: "bob")
+        for index in 1...12 { try KeyChangeTests.rule(y, "bob\(index).example") }
+        try world.sync(y)
+        let (aliceEpoch, bobState) = (try #require(try a2.replica.syncState().epoch), try y.replica.syncState())
+        // Neither account started a timeline of its own: the same epoch; y's cursor is past alice's records.
+        let aliceCursor = try a2.replica.syncState().pullCursor
+        #expect(bobState.epoch == aliceEpoch && bobState.pullCursor > aliceCursor)
+        y.token = try world.store.addDevice(account: "alice", name: "y")
+        let moved = try world.sync(y)
+        #expect(moved.accountChanged && moved.relayed >= 13, "\(moved)")
+        #expect(try SyncWorld.rules(y.replica).keys.contains("alice.example"))
+        // Alice's machine: her timeline as it was, only what y brought.
+        let summary = try world.sync(a2)
+        #expect(!summary.fullResync && summary.relayed == 0 && summary.pushed == 0, "\(summary)")
+        #expect(try a2.replica.syncState().epoch == aliceEpoch)
+        #expect(try SyncWorld.rules(a2.replica).count == 13)
+    }
+}
