@@ -411,7 +411,10 @@ extension Replica {
     /// acknowledged change numbers are of another timeline, and every record
     /// held goes up to the new one (see ``requireFullRelay()``).
     /// - Returns: whether the account differs from the last one seen.
-    public func checkAccount(_ account: String) throws -> Bool {
+    /// - Parameter epoch: the answer's epoch, taken with another account
+    ///   (that account's timeline is the replica's from here on: it is not
+    ///   a second start-over, and its records go up once).
+    public func checkAccount(_ account: String, epoch: String? = nil) throws -> Bool {
         guard !account.isEmpty else { return false }
         // The account of the last answer (every answer after the first): nothing to write.
         if try meta("account") == account { return false }
@@ -422,6 +425,7 @@ extension Replica {
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
             try setMeta("relay_all", "1")
+            if let epoch, !epoch.isEmpty, SessionRules.isPlainEpoch(epoch) { try setMeta("epoch", epoch) }
             return true
         }
     }

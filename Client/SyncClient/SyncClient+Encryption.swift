@@ -164,9 +164,9 @@ extension SyncClient {
     /// A replica with a key meets only the account its key belongs to.
     /// - Returns: whether the account differs from the last one seen.
     /// - Throws: `other_account` for another account, before anything changes.
-    func noteAccount(_ account: String) throws -> Bool {
+    func noteAccount(_ account: String, epoch: String? = nil) throws -> Bool {
         try checkKeyAccount(account)
-        let changed = try replica.checkAccount(account)
+        let changed = try replica.checkAccount(account, epoch: epoch)
         if changed { try countTimelineChange("account") }
         return changed
     }

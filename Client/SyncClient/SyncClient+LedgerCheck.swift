@@ -90,7 +90,7 @@ extension SyncClient {
         // it is not forks at its next push; either mends the id's ledger,
         // the first to see the other's writes writing a ledger of both, the
         // other taking that one as its own (so two homes write once each).
-        if standing != .unknown, options.takesInOtherHomes,
+        if standing != .unknown, standing != .otherAccount, options.takesInOtherHomes,
             try takeInWrittenElsewhere(book, rows: rows, fromElsewhere: held.fromElsewhere)
         {
             try replica.forgetWritesFromElsewhere(fromElsewhere)

@@ -38,6 +38,9 @@ extension SyncClient {
     /// ``ownChainStanding()``, holding the lock.
     func chainStanding() throws -> ChainEcho.Standing {
         let page = try fetchPage(PullRequest(limit: 1, chainOf: replica.deviceID).target)
+        if !page.account.isEmpty, let known = try replica.syncState().account, !known.isEmpty, known != page.account {
+            return .otherAccount
+        }
         guard let chain = page.chain else { return .unknown }
         let pushedThrough = try replica.syncState().pushedThrough
         return try chain.standing(pushedThrough: pushedThrough) { try storedChain($0) }
@@ -285,7 +288,7 @@ extension SyncClient {
             guard let page = current.page else {
                 throw SyncError.badAnswer("the answer to GET \(target) holds no page")
             }
-            let accountChanged = try noteAccount(page.account)
+            let accountChanged = try noteAccount(page.account, epoch: page.epoch)
             if accountChanged { summary.accountChanged = true }
             let epochChanged = accountChanged ? false : try handleEpoch(page.epoch)
             let action = machine.decide(

@@ -230,8 +230,9 @@ extension SyncClient {
         let response: PushResponse
         do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
         flight.response = response
-        if try noteAccount(response.account) {
+        if try noteAccount(response.account, epoch: response.epoch) {
             summary.fullResync = true
+            summary.accountChanged = true
             try prepareSync()
             return .timelineChanged(pushedThrough: try replica.syncState().pushedThrough)
         }

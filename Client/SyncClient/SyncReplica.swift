@@ -26,7 +26,7 @@ public protocol SyncReplica: AnyObject {
     // MARK: The timeline (account, epoch, device id, encryption)
     func takeNewDeviceIDIfCopied() throws -> String?
     func forkDeviceID() throws -> String
-    func checkAccount(_ account: String) throws -> Bool
+    func checkAccount(_ account: String, epoch: String?) throws -> Bool
     func setKeyAccount(_ account: String) throws
     func startNewEpochIfFirst(_ epoch: String) throws
     func startNewEpoch(_ epoch: String) throws

@@ -289,6 +289,12 @@ public enum Doctor {
                 check: "this machine's changes", state: .note,
                 detail: "the server took them through change \(last), further than it answered (an answer was lost)",
                 fix: "brsync sync (it confirms them)")
+        case .otherAccount:
+            return Finding(
+                check: "this machine's changes", state: .note,
+                detail:
+                    "this machine's token is of another account than the one it synced with: its next sync joins that account as a new machine and sends what this machine holds there (a machine with the account key of its own account stops instead, and sends nothing)",
+                fix: "brsync sync, or 'brsync remote set' with a token of the account this machine synced with")
         case .another:
             return Finding(
                 check: "this machine's changes", state: .problem,

@@ -127,6 +127,7 @@ public enum Transfer {
         case .behind: "behind this machine's"
         case .ahead: "ahead of what this machine was told"
         case .another: "another home's"
+        case .otherAccount: "another account's"
         case .unknown: "unknown"
         }
     }

@@ -113,13 +113,15 @@ public final class SyncAPI: Sendable {
                 if try bearerToken(head).hasPrefix(Tokens.joinPrefix) { throw Self.joinSecretOnlyReads }
                 let device = try authenticate(head)
                 _ = try Self.clientProtocol(head)
-                try Self.checkCoding(head, route: route, device: device)
                 // Records readable for an encrypted account, or sealed with a
                 // key it left, are refused before they are sent (the client
-                // waits for `100 Continue`).
+                // waits for `100 Continue`). First: a machine without the key
+                // that compresses (it took the account to be readable) is
+                // told the account is encrypted, not only that it compressed.
                 if route == .push || route == .relay, let claim = try Self.sealedWith(head) {
                     try SyncEngine.checkSealing(claim, of: device)
                 }
+                try Self.checkCoding(head, route: route, device: device)
                 return nil
             case .join:
                 try Self.checkCoding(head, route: route, device: nil)

@@ -27,6 +27,11 @@ public struct ChainEcho: Sendable, Equatable {
         /// another home syncs under it (a copy of this one), or the server
         /// mixes up devices.
         case another
+        /// The token reaches another account than the one this replica
+        /// synced with: the account's streams say nothing of this replica's
+        /// (its next sync joins that account as a new machine, or stops with
+        /// a key of its own account).
+        case otherAccount
         /// The server did not say (it is older than the chain echo, or the
         /// id is not the one this token last pushed under), or keeps no
         /// digest of its last change: nothing can be told.

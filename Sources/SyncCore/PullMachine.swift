@@ -44,6 +44,9 @@ public struct PullMachine: Sendable {
     public mutating func decide(
         _ page: PullResponse, accountChanged: Bool, epochChanged: Bool, hasKey: Bool, cursor: Int64
     ) -> Action {
+        // Nothing of a replica without the key goes up to an encrypted
+        // account, not even on another timeline or account: it waits for the key.
+        if page.encrypted, !hasKey { return .needKey }
         if accountChanged || epochChanged {
             if let stop = restart("the server changed its epoch or account") { return stop }
             return .pushThenStartOver(fullResync: accountChanged)

@@ -81,6 +81,17 @@ import Testing
             expectContinue: true)
         #expect(sent.status == 400 && sent.errorMessage.contains("never sent compressed"), "\(sent.text)")
         #expect(try laptop.pullAll().records["rules/\(more[0].key)"] == nil)
+        // From a machine without the key (it took the account to be
+        // readable): what it must hear is that the account is encrypted.
+        for route in ["/v1/push", "/v1/relay"] {
+            var keyless = laptop.authorization
+            keyless.add("Content-Encoding", "gzip")
+            keyless.add(Wire.sealedWithHeader, "none")
+            let readable = try laptop.client.send(
+                method: "POST", target: route, headers: keyless, body: Gzip.compress(Array("{}".utf8)),
+                expectContinue: true)
+            #expect(readable.status == 409 && readable.errorCode == .encryptionRequired, "\(route): \(readable.text)")
+        }
     }
 
     @Test(arguments: StoreKind.allCases) func aReadablePushMayComeCompressedAndBadOnesChangeNothing(

@@ -22,8 +22,12 @@ import Testing
         // Another account or a new epoch: push everything, then from zero.
         (page(), true, false, false, 9, .pushThenStartOver(fullResync: true)),
         (page(), false, true, false, 9, .pushThenStartOver(fullResync: false)),
-        // The timeline wins over a reset or an encryption mismatch on the same page.
-        (page(reset: true, encrypted: true), false, true, false, 9, .pushThenStartOver(fullResync: false)),
+        // The timeline wins over a reset, and over an encryption mismatch, on the same page.
+        (page(reset: true, encrypted: true), false, true, true, 9, .pushThenStartOver(fullResync: false)),
+        (page(reset: true), false, true, true, 9, .pushThenStartOver(fullResync: false)),
+        // But nothing of a replica without the key goes up to an encrypted account, on any timeline.
+        (page(encrypted: true), true, false, false, 9, .needKey),
+        (page(reset: true, encrypted: true), false, true, false, 9, .needKey),
         // A purge this replica did not see: reconcile (said only when it had pulled before).
         (page(reset: true), false, false, false, 9, .reconcile(fullResync: true)),
         (page(reset: true), false, false, false, 0, .reconcile(fullResync: false)),

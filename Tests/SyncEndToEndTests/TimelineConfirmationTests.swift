@@ -75,7 +75,11 @@ import Testing
 /// the cursor of the account it synced with: the account it now reaches
 /// keeps its timeline, so its other machines do not re-sync.
 extension TimelineConfirmationTests {
-    @Test(arguments: StoreKind.allCases) func aHomeOfAnotherAccountRestartsNothingThere(_ kind: StoreKind) throws {
+    /// `ownTimeline`: bob's account started a timeline of its own first (a
+    /// rollback): the two accounts' epochs differ, and the home takes
+    /// alice's with her account (its records go up once, not twice).
+    @Test(arguments: StoreKind.allCases, [false, true])
+    func aHomeOfAnotherAccountRestartsNothingThere(_ kind: StoreKind, ownTimeline: Bool) throws {
         let world = try SyncWorld(kind)
         let (a, a2) = (try world.machine("a"), try world.machine("a2"))
         try KeyChangeTests.rule(a, "alice.example")
@@ -85,18 +89,68 @@ extension TimelineConfirmationTests {
         let y = try world.machine("y", account: "bob")
         for index in 1...12 { try KeyChangeTests.rule(y, "bob\(index).example") }
         try world.sync(y)
+        if ownTimeline {
+            let http = HTTPClient(
+                .init(
+                    address: SocketAddress(host: "127.0.0.1", port: world.port), serverName: "localhost",
+                    tls: try TLSContext.client(caFile: world.caFile)))
+            let beyond = try http.send(
+                method: "GET", target: "/v1/pull?since=999999999",
+                headers: ["Authorization": "Bearer \(y.token)", Wire.protocolHeader: String(Wire.protocolVersion)])
+            #expect(beyond.status == 200)
+            try world.sync(y)
+        }
         let (aliceEpoch, bobState) = (try #require(try a2.replica.syncState().epoch), try y.replica.syncState())
-        // Neither account started a timeline of its own: the same epoch; y's cursor is past alice's records.
+        // Without a timeline of its own each account has the store's epoch; y's cursor is past alice's records.
         let aliceCursor = try a2.replica.syncState().pullCursor
-        #expect(bobState.epoch == aliceEpoch && bobState.pullCursor > aliceCursor)
+        #expect((bobState.epoch == aliceEpoch) == !ownTimeline && bobState.pullCursor > aliceCursor)
+        let held = try RecordCollection.allCases.map { try y.replica.records($0).count }.reduce(0, +)
         y.token = try world.store.addDevice(account: "alice", name: "y")
         let moved = try world.sync(y)
-        #expect(moved.accountChanged && moved.relayed >= 13, "\(moved)")
+        #expect(moved.accountChanged && moved.relayed == held, "held \(held): \(moved)")
         #expect(try SyncWorld.rules(y.replica).keys.contains("alice.example"))
+        #expect(try y.replica.syncState().epoch == aliceEpoch)
         // Alice's machine: her timeline as it was, only what y brought.
         let summary = try world.sync(a2)
         #expect(!summary.fullResync && summary.relayed == 0 && summary.pushed == 0, "\(summary)")
         #expect(try a2.replica.syncState().epoch == aliceEpoch)
         #expect(try SyncWorld.rules(a2.replica).count == 13)
+        // Asked where it stands before that sync, a home of another account says so.
+        y.token = try world.store.addDevice(account: "bob", name: "y-again")
+        #expect(try world.client(y).ownChainStanding() == .otherAccount)
+    }
+
+    /// A home without a key pointed at an encrypted account's token sends
+    /// nothing there, readable or compressed: it stops for the key at once.
+    @Test func aHomeWithoutAKeySendsNothingToAnEncryptedAccount() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        try KeyChangeTests.rule(a, "alice.example")
+        try world.sync(a)
+        try world.store.addAccount("bob")
+        let (y, y2) = (try world.machine("y", account: "bob"), try world.machine("y2", account: "bob"))
+        try KeyChangeTests.rule(y, "bob.example")
+        try world.sync(y)
+        _ = try KeyChangeTests.shareNewKey(world, from: y, with: [y2])
+        try world.sync(y2)
+        try KeyChangeTests.rule(a, "unpushed.example")
+        a.token = try world.store.addDevice(account: "bob", name: "a")
+        for _ in 0..<2 {
+            do {
+                try world.sync(a)
+                Issue.record("a home without the key synced with an encrypted account")
+            } catch let error as SyncError {
+                // Told by the server (a request naming no key) or by the page: the key is what it needs.
+                switch error {
+                case .stopped(let code, let message), .refused(let code, let message):
+                    #expect(code == .noAccountKey && message.contains("brsync key add"), "\(message)")
+                default: Issue.record("\(error)")
+                }
+            }
+        }
+        // Bob's machines find nothing new: nothing of alice's went up.
+        let summary = try world.sync(y2)
+        #expect(summary.pulled == 0 && !summary.fullResync, "\(summary)")
+        #expect(try SyncWorld.rules(y2.replica).keys.sorted() == ["bob.example"])
     }
 }
