@@ -274,7 +274,8 @@ public enum Doctor {
     /// Where the server holds this machine's own changes, when it is not
     /// simply this machine's chain (nothing to say then, or when the server
     /// does not say).
-    static func ownChain(_ standing: ChainEcho.Standing) -> Finding? {
+    /// - Parameter holdsKey: this machine holds an account key (of the account it synced with).
+    static func ownChain(_ standing: ChainEcho.Standing, holdsKey: Bool = false) -> Finding? {
         switch standing {
         case .ours, .unknown:
             return nil
@@ -289,6 +290,12 @@ public enum Doctor {
                 check: "this machine's changes", state: .note,
                 detail: "the server took them through change \(last), further than it answered (an answer was lost)",
                 fix: "brsync sync (it confirms them)")
+        case .otherAccount where holdsKey:
+            return Finding(
+                check: "this machine's changes", state: .problem,
+                detail:
+                    "this machine's token is of another account than the one it synced with, and its account key is of that one: its next sync stops (other_account) and sends nothing",
+                fix: "'brsync remote set' with a token of the account this machine synced with")
         case .otherAccount:
             return Finding(
                 check: "this machine's changes", state: .note,
@@ -334,7 +341,10 @@ public enum Doctor {
                     detail: "\(url) answered; its certificate and this machine's token were accepted"))
             // An answer that cannot be read says nothing of this machine's changes.
             do {
-                if let finding = ownChain(try client.ownChainStanding()) { findings.append(finding) }
+                let holdsKey = (try? AccountKeyFile.read(home: replica.home)) != nil
+                if let finding = ownChain(try client.ownChainStanding(), holdsKey: holdsKey) {
+                    findings.append(finding)
+                }
             } catch SyncError.replicaBusy(let message) {
                 findings.append(
                     Finding(

@@ -1,7 +1,8 @@
 import Replica
 import SyncClient
-import SyncCommands
 import Testing
+
+@testable import SyncCommands
 
 /// The line a sync says, in a terminal and in the settings window: the
 /// same facts, and where to act on them (a command, or a page and its button).
@@ -22,5 +23,14 @@ import Testing
             window.contains("2 value(s) lost to concurrent edits (Needs you, on the Sync page, lists them")
                 && window.contains("rules 'a.example' (#4)") && window.contains("Approve…")
                 && !window.contains("'brsync"), "\(window)")
+    }
+
+    /// `brsync doctor` on a home pointed at another account: with a key, it
+    /// says the next sync stops; without, that it joins.
+    @Test func doctorSaysWhatASwitchWillDo() throws {
+        let withKey = try #require(Doctor.ownChain(.otherAccount, holdsKey: true))
+        #expect(withKey.detail.contains("other_account") && withKey.fix?.contains("remote set") == true)
+        let without = try #require(Doctor.ownChain(.otherAccount, holdsKey: false))
+        #expect(without.detail.contains("joins that account as a new machine"))
     }
 }
