@@ -290,18 +290,17 @@ public enum Doctor {
                 check: "this machine's changes", state: .note,
                 detail: "the server took them through change \(last), further than it answered (an answer was lost)",
                 fix: "brsync sync (it confirms them)")
-        case .otherAccount where holdsKey:
-            return Finding(
-                check: "this machine's changes", state: .problem,
-                detail:
-                    "this machine's token is of another account than the one it synced with, and its account key is of that one: its next sync stops (other_account) and sends nothing",
-                fix: "'brsync remote set' with a token of the account this machine synced with")
         case .otherAccount:
+            // With a key of its own account it stops there; without, it joins.
+            let next =
+                holdsKey
+                ? ", and its account key is of that one: its next sync stops (other_account) and sends nothing"
+                : ": its next sync joins that account as a new machine and sends what this machine holds there (a machine with the account key of its own account stops instead, and sends nothing)"
             return Finding(
-                check: "this machine's changes", state: .note,
-                detail:
-                    "this machine's token is of another account than the one it synced with: its next sync joins that account as a new machine and sends what this machine holds there (a machine with the account key of its own account stops instead, and sends nothing)",
-                fix: "brsync sync, or 'brsync remote set' with a token of the account this machine synced with")
+                check: "this machine's changes", state: holdsKey ? .problem : .note,
+                detail: "this machine's token is of another account than the one it synced with" + next,
+                fix: (holdsKey ? "" : "brsync sync, or ")
+                    + "'brsync remote set' with a token of the account this machine synced with")
         case .another:
             return Finding(
                 check: "this machine's changes", state: .problem,
