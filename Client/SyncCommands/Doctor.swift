@@ -310,6 +310,26 @@ public enum Doctor {
         }
     }
 
+    /// What settles a kept problem: a stop that waits for a key or another
+    /// token is not settled by running the same part again.
+    static func fix(for kept: KeptProblem) -> String {
+        switch kept.code.map({ WireError.Code(rawValue: $0) }) {
+        case .noAccountKey?, .encryptionRequired?:
+            return "brsync key add (with the account's recovery code), then brsync sync"
+        case .keyRotated?:
+            return "brsync key add with the account's new recovery code, or brsync sync where the message asks for it"
+        case .otherAccount?:
+            return
+                "'brsync remote set' with a token of the account this machine's key belongs to, or 'brsync key add' with this account's recovery code"
+        case .encryptionReset?:
+            return "brsync key init, brsync key add or brsync key forget (the message says which does what)"
+        case .unauthorized?, .revoked?:
+            return "ask the server's operator for a join code, then brsync join --replace"
+        default:
+            return "brsync \(kept.part.rawValue) (the message says what else to do)"
+        }
+    }
+
     /// The server, its certificate and this machine's token, asked once.
     public static func sync(_ replica: Replica) -> [Finding] {
         guard let state = try? replica.syncState(), let url = state.remoteURL else {
@@ -326,7 +346,7 @@ public enum Doctor {
                 Finding(
                     check: "last \(kept.part.rawValue)", state: .problem,
                     detail: "\(said): \(DisplayText.printable(kept.message))",
-                    fix: "brsync \(kept.part.rawValue) (the message says what else to do)"))
+                    fix: fix(for: kept)))
         }
         do {
             // Doctor is run when syncing seems stuck: it does not wait behind a sync that is.

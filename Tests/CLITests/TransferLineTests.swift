@@ -1,7 +1,7 @@
-import Replica
 import SyncClient
 import Testing
 
+@testable import Replica
 @testable import SyncCommands
 
 /// The line a sync says, in a terminal and in the settings window: the
@@ -32,5 +32,18 @@ import Testing
         #expect(withKey.detail.contains("other_account") && withKey.fix?.contains("remote set") == true)
         let without = try #require(Doctor.ownChain(.otherAccount, holdsKey: false))
         #expect(without.detail.contains("joins that account as a new machine"))
+    }
+
+    /// A kept stop that waits for a key or a token names what settles it,
+    /// not the part that stopped (run again, it would stop the same way).
+    @Test func doctorNamesWhatSettlesAKeptStop() {
+        func fix(_ code: String?, _ part: SyncPart = .pull) -> String {
+            Doctor.fix(for: KeptProblem(part: part, message: "m", atMillis: 1, code: code))
+        }
+        #expect(fix("encrypted").hasPrefix("brsync key add") && fix("encryption_required").hasPrefix("brsync key add"))
+        #expect(fix("other_account").contains("remote set") && fix("key_rotated").contains("key add"))
+        #expect(fix("revoked").contains("join --replace") && fix("encryption_reset").contains("key init"))
+        #expect(fix("busy") == "brsync pull (the message says what else to do)")
+        #expect(fix(nil, .push) == "brsync push (the message says what else to do)")
     }
 }
