@@ -38,8 +38,8 @@ extension PostgresTransaction {
             let rows = try connection.query(
                 sql,
                 [
-                    .integer(account), .text(PostgresArray.texts(part.map(\.collection.rawValue))),
-                    .text(PostgresArray.texts(part.map(\.key))),
+                    .integer(account), PostgresArray.texts(part.map(\.collection.rawValue)),
+                    PostgresArray.texts(part.map(\.key)),
                 ]
             ) { row in
                 (
@@ -152,17 +152,17 @@ extension PostgresTransaction {
     /// The statements' eleven arrays.
     private static func columns(_ part: ArraySlice<PendingRecord>) -> [PostgresValue] {
         [
-            .text(PostgresArray.integers(part.map(\.account))),
-            .text(PostgresArray.texts(part.map(\.collection.rawValue))),
-            .text(PostgresArray.texts(part.map(\.key))),
-            .text(PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) })),
-            .text(PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) })),
-            .text(PostgresArray.integers(part.map(\.sequence))),
-            .text(PostgresArray.booleans(part.map(\.state.isDeleted))),
-            .text(PostgresArray.integers(part.map(\.now))),
-            .text(PostgresArray.texts(part.map(\.knownTo))),
-            .text(PostgresArray.integers(part.map(\.knownAfter))),
-            .text(PostgresArray.texts(part.map { $0.writer.map(RecordState.encodeVersions) })),
+            PostgresArray.integers(part.map(\.account)),
+            PostgresArray.texts(part.map(\.collection.rawValue)),
+            PostgresArray.texts(part.map(\.key)),
+            PostgresArray.texts(part.map { $0.fieldsText ?? RecordState.encodeFields($0.state.fields) }),
+            PostgresArray.texts(part.map { RecordState.encodeVersions($0.state.versions) }),
+            PostgresArray.integers(part.map(\.sequence)),
+            PostgresArray.booleans(part.map(\.state.isDeleted)),
+            PostgresArray.integers(part.map(\.now)),
+            PostgresArray.texts(part.map(\.knownTo)),
+            PostgresArray.integers(part.map(\.knownAfter)),
+            PostgresArray.texts(part.map { $0.writer.map(RecordState.encodeVersions) }),
         ]
     }
 }

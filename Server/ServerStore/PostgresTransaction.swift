@@ -99,10 +99,10 @@ final class PostgresTransaction: StoreTransaction {
             ON CONFLICT (account_id, client_device, seq) DO NOTHING
             """,
             [
-                .integer(account), .text(clientDevice), .text(PostgresArray.integers(refusals.map(\.sequence))),
-                .text(PostgresArray.texts(refusals.map(\.collection.rawValue))),
-                .text(PostgresArray.byteStrings(refusals.map { Array($0.key.utf8) })),
-                .text(PostgresArray.byteStrings(refusals.map { Array($0.reason.utf8) })),
+                .integer(account), .text(clientDevice), PostgresArray.integers(refusals.map(\.sequence)),
+                PostgresArray.texts(refusals.map(\.collection.rawValue)),
+                PostgresArray.byteStrings(refusals.map { Array($0.key.utf8) }),
+                PostgresArray.byteStrings(refusals.map { Array($0.reason.utf8) }),
             ])
     }
 

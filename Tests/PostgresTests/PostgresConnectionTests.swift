@@ -49,9 +49,9 @@ import Testing
         #expect(try connection.run("UPDATE t SET flag = NOT flag WHERE id < $1", [.integer(0)]) == 2)
     }
 
-    /// Columns sent as array literals (a batched write) come back element by
-    /// element exactly as sent, whatever they hold; a seeded random part too.
-    @Test func arrayLiteralsRoundTrip() throws {
+    /// Columns sent as arrays (a batched write) come back element by element
+    /// exactly as sent, whatever they hold; a seeded random part too.
+    @Test func arraysRoundTrip() throws {
         let connection = try PostgresConnection(configuration)
         var texts: [String?] = [
             "", "plain", "\"", "\\", "\\\"", "{a,b}", "NULL", "null", " lead and trail ", "a,b", "}{", "'",
@@ -68,21 +68,38 @@ import Testing
             }
             texts.append(text)
         }
-        let back = try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(texts))]) {
+        let back = try connection.query("SELECT unnest($1::text[])", [PostgresArray.texts(texts)]) {
             $0.string(0)
         }
         #expect(back == texts)
         let integers: [Int64] = [Int64.min, -1, 0, 1, Int64.max]
         #expect(
-            try connection.query("SELECT unnest($1::bigint[])", [.text(PostgresArray.integers(integers))]) {
+            try connection.query("SELECT unnest($1::bigint[])", [PostgresArray.integers(integers)]) {
                 $0.int64(0)
             } == integers.map(Optional.init))
         #expect(
-            try connection.query("SELECT unnest($1::boolean[])", [.text(PostgresArray.booleans([true, false]))]) {
+            try connection.query("SELECT unnest($1::boolean[])", [PostgresArray.booleans([true, false])]) {
                 $0.bool(0)
             } == [true, false])
+        let bytes: [[UInt8]] = [[], [0], [0, 255, 34, 92], Array("Zürich".utf8)]
+        #expect(
+            try connection.query("SELECT unnest($1::bytea[])", [PostgresArray.byteStrings(bytes)]) {
+                $0.bytes(0)
+            } == bytes.map(Optional.init))
+        // Empty, and only NULL: the binary form's two edge cases.
+        let empties = [
+            ("text", PostgresArray.texts([String]())), ("bigint", PostgresArray.integers([])),
+            ("boolean", PostgresArray.booleans([])), ("bytea", PostgresArray.byteStrings([])),
+        ]
+        for (type, empty) in empties {
+            #expect(try connection.scalar("SELECT count(*) FROM unnest($1::\(type)[])", [empty]) == .text("0"))
+        }
+        #expect(
+            try connection.query("SELECT unnest($1::text[]) IS NULL", [PostgresArray.texts([nil, nil] as [String?])]) {
+                $0.bool(0)
+            } == [true, true])
         #expect(throws: PostgresError.self) {
-            try connection.query("SELECT unnest($1::text[])", [.text(PostgresArray.texts(["a\u{0}b"]))]) {
+            try connection.query("SELECT unnest($1::text[])", [PostgresArray.texts(["a\u{0}b"])]) {
                 $0.string(0)
             }
         }
