@@ -36,6 +36,10 @@ extension Replica {
         /// rotation late, has yet to check against the new key's account
         /// (``setAsideUnvouched(reference:why:)``); nothing leaves it until then.
         public var vouchPending: String?
+        /// The account it saw encrypted (``sawEncrypted``), when an answer
+        /// named it (nil for a mark made before marks named it, or by a
+        /// refusal alone).
+        public var sawEncryptedAccount: String? = nil
     }
 
     public func encryptionState() throws -> EncryptionState {
@@ -48,20 +52,31 @@ extension Replica {
             resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
             retiredKeyIDs: Set(
                 (try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)),
-            keyMadeHere: try meta("e2e_made_here"), vouchPending: try meta("e2e_vouch"))
+            keyMadeHere: try meta("e2e_made_here"), vouchPending: try meta("e2e_vouch"),
+            sawEncryptedAccount: try meta("e2e_seen_account").flatMap { CursorOrigin.isAccountID($0) ? $0 : nil })
     }
 
     /// Marks that the account is end-to-end encrypted while this machine has
-    /// no key (see ``EncryptionState/sawEncrypted``).
-    public func noteAccountEncrypted() throws {
-        guard try meta("e2e_seen") == nil else { return }
-        try transaction { try setMeta("e2e_seen", "1") }
+    /// no key (see ``EncryptionState/sawEncrypted``), with the account an
+    /// answer named (the newest seen encrypted; a mark without one keeps
+    /// the one it has).
+    public func noteAccountEncrypted(account: String? = nil) throws {
+        let named = account.flatMap { CursorOrigin.isAccountID($0) ? $0 : nil }
+        let (seen, seenAccount) = (try meta("e2e_seen"), try meta("e2e_seen_account"))
+        guard seen == nil || (named != nil && named != seenAccount) else { return }
+        try transaction {
+            try setMeta("e2e_seen", "1")
+            if let named { try setMeta("e2e_seen_account", named) }
+        }
     }
 
     /// Clears ``EncryptionState/sawEncrypted``: only on the user's word
     /// (`brsync key forget` after an operator's reset), or with a key.
     public func clearAccountEncrypted() throws {
-        try transaction { try setMeta("e2e_seen", nil) }
+        try transaction {
+            try setMeta("e2e_seen", nil)
+            try setMeta("e2e_seen_account", nil)
+        }
     }
 
     /// Marks the key `keyID` as one the account was rotated away from (see
@@ -138,6 +153,7 @@ extension Replica {
             // Syncing with a key, the machine seals everything; without one
             // (`key forget`), the user said the account is readable now.
             try setMeta("e2e_seen", nil)
+            try setMeta("e2e_seen_account", nil)
             try setMeta("e2e_vouch", nil)
             try setMeta("relay_all", Self.switchRelay)
             return id

@@ -36,11 +36,22 @@ extension SyncClient {
             + "If nobody asked for the reset, ask the operator why first: a server that lies about it gets nothing from 'key init'"
     )
 
-    /// What a machine without a key says once it has seen its account encrypted.
-    static let waitingForKeyMessage =
-        "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
-        + "nothing is sent readable, whatever the server says now. Add the account's recovery code with 'brsync key add' (they go up "
-        + "sealed then). If the server's operator reset the account's encryption and you want it readable, run 'brsync key forget' here"
+    /// What a machine without a key says once it has seen its account
+    /// encrypted: `seen`, the account it saw so (when known), and `now`, the
+    /// account it syncs with now, tell a move to another account from a reset.
+    static func waitingForKeyMessage(seen: String?, now: String?) -> String {
+        let first =
+            "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
+            + "nothing is sent readable, whatever the server says now. Add the account's recovery code with 'brsync key add' (they go up "
+            + "sealed then). "
+        guard let seen, let now, !now.isEmpty, seen != now else {
+            return first
+                + "If the server's operator reset the account's encryption and you want it readable, run 'brsync key forget' here"
+        }
+        return first
+            + "This machine's token is now of another account (\(now)) than the one it saw encrypted (\(seen)): if you moved it "
+            + "there on purpose and that account is readable, run 'brsync key forget' here (it checks with the server first)"
+    }
 
     /// What a machine says once it has seen its key retired.
     static let retiredKeyMessage =
@@ -56,7 +67,12 @@ extension SyncClient {
     func checkRecordsMayLeave() throws {
         let state = try replica.encryptionState()
         if cipher == nil, state.sawEncrypted {
-            throw SyncError.stopped(code: .noAccountKey, message: Self.waitingForKeyMessage)
+            // Which account the token is of now, asked only when the mark
+            // names one to tell apart (a stop either way; out of reach, it
+            // says what it knows).
+            let now = state.sawEncryptedAccount == nil ? nil : (try? accountPage())?.account
+            throw SyncError.stopped(
+                code: .noAccountKey, message: Self.waitingForKeyMessage(seen: state.sawEncryptedAccount, now: now))
         }
         if let keyID, state.retiredKeyIDs.contains(keyID) {
             throw SyncError.stopped(code: .keyRotated, message: Self.retiredKeyMessage)
@@ -71,7 +87,7 @@ extension SyncClient {
     /// Takes in what a refusal says about the account for good: encrypted
     /// (for a machine without a key), or this machine's key retired.
     func noteMarks(_ refusal: WireError) throws {
-        if refusal.code == .encryptionRequired, cipher == nil { try replica.noteAccountEncrypted() }
+        if refusal.code == .encryptionRequired, cipher == nil { try replica.noteAccountEncrypted(account: nil) }
         if refusal.code == .keyRotated, refusal.retired, let keyID { try replica.noteKeyRetired(keyID) }
     }
 
@@ -455,8 +471,14 @@ extension SyncClient {
     /// The id of the key the account is sealed with, or nil when it is not
     /// encrypted (one pull request; this checks the token too).
     public func accountKeyID() throws -> String? {
+        try accountIdentity().keyID
+    }
+
+    /// The account the server names for this machine's token (empty from a
+    /// server too old to name it), and its key id when it is encrypted.
+    public func accountIdentity() throws -> (account: String, keyID: String?) {
         let page = try accountPage()
-        return page.encrypted ? page.keyID ?? "" : nil
+        return (page.account, page.encrypted ? page.keyID ?? "" : nil)
     }
 
     /// The account's first page of one record: its encryption, key and signing key.
@@ -464,7 +486,7 @@ extension SyncClient {
         defer { try? replica.persistServerTime() }
         let page = try fetchPage(PullRequest(limit: 1).target)
         if cipher != nil { _ = try noteAccount(page.account) }
-        if cipher == nil, page.encrypted { try replica.noteAccountEncrypted() }
+        if cipher == nil, page.encrypted { try replica.noteAccountEncrypted(account: page.account) }
         return page
     }
 

@@ -294,7 +294,7 @@ extension SyncClient {
             let action = machine.decide(
                 page, accountChanged: accountChanged, epochChanged: epochChanged, hasKey: cipher != nil,
                 cursor: state.pullCursor)
-            switch try carryOut(action) {
+            switch try carryOut(action, account: page.account) {
             case .pushFirst: return .pushFirst
             case .again: continue
             case .apply: break
@@ -335,8 +335,9 @@ extension SyncClient {
         case pushFirst
     }
 
-    /// Carries out what ``PullMachine`` decided for a page, before it is applied.
-    private func carryOut(_ action: PullMachine.Action) throws -> AfterDecision {
+    /// Carries out what ``PullMachine`` decided for a page (of `account`, when
+    /// it names one), before it is applied.
+    private func carryOut(_ action: PullMachine.Action, account: String?) throws -> AfterDecision {
         switch action {
         case .pushThenStartOver(let fullResync):
             if fullResync { summary.fullResync = true }
@@ -350,7 +351,7 @@ extension SyncClient {
             try prepareSync()
             return .again
         case .needKey:
-            try replica.noteAccountEncrypted()
+            try replica.noteAccountEncrypted(account: account)
             throw Self.noAccountKey
         case .encryptionWasReset:
             try replica.noteEncryptionReset()

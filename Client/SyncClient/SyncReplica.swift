@@ -37,7 +37,7 @@ public protocol SyncReplica: AnyObject {
     func clearVouch() throws
     func endEncryptedSync() throws -> String
     func noteEncryptionReset() throws
-    func noteAccountEncrypted() throws
+    func noteAccountEncrypted(account: String?) throws
     func noteKeyRetired(_ keyID: String) throws
     func clearEncryptionReset() throws
     func recordReplacedKeyIDs(_ ids: [String]) throws

@@ -119,8 +119,22 @@ public enum AccountKeys {
         case keySetAside(aside: String, stillEncrypted: Bool)
         /// This machine had no key, and the mark that kept its edits from
         /// going up readable was cleared: the server says the account is
-        /// readable now (its operator reset it).
-        case markCleared
+        /// readable now. `seen` is the account it saw encrypted, `now` the
+        /// one its token is of (either nil when unknown): another account
+        /// is a move, the same one a reset by its operator.
+        case markCleared(seen: String?, now: String?)
+
+        /// What `key forget` says when it cleared the mark.
+        public static func markClearedText(seen: String?, now: String?) -> String {
+            if let seen, let now, seen != now {
+                return
+                    "this machine's token is of another account (\(now)) than the one it saw end-to-end encrypted (\(seen)), "
+                    + "and the server keeps this one readable: this machine syncs readable from now on and sends its edits"
+            }
+            return
+                "the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
+                + "readable from now on and sends its edits"
+        }
     }
 
     /// Forgets this machine's account key; without `force`, only when the
@@ -130,15 +144,17 @@ public enum AccountKeys {
             guard try replica.encryptionState().sawEncrypted else {
                 throw CLIFailure(message: "this machine has no account key; nothing to forget")
             }
-            if try machineClient(replica, key: .given(nil)).client.accountKeyID() != nil {
+            let identity = try machineClient(replica, key: .given(nil)).client.accountIdentity()
+            if identity.keyID != nil {
                 throw CLIFailure(
                     message:
                         "the server keeps this account end-to-end encrypted: add its recovery code with 'brsync key add'. "
                         + "This machine keeps its edits and sends nothing readable (nothing was changed)",
                     code: ExitStatus.refused)
             }
+            let seen = try replica.encryptionState().sawEncryptedAccount
             try replica.clearAccountEncrypted()
-            return .markCleared
+            return .markCleared(seen: seen, now: identity.account.isEmpty ? nil : identity.account)
         }
         let current = try machineClient(replica, key: .given(nil)).client.accountKeyID()
         if !force, let current {

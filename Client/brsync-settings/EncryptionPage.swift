@@ -305,8 +305,11 @@ final class EncryptionPage {
                 let replica = try Replica.open(home: home)
                 let said: String
                 switch try AccountKeys.forget(replica, force: false) {
-                case .markCleared:
-                    said = "The account is readable again (its operator reset it): this machine syncs readable."
+                case .markCleared(let seen, let now):
+                    said =
+                        seen != nil && now != nil && seen != now
+                        ? "This machine's account now is another one than it saw encrypted, and it is readable: this machine syncs readable."
+                        : "The account is readable again (its operator reset it): this machine syncs readable."
                 case .keySetAside(let aside, stillEncrypted: true):
                     return "Account key forgotten (kept aside at \(aside)). The account is still encrypted: add its "
                         + "recovery code to sync again."

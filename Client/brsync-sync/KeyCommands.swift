@@ -61,10 +61,8 @@ struct KeyCommand: ParsableCommand {
         func run() throws {
             let replica = try global.openReplica()
             switch try AccountKeys.forget(replica, force: force) {
-            case .markCleared:
-                writeToStandardError(
-                    "the server says this account is no longer end-to-end encrypted (its operator reset it): this machine syncs "
-                        + "readable from now on and sends its edits\n")
+            case .markCleared(let seen, let now):
+                writeToStandardError(AccountKeys.Forgotten.markClearedText(seen: seen, now: now) + "\n")
             case .keySetAside(let aside, stillEncrypted: true):
                 writeToStandardError(
                     "account key forgotten (kept aside at \(aside), mode 600). The account is still end-to-end encrypted: "

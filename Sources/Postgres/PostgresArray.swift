@@ -23,7 +23,7 @@ public enum PostgresArray {
         for value in values {
             count += 1
             guard var value else {
-                append(UInt32.max, to: &output)  // -1: NULL
+                append(UInt32.max, to: &output) // -1: NULL
                 nulls = true
                 continue
             }

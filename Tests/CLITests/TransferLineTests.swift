@@ -46,4 +46,14 @@ import Testing
         #expect(fix("busy") == "brsync pull (the message says what else to do)")
         #expect(fix(nil, .push) == "brsync push (the message says what else to do)")
     }
+
+    /// `key forget` on a keyless home: moved to another account, it says so;
+    /// on the same account (or not known), the operator reset it.
+    @Test func forgetSaysWhetherTheAccountMovedOrWasReset() {
+        let moved = AccountKeys.Forgotten.markClearedText(seen: "aaaa", now: "bbbb")
+        #expect(moved.contains("another account (bbbb)") && moved.contains("(aaaa)") && !moved.contains("reset"))
+        for (seen, now) in [("aaaa", "aaaa"), (nil, "bbbb"), ("aaaa", nil)] as [(String?, String?)] {
+            #expect(AccountKeys.Forgotten.markClearedText(seen: seen, now: now).contains("its operator reset it"))
+        }
+    }
 }

@@ -152,5 +152,19 @@ extension TimelineConfirmationTests {
         let summary = try world.sync(y2)
         #expect(summary.pulled == 0 && !summary.fullResync, "\(summary)")
         #expect(try SyncWorld.rules(y2.replica).keys.sorted() == ["bob.example"])
+        // The mark names the account it saw encrypted: pointed back at
+        // alice's (readable) account, the home still sends nothing, and says
+        // it is another account, not an operator's reset.
+        let bob = try #require(try a.replica.encryptionState().sawEncryptedAccount)
+        #expect(try y.replica.syncState().account == bob)
+        a.token = try world.store.addDevice(account: "alice", name: "a-again")
+        do {
+            try world.sync(a)
+            Issue.record("a home that saw an account encrypted synced readable")
+        } catch SyncError.stopped(let code, let message) {
+            #expect(code == .noAccountKey, "\(message)")
+            #expect(message.contains("another account") && message.contains("(\(bob))"), "\(message)")
+        }
+        #expect(try a.replica.encryptionState().sawEncryptedAccount == bob)
     }
 }
