@@ -254,7 +254,8 @@ extension SyncEngine {
             sequence: merging.nextSequence,
             fieldsText: existing == nil ? context.fieldsText(of: change) : nil,
             knownTo: knownToPusher ? request.device : nil,
-            knownAfter: merging.working[place]?.knownAfter ?? existing?.sequence ?? 0)
+            knownAfter: merging.working[place]?.knownAfter ?? existing?.sequence ?? 0,
+            isNew: merging.working[place]?.isNew ?? (existing == nil))
         merging.nextSequence += 1
         merging.applied += 1
     }

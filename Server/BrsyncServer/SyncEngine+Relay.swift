@@ -136,7 +136,7 @@ extension SyncEngine {
         guard merged != base else { return .unchanged }
         working[place] = WorkingRecord(
             state: merged, writer: writer(of: merged, base: existing, change: record.state), sequence: nextSequence,
-            fieldsText: text, knownTo: nil, knownAfter: 0)
+            fieldsText: text, knownTo: nil, knownAfter: 0, isNew: working[place]?.isNew ?? (existing == nil))
         nextSequence += 1
         return .merged
     }

@@ -178,7 +178,7 @@ enum SyncEngine {
                 account: account, collection: place.collection, key: place.key, state: record.state,
                 writer: record.writer,
                 fieldsText: record.fieldsText, sequence: record.sequence, knownTo: record.knownTo,
-                knownAfter: record.knownAfter, now: now)
+                knownAfter: record.knownAfter, now: now, isNew: record.isNew)
         }
         let newest = changes.lazy.flatMap { $0.state.fields.values.map(\.stamp.wallMillis) }.max() ?? 0
         try store.setAccountCounters(account, nextSequence: nextSequence, stampAtLeast: newest)
@@ -192,6 +192,8 @@ enum SyncEngine {
         let fieldsText: String?
         let knownTo: String?
         let knownAfter: Int64
+        /// The store held no such record when the transaction read it.
+        let isNew: Bool
     }
 
     /// The values a push's changes lost, within a byte budget: each names a

@@ -92,20 +92,14 @@ extension PostgresTransaction {
 
     func upsertRecord(
         account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
-        fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
+        fieldsText: String?, sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64, isNew: Bool
     ) throws {
         let cacheKey = Self.cacheKey(collection, key)
         if pending[cacheKey] == nil { pendingOrder.append(cacheKey) }
-        // Read ahead as absent, and not written since: the account's row
-        // lock keeps every other writer of its records out.
-        let isNew: Bool
-        if let earlier = pending[cacheKey] {
-            isNew = earlier.isNew
-        } else if case .some(.none) = cache[cacheKey] {
-            isNew = true
-        } else {
-            isNew = false
-        }
+        // Absent when read, and not written since (a record written twice
+        // before a flush is still new): the account's row lock keeps every
+        // other writer of its records out.
+        let isNew = pending[cacheKey]?.isNew ?? isNew
         pending[cacheKey] = PendingRecord(
             account: account, collection: collection, key: key, state: state, writer: writer, fieldsText: fieldsText,
             sequence: sequence, knownTo: knownTo, knownAfter: knownAfter, now: now, isNew: isNew)

@@ -125,7 +125,11 @@ final class SQLiteDialect: StoreDialect {
                     epochCache.set(try SQLiteTransaction(database: database).storedEpochForUpdate())
                 }
                 let trusted = since == .none ? readAhead : nil
-                return try body(SQLiteTransaction(database: database, epoch: epochCache, readAhead: trusted))
+                let transaction = SQLiteTransaction(database: database, epoch: epochCache, readAhead: trusted)
+                let result = try body(transaction)
+                // New records counted by the transaction go to their accounts before it commits.
+                try transaction.settleCounts()
+                return result
             }
         }
         if outside { watches.changedAll() }

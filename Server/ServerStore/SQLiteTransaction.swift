@@ -13,6 +13,8 @@ struct SQLiteTransaction: StoreTransaction {
     let epoch: EpochCache?
     /// Records read before this write transaction began (``SQLiteDialect/readAhead(account:keys:)``).
     let readAhead: Store.ReadAhead?
+    /// New records written and counted here (``upsertRecord``).
+    let added = AddedCounts()
 
     init(database: Database, epoch: EpochCache? = nil, readAhead: Store.ReadAhead? = nil) {
         self.database = database
@@ -102,27 +104,68 @@ struct SQLiteTransaction: StoreTransaction {
         }
     }
 
+    /// A new record goes in by a plain `INSERT`, counted here (schema step
+    /// "counted by brsyncd", ``settleCounts()``); any other by an upsert,
+    /// whose update the trigger counts.
     func upsertRecord(
         account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
         fieldsText: String?,
-        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64
+        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64, isNew: Bool
     ) throws {
-        try database.run(
-            """
-            INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (account_id, collection, key) DO UPDATE SET
-                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                known_after = excluded.known_after, writer = excluded.writer
-            """,
-            [
-                .integer(account), .text(collection.rawValue), .text(key),
-                .text(fieldsText ?? RecordState.encodeFields(state.fields)),
-                .text(RecordState.encodeVersions(state.versions)),
-                .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
-                .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null,
-            ])
+        let (fields, versions) = (
+            fieldsText ?? RecordState.encodeFields(state.fields), RecordState.encodeVersions(state.versions)
+        )
+        let values: [DatabaseValue] = [
+            .integer(account), .text(collection.rawValue), .text(key), .text(fields), .text(versions),
+            .integer(sequence), DatabaseValue(state.isDeleted), .integer(now), knownTo.map { .text($0) } ?? .null,
+            .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null,
+        ]
+        guard isNew else {
+            try database.run(Self.insertRecord + Self.updateOnConflict, values)
+            return
+        }
+        if collection != .ledger {
+            if added.counts[account] == nil {
+                // Before the insert: the trigger leaves this account's to us.
+                try database.run("UPDATE accounts SET counted_by_writer = 1 WHERE id = ?", [.integer(account)])
+            }
+            added.counts[account, default: Store.Usage(records: 0, bytes: 0)].records += 1
+            added.counts[account]?.bytes += Int64(fields.utf8.count + versions.utf8.count)
+        }
+        try database.run(Self.insertRecord, values)
+    }
+
+    private static let insertRecord = """
+        INSERT INTO records (account_id, collection, key, fields, versions, seq, deleted, updated_at, known_to, known_after, writer)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    private static let updateOnConflict = """
+
+        ON CONFLICT (account_id, collection, key) DO UPDATE SET
+            fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+            deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+            known_after = excluded.known_after, writer = excluded.writer
+        """
+
+    /// The new records this transaction counted itself, by account, not yet
+    /// added to the account (``settleCounts()``).
+    final class AddedCounts {
+        var counts: [Int64: Store.Usage] = [:]
+    }
+
+    /// Adds the new records counted here to their accounts and clears the
+    /// accounts' `counted_by_writer`: before the counts are read, and
+    /// before the transaction commits (``SQLiteDialect/writing(account:readAhead:_:)``).
+    func settleCounts() throws {
+        for (account, usage) in added.counts {
+            try database.run(
+                """
+                UPDATE accounts SET record_count = record_count + ?, byte_count = byte_count + ?, counted_by_writer = 0
+                WHERE id = ?
+                """, [.integer(usage.records), .integer(usage.bytes), .integer(account)])
+        }
+        added.counts = [:]
     }
 
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws {
@@ -394,7 +437,10 @@ struct SQLiteTransaction: StoreTransaction {
     }
 
     func accountUsage(_ account: Int64) throws -> Store.Usage {
-        try database.queryFirst("SELECT record_count, byte_count FROM accounts WHERE id = ?", [.integer(account)]) {
+        try settleCounts()
+        return try database.queryFirst(
+            "SELECT record_count, byte_count FROM accounts WHERE id = ?", [.integer(account)]
+        ) {
             Store.Usage(records: $0.int64(0) ?? 0, bytes: $0.int64(1) ?? 0)
         } ?? Store.Usage(records: 0, bytes: 0)
     }

@@ -106,11 +106,13 @@ package protocol StoreTransaction {
     /// Writes a record version with its new change number and writer
     /// (``Store/RecordVersion``); `fieldsText` is its fields as
     /// ``RecordState/encodeFields(_:)`` writes them, when the caller has
-    /// that already.
+    /// that already. `isNew`: this transaction read no such record (it goes
+    /// in by a plain insert: were the record there after all, the write
+    /// fails and nothing of the transaction stays).
     func upsertRecord(
         account: Int64, collection: RecordCollection, key: String, state: RecordState, writer: VersionVector?,
         fieldsText: String?,
-        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64) throws
+        sequence: Int64, knownTo: String?, knownAfter: Int64, now: Int64, isNew: Bool) throws
     /// Stores the account's next change number and raises its newest stamp to `stampAtLeast`.
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
     /// What the account holds now, this transaction's writes included.

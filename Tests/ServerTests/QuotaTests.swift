@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Storage
 import SyncCore
 import TestSupport
 import Testing
@@ -102,6 +103,39 @@ import Testing
         #expect(try EncryptedAccountTests.encrypt(laptop).status == 200)
         try check("the records deleted by encryption")
         #expect(try usage(fixture, "alice").records == 0)
+    }
+
+    /// SQLite: a push counts its new records itself, once, and leaves the
+    /// trigger to count any other insert: nothing marks an account as
+    /// counted by a writer after a push, a refused one or a relay.
+    @Test func newRecordsAreCountedOnceAndOutsideWritesStillAre() throws {
+        let fixture = try ServerFixture(.sqlite)
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
+        #expect(
+            try laptop.push((0..<50).map { laptop.change("site\($0).example", ["browser": .string("firefox")]) }).status
+                == 200)
+        try fixture.store.setLimits(account: "alice", records: 51, bytes: nil, devices: nil)
+        let refused = try laptop.push((50..<60).map { laptop.change("site\($0).example", ["browser": .string("x")]) })
+        #expect(refused.status == 507, "\(refused.text)")
+        let relay = RelayRequest(records: [laptop.change("relayed.example", ["browser": .string("x")])])
+        #expect(try laptop.post("/v1/relay", body: relay.body()).status == 200)
+        let database = try Database(path: fixture.directory.file("store.sqlite"))
+        #expect(try database.scalar("SELECT COUNT(*) FROM accounts WHERE counted_by_writer <> 0")?.int64Value == 0)
+        #expect(try usage(fixture, "alice").records == 51)
+        // An operator's insert, outside brsyncd: the trigger counts it.
+        let row = try #require(
+            try database.queryFirst("SELECT fields, versions, seq FROM records WHERE key = 'site0.example'") {
+                (fields: $0.string(0) ?? "", versions: $0.string(1) ?? "", seq: $0.int64(2) ?? 0)
+            })
+        let before = try usage(fixture, "alice")
+        try database.run(
+            """
+            INSERT INTO records (account_id, collection, key, fields, versions, seq, updated_at)
+            SELECT account_id, collection, 'outside.example', fields, versions, 100000, 0 FROM records WHERE key = 'site0.example'
+            """)
+        let after = try usage(fixture, "alice")
+        #expect(after.records == before.records + 1)
+        #expect(after.bytes == before.bytes + Int64(row.fields.utf8.count + row.versions.utf8.count))
     }
 
     @Test(arguments: StoreKind.allCases) func devicesPastTheLimitAreRefused(_ kind: StoreKind) throws {
