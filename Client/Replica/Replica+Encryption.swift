@@ -17,6 +17,10 @@ extension Replica {
         /// asked for one since): records this device alone made may wait
         /// for its push.
         public var relayIsSwitch: Bool
+        /// The pending relay is the one of a move to another account
+        /// (``checkAccount(_:epoch:)``): when it finishes, this machine has
+        /// joined that account.
+        public var relayJoinsAccount: Bool = false
         /// The server said its operator reset the account's encryption: a
         /// sync stops until `brsync key init` or `key forget` (or another
         /// machine encrypts the account again).
@@ -49,6 +53,7 @@ extension Replica {
         return EncryptionState(
             keyID: try meta("e2e_key"), relayPending: relay != nil || legacy != nil,
             relayIsSwitch: relay == Self.switchRelay || relay == nil && legacy != nil,
+            relayJoinsAccount: relay == Self.accountRelay,
             resetNoted: try meta("e2e_reset") != nil, sawEncrypted: try meta("e2e_seen") != nil,
             retiredKeyIDs: Set(
                 (try meta("e2e_retired") ?? "").split(separator: ",").map(String.init).filter(Wire.isKeyID)),
@@ -93,6 +98,9 @@ extension Replica {
 
     /// What `relay_all` holds for the relay of a switch to a key.
     static let switchRelay = "switch"
+    /// What `relay_all` holds for the relay of a move to another account
+    /// (any other value: a relay for another reason; every value: pending).
+    static let accountRelay = "account"
 
     /// Starts syncing with the account key `keyID`, in one transaction: the
     /// server deleted the account's readable records when it was encrypted

@@ -424,7 +424,7 @@ extension Replica {
             guard let known, known != account else { return false }
             try setMeta("pull_cursor", "0")
             try setMeta("pushed_through", "0")
-            try setMeta("relay_all", "1")
+            try setMeta("relay_all", Self.accountRelay)
             if let epoch, !epoch.isEmpty, SessionRules.isPlainEpoch(epoch) { try setMeta("epoch", epoch) }
             return true
         }

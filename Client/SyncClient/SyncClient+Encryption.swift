@@ -155,6 +155,9 @@ extension SyncClient {
         }
         try relayEverything(skippingOwnUnpushed: relay.skippingOwnUnpushed)
         try replica.finishFullRelay()
+        // A move to another account finished here (begun by a sync that
+        // stopped before it was done, a quota's, say): said as when it is done at once.
+        if state.relayJoinsAccount { summary.accountChanged = true }
     }
 
     /// A key change drops every ledger with the old key, and with them

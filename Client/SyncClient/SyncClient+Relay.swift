@@ -76,6 +76,12 @@ extension SyncClient {
             }
             let response: PushResponse
             do { response = try PushResponse(json: answer) } catch { throw SyncError.badAnswer(error.message) }
+            // The account the records reached, taken in as a pull's answer:
+            // a relay left pending by a switch (stopped by a quota, say),
+            // sent after the token changed again, went to the account this
+            // one names, which then holds them; the pull after is no second
+            // switch relaying them again.
+            if try noteAccount(response.account, epoch: response.epoch) { summary.accountChanged = true }
             // Rejections name the records as sent (hidden keys when sealed).
             let readable = Self.readableKeys(wire: batch.map(\.wire), plain: batch.map(\.plain))
             for rejected in response.rejected {

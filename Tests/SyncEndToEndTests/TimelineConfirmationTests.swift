@@ -120,6 +120,51 @@ extension TimelineConfirmationTests {
         #expect(try world.client(y).ownChainStanding() == .otherAccount)
     }
 
+    /// A switch stopped by the new account's quota leaves its relay pending;
+    /// pointed at a third account before it finishes, the home relays what
+    /// it holds there once: the relay's answer names the account it reached,
+    /// taken in as a pull's would be, so the pull after it is no second
+    /// switch.
+    @Test func aSwitchLeftPendingThenPointedElsewhereRelaysOnce() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        for index in 0..<6 { try KeyChangeTests.rule(a, "site\(index).example") }
+        try world.sync(a)
+        let held = try RecordCollection.allCases.map { try a.replica.records($0).count }.reduce(0, +)
+        try world.store.addAccount("bob")
+        try world.store.setLimits(account: "bob", records: 2, bytes: nil, devices: nil)
+        a.token = try world.store.addDevice(account: "bob", name: "a")
+        #expect(throws: SyncError.self) { try world.sync(a) }
+        #expect(try a.replica.encryptionState().relayPending)
+        try world.store.addAccount("carol")
+        a.token = try world.store.addDevice(account: "carol", name: "a")
+        let moved = try world.sync(a)
+        #expect(moved.accountChanged && moved.relayed == held, "held \(held): \(moved)")
+        #expect(try !a.replica.encryptionState().relayPending)
+        #expect(try world.sync(a).relayed == 0)
+        let c = try world.machine("c", account: "carol")
+        try world.sync(c)
+        #expect(try SyncWorld.rules(c.replica).count == 6)
+    }
+
+    /// A switch stopped by the new account's quota, finished by a later
+    /// sync once the limit is raised, says it joined that account.
+    @Test func aSwitchFinishedLaterSaysItJoined() throws {
+        let world = try SyncWorld()
+        let a = try world.machine("a")
+        for index in 0..<6 { try KeyChangeTests.rule(a, "site\(index).example") }
+        try world.sync(a)
+        let held = try RecordCollection.allCases.map { try a.replica.records($0).count }.reduce(0, +)
+        try world.store.addAccount("bob")
+        try world.store.setLimits(account: "bob", records: 2, bytes: nil, devices: nil)
+        a.token = try world.store.addDevice(account: "bob", name: "a")
+        #expect(throws: SyncError.self) { try world.sync(a) }
+        try world.store.setLimits(account: "bob", records: 100, bytes: nil, devices: nil)
+        let finished = try world.sync(a)
+        #expect(finished.accountChanged && finished.relayed == held, "held \(held): \(finished)")
+        #expect(try !world.sync(a).accountChanged)
+    }
+
     /// A home without a key pointed at an encrypted account's token sends
     /// nothing there, readable or compressed: it stops for the key at once.
     @Test func aHomeWithoutAKeySendsNothingToAnEncryptedAccount() throws {
