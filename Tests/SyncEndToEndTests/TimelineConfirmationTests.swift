@@ -120,13 +120,10 @@ extension TimelineConfirmationTests {
         #expect(try world.client(y).ownChainStanding() == .otherAccount)
     }
 
-    /// A switch stopped by the new account's quota leaves its relay pending;
-    /// pointed at a third account before it finishes, the home relays what
-    /// it holds there once: the relay's answer names the account it reached,
-    /// taken in as a pull's would be, so the pull after it is no second
-    /// switch.
-    @Test func aSwitchLeftPendingThenPointedElsewhereRelaysOnce() throws {
-        let world = try SyncWorld()
+    /// A home of alice's account with six rules, pointed at bob's, whose
+    /// limit of two records stops the switch: its relay is left pending.
+    /// Returns the home and how many records it holds.
+    func switchStoppedByAQuota(_ world: SyncWorld) throws -> (SimulatedMachine, held: Int) {
         let a = try world.machine("a")
         for index in 0..<6 { try KeyChangeTests.rule(a, "site\(index).example") }
         try world.sync(a)
@@ -136,6 +133,16 @@ extension TimelineConfirmationTests {
         a.token = try world.store.addDevice(account: "bob", name: "a")
         #expect(throws: SyncError.self) { try world.sync(a) }
         #expect(try a.replica.encryptionState().relayPending)
+        return (a, held)
+    }
+
+    /// Pointed at a third account before a stopped switch finishes, the home
+    /// relays what it holds there once: the relay's answer names the account
+    /// it reached, taken in as a pull's would be, so the pull after it is no
+    /// second switch.
+    @Test func aSwitchLeftPendingThenPointedElsewhereRelaysOnce() throws {
+        let world = try SyncWorld()
+        let (a, held) = try switchStoppedByAQuota(world)
         try world.store.addAccount("carol")
         a.token = try world.store.addDevice(account: "carol", name: "a")
         let moved = try world.sync(a)
@@ -147,18 +154,11 @@ extension TimelineConfirmationTests {
         #expect(try SyncWorld.rules(c.replica).count == 6)
     }
 
-    /// A switch stopped by the new account's quota, finished by a later
-    /// sync once the limit is raised, says it joined that account.
+    /// A stopped switch finished by a later sync, once the limit is raised,
+    /// says it joined that account.
     @Test func aSwitchFinishedLaterSaysItJoined() throws {
         let world = try SyncWorld()
-        let a = try world.machine("a")
-        for index in 0..<6 { try KeyChangeTests.rule(a, "site\(index).example") }
-        try world.sync(a)
-        let held = try RecordCollection.allCases.map { try a.replica.records($0).count }.reduce(0, +)
-        try world.store.addAccount("bob")
-        try world.store.setLimits(account: "bob", records: 2, bytes: nil, devices: nil)
-        a.token = try world.store.addDevice(account: "bob", name: "a")
-        #expect(throws: SyncError.self) { try world.sync(a) }
+        let (a, held) = try switchStoppedByAQuota(world)
         try world.store.setLimits(account: "bob", records: 100, bytes: nil, devices: nil)
         let finished = try world.sync(a)
         #expect(finished.accountChanged && finished.relayed == held, "held \(held): \(finished)")
