@@ -312,10 +312,20 @@ public enum Doctor {
 
     /// What settles a kept problem: a stop that waits for a key or another
     /// token is not settled by running the same part again.
-    static func fix(for kept: KeptProblem) -> String {
+    /// - Parameter accountReadable: the server answered that the account is
+    ///   not end-to-end encrypted now (nil: not asked, or no answer).
+    static func fix(for kept: KeptProblem, accountReadable: Bool? = nil) -> String {
         switch kept.code.map({ WireError.Code(rawValue: $0) }) {
+        case .noAccountKey? where accountReadable == true:
+            return
+                "brsync key forget: the server keeps this machine's account readable now (the machine was moved to another "
+                + "account, or the operator reset its encryption); it asks the server again before it clears the mark"
         case .noAccountKey?, .encryptionRequired?:
             return "brsync key add (with the account's recovery code), then brsync sync"
+        case .quotaExceeded?:
+            return
+                "ask the server's operator to raise the account's limit ('brsyncd account limits NAME'); removing rules "
+                + "here does not help at once: their deletions count until the server purges them"
         case .keyRotated?:
             return "brsync key add with the account's new recovery code, or brsync sync where the message asks for it"
         case .otherAccount?:
@@ -340,20 +350,15 @@ public enum Doctor {
             ]
         }
         var findings: [Finding] = []
-        for kept in state.problems {
-            let said = kept.code == SyncState.finishedCode ? "it finished saying" : "it stopped"
-            findings.append(
-                Finding(
-                    check: "last \(kept.part.rawValue)", state: .problem,
-                    detail: "\(said): \(DisplayText.printable(kept.message))",
-                    fix: fix(for: kept)))
-        }
+        // Whether the server keeps the account readable, once asked (below).
+        var accountReadable: Bool?
         do {
             // Doctor is run when syncing seems stuck: it does not wait behind a sync that is.
             var options = SyncClient.Options()
             options.lockWaitMilliseconds = 2_000
             let client = try machineClient(replica, key: .given(nil), options: options).client
             let encrypted = try client.accountKeyID() != nil
+            accountReadable = !encrypted
             findings.append(
                 Finding(
                     check: "server", state: .ok,
@@ -406,6 +411,14 @@ public enum Doctor {
                     check: "watch", state: .problem, detail: "brsync watch (pid \(watch.pid)) stopped answering",
                     fix: "systemctl --user restart brsync-watch (or stop it and run 'brsync watch' again)"))
         }
-        return findings
+        // The kept problems first, each with what settles it as the server stands.
+        let kept = state.problems.map { kept in
+            let said = kept.code == SyncState.finishedCode ? "it finished saying" : "it stopped"
+            return Finding(
+                check: "last \(kept.part.rawValue)", state: .problem,
+                detail: "\(said): \(DisplayText.printable(kept.message))",
+                fix: fix(for: kept, accountReadable: accountReadable))
+        }
+        return kept + findings
     }
 }

@@ -361,14 +361,16 @@ final class PostgresTransaction: StoreTransaction {
         try connection.query(
             """
             SELECT a.id, a.name, (SELECT count(*) FROM devices d WHERE d.account_id = a.id), a.record_count, a.byte_count,
-                   a.max_records, a.max_bytes, a.max_devices
+                   a.max_records, a.max_bytes, a.max_devices, a.uid
             FROM accounts a ORDER BY a.name
             """
         ) {
-            Store.Account(
+            var account = Store.Account(
                 id: $0.int64(0) ?? 0, name: $0.string(1) ?? "", devices: $0.int(2) ?? 0, records: $0.int(3) ?? 0,
                 bytes: $0.int64(4) ?? 0,
                 limits: Store.Limits(records: $0.int64(5) ?? 0, bytes: $0.int64(6) ?? 0, devices: $0.int64(7) ?? 0))
+            account.uid = $0.string(8) ?? ""
+            return account
         }
     }
 

@@ -178,13 +178,13 @@ public enum ServerError: Error, Sendable, CustomStringConvertible {
         case .quotaExceeded(let what, let would, let limit):
             return
                 "this account would hold \(would) \(what), past its limit of \(limit): nothing of this request was applied (the edits "
-                + "stay on the machine). Remove what is no longer needed, or ask the server's operator to raise the limit "
+                + "stay on the machine). Ask the server's operator to raise the limit (removing rules frees nothing until the server purges their deletions, after its retention) "
                 + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
         case .quotaExceededInRelay(let what, let would, let limit, let applied):
             return
                 "this account would hold \(would) \(what), past its limit of \(limit): this relay was merged in parts, and "
                 + "\(applied) record(s) of the parts before this one were applied; the rest were not (they stay on the machine). "
-                + "Remove what is no longer needed, or ask the server's operator to raise the limit "
+                + "Ask the server's operator to raise the limit (removing rules frees nothing until the server purges their deletions, after its retention) "
                 + "('brsyncd account limits ACCOUNT --\(what == "bytes" ? "bytes" : "records") N')"
         case .encryptionReset:
             return

@@ -52,6 +52,9 @@ public enum Store {
         /// The stored text of its records (fields and versions), in bytes.
         public var bytes: Int64 = 0
         public var limits = Limits()
+        /// The id its machines know it by (answers name it; a machine's
+        /// messages about another account show it).
+        public var uid = ""
 
         public init(id: Int64, name: String, devices: Int, records: Int, bytes: Int64 = 0, limits: Limits = Limits()) {
             self.id = id

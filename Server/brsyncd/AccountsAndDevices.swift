@@ -30,7 +30,8 @@ struct AccountCommand: ParsableCommand {
             for account in accounts {
                 print(
                     "\(account.name)\t\(account.devices)/\(account.limits.devices) device(s)\t\(account.records)/\(account.limits.records) record(s)"
-                        + "\t\(Limits.size(account.bytes))/\(Limits.size(account.limits.bytes))")
+                        + "\t\(Limits.size(account.bytes))/\(Limits.size(account.limits.bytes))"
+                        + (account.uid.isEmpty ? "" : "\tid \(account.uid)"))
             }
         }
     }

@@ -71,7 +71,9 @@ import Testing
         #expect(refused.status == 5 && refused.stderr.contains("brsync key add"), "\(refused)")
         #expect(try world.run(desktop, ["status", "--json"]).stdout.contains(#""unpushed":1"#))
         let status = try world.run(desktop, ["status"]).stdout
-        #expect(status.contains("encrypted: the account is, and this machine has no key"), "\(status)")
+        #expect(
+            status.contains("end-to-end encrypted and has no key: it sends nothing until 'brsync key add'"), "\(status)"
+        )
         // A code is never taken from argv; a mistyped one and another account's are refused; nothing is saved.
         let onArgv = try world.run(desktop, ["key", "add", code])
         #expect(onArgv.status == 2 && onArgv.stderr.contains("never taken from the command line"), "\(onArgv)")

@@ -69,7 +69,9 @@ import Testing
         let timer = try world.run(desktop, ["sync", "--quiet", "--notify", "--unless-watching"])
         #expect(timer.status == 5 && timer.stderr.contains("brsync key add"), "\(timer)")
         let status = try world.run(desktop, ["status"]).stdout
-        #expect(status.contains("encrypted: the account is, and this machine has no key"), "\(status)")
+        #expect(
+            status.contains("end-to-end encrypted and has no key: it sends nothing until 'brsync key add'"), "\(status)"
+        )
         // `push`.
         try world.mustRun(desktop, ["rules", "add", "\(after)-push.example", "firefox"])
         let push = try world.run(desktop, ["push"])

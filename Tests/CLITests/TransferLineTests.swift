@@ -44,6 +44,11 @@ import Testing
         #expect(fix("other_account").contains("remote set") && fix("key_rotated").contains("key add"))
         #expect(fix("revoked").contains("join --replace") && fix("encryption_reset").contains("key init"))
         #expect(fix("busy") == "brsync pull (the message says what else to do)")
+        #expect(fix("quota_exceeded").contains("raise the account's limit"))
+        // Moved to a readable account (or reset): the key it waits for is no more; forgetting the mark is the fix.
+        let readable = Doctor.fix(
+            for: KeptProblem(part: .sync, message: "m", atMillis: 1, code: "encrypted"), accountReadable: true)
+        #expect(readable.hasPrefix("brsync key forget"))
         #expect(fix(nil, .push) == "brsync push (the message says what else to do)")
     }
 

@@ -34,9 +34,11 @@ import Testing
         #expect(!list.stdout.contains(token), "tokens are never shown again")
         #expect(try run(["device", "revoke", "alice", "laptop"], db: db).status == 0)
         #expect(try run(["device", "list", "alice"], db: db).stdout.contains("revoked"))
-        #expect(
-            try run(["account", "list"], db: db).stdout.contains(
-                "alice\t1/64 device(s)\t0/100000 record(s)\t0 KiB/128.0 MiB"))
+        let accounts = try run(["account", "list"], db: db).stdout
+        #expect(accounts.contains("alice\t1/64 device(s)\t0/100000 record(s)\t0 KiB/128.0 MiB\tid "))
+        // The id a machine's messages name the account by.
+        let uid = try #require(try store.accounts().first { $0.name == "alice" }?.uid)
+        #expect(!uid.isEmpty && accounts.contains("\tid \(uid)"), "\(accounts)")
         #expect(try run(["account", "rm", "alice"], db: db).status == 0)
         #expect(try run(["account", "list"], db: db).stdout.contains("no accounts"))
         // The token hash is all the store holds.

@@ -122,10 +122,11 @@ extension Status.Report {
         print("unpushed:  \(unpushed) change(s)")
         print("cursor:    \(state.pullCursor)")
         // Offline: without a key here, what the last sync learned tells whether the account is encrypted.
-        let lockedOut =
-            try state.problem.contains("this account is end-to-end encrypted") || replica.encryptionState().sawEncrypted
+        let marks = try replica.encryptionState()
+        let lockedOut = state.problem.contains("this account is end-to-end encrypted") || marks.sawEncrypted
+        let seen = marks.sawEncryptedAccount.map { " (account \($0))" } ?? ""
         print(
-            "encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "the account is, and this machine has no key: add its recovery code with 'brsync key add'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")"
+            "encrypted: \(encrypted ? "end to end (the account key is in \(keyFile))" : lockedOut ? "this machine saw its account\(seen) end-to-end encrypted and has no key: it sends nothing until 'brsync key add' with that account's recovery code; if its account is readable now (the machine was moved to another, or the operator reset it), 'brsync key forget'" : "not on this machine, which has no account key ('brsync key init' encrypts the account, 'brsync key add' adds the code of an encrypted one)")"
         )
         let service = watch.map { WatchWake.runsAsService(pid: $0.pid) } ?? false
         let watchText =
