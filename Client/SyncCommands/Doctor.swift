@@ -310,6 +310,12 @@ public enum Doctor {
         }
     }
 
+    /// A token the server no longer takes (revoked, or unknown to it): the
+    /// two ways back, as the refusal itself says them.
+    static let newCredentials =
+        "ask the server's operator for a new token ('brsyncd device token ACCOUNT NAME') and run 'brsync remote set URL "
+        + "--token-file FILE', or for a join code and run 'brsync join --replace' (local edits are kept either way)"
+
     /// What settles a kept problem: a stop that waits for a key or another
     /// token is not settled by running the same part again.
     /// - Parameter accountReadable: the server answered that the account is
@@ -334,7 +340,7 @@ public enum Doctor {
         case .encryptionReset?:
             return "brsync key init, brsync key add or brsync key forget (the message says which does what)"
         case .unauthorized?, .revoked?:
-            return "ask the server's operator for a join code, then brsync join --replace"
+            return newCredentials
         default:
             return "brsync \(kept.part.rawValue) (the message says what else to do)"
         }
@@ -395,7 +401,7 @@ public enum Doctor {
             case .busy:
                 fix = "wait a minute and run brsync sync; nothing is lost meanwhile"
             case .refused(let code, _) where code == .unauthorized || code == .revoked:
-                fix = "ask the server's operator for a join code, then brsync join --replace"
+                fix = newCredentials
             default: fix = "brsync sync (the message says what else to do)"
             }
             findings.append(Finding(check: "server", state: .problem, detail: error.description, fix: fix))

@@ -42,7 +42,8 @@ import Testing
         }
         #expect(fix("encrypted").hasPrefix("brsync key add") && fix("encryption_required").hasPrefix("brsync key add"))
         #expect(fix("other_account").contains("remote set") && fix("key_rotated").contains("key add"))
-        #expect(fix("revoked").contains("join --replace") && fix("encryption_reset").contains("key init"))
+        #expect(fix("revoked").contains("join --replace") && fix("revoked").contains("remote set"))
+        #expect(fix("encryption_reset").contains("key init"))
         #expect(fix("busy") == "brsync pull (the message says what else to do)")
         #expect(fix("quota_exceeded").contains("raise the account's limit"))
         // Moved to a readable account (or reset): the key it waits for is no more; forgetting the mark is the fix.

@@ -89,6 +89,7 @@ import Testing
                 ALTER TABLE devices DROP COLUMN protocol;
                 ALTER TABLE accounts DROP COLUMN sealed_format;
                 ALTER TABLE accounts DROP COLUMN sealed_format_since;
+                ALTER TABLE accounts DROP COLUMN counted_by_writer;
                 PRAGMA user_version = 7;
                 """)
             #expect(
