@@ -121,18 +121,21 @@ struct SQLiteTransaction: StoreTransaction {
             .integer(knownAfter), writer.map { .text(RecordState.encodeVersions($0)) } ?? .null,
         ]
         guard isNew else {
-            try database.run(Self.insertRecord + Self.updateOnConflict, values)
+            try database.run(Self.upsertStatement, values)
             return
         }
-        if collection != .ledger {
-            if added.counts[account] == nil {
-                // Before the insert: the trigger leaves this account's to us.
-                try database.run("UPDATE accounts SET counted_by_writer = 1 WHERE id = ?", [.integer(account)])
-            }
-            added.counts[account, default: Store.Usage(records: 0, bytes: 0)].records += 1
-            added.counts[account]?.bytes += Int64(fields.utf8.count + versions.utf8.count)
+        let counted = collection != .ledger
+        if counted, added.counts[account] == nil {
+            // Before the insert: the trigger leaves this account's to us.
+            try database.run("UPDATE accounts SET counted_by_writer = 1 WHERE id = ?", [.integer(account)])
+            added.counts[account] = Store.Usage(records: 0, bytes: 0)
         }
         try database.run(Self.insertRecord, values)
+        // Counted once it is in: a failed insert (it was there after all) counts nothing.
+        if counted {
+            added.counts[account]?.records += 1
+            added.counts[account]?.bytes += Int64(fields.utf8.count + versions.utf8.count)
+        }
     }
 
     private static let insertRecord = """
@@ -140,13 +143,14 @@ struct SQLiteTransaction: StoreTransaction {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
-    private static let updateOnConflict = """
+    private static let upsertStatement =
+        insertRecord + """
 
-        ON CONFLICT (account_id, collection, key) DO UPDATE SET
-            fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-            deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-            known_after = excluded.known_after, writer = excluded.writer
-        """
+            ON CONFLICT (account_id, collection, key) DO UPDATE SET
+                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+                known_after = excluded.known_after, writer = excluded.writer
+            """
 
     /// The new records this transaction counted itself, by account, not yet
     /// added to the account (``settleCounts()``).
