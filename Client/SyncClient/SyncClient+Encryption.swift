@@ -509,8 +509,12 @@ extension SyncClient {
     public func checkKey(_ key: AccountKey) throws {
         let account = try accountPage()
         guard account.encrypted, let current = account.keyID else {
+            let moved =
+                try cipher == nil && replica.encryptionState().sawEncrypted
+                ? " after 'brsync key forget' (this machine saw its account encrypted before: it was moved to another "
+                    + "account, or the operator reset the encryption)" : ""
             throw SyncError.usage(
-                "this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'")
+                "this account is not end-to-end encrypted; encrypt it from this machine with 'brsync key init'\(moved)")
         }
         guard current == key.id else { throw SyncError.usage(Self.keyDoesNotOpenMessage) }
         // A record that does not open says the code is wrong; one that opens

@@ -30,6 +30,15 @@ public enum AccountKeys {
                         "this account is end-to-end encrypted already: add its recovery code here with 'brsync key add' (nothing was changed)",
                     code: ExitStatus.refused)
             }
+            // Its mark holds every record back, sealed ones too: cleared first, by the user, on the server's word.
+            if try replica.encryptionState().sawEncrypted {
+                throw CLIFailure(
+                    message:
+                        "this machine saw its account end-to-end encrypted and the server keeps this one readable now (the "
+                        + "machine was moved to another account, or the operator reset the encryption): run 'brsync key forget' "
+                        + "first, then 'brsync key init' (nothing was changed)",
+                    code: ExitStatus.refused)
+            }
             return .encrypt(client)
         }
         // A key here: the account is encrypted again only after a reset (its key retired).

@@ -101,6 +101,10 @@ import Testing
         let sticky = try world.run(desktop, ["sync"])
         #expect(sticky.status == 5 && sticky.stderr.contains("brsync key forget"), "\(sticky)")
         #expect(!proxy.saw(after), "an edit left readable on the server's word")
+        // Encrypting it again from here waits for the mark to be cleared: refused, nothing made.
+        let again = try world.run(desktop, ["key", "init", "--yes"])
+        #expect(again.status == 5 && again.stderr.contains("'brsync key forget' first"), "\(again)")
+        #expect(!FileManager.default.fileExists(atPath: desktop + "/account-key.next"))
 
         // Only the user clears the mark, and then the edits go, readable.
         let forgot = try world.run(desktop, ["key", "forget"])
