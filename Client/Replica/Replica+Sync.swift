@@ -426,6 +426,8 @@ extension Replica {
             try setMeta("pushed_through", "0")
             try setMeta("relay_all", Self.accountRelay)
             if let epoch, !epoch.isEmpty, SessionRules.isPlainEpoch(epoch) { try setMeta("epoch", epoch) }
+            // What the last syncs said was of the other account.
+            for part in SyncPart.allCases { try recordSyncProblem(nil, in: part) }
             return true
         }
     }

@@ -130,9 +130,13 @@ extension TimelineConfirmationTests {
         let held = try RecordCollection.allCases.map { try a.replica.records($0).count }.reduce(0, +)
         try world.store.addAccount("bob")
         try world.store.setLimits(account: "bob", records: 2, bytes: nil, devices: nil)
+        // A problem alice's server left: of another account once the machine moved.
+        try a.replica.recordSyncProblem("alice's", code: "busy", in: .pull)
         a.token = try world.store.addDevice(account: "bob", name: "a")
         #expect(throws: SyncError.self) { try world.sync(a) }
         #expect(try a.replica.encryptionState().relayPending)
+        let kept = try a.replica.syncState().problems
+        #expect(kept.count == 1 && kept.allSatisfy { $0.code == "quota_exceeded" }, "\(kept)")
         return (a, held)
     }
 
