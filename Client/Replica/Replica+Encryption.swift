@@ -44,6 +44,14 @@ extension Replica {
         /// named it (nil for a mark made before marks named it, or by a
         /// refusal alone).
         public var sawEncryptedAccount: String? = nil
+
+        /// Whether a machine that saw account `seen` encrypted has a token of
+        /// another account `now` (a move), not of the same one (a reset);
+        /// false when either is not known.
+        public static func movedAway(seen: String?, now: String?) -> Bool {
+            guard let seen, let now, !now.isEmpty else { return false }
+            return seen != now
+        }
     }
 
     public func encryptionState() throws -> EncryptionState {

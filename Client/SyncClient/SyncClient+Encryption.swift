@@ -44,7 +44,7 @@ extension SyncClient {
             "this machine saw its account end-to-end encrypted and has no key: its edits wait here and "
             + "nothing is sent readable, whatever the server says now. Add the account's recovery code with 'brsync key add' (they go up "
             + "sealed then). "
-        guard let seen, let now, !now.isEmpty, seen != now else {
+        guard Replica.EncryptionState.movedAway(seen: seen, now: now), let seen, let now else {
             return first
                 + "If the server's operator reset the account's encryption and you want it readable, run 'brsync key forget' here"
         }

@@ -135,7 +135,7 @@ public enum AccountKeys {
 
         /// What `key forget` says when it cleared the mark.
         public static func markClearedText(seen: String?, now: String?) -> String {
-            if let seen, let now, seen != now {
+            if Replica.EncryptionState.movedAway(seen: seen, now: now), let seen, let now {
                 return
                     "this machine's token is of another account (\(now)) than the one it saw end-to-end encrypted (\(seen)), "
                     + "and the server keeps this one readable: this machine syncs readable from now on and sends its edits"

@@ -307,7 +307,7 @@ final class EncryptionPage {
                 switch try AccountKeys.forget(replica, force: false) {
                 case .markCleared(let seen, let now):
                     said =
-                        seen != nil && now != nil && seen != now
+                        Replica.EncryptionState.movedAway(seen: seen, now: now)
                         ? "This machine's account now is another one than it saw encrypted, and it is readable: this machine syncs readable."
                         : "The account is readable again (its operator reset it): this machine syncs readable."
                 case .keySetAside(let aside, stillEncrypted: true):
