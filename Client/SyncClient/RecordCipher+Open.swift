@@ -32,7 +32,7 @@ extension RecordCipher {
         // Format 2: each box once (its key hashes to the hidden key, or it does not open).
         let writes = try openBoxes(change)
         let key: String
-        if let write = writes[RecordState.BoxKey(keyRegister)] {
+        if let write = writes[keyRegister] {
             key = write.key
         } else {
             let keyValue = try opener.openValue(
@@ -43,7 +43,7 @@ extension RecordCipher {
             }
             key = opened
         }
-        if writes.values.contains(where: { $0.key != key }) {
+        if writes.writes.contains(where: { $0.key != key }) {
             throw RecordCipherError(
                 message: "\(collection)/\(shown): its writes do not all hold the key it is filed under")
         }
@@ -62,13 +62,13 @@ extension RecordCipher {
             // Only boxes the record's own fields name (the deletion flag's
             // through its twin): a box named by e2e.key or e2e.manifest alone
             // is the server's choice, never kept. Ascending by stamp then text.
-            var named = Set<RecordState.BoxKey>()
-            for (name, register) in change.state.fields
-            where !name.hasPrefix(Wire.sealedFieldPrefix) || name == Self.deletedTwinField {
-                named.insert(RecordState.BoxKey(register))
-            }
-            opened.boxes = writes.filter { named.contains($0.key) }.map { box, write in
-                ChangeRecord.PulledBox(box.register, weight: write.weight)
+            opened.boxes = writes.boxes.filter { box, _ in
+                change.state.fields.contains { name, register in
+                    register.stamp == box.stamp && register.value == box.value
+                        && (!name.hasPrefix(Wire.sealedFieldPrefix) || name == Self.deletedTwinField)
+                }
+            }.map { box, write in
+                ChangeRecord.PulledBox(box, weight: write.weight)
             }.sorted { a, b in
                 a.register.stamp != b.register.stamp
                     ? a.register.stamp < b.register.stamp
@@ -88,7 +88,7 @@ extension RecordCipher {
     /// with it (Deploy/SECURITY.md, "Records sealed as records").
     /// - Returns: the manifest (nil when there is none and none is required).
     private func checkManifest(
-        _ change: ChangeRecord, _ state: RecordState, writes: [RecordState.BoxKey: Write], opener: inout Opener,
+        _ change: ChangeRecord, _ state: RecordState, writes: OpenedWrites, opener: inout Opener,
         stamps: inout HLCTimestamp.TextCache, required: Bool
     ) throws(RecordCipherError) -> RecordManifest? {
         let newest = state.newestStamp
@@ -103,7 +103,7 @@ extension RecordCipher {
             return nil
         }
         let manifest: RecordManifest
-        if let write = writes[RecordState.BoxKey(register)] {
+        if let write = writes[register] {
             guard let boxed = write.manifest else {
                 throw RecordCipherError(message: "its manifest names a write that holds none (by the server?)")
             }
@@ -130,7 +130,7 @@ extension RecordCipher {
     }
 
     private func openFields(
-        _ change: ChangeRecord, writes: [RecordState.BoxKey: Write], opener: inout Opener,
+        _ change: ChangeRecord, writes: OpenedWrites, opener: inout Opener,
         stamps: inout HLCTimestamp.TextCache
     ) throws(RecordCipherError) -> [String: StampedValue] {
         let (collection, hidden) = (opener.collection, opener.hiddenKey)
@@ -152,7 +152,7 @@ extension RecordCipher {
                     throw forged
                 }
                 let opened: JSONValue?
-                if let write = writes[RecordState.BoxKey(twin)] {
+                if let write = writes[twin] {
                     opened = write.value(named: name)
                 } else {
                     opened = try opener.openValue(sealed, field: name, stamp: stamps.text(of: register.stamp))
@@ -161,7 +161,7 @@ extension RecordCipher {
                 fields[name] = register
                 continue
             }
-            if let write = writes[RecordState.BoxKey(register)] {
+            if let write = writes[register] {
                 guard let value = write.value(named: name) else {
                     throw RecordCipherError(
                         message:
