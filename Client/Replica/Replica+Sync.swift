@@ -426,8 +426,10 @@ extension Replica {
             try setMeta("pushed_through", "0")
             try setMeta("relay_all", Self.accountRelay)
             if let epoch, !epoch.isEmpty, SessionRules.isPlainEpoch(epoch) { try setMeta("epoch", epoch) }
-            // What the last syncs said was of the other account.
+            // What the last syncs said was of the other account, and so
+            // were the machines its pulls were heard from (`status`'s `heard:`).
             for part in SyncPart.allCases { try recordSyncProblem(nil, in: part) }
+            try database.run("DELETE FROM device_writes")
             return true
         }
     }

@@ -120,13 +120,19 @@ extension TimelineConfirmationTests {
         #expect(try world.client(y).ownChainStanding() == .otherAccount)
     }
 
-    /// A home of alice's account with six rules, pointed at bob's, whose
+    /// A home of alice's account with six rules (one another machine of
+    /// hers wrote), pointed at bob's, whose
     /// limit of two records stops the switch: its relay is left pending.
     /// Returns the home and how many records it holds.
     func switchStoppedByAQuota(_ world: SyncWorld) throws -> (SimulatedMachine, held: Int) {
         let a = try world.machine("a")
-        for index in 0..<6 { try KeyChangeTests.rule(a, "site\(index).example") }
+        for index in 0..<5 { try KeyChangeTests.rule(a, "site\(index).example") }
+        // A rule of another of alice's machines: a is heard from it.
+        let w = try world.machine("w")
+        try KeyChangeTests.rule(w, "site5.example")
+        try world.sync(w)
         try world.sync(a)
+        #expect(try a.replica.deviceWrites().map(\.device) == [w.replica.deviceID])
         let held = try RecordCollection.allCases.map { try a.replica.records($0).count }.reduce(0, +)
         try world.store.addAccount("bob")
         try world.store.setLimits(account: "bob", records: 2, bytes: nil, devices: nil)
@@ -137,6 +143,7 @@ extension TimelineConfirmationTests {
         #expect(try a.replica.encryptionState().relayPending)
         let kept = try a.replica.syncState().problems
         #expect(kept.count == 1 && kept.allSatisfy { $0.code == "quota_exceeded" }, "\(kept)")
+        #expect(try a.replica.deviceWrites().isEmpty, "alice's machines are not heard from in bob's account")
         return (a, held)
     }
 
