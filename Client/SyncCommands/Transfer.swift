@@ -165,6 +165,20 @@ public enum Transfer {
         var parts: [String] = []
         if name != "pull" { parts.append("pushed \(summary.pushed) change(s)") }
         if name != "push" { parts.append("pulled \(summary.pulled) record(s), \(summary.applied) changed here") }
+        return "\(name): " + (parts + notes(summary, rotated: rotated, wording: wording)).joined(separator: ", ")
+    }
+
+    /// What ``line(_:_:rotated:wording:)`` says besides the counts: a key or
+    /// an account this machine moved to, a re-sync, conflicts, records
+    /// removed or set aside, re-stamps, a copy of this home, profiles
+    /// awaiting approval, a new device id. None for a sync that only moved
+    /// records (`brsync watch` logs a sync with any).
+    public static func notes(
+        _ summary: SyncClient.Summary, rotated: Bool = false, wording: Wording = .commands
+    )
+        -> [String]
+    {
+        var parts: [String] = []
         if summary.encryptionStarted {
             let sent = summary.relayed > 0 ? ": \(summary.relayed) record(s) this machine held sent sealed" : ""
             parts.append(
@@ -232,7 +246,7 @@ public enum Transfer {
                         + "under its old id (another copy of this home, or a server that lies)")
             }
         }
-        return "\(name): " + parts.joined(separator: ", ")
+        return parts
     }
 
     /// The problems a transfer met but went past, as warnings.

@@ -294,13 +294,12 @@ public final class Watcher {
         }
     }
 
-    /// What a sync moved, for the journal (nothing when it moved nothing).
+    /// What a sync did, for the journal, as `brsync sync` says it (nothing
+    /// when it moved nothing and had nothing to say: a joined account, a
+    /// new key, a re-sync, conflicts, removals are all logged).
     private func report(_ summary: SyncClient.Summary) {
-        if summary.pushed > 0 || summary.applied > 0 || summary.fullResync {
-            log(
-                .info,
-                "pushed \(summary.pushed) change(s), pulled \(summary.pulled) record(s), \(summary.applied) changed here"
-            )
+        if summary.pushed > 0 || summary.applied > 0 || !Transfer.notes(summary).isEmpty {
+            log(.info, Transfer.line(summary, "sync"))
         }
         for problem in summary.problems { log(.warning, problem) }
     }

@@ -25,6 +25,28 @@ import Testing
                 && !window.contains("'brsync"), "\(window)")
     }
 
+    /// What a sync says besides its counts (what `brsync watch` logs a sync
+    /// for, as `brsync sync` says it): nothing for a sync that only moved
+    /// records; a joined account, a re-sync, a new key each say so.
+    @Test func aSyncSaysMoreThanItsCountsOnlyWhenSomethingHappened() {
+        var summary = SyncClient.Summary()
+        summary.pushed = 3
+        summary.pulled = 2
+        summary.applied = 2
+        #expect(Transfer.notes(summary).isEmpty)
+        #expect(Transfer.line(summary, "sync") == "sync: pushed 3 change(s), pulled 2 record(s), 2 changed here")
+        for change in [\SyncClient.Summary.accountChanged, \.fullResync, \.encryptionStarted, \.encryptionEnded] {
+            var moved = SyncClient.Summary()
+            moved[keyPath: change] = true
+            let notes = Transfer.notes(moved)
+            #expect(notes.count == 1, "\(change)")
+            #expect(Transfer.line(moved, "sync").hasSuffix(", " + (notes.first ?? "")))
+        }
+        var joined = SyncClient.Summary()
+        joined.accountChanged = true
+        #expect(Transfer.notes(joined).first?.contains("it joined that account as a new machine") == true)
+    }
+
     /// `brsync doctor` on a home pointed at another account: with a key, it
     /// says the next sync stops; without, that it joins.
     @Test func doctorSaysWhatASwitchWillDo() throws {

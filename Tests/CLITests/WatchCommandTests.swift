@@ -87,6 +87,8 @@ import Testing
         }
         usleep(1_500_000)
         #expect(watch.text.split(separator: "\n").count == lines, "\(watch.text)")
+        // Each sync that moved something is logged as `brsync sync` says it.
+        #expect(watch.text.contains("brsync watch: sync: pushed 0 change(s), pulled 1 record(s), 1 changed here"))
 
         watch.signal(SIGTERM)
         for _ in 0..<100 where watch.isRunning { usleep(20_000) }
