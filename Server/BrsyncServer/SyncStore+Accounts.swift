@@ -65,6 +65,29 @@ extension SyncStore {
         }
     }
 
+    /// An account's counts before and after ``recount(account:)``.
+    public struct Recount: Sendable, Equatable {
+        public var account: String
+        public var before: Store.Usage
+        public var after: Store.Usage
+    }
+
+    /// Counts again what each account holds (or the one named) from its
+    /// records, in one transaction: for counts that writes made outside
+    /// brsyncd moved away (Deploy/OPERATIONS.md, "Limits per account").
+    /// - Throws: ``ServerError/notFound(_:)`` for a name no account has (nothing changed).
+    public func recount(account name: String? = nil) throws -> [Recount] {
+        try writing { transaction in
+            let accounts = try transaction.accountSummaries().filter { name == nil || $0.name == name }
+            if let name, accounts.isEmpty { throw ServerError.notFound("no account named '\(name)'") }
+            return try accounts.map { account in
+                Recount(
+                    account: account.name, before: Store.Usage(records: Int64(account.records), bytes: account.bytes),
+                    after: try transaction.recountUsage(account.id))
+            }
+        }
+    }
+
     static func account(_ name: String, in transaction: any StoreTransaction) throws -> Int64 {
         guard let id = try transaction.accountID(named: name) else {
             throw ServerError.notFound("no account named '\(name)'")

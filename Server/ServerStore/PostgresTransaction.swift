@@ -384,6 +384,19 @@ final class PostgresTransaction: StoreTransaction {
         } ?? Store.Usage(records: 0, bytes: 0)
     }
 
+    func recountUsage(_ account: Int64) throws -> Store.Usage {
+        try flush()
+        try connection.run(
+            """
+            UPDATE accounts a SET
+                record_count = (SELECT count(*) FROM records r WHERE r.account_id = a.id AND r.collection <> 'ledger'),
+                byte_count = (SELECT COALESCE(sum(octet_length(fields) + octet_length(versions)), 0)
+                              FROM records r WHERE r.account_id = a.id AND r.collection <> 'ledger')
+            WHERE a.id = $1
+            """, [.integer(account)])
+        return try accountUsage(account)
+    }
+
     func setLimits(account: Int64, _ limits: Store.Limits) throws {
         try connection.run(
             "UPDATE accounts SET max_records = $1, max_bytes = $2, max_devices = $3 WHERE id = $4",

@@ -451,6 +451,19 @@ struct SQLiteTransaction: StoreTransaction {
         } ?? Store.Usage(records: 0, bytes: 0)
     }
 
+    func recountUsage(_ account: Int64) throws -> Store.Usage {
+        try settleCounts()
+        try database.run(
+            """
+            UPDATE accounts SET
+                record_count = (SELECT COUNT(*) FROM records WHERE account_id = accounts.id AND collection <> 'ledger'),
+                byte_count = (SELECT COALESCE(SUM(LENGTH(CAST(fields AS BLOB)) + LENGTH(CAST(versions AS BLOB))), 0)
+                              FROM records WHERE account_id = accounts.id AND collection <> 'ledger')
+            WHERE id = ?
+            """, [.integer(account)])
+        return try accountUsage(account)
+    }
+
     func setLimits(account: Int64, _ limits: Store.Limits) throws {
         try database.run(
             "UPDATE accounts SET max_records = ?, max_bytes = ?, max_devices = ? WHERE id = ?",

@@ -117,6 +117,11 @@ package protocol StoreTransaction {
     func setAccountCounters(_ account: Int64, nextSequence: Int64, stampAtLeast: Int64) throws
     /// What the account holds now, this transaction's writes included.
     func accountUsage(_ account: Int64) throws -> Store.Usage
+    /// Counts again what the account holds from its records (ledger
+    /// records left out, as the counting triggers do), for counts that
+    /// writes the triggers do not see moved away (an operator's `REPLACE`,
+    /// a row moved to another account); what it holds now.
+    func recountUsage(_ account: Int64) throws -> Store.Usage
     /// Keeps `publicKey` as the account's signing key, unless it has one
     /// (trust on first use, for an account encrypted before signed writes).
     func registerSigningKey(account: Int64, _ publicKey: String) throws

@@ -9,7 +9,7 @@ import SystemServices
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account", abstract: "Manage accounts (a person and their devices).",
-        subcommands: [Add.self, List.self, Remove.self, Limits.self, ResetEncryption.self])
+        subcommands: [Add.self, List.self, Remove.self, Limits.self, Recount.self, ResetEncryption.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an account.")
@@ -113,6 +113,35 @@ extension AccountCommand {
         static func size(_ bytes: Int64) -> String {
             if bytes < 1 << 20 { return "\((bytes + 1023) / 1024) KiB" }
             return "\((Double(bytes) / Double(1 << 20) * 10).rounded() / 10) MiB"
+        }
+    }
+
+    struct Recount: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "recount",
+            abstract: "Count again the records and bytes an account holds, after edits made outside brsyncd.",
+            discussion: """
+                brsyncd keeps each account's counts (what its limits are checked against) as records are written, and the \
+                store's triggers count rows written with sqlite3 or psql too, except a REPLACE and a row moved to another \
+                account. This counts every account's records again (or the named one's), in one transaction, safe while \
+                brsyncd serves, and says which counts it put right.
+                """)
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The account's name (default: every account).") var name: String?
+        func run() throws {
+            let counted = try store.open().recount(account: name)
+            if counted.isEmpty { print("no accounts; add one with 'brsyncd account add NAME'") }
+            for account in counted {
+                let (before, after) = (account.before, account.after)
+                if before == after {
+                    print("\(account.account): \(after.records) record(s), \(Limits.size(after.bytes)): right already")
+                } else {
+                    print(
+                        "\(account.account): \(before.records) → \(after.records) record(s), "
+                            + "\(Limits.size(before.bytes)) → \(Limits.size(after.bytes)) (\(before.bytes) → \(after.bytes) bytes): put right"
+                    )
+                }
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import TestSupport
 import Testing
 
@@ -45,5 +46,21 @@ import Testing
         let fresh = try world.replica("fresh")
         try world.mustRun(fresh, ["sync"])
         #expect(try world.run(fresh, ["rules", "list"]).stdout.contains("d.example"))
+        // Counts an edit outside brsyncd moved away (sqlite3) are put right while it serves.
+        let database = try Database(path: world.db)
+        let records = try #require(
+            try database.scalar("SELECT COUNT(*) FROM records WHERE collection <> 'ledger'")?.int64Value)
+        let held = try brsyncd(["account", "recount"])
+        #expect(
+            held.status == 0 && held.stdout.contains("alice: \(records) record(s)")
+                && held.stdout.contains("right already"), "\(held)")
+        try database.run("UPDATE accounts SET record_count = 1 WHERE name = 'alice'")
+        let recounted = try brsyncd(["account", "recount", "alice"])
+        #expect(
+            recounted.status == 0 && recounted.stdout.contains("alice: 1 → \(records) record(s)")
+                && recounted.stdout.contains("put right"), "\(recounted)")
+        #expect(try brsyncd(["account", "limits", "alice"]).stdout.contains("records: \(records) of 100000"))
+        let unknown = try brsyncd(["account", "recount", "nobody"])
+        #expect(unknown.status != 0 && unknown.stderr.contains("no account named 'nobody'"), "\(unknown)")
     }
 }

@@ -50,6 +50,7 @@ import Testing
         (["account", "add", "alice"], "exists already"),
         (["account", "add", " "], "1 to 64 characters"),
         (["account", "rm", "nobody"], "no account named 'nobody'"),
+        (["account", "recount", "nobody"], "no account named 'nobody'"),
         (["device", "add", "nobody", "x"], "no account named 'nobody'"),
         (["device", "add", "alice", "laptop"], "has a device named 'laptop' already"),
         (["device", "revoke", "alice", "ghost"], "no device named 'ghost'"),

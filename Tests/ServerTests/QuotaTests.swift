@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Postgres
 import Storage
 import SyncCore
 import TestSupport
@@ -136,6 +137,41 @@ import Testing
         let after = try usage(fixture, "alice")
         #expect(after.records == before.records + 1)
         #expect(after.bytes == before.bytes + Int64(row.fields.utf8.count + row.versions.utf8.count))
+    }
+
+    /// Counts that writes made outside brsyncd moved away are put right by
+    /// a recount, in one transaction, and only the account's own: its
+    /// ledger records stay outside, another account's counts are left as
+    /// they are right; an unknown name changes nothing.
+    @Test(arguments: StoreKind.allCases) func aRecountPutsDriftedCountsRight(_ kind: StoreKind) throws {
+        let fixture = try ServerFixture(kind)
+        let laptop = try fixture.device("alice", "laptop", protocol: Wire.protocolVersion)
+        #expect(
+            try laptop.push((0..<5).map { laptop.change("site\($0).example", ["browser": .string("firefox")]) }).status
+                == 200)
+        let bob = try fixture.device("bob", "desktop", protocol: Wire.protocolVersion)
+        #expect(try bob.push([bob.change("bob.example", ["browser": .string("x")])]).status == 200)
+        let (alice, bobs) = (try usage(fixture, "alice"), try usage(fixture, "bob"))
+        let drift = "UPDATE accounts SET record_count = 99, byte_count = 7 WHERE name = 'alice'"
+        if let postgres = fixture.postgres {
+            try PostgresConnection(postgres).run(drift)
+        } else {
+            try Database(path: fixture.directory.file("store.sqlite")).run(drift)
+        }
+        #expect(try usage(fixture, "alice").records == 99)
+        #expect(throws: ServerError.self) { try fixture.store.recount(account: "nobody") }
+        #expect(try usage(fixture, "alice").records == 99, "an unknown name changes nothing")
+        let counted = try fixture.store.recount()
+        let right = Store.Usage(records: Int64(alice.records), bytes: alice.bytes)
+        #expect(
+            counted == [
+                .init(account: "alice", before: Store.Usage(records: 99, bytes: 7), after: right),
+                .init(
+                    account: "bob", before: Store.Usage(records: 1, bytes: bobs.bytes),
+                    after: Store.Usage(records: 1, bytes: bobs.bytes)),
+            ], "\(counted)")
+        #expect(try usage(fixture, "alice") == alice)
+        #expect(try fixture.store.recount(account: "alice").map(\.before) == [right])
     }
 
     @Test(arguments: StoreKind.allCases) func devicesPastTheLimitAreRefused(_ kind: StoreKind) throws {

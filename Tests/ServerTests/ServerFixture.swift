@@ -22,6 +22,8 @@ final class ServerFixture: @unchecked Sendable {
     let store: SyncStore
     let server: SyncServer
     let port: UInt16
+    /// The PostgreSQL database of a fixture of that kind (for writes made outside brsyncd).
+    private(set) var postgres: PostgresConfiguration?
 
     init(_ kind: StoreKind = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory(prefix: "brsyncd-test")
@@ -32,8 +34,9 @@ final class ServerFixture: @unchecked Sendable {
             store = try SyncStore(sqlite: directory.file("store.sqlite"))
         case .postgres:
             let cluster = try PostgresCluster.shared()
-            store = try SyncStore(
-                postgres: try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password))
+            let configuration = try PostgresConfiguration(url: try cluster.createDatabase(), password: cluster.password)
+            postgres = configuration
+            store = try SyncStore(postgres: configuration)
         }
         (server, port) = try InProcessServer.start(store: store, certificates: directory, configure: configure)
     }
