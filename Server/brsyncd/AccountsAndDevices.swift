@@ -136,10 +136,17 @@ extension AccountCommand {
                 if before == after {
                     print("\(account.account): \(after.records) record(s), \(Limits.size(after.bytes)): right already")
                 } else {
-                    print(
-                        "\(account.account): \(before.records) → \(after.records) record(s), "
-                            + "\(Limits.size(before.bytes)) → \(Limits.size(after.bytes)) (\(before.bytes) → \(after.bytes) bytes): put right"
-                    )
+                    // Only what was off, each as it was and as it is.
+                    var fixed: [String] = []
+                    if before.records != after.records {
+                        fixed.append("\(before.records) → \(after.records) record(s)")
+                    }
+                    if before.bytes != after.bytes {
+                        fixed.append(
+                            "\(Limits.size(before.bytes)) → \(Limits.size(after.bytes)) (\(before.bytes) → \(after.bytes) bytes)"
+                        )
+                    }
+                    print("\(account.account): \(fixed.joined(separator: ", ")): put right")
                 }
             }
         }

@@ -10,6 +10,14 @@ import SystemServices
 enum Failure {
     static func describe(_ error: any Error) -> CLIFailure? {
         switch error {
+        case ServerError.database(let database) where database.isBusy:
+            // Another process held the store's write lock past the wait (a
+            // long `sqlite3` transaction, a backup): nothing was done.
+            return CLIFailure(
+                message:
+                    "the store is locked by another process (a long transaction in sqlite3 or psql?) and stayed so for "
+                    + "longer than brsyncd waits: nothing was changed; run the command again once it is done (\(database))"
+            )
         case let server as ServerError: return CLIFailure(message: server.description)
         case let net as NetError: return CLIFailure(message: describe(net))
         default: return nil

@@ -80,6 +80,24 @@ import Testing
         }
     }
 
+    /// A store another process keeps locked past brsyncd's wait (a long
+    /// `sqlite3` transaction): the command says so and changes nothing.
+    @Test func aStoreLockedTooLongIsNamedSo() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let db = directory.file("store.sqlite")
+        #expect(try run(["account", "add", "alice"], db: db).status == 0)
+        let holder = try Database(path: db)
+        try holder.execute("BEGIN IMMEDIATE")
+        let locked = try run(["account", "add", "bob"], db: db)
+        try holder.execute("ROLLBACK")
+        #expect(
+            locked.status == 2 && locked.stderr.contains("the store is locked by another process")
+                && locked.stderr.contains("nothing was changed") && locked.stderr.split(separator: "\n").count == 1,
+            "\(locked)")
+        #expect(try run(["account", "list"], db: db).stdout.split(separator: "\n").count == 1, "bob was not added")
+    }
+
     @Test func noStoreGiven() throws {
         let result = try run(["account", "list"])
         #expect(result.status == 2 && result.stderr.contains("pass --db PATH or --store postgres://"))
