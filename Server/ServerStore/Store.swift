@@ -368,5 +368,12 @@ public enum Store {
         else {
             throw ServerError.badRequest("\(what) names are 1 to 64 characters on one line")
         }
+        // As a machine's own device name: nothing that reorders or hides
+        // what `account list`, `device list` and `recount` print (U+202E).
+        if name.unicodeScalars.contains(where: {
+            $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+        }) {
+            throw ServerError.badRequest("\(what) names must not contain control or formatting characters")
+        }
     }
 }

@@ -49,6 +49,8 @@ import Testing
     static let badCommands: [([String], String)] = [
         (["account", "add", "alice"], "exists already"),
         (["account", "add", " "], "1 to 64 characters"),
+        (["account", "add", "a\u{202E}b"], "control or formatting characters"),
+        (["device", "add", "alice", "zero\u{200B}width"], "control or formatting characters"),
         (["account", "rm", "nobody"], "no account named 'nobody'"),
         (["account", "recount", "nobody"], "no account named 'nobody'"),
         (["device", "add", "nobody", "x"], "no account named 'nobody'"),
