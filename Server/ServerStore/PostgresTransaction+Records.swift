@@ -134,14 +134,7 @@ extension PostgresTransaction {
                              $8::bigint[], $9::text[], $10::bigint[], $11::text[])
         """
 
-    private static let upsertStatement =
-        insertStatement + """
-
-            ON CONFLICT (account_id, collection, key) DO UPDATE SET
-                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                known_after = excluded.known_after, writer = excluded.writer
-            """
+    private static let upsertStatement = insertStatement + StoreSchema.recordUpsert
 
     /// The statements' eleven arrays.
     private static func columns(_ part: ArraySlice<PendingRecord>) -> [PostgresValue] {

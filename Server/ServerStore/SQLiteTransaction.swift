@@ -143,14 +143,7 @@ struct SQLiteTransaction: StoreTransaction {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
-    private static let upsertStatement =
-        insertRecord + """
-
-            ON CONFLICT (account_id, collection, key) DO UPDATE SET
-                fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
-                deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
-                known_after = excluded.known_after, writer = excluded.writer
-            """
+    private static let upsertStatement = insertRecord + StoreSchema.recordUpsert
 
     /// The new records this transaction counted itself, by account, not yet
     /// added to the account (``settleCounts()``).

@@ -565,6 +565,17 @@ enum StoreSchema {
             postgres: nil),
     ]
 
+    /// What an insert of a record row adds to become an upsert, in both
+    /// dialects (the same SQL): a row of the same account, collection and
+    /// key takes every column but those.
+    static let recordUpsert = """
+
+        ON CONFLICT (account_id, collection, key) DO UPDATE SET
+            fields = excluded.fields, versions = excluded.versions, seq = excluded.seq,
+            deleted = excluded.deleted, updated_at = excluded.updated_at, known_to = excluded.known_to,
+            known_after = excluded.known_after, writer = excluded.writer
+        """
+
     /// SQLite's migrations: the steps with SQLite statements, numbered from 1.
     static let sqlite = Migrator(
         steps.compactMap(\.sqlite).enumerated().map { Migrator.Migration(version: $0.offset + 1, sql: $0.element) })
