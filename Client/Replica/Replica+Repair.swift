@@ -316,10 +316,11 @@ extension Replica {
     /// Gives this replica a new device id, because the server has this
     /// device's change numbers with other content: the replica is a copy of
     /// another (a copied home) or was restored from an older copy. Its
-    /// unpushed changes are minted again under the new id (new stamps, numbered
-    /// from 1), so nothing either copy wrote is lost; the other copy keeps the
-    /// old id. The changes' first stamps that the server may hold are kept as
-    /// a floor for a later ``restampUnpushed()``.
+    /// unpushed changes are minted again under the new id (numbered from 1,
+    /// each stamped with the time it was made: ``stampUnderNewID(_:)``), so
+    /// nothing either copy wrote is lost; the other copy keeps the old id.
+    /// The changes' stamps that the server may hold are kept as a floor for
+    /// a later ``restampUnpushed()``.
     /// - Returns: the new device id.
     @discardableResult
     public func forkDeviceID() throws -> String {
@@ -330,9 +331,9 @@ extension Replica {
             guard deviceID == decidedAs else { return deviceID }
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
-            // The changes' stamps the server may hold: a later re-stamp goes
-            // above them, though the changes carry new stamps from here (from
-            // a clock that may have run fast, which the server refuses).
+            // The changes' stamps the server may hold: should the server
+            // refuse the changes under the new id (made while the clock ran
+            // fast), the re-stamp from the clock goes above them.
             if let taken = try stampsTheServerMayHold(pending) { try raiseRestampFloor(to: taken) }
             let old = deviceID
             try adoptDeviceID(Self.makeDeviceID())
@@ -344,13 +345,15 @@ extension Replica {
         }
     }
 
-    /// Gives `pending` (this device's unpushed changes, in order) new stamps
-    /// from the clock; records whose field still holds an old stamp take the
-    /// new one. A field the record holds with another stamp was overwritten
-    /// since (by a later edit here or a value pulled): it leaves the change, so
-    /// the new stamp cannot make an old edit win over what came after it. With
-    /// `oldDevice`, the changes move to this (new) device id and are numbered
-    /// from 1, and their versions count for it.
+    /// Gives `pending` (this device's unpushed changes, in order) new stamps;
+    /// records whose field still holds an old stamp take the new one. A
+    /// field the record holds with another stamp was overwritten since (by a
+    /// later edit here or a value pulled): it leaves the change, so the new
+    /// stamp cannot make an old edit win over what came after it. Without
+    /// `oldDevice` (the clock ran fast), the stamps come from the clock. With
+    /// it, the changes move to this (new) device id, keep the time they were
+    /// made (``stampUnderNewID(_:)``), are numbered from 1, and their
+    /// versions count for it.
     private func restamp(_ pending: [ChangeRecord], asDevice oldDevice: String?) throws {
         // Old stamp → new one: a later change that overwrote an earlier one
         // names the earlier one's new stamp as what it overwrote.
@@ -364,7 +367,7 @@ extension Replica {
                 later[register.stamp]! -= 1
                 if later[register.stamp] == 0 { later[register.stamp] = nil }
             }
-            let stamp = try tickClock()
+            let stamp = try oldDevice == nil ? tickClock() : stampUnderNewID(change)
             var state = try record(change.collection, key: change.key) ?? RecordState()
             var fields: [String: StampedValue] = [:]
             for (name, register) in change.state.fields {
@@ -397,6 +400,25 @@ extension Replica {
                     .integer(change.sequence),
                 ])
         }
+    }
+
+    /// The stamp a change moved to a new device id (a copied home, a key
+    /// change) takes: the time it was made, one counter step later, under
+    /// the new id. An edit made on another machine after it still wins over
+    /// it, as it would have had this machine sent it before the change of id
+    /// (a stamp of when it is sent would win over every edit made
+    /// meanwhile); the step keeps it above every stamp the edit won over
+    /// here, whichever way the new id compares with the old. The clock moves
+    /// past it. One the server refuses as too far ahead (made while the
+    /// clock ran fast) is stamped again from the clock, like any other
+    /// (``restampUnpushed()``).
+    private func stampUnderNewID(_ change: ChangeRecord) throws -> HLCTimestamp {
+        guard let made = change.state.fields.values.map(\.stamp).max(), made.counter < UInt32.max else {
+            return try tickClock()
+        }
+        let stamp = HLCTimestamp(wallMillis: made.wallMillis, counter: made.counter + 1, device: deviceID)
+        clockObserve(stamp, wallMillis: try serverTimeMillis())
+        return stamp
     }
 
     /// Every record this replica holds, in batches, for a relay after a restore.

@@ -477,6 +477,30 @@ import Testing
         #expect(try b.replica.removedRecords(limit: 10).first?.restoredAtMillis != nil)
     }
 
+    /// b edits a rule while it cannot sync (a encrypted the account; b has
+    /// no key yet); a edits the same rule later and syncs. When b adds the
+    /// key, its edit goes up with the time it was made, not the time it is
+    /// sent: a's later edit stays, on every machine, and b keeps its own
+    /// value as a lost conflict.
+    @Test(arguments: StoreKind.allCases) func anEditWaitingForTheKeyKeepsItsTime(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "shared.example")
+        for machine in [a, b] { try world.sync(machine) }
+        let (key, _) = try Self.changeKey(world, a)
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        #expect(throws: SyncError.self) { try world.sync(b) }
+        usleep(5_000) // a's edit is later by the clock, not only by the counter
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        try world.sync(a)
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        for machine in [a, b] {
+            #expect(try machine.replica.rule(pattern: "shared.example")?.priority == 20, "\(machine.name)")
+        }
+        #expect(try b.replica.conflicts(limit: 10).contains { $0.field == "priority" })
+    }
+
     /// A key change gives a machine a new device id (the server forgot every
     /// device's numbered history with the old key's data); every machine
     /// shows the old id as that machine, under its current name.

@@ -233,6 +233,31 @@ import Testing
         #expect(try world.sync(copyMachine).newDeviceID == nil)
     }
 
+    /// A copied home edits a rule it has not sent; the original edits the
+    /// same rule later and syncs. The copy takes a new device id at its
+    /// next sync, and its edit keeps the time it was made: the original's
+    /// later edit stays on both.
+    @Test(arguments: StoreKind.allCases) func aCopysOlderEditLosesToALaterOne(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let laptop = try world.machine("laptop")
+        _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        try laptop.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 1)
+        try world.sync(laptop)
+        let copyHome = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
+        let copy = try Replica.open(home: copyHome)
+        try copy.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        usleep(5_000) // the laptop's edit is later by the clock, not only by the counter
+        try laptop.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        try world.sync(laptop)
+        let summary = try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        #expect(summary.newDeviceID != nil, "\(summary)")
+        try world.sync(laptop)
+        for replica in [laptop.replica, copy] {
+            #expect(try replica.rule(pattern: "shared.example")?.priority == 20)
+        }
+    }
+
     /// A replica notices it is a copied file before it syncs, and takes a new
     /// device id at once; the original keeps its own.
     @Test(arguments: StoreKind.allCases) func aCopiedReplicaFileKnowsItIsACopy(_ kind: StoreKind) throws {
