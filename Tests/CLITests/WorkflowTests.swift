@@ -17,6 +17,26 @@ import Testing
         #expect(lines.count == 3 && lines[1].contains("*.github.com") && lines[2].contains("github.com"))
     }
 
+    /// `rules add` on a rule held says what it changed, or that nothing
+    /// did (and writes nothing then: the change log gains one change for
+    /// the priority, none for the same rule again).
+    @Test func addingARuleAgainSaysWhatChanged() throws {
+        let cli = try CLIHarness()
+        try cli.standardSetup()
+        let changes = { try cli.run("log", "--limit", "100").stdout.split(separator: "\n").count }
+        let logged = try changes()
+        let priority = try cli.run("rules", "add", "github.com", "chrome", "--priority", "7")
+        #expect(priority.stdout.hasPrefix("updated rule github.com: priority "), "\(priority)")
+        #expect(priority.stdout.contains(" -> 7\n") && !priority.stdout.contains("browser"), "\(priority)")
+        let again = try cli.run("rules", "add", "github.com", "chrome", "--priority", "7")
+        #expect(again.stdout == "rule github.com -> chrome (priority 7) unchanged\n", "\(again)")
+        #expect(try changes() == logged + 1, "the priority only, then nothing")
+        let both = try cli.run("rules", "add", "github.com", "firefox", "--keep-tracking")
+        #expect(
+            both.stdout == "updated rule github.com: browser chrome -> firefox, keeps tracking parameters now\n",
+            "\(both)")
+    }
+
     /// A rule that matches but whose browser cannot open here (a profile
     /// synced from another machine, no command yet): `resolve` names the
     /// rule, the reason and the fix instead of "no rule decides".

@@ -104,11 +104,28 @@ public struct RulesCommand: ParsableCommand {
 
         public func run() throws {
             let text = try Resolve.checkedApp(fromApp).map { "\(Pattern.sourcePrefix)\($0) \(pattern)" } ?? pattern
-            let (rule, created) = try global.openReplica().addRule(
+            let replica = try global.openReplica()
+            let before = try replica.rule(pattern: text)
+            let (rule, created) = try replica.addRule(
                 pattern: text, browser: browser, priority: priority, keepTracking: keepTracking)
-            print(
-                "\(created ? "added" : "updated") rule \(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))"
-            )
+            print(Self.said(rule, before: created ? nil : before))
+        }
+
+        /// What `rules add` prints: the rule added, what changed of the
+        /// rule held (`before`), or that nothing did.
+        static func said(_ rule: UrlRule, before: UrlRule?) -> String {
+            let whole =
+                "\(rule.pattern) -> \(rule.browser) (priority \(rule.priority)\(rule.keepsTracking ? ", keeps tracking parameters" : ""))"
+            guard let before else { return "added rule \(whole)" }
+            var changed: [String] = []
+            if before.pattern != rule.pattern { changed.append("pattern written \(rule.pattern)") }
+            if before.browser != rule.browser { changed.append("browser \(before.browser) -> \(rule.browser)") }
+            if before.priority != rule.priority { changed.append("priority \(before.priority) -> \(rule.priority)") }
+            if before.keepsTracking != rule.keepsTracking {
+                changed.append(rule.keepsTracking ? "keeps tracking parameters now" : "drops tracking parameters now")
+            }
+            guard !changed.isEmpty else { return "rule \(whole) unchanged" }
+            return "updated rule \(rule.pattern): \(changed.joined(separator: ", "))"
         }
     }
 
