@@ -132,6 +132,10 @@ public final class Watcher {
         /// wait, or an error (a server that lies or fails). Watched more and
         /// more slowly then, not in a loop.
         var quickRounds = 0
+        /// The last refusal logged whole, and when (monotonic ms): the same
+        /// one again within the hour is logged in a short line, not whole
+        /// at every edit while syncs stay stopped.
+        var refusal: (text: String, at: Int64)?
         /// Said once per run, each: the two warnings about a server that lies or fails.
         var saidEmpty = false
         var saidQuick = false
@@ -194,6 +198,7 @@ public final class Watcher {
                 state.offline = nil
             }
             report(summary)
+            state.refusal = nil
             // One empty wake follows each push of this machine's (its own change); more in a row are the server's doing.
             state.emptyWakes = state.wokenByServer && summary.pulled == 0 ? state.emptyWakes + 1 : 0
             state.wokenByServer = false
@@ -221,7 +226,7 @@ public final class Watcher {
                 state.offline = message
                 state.pause = state.pause == 0 ? 1_000 : min(60_000, state.pause * 2)
             default:
-                log(.error, "\(error.description); trying again in 5 minutes, or at the next edit here")
+                logRefusal(error.description, &state)
                 state.pause = 300_000
             }
             _ = waitForEvents(milliseconds: state.pause + Int.random(in: 0...(state.pause / 4)))
@@ -297,6 +302,23 @@ public final class Watcher {
     /// What a sync did, for the journal, as `brsync sync` says it (nothing
     /// when it moved nothing and had nothing to say: a joined account, a
     /// new key, a re-sync, conflicts, removals are all logged).
+    /// Logs why a sync stopped: whole the first time, and once an hour
+    /// while it stays the same; a short line at the other tries (each
+    /// edit here tries again).
+    private func logRefusal(_ text: String, _ state: inout LoopState) {
+        let now = Clock.monotonicMillis()
+        if let last = state.refusal, last.text == text, now - last.at < 3_600_000 {
+            let since = (now - last.at) / 60_000
+            log(
+                .error,
+                "sync stopped again, for the reason logged \(since == 0 ? "just now" : "\(since) min ago"); "
+                    + "trying again in 5 minutes, or at the next edit here")
+            return
+        }
+        log(.error, "\(text); trying again in 5 minutes, or at the next edit here")
+        state.refusal = (text, now)
+    }
+
     private func report(_ summary: SyncClient.Summary) {
         if summary.pushed > 0 || summary.applied > 0 || !Transfer.notes(summary).isEmpty {
             log(.info, Transfer.line(summary, "sync"))

@@ -95,6 +95,33 @@ import Testing
         #expect(try world.run(desktop, ["watch", "--status"]).status == 1)
     }
 
+    /// A watch whose syncs are refused (its device revoked) logs the
+    /// reason whole once; the tries that each edit here makes say in a
+    /// short line that it is the same, not the whole refusal again.
+    @Test func aRefusedWatchLogsTheReasonOnce() throws {
+        let world = try CLIWorld()
+        let laptop = try world.replica("laptop")
+        try world.mustRun(laptop, ["browsers", "add", "firefox", "--exec", "firefox %u"])
+        try world.mustRun(laptop, ["sync"])
+        let watch = try BackgroundProcess(
+            world.brsync, ["watch", "--server-wait", "5"], environment: ["BRSYNC_HOME": laptop])
+        defer { watch.signal(SIGTERM) }
+        _ = try watch.waitFor("watching")
+        #expect(
+            try ProcessRunner.run(
+                world.brsyncd, ["device", "revoke", "alice", "laptop"] + world.storeArguments,
+                environment: world.storeEnvironment
+            ).status == 0)
+        for (index, pattern) in ["a.example", "b.example", "c.example"].enumerated() {
+            try world.mustRun(laptop, ["rules", "add", pattern, "firefox"])
+            let tries = { watch.text.components(separatedBy: "trying again in 5 minutes").count - 1 }
+            for _ in 0..<200 where tries() <= index { usleep(50_000) }
+            #expect(tries() == index + 1, "\(watch.text)")
+        }
+        #expect(watch.text.components(separatedBy: "token was revoked").count - 1 == 1, "\(watch.text)")
+        #expect(watch.text.components(separatedBy: "sync stopped again, for the reason logged").count - 1 == 2)
+    }
+
     /// A watch started before the machine has a server waits for one
     /// (no error, no restart loop under systemd) and starts as `remote set`
     /// names it; a bad option is refused before anything starts.
