@@ -225,9 +225,7 @@ extension Replica {
             try loadPersistedClock()
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let pending = try unpushedChanges(after: pushed, limit: Int.max)
-            resetClock(to: try restampFloor(pending: pending, pushed: pushed))
-            try restamp(pending, asDevice: nil)
-            try persistClock()
+            try restampFromTheServersClock(pending, pushed: pushed)
             // Re-stamped, the changes a restored server once acknowledged
             // are new writes: none of their stamps was taken (a later repair
             // neither relays them as acknowledged nor keeps a floor above them).
@@ -236,6 +234,14 @@ extension Replica {
             }
             return pending.count
         }
+    }
+
+    /// Gives `pending` (unpushed changes after `pushed`, in order) stamps
+    /// from the clock set back to the server's time, above ``restampFloor(pending:pushed:)``.
+    private func restampFromTheServersClock(_ pending: [ChangeRecord], pushed: Int64) throws {
+        resetClock(to: try restampFloor(pending: pending, pushed: pushed))
+        try restamp(pending, asDevice: nil)
+        try persistClock()
     }
 
     /// The stamp re-stamped changes go above: the highest this replica holds
@@ -341,6 +347,7 @@ extension Replica {
             try restamp(pending, asDevice: old)
             try persistClock()
             try setMeta("pushed_through", "0")
+            try restampWhatRanAhead()
             return deviceID
         }
     }
@@ -400,6 +407,25 @@ extension Replica {
                     .integer(change.sequence),
                 ])
         }
+    }
+
+    /// After ``forkDeviceID()``: the changes made while this machine's clock
+    /// ran fast keep stamps no push may carry (the server refuses one more
+    /// than minutes ahead, and the changes are then stamped again), yet the
+    /// relay that follows a key change would carry them (relays are taken up
+    /// to a day ahead) and every machine's clock would run on from there.
+    /// Those changes, and every one after them (the clock went on from the
+    /// first), are stamped again from the server's clock, as a refused
+    /// push's are; the ones before keep the time they were made.
+    private func restampWhatRanAhead() throws {
+        let ceiling = try stampCeiling()
+        let moved = try unpushedChanges(after: 0, limit: Int.max)
+        guard
+            let first = moved.firstIndex(where: { change in
+                change.state.fields.values.contains { $0.stamp.wallMillis > ceiling }
+            })
+        else { return }
+        try restampFromTheServersClock(Array(moved[first...]), pushed: 0)
     }
 
     /// The stamp a change moved to a new device id (a copied home, a key

@@ -501,6 +501,40 @@ import Testing
         #expect(try b.replica.conflicts(limit: 10).contains { $0.field == "priority" })
     }
 
+    /// b edits while its clock runs two hours fast and it cannot sync (no
+    /// key yet); the clock is put right, then b adds the key. The edit goes
+    /// up stamped from the server's clock, as a refused push's is, not with
+    /// its future stamp in the relay that follows the key change: no
+    /// machine's clock runs on from two hours ahead, and a's next edit wins.
+    @Test(arguments: StoreKind.allCases) func anEditMadeOnAFastClockWaitingForTheKeyIsStampedAgain(
+        _ kind: StoreKind
+    ) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "shared.example")
+        for machine in [a, b] { try world.sync(machine) }
+        let (key, _) = try Self.changeKey(world, a)
+        b.setSkew(2 * 3_600_000)
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        try b.replica.addRule(pattern: "fast.example", browser: "firefox", priority: nil)
+        #expect(throws: SyncError.self) { try world.sync(b) }
+        b.setSkew(0)
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        let ahead = Int64(Date().timeIntervalSince1970 * 1000) + 300_000
+        for machine in [a, b] {
+            let stamps = try machine.replica.records(.rules).flatMap { $0.state.fields.values.map(\.stamp) }
+            #expect(stamps.allSatisfy { $0.wallMillis <= ahead }, "\(machine.name): \(stamps.max()!)")
+            #expect(try machine.replica.rule(pattern: "fast.example") != nil, "\(machine.name)")
+        }
+        usleep(5_000)
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 30)
+        for machine in [a, b] { try world.sync(machine) }
+        for machine in [a, b] {
+            #expect(try machine.replica.rule(pattern: "shared.example")?.priority == 30, "\(machine.name)")
+        }
+    }
+
     /// A key change gives a machine a new device id (the server forgot every
     /// device's numbered history with the old key's data); every machine
     /// shows the old id as that machine, under its current name.
