@@ -237,12 +237,14 @@ extension Replica {
         // A ledger record is no one's rule: its losses are no conflicts.
         guard change.collection != .ledger else { return 0 }
         var kept = 0
-        for value in losses
-        where try recordConflict(
-            collection: change.collection, key: change.key, field: value.field, lost: value.lost,
-            winner: value.winner)
-        {
-            kept += 1
+        // Nor is a record's provenance (when and where it was first made).
+        for value in losses where !RecordState.provenanceFields.contains(value.field) {
+            if try recordConflict(
+                collection: change.collection, key: change.key, field: value.field, lost: value.lost,
+                winner: value.winner)
+            {
+                kept += 1
+            }
         }
         return kept
     }

@@ -533,11 +533,6 @@ extension SyncClient {
     /// How many of the account's first records ``checkKey(_:)`` tries.
     static let keyCheckRecords = 20
 
-    /// Fields that say where and when a record was first made, not what it
-    /// holds: two machines that both made a rule differ in them, and nobody
-    /// needs them back.
-    static let provenanceFields: Set<String> = ["createdAt", "origin"]
-
     /// Keeps a value that lost to a concurrent edit, opened, for
     /// `brsync log --conflicts` and `brsync restore`. The server reports it
     /// as it holds it: sealed, under the hidden key. A lost deletion flag
@@ -548,7 +543,7 @@ extension SyncClient {
         // A value that lost to the same value lost nothing (two machines
         // both saying "not deleted"): not a conflict anyone needs to see.
         // Nor does a rule's provenance (when and where it was first made).
-        guard !Self.provenanceFields.contains(lost.field) else { return }
+        guard !RecordState.provenanceFields.contains(lost.field) else { return }
         func keep(_ lostValue: StampedValue, _ winner: StampedValue) throws {
             guard lostValue.value != winner.value else { return }
             if try replica.recordConflict(

@@ -25,6 +25,10 @@ public struct StampedValue: Sendable, Hashable {
 /// tombstone with its stamp); a later write of it to `false` resurrects.
 public struct RecordState: Sendable, Hashable {
     public static let deletedField = "deleted"
+    /// Fields that say where and when a record was first made, not what it
+    /// holds: two machines that both made a rule differ in them, and nobody
+    /// needs them back. A value of them that loses is no conflict.
+    public static let provenanceFields: Set<String> = ["createdAt", "origin"]
 
     public var fields: [String: StampedValue]
     public var versions: VersionVector

@@ -56,6 +56,36 @@ import Testing
         #expect(try c.replica.conflicts(limit: 10).isEmpty)
     }
 
+    /// a and b each make the rule zoom.us, to different browsers, before
+    /// either syncs: the browser that lost is logged on both machines, the
+    /// rule's provenance (its createdAt and origin, which differ as both
+    /// made it) on neither, pulled or pushed.
+    @Test(arguments: StoreKind.allCases, [false, true]) func aRuleMadeTwiceLogsNoProvenance(
+        _ kind: StoreKind, encrypted: Bool
+    ) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        for machine in [a, b] {
+            _ = try machine.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        }
+        try KeyChangeTests.rule(a, "other.example")
+        try world.sync(a)
+        if encrypted {
+            try KeyChangeTests.shareNewKey(world, from: a, with: [b])
+        } else {
+            try world.sync(b)
+        }
+        try KeyChangeTests.rule(a, "zoom.us")
+        usleep(5_000) // b's rule is the later one
+        _ = try b.replica.addRule(pattern: "zoom.us", browser: "chrome", priority: nil)
+        for machine in [a, b, a] { try world.sync(machine) }
+        for machine in [a, b] {
+            let fields = try machine.replica.conflicts(limit: 10).filter { $0.key == "zoom.us" }.map(\.field)
+            #expect(!fields.contains("createdAt") && !fields.contains("origin"), "\(machine.name): \(fields)")
+            #expect(fields.contains("browser"), "\(machine.name): \(fields)")
+        }
+    }
+
     /// A machine that edits a field twice between syncs, while another
     /// machine edited it too: the other machine's value lost (logged); the
     /// machine's own first value, replaced by its own second, is no conflict.
