@@ -88,7 +88,10 @@ extension Replica {
 
     /// Writes a lost value back as a new edit (it then wins, being newest).
     /// Marked restored, so `log --conflicts` says so; restoring twice is refused.
-    public func restore(conflict id: Int64) throws -> Conflict {
+    /// - Returns: the conflict, and whether the record had been deleted
+    ///   since and is alive again (every edit says the record is alive).
+    @discardableResult
+    public func restore(conflict id: Int64) throws -> (conflict: Conflict, revived: Bool) {
         try transaction {
             let found = try database.queryFirst(
                 """
@@ -106,10 +109,12 @@ extension Replica {
             guard let collection = RecordCollection(rawValue: conflict.collection) else {
                 throw ReplicaError.notFound("no conflict #\(id)")
             }
+            let wasDeleted = try record(collection, key: conflict.key)?.isDeleted == true
             try write(collection, key: conflict.key, changes: [conflict.field: conflict.lost.value])
             try database.run(
                 "UPDATE conflicts SET restored_at = ? WHERE id = ?", [.integer(currentMillis), .integer(id)])
-            return conflict
+            let alive = try record(collection, key: conflict.key)?.isDeleted == false
+            return (conflict, wasDeleted && alive)
         }
     }
 }

@@ -25,6 +25,33 @@ import Testing
         #expect(try database.userVersion >= 17)
     }
 
+    /// Restoring a value that lost, on a record deleted since, brings the
+    /// record back (every edit says it is alive) and says so; on a live
+    /// record it does not.
+    @Test func restoringAValueOfADeletedRuleSaysItIsBack() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (replica, _) = try Replica.initialize(home: directory.path, deviceName: nil)
+        for id in ["firefox", "chrome"] {
+            _ = try replica.addBrowser(id: id, name: nil, format: nil, scheme: nil, exec: nil)
+        }
+        for pattern in ["gone.example", "live.example"] {
+            _ = try replica.addRule(pattern: pattern, browser: "chrome", priority: 1)
+            let held = try #require(try replica.record(.rules, key: pattern)?.fields["browser"])
+            try replica.recordConflict(
+                collection: .rules, key: pattern, field: "browser",
+                lost: StampedValue(.string("firefox"), stamp: held.stamp), winner: held)
+        }
+        _ = try replica.removeRule(pattern: "gone.example")
+        let ids = Dictionary(uniqueKeysWithValues: try replica.conflicts(limit: 10).map { ($0.key, $0.id) })
+        let gone = try replica.restore(conflict: try #require(ids["gone.example"]))
+        #expect(gone.revived)
+        #expect(try replica.rule(pattern: "gone.example")?.browser == "firefox")
+        let live = try replica.restore(conflict: try #require(ids["live.example"]))
+        #expect(!live.revived)
+        #expect(try replica.rule(pattern: "live.example")?.browser == "firefox")
+    }
+
     /// A rule another client wrote under a key that is not its pattern's
     /// normal form (the server does not read a rule's fields) is removed by
     /// the pattern `brsync rules list` shows; a rule kept under its own key

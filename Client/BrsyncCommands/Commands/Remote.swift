@@ -273,7 +273,10 @@ public struct Restore: ParsableCommand {
             print("restored \(record.collection)/\(DisplayText.printable(record.key)) (it syncs at the next sync)")
             return
         }
-        let conflict = try replica.restore(conflict: id)
-        print("restored \(conflict.collection)/\(conflict.key) \(conflict.field) = \(conflict.lost.value.jsonText)")
+        let (conflict, revived) = try replica.restore(conflict: id)
+        let record = "\(conflict.collection)/\(DisplayText.printable(conflict.key))"
+        print(
+            "restored \(record) \(conflict.field) = \(conflict.lost.value.jsonText)"
+                + (revived ? " (\(record) had been deleted since: it is back)" : ""))
     }
 }
