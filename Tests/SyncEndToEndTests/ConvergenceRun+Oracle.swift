@@ -47,6 +47,13 @@ extension Run {
     func check() throws {
         for machine in machines + gone { collectLog(machine.replica) }
         let serverRecords = try self.serverRecords()
+        // Every device id the run's edits were stamped with, and every id a
+        // machine of it had.
+        var knownDevices = Set(allEdits.map(\.stamp.device))
+        for machine in machines + gone {
+            knownDevices.insert(machine.replica.deviceID)
+            for former in (try? machine.replica.formerDeviceIDs()) ?? [] { knownDevices.insert(former.id) }
+        }
         var serverState: [String: [String: StampedValue]] = [:]
         for change in serverRecords { serverState["\(change.collection.rawValue)/\(change.key)"] = change.state.fields }
         // Every value traced to an edit (a ledger record is no one's edit:
@@ -65,6 +72,22 @@ extension Run {
                     })
                 {
                     note("an edit's value held at a stamp it had only within one sync")
+                    continue
+                }
+                // A change moved to a new id keeps the time it was made: a
+                // copy of it that reached the server from a state of the home
+                // no log kept (a key change killed after the server took its
+                // relay, a home put back from an older copy that then made
+                // the same change again) may hold the field with the same
+                // value, under another id of the run, and not be overwritten
+                // by the later copy (now older by its time, not newer by the
+                // clock of its sending).
+                if !allEdits.contains(edit), knownDevices.contains(register.stamp.device),
+                    allEdits.contains(where: {
+                        $0.record == record && $0.field == field && $0.value == register.value
+                    })
+                {
+                    note("an edit's value held under another id of its machine")
                     continue
                 }
                 if !allEdits.contains(edit), ProcessInfo.processInfo.environment["BRSYNC_MODEL_DEBUG"] != nil {
