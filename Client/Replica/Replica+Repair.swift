@@ -212,25 +212,37 @@ extension Replica {
         try read { try loadPersistedClock() }
     }
 
-    /// Re-stamps every unpushed change (the server refused a stamp as too far
-    /// ahead: this machine's clock was fast when they were made). Nobody has
+    /// Re-stamps the unpushed changes made while this machine's clock ran
+    /// fast (the server refused a stamp as too far ahead): the first whose
+    /// stamp is past what the server takes (``stampCeiling(ahead:)``) and
+    /// every one after it (the clock ran on from there), or every unpushed
+    /// change when none is (the server's allowance is its own). Nobody has
     /// seen them, so they get new stamps from the server-corrected clock, in
     /// their order, above every stamp this replica holds that is not theirs
     /// (``restampFloor(pending:pushed:)``); the records and the persisted
-    /// clock are repaired with them.
+    /// clock are repaired with them. The changes before them were made in
+    /// step and keep their time: stamped again, they would win over edits
+    /// made on other machines since.
     /// - Returns: how many changes were re-stamped.
     @discardableResult
     public func restampUnpushed() throws -> Int {
         try transaction {
             try loadPersistedClock()
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
-            let pending = try unpushedChanges(after: pushed, limit: Int.max)
+            let unpushed = try unpushedChanges(after: pushed, limit: Int.max)
+            let ceiling = try stampCeiling()
+            let first =
+                unpushed.firstIndex { change in change.state.fields.values.contains { $0.stamp.wallMillis > ceiling } }
+                ?? unpushed.startIndex
+            let pending = Array(unpushed[first...])
             try restampFromTheServersClock(pending, pushed: pushed)
             // Re-stamped, the changes a restored server once acknowledged
             // are new writes: none of their stamps was taken (a later repair
             // neither relays them as acknowledged nor keeps a floor above them).
-            if let acknowledged = Int64(try meta("acknowledged_high") ?? ""), acknowledged > pushed, !pending.isEmpty {
-                try setMeta("acknowledged_high", String(pushed))
+            if let acknowledged = Int64(try meta("acknowledged_high") ?? ""), let restamped = pending.first?.sequence,
+                acknowledged >= restamped
+            {
+                try setMeta("acknowledged_high", String(max(pushed, restamped - 1)))
             }
             return pending.count
         }

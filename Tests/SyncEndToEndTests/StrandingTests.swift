@@ -107,6 +107,34 @@ import Testing
         #expect(try world.sync(laptop).pushed == 1)
     }
 
+    /// b edits a rule in step with the server, then its clock jumps two hours
+    /// ahead and it edits another; meanwhile a edits the first rule later.
+    /// The server refuses b's push for the fast stamp: only the fast edit
+    /// is stamped again, so a's later edit of the first rule still wins.
+    @Test(arguments: StoreKind.allCases) func aRefusedPushRestampsOnlyWhatRanAhead(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        for machine in [a, b] {
+            _ = try machine.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
+        }
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 1)
+        for machine in [a, b, a] { try world.sync(machine) }
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        usleep(5_000) // a's edit is later by the clock, not only by the counter
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        try world.sync(a)
+        b.setSkew(2 * 3_600_000)
+        try b.replica.addRule(pattern: "fast.example", browser: "firefox", priority: nil)
+        let summary = try world.sync(b)
+        #expect(summary.restamped == 1, "\(summary)")
+        try world.sync(a)
+        for machine in [a, b] {
+            #expect(try machine.replica.rule(pattern: "shared.example")?.priority == 20, "\(machine.name)")
+            #expect(try machine.replica.rule(pattern: "fast.example") != nil, "\(machine.name)")
+        }
+        #expect(try b.replica.conflicts(limit: 10).contains { $0.key == "shared.example" && $0.field == "priority" })
+    }
+
     /// Two processes of one replica: a stamp one has seen is never undercut by
     /// an edit of the other, which opened the replica before.
     @Test func theClockIsTheMaximumOfEveryProcess() throws {
