@@ -230,10 +230,7 @@ extension Replica {
             try loadPersistedClock()
             let pushed = Int64(try meta("pushed_through") ?? "") ?? 0
             let unpushed = try unpushedChanges(after: pushed, limit: Int.max)
-            let ceiling = try stampCeiling()
-            let first =
-                unpushed.firstIndex { change in change.state.fields.values.contains { $0.stamp.wallMillis > ceiling } }
-                ?? unpushed.startIndex
+            let first = try firstRanAhead(unpushed) ?? unpushed.startIndex
             let pending = Array(unpushed[first...])
             try restampFromTheServersClock(pending, pushed: pushed)
             // Re-stamped, the changes a restored server once acknowledged
@@ -430,14 +427,17 @@ extension Replica {
     /// first), are stamped again from the server's clock, as a refused
     /// push's are; the ones before keep the time they were made.
     private func restampWhatRanAhead() throws {
-        let ceiling = try stampCeiling()
         let moved = try unpushedChanges(after: 0, limit: Int.max)
-        guard
-            let first = moved.firstIndex(where: { change in
-                change.state.fields.values.contains { $0.stamp.wallMillis > ceiling }
-            })
-        else { return }
+        guard let first = try firstRanAhead(moved) else { return }
         try restampFromTheServersClock(Array(moved[first...]), pushed: 0)
+    }
+
+    /// Where in `changes` (in order) the first stamped past what the server
+    /// takes (``stampCeiling(ahead:)``) is: made while the clock ran fast;
+    /// nil for none.
+    private func firstRanAhead(_ changes: [ChangeRecord]) throws -> Int? {
+        let ceiling = try stampCeiling()
+        return changes.firstIndex { change in change.state.fields.values.contains { $0.stamp.wallMillis > ceiling } }
     }
 
     /// The stamp a change moved to a new device id (a copied home, a key

@@ -299,9 +299,6 @@ public final class Watcher {
         }
     }
 
-    /// What a sync did, for the journal, as `brsync sync` says it (nothing
-    /// when it moved nothing and had nothing to say: a joined account, a
-    /// new key, a re-sync, conflicts, removals are all logged).
     /// Logs why a sync stopped: whole the first time, and once an hour
     /// while it stays the same; a short line at the other tries (each
     /// edit here tries again).
@@ -319,6 +316,9 @@ public final class Watcher {
         state.refusal = (text, now)
     }
 
+    /// What a sync did, for the journal, as `brsync sync` says it (nothing
+    /// when it moved nothing and had nothing to say: a joined account, a
+    /// new key, a re-sync, conflicts, removals are all logged).
     private func report(_ summary: SyncClient.Summary) {
         if summary.pushed > 0 || summary.applied > 0 || !Transfer.notes(summary).isEmpty {
             log(.info, Transfer.line(summary, "sync"))
