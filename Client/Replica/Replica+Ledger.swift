@@ -36,8 +36,10 @@ extension Replica {
         device: String, state: [UInt8], entries: [(tag: UInt64, bytes: [UInt8], changed: Bool)], confirmed: Bool
     ) throws {
         try transaction {
-            try database.run("DELETE FROM ledger_book WHERE device <> ?", [.text(device)])
-            try database.run("DELETE FROM ledger_entries WHERE device <> ?", [.text(device)])
+            // Two ranges of the primary key, not `<>`: that read every entry
+            // (10,000 after a push of 10,000 rules) at every batch's answer.
+            try database.run("DELETE FROM ledger_book WHERE device < ?1 OR device > ?1", [.text(device)])
+            try database.run("DELETE FROM ledger_entries WHERE device < ?1 OR device > ?1", [.text(device)])
             try database.run(
                 "INSERT INTO ledger_book (device, state) VALUES (?, ?) ON CONFLICT (device) DO UPDATE SET state = excluded.state",
                 [.text(device), .blob(state)])

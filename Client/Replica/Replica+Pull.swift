@@ -48,6 +48,10 @@ extension Replica {
         let columns: RuleColumns
         let versionsText: String
         let newEntry: Entry?
+        /// The record's fields as stored text: the page's when it carried
+        /// them, written here for a record opened from a sealed page (so
+        /// the applying thread does not write it).
+        let fieldsText: String
 
         /// A received-log entry: the newest stamp, and the one-stamp text
         /// (``Replica/oneStampEntry(_:stamp:)``) when it has one.
@@ -61,6 +65,7 @@ extension Replica {
             columns = change.collection == .rules ? RuleColumns(key: change.key, state: state) : .none
             versionsText = RecordState.encodeVersions(state.versions)
             newEntry = state.newestStamp.map { Entry(newest: $0, text: Replica.oneStampEntry(state.fields, stamp: $0)) }
+            fieldsText = change.fieldsText ?? RecordState.encodeFields(state.fields)
         }
     }
 
@@ -201,8 +206,10 @@ extension Replica {
         }
         guard merged != local else { return }
         // Written once: a new record's log entry holds all its fields.
-        // A record taken as it came keeps the page's text (not written again).
-        let fieldsText = (takenAsItCame ? change.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
+        // A record taken as it came keeps the page's text, or the one
+        // written when it was opened (not written again).
+        let fieldsText =
+            (takenAsItCame ? change.fieldsText ?? prepared?.fieldsText : nil) ?? RecordState.encodeFields(merged.fields)
         try storeMerged(
             change.collection, key: change.key, state: merged, fieldsText: fieldsText, filedKey: change.filedKey,
             prepared: takenAsItCame ? prepared : nil)
