@@ -377,6 +377,8 @@ extension Replica {
         // The old stamps of the changes not re-stamped yet: a manifest names
         // only what was sent before its change.
         var later: [HLCTimestamp: Int] = [:]
+        // The records whose first unsent change was met (``VersionVector/lowering(_:to:)``).
+        var firstOfRecord: Set<String> = []
         for change in pending { for register in change.state.fields.values { later[register.stamp, default: 0] += 1 } }
         for (index, change) in pending.enumerated() {
             for register in change.state.fields.values {
@@ -392,7 +394,18 @@ extension Replica {
                 fields[name] = StampedValue(register.value, stamp: stamp)
                 state.fields[name] = fields[name]
             }
-            if oldDevice != nil {
+            if let oldDevice {
+                // The record counted this change (and any after it) under
+                // the old id: a copy of this home counts its own edits with
+                // the same numbers, so the record would say it had seen
+                // that copy's edit, and a value of it this edit overwrote
+                // would be kept as a conflict nowhere. The old id's count
+                // goes back to what it was before this home's first unsent
+                // change of the record (never up); the change counts for the new id.
+                if firstOfRecord.insert("\(change.collection.rawValue)/\(change.key)").inserted {
+                    state.versions = state.versions.lowering(
+                        oldDevice, to: change.state.versions[oldDevice].subtractingReportingOverflow(1).partialValue)
+                }
                 state.versions.increment(deviceID)
                 state.versions = state.versions.capped(keeping: [deviceID])
             }

@@ -20,6 +20,13 @@ public struct VersionVector: Sendable, Hashable {
         counters[device] = current >= Self.maxCounter ? Self.maxCounter : current + 1
     }
 
+    /// This vector with `device`'s counter at most `count` (0: left out).
+    public func lowering(_ device: String, to count: UInt64) -> VersionVector {
+        var copy = self
+        if copy[device] > count { copy.counters[device] = count > 0 ? count : nil }
+        return copy
+    }
+
     /// The pointwise maximum.
     public func merged(with other: VersionVector) -> VersionVector {
         VersionVector(counters.merging(other.counters, uniquingKeysWith: max))

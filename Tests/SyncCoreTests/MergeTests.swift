@@ -110,6 +110,17 @@ import Testing
         #expect(text.contains("9223372036854775807"), "\(text)")
     }
 
+    /// A fork lowers the old id's count in a record (never raises it; at 0 it is left out).
+    @Test func aLoweredCounterNeverRises() {
+        let vector = VersionVector(["a": 5, "b": 2])
+        #expect(vector.lowering("a", to: 3) == VersionVector(["a": 3, "b": 2]))
+        #expect(vector.lowering("a", to: 9) == vector, "never up")
+        #expect(vector.lowering("a", to: 0) == VersionVector(["b": 2]), "0 leaves the device out")
+        #expect(vector.lowering("c", to: 1) == vector, "a device it does not count stays out")
+        // The count before a change that did not count the device at all (0 - 1 wraps): unchanged.
+        #expect(vector.lowering("a", to: UInt64(0).subtractingReportingOverflow(1).partialValue) == vector)
+    }
+
     @Test func higherStampWinsAndLosersOfConcurrentEditsAreKept() {
         let early = HLCTimestamp(wallMillis: 10, counter: 0, device: "a")
         let late = HLCTimestamp(wallMillis: 20, counter: 0, device: "b")

@@ -261,19 +261,24 @@ import Testing
         #expect(try world.sync(copyMachine).newDeviceID == nil)
     }
 
-    /// A copied home edits a rule it has not sent; the original edits the
-    /// same rule later and syncs. The copy takes a new device id at its
-    /// next sync, and its edit keeps the time it was made: the original's
-    /// later edit stays on both.
-    @Test(arguments: StoreKind.allCases) func aCopysOlderEditLosesToALaterOne(_ kind: StoreKind) throws {
-        let world = try SyncWorld(kind)
+    /// A laptop that synced the rule shared.example (priority 1), and a copy of its home.
+    static func laptopAndACopy(_ world: SyncWorld) throws -> (laptop: SimulatedMachine, copy: Replica) {
         let laptop = try world.machine("laptop")
         _ = try laptop.replica.addBrowser(id: "firefox", name: nil, format: nil, scheme: nil, exec: nil)
         try laptop.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 1)
         try world.sync(laptop)
         let copyHome = world.directory.file("copy")
         try FileManager.default.copyItem(atPath: laptop.replica.home, toPath: copyHome)
-        let copy = try Replica.open(home: copyHome)
+        return (laptop, try Replica.open(home: copyHome))
+    }
+
+    /// A copied home edits a rule it has not sent; the original edits the
+    /// same rule later and syncs. The copy takes a new device id at its
+    /// next sync, and its edit keeps the time it was made: the original's
+    /// later edit stays on both.
+    @Test(arguments: StoreKind.allCases) func aCopysOlderEditLosesToALaterOne(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (laptop, copy) = try Self.laptopAndACopy(world)
         try copy.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
         usleep(5_000) // the laptop's edit is later by the clock, not only by the counter
         try laptop.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
@@ -283,6 +288,29 @@ import Testing
         try world.sync(laptop)
         for replica in [laptop.replica, copy] {
             #expect(try replica.rule(pattern: "shared.example")?.priority == 20)
+        }
+    }
+
+    /// The other way round: the original edits a rule and syncs, then a
+    /// copy made before that edit changes the same rule later and syncs
+    /// (taking a new device id). The copy's value wins, and the original's
+    /// is kept as a conflict on both machines, as between two machines.
+    /// The copy counted its edit under the original's id with the number
+    /// the original's edit had, so the record said the copy had seen it.
+    @Test(arguments: StoreKind.allCases) func anOriginalsValueThatLostToItsCopyIsKept(_ kind: StoreKind) throws {
+        let world = try SyncWorld(kind)
+        let (laptop, copy) = try Self.laptopAndACopy(world)
+        try laptop.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        try world.sync(laptop)
+        usleep(5_000) // the copy's edit is later by the clock
+        try copy.addRule(pattern: "shared.example", browser: "firefox", priority: 12)
+        let summary = try world.sync(SimulatedMachine(name: "copy", replica: copy, token: laptop.token))
+        #expect(summary.newDeviceID != nil, "\(summary)")
+        try world.sync(laptop)
+        for (name, replica) in [("laptop", laptop.replica), ("copy", copy)] {
+            #expect(try replica.rule(pattern: "shared.example")?.priority == 12, "\(name)")
+            let kept = try replica.conflicts(limit: 10).map { "\($0.field) \($0.lost.value) -> \($0.winner.value)" }
+            #expect(kept == ["priority int(10) -> int(12)"], "\(name)")
         }
     }
 
