@@ -160,16 +160,49 @@ extension SyncClient {
     /// sealed again by itself). Other records are sealed as a change never
     /// sent is.
     private func relayedWire(_ records: [ChangeRecord]) throws -> [WireChange] {
-        guard let cipher, options.protocolVersion >= Wire.sealedFormatProtocol else {
-            return try Self.wireChanges(records, cipher: cipher)
+        guard let cipher else { return try Self.wireChanges(records, cipher: cipher) }
+        guard options.protocolVersion >= Wire.sealedFormatProtocol else {
+            return try Self.wireChanges(try records.map(withOwnManifest), cipher: cipher)
         }
         let marked = try replica.sealedFormat() == .two
         return try records.map { record in
             let boxes = record.collection == .ledger ? [] : try relayedBoxes(of: record, cipher: cipher, marked: marked)
-            guard marked || !boxes.isEmpty else { return try Self.wireChanges([record], cipher: cipher)[0] }
+            guard marked || !boxes.isEmpty else {
+                return try Self.wireChanges([try withOwnManifest(record)], cipher: cipher)[0]
+            }
             do { return WireChange(sent: try cipher.sealRelayed(record, kept: boxes)) } catch {
                 throw SyncError.usage("\(error)")
             }
+        }
+    }
+
+    /// `record`, to be sealed as a change never sent is (format 1), with
+    /// the manifest its change log kept when its newest stamp is a write
+    /// of this machine's that the record holds as written: what the record
+    /// held just after that write, as this machine held it then, not the
+    /// record as it holds it now (a value pulled since that the write never
+    /// saw would be counted as seen, and its machine would keep no
+    /// conflict when it lost). Else as it is (sealed with the record itself
+    /// as its manifest).
+    private func withOwnManifest(_ record: ChangeRecord) throws -> ChangeRecord {
+        guard record.collection != .ledger, let newest = record.state.newestStamp, newest.device == replica.deviceID
+        else { return record }
+        for write in try replica.ownWrites(record.collection, key: record.key).reversed()
+        where write.state.newestStamp == newest && Self.holds(record, as: write) {
+            var relayed = record
+            relayed.manifestText = write.manifestText
+            return relayed
+        }
+        return record
+    }
+
+    /// Whether `record` holds each field `write` stamped as `write` holds it
+    /// (a copied home may mint a stamp again with other values, a damaged
+    /// log may differ).
+    private static func holds(_ record: ChangeRecord, as write: ChangeRecord) -> Bool {
+        let stamps = Set(write.state.fields.values.map(\.stamp))
+        return record.state.fields.allSatisfy { name, register in
+            !stamps.contains(register.stamp) || write.state.fields[name] == register
         }
     }
 
@@ -190,14 +223,9 @@ extension SyncClient {
         where (marked || write.sealedFormat == .two)
             && write.state.fields.values.contains(where: { held.contains($0.stamp) })
         {
-            // Only a write that is what the record holds at its stamp (a copied
-            // home may mint the stamp again with other values, a damaged log
-            // may differ): else the kept box, if any, stays.
-            let stamps = Set(write.state.fields.values.map(\.stamp))
-            let matches = record.state.fields.allSatisfy { name, register in
-                !stamps.contains(register.stamp) || write.state.fields[name] == register
-            }
-            guard matches else { continue }
+            // Only a write that is what the record holds at its stamp: else
+            // the kept box, if any, stays.
+            guard Self.holds(record, as: write) else { continue }
             let sealed: ChangeRecord
             do { sealed = try cipher.seal(write, format: .two) } catch { throw SyncError.usage("\(error)") }
             for register in sealed.state.fields.values

@@ -501,6 +501,38 @@ import Testing
         #expect(try b.replica.conflicts(limit: 10).contains { $0.field == "priority" })
     }
 
+    /// After a rotation b has not learned, a edits a rule and syncs; b
+    /// edits it later, then adds the new key. b's edit wins, and a keeps
+    /// its own value as a conflict, as between two machines: the record b
+    /// relays under the new key carries, for b's edit, the manifest b's log
+    /// kept (what b held when it made the edit), not the record as b holds
+    /// it after pulling a's value (which counted a's edit as seen). That
+    /// record and b's push of the edit carry one stamp, and which of the
+    /// two the server kept went by their sealed bytes: five rounds.
+    @Test func aValueOverwrittenByAnEditWaitingForARotationIsKeptWhereItWasWritten() throws {
+        for round in 1...5 {
+            let world = try SyncWorld()
+            let (a, b) = (try world.machine("a"), try world.machine("b"))
+            try Self.rule(a, "shared.example")
+            for machine in [a, b] { try world.sync(machine) }
+            try Self.shareNewKey(world, from: a, with: [b])
+            for machine in [a, b] { try world.sync(machine) }
+            let (key, _) = try Self.changeKey(world, a)
+            try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+            try world.sync(a)
+            usleep(5_000) // b's edit is later by the clock, not only by the counter
+            try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+            #expect(throws: SyncError.self) { try world.sync(b) }
+            try Self.addKey(world, b, key)
+            try world.sync(a)
+            for machine in [a, b] {
+                #expect(try machine.replica.rule(pattern: "shared.example")?.priority == 20, "\(machine.name)")
+                let kept = try machine.replica.conflicts(limit: 10).map { "\($0.field) \($0.lost.value)" }
+                #expect(kept == ["priority int(10)"], "round \(round), \(machine.name)")
+            }
+        }
+    }
+
     /// b edits while its clock runs two hours fast and it cannot sync (no
     /// key yet); the clock is put right, then b adds the key. The edit goes
     /// up stamped from the server's clock, as a refused push's is, not with
