@@ -153,7 +153,7 @@ extension SyncClient {
     }
 
     /// Whole records as a relay sends them: each write in a whole box
-    /// (``RecordCipher/sealRelayed(_:kept:)``, ``relayedBoxes(of:cipher:marked:)``)
+    /// (``RecordCipher/sealRelayed(_:kept:)``, ``relayedBoxes(of:writes:cipher:marked:)``)
     /// in an account sealed in format 2, and for any record with such a box
     /// whatever the server says of the account (a box that opened is the
     /// account's format 2, mark or not: a field that came in a box is never
@@ -161,14 +161,24 @@ extension SyncClient {
     /// sent is.
     private func relayedWire(_ records: [ChangeRecord]) throws -> [WireChange] {
         guard let cipher else { return try Self.wireChanges(records, cipher: cipher) }
+        // This machine's own writes of each record, read once for both uses.
+        func ownWrites(_ record: ChangeRecord) throws -> [ChangeRecord] {
+            record.collection == .ledger ? [] : try replica.ownWrites(record.collection, key: record.key)
+        }
         guard options.protocolVersion >= Wire.sealedFormatProtocol else {
-            return try Self.wireChanges(try records.map(withOwnManifest), cipher: cipher)
+            return try Self.wireChanges(
+                try records.map { Self.withOwnManifest($0, writes: try ownWrites($0), device: replica.deviceID) },
+                cipher: cipher)
         }
         let marked = try replica.sealedFormat() == .two
         return try records.map { record in
-            let boxes = record.collection == .ledger ? [] : try relayedBoxes(of: record, cipher: cipher, marked: marked)
+            let writes = try ownWrites(record)
+            let boxes =
+                record.collection == .ledger
+                ? [] : try relayedBoxes(of: record, writes: writes, cipher: cipher, marked: marked)
             guard marked || !boxes.isEmpty else {
-                return try Self.wireChanges([try withOwnManifest(record)], cipher: cipher)[0]
+                return try Self.wireChanges(
+                    [Self.withOwnManifest(record, writes: writes, device: replica.deviceID)], cipher: cipher)[0]
             }
             do { return WireChange(sent: try cipher.sealRelayed(record, kept: boxes)) } catch {
                 throw SyncError.usage("\(error)")
@@ -178,17 +188,19 @@ extension SyncClient {
 
     /// `record`, to be sealed as a change never sent is (format 1), with
     /// the manifest its change log kept when its newest stamp is a write
-    /// of this machine's that the record holds as written: what the record
-    /// held just after that write, as this machine held it then, not the
-    /// record as it holds it now (a value pulled since that the write never
-    /// saw would be counted as seen, and its machine would keep no
-    /// conflict when it lost). Else as it is (sealed with the record itself
-    /// as its manifest).
-    private func withOwnManifest(_ record: ChangeRecord) throws -> ChangeRecord {
-        guard record.collection != .ledger, let newest = record.state.newestStamp, newest.device == replica.deviceID
-        else { return record }
-        for write in try replica.ownWrites(record.collection, key: record.key).reversed()
-        where write.state.newestStamp == newest && Self.holds(record, as: write) {
+    /// of this machine's (`device`; `writes`, its writes of the record)
+    /// that the record holds as written: what the record held just after
+    /// that write, as this machine held it then, not the record as it
+    /// holds it now (a value pulled since that the write never saw would be
+    /// counted as seen, and its machine would keep no conflict when it
+    /// lost). Else as it is (sealed with the record itself as its manifest).
+    private static func withOwnManifest(
+        _ record: ChangeRecord, writes: [ChangeRecord], device: String
+    )
+        -> ChangeRecord
+    {
+        guard let newest = record.state.newestStamp, newest.device == device else { return record }
+        for write in writes.reversed() where write.state.newestStamp == newest && holds(record, as: write) {
             var relayed = record
             relayed.manifestText = write.manifestText
             return relayed
@@ -213,13 +225,15 @@ extension SyncClient {
     /// account is; else the box a pull kept. Never a part of a write sealed
     /// anew (a server could serve a part with a sibling rolled back behind
     /// it, under another write's manifest: re-review of format 2, F1).
-    private func relayedBoxes(of record: ChangeRecord, cipher: RecordCipher, marked: Bool) throws -> [StampedValue] {
+    private func relayedBoxes(
+        of record: ChangeRecord, writes: [ChangeRecord], cipher: RecordCipher, marked: Bool
+    ) throws -> [StampedValue] {
         let held = Set(record.state.fields.values.map(\.stamp))
         var boxes: [HLCTimestamp: StampedValue] = [:]
         for box in try replica.keptBoxes(record.collection, key: record.key) where held.contains(box.stamp) {
             boxes[box.stamp] = box
         }
-        for write in try replica.ownWrites(record.collection, key: record.key)
+        for write in writes
         where (marked || write.sealedFormat == .two)
             && write.state.fields.values.contains(where: { held.contains($0.stamp) })
         {
