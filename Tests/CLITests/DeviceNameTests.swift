@@ -106,10 +106,19 @@ import Testing
         try world.mustRun(laptop, ["rules", "add", "later.example", "firefox"])
         try world.mustRun(laptop, ["sync"])
         try world.mustRun(desktop, ["sync"])
-        let ids = try Self.statusList(world, desktop, "heardFrom").compactMap { $0["device"]?.stringValue }
+        let entries = try Self.statusList(world, desktop, "heardFrom")
         let status = try world.run(desktop, ["status"]).stdout
         let heard = status.split(separator: "\n").filter { $0.contains(": newest edit ") }
-        #expect(heard.count == 1 && heard[0].contains(" laptop: newest edit "), "\(ids): \(status)")
+        #expect(heard.count == 1 && heard[0].contains(" laptop: newest edit "), "\(entries): \(status)")
+        // `--json` lists the machine once too, under its current id, with both ids it was heard under.
+        let laptopStatus = try JSONValue.parse(try world.run(laptop, ["status", "--json"]).stdout)
+        guard case .object(let members) = laptopStatus, let laptopID = members["device"],
+            entries.count == 1, case .array(let under)? = entries.first?["heardUnder"]
+        else {
+            Issue.record("\(entries), \(laptopStatus)")
+            return
+        }
+        #expect(entries.first?["device"] == laptopID && under.count == 2 && under.contains(laptopID), "\(entries)")
     }
 
     /// The objects of the list `name` in `brsync status --json` (recorded as an issue when it is not one).

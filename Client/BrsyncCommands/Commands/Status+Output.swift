@@ -38,13 +38,16 @@ extension Status.Report {
     /// and this machine's own ledger when the server did not take it.
     private var devicesJSON: [String: JSONValue] {
         [
+            // One entry a machine, as the text lists them.
             "heardFrom": .array(
-                heard.map {
+                machinesHeard.map { newest, ids in
                     .object([
-                        "device": .string($0.device), "deviceName": text(names.name(of: $0.device)),
-                        "newestWrite": .string(Timestamp.iso8601(millis: $0.newest.wallMillis)),
-                        "newestStamp": .string($0.newest.description),
-                        "pulledAt": .string(Timestamp.iso8601(millis: $0.seenAtMillis)),
+                        "device": .string(names.current(newest.device)),
+                        "deviceName": text(names.name(of: newest.device)),
+                        "heardUnder": .array(ids.sorted().map { .string($0) }),
+                        "newestWrite": .string(Timestamp.iso8601(millis: newest.newest.wallMillis)),
+                        "newestStamp": .string(newest.newest.description),
+                        "pulledAt": .string(Timestamp.iso8601(millis: newest.seenAtMillis)),
                     ])
                 }),
             "ledgerFailures": .array(
@@ -148,11 +151,8 @@ extension Status.Report {
     private func printHeard() {
         // When each other device was last heard from: its own status, on
         // that machine, shows its own newest edit; a gap is worth a look.
-        // One line a machine: an id it left behind (a key change gives it a
-        // new one) is that machine, whose newest edit is the first listed;
-        // this machine's own earlier ids are not another device.
-        var machines: Set<String> = [names.thisDevice]
-        let heard = heard.filter { machines.insert(names.current($0.device)).inserted }
+        // One line a machine (``Report/machinesHeard``).
+        let heard = machinesHeard.map(\.newest)
         for (index, device) in heard.prefix(Status.devicesShown).enumerated() {
             print(
                 "\(index == 0 ? "heard:    " : "          ") \(DisplayText.printable(names.display(device.device))): newest edit "

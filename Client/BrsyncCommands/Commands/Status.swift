@@ -52,6 +52,25 @@ extension Status {
         let withdrawers: [(device: String, count: Int)]
         let ownLedger: OwnLedgerNotTaken?
 
+        /// ``heard`` one machine at a time, newest first: its newest write
+        /// (the first listed of its ids) and every id it was heard under (a
+        /// key change or a move gives a machine a new one); this machine's
+        /// own earlier ids are not another device.
+        var machinesHeard: [(newest: DeviceWrites, ids: [String])] {
+            var order: [String] = []
+            var byMachine: [String: (newest: DeviceWrites, ids: [String])] = [:]
+            for device in heard {
+                let machine = names.current(device.device)
+                guard machine != names.thisDevice else { continue }
+                if byMachine[machine] == nil {
+                    order.append(machine)
+                    byMachine[machine] = (device, [])
+                }
+                byMachine[machine]?.ids.append(device.device)
+            }
+            return order.map { byMachine[$0]! } // each machine of `order` was put in `byMachine`
+        }
+
         init(replica: Replica, asideListed: Int) throws {
             self.replica = replica
             state = try replica.syncState()
