@@ -11,14 +11,47 @@ extension Replica {
     /// different value), written after everything of this machine that
     /// `writer` (the version vector of the write that won) had seen: the
     /// counter each was written at comes from this machine's change log.
+    /// Under its current id and every id it went by before (a key change
+    /// gives it a new one: a value written before one still counts as its
+    /// own, under the id it was written under).
     func ownValuesUnseen(
         by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
         key: String
     ) throws -> [RecordState.LostValue] {
-        let seen = writer[deviceID]
-        guard local.versions[deviceID] > seen else { return [] }
+        // The ids of the values here that lost; each of them this machine's
+        // (its current id, one it noted when it took a new one, or one
+        // whose retirement names it as the successor) is looked at.
+        let lostUnder = Set(
+            local.fields.compactMap { name, mine -> String? in
+                guard let winner = merged.fields[name], winner != mine, winner.value != mine.value else { return nil }
+                return mine.stamp.device
+            })
+        var ids = lostUnder.contains(deviceID) ? [deviceID] : []
+        let others = lostUnder.subtracting([deviceID])
+        if !others.isEmpty {
+            let former = Set(try formerDeviceIDs().map(\.id))
+            let names = try deviceNames()
+            ids += others.filter { former.contains($0) || names.current($0) == deviceID }.sorted()
+        }
+        var unseen: [RecordState.LostValue] = []
+        for id in ids {
+            unseen += try valuesUnseen(
+                of: id, by: writer, local: local, merged: merged, collection: collection, key: key
+            )
+            .filter { value in !unseen.contains { $0.field == value.field } }
+        }
+        return unseen.sorted { $0.field < $1.field }
+    }
+
+    /// ``ownValuesUnseen(by:local:merged:collection:key:)`` of one id this machine wrote under.
+    private func valuesUnseen(
+        of id: String, by writer: VersionVector, local: RecordState, merged: RecordState,
+        collection: RecordCollection, key: String
+    ) throws -> [RecordState.LostValue] {
+        let seen = writer[id]
+        guard local.versions[id] > seen else { return [] }
         let candidates = local.fields.filter { name, mine in
-            guard mine.stamp.device == deviceID, let winner = merged.fields[name] else { return false }
+            guard mine.stamp.device == id, let winner = merged.fields[name] else { return false }
             return winner != mine && winner.value != mine.value
         }
         guard !candidates.isEmpty else { return [] }
@@ -26,18 +59,18 @@ extension Replica {
         var counters: [String: UInt64] = [:]
         try database.forEachRow(
             "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC",
-            [.text(deviceID), .text(collection.rawValue), .text(key)]
+            [.text(id), .text(collection.rawValue), .text(key)]
         ) { row in
             let change = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: row.string(1) ?? "{}")
             for (name, mine) in candidates where counters[name] == nil && change.fields[name] == mine {
-                counters[name] = change.versions[deviceID]
+                counters[name] = change.versions[id]
             }
             return counters.count < candidates.count
         }
         return candidates.compactMap { name, mine in
             guard let counter = counters[name], counter > seen, let winner = merged.fields[name] else { return nil }
             return RecordState.LostValue(field: name, lost: mine, winner: winner)
-        }.sorted { $0.field < $1.field }
+        }
     }
 
     /// Keeps a value that lost a merge (once, however often it is reported).

@@ -37,7 +37,8 @@ import Testing
         let replica = fixture.replica
         let file = try Database(path: fixture.file)
         func stored() throws -> String? {
-            try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")?.stringValue
+            let value = try file.scalar("SELECT value FROM meta WHERE key = 'clock_offset'")
+            return value?.stringValue
         }
         try replica.observeServerTime(fixture.wallMillis + 5_000)
         #expect(try stored() == nil, "not written by itself")

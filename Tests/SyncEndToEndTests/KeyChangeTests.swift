@@ -501,6 +501,33 @@ import Testing
         #expect(try b.replica.conflicts(limit: 10).contains { $0.field == "priority" })
     }
 
+    /// a edits a rule and syncs; b edits it later without syncing; a turns
+    /// encryption on, then b adds the key. b's edit wins, and a keeps its
+    /// own value as a conflict, as without the key change: a wrote it under
+    /// the id it had before the key change gave it a new one, and a value
+    /// of an id a machine went by is still its own. (b's edit reached the
+    /// server in its relay, which reports no losses: b keeps nothing.)
+    @Test(arguments: StoreKind.allCases) func aValueOverwrittenByAnEditWaitingForTheKeyIsKeptWhereItWasWritten(
+        _ kind: StoreKind
+    ) throws {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try Self.rule(a, "shared.example")
+        for machine in [a, b] { try world.sync(machine) }
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        try world.sync(a)
+        usleep(5_000) // b's edit is later by the clock, not only by the counter
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        let (key, _) = try Self.changeKey(world, a)
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        for machine in [a, b] {
+            #expect(try machine.replica.rule(pattern: "shared.example")?.priority == 20, "\(machine.name)")
+        }
+        let kept = try a.replica.conflicts(limit: 10).map { "\($0.field) \($0.lost.value) -> \($0.winner.value)" }
+        #expect(kept == ["priority int(10) -> int(20)"], "\(kept)")
+    }
+
     /// After a rotation b has not learned, a edits a rule and syncs; b
     /// edits it later, then adds the new key. b's edit wins, and a keeps
     /// its own value as a conflict, as between two machines: the record b
