@@ -20,6 +20,17 @@ import Testing
         try machine.replica.addRule(pattern: pattern, browser: "firefox", priority: nil)
     }
 
+    /// A world of two machines, a and b, both synced with a's rule shared.example.
+    static func twoMachinesWithARule(
+        _ kind: StoreKind
+    ) throws -> (world: SyncWorld, a: SimulatedMachine, b: SimulatedMachine) {
+        let world = try SyncWorld(kind)
+        let (a, b) = (try world.machine("a"), try world.machine("b"))
+        try rule(a, "shared.example")
+        for machine in [a, b] { try world.sync(machine) }
+        return (world, a, b)
+    }
+
     /// `brsync key init` (no key yet) or `key rotate` on `machine`: the new key.
     @discardableResult
     static func changeKey(_ world: SyncWorld, _ machine: SimulatedMachine) throws -> (AccountKey, SyncClient.KeyChange)
@@ -483,10 +494,7 @@ import Testing
     /// sent: a's later edit stays, on every machine, and b keeps its own
     /// value as a lost conflict.
     @Test(arguments: StoreKind.allCases) func anEditWaitingForTheKeyKeepsItsTime(_ kind: StoreKind) throws {
-        let world = try SyncWorld(kind)
-        let (a, b) = (try world.machine("a"), try world.machine("b"))
-        try Self.rule(a, "shared.example")
-        for machine in [a, b] { try world.sync(machine) }
+        let (world, a, b) = try Self.twoMachinesWithARule(kind)
         let (key, _) = try Self.changeKey(world, a)
         try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
         #expect(throws: SyncError.self) { try world.sync(b) }
@@ -510,10 +518,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func aValueOverwrittenByAnEditWaitingForTheKeyIsKeptWhereItWasWritten(
         _ kind: StoreKind
     ) throws {
-        let world = try SyncWorld(kind)
-        let (a, b) = (try world.machine("a"), try world.machine("b"))
-        try Self.rule(a, "shared.example")
-        for machine in [a, b] { try world.sync(machine) }
+        let (world, a, b) = try Self.twoMachinesWithARule(kind)
         try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
         try world.sync(a)
         usleep(5_000) // b's edit is later by the clock, not only by the counter
@@ -538,10 +543,7 @@ import Testing
     /// two the server kept went by their sealed bytes: five rounds.
     @Test func aValueOverwrittenByAnEditWaitingForARotationIsKeptWhereItWasWritten() throws {
         for round in 1...5 {
-            let world = try SyncWorld()
-            let (a, b) = (try world.machine("a"), try world.machine("b"))
-            try Self.rule(a, "shared.example")
-            for machine in [a, b] { try world.sync(machine) }
+            let (world, a, b) = try Self.twoMachinesWithARule(.sqlite)
             try Self.shareNewKey(world, from: a, with: [b])
             for machine in [a, b] { try world.sync(machine) }
             let (key, _) = try Self.changeKey(world, a)
@@ -568,10 +570,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func anEditMadeOnAFastClockWaitingForTheKeyIsStampedAgain(
         _ kind: StoreKind
     ) throws {
-        let world = try SyncWorld(kind)
-        let (a, b) = (try world.machine("a"), try world.machine("b"))
-        try Self.rule(a, "shared.example")
-        for machine in [a, b] { try world.sync(machine) }
+        let (world, a, b) = try Self.twoMachinesWithARule(kind)
         let (key, _) = try Self.changeKey(world, a)
         b.setSkew(2 * 3_600_000)
         try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
