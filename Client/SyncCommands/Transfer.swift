@@ -243,7 +243,8 @@ public enum Transfer {
             if !summary.encryptionStarted && !summary.encryptionEnded {
                 parts.append(
                     "this replica is now device \(id): its file was copied, or the server holds other changes "
-                        + "under its old id (another copy of this home, or a server that lies)")
+                        + "under its old id (another copy of this home, or a server that lies); if this is another "
+                        + "machine now, name it: 'brsync device name NAME' (both copies go by the same name)")
             }
         }
         return parts

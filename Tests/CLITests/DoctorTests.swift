@@ -160,8 +160,11 @@ extension DoctorTests {
                 ) && copied.stdout.contains("fix: brsync sync after an edit"), "\(copied.stdout)")
         #expect(try run(["rules", "list"], home: copy).stdout == before, "doctor changes nothing")
         #expect(!(try run(["doctor"], home: laptop).stdout.contains("this machine's changes")))
-        // Its next sync takes an id of its own; then all is said.
-        try mustRun(["sync"], home: copy)
+        // Its next sync takes an id of its own, and says how to name it; then all is said.
+        let forked = try run(["sync"], home: copy)
+        #expect(
+            forked.status == 0 && forked.stdout.contains("this replica is now device ")
+                && forked.stdout.contains("name it: 'brsync device name NAME'"), "\(forked)")
         #expect(!(try run(["doctor"], home: copy).stdout.contains("this machine's changes")))
     }
 
