@@ -99,6 +99,12 @@ extension Replica {
                 kept: aside, clearing: clearing, wall: try serverTimeMillis(),
                 pulledHigh: Int64(try meta("pulled_high") ?? "") ?? 0,
                 newestLocal: try database.scalar("SELECT COALESCE(MAX(seq), 0) FROM changes")?.int64Value ?? 0)
+            // The records with a lost value not written back: one whose value
+            // comes back in a pull (restored on another machine) is marked so.
+            page.openConflicts = Set(
+                try database.query(
+                    "SELECT DISTINCT collection, key FROM conflicts WHERE restored_at IS NULL", []
+                ) { "\($0.string(0) ?? "")/\($0.string(1) ?? "")" })
             let prepared = prepared?.count == changes.count ? prepared : nil
             for (index, change) in changes.enumerated() {
                 try applyPulledChange(change, prepared: prepared?[index], to: &page, setAside: &setAside)
@@ -128,6 +134,8 @@ extension Replica {
         var stored = false
         var awaitingApproval: [(id: String, reason: String)] = []
         var heard = HeardWriters()
+        /// "collection/key" of each record with a conflict not written back.
+        var openConflicts: Set<String> = []
 
         init(kept: [PulledAside], clearing: Bool, wall: Int64, pulledHigh: Int64, newestLocal: Int64) {
             self.kept = kept
@@ -219,10 +227,33 @@ extension Replica {
         // is no one's rule: no conflict, log entry or count, and its
         // stamps are not the writes `device_writes` keeps.
         if change.collection == .ledger { return }
+        if page.openConflicts.contains("\(change.collection.rawValue)/\(change.key)") {
+            try markWrittenBack(change.collection, key: change.key, local: local, merged: merged)
+        }
         try noteStoredChange(
             change, local: local, merged: merged, fieldsText: fieldsText,
             newEntry: takenAsItCame ? prepared?.newEntry : nil,
             page: &page)
+    }
+
+    /// Marks a lost value written back when a pull brings it back as the
+    /// field's value (another machine restored it, or wrote it again):
+    /// `log --conflicts` says so on every machine, not only on the one that
+    /// restored it, and restoring it here too is refused as done.
+    private func markWrittenBack(
+        _ collection: RecordCollection, key: String, local: RecordState, merged: RecordState
+    ) throws {
+        for (name, register) in merged.fields where local.fields[name]?.value != register.value {
+            try database.run(
+                """
+                UPDATE conflicts SET restored_at = ?
+                WHERE collection = ? AND key = ? AND field = ? AND lost_value = ? AND restored_at IS NULL
+                """,
+                [
+                    .integer(currentMillis), .text(collection.rawValue), .text(key), .text(name),
+                    .text(register.value.jsonText),
+                ])
+        }
     }
 
     /// Keeps the values that lost to the pulled record as conflicts; how many

@@ -56,6 +56,31 @@ import Testing
         #expect(try c.replica.conflicts(limit: 10).isEmpty)
     }
 
+    /// A value that lost is kept on both machines; one of them restores
+    /// it. The other, pulling the value back, marks its own entry as
+    /// written back too, and refuses to restore it again. Plain and encrypted.
+    @Test(arguments: [false, true]) func aValueRestoredOnOneMachineIsMarkedOnTheOther(_ encrypted: Bool) throws {
+        let (world, a, b) = try KeyChangeTests.twoMachinesWithARule(.sqlite)
+        if encrypted { try KeyChangeTests.shareNewKey(world, from: a, with: [b]) }
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        try world.sync(a)
+        usleep(5_000) // b's edit is the later one
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        try world.sync(b)
+        try world.sync(a)
+        let kept = try #require(try a.replica.conflicts(limit: 10).first)
+        let other = try #require(try b.replica.conflicts(limit: 10).first)
+        #expect(kept.lost.value == .int(10) && other.lost.value == .int(10) && other.restoredAtMillis == nil)
+        try a.replica.restore(conflict: kept.id)
+        try world.sync(a)
+        try world.sync(b)
+        #expect(try b.replica.rule(pattern: "shared.example")?.priority == 10)
+        #expect(try b.replica.conflicts(limit: 10).first?.restoredAtMillis != nil, "marked on b too")
+        #expect(throws: ReplicaError.self) { try b.replica.restore(conflict: other.id) }
+        // A value that came back marks only the entries of that value.
+        #expect(try a.replica.conflicts(limit: 10).count == 1)
+    }
+
     /// a and b each make the rule zoom.us, to different browsers, before
     /// either syncs: the browser that lost is logged on both machines, the
     /// rule's provenance (its createdAt and origin, which differ as both
