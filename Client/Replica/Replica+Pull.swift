@@ -275,8 +275,17 @@ extension Replica {
         // A ledger record is no one's rule: its losses are no conflicts.
         guard change.collection != .ledger else { return 0 }
         var kept = 0
-        // Nor is a record's provenance (when and where it was first made).
+        // Nor is a record's provenance (when and where it was first made),
+        // nor a pulled value this machine's own edit, which won, replaced
+        // here (a whole record relayed after a key change carries fields
+        // its writer never changed).
         for value in losses where !RecordState.provenanceFields.contains(value.field) {
+            if local.fields[value.field] == value.winner,
+                try ownEdit(
+                    value.winner, of: change.collection, key: change.key, field: value.field, replaced: value.lost)
+            {
+                continue
+            }
             if try recordConflict(
                 collection: change.collection, key: change.key, field: value.field, lost: value.lost,
                 winner: value.winner)
@@ -285,6 +294,30 @@ extension Replica {
             }
         }
         return kept
+    }
+
+    /// Whether this machine's change log holds its edit that wrote
+    /// `register` to `field` over the register `replaced` (its stamp):
+    /// the edit was made after seeing that value.
+    private func ownEdit(
+        _ register: StampedValue, of collection: RecordCollection, key: String, field: String,
+        replaced: StampedValue
+    ) throws -> Bool {
+        var found = false
+        try database.forEachRow(
+            """
+            SELECT fields, replaced FROM changes
+            WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC
+            """, [.text(register.stamp.device), .text(collection.rawValue), .text(key)]
+        ) { row in
+            let fields = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: "{}").fields
+            guard fields[field] == register else { return true }
+            if case .object(let stamps)? = try? JSONValue.parse(row.string(1) ?? "{}") {
+                found = stamps[field]?.stringValue == replaced.stamp.description
+            }
+            return false
+        }
+        return found
     }
 
     /// What a stored rule or browser record tells: who wrote it, the log

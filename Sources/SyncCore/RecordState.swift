@@ -93,10 +93,14 @@ public struct RecordState: Sendable, Hashable {
                 continue
             }
             if mine == theirs { continue }
-            let winner = theirsWins(name, mine: mine, theirs: theirs, other: other, tiesToOther) ? theirs : mine
-            let loser = winner == theirs ? mine : theirs
+            let theirsWon = theirsWins(name, mine: mine, theirs: theirs, other: other, tiesToOther)
+            let (winner, loser) = theirsWon ? (theirs, mine) : (mine, theirs)
             fields[name] = winner
-            if concurrent && loser.value != winner.value {
+            if concurrent && loser.value != winner.value
+                && !Self.sawLoser(
+                    loser, winnerSide: theirsWon ? other.versions : versions,
+                    loserSide: theirsWon ? versions : other.versions)
+            {
                 lost.append(LostValue(field: name, lost: loser, winner: winner))
             }
         }
@@ -111,6 +115,18 @@ public struct RecordState: Sendable, Hashable {
             merged = merged.capped(keeping: kept)
         }
         return (RecordState(fields: fields, versions: merged), lost.sorted { $0.field < $1.field })
+    }
+
+    /// Whether the side that won had seen the register that lost: it counts
+    /// at least as many writes of the loser's device as the losing side
+    /// does, which holds that register (so counts its write). Two versions
+    /// are concurrent for a field one side changed; a field neither
+    /// changed since the other side saw its value (a whole record relayed
+    /// after a key change carries every field) is no conflict. A device
+    /// the losing side does not count (a vector cut at its cap) tells nothing.
+    static func sawLoser(_ loser: StampedValue, winnerSide: VersionVector, loserSide: VersionVector) -> Bool {
+        let device = loser.stamp.device
+        return loserSide[device] > 0 && winnerSide[device] >= loserSide[device]
     }
 
     /// Whether `other`'s register of field `name` wins over this state's

@@ -533,6 +533,35 @@ import Testing
         #expect(kept == ["priority int(10) -> int(20)"], "\(kept)")
     }
 
+    /// a changes a rule's priority and b its browser, neither having
+    /// synced; then a rotates the key (syncing its edit) and b adds the new
+    /// one. Each changed a field the other had not, so no machine logs a
+    /// conflict, though b's first sync with the new key merges whole
+    /// records: the priority b held (a's earlier value, which a replaced
+    /// itself) and the browser b replaced itself are not "lost".
+    @Test func fieldsEditedApartAcrossARotationLogNoConflict() throws {
+        let (world, a, b) = try Self.twoMachinesWithARule(.sqlite)
+        _ = try a.replica.addBrowser(id: "chrome", name: nil, format: nil, scheme: nil, exec: nil)
+        try world.sync(a)
+        try Self.shareNewKey(world, from: a, with: [b])
+        for machine in [a, b] { try world.sync(machine) }
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        usleep(5_000)
+        try b.replica.addRule(pattern: "shared.example", browser: "chrome", priority: nil)
+        let (key, _) = try Self.changeKey(world, a)
+        #expect(throws: SyncError.self) { try world.sync(b) }
+        try Self.addKey(world, b, key)
+        try world.sync(a)
+        for machine in [a, b] {
+            let rule = try machine.replica.rule(pattern: "shared.example")
+            #expect(rule?.browser == "chrome" && rule?.priority == 10, "\(machine.name): \(String(describing: rule))")
+            let kept = try machine.replica.conflicts(limit: 10).map {
+                "\($0.field) \($0.lost.value) -> \($0.winner.value)"
+            }
+            #expect(kept.isEmpty, "\(machine.name): \(kept)")
+        }
+    }
+
     /// After a rotation b has not learned, a edits a rule and syncs; b
     /// edits it later, then adds the new key. b's edit wins, and a keeps
     /// its own value as a conflict, as between two machines: the record b
