@@ -57,11 +57,7 @@ extension Replica {
         guard !candidates.isEmpty else { return [] }
         // The counter of this machine's write of each candidate value.
         var counters: [String: UInt64] = [:]
-        try database.forEachRow(
-            "SELECT fields, versions FROM changes WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC",
-            [.text(id), .text(collection.rawValue), .text(key)]
-        ) { row in
-            let change = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: row.string(1) ?? "{}")
+        try forEachOwnChange(by: id, of: collection, key: key) { change, _ in
             for (name, mine) in candidates where counters[name] == nil && change.fields[name] == mine {
                 counters[name] = change.versions[id]
             }
@@ -70,6 +66,43 @@ extension Replica {
         return candidates.compactMap { name, mine in
             guard let counter = counters[name], counter > seen, let winner = merged.fields[name] else { return nil }
             return RecordState.LostValue(field: name, lost: mine, winner: winner)
+        }
+    }
+
+    /// Whether this machine's change log holds its edit that wrote
+    /// `register` to `field` over the register `replaced` (its stamp):
+    /// the edit was made after seeing that value.
+    func ownEdit(
+        _ register: StampedValue, of collection: RecordCollection, key: String, field: String,
+        replaced: StampedValue
+    ) throws -> Bool {
+        var found = false
+        try forEachOwnChange(by: register.stamp.device, of: collection, key: key) { change, stamps in
+            guard change.fields[field] == register else { return true }
+            if case .object(let stamps)? = try? JSONValue.parse(stamps ?? "{}") {
+                found = stamps[field]?.stringValue == replaced.stamp.description
+            }
+            return false
+        }
+        return found
+    }
+
+    /// This machine's changes of a record logged under `device`, newest
+    /// first, each with the stamps of the registers it replaced (its
+    /// `replaced` text), until `body` says stop.
+    private func forEachOwnChange(
+        by device: String, of collection: RecordCollection, key: String,
+        _ body: (_ change: RecordState, _ replaced: String?) throws -> Bool
+    ) throws {
+        try database.forEachRow(
+            """
+            SELECT fields, versions, replaced FROM changes
+            WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC
+            """, [.text(device), .text(collection.rawValue), .text(key)]
+        ) { row in
+            try body(
+                try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: row.string(1) ?? "{}"),
+                row.string(2))
         }
     }
 

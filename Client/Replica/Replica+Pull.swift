@@ -296,30 +296,6 @@ extension Replica {
         return kept
     }
 
-    /// Whether this machine's change log holds its edit that wrote
-    /// `register` to `field` over the register `replaced` (its stamp):
-    /// the edit was made after seeing that value.
-    private func ownEdit(
-        _ register: StampedValue, of collection: RecordCollection, key: String, field: String,
-        replaced: StampedValue
-    ) throws -> Bool {
-        var found = false
-        try database.forEachRow(
-            """
-            SELECT fields, replaced FROM changes
-            WHERE device = ? AND kind = 'local' AND collection = ? AND key = ? ORDER BY device_seq DESC
-            """, [.text(register.stamp.device), .text(collection.rawValue), .text(key)]
-        ) { row in
-            let fields = try RecordState(fieldsJSON: row.string(0) ?? "{}", versionsJSON: "{}").fields
-            guard fields[field] == register else { return true }
-            if case .object(let stamps)? = try? JSONValue.parse(row.string(1) ?? "{}") {
-                found = stamps[field]?.stringValue == replaced.stamp.description
-            }
-            return false
-        }
-        return found
-    }
-
     /// What a stored rule or browser record tells: who wrote it, the log
     /// entry and count of a changed value, a profile awaiting approval.
     private func noteStoredChange(
