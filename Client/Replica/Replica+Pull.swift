@@ -60,7 +60,8 @@ extension Replica {
             let text: String?
         }
 
-        init(_ change: ChangeRecord) {
+        /// What storing `change` writes beside its fields.
+        public init(_ change: ChangeRecord) {
             let state = change.state
             columns = change.collection == .rules ? RuleColumns(key: change.key, state: state) : .none
             versionsText = RecordState.encodeVersions(state.versions)

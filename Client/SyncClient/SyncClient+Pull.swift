@@ -145,6 +145,8 @@ extension SyncClient {
     /// makes once the page before is applied is the same.
     struct PrefetchedPage {
         let target: String
+        /// Opening and preparing its records, shared with the thread that waits for it.
+        let offer: WorkOffer
         let job: ThreadJob<FetchedPage>
     }
 
@@ -170,12 +172,69 @@ extension SyncClient {
         /// beside its fields, made here (``Replica/PreparedRow``).
         var prepared: [Replica.PreparedRow]?
 
-        static func fetch(_ target: String, transport: Transport, cipher: RecordCipher?) -> FetchedPage {
+        /// Fetches the page at `target`, then opens (when sealed and `cipher`
+        /// is the key) and prepares its records; with `offer`, shares that
+        /// work with the thread waiting for the page (``WorkOffer``).
+        static func fetch(
+            _ target: String, transport: Transport, cipher: RecordCipher?, offer: WorkOffer? = nil
+        ) -> FetchedPage {
             let (exchange, page) = transport.fetchPage(target)
             var fetched = FetchedPage(exchange: exchange, page: page)
-            if let cipher, let page, page.encrypted { fetched.opened = SyncClient.open(page.changes, with: cipher) }
-            if let page { fetched.prepared = Replica.prepareRows(fetched.opened?.changes ?? page.changes) }
+            guard let page else {
+                offer?.offer(nil)
+                return fetched
+            }
+            let opening = page.encrypted ? cipher : nil
+            // Chunks of up to 32 records, at least 8 of them to share (a short page too).
+            let work = SharedWork(page.changes, chunk: min(32, page.changes.count / 8)) { change in
+                PageRecord(change, opening: opening)
+            }
+            offer?.offer { work.help() }
+            let records = work.results()
+            guard opening != nil else {
+                fetched.prepared = records.compactMap(\.prepared)
+                return fetched
+            }
+            var opened = Opened(changes: [])
+            var prepared: [Replica.PreparedRow] = []
+            for record in records {
+                if let change = record.opened, let row = record.prepared {
+                    opened.changes.append(change)
+                    prepared.append(row)
+                } else if let setAside = record.aside {
+                    opened.problems.append(setAside.problem)
+                    opened.aside.append(setAside.entry)
+                }
+            }
+            fetched.opened = opened
+            fetched.prepared = prepared
             return fetched
+        }
+    }
+
+    /// One record of a page as the fetching threads leave it: opened (when
+    /// sealed) and prepared for storing, or set aside with why, or nothing
+    /// to apply (a sealed record with no field).
+    struct PageRecord: Sendable {
+        var opened: ChangeRecord?
+        var prepared: Replica.PreparedRow?
+        var aside: SetAside?
+
+        /// `change` prepared as it is, or opened with `opening` first.
+        init(_ change: ChangeRecord, opening: RecordCipher?) {
+            guard let cipher = opening else {
+                prepared = Replica.PreparedRow(change)
+                return
+            }
+            switch SyncClient.open(change, with: cipher, requiringManifest: true) {
+            case .success(let change?):
+                opened = change
+                prepared = Replica.PreparedRow(change)
+            case .success(nil):
+                break
+            case .failure(let setAside):
+                aside = setAside
+            }
         }
     }
 
@@ -197,30 +256,44 @@ extension SyncClient {
         _ changes: [ChangeRecord], with cipher: RecordCipher,
         requiringManifests: Bool = true
     ) -> Opened {
-        var problems: [String] = []
-        var aside: [PulledAside] = []
-        let opened = changes.compactMap { change -> ChangeRecord? in
-            // A record with no field holds nothing to open or apply.
-            if change.state.fields.isEmpty { return nil }
-            do {
-                // Its fields' text is written where it is stored, by the
-                // apply: writing it here, on the thread that fetches and
-                // opens the next page beside the apply (``PrefetchedPage``),
-                // cost a pull of 10,000 sealed rules ~30 ms more CPU and
-                // wall time on two cores (the opening thread sets the pace,
-                // and the text was freed on the other).
-                return try cipher.open(change, requiringManifest: requiringManifests)
-            } catch {
-                problems.append("set aside record #\(change.sequence) from the server: \(error)")
-                aside.append(
-                    PulledAside(
-                        collection: change.collection.rawValue, filedKey: change.key,
-                        shownKey: (error as? RecordCipherError)?.shownKey,
-                        sequence: change.sequence, why: "\(error)"))
-                return nil
+        var opened = Opened(changes: [])
+        for change in changes {
+            switch open(change, with: cipher, requiringManifest: requiringManifests) {
+            case .success(let change?): opened.changes.append(change)
+            case .success(nil): break
+            case .failure(let setAside):
+                opened.problems.append(setAside.problem)
+                opened.aside.append(setAside.entry)
             }
         }
-        return Opened(changes: opened, problems: problems, aside: aside)
+        return opened
+    }
+
+    /// What a record set aside from a sealed page is named as, and kept as.
+    struct SetAside: Error {
+        let problem: String
+        let entry: PulledAside
+    }
+
+    /// One record of a sealed page opened and checked: nil when it holds no
+    /// field (nothing to open or apply), or why it is set aside.
+    static func open(
+        _ change: ChangeRecord, with cipher: RecordCipher, requiringManifest: Bool
+    ) -> Swift.Result<ChangeRecord?, SetAside> {
+        if change.state.fields.isEmpty { return .success(nil) }
+        do {
+            // Its fields' text is written where it is stored: on the fetching
+            // threads (``PageRecord``), beside the apply.
+            return .success(try cipher.open(change, requiringManifest: requiringManifest))
+        } catch {
+            return .failure(
+                SetAside(
+                    problem: "set aside record #\(change.sequence) from the server: \(error)",
+                    entry: PulledAside(
+                        collection: change.collection.rawValue, filedKey: change.key,
+                        shownKey: error.shownKey,
+                        sequence: change.sequence, why: "\(error)")))
+        }
     }
 
     /// The pull request for the page after `cursor`.
@@ -270,6 +343,8 @@ extension SyncClient {
                 first: first)
             var fetched: FetchedPage?
             if let waiting = ahead.take() {
+                // Waiting for it, this thread opens part of it.
+                if waiting.target == target { waiting.offer.help() }
                 let result = waiting.job.wait()
                 if waiting.target == target { fetched = result } else { try takeIn(result.exchange.countsOnly) }
             }
@@ -312,10 +387,11 @@ extension SyncClient {
                 // Freeing a page's records (a sealed page's as sent and as
                 // opened) took a tenth of the applying thread's time.
                 let previous = SpentPage(spent.take())
+                let offer = WorkOffer()
                 ahead = PrefetchedPage(
-                    target: next,
+                    target: next, offer: offer,
                     job: ThreadJob {
-                        let fetched = FetchedPage.fetch(next, transport: transport, cipher: cipher)
+                        let fetched = FetchedPage.fetch(next, transport: transport, cipher: cipher, offer: offer)
                         previous.letGo()
                         return fetched
                     })

@@ -96,3 +96,103 @@ public enum SpareThreads {
         }
     }
 }
+
+/// A list of items worked through by whichever threads are free: the
+/// thread that made it, and any that joins with ``help()`` while it would
+/// otherwise wait (a pull's applying thread opens part of the page it waits
+/// for). Items are taken in chunks, in order; each result lands in its
+/// item's place, so the results read as if one thread had made them.
+public final class SharedWork<Item: Sendable, Result: Sendable>: @unchecked Sendable {
+    // Each of `slots` is written by the one thread that took its
+    // chunk, and read by the owner only after every chunk is counted done
+    // (`finished`, then `allDone`): the atomics and the semaphore order them.
+    private let items: [Item]
+    private let slots: UnsafeMutableBufferPointer<Result?>
+    private let chunk: Int
+    private let work: @Sendable (Item) -> Result
+    private let taken = Atomic<Int>(0)
+    private let finished = Atomic<Int>(0)
+    private let allDone = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    private var collected = false
+
+    /// - Parameter chunk: items taken at once (at least 1): small enough
+    ///   that two threads end together, large enough that taking costs nothing.
+    public init(_ items: [Item], chunk: Int = 32, work: @escaping @Sendable (Item) -> Result) {
+        self.items = items
+        self.chunk = max(1, chunk)
+        self.work = work
+        slots = .allocate(capacity: items.count)
+        slots.initialize(repeating: nil)
+        sem_init(allDone, 0, 0)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+        sem_destroy(allDone)
+        allDone.deallocate()
+    }
+
+    /// Works through chunks until none is left to take (others may still be
+    /// finishing theirs).
+    public func help() {
+        while true {
+            let start = taken.add(chunk, ordering: .relaxed).oldValue
+            if start >= items.count { return }
+            let end = min(start + chunk, items.count)
+            for index in start..<end { slots[index] = work(items[index]) }
+            // The one who finishes the last item wakes the owner.
+            if finished.add(end - start, ordering: .releasing).newValue == items.count { sem_post(allDone) }
+        }
+    }
+
+    /// Every item's result, in the items' order: helps, then waits for the
+    /// chunks other threads took. Called once, by the owner.
+    public func results() -> [Result] {
+        precondition(!collected, "SharedWork's results are collected once")
+        collected = true
+        help()
+        if !items.isEmpty {
+            while sem_wait(allDone) != 0 {} // EINTR: wait again
+            _ = finished.load(ordering: .acquiring)
+        }
+        return slots.map { $0! }
+    }
+}
+
+/// Where a job on another thread hands out work it can share: the waiting
+/// thread calls ``help()``, which returns once the job has shared nothing or
+/// nothing of what it shared is left to take.
+public final class WorkOffer: @unchecked Sendable {
+    // `helper` is written by the job's thread before it posts `ready`, and
+    // read by the waiting thread only after waiting on it.
+    private let ready = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    private var helper: (@Sendable () -> Void)?
+    private var offered = false
+    private var answered = false
+
+    public init() { sem_init(ready, 0, 0) }
+
+    deinit {
+        sem_destroy(ready)
+        ready.deallocate()
+    }
+
+    /// The job's side, once: `help` is what another thread may run
+    /// (``SharedWork/help()``), or nil when there is nothing to share.
+    public func offer(_ help: (@Sendable () -> Void)?) {
+        precondition(!offered, "a WorkOffer is offered once")
+        offered = true
+        helper = help
+        sem_post(ready)
+    }
+
+    /// The waiting side, once: waits until the job offers or declines,
+    /// then does what it offered.
+    public func help() {
+        precondition(!answered, "a WorkOffer is taken up once")
+        answered = true
+        while sem_wait(ready) != 0 {} // EINTR: wait again
+        helper?()
+    }
+}

@@ -84,10 +84,10 @@ import Testing
         defer { pushes.liar.stop() }
         let pulls = try Refusing("/v1/pull", in: world)
         defer { pulls.liar.stop() }
-        try pushes.liar.serving(world) {
+        pushes.liar.serving(world) {
             #expect(throws: SyncError.self) { try world.client(a).push() }
         }
-        try pulls.liar.serving(world) {
+        pulls.liar.serving(world) {
             #expect(throws: SyncError.self) { try world.client(a).pull() }
         }
         var state = try a.replica.syncState()
