@@ -9,14 +9,15 @@ import SyncCore
 extension Replica {
     /// The values this machine wrote in `local` that lost to `merged` (a
     /// different value), written after everything of this machine that
-    /// `writer` (the version vector of the write that won) had seen: the
+    /// `writer` (the version vector of the write that won each field; nil:
+    /// the merged record's, which saw everything here) had seen: the
     /// counter each was written at comes from this machine's change log.
     /// Under its current id and every id it went by before (a key change
     /// gives it a new one: a value written before one still counts as its
     /// own, under the id it was written under).
     func ownValuesUnseen(
-        by writer: VersionVector, local: RecordState, merged: RecordState, collection: RecordCollection,
-        key: String
+        by writer: (_ field: String) -> VersionVector?, local: RecordState, merged: RecordState,
+        collection: RecordCollection, key: String
     ) throws -> [RecordState.LostValue] {
         // The ids of the values here that lost; each of them this machine's
         // (its current id, one it noted when it took a new one, or one
@@ -45,14 +46,14 @@ extension Replica {
 
     /// ``ownValuesUnseen(by:local:merged:collection:key:)`` of one id this machine wrote under.
     private func valuesUnseen(
-        of id: String, by writer: VersionVector, local: RecordState, merged: RecordState,
+        of id: String, by writer: (_ field: String) -> VersionVector?, local: RecordState, merged: RecordState,
         collection: RecordCollection, key: String
     ) throws -> [RecordState.LostValue] {
-        let seen = writer[id]
-        guard local.versions[id] > seen else { return [] }
         let candidates = local.fields.filter { name, mine in
-            guard mine.stamp.device == id, let winner = merged.fields[name] else { return false }
-            return winner != mine && winner.value != mine.value
+            guard mine.stamp.device == id, let winner = merged.fields[name], let seen = writer(name)?[id] else {
+                return false
+            }
+            return winner != mine && winner.value != mine.value && local.versions[id] > seen
         }
         guard !candidates.isEmpty else { return [] }
         // The counter of this machine's write of each candidate value.
@@ -64,7 +65,9 @@ extension Replica {
             return counters.count < candidates.count
         }
         return candidates.compactMap { name, mine in
-            guard let counter = counters[name], counter > seen, let winner = merged.fields[name] else { return nil }
+            guard let counter = counters[name], let seen = writer(name)?[id], counter > seen,
+                let winner = merged.fields[name]
+            else { return nil }
             return RecordState.LostValue(field: name, lost: mine, winner: winner)
         }
     }

@@ -263,13 +263,15 @@ extension Replica {
         _ lost: [RecordState.LostValue], of change: ChangeRecord, local: RecordState, merged: RecordState
     ) throws -> Int {
         var losses = lost
-        if let writer = change.writerVersions {
+        if change.writerVersions != nil || !change.fieldWriters.isEmpty {
             // This machine's own values that lost to a write that had
             // not seen them: the merged vector covers this machine's
             // writes, the writer's does not (a delete here lost to a
-            // later edit made elsewhere without it).
+            // later edit made elsewhere without it). The writer of each
+            // field where the record says it, else the newest one's.
             losses += try ownValuesUnseen(
-                by: writer, local: local, merged: merged, collection: change.collection, key: change.key
+                by: { change.fieldWriters[$0] ?? change.writerVersions }, local: local, merged: merged,
+                collection: change.collection, key: change.key
             )
             .filter { own in !lost.contains { $0.field == own.field } }
         }

@@ -59,6 +59,7 @@ extension RecordCipher {
                 sequence: change.sequence, collection: change.collection, key: key, state: state, writerVersions: writer
             )
             opened.filedKey = hidden
+            opened.fieldWriters = Self.fieldWriters(writes, in: state, apartFrom: writer ?? state.versions)
             // Only boxes the record's own fields name (the deletion flag's
             // through its twin): a box named by e2e.key or e2e.manifest alone
             // is the server's choice, never kept. Ascending by stamp then text.
@@ -82,6 +83,31 @@ extension RecordCipher {
             throw RecordCipherError(
                 message: "\(collection) '\(DisplayText.printable(key.prefix(200)))': \(message)", shownKey: key)
         }
+    }
+
+    /// The writer of each field as a manifest of that writer says
+    /// (``ChangeRecord/fieldWriters``), where it is not `newest`: the vector
+    /// of a box's manifest whose stamp is the writer's (the box's device is
+    /// the field's stamp's) and which lists the field at the stamp it holds
+    /// here (a box's own fields, or one stamped below it). Of several, the
+    /// earliest box's, nearest the write: it saw least since.
+    static func fieldWriters(
+        _ writes: OpenedWrites, in state: RecordState, apartFrom newest: VersionVector
+    ) -> [String: VersionVector] {
+        var writers: [String: VersionVector] = [:]
+        // Mostly one box, whose manifest is the newest: nothing to look at.
+        guard writes.boxes.contains(where: { $0.write.manifest.map { $0.versions != newest } == true }) else {
+            return [:]
+        }
+        for (box, write) in writes.boxes.sorted(by: { $0.register.stamp > $1.register.stamp }) {
+            guard let manifest = write.manifest else { continue }
+            for (name, stamp) in manifest.stamps
+            where stamp.device == box.stamp.device && state.fields[name]?.stamp == stamp {
+                // The newest writer's own vector is said by `newest` already.
+                writers[name] = manifest.versions == newest ? nil : manifest.versions
+            }
+        }
+        return writers
     }
 
     /// Checks the opened `state` of `change` against the manifest sealed

@@ -28,6 +28,14 @@ public struct ChangeRecord: Sendable, Equatable {
     /// encrypted account it comes from the sealed manifest, never from the
     /// server. Pushes never carry it (a pushed change is its own writer).
     public var writerVersions: VersionVector?
+    /// In an opened record of sealed format 2, the version vector of the
+    /// write that set a field, by the field's name, where the box of that
+    /// write carries its manifest and it is not `writerVersions` (a later
+    /// write of other fields brought the newest stamp). A machine whose
+    /// value of the field lost learns whether that write had seen it, not
+    /// whether the newest one had. Empty otherwise (the server's word is
+    /// never taken for it).
+    public var fieldWriters: [String: VersionVector] = [:]
     /// In an opened (sealed) record, the key the server files it under, its
     /// hidden key; nil when that is `key`. Not part of equality.
     public var filedKey: String?
@@ -75,6 +83,7 @@ public struct ChangeRecord: Sendable, Equatable {
     public static func == (a: ChangeRecord, b: ChangeRecord) -> Bool {
         a.sequence == b.sequence && a.collection == b.collection && a.key == b.key && a.state == b.state
             && a.manifestText == b.manifestText && a.writerVersions == b.writerVersions
+            && a.fieldWriters == b.fieldWriters
     }
 
     /// What identifies this change's content (FNV-1a 64 of its collection,
