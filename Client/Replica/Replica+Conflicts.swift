@@ -4,8 +4,9 @@ import Storage
 import SyncCore
 
 /// Values that lost a merge of concurrent edits (`brsync log --conflicts`,
-/// `brsync restore ID`): kept once each, on the machine whose push
-/// overwrote them and on the machine that wrote them.
+/// `brsync restore ID`): kept once each, on the machine that wrote them
+/// and on the machine whose push overwrote them on the server (docs/sync.md
+/// says when one of them cannot tell).
 extension Replica {
     /// The values this machine wrote in `local` that lost to `merged` (a
     /// different value), written after everything of this machine that
