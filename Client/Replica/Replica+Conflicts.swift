@@ -127,7 +127,22 @@ extension Replica {
                     .text(lost.stamp.description),
                     .text(winner.value.jsonText), .text(winner.stamp.description), .integer(currentMillis),
                 ])
-            return database.changes > 0
+            guard database.changes > 0 else { return false }
+            // The same value lost before and was written again since (restored
+            // on another machine): that earlier loss is written back, and
+            // restoring it again would write it over what beat it this time.
+            // Stamps' texts sort as the stamps do (fixed-width hex, then the device).
+            try database.run(
+                """
+                UPDATE conflicts SET restored_at = ?
+                WHERE collection = ? AND key = ? AND field = ? AND lost_value = ? AND lost_stamp < ?
+                  AND restored_at IS NULL
+                """,
+                [
+                    .integer(currentMillis), .text(collection.rawValue), .text(key), .text(field),
+                    .text(lost.value.jsonText), .text(lost.stamp.description),
+                ])
+            return true
         }
     }
 

@@ -60,14 +60,7 @@ import Testing
     /// it. The other, pulling the value back, marks its own entry as
     /// written back too, and refuses to restore it again. Plain and encrypted.
     @Test(arguments: [false, true]) func aValueRestoredOnOneMachineIsMarkedOnTheOther(_ encrypted: Bool) throws {
-        let (world, a, b) = try KeyChangeTests.twoMachinesWithARule(.sqlite)
-        if encrypted { try KeyChangeTests.shareNewKey(world, from: a, with: [b]) }
-        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
-        try world.sync(a)
-        usleep(5_000) // b's edit is the later one
-        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
-        try world.sync(b)
-        try world.sync(a)
+        let (world, a, b) = try Self.aValueKeptOnBoth(encrypted: encrypted)
         let kept = try #require(try a.replica.conflicts(limit: 10).first)
         let other = try #require(try b.replica.conflicts(limit: 10).first)
         #expect(kept.lost.value == .int(10) && other.lost.value == .int(10) && other.restoredAtMillis == nil)
@@ -109,6 +102,48 @@ import Testing
             #expect(!fields.contains("createdAt") && !fields.contains("origin"), "\(machine.name): \(fields)")
             #expect(fields.contains("browser"), "\(machine.name): \(fields)")
         }
+    }
+
+    /// a's priority 10 lost to b's 20, kept on both (encrypted or not).
+    static func aValueKeptOnBoth(encrypted: Bool) throws -> (SyncWorld, SimulatedMachine, SimulatedMachine) {
+        let (world, a, b) = try KeyChangeTests.twoMachinesWithARule(.sqlite)
+        if encrypted { try KeyChangeTests.shareNewKey(world, from: a, with: [b]) }
+        try a.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 10)
+        try world.sync(a)
+        usleep(5_000) // b's edit is the later one
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 20)
+        try world.sync(b)
+        try world.sync(a)
+        return (world, a, b)
+    }
+
+    /// A value kept on both machines is restored on a; b, before pulling
+    /// that, sets the field again. The restored value then loses to b's
+    /// newer edit (a conflict of its own, on both), and b's first entry is
+    /// still marked restored: b cannot write that old value back a second
+    /// time over its own newer edit (outside check, F3). Plain and encrypted.
+    @Test(arguments: [false, true]) func aRestoredValueOverwrittenBeforeItArrivesIsMarkedToo(
+        _ encrypted: Bool
+    ) throws {
+        let (world, a, b) = try Self.aValueKeptOnBoth(encrypted: encrypted)
+        let first = try #require(try b.replica.conflicts(limit: 10).first)
+        try a.replica.restore(conflict: try #require(try a.replica.conflicts(limit: 10).first).id)
+        try world.sync(a)
+        usleep(5_000)
+        try b.replica.addRule(pattern: "shared.example", browser: "firefox", priority: 30)
+        try world.sync(b)
+        try world.sync(a)
+        let entries = { (machine: SimulatedMachine) in
+            try machine.replica.conflicts(limit: 10).map {
+                "\($0.lost.value) \($0.restoredAtMillis == nil ? "open" : "done")"
+            }
+            .sorted()
+        }
+        let onB = try entries(b)
+        #expect(onB == ["int(10) done", "int(10) open"], "the first marked, the second new: \(onB)")
+        #expect(throws: ReplicaError.self) { try b.replica.restore(conflict: first.id) }
+        #expect(try b.replica.rule(pattern: "shared.example")?.priority == 30)
+        #expect(try a.replica.rule(pattern: "shared.example")?.priority == 30)
     }
 
     /// A machine that edits a field twice between syncs, while another
