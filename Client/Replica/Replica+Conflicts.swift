@@ -131,19 +131,27 @@ extension Replica {
             // The same value lost before and was written again since (restored
             // on another machine): that earlier loss is written back, and
             // restoring it again would write it over what beat it this time.
-            // Stamps' texts sort as the stamps do (fixed-width hex, then the device).
-            try database.run(
-                """
-                UPDATE conflicts SET restored_at = ?
-                WHERE collection = ? AND key = ? AND field = ? AND lost_value = ? AND lost_stamp < ?
-                  AND restored_at IS NULL
-                """,
-                [
-                    .integer(currentMillis), .text(collection.rawValue), .text(key), .text(field),
-                    .text(lost.value.jsonText), .text(lost.stamp.description),
-                ])
+            try markRestored(collection, key: key, field: field, value: lost.value, before: lost.stamp)
             return true
         }
+    }
+
+    /// Marks the open losses of `value` in a record's `field` written back
+    /// (lost before `stamp`, when given). In the caller's transaction.
+    func markRestored(
+        _ collection: RecordCollection, key: String, field: String, value: JSONValue, before stamp: HLCTimestamp? = nil
+    ) throws {
+        // Stamps' texts sort as the stamps do (fixed-width hex, then the device).
+        try database.run(
+            """
+            UPDATE conflicts SET restored_at = ?
+            WHERE collection = ? AND key = ? AND field = ? AND lost_value = ? AND restored_at IS NULL
+              AND (?6 IS NULL OR lost_stamp < ?6)
+            """,
+            [
+                .integer(currentMillis), .text(collection.rawValue), .text(key), .text(field), .text(value.jsonText),
+                stamp.map { .text($0.description) } ?? .null,
+            ])
     }
 
     public func conflicts(limit: Int) throws -> [Conflict] {

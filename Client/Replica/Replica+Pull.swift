@@ -70,15 +70,10 @@ extension Replica {
         }
     }
 
-    /// ``PreparedRow``s of a page's records, in their order.
-    public static func prepareRows(_ changes: [ChangeRecord]) -> [PreparedRow] {
-        changes.map(PreparedRow.init)
-    }
-
     /// - Parameter aside: records of the page set aside before they came
     ///   here (they did not open, or failed their manifest): kept with the
     ///   page (``pulledAside(limit:)``), as those this replica sets aside are.
-    /// - Parameter prepared: ``prepareRows(_:)`` of `changes`, when made.
+    /// - Parameter prepared: a ``PreparedRow`` of each of `changes`, in their order, when made.
     @discardableResult
     public func applyPulled(
         _ changes: [ChangeRecord], cursor: Int64, epoch: String, aside: [PulledAside] = [],
@@ -245,15 +240,7 @@ extension Replica {
         _ collection: RecordCollection, key: String, local: RecordState, merged: RecordState
     ) throws {
         for (name, register) in merged.fields where local.fields[name]?.value != register.value {
-            try database.run(
-                """
-                UPDATE conflicts SET restored_at = ?
-                WHERE collection = ? AND key = ? AND field = ? AND lost_value = ? AND restored_at IS NULL
-                """,
-                [
-                    .integer(currentMillis), .text(collection.rawValue), .text(key), .text(name),
-                    .text(register.value.jsonText),
-                ])
+            try markRestored(collection, key: key, field: name, value: register.value)
         }
     }
 

@@ -101,10 +101,11 @@ extension RecordCipher {
         }
         for (box, write) in writes.boxes.sorted(by: { $0.register.stamp > $1.register.stamp }) {
             guard let manifest = write.manifest else { continue }
+            // The newest writer's own vector is said by `newest` already.
+            let versions = manifest.versions == newest ? nil : manifest.versions
             for (name, stamp) in manifest.stamps
             where stamp.device == box.stamp.device && state.fields[name]?.stamp == stamp {
-                // The newest writer's own vector is said by `newest` already.
-                writers[name] = manifest.versions == newest ? nil : manifest.versions
+                writers[name] = versions
             }
         }
         return writers

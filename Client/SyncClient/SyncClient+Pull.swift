@@ -202,8 +202,7 @@ extension SyncClient {
                     opened.changes.append(change)
                     prepared.append(row)
                 } else if let setAside = record.aside {
-                    opened.problems.append(setAside.problem)
-                    opened.aside.append(setAside.entry)
+                    opened.add(setAside)
                 }
             }
             fetched.opened = opened
@@ -250,6 +249,12 @@ extension SyncClient {
         var changes: [ChangeRecord]
         var problems: [String] = []
         var aside: [PulledAside] = []
+
+        /// Names and keeps a record set aside.
+        mutating func add(_ setAside: SetAside) {
+            problems.append(setAside.problem)
+            aside.append(setAside.entry)
+        }
     }
 
     static func open(
@@ -261,9 +266,7 @@ extension SyncClient {
             switch open(change, with: cipher, requiringManifest: requiringManifests) {
             case .success(let change?): opened.changes.append(change)
             case .success(nil): break
-            case .failure(let setAside):
-                opened.problems.append(setAside.problem)
-                opened.aside.append(setAside.entry)
+            case .failure(let setAside): opened.add(setAside)
             }
         }
         return opened

@@ -96,7 +96,7 @@ import Testing
             var skipped: [String] = []
             try fixture.replica.applyPulled(first, cursor: 2, epoch: "e", skipped: &skipped)
             let applied = try fixture.replica.applyPulled(
-                second, cursor: 9, epoch: "e", prepared: prepare ? Replica.prepareRows(second) : nil,
+                second, cursor: 9, epoch: "e", prepared: prepare ? second.map(Replica.PreparedRow.init) : nil,
                 skipped: &skipped)
             #expect(applied.changed == 5, "\(applied)")
             #expect(skipped.count == 1, "\(skipped)")
@@ -113,7 +113,7 @@ import Testing
         let fixture = try ReplicaFixture()
         var skipped: [String] = []
         try fixture.replica.applyPulled(
-            page, cursor: 1, epoch: "e", prepared: Replica.prepareRows(other + other), skipped: &skipped)
+            page, cursor: 1, epoch: "e", prepared: (other + other).map(Replica.PreparedRow.init), skipped: &skipped)
         #expect(try fixture.replica.rules().map(\.browser) == ["firefox"])
     }
 }
