@@ -65,14 +65,20 @@ extension LedgerBook {
     }
 
     /// Whether a pending record held in `slot` at `stamp` is this book's
-    /// own, read whole: in its chain (``isInChain(_:at:)``) and built as the
-    /// chain built that slot's, on the book's head and after the link
-    /// before it. The other home's record in a shared slot builds on its
-    /// own head.
+    /// own, read whole: in its chain (``isInChain(_:at:)``), or in a chain
+    /// one of its last heads folded (``foldedChains``: that head lost to
+    /// another home's newer one), and built as that chain built that
+    /// slot's, on the book's head then and after the link before it. The
+    /// other home's record in a shared slot builds on its own head.
     func isOwnPending(_ slot: Int, _ record: Ledger.Pending, at stamp: Ledger.Stamp) -> Bool {
-        guard let index = chain.firstIndex(where: { $0.slot == slot && $0.stamp >= stamp }) else { return false }
-        return (record.base == headStamp || (chainBase != nil && record.base == chainBase))
-            && record.previous == (index > 0 ? chain[index - 1] : nil)
+        let current = FoldedChain(base: headStamp, chainBase: chainBase, links: chain)
+        return ([current] + foldedChains.reversed()).contains { built in
+            guard let index = built.links.firstIndex(where: { $0.slot == slot && $0.stamp >= stamp }) else {
+                return false
+            }
+            return (record.base == built.base || (built.chainBase != nil && record.base == built.chainBase))
+                && record.previous == (index > 0 ? built.links[index - 1] : nil)
+        }
     }
 
     /// The writes of `writes` (field → stamp, by tag) this book does not

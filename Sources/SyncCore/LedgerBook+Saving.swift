@@ -26,9 +26,42 @@ extension LedgerBook {
             writer.u8(UInt8(index))
             writer.stamp(stamp)
         }
-        // Written only when there is one (books kept before it read as they were).
-        if let chainBase { writer.optionalStamp(chainBase) }
+        // Written only when there is one (books kept before them read as they were).
+        if chainBase != nil || !foldedChains.isEmpty { writer.optionalStamp(chainBase) }
+        if !foldedChains.isEmpty {
+            writer.u8(UInt8(foldedChains.count))
+            for folded in foldedChains {
+                writer.optionalStamp(folded.base)
+                writer.optionalStamp(folded.chainBase)
+                writer.u8(UInt8(folded.links.count))
+                for link in folded.links { writer.optionalLink(link) }
+            }
+        }
         return writer.bytes
+    }
+
+    /// The chains the book's last heads folded (``foldedChains``), as `stateBytes` writes them: at least one.
+    private static func foldedChains(_ reader: inout Ledger.Reader) throws(Ledger.Problem) -> [FoldedChain] {
+        let count = Int(try reader.u8())
+        var chains: [FoldedChain] = []
+        var links = 0
+        for _ in 0..<count {
+            var folded = FoldedChain(base: try reader.optionalStamp(), chainBase: try reader.optionalStamp(), links: [])
+            let length = Int(try reader.u8())
+            links += length
+            guard length > 0, links <= Ledger.pendingSlots else {
+                throw Ledger.Problem("folded chains of \(length == 0 ? "no" : "over \(Ledger.pendingSlots)") links")
+            }
+            for _ in 0..<length {
+                guard let link = try reader.optionalLink() else {
+                    throw Ledger.Problem("a folded chain's link is missing")
+                }
+                folded.links.append(link)
+            }
+            chains.append(folded)
+        }
+        guard !chains.isEmpty else { throw Ledger.Problem("no folded chain where one is said to follow") }
+        return chains
     }
 
     /// One entry as its replica row keeps it.
@@ -75,7 +108,12 @@ extension LedgerBook {
         }
         if !reader.isAtEnd {
             chainBase = try reader.optionalStamp()
-            guard chainBase != nil, !chain.isEmpty else { throw Ledger.Problem("a chain's base without a chain") }
+            guard chainBase == nil || !chain.isEmpty else { throw Ledger.Problem("a chain's base without a chain") }
+            if reader.isAtEnd {
+                guard chainBase != nil else { throw Ledger.Problem("an empty chain's base") }
+            } else {
+                foldedChains = try Self.foldedChains(&reader)
+            }
         }
         try reader.end()
         for row in rows {

@@ -24,6 +24,21 @@ public struct LedgerBook: Sendable, Equatable {
         }
     }
 
+    /// A chain one of the book's heads folded, and the heads its records were built on.
+    public struct FoldedChain: Sendable, Equatable {
+        /// The book's head when the chain was folded.
+        public var base: Ledger.Stamp?
+        /// The book's ``LedgerBook/chainBase`` then.
+        public var chainBase: Ledger.Stamp?
+        public var links: [Ledger.Link]
+
+        public init(base: Ledger.Stamp?, chainBase: Ledger.Stamp?, links: [Ledger.Link]) {
+            self.base = base
+            self.chainBase = chainBase
+            self.links = links
+        }
+    }
+
     /// Why the book cannot make a ledger request.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
@@ -57,6 +72,14 @@ public struct LedgerBook: Sendable, Equatable {
     public internal(set) var unconfirmed: Request?
     /// The pending record the last head folded (the newest of its chain).
     public internal(set) var lastFolded: Ledger.Link?
+    /// The chains this book's last heads folded, oldest first, at most
+    /// ``Ledger/pendingSlots`` links in all (the ring of slots holds no
+    /// older record of this book's). A head of this book can lose to
+    /// another home's newer one under the same id (Deploy/SECURITY.md, "Two
+    /// live homes under one id"): the records it folded are then held above
+    /// the winning head's fold, and are still this home's
+    /// (``isOwnPending(_:_:at:)``).
+    public internal(set) var foldedChains: [FoldedChain] = []
     /// The shards the last head counted, and the tags whose entries changed since.
     public internal(set) var shardCount = 1
     public internal(set) var changedTags: Set<UInt64> = []
@@ -226,6 +249,10 @@ public struct LedgerBook: Sendable, Equatable {
     /// The server took the ledger request: the chain starts again on its head.
     public mutating func confirmed() {
         guard let request = unconfirmed else { return }
+        if !request.folded.isEmpty {
+            foldedChains.append(FoldedChain(base: headStamp, chainBase: chainBase, links: request.folded))
+            while foldedChains.reduce(0, { $0 + $1.links.count }) > Ledger.pendingSlots { foldedChains.removeFirst() }
+        }
         headStamp = request.stamp
         lastFolded = request.head.folded
         chain = []

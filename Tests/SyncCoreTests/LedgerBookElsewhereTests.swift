@@ -219,6 +219,43 @@ import Testing
         #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
     }
 
+    /// Seed 3405: this home's head, folding its own pending record, lost to
+    /// the other home's newer head (stamped higher, it wins the head's key
+    /// everywhere), which folds less. That record is held above the
+    /// winning head's fold, and is this home's still: it must not stop the
+    /// take-in, or no home of the id ever mends its ledger.
+    @Test func aRecordFoldedByThisHomesHeadThatLostIsStillThisHomes() throws {
+        var (mine, _) = try Self.written([1: 10], at: 100)
+        let first = LedgerBook.Write(tag: 5, fields: ["deleted": Self.stamp(150)])
+        let folded = try #require(mine.pending(for: [first]) { Self.stamp(160) })
+        mine.answered(acknowledging: [first])
+        #expect(try mine.ledgerRequest(at: Self.stamp(200)) { _ in 8 } != nil)
+        mine.confirmed()
+        let second = LedgerBook.Write(tag: 6, fields: ["deleted": Self.stamp(250)])
+        let chained = try #require(mine.pending(for: [second]) { Self.stamp(260) })
+        mine.answered(acknowledging: [second])
+        let slot = try #require(folded.first?.slot)
+        #expect(mine.foldedChains.map(\.links) == [[Ledger.Link(slot: slot, stamp: Self.stamp(160))]])
+        #expect(try LedgerBookSavingTests.reread(mine) == mine, "the folded chain is kept")
+        // The other home's head, at 300, folds neither.
+        var (_, theirs) = try Self.written([3: 21], at: 300)
+        for (slot, record) in folded { theirs.pending[slot] = .init(record, stamp: Self.held(160)) }
+        for (slot, record) in chained { theirs.pending[slot] = .init(record, stamp: Self.held(260)) }
+        let registers: [UInt64: [String: HLCTimestamp]] = [
+            3: ["deleted": Self.held(21)], 5: ["deleted": Self.held(150)], 6: ["deleted": Self.held(250)],
+        ]
+        var union = mine
+        #expect(union.takeIn(theirs, held: { registers[$0] }) == nil)
+        #expect(Set(union.entries.keys) == [1, 3, 5, 6])
+        let request = try #require(try union.ledgerRequest(at: Self.stamp(400)) { _ in 9 })
+        #expect(request.head.folded == mine.chain.last, "the union's head folds both of this home's records")
+        // A record in that slot built on another head is the other home's.
+        theirs.pending[slot] = .init(
+            Ledger.Pending(base: Self.stamp(140), previous: nil, entries: []), stamp: Self.held(155))
+        union = mine
+        #expect(union.takeIn(theirs, held: { registers[$0] })?.contains("slot \(slot)") == true)
+    }
+
     /// A chain kept through an adoption was built on this book's earlier
     /// head: its records are still this home's (an outside review found
     /// the take-in stopped on them), and the book keeps that base.

@@ -95,6 +95,16 @@ import Testing
         return output
     }
 
+    /// `count` links as a book's state packs them, in slots 0, 1, …
+    static func linkBytes(count: Int) -> [UInt8] {
+        (0..<count).flatMap { slot -> [UInt8] in
+            // Present, the slot, the stamp's time (8 bytes) and counter (4), big-endian.
+            let wall = UInt64(100 + slot)
+            return [1, UInt8(slot % Ledger.pendingSlots)] + (0..<8).reversed().map { UInt8(wall >> (8 * $0) & 0xFF) }
+                + [0, 0, 0, 0]
+        }
+    }
+
     @Test func bytesItDidNotWriteAreRefused() throws {
         var book = LedgerBook(device: "laptop")
         book.fold([.init(tag: 5, fields: ["deleted": Self.stamp(1)])])
@@ -103,6 +113,10 @@ import Testing
         for (damaged, rows) in [
             (Array(state.dropLast()), [(bytes: row, changed: true)]),
             (state + [0], [(bytes: row, changed: true)]),
+            // Folded chains said to follow, and none; one of no links; seventeen links.
+            (state + [0, 0], [(bytes: row, changed: true)]),
+            (state + [0, 1, 0, 0, 0], [(bytes: row, changed: true)]),
+            (state + [0, 1, 0, 0, 17] + Self.linkBytes(count: 17), [(bytes: row, changed: true)]),
             ([UInt8(ascii: "S")] + state.dropFirst(), [(bytes: row, changed: true)]),
             (state, [(bytes: Array(row.dropLast()), changed: true)]),
             (

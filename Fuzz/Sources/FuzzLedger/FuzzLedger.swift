@@ -28,6 +28,7 @@ func fuzzLedger(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if let book = try? LedgerBook(device: "fuzz", state: state, entries: rows, shardsHash: { _ in 0 }) {
             precondition(book.stateBytes == state, "a book's state changed in a round trip")
             precondition(book.chain.count <= Ledger.pendingSlots)
+            precondition(book.foldedChains.reduce(0) { $0 + $1.links.count } <= Ledger.pendingSlots)
             for row in rows {
                 precondition(book.entries.values.map(LedgerBook.entryBytes).contains(row.bytes))
             }
