@@ -94,6 +94,11 @@ public final class SyncClient {
         /// (`brsync browsers approve`): by id, with why. They are kept and
         /// never launched with those arguments until then.
         public var awaitingApproval: [String: String] = [:]
+        /// This replica took an id of its own because its file was copied,
+        /// or the server holds other changes under its old id: said apart
+        /// from a key's first sync, which gives a new id too (and whose id
+        /// ``newDeviceID`` is then).
+        public var forked = false
         /// This replica started syncing with an account key: every record
         /// it holds went up sealed (``relayed`` counts them).
         public var encryptionStarted = false
@@ -144,6 +149,7 @@ public final class SyncClient {
             encryptionStarted = encryptionStarted || other.encryptionStarted
             encryptionEnded = encryptionEnded || other.encryptionEnded
             movedForward = movedForward || other.movedForward
+            forked = forked || other.forked
             applyMilliseconds += other.applyMilliseconds
         }
 
@@ -247,7 +253,10 @@ public final class SyncClient {
 
     /// A copied or restored replica file takes a new device id before syncing.
     func checkCopied() throws {
-        if let id = try replica.takeNewDeviceIDIfCopied() { summary.newDeviceID = id }
+        if let id = try replica.takeNewDeviceIDIfCopied() {
+            summary.newDeviceID = id
+            summary.forked = true
+        }
     }
 
     let lock: SyncLock
@@ -327,5 +336,6 @@ public final class SyncClient {
 
     func fork() throws {
         summary.newDeviceID = try replica.forkDeviceID()
+        summary.forked = true
     }
 }

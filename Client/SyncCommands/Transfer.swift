@@ -94,7 +94,7 @@ public enum Transfer {
             "restamped": .int(Int64(summary.restamped)), "encrypted": .bool(encrypted),
             "encryptionStarted": .bool(summary.encryptionStarted), "encryptionEnded": .bool(summary.encryptionEnded),
             "movedForward": .bool(summary.movedForward),
-            "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null,
+            "newDeviceID": summary.newDeviceID.map { .string($0) } ?? .null, "forked": .bool(summary.forked),
             "problems": .array(summary.problems.map { .string($0) }),
             "conflicts": .int(Int64(summary.conflicts)),
             "awaitingApproval": .array(summary.awaitingApproval.keys.sorted().map { .string($0) }),
@@ -236,16 +236,14 @@ public enum Transfer {
                 "profile '\(DisplayText.printable(id))' waits for your approval here, and opens nothing until then "
                     + "(\(reason)): \(wording.action(.approve, id: DisplayText.printable(id)))")
         }
-        if let id = summary.newDeviceID {
-            // A key's first sync gives a new device id too (said above); only a fork needs saying.
-            // Its cause is told as it is known: a copy of this home, or a
-            // server whose answers claim so (one that lies forks a replica too).
-            if !summary.encryptionStarted && !summary.encryptionEnded {
-                parts.append(
-                    "this replica is now device \(id): its file was copied, or the server holds other changes "
-                        + "under its old id (another copy of this home, or a server that lies); if this is another "
-                        + "machine now, name it: 'brsync device name NAME' (both copies go by the same name)")
-            }
+        // A key's first sync gives a new device id too (said above); only a fork needs saying, a
+        // copy's first sync that is a key's too included. Its cause is told as it is known: a copy
+        // of this home, or a server whose answers claim so (one that lies forks a replica too).
+        if let id = summary.newDeviceID, summary.forked {
+            parts.append(
+                "this replica is now device \(id): its file was copied, or the server holds other changes "
+                    + "under its old id (another copy of this home, or a server that lies); if this is another "
+                    + "machine now, name it: 'brsync device name NAME' (both copies go by the same name)")
         }
         return parts
     }

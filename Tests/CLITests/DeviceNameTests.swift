@@ -121,6 +121,34 @@ import Testing
         #expect(entries.first?["device"] == laptopID && under.count == 2 && under.contains(laptopID), "\(entries)")
     }
 
+    /// A copy of a home whose first sync is `brsync key add` takes an id of
+    /// its own (the key's new one), and is told how to name itself, as any
+    /// copy is; the home it was copied from, adding the key, is not.
+    @Test func aCopyWhoseFirstSyncAddsTheKeyIsToldToNameIt() throws {
+        let (world, laptop, desktop) = try Self.laptopRuleOnTheDesktop()
+        let copy = world.directory.file("copy")
+        try FileManager.default.copyItem(atPath: desktop, toPath: copy)
+        let code = try #require(EncryptionTests.recoveryCode(try world.run(laptop, ["key", "init"]).stdout))
+        func addKey(_ home: String) throws -> ProcessResult {
+            try ProcessRunner.run(world.brsync, ["key", "add"], environment: ["BRSYNC_HOME": home], stdin: code + "\n")
+        }
+        let copied = try addKey(copy)
+        #expect(copied.status == 0 && copied.stdout.contains("name it: 'brsync device name NAME'"), "\(copied)")
+        let original = try addKey(desktop)
+        #expect(original.status == 0 && !original.stdout.contains("name it"), "\(original)")
+        // `--json` says it too.
+        let again = world.directory.file("again")
+        try FileManager.default.copyItem(atPath: copy, toPath: again)
+        for (home, forked) in [(again, true), (desktop, false)] {
+            let json = try JSONValue.parse(try world.run(home, ["sync", "--json"]).stdout)
+            guard case .object(let members) = json else {
+                Issue.record("\(json)")
+                continue
+            }
+            #expect(members["forked"] == .bool(forked) && (members["newDeviceID"] != .null) == forked, "\(json)")
+        }
+    }
+
     /// The objects of the list `name` in `brsync status --json` (recorded as an issue when it is not one).
     static func statusList(_ world: CLIWorld, _ home: String, _ name: String) throws -> [[String: JSONValue]] {
         let json = try JSONValue.parse(try world.run(home, ["status", "--json"]).stdout)
