@@ -49,7 +49,11 @@ extension Replica {
     /// replica holds (merged in, they change no value, stamp or version),
     /// and the others, set aside whole rather than applied, each with `why`
     /// (``RemovedRecord/why``): kept, named, and restorable like a removed
-    /// record (``restore(removed:)``). One transaction.
+    /// record (``restore(removed:)``). One transaction. A ledger record
+    /// that adds something is in neither list: a ledger belongs to its
+    /// key's generation (a key change drops every one), so a retired key's
+    /// is no one's write, and brsync's own bookkeeping is never the user's
+    /// to restore.
     /// - Returns: the records that add nothing (applying them changes
     ///   nothing), and those set aside.
     public func setAsideWhatIsNotHeld(
@@ -66,6 +70,7 @@ extension Replica {
                     held.append(change)
                     continue
                 }
+                guard change.collection != .ledger else { continue }
                 let reason = why(change)
                 try database.run(
                     "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES (?, ?, ?, ?, ?, ?)",
@@ -155,7 +160,10 @@ extension Replica {
             }
             var setAside: [RemovedRecord] = []
             for record in held {
-                guard let collection = RecordCollection(rawValue: record.collection) else { continue }
+                // A ledger is its key generation's bookkeeping, never the user's (``setAsideWhatIsNotHeld(_:why:)``).
+                guard let collection = RecordCollection(rawValue: record.collection), collection != .ledger else {
+                    continue
+                }
                 let id = "\(record.collection)/\(record.key)"
                 let account = reference[id] ?? RecordState()
                 var kept = record.state
@@ -277,6 +285,12 @@ extension Replica {
                 let state = removed.state
             else {
                 throw ReplicaError.notFound("no removed record #\(id); see 'brsync log --removed'")
+            }
+            // Set aside before 2026-12-05 (a retired key's ledger): brsync's own bookkeeping, not a write of the user's.
+            guard collection != .ledger else {
+                throw ReplicaError.invalidInput(
+                    "removed record #\(id) is a ledger record (brsync's own bookkeeping of a retired key), not a rule, browser or "
+                        + "setting: there is nothing to restore")
             }
             if let restored = removed.restoredAtMillis {
                 throw ReplicaError.invalidInput(

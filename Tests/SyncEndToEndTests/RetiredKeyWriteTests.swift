@@ -61,6 +61,32 @@ import Testing
         #expect(try KeyChangeTests.freshRules(world, key: second) == ["evil.example"])
     }
 
+    /// A ledger belongs to its key's generation (a key change drops every
+    /// one): the retired key's ledger records a restored server holds are
+    /// no one's writes, and are never set aside for the user to restore (an
+    /// outside check restored them as the message invited, and every push
+    /// of that machine stopped for good on a ledger record holding values).
+    @Test func aRetiredKeysLedgerIsNotSetAside() throws {
+        let world = try SyncWorld(.sqlite)
+        let (x, y) = (try world.machine("x"), try world.machine("y"))
+        try KeyChangeTests.rule(x, "before.example")
+        _ = try KeyChangeTests.shareNewKey(world, from: x, with: [y])
+        try world.sync(x)
+        try world.sync(y)
+        let backup = try world.backupServer()
+        let (second, _) = try KeyChangeTests.changeKey(world, x)
+        try world.sync(x)
+        try KeyChangeTests.addKey(world, y, second)
+        try world.restoreServer(backup)
+        let moved = try world.sync(y)
+        #expect(moved.movedForward, "\(moved)")
+        #expect(moved.setAside.isEmpty, "nothing was written with the old key after the rotation: \(moved.setAside)")
+        #expect(try y.replica.removedRecords(limit: 50).allSatisfy { $0.collection != "ledger" })
+        try KeyChangeTests.rule(y, "after.example")
+        #expect(try world.sync(y).problems.isEmpty)
+        #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["after.example", "before.example"])
+    }
+
     @Test func anHonestMachineOfflineAcrossARotationLosesNothing() throws {
         let world = try SyncWorld(.sqlite)
         let (x, offline) = (try world.machine("x"), try world.machine("offline"))
