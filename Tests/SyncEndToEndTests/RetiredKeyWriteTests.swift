@@ -85,6 +85,17 @@ import Testing
         try KeyChangeTests.rule(y, "after.example")
         #expect(try world.sync(y).problems.isEmpty)
         #expect(try KeyChangeTests.freshRules(world, key: second).sorted() == ["after.example", "before.example"])
+        // One set aside by an earlier brsync is not written back.
+        try y.replica.database.run(
+            "INSERT INTO removed (collection, key, fields, versions, removed_at, why) VALUES ('ledger', 'x/pending/0', '{}', '{}', 1, 'old')"
+        )
+        let kept = try #require(try y.replica.removedRecords(limit: 50).first { $0.collection == "ledger" })
+        do {
+            _ = try y.replica.restore(removed: kept.id)
+            Issue.record("a ledger record was restored")
+        } catch {
+            #expect("\(error)".contains("is a ledger record"), "\(error)")
+        }
     }
 
     @Test func anHonestMachineOfflineAcrossARotationLosesNothing() throws {
