@@ -116,7 +116,10 @@ extension Replica {
     public func recordConflict(
         collection: RecordCollection, key: String, field: String, lost: StampedValue, winner: StampedValue
     ) throws -> Bool {
-        try transaction {
+        // The id a retired id passed to is brsync's bookkeeping, not the user's: two copies of one
+        // home each name theirs (an outside check saw it listed, and offered for restoring).
+        if collection == .settings, key.hasPrefix(Self.deviceNamePrefix), field == Self.successorField { return false }
+        return try transaction {
             try database.run(
                 """
                 INSERT OR IGNORE INTO conflicts (collection, key, field, lost_value, lost_stamp, winner_value, winner_stamp, recorded_at)

@@ -52,6 +52,28 @@ import Testing
         #expect(try replica.rule(pattern: "live.example")?.browser == "firefox")
     }
 
+    /// The id a retired device id passed to is bookkeeping: two copies of
+    /// one home each name theirs, and neither is kept as a conflict; the
+    /// device's name beside it is.
+    @Test func aRetiredIDsSuccessorIsNoConflict() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (replica, _) = try Replica.initialize(home: directory.path, deviceName: nil)
+        let stamp = HLCTimestamp(wallMillis: 1_000, counter: 0, device: "0123456789abcdef")
+        let winner = StampedValue(.string("fedcba9876543210"), stamp: stamp)
+        let lost = StampedValue(.string("00112233445566ff"), stamp: stamp)
+        #expect(
+            !(try replica.recordConflict(
+                collection: .settings, key: "device_name/0123456789abcdef", field: "successor", lost: lost,
+                winner: winner)))
+        #expect(
+            try replica.recordConflict(
+                collection: .settings, key: "device_name/0123456789abcdef", field: "value",
+                lost: StampedValue(.string("laptop"), stamp: stamp), winner: StampedValue(.string("desk"), stamp: stamp)
+            ))
+        #expect(try replica.conflicts(limit: 10).map(\.field) == ["value"])
+    }
+
     /// A rule another client wrote under a key that is not its pattern's
     /// normal form (the server does not read a rule's fields) is removed by
     /// the pattern `brsync rules list` shows; a rule kept under its own key
