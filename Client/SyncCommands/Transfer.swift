@@ -228,8 +228,9 @@ public enum Transfer {
         if let elsewhere = summary.writtenElsewhere {
             parts.append(
                 "another home writes under this machine's device id (\(elsewhere.reason); the server's chain of it: "
-                    + "\(Self.word(elsewhere.standing))): a copy of this home syncs; the one whose chain it is not "
-                    + "takes an id of its own at its next edit, and nothing is lost")
+                    + "\(Self.word(elsewhere.standing))): a copy of this home syncs, or this home was put back from an "
+                    + "older copy of itself; the one whose chain it is not takes an id of its own at its next edit, and "
+                    + "nothing is lost")
         }
         for (id, reason) in summary.awaitingApproval.sorted(by: { $0.key < $1.key }) {
             parts.append(
